@@ -1,0 +1,48 @@
+# mirrorspark — every target sets up what it needs (idempotent).
+SHELL := /bin/bash
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+JARS := build/jars
+PYTEST_ARGS ?=
+
+.PHONY: install demo test test-unit lint bench bench-quick jars clean
+
+install: $(STAMP) jars
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+jars: $(JARS)/kafka/.done $(JARS)/spark/.done $(JARS)/mm2/.done
+
+$(JARS)/%/.done: pom.xml
+	mvn -q -B -P $* dependency:copy-dependencies -DoutputDirectory=$(JARS)/$* -DincludeScope=runtime
+	touch $@
+
+demo: install
+	$(BIN)/python -m mirrorspark.demo
+
+test: install
+	$(BIN)/ruff check src tests bench
+	$(BIN)/mypy
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+test-unit: $(STAMP)
+	$(BIN)/pytest -m unit $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests bench
+	$(BIN)/mypy
+
+bench: install
+	$(BIN)/python -m bench
+
+bench-quick: install
+	$(BIN)/python -m bench --quick
+
+clean:
+	rm -rf build .mirrorspark bench/.work

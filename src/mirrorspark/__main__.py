@@ -1,0 +1,5 @@
+"""``python -m mirrorspark`` = the ``mirrorspark`` command."""
+
+from mirrorspark.cli import main
+
+main()

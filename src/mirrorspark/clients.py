@@ -1,0 +1,353 @@
+"""Kafka clients and admin calls, with errors translated at the boundary.
+
+Every confluent-kafka client mirrorspark creates is built here from a
+:class:`~mirrorspark.config.ClientSettings` (converted once by its
+``to_librdkafka``), with a ``client.id`` that says who it is, MM2's way:
+``<source>-><target>|mirrorspark|<role>``. Admin calls that fail raise
+:class:`~mirrorspark.errors.ClusterError` naming the cluster alias, never a
+raw ``KafkaException``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from confluent_kafka import (
+    Consumer,
+    IsolationLevel,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicCollection,
+    TopicPartition,
+)
+from confluent_kafka.admin import (
+    AdminClient,
+    ConfigResource,
+    ConfigSource,
+    NewPartitions,
+    NewTopic,
+    OffsetSpec,
+)
+
+from .config import ClientSettings
+from .errors import ClusterError, ClusterUnreachableError
+
+__all__ = [
+    "PartitionKey",
+    "TopicDescription",
+    "admin_client",
+    "check_reachable",
+    "consumer",
+    "create_partitions",
+    "describe_topics",
+    "end_offsets",
+    "ensure_topic",
+    "list_topics",
+    "producer",
+    "start_offsets",
+    "topic_configs",
+]
+
+log = logging.getLogger(__name__)
+
+PartitionKey = tuple[str, int]
+"""``(topic, partition)``."""
+
+T = TypeVar("T")
+
+
+def _conf(settings: ClientSettings, client_id: str, overrides: Mapping[str, Any] | None) -> dict[str, Any]:
+    conf: dict[str, Any] = dict(settings.to_librdkafka())
+    user_id = conf.get("client.id")
+    conf["client.id"] = f"{user_id}|{client_id}" if user_id else client_id
+    if overrides:
+        conf.update(overrides)
+    return conf
+
+
+def admin_client(settings: ClientSettings, *, client_id: str) -> AdminClient:
+    """Create an admin client.
+
+    Parameters
+    ----------
+    settings:
+        The role's client settings (e.g. ``FlowConfig.source_admin``).
+    client_id:
+        Who this client is, e.g. ``"A->B|mirrorspark|replication-source-admin"``.
+    """
+    return AdminClient(_conf(settings, client_id, None))
+
+
+def producer(
+    settings: ClientSettings, *, client_id: str, overrides: Mapping[str, Any] | None = None
+) -> Producer:
+    """Create a producer; ``overrides`` win over the settings (e.g. ``enable.idempotence``)."""
+    return Producer(_conf(settings, client_id, overrides))
+
+
+def consumer(
+    settings: ClientSettings, *, client_id: str, overrides: Mapping[str, Any] | None = None
+) -> Consumer:
+    """Create a consumer that only ever uses ``assign()`` (no group membership, no commits).
+
+    librdkafka requires a ``group.id``; when the settings have none, one derived
+    from ``client_id`` is set, which is never joined nor committed to.
+    """
+    conf = _conf(settings, client_id, overrides)
+    conf.setdefault("group.id", "mirrorspark-" + client_id.split("|", 1)[0])
+    conf["enable.auto.commit"] = False
+    return Consumer(conf)
+
+
+def _result(future: Future[T], what: str, alias: str, timeout_s: float) -> T:
+    try:
+        return future.result(timeout=timeout_s)
+    except KafkaException as e:
+        err = e.args[0] if e.args else None
+        if isinstance(err, KafkaError):
+            raise ClusterError(
+                f"{what} on cluster '{alias}' failed: {err.str()} ({err.name()})",
+                kafka_code=err.name(),
+                retriable=err.retriable(),
+            ) from e
+        raise ClusterError(f"{what} on cluster '{alias}' failed: {e}") from e
+    except TimeoutError as e:
+        raise ClusterUnreachableError(
+            f"{what} on cluster '{alias}' timed out after {timeout_s:.0f} s: check that "
+            f"'{alias}.bootstrap.servers' is right and the cluster is up"
+        ) from e
+
+
+def check_reachable(admin: AdminClient, alias: str, bootstrap_servers: str, *, timeout_s: float = 15.0) -> None:
+    """Fail fast when no broker of a cluster answers.
+
+    Raises
+    ------
+    ClusterUnreachableError
+        Naming the alias and its bootstrap servers, and the fix.
+    """
+    try:
+        admin.list_topics(timeout=timeout_s)
+    except KafkaException as e:
+        raise ClusterUnreachableError(
+            f"cluster '{alias}' is unreachable at {bootstrap_servers} ({e.args[0] if e.args else e}): "
+            f"check '{alias}.bootstrap.servers' and that the cluster is up"
+        ) from e
+
+
+def list_topics(admin: AdminClient, alias: str, *, timeout_s: float = 30.0) -> dict[str, int]:
+    """Return ``{topic: partition count}`` for every topic of the cluster (internal ones included)."""
+    try:
+        md = admin.list_topics(timeout=timeout_s)
+    except KafkaException as e:
+        raise ClusterUnreachableError(
+            f"listing topics of cluster '{alias}' failed: {e.args[0] if e.args else e}"
+        ) from e
+    out: dict[str, int] = {}
+    for name, t in md.topics.items():
+        if t.error is not None:
+            continue
+        out[name] = len(t.partitions)
+    return out
+
+
+@dataclass(frozen=True)
+class TopicDescription:
+    """Partition layout of one topic.
+
+    Attributes
+    ----------
+    name:
+        Topic name.
+    replicas:
+        Per partition (index = partition id), the broker ids holding a replica.
+    """
+
+    name: str
+    replicas: tuple[tuple[int, ...], ...]
+
+
+def describe_topics(
+    admin: AdminClient, alias: str, topics: Iterable[str], *, timeout_s: float = 30.0
+) -> dict[str, TopicDescription]:
+    """Describe topics (partitions and replicas); topics that do not exist are left out."""
+    names = list(topics)
+    if not names:
+        return {}
+    futures = admin.describe_topics(TopicCollection(names), request_timeout=timeout_s)
+    out: dict[str, TopicDescription] = {}
+    for name, fut in futures.items():
+        try:
+            d = fut.result(timeout=timeout_s)
+        except KafkaException as e:
+            err = e.args[0] if e.args else None
+            if isinstance(err, KafkaError) and err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                continue
+            raise ClusterError(f"describing topic '{name}' on cluster '{alias}' failed: {e}") from e
+        parts = sorted(d.partitions, key=lambda p: p.id)
+        out[name] = TopicDescription(name, tuple(tuple(r.id for r in p.replicas) for p in parts))
+    return out
+
+
+def topic_configs(
+    admin: AdminClient, alias: str, topics: Iterable[str], *, include_defaults: bool, timeout_s: float = 30.0
+) -> dict[str, dict[str, str]]:
+    """Return the configs of topics that a remote topic should carry.
+
+    Applies MM2's non-incremental filter (``MirrorSourceConnector.targetConfig``,
+    mm2.md §9.3): read-only, sensitive and static-broker entries are dropped;
+    entries at their default (``DEFAULT_CONFIG``) are dropped unless
+    ``include_defaults`` (``use.defaults.from=source``). The caller applies the
+    ``config.properties.exclude`` filter.
+
+    Returns
+    -------
+    dict[str, dict[str, str]]
+        ``{topic: {config name: value}}``; topics that vanished are left out.
+    """
+    resources = [ConfigResource(ConfigResource.Type.TOPIC, t) for t in topics]
+    if not resources:
+        return {}
+    futures = admin.describe_configs(resources, request_timeout=timeout_s)
+    out: dict[str, dict[str, str]] = {}
+    for res, fut in futures.items():
+        try:
+            entries = fut.result(timeout=timeout_s)
+        except KafkaException as e:
+            err = e.args[0] if e.args else None
+            if isinstance(err, KafkaError) and err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                continue
+            raise ClusterError(f"describing configs of topic '{res.name}' on cluster '{alias}' failed: {e}") from e
+        kept: dict[str, str] = {}
+        for name, entry in entries.items():
+            if entry.is_read_only or entry.is_sensitive or entry.value is None:
+                continue
+            source = ConfigSource(entry.source)
+            if source == ConfigSource.STATIC_BROKER_CONFIG:
+                continue
+            if source == ConfigSource.DEFAULT_CONFIG and not include_defaults:
+                continue
+            kept[name] = entry.value
+        out[res.name] = kept
+    return out
+
+
+def ensure_topic(
+    admin: AdminClient,
+    alias: str,
+    name: str,
+    *,
+    partitions: int,
+    replication_factor: int,
+    config: Mapping[str, str] | None = None,
+    timeout_s: float = 30.0,
+) -> bool:
+    """Create a topic unless it exists (MM2 ``TopicAdmin.createOrFindTopics``).
+
+    Parameters
+    ----------
+    partitions:
+        Partition count of a new topic.
+    replication_factor:
+        Replication factor; ``-1`` = the broker's ``default.replication.factor``.
+    config:
+        Topic configs of a new topic.
+
+    Returns
+    -------
+    bool
+        ``True`` if this call created it, ``False`` if it already existed.
+
+    Raises
+    ------
+    ClusterError
+        For any other failure (e.g. a replication factor larger than the broker count).
+    """
+    new = NewTopic(name, num_partitions=partitions, replication_factor=replication_factor, config=dict(config or {}))
+    fut = admin.create_topics([new], request_timeout=timeout_s)[name]
+    try:
+        fut.result(timeout=timeout_s)
+        return True
+    except KafkaException as e:
+        err = e.args[0] if e.args else None
+        if isinstance(err, KafkaError) and err.code() == KafkaError.TOPIC_ALREADY_EXISTS:
+            return False
+        hint = ""
+        if isinstance(err, KafkaError) and err.code() == KafkaError.INVALID_REPLICATION_FACTOR:
+            hint = (
+                " — the cluster has fewer brokers than the replication factor: set the matching "
+                "*.replication.factor key to -1 (broker default) or to the broker count"
+            )
+        raise ClusterError(
+            f"creating topic '{name}' on cluster '{alias}' failed: {err.str() if isinstance(err, KafkaError) else e}{hint}",
+            kafka_code=err.name() if isinstance(err, KafkaError) else None,
+        ) from e
+
+
+def create_partitions(admin: AdminClient, alias: str, increases: Mapping[str, int], *, timeout_s: float = 30.0) -> None:
+    """Grow topics to the given partition counts (MM2: never shrinks; "already that many" is ignored)."""
+    if not increases:
+        return
+    futures = admin.create_partitions(
+        [NewPartitions(t, n) for t, n in increases.items()], request_timeout=timeout_s
+    )
+    for topic, fut in futures.items():
+        try:
+            fut.result(timeout=timeout_s)
+        except KafkaException as e:
+            err = e.args[0] if e.args else None
+            if isinstance(err, KafkaError) and err.code() == KafkaError.INVALID_PARTITIONS:
+                continue
+            raise ClusterError(f"adding partitions to '{topic}' on cluster '{alias}' failed: {e}") from e
+
+
+def _list_offsets(
+    admin: AdminClient,
+    alias: str,
+    partitions: Iterable[PartitionKey],
+    spec: OffsetSpec,
+    read_committed: bool,
+    timeout_s: float,
+) -> dict[PartitionKey, int]:
+    req = {TopicPartition(t, p): spec for t, p in partitions}
+    if not req:
+        return {}
+    iso = IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED
+    futures = admin.list_offsets(req, isolation_level=iso, request_timeout=timeout_s)
+    out: dict[PartitionKey, int] = {}
+    for tp, fut in futures.items():
+        try:
+            out[(tp.topic, tp.partition)] = fut.result(timeout=timeout_s).offset
+        except KafkaException as e:
+            err = e.args[0] if e.args else None
+            if isinstance(err, KafkaError) and err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                continue  # deleted meanwhile
+            raise ClusterError(
+                f"listing offsets of {tp.topic}-{tp.partition} on cluster '{alias}' failed: {e}",
+                retriable=isinstance(err, KafkaError) and err.retriable(),
+            ) from e
+    return out
+
+
+def end_offsets(
+    admin: AdminClient,
+    alias: str,
+    partitions: Iterable[PartitionKey],
+    *,
+    read_committed: bool = False,
+    timeout_s: float = 30.0,
+) -> dict[PartitionKey, int]:
+    """Return each partition's end offset (high watermark, or the last stable offset when ``read_committed``)."""
+    return _list_offsets(admin, alias, partitions, OffsetSpec.latest(), read_committed, timeout_s)
+
+
+def start_offsets(
+    admin: AdminClient, alias: str, partitions: Iterable[PartitionKey], *, timeout_s: float = 30.0
+) -> dict[PartitionKey, int]:
+    """Return each partition's log start offset (the earliest offset still stored)."""
+    return _list_offsets(admin, alias, partitions, OffsetSpec.earliest(), False, timeout_s)

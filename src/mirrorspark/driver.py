@@ -1,0 +1,233 @@
+"""The driver: every enabled flow in one Spark application (MM2's ``MirrorMaker``).
+
+Loop, until stopped:
+
+1. run due control jobs (topic refresh per flow);
+2. plan one batch for every flow and run all its tasks as one Spark job;
+3. commit each flow's results (offset syncs, then source offsets);
+4. report progress; with ``until_caught_up``, stop once every partition has
+   reached the end offset seen at start.
+
+Heartbeats run on a background scheduler so that a long batch does not delay
+them. :meth:`Replicator.request_stop` (Ctrl-C in the CLI) lets the current
+batch finish and commit before the loop ends.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from .clients import PartitionKey
+from .config import MirrorConfig
+from .errors import ConfigError
+from .flows import Flow
+from .heartbeats import HeartbeatEmitter
+from .scheduler import Scheduler
+from .spark import DataPath, PartitionResult
+
+__all__ = ["FlowStats", "Replicator", "TopicStats"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TopicStats:
+    """Progress of one replicated topic of a flow.
+
+    Attributes
+    ----------
+    topic, remote_topic:
+        Source topic and its remote topic on the target.
+    partitions:
+        Replicated partitions.
+    records, value_bytes:
+        Copied by this process (records; bytes of values).
+    lag:
+        Records on the source not yet copied (sum over partitions).
+    latency_ms_avg, latency_ms_max:
+        Replication latency of the copied records (ms), 0 when none.
+    """
+
+    topic: str
+    remote_topic: str
+    partitions: int
+    records: int
+    value_bytes: int
+    lag: int
+    latency_ms_avg: float
+    latency_ms_max: int
+
+
+@dataclass(frozen=True)
+class FlowStats:
+    """Progress of one flow: totals and per topic."""
+
+    flow: str
+    state: str
+    records: int
+    value_bytes: int
+    lag: int
+    batches: int
+    topics: tuple[TopicStats, ...]
+
+
+class Replicator:
+    """Runs the enabled flows of a configuration on Spark.
+
+    Parameters
+    ----------
+    config:
+        The parsed mm2.properties.
+    data_path:
+        The Spark data path (owns the SparkSession).
+    targets:
+        MM2's ``--clusters``: run only flows whose target is listed (``None`` = all).
+    on_progress:
+        Called after every batch (and when idle) with the flows' stats.
+
+    Raises
+    ------
+    ConfigError
+        No flow is enabled (for the given targets).
+    """
+
+    def __init__(
+        self,
+        config: MirrorConfig,
+        data_path: DataPath,
+        *,
+        targets: Sequence[str] | None = None,
+        on_progress: Callable[[list[FlowStats]], None] | None = None,
+    ) -> None:
+        self.config = config
+        self.data_path = data_path
+        flows = config.enabled_flows(targets)
+        if not flows:
+            raise ConfigError(
+                f"no replication flow is enabled in {config.source_name}"
+                + (f" for target(s) {', '.join(targets)}" if targets else "")
+                + ": set e.g. 'A->B.enabled=true'"
+            )
+        self.flows = [Flow(f, config.cluster(f.source), config.cluster(f.target), config.data_path) for f in flows]
+        self.heartbeats = HeartbeatEmitter(config.heartbeat_flows(targets), config.clusters)
+        self.control = Scheduler()
+        self.background = Scheduler()
+        self.on_progress = on_progress
+        self._stop = threading.Event()
+        self._targets: dict[str, dict[PartitionKey, int]] = {}
+        self.state = "created"
+
+    def request_stop(self) -> None:
+        """Ask the loop to stop after the current batch is committed (thread-safe)."""
+        self._stop.set()
+
+    @property
+    def stopping(self) -> bool:
+        """Whether a stop was requested."""
+        return self._stop.is_set()
+
+    def start(self) -> None:
+        """Start every flow and the heartbeats, and schedule the control jobs."""
+        self.state = "starting"
+        for flow in self.flows:
+            flow.start()
+            if flow.config.refresh_topics_enabled:
+                self.control.add(
+                    f"refresh topics {flow.name}",
+                    flow.config.refresh_topics_interval_s,
+                    flow.refresh_topics,
+                    initial_delay_s=flow.config.refresh_topics_interval_s,
+                )
+        self.heartbeats.start()
+        self.heartbeats.schedule(self.background)
+        self.background.start(name="mirrorspark-heartbeats")
+        self.state = "running"
+
+    def run(self, *, until_caught_up: bool = False) -> list[FlowStats]:
+        """Replicate until stopped (or caught up); commit the last batch; return final stats.
+
+        Parameters
+        ----------
+        until_caught_up:
+            Stop once every replicated partition is copied up to the source end
+            offsets seen at start, and their offset syncs are written.
+        """
+        if self.state == "created":
+            self.start()
+        if until_caught_up:
+            self._targets = {f.name: f.end_snapshot() for f in self.flows}
+        idle_s = self.config.data_path.idle_interval_ms / 1000.0
+        try:
+            while not self._stop.is_set():
+                self.control.run_pending()
+                if until_caught_up and self._caught_up():
+                    break
+                tasks = [t for f in self.flows for t in f.plan()]
+                if tasks:
+                    results = self.data_path.copy(tasks)
+                    self._commit(results)
+                else:
+                    self._stop.wait(idle_s)
+                self._report()
+        finally:
+            self.state = "stopping"
+            self.close()
+        self.state = "stopped"
+        stats = self.stats()
+        self._report(stats)
+        return stats
+
+    def _caught_up(self) -> bool:
+        return all(f.caught_up(self._targets.get(f.name, {})) for f in self.flows)
+
+    def _commit(self, results: list[PartitionResult]) -> None:
+        for f in self.flows:
+            f.commit(results)
+
+    def _report(self, stats: list[FlowStats] | None = None) -> None:
+        if self.on_progress is not None:
+            self.on_progress(stats if stats is not None else self.stats())
+
+    def stats(self) -> list[FlowStats]:
+        """Current progress of every flow."""
+        out = []
+        for f in self.flows:
+            topics = []
+            for topic, n in sorted(f.topic_partitions.items()):
+                ps = [f.partitions[(topic, i)] for i in range(n) if (topic, i) in f.partitions]
+                recs = sum(p.records for p in ps)
+                topics.append(
+                    TopicStats(
+                        topic=topic,
+                        remote_topic=f.remote_topics.get(topic, ""),
+                        partitions=n,
+                        records=recs,
+                        value_bytes=sum(p.value_bytes for p in ps),
+                        lag=sum(p.lag for p in ps),
+                        latency_ms_avg=(sum(p.latency_ms_sum for p in ps) / recs) if recs else 0.0,
+                        latency_ms_max=max((p.latency_ms_max for p in ps), default=0),
+                    )
+                )
+            out.append(
+                FlowStats(
+                    flow=f.name,
+                    state=self.state,
+                    records=sum(t.records for t in topics),
+                    value_bytes=sum(t.value_bytes for t in topics),
+                    lag=sum(t.lag for t in topics),
+                    batches=f.batches,
+                    topics=tuple(topics),
+                )
+            )
+        return out
+
+    def close(self) -> None:
+        """Stop heartbeats and flush every driver-side producer."""
+        self.background.stop()
+        self.heartbeats.close()
+        for f in self.flows:
+            f.close()
+

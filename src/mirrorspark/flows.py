@@ -1,0 +1,506 @@
+"""The runtime of one replication flow ``source->target`` (MM2 ``MirrorSourceConnector``).
+
+A :class:`Flow` owns everything of a flow that lives on the driver:
+
+* **discovery** — which source topics to replicate (MM2's
+  ``shouldReplicateTopic``: topic filter, heartbeats always, never internal
+  topics, never a cycle), refreshed every ``refresh.topics.interval.seconds``;
+* **remote topics** — created on the target with the source's partition count
+  and topic configs (MM2's filter), grown when the source gains partitions;
+* **progress** — the committed source position of every partition, loaded at
+  start from Kafka Connect's offsets topic ``mm2-offsets.<source>.internal``
+  on the target (MM2's layout, so MM2 and mirrorspark resume each other) and
+  written back after every batch;
+* **offset syncs** — written to ``mm2-offset-syncs.<other alias>.internal``
+  after the batch's records are acknowledged, never before;
+* **planning** — the ranges ``[position, end offset)`` of the next batch,
+  split over ``min(tasks.max, partitions)`` tasks round-robin.
+
+Commit order after a batch: records (acknowledged in the tasks) → offset syncs
+→ source offsets. A crash between steps only repeats the last batch.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import KafkaError, TopicPartition
+
+from .clients import (
+    PartitionKey,
+    admin_client,
+    check_reachable,
+    consumer,
+    create_partitions,
+    end_offsets,
+    ensure_topic,
+    list_topics,
+    producer,
+    start_offsets,
+    topic_configs,
+)
+from .config import ClusterConfig, DataPathConfig, FlowConfig
+from .errors import ClusterError, CorruptRecordError
+from .filters import DefaultConfigPropertyFilter, DefaultTopicFilter, should_replicate_topic
+from .offsets import CopiedSegment, SyncState
+from .policy import ReplicationPolicy, load_policy
+from .records import OffsetSync, decode_source_offset, default_partition, source_offset_key, source_offset_value
+from .spark import CopyTask, PartitionRange, PartitionResult, assign_round_robin
+
+__all__ = ["Flow", "PartitionProgress", "read_source_offsets"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class PartitionProgress:
+    """Driver-side state of one replicated source partition.
+
+    Attributes
+    ----------
+    position:
+        Next upstream offset to copy (every record before it is copied and committed).
+    end_offset:
+        Source end offset seen at the last plan (high watermark), ``-1`` before.
+    sync_state:
+        Offset-sync emission state (MM2 ``PartitionState``).
+    records, value_bytes, key_bytes:
+        Totals copied by this process.
+    latency_ms_sum, latency_ms_max:
+        Replication latency totals of the copied records (ms).
+    last_segment:
+        The newest contiguous copied run, for exact translation later.
+    """
+
+    position: int
+    end_offset: int = -1
+    sync_state: SyncState = field(default_factory=SyncState)
+    records: int = 0
+    value_bytes: int = 0
+    key_bytes: int = 0
+    latency_ms_sum: int = 0
+    latency_ms_max: int = 0
+    last_segment: CopiedSegment | None = None
+
+    @property
+    def lag(self) -> int:
+        """Records on the source not yet copied (``end_offset − position``, ≥ 0)."""
+        return max(0, self.end_offset - self.position) if self.end_offset >= 0 else 0
+
+
+def read_source_offsets(
+    settings: Any, alias: str, topic: str, source_alias: str, *, client_id: str, timeout_s: float = 60.0
+) -> dict[PartitionKey, int]:
+    """Read MirrorSourceConnector offsets for one source cluster from a Connect offsets topic.
+
+    Reads every partition of ``topic`` from the beginning to its end offset
+    (captured first); the last record per key wins and a tombstone deletes.
+
+    Parameters
+    ----------
+    settings:
+        ``ClientSettings`` of a consumer on the cluster holding the topic.
+    alias:
+        That cluster's alias (for messages).
+    topic:
+        The offsets topic, e.g. ``mm2-offsets.A.internal``.
+    source_alias:
+        Keep only keys whose ``cluster`` is this alias.
+
+    Returns
+    -------
+    dict[PartitionKey, int]
+        ``{(topic, partition): offset of the last replicated upstream record}``.
+
+    Raises
+    ------
+    CorruptRecordError
+        Never: corrupt records are skipped with a warning (as Connect's reader logs and skips).
+    ClusterError
+        The topic could not be read to its end within ``timeout_s``.
+    """
+    admin = admin_client(settings, client_id=client_id + "-admin")
+    parts = list_topics(admin, alias).get(topic)
+    if not parts:
+        return {}
+    ends = end_offsets(admin, alias, [(topic, p) for p in range(parts)])
+    todo = {p: e for (_, p), e in ends.items() if e > 0}
+    out: dict[PartitionKey, int] = {}
+    if not todo:
+        return out
+    c = consumer(settings, client_id=client_id, overrides={"enable.partition.eof": False})
+    try:
+        c.assign([TopicPartition(topic, p, 0) for p in todo])  # 0 = from the log start (reset earliest)
+        deadline = time.monotonic() + timeout_s
+        while todo:
+            if time.monotonic() > deadline:
+                raise ClusterError(
+                    f"reading offsets topic '{topic}' on cluster '{alias}' did not reach its end within "
+                    f"{timeout_s:.0f} s"
+                )
+            for m in c.consume(num_messages=5000, timeout=0.5):
+                if m.error() is not None:
+                    if m.error().code() == KafkaError._PARTITION_EOF:
+                        continue
+                    raise ClusterError(f"reading '{topic}' on cluster '{alias}' failed: {m.error().str()}")
+                try:
+                    decoded = decode_source_offset(m.key() or b"", m.value())
+                except CorruptRecordError as e:
+                    log.warning("skipping a corrupt record in %s-%d@%d: %s", topic, m.partition(), m.offset(), e)
+                    continue
+                if decoded is None:
+                    continue
+                cluster, t, p, off = decoded
+                if cluster != source_alias:
+                    continue
+                if off is None:
+                    out.pop((t, p), None)
+                else:
+                    out[(t, p)] = off
+            for tp in c.position([TopicPartition(topic, p) for p in list(todo)]):
+                if tp.offset >= todo[tp.partition]:
+                    del todo[tp.partition]
+    finally:
+        c.close()
+    return out
+
+
+class Flow:
+    """Driver-side runtime of one replication flow.
+
+    Parameters
+    ----------
+    config:
+        The flow's parsed configuration.
+    source, target:
+        The two clusters' configurations.
+    data_path:
+        mirrorspark's data-path settings (batch caps).
+
+    Not thread-safe: the driver loop calls every method.
+    """
+
+    def __init__(
+        self, config: FlowConfig, source: ClusterConfig, target: ClusterConfig, data_path: DataPathConfig
+    ) -> None:
+        self.config = config
+        self.source = source
+        self.target = target
+        self.data_path = data_path
+        self.name = config.name
+        self.policy: ReplicationPolicy = load_policy(
+            config.policy.class_name,
+            separator=config.policy.separator,
+            internal_topic_separator_enabled=config.policy.internal_topic_separator_enabled,
+            source_cluster_alias=config.source,
+        )
+        self.topic_filter = DefaultTopicFilter(topics=config.topics, topics_exclude=config.topics_exclude)
+        self.config_filter = DefaultConfigPropertyFilter(
+            exclude=config.config_properties_exclude, use_defaults_from=config.use_defaults_from
+        )
+        self.partitions: dict[PartitionKey, PartitionProgress] = {}
+        self.order: list[PartitionKey] = []  # discovery order (MM2 assigns round-robin in it)
+        self.topic_partitions: dict[str, int] = {}  # replicated source topics -> partition count
+        self.remote_topics: dict[str, str] = {}  # source topic -> remote topic
+        self._stored: dict[PartitionKey, int] = {}
+        self._cid = f"{config.name}|mirrorspark"
+        self._src_admin = admin_client(config.source_admin, client_id=f"{self._cid}|replication-source-admin")
+        self._tgt_admin = admin_client(config.target_admin, client_id=f"{self._cid}|replication-target-admin")
+        self._offsets_producer: Any = None
+        self._syncs_producer: Any = None
+        self._offsets_partitions = config.offset_storage_partitions
+        self.batches = 0
+        self.started_at = time.time()
+        self.last_commit_at: float | None = None
+
+    # ------------------------------------------------------------------ start-up
+
+    @property
+    def offset_syncs_topic(self) -> str:
+        """Name of the flow's offset-syncs topic (the alias in it is the *other* cluster's)."""
+        if self.config.offset_syncs_topic_location == "source":
+            return self.policy.offset_syncs_topic(self.config.target)
+        return self.policy.offset_syncs_topic(self.config.source)
+
+    @property
+    def read_committed(self) -> bool:
+        """Whether the source consumer reads only committed records (``isolation.level``)."""
+        return (self.config.source_consumer.get("isolation.level") or "") == "read_committed"
+
+    def start(self) -> None:
+        """Connect, create internal topics, load committed offsets, discover topics.
+
+        Raises
+        ------
+        ClusterUnreachableError
+            Either cluster does not answer.
+        ClusterError
+            An internal topic cannot be created.
+        """
+        cfg = self.config
+        check_reachable(self._src_admin, cfg.source, self.source.bootstrap_servers)
+        check_reachable(self._tgt_admin, cfg.target, self.target.bootstrap_servers)
+        ensure_topic(
+            self._tgt_admin,
+            cfg.target,
+            cfg.offset_storage_topic,
+            partitions=cfg.offset_storage_partitions,
+            replication_factor=cfg.offset_storage_replication_factor,
+            config={"cleanup.policy": "compact"},
+        )
+        self._offsets_partitions = list_topics(self._tgt_admin, cfg.target).get(
+            cfg.offset_storage_topic, cfg.offset_storage_partitions
+        )
+        self._offsets_producer = producer(
+            cfg.target_producer,
+            client_id=f"{self._cid}|offsets-target-producer",
+            overrides={"enable.idempotence": True, "linger.ms": 0},
+        )
+        if cfg.emit_offset_syncs_enabled:
+            on_source = cfg.offset_syncs_topic_location == "source"
+            ensure_topic(
+                self._src_admin if on_source else self._tgt_admin,
+                cfg.source if on_source else cfg.target,
+                self.offset_syncs_topic,
+                partitions=1,
+                replication_factor=cfg.offset_syncs_topic_replication_factor,
+                config={"cleanup.policy": "compact"},
+            )
+            side = "source" if on_source else "target"
+            self._syncs_producer = producer(
+                cfg.source_producer if on_source else cfg.target_producer,
+                client_id=f"{self._cid}|offset-syncs-{side}-producer",
+                overrides={"enable.idempotence": True, "linger.ms": 0},
+            )
+        self._stored = read_source_offsets(
+            cfg.target_consumer,
+            cfg.target,
+            cfg.offset_storage_topic,
+            cfg.source,
+            client_id=f"{self._cid}|offsets-target-consumer",
+        )
+        self.refresh_topics()
+
+    # ------------------------------------------------------------------ discovery
+
+    def should_replicate(self, topic: str) -> bool:
+        """MM2's ``MirrorSourceConnector.shouldReplicateTopic`` for this flow."""
+        return should_replicate_topic(
+            topic,
+            topic_filter=self.topic_filter,
+            policy=self.policy,
+            target_alias=self.config.target,
+            heartbeats_replication_enabled=self.config.heartbeats_replication_enabled,
+        )
+
+    def refresh_topics(self) -> list[PartitionKey]:
+        """Find new source topics and partitions; create or grow their remote topics.
+
+        Topics no longer matching (e.g. after an allow-list change) stop being
+        replicated; their remote topics are left alone. Returns the partitions
+        added by this call.
+        """
+        cfg = self.config
+        source_topics = list_topics(self._src_admin, cfg.source)
+        wanted = {t: n for t, n in sorted(source_topics.items()) if n > 0 and self.should_replicate(t)}
+        target_topics = list_topics(self._tgt_admin, cfg.target)
+        new_topics = [t for t in wanted if self.policy.format_remote_topic(cfg.source, t) not in target_topics]
+        configs = (
+            topic_configs(
+                self._src_admin, cfg.source, new_topics, include_defaults=cfg.use_defaults_from == "source"
+            )
+            if new_topics
+            else {}
+        )
+        grow: dict[str, int] = {}
+        for topic, n in wanted.items():
+            remote = self.policy.format_remote_topic(cfg.source, topic)
+            if remote not in target_topics:
+                conf = {
+                    k: v for k, v in configs.get(topic, {}).items() if self.config_filter.should_replicate_config_property(k)
+                }
+                if ensure_topic(
+                    self._tgt_admin, cfg.target, remote, partitions=n, replication_factor=cfg.replication_factor, config=conf
+                ):
+                    log.info("%s: created remote topic %s (%d partitions)", self.name, remote, n)
+            elif target_topics[remote] < n:
+                grow[remote] = n
+        if grow:
+            create_partitions(self._tgt_admin, cfg.target, grow)
+            log.info("%s: grew remote topics %s", self.name, grow)
+        # Drop topics that no longer match (remote topics are kept).
+        for topic in [t for t in self.topic_partitions if t not in wanted]:
+            del self.topic_partitions[topic]
+            self.remote_topics.pop(topic, None)
+            for key in [k for k in self.order if k[0] == topic]:
+                self.order.remove(key)
+                self.partitions.pop(key, None)
+        added: list[PartitionKey] = []
+        for topic, n in wanted.items():
+            self.remote_topics[topic] = self.policy.format_remote_topic(cfg.source, topic)
+            have = self.topic_partitions.get(topic, 0)
+            if n > have:
+                added.extend((topic, p) for p in range(have, n))
+                self.topic_partitions[topic] = n
+        if added:
+            self._init_positions(added)
+            log.info("%s: replicating %d new partitions", self.name, len(added))
+        return added
+
+    def _init_positions(self, keys: Sequence[PartitionKey]) -> None:
+        cfg = self.config
+        fresh = [k for k in keys if k not in self._stored]
+        reset = (cfg.source_consumer.get("auto.offset.reset") or "earliest").lower()
+        if reset == "latest":
+            starts = end_offsets(self._src_admin, cfg.source, fresh, read_committed=self.read_committed)
+        else:
+            starts = start_offsets(self._src_admin, cfg.source, fresh)
+        for k in keys:
+            pos = self._stored[k] + 1 if k in self._stored and self._stored[k] >= 0 else starts.get(k, 0)
+            self.partitions[k] = PartitionProgress(position=pos)
+            self.order.append(k)
+
+    # ------------------------------------------------------------------ batches
+
+    def refresh_end_offsets(self) -> None:
+        """Fetch the source end offsets of every replicated partition (one admin call)."""
+        ends = end_offsets(self._src_admin, self.config.source, self.order, read_committed=self.read_committed)
+        for k, e in ends.items():
+            p = self.partitions.get(k)
+            if p is not None:
+                p.end_offset = e
+
+    def plan(self) -> list[CopyTask]:
+        """Plan the next batch: ranges for partitions behind their end offset, over ≤ ``tasks.max`` tasks.
+
+        The range of one partition is capped at
+        ``mirrorspark.batch.max.records.per.partition`` records. Tasks are cut
+        from *all* replicated partitions round-robin (MM2's assignment), so a
+        partition stays with the same task index from batch to batch; tasks
+        left without work this batch are dropped.
+        """
+        self.refresh_end_offsets()
+        cap = self.data_path.max_records_per_partition
+        cfg = self.config
+        consumer_conf = dict(cfg.source_consumer.to_librdkafka())
+        consumer_conf["client.id"] = f"{self._cid}|replication-consumer"
+        consumer_conf.setdefault("group.id", f"mirrorspark-{cfg.name}")
+        consumer_conf["enable.auto.commit"] = False
+        consumer_conf["enable.partition.eof"] = False
+        producer_conf: dict[str, Any] = {"linger.ms": 5, "queue.buffering.max.messages": 500000}
+        producer_conf.update(cfg.target_producer.to_librdkafka())
+        producer_conf["client.id"] = f"{self._cid}|replication-producer"
+        producer_conf["enable.idempotence"] = True
+        tasks: list[CopyTask] = []
+        for index, keys in enumerate(assign_round_robin(self.order, cfg.tasks_max)):
+            ranges = []
+            for k in keys:
+                p = self.partitions[k]
+                if p.end_offset > p.position:
+                    ranges.append(
+                        PartitionRange(
+                            source_topic=k[0],
+                            partition=k[1],
+                            target_topic=self.remote_topics[k[0]],
+                            start=p.position,
+                            end=min(p.end_offset, p.position + cap),
+                            sync_state=p.sync_state,
+                        )
+                    )
+            if ranges:
+                tasks.append(
+                    CopyTask(
+                        flow=cfg.name,
+                        task_index=index,
+                        consumer_conf=consumer_conf,
+                        producer_conf=producer_conf,
+                        ranges=tuple(ranges),
+                        offset_lag_max=cfg.offset_lag_max,
+                        spark_options=cfg.source_consumer.to_spark_options(),
+                    )
+                )
+        return tasks
+
+    def commit(self, results: Iterable[PartitionResult]) -> None:
+        """Write the batch's offset syncs, then its source offsets; then advance positions.
+
+        Raises
+        ------
+        ClusterError
+            Source offsets could not be written (positions are not advanced, so
+            the next run repeats the batch: duplicates, never a loss).
+        """
+        cfg = self.config
+        results = [r for r in results if r.flow == self.name]
+        if self._syncs_producer is not None:
+            for r in results:
+                for up, down in r.syncs:
+                    s = OffsetSync(r.source_topic, r.partition, up, down)
+                    self._syncs_producer.produce(self.offset_syncs_topic, s.value(), s.key(), partition=0)
+            left = self._syncs_producer.flush(30)
+            if left:
+                log.warning("%s: %d offset syncs not acknowledged; they will be re-sent later", self.name, left)
+        errors: list[str] = []
+
+        def on_delivery(err: Any, _msg: Any) -> None:
+            if err is not None:
+                errors.append(err.str())
+
+        wrote = False
+        for r in results:
+            p = self.partitions.get((r.source_topic, r.partition))
+            if p is None or r.next_offset <= p.position:
+                continue
+            key = source_offset_key(cfg.source, r.source_topic, r.partition)
+            self._offsets_producer.produce(
+                cfg.offset_storage_topic,
+                source_offset_value(r.next_offset - 1),
+                key,
+                partition=default_partition(key, self._offsets_partitions),
+                on_delivery=on_delivery,
+            )
+            wrote = True
+        if wrote:
+            left = self._offsets_producer.flush(30)
+            if left or errors:
+                raise ClusterError(
+                    f"{self.name}: committing source offsets to '{cfg.offset_storage_topic}' on cluster "
+                    f"'{cfg.target}' failed ({errors[0] if errors else f'{left} not acknowledged'}); "
+                    "the last batch will be copied again on restart"
+                )
+        for r in results:
+            p = self.partitions.get((r.source_topic, r.partition))
+            if p is None:
+                continue
+            p.position = max(p.position, r.next_offset)
+            p.sync_state = r.sync_state
+            p.records += r.records
+            p.value_bytes += r.value_bytes
+            p.key_bytes += r.key_bytes
+            p.latency_ms_sum += r.latency_ms_sum
+            p.latency_ms_max = max(p.latency_ms_max, r.latency_ms_max)
+            if r.segments:
+                p.last_segment = r.segments[-1]
+        self.batches += 1
+        self.last_commit_at = time.time()
+
+    # ------------------------------------------------------------------ views
+
+    def caught_up(self, targets: Mapping[PartitionKey, int]) -> bool:
+        """Whether every partition in ``targets`` has reached its target position."""
+        return all(self.partitions[k].position >= e for k, e in targets.items() if k in self.partitions)
+
+    def end_snapshot(self) -> dict[PartitionKey, int]:
+        """The current source end offsets of every replicated partition (for ``--until-caught-up``)."""
+        self.refresh_end_offsets()
+        return {k: self.partitions[k].end_offset for k in self.order}
+
+    def close(self) -> None:
+        """Flush the driver-side producers."""
+        for p in (self._offsets_producer, self._syncs_producer):
+            if p is not None:
+                p.flush(10)

@@ -1,0 +1,137 @@
+"""Progress and offset syncs, MM2's way: pure state machines, no I/O.
+
+Two pieces of MM2's source task live here:
+
+* :class:`SyncState` / :func:`advance` — the per-partition offset-sync emission
+  rule of MM2's ``MirrorSourceTask`` / ``OffsetSyncWriter`` (mm2.md §6): which
+  (upstream offset, downstream offset) pairs become ``OffsetSync`` records.
+* :class:`CopiedSegment` — runs of records copied contiguously, which the data
+  path reports so that offset translation can be exact where MM2's is
+  conservative (issue: consumer migration).
+
+Offsets follow Kafka's meaning throughout: an *upstream offset* is a record's
+offset in the source partition, a *downstream offset* is the offset the target
+broker assigned to its copy, and a *position* (or committed offset) is the next
+offset to read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+__all__ = [
+    "CopiedSegment",
+    "SyncState",
+    "advance",
+    "flush_delayed",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class SyncState:
+    """Offset-sync emission state of one source partition (MM2 ``PartitionState``).
+
+    Attributes
+    ----------
+    previous_upstream:
+        Upstream offset of the last acknowledged record, ``-1`` before the first.
+    previous_downstream:
+        Downstream offset of the last acknowledged record, ``-1`` before the first.
+    last_sync_downstream:
+        Downstream offset of the last record that produced a sync, ``-1`` before
+        the first (so the first record of a flow's lifetime always syncs).
+    delayed:
+        ``(upstream, downstream)`` of the newest record that did *not* sync, to be
+        emitted at the next commit (KAFKA-15906), or ``None``.
+    """
+
+    previous_upstream: int = -1
+    previous_downstream: int = -1
+    last_sync_downstream: int = -1
+    delayed: tuple[int, int] | None = None
+
+
+def advance(
+    state: SyncState, upstream: int, downstream: int, offset_lag_max: int
+) -> tuple[SyncState, bool]:
+    """Feed one acknowledged record into the emission rule.
+
+    Mirrors ``OffsetSyncWriter.maybeQueueOffsetSyncs`` (MM2 3.7+): a sync is due
+    when this is the partition's first record, when the downstream offset ran
+    ``offset.lag.max`` or more past the last sync, when the upstream offsets are
+    not consecutive (compaction, transaction markers, a seek) or when the
+    downstream offset went backwards (target truncated or recreated).
+
+    Parameters
+    ----------
+    state:
+        The partition's state before the record.
+    upstream, downstream:
+        The record's source offset and the offset the target assigned its copy.
+    offset_lag_max:
+        ``offset.lag.max`` in records (MM2 default 100); 0 syncs every record.
+
+    Returns
+    -------
+    tuple[SyncState, bool]
+        The new state, and whether ``OffsetSync(upstream, downstream)`` must be
+        emitted now. When it need not, the pair is kept as ``delayed``.
+    """
+    should_sync = (
+        state.last_sync_downstream == -1
+        or downstream - (state.last_sync_downstream + 1) >= offset_lag_max
+        or upstream - state.previous_upstream != 1
+        or downstream < state.previous_downstream
+    )
+    if should_sync:
+        return SyncState(upstream, downstream, downstream, None), True
+    return SyncState(upstream, downstream, state.last_sync_downstream, (upstream, downstream)), False
+
+
+def flush_delayed(state: SyncState) -> tuple[SyncState, tuple[int, int] | None]:
+    """Promote the delayed sync at a commit (MM2 ``OffsetSyncWriter.promoteDelayedOffsetSyncs``).
+
+    MM2 does this after each offset flush; mirrorspark after each committed
+    batch, so the last record of a partition that goes idle always gets a sync
+    and a caught-up consumer group translates to the exact end offset.
+
+    Returns
+    -------
+    tuple[SyncState, tuple[int, int] | None]
+        The state without its delayed slot, and the ``(upstream, downstream)``
+        pair to emit, or ``None`` if nothing was delayed.
+    """
+    if state.delayed is None:
+        return state, None
+    return replace(state, delayed=None), state.delayed
+
+
+@dataclass(frozen=True, slots=True)
+class CopiedSegment:
+    """A run of records copied with consecutive offsets on both sides.
+
+    Upstream offsets ``upstream_start .. upstream_start + count - 1`` landed at
+    downstream offsets ``downstream_start .. downstream_start + count - 1``.
+
+    Attributes
+    ----------
+    upstream_start, downstream_start:
+        Offsets of the run's first record in the source and target partition.
+    count:
+        Number of records in the run (≥ 1).
+    """
+
+    upstream_start: int
+    downstream_start: int
+    count: int
+
+    @property
+    def upstream_end(self) -> int:
+        """Upstream offset one past the run's last record."""
+        return self.upstream_start + self.count
+
+    def extend(self, upstream: int, downstream: int) -> CopiedSegment | None:
+        """Return the run grown by one record, or ``None`` if the record does not continue it."""
+        if upstream == self.upstream_start + self.count and downstream == self.downstream_start + self.count:
+            return CopiedSegment(self.upstream_start, self.downstream_start, self.count + 1)
+        return None

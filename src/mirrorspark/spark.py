@@ -1,0 +1,690 @@
+"""The data path on Spark: copy planned offset ranges from source to target.
+
+The driver plans, per batch, a half-open upstream offset range ``[start, end)``
+for every source partition with new records (:class:`PartitionRange`), groups
+them into at most ``min(tasks.max, partitions)`` :class:`CopyTask` per flow
+(MM2's round-robin assignment), and runs all tasks of all flows as one Spark
+job. Each Spark task reads its ranges and writes every record to the target
+with a confluent-kafka producer — key, value, headers, timestamp and partition
+unchanged — because Spark's Kafka sink can set neither the record timestamp
+nor report where a record landed. The producer's delivery reports give the
+exact downstream offset of every copied record, from which the task computes
+MM2's offset syncs (:func:`mirrorspark.offsets.advance`) and contiguous copied
+segments, and returns one small :class:`PartitionResult` per partition to the
+driver. The driver then writes the offset syncs and commits source offsets.
+
+Two read modes (``mirrorspark.read.mode``):
+
+``consumer`` (default)
+    a confluent-kafka consumer inside each Spark task ``assign()``-s the task's
+    partitions at their start offsets and reads to the planned end offsets.
+    Records never cross the JVM/Python boundary.
+``spark-kafka``
+    Spark's own Kafka source (``spark-sql-kafka-0-10``) reads the ranges in the
+    JVM and hands them to Python as Arrow batches (``mapInArrow``).
+
+``bench/`` measures the two side by side; see ``docs/design.md``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import collections
+import json
+import logging
+import os
+import pickle
+import sys
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .errors import DataPathError, MirrorsparkError, RecordTooLargeError
+from .offsets import CopiedSegment, SyncState, advance, flush_delayed
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = [
+    "READ_MODES",
+    "CopyTask",
+    "DataPath",
+    "PartitionRange",
+    "PartitionResult",
+    "assign_round_robin",
+    "build_spark_session",
+    "run_copy_task",
+]
+
+log = logging.getLogger(__name__)
+
+READ_MODES = ("consumer", "spark-kafka")
+
+_ERROR_MARK = "MIRRORSPARK_ERROR["
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionRange:
+    """One source partition's share of a batch.
+
+    Attributes
+    ----------
+    source_topic, partition:
+        The source partition; its copy goes to the same partition of ``target_topic``.
+    target_topic:
+        The remote topic name (``ReplicationPolicy.format_remote_topic``).
+    start:
+        First upstream offset to read (a position: the next offset to read).
+    end:
+        Upstream offset to stop before (exclusive), ≥ ``start``.
+    sync_state:
+        Offset-sync emission state at ``start`` (carried across batches by the driver).
+    """
+
+    source_topic: str
+    partition: int
+    target_topic: str
+    start: int
+    end: int
+    sync_state: SyncState = field(default_factory=SyncState)
+
+
+@dataclass(frozen=True, slots=True)
+class CopyTask:
+    """The unit of work of one Spark task: some partitions of one flow.
+
+    Attributes
+    ----------
+    flow:
+        ``"A->B"``.
+    task_index:
+        Index of the task within the flow (MM2's ``task.index``).
+    consumer_conf, producer_conf:
+        librdkafka configs of the source consumer and target producer (already
+        translated; may hold credentials, so never logged).
+    spark_options:
+        Spark Kafka source options of the source (``kafka.*``), for ``spark-kafka`` read mode.
+    ranges:
+        The partitions to copy.
+    offset_lag_max:
+        ``offset.lag.max`` in records.
+    stall_timeout_s:
+        Seconds without any record while ranges remain unfinished before the
+        task fails with :class:`~mirrorspark.errors.DataPathError`.
+    """
+
+    flow: str
+    task_index: int
+    consumer_conf: Mapping[str, Any]
+    producer_conf: Mapping[str, Any]
+    ranges: tuple[PartitionRange, ...]
+    offset_lag_max: int
+    spark_options: Mapping[str, str] = field(default_factory=dict)
+    stall_timeout_s: float = 120.0
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionResult:
+    """What one task did to one partition in one batch.
+
+    Attributes
+    ----------
+    flow, source_topic, partition:
+        Which partition.
+    next_offset:
+        Upstream position after the batch: every record before it is copied
+        and acknowledged by the target.
+    records:
+        Records copied.
+    value_bytes, key_bytes:
+        Bytes of record values and keys copied (MM2's ``byte-count`` counts values only).
+    sync_state:
+        Offset-sync emission state after the batch, delayed sync already promoted.
+    syncs:
+        ``(upstream, downstream)`` offset syncs due, in order.
+    segments:
+        Contiguous copied runs, in order.
+    latency_ms_sum, latency_ms_max:
+        Sum and maximum over the copied records of (acknowledgement time − record
+        timestamp), in ms (MM2's ``replication-latency-ms``).
+    """
+
+    flow: str
+    source_topic: str
+    partition: int
+    next_offset: int
+    records: int
+    value_bytes: int
+    key_bytes: int
+    sync_state: SyncState
+    syncs: tuple[tuple[int, int], ...]
+    segments: tuple[CopiedSegment, ...]
+    latency_ms_sum: int
+    latency_ms_max: int
+
+
+def assign_round_robin(partitions: Sequence[Any], tasks_max: int) -> list[list[Any]]:
+    """Split partitions over ``min(tasks_max, len(partitions))`` tasks, round-robin.
+
+    Mirrors ``MirrorSourceConnector.taskConfigs``: the k-th partition in
+    discovery order goes to task ``k mod n``. An empty input gives no tasks.
+    """
+    n = min(tasks_max, len(partitions))
+    if n <= 0:
+        return []
+    groups: list[list[Any]] = [[] for _ in range(n)]
+    for k, p in enumerate(partitions):
+        groups[k % n].append(p)
+    return groups
+
+
+# ---------------------------------------------------------------------------------------------
+# Executor side
+# ---------------------------------------------------------------------------------------------
+
+_PRODUCERS: dict[Any, Any] = {}
+_CONSUMERS: dict[Any, Any] = {}
+
+
+def _cache_key(conf: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((k, str(v)) for k, v in conf.items()))
+
+
+def _close_cached() -> None:
+    for p in _PRODUCERS.values():
+        p.flush(30)
+    for c in _CONSUMERS.values():
+        c.close()
+    _PRODUCERS.clear()
+    _CONSUMERS.clear()
+
+
+atexit.register(_close_cached)
+
+
+def _producer(conf: Mapping[str, Any]) -> Any:
+    from confluent_kafka import Producer
+
+    key = _cache_key(conf)
+    p = _PRODUCERS.get(key)
+    if p is None:
+        p = Producer(dict(conf))
+        _PRODUCERS[key] = p
+    return p
+
+
+def _consumer(conf: Mapping[str, Any]) -> Any:
+    from confluent_kafka import Consumer
+
+    key = _cache_key(conf)
+    c = _CONSUMERS.get(key)
+    if c is None:
+        c = Consumer(dict(conf))
+        _CONSUMERS[key] = c
+    return c
+
+
+class _PartitionCopy:
+    """Mutable per-partition state of one task (hot path; not shared)."""
+
+    __slots__ = (
+        "delivered_upto",
+        "end",
+        "error",
+        "inflight",
+        "key_bytes",
+        "lat_max",
+        "lat_sum",
+        "last_read",
+        "range",
+        "records",
+        "segments",
+        "state",
+        "syncs",
+        "value_bytes",
+    )
+
+    def __init__(self, r: PartitionRange) -> None:
+        self.range = r
+        self.end = r.end
+        self.state = r.sync_state
+        self.inflight: collections.deque[tuple[int, int]] = collections.deque()
+        self.syncs: list[tuple[int, int]] = []
+        self.segments: list[CopiedSegment] = []
+        self.records = 0
+        self.value_bytes = 0
+        self.key_bytes = 0
+        self.lat_sum = 0
+        self.lat_max = 0
+        self.last_read = r.start - 1  # upstream offset of the last record read
+        self.delivered_upto = r.start  # position: all before it acknowledged
+        self.error: Any = None
+
+
+class _Writer:
+    """Producer side shared by both read modes: produce, track deliveries, build results."""
+
+    def __init__(self, task: CopyTask) -> None:
+        self.task = task
+        self.producer = _producer(task.producer_conf)
+        self.by_source: dict[tuple[str, int], _PartitionCopy] = {}
+        self.by_target: dict[tuple[str, int], _PartitionCopy] = {}
+        for r in task.ranges:
+            pc = _PartitionCopy(r)
+            self.by_source[(r.source_topic, r.partition)] = pc
+            self.by_target[(r.target_topic, r.partition)] = pc
+        self.lag_max = task.offset_lag_max
+        self.produced = 0
+
+    def _on_delivery(self, err: Any, msg: Any) -> None:
+        pc = self.by_target[(msg.topic(), msg.partition())]
+        upstream, ts = pc.inflight.popleft()
+        if err is not None:
+            if pc.error is None:
+                pc.error = (err, upstream)
+            return
+        if pc.error is not None:
+            return
+        downstream = msg.offset()
+        pc.state, due = advance(pc.state, upstream, downstream, self.lag_max)
+        if due:
+            pc.syncs.append((upstream, downstream))
+        seg = pc.segments[-1].extend(upstream, downstream) if pc.segments else None
+        if seg is None:
+            pc.segments.append(CopiedSegment(upstream, downstream, 1))
+        else:
+            pc.segments[-1] = seg
+        pc.delivered_upto = upstream + 1
+        if ts > 0:
+            lat = int(time.time() * 1000) - ts
+            pc.lat_sum += lat
+            if lat > pc.lat_max:
+                pc.lat_max = lat
+
+    def write(
+        self,
+        pc: _PartitionCopy,
+        offset: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: list[tuple[str, bytes | None]] | None,
+        timestamp_ms: int,
+    ) -> None:
+        """Produce one record's copy to the same partition of the remote topic."""
+        r = pc.range
+        pc.inflight.append((offset, timestamp_ms))
+        kwargs: dict[str, Any] = {"partition": r.partition, "on_delivery": self._on_delivery}
+        if timestamp_ms > 0:
+            kwargs["timestamp"] = timestamp_ms
+        if headers:
+            kwargs["headers"] = headers
+        while True:
+            try:
+                self.producer.produce(r.target_topic, value, key, **kwargs)
+                break
+            except BufferError:
+                self.producer.poll(0.05)
+            except Exception as e:
+                pc.inflight.pop()
+                raise _data_error(e, r, offset, value, key) from e
+        pc.last_read = offset
+        pc.records += 1
+        if value is not None:
+            pc.value_bytes += len(value)
+        if key is not None:
+            pc.key_bytes += len(key)
+        self.produced += 1
+        if self.produced % 5000 == 0:
+            self.producer.poll(0)
+
+    def finish(self, positions: Mapping[tuple[str, int], int]) -> list[PartitionResult]:
+        """Flush, fail on any delivery error, and return one result per range.
+
+        ``positions`` gives the reader's position per source partition (past
+        control records and compacted gaps), used when every read record is
+        acknowledged.
+        """
+        remaining = self.producer.flush(self.task.stall_timeout_s)
+        if remaining:
+            raise DataPathError(
+                f"{_ERROR_MARK}DATA_PATH_ERROR] flow {self.task.flow}: {remaining} records not acknowledged "
+                f"by the target within {self.task.stall_timeout_s:.0f} s; check that the target cluster is up"
+            )
+        results = []
+        for key, pc in self.by_source.items():
+            if pc.error is not None:
+                err, upstream = pc.error
+                raise _delivery_error(err, pc.range, upstream)
+            if pc.records and pc.delivered_upto != pc.last_read + 1:
+                raise DataPathError(
+                    f"{_ERROR_MARK}DATA_PATH_ERROR] flow {self.task.flow}: {pc.range.source_topic}-"
+                    f"{pc.range.partition} acknowledged up to {pc.delivered_upto} but read up to {pc.last_read}"
+                )
+            next_offset = max(pc.last_read + 1, min(positions.get(key, pc.range.start), pc.end))
+            state, delayed = flush_delayed(pc.state)
+            syncs = list(pc.syncs)
+            if delayed is not None:
+                syncs.append(delayed)
+            results.append(
+                PartitionResult(
+                    flow=self.task.flow,
+                    source_topic=pc.range.source_topic,
+                    partition=pc.range.partition,
+                    next_offset=next_offset,
+                    records=pc.records,
+                    value_bytes=pc.value_bytes,
+                    key_bytes=pc.key_bytes,
+                    sync_state=state,
+                    syncs=tuple(syncs),
+                    segments=tuple(pc.segments),
+                    latency_ms_sum=pc.lat_sum,
+                    latency_ms_max=pc.lat_max,
+                )
+            )
+        return results
+
+
+def _data_error(e: Exception, r: PartitionRange, offset: int, value: bytes | None, key: bytes | None) -> MirrorsparkError:
+    from confluent_kafka import KafkaError, KafkaException
+
+    err = e.args[0] if isinstance(e, KafkaException) and e.args else None
+    if isinstance(err, KafkaError) and err.code() == KafkaError.MSG_SIZE_TOO_LARGE:
+        size = len(value or b"") + len(key or b"")
+        return RecordTooLargeError(
+            f"{_ERROR_MARK}RECORD_TOO_LARGE] record {r.source_topic}-{r.partition}@{offset} "
+            f"({size} bytes) is larger than the producer's message.max.bytes: raise "
+            f"'<target>.producer.max.request.size' (and the target topic's max.message.bytes)"
+        )
+    return DataPathError(
+        f"{_ERROR_MARK}DATA_PATH_ERROR] producing {r.source_topic}-{r.partition}@{offset} to "
+        f"{r.target_topic} failed: {e}"
+    )
+
+
+def _delivery_error(err: Any, r: PartitionRange, upstream: int) -> MirrorsparkError:
+    from confluent_kafka import KafkaError
+
+    if err.code() in (KafkaError.MSG_SIZE_TOO_LARGE,):
+        return RecordTooLargeError(
+            f"{_ERROR_MARK}RECORD_TOO_LARGE] record {r.source_topic}-{r.partition}@{upstream} is larger "
+            f"than remote topic '{r.target_topic}' accepts ({err.str()}): raise the remote topic's "
+            f"max.message.bytes (or the target broker's message.max.bytes); nothing after "
+            f"offset {upstream} was committed"
+        )
+    return DataPathError(
+        f"{_ERROR_MARK}DATA_PATH_ERROR] copying {r.source_topic}-{r.partition}@{upstream} to "
+        f"{r.target_topic} failed: {err.str()} ({err.name()})"
+    )
+
+
+def run_copy_task(task: CopyTask) -> list[PartitionResult]:
+    """Copy a task's ranges with a confluent-kafka consumer (read mode ``consumer``).
+
+    Runs inside a Spark task (or anywhere: it only needs the two clusters).
+    Reads each partition from ``start`` until the consumer's position reaches
+    ``end``, produces every record, flushes, and returns one
+    :class:`PartitionResult` per range.
+
+    Raises
+    ------
+    RecordTooLargeError
+        A record exceeds what the producer or the remote topic accepts.
+    DataPathError
+        Any other produce or delivery failure, or no record for
+        ``task.stall_timeout_s`` while ranges remain unfinished.
+    """
+    from confluent_kafka import KafkaError, TopicPartition
+
+    writer = _Writer(task)
+    consumer = _consumer(task.consumer_conf)
+    todo = {k: pc for k, pc in writer.by_source.items() if pc.range.start < pc.end}
+    positions: dict[tuple[str, int], int] = {k: pc.range.start for k, pc in writer.by_source.items()}
+    if todo:
+        consumer.assign([TopicPartition(t, p, pc.range.start) for (t, p), pc in todo.items()])
+    try:
+        last_progress = time.monotonic()
+        while todo:
+            msgs = consumer.consume(num_messages=10000, timeout=0.5)
+            for m in msgs:
+                err = m.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        continue
+                    raise DataPathError(
+                        f"{_ERROR_MARK}DATA_PATH_ERROR] flow {task.flow}: reading "
+                        f"{m.topic()}-{m.partition()} failed: {err.str()}"
+                    )
+                key = (m.topic(), m.partition())
+                pc = todo.get(key)
+                if pc is None:
+                    continue
+                off = m.offset()
+                if off >= pc.end:
+                    continue
+                ts_type, ts = m.timestamp()
+                writer.write(pc, off, m.key(), m.value(), m.headers(), ts if ts_type else 0)
+            if msgs:
+                last_progress = time.monotonic()
+            writer.producer.poll(0)
+            # Positions move past transaction markers and compacted gaps too.
+            tps = [TopicPartition(t, p) for (t, p) in todo]
+            for tp in consumer.position(tps):
+                k = (tp.topic, tp.partition)
+                pc = todo[k]
+                pos = tp.offset if tp.offset >= 0 else pc.range.start
+                pos = max(pos, pc.last_read + 1)
+                positions[k] = pos
+                if pos >= pc.end:
+                    del todo[k]
+            if todo and time.monotonic() - last_progress > task.stall_timeout_s:
+                names = ", ".join(f"{t}-{p}" for t, p in todo)
+                raise DataPathError(
+                    f"{_ERROR_MARK}DATA_PATH_ERROR] flow {task.flow}: no record from {names} for "
+                    f"{task.stall_timeout_s:.0f} s; check that the source cluster is up"
+                )
+    finally:
+        consumer.unassign()
+    return writer.finish(positions)
+
+
+def _copy_arrow(batches: Iterable[Any], tasks: Mapping[tuple[str, int], CopyTask]) -> Iterator[Any]:
+    """``mapInArrow`` body for read mode ``spark-kafka``: write rows, yield pickled results."""
+    import pyarrow as pa
+
+    writers: dict[str, _Writer] = {}
+
+    def writer_for(key: tuple[str, int]) -> tuple[_Writer, _PartitionCopy]:
+        task = tasks[key]
+        w = writers.get(task.flow + "#" + str(task.task_index))
+        if w is None:
+            w = _Writer(task)
+            writers[task.flow + "#" + str(task.task_index)] = w
+        return w, w.by_source[key]
+
+    for batch in batches:
+        cols = batch.to_pydict()
+        topics, parts, offsets = cols["topic"], cols["partition"], cols["offset"]
+        keys, values, stamps, headers = cols["key"], cols["value"], cols["timestamp"], cols.get("headers")
+        cur: tuple[str, int] | None = None
+        w = pc = None
+        for i in range(len(offsets)):
+            k = (topics[i], parts[i])
+            if k != cur:
+                w, pc = writer_for(k)
+                cur = k
+            assert w is not None and pc is not None
+            ts = stamps[i]
+            ts_ms = int(ts.timestamp() * 1000) if ts is not None else 0
+            hs = [(h["key"], h["value"]) for h in headers[i]] if headers and headers[i] else None
+            w.write(pc, offsets[i], keys[i], values[i], hs, ts_ms)
+    results: list[PartitionResult] = []
+    for w in writers.values():
+        results.extend(w.finish({k: pc.range.end for k, pc in w.by_source.items()}))
+    yield pa.RecordBatch.from_pydict({"result": [pickle.dumps(results)]})
+
+
+# ---------------------------------------------------------------------------------------------
+# Driver side
+# ---------------------------------------------------------------------------------------------
+
+
+def build_spark_session(
+    *, master: str | None = None, read_mode: str = "consumer", app_name: str = "mirrorspark", ui: bool = True
+) -> SparkSession:
+    """Create (or get) the one SparkSession of a mirrorspark process.
+
+    Parameters
+    ----------
+    master:
+        Spark master URL; ``None`` keeps what ``spark-submit`` set, else ``local[*]``.
+    read_mode:
+        ``"spark-kafka"`` adds the Spark Kafka connector jars (``build/jars/spark``).
+    ui:
+        Whether to start the Spark UI.
+
+    Raises
+    ------
+    LocalClusterError
+        The connector jars are needed and missing (run ``make install``).
+    """
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    b = SparkSession.builder.appName(app_name)
+    if master is not None:
+        b = b.master(master)
+    elif "spark.master" not in os.environ.get("PYSPARK_SUBMIT_ARGS", "") and not os.environ.get("SPARK_ENV_LOADED"):
+        b = b.master("local[*]")
+    b = (
+        b.config("spark.ui.enabled", "true" if ui else "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.python.worker.reuse", "true")
+        .config("spark.driver.memory", os.environ.get("MIRRORSPARK_DRIVER_MEMORY", "1g"))
+        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "20000")
+    )
+    if read_mode == "spark-kafka":
+        from .jars import jar_dir
+
+        d = jar_dir("spark")
+        b = b.config("spark.jars", ",".join(str(p) for p in sorted(d.glob("*.jar"))))
+    spark = b.getOrCreate()
+    spark.sparkContext.setLogLevel(os.environ.get("MIRRORSPARK_SPARK_LOG_LEVEL", "ERROR"))
+    return spark
+
+
+class DataPath:
+    """Runs batches of :class:`CopyTask` as Spark jobs (driver side).
+
+    Parameters
+    ----------
+    spark:
+        The SparkSession.
+    read_mode:
+        One of :data:`READ_MODES`.
+    """
+
+    def __init__(self, spark: SparkSession, *, read_mode: str = "consumer") -> None:
+        if read_mode not in READ_MODES:
+            raise DataPathError(f"unknown read mode {read_mode!r}: use one of {', '.join(READ_MODES)}")
+        self.spark = spark
+        self.read_mode = read_mode
+        self._job = 0
+
+    def copy(self, tasks: Sequence[CopyTask]) -> list[PartitionResult]:
+        """Run one batch: every task as one Spark task of a single job; blocks until done.
+
+        Returns
+        -------
+        list[PartitionResult]
+            One per planned range.
+
+        Raises
+        ------
+        RecordTooLargeError, DataPathError
+            Re-raised on the driver from the failing Spark task (nothing of the
+            batch is committed by the caller then).
+        """
+        tasks = [t for t in tasks if t.ranges]
+        if not tasks:
+            return []
+        self._job += 1
+        sc = self.spark.sparkContext
+        sc.setJobGroup(f"mirrorspark-batch-{self._job}", f"copy batch {self._job}", interruptOnCancel=True)
+        try:
+            if self.read_mode == "consumer":
+                rdd = sc.parallelize(list(tasks), len(tasks))
+                return rdd.mapPartitions(_run_tasks).collect()  # type: ignore[no-any-return]
+            return self._copy_spark_kafka(tasks)
+        except MirrorsparkError:
+            raise
+        except Exception as e:
+            raise _reraise(e) from e
+
+    def _copy_spark_kafka(self, tasks: Sequence[CopyTask]) -> list[PartitionResult]:
+        from functools import reduce
+
+        by_key: dict[tuple[str, int], CopyTask] = {}
+        frames = []
+        by_flow: dict[str, list[CopyTask]] = collections.defaultdict(list)
+        for t in tasks:
+            by_flow[t.flow].append(t)
+            for r in t.ranges:
+                by_key[(r.source_topic, r.partition)] = t
+        for flow_tasks in by_flow.values():
+            assign: dict[str, list[int]] = collections.defaultdict(list)
+            starting: dict[str, dict[str, int]] = collections.defaultdict(dict)
+            ending: dict[str, dict[str, int]] = collections.defaultdict(dict)
+            for t in flow_tasks:
+                for r in t.ranges:
+                    assign[r.source_topic].append(r.partition)
+                    starting[r.source_topic][str(r.partition)] = r.start
+                    ending[r.source_topic][str(r.partition)] = r.end
+            reader = self.spark.read.format("kafka").options(**flow_tasks[0].spark_options)
+            df = (
+                reader.option("assign", json.dumps(assign))
+                .option("startingOffsets", json.dumps(starting))
+                .option("endingOffsets", json.dumps(ending))
+                .option("includeHeaders", "true")
+                .option("failOnDataLoss", "false")
+                .load()
+            )
+            frames.append(df.coalesce(len(flow_tasks)))
+        df = reduce(lambda a, b: a.union(b), frames)
+        rows = df.mapInArrow(lambda it: _copy_arrow(it, by_key), "result binary").collect()
+        out: list[PartitionResult] = []
+        for row in rows:
+            out.extend(pickle.loads(row["result"]))
+        # ranges with nothing read still need a result
+        seen = {(r.source_topic, r.partition) for r in out}
+        for key, t in by_key.items():
+            if key not in seen:
+                r = next(x for x in t.ranges if (x.source_topic, x.partition) == key)
+                state, delayed = flush_delayed(r.sync_state)
+                out.append(
+                    PartitionResult(t.flow, r.source_topic, r.partition, r.end, 0, 0, 0, state,
+                                    (delayed,) if delayed else (), (), 0, 0)
+                )
+        return out
+
+
+def _run_tasks(it: Iterable[CopyTask]) -> Iterator[PartitionResult]:
+    for task in it:
+        yield from run_copy_task(task)
+
+
+def _reraise(e: Exception) -> MirrorsparkError:
+    """Rebuild the mirrorspark error a Spark task raised from the job failure's text."""
+    text = str(e)
+    i = text.find(_ERROR_MARK)
+    if i < 0:
+        return DataPathError(f"the copy job failed: {text.splitlines()[0] if text else type(e).__name__}")
+    j = text.find("]", i)
+    code = text[i + len(_ERROR_MARK) : j]
+    end = text.find("\n", j)
+    message = text[j + 1 : end if end > 0 else None].strip()
+    if code == RecordTooLargeError.code:
+        return RecordTooLargeError(message)
+    return DataPathError(message)

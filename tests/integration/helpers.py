@@ -1,0 +1,321 @@
+"""Helpers for integration tests against the real local Kafka clusters.
+
+Every helper takes ``bootstrap``: either a ``bootstrap.servers`` string or a full
+librdkafka client configuration (e.g. ``LocalCluster.client_config()`` for a SASL
+cluster). Nothing here sleeps for a fixed time: waits poll against a deadline.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+
+__all__ = [
+    "Bootstrap",
+    "Record",
+    "admin",
+    "assert_eventually",
+    "client_config",
+    "consume_all",
+    "create_topic",
+    "end_offsets",
+    "produce",
+    "unique_name",
+]
+
+T = TypeVar("T")
+
+Bootstrap = str | Mapping[str, str]
+"""``bootstrap.servers``, or a whole librdkafka client configuration."""
+
+Record = dict[str, Any]
+"""A record as a dict: ``key``, ``value`` (bytes or None), ``headers`` (list of (str, bytes)),
+``timestamp_ms``, ``partition`` and, when consumed, ``offset``."""
+
+
+def unique_name(prefix: str) -> str:
+    """Return ``<prefix>-<10 hex chars>``, unique per call (topic and group names per test)."""
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+def client_config(bootstrap: Bootstrap, **overrides: Any) -> dict[str, Any]:
+    """Return a librdkafka configuration for ``bootstrap`` with ``overrides`` applied."""
+    config: dict[str, Any] = (
+        {"bootstrap.servers": bootstrap} if isinstance(bootstrap, str) else dict(bootstrap)
+    )
+    config.update(overrides)
+    return config
+
+
+def assert_eventually(
+    fn: Callable[[], T],
+    timeout_s: float = 30.0,
+    interval_s: float = 0.2,
+    message: str = "condition not met",
+) -> T:
+    """Call ``fn`` until it succeeds, or fail after ``timeout_s`` seconds.
+
+    ``fn`` succeeds when it returns anything but ``False`` or ``None`` without raising
+    ``AssertionError``; other exceptions propagate at once.
+
+    Parameters
+    ----------
+    fn:
+        The check; it may ``assert`` inside.
+    timeout_s:
+        Deadline in seconds (default 30).
+    interval_s:
+        Pause between calls in seconds (default 0.2).
+    message:
+        Text of the final ``AssertionError``; the last assertion failure is appended.
+
+    Returns
+    -------
+    T
+        What ``fn`` returned on success.
+
+    Raises
+    ------
+    AssertionError
+        If ``fn`` did not succeed before the deadline.
+    """
+    deadline = time.monotonic() + timeout_s
+    last: str = "returned a false value"
+    while True:
+        try:
+            result = fn()
+        except AssertionError as e:
+            last = f"{type(e).__name__}: {e}"
+        else:
+            if result is not False and result is not None:
+                return result
+            last = f"returned {result!r}"
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"{message} (after {timeout_s:.1f} s; last: {last})")
+        time.sleep(interval_s)
+
+
+def admin(bootstrap: Bootstrap) -> AdminClient:
+    """Return an ``AdminClient`` for the cluster."""
+    return AdminClient(client_config(bootstrap, **{"client.id": "mirrorspark-tests|admin"}))
+
+
+def create_topic(
+    bootstrap: Bootstrap,
+    name: str,
+    partitions: int = 1,
+    config: Mapping[str, str] | None = None,
+    replication_factor: int = -1,
+    timeout_s: float = 30.0,
+) -> None:
+    """Create a topic and wait until every partition has a leader.
+
+    Parameters
+    ----------
+    bootstrap:
+        The cluster.
+    name:
+        Topic name.
+    partitions:
+        Partition count (default 1).
+    config:
+        Topic configs, e.g. ``{"cleanup.policy": "compact"}``.
+    replication_factor:
+        Replicas per partition; default ``-1``: the broker's ``default.replication.factor``
+        (the broker count of a local cluster, up to 3).
+    timeout_s:
+        Deadline in seconds for creation and leader election.
+
+    Raises
+    ------
+    KafkaException
+        If the broker refuses the topic (e.g. it exists).
+    AssertionError
+        If the partitions have no leader before the deadline.
+    """
+    client = admin(bootstrap)
+    new = NewTopic(name, num_partitions=partitions, replication_factor=replication_factor, config=dict(config or {}))
+    client.create_topics([new], request_timeout=timeout_s)[name].result(timeout=timeout_s)
+
+    def has_leaders() -> bool:
+        topic = client.list_topics(topic=name, timeout=5).topics.get(name)
+        return (
+            topic is not None
+            and topic.error is None
+            and len(topic.partitions) == partitions
+            and all(p.leader >= 0 for p in topic.partitions.values())
+        )
+
+    assert_eventually(has_leaders, timeout_s=timeout_s, message=f"topic {name} has no leaders")
+
+
+def produce(bootstrap: Bootstrap, topic: str, records: Sequence[Mapping[str, Any]], timeout_s: float = 30.0) -> None:
+    """Produce records and wait until every one is acknowledged.
+
+    Parameters
+    ----------
+    bootstrap:
+        The cluster.
+    topic:
+        Target topic.
+    records:
+        Dicts with optional ``key``, ``value`` (bytes or str), ``headers`` (list of
+        (str, bytes)), ``timestamp_ms`` (ms since the epoch; default: now) and ``partition``
+        (default: the partitioner's choice).
+    timeout_s:
+        Deadline in seconds for the acknowledgements.
+
+    Raises
+    ------
+    KafkaException
+        If a record is not acknowledged (with the first error).
+    """
+    producer = Producer(
+        client_config(
+            bootstrap,
+            **{"client.id": "mirrorspark-tests|producer", "acks": "all", "enable.idempotence": True},
+        )
+    )
+    errors: list[KafkaError] = []
+
+    def on_delivery(err: KafkaError | None, _msg: Any) -> None:
+        if err is not None:
+            errors.append(err)
+
+    for record in records:
+        kwargs: dict[str, Any] = {"key": record.get("key"), "value": record.get("value"), "on_delivery": on_delivery}
+        if record.get("headers") is not None:
+            kwargs["headers"] = list(record["headers"])
+        if record.get("timestamp_ms") is not None:
+            kwargs["timestamp"] = int(record["timestamp_ms"])
+        if record.get("partition") is not None:
+            kwargs["partition"] = int(record["partition"])
+        while True:
+            try:
+                producer.produce(topic, **kwargs)
+                break
+            except BufferError:
+                producer.poll(0.1)
+    left = producer.flush(timeout_s)
+    if left:
+        raise KafkaException(KafkaError(KafkaError._MSG_TIMED_OUT, f"{left} records to {topic} not acknowledged"))
+    if errors:
+        raise KafkaException(errors[0])
+
+
+def end_offsets(
+    bootstrap: Bootstrap, topic: str, *, read_committed: bool = True, timeout_s: float = 30.0
+) -> dict[int, tuple[int, int]]:
+    """Return ``{partition: (start offset, end offset)}`` of a topic.
+
+    The end offset is the next offset to be written (high watermark), or the last stable
+    offset with ``read_committed`` (default).
+    """
+    from confluent_kafka import IsolationLevel
+
+    client = admin(bootstrap)
+    meta = client.list_topics(topic=topic, timeout=timeout_s).topics[topic]
+    if meta.error is not None:
+        raise KafkaException(meta.error)
+    tps = [TopicPartition(topic, p) for p in sorted(meta.partitions)]
+    level = IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED
+
+    def offsets(spec: OffsetSpec) -> dict[int, int]:
+        futures = client.list_offsets({tp: spec for tp in tps}, isolation_level=level, request_timeout=timeout_s)
+        return {tp.partition: fut.result(timeout=timeout_s).offset for tp, fut in futures.items()}
+
+    starts, ends = offsets(OffsetSpec.earliest()), offsets(OffsetSpec.latest())
+    return {p: (starts[p], ends[p]) for p in starts}
+
+
+def consume_all(
+    bootstrap: Bootstrap, topic: str, timeout_s: float = 30.0, *, read_committed: bool = True
+) -> list[Record]:
+    """Read every record of a topic, from the start to the end offsets taken at the call.
+
+    Uses ``assign`` (no consumer group joins or commits).
+
+    Parameters
+    ----------
+    bootstrap:
+        The cluster.
+    topic:
+        The topic.
+    timeout_s:
+        Deadline in seconds.
+    read_committed:
+        Read only committed transactional records, up to the last stable offset (default).
+
+    Returns
+    -------
+    list[Record]
+        Records ordered by partition then offset: ``key``, ``value``, ``headers`` (list of
+        (str, bytes), empty if none), ``timestamp_ms``, ``partition``, ``offset``.
+
+    Raises
+    ------
+    AssertionError
+        If the end offsets are not reached before the deadline.
+    KafkaException
+        On a consumer error.
+    """
+    deadline = time.monotonic() + timeout_s
+    bounds = {p: (s, e) for p, (s, e) in end_offsets(bootstrap, topic, read_committed=read_committed).items() if e > s}
+    if not bounds:
+        return []
+    consumer = Consumer(
+        client_config(
+            bootstrap,
+            **{
+                "group.id": unique_name("mirrorspark-tests-reader"),  # required; never joined
+                "client.id": "mirrorspark-tests|consumer",
+                "enable.auto.commit": False,
+                "enable.partition.eof": True,
+                "isolation.level": "read_committed" if read_committed else "read_uncommitted",
+            },
+        )
+    )
+    records: list[Record] = []
+    try:
+        consumer.assign([TopicPartition(topic, p, start) for p, (start, _) in bounds.items()])
+        pending = set(bounds)
+        while pending:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise AssertionError(
+                    f"consuming {topic} timed out after {timeout_s:.1f} s; partitions {sorted(pending)} not read"
+                    f" to their end offsets {[bounds[p][1] for p in sorted(pending)]}"
+                )
+            msg = consumer.poll(min(remaining, 0.5))
+            if msg is not None:
+                err = msg.error()
+                if err is not None and err.code() != KafkaError._PARTITION_EOF:
+                    raise KafkaException(err)
+                partition = msg.partition()
+                if err is None and msg.offset() < bounds[partition][1]:
+                    _ts_type, ts = msg.timestamp()
+                    records.append(
+                        {
+                            "key": msg.key(),
+                            "value": msg.value(),
+                            "headers": list(msg.headers() or []),
+                            "timestamp_ms": ts,
+                            "partition": partition,
+                            "offset": msg.offset(),
+                        }
+                    )
+            # Done with a partition once its position reaches the end offset (control records
+            # of transactions advance the position without being returned).
+            positions = consumer.position([TopicPartition(topic, p) for p in pending])
+            for tp in positions:
+                if tp.offset >= bounds[tp.partition][1]:
+                    pending.discard(tp.partition)
+    finally:
+        consumer.close()
+    records.sort(key=lambda r: (r["partition"], r["offset"]))
+    return records
