@@ -46,6 +46,7 @@ class Job:
     runs: int = 0
     failures: int = 0
     last_error: str | None = None
+    running: bool = False
 
 
 class Scheduler:
@@ -81,10 +82,16 @@ class Scheduler:
         return job
 
     def run_pending(self) -> int:
-        """Run every job that is due, in registration order; return how many ran."""
+        """Run every job that is due, in registration order; return how many ran.
+
+        A job that fell more than one interval behind runs once and its next
+        run is one interval from now (missed runs are skipped, not bunched).
+        """
         now = self._clock()
         with self._lock:
-            due = [j for j in self._jobs if j.next_run <= now]
+            due = [j for j in self._jobs if j.next_run <= now and not j.running]
+            for job in due:
+                job.running = True
         for job in due:
             started = self._clock()
             try:
@@ -98,10 +105,13 @@ class Scheduler:
             took = self._clock() - started
             if job.interval_s > 0 and took > job.interval_s:
                 log.warning("job '%s' took %.1f s, longer than its %.1f s interval", job.name, took, job.interval_s)
-            if job.interval_s > 0:
-                job.next_run = max(job.next_run + job.interval_s, self._clock())
-            else:
-                with self._lock:
+            with self._lock:
+                job.running = False
+                if job.interval_s > 0:
+                    job.next_run += job.interval_s
+                    if job.next_run <= self._clock():
+                        job.next_run = self._clock() + job.interval_s
+                else:
                     self._jobs.remove(job)
         return len(due)
 
@@ -114,6 +124,10 @@ class Scheduler:
 
     def start(self, *, name: str = "mirrorspark-scheduler", tick_s: float = 0.1) -> None:
         """Run jobs on a daemon thread until :meth:`stop`."""
+
+        if self._thread is not None:
+            return
+        self._stop.clear()
 
         def loop() -> None:
             while not self._stop.is_set():

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec  # type: ignore[attr-defined]
 
 __all__ = [
     "Bootstrap",
@@ -139,7 +139,9 @@ def create_topic(
         If the partitions have no leader before the deadline.
     """
     client = admin(bootstrap)
-    new = NewTopic(name, num_partitions=partitions, replication_factor=replication_factor, config=dict(config or {}))
+    new = NewTopic(
+        name, num_partitions=partitions, replication_factor=replication_factor, config=dict(config or {})
+    )
     client.create_topics([new], request_timeout=timeout_s)[name].result(timeout=timeout_s)
 
     def has_leaders() -> bool:
@@ -154,7 +156,9 @@ def create_topic(
     assert_eventually(has_leaders, timeout_s=timeout_s, message=f"topic {name} has no leaders")
 
 
-def produce(bootstrap: Bootstrap, topic: str, records: Sequence[Mapping[str, Any]], timeout_s: float = 30.0) -> None:
+def produce(
+    bootstrap: Bootstrap, topic: str, records: Sequence[Mapping[str, Any]], timeout_s: float = 30.0
+) -> None:
     """Produce records and wait until every one is acknowledged.
 
     Parameters
@@ -178,7 +182,14 @@ def produce(bootstrap: Bootstrap, topic: str, records: Sequence[Mapping[str, Any
     producer = Producer(
         client_config(
             bootstrap,
-            **{"client.id": "mirrorspark-tests|producer", "acks": "all", "enable.idempotence": True},
+            # Not idempotent: librdkafka spends ~0.5 s per producer acquiring a producer id.
+            # One request in flight keeps the order across retries instead.
+            **{
+                "client.id": "mirrorspark-tests|producer",
+                "acks": "all",
+                "max.in.flight.requests.per.connection": 1,
+                "linger.ms": 0,
+            },
         )
     )
     errors: list[KafkaError] = []
@@ -188,7 +199,11 @@ def produce(bootstrap: Bootstrap, topic: str, records: Sequence[Mapping[str, Any
             errors.append(err)
 
     for record in records:
-        kwargs: dict[str, Any] = {"key": record.get("key"), "value": record.get("value"), "on_delivery": on_delivery}
+        kwargs: dict[str, Any] = {
+            "key": record.get("key"),
+            "value": record.get("value"),
+            "on_delivery": on_delivery,
+        }
         if record.get("headers") is not None:
             kwargs["headers"] = list(record["headers"])
         if record.get("timestamp_ms") is not None:
@@ -203,7 +218,9 @@ def produce(bootstrap: Bootstrap, topic: str, records: Sequence[Mapping[str, Any
                 producer.poll(0.1)
     left = producer.flush(timeout_s)
     if left:
-        raise KafkaException(KafkaError(KafkaError._MSG_TIMED_OUT, f"{left} records to {topic} not acknowledged"))
+        raise KafkaException(
+            KafkaError(KafkaError._MSG_TIMED_OUT, f"{left} records to {topic} not acknowledged")
+        )
     if errors:
         raise KafkaException(errors[0])
 
@@ -226,10 +243,13 @@ def end_offsets(
     level = IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED
 
     def offsets(spec: OffsetSpec) -> dict[int, int]:
-        futures = client.list_offsets({tp: spec for tp in tps}, isolation_level=level, request_timeout=timeout_s)
+        futures = client.list_offsets(
+            {tp: spec for tp in tps}, isolation_level=level, request_timeout=timeout_s
+        )
         return {tp.partition: fut.result(timeout=timeout_s).offset for tp, fut in futures.items()}
 
-    starts, ends = offsets(OffsetSpec.earliest()), offsets(OffsetSpec.latest())
+    starts = offsets(OffsetSpec.earliest())  # type: ignore[no-untyped-call]
+    ends = offsets(OffsetSpec.latest())  # type: ignore[no-untyped-call]
     return {p: (starts[p], ends[p]) for p in starts}
 
 
@@ -265,7 +285,11 @@ def consume_all(
         On a consumer error.
     """
     deadline = time.monotonic() + timeout_s
-    bounds = {p: (s, e) for p, (s, e) in end_offsets(bootstrap, topic, read_committed=read_committed).items() if e > s}
+    bounds = {
+        p: (s, e)
+        for p, (s, e) in end_offsets(bootstrap, topic, read_committed=read_committed).items()
+        if e > s
+    }
     if not bounds:
         return []
     consumer = Consumer(
@@ -288,16 +312,21 @@ def consume_all(
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise AssertionError(
-                    f"consuming {topic} timed out after {timeout_s:.1f} s; partitions {sorted(pending)} not read"
-                    f" to their end offsets {[bounds[p][1] for p in sorted(pending)]}"
+                    f"consuming {topic} timed out after {timeout_s:.1f} s; partitions {sorted(pending)}"
+                    f" not read to their end offsets {[bounds[p][1] for p in sorted(pending)]}"
                 )
             msg = consumer.poll(min(remaining, 0.5))
             if msg is not None:
                 err = msg.error()
                 if err is not None and err.code() != KafkaError._PARTITION_EOF:
                     raise KafkaException(err)
-                partition = msg.partition()
-                if err is None and msg.offset() < bounds[partition][1]:
+                partition, offset = msg.partition(), msg.offset()
+                if (
+                    err is None
+                    and partition is not None
+                    and offset is not None
+                    and offset < bounds[partition][1]
+                ):
                     _ts_type, ts = msg.timestamp()
                     records.append(
                         {
@@ -306,7 +335,7 @@ def consume_all(
                             "headers": list(msg.headers() or []),
                             "timestamp_ms": ts,
                             "partition": partition,
-                            "offset": msg.offset(),
+                            "offset": offset,
                         }
                     )
             # Done with a partition once its position reaches the end offset (control records
