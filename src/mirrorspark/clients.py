@@ -11,6 +11,7 @@ raw ``KafkaException``.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -33,6 +34,8 @@ from confluent_kafka.admin import (
     NewTopic,
     OffsetSpec,
 )
+
+from tenacity import retry, retry_if_exception, stop_after_delay, wait_exponential
 
 from .config import ClientSettings
 from .errors import ClusterError, ClusterUnreachableError
@@ -61,8 +64,29 @@ PartitionKey = tuple[str, int]
 T = TypeVar("T")
 
 
+_TRANSIENT = frozenset(
+    {
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+        KafkaError.REQUEST_TIMED_OUT,
+        KafkaError.OFFSET_NOT_AVAILABLE,
+        KafkaError._TRANSPORT,
+        KafkaError._TIMED_OUT,
+    }
+)
+
+
+def _is_transient(err: object) -> bool:
+    """Whether a Kafka error is worth retrying (librdkafka does not flag all of these retriable)."""
+    return isinstance(err, KafkaError) and (err.retriable() or err.code() in _TRANSIENT)
+
+
 def _conf(settings: ClientSettings, client_id: str, overrides: Mapping[str, Any] | None) -> dict[str, Any]:
-    conf: dict[str, Any] = dict(settings.to_librdkafka())
+    conf: dict[str, Any] = {"log_level": 3}  # librdkafka: errors only unless the user asks for more
+    conf.update(settings.to_librdkafka())
     user_id = conf.get("client.id")
     conf["client.id"] = f"{user_id}|{client_id}" if user_id else client_id
     if overrides:
@@ -272,6 +296,7 @@ def ensure_topic(
     fut = admin.create_topics([new], request_timeout=timeout_s)[name]
     try:
         fut.result(timeout=timeout_s)
+        _wait_for_leaders(admin, alias, name, timeout_s)
         return True
     except KafkaException as e:
         err = e.args[0] if e.args else None
@@ -287,6 +312,20 @@ def ensure_topic(
             f"creating topic '{name}' on cluster '{alias}' failed: {err.str() if isinstance(err, KafkaError) else e}{hint}",
             kafka_code=err.name() if isinstance(err, KafkaError) else None,
         ) from e
+
+
+def _wait_for_leaders(admin: AdminClient, alias: str, name: str, timeout_s: float) -> None:
+    """Poll metadata until every partition of a new topic has a leader (≤ ``timeout_s``)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        md = admin.list_topics(topic=name, timeout=timeout_s).topics.get(name)
+        if md is not None and md.error is None and md.partitions and all(
+            p.leader >= 0 for p in md.partitions.values()
+        ):
+            return
+        if time.monotonic() > deadline:
+            raise ClusterError(f"topic '{name}' on cluster '{alias}' has no leader {timeout_s:.0f} s after creation")
+        time.sleep(0.05)
 
 
 def create_partitions(admin: AdminClient, alias: str, increases: Mapping[str, int], *, timeout_s: float = 30.0) -> None:
@@ -306,6 +345,20 @@ def create_partitions(admin: AdminClient, alias: str, increases: Mapping[str, in
             raise ClusterError(f"adding partitions to '{topic}' on cluster '{alias}' failed: {e}") from e
 
 
+def _retriable(e: BaseException) -> bool:
+    return isinstance(e, ClusterError) and e.retriable
+
+
+_retry_retriable = retry(
+    retry=retry_if_exception(_retriable),
+    stop=stop_after_delay(30),
+    wait=wait_exponential(multiplier=0.05, max=1.0),
+    reraise=True,
+)
+"""Retry an admin call on Kafka's retriable errors (e.g. NOT_LEADER right after a topic is created) for ≤ 30 s."""
+
+
+@_retry_retriable
 def _list_offsets(
     admin: AdminClient,
     alias: str,
@@ -314,7 +367,7 @@ def _list_offsets(
     read_committed: bool,
     timeout_s: float,
 ) -> dict[PartitionKey, int]:
-    req = {TopicPartition(t, p): spec for t, p in partitions}
+    req = {TopicPartition(t, p): spec for t, p in list(partitions)}
     if not req:
         return {}
     iso = IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED
@@ -329,7 +382,7 @@ def _list_offsets(
                 continue  # deleted meanwhile
             raise ClusterError(
                 f"listing offsets of {tp.topic}-{tp.partition} on cluster '{alias}' failed: {e}",
-                retriable=isinstance(err, KafkaError) and err.retriable(),
+                retriable=_is_transient(err),
             ) from e
     return out
 
@@ -343,11 +396,11 @@ def end_offsets(
     timeout_s: float = 30.0,
 ) -> dict[PartitionKey, int]:
     """Return each partition's end offset (high watermark, or the last stable offset when ``read_committed``)."""
-    return _list_offsets(admin, alias, partitions, OffsetSpec.latest(), read_committed, timeout_s)
+    return _list_offsets(admin, alias, list(partitions), OffsetSpec.latest(), read_committed, timeout_s)
 
 
 def start_offsets(
     admin: AdminClient, alias: str, partitions: Iterable[PartitionKey], *, timeout_s: float = 30.0
 ) -> dict[PartitionKey, int]:
     """Return each partition's log start offset (the earliest offset still stored)."""
-    return _list_offsets(admin, alias, partitions, OffsetSpec.earliest(), False, timeout_s)
+    return _list_offsets(admin, alias, list(partitions), OffsetSpec.earliest(), False, timeout_s)

@@ -483,8 +483,7 @@ CONFIG_KEYS: Final[tuple[ConfigKey, ...]] = (
         "string",
         "disabled",
         "Exactly-once source support of the target's worker (KIP-618), set as "
-        "<T>.exactly.once.source.support: "
-        "disabled, preparing or enabled.",
+        "<T>.exactly.once.source.support: disabled, preparing or enabled.",
         scope="worker",
         choices=("disabled", "preparing", "enabled"),
     ),
@@ -895,18 +894,18 @@ def _check_regexes(items: Sequence[str], written: str, src: str) -> None:
             re.compile(item, re.ASCII)
         except re.error as e:
             raise BadRegexError(
-                f"{src}: '{written}' holds the pattern {item!r}, which is not a valid regular expression "
-                f"({e}); "
-                "fix or escape it (items are comma-separated regexes, each matched against the whole name)"
+                f"{src}: '{written}' holds the pattern {item!r}, which is not a valid regular "
+                f"expression ({e}); fix or escape it (items are comma-separated regexes, each matched "
+                "against the whole name)"
             ) from e
     if items:
         try:
             re.compile("|".join(items), re.ASCII)
         except re.error as e:
             raise BadRegexError(
-                f"{src}: '{written}' holds patterns {list(items)!r} that do not compile once joined with "
-                f"'|' ({e}); "
-                "inline flags such as (?i) must start the first item, or use a scoped group such as (?i:abc)"
+                f"{src}: '{written}' holds patterns {list(items)!r} that do not compile once joined "
+                f"with '|' ({e}); inline flags such as (?i) must start the first item, or use a scoped "
+                "group such as (?i:abc)"
             ) from e
 
 
@@ -1139,6 +1138,11 @@ class PolicyConfig:
     internal_topic_separator_enabled:
         ``replication.policy.internal.topic.separator.enabled`` (KIP-949): whether
         MM2's internal topic names use ``separator`` (True) or ``"."``.
+
+    Notes
+    -----
+    The ``replication.policy.*`` configuration MM2 passes to ``ReplicationPolicy.configure``
+    (``DefaultReplicationPolicy``, ``IdentityReplicationPolicy``).
     """
 
     class_name: str = _DEFAULT_POLICY_CLASS
@@ -1303,6 +1307,10 @@ class DataPathConfig:
     read_mode:
         ``mirrorspark.read.mode``: ``"consumer"`` (confluent-kafka consumers inside Spark
         tasks) or ``"spark-kafka"`` (Spark's Kafka source).
+
+    Notes
+    -----
+    mirrorspark's own; MM2 has no counterpart (Connect's worker polls one task at a time).
     """
 
     max_records_per_partition: int = 200_000
@@ -1615,8 +1623,7 @@ def _to_librdkafka(props: Mapping[str, str]) -> dict[str, str]:
 
 
 def _translate_fetch_limits(out: dict[str, str]) -> None:
-    """Raise ``receive.message.max.bytes`` when a Java-sized ``fetch.max.bytes`` exceeds librdkafka's "
-    "limit."""
+    """Raise ``receive.message.max.bytes`` when a Java-sized ``fetch.max.bytes`` needs it (librdkafka)."""
     fetch_max = out.get("fetch.max.bytes", "").strip()
     if fetch_max.isdigit() and "receive.message.max.bytes" not in out:
         needed = int(fetch_max) + 512
@@ -1631,8 +1638,8 @@ def _sniff(path: str, key: str, size: int) -> bytes:
             return fh.read(size)
     except OSError as e:
         raise ConfigError(
-            f"{key} '{path}' cannot be read ({e.strerror or type(e).__name__}); check the path and its "
-            "permissions"
+            f"{key} '{path}' cannot be read ({e.strerror or type(e).__name__}); "
+            "check the path and its permissions"
         ) from e
 
 
@@ -1728,8 +1735,8 @@ def _translate_jaas(jaas: str, props: Mapping[str, str], out: dict[str, str]) ->
         else:
             raise ConfigError(
                 "sasl.jaas.config: OAuthBearerLoginModule without sasl.oauthbearer.token.endpoint.url or "
-                "unsecuredLoginStringClaim_sub cannot be translated for librdkafka; set the token endpoint "
-                "URL"
+                "unsecuredLoginStringClaim_sub cannot be translated for librdkafka; "
+                "set the token endpoint URL"
             )
     elif module == "Krb5LoginModule":
         if "keyTab" in options:
@@ -1741,8 +1748,8 @@ def _translate_jaas(jaas: str, props: Mapping[str, str], out: dict[str, str]) ->
     else:
         raise ConfigError(
             f"sasl.jaas.config: login module {module} has no librdkafka equivalent; use PlainLoginModule, "
-            "ScramLoginModule, OAuthBearerLoginModule or Krb5LoginModule, or set librdkafka's sasl.* keys "
-            "directly"
+            "ScramLoginModule, OAuthBearerLoginModule or Krb5LoginModule, "
+            "or set librdkafka's sasl.* keys directly"
         )
 
 
@@ -1850,23 +1857,21 @@ class _Parser:
     def _aliases(self) -> tuple[str, ...]:
         if "clusters" not in self.props:
             raise ConfigError(
-                f"{self.src}: no 'clusters' key: list the cluster aliases, e.g. 'clusters = primary, "
-                "backup', "
-                "and give each a '<alias>.bootstrap.servers'"
+                f"{self.src}: no 'clusters' key: list the cluster aliases, "
+                "e.g. 'clusters = primary, backup', and give each a '<alias>.bootstrap.servers'"
             )
         aliases = _split_list(self.props["clusters"])
         if not aliases:
             raise ConfigError(
-                f"{self.src}: 'clusters' is empty: list the cluster aliases, e.g. 'clusters = primary, "
-                "backup'"
+                f"{self.src}: 'clusters' is empty: list the cluster aliases, "
+                "e.g. 'clusters = primary, backup'"
             )
         seen: set[str] = set()
         for alias in aliases:
             if not alias or _ALIAS_BAD.search(alias):
                 raise ConfigError(
                     f"{self.src}: 'clusters' holds the alias {alias!r}: aliases must be non-empty and "
-                    "contain no "
-                    "'.', ',', '->' or whitespace (e.g. 'us-west', 'dc_1'); rename it"
+                    "contain no '.', ',', '->' or whitespace (e.g. 'us-west', 'dc_1'); rename it"
                 )
             if alias in seen:
                 raise ConfigError(
@@ -1885,9 +1890,8 @@ class _Parser:
             if s in self.cluster_raw and t in self.cluster_raw:
                 if s == t:
                     raise ConfigError(
-                        f"{self.src}: '{key}' names the flow {head}, but a flow's source and target must "
-                        "differ; "
-                        "remove the key"
+                        f"{self.src}: '{key}' names the flow {head}, but a flow's source and target "
+                        "must differ; remove the key"
                     )
                 return s, t
         s, _, t = head.partition("->")
@@ -1978,8 +1982,8 @@ class _Parser:
             if _is_client_key(key):
                 self.warn(
                     f"'{written}' has no effect on clients (as in MM2): use "
-                    f"'{s}->{t}.source.consumer.{key}', "
-                    f"'{s}->{t}.target.producer.{key}' and the like, or '<alias>.{key}'"
+                    f"'{s}->{t}.source.consumer.{key}', '{s}->{t}.target.producer.{key}' and the like, "
+                    f"or '<alias>.{key}'"
                 )
             elif ck is not None:
                 self._check_known(ck, key, value, written, flow_level=True)
@@ -2084,9 +2088,8 @@ class _Parser:
         )
         if not policy.separator:
             raise ConfigError(
-                f"{self.src}: '{written.get('replication.policy.separator')}' is empty: remote topic names "
-                "need a "
-                "separator; remove the key to use '.' or set another one"
+                f"{self.src}: '{written.get('replication.policy.separator')}' is empty: remote topic "
+                "names need a separator; remove the key to use '.' or set another one"
             )
 
         # MM2's clusterPairs: a flow has a herder iff S->T.enabled=true or heartbeats are enabled for it;
@@ -2116,8 +2119,8 @@ class _Parser:
             c = clients[name]
             if c.get("enable.auto.commit", "false").strip().lower() != "false":
                 self.warn(
-                    f"{s}->{t}: enable.auto.commit for the {name.replace('_', ' ')} is forced to false, as "
-                    "in MM2"
+                    f"{s}->{t}: enable.auto.commit for the {name.replace('_', ' ')} is forced to false, "
+                    "as in MM2"
                 )
             c["enable.auto.commit"] = "false"
             c.setdefault("auto.offset.reset", "earliest")
@@ -2157,11 +2160,9 @@ class _Parser:
         conflicting = [written[k] for k in merged if k.startswith(("offset-syncs-", "offset-syncs.topic."))]
         if conflicting:
             raise ConfigError(
-                f"{self.src}: flow {s}->{t} has '{written['emit.offset-syncs.enabled']}' = false but also "
-                "sets "
-                f"{', '.join(repr(c) for c in conflicting)}: offset syncs are off, so remove those keys or "
-                "set "
-                "emit.offset-syncs.enabled=true (MM2 rejects this combination too)"
+                f"{self.src}: flow {s}->{t} has '{written['emit.offset-syncs.enabled']}' = false but "
+                f"also sets {', '.join(repr(c) for c in conflicting)}: offset syncs are off, so remove "
+                "those keys or set emit.offset-syncs.enabled=true (MM2 rejects this combination too)"
             )
 
     def _check_exactly_once(
@@ -2176,9 +2177,8 @@ class _Parser:
             return
         if consumer.get("isolation.level", "").strip() != "read_committed":
             raise ConfigError(
-                f"{self.src}: '{written['exactly.once.support']}' = required needs the source consumer to "
-                "read "
-                f"committed data: set '{s}.consumer.isolation.level = read_committed'"
+                f"{self.src}: '{written['exactly.once.support']}' = required needs the source consumer "
+                f"to read committed data: set '{s}.consumer.isolation.level = read_committed'"
             )
 
     def data_path(self) -> DataPathConfig:
@@ -2345,6 +2345,10 @@ def load_config(
         If ``clusters`` or a flow key names an alias not in ``clusters``.
     BadRegexError
         See :func:`parse_config`.
+
+    Notes
+    -----
+    Mirrors MM2's ``MirrorMaker`` driver reading its properties file (``Utils.loadProps``).
     """
     name = os.fspath(path)
     try:

@@ -43,7 +43,7 @@ from .clients import (
     start_offsets,
     topic_configs,
 )
-from .config import ClusterConfig, DataPathConfig, FlowConfig
+from .config import ClientSettings, ClusterConfig, DataPathConfig, FlowConfig
 from .errors import ClusterError, CorruptRecordError
 from .filters import DefaultConfigPropertyFilter, DefaultTopicFilter, should_replicate_topic
 from .offsets import CopiedSegment, SyncState
@@ -93,7 +93,14 @@ class PartitionProgress:
 
 
 def read_source_offsets(
-    settings: Any, alias: str, topic: str, source_alias: str, *, client_id: str, timeout_s: float = 60.0
+    settings: ClientSettings,
+    admin_settings: ClientSettings,
+    alias: str,
+    topic: str,
+    source_alias: str,
+    *,
+    client_id: str,
+    timeout_s: float = 60.0,
 ) -> dict[PartitionKey, int]:
     """Read MirrorSourceConnector offsets for one source cluster from a Connect offsets topic.
 
@@ -102,8 +109,8 @@ def read_source_offsets(
 
     Parameters
     ----------
-    settings:
-        ``ClientSettings`` of a consumer on the cluster holding the topic.
+    settings, admin_settings:
+        Consumer and admin client settings of the cluster holding the topic.
     alias:
         That cluster's alias (for messages).
     topic:
@@ -123,7 +130,7 @@ def read_source_offsets(
     ClusterError
         The topic could not be read to its end within ``timeout_s``.
     """
-    admin = admin_client(settings, client_id=client_id + "-admin")
+    admin = admin_client(admin_settings, client_id=client_id.rsplit("|", 1)[0] + "|offsets-target-admin")
     parts = list_topics(admin, alias).get(topic)
     if not parts:
         return {}
@@ -278,6 +285,7 @@ class Flow:
             )
         self._stored = read_source_offsets(
             cfg.target_consumer,
+            cfg.target_admin,
             cfg.target,
             cfg.offset_storage_topic,
             cfg.source,
@@ -386,12 +394,13 @@ class Flow:
         self.refresh_end_offsets()
         cap = self.data_path.max_records_per_partition
         cfg = self.config
-        consumer_conf = dict(cfg.source_consumer.to_librdkafka())
+        consumer_conf: dict[str, Any] = {"log_level": 3}
+        consumer_conf.update(cfg.source_consumer.to_librdkafka())
         consumer_conf["client.id"] = f"{self._cid}|replication-consumer"
         consumer_conf.setdefault("group.id", f"mirrorspark-{cfg.name}")
         consumer_conf["enable.auto.commit"] = False
         consumer_conf["enable.partition.eof"] = False
-        producer_conf: dict[str, Any] = {"linger.ms": 5, "queue.buffering.max.messages": 500000}
+        producer_conf: dict[str, Any] = {"linger.ms": 5, "queue.buffering.max.messages": 500000, "log_level": 3}
         producer_conf.update(cfg.target_producer.to_librdkafka())
         producer_conf["client.id"] = f"{self._cid}|replication-producer"
         producer_conf["enable.idempotence"] = True

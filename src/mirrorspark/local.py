@@ -73,6 +73,7 @@ __all__ = [
     "load_clusters",
     "restart_cluster",
     "start_clusters",
+    "stop_broker",
     "stop_cluster",
     "stop_clusters",
 ]
@@ -114,6 +115,9 @@ _RESERVED_PROPS: Final = frozenset(
         "process.roles",
     }
 )
+
+# Topic-creation defaults that KRaft reads on the controller only.
+_CONTROLLER_ONLY_PROPS: Final = ("default.replication.factor", "num.partitions")
 
 # Heap and GC as Kafka's start script (KAFKA_JVM_PERFORMANCE_OPTS) with a small heap.
 _BROKER_JVM_FLAGS: Final = (
@@ -633,7 +637,8 @@ def stop_cluster(clusters: LocalClusters, alias: str, *, timeout_s: float = 30.0
     Returns
     -------
     LocalClusters
-        The state with the cluster's broker pids set to 0, also written to the state file.
+        The state with the cluster's broker pids set to 0, also written to the state file;
+        :func:`restart_cluster` starts the brokers again.
 
     Raises
     ------
@@ -641,16 +646,67 @@ def stop_cluster(clusters: LocalClusters, alias: str, *, timeout_s: float = 30.0
         If there is no such cluster.
     """
     cluster = clusters.cluster(alias)
+    return _stop_nodes(clusters, cluster, cluster.brokers, timeout_s=timeout_s)
+
+
+def stop_broker(
+    clusters: LocalClusters, alias: str, node_id: int, *, timeout_s: float = 30.0
+) -> LocalClusters:
+    """Stop one broker of a cluster, keeping its data and port.
+
+    Stopping node 0 also stops the cluster's only KRaft controller: the other brokers
+    then keep running but cannot change metadata (no leader elections, no new topics).
+
+    Parameters
+    ----------
+    clusters:
+        The state of the ``up`` holding the cluster.
+    alias:
+        The cluster.
+    node_id:
+        The broker's ``node.id``.
+    timeout_s:
+        Seconds to wait for a graceful exit before ``SIGKILL`` (default 30).
+
+    Returns
+    -------
+    LocalClusters
+        The state with the broker's pid set to 0, also written to the state file;
+        :func:`restart_cluster` starts it again.
+
+    Raises
+    ------
+    UnknownAliasError
+        If there is no such cluster.
+    LocalClusterError
+        If the cluster has no broker ``node_id``.
+    """
+    cluster = clusters.cluster(alias)
+    brokers = [b for b in cluster.brokers if b.node_id == node_id]
+    if not brokers:
+        raise LocalClusterError(
+            f"local cluster {alias!r} has no broker {node_id}: its node ids are"
+            f" {', '.join(str(b.node_id) for b in cluster.brokers)}"
+        )
+    return _stop_nodes(clusters, cluster, brokers, timeout_s=timeout_s)
+
+
+def _stop_nodes(
+    clusters: LocalClusters, cluster: LocalCluster, brokers: Sequence[LocalBroker], *, timeout_s: float
+) -> LocalClusters:
+    ids = {b.node_id for b in brokers}
     with _locked(clusters.base_dir):
-        _stop_brokers(cluster.brokers, timeout_s=timeout_s)
-        stopped = replace(cluster, brokers=tuple(replace(b, pid=0) for b in cluster.brokers))
+        _stop_brokers(brokers, timeout_s=timeout_s)
+        stopped = replace(
+            cluster, brokers=tuple(replace(b, pid=0) if b.node_id in ids else b for b in cluster.brokers)
+        )
         new_state = _with_cluster(clusters, stopped)
         _write_state(new_state)
         return new_state
 
 
 def restart_cluster(clusters: LocalClusters, alias: str, *, timeout_s: float = 90.0) -> LocalClusters:
-    """Start again the brokers of a cluster stopped by :func:`stop_cluster`.
+    """Start again the brokers of a cluster stopped by :func:`stop_cluster` or :func:`stop_broker`.
 
     The brokers reuse their data directories, ports and cluster id; brokers of the
     cluster that are still running are left alone.
@@ -869,6 +925,10 @@ def _plan_cluster(
         props["listeners"] = listeners
         props["advertised.listeners"] = f"{listener}://{_HOST}:{ports[node_id]}"
         props["log.dirs"] = str(node_dir / "data")
+        if not is_controller:
+            # Topic-creation defaults are the controller's (Kafka warns on broker-only nodes).
+            for key in _CONTROLLER_ONLY_PROPS:
+                props.pop(key, None)
         rack = racks[node_id]
         if rack is not None:
             props["broker.rack"] = rack
@@ -1030,7 +1090,7 @@ def _probe_config(cluster: LocalCluster) -> dict[str, Any]:
 
 def _check_alive(cluster: LocalCluster) -> None:
     for broker in cluster.brokers:
-        if _pid_alive(broker.pid):
+        if broker.pid == 0 or _pid_alive(broker.pid):  # 0: not launched yet
             continue
         tail = _log_tail(broker.log_path)
         if "Address already in use" in tail:

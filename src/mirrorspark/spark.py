@@ -38,6 +38,7 @@ import sys
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import DataPathError, MirrorsparkError, RecordTooLargeError
@@ -552,6 +553,9 @@ def build_spark_session(
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    log4j = Path(__file__).parent / "resources" / "log4j2-spark.properties"
+    java_opts = f"-Dlog4j.configurationFile=file:{log4j} -Dlog4j2.configurationFile=file:{log4j}"
     b = SparkSession.builder.appName(app_name)
     if master is not None:
         b = b.master(master)
@@ -564,6 +568,8 @@ def build_spark_session(
         .config("spark.python.worker.reuse", "true")
         .config("spark.driver.memory", os.environ.get("MIRRORSPARK_DRIVER_MEMORY", "1g"))
         .config("spark.sql.execution.arrow.maxRecordsPerBatch", "20000")
+        .config("spark.driver.extraJavaOptions", java_opts)
+        .config("spark.executor.extraJavaOptions", java_opts)
     )
     if read_mode == "spark-kafka":
         from .jars import jar_dir

@@ -27,6 +27,7 @@ from mirrorspark.local import (
     load_clusters,
     restart_cluster,
     start_clusters,
+    stop_broker,
     stop_cluster,
     stop_clusters,
 )
@@ -263,6 +264,21 @@ def test_three_brokers_with_racks(own_base_dir: Path) -> None:
     props = parse_properties(clusters.mm2_properties())
     assert props["replication.factor"] == "3"
     assert not any(k.endswith(".enabled") for k in props)  # one cluster: no default flow
+
+    # one broker down and back
+    down = stop_broker(clusters, "racked", 2)
+    assert [b.pid == 0 for b in down.clusters["racked"].brokers] == [False, False, True]
+
+    def registered() -> set[int]:
+        return {n.id for n in client.describe_cluster(request_timeout=5).result(timeout=10).nodes}
+
+    assert_eventually(lambda: registered() == {0, 1}, message="broker 2 is still registered")
+    assert len(consume_all(cluster.bootstrap_servers, topic)) == 30  # leaders moved
+    up = restart_cluster(down, "racked")
+    assert all(b.pid for b in up.clusters["racked"].brokers)
+    assert registered() == {0, 1, 2}
+    with pytest.raises(LocalClusterError, match="no broker 7"):
+        stop_broker(up, "racked", 7)
 
 
 def test_stop_and_restart_one_cluster(own_base_dir: Path) -> None:

@@ -30,7 +30,7 @@ from mirrorspark.records import (
 )
 from mirrorspark.spark import DataPath
 
-from .helpers import admin, assert_eventually, consume_all, create_topic, produce, unique_name
+from helpers import admin, assert_eventually, consume_all, create_topic, produce, unique_name
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
