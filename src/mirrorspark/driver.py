@@ -111,7 +111,9 @@ class Replicator:
                 + (f" for target(s) {', '.join(targets)}" if targets else "")
                 + ": set e.g. 'A->B.enabled=true'"
             )
-        self.flows = [Flow(f, config.cluster(f.source), config.cluster(f.target), config.data_path) for f in flows]
+        self.flows = [
+            Flow(f, config.cluster(f.source), config.cluster(f.target), config.data_path) for f in flows
+        ]
         self.heartbeats = HeartbeatEmitter(config.heartbeat_flows(targets), config.clusters)
         self.control = Scheduler()
         self.background = Scheduler()
@@ -138,7 +140,7 @@ class Replicator:
                 self.control.add(
                     f"refresh topics {flow.name}",
                     flow.config.refresh_topics_interval_s,
-                    flow.refresh_topics,
+                    flow.refresh,
                     initial_delay_s=flow.config.refresh_topics_interval_s,
                 )
         self.heartbeats.start()
@@ -230,4 +232,3 @@ class Replicator:
         self.heartbeats.close()
         for f in self.flows:
             f.close()
-

@@ -48,7 +48,13 @@ from .errors import ClusterError, CorruptRecordError
 from .filters import DefaultConfigPropertyFilter, DefaultTopicFilter, should_replicate_topic
 from .offsets import CopiedSegment, SyncState
 from .policy import ReplicationPolicy, load_policy
-from .records import OffsetSync, decode_source_offset, default_partition, source_offset_key, source_offset_value
+from .records import (
+    OffsetSync,
+    decode_source_offset,
+    default_partition,
+    source_offset_key,
+    source_offset_value,
+)
 from .spark import CopyTask, PartitionRange, PartitionResult, assign_round_robin
 
 __all__ = ["Flow", "PartitionProgress", "read_source_offsets"]
@@ -88,7 +94,7 @@ class PartitionProgress:
 
     @property
     def lag(self) -> int:
-        """Records on the source not yet copied (``end_offset − position``, ≥ 0)."""
+        """Records on the source not yet copied (``end_offset - position``, ≥ 0)."""
         return max(0, self.end_offset - self.position) if self.end_offset >= 0 else 0
 
 
@@ -150,14 +156,17 @@ def read_source_offsets(
                     f"{timeout_s:.0f} s"
                 )
             for m in c.consume(num_messages=5000, timeout=0.5):
-                if m.error() is not None:
-                    if m.error().code() == KafkaError._PARTITION_EOF:
+                err = m.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
                         continue
-                    raise ClusterError(f"reading '{topic}' on cluster '{alias}' failed: {m.error().str()}")
+                    raise ClusterError(f"reading '{topic}' on cluster '{alias}' failed: {err.str()}")
                 try:
                     decoded = decode_source_offset(m.key() or b"", m.value())
                 except CorruptRecordError as e:
-                    log.warning("skipping a corrupt record in %s-%d@%d: %s", topic, m.partition(), m.offset(), e)
+                    log.warning(
+                        "skipping a corrupt record in %s-%d@%d: %s", topic, m.partition(), m.offset(), e
+                    )
                     continue
                 if decoded is None:
                     continue
@@ -305,6 +314,10 @@ class Flow:
             heartbeats_replication_enabled=self.config.heartbeats_replication_enabled,
         )
 
+    def refresh(self) -> None:
+        """The scheduled topic-refresh job (see :meth:`refresh_topics`)."""
+        self.refresh_topics()
+
     def refresh_topics(self) -> list[PartitionKey]:
         """Find new source topics and partitions; create or grow their remote topics.
 
@@ -316,7 +329,9 @@ class Flow:
         source_topics = list_topics(self._src_admin, cfg.source)
         wanted = {t: n for t, n in sorted(source_topics.items()) if n > 0 and self.should_replicate(t)}
         target_topics = list_topics(self._tgt_admin, cfg.target)
-        new_topics = [t for t in wanted if self.policy.format_remote_topic(cfg.source, t) not in target_topics]
+        new_topics = [
+            t for t in wanted if self.policy.format_remote_topic(cfg.source, t) not in target_topics
+        ]
         configs = (
             topic_configs(
                 self._src_admin, cfg.source, new_topics, include_defaults=cfg.use_defaults_from == "source"
@@ -329,10 +344,17 @@ class Flow:
             remote = self.policy.format_remote_topic(cfg.source, topic)
             if remote not in target_topics:
                 conf = {
-                    k: v for k, v in configs.get(topic, {}).items() if self.config_filter.should_replicate_config_property(k)
+                    k: v
+                    for k, v in configs.get(topic, {}).items()
+                    if self.config_filter.should_replicate_config_property(k)
                 }
                 if ensure_topic(
-                    self._tgt_admin, cfg.target, remote, partitions=n, replication_factor=cfg.replication_factor, config=conf
+                    self._tgt_admin,
+                    cfg.target,
+                    remote,
+                    partitions=n,
+                    replication_factor=cfg.replication_factor,
+                    config=conf,
                 ):
                     log.info("%s: created remote topic %s (%d partitions)", self.name, remote, n)
             elif target_topics[remote] < n:
@@ -376,7 +398,9 @@ class Flow:
 
     def refresh_end_offsets(self) -> None:
         """Fetch the source end offsets of every replicated partition (one admin call)."""
-        ends = end_offsets(self._src_admin, self.config.source, self.order, read_committed=self.read_committed)
+        ends = end_offsets(
+            self._src_admin, self.config.source, self.order, read_committed=self.read_committed
+        )
         for k, e in ends.items():
             p = self.partitions.get(k)
             if p is not None:
@@ -400,7 +424,11 @@ class Flow:
         consumer_conf.setdefault("group.id", f"mirrorspark-{cfg.name}")
         consumer_conf["enable.auto.commit"] = False
         consumer_conf["enable.partition.eof"] = False
-        producer_conf: dict[str, Any] = {"linger.ms": 5, "queue.buffering.max.messages": 500000, "log_level": 3}
+        producer_conf: dict[str, Any] = {
+            "linger.ms": 5,
+            "queue.buffering.max.messages": 500000,
+            "log_level": 3,
+        }
         producer_conf.update(cfg.target_producer.to_librdkafka())
         producer_conf["client.id"] = f"{self._cid}|replication-producer"
         producer_conf["enable.idempotence"] = True
@@ -452,7 +480,9 @@ class Flow:
                     self._syncs_producer.produce(self.offset_syncs_topic, s.value(), s.key(), partition=0)
             left = self._syncs_producer.flush(30)
             if left:
-                log.warning("%s: %d offset syncs not acknowledged; they will be re-sent later", self.name, left)
+                log.warning(
+                    "%s: %d offset syncs not acknowledged; they will be re-sent later", self.name, left
+                )
         errors: list[str] = []
 
         def on_delivery(err: Any, _msg: Any) -> None:
@@ -509,7 +539,9 @@ class Flow:
         return {k: self.partitions[k].end_offset for k in self.order}
 
     def close(self) -> None:
-        """Flush the driver-side producers."""
+        """Flush the driver-side producers and release every client of the flow."""
         for p in (self._offsets_producer, self._syncs_producer):
             if p is not None:
                 p.flush(10)
+        self._offsets_producer = self._syncs_producer = None
+        self._src_admin = self._tgt_admin = None  # type: ignore[assignment]

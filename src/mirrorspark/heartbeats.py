@@ -68,7 +68,9 @@ class HeartbeatEmitter:
             Topic creation failed (e.g. a replication factor above the broker count).
         """
         for flow in self.flows:
-            admin = admin_client(flow.target_admin, client_id=f"{flow.name}|mirrorspark|heartbeats-target-admin")
+            admin = admin_client(
+                flow.target_admin, client_id=f"{flow.name}|mirrorspark|heartbeats-target-admin"
+            )
             ensure_topic(
                 admin,
                 flow.target,
@@ -106,3 +108,4 @@ class HeartbeatEmitter:
         """Flush pending heartbeats."""
         for p in self._producers.values():
             p.flush(timeout_s)  # type: ignore[attr-defined]
+        self._producers.clear()

@@ -21,16 +21,20 @@ Layout of one ``up``::
 Topology: node 0 of every cluster runs ``process.roles=broker,controller`` and is the
 only KRaft voter (static ``controller.quorum.voters``, so formatting needs no
 ``--standalone``); nodes 1 and 2 run ``process.roles=broker``. A single voter
-elects itself at once, which is the fastest reliable start-up; a cluster is
-therefore down while node 0 is down.
+elects itself at once, which is the fastest reliable start-up (three combined
+nodes would need a quorum of JVMs up first); while node 0 is down the cluster cannot
+change metadata (no leader elections, topic creation or registrations).
 
 Start-up speed: every cluster is formatted and started concurrently; storage
-formatting runs the JVM with C1 only. The first broker started without one dumps an
-AppCDS archive (``-XX:ArchiveClassesAtExit``) when it is stopped cleanly; later
+formatting runs the JVM with C1 only. While no AppCDS archive exists, the first
+broker started dumps one (``-XX:ArchiveClassesAtExit``) when it is stopped cleanly; later
 JVMs map it (``-XX:SharedArchiveFile``), which roughly halves JVM start-up
 (3.2 s -> 1.8 s for one broker on a 2-core machine). The archive is cached under
 ``<jars base>/../cds`` (env ``MIRRORSPARK_CDS_DIR``), keyed by the ``java``
 binary and the jar set; ``MIRRORSPARK_KAFKA_CDS=0`` turns the trick off.
+
+:func:`stop_cluster`, :func:`stop_broker` and :func:`restart_cluster` simulate outages:
+the brokers stop and start again on the same ports, data and cluster id.
 
 Thread-safety: the functions may be called from several threads and processes;
 start and stop on one base directory are serialised by an advisory file lock.
@@ -136,6 +140,7 @@ _TOOL_JVM_FLAGS: Final = ("-Xmx256m", "-XX:TieredStopAtLevel=1", "-Djava.awt.hea
 # Silence CDS warnings (e.g. "shared class paths mismatch" after the jars changed).
 _CDS_QUIET: Final = ("-Xlog:cds=off", "-Xlog:cds+dynamic=off")
 _CDS_DUMP_FILE: Final = "cds-dump.jsa"
+_CDS_TARGET_FILE: Final = "cds-dump.target"
 
 _LOG4J2_PROPERTIES: Final = """\
 # Written by mirrorspark.local: broker logs at WARN, plus the start-up line.
@@ -335,6 +340,16 @@ class LocalClusters:
 
     def cluster(self, alias: str) -> LocalCluster:
         """Return the cluster called ``alias``.
+
+        Parameters
+        ----------
+        alias:
+            The cluster alias.
+
+        Returns
+        -------
+        LocalCluster
+            The cluster.
 
         Raises
         ------
@@ -1291,30 +1306,46 @@ class _Cds:
         return ()
 
     def dump_flags(self, node_dir: Path) -> tuple[str, ...]:
-        """Flags making one JVM (the first asked) dump an archive into ``node_dir`` at exit."""
+        """Flags making one JVM (the first asked) dump an archive into ``node_dir`` at exit.
+
+        The archive's cache path is noted beside the dump, so that whichever process
+        stops the JVM can promote it (:meth:`collect_dump`).
+        """
         if self._dumper_chosen:
             return ()
         self._dumper_chosen = True
+        try:
+            (node_dir / _CDS_TARGET_FILE).write_text(str(self.archive))
+        except OSError:
+            return ()
         return (f"-XX:ArchiveClassesAtExit={node_dir / _CDS_DUMP_FILE}", *_CDS_QUIET)
 
     @staticmethod
     def collect_dump(node_dir: Path, *, keep: bool) -> None:
-        """Promote the archive a stopped JVM dumped into the cache (if clean), else delete it."""
-        dump = node_dir / _CDS_DUMP_FILE
-        if not dump.exists():
-            return
+        """Promote the archive a stopped JVM dumped into the cache (if it exited cleanly).
+
+        The dump and its note are deleted in any case; failures are ignored (the archive
+        is an optimisation only).
+        """
+        dump, target_note = node_dir / _CDS_DUMP_FILE, node_dir / _CDS_TARGET_FILE
         try:
-            if keep and dump.stat().st_size > 0:
-                cds = _Cds.for_kafka(java_executable())
-                if cds is not None and not cds.archive.exists():
-                    fd, tmp = tempfile.mkstemp(dir=cds.archive.parent, suffix=".tmp")
+            if keep and dump.is_file() and dump.stat().st_size > 0 and target_note.is_file():
+                target = Path(target_note.read_text().strip())
+                if not target.exists():
+                    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
                     os.close(fd)
-                    shutil.copyfile(dump, tmp)
-                    os.replace(tmp, cds.archive)
-        except (OSError, LocalClusterError):
-            pass  # the archive is an optimisation only
+                    try:
+                        shutil.copyfile(dump, tmp)
+                        os.replace(tmp, target)
+                    finally:
+                        with contextlib.suppress(OSError):
+                            os.unlink(tmp)
+        except OSError:
+            pass
         finally:
-            dump.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                dump.unlink(missing_ok=True)
+                target_note.unlink(missing_ok=True)
 
 
 # --------------------------------------------------------------------------------------------

@@ -51,9 +51,7 @@ class SyncState:
     delayed: tuple[int, int] | None = None
 
 
-def advance(
-    state: SyncState, upstream: int, downstream: int, offset_lag_max: int
-) -> tuple[SyncState, bool]:
+def advance(state: SyncState, upstream: int, downstream: int, offset_lag_max: int) -> tuple[SyncState, bool]:
     """Feed one acknowledged record into the emission rule.
 
     Mirrors ``OffsetSyncWriter.maybeQueueOffsetSyncs`` (MM2 3.7+): a sync is due

@@ -147,7 +147,7 @@ class PartitionResult:
     segments:
         Contiguous copied runs, in order.
     latency_ms_sum, latency_ms_max:
-        Sum and maximum over the copied records of (acknowledgement time − record
+        Sum and maximum over the copied records of (acknowledgement time - record
         timestamp), in ms (MM2's ``replication-latency-ms``).
     """
 
@@ -235,9 +235,9 @@ class _PartitionCopy:
         "error",
         "inflight",
         "key_bytes",
+        "last_read",
         "lat_max",
         "lat_sum",
-        "last_read",
         "range",
         "records",
         "segments",
@@ -320,6 +320,7 @@ class _Writer:
             kwargs["timestamp"] = timestamp_ms
         if headers:
             kwargs["headers"] = headers
+        deadline = 0.0
         while True:
             try:
                 self.producer.produce(r.target_topic, value, key, **kwargs)
@@ -327,6 +328,13 @@ class _Writer:
             except BufferError:
                 self.producer.poll(0.05)
             except Exception as e:
+                if _unknown_partition(e):
+                    # The remote topic was just grown (partition sync): refresh metadata and retry.
+                    deadline = deadline or time.monotonic() + self.task.stall_timeout_s
+                    if time.monotonic() < deadline:
+                        self.producer.list_topics(r.target_topic, timeout=5)
+                        self.producer.poll(0.1)
+                        continue
                 pc.inflight.pop()
                 raise _data_error(e, r, offset, value, key) from e
         pc.last_read = offset
@@ -386,7 +394,16 @@ class _Writer:
         return results
 
 
-def _data_error(e: Exception, r: PartitionRange, offset: int, value: bytes | None, key: bytes | None) -> MirrorsparkError:
+def _unknown_partition(e: Exception) -> bool:
+    from confluent_kafka import KafkaError, KafkaException
+
+    err = e.args[0] if isinstance(e, KafkaException) and e.args else None
+    return isinstance(err, KafkaError) and err.code() == KafkaError._UNKNOWN_PARTITION
+
+
+def _data_error(
+    e: Exception, r: PartitionRange, offset: int, value: bytes | None, key: bytes | None
+) -> MirrorsparkError:
     from confluent_kafka import KafkaError, KafkaException
 
     err = e.args[0] if isinstance(e, KafkaException) and e.args else None
@@ -559,7 +576,9 @@ def build_spark_session(
     b = SparkSession.builder.appName(app_name)
     if master is not None:
         b = b.master(master)
-    elif "spark.master" not in os.environ.get("PYSPARK_SUBMIT_ARGS", "") and not os.environ.get("SPARK_ENV_LOADED"):
+    elif "spark.master" not in os.environ.get("PYSPARK_SUBMIT_ARGS", "") and not os.environ.get(
+        "SPARK_ENV_LOADED"
+    ):
         b = b.master("local[*]")
     b = (
         b.config("spark.ui.enabled", "true" if ui else "false")
@@ -622,7 +641,8 @@ class DataPath:
         try:
             if self.read_mode == "consumer":
                 rdd = sc.parallelize(list(tasks), len(tasks))
-                return rdd.mapPartitions(_run_tasks).collect()  # type: ignore[no-any-return]
+                results: list[PartitionResult] = rdd.mapPartitions(_run_tasks).collect()
+                return results
             return self._copy_spark_kafka(tasks)
         except MirrorsparkError:
             raise
@@ -670,8 +690,20 @@ class DataPath:
                 r = next(x for x in t.ranges if (x.source_topic, x.partition) == key)
                 state, delayed = flush_delayed(r.sync_state)
                 out.append(
-                    PartitionResult(t.flow, r.source_topic, r.partition, r.end, 0, 0, 0, state,
-                                    (delayed,) if delayed else (), (), 0, 0)
+                    PartitionResult(
+                        t.flow,
+                        r.source_topic,
+                        r.partition,
+                        r.end,
+                        0,
+                        0,
+                        0,
+                        state,
+                        (delayed,) if delayed else (),
+                        (),
+                        0,
+                        0,
+                    )
                 )
         return out
 

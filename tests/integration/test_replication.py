@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka.admin import ConfigResource, NewPartitions
+from helpers import admin, assert_eventually, consume_all, create_topic, produce, unique_name
 
 from mirrorspark.config import MirrorConfig, parse_config, parse_properties
 from mirrorspark.driver import Replicator
@@ -29,8 +30,6 @@ from mirrorspark.records import (
     source_offset_value,
 )
 from mirrorspark.spark import DataPath
-
-from helpers import admin, assert_eventually, consume_all, create_topic, produce, unique_name
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -91,8 +90,16 @@ def strip(records: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
 
 def topic_config(bootstrap: str, topic: str) -> Mapping[str, str]:
     res = ConfigResource(ConfigResource.Type.TOPIC, topic)
-    entries = admin(bootstrap).describe_configs([res])[res].result(30)
+    client = admin(bootstrap)  # keep a reference until the future completes
+    entries = client.describe_configs([res])[res].result(30)
     return {k: v.value for k, v in entries.items()}
+
+
+def values_if_exists(bootstrap: str, topic: str) -> list[tuple[int, bytes | None]]:
+    """(partition, value) of every record of a topic, or [] while the topic does not exist yet."""
+    if topic not in topics_of(bootstrap):
+        return []
+    return [(r["partition"], r["value"]) for r in consume_all(bootstrap, topic)]
 
 
 def topics_of(bootstrap: str) -> set[str]:
@@ -112,7 +119,9 @@ def test_records_are_copied_exactly(local_clusters: LocalClusters, data_path: Da
             {
                 "key": None if i % 7 == 0 else f"k{i % 50}".encode(),
                 "value": bytes([i % 256]) * (i % 40) if i % 11 else b"",
-                "headers": [("bin", bytes([0, 255, i % 256])), ("dup", b"1"), ("dup", b"2")] if i % 3 else None,
+                "headers": [("bin", bytes([0, 255, i % 256])), ("dup", b"1"), ("dup", b"2")]
+                if i % 3
+                else None,
                 "timestamp_ms": 1_600_000_000_000 + i * 1000,
                 "partition": i % 3,
             }
@@ -121,8 +130,15 @@ def test_records_are_copied_exactly(local_clusters: LocalClusters, data_path: Da
     produce(
         p,
         table,
-        [{"key": f"id{i % 20}".encode(), "value": None if i % 5 == 0 else f"v{i}".encode(), "partition": i % 2,
-          "timestamp_ms": 1_700_000_000_000 + i} for i in range(200)],
+        [
+            {
+                "key": f"id{i % 20}".encode(),
+                "value": None if i % 5 == 0 else f"v{i}".encode(),
+                "partition": i % 2,
+                "timestamp_ms": 1_700_000_000_000 + i,
+            }
+            for i in range(200)
+        ],
     )
     cfg = make_config(local_clusters, [("primary", "backup")], topics=f"{prefix}.*")
     replicate(cfg, data_path)
@@ -156,13 +172,20 @@ def test_progress_and_offset_syncs_in_mm2_layout(local_clusters: LocalClusters, 
     for part, (offset, in_partition, key, value) in stored.items():
         assert offset == 49
         assert key == source_offset_key("primary", topic, part)
-        assert key == json.dumps(["MirrorSourceConnector", {"cluster": "primary", "partition": part, "topic": topic}],
-                                 separators=(",", ":")).encode()
+        assert (
+            key
+            == json.dumps(
+                ["MirrorSourceConnector", {"cluster": "primary", "partition": part, "topic": topic}],
+                separators=(",", ":"),
+            ).encode()
+        )
         assert value == source_offset_value(49) == b'{"offset":49}'
         assert in_partition == default_partition(key, 25)
 
     # offset syncs on the source, for the upstream topic, each pointing at the copy of its record
-    syncs = [OffsetSync.decode(r["key"], r["value"]) for r in consume_all(p, "mm2-offset-syncs.backup.internal")]
+    syncs = [
+        OffsetSync.decode(r["key"], r["value"]) for r in consume_all(p, "mm2-offset-syncs.backup.internal")
+    ]
     mine = [s for s in syncs if s.topic == topic]
     assert mine, "no offset syncs were written"
     src = {(r["partition"], r["offset"]): r["value"] for r in consume_all(p, topic)}
@@ -197,10 +220,14 @@ def test_resumes_where_mm2_stopped(local_clusters: LocalClusters, data_path: Dat
     cfg = make_config(local_clusters, [("primary", "backup")], topics=topic)
     # MM2 copied offsets 0..9 (we pretend) and stored 9, the last replicated upstream offset
     key = source_offset_key("primary", topic, 0)
-    create_topic(b, "mm2-offsets.primary.internal", partitions=25, config={"cleanup.policy": "compact"}) \
-        if "mm2-offsets.primary.internal" not in topics_of(b) else None
-    produce(b, "mm2-offsets.primary.internal", [{"key": key, "value": b'{"offset":9}',
-                                                  "partition": default_partition(key, 25)}])
+    create_topic(
+        b, "mm2-offsets.primary.internal", partitions=25, config={"cleanup.policy": "compact"}
+    ) if "mm2-offsets.primary.internal" not in topics_of(b) else None
+    produce(
+        b,
+        "mm2-offsets.primary.internal",
+        [{"key": key, "value": b'{"offset":9}', "partition": default_partition(key, 25)}],
+    )
     replicate(cfg, data_path)
     copied = consume_all(b, f"primary.{topic}")
     assert [r["value"] for r in copied] == [f"r{i}".encode() for i in range(10, 20)]
@@ -255,31 +282,36 @@ def test_two_flows_both_ways_never_loop(local_clusters: LocalClusters, data_path
     replicate(cfg, data_path)  # a second pass sees the remote topics and must not copy them back
     assert [r["value"] for r in consume_all(b, f"primary.{prefix}.a")] == [b"from-primary"]
     assert [r["value"] for r in consume_all(p, f"backup.{prefix}.b")] == [b"from-backup"]
-    assert not {t for t in topics_of(p) | topics_of(b) if t.startswith(("primary.backup.", "backup.primary."))}
+    assert not {
+        t for t in topics_of(p) | topics_of(b) if t.startswith(("primary.backup.", "backup.primary."))
+    }
 
 
-def test_topics_and_partitions_added_while_running(local_clusters: LocalClusters, data_path: DataPath) -> None:
+def test_topics_and_partitions_added_while_running(
+    local_clusters: LocalClusters, data_path: DataPath
+) -> None:
     p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
     prefix = unique_name("midrun")
     create_topic(p, f"{prefix}.first", partitions=1)
     produce(p, f"{prefix}.first", [{"value": b"1"}])
     cfg = make_config(local_clusters, [("primary", "backup")], topics=f"{prefix}.*")
     with running(cfg, data_path):
-        assert_eventually(lambda: len(consume_all(b, f"primary.{prefix}.first")) == 1, timeout_s=60)
+        assert_eventually(lambda: values_if_exists(b, f"primary.{prefix}.first") == [(0, b"1")], timeout_s=60)
         # a topic created mid-run
         create_topic(p, f"{prefix}.second", partitions=2)
         produce(p, f"{prefix}.second", [{"value": b"s", "partition": 1}])
         assert_eventually(
-            lambda: [r["value"] for r in consume_all(b, f"primary.{prefix}.second")] == [b"s"], timeout_s=60
+            lambda: values_if_exists(b, f"primary.{prefix}.second") == [(1, b"s")], timeout_s=60
         )
         # a partition added mid-run
-        admin(p).create_partitions([NewPartitions(f"{prefix}.first", 3)])[f"{prefix}.first"].result(30)
-        assert_eventually(lambda: len(admin(p).list_topics(timeout=10).topics[f"{prefix}.first"].partitions) == 3)
+        client = admin(p)
+        client.create_partitions([NewPartitions(f"{prefix}.first", 3)])[f"{prefix}.first"].result(30)
+        assert_eventually(
+            lambda: len(admin(p).list_topics(timeout=10).topics[f"{prefix}.first"].partitions) == 3
+        )
         produce(p, f"{prefix}.first", [{"value": b"p2", "partition": 2}])
         assert_eventually(
-            lambda: [(r["partition"], r["value"]) for r in consume_all(b, f"primary.{prefix}.first")]
-            == [(0, b"1"), (2, b"p2")],
-            timeout_s=60,
+            lambda: values_if_exists(b, f"primary.{prefix}.first") == [(0, b"1"), (2, b"p2")], timeout_s=60
         )
     assert len(admin(b).list_topics(timeout=10).topics[f"primary.{prefix}.first"].partitions) == 3
 
@@ -289,17 +321,24 @@ def test_heartbeats_reach_the_target_upstream(local_clusters: LocalClusters, dat
     b = local_clusters.bootstrap("backup")
     cfg = make_config(local_clusters, [("primary", "backup")], topics="nothing-matches-this")
     with running(cfg, data_path):
+
         def seen() -> set[tuple[str, str]]:
+            if "primary.heartbeats" not in topics_of(b):
+                return set()
             hbs = [Heartbeat.decode(r["key"], r["value"]) for r in consume_all(b, "primary.heartbeats")]
             return {(h.source_cluster_alias, h.target_cluster_alias) for h in hbs}
 
         assert_eventually(lambda: ("backup", "primary") in seen(), timeout_s=60)
-    own = {(h.source_cluster_alias, h.target_cluster_alias)
-           for h in (Heartbeat.decode(r["key"], r["value"]) for r in consume_all(b, "heartbeats"))}
+    own = {
+        (h.source_cluster_alias, h.target_cluster_alias)
+        for h in (Heartbeat.decode(r["key"], r["value"]) for r in consume_all(b, "heartbeats"))
+    }
     assert ("primary", "backup") in own
 
 
-def test_record_over_the_target_limit_fails_cleanly(local_clusters: LocalClusters, data_path: DataPath) -> None:
+def test_record_over_the_target_limit_fails_cleanly(
+    local_clusters: LocalClusters, data_path: DataPath
+) -> None:
     """A record the remote topic refuses stops the flow with RECORD_TOO_LARGE and commits nothing of the batch."""
     p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
     topic = unique_name("toolarge")
@@ -307,7 +346,9 @@ def test_record_over_the_target_limit_fails_cleanly(local_clusters: LocalCluster
     create_topic(b, f"primary.{topic}", config={"max.message.bytes": "20000"})
     produce(p, topic, [{"value": b"small"}, {"value": b"x" * 50_000}])
     cfg = make_config(local_clusters, [("primary", "backup")], topics=topic)
-    with pytest.raises(RecordTooLargeError, match="max.message.bytes"):
+    with pytest.raises(RecordTooLargeError, match=r"max\.message\.bytes"):
         replicate(cfg, data_path)
-    stored = [decode_source_offset(r["key"], r["value"]) for r in consume_all(b, "mm2-offsets.primary.internal")]
+    stored = [
+        decode_source_offset(r["key"], r["value"]) for r in consume_all(b, "mm2-offsets.primary.internal")
+    ]
     assert not [s for s in stored if s is not None and s[1] == topic]
