@@ -317,8 +317,7 @@ class LocalCluster:
         name = _ADMIN_USER if user is None else user
         if name not in self.sasl_users:
             raise LocalClusterError(
-                f"cluster {self.alias!r} has no SASL user {name!r}:"
-                f" use one of {', '.join(sorted(self.sasl_users))}"
+                f"cluster {self.alias!r} has no SASL user {name!r}: use one of {', '.join(sorted(self.sasl_users))}"
             )
         return name, self.sasl_users[name]
 
@@ -527,9 +526,7 @@ def start_clusters(
     rack_list: list[str | None] = [None] * brokers
     if racks is not None:
         if len(racks) != brokers:
-            raise LocalClusterError(
-                f"racks must name one rack per broker: {brokers} brokers, {len(racks)} racks"
-            )
+            raise LocalClusterError(f"racks must name one rack per broker: {brokers} brokers, {len(racks)} racks")
         if any(not r.strip() for r in racks):
             raise LocalClusterError("racks must be non-empty strings")
         rack_list = list(racks)
@@ -664,9 +661,7 @@ def stop_cluster(clusters: LocalClusters, alias: str, *, timeout_s: float = 30.0
     return _stop_nodes(clusters, cluster, cluster.brokers, timeout_s=timeout_s)
 
 
-def stop_broker(
-    clusters: LocalClusters, alias: str, node_id: int, *, timeout_s: float = 30.0
-) -> LocalClusters:
+def stop_broker(clusters: LocalClusters, alias: str, node_id: int, *, timeout_s: float = 30.0) -> LocalClusters:
     """Stop one broker of a cluster, keeping its data and port.
 
     Stopping node 0 also stops the cluster's only KRaft controller: the other brokers
@@ -712,9 +707,7 @@ def _stop_nodes(
     ids = {b.node_id for b in brokers}
     with _locked(clusters.base_dir):
         _stop_brokers(brokers, timeout_s=timeout_s)
-        stopped = replace(
-            cluster, brokers=tuple(replace(b, pid=0) if b.node_id in ids else b for b in cluster.brokers)
-        )
+        stopped = replace(cluster, brokers=tuple(replace(b, pid=0) if b.node_id in ids else b for b in cluster.brokers))
         new_state = _with_cluster(clusters, stopped)
         _write_state(new_state)
         return new_state
@@ -759,9 +752,7 @@ def restart_cluster(clusters: LocalClusters, alias: str, *, timeout_s: float = 9
             for broker in cluster.brokers:
                 if broker.pid and _is_our_broker(broker):
                     continue
-                pid = _launch_broker(
-                    java, cp, clusters.base_dir, broker.properties_path, broker.log_path, cds
-                )
+                pid = _launch_broker(java, cp, clusters.base_dir, broker.properties_path, broker.log_path, cds)
                 started[broker.node_id] = replace(broker, pid=pid)
             restarted = replace(cluster, brokers=tuple(started.get(b.node_id, b) for b in cluster.brokers))
             new_state = _with_cluster(clusters, restarted)
@@ -1021,9 +1012,7 @@ def _format_storage(
                 proc.stdout.close()
 
 
-def _launch_broker(
-    java: str, cp: str, base_dir: Path, properties: Path, log_path: Path, cds: _Cds | None
-) -> int:
+def _launch_broker(java: str, cp: str, base_dir: Path, properties: Path, log_path: Path, cds: _Cds | None) -> int:
     """Start ``kafka.Kafka`` detached (own session); return its pid (= process group id)."""
     cds_flags: tuple[str, ...] = ()
     if cds is not None:
@@ -1174,8 +1163,7 @@ def _stop_brokers(brokers: Iterable[LocalBroker], *, timeout_s: float, graceful:
             _Cds.collect_dump(broker.node_dir, keep=not killed)
         if pending:
             raise LocalClusterError(
-                f"broker processes {', '.join(str(b.pid) for b in pending)} survived SIGKILL:"
-                " check them with ps"
+                f"broker processes {', '.join(str(b.pid) for b in pending)} survived SIGKILL: check them with ps"
             )
 
 
@@ -1241,9 +1229,7 @@ def _refuse_if_running(base_dir: Path) -> None:
         state = None  # unreadable leftovers of a crashed up: replaced below
     if state is None:
         return
-    running = [
-        alias for alias, c in state.clusters.items() if any(b.pid and _is_our_broker(b) for b in c.brokers)
-    ]
+    running = [alias for alias, c in state.clusters.items() if any(b.pid and _is_our_broker(b) for b in c.brokers)]
     if running:
         raise LocalClusterError(
             f"{base_dir} already has running local clusters ({', '.join(running)}):"
@@ -1512,7 +1498,6 @@ _PROPERTIES_ESCAPES: Final = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t
 def _format_properties(props: Mapping[str, str], *, header: str = "", separator: str = "=") -> str:
     lines = [header] if header else []
     lines.extend(
-        f"{_escape_properties(k, key=True)}{separator}{_escape_properties(v, key=False)}"
-        for k, v in props.items()
+        f"{_escape_properties(k, key=True)}{separator}{_escape_properties(v, key=False)}" for k, v in props.items()
     )
     return "\n".join(lines) + "\n"

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec  # type: ignore[attr-defined]
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 __all__ = [
     "Bootstrap",
@@ -45,9 +45,7 @@ def unique_name(prefix: str) -> str:
 
 def client_config(bootstrap: Bootstrap, **overrides: Any) -> dict[str, Any]:
     """Return a librdkafka configuration for ``bootstrap`` with ``overrides`` applied."""
-    config: dict[str, Any] = (
-        {"bootstrap.servers": bootstrap} if isinstance(bootstrap, str) else dict(bootstrap)
-    )
+    config: dict[str, Any] = {"bootstrap.servers": bootstrap} if isinstance(bootstrap, str) else dict(bootstrap)
     config.update(overrides)
     return config
 
@@ -139,9 +137,7 @@ def create_topic(
         If the partitions have no leader before the deadline.
     """
     client = admin(bootstrap)
-    new = NewTopic(
-        name, num_partitions=partitions, replication_factor=replication_factor, config=dict(config or {})
-    )
+    new = NewTopic(name, num_partitions=partitions, replication_factor=replication_factor, config=dict(config or {}))
     client.create_topics([new], request_timeout=timeout_s)[name].result(timeout=timeout_s)
 
     def has_leaders() -> bool:
@@ -156,9 +152,7 @@ def create_topic(
     assert_eventually(has_leaders, timeout_s=timeout_s, message=f"topic {name} has no leaders")
 
 
-def produce(
-    bootstrap: Bootstrap, topic: str, records: Sequence[Mapping[str, Any]], timeout_s: float = 30.0
-) -> None:
+def produce(bootstrap: Bootstrap, topic: str, records: Sequence[Mapping[str, Any]], timeout_s: float = 30.0) -> None:
     """Produce records and wait until every one is acknowledged.
 
     Parameters
@@ -218,9 +212,7 @@ def produce(
                 producer.poll(0.1)
     left = producer.flush(timeout_s)
     if left:
-        raise KafkaException(
-            KafkaError(KafkaError._MSG_TIMED_OUT, f"{left} records to {topic} not acknowledged")
-        )
+        raise KafkaException(KafkaError(KafkaError._MSG_TIMED_OUT, f"{left} records to {topic} not acknowledged"))
     if errors:
         raise KafkaException(errors[0])
 
@@ -243,13 +235,11 @@ def end_offsets(
     level = IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED
 
     def offsets(spec: OffsetSpec) -> dict[int, int]:
-        futures = client.list_offsets(
-            {tp: spec for tp in tps}, isolation_level=level, request_timeout=timeout_s
-        )
+        futures = client.list_offsets({tp: spec for tp in tps}, isolation_level=level, request_timeout=timeout_s)
         return {tp.partition: fut.result(timeout=timeout_s).offset for tp, fut in futures.items()}
 
-    starts = offsets(OffsetSpec.earliest())  # type: ignore[no-untyped-call]
-    ends = offsets(OffsetSpec.latest())  # type: ignore[no-untyped-call]
+    starts = offsets(OffsetSpec.earliest())
+    ends = offsets(OffsetSpec.latest())
     return {p: (starts[p], ends[p]) for p in starts}
 
 
@@ -285,11 +275,7 @@ def consume_all(
         On a consumer error.
     """
     deadline = time.monotonic() + timeout_s
-    bounds = {
-        p: (s, e)
-        for p, (s, e) in end_offsets(bootstrap, topic, read_committed=read_committed).items()
-        if e > s
-    }
+    bounds = {p: (s, e) for p, (s, e) in end_offsets(bootstrap, topic, read_committed=read_committed).items() if e > s}
     if not bounds:
         return []
     consumer = Consumer(
@@ -321,12 +307,7 @@ def consume_all(
                 if err is not None and err.code() != KafkaError._PARTITION_EOF:
                     raise KafkaException(err)
                 partition, offset = msg.partition(), msg.offset()
-                if (
-                    err is None
-                    and partition is not None
-                    and offset is not None
-                    and offset < bounds[partition][1]
-                ):
+                if err is None and partition is not None and offset is not None and offset < bounds[partition][1]:
                     _ts_type, ts = msg.timestamp()
                     records.append(
                         {

@@ -183,9 +183,7 @@ def test_load_clusters_reads_back_the_state(local_clusters: LocalClusters) -> No
     assert loaded == local_clusters
     assert loaded.to_json() == local_clusters.to_json()
     state = json.loads((local_clusters.base_dir / STATE_FILE).read_text())
-    assert (
-        state["clusters"]["primary"]["brokers"][0]["pid"] == local_clusters.clusters["primary"].brokers[0].pid
-    )
+    assert state["clusters"]["primary"]["brokers"][0]["pid"] == local_clusters.clusters["primary"].brokers[0].pid
 
 
 def test_a_busy_base_dir_is_refused(local_clusters: LocalClusters) -> None:
@@ -242,9 +240,7 @@ def test_three_brokers_with_racks(own_base_dir: Path) -> None:
         base_dir=own_base_dir,
         brokers=3,
         racks=racks,
-        extra_broker_props={
-            "replica.selector.class": "org.apache.kafka.common.replica.RackAwareReplicaSelector"
-        },
+        extra_broker_props={"replica.selector.class": "org.apache.kafka.common.replica.RackAwareReplicaSelector"},
     )
     cluster = clusters.clusters["racked"]
     assert [b.rack for b in cluster.brokers] == racks
@@ -414,9 +410,7 @@ def test_jar_dirs_and_java(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_local_broker_paths() -> None:
-    broker = LocalBroker(
-        node_id=0, port=1, controller_port=2, rack=None, pid=0, log_path=Path("/x/node-0/kafka.log")
-    )
+    broker = LocalBroker(node_id=0, port=1, controller_port=2, rack=None, pid=0, log_path=Path("/x/node-0/kafka.log"))
     assert broker.properties_path == Path("/x/node-0/server.properties")
     assert broker.address == "127.0.0.1:1"
 
