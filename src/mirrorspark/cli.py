@@ -183,10 +183,10 @@ def _run(
                     highlight=False,
                 )
 
+    replicator = Replicator(cfg, targets=clusters, on_progress=on_progress)
+    replicator.start()  # connects and creates topics: fails fast, before Spark starts
     spark = build_spark_session(master=master, read_mode=cfg.data_path.read_mode)
-    replicator = Replicator(
-        cfg, DataPath(spark, read_mode=cfg.data_path.read_mode), targets=clusters, on_progress=on_progress
-    )
+    replicator.data_path = DataPath(spark, read_mode=cfg.data_path.read_mode)
 
     def on_sigint(_sig: int, _frame: FrameType | None) -> None:
         if replicator.stopping:

@@ -147,7 +147,7 @@ def _result(future: Future[T], what: str, alias: str, timeout_s: float) -> T:
 
 
 def check_reachable(
-    admin: AdminClient, alias: str, bootstrap_servers: str, *, timeout_s: float = 15.0
+    admin: AdminClient, alias: str, bootstrap_servers: str, *, timeout_s: float = 10.0
 ) -> None:
     """Fail fast when no broker of a cluster answers.
 

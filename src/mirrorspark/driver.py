@@ -82,7 +82,9 @@ class Replicator:
     config:
         The parsed mm2.properties.
     data_path:
-        The Spark data path (owns the SparkSession).
+        The Spark data path (owns the SparkSession); may be set later, before
+        :meth:`run`, so that :meth:`start` can fail fast on unreachable
+        clusters before Spark starts.
     targets:
         MM2's ``--clusters``: run only flows whose target is listed (``None`` = all).
     on_progress:
@@ -97,7 +99,7 @@ class Replicator:
     def __init__(
         self,
         config: MirrorConfig,
-        data_path: DataPath,
+        data_path: DataPath | None = None,
         *,
         targets: Sequence[str] | None = None,
         on_progress: Callable[[list[FlowStats]], None] | None = None,
@@ -132,7 +134,13 @@ class Replicator:
         return self._stop.is_set()
 
     def start(self) -> None:
-        """Start every flow and the heartbeats, and schedule the control jobs."""
+        """Connect: start every flow and the heartbeats, and schedule the control jobs.
+
+        Needs no Spark. Raises
+        :class:`~mirrorspark.errors.ClusterUnreachableError` when a cluster does
+        not answer and :class:`~mirrorspark.errors.ClusterError` when an
+        internal or remote topic cannot be created.
+        """
         self.state = "starting"
         for flow in self.flows:
             flow.start()
@@ -157,6 +165,9 @@ class Replicator:
             Stop once every replicated partition is copied up to the source end
             offsets seen at start, and their offset syncs are written.
         """
+        if self.data_path is None:
+            raise ConfigError("Replicator.run needs a data path: pass data_path= or set .data_path first")
+        data_path = self.data_path
         if self.state == "created":
             self.start()
         if until_caught_up:
@@ -169,7 +180,7 @@ class Replicator:
                     break
                 tasks = [t for f in self.flows for t in f.plan()]
                 if tasks:
-                    results = self.data_path.copy(tasks)
+                    results = data_path.copy(tasks)
                     self._commit(results)
                 else:
                     self._stop.wait(idle_s)

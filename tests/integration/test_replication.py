@@ -119,9 +119,7 @@ def test_records_are_copied_exactly(local_clusters: LocalClusters, data_path: Da
             {
                 "key": None if i % 7 == 0 else f"k{i % 50}".encode(),
                 "value": bytes([i % 256]) * (i % 40) if i % 11 else b"",
-                "headers": [("bin", bytes([0, 255, i % 256])), ("dup", b"1"), ("dup", b"2")]
-                if i % 3
-                else None,
+                "headers": [("bin", bytes([0, 255, i % 256])), ("dup", b"1"), ("dup", b"2")] if i % 3 else None,
                 "timestamp_ms": 1_600_000_000_000 + i * 1000,
                 "partition": i % 3,
             }
@@ -183,9 +181,7 @@ def test_progress_and_offset_syncs_in_mm2_layout(local_clusters: LocalClusters, 
         assert in_partition == default_partition(key, 25)
 
     # offset syncs on the source, for the upstream topic, each pointing at the copy of its record
-    syncs = [
-        OffsetSync.decode(r["key"], r["value"]) for r in consume_all(p, "mm2-offset-syncs.backup.internal")
-    ]
+    syncs = [OffsetSync.decode(r["key"], r["value"]) for r in consume_all(p, "mm2-offset-syncs.backup.internal")]
     mine = [s for s in syncs if s.topic == topic]
     assert mine, "no offset syncs were written"
     src = {(r["partition"], r["offset"]): r["value"] for r in consume_all(p, topic)}
@@ -196,9 +192,7 @@ def test_progress_and_offset_syncs_in_mm2_layout(local_clusters: LocalClusters, 
     assert {(s.partition, s.upstream_offset) for s in mine} >= {(0, 49), (1, 49)}
 
 
-def test_restart_loses_nothing_and_copies_only_new_records(
-    local_clusters: LocalClusters, data_path: DataPath
-) -> None:
+def test_restart_loses_nothing_and_copies_only_new_records(local_clusters: LocalClusters, data_path: DataPath) -> None:
     p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
     topic = unique_name("restart")
     create_topic(p, topic, partitions=2)
@@ -282,14 +276,10 @@ def test_two_flows_both_ways_never_loop(local_clusters: LocalClusters, data_path
     replicate(cfg, data_path)  # a second pass sees the remote topics and must not copy them back
     assert [r["value"] for r in consume_all(b, f"primary.{prefix}.a")] == [b"from-primary"]
     assert [r["value"] for r in consume_all(p, f"backup.{prefix}.b")] == [b"from-backup"]
-    assert not {
-        t for t in topics_of(p) | topics_of(b) if t.startswith(("primary.backup.", "backup.primary."))
-    }
+    assert not {t for t in topics_of(p) | topics_of(b) if t.startswith(("primary.backup.", "backup.primary."))}
 
 
-def test_topics_and_partitions_added_while_running(
-    local_clusters: LocalClusters, data_path: DataPath
-) -> None:
+def test_topics_and_partitions_added_while_running(local_clusters: LocalClusters, data_path: DataPath) -> None:
     p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
     prefix = unique_name("midrun")
     create_topic(p, f"{prefix}.first", partitions=1)
@@ -300,15 +290,11 @@ def test_topics_and_partitions_added_while_running(
         # a topic created mid-run
         create_topic(p, f"{prefix}.second", partitions=2)
         produce(p, f"{prefix}.second", [{"value": b"s", "partition": 1}])
-        assert_eventually(
-            lambda: values_if_exists(b, f"primary.{prefix}.second") == [(1, b"s")], timeout_s=60
-        )
+        assert_eventually(lambda: values_if_exists(b, f"primary.{prefix}.second") == [(1, b"s")], timeout_s=60)
         # a partition added mid-run
         client = admin(p)
         client.create_partitions([NewPartitions(f"{prefix}.first", 3)])[f"{prefix}.first"].result(30)
-        assert_eventually(
-            lambda: len(admin(p).list_topics(timeout=10).topics[f"{prefix}.first"].partitions) == 3
-        )
+        assert_eventually(lambda: len(admin(p).list_topics(timeout=10).topics[f"{prefix}.first"].partitions) == 3)
         produce(p, f"{prefix}.first", [{"value": b"p2", "partition": 2}])
         assert_eventually(
             lambda: values_if_exists(b, f"primary.{prefix}.first") == [(0, b"1"), (2, b"p2")], timeout_s=60
@@ -336,9 +322,7 @@ def test_heartbeats_reach_the_target_upstream(local_clusters: LocalClusters, dat
     assert ("primary", "backup") in own
 
 
-def test_record_over_the_target_limit_fails_cleanly(
-    local_clusters: LocalClusters, data_path: DataPath
-) -> None:
+def test_record_over_the_target_limit_fails_cleanly(local_clusters: LocalClusters, data_path: DataPath) -> None:
     """A record the remote topic refuses stops the flow with RECORD_TOO_LARGE and commits nothing of the batch."""
     p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
     topic = unique_name("toolarge")
@@ -348,7 +332,49 @@ def test_record_over_the_target_limit_fails_cleanly(
     cfg = make_config(local_clusters, [("primary", "backup")], topics=topic)
     with pytest.raises(RecordTooLargeError, match=r"max\.message\.bytes"):
         replicate(cfg, data_path)
-    stored = [
-        decode_source_offset(r["key"], r["value"]) for r in consume_all(b, "mm2-offsets.primary.internal")
-    ]
+    stored = [decode_source_offset(r["key"], r["value"]) for r in consume_all(b, "mm2-offsets.primary.internal")]
     assert not [s for s in stored if s is not None and s[1] == topic]
+
+
+@pytest.mark.parametrize(("tasks_max", "expected"), [(2, 2), (8, 3)])
+def test_parallelism_is_min_of_tasks_max_and_partitions(
+    local_clusters: LocalClusters, data_path: DataPath, tasks_max: int, expected: int
+) -> None:
+    """One Spark task per MM2 task: min(tasks.max, replicated partitions), round-robin."""
+    p = local_clusters.bootstrap("primary")
+    topic = unique_name("tasks")
+    create_topic(p, topic, partitions=3)
+    produce(p, topic, [{"value": b"x", "partition": i % 3} for i in range(30)])
+    cfg = make_config(
+        local_clusters,
+        [("primary", "backup")],
+        topics=topic,
+        **{"tasks.max": str(tasks_max), "heartbeats.replication.enabled": "false"},
+    )
+    r = Replicator(cfg, data_path)
+    r.start()
+    try:
+        assert r.flows[0].order == [(topic, 0), (topic, 1), (topic, 2)]
+        tasks = [t for f in r.flows for t in f.plan()]
+        assert len(tasks) == expected
+        assert sorted(len(t.ranges) for t in tasks) == sorted(len(g) for g in _round_robin(3, expected))
+        sc = data_path.spark.sparkContext
+        before = set(sc.statusTracker().getJobIdsForGroup(None) or [])
+        data_path.copy(tasks)
+        group = f"mirrorspark-batch-{data_path._job}"
+        jobs = sc.statusTracker().getJobIdsForGroup(group)
+        assert jobs and not (set(jobs) & before)
+        stages = sc.statusTracker().getJobInfo(jobs[-1]).stageIds
+        assert (
+            sum(sc.statusTracker().getStageInfo(s).numTasks for s in stages if sc.statusTracker().getStageInfo(s))
+            == expected
+        )
+    finally:
+        r.close()
+
+
+def _round_robin(n: int, k: int) -> list[list[int]]:
+    groups: list[list[int]] = [[] for _ in range(k)]
+    for i in range(n):
+        groups[i % k].append(i)
+    return groups

@@ -41,9 +41,7 @@ def test_works_on_any_partition_objects() -> None:
     ("n_partitions", "tasks_max", "n_tasks"),
     [(12, 3, 3), (12, 12, 12), (12, 100, 12), (1, 10, 1), (5, 1, 1)],
 )
-def test_number_of_tasks_is_min_of_tasks_max_and_partitions(
-    n_partitions: int, tasks_max: int, n_tasks: int
-) -> None:
+def test_number_of_tasks_is_min_of_tasks_max_and_partitions(n_partitions: int, tasks_max: int, n_tasks: int) -> None:
     groups = assign_round_robin([f"t-{p}" for p in range(n_partitions)], tasks_max)
     assert len(groups) == n_tasks
     assert all(groups)  # no empty task

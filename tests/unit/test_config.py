@@ -213,9 +213,7 @@ def test_data_path_keys() -> None:
         "mirrorspark.batch.idle.interval.ms = 0\n"
         "mirrorspark.read.mode = spark-kafka\n"
     )
-    assert c.data_path == DataPathConfig(
-        max_records_per_partition=5000, idle_interval_ms=0, read_mode="spark-kafka"
-    )
+    assert c.data_path == DataPathConfig(max_records_per_partition=5000, idle_interval_ms=0, read_mode="spark-kafka")
 
 
 def test_registry_defaults_parse_and_cover_every_flow_field() -> None:
@@ -278,8 +276,7 @@ def test_load_config_reads_file(tmp_path: Path) -> None:
 def test_load_config_latin1_file(tmp_path: Path) -> None:
     path = tmp_path / "mm2.properties"
     path.write_bytes(
-        b"clusters = A, B\nA.bootstrap.servers = a:9092\nB.bootstrap.servers = b:9092\n"
-        b"A.client.id = caf\xe9\n"
+        b"clusters = A, B\nA.bootstrap.servers = a:9092\nB.bootstrap.servers = b:9092\nA.client.id = caf\xe9\n"
     )
     c = load_config(path, env={})
     assert c.flows[0].source_consumer.bootstrap_servers == "a:9092"
@@ -307,8 +304,7 @@ def test_load_config_syntax_error_names_path(tmp_path: Path) -> None:
 
 def test_flow_key_overrides_top_level_overrides_default() -> None:
     c = three(
-        "tasks.max = 3\nA->B.tasks.max = 7\n"
-        "replication.policy.separator = _\nC->A.replication.policy.separator = -\n"
+        "tasks.max = 3\nA->B.tasks.max = 7\nreplication.policy.separator = _\nC->A.replication.policy.separator = -\n"
     )
     assert c.flow("A", "B").tasks_max == 7
     assert c.flow("B", "A").tasks_max == 3
@@ -325,9 +321,7 @@ def test_topics_lists_and_empty_list() -> None:
 
 
 def test_booleans_are_case_insensitive_and_ints_signed() -> None:
-    f = two(
-        "refresh.topics.enabled = FALSE\nA->B.sync.topic.acls.enabled = True\noffset.lag.max = +5\n"
-    ).flow("A", "B")
+    f = two("refresh.topics.enabled = FALSE\nA->B.sync.topic.acls.enabled = True\noffset.lag.max = +5\n").flow("A", "B")
     assert (f.refresh_topics_enabled, f.sync_topic_acls_enabled, f.offset_lag_max) == (False, True, 5)
 
 
@@ -470,10 +464,7 @@ def test_client_sides_use_their_own_cluster() -> None:
 
 
 def test_cluster_config_role_settings() -> None:
-    c = two(
-        "security.protocol = SSL\nB.security.protocol = PLAINTEXT\n"
-        "A.consumer.isolation.level = read_committed\n"
-    )
+    c = two("security.protocol = SSL\nB.security.protocol = PLAINTEXT\nA.consumer.isolation.level = read_committed\n")
     a = c.cluster("A")
     assert isinstance(a, ClusterConfig)
     assert a.consumer.properties == {
@@ -620,8 +611,7 @@ def test_aliases_with_dashes_and_underscores() -> None:
 
 def test_env_placeholders(tmp_path: Path) -> None:
     c = cfg(
-        "clusters = A, B\nA.bootstrap.servers = ${env:A_HOST}:9092\n"
-        "B.bootstrap.servers = ${env::B_SERVERS}\n",
+        "clusters = A, B\nA.bootstrap.servers = ${env:A_HOST}:9092\nB.bootstrap.servers = ${env::B_SERVERS}\n",
         env={"A_HOST": "a.example", "B_SERVERS": "b1:9092,b2:9092"},
     )
     assert c.cluster("A").bootstrap_servers == "a.example:9092"
@@ -699,9 +689,7 @@ def test_duplicate_and_malformed_aliases() -> None:
 
 
 def test_cluster_without_bootstrap_servers() -> None:
-    with pytest.raises(
-        ConfigError, match=r"cluster 'B' has no bootstrap servers: add 'B.bootstrap.servers = "
-    ):
+    with pytest.raises(ConfigError, match=r"cluster 'B' has no bootstrap servers: add 'B.bootstrap.servers = "):
         cfg("clusters = A, B\nA.bootstrap.servers = a:9092\nB.consumer.bootstrap.servers = b:9092\n")
 
 
@@ -775,9 +763,7 @@ def test_invalid_values(line: str, message: str) -> None:
 
 
 def test_emit_offset_syncs_disabled_with_offset_syncs_keys() -> None:
-    with pytest.raises(
-        ConfigError, match=r"'A->B.emit.offset-syncs.enabled' = false.*'offset-syncs.topic.location'"
-    ):
+    with pytest.raises(ConfigError, match=r"'A->B.emit.offset-syncs.enabled' = false.*'offset-syncs.topic.location'"):
         two("offset-syncs.topic.location = target\nA->B.emit.offset-syncs.enabled = false\n")
     with pytest.raises(ConfigError, match=r"'A->B.offset-syncs.topic.replication.factor'"):
         two("emit.offset-syncs.enabled = false\nA->B.offset-syncs.topic.replication.factor = 1\n")
@@ -788,9 +774,7 @@ def test_emit_offset_syncs_disabled_with_offset_syncs_keys() -> None:
 def test_exactly_once_required_needs_read_committed() -> None:
     with pytest.raises(ConfigError, match=r"set 'A\.consumer\.isolation\.level = read_committed'"):
         two("A->B.exactly.once.support = required\n")
-    f = two("A->B.exactly.once.support = required\nA.consumer.isolation.level = read_committed\n").flow(
-        "A", "B"
-    )
+    f = two("A->B.exactly.once.support = required\nA.consumer.isolation.level = read_committed\n").flow("A", "B")
     assert f.extra["exactly.once.support"] == "required"
 
 
@@ -1099,9 +1083,7 @@ PEM = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 def test_librdkafka_truststore(tmp_path: Path) -> None:
     pem = tmp_path / "ca.pem"
     pem.write_text(PEM)
-    out = ClientSettings(
-        properties={"ssl.truststore.location": str(pem), "ssl.truststore.type": "PEM"}
-    ).to_librdkafka()
+    out = ClientSettings(properties={"ssl.truststore.location": str(pem), "ssl.truststore.type": "PEM"}).to_librdkafka()
     assert out == {"ssl.ca.location": str(pem)}
     jks = tmp_path / "truststore.jks"
     jks.write_bytes(b"\xfe\xed\xfe\xed\x00\x00\x00\x02")
@@ -1136,16 +1118,12 @@ def test_librdkafka_keystore(tmp_path: Path) -> None:
     }
     pem = tmp_path / "client.pem"
     pem.write_text(PEM)
-    out = ClientSettings(
-        properties={"ssl.keystore.location": str(pem), "ssl.keystore.type": "PEM"}
-    ).to_librdkafka()
+    out = ClientSettings(properties={"ssl.keystore.location": str(pem), "ssl.keystore.type": "PEM"}).to_librdkafka()
     assert out == {"ssl.certificate.location": str(pem), "ssl.key.location": str(pem)}
     jks = tmp_path / "client.jks"
     jks.write_bytes(b"\xfe\xed\xfe\xed\x00\x00\x00\x02")
     with pytest.raises(ConfigError, match=r"JKS format.*librdkafka cannot read.*PKCS#12"):
-        ClientSettings(
-            properties={"ssl.keystore.location": str(jks), "ssl.keystore.password": "pw"}
-        ).to_librdkafka()
+        ClientSettings(properties={"ssl.keystore.location": str(jks), "ssl.keystore.password": "pw"}).to_librdkafka()
     inline = ClientSettings(
         properties={
             "ssl.keystore.key": "KEY",
@@ -1197,10 +1175,7 @@ def test_librdkafka_accepts_every_translated_key() -> None:
         "metadata.max.age.ms": "300000",
         "session.timeout.ms": "45000",
         "max.poll.interval.ms": "300000",
-        **{
-            k: "x.Y"
-            for k in ("key.serializer", "value.deserializer", "interceptor.classes", "partitioner.class")
-        },
+        **{k: "x.Y" for k in ("key.serializer", "value.deserializer", "interceptor.classes", "partitioner.class")},
         "max.poll.records": "500",
         "max.block.ms": "60000",
         "default.api.timeout.ms": "60000",
@@ -1216,9 +1191,7 @@ def test_librdkafka_accepts_every_translated_key() -> None:
 
 
 def test_spark_options() -> None:
-    f = two("A.consumer.isolation.level = read_committed\nA.consumer.interceptor.classes = x.Y\n").flow(
-        "A", "B"
-    )
+    f = two("A.consumer.isolation.level = read_committed\nA.consumer.interceptor.classes = x.Y\n").flow("A", "B")
     assert f.source_consumer.to_spark_options() == {
         "kafka.bootstrap.servers": "a:9092",
         "kafka.isolation.level": "read_committed",

@@ -66,9 +66,7 @@ def test_mm2_worked_example_state_after_each_record() -> None:
 
 
 def test_initial_state_matches_mm2_partition_state() -> None:
-    assert SyncState() == SyncState(
-        previous_upstream=-1, previous_downstream=-1, last_sync_downstream=-1, delayed=None
-    )
+    assert SyncState() == SyncState(previous_upstream=-1, previous_downstream=-1, last_sync_downstream=-1, delayed=None)
 
 
 def test_first_record_always_syncs_even_when_consecutive_to_the_sentinel() -> None:
@@ -157,9 +155,7 @@ lag_st = st.integers(min_value=0, max_value=200)
 
 
 @given(pairs=pairs_st, offset_lag_max=lag_st)
-def test_property_sync_only_for_the_record_just_fed(
-    pairs: list[tuple[int, int]], offset_lag_max: int
-) -> None:
+def test_property_sync_only_for_the_record_just_fed(pairs: list[tuple[int, int]], offset_lag_max: int) -> None:
     state = SyncState()
     for upstream, downstream in pairs:
         before = state
@@ -265,9 +261,7 @@ def test_property_folding_pairs_into_segments_covers_them_exactly(pairs: list[tu
             segments.append(CopiedSegment(upstream, downstream, 1))
         else:
             segments[-1] = grown
-    expanded = [
-        (seg.upstream_start + i, seg.downstream_start + i) for seg in segments for i in range(seg.count)
-    ]
+    expanded = [(seg.upstream_start + i, seg.downstream_start + i) for seg in segments for i in range(seg.count)]
     assert expanded == pairs
     for prev, nxt in itertools.pairwise(segments):
         # a new segment starts only where the pairs stop being consecutive on either side

@@ -50,9 +50,7 @@ DEFAULT = DefaultReplicationPolicy()
         ("topic1", None, None, "topic1"),
     ],
 )
-def test_default_policy_splits_like_java(
-    topic: str, source: str | None, upstream: str | None, original: str
-) -> None:
+def test_default_policy_splits_like_java(topic: str, source: str | None, upstream: str | None, original: str) -> None:
     assert DEFAULT.topic_source(topic) == source
     assert DEFAULT.upstream_topic(topic) == upstream
     assert DEFAULT.original_topic(topic) == original
@@ -148,9 +146,7 @@ def test_is_heartbeats_topic(topic: str, expected: bool) -> None:
         ("heartbeats", False, False, False),
     ],
 )
-def test_internal_topics_kafka4_rules(
-    topic: str, checkpoints: bool, mm2_internal: bool, internal: bool
-) -> None:
+def test_internal_topics_kafka4_rules(topic: str, checkpoints: bool, mm2_internal: bool, internal: bool) -> None:
     for policy in (DEFAULT, IdentityReplicationPolicy(source_cluster_alias="A"), _PrefixPolicy()):
         assert policy.is_checkpoints_topic(topic) is checkpoints
         assert policy.is_mm2_internal_topic(topic) is mm2_internal

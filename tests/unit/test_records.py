@@ -90,13 +90,9 @@ def test_format_lines() -> None:
         "Heartbeat{sourceClusterAlias=A, targetClusterAlias=B, timestamp=1700000000000}"
     )
     assert Checkpoint("g", "A.t", 0, 10, 11).format() == (
-        "Checkpoint{consumerGroupId=g, topicPartition=A.t-0, upstreamOffset=10, "
-        "downstreamOffset=11, metadata=}"
+        "Checkpoint{consumerGroupId=g, topicPartition=A.t-0, upstreamOffset=10, downstreamOffset=11, metadata=}"
     )
-    assert (
-        OffsetSync("t", 0, 3, 4).format()
-        == "OffsetSync{topicPartition=t-0, upstreamOffset=3, downstreamOffset=4}"
-    )
+    assert OffsetSync("t", 0, 3, 4).format() == "OffsetSync{topicPartition=t-0, upstreamOffset=3, downstreamOffset=4}"
 
 
 # --------------------------------------------------------------------------- decoding like Java
@@ -249,9 +245,7 @@ def test_heartbeat_connector_offset_key_bytes() -> None:
 
 def test_json_escaping_matches_jackson() -> None:
     key = source_offset_key('zü"\\\n\x01', "東京", 1)
-    assert key == (
-        '["MirrorSourceConnector",{"cluster":"zü\\"\\\\\\n\\u0001","partition":1,"topic":"東京"}]'.encode()
-    )
+    assert key == ('["MirrorSourceConnector",{"cluster":"zü\\"\\\\\\n\\u0001","partition":1,"topic":"東京"}]'.encode())
     assert source_offset_key("a\x1f", "t", 0).count(b"\\u001F") == 1  # upper-case hex like Jackson
     decoded = decode_source_offset(key, b'{"offset":5}')
     assert decoded == SourceOffset('zü"\\\n\x01', "東京", 1, 5)

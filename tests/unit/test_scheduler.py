@@ -152,9 +152,7 @@ def test_missed_runs_are_not_caught_up(sched: Scheduler, clock: FakeClock) -> No
     assert sched.run_pending() == 0
 
 
-def test_overrunning_job_is_warned_about(
-    sched: Scheduler, clock: FakeClock, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_overrunning_job_is_warned_about(sched: Scheduler, clock: FakeClock, caplog: pytest.LogCaptureFixture) -> None:
     job = sched.add("sync configs", 10, lambda: clock.advance(15))
     with caplog.at_level(logging.WARNING, logger="mirrorspark.scheduler"):
         sched.run_pending()
@@ -188,15 +186,11 @@ def test_failure_is_counted_logged_and_not_raised(
     with caplog.at_level(logging.WARNING, logger="mirrorspark.scheduler"):
         assert sched.run_pending() == 1
     assert (job.runs, job.failures, job.last_error) == (1, 1, "broker went away")
-    assert any(
-        "heartbeats" in r.getMessage() and "broker went away" in r.getMessage() for r in caplog.records
-    )
+    assert any("heartbeats" in r.getMessage() and "broker went away" in r.getMessage() for r in caplog.records)
     assert sched.jobs == (job,)  # still scheduled
 
 
-def test_failed_job_is_retried_next_interval_and_success_clears_the_error(
-    sched: Scheduler, clock: FakeClock
-) -> None:
+def test_failed_job_is_retried_next_interval_and_success_clears_the_error(sched: Scheduler, clock: FakeClock) -> None:
     calls: list[int] = []
 
     def flaky() -> None:

@@ -1,0 +1,39 @@
+"""mirrorspark's benchmark suite: measure the replicator against its alternatives.
+
+Run from the repository root::
+
+    .venv/bin/python -m bench --read-modes --quick
+
+Layout
+------
+:mod:`bench.cli`
+    Command line (``python -m bench``): options, which cases run, where results go.
+:mod:`bench.env`
+    :class:`~bench.env.BenchEnv`: the local ``source`` and ``target`` clusters (one broker
+    each, under ``bench/.work/``), the one warm SparkSession, fresh-flow naming and clean-up.
+:mod:`bench.workload`
+    :class:`~bench.workload.Workload` and the fast loader that fills a source topic once.
+:mod:`bench.cpu`
+    CPU accounting of process trees (the Python driver, the Spark JVM it starts and the
+    Python workers the JVM starts), brokers excluded and measured separately.
+:mod:`bench.contenders`
+    :class:`~bench.contenders.Contender`, the interface every measured replicator implements,
+    and :class:`~bench.contenders.MirrorsparkContender` (one per ``mirrorspark.read.mode``).
+:mod:`bench.suite`
+    Runs one case: loads the workload, warms every contender up, then runs the contenders
+    alternately (A B A B ...) and summarises medians.
+:mod:`bench.report`
+    The text table, the results file ``bench/results/<date>-<host>-<case>.md`` (+ ``.json``)
+    and the "latest figures" section of ``bench/README.md``.
+
+Extending
+---------
+A new contender (MirrorMaker 2, a hardware ceiling) subclasses
+:class:`~bench.contenders.Contender`; a new case (latency, scale) is a function in
+:mod:`bench.suite` that builds its workload and contenders and calls
+:func:`~bench.suite.run_case`, plus a flag in :mod:`bench.cli`.
+"""
+
+from __future__ import annotations
+
+__all__: list[str] = []

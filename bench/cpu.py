@@ -1,0 +1,188 @@
+"""CPU accounting of process trees.
+
+A mirrorspark run spans three kinds of processes: the Python driver (this process),
+the Spark driver JVM (a child of it, started by PySpark's ``launch_gateway``) and the
+Spark Python workers (children of the JVM's ``pyspark.daemon``). The local brokers are
+children of this process too (``start_clusters`` launches them) but are not part of the
+replicator: they are excluded from the tree and measured on their own.
+
+:func:`snapshot` reads, for every live process of a tree, ``user + system`` CPU time plus
+``children_user + children_system`` (the CPU of its descendants that already exited and
+were reaped). A descendant that lives through the window is counted by its own times;
+one that exits and is reaped inside the window moves into its parent's ``children_*``.
+The sum over the tree is therefore the CPU spent by the tree, with one blind spot: a
+process that exits during the window and is reaped by a process *outside* the tree.
+Spark's workers are reused (``spark.python.worker.reuse``) and the JVM outlives every
+run, so in practice every process of interest is alive at both ends of a window.
+
+The driver's own share is also read with :func:`resource.getrusage` (``RUSAGE_SELF``);
+``RUSAGE_CHILDREN`` only covers reaped children, i.e. already part of the tree sum.
+Without :mod:`psutil` only those two are available and the figures say so
+(``complete=False``).
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+try:
+    import psutil
+except ImportError:  # pragma: no cover - psutil is a dev extra
+    psutil = None
+
+__all__ = ["ROLES", "CpuDelta", "CpuSnapshot", "have_psutil", "snapshot", "snapshot_pids"]
+
+ROLES = ("driver-py", "spark-jvm", "py-workers", "other")
+"""Process roles of a replicator tree, in report order."""
+
+
+def have_psutil() -> bool:
+    """Whether process-tree accounting is available (``psutil`` importable)."""
+    return psutil is not None
+
+
+@dataclass(frozen=True)
+class CpuSnapshot:
+    """CPU seconds consumed so far by a set of processes, per role.
+
+    Attributes
+    ----------
+    by_pid:
+        ``pid -> (role, cpu seconds)``: ``user + system + children_user + children_system``
+        of each live process, in seconds since the process started.
+    self_rusage_s:
+        ``ru_utime + ru_stime`` of this process from ``getrusage(RUSAGE_SELF)``, in seconds.
+    complete:
+        ``False`` when psutil is missing and only this process (and its reaped children) is seen.
+    """
+
+    by_pid: Mapping[int, tuple[str, float]]
+    self_rusage_s: float
+    complete: bool = True
+
+
+@dataclass(frozen=True)
+class CpuDelta:
+    """CPU seconds spent by a set of processes between two snapshots.
+
+    Attributes
+    ----------
+    by_role:
+        Seconds per role (see :data:`ROLES`; brokers use ``"broker"``).
+    complete:
+        Whether every process of the tree was visible (psutil available).
+    """
+
+    by_role: Mapping[str, float] = field(default_factory=dict)
+    complete: bool = True
+
+    @property
+    def total_s(self) -> float:
+        """All roles together, in CPU seconds."""
+        return sum(self.by_role.values())
+
+
+def _cpu_s(p: Any) -> float:
+    t = p.cpu_times()
+    return float(t.user + t.system + getattr(t, "children_user", 0.0) + getattr(t, "children_system", 0.0))
+
+
+def _role(p: Any, root: int) -> str:
+    if p.pid == root:
+        return "driver-py"
+    try:
+        name = p.name().lower()
+    except Exception:
+        return "other"
+    if name == "java" or name.startswith("java"):
+        return "spark-jvm"
+    if name.startswith("python"):
+        return "py-workers"
+    return "other"
+
+
+def _self_rusage_s() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def snapshot(root: int | None = None, exclude: Iterable[int] = ()) -> CpuSnapshot:
+    """CPU seconds of ``root`` and its descendants, except the subtrees rooted at ``exclude``.
+
+    Parameters
+    ----------
+    root:
+        Root process id; default this process.
+    exclude:
+        Process ids whose whole subtree is left out (e.g. the local brokers).
+
+    Returns
+    -------
+    CpuSnapshot
+        One entry per live process, with its role.
+    """
+    root = os.getpid() if root is None else root
+    if psutil is None:
+        r = resource.getrusage(resource.RUSAGE_CHILDREN)
+        own = _self_rusage_s()
+        return CpuSnapshot({root: ("driver-py", own + r.ru_utime + r.ru_stime)}, own, complete=False)
+    skip = set(exclude)
+    out: dict[int, tuple[str, float]] = {}
+    stack = [psutil.Process(root)]
+    while stack:
+        p = stack.pop()
+        if p.pid in skip:
+            continue
+        try:
+            out[p.pid] = (_role(p, root), _cpu_s(p))
+            stack.extend(p.children())
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    return CpuSnapshot(out, _self_rusage_s())
+
+
+def snapshot_pids(pids: Iterable[int], role: str) -> CpuSnapshot:
+    """CPU seconds of given processes and their descendants, all under one role.
+
+    Parameters
+    ----------
+    pids:
+        Process ids (e.g. the brokers' JVMs); missing ones are skipped.
+    role:
+        Role name to file them under (e.g. ``"broker"``).
+    """
+    if psutil is None:
+        return CpuSnapshot({}, 0.0, complete=False)
+    out: dict[int, tuple[str, float]] = {}
+    for pid in pids:
+        try:
+            top = psutil.Process(pid)
+            for p in [top, *top.children(recursive=True)]:
+                out[p.pid] = (role, _cpu_s(p))
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    return CpuSnapshot(out, 0.0)
+
+
+def delta(before: CpuSnapshot, after: CpuSnapshot) -> CpuDelta:
+    """CPU spent between two snapshots of the same tree, per role.
+
+    A process present only in ``after`` started inside the window and counts in full;
+    one present only in ``before`` is ignored (its time, if reaped by a process of the
+    tree, appears in that parent's ``children_*``).
+
+    Returns
+    -------
+    CpuDelta
+        Seconds per role; never negative.
+    """
+    by_role: dict[str, float] = {}
+    for pid, (role, cpu) in after.by_pid.items():
+        prev = before.by_pid.get(pid)
+        d = cpu - (prev[1] if prev is not None else 0.0)
+        by_role[role] = by_role.get(role, 0.0) + max(0.0, d)
+    return CpuDelta(by_role, complete=before.complete and after.complete)

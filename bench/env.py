@@ -1,0 +1,181 @@
+"""The benchmark's environment: local clusters, the one SparkSession, fresh flows.
+
+Fresh flows
+-----------
+Every measured run must copy the whole workload into an empty target. The source topic
+is loaded once, so freshness comes from the *source alias*: run ``n`` calls the source
+cluster ``s<n>`` in its ``mm2.properties`` (same bootstrap servers), which gives the flow
+``s<n>->target`` a remote topic ``s<n>.<topic>`` and a Connect offsets topic
+``mm2-offsets.s<n>.internal`` on the target that never existed before — no topic is ever
+re-created under an old name (which, with idempotent producers cached in Spark workers,
+could trip sequence-number checks), and no Kafka metadata propagation is waited on.
+After the run both topics are deleted so that the target's disk use stays bounded.
+The offset-syncs topic ``mm2-offset-syncs.target.internal`` on the source is shared by
+all runs (it is only appended to).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from confluent_kafka.admin import AdminClient
+
+from mirrorspark.local import LocalClusters, start_clusters, stop_clusters
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["SOURCE", "TARGET", "BenchEnv"]
+
+log = logging.getLogger(__name__)
+
+SOURCE = "source"
+"""Alias of the source cluster (as started; flows use a fresh alias per run)."""
+TARGET = "target"
+"""Alias of the target cluster."""
+
+class BenchEnv:
+    """Local ``source`` and ``target`` clusters (one broker each) and a lazily built SparkSession.
+
+    Parameters
+    ----------
+    work_dir:
+        Where the clusters keep data and state (``bench/.work/<case>``); stale data there is
+        deleted on start.
+    master:
+        Spark master URL, e.g. ``local[*]``.
+    spark_kafka_jars:
+        Whether the SparkSession must carry the Spark Kafka connector jars (needed by
+        ``mirrorspark.read.mode=spark-kafka``; harmless for ``consumer``).
+
+    Use as a context manager: clusters start on enter and stop on exit, as does Spark.
+    """
+
+    def __init__(self, work_dir: Path, *, master: str = "local[*]", spark_kafka_jars: bool = True) -> None:
+        self.work_dir = work_dir
+        self.master = master
+        self.spark_kafka_jars = spark_kafka_jars
+        self.clusters: LocalClusters | None = None
+        self.cluster_start_s = 0.0
+        self.spark_start_s = 0.0
+        self._spark: SparkSession | None = None
+        self._runs = 0
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def __enter__(self) -> BenchEnv:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def start(self) -> None:
+        """Start both clusters; records :attr:`cluster_start_s` (seconds)."""
+        t = time.perf_counter()
+        stop_clusters(self.work_dir)  # a crashed earlier run may have left brokers behind
+        # Kafka's default broker settings (as the launcher writes them): nothing tuned for the bench.
+        self.clusters = start_clusters([SOURCE, TARGET], base_dir=self.work_dir, brokers=1)
+        self.cluster_start_s = time.perf_counter() - t
+
+    def close(self) -> None:
+        """Stop Spark, then the clusters. Idempotent."""
+        if self._spark is not None:
+            try:
+                self._spark.stop()
+            finally:
+                self._spark = None
+        if self.clusters is not None:
+            stop_clusters(self.work_dir)
+            self.clusters = None
+
+    # ------------------------------------------------------------------ accessors
+
+    def _clusters(self) -> LocalClusters:
+        if self.clusters is None:
+            raise RuntimeError("the benchmark clusters are not started")
+        return self.clusters
+
+    def bootstrap(self, alias: str) -> str:
+        """``bootstrap.servers`` of ``source`` or ``target``."""
+        return self._clusters().bootstrap(alias)
+
+    def broker_pids(self) -> list[int]:
+        """Process ids of every broker JVM (excluded from replicator CPU, measured apart)."""
+        return [b.pid for c in self._clusters().clusters.values() for b in c.brokers if b.pid]
+
+    def spark(self) -> SparkSession:
+        """The one SparkSession, built on first use; its start-up time goes to :attr:`spark_start_s`.
+
+        Start-up includes a trivial job so that the JVM has launched a Python worker before
+        any measured run.
+        """
+        if self._spark is None:
+            from mirrorspark.spark import build_spark_session
+
+            os.environ.setdefault("MIRRORSPARK_SPARK_LOG_LEVEL", "ERROR")
+            t = time.perf_counter()
+            spark = build_spark_session(
+                master=self.master,
+                read_mode="spark-kafka" if self.spark_kafka_jars else "consumer",
+                app_name="mirrorspark-bench",
+                ui=False,
+            )
+            parallelism = spark.sparkContext.defaultParallelism
+            spark.sparkContext.parallelize(range(parallelism), parallelism).map(lambda x: x).collect()
+            self.spark_start_s = time.perf_counter() - t
+            self._spark = spark
+        return self._spark
+
+    # ------------------------------------------------------------------ fresh flows
+
+    def fresh_alias(self) -> str:
+        """A source alias never used before in this environment: ``s1``, ``s2``, ..."""
+        self._runs += 1
+        return f"s{self._runs}"
+
+    def mm2_properties(self, source_alias: str, extra: Mapping[str, str]) -> str:
+        """``mm2.properties`` text for the flow ``<source_alias>->target``.
+
+        Parameters
+        ----------
+        source_alias:
+            The alias the source cluster goes by in this run (:meth:`fresh_alias`).
+        extra:
+            Further properties (topics, tasks.max, read mode, ...), written last.
+        """
+        clusters = self._clusters()
+        src = clusters.cluster(SOURCE)
+        renamed = replace(
+            clusters,
+            clusters={source_alias: replace(src, alias=source_alias), TARGET: clusters.cluster(TARGET)},
+        )
+        return renamed.mm2_properties([(source_alias, TARGET)], extra=extra)
+
+    def delete_topics(self, alias: str, topics: list[str], *, timeout_s: float = 60.0) -> None:
+        """Delete topics on ``source`` or ``target``; missing ones are ignored.
+
+        Parameters
+        ----------
+        alias:
+            ``"source"`` or ``"target"``.
+        topics:
+            Topic names.
+        timeout_s:
+            Seconds to wait for the controller to accept the deletion.
+        """
+        if not topics:
+            return
+        admin = AdminClient({"bootstrap.servers": self.bootstrap(alias), "log_level": 3})
+        futures: dict[str, Any] = admin.delete_topics(topics, operation_timeout=timeout_s)
+        for name, f in futures.items():
+            try:
+                f.result(timeout=timeout_s)
+            except Exception as e:  # UNKNOWN_TOPIC_OR_PART: already gone
+                log.debug("deleting %s on %s: %s", name, alias, e)

@@ -1,0 +1,383 @@
+"""Cases of the benchmark and the runner that alternates contenders.
+
+:func:`run_case` is the one loop every case uses: load the workload once, one untimed
+warm-up run per contender (on a small separate topic), then ``runs`` rounds in which
+every contender runs once, always in the same order (A B A B A B), so that slow drift of
+the machine (page cache, JIT, GC, thermal) spreads evenly over the contenders. Medians
+over the rounds are the reported figures.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import platform
+import socket
+import statistics
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from bench import cpu
+from bench.contenders import Contender, MirrorsparkContender, RunMeasurement
+from bench.env import SOURCE, BenchEnv
+from bench.workload import LoadResult, Workload, load_topic
+
+__all__ = ["Case", "CaseResult", "Summary", "read_modes_case", "run_case"]
+
+log = logging.getLogger(__name__)
+
+Echo = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Case:
+    """One comparison: a workload, the contenders, how often to run them.
+
+    Attributes
+    ----------
+    name:
+        File-name friendly id, e.g. ``"read-modes"``.
+    title:
+        Heading for reports.
+    workload:
+        What every measured run replicates.
+    contenders:
+        In run order within a round.
+    runs:
+        Measured rounds (≥ 1; medians need ≥ 3 to mean anything).
+    warmup:
+        Workload of the untimed warm-up run per contender; ``None`` = no warm-up.
+    ratio:
+        ``(numerator, denominator)`` contender names whose median records/s ratio is the
+        case's headline, printed as ``<label>: <x>``; ``None`` for no ratio.
+    ratio_label:
+        The text before the colon of that line.
+    pause_s:
+        Seconds to idle between runs after ``sync()`` (lets the kernel write back and the
+        brokers settle).
+    """
+
+    name: str
+    title: str
+    workload: Workload
+    contenders: Sequence[Contender]
+    runs: int
+    warmup: Workload | None = None
+    ratio: tuple[str, str] | None = None
+    ratio_label: str = ""
+    pause_s: float = 2.0
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Medians of one contender's successful measured runs.
+
+    Attributes
+    ----------
+    contender, description:
+        Who.
+    runs:
+        Successful measured runs (the medians' sample size).
+    records_per_s, mb_per_s:
+        Median throughput (records/s; MB/s of keys + values, MB = 10^6 bytes).
+    wall_s, wall_min_s, wall_max_s:
+        Median, fastest and slowest run wall time, in seconds.
+    start_s, jobs_s:
+        Median seconds of flow start and inside Spark jobs.
+    batches:
+        Median Spark jobs per run.
+    cpu_s_per_gb:
+        Median replicator CPU seconds per GB (10^9 bytes of keys + values).
+    cpu_s_per_gb_by_role:
+        Median CPU s/GB per process role (:data:`bench.cpu.ROLES`).
+    broker_cpu_s_per_gb:
+        Median CPU s/GB of both brokers together.
+    cores_busy:
+        Median replicator CPU seconds per wall second (how many of the cores it used).
+    error:
+        First error of a failed run, ``""`` when every run succeeded.
+    """
+
+    contender: str
+    description: str
+    runs: int
+    records_per_s: float
+    mb_per_s: float
+    wall_s: float
+    wall_min_s: float
+    wall_max_s: float
+    start_s: float
+    jobs_s: float
+    batches: float
+    cpu_s_per_gb: float
+    cpu_s_per_gb_by_role: Mapping[str, float]
+    broker_cpu_s_per_gb: float
+    cores_busy: float
+    error: str = ""
+
+    @classmethod
+    def of(cls, contender: Contender, runs: Sequence[RunMeasurement]) -> Summary:
+        """Summarise a contender's measured runs (failed runs are left out of the medians)."""
+        ok = [m for m in runs if m.ok]
+        errors = [m.error or "not verified" for m in runs if not m.ok]
+
+        def med(f: Callable[[RunMeasurement], float]) -> float:
+            return statistics.median(f(m) for m in ok) if ok else float("nan")
+
+        return cls(
+            contender=contender.name,
+            description=contender.description,
+            runs=len(ok),
+            records_per_s=med(lambda m: m.records_per_s),
+            mb_per_s=med(lambda m: m.mb_per_s),
+            wall_s=med(lambda m: m.wall_s),
+            wall_min_s=min((m.wall_s for m in ok), default=float("nan")),
+            wall_max_s=max((m.wall_s for m in ok), default=float("nan")),
+            start_s=med(lambda m: m.start_s),
+            jobs_s=med(lambda m: m.jobs_s),
+            batches=med(lambda m: m.batches),
+            cpu_s_per_gb=med(lambda m: m.cpu_s_per_gb()),
+            cpu_s_per_gb_by_role={r: med(lambda m, r=r: m.cpu_s_per_gb(r)) for r in cpu.ROLES},  # type: ignore[misc]
+            broker_cpu_s_per_gb=med(lambda m: m.broker_cpu_s_per_gb),
+            cores_busy=med(lambda m: m.cpu.total_s / m.wall_s if m.wall_s > 0 else 0.0),
+            error=errors[0] if errors else "",
+        )
+
+
+@dataclass
+class CaseResult:
+    """Everything a case measured, for the reports.
+
+    Attributes
+    ----------
+    case:
+        The case.
+    load, warmup_load:
+        How loading the workload (and the warm-up workload) went.
+    warmups:
+        The warm-up run of each contender.
+    runs:
+        Every measured run, in the order they ran.
+    summaries:
+        Per contender, in the case's order.
+    ratio:
+        The headline ratio (``None`` if a side failed or the case has none).
+    environment:
+        Machine, versions, Spark and cluster start-up seconds, options.
+    started_at, finished_at:
+        UTC timestamps.
+    """
+
+    case: Case
+    load: LoadResult
+    warmup_load: LoadResult | None
+    warmups: list[RunMeasurement]
+    runs: list[RunMeasurement]
+    summaries: list[Summary] = field(default_factory=list)
+    ratio: float | None = None
+    environment: dict[str, Any] = field(default_factory=dict)
+    started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    finished_at: datetime | None = None
+
+    def ratio_line(self) -> str:
+        """The headline line, e.g. ``read-mode ratio spark-kafka/consumer: 0.62``."""
+        if self.case.ratio is None:
+            return ""
+        value = f"{self.ratio:.2f}" if self.ratio is not None else "n/a (a contender failed)"
+        return f"{self.case.ratio_label}: {value}"
+
+
+def _settle(pause_s: float) -> None:
+    os.sync()
+    time.sleep(pause_s)
+
+
+def _describe_run(m: RunMeasurement) -> str:
+    if m.error:
+        return f"{m.contender:<12} run {m.run}: FAILED: {m.error.splitlines()[0][:300]}"
+    label = "warm-up" if m.run == 0 else f"run {m.run}"
+    return (
+        f"{m.contender:<12} {label:<8} {m.records:>10,} rec {m.wall_s:7.2f} s "
+        f"(start {m.start_s:.2f} s, {m.batches} job(s) {m.jobs_s:.2f} s) "
+        f"{m.records_per_s:>10,.0f} rec/s {m.mb_per_s:7.1f} MB/s  "
+        f"cpu {m.cpu.total_s:6.2f} s = {m.cpu_s_per_gb():6.1f} s/GB  brokers {m.broker_cpu_s:5.2f} s"
+        + ("" if m.verified else "  (NOT VERIFIED)")
+    )
+
+
+def run_case(env: BenchEnv, case: Case, *, echo: Echo = print) -> CaseResult:
+    """Load, warm up, run the contenders alternately, summarise.
+
+    Parameters
+    ----------
+    env:
+        Started environment.
+    case:
+        What to run.
+    echo:
+        Where progress lines go.
+
+    Returns
+    -------
+    CaseResult
+        With summaries and the headline ratio filled in. A contender that fails a run is
+        not run again; its summary carries the error.
+    """
+    started = datetime.now(UTC)
+    echo(f"== {case.title}: {case.workload.describe()}, {case.runs} run(s) per contender")
+    load = load_topic(env.bootstrap(SOURCE), case.workload)
+    echo(
+        f"loaded {load.records:,} records into {load.topic} in {load.seconds:.1f} s "
+        f"({case.workload.payload_bytes / 1e6 / load.seconds:,.0f} MB/s)"
+    )
+    warm_load = None
+    if case.warmup is not None:
+        warm_load = load_topic(env.bootstrap(SOURCE), case.warmup)
+    for c in case.contenders:
+        t = time.perf_counter()
+        c.prepare(env)
+        echo(f"prepared {c.name} in {time.perf_counter() - t:.1f} s: {c.description}")
+    if env.spark_start_s:
+        echo(f"SparkSession start-up (not in any figure): {env.spark_start_s:.1f} s")
+    failed: dict[str, str] = {}
+    warmups: list[RunMeasurement] = []
+    if case.warmup is not None:
+        for c in case.contenders:
+            m = c.run(env, case.warmup, 0)
+            warmups.append(m)
+            echo(_describe_run(m))
+            if m.error:
+                failed[c.name] = m.error
+            _settle(case.pause_s)
+    runs: list[RunMeasurement] = []
+    for i in range(1, case.runs + 1):
+        for c in case.contenders:
+            if c.name in failed:
+                continue
+            m = c.run(env, case.workload, i)
+            runs.append(m)
+            echo(_describe_run(m))
+            if not m.ok:
+                failed[c.name] = m.error or "not verified"
+            _settle(case.pause_s)
+    result = CaseResult(case, load, warm_load, warmups, runs, started_at=started)
+    for c in case.contenders:
+        mine = [m for m in runs if m.contender == c.name]
+        if not mine and c.name in failed:  # failed in the warm-up already
+            mine = [m for m in warmups if m.contender == c.name]
+        result.summaries.append(Summary.of(c, mine))
+    if case.ratio is not None:
+        by_name = {s.contender: s for s in result.summaries}
+        num, den = (by_name.get(n) for n in case.ratio)
+        if num and den and num.runs and den.runs and not num.error and not den.error:
+            result.ratio = num.records_per_s / den.records_per_s
+    result.environment = environment(env)
+    result.finished_at = datetime.now(UTC)
+    return result
+
+
+def read_modes_case(
+    *,
+    workload: Workload,
+    runs: int,
+    tasks_max: int,
+    batch_records: int | None = None,
+    warmup_records: int = 20_000,
+    pause_s: float = 2.0,
+) -> Case:
+    """The read-side comparison: ``mirrorspark.read.mode`` ``consumer`` vs ``spark-kafka``.
+
+    Parameters
+    ----------
+    workload:
+        What to replicate.
+    runs:
+        Measured runs per mode.
+    tasks_max:
+        ``tasks.max`` for both modes.
+    batch_records:
+        ``mirrorspark.batch.max.records.per.partition`` for both modes (``None`` = default).
+    warmup_records:
+        Records of the warm-up topic (same record size and partitions); 0 = no warm-up.
+    pause_s:
+        Idle seconds between runs.
+    """
+    contenders = [
+        MirrorsparkContender(mode, tasks_max=tasks_max, batch_records=batch_records)
+        for mode in ("consumer", "spark-kafka")
+    ]
+    warm = (
+        Workload("warmup", min(warmup_records, workload.records), workload.record_size, workload.partitions)
+        if warmup_records > 0
+        else None
+    )
+    return Case(
+        name="read-modes",
+        title="read modes",
+        workload=workload,
+        contenders=contenders,
+        runs=runs,
+        warmup=warm,
+        ratio=("spark-kafka", "consumer"),
+        ratio_label="read-mode ratio spark-kafka/consumer",
+        pause_s=pause_s,
+    )
+
+
+def environment(env: BenchEnv) -> dict[str, Any]:
+    """Machine, versions and start-up times worth printing next to the figures."""
+    import confluent_kafka
+    import pyarrow
+    import pyspark
+
+    from mirrorspark.jars import jar_dir
+
+    mem_gib = None
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    mem_gib = round(int(line.split()[1]) / 1024 / 1024, 1)
+    except OSError:
+        pass
+    cpu_model = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu_model = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "")
+    except OSError:
+        pass
+
+    def jar_version(directory: str, prefix: str) -> str:
+        try:
+            jars = sorted(jar_dir(directory).glob(f"{prefix}-*.jar"))
+        except Exception:
+            return "?"
+        return jars[0].stem[len(prefix) + 1 :] if jars else "?"
+
+    spark_conf: dict[str, str] = {}
+    if env._spark is not None:
+        sc = env._spark.sparkContext
+        spark_conf = {"master": sc.master, "default_parallelism": str(sc.defaultParallelism)}
+    return {
+        "host": socket.gethostname(),
+        "cpus": os.cpu_count(),
+        "cpu_model": cpu_model,
+        "mem_gib": mem_gib,
+        "os": f"{platform.system()} {platform.release()}",
+        "python": sys.version.split()[0],
+        "pyspark": pyspark.__version__,
+        "pyarrow": pyarrow.__version__,
+        "confluent_kafka": confluent_kafka.version()[0],
+        "librdkafka": confluent_kafka.libversion()[0],
+        "kafka_broker": jar_version("kafka", "kafka-clients"),
+        "spark_kafka_connector": jar_version("spark", "spark-sql-kafka-0-10_2.13"),
+        "spark_kafka_clients": jar_version("spark", "kafka-clients"),
+        "spark": spark_conf,
+        "spark_start_s": round(env.spark_start_s, 2),
+        "cluster_start_s": round(env.cluster_start_s, 2),
+        "psutil": cpu.have_psutil(),
+    }

@@ -1,0 +1,196 @@
+"""Workloads and the fast loader that fills a source topic with one.
+
+A workload is loaded into the source cluster once and then replicated by every run of
+every contender, each run into a fresh flow (see :meth:`bench.env.BenchEnv.fresh_alias`).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import KafkaException, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+__all__ = ["LoadResult", "Workload", "load_topic"]
+
+_KEY_FORMAT = b"k%011d"  # 12-byte keys
+_POOL_SLACK = 8191  # distinct value offsets into the random pool
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What a case replicates.
+
+    Attributes
+    ----------
+    name:
+        Short label used in topic names and reports (``[a-z0-9-]``).
+    records:
+        Number of records.
+    record_size:
+        Bytes of each record value (keys add 12 bytes per record).
+    partitions:
+        Partitions of the source topic; records are spread round-robin, so every
+        partition holds ``records / partitions`` (±1).
+    """
+
+    name: str
+    records: int
+    record_size: int
+    partitions: int
+
+    @property
+    def key_size(self) -> int:
+        """Bytes of each record key."""
+        return len(_KEY_FORMAT % 0)
+
+    @property
+    def value_bytes(self) -> int:
+        """Bytes of all values together."""
+        return self.records * self.record_size
+
+    @property
+    def payload_bytes(self) -> int:
+        """Bytes of all keys and values together (what MB/s and CPU s/GB count)."""
+        return self.records * (self.record_size + self.key_size)
+
+    @property
+    def topic(self) -> str:
+        """Name of the source topic holding this workload."""
+        return f"bench-{self.name}-{self.records}x{self.record_size}b-p{self.partitions}"
+
+    def describe(self) -> str:
+        """One line: records, sizes, partitions, total size (decimal MB)."""
+        return (
+            f"{self.records:,} records x {self.record_size} B values (+{self.key_size} B keys), "
+            f"{self.partitions} partitions, {self.payload_bytes / 1e6:,.0f} MB"
+        )
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    """How loading went.
+
+    Attributes
+    ----------
+    topic:
+        The source topic.
+    records:
+        Records on the topic after loading (sum of end offsets).
+    seconds:
+        Wall time of creating the topic and producing, in seconds.
+    """
+
+    topic: str
+    records: int
+    seconds: float
+
+
+def load_topic(bootstrap: str, workload: Workload, *, timeout_s: float = 600.0) -> LoadResult:
+    """Create the workload's topic on a cluster and fill it, as fast as one Python producer can.
+
+    Values are slices of one random buffer (incompressible, every record different
+    from its neighbours), keys are ``k<11-digit index>``; record ``i`` goes to partition
+    ``i mod partitions``. The producer batches hard (``linger.ms=20``, 1 MiB batches, no
+    compression, ``acks=1``): loading is not what is measured.
+
+    Parameters
+    ----------
+    bootstrap:
+        ``bootstrap.servers`` of the cluster.
+    workload:
+        What to load.
+    timeout_s:
+        Deadline for the whole load, in seconds.
+
+    Returns
+    -------
+    LoadResult
+
+    Raises
+    ------
+    RuntimeError
+        Delivery failed, or the topic does not hold exactly ``workload.records`` records.
+    """
+    started = time.perf_counter()
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+    futures = admin.create_topics(
+        [NewTopic(workload.topic, num_partitions=workload.partitions, replication_factor=1)], operation_timeout=30
+    )
+    for f in futures.values():
+        try:
+            f.result(timeout=60)
+        except KafkaException as e:
+            if e.args[0].code() != 36:  # TOPIC_ALREADY_EXISTS: reuse is fine, counts are checked below
+                raise
+    p = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 20,
+            "batch.size": 1 << 20,
+            "batch.num.messages": 100_000,
+            "queue.buffering.max.kbytes": 1 << 20,
+            "queue.buffering.max.messages": 1_000_000,
+            "compression.type": "none",
+            "acks": 1,
+            "enable.idempotence": False,
+            "log_level": 3,
+        }
+    )
+    errors: list[str] = []
+
+    def on_delivery(err: Any, _msg: Any) -> None:
+        if err is not None and len(errors) < 5:
+            errors.append(str(err))
+
+    size = workload.record_size
+    pool = os.urandom(size + _POOL_SLACK + 1)
+    parts = workload.partitions
+    produce = p.produce
+    for i in range(workload.records):
+        o = (i * 7919) % _POOL_SLACK
+        while True:
+            try:
+                produce(workload.topic, pool[o : o + size], _KEY_FORMAT % i, partition=i % parts, on_delivery=on_delivery)
+                break
+            except BufferError:
+                p.poll(0.05)
+        if i % 10_000 == 0:
+            p.poll(0)
+            if time.perf_counter() - started > timeout_s:
+                raise RuntimeError(f"loading {workload.topic} took longer than {timeout_s:.0f} s")
+    left = p.flush(timeout_s)
+    if left or errors:
+        raise RuntimeError(f"loading {workload.topic}: {left} records unacknowledged; errors: {errors}")
+    records = count_records(bootstrap, workload.topic, workload.partitions)
+    if records != workload.records:
+        raise RuntimeError(f"{workload.topic} holds {records} records, expected {workload.records}")
+    return LoadResult(workload.topic, records, time.perf_counter() - started)
+
+
+def count_records(bootstrap: str, topic: str, partitions: int) -> int:
+    """Sum of ``high - low`` watermarks over a topic's partitions (records stored).
+
+    Parameters
+    ----------
+    bootstrap:
+        ``bootstrap.servers`` of the cluster.
+    topic:
+        The topic.
+    partitions:
+        Its partition count.
+    """
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-counter", "log_level": 3})
+    try:
+        total = 0
+        for i in range(partitions):
+            low, high = c.get_watermark_offsets(TopicPartition(topic, i), timeout=30)
+            total += high - low
+        return total
+    finally:
+        c.close()
