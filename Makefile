@@ -27,7 +27,7 @@ demo: install
 	$(BIN)/python -m mirrorspark.demo
 
 test: install
-	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff check
 	$(BIN)/mypy
 	$(BIN)/pytest $(PYTEST_ARGS)
 
@@ -35,7 +35,7 @@ test-unit: $(STAMP)
 	$(BIN)/pytest -m unit $(PYTEST_ARGS)
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff check
 	$(BIN)/mypy
 
 bench: install

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 try:
-    import psutil
+    import psutil  # type: ignore[import-untyped, unused-ignore]
 except ImportError:  # pragma: no cover - psutil is a dev extra
     psutil = None
 

@@ -40,6 +40,7 @@ SOURCE = "source"
 TARGET = "target"
 """Alias of the target cluster."""
 
+
 class BenchEnv:
     """Local ``source`` and ``target`` clusters (one broker each) and a lazily built SparkSession.
 
@@ -109,6 +110,11 @@ class BenchEnv:
     def broker_pids(self) -> list[int]:
         """Process ids of every broker JVM (excluded from replicator CPU, measured apart)."""
         return [b.pid for c in self._clusters().clusters.values() for b in c.brokers if b.pid]
+
+    @property
+    def spark_started(self) -> SparkSession | None:
+        """The SparkSession if :meth:`spark` has built it, else ``None`` (never starts Spark)."""
+        return self._spark
 
     def spark(self) -> SparkSession:
         """The one SparkSession, built on first use; its start-up time goes to :attr:`spark_start_s`.

@@ -359,9 +359,9 @@ def environment(env: BenchEnv) -> dict[str, Any]:
         return jars[0].stem[len(prefix) + 1 :] if jars else "?"
 
     spark_conf: dict[str, str] = {}
-    if env._spark is not None:
-        sc = env._spark.sparkContext
-        spark_conf = {"master": sc.master, "default_parallelism": str(sc.defaultParallelism)}
+    if env.spark_started is not None:
+        sc = env.spark_started.sparkContext
+        spark_conf = {"master": str(sc.master), "default_parallelism": str(sc.defaultParallelism)}
     return {
         "host": socket.gethostname(),
         "cpus": os.cpu_count(),

@@ -154,7 +154,9 @@ def load_topic(bootstrap: str, workload: Workload, *, timeout_s: float = 600.0) 
         o = (i * 7919) % _POOL_SLACK
         while True:
             try:
-                produce(workload.topic, pool[o : o + size], _KEY_FORMAT % i, partition=i % parts, on_delivery=on_delivery)
+                produce(
+                    workload.topic, pool[o : o + size], _KEY_FORMAT % i, partition=i % parts, on_delivery=on_delivery
+                )
                 break
             except BufferError:
                 p.poll(0.05)

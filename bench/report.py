@@ -1,0 +1,274 @@
+"""Reports: the console table, ``bench/results/*.md`` (+ ``.json``) and ``bench/README.md``.
+
+Units everywhere: records/s; MB/s with MB = 10^6 bytes of keys + values; seconds of wall
+time; CPU seconds per GB with GB = 10^9 bytes of keys + values.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from bench.contenders import RunMeasurement
+from bench.suite import CaseResult, Summary
+
+__all__ = ["markdown", "results_path", "table", "update_readme", "write_results"]
+
+README_BEGIN = "<!-- bench:{case}:latest:begin -->"
+README_END = "<!-- bench:{case}:latest:end -->"
+
+_COLUMNS = (
+    "contender",
+    "runs",
+    "records/s",
+    "MB/s",
+    "wall s (min-max)",
+    "flow start s",
+    "Spark jobs s",
+    "CPU s/GB",
+    "JVM",
+    "py workers",
+    "driver",
+    "cores busy",
+    "brokers CPU s/GB",
+)
+
+
+def _f(x: float, fmt: str) -> str:
+    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, fmt)
+
+
+def _row(s: Summary) -> list[str]:
+    if s.runs == 0:
+        return [s.contender, "0", "FAILED", "", "", "", "", "", "", "", "", "", ""]
+    by = s.cpu_s_per_gb_by_role
+    return [
+        s.contender,
+        str(s.runs),
+        _f(s.records_per_s, ",.0f"),
+        _f(s.mb_per_s, ".1f"),
+        f"{_f(s.wall_s, '.2f')} ({_f(s.wall_min_s, '.2f')}-{_f(s.wall_max_s, '.2f')})",
+        _f(s.start_s, ".2f"),
+        _f(s.jobs_s, ".2f"),
+        _f(s.cpu_s_per_gb, ".1f"),
+        _f(by.get("spark-jvm", 0.0), ".1f"),
+        _f(by.get("py-workers", 0.0), ".1f"),
+        _f(by.get("driver-py", 0.0) + by.get("other", 0.0), ".1f"),
+        _f(s.cores_busy, ".2f"),
+        _f(s.broker_cpu_s_per_gb, ".1f"),
+    ]
+
+
+def table(result: CaseResult) -> str:
+    """Fixed-width text table of the medians, the errors, and the ratio line last.
+
+    Returns
+    -------
+    str
+        Lines joined by newlines; the last line is :meth:`CaseResult.ratio_line` when the case has a ratio.
+    """
+    rows = [list(_COLUMNS), *(_row(s) for s in result.summaries)]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(_COLUMNS))]
+    lines = []
+    for k, r in enumerate(rows):
+        cells = [c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))]
+        lines.append("  ".join(cells).rstrip())
+        if k == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    lines.append(
+        "medians over runs; MB = 10^6 B of keys+values; CPU s/GB = replicator CPU (Spark JVM + Python workers"
+        " + driver) per 10^9 B; brokers measured apart"
+    )
+    for s in result.summaries:
+        if s.error:
+            lines.append(f"{s.contender}: ERROR: {s.error}")
+    if result.case.ratio is not None:
+        lines.append(result.ratio_line())
+    return "\n".join(lines)
+
+
+def _md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def summary_markdown(result: CaseResult) -> str:
+    """Markdown table of the medians plus the ratio line (used in both reports)."""
+    text = _md_table(_COLUMNS, [_row(s) for s in result.summaries])
+    if result.case.ratio is not None:
+        text += f"\n\n`{result.ratio_line()}` (median records/s of the first over the second)"
+    return text
+
+
+def _run_rows(runs: Sequence[RunMeasurement]) -> list[list[str]]:
+    rows = []
+    for m in runs:
+        by = m.cpu.by_role
+        rows.append(
+            [
+                m.contender,
+                "warm-up" if m.run == 0 else str(m.run),
+                f"{m.records:,}",
+                f"{m.wall_s:.2f}",
+                f"{m.start_s:.2f}",
+                f"{m.jobs_s:.2f}",
+                str(m.batches),
+                f"{m.records_per_s:,.0f}",
+                f"{m.mb_per_s:.1f}",
+                f"{m.cpu.total_s:.2f}",
+                f"{by.get('spark-jvm', 0.0):.2f}",
+                f"{by.get('py-workers', 0.0):.2f}",
+                f"{by.get('driver-py', 0.0) + by.get('other', 0.0):.2f}",
+                f"{m.broker_cpu_s:.2f}",
+                "yes" if m.verified else ("FAILED: " + m.error[:200] if m.error else "no"),
+            ]
+        )
+    return rows
+
+
+def markdown(result: CaseResult, command: str) -> str:
+    """The full results file: what ran, where, the medians, every run.
+
+    Parameters
+    ----------
+    result:
+        The case's result.
+    command:
+        The command line that produced it.
+    """
+    case, env = result.case, result.environment
+    w = case.workload
+    lines = [
+        f"# {case.title}: {result.started_at:%Y-%m-%d} on {env.get('host', '?')}",
+        "",
+        f"Command: `{command}` (from the repository root)",
+        "",
+        f"Workload: {w.describe()}, topic `{w.topic}`; loaded once in {result.load.seconds:.1f} s.",
+        "",
+        "Contenders (run alternately, in this order, once per round):",
+        "",
+        *(f"* **{c.name}**: {c.description}" for c in case.contenders),
+        "",
+        "## Medians",
+        "",
+        summary_markdown(result),
+        "",
+        "* records/s and MB/s: the workload over the wall time of a fresh flow from start (connect, create",
+        "  the remote and internal topics, read committed offsets) until caught up and committed; Spark",
+        "  start-up is excluded (below). MB = 10^6 bytes of keys + values.",
+        "* CPU s/GB: CPU seconds of the replicator's process tree (Python driver, Spark driver JVM,",
+        "  Spark Python workers; `psutil`) per 10^9 bytes copied; split into JVM / py workers / driver.",
+        "  `cores busy` = replicator CPU seconds per wall second. Brokers' CPU is measured apart.",
+        "* flow start s / Spark jobs s: parts of the wall time spent starting the flow and inside Spark",
+        "  jobs; the rest is planning (end offsets), committing (offset syncs, source offsets) and closing.",
+        "",
+        "## Environment",
+        "",
+        _md_table(["", ""], [[k, json.dumps(v) if isinstance(v, dict) else str(v)] for k, v in env.items()]),
+        "",
+        "## Every run",
+        "",
+        _md_table(
+            [
+                "contender",
+                "run",
+                "records",
+                "wall s",
+                "start s",
+                "jobs s",
+                "jobs",
+                "records/s",
+                "MB/s",
+                "CPU s",
+                "JVM",
+                "py workers",
+                "driver",
+                "brokers CPU s",
+                "verified",
+            ],
+            _run_rows([*result.warmups, *result.runs]),
+        ),
+        "",
+    ]
+    if result.warmup_load is not None:
+        lines.insert(
+            6,
+            f"Warm-up: one untimed run per contender on `{result.warmup_load.topic}` "
+            f"({result.warmup_load.records:,} records) before the measured rounds.\n",
+        )
+    return "\n".join(lines)
+
+
+def results_path(results_dir: Path, result: CaseResult, label: str) -> Path:
+    """``<results_dir>/<YYYY-MM-DD>-<label>-<case>.md`` for a result."""
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "-", label).strip("-") or "polyglot"
+    return results_dir / f"{result.started_at:%Y-%m-%d}-{safe}-{result.case.name}.md"
+
+
+def write_results(path: Path, result: CaseResult, command: str) -> Path:
+    """Write the markdown results file and a ``.json`` twin next to it; return the ``.md`` path."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(markdown(result, command))
+    data = {
+        "case": result.case.name,
+        "command": command,
+        "started_at": result.started_at.isoformat(),
+        "finished_at": result.finished_at.isoformat() if result.finished_at else None,
+        "workload": {
+            "topic": result.case.workload.topic,
+            "records": result.case.workload.records,
+            "record_size": result.case.workload.record_size,
+            "partitions": result.case.workload.partitions,
+        },
+        "contenders": {c.name: c.description for c in result.case.contenders},
+        "ratio": {"label": result.case.ratio_label, "value": result.ratio} if result.case.ratio else None,
+        "environment": result.environment,
+        "load_s": round(result.load.seconds, 3),
+        "runs": [m.to_json() for m in [*result.warmups, *result.runs]],
+    }
+    path.with_suffix(".json").write_text(json.dumps(data, indent=2) + "\n")
+    return path
+
+
+def update_readme(readme: Path, result: CaseResult, results_file: Path, command: str) -> None:
+    """Replace the case's "latest figures" section of ``bench/README.md`` (appended if missing).
+
+    Parameters
+    ----------
+    readme:
+        ``bench/README.md``.
+    result:
+        The case's result.
+    results_file:
+        The results file written for it (linked relative to the README).
+    command:
+        The command line that produced it.
+    """
+    begin, end = README_BEGIN.format(case=result.case.name), README_END.format(case=result.case.name)
+    env = result.environment
+    try:
+        link = results_file.resolve().relative_to(readme.resolve().parent)
+    except ValueError:
+        link = results_file
+    section = "\n".join(
+        [
+            begin,
+            f"Latest: {result.started_at:%Y-%m-%d}, `{command}`, host `{env.get('host')}` "
+            f"({env.get('cpus')} cores, {env.get('mem_gib')} GiB), Spark `{env.get('spark', {}).get('master', '?')}`; "
+            f"{result.case.workload.describe()}; details in [{link}]({link}).",
+            "",
+            summary_markdown(result),
+            end,
+        ]
+    )
+    text = readme.read_text() if readme.exists() else ""
+    i, j = text.find(begin), text.find(end)
+    if i >= 0 and j > i:
+        text = text[:i] + section + text[j + len(end) :]
+    else:
+        text = text.rstrip("\n") + ("\n\n" if text else "") + section + "\n"
+    readme.write_text(text)
