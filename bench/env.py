@@ -16,6 +16,7 @@ all runs (it is only appended to).
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import time
@@ -92,6 +93,7 @@ class BenchEnv:
                 self._spark.stop()
             finally:
                 self._spark = None
+        gc.collect()  # release librdkafka clients of finished runs before their brokers go away
         if self.clusters is not None:
             stop_clusters(self.work_dir)
             self.clusters = None

@@ -597,7 +597,24 @@ def build_spark_session(
         b = b.config("spark.jars", ",".join(str(p) for p in sorted(d.glob("*.jar"))))
     spark = b.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("MIRRORSPARK_SPARK_LOG_LEVEL", "ERROR"))
+    if not spark.sparkContext.master.startswith("local["):
+        # Executors of a real cluster (or local-cluster) need this package: ship it as a zip.
+        spark.sparkContext.addPyFile(str(_package_zip()))
     return spark
+
+
+def _package_zip() -> Path:
+    """Zip the installed ``mirrorspark`` package (Python files and resources) for ``addPyFile``."""
+    import tempfile
+    import zipfile
+
+    root = Path(__file__).resolve().parent
+    out = Path(tempfile.mkdtemp(prefix="mirrorspark-pyfiles-")) / "mirrorspark.zip"
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+        for f in sorted(root.rglob("*")):
+            if f.is_file() and "__pycache__" not in f.parts:
+                z.write(f, Path("mirrorspark") / f.relative_to(root))
+    return out
 
 
 class DataPath:

@@ -8,7 +8,7 @@ with every source record exactly once, in partition order: whoever takes over re
 the other's committed source offset in ``mm2-offsets.primary.internal``.
 
 MM2 is made fast for a 2-core machine: ``plugin.discovery=service_load`` (no class-path
-plugin scan, about 12 s saved), ``--clusters backup`` (no herder for the reverse
+plugin scan, about 9 s saved), ``--clusters backup`` (no herder for the reverse
 heartbeat flow), a 1 s topic refresh and a 1 s offset flush. Every MM2 JVM is stopped in
 a ``finally``.
 """
@@ -27,6 +27,7 @@ from helpers import admin, consume_all, create_topic, end_offsets, produce, uniq
 
 from mirrorspark.config import parse_config, parse_properties
 from mirrorspark.driver import Replicator
+from mirrorspark.errors import LocalClusterError
 from mirrorspark.local import LocalClusters, MirrorMakerProcess, start_mirror_maker
 from mirrorspark.records import OffsetSync, decode_source_offset
 from mirrorspark.spark import DataPath
@@ -243,3 +244,14 @@ def test_mm2_takes_over_from_mirrorspark(
             f" launch, {N + M} records present {copied_s:.1f} s and committed {committed_s:.1f} s after launch,"
             f" graceful stop {stop_s:.1f} s"
         )
+
+
+def test_launcher_reports_a_failed_start(tmp_path: Path) -> None:
+    """An MM2 that exits during start-up (here: no flows) fails wait_started with its status and log."""
+    properties = tmp_path / "mm2.properties"
+    properties.write_text("clusters = a\na.bootstrap.servers = 127.0.0.1:1\nplugin.discovery = service_load\n")
+    with mirror_maker(properties, tmp_path) as mm2:
+        with pytest.raises(LocalClusterError, match=r"(?s)exited during start-up with status 2.*No source->target"):
+            mm2.wait_started(timeout_s=MM2_DEADLINE_S)
+        assert not mm2.running
+    assert mm2.returncode == 2
