@@ -185,7 +185,6 @@ def assign_round_robin(partitions: Sequence[Any], tasks_max: int) -> list[list[A
 # ---------------------------------------------------------------------------------------------
 
 _PRODUCERS: dict[Any, Any] = {}
-_CONSUMERS: dict[Any, Any] = {}
 
 
 def _cache_key(conf: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
@@ -195,10 +194,7 @@ def _cache_key(conf: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
 def _close_cached() -> None:
     for p in _PRODUCERS.values():
         p.flush(30)
-    for c in _CONSUMERS.values():
-        c.close()
     _PRODUCERS.clear()
-    _CONSUMERS.clear()
 
 
 atexit.register(_close_cached)
@@ -213,17 +209,6 @@ def _producer(conf: Mapping[str, Any]) -> Any:
         p = Producer(dict(conf))
         _PRODUCERS[key] = p
     return p
-
-
-def _consumer(conf: Mapping[str, Any]) -> Any:
-    from confluent_kafka import Consumer
-
-    key = _cache_key(conf)
-    c = _CONSUMERS.get(key)
-    if c is None:
-        c = Consumer(dict(conf))
-        _CONSUMERS[key] = c
-    return c
 
 
 class _PartitionCopy:
@@ -452,10 +437,12 @@ def run_copy_task(task: CopyTask) -> list[PartitionResult]:
         Any other produce or delivery failure, or no record for
         ``task.stall_timeout_s`` while ranges remain unfinished.
     """
-    from confluent_kafka import KafkaError, TopicPartition
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
 
     writer = _Writer(task)
-    consumer = _consumer(task.consumer_conf)
+    # A fresh consumer per task: a consumer cached in a reused Python worker kept stale topic
+    # metadata and never fetched from a topic created after it (seen under load in CI).
+    consumer: Any = Consumer(dict(task.consumer_conf))  # Any: the hot loop reads untyped Message fields
     todo = {k: pc for k, pc in writer.by_source.items() if pc.range.start < pc.end}
     positions: dict[tuple[str, int], int] = {k: pc.range.start for k, pc in writer.by_source.items()}
     if todo:
@@ -502,7 +489,7 @@ def run_copy_task(task: CopyTask) -> list[PartitionResult]:
                     f"{task.stall_timeout_s:.0f} s; check that the source cluster is up"
                 )
     finally:
-        consumer.unassign()
+        consumer.close()
     return writer.finish(positions)
 
 
@@ -597,7 +584,7 @@ def build_spark_session(
         b = b.config("spark.jars", ",".join(str(p) for p in sorted(d.glob("*.jar"))))
     spark = b.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("MIRRORSPARK_SPARK_LOG_LEVEL", "ERROR"))
-    if not spark.sparkContext.master.startswith("local["):
+    if not (spark.sparkContext.master or "").startswith("local["):
         # Executors of a real cluster (or local-cluster) need this package: ship it as a zip.
         spark.sparkContext.addPyFile(str(_package_zip()))
     return spark
