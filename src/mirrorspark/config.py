@@ -548,6 +548,8 @@ _CONNECTOR_PREFIXES: Final = (
     "metrics.",
     "config.action.reload",
 )
+# Connect worker keys MM2's driver reads at top level that mean nothing to mirrorspark (no plugins).
+_CONNECT_PREFIXES: Final = ("plugin.",)
 _ROLE_PREFIXES: Final = tuple(f"{role}." for role in _ROLES)
 _SIDE_ROLE_PREFIXES: Final = tuple(f"{side}.{role}." for side in _SIDES for role in _ROLES)
 _SIDE_CLUSTER_PREFIXES: Final = tuple(f"{side}.cluster." for side in _SIDES)
@@ -1962,7 +1964,12 @@ class _Parser:
             self.warn(f"unknown key '{key}' is ignored (mirrorspark's keys are: {known})")
             return
         accepted = _is_client_key(key) or key.startswith(
-            _ROLE_PREFIXES + _SIDE_ROLE_PREFIXES + _WORKER_PREFIXES + _CONNECTOR_PREFIXES + _REST_PREFIXES
+            _ROLE_PREFIXES
+            + _SIDE_ROLE_PREFIXES
+            + _WORKER_PREFIXES
+            + _CONNECTOR_PREFIXES
+            + _REST_PREFIXES
+            + _CONNECT_PREFIXES
         )
         if accepted:
             if key == "transforms" and _split_list(self.top[key]):

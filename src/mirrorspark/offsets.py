@@ -247,7 +247,10 @@ class OffsetSyncStore:
     * C — roughly exponential spacing: ``u_i >= u_j + 2^max(i-2, 0)``.
     * D — slot 63 holds the earliest sync usable for translation: the sync that
       last reset the array (the partition's first sync, an upstream rewind, or
-      the last sync of the initial read when ``read_to_end_required``).
+      the last sync of the initial read when ``read_to_end_required``). This
+      holds while upstream offsets stay at or below 2^62: B's bound for slot 63
+      contains Java's ``1L << 63``, which is negative, so beyond that MM2 may
+      replace slot 63 too, and so does this port.
 
     Bounds are computed in signed 64-bit arithmetic with wrap-around, and a bound
     that overflows counts as satisfied, exactly as in MM2. "Same sync" means the

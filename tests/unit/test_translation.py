@@ -152,7 +152,7 @@ def test_past_offset_translation_of_mm2() -> None:
     assert [_down(store, g) for g in (4839, 4840, 4841)] == [1001, 4840, 4841]
     retained = [1000, 4840, 6760, 8680, 9160, 9640, 9880, 9940, 9970, 9990, 10000]
     assert [s.upstream_offset for s in reversed(store.syncs(TOPIC, PARTITION))] == retained
-    for previous, current in zip(retained, retained[1:], strict=False):
+    for previous, current in itertools.pairwise(retained):
         _assert_sparse_sync(store, current, previous)
     # Rewinding upstream clears all historical syncs.
     rewind = _sync(1500, 11000)
@@ -492,14 +492,16 @@ def test_invariant_d_follows_upstream_rewinds(offsets: list[tuple[int, int]], in
         assert_invariants(store, sync, earliest)
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     copy=copies(),
     offset_lag_max=st.integers(0, 60),
     read_to_end_required=st.booleans(),
     initial_fraction=st.floats(0, 1),
 )
-def test_store_never_skips(copy: Copy, offset_lag_max: int, read_to_end_required: bool, initial_fraction: float) -> None:
+def test_store_never_skips(
+    copy: Copy, offset_lag_max: int, read_to_end_required: bool, initial_fraction: float
+) -> None:
     syncs = copy.syncs(offset_lag_max)
     store = _fill(syncs, read_to_end_required=read_to_end_required, initial=int(initial_fraction * len(syncs)))
     for g in range(copy.upstreams[0] - 2, copy.upstreams[-1] + 3):
@@ -510,7 +512,7 @@ def test_store_never_skips(copy: Copy, offset_lag_max: int, read_to_end_required
         assert 0 <= d <= copy.first_copy_at_or_after(g), f"translating {g} to {d} skips records"
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(copy=copies(with_gaps=False), offset_lag_max=st.integers(0, 60))
 def test_store_rereads_at_most_offset_lag_max_near_the_end(copy: Copy, offset_lag_max: int) -> None:
     syncs = copy.syncs(offset_lag_max)
@@ -546,16 +548,14 @@ def test_store_rereads_at_most_offset_lag_max_near_the_end(copy: Copy, offset_la
 # ---------------------------------------------------------------------------------------------
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     copy=copies(),
     cuts=st.frozensets(st.integers(0, 400), max_size=20),
     batch=st.integers(1, 8),
     max_segments=st.one_of(st.integers(1, 6), st.just(10_000)),
 )
-def test_copied_ranges_are_exact_both_ways(
-    copy: Copy, cuts: frozenset[int], batch: int, max_segments: int
-) -> None:
+def test_copied_ranges_are_exact_both_ways(copy: Copy, cuts: frozenset[int], batch: int, max_segments: int) -> None:
     copied = _copied_ranges(copy, cuts, batch, max_segments)
     kept = copied.segments(TOPIC, PARTITION)
     runs = copy.segments()
@@ -597,7 +597,7 @@ def retried_copies(draw: st.DrawFn) -> tuple[list[int], list[tuple[int, int]]]:
     return upstream, log
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(retried=retried_copies(), offset_lag_max=st.integers(0, 20))
 def test_retried_copies_never_skip(retried: tuple[list[int], list[tuple[int, int]]], offset_lag_max: int) -> None:
     upstream, log = retried
@@ -621,7 +621,7 @@ def test_retried_copies_never_skip(retried: tuple[list[int], list[tuple[int, int
             assert all(ru >= u for ru, rd in log if rd >= d), "skips"
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(copy=copies(), offset_lag_max=st.integers(0, 60), read_to_end_required=st.booleans())
 def test_reverse_translation_with_syncs_never_skips(
     copy: Copy, offset_lag_max: int, read_to_end_required: bool
@@ -636,7 +636,7 @@ def test_reverse_translation_with_syncs_never_skips(
         assert u <= copy.first_source_at_or_after(d), f"translating {d} back to {u} skips records"
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     copy=copies(),
     offset_lag_max=st.integers(0, 60),
@@ -648,7 +648,7 @@ def test_translate_never_skips_and_counts_rereads(
 ) -> None:
     store = _fill(copy.syncs(offset_lag_max), read_to_end_required=False, initial=0)
     copied = _copied_ranges(copy, frozenset(), 3, max_segments) if with_ranges else None
-    upstream_contiguous = all(b - a == 1 for a, b in zip(copy.upstreams, copy.upstreams[1:], strict=False))
+    upstream_contiguous = all(b - a == 1 for a, b in itertools.pairwise(copy.upstreams))
     for g in range(copy.upstreams[0] - 2, copy.upstreams[-1] + 3):
         t = translate(store, copied, TOPIC, PARTITION, g)
         mm2 = store.translate_downstream(TOPIC, PARTITION, g)
