@@ -23,21 +23,42 @@ that flow's copied ranges when it runs in the same process).
 **Group offset sync** (``sync.group.offsets.enabled``, KIP-545): the latest
 checkpoints of a group are committed to the same group on T, only while it has
 no active members there and only forward of what it already committed.
+
+**Consumer migration** (SRM's ``srm-control offsets``, MM2's
+``RemoteClusterUtils``): :class:`ConsumerMigration` reads the checkpoints back
+(export as a ``kafka-consumer-groups --reset-offsets --from-file`` plan,
+:func:`reset_plan_csv`), translates a group's current offsets live with the
+re-reads a switch costs, and fails a group over by committing its latest
+checkpoints on T while no consumer uses it there.
 """
 
 from __future__ import annotations
 
+import contextlib
+import csv
+import io
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
 
-from .clients import admin_client, consumer, end_offsets, ensure_topic, list_topics, producer
-from .config import FlowConfig, MirrorConfig
-from .errors import ClusterError, CorruptRecordError
+from .clients import (
+    admin_client,
+    alter_group_offsets,
+    check_reachable,
+    consumer,
+    describe_group,
+    end_offsets,
+    ensure_topic,
+    group_offsets,
+    list_topics,
+    producer,
+)
+from .config import ClientSettings, FlowConfig, MirrorConfig
+from .errors import ClusterError, ClusterUnreachableError, ControlError, CorruptRecordError
 from .filters import DefaultGroupFilter, DefaultTopicFilter
 from .offsets import CopiedRanges, OffsetSyncStore, translate, translate_upstream_with_syncs
 from .policy import ReplicationPolicy, load_policy
@@ -46,12 +67,20 @@ from .records import Checkpoint, OffsetSync
 __all__ = [
     "CheckpointEmitter",
     "CheckpointStore",
+    "ConsumerMigration",
+    "FailoverOffset",
+    "FailoverPlan",
     "GroupOffset",
     "OffsetSyncReader",
+    "OffsetTranslation",
     "TopicReader",
     "is_more_recent",
     "offset_syncs_location",
+    "read_checkpoints",
     "rename_topic",
+    "rereads_at",
+    "reset_plan_csv",
+    "upstream_topic_of",
 ]
 
 log = logging.getLogger(__name__)
@@ -95,9 +124,7 @@ class CheckpointStore:
 
     def update(self, checkpoint: Checkpoint) -> None:
         """Remember a checkpoint (the last one written wins, as compaction keeps it)."""
-        self._latest.setdefault(checkpoint.consumer_group_id, {})[(checkpoint.topic, checkpoint.partition)] = (
-            checkpoint
-        )
+        self._latest.setdefault(checkpoint.consumer_group_id, {})[(checkpoint.topic, checkpoint.partition)] = checkpoint
 
     def get(self, group: str, topic: str, partition: int) -> Checkpoint | None:
         """The latest checkpoint of a group for a downstream topic-partition, or ``None``."""
@@ -177,6 +204,61 @@ class TopicReader:
             self._consumer = None
 
 
+def read_checkpoints(
+    consumer_settings: ClientSettings,
+    admin_settings: ClientSettings,
+    alias: str,
+    topic: str,
+    *,
+    client_id: str,
+    timeout_s: float = 30.0,
+) -> list[Checkpoint]:
+    """Read a checkpoints topic from the beginning to its current end (MM2 ``MirrorClient.remoteConsumerOffsets``).
+
+    Reads partition 0 only, as MM2 does. Records that do not decode are skipped
+    with a warning; a missing topic reads as empty.
+
+    Parameters
+    ----------
+    consumer_settings, admin_settings:
+        Client settings of the cluster holding the topic.
+    alias:
+        That cluster's alias (for messages).
+    topic:
+        The checkpoints topic, e.g. ``primary.checkpoints.internal``.
+    client_id:
+        The consumer's ``client.id``.
+    timeout_s:
+        Seconds to reach the end offset (default 30).
+
+    Returns
+    -------
+    list[Checkpoint]
+        In topic order; the last one per (group, topic, partition) is the current one.
+
+    Raises
+    ------
+    ClusterError
+        If the end is not reached within ``timeout_s`` (MM2 returns what it read
+        by then; a partial answer could move a group backwards, so this raises);
+        :class:`~mirrorspark.errors.ClusterUnreachableError` if the cluster does not answer.
+    """
+    out: list[Checkpoint] = []
+
+    def on_record(key: bytes | None, value: bytes | None) -> None:
+        try:
+            out.append(Checkpoint.decode(key, value))
+        except CorruptRecordError as e:
+            log.warning("skipping a corrupt checkpoint in %s on %s: %s", topic, alias, e)
+
+    reader = TopicReader(consumer_settings, admin_settings, alias, topic, client_id=client_id)
+    try:
+        reader.read(on_record, timeout_s=timeout_s)
+    finally:
+        reader.close()
+    return out
+
+
 def offset_syncs_location(flow: FlowConfig, policy: ReplicationPolicy) -> tuple[str, str]:
     """``(cluster alias, topic)`` of a flow's offset-syncs topic (``offset-syncs.topic.location``)."""
     if flow.offset_syncs_topic_location == "source":
@@ -190,8 +272,15 @@ class OffsetSyncReader:
     Corrupt records are skipped with a warning (MM2's reader logs and skips them).
     """
 
-    def __init__(self, config: MirrorConfig, flow: FlowConfig, policy: ReplicationPolicy, *, read_to_end_required: bool,
-                 client_id: str) -> None:
+    def __init__(
+        self,
+        config: MirrorConfig,
+        flow: FlowConfig,
+        policy: ReplicationPolicy,
+        *,
+        read_to_end_required: bool,
+        client_id: str,
+    ) -> None:
         alias, topic = offset_syncs_location(flow, policy)
         cluster = config.cluster(alias)
         self.store = OffsetSyncStore(read_to_end_required=read_to_end_required)
@@ -304,7 +393,7 @@ class CheckpointEmitter:
     # ------------------------------------------------------------------ start-up
 
     def start(self) -> None:
-        """Create the checkpoints topic, load existing checkpoints, and read the offset syncs.
+        """Create the checkpoints topic, load existing checkpoints, read the offset syncs, create the producer.
 
         Mirrors MM2 3.8+ (KAFKA-15905): when the checkpoints loaded, the sync
         store keeps its full history; otherwise only the latest sync per
@@ -320,17 +409,100 @@ class CheckpointEmitter:
             config={"cleanup.policy": "compact"},
         )
         loaded_ok = True
-        reader = TopicReader(f.target_consumer, f.target_admin, f.target, self.checkpoints_topic,
-                             client_id=f"{self._cid}|checkpoints-target-consumer")
         try:
-            reader.read(self._load_checkpoint, timeout_s=60)
+            self.load_checkpoints(timeout_s=60)
         except ClusterError as e:
             loaded_ok = False
             log.warning("%s: loading checkpoints failed (%s); old group offsets may not translate", self.name, e)
+        self.load_syncs(read_to_end_required=not loaded_ok)
+        self._producer = producer(
+            f.target_producer,
+            client_id=f"{self._cid}|checkpoints-target-producer",
+            overrides={"enable.idempotence": True, "linger.ms": 0},
+        )
+
+    def load_checkpoints(self, *, timeout_s: float = 60.0) -> int:
+        """Read ``<S>.checkpoints.internal`` on T from the beginning into :attr:`store` (MM2 ``CheckpointStore``).
+
+        Creates nothing: a missing topic loads nothing. Corrupt records are
+        skipped with a warning; records read before a failure stay in the store.
+
+        Parameters
+        ----------
+        timeout_s:
+            Seconds to reach the topic's end offset (default 60).
+
+        Returns
+        -------
+        int
+            Records read (corrupt ones included).
+
+        Raises
+        ------
+        ClusterError
+            If the end is not reached within ``timeout_s`` or the cluster fails.
+        """
+        reader = TopicReader(
+            self.flow.target_consumer,
+            self.flow.target_admin,
+            self.flow.target,
+            self.checkpoints_topic,
+            client_id=f"{self._cid}|checkpoints-target-consumer",
+        )
+        try:
+            return reader.read(self._load_checkpoint, timeout_s=timeout_s)
         finally:
             reader.close()
-        self.syncs = OffsetSyncReader(self.config, f, self.policy, read_to_end_required=not loaded_ok,
-                                      client_id=f"{self._cid}|offset-syncs-consumer")
+
+    def read_checkpoints(self, *, timeout_s: float = 60.0) -> list[Checkpoint]:
+        """Every decodable checkpoint of ``<S>.checkpoints.internal`` on T, in topic order (store untouched).
+
+        Raises
+        ------
+        ClusterError
+            As :meth:`load_checkpoints`.
+        """
+        return read_checkpoints(
+            self.flow.target_consumer,
+            self.flow.target_admin,
+            self.flow.target,
+            self.checkpoints_topic,
+            client_id=f"{self._cid}|checkpoints-target-consumer",
+            timeout_s=timeout_s,
+        )
+
+    def load_syncs(self, *, read_to_end_required: bool = False) -> None:
+        """Read this flow's offset syncs (and the reverse flow's, for failback) to the end.
+
+        After this, :meth:`translate` works; nothing is created on any cluster
+        (what :meth:`start` adds to it). Calling it again re-reads from the
+        beginning.
+
+        Parameters
+        ----------
+        read_to_end_required:
+            MM2's ``initializationMustReadToEnd`` for this flow's sync store
+            (see :class:`~mirrorspark.offsets.OffsetSyncStore`); default
+            ``False``: the full retained history is usable.
+
+        Raises
+        ------
+        ClusterError
+            If an offset-syncs topic cannot be read to its end (its cluster is
+            named in the message).
+        """
+        f = self.flow
+        for old in (self.syncs, self.reverse_syncs):
+            if old is not None:
+                old.close()
+        self.syncs = self.reverse_syncs = None
+        self.syncs = OffsetSyncReader(
+            self.config,
+            f,
+            self.policy,
+            read_to_end_required=read_to_end_required,
+            client_id=f"{self._cid}|offset-syncs-consumer",
+        )
         self.syncs.load()
         reverse = self.config.flow(f.target, f.source)
         if reverse.emit_offset_syncs_enabled:
@@ -340,11 +512,14 @@ class CheckpointEmitter:
                 internal_topic_separator_enabled=reverse.policy.internal_topic_separator_enabled,
                 source_cluster_alias=reverse.source,
             )
-            self.reverse_syncs = OffsetSyncReader(self.config, reverse, rpolicy, read_to_end_required=False,
-                                                  client_id=f"{self._cid}|reverse-offset-syncs-consumer")
+            self.reverse_syncs = OffsetSyncReader(
+                self.config,
+                reverse,
+                rpolicy,
+                read_to_end_required=False,
+                client_id=f"{self._cid}|reverse-offset-syncs-consumer",
+            )
             self.reverse_syncs.load()
-        self._producer = producer(f.target_producer, client_id=f"{self._cid}|checkpoints-target-producer",
-                                  overrides={"enable.idempotence": True, "linger.ms": 0})
 
     def _load_checkpoint(self, key: bytes | None, value: bytes | None) -> None:
         try:
@@ -385,8 +560,15 @@ class CheckpointEmitter:
 
     # ------------------------------------------------------------------ translation
 
-    def translate(self, group: str, topic: str, partition: int, upstream_offset: int, metadata: str = "",
-                  now_ms: int | None = None) -> GroupOffset:
+    def translate(
+        self,
+        group: str,
+        topic: str,
+        partition: int,
+        upstream_offset: int,
+        metadata: str = "",
+        now_ms: int | None = None,
+    ) -> GroupOffset:
         """Translate one committed source offset into a checkpoint (or ``None`` if not possible yet)."""
         f = self.flow
         renamed = rename_topic(self.policy, f.source, f.target, topic)
@@ -406,12 +588,14 @@ class CheckpointEmitter:
                     sync = _newest_sync_at_or_before_downstream(
                         self.reverse_syncs.store, up_topic, partition, upstream_offset
                     )
-                    rereads = 0 if sync is None or sync.downstream_offset == upstream_offset else max(
-                        0, upstream_offset - sync.downstream_offset - 1
+                    rereads = (
+                        0
+                        if sync is None or sync.downstream_offset == upstream_offset
+                        else max(0, upstream_offset - sync.downstream_offset - 1)
                     )
         else:
             if self.syncs is None:
-                raise ClusterError(f"{self.name}: checkpoint emitter used before start()")
+                raise ClusterError(f"{self.name}: checkpoint emitter used before start() or load_syncs()")
             t = translate(self.syncs.store, self.copied, topic, partition, upstream_offset)
             down = t.downstream_offset if t is not None else None
             rereads = t.rereads if t is not None else -1
@@ -508,8 +692,13 @@ class CheckpointEmitter:
                 fut.result(timeout=30)
                 written[group] = len(tps)
             except KafkaException as e:
-                log.warning("%s: syncing offsets of group %s on %s failed (likely consumers are using it): %s",
-                            self.name, group, self.flow.target, e)
+                log.warning(
+                    "%s: syncing offsets of group %s on %s failed (likely consumers are using it): %s",
+                    self.name,
+                    group,
+                    self.flow.target,
+                    e,
+                )
         self.state.synced += sum(written.values())
         return written
 
@@ -530,8 +719,11 @@ class CheckpointEmitter:
             cp = self.store.get(group, renamed, partition)
             if cp is not None and cp.upstream_offset >= offset:
                 continue
-            if self.translate(group, topic, partition, offset).checkpoint is None:
+            wanted = self.translate(group, topic, partition, offset).checkpoint
+            if wanted is None:
                 continue  # cannot be translated: nothing to wait for
+            if cp is not None and cp.downstream_offset >= wanted.downstream_offset:
+                continue  # MM2's rule keeps the existing checkpoint: it already points there
             return False
         return True
 
@@ -561,3 +753,543 @@ def offsets_of(groups: Iterable[GroupOffset]) -> dict[TopicPartitionKey, int]:
         for g in groups
         if g.checkpoint is not None
     }
+
+
+# --------------------------------------------------------------------------- consumer migration (operator tools)
+
+
+def upstream_topic_of(policy: ReplicationPolicy, source_alias: str, target_alias: str, renamed: str) -> str | None:
+    """The upstream topic whose checkpoints carry the downstream name ``renamed`` (inverse of :func:`rename_topic`).
+
+    ``primary.t`` → ``t``; a failback name ``t`` → ``backup.t`` (flow
+    primary->backup). A name that several upstream topics map to (failback of a
+    multi-hop topic) gets the one-hop candidate.
+
+    Returns
+    -------
+    str or None
+        The upstream topic, or ``None`` if no candidate renames to ``renamed``.
+    """
+    candidates: list[str] = []
+    if policy.topic_source(renamed) == source_alias:
+        up = policy.upstream_topic(renamed)
+        if up is not None:
+            candidates.append(up)
+    candidates.append(policy.format_remote_topic(target_alias, renamed))
+    for candidate in candidates:
+        if rename_topic(policy, source_alias, target_alias, candidate) == renamed:
+            return candidate
+    return None
+
+
+def rereads_at(downstream_offset: int, live_downstream_offset: int, live_rereads: int) -> int:
+    """Records re-read by a consumer starting at ``downstream_offset`` instead of a live translation.
+
+    A live translation (MM2's rule over the offset syncs) starts at
+    ``live_downstream_offset`` and re-reads ``live_rereads`` copies of records the
+    group already consumed; starting ``d`` records later skips ``d`` of them
+    (a checkpoint the running flow translated exactly), starting earlier re-reads
+    more. Exact when the partition has no compaction gaps or transaction markers
+    between the two offsets (each offset is then one record).
+
+    Returns
+    -------
+    int
+        ``max(0, live_rereads - (downstream_offset - live_downstream_offset))``.
+    """
+    return max(0, live_rereads - (downstream_offset - live_downstream_offset))
+
+
+def reset_plan_csv(offsets: Mapping[str, Mapping[TopicPartitionKey, int]], *, with_group: bool) -> str:
+    """Offsets as a reset plan for ``kafka-consumer-groups --reset-offsets --from-file`` (ConsumerGroupCommand).
+
+    Parameters
+    ----------
+    offsets:
+        ``{group: {(topic, partition): committed offset}}`` (next offset to read).
+    with_group:
+        ``False``: ``topic,partition,offset`` lines, the format for exactly one
+        group given with ``--group G``; ``True``: ``group,topic,partition,offset``
+        lines, for any number of groups (``--group G1 --group G2`` or ``--all-groups``).
+
+    Returns
+    -------
+    str
+        No header, ``\\n`` line ends, fields quoted only when needed (a group id
+        with a comma or quote), sorted by group, topic and partition; ``""`` when
+        there is nothing to reset.
+
+    Raises
+    ------
+    ValueError
+        If ``with_group`` is false and ``offsets`` holds more than one group.
+    """
+    if not with_group and len(offsets) > 1:
+        raise ValueError(f"the 3-column reset plan holds one group, got {len(offsets)}: use with_group=True")
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    for group in sorted(offsets):
+        for (topic, partition), offset in sorted(offsets[group].items()):
+            writer.writerow([group, topic, partition, offset] if with_group else [topic, partition, offset])
+    return buf.getvalue()
+
+
+@dataclass(frozen=True)
+class OffsetTranslation:
+    """One committed offset of a source group, translated to the target now (``mirrorspark offsets translate``).
+
+    Attributes
+    ----------
+    group, topic, partition:
+        The group and the **upstream** topic-partition it committed on the source.
+    source_offset:
+        The group's committed offset on the source (next offset to read there).
+    target_topic:
+        The topic the group reads on the target (:func:`rename_topic`).
+    target_offset:
+        Where the group resumes on the target (next offset to read), ``None``
+        when the offset cannot be translated (yet).
+    target_end_offset:
+        The target partition's end offset, ``None`` if it does not exist.
+    rereads:
+        Records a consumer starting at ``target_offset`` reads again (copies of
+        records the group consumed on the source), ``None`` when unknown. Exact when
+        the partition has no compaction gaps or transaction markers; an upper
+        bound otherwise.
+    basis:
+        ``"checkpoint"`` (the latest checkpoint is for exactly this committed
+        offset: the running flow may have translated it exactly), ``"offset-syncs"``
+        (translated live by MM2's rule) or ``"none"``.
+    """
+
+    group: str
+    topic: str
+    partition: int
+    source_offset: int
+    target_topic: str
+    target_offset: int | None
+    target_end_offset: int | None
+    rereads: int | None
+    basis: str
+
+
+@dataclass(frozen=True)
+class FailoverOffset:
+    """One offset :meth:`ConsumerMigration.failover` commits for a group on the target.
+
+    Attributes
+    ----------
+    topic, partition:
+        The **downstream** topic-partition on the target.
+    offset:
+        The committed offset written (the checkpoint's downstream offset; next offset to read).
+    upstream_offset:
+        The group's committed offset on the source the checkpoint was made for.
+    metadata:
+        The source commit's metadata, committed with the offset.
+    previous_offset:
+        The group's committed offset on the target before, ``None`` if none.
+    rereads:
+        Records re-read relative to ``upstream_offset`` (see :func:`rereads_at`);
+        ``None`` when unknown (the offset syncs could not be read).
+    """
+
+    topic: str
+    partition: int
+    offset: int
+    upstream_offset: int
+    metadata: str
+    previous_offset: int | None
+    rereads: int | None
+
+
+@dataclass(frozen=True)
+class FailoverPlan:
+    """What :meth:`ConsumerMigration.failover` did, or would do with ``dry_run``.
+
+    Attributes
+    ----------
+    group, source, target:
+        The group and the flow ``source->target``.
+    offsets:
+        One entry per partition, sorted by topic and partition.
+    applied:
+        Whether the offsets were committed (``False`` for a dry run).
+    source_members:
+        Active members of the group on the source, ``None`` if it was not reachable.
+    """
+
+    group: str
+    source: str
+    target: str
+    offsets: tuple[FailoverOffset, ...]
+    applied: bool
+    source_members: int | None
+
+    @property
+    def total_rereads(self) -> int:
+        """Sum of the known re-read counts."""
+        return sum(o.rereads for o in self.offsets if o.rereads is not None)
+
+    @property
+    def unknown_rereads(self) -> int:
+        """Partitions whose re-read count is unknown."""
+        return sum(1 for o in self.offsets if o.rereads is None)
+
+
+_ACTIVE_GROUP_ERRORS = frozenset(
+    {"UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION", "REBALANCE_IN_PROGRESS", "FENCED_MEMBER_EPOCH"}
+)
+"""Kafka errors committing offsets for a group that consumers use (the broker refuses an admin commit)."""
+
+
+class ConsumerMigration:
+    """Operator tools for moving consumer groups from S to T (SRM's ``srm-control offsets``, MM2's RemoteClusterUtils).
+
+    Reads the checkpoints the flow ``S->T`` wrote to ``<S>.checkpoints.internal``
+    on T and, where needed, the group on S and the flow's offset syncs. Creates
+    nothing on any cluster; only :meth:`failover` writes (the group's offsets on T).
+
+    Parameters
+    ----------
+    config:
+        The whole configuration.
+    source, target:
+        Aliases of the flow ``source->target``.
+    timeout_s:
+        Seconds for each cluster call and for reading the checkpoints topic to its
+        end (default 30); reachability is checked within ``min(10, timeout_s)``.
+
+    Raises
+    ------
+    UnknownAliasError
+        If an alias is not in ``clusters`` (before anything connects).
+
+    Notes
+    -----
+    Not thread-safe. Every command that names a group raises
+    :class:`~mirrorspark.errors.ControlError` for an *unknown group*: one with
+    no checkpoints on T and no committed offsets or membership on S.
+    """
+
+    def __init__(self, config: MirrorConfig, *, source: str, target: str, timeout_s: float = 30.0) -> None:
+        self.flow = config.flow(source, target)
+        self.source = source
+        self.target = target
+        self.timeout_s = timeout_s
+        self._bootstrap = {
+            source: config.cluster(source).bootstrap_servers,
+            target: config.cluster(target).bootstrap_servers,
+        }
+        self.emitter = CheckpointEmitter(config, self.flow)
+        self.policy = self.emitter.policy
+        self.checkpoints_topic = self.emitter.checkpoints_topic
+        cid = f"{self.flow.name}|mirrorspark"
+        self._admins = {
+            source: admin_client(self.flow.source_admin, client_id=f"{cid}|migration-source-admin"),
+            target: admin_client(self.flow.target_admin, client_id=f"{cid}|migration-target-admin"),
+        }
+        self._reachable: dict[str, bool] = {}
+        self._syncs_loaded = False
+
+    def __enter__(self) -> ConsumerMigration:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ clusters
+
+    def require_reachable(self, alias: str) -> None:
+        """Fail fast unless a broker of ``alias`` (the source or the target) answers.
+
+        Raises
+        ------
+        ClusterUnreachableError
+            Naming the alias, its bootstrap servers and the fix.
+        """
+        if self._reachable.get(alias):
+            return
+        try:
+            check_reachable(self._admins[alias], alias, self._bootstrap[alias], timeout_s=min(10.0, self.timeout_s))
+        except ClusterUnreachableError:
+            self._reachable[alias] = False
+            raise
+        self._reachable[alias] = True
+
+    def reachable(self, alias: str) -> bool:
+        """Whether a broker of ``alias`` answers (checked once)."""
+        if alias not in self._reachable:
+            with contextlib.suppress(ClusterUnreachableError):
+                self.require_reachable(alias)
+        return self._reachable[alias]
+
+    def _require_known(self, group: str) -> None:
+        """Raise ControlError for a group without checkpoints unless it exists on the source."""
+        where = f"no checkpoints in '{self.checkpoints_topic}' on '{self.target}'"
+        if not self.reachable(self.source):
+            raise ControlError(
+                f"unknown group '{group}' ({where}; cluster '{self.source}' is unreachable, so the group could "
+                "not be looked up there): check the group id, --source and --target"
+            )
+        admin = self._admins[self.source]
+        if describe_group(admin, self.source, group, timeout_s=self.timeout_s).exists:
+            return
+        if group_offsets(admin, self.source, group, timeout_s=self.timeout_s):
+            return
+        raise ControlError(
+            f"unknown group '{group}': no such consumer group on cluster '{self.source}' ({where}); "
+            "check the group id, --source and --target"
+        )
+
+    def _load_syncs(self) -> None:
+        if not self._syncs_loaded:
+            self.emitter.load_syncs(read_to_end_required=False)
+            self._syncs_loaded = True
+
+    # ------------------------------------------------------------------ reading checkpoints
+
+    def checkpoints(self, group: str | None = None) -> list[Checkpoint]:
+        """Checkpoint records on the target, in topic order (``mirrorspark checkpoints read``).
+
+        Parameters
+        ----------
+        group:
+            Only this group's records; ``None`` for all.
+
+        Raises
+        ------
+        ControlError
+            If ``group`` is unknown.
+        ClusterError
+            If the target cannot be read (unreachable: ``ClusterUnreachableError``).
+        """
+        self.require_reachable(self.target)
+        records = self.emitter.read_checkpoints(timeout_s=self.timeout_s)
+        if group is None:
+            return records
+        mine = [cp for cp in records if cp.consumer_group_id == group]
+        if not mine:
+            self._require_known(group)
+        return mine
+
+    def latest_checkpoints(self, groups: Sequence[str] | None = None) -> dict[str, dict[TopicPartitionKey, Checkpoint]]:
+        """The current checkpoint per (group, downstream topic, partition) — RemoteClusterUtils.translateOffsets.
+
+        Parameters
+        ----------
+        groups:
+            The groups; ``None`` for every group with checkpoints. A known group
+            without checkpoints (yet) maps to ``{}``.
+
+        Returns
+        -------
+        dict[str, dict[tuple[str, int], Checkpoint]]
+            By group, then ``(topic on the target, partition)``, both sorted.
+
+        Raises
+        ------
+        ControlError
+            If a group in ``groups`` is unknown.
+        ClusterError
+            If the target cannot be read.
+        """
+        self.require_reachable(self.target)
+        store = CheckpointStore()
+        for cp in self.emitter.read_checkpoints(timeout_s=self.timeout_s):
+            store.update(cp)
+        names = store.groups() if groups is None else list(dict.fromkeys(groups))
+        out: dict[str, dict[TopicPartitionKey, Checkpoint]] = {}
+        for group in names:
+            latest = store.group(group)
+            if not latest:
+                self._require_known(group)
+            out[group] = dict(sorted(latest.items()))
+        return out
+
+    # ------------------------------------------------------------------ live translation
+
+    def translate_group(self, group: str) -> list[OffsetTranslation]:
+        """Translate a source group's committed offsets to the target now (``mirrorspark offsets translate``).
+
+        Each committed offset (of a topic the flow replicates) is translated live
+        through the flow's offset syncs with MM2's rule (no exact copied ranges
+        exist outside the running flow), or in reverse through the opposite
+        flow's syncs for a failback topic (:meth:`CheckpointEmitter.translate`).
+        When the latest checkpoint is for exactly the committed offset, its
+        downstream offset is preferred: the running flow may have translated it
+        exactly; its re-reads are then :func:`rereads_at` the live translation.
+
+        Returns
+        -------
+        list[OffsetTranslation]
+            Sorted by topic and partition; empty when the group committed nothing.
+
+        Raises
+        ------
+        ControlError
+            If the group is unknown.
+        ClusterUnreachableError
+            If the source or the target does not answer.
+        ClusterError
+            If a cluster call fails.
+        """
+        self.require_reachable(self.source)
+        self.require_reachable(self.target)
+        latest = self.latest_checkpoints([group])[group]
+        committed = group_offsets(self._admins[self.source], self.source, group, timeout_s=self.timeout_s)
+        self._load_syncs()
+        tgt_admin = self._admins[self.target]
+        rows = []
+        renamed: dict[TopicPartitionKey, str] = {}
+        for topic, partition in committed:
+            if self.emitter.topic_filter.should_replicate_topic(topic):
+                renamed[(topic, partition)] = rename_topic(self.policy, self.source, self.target, topic)
+        existing = list_topics(tgt_admin, self.target, timeout_s=self.timeout_s)
+        ends = end_offsets(
+            tgt_admin,
+            self.target,
+            [(t, p) for (_, p), t in renamed.items() if t in existing and p < existing[t]],
+            timeout_s=self.timeout_s,
+        )
+        for (topic, partition), target_topic in sorted(renamed.items()):
+            offset, metadata = committed[(topic, partition)]
+            live = self.emitter.translate(group, topic, partition, offset, metadata)
+            live_cp = live.checkpoint
+            live_rereads = live.rereads if live.rereads >= 0 else None
+            cp = latest.get((target_topic, partition))
+            target_offset: int | None
+            rereads: int | None
+            if cp is not None and cp.upstream_offset == offset:
+                target_offset, basis = cp.downstream_offset, "checkpoint"
+                rereads = (
+                    rereads_at(cp.downstream_offset, live_cp.downstream_offset, live_rereads)
+                    if live_cp is not None and live_rereads is not None
+                    else None
+                )
+            elif live_cp is not None:
+                target_offset, basis, rereads = live_cp.downstream_offset, "offset-syncs", live_rereads
+            else:
+                target_offset, basis, rereads = None, "none", None
+            rows.append(
+                OffsetTranslation(
+                    group=group,
+                    topic=topic,
+                    partition=partition,
+                    source_offset=offset,
+                    target_topic=target_topic,
+                    target_offset=target_offset,
+                    target_end_offset=ends.get((target_topic, partition)),
+                    rereads=rereads,
+                    basis=basis,
+                )
+            )
+        return rows
+
+    # ------------------------------------------------------------------ failover
+
+    def failover(self, group: str, *, dry_run: bool = False) -> FailoverPlan:
+        """Commit a group's latest checkpoints to the same group on the target (``mirrorspark failover``).
+
+        The offsets are those of :meth:`latest_checkpoints` (RemoteClusterUtils's
+        answer), written with the source commit's metadata whether they move the
+        target group forward or back. Needs only the target; when the source is
+        reachable too, the re-reads are computed from the offset syncs
+        (:func:`rereads_at`) and the group's members there are counted.
+
+        Parameters
+        ----------
+        group:
+            The consumer group.
+        dry_run:
+            Compute and return the plan, change nothing.
+
+        Returns
+        -------
+        FailoverPlan
+
+        Raises
+        ------
+        ControlError
+            If the group is unknown, has no checkpoints yet, or has active members
+            on the target (the message names the group, the cluster and how many).
+        ClusterUnreachableError
+            If the target does not answer.
+        ClusterError
+            If reading or committing fails.
+        """
+        self.require_reachable(self.target)
+        latest = self.latest_checkpoints([group])[group]
+        if not latest:
+            raise ControlError(
+                f"group '{group}' has no checkpoints in '{self.checkpoints_topic}' on '{self.target}' yet: "
+                f"nothing to fail over; let the flow {self.flow.name} run until it emits them "
+                "(emit.checkpoints.interval.seconds)"
+            )
+        tgt_admin = self._admins[self.target]
+        desc = describe_group(tgt_admin, self.target, group, timeout_s=self.timeout_s)
+        if desc.active:
+            raise self._active_error(group, desc.members, desc.state)
+        previous = group_offsets(tgt_admin, self.target, group, timeout_s=self.timeout_s)
+        source_members: int | None = None
+        upstream: dict[TopicPartitionKey, str] = {}
+        if self.reachable(self.source):
+            src_admin = self._admins[self.source]
+            source_members = describe_group(src_admin, self.source, group, timeout_s=self.timeout_s).members
+            for topic, partition in group_offsets(src_admin, self.source, group, timeout_s=self.timeout_s):
+                upstream[(rename_topic(self.policy, self.source, self.target, topic), partition)] = topic
+            self._load_syncs()
+        offsets = []
+        for (topic, partition), cp in latest.items():
+            rereads: int | None = None
+            if self._syncs_loaded:
+                up = upstream.get((topic, partition)) or upstream_topic_of(self.policy, self.source, self.target, topic)
+                if up is not None:
+                    live = self.emitter.translate(group, up, partition, cp.upstream_offset)
+                    if live.checkpoint is not None and live.rereads >= 0:
+                        rereads = rereads_at(cp.downstream_offset, live.checkpoint.downstream_offset, live.rereads)
+            before = previous.get((topic, partition))
+            offsets.append(
+                FailoverOffset(
+                    topic=topic,
+                    partition=partition,
+                    offset=cp.downstream_offset,
+                    upstream_offset=cp.upstream_offset,
+                    metadata=cp.metadata,
+                    previous_offset=before[0] if before is not None else None,
+                    rereads=rereads,
+                )
+            )
+        if not dry_run:
+            try:
+                alter_group_offsets(
+                    tgt_admin,
+                    self.target,
+                    group,
+                    {(o.topic, o.partition): (o.offset, o.metadata) for o in offsets},
+                    timeout_s=self.timeout_s,
+                )
+            except ClusterError as e:
+                if e.kafka_code in _ACTIVE_GROUP_ERRORS:
+                    now = describe_group(tgt_admin, self.target, group, timeout_s=self.timeout_s)
+                    raise self._active_error(group, now.members, now.state) from e
+                raise
+        return FailoverPlan(
+            group=group,
+            source=self.source,
+            target=self.target,
+            offsets=tuple(offsets),
+            applied=not dry_run,
+            source_members=source_members,
+        )
+
+    def _active_error(self, group: str, members: int, state: str) -> ControlError:
+        return ControlError(
+            f"consumer group '{group}' has {members} active member{'s' if members != 1 else ''} on cluster "
+            f"'{self.target}' (state {state}): stop its consumers there, then fail over again "
+            "(committing offsets for a group in use would be rejected or overwritten)"
+        )
+
+    def close(self) -> None:
+        """Release the consumers (admin clients close when collected)."""
+        self.emitter.close()

@@ -13,6 +13,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable
+from enum import StrEnum
 from pathlib import Path
 from types import FrameType
 from typing import Annotated, Any, TypeVar
@@ -39,6 +40,13 @@ local_app = typer.Typer(
     no_args_is_help=True,
 )
 app.add_typer(local_app, name="local")
+offsets_app = typer.Typer(
+    help="Consumer-group offsets translated from a source cluster to a target (consumer migration).",
+    no_args_is_help=True,
+)
+app.add_typer(offsets_app, name="offsets")
+checkpoints_app = typer.Typer(help="Read MM2 checkpoints (<source>.checkpoints.internal).", no_args_is_help=True)
+app.add_typer(checkpoints_app, name="checkpoints")
 
 err_console = Console(stderr=True)
 out_console = Console()
@@ -49,9 +57,7 @@ DEFAULT_LOCAL_DIR = Path(".mirrorspark/local")
 
 
 def _fail(e: MirrorsparkError) -> typer.Exit:
-    err_console.print(
-        f"[bold red]error[/] [{e.code}]: {e.message}", markup=True, highlight=False, soft_wrap=True
-    )
+    err_console.print(f"[bold red]error[/] [{e.code}]: {e.message}", markup=True, highlight=False, soft_wrap=True)
     return typer.Exit(e.exit_code)
 
 
@@ -145,13 +151,9 @@ def run(
     config: Annotated[Path, typer.Argument(help="An MM2 properties file (mm2.properties).")],
     clusters: Annotated[
         list[str] | None,
-        typer.Option(
-            "--clusters", help="Run only flows whose target is one of these aliases (MM2's --clusters)."
-        ),
+        typer.Option("--clusters", help="Run only flows whose target is one of these aliases (MM2's --clusters)."),
     ] = None,
-    master: Annotated[
-        str | None, typer.Option("--master", help="Spark master URL (default local[*]).")
-    ] = None,
+    master: Annotated[str | None, typer.Option("--master", help="Spark master URL (default local[*]).")] = None,
     until_caught_up: Annotated[
         bool,
         typer.Option(
@@ -159,9 +161,7 @@ def run(
             help="Exit 0 once every partition is copied up to the end offsets seen at start.",
         ),
     ] = False,
-    json_out: Annotated[
-        bool, typer.Option("--json", help="Print the final stats as JSON on stdout.")
-    ] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the final stats as JSON on stdout.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No live progress view.")] = False,
 ) -> None:
     """Replicate every enabled flow of CONFIG on Spark (Ctrl-C stops cleanly after the current batch)."""
@@ -187,9 +187,7 @@ def _asdict(obj: Any) -> Any:
     return asdict(obj)
 
 
-def _run(
-    cfg: Any, clusters: list[str] | None, master: str | None, until_caught_up: bool, quiet: bool
-) -> list[Any]:
+def _run(cfg: Any, clusters: list[str] | None, master: str | None, until_caught_up: bool, quiet: bool) -> list[Any]:
     from .driver import Replicator
     from .spark import DataPath, build_spark_session
 
@@ -251,9 +249,7 @@ def local_up(
     dir: Annotated[
         Path, typer.Option("--dir", help="Where the clusters keep their data and state.")
     ] = DEFAULT_LOCAL_DIR,
-    json_out: Annotated[
-        bool, typer.Option("--json", help="Print {alias: {bootstrap.servers: ...}} as JSON.")
-    ] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print {alias: {bootstrap.servers: ...}} as JSON.")] = False,
 ) -> None:
     """Start local Kafka clusters in the background; print their bootstrap servers and an mm2.properties."""
     from .local import start_clusters
@@ -277,9 +273,7 @@ def local_up(
 
 @local_app.command("down")
 def local_down(
-    dir: Annotated[
-        Path, typer.Option("--dir", help="The directory given to `local up`.")
-    ] = DEFAULT_LOCAL_DIR,
+    dir: Annotated[Path, typer.Option("--dir", help="The directory given to `local up`.")] = DEFAULT_LOCAL_DIR,
 ) -> None:
     """Stop the local clusters started with `mirrorspark local up`."""
     from .local import stop_clusters
@@ -289,6 +283,220 @@ def local_down(
     except MirrorsparkError as e:
         raise _fail(e) from None
     out_console.print(f"stopped: {', '.join(stopped) if stopped else 'nothing was running'}", highlight=False)
+
+
+# --------------------------------------------------------------------------- consumer migration
+
+ConfigOption = Annotated[Path, typer.Option("--config", help="An MM2 properties file (mm2.properties).")]
+SourceOption = Annotated[str, typer.Option("--source", help="Alias of the cluster the group consumed on.")]
+TargetOption = Annotated[str, typer.Option("--target", help="Alias of the cluster the group moves to.")]
+TimeoutOption = Annotated[
+    float, typer.Option("--timeout", min=1, help="Seconds for each cluster call and for reading checkpoints.")
+]
+
+
+class ExportFormat(StrEnum):
+    """Output formats of ``offsets export``."""
+
+    CSV = "csv"
+    JSON = "json"
+
+
+def _migration(config: Path, source: str, target: str, timeout_s: float) -> Any:
+    """Load the config and open a ConsumerMigration for source->target (aliases checked before connecting)."""
+    from .checkpoints import ConsumerMigration
+    from .config import load_config
+
+    cfg = load_config(config)
+    for w in cfg.warnings:
+        err_console.print(f"[yellow]warning[/]: {w}", highlight=False, markup=True)
+    return ConsumerMigration(cfg, source=source, target=target, timeout_s=timeout_s)
+
+
+def _cell(value: object) -> str:
+    return "-" if value is None else str(value)
+
+
+def text_table(headers: list[str], rows: list[list[object]]) -> str:
+    """Rows as plain left-aligned columns (``None`` as ``-``), like kafka-consumer-groups prints them.
+
+    Plain text rather than a Rich table: nothing is wrapped or cut when stdout is
+    not a terminal, and group or topic names are never read as markup.
+    """
+    cells = [[str(h) for h in headers], *[[_cell(v) for v in r] for r in rows]]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells) + "\n"
+
+
+def _rereads_total(values: list[int | None]) -> str:
+    known = sum(v for v in values if v is not None)
+    unknown = sum(1 for v in values if v is None)
+    return f"{known}" if not unknown else f"at least {known} ({unknown} partition(s) unknown)"
+
+
+@offsets_app.command("export")
+def offsets_export(
+    config: ConfigOption,
+    source: SourceOption,
+    target: TargetOption,
+    group: Annotated[
+        list[str] | None, typer.Option("--group", help="A consumer group (repeatable); default: every group.")
+    ] = None,
+    fmt: Annotated[
+        ExportFormat, typer.Option("--format", help="csv (for kafka-consumer-groups --from-file) or json.")
+    ] = ExportFormat.CSV,
+    timeout: TimeoutOption = 30.0,
+) -> None:
+    """Print translated offsets from the checkpoints on TARGET, as RemoteClusterUtils.translateOffsets reads them.
+
+    The CSV is a plan for `kafka-consumer-groups --reset-offsets --from-file F --execute` on TARGET.
+
+    With one --group: `topic,partition,offset` (pass the same --group there); else `group,topic,partition,offset`.
+    """
+    from .checkpoints import reset_plan_csv
+
+    try:
+        with _migration(config, source, target, timeout) as m:
+            latest = m.latest_checkpoints(group or None)
+    except MirrorsparkError as e:
+        raise _fail(e) from None
+    for g, cps in latest.items():
+        if not cps:
+            err_console.print(f"warning: group '{g}' has no checkpoints yet", highlight=False, markup=False)
+    if fmt is ExportFormat.JSON:
+        rows = [
+            {
+                "group": g,
+                "topic": cp.topic,
+                "partition": cp.partition,
+                "offset": cp.downstream_offset,
+                "upstream_offset": cp.upstream_offset,
+                "metadata": cp.metadata,
+            }
+            for g, cps in latest.items()
+            for cp in cps.values()
+        ]
+        print(json.dumps(rows, indent=2))
+        return
+    plan = {g: {tp: cp.downstream_offset for tp, cp in cps.items()} for g, cps in latest.items()}
+    single = group is not None and len(set(group)) == 1
+    sys.stdout.write(reset_plan_csv(plan, with_group=not single))
+
+
+@offsets_app.command("translate")
+def offsets_translate(
+    config: ConfigOption,
+    source: SourceOption,
+    target: TargetOption,
+    group: Annotated[str, typer.Option("--group", help="The consumer group on SOURCE.")],
+    json_out: Annotated[bool, typer.Option("--json", help="Print the rows as JSON.")] = False,
+    timeout: TimeoutOption = 30.0,
+) -> None:
+    """Translate a group's current offsets on SOURCE to TARGET now, with the records a switch re-reads.
+
+    Live through the flow's offset syncs (MM2's rule); the latest checkpoint wins when it is for exactly the
+    committed offset. Failback topics translate in reverse.
+    """
+    try:
+        with _migration(config, source, target, timeout) as m:
+            rows = m.translate_group(group)
+    except MirrorsparkError as e:
+        raise _fail(e) from None
+    if json_out:
+        print(json.dumps([_asdict(r) for r in rows], indent=2))
+        return
+    if not rows:
+        print(f"group '{group}' has no committed offsets on cluster '{source}' for topics the flow replicates")
+        return
+    print(f"group '{group}': {source} -> {target}")
+    print(
+        text_table(
+            ["topic", "partition", "source offset", "target topic", "target offset", "target end", "re-reads", "from"],
+            [
+                [
+                    r.topic,
+                    r.partition,
+                    r.source_offset,
+                    r.target_topic,
+                    r.target_offset,
+                    r.target_end_offset,
+                    r.rereads,
+                    r.basis,
+                ]
+                for r in rows
+            ],
+        ),
+        end="",
+    )
+    print(f"total re-reads: {_rereads_total([r.rereads for r in rows])}")
+
+
+@app.command()
+def failover(
+    config: ConfigOption,
+    source: SourceOption,
+    target: TargetOption,
+    group: Annotated[str, typer.Option("--group", help="The consumer group to move to TARGET.")],
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would be committed; change nothing.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
+    timeout: TimeoutOption = 30.0,
+) -> None:
+    """Commit GROUP's latest checkpointed offsets to the same group on TARGET (refused while it has members there).
+
+    Needs only TARGET; with SOURCE reachable the re-reads are computed too.
+    """
+    try:
+        with _migration(config, source, target, timeout) as m:
+            plan = m.failover(group, dry_run=dry_run)
+    except MirrorsparkError as e:
+        raise _fail(e) from None
+    if json_out:
+        out = _asdict(plan)
+        out["total_rereads"] = plan.total_rereads
+        out["unknown_rereads"] = plan.unknown_rereads
+        print(json.dumps(out, indent=2))
+    else:
+        verb = "dry run, nothing changed: would commit" if dry_run else "committed"
+        print(f"group '{group}' on cluster '{target}': {verb} the offsets of the latest checkpoints from '{source}'")
+        print(
+            text_table(
+                ["topic", "partition", "offset", "re-reads"],
+                [[o.topic, o.partition, o.offset, o.rereads] for o in plan.offsets],
+            ),
+            end="",
+        )
+        print(f"total re-reads: {_rereads_total([o.rereads for o in plan.offsets])}")
+    if plan.source_members is None:
+        err_console.print(f"note: cluster '{source}' is unreachable: re-reads unknown", highlight=False, markup=False)
+    elif plan.source_members:
+        err_console.print(
+            f"warning: group '{group}' still has {plan.source_members} active member(s) on cluster '{source}': "
+            "they keep consuming past the checkpoint",
+            highlight=False,
+            markup=False,
+        )
+
+
+@checkpoints_app.command("read")
+def checkpoints_read(
+    config: ConfigOption,
+    cluster: Annotated[str, typer.Option("--cluster", help="Alias of the cluster holding the checkpoints.")],
+    source: SourceOption,
+    group: Annotated[str | None, typer.Option("--group", help="Only this consumer group.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the records as JSON.")] = False,
+    timeout: TimeoutOption = 30.0,
+) -> None:
+    """Print the checkpoints of SOURCE's groups on CLUSTER, one line per record as MM2's CheckpointFormatter does."""
+    try:
+        with _migration(config, source, cluster, timeout) as m:
+            records = m.checkpoints(group)
+    except MirrorsparkError as e:
+        raise _fail(e) from None
+    if json_out:
+        print(json.dumps([_asdict(cp) for cp in records], indent=2))
+        return
+    for cp in records:
+        print(cp.format())
 
 
 def main() -> None:

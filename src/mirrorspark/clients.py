@@ -19,6 +19,8 @@ from typing import Any, TypeVar
 
 from confluent_kafka import (
     Consumer,
+    ConsumerGroupState,
+    ConsumerGroupTopicPartitions,
     IsolationLevel,
     KafkaError,
     KafkaException,
@@ -40,15 +42,19 @@ from .config import ClientSettings
 from .errors import ClusterError, ClusterUnreachableError
 
 __all__ = [
+    "GroupDescription",
     "PartitionKey",
     "TopicDescription",
     "admin_client",
+    "alter_group_offsets",
     "check_reachable",
     "consumer",
     "create_partitions",
+    "describe_group",
     "describe_topics",
     "end_offsets",
     "ensure_topic",
+    "group_offsets",
     "list_topics",
     "producer",
     "start_offsets",
@@ -106,16 +112,12 @@ def admin_client(settings: ClientSettings, *, client_id: str) -> AdminClient:
     return AdminClient(_conf(settings, client_id, None))
 
 
-def producer(
-    settings: ClientSettings, *, client_id: str, overrides: Mapping[str, Any] | None = None
-) -> Producer:
+def producer(settings: ClientSettings, *, client_id: str, overrides: Mapping[str, Any] | None = None) -> Producer:
     """Create a producer; ``overrides`` win over the settings (e.g. ``enable.idempotence``)."""
     return Producer(_conf(settings, client_id, overrides))
 
 
-def consumer(
-    settings: ClientSettings, *, client_id: str, overrides: Mapping[str, Any] | None = None
-) -> Consumer:
+def consumer(settings: ClientSettings, *, client_id: str, overrides: Mapping[str, Any] | None = None) -> Consumer:
     """Create a consumer that only ever uses ``assign()`` (no group membership, no commits).
 
     librdkafka requires a ``group.id``; when the settings have none, one derived
@@ -146,9 +148,7 @@ def _result(future: Future[T], what: str, alias: str, timeout_s: float) -> T:
         ) from e
 
 
-def check_reachable(
-    admin: AdminClient, alias: str, bootstrap_servers: str, *, timeout_s: float = 10.0
-) -> None:
+def check_reachable(admin: AdminClient, alias: str, bootstrap_servers: str, *, timeout_s: float = 10.0) -> None:
     """Fail fast when no broker of a cluster answers.
 
     Raises
@@ -247,9 +247,7 @@ def topic_configs(
             err = e.args[0] if e.args else None
             if isinstance(err, KafkaError) and err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
                 continue
-            raise ClusterError(
-                f"describing configs of topic '{res.name}' on cluster '{alias}' failed: {e}"
-            ) from e
+            raise ClusterError(f"describing configs of topic '{res.name}' on cluster '{alias}' failed: {e}") from e
         kept: dict[str, str] = {}
         for name, entry in entries.items():
             if entry.is_read_only or entry.is_sensitive or entry.value is None:
@@ -295,9 +293,7 @@ def ensure_topic(
     ClusterError
         For any other failure (e.g. a replication factor larger than the broker count).
     """
-    new = NewTopic(
-        name, num_partitions=partitions, replication_factor=replication_factor, config=dict(config or {})
-    )
+    new = NewTopic(name, num_partitions=partitions, replication_factor=replication_factor, config=dict(config or {}))
     fut = admin.create_topics([new], request_timeout=timeout_s)[name]
     try:
         fut.result(timeout=timeout_s)
@@ -325,29 +321,18 @@ def _wait_for_leaders(admin: AdminClient, alias: str, name: str, timeout_s: floa
     deadline = time.monotonic() + timeout_s
     while True:
         md = admin.list_topics(topic=name, timeout=timeout_s).topics.get(name)
-        if (
-            md is not None
-            and md.error is None
-            and md.partitions
-            and all(p.leader >= 0 for p in md.partitions.values())
-        ):
+        if md is not None and md.error is None and md.partitions and all(p.leader >= 0 for p in md.partitions.values()):
             return
         if time.monotonic() > deadline:
-            raise ClusterError(
-                f"topic '{name}' on cluster '{alias}' has no leader {timeout_s:.0f} s after creation"
-            )
+            raise ClusterError(f"topic '{name}' on cluster '{alias}' has no leader {timeout_s:.0f} s after creation")
         time.sleep(0.05)
 
 
-def create_partitions(
-    admin: AdminClient, alias: str, increases: Mapping[str, int], *, timeout_s: float = 30.0
-) -> None:
+def create_partitions(admin: AdminClient, alias: str, increases: Mapping[str, int], *, timeout_s: float = 30.0) -> None:
     """Grow topics to the given partition counts (MM2: never shrinks; "already that many" is ignored)."""
     if not increases:
         return
-    futures = admin.create_partitions(
-        [NewPartitions(t, n) for t, n in increases.items()], request_timeout=timeout_s
-    )
+    futures = admin.create_partitions([NewPartitions(t, n) for t, n in increases.items()], request_timeout=timeout_s)
     for topic, fut in futures.items():
         try:
             fut.result(timeout=timeout_s)
@@ -417,3 +402,140 @@ def start_offsets(
 ) -> dict[PartitionKey, int]:
     """Return each partition's log start offset (the earliest offset still stored)."""
     return _list_offsets(admin, alias, list(partitions), OffsetSpec.earliest(), False, timeout_s)
+
+
+# --------------------------------------------------------------------------- consumer groups
+
+
+@dataclass(frozen=True)
+class GroupDescription:
+    """State and membership of one consumer group.
+
+    Attributes
+    ----------
+    group:
+        The group id.
+    state:
+        Kafka's state name: ``"Stable"``, ``"PreparingRebalance"``,
+        ``"CompletingRebalance"``, ``"Empty"``, ``"Dead"`` (no such group) or ``"Unknown"``.
+    members:
+        Number of active members (0 for an empty or unknown group).
+    """
+
+    group: str
+    state: str
+    members: int
+
+    @property
+    def exists(self) -> bool:
+        """Whether the coordinator knows the group (any state but ``Dead``; an ``Empty`` group has offsets)."""
+        return self.state not in ("Dead", "Unknown")
+
+    @property
+    def active(self) -> bool:
+        """Whether consumers are using the group: members, or a rebalance or stable generation in progress."""
+        return self.members > 0 or self.state in ("Stable", "PreparingRebalance", "CompletingRebalance")
+
+
+_STATE_NAMES = {
+    ConsumerGroupState.STABLE: "Stable",
+    ConsumerGroupState.PREPARING_REBALANCING: "PreparingRebalance",
+    ConsumerGroupState.COMPLETING_REBALANCING: "CompletingRebalance",
+    ConsumerGroupState.EMPTY: "Empty",
+    ConsumerGroupState.DEAD: "Dead",
+    ConsumerGroupState.UNKNOWN: "Unknown",
+}
+
+
+def describe_group(admin: AdminClient, alias: str, group: str, *, timeout_s: float = 30.0) -> GroupDescription:
+    """Describe one consumer group (state and member count).
+
+    A group the coordinator does not know is ``Dead`` with 0 members (also when the
+    broker answers ``GROUP_ID_NOT_FOUND``, as KIP-848 coordinators do).
+
+    Raises
+    ------
+    ClusterError
+        If the call fails otherwise, naming the group and the cluster.
+    """
+    fut = admin.describe_consumer_groups([group], request_timeout=timeout_s)[group]
+    try:
+        desc = fut.result(timeout=timeout_s)
+    except KafkaException as e:
+        err = e.args[0] if e.args else None
+        if isinstance(err, KafkaError) and err.code() == KafkaError.GROUP_ID_NOT_FOUND:
+            return GroupDescription(group, "Dead", 0)
+        raise ClusterError(
+            f"describing consumer group '{group}' on cluster '{alias}' failed: {err.str() if err else e}",
+            kafka_code=err.name() if isinstance(err, KafkaError) else None,
+        ) from e
+    except TimeoutError as e:
+        raise ClusterUnreachableError(
+            f"describing consumer group '{group}' on cluster '{alias}' timed out after {timeout_s:.0f} s"
+        ) from e
+    state = desc.state if isinstance(desc.state, ConsumerGroupState) else ConsumerGroupState.UNKNOWN
+    return GroupDescription(group, _STATE_NAMES.get(state, "Unknown"), len(desc.members or []))
+
+
+def group_offsets(
+    admin: AdminClient, alias: str, group: str, *, timeout_s: float = 30.0
+) -> dict[PartitionKey, tuple[int, str]]:
+    """A consumer group's committed offsets: ``{(topic, partition): (offset, metadata)}``.
+
+    The offset is Kafka's committed offset, i.e. the next offset the group reads.
+    Partitions without a committed offset are left out; a group that does not
+    exist has none (``{}``).
+
+    Raises
+    ------
+    ClusterError
+        If the call fails, naming the group and the cluster.
+    """
+    fut = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)], request_timeout=timeout_s)[group]
+    res = _result(fut, f"listing offsets of consumer group '{group}'", alias, timeout_s)
+    out: dict[PartitionKey, tuple[int, str]] = {}
+    for tp in res.topic_partitions or []:
+        if tp.error is None and tp.offset >= 0:
+            out[(tp.topic, tp.partition)] = (tp.offset, tp.metadata or "")
+    return out
+
+
+def alter_group_offsets(
+    admin: AdminClient,
+    alias: str,
+    group: str,
+    offsets: Mapping[PartitionKey, tuple[int, str]],
+    *,
+    timeout_s: float = 30.0,
+) -> None:
+    """Commit offsets for a consumer group that has no active members (Admin ``alterConsumerGroupOffsets``).
+
+    Parameters
+    ----------
+    offsets:
+        ``{(topic, partition): (committed offset, metadata)}``; the offset is the
+        next offset the group will read.
+
+    Raises
+    ------
+    ClusterError
+        If the broker refuses any partition (e.g. ``UNKNOWN_MEMBER_ID`` while
+        consumers use the group, or an unknown topic), naming the group, the
+        cluster and the first failing partition.
+    """
+    if not offsets:
+        return
+    tps = [TopicPartition(t, p, o, metadata=m) for (t, p), (o, m) in sorted(offsets.items())]
+    fut = admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, tps)], request_timeout=timeout_s)[
+        group
+    ]
+    res = _result(fut, f"committing offsets of consumer group '{group}'", alias, timeout_s)
+    for tp in res.topic_partitions or []:
+        if tp.error is not None:
+            err = tp.error
+            raise ClusterError(
+                f"committing the offset of consumer group '{group}' for {tp.topic}-{tp.partition} on cluster "
+                f"'{alias}' failed: {err.str()} ({err.name()})",
+                kafka_code=err.name(),
+                retriable=err.retriable(),
+            )

@@ -181,12 +181,8 @@ CONFIG_KEYS: Final[tuple[ConfigKey, ...]] = (
         "resolved whether or not they are declared.",
         scope="driver",
     ),
-    ConfigKey(
-        "listeners", "list", "http://:8083", "Connect REST listeners; accepted, unused.", scope="driver"
-    ),
-    ConfigKey(
-        "admin.listeners", "list", None, "Connect REST admin listeners; accepted, unused.", scope="driver"
-    ),
+    ConfigKey("listeners", "list", "http://:8083", "Connect REST listeners; accepted, unused.", scope="driver"),
+    ConfigKey("admin.listeners", "list", None, "Connect REST admin listeners; accepted, unused.", scope="driver"),
     # --- Kafka client keys (documented here; composed per role, see the module docstring) ----
     ConfigKey(
         "bootstrap.servers",
@@ -211,9 +207,7 @@ CONFIG_KEYS: Final[tuple[ConfigKey, ...]] = (
         "Whether flow S->T replicates (set as S->T.enabled; a top-level value is the default of every "
         "flow that has heartbeats enabled, as in MM2's driver).",
     ),
-    ConfigKey(
-        "admin.timeout.ms", "long", "60000", "Timeout of admin calls of the control jobs.", "ms", minimum=0
-    ),
+    ConfigKey("admin.timeout.ms", "long", "60000", "Timeout of admin calls of the control jobs.", "ms", minimum=0),
     ConfigKey(
         "replication.policy.class",
         "class",
@@ -269,9 +263,7 @@ CONFIG_KEYS: Final[tuple[ConfigKey, ...]] = (
         "true",
         "Whether offset syncs are written (KIP-1031); checkpoints need them.",
     ),
-    ConfigKey(
-        "tasks.max", "int", "1", "Maximum number of tasks per connector of a flow.", "tasks", minimum=1
-    ),
+    ConfigKey("tasks.max", "int", "1", "Maximum number of tasks per connector of a flow.", "tasks", minimum=1),
     ConfigKey("tasks.max.enforce", "boolean", "true", "Connect's tasks.max enforcement; accepted, unused."),
     ConfigKey(
         "metric.reporters",
@@ -730,9 +722,7 @@ _PROVIDER_KINDS: Final = {
 class _Resolver:
     """Resolves ``${env:NAME}``, ``${file:PATH:KEY}`` and ``${directory:DIR:FILE}`` in values."""
 
-    def __init__(
-        self, props: Mapping[str, str], env: Mapping[str, str], src: str, warn: Callable[[str], None]
-    ) -> None:
+    def __init__(self, props: Mapping[str, str], env: Mapping[str, str], src: str, warn: Callable[[str], None]) -> None:
         self._env = env
         self._src = src
         self._warn = warn
@@ -774,9 +764,7 @@ class _Resolver:
                 raise self._fail(key, placeholder, "write ${file:/path/to/file.properties:key}")
             props = self._read_properties(key, placeholder, path)
             if name not in props:
-                raise self._fail(
-                    key, placeholder, f"file '{path}' has no key '{name}'; add it or fix the placeholder"
-                )
+                raise self._fail(key, placeholder, f"file '{path}' has no key '{name}'; add it or fix the placeholder")
             return props[name]
         if kind == "directory":
             if not path:
@@ -864,11 +852,7 @@ def _to_int(ck: ConfigKey, raw: str, written: str, src: str) -> int:
     if not _INT_RE.fullmatch(value):
         raise _invalid(src, written, raw, expected)
     number = int(value)
-    if (
-        not low <= number <= high
-        or (ck.minimum is not None and number < ck.minimum)
-        or (ck.nonzero and number == 0)
-    ):
+    if not low <= number <= high or (ck.minimum is not None and number < ck.minimum) or (ck.nonzero and number == 0):
         raise _invalid(src, written, raw, expected)
     return number
 
@@ -1361,9 +1345,7 @@ class MirrorConfig(_Frozen):
         object.__setattr__(self, "flows", tuple(self.flows))
         object.__setattr__(self, "warnings", tuple(self.warnings))
         if self.target_clusters is not None:
-            object.__setattr__(
-                self, "target_clusters", tuple(self._check_aliases(self.target_clusters, "--clusters"))
-            )
+            object.__setattr__(self, "target_clusters", tuple(self._check_aliases(self.target_clusters, "--clusters")))
 
     def __hash__(self) -> int:
         return hash((self.source_name, self.flows))
@@ -1410,9 +1392,7 @@ class MirrorConfig(_Frozen):
         for f in self.flows:
             if f.source == source and f.target == target:
                 return f
-        raise ConfigError(
-            f"{self.source_name}: there is no flow {source}->{target}: source and target must differ"
-        )
+        raise ConfigError(f"{self.source_name}: there is no flow {source}->{target}: source and target must differ")
 
     def _targets(self, targets: Sequence[str] | None) -> tuple[FlowConfig, ...]:
         if targets is None:
@@ -1640,8 +1620,7 @@ def _sniff(path: str, key: str, size: int) -> bytes:
             return fh.read(size)
     except OSError as e:
         raise ConfigError(
-            f"{key} '{path}' cannot be read ({e.strerror or type(e).__name__}); "
-            "check the path and its permissions"
+            f"{key} '{path}' cannot be read ({e.strerror or type(e).__name__}); check the path and its permissions"
         ) from e
 
 
@@ -1673,9 +1652,7 @@ def _translate_keystore(props: Mapping[str, str], out: dict[str, str]) -> None:
         out["ssl.key.location"] = location
         return
     head = _sniff(location, "ssl.keystore.location", 4)
-    if (
-        store_type in ("JKS", "PKCS12") and head[:1] == b"\x30"
-    ):  # DER: a PKCS#12 file (Java reads it as JKS too)
+    if store_type in ("JKS", "PKCS12") and head[:1] == b"\x30":  # DER: a PKCS#12 file (Java reads it as JKS too)
         out["ssl.keystore.location"] = location
         if "ssl.keystore.password" in props:
             out["ssl.keystore.password"] = props["ssl.keystore.password"]
@@ -1865,8 +1842,7 @@ class _Parser:
         aliases = _split_list(self.props["clusters"])
         if not aliases:
             raise ConfigError(
-                f"{self.src}: 'clusters' is empty: list the cluster aliases, "
-                "e.g. 'clusters = primary, backup'"
+                f"{self.src}: 'clusters' is empty: list the cluster aliases, e.g. 'clusters = primary, backup'"
             )
         seen: set[str] = set()
         for alias in aliases:
@@ -1876,9 +1852,7 @@ class _Parser:
                     "contain no '.', ',', '->' or whitespace (e.g. 'us-west', 'dc_1'); rename it"
                 )
             if alias in seen:
-                raise ConfigError(
-                    f"{self.src}: 'clusters' lists the alias {alias!r} twice; list each cluster once"
-                )
+                raise ConfigError(f"{self.src}: 'clusters' lists the alias {alias!r} twice; list each cluster once")
             seen.add(alias)
         return aliases
 
@@ -1930,21 +1904,14 @@ class _Parser:
     def _check_known(self, ck: ConfigKey, key: str, value: str, written: str, *, flow_level: bool) -> None:
         if not flow_level and ck.scope == "flow":
             self.warn(
-                f"'{key}' is ignored at top level: MM2 reads it per flow only; set it as "
-                f"'<source>-><target>.{key}'"
+                f"'{key}' is ignored at top level: MM2 reads it per flow only; set it as '<source>-><target>.{key}'"
             )
             return
         if not flow_level and ck.scope == "worker" and not key.startswith(_WORKER_PREFIXES):
-            self.warn(
-                f"'{key}' is ignored at top level, as in MM2: set it per target cluster as '<alias>.{key}'"
-            )
+            self.warn(f"'{key}' is ignored at top level, as in MM2: set it per target cluster as '<alias>.{key}'")
             return
         if flow_level and ck.scope in ("driver", "mirrorspark", "worker"):
-            where = (
-                f"set it per target cluster as '<alias>.{key}'"
-                if ck.scope == "worker"
-                else "set it at top level"
-            )
+            where = f"set it per target cluster as '<alias>.{key}'" if ck.scope == "worker" else "set it at top level"
             self.warn(f"'{written}' has no effect at flow level: {where}")
             return
         if ck.scope == "client":
@@ -1952,8 +1919,7 @@ class _Parser:
         _validate(ck, value, written, self.src)
         if ck.replaced_by is not None:
             self.warn(
-                f"'{written}' is deprecated and was removed in Kafka {ck.removed_in}: rename it to "
-                f"'{ck.replaced_by}'"
+                f"'{written}' is deprecated and was removed in Kafka {ck.removed_in}: rename it to '{ck.replaced_by}'"
             )
         elif ck.removed_in is not None:
             self.warn(f"'{written}' was removed in Kafka {ck.removed_in} and is ignored")
@@ -2059,9 +2025,7 @@ class _Parser:
         written: dict[str, str] = {}
         for key, value in self.top_all.items():
             ck = _KEYS.get(key)
-            if (ck is not None and ck.scope == "connector") or (
-                ck is None and key.startswith(_CONNECTOR_PREFIXES)
-            ):
+            if (ck is not None and ck.scope == "connector") or (ck is None and key.startswith(_CONNECTOR_PREFIXES)):
                 merged[key], written[key] = value, key
         for key, value in flow_raw.items():
             merged[key], written[key] = value, f"{s}->{t}.{key}"
@@ -2082,9 +2046,7 @@ class _Parser:
         for fname, job in _FLOW_JOBS.items():
             enabled, interval = r.boolean(f"{job}.enabled"), r.integer(f"{job}.interval.seconds")
             if interval < 0 and enabled:
-                self.warn(
-                    f"'{written[f'{job}.interval.seconds']}' is negative, which disables the job (as in MM2)"
-                )
+                self.warn(f"'{written[f'{job}.interval.seconds']}' is negative, which disables the job (as in MM2)")
                 enabled = False
             values[f"{fname}_enabled"], values[f"{fname}_interval_s"] = enabled, float(interval)
 
@@ -2108,9 +2070,7 @@ class _Parser:
         values["offset_storage_replication_factor"] = self._worker_int("offset.storage.replication.factor", t)
         values["offset_storage_partitions"] = self._worker_int("offset.storage.partitions", t)
         topic = self._worker("offset.storage.topic", t)
-        values["offset_storage_topic"] = (
-            topic[0].strip() if topic and topic[0].strip() else f"mm2-offsets.{s}.internal"
-        )
+        values["offset_storage_topic"] = topic[0].strip() if topic and topic[0].strip() else f"mm2-offsets.{s}.internal"
         eos = self._worker("exactly.once.source.support", t)
         values["exactly_once_source_support"] = (
             _to_str(_KEYS["exactly.once.source.support"], eos[0], eos[1], self.src) if eos else "disabled"
@@ -2126,8 +2086,7 @@ class _Parser:
             c = clients[name]
             if c.get("enable.auto.commit", "false").strip().lower() != "false":
                 self.warn(
-                    f"{s}->{t}: enable.auto.commit for the {name.replace('_', ' ')} is forced to false, "
-                    "as in MM2"
+                    f"{s}->{t}: enable.auto.commit for the {name.replace('_', ' ')} is forced to false, as in MM2"
                 )
             c["enable.auto.commit"] = "false"
             c.setdefault("auto.offset.reset", "earliest")
@@ -2138,9 +2097,7 @@ class _Parser:
         extra = {
             k: v.strip()
             for k, v in merged.items()
-            if k not in _TYPED_FLOW_KEYS
-            and not _consumed_by_clients(k)
-            and not k.startswith("config.providers")
+            if k not in _TYPED_FLOW_KEYS and not _consumed_by_clients(k) and not k.startswith("config.providers")
         }
         self._check_exactly_once(extra, clients["source_consumer"], s, t, written)
 

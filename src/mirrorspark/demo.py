@@ -149,9 +149,7 @@ def _count(bootstrap: str, alias: str, topic: str) -> tuple[int, int]:
     keys = [(topic, p) for p in md.partitions]
     ends = end_offsets(admin, alias, keys)
     starts = start_offsets(admin, alias, keys)
-    c = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "mirrorspark-demo-count", "enable.auto.commit": False}
-    )
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "mirrorspark-demo-count", "enable.auto.commit": False})
     todo = {p: ends[(topic, p)] for (_, p) in keys if ends[(topic, p)] > starts[(topic, p)]}
     c.assign([TopicPartition(topic, p, starts[(topic, p)]) for p in todo])
     n = size = 0
@@ -194,9 +192,7 @@ def main() -> int:
         )
         console.print(f"[bold]3/4[/] mirrorspark run {props} --until-caught-up")
         t0 = time.monotonic()
-        rc = subprocess.call(
-            [sys.executable, "-m", "mirrorspark", "run", str(props), "--until-caught-up", "--quiet"]
-        )
+        rc = subprocess.call([sys.executable, "-m", "mirrorspark", "run", str(props), "--until-caught-up", "--quiet"])
         took = time.monotonic() - t0
         if rc != 0:
             console.print(f"[red]mirrorspark run exited with {rc}[/]")
@@ -212,9 +208,7 @@ def main() -> int:
             src, _ = _count(clusters.bootstrap("primary"), "primary", topic)
             dst, size = _count(clusters.bootstrap("backup"), "backup", remote)
             ok &= src == dst == produced[topic]
-            table.add_row(
-                topic, remote, f"{produced[topic]:,}", f"{src:,}", f"{dst:,}", f"{size:,}", f"{src - dst:,}"
-            )
+            table.add_row(topic, remote, f"{produced[topic]:,}", f"{src:,}", f"{dst:,}", f"{size:,}", f"{src - dst:,}")
         console.print(table)
         console.print("[green]every record arrived[/]" if ok else "[red]records are missing[/]")
         return 0 if ok else 1

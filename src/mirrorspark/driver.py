@@ -20,6 +20,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from .checkpoints import CheckpointEmitter
 from .clients import PartitionKey
 from .config import MirrorConfig
 from .errors import ConfigError
@@ -113,10 +114,22 @@ class Replicator:
                 + (f" for target(s) {', '.join(targets)}" if targets else "")
                 + ": set e.g. 'A->B.enabled=true'"
             )
-        self.flows = [
-            Flow(f, config.cluster(f.source), config.cluster(f.target), config.data_path) for f in flows
-        ]
+        self.flows = [Flow(f, config.cluster(f.source), config.cluster(f.target), config.data_path) for f in flows]
         self.heartbeats = HeartbeatEmitter(config.heartbeat_flows(targets), config.clusters)
+        by_pair = {(f.config.source, f.config.target): f for f in self.flows}
+        self.checkpoints = [
+            CheckpointEmitter(
+                config,
+                f.config,
+                copied=f.copied,
+                reverse_copied=by_pair[(f.config.target, f.config.source)].copied
+                if (f.config.target, f.config.source) in by_pair
+                else None,
+            )
+            for f in self.flows
+            if f.config.emit_checkpoints_enabled
+        ]
+        self._checkpoint_targets: list[dict[tuple[str, str, int], int]] = []
         self.control = Scheduler()
         self.background = Scheduler()
         self.on_progress = on_progress
@@ -151,6 +164,21 @@ class Replicator:
                     flow.refresh,
                     initial_delay_s=flow.config.refresh_topics_interval_s,
                 )
+        for cp in self.checkpoints:
+            cp.start()
+            self.control.add(
+                f"checkpoints {cp.name}",
+                cp.flow.emit_checkpoints_interval_s,
+                self._job(cp.emit),
+                initial_delay_s=cp.flow.emit_checkpoints_interval_s,
+            )
+            if cp.flow.sync_group_offsets_enabled:
+                self.control.add(
+                    f"sync group offsets {cp.name}",
+                    cp.flow.sync_group_offsets_interval_s,
+                    self._job(cp.sync_group_offsets),
+                    initial_delay_s=cp.flow.sync_group_offsets_interval_s,
+                )
         self.heartbeats.start()
         self.heartbeats.schedule(self.background)
         self.background.start(name="mirrorspark-heartbeats")
@@ -172,11 +200,12 @@ class Replicator:
             self.start()
         if until_caught_up:
             self._targets = {f.name: f.end_snapshot() for f in self.flows}
+            self._checkpoint_targets = [cp.snapshot() for cp in self.checkpoints]
         idle_s = self.config.data_path.idle_interval_ms / 1000.0
         try:
             while not self._stop.is_set():
                 self.control.run_pending()
-                if until_caught_up and self._caught_up():
+                if until_caught_up and self._caught_up() and self._checkpoints_done():
                     break
                 tasks = [t for f in self.flows for t in f.plan()]
                 if tasks:
@@ -195,6 +224,26 @@ class Replicator:
 
     def _caught_up(self) -> bool:
         return all(f.caught_up(self._targets.get(f.name, {})) for f in self.flows)
+
+    def _checkpoints_done(self) -> bool:
+        """After catching up: emit checkpoints (and sync group offsets) until every group offset
+        committed before the run started is covered."""
+        done = True
+        for cp, targets in zip(self.checkpoints, self._checkpoint_targets, strict=True):
+            if not targets:
+                continue
+            cp.emit()
+            if cp.flow.sync_group_offsets_enabled:
+                cp.sync_group_offsets()
+            done &= cp.covered(targets)
+        return done
+
+    @staticmethod
+    def _job(fn: Callable[[], object]) -> Callable[[], None]:
+        def run() -> None:
+            fn()
+
+        return run
 
     def _commit(self, results: list[PartitionResult]) -> None:
         for f in self.flows:
@@ -241,5 +290,7 @@ class Replicator:
         """Stop heartbeats and flush every driver-side producer."""
         self.background.stop()
         self.heartbeats.close()
+        for cp in self.checkpoints:
+            cp.close()
         for f in self.flows:
             f.close()

@@ -46,7 +46,7 @@ from .clients import (
 from .config import ClientSettings, ClusterConfig, DataPathConfig, FlowConfig
 from .errors import ClusterError, CorruptRecordError
 from .filters import DefaultConfigPropertyFilter, DefaultTopicFilter, should_replicate_topic
-from .offsets import CopiedSegment, SyncState
+from .offsets import CopiedRanges, CopiedSegment, SyncState
 from .policy import ReplicationPolicy, load_policy
 from .records import (
     OffsetSync,
@@ -164,9 +164,7 @@ def read_source_offsets(
                 try:
                     decoded = decode_source_offset(m.key() or b"", m.value())
                 except CorruptRecordError as e:
-                    log.warning(
-                        "skipping a corrupt record in %s-%d@%d: %s", topic, m.partition(), m.offset(), e
-                    )
+                    log.warning("skipping a corrupt record in %s-%d@%d: %s", topic, m.partition(), m.offset(), e)
                     continue
                 if decoded is None:
                     continue
@@ -229,6 +227,7 @@ class Flow:
         self._offsets_producer: Any = None
         self._syncs_producer: Any = None
         self._offsets_partitions = config.offset_storage_partitions
+        self.copied = CopiedRanges()  # exact upstream->downstream knowledge, for checkpoints
         self.batches = 0
         self.started_at = time.time()
         self.last_commit_at: float | None = None
@@ -329,13 +328,9 @@ class Flow:
         source_topics = list_topics(self._src_admin, cfg.source)
         wanted = {t: n for t, n in sorted(source_topics.items()) if n > 0 and self.should_replicate(t)}
         target_topics = list_topics(self._tgt_admin, cfg.target)
-        new_topics = [
-            t for t in wanted if self.policy.format_remote_topic(cfg.source, t) not in target_topics
-        ]
+        new_topics = [t for t in wanted if self.policy.format_remote_topic(cfg.source, t) not in target_topics]
         configs = (
-            topic_configs(
-                self._src_admin, cfg.source, new_topics, include_defaults=cfg.use_defaults_from == "source"
-            )
+            topic_configs(self._src_admin, cfg.source, new_topics, include_defaults=cfg.use_defaults_from == "source")
             if new_topics
             else {}
         )
@@ -398,9 +393,7 @@ class Flow:
 
     def refresh_end_offsets(self) -> None:
         """Fetch the source end offsets of every replicated partition (one admin call)."""
-        ends = end_offsets(
-            self._src_admin, self.config.source, self.order, read_committed=self.read_committed
-        )
+        ends = end_offsets(self._src_admin, self.config.source, self.order, read_committed=self.read_committed)
         for k, e in ends.items():
             p = self.partitions.get(k)
             if p is not None:
@@ -480,9 +473,7 @@ class Flow:
                     self._syncs_producer.produce(self.offset_syncs_topic, s.value(), s.key(), partition=0)
             left = self._syncs_producer.flush(30)
             if left:
-                log.warning(
-                    "%s: %d offset syncs not acknowledged; they will be re-sent later", self.name, left
-                )
+                log.warning("%s: %d offset syncs not acknowledged; they will be re-sent later", self.name, left)
         errors: list[str] = []
 
         def on_delivery(err: Any, _msg: Any) -> None:
@@ -524,6 +515,7 @@ class Flow:
             p.latency_ms_max = max(p.latency_ms_max, r.latency_ms_max)
             if r.segments:
                 p.last_segment = r.segments[-1]
+                self.copied.add(r.source_topic, r.partition, r.segments)
         self.batches += 1
         self.last_commit_at = time.time()
 

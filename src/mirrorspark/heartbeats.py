@@ -68,9 +68,7 @@ class HeartbeatEmitter:
             Topic creation failed (e.g. a replication factor above the broker count).
         """
         for flow in self.flows:
-            admin = admin_client(
-                flow.target_admin, client_id=f"{flow.name}|mirrorspark|heartbeats-target-admin"
-            )
+            admin = admin_client(flow.target_admin, client_id=f"{flow.name}|mirrorspark|heartbeats-target-admin")
             ensure_topic(
                 admin,
                 flow.target,

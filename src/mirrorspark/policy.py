@@ -281,9 +281,7 @@ class BaseReplicationPolicy(ABC):
             Whether ``topic`` starts with ``mm2`` and ends with ``.internal``, or is a
             checkpoints topic.
         """
-        return (topic.startswith(_MM2_PREFIX) and topic.endswith(".internal")) or self.is_checkpoints_topic(
-            topic
-        )
+        return (topic.startswith(_MM2_PREFIX) and topic.endswith(".internal")) or self.is_checkpoints_topic(topic)
 
     def is_internal_topic(self, topic: str) -> bool:
         """Whether a topic is internal and therefore never replicated (Kafka 4.x rule).
@@ -337,9 +335,7 @@ class DefaultReplicationPolicy(BaseReplicationPolicy):
     the policy between threads.
     """
 
-    def __init__(
-        self, *, separator: str = DEFAULT_SEPARATOR, internal_topic_separator_enabled: bool = True
-    ) -> None:
+    def __init__(self, *, separator: str = DEFAULT_SEPARATOR, internal_topic_separator_enabled: bool = True) -> None:
         self._separator = DEFAULT_SEPARATOR
         self._internal_separator_enabled = True
         self._set_separator(separator, internal_topic_separator_enabled)
@@ -522,9 +518,9 @@ class DefaultReplicationPolicy(BaseReplicationPolicy):
             checkpoints topic. With separator ``__`` (flag true) the Connect topics
             ``mm2-offsets.A.internal`` etc. are therefore *not* MM2-internal, as in MM2.
         """
-        return (
-            topic.startswith(_MM2_PREFIX) and topic.endswith(self._internal_suffix())
-        ) or self.is_checkpoints_topic(topic)
+        return (topic.startswith(_MM2_PREFIX) and topic.endswith(self._internal_suffix())) or self.is_checkpoints_topic(
+            topic
+        )
 
 
 class IdentityReplicationPolicy(DefaultReplicationPolicy):
@@ -559,9 +555,7 @@ class IdentityReplicationPolicy(DefaultReplicationPolicy):
         separator: str = DEFAULT_SEPARATOR,
         internal_topic_separator_enabled: bool = True,
     ) -> None:
-        super().__init__(
-            separator=separator, internal_topic_separator_enabled=internal_topic_separator_enabled
-        )
+        super().__init__(separator=separator, internal_topic_separator_enabled=internal_topic_separator_enabled)
         self._source_cluster_alias = source_cluster_alias
 
     def configure(self, props: Mapping[str, str]) -> None:
@@ -713,9 +707,7 @@ def load_policy(
     )
     module_name, colon, attr = name.partition(":")
     if not colon or not module_name or not attr:
-        raise ConfigError(
-            f"unknown replication.policy.class {class_name!r} (Java classes cannot be loaded); {fix}"
-        )
+        raise ConfigError(f"unknown replication.policy.class {class_name!r} (Java classes cannot be loaded); {fix}")
     try:
         module = importlib.import_module(module_name)
     except Exception as e:

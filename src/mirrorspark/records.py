@@ -407,9 +407,7 @@ class OffsetSync:
         ValueError
             If an offset does not fit INT64.
         """
-        return _int64(self.upstream_offset, "upstream_offset") + _int64(
-            self.downstream_offset, "downstream_offset"
-        )
+        return _int64(self.upstream_offset, "upstream_offset") + _int64(self.downstream_offset, "downstream_offset")
 
     @classmethod
     def decode(cls, key: bytes | None, value: bytes | None) -> Self:

@@ -74,9 +74,7 @@ class Scheduler:
         with self._lock:
             return tuple(self._jobs)
 
-    def add(
-        self, name: str, interval_s: float, fn: Callable[[], None], *, initial_delay_s: float = 0.0
-    ) -> Job:
+    def add(self, name: str, interval_s: float, fn: Callable[[], None], *, initial_delay_s: float = 0.0) -> Job:
         """Register a job; its first run is ``initial_delay_s`` seconds from now."""
         job = Job(name, interval_s, fn, self._clock() + initial_delay_s)
         with self._lock:
@@ -106,9 +104,7 @@ class Scheduler:
             job.runs += 1
             took = self._clock() - started
             if job.interval_s > 0 and took > job.interval_s:
-                log.warning(
-                    "job '%s' took %.1f s, longer than its %.1f s interval", job.name, took, job.interval_s
-                )
+                log.warning("job '%s' took %.1f s, longer than its %.1f s interval", job.name, took, job.interval_s)
             with self._lock:
                 job.running = False
                 if job.interval_s > 0:

@@ -563,9 +563,7 @@ def build_spark_session(
     b = SparkSession.builder.appName(app_name)
     if master is not None:
         b = b.master(master)
-    elif "spark.master" not in os.environ.get("PYSPARK_SUBMIT_ARGS", "") and not os.environ.get(
-        "SPARK_ENV_LOADED"
-    ):
+    elif "spark.master" not in os.environ.get("PYSPARK_SUBMIT_ARGS", "") and not os.environ.get("SPARK_ENV_LOADED"):
         b = b.master("local[*]")
     b = (
         b.config("spark.ui.enabled", "true" if ui else "false")

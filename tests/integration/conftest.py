@@ -27,7 +27,13 @@ def local_clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCl
     # Safety net if the session dies before the teardown runs (stop_clusters is idempotent).
     atexit.register(stop)
     try:
-        yield start_clusters(["primary", "backup"], base_dir=base_dir, brokers=1)
+        yield start_clusters(
+            ["primary", "backup"],
+            base_dir=base_dir,
+            brokers=1,
+            # compaction within seconds, for tests of translation across compaction gaps
+            extra_broker_props={"log.cleaner.backoff.ms": "200"},
+        )
     finally:
         stop()
         atexit.unregister(stop)
