@@ -82,6 +82,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--pause", type=float, default=2.0, metavar="S", help="idle seconds between runs (default 2)")
     p.add_argument(
+        "--wait-idle",
+        type=float,
+        default=60.0,
+        metavar="S",
+        help="before each run wait up to S seconds for other processes to leave the machine idle (default 60)",
+    )
+    p.add_argument(
         "--label", default=None, help="machine label in result file names (default: hostname, else 'polyglot')"
     )
     p.add_argument("--no-readme", action="store_true", help="do not update the latest figures in bench/README.md")
@@ -148,6 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             batch_records=args.batch_records,
             warmup_records=args.warmup_records,
             pause_s=args.pause,
+            wait_idle_s=args.wait_idle,
         )
         with BenchEnv(args.work_dir / name, master=args.master, spark_kafka_jars=True) as env:
             result = run_case(env, case)

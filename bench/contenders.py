@@ -65,6 +65,11 @@ class RunMeasurement:
         other); brokers excluded.
     broker_cpu_s:
         CPU seconds of both brokers during the run.
+    machine_busy_s, steal_s:
+        Whole-machine busy CPU seconds (every process, ours included) and hypervisor steal
+        seconds during the run; what is neither the replicator nor the brokers is someone else's.
+    idle_before_cores:
+        Busy cores of the whole machine in the second before the run (see :func:`bench.cpu.wait_idle`).
     verified:
         Whether the target's remote topic holds exactly the workload's records afterwards.
     error:
@@ -81,6 +86,9 @@ class RunMeasurement:
     batches: int
     cpu: cpu.CpuDelta = field(default_factory=cpu.CpuDelta)
     broker_cpu_s: float = 0.0
+    machine_busy_s: float = 0.0
+    steal_s: float = 0.0
+    idle_before_cores: float = 0.0
     verified: bool = False
     error: str = ""
 
@@ -88,6 +96,11 @@ class RunMeasurement:
     def ok(self) -> bool:
         """Whether the run succeeded and copied exactly the workload."""
         return not self.error and self.verified
+
+    @property
+    def other_cpu_s(self) -> float:
+        """CPU seconds of processes that are neither the replicator nor the brokers (other work)."""
+        return max(0.0, self.machine_busy_s - self.cpu.total_s - self.broker_cpu_s)
 
     @property
     def records_per_s(self) -> float:
@@ -131,6 +144,10 @@ class RunMeasurement:
             "cpu_s": {k: round(v, 3) for k, v in self.cpu.by_role.items()},
             "cpu_complete": self.cpu.complete,
             "broker_cpu_s": round(self.broker_cpu_s, 3),
+            "machine_busy_s": round(self.machine_busy_s, 3),
+            "other_cpu_s": round(self.other_cpu_s, 3),
+            "steal_s": round(self.steal_s, 3),
+            "idle_before_cores": round(self.idle_before_cores, 3),
             "records_per_s": round(self.records_per_s, 1),
             "mb_per_s": round(self.mb_per_s, 2),
             "cpu_s_per_gb": round(self.cpu_s_per_gb(), 2),
@@ -257,10 +274,9 @@ class MirrorsparkContender(Contender):
         cfg = parse_config(parse_properties(text), source_name=f"bench run {alias} ({self.name})")
         spark = env.spark()
         data_path = _TimedDataPath(spark, self.read_mode)
-        brokers = env.broker_pids()
         gc.collect()
-        cpu0 = cpu.snapshot(exclude=brokers)
-        bro0 = cpu.snapshot_pids(brokers, "broker")
+        meter = cpu.Meter(env.broker_pids())
+        meter.start()
         t0 = time.perf_counter()
         replicator = Replicator(cfg, data_path)  # type: ignore[arg-type]
         error = ""
@@ -272,9 +288,7 @@ class MirrorsparkContender(Contender):
         except Exception as e:
             log.exception("%s run %d failed", self.name, run)
             error = f"{type(e).__name__}: {e}"
-        t2 = time.perf_counter()
-        cpu1 = cpu.snapshot(exclude=brokers)
-        bro1 = cpu.snapshot_pids(brokers, "broker")
+        meter.stop()
 
         flow = replicator.flows[0]
         # Only the workload topic: the flow also replicates ``heartbeats`` (MM2 does), which the
@@ -297,12 +311,14 @@ class MirrorsparkContender(Contender):
             run=run,
             records=records,
             payload_bytes=payload,
-            wall_s=t2 - t0,
-            start_s=(t1 if t1 is not None else t2) - t0,
+            wall_s=meter.wall_s,
+            start_s=(t1 - t0) if t1 is not None else meter.wall_s,
             jobs_s=data_path.jobs_s,
             batches=data_path.batches,
-            cpu=cpu.delta(cpu0, cpu1),
-            broker_cpu_s=cpu.delta(bro0, bro1).total_s,
+            cpu=meter.tree,
+            broker_cpu_s=meter.broker_s,
+            machine_busy_s=meter.machine.busy_s,
+            steal_s=meter.machine.steal_s,
             verified=verified,
             error=error,
         )

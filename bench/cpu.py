@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import resource
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,7 +35,18 @@ try:
 except ImportError:  # pragma: no cover - psutil is a dev extra
     psutil = None
 
-__all__ = ["ROLES", "CpuDelta", "CpuSnapshot", "have_psutil", "snapshot", "snapshot_pids"]
+__all__ = [
+    "ROLES",
+    "CpuDelta",
+    "CpuSnapshot",
+    "MachineCpu",
+    "Meter",
+    "have_psutil",
+    "machine_cpu",
+    "snapshot",
+    "snapshot_pids",
+    "wait_idle",
+]
 
 ROLES = ("driver-py", "spark-jvm", "py-workers", "other")
 """Process roles of a replicator tree, in report order."""
@@ -186,3 +198,111 @@ def delta(before: CpuSnapshot, after: CpuSnapshot) -> CpuDelta:
         d = cpu - (prev[1] if prev is not None else 0.0)
         by_role[role] = by_role.get(role, 0.0) + max(0.0, d)
     return CpuDelta(by_role, complete=before.complete and after.complete)
+
+
+@dataclass(frozen=True)
+class MachineCpu:
+    """Whole-machine CPU counters from ``/proc/stat`` (all cores), in seconds.
+
+    Attributes
+    ----------
+    busy_s:
+        Time the cores ran anything (user, nice, system, irq, softirq; guest is inside user).
+    steal_s:
+        Time the hypervisor gave our virtual cores to someone else.
+    """
+
+    busy_s: float
+    steal_s: float
+
+    def __sub__(self, other: MachineCpu) -> MachineCpu:
+        return MachineCpu(self.busy_s - other.busy_s, self.steal_s - other.steal_s)
+
+
+def machine_cpu() -> MachineCpu:
+    """Read the machine's CPU counters; zeros where ``/proc/stat`` is missing (not Linux)."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return MachineCpu(0.0, 0.0)
+    hz = os.sysconf("SC_CLK_TCK")
+    fields += [0] * (8 - len(fields))
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields[:8]
+    return MachineCpu((user + nice + system + irq + softirq) / hz, steal / hz)
+
+
+def wait_idle(max_wait_s: float, *, cores: float = 0.3, window_s: float = 1.0) -> float:
+    """Wait until the whole machine uses less than ``cores`` cores over a ``window_s`` window.
+
+    Other work on the machine (a test suite, another benchmark) skews every figure; the
+    benchmark is idle between runs, so machine load then is someone else's.
+
+    Parameters
+    ----------
+    max_wait_s:
+        Give up after this many seconds (0: do not wait, just measure one window).
+    cores:
+        Busy-cores threshold.
+    window_s:
+        Length of one measurement window, in seconds.
+
+    Returns
+    -------
+    float
+        Busy cores in the last window (≥ ``cores`` when the wait gave up).
+    """
+    deadline = time.monotonic() + max_wait_s
+    while True:
+        a = machine_cpu()
+        time.sleep(window_s)
+        busy = (machine_cpu() - a).busy_s / window_s
+        if busy < cores or time.monotonic() >= deadline:
+            return busy
+
+
+class Meter:
+    """Measures one run: wall time, a process tree's CPU, the brokers' CPU and the whole machine's.
+
+    Parameters
+    ----------
+    root:
+        Root of the replicator's process tree (default this process).
+    brokers:
+        Broker JVM pids: excluded from the tree, measured as ``broker``.
+
+    Use :meth:`start` then :meth:`stop`; the results are attributes afterwards.
+
+    Attributes
+    ----------
+    wall_s:
+        Seconds between start and stop.
+    tree:
+        CPU of the tree per role.
+    broker_s:
+        CPU seconds of the brokers.
+    machine:
+        Whole-machine busy and steal seconds (all processes, ours included).
+    """
+
+    def __init__(self, brokers: Iterable[int], root: int | None = None) -> None:
+        self.root = root
+        self.brokers = list(brokers)
+        self.wall_s = 0.0
+        self.tree = CpuDelta()
+        self.broker_s = 0.0
+        self.machine = MachineCpu(0.0, 0.0)
+
+    def start(self) -> None:
+        """Take the first snapshots (call right before the measured work)."""
+        self._m0 = machine_cpu()
+        self._tree0 = snapshot(self.root, exclude=self.brokers)
+        self._bro0 = snapshot_pids(self.brokers, "broker")
+        self._t0 = time.perf_counter()
+
+    def stop(self) -> None:
+        """Take the second snapshots and compute the deltas."""
+        self.wall_s = time.perf_counter() - self._t0
+        self.tree = delta(self._tree0, snapshot(self.root, exclude=self.brokers))
+        self.broker_s = delta(self._bro0, snapshot_pids(self.brokers, "broker")).total_s
+        self.machine = machine_cpu() - self._m0

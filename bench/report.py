@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bench.contenders import RunMeasurement
-from bench.suite import CaseResult, Summary
+from bench.suite import BUSY_CORES, CaseResult, Summary
 
 __all__ = ["markdown", "results_path", "table", "update_readme", "write_results"]
 
@@ -34,6 +34,7 @@ _COLUMNS = (
     "driver",
     "cores busy",
     "brokers CPU s/GB",
+    "other procs cores",
 )
 
 
@@ -43,7 +44,7 @@ def _f(x: float, fmt: str) -> str:
 
 def _row(s: Summary) -> list[str]:
     if s.runs == 0:
-        return [s.contender, "0", "FAILED", "", "", "", "", "", "", "", "", "", ""]
+        return [s.contender, "0", "FAILED", *([""] * (len(_COLUMNS) - 3))]
     by = s.cpu_s_per_gb_by_role
     return [
         s.contender,
@@ -59,6 +60,7 @@ def _row(s: Summary) -> list[str]:
         _f(by.get("driver-py", 0.0) + by.get("other", 0.0), ".1f"),
         _f(s.cores_busy, ".2f"),
         _f(s.broker_cpu_s_per_gb, ".1f"),
+        _f(s.other_cores, ".2f"),
     ]
 
 
@@ -82,12 +84,24 @@ def table(result: CaseResult) -> str:
         "medians over runs; MB = 10^6 B of keys+values; CPU s/GB = replicator CPU (Spark JVM + Python workers"
         " + driver) per 10^9 B; brokers measured apart"
     )
+    lines.extend(_warnings(result))
     for s in result.summaries:
         if s.error:
             lines.append(f"{s.contender}: ERROR: {s.error}")
     if result.case.ratio is not None:
         lines.append(result.ratio_line())
     return "\n".join(lines)
+
+
+def _warnings(result: CaseResult) -> list[str]:
+    busy = [s for s in result.summaries if s.runs and s.other_cores >= BUSY_CORES]
+    if not busy:
+        return []
+    worst = max(s.other_cores for s in busy)
+    return [
+        f"WARNING: other processes used up to {worst:.1f} cores during the runs (median); the machine was not "
+        "idle and the figures are skewed — rerun on a quiet machine (--wait-idle helps)"
+    ]
 
 
 def _md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -99,6 +113,8 @@ def _md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 def summary_markdown(result: CaseResult) -> str:
     """Markdown table of the medians plus the ratio line (used in both reports)."""
     text = _md_table(_COLUMNS, [_row(s) for s in result.summaries])
+    for w in _warnings(result):
+        text += f"\n\n**{w}**"
     if result.case.ratio is not None:
         text += f"\n\n`{result.ratio_line()}` (median records/s of the first over the second)"
     return text
@@ -124,6 +140,8 @@ def _run_rows(runs: Sequence[RunMeasurement]) -> list[list[str]]:
                 f"{by.get('py-workers', 0.0):.2f}",
                 f"{by.get('driver-py', 0.0) + by.get('other', 0.0):.2f}",
                 f"{m.broker_cpu_s:.2f}",
+                f"{m.other_cpu_s:.2f}",
+                f"{m.idle_before_cores:.2f}",
                 "yes" if m.verified else ("FAILED: " + m.error[:200] if m.error else "no"),
             ]
         )
@@ -163,6 +181,8 @@ def markdown(result: CaseResult, command: str) -> str:
         "* CPU s/GB: CPU seconds of the replicator's process tree (Python driver, Spark driver JVM,",
         "  Spark Python workers; `psutil`) per 10^9 bytes copied; split into JVM / py workers / driver.",
         "  `cores busy` = replicator CPU seconds per wall second. Brokers' CPU is measured apart.",
+        "* other procs cores: CPU of every other process on the machine during a run (from `/proc/stat`),",
+        "  per wall second — work that is neither the replicator nor the brokers; near 0 on a quiet machine.",
         "* flow start s / Spark jobs s: parts of the wall time spent starting the flow and inside Spark",
         "  jobs; the rest is planning (end offsets), committing (offset syncs, source offsets) and closing.",
         "",
@@ -188,6 +208,8 @@ def markdown(result: CaseResult, command: str) -> str:
                 "py workers",
                 "driver",
                 "brokers CPU s",
+                "other procs CPU s",
+                "busy cores before",
                 "verified",
             ],
             _run_rows([*result.warmups, *result.runs]),

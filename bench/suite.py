@@ -17,7 +17,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -59,6 +59,9 @@ class Case:
     pause_s:
         Seconds to idle between runs after ``sync()`` (lets the kernel write back and the
         brokers settle).
+    wait_idle_s:
+        Before each run, wait up to this many seconds for the machine to be idle (other
+        processes using < 0.3 cores; see :func:`bench.cpu.wait_idle`).
     """
 
     name: str
@@ -70,6 +73,11 @@ class Case:
     ratio: tuple[str, str] | None = None
     ratio_label: str = ""
     pause_s: float = 2.0
+    wait_idle_s: float = 0.0
+
+
+BUSY_CORES = 0.3
+"""Other processes using more cores than this during runs make the figures suspect."""
 
 
 @dataclass(frozen=True)
@@ -98,6 +106,9 @@ class Summary:
         Median CPU s/GB of both brokers together.
     cores_busy:
         Median replicator CPU seconds per wall second (how many of the cores it used).
+    other_cores:
+        Median cores used by processes that are neither the replicator nor the brokers
+        during a run (someone else's work on the machine; should be near 0).
     error:
         First error of a failed run, ``""`` when every run succeeded.
     """
@@ -117,6 +128,7 @@ class Summary:
     cpu_s_per_gb_by_role: Mapping[str, float]
     broker_cpu_s_per_gb: float
     cores_busy: float
+    other_cores: float
     error: str = ""
 
     @classmethod
@@ -144,6 +156,7 @@ class Summary:
             cpu_s_per_gb_by_role={r: med(lambda m, r=r: m.cpu_s_per_gb(r)) for r in cpu.ROLES},  # type: ignore[misc]
             broker_cpu_s_per_gb=med(lambda m: m.broker_cpu_s_per_gb),
             cores_busy=med(lambda m: m.cpu.total_s / m.wall_s if m.wall_s > 0 else 0.0),
+            other_cores=med(lambda m: m.other_cpu_s / m.wall_s if m.wall_s > 0 else 0.0),
             error=errors[0] if errors else "",
         )
 
@@ -196,6 +209,16 @@ def _settle(pause_s: float) -> None:
     time.sleep(pause_s)
 
 
+def _run_one(case: Case, c: Contender, env: BenchEnv, workload: Workload, run: int, echo: Echo) -> RunMeasurement:
+    busy = cpu.wait_idle(case.wait_idle_s)
+    if busy >= BUSY_CORES:
+        echo(f"note: the machine is busy with other work ({busy:.1f} cores) before {c.name} run {run}")
+    m = replace(c.run(env, workload, run), idle_before_cores=busy)
+    echo(_describe_run(m))
+    _settle(case.pause_s)
+    return m
+
+
 def _describe_run(m: RunMeasurement) -> str:
     if m.error:
         return f"{m.contender:<12} run {m.run}: FAILED: {m.error.splitlines()[0][:300]}"
@@ -204,7 +227,8 @@ def _describe_run(m: RunMeasurement) -> str:
         f"{m.contender:<12} {label:<8} {m.records:>10,} rec {m.wall_s:7.2f} s "
         f"(start {m.start_s:.2f} s, {m.batches} job(s) {m.jobs_s:.2f} s) "
         f"{m.records_per_s:>10,.0f} rec/s {m.mb_per_s:7.1f} MB/s  "
-        f"cpu {m.cpu.total_s:6.2f} s = {m.cpu_s_per_gb():6.1f} s/GB  brokers {m.broker_cpu_s:5.2f} s"
+        f"cpu {m.cpu.total_s:6.2f} s = {m.cpu_s_per_gb():6.1f} s/GB  brokers {m.broker_cpu_s:5.2f} s  "
+        f"other procs {m.other_cpu_s / m.wall_s if m.wall_s else 0:.2f} cores"
         + ("" if m.verified else "  (NOT VERIFIED)")
     )
 
@@ -247,23 +271,19 @@ def run_case(env: BenchEnv, case: Case, *, echo: Echo = print) -> CaseResult:
     warmups: list[RunMeasurement] = []
     if case.warmup is not None:
         for c in case.contenders:
-            m = c.run(env, case.warmup, 0)
+            m = _run_one(case, c, env, case.warmup, 0, echo)
             warmups.append(m)
-            echo(_describe_run(m))
             if m.error:
                 failed[c.name] = m.error
-            _settle(case.pause_s)
     runs: list[RunMeasurement] = []
     for i in range(1, case.runs + 1):
         for c in case.contenders:
             if c.name in failed:
                 continue
-            m = c.run(env, case.workload, i)
+            m = _run_one(case, c, env, case.workload, i, echo)
             runs.append(m)
-            echo(_describe_run(m))
             if not m.ok:
                 failed[c.name] = m.error or "not verified"
-            _settle(case.pause_s)
     result = CaseResult(case, load, warm_load, warmups, runs, started_at=started)
     for c in case.contenders:
         mine = [m for m in runs if m.contender == c.name]
@@ -288,6 +308,7 @@ def read_modes_case(
     batch_records: int | None = None,
     warmup_records: int = 20_000,
     pause_s: float = 2.0,
+    wait_idle_s: float = 0.0,
 ) -> Case:
     """The read-side comparison: ``mirrorspark.read.mode`` ``consumer`` vs ``spark-kafka``.
 
@@ -305,6 +326,8 @@ def read_modes_case(
         Records of the warm-up topic (same record size and partitions); 0 = no warm-up.
     pause_s:
         Idle seconds between runs.
+    wait_idle_s:
+        Before each run, wait up to this long for other processes to leave the machine idle.
     """
     contenders = [
         MirrorsparkContender(mode, tasks_max=tasks_max, batch_records=batch_records)
@@ -325,6 +348,7 @@ def read_modes_case(
         ratio=("spark-kafka", "consumer"),
         ratio_label="read-mode ratio spark-kafka/consumer",
         pause_s=pause_s,
+        wait_idle_s=wait_idle_s,
     )
 
 

@@ -30,6 +30,8 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import (
     AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
     ConfigResource,
     ConfigSource,
     NewPartitions,
@@ -47,10 +49,12 @@ __all__ = [
     "TopicDescription",
     "admin_client",
     "alter_group_offsets",
+    "alter_topic_configs",
     "check_reachable",
     "consumer",
     "create_partitions",
     "describe_group",
+    "describe_topic_configs",
     "describe_topics",
     "end_offsets",
     "ensure_topic",
@@ -260,6 +264,91 @@ def topic_configs(
             kept[name] = entry.value
         out[res.name] = kept
     return out
+
+
+@dataclass(frozen=True)
+class ConfigValue:
+    """One topic config entry as a remote topic's sync sees it.
+
+    Attributes
+    ----------
+    value:
+        The value (``None`` if unset).
+    is_default:
+        Whether it comes from the broker's default (``DEFAULT_CONFIG``), i.e. not set on the topic.
+    """
+
+    value: str | None
+    is_default: bool
+
+
+def describe_topic_configs(
+    admin: AdminClient, alias: str, topics: Iterable[str], *, timeout_s: float = 30.0
+) -> dict[str, dict[str, ConfigValue]]:
+    """Every syncable config entry of topics: not read-only, not sensitive, not static broker config.
+
+    Returns ``{topic: {name: ConfigValue}}``; topics that do not exist are left out.
+    """
+    resources = [ConfigResource(ConfigResource.Type.TOPIC, t) for t in topics]
+    if not resources:
+        return {}
+    futures = admin.describe_configs(resources, request_timeout=timeout_s)
+    out: dict[str, dict[str, ConfigValue]] = {}
+    for res, fut in futures.items():
+        try:
+            entries = fut.result(timeout=timeout_s)
+        except KafkaException as e:
+            err = e.args[0] if e.args else None
+            if isinstance(err, KafkaError) and err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                continue
+            raise ClusterError(f"describing configs of topic '{res.name}' on cluster '{alias}' failed: {e}") from e
+        kept: dict[str, ConfigValue] = {}
+        for name, entry in entries.items():
+            if entry.is_read_only or entry.is_sensitive:
+                continue
+            source = ConfigSource(entry.source)
+            if source == ConfigSource.STATIC_BROKER_CONFIG:
+                continue
+            kept[name] = ConfigValue(entry.value, source == ConfigSource.DEFAULT_CONFIG)
+        out[res.name] = kept
+    return out
+
+
+def alter_topic_configs(
+    admin: AdminClient,
+    alias: str,
+    changes: Mapping[str, Mapping[str, str | None]],
+    *,
+    timeout_s: float = 30.0,
+) -> None:
+    """Apply incremental config changes to topics (``IncrementalAlterConfigs``, KIP-339).
+
+    Parameters
+    ----------
+    changes:
+        ``{topic: {name: value}}``; a value of ``None`` deletes the topic-level
+        setting (the topic falls back to the broker default).
+    """
+    resources = []
+    for topic, entries in changes.items():
+        if not entries:
+            continue
+        ops = [
+            ConfigEntry(
+                name,
+                value,
+                incremental_operation=AlterConfigOpType.DELETE if value is None else AlterConfigOpType.SET,
+            )
+            for name, value in sorted(entries.items())
+        ]
+        resources.append(ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=ops))
+    if not resources:
+        return
+    for res, fut in admin.incremental_alter_configs(resources, request_timeout=timeout_s).items():
+        try:
+            fut.result(timeout=timeout_s)
+        except KafkaException as e:
+            raise ClusterError(f"altering configs of topic '{res.name}' on cluster '{alias}' failed: {e}") from e
 
 
 def ensure_topic(

@@ -258,8 +258,22 @@ def main() -> int:
         if not ok:
             return 1
         console.print(f"[bold]5/5[/] mirrorspark failover --source primary --target backup --group {DEMO_GROUP}")
-        rc = subprocess.call([sys.executable, "-m", "mirrorspark", "failover", "--config", str(props),
-                              "--source", "primary", "--target", "backup", "--group", DEMO_GROUP])
+        rc = subprocess.call(
+            [
+                sys.executable,
+                "-m",
+                "mirrorspark",
+                "failover",
+                "--config",
+                str(props),
+                "--source",
+                "primary",
+                "--target",
+                "backup",
+                "--group",
+                DEMO_GROUP,
+            ]
+        )
         if rc != 0:
             return rc
         remaining = produced["flights"] - sum(half.values())

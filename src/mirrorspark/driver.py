@@ -157,6 +157,13 @@ class Replicator:
         self.state = "starting"
         for flow in self.flows:
             flow.start()
+            if flow.config.sync_topic_configs_enabled:
+                self.control.add(
+                    f"sync topic configs {flow.name}",
+                    flow.config.sync_topic_configs_interval_s,
+                    flow.sync_configs,
+                    initial_delay_s=flow.config.sync_topic_configs_interval_s,
+                )
             if flow.config.refresh_topics_enabled:
                 self.control.add(
                     f"refresh topics {flow.name}",

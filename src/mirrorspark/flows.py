@@ -33,9 +33,11 @@ from confluent_kafka import KafkaError, TopicPartition
 from .clients import (
     PartitionKey,
     admin_client,
+    alter_topic_configs,
     check_reachable,
     consumer,
     create_partitions,
+    describe_topic_configs,
     end_offsets,
     ensure_topic,
     list_topics,
@@ -375,6 +377,55 @@ class Flow:
             self._init_positions(added)
             log.info("%s: replicating %d new partitions", self.name, len(added))
         return added
+
+    def sync_topic_configs(self) -> dict[str, dict[str, str | None]]:
+        """Bring remote topics' configs in line with their source topics (MM2 ``syncTopicConfigs``, KIP-894).
+
+        For every replicated topic whose remote topic exists: a source entry
+        that is set (not at its default) and differs on the target is SET; a
+        source entry at its default, with ``use.defaults.from=target``, DELETEs
+        a topic-level override on the target (it falls back to *its* default);
+        with ``use.defaults.from=source`` the source's default value is SET.
+        Properties excluded by ``config.properties.exclude`` are never touched,
+        so target-side overrides of them survive. Only differences are sent.
+
+        Returns
+        -------
+        dict[str, dict[str, str | None]]
+            The changes applied, ``{remote topic: {name: value or None (deleted)}}``.
+        """
+        cfg = self.config
+        topics = sorted(self.topic_partitions)
+        if not topics:
+            return {}
+        source = describe_topic_configs(self._src_admin, cfg.source, topics)
+        remote_of = {t: self.remote_topics[t] for t in topics if t in source}
+        target = describe_topic_configs(self._tgt_admin, cfg.target, remote_of.values())
+        changes: dict[str, dict[str, str | None]] = {}
+        for topic, remote in remote_of.items():
+            have = target.get(remote)
+            if have is None:
+                continue
+            delta: dict[str, str | None] = {}
+            for name, entry in source[topic].items():
+                if not self.config_filter.should_replicate_config_property(name):
+                    continue
+                current = have.get(name)
+                if entry.is_default and not self.config_filter.should_replicate_source_default(name):
+                    if current is not None and not current.is_default:
+                        delta[name] = None
+                elif current is None or current.value != entry.value:
+                    delta[name] = entry.value
+            if delta:
+                changes[remote] = delta
+        if changes:
+            alter_topic_configs(self._tgt_admin, cfg.target, changes)
+            log.info("%s: synced topic configs %s", self.name, changes)
+        return changes
+
+    def sync_configs(self) -> None:
+        """The scheduled config-sync job (see :meth:`sync_topic_configs`)."""
+        self.sync_topic_configs()
 
     def _init_positions(self, keys: Sequence[PartitionKey]) -> None:
         cfg = self.config

@@ -26,13 +26,19 @@ def test_remote_cluster_utils_agrees_with_our_checkpoints(local_clusters: LocalC
     create_topic(p, topic, partitions=3)
     produce(p, topic, [{"value": f"v{i}".encode(), "partition": i % 3} for i in range(90)])
     c = Consumer({"bootstrap.servers": p, "group.id": group, "enable.auto.commit": False})
-    c.commit(offsets=[TopicPartition(topic, 0, 11), TopicPartition(topic, 1, 30), TopicPartition(topic, 2, 0)],
-             asynchronous=False)
+    c.commit(
+        offsets=[TopicPartition(topic, 0, 11), TopicPartition(topic, 1, 30), TopicPartition(topic, 2, 0)],
+        asynchronous=False,
+    )
     c.close()
     text = local_clusters.mm2_properties(
         [("primary", "backup")],
-        extra={"topics": topic, "emit.checkpoints.interval.seconds": "1", "refresh.groups.interval.seconds": "1",
-               "emit.heartbeats.interval.seconds": "1"},
+        extra={
+            "topics": topic,
+            "emit.checkpoints.interval.seconds": "1",
+            "refresh.groups.interval.seconds": "1",
+            "emit.heartbeats.interval.seconds": "1",
+        },
     )
     cfg = parse_config(parse_properties(text))
     Replicator(cfg, data_path).run(until_caught_up=True)

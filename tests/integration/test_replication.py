@@ -378,3 +378,59 @@ def _round_robin(n: int, k: int) -> list[list[int]]:
     for i in range(n):
         groups[i % k].append(i)
     return groups
+
+
+def test_topic_config_changes_reach_the_remote_topic(local_clusters: LocalClusters, data_path: DataPath) -> None:
+    """Config sync: changed values are set, reset ones deleted, excluded ones never touched."""
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry
+
+    p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
+    topic = unique_name("configs")
+    create_topic(p, topic, config={"retention.ms": "3600000", "max.message.bytes": "200000"})
+    produce(p, topic, [{"value": b"x"}])
+    cfg = make_config(
+        local_clusters,
+        [("primary", "backup")],
+        topics=topic,
+        **{"sync.topic.configs.interval.seconds": "1"},
+    )
+    remote = f"primary.{topic}"
+    with running(cfg, data_path):
+        assert_eventually(lambda: values_if_exists(b, remote) == [(0, b"x")], timeout_s=60)
+        assert topic_config(b, remote)["retention.ms"] == "3600000"
+
+        def alter(bootstrap: str, name: str, entries: dict[str, str | None]) -> None:
+            client = admin(bootstrap)
+            res = ConfigResource(
+                ConfigResource.Type.TOPIC,
+                name,
+                incremental_configs=[
+                    ConfigEntry(
+                        k, v, incremental_operation=AlterConfigOpType.DELETE if v is None else AlterConfigOpType.SET
+                    )
+                    for k, v in entries.items()
+                ],
+            )
+            client.incremental_alter_configs([res])[res].result(30)
+
+        # a target-side override of an excluded property survives
+        alter(b, remote, {"min.insync.replicas": "2"})  # no record is copied after this
+        alter(
+            p,
+            topic,
+            {
+                "retention.ms": "7200000",
+                "max.message.bytes": None,
+                "cleanup.policy": "compact",
+                "min.insync.replicas": "1",
+            },
+        )
+        assert_eventually(
+            lambda: (
+                topic_config(b, remote)["retention.ms"] == "7200000"
+                and topic_config(b, remote)["cleanup.policy"] == "compact"
+            ),
+            timeout_s=30,
+        )
+        assert_eventually(lambda: topic_config(b, remote)["max.message.bytes"] != "200000", timeout_s=30)
+    assert topic_config(b, remote)["min.insync.replicas"] == "2"
