@@ -41,11 +41,14 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from .clients import (
+    LIBRDKAFKA_LOGGER,
     admin_client,
     alter_group_offsets,
     check_reachable,
@@ -382,13 +385,20 @@ class CheckpointEmitter:
         self.checkpoints_topic = self.policy.checkpoints_topic(flow.source)
         self.store = CheckpointStore()
         self.state = _EmitterState()
-        cid = f"{flow.name}|mirrorspark"
-        self._cid = cid
-        self._src_admin = admin_client(flow.source_admin, client_id=f"{cid}|checkpoint-source-admin")
-        self._tgt_admin = admin_client(flow.target_admin, client_id=f"{cid}|checkpoint-target-admin")
+        self._cid = f"{flow.name}|mirrorspark"
         self._producer: Any = None
         self.syncs: OffsetSyncReader | None = None
         self.reverse_syncs: OffsetSyncReader | None = None
+
+    @cached_property
+    def _src_admin(self) -> AdminClient:
+        """Admin client of the source, created at first use (an unused one would keep connecting)."""
+        return admin_client(self.flow.source_admin, client_id=f"{self._cid}|checkpoint-source-admin")
+
+    @cached_property
+    def _tgt_admin(self) -> AdminClient:
+        """Admin client of the target, created at first use."""
+        return admin_client(self.flow.target_admin, client_id=f"{self._cid}|checkpoint-target-admin")
 
     # ------------------------------------------------------------------ start-up
 
@@ -984,11 +994,8 @@ class ConsumerMigration:
         self.emitter = CheckpointEmitter(config, self.flow)
         self.policy = self.emitter.policy
         self.checkpoints_topic = self.emitter.checkpoints_topic
-        cid = f"{self.flow.name}|mirrorspark"
-        self._admins = {
-            source: admin_client(self.flow.source_admin, client_id=f"{cid}|migration-source-admin"),
-            target: admin_client(self.flow.target_admin, client_id=f"{cid}|migration-target-admin"),
-        }
+        self._settings = {source: (self.flow.source_admin, "source"), target: (self.flow.target_admin, "target")}
+        self._admin_clients: dict[str, AdminClient] = {}
         self._reachable: dict[str, bool] = {}
         self._syncs_loaded = False
 
@@ -999,6 +1006,17 @@ class ConsumerMigration:
         self.close()
 
     # ------------------------------------------------------------------ clusters
+
+    def _admin(self, alias: str) -> AdminClient:
+        """The admin client of the source or target, created at first use; librdkafka logs go to Python logging."""
+        if alias not in self._admin_clients:
+            settings, role = self._settings[alias]
+            self._admin_clients[alias] = admin_client(
+                settings,
+                client_id=f"{self.flow.name}|mirrorspark|migration-{role}-admin",
+                overrides={"logger": logging.getLogger(LIBRDKAFKA_LOGGER)},
+            )
+        return self._admin_clients[alias]
 
     def require_reachable(self, alias: str) -> None:
         """Fail fast unless a broker of ``alias`` (the source or the target) answers.
@@ -1011,9 +1029,10 @@ class ConsumerMigration:
         if self._reachable.get(alias):
             return
         try:
-            check_reachable(self._admins[alias], alias, self._bootstrap[alias], timeout_s=min(10.0, self.timeout_s))
+            check_reachable(self._admin(alias), alias, self._bootstrap[alias], timeout_s=min(10.0, self.timeout_s))
         except ClusterUnreachableError:
             self._reachable[alias] = False
+            del self._admin_clients[alias]  # destroyed: it would keep reconnecting in the background
             raise
         self._reachable[alias] = True
 
@@ -1032,7 +1051,7 @@ class ConsumerMigration:
                 f"unknown group '{group}' ({where}; cluster '{self.source}' is unreachable, so the group could "
                 "not be looked up there): check the group id, --source and --target"
             )
-        admin = self._admins[self.source]
+        admin = self._admin(self.source)
         if describe_group(admin, self.source, group, timeout_s=self.timeout_s).exists:
             return
         if group_offsets(admin, self.source, group, timeout_s=self.timeout_s):
@@ -1137,9 +1156,9 @@ class ConsumerMigration:
         self.require_reachable(self.source)
         self.require_reachable(self.target)
         latest = self.latest_checkpoints([group])[group]
-        committed = group_offsets(self._admins[self.source], self.source, group, timeout_s=self.timeout_s)
+        committed = group_offsets(self._admin(self.source), self.source, group, timeout_s=self.timeout_s)
         self._load_syncs()
-        tgt_admin = self._admins[self.target]
+        tgt_admin = self._admin(self.target)
         rows = []
         renamed: dict[TopicPartitionKey, str] = {}
         for topic, partition in committed:
@@ -1226,7 +1245,7 @@ class ConsumerMigration:
                 f"nothing to fail over; let the flow {self.flow.name} run until it emits them "
                 "(emit.checkpoints.interval.seconds)"
             )
-        tgt_admin = self._admins[self.target]
+        tgt_admin = self._admin(self.target)
         desc = describe_group(tgt_admin, self.target, group, timeout_s=self.timeout_s)
         if desc.active:
             raise self._active_error(group, desc.members, desc.state)
@@ -1234,7 +1253,7 @@ class ConsumerMigration:
         source_members: int | None = None
         upstream: dict[TopicPartitionKey, str] = {}
         if self.reachable(self.source):
-            src_admin = self._admins[self.source]
+            src_admin = self._admin(self.source)
             source_members = describe_group(src_admin, self.source, group, timeout_s=self.timeout_s).members
             for topic, partition in group_offsets(src_admin, self.source, group, timeout_s=self.timeout_s):
                 upstream[(rename_topic(self.policy, self.source, self.target, topic), partition)] = topic

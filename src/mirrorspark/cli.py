@@ -68,6 +68,8 @@ def _setup_logging(verbose: bool) -> None:
         stream=sys.stderr,
     )
     logging.getLogger("py4j").setLevel(logging.WARNING)
+    # librdkafka's lines for the operator tools' clients: a failure is reported once, as the error
+    logging.getLogger("mirrorspark.librdkafka").setLevel(logging.DEBUG if verbose else logging.CRITICAL)
 
 
 @app.callback()
@@ -467,7 +469,12 @@ def failover(
         )
         print(f"total re-reads: {_rereads_total([o.rereads for o in plan.offsets])}")
     if plan.source_members is None:
-        err_console.print(f"note: cluster '{source}' is unreachable: re-reads unknown", highlight=False, markup=False)
+        err_console.print(
+            f"note: cluster '{source}' is unreachable: the offsets are the checkpoints on '{target}', "
+            "their re-reads are unknown",
+            highlight=False,
+            markup=False,
+        )
     elif plan.source_members:
         err_console.print(
             f"warning: group '{group}' still has {plan.source_members} active member(s) on cluster '{source}': "

@@ -44,6 +44,7 @@ from .config import ClientSettings
 from .errors import ClusterError, ClusterUnreachableError
 
 __all__ = [
+    "LIBRDKAFKA_LOGGER",
     "GroupDescription",
     "PartitionKey",
     "TopicDescription",
@@ -69,6 +70,11 @@ log = logging.getLogger(__name__)
 
 PartitionKey = tuple[str, int]
 """``(topic, partition)``."""
+
+LIBRDKAFKA_LOGGER = "mirrorspark.librdkafka"
+"""Python logger for librdkafka's own log lines of clients created with ``{"logger": ...}`` (the
+operator tools' clients, whose connection failures are reported as one error instead); the CLI
+shows it only with ``--verbose``."""
 
 T = TypeVar("T")
 
@@ -103,7 +109,9 @@ def _conf(settings: ClientSettings, client_id: str, overrides: Mapping[str, Any]
     return conf
 
 
-def admin_client(settings: ClientSettings, *, client_id: str) -> AdminClient:
+def admin_client(
+    settings: ClientSettings, *, client_id: str, overrides: Mapping[str, Any] | None = None
+) -> AdminClient:
     """Create an admin client.
 
     Parameters
@@ -112,8 +120,10 @@ def admin_client(settings: ClientSettings, *, client_id: str) -> AdminClient:
         The role's client settings (e.g. ``FlowConfig.source_admin``).
     client_id:
         Who this client is, e.g. ``"A->B|mirrorspark|replication-source-admin"``.
+    overrides:
+        librdkafka settings that win over the settings (e.g. ``{"logger": ...}``).
     """
-    return AdminClient(_conf(settings, client_id, None))
+    return AdminClient(_conf(settings, client_id, overrides))
 
 
 def producer(settings: ClientSettings, *, client_id: str, overrides: Mapping[str, Any] | None = None) -> Producer:

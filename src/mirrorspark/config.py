@@ -507,6 +507,15 @@ CONFIG_KEYS: Final[tuple[ConfigKey, ...]] = (
         scope="mirrorspark",
         choices=("consumer", "spark-kafka"),
     ),
+    ConfigKey(
+        "mirrorspark.identity.allow.cycles",
+        "boolean",
+        "false",
+        "Whether to start although enabled flows form a cycle (A->B and B->A, or A->B->C->A) through a flow "
+        "whose replication policy keeps topic names (IdentityReplicationPolicy), which MM2's cycle check cannot "
+        "stop; set it only when the flows' topic filters never match a topic replicated along the cycle.",
+        scope="mirrorspark",
+    ),
 )
 """Every key mirrorspark knows, in MM2's order: driver, client, connector, worker, mirrorspark keys."""
 
@@ -1280,7 +1289,7 @@ class FlowConfig(_Frozen):
 
 @dataclass(frozen=True, kw_only=True)
 class DataPathConfig:
-    """mirrorspark's own data-path settings (top-level ``mirrorspark.*`` keys).
+    """mirrorspark's own settings (top-level ``mirrorspark.*`` keys): the data path, and the identity-cycle check.
 
     Parameters
     ----------
@@ -1293,6 +1302,9 @@ class DataPathConfig:
     read_mode:
         ``mirrorspark.read.mode``: ``"consumer"`` (confluent-kafka consumers inside Spark
         tasks) or ``"spark-kafka"`` (Spark's Kafka source).
+    identity_allow_cycles:
+        ``mirrorspark.identity.allow.cycles``: start even if enabled flows form a cycle through
+        an identity-style flow (:func:`mirrorspark.policy.check_identity_cycles`).
 
     Notes
     -----
@@ -1302,6 +1314,7 @@ class DataPathConfig:
     max_records_per_partition: int = 200_000
     idle_interval_ms: int = 200
     read_mode: str = "consumer"
+    identity_allow_cycles: bool = False
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)
@@ -2161,6 +2174,9 @@ class _Parser:
                 self.src,
             ),
             read_mode=_to_str(_KEYS["mirrorspark.read.mode"], *get("mirrorspark.read.mode"), self.src),
+            identity_allow_cycles=_to_bool(
+                _KEYS["mirrorspark.identity.allow.cycles"], *get("mirrorspark.identity.allow.cycles"), self.src
+            ),
         )
 
 

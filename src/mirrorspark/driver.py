@@ -26,6 +26,7 @@ from .config import MirrorConfig
 from .errors import ConfigError
 from .flows import Flow
 from .heartbeats import HeartbeatEmitter
+from .policy import check_identity_cycles, load_policy
 from .scheduler import Scheduler
 from .spark import DataPath, PartitionResult
 
@@ -94,7 +95,9 @@ class Replicator:
     Raises
     ------
     ConfigError
-        No flow is enabled (for the given targets).
+        No flow is enabled (for the given targets), or the enabled flows form a cycle through a
+        flow with an identity-style policy (:func:`~mirrorspark.policy.check_identity_cycles`)
+        and ``mirrorspark.identity.allow.cycles`` is not set.
     """
 
     def __init__(
@@ -114,6 +117,24 @@ class Replicator:
                 + (f" for target(s) {', '.join(targets)}" if targets else "")
                 + ": set e.g. 'A->B.enabled=true'"
             )
+        check_identity_cycles(  # every enabled flow of the file, whichever --clusters this node serves
+            [
+                (
+                    f.source,
+                    f.target,
+                    load_policy(
+                        f.policy.class_name,
+                        separator=f.policy.separator,
+                        internal_topic_separator_enabled=f.policy.internal_topic_separator_enabled,
+                        source_cluster_alias=f.source,
+                    ),
+                )
+                for f in config.flows
+                if f.enabled
+            ],
+            allow_cycles=config.data_path.identity_allow_cycles,
+            where=config.source_name,
+        )
         self.flows = [Flow(f, config.cluster(f.source), config.cluster(f.target), config.data_path) for f in flows]
         self.heartbeats = HeartbeatEmitter(config.heartbeat_flows(targets), config.clusters)
         by_pair = {(f.config.source, f.config.target): f for f in self.flows}

@@ -18,6 +18,7 @@ This module does no I/O and imports neither pyspark nor confluent-kafka.
 from __future__ import annotations
 
 import importlib
+import itertools
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from typing import Protocol, runtime_checkable
@@ -38,6 +39,12 @@ INTERNAL_TOPIC_SEPARATOR_ENABLED_CONFIG = "replication.policy.internal.topic.sep
 
 SOURCE_CLUSTER_ALIAS_CONFIG = "source.cluster.alias"
 """Property read by the identity policy's ``configure``: the flow's source cluster alias."""
+
+IDENTITY_PROBE_TOPIC = "probe-topic"
+"""Topic name used to tell whether a policy keeps topic names (see :func:`is_identity_style`)."""
+
+ALLOW_IDENTITY_CYCLES_KEY = "mirrorspark.identity.allow.cycles"
+"""The opt-in key named by :func:`check_identity_cycles`' error (declared in ``config.CONFIG_KEYS``)."""
 
 _OFFSET_SYNCS_PREFIX = "mm2-offset-syncs"
 _MM2_PREFIX = "mm2"
@@ -797,6 +804,129 @@ def is_cycle(policy: ReplicationPolicy, topic: str, target_alias: str) -> bool:
     return False
 
 
+Edge = tuple[str, str]
+"""A replication flow as ``(source alias, target alias)``."""
+
+
+def is_identity_style(policy: ReplicationPolicy, source_alias: str) -> bool:
+    """Whether ``policy`` keeps topic names on the target (like ``IdentityReplicationPolicy``).
+
+    Probed with one ordinary topic name, :data:`IDENTITY_PROBE_TOPIC`: a policy whose
+    ``format_remote_topic(source_alias, "probe-topic")`` is ``"probe-topic"`` leaves no trace of
+    the source in remote topic names, so MM2's cycle check (:func:`is_cycle`) cannot see that a
+    topic came from the target. Heartbeat topics are not probed: every built-in policy names them
+    the default way, so their cycles are always detected.
+    """
+    return policy.format_remote_topic(source_alias, IDENTITY_PROBE_TOPIC) == IDENTITY_PROBE_TOPIC
+
+
+def _shortest_path(adjacency: Mapping[str, list[str]], start: str, goal: str) -> list[str] | None:
+    """Clusters of a shortest directed path ``start -> ... -> goal`` (breadth first), or ``None``."""
+    previous: dict[str, str | None] = {start: None}
+    frontier = [start]
+    while frontier:
+        following: list[str] = []
+        for node in frontier:
+            for nxt in adjacency.get(node, []):
+                if nxt in previous:
+                    continue
+                previous[nxt] = node
+                if nxt == goal:
+                    path = [goal]
+                    back = previous[goal]
+                    while back is not None:
+                        path.append(back)
+                        back = previous[back]
+                    return path[::-1]
+                following.append(nxt)
+        frontier = following
+    return None
+
+
+def identity_cycle(flows: Iterable[tuple[str, str, ReplicationPolicy]]) -> tuple[Edge, ...]:
+    """A shortest directed cycle of flows that contains a flow with an identity-style policy.
+
+    An identity-style flow ``Y->Z`` (:func:`is_identity_style`) copies ``t`` of ``Y`` to ``t`` on
+    ``Z`` without recording ``Y`` in the name. Along any cycle through it, no later flow's cycle
+    check can see ``Y`` (a default-policy flow ``X->Y`` only stops topics whose names carry ``Y``,
+    which only the flow leaving ``Y`` could have added), so a record written to ``Y`` comes back to
+    ``Y`` after one lap. Unless two consecutive flows of the cycle prefix names, it then goes round
+    forever: with identity names all round in the very topic it came from, otherwise under an ever
+    longer name (``B.t``, ``B.B.t``, ... for ``A->B`` identity and ``B->A`` default).
+    (MM2's ``IdentityReplicationPolicy`` has the same caveat.)
+
+    Parameters
+    ----------
+    flows:
+        The enabled flows as ``(source alias, target alias, the flow's policy)``.
+
+    Returns
+    -------
+    tuple[tuple[str, str], ...]
+        The cycle's flows in order, starting with an identity-style flow, e.g.
+        ``(("A", "B"), ("B", "A"))``; ``()`` when there is none. Among several cycles the
+        shortest is returned, ties broken by the order of ``flows``.
+    """
+    adjacency: dict[str, list[str]] = {}
+    identity: list[Edge] = []
+    for source, target, policy in flows:
+        if target not in adjacency.setdefault(source, []):
+            adjacency[source].append(target)
+        if is_identity_style(policy, source) and (source, target) not in identity:
+            identity.append((source, target))
+    best: tuple[Edge, ...] = ()
+    for source, target in identity:
+        path = _shortest_path(adjacency, target, source)
+        if path is None:
+            continue
+        nodes = [source, *path]
+        cycle = tuple(itertools.pairwise(nodes))
+        if not best or len(cycle) < len(best):
+            best = cycle
+    return best
+
+
+def check_identity_cycles(
+    flows: Iterable[tuple[str, str, ReplicationPolicy]], *, allow_cycles: bool = False, where: str = "the configuration"
+) -> None:
+    """Refuse enabled flows that form a cycle through an identity-style flow (see :func:`identity_cycle`).
+
+    Parameters
+    ----------
+    flows:
+        Every enabled flow of the configuration as ``(source alias, target alias, policy)``.
+    allow_cycles:
+        ``mirrorspark.identity.allow.cycles``: the user vouches that the flows' topic filters
+        never pick a replicated topic up again; nothing is checked.
+    where:
+        Where the configuration came from, for the message.
+
+    Raises
+    ------
+    ConfigError
+        If there is such a cycle and ``allow_cycles`` is false; the message names the cycle's
+        flows and the two fixes.
+    """
+    if allow_cycles:
+        return
+    flows = list(flows)
+    cycle = identity_cycle(flows)
+    if not cycle:
+        return
+    keeping = {(s, t) for s, t, policy in flows if is_identity_style(policy, s)}
+    names = ", ".join(f"{s}->{t}" for s, t in cycle)
+    kept = ", ".join(f"{s}->{t}" for s, t in cycle if (s, t) in keeping)
+    verb = "keeps" if len([e for e in cycle if e in keeping]) == 1 else "keep"
+    raise ConfigError(
+        f"{where}: the enabled flows {names} form a replication cycle and {kept} {verb} topic names "
+        "(like IdentityReplicationPolicy), so the cycle check cannot see where a topic came from: records would "
+        "come back to the cluster they were written to and can be copied round the cycle forever. "
+        "Fix: use DefaultReplicationPolicy for these flows, or give them topic filters "
+        "('<source>-><target>.topics') that never match a topic replicated along the cycle and set "
+        f"'{ALLOW_IDENTITY_CYCLES_KEY} = true'"
+    )
+
+
 def _count_hops(policy: ReplicationPolicy, topic: str, upstream_alias: str) -> int:
     """Hops from ``upstream_alias`` along one topic's chain of sources, or -1."""
     hops = 0
@@ -944,8 +1074,10 @@ def remote_topics(policy: ReplicationPolicy, topics: Iterable[str], source: str 
 
 
 __all__ = [
+    "ALLOW_IDENTITY_CYCLES_KEY",
     "DEFAULT_SEPARATOR",
     "HEARTBEATS_TOPIC",
+    "IDENTITY_PROBE_TOPIC",
     "INTERNAL_TOPIC_SEPARATOR_ENABLED_CONFIG",
     "SEPARATOR_CONFIG",
     "SOURCE_CLUSTER_ALIAS_CONFIG",
@@ -953,9 +1085,12 @@ __all__ = [
     "DefaultReplicationPolicy",
     "IdentityReplicationPolicy",
     "ReplicationPolicy",
+    "check_identity_cycles",
     "checkpoint_topics",
     "heartbeat_topics",
+    "identity_cycle",
     "is_cycle",
+    "is_identity_style",
     "load_policy",
     "remote_topics",
     "replication_hops",

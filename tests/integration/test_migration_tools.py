@@ -29,6 +29,7 @@ from mirrorspark.driver import Replicator
 from mirrorspark.errors import UnknownAliasError
 from mirrorspark.jars import classpath, java_executable
 from mirrorspark.local import LocalClusters
+from mirrorspark.records import OffsetSync
 from mirrorspark.spark import DataPath
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -283,6 +284,12 @@ def test_export_without_group_lists_every_group_with_checkpoints(scenario: Scena
 # --------------------------------------------------------------------------- offsets translate
 
 
+def syncs(bootstrap: str, topic: str, upstream_topic: str, partition: int) -> list[OffsetSync]:
+    """The offset syncs of one upstream partition in an offset-syncs topic."""
+    out = [OffsetSync.decode(r["key"], r["value"]) for r in consume_all(bootstrap, topic)]
+    return [x for x in out if (x.topic, x.partition) == (upstream_topic, partition)]
+
+
 def translate_rows(s: Scenario, group: str) -> dict[tuple[str, int], dict[str, object]]:
     r = s.cli("offsets", "translate", "--source", "primary", "--target", "backup", "--group", group, "--json")
     assert r.returncode == 0, r.stderr
@@ -319,12 +326,17 @@ def test_translate_prefers_an_exact_checkpoint_then_translates_live(scenario: Sc
     # The group moves on after the last checkpoint: no checkpoint for it, MM2's rule over the syncs.
     commit(s.primary, group, {(s.topic, 0): 55, (fb, 0): 47})
     rows = translate_rows(s, group)
-    for key, now in (((s.topic, 0), 55), ((fb, 0), 47)):
+    # Forward, the live offset is one past a sync's downstream offset; in reverse (failback), one past a
+    # sync's upstream offset of the opposite flow (or the offset itself when a sync hits it exactly).
+    forward = {x.downstream_offset for x in syncs(s.primary, "mm2-offset-syncs.backup.internal", s.topic, 0)}
+    reverse = {x.upstream_offset for x in syncs(s.backup, "mm2-offset-syncs.primary.internal", s.back, 0)}
+    for key, now, sync_offsets in (((s.topic, 0), 55, forward), ((fb, 0), 47, reverse)):
         row = rows[key]
-        assert row["source_offset"] == now and row["basis"] == "offset-syncs"
+        assert row["source_offset"] == now and row["basis"] == "offset-syncs", row
         target_offset, rereads = row["target_offset"], row["rereads"]
         assert isinstance(target_offset, int) and isinstance(rereads, int)
-        assert 0 <= rereads < LAG_MAX, row
+        assert target_offset - 1 in sync_offsets or (target_offset == now and now in sync_offsets), row
+        assert rereads >= 0
         assert target_offset + rereads == now  # no gaps: every record before `now` is read again, none skipped
     assert rows[(s.topic, 1)]["basis"] == "checkpoint"
 
@@ -376,6 +388,30 @@ def test_failover_refuses_while_the_group_has_members_on_the_target(scenario: Sc
     r = s.cli("failover", "--source", "primary", "--target", "backup", "--group", group)
     assert r.returncode == 0, r.stderr
     assert committed(s.backup, group) == expected_offsets(s, "active")
+
+
+def test_failover_and_export_work_while_the_source_is_down(scenario: Scenario, tmp_path: Path) -> None:
+    """The case failover exists for: only the target answers; the checkpoints there are enough."""
+    s = scenario
+    props = tmp_path / "mm2.properties"
+    props.write_text(
+        "clusters = primary, backup\nprimary.bootstrap.servers = 127.0.0.1:1\n"
+        f"backup.bootstrap.servers = {s.backup}\nprimary->backup.enabled = true\n"
+    )
+    group = s.group("single")
+    base = ["--source", "primary", "--target", "backup", "--group", group, "--config", str(props)]
+    r = run_cli("failover", *base, "--dry-run", "--json")
+    assert r.returncode == 0, r.stderr
+    plan = json.loads(r.stdout)
+    assert {(o["topic"], o["partition"]): o["offset"] for o in plan["offsets"]} == expected_offsets(s, "single")
+    assert plan["source_members"] is None and plan["unknown_rereads"] == 2
+    assert all(o["rereads"] is None for o in plan["offsets"])
+    assert "'primary' is unreachable" in r.stderr
+    assert "Connection refused" not in r.stderr  # librdkafka's retries are not shown (only with -v)
+
+    export = run_cli("offsets", "export", *base)
+    assert export.returncode == 0, export.stderr
+    assert export.stdout == f"{s.remote},0,50\n{s.remote},1,30\n"
 
 
 # --------------------------------------------------------------------------- bad input

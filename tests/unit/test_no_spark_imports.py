@@ -15,12 +15,15 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 
 CLIENT_MODULES = ("mirrorspark.errors", "mirrorspark.policy", "mirrorspark.filters", "mirrorspark.records")
 
+KAFKA_CLIENT_MODULES = ("mirrorspark.client", "mirrorspark.checkpoints")
+"""The RemoteClusterUtils-style API and checkpoints: Kafka clients, but no Spark."""
+
 _SCRIPT = textwrap.dedent(
     """
     import importlib
     import sys
 
-    BLOCKED = {"pyspark", "py4j", "confluent_kafka"}
+    BLOCKED = set(sys.argv[2].split(","))
 
     class Blocker:
         def find_spec(self, name, path=None, target=None):
@@ -30,7 +33,7 @@ _SCRIPT = textwrap.dedent(
 
     sys.meta_path.insert(0, Blocker())
     sys.path.insert(0, sys.argv[1])
-    for module in sys.argv[2:]:
+    for module in sys.argv[3:]:
         importlib.import_module(module)
     leaked = sorted(m for m in sys.modules if m.partition(".")[0] in BLOCKED)
     if leaked:
@@ -42,7 +45,7 @@ _SCRIPT = textwrap.dedent(
 
 def test_blocker_really_blocks() -> None:
     result = subprocess.run(
-        [sys.executable, "-c", _SCRIPT, str(SRC), "pyspark"], capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", _SCRIPT, str(SRC), "pyspark,py4j", "pyspark"], capture_output=True, text=True, timeout=60
     )
     assert result.returncode != 0
     assert "blocked" in result.stderr
@@ -50,7 +53,21 @@ def test_blocker_really_blocks() -> None:
 
 def test_client_layer_imports_without_spark_or_confluent_kafka() -> None:
     result = subprocess.run(
-        [sys.executable, "-c", _SCRIPT, str(SRC), *CLIENT_MODULES], capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", _SCRIPT, str(SRC), "pyspark,py4j,confluent_kafka", *CLIENT_MODULES],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr + result.stdout
+    assert result.stdout.strip() == "ok"
+
+
+def test_client_api_imports_without_spark() -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", _SCRIPT, str(SRC), "pyspark,py4j", *KAFKA_CLIENT_MODULES],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 0, result.stderr + result.stdout
     assert result.stdout.strip() == "ok"
