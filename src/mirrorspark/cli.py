@@ -287,6 +287,62 @@ def local_down(
     out_console.print(f"stopped: {', '.join(stopped) if stopped else 'nothing was running'}", highlight=False)
 
 
+# --------------------------------------------------------------------------- status
+
+
+@app.command()
+def status(
+    config: Annotated[Path, typer.Argument(help="An MM2 properties file (mm2.properties).")],
+    json_out: Annotated[bool, typer.Option("--json", help="Print the status as JSON.")] = False,
+) -> None:
+    """Show every enabled flow's state, topics, records, lag and last heartbeat, and each cluster's upstreams.
+
+    Read from the clusters alone (offsets topics, remote topics, heartbeats), so it
+    works whether mirrorspark, MM2 or nothing is running.
+    """
+    import dataclasses
+    import datetime
+
+    from .config import load_config
+    from .status import status as compute
+
+    try:
+        cfg = load_config(config)
+        flows, clusters = compute(cfg)
+    except MirrorsparkError as e:
+        raise _fail(e) from None
+    if json_out:
+        doc = {
+            "flows": [
+                {**dataclasses.asdict(f), "partitions": f.partitions, "records": f.records, "lag": f.lag} for f in flows
+            ],
+            "clusters": [dataclasses.asdict(c) for c in clusters],
+        }
+        print(json.dumps(doc, indent=2))
+        return
+    for f in flows:
+        hb = (
+            datetime.datetime.fromtimestamp(f.last_heartbeat_ms / 1000, tz=datetime.UTC).isoformat(timespec="seconds")
+            if f.last_heartbeat_ms
+            else "-"
+        )
+        print(
+            f"flow {f.flow}: {f.state}, {len(f.topics)} topics, {f.partitions} partitions, "
+            f"{f.records} records on the target, lag {f.lag}, last heartbeat {hb}"
+        )
+        rows: list[list[object]] = [[t.topic, t.remote_topic, t.partitions, t.records, t.lag] for t in f.topics]
+        print(text_table(["topic", "remote topic", "partitions", "records", "lag"], rows))
+    rows = [
+        [
+            c.cluster,
+            ",".join(c.upstream_clusters) or "-",
+            " ".join(f"{a}={h}" for a, h in sorted(c.replication_hops.items())),
+        ]
+        for c in clusters
+    ]
+    print(text_table(["cluster", "upstream clusters", "replication hops"], rows), end="")
+
+
 # --------------------------------------------------------------------------- consumer migration
 
 ConfigOption = Annotated[Path, typer.Option("--config", help="An MM2 properties file (mm2.properties).")]

@@ -434,3 +434,44 @@ def test_topic_config_changes_reach_the_remote_topic(local_clusters: LocalCluste
         )
         assert_eventually(lambda: topic_config(b, remote)["max.message.bytes"] != "200000", timeout_s=30)
     assert topic_config(b, remote)["min.insync.replicas"] == "2"
+
+
+def test_status_shows_flows_and_upstream_clusters(
+    local_clusters: LocalClusters, data_path: DataPath, tmp_path: Any
+) -> None:
+    import subprocess
+    import sys
+
+    p = local_clusters.bootstrap("primary")
+    topic = unique_name("status")
+    create_topic(p, topic, partitions=2)
+    produce(p, topic, [{"value": b"x", "partition": i % 2} for i in range(40)])
+    extra = {"topics": topic, "emit.heartbeats.interval.seconds": "1", "tasks.max": "2"}
+    props = tmp_path / "mm2.properties"
+    props.write_text(local_clusters.mm2_properties([("primary", "backup")], extra=extra))
+    cfg = make_config(local_clusters, [("primary", "backup")], topics=topic)
+
+    def status() -> dict[str, Any]:
+        r = subprocess.run(
+            [sys.executable, "-m", "mirrorspark", "status", str(props), "--json"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert r.returncode == 0, r.stderr
+        return dict(json.loads(r.stdout))
+
+    with running(cfg, data_path):
+
+        def caught_up() -> bool:
+            s = status()
+            (flow,) = s["flows"]
+            mine = [t for t in flow["topics"] if t["topic"] == topic]
+            return flow["state"] == "running" and mine == [
+                {"topic": topic, "remote_topic": f"primary.{topic}", "partitions": 2, "records": 40, "lag": 0}
+            ]
+
+        assert_eventually(caught_up, timeout_s=90)
+    clusters = {c["cluster"]: c for c in status()["clusters"]}
+    assert "primary" in clusters["backup"]["upstream_clusters"]
+    assert clusters["backup"]["replication_hops"]["primary"] == 1
