@@ -25,12 +25,12 @@ import os
 import shlex
 import socket
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from bench import cpu, report
 from bench.env import BenchEnv
-from bench.suite import read_modes_case, run_case
+from bench.suite import Case, read_modes_case, run_case
 from bench.workload import Workload
 
 __all__ = ["main"]
@@ -116,6 +116,25 @@ def _workload(args: argparse.Namespace, name: str) -> tuple[Workload, int]:
     return Workload(name, records, size, parts), runs
 
 
+def _read_modes(args: argparse.Namespace) -> Case:
+    workload, runs = _workload(args, "readmodes")
+    return read_modes_case(
+        workload=workload,
+        runs=runs,
+        tasks_max=args.tasks,
+        batch_records=args.batch_records,
+        warmup_records=args.warmup_records,
+        pause_s=args.pause,
+        wait_idle_s=args.wait_idle,
+    )
+
+
+CASES: dict[str, tuple[str, Callable[[argparse.Namespace], Case]]] = {
+    "read-modes": ("read_modes", _read_modes),
+}
+"""Case name -> (argparse attribute of its flag, builder). No flag given: every case runs, in this order."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the selected cases; print a table per case; write results and README.
 
@@ -142,25 +161,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not cpu.have_psutil():
         print("warning: psutil is not installed: CPU figures cover the Python driver only", file=sys.stderr)
 
-    cases = ["read-modes"]  # the later issue adds more; --read-modes selects this one only
-    if args.read_modes:
-        cases = ["read-modes"]
+    selected = [name for name, (flag, _) in CASES.items() if getattr(args, flag)] or list(CASES)
     status = 0
-    for name in cases:
-        workload, runs = _workload(args, "readmodes")
-        case = read_modes_case(
-            workload=workload,
-            runs=runs,
-            tasks_max=args.tasks,
-            batch_records=args.batch_records,
-            warmup_records=args.warmup_records,
-            pause_s=args.pause,
-            wait_idle_s=args.wait_idle,
-        )
+    for name in selected:
+        case = CASES[name][1](args)
         with BenchEnv(args.work_dir / name, master=args.master, spark_kafka_jars=True) as env:
             result = run_case(env, case)
         out = args.out
-        if out is not None and len(cases) > 1:
+        if out is not None and len(selected) > 1:
             out = out.with_name(f"{out.stem}-{name}{out.suffix or '.md'}")
         path = report.write_results(out or report.results_path(BENCH_DIR / "results", result, label), result, command)
         if not args.no_readme:

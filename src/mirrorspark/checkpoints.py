@@ -42,7 +42,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
@@ -66,6 +66,9 @@ from .filters import DefaultGroupFilter, DefaultTopicFilter
 from .offsets import CopiedRanges, OffsetSyncStore, translate, translate_upstream_with_syncs
 from .policy import ReplicationPolicy, load_policy
 from .records import Checkpoint, OffsetSync
+
+if TYPE_CHECKING:
+    from .control import LiveFilters
 
 __all__ = [
     "CheckpointEmitter",
@@ -541,8 +544,22 @@ class CheckpointEmitter:
 
     # ------------------------------------------------------------------ groups
 
+    @cached_property
+    def _live_filters(self) -> LiveFilters:
+        """The flow's lists in effect (config file + control topic), created at the first group refresh."""
+        from .control import LiveFilters  # control imports this module
+
+        return LiveFilters(self.flow, self.policy, client_id=f"{self._cid}|control-target-consumer")
+
     def refresh_groups(self) -> list[str]:
-        """List source groups accepted by the group filter (MM2 ``findConsumerGroups``)."""
+        """List source groups accepted by the group filter (MM2 ``findConsumerGroups``).
+
+        The group and topic filters are rebuilt first from the config file's lists
+        and the changes in the control topic (``mirrorspark control``).
+        """
+        self._live_filters.poll()
+        self.group_filter = self._live_filters.group_filter(self.group_filter)
+        self.topic_filter = self._live_filters.topic_filter(self.topic_filter)
         fut = self._src_admin.list_consumer_groups(request_timeout=30)
         try:
             result = fut.result(timeout=30)
@@ -745,6 +762,8 @@ class CheckpointEmitter:
         for r in (self.syncs, self.reverse_syncs):
             if r is not None:
                 r.close()
+        if "_live_filters" in self.__dict__:
+            self._live_filters.close()
 
 
 def _newest_sync_at_or_before_downstream(

@@ -280,7 +280,8 @@ def main() -> int:
         will_read = consume_from_committed(clusters.bootstrap("backup"), "primary.flights", DEMO_GROUP)
         console.print(
             f"     on backup, '{DEMO_GROUP}' resumes primary.flights with {will_read:,} records to read: "
-            f"{remaining:,} it had not read on primary + [bold]{will_read - remaining:,} re-read[/]"
+            f"{remaining:,} it had not read on primary + [bold]{will_read - remaining:,} re-read[/]",
+            soft_wrap=True,
         )
         return 0 if will_read >= remaining else 1
     finally:

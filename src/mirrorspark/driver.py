@@ -20,6 +20,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from .acls import TopicAclSync
 from .checkpoints import CheckpointEmitter
 from .clients import PartitionKey
 from .config import MirrorConfig
@@ -184,6 +185,12 @@ class Replicator:
                     flow.config.sync_topic_configs_interval_s,
                     flow.sync_configs,
                     initial_delay_s=flow.config.sync_topic_configs_interval_s,
+                )
+            if flow.config.sync_topic_acls_enabled:  # MM2: immediately, then every interval
+                self.control.add(
+                    f"sync topic ACLs {flow.name}",
+                    flow.config.sync_topic_acls_interval_s,
+                    self._job(TopicAclSync.for_flow(flow).sync),
                 )
             if flow.config.refresh_topics_enabled:
                 self.control.add(

@@ -46,6 +46,7 @@ from .clients import (
     topic_configs,
 )
 from .config import ClientSettings, ClusterConfig, DataPathConfig, FlowConfig
+from .control import LiveFilters
 from .errors import ClusterError, CorruptRecordError
 from .filters import DefaultConfigPropertyFilter, DefaultTopicFilter, should_replicate_topic
 from .offsets import CopiedRanges, CopiedSegment, SyncState
@@ -215,6 +216,10 @@ class Flow:
             source_cluster_alias=config.source,
         )
         self.topic_filter = DefaultTopicFilter(topics=config.topics, topics_exclude=config.topics_exclude)
+        # the lists in effect = the config file's + `mirrorspark control` changes, re-read at every topic refresh
+        self.live_filters = LiveFilters(
+            config, self.policy, client_id=f"{config.name}|mirrorspark|control-target-consumer"
+        )
         self.config_filter = DefaultConfigPropertyFilter(
             exclude=config.config_properties_exclude, use_defaults_from=config.use_defaults_from
         )
@@ -322,11 +327,16 @@ class Flow:
     def refresh_topics(self) -> list[PartitionKey]:
         """Find new source topics and partitions; create or grow their remote topics.
 
+        The topic filter is rebuilt first from the config file's lists and the
+        changes in the control topic (:class:`~mirrorspark.control.LiveFilters`).
         Topics no longer matching (e.g. after an allow-list change) stop being
-        replicated; their remote topics are left alone. Returns the partitions
-        added by this call.
+        replicated; their remote topics are left alone and their positions are
+        kept, so a topic allowed again resumes where it stopped. Returns the
+        partitions added by this call.
         """
         cfg = self.config
+        self.live_filters.poll()
+        self.topic_filter = self.live_filters.topic_filter(self.topic_filter)
         source_topics = list_topics(self._src_admin, cfg.source)
         wanted = {t: n for t, n in sorted(source_topics.items()) if n > 0 and self.should_replicate(t)}
         target_topics = list_topics(self._tgt_admin, cfg.target)
@@ -365,7 +375,10 @@ class Flow:
             self.remote_topics.pop(topic, None)
             for key in [k for k in self.order if k[0] == topic]:
                 self.order.remove(key)
-                self.partitions.pop(key, None)
+                dropped = self.partitions.pop(key, None)
+                if dropped is not None and dropped.position > 0 and topic in source_topics:
+                    self._stored[key] = dropped.position - 1  # filtered out, not deleted: resume here if allowed again
+            log.info("%s: stopped replicating %s", self.name, topic)
         added: list[PartitionKey] = []
         for topic, n in wanted.items():
             self.remote_topics[topic] = self.policy.format_remote_topic(cfg.source, topic)
@@ -587,4 +600,5 @@ class Flow:
             if p is not None:
                 p.flush(10)
         self._offsets_producer = self._syncs_producer = None
+        self.live_filters.close()
         self._src_admin = self._tgt_admin = None  # type: ignore[assignment]

@@ -15,7 +15,7 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 
 CLIENT_MODULES = ("mirrorspark.errors", "mirrorspark.policy", "mirrorspark.filters", "mirrorspark.records")
 
-KAFKA_CLIENT_MODULES = ("mirrorspark.client", "mirrorspark.checkpoints")
+KAFKA_CLIENT_MODULES = ("mirrorspark.acls", "mirrorspark.client", "mirrorspark.checkpoints")
 """The RemoteClusterUtils-style API and checkpoints: Kafka clients, but no Spark."""
 
 _SCRIPT = textwrap.dedent(

@@ -1,0 +1,383 @@
+"""Topic ACL sync and the replicator's own permissions, on SASL/PLAIN clusters with ACLs.
+
+Two clusters of this module's own, ``A`` and ``B`` (SASL/PLAIN, ``StandardAuthorizer``,
+super user ``admin``), replicate ``A->B`` as ``User:replicator``, which holds exactly
+the permissions README's "ACLs: what the replicator needs" documents
+(:func:`replicator_acls`). The scenario covers what those permissions are for:
+copying records, remote topic creation, partition growth, topic config sync, offset
+syncs, progress (and resuming from it), heartbeats both ways, checkpoints, group offset
+sync and ACL sync itself (every second), and checks that nothing of the replicator
+failed or warned.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewPartitions,
+    ResourcePatternType,
+    ResourceType,
+)
+from helpers import admin, assert_eventually, consume_all, create_topic, produce
+
+from mirrorspark.config import MirrorConfig, parse_config, parse_properties
+from mirrorspark.driver import Replicator
+from mirrorspark.local import LocalCluster, LocalClusters, start_clusters, stop_clusters
+from mirrorspark.spark import DataPath
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+
+PASSWORDS = {"replicator": "replicator-secret", "alice": "alice-secret"}
+REPLICATOR = "User:replicator"
+ALICE = "User:alice"
+
+Op = AclOperation
+ALLOW, DENY = AclPermissionType.ALLOW, AclPermissionType.DENY
+LITERAL, PREFIXED = ResourcePatternType.LITERAL, ResourcePatternType.PREFIXED
+TOPIC, GROUP, CLUSTER = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.BROKER  # BROKER = the cluster resource
+
+Grant = tuple[ResourceType, str, ResourcePatternType, AclOperation]
+"""(resource type, name, pattern type, operation), allowed to the replicator from any host."""
+
+
+def replicator_acls(
+    source: str, target: str, *, topics: Sequence[str], groups: Sequence[str]
+) -> tuple[list[Grant], list[Grant]]:
+    """The permissions README documents for the principal running flow ``source->target``.
+
+    Parameters
+    ----------
+    topics:
+        The source topics the flow replicates (granted as literal names).
+    groups:
+        The source groups the flow checkpoints and syncs (literal names).
+
+    Returns
+    -------
+    tuple[list[Grant], list[Grant]]
+        The grants on the source cluster and on the target cluster.
+    """
+    own_group = f"mirrorspark-{source}->{target}"  # the group.id of the replicator's assign-only consumers
+    on_source: list[Grant] = [
+        *((TOPIC, t, LITERAL, op) for t in topics for op in (Op.READ, Op.DESCRIBE_CONFIGS)),
+        # heartbeats: replicated (as every heartbeats topic), and written by the reverse heartbeat flow
+        *((TOPIC, "heartbeats", LITERAL, op) for op in (Op.READ, Op.DESCRIBE_CONFIGS, Op.CREATE, Op.WRITE)),
+        *((TOPIC, f"mm2-offset-syncs.{target}.internal", LITERAL, op) for op in (Op.CREATE, Op.WRITE, Op.READ)),
+        *((GROUP, g, LITERAL, Op.DESCRIBE) for g in groups),
+        (GROUP, own_group, LITERAL, Op.DESCRIBE),
+        (CLUSTER, "kafka-cluster", LITERAL, Op.DESCRIBE),
+    ]
+    on_target: list[Grant] = [
+        # remote topics and <source>.checkpoints.internal
+        *(
+            (TOPIC, f"{source}.", PREFIXED, op)
+            for op in (Op.CREATE, Op.WRITE, Op.READ, Op.DESCRIBE_CONFIGS, Op.ALTER_CONFIGS, Op.ALTER)
+        ),
+        *((TOPIC, f"mm2-offsets.{source}.internal", LITERAL, op) for op in (Op.CREATE, Op.WRITE, Op.READ)),
+        *((TOPIC, "heartbeats", LITERAL, op) for op in (Op.CREATE, Op.WRITE)),
+        *((GROUP, g, LITERAL, Op.READ) for g in groups),
+        (GROUP, own_group, LITERAL, Op.DESCRIBE),
+        (CLUSTER, "kafka-cluster", LITERAL, Op.ALTER),
+    ]
+    return on_source, on_target
+
+
+def binding(grant: Grant, principal: str = REPLICATOR, permission: AclPermissionType = ALLOW) -> AclBinding:
+    restype, name, pattern, op = grant
+    return AclBinding(restype, name, pattern, principal, "*", op, permission)
+
+
+def create_acls(cluster: LocalCluster, bindings: Sequence[AclBinding]) -> None:
+    client = admin(cluster.client_config())
+    for fut in client.create_acls(list(bindings), request_timeout=30).values():
+        fut.result(timeout=30)
+
+
+def topic_acls(cluster: LocalCluster, principal: str | None = None) -> set[AclBinding]:
+    flt = AclBindingFilter(TOPIC, None, ResourcePatternType.ANY, principal, None, Op.ANY, AclPermissionType.ANY)  # type: ignore[arg-type]
+    return set(admin(cluster.client_config()).describe_acls(flt, request_timeout=30).result(timeout=30))
+
+
+def jaas(user: str) -> str:
+    return (
+        "org.apache.kafka.common.security.plain.PlainLoginModule required"
+        f' username="{user}" password="{PASSWORDS[user]}";'
+    )
+
+
+def make_config(clusters: LocalClusters, **extra: str) -> MirrorConfig:
+    """mm2.properties for A->B run as User:replicator, with every periodic job at 1 s."""
+    props = clusters.mm2_properties(
+        [("A", "B")],
+        extra={
+            "A.sasl.jaas.config": jaas("replicator"),
+            "B.sasl.jaas.config": jaas("replicator"),
+            "groups": "alice-app",
+            "sync.topic.acls.interval.seconds": "1",
+            "sync.topic.configs.interval.seconds": "1",
+            "refresh.topics.interval.seconds": "1",
+            "refresh.groups.interval.seconds": "1",
+            "emit.heartbeats.interval.seconds": "1",
+            "emit.checkpoints.interval.seconds": "1",
+            "sync.group.offsets.enabled": "true",
+            "sync.group.offsets.interval.seconds": "1",
+            "tasks.max": "2",
+            "offset.lag.max": "10",
+            **extra,
+        },
+    )
+    return parse_config(parse_properties(props))
+
+
+class _Problems(logging.Handler):
+    """Collects WARNING and above of mirrorspark's loggers."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(f"{record.name}: {record.getMessage()}")
+
+
+@contextlib.contextmanager
+def problems() -> Iterator[list[str]]:
+    handler = _Problems()
+    logger = logging.getLogger("mirrorspark")
+    logger.addHandler(handler)
+    try:
+        yield handler.messages
+    finally:
+        logger.removeHandler(handler)
+
+
+@contextlib.contextmanager
+def running(cfg: MirrorConfig, data_path: DataPath) -> Iterator[Replicator]:
+    """Run the flows on a background thread while the block runs; stop cleanly at its end."""
+    r = Replicator(cfg, data_path)
+    r.start()
+    errors: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            r.run()
+        except BaseException as e:  # surfaced in the test thread
+            errors.append(e)
+
+    t = threading.Thread(target=target, name="replicator", daemon=True)
+    t.start()
+    try:
+        yield r
+        assert not errors, f"the replicator failed: {errors[0]!r}"
+    finally:
+        r.request_stop()
+        t.join(120)
+    assert not t.is_alive(), "the replicator did not stop"
+    if errors:
+        raise errors[0]
+
+
+def consume_as(cluster: LocalCluster, user: str, group: str, topic: str, timeout_s: float = 30.0) -> int:
+    """Read every record of ``topic`` from the start as ``user`` (assign, group ``group``); return the count."""
+    ends = {p: e for p, (_, e) in _end_offsets(cluster, topic).items()}
+    c = Consumer(
+        {
+            **cluster.client_config(user),
+            "group.id": group,
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "log_level": 0,
+        }
+    )
+    n = 0
+    try:
+        c.assign([TopicPartition(topic, p, 0) for p, e in ends.items() if e > 0])
+        pending = {p for p, e in ends.items() if e > 0}
+        deadline = time.monotonic() + timeout_s
+        while pending:
+            assert time.monotonic() < deadline, f"{user} could not read {topic} to its end"
+            m = c.poll(0.5)
+            if m is None:
+                continue
+            err = m.error()
+            if err is not None:
+                assert err.code() == KafkaError._PARTITION_EOF, f"{user} reading {topic}: {err}"
+                pending.discard(m.partition())
+                continue
+            n += 1
+    finally:
+        c.close()
+    return n
+
+
+def produce_as(cluster: LocalCluster, user: str, topic: str) -> KafkaError | None:
+    """Produce one record as ``user``; return the delivery error (``None`` if it was written)."""
+    p = Producer({**cluster.client_config(user), "log_level": 0, "message.timeout.ms": 10000})
+    result: list[KafkaError | None] = []
+    p.produce(topic, b"from alice", on_delivery=lambda err, _msg: result.append(err))
+    p.flush(15)
+    assert result, f"no delivery report for {topic}"
+    return result[0]
+
+
+def _end_offsets(cluster: LocalCluster, topic: str) -> dict[int, tuple[int, int]]:
+    from helpers import end_offsets
+
+    return end_offsets(cluster.client_config(), topic)
+
+
+def group_offsets(client: AdminClient, group: str) -> dict[tuple[str, int], int]:
+    res = client.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)], request_timeout=30)
+    got = res[group].result(timeout=30)
+    return {(tp.topic, tp.partition): tp.offset for tp in got.topic_partitions or [] if tp.offset >= 0}
+
+
+@pytest.fixture(scope="module")
+def secure_clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClusters]:
+    """Two SASL/PLAIN clusters with ACLs (users admin, replicator, alice), for this module only."""
+    base_dir: Path = tmp_path_factory.mktemp("acl-clusters")
+    try:
+        yield start_clusters(["A", "B"], base_dir=base_dir, security="sasl_plain", sasl_users=PASSWORDS)
+    finally:
+        stop_clusters(base_dir)
+
+
+def test_topic_acls_are_synced_and_the_documented_permissions_suffice(
+    secure_clusters: LocalClusters, data_path: DataPath
+) -> None:
+    a, b = secure_clusters.cluster("A"), secure_clusters.cluster("B")
+    a_admin, b_admin = admin(a.client_config()), admin(b.client_config())
+    create_topic(a.client_config(), "topic1", partitions=2)
+    create_topic(a.client_config(), "topic2")
+    produce(a.client_config(), "topic1", [{"value": f"v{i}".encode(), "partition": i % 2} for i in range(100)])
+    produce(a.client_config(), "topic2", [{"value": f"w{i}".encode()} for i in range(10)])
+
+    # Topic ACLs on A (and one group ACL, which ACL sync never copies).
+    create_acls(
+        a,
+        [
+            binding((TOPIC, "topic1", LITERAL, Op.READ), ALICE),
+            binding((TOPIC, "topic1", LITERAL, Op.WRITE), ALICE),  # ALLOW WRITE: never copied
+            binding((TOPIC, "topic2", LITERAL, Op.ALL), ALICE),  # ALLOW ALL: becomes ALLOW READ
+            binding((TOPIC, "topic1", LITERAL, Op.ALL), "User:mallory", DENY),  # DENY: copied as is
+            binding((TOPIC, "topic", PREFIXED, Op.DESCRIBE), ALICE),  # PREFIXED: not copied
+            binding((GROUP, "alice-app", LITERAL, Op.READ), ALICE),
+        ],
+    )
+    # The replicator gets exactly what README documents; on B, alice may use her group (an operator's
+    # job: ACL sync copies topic ACLs only).
+    on_a, on_b = replicator_acls("A", "B", topics=["topic1", "topic2"], groups=["alice-app"])
+    create_acls(a, [binding(g) for g in on_a])
+    create_acls(b, [binding(g) for g in on_b] + [binding((GROUP, "alice-app", LITERAL, Op.READ), ALICE)])
+
+    # alice's application commits offsets on A (for checkpoints and group offset sync)
+    c = Consumer({**a.client_config("alice"), "group.id": "alice-app", "enable.auto.commit": False, "log_level": 0})
+    c.commit(offsets=[TopicPartition("topic1", 0, 30), TopicPartition("topic1", 1, 20)], asynchronous=False)
+    c.close()
+
+    cfg = make_config(secure_clusters)
+    t0 = time.monotonic()
+    with problems() as warned:
+        # 1. one-shot run until caught up (records, offset syncs and checkpoints of alice-app)
+        first = Replicator(cfg, data_path)
+        first.run(until_caught_up=True)
+        assert first.stats()[0].records == 110
+        assert "sync topic ACLs A->B" in [j.name for j in first.control.jobs]
+        assert all(j.failures == 0 for j in first.control.jobs), [
+            (j.name, j.last_error) for j in first.control.jobs if j.failures
+        ]
+        t1 = time.monotonic()
+
+        # 2. a restarted replicator (resumes from its progress in mm2-offsets.A.internal on B) while A changes
+        with running(cfg, data_path) as r:
+            a_admin.create_partitions([NewPartitions("topic1", 3)])["topic1"].result(30)
+            res = ConfigResource(
+                ConfigResource.Type.TOPIC,
+                "topic1",
+                incremental_configs=[
+                    ConfigEntry("retention.ms", "3600000", incremental_operation=AlterConfigOpType.SET)
+                ],
+            )
+            a_admin.incremental_alter_configs([res])[res].result(30)
+            produce(a.client_config(), "topic1", [{"value": f"x{i}".encode(), "partition": 2} for i in range(5)])
+            create_acls(a, [binding((TOPIC, "topic2", LITERAL, Op.DESCRIBE), "User:bob")])  # added while running
+
+            def remote_complete() -> bool:
+                assert len(consume_all(b.client_config(), "A.topic1")) == 105
+                return True
+
+            assert_eventually(remote_complete, timeout_s=60, message="A.topic1 is not complete on B")
+
+            def configs_synced() -> bool:
+                res_b = ConfigResource(ConfigResource.Type.TOPIC, "A.topic1")
+                entries = b_admin.describe_configs([res_b])[res_b].result(30)
+                assert entries["retention.ms"].value == "3600000"
+                return True
+
+            assert_eventually(configs_synced, timeout_s=30, message="topic config not synced")
+
+            expected = {
+                binding((TOPIC, "A.topic1", LITERAL, Op.READ), ALICE),
+                binding((TOPIC, "A.topic1", LITERAL, Op.ALL), "User:mallory", DENY),
+                binding((TOPIC, "A.topic2", LITERAL, Op.READ), ALICE),
+                binding((TOPIC, "A.topic2", LITERAL, Op.DESCRIBE), "User:bob"),
+            }
+
+            def acls_synced() -> bool:
+                have = {x for x in topic_acls(b) if x.principal != REPLICATOR}
+                assert have == expected
+                return True
+
+            assert_eventually(acls_synced, timeout_s=30, message="topic ACLs not synced to B")
+
+            def group_synced() -> bool:
+                assert group_offsets(b_admin, "alice-app") == {("A.topic1", 0): 30, ("A.topic1", 1): 20}
+                return True
+
+            assert_eventually(group_synced, timeout_s=30, message="alice-app's offsets not synced to B")
+
+            def heartbeats_both_ways() -> bool:
+                topics = b_admin.list_topics(timeout=10).topics
+                assert "heartbeats" in topics and "A.heartbeats" in topics
+                assert consume_all(b.client_config(), "heartbeats")  # A->B heartbeats, on B
+                assert consume_all(b.client_config(), "A.heartbeats")  # B->A heartbeats on A, replicated
+                return True
+
+            assert_eventually(heartbeats_both_ways, timeout_s=30, message="heartbeats missing")
+            # ACL sync never deletes: an ACL removed on A stays on B
+            flt = AclBindingFilter(TOPIC, "topic2", LITERAL, "User:bob", None, Op.ANY, AclPermissionType.ANY)  # type: ignore[arg-type]
+            a_admin.delete_acls([flt])[flt].result(30)
+            time.sleep(2.5)  # two more rounds of every 1 s job
+            assert binding((TOPIC, "A.topic2", LITERAL, Op.DESCRIBE), "User:bob") in topic_acls(b)
+            failed = [(j.name, j.last_error) for j in r.control.jobs + r.background.jobs if j.failures]
+            assert not failed
+            acl_job = next(j for j in r.control.jobs if j.name == "sync topic ACLs A->B")
+            assert acl_job.runs >= 3
+        t2 = time.monotonic()
+    assert not warned, warned
+    print(f"first run {t1 - t0:.1f} s, second run {t2 - t1:.1f} s")
+
+    # alice on B: reads the remote topics (synced READ; ALLOW ALL became READ), cannot write them
+    assert consume_as(b, "alice", "alice-app", "A.topic1") == 105
+    assert consume_as(b, "alice", "alice-app", "A.topic2") == 10
+    for topic in ("A.topic1", "A.topic2"):
+        err = produce_as(b, "alice", topic)
+        assert err is not None and err.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED, (topic, err)
+    # on A, alice's ALLOW WRITE still works (the rule dropped it only for B)
+    assert produce_as(a, "alice", "topic1") is None
