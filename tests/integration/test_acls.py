@@ -111,7 +111,8 @@ def create_acls(cluster: LocalCluster, bindings: Sequence[AclBinding]) -> None:
 
 def topic_acls(cluster: LocalCluster, principal: str | None = None) -> set[AclBinding]:
     flt = AclBindingFilter(TOPIC, None, ResourcePatternType.ANY, principal, None, Op.ANY, AclPermissionType.ANY)  # type: ignore[arg-type]
-    return set(admin(cluster.client_config()).describe_acls(flt, request_timeout=30).result(timeout=30))
+    client = admin(cluster.client_config())  # referenced until the future completes
+    return set(client.describe_acls(flt, request_timeout=30).result(timeout=30))
 
 
 def jaas(user: str) -> str:
@@ -297,7 +298,8 @@ def test_topic_acls_are_synced_and_the_documented_permissions_suffice(
         # 1. one-shot run until caught up (records, offset syncs and checkpoints of alice-app)
         first = Replicator(cfg, data_path)
         first.run(until_caught_up=True)
-        assert first.stats()[0].records == 110
+        copied = {t.topic: t.records for t in first.stats()[0].topics}
+        assert (copied["topic1"], copied["topic2"]) == (100, 10)
         assert "sync topic ACLs A->B" in [j.name for j in first.control.jobs]
         assert all(j.failures == 0 for j in first.control.jobs), [
             (j.name, j.last_error) for j in first.control.jobs if j.failures

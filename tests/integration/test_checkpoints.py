@@ -293,3 +293,38 @@ def admin_end(bootstrap: str, topic: str) -> int:
 
 def _unused() -> Iterator[Any]:  # keeps imports used by type checkers honest
     yield admin
+
+
+def test_groups_created_while_running_are_checkpointed(local_clusters: LocalClusters, data_path: DataPath) -> None:
+    """A group that appears after start is found within refresh.groups.interval.seconds."""
+    p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
+    topic, group = unique_name("newgroup"), unique_name("late")
+    create_topic(p, topic, partitions=1)
+    produce(p, topic, [{"value": f"v{i}".encode()} for i in range(30)])
+    cfg = config(local_clusters, [("primary", "backup")], topics=topic)
+    r = Replicator(cfg, data_path)
+    r.start()
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            r.run()
+        except BaseException as e:
+            errors.append(e)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    try:
+        assert_eventually(lambda: r.flows[0].partitions[(topic, 0)].position == 30, timeout_s=60)
+        commit(p, group, {(topic, 0): 17})
+        assert_eventually(
+            lambda: (
+                (cp := checkpoints(b, "primary.checkpoints.internal", group).get((f"primary.{topic}", 0))) is not None
+                and (cp.upstream_offset, cp.downstream_offset) == (17, 17)
+            ),
+            timeout_s=60,
+        )
+    finally:
+        r.request_stop()
+        t.join(60)
+    assert not errors, errors
