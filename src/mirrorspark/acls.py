@@ -140,8 +140,9 @@ class TopicAclSync:
         The flow's name, ``"S->T"`` (for messages).
     source, target:
         The cluster aliases.
-    source_admin, target_admin:
-        Admin clients of the two clusters.
+    admins:
+        Returns the admin clients ``(source, target)``; called at every :meth:`sync`, so
+        that this object does not keep a flow's clients alive after the flow closed them.
     should_replicate:
         Whether the flow replicates a source topic.
     remote_topic:
@@ -158,8 +159,7 @@ class TopicAclSync:
         name: str,
         source: str,
         target: str,
-        source_admin: AdminClient,
-        target_admin: AdminClient,
+        admins: Callable[[], tuple[AdminClient, AdminClient]],
         should_replicate: Callable[[str], bool],
         remote_topic: Callable[[str], str],
         timeout_s: float = 30.0,
@@ -167,8 +167,7 @@ class TopicAclSync:
         self.name = name
         self.source = source
         self.target = target
-        self._source_admin = source_admin
-        self._target_admin = target_admin
+        self._admins = admins
         self._should_replicate = should_replicate
         self._remote_topic = remote_topic
         self.timeout_s = timeout_s
@@ -185,8 +184,7 @@ class TopicAclSync:
             name=flow.name,
             source=source,
             target=flow.config.target,
-            source_admin=flow._src_admin,
-            target_admin=flow._tgt_admin,
+            admins=lambda: (flow._src_admin, flow._tgt_admin),
             should_replicate=flow.should_replicate,
             remote_topic=lambda topic: flow.policy.format_remote_topic(source, topic),
             timeout_s=timeout_s,
@@ -210,7 +208,8 @@ class TopicAclSync:
         ClusterUnreachableError
             An admin call timed out.
         """
-        source_bindings = self._describe(self._source_admin, self.source, _SOURCE_TOPIC_ACLS, "source")
+        source_admin, target_admin = self._admins()
+        source_bindings = self._describe(source_admin, self.source, _SOURCE_TOPIC_ACLS, "source")
         if source_bindings is None:
             return 0
         wanted = target_acl_bindings(
@@ -218,14 +217,14 @@ class TopicAclSync:
         )
         if not wanted:
             return 0
-        existing = self._describe(self._target_admin, self.target, _TARGET_TOPIC_ACLS, "target")
+        existing = self._describe(target_admin, self.target, _TARGET_TOPIC_ACLS, "target")
         if existing is None:
             return 0
         have = set(existing)
         missing = [b for b in wanted if b not in have]
         if not missing:
             return 0
-        futures = self._target_admin.create_acls(missing, request_timeout=self.timeout_s)
+        futures = target_admin.create_acls(missing, request_timeout=self.timeout_s)
         created = 0
         failures: list[tuple[AclBinding, KafkaError | str]] = []
         for binding, fut in futures.items():

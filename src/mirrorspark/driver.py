@@ -28,12 +28,16 @@ from .errors import ConfigError
 from .flows import Flow
 from .heartbeats import HeartbeatEmitter
 from .policy import check_identity_cycles, load_policy
+from .progress import ProgressPublisher
 from .scheduler import Scheduler
 from .spark import DataPath, PartitionResult
 
 __all__ = ["FlowStats", "Replicator", "TopicStats"]
 
 log = logging.getLogger(__name__)
+
+PROGRESS_INTERVAL_S = 5.0
+"""Seconds between two publications of a flow's totals to ``mm2-progress.<source>.internal``."""
 
 
 @dataclass(frozen=True)
@@ -152,6 +156,7 @@ class Replicator:
             if f.config.emit_checkpoints_enabled
         ]
         self._checkpoint_targets: list[dict[tuple[str, str, int], int]] = []
+        self.progress: list[ProgressPublisher] = []
         self.control = Scheduler()
         self.background = Scheduler()
         self.on_progress = on_progress
@@ -179,6 +184,15 @@ class Replicator:
         self.state = "starting"
         for flow in self.flows:
             flow.start()
+            publisher = ProgressPublisher(flow)
+            publisher.start()
+            self.progress.append(publisher)
+            self.control.add(
+                f"publish progress {flow.name}",
+                PROGRESS_INTERVAL_S,
+                self._job(publisher.publish),
+                initial_delay_s=PROGRESS_INTERVAL_S,
+            )
             if flow.config.sync_topic_configs_enabled:
                 self.control.add(
                     f"sync topic configs {flow.name}",
@@ -327,5 +341,10 @@ class Replicator:
         self.heartbeats.close()
         for cp in self.checkpoints:
             cp.close()
+        for pub in self.progress:
+            try:
+                pub.close()
+            except Exception as e:  # totals are informational: never fail a clean stop on them
+                log.warning("publishing final progress of %s failed: %s", pub.flow.name, e)
         for f in self.flows:
             f.close()

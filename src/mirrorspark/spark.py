@@ -421,6 +421,27 @@ def _delivery_error(err: Any, r: PartitionRange, upstream: int) -> MirrorsparkEr
     )
 
 
+def _consumer_error(task: CopyTask, m: Any, err: Any) -> DataPathError:
+    """The error of a failed read: a partition's, or the consumer's own (``m.topic()`` is ``None``)."""
+    from confluent_kafka import KafkaError
+
+    if m.topic() is not None:
+        return DataPathError(
+            f"{_ERROR_MARK}DATA_PATH_ERROR] flow {task.flow}: reading {m.topic()}-{m.partition()} failed: {err.str()}"
+        )
+    hint = ""
+    if err.code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
+        # librdkafka looks up the coordinator of its group.id even for an assign-only consumer
+        hint = (
+            f": grant the replication principal DESCRIBE on group '{task.consumer_conf.get('group.id')}' on the "
+            "source cluster (the data path never joins nor commits to it, but its consumer looks up the "
+            "group's coordinator)"
+        )
+    return DataPathError(
+        f"{_ERROR_MARK}DATA_PATH_ERROR] flow {task.flow}: the source consumer failed: {err.str()}{hint}"
+    )
+
+
 def run_copy_task(task: CopyTask) -> list[PartitionResult]:
     """Copy a task's ranges with a confluent-kafka consumer (read mode ``consumer``).
 
@@ -456,10 +477,7 @@ def run_copy_task(task: CopyTask) -> list[PartitionResult]:
                 if err is not None:
                     if err.code() == KafkaError._PARTITION_EOF:
                         continue
-                    raise DataPathError(
-                        f"{_ERROR_MARK}DATA_PATH_ERROR] flow {task.flow}: reading "
-                        f"{m.topic()}-{m.partition()} failed: {err.str()}"
-                    )
+                    raise _consumer_error(task, m, err)
                 key = (m.topic(), m.partition())
                 pc = todo.get(key)
                 if pc is None:

@@ -27,6 +27,7 @@ from .errors import CorruptRecordError
 from .filters import DefaultTopicFilter, should_replicate_topic
 from .flows import read_source_offsets
 from .policy import load_policy
+from .progress import read_progress
 from .records import Heartbeat
 
 __all__ = ["ClusterStatus", "FlowStatus", "TopicStatus", "cluster_status", "flow_status", "status"]
@@ -44,6 +45,9 @@ class TopicStatus:
         Source partitions.
     records:
         Records in the remote topic (end - start offsets summed), ``0`` if it does not exist.
+    copied_records, copied_bytes:
+        Records and bytes (keys + values) copied over the flow's lifetime, as published by
+        running mirrorspark flows to ``mm2-progress.<source>.internal``; ``None`` if none were.
     lag:
         Source records not yet committed as copied (records), summed over partitions.
     """
@@ -53,6 +57,8 @@ class TopicStatus:
     partitions: int
     records: int
     lag: int
+    copied_records: int | None = None
+    copied_bytes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -90,6 +96,12 @@ class FlowStatus:
     def lag(self) -> int:
         """Source records not yet copied."""
         return sum(t.lag for t in self.topics)
+
+    @property
+    def copied_bytes(self) -> int | None:
+        """Bytes copied over the flow's lifetime (``None`` if never published)."""
+        known = [t.copied_bytes for t in self.topics if t.copied_bytes is not None]
+        return sum(known) if known else None
 
 
 @dataclass(frozen=True)
@@ -185,6 +197,14 @@ def flow_status(config: MirrorConfig, flow: FlowConfig, *, now_ms: int | None = 
     ]
     r_ends = end_offsets(tgt_admin, flow.target, remote_keys)
     r_starts = start_offsets(tgt_admin, flow.target, remote_keys)
+    copied = read_progress(
+        flow.target_consumer,
+        flow.target_admin,
+        flow.target,
+        flow.source,
+        flow.name,
+        client_id=f"{cid}-progress-consumer",
+    )
     topics = []
     for t, n in wanted.items():
         remote = policy.format_remote_topic(flow.source, t)
@@ -194,7 +214,12 @@ def flow_status(config: MirrorConfig, flow: FlowConfig, *, now_ms: int | None = 
             position = stored[(t, p)] + 1 if (t, p) in stored else starts.get((t, p), 0)
             lag += max(0, ends.get((t, p), 0) - position)
             records += max(0, r_ends.get((remote, p), 0) - r_starts.get((remote, p), 0))
-        topics.append(TopicStatus(t, remote, n, records, lag))
+        cp = copied.get(t)
+        topics.append(
+            TopicStatus(
+                t, remote, n, records, lag, cp.records if cp else None, cp.value_bytes + cp.key_bytes if cp else None
+            )
+        )
     last = _heartbeats(flow, config)
     fresh_ms = max(10_000, int(5 * flow.emit_heartbeats_interval_s * 1000))
     if not stored:

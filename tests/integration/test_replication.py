@@ -468,7 +468,15 @@ def test_status_shows_flows_and_upstream_clusters(
             (flow,) = s["flows"]
             mine = [t for t in flow["topics"] if t["topic"] == topic]
             return flow["state"] == "running" and mine == [
-                {"topic": topic, "remote_topic": f"primary.{topic}", "partitions": 2, "records": 40, "lag": 0}
+                {
+                    "topic": topic,
+                    "remote_topic": f"primary.{topic}",
+                    "partitions": 2,
+                    "records": 40,
+                    "lag": 0,
+                    "copied_records": 40,
+                    "copied_bytes": 40,  # 40 one-byte values, no keys
+                }
             ]
 
         assert_eventually(caught_up, timeout_s=90)

@@ -240,8 +240,7 @@ def job(source: FakeAclAdmin, target: FakeAclAdmin) -> TopicAclSync:
         name="A->B",
         source="A",
         target="B",
-        source_admin=source,  # type: ignore[arg-type]
-        target_admin=target,  # type: ignore[arg-type]
+        admins=lambda: (source, target),  # type: ignore[arg-type,return-value]
         should_replicate=should,
         remote_topic=remote,
     )
