@@ -249,31 +249,15 @@ def topic_configs(
     dict[str, dict[str, str]]
         ``{topic: {config name: value}}``; topics that vanished are left out.
     """
-    resources = [ConfigResource(ConfigResource.Type.TOPIC, t) for t in topics]
-    if not resources:
-        return {}
-    futures = admin.describe_configs(resources, request_timeout=timeout_s)
-    out: dict[str, dict[str, str]] = {}
-    for res, fut in futures.items():
-        try:
-            entries = fut.result(timeout=timeout_s)
-        except KafkaException as e:
-            err = e.args[0] if e.args else None
-            if isinstance(err, KafkaError) and err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
-                continue
-            raise ClusterError(f"describing configs of topic '{res.name}' on cluster '{alias}' failed: {e}") from e
-        kept: dict[str, str] = {}
-        for name, entry in entries.items():
-            if entry.is_read_only or entry.is_sensitive or entry.value is None:
-                continue
-            source = ConfigSource(entry.source)
-            if source == ConfigSource.STATIC_BROKER_CONFIG:
-                continue
-            if source == ConfigSource.DEFAULT_CONFIG and not include_defaults:
-                continue
-            kept[name] = entry.value
-        out[res.name] = kept
-    return out
+    described = describe_topic_configs(admin, alias, topics, timeout_s=timeout_s)
+    return {
+        topic: {
+            name: v.value
+            for name, v in entries.items()
+            if v.value is not None and (include_defaults or not v.is_default)
+        }
+        for topic, entries in described.items()
+    }
 
 
 @dataclass(frozen=True)
