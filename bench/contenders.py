@@ -303,7 +303,7 @@ class MirrorsparkContender(Contender):
             verified = stored == workload.records == records
             if not verified:
                 error = f"target holds {stored} records, replicator reports {records}, expected {workload.records}"
-        env.delete_topics(TARGET, [t for t in (remote, flow.config.offset_storage_topic) if t])
+        env.delete_flow_topics(alias)
         if not error:
             log.debug("%s run %d: batches %s", self.name, run, [round(s, 3) for s in data_path.batch_s])
         return RunMeasurement(

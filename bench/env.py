@@ -9,7 +9,8 @@ cluster ``s<n>`` in its ``mm2.properties`` (same bootstrap servers), which gives
 ``mm2-offsets.s<n>.internal`` on the target that never existed before — no topic is ever
 re-created under an old name (which, with idempotent producers cached in Spark workers,
 could trip sequence-number checks), and no Kafka metadata propagation is waited on.
-After the run both topics are deleted so that the target's disk use stays bounded.
+After the run every topic of the flow on the target (``s<n>.*``, ``*.s<n>.internal``) is
+deleted so that the target's disk use stays bounded.
 The offset-syncs topic ``mm2-offset-syncs.target.internal`` on the source is shared by
 all runs (it is only appended to).
 """
@@ -165,6 +166,26 @@ class BenchEnv:
             clusters={source_alias: replace(src, alias=source_alias), TARGET: clusters.cluster(TARGET)},
         )
         return renamed.mm2_properties([(source_alias, TARGET)], extra=extra)
+
+    def delete_flow_topics(self, source_alias: str, *, timeout_s: float = 60.0) -> list[str]:
+        """Delete every topic a run's flow left on the target; return their names.
+
+        That is each topic named ``<source_alias>.<...>`` (remote topics) or
+        ``<...>.<source_alias>.internal`` (the flow's Connect offsets topic and any other
+        per-source internal topic mirrorspark writes).
+
+        Parameters
+        ----------
+        source_alias:
+            The alias the run gave the source cluster (:meth:`fresh_alias`).
+        timeout_s:
+            Seconds to wait for the listing and the deletion.
+        """
+        admin = AdminClient({"bootstrap.servers": self.bootstrap(TARGET), "log_level": 3})
+        names = admin.list_topics(timeout=timeout_s).topics
+        doomed = sorted(t for t in names if t.startswith(f"{source_alias}.") or t.endswith(f".{source_alias}.internal"))
+        self.delete_topics(TARGET, doomed, timeout_s=timeout_s)
+        return doomed
 
     def delete_topics(self, alias: str, topics: list[str], *, timeout_s: float = 60.0) -> None:
         """Delete topics on ``source`` or ``target``; missing ones are ignored.

@@ -23,8 +23,18 @@ debug level (MM2 does the same). A target without an authorizer is skipped
 likewise, with a warning the first time.
 
 The replication principal needs DESCRIBE on S's cluster resource (DescribeAcls)
-and ALTER on T's cluster resource (CreateAcls, and DescribeAcls, which ALTER
-implies).
+and ALTER on T's cluster resource (CreateAcls; ALTER implies DESCRIBE).
+
+**librdkafka drops DescribeAcls errors.** librdkafka (2.16.1 and earlier) ignores
+the error code of a DescribeAcls response: a cluster without an authorizer
+(``SECURITY_DISABLED``) and a principal without DESCRIBE on the cluster
+(``CLUSTER_AUTHORIZATION_FAILED``) both come back as an *empty* list, no error.
+So when S lists no topic ACLs, the job asks why, with calls that do report
+errors: the principal's authorized cluster operations (DescribeCluster, KIP-430;
+without DESCRIBE the job fails, naming the permission) and the broker's
+``authorizer.class.name`` (DescribeConfigs: empty = no authorizer; an
+authorization error proves there is one). On T, CreateAcls reports
+``SECURITY_DISABLED`` and ``CLUSTER_AUTHORIZATION_FAILED`` per binding.
 
 Quirk kept from MM2: a literal ``*`` topic ACL passes the default topic filter
 and is copied as a literal ACL on the topic ``S.*`` (not a wildcard).
@@ -43,6 +53,7 @@ from confluent_kafka.admin import (
     AclOperation,
     AclPermissionType,
     AdminClient,
+    ConfigResource,
     ResourcePatternType,
     ResourceType,
 )
@@ -171,8 +182,7 @@ class TopicAclSync:
         self._should_replicate = should_replicate
         self._remote_topic = remote_topic
         self.timeout_s = timeout_s
-        self._told_source_disabled = False
-        self._told_target_disabled = False
+        self._told_no_authorizer: set[str] = set()
         self.created = 0
         """Bindings created on the target by this object so far."""
 
@@ -209,18 +219,16 @@ class TopicAclSync:
             An admin call timed out.
         """
         source_admin, target_admin = self._admins()
-        source_bindings = self._describe(source_admin, self.source, _SOURCE_TOPIC_ACLS, "source")
-        if source_bindings is None:
+        source_bindings = self._describe(source_admin, self.source, _SOURCE_TOPIC_ACLS)
+        if not source_bindings:
+            self._explain_empty_source(source_admin)
             return 0
         wanted = target_acl_bindings(
             source_bindings, should_replicate=self._should_replicate, remote_topic=self._remote_topic
         )
         if not wanted:
             return 0
-        existing = self._describe(target_admin, self.target, _TARGET_TOPIC_ACLS, "target")
-        if existing is None:
-            return 0
-        have = set(existing)
+        have = set(self._describe(target_admin, self.target, _TARGET_TOPIC_ACLS))
         missing = [b for b in wanted if b not in have]
         if not missing:
             return 0
@@ -239,25 +247,24 @@ class TopicAclSync:
         self.created += created
         if created:
             log.info("%s: created %d topic ACL bindings on %s", self.name, created, self.target)
-        if failures:
-            binding, err = failures[0]
-            code = err.name() if isinstance(err, KafkaError) else None
-            why = err.str() if isinstance(err, KafkaError) else err
-            hint = (
-                f": the replication principal needs ALTER on the cluster resource of '{self.target}'"
-                if code == "CLUSTER_AUTHORIZATION_FAILED"
-                else ""
-            )
-            raise ClusterError(
-                f"{self.name}: creating {len(failures)} of {len(missing)} topic ACL bindings on cluster "
-                f"'{self.target}' failed, e.g. {_describe_binding(binding)}: {why}{hint}",
-                kafka_code=code,
-                retriable=isinstance(err, KafkaError) and err.retriable(),
-            )
-        return created
+        if not failures:
+            return created
+        binding, err = failures[0]
+        if isinstance(err, KafkaError) and err.code() == KafkaError.SECURITY_DISABLED and not created:
+            self._no_authorizer(self.target, "target")
+            return 0
+        hint = ""
+        if isinstance(err, KafkaError) and err.code() == KafkaError.CLUSTER_AUTHORIZATION_FAILED:
+            hint = f"; the replication principal needs ALTER on the cluster resource of '{self.target}'"
+        raise ClusterError(
+            f"{self.name}: creating {len(failures)} of {len(missing)} topic ACL bindings on cluster "
+            f"'{self.target}' failed, e.g. {_describe_binding(binding)}: {_reason(err)}{hint}",
+            kafka_code=err.name() if isinstance(err, KafkaError) else None,
+            retriable=isinstance(err, KafkaError) and err.retriable(),
+        )
 
-    def _describe(self, admin: AdminClient, alias: str, flt: AclBindingFilter, side: str) -> list[AclBinding] | None:
-        """Describe ACLs; ``None`` when the cluster has no authorizer (told once)."""
+    def _describe(self, admin: AdminClient, alias: str, flt: AclBindingFilter) -> list[AclBinding]:
+        """Describe ACLs. Errors are translated; librdkafka reports none of them today (module docstring)."""
         try:
             result: list[AclBinding] = admin.describe_acls(flt, request_timeout=self.timeout_s).result(
                 timeout=self.timeout_s
@@ -269,47 +276,81 @@ class TopicAclSync:
             ) from e
         except KafkaException as e:
             err = e.args[0] if e.args else None
-            if not isinstance(err, KafkaError):
-                raise ClusterError(f"{self.name}: describing ACLs on cluster '{alias}' failed: {e}") from e
-            if err.code() == KafkaError.SECURITY_DISABLED:
-                self._no_authorizer(alias, side)
-                return None
-            hint = ""
-            if err.code() == KafkaError.CLUSTER_AUTHORIZATION_FAILED:
-                op = "DESCRIBE" if side == "source" else "ALTER (or DESCRIBE)"
-                hint = (
-                    f": the replication principal needs {op} on the cluster resource of '{alias}', "
-                    "or set sync.topic.acls.enabled=false"
-                )
+            if isinstance(err, KafkaError) and err.code() == KafkaError.SECURITY_DISABLED:
+                return []  # as librdkafka reports it today; _explain_empty_source tells the cases apart
+            raise self._error(f"describing ACLs on cluster '{alias}'", alias, err, e) from e
+
+    def _explain_empty_source(self, admin: AdminClient) -> None:
+        """The source listed no topic ACLs: it has none, or no authorizer (told once), or we may not look.
+
+        Raises
+        ------
+        ClusterError
+            The principal may not describe the source's ACLs (no DESCRIBE on its cluster resource).
+        """
+        try:
+            cluster = admin.describe_cluster(include_authorized_operations=True, request_timeout=self.timeout_s).result(
+                timeout=self.timeout_s
+            )
+        except (KafkaException, TimeoutError) as e:
+            err = e.args[0] if isinstance(e, KafkaException) and e.args else None
+            raise self._error(f"describing cluster '{self.source}'", self.source, err, e) from e
+        ops = cluster.authorized_operations or []  # without an authorizer: every cluster operation
+        if AclOperation.DESCRIBE not in ops:
             raise ClusterError(
-                f"{self.name}: describing ACLs on cluster '{alias}' failed: {err.str()}{hint}",
-                kafka_code=err.name(),
-                retriable=err.retriable(),
-            ) from e
+                f"{self.name}: cannot describe the topic ACLs of cluster '{self.source}': the replication "
+                f"principal needs DESCRIBE on the cluster resource of '{self.source}' (or set "
+                "sync.topic.acls.enabled=false)",
+                kafka_code="CLUSTER_AUTHORIZATION_FAILED",
+            )
+        if not cluster.nodes:
+            return
+        res = ConfigResource(ConfigResource.Type.BROKER, str(cluster.nodes[0].id))
+        try:
+            entries = admin.describe_configs([res], request_timeout=self.timeout_s)[res].result(timeout=self.timeout_s)
+        except KafkaException:
+            return  # e.g. CLUSTER_AUTHORIZATION_FAILED: only an authorizer refuses
+        except TimeoutError as e:
+            raise self._error(f"describing the configs of cluster '{self.source}'", self.source, None, e) from e
+        entry = entries.get("authorizer.class.name")
+        if entry is not None and not entry.value:
+            self._no_authorizer(self.source, "source")
+
+    def _error(self, what: str, alias: str, err: object, e: BaseException) -> ClusterError:
+        if isinstance(e, TimeoutError):
+            return ClusterUnreachableError(f"{self.name}: {what} timed out after {self.timeout_s:.0f} s")
+        if not isinstance(err, KafkaError):
+            return ClusterError(f"{self.name}: {what} failed: {e}")
+        hint = ""
+        if err.code() == KafkaError.CLUSTER_AUTHORIZATION_FAILED:
+            op = "DESCRIBE" if alias == self.source else "ALTER"
+            hint = (
+                f"; the replication principal needs {op} on the cluster resource of '{alias}' "
+                "(or set sync.topic.acls.enabled=false)"
+            )
+        return ClusterError(
+            f"{self.name}: {what} failed: {_reason(err)}{hint}", kafka_code=err.name(), retriable=err.retriable()
+        )
 
     def _no_authorizer(self, alias: str, side: str) -> None:
+        if alias in self._told_no_authorizer:
+            log.debug("%s: ACL sync skipped: cluster '%s' has no authorizer", self.name, alias)
+            return
+        self._told_no_authorizer.add(alias)
         if side == "source":
-            if self._told_source_disabled:
-                log.debug("%s: ACL sync skipped: cluster '%s' has no authorizer", self.name, alias)
-                return
-            self._told_source_disabled = True
             log.info(
                 "%s: cluster '%s' has no authorizer, so there are no topic ACLs to sync; "
                 "consider setting sync.topic.acls.enabled=false",
                 self.name,
                 alias,
             )
-            return
-        if self._told_target_disabled:
-            log.debug("%s: ACL sync skipped: target cluster '%s' has no authorizer", self.name, alias)
-            return
-        self._told_target_disabled = True
-        log.warning(
-            "%s: the source has topic ACLs but target cluster '%s' has no authorizer, so they are not "
-            "copied; set sync.topic.acls.enabled=false to stop trying",
-            self.name,
-            alias,
-        )
+        else:
+            log.warning(
+                "%s: the source has topic ACLs but target cluster '%s' has no authorizer, so they are not "
+                "copied; set sync.topic.acls.enabled=false to stop trying",
+                self.name,
+                alias,
+            )
 
 
 def sync_topic_acls(flow: Flow) -> int:
@@ -324,6 +365,14 @@ def sync_topic_acls(flow: Flow) -> int:
         As :meth:`TopicAclSync.sync`.
     """
     return TopicAclSync.for_flow(flow).sync()
+
+
+def _reason(err: KafkaError | str) -> str:
+    """A Kafka error for a message: its name, and its text when that is short (some brokers send a page)."""
+    if not isinstance(err, KafkaError):
+        return err
+    text = err.str()
+    return f"{text} ({err.name()})" if len(text) <= 200 else err.name()
 
 
 def _describe_binding(b: AclBinding) -> str:

@@ -34,10 +34,12 @@ from confluent_kafka.admin import (
     ResourcePatternType,
     ResourceType,
 )
-from helpers import admin, assert_eventually, consume_all, create_topic, produce
+from helpers import Bootstrap, admin, assert_eventually, consume_all, create_topic, produce, unique_name
 
+from mirrorspark.acls import TopicAclSync
 from mirrorspark.config import MirrorConfig, parse_config, parse_properties
 from mirrorspark.driver import Replicator
+from mirrorspark.errors import ClusterError
 from mirrorspark.local import LocalCluster, LocalClusters, start_clusters, stop_clusters
 from mirrorspark.spark import DataPath
 
@@ -84,12 +86,13 @@ def replicator_acls(
         (CLUSTER, "kafka-cluster", LITERAL, Op.DESCRIBE),
     ]
     on_target: list[Grant] = [
-        # remote topics and <source>.checkpoints.internal
+        # remote topics and <source>.checkpoints.internal (ALTER_CONFIGS implies DESCRIBE_CONFIGS)
+        *((TOPIC, f"{source}.", PREFIXED, op) for op in (Op.CREATE, Op.WRITE, Op.READ, Op.ALTER_CONFIGS, Op.ALTER)),
         *(
-            (TOPIC, f"{source}.", PREFIXED, op)
-            for op in (Op.CREATE, Op.WRITE, Op.READ, Op.DESCRIBE_CONFIGS, Op.ALTER_CONFIGS, Op.ALTER)
+            (TOPIC, f"{internal}.{source}.internal", LITERAL, op)
+            for internal in ("mm2-offsets", "mm2-progress")
+            for op in (Op.CREATE, Op.WRITE, Op.READ)
         ),
-        *((TOPIC, f"mm2-offsets.{source}.internal", LITERAL, op) for op in (Op.CREATE, Op.WRITE, Op.READ)),
         *((TOPIC, "heartbeats", LITERAL, op) for op in (Op.CREATE, Op.WRITE)),
         *((GROUP, g, LITERAL, Op.READ) for g in groups),
         (GROUP, own_group, LITERAL, Op.DESCRIBE),
@@ -373,6 +376,7 @@ def test_topic_acls_are_synced_and_the_documented_permissions_suffice(
             assert acl_job.runs >= 3
         t2 = time.monotonic()
     assert not warned, warned
+    assert consume_all(b.client_config(), "mm2-progress.A.internal"), "no lifetime totals published"
     print(f"first run {t1 - t0:.1f} s, second run {t2 - t1:.1f} s")
 
     # alice on B: reads the remote topics (synced READ; ALLOW ALL became READ), cannot write them
@@ -383,3 +387,45 @@ def test_topic_acls_are_synced_and_the_documented_permissions_suffice(
         assert err is not None and err.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED, (topic, err)
     # on A, alice's ALLOW WRITE still works (the rule dropped it only for B)
     assert produce_as(a, "alice", "topic1") is None
+
+
+def sync_job(source: Bootstrap, target: Bootstrap, topic: str) -> TopicAclSync:
+    """ACL sync A->B of one topic with the given client configurations (no Flow, no Spark)."""
+    admins = (admin(source), admin(target))
+    return TopicAclSync(
+        name="A->B",
+        source="A",
+        target="B",
+        admins=lambda: admins,
+        should_replicate=lambda t: t == topic,
+        remote_topic=lambda t: f"A.{t}",
+        timeout_s=15,
+    )
+
+
+def test_missing_cluster_permissions_are_named(secure_clusters: LocalClusters) -> None:
+    """librdkafka lists no ACLs (no error) without DESCRIBE on the cluster; the job still names the fix."""
+    a, b = secure_clusters.cluster("A"), secure_clusters.cluster("B")
+    topic = unique_name("acl-probe")
+    create_acls(a, [binding((TOPIC, topic, LITERAL, Op.READ), ALICE)])
+    with pytest.raises(ClusterError, match="needs DESCRIBE on the cluster resource of 'A'"):
+        sync_job(a.client_config("alice"), b.client_config(), topic).sync()
+    with pytest.raises(ClusterError, match="needs ALTER on the cluster resource of 'B'") as e:
+        sync_job(a.client_config(), b.client_config("alice"), topic).sync()
+    assert e.value.kafka_code == "CLUSTER_AUTHORIZATION_FAILED"
+    assert binding((TOPIC, f"A.{topic}", LITERAL, Op.READ), ALICE) not in topic_acls(b)
+    assert sync_job(a.client_config(), b.client_config(), topic).sync() == 1  # a super user may
+    assert binding((TOPIC, f"A.{topic}", LITERAL, Op.READ), ALICE) in topic_acls(b)
+
+
+def test_clusters_without_authorizer_are_told_once(
+    local_clusters: LocalClusters, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The session's plaintext clusters have no authorizer: one info line, then silence."""
+    job = sync_job(local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup"), "topic1")
+    with caplog.at_level(logging.INFO, logger="mirrorspark.acls"):
+        assert job.sync() == 0
+        assert job.sync() == 0
+    assert [(r.levelno, "sync.topic.acls.enabled=false" in r.getMessage()) for r in caplog.records] == [
+        (logging.INFO, True)
+    ]

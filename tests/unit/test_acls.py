@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from confluent_kafka.admin import (
     AclBindingFilter,
     AclOperation,
     AclPermissionType,
+    ConfigResource,
     ResourcePatternType,
     ResourceType,
 )
@@ -198,20 +200,41 @@ def _failed(code: int, text: str = "failed") -> Future[Any]:
     return f
 
 
-class FakeAclAdmin:
-    """The ACL calls of a confluent-kafka AdminClient over an in-memory list of bindings."""
+CLUSTER_OPS = [o for o in AclOperation if o not in (Op.ANY, Op.UNKNOWN, Op.ALL)]
 
-    def __init__(self, bindings: Iterable[AclBinding] = (), *, describe_error: int | None = None) -> None:
+
+class FakeAclAdmin:
+    """The calls of a confluent-kafka AdminClient that ACL sync makes, over in-memory bindings.
+
+    Behaves as librdkafka 2.16.1 against a real broker: DescribeAcls reports no error but an
+    empty list without an authorizer or without DESCRIBE on the cluster; DescribeCluster lists
+    the principal's cluster operations (all of them without an authorizer, ``None`` for none);
+    DescribeConfigs of a broker needs DESCRIBE_CONFIGS on the cluster (anything goes without
+    an authorizer); CreateAcls fails per binding.
+    """
+
+    def __init__(
+        self,
+        bindings: Iterable[AclBinding] = (),
+        *,
+        authorizer: str = "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        cluster_ops: Iterable[AclOperation] = (Op.DESCRIBE, Op.ALTER),
+        describe_error: int | None = None,
+    ) -> None:
         self.bindings: list[AclBinding] = list(bindings)
-        self.describe_error = describe_error
-        self.create_errors: dict[str, int] = {}  # resource name -> error code
-        self.describes = 0
+        self.authorizer = authorizer
+        self.cluster_ops = set(CLUSTER_OPS if not authorizer else cluster_ops)
+        self.describe_error = describe_error  # a librdkafka that reports DescribeAcls errors
+        self.create_errors: dict[str, tuple[int, str]] = {}  # resource name -> (error code, text)
+        self.calls: list[str] = []
         self.created: list[list[AclBinding]] = []
 
     def describe_acls(self, flt: AclBindingFilter, **_: Any) -> Future[Any]:
-        self.describes += 1
+        self.calls.append("describe_acls")
         if self.describe_error is not None:
             return _failed(self.describe_error)
+        if not self.authorizer or Op.DESCRIBE not in self.cluster_ops:
+            return _done([])
 
         def match(b: AclBinding) -> bool:
             return b.restype == flt.restype and flt.resource_pattern_type in (
@@ -221,12 +244,30 @@ class FakeAclAdmin:
 
         return _done([b for b in self.bindings if match(b)])
 
+    def describe_cluster(self, *, include_authorized_operations: bool = False, **_: Any) -> Future[Any]:
+        self.calls.append("describe_cluster")
+        ops = sorted(self.cluster_ops) if include_authorized_operations and self.cluster_ops else None
+        return _done(SimpleNamespace(nodes=[SimpleNamespace(id=1)], authorized_operations=ops))
+
+    def describe_configs(self, resources: list[ConfigResource], **_: Any) -> dict[ConfigResource, Future[Any]]:
+        self.calls.append("describe_configs")
+        (res,) = resources
+        assert res.restype == ConfigResource.Type.BROKER and res.name == "1"
+        if self.authorizer and Op.DESCRIBE_CONFIGS not in self.cluster_ops:
+            return {res: _failed(KafkaError.CLUSTER_AUTHORIZATION_FAILED)}
+        return {res: _done({"authorizer.class.name": SimpleNamespace(value=self.authorizer)})}
+
     def create_acls(self, bindings: list[AclBinding], **_: Any) -> dict[AclBinding, Future[Any]]:
+        self.calls.append("create_acls")
         self.created.append(list(bindings))
         out: dict[AclBinding, Future[Any]] = {}
         for b in bindings:
-            if b.name in self.create_errors:
-                out[b] = _failed(self.create_errors[b.name], "no")
+            if not self.authorizer:
+                out[b] = _failed(KafkaError.SECURITY_DISABLED, "No Authorizer is configured.")
+            elif Op.ALTER not in self.cluster_ops:
+                out[b] = _failed(KafkaError.CLUSTER_AUTHORIZATION_FAILED, "Request Request(processor=0, ...) " * 20)
+            elif b.name in self.create_errors:
+                out[b] = _failed(*self.create_errors[b.name])
             else:
                 if b not in self.bindings:
                     self.bindings.append(b)
@@ -278,13 +319,21 @@ def test_sync_creates_only_missing_bindings_and_never_deletes() -> None:
 def test_nothing_to_copy_does_not_touch_the_target() -> None:
     target = FakeAclAdmin()
     assert job(FakeAclAdmin([acl("topic1", Op.WRITE)]), target).sync() == 0
-    assert target.describes == 0
-    assert target.created == []
+    assert target.calls == []
+
+
+def test_a_source_without_topic_acls_is_quiet(caplog: pytest.LogCaptureFixture) -> None:
+    source, target = FakeAclAdmin(), FakeAclAdmin()
+    with caplog.at_level(logging.DEBUG, logger="mirrorspark.acls"):
+        assert job(source, target).sync() == 0
+    assert caplog.records == []
+    assert source.calls == ["describe_acls", "describe_cluster", "describe_configs"]  # why is it empty?
+    assert target.calls == []
 
 
 def test_source_without_authorizer_is_skipped_and_told_once(caplog: pytest.LogCaptureFixture) -> None:
     target = FakeAclAdmin()
-    sync = job(FakeAclAdmin(describe_error=KafkaError.SECURITY_DISABLED), target)
+    sync = job(FakeAclAdmin(authorizer=""), target)
     with caplog.at_level(logging.DEBUG, logger="mirrorspark.acls"):
         assert sync.sync() == 0
         assert sync.sync() == 0
@@ -292,33 +341,53 @@ def test_source_without_authorizer_is_skipped_and_told_once(caplog: pytest.LogCa
     infos = [r for r in caplog.records if r.levelno >= logging.INFO]
     assert len(infos) == 1
     assert infos[0].levelno == logging.INFO
+    assert "no authorizer" in infos[0].getMessage()
     assert "sync.topic.acls.enabled=false" in infos[0].getMessage()
     assert sum(r.levelno == logging.DEBUG for r in caplog.records) == 2
-    assert target.describes == 0
+    assert target.calls == []
 
 
 def test_target_without_authorizer_is_skipped_with_one_warning(caplog: pytest.LogCaptureFixture) -> None:
-    sync = job(FakeAclAdmin(SOURCE_ACLS), FakeAclAdmin(describe_error=KafkaError.SECURITY_DISABLED))
+    sync = job(FakeAclAdmin(SOURCE_ACLS), FakeAclAdmin(authorizer=""))
     with caplog.at_level(logging.INFO, logger="mirrorspark.acls"):
         assert sync.sync() == 0
         assert sync.sync() == 0
     assert [r.levelno for r in caplog.records] == [logging.WARNING]
+    assert "target cluster 'B' has no authorizer" in caplog.records[0].getMessage()
 
 
-def test_missing_describe_permission_names_the_fix() -> None:
+def test_missing_describe_permission_on_the_source_names_the_fix() -> None:
+    # librdkafka returns an empty list; the authorized cluster operations tell why
+    for ops in ((), (Op.IDEMPOTENT_WRITE,)):
+        sync = job(FakeAclAdmin(SOURCE_ACLS, cluster_ops=ops), FakeAclAdmin())
+        with pytest.raises(ClusterError, match="needs DESCRIBE on the cluster resource of 'A'") as e:
+            sync.sync()
+        assert e.value.kafka_code == "CLUSTER_AUTHORIZATION_FAILED"
+
+
+def test_a_describe_error_is_translated() -> None:
+    """For a librdkafka that reports DescribeAcls errors (2.16.1 does not)."""
     sync = job(FakeAclAdmin(describe_error=KafkaError.CLUSTER_AUTHORIZATION_FAILED), FakeAclAdmin())
     with pytest.raises(ClusterError, match="needs DESCRIBE on the cluster resource of 'A'") as e:
         sync.sync()
     assert e.value.kafka_code == "CLUSTER_AUTHORIZATION_FAILED"
+    sync = job(FakeAclAdmin(describe_error=KafkaError.SECURITY_DISABLED), FakeAclAdmin())
+    assert sync.sync() == 0
+
+
+def test_missing_alter_permission_on_the_target_names_the_fix() -> None:
+    sync = job(FakeAclAdmin(SOURCE_ACLS), FakeAclAdmin(cluster_ops=[Op.DESCRIBE]))
+    with pytest.raises(ClusterError, match="needs ALTER on the cluster resource of 'B'") as e:
+        sync.sync()
+    assert e.value.kafka_code == "CLUSTER_AUTHORIZATION_FAILED"
+    assert "processor=0" not in str(e.value)  # the broker's page-long text is left out
 
 
 def test_failed_creates_raise_after_the_others_are_created() -> None:
     target = FakeAclAdmin()
-    target.create_errors["A.topic1"] = KafkaError.CLUSTER_AUTHORIZATION_FAILED
+    target.create_errors["A.topic1"] = (KafkaError.INVALID_REQUEST, "no")
     sync = job(FakeAclAdmin(SOURCE_ACLS), target)
-    with pytest.raises(
-        ClusterError, match=r"creating 1 of 3 .*'A\.topic1'.*needs ALTER on the cluster resource of 'B'"
-    ):
+    with pytest.raises(ClusterError, match=r"creating 1 of 3 .*'A\.topic1'.*: no \(INVALID_REQUEST\)$"):
         sync.sync()
     assert sync.created == 2
     assert {b.name for b in target.bindings} == {"A.topic2"}
