@@ -88,6 +88,7 @@ _TRANSIENT = frozenset(
         KafkaError.COORDINATOR_NOT_AVAILABLE,
         KafkaError.REQUEST_TIMED_OUT,
         KafkaError.OFFSET_NOT_AVAILABLE,
+        KafkaError.UNKNOWN_LEADER_EPOCH,  # ListOffsets right after a topic is created (retriable in Kafka)
         KafkaError._TRANSPORT,
         KafkaError._TIMED_OUT,
     }

@@ -20,7 +20,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import (
     AclBinding,
     AclBindingFilter,
@@ -230,6 +230,33 @@ def consume_as(cluster: LocalCluster, user: str, group: str, topic: str, timeout
     return n
 
 
+def commit_as(cluster: LocalCluster, user: str, group: str, offsets: list[TopicPartition]) -> None:
+    """Commit offsets for ``group`` as ``user``, retrying while a new cluster's group coordinator is loading."""
+    c = Consumer({**cluster.client_config(user), "group.id": group, "enable.auto.commit": False, "log_level": 0})
+
+    def commit() -> bool:
+        try:
+            c.commit(offsets=offsets, asynchronous=False)
+        except KafkaException as e:
+            err = e.args[0]
+            if not (err.retriable() or err.code() in _COORDINATOR_NOT_READY):
+                raise
+            raise AssertionError(str(err)) from e  # retried by assert_eventually
+        return True
+
+    try:
+        assert_eventually(commit, timeout_s=30, message=f"committing offsets of {group} failed")
+    finally:
+        c.close()
+
+
+_COORDINATOR_NOT_READY = (
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+)
+
+
 def produce_as(cluster: LocalCluster, user: str, topic: str) -> KafkaError | None:
     """Produce one record as ``user``; return the delivery error (``None`` if it was written)."""
     p = Producer({**cluster.client_config(user), "log_level": 0, "message.timeout.ms": 10000})
@@ -291,9 +318,7 @@ def test_topic_acls_are_synced_and_the_documented_permissions_suffice(
     create_acls(b, [binding(g) for g in on_b] + [binding((GROUP, "alice-app", LITERAL, Op.READ), ALICE)])
 
     # alice's application commits offsets on A (for checkpoints and group offset sync)
-    c = Consumer({**a.client_config("alice"), "group.id": "alice-app", "enable.auto.commit": False, "log_level": 0})
-    c.commit(offsets=[TopicPartition("topic1", 0, 30), TopicPartition("topic1", 1, 20)], asynchronous=False)
-    c.close()
+    commit_as(a, "alice", "alice-app", [TopicPartition("topic1", 0, 30), TopicPartition("topic1", 1, 20)])
 
     cfg = make_config(secure_clusters)
     t0 = time.monotonic()
