@@ -102,6 +102,13 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _size(args: argparse.Namespace) -> str:
+    """``quick`` / ``full`` for the presets, ``custom`` when a size option overrides one."""
+    if any(getattr(args, k) is not None for k in ("records", "record_size", "partitions")):
+        return "custom"
+    return "quick" if args.quick else "full"
+
+
 def _workload(args: argparse.Namespace, name: str) -> tuple[Workload, int]:
     base = QUICK if args.quick else FULL
     records = args.records if args.records is not None else base["records"]
@@ -126,6 +133,7 @@ def _read_modes(args: argparse.Namespace) -> Case:
         warmup_records=args.warmup_records,
         pause_s=args.pause,
         wait_idle_s=args.wait_idle,
+        size=_size(args),
     )
 
 

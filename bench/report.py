@@ -17,8 +17,8 @@ from bench.suite import BUSY_CORES, CaseResult, Summary
 
 __all__ = ["markdown", "results_path", "table", "update_readme", "write_results"]
 
-README_BEGIN = "<!-- bench:{case}:latest:begin -->"
-README_END = "<!-- bench:{case}:latest:end -->"
+README_BEGIN = "<!-- bench:{case}:{size}:begin -->"
+README_END = "<!-- bench:{case}:{size}:end -->"
 
 _COLUMNS = (
     "contender",
@@ -89,6 +89,7 @@ def table(result: CaseResult) -> str:
         if s.error:
             lines.append(f"{s.contender}: ERROR: {s.error}")
     if result.case.ratio is not None:
+        lines.append(result.cpu_ratio_line())
         lines.append(result.ratio_line())
     return "\n".join(lines)
 
@@ -116,7 +117,11 @@ def summary_markdown(result: CaseResult) -> str:
     for w in _warnings(result):
         text += f"\n\n**{w}**"
     if result.case.ratio is not None:
-        text += f"\n\n`{result.ratio_line()}` (median records/s of the first over the second)"
+        text += (
+            f"\n\n`{result.ratio_line()}` (median records/s of the first over the second; < 1: the second is"
+            f" faster)\n\n`{result.cpu_ratio_line()}` (median CPU s/GB, first over second; > 1: the first needs"
+            " more CPU per GB)"
+        )
     return text
 
 
@@ -247,7 +252,9 @@ def write_results(path: Path, result: CaseResult, command: str) -> Path:
             "partitions": result.case.workload.partitions,
         },
         "contenders": {c.name: c.description for c in result.case.contenders},
-        "ratio": {"label": result.case.ratio_label, "value": result.ratio} if result.case.ratio else None,
+        "ratio": {"label": result.case.ratio_label, "value": result.ratio, "cpu_s_per_gb": result.cpu_ratio}
+        if result.case.ratio
+        else None,
         "environment": result.environment,
         "load_s": round(result.load.seconds, 3),
         "runs": [m.to_json() for m in [*result.warmups, *result.runs]],
@@ -257,7 +264,11 @@ def write_results(path: Path, result: CaseResult, command: str) -> Path:
 
 
 def update_readme(readme: Path, result: CaseResult, results_file: Path, command: str) -> None:
-    """Replace the case's "latest figures" section of ``bench/README.md`` (appended if missing).
+    """Replace the "latest figures" section of ``bench/README.md`` for this case and size (appended if missing).
+
+    One section per case and workload size (``quick``, ``full``, ``custom``; see
+    :attr:`bench.suite.Case.size`), between ``<!-- bench:<case>:<size>:begin -->`` and
+    ``<!-- bench:<case>:<size>:end -->``.
 
     Parameters
     ----------
@@ -270,7 +281,8 @@ def update_readme(readme: Path, result: CaseResult, results_file: Path, command:
     command:
         The command line that produced it.
     """
-    begin, end = README_BEGIN.format(case=result.case.name), README_END.format(case=result.case.name)
+    keys = {"case": result.case.name, "size": result.case.size}
+    begin, end = README_BEGIN.format(**keys), README_END.format(**keys)
     env = result.environment
     try:
         link = results_file.resolve().relative_to(readme.resolve().parent)
@@ -279,7 +291,7 @@ def update_readme(readme: Path, result: CaseResult, results_file: Path, command:
     section = "\n".join(
         [
             begin,
-            f"Latest: {result.started_at:%Y-%m-%d}, `{command}`, host `{env.get('host')}` "
+            f"Latest {result.case.size} run: {result.started_at:%Y-%m-%d}, `{command}`, host `{env.get('host')}` "
             f"({env.get('cpus')} cores, {env.get('mem_gib')} GiB), Spark `{env.get('spark', {}).get('master', '?')}`; "
             f"{result.case.workload.describe()}; details in [{link}]({link}).",
             "",

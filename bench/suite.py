@@ -62,6 +62,9 @@ class Case:
     wait_idle_s:
         Before each run, wait up to this many seconds for the machine to be idle (other
         processes using < 0.3 cores; see :func:`bench.cpu.wait_idle`).
+    size:
+        Which preset the workload is: ``"quick"``, ``"full"`` or ``"custom"`` (sizes given by
+        hand); keys the case's section in ``bench/README.md``.
     """
 
     name: str
@@ -74,6 +77,7 @@ class Case:
     ratio_label: str = ""
     pause_s: float = 2.0
     wait_idle_s: float = 0.0
+    size: str = "custom"
 
 
 BUSY_CORES = 0.3
@@ -178,7 +182,10 @@ class CaseResult:
     summaries:
         Per contender, in the case's order.
     ratio:
-        The headline ratio (``None`` if a side failed or the case has none).
+        The headline ratio of median records/s (``None`` if a side failed or the case has none).
+    cpu_ratio:
+        The same pair's ratio of median CPU s/GB (numerator's over denominator's): less
+        sensitive than throughput to other work on the machine.
     environment:
         Machine, versions, Spark and cluster start-up seconds, options.
     started_at, finished_at:
@@ -192,6 +199,7 @@ class CaseResult:
     runs: list[RunMeasurement]
     summaries: list[Summary] = field(default_factory=list)
     ratio: float | None = None
+    cpu_ratio: float | None = None
     environment: dict[str, Any] = field(default_factory=dict)
     started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     finished_at: datetime | None = None
@@ -202,6 +210,13 @@ class CaseResult:
             return ""
         value = f"{self.ratio:.2f}" if self.ratio is not None else "n/a (a contender failed)"
         return f"{self.case.ratio_label}: {value}"
+
+    def cpu_ratio_line(self) -> str:
+        """E.g. ``CPU s/GB ratio spark-kafka/consumer: 5.20`` (empty without a ratio)."""
+        if self.case.ratio is None:
+            return ""
+        value = f"{self.cpu_ratio:.2f}" if self.cpu_ratio is not None else "n/a"
+        return f"CPU s/GB ratio {self.case.ratio[0]}/{self.case.ratio[1]}: {value}"
 
 
 def _settle(pause_s: float) -> None:
@@ -295,6 +310,7 @@ def run_case(env: BenchEnv, case: Case, *, echo: Echo = print) -> CaseResult:
         num, den = (by_name.get(n) for n in case.ratio)
         if num and den and num.runs and den.runs and not num.error and not den.error:
             result.ratio = num.records_per_s / den.records_per_s
+            result.cpu_ratio = num.cpu_s_per_gb / den.cpu_s_per_gb if den.cpu_s_per_gb > 0 else None
     result.environment = environment(env)
     result.finished_at = datetime.now(UTC)
     return result
@@ -309,6 +325,7 @@ def read_modes_case(
     warmup_records: int = 20_000,
     pause_s: float = 2.0,
     wait_idle_s: float = 0.0,
+    size: str = "custom",
 ) -> Case:
     """The read-side comparison: ``mirrorspark.read.mode`` ``consumer`` vs ``spark-kafka``.
 
@@ -328,6 +345,8 @@ def read_modes_case(
         Idle seconds between runs.
     wait_idle_s:
         Before each run, wait up to this long for other processes to leave the machine idle.
+    size:
+        ``"quick"``, ``"full"`` or ``"custom"`` (see :attr:`Case.size`).
     """
     contenders = [
         MirrorsparkContender(mode, tasks_max=tasks_max, batch_records=batch_records)
@@ -349,6 +368,7 @@ def read_modes_case(
         ratio_label="read-mode ratio spark-kafka/consumer",
         pause_s=pause_s,
         wait_idle_s=wait_idle_s,
+        size=size,
     )
 
 
