@@ -1,29 +1,37 @@
 """What the benchmark measures: one :class:`Contender` per way of replicating.
 
-Every contender replicates the whole workload topic from ``source`` to ``target`` into a
-fresh flow per run and returns a :class:`RunMeasurement`. Here:
+Every contender moves the whole workload (from ``source`` to ``target`` into a fresh flow,
+or one half of that for the ceiling) once per run and returns a :class:`RunMeasurement`,
+measured by a :class:`bench.sampler.Sampler` in the same way for all:
 
 :class:`MirrorsparkContender`
     An in-process ``mirrorspark run --until-caught-up`` with a given
     ``mirrorspark.read.mode``, on the environment's warm SparkSession.
-
-A later MirrorMaker 2 contender runs ``connect-mirror-maker`` as a child JVM and measures
-that process tree; a hardware-ceiling contender copies with bare clients. Both only
-implement :meth:`Contender.run`.
+:class:`MirrorMakerContender`
+    Apache Kafka's MirrorMaker 2, dedicated mode, a child JVM per run.
+:class:`CeilingConsumeContender`, :class:`CeilingProduceContender`
+    Kafka's ``ConsumerPerformance`` reading the source topic and ``ProducerPerformance``
+    writing the same number and size of records into the target: what the brokers and
+    Kafka's own Java clients reach doing only half a replicator's work each.
 """
 
 from __future__ import annotations
 
 import gc
 import logging
+import os
+import subprocess
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bench import cpu
-from bench.env import TARGET, BenchEnv
+from bench.env import SOURCE, TARGET, BenchEnv
+from bench.sampler import EndOffsets, Sampler
 from bench.workload import Workload, count_records
 
 if TYPE_CHECKING:
@@ -31,7 +39,14 @@ if TYPE_CHECKING:
 
     from mirrorspark.spark import CopyTask, PartitionResult
 
-__all__ = ["Contender", "MirrorsparkContender", "RunMeasurement"]
+__all__ = [
+    "CeilingConsumeContender",
+    "CeilingProduceContender",
+    "Contender",
+    "MirrorMakerContender",
+    "MirrorsparkContender",
+    "RunMeasurement",
+]
 
 log = logging.getLogger(__name__)
 
@@ -51,20 +66,29 @@ class RunMeasurement:
     payload_bytes:
         Key + value bytes copied.
     wall_s:
-        Wall time of the run, in seconds: for mirrorspark, flow start (connect, create the
-        remote and internal topics, read committed offsets) plus the loop until caught up
-        and the final commit. Excludes Spark start-up.
+        Wall time of the run, in seconds, from launch (mirrorspark: flow start, Spark
+        session already up; MM2 and the perf tools: JVM launch) until the target held every
+        record.
     start_s:
-        Part of ``wall_s`` spent starting the flow, in seconds.
+        Seconds from launch until the copy window opened (start-up: JVM, Connect herders
+        and tasks, flow start, topic creation, first fetch).
+    copy_s:
+        The copy window, seconds: from the last moment the output topic was seen empty to
+        the first moment it held every record (see :mod:`bench.sampler`); throughput and
+        CPU s/GB are over this window. ``0`` = unknown (then ``wall_s`` is used).
+    peak_rss_bytes:
+        Largest resident memory of the contender's process tree during the run, bytes.
     jobs_s:
         Part of ``wall_s`` spent inside Spark jobs (``DataPath.copy``), in seconds.
     batches:
         Spark jobs (batches) run.
     cpu:
         CPU seconds of the replicator's processes per role (driver-py, spark-jvm, py-workers,
-        other); brokers excluded.
+        jvm, other) over the copy window; brokers excluded.
     broker_cpu_s:
         CPU seconds of both brokers during the run.
+    run_cpu_s:
+        CPU seconds of the contender's processes over the whole run (start-up included).
     machine_busy_s, steal_s:
         Whole-machine busy CPU seconds (every process, ours included) and hypervisor steal
         seconds during the run; what is neither the replicator nor the brokers is someone else's.
@@ -84,8 +108,11 @@ class RunMeasurement:
     start_s: float
     jobs_s: float
     batches: int
+    copy_s: float = 0.0
+    peak_rss_bytes: int = 0
     cpu: cpu.CpuDelta = field(default_factory=cpu.CpuDelta)
     broker_cpu_s: float = 0.0
+    run_cpu_s: float = 0.0
     machine_busy_s: float = 0.0
     steal_s: float = 0.0
     idle_before_cores: float = 0.0
@@ -100,17 +127,22 @@ class RunMeasurement:
     @property
     def other_cpu_s(self) -> float:
         """CPU seconds of processes that are neither the replicator nor the brokers (other work)."""
-        return max(0.0, self.machine_busy_s - self.cpu.total_s - self.broker_cpu_s)
+        return max(0.0, self.machine_busy_s - self.run_cpu_s - self.broker_cpu_s)
+
+    @property
+    def seconds(self) -> float:
+        """The measured seconds: the copy window if known, else the wall time."""
+        return self.copy_s if self.copy_s > 0 else self.wall_s
 
     @property
     def records_per_s(self) -> float:
-        """Throughput in records per second of wall time."""
-        return self.records / self.wall_s if self.wall_s > 0 else 0.0
+        """Throughput in records per second of the copy window."""
+        return self.records / self.seconds if self.seconds > 0 else 0.0
 
     @property
     def mb_per_s(self) -> float:
-        """Throughput in MB (10^6 bytes of keys + values) per second of wall time."""
-        return self.payload_bytes / 1e6 / self.wall_s if self.wall_s > 0 else 0.0
+        """Throughput in MB (10^6 bytes of keys + values) per second of the copy window."""
+        return self.payload_bytes / 1e6 / self.seconds if self.seconds > 0 else 0.0
 
     def cpu_s_per_gb(self, role: str | None = None) -> float:
         """Replicator CPU seconds per GB (10^9 bytes of keys + values) copied.
@@ -138,6 +170,8 @@ class RunMeasurement:
             "records": self.records,
             "payload_bytes": self.payload_bytes,
             "wall_s": round(self.wall_s, 4),
+            "copy_s": round(self.copy_s, 4),
+            "peak_rss_bytes": self.peak_rss_bytes,
             "start_s": round(self.start_s, 4),
             "jobs_s": round(self.jobs_s, 4),
             "batches": self.batches,
@@ -216,6 +250,8 @@ class _TimedDataPath:
 class MirrorsparkContender(Contender):
     """``mirrorspark run --until-caught-up`` in this process, with one read mode.
 
+    Heartbeats and checkpoints stay on (mirrorspark's defaults, as for MM2).
+
     Parameters
     ----------
     read_mode:
@@ -226,18 +262,21 @@ class MirrorsparkContender(Contender):
         ``mirrorspark.batch.max.records.per.partition``; ``None`` keeps mirrorspark's default.
     extra:
         Further ``mm2.properties`` keys for every run.
+    name:
+        Name in tables (default: ``"mirrorspark"`` for the consumer read mode, else the mode).
     """
 
     def __init__(
         self,
-        read_mode: str,
+        read_mode: str = "consumer",
         *,
         tasks_max: int,
         batch_records: int | None = None,
         extra: Mapping[str, str] | None = None,
+        name: str | None = None,
     ) -> None:
         self.read_mode = read_mode
-        self.name = read_mode
+        self.name = name or read_mode
         self.tasks_max = tasks_max
         self.batch_records = batch_records
         self.extra = dict(extra or {})
@@ -252,9 +291,6 @@ class MirrorsparkContender(Contender):
             "topics": workload.topic,
             "tasks.max": str(self.tasks_max),
             "mirrorspark.read.mode": self.read_mode,
-            "refresh.topics.interval.seconds": "600",
-            "emit.checkpoints.enabled": "false",
-            "sync.group.offsets.enabled": "false",
         }
         if self.batch_records:
             props["mirrorspark.batch.max.records.per.partition"] = str(self.batch_records)
@@ -275,8 +311,15 @@ class MirrorsparkContender(Contender):
         spark = env.spark()
         data_path = _TimedDataPath(spark, self.read_mode)
         gc.collect()
+        remote = f"{alias}.{workload.topic}"
         meter = cpu.Meter(env.broker_pids())
+        sampler = Sampler(
+            os.getpid(),
+            exclude=env.broker_pids(),
+            progress=EndOffsets(env.bootstrap(TARGET), remote, workload.partitions),
+        )
         meter.start()
+        sampler.start()
         t0 = time.perf_counter()
         replicator = Replicator(cfg, data_path)  # type: ignore[arg-type]
         error = ""
@@ -285,10 +328,14 @@ class MirrorsparkContender(Contender):
             replicator.start()
             t1 = time.perf_counter()
             replicator.run(until_caught_up=True)
+            sampler.wait_for(workload.records, 30.0)
         except Exception as e:
             log.exception("%s run %d failed", self.name, run)
             error = f"{type(e).__name__}: {e}"
-        meter.stop()
+        finally:
+            sampler.stop()
+            meter.stop()
+            replicator.close()
 
         flow = replicator.flows[0]
         # Only the workload topic: the flow also replicates ``heartbeats`` (MM2 does), which the
@@ -296,29 +343,333 @@ class MirrorsparkContender(Contender):
         progress = [p for (topic, _), p in flow.partitions.items() if topic == workload.topic]
         records = sum(p.records for p in progress)
         payload = sum(p.value_bytes + p.key_bytes for p in progress)
-        remote = flow.remote_topics.get(workload.topic, "")
+        window = sampler.window(workload.records)
         verified = False
-        if not error and remote:
+        if not error:
             stored = count_records(env.bootstrap(TARGET), remote, workload.partitions)
-            verified = stored == workload.records == records
+            verified = stored == workload.records == records and window is not None
             if not verified:
                 error = f"target holds {stored} records, replicator reports {records}, expected {workload.records}"
         env.delete_flow_topics(alias)
-        if not error:
-            log.debug("%s run %d: batches %s", self.name, run, [round(s, 3) for s in data_path.batch_s])
         return RunMeasurement(
             contender=self.name,
             run=run,
             records=records,
             payload_bytes=payload,
-            wall_s=meter.wall_s,
-            start_s=(t1 - t0) if t1 is not None else meter.wall_s,
+            wall_s=window.end_s if window else meter.wall_s,
+            start_s=window.start_s if window else ((t1 - t0) if t1 is not None else 0.0),
             jobs_s=data_path.jobs_s,
             batches=data_path.batches,
-            cpu=meter.tree,
+            copy_s=window.seconds if window else 0.0,
+            peak_rss_bytes=sampler.peak_rss_bytes,
+            cpu=window.cpu if window else meter.tree,
+            run_cpu_s=meter.tree.total_s,
             broker_cpu_s=meter.broker_s,
             machine_busy_s=meter.machine.busy_s,
             steal_s=meter.machine.steal_s,
             verified=verified,
             error=error,
         )
+
+
+MM2_HEAP = "-Xms256M -Xmx2G"
+"""MirrorMaker's heap, as Kafka's ``bin/connect-mirror-maker.sh`` sets it."""
+
+
+class MirrorMakerContender(Contender):
+    """Apache Kafka's MirrorMaker 2 in dedicated mode, one fresh JVM per run.
+
+    ``org.apache.kafka.connect.mirror.MirrorMaker`` from the ``mm2`` jar set, serving only
+    the flow into ``target`` (``--clusters target``), with the same ``tasks.max`` and topic
+    filter as mirrorspark, heartbeats and checkpoints on, MM2's defaults otherwise, and
+    ``plugin.discovery=service_load`` (skips Connect's plugin scan: start-up only). Timed
+    until the remote topic holds every record; then stopped with ``SIGTERM``.
+
+    Parameters
+    ----------
+    tasks_max:
+        ``tasks.max``.
+    extra:
+        Further ``mm2.properties`` keys.
+    timeout_s:
+        Give up on a run after this many seconds.
+    """
+
+    name = "mm2"
+
+    def __init__(self, *, tasks_max: int, extra: Mapping[str, str] | None = None, timeout_s: float = 900.0) -> None:
+        self.tasks_max = tasks_max
+        self.extra = dict(extra or {})
+        self.timeout_s = timeout_s
+        self.description = (
+            f"Apache Kafka MirrorMaker 2 (connect-mirror {_jar_version('mm2', 'connect-mirror')}), dedicated mode, "
+            f"tasks.max={tasks_max}, heap {MM2_HEAP}"
+        )
+
+    def properties(self, workload: Workload) -> dict[str, str]:
+        """The ``mm2.properties`` keys set on top of the clusters' own."""
+        props = {
+            "topics": workload.topic,
+            "tasks.max": str(self.tasks_max),
+            "emit.heartbeats.enabled": "true",
+            "emit.checkpoints.enabled": "true",
+            "plugin.discovery": "service_load",
+            f"{TARGET}.plugin.discovery": "service_load",
+        }
+        props.update(self.extra)
+        return props
+
+    def run(self, env: BenchEnv, workload: Workload, run: int) -> RunMeasurement:
+        from mirrorspark.local import start_mirror_maker
+
+        alias = env.fresh_alias()
+        path = env.work_dir / f"mm2-{alias}.properties"
+        path.write_text(env.mm2_properties(alias, self.properties(workload)))
+        remote = f"{alias}.{workload.topic}"
+        meter = cpu.Meter(env.broker_pids(), root=os.getpid())
+        progress = EndOffsets(env.bootstrap(TARGET), remote, workload.partitions)
+        error = ""
+        meter.start()
+        mm = start_mirror_maker(path, base_dir=env.work_dir, clusters=[TARGET], heap=MM2_HEAP)
+        sampler = Sampler(mm.pid, exclude=env.broker_pids(), progress=progress)
+        try:
+            sampler.start()
+            if not sampler.wait_for(workload.records, self.timeout_s, alive=lambda: mm.running):
+                error = (
+                    f"MirrorMaker did not copy {workload.records} records within {self.timeout_s:.0f} s "
+                    f"(running: {mm.running}); log tail:\n{mm.log_tail(10)}"
+                )
+        finally:
+            sampler.stop()
+            run_cpu = sampler.samples[-1].cpu.total_s if sampler.samples else 0.0
+            mm.stop()
+            meter.stop()
+        window = sampler.window(workload.records)
+        stored = count_records(env.bootstrap(TARGET), remote, workload.partitions)
+        verified = not error and stored == workload.records and window is not None
+        if not error and not verified:
+            error = f"target holds {stored} records, expected {workload.records}"
+        env.delete_flow_topics(alias)
+        return RunMeasurement(
+            contender=self.name,
+            run=run,
+            records=stored,
+            payload_bytes=workload.payload_bytes,
+            wall_s=window.end_s if window else meter.wall_s,
+            start_s=window.start_s if window else 0.0,
+            jobs_s=0.0,
+            batches=0,
+            copy_s=window.seconds if window else 0.0,
+            peak_rss_bytes=sampler.peak_rss_bytes,
+            cpu=window.cpu if window else cpu.CpuDelta(),
+            run_cpu_s=run_cpu,
+            broker_cpu_s=meter.broker_s,
+            machine_busy_s=meter.machine.busy_s,
+            steal_s=meter.machine.steal_s,
+            verified=verified,
+            error=error,
+        )
+
+
+def _jar_version(jar_set: str, prefix: str) -> str:
+    from mirrorspark.jars import jar_dir
+
+    try:
+        jars = sorted(jar_dir(jar_set).glob(f"{prefix}-[0-9]*.jar"))
+    except Exception:
+        return "?"
+    return jars[0].stem[len(prefix) + 1 :] if jars else "?"
+
+
+def _wait_unreaped(proc: subprocess.Popen[bytes], timeout_s: float) -> bool:
+    """Wait for ``proc`` to exit but leave it a zombie, so its final CPU times can still be read.
+
+    Returns ``False`` on timeout. Reap it afterwards with ``proc.wait()``.
+    """
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT | os.WNOHANG) is not None:
+                return True
+        except ChildProcessError:
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def _perf_tool(main: str, args: Sequence[str], log_path: Path) -> subprocess.Popen[bytes]:
+    from mirrorspark.jars import classpath, java_executable
+
+    with open(log_path, "wb") as out:
+        return subprocess.Popen(
+            [java_executable(), "-Xms256M", "-Xmx1G", "-cp", classpath("kafka"), main, *args],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+
+
+class CeilingProduceContender(Contender):
+    """The produce-only bound: Kafka's ``ProducerPerformance`` writes the workload's records into the target.
+
+    Same record count and value size into a fresh topic with the same partitions;
+    ``acks=all`` (what a replicator must wait for), ``linger.ms=5``, 1 MiB batches, no
+    compression. Timed like the replicators, by the target's end offsets.
+    """
+
+    name = "ceiling-produce"
+
+    def __init__(self, timeout_s: float = 900.0) -> None:
+        self.timeout_s = timeout_s
+        self.description = (
+            "kafka-producer-perf-test (org.apache.kafka.tools.ProducerPerformance) into target, acks=all, "
+            "linger.ms=5, batch.size=1 MiB"
+        )
+
+    def run(self, env: BenchEnv, workload: Workload, run: int) -> RunMeasurement:
+        alias = env.fresh_alias()
+        topic = f"{alias}.ceiling-{workload.topic}"
+        env.create_topic(TARGET, topic, workload.partitions)
+        meter = cpu.Meter(env.broker_pids(), root=os.getpid())
+        log_path = env.work_dir / f"producer-perf-{alias}.log"
+        meter.start()
+        proc = _perf_tool(
+            "org.apache.kafka.tools.ProducerPerformance",
+            [
+                "--bootstrap-server", env.bootstrap(TARGET), "--topic", topic,
+                "--num-records", str(workload.records), "--record-size", str(workload.record_size),
+                "--throughput", "-1",
+                "--command-property", "acks=all", "linger.ms=5", f"batch.size={1 << 20}", "compression.type=none",
+            ],
+            log_path,
+        )  # fmt: skip
+        sampler = Sampler(
+            proc.pid, exclude=env.broker_pids(), progress=EndOffsets(env.bootstrap(TARGET), topic, workload.partitions)
+        )
+        error = ""
+        try:
+            sampler.start()
+            if not sampler.wait_for(workload.records, self.timeout_s, alive=lambda: proc.poll() is None):
+                sampler.sample()
+                if not sampler.samples or sampler.samples[-1].progress < workload.records:
+                    error = f"ProducerPerformance did not finish; log: {log_path}"
+        finally:
+            sampler.stop()
+            run_cpu = sampler.samples[-1].cpu.total_s if sampler.samples else 0.0
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+            meter.stop()
+        window = sampler.window(workload.records)
+        stored = count_records(env.bootstrap(TARGET), topic, workload.partitions)
+        verified = not error and stored == workload.records and window is not None
+        if not error and not verified:
+            error = f"target holds {stored} records, expected {workload.records}"
+        env.delete_topics(TARGET, [topic])
+        return RunMeasurement(
+            contender=self.name,
+            run=run,
+            records=stored,
+            payload_bytes=workload.payload_bytes,
+            wall_s=window.end_s if window else meter.wall_s,
+            start_s=window.start_s if window else 0.0,
+            jobs_s=0.0,
+            batches=0,
+            copy_s=window.seconds if window else 0.0,
+            peak_rss_bytes=sampler.peak_rss_bytes,
+            cpu=window.cpu if window else cpu.CpuDelta(),
+            run_cpu_s=run_cpu,
+            broker_cpu_s=meter.broker_s,
+            machine_busy_s=meter.machine.busy_s,
+            steal_s=meter.machine.steal_s,
+            verified=verified,
+            error=error,
+        )
+
+
+class CeilingConsumeContender(Contender):
+    """The consume-only bound: Kafka's ``ConsumerPerformance`` reads the whole workload topic.
+
+    Its own figures give the window (``end.time`` minus ``fetch.time.ms``: the time spent
+    fetching, without the group join); the sampler gives CPU and RSS over that window.
+    """
+
+    name = "ceiling-consume"
+
+    def __init__(self, timeout_s: float = 900.0) -> None:
+        self.timeout_s = timeout_s
+        self.description = "kafka-consumer-perf-test (org.apache.kafka.tools.ConsumerPerformance) of the source topic"
+
+    def run(self, env: BenchEnv, workload: Workload, run: int) -> RunMeasurement:
+        alias = env.fresh_alias()
+        meter = cpu.Meter(env.broker_pids(), root=os.getpid())
+        log_path = env.work_dir / f"consumer-perf-{alias}.log"
+        meter.start()
+        proc = _perf_tool(
+            "org.apache.kafka.tools.ConsumerPerformance",
+            [
+                "--bootstrap-server", env.bootstrap(SOURCE), "--topic", workload.topic,
+                "--num-records", str(workload.records), "--group", f"bench-ceiling-{alias}",
+                "--timeout", "60000", "--date-format", "yyyy-MM-dd'T'HH:mm:ss.SSSXXX",
+            ],
+            log_path,
+        )  # fmt: skip
+        sampler = Sampler(proc.pid, exclude=env.broker_pids())
+        error = ""
+        try:
+            sampler.start()
+            if not _wait_unreaped(proc, self.timeout_s):
+                proc.kill()
+                error = f"ConsumerPerformance did not finish within {self.timeout_s:.0f} s"
+        finally:
+            sampler.stop()
+            proc.wait()
+            meter.stop()
+        out = log_path.read_text(errors="replace")
+        stats = _consumer_perf_stats(out)
+        window = None
+        records = 0
+        if stats is None:
+            error = error or f"no result line from ConsumerPerformance; log: {log_path}"
+        else:
+            end = stats["end.time"]
+            fetch_s = float(stats["fetch.time.ms"]) / 1000.0
+            records = int(float(stats["data.consumed.in.nMsg"]))
+            end_wall = datetime.fromisoformat(str(end)).timestamp()
+            window = sampler.window_between(end_wall - fetch_s, end_wall)
+            window = replace(window, start_s=window.end_s - fetch_s)
+        verified = not error and records == workload.records and window is not None
+        if not error and not verified:
+            error = f"ConsumerPerformance consumed {records} records, expected {workload.records}"
+        return RunMeasurement(
+            contender=self.name,
+            run=run,
+            records=records,
+            payload_bytes=workload.payload_bytes,
+            wall_s=window.end_s if window else meter.wall_s,
+            start_s=window.start_s if window else 0.0,
+            jobs_s=0.0,
+            batches=0,
+            copy_s=window.seconds if window else 0.0,
+            peak_rss_bytes=sampler.peak_rss_bytes,
+            cpu=window.cpu if window else cpu.CpuDelta(),
+            run_cpu_s=sampler.samples[-1].cpu.total_s if sampler.samples else 0.0,
+            broker_cpu_s=meter.broker_s,
+            machine_busy_s=meter.machine.busy_s,
+            steal_s=meter.machine.steal_s,
+            verified=verified,
+            error=error,
+        )
+
+
+def _consumer_perf_stats(output: str) -> dict[str, str] | None:
+    """Parse ConsumerPerformance's header + result line into a dict (``None`` if absent)."""
+    lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
+    for i, ln in enumerate(lines):
+        if ln.startswith("start.time") and i + 1 < len(lines):
+            keys = [k.strip() for k in ln.split(",")]
+            values = [v.strip() for v in lines[i + 1].split(",")]
+            if len(values) >= len(keys):
+                return dict(zip(keys, values, strict=False))
+    return None

@@ -48,7 +48,7 @@ __all__ = [
     "wait_idle",
 ]
 
-ROLES = ("driver-py", "spark-jvm", "py-workers", "other")
+ROLES = ("driver-py", "spark-jvm", "py-workers", "jvm", "other")
 """Process roles of a replicator tree, in report order."""
 
 
@@ -75,6 +75,11 @@ class CpuSnapshot:
     by_pid: Mapping[int, tuple[str, float]]
     self_rusage_s: float
     complete: bool = True
+
+    @property
+    def total_s(self) -> float:
+        """CPU seconds of every process in the snapshot since each started."""
+        return sum(c for _, c in self.by_pid.values())
 
 
 @dataclass(frozen=True)
@@ -103,9 +108,9 @@ def _cpu_s(p: Any) -> float:
     return float(t.user + t.system + getattr(t, "children_user", 0.0) + getattr(t, "children_system", 0.0))
 
 
-def _role(p: Any, root: int) -> str:
+def _role(p: Any, root: int, root_role: str) -> str:
     if p.pid == root:
-        return "driver-py"
+        return root_role
     try:
         name = p.name().lower()
     except Exception:
@@ -122,7 +127,7 @@ def _self_rusage_s() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def snapshot(root: int | None = None, exclude: Iterable[int] = ()) -> CpuSnapshot:
+def snapshot(root: int | None = None, exclude: Iterable[int] = (), *, root_role: str = "driver-py") -> CpuSnapshot:
     """CPU seconds of ``root`` and its descendants, except the subtrees rooted at ``exclude``.
 
     Parameters
@@ -131,6 +136,8 @@ def snapshot(root: int | None = None, exclude: Iterable[int] = ()) -> CpuSnapsho
         Root process id; default this process.
     exclude:
         Process ids whose whole subtree is left out (e.g. the local brokers).
+    root_role:
+        Role of the root itself (default ``driver-py``; ``jvm`` for a child JVM contender).
 
     Returns
     -------
@@ -144,13 +151,16 @@ def snapshot(root: int | None = None, exclude: Iterable[int] = ()) -> CpuSnapsho
         return CpuSnapshot({root: ("driver-py", own + r.ru_utime + r.ru_stime)}, own, complete=False)
     skip = set(exclude)
     out: dict[int, tuple[str, float]] = {}
-    stack = [psutil.Process(root)]
+    try:
+        stack = [psutil.Process(root)]
+    except psutil.NoSuchProcess:  # a child contender that has exited and been reaped
+        return CpuSnapshot(out, _self_rusage_s())
     while stack:
         p = stack.pop()
         if p.pid in skip:
             continue
         try:
-            out[p.pid] = (_role(p, root), _cpu_s(p))
+            out[p.pid] = (_role(p, root, root_role), _cpu_s(p))
             stack.extend(p.children())
         except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
             continue

@@ -187,6 +187,17 @@ class BenchEnv:
         self.delete_topics(TARGET, doomed, timeout_s=timeout_s)
         return doomed
 
+    def create_topic(self, alias: str, topic: str, partitions: int, *, timeout_s: float = 60.0) -> None:
+        """Create a topic (replication factor 1) on ``source`` or ``target`` and wait for it."""
+        from confluent_kafka.admin import NewTopic
+
+        admin = AdminClient({"bootstrap.servers": self.bootstrap(alias), "log_level": 3})
+        futures = admin.create_topics(
+            [NewTopic(topic, num_partitions=partitions, replication_factor=1)], operation_timeout=timeout_s
+        )
+        for f in futures.values():
+            f.result(timeout=timeout_s)
+
     def delete_topics(self, alias: str, topics: list[str], *, timeout_s: float = 60.0) -> None:
         """Delete topics on ``source`` or ``target``; missing ones are ignored.
 

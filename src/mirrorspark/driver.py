@@ -310,6 +310,7 @@ class Replicator:
             for topic, n in sorted(f.topic_partitions.items()):
                 ps = [f.partitions[(topic, i)] for i in range(n) if (topic, i) in f.partitions]
                 recs = sum(p.records for p in ps)
+                samples = sum(p.latency_samples for p in ps)
                 topics.append(
                     TopicStats(
                         topic=topic,
@@ -318,7 +319,7 @@ class Replicator:
                         records=recs,
                         value_bytes=sum(p.value_bytes for p in ps),
                         lag=sum(p.lag for p in ps),
-                        latency_ms_avg=(sum(p.latency_ms_sum for p in ps) / recs) if recs else 0.0,
+                        latency_ms_avg=(sum(p.latency_ms_sum for p in ps) / samples) if samples else 0.0,
                         latency_ms_max=max((p.latency_ms_max for p in ps), default=0),
                     )
                 )

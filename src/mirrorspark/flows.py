@@ -80,7 +80,9 @@ class PartitionProgress:
     records, value_bytes, key_bytes:
         Totals copied by this process.
     latency_ms_sum, latency_ms_max:
-        Replication latency totals of the copied records (ms).
+        Replication latency totals of the sampled copied records (ms).
+    latency_samples:
+        Records ``latency_ms_sum`` adds up (the data path samples every 16th).
     last_segment:
         The newest contiguous copied run, for exact translation later.
     """
@@ -93,6 +95,7 @@ class PartitionProgress:
     key_bytes: int = 0
     latency_ms_sum: int = 0
     latency_ms_max: int = 0
+    latency_samples: int = 0
     last_segment: CopiedSegment | None = None
 
     @property
@@ -577,6 +580,7 @@ class Flow:
             p.key_bytes += r.key_bytes
             p.latency_ms_sum += r.latency_ms_sum
             p.latency_ms_max = max(p.latency_ms_max, r.latency_ms_max)
+            p.latency_samples += r.latency_samples
             if r.segments:
                 p.last_segment = r.segments[-1]
                 self.copied.add(r.source_topic, r.partition, r.segments)

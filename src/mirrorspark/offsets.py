@@ -29,7 +29,7 @@ offset to read.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from mirrorspark.records import OffsetSync
@@ -43,6 +43,7 @@ __all__ = [
     "Translation",
     "advance",
     "flush_delayed",
+    "fold_acknowledged",
     "translate",
     "translate_upstream_with_syncs",
 ]
@@ -154,6 +155,75 @@ class CopiedSegment:
         if upstream == self.upstream_start + self.count and downstream == self.downstream_start + self.count:
             return CopiedSegment(self.upstream_start, self.downstream_start, self.count + 1)
         return None
+
+
+def fold_acknowledged(
+    state: SyncState,
+    upstream: Sequence[int],
+    downstream: Sequence[int],
+    offset_lag_max: int,
+) -> tuple[SyncState, list[tuple[int, int]], list[CopiedSegment]]:
+    """Feed a batch of acknowledged records into the emission rule and the copied runs at once.
+
+    Equivalent to calling :func:`advance` for every ``(upstream[i], downstream[i])`` in
+    order and growing :class:`CopiedSegment` runs with :meth:`CopiedSegment.extend`, but
+    with plain integers in one loop: the data path collects delivery reports as two lists
+    and folds them when a batch ends, instead of allocating a state and a segment per
+    record in the delivery callback.
+
+    Parameters
+    ----------
+    state:
+        The partition's state before the batch.
+    upstream, downstream:
+        Source offsets of the acknowledged records in production order, and the offsets
+        the target assigned their copies (same length).
+    offset_lag_max:
+        ``offset.lag.max`` in records.
+
+    Returns
+    -------
+    tuple[SyncState, list[tuple[int, int]], list[CopiedSegment]]
+        The state after the batch (its ``delayed`` slot holds the newest record that did
+        not sync, as :func:`advance` leaves it), the syncs due in order, and the copied runs.
+
+    Raises
+    ------
+    ValueError
+        If the two sequences differ in length.
+    """
+    if len(upstream) != len(downstream):
+        raise ValueError(f"{len(upstream)} upstream offsets but {len(downstream)} downstream offsets")
+    if not upstream:
+        return state, [], []
+    prev_u, prev_d = state.previous_upstream, state.previous_downstream
+    last_sync = state.last_sync_downstream
+    delayed = state.delayed
+    delayed_at = -1  # index of the newest record that did not sync in this batch
+    syncs: list[tuple[int, int]] = []
+    segments: list[CopiedSegment] = []
+    seg_u = seg_d = -1
+    seg_n = 0
+    for i, u in enumerate(upstream):
+        d = downstream[i]
+        if last_sync == -1 or d - (last_sync + 1) >= offset_lag_max or u - prev_u != 1 or d < prev_d:
+            syncs.append((u, d))
+            last_sync = d
+            delayed_at = -1
+            delayed = None
+        else:
+            delayed_at = i
+        if seg_n and u == seg_u + seg_n and d == seg_d + seg_n:
+            seg_n += 1
+        else:
+            if seg_n:
+                segments.append(CopiedSegment(seg_u, seg_d, seg_n))
+            seg_u, seg_d, seg_n = u, d, 1
+        prev_u, prev_d = u, d
+    segments.append(CopiedSegment(seg_u, seg_d, seg_n))
+    if delayed_at >= 0:
+        delayed = (upstream[delayed_at], downstream[delayed_at])
+    return SyncState(prev_u, prev_d, last_sync, delayed), syncs, segments
 
 
 # --------------------------------------------------------------------------- OffsetSyncStore (mm2.md §7)

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import DataPathError, MirrorsparkError, RecordTooLargeError
-from .offsets import CopiedSegment, SyncState, advance, flush_delayed
+from .offsets import CopiedSegment, SyncState, flush_delayed, fold_acknowledged
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -147,8 +147,10 @@ class PartitionResult:
     segments:
         Contiguous copied runs, in order.
     latency_ms_sum, latency_ms_max:
-        Sum and maximum over the copied records of (acknowledgement time - record
-        timestamp), in ms (MM2's ``replication-latency-ms``).
+        Sum and maximum over the sampled copied records (every 16th of a partition) of
+        (acknowledgement time - record timestamp), in ms (MM2's ``replication-latency-ms``).
+    latency_samples:
+        How many records ``latency_ms_sum`` adds up.
     """
 
     flow: str
@@ -163,6 +165,7 @@ class PartitionResult:
     segments: tuple[CopiedSegment, ...]
     latency_ms_sum: int
     latency_ms_max: int
+    latency_samples: int = 0
 
 
 def assign_round_robin(partitions: Sequence[Any], tasks_max: int) -> list[list[Any]]:
@@ -212,40 +215,72 @@ def _producer(conf: Mapping[str, Any]) -> Any:
 
 
 class _PartitionCopy:
-    """Mutable per-partition state of one task (hot path; not shared)."""
+    """Mutable per-partition state of one task (hot path; not shared).
+
+    Delivery reports of one partition arrive in production order (the producer is
+    idempotent, so ordering per partition is guaranteed), so the ``i``-th report belongs
+    to ``upstream[i]``: the callback only appends the downstream offset, and
+    :meth:`_Writer.finish` folds both lists into offset syncs and copied runs
+    (:func:`mirrorspark.offsets.fold_acknowledged`).
+    """
 
     __slots__ = (
-        "delivered_upto",
+        "downstream",
         "end",
         "error",
-        "inflight",
+        "failures",
         "key_bytes",
-        "last_read",
         "lat_max",
+        "lat_n",
         "lat_sum",
+        "partition",
         "range",
-        "records",
-        "segments",
         "state",
-        "syncs",
+        "target_topic",
+        "upstream",
         "value_bytes",
     )
 
     def __init__(self, r: PartitionRange) -> None:
         self.range = r
         self.end = r.end
+        self.partition = r.partition
+        self.target_topic = r.target_topic
         self.state = r.sync_state
-        self.inflight: collections.deque[tuple[int, int]] = collections.deque()
-        self.syncs: list[tuple[int, int]] = []
-        self.segments: list[CopiedSegment] = []
-        self.records = 0
+        self.upstream: list[int] = []  # source offsets produced, in order
+        self.downstream: list[int] = []  # target offsets acknowledged, in order
+        self.failures = 0
         self.value_bytes = 0
         self.key_bytes = 0
         self.lat_sum = 0
+        self.lat_n = 0
         self.lat_max = 0
-        self.last_read = r.start - 1  # upstream offset of the last record read
-        self.delivered_upto = r.start  # position: all before it acknowledged
         self.error: Any = None
+
+    @property
+    def last_read(self) -> int:
+        """Upstream offset of the last record produced (``start - 1`` before the first)."""
+        return self.upstream[-1] if self.upstream else self.range.start - 1
+
+    def delivered(self, err: Any, msg: Any) -> None:
+        """Producer delivery callback of this partition's records (in production order)."""
+        if err is None:
+            d = self.downstream
+            d.append(msg.offset())
+            if not len(d) & _LATENCY_SAMPLE_MASK:
+                lat = int(time.time() * 1000) - msg.timestamp()[1]
+                self.lat_sum += lat
+                self.lat_n += 1
+                if lat > self.lat_max:
+                    self.lat_max = lat
+        else:
+            if self.error is None:
+                self.error = (err, self.upstream[len(self.downstream) + self.failures])
+            self.failures += 1
+
+
+_LATENCY_SAMPLE_MASK = 15
+"""Replication latency is sampled on every 16th acknowledged record of a partition."""
 
 
 class _Writer:
@@ -255,38 +290,9 @@ class _Writer:
         self.task = task
         self.producer = _producer(task.producer_conf)
         self.by_source: dict[tuple[str, int], _PartitionCopy] = {}
-        self.by_target: dict[tuple[str, int], _PartitionCopy] = {}
         for r in task.ranges:
-            pc = _PartitionCopy(r)
-            self.by_source[(r.source_topic, r.partition)] = pc
-            self.by_target[(r.target_topic, r.partition)] = pc
+            self.by_source[(r.source_topic, r.partition)] = _PartitionCopy(r)
         self.lag_max = task.offset_lag_max
-        self.produced = 0
-
-    def _on_delivery(self, err: Any, msg: Any) -> None:
-        pc = self.by_target[(msg.topic(), msg.partition())]
-        upstream, ts = pc.inflight.popleft()
-        if err is not None:
-            if pc.error is None:
-                pc.error = (err, upstream)
-            return
-        if pc.error is not None:
-            return
-        downstream = msg.offset()
-        pc.state, due = advance(pc.state, upstream, downstream, self.lag_max)
-        if due:
-            pc.syncs.append((upstream, downstream))
-        seg = pc.segments[-1].extend(upstream, downstream) if pc.segments else None
-        if seg is None:
-            pc.segments.append(CopiedSegment(upstream, downstream, 1))
-        else:
-            pc.segments[-1] = seg
-        pc.delivered_upto = upstream + 1
-        if ts > 0:
-            lat = int(time.time() * 1000) - ts
-            pc.lat_sum += lat
-            if lat > pc.lat_max:
-                pc.lat_max = lat
 
     def write(
         self,
@@ -297,10 +303,15 @@ class _Writer:
         headers: list[tuple[str, bytes | None]] | None,
         timestamp_ms: int,
     ) -> None:
-        """Produce one record's copy to the same partition of the remote topic."""
+        """Produce one record's copy to the same partition of the remote topic.
+
+        The careful path: retries while the producer queue is full and while a just-grown
+        remote topic's new partition is unknown to the producer; raises the data-path error
+        for anything else. :func:`run_copy_task` inlines the common case and falls back here.
+        """
         r = pc.range
-        pc.inflight.append((offset, timestamp_ms))
-        kwargs: dict[str, Any] = {"partition": r.partition, "on_delivery": self._on_delivery}
+        pc.upstream.append(offset)
+        kwargs: dict[str, Any] = {"partition": r.partition, "on_delivery": pc.delivered}
         if timestamp_ms > 0:
             kwargs["timestamp"] = timestamp_ms
         if headers:
@@ -320,17 +331,12 @@ class _Writer:
                         self.producer.list_topics(r.target_topic, timeout=5)
                         self.producer.poll(0.1)
                         continue
-                pc.inflight.pop()
+                pc.upstream.pop()
                 raise _data_error(e, r, offset, value, key) from e
-        pc.last_read = offset
-        pc.records += 1
         if value is not None:
             pc.value_bytes += len(value)
         if key is not None:
             pc.key_bytes += len(key)
-        self.produced += 1
-        if self.produced % 5000 == 0:
-            self.producer.poll(0)
 
     def finish(self, positions: Mapping[tuple[str, int], int]) -> list[PartitionResult]:
         """Flush, fail on any delivery error, and return one result per range.
@@ -350,14 +356,14 @@ class _Writer:
             if pc.error is not None:
                 err, upstream = pc.error
                 raise _delivery_error(err, pc.range, upstream)
-            if pc.records and pc.delivered_upto != pc.last_read + 1:
+            if len(pc.downstream) != len(pc.upstream):
                 raise DataPathError(
                     f"{_ERROR_MARK}DATA_PATH_ERROR] flow {self.task.flow}: {pc.range.source_topic}-"
-                    f"{pc.range.partition} acknowledged up to {pc.delivered_upto} but read up to {pc.last_read}"
+                    f"{pc.range.partition}: {len(pc.downstream)} of {len(pc.upstream)} records acknowledged"
                 )
+            state, syncs, segments = fold_acknowledged(pc.state, pc.upstream, pc.downstream, self.lag_max)
             next_offset = max(pc.last_read + 1, min(positions.get(key, pc.range.start), pc.end))
-            state, delayed = flush_delayed(pc.state)
-            syncs = list(pc.syncs)
+            state, delayed = flush_delayed(state)
             if delayed is not None:
                 syncs.append(delayed)
             results.append(
@@ -366,14 +372,15 @@ class _Writer:
                     source_topic=pc.range.source_topic,
                     partition=pc.range.partition,
                     next_offset=next_offset,
-                    records=pc.records,
+                    records=len(pc.upstream),
                     value_bytes=pc.value_bytes,
                     key_bytes=pc.key_bytes,
                     sync_state=state,
                     syncs=tuple(syncs),
-                    segments=tuple(pc.segments),
+                    segments=tuple(segments),
                     latency_ms_sum=pc.lat_sum,
                     latency_ms_max=pc.lat_max,
+                    latency_samples=pc.lat_n,
                 )
             )
         return results
@@ -470,23 +477,58 @@ def run_copy_task(task: CopyTask) -> list[PartitionResult]:
         consumer.assign([TopicPartition(t, p, pc.range.start) for (t, p), pc in todo.items()])
     try:
         last_progress = time.monotonic()
+        produce = writer.producer.produce
         while todo:
             msgs = consumer.consume(num_messages=10000, timeout=0.5)
+            cur_topic: str | None = None
+            cur_part = -1
+            pc: _PartitionCopy | None = None
             for m in msgs:
                 err = m.error()
                 if err is not None:
                     if err.code() == KafkaError._PARTITION_EOF:
                         continue
                     raise _consumer_error(task, m, err)
-                key = (m.topic(), m.partition())
-                pc = todo.get(key)
+                # Records come in runs per partition (one fetch response each): look up on change only.
+                part = m.partition()
+                topic = m.topic()
+                if part != cur_part or topic != cur_topic:
+                    cur_topic, cur_part = topic, part
+                    pc = todo.get((topic, part))
                 if pc is None:
                     continue
                 off = m.offset()
                 if off >= pc.end:
                     continue
                 ts_type, ts = m.timestamp()
-                writer.write(pc, off, m.key(), m.value(), m.headers(), ts if ts_type else 0)
+                value = m.value()
+                key = m.key()
+                headers = m.headers()
+                pc.upstream.append(off)
+                try:
+                    # Positional: topic, value, key, partition, callback, on_delivery (alias, unused), timestamp.
+                    if headers:
+                        produce(
+                            pc.target_topic,
+                            value,
+                            key,
+                            pc.partition,
+                            pc.delivered,
+                            None,
+                            ts if ts_type else 0,
+                            headers=headers,
+                        )
+                    else:
+                        produce(pc.target_topic, value, key, pc.partition, pc.delivered, None, ts if ts_type else 0)
+                except Exception:
+                    # Queue full, a just-added remote partition, a record too large: the careful path.
+                    pc.upstream.pop()
+                    writer.write(pc, off, key, value, headers, ts if ts_type else 0)
+                    continue
+                if value is not None:
+                    pc.value_bytes += len(value)
+                if key is not None:
+                    pc.key_bytes += len(key)
             if msgs:
                 last_progress = time.monotonic()
             writer.producer.poll(0)

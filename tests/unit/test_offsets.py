@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mirrorspark.offsets import CopiedSegment, SyncState, advance, flush_delayed
+from mirrorspark.offsets import CopiedSegment, SyncState, advance, flush_delayed, fold_acknowledged
 
 pytestmark = pytest.mark.unit
 
@@ -269,3 +269,62 @@ def test_property_folding_pairs_into_segments_covers_them_exactly(pairs: list[tu
             prev.upstream_end,
             prev.downstream_start + prev.count,
         )
+
+
+# --------------------------------------------------------------------------- fold_acknowledged
+
+
+def _fold_one_by_one(
+    state: SyncState, ups: Sequence[int], downs: Sequence[int], lag_max: int
+) -> tuple[SyncState, list[tuple[int, int]], list[CopiedSegment]]:
+    """The per-record reference: :func:`advance` and :meth:`CopiedSegment.extend` per record."""
+    syncs: list[tuple[int, int]] = []
+    segments: list[CopiedSegment] = []
+    for u, d in zip(ups, downs, strict=True):
+        state, due = advance(state, u, d, lag_max)
+        if due:
+            syncs.append((u, d))
+        grown = segments[-1].extend(u, d) if segments else None
+        if grown is None:
+            segments.append(CopiedSegment(u, d, 1))
+        else:
+            segments[-1] = grown
+    return state, syncs, segments
+
+
+@st.composite
+def _acknowledged(draw: st.DrawFn) -> tuple[SyncState, list[int], list[int], int]:
+    """A batch of acknowledged records with gaps on either side and a starting state."""
+    n = draw(st.integers(0, 300))
+    u = draw(st.integers(0, 50))
+    d = draw(st.integers(0, 50))
+    ups, downs = [], []
+    for _ in range(n):
+        ups.append(u)
+        downs.append(d)
+        u += draw(st.sampled_from([1, 1, 1, 1, 2, 5]))
+        d += draw(st.sampled_from([1, 1, 1, 1, 2, -3]))
+    prev_u = draw(st.integers(-1, 60))
+    prev_d = draw(st.integers(-1, 60))
+    last = draw(st.integers(-1, 60))
+    delayed = draw(st.none() | st.tuples(st.integers(0, 60), st.integers(0, 60)))
+    return SyncState(prev_u, prev_d, last, delayed), ups, downs, draw(st.sampled_from([0, 1, 3, 10, 100]))
+
+
+@given(_acknowledged())
+def test_fold_acknowledged_equals_advancing_record_by_record(case: tuple[SyncState, list[int], list[int], int]) -> None:
+    state, ups, downs, lag_max = case
+    assert fold_acknowledged(state, ups, downs, lag_max) == _fold_one_by_one(state, ups, downs, lag_max)
+
+
+def test_fold_acknowledged_long_consecutive_run() -> None:
+    state, syncs, segments = fold_acknowledged(SyncState(), list(range(10, 260)), list(range(0, 250)), 100)
+    assert segments == [CopiedSegment(10, 0, 250)]
+    assert syncs == [(10, 0), (111, 101), (212, 202)]
+    assert state == SyncState(259, 249, 202, (259, 249))
+    assert flush_delayed(state)[1] == (259, 249)
+
+
+def test_fold_acknowledged_rejects_mismatched_lists() -> None:
+    with pytest.raises(ValueError, match="3 upstream offsets but 2 downstream"):
+        fold_acknowledged(SyncState(), [1, 2, 3], [1, 2], 100)
