@@ -1,25 +1,33 @@
-"""``python -m bench``: run benchmark cases against local clusters and write the results.
+"""``python -m bench``: mirrorspark against MirrorMaker 2 and the hardware ceiling, on local clusters.
 
 Usage (from the repository root)::
 
-    .venv/bin/python -m bench [--quick] [--read-modes] [--records N] [--record-size B]
-                              [--partitions P] [--runs R] [--out FILE] ...
+    .venv/bin/python -m bench            # full: ``make bench``
+    .venv/bin/python -m bench --quick    # a few minutes: ``make bench-quick``
+    .venv/bin/python -m bench --read-modes [--quick]   # mirrorspark's two read modes only
 
-Cases (with no case flag, every case runs):
+Cases (``--cases``, default all):
 
-``--read-modes``
-    ``mirrorspark.read.mode`` ``consumer`` vs ``spark-kafka``, same process, same warm
-    SparkSession, alternating runs; the last line printed is
-    ``read-mode ratio spark-kafka/consumer: <x>`` (median records/s ratio).
+``compare``
+    Per workload (``--workloads``, e.g. ``1024x12,100x96``: value bytes x partitions) one case:
+    mirrorspark, MirrorMaker 2, and the ceiling (ConsumerPerformance and ProducerPerformance),
+    alternately, ``--runs`` rounds, medians.
+``latency``
+    5 000 records/s for 60 s (quick: 15 s) while mirrorspark, then MM2, replicates; p50/p99/max.
+``scale``
+    100 and 1 000 topics x 4 partitions (quick: 200): time to discover and replicate them all,
+    idle CPU per topic.
 
-Sizes: the default (full) workload is 1,000,000 records x 1 KiB (~1 GB) over 12 partitions,
-3 runs; ``--quick`` is 200,000 x 1 KiB, 12 partitions, 3 runs. ``--records``,
-``--record-size``, ``--partitions`` and ``--runs`` override either.
+The last two lines printed are ``throughput ratio mirrorspark/mm2: <x>`` and
+``throughput ratio mirrorspark/ceiling: <y>`` of the 1 KiB / 12-partition workload.
+Results: ``bench/results/<date>-<host>[-quick].md`` (+ ``.json``); the latest figures go into
+``bench/README.md``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import shlex
@@ -38,6 +46,15 @@ __all__ = ["main"]
 BENCH_DIR = Path(__file__).resolve().parent
 """``<repo>/bench``."""
 
+FULL_RECORDS = {1024: 1_000_000, 100: 5_000_000}
+"""Records per workload of the full run by value size: ~1 GB of 1 KiB records, ~560 MB of 100 B ones."""
+QUICK_RECORDS = {1024: 200_000, 100: 1_000_000}
+FULL_WORKLOADS = "1024x12,1024x1,1024x96,100x12,100x1,100x96"
+QUICK_WORKLOADS = "1024x12"
+HEADLINE = (1024, 12)
+"""The workload whose ratios are printed last."""
+
+# read-mode comparison presets (``--read-modes``)
 FULL = {"records": 1_000_000, "record_size": 1024, "partitions": 12, "runs": 3}
 QUICK = {"records": 200_000, "record_size": 1024, "partitions": 12, "runs": 3}
 
@@ -47,12 +64,35 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m bench",
         description="Benchmark mirrorspark on local Kafka clusters (started and stopped by the benchmark).",
     )
-    p.add_argument("--quick", action="store_true", help="small workload: 200k records x 1 KiB, 12 partitions, 3 runs")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="a few minutes: 1 KiB x 12 partitions (200k records, 3 runs), 15 s latency, 200-topic scale",
+    )
     p.add_argument("--read-modes", action="store_true", help="run only the read-mode comparison")
+    p.add_argument(
+        "--cases",
+        default="compare,latency,scale",
+        help="comma-separated cases to run: compare, latency, scale (default all)",
+    )
+    p.add_argument(
+        "--workloads",
+        help=f"compare workloads as SIZExPARTITIONS (default full: {FULL_WORKLOADS}; quick: {QUICK_WORKLOADS})",
+    )
+    p.add_argument(
+        "--contenders",
+        default="mirrorspark,mm2,ceiling-consume,ceiling-produce",
+        help="compare contenders (default %(default)s)",
+    )
+    p.add_argument("--latency-seconds", type=float, help="measured produce window of the latency case (60; quick 15)")
+    p.add_argument("--latency-rate", type=int, default=5000, help="records/s of the latency case (default 5000)")
+    p.add_argument("--scale-topics", help="topic counts of the scale case (default 100,1000; quick 200)")
     p.add_argument("--records", type=int, metavar="N", help="records in the workload")
     p.add_argument("--record-size", type=int, metavar="B", help="bytes per record value")
     p.add_argument("--partitions", type=int, metavar="P", help="partitions of the source topic")
-    p.add_argument("--runs", type=int, metavar="R", help="measured runs per contender (medians; >= 3 advised)")
+    p.add_argument("--runs", type=int, metavar="R", help="measured runs per contender (default 3; medians)")
+    p.add_argument("--latency-runs", type=int, help="runs per contender of the latency case (default 3; quick 1)")
+    p.add_argument("--scale-runs", type=int, help="runs per contender of the scale case (default 3; quick 1)")
     p.add_argument(
         "--out",
         type=Path,
@@ -143,6 +183,140 @@ CASES: dict[str, tuple[str, Callable[[argparse.Namespace], Case]]] = {
 """Case name -> (argparse attribute of its flag, builder). No flag given: every case runs, in this order."""
 
 
+def _workloads(args: argparse.Namespace) -> list[Workload]:
+    spec = args.workloads or (QUICK_WORKLOADS if args.quick else FULL_WORKLOADS)
+    out = []
+    for item in spec.split(","):
+        try:
+            size_s, parts_s = item.strip().lower().split("x")
+            size, parts = int(size_s), int(parts_s)
+        except ValueError:
+            raise SystemExit(f"--workloads: {item!r} is not SIZExPARTITIONS (e.g. 1024x12)") from None
+        table = QUICK_RECORDS if args.quick else FULL_RECORDS
+        records = args.records if args.records is not None else table.get(size, max(1, 10**9 // max(size, 1) // 1))
+        out.append(Workload("compare", records, size, parts))
+    return out
+
+
+def _run_all(args: argparse.Namespace, command: str, label: str) -> int:
+    """The comparison, latency and scale cases in one environment; one results file."""
+    from datetime import UTC, datetime
+
+    from bench import latency, scale
+    from bench.suite import comparison_case, environment
+
+    cases = {c.strip() for c in args.cases.split(",") if c.strip()}
+    unknown = cases - {"compare", "latency", "scale"}
+    if unknown:
+        raise SystemExit(f"--cases: unknown case(s) {sorted(unknown)}; choose from compare, latency, scale")
+    started = datetime.now(UTC).isoformat(timespec="seconds")
+    runs = args.runs if args.runs is not None else 3
+    contenders = [c.strip() for c in args.contenders.split(",") if c.strip()]
+    results = []
+    sections: list[tuple[str, str]] = []
+    extra_json: dict[str, object] = {}
+    status = 0
+    with BenchEnv(
+        args.work_dir / ("quick" if args.quick else "full"), master=args.master, spark_kafka_jars=False
+    ) as env:
+        if "compare" in cases:
+            for w in _workloads(args):
+                case = comparison_case(
+                    workload=w,
+                    runs=runs,
+                    tasks_max=args.tasks,
+                    batch_records=args.batch_records,
+                    warmup_records=args.warmup_records,
+                    pause_s=args.pause,
+                    wait_idle_s=args.wait_idle,
+                    size="quick" if args.quick else "full",
+                    contenders=contenders,
+                )
+                result = run_case(env, case)
+                results.append(result)
+                print(report.table(result), flush=True)
+                if any(s.error for s in result.summaries):
+                    status = 1
+                env.delete_topics("source", [w.topic, case.warmup.topic] if case.warmup else [w.topic])
+        if "latency" in cases:
+            seconds = args.latency_seconds or (15.0 if args.quick else 60.0)
+            lat_runs = args.latency_runs or (1 if args.quick else 3)
+            print(f"== latency: {args.latency_rate:,} records/s for {seconds:g} s, {lat_runs} run(s) each", flush=True)
+            lat = latency.run_latency_case(
+                env, tasks_max=args.tasks, runs=lat_runs, rate=args.latency_rate, seconds=seconds
+            )
+            body = latency.latency_markdown(lat)
+            print(body, flush=True)
+            sections.append(("Latency", body))
+            extra_json["latency"] = [r.to_json() for r in lat]
+            if any(not r.ok for r in lat):
+                status = 1
+        if "scale" in cases:
+            counts = [int(x) for x in (args.scale_topics or ("200" if args.quick else "100,1000")).split(",")]
+            sc_runs = args.scale_runs or (1 if args.quick else 3)
+            print(f"== scale: {counts} topics x 4 partitions, {sc_runs} run(s) each", flush=True)
+            sc = scale.run_scale_case(env, tasks_max=args.tasks, topic_counts=counts, runs=sc_runs)
+            body = scale.scale_markdown(sc)
+            print(body, flush=True)
+            sections.append(("Scale", body))
+            extra_json["scale"] = [r.to_json() for r in sc]
+            if any(not r.ok for r in sc):
+                status = 1
+        env_info = environment(env)
+    suffix = "-quick" if args.quick else ""
+    safe = "".join(ch if ch.isalnum() or ch in "._-" else "-" for ch in label).strip("-") or "polyglot"
+    out = args.out or BENCH_DIR / "results" / f"{started[:10]}-{safe}{suffix}.md"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    text = report.bench_markdown(results, sections, command, env_info, started)
+    out.write_text(text)
+    data = {
+        "command": command,
+        "started_at": started,
+        "environment": env_info,
+        "compare": [
+            {
+                "workload": {
+                    "records": r.case.workload.records,
+                    "record_size": r.case.workload.record_size,
+                    "partitions": r.case.workload.partitions,
+                },
+                "ratios": r.ratios,
+                "cpu_ratios": r.cpu_ratios,
+                "summaries": [report._summary_json(x) for x in r.summaries],
+                "runs": [m.to_json() for m in [*r.warmups, *r.runs]],
+            }
+            for r in results
+        ],
+        **extra_json,
+    }
+    out.with_suffix(".json").write_text(json.dumps(data, indent=2, default=str) + "\n")
+    if not args.no_readme:
+        try:
+            link = out.resolve().relative_to(BENCH_DIR)
+        except ValueError:
+            link = out
+        body = "\n\n".join(
+            [
+                f"Latest {'quick' if args.quick else 'full'} run: {started[:10]}, `{command}`, host "
+                f"`{env_info.get('host')}` ({env_info.get('cpus')} cores, {env_info.get('mem_gib')} GiB); "
+                f"details in [{link}]({link}).",
+                report.headline_table(results) if results else "_no comparison run_",
+                *(f"**{h}**\n\n{b}" for h, b in sections),
+            ]
+        )
+        report.update_readme_section(BENCH_DIR / "README.md", "quick" if args.quick else "full", body)
+    print()
+    print(f"results: {out}")
+    headline = next(
+        (r for r in results if (r.case.workload.record_size, r.case.workload.partitions) == HEADLINE),
+        results[0] if results else None,
+    )
+    if headline is not None:
+        for line in headline.ratio_lines():
+            print(line)
+    return status
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the selected cases; print a table per case; write results and README.
 
@@ -169,6 +343,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not cpu.have_psutil():
         print("warning: psutil is not installed: CPU figures cover the Python driver only", file=sys.stderr)
 
+    if not args.read_modes:
+        return _run_all(args, command, label)
     selected = [name for name, (flag, _) in CASES.items() if getattr(args, flag)] or list(CASES)
     status = 0
     for name in selected:

@@ -25,14 +25,14 @@ _COLUMNS = (
     "runs",
     "records/s",
     "MB/s",
-    "wall s (min-max)",
-    "flow start s",
-    "Spark jobs s",
+    "copy s (min-max)",
+    "start s",
     "CPU s/GB",
+    "cores busy",
+    "peak RSS MB",
     "JVM",
     "py workers",
     "driver",
-    "cores busy",
     "brokers CPU s/GB",
     "other procs cores",
 )
@@ -51,14 +51,14 @@ def _row(s: Summary) -> list[str]:
         str(s.runs),
         _f(s.records_per_s, ",.0f"),
         _f(s.mb_per_s, ".1f"),
-        f"{_f(s.wall_s, '.2f')} ({_f(s.wall_min_s, '.2f')}-{_f(s.wall_max_s, '.2f')})",
+        f"{_f(s.copy_s, '.2f')} ({_f(s.copy_min_s, '.2f')}-{_f(s.copy_max_s, '.2f')})",
         _f(s.start_s, ".2f"),
-        _f(s.jobs_s, ".2f"),
         _f(s.cpu_s_per_gb, ".1f"),
-        _f(by.get("spark-jvm", 0.0), ".1f"),
+        _f(s.cores_busy, ".2f"),
+        _f(s.peak_rss_mb, ",.0f"),
+        _f(by.get("spark-jvm", 0.0) + by.get("jvm", 0.0), ".1f"),
         _f(by.get("py-workers", 0.0), ".1f"),
         _f(by.get("driver-py", 0.0) + by.get("other", 0.0), ".1f"),
-        _f(s.cores_busy, ".2f"),
         _f(s.broker_cpu_s_per_gb, ".1f"),
         _f(s.other_cores, ".2f"),
     ]
@@ -81,16 +81,15 @@ def table(result: CaseResult) -> str:
         if k == 0:
             lines.append("  ".join("-" * w for w in widths))
     lines.append(
-        "medians over runs; MB = 10^6 B of keys+values; CPU s/GB = replicator CPU (Spark JVM + Python workers"
-        " + driver) per 10^9 B; brokers measured apart"
+        "medians over runs; records/s, MB/s and CPU s/GB over the copy window (start-up apart); MB = 10^6 B of"
+        " keys+values; CPU s/GB = the contender's processes' CPU per 10^9 B; brokers measured apart"
     )
     lines.extend(_warnings(result))
     for s in result.summaries:
         if s.error:
             lines.append(f"{s.contender}: ERROR: {s.error}")
-    if result.case.ratio is not None:
-        lines.append(result.cpu_ratio_line())
-        lines.append(result.ratio_line())
+    lines.extend(result.cpu_ratio_lines())
+    lines.extend(result.ratio_lines())
     return "\n".join(lines)
 
 
@@ -116,11 +115,10 @@ def summary_markdown(result: CaseResult) -> str:
     text = _md_table(_COLUMNS, [_row(s) for s in result.summaries])
     for w in _warnings(result):
         text += f"\n\n**{w}**"
-    if result.case.ratio is not None:
+    for line, cpu_line in zip(result.ratio_lines(), result.cpu_ratio_lines(), strict=True):
         text += (
-            f"\n\n`{result.ratio_line()}` (median records/s of the first over the second; < 1: the second is"
-            f" faster)\n\n`{result.cpu_ratio_line()}` (median CPU s/GB, first over second; > 1: the first needs"
-            " more CPU per GB)"
+            f"\n\n`{line}` (median records/s of the first over the second; > 1: the first is faster)"
+            f"\n\n`{cpu_line}` (median CPU s/GB, first over second; < 1: the first needs less CPU per GB)"
         )
     return text
 
@@ -135,13 +133,15 @@ def _run_rows(runs: Sequence[RunMeasurement]) -> list[list[str]]:
                 "warm-up" if m.run == 0 else str(m.run),
                 f"{m.records:,}",
                 f"{m.wall_s:.2f}",
+                f"{m.seconds:.2f}",
                 f"{m.start_s:.2f}",
                 f"{m.jobs_s:.2f}",
                 str(m.batches),
                 f"{m.records_per_s:,.0f}",
                 f"{m.mb_per_s:.1f}",
                 f"{m.cpu.total_s:.2f}",
-                f"{by.get('spark-jvm', 0.0):.2f}",
+                f"{m.peak_rss_bytes / 1e6:,.0f}",
+                f"{by.get('spark-jvm', 0.0) + by.get('jvm', 0.0):.2f}",
                 f"{by.get('py-workers', 0.0):.2f}",
                 f"{by.get('driver-py', 0.0) + by.get('other', 0.0):.2f}",
                 f"{m.broker_cpu_s:.2f}",
@@ -180,16 +180,17 @@ def markdown(result: CaseResult, command: str) -> str:
         "",
         summary_markdown(result),
         "",
-        "* records/s and MB/s: the workload over the wall time of a fresh flow from start (connect, create",
-        "  the remote and internal topics, read committed offsets) until caught up and committed; Spark",
-        "  start-up is excluded (below). MB = 10^6 bytes of keys + values.",
-        "* CPU s/GB: CPU seconds of the replicator's process tree (Python driver, Spark driver JVM,",
-        "  Spark Python workers; `psutil`) per 10^9 bytes copied; split into JVM / py workers / driver.",
-        "  `cores busy` = replicator CPU seconds per wall second. Brokers' CPU is measured apart.",
+        "* records/s and MB/s: the workload over the **copy window**: from the last moment the output topic",
+        "  was seen empty to the first moment it held every record (polled every 50 ms by end offsets; for",
+        "  ConsumerPerformance its own fetch time). `start s` is the time from launch (mirrorspark: flow start",
+        "  on a warm SparkSession; MM2 and the perf tools: JVM launch) until the window opened. MB = 10^6",
+        "  bytes of keys + values. `ceiling` is the slower of the consume-only and produce-only passes.",
+        "* CPU s/GB: CPU seconds of the contender's process tree over the copy window (`psutil`) per 10^9",
+        "  bytes; split into JVM (Spark driver JVM, or MM2's / the tool's JVM) / py workers / driver.",
+        "  `cores busy` = CPU seconds per second of the window. `peak RSS MB`: largest resident memory of",
+        "  the tree during the run. Brokers' CPU is measured apart.",
         "* other procs cores: CPU of every other process on the machine during a run (from `/proc/stat`),",
         "  per wall second — work that is neither the replicator nor the brokers; near 0 on a quiet machine.",
-        "* flow start s / Spark jobs s: parts of the wall time spent starting the flow and inside Spark",
-        "  jobs; the rest is planning (end offsets), committing (offset syncs, source offsets) and closing.",
         "",
         "## Environment",
         "",
@@ -203,12 +204,14 @@ def markdown(result: CaseResult, command: str) -> str:
                 "run",
                 "records",
                 "wall s",
+                "copy s",
                 "start s",
                 "jobs s",
                 "jobs",
                 "records/s",
                 "MB/s",
                 "CPU s",
+                "peak RSS MB",
                 "JVM",
                 "py workers",
                 "driver",
@@ -228,6 +231,20 @@ def markdown(result: CaseResult, command: str) -> str:
             f"({result.warmup_load.records:,} records) before the measured rounds.\n",
         )
     return "\n".join(lines)
+
+
+def _summary_json(s: Summary) -> dict[str, object]:
+    return {
+        "contender": s.contender,
+        "runs": s.runs,
+        "records_per_s": round(s.records_per_s, 1) if not math.isnan(s.records_per_s) else None,
+        "mb_per_s": round(s.mb_per_s, 2) if not math.isnan(s.mb_per_s) else None,
+        "copy_s": round(s.copy_s, 3) if not math.isnan(s.copy_s) else None,
+        "start_s": round(s.start_s, 3) if not math.isnan(s.start_s) else None,
+        "cpu_s_per_gb": round(s.cpu_s_per_gb, 2) if not math.isnan(s.cpu_s_per_gb) else None,
+        "peak_rss_mb": round(s.peak_rss_mb, 1) if not math.isnan(s.peak_rss_mb) else None,
+        "error": s.error,
+    }
 
 
 def results_path(results_dir: Path, result: CaseResult, label: str) -> Path:
@@ -252,9 +269,11 @@ def write_results(path: Path, result: CaseResult, command: str) -> Path:
             "partitions": result.case.workload.partitions,
         },
         "contenders": {c.name: c.description for c in result.case.contenders},
-        "ratio": {"label": result.case.ratio_label, "value": result.ratio, "cpu_s_per_gb": result.cpu_ratio}
-        if result.case.ratio
-        else None,
+        "ratios": {
+            label: {"value": result.ratios.get(label), "cpu_s_per_gb": result.cpu_ratios.get(label)}
+            for label, _, _ in result.case.ratios
+        },
+        "summaries": [_summary_json(x) for x in result.summaries],
         "environment": result.environment,
         "load_s": round(result.load.seconds, 3),
         "runs": [m.to_json() for m in [*result.warmups, *result.runs]],
@@ -299,6 +318,176 @@ def update_readme(readme: Path, result: CaseResult, results_file: Path, command:
             end,
         ]
     )
+    text = readme.read_text() if readme.exists() else ""
+    i, j = text.find(begin), text.find(end)
+    if i >= 0 and j > i:
+        text = text[:i] + section + text[j + len(end) :]
+    else:
+        text = text.rstrip("\n") + ("\n\n" if text else "") + section + "\n"
+    readme.write_text(text)
+
+
+def headline_table(results: Sequence[CaseResult]) -> str:
+    """One markdown row per comparison workload: the three contenders' medians and both ratios."""
+    rows = []
+    for r in results:
+        ms, mm2, ceil = r.summary("mirrorspark"), r.summary("mm2"), r.summary("ceiling")
+        if ms is None:
+            continue
+        w = r.case.workload
+
+        def rate(x: Summary | None) -> str:
+            if x is None or not x.runs:
+                return "n/a"
+            return f"{x.records_per_s:,.0f} ({x.mb_per_s:.1f} MB/s)"
+
+        def cpu(x: Summary | None) -> str:
+            return "n/a" if x is None or not x.runs else f"{x.cpu_s_per_gb:.1f}"
+
+        def rss(x: Summary | None) -> str:
+            return "n/a" if x is None or not x.runs else f"{x.peak_rss_mb:,.0f}"
+
+        def ratio(label: str, r: CaseResult = r) -> str:
+            v = r.ratios.get(label)
+            return "n/a" if v is None else f"{v:.2f}"
+
+        rows.append(
+            [
+                f"{w.record_size} B x {w.partitions}",
+                f"{w.records:,} ({w.payload_bytes / 1e6:,.0f} MB)",
+                rate(ms),
+                rate(mm2),
+                rate(ceil),
+                ratio("throughput ratio mirrorspark/mm2"),
+                ratio("throughput ratio mirrorspark/ceiling"),
+                f"{cpu(ms)} / {cpu(mm2)} / {cpu(ceil)}",
+                f"{rss(ms)} / {rss(mm2)}",
+            ]
+        )
+    header = [
+        "records x partitions",
+        "records (size)",
+        "mirrorspark rec/s",
+        "MM2 rec/s",
+        "ceiling rec/s",
+        "mirrorspark/MM2",
+        "mirrorspark/ceiling",
+        "CPU s/GB ms / MM2 / ceiling",
+        "peak RSS MB ms / MM2",
+    ]
+    return _md_table(header, rows)
+
+
+def bench_markdown(
+    results: Sequence[CaseResult],
+    sections: Sequence[tuple[str, str]],
+    command: str,
+    environment: dict[str, object],
+    started_at: str,
+) -> str:
+    """The results file of a whole ``python -m bench`` run: headline, each case, extra sections.
+
+    Parameters
+    ----------
+    results:
+        The comparison cases, in run order.
+    sections:
+        ``(heading, markdown)`` of further cases (latency, scale).
+    command:
+        The command line.
+    environment:
+        Machine and versions (:func:`bench.suite.environment`).
+    started_at:
+        ISO date-time of the start.
+    """
+    lines = [
+        f"# mirrorspark benchmark: {started_at[:10]} on {environment.get('host', '?')}",
+        "",
+        f"Command: `{command}` (from the repository root). Started {started_at}.",
+        "",
+        "## Throughput (medians)",
+        "",
+        headline_table(results),
+        "",
+        "mirrorspark = `mirrorspark run --until-caught-up` (read mode `consumer`); MM2 = Apache Kafka's",
+        "MirrorMaker 2, dedicated mode; both with the same `tasks.max`, topic filter, heartbeats and",
+        "checkpoints on. ceiling = the slower of Kafka's ConsumerPerformance over the source topic and",
+        "ProducerPerformance of as many records of the same size into the target. Rates are over the copy",
+        "window (start-up apart, see each case). CPU s/GB: CPU seconds of the contender's processes per",
+        "10^9 bytes of keys + values.",
+        "",
+    ]
+    for r in results:
+        w = r.case.workload
+        lines += [
+            f"## {r.case.title}",
+            "",
+            f"Workload: {w.describe()}, topic `{w.topic}`; loaded once in {r.load.seconds:.1f} s.",
+            "",
+            *(f"* **{c.name}**: {c.description}" for c in r.case.contenders),
+            "",
+            summary_markdown(r),
+            "",
+            "<details><summary>every run</summary>",
+            "",
+            _md_table(
+                [
+                    "contender",
+                    "run",
+                    "records",
+                    "wall s",
+                    "copy s",
+                    "start s",
+                    "jobs s",
+                    "jobs",
+                    "records/s",
+                    "MB/s",
+                    "CPU s",
+                    "peak RSS MB",
+                    "JVM",
+                    "py workers",
+                    "driver",
+                    "brokers CPU s",
+                    "other procs CPU s",
+                    "busy cores before",
+                    "verified",
+                ],
+                _run_rows([*r.warmups, *r.runs]),
+            ),
+            "",
+            "</details>",
+            "",
+        ]
+    for heading, body in sections:
+        lines += [f"## {heading}", "", body, ""]
+    lines += [
+        "## How to read it",
+        "",
+        "* records/s and MB/s: over the **copy window**: from the last moment the output topic was seen empty",
+        "  to the first moment it held every record (end offsets polled every 50 ms; for ConsumerPerformance",
+        "  its own fetch time). `start s`: launch (mirrorspark: flow start on a warm SparkSession; MM2 and",
+        "  the perf tools: JVM launch) until the window opened. MB = 10^6 bytes of keys + values.",
+        "* CPU s/GB: CPU of the contender's process tree over the window (`psutil`), per 10^9 bytes, split",
+        "  into JVM / Python workers / Python driver; `cores busy` = CPU seconds per window second;",
+        "  `peak RSS MB`: largest resident memory of the tree during a run. Brokers are measured apart.",
+        "* other procs cores: CPU of every other process on the machine during a run (`/proc/stat`); near 0",
+        "  on a quiet machine.",
+        "",
+        "## Environment",
+        "",
+        _md_table(["", ""], [[k, json.dumps(v) if isinstance(v, dict) else str(v)] for k, v in environment.items()]),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def update_readme_section(readme: Path, key: str, body: str) -> None:
+    """Replace the section between ``<!-- bench:<key>:begin -->`` and ``<!-- bench:<key>:end -->``.
+
+    The section is appended when the markers are missing.
+    """
+    begin, end = f"<!-- bench:{key}:begin -->", f"<!-- bench:{key}:end -->"
+    section = f"{begin}\n{body.rstrip()}\n{end}"
     text = readme.read_text() if readme.exists() else ""
     i, j = text.find(begin), text.find(end)
     if i >= 0 and j > i:

@@ -26,7 +26,7 @@ from bench.contenders import Contender, MirrorsparkContender, RunMeasurement
 from bench.env import SOURCE, BenchEnv
 from bench.workload import LoadResult, Workload, load_topic
 
-__all__ = ["Case", "CaseResult", "Summary", "read_modes_case", "run_case"]
+__all__ = ["Case", "CaseResult", "Summary", "comparison_case", "read_modes_case", "run_case"]
 
 log = logging.getLogger(__name__)
 
@@ -51,11 +51,10 @@ class Case:
         Measured rounds (≥ 1; medians need ≥ 3 to mean anything).
     warmup:
         Workload of the untimed warm-up run per contender; ``None`` = no warm-up.
-    ratio:
-        ``(numerator, denominator)`` contender names whose median records/s ratio is the
-        case's headline, printed as ``<label>: <x>``; ``None`` for no ratio.
-    ratio_label:
-        The text before the colon of that line.
+    ratios:
+        ``(label, numerator, denominator)``: contender names whose median records/s ratio
+        is a headline of the case, printed as ``<label>: <x>``, in order (``ceiling`` names
+        the slower of ``ceiling-consume`` and ``ceiling-produce``).
     pause_s:
         Seconds to idle between runs after ``sync()`` (lets the kernel write back and the
         brokers settle).
@@ -73,8 +72,7 @@ class Case:
     contenders: Sequence[Contender]
     runs: int
     warmup: Workload | None = None
-    ratio: tuple[str, str] | None = None
-    ratio_label: str = ""
+    ratios: Sequence[tuple[str, str, str]] = ()
     pause_s: float = 2.0
     wait_idle_s: float = 0.0
     size: str = "custom"
@@ -96,8 +94,12 @@ class Summary:
         Successful measured runs (the medians' sample size).
     records_per_s, mb_per_s:
         Median throughput (records/s; MB/s of keys + values, MB = 10^6 bytes).
-    wall_s, wall_min_s, wall_max_s:
-        Median, fastest and slowest run wall time, in seconds.
+    wall_s:
+        Median wall time from launch until the target held every record, seconds.
+    copy_s, copy_min_s, copy_max_s:
+        Median, shortest and longest copy window (what throughput is over), seconds.
+    peak_rss_mb:
+        Median of the runs' peak resident memory of the contender's processes, MB (10^6 B).
     start_s, jobs_s:
         Median seconds of flow start and inside Spark jobs.
     batches:
@@ -123,8 +125,10 @@ class Summary:
     records_per_s: float
     mb_per_s: float
     wall_s: float
-    wall_min_s: float
-    wall_max_s: float
+    copy_s: float
+    copy_min_s: float
+    copy_max_s: float
+    peak_rss_mb: float
     start_s: float
     jobs_s: float
     batches: float
@@ -151,15 +155,17 @@ class Summary:
             records_per_s=med(lambda m: m.records_per_s),
             mb_per_s=med(lambda m: m.mb_per_s),
             wall_s=med(lambda m: m.wall_s),
-            wall_min_s=min((m.wall_s for m in ok), default=float("nan")),
-            wall_max_s=max((m.wall_s for m in ok), default=float("nan")),
+            copy_s=med(lambda m: m.seconds),
+            copy_min_s=min((m.seconds for m in ok), default=float("nan")),
+            copy_max_s=max((m.seconds for m in ok), default=float("nan")),
+            peak_rss_mb=med(lambda m: m.peak_rss_bytes / 1e6),
             start_s=med(lambda m: m.start_s),
             jobs_s=med(lambda m: m.jobs_s),
             batches=med(lambda m: m.batches),
             cpu_s_per_gb=med(lambda m: m.cpu_s_per_gb()),
             cpu_s_per_gb_by_role={r: med(lambda m, r=r: m.cpu_s_per_gb(r)) for r in cpu.ROLES},  # type: ignore[misc]
             broker_cpu_s_per_gb=med(lambda m: m.broker_cpu_s_per_gb),
-            cores_busy=med(lambda m: m.cpu.total_s / m.wall_s if m.wall_s > 0 else 0.0),
+            cores_busy=med(lambda m: m.cpu.total_s / m.seconds if m.seconds > 0 else 0.0),
             other_cores=med(lambda m: m.other_cpu_s / m.wall_s if m.wall_s > 0 else 0.0),
             error=errors[0] if errors else "",
         )
@@ -181,11 +187,10 @@ class CaseResult:
         Every measured run, in the order they ran.
     summaries:
         Per contender, in the case's order.
-    ratio:
-        The headline ratio of median records/s (``None`` if a side failed or the case has none).
-    cpu_ratio:
-        The same pair's ratio of median CPU s/GB (numerator's over denominator's): less
-        sensitive than throughput to other work on the machine.
+    ratios:
+        Per :attr:`Case.ratios` label, the ratio of median records/s (``None`` if a side failed).
+    cpu_ratios:
+        Per label, the same pair's ratio of median CPU s/GB (numerator's over denominator's).
     environment:
         Machine, versions, Spark and cluster start-up seconds, options.
     started_at, finished_at:
@@ -198,25 +203,33 @@ class CaseResult:
     warmups: list[RunMeasurement]
     runs: list[RunMeasurement]
     summaries: list[Summary] = field(default_factory=list)
-    ratio: float | None = None
-    cpu_ratio: float | None = None
+    ratios: dict[str, float | None] = field(default_factory=dict)
+    cpu_ratios: dict[str, float | None] = field(default_factory=dict)
     environment: dict[str, Any] = field(default_factory=dict)
     started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     finished_at: datetime | None = None
 
-    def ratio_line(self) -> str:
-        """The headline line, e.g. ``read-mode ratio spark-kafka/consumer: 0.62``."""
-        if self.case.ratio is None:
-            return ""
-        value = f"{self.ratio:.2f}" if self.ratio is not None else "n/a (a contender failed)"
-        return f"{self.case.ratio_label}: {value}"
+    def summary(self, contender: str) -> Summary | None:
+        """The summary of a contender (or the synthetic ``ceiling``), ``None`` if absent."""
+        return next((x for x in self.summaries if x.contender == contender), None)
 
-    def cpu_ratio_line(self) -> str:
-        """E.g. ``CPU s/GB ratio spark-kafka/consumer: 5.20`` (empty without a ratio)."""
-        if self.case.ratio is None:
-            return ""
-        value = f"{self.cpu_ratio:.2f}" if self.cpu_ratio is not None else "n/a"
-        return f"CPU s/GB ratio {self.case.ratio[0]}/{self.case.ratio[1]}: {value}"
+    def ratio_lines(self) -> list[str]:
+        """The headline lines, e.g. ``throughput ratio mirrorspark/mm2: 3.10``, in case order."""
+        out = []
+        for label, _, _ in self.case.ratios:
+            value = self.ratios.get(label)
+            out.append(f"{label}: {value:.2f}" if value is not None else f"{label}: n/a (a contender failed)")
+        return out
+
+    def cpu_ratio_lines(self) -> list[str]:
+        """E.g. ``CPU s/GB ratio mirrorspark/mm2: 0.30``, one per headline ratio."""
+        out = []
+        for label, num, den in self.case.ratios:
+            value = self.cpu_ratios.get(label)
+            out.append(
+                f"CPU s/GB ratio {num}/{den}: {value:.2f}" if value is not None else f"CPU s/GB ratio {num}/{den}: n/a"
+            )
+        return out
 
 
 def _settle(pause_s: float) -> None:
@@ -239,8 +252,8 @@ def _describe_run(m: RunMeasurement) -> str:
         return f"{m.contender:<12} run {m.run}: FAILED: {m.error.splitlines()[0][:300]}"
     label = "warm-up" if m.run == 0 else f"run {m.run}"
     return (
-        f"{m.contender:<12} {label:<8} {m.records:>10,} rec {m.wall_s:7.2f} s "
-        f"(start {m.start_s:.2f} s, {m.batches} job(s) {m.jobs_s:.2f} s) "
+        f"{m.contender:<15} {label:<8} {m.records:>10,} rec {m.seconds:7.2f} s "
+        f"(start {m.start_s:.2f} s, {m.batches} job(s) {m.jobs_s:.2f} s, peak RSS {m.peak_rss_bytes / 1e6:,.0f} MB) "
         f"{m.records_per_s:>10,.0f} rec/s {m.mb_per_s:7.1f} MB/s  "
         f"cpu {m.cpu.total_s:6.2f} s = {m.cpu_s_per_gb():6.1f} s/GB  brokers {m.broker_cpu_s:5.2f} s  "
         f"other procs {m.other_cpu_s / m.wall_s if m.wall_s else 0:.2f} cores"
@@ -305,15 +318,89 @@ def run_case(env: BenchEnv, case: Case, *, echo: Echo = print) -> CaseResult:
         if not mine and c.name in failed:  # failed in the warm-up already
             mine = [m for m in warmups if m.contender == c.name]
         result.summaries.append(Summary.of(c, mine))
-    if case.ratio is not None:
-        by_name = {s.contender: s for s in result.summaries}
-        num, den = (by_name.get(n) for n in case.ratio)
+    ceilings = [x for x in result.summaries if x.contender in ("ceiling-consume", "ceiling-produce")]
+    if len(ceilings) == 2 and all(x.runs and not x.error for x in ceilings):
+        low = min(ceilings, key=lambda x: x.records_per_s)
+        result.summaries.append(
+            replace(low, contender="ceiling", description=f"the slower of the two passes ({low.contender})")
+        )
+    for label, num_name, den_name in case.ratios:
+        num, den = result.summary(num_name), result.summary(den_name)
+        result.ratios[label] = result.cpu_ratios[label] = None
         if num and den and num.runs and den.runs and not num.error and not den.error:
-            result.ratio = num.records_per_s / den.records_per_s
-            result.cpu_ratio = num.cpu_s_per_gb / den.cpu_s_per_gb if den.cpu_s_per_gb > 0 else None
+            result.ratios[label] = num.records_per_s / den.records_per_s
+            result.cpu_ratios[label] = num.cpu_s_per_gb / den.cpu_s_per_gb if den.cpu_s_per_gb > 0 else None
     result.environment = environment(env)
     result.finished_at = datetime.now(UTC)
     return result
+
+
+def comparison_case(
+    *,
+    workload: Workload,
+    runs: int,
+    tasks_max: int,
+    batch_records: int | None = None,
+    warmup_records: int = 20_000,
+    pause_s: float = 2.0,
+    wait_idle_s: float = 0.0,
+    size: str = "custom",
+    contenders: Sequence[str] = ("mirrorspark", "mm2", "ceiling-consume", "ceiling-produce"),
+) -> Case:
+    """mirrorspark against MirrorMaker 2 and the ceiling, on one workload.
+
+    Parameters
+    ----------
+    workload:
+        What to replicate.
+    runs:
+        Measured runs per contender (medians; ≥ 3).
+    tasks_max:
+        ``tasks.max`` for mirrorspark and MM2 alike.
+    batch_records:
+        ``mirrorspark.batch.max.records.per.partition`` (``None`` = default).
+    warmup_records:
+        Records of the untimed warm-up run per contender; 0 = none.
+    pause_s, wait_idle_s, size:
+        As in :class:`Case`.
+    contenders:
+        Which of ``mirrorspark``, ``mm2``, ``ceiling-consume``, ``ceiling-produce`` to run.
+    """
+    from bench.contenders import CeilingConsumeContender, CeilingProduceContender, MirrorMakerContender
+
+    known: dict[str, Callable[[], Contender]] = {
+        "mirrorspark": lambda: MirrorsparkContender(
+            "consumer", tasks_max=tasks_max, batch_records=batch_records, name="mirrorspark"
+        ),
+        "mm2": lambda: MirrorMakerContender(tasks_max=tasks_max),
+        "ceiling-consume": CeilingConsumeContender,
+        "ceiling-produce": CeilingProduceContender,
+    }
+    unknown = [c for c in contenders if c not in known]
+    if unknown:
+        raise ValueError(f"unknown contender(s) {unknown}; choose from {sorted(known)}")
+    warm = (
+        Workload("warmup", min(warmup_records, workload.records), workload.record_size, workload.partitions)
+        if warmup_records > 0
+        else None
+    )
+    ratios = []
+    if "mirrorspark" in contenders and "mm2" in contenders:
+        ratios.append(("throughput ratio mirrorspark/mm2", "mirrorspark", "mm2"))
+    if "mirrorspark" in contenders and {"ceiling-consume", "ceiling-produce"} <= set(contenders):
+        ratios.append(("throughput ratio mirrorspark/ceiling", "mirrorspark", "ceiling"))
+    return Case(
+        name=f"compare-{workload.record_size}b-p{workload.partitions}",
+        title=f"mirrorspark vs MM2 vs ceiling, {workload.record_size} B records, {workload.partitions} partition(s)",
+        workload=workload,
+        contenders=[known[c]() for c in contenders],
+        runs=runs,
+        warmup=warm,
+        ratios=ratios,
+        pause_s=pause_s,
+        wait_idle_s=wait_idle_s,
+        size=size,
+    )
 
 
 def read_modes_case(
@@ -364,8 +451,7 @@ def read_modes_case(
         contenders=contenders,
         runs=runs,
         warmup=warm,
-        ratio=("spark-kafka", "consumer"),
-        ratio_label="read-mode ratio spark-kafka/consumer",
+        ratios=[("read-mode ratio spark-kafka/consumer", "spark-kafka", "consumer")],
         pause_s=pause_s,
         wait_idle_s=wait_idle_s,
         size=size,
