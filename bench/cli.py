@@ -46,8 +46,8 @@ __all__ = ["main"]
 BENCH_DIR = Path(__file__).resolve().parent
 """``<repo>/bench``."""
 
-FULL_RECORDS = {1024: 1_000_000, 100: 5_000_000}
-"""Records per workload of the full run by value size: ~1 GB of 1 KiB records, ~560 MB of 100 B ones."""
+FULL_RECORDS = {1024: 1_000_000, 100: 2_000_000}
+"""Records per workload of the full run by value size: ~1 GB of 1 KiB records, ~224 MB of 100 B ones."""
 QUICK_RECORDS = {1024: 200_000, 100: 1_000_000}
 FULL_WORKLOADS = "1024x12,1024x1,1024x96,100x12,100x1,100x96"
 QUICK_WORKLOADS = "1024x12"
