@@ -38,6 +38,30 @@ _COLUMNS = (
 )
 
 
+_RUN_COLUMNS = (
+    "contender",
+    "run",
+    "records",
+    "wall s",
+    "copy s",
+    "start s",
+    "jobs s",
+    "jobs",
+    "records/s",
+    "MB/s",
+    "CPU s",
+    "peak RSS MB",
+    "JVM",
+    "py workers",
+    "driver",
+    "brokers CPU s",
+    "other procs CPU s",
+    "busy cores before",
+    "verified",
+)
+"""Columns of the every-run tables (see :func:`_run_rows`)."""
+
+
 def _f(x: float, fmt: str) -> str:
     return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, fmt)
 
@@ -199,27 +223,7 @@ def markdown(result: CaseResult, command: str) -> str:
         "## Every run",
         "",
         _md_table(
-            [
-                "contender",
-                "run",
-                "records",
-                "wall s",
-                "copy s",
-                "start s",
-                "jobs s",
-                "jobs",
-                "records/s",
-                "MB/s",
-                "CPU s",
-                "peak RSS MB",
-                "JVM",
-                "py workers",
-                "driver",
-                "brokers CPU s",
-                "other procs CPU s",
-                "busy cores before",
-                "verified",
-            ],
+            _RUN_COLUMNS,
             _run_rows([*result.warmups, *result.runs]),
         ),
         "",
@@ -431,27 +435,7 @@ def bench_markdown(
             "<details><summary>every run</summary>",
             "",
             _md_table(
-                [
-                    "contender",
-                    "run",
-                    "records",
-                    "wall s",
-                    "copy s",
-                    "start s",
-                    "jobs s",
-                    "jobs",
-                    "records/s",
-                    "MB/s",
-                    "CPU s",
-                    "peak RSS MB",
-                    "JVM",
-                    "py workers",
-                    "driver",
-                    "brokers CPU s",
-                    "other procs CPU s",
-                    "busy cores before",
-                    "verified",
-                ],
+                _RUN_COLUMNS,
                 _run_rows([*r.warmups, *r.runs]),
             ),
             "",
