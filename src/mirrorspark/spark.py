@@ -583,6 +583,8 @@ def _copy_arrow(batches: Iterable[Any], tasks: Mapping[tuple[str, int], CopyTask
             ts_ms = int(ts.timestamp() * 1000) if ts is not None else 0
             hs = [(h["key"], h["value"]) for h in headers[i]] if headers and headers[i] else None
             w.write(pc, offsets[i], keys[i], values[i], hs, ts_ms)
+        for w in writers.values():
+            w.producer.poll(0)  # serve delivery reports per Arrow batch, so the producer queue never fills
     results: list[PartitionResult] = []
     for w in writers.values():
         results.extend(w.finish({k: pc.range.end for k, pc in w.by_source.items()}))
