@@ -82,7 +82,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--contenders",
         default="mirrorspark,mm2,ceiling-consume,ceiling-produce",
-        help="compare contenders (default %(default)s)",
+        help="contenders (default %(default)s; the latency and scale cases run mirrorspark and mm2 of them)",
     )
     p.add_argument("--latency-seconds", type=float, help="measured produce window of the latency case (60; quick 15)")
     p.add_argument("--latency-rate", type=int, default=5000, help="records/s of the latency case (default 5000)")
@@ -243,7 +243,12 @@ def _run_all(args: argparse.Namespace, command: str, label: str) -> int:
             lat_runs = args.latency_runs or (1 if args.quick else 3)
             print(f"== latency: {args.latency_rate:,} records/s for {seconds:g} s, {lat_runs} run(s) each", flush=True)
             lat = latency.run_latency_case(
-                env, tasks_max=args.tasks, runs=lat_runs, rate=args.latency_rate, seconds=seconds
+                env,
+                tasks_max=args.tasks,
+                runs=lat_runs,
+                rate=args.latency_rate,
+                seconds=seconds,
+                contenders=[c for c in latency.CONTENDERS if c in contenders],
             )
             body = latency.latency_markdown(lat)
             print(body, flush=True)
@@ -255,7 +260,13 @@ def _run_all(args: argparse.Namespace, command: str, label: str) -> int:
             counts = [int(x) for x in (args.scale_topics or ("200" if args.quick else "100,1000")).split(",")]
             sc_runs = args.scale_runs or (1 if args.quick else 3)
             print(f"== scale: {counts} topics x 4 partitions, {sc_runs} run(s) each", flush=True)
-            sc = scale.run_scale_case(env, tasks_max=args.tasks, topic_counts=counts, runs=sc_runs)
+            sc = scale.run_scale_case(
+                env,
+                tasks_max=args.tasks,
+                topic_counts=counts,
+                runs=sc_runs,
+                contenders=[c for c in scale.CONTENDERS if c in contenders],
+            )
             body = scale.scale_markdown(sc)
             print(body, flush=True)
             sections.append(("Scale", body))

@@ -499,6 +499,18 @@ CONFIG_KEYS: Final[tuple[ConfigKey, ...]] = (
         minimum=0,
     ),
     ConfigKey(
+        "mirrorspark.batch.follow.ms",
+        "long",
+        "1000",
+        "How long a batch keeps copying records that arrive after it was planned: once its tasks have "
+        "copied up to the end offsets seen when planning, they follow their partitions until this long "
+        "after they started, so that new records go out at once rather than in the next batch "
+        "(lower latency, fewer Spark jobs). 0 = stop at those end offsets. Ignored by --until-caught-up.",
+        "ms",
+        scope="mirrorspark",
+        minimum=0,
+    ),
+    ConfigKey(
         "mirrorspark.read.mode",
         "string",
         "consumer",
@@ -1299,6 +1311,10 @@ class DataPathConfig:
     idle_interval_ms:
         ``mirrorspark.batch.idle.interval.ms``: pause between batches, in milliseconds, when
         the previous batch copied nothing (>= 0).
+    follow_ms:
+        ``mirrorspark.batch.follow.ms``: how long, in milliseconds from its start, a task keeps
+        copying records that arrive after the batch was planned, once it has reached the planned
+        end offsets (>= 0; 0 = stop at the planned end offsets).
     read_mode:
         ``mirrorspark.read.mode``: ``"consumer"`` (confluent-kafka consumers inside Spark
         tasks) or ``"spark-kafka"`` (Spark's Kafka source).
@@ -1313,6 +1329,7 @@ class DataPathConfig:
 
     max_records_per_partition: int = 200_000
     idle_interval_ms: int = 200
+    follow_ms: int = 1000
     read_mode: str = "consumer"
     identity_allow_cycles: bool = False
 
@@ -2173,6 +2190,7 @@ class _Parser:
                 *get("mirrorspark.batch.idle.interval.ms"),
                 self.src,
             ),
+            follow_ms=_to_int(_KEYS["mirrorspark.batch.follow.ms"], *get("mirrorspark.batch.follow.ms"), self.src),
             read_mode=_to_str(_KEYS["mirrorspark.read.mode"], *get("mirrorspark.read.mode"), self.src),
             identity_allow_cycles=_to_bool(
                 _KEYS["mirrorspark.identity.allow.cycles"], *get("mirrorspark.identity.allow.cycles"), self.src

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -256,10 +257,20 @@ class Replicator:
                 self.control.run_pending()
                 if until_caught_up and self._caught_up() and self._checkpoints_done():
                     break
-                tasks = [t for f in self.flows for t in f.plan()]
+                t0 = time.monotonic()
+                tasks = [t for f in self.flows for t in f.plan(follow=not until_caught_up)]
                 if tasks:
+                    t1 = time.monotonic()
                     results = data_path.copy(tasks)
+                    t2 = time.monotonic()
                     self._commit(results)
+                    log.debug(
+                        "batch: plan %.0f ms, copy %.0f ms (%d tasks), commit %.0f ms",
+                        (t1 - t0) * 1000,
+                        (t2 - t1) * 1000,
+                        len(tasks),
+                        (time.monotonic() - t2) * 1000,
+                    )
                 else:
                     self._stop.wait(idle_s)
                 self._report()

@@ -78,9 +78,13 @@ class PartitionRange:
     start:
         First upstream offset to read (a position: the next offset to read).
     end:
-        Upstream offset to stop before (exclusive), ≥ ``start``.
+        Upstream offset the task must reach (exclusive), ≥ ``start``: the source end offset
+        when the batch was planned (capped).
     sync_state:
         Offset-sync emission state at ``start`` (carried across batches by the driver).
+    limit:
+        Upstream offset the task may copy up to (exclusive) while it follows the partition
+        (:attr:`CopyTask.follow_s`), ≥ ``end``; ``None`` = ``end``.
     """
 
     source_topic: str
@@ -89,6 +93,7 @@ class PartitionRange:
     start: int
     end: int
     sync_state: SyncState = field(default_factory=SyncState)
+    limit: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +118,10 @@ class CopyTask:
     stall_timeout_s:
         Seconds without any record while ranges remain unfinished before the
         task fails with :class:`~mirrorspark.errors.DataPathError`.
+    follow_s:
+        Once every range has reached its ``end``, keep copying records that arrive, up to
+        each range's ``limit``, until this many seconds after the task started
+        (``mirrorspark.batch.follow.ms``); 0 = stop at ``end``. Read mode ``consumer`` only.
     """
 
     flow: str
@@ -123,6 +132,7 @@ class CopyTask:
     offset_lag_max: int
     spark_options: Mapping[str, str] = field(default_factory=dict)
     stall_timeout_s: float = 120.0
+    follow_s: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,6 +288,10 @@ class _PartitionCopy:
                 self.error = (err, self.upstream[len(self.downstream) + self.failures])
             self.failures += 1
 
+
+_CONSUME_TIMEOUT_S = 0.05
+"""Longest wait of one ``consume`` call (s): a batch's ranges end at offsets that already exist, so
+a long wait only delays the end of a batch whose last records were already read."""
 
 _LATENCY_SAMPLE_MASK = 15
 """Replication latency is sampled on every 16th acknowledged record of a partition."""
@@ -454,8 +468,9 @@ def run_copy_task(task: CopyTask) -> list[PartitionResult]:
 
     Runs inside a Spark task (or anywhere: it only needs the two clusters).
     Reads each partition from ``start`` until the consumer's position reaches
-    ``end``, produces every record, flushes, and returns one
-    :class:`PartitionResult` per range.
+    ``end``; then, with ``task.follow_s``, keeps copying what arrives (up to each
+    range's ``limit``) until ``follow_s`` after the task started. Produces every
+    record, flushes, and returns one :class:`PartitionResult` per range.
 
     Raises
     ------
@@ -463,23 +478,31 @@ def run_copy_task(task: CopyTask) -> list[PartitionResult]:
         A record exceeds what the producer or the remote topic accepts.
     DataPathError
         Any other produce or delivery failure, or no record for
-        ``task.stall_timeout_s`` while ranges remain unfinished.
+        ``task.stall_timeout_s`` while ranges remain short of their ``end``.
     """
     from confluent_kafka import Consumer, KafkaError, TopicPartition
 
+    started = time.monotonic()
+    follow_until = started + task.follow_s
     writer = _Writer(task)
+    if task.follow_s > 0:
+        for copy in writer.by_source.values():
+            copy.end = max(copy.end, copy.range.limit or 0)
     # A fresh consumer per task: a consumer cached in a reused Python worker kept stale topic
     # metadata and never fetched from a topic created after it (seen under load in CI).
     consumer: Any = Consumer(dict(task.consumer_conf))  # Any: the hot loop reads untyped Message fields
+    # todo: partitions still read (short of their end, or of their limit while following);
+    # short: those short of the end offset the batch was planned with.
     todo = {k: pc for k, pc in writer.by_source.items() if pc.range.start < pc.end}
+    short = {k for k, pc in todo.items() if pc.range.start < pc.range.end}
     positions: dict[tuple[str, int], int] = {k: pc.range.start for k, pc in writer.by_source.items()}
     if todo:
         consumer.assign([TopicPartition(t, p, pc.range.start) for (t, p), pc in todo.items()])
     try:
-        last_progress = time.monotonic()
+        last_progress = started
         produce = writer.producer.produce
-        while todo:
-            msgs = consumer.consume(num_messages=10000, timeout=0.5)
+        while todo and (short or time.monotonic() < follow_until):
+            msgs = consumer.consume(num_messages=10000, timeout=_CONSUME_TIMEOUT_S)
             cur_topic: str | None = None
             cur_part = -1
             pc: _PartitionCopy | None = None
@@ -540,10 +563,12 @@ def run_copy_task(task: CopyTask) -> list[PartitionResult]:
                 pos = tp.offset if tp.offset >= 0 else pc.range.start
                 pos = max(pos, pc.last_read + 1)
                 positions[k] = pos
+                if pos >= pc.range.end:
+                    short.discard(k)
                 if pos >= pc.end:
                     del todo[k]
-            if todo and time.monotonic() - last_progress > task.stall_timeout_s:
-                names = ", ".join(f"{t}-{p}" for t, p in todo)
+            if short and time.monotonic() - last_progress > task.stall_timeout_s:
+                names = ", ".join(f"{t}-{p}" for t, p in sorted(short))
                 raise DataPathError(
                     f"{_ERROR_MARK}DATA_PATH_ERROR] flow {task.flow}: no record from {names} for "
                     f"{task.stall_timeout_s:.0f} s; check that the source cluster is up"
