@@ -106,8 +106,12 @@ def topics_of(bootstrap: str) -> set[str]:
     return set(admin(bootstrap).list_topics(timeout=30).topics)
 
 
-def test_records_are_copied_exactly(local_clusters: LocalClusters, data_path: DataPath) -> None:
-    """Key, value, headers, timestamp, partition and order survive; null keys, tombstones, binary headers."""
+def test_records_are_copied_exactly(local_clusters: LocalClusters, any_data_path: DataPath) -> None:
+    """Key, value, headers, timestamp, partition and order survive; null keys, tombstones, binary headers.
+
+    In both read modes: confluent-kafka consumers in Spark tasks, and Spark's Kafka source.
+    """
+    data_path = any_data_path
     p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
     prefix = unique_name("parity")
     events, table = f"{prefix}.events", f"{prefix}.table"
