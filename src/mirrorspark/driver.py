@@ -265,10 +265,12 @@ class Replicator:
                     t2 = time.monotonic()
                     self._commit(results)
                     log.debug(
-                        "batch: plan %.0f ms, copy %.0f ms (%d tasks), commit %.0f ms",
+                        "batch: plan %.0f ms, copy %.0f ms (%d tasks, %d ranges, %d records), commit %.0f ms",
                         (t1 - t0) * 1000,
                         (t2 - t1) * 1000,
                         len(tasks),
+                        sum(len(t.ranges) for t in tasks),
+                        sum(r.records for r in results),
                         (time.monotonic() - t2) * 1000,
                     )
                 else:

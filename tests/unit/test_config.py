@@ -203,7 +203,7 @@ def test_flow_defaults_equal_mm2() -> None:
 
 def test_data_path_defaults() -> None:
     assert two().data_path == DataPathConfig(
-        max_records_per_partition=200_000, idle_interval_ms=200, read_mode="consumer"
+        max_records_per_partition=200_000, idle_interval_ms=200, follow_ms=1000, read_mode="consumer"
     )
 
 
@@ -211,9 +211,17 @@ def test_data_path_keys() -> None:
     c = two(
         "mirrorspark.batch.max.records.per.partition = 5000\n"
         "mirrorspark.batch.idle.interval.ms = 0\n"
+        "mirrorspark.batch.follow.ms = 0\n"
         "mirrorspark.read.mode = spark-kafka\n"
     )
-    assert c.data_path == DataPathConfig(max_records_per_partition=5000, idle_interval_ms=0, read_mode="spark-kafka")
+    assert c.data_path == DataPathConfig(
+        max_records_per_partition=5000, idle_interval_ms=0, follow_ms=0, read_mode="spark-kafka"
+    )
+
+
+def test_follow_ms_must_not_be_negative() -> None:
+    with pytest.raises(ConfigError, match=r"mirrorspark\.batch\.follow\.ms.*>= 0"):
+        _ = two("mirrorspark.batch.follow.ms = -5\n").data_path
 
 
 def test_registry_defaults_parse_and_cover_every_flow_field() -> None:
