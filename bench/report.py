@@ -376,8 +376,8 @@ def headline_table(results: Sequence[CaseResult]) -> str:
         "ceiling rec/s",
         "mirrorspark/MM2",
         "mirrorspark/ceiling",
-        "CPU s/GB ms / MM2 / ceiling",
-        "peak RSS MB ms / MM2",
+        "CPU s/GB mirrorspark / MM2 / ceiling",
+        "peak RSS MB mirrorspark / MM2",
     ]
     return _md_table(header, rows)
 
