@@ -38,6 +38,7 @@ import contextlib
 import csv
 import io
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -392,6 +393,10 @@ class CheckpointEmitter:
         self._producer: Any = None
         self.syncs: OffsetSyncReader | None = None
         self.reverse_syncs: OffsetSyncReader | None = None
+        self._syncs_loaded = threading.Event()
+        self._syncs_error: ClusterError | None = None
+        self._read_to_end_required = False
+        self._loader: threading.Thread | None = None
 
     @cached_property
     def _src_admin(self) -> AdminClient:
@@ -405,12 +410,20 @@ class CheckpointEmitter:
 
     # ------------------------------------------------------------------ start-up
 
-    def start(self) -> None:
+    def start(self, *, background_syncs: bool = False) -> None:
         """Create the checkpoints topic, load existing checkpoints, read the offset syncs, create the producer.
 
         Mirrors MM2 3.8+ (KAFKA-15905): when the checkpoints loaded, the sync
         store keeps its full history; otherwise only the latest sync per
         partition is usable after start-up.
+
+        Parameters
+        ----------
+        background_syncs:
+            Read the offset syncs on a background thread (the driver does, so that a long
+            offset-syncs topic does not hold up copying; MM2 reads them in its checkpoint
+            task, apart from the source tasks). :meth:`emit` writes nothing until they are
+            read, and reads them again itself if the background read failed.
         """
         f = self.flow
         ensure_topic(
@@ -427,12 +440,46 @@ class CheckpointEmitter:
         except ClusterError as e:
             loaded_ok = False
             log.warning("%s: loading checkpoints failed (%s); old group offsets may not translate", self.name, e)
-        self.load_syncs(read_to_end_required=not loaded_ok)
+        self._read_to_end_required = not loaded_ok
         self._producer = producer(
             f.target_producer,
             client_id=f"{self._cid}|checkpoints-target-producer",
             overrides={"enable.idempotence": True, "linger.ms": 0},
         )
+        if background_syncs:
+            self._loader = threading.Thread(target=self._load_syncs_background, name=f"offset-syncs {self.name}")
+            self._loader.daemon = True
+            self._loader.start()
+        else:
+            self.load_syncs(read_to_end_required=self._read_to_end_required)
+
+    def _load_syncs_background(self) -> None:
+        try:
+            self.load_syncs(read_to_end_required=self._read_to_end_required)
+        except Exception as e:
+            log.warning("%s: reading offset syncs failed (%s); the next checkpoint cycle retries", self.name, e)
+            self._syncs_error = (
+                e if isinstance(e, ClusterError) else ClusterError(f"{self.name}: reading offset syncs failed: {e}")
+            )
+        finally:
+            self._syncs_loaded.set()
+
+    def _ready(self) -> bool:
+        """Whether the offset syncs are read; after a failed background read, read them now.
+
+        Raises
+        ------
+        ClusterError
+            The offset syncs cannot be read now either (the next cycle tries again).
+        """
+        if self._loader is None:
+            return True
+        if not self._syncs_loaded.is_set():
+            return False
+        if self._syncs_error is not None:
+            self.load_syncs(read_to_end_required=self._read_to_end_required)
+            self._syncs_error = None
+        return True
 
     def load_checkpoints(self, *, timeout_s: float = 60.0) -> int:
         """Read ``<S>.checkpoints.internal`` on T from the beginning into :attr:`store` (MM2 ``CheckpointStore``).
@@ -509,30 +556,40 @@ class CheckpointEmitter:
             if old is not None:
                 old.close()
         self.syncs = self.reverse_syncs = None
-        self.syncs = OffsetSyncReader(
+        # Read into locals and publish both at the end: a background read must never expose a
+        # half-read store to emit().
+        syncs = OffsetSyncReader(
             self.config,
             f,
             self.policy,
             read_to_end_required=read_to_end_required,
             client_id=f"{self._cid}|offset-syncs-consumer",
         )
-        self.syncs.load()
-        reverse = self.config.flow(f.target, f.source)
-        if reverse.emit_offset_syncs_enabled:
-            rpolicy = load_policy(
-                reverse.policy.class_name,
-                separator=reverse.policy.separator,
-                internal_topic_separator_enabled=reverse.policy.internal_topic_separator_enabled,
-                source_cluster_alias=reverse.source,
-            )
-            self.reverse_syncs = OffsetSyncReader(
-                self.config,
-                reverse,
-                rpolicy,
-                read_to_end_required=False,
-                client_id=f"{self._cid}|reverse-offset-syncs-consumer",
-            )
-            self.reverse_syncs.load()
+        reverse_syncs: OffsetSyncReader | None = None
+        try:
+            syncs.load()
+            reverse = self.config.flow(f.target, f.source)
+            if reverse.emit_offset_syncs_enabled:
+                rpolicy = load_policy(
+                    reverse.policy.class_name,
+                    separator=reverse.policy.separator,
+                    internal_topic_separator_enabled=reverse.policy.internal_topic_separator_enabled,
+                    source_cluster_alias=reverse.source,
+                )
+                reverse_syncs = OffsetSyncReader(
+                    self.config,
+                    reverse,
+                    rpolicy,
+                    read_to_end_required=False,
+                    client_id=f"{self._cid}|reverse-offset-syncs-consumer",
+                )
+                reverse_syncs.load()
+        except BaseException:
+            for r in (syncs, reverse_syncs):
+                if r is not None:
+                    r.close()
+            raise
+        self.syncs, self.reverse_syncs = syncs, reverse_syncs
 
     def _load_checkpoint(self, key: bytes | None, value: bytes | None) -> None:
         try:
@@ -643,7 +700,13 @@ class CheckpointEmitter:
     # ------------------------------------------------------------------ jobs
 
     def emit(self) -> list[Checkpoint]:
-        """One checkpoint cycle: read new syncs, translate every group, write what is more recent."""
+        """One checkpoint cycle: read new syncs, translate every group, write what is more recent.
+
+        Writes nothing (returns ``[]``) while the offset syncs are still being read in the
+        background (:meth:`start`).
+        """
+        if self._producer is not None and not self._ready():
+            return []
         if self.syncs is None or self._producer is None:
             raise ClusterError(f"{self.name}: checkpoint emitter used before start()")
         if not self.state.groups or (
@@ -755,7 +818,10 @@ class CheckpointEmitter:
         return True
 
     def close(self) -> None:
-        """Flush and release clients."""
+        """Flush and release clients (after a background read of the offset syncs has ended)."""
+        if self._loader is not None:
+            self._loader.join()
+            self._loader = None
         if self._producer is not None:
             self._producer.flush(10)
             self._producer = None

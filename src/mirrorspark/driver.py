@@ -215,7 +215,7 @@ class Replicator:
                     initial_delay_s=flow.config.refresh_topics_interval_s,
                 )
         for cp in self.checkpoints:
-            cp.start()
+            cp.start(background_syncs=True)
             self.control.add(
                 f"checkpoints {cp.name}",
                 cp.flow.emit_checkpoints_interval_s,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -117,6 +118,9 @@ def test_records_are_copied_exactly(local_clusters: LocalClusters, any_data_path
     events, table = f"{prefix}.events", f"{prefix}.table"
     create_topic(p, events, partitions=3)
     create_topic(p, table, partitions=2, config={"cleanup.policy": "compact", "retention.ms": "86400000"})
+    # Recent timestamps: records older than retention.ms (7 days by default) are deleted at the
+    # broker's next retention check, even from the active segment.
+    base_ms = int(time.time() * 1000) - 3_600_000
     recs = []
     for i in range(600):
         recs.append(
@@ -124,7 +128,7 @@ def test_records_are_copied_exactly(local_clusters: LocalClusters, any_data_path
                 "key": None if i % 7 == 0 else f"k{i % 50}".encode(),
                 "value": bytes([i % 256]) * (i % 40) if i % 11 else b"",
                 "headers": [("bin", bytes([0, 255, i % 256])), ("dup", b"1"), ("dup", b"2")] if i % 3 else None,
-                "timestamp_ms": 1_600_000_000_000 + i * 1000,
+                "timestamp_ms": base_ms + i * 1000,
                 "partition": i % 3,
             }
         )
@@ -137,7 +141,7 @@ def test_records_are_copied_exactly(local_clusters: LocalClusters, any_data_path
                 "key": f"id{i % 20}".encode(),
                 "value": None if i % 5 == 0 else f"v{i}".encode(),
                 "partition": i % 2,
-                "timestamp_ms": 1_700_000_000_000 + i,
+                "timestamp_ms": base_ms + i,
             }
             for i in range(200)
         ],
