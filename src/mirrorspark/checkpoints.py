@@ -753,7 +753,7 @@ class CheckpointEmitter:
         """
         written: dict[str, int] = {}
         groups = self.store.groups()
-        if not groups:
+        if not groups or not self._ready():
             return written
         futs = self._tgt_admin.describe_consumer_groups(groups, request_timeout=30)
         for group in groups:
@@ -802,7 +802,12 @@ class CheckpointEmitter:
         return out
 
     def covered(self, snapshot: Mapping[tuple[str, str, int], int]) -> bool:
-        """Whether a checkpoint at or past each snapshot offset exists (or it cannot be translated)."""
+        """Whether a checkpoint at or past each snapshot offset exists (or it cannot be translated).
+
+        ``False`` while the offset syncs are still being read (:meth:`start`).
+        """
+        if not self._ready():
+            return False
         f = self.flow
         for (group, topic, partition), offset in snapshot.items():
             renamed = rename_topic(self.policy, f.source, f.target, topic)

@@ -150,14 +150,18 @@ def make_config(clusters: LocalClusters, **extra: str) -> MirrorConfig:
 
 
 class _Problems(logging.Handler):
-    """Collects WARNING and above of mirrorspark's loggers."""
+    """Collects WARNING and above of mirrorspark's loggers (but the scheduler's timing notes: a
+    loaded machine may slow a job past its 1 s interval, and tests never assert timings)."""
 
     def __init__(self) -> None:
         super().__init__(logging.WARNING)
         self.messages: list[str] = []
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.messages.append(f"{record.name}: {record.getMessage()}")
+        message = record.getMessage()
+        if record.name == "mirrorspark.scheduler" and "longer than its" in message:
+            return
+        self.messages.append(f"{record.name}: {message}")
 
 
 @contextlib.contextmanager
