@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from bench import cpu
 from bench.env import SOURCE, TARGET, BenchEnv
-from bench.sampler import EndOffsets, Sampler
+from bench.sampler import EndOffsets, Sampler, Window
 from bench.workload import Workload, count_records
 
 if TYPE_CHECKING:
@@ -446,29 +446,53 @@ class MirrorMakerContender(Contender):
             meter.stop()
         window = sampler.window(workload.records)
         stored = count_records(env.bootstrap(TARGET), remote, workload.partitions)
-        verified = not error and stored == workload.records and window is not None
-        if not error and not verified:
-            error = f"target holds {stored} records, expected {workload.records}"
         env.delete_flow_topics(alias)
-        return RunMeasurement(
-            contender=self.name,
-            run=run,
-            records=stored,
-            payload_bytes=workload.payload_bytes,
-            wall_s=window.end_s if window else meter.wall_s,
-            start_s=window.start_s if window else 0.0,
-            jobs_s=0.0,
-            batches=0,
-            copy_s=window.seconds if window else 0.0,
-            peak_rss_bytes=sampler.peak_rss_bytes,
-            cpu=window.cpu if window else cpu.CpuDelta(),
-            run_cpu_s=run_cpu,
-            broker_cpu_s=meter.broker_s,
-            machine_busy_s=meter.machine.busy_s,
-            steal_s=meter.machine.steal_s,
-            verified=verified,
-            error=error,
+        return _jvm_measurement(
+            self.name, run, workload, stored, "target holds", window, sampler, meter, run_cpu, error
         )
+
+
+def _jvm_measurement(
+    name: str,
+    run: int,
+    workload: Workload,
+    records: int,
+    counted: str,
+    window: Window | None,
+    sampler: Sampler,
+    meter: cpu.Meter,
+    run_cpu_s: float,
+    error: str,
+) -> RunMeasurement:
+    """The :class:`RunMeasurement` of a one-JVM contender (MM2, the perf tools): no Spark jobs;
+    without a copy window, the wall time is the meter's and the CPU figures are empty.
+
+    ``records`` is what was counted afterwards, ``counted`` says how (``"target holds"``):
+    the run is verified when it is the workload's count, there is a copy window and no
+    ``error``; otherwise, without an error yet, ``error`` names the shortfall.
+    """
+    verified = not error and records == workload.records and window is not None
+    if not error and not verified:
+        error = f"{counted} {records} records, expected {workload.records}"
+    return RunMeasurement(
+        contender=name,
+        run=run,
+        records=records,
+        payload_bytes=workload.payload_bytes,
+        wall_s=window.end_s if window else meter.wall_s,
+        start_s=window.start_s if window else 0.0,
+        jobs_s=0.0,
+        batches=0,
+        copy_s=window.seconds if window else 0.0,
+        peak_rss_bytes=sampler.peak_rss_bytes,
+        cpu=window.cpu if window else cpu.CpuDelta(),
+        run_cpu_s=run_cpu_s,
+        broker_cpu_s=meter.broker_s,
+        machine_busy_s=meter.machine.busy_s,
+        steal_s=meter.machine.steal_s,
+        verified=verified,
+        error=error,
+    )
 
 
 def _jar_version(jar_set: str, prefix: str) -> str:
@@ -563,28 +587,9 @@ class CeilingProduceContender(Contender):
             meter.stop()
         window = sampler.window(workload.records)
         stored = count_records(env.bootstrap(TARGET), topic, workload.partitions)
-        verified = not error and stored == workload.records and window is not None
-        if not error and not verified:
-            error = f"target holds {stored} records, expected {workload.records}"
         env.delete_topics(TARGET, [topic])
-        return RunMeasurement(
-            contender=self.name,
-            run=run,
-            records=stored,
-            payload_bytes=workload.payload_bytes,
-            wall_s=window.end_s if window else meter.wall_s,
-            start_s=window.start_s if window else 0.0,
-            jobs_s=0.0,
-            batches=0,
-            copy_s=window.seconds if window else 0.0,
-            peak_rss_bytes=sampler.peak_rss_bytes,
-            cpu=window.cpu if window else cpu.CpuDelta(),
-            run_cpu_s=run_cpu,
-            broker_cpu_s=meter.broker_s,
-            machine_busy_s=meter.machine.busy_s,
-            steal_s=meter.machine.steal_s,
-            verified=verified,
-            error=error,
+        return _jvm_measurement(
+            self.name, run, workload, stored, "target holds", window, sampler, meter, run_cpu, error
         )
 
 
@@ -639,27 +644,9 @@ class CeilingConsumeContender(Contender):
             end_wall = datetime.fromisoformat(str(end)).timestamp()
             window = sampler.window_between(end_wall - fetch_s, end_wall)
             window = replace(window, start_s=window.end_s - fetch_s)
-        verified = not error and records == workload.records and window is not None
-        if not error and not verified:
-            error = f"ConsumerPerformance consumed {records} records, expected {workload.records}"
-        return RunMeasurement(
-            contender=self.name,
-            run=run,
-            records=records,
-            payload_bytes=workload.payload_bytes,
-            wall_s=window.end_s if window else meter.wall_s,
-            start_s=window.start_s if window else 0.0,
-            jobs_s=0.0,
-            batches=0,
-            copy_s=window.seconds if window else 0.0,
-            peak_rss_bytes=sampler.peak_rss_bytes,
-            cpu=window.cpu if window else cpu.CpuDelta(),
-            run_cpu_s=sampler.samples[-1].cpu.total_s if sampler.samples else 0.0,
-            broker_cpu_s=meter.broker_s,
-            machine_busy_s=meter.machine.busy_s,
-            steal_s=meter.machine.steal_s,
-            verified=verified,
-            error=error,
+        run_cpu = sampler.samples[-1].cpu.total_s if sampler.samples else 0.0
+        return _jvm_measurement(
+            self.name, run, workload, records, "ConsumerPerformance consumed", window, sampler, meter, run_cpu, error
         )
 
 
