@@ -24,7 +24,7 @@ $(JARS)/%/.done: pom.xml
 	touch $@
 
 demo: install
-	$(BIN)/python -m mirrorspark.demo
+	$(BIN)/python -m mirrorspark.cli.demo
 
 test: install
 	$(BIN)/ruff check

@@ -37,7 +37,7 @@ from bench.workload import Workload, count_records
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from mirrorspark.spark import CopyTask, PartitionResult
+    from mirrorspark.replication.tasks import CopyTask, PartitionResult
 
 __all__ = [
     "CeilingConsumeContender",
@@ -229,7 +229,7 @@ class _TimedDataPath:
     """A :class:`mirrorspark.spark.DataPath` that adds up the wall time of its Spark jobs."""
 
     def __init__(self, spark: SparkSession, read_mode: str) -> None:
-        from mirrorspark.spark import DataPath
+        from mirrorspark.replication.datapath import DataPath
 
         self._inner = DataPath(spark, read_mode=read_mode)
         self.jobs_s = 0.0
@@ -302,8 +302,9 @@ class MirrorsparkContender(Contender):
         env.spark()
 
     def run(self, env: BenchEnv, workload: Workload, run: int) -> RunMeasurement:
-        from mirrorspark.config import parse_config, parse_properties
-        from mirrorspark.driver import Replicator
+        from mirrorspark.config.parse import parse_config
+        from mirrorspark.config.properties import parse_properties
+        from mirrorspark.replication.driver import Replicator
 
         alias = env.fresh_alias()
         text = env.mm2_properties(alias, self.properties(workload))
@@ -420,7 +421,7 @@ class MirrorMakerContender(Contender):
         return props
 
     def run(self, env: BenchEnv, workload: Workload, run: int) -> RunMeasurement:
-        from mirrorspark.local import start_mirror_maker
+        from mirrorspark.kafka.local.mirror_maker import start_mirror_maker
 
         alias = env.fresh_alias()
         path = env.work_dir / f"mm2-{alias}.properties"
@@ -496,7 +497,7 @@ def _jvm_measurement(
 
 
 def _jar_version(jar_set: str, prefix: str) -> str:
-    from mirrorspark.jars import jar_dir
+    from mirrorspark.kafka.jars import jar_dir
 
     try:
         jars = sorted(jar_dir(jar_set).glob(f"{prefix}-[0-9]*.jar"))
@@ -522,7 +523,7 @@ def _wait_unreaped(proc: subprocess.Popen[bytes], timeout_s: float) -> bool:
 
 
 def _perf_tool(main: str, args: Sequence[str], log_path: Path) -> subprocess.Popen[bytes]:
-    from mirrorspark.jars import classpath, java_executable
+    from mirrorspark.kafka.jars import classpath, java_executable
 
     with open(log_path, "wb") as out:
         return subprocess.Popen(

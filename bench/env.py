@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 from confluent_kafka.admin import AdminClient
 
-from mirrorspark.local import LocalClusters, start_clusters, stop_clusters
+from mirrorspark.kafka.local.clusters import start_clusters, stop_clusters
+from mirrorspark.kafka.local.model import LocalClusters
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -126,7 +127,7 @@ class BenchEnv:
         any measured run.
         """
         if self._spark is None:
-            from mirrorspark.spark import build_spark_session
+            from mirrorspark.replication.datapath import build_spark_session
 
             os.environ.setdefault("MIRRORSPARK_SPARK_LOG_LEVEL", "ERROR")
             t = time.perf_counter()

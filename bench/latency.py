@@ -69,7 +69,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from bench.env import BenchEnv
-    from mirrorspark.spark import CopyTask, PartitionResult
+    from mirrorspark.replication.tasks import CopyTask, PartitionResult
 
 __all__ = [
     "CONTENDERS",
@@ -241,7 +241,7 @@ class _ClockedDataPath:
     """A :class:`mirrorspark.spark.DataPath` that notes the wall-clock span of every Spark job."""
 
     def __init__(self, spark: SparkSession, read_mode: str) -> None:
-        from mirrorspark.spark import DataPath
+        from mirrorspark.replication.datapath import DataPath
 
         self._inner = DataPath(spark, read_mode=read_mode)
         self.jobs: list[tuple[float, float]] = []  # (time.time() at start, at end)
@@ -284,8 +284,9 @@ class RunningReplicator:
 
 class _MirrorsparkReplicator(RunningReplicator):
     def __init__(self, env: BenchEnv, properties: str, name: str) -> None:
-        from mirrorspark.config import parse_config, parse_properties
-        from mirrorspark.driver import Replicator
+        from mirrorspark.config.parse import parse_config
+        from mirrorspark.config.properties import parse_properties
+        from mirrorspark.replication.driver import Replicator
 
         cfg = parse_config(parse_properties(properties), source_name=name)
         self.data_path = _ClockedDataPath(env.spark(), cfg.data_path.read_mode)
@@ -320,7 +321,7 @@ class _MirrorsparkReplicator(RunningReplicator):
 class _MirrorMakerReplicator(RunningReplicator):
     def __init__(self, env: BenchEnv, properties: str, alias: str) -> None:
         from bench.contenders import MM2_HEAP
-        from mirrorspark.local import start_mirror_maker
+        from mirrorspark.kafka.local.mirror_maker import start_mirror_maker
 
         path = env.work_dir / f"mm2-{alias}.properties"
         path.write_text(properties)

@@ -464,7 +464,7 @@ def environment(env: BenchEnv) -> dict[str, Any]:
     import pyarrow
     import pyspark
 
-    from mirrorspark.jars import jar_dir
+    from mirrorspark.kafka.jars import jar_dir
 
     mem_gib = None
     try:

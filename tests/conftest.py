@@ -6,7 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from mirrorspark.spark import READ_MODES, DataPath
+from mirrorspark.replication.datapath import DataPath
+from mirrorspark.replication.tasks import READ_MODES
 
 
 @pytest.fixture(scope="session")
@@ -15,7 +16,7 @@ def spark() -> Iterator[object]:
 
     It carries the Spark Kafka connector jars, so that both read modes run on it.
     """
-    from mirrorspark.spark import build_spark_session
+    from mirrorspark.replication.datapath import build_spark_session
 
     session = build_spark_session(master="local[2]", app_name="mirrorspark-tests", ui=False, read_mode="spark-kafka")
     yield session

@@ -1,5 +1,5 @@
 """``python -m mirrorspark`` = the ``mirrorspark`` command."""
 
-from mirrorspark.cli import main
+from mirrorspark.cli.app import main
 
 main()

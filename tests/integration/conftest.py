@@ -13,7 +13,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from mirrorspark.local import LocalClusters, start_clusters, stop_clusters
+from mirrorspark.kafka.local.clusters import start_clusters, stop_clusters
+from mirrorspark.kafka.local.model import LocalClusters
 
 
 @pytest.fixture(scope="session")

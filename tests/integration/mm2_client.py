@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from mirrorspark.jars import classpath, jar_dir, jars_base_dir, java_executable
+from mirrorspark.kafka.jars import classpath, jar_dir, jars_base_dir, java_executable
 
 __all__ = ["MM2_CALL_TIMEOUT_S", "mm2_client_info", "mm2_translate_offsets"]
 

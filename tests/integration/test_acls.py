@@ -36,12 +36,15 @@ from confluent_kafka.admin import (
 )
 from helpers import Bootstrap, admin, assert_eventually, consume_all, create_topic, produce, unique_name
 
-from mirrorspark.acls import TopicAclSync
-from mirrorspark.config import MirrorConfig, parse_config, parse_properties
-from mirrorspark.driver import Replicator
+from mirrorspark.config.model import MirrorConfig
+from mirrorspark.config.parse import parse_config
+from mirrorspark.config.properties import parse_properties
 from mirrorspark.errors import ClusterError
-from mirrorspark.local import LocalCluster, LocalClusters, start_clusters, stop_clusters
-from mirrorspark.spark import DataPath
+from mirrorspark.kafka.local.clusters import start_clusters, stop_clusters
+from mirrorspark.kafka.local.model import LocalCluster, LocalClusters
+from mirrorspark.replication.acls import TopicAclSync
+from mirrorspark.replication.datapath import DataPath
+from mirrorspark.replication.driver import Replicator
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -159,7 +162,7 @@ class _Problems(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         message = record.getMessage()
-        if record.name == "mirrorspark.scheduler" and "longer than its" in message:
+        if record.name == "mirrorspark.replication.scheduler" and "longer than its" in message:
             return
         self.messages.append(f"{record.name}: {message}")
 
@@ -452,7 +455,7 @@ def test_clusters_without_authorizer_are_told_once(
 ) -> None:
     """The session's plaintext clusters have no authorizer: one info line, then silence."""
     job = sync_job(local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup"), "topic1")
-    with caplog.at_level(logging.INFO, logger="mirrorspark.acls"):
+    with caplog.at_level(logging.INFO, logger="mirrorspark.replication.acls"):
         assert job.sync() == 0
         assert job.sync() == 0
     assert [(r.levelno, "sync.topic.acls.enabled=false" in r.getMessage()) for r in caplog.records] == [

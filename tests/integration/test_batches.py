@@ -11,13 +11,17 @@ import threading
 import pytest
 from helpers import admin, assert_eventually, consume_all, create_topic, produce, unique_name
 
-from mirrorspark import flows
-from mirrorspark.clients import TopicSpec, create_topics
-from mirrorspark.config import MirrorConfig, parse_config, parse_properties
-from mirrorspark.driver import Replicator
+from mirrorspark.config.model import MirrorConfig
+from mirrorspark.config.parse import parse_config
+from mirrorspark.config.properties import parse_properties
 from mirrorspark.errors import ClusterError
-from mirrorspark.local import LocalClusters
-from mirrorspark.spark import CopyTask, DataPath, PartitionRange, run_copy_task
+from mirrorspark.kafka.clients import TopicSpec, create_topics
+from mirrorspark.kafka.local.model import LocalClusters
+from mirrorspark.replication import flow as flows
+from mirrorspark.replication.copy import run_copy_task
+from mirrorspark.replication.datapath import DataPath
+from mirrorspark.replication.driver import Replicator
+from mirrorspark.replication.tasks import CopyTask, PartitionRange
 
 pytestmark = [pytest.mark.integration]
 

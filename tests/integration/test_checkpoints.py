@@ -15,12 +15,14 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from helpers import admin, assert_eventually, consume_all, create_topic, produce, unique_name
 
-from mirrorspark.checkpoints import CheckpointEmitter
-from mirrorspark.config import MirrorConfig, parse_config, parse_properties
-from mirrorspark.driver import Replicator
-from mirrorspark.local import LocalClusters
-from mirrorspark.records import Checkpoint
-from mirrorspark.spark import DataPath
+from mirrorspark.config.model import MirrorConfig
+from mirrorspark.config.parse import parse_config
+from mirrorspark.config.properties import parse_properties
+from mirrorspark.kafka.local.model import LocalClusters
+from mirrorspark.mm2.records import Checkpoint
+from mirrorspark.replication.checkpoints import CheckpointEmitter
+from mirrorspark.replication.datapath import DataPath
+from mirrorspark.replication.driver import Replicator
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -262,7 +264,7 @@ def test_translation_never_skips_across_markers_and_compaction(
     syncs_only = CheckpointEmitter(cfg, cfg.flow("primary", "backup"))
     for e in (exact, syncs_only):
         e.syncs = None
-        from mirrorspark.checkpoints import OffsetSyncReader
+        from mirrorspark.client.checkpoints import OffsetSyncReader
 
         e.syncs = OffsetSyncReader(cfg, e.flow, e.policy, read_to_end_required=False, client_id="test")
         e.syncs.load()

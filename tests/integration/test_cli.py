@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from helpers import assert_eventually, consume_all, create_topic, produce, unique_name
 
-from mirrorspark.local import LocalClusters
-from mirrorspark.records import decode_source_offset
+from mirrorspark.kafka.local.model import LocalClusters
+from mirrorspark.mm2.connect_offsets import decode_source_offset
 
 pytestmark = pytest.mark.integration
 

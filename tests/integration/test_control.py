@@ -21,11 +21,14 @@ from confluent_kafka import Consumer, TopicPartition
 from helpers import assert_eventually, consume_all, create_topic, end_offsets, produce, unique_name
 from test_replication import running, topic_config, topics_of, values_if_exists
 
-from mirrorspark.config import MirrorConfig, parse_config, parse_properties
-from mirrorspark.control import ControlChange, ControlKey, ControlStore
-from mirrorspark.local import LocalClusters
-from mirrorspark.records import Checkpoint
-from mirrorspark.spark import DataPath
+from mirrorspark.config.model import MirrorConfig
+from mirrorspark.config.parse import parse_config
+from mirrorspark.config.properties import parse_properties
+from mirrorspark.kafka.local.model import LocalClusters
+from mirrorspark.mm2.control_state import ControlChange, ControlKey
+from mirrorspark.mm2.records import Checkpoint
+from mirrorspark.replication.control import ControlStore
+from mirrorspark.replication.datapath import DataPath
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 

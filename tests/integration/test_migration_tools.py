@@ -21,16 +21,18 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
 from helpers import admin, assert_eventually, consume_all, create_topic, produce, unique_name
+from mirrorspark.client import mirror_client as client
 from mm2_client import mm2_client_info, mm2_translate_offsets
 
-from mirrorspark import client
-from mirrorspark.config import MirrorConfig, parse_config, parse_properties
-from mirrorspark.driver import Replicator
+from mirrorspark.config.model import MirrorConfig
+from mirrorspark.config.parse import parse_config
+from mirrorspark.config.properties import parse_properties
 from mirrorspark.errors import UnknownAliasError
-from mirrorspark.jars import classpath, java_executable
-from mirrorspark.local import LocalClusters
-from mirrorspark.records import OffsetSync
-from mirrorspark.spark import DataPath
+from mirrorspark.kafka.jars import classpath, java_executable
+from mirrorspark.kafka.local.model import LocalClusters
+from mirrorspark.mm2.records import OffsetSync
+from mirrorspark.replication.datapath import DataPath
+from mirrorspark.replication.driver import Replicator
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 

@@ -9,13 +9,14 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 from helpers import create_topic, produce, unique_name
+from mirrorspark.client import mirror_client as client
 from mm2_client import mm2_client_info, mm2_translate_offsets
 
-from mirrorspark import client
-from mirrorspark.config import parse_config, parse_properties
-from mirrorspark.driver import Replicator
-from mirrorspark.local import LocalClusters
-from mirrorspark.spark import DataPath
+from mirrorspark.config.parse import parse_config
+from mirrorspark.config.properties import parse_properties
+from mirrorspark.kafka.local.model import LocalClusters
+from mirrorspark.replication.datapath import DataPath
+from mirrorspark.replication.driver import Replicator
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 

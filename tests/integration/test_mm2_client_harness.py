@@ -20,8 +20,8 @@ from confluent_kafka import KafkaError, KafkaException
 from helpers import create_topic, produce, unique_name
 from mm2_client import mm2_client_info, mm2_translate_offsets
 
-from mirrorspark.local import LocalClusters
-from mirrorspark.records import Checkpoint, Heartbeat
+from mirrorspark.kafka.local.model import LocalClusters
+from mirrorspark.mm2.records import Checkpoint, Heartbeat
 
 pytestmark = pytest.mark.integration
 

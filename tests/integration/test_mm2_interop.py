@@ -25,12 +25,15 @@ import pytest
 from confluent_kafka import KafkaException
 from helpers import admin, consume_all, create_topic, end_offsets, produce, unique_name
 
-from mirrorspark.config import parse_config, parse_properties
-from mirrorspark.driver import Replicator
+from mirrorspark.config.parse import parse_config
+from mirrorspark.config.properties import parse_properties
 from mirrorspark.errors import LocalClusterError
-from mirrorspark.local import LocalClusters, MirrorMakerProcess, start_mirror_maker
-from mirrorspark.records import OffsetSync, decode_source_offset
-from mirrorspark.spark import DataPath
+from mirrorspark.kafka.local.mirror_maker import MirrorMakerProcess, start_mirror_maker
+from mirrorspark.kafka.local.model import LocalClusters
+from mirrorspark.mm2.connect_offsets import decode_source_offset
+from mirrorspark.mm2.records import OffsetSync
+from mirrorspark.replication.datapath import DataPath
+from mirrorspark.replication.driver import Replicator
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 

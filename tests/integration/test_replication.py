@@ -18,19 +18,20 @@ import pytest
 from confluent_kafka.admin import ConfigResource, NewPartitions
 from helpers import admin, assert_eventually, consume_all, create_topic, produce, unique_name
 
-from mirrorspark.config import MirrorConfig, parse_config, parse_properties
-from mirrorspark.driver import Replicator
+from mirrorspark.config.model import MirrorConfig
+from mirrorspark.config.parse import parse_config
+from mirrorspark.config.properties import parse_properties
 from mirrorspark.errors import RecordTooLargeError
-from mirrorspark.local import LocalClusters
-from mirrorspark.records import (
-    Heartbeat,
-    OffsetSync,
+from mirrorspark.kafka.local.model import LocalClusters
+from mirrorspark.mm2.connect_offsets import (
     decode_source_offset,
     default_partition,
     source_offset_key,
     source_offset_value,
 )
-from mirrorspark.spark import DataPath
+from mirrorspark.mm2.records import Heartbeat, OffsetSync
+from mirrorspark.replication.datapath import DataPath
+from mirrorspark.replication.driver import Replicator
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 

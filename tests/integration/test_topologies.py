@@ -25,11 +25,14 @@ from typing import Any
 import pytest
 from helpers import admin, consume_all, create_topic, produce, unique_name
 
-from mirrorspark.config import MirrorConfig, parse_config, parse_properties
-from mirrorspark.driver import FlowStats, Replicator
+from mirrorspark.config.model import MirrorConfig
+from mirrorspark.config.parse import parse_config
+from mirrorspark.config.properties import parse_properties
 from mirrorspark.errors import ConfigError
-from mirrorspark.local import LocalClusters, start_clusters, stop_clusters
-from mirrorspark.spark import DataPath
+from mirrorspark.kafka.local.clusters import start_clusters, stop_clusters
+from mirrorspark.kafka.local.model import LocalClusters
+from mirrorspark.replication.datapath import DataPath
+from mirrorspark.replication.driver import FlowStats, Replicator
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 

@@ -22,10 +22,10 @@ from confluent_kafka.admin import (
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mirrorspark.acls import TopicAclSync, target_acl_bindings
 from mirrorspark.errors import ClusterError
-from mirrorspark.filters import DefaultTopicFilter, should_replicate_topic
-from mirrorspark.policy import DefaultReplicationPolicy, IdentityReplicationPolicy, ReplicationPolicy
+from mirrorspark.mm2.filters import DefaultTopicFilter, should_replicate_topic
+from mirrorspark.mm2.policy import DefaultReplicationPolicy, IdentityReplicationPolicy, ReplicationPolicy
+from mirrorspark.replication.acls import TopicAclSync, target_acl_bindings
 
 pytestmark = pytest.mark.unit
 
@@ -324,7 +324,7 @@ def test_nothing_to_copy_does_not_touch_the_target() -> None:
 
 def test_a_source_without_topic_acls_is_quiet(caplog: pytest.LogCaptureFixture) -> None:
     source, target = FakeAclAdmin(), FakeAclAdmin()
-    with caplog.at_level(logging.DEBUG, logger="mirrorspark.acls"):
+    with caplog.at_level(logging.DEBUG, logger="mirrorspark.replication.acls"):
         assert job(source, target).sync() == 0
     assert caplog.records == []
     assert source.calls == ["describe_acls", "describe_cluster", "describe_configs"]  # why is it empty?
@@ -334,7 +334,7 @@ def test_a_source_without_topic_acls_is_quiet(caplog: pytest.LogCaptureFixture) 
 def test_source_without_authorizer_is_skipped_and_told_once(caplog: pytest.LogCaptureFixture) -> None:
     target = FakeAclAdmin()
     sync = job(FakeAclAdmin(authorizer=""), target)
-    with caplog.at_level(logging.DEBUG, logger="mirrorspark.acls"):
+    with caplog.at_level(logging.DEBUG, logger="mirrorspark.replication.acls"):
         assert sync.sync() == 0
         assert sync.sync() == 0
         assert sync.sync() == 0
@@ -349,7 +349,7 @@ def test_source_without_authorizer_is_skipped_and_told_once(caplog: pytest.LogCa
 
 def test_target_without_authorizer_is_skipped_with_one_warning(caplog: pytest.LogCaptureFixture) -> None:
     sync = job(FakeAclAdmin(SOURCE_ACLS), FakeAclAdmin(authorizer=""))
-    with caplog.at_level(logging.INFO, logger="mirrorspark.acls"):
+    with caplog.at_level(logging.INFO, logger="mirrorspark.replication.acls"):
         assert sync.sync() == 0
         assert sync.sync() == 0
     assert [r.levelno for r in caplog.records] == [logging.WARNING]

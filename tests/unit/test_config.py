@@ -11,18 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from mirrorspark.config import (
-    CONFIG_KEYS,
+from mirrorspark.config.keys import CONFIG_KEYS
+from mirrorspark.config.model import (
     ClientSettings,
     ClusterConfig,
     DataPathConfig,
     FlowConfig,
     MirrorConfig,
     PolicyConfig,
-    load_config,
-    parse_config,
-    parse_properties,
 )
+from mirrorspark.config.parse import load_config, parse_config
+from mirrorspark.config.properties import parse_properties
 from mirrorspark.errors import BadRegexError, ConfigError, UnknownAliasError
 
 pytestmark = pytest.mark.unit
@@ -800,7 +799,7 @@ def test_errors_use_the_source_name() -> None:
 
 
 def test_unknown_keys_warn(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="mirrorspark.config"):
+    with caplog.at_level(logging.WARNING, logger="mirrorspark.config.parse"):
         c = two(
             "toppics = .*\n"
             "A->B.tasks.maxx = 2\n"

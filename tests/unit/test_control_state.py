@@ -11,12 +11,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mirrorspark.config import MirrorConfig, parse_config, parse_properties
-from mirrorspark.control import (
+from mirrorspark.config.model import MirrorConfig
+from mirrorspark.config.parse import parse_config
+from mirrorspark.config.properties import parse_properties
+from mirrorspark.errors import BadRegexError, ConfigError, CorruptRecordError, UnknownAliasError
+from mirrorspark.mm2.control_state import (
     ControlChange,
     ControlKey,
     ControlState,
-    ControlStore,
     EffectiveLists,
     ListEntry,
     control_topic,
@@ -24,8 +26,8 @@ from mirrorspark.control import (
     fold,
     validate_regex,
 )
-from mirrorspark.errors import BadRegexError, ConfigError, CorruptRecordError, UnknownAliasError
-from mirrorspark.policy import DefaultReplicationPolicy, IdentityReplicationPolicy
+from mirrorspark.mm2.policy import DefaultReplicationPolicy, IdentityReplicationPolicy
+from mirrorspark.replication.control import ControlStore
 
 pytestmark = pytest.mark.unit
 
@@ -294,7 +296,7 @@ def test_control_imports_without_spark() -> None:
     from test_no_spark_imports import _SCRIPT, SRC
 
     result = subprocess.run(
-        [sys.executable, "-c", _SCRIPT, str(SRC), "pyspark,py4j", "mirrorspark.control"],
+        [sys.executable, "-c", _SCRIPT, str(SRC), "pyspark,py4j", "mirrorspark.replication.control"],
         capture_output=True,
         text=True,
         timeout=60,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from mirrorspark.cli import config_reference
+from mirrorspark.cli.app import config_reference
 
 pytestmark = pytest.mark.unit
 

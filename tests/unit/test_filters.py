@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mirrorspark.errors import BadRegexError, ConfigError
-from mirrorspark.filters import (
+from mirrorspark.mm2.filters import (
     DEFAULT_CONFIG_PROPERTIES_EXCLUDE,
     DEFAULT_GROUPS_EXCLUDE,
     DEFAULT_TOPICS_EXCLUDE,
@@ -22,7 +22,7 @@ from mirrorspark.filters import (
     compile_list,
     should_replicate_topic,
 )
-from mirrorspark.policy import DefaultReplicationPolicy, IdentityReplicationPolicy
+from mirrorspark.mm2.policy import DefaultReplicationPolicy, IdentityReplicationPolicy
 
 pytestmark = pytest.mark.unit
 

@@ -8,18 +8,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mirrorspark.config import MirrorConfig, parse_config, parse_properties
-from mirrorspark.driver import Replicator
+from mirrorspark.config.model import MirrorConfig
+from mirrorspark.config.parse import parse_config
+from mirrorspark.config.properties import parse_properties
 from mirrorspark.errors import ConfigError
-from mirrorspark.policy import (
+from mirrorspark.mm2.policy import (
     BaseReplicationPolicy,
     DefaultReplicationPolicy,
     IdentityReplicationPolicy,
     ReplicationPolicy,
-    check_identity_cycles,
-    identity_cycle,
-    is_identity_style,
 )
+from mirrorspark.mm2.topology import check_identity_cycles, identity_cycle, is_identity_style
+from mirrorspark.replication.driver import Replicator
 
 pytestmark = pytest.mark.unit
 

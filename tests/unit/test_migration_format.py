@@ -9,18 +9,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from mirrorspark.checkpoints import (
-    FailoverOffset,
-    FailoverPlan,
-    rename_topic,
-    rereads_at,
-    reset_plan_csv,
-    upstream_topic_of,
-)
-from mirrorspark.cli import app, text_table
-from mirrorspark.client import cluster_policy
-from mirrorspark.config import parse_config, parse_properties
-from mirrorspark.policy import DefaultReplicationPolicy, IdentityReplicationPolicy
+from mirrorspark.cli.app import app, text_table
+from mirrorspark.client.mirror_client import cluster_policy
+from mirrorspark.config.parse import parse_config
+from mirrorspark.config.properties import parse_properties
+from mirrorspark.migration.plans import FailoverOffset, FailoverPlan, reset_plan_csv
+from mirrorspark.mm2.checkpoints import rename_topic, rereads_at, upstream_topic_of
+from mirrorspark.mm2.policy import DefaultReplicationPolicy, IdentityReplicationPolicy
 
 pytestmark = pytest.mark.unit
 

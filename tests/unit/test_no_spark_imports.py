@@ -13,9 +13,13 @@ pytestmark = pytest.mark.unit
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
-CLIENT_MODULES = ("mirrorspark.errors", "mirrorspark.policy", "mirrorspark.filters", "mirrorspark.records")
+CLIENT_MODULES = ("mirrorspark.errors", "mirrorspark.mm2.policy", "mirrorspark.mm2.filters", "mirrorspark.mm2.records")
 
-KAFKA_CLIENT_MODULES = ("mirrorspark.acls", "mirrorspark.client", "mirrorspark.checkpoints")
+KAFKA_CLIENT_MODULES = (
+    "mirrorspark.replication.acls",
+    "mirrorspark.client.mirror_client",
+    "mirrorspark.replication.checkpoints",
+)
 """The RemoteClusterUtils-style API and checkpoints: Kafka clients, but no Spark."""
 
 _SCRIPT = textwrap.dedent(

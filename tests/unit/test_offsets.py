@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mirrorspark.offsets import CopiedSegment, SyncState, advance, flush_delayed, fold_acknowledged
+from mirrorspark.mm2.offset_syncs import CopiedSegment, SyncState, advance, flush_delayed, fold_acknowledged
 
 pytestmark = pytest.mark.unit
 

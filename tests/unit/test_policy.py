@@ -11,15 +11,17 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from mirrorspark.errors import ConfigError
-from mirrorspark.policy import (
+from mirrorspark.mm2.policy import (
     BaseReplicationPolicy,
     DefaultReplicationPolicy,
     IdentityReplicationPolicy,
     ReplicationPolicy,
+    load_policy,
+)
+from mirrorspark.mm2.topology import (
     checkpoint_topics,
     heartbeat_topics,
     is_cycle,
-    load_policy,
     remote_topics,
     replication_hops,
     upstream_clusters,

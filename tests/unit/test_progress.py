@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mirrorspark.policy import DefaultReplicationPolicy
-from mirrorspark.progress import TopicProgress, decode_progress, encode_progress, progress_topic
+from mirrorspark.mm2.policy import DefaultReplicationPolicy
+from mirrorspark.replication.progress import TopicProgress, decode_progress, encode_progress, progress_topic
 
 pytestmark = pytest.mark.unit
 

@@ -10,12 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mirrorspark.errors import CorruptRecordError
-from mirrorspark.records import (
-    CONNECT_OFFSETS_TOPIC_PARTITIONS,
-    CONSTANT_OFFSET_VALUE,
-    Checkpoint,
-    Heartbeat,
-    OffsetSync,
+from mirrorspark.mm2.connect_offsets import (
     SourceOffset,
     checkpoint_connector_offset_key,
     decode_source_offset,
@@ -24,6 +19,13 @@ from mirrorspark.records import (
     murmur2,
     source_offset_key,
     source_offset_value,
+)
+from mirrorspark.mm2.records import (
+    CONNECT_OFFSETS_TOPIC_PARTITIONS,
+    CONSTANT_OFFSET_VALUE,
+    Checkpoint,
+    Heartbeat,
+    OffsetSync,
 )
 
 pytestmark = pytest.mark.unit

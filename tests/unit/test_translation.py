@@ -12,19 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mirrorspark.offsets import (
-    SYNCS_PER_PARTITION,
-    CopiedRanges,
-    CopiedSegment,
-    OffsetSyncStore,
-    SyncState,
-    Translation,
-    advance,
-    flush_delayed,
-    translate,
-    translate_upstream_with_syncs,
-)
-from mirrorspark.records import OffsetSync
+from mirrorspark.mm2.offset_syncs import CopiedSegment, SyncState, advance, flush_delayed
+from mirrorspark.mm2.records import OffsetSync
+from mirrorspark.mm2.sync_store import SYNCS_PER_PARTITION, OffsetSyncStore
+from mirrorspark.mm2.translation import CopiedRanges, Translation, translate, translate_upstream_with_syncs
 
 pytestmark = pytest.mark.unit
 

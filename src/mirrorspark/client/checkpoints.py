@@ -1,0 +1,123 @@
+"""Reading MM2's checkpoints and offset syncs back (MM2 ``MirrorClient``)."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from mirrorspark.config.model import ClientSettings, FlowConfig, MirrorConfig
+from mirrorspark.errors import CorruptRecordError
+from mirrorspark.kafka.reader import TopicReader
+from mirrorspark.mm2.policy import ReplicationPolicy
+from mirrorspark.mm2.records import Checkpoint, OffsetSync
+from mirrorspark.mm2.sync_store import OffsetSyncStore
+
+if TYPE_CHECKING:
+    pass
+
+log = logging.getLogger(__name__)
+
+
+def read_checkpoints(
+    consumer_settings: ClientSettings,
+    admin_settings: ClientSettings,
+    alias: str,
+    topic: str,
+    *,
+    client_id: str,
+    timeout_s: float = 30.0,
+) -> list[Checkpoint]:
+    """Read a checkpoints topic from the beginning to its current end (MM2 ``MirrorClient.remoteConsumerOffsets``).
+
+    Reads partition 0 only, as MM2 does. Records that do not decode are skipped
+    with a warning; a missing topic reads as empty.
+
+    Parameters
+    ----------
+    consumer_settings, admin_settings:
+        Client settings of the cluster holding the topic.
+    alias:
+        That cluster's alias (for messages).
+    topic:
+        The checkpoints topic, e.g. ``primary.checkpoints.internal``.
+    client_id:
+        The consumer's ``client.id``.
+    timeout_s:
+        Seconds to reach the end offset (default 30).
+
+    Returns
+    -------
+    list[Checkpoint]
+        In topic order; the last one per (group, topic, partition) is the current one.
+
+    Raises
+    ------
+    ClusterError
+        If the end is not reached within ``timeout_s`` (MM2 returns what it read
+        by then; a partial answer could move a group backwards, so this raises);
+        :class:`~mirrorspark.errors.ClusterUnreachableError` if the cluster does not answer.
+    """
+    out: list[Checkpoint] = []
+
+    def on_record(key: bytes | None, value: bytes | None) -> None:
+        try:
+            out.append(Checkpoint.decode(key, value))
+        except CorruptRecordError as e:
+            log.warning("skipping a corrupt checkpoint in %s on %s: %s", topic, alias, e)
+
+    reader = TopicReader(consumer_settings, admin_settings, alias, topic, client_id=client_id)
+    try:
+        reader.read(on_record, timeout_s=timeout_s)
+    finally:
+        reader.close()
+    return out
+
+
+def offset_syncs_location(flow: FlowConfig, policy: ReplicationPolicy) -> tuple[str, str]:
+    """``(cluster alias, topic)`` of a flow's offset-syncs topic (``offset-syncs.topic.location``)."""
+    if flow.offset_syncs_topic_location == "source":
+        return flow.source, policy.offset_syncs_topic(flow.target)
+    return flow.target, policy.offset_syncs_topic(flow.source)
+
+
+class OffsetSyncReader:
+    """Keeps an :class:`OffsetSyncStore` up to date from a flow's offset-syncs topic.
+
+    Corrupt records are skipped with a warning (MM2's reader logs and skips them).
+    """
+
+    def __init__(
+        self,
+        config: MirrorConfig,
+        flow: FlowConfig,
+        policy: ReplicationPolicy,
+        *,
+        read_to_end_required: bool,
+        client_id: str,
+    ) -> None:
+        alias, topic = offset_syncs_location(flow, policy)
+        cluster = config.cluster(alias)
+        self.store = OffsetSyncStore(read_to_end_required=read_to_end_required)
+        self._reader = TopicReader(cluster.consumer, cluster.admin, alias, topic, client_id=client_id)
+
+    def _on_record(self, key: bytes | None, value: bytes | None) -> None:
+        try:
+            self.store.update(OffsetSync.decode(key, value))
+        except CorruptRecordError as e:
+            log.warning("skipping a corrupt offset sync in %s: %s", self._reader.topic, e)
+
+    def load(self) -> None:
+        """Read to the end, then allow translation (MM2: no translation before the initial read-to-end)."""
+        self._reader.read(self._on_record, timeout_s=60)
+        self.store.mark_initialized()
+
+    def poll(self) -> int:
+        """Read syncs written since the last call; return how many."""
+        return self._reader.read(self._on_record)
+
+    def close(self) -> None:
+        """Close the underlying consumer."""
+        self._reader.close()
+
+
+__all__ = ["OffsetSyncReader", "offset_syncs_location", "read_checkpoints"]

@@ -1,0 +1,241 @@
+"""A small client API over what replication leaves in a cluster (MM2 ``MirrorClient`` / ``RemoteClusterUtils``).
+
+Like MM2's ``connect-mirror-client`` artifact, everything here reads only what
+is in the clusters — topic names and the checkpoints topic — with no Spark and
+no running flow. Every method works on **one** (local) cluster, normally a
+target: which clusters replicate into it, how many hops away they are, which
+remote topics it holds, and where a consumer group of a remote cluster should
+resume on it::
+
+    from mirrorspark.client import translate_offsets
+    from mirrorspark.config import load_config
+
+    config = load_config("mm2.properties")
+    offsets = translate_offsets(config, cluster="backup", remote_alias="primary", group="orders")
+    # {("primary.orders", 0): 1234, ...}: seek a consumer of primary.orders there
+
+The functions create a :class:`MirrorClient`, call it and close it, as MM2's
+``RemoteClusterUtils`` does; keep a :class:`MirrorClient` for several calls.
+
+The replication policy is that of the flows into the cluster
+(``replication.policy.class`` / ``.separator`` of the first enabled flow
+``X->cluster``, else of any flow into it, else MM2's default), configured
+without ``source.cluster.alias`` as MM2's ``MirrorClient`` is.
+"""
+
+from __future__ import annotations
+
+from mirrorspark.client.checkpoints import read_checkpoints
+from mirrorspark.config.model import MirrorConfig
+from mirrorspark.kafka.clients import admin_client, list_topics
+from mirrorspark.mm2 import topology as _topology
+from mirrorspark.mm2.checkpoints import TopicPartitionKey
+from mirrorspark.mm2.policy import ReplicationPolicy, load_policy
+
+
+def cluster_policy(config: MirrorConfig, cluster: str) -> ReplicationPolicy:
+    """The replication policy naming the topics of ``cluster`` (that of the flows into it).
+
+    Parameters
+    ----------
+    config:
+        The configuration.
+    cluster:
+        A cluster alias.
+
+    Returns
+    -------
+    ReplicationPolicy
+        From the first enabled flow ``X->cluster``, else the first flow into it,
+        else :class:`~mirrorspark.policy.DefaultReplicationPolicy`.
+
+    Raises
+    ------
+    UnknownAliasError
+        If ``cluster`` is not in ``clusters``.
+    ConfigError
+        If the policy class cannot be loaded.
+    """
+    config.cluster(cluster)
+    into = [f for f in config.flows if f.target == cluster]
+    chosen = next((f for f in into if f.enabled), into[0] if into else None)
+    if chosen is None:
+        return load_policy("DefaultReplicationPolicy")
+    return load_policy(
+        chosen.policy.class_name,
+        separator=chosen.policy.separator,
+        internal_topic_separator_enabled=chosen.policy.internal_topic_separator_enabled,
+    )
+
+
+class MirrorClient:
+    """Replication facts of one cluster, read from its topics (MM2 ``MirrorClient``).
+
+    Parameters
+    ----------
+    config:
+        The configuration (``<cluster>.bootstrap.servers``, security settings and
+        ``<cluster>.admin.*`` / ``<cluster>.consumer.*`` apply).
+    cluster:
+        The alias of the cluster to read.
+    timeout_s:
+        Seconds for each cluster call (default 30).
+
+    Raises
+    ------
+    UnknownAliasError
+        If ``cluster`` is not in ``clusters``.
+
+    Notes
+    -----
+    Every method lists the cluster's topics afresh; none caches. Not
+    thread-safe. Use as a context manager or call :meth:`close`.
+    """
+
+    def __init__(self, config: MirrorConfig, cluster: str, *, timeout_s: float = 30.0) -> None:
+        self.config = config
+        self.alias = cluster
+        self.cluster = config.cluster(cluster)
+        self.policy = cluster_policy(config, cluster)
+        self.timeout_s = timeout_s
+        self._client_id = f"{cluster}|mirrorspark|mirror-client"
+        self._admin = admin_client(self.cluster.admin, client_id=f"{self._client_id}-admin")
+
+    def __enter__(self) -> MirrorClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def topics(self) -> set[str]:
+        """Every topic name of the cluster (internal ones included).
+
+        Raises
+        ------
+        ClusterUnreachableError
+            If the cluster does not answer within ``timeout_s``.
+        """
+        return set(list_topics(self._admin, self.alias, timeout_s=self.timeout_s))
+
+    def replication_hops(self, upstream_alias: str) -> int:
+        """Fewest hops from ``upstream_alias`` to this cluster along heartbeat topics; ``-1`` if unreachable."""
+        return _topology.replication_hops(self.policy, self.topics(), upstream_alias)
+
+    def heartbeat_topics(self) -> set[str]:
+        """Heartbeat topics of this cluster (``heartbeats``, ``primary.heartbeats``, ...)."""
+        return _topology.heartbeat_topics(self.policy, self.topics())
+
+    def checkpoint_topics(self) -> set[str]:
+        """Checkpoint topics of this cluster (``primary.checkpoints.internal``, ...)."""
+        return _topology.checkpoint_topics(self.policy, self.topics())
+
+    def upstream_clusters(self) -> set[str]:
+        """Aliases of every cluster replicating into this one, directly or not (from heartbeat topics)."""
+        return _topology.upstream_clusters(self.policy, self.topics())
+
+    def remote_topics(self, source: str | None = None) -> set[str]:
+        """Remote (replicated) topics of this cluster, optionally only those replicated directly from ``source``."""
+        return _topology.remote_topics(self.policy, self.topics(), source)
+
+    def remote_consumer_offsets(
+        self, group: str, remote_alias: str, *, timeout_s: float | None = None
+    ) -> dict[TopicPartitionKey, int]:
+        """Where ``group`` of cluster ``remote_alias`` resumes on this cluster (MM2 ``remoteConsumerOffsets``).
+
+        Reads partition 0 of ``<remote_alias>.checkpoints.internal`` from the
+        beginning to its end offset; the last checkpoint per (group, topic,
+        partition) wins; records that do not decode are skipped.
+
+        Parameters
+        ----------
+        group:
+            The consumer group on ``remote_alias``.
+        remote_alias:
+            The cluster the group consumed on (the flow's source).
+        timeout_s:
+            Seconds to read to the end; default the client's ``timeout_s``.
+
+        Returns
+        -------
+        dict[tuple[str, int], int]
+            ``{(topic on this cluster, partition): committed offset}`` (next offset
+            to read); ``{}`` if the group has no checkpoints or the topic does not exist.
+
+        Raises
+        ------
+        UnknownAliasError
+            If ``remote_alias`` is not in ``clusters``.
+        ClusterError
+            If the end is not reached in time (MM2 returns what it read by then) or
+            the cluster fails; ``ClusterUnreachableError`` if it does not answer.
+        """
+        self.config.cluster(remote_alias)
+        records = read_checkpoints(
+            self.cluster.consumer,
+            self.cluster.admin,
+            self.alias,
+            self.policy.checkpoints_topic(remote_alias),
+            client_id=f"{self._client_id}-consumer",
+            timeout_s=self.timeout_s if timeout_s is None else timeout_s,
+        )
+        out: dict[TopicPartitionKey, int] = {}
+        for cp in records:
+            if cp.consumer_group_id == group:
+                out[(cp.topic, cp.partition)] = cp.downstream_offset
+        return dict(sorted(out.items()))
+
+    def close(self) -> None:
+        """Release the client (the admin client closes when collected; kept for symmetry with MM2)."""
+
+
+def translate_offsets(
+    config: MirrorConfig, *, cluster: str, remote_alias: str, group: str, timeout_s: float = 30.0
+) -> dict[TopicPartitionKey, int]:
+    """Translated offsets of ``group`` of ``remote_alias`` on ``cluster`` (MM2 ``RemoteClusterUtils.translateOffsets``).
+
+    See :meth:`MirrorClient.remote_consumer_offsets`.
+    """
+    with MirrorClient(config, cluster, timeout_s=timeout_s) as client:
+        return client.remote_consumer_offsets(group, remote_alias)
+
+
+def replication_hops(config: MirrorConfig, cluster: str, upstream_alias: str) -> int:
+    """Fewest hops from ``upstream_alias`` to ``cluster``, ``-1`` if unreachable (MM2 ``replicationHops``)."""
+    with MirrorClient(config, cluster) as client:
+        return client.replication_hops(upstream_alias)
+
+
+def upstream_clusters(config: MirrorConfig, cluster: str) -> set[str]:
+    """Aliases of every cluster replicating into ``cluster`` (MM2 ``upstreamClusters``)."""
+    with MirrorClient(config, cluster) as client:
+        return client.upstream_clusters()
+
+
+def remote_topics(config: MirrorConfig, cluster: str, source: str | None = None) -> set[str]:
+    """Remote topics of ``cluster``, optionally only those from ``source`` (MM2 ``remoteTopics``)."""
+    with MirrorClient(config, cluster) as client:
+        return client.remote_topics(source)
+
+
+def heartbeat_topics(config: MirrorConfig, cluster: str) -> set[str]:
+    """Heartbeat topics of ``cluster`` (MM2 ``heartbeatTopics``)."""
+    with MirrorClient(config, cluster) as client:
+        return client.heartbeat_topics()
+
+
+def checkpoint_topics(config: MirrorConfig, cluster: str) -> set[str]:
+    """Checkpoint topics of ``cluster`` (MM2 ``checkpointTopics``)."""
+    with MirrorClient(config, cluster) as client:
+        return client.checkpoint_topics()
+
+
+__all__ = [
+    "MirrorClient",
+    "checkpoint_topics",
+    "cluster_policy",
+    "heartbeat_topics",
+    "remote_topics",
+    "replication_hops",
+    "translate_offsets",
+    "upstream_clusters",
+]

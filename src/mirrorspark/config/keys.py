@@ -1,0 +1,569 @@
+"""The key registry: every configuration key mirrorspark knows, declared once."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import KW_ONLY, dataclass
+from types import MappingProxyType
+from typing import Final, Literal
+
+KeyType = Literal["boolean", "int", "long", "short", "string", "list", "class"]
+"""Value types of :class:`ConfigKey`, named as in Kafka's ``ConfigDef``."""
+
+KeyScope = Literal["driver", "client", "connector", "flow", "worker", "mirrorspark"]
+"""Where a key is read:
+
+``driver``
+    top level only (``MirrorMakerConfig``'s own keys, e.g. ``clusters``);
+``client``
+    Kafka client keys: top level, ``<alias>.``, ``<role>.`` and ``<side>.<role>.`` prefixes;
+``connector``
+    MM2 connector keys: top level (default for every flow) or ``S->T.`` (override);
+``flow``
+    connector keys that MM2 reads from ``S->T.`` only (top-level ones are dropped by MM2's driver);
+``worker``
+    Kafka Connect worker keys of the target cluster: ``<T>.<key>``, or top level for keys
+    starting with ``offset.storage`` (MM2's ``workerConfig``);
+``mirrorspark``
+    mirrorspark's own keys, top level only.
+"""
+
+
+# --------------------------------------------------------------------------------------
+# Key registry
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ConfigKey:
+    """One configuration key mirrorspark knows, declared once (README tables are generated from these).
+
+    Parameters
+    ----------
+    name:
+        The key as written at top level, e.g. ``"refresh.topics.interval.seconds"``.
+    type:
+        Value type, named as in Kafka's ``ConfigDef``: ``boolean`` (``true``/``false``,
+        case-insensitive), ``int`` (32-bit), ``long`` (64-bit), ``short`` (16-bit), ``string``,
+        ``list`` (comma-separated, items trimmed; empty value = empty list) or ``class``
+        (a Java class name).
+    default:
+        MM2's default in its textual form, parsed like a user value; ``None`` when there is no
+        default (required key, or unset means "not configured").
+    doc:
+        One-sentence meaning, including the meaning of sentinels (e.g. ``-1``).
+    unit:
+        Unit of numeric values (``"ms"``, ``"s"``, ``"records"``, ``"tasks"``,
+        ``"partitions"``, ``"replicas"``), or ``None``.
+    scope:
+        Where the key is read, see :data:`KeyScope`. Keyword-only.
+    choices:
+        Allowed values of a ``string`` key (matched case-sensitively, as MM2 does); empty = any.
+    minimum:
+        Smallest allowed integer value, or ``None``.
+    nonzero:
+        Whether ``0`` is rejected even if ``minimum`` allows it (e.g. replication factors,
+        where ``-1`` means "broker default").
+    regex:
+        Whether the items of a ``list`` key are regular expressions (validated at parse time).
+    replaced_by:
+        For a deprecated MM2 3.x alias (e.g. ``topics.blacklist``): the key that replaces it.
+    removed_in:
+        Kafka version that removed the key, if any (accepted for compatibility, with a warning).
+
+    Notes
+    -----
+    Mirrors one ``ConfigDef.define(...)`` call of MM2's ``MirrorSourceConfig``,
+    ``MirrorCheckpointConfig``, ``MirrorHeartbeatConfig``, ``MirrorConnectorConfig``,
+    ``MirrorMakerConfig`` or Kafka Connect's ``DistributedConfig``.
+    """
+
+    name: str
+    type: KeyType
+    default: str | None
+    doc: str
+    unit: str | None = None
+    _: KW_ONLY
+    scope: KeyScope = "connector"
+    choices: tuple[str, ...] = ()
+    minimum: int | None = None
+    nonzero: bool = False
+    regex: bool = False
+    replaced_by: str | None = None
+    removed_in: str | None = None
+
+
+_DEFAULT_POLICY_CLASS: Final = "org.apache.kafka.connect.mirror.DefaultReplicationPolicy"
+_TOPICS_EXCLUDE_DEFAULT: Final = r".*[\-\.]internal, .*\.replica, __.*"
+_GROUPS_EXCLUDE_DEFAULT: Final = "console-consumer-.*, connect-.*, __.*"
+_CONFIG_PROPERTIES_EXCLUDE_DEFAULT: Final = (
+    r"follower\.replication\.throttled\.replicas, leader\.replication\.throttled\.replicas, "
+    r"message\.timestamp\.difference\.max\.ms, message\.timestamp\.type, "
+    r"unclean\.leader\.election\.enable, min\.insync\.replicas"
+)
+_RF_DOC: Final = "; -1 = the broker's default.replication.factor"
+
+
+def _job_keys(job: str, what: str, enabled: str, interval: str) -> tuple[ConfigKey, ConfigKey]:
+    """The ``<job>.enabled`` + ``<job>.interval.seconds`` pair MM2 uses for periodic jobs."""
+    return (
+        ConfigKey(f"{job}.enabled", "boolean", enabled, f"Whether to {what}."),
+        ConfigKey(
+            f"{job}.interval.seconds",
+            "long",
+            interval,
+            f"Period of the job that does: {what}; a negative value disables the job (as in MM2).",
+            "s",
+            nonzero=True,
+        ),
+    )
+
+
+CONFIG_KEYS: Final[tuple[ConfigKey, ...]] = (
+    # --- MirrorMakerConfig (dedicated driver), top level only --------------------------------
+    ConfigKey(
+        "clusters",
+        "list",
+        None,
+        "Cluster aliases (required); every ordered pair (S, T) with S != T is a flow S->T. "
+        "Aliases may contain letters, digits, '-' and '_', but no '.', '->' or whitespace.",
+        scope="driver",
+    ),
+    ConfigKey(
+        "dedicated.mode.enable.internal.rest",
+        "boolean",
+        "false",
+        "MM2's internal REST server (KIP-710); accepted for compatibility, mirrorspark has none.",
+        scope="driver",
+    ),
+    ConfigKey(
+        "config.providers",
+        "list",
+        "",
+        "Names of config providers; ${env:NAME}, ${file:PATH:KEY} and ${directory:DIR:FILE} are "
+        "resolved whether or not they are declared.",
+        scope="driver",
+    ),
+    ConfigKey("listeners", "list", "http://:8083", "Connect REST listeners; accepted, unused.", scope="driver"),
+    ConfigKey("admin.listeners", "list", None, "Connect REST admin listeners; accepted, unused.", scope="driver"),
+    # --- Kafka client keys (documented here; composed per role, see the module docstring) ----
+    ConfigKey(
+        "bootstrap.servers",
+        "list",
+        None,
+        "host:port pairs of a cluster's brokers; required per cluster as <alias>.bootstrap.servers "
+        "(a top-level value is the default for every cluster).",
+        scope="client",
+    ),
+    ConfigKey(
+        "security.protocol",
+        "string",
+        "PLAINTEXT",
+        "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL; top level or <alias>. (with ssl.* and sasl.*).",
+        scope="client",
+    ),
+    # --- MirrorConnectorConfig: keys common to the three connectors -------------------------
+    ConfigKey(
+        "enabled",
+        "boolean",
+        "false",
+        "Whether flow S->T replicates (set as S->T.enabled; a top-level value is the default of every "
+        "flow that has heartbeats enabled, as in MM2's driver).",
+    ),
+    ConfigKey("admin.timeout.ms", "long", "60000", "Timeout of admin calls of the control jobs.", "ms", minimum=0),
+    ConfigKey(
+        "replication.policy.class",
+        "class",
+        _DEFAULT_POLICY_CLASS,
+        "ReplicationPolicy naming remote topics (DefaultReplicationPolicy or IdentityReplicationPolicy).",
+    ),
+    ConfigKey(
+        "replication.policy.separator",
+        "string",
+        ".",
+        "Separator between the source alias and the topic name in remote topics; must not be empty.",
+    ),
+    ConfigKey(
+        "replication.policy.internal.topic.separator.enabled",
+        "boolean",
+        "true",
+        "Whether the separator is also used in MM2's internal topic names (KIP-949); false keeps '.'.",
+    ),
+    ConfigKey(
+        "forwarding.admin.class",
+        "class",
+        "org.apache.kafka.clients.admin.ForwardingAdmin",
+        "Admin client class of MM2 (KIP-787); accepted, mirrorspark always uses its own admin client.",
+    ),
+    ConfigKey(
+        "topic.filter.class",
+        "class",
+        "org.apache.kafka.connect.mirror.DefaultTopicFilter",
+        "TopicFilter class deciding which topics are replicated.",
+    ),
+    ConfigKey(
+        "group.filter.class",
+        "class",
+        "org.apache.kafka.connect.mirror.DefaultGroupFilter",
+        "GroupFilter class deciding which consumer groups are checkpointed.",
+    ),
+    ConfigKey(
+        "config.property.filter.class",
+        "class",
+        "org.apache.kafka.connect.mirror.DefaultConfigPropertyFilter",
+        "ConfigPropertyFilter class deciding which topic configs are copied.",
+    ),
+    ConfigKey(
+        "offset-syncs.topic.location",
+        "string",
+        "source",
+        "Cluster holding the offset-syncs topic: source or target.",
+        choices=("source", "target"),
+    ),
+    ConfigKey(
+        "emit.offset-syncs.enabled",
+        "boolean",
+        "true",
+        "Whether offset syncs are written (KIP-1031); checkpoints need them.",
+    ),
+    ConfigKey("tasks.max", "int", "1", "Maximum number of tasks per connector of a flow.", "tasks", minimum=1),
+    ConfigKey("tasks.max.enforce", "boolean", "true", "Connect's tasks.max enforcement; accepted, unused."),
+    ConfigKey(
+        "metric.reporters",
+        "list",
+        "org.apache.kafka.common.metrics.JmxReporter",
+        "Java metric reporter classes; accepted, unused.",
+    ),
+    ConfigKey(
+        "auto.include.jmx.reporter",
+        "boolean",
+        "true",
+        "Kafka 3.x JMX reporter switch; ignored.",
+        removed_in="4.0",
+    ),
+    # --- MirrorSourceConfig -----------------------------------------------------------------
+    ConfigKey(
+        "topics",
+        "list",
+        ".*",
+        "Regexes of source topics to replicate (full match; empty = none).",
+        regex=True,
+    ),
+    ConfigKey(
+        "topics.exclude",
+        "list",
+        _TOPICS_EXCLUDE_DEFAULT,
+        "Regexes of source topics never replicated (replaces the default list).",
+        regex=True,
+    ),
+    ConfigKey(
+        "topics.blacklist",
+        "list",
+        None,
+        "Deprecated alias of topics.exclude, honoured if topics.exclude is absent.",
+        regex=True,
+        replaced_by="topics.exclude",
+        removed_in="4.0",
+    ),
+    ConfigKey(
+        "config.properties.exclude",
+        "list",
+        _CONFIG_PROPERTIES_EXCLUDE_DEFAULT,
+        "Regexes of topic config names never copied to remote topics (replaces the default list).",
+        regex=True,
+    ),
+    ConfigKey(
+        "config.properties.blacklist",
+        "list",
+        None,
+        "Deprecated alias of config.properties.exclude, honoured if that key is absent.",
+        regex=True,
+        replaced_by="config.properties.exclude",
+        removed_in="4.0",
+    ),
+    ConfigKey(
+        "use.defaults.from",
+        "string",
+        "target",
+        "Whose default wins for topic configs at their default on the source (KIP-894): target deletes "
+        "the target's override, source copies the source default. Read per flow only, as in MM2.",
+        scope="flow",
+        choices=("target", "source"),
+    ),
+    ConfigKey(
+        "consumer.poll.timeout.ms",
+        "long",
+        "1000",
+        "Timeout of one poll of a source consumer.",
+        "ms",
+        minimum=0,
+    ),
+    *_job_keys("refresh.topics", "discover new source topics and partitions", "true", "600"),
+    *_job_keys("sync.topic.configs", "copy topic configs to remote topics", "true", "600"),
+    *_job_keys("sync.topic.acls", "copy topic ACLs to remote topics", "true", "600"),
+    ConfigKey(
+        "use.incremental.alter.configs",
+        "string",
+        "requested",
+        "Kafka 3.5-3.9 switch for IncrementalAlterConfigs; ignored (always incremental, as 4.0).",
+        choices=("requested", "required", "never"),
+        removed_in="4.0",
+    ),
+    ConfigKey(
+        "replication.factor",
+        "int",
+        "2",
+        "Replication factor of newly created remote topics" + _RF_DOC + ".",
+        "replicas",
+        minimum=-1,
+        nonzero=True,
+    ),
+    ConfigKey(
+        "offset-syncs.topic.replication.factor",
+        "short",
+        "3",
+        "Replication factor of the offset-syncs topic" + _RF_DOC + ".",
+        "replicas",
+        minimum=-1,
+        nonzero=True,
+    ),
+    ConfigKey(
+        "offset.lag.max",
+        "long",
+        "100",
+        "How far (in target offsets) replication may get ahead of the last offset sync before a new one "
+        "is written; 0 = a sync per record.",
+        "records",
+    ),
+    ConfigKey(
+        "heartbeats.replication.enabled",
+        "boolean",
+        "true",
+        "Whether heartbeat topics are replicated even if the topic filter rejects them (Kafka 4.0).",
+    ),
+    ConfigKey(
+        "add.source.alias.to.metrics",
+        "boolean",
+        "false",
+        "Kafka 3.5-3.9 metrics tag switch; ignored (the source tag is always present).",
+        removed_in="4.0",
+    ),
+    ConfigKey(
+        "exactly.once.support",
+        "string",
+        "requested",
+        "Connect's exactly-once requirement of the source connector: requested or required "
+        "(required needs <S>.consumer.isolation.level=read_committed). Read per flow only, as in MM2.",
+        scope="flow",
+        choices=("requested", "required"),
+    ),
+    ConfigKey(
+        "transaction.boundary",
+        "string",
+        "poll",
+        "Connect's exactly-once transaction boundary. Read per flow only, as in MM2.",
+        scope="flow",
+        choices=("poll", "interval", "connector"),
+    ),
+    # --- MirrorCheckpointConfig -------------------------------------------------------------
+    ConfigKey("groups", "list", ".*", "Regexes of consumer groups to checkpoint (full match).", regex=True),
+    ConfigKey(
+        "groups.exclude",
+        "list",
+        _GROUPS_EXCLUDE_DEFAULT,
+        "Regexes of consumer groups never checkpointed (replaces the default list).",
+        regex=True,
+    ),
+    ConfigKey(
+        "groups.blacklist",
+        "list",
+        None,
+        "Deprecated alias of groups.exclude, honoured if groups.exclude is absent.",
+        regex=True,
+        replaced_by="groups.exclude",
+        removed_in="4.0",
+    ),
+    *_job_keys("refresh.groups", "discover consumer groups on the source", "true", "600"),
+    *_job_keys("emit.checkpoints", "write checkpoints of consumer group offsets", "true", "60"),
+    *_job_keys("sync.group.offsets", "write translated offsets into idle target groups", "false", "60"),
+    ConfigKey(
+        "checkpoints.topic.replication.factor",
+        "short",
+        "3",
+        "Replication factor of <S>.checkpoints.internal" + _RF_DOC + ".",
+        "replicas",
+        minimum=-1,
+        nonzero=True,
+    ),
+    # --- MirrorHeartbeatConfig --------------------------------------------------------------
+    *_job_keys("emit.heartbeats", "write heartbeats to the target", "true", "1"),
+    ConfigKey(
+        "heartbeats.topic.replication.factor",
+        "short",
+        "3",
+        "Replication factor of the heartbeats topic" + _RF_DOC + ".",
+        "replicas",
+        minimum=-1,
+        nonzero=True,
+    ),
+    # --- Connect worker of the target cluster -----------------------------------------------
+    ConfigKey(
+        "offset.storage.topic",
+        "string",
+        "mm2-offsets.<source>.internal",
+        "Topic on the target holding Connect source offsets of flow S->T (always '.'-separated).",
+        scope="worker",
+    ),
+    ConfigKey(
+        "offset.storage.partitions",
+        "int",
+        "25",
+        "Partitions of the offset storage topic when it is created.",
+        "partitions",
+        scope="worker",
+        minimum=1,
+    ),
+    ConfigKey(
+        "offset.storage.replication.factor",
+        "short",
+        "3",
+        "Replication factor of the offset storage topic" + _RF_DOC + ".",
+        "replicas",
+        scope="worker",
+        minimum=-1,
+        nonzero=True,
+    ),
+    ConfigKey(
+        "exactly.once.source.support",
+        "string",
+        "disabled",
+        "Exactly-once source support of the target's worker (KIP-618), set as "
+        "<T>.exactly.once.source.support: disabled, preparing or enabled.",
+        scope="worker",
+        choices=("disabled", "preparing", "enabled"),
+    ),
+    # --- mirrorspark ------------------------------------------------------------------------
+    ConfigKey(
+        "mirrorspark.batch.max.records.per.partition",
+        "int",
+        "200000",
+        "Most records one batch copies from one source partition.",
+        "records",
+        scope="mirrorspark",
+        minimum=1,
+    ),
+    ConfigKey(
+        "mirrorspark.batch.idle.interval.ms",
+        "long",
+        "200",
+        "Pause between batches when the previous batch copied nothing.",
+        "ms",
+        scope="mirrorspark",
+        minimum=0,
+    ),
+    ConfigKey(
+        "mirrorspark.batch.follow.ms",
+        "long",
+        "1000",
+        "How long a batch keeps copying records that arrive after it was planned: once its tasks have "
+        "copied up to the end offsets seen when planning, they follow their partitions until this long "
+        "after they started, so that new records go out at once rather than in the next batch "
+        "(lower latency, fewer Spark jobs). 0 = stop at those end offsets. Ignored by --until-caught-up.",
+        "ms",
+        scope="mirrorspark",
+        minimum=0,
+    ),
+    ConfigKey(
+        "mirrorspark.read.mode",
+        "string",
+        "consumer",
+        "How Spark tasks read the source: consumer (confluent-kafka consumers inside Spark tasks) or "
+        "spark-kafka (Spark's Kafka source).",
+        scope="mirrorspark",
+        choices=("consumer", "spark-kafka"),
+    ),
+    ConfigKey(
+        "mirrorspark.identity.allow.cycles",
+        "boolean",
+        "false",
+        "Whether to start although enabled flows form a cycle (A->B and B->A, or A->B->C->A) through a flow "
+        "whose replication policy keeps topic names (IdentityReplicationPolicy), which MM2's cycle check cannot "
+        "stop; set it only when the flows' topic filters never match a topic replicated along the cycle.",
+        scope="mirrorspark",
+    ),
+)
+"""Every key mirrorspark knows, in MM2's order: driver, client, connector, worker, mirrorspark keys."""
+
+_KEYS: Final[Mapping[str, ConfigKey]] = MappingProxyType({k.name: k for k in CONFIG_KEYS})
+if len(_KEYS) != len(CONFIG_KEYS):  # pragma: no cover - guards the registry itself
+    raise AssertionError("duplicate name in CONFIG_KEYS")
+
+_ROLES: Final = ("consumer", "producer", "admin")
+_SIDES: Final = ("source", "target")
+# Top-level prefixes MM2 passes through (worker config, connector config, REST server).
+_WORKER_PREFIXES: Final = (
+    "offset.storage",
+    "config.storage",
+    "status.storage",
+    "key.converter",
+    "value.converter",
+    "header.converter",
+    "task",
+    "worker",
+    "replication.policy",
+)
+_CONNECTOR_PREFIXES: Final = (
+    "replication.policy",
+    "config.providers",
+    "errors.",
+    "transforms",
+    "predicates",
+    "key.converter",
+    "value.converter",
+    "header.converter",
+    "metrics.",
+    "config.action.reload",
+)
+# Connect worker keys MM2's driver reads at top level that mean nothing to mirrorspark (no plugins).
+_CONNECT_PREFIXES: Final = ("plugin.",)
+_ROLE_PREFIXES: Final = tuple(f"{role}." for role in _ROLES)
+_SIDE_ROLE_PREFIXES: Final = tuple(f"{side}.{role}." for side in _SIDES for role in _ROLES)
+_SIDE_CLUSTER_PREFIXES: Final = tuple(f"{side}.cluster." for side in _SIDES)
+_FLOW_CLIENT_PREFIXES: Final = _ROLE_PREFIXES + _SIDE_ROLE_PREFIXES + _SIDE_CLUSTER_PREFIXES
+_REST_PREFIXES: Final = (
+    "rest.",
+    "listeners.",
+    "access.control.",
+    "admin.listeners.",
+    "response.http.headers.",
+)
+_MIRRORSPARK_PREFIX: Final = "mirrorspark."
+
+_SECRET_MARKERS: Final = (
+    "password",
+    "secret",
+    "sasl.jaas.config",
+    "ssl.key",
+    "basic.auth.user.info",
+    "credential",
+)
+_MASK: Final = "******"
+
+
+def _is_secret(key: str) -> bool:
+    """Whether values of ``key`` must never be shown (passwords, JAAS configs, private keys)."""
+    low = key.lower()
+    return any(marker in low for marker in _SECRET_MARKERS)
+
+
+def _show(key: str, value: str) -> str:
+    """``repr`` of ``value`` for messages, or the mask when ``key`` holds a secret."""
+    return _MASK if _is_secret(key) else repr(value)
+
+
+def _is_client_key(key: str) -> bool:
+    """Whether ``key`` is a client connection key (MM2's ``MirrorClientConfig.CLIENT_CONFIG_DEF``)."""
+    return key in ("bootstrap.servers", "security.protocol") or key.startswith(("ssl.", "sasl."))
+
+
+__all__ = ["CONFIG_KEYS", "ConfigKey", "KeyScope", "KeyType"]

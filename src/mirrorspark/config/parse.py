@@ -1,0 +1,679 @@
+"""MirrorMaker 2's ``mm2.properties``, parsed once into frozen, typed objects.
+
+This module is the edge: it reads the properties text (Java ``.properties`` syntax),
+resolves ``${env:...}`` / ``${file:...}`` / ``${directory:...}`` placeholders, validates
+every key MirrorMaker 2 (MM2) knows, and returns a :class:`MirrorConfig`. Nothing below
+it reads a raw property string: client settings become confluent-kafka (librdkafka)
+configs in :meth:`ClientSettings.to_librdkafka` and Spark Kafka source options in
+:meth:`ClientSettings.to_spark_options`, and nowhere else.
+
+Key shapes (as in MM2's ``MirrorMakerConfig``)::
+
+    clusters = A, B                  # required; every ordered pair (S, T), S != T, is a flow
+    A.bootstrap.servers = ...        # <alias>.<key>: cluster-level (client and Connect worker keys)
+    A.consumer.isolation.level = ... # <alias>.<role>.<key>: client settings of one role on one cluster
+    A->B.enabled = true              # <S>-><T>.<key>: flow-level, overrides the top-level <key>
+    topics = .*                      # top-level: default for every flow (connector keys only)
+    mirrorspark.read.mode = consumer # mirrorspark's own keys, top-level only
+
+Precedence of a flow key: ``S->T.<key>`` > top-level ``<key>`` > MM2's default. Client
+settings of a role are composed from lowest to highest precedence (MM2's ``clusterProps``
+and ``MirrorConnectorConfig``): top-level client keys (``bootstrap.servers``,
+``security.protocol``, ``ssl.*``, ``sasl.*``) -> cluster ``C.<client key>`` -> flow
+``S->T.<side>.cluster.<client key>`` -> top-level ``<role>.*`` -> flow ``S->T.<role>.*``
+-> cluster ``C.<role>.*`` -> top-level ``<side>.<role>.*`` -> flow
+``S->T.<side>.<role>.*`` (-> flow ``S->T.producer.override.*`` for the data producer).
+
+Every key is declared once in :data:`CONFIG_KEYS`; keys nobody knows produce a warning in
+:attr:`MirrorConfig.warnings`, never an error. Secrets (any key containing ``password``,
+``secret``, ``sasl.jaas.config`` or ``ssl.key``) never appear in a message or ``repr``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+from mirrorspark.config.keys import (
+    _CONNECT_PREFIXES,
+    _CONNECTOR_PREFIXES,
+    _FLOW_CLIENT_PREFIXES,
+    _KEYS,
+    _MIRRORSPARK_PREFIX,
+    _REST_PREFIXES,
+    _ROLE_PREFIXES,
+    _ROLES,
+    _SIDE_CLUSTER_PREFIXES,
+    _SIDE_ROLE_PREFIXES,
+    _SIDES,
+    _WORKER_PREFIXES,
+    CONFIG_KEYS,
+    ConfigKey,
+    _is_client_key,
+)
+from mirrorspark.config.model import (
+    ClientSettings,
+    ClusterConfig,
+    DataPathConfig,
+    FlowConfig,
+    MirrorConfig,
+    PolicyConfig,
+)
+from mirrorspark.config.properties import parse_properties
+from mirrorspark.config.resolve import _Resolver
+from mirrorspark.config.values import _split_list, _to_bool, _to_int, _to_list, _to_str, _validate
+from mirrorspark.errors import ConfigError, UnknownAliasError
+
+_log = logging.getLogger(__name__)
+
+
+# --------------------------------------------------------------------------------------
+# Parsing a whole configuration
+# --------------------------------------------------------------------------------------
+
+_ALIAS_BAD = re.compile(r"[\s.,]|->")
+
+# FlowConfig fields read from connector/flow keys: field -> key.
+_FLOW_BOOL_FIELDS: Final = {
+    "emit_offset_syncs_enabled": "emit.offset-syncs.enabled",
+    "heartbeats_replication_enabled": "heartbeats.replication.enabled",
+}
+_FLOW_JOBS: Final = {
+    "refresh_topics": "refresh.topics",
+    "refresh_groups": "refresh.groups",
+    "sync_topic_configs": "sync.topic.configs",
+    "sync_topic_acls": "sync.topic.acls",
+    "emit_heartbeats": "emit.heartbeats",
+    "emit_checkpoints": "emit.checkpoints",
+    "sync_group_offsets": "sync.group.offsets",
+}
+_FLOW_INT_FIELDS: Final = {
+    "tasks_max": "tasks.max",
+    "offset_lag_max": "offset.lag.max",
+    "replication_factor": "replication.factor",
+    "offset_syncs_topic_replication_factor": "offset-syncs.topic.replication.factor",
+    "heartbeats_topic_replication_factor": "heartbeats.topic.replication.factor",
+    "checkpoints_topic_replication_factor": "checkpoints.topic.replication.factor",
+    "consumer_poll_timeout_ms": "consumer.poll.timeout.ms",
+    "admin_timeout_ms": "admin.timeout.ms",
+}
+_FLOW_LIST_FIELDS: Final = {
+    "topics": ("topics", None),
+    "topics_exclude": ("topics.exclude", "topics.blacklist"),
+    "groups": ("groups", None),
+    "groups_exclude": ("groups.exclude", "groups.blacklist"),
+    "config_properties_exclude": ("config.properties.exclude", "config.properties.blacklist"),
+}
+_FLOW_STR_FIELDS: Final = {
+    "use_defaults_from": "use.defaults.from",
+    "offset_syncs_topic_location": "offset-syncs.topic.location",
+}
+_POLICY_KEYS: Final = (
+    "replication.policy.class",
+    "replication.policy.separator",
+    "replication.policy.internal.topic.separator.enabled",
+)
+_TYPED_FLOW_KEYS: Final = frozenset(
+    {
+        "enabled",
+        *_FLOW_BOOL_FIELDS.values(),
+        *_FLOW_INT_FIELDS.values(),
+        *_FLOW_STR_FIELDS.values(),
+        *_POLICY_KEYS,
+    }
+    | {f"{job}.enabled" for job in _FLOW_JOBS.values()}
+    | {f"{job}.interval.seconds" for job in _FLOW_JOBS.values()}
+    | {k for pair in _FLOW_LIST_FIELDS.values() for k in pair if k is not None}
+)
+
+
+def _strip_prefix(props: Mapping[str, str], prefix: str) -> dict[str, str]:
+    """Keys starting with ``prefix``, prefix removed (Kafka's ``originalsWithPrefix``)."""
+    n = len(prefix)
+    return {k[n:]: v for k, v in props.items() if k.startswith(prefix) and len(k) > n}
+
+
+def _role_props(props: Mapping[str, str], role: str) -> dict[str, str]:
+    """``<role>.*`` client properties, skipping MM2 keys that merely start like one (``admin.timeout.ms``)."""
+    return {
+        k: v
+        for k, v in _strip_prefix(props, f"{role}.").items()
+        if f"{role}.{k}" not in _KEYS and not k.startswith("override.")
+    }
+
+
+class _Parser:
+    """One run of :func:`parse_config`; collects warnings."""
+
+    def __init__(self, props: Mapping[str, str], env: Mapping[str, str], src: str) -> None:
+        self.src = src
+        self._warnings: dict[str, None] = {}
+        resolver = _Resolver(props, env, src, self.warn)
+        self.props = {k.strip(): resolver.resolve(k, v) for k, v in props.items()}
+        self.aliases = self._aliases()
+        self.top_all: dict[str, str] = {}  # every non-flow key (MM2 filters top-level keys by name)
+        self.top: dict[str, str] = {}  # non-flow keys not starting with '<alias>.'
+        self.cluster_raw: dict[str, dict[str, str]] = {a: {} for a in self.aliases}
+        self.flow_raw: dict[tuple[str, str], dict[str, str]] = {}
+        self._classify()
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def warn(self, message: str) -> None:
+        if message not in self._warnings:
+            self._warnings[message] = None
+            _log.warning("%s: %s", self.src, message)
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return tuple(self._warnings)
+
+    def _aliases(self) -> tuple[str, ...]:
+        if "clusters" not in self.props:
+            raise ConfigError(
+                f"{self.src}: no 'clusters' key: list the cluster aliases, "
+                "e.g. 'clusters = primary, backup', and give each a '<alias>.bootstrap.servers'"
+            )
+        aliases = _split_list(self.props["clusters"])
+        if not aliases:
+            raise ConfigError(
+                f"{self.src}: 'clusters' is empty: list the cluster aliases, e.g. 'clusters = primary, backup'"
+            )
+        seen: set[str] = set()
+        for alias in aliases:
+            if not alias or _ALIAS_BAD.search(alias):
+                raise ConfigError(
+                    f"{self.src}: 'clusters' holds the alias {alias!r}: aliases must be non-empty and "
+                    "contain no '.', ',', '->' or whitespace (e.g. 'us-west', 'dc_1'); rename it"
+                )
+            if alias in seen:
+                raise ConfigError(f"{self.src}: 'clusters' lists the alias {alias!r} twice; list each cluster once")
+            seen.add(alias)
+        return aliases
+
+    def _flow_of(self, key: str) -> tuple[str, str] | None:
+        """``(S, T)`` if ``key`` is a flow key ``S->T.<k>``; ``None`` if it is not flow-shaped."""
+        head, dot, _ = key.partition(".")
+        if "->" not in head or not dot:
+            return None
+        for m in re.finditer("->", head):
+            s, t = head[: m.start()], head[m.end() :]
+            if s in self.cluster_raw and t in self.cluster_raw:
+                if s == t:
+                    raise ConfigError(
+                        f"{self.src}: '{key}' names the flow {head}, but a flow's source and target "
+                        "must differ; remove the key"
+                    )
+                return s, t
+        s, _, t = head.partition("->")
+        unknown = [a for a in (s, t) if a not in self.cluster_raw] or [head]
+        raise UnknownAliasError(
+            f"{self.src}: '{key}' names cluster alias {unknown[0]!r}, which is not in 'clusters' "
+            f"(known: {', '.join(self.aliases)}); add it to 'clusters' or fix the key"
+        )
+
+    def _classify(self) -> None:
+        for key, value in self.props.items():
+            pair = self._flow_of(key)
+            if pair is not None:
+                self.flow_raw.setdefault(pair, {})[key.partition(".")[2]] = value
+                continue
+            self.top_all[key] = value
+            head, dot, rest = key.partition(".")
+            if dot and head in self.cluster_raw:
+                self.cluster_raw[head][rest] = value
+            else:
+                self.top[key] = value
+
+    # -- validation of what is written -----------------------------------------------------
+
+    def check_top_level(self) -> None:
+        """Validate known top-level keys, warn about unknown, ignored or deprecated ones."""
+        for key, value in self.top_all.items():
+            ck = _KEYS.get(key)
+            if ck is not None:
+                self._check_known(ck, key, value, key, flow_level=False)
+            elif key in self.top:
+                self._check_unknown_top(key)
+
+    def _check_known(self, ck: ConfigKey, key: str, value: str, written: str, *, flow_level: bool) -> None:
+        if not flow_level and ck.scope == "flow":
+            self.warn(
+                f"'{key}' is ignored at top level: MM2 reads it per flow only; set it as '<source>-><target>.{key}'"
+            )
+            return
+        if not flow_level and ck.scope == "worker" and not key.startswith(_WORKER_PREFIXES):
+            self.warn(f"'{key}' is ignored at top level, as in MM2: set it per target cluster as '<alias>.{key}'")
+            return
+        if flow_level and ck.scope in ("driver", "mirrorspark", "worker"):
+            where = f"set it per target cluster as '<alias>.{key}'" if ck.scope == "worker" else "set it at top level"
+            self.warn(f"'{written}' has no effect at flow level: {where}")
+            return
+        if ck.scope == "client":
+            return
+        _validate(ck, value, written, self.src)
+        if ck.replaced_by is not None:
+            self.warn(
+                f"'{written}' is deprecated and was removed in Kafka {ck.removed_in}: rename it to '{ck.replaced_by}'"
+            )
+        elif ck.removed_in is not None:
+            self.warn(f"'{written}' was removed in Kafka {ck.removed_in} and is ignored")
+
+    def _check_unknown_top(self, key: str) -> None:
+        if key.startswith(_MIRRORSPARK_PREFIX):
+            known = ", ".join(k.name for k in CONFIG_KEYS if k.scope == "mirrorspark")
+            self.warn(f"unknown key '{key}' is ignored (mirrorspark's keys are: {known})")
+            return
+        accepted = _is_client_key(key) or key.startswith(
+            _ROLE_PREFIXES
+            + _SIDE_ROLE_PREFIXES
+            + _WORKER_PREFIXES
+            + _CONNECTOR_PREFIXES
+            + _REST_PREFIXES
+            + _CONNECT_PREFIXES
+        )
+        if accepted:
+            if key == "transforms" and _split_list(self.top[key]):
+                self._warn_transforms(key)
+            return
+        head, dot, rest = key.partition(".")
+        hint = ""
+        if dot and (_is_client_key(rest) or rest.startswith(_ROLE_PREFIXES)):
+            hint = f" (is '{head}' missing from 'clusters'?)"
+        self.warn(f"unknown key '{key}' is ignored{hint}")
+
+    def check_flow_level(self, s: str, t: str) -> None:
+        """Validate known ``S->T.*`` keys, warn about unknown ones and ones without effect per flow."""
+        for key, value in self.flow_raw.get((s, t), {}).items():
+            written = f"{s}->{t}.{key}"
+            ck = _KEYS.get(key)
+            if _is_client_key(key):
+                self.warn(
+                    f"'{written}' has no effect on clients (as in MM2): use "
+                    f"'{s}->{t}.source.consumer.{key}', '{s}->{t}.target.producer.{key}' and the like, "
+                    f"or '<alias>.{key}'"
+                )
+            elif ck is not None:
+                self._check_known(ck, key, value, written, flow_level=True)
+            elif key.startswith(_MIRRORSPARK_PREFIX):
+                self.warn(f"'{written}' has no effect: mirrorspark.* keys are read at top level only")
+            elif key == "transforms":
+                if _split_list(value):
+                    self._warn_transforms(written)
+            elif not key.startswith(_FLOW_CLIENT_PREFIXES + _CONNECTOR_PREFIXES):
+                self.warn(f"unknown key '{written}' is ignored")
+
+    def _warn_transforms(self, written: str) -> None:
+        self.warn(
+            f"'{written}' configures Connect transforms (SMTs), which mirrorspark does not run: "
+            "records are copied unchanged"
+        )
+
+    # -- building --------------------------------------------------------------------------
+
+    def cluster(self, alias: str) -> ClusterConfig:
+        raw = self.cluster_raw[alias]
+        servers = _join_servers(raw.get("bootstrap.servers") or self.top_all.get("bootstrap.servers") or "")
+        if not servers:
+            raise ConfigError(
+                f"{self.src}: cluster '{alias}' has no bootstrap servers: add "
+                f"'{alias}.bootstrap.servers = host1:9092,host2:9092'"
+            )
+        base = self._base_client(alias)
+        roles = {role: _settings({**base, **_role_props(raw, role)}) for role in _ROLES}
+        return ClusterConfig(
+            alias=alias,
+            bootstrap_servers=servers,
+            admin=roles["admin"],
+            consumer=roles["consumer"],
+            producer=roles["producer"],
+        )
+
+    def _base_client(self, alias: str) -> dict[str, str]:
+        """MM2's ``clusterProps`` client keys: top-level ones, overridden by ``<alias>.<client key>``."""
+        base = {k: v for k, v in self.top_all.items() if _is_client_key(k)}
+        base.update({k: v for k, v in self.cluster_raw[alias].items() if _is_client_key(k)})
+        return base
+
+    def _client(self, alias: str, side: str, role: str, flow: Mapping[str, str]) -> dict[str, str]:
+        """The client chain of one side and role of a flow (see the module docstring)."""
+        props = self._base_client(alias)
+        props.update({k: v for k, v in _strip_prefix(flow, f"{side}.cluster.").items() if _is_client_key(k)})
+        props.update(_role_props(self.top, role))
+        props.update(_role_props(flow, role))
+        props.update(_role_props(self.cluster_raw[alias], role))
+        props.update(_strip_prefix(self.top, f"{side}.{role}."))
+        props.update(_strip_prefix(flow, f"{side}.{role}."))
+        return props
+
+    def _worker(self, name: str, target: str) -> tuple[str, str] | None:
+        """Worker key ``name`` of the target: top level (worker prefixes only) beats ``<T>.name``."""
+        if name in self.top_all and name.startswith(_WORKER_PREFIXES):
+            return self.top_all[name], name
+        if name in self.cluster_raw[target]:
+            return self.cluster_raw[target][name], f"{target}.{name}"
+        return None
+
+    def flow(self, s: str, t: str) -> FlowConfig:
+        flow_raw = self.flow_raw.get((s, t), {})
+        merged: dict[str, str] = {}
+        written: dict[str, str] = {}
+        for key, value in self.top_all.items():
+            ck = _KEYS.get(key)
+            if (ck is not None and ck.scope == "connector") or (ck is None and key.startswith(_CONNECTOR_PREFIXES)):
+                merged[key], written[key] = value, key
+        for key, value in flow_raw.items():
+            merged[key], written[key] = value, f"{s}->{t}.{key}"
+        r = _FlowReader(merged, written, self.src)
+
+        values: dict[str, Any] = {}
+        for fname, key in _FLOW_BOOL_FIELDS.items():
+            values[fname] = r.boolean(key)
+        for fname, key in _FLOW_INT_FIELDS.items():
+            values[fname] = r.integer(key)
+        for fname, key in _FLOW_STR_FIELDS.items():
+            values[fname] = r.string(key)
+        for fname, (key, alias) in _FLOW_LIST_FIELDS.items():
+            if alias is not None and key not in merged and alias in merged:
+                values[fname] = r.items(alias)
+            else:
+                values[fname] = r.items(key)
+        for fname, job in _FLOW_JOBS.items():
+            enabled, interval = r.boolean(f"{job}.enabled"), r.integer(f"{job}.interval.seconds")
+            if interval < 0 and enabled:
+                self.warn(f"'{written[f'{job}.interval.seconds']}' is negative, which disables the job (as in MM2)")
+                enabled = False
+            values[f"{fname}_enabled"], values[f"{fname}_interval_s"] = enabled, float(interval)
+
+        policy = PolicyConfig(
+            class_name=r.string("replication.policy.class"),
+            separator=r.string("replication.policy.separator"),
+            internal_topic_separator_enabled=r.boolean("replication.policy.internal.topic.separator.enabled"),
+        )
+        if not policy.separator:
+            raise ConfigError(
+                f"{self.src}: '{written.get('replication.policy.separator')}' is empty: remote topic "
+                "names need a separator; remove the key to use '.' or set another one"
+            )
+
+        # MM2's clusterPairs: a flow has a herder iff S->T.enabled=true or heartbeats are enabled for it;
+        # its connectors then use S->T.enabled, else the top-level 'enabled', else false.
+        flow_enabled = r.boolean("enabled")
+        has_herder = ("enabled" in flow_raw and flow_enabled) or values["emit_heartbeats_enabled"]
+        enabled = flow_enabled and has_herder
+
+        values["offset_storage_replication_factor"] = self._worker_int("offset.storage.replication.factor", t)
+        values["offset_storage_partitions"] = self._worker_int("offset.storage.partitions", t)
+        topic = self._worker("offset.storage.topic", t)
+        values["offset_storage_topic"] = topic[0].strip() if topic and topic[0].strip() else f"mm2-offsets.{s}.internal"
+        eos = self._worker("exactly.once.source.support", t)
+        values["exactly_once_source_support"] = (
+            _to_str(_KEYS["exactly.once.source.support"], eos[0], eos[1], self.src) if eos else "disabled"
+        )
+
+        clients = {
+            f"{side}_{role}": self._client(s if side == "source" else t, side, role, flow_raw)
+            for side in _SIDES
+            for role in _ROLES
+        }
+        clients["target_producer"].update(_strip_prefix(flow_raw, "producer.override."))
+        for name in ("source_consumer", "target_consumer"):
+            c = clients[name]
+            if c.get("enable.auto.commit", "false").strip().lower() != "false":
+                self.warn(
+                    f"{s}->{t}: enable.auto.commit for the {name.replace('_', ' ')} is forced to false, as in MM2"
+                )
+            c["enable.auto.commit"] = "false"
+            c.setdefault("auto.offset.reset", "earliest")
+        for name, props in clients.items():
+            values[name] = _settings(props)
+
+        self._check_offset_syncs(values["emit_offset_syncs_enabled"], merged, written, s, t)
+        extra = {
+            k: v.strip()
+            for k, v in merged.items()
+            if k not in _TYPED_FLOW_KEYS and not _consumed_by_clients(k) and not k.startswith("config.providers")
+        }
+        self._check_exactly_once(extra, clients["source_consumer"], s, t, written)
+
+        return FlowConfig(
+            source=s,
+            target=t,
+            enabled=enabled,
+            policy=policy,
+            extra=extra,
+            **values,
+        )
+
+    def _worker_int(self, key: str, target: str) -> int:
+        ck = _KEYS[key]
+        found = self._worker(key, target)
+        raw, written = found if found else (ck.default or "", key)
+        return _to_int(ck, raw, written, self.src)
+
+    def _check_offset_syncs(
+        self, emit: bool, merged: Mapping[str, str], written: Mapping[str, str], s: str, t: str
+    ) -> None:
+        if emit:
+            return
+        conflicting = [written[k] for k in merged if k.startswith(("offset-syncs-", "offset-syncs.topic."))]
+        if conflicting:
+            raise ConfigError(
+                f"{self.src}: flow {s}->{t} has '{written['emit.offset-syncs.enabled']}' = false but "
+                f"also sets {', '.join(repr(c) for c in conflicting)}: offset syncs are off, so remove "
+                "those keys or set emit.offset-syncs.enabled=true (MM2 rejects this combination too)"
+            )
+
+    def _check_exactly_once(
+        self,
+        extra: Mapping[str, str],
+        consumer: Mapping[str, str],
+        s: str,
+        t: str,
+        written: Mapping[str, str],
+    ) -> None:
+        if extra.get("exactly.once.support") != "required":
+            return
+        if consumer.get("isolation.level", "").strip() != "read_committed":
+            raise ConfigError(
+                f"{self.src}: '{written['exactly.once.support']}' = required needs the source consumer "
+                f"to read committed data: set '{s}.consumer.isolation.level = read_committed'"
+            )
+
+    def data_path(self) -> DataPathConfig:
+        def get(key: str) -> tuple[str, str]:
+            return self.top_all.get(key, _KEYS[key].default or ""), key
+
+        return DataPathConfig(
+            max_records_per_partition=_to_int(
+                _KEYS["mirrorspark.batch.max.records.per.partition"],
+                *get("mirrorspark.batch.max.records.per.partition"),
+                self.src,
+            ),
+            idle_interval_ms=_to_int(
+                _KEYS["mirrorspark.batch.idle.interval.ms"],
+                *get("mirrorspark.batch.idle.interval.ms"),
+                self.src,
+            ),
+            follow_ms=_to_int(_KEYS["mirrorspark.batch.follow.ms"], *get("mirrorspark.batch.follow.ms"), self.src),
+            read_mode=_to_str(_KEYS["mirrorspark.read.mode"], *get("mirrorspark.read.mode"), self.src),
+            identity_allow_cycles=_to_bool(
+                _KEYS["mirrorspark.identity.allow.cycles"], *get("mirrorspark.identity.allow.cycles"), self.src
+            ),
+        )
+
+
+def _consumed_by_clients(key: str) -> bool:
+    """Whether a merged flow key feeds a client chain rather than :attr:`FlowConfig.extra`."""
+    if key in _KEYS:
+        return False
+    if key.startswith(_SIDE_CLUSTER_PREFIXES):
+        return _is_client_key(key.split(".", 2)[2])
+    if key.startswith(_SIDE_ROLE_PREFIXES):
+        return True
+    role, _, rest = key.partition(".")
+    # producer.override.* feeds the data producer; consumer.override.* / admin.override.* stay in extra
+    return role in _ROLES and (role == "producer" or not rest.startswith("override."))
+
+
+def _settings(props: Mapping[str, str]) -> ClientSettings:
+    """Client settings with values trimmed, as Kafka's ``ConfigDef`` trims them (lists item by item)."""
+    return ClientSettings(
+        properties={k: _join_servers(v) if k == "bootstrap.servers" else v.strip() for k, v in props.items()}
+    )
+
+
+def _join_servers(raw: str) -> str:
+    """A ``bootstrap.servers`` list as ``"h1:9092,h2:9092"`` (items trimmed, empty items dropped)."""
+    return ",".join(item for item in _split_list(raw) if item)
+
+
+class _FlowReader:
+    """Typed access to a flow's merged properties, falling back to MM2's defaults."""
+
+    def __init__(self, merged: Mapping[str, str], written: Mapping[str, str], src: str) -> None:
+        self._merged = merged
+        self._written = written
+        self._src = src
+
+    def _raw(self, key: str) -> tuple[ConfigKey, str, str]:
+        ck = _KEYS[key]
+        if key in self._merged:
+            return ck, self._merged[key], self._written[key]
+        return ck, ck.default or "", f"{key} (default)"
+
+    def boolean(self, key: str) -> bool:
+        return _to_bool(*self._raw(key), self._src)
+
+    def integer(self, key: str) -> int:
+        return _to_int(*self._raw(key), self._src)
+
+    def string(self, key: str) -> str:
+        return _to_str(*self._raw(key), self._src)
+
+    def items(self, key: str) -> tuple[str, ...]:
+        return _to_list(*self._raw(key), self._src)
+
+
+def parse_config(
+    props: Mapping[str, str],
+    *,
+    env: Mapping[str, str] | None = None,
+    source_name: str = "<properties>",
+    clusters: Sequence[str] | None = None,
+) -> MirrorConfig:
+    """Validate MM2 properties and build the typed configuration.
+
+    Parameters
+    ----------
+    props:
+        Raw properties, e.g. from :func:`parse_properties`.
+    env:
+        Environment for ``${env:NAME}`` placeholders; ``None`` = ``os.environ``.
+    source_name:
+        Where ``props`` came from; prefixes every message.
+    clusters:
+        MM2's ``--clusters`` option (target aliases this node serves), stored as
+        :attr:`MirrorConfig.target_clusters`; ``None`` = all.
+
+    Returns
+    -------
+    MirrorConfig
+
+    Raises
+    ------
+    ConfigError
+        On a missing or malformed ``clusters``, a cluster without bootstrap servers, an
+        invalid value (the message names key, value and expected type), an unresolvable
+        placeholder, ``emit.offset-syncs.enabled=false`` with ``offset-syncs.*`` keys, ...
+    UnknownAliasError
+        If a flow key ``X->Y.*`` or ``clusters`` names an alias not in ``clusters``.
+    BadRegexError
+        If ``topics``, ``topics.exclude``, ``groups``, ``groups.exclude`` or
+        ``config.properties.exclude`` (top level or per flow) holds an invalid regex.
+
+    Notes
+    -----
+    Mirrors MM2's ``MirrorMakerConfig`` (``clusterPairs``, ``clusterProps``,
+    ``workerConfig``, ``connectorBaseConfig``) followed by the connectors' config validation.
+    """
+    p = _Parser(props, os.environ if env is None else env, source_name)
+    p.check_top_level()
+    for s in p.aliases:
+        for t in p.aliases:
+            if s != t:
+                p.check_flow_level(s, t)
+    cluster_configs = {alias: p.cluster(alias) for alias in p.aliases}
+    flows = tuple(p.flow(s, t) for s in p.aliases for t in p.aliases if s != t)
+    data_path = p.data_path()
+    return MirrorConfig(
+        clusters=cluster_configs,
+        flows=flows,
+        data_path=data_path,
+        warnings=p.warnings,
+        source_name=source_name,
+        target_clusters=None if clusters is None else tuple(clusters),
+    )
+
+
+def load_config(
+    path: str | os.PathLike[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    clusters: Sequence[str] | None = None,
+) -> MirrorConfig:
+    """Read and parse an ``mm2.properties`` file.
+
+    Parameters
+    ----------
+    path:
+        The properties file; UTF-8 (ISO-8859-1, Java's encoding for property files, if it
+        is not valid UTF-8).
+    env:
+        Environment for ``${env:NAME}`` placeholders; ``None`` = ``os.environ``.
+    clusters:
+        MM2's ``--clusters`` option: target aliases this node serves (validated; the default
+        of :meth:`MirrorConfig.enabled_flows`); ``None`` = all.
+
+    Returns
+    -------
+    MirrorConfig
+
+    Raises
+    ------
+    ConfigError
+        If the file cannot be read (the message names the path), or anything
+        :func:`parse_config` rejects.
+    UnknownAliasError
+        If ``clusters`` or a flow key names an alias not in ``clusters``.
+    BadRegexError
+        See :func:`parse_config`.
+
+    Notes
+    -----
+    Mirrors MM2's ``MirrorMaker`` driver reading its properties file (``Utils.loadProps``).
+    """
+    name = os.fspath(path)
+    try:
+        data = Path(name).read_bytes()
+    except OSError as e:
+        raise ConfigError(
+            f"cannot read MirrorMaker 2 config file '{name}' ({e.strerror or type(e).__name__}); "
+            "check the path and its permissions"
+        ) from e
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = data.decode("iso-8859-1")
+    try:
+        props = parse_properties(text)
+    except ConfigError as e:
+        raise ConfigError(f"{name}: {e.message}") from e
+    return parse_config(props, env=env, source_name=name, clusters=clusters)
+
+
+__all__ = ["load_config", "parse_config"]

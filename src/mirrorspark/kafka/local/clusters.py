@@ -1,0 +1,356 @@
+"""Start, stop and restart local KRaft clusters from the Maven jars."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from mirrorspark.errors import LocalClusterError
+from mirrorspark.kafka.jars import classpath, java_executable
+from mirrorspark.kafka.local.brokers import (
+    _is_our_broker,
+    _launch_broker,
+    _PortInUseError,
+    _refuse_if_running,
+    _start_once,
+    _stop_brokers,
+    _wait_ready,
+)
+from mirrorspark.kafka.local.cds import _Cds
+from mirrorspark.kafka.local.model import LocalBroker, LocalCluster, LocalClusters
+from mirrorspark.kafka.local.settings import (
+    _LOG4J2_PROPERTIES,
+    _LOG4J_FILE,
+    _MAX_BROKERS,
+    _PORT_ATTEMPTS,
+    _RESERVED_PROPS,
+    STATE_FILE,
+    SecurityProtocol,
+)
+from mirrorspark.kafka.local.state import (
+    _locked,
+    _read_state,
+    _validate_aliases,
+    _validate_security,
+    _with_cluster,
+    _write_state,
+    _write_text,
+)
+
+# --------------------------------------------------------------------------------------------
+# Public functions
+# --------------------------------------------------------------------------------------------
+
+
+def start_clusters(
+    aliases: Sequence[str],
+    *,
+    base_dir: Path,
+    brokers: int = 1,
+    racks: Sequence[str] | None = None,
+    extra_broker_props: Mapping[str, str] | None = None,
+    security: SecurityProtocol = "plaintext",
+    sasl_users: Mapping[str, str] | None = None,
+    timeout_s: float = 90.0,
+) -> LocalClusters:
+    """Start one independent local Kafka cluster per alias and wait until all are ready.
+
+    The JVMs run detached (own session) and survive the calling process; stop them with
+    :func:`stop_clusters` (``mirrorspark local down --dir DIR``). A cluster is ready when
+    every one of its brokers is registered and answers metadata requests. Data left in
+    ``<base_dir>/<alias>`` by an earlier, stopped ``up`` is deleted first.
+
+    Parameters
+    ----------
+    aliases:
+        Cluster aliases, non-empty, unique, each matching ``[A-Za-z0-9_-]+``.
+    base_dir:
+        Directory for the state file and the clusters' data; created if missing.
+    brokers:
+        Brokers per cluster, 1 to 3 (default 1).
+    racks:
+        ``broker.rack`` of each broker (same racks in every cluster), length ``brokers``;
+        default ``None``: no rack. Rack-aware follower fetching also needs
+        ``replica.selector.class`` in ``extra_broker_props``.
+    extra_broker_props:
+        Properties merged into every broker's ``server.properties`` after the defaults
+        (ports, roles, directories and racks are the launcher's and cannot be set).
+    security:
+        ``"plaintext"`` (default) or ``"sasl_plain"``: a ``SASL_PLAINTEXT`` client and
+        inter-broker listener with the PLAIN mechanism, ``StandardAuthorizer`` and
+        ``super.users=User:admin;User:ANONYMOUS`` (the controller listener stays plaintext).
+    sasl_users:
+        For ``"sasl_plain"``: ``user -> password`` accepted by the brokers; ``admin`` (the
+        brokers' own identity) is added with password ``admin-secret`` if missing.
+        Must be ``None`` for ``"plaintext"``.
+    timeout_s:
+        Deadline in seconds for formatting, starting and readiness of all clusters
+        (default 90).
+
+    Returns
+    -------
+    LocalClusters
+        The running clusters, also written to ``<base_dir>/clusters.json``.
+
+    Raises
+    ------
+    LocalClusterError
+        If an argument is invalid, ``base_dir`` already has running clusters, the jars or
+        ``java`` are missing, formatting fails, or a cluster is not ready in time (the
+        message then holds the last 30 lines of the broker log). Every process started
+        by the failed call has been stopped.
+    """
+    aliases = _validate_aliases(aliases)
+    if not 1 <= brokers <= _MAX_BROKERS:
+        raise LocalClusterError(f"brokers must be between 1 and {_MAX_BROKERS}, got {brokers}")
+    rack_list: list[str | None] = [None] * brokers
+    if racks is not None:
+        if len(racks) != brokers:
+            raise LocalClusterError(f"racks must name one rack per broker: {brokers} brokers, {len(racks)} racks")
+        if any(not r.strip() for r in racks):
+            raise LocalClusterError("racks must be non-empty strings")
+        rack_list = list(racks)
+    extra = dict(extra_broker_props or {})
+    reserved = sorted(_RESERVED_PROPS.intersection(extra))
+    if reserved:
+        raise LocalClusterError(
+            f"extra_broker_props cannot set {', '.join(reserved)}: the launcher owns ports, roles,"
+            " directories and racks (use the racks argument for broker.rack)"
+        )
+    users = _validate_security(security, sasl_users)
+    deadline = time.monotonic() + timeout_s
+    base_dir = Path(base_dir).expanduser().resolve()
+    base_dir.mkdir(parents=True, exist_ok=True)
+    java = java_executable()
+    cp = classpath("kafka")
+    with _locked(base_dir):
+        _refuse_if_running(base_dir)
+        _write_text(base_dir / _LOG4J_FILE, _LOG4J2_PROPERTIES)
+        for attempt in range(1, _PORT_ATTEMPTS + 1):
+            try:
+                return _start_once(
+                    aliases,
+                    base_dir=base_dir,
+                    racks=rack_list,
+                    extra=extra,
+                    security=security,
+                    users=users,
+                    java=java,
+                    cp=cp,
+                    deadline=deadline,
+                )
+            except _PortInUseError:
+                if attempt == _PORT_ATTEMPTS:
+                    raise LocalClusterError(
+                        f"could not start the local clusters in {base_dir}: a loopback port was taken"
+                        f" by another process {_PORT_ATTEMPTS} times; retry"
+                    ) from None
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def load_clusters(base_dir: Path) -> LocalClusters:
+    """Read the state of an ``up`` from ``<base_dir>/clusters.json``.
+
+    Parameters
+    ----------
+    base_dir:
+        The base directory given to :func:`start_clusters`.
+
+    Returns
+    -------
+    LocalClusters
+        The clusters as recorded (processes are not checked).
+
+    Raises
+    ------
+    LocalClusterError
+        If there is no state file (no clusters were started there) or it is unreadable.
+    """
+    base_dir = Path(base_dir).expanduser().resolve()
+    state = _read_state(base_dir)
+    if state is None:
+        raise LocalClusterError(
+            f"no local clusters in {base_dir}: start them with `mirrorspark local up --dir {base_dir}`"
+        )
+    return state
+
+
+def stop_clusters(base_dir: Path, *, timeout_s: float = 30.0) -> list[str]:
+    """Stop every broker of an ``up`` and remove its state file.
+
+    Broker-only nodes are stopped first (their controlled shutdown needs the controller),
+    then the controller nodes: ``SIGTERM`` to each process group, then ``SIGKILL`` to
+    those still running after ``timeout_s``. Data directories and logs are kept.
+    Idempotent: without a state file nothing happens.
+
+    Parameters
+    ----------
+    base_dir:
+        The base directory given to :func:`start_clusters`.
+    timeout_s:
+        Seconds to wait for a graceful exit of each phase (broker-only nodes, then
+        controllers) before ``SIGKILL`` (default 30).
+
+    Returns
+    -------
+    list[str]
+        Aliases of the clusters that were recorded (in order), empty if there were none.
+
+    Raises
+    ------
+    LocalClusterError
+        If the state file exists but cannot be read.
+    """
+    base_dir = Path(base_dir).expanduser().resolve()
+    if not (base_dir / STATE_FILE).exists():
+        return []
+    with _locked(base_dir):
+        state = _read_state(base_dir)
+        if state is None:
+            return []
+        all_brokers = [b for c in state.clusters.values() for b in c.brokers]
+        _stop_brokers(all_brokers, timeout_s=timeout_s)
+        (base_dir / STATE_FILE).unlink(missing_ok=True)
+        return list(state.clusters)
+
+
+def stop_cluster(clusters: LocalClusters, alias: str, *, timeout_s: float = 30.0) -> LocalClusters:
+    """Stop every broker of one cluster, keeping its data and ports (an outage).
+
+    Parameters
+    ----------
+    clusters:
+        The state of the ``up`` holding the cluster.
+    alias:
+        The cluster to stop.
+    timeout_s:
+        Seconds to wait for a graceful exit of each phase before ``SIGKILL`` (default 30).
+
+    Returns
+    -------
+    LocalClusters
+        The state with the cluster's broker pids set to 0, also written to the state file;
+        :func:`restart_cluster` starts the brokers again.
+
+    Raises
+    ------
+    UnknownAliasError
+        If there is no such cluster.
+    """
+    cluster = clusters.cluster(alias)
+    return _stop_nodes(clusters, cluster, cluster.brokers, timeout_s=timeout_s)
+
+
+def stop_broker(clusters: LocalClusters, alias: str, node_id: int, *, timeout_s: float = 30.0) -> LocalClusters:
+    """Stop one broker of a cluster, keeping its data and port.
+
+    Stopping node 0 also stops the cluster's only KRaft controller: the other brokers
+    then keep running but cannot change metadata (no leader elections, no new topics).
+
+    Parameters
+    ----------
+    clusters:
+        The state of the ``up`` holding the cluster.
+    alias:
+        The cluster.
+    node_id:
+        The broker's ``node.id``.
+    timeout_s:
+        Seconds to wait for a graceful exit before ``SIGKILL`` (default 30).
+
+    Returns
+    -------
+    LocalClusters
+        The state with the broker's pid set to 0, also written to the state file;
+        :func:`restart_cluster` starts it again.
+
+    Raises
+    ------
+    UnknownAliasError
+        If there is no such cluster.
+    LocalClusterError
+        If the cluster has no broker ``node_id``.
+    """
+    cluster = clusters.cluster(alias)
+    brokers = [b for b in cluster.brokers if b.node_id == node_id]
+    if not brokers:
+        raise LocalClusterError(
+            f"local cluster {alias!r} has no broker {node_id}: its node ids are"
+            f" {', '.join(str(b.node_id) for b in cluster.brokers)}"
+        )
+    return _stop_nodes(clusters, cluster, brokers, timeout_s=timeout_s)
+
+
+def _stop_nodes(
+    clusters: LocalClusters, cluster: LocalCluster, brokers: Sequence[LocalBroker], *, timeout_s: float
+) -> LocalClusters:
+    ids = {b.node_id for b in brokers}
+    with _locked(clusters.base_dir):
+        _stop_brokers(brokers, timeout_s=timeout_s)
+        stopped = replace(cluster, brokers=tuple(replace(b, pid=0) if b.node_id in ids else b for b in cluster.brokers))
+        new_state = _with_cluster(clusters, stopped)
+        _write_state(new_state)
+        return new_state
+
+
+def restart_cluster(clusters: LocalClusters, alias: str, *, timeout_s: float = 90.0) -> LocalClusters:
+    """Start again the brokers of a cluster stopped by :func:`stop_cluster` or :func:`stop_broker`.
+
+    The brokers reuse their data directories, ports and cluster id; brokers of the
+    cluster that are still running are left alone.
+
+    Parameters
+    ----------
+    clusters:
+        The state of the ``up`` holding the cluster.
+    alias:
+        The cluster to restart.
+    timeout_s:
+        Deadline in seconds until the cluster is ready (default 90).
+
+    Returns
+    -------
+    LocalClusters
+        The state with the new pids, also written to the state file.
+
+    Raises
+    ------
+    UnknownAliasError
+        If there is no such cluster.
+    LocalClusterError
+        If the cluster does not become ready in time (with the broker log's tail); the
+        brokers started by this call are stopped again.
+    """
+    cluster = clusters.cluster(alias)
+    deadline = time.monotonic() + timeout_s
+    java = java_executable()
+    cp = classpath("kafka")
+    with _locked(clusters.base_dir):
+        cds = _Cds.for_kafka(java)
+        started: dict[int, LocalBroker] = {}
+        try:
+            for broker in cluster.brokers:
+                if broker.pid and _is_our_broker(broker):
+                    continue
+                pid = _launch_broker(java, cp, clusters.base_dir, broker.properties_path, broker.log_path, cds)
+                started[broker.node_id] = replace(broker, pid=pid)
+            restarted = replace(cluster, brokers=tuple(started.get(b.node_id, b) for b in cluster.brokers))
+            new_state = _with_cluster(clusters, restarted)
+            _write_state(new_state)
+            _wait_ready([restarted], deadline=deadline)
+        except BaseException:
+            _stop_brokers(started.values(), timeout_s=5.0, graceful=False)
+            down = replace(
+                cluster,
+                brokers=tuple(replace(b, pid=0) if b.node_id in started else b for b in cluster.brokers),
+            )
+            with contextlib.suppress(OSError):
+                _write_state(_with_cluster(clusters, down))
+            raise
+        return new_state
+
+
+__all__ = ["load_clusters", "restart_cluster", "start_clusters", "stop_broker", "stop_cluster", "stop_clusters"]

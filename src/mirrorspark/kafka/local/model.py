@@ -1,0 +1,309 @@
+"""Local clusters as data: brokers, clusters, their client configs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mirrorspark.config.properties import format_properties
+from mirrorspark.errors import LocalClusterError, UnknownAliasError
+from mirrorspark.kafka.local.settings import _ADMIN_USER, _HOST, SecurityProtocol
+
+# --------------------------------------------------------------------------------------------
+# Public data model
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LocalBroker:
+    """One broker (JVM process) of a local cluster.
+
+    Attributes
+    ----------
+    node_id:
+        Kafka ``node.id``, 0-based within the cluster.
+    port:
+        Client listener port on 127.0.0.1 (``PLAINTEXT`` or ``SASL_PLAINTEXT``).
+    controller_port:
+        Port of the KRaft ``CONTROLLER`` listener this node uses: its own for node 0
+        (the combined broker+controller), node 0's for broker-only nodes.
+    rack:
+        ``broker.rack``, or ``None`` if not set.
+    pid:
+        Process id of the JVM, which is also its process group id (own session);
+        ``0`` while the broker is stopped (see :func:`stop_cluster`).
+    log_path:
+        File receiving the JVM's stdout and stderr (log4j2 at WARN).
+    controller:
+        Whether the node also runs the KRaft controller (node 0 only).
+    """
+
+    node_id: int
+    port: int
+    controller_port: int
+    rack: str | None
+    pid: int
+    log_path: Path
+    controller: bool = field(default=False, kw_only=True)
+
+    @property
+    def node_dir(self) -> Path:
+        """Directory of this node: ``server.properties``, ``kafka.log`` and ``data/``."""
+        return self.log_path.parent
+
+    @property
+    def properties_path(self) -> Path:
+        """The node's ``server.properties``."""
+        return self.node_dir / "server.properties"
+
+    @property
+    def address(self) -> str:
+        """``127.0.0.1:<port>`` of the client listener."""
+        return f"{_HOST}:{self.port}"
+
+
+@dataclass(frozen=True)
+class LocalCluster:
+    """One local Kafka cluster: its alias, brokers and how to connect.
+
+    Attributes
+    ----------
+    alias:
+        The cluster alias (as in ``mm2.properties``).
+    bootstrap_servers:
+        Comma-separated ``127.0.0.1:<port>`` of every broker.
+    data_dir:
+        ``<base_dir>/<alias>``, holding one ``node-<id>`` directory per broker.
+    brokers:
+        The brokers, by ``node_id``.
+    cluster_id:
+        The KRaft cluster id (base64url of 16 random bytes).
+    security:
+        ``"plaintext"`` or ``"sasl_plain"``.
+    sasl_users:
+        SASL/PLAIN ``user -> password`` accepted by the brokers (always contains ``admin``,
+        the brokers' own, super user identity); empty for ``"plaintext"``. Hidden from
+        ``repr``.
+    """
+
+    alias: str
+    bootstrap_servers: str
+    data_dir: Path
+    brokers: tuple[LocalBroker, ...]
+    cluster_id: str = field(default="", kw_only=True)
+    security: SecurityProtocol = field(default="plaintext", kw_only=True)
+    sasl_users: Mapping[str, str] = field(default_factory=dict, kw_only=True, repr=False)
+
+    def client_config(self, user: str | None = None) -> dict[str, str]:
+        """Return a librdkafka (confluent-kafka) client configuration for this cluster.
+
+        Parameters
+        ----------
+        user:
+            SASL user to authenticate as, default ``admin`` (a super user); ignored
+            for ``"plaintext"`` clusters.
+
+        Returns
+        -------
+        dict[str, str]
+            ``bootstrap.servers`` and, for ``"sasl_plain"``, ``security.protocol``,
+            ``sasl.mechanism``, ``sasl.username`` and ``sasl.password``.
+
+        Raises
+        ------
+        LocalClusterError
+            If ``user`` is not one of the cluster's SASL users.
+        """
+        config = {"bootstrap.servers": self.bootstrap_servers}
+        if self.security == "sasl_plain":
+            name, password = self._credentials(user)
+            config.update(
+                {
+                    "security.protocol": "SASL_PLAINTEXT",
+                    "sasl.mechanism": "PLAIN",
+                    "sasl.username": name,
+                    "sasl.password": password,
+                }
+            )
+        return config
+
+    def java_client_properties(self, user: str | None = None) -> dict[str, str]:
+        """Return a Java Kafka client configuration (MM2, Spark's ``kafka.*`` options).
+
+        Parameters
+        ----------
+        user:
+            SASL user to authenticate as, default ``admin``; ignored for ``"plaintext"``.
+
+        Returns
+        -------
+        dict[str, str]
+            ``bootstrap.servers`` and, for ``"sasl_plain"``, ``security.protocol``,
+            ``sasl.mechanism`` and a ``PlainLoginModule`` ``sasl.jaas.config``.
+
+        Raises
+        ------
+        LocalClusterError
+            If ``user`` is not one of the cluster's SASL users.
+        """
+        config = {"bootstrap.servers": self.bootstrap_servers}
+        if self.security == "sasl_plain":
+            name, password = self._credentials(user)
+            config.update(
+                {
+                    "security.protocol": "SASL_PLAINTEXT",
+                    "sasl.mechanism": "PLAIN",
+                    "sasl.jaas.config": (
+                        "org.apache.kafka.common.security.plain.PlainLoginModule required"
+                        f' username="{name}" password="{password}";'
+                    ),
+                }
+            )
+        return config
+
+    def _credentials(self, user: str | None) -> tuple[str, str]:
+        name = _ADMIN_USER if user is None else user
+        if name not in self.sasl_users:
+            raise LocalClusterError(
+                f"cluster {self.alias!r} has no SASL user {name!r}: use one of {', '.join(sorted(self.sasl_users))}"
+            )
+        return name, self.sasl_users[name]
+
+
+@dataclass(frozen=True)
+class LocalClusters:
+    """The state of one ``up``: every cluster started together under one base directory.
+
+    Attributes
+    ----------
+    base_dir:
+        The base directory holding ``clusters.json`` and one directory per cluster.
+    clusters:
+        The clusters by alias, in the order they were given.
+    """
+
+    base_dir: Path
+    clusters: Mapping[str, LocalCluster]
+
+    def cluster(self, alias: str) -> LocalCluster:
+        """Return the cluster called ``alias``.
+
+        Parameters
+        ----------
+        alias:
+            The cluster alias.
+
+        Returns
+        -------
+        LocalCluster
+            The cluster.
+
+        Raises
+        ------
+        UnknownAliasError
+            If there is no such cluster.
+        """
+        try:
+            return self.clusters[alias]
+        except KeyError:
+            raise UnknownAliasError(
+                f"no local cluster {alias!r} in {self.base_dir}: known aliases are"
+                f" {', '.join(self.clusters) or '(none)'}"
+            ) from None
+
+    def bootstrap(self, alias: str) -> str:
+        """Return ``bootstrap.servers`` of one cluster.
+
+        Parameters
+        ----------
+        alias:
+            The cluster alias.
+
+        Returns
+        -------
+        str
+            Comma-separated ``127.0.0.1:<port>`` of the cluster's brokers.
+
+        Raises
+        ------
+        UnknownAliasError
+            If there is no such cluster.
+        """
+        return self.cluster(alias).bootstrap_servers
+
+    def mm2_properties(
+        self,
+        flows: Sequence[tuple[str, str]] | None = None,
+        extra: Mapping[str, str] | None = None,
+    ) -> str:
+        """Return a ready-to-use ``mm2.properties`` for these clusters.
+
+        Every internal topic replication factor (``replication.factor``,
+        ``offset-syncs.``/``heartbeats.``/``checkpoints.topic.replication.factor`` and the
+        Connect ``offset.``/``config.``/``status.storage.replication.factor``) is set to
+        the smallest broker count of the clusters, so the file works on 1-broker clusters.
+
+        Parameters
+        ----------
+        flows:
+            ``(source, target)`` alias pairs written as ``source->target.enabled = true``.
+            Default ``None``: the first alias to the second if there are at least two
+            clusters, else no flow; ``[]`` for no flow.
+        extra:
+            Further properties, written last (they override the generated ones).
+
+        Returns
+        -------
+        str
+            The file's text in Java properties syntax, ending with a newline.
+
+        Raises
+        ------
+        UnknownAliasError
+            If a flow names an alias that is not one of the clusters.
+        LocalClusterError
+            If a flow's source and target are the same alias.
+        """
+        aliases = list(self.clusters)
+        if flows is None:
+            flows = [(aliases[0], aliases[1])] if len(aliases) >= 2 else []
+        for source, target in flows:
+            self.cluster(source)
+            self.cluster(target)
+            if source == target:
+                raise LocalClusterError(f"flow {source}->{target} replicates a cluster to itself")
+        rf = str(min((len(c.brokers) for c in self.clusters.values()), default=1))
+        props: dict[str, str] = {"clusters": ", ".join(aliases)}
+        for alias, cluster in self.clusters.items():
+            for key, value in cluster.java_client_properties().items():
+                props[f"{alias}.{key}"] = value
+        for source, target in flows:
+            props[f"{source}->{target}.enabled"] = "true"
+        for key in (
+            "replication.factor",
+            "offset-syncs.topic.replication.factor",
+            "heartbeats.topic.replication.factor",
+            "checkpoints.topic.replication.factor",
+            "offset.storage.replication.factor",
+            "config.storage.replication.factor",
+            "status.storage.replication.factor",
+        ):
+            props[key] = rf
+        props.update(extra or {})
+        header = f"# mm2.properties for the local clusters in {self.base_dir} (mirrorspark local)"
+        return format_properties(props, header=header, separator=" = ")
+
+    def to_json(self) -> dict[str, dict[str, str]]:
+        """Return the librdkafka client configuration of every cluster, by alias.
+
+        Returns
+        -------
+        dict[str, dict[str, str]]
+            ``{"primary": {"bootstrap.servers": "127.0.0.1:PORT"}, ...}``; SASL clusters
+            also carry the ``admin`` credentials (see :meth:`LocalCluster.client_config`).
+        """
+        return {alias: cluster.client_config() for alias, cluster in self.clusters.items()}
+
+
+__all__ = ["LocalBroker", "LocalCluster", "LocalClusters"]

@@ -1,0 +1,89 @@
+"""Constants of the local clusters: ports, JVM flags, reserved broker properties."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import threading
+from typing import Final, Literal
+
+SecurityProtocol = Literal["plaintext", "sasl_plain"]
+"""How clients reach the brokers: ``"plaintext"`` (no auth) or ``"sasl_plain"``
+(SASL/PLAIN over plaintext, ``StandardAuthorizer`` ACLs, super users ``admin`` and
+``ANONYMOUS``)."""
+
+STATE_FILE: Final = "clusters.json"
+"""Name of the state file written into the base directory of one ``up``."""
+
+_STATE_VERSION: Final = 1
+_LOCK_FILE: Final = ".lock"
+_LOG4J_FILE: Final = "log4j2.properties"
+_HOST: Final = "127.0.0.1"
+_ALIAS_RE: Final = re.compile(r"[A-Za-z0-9_-]+")
+_SASL_NAME_RE: Final = re.compile(r"[A-Za-z0-9_.-]+")
+_MAX_BROKERS: Final = 3
+_LOG_TAIL_LINES: Final = 30
+_PORT_ATTEMPTS: Final = 3
+_POLL_INTERVAL_S: Final = 0.05
+_ADMIN_USER: Final = "admin"
+_DEFAULT_ADMIN_PASSWORD: Final = "admin-secret"
+
+# Properties the launcher owns: overriding them through extra_broker_props would break
+# the bookkeeping of ports, roles and directories.
+_RESERVED_PROPS: Final = frozenset(
+    {
+        "advertised.listeners",
+        "broker.rack",
+        "controller.listener.names",
+        "controller.quorum.bootstrap.servers",
+        "controller.quorum.voters",
+        "listeners",
+        "log.dir",
+        "log.dirs",
+        "node.id",
+        "process.roles",
+    }
+)
+
+# Topic-creation defaults that KRaft reads on the controller only.
+_CONTROLLER_ONLY_PROPS: Final = ("default.replication.factor", "num.partitions")
+
+# Heap and GC as Kafka's start script (KAFKA_JVM_PERFORMANCE_OPTS) with a small heap.
+_BROKER_JVM_FLAGS: Final = (
+    "-Xms128m",
+    "-Xmx512m",
+    "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20",
+    "-XX:InitiatingHeapOccupancyPercent=35",
+    "-XX:+ExplicitGCInvokesConcurrent",
+    "-XX:MaxInlineLevel=15",
+    "-XX:+ExitOnOutOfMemoryError",
+    "-Djava.awt.headless=true",
+)
+# StorageTool lives for under a second: C1 only and a small heap start it fastest.
+_TOOL_JVM_FLAGS: Final = ("-Xmx256m", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true")
+# Silence CDS warnings (e.g. "shared class paths mismatch" after the jars changed).
+_CDS_QUIET: Final = ("-Xlog:cds=off", "-Xlog:cds+dynamic=off")
+_CDS_DUMP_FILE: Final = "cds-dump.jsa"
+_CDS_TARGET_FILE: Final = "cds-dump.target"
+
+_LOG4J2_PROPERTIES: Final = """\
+# Written by mirrorspark.local: broker logs at WARN, plus the start-up line.
+status = warn
+name = mirrorspark-local
+appender.console.type = Console
+appender.console.name = STDOUT
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = WARN
+rootLogger.appenderRef.stdout.ref = STDOUT
+logger.raftserver.name = kafka.server.KafkaRaftServer
+logger.raftserver.level = INFO
+"""
+
+# Popen handles of the brokers this process started, so that it can reap them.
+_CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
+_CHILDREN_LOCK = threading.Lock()
+
+
+__all__ = ["STATE_FILE", "SecurityProtocol"]

@@ -1,0 +1,167 @@
+"""The local clusters' state file, its lock, and validation of what they are started with."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from types import MappingProxyType
+
+from mirrorspark.errors import LocalClusterError
+from mirrorspark.kafka.local.model import LocalBroker, LocalCluster, LocalClusters
+from mirrorspark.kafka.local.settings import (
+    _ADMIN_USER,
+    _ALIAS_RE,
+    _DEFAULT_ADMIN_PASSWORD,
+    _LOCK_FILE,
+    _SASL_NAME_RE,
+    _STATE_VERSION,
+    STATE_FILE,
+)
+
+# --------------------------------------------------------------------------------------------
+# State file, locking, validation, properties
+# --------------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _locked(base_dir: Path) -> Iterator[None]:
+    base_dir.mkdir(parents=True, exist_ok=True)
+    with open(base_dir / _LOCK_FILE, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _write_state(state: LocalClusters) -> None:
+    doc = {
+        "version": _STATE_VERSION,
+        "base_dir": str(state.base_dir),
+        "clusters": {
+            alias: {
+                "bootstrap.servers": c.bootstrap_servers,
+                "data_dir": str(c.data_dir),
+                "cluster_id": c.cluster_id,
+                "security": c.security,
+                "sasl_users": dict(c.sasl_users),
+                "brokers": [
+                    {
+                        "node_id": b.node_id,
+                        "port": b.port,
+                        "controller_port": b.controller_port,
+                        "rack": b.rack,
+                        "pid": b.pid,
+                        "log_path": str(b.log_path),
+                        "controller": b.controller,
+                    }
+                    for b in c.brokers
+                ],
+            }
+            for alias, c in state.clusters.items()
+        },
+    }
+    _write_text(state.base_dir / STATE_FILE, json.dumps(doc, indent=2) + "\n", mode=0o600)
+
+
+def _read_state(base_dir: Path) -> LocalClusters | None:
+    path = base_dir / STATE_FILE
+    try:
+        doc = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as e:
+        raise LocalClusterError(
+            f"cannot read {path} ({e}): stop any brokers left from it by hand and delete the file"
+        ) from e
+    try:
+        if doc.get("version") != _STATE_VERSION:
+            raise ValueError(f"unsupported version {doc.get('version')!r}")
+        clusters: dict[str, LocalCluster] = {}
+        for alias, c in doc["clusters"].items():
+            clusters[alias] = LocalCluster(
+                alias=alias,
+                bootstrap_servers=c["bootstrap.servers"],
+                data_dir=Path(c["data_dir"]),
+                brokers=tuple(
+                    LocalBroker(
+                        node_id=int(b["node_id"]),
+                        port=int(b["port"]),
+                        controller_port=int(b["controller_port"]),
+                        rack=b["rack"],
+                        pid=int(b["pid"]),
+                        log_path=Path(b["log_path"]),
+                        controller=bool(b["controller"]),
+                    )
+                    for b in c["brokers"]
+                ),
+                cluster_id=c["cluster_id"],
+                security=c["security"],
+                sasl_users=MappingProxyType(dict(c["sasl_users"])),
+            )
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise LocalClusterError(
+            f"{path} is not a mirrorspark local state file ({e}): stop any brokers left from it by hand"
+            " and delete the file"
+        ) from e
+    return LocalClusters(base_dir=Path(doc.get("base_dir", base_dir)), clusters=MappingProxyType(clusters))
+
+
+def _with_cluster(state: LocalClusters, cluster: LocalCluster) -> LocalClusters:
+    clusters = dict(state.clusters)
+    clusters[cluster.alias] = cluster
+    return LocalClusters(base_dir=state.base_dir, clusters=MappingProxyType(clusters))
+
+
+def _write_text(path: Path, text: str, *, mode: int = 0o600) -> None:
+    """Write atomically (temporary file + rename)."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _validate_aliases(aliases: Sequence[str]) -> list[str]:
+    if isinstance(aliases, str):
+        raise LocalClusterError(f"aliases must be a sequence of names, not the string {aliases!r}")
+    result = list(aliases)
+    if not result:
+        raise LocalClusterError("no cluster aliases given: name at least one, e.g. primary")
+    for alias in result:
+        if not isinstance(alias, str) or not _ALIAS_RE.fullmatch(alias):
+            raise LocalClusterError(f"invalid cluster alias {alias!r}: use letters, digits, '_' and '-'")
+    duplicates = sorted({a for a in result if result.count(a) > 1})
+    if duplicates:
+        raise LocalClusterError(f"duplicate cluster aliases: {', '.join(duplicates)}")
+    return result
+
+
+def _validate_security(security: str, users: Mapping[str, str] | None) -> dict[str, str]:
+    if security == "plaintext":
+        if users:
+            raise LocalClusterError("sasl_users need security='sasl_plain'")
+        return {}
+    if security != "sasl_plain":
+        raise LocalClusterError(f"unknown security {security!r}: use 'plaintext' or 'sasl_plain'")
+    result = {_ADMIN_USER: _DEFAULT_ADMIN_PASSWORD}
+    result.update(users or {})
+    for name, password in result.items():
+        if not _SASL_NAME_RE.fullmatch(name):
+            raise LocalClusterError(f"invalid SASL user name {name!r}: use letters, digits, '_', '.' and '-'")
+        if not password or any(ch in password for ch in '"\\;\n\r'):
+            raise LocalClusterError(
+                f"invalid password for SASL user {name!r}: must be non-empty without quotes,"
+                " backslashes, semicolons or newlines"
+            )
+    return result

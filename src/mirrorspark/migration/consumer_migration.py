@@ -1,0 +1,394 @@
+"""The consumer migration tools (SRM's ``srm-control offsets``, MM2's ``RemoteClusterUtils``)."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from confluent_kafka.admin import AdminClient
+
+from mirrorspark.config.model import MirrorConfig
+from mirrorspark.errors import ClusterError, ClusterUnreachableError, ControlError
+from mirrorspark.kafka.clients import (
+    LIBRDKAFKA_LOGGER,
+    admin_client,
+    alter_group_offsets,
+    check_reachable,
+    describe_group,
+    end_offsets,
+    group_offsets,
+    list_topics,
+)
+from mirrorspark.migration.plans import _ACTIVE_GROUP_ERRORS, FailoverOffset, FailoverPlan, OffsetTranslation
+from mirrorspark.mm2.checkpoints import CheckpointStore, TopicPartitionKey, rename_topic, rereads_at, upstream_topic_of
+from mirrorspark.mm2.records import Checkpoint
+from mirrorspark.replication.checkpoints import CheckpointEmitter
+
+if TYPE_CHECKING:
+    pass
+
+
+class ConsumerMigration:
+    """Operator tools for moving consumer groups from S to T (SRM's ``srm-control offsets``, MM2's RemoteClusterUtils).
+
+    Reads the checkpoints the flow ``S->T`` wrote to ``<S>.checkpoints.internal``
+    on T and, where needed, the group on S and the flow's offset syncs. Creates
+    nothing on any cluster; only :meth:`failover` writes (the group's offsets on T).
+
+    Parameters
+    ----------
+    config:
+        The whole configuration.
+    source, target:
+        Aliases of the flow ``source->target``.
+    timeout_s:
+        Seconds for each cluster call and for reading the checkpoints topic to its
+        end (default 30); reachability is checked within ``min(10, timeout_s)``.
+
+    Raises
+    ------
+    UnknownAliasError
+        If an alias is not in ``clusters`` (before anything connects).
+
+    Notes
+    -----
+    Not thread-safe. Every command that names a group raises
+    :class:`~mirrorspark.errors.ControlError` for an *unknown group*: one with
+    no checkpoints on T and no committed offsets or membership on S.
+    """
+
+    def __init__(self, config: MirrorConfig, *, source: str, target: str, timeout_s: float = 30.0) -> None:
+        self.flow = config.flow(source, target)
+        self.source = source
+        self.target = target
+        self.timeout_s = timeout_s
+        self._bootstrap = {
+            source: config.cluster(source).bootstrap_servers,
+            target: config.cluster(target).bootstrap_servers,
+        }
+        self.emitter = CheckpointEmitter(config, self.flow)
+        self.policy = self.emitter.policy
+        self.checkpoints_topic = self.emitter.checkpoints_topic
+        self._settings = {source: (self.flow.source_admin, "source"), target: (self.flow.target_admin, "target")}
+        self._admin_clients: dict[str, AdminClient] = {}
+        self._reachable: dict[str, bool] = {}
+        self._syncs_loaded = False
+
+    def __enter__(self) -> ConsumerMigration:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ clusters
+
+    def _admin(self, alias: str) -> AdminClient:
+        """The admin client of the source or target, created at first use; librdkafka logs go to Python logging."""
+        if alias not in self._admin_clients:
+            settings, role = self._settings[alias]
+            self._admin_clients[alias] = admin_client(
+                settings,
+                client_id=f"{self.flow.name}|mirrorspark|migration-{role}-admin",
+                overrides={"logger": logging.getLogger(LIBRDKAFKA_LOGGER)},
+            )
+        return self._admin_clients[alias]
+
+    def require_reachable(self, alias: str) -> None:
+        """Fail fast unless a broker of ``alias`` (the source or the target) answers.
+
+        Raises
+        ------
+        ClusterUnreachableError
+            Naming the alias, its bootstrap servers and the fix.
+        """
+        if self._reachable.get(alias):
+            return
+        try:
+            check_reachable(self._admin(alias), alias, self._bootstrap[alias], timeout_s=min(10.0, self.timeout_s))
+        except ClusterUnreachableError:
+            self._reachable[alias] = False
+            del self._admin_clients[alias]  # destroyed: it would keep reconnecting in the background
+            raise
+        self._reachable[alias] = True
+
+    def reachable(self, alias: str) -> bool:
+        """Whether a broker of ``alias`` answers (checked once)."""
+        if alias not in self._reachable:
+            with contextlib.suppress(ClusterUnreachableError):
+                self.require_reachable(alias)
+        return self._reachable[alias]
+
+    def _require_known(self, group: str) -> None:
+        """Raise ControlError for a group without checkpoints unless it exists on the source."""
+        where = f"no checkpoints in '{self.checkpoints_topic}' on '{self.target}'"
+        if not self.reachable(self.source):
+            raise ControlError(
+                f"unknown group '{group}' ({where}; cluster '{self.source}' is unreachable, so the group could "
+                "not be looked up there): check the group id, --source and --target"
+            )
+        admin = self._admin(self.source)
+        if describe_group(admin, self.source, group, timeout_s=self.timeout_s).exists:
+            return
+        if group_offsets(admin, self.source, group, timeout_s=self.timeout_s):
+            return
+        raise ControlError(
+            f"unknown group '{group}': no such consumer group on cluster '{self.source}' ({where}); "
+            "check the group id, --source and --target"
+        )
+
+    def _load_syncs(self) -> None:
+        if not self._syncs_loaded:
+            self.emitter.load_syncs(read_to_end_required=False)
+            self._syncs_loaded = True
+
+    # ------------------------------------------------------------------ reading checkpoints
+
+    def checkpoints(self, group: str | None = None) -> list[Checkpoint]:
+        """Checkpoint records on the target, in topic order (``mirrorspark checkpoints read``).
+
+        Parameters
+        ----------
+        group:
+            Only this group's records; ``None`` for all.
+
+        Raises
+        ------
+        ControlError
+            If ``group`` is unknown.
+        ClusterError
+            If the target cannot be read (unreachable: ``ClusterUnreachableError``).
+        """
+        self.require_reachable(self.target)
+        records = self.emitter.read_checkpoints(timeout_s=self.timeout_s)
+        if group is None:
+            return records
+        mine = [cp for cp in records if cp.consumer_group_id == group]
+        if not mine:
+            self._require_known(group)
+        return mine
+
+    def latest_checkpoints(self, groups: Sequence[str] | None = None) -> dict[str, dict[TopicPartitionKey, Checkpoint]]:
+        """The current checkpoint per (group, downstream topic, partition) — RemoteClusterUtils.translateOffsets.
+
+        Parameters
+        ----------
+        groups:
+            The groups; ``None`` for every group with checkpoints. A known group
+            without checkpoints (yet) maps to ``{}``.
+
+        Returns
+        -------
+        dict[str, dict[tuple[str, int], Checkpoint]]
+            By group, then ``(topic on the target, partition)``, both sorted.
+
+        Raises
+        ------
+        ControlError
+            If a group in ``groups`` is unknown.
+        ClusterError
+            If the target cannot be read.
+        """
+        self.require_reachable(self.target)
+        store = CheckpointStore()
+        for cp in self.emitter.read_checkpoints(timeout_s=self.timeout_s):
+            store.update(cp)
+        names = store.groups() if groups is None else list(dict.fromkeys(groups))
+        out: dict[str, dict[TopicPartitionKey, Checkpoint]] = {}
+        for group in names:
+            latest = store.group(group)
+            if not latest:
+                self._require_known(group)
+            out[group] = dict(sorted(latest.items()))
+        return out
+
+    # ------------------------------------------------------------------ live translation
+
+    def translate_group(self, group: str) -> list[OffsetTranslation]:
+        """Translate a source group's committed offsets to the target now (``mirrorspark offsets translate``).
+
+        Each committed offset (of a topic the flow replicates) is translated live
+        through the flow's offset syncs with MM2's rule (no exact copied ranges
+        exist outside the running flow), or in reverse through the opposite
+        flow's syncs for a failback topic (:meth:`CheckpointEmitter.translate`).
+        When the latest checkpoint is for exactly the committed offset, its
+        downstream offset is preferred: the running flow may have translated it
+        exactly; its re-reads are then :func:`rereads_at` the live translation.
+
+        Returns
+        -------
+        list[OffsetTranslation]
+            Sorted by topic and partition; empty when the group committed nothing.
+
+        Raises
+        ------
+        ControlError
+            If the group is unknown.
+        ClusterUnreachableError
+            If the source or the target does not answer.
+        ClusterError
+            If a cluster call fails.
+        """
+        self.require_reachable(self.source)
+        self.require_reachable(self.target)
+        latest = self.latest_checkpoints([group])[group]
+        committed = group_offsets(self._admin(self.source), self.source, group, timeout_s=self.timeout_s)
+        self._load_syncs()
+        tgt_admin = self._admin(self.target)
+        rows = []
+        renamed: dict[TopicPartitionKey, str] = {}
+        for topic, partition in committed:
+            if self.emitter.topic_filter.should_replicate_topic(topic):
+                renamed[(topic, partition)] = rename_topic(self.policy, self.source, self.target, topic)
+        existing = list_topics(tgt_admin, self.target, timeout_s=self.timeout_s)
+        ends = end_offsets(
+            tgt_admin,
+            self.target,
+            [(t, p) for (_, p), t in renamed.items() if t in existing and p < existing[t]],
+            timeout_s=self.timeout_s,
+        )
+        for (topic, partition), target_topic in sorted(renamed.items()):
+            offset, metadata = committed[(topic, partition)]
+            live = self.emitter.translate(group, topic, partition, offset, metadata)
+            live_cp = live.checkpoint
+            live_rereads = live.rereads if live.rereads >= 0 else None
+            cp = latest.get((target_topic, partition))
+            target_offset: int | None
+            rereads: int | None
+            if cp is not None and cp.upstream_offset == offset:
+                target_offset, basis = cp.downstream_offset, "checkpoint"
+                rereads = (
+                    rereads_at(cp.downstream_offset, live_cp.downstream_offset, live_rereads)
+                    if live_cp is not None and live_rereads is not None
+                    else None
+                )
+            elif live_cp is not None:
+                target_offset, basis, rereads = live_cp.downstream_offset, "offset-syncs", live_rereads
+            else:
+                target_offset, basis, rereads = None, "none", None
+            rows.append(
+                OffsetTranslation(
+                    group=group,
+                    topic=topic,
+                    partition=partition,
+                    source_offset=offset,
+                    target_topic=target_topic,
+                    target_offset=target_offset,
+                    target_end_offset=ends.get((target_topic, partition)),
+                    rereads=rereads,
+                    basis=basis,
+                )
+            )
+        return rows
+
+    # ------------------------------------------------------------------ failover
+
+    def failover(self, group: str, *, dry_run: bool = False) -> FailoverPlan:
+        """Commit a group's latest checkpoints to the same group on the target (``mirrorspark failover``).
+
+        The offsets are those of :meth:`latest_checkpoints` (RemoteClusterUtils's
+        answer), written with the source commit's metadata whether they move the
+        target group forward or back. Needs only the target; when the source is
+        reachable too, the re-reads are computed from the offset syncs
+        (:func:`rereads_at`) and the group's members there are counted.
+
+        Parameters
+        ----------
+        group:
+            The consumer group.
+        dry_run:
+            Compute and return the plan, change nothing.
+
+        Returns
+        -------
+        FailoverPlan
+
+        Raises
+        ------
+        ControlError
+            If the group is unknown, has no checkpoints yet, or has active members
+            on the target (the message names the group, the cluster and how many).
+        ClusterUnreachableError
+            If the target does not answer.
+        ClusterError
+            If reading or committing fails.
+        """
+        self.require_reachable(self.target)
+        latest = self.latest_checkpoints([group])[group]
+        if not latest:
+            raise ControlError(
+                f"group '{group}' has no checkpoints in '{self.checkpoints_topic}' on '{self.target}' yet: "
+                f"nothing to fail over; let the flow {self.flow.name} run until it emits them "
+                "(emit.checkpoints.interval.seconds)"
+            )
+        tgt_admin = self._admin(self.target)
+        desc = describe_group(tgt_admin, self.target, group, timeout_s=self.timeout_s)
+        if desc.active:
+            raise self._active_error(group, desc.members, desc.state)
+        previous = group_offsets(tgt_admin, self.target, group, timeout_s=self.timeout_s)
+        source_members: int | None = None
+        upstream: dict[TopicPartitionKey, str] = {}
+        if self.reachable(self.source):
+            src_admin = self._admin(self.source)
+            source_members = describe_group(src_admin, self.source, group, timeout_s=self.timeout_s).members
+            for topic, partition in group_offsets(src_admin, self.source, group, timeout_s=self.timeout_s):
+                upstream[(rename_topic(self.policy, self.source, self.target, topic), partition)] = topic
+            self._load_syncs()
+        offsets = []
+        for (topic, partition), cp in latest.items():
+            rereads: int | None = None
+            if self._syncs_loaded:
+                up = upstream.get((topic, partition)) or upstream_topic_of(self.policy, self.source, self.target, topic)
+                if up is not None:
+                    live = self.emitter.translate(group, up, partition, cp.upstream_offset)
+                    if live.checkpoint is not None and live.rereads >= 0:
+                        rereads = rereads_at(cp.downstream_offset, live.checkpoint.downstream_offset, live.rereads)
+            before = previous.get((topic, partition))
+            offsets.append(
+                FailoverOffset(
+                    topic=topic,
+                    partition=partition,
+                    offset=cp.downstream_offset,
+                    upstream_offset=cp.upstream_offset,
+                    metadata=cp.metadata,
+                    previous_offset=before[0] if before is not None else None,
+                    rereads=rereads,
+                )
+            )
+        if not dry_run:
+            try:
+                alter_group_offsets(
+                    tgt_admin,
+                    self.target,
+                    group,
+                    {(o.topic, o.partition): (o.offset, o.metadata) for o in offsets},
+                    timeout_s=self.timeout_s,
+                )
+            except ClusterError as e:
+                if e.kafka_code in _ACTIVE_GROUP_ERRORS:
+                    now = describe_group(tgt_admin, self.target, group, timeout_s=self.timeout_s)
+                    raise self._active_error(group, now.members, now.state) from e
+                raise
+        return FailoverPlan(
+            group=group,
+            source=self.source,
+            target=self.target,
+            offsets=tuple(offsets),
+            applied=not dry_run,
+            source_members=source_members,
+        )
+
+    def _active_error(self, group: str, members: int, state: str) -> ControlError:
+        return ControlError(
+            f"consumer group '{group}' has {members} active member{'s' if members != 1 else ''} on cluster "
+            f"'{self.target}' (state {state}): stop its consumers there, then fail over again "
+            "(committing offsets for a group in use would be rejected or overwritten)"
+        )
+
+    def close(self) -> None:
+        """Release the consumers (admin clients close when collected)."""
+        self.emitter.close()
+
+
+__all__ = ["ConsumerMigration"]

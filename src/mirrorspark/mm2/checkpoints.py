@@ -1,0 +1,123 @@
+"""Checkpoint rules of MM2's ``MirrorCheckpointTask``: renaming, recency, the latest checkpoint per group."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from mirrorspark.mm2.policy import ReplicationPolicy
+from mirrorspark.mm2.records import Checkpoint, OffsetSync
+from mirrorspark.mm2.sync_store import OffsetSyncStore
+
+if TYPE_CHECKING:
+    pass
+
+
+TopicPartitionKey = tuple[str, int]
+
+
+def rename_topic(policy: ReplicationPolicy, source_alias: str, target_alias: str, upstream_topic: str) -> str:
+    """The topic name a checkpoint of ``upstream_topic`` carries (MM2 ``MirrorCheckpointTask.renameTopicPartition``).
+
+    A topic that came from the target (``topic_source == target``) is named by
+    its original topic (failback: ``B.topic1`` on A, flow A->B... checkpointed as
+    ``topic1``); any other topic by its remote name on the target.
+    """
+    if policy.topic_source(upstream_topic) == target_alias:
+        return policy.original_topic(upstream_topic)
+    return policy.format_remote_topic(source_alias, upstream_topic)
+
+
+def is_more_recent(new: Checkpoint, last: Checkpoint | None) -> bool:
+    """MM2's rule for emitting a checkpoint (``MirrorCheckpointTask.checkpointIsMoreRecent``).
+
+    Emit when there is no previous checkpoint for the group and partition, when
+    the group's upstream offset was rewound (even if the downstream offset goes
+    down), or when the downstream offset moved forward. An equal or lower
+    downstream offset without an upstream rewind is not emitted, so a
+    checkpoint never moves a group backwards without cause.
+    """
+    if last is None:
+        return True
+    if new.upstream_offset < last.upstream_offset:
+        return True
+    return new.downstream_offset > last.downstream_offset
+
+
+class CheckpointStore:
+    """The latest checkpoint per (group, downstream topic-partition) (MM2 ``CheckpointStore``)."""
+
+    def __init__(self) -> None:
+        self._latest: dict[str, dict[TopicPartitionKey, Checkpoint]] = {}
+
+    def update(self, checkpoint: Checkpoint) -> None:
+        """Remember a checkpoint (the last one written wins, as compaction keeps it)."""
+        self._latest.setdefault(checkpoint.consumer_group_id, {})[(checkpoint.topic, checkpoint.partition)] = checkpoint
+
+    def get(self, group: str, topic: str, partition: int) -> Checkpoint | None:
+        """The latest checkpoint of a group for a downstream topic-partition, or ``None``."""
+        return self._latest.get(group, {}).get((topic, partition))
+
+    def group(self, group: str) -> dict[TopicPartitionKey, Checkpoint]:
+        """The latest checkpoints of one group, by downstream topic-partition."""
+        return dict(self._latest.get(group, {}))
+
+    def groups(self) -> list[str]:
+        """Groups with at least one checkpoint."""
+        return sorted(self._latest)
+
+
+def _newest_sync_at_or_before_downstream(
+    store: OffsetSyncStore, topic: str, partition: int, downstream_offset: int
+) -> OffsetSync | None:
+    for s in store.syncs(topic, partition):  # newest first
+        if s.downstream_offset <= downstream_offset:
+            return s
+    return None
+
+
+# --------------------------------------------------------------------------- consumer migration (operator tools)
+
+
+def upstream_topic_of(policy: ReplicationPolicy, source_alias: str, target_alias: str, renamed: str) -> str | None:
+    """The upstream topic whose checkpoints carry the downstream name ``renamed`` (inverse of :func:`rename_topic`).
+
+    ``primary.t`` → ``t``; a failback name ``t`` → ``backup.t`` (flow
+    primary->backup). A name that several upstream topics map to (failback of a
+    multi-hop topic) gets the one-hop candidate.
+
+    Returns
+    -------
+    str or None
+        The upstream topic, or ``None`` if no candidate renames to ``renamed``.
+    """
+    candidates: list[str] = []
+    if policy.topic_source(renamed) == source_alias:
+        up = policy.upstream_topic(renamed)
+        if up is not None:
+            candidates.append(up)
+    candidates.append(policy.format_remote_topic(target_alias, renamed))
+    for candidate in candidates:
+        if rename_topic(policy, source_alias, target_alias, candidate) == renamed:
+            return candidate
+    return None
+
+
+def rereads_at(downstream_offset: int, live_downstream_offset: int, live_rereads: int) -> int:
+    """Records re-read by a consumer starting at ``downstream_offset`` instead of a live translation.
+
+    A live translation (MM2's rule over the offset syncs) starts at
+    ``live_downstream_offset`` and re-reads ``live_rereads`` copies of records the
+    group already consumed; starting ``d`` records later skips ``d`` of them
+    (a checkpoint the running flow translated exactly), starting earlier re-reads
+    more. Exact when the partition has no compaction gaps or transaction markers
+    between the two offsets (each offset is then one record).
+
+    Returns
+    -------
+    int
+        ``max(0, live_rereads - (downstream_offset - live_downstream_offset))``.
+    """
+    return max(0, live_rereads - (downstream_offset - live_downstream_offset))
+
+
+__all__ = ["CheckpointStore", "is_more_recent", "rename_topic", "rereads_at", "upstream_topic_of"]

@@ -1,0 +1,353 @@
+"""Kafka Connect source offsets as MM2's connectors store them, and Kafka's default partitioner."""
+
+from __future__ import annotations
+
+import json
+import struct
+from typing import Any, NamedTuple
+
+from mirrorspark.errors import CorruptRecordError
+from mirrorspark.mm2.records import MIRROR_CHECKPOINT_CONNECTOR, MIRROR_HEARTBEAT_CONNECTOR, MIRROR_SOURCE_CONNECTOR
+
+# --------------------------------------------------------------------------- Connect source offsets
+
+_SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
+
+
+def _json_string(value: str) -> str:
+    """A JSON string literal written as Jackson writes it.
+
+    Non-ASCII characters are written raw, ``"`` and ``\\`` and the usual control
+    characters get their short escapes, other control characters ``\\u00XX`` with
+    upper-case hex (Python's :mod:`json` would write lower-case hex).
+    """
+    parts = ['"']
+    for ch in value:
+        escaped = _SHORT_ESCAPES.get(ch)
+        if escaped is not None:
+            parts.append(escaped)
+        elif ch < " ":
+            parts.append(f"\\u{ord(ch):04X}")
+        else:
+            parts.append(ch)
+    parts.append('"')
+    return "".join(parts)
+
+
+def _json_int(value: int, field: str) -> str:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{field} must be an int, got {value!r}")
+    return str(value)
+
+
+def _connect_key(connector_name: str, fields: list[tuple[str, str]]) -> bytes:
+    """``[<connector name>,{<fields in order>}]`` as compact UTF-8 JSON."""
+    body = ",".join(f"{_json_string(name)}:{literal}" for name, literal in fields)
+    return f"[{_json_string(connector_name)},{{{body}}}]".encode()
+
+
+def source_offset_key(
+    cluster_alias: str, topic: str, partition: int, connector_name: str = MIRROR_SOURCE_CONNECTOR
+) -> bytes:
+    """Key under which Connect stores MirrorSourceConnector's offset for one source partition.
+
+    Parameters
+    ----------
+    cluster_alias:
+        Alias of the source cluster, e.g. ``"primary"``.
+    topic:
+        Source topic name.
+    partition:
+        Source partition number (≥ 0).
+    connector_name:
+        Connector name; ``"MirrorSourceConnector"`` in MM2's dedicated driver.
+
+    Returns
+    -------
+    bytes
+        E.g. ``["MirrorSourceConnector",{"cluster":"primary","partition":0,"topic":"test-topic-1"}]``.
+
+    Raises
+    ------
+    TypeError
+        If ``partition`` is not an int.
+    """
+    return _connect_key(
+        connector_name,
+        [
+            ("cluster", _json_string(cluster_alias)),
+            ("partition", _json_int(partition, "partition")),
+            ("topic", _json_string(topic)),
+        ],
+    )
+
+
+def source_offset_value(offset: int) -> bytes:
+    """Value Connect stores as MirrorSourceConnector's offset for one source partition.
+
+    Parameters
+    ----------
+    offset:
+        Offset of the **last replicated** upstream record (MM2 resumes at ``offset + 1``).
+
+    Returns
+    -------
+    bytes
+        E.g. ``{"offset":99}``.
+
+    Raises
+    ------
+    TypeError
+        If ``offset`` is not an int.
+    """
+    return f'{{"offset":{_json_int(offset, "offset")}}}'.encode()
+
+
+def checkpoint_connector_offset_key(
+    group: str, topic: str, partition: int, connector_name: str = MIRROR_CHECKPOINT_CONNECTOR
+) -> bytes:
+    """Key under which Connect stores MirrorCheckpointConnector's (constant) offset.
+
+    The stored value is :data:`CONSTANT_OFFSET_VALUE`.
+
+    Parameters
+    ----------
+    group:
+        Consumer group id.
+    topic:
+        The **downstream** (renamed) topic, e.g. ``"primary.test-topic-1"``.
+    partition:
+        Partition number.
+    connector_name:
+        Connector name; ``"MirrorCheckpointConnector"`` in MM2's dedicated driver.
+
+    Returns
+    -------
+    bytes
+        E.g. ``["MirrorCheckpointConnector",{"partition":3,"topic":"primary.test-topic-1",
+        "group":"consumer-group-1"}]``.
+
+    Raises
+    ------
+    TypeError
+        If ``partition`` is not an int.
+    """
+    return _connect_key(
+        connector_name,
+        [
+            ("partition", _json_int(partition, "partition")),
+            ("topic", _json_string(topic)),
+            ("group", _json_string(group)),
+        ],
+    )
+
+
+def heartbeat_connector_offset_key(
+    source_alias: str, target_alias: str, connector_name: str = MIRROR_HEARTBEAT_CONNECTOR
+) -> bytes:
+    """Key under which Connect stores MirrorHeartbeatConnector's (constant) offset.
+
+    The stored value is :data:`CONSTANT_OFFSET_VALUE`.
+
+    Parameters
+    ----------
+    source_alias, target_alias:
+        The flow's cluster aliases.
+    connector_name:
+        Connector name; ``"MirrorHeartbeatConnector"`` in MM2's dedicated driver.
+
+    Returns
+    -------
+    bytes
+        E.g. ``["MirrorHeartbeatConnector",{"sourceClusterAlias":"primary","targetClusterAlias":"backup"}]``.
+    """
+    return _connect_key(
+        connector_name,
+        [
+            ("sourceClusterAlias", _json_string(source_alias)),
+            ("targetClusterAlias", _json_string(target_alias)),
+        ],
+    )
+
+
+class SourceOffset(NamedTuple):
+    """MirrorSourceConnector's stored position for one source partition.
+
+    Attributes
+    ----------
+    cluster:
+        Source cluster alias.
+    topic:
+        Source topic name.
+    partition:
+        Source partition number.
+    offset:
+        Offset of the last replicated upstream record, or ``None`` for a tombstone
+        (offset deleted).
+    """
+
+    cluster: str
+    topic: str
+    partition: int
+    offset: int | None
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _parse_json(data: bytes, part: str) -> Any:
+    try:
+        return json.loads(bytes(data).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise CorruptRecordError(
+            f"cannot decode Connect source-offset {part}: not UTF-8 JSON ({e}); "
+            "check that the topic is a Kafka Connect offsets topic (mm2-offsets.<source>.internal)"
+        ) from e
+
+
+def decode_source_offset(
+    key: bytes, value: bytes | None, *, connector_name: str = MIRROR_SOURCE_CONNECTOR
+) -> SourceOffset | None:
+    """Decode a record of Connect's offsets topic written for MirrorSourceConnector.
+
+    Parameters
+    ----------
+    key:
+        Record key, ``[<connector name>,{...partition map...}]`` as JSON.
+    value:
+        Record value, ``{"offset":<int>}`` as JSON, or ``None`` (tombstone).
+    connector_name:
+        Name of the source connector whose offsets are wanted; default
+        ``"MirrorSourceConnector"``.
+
+    Returns
+    -------
+    SourceOffset or None
+        ``(cluster, topic, partition, offset)`` (``offset`` ``None`` for a tombstone), or
+        ``None`` if the key belongs to another connector (e.g. the checkpoint or heartbeat
+        connector).
+
+    Raises
+    ------
+    CorruptRecordError
+        If the key is not a JSON array ``[string, object]``, or for ``connector_name`` the
+        object lacks string ``cluster``/``topic`` or integer ``partition``, or the value is
+        not a JSON object with an integer ``offset``.
+    """
+    parsed_key = _parse_json(key, "key")
+    if not (
+        isinstance(parsed_key, list)
+        and len(parsed_key) == 2
+        and isinstance(parsed_key[0], str)
+        and (parsed_key[1] is None or isinstance(parsed_key[1], dict))
+    ):
+        raise CorruptRecordError(
+            f"cannot decode Connect source-offset key {bytes(key)[:200]!r}: expected a JSON array "
+            "[connector name, partition object]; check that the topic is a Kafka Connect offsets topic"
+        )
+    name, partition_map = parsed_key
+    if name != connector_name:
+        return None
+    if not (
+        isinstance(partition_map, dict)
+        and isinstance(partition_map.get("cluster"), str)
+        and isinstance(partition_map.get("topic"), str)
+        and _is_int(partition_map.get("partition"))
+    ):
+        raise CorruptRecordError(
+            f"cannot decode {connector_name} source-offset key {bytes(key)[:200]!r}: expected "
+            'a partition object {"cluster":<string>,"partition":<int>,"topic":<string>}; '
+            "check connector_name and that the topic holds MirrorSourceConnector offsets"
+        )
+    offset: int | None = None
+    if value is not None:
+        parsed_value = _parse_json(value, "value")
+        if not (isinstance(parsed_value, dict) and _is_int(parsed_value.get("offset"))):
+            raise CorruptRecordError(
+                f"cannot decode {connector_name} source-offset value {bytes(value)[:200]!r}: expected "
+                '{"offset":<int>}; check that the topic holds MirrorSourceConnector offsets'
+            )
+        offset = parsed_value["offset"]
+    return SourceOffset(partition_map["cluster"], partition_map["topic"], partition_map["partition"], offset)
+
+
+# --------------------------------------------------------------------------- partitioning
+
+_MASK32 = 0xFFFFFFFF
+_MURMUR2_SEED = 0x9747B28C
+_MURMUR2_M = 0x5BD1E995
+_WORDS_LE = struct.Struct("<I")
+
+
+def murmur2(data: bytes) -> int:
+    """32-bit MurmurHash2 as Kafka computes it (``org.apache.kafka.common.utils.Utils.murmur2``).
+
+    Parameters
+    ----------
+    data:
+        The bytes to hash (for partitioning: the serialized record key).
+
+    Returns
+    -------
+    int
+        The hash as a **signed** 32-bit integer, like Java's ``int``
+        (e.g. ``murmur2(b"21") == -973932308``).
+    """
+    length = len(data)
+    h = (_MURMUR2_SEED ^ length) & _MASK32
+    whole = length - length % 4
+    for (k,) in _WORDS_LE.iter_unpack(data[:whole]):
+        k = (k * _MURMUR2_M) & _MASK32
+        k ^= k >> 24
+        k = (k * _MURMUR2_M) & _MASK32
+        h = ((h * _MURMUR2_M) & _MASK32) ^ k
+    tail = data[whole:]
+    if len(tail) == 3:
+        h ^= tail[2] << 16
+    if len(tail) >= 2:
+        h ^= tail[1] << 8
+    if len(tail) >= 1:
+        h ^= tail[0]
+        h = (h * _MURMUR2_M) & _MASK32
+    h ^= h >> 13
+    h = (h * _MURMUR2_M) & _MASK32
+    h ^= h >> 15
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def default_partition(key: bytes, num_partitions: int) -> int:
+    """Partition Kafka's Java producer picks for a keyed record (``BuiltInPartitioner``).
+
+    Parameters
+    ----------
+    key:
+        The serialized record key.
+    num_partitions:
+        Partition count of the topic (25 for Connect's offsets topic by default).
+
+    Returns
+    -------
+    int
+        ``(murmur2(key) & 0x7fffffff) % num_partitions``, in ``0..num_partitions-1``.
+
+    Raises
+    ------
+    ValueError
+        If ``num_partitions`` is less than 1.
+    """
+    if num_partitions < 1:
+        raise ValueError(f"num_partitions must be at least 1, got {num_partitions}")
+    return (murmur2(key) & 0x7FFFFFFF) % num_partitions
+
+
+__all__ = [
+    "SourceOffset",
+    "checkpoint_connector_offset_key",
+    "decode_source_offset",
+    "default_partition",
+    "heartbeat_connector_offset_key",
+    "murmur2",
+    "source_offset_key",
+    "source_offset_value",
+]

@@ -1,0 +1,349 @@
+"""Live control of allow/deny lists as pure data: control records, their fold, the lists in effect."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, cast
+
+from mirrorspark.errors import BadRegexError, CorruptRecordError
+from mirrorspark.mm2.filters import compile_list
+from mirrorspark.mm2.policy import ReplicationPolicy
+
+Kind = Literal["topics", "groups"]
+"""What a list filters: source topics or consumer groups."""
+
+ListName = Literal["allow", "deny"]
+"""Which list: ``allow`` (``topics`` / ``groups``) or ``deny`` (``topics.exclude`` / ``groups.exclude``)."""
+
+Op = Literal["add", "remove"]
+"""What a change does to its list entry."""
+
+KINDS: tuple[Kind, ...] = ("topics", "groups")
+_LISTS: tuple[ListName, ...] = ("allow", "deny")
+_OPS: tuple[Op, ...] = ("add", "remove")
+_CONTROL_PREFIX = "mm2-control"
+_OFFSET_SYNCS_PREFIX = "mm2-offset-syncs"
+
+
+def control_topic(policy: ReplicationPolicy, source_alias: str) -> str:
+    """Name of the control topic of flows from ``source_alias`` (it lives on the flow's target).
+
+    Built like :meth:`~mirrorspark.policy.ReplicationPolicy.offset_syncs_topic`, with the
+    policy's internal separator, so the policy sees it as an MM2 internal topic.
+
+    Parameters
+    ----------
+    policy:
+        The flow's replication policy.
+    source_alias:
+        The flow's source cluster alias.
+
+    Returns
+    -------
+    str
+        ``mm2-control<isep><source_alias><isep>internal``, e.g. ``mm2-control.primary.internal``;
+        ``mm2-control.<source_alias>.internal`` for a policy whose offset-syncs topic does not
+        start with ``mm2-offset-syncs``.
+    """
+    syncs = policy.offset_syncs_topic(source_alias)
+    if syncs.startswith(_OFFSET_SYNCS_PREFIX):
+        name = _CONTROL_PREFIX + syncs[len(_OFFSET_SYNCS_PREFIX) :]
+        if policy.is_internal_topic(name):
+            return name
+    return f"{_CONTROL_PREFIX}.{source_alias}.internal"
+
+
+def validate_regex(regex: str, *, option: str) -> str:
+    """Check one list entry before anything is written; return it trimmed.
+
+    Parameters
+    ----------
+    regex:
+        A Java-style regex matched against whole names (as the config file's list items).
+    option:
+        Where it came from, for the message (e.g. ``"--add"``).
+
+    Returns
+    -------
+    str
+        ``regex`` without surrounding whitespace (config list items are trimmed too).
+
+    Raises
+    ------
+    BadRegexError
+        If it is empty or does not compile; the message names the regex.
+    """
+    item = regex.strip()
+    if not item:
+        raise BadRegexError(f"{option}: an empty regex matches no name; give one such as 'orders\\..*'")
+    try:
+        compile_list([item], key=option)
+    except BadRegexError as e:
+        raise BadRegexError(f"{e.message}; nothing was changed") from e
+    return item
+
+
+# --------------------------------------------------------------------------- records
+
+
+def _json(obj: Mapping[str, object]) -> bytes:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+@dataclass(frozen=True, order=True)
+class ControlKey:
+    """The list entry a control record is about (the record key).
+
+    Attributes
+    ----------
+    flow:
+        The flow's name, ``"<source>-><target>"``.
+    kind:
+        ``"topics"`` or ``"groups"``.
+    list:
+        ``"allow"`` or ``"deny"``.
+    regex:
+        The entry, a regex matched against whole names.
+    """
+
+    flow: str
+    kind: Kind
+    list: ListName
+    regex: str
+
+    def encode(self) -> bytes:
+        """``{"flow":…,"kind":…,"list":…,"regex":…}``: compact JSON, sorted keys, UTF-8."""
+        return _json({"flow": self.flow, "kind": self.kind, "list": self.list, "regex": self.regex})
+
+    @classmethod
+    def decode(cls, key: bytes | None) -> ControlKey:
+        """Parse a record key.
+
+        Raises
+        ------
+        CorruptRecordError
+            If it is not such a JSON object or names an unknown kind or list.
+        """
+        doc = _load(key, "key")
+        flow, kind, lst, regex = (doc.get(k) for k in ("flow", "kind", "list", "regex"))
+        if not isinstance(flow, str) or not isinstance(regex, str):
+            raise CorruptRecordError(f"control record key {key!r}: 'flow' and 'regex' must be strings")
+        if kind not in KINDS or lst not in _LISTS:
+            raise CorruptRecordError(f"control record key {key!r}: unknown kind {kind!r} or list {lst!r}")
+        return cls(flow=flow, kind=cast(Kind, kind), list=cast(ListName, lst), regex=regex)
+
+
+@dataclass(frozen=True)
+class ControlChange:
+    """One control record: add or remove one list entry (``op`` ``None`` = a tombstone).
+
+    Attributes
+    ----------
+    key:
+        The list entry.
+    op:
+        ``"add"``, ``"remove"``, or ``None`` for a tombstone (forget the entry).
+    ts_ms:
+        When the change was made, epoch ms (``-1`` for a tombstone).
+    """
+
+    key: ControlKey
+    op: Op | None
+    ts_ms: int = -1
+
+    def encode_value(self) -> bytes | None:
+        """``{"op":…,"ts":…}`` as compact JSON, or ``None`` for a tombstone."""
+        if self.op is None:
+            return None
+        return _json({"op": self.op, "ts": self.ts_ms})
+
+    @classmethod
+    def decode(cls, key: bytes | None, value: bytes | None) -> ControlChange:
+        """Parse a record.
+
+        Raises
+        ------
+        CorruptRecordError
+            If the key or value is malformed.
+        """
+        k = ControlKey.decode(key)
+        if value is None:
+            return cls(key=k, op=None)
+        doc = _load(value, "value")
+        op, ts = doc.get("op"), doc.get("ts")
+        if op not in _OPS or not isinstance(ts, int) or isinstance(ts, bool):
+            raise CorruptRecordError(f"control record value {value!r}: expected {{'op': 'add'|'remove', 'ts': <ms>}}")
+        return cls(key=k, op=cast(Op, op), ts_ms=ts)
+
+
+def _load(raw: bytes | None, what: str) -> dict[str, Any]:
+    if raw is None:
+        raise CorruptRecordError(f"control record {what} is null")
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise CorruptRecordError(f"control record {what} {raw!r} is not UTF-8 JSON: {e}") from e
+    if not isinstance(doc, dict):
+        raise CorruptRecordError(f"control record {what} {raw!r} is not a JSON object")
+    return doc
+
+
+# --------------------------------------------------------------------------- state (pure)
+
+
+@dataclass(frozen=True)
+class ControlState:
+    """The folded control changes of one flow: the last change per list entry.
+
+    Attributes
+    ----------
+    flow:
+        The flow's name.
+    changes:
+        ``{(kind, list, regex): last change}`` in the order of each entry's last record.
+    records:
+        Records folded so far (including other flows' and tombstones).
+    """
+
+    flow: str
+    changes: Mapping[tuple[Kind, ListName, str], ControlChange] = field(default_factory=dict)
+    records: int = 0
+
+    def entries(self, kind: Kind, lst: ListName, op: Op) -> tuple[str, ...]:
+        """Regexes whose last change on ``kind``'s ``lst`` list is ``op``, in record order."""
+        return tuple(r for (k, li, r), c in self.changes.items() if k == kind and li == lst and c.op == op)
+
+
+def fold(changes: Iterable[ControlChange], state: ControlState) -> ControlState:
+    """Apply control records, in order, to a state; the last record per entry wins.
+
+    Pure: ``state`` is not modified. Records of other flows are counted and ignored; a
+    tombstone forgets its entry.
+
+    Parameters
+    ----------
+    changes:
+        Records in offset order.
+    state:
+        The state before them (``ControlState(flow=...)`` for an empty topic).
+
+    Returns
+    -------
+    ControlState
+        The state after them.
+    """
+    out = dict(state.changes)
+    n = state.records
+    for c in changes:
+        n += 1
+        if c.key.flow != state.flow:
+            continue
+        slot = (c.key.kind, c.key.list, c.key.regex)
+        out.pop(slot, None)  # re-insert: order = each entry's last change
+        if c.op is not None:
+            out[slot] = c
+    return ControlState(flow=state.flow, changes=out, records=n)
+
+
+@dataclass(frozen=True)
+class ListEntry:
+    """One regex of an effective list and where it comes from.
+
+    Attributes
+    ----------
+    regex:
+        The regex.
+    origin:
+        ``"config"`` (the config file's list) or ``"control"`` (added by a control change).
+    """
+
+    regex: str
+    origin: Literal["config", "control"]
+
+
+@dataclass(frozen=True)
+class EffectiveLists:
+    """The allow and deny lists of one kind in effect for a flow.
+
+    Attributes
+    ----------
+    kind:
+        ``"topics"`` or ``"groups"``.
+    allow, deny:
+        The lists in effect: config entries first (config order), then control-added ones.
+    removed_allow, removed_deny:
+        Config entries taken out by control changes (not in effect).
+    """
+
+    kind: Kind
+    allow: tuple[ListEntry, ...]
+    deny: tuple[ListEntry, ...]
+    removed_allow: tuple[str, ...] = ()
+    removed_deny: tuple[str, ...] = ()
+
+    def patterns(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """``(allow regexes, deny regexes)``."""
+        return tuple(e.regex for e in self.allow), tuple(e.regex for e in self.deny)
+
+
+def _combine(
+    config: Sequence[str], added: Sequence[str], removed: Sequence[str]
+) -> tuple[tuple[ListEntry, ...], tuple[str, ...]]:
+    gone = set(removed)
+    out: list[ListEntry] = []
+    seen: set[str] = set()
+    for regex, origin in [*((r, "config") for r in config), *((r, "control") for r in added)]:
+        if regex in gone or regex in seen:
+            continue
+        seen.add(regex)
+        out.append(ListEntry(regex, cast(Literal["config", "control"], origin)))
+    removed_config = tuple(dict.fromkeys(r for r in config if r in gone))
+    return tuple(out), removed_config
+
+
+def effective_lists(
+    state: ControlState, kind: Kind, *, config_allow: Sequence[str], config_deny: Sequence[str]
+) -> EffectiveLists:
+    """The lists in effect: the config file's, with the control changes on top. Pure.
+
+    ``allow = (config_allow | added allow) - removed allow`` and
+    ``deny = (config_deny | added deny) - removed deny``.
+
+    Parameters
+    ----------
+    state:
+        The folded control changes.
+    kind:
+        ``"topics"`` or ``"groups"``.
+    config_allow, config_deny:
+        The config file's lists (``topics`` / ``topics.exclude`` or ``groups`` / ``groups.exclude``).
+
+    Returns
+    -------
+    EffectiveLists
+        Config entries first, in config order, then added ones in the order of their last change;
+        no duplicates.
+    """
+    allow, removed_allow = _combine(
+        config_allow, state.entries(kind, "allow", "add"), state.entries(kind, "allow", "remove")
+    )
+    deny, removed_deny = _combine(
+        config_deny, state.entries(kind, "deny", "add"), state.entries(kind, "deny", "remove")
+    )
+    return EffectiveLists(kind=kind, allow=allow, deny=deny, removed_allow=removed_allow, removed_deny=removed_deny)
+
+
+__all__ = [
+    "KINDS",
+    "ControlChange",
+    "ControlKey",
+    "ControlState",
+    "EffectiveLists",
+    "ListEntry",
+    "control_topic",
+    "effective_lists",
+    "fold",
+    "validate_regex",
+]

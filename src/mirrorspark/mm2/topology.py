@@ -1,0 +1,331 @@
+"""Replication topology from topic names alone: cycles, hops, upstream clusters (MM2 ``MirrorClient``'s pure part)."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Mapping
+
+from mirrorspark.errors import ConfigError
+from mirrorspark.mm2.policy import ALLOW_IDENTITY_CYCLES_KEY, IDENTITY_PROBE_TOPIC, ReplicationPolicy
+
+
+def is_cycle(policy: ReplicationPolicy, topic: str, target_alias: str) -> bool:
+    """Whether replicating ``topic`` to ``target_alias`` would bring it back where it came from.
+
+    MM2 ``MirrorSourceConnector.isCycle``: follow :meth:`ReplicationPolicy.topic_source`
+    and :meth:`ReplicationPolicy.upstream_topic` hop by hop; a cycle is found if any hop's
+    source is the flow's target alias. Stops (no cycle) when a topic is not remote or is
+    its own upstream topic (identity-style policies).
+
+    Parameters
+    ----------
+    policy:
+        The flow's replication policy.
+    topic:
+        Topic name on the flow's source cluster.
+    target_alias:
+        Alias of the flow's target cluster.
+
+    Returns
+    -------
+    bool
+        E.g. for flow ``source->target``: ``target.topic1`` and ``source.target.topic1``
+        are cycles, ``topic1`` and ``source.topic1`` are not. A custom policy whose
+        upstream topics loop without reaching the target gives ``False``.
+    """
+    seen: set[str] = set()
+    current = topic
+    while current not in seen:
+        seen.add(current)
+        source = policy.topic_source(current)
+        if source is None:
+            return False
+        if source == target_alias:
+            return True
+        upstream = policy.upstream_topic(current)
+        if upstream is None or upstream == current:
+            return False
+        current = upstream
+    return False
+
+
+Edge = tuple[str, str]
+"""A replication flow as ``(source alias, target alias)``."""
+
+
+def is_identity_style(policy: ReplicationPolicy, source_alias: str) -> bool:
+    """Whether ``policy`` keeps topic names on the target (like ``IdentityReplicationPolicy``).
+
+    Probed with one ordinary topic name, :data:`IDENTITY_PROBE_TOPIC`: a policy whose
+    ``format_remote_topic(source_alias, "probe-topic")`` is ``"probe-topic"`` leaves no trace of
+    the source in remote topic names, so MM2's cycle check (:func:`is_cycle`) cannot see that a
+    topic came from the target. Heartbeat topics are not probed: every built-in policy names them
+    the default way, so their cycles are always detected.
+    """
+    return policy.format_remote_topic(source_alias, IDENTITY_PROBE_TOPIC) == IDENTITY_PROBE_TOPIC
+
+
+def _shortest_path(adjacency: Mapping[str, list[str]], start: str, goal: str) -> list[str] | None:
+    """Clusters of a shortest directed path ``start -> ... -> goal`` (breadth first), or ``None``."""
+    previous: dict[str, str | None] = {start: None}
+    frontier = [start]
+    while frontier:
+        following: list[str] = []
+        for node in frontier:
+            for nxt in adjacency.get(node, []):
+                if nxt in previous:
+                    continue
+                previous[nxt] = node
+                if nxt == goal:
+                    path = [goal]
+                    back = previous[goal]
+                    while back is not None:
+                        path.append(back)
+                        back = previous[back]
+                    return path[::-1]
+                following.append(nxt)
+        frontier = following
+    return None
+
+
+def identity_cycle(flows: Iterable[tuple[str, str, ReplicationPolicy]]) -> tuple[Edge, ...]:
+    """A shortest directed cycle of flows that contains a flow with an identity-style policy.
+
+    An identity-style flow ``Y->Z`` (:func:`is_identity_style`) copies ``t`` of ``Y`` to ``t`` on
+    ``Z`` without recording ``Y`` in the name. Along any cycle through it, no later flow's cycle
+    check can see ``Y`` (a default-policy flow ``X->Y`` only stops topics whose names carry ``Y``,
+    which only the flow leaving ``Y`` could have added), so a record written to ``Y`` comes back to
+    ``Y`` after one lap. Unless two consecutive flows of the cycle prefix names, it then goes round
+    forever: with identity names all round in the very topic it came from, otherwise under an ever
+    longer name (``B.t``, ``B.B.t``, ... for ``A->B`` identity and ``B->A`` default).
+    (MM2's ``IdentityReplicationPolicy`` has the same caveat.)
+
+    Parameters
+    ----------
+    flows:
+        The enabled flows as ``(source alias, target alias, the flow's policy)``.
+
+    Returns
+    -------
+    tuple[tuple[str, str], ...]
+        The cycle's flows in order, starting with an identity-style flow, e.g.
+        ``(("A", "B"), ("B", "A"))``; ``()`` when there is none. Among several cycles the
+        shortest is returned, ties broken by the order of ``flows``.
+    """
+    adjacency: dict[str, list[str]] = {}
+    identity: list[Edge] = []
+    for source, target, policy in flows:
+        if target not in adjacency.setdefault(source, []):
+            adjacency[source].append(target)
+        if is_identity_style(policy, source) and (source, target) not in identity:
+            identity.append((source, target))
+    best: tuple[Edge, ...] = ()
+    for source, target in identity:
+        path = _shortest_path(adjacency, target, source)
+        if path is None:
+            continue
+        nodes = [source, *path]
+        cycle = tuple(itertools.pairwise(nodes))
+        if not best or len(cycle) < len(best):
+            best = cycle
+    return best
+
+
+def check_identity_cycles(
+    flows: Iterable[tuple[str, str, ReplicationPolicy]], *, allow_cycles: bool = False, where: str = "the configuration"
+) -> None:
+    """Refuse enabled flows that form a cycle through an identity-style flow (see :func:`identity_cycle`).
+
+    Parameters
+    ----------
+    flows:
+        Every enabled flow of the configuration as ``(source alias, target alias, policy)``.
+    allow_cycles:
+        ``mirrorspark.identity.allow.cycles``: the user vouches that the flows' topic filters
+        never pick a replicated topic up again; nothing is checked.
+    where:
+        Where the configuration came from, for the message.
+
+    Raises
+    ------
+    ConfigError
+        If there is such a cycle and ``allow_cycles`` is false; the message names the cycle's
+        flows and the two fixes.
+    """
+    if allow_cycles:
+        return
+    flows = list(flows)
+    cycle = identity_cycle(flows)
+    if not cycle:
+        return
+    keeping = {(s, t) for s, t, policy in flows if is_identity_style(policy, s)}
+    names = ", ".join(f"{s}->{t}" for s, t in cycle)
+    kept = ", ".join(f"{s}->{t}" for s, t in cycle if (s, t) in keeping)
+    verb = "keeps" if len([e for e in cycle if e in keeping]) == 1 else "keep"
+    raise ConfigError(
+        f"{where}: the enabled flows {names} form a replication cycle and {kept} {verb} topic names "
+        "(like IdentityReplicationPolicy), so the cycle check cannot see where a topic came from: records would "
+        "come back to the cluster they were written to and can be copied round the cycle forever. "
+        "Fix: use DefaultReplicationPolicy for these flows, or give them topic filters "
+        "('<source>-><target>.topics') that never match a topic replicated along the cycle and set "
+        f"'{ALLOW_IDENTITY_CYCLES_KEY} = true'"
+    )
+
+
+def _count_hops(policy: ReplicationPolicy, topic: str, upstream_alias: str) -> int:
+    """Hops from ``upstream_alias`` along one topic's chain of sources, or -1."""
+    hops = 0
+    visited: set[str] = set()
+    current: str | None = topic
+    while current is not None:
+        hops += 1
+        source = policy.topic_source(current)
+        if source is None:
+            return -1
+        if source == upstream_alias:
+            return hops
+        if source in visited:
+            return -1
+        visited.add(source)
+        current = policy.upstream_topic(current)
+    return -1
+
+
+def heartbeat_topics(policy: ReplicationPolicy, topics: Iterable[str]) -> set[str]:
+    """Heartbeat topics among a cluster's topic names (MM2 ``MirrorClient.heartbeatTopics``).
+
+    Parameters
+    ----------
+    policy:
+        The replication policy.
+    topics:
+        All topic names of the local cluster.
+
+    Returns
+    -------
+    set of str
+        Names for which :meth:`ReplicationPolicy.is_heartbeats_topic` holds, e.g.
+        ``heartbeats``, ``source1.heartbeats``, ``source2.source1.heartbeats``.
+    """
+    return {t for t in topics if policy.is_heartbeats_topic(t)}
+
+
+def checkpoint_topics(policy: ReplicationPolicy, topics: Iterable[str]) -> set[str]:
+    """Checkpoint topics among a cluster's topic names (MM2 ``MirrorClient.checkpointTopics``).
+
+    Parameters
+    ----------
+    policy:
+        The replication policy.
+    topics:
+        All topic names of the local cluster.
+
+    Returns
+    -------
+    set of str
+        Names for which :meth:`ReplicationPolicy.is_checkpoints_topic` holds, e.g.
+        ``source1.checkpoints.internal``.
+    """
+    return {t for t in topics if policy.is_checkpoints_topic(t)}
+
+
+def replication_hops(policy: ReplicationPolicy, topics: Iterable[str], upstream_alias: str) -> int:
+    """Fewest replication hops from a cluster to the local one (MM2 ``MirrorClient.replicationHops``).
+
+    Counted along the heartbeat topics: ``source1.heartbeats`` is 1 hop from ``source1``,
+    ``source1.source2.heartbeats`` is 2 hops from ``source2``.
+
+    Parameters
+    ----------
+    policy:
+        The replication policy.
+    topics:
+        All topic names of the local cluster.
+    upstream_alias:
+        Alias of the upstream cluster.
+
+    Returns
+    -------
+    int
+        The minimum hop count (≥ 1), or -1 if no heartbeat topic leads from
+        ``upstream_alias``.
+    """
+    counts = [_count_hops(policy, t, upstream_alias) for t in heartbeat_topics(policy, topics)]
+    reachable = [c for c in counts if c != -1]
+    return min(reachable) if reachable else -1
+
+
+def _all_sources(policy: ReplicationPolicy, topic: str) -> set[str]:
+    """Every source alias along one topic's chain of upstream topics."""
+    sources: set[str] = set()
+    current: str | None = topic
+    while current is not None:
+        source = policy.topic_source(current)
+        if source is None or source in sources:
+            break
+        sources.add(source)
+        current = policy.upstream_topic(current)
+    return sources
+
+
+def upstream_clusters(policy: ReplicationPolicy, topics: Iterable[str]) -> set[str]:
+    """Aliases of all clusters upstream of the local one (MM2 ``MirrorClient.upstreamClusters``).
+
+    Parameters
+    ----------
+    policy:
+        The replication policy.
+    topics:
+        All topic names of the local cluster.
+
+    Returns
+    -------
+    set of str
+        Every alias along the chains of the heartbeat topics, e.g.
+        ``source3.source4.source5.heartbeats`` → ``{"source3", "source4", "source5"}``.
+    """
+    result: set[str] = set()
+    for t in heartbeat_topics(policy, topics):
+        result |= _all_sources(policy, t)
+    return result
+
+
+def remote_topics(policy: ReplicationPolicy, topics: Iterable[str], source: str | None = None) -> set[str]:
+    """Remote topics among a cluster's topic names (MM2 ``MirrorClient.remoteTopics``).
+
+    Parameters
+    ----------
+    policy:
+        The replication policy.
+    topics:
+        All topic names of the local cluster.
+    source:
+        If given, keep only topics replicated directly from this cluster alias.
+
+    Returns
+    -------
+    set of str
+        Non-internal topics whose :meth:`ReplicationPolicy.topic_source` is not ``None``
+        (and equals ``source`` when given).
+    """
+    result: set[str] = set()
+    for t in topics:
+        if policy.is_internal_topic(t):
+            continue
+        topic_source = policy.topic_source(t)
+        if topic_source is not None and (source is None or topic_source == source):
+            result.add(t)
+    return result
+
+
+__all__ = [
+    "check_identity_cycles",
+    "checkpoint_topics",
+    "heartbeat_topics",
+    "identity_cycle",
+    "is_cycle",
+    "is_identity_style",
+    "remote_topics",
+    "replication_hops",
+    "upstream_clusters",
+]

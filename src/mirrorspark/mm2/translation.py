@@ -1,0 +1,318 @@
+"""Offset translation: exact copied ranges (mirrorspark) first, MM2's offset-sync rule second."""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+from mirrorspark.mm2.offset_syncs import CopiedSegment
+from mirrorspark.mm2.sync_store import OffsetSyncStore
+
+# --------------------------------------------------------------------------- CopiedRanges (mirrorspark)
+
+
+def _downstream_end(segment: CopiedSegment) -> int:
+    """Downstream offset one past the segment's last record."""
+    return segment.downstream_start + segment.count
+
+
+def _upstream_start_of(segment: CopiedSegment) -> int:
+    return segment.upstream_start
+
+
+def _downstream_start_of(segment: CopiedSegment) -> int:
+    return segment.downstream_start
+
+
+class CopiedRanges:
+    """What the data path copied, segment by segment: exact translation where MM2's is conservative.
+
+    Per **source** topic-partition an ordered list of
+    :class:`CopiedSegment` (copy order), strictly increasing and
+    non-overlapping on both sides: each segment starts at or after the previous
+    one's end upstream *and* downstream. A segment that continues the last one on
+    both sides is merged into it. At most ``max_segments`` segments are kept per
+    partition; the oldest are dropped, and positions before the first kept
+    segment become unknown (``None``; fall back to :class:`OffsetSyncStore`).
+
+    When a new segment breaks the order:
+
+    * **downstream** goes backwards (target partition truncated or recreated) →
+      the old segments point at records that no longer exist: all are dropped.
+    * **upstream** goes backwards with downstream still forward (records copied
+      again, e.g. a retried batch or a seek) → segments are cut at the new
+      segment's upstream start and the rest dropped, so each upstream offset maps
+      to its newest copy. (MM2's store drops all history in this case.)
+
+    Not part of MM2: MM2 only has the sampled syncs. Offsets are Kafka's: an
+    upstream/downstream offset is a record's offset; a position is the next
+    offset to read.
+
+    Parameters
+    ----------
+    max_segments:
+        Segments kept per partition (≥ 1), default 10 000.
+
+    Raises
+    ------
+    ValueError
+        If ``max_segments`` is less than 1.
+    """
+
+    __slots__ = ("_max_segments", "_segments")
+
+    def __init__(self, *, max_segments: int = 10_000) -> None:
+        if max_segments < 1:
+            raise ValueError(f"max_segments must be at least 1, got {max_segments}")
+        self._max_segments = max_segments
+        self._segments: dict[tuple[str, int], list[CopiedSegment]] = {}
+
+    @property
+    def max_segments(self) -> int:
+        """Segments kept per partition."""
+        return self._max_segments
+
+    def add(self, topic: str, partition: int, segments: Iterable[CopiedSegment]) -> None:
+        """Record segments copied for one source partition, in copy order.
+
+        Parameters
+        ----------
+        topic, partition:
+            The **upstream** (source) topic-partition.
+        segments:
+            The segments, oldest first, each with ``count >= 1``.
+
+        Raises
+        ------
+        ValueError
+            If a segment has ``count < 1`` (nothing is recorded from that segment on).
+        """
+        kept = self._segments.setdefault((topic, partition), [])
+        for segment in segments:
+            if segment.count < 1:
+                raise ValueError(f"a copied segment holds at least one record, got {segment}")
+            self._append(kept, segment)
+        excess = len(kept) - self._max_segments
+        if excess > 0:
+            del kept[:excess]
+
+    @staticmethod
+    def _append(kept: list[CopiedSegment], segment: CopiedSegment) -> None:
+        if not kept:
+            kept.append(segment)
+            return
+        last = kept[-1]
+        last_downstream_end = _downstream_end(last)
+        if segment.downstream_start < last_downstream_end:
+            kept[:] = [segment]
+            return
+        if segment.upstream_start < last.upstream_end:
+            cut = bisect_right(kept, segment.upstream_start - 1, key=_upstream_start_of)
+            del kept[cut:]
+            if kept and kept[-1].upstream_end > segment.upstream_start:
+                head = kept[-1]
+                kept[-1] = replace(head, count=segment.upstream_start - head.upstream_start)
+            kept.append(segment)
+            return
+        if segment.upstream_start == last.upstream_end and segment.downstream_start == last_downstream_end:
+            kept[-1] = replace(last, count=last.count + segment.count)
+            return
+        kept.append(segment)
+
+    def segments(self, topic: str, partition: int) -> tuple[CopiedSegment, ...]:
+        """The kept segments of a partition, oldest first (``()`` if none)."""
+        return tuple(self._segments.get((topic, partition), ()))
+
+    def partitions(self) -> set[tuple[str, int]]:
+        """The ``(upstream topic, partition)`` pairs with at least one kept segment."""
+        return {key for key, kept in self._segments.items() if kept}
+
+    def translate_downstream(self, topic: str, partition: int, upstream_offset: int) -> int | None:
+        """Translate a source position to the exact target position.
+
+        * Inside a segment: ``downstream_start + (upstream_offset - upstream_start)``.
+        * At a segment's end, in the gap after it (upstream records that were not
+          copied) or after the last segment (records not copied yet): one past the
+          segment's last downstream record.
+
+        Every copied record at or after ``upstream_offset`` lies at or after the
+        result, and every copied record before it lies before the result: nothing
+        is skipped and nothing read again.
+
+        Parameters
+        ----------
+        topic, partition:
+            The **upstream** (source) topic-partition.
+        upstream_offset:
+            A position on the source (committed offset = next offset to read).
+
+        Returns
+        -------
+        int or None
+            The position on the target (next offset to read), or ``None`` if
+            ``upstream_offset`` lies before the first kept segment or nothing was
+            recorded for the partition (unknown: use :class:`OffsetSyncStore`).
+        """
+        kept = self._segments.get((topic, partition))
+        if not kept:
+            return None
+        index = bisect_right(kept, upstream_offset, key=_upstream_start_of) - 1
+        if index < 0:
+            return None
+        segment = kept[index]
+        if upstream_offset < segment.upstream_end:
+            return segment.downstream_start + (upstream_offset - segment.upstream_start)
+        return _downstream_end(segment)
+
+    def translate_upstream(self, topic: str, partition: int, downstream_offset: int) -> int | None:
+        """Translate a target position back to a source position (failback), exactly.
+
+        * Inside a segment: ``upstream_start + (downstream_offset - downstream_start)``.
+        * In the gap after a segment (target records that are not copies from
+          this partition) or after the last segment: the segment's upstream end.
+
+        Every copied record whose copy is at or after ``downstream_offset`` lies
+        at or after the result upstream (nothing skipped; later copies have later
+        upstream offsets because copying preserves order), and every record whose
+        copy is before ``downstream_offset`` lies before it (nothing read again).
+
+        Parameters
+        ----------
+        topic, partition:
+            The **upstream** (source) topic-partition whose copy is being read.
+        downstream_offset:
+            A position on the target (committed offset = next offset to read).
+
+        Returns
+        -------
+        int or None
+            The position on the source (next offset to read), or ``None`` if
+            ``downstream_offset`` lies before the first kept segment or nothing was
+            recorded for the partition.
+        """
+        kept = self._segments.get((topic, partition))
+        if not kept:
+            return None
+        index = bisect_right(kept, downstream_offset, key=_downstream_start_of) - 1
+        if index < 0:
+            return None
+        segment = kept[index]
+        if downstream_offset < _downstream_end(segment):
+            return segment.upstream_start + (downstream_offset - segment.downstream_start)
+        return segment.upstream_end
+
+
+# --------------------------------------------------------------------------- translation
+
+
+def translate_upstream_with_syncs(
+    store: OffsetSyncStore, topic: str, partition: int, downstream_offset: int
+) -> int | None:
+    """Translate a target position back to a source position through the forward flow's syncs.
+
+    The reverse of MM2's "+1 rule", for failback when no :class:`CopiedRanges`
+    history is available: take the newest retained sync ``s`` with
+    ``s.downstream_offset <= downstream_offset``; return ``s.upstream_offset`` if
+    equal, else ``s.upstream_offset + 1``.
+
+    Why it never skips: copying preserves order, so downstream offsets grow with
+    upstream offsets between the store's resets (an upstream rewind clears the
+    store; a downstream reset makes newer syncs, which are preferred, point into
+    the new target log). A record whose copy is at or after ``downstream_offset``
+    was therefore copied no earlier than the record of ``s``: it is that record
+    itself (only if ``s.downstream_offset == downstream_offset``, hence the
+    equal case) or a later one, with an upstream offset of at least
+    ``s.upstream_offset + 1``. Records between ``s.upstream_offset + 1`` and the
+    true position are read again on the source.
+
+    Parameters
+    ----------
+    store:
+        The offset-sync store of the flow that copied source → target.
+    topic, partition:
+        The **upstream** (source) topic-partition.
+    downstream_offset:
+        A position on the target (committed offset = next offset to read).
+
+    Returns
+    -------
+    int or None
+        The position on the source (next offset to read), or ``None`` if the
+        store is not initialized or every retained sync lies after
+        ``downstream_offset``.
+    """
+    if not store.initialized:
+        return None
+    for sync in store.syncs(topic, partition):
+        if sync.downstream_offset == downstream_offset:
+            return sync.upstream_offset
+        if sync.downstream_offset < downstream_offset:
+            return sync.upstream_offset + 1
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Translation:
+    """A source position translated to the target.
+
+    Attributes
+    ----------
+    upstream_offset:
+        The position on the source (committed offset = next offset to read).
+    downstream_offset:
+        The position on the target (next offset to read there).
+    rereads:
+        Number of records a consumer starting at ``downstream_offset`` reads
+        again (copies of records before ``upstream_offset``): 0 when exact; for
+        MM2's "+1 rule" ``upstream_offset - sync.upstream_offset - 1``, exact when
+        the source has no gaps there, an upper bound otherwise.
+    exact:
+        Whether the translation came from :class:`CopiedRanges` (no re-reads)
+        rather than from MM2's :class:`OffsetSyncStore` rule.
+    """
+
+    upstream_offset: int
+    downstream_offset: int
+    rereads: int
+    exact: bool
+
+
+def translate(
+    store: OffsetSyncStore, copied: CopiedRanges | None, topic: str, partition: int, upstream_offset: int
+) -> Translation | None:
+    """Translate a source position, exactly if the copied segments know it, else by MM2's rule.
+
+    Parameters
+    ----------
+    store:
+        The flow's offset-sync store (MM2's rule, mm2.md §7.1).
+    copied:
+        The flow's copied segments, or ``None`` when there are none (e.g. MM2
+        copied the data, or after a restart).
+    topic, partition:
+        The **upstream** (source) topic-partition.
+    upstream_offset:
+        A position on the source (committed offset = next offset to read).
+
+    Returns
+    -------
+    Translation or None
+        The target position with its re-read count, or ``None`` when neither
+        can translate: the segments do not reach back to ``upstream_offset`` and
+        the store is not initialized, has no sync for the partition, or says
+        ``-1`` (too old to translate).
+    """
+    if copied is not None:
+        exact = copied.translate_downstream(topic, partition, upstream_offset)
+        if exact is not None:
+            return Translation(upstream_offset, exact, 0, True)
+    sync = store.lookup(topic, partition, upstream_offset)
+    if sync is None or sync.upstream_offset > upstream_offset:
+        return None
+    if sync.upstream_offset == upstream_offset:
+        return Translation(upstream_offset, sync.downstream_offset, 0, False)
+    return Translation(upstream_offset, sync.downstream_offset + 1, upstream_offset - sync.upstream_offset - 1, False)
+
+
+__all__ = ["CopiedRanges", "Translation", "translate", "translate_upstream_with_syncs"]

@@ -1,0 +1,604 @@
+"""Checkpoints and consumer-group offset sync (MM2 ``MirrorCheckpointConnector`` / ``MirrorCheckpointTask``).
+
+For a flow ``S->T``, every ``emit.checkpoints.interval.seconds`` the
+:class:`CheckpointEmitter` lists the committed offsets of every source
+consumer group matching ``groups`` / ``groups.exclude``, translates each
+upstream offset into a downstream offset on T, and writes a
+:class:`~mirrorspark.records.Checkpoint` to ``<S>.checkpoints.internal`` on T
+— MM2's topic and byte layout, so MM2's ``RemoteClusterUtils`` on T reads them.
+
+Translation prefers what the running data path knows exactly
+(:class:`~mirrorspark.offsets.CopiedRanges`: 0 re-reads) and falls back to
+MM2's conservative rule over the flow's offset syncs
+(:class:`~mirrorspark.offsets.OffsetSyncStore`: never a skip, at most about
+``offset.lag.max`` re-reads).
+
+**Failback** (beyond MM2): a group on S that consumes a topic which came from
+T (``T.topic1`` on S, e.g. after a failover) is checkpointed under the
+original name ``topic1`` (MM2's renaming rule) with a downstream offset
+translated *in reverse* through the syncs of the opposite flow ``T->S``
+(:func:`~mirrorspark.offsets.translate_upstream_with_syncs`, or exactly from
+that flow's copied ranges when it runs in the same process).
+
+**Group offset sync** (``sync.group.offsets.enabled``, KIP-545): the latest
+checkpoints of a group are committed to the same group on T, only while it has
+no active members there and only forward of what it already committed.
+
+**Consumer migration** (SRM's ``srm-control offsets``, MM2's
+``RemoteClusterUtils``): :class:`ConsumerMigration` reads the checkpoints back
+(export as a ``kafka-consumer-groups --reset-offsets --from-file`` plan,
+:func:`reset_plan_csv`), translates a group's current offsets live with the
+re-reads a switch costs, and fails a group over by committing its latest
+checkpoints on T while no consumer uses it there.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from mirrorspark.client.checkpoints import OffsetSyncReader, read_checkpoints
+from mirrorspark.config.model import FlowConfig, MirrorConfig
+from mirrorspark.errors import ClusterError, CorruptRecordError
+from mirrorspark.kafka.clients import admin_client, ensure_topic, producer
+from mirrorspark.kafka.reader import TopicReader
+from mirrorspark.mm2.checkpoints import (
+    CheckpointStore,
+    TopicPartitionKey,
+    _newest_sync_at_or_before_downstream,
+    is_more_recent,
+    rename_topic,
+)
+from mirrorspark.mm2.filters import DefaultGroupFilter, DefaultTopicFilter
+from mirrorspark.mm2.policy import load_policy
+from mirrorspark.mm2.records import Checkpoint
+from mirrorspark.mm2.translation import CopiedRanges, translate, translate_upstream_with_syncs
+
+if TYPE_CHECKING:
+    from mirrorspark.replication.control import LiveFilters
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class GroupOffset:
+    """A committed offset of a group on the source, and its translation.
+
+    Attributes
+    ----------
+    group, topic, partition:
+        The source group and the topic-partition it committed (upstream name).
+    upstream_offset:
+        The committed offset on the source (next record to read).
+    checkpoint:
+        The checkpoint for it, or ``None`` when it cannot be translated (yet).
+    rereads:
+        Records a consumer starting at the checkpoint's downstream offset reads
+        again (0 when exact); ``-1`` when unknown.
+    """
+
+    group: str
+    topic: str
+    partition: int
+    upstream_offset: int
+    checkpoint: Checkpoint | None
+    rereads: int
+
+
+@dataclass
+class _EmitterState:
+    groups: list[str] = field(default_factory=list)
+    groups_refreshed_at: float = 0.0
+    emitted: int = 0
+    synced: int = 0
+
+
+class CheckpointEmitter:
+    """Checkpoints and group offset sync for one flow ``S->T``.
+
+    Parameters
+    ----------
+    config:
+        The whole configuration (the reverse flow ``T->S`` is read for failback).
+    flow:
+        The flow's configuration.
+    copied:
+        Exact copied ranges of this flow (from its running data path), or ``None``.
+    reverse_copied:
+        Exact copied ranges of the reverse flow ``T->S`` if it runs in this process.
+    clock_ms:
+        Epoch ms (the checkpoint record timestamp = listing time).
+    """
+
+    def __init__(
+        self,
+        config: MirrorConfig,
+        flow: FlowConfig,
+        *,
+        copied: CopiedRanges | None = None,
+        reverse_copied: CopiedRanges | None = None,
+        clock_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+    ) -> None:
+        self.config = config
+        self.flow = flow
+        self.name = flow.name
+        self.policy = load_policy(
+            flow.policy.class_name,
+            separator=flow.policy.separator,
+            internal_topic_separator_enabled=flow.policy.internal_topic_separator_enabled,
+            source_cluster_alias=flow.source,
+        )
+        self.topic_filter = DefaultTopicFilter(topics=flow.topics, topics_exclude=flow.topics_exclude)
+        self.group_filter = DefaultGroupFilter(groups=flow.groups, groups_exclude=flow.groups_exclude)
+        self.copied = copied
+        self.reverse_copied = reverse_copied
+        self._clock_ms = clock_ms
+        self.checkpoints_topic = self.policy.checkpoints_topic(flow.source)
+        self.store = CheckpointStore()
+        self.state = _EmitterState()
+        self._cid = f"{flow.name}|mirrorspark"
+        self._producer: Any = None
+        self.syncs: OffsetSyncReader | None = None
+        self.reverse_syncs: OffsetSyncReader | None = None
+        self._syncs_loaded = threading.Event()
+        self._syncs_error: ClusterError | None = None
+        self._read_to_end_required = False
+        self._loader: threading.Thread | None = None
+
+    @cached_property
+    def _src_admin(self) -> AdminClient:
+        """Admin client of the source, created at first use (an unused one would keep connecting)."""
+        return admin_client(self.flow.source_admin, client_id=f"{self._cid}|checkpoint-source-admin")
+
+    @cached_property
+    def _tgt_admin(self) -> AdminClient:
+        """Admin client of the target, created at first use."""
+        return admin_client(self.flow.target_admin, client_id=f"{self._cid}|checkpoint-target-admin")
+
+    # ------------------------------------------------------------------ start-up
+
+    def start(self, *, background_syncs: bool = False) -> None:
+        """Create the checkpoints topic, load existing checkpoints, read the offset syncs, create the producer.
+
+        Mirrors MM2 3.8+ (KAFKA-15905): when the checkpoints loaded, the sync
+        store keeps its full history; otherwise only the latest sync per
+        partition is usable after start-up.
+
+        Parameters
+        ----------
+        background_syncs:
+            Read the offset syncs on a background thread (the driver does, so that a long
+            offset-syncs topic does not hold up copying; MM2 reads them in its checkpoint
+            task, apart from the source tasks). :meth:`emit` writes nothing until they are
+            read, and reads them again itself if the background read failed.
+        """
+        f = self.flow
+        ensure_topic(
+            self._tgt_admin,
+            f.target,
+            self.checkpoints_topic,
+            partitions=1,
+            replication_factor=f.checkpoints_topic_replication_factor,
+            config={"cleanup.policy": "compact"},
+        )
+        loaded_ok = True
+        try:
+            self.load_checkpoints(timeout_s=60)
+        except ClusterError as e:
+            loaded_ok = False
+            log.warning("%s: loading checkpoints failed (%s); old group offsets may not translate", self.name, e)
+        self._read_to_end_required = not loaded_ok
+        self._producer = producer(
+            f.target_producer,
+            client_id=f"{self._cid}|checkpoints-target-producer",
+            overrides={"enable.idempotence": True, "linger.ms": 0},
+        )
+        if background_syncs:
+            self._loader = threading.Thread(target=self._load_syncs_background, name=f"offset-syncs {self.name}")
+            self._loader.daemon = True
+            self._loader.start()
+        else:
+            self.load_syncs(read_to_end_required=self._read_to_end_required)
+
+    def _load_syncs_background(self) -> None:
+        try:
+            self.load_syncs(read_to_end_required=self._read_to_end_required)
+        except Exception as e:
+            log.warning("%s: reading offset syncs failed (%s); the next checkpoint cycle retries", self.name, e)
+            self._syncs_error = (
+                e if isinstance(e, ClusterError) else ClusterError(f"{self.name}: reading offset syncs failed: {e}")
+            )
+        finally:
+            self._syncs_loaded.set()
+
+    def _ready(self) -> bool:
+        """Whether the offset syncs are read; after a failed background read, read them now.
+
+        Raises
+        ------
+        ClusterError
+            The offset syncs cannot be read now either (the next cycle tries again).
+        """
+        if self._loader is None:
+            return True
+        if not self._syncs_loaded.is_set():
+            return False
+        if self._syncs_error is not None:
+            self.load_syncs(read_to_end_required=self._read_to_end_required)
+            self._syncs_error = None
+        return True
+
+    def load_checkpoints(self, *, timeout_s: float = 60.0) -> int:
+        """Read ``<S>.checkpoints.internal`` on T from the beginning into :attr:`store` (MM2 ``CheckpointStore``).
+
+        Creates nothing: a missing topic loads nothing. Corrupt records are
+        skipped with a warning; records read before a failure stay in the store.
+
+        Parameters
+        ----------
+        timeout_s:
+            Seconds to reach the topic's end offset (default 60).
+
+        Returns
+        -------
+        int
+            Records read (corrupt ones included).
+
+        Raises
+        ------
+        ClusterError
+            If the end is not reached within ``timeout_s`` or the cluster fails.
+        """
+        reader = TopicReader(
+            self.flow.target_consumer,
+            self.flow.target_admin,
+            self.flow.target,
+            self.checkpoints_topic,
+            client_id=f"{self._cid}|checkpoints-target-consumer",
+        )
+        try:
+            return reader.read(self._load_checkpoint, timeout_s=timeout_s)
+        finally:
+            reader.close()
+
+    def read_checkpoints(self, *, timeout_s: float = 60.0) -> list[Checkpoint]:
+        """Every decodable checkpoint of ``<S>.checkpoints.internal`` on T, in topic order (store untouched).
+
+        Raises
+        ------
+        ClusterError
+            As :meth:`load_checkpoints`.
+        """
+        return read_checkpoints(
+            self.flow.target_consumer,
+            self.flow.target_admin,
+            self.flow.target,
+            self.checkpoints_topic,
+            client_id=f"{self._cid}|checkpoints-target-consumer",
+            timeout_s=timeout_s,
+        )
+
+    def load_syncs(self, *, read_to_end_required: bool = False) -> None:
+        """Read this flow's offset syncs (and the reverse flow's, for failback) to the end.
+
+        After this, :meth:`translate` works; nothing is created on any cluster
+        (what :meth:`start` adds to it). Calling it again re-reads from the
+        beginning.
+
+        Parameters
+        ----------
+        read_to_end_required:
+            MM2's ``initializationMustReadToEnd`` for this flow's sync store
+            (see :class:`~mirrorspark.offsets.OffsetSyncStore`); default
+            ``False``: the full retained history is usable.
+
+        Raises
+        ------
+        ClusterError
+            If an offset-syncs topic cannot be read to its end (its cluster is
+            named in the message).
+        """
+        f = self.flow
+        for old in (self.syncs, self.reverse_syncs):
+            if old is not None:
+                old.close()
+        self.syncs = self.reverse_syncs = None
+        # Read into locals and publish both at the end: a background read must never expose a
+        # half-read store to emit().
+        syncs = OffsetSyncReader(
+            self.config,
+            f,
+            self.policy,
+            read_to_end_required=read_to_end_required,
+            client_id=f"{self._cid}|offset-syncs-consumer",
+        )
+        reverse_syncs: OffsetSyncReader | None = None
+        try:
+            syncs.load()
+            reverse = self.config.flow(f.target, f.source)
+            if reverse.emit_offset_syncs_enabled:
+                rpolicy = load_policy(
+                    reverse.policy.class_name,
+                    separator=reverse.policy.separator,
+                    internal_topic_separator_enabled=reverse.policy.internal_topic_separator_enabled,
+                    source_cluster_alias=reverse.source,
+                )
+                reverse_syncs = OffsetSyncReader(
+                    self.config,
+                    reverse,
+                    rpolicy,
+                    read_to_end_required=False,
+                    client_id=f"{self._cid}|reverse-offset-syncs-consumer",
+                )
+                reverse_syncs.load()
+        except BaseException:
+            for r in (syncs, reverse_syncs):
+                if r is not None:
+                    r.close()
+            raise
+        self.syncs, self.reverse_syncs = syncs, reverse_syncs
+
+    def _load_checkpoint(self, key: bytes | None, value: bytes | None) -> None:
+        try:
+            cp = Checkpoint.decode(key, value)
+        except CorruptRecordError as e:
+            log.warning("%s: skipping a corrupt checkpoint: %s", self.name, e)
+            return
+        self.store.update(cp)
+
+    # ------------------------------------------------------------------ groups
+
+    @cached_property
+    def _live_filters(self) -> LiveFilters:
+        """The flow's lists in effect (config file + control topic), created at the first group refresh."""
+        from mirrorspark.replication.control import LiveFilters  # control imports this module
+
+        return LiveFilters(self.flow, self.policy, client_id=f"{self._cid}|control-target-consumer")
+
+    def refresh_groups(self) -> list[str]:
+        """List source groups accepted by the group filter (MM2 ``findConsumerGroups``).
+
+        The group and topic filters are rebuilt first from the config file's lists
+        and the changes in the control topic (``mirrorspark control``).
+        """
+        self._live_filters.poll()
+        self.group_filter = self._live_filters.group_filter(self.group_filter)
+        self.topic_filter = self._live_filters.topic_filter(self.topic_filter)
+        fut = self._src_admin.list_consumer_groups(request_timeout=30)
+        try:
+            result = fut.result(timeout=30)
+        except KafkaException as e:
+            raise ClusterError(f"listing consumer groups of cluster '{self.flow.source}' failed: {e}") from e
+        groups = sorted(g.group_id for g in result.valid if self.group_filter.should_replicate_group(g.group_id))
+        self.state.groups = groups
+        self.state.groups_refreshed_at = time.monotonic()
+        return groups
+
+    def committed(self, group: str, cluster: str = "source") -> dict[TopicPartitionKey, tuple[int, str]]:
+        """``{(topic, partition): (committed offset, metadata)}`` of a group on the source or target."""
+        admin = self._src_admin if cluster == "source" else self._tgt_admin
+        alias = self.flow.source if cluster == "source" else self.flow.target
+        futs = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)], request_timeout=30)
+        try:
+            res = futs[group].result(timeout=30)
+        except KafkaException as e:
+            raise ClusterError(f"listing offsets of group '{group}' on cluster '{alias}' failed: {e}") from e
+        out: dict[TopicPartitionKey, tuple[int, str]] = {}
+        for tp in res.topic_partitions or []:
+            if tp.error is None and tp.offset >= 0:
+                out[(tp.topic, tp.partition)] = (tp.offset, tp.metadata or "")
+        return out
+
+    # ------------------------------------------------------------------ translation
+
+    def translate(
+        self,
+        group: str,
+        topic: str,
+        partition: int,
+        upstream_offset: int,
+        metadata: str = "",
+        now_ms: int | None = None,
+    ) -> GroupOffset:
+        """Translate one committed source offset into a checkpoint (or ``None`` if not possible yet)."""
+        f = self.flow
+        renamed = rename_topic(self.policy, f.source, f.target, topic)
+        checkpoint: Checkpoint | None = None
+        rereads = -1
+        if self.policy.topic_source(topic) == f.target:
+            # failback: the group consumes a topic that came from the target; translate in reverse
+            up_topic = self.policy.upstream_topic(topic) or topic
+            down: int | None = None
+            if self.reverse_copied is not None:
+                down = self.reverse_copied.translate_upstream(up_topic, partition, upstream_offset)
+                if down is not None:
+                    rereads = 0
+            if down is None and self.reverse_syncs is not None:
+                down = translate_upstream_with_syncs(self.reverse_syncs.store, up_topic, partition, upstream_offset)
+                if down is not None:
+                    sync = _newest_sync_at_or_before_downstream(
+                        self.reverse_syncs.store, up_topic, partition, upstream_offset
+                    )
+                    rereads = (
+                        0
+                        if sync is None or sync.downstream_offset == upstream_offset
+                        else max(0, upstream_offset - sync.downstream_offset - 1)
+                    )
+        else:
+            if self.syncs is None:
+                raise ClusterError(f"{self.name}: checkpoint emitter used before start() or load_syncs()")
+            t = translate(self.syncs.store, self.copied, topic, partition, upstream_offset)
+            down = t.downstream_offset if t is not None else None
+            rereads = t.rereads if t is not None else -1
+        if down is not None and down >= 0:
+            checkpoint = Checkpoint(group, renamed, partition, upstream_offset, down, metadata)
+        return GroupOffset(group, topic, partition, upstream_offset, checkpoint, rereads)
+
+    def group_offsets(self, group: str) -> list[GroupOffset]:
+        """Translate every committed offset of one source group (topics the topic filter accepts)."""
+        now = self._clock_ms()
+        out = []
+        for (topic, partition), (offset, metadata) in sorted(self.committed(group).items()):
+            if not self.topic_filter.should_replicate_topic(topic):
+                continue
+            out.append(self.translate(group, topic, partition, offset, metadata, now))
+        return out
+
+    # ------------------------------------------------------------------ jobs
+
+    def emit(self) -> list[Checkpoint]:
+        """One checkpoint cycle: read new syncs, translate every group, write what is more recent.
+
+        Writes nothing (returns ``[]``) while the offset syncs are still being read in the
+        background (:meth:`start`).
+        """
+        if self._producer is not None and not self._ready():
+            return []
+        if self.syncs is None or self._producer is None:
+            raise ClusterError(f"{self.name}: checkpoint emitter used before start()")
+        if not self.state.groups or (
+            time.monotonic() - self.state.groups_refreshed_at >= self.flow.refresh_groups_interval_s
+        ):
+            self.refresh_groups()
+        self.syncs.poll()
+        if self.reverse_syncs is not None:
+            self.reverse_syncs.poll()
+        now = self._clock_ms()
+        written: list[Checkpoint] = []
+        for group in self.state.groups:
+            try:
+                offsets = self.group_offsets(group)
+            except ClusterError as e:
+                log.warning("%s: skipping group %s this cycle: %s", self.name, group, e)
+                continue
+            for go in offsets:
+                cp = go.checkpoint
+                if cp is None:
+                    continue
+                if not is_more_recent(cp, self.store.get(cp.consumer_group_id, cp.topic, cp.partition)):
+                    continue
+                self._producer.produce(self.checkpoints_topic, cp.value(), cp.key(), partition=0, timestamp=now)
+                self.store.update(cp)
+                written.append(cp)
+        if written:
+            left = self._producer.flush(30)
+            if left:
+                raise ClusterError(f"{self.name}: {left} checkpoints not acknowledged by cluster '{self.flow.target}'")
+        self.state.emitted += len(written)
+        return written
+
+    def sync_group_offsets(self) -> dict[str, int]:
+        """Commit the latest checkpoints to the same groups on the target (MM2 ``syncGroupOffset``).
+
+        Only groups without active members on the target are written, and only
+        partitions whose target offset is missing or behind the checkpoint.
+
+        Returns
+        -------
+        dict[str, int]
+            Partitions written per group.
+        """
+        written: dict[str, int] = {}
+        groups = self.store.groups()
+        if not groups or not self._ready():
+            return written
+        futs = self._tgt_admin.describe_consumer_groups(groups, request_timeout=30)
+        for group in groups:
+            try:
+                desc = futs[group].result(timeout=30)
+                state = desc.state
+                active = bool(desc.members)
+            except KafkaException:
+                state, active = ConsumerGroupState.DEAD, False
+            if active or state not in (ConsumerGroupState.EMPTY, ConsumerGroupState.DEAD, ConsumerGroupState.UNKNOWN):
+                log.info("%s: group %s is active on %s; not syncing its offsets", self.name, group, self.flow.target)
+                continue
+            current = self.committed(group, cluster="target") if state == ConsumerGroupState.EMPTY else {}
+            tps = []
+            for (topic, partition), cp in sorted(self.store.group(group).items()):
+                have = current.get((topic, partition))
+                if have is not None and have[0] >= cp.downstream_offset:
+                    continue
+                tps.append(TopicPartition(topic, partition, cp.downstream_offset, metadata=cp.metadata))
+            if not tps:
+                continue
+            fut = self._tgt_admin.alter_consumer_group_offsets(
+                [ConsumerGroupTopicPartitions(group, tps)], request_timeout=30
+            )[group]
+            try:
+                fut.result(timeout=30)
+                written[group] = len(tps)
+            except KafkaException as e:
+                log.warning(
+                    "%s: syncing offsets of group %s on %s failed (likely consumers are using it): %s",
+                    self.name,
+                    group,
+                    self.flow.target,
+                    e,
+                )
+        self.state.synced += sum(written.values())
+        return written
+
+    def snapshot(self) -> dict[tuple[str, str, int], int]:
+        """``{(group, topic, partition): committed offset}`` of every accepted group now (for ``--until-caught-up``)."""
+        out: dict[tuple[str, str, int], int] = {}
+        for group in self.refresh_groups():
+            for (topic, partition), (offset, _) in self.committed(group).items():
+                if self.topic_filter.should_replicate_topic(topic):
+                    out[(group, topic, partition)] = offset
+        return out
+
+    def covered(self, snapshot: Mapping[tuple[str, str, int], int]) -> bool:
+        """Whether a checkpoint at or past each snapshot offset exists (or it cannot be translated).
+
+        ``False`` while the offset syncs are still being read (:meth:`start`).
+        """
+        if not self._ready():
+            return False
+        f = self.flow
+        for (group, topic, partition), offset in snapshot.items():
+            renamed = rename_topic(self.policy, f.source, f.target, topic)
+            cp = self.store.get(group, renamed, partition)
+            if cp is not None and cp.upstream_offset >= offset:
+                continue
+            wanted = self.translate(group, topic, partition, offset).checkpoint
+            if wanted is None:
+                continue  # cannot be translated: nothing to wait for
+            if cp is not None and cp.downstream_offset >= wanted.downstream_offset:
+                continue  # MM2's rule keeps the existing checkpoint: it already points there
+            return False
+        return True
+
+    def close(self) -> None:
+        """Flush and release clients (after a background read of the offset syncs has ended)."""
+        if self._loader is not None:
+            self._loader.join()
+            self._loader = None
+        if self._producer is not None:
+            self._producer.flush(10)
+            self._producer = None
+        for r in (self.syncs, self.reverse_syncs):
+            if r is not None:
+                r.close()
+        if "_live_filters" in self.__dict__:
+            self._live_filters.close()
+
+
+def offsets_of(groups: Iterable[GroupOffset]) -> dict[TopicPartitionKey, int]:
+    """``{(renamed topic, partition): downstream offset}`` of the translatable group offsets."""
+    return {
+        (g.checkpoint.topic, g.checkpoint.partition): g.checkpoint.downstream_offset
+        for g in groups
+        if g.checkpoint is not None
+    }
+
+
+__all__ = ["CheckpointEmitter", "GroupOffset"]

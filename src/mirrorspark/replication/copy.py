@@ -1,0 +1,442 @@
+"""The executor side of the data path: copy planned ranges inside a Spark task."""
+
+from __future__ import annotations
+
+import atexit
+import pickle
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from mirrorspark.errors import DataPathError, MirrorsparkError, RecordTooLargeError
+from mirrorspark.mm2.offset_syncs import flush_delayed, fold_acknowledged
+from mirrorspark.replication.tasks import _ERROR_MARK, CopyTask, PartitionRange, PartitionResult
+
+if TYPE_CHECKING:
+    pass
+
+
+# ---------------------------------------------------------------------------------------------
+# Executor side
+# ---------------------------------------------------------------------------------------------
+
+_PRODUCERS: dict[Any, Any] = {}
+
+
+def _cache_key(conf: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((k, str(v)) for k, v in conf.items()))
+
+
+def _close_cached() -> None:
+    for p in _PRODUCERS.values():
+        p.flush(30)
+    _PRODUCERS.clear()
+
+
+atexit.register(_close_cached)
+
+
+def _producer(conf: Mapping[str, Any]) -> Any:
+    from confluent_kafka import Producer
+
+    key = _cache_key(conf)
+    p = _PRODUCERS.get(key)
+    if p is None:
+        p = Producer(dict(conf))
+        _PRODUCERS[key] = p
+    return p
+
+
+class _PartitionCopy:
+    """Mutable per-partition state of one task (hot path; not shared).
+
+    Delivery reports of one partition arrive in production order (the producer is
+    idempotent, so ordering per partition is guaranteed), so the ``i``-th report belongs
+    to ``upstream[i]``: the callback only appends the downstream offset, and
+    :meth:`_Writer.finish` folds both lists into offset syncs and copied runs
+    (:func:`mirrorspark.offsets.fold_acknowledged`).
+    """
+
+    __slots__ = (
+        "downstream",
+        "end",
+        "error",
+        "failures",
+        "key_bytes",
+        "lat_max",
+        "lat_n",
+        "lat_sum",
+        "partition",
+        "range",
+        "state",
+        "target_topic",
+        "upstream",
+        "value_bytes",
+    )
+
+    def __init__(self, r: PartitionRange) -> None:
+        self.range = r
+        self.end = r.end
+        self.partition = r.partition
+        self.target_topic = r.target_topic
+        self.state = r.sync_state
+        self.upstream: list[int] = []  # source offsets produced, in order
+        self.downstream: list[int] = []  # target offsets acknowledged, in order
+        self.failures = 0
+        self.value_bytes = 0
+        self.key_bytes = 0
+        self.lat_sum = 0
+        self.lat_n = 0
+        self.lat_max = 0
+        self.error: Any = None
+
+    @property
+    def last_read(self) -> int:
+        """Upstream offset of the last record produced (``start - 1`` before the first)."""
+        return self.upstream[-1] if self.upstream else self.range.start - 1
+
+    def delivered(self, err: Any, msg: Any) -> None:
+        """Producer delivery callback of this partition's records (in production order)."""
+        if err is None:
+            d = self.downstream
+            d.append(msg.offset())
+            if not len(d) & _LATENCY_SAMPLE_MASK:
+                lat = int(time.time() * 1000) - msg.timestamp()[1]
+                self.lat_sum += lat
+                self.lat_n += 1
+                if lat > self.lat_max:
+                    self.lat_max = lat
+        else:
+            if self.error is None:
+                self.error = (err, self.upstream[len(self.downstream) + self.failures])
+            self.failures += 1
+
+
+_CONSUME_TIMEOUT_S = 0.05
+"""Longest wait of one ``consume`` call (s): a batch's ranges end at offsets that already exist, so
+a long wait only delays the end of a batch whose last records were already read."""
+
+_LATENCY_SAMPLE_MASK = 15
+"""Replication latency is sampled on every 16th acknowledged record of a partition."""
+
+
+class _Writer:
+    """Producer side shared by both read modes: produce, track deliveries, build results."""
+
+    def __init__(self, task: CopyTask) -> None:
+        self.task = task
+        self.producer = _producer(task.producer_conf)
+        self.by_source: dict[tuple[str, int], _PartitionCopy] = {}
+        for r in task.ranges:
+            self.by_source[(r.source_topic, r.partition)] = _PartitionCopy(r)
+        self.lag_max = task.offset_lag_max
+
+    def write(
+        self,
+        pc: _PartitionCopy,
+        offset: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: list[tuple[str, bytes | None]] | None,
+        timestamp_ms: int,
+    ) -> None:
+        """Produce one record's copy to the same partition of the remote topic.
+
+        The careful path: retries while the producer queue is full and while a just-grown
+        remote topic's new partition is unknown to the producer; raises the data-path error
+        for anything else. :func:`run_copy_task` inlines the common case and falls back here.
+        """
+        r = pc.range
+        pc.upstream.append(offset)
+        kwargs: dict[str, Any] = {"partition": r.partition, "on_delivery": pc.delivered}
+        if timestamp_ms > 0:
+            kwargs["timestamp"] = timestamp_ms
+        if headers:
+            kwargs["headers"] = headers
+        deadline = 0.0
+        while True:
+            try:
+                self.producer.produce(r.target_topic, value, key, **kwargs)
+                break
+            except BufferError:
+                self.producer.poll(0.05)
+            except Exception as e:
+                if _unknown_partition(e):
+                    # The remote topic was just grown (partition sync): refresh metadata and retry.
+                    deadline = deadline or time.monotonic() + self.task.stall_timeout_s
+                    if time.monotonic() < deadline:
+                        self.producer.list_topics(r.target_topic, timeout=5)
+                        self.producer.poll(0.1)
+                        continue
+                pc.upstream.pop()
+                raise _data_error(e, r, offset, value, key) from e
+        if value is not None:
+            pc.value_bytes += len(value)
+        if key is not None:
+            pc.key_bytes += len(key)
+
+    def finish(self, positions: Mapping[tuple[str, int], int]) -> list[PartitionResult]:
+        """Flush, fail on any delivery error, and return one result per range.
+
+        ``positions`` gives the reader's position per source partition (past
+        control records and compacted gaps), used when every read record is
+        acknowledged.
+        """
+        remaining = self.producer.flush(self.task.stall_timeout_s)
+        if remaining:
+            raise DataPathError(
+                f"{_ERROR_MARK}DATA_PATH_ERROR] flow {self.task.flow}: {remaining} records not acknowledged "
+                f"by the target within {self.task.stall_timeout_s:.0f} s; check that the target cluster is up"
+            )
+        results = []
+        for key, pc in self.by_source.items():
+            if pc.error is not None:
+                err, upstream = pc.error
+                raise _delivery_error(err, pc.range, upstream)
+            if len(pc.downstream) != len(pc.upstream):
+                raise DataPathError(
+                    f"{_ERROR_MARK}DATA_PATH_ERROR] flow {self.task.flow}: {pc.range.source_topic}-"
+                    f"{pc.range.partition}: {len(pc.downstream)} of {len(pc.upstream)} records acknowledged"
+                )
+            state, syncs, segments = fold_acknowledged(pc.state, pc.upstream, pc.downstream, self.lag_max)
+            next_offset = max(pc.last_read + 1, min(positions.get(key, pc.range.start), pc.end))
+            state, delayed = flush_delayed(state)
+            if delayed is not None:
+                syncs.append(delayed)
+            results.append(
+                PartitionResult(
+                    flow=self.task.flow,
+                    source_topic=pc.range.source_topic,
+                    partition=pc.range.partition,
+                    next_offset=next_offset,
+                    records=len(pc.upstream),
+                    value_bytes=pc.value_bytes,
+                    key_bytes=pc.key_bytes,
+                    sync_state=state,
+                    syncs=tuple(syncs),
+                    segments=tuple(segments),
+                    latency_ms_sum=pc.lat_sum,
+                    latency_ms_max=pc.lat_max,
+                    latency_samples=pc.lat_n,
+                )
+            )
+        return results
+
+
+def _unknown_partition(e: Exception) -> bool:
+    from confluent_kafka import KafkaError, KafkaException
+
+    err = e.args[0] if isinstance(e, KafkaException) and e.args else None
+    return isinstance(err, KafkaError) and err.code() == KafkaError._UNKNOWN_PARTITION
+
+
+def _data_error(
+    e: Exception, r: PartitionRange, offset: int, value: bytes | None, key: bytes | None
+) -> MirrorsparkError:
+    from confluent_kafka import KafkaError, KafkaException
+
+    err = e.args[0] if isinstance(e, KafkaException) and e.args else None
+    if isinstance(err, KafkaError) and err.code() == KafkaError.MSG_SIZE_TOO_LARGE:
+        size = len(value or b"") + len(key or b"")
+        return RecordTooLargeError(
+            f"{_ERROR_MARK}RECORD_TOO_LARGE] record {r.source_topic}-{r.partition}@{offset} "
+            f"({size} bytes) is larger than the producer's message.max.bytes: raise "
+            f"'<target>.producer.max.request.size' (and the target topic's max.message.bytes)"
+        )
+    return DataPathError(
+        f"{_ERROR_MARK}DATA_PATH_ERROR] producing {r.source_topic}-{r.partition}@{offset} to "
+        f"{r.target_topic} failed: {e}"
+    )
+
+
+def _delivery_error(err: Any, r: PartitionRange, upstream: int) -> MirrorsparkError:
+    from confluent_kafka import KafkaError
+
+    if err.code() in (KafkaError.MSG_SIZE_TOO_LARGE,):
+        return RecordTooLargeError(
+            f"{_ERROR_MARK}RECORD_TOO_LARGE] record {r.source_topic}-{r.partition}@{upstream} is larger "
+            f"than remote topic '{r.target_topic}' accepts ({err.str()}): raise the remote topic's "
+            f"max.message.bytes (or the target broker's message.max.bytes); nothing after "
+            f"offset {upstream} was committed"
+        )
+    return DataPathError(
+        f"{_ERROR_MARK}DATA_PATH_ERROR] copying {r.source_topic}-{r.partition}@{upstream} to "
+        f"{r.target_topic} failed: {err.str()} ({err.name()})"
+    )
+
+
+def _consumer_error(task: CopyTask, m: Any, err: Any) -> DataPathError:
+    """The error of a failed read: a partition's, or the consumer's own (``m.topic()`` is ``None``)."""
+    from confluent_kafka import KafkaError
+
+    if m.topic() is not None:
+        return DataPathError(
+            f"{_ERROR_MARK}DATA_PATH_ERROR] flow {task.flow}: reading {m.topic()}-{m.partition()} failed: {err.str()}"
+        )
+    hint = ""
+    if err.code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
+        # librdkafka looks up the coordinator of its group.id even for an assign-only consumer
+        hint = (
+            f": grant the replication principal DESCRIBE on group '{task.consumer_conf.get('group.id')}' on the "
+            "source cluster (the data path never joins nor commits to it, but its consumer looks up the "
+            "group's coordinator)"
+        )
+    return DataPathError(
+        f"{_ERROR_MARK}DATA_PATH_ERROR] flow {task.flow}: the source consumer failed: {err.str()}{hint}"
+    )
+
+
+def run_copy_task(task: CopyTask) -> list[PartitionResult]:
+    """Copy a task's ranges with a confluent-kafka consumer (read mode ``consumer``).
+
+    Runs inside a Spark task (or anywhere: it only needs the two clusters).
+    Reads each partition from ``start`` until the consumer's position reaches
+    ``end``; then, with ``task.follow_s``, keeps copying what arrives (up to each
+    range's ``limit``) until ``follow_s`` after the task started. Produces every
+    record, flushes, and returns one :class:`PartitionResult` per range.
+
+    Raises
+    ------
+    RecordTooLargeError
+        A record exceeds what the producer or the remote topic accepts.
+    DataPathError
+        Any other produce or delivery failure, or no record for
+        ``task.stall_timeout_s`` while ranges remain short of their ``end``.
+    """
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+    started = time.monotonic()
+    follow_until = started + task.follow_s
+    writer = _Writer(task)
+    if task.follow_s > 0:
+        for copy in writer.by_source.values():
+            copy.end = max(copy.end, copy.range.limit or 0)
+    # A fresh consumer per task: a consumer cached in a reused Python worker kept stale topic
+    # metadata and never fetched from a topic created after it (seen under load in CI).
+    consumer: Any = Consumer(dict(task.consumer_conf))  # Any: the hot loop reads untyped Message fields
+    # todo: partitions still read (short of their end, or of their limit while following);
+    # short: those short of the end offset the batch was planned with.
+    todo = {k: pc for k, pc in writer.by_source.items() if pc.range.start < pc.end}
+    short = {k for k, pc in todo.items() if pc.range.start < pc.range.end}
+    positions: dict[tuple[str, int], int] = {k: pc.range.start for k, pc in writer.by_source.items()}
+    if todo:
+        consumer.assign([TopicPartition(t, p, pc.range.start) for (t, p), pc in todo.items()])
+    try:
+        last_progress = started
+        produce = writer.producer.produce
+        while todo and (short or time.monotonic() < follow_until):
+            msgs = consumer.consume(num_messages=10000, timeout=_CONSUME_TIMEOUT_S)
+            cur_topic: str | None = None
+            cur_part = -1
+            pc: _PartitionCopy | None = None
+            for m in msgs:
+                err = m.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        continue
+                    raise _consumer_error(task, m, err)
+                # Records come in runs per partition (one fetch response each): look up on change only.
+                part = m.partition()
+                topic = m.topic()
+                if part != cur_part or topic != cur_topic:
+                    cur_topic, cur_part = topic, part
+                    pc = todo.get((topic, part))
+                if pc is None:
+                    continue
+                off = m.offset()
+                if off >= pc.end:
+                    continue
+                ts_type, ts = m.timestamp()
+                value = m.value()
+                key = m.key()
+                headers = m.headers()
+                pc.upstream.append(off)
+                try:
+                    # Positional: topic, value, key, partition, callback, on_delivery (alias, unused), timestamp.
+                    if headers:
+                        produce(
+                            pc.target_topic,
+                            value,
+                            key,
+                            pc.partition,
+                            pc.delivered,
+                            None,
+                            ts if ts_type else 0,
+                            headers=headers,
+                        )
+                    else:
+                        produce(pc.target_topic, value, key, pc.partition, pc.delivered, None, ts if ts_type else 0)
+                except Exception:
+                    # Queue full, a just-added remote partition, a record too large: the careful path.
+                    pc.upstream.pop()
+                    writer.write(pc, off, key, value, headers, ts if ts_type else 0)
+                    continue
+                if value is not None:
+                    pc.value_bytes += len(value)
+                if key is not None:
+                    pc.key_bytes += len(key)
+            if msgs:
+                last_progress = time.monotonic()
+            writer.producer.poll(0)
+            # Positions move past transaction markers and compacted gaps too.
+            tps = [TopicPartition(t, p) for (t, p) in todo]
+            for tp in consumer.position(tps):
+                k = (tp.topic, tp.partition)
+                pc = todo[k]
+                pos = tp.offset if tp.offset >= 0 else pc.range.start
+                pos = max(pos, pc.last_read + 1)
+                positions[k] = pos
+                if pos >= pc.range.end:
+                    short.discard(k)
+                if pos >= pc.end:
+                    del todo[k]
+            if short and time.monotonic() - last_progress > task.stall_timeout_s:
+                names = ", ".join(f"{t}-{p}" for t, p in sorted(short))
+                raise DataPathError(
+                    f"{_ERROR_MARK}DATA_PATH_ERROR] flow {task.flow}: no record from {names} for "
+                    f"{task.stall_timeout_s:.0f} s; check that the source cluster is up"
+                )
+    finally:
+        consumer.close()
+    return writer.finish(positions)
+
+
+def _copy_arrow(batches: Iterable[Any], tasks: Mapping[tuple[str, int], CopyTask]) -> Iterator[Any]:
+    """``mapInArrow`` body for read mode ``spark-kafka``: write rows, yield pickled results."""
+    import pyarrow as pa
+
+    writers: dict[str, _Writer] = {}
+
+    def writer_for(key: tuple[str, int]) -> tuple[_Writer, _PartitionCopy]:
+        task = tasks[key]
+        w = writers.get(task.flow + "#" + str(task.task_index))
+        if w is None:
+            w = _Writer(task)
+            writers[task.flow + "#" + str(task.task_index)] = w
+        return w, w.by_source[key]
+
+    for batch in batches:
+        cols = batch.to_pydict()
+        topics, parts, offsets = cols["topic"], cols["partition"], cols["offset"]
+        keys, values, stamps, headers = cols["key"], cols["value"], cols["timestamp"], cols.get("headers")
+        cur: tuple[str, int] | None = None
+        w = pc = None
+        for i in range(len(offsets)):
+            k = (topics[i], parts[i])
+            if k != cur:
+                w, pc = writer_for(k)
+                cur = k
+            assert w is not None and pc is not None
+            ts = stamps[i]
+            ts_ms = int(ts.timestamp() * 1000) if ts is not None else 0
+            hs = [(h["key"], h["value"]) for h in headers[i]] if headers and headers[i] else None
+            w.write(pc, offsets[i], keys[i], values[i], hs, ts_ms)
+        for w in writers.values():
+            w.producer.poll(0)  # serve delivery reports per Arrow batch, so the producer queue never fills
+    results: list[PartitionResult] = []
+    for w in writers.values():
+        results.extend(w.finish({k: pc.range.end for k, pc in w.by_source.items()}))
+    yield pa.RecordBatch.from_pydict({"result": [pickle.dumps(results)]})
+
+
+__all__ = ["run_copy_task"]

@@ -1,0 +1,224 @@
+"""The driver side of the data path: the SparkSession and one Spark job per batch."""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import pickle
+import sys
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from mirrorspark.errors import DataPathError, MirrorsparkError, RecordTooLargeError
+from mirrorspark.mm2.offset_syncs import flush_delayed
+from mirrorspark.replication.copy import _copy_arrow, run_copy_task
+from mirrorspark.replication.tasks import _ERROR_MARK, READ_MODES, CopyTask, PartitionResult
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+# ---------------------------------------------------------------------------------------------
+# Driver side
+# ---------------------------------------------------------------------------------------------
+
+
+def build_spark_session(
+    *, master: str | None = None, read_mode: str = "consumer", app_name: str = "mirrorspark", ui: bool = True
+) -> SparkSession:
+    """Create (or get) the one SparkSession of a mirrorspark process.
+
+    Parameters
+    ----------
+    master:
+        Spark master URL; ``None`` keeps what ``spark-submit`` set, else ``local[*]``.
+    read_mode:
+        ``"spark-kafka"`` adds the Spark Kafka connector jars (``build/jars/spark``).
+    ui:
+        Whether to start the Spark UI.
+
+    Raises
+    ------
+    LocalClusterError
+        The connector jars are needed and missing (run ``make install``).
+    """
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    log4j = Path(__file__).resolve().parents[1] / "resources" / "log4j2-spark.properties"
+    java_opts = f"-Dlog4j.configurationFile=file:{log4j} -Dlog4j2.configurationFile=file:{log4j}"
+    b = SparkSession.builder.appName(app_name)
+    if master is not None:
+        b = b.master(master)
+    elif "spark.master" not in os.environ.get("PYSPARK_SUBMIT_ARGS", "") and not os.environ.get("SPARK_ENV_LOADED"):
+        b = b.master("local[*]")
+    b = (
+        b.config("spark.ui.enabled", "true" if ui else "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.python.worker.reuse", "true")
+        .config("spark.driver.memory", os.environ.get("MIRRORSPARK_DRIVER_MEMORY", "1g"))
+        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "20000")
+        .config("spark.driver.extraJavaOptions", java_opts)
+        .config("spark.executor.extraJavaOptions", java_opts)
+    )
+    if read_mode == "spark-kafka":
+        from mirrorspark.kafka.jars import jar_dir
+
+        d = jar_dir("spark")
+        b = b.config("spark.jars", ",".join(str(p) for p in sorted(d.glob("*.jar"))))
+    spark = b.getOrCreate()
+    spark.sparkContext.setLogLevel(os.environ.get("MIRRORSPARK_SPARK_LOG_LEVEL", "ERROR"))
+    if not (spark.sparkContext.master or "").startswith("local["):
+        # Executors of a real cluster (or local-cluster) need this package: ship it as a zip.
+        spark.sparkContext.addPyFile(str(_package_zip()))
+    return spark
+
+
+def _package_zip() -> Path:
+    """Zip the installed ``mirrorspark`` package (Python files and resources) for ``addPyFile``."""
+    import tempfile
+    import zipfile
+
+    root = Path(__file__).resolve().parents[1]
+    out = Path(tempfile.mkdtemp(prefix="mirrorspark-pyfiles-")) / "mirrorspark.zip"
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+        for f in sorted(root.rglob("*")):
+            if f.is_file() and "__pycache__" not in f.parts:
+                z.write(f, Path("mirrorspark") / f.relative_to(root))
+    return out
+
+
+class DataPath:
+    """Runs batches of :class:`CopyTask` as Spark jobs (driver side).
+
+    Parameters
+    ----------
+    spark:
+        The SparkSession.
+    read_mode:
+        One of :data:`READ_MODES`.
+    """
+
+    def __init__(self, spark: SparkSession, *, read_mode: str = "consumer") -> None:
+        if read_mode not in READ_MODES:
+            raise DataPathError(f"unknown read mode {read_mode!r}: use one of {', '.join(READ_MODES)}")
+        self.spark = spark
+        self.read_mode = read_mode
+        self._job = 0
+
+    def copy(self, tasks: Sequence[CopyTask]) -> list[PartitionResult]:
+        """Run one batch: every task as one Spark task of a single job; blocks until done.
+
+        Returns
+        -------
+        list[PartitionResult]
+            One per planned range.
+
+        Raises
+        ------
+        RecordTooLargeError, DataPathError
+            Re-raised on the driver from the failing Spark task (nothing of the
+            batch is committed by the caller then).
+        """
+        tasks = [t for t in tasks if t.ranges]
+        if not tasks:
+            return []
+        self._job += 1
+        sc = self.spark.sparkContext
+        sc.setJobGroup(f"mirrorspark-batch-{self._job}", f"copy batch {self._job}", interruptOnCancel=True)
+        try:
+            if self.read_mode == "consumer":
+                rdd = sc.parallelize(list(tasks), len(tasks))
+                results: list[PartitionResult] = rdd.mapPartitions(_run_tasks).collect()
+                return results
+            return self._copy_spark_kafka(tasks)
+        except MirrorsparkError:
+            raise
+        except Exception as e:
+            raise _reraise(e) from e
+
+    def _copy_spark_kafka(self, tasks: Sequence[CopyTask]) -> list[PartitionResult]:
+        from functools import reduce
+
+        by_key: dict[tuple[str, int], CopyTask] = {}
+        frames = []
+        by_flow: dict[str, list[CopyTask]] = collections.defaultdict(list)
+        for t in tasks:
+            by_flow[t.flow].append(t)
+            for r in t.ranges:
+                by_key[(r.source_topic, r.partition)] = t
+        for flow_tasks in by_flow.values():
+            assign: dict[str, list[int]] = collections.defaultdict(list)
+            starting: dict[str, dict[str, int]] = collections.defaultdict(dict)
+            ending: dict[str, dict[str, int]] = collections.defaultdict(dict)
+            for t in flow_tasks:
+                for r in t.ranges:
+                    assign[r.source_topic].append(r.partition)
+                    starting[r.source_topic][str(r.partition)] = r.start
+                    ending[r.source_topic][str(r.partition)] = r.end
+            reader = self.spark.read.format("kafka").options(**flow_tasks[0].spark_options)
+            df = (
+                reader.option("assign", json.dumps(assign))
+                .option("startingOffsets", json.dumps(starting))
+                .option("endingOffsets", json.dumps(ending))
+                .option("includeHeaders", "true")
+                .option("failOnDataLoss", "false")
+                .load()
+            )
+            frames.append(df.coalesce(len(flow_tasks)))
+        df = reduce(lambda a, b: a.union(b), frames)
+        rows = df.mapInArrow(lambda it: _copy_arrow(it, by_key), "result binary").collect()
+        out: list[PartitionResult] = []
+        for row in rows:
+            out.extend(pickle.loads(row["result"]))
+        # ranges with nothing read still need a result
+        seen = {(r.source_topic, r.partition) for r in out}
+        for key, t in by_key.items():
+            if key not in seen:
+                r = next(x for x in t.ranges if (x.source_topic, x.partition) == key)
+                state, delayed = flush_delayed(r.sync_state)
+                out.append(
+                    PartitionResult(
+                        t.flow,
+                        r.source_topic,
+                        r.partition,
+                        r.end,
+                        0,
+                        0,
+                        0,
+                        state,
+                        (delayed,) if delayed else (),
+                        (),
+                        0,
+                        0,
+                    )
+                )
+        return out
+
+
+def _run_tasks(it: Iterable[CopyTask]) -> Iterator[PartitionResult]:
+    for task in it:
+        yield from run_copy_task(task)
+
+
+def _reraise(e: Exception) -> MirrorsparkError:
+    """Rebuild the mirrorspark error a Spark task raised from the job failure's text."""
+    text = str(e)
+    i = text.find(_ERROR_MARK)
+    if i < 0:
+        return DataPathError(f"the copy job failed: {text.splitlines()[0] if text else type(e).__name__}")
+    j = text.find("]", i)
+    code = text[i + len(_ERROR_MARK) : j]
+    end = text.find("\n", j)
+    message = text[j + 1 : end if end > 0 else None].strip()
+    if code == RecordTooLargeError.code:
+        return RecordTooLargeError(message)
+    return DataPathError(message)
+
+
+__all__ = ["DataPath", "build_spark_session"]

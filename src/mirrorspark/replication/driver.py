@@ -1,0 +1,369 @@
+"""The driver: every enabled flow in one Spark application (MM2's ``MirrorMaker``).
+
+Loop, until stopped:
+
+1. run due control jobs (topic refresh per flow);
+2. plan one batch for every flow and run all its tasks as one Spark job;
+3. commit each flow's results (offset syncs, then source offsets);
+4. report progress; with ``until_caught_up``, stop once every partition has
+   reached the end offset seen at start.
+
+Heartbeats run on a background scheduler so that a long batch does not delay
+them. :meth:`Replicator.request_stop` (Ctrl-C in the CLI) lets the current
+batch finish and commit before the loop ends.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from mirrorspark.config.model import MirrorConfig
+from mirrorspark.errors import ConfigError
+from mirrorspark.kafka.clients import PartitionKey
+from mirrorspark.mm2.policy import load_policy
+from mirrorspark.mm2.topology import check_identity_cycles
+from mirrorspark.replication.acls import TopicAclSync
+from mirrorspark.replication.checkpoints import CheckpointEmitter
+from mirrorspark.replication.datapath import DataPath
+from mirrorspark.replication.flow import Flow
+from mirrorspark.replication.heartbeats import HeartbeatEmitter
+from mirrorspark.replication.progress import ProgressPublisher
+from mirrorspark.replication.scheduler import Scheduler
+from mirrorspark.replication.tasks import PartitionResult
+
+log = logging.getLogger(__name__)
+
+
+PROGRESS_INTERVAL_S = 5.0
+"""Seconds between two publications of a flow's totals to ``mm2-progress.<source>.internal``."""
+
+
+@dataclass(frozen=True)
+class TopicStats:
+    """Progress of one replicated topic of a flow.
+
+    Attributes
+    ----------
+    topic, remote_topic:
+        Source topic and its remote topic on the target.
+    partitions:
+        Replicated partitions.
+    records, value_bytes:
+        Copied by this process (records; bytes of values).
+    lag:
+        Records on the source not yet copied (sum over partitions).
+    latency_ms_avg, latency_ms_max:
+        Replication latency of the copied records (ms), 0 when none.
+    """
+
+    topic: str
+    remote_topic: str
+    partitions: int
+    records: int
+    value_bytes: int
+    lag: int
+    latency_ms_avg: float
+    latency_ms_max: int
+
+
+@dataclass(frozen=True)
+class FlowStats:
+    """Progress of one flow: totals and per topic."""
+
+    flow: str
+    state: str
+    records: int
+    value_bytes: int
+    lag: int
+    batches: int
+    topics: tuple[TopicStats, ...]
+
+
+class Replicator:
+    """Runs the enabled flows of a configuration on Spark.
+
+    Parameters
+    ----------
+    config:
+        The parsed mm2.properties.
+    data_path:
+        The Spark data path (owns the SparkSession); may be set later, before
+        :meth:`run`, so that :meth:`start` can fail fast on unreachable
+        clusters before Spark starts.
+    targets:
+        MM2's ``--clusters``: run only flows whose target is listed (``None`` = all).
+    on_progress:
+        Called after every batch (and when idle) with the flows' stats.
+
+    Raises
+    ------
+    ConfigError
+        No flow is enabled (for the given targets), or the enabled flows form a cycle through a
+        flow with an identity-style policy (:func:`~mirrorspark.policy.check_identity_cycles`)
+        and ``mirrorspark.identity.allow.cycles`` is not set.
+    """
+
+    def __init__(
+        self,
+        config: MirrorConfig,
+        data_path: DataPath | None = None,
+        *,
+        targets: Sequence[str] | None = None,
+        on_progress: Callable[[list[FlowStats]], None] | None = None,
+    ) -> None:
+        self.config = config
+        self.data_path = data_path
+        flows = config.enabled_flows(targets)
+        if not flows:
+            raise ConfigError(
+                f"no replication flow is enabled in {config.source_name}"
+                + (f" for target(s) {', '.join(targets)}" if targets else "")
+                + ": set e.g. 'A->B.enabled=true'"
+            )
+        check_identity_cycles(  # every enabled flow of the file, whichever --clusters this node serves
+            [
+                (
+                    f.source,
+                    f.target,
+                    load_policy(
+                        f.policy.class_name,
+                        separator=f.policy.separator,
+                        internal_topic_separator_enabled=f.policy.internal_topic_separator_enabled,
+                        source_cluster_alias=f.source,
+                    ),
+                )
+                for f in config.flows
+                if f.enabled
+            ],
+            allow_cycles=config.data_path.identity_allow_cycles,
+            where=config.source_name,
+        )
+        self.flows = [Flow(f, config.cluster(f.source), config.cluster(f.target), config.data_path) for f in flows]
+        self.heartbeats = HeartbeatEmitter(config.heartbeat_flows(targets), config.clusters)
+        by_pair = {(f.config.source, f.config.target): f for f in self.flows}
+        self.checkpoints = [
+            CheckpointEmitter(
+                config,
+                f.config,
+                copied=f.copied,
+                reverse_copied=by_pair[(f.config.target, f.config.source)].copied
+                if (f.config.target, f.config.source) in by_pair
+                else None,
+            )
+            for f in self.flows
+            if f.config.emit_checkpoints_enabled
+        ]
+        self._checkpoint_targets: list[dict[tuple[str, str, int], int]] = []
+        self.progress: list[ProgressPublisher] = []
+        self.control = Scheduler()
+        self.background = Scheduler()
+        self.on_progress = on_progress
+        self._stop = threading.Event()
+        self._targets: dict[str, dict[PartitionKey, int]] = {}
+        self.state = "created"
+
+    def request_stop(self) -> None:
+        """Ask the loop to stop after the current batch is committed (thread-safe)."""
+        self._stop.set()
+
+    @property
+    def stopping(self) -> bool:
+        """Whether a stop was requested."""
+        return self._stop.is_set()
+
+    def start(self) -> None:
+        """Connect: start every flow and the heartbeats, and schedule the control jobs.
+
+        Needs no Spark. Raises
+        :class:`~mirrorspark.errors.ClusterUnreachableError` when a cluster does
+        not answer and :class:`~mirrorspark.errors.ClusterError` when an
+        internal or remote topic cannot be created.
+        """
+        self.state = "starting"
+        for flow in self.flows:
+            flow.start()
+            publisher = ProgressPublisher(flow)
+            publisher.start()
+            self.progress.append(publisher)
+            self.control.add(
+                f"publish progress {flow.name}",
+                PROGRESS_INTERVAL_S,
+                self._job(publisher.publish),
+                initial_delay_s=PROGRESS_INTERVAL_S,
+            )
+            if flow.config.sync_topic_configs_enabled:
+                self.control.add(
+                    f"sync topic configs {flow.name}",
+                    flow.config.sync_topic_configs_interval_s,
+                    flow.sync_configs,
+                    initial_delay_s=flow.config.sync_topic_configs_interval_s,
+                )
+            if flow.config.sync_topic_acls_enabled:  # MM2: immediately, then every interval
+                self.control.add(
+                    f"sync topic ACLs {flow.name}",
+                    flow.config.sync_topic_acls_interval_s,
+                    self._job(TopicAclSync.for_flow(flow).sync),
+                )
+            if flow.config.refresh_topics_enabled:
+                self.control.add(
+                    f"refresh topics {flow.name}",
+                    flow.config.refresh_topics_interval_s,
+                    flow.refresh,
+                    initial_delay_s=flow.config.refresh_topics_interval_s,
+                )
+        for cp in self.checkpoints:
+            cp.start(background_syncs=True)
+            self.control.add(
+                f"checkpoints {cp.name}",
+                cp.flow.emit_checkpoints_interval_s,
+                self._job(cp.emit),
+                initial_delay_s=cp.flow.emit_checkpoints_interval_s,
+            )
+            if cp.flow.sync_group_offsets_enabled:
+                self.control.add(
+                    f"sync group offsets {cp.name}",
+                    cp.flow.sync_group_offsets_interval_s,
+                    self._job(cp.sync_group_offsets),
+                    initial_delay_s=cp.flow.sync_group_offsets_interval_s,
+                )
+        self.heartbeats.start()
+        self.heartbeats.schedule(self.background)
+        self.background.start(name="mirrorspark-heartbeats")
+        self.state = "running"
+
+    def run(self, *, until_caught_up: bool = False) -> list[FlowStats]:
+        """Replicate until stopped (or caught up); commit the last batch; return final stats.
+
+        Parameters
+        ----------
+        until_caught_up:
+            Stop once every replicated partition is copied up to the source end
+            offsets seen at start, and their offset syncs are written.
+        """
+        if self.data_path is None:
+            raise ConfigError("Replicator.run needs a data path: pass data_path= or set .data_path first")
+        data_path = self.data_path
+        if self.state == "created":
+            self.start()
+        if until_caught_up:
+            self._targets = {f.name: f.end_snapshot() for f in self.flows}
+            self._checkpoint_targets = [cp.snapshot() for cp in self.checkpoints]
+        idle_s = self.config.data_path.idle_interval_ms / 1000.0
+        try:
+            while not self._stop.is_set():
+                self.control.run_pending()
+                if until_caught_up and self._caught_up() and self._checkpoints_done():
+                    break
+                t0 = time.monotonic()
+                tasks = [t for f in self.flows for t in f.plan(follow=not until_caught_up)]
+                if tasks:
+                    t1 = time.monotonic()
+                    results = data_path.copy(tasks)
+                    t2 = time.monotonic()
+                    self._commit(results)
+                    if log.isEnabledFor(logging.DEBUG):  # the sums walk every range and result
+                        log.debug(
+                            "batch: plan %.0f ms, copy %.0f ms (%d tasks, %d ranges, %d records), commit %.0f ms",
+                            (t1 - t0) * 1000,
+                            (t2 - t1) * 1000,
+                            len(tasks),
+                            sum(len(t.ranges) for t in tasks),
+                            sum(r.records for r in results),
+                            (time.monotonic() - t2) * 1000,
+                        )
+                else:
+                    self._stop.wait(idle_s)
+                self._report()
+        finally:
+            self.state = "stopping"
+            self.close()
+        self.state = "stopped"
+        stats = self.stats()
+        self._report(stats)
+        return stats
+
+    def _caught_up(self) -> bool:
+        return all(f.caught_up(self._targets.get(f.name, {})) for f in self.flows)
+
+    def _checkpoints_done(self) -> bool:
+        """After catching up: emit checkpoints (and sync group offsets) until every group offset
+        committed before the run started is covered."""
+        done = True
+        for cp, targets in zip(self.checkpoints, self._checkpoint_targets, strict=True):
+            if not targets:
+                continue
+            cp.emit()
+            if cp.flow.sync_group_offsets_enabled:
+                cp.sync_group_offsets()
+            done &= cp.covered(targets)
+        return done
+
+    @staticmethod
+    def _job(fn: Callable[[], object]) -> Callable[[], None]:
+        def run() -> None:
+            fn()
+
+        return run
+
+    def _commit(self, results: list[PartitionResult]) -> None:
+        for f in self.flows:
+            f.commit(results)
+
+    def _report(self, stats: list[FlowStats] | None = None) -> None:
+        if self.on_progress is not None:
+            self.on_progress(stats if stats is not None else self.stats())
+
+    def stats(self) -> list[FlowStats]:
+        """Current progress of every flow."""
+        out = []
+        for f in self.flows:
+            topics = []
+            for topic, n in sorted(f.topic_partitions.items()):
+                ps = [f.partitions[(topic, i)] for i in range(n) if (topic, i) in f.partitions]
+                recs = sum(p.records for p in ps)
+                samples = sum(p.latency_samples for p in ps)
+                topics.append(
+                    TopicStats(
+                        topic=topic,
+                        remote_topic=f.remote_topics.get(topic, ""),
+                        partitions=n,
+                        records=recs,
+                        value_bytes=sum(p.value_bytes for p in ps),
+                        lag=sum(p.lag for p in ps),
+                        latency_ms_avg=(sum(p.latency_ms_sum for p in ps) / samples) if samples else 0.0,
+                        latency_ms_max=max((p.latency_ms_max for p in ps), default=0),
+                    )
+                )
+            out.append(
+                FlowStats(
+                    flow=f.name,
+                    state=self.state,
+                    records=sum(t.records for t in topics),
+                    value_bytes=sum(t.value_bytes for t in topics),
+                    lag=sum(t.lag for t in topics),
+                    batches=f.batches,
+                    topics=tuple(topics),
+                )
+            )
+        return out
+
+    def close(self) -> None:
+        """Stop heartbeats and flush every driver-side producer."""
+        self.background.stop()
+        self.heartbeats.close()
+        for cp in self.checkpoints:
+            cp.close()
+        for pub in self.progress:
+            try:
+                pub.close()
+            except Exception as e:  # totals are informational: never fail a clean stop on them
+                log.warning("publishing final progress of %s failed: %s", pub.flow.name, e)
+        for f in self.flows:
+            f.close()
+
+
+__all__ = ["FlowStats", "Replicator", "TopicStats"]

@@ -1,0 +1,181 @@
+"""Lifetime progress of a flow, kept in Kafka so that ``mirrorspark status`` can report it.
+
+Kafka itself cannot say how many bytes a replicator copied, so every running
+flow publishes, per replicated topic, its cumulative records and bytes copied
+to a compacted internal topic on its target: ``mm2-progress.<source>.internal``
+(an MM2-internal name: never replicated). Totals continue across restarts: at
+start a flow reads its last published totals and adds to them.
+
+Record layout (compact JSON, UTF-8):
+
+* key ``{"flow":"A->B","topic":"t1"}``
+* value ``{"records":<n>,"value_bytes":<n>,"key_bytes":<n>,"timestamp":<epoch ms>}``
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from mirrorspark.kafka.clients import ensure_topic, producer
+from mirrorspark.kafka.reader import TopicReader
+
+
+@dataclass(frozen=True)
+class TopicProgress:
+    """Cumulative copy totals of one topic of a flow.
+
+    Attributes
+    ----------
+    records:
+        Records copied (all processes, all runs).
+    value_bytes, key_bytes:
+        Bytes of values and keys copied.
+    timestamp_ms:
+        When the totals were published (epoch ms).
+    """
+
+    records: int
+    value_bytes: int
+    key_bytes: int
+    timestamp_ms: int
+
+
+def progress_topic(source_alias: str) -> str:
+    """``mm2-progress.<source>.internal`` (always '.'-separated, like Connect's internal topics)."""
+    return f"mm2-progress.{source_alias}.internal"
+
+
+def encode_progress(flow: str, topic: str, p: TopicProgress) -> tuple[bytes, bytes]:
+    """Key and value bytes of a progress record."""
+    key = json.dumps({"flow": flow, "topic": topic}, separators=(",", ":"), ensure_ascii=False).encode()
+    value = json.dumps(
+        {"records": p.records, "value_bytes": p.value_bytes, "key_bytes": p.key_bytes, "timestamp": p.timestamp_ms},
+        separators=(",", ":"),
+    ).encode()
+    return key, value
+
+
+def decode_progress(key: bytes | None, value: bytes | None) -> tuple[str, str, TopicProgress] | None:
+    """``(flow, topic, progress)`` of a progress record, or ``None`` if it is not one (or a tombstone)."""
+    if key is None or value is None:
+        return None
+    try:
+        k, v = json.loads(key), json.loads(value)
+        return (
+            str(k["flow"]),
+            str(k["topic"]),
+            TopicProgress(int(v["records"]), int(v["value_bytes"]), int(v["key_bytes"]), int(v["timestamp"])),
+        )
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def read_progress(
+    settings: Any, admin_settings: Any, alias: str, source_alias: str, flow: str, *, client_id: str
+) -> dict[str, TopicProgress]:
+    """The last published totals per topic of ``flow`` (empty when none were published)."""
+    out: dict[str, TopicProgress] = {}
+
+    def on_record(key: bytes | None, value: bytes | None) -> None:
+        decoded = decode_progress(key, value)
+        if decoded is not None and decoded[0] == flow:
+            out[decoded[1]] = decoded[2]
+
+    reader = TopicReader(settings, admin_settings, alias, progress_topic(source_alias), client_id=client_id)
+    try:
+        reader.read(on_record)
+    finally:
+        reader.close()
+    return out
+
+
+class ProgressPublisher:
+    """Publishes a flow's cumulative totals (base from earlier runs + this process's copies).
+
+    Parameters
+    ----------
+    flow:
+        The running :class:`~mirrorspark.flows.Flow`.
+    """
+
+    def __init__(self, flow: Any) -> None:
+        self.flow = flow
+        self._base: dict[str, TopicProgress] = {}
+        self._producer: Any = None
+        self._last: dict[str, tuple[int, int, int]] = {}
+
+    def start(self) -> None:
+        """Create the progress topic and read earlier totals."""
+        cfg = self.flow.config
+        ensure_topic(
+            self.flow._tgt_admin,
+            cfg.target,
+            progress_topic(cfg.source),
+            partitions=1,
+            replication_factor=cfg.checkpoints_topic_replication_factor,
+            config={"cleanup.policy": "compact"},
+        )
+        self._base = read_progress(
+            cfg.target_consumer,
+            cfg.target_admin,
+            cfg.target,
+            cfg.source,
+            cfg.name,
+            client_id=f"{cfg.name}|mirrorspark|progress-consumer",
+        )
+        self._producer = producer(
+            cfg.target_producer, client_id=f"{cfg.name}|mirrorspark|progress-producer", overrides={"linger.ms": 0}
+        )
+
+    def totals(self) -> Mapping[str, TopicProgress]:
+        """Current cumulative totals per replicated topic."""
+        now = int(time.time() * 1000)
+        out: dict[str, TopicProgress] = {}
+        for topic, n in self.flow.topic_partitions.items():
+            ps = [self.flow.partitions[(topic, i)] for i in range(n) if (topic, i) in self.flow.partitions]
+            base = self._base.get(topic, TopicProgress(0, 0, 0, now))
+            out[topic] = TopicProgress(
+                base.records + sum(p.records for p in ps),
+                base.value_bytes + sum(p.value_bytes for p in ps),
+                base.key_bytes + sum(p.key_bytes for p in ps),
+                now,
+            )
+        return out
+
+    def publish(self) -> int:
+        """Write totals that changed since the last call; return how many records were written."""
+        if self._producer is None:
+            return 0
+        n = 0
+        for topic, p in self.totals().items():
+            sig = (p.records, p.value_bytes, p.key_bytes)
+            if self._last.get(topic) == sig:
+                continue
+            key, value = encode_progress(self.flow.name, topic, p)
+            self._producer.produce(progress_topic(self.flow.config.source), value, key, partition=0)
+            self._last[topic] = sig
+            n += 1
+        if n:
+            self._producer.flush(10)
+        return n
+
+    def close(self) -> None:
+        """Publish the final totals and release the producer."""
+        try:
+            self.publish()
+        finally:
+            self._producer = None
+
+
+__all__ = [
+    "ProgressPublisher",
+    "TopicProgress",
+    "decode_progress",
+    "encode_progress",
+    "progress_topic",
+    "read_progress",
+]

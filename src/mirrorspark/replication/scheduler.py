@@ -1,0 +1,147 @@
+"""One scheduler for periodic control work (MM2 ``Scheduler``).
+
+Topic refresh, config sync, heartbeats, checkpoints and group offset sync are
+all named jobs with an interval. A job's failure is logged and retried on its
+next tick, never fatal; a job that runs longer than its interval is warned
+about. The clock is injectable so unit tests control time.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Job:
+    """A named periodic job.
+
+    Attributes
+    ----------
+    name:
+        Shown in logs, e.g. ``"refresh topics A->B"``.
+    interval_s:
+        Seconds between the starts of two runs; ``<= 0`` runs it only once.
+    fn:
+        The work; exceptions are logged and the job is retried next interval.
+    next_run:
+        Clock time (seconds) of the next run.
+    runs, failures:
+        Counters.
+    last_error:
+        Text of the last failure, or ``None``.
+    """
+
+    name: str
+    interval_s: float
+    fn: Callable[[], None]
+    next_run: float
+    runs: int = 0
+    failures: int = 0
+    last_error: str | None = None
+    running: bool = False
+
+
+class Scheduler:
+    """Runs named periodic jobs, either from a caller's loop or on its own thread.
+
+    Parameters
+    ----------
+    clock:
+        Returns seconds; ``time.monotonic`` by default.
+
+    Thread safety: :meth:`add` and :meth:`run_pending` may be called from
+    different threads; a job never runs concurrently with itself.
+    """
+
+    def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._jobs: list[Job] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def jobs(self) -> tuple[Job, ...]:
+        """The registered jobs."""
+        with self._lock:
+            return tuple(self._jobs)
+
+    def add(self, name: str, interval_s: float, fn: Callable[[], None], *, initial_delay_s: float = 0.0) -> Job:
+        """Register a job; its first run is ``initial_delay_s`` seconds from now."""
+        job = Job(name, interval_s, fn, self._clock() + initial_delay_s)
+        with self._lock:
+            self._jobs.append(job)
+        return job
+
+    def run_pending(self) -> int:
+        """Run every job that is due, in registration order; return how many ran.
+
+        A job that fell more than one interval behind runs once and its next
+        run is one interval from now (missed runs are skipped, not bunched).
+        """
+        now = self._clock()
+        with self._lock:
+            due = [j for j in self._jobs if j.next_run <= now and not j.running]
+            for job in due:
+                job.running = True
+        for job in due:
+            started = self._clock()
+            try:
+                job.fn()
+                job.last_error = None
+            except Exception as e:
+                job.failures += 1
+                job.last_error = str(e)
+                log.warning("job '%s' failed (will retry): %s", job.name, e)
+            job.runs += 1
+            took = self._clock() - started
+            if job.interval_s > 0 and took > job.interval_s:
+                log.warning("job '%s' took %.1f s, longer than its %.1f s interval", job.name, took, job.interval_s)
+            with self._lock:
+                job.running = False
+                if job.interval_s > 0:
+                    job.next_run += job.interval_s
+                    if job.next_run <= self._clock():
+                        job.next_run = self._clock() + job.interval_s
+                else:
+                    self._jobs.remove(job)
+        return len(due)
+
+    def seconds_to_next(self) -> float | None:
+        """Seconds until the next job is due (0 if overdue), ``None`` without jobs."""
+        with self._lock:
+            if not self._jobs:
+                return None
+            return max(0.0, min(j.next_run for j in self._jobs) - self._clock())
+
+    def start(self, *, name: str = "mirrorspark-scheduler", tick_s: float = 0.1) -> None:
+        """Run jobs on a daemon thread until :meth:`stop`."""
+
+        if self._thread is not None:
+            return
+        self._stop.clear()
+
+        def loop() -> None:
+            while not self._stop.is_set():
+                self.run_pending()
+                wait = self.seconds_to_next()
+                self._stop.wait(tick_s if wait is None else min(max(wait, 0.01), tick_s * 10))
+
+        self._thread = threading.Thread(target=loop, name=name, daemon=True)
+        self._thread.start()
+
+    def stop(self, *, timeout_s: float = 10.0) -> None:
+        """Stop the thread started by :meth:`start` (waits for a running job)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+            self._thread = None
+
+
+__all__ = ["Job", "Scheduler"]

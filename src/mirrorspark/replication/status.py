@@ -1,0 +1,247 @@
+"""The state of every replication flow, read from the clusters alone (``mirrorspark status``).
+
+Nothing here talks to a running mirrorspark process: like SRM's and MM2's
+tooling, it reads what replication leaves in Kafka — the committed source
+offsets in ``mm2-offsets.<source>.internal``, the remote topics, and the
+heartbeats — so it reports MM2's flows just as well.
+
+* **state** — ``running`` when the flow's newest heartbeat on the target is
+  younger than ``max(10 s, 5 x emit.heartbeats.interval.seconds)``,
+  ``stopped`` when older, ``never started`` without committed offsets.
+* **lag** — per topic, source end offsets minus committed positions.
+* **records copied** — per topic, records in the remote topic (end - start offsets).
+* **upstream clusters / replication hops** — per cluster, MirrorClient's view
+  of its heartbeat topics.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from mirrorspark.client.mirror_client import MirrorClient
+from mirrorspark.client.source_offsets import read_source_offsets
+from mirrorspark.config.model import FlowConfig, MirrorConfig
+from mirrorspark.errors import CorruptRecordError
+from mirrorspark.kafka.clients import admin_client, end_offsets, list_topics, start_offsets
+from mirrorspark.kafka.reader import TopicReader
+from mirrorspark.mm2.filters import DefaultTopicFilter, should_replicate_topic
+from mirrorspark.mm2.policy import load_policy
+from mirrorspark.mm2.records import Heartbeat
+from mirrorspark.replication.progress import read_progress
+
+
+@dataclass(frozen=True)
+class TopicStatus:
+    """One replicated topic of a flow.
+
+    Attributes
+    ----------
+    topic, remote_topic:
+        Source topic and its remote topic name.
+    partitions:
+        Source partitions.
+    records:
+        Records in the remote topic (end - start offsets summed), ``0`` if it does not exist.
+    copied_records, copied_bytes:
+        Records and bytes (keys + values) copied over the flow's lifetime, as published by
+        running mirrorspark flows to ``mm2-progress.<source>.internal``; ``None`` if none were.
+    lag:
+        Source records not yet committed as copied (records), summed over partitions.
+    """
+
+    topic: str
+    remote_topic: str
+    partitions: int
+    records: int
+    lag: int
+    copied_records: int | None = None
+    copied_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class FlowStatus:
+    """One flow's state.
+
+    Attributes
+    ----------
+    flow:
+        ``"A->B"``.
+    state:
+        ``running``, ``stopped`` or ``never started``.
+    last_heartbeat_ms:
+        Epoch ms of the newest heartbeat of the flow on the target, ``None`` if none.
+    topics:
+        Replicated topics.
+    """
+
+    flow: str
+    state: str
+    last_heartbeat_ms: int | None
+    topics: tuple[TopicStatus, ...] = field(default_factory=tuple)
+
+    @property
+    def partitions(self) -> int:
+        """Replicated partitions."""
+        return sum(t.partitions for t in self.topics)
+
+    @property
+    def records(self) -> int:
+        """Records in the remote topics."""
+        return sum(t.records for t in self.topics)
+
+    @property
+    def lag(self) -> int:
+        """Source records not yet copied."""
+        return sum(t.lag for t in self.topics)
+
+    @property
+    def copied_bytes(self) -> int | None:
+        """Bytes copied over the flow's lifetime (``None`` if never published)."""
+        known = [t.copied_bytes for t in self.topics if t.copied_bytes is not None]
+        return sum(known) if known else None
+
+
+@dataclass(frozen=True)
+class ClusterStatus:
+    """MirrorClient's view of one cluster: which clusters replicate into it, and how many hops away."""
+
+    cluster: str
+    upstream_clusters: tuple[str, ...]
+    replication_hops: dict[str, int]
+
+
+def _heartbeats(flow: FlowConfig, config: MirrorConfig) -> int | None:
+    """Epoch ms of the newest ``Heartbeat(source, target)`` in the target's heartbeats topic."""
+    policy = load_policy(
+        flow.policy.class_name,
+        separator=flow.policy.separator,
+        internal_topic_separator_enabled=flow.policy.internal_topic_separator_enabled,
+        source_cluster_alias=flow.source,
+    )
+    target = config.cluster(flow.target)
+    newest: list[int] = []
+
+    def on_record(key: bytes | None, value: bytes | None) -> None:
+        try:
+            hb = Heartbeat.decode(key, value)
+        except CorruptRecordError:
+            return
+        if hb.source_cluster_alias == flow.source and hb.target_cluster_alias == flow.target:
+            newest.append(hb.timestamp_ms)
+
+    reader = TopicReader(
+        target.consumer,
+        target.admin,
+        flow.target,
+        policy.heartbeats_topic(),
+        client_id=f"{flow.name}|mirrorspark|status-heartbeats-consumer",
+    )
+    try:
+        reader.read(on_record)
+    finally:
+        reader.close()
+    return max(newest) if newest else None
+
+
+def flow_status(config: MirrorConfig, flow: FlowConfig, *, now_ms: int | None = None) -> FlowStatus:
+    """Compute one flow's status from its source and target clusters.
+
+    Raises
+    ------
+    ClusterUnreachableError
+        Either cluster does not answer.
+    """
+    now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
+    policy = load_policy(
+        flow.policy.class_name,
+        separator=flow.policy.separator,
+        internal_topic_separator_enabled=flow.policy.internal_topic_separator_enabled,
+        source_cluster_alias=flow.source,
+    )
+    topic_filter = DefaultTopicFilter(topics=flow.topics, topics_exclude=flow.topics_exclude)
+    cid = f"{flow.name}|mirrorspark|status"
+    src_admin = admin_client(flow.source_admin, client_id=f"{cid}-source-admin")
+    tgt_admin = admin_client(flow.target_admin, client_id=f"{cid}-target-admin")
+    source_topics = list_topics(src_admin, flow.source)
+    target_topics = list_topics(tgt_admin, flow.target)
+    stored = read_source_offsets(
+        flow.target_consumer,
+        flow.target_admin,
+        flow.target,
+        flow.offset_storage_topic,
+        flow.source,
+        client_id=f"{cid}-offsets-consumer",
+    )
+    wanted = {
+        t: n
+        for t, n in sorted(source_topics.items())
+        if n > 0
+        and should_replicate_topic(
+            t,
+            topic_filter=topic_filter,
+            policy=policy,
+            target_alias=flow.target,
+            heartbeats_replication_enabled=flow.heartbeats_replication_enabled,
+        )
+    }
+    keys = [(t, p) for t, n in wanted.items() for p in range(n)]
+    ends = end_offsets(src_admin, flow.source, keys)
+    starts = start_offsets(src_admin, flow.source, keys)
+    remote_keys = [
+        (policy.format_remote_topic(flow.source, t), p)
+        for t, p in keys
+        if policy.format_remote_topic(flow.source, t) in target_topics
+    ]
+    r_ends = end_offsets(tgt_admin, flow.target, remote_keys)
+    r_starts = start_offsets(tgt_admin, flow.target, remote_keys)
+    copied = read_progress(
+        flow.target_consumer,
+        flow.target_admin,
+        flow.target,
+        flow.source,
+        flow.name,
+        client_id=f"{cid}-progress-consumer",
+    )
+    topics = []
+    for t, n in wanted.items():
+        remote = policy.format_remote_topic(flow.source, t)
+        lag = 0
+        records = 0
+        for p in range(n):
+            position = stored[(t, p)] + 1 if (t, p) in stored else starts.get((t, p), 0)
+            lag += max(0, ends.get((t, p), 0) - position)
+            records += max(0, r_ends.get((remote, p), 0) - r_starts.get((remote, p), 0))
+        cp = copied.get(t)
+        topics.append(
+            TopicStatus(
+                t, remote, n, records, lag, cp.records if cp else None, cp.value_bytes + cp.key_bytes if cp else None
+            )
+        )
+    last = _heartbeats(flow, config)
+    fresh_ms = max(10_000, int(5 * flow.emit_heartbeats_interval_s * 1000))
+    if not stored:
+        state = "never started"
+    elif last is not None and now_ms - last <= fresh_ms:
+        state = "running"
+    else:
+        state = "stopped"
+    return FlowStatus(flow.name, state, last, tuple(topics))
+
+
+def cluster_status(config: MirrorConfig, cluster: str) -> ClusterStatus:
+    """MirrorClient's view of a cluster: upstream clusters and replication hops to every other alias."""
+    with MirrorClient(config, cluster) as mc:
+        upstream = tuple(sorted(mc.upstream_clusters()))
+        hops = {alias: mc.replication_hops(alias) for alias in config.clusters if alias != cluster}
+    return ClusterStatus(cluster, upstream, hops)
+
+
+def status(config: MirrorConfig) -> tuple[list[FlowStatus], list[ClusterStatus]]:
+    """Status of every enabled flow and every cluster of a configuration."""
+    flows = [flow_status(config, f) for f in config.enabled_flows()]
+    clusters = [cluster_status(config, alias) for alias in config.clusters]
+    return flows, clusters
+
+
+__all__ = ["ClusterStatus", "FlowStatus", "TopicStatus", "cluster_status", "flow_status", "status"]

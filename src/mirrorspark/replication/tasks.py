@@ -1,0 +1,148 @@
+"""What the driver plans and a Spark task returns: plain, picklable value types."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from mirrorspark.mm2.offset_syncs import CopiedSegment, SyncState
+
+if TYPE_CHECKING:
+    pass
+
+
+READ_MODES = ("consumer", "spark-kafka")
+
+_ERROR_MARK = "MIRRORSPARK_ERROR["
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionRange:
+    """One source partition's share of a batch.
+
+    Attributes
+    ----------
+    source_topic, partition:
+        The source partition; its copy goes to the same partition of ``target_topic``.
+    target_topic:
+        The remote topic name (``ReplicationPolicy.format_remote_topic``).
+    start:
+        First upstream offset to read (a position: the next offset to read).
+    end:
+        Upstream offset the task must reach (exclusive), ≥ ``start``: the source end offset
+        when the batch was planned (capped).
+    sync_state:
+        Offset-sync emission state at ``start`` (carried across batches by the driver).
+    limit:
+        Upstream offset the task may copy up to (exclusive) while it follows the partition
+        (:attr:`CopyTask.follow_s`), ≥ ``end``; ``None`` = ``end``.
+    """
+
+    source_topic: str
+    partition: int
+    target_topic: str
+    start: int
+    end: int
+    sync_state: SyncState = field(default_factory=SyncState)
+    limit: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CopyTask:
+    """The unit of work of one Spark task: some partitions of one flow.
+
+    Attributes
+    ----------
+    flow:
+        ``"A->B"``.
+    task_index:
+        Index of the task within the flow (MM2's ``task.index``).
+    consumer_conf, producer_conf:
+        librdkafka configs of the source consumer and target producer (already
+        translated; may hold credentials, so never logged).
+    spark_options:
+        Spark Kafka source options of the source (``kafka.*``), for ``spark-kafka`` read mode.
+    ranges:
+        The partitions to copy.
+    offset_lag_max:
+        ``offset.lag.max`` in records.
+    stall_timeout_s:
+        Seconds without any record while ranges remain unfinished before the
+        task fails with :class:`~mirrorspark.errors.DataPathError`.
+    follow_s:
+        Once every range has reached its ``end``, keep copying records that arrive, up to
+        each range's ``limit``, until this many seconds after the task started
+        (``mirrorspark.batch.follow.ms``); 0 = stop at ``end``. Read mode ``consumer`` only.
+    """
+
+    flow: str
+    task_index: int
+    consumer_conf: Mapping[str, Any]
+    producer_conf: Mapping[str, Any]
+    ranges: tuple[PartitionRange, ...]
+    offset_lag_max: int
+    spark_options: Mapping[str, str] = field(default_factory=dict)
+    stall_timeout_s: float = 120.0
+    follow_s: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionResult:
+    """What one task did to one partition in one batch.
+
+    Attributes
+    ----------
+    flow, source_topic, partition:
+        Which partition.
+    next_offset:
+        Upstream position after the batch: every record before it is copied
+        and acknowledged by the target.
+    records:
+        Records copied.
+    value_bytes, key_bytes:
+        Bytes of record values and keys copied (MM2's ``byte-count`` counts values only).
+    sync_state:
+        Offset-sync emission state after the batch, delayed sync already promoted.
+    syncs:
+        ``(upstream, downstream)`` offset syncs due, in order.
+    segments:
+        Contiguous copied runs, in order.
+    latency_ms_sum, latency_ms_max:
+        Sum and maximum over the sampled copied records (every 16th of a partition) of
+        (acknowledgement time - record timestamp), in ms (MM2's ``replication-latency-ms``).
+    latency_samples:
+        How many records ``latency_ms_sum`` adds up.
+    """
+
+    flow: str
+    source_topic: str
+    partition: int
+    next_offset: int
+    records: int
+    value_bytes: int
+    key_bytes: int
+    sync_state: SyncState
+    syncs: tuple[tuple[int, int], ...]
+    segments: tuple[CopiedSegment, ...]
+    latency_ms_sum: int
+    latency_ms_max: int
+    latency_samples: int = 0
+
+
+def assign_round_robin(partitions: Sequence[Any], tasks_max: int) -> list[list[Any]]:
+    """Split partitions over ``min(tasks_max, len(partitions))`` tasks, round-robin.
+
+    Mirrors ``MirrorSourceConnector.taskConfigs``: the k-th partition in
+    discovery order goes to task ``k mod n``. An empty input gives no tasks.
+    """
+    n = min(tasks_max, len(partitions))
+    if n <= 0:
+        return []
+    groups: list[list[Any]] = [[] for _ in range(n)]
+    for k, p in enumerate(partitions):
+        groups[k % n].append(p)
+    return groups
+
+
+__all__ = ["READ_MODES", "CopyTask", "PartitionRange", "PartitionResult", "assign_round_robin"]
