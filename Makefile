@@ -29,6 +29,7 @@ demo: install
 test: install
 	$(BIN)/ruff check
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-logo --no-cache
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 test-unit: $(STAMP)
@@ -37,6 +38,7 @@ test-unit: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-logo --no-cache
 
 bench: install
 	$(BIN)/python -m bench

@@ -1,12 +1,108 @@
 """mirrorspark: MirrorMaker 2-compatible cross-cluster replication for Apache Kafka on Apache Spark.
 
-The package's client layer (``policy``, ``filters``, ``records``, ``offsets``,
-``config``, ``errors``) imports without PySpark; the data path lives in
-``mirrorspark.spark`` and the driver in ``mirrorspark.driver``.
+The public API is what this module exports (:data:`__all__`); everything else is internal
+and may change between releases. Names are resolved on first use, so ``import mirrorspark``
+loads neither confluent-kafka nor PySpark.
+
+Examples
+--------
+>>> import mirrorspark
+>>> config = mirrorspark.load_config("mm2.properties")  # doctest: +SKIP
+>>> mirrorspark.translate_offsets(config, cluster="B", remote_alias="A", group="G")  # doctest: +SKIP
+
+Notes
+-----
+The package's layers, top to bottom (``docs/design.md``): ``cli`` > ``migration`` >
+``replication`` > ``client`` > ``kafka`` > ``config`` > ``mm2`` > ``errors``. The MM2 core
+(``mirrorspark.mm2``) and the client API (``mirrorspark.client``) import without PySpark,
+like MM2's ``mirror-client`` artifact.
 """
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+if TYPE_CHECKING:
+    from mirrorspark.client.mirror_client import (
+        MirrorClient,
+        checkpoint_topics,
+        heartbeat_topics,
+        remote_topics,
+        replication_hops,
+        translate_offsets,
+        upstream_clusters,
+    )
+    from mirrorspark.config.model import MirrorConfig
+    from mirrorspark.config.parse import load_config, parse_config
+    from mirrorspark.errors import MirrorsparkError
+    from mirrorspark.mm2.policy import (
+        BaseReplicationPolicy,
+        DefaultReplicationPolicy,
+        IdentityReplicationPolicy,
+        ReplicationPolicy,
+    )
+    from mirrorspark.replication.control import ControlStore
+
+_EXPORTS: dict[str, str] = {
+    "BaseReplicationPolicy": "mirrorspark.mm2.policy",
+    "ControlStore": "mirrorspark.replication.control",
+    "DefaultReplicationPolicy": "mirrorspark.mm2.policy",
+    "IdentityReplicationPolicy": "mirrorspark.mm2.policy",
+    "MirrorClient": "mirrorspark.client.mirror_client",
+    "MirrorConfig": "mirrorspark.config.model",
+    "MirrorsparkError": "mirrorspark.errors",
+    "ReplicationPolicy": "mirrorspark.mm2.policy",
+    "checkpoint_topics": "mirrorspark.client.mirror_client",
+    "heartbeat_topics": "mirrorspark.client.mirror_client",
+    "load_config": "mirrorspark.config.parse",
+    "parse_config": "mirrorspark.config.parse",
+    "remote_topics": "mirrorspark.client.mirror_client",
+    "replication_hops": "mirrorspark.client.mirror_client",
+    "translate_offsets": "mirrorspark.client.mirror_client",
+    "upstream_clusters": "mirrorspark.client.mirror_client",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Resolve a public name on first use (PEP 562), importing only the module that defines it.
+
+    Raises
+    ------
+    AttributeError
+        If ``name`` is not part of the public API.
+    """
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'mirrorspark' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """The public API, for ``dir(mirrorspark)`` and completion."""
+    return sorted({*globals(), *__all__})
+
+
+__all__ = [
+    "BaseReplicationPolicy",
+    "ControlStore",
+    "DefaultReplicationPolicy",
+    "IdentityReplicationPolicy",
+    "MirrorClient",
+    "MirrorConfig",
+    "MirrorsparkError",
+    "ReplicationPolicy",
+    "__version__",
+    "checkpoint_topics",
+    "heartbeat_topics",
+    "load_config",
+    "parse_config",
+    "remote_topics",
+    "replication_hops",
+    "translate_offsets",
+    "upstream_clusters",
+]

@@ -13,14 +13,32 @@ pytestmark = pytest.mark.unit
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
-CLIENT_MODULES = ("mirrorspark.errors", "mirrorspark.mm2.policy", "mirrorspark.mm2.filters", "mirrorspark.mm2.records")
+
+def _modules(package: str) -> tuple[str, ...]:
+    """Every module of a sub-package of ``src/mirrorspark``, found on disk (so a new module is covered too)."""
+    root = SRC.joinpath(*package.split("."))
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        parts = path.relative_to(SRC).with_suffix("").parts
+        found.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    return tuple(found)
+
+
+CLIENT_MODULES = ("mirrorspark.errors", *_modules("mirrorspark.mm2"))
+"""The MM2 core (policies, filters, records, translation): neither Spark nor a Kafka client."""
 
 KAFKA_CLIENT_MODULES = (
+    *_modules("mirrorspark.config"),
+    *_modules("mirrorspark.kafka"),
+    *_modules("mirrorspark.client"),
+    *_modules("mirrorspark.migration"),
     "mirrorspark.replication.acls",
-    "mirrorspark.client.mirror_client",
     "mirrorspark.replication.checkpoints",
+    "mirrorspark.replication.control",
 )
-"""The RemoteClusterUtils-style API and checkpoints: Kafka clients, but no Spark."""
+"""The MirrorClient API (RemoteClusterUtils), its config and Kafka adapters, the migration tools and the
+control jobs: Kafka clients, but no Spark (like MM2's ``mirror-client``)."""
+
 
 _SCRIPT = textwrap.dedent(
     """
