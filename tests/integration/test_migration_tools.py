@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
 from helpers import admin, assert_eventually, consume_all, create_topic, produce, unique_name
-from mirrorspark.client import mirror_client as client
 from mm2_client import mm2_client_info, mm2_translate_offsets
 
+from mirrorspark.client import mirror_client as client
 from mirrorspark.config.model import MirrorConfig
 from mirrorspark.config.parse import parse_config
 from mirrorspark.config.properties import parse_properties

@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 from helpers import create_topic, produce, unique_name
-from mirrorspark.client import mirror_client as client
 from mm2_client import mm2_client_info, mm2_translate_offsets
 
+from mirrorspark.client import mirror_client as client
 from mirrorspark.config.parse import parse_config
 from mirrorspark.config.properties import parse_properties
 from mirrorspark.kafka.local.model import LocalClusters
