@@ -142,7 +142,7 @@ def load_nycflights(bootstrap_servers: str) -> dict[str, int]:
 
 
 def _count(bootstrap: str, alias: str, topic: str) -> tuple[int, int]:
-    """Records (end - start offsets summed) and value bytes of a topic, by reading it."""
+    """Count the records (end - start offsets summed) and value bytes of a topic by reading it."""
     from confluent_kafka import Consumer, TopicPartition
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -197,7 +197,23 @@ def read_half(bootstrap: str, topic: str, group: str) -> dict[int, int]:
 
 
 def consume_from_committed(bootstrap: str, topic: str, group: str) -> int:
-    """Records a consumer of ``group`` reads from its committed offsets to the end of ``topic``."""
+    """Count the records a consumer of ``group`` reads from its committed offsets to the end of ``topic``.
+
+    Parameters
+    ----------
+    bootstrap:
+        ``bootstrap.servers`` of the cluster (the demo's ``backup``).
+    topic:
+        The topic the group consumes (after failover, the remote topic, e.g. ``primary.flights``).
+    group:
+        The consumer group.
+
+    Returns
+    -------
+    int
+        The sum over partitions of end offset - committed offset (committed offset = next offset to
+        read), in records; partitions without a committed offset count 0.
+    """
     from confluent_kafka import Consumer, TopicPartition
 
     admin = AdminClient({"bootstrap.servers": bootstrap})

@@ -111,7 +111,7 @@ _LIBRDKAFKA_RECEIVE_MAX_DEFAULT: Final = 100_000_000
 
 
 def _to_librdkafka(props: Mapping[str, str]) -> dict[str, str]:
-    """Implementation of :meth:`ClientSettings.to_librdkafka`."""
+    """Translate Java client properties to librdkafka ones (implements :meth:`ClientSettings.to_librdkafka`)."""
     out: dict[str, str] = {}
     renamed: dict[str, str] = {}
     for key, value in props.items():
@@ -174,7 +174,7 @@ def _translate_fetch_limits(out: dict[str, str]) -> None:
 
 
 def _sniff(path: str, key: str, size: int) -> bytes:
-    """The first ``size`` bytes of a store file named by ``key``."""
+    """Read the first ``size`` bytes of the store file at ``path``, named by the key ``key`` in errors."""
     try:
         with open(path, "rb") as fh:
             return fh.read(size)

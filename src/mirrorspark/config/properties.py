@@ -19,12 +19,12 @@ _HEX4 = re.compile(r"[0-9a-fA-F]{4}")
 
 
 def parse_properties(text: str) -> dict[str, str]:
-    """Parse Java ``.properties`` text, as ``java.util.Properties.load`` does.
+    r"""Parse Java ``.properties`` text, as ``java.util.Properties.load`` does.
 
     Parameters
     ----------
     text:
-        The file's text. Lines end with ``\\n``, ``\\r\\n`` or ``\\r``.
+        The file's text. Lines end with ``\n``, ``\r\n`` or ``\r``.
 
     Returns
     -------
@@ -34,7 +34,7 @@ def parse_properties(text: str) -> dict[str, str]:
     Raises
     ------
     ConfigError
-        On a malformed ``\\uXXXX`` escape; the message gives the line number, never the line.
+        On a malformed ``\uXXXX`` escape; the message gives the line number, never the line.
 
     Notes
     -----
@@ -44,8 +44,8 @@ def parse_properties(text: str) -> dict[str, str]:
     whose leading whitespace is dropped; the key ends at the first unescaped ``=``, ``:``
     or whitespace, and whitespace plus at most one ``=``/``:`` separate it from the value;
     leading whitespace is trimmed, trailing whitespace of a value is kept; escapes
-    ``\\t \\n \\r \\f \\uXXXX`` are decoded and a backslash before any other character
-    stands for that character (``\\=``, ``\\:``, ``\\ ``, ``\\\\``).
+    ``\t \n \r \f \uXXXX`` are decoded and a backslash before any other character
+    stands for that character (``\=``, ``\:``, ``\ ``, ``\\``).
     """
     lines = _NATURAL_LINE.split(text)
     if lines and lines[0].startswith("\ufeff"):

@@ -604,7 +604,7 @@ def describe_group(admin: AdminClient, alias: str, group: str, *, timeout_s: flo
 def group_offsets(
     admin: AdminClient, alias: str, group: str, *, timeout_s: float = 30.0
 ) -> dict[PartitionKey, tuple[int, str]]:
-    """A consumer group's committed offsets: ``{(topic, partition): (offset, metadata)}``.
+    """Return a consumer group's committed offsets: ``{(topic, partition): (offset, metadata)}``.
 
     The offset is Kafka's committed offset, i.e. the next offset the group reads.
     Partitions without a committed offset are left out; a group that does not

@@ -16,11 +16,25 @@ TopicPartitionKey = tuple[str, int]
 
 
 def rename_topic(policy: ReplicationPolicy, source_alias: str, target_alias: str, upstream_topic: str) -> str:
-    """The topic name a checkpoint of ``upstream_topic`` carries (MM2 ``MirrorCheckpointTask.renameTopicPartition``).
+    """Name the topic a checkpoint of ``upstream_topic`` carries (MM2 ``MirrorCheckpointTask.renameTopicPartition``).
 
     A topic that came from the target (``topic_source == target``) is named by
     its original topic (failback: ``B.topic1`` on A, flow A->B... checkpointed as
     ``topic1``); any other topic by its remote name on the target.
+
+    Parameters
+    ----------
+    policy:
+        The flow's replication policy.
+    source_alias, target_alias:
+        The flow's source and target cluster aliases.
+    upstream_topic:
+        The topic on the source whose group offsets are checkpointed.
+
+    Returns
+    -------
+    str
+        The downstream topic name the checkpoint's ``topicPartition`` carries.
     """
     if policy.topic_source(upstream_topic) == target_alias:
         return policy.original_topic(upstream_topic)
@@ -54,15 +68,15 @@ class CheckpointStore:
         self._latest.setdefault(checkpoint.consumer_group_id, {})[(checkpoint.topic, checkpoint.partition)] = checkpoint
 
     def get(self, group: str, topic: str, partition: int) -> Checkpoint | None:
-        """The latest checkpoint of a group for a downstream topic-partition, or ``None``."""
+        """Return the latest checkpoint of a group for a downstream topic-partition, or ``None``."""
         return self._latest.get(group, {}).get((topic, partition))
 
     def group(self, group: str) -> dict[TopicPartitionKey, Checkpoint]:
-        """The latest checkpoints of one group, by downstream topic-partition."""
+        """Return the latest checkpoints of one group, by downstream topic-partition (a copy)."""
         return dict(self._latest.get(group, {}))
 
     def groups(self) -> list[str]:
-        """Groups with at least one checkpoint."""
+        """Return the groups with at least one checkpoint, sorted."""
         return sorted(self._latest)
 
 
@@ -79,11 +93,20 @@ def _newest_sync_at_or_before_downstream(
 
 
 def upstream_topic_of(policy: ReplicationPolicy, source_alias: str, target_alias: str, renamed: str) -> str | None:
-    """The upstream topic whose checkpoints carry the downstream name ``renamed`` (inverse of :func:`rename_topic`).
+    """Find the upstream topic whose checkpoints are named ``renamed`` downstream (inverse of :func:`rename_topic`).
 
     ``primary.t`` → ``t``; a failback name ``t`` → ``backup.t`` (flow
     primary->backup). A name that several upstream topics map to (failback of a
     multi-hop topic) gets the one-hop candidate.
+
+    Parameters
+    ----------
+    policy:
+        The flow's replication policy.
+    source_alias, target_alias:
+        The flow's source and target cluster aliases.
+    renamed:
+        A checkpoint's downstream topic name (its ``topicPartition`` topic).
 
     Returns
     -------
@@ -103,7 +126,7 @@ def upstream_topic_of(policy: ReplicationPolicy, source_alias: str, target_alias
 
 
 def rereads_at(downstream_offset: int, live_downstream_offset: int, live_rereads: int) -> int:
-    """Records re-read by a consumer starting at ``downstream_offset`` instead of a live translation.
+    """Count the records re-read by a consumer starting at ``downstream_offset`` instead of a live translation.
 
     A live translation (MM2's rule over the offset syncs) starts at
     ``live_downstream_offset`` and re-reads ``live_rereads`` copies of records the
@@ -112,10 +135,19 @@ def rereads_at(downstream_offset: int, live_downstream_offset: int, live_rereads
     more. Exact when the partition has no compaction gaps or transaction markers
     between the two offsets (each offset is then one record).
 
+    Parameters
+    ----------
+    downstream_offset:
+        Where the consumer starts on the target (e.g. a checkpoint's downstream offset).
+    live_downstream_offset:
+        Where a live translation of the group's committed offset starts on the target.
+    live_rereads:
+        Records the live translation re-reads (``>= 0``).
+
     Returns
     -------
     int
-        ``max(0, live_rereads - (downstream_offset - live_downstream_offset))``.
+        ``max(0, live_rereads - (downstream_offset - live_downstream_offset))`` records.
     """
     return max(0, live_rereads - (downstream_offset - live_downstream_offset))
 

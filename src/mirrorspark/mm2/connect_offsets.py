@@ -15,10 +15,10 @@ _SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n
 
 
 def _json_string(value: str) -> str:
-    """A JSON string literal written as Jackson writes it.
+    r"""Write ``value`` as a JSON string literal, as Jackson writes it.
 
-    Non-ASCII characters are written raw, ``"`` and ``\\`` and the usual control
-    characters get their short escapes, other control characters ``\\u00XX`` with
+    Non-ASCII characters are written raw, ``"`` and ``\`` and the usual control
+    characters get their short escapes, other control characters ``\u00XX`` with
     upper-case hex (Python's :mod:`json` would write lower-case hex).
     """
     parts = ['"']

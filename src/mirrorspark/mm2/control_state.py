@@ -306,7 +306,7 @@ def _combine(
 def effective_lists(
     state: ControlState, kind: Kind, *, config_allow: Sequence[str], config_deny: Sequence[str]
 ) -> EffectiveLists:
-    """The lists in effect: the config file's, with the control changes on top. Pure.
+    """Compute the lists in effect: the config file's, with the control changes on top (pure, no I/O).
 
     ``allow = (config_allow | added allow) - removed allow`` and
     ``deny = (config_deny | added deny) - removed deny``.

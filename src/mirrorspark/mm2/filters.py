@@ -142,7 +142,7 @@ def _matches(pattern: re.Pattern[str] | None, name: str) -> bool:
 
 
 class DefaultTopicFilter:
-    """Topics matching ``topics`` and not ``topics.exclude`` (MM2 ``DefaultTopicFilter``).
+    r"""Topics matching ``topics`` and not ``topics.exclude`` (MM2 ``DefaultTopicFilter``).
 
     Parameters
     ----------
@@ -150,7 +150,7 @@ class DefaultTopicFilter:
         ``topics`` regexes; default ``(".*",)``. Empty matches no topic.
     topics_exclude:
         ``topics.exclude`` regexes; default :data:`DEFAULT_TOPICS_EXCLUDE`
-        (``.*[\\-\\.]internal``, ``.*\\.replica``, ``__.*``). Empty excludes nothing.
+        (``.*[\-\.]internal``, ``.*\.replica``, ``__.*``). Empty excludes nothing.
     key_prefix:
         Prefix of the key names in error messages, e.g. ``"A->B."``; default ``""``.
 

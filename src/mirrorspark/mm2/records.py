@@ -195,7 +195,7 @@ class Heartbeat:
         return cls(source, target, v.int64("timestamp"))
 
     def format(self) -> str:
-        """The line MM2's ``HeartbeatFormatter`` prints for this record.
+        """Format this record as MM2's ``HeartbeatFormatter`` prints it.
 
         Returns
         -------
@@ -313,7 +313,7 @@ class Checkpoint:
         return cls(group, topic, partition, upstream, downstream, metadata)
 
     def format(self) -> str:
-        """The line MM2's ``CheckpointFormatter`` prints for this record.
+        """Format this record as MM2's ``CheckpointFormatter`` prints it.
 
         Returns
         -------
@@ -414,7 +414,7 @@ class OffsetSync:
         return cls(topic, partition, upstream, v.int64("offset"))
 
     def format(self) -> str:
-        """The line MM2's ``OffsetSyncFormatter`` prints for this record.
+        """Format this record as MM2's ``OffsetSyncFormatter`` prints it.
 
         Returns
         -------

@@ -43,7 +43,7 @@ def _invariant_c(x: OffsetSync, i: int, y: OffsetSync) -> bool:
 
 
 def _updated_slots(original: tuple[OffsetSync, ...], sync: OffsetSync) -> tuple[OffsetSync, ...]:
-    """The slot array after a non-rewinding ``sync``: MM2 ``updateSyncArray`` (KAFKA-15202, mm2.md §7.2).
+    """Return the slot array after a non-rewinding ``sync``: MM2 ``updateSyncArray`` (KAFKA-15202, mm2.md §7.2).
 
     Slot 0 takes ``sync``; each later slot keeps its sync while invariant B still
     holds against the slot before it, otherwise takes the best candidate found by
@@ -180,7 +180,7 @@ class OffsetSyncStore:
             self._slots[key] = _updated_slots(original, sync)
 
     def lookup(self, topic: str, partition: int, upstream_offset: int) -> OffsetSync | None:
-        """The sync MM2 would translate ``upstream_offset`` with (MM2 ``latestOffsetSync``).
+        """Find the sync MM2 would translate ``upstream_offset`` with (MM2 ``latestOffsetSync``).
 
         Parameters
         ----------
@@ -241,7 +241,12 @@ class OffsetSyncStore:
         return sync.downstream_offset + 1
 
     def slots(self, topic: str, partition: int) -> tuple[OffsetSync, ...]:
-        """The 64 slots of a partition, newest first, repeats included (MM2 ``syncFor``, for tests).
+        """Return the 64 slots of a partition, newest first, repeats included (MM2 ``syncFor``, for tests).
+
+        Parameters
+        ----------
+        topic, partition:
+            The **upstream** (source) topic-partition.
 
         Returns
         -------
@@ -251,9 +256,14 @@ class OffsetSyncStore:
         return self._slots.get((topic, partition), ())
 
     def syncs(self, topic: str, partition: int) -> tuple[OffsetSync, ...]:
-        """The distinct retained syncs of a partition, newest first.
+        """Return the distinct retained syncs of a partition, newest first.
 
         Available before :meth:`mark_initialized` too (inspection).
+
+        Parameters
+        ----------
+        topic, partition:
+            The **upstream** (source) topic-partition.
 
         Returns
         -------
@@ -270,7 +280,7 @@ class OffsetSyncStore:
         return tuple(distinct)
 
     def partitions(self) -> set[tuple[str, int]]:
-        """The ``(upstream topic, partition)`` pairs with at least one sync."""
+        """Return the ``(upstream topic, partition)`` pairs with at least one sync (a new set)."""
         return set(self._slots)
 
 

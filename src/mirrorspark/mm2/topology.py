@@ -89,7 +89,7 @@ def _shortest_path(adjacency: Mapping[str, list[str]], start: str, goal: str) ->
 
 
 def identity_cycle(flows: Iterable[tuple[str, str, ReplicationPolicy]]) -> tuple[Edge, ...]:
-    """A shortest directed cycle of flows that contains a flow with an identity-style policy.
+    """Find a shortest directed cycle of flows that contains a flow with an identity-style policy.
 
     An identity-style flow ``Y->Z`` (:func:`is_identity_style`) copies ``t`` of ``Y`` to ``t`` on
     ``Z`` without recording ``Y`` in the name. Along any cycle through it, no later flow's cycle

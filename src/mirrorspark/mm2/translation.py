@@ -121,11 +121,22 @@ class CopiedRanges:
         kept.append(segment)
 
     def segments(self, topic: str, partition: int) -> tuple[CopiedSegment, ...]:
-        """The kept segments of a partition, oldest first (``()`` if none)."""
+        """Return the kept segments of a partition, oldest first.
+
+        Parameters
+        ----------
+        topic, partition:
+            The **upstream** (source) topic-partition.
+
+        Returns
+        -------
+        tuple[CopiedSegment, ...]
+            The segments in increasing upstream offset; ``()`` if none is kept.
+        """
         return tuple(self._segments.get((topic, partition), ()))
 
     def partitions(self) -> set[tuple[str, int]]:
-        """The ``(upstream topic, partition)`` pairs with at least one kept segment."""
+        """Return the ``(upstream topic, partition)`` pairs with at least one kept segment (a new set)."""
         return {key for key, kept in self._segments.items() if kept}
 
     def translate_downstream(self, topic: str, partition: int, upstream_offset: int) -> int | None:

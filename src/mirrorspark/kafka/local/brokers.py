@@ -397,7 +397,7 @@ def _free_ports(count: int) -> list[int]:
 
 
 def _random_cluster_id() -> str:
-    """A Kafka ``Uuid`` as ``StorageTool random-uuid`` prints it (base64url, no padding)."""
+    """Make a random Kafka ``Uuid`` as ``StorageTool random-uuid`` prints it (base64url, no padding)."""
     while True:
         raw = uuid.uuid4().bytes
         text = base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")

@@ -47,13 +47,19 @@ class _Cds:
         return cls(cache / f"kafka-{digest.hexdigest()[:16]}.jsa")
 
     def use_flags(self) -> tuple[str, ...]:
-        """Flags mapping the archive, or ``()`` if it does not exist yet."""
+        """Return the JVM flags that map the archive, or ``()`` if it does not exist yet.
+
+        Returns
+        -------
+        tuple[str, ...]
+            ``-XX:SharedArchiveFile=<archive>`` and the flags silencing CDS warnings.
+        """
         if self.archive.is_file() and self.archive.stat().st_size > 0:
             return (f"-XX:SharedArchiveFile={self.archive}", *_CDS_QUIET)
         return ()
 
     def dump_flags(self, node_dir: Path) -> tuple[str, ...]:
-        """Flags making one JVM (the first asked) dump an archive into ``node_dir`` at exit.
+        """Return the JVM flags making one JVM (the first asked) dump an archive into ``node_dir`` at exit.
 
         The archive's cache path is noted beside the dump, so that whichever process
         stops the JVM can promote it (:meth:`collect_dump`).
