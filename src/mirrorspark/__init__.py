@@ -83,7 +83,7 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    """The public API, for ``dir(mirrorspark)`` and completion."""
+    """Return the public API, for ``dir(mirrorspark)`` and completion."""
     return sorted({*globals(), *__all__})
 
 
