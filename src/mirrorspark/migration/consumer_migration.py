@@ -5,10 +5,11 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from confluent_kafka.admin import AdminClient
 
+from mirrorspark.client.checkpoints import read_checkpoints
+from mirrorspark.client.translator import OffsetTranslator
 from mirrorspark.config.model import MirrorConfig
 from mirrorspark.errors import ClusterError, ClusterUnreachableError, ControlError
 from mirrorspark.kafka.clients import (
@@ -23,11 +24,9 @@ from mirrorspark.kafka.clients import (
 )
 from mirrorspark.migration.plans import _ACTIVE_GROUP_ERRORS, FailoverOffset, FailoverPlan, OffsetTranslation
 from mirrorspark.mm2.checkpoints import CheckpointStore, TopicPartitionKey, rename_topic, rereads_at, upstream_topic_of
+from mirrorspark.mm2.filters import DefaultTopicFilter
+from mirrorspark.mm2.policy import load_policy
 from mirrorspark.mm2.records import Checkpoint
-from mirrorspark.replication.checkpoints import CheckpointEmitter
-
-if TYPE_CHECKING:
-    pass
 
 
 class ConsumerMigration:
@@ -68,9 +67,17 @@ class ConsumerMigration:
             source: config.cluster(source).bootstrap_servers,
             target: config.cluster(target).bootstrap_servers,
         }
-        self.emitter = CheckpointEmitter(config, self.flow)
-        self.policy = self.emitter.policy
-        self.checkpoints_topic = self.emitter.checkpoints_topic
+        f = self.flow
+        self.policy = load_policy(
+            f.policy.class_name,
+            separator=f.policy.separator,
+            internal_topic_separator_enabled=f.policy.internal_topic_separator_enabled,
+            source_cluster_alias=f.source,
+        )
+        self.topic_filter = DefaultTopicFilter(topics=f.topics, topics_exclude=f.topics_exclude)
+        self.checkpoints_topic = self.policy.checkpoints_topic(source)
+        self._client_id = f"{f.name}|mirrorspark"
+        self.translator = OffsetTranslator(config, f, self.policy, client_id=self._client_id)
         self._settings = {source: (self.flow.source_admin, "source"), target: (self.flow.target_admin, "target")}
         self._admin_clients: dict[str, AdminClient] = {}
         self._reachable: dict[str, bool] = {}
@@ -140,10 +147,21 @@ class ConsumerMigration:
 
     def _load_syncs(self) -> None:
         if not self._syncs_loaded:
-            self.emitter.load_syncs(read_to_end_required=False)
+            self.translator.load_syncs(read_to_end_required=False)
             self._syncs_loaded = True
 
     # ------------------------------------------------------------------ reading checkpoints
+
+    def _read_checkpoints(self) -> list[Checkpoint]:
+        """Every decodable checkpoint of ``<S>.checkpoints.internal`` on T, in topic order."""
+        return read_checkpoints(
+            self.flow.target_consumer,
+            self.flow.target_admin,
+            self.target,
+            self.checkpoints_topic,
+            client_id=f"{self._client_id}|checkpoints-target-consumer",
+            timeout_s=self.timeout_s,
+        )
 
     def checkpoints(self, group: str | None = None) -> list[Checkpoint]:
         """Checkpoint records on the target, in topic order (``mirrorspark checkpoints read``).
@@ -161,7 +179,7 @@ class ConsumerMigration:
             If the target cannot be read (unreachable: ``ClusterUnreachableError``).
         """
         self.require_reachable(self.target)
-        records = self.emitter.read_checkpoints(timeout_s=self.timeout_s)
+        records = self._read_checkpoints()
         if group is None:
             return records
         mine = [cp for cp in records if cp.consumer_group_id == group]
@@ -192,7 +210,7 @@ class ConsumerMigration:
         """
         self.require_reachable(self.target)
         store = CheckpointStore()
-        for cp in self.emitter.read_checkpoints(timeout_s=self.timeout_s):
+        for cp in self._read_checkpoints():
             store.update(cp)
         names = store.groups() if groups is None else list(dict.fromkeys(groups))
         out: dict[str, dict[TopicPartitionKey, Checkpoint]] = {}
@@ -211,7 +229,7 @@ class ConsumerMigration:
         Each committed offset (of a topic the flow replicates) is translated live
         through the flow's offset syncs with MM2's rule (no exact copied ranges
         exist outside the running flow), or in reverse through the opposite
-        flow's syncs for a failback topic (:meth:`CheckpointEmitter.translate`).
+        flow's syncs for a failback topic (:meth:`OffsetTranslator.translate`).
         When the latest checkpoint is for exactly the committed offset, its
         downstream offset is preferred: the running flow may have translated it
         exactly; its re-reads are then :func:`rereads_at` the live translation.
@@ -239,7 +257,7 @@ class ConsumerMigration:
         rows = []
         renamed: dict[TopicPartitionKey, str] = {}
         for topic, partition in committed:
-            if self.emitter.topic_filter.should_replicate_topic(topic):
+            if self.topic_filter.should_replicate_topic(topic):
                 renamed[(topic, partition)] = rename_topic(self.policy, self.source, self.target, topic)
         existing = list_topics(tgt_admin, self.target, timeout_s=self.timeout_s)
         ends = end_offsets(
@@ -250,7 +268,7 @@ class ConsumerMigration:
         )
         for (topic, partition), target_topic in sorted(renamed.items()):
             offset, metadata = committed[(topic, partition)]
-            live = self.emitter.translate(group, topic, partition, offset, metadata)
+            live = self.translator.translate(group, topic, partition, offset, metadata)
             live_cp = live.checkpoint
             live_rereads = live.rereads if live.rereads >= 0 else None
             cp = latest.get((target_topic, partition))
@@ -341,7 +359,7 @@ class ConsumerMigration:
             if self._syncs_loaded:
                 up = upstream.get((topic, partition)) or upstream_topic_of(self.policy, self.source, self.target, topic)
                 if up is not None:
-                    live = self.emitter.translate(group, up, partition, cp.upstream_offset)
+                    live = self.translator.translate(group, up, partition, cp.upstream_offset)
                     if live.checkpoint is not None and live.rereads >= 0:
                         rereads = rereads_at(cp.downstream_offset, live.checkpoint.downstream_offset, live.rereads)
             before = previous.get((topic, partition))
@@ -388,7 +406,7 @@ class ConsumerMigration:
 
     def close(self) -> None:
         """Release the consumers (admin clients close when collected)."""
-        self.emitter.close()
+        self.translator.close()
 
 
 __all__ = ["ConsumerMigration"]

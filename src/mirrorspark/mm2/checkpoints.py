@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from mirrorspark.mm2.policy import ReplicationPolicy
-from mirrorspark.mm2.records import Checkpoint, OffsetSync
+from mirrorspark.mm2.records import Checkpoint
 from mirrorspark.mm2.sync_store import OffsetSyncStore
+from mirrorspark.mm2.translation import CopiedRanges, Translation, translate, translate_back
 
 if TYPE_CHECKING:
     pass
@@ -36,7 +38,7 @@ def rename_topic(policy: ReplicationPolicy, source_alias: str, target_alias: str
     str
         The downstream topic name the checkpoint's ``topicPartition`` carries.
     """
-    if policy.topic_source(upstream_topic) == target_alias:
+    if is_failback(policy, target_alias, upstream_topic):
         return policy.original_topic(upstream_topic)
     return policy.format_remote_topic(source_alias, upstream_topic)
 
@@ -80,13 +82,96 @@ class CheckpointStore:
         return sorted(self._latest)
 
 
-def _newest_sync_at_or_before_downstream(
-    store: OffsetSyncStore, topic: str, partition: int, downstream_offset: int
-) -> OffsetSync | None:
-    for s in store.syncs(topic, partition):  # newest first
-        if s.downstream_offset <= downstream_offset:
-            return s
-    return None
+@dataclass(frozen=True)
+class GroupOffset:
+    """A committed offset of a group on the source, and its translation.
+
+    Attributes
+    ----------
+    group, topic, partition:
+        The source group and the topic-partition it committed (upstream name).
+    upstream_offset:
+        The committed offset on the source (next record to read).
+    checkpoint:
+        The checkpoint for it, or ``None`` when it cannot be translated (yet).
+    rereads:
+        Records a consumer starting at the checkpoint's downstream offset reads
+        again (0 when exact); ``-1`` when unknown.
+    """
+
+    group: str
+    topic: str
+    partition: int
+    upstream_offset: int
+    checkpoint: Checkpoint | None
+    rereads: int
+
+
+def is_failback(policy: ReplicationPolicy, target_alias: str, upstream_topic: str) -> bool:
+    """Whether a group on the source consuming ``upstream_topic`` fails back (the topic came from the target).
+
+    MM2 ``MirrorCheckpointTask.renameTopicPartition``'s test: ``topic_source == target``.
+    """
+    return policy.topic_source(upstream_topic) == target_alias
+
+
+def translate_group_offset(
+    policy: ReplicationPolicy,
+    source_alias: str,
+    target_alias: str,
+    group: str,
+    topic: str,
+    partition: int,
+    upstream_offset: int,
+    metadata: str = "",
+    *,
+    syncs: OffsetSyncStore | None,
+    copied: CopiedRanges | None = None,
+    reverse_syncs: OffsetSyncStore | None = None,
+    reverse_copied: CopiedRanges | None = None,
+) -> GroupOffset:
+    """Translate one committed source offset of a group into a checkpoint (MM2 ``MirrorCheckpointTask.checkpoint``).
+
+    For a flow ``source->target``: a topic that came from elsewhere is translated
+    forward (:func:`~mirrorspark.mm2.translation.translate`: exact copied ranges
+    first, MM2's offset-sync rule second); a topic that came from the target
+    (:func:`is_failback`) is translated in reverse through the opposite flow
+    ``target->source`` (:func:`~mirrorspark.mm2.translation.translate_back`,
+    beyond MM2). The checkpoint carries the topic's name on the target
+    (:func:`rename_topic`).
+
+    Parameters
+    ----------
+    policy:
+        The flow's replication policy.
+    source_alias, target_alias:
+        The flow's clusters.
+    group, topic, partition, upstream_offset, metadata:
+        The group's commit on the source (upstream topic name, next offset to read).
+    syncs, copied:
+        This flow's offset-sync store (``None``: none read, nothing translates
+        forward) and exact copied ranges.
+    reverse_syncs, reverse_copied:
+        The opposite flow's offset-sync store and copied ranges (failback).
+
+    Returns
+    -------
+    GroupOffset
+        With ``checkpoint=None`` and ``rereads=-1`` when the offset cannot be translated.
+    """
+    renamed = rename_topic(policy, source_alias, target_alias, topic)
+    t: Translation | None
+    if is_failback(policy, target_alias, topic):
+        up_topic = policy.upstream_topic(topic) or topic
+        t = translate_back(reverse_syncs, reverse_copied, up_topic, partition, upstream_offset)
+    else:
+        t = None if syncs is None else translate(syncs, copied, topic, partition, upstream_offset)
+    if t is None:
+        return GroupOffset(group, topic, partition, upstream_offset, None, -1)
+    checkpoint: Checkpoint | None = None
+    if t.downstream_offset >= 0:
+        checkpoint = Checkpoint(group, renamed, partition, upstream_offset, t.downstream_offset, metadata)
+    return GroupOffset(group, topic, partition, upstream_offset, checkpoint, t.rereads)
 
 
 # --------------------------------------------------------------------------- consumer migration (operator tools)
@@ -152,4 +237,13 @@ def rereads_at(downstream_offset: int, live_downstream_offset: int, live_rereads
     return max(0, live_rereads - (downstream_offset - live_downstream_offset))
 
 
-__all__ = ["CheckpointStore", "is_more_recent", "rename_topic", "rereads_at", "upstream_topic_of"]
+__all__ = [
+    "CheckpointStore",
+    "GroupOffset",
+    "is_failback",
+    "is_more_recent",
+    "rename_topic",
+    "rereads_at",
+    "translate_group_offset",
+    "upstream_topic_of",
+]

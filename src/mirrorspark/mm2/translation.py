@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from mirrorspark.mm2.offset_syncs import CopiedSegment
+from mirrorspark.mm2.records import OffsetSync
 from mirrorspark.mm2.sync_store import OffsetSyncStore
 
 # --------------------------------------------------------------------------- CopiedRanges (mirrorspark)
@@ -326,4 +327,58 @@ def translate(
     return Translation(upstream_offset, sync.downstream_offset + 1, upstream_offset - sync.upstream_offset - 1, False)
 
 
-__all__ = ["CopiedRanges", "Translation", "translate", "translate_upstream_with_syncs"]
+def _newest_sync_at_or_before_downstream(
+    store: OffsetSyncStore, topic: str, partition: int, downstream_offset: int
+) -> OffsetSync | None:
+    for s in store.syncs(topic, partition):  # newest first
+        if s.downstream_offset <= downstream_offset:
+            return s
+    return None
+
+
+def translate_back(
+    store: OffsetSyncStore | None, copied: CopiedRanges | None, topic: str, partition: int, offset: int
+) -> Translation | None:
+    """Translate a position on a flow's target back to its source (failback), exactly if the copied segments know it.
+
+    For a flow ``T->S``: a group on S consuming the copy of ``topic`` (e.g.
+    ``T.topic1`` on S) resumes on T at the result. The reverse of
+    :func:`translate`: :meth:`CopiedRanges.translate_upstream` first (exact, 0
+    re-reads), else :func:`translate_upstream_with_syncs` over the flow's
+    offset syncs. Not part of MM2, which cannot translate failback offsets.
+
+    Parameters
+    ----------
+    store:
+        The offset-sync store of the flow ``T->S``, or ``None`` when it emits none.
+    copied:
+        That flow's copied segments, or ``None`` (it does not run in this process).
+    topic, partition:
+        The flow's **upstream** topic-partition (``topic1`` on T).
+    offset:
+        The group's position on S (committed offset = next offset to read).
+
+    Returns
+    -------
+    Translation or None
+        In a checkpoint's terms (the group's cluster is upstream):
+        ``upstream_offset`` is ``offset`` and ``downstream_offset`` the position on
+        T. ``rereads`` counts the copies on S between the newest sync at or before
+        ``offset`` and ``offset`` that a consumer on T reads again (0 when exact or
+        when that sync is at ``offset``). ``None`` when neither can translate.
+    """
+    if copied is not None:
+        back = copied.translate_upstream(topic, partition, offset)
+        if back is not None:
+            return Translation(offset, back, 0, True)
+    if store is None:
+        return None
+    back = translate_upstream_with_syncs(store, topic, partition, offset)
+    if back is None:
+        return None
+    sync = _newest_sync_at_or_before_downstream(store, topic, partition, offset)
+    rereads = 0 if sync is None or sync.downstream_offset == offset else max(0, offset - sync.downstream_offset - 1)
+    return Translation(offset, back, rereads, False)
+
+
+__all__ = ["CopiedRanges", "Translation", "translate", "translate_back", "translate_upstream_with_syncs"]

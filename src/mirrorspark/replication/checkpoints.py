@@ -7,29 +7,27 @@ upstream offset into a downstream offset on T, and writes a
 :class:`~mirrorspark.records.Checkpoint` to ``<S>.checkpoints.internal`` on T
 — MM2's topic and byte layout, so MM2's ``RemoteClusterUtils`` on T reads them.
 
-Translation prefers what the running data path knows exactly
-(:class:`~mirrorspark.offsets.CopiedRanges`: 0 re-reads) and falls back to
-MM2's conservative rule over the flow's offset syncs
-(:class:`~mirrorspark.offsets.OffsetSyncStore`: never a skip, at most about
-``offset.lag.max`` re-reads).
+Translation (the shared :class:`~mirrorspark.client.translator.OffsetTranslator`,
+also used by the consumer-migration tools) prefers what the running data path
+knows exactly (:class:`~mirrorspark.mm2.translation.CopiedRanges`: 0 re-reads)
+and falls back to MM2's conservative rule over the flow's offset syncs
+(:class:`~mirrorspark.mm2.sync_store.OffsetSyncStore`: never a skip, at most
+about ``offset.lag.max`` re-reads).
 
 **Failback** (beyond MM2): a group on S that consumes a topic which came from
 T (``T.topic1`` on S, e.g. after a failover) is checkpointed under the
 original name ``topic1`` (MM2's renaming rule) with a downstream offset
 translated *in reverse* through the syncs of the opposite flow ``T->S``
-(:func:`~mirrorspark.offsets.translate_upstream_with_syncs`, or exactly from
+(:func:`~mirrorspark.mm2.translation.translate_back`, or exactly from
 that flow's copied ranges when it runs in the same process).
 
 **Group offset sync** (``sync.group.offsets.enabled``, KIP-545): the latest
 checkpoints of a group are committed to the same group on T, only while it has
 no active members there and only forward of what it already committed.
 
-**Consumer migration** (SRM's ``srm-control offsets``, MM2's
-``RemoteClusterUtils``): :class:`ConsumerMigration` reads the checkpoints back
-(export as a ``kafka-consumer-groups --reset-offsets --from-file`` plan,
-:func:`reset_plan_csv`), translates a group's current offsets live with the
-re-reads a switch costs, and fails a group over by committing its latest
-checkpoints on T while no consumer uses it there.
+The consumer-migration tools (SRM's ``srm-control offsets``, MM2's
+``RemoteClusterUtils``) read these checkpoints back:
+:mod:`mirrorspark.migration.consumer_migration`.
 """
 
 from __future__ import annotations
@@ -46,51 +44,21 @@ from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, Ka
 from confluent_kafka.admin import AdminClient
 
 from mirrorspark.client.checkpoints import OffsetSyncReader, read_checkpoints
+from mirrorspark.client.translator import OffsetTranslator
 from mirrorspark.config.model import FlowConfig, MirrorConfig
 from mirrorspark.errors import ClusterError, CorruptRecordError
 from mirrorspark.kafka.clients import admin_client, ensure_topic, producer
 from mirrorspark.kafka.reader import TopicReader
-from mirrorspark.mm2.checkpoints import (
-    CheckpointStore,
-    TopicPartitionKey,
-    _newest_sync_at_or_before_downstream,
-    is_more_recent,
-    rename_topic,
-)
+from mirrorspark.mm2.checkpoints import CheckpointStore, GroupOffset, TopicPartitionKey, is_more_recent, rename_topic
 from mirrorspark.mm2.filters import DefaultGroupFilter, DefaultTopicFilter
 from mirrorspark.mm2.policy import load_policy
 from mirrorspark.mm2.records import Checkpoint
-from mirrorspark.mm2.translation import CopiedRanges, translate, translate_upstream_with_syncs
+from mirrorspark.mm2.translation import CopiedRanges
 
 if TYPE_CHECKING:
     from mirrorspark.replication.control import LiveFilters
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class GroupOffset:
-    """A committed offset of a group on the source, and its translation.
-
-    Attributes
-    ----------
-    group, topic, partition:
-        The source group and the topic-partition it committed (upstream name).
-    upstream_offset:
-        The committed offset on the source (next record to read).
-    checkpoint:
-        The checkpoint for it, or ``None`` when it cannot be translated (yet).
-    rereads:
-        Records a consumer starting at the checkpoint's downstream offset reads
-        again (0 when exact); ``-1`` when unknown.
-    """
-
-    group: str
-    topic: str
-    partition: int
-    upstream_offset: int
-    checkpoint: Checkpoint | None
-    rereads: int
 
 
 @dataclass
@@ -138,20 +106,47 @@ class CheckpointEmitter:
         )
         self.topic_filter = DefaultTopicFilter(topics=flow.topics, topics_exclude=flow.topics_exclude)
         self.group_filter = DefaultGroupFilter(groups=flow.groups, groups_exclude=flow.groups_exclude)
-        self.copied = copied
-        self.reverse_copied = reverse_copied
         self._clock_ms = clock_ms
         self.checkpoints_topic = self.policy.checkpoints_topic(flow.source)
         self.store = CheckpointStore()
         self.state = _EmitterState()
         self._cid = f"{flow.name}|mirrorspark"
         self._producer: Any = None
-        self.syncs: OffsetSyncReader | None = None
-        self.reverse_syncs: OffsetSyncReader | None = None
+        self.translator = OffsetTranslator(
+            config, flow, self.policy, copied=copied, reverse_copied=reverse_copied, client_id=self._cid
+        )
         self._syncs_loaded = threading.Event()
         self._syncs_error: ClusterError | None = None
         self._read_to_end_required = False
         self._loader: threading.Thread | None = None
+
+    @property
+    def syncs(self) -> OffsetSyncReader | None:
+        """This flow's offset syncs (``None`` until read), held by :attr:`translator`."""
+        return self.translator.syncs
+
+    @syncs.setter
+    def syncs(self, reader: OffsetSyncReader | None) -> None:
+        self.translator.syncs = reader
+
+    @property
+    def reverse_syncs(self) -> OffsetSyncReader | None:
+        """The reverse flow's offset syncs (failback; ``None`` if not read), held by :attr:`translator`."""
+        return self.translator.reverse_syncs
+
+    @reverse_syncs.setter
+    def reverse_syncs(self, reader: OffsetSyncReader | None) -> None:
+        self.translator.reverse_syncs = reader
+
+    @property
+    def copied(self) -> CopiedRanges | None:
+        """Exact copied ranges of this flow, or ``None`` (held by :attr:`translator`)."""
+        return self.translator.copied
+
+    @property
+    def reverse_copied(self) -> CopiedRanges | None:
+        """Exact copied ranges of the reverse flow, or ``None`` (held by :attr:`translator`)."""
+        return self.translator.reverse_copied
 
     @cached_property
     def _src_admin(self) -> AdminClient:
@@ -291,7 +286,7 @@ class CheckpointEmitter:
 
         After this, :meth:`translate` works; nothing is created on any cluster
         (what :meth:`start` adds to it). Calling it again re-reads from the
-        beginning.
+        beginning. Delegates to :meth:`OffsetTranslator.load_syncs`.
 
         Parameters
         ----------
@@ -306,45 +301,7 @@ class CheckpointEmitter:
             If an offset-syncs topic cannot be read to its end (its cluster is
             named in the message).
         """
-        f = self.flow
-        for old in (self.syncs, self.reverse_syncs):
-            if old is not None:
-                old.close()
-        self.syncs = self.reverse_syncs = None
-        # Read into locals and publish both at the end: a background read must never expose a
-        # half-read store to emit().
-        syncs = OffsetSyncReader(
-            self.config,
-            f,
-            self.policy,
-            read_to_end_required=read_to_end_required,
-            client_id=f"{self._cid}|offset-syncs-consumer",
-        )
-        reverse_syncs: OffsetSyncReader | None = None
-        try:
-            syncs.load()
-            reverse = self.config.flow(f.target, f.source)
-            if reverse.emit_offset_syncs_enabled:
-                rpolicy = load_policy(
-                    reverse.policy.class_name,
-                    separator=reverse.policy.separator,
-                    internal_topic_separator_enabled=reverse.policy.internal_topic_separator_enabled,
-                    source_cluster_alias=reverse.source,
-                )
-                reverse_syncs = OffsetSyncReader(
-                    self.config,
-                    reverse,
-                    rpolicy,
-                    read_to_end_required=False,
-                    client_id=f"{self._cid}|reverse-offset-syncs-consumer",
-                )
-                reverse_syncs.load()
-        except BaseException:
-            for r in (syncs, reverse_syncs):
-                if r is not None:
-                    r.close()
-            raise
-        self.syncs, self.reverse_syncs = syncs, reverse_syncs
+        self.translator.load_syncs(read_to_end_required=read_to_end_required)
 
     def _load_checkpoint(self, key: bytes | None, value: bytes | None) -> None:
         try:
@@ -408,39 +365,16 @@ class CheckpointEmitter:
         metadata: str = "",
         now_ms: int | None = None,
     ) -> GroupOffset:
-        """Translate one committed source offset into a checkpoint (or ``None`` if not possible yet)."""
-        f = self.flow
-        renamed = rename_topic(self.policy, f.source, f.target, topic)
-        checkpoint: Checkpoint | None = None
-        rereads = -1
-        if self.policy.topic_source(topic) == f.target:
-            # failback: the group consumes a topic that came from the target; translate in reverse
-            up_topic = self.policy.upstream_topic(topic) or topic
-            down: int | None = None
-            if self.reverse_copied is not None:
-                down = self.reverse_copied.translate_upstream(up_topic, partition, upstream_offset)
-                if down is not None:
-                    rereads = 0
-            if down is None and self.reverse_syncs is not None:
-                down = translate_upstream_with_syncs(self.reverse_syncs.store, up_topic, partition, upstream_offset)
-                if down is not None:
-                    sync = _newest_sync_at_or_before_downstream(
-                        self.reverse_syncs.store, up_topic, partition, upstream_offset
-                    )
-                    rereads = (
-                        0
-                        if sync is None or sync.downstream_offset == upstream_offset
-                        else max(0, upstream_offset - sync.downstream_offset - 1)
-                    )
-        else:
-            if self.syncs is None:
-                raise ClusterError(f"{self.name}: checkpoint emitter used before start() or load_syncs()")
-            t = translate(self.syncs.store, self.copied, topic, partition, upstream_offset)
-            down = t.downstream_offset if t is not None else None
-            rereads = t.rereads if t is not None else -1
-        if down is not None and down >= 0:
-            checkpoint = Checkpoint(group, renamed, partition, upstream_offset, down, metadata)
-        return GroupOffset(group, topic, partition, upstream_offset, checkpoint, rereads)
+        """Translate one committed source offset into a checkpoint (or ``None`` if not possible yet).
+
+        See :meth:`OffsetTranslator.translate` (``now_ms`` is unused).
+
+        Raises
+        ------
+        ClusterError
+            If a forward translation is asked before :meth:`start` or :meth:`load_syncs`.
+        """
+        return self.translator.translate(group, topic, partition, upstream_offset, metadata)
 
     def group_offsets(self, group: str) -> list[GroupOffset]:
         """Translate every committed offset of one source group (topics the topic filter accepts)."""
@@ -468,9 +402,7 @@ class CheckpointEmitter:
             time.monotonic() - self.state.groups_refreshed_at >= self.flow.refresh_groups_interval_s
         ):
             self.refresh_groups()
-        self.syncs.poll()
-        if self.reverse_syncs is not None:
-            self.reverse_syncs.poll()
+        self.translator.poll()
         now = self._clock_ms()
         written: list[Checkpoint] = []
         for group in self.state.groups:
@@ -585,9 +517,7 @@ class CheckpointEmitter:
         if self._producer is not None:
             self._producer.flush(10)
             self._producer = None
-        for r in (self.syncs, self.reverse_syncs):
-            if r is not None:
-                r.close()
+        self.translator.close()
         if "_live_filters" in self.__dict__:
             self._live_filters.close()
 

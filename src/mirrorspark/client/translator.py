@@ -1,0 +1,213 @@
+"""Translating a consumer group's offsets through a flow's offset syncs (MM2 ``OffsetSyncStore`` + failback).
+
+The shared translator of the checkpoint emitter (the runtime) and the
+consumer-migration tools (operator commands): one :class:`OffsetTranslator`
+per flow ``S->T`` reads the flow's offset syncs, and those of the opposite
+flow ``T->S`` for failback, and turns a group's committed offset on S into a
+:class:`~mirrorspark.mm2.checkpoints.GroupOffset` with
+:func:`~mirrorspark.mm2.checkpoints.translate_group_offset` (pure).
+"""
+
+from __future__ import annotations
+
+from mirrorspark.client.checkpoints import OffsetSyncReader
+from mirrorspark.config.model import FlowConfig, MirrorConfig
+from mirrorspark.errors import ClusterError
+from mirrorspark.mm2.checkpoints import GroupOffset, is_failback, translate_group_offset
+from mirrorspark.mm2.policy import ReplicationPolicy, load_policy
+from mirrorspark.mm2.translation import CopiedRanges
+
+
+class OffsetTranslator:
+    """A flow's offset syncs (and its reverse flow's), and the translation of group offsets through them.
+
+    Forward (a topic of S or of a third cluster): exact copied ranges of this
+    flow when given, else MM2's rule over this flow's offset syncs (mm2.md §7.1,
+    at most about ``offset.lag.max`` re-reads). Failback (a topic that came from
+    T, e.g. ``T.topic1`` on S): in reverse through the copied ranges or offset
+    syncs of the flow ``T->S`` (beyond MM2).
+
+    Parameters
+    ----------
+    config:
+        The whole configuration (the reverse flow ``T->S`` is read from it).
+    flow:
+        The flow ``S->T``.
+    policy:
+        The flow's replication policy (with ``source.cluster.alias`` = S).
+    copied:
+        Exact copied ranges of this flow (from its running data path), or ``None``.
+    reverse_copied:
+        Exact copied ranges of the reverse flow ``T->S`` if it runs in this process.
+    reverse_policy:
+        The reverse flow's replication policy; default: loaded from its
+        configuration at the first :meth:`load_syncs` (:meth:`reverse_policy`).
+    client_id:
+        Prefix of the consumers' ``client.id`` (default ``<flow name>|mirrorspark``).
+
+    Notes
+    -----
+    Creates nothing on any cluster. :meth:`load_syncs` publishes both readers
+    at once, so another thread never sees a half-read store; otherwise not
+    thread-safe.
+    """
+
+    def __init__(
+        self,
+        config: MirrorConfig,
+        flow: FlowConfig,
+        policy: ReplicationPolicy,
+        *,
+        copied: CopiedRanges | None = None,
+        reverse_copied: CopiedRanges | None = None,
+        reverse_policy: ReplicationPolicy | None = None,
+        client_id: str | None = None,
+    ) -> None:
+        self.config = config
+        self.flow = flow
+        self.policy = policy
+        self.copied = copied
+        self.reverse_copied = reverse_copied
+        self._reverse_policy = reverse_policy
+        self._client_id = client_id if client_id is not None else f"{flow.name}|mirrorspark"
+        self.syncs: OffsetSyncReader | None = None
+        self.reverse_syncs: OffsetSyncReader | None = None
+
+    def reverse_policy(self, reverse: FlowConfig) -> ReplicationPolicy:
+        """The replication policy of the reverse flow ``T->S`` (the one place it is obtained).
+
+        Raises
+        ------
+        ConfigError
+            If its policy class cannot be loaded.
+        """
+        if self._reverse_policy is None:
+            self._reverse_policy = load_policy(
+                reverse.policy.class_name,
+                separator=reverse.policy.separator,
+                internal_topic_separator_enabled=reverse.policy.internal_topic_separator_enabled,
+                source_cluster_alias=reverse.source,
+            )
+        return self._reverse_policy
+
+    def load_syncs(self, *, read_to_end_required: bool = False) -> None:
+        """Read this flow's offset syncs (and the reverse flow's, for failback) to the end.
+
+        After this, :meth:`translate` works. Calling it again re-reads from the
+        beginning. The reverse flow's syncs are read only if it emits them
+        (``emit.offset-syncs.enabled``).
+
+        Parameters
+        ----------
+        read_to_end_required:
+            MM2's ``initializationMustReadToEnd`` for this flow's sync store
+            (see :class:`~mirrorspark.mm2.sync_store.OffsetSyncStore`); default
+            ``False``: the full retained history is usable.
+
+        Raises
+        ------
+        ClusterError
+            If an offset-syncs topic cannot be read to its end (its cluster is
+            named in the message).
+        """
+        f = self.flow
+        for old in (self.syncs, self.reverse_syncs):
+            if old is not None:
+                old.close()
+        self.syncs = self.reverse_syncs = None
+        # Read into locals and publish both at the end: a background read must never expose a
+        # half-read store to a translation.
+        syncs = OffsetSyncReader(
+            self.config,
+            f,
+            self.policy,
+            read_to_end_required=read_to_end_required,
+            client_id=f"{self._client_id}|offset-syncs-consumer",
+        )
+        reverse_syncs: OffsetSyncReader | None = None
+        try:
+            syncs.load()
+            reverse = self.config.flow(f.target, f.source)
+            if reverse.emit_offset_syncs_enabled:
+                reverse_syncs = OffsetSyncReader(
+                    self.config,
+                    reverse,
+                    self.reverse_policy(reverse),
+                    read_to_end_required=False,
+                    client_id=f"{self._client_id}|reverse-offset-syncs-consumer",
+                )
+                reverse_syncs.load()
+        except BaseException:
+            for r in (syncs, reverse_syncs):
+                if r is not None:
+                    r.close()
+            raise
+        self.syncs, self.reverse_syncs = syncs, reverse_syncs
+
+    def poll(self) -> int:
+        """Read the offset syncs written since the last read (both flows); return how many.
+
+        Raises
+        ------
+        ClusterError
+            If a read fails.
+        """
+        n = 0
+        for r in (self.syncs, self.reverse_syncs):
+            if r is not None:
+                n += r.poll()
+        return n
+
+    def translate(
+        self, group: str, topic: str, partition: int, upstream_offset: int, metadata: str = ""
+    ) -> GroupOffset:
+        """Translate one committed source offset of a group into a checkpoint (or ``None`` if not possible yet).
+
+        Parameters
+        ----------
+        group:
+            The consumer group on S.
+        topic, partition:
+            The topic-partition it committed (its name on S).
+        upstream_offset:
+            The committed offset on S (next offset to read).
+        metadata:
+            The commit's metadata, copied into the checkpoint.
+
+        Returns
+        -------
+        GroupOffset
+            The checkpoint (topic named as on T) and the re-reads it costs.
+
+        Raises
+        ------
+        ClusterError
+            If a forward translation is asked before :meth:`load_syncs`.
+        """
+        f = self.flow
+        syncs, reverse_syncs = self.syncs, self.reverse_syncs
+        if syncs is None and not is_failback(self.policy, f.target, topic):
+            raise ClusterError(f"{f.name}: offsets translated before the offset syncs were read (load_syncs())")
+        return translate_group_offset(
+            self.policy,
+            f.source,
+            f.target,
+            group,
+            topic,
+            partition,
+            upstream_offset,
+            metadata,
+            syncs=syncs.store if syncs is not None else None,
+            copied=self.copied,
+            reverse_syncs=reverse_syncs.store if reverse_syncs is not None else None,
+            reverse_copied=self.reverse_copied,
+        )
+
+    def close(self) -> None:
+        """Close the offset-sync consumers."""
+        for r in (self.syncs, self.reverse_syncs):
+            if r is not None:
+                r.close()
+
+
+__all__ = ["OffsetTranslator"]
