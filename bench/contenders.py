@@ -226,7 +226,7 @@ class Contender(ABC):
 
 
 class _TimedDataPath:
-    """A :class:`mirrorspark.spark.DataPath` that adds up the wall time of its Spark jobs."""
+    """A :class:`mirrorspark.replication.datapath.DataPath` that adds up the wall time of its Spark jobs."""
 
     def __init__(self, spark: SparkSession, read_mode: str) -> None:
         from mirrorspark.replication.datapath import DataPath

@@ -17,8 +17,8 @@ One run (:func:`run_latency`)
    ``bench-latency-<alias>`` with ``partitions`` partitions, holding one *marker* record per
    partition.
 2. The replicator starts with the flow's ``topics`` = that topic — mirrorspark as an in-process
-   :class:`mirrorspark.driver.Replicator` whose :meth:`~mirrorspark.driver.Replicator.run`
-   loops in a background thread until :meth:`~mirrorspark.driver.Replicator.request_stop`
+   :class:`mirrorspark.replication.driver.Replicator` whose :meth:`~mirrorspark.replication.driver.Replicator.run`
+   loops in a background thread until :meth:`~mirrorspark.replication.driver.Replicator.request_stop`
    (one Spark job per batch, on the environment's warm SparkSession), MirrorMaker 2 as a child
    JVM (dedicated mode, like :class:`bench.contenders.MirrorMakerContender`). The run waits
    until the remote topic ``<alias>.bench-latency-<alias>`` holds every marker: the
@@ -238,7 +238,7 @@ def _percentile(ordered: Sequence[float], q: float) -> float:
 
 
 class _ClockedDataPath:
-    """A :class:`mirrorspark.spark.DataPath` that notes the wall-clock span of every Spark job."""
+    """A :class:`mirrorspark.replication.datapath.DataPath` that notes the wall-clock span of every Spark job."""
 
     def __init__(self, spark: SparkSession, read_mode: str) -> None:
         from mirrorspark.replication.datapath import DataPath

@@ -10,7 +10,7 @@ One run (:func:`run_scale`)
 --------------------------
 1. The replicator starts with the flow's ``topics`` = that regex and its default topic
    refresh (the topics exist before it starts, so its start-up discovery finds them):
-   mirrorspark as an in-process :class:`mirrorspark.driver.Replicator` looping in a background
+   mirrorspark as an in-process :class:`mirrorspark.replication.driver.Replicator` looping in a background
    thread (SparkSession already up), MirrorMaker 2 as a child JVM (dedicated mode).
 2. **Discovery**: the end offsets of every remote topic's partitions on the target are listed
    every ``poll_s`` seconds (topic metadata, then one ``ListOffsets`` request for all existing

@@ -1,4 +1,4 @@
-"""The local cluster launcher (:mod:`mirrorspark.local`) against real brokers."""
+"""The local cluster launcher (:mod:`mirrorspark.kafka.local`) against real brokers."""
 
 from __future__ import annotations
 
@@ -201,7 +201,7 @@ def test_clusters_outlive_the_starting_process_and_stop_from_another(own_base_di
     script = textwrap.dedent(
         f"""
         from pathlib import Path
-        from mirrorspark.local import start_clusters
+        from mirrorspark.kafka.local.clusters import start_clusters
         start_clusters(["solo"], base_dir=Path({str(own_base_dir)!r}))
         """
     )

@@ -1,6 +1,6 @@
 """The MM2 Java client harness (:mod:`mm2_client`) reads hand-made MM2 internal topics.
 
-Checkpoints and heartbeats are written here with :mod:`mirrorspark.records` codecs only
+Checkpoints and heartbeats are written here with :mod:`mirrorspark.mm2.records` codecs only
 (no mirrorspark checkpoint or heartbeat code), so these tests check the harness itself:
 Kafka's ``RemoteClusterUtils.translateOffsets`` and ``MirrorClient`` run in a JVM against
 the session's ``backup`` cluster and their answers come back intact.

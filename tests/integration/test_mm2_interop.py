@@ -1,7 +1,7 @@
 """Switching between Apache Kafka's MirrorMaker 2 and mirrorspark, both ways, on one mm2.properties.
 
 Each test runs the real MM2 (dedicated mode, Kafka's ``connect-mirror`` jars, started by
-:func:`mirrorspark.local.start_mirror_maker`) and mirrorspark (in-process, on the session's
+:func:`mirrorspark.kafka.local.mirror_maker.start_mirror_maker`) and mirrorspark (in-process, on the session's
 SparkSession) one after the other on the same flow ``primary->backup``, the same
 properties file and the same internal topics, and checks that the remote topic ends up
 with every source record exactly once, in partition order: whoever takes over resumes at

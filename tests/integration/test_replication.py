@@ -2,7 +2,7 @@
 
 Every test replicates its own uniquely named topics (``topics=<prefix>.*``)
 between the session's ``primary`` and ``backup`` clusters with an in-process
-:class:`~mirrorspark.driver.Replicator` on the session's SparkSession.
+:class:`~mirrorspark.replication.driver.Replicator` on the session's SparkSession.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ The session's ``primary`` and ``backup`` clusters plus a ``third`` one started f
 module; the aliases in the configs are the cluster names (``A``, ``B``, ``C`` below), so MM2
 names stay consistent with the other test modules that share the session clusters.
 Every test replicates its own uniquely named topics (``topics=`` filter) with in-process
-:class:`~mirrorspark.driver.Replicator` passes (``run(until_caught_up=True)``): one pass moves
+:class:`~mirrorspark.replication.driver.Replicator` passes (``run(until_caught_up=True)``): one pass moves
 a record one hop, so a topology needs as many passes as its longest path, plus one to show
 that nothing more is copied.
 

@@ -292,7 +292,7 @@ def test_bad_regex_fails_before_connecting() -> None:
 
 
 def test_control_imports_without_spark() -> None:
-    """The control API is client layer: Kafka clients, no Spark (as ``mirrorspark.checkpoints``)."""
+    """The control API is client layer: Kafka clients, no Spark (as ``mirrorspark.replication.checkpoints``)."""
     from test_no_spark_imports import _SCRIPT, SRC
 
     result = subprocess.run(

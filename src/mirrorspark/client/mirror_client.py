@@ -47,7 +47,7 @@ def cluster_policy(config: MirrorConfig, cluster: str) -> ReplicationPolicy:
     -------
     ReplicationPolicy
         From the first enabled flow ``X->cluster``, else the first flow into it,
-        else :class:`~mirrorspark.policy.DefaultReplicationPolicy`.
+        else :class:`~mirrorspark.mm2.policy.DefaultReplicationPolicy`.
 
     Raises
     ------

@@ -403,7 +403,7 @@ class DataPathConfig:
         tasks) or ``"spark-kafka"`` (Spark's Kafka source).
     identity_allow_cycles:
         ``mirrorspark.identity.allow.cycles``: start even if enabled flows form a cycle through
-        an identity-style flow (:func:`mirrorspark.policy.check_identity_cycles`).
+        an identity-style flow (:func:`mirrorspark.mm2.topology.check_identity_cycles`).
 
     Notes
     -----

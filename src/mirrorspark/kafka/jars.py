@@ -6,7 +6,7 @@ directory per jar set:
 
 ``kafka``
     The Apache Kafka broker (KRaft), ``kafka-tools`` and a log4j2 binding; used by
-    :mod:`mirrorspark.local` to run test clusters.
+    :mod:`mirrorspark.kafka.local` to run test clusters.
 ``spark``
     The Spark Kafka connector for the pinned PySpark.
 ``mm2``

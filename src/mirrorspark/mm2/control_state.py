@@ -30,7 +30,7 @@ _OFFSET_SYNCS_PREFIX = "mm2-offset-syncs"
 def control_topic(policy: ReplicationPolicy, source_alias: str) -> str:
     """Name of the control topic of flows from ``source_alias`` (it lives on the flow's target).
 
-    Built like :meth:`~mirrorspark.policy.ReplicationPolicy.offset_syncs_topic`, with the
+    Built like :meth:`~mirrorspark.mm2.policy.ReplicationPolicy.offset_syncs_topic`, with the
     policy's internal separator, so the policy sees it as an MM2 internal topic.
 
     Parameters

@@ -725,7 +725,7 @@ def load_policy(
     if not isinstance(policy, ReplicationPolicy):
         raise ConfigError(
             f"replication.policy.class {class_name!r} is not a replication policy; "
-            "subclass mirrorspark.policy.BaseReplicationPolicy (or DefaultReplicationPolicy) and "
+            "subclass mirrorspark.BaseReplicationPolicy (or DefaultReplicationPolicy) and "
             "implement format_remote_topic, topic_source and upstream_topic"
         )
     configure = getattr(policy, "configure", None)

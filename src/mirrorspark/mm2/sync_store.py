@@ -103,7 +103,7 @@ class OffsetSyncStore:
     Bounds are computed in signed 64-bit arithmetic with wrap-around, and a bound
     that overflows counts as satisfied, exactly as in MM2. "Same sync" means the
     same object (MM2 compares references): every :meth:`update` should pass a new
-    :class:`~mirrorspark.records.OffsetSync`, as decoding a record does; two syncs
+    :class:`~mirrorspark.mm2.records.OffsetSync`, as decoding a record does; two syncs
     with equal numbers are still two syncs, while passing one object twice is
     feeding the same sync twice.
 

@@ -103,7 +103,7 @@ def target_acl_bindings(
         ACL bindings described on the source cluster (any resource and pattern type).
     should_replicate:
         Whether the flow replicates a source topic (MM2 ``shouldReplicateTopic``), e.g.
-        :meth:`~mirrorspark.flows.Flow.should_replicate`.
+        :meth:`~mirrorspark.replication.flow.Flow.should_replicate`.
     remote_topic:
         Source topic name -> remote topic name on the target (the replication policy's
         ``format_remote_topic`` for the flow's source alias).
@@ -187,7 +187,7 @@ class TopicAclSync:
 
     @classmethod
     def for_flow(cls, flow: Flow, *, timeout_s: float = 30.0) -> TopicAclSync:
-        """The ACL sync of a :class:`~mirrorspark.flows.Flow`, with the flow's admin clients and rules."""
+        """The ACL sync of a :class:`~mirrorspark.replication.flow.Flow`, with the flow's admin clients and rules."""
         source = flow.config.source
         return cls(
             name=flow.name,

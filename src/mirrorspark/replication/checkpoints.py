@@ -4,7 +4,7 @@ For a flow ``S->T``, every ``emit.checkpoints.interval.seconds`` the
 :class:`CheckpointEmitter` lists the committed offsets of every source
 consumer group matching ``groups`` / ``groups.exclude``, translates each
 upstream offset into a downstream offset on T, and writes a
-:class:`~mirrorspark.records.Checkpoint` to ``<S>.checkpoints.internal`` on T
+:class:`~mirrorspark.mm2.records.Checkpoint` to ``<S>.checkpoints.internal`` on T
 — MM2's topic and byte layout, so MM2's ``RemoteClusterUtils`` on T reads them.
 
 Translation (the shared :class:`~mirrorspark.client.translator.OffsetTranslator`,
@@ -292,7 +292,7 @@ class CheckpointEmitter:
         ----------
         read_to_end_required:
             MM2's ``initializationMustReadToEnd`` for this flow's sync store
-            (see :class:`~mirrorspark.offsets.OffsetSyncStore`); default
+            (see :class:`~mirrorspark.mm2.sync_store.OffsetSyncStore`); default
             ``False``: the full retained history is usable.
 
         Raises

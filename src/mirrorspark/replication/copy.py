@@ -54,7 +54,7 @@ class _PartitionCopy:
     idempotent, so ordering per partition is guaranteed), so the ``i``-th report belongs
     to ``upstream[i]``: the callback only appends the downstream offset, and
     :meth:`_Writer.finish` folds both lists into offset syncs and copied runs
-    (:func:`mirrorspark.offsets.fold_acknowledged`).
+    (:func:`mirrorspark.mm2.offset_syncs.fold_acknowledged`).
     """
 
     __slots__ = (

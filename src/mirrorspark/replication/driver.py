@@ -103,7 +103,7 @@ class Replicator:
     ------
     ConfigError
         No flow is enabled (for the given targets), or the enabled flows form a cycle through a
-        flow with an identity-style policy (:func:`~mirrorspark.policy.check_identity_cycles`)
+        flow with an identity-style policy (:func:`~mirrorspark.mm2.topology.check_identity_cycles`)
         and ``mirrorspark.identity.allow.cycles`` is not set.
     """
 

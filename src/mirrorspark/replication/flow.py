@@ -327,7 +327,7 @@ class Flow:
         """Find new source topics and partitions; create or grow their remote topics.
 
         The topic filter is rebuilt first from the config file's lists and the
-        changes in the control topic (:class:`~mirrorspark.control.LiveFilters`).
+        changes in the control topic (:class:`~mirrorspark.replication.control.LiveFilters`).
         Topics no longer matching (e.g. after an allow-list change) stop being
         replicated; their remote topics are left alone and their positions are
         kept, so a topic allowed again resumes where it stopped. Returns the

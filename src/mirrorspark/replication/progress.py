@@ -99,7 +99,7 @@ class ProgressPublisher:
     Parameters
     ----------
     flow:
-        The running :class:`~mirrorspark.flows.Flow`.
+        The running :class:`~mirrorspark.replication.flow.Flow`.
     """
 
     def __init__(self, flow: Any) -> None:

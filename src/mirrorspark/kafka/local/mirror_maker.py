@@ -33,7 +33,7 @@ _MM2_STARTED_LINE: Final = "Kafka MirrorMaker started"
 _MM2_JVM_FLAGS: Final = tuple(f for f in _BROKER_JVM_FLAGS if not f.startswith(("-Xms", "-Xmx")))
 
 _MM2_LOG4J2_PROPERTIES: Final = """\
-# Written by mirrorspark.local: MirrorMaker 2 logs at WARN, its own classes at INFO
+# Written by mirrorspark.kafka.local: MirrorMaker 2 logs at WARN, its own classes at INFO
 # (start-up, herder leadership, connector and task lifecycle, topic creation).
 status = warn
 name = mirrorspark-local-mm2

@@ -68,7 +68,7 @@ _CDS_DUMP_FILE: Final = "cds-dump.jsa"
 _CDS_TARGET_FILE: Final = "cds-dump.target"
 
 _LOG4J2_PROPERTIES: Final = """\
-# Written by mirrorspark.local: broker logs at WARN, plus the start-up line.
+# Written by mirrorspark.kafka.local: broker logs at WARN, plus the start-up line.
 status = warn
 name = mirrorspark-local
 appender.console.type = Console
