@@ -157,9 +157,7 @@ def is_mm2_internal_topic(topic: str, isep: str = INTERNAL_SEPARATOR) -> bool:
         Whether ``topic`` starts with ``mm2`` and ends with ``<isep>internal``, or is a
         checkpoints topic.
     """
-    return (topic.startswith(MM2_PREFIX) and topic.endswith(internal_suffix(isep))) or is_checkpoints_topic(
-        topic, isep
-    )
+    return (topic.startswith(MM2_PREFIX) and topic.endswith(internal_suffix(isep))) or is_checkpoints_topic(topic, isep)
 
 
 def connect_offsets_topic(source_alias: str) -> str:
