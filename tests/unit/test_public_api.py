@@ -39,8 +39,8 @@ def test_public_names_are_the_defining_objects() -> None:
 
 
 def test_unknown_name_is_an_attribute_error() -> None:
-    with pytest.raises(AttributeError, match="no attribute 'spark'"):
-        _ = mirrorspark.spark  # type: ignore[attr-defined]
+    with pytest.raises(AttributeError, match="no attribute 'DataPath'"):
+        _ = mirrorspark.DataPath  # type: ignore[attr-defined]
 
 
 def test_import_mirrorspark_loads_neither_kafka_nor_spark() -> None:

@@ -7,8 +7,36 @@ from dataclasses import KW_ONLY, dataclass
 from types import MappingProxyType
 from typing import Final, Literal
 
+from mirrorspark.mm2.filters import (
+    DEFAULT_CONFIG_PROPERTIES_EXCLUDE,
+    DEFAULT_GROUPS,
+    DEFAULT_GROUPS_EXCLUDE,
+    DEFAULT_TOPICS,
+    DEFAULT_TOPICS_EXCLUDE,
+)
+from mirrorspark.mm2.internal_topics import connect_offsets_topic
+from mirrorspark.mm2.policy import DEFAULT_POLICY_CLASS
+
 KeyType = Literal["boolean", "int", "long", "short", "string", "list", "class"]
 """Value types of :class:`ConfigKey`, named as in Kafka's ``ConfigDef``."""
+
+KeyHolder = Literal["flow", "policy", "data_path"]
+"""Which typed object a key's :attr:`ConfigKey.field` belongs to: :class:`FlowConfig` (``flow``),
+:class:`PolicyConfig` (``policy``, i.e. ``FlowConfig.policy``) or :class:`DataPathConfig`
+(``data_path``, i.e. ``MirrorConfig.data_path``)."""
+
+KeyEffect = Literal["used", "accepted"]
+"""What mirrorspark does with a key's value:
+
+``used``
+    the value changes what mirrorspark does;
+``accepted``
+    accepted (and validated) for MM2 compatibility, no effect: mirrorspark has nothing the key
+    could configure (a REST server, Java plugins, Connect's transactions, ...).
+"""
+
+ACCEPTED_NOTE: Final = "accepted for MM2 compatibility, no effect"
+"""How ``config-reference`` marks keys whose :attr:`ConfigKey.effect` is ``accepted``."""
 
 KeyScope = Literal["driver", "client", "connector", "flow", "worker", "mirrorspark"]
 """Where a key is read:
@@ -70,6 +98,19 @@ class ConfigKey:
         For a deprecated MM2 3.x alias (e.g. ``topics.blacklist``): the key that replaces it.
     removed_in:
         Kafka version that removed the key, if any (accepted for compatibility, with a warning).
+    field:
+        Name of the dataclass field the parsed value fills (in the object named by ``holder``),
+        or ``None`` for keys the parser consumes itself (``clusters``, client keys), deprecated
+        aliases (they fill the field of ``replaced_by``) and keys that fill nothing. A value in
+        seconds (``unit="s"``) is stored as a ``float``.
+    holder:
+        The object holding ``field``, see :data:`KeyHolder`.
+    effect:
+        ``"used"``, or ``"accepted"`` for keys accepted for MM2 compatibility with no effect;
+        see :data:`KeyEffect`.
+    negative_disables:
+        For a job's ``<job>.interval.seconds``: the ``<job>.enabled`` key a negative value turns
+        off (MM2's scheduler skips jobs with a negative interval).
 
     Notes
     -----
@@ -91,23 +132,31 @@ class ConfigKey:
     regex: bool = False
     replaced_by: str | None = None
     removed_in: str | None = None
+    field: str | None = None
+    holder: KeyHolder = "flow"
+    effect: KeyEffect = "used"
+    negative_disables: str | None = None
 
 
-_DEFAULT_POLICY_CLASS: Final = "org.apache.kafka.connect.mirror.DefaultReplicationPolicy"
-_TOPICS_EXCLUDE_DEFAULT: Final = r".*[\-\.]internal, .*\.replica, __.*"
-_GROUPS_EXCLUDE_DEFAULT: Final = "console-consumer-.*, connect-.*, __.*"
-_CONFIG_PROPERTIES_EXCLUDE_DEFAULT: Final = (
-    r"follower\.replication\.throttled\.replicas, leader\.replication\.throttled\.replicas, "
-    r"message\.timestamp\.difference\.max\.ms, message\.timestamp\.type, "
-    r"unclean\.leader\.election\.enable, min\.insync\.replicas"
-)
+_DEFAULT_POLICY_CLASS: Final = DEFAULT_POLICY_CLASS
 _RF_DOC: Final = "; -1 = the broker's default.replication.factor"
+_SOURCE_PLACEHOLDER: Final = "<source>"
+"""Stands for the flow's source alias in a default (``offset.storage.topic``)."""
+
+
+def _list_default(items: tuple[str, ...]) -> str:
+    """A default list in its textual form, as a user would write it (``a, b, c``)."""
+    return ", ".join(items)
 
 
 def _job_keys(job: str, what: str, enabled: str, interval: str) -> tuple[ConfigKey, ConfigKey]:
-    """The ``<job>.enabled`` + ``<job>.interval.seconds`` pair MM2 uses for periodic jobs."""
+    """The ``<job>.enabled`` + ``<job>.interval.seconds`` pair MM2 uses for periodic jobs.
+
+    They fill ``FlowConfig.<job>_enabled`` and ``FlowConfig.<job>_interval_s`` (``.`` -> ``_``).
+    """
+    prefix = job.replace(".", "_")
     return (
-        ConfigKey(f"{job}.enabled", "boolean", enabled, f"Whether to {what}."),
+        ConfigKey(f"{job}.enabled", "boolean", enabled, f"Whether to {what}.", field=f"{prefix}_enabled"),
         ConfigKey(
             f"{job}.interval.seconds",
             "long",
@@ -115,6 +164,8 @@ def _job_keys(job: str, what: str, enabled: str, interval: str) -> tuple[ConfigK
             f"Period of the job that does: {what}; a negative value disables the job (as in MM2).",
             "s",
             nonzero=True,
+            field=f"{prefix}_interval_s",
+            negative_disables=f"{job}.enabled",
         ),
     )
 
@@ -133,8 +184,9 @@ CONFIG_KEYS: Final[tuple[ConfigKey, ...]] = (
         "dedicated.mode.enable.internal.rest",
         "boolean",
         "false",
-        "MM2's internal REST server (KIP-710); accepted for compatibility, mirrorspark has none.",
+        "MM2's internal REST server (KIP-710); mirrorspark has none.",
         scope="driver",
+        effect="accepted",
     ),
     ConfigKey(
         "config.providers",
@@ -144,8 +196,22 @@ CONFIG_KEYS: Final[tuple[ConfigKey, ...]] = (
         "resolved whether or not they are declared.",
         scope="driver",
     ),
-    ConfigKey("listeners", "list", "http://:8083", "Connect REST listeners; accepted, unused.", scope="driver"),
-    ConfigKey("admin.listeners", "list", None, "Connect REST admin listeners; accepted, unused.", scope="driver"),
+    ConfigKey(
+        "listeners",
+        "list",
+        "http://:8083",
+        "Connect REST listeners; mirrorspark has no REST server.",
+        scope="driver",
+        effect="accepted",
+    ),
+    ConfigKey(
+        "admin.listeners",
+        "list",
+        None,
+        "Connect REST admin listeners; mirrorspark has no REST server.",
+        scope="driver",
+        effect="accepted",
+    ),
     # --- Kafka client keys (documented here; composed per role, see the module docstring) ----
     ConfigKey(
         "bootstrap.servers",
@@ -169,49 +235,72 @@ CONFIG_KEYS: Final[tuple[ConfigKey, ...]] = (
         "false",
         "Whether flow S->T replicates (set as S->T.enabled; a top-level value is the default of every "
         "flow that has heartbeats enabled, as in MM2's driver).",
+        field="enabled",
     ),
-    ConfigKey("admin.timeout.ms", "long", "60000", "Timeout of admin calls of the control jobs.", "ms", minimum=0),
+    ConfigKey(
+        "admin.timeout.ms",
+        "long",
+        "60000",
+        "Timeout of admin calls of the control jobs (topic refresh, config and ACL sync, checkpoints, "
+        "group offset sync, internal topics).",
+        "ms",
+        minimum=0,
+        field="admin_timeout_ms",
+    ),
     ConfigKey(
         "replication.policy.class",
         "class",
         _DEFAULT_POLICY_CLASS,
         "ReplicationPolicy naming remote topics (DefaultReplicationPolicy or IdentityReplicationPolicy).",
+        field="class_name",
+        holder="policy",
     ),
     ConfigKey(
         "replication.policy.separator",
         "string",
         ".",
         "Separator between the source alias and the topic name in remote topics; must not be empty.",
+        field="separator",
+        holder="policy",
     ),
     ConfigKey(
         "replication.policy.internal.topic.separator.enabled",
         "boolean",
         "true",
         "Whether the separator is also used in MM2's internal topic names (KIP-949); false keeps '.'.",
+        field="internal_topic_separator_enabled",
+        holder="policy",
     ),
     ConfigKey(
         "forwarding.admin.class",
         "class",
         "org.apache.kafka.clients.admin.ForwardingAdmin",
-        "Admin client class of MM2 (KIP-787); accepted, mirrorspark always uses its own admin client.",
+        "Admin client class of MM2 (KIP-787); mirrorspark always uses its own admin client.",
+        effect="accepted",
     ),
     ConfigKey(
         "topic.filter.class",
         "class",
         "org.apache.kafka.connect.mirror.DefaultTopicFilter",
-        "TopicFilter class deciding which topics are replicated.",
+        "TopicFilter class deciding which topics are replicated; mirrorspark always uses "
+        "DefaultTopicFilter (topics, topics.exclude).",
+        effect="accepted",
     ),
     ConfigKey(
         "group.filter.class",
         "class",
         "org.apache.kafka.connect.mirror.DefaultGroupFilter",
-        "GroupFilter class deciding which consumer groups are checkpointed.",
+        "GroupFilter class deciding which consumer groups are checkpointed; mirrorspark always "
+        "uses DefaultGroupFilter (groups, groups.exclude).",
+        effect="accepted",
     ),
     ConfigKey(
         "config.property.filter.class",
         "class",
         "org.apache.kafka.connect.mirror.DefaultConfigPropertyFilter",
-        "ConfigPropertyFilter class deciding which topic configs are copied.",
+        "ConfigPropertyFilter class deciding which topic configs are copied; mirrorspark always "
+        "uses DefaultConfigPropertyFilter (config.properties.exclude).",
+        effect="accepted",
     ),
     ConfigKey(
         "offset-syncs.topic.location",
@@ -219,20 +308,37 @@ CONFIG_KEYS: Final[tuple[ConfigKey, ...]] = (
         "source",
         "Cluster holding the offset-syncs topic: source or target.",
         choices=("source", "target"),
+        field="offset_syncs_topic_location",
     ),
     ConfigKey(
         "emit.offset-syncs.enabled",
         "boolean",
         "true",
         "Whether offset syncs are written (KIP-1031); checkpoints need them.",
+        field="emit_offset_syncs_enabled",
     ),
-    ConfigKey("tasks.max", "int", "1", "Maximum number of tasks per connector of a flow.", "tasks", minimum=1),
-    ConfigKey("tasks.max.enforce", "boolean", "true", "Connect's tasks.max enforcement; accepted, unused."),
+    ConfigKey(
+        "tasks.max",
+        "int",
+        "1",
+        "Maximum number of tasks per connector of a flow.",
+        "tasks",
+        minimum=1,
+        field="tasks_max",
+    ),
+    ConfigKey(
+        "tasks.max.enforce",
+        "boolean",
+        "true",
+        "Connect's tasks.max enforcement.",
+        effect="accepted",
+    ),
     ConfigKey(
         "metric.reporters",
         "list",
         "org.apache.kafka.common.metrics.JmxReporter",
-        "Java metric reporter classes; accepted, unused.",
+        "Java metric reporter classes.",
+        effect="accepted",
     ),
     ConfigKey(
         "auto.include.jmx.reporter",
@@ -240,21 +346,24 @@ CONFIG_KEYS: Final[tuple[ConfigKey, ...]] = (
         "true",
         "Kafka 3.x JMX reporter switch; ignored.",
         removed_in="4.0",
+        effect="accepted",
     ),
     # --- MirrorSourceConfig -----------------------------------------------------------------
     ConfigKey(
         "topics",
         "list",
-        ".*",
+        _list_default(DEFAULT_TOPICS),
         "Regexes of source topics to replicate (full match; empty = none).",
         regex=True,
+        field="topics",
     ),
     ConfigKey(
         "topics.exclude",
         "list",
-        _TOPICS_EXCLUDE_DEFAULT,
+        _list_default(DEFAULT_TOPICS_EXCLUDE),
         "Regexes of source topics never replicated (replaces the default list).",
         regex=True,
+        field="topics_exclude",
     ),
     ConfigKey(
         "topics.blacklist",
@@ -268,9 +377,10 @@ CONFIG_KEYS: Final[tuple[ConfigKey, ...]] = (
     ConfigKey(
         "config.properties.exclude",
         "list",
-        _CONFIG_PROPERTIES_EXCLUDE_DEFAULT,
+        _list_default(DEFAULT_CONFIG_PROPERTIES_EXCLUDE),
         "Regexes of topic config names never copied to remote topics (replaces the default list).",
         regex=True,
+        field="config_properties_exclude",
     ),
     ConfigKey(
         "config.properties.blacklist",
@@ -289,14 +399,19 @@ CONFIG_KEYS: Final[tuple[ConfigKey, ...]] = (
         "the target's override, source copies the source default. Read per flow only, as in MM2.",
         scope="flow",
         choices=("target", "source"),
+        field="use_defaults_from",
     ),
     ConfigKey(
         "consumer.poll.timeout.ms",
         "long",
         "1000",
-        "Timeout of one poll of a source consumer.",
+        "MM2's timeout of one poll of a source task's consumer. mirrorspark's tasks copy "
+        "planned offset ranges and wait at most 50 ms per poll so that a batch ends as soon as its last "
+        "record is copied; a longer poll would only delay the end of batches.",
         "ms",
         minimum=0,
+        field="consumer_poll_timeout_ms",
+        effect="accepted",
     ),
     *_job_keys("refresh.topics", "discover new source topics and partitions", "true", "600"),
     *_job_keys("sync.topic.configs", "copy topic configs to remote topics", "true", "600"),
@@ -308,6 +423,7 @@ CONFIG_KEYS: Final[tuple[ConfigKey, ...]] = (
         "Kafka 3.5-3.9 switch for IncrementalAlterConfigs; ignored (always incremental, as 4.0).",
         choices=("requested", "required", "never"),
         removed_in="4.0",
+        effect="accepted",
     ),
     ConfigKey(
         "replication.factor",
@@ -317,6 +433,7 @@ CONFIG_KEYS: Final[tuple[ConfigKey, ...]] = (
         "replicas",
         minimum=-1,
         nonzero=True,
+        field="replication_factor",
     ),
     ConfigKey(
         "offset-syncs.topic.replication.factor",
@@ -326,6 +443,7 @@ CONFIG_KEYS: Final[tuple[ConfigKey, ...]] = (
         "replicas",
         minimum=-1,
         nonzero=True,
+        field="offset_syncs_topic_replication_factor",
     ),
     ConfigKey(
         "offset.lag.max",
@@ -334,12 +452,14 @@ CONFIG_KEYS: Final[tuple[ConfigKey, ...]] = (
         "How far (in target offsets) replication may get ahead of the last offset sync before a new one "
         "is written; 0 = a sync per record.",
         "records",
+        field="offset_lag_max",
     ),
     ConfigKey(
         "heartbeats.replication.enabled",
         "boolean",
         "true",
         "Whether heartbeat topics are replicated even if the topic filter rejects them (Kafka 4.0).",
+        field="heartbeats_replication_enabled",
     ),
     ConfigKey(
         "add.source.alias.to.metrics",
@@ -347,15 +467,18 @@ CONFIG_KEYS: Final[tuple[ConfigKey, ...]] = (
         "false",
         "Kafka 3.5-3.9 metrics tag switch; ignored (the source tag is always present).",
         removed_in="4.0",
+        effect="accepted",
     ),
     ConfigKey(
         "exactly.once.support",
         "string",
         "requested",
         "Connect's exactly-once requirement of the source connector: requested or required "
-        "(required needs <S>.consumer.isolation.level=read_committed). Read per flow only, as in MM2.",
+        "(required needs <S>.consumer.isolation.level=read_committed, checked as MM2 does; mirrorspark has "
+        "no exactly-once data path yet). Read per flow only, as in MM2.",
         scope="flow",
         choices=("requested", "required"),
+        effect="accepted",
     ),
     ConfigKey(
         "transaction.boundary",
@@ -364,15 +487,24 @@ CONFIG_KEYS: Final[tuple[ConfigKey, ...]] = (
         "Connect's exactly-once transaction boundary. Read per flow only, as in MM2.",
         scope="flow",
         choices=("poll", "interval", "connector"),
+        effect="accepted",
     ),
     # --- MirrorCheckpointConfig -------------------------------------------------------------
-    ConfigKey("groups", "list", ".*", "Regexes of consumer groups to checkpoint (full match).", regex=True),
+    ConfigKey(
+        "groups",
+        "list",
+        _list_default(DEFAULT_GROUPS),
+        "Regexes of consumer groups to checkpoint (full match).",
+        regex=True,
+        field="groups",
+    ),
     ConfigKey(
         "groups.exclude",
         "list",
-        _GROUPS_EXCLUDE_DEFAULT,
+        _list_default(DEFAULT_GROUPS_EXCLUDE),
         "Regexes of consumer groups never checkpointed (replaces the default list).",
         regex=True,
+        field="groups_exclude",
     ),
     ConfigKey(
         "groups.blacklist",
@@ -394,6 +526,7 @@ CONFIG_KEYS: Final[tuple[ConfigKey, ...]] = (
         "replicas",
         minimum=-1,
         nonzero=True,
+        field="checkpoints_topic_replication_factor",
     ),
     # --- MirrorHeartbeatConfig --------------------------------------------------------------
     *_job_keys("emit.heartbeats", "write heartbeats to the target", "true", "1"),
@@ -405,14 +538,16 @@ CONFIG_KEYS: Final[tuple[ConfigKey, ...]] = (
         "replicas",
         minimum=-1,
         nonzero=True,
+        field="heartbeats_topic_replication_factor",
     ),
     # --- Connect worker of the target cluster -----------------------------------------------
     ConfigKey(
         "offset.storage.topic",
         "string",
-        "mm2-offsets.<source>.internal",
+        connect_offsets_topic(_SOURCE_PLACEHOLDER),
         "Topic on the target holding Connect source offsets of flow S->T (always '.'-separated).",
         scope="worker",
+        field="offset_storage_topic",
     ),
     ConfigKey(
         "offset.storage.partitions",
@@ -422,6 +557,7 @@ CONFIG_KEYS: Final[tuple[ConfigKey, ...]] = (
         "partitions",
         scope="worker",
         minimum=1,
+        field="offset_storage_partitions",
     ),
     ConfigKey(
         "offset.storage.replication.factor",
@@ -432,15 +568,19 @@ CONFIG_KEYS: Final[tuple[ConfigKey, ...]] = (
         scope="worker",
         minimum=-1,
         nonzero=True,
+        field="offset_storage_replication_factor",
     ),
     ConfigKey(
         "exactly.once.source.support",
         "string",
         "disabled",
         "Exactly-once source support of the target's worker (KIP-618), set as "
-        "<T>.exactly.once.source.support: disabled, preparing or enabled.",
+        "<T>.exactly.once.source.support: disabled, preparing or enabled; mirrorspark has no exactly-once "
+        "data path yet.",
         scope="worker",
         choices=("disabled", "preparing", "enabled"),
+        field="exactly_once_source_support",
+        effect="accepted",
     ),
     # --- mirrorspark ------------------------------------------------------------------------
     ConfigKey(
@@ -451,6 +591,8 @@ CONFIG_KEYS: Final[tuple[ConfigKey, ...]] = (
         "records",
         scope="mirrorspark",
         minimum=1,
+        field="max_records_per_partition",
+        holder="data_path",
     ),
     ConfigKey(
         "mirrorspark.batch.idle.interval.ms",
@@ -460,6 +602,8 @@ CONFIG_KEYS: Final[tuple[ConfigKey, ...]] = (
         "ms",
         scope="mirrorspark",
         minimum=0,
+        field="idle_interval_ms",
+        holder="data_path",
     ),
     ConfigKey(
         "mirrorspark.batch.follow.ms",
@@ -472,6 +616,8 @@ CONFIG_KEYS: Final[tuple[ConfigKey, ...]] = (
         "ms",
         scope="mirrorspark",
         minimum=0,
+        field="follow_ms",
+        holder="data_path",
     ),
     ConfigKey(
         "mirrorspark.read.mode",
@@ -481,6 +627,8 @@ CONFIG_KEYS: Final[tuple[ConfigKey, ...]] = (
         "spark-kafka (Spark's Kafka source).",
         scope="mirrorspark",
         choices=("consumer", "spark-kafka"),
+        field="read_mode",
+        holder="data_path",
     ),
     ConfigKey(
         "mirrorspark.identity.allow.cycles",
@@ -490,6 +638,8 @@ CONFIG_KEYS: Final[tuple[ConfigKey, ...]] = (
         "whose replication policy keeps topic names (IdentityReplicationPolicy), which MM2's cycle check cannot "
         "stop; set it only when the flows' topic filters never match a topic replicated along the cycle.",
         scope="mirrorspark",
+        field="identity_allow_cycles",
+        holder="data_path",
     ),
 )
 """Every key mirrorspark knows, in MM2's order: driver, client, connector, worker, mirrorspark keys."""

@@ -247,8 +247,9 @@ class FlowConfig(_Frozen):
     One per ordered pair of aliases; MM2 runs one "herder" (Connect worker with the three
     connectors ``MirrorSourceConnector``, ``MirrorCheckpointConnector``,
     ``MirrorHeartbeatConnector``) per flow. Each field comes from ``S->T.<key>``, else the
-    top-level ``<key>``, else MM2's default (see :data:`CONFIG_KEYS`); worker fields come
-    from the target cluster (``<T>.<key>``). Durations are in seconds (``_s``) or
+    top-level ``<key>``, else MM2's default; worker fields come from the target cluster
+    (``<T>.<key>``). The key filling each field is declared once, in :data:`CONFIG_KEYS`
+    (``ConfigKey.field``); the parser fills the fields by walking that registry. Durations are in seconds (``_s``) or
     milliseconds (``_ms``).
 
     Parameters
@@ -295,10 +296,13 @@ class FlowConfig(_Frozen):
         Worker key ``offset.storage.partitions``; default 25.
     offset_syncs_topic_location:
         ``"source"`` or ``"target"``.
-    consumer_poll_timeout_ms, admin_timeout_ms:
-        ``consumer.poll.timeout.ms`` and ``admin.timeout.ms``, in milliseconds.
+    consumer_poll_timeout_ms:
+        ``consumer.poll.timeout.ms``, in milliseconds; accepted for MM2 compatibility, no effect.
+    admin_timeout_ms:
+        ``admin.timeout.ms``, in milliseconds: bounds each admin call of the flow's control jobs.
     exactly_once_source_support:
-        Worker key ``<T>.exactly.once.source.support``: ``"disabled"``, ``"preparing"`` or ``"enabled"``.
+        Worker key ``<T>.exactly.once.source.support``: ``"disabled"``, ``"preparing"`` or ``"enabled"``;
+        accepted for MM2 compatibility, no effect yet.
     policy:
         The replication policy.
     source_consumer:

@@ -50,6 +50,7 @@ from mirrorspark.config.keys import (
     _SIDE_CLUSTER_PREFIXES,
     _SIDE_ROLE_PREFIXES,
     _SIDES,
+    _SOURCE_PLACEHOLDER,
     _WORKER_PREFIXES,
     CONFIG_KEYS,
     ConfigKey,
@@ -65,7 +66,7 @@ from mirrorspark.config.model import (
 )
 from mirrorspark.config.properties import parse_properties
 from mirrorspark.config.resolve import _Resolver
-from mirrorspark.config.values import _split_list, _to_bool, _to_int, _to_list, _to_str, _validate
+from mirrorspark.config.values import _split_list, _to_value, _validate
 from mirrorspark.errors import ConfigError, UnknownAliasError
 
 _log = logging.getLogger(__name__)
@@ -77,57 +78,21 @@ _log = logging.getLogger(__name__)
 
 _ALIAS_BAD = re.compile(r"[\s.,]|->")
 
-# FlowConfig fields read from connector/flow keys: field -> key.
-_FLOW_BOOL_FIELDS: Final = {
-    "emit_offset_syncs_enabled": "emit.offset-syncs.enabled",
-    "heartbeats_replication_enabled": "heartbeats.replication.enabled",
-}
-_FLOW_JOBS: Final = {
-    "refresh_topics": "refresh.topics",
-    "refresh_groups": "refresh.groups",
-    "sync_topic_configs": "sync.topic.configs",
-    "sync_topic_acls": "sync.topic.acls",
-    "emit_heartbeats": "emit.heartbeats",
-    "emit_checkpoints": "emit.checkpoints",
-    "sync_group_offsets": "sync.group.offsets",
-}
-_FLOW_INT_FIELDS: Final = {
-    "tasks_max": "tasks.max",
-    "offset_lag_max": "offset.lag.max",
-    "replication_factor": "replication.factor",
-    "offset_syncs_topic_replication_factor": "offset-syncs.topic.replication.factor",
-    "heartbeats_topic_replication_factor": "heartbeats.topic.replication.factor",
-    "checkpoints_topic_replication_factor": "checkpoints.topic.replication.factor",
-    "consumer_poll_timeout_ms": "consumer.poll.timeout.ms",
-    "admin_timeout_ms": "admin.timeout.ms",
-}
-_FLOW_LIST_FIELDS: Final = {
-    "topics": ("topics", None),
-    "topics_exclude": ("topics.exclude", "topics.blacklist"),
-    "groups": ("groups", None),
-    "groups_exclude": ("groups.exclude", "groups.blacklist"),
-    "config_properties_exclude": ("config.properties.exclude", "config.properties.blacklist"),
-}
-_FLOW_STR_FIELDS: Final = {
-    "use_defaults_from": "use.defaults.from",
-    "offset_syncs_topic_location": "offset-syncs.topic.location",
-}
-_POLICY_KEYS: Final = (
-    "replication.policy.class",
-    "replication.policy.separator",
-    "replication.policy.internal.topic.separator.enabled",
+# Keys filling a typed field, walked from the registry (see ConfigKey.field / ConfigKey.holder).
+# Connector and flow keys are read from the flow's merge (S->T.<key> > top level > default).
+_FLOW_FILL_KEYS: Final = tuple(
+    k
+    for k in CONFIG_KEYS
+    if k.field is not None and k.holder in ("flow", "policy") and k.scope in ("connector", "flow")
 )
-_TYPED_FLOW_KEYS: Final = frozenset(
-    {
-        "enabled",
-        *_FLOW_BOOL_FIELDS.values(),
-        *_FLOW_INT_FIELDS.values(),
-        *_FLOW_STR_FIELDS.values(),
-        *_POLICY_KEYS,
-    }
-    | {f"{job}.enabled" for job in _FLOW_JOBS.values()}
-    | {f"{job}.interval.seconds" for job in _FLOW_JOBS.values()}
-    | {k for pair in _FLOW_LIST_FIELDS.values() for k in pair if k is not None}
+# Worker keys are read from the target cluster (<T>.<key>, or top level for offset.storage.*).
+_WORKER_FILL_KEYS: Final = tuple(k for k in CONFIG_KEYS if k.field is not None and k.scope == "worker")
+_DATA_PATH_KEYS: Final = tuple(k for k in CONFIG_KEYS if k.field is not None and k.holder == "data_path")
+# Deprecated 3.x alias of a key (topics.blacklist of topics.exclude, ...): replacement -> alias.
+_DEPRECATED_ALIAS: Final = {k.replaced_by: k.name for k in CONFIG_KEYS if k.replaced_by is not None}
+# Merged flow keys that fill a typed field (the rest of the merge goes to FlowConfig.extra).
+_TYPED_FLOW_KEYS: Final = frozenset({k.name for k in _FLOW_FILL_KEYS}) | frozenset(
+    _DEPRECATED_ALIAS[k.name] for k in _FLOW_FILL_KEYS if k.name in _DEPRECATED_ALIAS
 )
 
 
@@ -370,30 +335,23 @@ class _Parser:
             merged[key], written[key] = value, f"{s}->{t}.{key}"
         r = _FlowReader(merged, written, self.src)
 
-        values: dict[str, Any] = {}
-        for fname, key in _FLOW_BOOL_FIELDS.items():
-            values[fname] = r.boolean(key)
-        for fname, key in _FLOW_INT_FIELDS.items():
-            values[fname] = r.integer(key)
-        for fname, key in _FLOW_STR_FIELDS.items():
-            values[fname] = r.string(key)
-        for fname, (key, alias) in _FLOW_LIST_FIELDS.items():
+        values: dict[str, dict[str, Any]] = {"flow": {}, "policy": {}}
+        for ck in _FLOW_FILL_KEYS:
+            key = ck.name
+            alias = _DEPRECATED_ALIAS.get(key)
             if alias is not None and key not in merged and alias in merged:
-                values[fname] = r.items(alias)
-            else:
-                values[fname] = r.items(key)
-        for fname, job in _FLOW_JOBS.items():
-            enabled, interval = r.boolean(f"{job}.enabled"), r.integer(f"{job}.interval.seconds")
-            if interval < 0 and enabled:
-                self.warn(f"'{written[f'{job}.interval.seconds']}' is negative, which disables the job (as in MM2)")
-                enabled = False
-            values[f"{fname}_enabled"], values[f"{fname}_interval_s"] = enabled, float(interval)
+                key = alias
+            values[ck.holder][str(ck.field)] = r.value(key)
+        for ck in _FLOW_FILL_KEYS:
+            if ck.negative_disables is None or values[ck.holder][str(ck.field)] >= 0:
+                continue
+            flag = _KEYS[ck.negative_disables]
+            if values[flag.holder][str(flag.field)]:
+                self.warn(f"'{written[ck.name]}' is negative, which disables the job (as in MM2)")
+                values[flag.holder][str(flag.field)] = False
+        flow_values = values["flow"]
 
-        policy = PolicyConfig(
-            class_name=r.string("replication.policy.class"),
-            separator=r.string("replication.policy.separator"),
-            internal_topic_separator_enabled=r.boolean("replication.policy.internal.topic.separator.enabled"),
-        )
+        policy = PolicyConfig(**values["policy"])
         if not policy.separator:
             raise ConfigError(
                 f"{self.src}: '{written.get('replication.policy.separator')}' is empty: remote topic "
@@ -402,18 +360,15 @@ class _Parser:
 
         # MM2's clusterPairs: a flow has a herder iff S->T.enabled=true or heartbeats are enabled for it;
         # its connectors then use S->T.enabled, else the top-level 'enabled', else false.
-        flow_enabled = r.boolean("enabled")
-        has_herder = ("enabled" in flow_raw and flow_enabled) or values["emit_heartbeats_enabled"]
+        flow_enabled = flow_values.pop("enabled")
+        has_herder = ("enabled" in flow_raw and flow_enabled) or flow_values["emit_heartbeats_enabled"]
         enabled = flow_enabled and has_herder
 
-        values["offset_storage_replication_factor"] = self._worker_int("offset.storage.replication.factor", t)
-        values["offset_storage_partitions"] = self._worker_int("offset.storage.partitions", t)
-        topic = self._worker("offset.storage.topic", t)
-        values["offset_storage_topic"] = topic[0].strip() if topic and topic[0].strip() else f"mm2-offsets.{s}.internal"
-        eos = self._worker("exactly.once.source.support", t)
-        values["exactly_once_source_support"] = (
-            _to_str(_KEYS["exactly.once.source.support"], eos[0], eos[1], self.src) if eos else "disabled"
-        )
+        for ck in _WORKER_FILL_KEYS:
+            found = self._worker(ck.name, t)
+            if found is None or (ck.type == "string" and not ck.choices and not found[0].strip()):
+                found = ((ck.default or "").replace(_SOURCE_PLACEHOLDER, s), f"{ck.name} (default)")
+            flow_values[str(ck.field)] = _to_value(ck, *found, self.src)
 
         clients = {
             f"{side}_{role}": self._client(s if side == "source" else t, side, role, flow_raw)
@@ -430,9 +385,9 @@ class _Parser:
             c["enable.auto.commit"] = "false"
             c.setdefault("auto.offset.reset", "earliest")
         for name, props in clients.items():
-            values[name] = _settings(props)
+            flow_values[name] = _settings(props)
 
-        self._check_offset_syncs(values["emit_offset_syncs_enabled"], merged, written, s, t)
+        self._check_offset_syncs(flow_values["emit_offset_syncs_enabled"], merged, written, s, t)
         extra = {
             k: v.strip()
             for k, v in merged.items()
@@ -446,14 +401,8 @@ class _Parser:
             enabled=enabled,
             policy=policy,
             extra=extra,
-            **values,
+            **flow_values,
         )
-
-    def _worker_int(self, key: str, target: str) -> int:
-        ck = _KEYS[key]
-        found = self._worker(key, target)
-        raw, written = found if found else (ck.default or "", key)
-        return _to_int(ck, raw, written, self.src)
 
     def _check_offset_syncs(
         self, emit: bool, merged: Mapping[str, str], written: Mapping[str, str], s: str, t: str
@@ -485,26 +434,11 @@ class _Parser:
             )
 
     def data_path(self) -> DataPathConfig:
-        def get(key: str) -> tuple[str, str]:
-            return self.top_all.get(key, _KEYS[key].default or ""), key
-
-        return DataPathConfig(
-            max_records_per_partition=_to_int(
-                _KEYS["mirrorspark.batch.max.records.per.partition"],
-                *get("mirrorspark.batch.max.records.per.partition"),
-                self.src,
-            ),
-            idle_interval_ms=_to_int(
-                _KEYS["mirrorspark.batch.idle.interval.ms"],
-                *get("mirrorspark.batch.idle.interval.ms"),
-                self.src,
-            ),
-            follow_ms=_to_int(_KEYS["mirrorspark.batch.follow.ms"], *get("mirrorspark.batch.follow.ms"), self.src),
-            read_mode=_to_str(_KEYS["mirrorspark.read.mode"], *get("mirrorspark.read.mode"), self.src),
-            identity_allow_cycles=_to_bool(
-                _KEYS["mirrorspark.identity.allow.cycles"], *get("mirrorspark.identity.allow.cycles"), self.src
-            ),
-        )
+        values: dict[str, Any] = {
+            str(ck.field): _to_value(ck, self.top_all.get(ck.name, ck.default or ""), ck.name, self.src)
+            for ck in _DATA_PATH_KEYS
+        }
+        return DataPathConfig(**values)
 
 
 def _consumed_by_clients(key: str) -> bool:
@@ -546,17 +480,9 @@ class _FlowReader:
             return ck, self._merged[key], self._written[key]
         return ck, ck.default or "", f"{key} (default)"
 
-    def boolean(self, key: str) -> bool:
-        return _to_bool(*self._raw(key), self._src)
-
-    def integer(self, key: str) -> int:
-        return _to_int(*self._raw(key), self._src)
-
-    def string(self, key: str) -> str:
-        return _to_str(*self._raw(key), self._src)
-
-    def items(self, key: str) -> tuple[str, ...]:
-        return _to_list(*self._raw(key), self._src)
+    def value(self, key: str) -> Any:
+        """The typed value of ``key`` (see :func:`~mirrorspark.config.values._to_value`)."""
+        return _to_value(*self._raw(key), self._src)
 
 
 def parse_config(

@@ -117,3 +117,21 @@ def _validate(ck: ConfigKey, raw: str, written: str, src: str) -> None:
         _to_list(ck, raw, written, src)
     else:
         _to_str(ck, raw, written, src)
+
+
+def _to_value(ck: ConfigKey, raw: str, written: str, src: str) -> bool | int | float | str | tuple[str, ...]:
+    """``raw`` converted to the Python type of ``ck`` (what fills :attr:`ConfigKey.field`).
+
+    ``boolean`` -> ``bool``; ``short``/``int``/``long`` -> ``int``, or ``float`` for a value in
+    seconds (``unit="s"``, the ``*_interval_s`` fields); ``list`` -> ``tuple[str, ...]``;
+    ``string``/``class`` -> ``str``. Raises :class:`ConfigError` (or :class:`BadRegexError`) on an
+    invalid value.
+    """
+    if ck.type == "boolean":
+        return _to_bool(ck, raw, written, src)
+    if ck.type in _INT_BITS:
+        number = _to_int(ck, raw, written, src)
+        return float(number) if ck.unit == "s" else number
+    if ck.type == "list":
+        return _to_list(ck, raw, written, src)
+    return _to_str(ck, raw, written, src)

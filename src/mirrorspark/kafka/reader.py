@@ -43,11 +43,11 @@ class TopicReader:
         """Read every record up to the topic's current end offset; return how many were read.
 
         A missing topic reads as empty. Raises :class:`ClusterError` if the end
-        is not reached within ``timeout_s``.
+        is not reached within ``timeout_s`` (which also bounds each admin call).
         """
-        if self.topic not in list_topics(self._admin, self.alias):
+        if self.topic not in list_topics(self._admin, self.alias, timeout_s=timeout_s):
             return 0
-        end = end_offsets(self._admin, self.alias, [(self.topic, 0)]).get((self.topic, 0), 0)
+        end = end_offsets(self._admin, self.alias, [(self.topic, 0)], timeout_s=timeout_s).get((self.topic, 0), 0)
         if end <= self.position:
             return 0
         if self._consumer is None:

@@ -9,6 +9,7 @@ from typing import Any, Literal, cast
 
 from mirrorspark.errors import BadRegexError, CorruptRecordError
 from mirrorspark.mm2.filters import compile_list
+from mirrorspark.mm2.internal_topics import CONTROL_PREFIX, mirrorspark_topic
 from mirrorspark.mm2.policy import ReplicationPolicy
 
 Kind = Literal["topics", "groups"]
@@ -23,15 +24,14 @@ Op = Literal["add", "remove"]
 KINDS: tuple[Kind, ...] = ("topics", "groups")
 _LISTS: tuple[ListName, ...] = ("allow", "deny")
 _OPS: tuple[Op, ...] = ("add", "remove")
-_CONTROL_PREFIX = "mm2-control"
-_OFFSET_SYNCS_PREFIX = "mm2-offset-syncs"
 
 
 def control_topic(policy: ReplicationPolicy, source_alias: str) -> str:
     """Name of the control topic of flows from ``source_alias`` (it lives on the flow's target).
 
     Built like :meth:`~mirrorspark.mm2.policy.ReplicationPolicy.offset_syncs_topic`, with the
-    policy's internal separator, so the policy sees it as an MM2 internal topic.
+    policy's internal separator, so the policy sees it as an MM2 internal topic
+    (:func:`mirrorspark.mm2.internal_topics.mirrorspark_topic`).
 
     Parameters
     ----------
@@ -47,12 +47,7 @@ def control_topic(policy: ReplicationPolicy, source_alias: str) -> str:
         ``mm2-control.<source_alias>.internal`` for a policy whose offset-syncs topic does not
         start with ``mm2-offset-syncs``.
     """
-    syncs = policy.offset_syncs_topic(source_alias)
-    if syncs.startswith(_OFFSET_SYNCS_PREFIX):
-        name = _CONTROL_PREFIX + syncs[len(_OFFSET_SYNCS_PREFIX) :]
-        if policy.is_internal_topic(name):
-            return name
-    return f"{_CONTROL_PREFIX}.{source_alias}.internal"
+    return mirrorspark_topic(CONTROL_PREFIX, policy, source_alias)
 
 
 def validate_regex(regex: str, *, option: str) -> str:

@@ -8,12 +8,11 @@ from collections.abc import Mapping
 from typing import Protocol, runtime_checkable
 
 from mirrorspark.errors import ConfigError
+from mirrorspark.mm2 import internal_topics as names
+from mirrorspark.mm2.internal_topics import HEARTBEATS_TOPIC
 
 DEFAULT_SEPARATOR = "."
 """Default value of ``replication.policy.separator``."""
-
-HEARTBEATS_TOPIC = "heartbeats"
-"""Name of the topic the heartbeat connector writes to on each target cluster."""
 
 SEPARATOR_CONFIG = "replication.policy.separator"
 """Property read by ``configure``: the separator between source alias and topic."""
@@ -30,9 +29,10 @@ IDENTITY_PROBE_TOPIC = "probe-topic"
 ALLOW_IDENTITY_CYCLES_KEY = "mirrorspark.identity.allow.cycles"
 """The opt-in key named by :func:`check_identity_cycles`' error (declared in ``config.CONFIG_KEYS``)."""
 
-_OFFSET_SYNCS_PREFIX = "mm2-offset-syncs"
-_MM2_PREFIX = "mm2"
 _JAVA_PACKAGE = "org.apache.kafka.connect.mirror."
+
+DEFAULT_POLICY_CLASS = f"{_JAVA_PACKAGE}DefaultReplicationPolicy"
+"""Default of ``replication.policy.class``: MM2's ``DefaultReplicationPolicy``."""
 
 
 @runtime_checkable
@@ -210,7 +210,7 @@ class BaseReplicationPolicy(ABC):
         str
             ``mm2-offset-syncs.<cluster_alias>.internal``.
         """
-        return f"{_OFFSET_SYNCS_PREFIX}.{cluster_alias}.internal"
+        return names.offset_syncs_topic(cluster_alias)
 
     def checkpoints_topic(self, cluster_alias: str) -> str:
         """Name of the checkpoints topic on a target cluster.
@@ -225,7 +225,7 @@ class BaseReplicationPolicy(ABC):
         str
             ``<cluster_alias>.checkpoints.internal``.
         """
-        return f"{cluster_alias}.checkpoints.internal"
+        return names.checkpoints_topic(cluster_alias)
 
     def is_heartbeats_topic(self, topic: str) -> bool:
         """Whether a topic is a heartbeats topic, local or replicated any number of hops.
@@ -256,7 +256,7 @@ class BaseReplicationPolicy(ABC):
             Whether ``topic`` ends with ``.checkpoints.internal`` (a bare
             ``checkpoints.internal`` does not count).
         """
-        return topic.endswith(".checkpoints.internal")
+        return names.is_checkpoints_topic(topic)
 
     def is_mm2_internal_topic(self, topic: str) -> bool:
         """Whether a topic is one of MM2's internal topics (Kafka 4.x rule, KAFKA-17200).
@@ -272,7 +272,7 @@ class BaseReplicationPolicy(ABC):
             Whether ``topic`` starts with ``mm2`` and ends with ``.internal``, or is a
             checkpoints topic.
         """
-        return (topic.startswith(_MM2_PREFIX) and topic.endswith(".internal")) or self.is_checkpoints_topic(topic)
+        return names.is_mm2_internal_topic(topic) or self.is_checkpoints_topic(topic)
 
     def is_internal_topic(self, topic: str) -> bool:
         """Whether a topic is internal and therefore never replicated (Kafka 4.x rule).
@@ -380,13 +380,7 @@ class DefaultReplicationPolicy(BaseReplicationPolicy):
         )
 
     def _internal_separator(self) -> str:
-        return self._separator if self._internal_separator_enabled else "."
-
-    def _internal_suffix(self) -> str:
-        return f"{self._internal_separator()}internal"
-
-    def _checkpoints_suffix(self) -> str:
-        return f"{self._internal_separator()}checkpoints{self._internal_suffix()}"
+        return self._separator if self._internal_separator_enabled else names.INTERNAL_SEPARATOR
 
     def format_remote_topic(self, source_alias: str, topic: str) -> str:
         """Name on the target of a replicated topic: ``source_alias + separator + topic``.
@@ -461,7 +455,7 @@ class DefaultReplicationPolicy(BaseReplicationPolicy):
             ``mm2-offset-syncs<isep><cluster_alias><isep>internal`` where ``isep`` is the
             separator if ``internal_topic_separator_enabled`` else ``"."``.
         """
-        return f"{_OFFSET_SYNCS_PREFIX}{self._internal_separator()}{cluster_alias}{self._internal_suffix()}"
+        return names.offset_syncs_topic(cluster_alias, self._internal_separator())
 
     def checkpoints_topic(self, cluster_alias: str) -> str:
         """Name of the checkpoints topic on a target cluster.
@@ -477,7 +471,7 @@ class DefaultReplicationPolicy(BaseReplicationPolicy):
             ``<cluster_alias><isep>checkpoints<isep>internal`` (``isep`` as in
             :meth:`offset_syncs_topic`).
         """
-        return f"{cluster_alias}{self._checkpoints_suffix()}"
+        return names.checkpoints_topic(cluster_alias, self._internal_separator())
 
     def is_checkpoints_topic(self, topic: str) -> bool:
         """Whether a topic ends with ``<isep>checkpoints<isep>internal``.
@@ -492,7 +486,7 @@ class DefaultReplicationPolicy(BaseReplicationPolicy):
         bool
             Whether ``topic`` is a checkpoints topic under this policy's separators.
         """
-        return topic.endswith(self._checkpoints_suffix())
+        return names.is_checkpoints_topic(topic, self._internal_separator())
 
     def is_mm2_internal_topic(self, topic: str) -> bool:
         """Whether a topic is one of MM2's internal topics (Kafka 4.x rule, KAFKA-17200).
@@ -509,9 +503,7 @@ class DefaultReplicationPolicy(BaseReplicationPolicy):
             checkpoints topic. With separator ``__`` (flag true) the Connect topics
             ``mm2-offsets.A.internal`` etc. are therefore *not* MM2-internal, as in MM2.
         """
-        return (topic.startswith(_MM2_PREFIX) and topic.endswith(self._internal_suffix())) or self.is_checkpoints_topic(
-            topic
-        )
+        return names.is_mm2_internal_topic(topic, self._internal_separator()) or self.is_checkpoints_topic(topic)
 
 
 class IdentityReplicationPolicy(DefaultReplicationPolicy):
@@ -638,7 +630,7 @@ class IdentityReplicationPolicy(DefaultReplicationPolicy):
         return topic
 
 
-_DEFAULT_POLICY_NAMES = frozenset({"DefaultReplicationPolicy", f"{_JAVA_PACKAGE}DefaultReplicationPolicy"})
+_DEFAULT_POLICY_NAMES = frozenset({"DefaultReplicationPolicy", DEFAULT_POLICY_CLASS})
 _IDENTITY_POLICY_NAMES = frozenset({"IdentityReplicationPolicy", f"{_JAVA_PACKAGE}IdentityReplicationPolicy"})
 
 
@@ -750,6 +742,7 @@ def load_policy(
 
 __all__ = [
     "ALLOW_IDENTITY_CYCLES_KEY",
+    "DEFAULT_POLICY_CLASS",
     "DEFAULT_SEPARATOR",
     "HEARTBEATS_TOPIC",
     "IDENTITY_PROBE_TOPIC",

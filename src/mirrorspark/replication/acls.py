@@ -186,8 +186,11 @@ class TopicAclSync:
         """Bindings created on the target by this object so far."""
 
     @classmethod
-    def for_flow(cls, flow: Flow, *, timeout_s: float = 30.0) -> TopicAclSync:
-        """The ACL sync of a :class:`~mirrorspark.replication.flow.Flow`, with the flow's admin clients and rules."""
+    def for_flow(cls, flow: Flow, *, timeout_s: float | None = None) -> TopicAclSync:
+        """The ACL sync of a :class:`~mirrorspark.replication.flow.Flow`, with the flow's admin clients and rules.
+
+        ``timeout_s`` bounds each admin call; ``None`` = the flow's ``admin.timeout.ms``.
+        """
         source = flow.config.source
         return cls(
             name=flow.name,
@@ -196,7 +199,7 @@ class TopicAclSync:
             admins=lambda: (flow._src_admin, flow._tgt_admin),
             should_replicate=flow.should_replicate,
             remote_topic=lambda topic: flow.policy.format_remote_topic(source, topic),
-            timeout_s=timeout_s,
+            timeout_s=flow.config.admin_timeout_ms / 1000 if timeout_s is None else timeout_s,
         )
 
     def sync(self) -> int:

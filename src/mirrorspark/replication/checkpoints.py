@@ -64,7 +64,7 @@ log = logging.getLogger(__name__)
 @dataclass
 class _EmitterState:
     groups: list[str] = field(default_factory=list)
-    groups_refreshed_at: float = 0.0
+    groups_refreshed_at: float | None = None  # time.monotonic() of the last listing; None = never listed
     emitted: int = 0
     synced: int = 0
 
@@ -158,6 +158,11 @@ class CheckpointEmitter:
         """Admin client of the target, created at first use."""
         return admin_client(self.flow.target_admin, client_id=f"{self._cid}|checkpoint-target-admin")
 
+    @property
+    def _admin_timeout_s(self) -> float:
+        """Timeout of each admin call, in seconds (``admin.timeout.ms``)."""
+        return self.flow.admin_timeout_ms / 1000
+
     # ------------------------------------------------------------------ start-up
 
     def start(self, *, background_syncs: bool = False) -> None:
@@ -183,6 +188,7 @@ class CheckpointEmitter:
             partitions=1,
             replication_factor=f.checkpoints_topic_replication_factor,
             config={"cleanup.policy": "compact"},
+            timeout_s=self._admin_timeout_s,
         )
         loaded_ok = True
         try:
@@ -329,9 +335,9 @@ class CheckpointEmitter:
         self._live_filters.poll()
         self.group_filter = self._live_filters.group_filter(self.group_filter)
         self.topic_filter = self._live_filters.topic_filter(self.topic_filter)
-        fut = self._src_admin.list_consumer_groups(request_timeout=30)
+        fut = self._src_admin.list_consumer_groups(request_timeout=self._admin_timeout_s)
         try:
-            result = fut.result(timeout=30)
+            result = fut.result(timeout=self._admin_timeout_s)
         except KafkaException as e:
             raise ClusterError(f"listing consumer groups of cluster '{self.flow.source}' failed: {e}") from e
         groups = sorted(g.group_id for g in result.valid if self.group_filter.should_replicate_group(g.group_id))
@@ -343,9 +349,11 @@ class CheckpointEmitter:
         """``{(topic, partition): (committed offset, metadata)}`` of a group on the source or target."""
         admin = self._src_admin if cluster == "source" else self._tgt_admin
         alias = self.flow.source if cluster == "source" else self.flow.target
-        futs = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)], request_timeout=30)
+        futs = admin.list_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions(group)], request_timeout=self._admin_timeout_s
+        )
         try:
-            res = futs[group].result(timeout=30)
+            res = futs[group].result(timeout=self._admin_timeout_s)
         except KafkaException as e:
             raise ClusterError(f"listing offsets of group '{group}' on cluster '{alias}' failed: {e}") from e
         out: dict[TopicPartitionKey, tuple[int, str]] = {}
@@ -391,16 +399,18 @@ class CheckpointEmitter:
     def emit(self) -> list[Checkpoint]:
         """One checkpoint cycle: read new syncs, translate every group, write what is more recent.
 
-        Writes nothing (returns ``[]``) while the offset syncs are still being read in the
-        background (:meth:`start`).
+        The groups are those of the last :meth:`refresh_groups`; the first cycle lists them if that
+        never ran (MM2 lists groups once at start; refreshing them is a job of its own, scheduled by
+        the driver only with ``refresh.groups.enabled``). Writes nothing (returns ``[]``) while the
+        offset syncs are still being read in the background (:meth:`start`).
         """
         if self._producer is not None and not self._ready():
             return []
         if self.syncs is None or self._producer is None:
             raise ClusterError(f"{self.name}: checkpoint emitter used before start()")
-        if not self.state.groups or (
-            time.monotonic() - self.state.groups_refreshed_at >= self.flow.refresh_groups_interval_s
-        ):
+        if self.state.groups_refreshed_at is None:
+            # The first listing (MM2's loadInitialConsumerGroups, done even with refresh.groups.enabled=false);
+            # later ones are the driver's "refresh groups" job, every refresh.groups.interval.seconds.
             self.refresh_groups()
         self.translator.poll()
         now = self._clock_ms()
@@ -442,10 +452,10 @@ class CheckpointEmitter:
         groups = self.store.groups()
         if not groups or not self._ready():
             return written
-        futs = self._tgt_admin.describe_consumer_groups(groups, request_timeout=30)
+        futs = self._tgt_admin.describe_consumer_groups(groups, request_timeout=self._admin_timeout_s)
         for group in groups:
             try:
-                desc = futs[group].result(timeout=30)
+                desc = futs[group].result(timeout=self._admin_timeout_s)
                 state = desc.state
                 active = bool(desc.members)
             except KafkaException:
@@ -463,10 +473,10 @@ class CheckpointEmitter:
             if not tps:
                 continue
             fut = self._tgt_admin.alter_consumer_group_offsets(
-                [ConsumerGroupTopicPartitions(group, tps)], request_timeout=30
+                [ConsumerGroupTopicPartitions(group, tps)], request_timeout=self._admin_timeout_s
             )[group]
             try:
-                fut.result(timeout=30)
+                fut.result(timeout=self._admin_timeout_s)
                 written[group] = len(tps)
             except KafkaException as e:
                 log.warning(

@@ -183,9 +183,9 @@ class LiveFilters:
         return self._tail.state
 
     def poll(self) -> None:
-        """Read new control records; on failure keep the state and log a warning."""
+        """Read new control records (within ``admin.timeout.ms``); on failure keep the state and log a warning."""
         try:
-            self._tail.poll()
+            self._tail.poll(timeout_s=self.flow.admin_timeout_ms / 1000)
         except ClusterError as e:
             log.warning("%s: reading control topic '%s' failed (%s); lists unchanged", self.flow.name, self.topic, e)
 

@@ -20,8 +20,9 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
-from mirrorspark.config.model import MirrorConfig
+from mirrorspark.config.model import FlowConfig, MirrorConfig
 from mirrorspark.errors import ConfigError
 from mirrorspark.kafka.clients import PartitionKey
 from mirrorspark.mm2.policy import load_policy
@@ -32,7 +33,7 @@ from mirrorspark.replication.datapath import DataPath
 from mirrorspark.replication.flow import Flow
 from mirrorspark.replication.heartbeats import HeartbeatEmitter
 from mirrorspark.replication.progress import ProgressPublisher
-from mirrorspark.replication.scheduler import Scheduler
+from mirrorspark.replication.scheduler import Job, Scheduler
 from mirrorspark.replication.tasks import PartitionResult
 
 log = logging.getLogger(__name__)
@@ -81,6 +82,95 @@ class FlowStats:
     lag: int
     batches: int
     topics: tuple[TopicStats, ...]
+
+
+class CheckpointJobs(Protocol):
+    """What :func:`schedule_checkpoint_jobs` schedules: a flow's checkpoint jobs (a :class:`CheckpointEmitter`)."""
+
+    @property
+    def name(self) -> str:
+        """The flow's name, ``"S->T"``."""
+        ...
+
+    @property
+    def flow(self) -> FlowConfig:
+        """The flow's configuration."""
+        ...
+
+    def emit(self) -> object:
+        """One checkpoint cycle."""
+        ...
+
+    def refresh_groups(self) -> object:
+        """List the source's consumer groups again."""
+        ...
+
+    def sync_group_offsets(self) -> object:
+        """Write translated offsets into idle target groups."""
+        ...
+
+
+def schedule_checkpoint_jobs(scheduler: Scheduler, cp: CheckpointJobs) -> list[Job]:
+    """Register the periodic jobs of one flow's checkpoint connector (MM2 ``MirrorCheckpointConnector`` + task).
+
+    * ``checkpoints S->T`` every ``emit.checkpoints.interval.seconds``;
+    * ``refresh groups S->T`` every ``refresh.groups.interval.seconds``, only with
+      ``refresh.groups.enabled`` (MM2's ``scheduleRepeatingDelayed``: the first listing is done
+      by the first checkpoint cycle, as MM2 loads the initial groups at start);
+    * ``sync group offsets S->T`` every ``sync.group.offsets.interval.seconds``, only with
+      ``sync.group.offsets.enabled``.
+
+    Each job first runs one interval from now.
+
+    Parameters
+    ----------
+    scheduler:
+        The driver's control scheduler (jobs run on the driver loop's thread, one at a time).
+    cp:
+        The flow's checkpoint emitter.
+
+    Returns
+    -------
+    list[Job]
+        The registered jobs, in registration order.
+    """
+    f = cp.flow
+    jobs = [
+        scheduler.add(
+            f"checkpoints {cp.name}",
+            f.emit_checkpoints_interval_s,
+            _discard(cp.emit),
+            initial_delay_s=f.emit_checkpoints_interval_s,
+        )
+    ]
+    if f.refresh_groups_enabled:
+        jobs.append(
+            scheduler.add(
+                f"refresh groups {cp.name}",
+                f.refresh_groups_interval_s,
+                _discard(cp.refresh_groups),
+                initial_delay_s=f.refresh_groups_interval_s,
+            )
+        )
+    if f.sync_group_offsets_enabled:
+        jobs.append(
+            scheduler.add(
+                f"sync group offsets {cp.name}",
+                f.sync_group_offsets_interval_s,
+                _discard(cp.sync_group_offsets),
+                initial_delay_s=f.sync_group_offsets_interval_s,
+            )
+        )
+    return jobs
+
+
+def _discard(fn: Callable[[], object]) -> Callable[[], None]:
+    """``fn`` as a scheduler job (its result dropped)."""
+
+    def run() -> None:
+        fn()
+
+    return run
 
 
 class Replicator:
@@ -217,19 +307,7 @@ class Replicator:
                 )
         for cp in self.checkpoints:
             cp.start(background_syncs=True)
-            self.control.add(
-                f"checkpoints {cp.name}",
-                cp.flow.emit_checkpoints_interval_s,
-                self._job(cp.emit),
-                initial_delay_s=cp.flow.emit_checkpoints_interval_s,
-            )
-            if cp.flow.sync_group_offsets_enabled:
-                self.control.add(
-                    f"sync group offsets {cp.name}",
-                    cp.flow.sync_group_offsets_interval_s,
-                    self._job(cp.sync_group_offsets),
-                    initial_delay_s=cp.flow.sync_group_offsets_interval_s,
-                )
+            schedule_checkpoint_jobs(self.control, cp)
         self.heartbeats.start()
         self.heartbeats.schedule(self.background)
         self.background.start(name="mirrorspark-heartbeats")
@@ -366,4 +444,4 @@ class Replicator:
             f.close()
 
 
-__all__ = ["FlowStats", "Replicator", "TopicStats"]
+__all__ = ["CheckpointJobs", "FlowStats", "Replicator", "TopicStats", "schedule_checkpoint_jobs"]

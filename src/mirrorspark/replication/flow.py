@@ -262,6 +262,7 @@ class Flow:
             An internal topic cannot be created.
         """
         cfg = self.config
+        admin_timeout_s = cfg.admin_timeout_ms / 1000
         check_reachable(self._src_admin, cfg.source, self.source.bootstrap_servers)
         check_reachable(self._tgt_admin, cfg.target, self.target.bootstrap_servers)
         ensure_topic(
@@ -271,8 +272,9 @@ class Flow:
             partitions=cfg.offset_storage_partitions,
             replication_factor=cfg.offset_storage_replication_factor,
             config={"cleanup.policy": "compact"},
+            timeout_s=admin_timeout_s,
         )
-        self._offsets_partitions = list_topics(self._tgt_admin, cfg.target).get(
+        self._offsets_partitions = list_topics(self._tgt_admin, cfg.target, timeout_s=admin_timeout_s).get(
             cfg.offset_storage_topic, cfg.offset_storage_partitions
         )
         self._offsets_producer = producer(
@@ -289,6 +291,7 @@ class Flow:
                 partitions=1,
                 replication_factor=cfg.offset_syncs_topic_replication_factor,
                 config={"cleanup.policy": "compact"},
+                timeout_s=admin_timeout_s,
             )
             side = "source" if on_source else "target"
             self._syncs_producer = producer(
@@ -334,14 +337,21 @@ class Flow:
         partitions added by this call.
         """
         cfg = self.config
+        admin_timeout_s = cfg.admin_timeout_ms / 1000
         self.live_filters.poll()
         self.topic_filter = self.live_filters.topic_filter(self.topic_filter)
-        source_topics = list_topics(self._src_admin, cfg.source)
+        source_topics = list_topics(self._src_admin, cfg.source, timeout_s=admin_timeout_s)
         wanted = {t: n for t, n in sorted(source_topics.items()) if n > 0 and self.should_replicate(t)}
-        target_topics = list_topics(self._tgt_admin, cfg.target)
+        target_topics = list_topics(self._tgt_admin, cfg.target, timeout_s=admin_timeout_s)
         new_topics = [t for t in wanted if self.policy.format_remote_topic(cfg.source, t) not in target_topics]
         configs = (
-            topic_configs(self._src_admin, cfg.source, new_topics, include_defaults=cfg.use_defaults_from == "source")
+            topic_configs(
+                self._src_admin,
+                cfg.source,
+                new_topics,
+                include_defaults=cfg.use_defaults_from == "source",
+                timeout_s=admin_timeout_s,
+            )
             if new_topics
             else {}
         )
@@ -359,7 +369,9 @@ class Flow:
             elif target_topics[remote] < n:
                 grow[remote] = n
         if create:
-            created = create_topics(self._tgt_admin, cfg.target, create, wait_for_leaders=False)
+            created = create_topics(
+                self._tgt_admin, cfg.target, create, wait_for_leaders=False, timeout_s=admin_timeout_s
+            )
             if created:
                 log.info(
                     "%s: created %d remote topic(s): %s",
@@ -368,7 +380,7 @@ class Flow:
                     ", ".join(created[:10]) + (" …" if len(created) > 10 else ""),
                 )
         if grow:
-            create_partitions(self._tgt_admin, cfg.target, grow)
+            create_partitions(self._tgt_admin, cfg.target, grow, timeout_s=admin_timeout_s)
             log.info("%s: grew remote topics %s", self.name, grow)
         # Drop topics that no longer match (remote topics are kept).
         for topic in [t for t in self.topic_partitions if t not in wanted]:
@@ -415,9 +427,10 @@ class Flow:
         topics = sorted(self.topic_partitions)
         if not topics:
             return {}
-        source = describe_topic_configs(self._src_admin, cfg.source, topics)
+        admin_timeout_s = cfg.admin_timeout_ms / 1000
+        source = describe_topic_configs(self._src_admin, cfg.source, topics, timeout_s=admin_timeout_s)
         remote_of = {t: self.remote_topics[t] for t in topics if t in source}
-        target = describe_topic_configs(self._tgt_admin, cfg.target, remote_of.values())
+        target = describe_topic_configs(self._tgt_admin, cfg.target, remote_of.values(), timeout_s=admin_timeout_s)
         changes: dict[str, dict[str, str | None]] = {}
         for topic, remote in remote_of.items():
             have = target.get(remote)
@@ -436,7 +449,7 @@ class Flow:
             if delta:
                 changes[remote] = delta
         if changes:
-            alter_topic_configs(self._tgt_admin, cfg.target, changes)
+            alter_topic_configs(self._tgt_admin, cfg.target, changes, timeout_s=admin_timeout_s)
             log.info("%s: synced topic configs %s", self.name, changes)
         return changes
 

@@ -71,6 +71,7 @@ class HeartbeatEmitter:
                 partitions=1,
                 replication_factor=flow.heartbeats_topic_replication_factor,
                 config={"cleanup.policy": "compact"},
+                timeout_s=flow.admin_timeout_ms / 1000,
             )
             if flow.target not in self._producers:
                 self._producers[flow.target] = producer(

@@ -3,7 +3,9 @@
 Kafka itself cannot say how many bytes a replicator copied, so every running
 flow publishes, per replicated topic, its cumulative records and bytes copied
 to a compacted internal topic on its target: ``mm2-progress.<source>.internal``
-(an MM2-internal name: never replicated). Totals continue across restarts: at
+(an MM2-internal name: never replicated; named by
+:func:`mirrorspark.mm2.internal_topics.mirrorspark_topic`, with the flow policy's internal
+separator, like the control topic). Totals continue across restarts: at
 start a flow reads its last published totals and adds to them.
 
 Record layout (compact JSON, UTF-8):
@@ -22,6 +24,8 @@ from typing import Any
 
 from mirrorspark.kafka.clients import ensure_topic, producer
 from mirrorspark.kafka.reader import TopicReader
+from mirrorspark.mm2.internal_topics import PROGRESS_PREFIX, mirrorspark_topic
+from mirrorspark.mm2.policy import ReplicationPolicy
 
 
 @dataclass(frozen=True)
@@ -44,9 +48,23 @@ class TopicProgress:
     timestamp_ms: int
 
 
-def progress_topic(source_alias: str) -> str:
-    """``mm2-progress.<source>.internal`` (always '.'-separated, like Connect's internal topics)."""
-    return f"mm2-progress.{source_alias}.internal"
+def progress_topic(source_alias: str, policy: ReplicationPolicy | None = None) -> str:
+    """Name of the progress topic of flows from ``source_alias`` (on their target).
+
+    Parameters
+    ----------
+    source_alias:
+        The flows' source cluster alias.
+    policy:
+        The flow's replication policy: the name uses its internal separator, as the control
+        topic's does; ``None`` = the default policy's naming.
+
+    Returns
+    -------
+    str
+        ``mm2-progress<isep><source_alias><isep>internal``, e.g. ``mm2-progress.A.internal``.
+    """
+    return mirrorspark_topic(PROGRESS_PREFIX, policy, source_alias)
 
 
 def encode_progress(flow: str, topic: str, p: TopicProgress) -> tuple[bytes, bytes]:
@@ -75,9 +93,20 @@ def decode_progress(key: bytes | None, value: bytes | None) -> tuple[str, str, T
 
 
 def read_progress(
-    settings: Any, admin_settings: Any, alias: str, source_alias: str, flow: str, *, client_id: str
+    settings: Any,
+    admin_settings: Any,
+    alias: str,
+    source_alias: str,
+    flow: str,
+    *,
+    client_id: str,
+    policy: ReplicationPolicy | None = None,
+    timeout_s: float = 30.0,
 ) -> dict[str, TopicProgress]:
-    """The last published totals per topic of ``flow`` (empty when none were published)."""
+    """The last published totals per topic of ``flow`` (empty when none were published).
+
+    ``policy`` names the topic (:func:`progress_topic`); ``timeout_s`` bounds the read.
+    """
     out: dict[str, TopicProgress] = {}
 
     def on_record(key: bytes | None, value: bytes | None) -> None:
@@ -85,9 +114,9 @@ def read_progress(
         if decoded is not None and decoded[0] == flow:
             out[decoded[1]] = decoded[2]
 
-    reader = TopicReader(settings, admin_settings, alias, progress_topic(source_alias), client_id=client_id)
+    reader = TopicReader(settings, admin_settings, alias, progress_topic(source_alias, policy), client_id=client_id)
     try:
-        reader.read(on_record)
+        reader.read(on_record, timeout_s=timeout_s)
     finally:
         reader.close()
     return out
@@ -107,17 +136,21 @@ class ProgressPublisher:
         self._base: dict[str, TopicProgress] = {}
         self._producer: Any = None
         self._last: dict[str, tuple[int, int, int]] = {}
+        self._topic = ""
 
     def start(self) -> None:
         """Create the progress topic and read earlier totals."""
         cfg = self.flow.config
+        admin_timeout_s = cfg.admin_timeout_ms / 1000
+        self._topic = progress_topic(cfg.source, self.flow.policy)
         ensure_topic(
             self.flow._tgt_admin,
             cfg.target,
-            progress_topic(cfg.source),
+            self._topic,
             partitions=1,
             replication_factor=cfg.checkpoints_topic_replication_factor,
             config={"cleanup.policy": "compact"},
+            timeout_s=admin_timeout_s,
         )
         self._base = read_progress(
             cfg.target_consumer,
@@ -126,6 +159,8 @@ class ProgressPublisher:
             cfg.source,
             cfg.name,
             client_id=f"{cfg.name}|mirrorspark|progress-consumer",
+            policy=self.flow.policy,
+            timeout_s=admin_timeout_s,
         )
         self._producer = producer(
             cfg.target_producer, client_id=f"{cfg.name}|mirrorspark|progress-producer", overrides={"linger.ms": 0}
@@ -156,7 +191,7 @@ class ProgressPublisher:
             if self._last.get(topic) == sig:
                 continue
             key, value = encode_progress(self.flow.name, topic, p)
-            self._producer.produce(progress_topic(self.flow.config.source), value, key, partition=0)
+            self._producer.produce(self._topic, value, key, partition=0)
             self._last[topic] = sig
             n += 1
         if n:

@@ -202,6 +202,7 @@ def flow_status(config: MirrorConfig, flow: FlowConfig, *, now_ms: int | None = 
         flow.source,
         flow.name,
         client_id=f"{cid}-progress-consumer",
+        policy=policy,
     )
     topics = []
     for t, n in wanted.items():

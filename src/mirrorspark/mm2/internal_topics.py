@@ -1,0 +1,228 @@
+"""Names of the internal topics MM2 and mirrorspark keep: every naming rule, in one place.
+
+MM2's own internal topics (named by its ``ReplicationPolicy``, KIP-949 separator rule):
+
+* ``mm2-offset-syncs<isep><alias><isep>internal`` (:func:`offset_syncs_topic`);
+* ``<source><isep>checkpoints<isep>internal`` (:func:`checkpoints_topic`);
+* ``heartbeats`` (:data:`HEARTBEATS_TOPIC`, never affected by the separator).
+
+``isep`` is the policy's separator when ``replication.policy.internal.topic.separator.enabled``
+is true (the default), else ``"."``. Kafka Connect's offsets topic of a flow,
+``mm2-offsets.<source>.internal`` (:func:`connect_offsets_topic`), is always ``.``-separated:
+MM2's driver builds it with a literal ``.`` (``MirrorMakerConfig.workerConfig``).
+
+mirrorspark's own internal topics, ``mm2-control`` (live allow/deny lists) and ``mm2-progress``
+(copy totals), are named like the offset-syncs topic of their source alias, with the same
+separator, so that the flow's policy sees them as MM2 internal topics and never replicates
+them (:func:`mirrorspark_topic`).
+
+Pure functions; no I/O. The policies in :mod:`mirrorspark.mm2.policy` build their names here.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Protocol
+
+INTERNAL_SEPARATOR: Final = "."
+"""Separator of internal topic names when the policy's separator is not used for them (KIP-949)."""
+
+HEARTBEATS_TOPIC: Final = "heartbeats"
+"""Name of the topic the heartbeat connector writes to on each target cluster."""
+
+MM2_PREFIX: Final = "mm2"
+"""Prefix of MM2's internal topics (``mm2*<isep>internal``, KAFKA-17200)."""
+
+OFFSET_SYNCS_PREFIX: Final = "mm2-offset-syncs"
+"""Prefix of the offset-syncs topic."""
+
+CONNECT_OFFSETS_PREFIX: Final = "mm2-offsets"
+"""Prefix of Kafka Connect's offsets topic of a flow (``offset.storage.topic``'s default)."""
+
+CONTROL_PREFIX: Final = "mm2-control"
+"""Prefix of mirrorspark's control topic (live allow/deny lists of flows from one source)."""
+
+PROGRESS_PREFIX: Final = "mm2-progress"
+"""Prefix of mirrorspark's progress topic (copy totals of flows from one source)."""
+
+_INTERNAL: Final = "internal"
+_CHECKPOINTS: Final = "checkpoints"
+
+
+class _NamingPolicy(Protocol):
+    """What :func:`mirrorspark_topic` needs of a ``ReplicationPolicy``."""
+
+    def offset_syncs_topic(self, cluster_alias: str) -> str: ...
+
+    def is_internal_topic(self, topic: str) -> bool: ...
+
+
+def internal_suffix(isep: str = INTERNAL_SEPARATOR) -> str:
+    """``<isep>internal``, the end of every MM2 internal topic name.
+
+    Parameters
+    ----------
+    isep:
+        Separator of internal topic names.
+
+    Returns
+    -------
+    str
+        E.g. ``".internal"``.
+    """
+    return f"{isep}{_INTERNAL}"
+
+
+def checkpoints_suffix(isep: str = INTERNAL_SEPARATOR) -> str:
+    """``<isep>checkpoints<isep>internal``, the end of a checkpoints topic name.
+
+    Parameters
+    ----------
+    isep:
+        Separator of internal topic names.
+
+    Returns
+    -------
+    str
+        E.g. ``".checkpoints.internal"``.
+    """
+    return f"{isep}{_CHECKPOINTS}{internal_suffix(isep)}"
+
+
+def offset_syncs_topic(cluster_alias: str, isep: str = INTERNAL_SEPARATOR) -> str:
+    """Name of the offset-syncs topic (MM2 ``ReplicationPolicy.offsetSyncsTopic``).
+
+    Parameters
+    ----------
+    cluster_alias:
+        The alias of the cluster the topic is **not** hosted on.
+    isep:
+        Separator of internal topic names.
+
+    Returns
+    -------
+    str
+        ``mm2-offset-syncs<isep><cluster_alias><isep>internal``.
+    """
+    return f"{OFFSET_SYNCS_PREFIX}{isep}{cluster_alias}{internal_suffix(isep)}"
+
+
+def checkpoints_topic(cluster_alias: str, isep: str = INTERNAL_SEPARATOR) -> str:
+    """Name of the checkpoints topic on a target (MM2 ``ReplicationPolicy.checkpointsTopic``).
+
+    Parameters
+    ----------
+    cluster_alias:
+        Alias of the source cluster whose consumer groups are checkpointed.
+    isep:
+        Separator of internal topic names.
+
+    Returns
+    -------
+    str
+        ``<cluster_alias><isep>checkpoints<isep>internal``.
+    """
+    return f"{cluster_alias}{checkpoints_suffix(isep)}"
+
+
+def is_checkpoints_topic(topic: str, isep: str = INTERNAL_SEPARATOR) -> bool:
+    """Whether ``topic`` ends with ``<isep>checkpoints<isep>internal`` (a bare ``checkpoints.internal`` does not).
+
+    Parameters
+    ----------
+    topic:
+        A topic name.
+    isep:
+        Separator of internal topic names.
+
+    Returns
+    -------
+    bool
+    """
+    return topic.endswith(checkpoints_suffix(isep))
+
+
+def is_mm2_internal_topic(topic: str, isep: str = INTERNAL_SEPARATOR) -> bool:
+    """Whether ``topic`` is one of MM2's internal topics (Kafka 4.x rule, KAFKA-17200).
+
+    Parameters
+    ----------
+    topic:
+        A topic name.
+    isep:
+        Separator of internal topic names.
+
+    Returns
+    -------
+    bool
+        Whether ``topic`` starts with ``mm2`` and ends with ``<isep>internal``, or is a
+        checkpoints topic.
+    """
+    return (topic.startswith(MM2_PREFIX) and topic.endswith(internal_suffix(isep))) or is_checkpoints_topic(topic, isep)
+
+
+def connect_offsets_topic(source_alias: str) -> str:
+    """Default Kafka Connect offsets topic of flows from ``source_alias`` (``offset.storage.topic``).
+
+    Parameters
+    ----------
+    source_alias:
+        The flow's source cluster alias.
+
+    Returns
+    -------
+    str
+        ``mm2-offsets.<source_alias>.internal``, always ``.``-separated, as MM2's
+        ``MirrorMakerConfig.workerConfig`` writes it.
+    """
+    return f"{CONNECT_OFFSETS_PREFIX}{INTERNAL_SEPARATOR}{source_alias}{internal_suffix()}"
+
+
+def mirrorspark_topic(prefix: str, policy: _NamingPolicy | None, source_alias: str) -> str:
+    """Name of one of mirrorspark's own internal topics of flows from ``source_alias``.
+
+    Built like the policy's offset-syncs topic (same internal separator), so the policy sees
+    it as an MM2 internal topic; ``<prefix>.<source_alias>.internal`` when ``policy`` is
+    ``None`` or its offset-syncs topic does not start with ``mm2-offset-syncs`` (a custom
+    policy), or the name so built would not be internal to it.
+
+    Parameters
+    ----------
+    prefix:
+        :data:`CONTROL_PREFIX` or :data:`PROGRESS_PREFIX`.
+    policy:
+        The flow's replication policy, or ``None`` for the default naming.
+    source_alias:
+        The flow's source cluster alias.
+
+    Returns
+    -------
+    str
+        E.g. ``mm2-control.primary.internal``; ``mm2-control__primary__internal`` with
+        separator ``__``.
+    """
+    if policy is not None:
+        syncs = policy.offset_syncs_topic(source_alias)
+        if syncs.startswith(OFFSET_SYNCS_PREFIX):
+            name = prefix + syncs[len(OFFSET_SYNCS_PREFIX) :]
+            if policy.is_internal_topic(name):
+                return name
+    return f"{prefix}{INTERNAL_SEPARATOR}{source_alias}{internal_suffix()}"
+
+
+__all__ = [
+    "CONNECT_OFFSETS_PREFIX",
+    "CONTROL_PREFIX",
+    "HEARTBEATS_TOPIC",
+    "INTERNAL_SEPARATOR",
+    "MM2_PREFIX",
+    "OFFSET_SYNCS_PREFIX",
+    "PROGRESS_PREFIX",
+    "checkpoints_suffix",
+    "checkpoints_topic",
+    "connect_offsets_topic",
+    "internal_suffix",
+    "is_checkpoints_topic",
+    "is_mm2_internal_topic",
+    "mirrorspark_topic",
+    "offset_syncs_topic",
+]
