@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING
 
 from confluent_kafka.admin import AdminClient
 
+from mirrorspark.client.context import ReplicationContext, Side
 from mirrorspark.config.model import MirrorConfig
 from mirrorspark.errors import ClusterError, ClusterUnreachableError, ControlError
 from mirrorspark.kafka.clients import (
     LIBRDKAFKA_LOGGER,
-    admin_client,
     alter_group_offsets,
     check_reachable,
     describe_group,
@@ -46,6 +46,8 @@ class ConsumerMigration:
     timeout_s:
         Seconds for each cluster call and for reading the checkpoints topic to its
         end (default 30); reachability is checked within ``min(10, timeout_s)``.
+    context:
+        The configuration's contexts (policies, filters, client factory); default: new ones.
 
     Raises
     ------
@@ -59,8 +61,18 @@ class ConsumerMigration:
     no checkpoints on T and no committed offsets or membership on S.
     """
 
-    def __init__(self, config: MirrorConfig, *, source: str, target: str, timeout_s: float = 30.0) -> None:
+    def __init__(
+        self,
+        config: MirrorConfig,
+        *,
+        source: str,
+        target: str,
+        timeout_s: float = 30.0,
+        context: ReplicationContext | None = None,
+    ) -> None:
         self.flow = config.flow(source, target)
+        contexts = context if context is not None else ReplicationContext(config)
+        self.context = contexts.flow(source, target)
         self.source = source
         self.target = target
         self.timeout_s = timeout_s
@@ -68,10 +80,10 @@ class ConsumerMigration:
             source: config.cluster(source).bootstrap_servers,
             target: config.cluster(target).bootstrap_servers,
         }
-        self.emitter = CheckpointEmitter(config, self.flow)
+        self.emitter = CheckpointEmitter(self.context, reverse=contexts.reverse(self.context))
         self.policy = self.emitter.policy
         self.checkpoints_topic = self.emitter.checkpoints_topic
-        self._settings = {source: (self.flow.source_admin, "source"), target: (self.flow.target_admin, "target")}
+        self._sides: dict[str, Side] = {source: "source", target: "target"}
         self._admin_clients: dict[str, AdminClient] = {}
         self._reachable: dict[str, bool] = {}
         self._syncs_loaded = False
@@ -87,11 +99,9 @@ class ConsumerMigration:
     def _admin(self, alias: str) -> AdminClient:
         """The admin client of the source or target, created at first use; librdkafka logs go to Python logging."""
         if alias not in self._admin_clients:
-            settings, role = self._settings[alias]
-            self._admin_clients[alias] = admin_client(
-                settings,
-                client_id=f"{self.flow.name}|mirrorspark|migration-{role}-admin",
-                overrides={"logger": logging.getLogger(LIBRDKAFKA_LOGGER)},
+            side = self._sides[alias]
+            self._admin_clients[alias] = self.context.admin(
+                side, f"migration-{side}-admin", overrides={"logger": logging.getLogger(LIBRDKAFKA_LOGGER)}
             )
         return self._admin_clients[alias]
 

@@ -18,10 +18,14 @@ import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mirrorspark.kafka.clients import ensure_topic, producer
+from mirrorspark.config.model import ClientSettings
+from mirrorspark.kafka.clients import ClientFactory, ensure_topic
 from mirrorspark.kafka.reader import TopicReader
+
+if TYPE_CHECKING:
+    from mirrorspark.replication.flow import Flow
 
 
 @dataclass(frozen=True)
@@ -75,9 +79,35 @@ def decode_progress(key: bytes | None, value: bytes | None) -> tuple[str, str, T
 
 
 def read_progress(
-    settings: Any, admin_settings: Any, alias: str, source_alias: str, flow: str, *, client_id: str
+    settings: ClientSettings,
+    admin_settings: ClientSettings,
+    alias: str,
+    source_alias: str,
+    flow: str,
+    *,
+    client_id: str,
+    clients: ClientFactory | None = None,
 ) -> dict[str, TopicProgress]:
-    """The last published totals per topic of ``flow`` (empty when none were published)."""
+    """The last published totals per topic of ``flow`` (empty when none were published).
+
+    Parameters
+    ----------
+    settings, admin_settings:
+        Consumer and admin settings of the flow's target cluster.
+    alias, source_alias:
+        The target and source cluster aliases.
+    flow:
+        The flow's name, ``"S->T"``.
+    client_id:
+        The consumer's ``client.id``.
+    clients:
+        Where clients come from (default: real confluent-kafka clients).
+
+    Raises
+    ------
+    ClusterError
+        If the progress topic cannot be read to its end.
+    """
     out: dict[str, TopicProgress] = {}
 
     def on_record(key: bytes | None, value: bytes | None) -> None:
@@ -85,7 +115,9 @@ def read_progress(
         if decoded is not None and decoded[0] == flow:
             out[decoded[1]] = decoded[2]
 
-    reader = TopicReader(settings, admin_settings, alias, progress_topic(source_alias), client_id=client_id)
+    reader = TopicReader(
+        settings, admin_settings, alias, progress_topic(source_alias), client_id=client_id, clients=clients
+    )
     try:
         reader.read(on_record)
     finally:
@@ -102,7 +134,7 @@ class ProgressPublisher:
         The running :class:`~mirrorspark.flows.Flow`.
     """
 
-    def __init__(self, flow: Any) -> None:
+    def __init__(self, flow: Flow) -> None:
         self.flow = flow
         self._base: dict[str, TopicProgress] = {}
         self._producer: Any = None
@@ -111,8 +143,9 @@ class ProgressPublisher:
     def start(self) -> None:
         """Create the progress topic and read earlier totals."""
         cfg = self.flow.config
+        ctx = self.flow.context
         ensure_topic(
-            self.flow._tgt_admin,
+            self.flow.target_admin,
             cfg.target,
             progress_topic(cfg.source),
             partitions=1,
@@ -125,11 +158,10 @@ class ProgressPublisher:
             cfg.target,
             cfg.source,
             cfg.name,
-            client_id=f"{cfg.name}|mirrorspark|progress-consumer",
+            client_id=ctx.client_id("progress-consumer"),
+            clients=ctx.clients,
         )
-        self._producer = producer(
-            cfg.target_producer, client_id=f"{cfg.name}|mirrorspark|progress-producer", overrides={"linger.ms": 0}
-        )
+        self._producer = ctx.producer("target", "progress-producer", overrides={"linger.ms": 0})
 
     def totals(self) -> Mapping[str, TopicProgress]:
         """Current cumulative totals per replicated topic."""
