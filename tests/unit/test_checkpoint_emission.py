@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from fakes import FakeClients, FakeCluster, FakeGroup, two_clusters
 
+from fakes import FakeClients, FakeCluster, FakeGroup, two_clusters
 from mirrorspark.client.context import ReplicationContext
 from mirrorspark.config.model import MirrorConfig
 from mirrorspark.mm2.records import Checkpoint, OffsetSync
@@ -69,7 +69,7 @@ def test_an_upstream_rewind_is_written_even_if_the_downstream_offset_goes_down()
 
 
 def test_groups_and_topics_outside_the_lists_get_no_checkpoints() -> None:
-    cfg, a, b, clients = two_clusters("A->B.groups = app.*\nA->B.topics = orders\n")
+    cfg, a, _, clients = two_clusters("A->B.groups = app.*\nA->B.topics = orders\n")
     for t in ("orders", "other"):
         a.create_topic(t, 1)
         sync(a, FORWARD_SYNCS, OffsetSync(t, 0, 1, 1))

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from fakes import FakeClients, FakeCluster, two_clusters
 
+from fakes import FakeClients, FakeCluster, two_clusters
 from mirrorspark.client.context import FlowContext
 from mirrorspark.config.model import MirrorConfig
 from mirrorspark.replication.flow import Flow
