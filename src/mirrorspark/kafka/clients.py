@@ -71,8 +71,20 @@ _TRANSIENT = frozenset(
 )
 
 
-def _is_transient(err: object) -> bool:
-    """Whether a Kafka error is worth retrying (librdkafka does not flag all of these retriable)."""
+def is_transient(err: object) -> bool:
+    """Whether a Kafka error is worth retrying: flagged retriable, or one librdkafka does not flag.
+
+    Parameters
+    ----------
+    err:
+        A ``KafkaError`` (anything else is not transient).
+
+    Returns
+    -------
+    bool
+        True for retriable errors and for e.g. ``NOT_LEADER_FOR_PARTITION``,
+        ``LEADER_NOT_AVAILABLE``, ``UNKNOWN_LEADER_EPOCH``, ``REQUEST_TIMED_OUT``.
+    """
     return isinstance(err, KafkaError) and (err.retriable() or err.code() in _TRANSIENT)
 
 
@@ -639,7 +651,7 @@ def _list_offsets(
                 continue  # deleted meanwhile
             raise ClusterError(
                 f"listing offsets of {tp.topic}-{tp.partition} on cluster '{alias}' failed: {e}",
-                retriable=_is_transient(err),
+                retriable=is_transient(err),
             ) from e
     return out
 
@@ -822,6 +834,7 @@ __all__ = [
     "end_offsets",
     "ensure_topic",
     "group_offsets",
+    "is_transient",
     "list_topics",
     "producer",
     "start_offsets",
