@@ -1,11 +1,13 @@
 """Kafka clients and admin calls, with errors translated at the boundary.
 
 Every confluent-kafka client mirrorspark creates is built here from a
-:class:`~mirrorspark.config.ClientSettings` (converted once by its
-``to_librdkafka``), with a ``client.id`` that says who it is, MM2's way:
-``<source>-><target>|mirrorspark|<role>``. Admin calls that fail raise
-:class:`~mirrorspark.errors.ClusterError` naming the cluster alias, never a
-raw ``KafkaException``.
+:class:`~mirrorspark.config.ClientSettings`, with a ``client.id`` that says who it is,
+MM2's way: ``<source>-><target>|mirrorspark|<role>`` (:func:`client_conf`, the one rule;
+a user's ``client.id`` is kept as prefix). Control classes get their clients through a
+:class:`ClientFactory` (the seam unit tests fill with in-memory fakes); the real one,
+:class:`KafkaClients`, translates each distinct settings object to librdkafka once.
+Admin calls that fail raise :class:`~mirrorspark.errors.ClusterError` naming the cluster
+alias, never a raw ``KafkaException``.
 """
 
 from __future__ import annotations
