@@ -2,18 +2,21 @@
 
 Every helper takes ``bootstrap``: either a ``bootstrap.servers`` string or a full
 librdkafka client configuration (e.g. ``LocalCluster.client_config()`` for a SASL
-cluster). Nothing here sleeps for a fixed time: waits poll against a deadline.
+cluster). Nothing here sleeps for a fixed time: waits poll against a deadline
+(:func:`polling.assert_eventually`, shared by every tier, re-exported here).
 """
 
 from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+
+from polling import assert_eventually
 
 __all__ = [
     "Bootstrap",
@@ -27,8 +30,6 @@ __all__ = [
     "produce",
     "unique_name",
 ]
-
-T = TypeVar("T")
 
 Bootstrap = str | Mapping[str, str]
 """``bootstrap.servers``, or a whole librdkafka client configuration."""
@@ -48,54 +49,6 @@ def client_config(bootstrap: Bootstrap, **overrides: Any) -> dict[str, Any]:
     config: dict[str, Any] = {"bootstrap.servers": bootstrap} if isinstance(bootstrap, str) else dict(bootstrap)
     config.update(overrides)
     return config
-
-
-def assert_eventually(
-    fn: Callable[[], T],
-    timeout_s: float = 30.0,
-    interval_s: float = 0.2,
-    message: str = "condition not met",
-) -> T:
-    """Call ``fn`` until it succeeds, or fail after ``timeout_s`` seconds.
-
-    ``fn`` succeeds when it returns anything but ``False`` or ``None`` without raising
-    ``AssertionError``; other exceptions propagate at once.
-
-    Parameters
-    ----------
-    fn:
-        The check; it may ``assert`` inside.
-    timeout_s:
-        Deadline in seconds (default 30).
-    interval_s:
-        Pause between calls in seconds (default 0.2).
-    message:
-        Text of the final ``AssertionError``; the last assertion failure is appended.
-
-    Returns
-    -------
-    T
-        What ``fn`` returned on success.
-
-    Raises
-    ------
-    AssertionError
-        If ``fn`` did not succeed before the deadline.
-    """
-    deadline = time.monotonic() + timeout_s
-    last: str = "returned a false value"
-    while True:
-        try:
-            result = fn()
-        except AssertionError as e:
-            last = f"{type(e).__name__}: {e}"
-        else:
-            if result is not False and result is not None:
-                return result
-            last = f"returned {result!r}"
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"{message} (after {timeout_s:.1f} s; last: {last})")
-        time.sleep(interval_s)
 
 
 def admin(bootstrap: Bootstrap) -> AdminClient:

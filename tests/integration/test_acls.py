@@ -399,12 +399,15 @@ def test_topic_acls_are_synced_and_the_documented_permissions_suffice(
             assert_eventually(heartbeats_both_ways, timeout_s=30, message="heartbeats missing")
             # ACL sync never deletes: an ACL removed on A stays on B
             flt = AclBindingFilter(TOPIC, "topic2", LITERAL, "User:bob", None, Op.ANY, AclPermissionType.ANY)  # type: ignore[arg-type]
+            acl_job = next(j for j in r.control.jobs if j.name == "sync topic ACLs A->B")
+            runs_before = acl_job.runs
             a_admin.delete_acls([flt])[flt].result(30)
-            time.sleep(2.5)  # two more rounds of every 1 s job
+            assert_eventually(  # two more rounds of the 1 s ACL job after the delete
+                lambda: acl_job.runs >= runs_before + 2, timeout_s=30, message="the ACL job did not run again"
+            )
             assert binding((TOPIC, "A.topic2", LITERAL, Op.DESCRIBE), "User:bob") in topic_acls(b)
             failed = [(j.name, j.last_error) for j in r.control.jobs + r.background.jobs if j.failures]
             assert not failed
-            acl_job = next(j for j in r.control.jobs if j.name == "sync topic ACLs A->B")
             assert acl_job.runs >= 3
         t2 = time.monotonic()
     assert not warned, warned

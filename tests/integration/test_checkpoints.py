@@ -15,6 +15,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from helpers import admin, assert_eventually, consume_all, create_topic, produce, unique_name
 
+from mirrorspark.client.context import ReplicationContext
 from mirrorspark.config.model import MirrorConfig
 from mirrorspark.config.parse import parse_config
 from mirrorspark.config.properties import parse_properties
@@ -260,8 +261,10 @@ def test_translation_never_skips_across_markers_and_compaction(
     assert_eventually(compacted_enough, timeout_s=90, message="the log cleaner did not compact")
     cfg = config(local_clusters, [("primary", "backup")], topics=f"{prefix}.*")
     r = replicate(cfg, data_path)
-    exact = CheckpointEmitter(cfg, cfg.flow("primary", "backup"), copied=r.flows[0].copied)
-    syncs_only = CheckpointEmitter(cfg, cfg.flow("primary", "backup"))
+    contexts = ReplicationContext(cfg)
+    flow, reverse = contexts.flow("primary", "backup"), contexts.flow("backup", "primary")
+    exact = CheckpointEmitter(flow, reverse=reverse, copied=r.flows[0].copied)
+    syncs_only = CheckpointEmitter(flow, reverse=reverse)
     for e in (exact, syncs_only):
         e.syncs = None
         from mirrorspark.client.checkpoints import OffsetSyncReader

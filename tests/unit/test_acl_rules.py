@@ -4,24 +4,21 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaError
 from confluent_kafka.admin import (
     AclBinding,
-    AclBindingFilter,
     AclOperation,
     AclPermissionType,
-    ConfigResource,
     ResourcePatternType,
     ResourceType,
 )
 from hypothesis import given
 from hypothesis import strategies as st
 
+from fakes import FakeAclAdmin
 from mirrorspark.errors import ClusterError
 from mirrorspark.mm2.filters import DefaultTopicFilter, should_replicate_topic
 from mirrorspark.mm2.policy import DefaultReplicationPolicy, IdentityReplicationPolicy, ReplicationPolicy
@@ -186,93 +183,6 @@ def test_rule_invariants(bindings: list[AclBinding]) -> None:
 
 
 # --------------------------------------------------------------------------- the job, with a fake admin
-
-
-def _done(value: Any) -> Future[Any]:
-    f: Future[Any] = Future()
-    f.set_result(value)
-    return f
-
-
-def _failed(code: int, text: str = "failed") -> Future[Any]:
-    f: Future[Any] = Future()
-    f.set_exception(KafkaException(KafkaError(code, text)))
-    return f
-
-
-CLUSTER_OPS = [o for o in AclOperation if o not in (Op.ANY, Op.UNKNOWN, Op.ALL)]
-
-
-class FakeAclAdmin:
-    """The calls of a confluent-kafka AdminClient that ACL sync makes, over in-memory bindings.
-
-    Behaves as librdkafka 2.16.1 against a real broker: DescribeAcls reports no error but an
-    empty list without an authorizer or without DESCRIBE on the cluster; DescribeCluster lists
-    the principal's cluster operations (all of them without an authorizer, ``None`` for none);
-    DescribeConfigs of a broker needs DESCRIBE_CONFIGS on the cluster (anything goes without
-    an authorizer); CreateAcls fails per binding.
-    """
-
-    def __init__(
-        self,
-        bindings: Iterable[AclBinding] = (),
-        *,
-        authorizer: str = "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-        cluster_ops: Iterable[AclOperation] = (Op.DESCRIBE, Op.ALTER),
-        describe_error: int | None = None,
-    ) -> None:
-        self.bindings: list[AclBinding] = list(bindings)
-        self.authorizer = authorizer
-        self.cluster_ops = set(CLUSTER_OPS if not authorizer else cluster_ops)
-        self.describe_error = describe_error  # a librdkafka that reports DescribeAcls errors
-        self.create_errors: dict[str, tuple[int, str]] = {}  # resource name -> (error code, text)
-        self.calls: list[str] = []
-        self.created: list[list[AclBinding]] = []
-
-    def describe_acls(self, flt: AclBindingFilter, **_: Any) -> Future[Any]:
-        self.calls.append("describe_acls")
-        if self.describe_error is not None:
-            return _failed(self.describe_error)
-        if not self.authorizer or Op.DESCRIBE not in self.cluster_ops:
-            return _done([])
-
-        def match(b: AclBinding) -> bool:
-            return b.restype == flt.restype and flt.resource_pattern_type in (
-                ResourcePatternType.ANY,
-                b.resource_pattern_type,
-            )
-
-        return _done([b for b in self.bindings if match(b)])
-
-    def describe_cluster(self, *, include_authorized_operations: bool = False, **_: Any) -> Future[Any]:
-        self.calls.append("describe_cluster")
-        ops = sorted(self.cluster_ops) if include_authorized_operations and self.cluster_ops else None
-        return _done(SimpleNamespace(nodes=[SimpleNamespace(id=1)], authorized_operations=ops))
-
-    def describe_configs(self, resources: list[ConfigResource], **_: Any) -> dict[ConfigResource, Future[Any]]:
-        self.calls.append("describe_configs")
-        (res,) = resources
-        assert res.restype == ConfigResource.Type.BROKER and res.name == "1"
-        if self.authorizer and Op.DESCRIBE_CONFIGS not in self.cluster_ops:
-            return {res: _failed(KafkaError.CLUSTER_AUTHORIZATION_FAILED)}
-        return {res: _done({"authorizer.class.name": SimpleNamespace(value=self.authorizer)})}
-
-    def create_acls(self, bindings: list[AclBinding], **_: Any) -> dict[AclBinding, Future[Any]]:
-        self.calls.append("create_acls")
-        self.created.append(list(bindings))
-        out: dict[AclBinding, Future[Any]] = {}
-        for b in bindings:
-            if not self.authorizer:
-                out[b] = _failed(KafkaError.SECURITY_DISABLED, "No Authorizer is configured.")
-            elif Op.ALTER not in self.cluster_ops:
-                out[b] = _failed(KafkaError.CLUSTER_AUTHORIZATION_FAILED, "Request Request(processor=0, ...) " * 20)
-            elif b.name in self.create_errors:
-                out[b] = _failed(*self.create_errors[b.name])
-            else:
-                if b not in self.bindings:
-                    self.bindings.append(b)
-                out[b] = _done(None)
-        return out
 
 
 def job(source: FakeAclAdmin, target: FakeAclAdmin) -> TopicAclSync:

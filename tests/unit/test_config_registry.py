@@ -232,11 +232,13 @@ def test_admin_timeout_reaches_the_control_jobs() -> None:
 
 def test_emit_lists_groups_only_when_they_were_never_listed(monkeypatch: pytest.MonkeyPatch) -> None:
     """The old bug: with refresh.groups disabled (negative interval) every checkpoint cycle listed groups."""
+    from mirrorspark.client.context import ReplicationContext
     from mirrorspark.replication.checkpoints import CheckpointEmitter
 
     props = {"clusters": "A, B", "A.bootstrap.servers": "a:9092", "B.bootstrap.servers": "b:9092"}
     config = parse_config({**props, "refresh.groups.interval.seconds": "-1"})
-    cp = CheckpointEmitter(config, config.flow("A", "B"))
+    contexts = ReplicationContext(config)
+    cp = CheckpointEmitter(contexts.flow("A", "B"), reverse=contexts.flow("B", "A"))
     listed: list[int] = []
 
     def refresh_groups() -> list[str]:

@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
 from mirrorspark.config.model import ClientSettings, FlowConfig, MirrorConfig
 from mirrorspark.errors import CorruptRecordError
+from mirrorspark.kafka.clients import ClientFactory
 from mirrorspark.kafka.reader import TopicReader
 from mirrorspark.mm2.policy import ReplicationPolicy
 from mirrorspark.mm2.records import Checkpoint, OffsetSync
 from mirrorspark.mm2.sync_store import OffsetSyncStore
-
-if TYPE_CHECKING:
-    pass
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +23,7 @@ def read_checkpoints(
     *,
     client_id: str,
     timeout_s: float = 30.0,
+    clients: ClientFactory | None = None,
 ) -> list[Checkpoint]:
     """Read a checkpoints topic from the beginning to its current end (MM2 ``MirrorClient.remoteConsumerOffsets``).
 
@@ -44,6 +42,8 @@ def read_checkpoints(
         The consumer's ``client.id``.
     timeout_s:
         Seconds to reach the end offset (default 30).
+    clients:
+        Where clients come from (default: real confluent-kafka clients).
 
     Returns
     -------
@@ -65,7 +65,7 @@ def read_checkpoints(
         except CorruptRecordError as e:
             log.warning("skipping a corrupt checkpoint in %s on %s: %s", topic, alias, e)
 
-    reader = TopicReader(consumer_settings, admin_settings, alias, topic, client_id=client_id)
+    reader = TopicReader(consumer_settings, admin_settings, alias, topic, client_id=client_id, clients=clients)
     try:
         reader.read(on_record, timeout_s=timeout_s)
     finally:
@@ -84,6 +84,19 @@ class OffsetSyncReader:
     """Keeps an :class:`OffsetSyncStore` up to date from a flow's offset-syncs topic.
 
     Corrupt records are skipped with a warning (MM2's reader logs and skips them).
+
+    Parameters
+    ----------
+    config:
+        The configuration (the cluster holding the topic is read with its cluster-level settings).
+    flow, policy:
+        The flow whose offset syncs to read, and its replication policy (names the topic).
+    read_to_end_required:
+        MM2's ``initializationMustReadToEnd`` (see :class:`~mirrorspark.mm2.sync_store.OffsetSyncStore`).
+    client_id:
+        The consumer's ``client.id``.
+    clients:
+        Where clients come from (default: real confluent-kafka clients).
     """
 
     def __init__(
@@ -94,11 +107,12 @@ class OffsetSyncReader:
         *,
         read_to_end_required: bool,
         client_id: str,
+        clients: ClientFactory | None = None,
     ) -> None:
         alias, topic = offset_syncs_location(flow, policy)
         cluster = config.cluster(alias)
         self.store = OffsetSyncStore(read_to_end_required=read_to_end_required)
-        self._reader = TopicReader(cluster.consumer, cluster.admin, alias, topic, client_id=client_id)
+        self._reader = TopicReader(cluster.consumer, cluster.admin, alias, topic, client_id=client_id, clients=clients)
 
     def _on_record(self, key: bytes | None, value: bytes | None) -> None:
         try:

@@ -20,52 +20,18 @@ The functions create a :class:`MirrorClient`, call it and close it, as MM2's
 The replication policy is that of the flows into the cluster
 (``replication.policy.class`` / ``.separator`` of the first enabled flow
 ``X->cluster``, else of any flow into it, else MM2's default), configured
-without ``source.cluster.alias`` as MM2's ``MirrorClient`` is.
+without ``source.cluster.alias`` as MM2's ``MirrorClient`` is
+(:func:`~mirrorspark.client.context.cluster_policy`).
 """
 
 from __future__ import annotations
 
 from mirrorspark.client.checkpoints import read_checkpoints
+from mirrorspark.client.context import ReplicationContext, cluster_policy
 from mirrorspark.config.model import MirrorConfig
-from mirrorspark.kafka.clients import admin_client, list_topics
+from mirrorspark.kafka.clients import list_topics
 from mirrorspark.mm2 import topology as _topology
 from mirrorspark.mm2.checkpoints import TopicPartitionKey
-from mirrorspark.mm2.policy import ReplicationPolicy, load_policy
-
-
-def cluster_policy(config: MirrorConfig, cluster: str) -> ReplicationPolicy:
-    """The replication policy naming the topics of ``cluster`` (that of the flows into it).
-
-    Parameters
-    ----------
-    config:
-        The configuration.
-    cluster:
-        A cluster alias.
-
-    Returns
-    -------
-    ReplicationPolicy
-        From the first enabled flow ``X->cluster``, else the first flow into it,
-        else :class:`~mirrorspark.mm2.policy.DefaultReplicationPolicy`.
-
-    Raises
-    ------
-    UnknownAliasError
-        If ``cluster`` is not in ``clusters``.
-    ConfigError
-        If the policy class cannot be loaded.
-    """
-    config.cluster(cluster)
-    into = [f for f in config.flows if f.target == cluster]
-    chosen = next((f for f in into if f.enabled), into[0] if into else None)
-    if chosen is None:
-        return load_policy("DefaultReplicationPolicy")
-    return load_policy(
-        chosen.policy.class_name,
-        separator=chosen.policy.separator,
-        internal_topic_separator_enabled=chosen.policy.internal_topic_separator_enabled,
-    )
 
 
 class MirrorClient:
@@ -80,6 +46,9 @@ class MirrorClient:
         The alias of the cluster to read.
     timeout_s:
         Seconds for each cluster call (default 30).
+    context:
+        The configuration's contexts (its policy of ``cluster`` and its client factory);
+        default: new ones for ``config``.
 
     Raises
     ------
@@ -92,14 +61,22 @@ class MirrorClient:
     thread-safe. Use as a context manager or call :meth:`close`.
     """
 
-    def __init__(self, config: MirrorConfig, cluster: str, *, timeout_s: float = 30.0) -> None:
+    def __init__(
+        self,
+        config: MirrorConfig,
+        cluster: str,
+        *,
+        timeout_s: float = 30.0,
+        context: ReplicationContext | None = None,
+    ) -> None:
         self.config = config
         self.alias = cluster
         self.cluster = config.cluster(cluster)
-        self.policy = cluster_policy(config, cluster)
+        self.context = context if context is not None else ReplicationContext(config)
+        self.policy = self.context.cluster_policy(cluster)
         self.timeout_s = timeout_s
         self._client_id = f"{cluster}|mirrorspark|mirror-client"
-        self._admin = admin_client(self.cluster.admin, client_id=f"{self._client_id}-admin")
+        self._admin = self.context.clients.admin(self.cluster.admin, client_id=f"{self._client_id}-admin")
 
     def __enter__(self) -> MirrorClient:
         return self
@@ -177,6 +154,7 @@ class MirrorClient:
             self.policy.checkpoints_topic(remote_alias),
             client_id=f"{self._client_id}-consumer",
             timeout_s=self.timeout_s if timeout_s is None else timeout_s,
+            clients=self.context.clients,
         )
         out: dict[TopicPartitionKey, int] = {}
         for cp in records:

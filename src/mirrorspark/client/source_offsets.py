@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import logging
-import time
-
-from confluent_kafka import KafkaError, TopicPartition
+from typing import Any
 
 from mirrorspark.config.model import ClientSettings
-from mirrorspark.errors import ClusterError, CorruptRecordError
-from mirrorspark.kafka.clients import PartitionKey, admin_client, consumer, end_offsets, list_topics
+from mirrorspark.errors import CorruptRecordError
+from mirrorspark.kafka.clients import ClientFactory, PartitionKey
+from mirrorspark.kafka.reader import ALL_PARTITIONS, TopicReader
 from mirrorspark.mm2.connect_offsets import decode_source_offset
 
 log = logging.getLogger(__name__)
@@ -24,11 +23,13 @@ def read_source_offsets(
     *,
     client_id: str,
     timeout_s: float = 60.0,
+    clients: ClientFactory | None = None,
 ) -> dict[PartitionKey, int]:
     """Read MirrorSourceConnector offsets for one source cluster from a Connect offsets topic.
 
     Reads every partition of ``topic`` from the beginning to its end offset
-    (captured first); the last record per key wins and a tombstone deletes.
+    (captured first, :class:`~mirrorspark.kafka.reader.TopicReader`); the last record per
+    key wins and a tombstone deletes.
 
     Parameters
     ----------
@@ -40,6 +41,12 @@ def read_source_offsets(
         The offsets topic, e.g. ``mm2-offsets.A.internal``.
     source_alias:
         Keep only keys whose ``cluster`` is this alias.
+    client_id:
+        The consumer's ``client.id``.
+    timeout_s:
+        Seconds to reach the end offsets (default 60).
+    clients:
+        Where clients come from (default: real confluent-kafka clients).
 
     Returns
     -------
@@ -53,50 +60,39 @@ def read_source_offsets(
     ClusterError
         The topic could not be read to its end within ``timeout_s``.
     """
-    admin = admin_client(admin_settings, client_id=client_id.rsplit("|", 1)[0] + "|offsets-target-admin")
-    parts = list_topics(admin, alias).get(topic)
-    if not parts:
-        return {}
-    ends = end_offsets(admin, alias, [(topic, p) for p in range(parts)])
-    todo = {p: e for (_, p), e in ends.items() if e > 0}
     out: dict[PartitionKey, int] = {}
-    if not todo:
-        return out
-    c = consumer(settings, client_id=client_id, overrides={"enable.partition.eof": False})
+
+    def on_message(m: Any) -> None:
+        try:
+            decoded = decode_source_offset(m.key() or b"", m.value())
+        except CorruptRecordError as e:
+            log.warning("skipping a corrupt record in %s-%d@%d: %s", topic, m.partition(), m.offset(), e)
+            return
+        if decoded is None:
+            return
+        cluster, t, p, off = decoded
+        if cluster != source_alias:
+            return
+        if off is None:
+            out.pop((t, p), None)
+        else:
+            out[(t, p)] = off
+
+    reader = TopicReader(
+        settings,
+        admin_settings,
+        alias,
+        topic,
+        client_id=client_id,
+        partition=ALL_PARTITIONS,
+        clients=clients,
+        admin_client_id=client_id.rsplit("|", 1)[0] + "|offsets-target-admin",
+        consumer_overrides={"enable.partition.eof": False},
+    )
     try:
-        c.assign([TopicPartition(topic, p, 0) for p in todo])  # 0 = from the log start (reset earliest)
-        deadline = time.monotonic() + timeout_s
-        while todo:
-            if time.monotonic() > deadline:
-                raise ClusterError(
-                    f"reading offsets topic '{topic}' on cluster '{alias}' did not reach its end within "
-                    f"{timeout_s:.0f} s"
-                )
-            for m in c.consume(num_messages=5000, timeout=0.5):
-                err = m.error()
-                if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF:
-                        continue
-                    raise ClusterError(f"reading '{topic}' on cluster '{alias}' failed: {err.str()}")
-                try:
-                    decoded = decode_source_offset(m.key() or b"", m.value())
-                except CorruptRecordError as e:
-                    log.warning("skipping a corrupt record in %s-%d@%d: %s", topic, m.partition(), m.offset(), e)
-                    continue
-                if decoded is None:
-                    continue
-                cluster, t, p, off = decoded
-                if cluster != source_alias:
-                    continue
-                if off is None:
-                    out.pop((t, p), None)
-                else:
-                    out[(t, p)] = off
-            for tp in c.position([TopicPartition(topic, p) for p in list(todo)]):
-                if tp.offset >= todo[tp.partition]:
-                    del todo[tp.partition]
+        reader.read_messages(on_message, timeout_s=timeout_s)
     finally:
-        c.close()
+        reader.close()
     return out
 
 

@@ -11,10 +11,9 @@ flow ``T->S`` for failback, and turns a group's committed offset on S into a
 from __future__ import annotations
 
 from mirrorspark.client.checkpoints import OffsetSyncReader
-from mirrorspark.config.model import FlowConfig, MirrorConfig
+from mirrorspark.client.context import FlowContext
 from mirrorspark.errors import ClusterError
 from mirrorspark.mm2.checkpoints import GroupOffset, is_failback, translate_group_offset
-from mirrorspark.mm2.policy import ReplicationPolicy, load_policy
 from mirrorspark.mm2.translation import CopiedRanges
 
 
@@ -29,21 +28,15 @@ class OffsetTranslator:
 
     Parameters
     ----------
-    config:
-        The whole configuration (the reverse flow ``T->S`` is read from it).
-    flow:
-        The flow ``S->T``.
-    policy:
-        The flow's replication policy (with ``source.cluster.alias`` = S).
+    context:
+        The flow ``S->T``: its configuration, policy (with ``source.cluster.alias`` = S)
+        and Kafka client factory.
+    reverse:
+        The context of the reverse flow ``T->S`` (failback), or ``None`` for none.
     copied:
         Exact copied ranges of this flow (from its running data path), or ``None``.
     reverse_copied:
         Exact copied ranges of the reverse flow ``T->S`` if it runs in this process.
-    reverse_policy:
-        The reverse flow's replication policy; default: loaded from its
-        configuration at the first :meth:`load_syncs` (:meth:`reverse_policy`).
-    client_id:
-        Prefix of the consumers' ``client.id`` (default ``<flow name>|mirrorspark``).
 
     Notes
     -----
@@ -54,41 +47,21 @@ class OffsetTranslator:
 
     def __init__(
         self,
-        config: MirrorConfig,
-        flow: FlowConfig,
-        policy: ReplicationPolicy,
+        context: FlowContext,
         *,
+        reverse: FlowContext | None,
         copied: CopiedRanges | None = None,
         reverse_copied: CopiedRanges | None = None,
-        reverse_policy: ReplicationPolicy | None = None,
-        client_id: str | None = None,
     ) -> None:
-        self.config = config
-        self.flow = flow
-        self.policy = policy
+        self.context = context
+        self.reverse = reverse
+        self.config = context.config
+        self.flow = context.flow
+        self.policy = context.policy
         self.copied = copied
         self.reverse_copied = reverse_copied
-        self._reverse_policy = reverse_policy
-        self._client_id = client_id if client_id is not None else f"{flow.name}|mirrorspark"
         self.syncs: OffsetSyncReader | None = None
         self.reverse_syncs: OffsetSyncReader | None = None
-
-    def reverse_policy(self, reverse: FlowConfig) -> ReplicationPolicy:
-        """The replication policy of the reverse flow ``T->S`` (the one place it is obtained).
-
-        Raises
-        ------
-        ConfigError
-            If its policy class cannot be loaded.
-        """
-        if self._reverse_policy is None:
-            self._reverse_policy = load_policy(
-                reverse.policy.class_name,
-                separator=reverse.policy.separator,
-                internal_topic_separator_enabled=reverse.policy.internal_topic_separator_enabled,
-                source_cluster_alias=reverse.source,
-            )
-        return self._reverse_policy
 
     def load_syncs(self, *, read_to_end_required: bool = False) -> None:
         """Read this flow's offset syncs (and the reverse flow's, for failback) to the end.
@@ -122,19 +95,21 @@ class OffsetTranslator:
             f,
             self.policy,
             read_to_end_required=read_to_end_required,
-            client_id=f"{self._client_id}|offset-syncs-consumer",
+            client_id=self.context.client_id("offset-syncs-consumer"),
+            clients=self.context.clients,
         )
         reverse_syncs: OffsetSyncReader | None = None
         try:
             syncs.load()
-            reverse = self.config.flow(f.target, f.source)
-            if reverse.emit_offset_syncs_enabled:
+            reverse = self.reverse
+            if reverse is not None and reverse.flow.emit_offset_syncs_enabled:
                 reverse_syncs = OffsetSyncReader(
                     self.config,
-                    reverse,
-                    self.reverse_policy(reverse),
+                    reverse.flow,
+                    reverse.policy,
                     read_to_end_required=False,
-                    client_id=f"{self._client_id}|reverse-offset-syncs-consumer",
+                    client_id=self.context.client_id("reverse-offset-syncs-consumer"),
+                    clients=self.context.clients,
                 )
                 reverse_syncs.load()
         except BaseException:

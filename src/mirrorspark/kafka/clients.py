@@ -1,20 +1,24 @@
 """Kafka clients and admin calls, with errors translated at the boundary.
 
 Every confluent-kafka client mirrorspark creates is built here from a
-:class:`~mirrorspark.config.ClientSettings` (converted once by its
-``to_librdkafka``), with a ``client.id`` that says who it is, MM2's way:
-``<source>-><target>|mirrorspark|<role>``. Admin calls that fail raise
-:class:`~mirrorspark.errors.ClusterError` naming the cluster alias, never a
-raw ``KafkaException``.
+:class:`~mirrorspark.config.ClientSettings`, with a ``client.id`` that says who it is,
+MM2's way: ``<source>-><target>|mirrorspark|<role>`` (:func:`client_conf`, the one rule;
+a user's ``client.id`` is kept as prefix). Control classes get their clients through a
+:class:`ClientFactory` (the seam unit tests fill with in-memory fakes); the real one,
+:class:`KafkaClients`, translates each distinct settings object to librdkafka once.
+Admin calls that fail raise :class:`~mirrorspark.errors.ClusterError` naming the cluster
+alias, never a raw ``KafkaException``.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from types import MappingProxyType
+from typing import Any, Protocol, TypeVar
 
 from confluent_kafka import (
     Consumer,
@@ -69,18 +73,73 @@ _TRANSIENT = frozenset(
 )
 
 
-def _is_transient(err: object) -> bool:
-    """Whether a Kafka error is worth retrying (librdkafka does not flag all of these retriable)."""
+def is_transient(err: object) -> bool:
+    """Whether a Kafka error is worth retrying: flagged retriable, or one librdkafka does not flag.
+
+    Parameters
+    ----------
+    err:
+        A ``KafkaError`` (anything else is not transient).
+
+    Returns
+    -------
+    bool
+        True for retriable errors and for e.g. ``NOT_LEADER_FOR_PARTITION``,
+        ``LEADER_NOT_AVAILABLE``, ``UNKNOWN_LEADER_EPOCH``, ``REQUEST_TIMED_OUT``.
+    """
     return isinstance(err, KafkaError) and (err.retriable() or err.code() in _TRANSIENT)
 
 
-def _conf(settings: ClientSettings, client_id: str, overrides: Mapping[str, Any] | None) -> dict[str, Any]:
+def client_conf(
+    translated: Mapping[str, Any],
+    client_id: str,
+    *,
+    defaults: Mapping[str, Any] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A librdkafka configuration of one client: the one place the ``client.id`` rule is applied.
+
+    The rule (MM2's, ``<source>-><target>|<component>|<role>``): ``client_id`` says who the
+    client is, e.g. ``"A->B|mirrorspark|replication-producer"``; a ``client.id`` the user set
+    in the role's settings is kept as a prefix, ``"<user id>|A->B|mirrorspark|..."``, so that
+    broker quotas and logs keyed on it still match. Every client mirrorspark creates, on the
+    driver and in the Spark tasks, gets its ``client.id`` from here.
+
+    Parameters
+    ----------
+    translated:
+        The role's settings already translated to librdkafka
+        (:meth:`~mirrorspark.config.ClientSettings.to_librdkafka`).
+    client_id:
+        Who the client is (see above).
+    defaults:
+        librdkafka settings the user's settings may override (e.g. ``linger.ms``).
+    overrides:
+        librdkafka settings that win over the user's settings (e.g. ``enable.idempotence``).
+
+    Returns
+    -------
+    dict[str, Any]
+        A new dict; librdkafka logs errors only (``log_level=3``) unless the settings say otherwise.
+    """
     conf: dict[str, Any] = {"log_level": 3}  # librdkafka: errors only unless the user asks for more
-    conf.update(settings.to_librdkafka())
+    if defaults:
+        conf.update(defaults)
+    conf.update(translated)
     user_id = conf.get("client.id")
     conf["client.id"] = f"{user_id}|{client_id}" if user_id else client_id
     if overrides:
         conf.update(overrides)
+    return conf
+
+
+def _conf(settings: ClientSettings, client_id: str, overrides: Mapping[str, Any] | None) -> dict[str, Any]:
+    return client_conf(settings.to_librdkafka(), client_id, overrides=overrides)
+
+
+def _consumer_conf(conf: dict[str, Any], client_id: str) -> dict[str, Any]:
+    conf.setdefault("group.id", "mirrorspark-" + client_id.split("|", 1)[0])
+    conf["enable.auto.commit"] = False
     return conf
 
 
@@ -94,7 +153,7 @@ def admin_client(
     settings:
         The role's client settings (e.g. ``FlowConfig.source_admin``).
     client_id:
-        Who this client is, e.g. ``"A->B|mirrorspark|replication-source-admin"``.
+        Who this client is, e.g. ``"A->B|mirrorspark|replication-source-admin"`` (see :func:`client_conf`).
     overrides:
         librdkafka settings that win over the settings (e.g. ``{"logger": ...}``).
     """
@@ -112,10 +171,100 @@ def consumer(settings: ClientSettings, *, client_id: str, overrides: Mapping[str
     librdkafka requires a ``group.id``; when the settings have none, one derived
     from ``client_id`` is set, which is never joined nor committed to.
     """
-    conf = _conf(settings, client_id, overrides)
-    conf.setdefault("group.id", "mirrorspark-" + client_id.split("|", 1)[0])
-    conf["enable.auto.commit"] = False
-    return Consumer(conf)
+    return Consumer(_consumer_conf(_conf(settings, client_id, overrides), client_id))
+
+
+class ClientFactory(Protocol):
+    """Creates the Kafka clients of mirrorspark's control classes (the seam unit tests replace).
+
+    Every control class (``Flow``, ``CheckpointEmitter``, ``HeartbeatEmitter``, ``LiveFilters``,
+    ``ControlStore``, ``TopicAclSync``, ``ProgressPublisher``, ``ConsumerMigration``, the topic
+    readers) gets its clients from one of these instead of constructing confluent-kafka clients
+    itself. :class:`KafkaClients` is the real one; ``tests/fakes.py`` has an in-memory one.
+    The returned objects need only offer the confluent-kafka methods mirrorspark calls.
+    """
+
+    def librdkafka(self, settings: ClientSettings) -> Mapping[str, Any]:
+        """``settings`` translated to librdkafka (read-only; translated once per distinct settings)."""
+        ...
+
+    def admin(
+        self, settings: ClientSettings, *, client_id: str, overrides: Mapping[str, Any] | None = None
+    ) -> AdminClient:
+        """An admin client for ``settings`` (see :func:`admin_client`)."""
+        ...
+
+    def producer(
+        self, settings: ClientSettings, *, client_id: str, overrides: Mapping[str, Any] | None = None
+    ) -> Producer:
+        """A producer for ``settings`` (see :func:`producer`)."""
+        ...
+
+    def consumer(
+        self, settings: ClientSettings, *, client_id: str, overrides: Mapping[str, Any] | None = None
+    ) -> Consumer:
+        """An assign-only consumer for ``settings`` (see :func:`consumer`)."""
+        ...
+
+
+class KafkaClients:
+    """The real :class:`ClientFactory`: confluent-kafka clients, settings translated once.
+
+    :meth:`~mirrorspark.config.ClientSettings.to_librdkafka` can open trust and key stores
+    to sniff their format, so its result is kept per distinct :class:`ClientSettings` for the
+    factory's lifetime: a process creating clients (and Spark task configurations) again and
+    again translates each role's settings once. Thread-safe.
+
+    Notes
+    -----
+    The counterpart of the client construction in MM2's ``MirrorUtils``/``MirrorConnectorConfig``
+    (one ``Map`` of client properties per role, built when the connector starts).
+    """
+
+    def __init__(self) -> None:
+        self._translated: dict[ClientSettings, Mapping[str, Any]] = {}
+        self._lock = threading.Lock()
+
+    def librdkafka(self, settings: ClientSettings) -> Mapping[str, Any]:
+        """``settings`` translated to librdkafka, once per distinct settings (read-only mapping).
+
+        Raises
+        ------
+        ConfigError
+            As :meth:`~mirrorspark.config.ClientSettings.to_librdkafka` (not remembered: the
+            next call translates again).
+        """
+        with self._lock:
+            done = self._translated.get(settings)
+        if done is None:
+            done = MappingProxyType(settings.to_librdkafka())
+            with self._lock:
+                done = self._translated.setdefault(settings, done)
+        return done
+
+    def conf(
+        self, settings: ClientSettings, client_id: str, overrides: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """The librdkafka configuration of one client of ``settings`` (:func:`client_conf`)."""
+        return client_conf(self.librdkafka(settings), client_id, overrides=overrides)
+
+    def admin(
+        self, settings: ClientSettings, *, client_id: str, overrides: Mapping[str, Any] | None = None
+    ) -> AdminClient:
+        """Create an admin client (see :func:`admin_client`)."""
+        return AdminClient(self.conf(settings, client_id, overrides))
+
+    def producer(
+        self, settings: ClientSettings, *, client_id: str, overrides: Mapping[str, Any] | None = None
+    ) -> Producer:
+        """Create a producer (see :func:`producer`)."""
+        return Producer(self.conf(settings, client_id, overrides))
+
+    def consumer(
+        self, settings: ClientSettings, *, client_id: str, overrides: Mapping[str, Any] | None = None
+    ) -> Consumer:
+        """Create an assign-only consumer (see :func:`consumer`)."""
+        return Consumer(_consumer_conf(self.conf(settings, client_id, overrides), client_id))
 
 
 def _result(future: Future[T], what: str, alias: str, timeout_s: float) -> T:
@@ -504,7 +653,7 @@ def _list_offsets(
                 continue  # deleted meanwhile
             raise ClusterError(
                 f"listing offsets of {tp.topic}-{tp.partition} on cluster '{alias}' failed: {e}",
-                retriable=_is_transient(err),
+                retriable=is_transient(err),
             ) from e
     return out
 
@@ -667,7 +816,9 @@ def alter_group_offsets(
 
 __all__ = [
     "LIBRDKAFKA_LOGGER",
+    "ClientFactory",
     "GroupDescription",
+    "KafkaClients",
     "PartitionKey",
     "TopicDescription",
     "TopicSpec",
@@ -675,6 +826,7 @@ __all__ = [
     "alter_group_offsets",
     "alter_topic_configs",
     "check_reachable",
+    "client_conf",
     "consumer",
     "create_partitions",
     "create_topics",
@@ -684,6 +836,7 @@ __all__ = [
     "end_offsets",
     "ensure_topic",
     "group_offsets",
+    "is_transient",
     "list_topics",
     "producer",
     "start_offsets",

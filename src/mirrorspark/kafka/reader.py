@@ -1,64 +1,147 @@
-"""Read a topic partition from its beginning to its current end (compacted internal topics)."""
+"""Read a topic from its beginning to its current end: one partition or all (compacted internal topics)."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from confluent_kafka import KafkaError, TopicPartition
 
+from mirrorspark.config.model import ClientSettings
 from mirrorspark.errors import ClusterError
-from mirrorspark.kafka.clients import admin_client, consumer, end_offsets, list_topics
+from mirrorspark.kafka.clients import ClientFactory, KafkaClients, end_offsets, list_topics
 
-if TYPE_CHECKING:
-    pass
+ALL_PARTITIONS = None
+"""``partition=ALL_PARTITIONS``: :class:`TopicReader` reads every partition of the topic."""
 
 
 class TopicReader:
-    """Tails partition 0 of a compacted internal topic from the beginning (I/O).
+    """Reads a topic to its current end offsets, then on each call what was written since (I/O).
+
+    The one read-to-end loop of mirrorspark: internal topics (checkpoints, offset syncs,
+    heartbeats, the control and progress topics: partition 0) and Kafka Connect's offsets
+    topic (``mm2-offsets.<source>.internal``: every partition). Each :meth:`read` captures the
+    end offsets first, then consumes until every partition's position reaches them (control
+    records of transactions advance the position without being returned). The consumer is
+    created at the first read with records to read and kept, so later reads continue where the
+    previous one stopped, until :meth:`close`.
 
     Parameters
     ----------
     settings:
         Consumer ``ClientSettings`` of the cluster holding the topic.
     admin_settings:
-        Admin ``ClientSettings`` of that cluster (for end offsets).
+        Admin ``ClientSettings`` of that cluster (for the topic's partitions and end offsets).
     alias, topic:
         Where to read.
     client_id:
-        The consumer's ``client.id``.
+        The consumer's ``client.id`` (the admin client's is ``client_id + "-admin"``, or
+        ``admin_client_id``).
+    partition:
+        The partition to read (default 0, as MM2 reads its single-partition internal topics),
+        or :data:`ALL_PARTITIONS`.
+    clients:
+        Where clients come from (default: real confluent-kafka clients).
+    admin_client_id:
+        The admin client's ``client.id`` if not ``client_id + "-admin"``.
+    consumer_overrides:
+        librdkafka settings of the consumer that win over ``settings``.
+
+    Notes
+    -----
+    Plays the part of Kafka Connect's ``KafkaBasedLog.readToEnd`` (what MM2's ``OffsetSyncStore``,
+    ``CheckpointStore`` and Connect's offset store use). Not thread-safe.
     """
 
-    def __init__(self, settings: Any, admin_settings: Any, alias: str, topic: str, *, client_id: str) -> None:
+    def __init__(
+        self,
+        settings: ClientSettings,
+        admin_settings: ClientSettings,
+        alias: str,
+        topic: str,
+        *,
+        client_id: str,
+        partition: int | None = 0,
+        clients: ClientFactory | None = None,
+        admin_client_id: str | None = None,
+        consumer_overrides: Mapping[str, Any] | None = None,
+    ) -> None:
         self.alias = alias
         self.topic = topic
-        self._admin = admin_client(admin_settings, client_id=client_id + "-admin")
+        self.partition = partition
+        self._clients: ClientFactory = clients if clients is not None else KafkaClients()
+        self._admin = self._clients.admin(
+            admin_settings, client_id=admin_client_id if admin_client_id is not None else client_id + "-admin"
+        )
         self._consumer: Any = None
+        self._assigned: frozenset[int] = frozenset()
         self._settings = settings
         self._client_id = client_id
-        self.position = 0
+        self._consumer_overrides = consumer_overrides
+        self.positions: dict[int, int] = {}
+        """Next offset to read, per partition (0 before the first read)."""
+
+    @property
+    def position(self) -> int:
+        """Next offset to read of the reader's one partition (0 before the first read)."""
+        return self.positions.get(self.partition if self.partition is not None else 0, 0)
+
+    @position.setter
+    def position(self, offset: int) -> None:
+        self.positions[self.partition if self.partition is not None else 0] = offset
+
+    def _ends(self, timeout_s: float) -> dict[int, int]:
+        """End offsets of the partitions to read (``{}`` for a missing topic)."""
+        count = list_topics(self._admin, self.alias, timeout_s=timeout_s).get(self.topic)
+        if count is None:
+            return {}
+        wanted = range(count) if self.partition is None else [self.partition]
+        ends = end_offsets(self._admin, self.alias, [(self.topic, p) for p in wanted], timeout_s=timeout_s)
+        return {p: e for (_, p), e in ends.items()}
 
     def read(self, on_record: Callable[[bytes | None, bytes | None], None], *, timeout_s: float = 30.0) -> int:
-        """Read every record up to the topic's current end offset; return how many were read.
+        """Read every record up to the topic's current end offsets; return how many were read.
 
-        A missing topic reads as empty. Raises :class:`ClusterError` if the end
-        is not reached within ``timeout_s`` (which also bounds each admin call).
+        A missing topic reads as empty.
+
+        Parameters
+        ----------
+        on_record:
+            Called with the key and value of every record, in offset order per partition.
+        timeout_s:
+            Seconds to reach the end offsets (default 30); also bounds each admin call.
+
+        Raises
+        ------
+        ClusterError
+            If the end is not reached within ``timeout_s``, or the consumer reports an error.
+        ClusterUnreachableError
+            If the cluster does not answer.
         """
-        if self.topic not in list_topics(self._admin, self.alias, timeout_s=timeout_s):
-            return 0
-        end = end_offsets(self._admin, self.alias, [(self.topic, 0)], timeout_s=timeout_s).get((self.topic, 0), 0)
-        if end <= self.position:
+        return self.read_messages(lambda m: on_record(m.key(), m.value()), timeout_s=timeout_s)
+
+    def read_messages(self, on_message: Callable[[Any], None], *, timeout_s: float = 30.0) -> int:
+        """As :meth:`read`, with each confluent-kafka ``Message`` (``key()``, ``value()``, ``partition()``, ...)."""
+        todo = {p: e for p, e in self._ends(timeout_s).items() if e > self.positions.get(p, 0)}
+        if not todo:
             return 0
         if self._consumer is None:
-            self._consumer = consumer(self._settings, client_id=self._client_id)
-            self._consumer.assign([TopicPartition(self.topic, 0, self.position)])
+            self._consumer = self._clients.consumer(
+                self._settings, client_id=self._client_id, overrides=self._consumer_overrides
+            )
+        if not set(todo) <= self._assigned:
+            self._assigned = self._assigned | frozenset(todo)
+            # 0 = from the log start (the earliest offset still stored, as auto.offset.reset=earliest)
+            self._consumer.assign([TopicPartition(self.topic, p, self.positions.get(p, 0)) for p in self._assigned])
         n = 0
         deadline = time.monotonic() + timeout_s
-        while self.position < end:
+        while todo:
             if time.monotonic() > deadline:
                 raise ClusterError(
-                    f"reading '{self.topic}' on cluster '{self.alias}' did not reach offset {end} in {timeout_s:.0f} s"
+                    f"reading '{self.topic}' on cluster '{self.alias}' did not reach "
+                    + (f"offset {todo[self.partition]}" if self.partition is not None else "its end offsets")
+                    + f" in {timeout_s:.0f} s"
                 )
             for m in self._consumer.consume(num_messages=5000, timeout=0.2):
                 err = m.error()
@@ -66,18 +149,20 @@ class TopicReader:
                     if err.code() == KafkaError._PARTITION_EOF:
                         continue
                     raise ClusterError(f"reading '{self.topic}' on cluster '{self.alias}' failed: {err.str()}")
-                on_record(m.key(), m.value())
+                on_message(m)
                 n += 1
-            for tp in self._consumer.position([TopicPartition(self.topic, 0)]):
+            for tp in self._consumer.position([TopicPartition(self.topic, p) for p in self._assigned]):
                 if tp.offset >= 0:
-                    self.position = max(self.position, tp.offset)
+                    self.positions[tp.partition] = max(self.positions.get(tp.partition, 0), tp.offset)
+            todo = {p: e for p, e in todo.items() if self.positions.get(p, 0) < e}
         return n
 
     def close(self) -> None:
-        """Close the consumer."""
+        """Close the consumer (a later :meth:`read` creates a new one and continues from :attr:`positions`)."""
         if self._consumer is not None:
             self._consumer.close()
             self._consumer = None
+            self._assigned = frozenset()
 
 
-__all__ = ["TopicReader"]
+__all__ = ["ALL_PARTITIONS", "TopicReader"]

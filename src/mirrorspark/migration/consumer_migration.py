@@ -9,12 +9,12 @@ from collections.abc import Sequence
 from confluent_kafka.admin import AdminClient
 
 from mirrorspark.client.checkpoints import read_checkpoints
+from mirrorspark.client.context import ReplicationContext, Side
 from mirrorspark.client.translator import OffsetTranslator
 from mirrorspark.config.model import MirrorConfig
 from mirrorspark.errors import ClusterError, ClusterUnreachableError, ControlError
 from mirrorspark.kafka.clients import (
     LIBRDKAFKA_LOGGER,
-    admin_client,
     alter_group_offsets,
     check_reachable,
     describe_group,
@@ -24,8 +24,6 @@ from mirrorspark.kafka.clients import (
 )
 from mirrorspark.migration.plans import _ACTIVE_GROUP_ERRORS, FailoverOffset, FailoverPlan, OffsetTranslation
 from mirrorspark.mm2.checkpoints import CheckpointStore, TopicPartitionKey, rename_topic, rereads_at, upstream_topic_of
-from mirrorspark.mm2.filters import DefaultTopicFilter
-from mirrorspark.mm2.policy import load_policy
 from mirrorspark.mm2.records import Checkpoint
 
 
@@ -45,6 +43,8 @@ class ConsumerMigration:
     timeout_s:
         Seconds for each cluster call and for reading the checkpoints topic to its
         end (default 30); reachability is checked within ``min(10, timeout_s)``.
+    context:
+        The configuration's contexts (policies, filters, client factory); default: new ones.
 
     Raises
     ------
@@ -58,8 +58,18 @@ class ConsumerMigration:
     no checkpoints on T and no committed offsets or membership on S.
     """
 
-    def __init__(self, config: MirrorConfig, *, source: str, target: str, timeout_s: float = 30.0) -> None:
+    def __init__(
+        self,
+        config: MirrorConfig,
+        *,
+        source: str,
+        target: str,
+        timeout_s: float = 30.0,
+        context: ReplicationContext | None = None,
+    ) -> None:
         self.flow = config.flow(source, target)
+        contexts = context if context is not None else ReplicationContext(config)
+        self.context = contexts.flow(source, target)
         self.source = source
         self.target = target
         self.timeout_s = timeout_s
@@ -67,18 +77,11 @@ class ConsumerMigration:
             source: config.cluster(source).bootstrap_servers,
             target: config.cluster(target).bootstrap_servers,
         }
-        f = self.flow
-        self.policy = load_policy(
-            f.policy.class_name,
-            separator=f.policy.separator,
-            internal_topic_separator_enabled=f.policy.internal_topic_separator_enabled,
-            source_cluster_alias=f.source,
-        )
-        self.topic_filter = DefaultTopicFilter(topics=f.topics, topics_exclude=f.topics_exclude)
+        self.policy = self.context.policy
+        self.topic_filter = self.context.topic_filter
         self.checkpoints_topic = self.policy.checkpoints_topic(source)
-        self._client_id = f"{f.name}|mirrorspark"
-        self.translator = OffsetTranslator(config, f, self.policy, client_id=self._client_id)
-        self._settings = {source: (self.flow.source_admin, "source"), target: (self.flow.target_admin, "target")}
+        self.translator = OffsetTranslator(self.context, reverse=contexts.reverse(self.context))
+        self._sides: dict[str, Side] = {source: "source", target: "target"}
         self._admin_clients: dict[str, AdminClient] = {}
         self._reachable: dict[str, bool] = {}
         self._syncs_loaded = False
@@ -94,11 +97,9 @@ class ConsumerMigration:
     def _admin(self, alias: str) -> AdminClient:
         """The admin client of the source or target, created at first use; librdkafka logs go to Python logging."""
         if alias not in self._admin_clients:
-            settings, role = self._settings[alias]
-            self._admin_clients[alias] = admin_client(
-                settings,
-                client_id=f"{self.flow.name}|mirrorspark|migration-{role}-admin",
-                overrides={"logger": logging.getLogger(LIBRDKAFKA_LOGGER)},
+            side = self._sides[alias]
+            self._admin_clients[alias] = self.context.admin(
+                side, f"migration-{side}-admin", overrides={"logger": logging.getLogger(LIBRDKAFKA_LOGGER)}
             )
         return self._admin_clients[alias]
 
@@ -159,8 +160,9 @@ class ConsumerMigration:
             self.flow.target_admin,
             self.target,
             self.checkpoints_topic,
-            client_id=f"{self._client_id}|checkpoints-target-consumer",
+            client_id=self.context.client_id("checkpoints-target-consumer"),
             timeout_s=self.timeout_s,
+            clients=self.context.clients,
         )
 
     def checkpoints(self, group: str | None = None) -> list[Checkpoint]:

@@ -196,7 +196,7 @@ class TopicAclSync:
             name=flow.name,
             source=source,
             target=flow.config.target,
-            admins=lambda: (flow._src_admin, flow._tgt_admin),
+            admins=lambda: (flow.source_admin, flow.target_admin),
             should_replicate=flow.should_replicate,
             remote_topic=lambda topic: flow.policy.format_remote_topic(source, topic),
             timeout_s=flow.config.admin_timeout_ms / 1000 if timeout_s is None else timeout_s,

@@ -38,25 +38,21 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from mirrorspark.client.checkpoints import OffsetSyncReader, read_checkpoints
+from mirrorspark.client.context import FlowContext
 from mirrorspark.client.translator import OffsetTranslator
-from mirrorspark.config.model import FlowConfig, MirrorConfig
 from mirrorspark.errors import ClusterError, CorruptRecordError
-from mirrorspark.kafka.clients import admin_client, ensure_topic, producer
+from mirrorspark.kafka.clients import ensure_topic
 from mirrorspark.kafka.reader import TopicReader
 from mirrorspark.mm2.checkpoints import CheckpointStore, GroupOffset, TopicPartitionKey, is_more_recent, rename_topic
-from mirrorspark.mm2.filters import DefaultGroupFilter, DefaultTopicFilter
-from mirrorspark.mm2.policy import load_policy
 from mirrorspark.mm2.records import Checkpoint
 from mirrorspark.mm2.translation import CopiedRanges
-
-if TYPE_CHECKING:
-    from mirrorspark.replication.control import LiveFilters
+from mirrorspark.replication.control import LiveFilters
 
 log = logging.getLogger(__name__)
 
@@ -74,10 +70,11 @@ class CheckpointEmitter:
 
     Parameters
     ----------
-    config:
-        The whole configuration (the reverse flow ``T->S`` is read for failback).
-    flow:
-        The flow's configuration.
+    context:
+        The flow's context (configuration, policy, filters, client factory).
+    reverse:
+        The context of the reverse flow ``T->S`` (its offset syncs translate failback topics),
+        or ``None`` to translate no failback topics in reverse.
     copied:
         Exact copied ranges of this flow (from its running data path), or ``None``.
     reverse_copied:
@@ -88,33 +85,28 @@ class CheckpointEmitter:
 
     def __init__(
         self,
-        config: MirrorConfig,
-        flow: FlowConfig,
+        context: FlowContext,
         *,
+        reverse: FlowContext | None,
         copied: CopiedRanges | None = None,
         reverse_copied: CopiedRanges | None = None,
         clock_ms: Callable[[], int] = lambda: int(time.time() * 1000),
     ) -> None:
-        self.config = config
+        flow = context.flow
+        self.context = context
+        self.reverse = reverse
+        self.config = context.config
         self.flow = flow
         self.name = flow.name
-        self.policy = load_policy(
-            flow.policy.class_name,
-            separator=flow.policy.separator,
-            internal_topic_separator_enabled=flow.policy.internal_topic_separator_enabled,
-            source_cluster_alias=flow.source,
-        )
-        self.topic_filter = DefaultTopicFilter(topics=flow.topics, topics_exclude=flow.topics_exclude)
-        self.group_filter = DefaultGroupFilter(groups=flow.groups, groups_exclude=flow.groups_exclude)
+        self.policy = context.policy
+        self.topic_filter = context.topic_filter
+        self.group_filter = context.group_filter
         self._clock_ms = clock_ms
         self.checkpoints_topic = self.policy.checkpoints_topic(flow.source)
         self.store = CheckpointStore()
         self.state = _EmitterState()
-        self._cid = f"{flow.name}|mirrorspark"
         self._producer: Any = None
-        self.translator = OffsetTranslator(
-            config, flow, self.policy, copied=copied, reverse_copied=reverse_copied, client_id=self._cid
-        )
+        self.translator = OffsetTranslator(context, reverse=reverse, copied=copied, reverse_copied=reverse_copied)
         self._syncs_loaded = threading.Event()
         self._syncs_error: ClusterError | None = None
         self._read_to_end_required = False
@@ -151,12 +143,12 @@ class CheckpointEmitter:
     @cached_property
     def _src_admin(self) -> AdminClient:
         """Admin client of the source, created at first use (an unused one would keep connecting)."""
-        return admin_client(self.flow.source_admin, client_id=f"{self._cid}|checkpoint-source-admin")
+        return self.context.admin("source", "checkpoint-source-admin")
 
     @cached_property
     def _tgt_admin(self) -> AdminClient:
         """Admin client of the target, created at first use."""
-        return admin_client(self.flow.target_admin, client_id=f"{self._cid}|checkpoint-target-admin")
+        return self.context.admin("target", "checkpoint-target-admin")
 
     @property
     def _admin_timeout_s(self) -> float:
@@ -197,9 +189,9 @@ class CheckpointEmitter:
             loaded_ok = False
             log.warning("%s: loading checkpoints failed (%s); old group offsets may not translate", self.name, e)
         self._read_to_end_required = not loaded_ok
-        self._producer = producer(
-            f.target_producer,
-            client_id=f"{self._cid}|checkpoints-target-producer",
+        self._producer = self.context.producer(
+            "target",
+            "checkpoints-target-producer",
             overrides={"enable.idempotence": True, "linger.ms": 0},
         )
         if background_syncs:
@@ -263,7 +255,8 @@ class CheckpointEmitter:
             self.flow.target_admin,
             self.flow.target,
             self.checkpoints_topic,
-            client_id=f"{self._cid}|checkpoints-target-consumer",
+            client_id=self.context.client_id("checkpoints-target-consumer"),
+            clients=self.context.clients,
         )
         try:
             return reader.read(self._load_checkpoint, timeout_s=timeout_s)
@@ -283,8 +276,9 @@ class CheckpointEmitter:
             self.flow.target_admin,
             self.flow.target,
             self.checkpoints_topic,
-            client_id=f"{self._cid}|checkpoints-target-consumer",
+            client_id=self.context.client_id("checkpoints-target-consumer"),
             timeout_s=timeout_s,
+            clients=self.context.clients,
         )
 
     def load_syncs(self, *, read_to_end_required: bool = False) -> None:
@@ -322,9 +316,7 @@ class CheckpointEmitter:
     @cached_property
     def _live_filters(self) -> LiveFilters:
         """The flow's lists in effect (config file + control topic), created at the first group refresh."""
-        from mirrorspark.replication.control import LiveFilters  # control imports this module
-
-        return LiveFilters(self.flow, self.policy, client_id=f"{self._cid}|control-target-consumer")
+        return LiveFilters(self.context)
 
     def refresh_groups(self) -> list[str]:
         """List source groups accepted by the group filter (MM2 ``findConsumerGroups``).

@@ -43,16 +43,10 @@ from typing import Any, cast
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
+from mirrorspark.client.context import FlowContext, Side
 from mirrorspark.config.model import FlowConfig, MirrorConfig
 from mirrorspark.errors import BadRegexError, ClusterError, CorruptRecordError
-from mirrorspark.kafka.clients import (
-    LIBRDKAFKA_LOGGER,
-    admin_client,
-    check_reachable,
-    ensure_topic,
-    list_topics,
-    producer,
-)
+from mirrorspark.kafka.clients import LIBRDKAFKA_LOGGER, ClientFactory, check_reachable, ensure_topic, list_topics
 from mirrorspark.kafka.reader import TopicReader
 from mirrorspark.mm2.control_state import (
     KINDS,
@@ -69,7 +63,6 @@ from mirrorspark.mm2.control_state import (
     validate_regex,
 )
 from mirrorspark.mm2.filters import DefaultGroupFilter, DefaultTopicFilter, should_replicate_topic
-from mirrorspark.mm2.policy import ReplicationPolicy, load_policy
 
 log = logging.getLogger(__name__)
 
@@ -93,26 +86,18 @@ def _group_filter(flow: FlowConfig, state: ControlState) -> DefaultGroupFilter:
     return DefaultGroupFilter(groups=allow, groups_exclude=deny, key_prefix=f"{flow.name}.")
 
 
-def _policy(flow: FlowConfig) -> ReplicationPolicy:
-    return load_policy(
-        flow.policy.class_name,
-        separator=flow.policy.separator,
-        internal_topic_separator_enabled=flow.policy.internal_topic_separator_enabled,
-        source_cluster_alias=flow.source,
-    )
-
-
 # --------------------------------------------------------------------------- I/O
 
 
 class _Tail:
     """Tails the control topic on the target and keeps the folded state (missing topic = empty)."""
 
-    def __init__(self, flow: FlowConfig, topic: str, *, client_id: str) -> None:
+    def __init__(self, flow: FlowConfig, topic: str, *, client_id: str, clients: ClientFactory) -> None:
         self.state = ControlState(flow=flow.name)
         self.topic = topic
         self._flow = flow
         self._client_id = client_id
+        self._clients = clients
         self._reader: TopicReader | None = None
         self._position = 0  # next offset to read
 
@@ -121,7 +106,12 @@ class _Tail:
         if self._reader is None:  # created at first use, released by close()
             f = self._flow
             self._reader = TopicReader(
-                f.target_consumer, f.target_admin, f.target, self.topic, client_id=self._client_id
+                f.target_consumer,
+                f.target_admin,
+                f.target,
+                self.topic,
+                client_id=self._client_id,
+                clients=self._clients,
             )
             self._reader.position = self._position
         batch: list[ControlChange] = []
@@ -158,22 +148,21 @@ class LiveFilters:
 
     Parameters
     ----------
-    flow:
-        The flow's configuration (its lists are the base).
-    policy:
-        The flow's replication policy (names the control topic).
-    client_id:
-        ``client.id`` of the consumer, e.g. ``"A->B|mirrorspark|control-target-consumer"``.
+    context:
+        The flow's context: its config file lists are the base, its policy names the control
+        topic, its client factory makes the consumer.
+    client_role:
+        The consumer's role in its ``client.id`` (default ``"control-target-consumer"``).
 
     Notes
     -----
     Not thread-safe: the flow's refresh job calls it.
     """
 
-    def __init__(self, flow: FlowConfig, policy: ReplicationPolicy, *, client_id: str) -> None:
-        self.flow = flow
-        self.topic = control_topic(policy, flow.source)
-        self._tail = _Tail(flow, self.topic, client_id=client_id)
+    def __init__(self, context: FlowContext, *, client_role: str = "control-target-consumer") -> None:
+        self.flow = context.flow
+        self.topic = control_topic(context.policy, self.flow.source)
+        self._tail = _Tail(self.flow, self.topic, client_id=context.client_id(client_role), clients=context.clients)
         self._topic_filter: tuple[int, DefaultTopicFilter] | None = None
         self._group_filter: tuple[int, DefaultGroupFilter] | None = None
 
@@ -241,6 +230,8 @@ class ControlStore:
         reachability is checked within ``min(10, timeout_s)``.
     clock_ms:
         Epoch ms, the ``ts`` of written changes.
+    context:
+        The flow's context (policy, client factory); default: one built for the flow.
 
     Raises
     ------
@@ -262,19 +253,20 @@ class ControlStore:
         *,
         timeout_s: float = 30.0,
         clock_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+        context: FlowContext | None = None,
     ) -> None:
         self.flow = config.flow(source, target)
         self.source = source
         self.target = target
         self.timeout_s = timeout_s
-        self.policy = _policy(self.flow)
+        self.context = context if context is not None else FlowContext.build(config, self.flow)
+        self.policy = self.context.policy
         self.topic = control_topic(self.policy, source)
         self._bootstrap = {
             source: config.cluster(source).bootstrap_servers,
             target: config.cluster(target).bootstrap_servers,
         }
         self._clock_ms = clock_ms
-        self._cid = f"{self.flow.name}|mirrorspark"
         self._admins: dict[str, AdminClient] = {}
         self._tail: _Tail | None = None
         self._producer: Any = None
@@ -288,11 +280,9 @@ class ControlStore:
     def _admin(self, alias: str) -> AdminClient:
         """The source or target admin client, checked reachable at first use."""
         if alias not in self._admins:
-            side = "source" if alias == self.source else "target"
-            admin = admin_client(
-                self.flow.source_admin if side == "source" else self.flow.target_admin,
-                client_id=f"{self._cid}|control-{side}-admin",
-                overrides={"logger": logging.getLogger(LIBRDKAFKA_LOGGER)},
+            side: Side = "source" if alias == self.source else "target"
+            admin = self.context.admin(
+                side, f"control-{side}-admin", overrides={"logger": logging.getLogger(LIBRDKAFKA_LOGGER)}
             )
             check_reachable(admin, alias, self._bootstrap[alias], timeout_s=min(10.0, self.timeout_s))
             self._admins[alias] = admin
@@ -310,7 +300,12 @@ class ControlStore:
         """
         self._admin(self.target)
         if self._tail is None:
-            self._tail = _Tail(self.flow, self.topic, client_id=f"{self._cid}|control-target-consumer")
+            self._tail = _Tail(
+                self.flow,
+                self.topic,
+                client_id=self.context.client_id("control-target-consumer"),
+                clients=self.context.clients,
+            )
         self._tail.poll(timeout_s=self.timeout_s)
         return self._tail.state
 
@@ -383,9 +378,9 @@ class ControlStore:
             timeout_s=self.timeout_s,
         )
         if self._producer is None:
-            self._producer = producer(
-                self.flow.target_producer,
-                client_id=f"{self._cid}|control-target-producer",
+            self._producer = self.context.producer(
+                "target",
+                "control-target-producer",
                 overrides={
                     "enable.idempotence": True,
                     "linger.ms": 0,

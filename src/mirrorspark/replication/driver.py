@@ -22,10 +22,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from mirrorspark.client.context import ReplicationContext
 from mirrorspark.config.model import FlowConfig, MirrorConfig
 from mirrorspark.errors import ConfigError
-from mirrorspark.kafka.clients import PartitionKey
-from mirrorspark.mm2.policy import load_policy
+from mirrorspark.kafka.clients import ClientFactory, PartitionKey
 from mirrorspark.mm2.topology import check_identity_cycles
 from mirrorspark.replication.acls import TopicAclSync
 from mirrorspark.replication.checkpoints import CheckpointEmitter
@@ -188,6 +188,8 @@ class Replicator:
         MM2's ``--clusters``: run only flows whose target is listed (``None`` = all).
     on_progress:
         Called after every batch (and when idle) with the flows' stats.
+    clients:
+        Where every Kafka client comes from (default: real confluent-kafka clients).
 
     Raises
     ------
@@ -204,9 +206,12 @@ class Replicator:
         *,
         targets: Sequence[str] | None = None,
         on_progress: Callable[[list[FlowStats]], None] | None = None,
+        clients: ClientFactory | None = None,
     ) -> None:
         self.config = config
         self.data_path = data_path
+        # policies, filters and client settings of every flow, built once here and passed down
+        self.context = ReplicationContext(config) if clients is None else ReplicationContext(config, clients)
         flows = config.enabled_flows(targets)
         if not flows:
             raise ConfigError(
@@ -215,30 +220,17 @@ class Replicator:
                 + ": set e.g. 'A->B.enabled=true'"
             )
         check_identity_cycles(  # every enabled flow of the file, whichever --clusters this node serves
-            [
-                (
-                    f.source,
-                    f.target,
-                    load_policy(
-                        f.policy.class_name,
-                        separator=f.policy.separator,
-                        internal_topic_separator_enabled=f.policy.internal_topic_separator_enabled,
-                        source_cluster_alias=f.source,
-                    ),
-                )
-                for f in config.flows
-                if f.enabled
-            ],
+            [(f.source, f.target, self.context.of(f).policy) for f in config.flows if f.enabled],
             allow_cycles=config.data_path.identity_allow_cycles,
             where=config.source_name,
         )
-        self.flows = [Flow(f, config.cluster(f.source), config.cluster(f.target), config.data_path) for f in flows]
-        self.heartbeats = HeartbeatEmitter(config.heartbeat_flows(targets), config.clusters)
+        self.flows = [Flow(self.context.of(f), config.data_path) for f in flows]
+        self.heartbeats = HeartbeatEmitter([self.context.of(f) for f in config.heartbeat_flows(targets)])
         by_pair = {(f.config.source, f.config.target): f for f in self.flows}
         self.checkpoints = [
             CheckpointEmitter(
-                config,
-                f.config,
+                f.context,
+                reverse=self.context.reverse(f.context),
                 copied=f.copied,
                 reverse_copied=by_pair[(f.config.target, f.config.source)].copied
                 if (f.config.target, f.config.source) in by_pair

@@ -29,31 +29,30 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import TopicPartition
+from confluent_kafka.admin import AdminClient
 
+from mirrorspark.client.context import FlowContext, Side
 from mirrorspark.client.source_offsets import read_source_offsets
-from mirrorspark.config.model import ClientSettings, ClusterConfig, DataPathConfig, FlowConfig
+from mirrorspark.config.model import DataPathConfig
 from mirrorspark.errors import ClusterError
 from mirrorspark.kafka.clients import (
     PartitionKey,
     TopicSpec,
-    admin_client,
     alter_topic_configs,
     check_reachable,
-    consumer,
     create_partitions,
     create_topics,
     describe_topic_configs,
     end_offsets,
     ensure_topic,
     list_topics,
-    producer,
     start_offsets,
     topic_configs,
 )
 from mirrorspark.mm2.connect_offsets import default_partition, source_offset_key, source_offset_value
-from mirrorspark.mm2.filters import DefaultConfigPropertyFilter, DefaultTopicFilter, should_replicate_topic
+from mirrorspark.mm2.filters import should_replicate_topic
 from mirrorspark.mm2.offset_syncs import CopiedSegment, SyncState
-from mirrorspark.mm2.policy import ReplicationPolicy, load_policy
+from mirrorspark.mm2.policy import ReplicationPolicy
 from mirrorspark.mm2.records import OffsetSync
 from mirrorspark.mm2.translation import CopiedRanges
 from mirrorspark.replication.control import LiveFilters
@@ -124,16 +123,17 @@ class IdleWatch:
 
     Parameters
     ----------
-    settings:
-        The flow's source consumer settings (``isolation.level`` is kept).
-    client_id:
-        ``client.id`` of the consumer.
+    context:
+        The flow's context: the consumer has the flow's source consumer settings
+        (``isolation.level`` is kept).
+    client_role:
+        The consumer's role in its ``client.id``.
     """
 
-    def __init__(self, settings: ClientSettings, *, client_id: str) -> None:
-        self._consumer = consumer(
-            settings,
-            client_id=client_id,
+    def __init__(self, context: FlowContext, *, client_role: str = "idle-watch-consumer") -> None:
+        self._consumer = context.consumer(
+            "source",
+            client_role,
             overrides={
                 "enable.partition.eof": False,
                 "fetch.message.max.bytes": 1024,  # a wake-up needs one record, not a batch's worth
@@ -181,46 +181,35 @@ class Flow:
 
     Parameters
     ----------
-    config:
-        The flow's parsed configuration.
-    source, target:
-        The two clusters' configurations.
+    context:
+        The flow's context (configuration, policy, filters, client factory), built once at start.
     data_path:
         mirrorspark's data-path settings (batch caps).
 
     Not thread-safe: the driver loop calls every method.
     """
 
-    def __init__(
-        self, config: FlowConfig, source: ClusterConfig, target: ClusterConfig, data_path: DataPathConfig
-    ) -> None:
+    def __init__(self, context: FlowContext, data_path: DataPathConfig) -> None:
+        config = context.flow
+        self.context = context
         self.config = config
-        self.source = source
-        self.target = target
+        self.source = context.cluster("source")
+        self.target = context.cluster("target")
         self.data_path = data_path
         self.name = config.name
-        self.policy: ReplicationPolicy = load_policy(
-            config.policy.class_name,
-            separator=config.policy.separator,
-            internal_topic_separator_enabled=config.policy.internal_topic_separator_enabled,
-            source_cluster_alias=config.source,
-        )
-        self.topic_filter = DefaultTopicFilter(topics=config.topics, topics_exclude=config.topics_exclude)
+        self.policy: ReplicationPolicy = context.policy
+        self.topic_filter = context.topic_filter
         # the lists in effect = the config file's + `mirrorspark control` changes, re-read at every topic refresh
-        self.live_filters = LiveFilters(
-            config, self.policy, client_id=f"{config.name}|mirrorspark|control-target-consumer"
-        )
-        self.config_filter = DefaultConfigPropertyFilter(
-            exclude=config.config_properties_exclude, use_defaults_from=config.use_defaults_from
-        )
+        self.live_filters = LiveFilters(context)
+        self.config_filter = context.config_filter
         self.partitions: dict[PartitionKey, PartitionProgress] = {}
         self.order: list[PartitionKey] = []  # discovery order (MM2 assigns round-robin in it)
         self.topic_partitions: dict[str, int] = {}  # replicated source topics -> partition count
         self.remote_topics: dict[str, str] = {}  # source topic -> remote topic
         self._stored: dict[PartitionKey, int] = {}
-        self._cid = f"{config.name}|mirrorspark"
-        self._src_admin = admin_client(config.source_admin, client_id=f"{self._cid}|replication-source-admin")
-        self._tgt_admin = admin_client(config.target_admin, client_id=f"{self._cid}|replication-target-admin")
+        self._src_admin: AdminClient = context.admin("source", "replication-source-admin")
+        self._tgt_admin: AdminClient = context.admin("target", "replication-target-admin")
+        self._task_confs: tuple[dict[str, Any], dict[str, Any], dict[str, str]] | None = None
         self._offsets_producer: Any = None
         self._syncs_producer: Any = None
         self._offsets_partitions = config.offset_storage_partitions
@@ -231,6 +220,16 @@ class Flow:
         self.batches = 0
         self.started_at = time.time()
         self.last_commit_at: float | None = None
+
+    @property
+    def source_admin(self) -> AdminClient:
+        """The flow's admin client of the source cluster (shared with its ACL sync); released by :meth:`close`."""
+        return self._src_admin
+
+    @property
+    def target_admin(self) -> AdminClient:
+        """The flow's admin client of the target cluster (shared with its ACL sync and progress publisher)."""
+        return self._tgt_admin
 
     @property
     def idle_partitions(self) -> frozenset[PartitionKey]:
@@ -277,9 +276,9 @@ class Flow:
         self._offsets_partitions = list_topics(self._tgt_admin, cfg.target, timeout_s=admin_timeout_s).get(
             cfg.offset_storage_topic, cfg.offset_storage_partitions
         )
-        self._offsets_producer = producer(
-            cfg.target_producer,
-            client_id=f"{self._cid}|offsets-target-producer",
+        self._offsets_producer = self.context.producer(
+            "target",
+            "offsets-target-producer",
             overrides={"enable.idempotence": True, "linger.ms": 0},
         )
         if cfg.emit_offset_syncs_enabled:
@@ -293,10 +292,10 @@ class Flow:
                 config={"cleanup.policy": "compact"},
                 timeout_s=admin_timeout_s,
             )
-            side = "source" if on_source else "target"
-            self._syncs_producer = producer(
-                cfg.source_producer if on_source else cfg.target_producer,
-                client_id=f"{self._cid}|offset-syncs-{side}-producer",
+            side: Side = "source" if on_source else "target"
+            self._syncs_producer = self.context.producer(
+                side,
+                f"offset-syncs-{side}-producer",
                 overrides={"enable.idempotence": True, "linger.ms": 0},
             )
         self._stored = read_source_offsets(
@@ -305,9 +304,10 @@ class Flow:
             cfg.target,
             cfg.offset_storage_topic,
             cfg.source,
-            client_id=f"{self._cid}|offsets-target-consumer",
+            client_id=self.context.client_id("offsets-target-consumer"),
+            clients=self.context.clients,
         )
-        self._watch = IdleWatch(cfg.source_consumer, client_id=f"{self._cid}|idle-watch-consumer")
+        self._watch = IdleWatch(self.context)
         self.refresh_topics()
 
     # ------------------------------------------------------------------ discovery
@@ -518,20 +518,7 @@ class Flow:
         self.refresh_end_offsets(full=False)
         cap = self.data_path.max_records_per_partition
         cfg = self.config
-        consumer_conf: dict[str, Any] = {"log_level": 3}
-        consumer_conf.update(cfg.source_consumer.to_librdkafka())
-        consumer_conf["client.id"] = f"{self._cid}|replication-consumer"
-        consumer_conf.setdefault("group.id", f"mirrorspark-{cfg.name}")
-        consumer_conf["enable.auto.commit"] = False
-        consumer_conf["enable.partition.eof"] = False
-        producer_conf: dict[str, Any] = {
-            "linger.ms": 5,
-            "queue.buffering.max.messages": 500000,
-            "log_level": 3,
-        }
-        producer_conf.update(cfg.target_producer.to_librdkafka())
-        producer_conf["client.id"] = f"{self._cid}|replication-producer"
-        producer_conf["enable.idempotence"] = True
+        consumer_conf, producer_conf, spark_options = self.task_confs()
         follow_s = self.data_path.follow_ms / 1000.0 if follow else 0.0
         tasks: list[CopyTask] = []
         for index, keys in enumerate(assign_round_robin(self.order, cfg.tasks_max)):
@@ -559,11 +546,40 @@ class Flow:
                         producer_conf=producer_conf,
                         ranges=tuple(ranges),
                         offset_lag_max=cfg.offset_lag_max,
-                        spark_options=cfg.source_consumer.to_spark_options(),
+                        spark_options=spark_options,
                         follow_s=follow_s,
                     )
                 )
         return tasks
+
+    def task_confs(self) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]]:
+        """The Spark tasks' client configurations, built at the first batch and shared by every batch.
+
+        Returns
+        -------
+        tuple[dict[str, Any], dict[str, Any], dict[str, str]]
+            ``(consumer conf, producer conf, Spark Kafka source options)``: librdkafka
+            configurations of the data consumer on the source and the data producer on the
+            target (``client.id`` by the flow context's rule: ``A->B|mirrorspark|replication-consumer``
+            and ``...|replication-producer``, a user's ``client.id`` kept as prefix), and the
+            source consumer settings as Spark options (``read.mode=spark-kafka``). Not to be changed.
+        """
+        if self._task_confs is None:
+            ctx = self.context
+            consumer_conf = ctx.client_conf(
+                "source_consumer",
+                "replication-consumer",
+                overrides={"enable.auto.commit": False, "enable.partition.eof": False},
+            )
+            consumer_conf.setdefault("group.id", f"mirrorspark-{self.name}")
+            producer_conf = ctx.client_conf(
+                "target_producer",
+                "replication-producer",
+                defaults={"linger.ms": 5, "queue.buffering.max.messages": 500000},
+                overrides={"enable.idempotence": True},
+            )
+            self._task_confs = (consumer_conf, producer_conf, ctx.flow.source_consumer.to_spark_options())
+        return self._task_confs
 
     def commit(self, results: Iterable[PartitionResult]) -> None:
         """Write the batch's offset syncs, then its source offsets; then advance positions.

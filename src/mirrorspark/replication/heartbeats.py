@@ -11,11 +11,11 @@ its upstream clusters and replication hops.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
-from mirrorspark.config.model import ClusterConfig, FlowConfig
-from mirrorspark.kafka.clients import admin_client, ensure_topic, producer
-from mirrorspark.mm2.policy import load_policy
+from mirrorspark.client.context import FlowContext
+from mirrorspark.kafka.clients import ensure_topic
 from mirrorspark.mm2.records import Heartbeat
 from mirrorspark.replication.scheduler import Scheduler
 
@@ -26,33 +26,22 @@ class HeartbeatEmitter:
     Parameters
     ----------
     flows:
-        The flows to emit for (each with ``emit_heartbeats_enabled``).
-    clusters:
-        Cluster configs by alias.
+        The contexts of the flows to emit for (those without ``emit_heartbeats_enabled`` are
+        left out).
     clock_ms:
         Returns epoch ms (injectable for tests).
     """
 
     def __init__(
         self,
-        flows: Sequence[FlowConfig],
-        clusters: Mapping[str, ClusterConfig],
+        flows: Sequence[FlowContext],
         *,
         clock_ms: Callable[[], int] = lambda: int(time.time() * 1000),
     ) -> None:
-        self.flows = tuple(f for f in flows if f.emit_heartbeats_enabled)
-        self.clusters = clusters
+        self.flows = tuple(f for f in flows if f.flow.emit_heartbeats_enabled)
         self._clock_ms = clock_ms
-        self._producers: dict[str, object] = {}
+        self._producers: dict[str, Any] = {}
         self.emitted = 0
-
-    def _topic(self, flow: FlowConfig) -> str:
-        return load_policy(
-            flow.policy.class_name,
-            separator=flow.policy.separator,
-            internal_topic_separator_enabled=flow.policy.internal_topic_separator_enabled,
-            source_cluster_alias=flow.source,
-        ).heartbeats_topic()
 
     def start(self) -> None:
         """Create each target's heartbeats topic (1 partition, compacted) and the producers.
@@ -62,46 +51,46 @@ class HeartbeatEmitter:
         ClusterError
             Topic creation failed (e.g. a replication factor above the broker count).
         """
-        for flow in self.flows:
-            admin = admin_client(flow.target_admin, client_id=f"{flow.name}|mirrorspark|heartbeats-target-admin")
+        for ctx in self.flows:
+            flow = ctx.flow
+            admin = ctx.admin("target", "heartbeats-target-admin")
             ensure_topic(
                 admin,
                 flow.target,
-                self._topic(flow),
+                ctx.policy.heartbeats_topic(),
                 partitions=1,
                 replication_factor=flow.heartbeats_topic_replication_factor,
                 config={"cleanup.policy": "compact"},
                 timeout_s=flow.admin_timeout_ms / 1000,
             )
             if flow.target not in self._producers:
-                self._producers[flow.target] = producer(
-                    flow.target_producer,
-                    client_id=f"{flow.name}|mirrorspark|heartbeats-target-producer",
-                    overrides={"linger.ms": 0},
+                self._producers[flow.target] = ctx.producer(
+                    "target", "heartbeats-target-producer", overrides={"linger.ms": 0}
                 )
 
-    def emit(self, flow: FlowConfig) -> None:
-        """Write one heartbeat ``(flow.source, flow.target, now)``."""
+    def emit(self, ctx: FlowContext) -> None:
+        """Write one heartbeat ``(source, target, now)`` of the flow ``ctx``."""
+        flow = ctx.flow
         now = self._clock_ms()
         hb = Heartbeat(flow.source, flow.target, now)
         p = self._producers[flow.target]
-        p.produce(self._topic(flow), hb.value(), hb.key(), partition=0, timestamp=now)  # type: ignore[attr-defined]
-        p.poll(0)  # type: ignore[attr-defined]
+        p.produce(ctx.policy.heartbeats_topic(), hb.value(), hb.key(), partition=0, timestamp=now)
+        p.poll(0)
         self.emitted += 1
 
     def schedule(self, scheduler: Scheduler) -> None:
         """Register one job per flow, every ``emit.heartbeats.interval.seconds``."""
-        for flow in self.flows:
+        for ctx in self.flows:
             scheduler.add(
-                f"heartbeats {flow.name}",
-                flow.emit_heartbeats_interval_s,
-                lambda f=flow: self.emit(f),  # type: ignore[misc]
+                f"heartbeats {ctx.name}",
+                ctx.flow.emit_heartbeats_interval_s,
+                lambda c=ctx: self.emit(c),  # type: ignore[misc]
             )
 
     def close(self, timeout_s: float = 10.0) -> None:
         """Flush pending heartbeats."""
         for p in self._producers.values():
-            p.flush(timeout_s)  # type: ignore[attr-defined]
+            p.flush(timeout_s)
         self._producers.clear()
 
 

@@ -20,12 +20,16 @@ import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mirrorspark.kafka.clients import ensure_topic, producer
+from mirrorspark.config.model import ClientSettings
+from mirrorspark.kafka.clients import ClientFactory, ensure_topic
 from mirrorspark.kafka.reader import TopicReader
 from mirrorspark.mm2.internal_topics import PROGRESS_PREFIX, mirrorspark_topic
 from mirrorspark.mm2.policy import ReplicationPolicy
+
+if TYPE_CHECKING:
+    from mirrorspark.replication.flow import Flow
 
 
 @dataclass(frozen=True)
@@ -93,8 +97,8 @@ def decode_progress(key: bytes | None, value: bytes | None) -> tuple[str, str, T
 
 
 def read_progress(
-    settings: Any,
-    admin_settings: Any,
+    settings: ClientSettings,
+    admin_settings: ClientSettings,
     alias: str,
     source_alias: str,
     flow: str,
@@ -102,10 +106,31 @@ def read_progress(
     client_id: str,
     policy: ReplicationPolicy | None = None,
     timeout_s: float = 30.0,
+    clients: ClientFactory | None = None,
 ) -> dict[str, TopicProgress]:
     """The last published totals per topic of ``flow`` (empty when none were published).
 
-    ``policy`` names the topic (:func:`progress_topic`); ``timeout_s`` bounds the read.
+    Parameters
+    ----------
+    settings, admin_settings:
+        Consumer and admin settings of the flow's target cluster.
+    alias, source_alias:
+        The target and source cluster aliases.
+    flow:
+        The flow's name, ``"S->T"``.
+    client_id:
+        The consumer's ``client.id``.
+    policy:
+        The flow's replication policy, which names the topic (:func:`progress_topic`).
+    timeout_s:
+        Seconds to read the topic to its end (default 30).
+    clients:
+        Where clients come from (default: real confluent-kafka clients).
+
+    Raises
+    ------
+    ClusterError
+        If the progress topic cannot be read to its end.
     """
     out: dict[str, TopicProgress] = {}
 
@@ -114,7 +139,9 @@ def read_progress(
         if decoded is not None and decoded[0] == flow:
             out[decoded[1]] = decoded[2]
 
-    reader = TopicReader(settings, admin_settings, alias, progress_topic(source_alias, policy), client_id=client_id)
+    reader = TopicReader(
+        settings, admin_settings, alias, progress_topic(source_alias, policy), client_id=client_id, clients=clients
+    )
     try:
         reader.read(on_record, timeout_s=timeout_s)
     finally:
@@ -131,7 +158,7 @@ class ProgressPublisher:
         The running :class:`~mirrorspark.replication.flow.Flow`.
     """
 
-    def __init__(self, flow: Any) -> None:
+    def __init__(self, flow: Flow) -> None:
         self.flow = flow
         self._base: dict[str, TopicProgress] = {}
         self._producer: Any = None
@@ -141,10 +168,11 @@ class ProgressPublisher:
     def start(self) -> None:
         """Create the progress topic and read earlier totals."""
         cfg = self.flow.config
+        ctx = self.flow.context
         admin_timeout_s = cfg.admin_timeout_ms / 1000
         self._topic = progress_topic(cfg.source, self.flow.policy)
         ensure_topic(
-            self.flow._tgt_admin,
+            self.flow.target_admin,
             cfg.target,
             self._topic,
             partitions=1,
@@ -158,13 +186,12 @@ class ProgressPublisher:
             cfg.target,
             cfg.source,
             cfg.name,
-            client_id=f"{cfg.name}|mirrorspark|progress-consumer",
+            client_id=ctx.client_id("progress-consumer"),
             policy=self.flow.policy,
             timeout_s=admin_timeout_s,
+            clients=ctx.clients,
         )
-        self._producer = producer(
-            cfg.target_producer, client_id=f"{cfg.name}|mirrorspark|progress-producer", overrides={"linger.ms": 0}
-        )
+        self._producer = ctx.producer("target", "progress-producer", overrides={"linger.ms": 0})
 
     def totals(self) -> Mapping[str, TopicProgress]:
         """Current cumulative totals per replicated topic."""

@@ -19,14 +19,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from mirrorspark.client.context import FlowContext, ReplicationContext
 from mirrorspark.client.mirror_client import MirrorClient
 from mirrorspark.client.source_offsets import read_source_offsets
 from mirrorspark.config.model import FlowConfig, MirrorConfig
 from mirrorspark.errors import CorruptRecordError
-from mirrorspark.kafka.clients import admin_client, end_offsets, list_topics, start_offsets
+from mirrorspark.kafka.clients import end_offsets, list_topics, start_offsets
 from mirrorspark.kafka.reader import TopicReader
-from mirrorspark.mm2.filters import DefaultTopicFilter, should_replicate_topic
-from mirrorspark.mm2.policy import load_policy
+from mirrorspark.mm2.filters import should_replicate_topic
 from mirrorspark.mm2.records import Heartbeat
 from mirrorspark.replication.progress import read_progress
 
@@ -111,15 +111,10 @@ class ClusterStatus:
     replication_hops: dict[str, int]
 
 
-def _heartbeats(flow: FlowConfig, config: MirrorConfig) -> int | None:
+def _heartbeats(ctx: FlowContext) -> int | None:
     """Epoch ms of the newest ``Heartbeat(source, target)`` in the target's heartbeats topic."""
-    policy = load_policy(
-        flow.policy.class_name,
-        separator=flow.policy.separator,
-        internal_topic_separator_enabled=flow.policy.internal_topic_separator_enabled,
-        source_cluster_alias=flow.source,
-    )
-    target = config.cluster(flow.target)
+    flow = ctx.flow
+    target = ctx.cluster("target")
     newest: list[int] = []
 
     def on_record(key: bytes | None, value: bytes | None) -> None:
@@ -134,8 +129,9 @@ def _heartbeats(flow: FlowConfig, config: MirrorConfig) -> int | None:
         target.consumer,
         target.admin,
         flow.target,
-        policy.heartbeats_topic(),
-        client_id=f"{flow.name}|mirrorspark|status-heartbeats-consumer",
+        ctx.policy.heartbeats_topic(),
+        client_id=ctx.client_id("status-heartbeats-consumer"),
+        clients=ctx.clients,
     )
     try:
         reader.read(on_record)
@@ -144,8 +140,25 @@ def _heartbeats(flow: FlowConfig, config: MirrorConfig) -> int | None:
     return max(newest) if newest else None
 
 
-def flow_status(config: MirrorConfig, flow: FlowConfig, *, now_ms: int | None = None) -> FlowStatus:
+def flow_status(
+    config: MirrorConfig,
+    flow: FlowConfig,
+    *,
+    now_ms: int | None = None,
+    context: ReplicationContext | None = None,
+) -> FlowStatus:
     """Compute one flow's status from its source and target clusters.
+
+    Parameters
+    ----------
+    config:
+        The configuration.
+    flow:
+        One of its flows.
+    now_ms:
+        The current epoch ms (default: the clock).
+    context:
+        The configuration's contexts (default: new ones).
 
     Raises
     ------
@@ -153,16 +166,12 @@ def flow_status(config: MirrorConfig, flow: FlowConfig, *, now_ms: int | None = 
         Either cluster does not answer.
     """
     now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
-    policy = load_policy(
-        flow.policy.class_name,
-        separator=flow.policy.separator,
-        internal_topic_separator_enabled=flow.policy.internal_topic_separator_enabled,
-        source_cluster_alias=flow.source,
-    )
-    topic_filter = DefaultTopicFilter(topics=flow.topics, topics_exclude=flow.topics_exclude)
-    cid = f"{flow.name}|mirrorspark|status"
-    src_admin = admin_client(flow.source_admin, client_id=f"{cid}-source-admin")
-    tgt_admin = admin_client(flow.target_admin, client_id=f"{cid}-target-admin")
+    ctx = (context if context is not None else ReplicationContext(config)).of(flow)
+    policy = ctx.policy
+    topic_filter = ctx.topic_filter
+    cid = "status"
+    src_admin = ctx.admin("source", f"{cid}-source-admin")
+    tgt_admin = ctx.admin("target", f"{cid}-target-admin")
     source_topics = list_topics(src_admin, flow.source)
     target_topics = list_topics(tgt_admin, flow.target)
     stored = read_source_offsets(
@@ -171,7 +180,8 @@ def flow_status(config: MirrorConfig, flow: FlowConfig, *, now_ms: int | None = 
         flow.target,
         flow.offset_storage_topic,
         flow.source,
-        client_id=f"{cid}-offsets-consumer",
+        client_id=ctx.client_id(f"{cid}-offsets-consumer"),
+        clients=ctx.clients,
     )
     wanted = {
         t: n
@@ -201,7 +211,8 @@ def flow_status(config: MirrorConfig, flow: FlowConfig, *, now_ms: int | None = 
         flow.target,
         flow.source,
         flow.name,
-        client_id=f"{cid}-progress-consumer",
+        client_id=ctx.client_id(f"{cid}-progress-consumer"),
+        clients=ctx.clients,
         policy=policy,
     )
     topics = []
@@ -219,7 +230,7 @@ def flow_status(config: MirrorConfig, flow: FlowConfig, *, now_ms: int | None = 
                 t, remote, n, records, lag, cp.records if cp else None, cp.value_bytes + cp.key_bytes if cp else None
             )
         )
-    last = _heartbeats(flow, config)
+    last = _heartbeats(ctx)
     fresh_ms = max(10_000, int(5 * flow.emit_heartbeats_interval_s * 1000))
     if not stored:
         state = "never started"
@@ -230,9 +241,9 @@ def flow_status(config: MirrorConfig, flow: FlowConfig, *, now_ms: int | None = 
     return FlowStatus(flow.name, state, last, tuple(topics))
 
 
-def cluster_status(config: MirrorConfig, cluster: str) -> ClusterStatus:
+def cluster_status(config: MirrorConfig, cluster: str, *, context: ReplicationContext | None = None) -> ClusterStatus:
     """MirrorClient's view of a cluster: upstream clusters and replication hops to every other alias."""
-    with MirrorClient(config, cluster) as mc:
+    with MirrorClient(config, cluster, context=context) as mc:
         upstream = tuple(sorted(mc.upstream_clusters()))
         hops = {alias: mc.replication_hops(alias) for alias in config.clusters if alias != cluster}
     return ClusterStatus(cluster, upstream, hops)
@@ -240,8 +251,9 @@ def cluster_status(config: MirrorConfig, cluster: str) -> ClusterStatus:
 
 def status(config: MirrorConfig) -> tuple[list[FlowStatus], list[ClusterStatus]]:
     """Status of every enabled flow and every cluster of a configuration."""
-    flows = [flow_status(config, f) for f in config.enabled_flows()]
-    clusters = [cluster_status(config, alias) for alias in config.clusters]
+    context = ReplicationContext(config)
+    flows = [flow_status(config, f, context=context) for f in config.enabled_flows()]
+    clusters = [cluster_status(config, alias, context=context) for alias in config.clusters]
     return flows, clusters
 
 

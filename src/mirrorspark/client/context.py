@@ -1,0 +1,312 @@
+"""What a flow needs from its configuration, built once when it starts (policy, filters, clients).
+
+A :class:`FlowContext` holds everything of one flow ``S->T`` that is derived from the
+configuration and stays fixed while it runs: the loaded replication policy, the topic, group
+and config-property filters of the config file, the ``client.id`` rule, and the client
+factory (which translates each role's Java client settings to librdkafka once). The driver
+builds one per flow at start (:class:`ReplicationContext`) and hands it down to the flow, its
+checkpoint emitter, heartbeats, ACL sync, live filters and progress publisher; the operator
+tools (``mirrorspark control``, ``offsets``, ``failover``, ``status``) and the MirrorClient
+build theirs the same way. No other module loads a policy or translates client settings.
+
+The ``client.id`` rule (one for every client, driver-side and in the Spark tasks): MM2's
+``<source>-><target>|<component>|<role>``, i.e. ``"A->B|mirrorspark|replication-producer"``
+(:meth:`FlowContext.client_id`); a ``client.id`` the user set in the role's settings is kept
+as a prefix, ``"<user id>|A->B|mirrorspark|replication-producer"``
+(:func:`~mirrorspark.kafka.clients.client_conf`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient
+
+from mirrorspark.config.model import ClientSettings, ClusterConfig, FlowConfig, MirrorConfig
+from mirrorspark.kafka.clients import ClientFactory, KafkaClients, client_conf
+from mirrorspark.mm2.filters import DefaultConfigPropertyFilter, DefaultGroupFilter, DefaultTopicFilter
+from mirrorspark.mm2.policy import ReplicationPolicy, load_policy
+
+Role = Literal[
+    "source_admin", "source_consumer", "source_producer", "target_admin", "target_consumer", "target_producer"
+]
+"""A client role of a flow: the :class:`~mirrorspark.config.FlowConfig` field holding its settings."""
+
+Side = Literal["source", "target"]
+"""Which cluster of a flow."""
+
+COMPONENT = "mirrorspark"
+"""The component part of every ``client.id`` (MM2 puts its connector's role there)."""
+
+
+def flow_policy(flow: FlowConfig) -> ReplicationPolicy:
+    """Load the replication policy of ``flow`` (``replication.policy.*``, ``source.cluster.alias`` = its source).
+
+    Raises
+    ------
+    ConfigError
+        If the policy class cannot be loaded or configured.
+    """
+    return load_policy(
+        flow.policy.class_name,
+        separator=flow.policy.separator,
+        internal_topic_separator_enabled=flow.policy.internal_topic_separator_enabled,
+        source_cluster_alias=flow.source,
+    )
+
+
+def cluster_policy(config: MirrorConfig, cluster: str) -> ReplicationPolicy:
+    """The replication policy naming the topics of ``cluster`` (that of the flows into it).
+
+    Parameters
+    ----------
+    config:
+        The configuration.
+    cluster:
+        A cluster alias.
+
+    Returns
+    -------
+    ReplicationPolicy
+        From the first enabled flow ``X->cluster``, else the first flow into it, else
+        :class:`~mirrorspark.mm2.policy.DefaultReplicationPolicy`; configured without
+        ``source.cluster.alias``, as MM2's ``MirrorClient`` is.
+
+    Raises
+    ------
+    UnknownAliasError
+        If ``cluster`` is not in ``clusters``.
+    ConfigError
+        If the policy class cannot be loaded.
+    """
+    config.cluster(cluster)
+    into = [f for f in config.flows if f.target == cluster]
+    chosen = next((f for f in into if f.enabled), into[0] if into else None)
+    if chosen is None:
+        return load_policy("DefaultReplicationPolicy")
+    return load_policy(
+        chosen.policy.class_name,
+        separator=chosen.policy.separator,
+        internal_topic_separator_enabled=chosen.policy.internal_topic_separator_enabled,
+    )
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class FlowContext:
+    """One flow's fixed parts, built once at start and passed to everything of the flow.
+
+    Build it with :meth:`build` (or :meth:`ReplicationContext.flow`), not directly.
+
+    Attributes
+    ----------
+    config:
+        The whole configuration (for the clusters and the reverse flow).
+    flow:
+        The flow's configuration.
+    policy:
+        The flow's replication policy (loaded once; ``source.cluster.alias`` = the source).
+    topic_filter, group_filter, config_filter:
+        The config file's ``topics``/``topics.exclude``, ``groups``/``groups.exclude`` and
+        ``config.properties.exclude``/``use.defaults.from`` filters (live control changes come
+        on top, see :class:`~mirrorspark.replication.control.LiveFilters`).
+    clients:
+        Where the flow's Kafka clients come from; it translates each role's settings once.
+
+    Notes
+    -----
+    Mirrors what MM2's ``MirrorSourceConnector``/``MirrorCheckpointConnector`` set up in
+    ``start()`` from their ``MirrorConnectorConfig`` (policy, filters, client configs). Frozen;
+    safe to share between threads.
+    """
+
+    config: MirrorConfig
+    flow: FlowConfig
+    policy: ReplicationPolicy
+    topic_filter: DefaultTopicFilter
+    group_filter: DefaultGroupFilter
+    config_filter: DefaultConfigPropertyFilter
+    clients: ClientFactory
+
+    @classmethod
+    def build(cls, config: MirrorConfig, flow: FlowConfig, *, clients: ClientFactory | None = None) -> FlowContext:
+        """Load the flow's policy and filters.
+
+        Parameters
+        ----------
+        config:
+            The whole configuration.
+        flow:
+            One of its flows.
+        clients:
+            The client factory (default: a new :class:`~mirrorspark.kafka.clients.KafkaClients`).
+
+        Raises
+        ------
+        ConfigError
+            If the policy class cannot be loaded, or a filter regex does not compile.
+        """
+        return cls(
+            config=config,
+            flow=flow,
+            policy=flow_policy(flow),
+            topic_filter=DefaultTopicFilter(topics=flow.topics, topics_exclude=flow.topics_exclude),
+            group_filter=DefaultGroupFilter(groups=flow.groups, groups_exclude=flow.groups_exclude),
+            config_filter=DefaultConfigPropertyFilter(
+                exclude=flow.config_properties_exclude, use_defaults_from=flow.use_defaults_from
+            ),
+            clients=clients if clients is not None else KafkaClients(),
+        )
+
+    @property
+    def name(self) -> str:
+        """The flow's name, ``"<source>-><target>"``."""
+        return self.flow.name
+
+    def cluster(self, side: Side) -> ClusterConfig:
+        """The source or target cluster's configuration."""
+        return self.config.cluster(self.flow.source if side == "source" else self.flow.target)
+
+    def alias(self, side: Side) -> str:
+        """The source or target cluster's alias."""
+        return self.flow.source if side == "source" else self.flow.target
+
+    def settings(self, role: Role) -> ClientSettings:
+        """The Java client settings of a role, e.g. ``settings("target_producer")``."""
+        value: ClientSettings = getattr(self.flow, role)
+        return value
+
+    def client_id(self, role: str) -> str:
+        """The ``client.id`` of the flow's client ``role``: ``"<source>-><target>|mirrorspark|<role>"``."""
+        return f"{self.flow.name}|{COMPONENT}|{role}"
+
+    def librdkafka(self, role: Role) -> Mapping[str, Any]:
+        """A role's settings translated to librdkafka, once (read-only).
+
+        Raises
+        ------
+        ConfigError
+            As :meth:`~mirrorspark.config.ClientSettings.to_librdkafka`.
+        """
+        return self.clients.librdkafka(self.settings(role))
+
+    def client_conf(
+        self,
+        role: Role,
+        client_role: str,
+        *,
+        defaults: Mapping[str, Any] | None = None,
+        overrides: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """The librdkafka configuration of one client of ``role`` (e.g. for a Spark task), with the client-id rule.
+
+        Parameters
+        ----------
+        role:
+            Whose settings.
+        client_role:
+            The client's role in its ``client.id`` (:meth:`client_id`).
+        defaults, overrides:
+            As :func:`~mirrorspark.kafka.clients.client_conf`.
+        """
+        return client_conf(self.librdkafka(role), self.client_id(client_role), defaults=defaults, overrides=overrides)
+
+    def admin(self, side: Side, client_role: str, *, overrides: Mapping[str, Any] | None = None) -> AdminClient:
+        """An admin client of the source or target (``<side>_admin`` settings) named ``client_role``."""
+        return self.clients.admin(
+            self.settings("source_admin" if side == "source" else "target_admin"),
+            client_id=self.client_id(client_role),
+            overrides=overrides,
+        )
+
+    def producer(self, side: Side, client_role: str, *, overrides: Mapping[str, Any] | None = None) -> Producer:
+        """A producer on the source or target (``<side>_producer`` settings) named ``client_role``."""
+        return self.clients.producer(
+            self.settings("source_producer" if side == "source" else "target_producer"),
+            client_id=self.client_id(client_role),
+            overrides=overrides,
+        )
+
+    def consumer(self, side: Side, client_role: str, *, overrides: Mapping[str, Any] | None = None) -> Consumer:
+        """An assign-only consumer on the source or target (``<side>_consumer`` settings) named ``client_role``."""
+        return self.clients.consumer(
+            self.settings("source_consumer" if side == "source" else "target_consumer"),
+            client_id=self.client_id(client_role),
+            overrides=overrides,
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class ReplicationContext:
+    """The flow contexts of a whole configuration, one per flow, built at first use and kept.
+
+    Parameters
+    ----------
+    config:
+        The configuration.
+    clients:
+        The client factory every flow shares (default: a new
+        :class:`~mirrorspark.kafka.clients.KafkaClients`, so equal settings translate once).
+
+    Notes
+    -----
+    MM2's ``MirrorMaker`` driver keeps one herder per flow; this keeps one :class:`FlowContext`
+    per flow. A flow's context is built when first asked for, so that a policy class is loaded
+    only for the flows that run (as before). Thread-safe.
+    """
+
+    config: MirrorConfig
+    clients: ClientFactory = field(default_factory=KafkaClients)
+    _flows: dict[tuple[str, str], FlowContext] = field(default_factory=dict, init=False, repr=False)
+    _policies: dict[str, ReplicationPolicy] = field(default_factory=dict, init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    def flow(self, source: str, target: str) -> FlowContext:
+        """The context of the flow ``source->target``.
+
+        Raises
+        ------
+        UnknownAliasError
+            If either alias is not in ``clusters``.
+        ConfigError
+            If ``source == target``, or the flow's policy cannot be loaded.
+        """
+        with self._lock:
+            ctx = self._flows.get((source, target))
+        if ctx is None:
+            ctx = FlowContext.build(self.config, self.config.flow(source, target), clients=self.clients)
+            with self._lock:
+                ctx = self._flows.setdefault((source, target), ctx)
+        return ctx
+
+    def of(self, flow: FlowConfig) -> FlowContext:
+        """The context of ``flow`` (one of :attr:`config`'s flows)."""
+        return self.flow(flow.source, flow.target)
+
+    def reverse(self, ctx: FlowContext) -> FlowContext:
+        """The context of the opposite flow ``T->S`` of ``ctx``."""
+        return self.flow(ctx.flow.target, ctx.flow.source)
+
+    def cluster_policy(self, cluster: str) -> ReplicationPolicy:
+        """The policy naming the topics of ``cluster`` (:func:`cluster_policy`), loaded once.
+
+        Raises
+        ------
+        UnknownAliasError
+            If ``cluster`` is not in ``clusters``.
+        ConfigError
+            If the policy class cannot be loaded.
+        """
+        with self._lock:
+            policy = self._policies.get(cluster)
+        if policy is None:
+            policy = cluster_policy(self.config, cluster)
+            with self._lock:
+                policy = self._policies.setdefault(cluster, policy)
+        return policy
+
+
+__all__ = ["COMPONENT", "FlowContext", "ReplicationContext", "Role", "Side", "cluster_policy", "flow_policy"]

@@ -1,0 +1,541 @@
+"""In-memory Kafka for unit tests of the control classes: clusters, an admin client, a producer, a consumer.
+
+The fakes offer the confluent-kafka methods mirrorspark's control classes call, with the same
+shapes (admin calls return ``concurrent.futures.Future`` objects, per topic/group/resource
+where confluent-kafka does; failures are ``KafkaException(KafkaError(...))``). They are built
+through :class:`FakeClients`, a :class:`~mirrorspark.kafka.clients.ClientFactory` that routes
+every client to the :class:`FakeCluster` named by its ``bootstrap.servers``::
+
+    a, b = FakeCluster("A"), FakeCluster("B")
+    clients = FakeClients({"a:9092": a, "b:9092": b})
+    ctx = FlowContext.build(config, config.flow("A", "B"), clients=clients)
+
+Not a broker: no compaction, no transactions, no retention; records are acknowledged at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+from confluent_kafka import ConsumerGroupState, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AlterConfigOpType,
+    ConfigResource,
+    ConfigSource,
+    ResourcePatternType,
+)
+
+from mirrorspark.config.model import ClientSettings, MirrorConfig
+from mirrorspark.config.parse import parse_config
+from mirrorspark.config.properties import parse_properties
+
+Op = AclOperation
+
+__all__ = [
+    "CLUSTER_OPS",
+    "FakeAclAdmin",
+    "FakeAdmin",
+    "FakeClients",
+    "FakeCluster",
+    "FakeConsumer",
+    "FakeGroup",
+    "FakeProducer",
+    "done",
+    "failed",
+    "two_clusters",
+]
+
+
+def done(value: Any) -> Future[Any]:
+    """A future that has ``value``."""
+    f: Future[Any] = Future()
+    f.set_result(value)
+    return f
+
+
+def failed(code: int, text: str = "failed") -> Future[Any]:
+    """A future that raises ``KafkaException(KafkaError(code, text))``."""
+    f: Future[Any] = Future()
+    f.set_exception(KafkaException(KafkaError(code, text)))
+    return f
+
+
+# --------------------------------------------------------------------------- ACLs
+
+CLUSTER_OPS = [o for o in AclOperation if o not in (Op.ANY, Op.UNKNOWN, Op.ALL)]
+
+
+class FakeAclAdmin:
+    """The calls of a confluent-kafka AdminClient that ACL sync makes, over in-memory bindings.
+
+    Behaves as librdkafka 2.16.1 against a real broker: DescribeAcls reports no error but an
+    empty list without an authorizer or without DESCRIBE on the cluster; DescribeCluster lists
+    the principal's cluster operations (all of them without an authorizer, ``None`` for none);
+    DescribeConfigs of a broker needs DESCRIBE_CONFIGS on the cluster (anything goes without
+    an authorizer); CreateAcls fails per binding.
+    """
+
+    def __init__(
+        self,
+        bindings: Iterable[AclBinding] = (),
+        *,
+        authorizer: str = "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        cluster_ops: Iterable[AclOperation] = (Op.DESCRIBE, Op.ALTER),
+        describe_error: int | None = None,
+    ) -> None:
+        self.bindings: list[AclBinding] = list(bindings)
+        self.authorizer = authorizer
+        self.cluster_ops = set(CLUSTER_OPS if not authorizer else cluster_ops)
+        self.describe_error = describe_error  # a librdkafka that reports DescribeAcls errors
+        self.create_errors: dict[str, tuple[int, str]] = {}  # resource name -> (error code, text)
+        self.calls: list[str] = []
+        self.created: list[list[AclBinding]] = []
+
+    def describe_acls(self, flt: AclBindingFilter, **_: Any) -> Future[Any]:
+        self.calls.append("describe_acls")
+        if self.describe_error is not None:
+            return failed(self.describe_error)
+        if not self.authorizer or Op.DESCRIBE not in self.cluster_ops:
+            return done([])
+
+        def match(b: AclBinding) -> bool:
+            return b.restype == flt.restype and flt.resource_pattern_type in (
+                ResourcePatternType.ANY,
+                b.resource_pattern_type,
+            )
+
+        return done([b for b in self.bindings if match(b)])
+
+    def describe_cluster(self, *, include_authorized_operations: bool = False, **_: Any) -> Future[Any]:
+        self.calls.append("describe_cluster")
+        ops = sorted(self.cluster_ops) if include_authorized_operations and self.cluster_ops else None
+        return done(SimpleNamespace(nodes=[SimpleNamespace(id=1)], authorized_operations=ops))
+
+    def describe_configs(self, resources: list[ConfigResource], **_: Any) -> dict[ConfigResource, Future[Any]]:
+        self.calls.append("describe_configs")
+        (res,) = resources
+        assert res.restype == ConfigResource.Type.BROKER and res.name == "1"
+        if self.authorizer and Op.DESCRIBE_CONFIGS not in self.cluster_ops:
+            return {res: failed(KafkaError.CLUSTER_AUTHORIZATION_FAILED)}
+        return {res: done({"authorizer.class.name": SimpleNamespace(value=self.authorizer)})}
+
+    def create_acls(self, bindings: list[AclBinding], **_: Any) -> dict[AclBinding, Future[Any]]:
+        self.calls.append("create_acls")
+        self.created.append(list(bindings))
+        out: dict[AclBinding, Future[Any]] = {}
+        for b in bindings:
+            if not self.authorizer:
+                out[b] = failed(KafkaError.SECURITY_DISABLED, "No Authorizer is configured.")
+            elif Op.ALTER not in self.cluster_ops:
+                out[b] = failed(KafkaError.CLUSTER_AUTHORIZATION_FAILED, "Request Request(processor=0, ...) " * 20)
+            elif b.name in self.create_errors:
+                out[b] = failed(*self.create_errors[b.name])
+            else:
+                if b not in self.bindings:
+                    self.bindings.append(b)
+                out[b] = done(None)
+        return out
+
+
+# --------------------------------------------------------------------------- clusters
+
+
+@dataclass
+class FakeRecord:
+    """One stored record."""
+
+    key: bytes | None
+    value: bytes | None
+    timestamp_ms: int = 0
+
+
+@dataclass
+class FakeTopic:
+    """A topic: its records per partition and its topic-level configs."""
+
+    partitions: list[list[FakeRecord]]
+    config: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class FakeGroup:
+    """A consumer group: committed offsets ``{(topic, partition): (offset, metadata)}`` and active members."""
+
+    offsets: dict[tuple[str, int], tuple[int, str]] = field(default_factory=dict)
+    members: int = 0
+
+    @property
+    def state(self) -> ConsumerGroupState:
+        """``STABLE`` with members, else ``EMPTY``."""
+        return ConsumerGroupState.STABLE if self.members else ConsumerGroupState.EMPTY
+
+
+DEFAULT_TOPIC_CONFIG = {"cleanup.policy": "delete", "retention.ms": "604800000", "max.message.bytes": "1048588"}
+"""The broker defaults every fake topic reports (``DEFAULT_CONFIG``) unless set on the topic."""
+
+
+class FakeCluster:
+    """One in-memory Kafka cluster: topics with records, consumer groups, ACLs.
+
+    Parameters
+    ----------
+    alias:
+        For messages.
+    """
+
+    def __init__(self, alias: str) -> None:
+        self.alias = alias
+        self.topics: dict[str, FakeTopic] = {}
+        self.groups: dict[str, FakeGroup] = {}
+        self.defaults: dict[str, str] = dict(DEFAULT_TOPIC_CONFIG)
+
+    def create_topic(self, name: str, partitions: int = 1, config: Mapping[str, str] | None = None) -> None:
+        """Create a topic (an existing one is left alone)."""
+        if name not in self.topics:
+            self.topics[name] = FakeTopic([[] for _ in range(partitions)], dict(config or {}))
+
+    def add_partitions(self, name: str, total: int) -> None:
+        """Grow a topic to ``total`` partitions."""
+        t = self.topics[name]
+        t.partitions.extend([] for _ in range(total - len(t.partitions)))
+
+    def append(self, topic: str, key: bytes | None, value: bytes | None, *, partition: int = 0, ts: int = 0) -> int:
+        """Append one record; return its offset."""
+        log = self.topics[topic].partitions[partition]
+        log.append(FakeRecord(key, value, ts))
+        return len(log) - 1
+
+    def fill(self, topic: str, partition: int, count: int) -> None:
+        """Append ``count`` records ``b"0"``, ``b"1"``... to a partition."""
+        for i in range(count):
+            self.append(topic, None, str(i).encode(), partition=partition)
+
+    def records(self, topic: str, partition: int = 0) -> list[FakeRecord]:
+        """The records of a partition (empty for a missing topic)."""
+        t = self.topics.get(topic)
+        return list(t.partitions[partition]) if t is not None and partition < len(t.partitions) else []
+
+    def commit(self, group: str, offsets: Mapping[tuple[str, int], int], *, metadata: str = "") -> None:
+        """Commit offsets for a group (created if new)."""
+        g = self.groups.setdefault(group, FakeGroup())
+        g.offsets.update({k: (v, metadata) for k, v in offsets.items()})
+
+    def end_offset(self, topic: str, partition: int) -> int:
+        """The next offset to be written."""
+        return len(self.topics[topic].partitions[partition])
+
+
+# --------------------------------------------------------------------------- clients
+
+
+class FakeAdmin(FakeAclAdmin):
+    """An ``AdminClient`` over a :class:`FakeCluster` (ACL calls as :class:`FakeAclAdmin`).
+
+    Records every call's name in :attr:`calls`.
+    """
+
+    def __init__(self, cluster: FakeCluster, **acls: Any) -> None:
+        super().__init__(**acls)
+        self.cluster = cluster
+
+    # topics
+
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
+        self.calls.append("list_topics")
+        out = {}
+        for name, t in self.cluster.topics.items():
+            if topic is not None and name != topic:
+                continue
+            parts = {i: SimpleNamespace(id=i, leader=0, replicas=[0], isrs=[0]) for i in range(len(t.partitions))}
+            out[name] = SimpleNamespace(topic=name, error=None, partitions=parts)
+        if topic is not None and topic not in out:
+            out[topic] = SimpleNamespace(topic=topic, error=KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART), partitions={})
+        return SimpleNamespace(topics=out)
+
+    def create_topics(self, new_topics: Sequence[Any], **_: Any) -> dict[str, Future[Any]]:
+        self.calls.append("create_topics")
+        out: dict[str, Future[Any]] = {}
+        for n in new_topics:
+            if n.topic in self.cluster.topics:
+                out[n.topic] = failed(KafkaError.TOPIC_ALREADY_EXISTS, f"Topic '{n.topic}' already exists.")
+            else:
+                self.cluster.create_topic(n.topic, n.num_partitions, n.config)
+                out[n.topic] = done(None)
+        return out
+
+    def create_partitions(self, new_parts: Sequence[Any], **_: Any) -> dict[str, Future[Any]]:
+        self.calls.append("create_partitions")
+        out: dict[str, Future[Any]] = {}
+        for n in new_parts:
+            if len(self.cluster.topics[n.topic].partitions) >= n.new_total_count:
+                out[n.topic] = failed(KafkaError.INVALID_PARTITIONS)
+            else:
+                self.cluster.add_partitions(n.topic, n.new_total_count)
+                out[n.topic] = done(None)
+        return out
+
+    def list_offsets(self, request: Mapping[TopicPartition, Any], **_: Any) -> dict[TopicPartition, Future[Any]]:
+        self.calls.append("list_offsets")
+        out: dict[TopicPartition, Future[Any]] = {}
+        for tp, spec in request.items():
+            t = self.cluster.topics.get(tp.topic)
+            if t is None or tp.partition >= len(t.partitions):
+                out[tp] = failed(KafkaError.UNKNOWN_TOPIC_OR_PART)
+            else:
+                latest = spec._value == -1  # OffsetSpec.latest(); earliest is -2 (nothing is deleted here)
+                out[tp] = done(SimpleNamespace(offset=len(t.partitions[tp.partition]) if latest else 0))
+        return out
+
+    def describe_configs(self, resources: list[ConfigResource], **kwargs: Any) -> dict[ConfigResource, Future[Any]]:
+        if resources and resources[0].restype == ConfigResource.Type.BROKER:
+            return super().describe_configs(resources, **kwargs)
+        self.calls.append("describe_configs")
+        out: dict[ConfigResource, Future[Any]] = {}
+        for res in resources:
+            t = self.cluster.topics.get(res.name)
+            if t is None:
+                out[res] = failed(KafkaError.UNKNOWN_TOPIC_OR_PART)
+                continue
+            entries = {}
+            for name in sorted({*self.cluster.defaults, *t.config}):
+                own = name in t.config
+                entries[name] = SimpleNamespace(
+                    name=name,
+                    value=t.config[name] if own else self.cluster.defaults[name],
+                    is_read_only=False,
+                    is_sensitive=False,
+                    source=(ConfigSource.DYNAMIC_TOPIC_CONFIG if own else ConfigSource.DEFAULT_CONFIG).value,
+                )
+            out[res] = done(entries)
+        return out
+
+    def incremental_alter_configs(self, resources: list[ConfigResource], **_: Any) -> dict[ConfigResource, Future[Any]]:
+        self.calls.append("incremental_alter_configs")
+        for res in resources:
+            config = self.cluster.topics[res.name].config
+            for e in res.incremental_configs:
+                if e.incremental_operation == AlterConfigOpType.DELETE:
+                    config.pop(e.name, None)
+                else:
+                    config[e.name] = e.value
+        return {res: done(None) for res in resources}
+
+    # consumer groups
+
+    def list_consumer_groups(self, **_: Any) -> Future[Any]:
+        self.calls.append("list_consumer_groups")
+        return done(SimpleNamespace(valid=[SimpleNamespace(group_id=g) for g in self.cluster.groups], errors=[]))
+
+    def describe_consumer_groups(self, group_ids: Sequence[str], **_: Any) -> dict[str, Future[Any]]:
+        self.calls.append("describe_consumer_groups")
+        out: dict[str, Future[Any]] = {}
+        for g in group_ids:
+            group = self.cluster.groups.get(g)
+            state = group.state if group is not None else ConsumerGroupState.DEAD
+            members = [SimpleNamespace(member_id=f"m{i}") for i in range(group.members if group else 0)]
+            out[g] = done(SimpleNamespace(group_id=g, state=state, members=members))
+        return out
+
+    def list_consumer_group_offsets(self, requests: Sequence[Any], **_: Any) -> dict[str, Future[Any]]:
+        self.calls.append("list_consumer_group_offsets")
+        out: dict[str, Future[Any]] = {}
+        for r in requests:
+            group = self.cluster.groups.get(r.group_id, FakeGroup())
+            tps = [TopicPartition(t, p, o, metadata=m) for (t, p), (o, m) in sorted(group.offsets.items())]
+            out[r.group_id] = done(SimpleNamespace(group_id=r.group_id, topic_partitions=tps))
+        return out
+
+    def alter_consumer_group_offsets(self, requests: Sequence[Any], **_: Any) -> dict[str, Future[Any]]:
+        """Commit offsets; fails (``UNKNOWN_MEMBER_ID``, as a broker does) while the group has members."""
+        self.calls.append("alter_consumer_group_offsets")
+        out: dict[str, Future[Any]] = {}
+        for r in requests:
+            group = self.cluster.groups.setdefault(r.group_id, FakeGroup())
+            if group.members:
+                out[r.group_id] = failed(KafkaError.UNKNOWN_MEMBER_ID, "the group has active members")
+                continue
+            for tp in r.topic_partitions:
+                group.offsets[(tp.topic, tp.partition)] = (tp.offset, tp.metadata or "")
+            out[r.group_id] = done(SimpleNamespace(group_id=r.group_id, topic_partitions=list(r.topic_partitions)))
+        return out
+
+
+class FakeMessage:
+    """A consumed record, as confluent-kafka's ``Message``."""
+
+    def __init__(self, topic: str, partition: int, offset: int, record: FakeRecord) -> None:
+        self._topic, self._partition, self._offset, self._record = topic, partition, offset, record
+
+    def error(self) -> None:
+        return None
+
+    def topic(self) -> str:
+        return self._topic
+
+    def partition(self) -> int:
+        return self._partition
+
+    def offset(self) -> int:
+        return self._offset
+
+    def key(self) -> bytes | None:
+        return self._record.key
+
+    def value(self) -> bytes | None:
+        return self._record.value
+
+    def timestamp(self) -> tuple[int, int]:
+        return (1, self._record.timestamp_ms)
+
+    def headers(self) -> None:
+        return None
+
+
+class FakeProducer:
+    """A ``Producer`` appending to a :class:`FakeCluster`; every record is acknowledged at once."""
+
+    def __init__(self, cluster: FakeCluster) -> None:
+        self.cluster = cluster
+        self.produced = 0
+
+    def produce(
+        self,
+        topic: str,
+        value: bytes | None = None,
+        key: bytes | None = None,
+        partition: int = -1,
+        on_delivery: Any = None,
+        timestamp: int = 0,
+        headers: Any = None,
+    ) -> None:
+        if topic not in self.cluster.topics:
+            if on_delivery is not None:
+                on_delivery(KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART), None)
+            return
+        self.cluster.append(topic, key, value, partition=max(partition, 0), ts=timestamp)
+        self.produced += 1
+        if on_delivery is not None:
+            on_delivery(None, None)
+
+    def poll(self, timeout: float = 0) -> int:
+        return 0
+
+    def flush(self, timeout: float = -1) -> int:
+        return 0
+
+
+class FakeConsumer:
+    """An assign-only ``Consumer`` reading a :class:`FakeCluster` (no groups, no commits)."""
+
+    def __init__(self, cluster: FakeCluster) -> None:
+        self.cluster = cluster
+        self.positions: dict[tuple[str, int], int] = {}
+        self.closed = False
+
+    def assign(self, partitions: Sequence[TopicPartition]) -> None:
+        self.positions = {(tp.topic, tp.partition): max(tp.offset, 0) for tp in partitions}
+
+    def incremental_assign(self, partitions: Sequence[TopicPartition]) -> None:
+        self.positions.update({(tp.topic, tp.partition): max(tp.offset, 0) for tp in partitions})
+
+    def incremental_unassign(self, partitions: Sequence[TopicPartition]) -> None:
+        for tp in partitions:
+            self.positions.pop((tp.topic, tp.partition), None)
+
+    def consume(self, num_messages: int = 1, timeout: float = -1) -> list[FakeMessage]:
+        out: list[FakeMessage] = []
+        for (topic, partition), pos in sorted(self.positions.items()):
+            log = self.cluster.records(topic, partition)
+            take = log[pos : pos + num_messages - len(out)]
+            out.extend(FakeMessage(topic, partition, pos + i, r) for i, r in enumerate(take))
+            self.positions[(topic, partition)] = pos + len(take)
+        return out
+
+    def position(self, partitions: Sequence[TopicPartition]) -> list[TopicPartition]:
+        return [
+            TopicPartition(tp.topic, tp.partition, self.positions.get((tp.topic, tp.partition), -1001))
+            for tp in partitions
+        ]
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class FakeClients:
+    """A :class:`~mirrorspark.kafka.clients.ClientFactory` of fake clients, routed by ``bootstrap.servers``.
+
+    Parameters
+    ----------
+    clusters:
+        ``{bootstrap.servers: cluster}``.
+    acls:
+        Keyword arguments of :class:`FakeAclAdmin` per bootstrap servers (optional).
+
+    Attributes
+    ----------
+    client_ids:
+        ``client.id`` of every client created, in order.
+    admins, producers, consumers:
+        Every client created, in order.
+    """
+
+    def __init__(
+        self, clusters: Mapping[str, FakeCluster], acls: Mapping[str, Mapping[str, Any]] | None = None
+    ) -> None:
+        self.clusters = dict(clusters)
+        self.acls = dict(acls or {})
+        self.client_ids: list[str] = []
+        self.translated: list[ClientSettings] = []
+        self.admins: list[FakeAdmin] = []
+        self.producers: list[FakeProducer] = []
+        self.consumers: list[FakeConsumer] = []
+        self._translations: dict[ClientSettings, Mapping[str, Any]] = {}
+
+    def _cluster(self, settings: ClientSettings, client_id: str) -> FakeCluster:
+        self.client_ids.append(client_id)
+        return self.clusters[settings.bootstrap_servers]
+
+    def librdkafka(self, settings: ClientSettings) -> Mapping[str, Any]:
+        if settings not in self._translations:
+            self.translated.append(settings)
+            self._translations[settings] = settings.to_librdkafka()
+        return self._translations[settings]
+
+    def admin(self, settings: ClientSettings, *, client_id: str, overrides: Mapping[str, Any] | None = None) -> Any:
+        admin = FakeAdmin(self._cluster(settings, client_id), **self.acls.get(settings.bootstrap_servers, {}))
+        self.admins.append(admin)
+        return admin
+
+    def producer(self, settings: ClientSettings, *, client_id: str, overrides: Mapping[str, Any] | None = None) -> Any:
+        p = FakeProducer(self._cluster(settings, client_id))
+        self.producers.append(p)
+        return p
+
+    def consumer(self, settings: ClientSettings, *, client_id: str, overrides: Mapping[str, Any] | None = None) -> Any:
+        c = FakeConsumer(self._cluster(settings, client_id))
+        self.consumers.append(c)
+        return c
+
+
+def two_clusters(extra: str = "") -> tuple[MirrorConfig, FakeCluster, FakeCluster, FakeClients]:
+    """A config of clusters ``A`` (``a:9092``) and ``B`` (``b:9092``) with ``A->B`` enabled, plus their fakes.
+
+    Parameters
+    ----------
+    extra:
+        More ``mm2.properties`` lines (each ending with a newline).
+    """
+    config = parse_config(
+        parse_properties(
+            "clusters = A, B\nA.bootstrap.servers = a:9092\nB.bootstrap.servers = b:9092\nA->B.enabled = true\n" + extra
+        )
+    )
+    a, b = FakeCluster("A"), FakeCluster("B")
+    return config, a, b, FakeClients({"a:9092": a, "b:9092": b})
