@@ -46,6 +46,18 @@ COMPONENT = "mirrorspark"
 def flow_policy(flow: FlowConfig) -> ReplicationPolicy:
     """Load the replication policy of ``flow`` (``replication.policy.*``, ``source.cluster.alias`` = its source).
 
+    Parameters
+    ----------
+    flow:
+        The flow ``S->T``.
+
+    Returns
+    -------
+    ReplicationPolicy
+        The flow's ``replication.policy.class``, configured with its ``replication.policy.separator``,
+        ``replication.policy.internal.topic.separator.enabled`` and ``source.cluster.alias`` = S,
+        as MM2's ``MirrorConnectorConfig.replicationPolicy()`` is.
+
     Raises
     ------
     ConfigError
@@ -60,7 +72,7 @@ def flow_policy(flow: FlowConfig) -> ReplicationPolicy:
 
 
 def cluster_policy(config: MirrorConfig, cluster: str) -> ReplicationPolicy:
-    """The replication policy naming the topics of ``cluster`` (that of the flows into it).
+    """Load the replication policy naming the topics of ``cluster`` (that of the flows into it).
 
     Parameters
     ----------
@@ -144,6 +156,11 @@ class FlowContext:
         clients:
             The client factory (default: a new :class:`~mirrorspark.kafka.clients.KafkaClients`).
 
+        Returns
+        -------
+        FlowContext
+            The flow's context, with the filters of the config file's lists.
+
         Raises
         ------
         ConfigError
@@ -167,24 +184,80 @@ class FlowContext:
         return self.flow.name
 
     def cluster(self, side: Side) -> ClusterConfig:
-        """The source or target cluster's configuration."""
+        """Return the source or target cluster's configuration.
+
+        Parameters
+        ----------
+        side:
+            ``"source"`` or ``"target"`` of the flow.
+
+        Returns
+        -------
+        ClusterConfig
+            The cluster's configuration (``<alias>.*`` keys).
+        """
         return self.config.cluster(self.flow.source if side == "source" else self.flow.target)
 
     def alias(self, side: Side) -> str:
-        """The source or target cluster's alias."""
+        """Return the source or target cluster's alias.
+
+        Parameters
+        ----------
+        side:
+            ``"source"`` or ``"target"`` of the flow.
+
+        Returns
+        -------
+        str
+            The alias, e.g. ``"A"`` of the flow ``A->B`` for ``"source"``.
+        """
         return self.flow.source if side == "source" else self.flow.target
 
     def settings(self, role: Role) -> ClientSettings:
-        """The Java client settings of a role, e.g. ``settings("target_producer")``."""
+        """Return the Java client settings of a role, e.g. ``settings("target_producer")``.
+
+        Parameters
+        ----------
+        role:
+            The client role (a :class:`~mirrorspark.config.FlowConfig` field).
+
+        Returns
+        -------
+        ClientSettings
+            The role's settings, composed from the config file's keys as MM2's ``clusterProps``
+            and ``MirrorConnectorConfig`` compose them (see :mod:`mirrorspark.config.parse`).
+        """
         value: ClientSettings = getattr(self.flow, role)
         return value
 
     def client_id(self, role: str) -> str:
-        """The ``client.id`` of the flow's client ``role``: ``"<source>-><target>|mirrorspark|<role>"``."""
+        """Return the ``client.id`` of the flow's client ``role``: ``"<source>-><target>|mirrorspark|<role>"``.
+
+        Parameters
+        ----------
+        role:
+            What the client does, e.g. ``"replication-producer"``.
+
+        Returns
+        -------
+        str
+            E.g. ``"A->B|mirrorspark|replication-producer"`` (MM2's client-id rule; a user's
+            ``client.id`` is prefixed later by :func:`~mirrorspark.kafka.clients.client_conf`).
+        """
         return f"{self.flow.name}|{COMPONENT}|{role}"
 
     def librdkafka(self, role: Role) -> Mapping[str, Any]:
-        """A role's settings translated to librdkafka, once (read-only).
+        """Return a role's settings translated to librdkafka, once (read-only).
+
+        Parameters
+        ----------
+        role:
+            The client role whose settings to translate.
+
+        Returns
+        -------
+        Mapping[str, Any]
+            The librdkafka configuration, shared by every caller (do not modify); no ``client.id`` rule.
 
         Raises
         ------
@@ -201,7 +274,7 @@ class FlowContext:
         defaults: Mapping[str, Any] | None = None,
         overrides: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """The librdkafka configuration of one client of ``role`` (e.g. for a Spark task), with the client-id rule.
+        """Build the librdkafka configuration of one client of ``role`` (e.g. a Spark task's), with the client-id rule.
 
         Parameters
         ----------
@@ -211,11 +284,41 @@ class FlowContext:
             The client's role in its ``client.id`` (:meth:`client_id`).
         defaults, overrides:
             As :func:`~mirrorspark.kafka.clients.client_conf`.
+
+        Returns
+        -------
+        dict[str, Any]
+            A new dict the caller may change.
+
+        Raises
+        ------
+        ConfigError
+            As :meth:`~mirrorspark.config.ClientSettings.to_librdkafka`.
         """
         return client_conf(self.librdkafka(role), self.client_id(client_role), defaults=defaults, overrides=overrides)
 
     def admin(self, side: Side, client_role: str, *, overrides: Mapping[str, Any] | None = None) -> AdminClient:
-        """An admin client of the source or target (``<side>_admin`` settings) named ``client_role``."""
+        """Create an admin client of the source or target (``<side>_admin`` settings) named ``client_role``.
+
+        Parameters
+        ----------
+        side:
+            ``"source"`` or ``"target"`` of the flow.
+        client_role:
+            The client's role in its ``client.id`` (:meth:`client_id`), e.g. ``"checkpoint-source-admin"``.
+        overrides:
+            librdkafka settings that win over the settings (e.g. ``{"logger": ...}``).
+
+        Returns
+        -------
+        AdminClient
+            A new client from :attr:`clients`.
+
+        Raises
+        ------
+        ConfigError
+            As :meth:`~mirrorspark.config.ClientSettings.to_librdkafka`.
+        """
         return self.clients.admin(
             self.settings("source_admin" if side == "source" else "target_admin"),
             client_id=self.client_id(client_role),
@@ -223,7 +326,27 @@ class FlowContext:
         )
 
     def producer(self, side: Side, client_role: str, *, overrides: Mapping[str, Any] | None = None) -> Producer:
-        """A producer on the source or target (``<side>_producer`` settings) named ``client_role``."""
+        """Create a producer on the source or target (``<side>_producer`` settings) named ``client_role``.
+
+        Parameters
+        ----------
+        side:
+            ``"source"`` or ``"target"`` of the flow.
+        client_role:
+            The client's role in its ``client.id`` (:meth:`client_id`), e.g. ``"heartbeats-target-producer"``.
+        overrides:
+            librdkafka settings that win over the settings (e.g. ``{"enable.idempotence": True}``).
+
+        Returns
+        -------
+        Producer
+            A new client from :attr:`clients`.
+
+        Raises
+        ------
+        ConfigError
+            As :meth:`~mirrorspark.config.ClientSettings.to_librdkafka`.
+        """
         return self.clients.producer(
             self.settings("source_producer" if side == "source" else "target_producer"),
             client_id=self.client_id(client_role),
@@ -231,7 +354,28 @@ class FlowContext:
         )
 
     def consumer(self, side: Side, client_role: str, *, overrides: Mapping[str, Any] | None = None) -> Consumer:
-        """An assign-only consumer on the source or target (``<side>_consumer`` settings) named ``client_role``."""
+        """Create an assign-only consumer on the source or target (``<side>_consumer`` settings) named ``client_role``.
+
+        Parameters
+        ----------
+        side:
+            ``"source"`` or ``"target"`` of the flow.
+        client_role:
+            The client's role in its ``client.id`` (:meth:`client_id`), e.g. ``"checkpoints-target-consumer"``.
+        overrides:
+            librdkafka settings that win over the settings.
+
+        Returns
+        -------
+        Consumer
+            A new client from :attr:`clients` that never joins nor commits to its group
+            (see :func:`~mirrorspark.kafka.clients.consumer`).
+
+        Raises
+        ------
+        ConfigError
+            As :meth:`~mirrorspark.config.ClientSettings.to_librdkafka`.
+        """
         return self.clients.consumer(
             self.settings("source_consumer" if side == "source" else "target_consumer"),
             client_id=self.client_id(client_role),
@@ -265,7 +409,17 @@ class ReplicationContext:
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     def flow(self, source: str, target: str) -> FlowContext:
-        """The context of the flow ``source->target``.
+        """Return the context of the flow ``source->target``, building it at first use.
+
+        Parameters
+        ----------
+        source, target:
+            The flow's cluster aliases.
+
+        Returns
+        -------
+        FlowContext
+            The same object on every call for the same flow.
 
         Raises
         ------
@@ -283,15 +437,57 @@ class ReplicationContext:
         return ctx
 
     def of(self, flow: FlowConfig) -> FlowContext:
-        """The context of ``flow`` (one of :attr:`config`'s flows)."""
+        """Return the context of ``flow`` (one of :attr:`config`'s flows).
+
+        Parameters
+        ----------
+        flow:
+            The flow's configuration.
+
+        Returns
+        -------
+        FlowContext
+            As :meth:`flow` for its source and target.
+
+        Raises
+        ------
+        UnknownAliasError, ConfigError
+            As :meth:`flow`.
+        """
         return self.flow(flow.source, flow.target)
 
     def reverse(self, ctx: FlowContext) -> FlowContext:
-        """The context of the opposite flow ``T->S`` of ``ctx``."""
+        """Return the context of the opposite flow ``T->S`` of ``ctx``.
+
+        Parameters
+        ----------
+        ctx:
+            The context of a flow ``S->T``.
+
+        Returns
+        -------
+        FlowContext
+            The context of ``T->S`` (whether or not it is enabled).
+
+        Raises
+        ------
+        UnknownAliasError, ConfigError
+            As :meth:`flow`.
+        """
         return self.flow(ctx.flow.target, ctx.flow.source)
 
     def cluster_policy(self, cluster: str) -> ReplicationPolicy:
-        """The policy naming the topics of ``cluster`` (:func:`cluster_policy`), loaded once.
+        """Return the policy naming the topics of ``cluster`` (:func:`cluster_policy`), loaded once.
+
+        Parameters
+        ----------
+        cluster:
+            A cluster alias.
+
+        Returns
+        -------
+        ReplicationPolicy
+            The same object on every call for the same cluster.
 
         Raises
         ------

@@ -169,9 +169,37 @@ class MirrorClient:
 def translate_offsets(
     config: MirrorConfig, *, cluster: str, remote_alias: str, group: str, timeout_s: float = 30.0
 ) -> dict[TopicPartitionKey, int]:
-    """Translated offsets of ``group`` of ``remote_alias`` on ``cluster`` (MM2 ``RemoteClusterUtils.translateOffsets``).
+    """Return where ``group`` of ``remote_alias`` resumes on ``cluster`` (MM2 ``RemoteClusterUtils.translateOffsets``).
 
-    See :meth:`MirrorClient.remote_consumer_offsets`.
+    Opens a :class:`MirrorClient` on ``cluster`` for the call; see
+    :meth:`MirrorClient.remote_consumer_offsets`.
+
+    Parameters
+    ----------
+    config:
+        The configuration.
+    cluster:
+        The cluster the group moves to (the flow's target).
+    remote_alias:
+        The cluster the group consumed on (the flow's source).
+    group:
+        The consumer group on ``remote_alias``.
+    timeout_s:
+        Seconds for each cluster call and to read the checkpoints topic to its end (default 30).
+
+    Returns
+    -------
+    dict[tuple[str, int], int]
+        ``{(topic on cluster, partition): committed offset}`` (next offset to read); ``{}`` if
+        the group has no checkpoints or the checkpoints topic does not exist.
+
+    Raises
+    ------
+    UnknownAliasError
+        If ``cluster`` or ``remote_alias`` is not in ``clusters``.
+    ClusterError
+        If the end is not reached in time or the cluster fails; ``ClusterUnreachableError`` if
+        it does not answer.
     """
     with MirrorClient(config, cluster, timeout_s=timeout_s) as client:
         return client.remote_consumer_offsets(group, remote_alias)

@@ -122,6 +122,11 @@ class OffsetTranslator:
     def poll(self) -> int:
         """Read the offset syncs written since the last read (both flows); return how many.
 
+        Returns
+        -------
+        int
+            Offset-sync records read from both topics (0 before :meth:`load_syncs`).
+
         Raises
         ------
         ClusterError
@@ -136,7 +141,7 @@ class OffsetTranslator:
     def translate(
         self, group: str, topic: str, partition: int, upstream_offset: int, metadata: str = ""
     ) -> GroupOffset:
-        """Translate one committed source offset of a group into a checkpoint (or ``None`` if not possible yet).
+        """Translate one committed source offset of a group into a checkpoint (MM2 ``MirrorCheckpointTask``).
 
         Parameters
         ----------
@@ -152,7 +157,8 @@ class OffsetTranslator:
         Returns
         -------
         GroupOffset
-            The checkpoint (topic named as on T) and the re-reads it costs.
+            The checkpoint (topic named as on T; ``None`` when it cannot be translated yet)
+            and the re-reads it costs (0 when exact, ``-1`` when unknown).
 
         Raises
         ------

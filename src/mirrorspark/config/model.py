@@ -96,7 +96,7 @@ class ClientSettings(_Frozen):
         return value
 
     def get(self, key: str, default: str | None = None) -> str | None:
-        """The value of Java client property ``key``, or ``default`` if it is not set.
+        """Return the value of Java client property ``key``, or ``default`` if it is not set.
 
         Parameters
         ----------
@@ -108,11 +108,12 @@ class ClientSettings(_Frozen):
         Returns
         -------
         str or None
+            The value as written in the config file (after ``${...}`` resolution).
         """
         return self.properties.get(key, default)
 
     def with_overrides(self, overrides: Mapping[str, str]) -> ClientSettings:
-        """A copy with ``overrides`` applied on top (an override wins).
+        """Return a copy with ``overrides`` applied on top (an override wins).
 
         Parameters
         ----------
@@ -122,11 +123,12 @@ class ClientSettings(_Frozen):
         Returns
         -------
         ClientSettings
+            New settings; these are unchanged.
         """
         return ClientSettings(properties={**self.properties, **overrides})
 
     def to_librdkafka(self) -> dict[str, str]:
-        """These settings as a confluent-kafka (librdkafka) configuration.
+        """Translate these settings to a confluent-kafka (librdkafka) configuration.
 
         The one place Java client properties become librdkafka properties. Keys both
         clients share are kept (``bootstrap.servers``, ``security.protocol``,
@@ -171,7 +173,7 @@ class ClientSettings(_Frozen):
         return _to_librdkafka(self.properties)
 
     def to_spark_options(self) -> dict[str, str]:
-        """These settings as Spark Kafka source options.
+        """Translate these settings to Spark Kafka source options.
 
         The one place Java client properties become Spark options: every property is
         prefixed with ``kafka.``, except those Spark's Kafka source rejects
@@ -484,7 +486,17 @@ class MirrorConfig(_Frozen):
         return checked
 
     def cluster(self, alias: str) -> ClusterConfig:
-        """The cluster called ``alias``.
+        """Return the cluster called ``alias``.
+
+        Parameters
+        ----------
+        alias:
+            A cluster alias, e.g. ``"primary"``.
+
+        Returns
+        -------
+        ClusterConfig
+            The cluster's configuration.
 
         Raises
         ------
@@ -496,7 +508,18 @@ class MirrorConfig(_Frozen):
         return self.clusters[alias]
 
     def flow(self, source: str, target: str) -> FlowConfig:
-        """The flow ``source->target``.
+        """Return the flow ``source->target``.
+
+        Parameters
+        ----------
+        source, target:
+            The flow's cluster aliases.
+
+        Returns
+        -------
+        FlowConfig
+            The flow's configuration (every ordered pair of clusters is a flow, enabled or not,
+            as in MM2's ``MirrorMakerConfig``).
 
         Raises
         ------

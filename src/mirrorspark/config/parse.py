@@ -305,7 +305,24 @@ class _Parser:
         return base
 
     def _client(self, alias: str, side: str, role: str, flow: Mapping[str, str]) -> dict[str, str]:
-        """The client chain of one side and role of a flow (see the module docstring)."""
+        """Compose the client settings of one side and role of a flow (the chain in the module docstring).
+
+        Parameters
+        ----------
+        alias:
+            The cluster of ``side`` (the flow's source or target).
+        side:
+            ``"source"`` or ``"target"``.
+        role:
+            ``"admin"``, ``"consumer"`` or ``"producer"``.
+        flow:
+            The flow's own ``S->T.*`` properties, prefix removed.
+
+        Returns
+        -------
+        dict[str, str]
+            Java client properties, the later links of the chain winning.
+        """
         props = self._base_client(alias)
         props.update({k: v for k, v in _strip_prefix(flow, f"{side}.cluster.").items() if _is_client_key(k)})
         props.update(_role_props(self.top, role))
@@ -462,7 +479,7 @@ def _settings(props: Mapping[str, str]) -> ClientSettings:
 
 
 def _join_servers(raw: str) -> str:
-    """A ``bootstrap.servers`` list as ``"h1:9092,h2:9092"`` (items trimmed, empty items dropped)."""
+    """Normalise a ``bootstrap.servers`` list to ``"h1:9092,h2:9092"`` (items trimmed, empty items dropped)."""
     return ",".join(item for item in _split_list(raw) if item)
 
 
@@ -481,7 +498,24 @@ class _FlowReader:
         return ck, ck.default or "", f"{key} (default)"
 
     def value(self, key: str) -> Any:
-        """The typed value of ``key`` (see :func:`~mirrorspark.config.values._to_value`)."""
+        """Return the typed value of ``key`` (see :func:`~mirrorspark.config.values._to_value`).
+
+        Parameters
+        ----------
+        key:
+            A registered key (:data:`CONFIG_KEYS`), e.g. ``"offset.lag.max"``.
+
+        Returns
+        -------
+        Any
+            The flow's value, else the key's default, converted to the key's type (units as
+            the key's name says: ``.ms``, ``.seconds``).
+
+        Raises
+        ------
+        ConfigError
+            If the value does not convert; the message names the key as written and the source.
+        """
         return _to_value(*self._raw(key), self._src)
 
 

@@ -97,7 +97,7 @@ def client_conf(
     defaults: Mapping[str, Any] | None = None,
     overrides: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A librdkafka configuration of one client: the one place the ``client.id`` rule is applied.
+    """Build the librdkafka configuration of one client: the one place the ``client.id`` rule is applied.
 
     The rule (MM2's, ``<source>-><target>|<component>|<role>``): ``client_id`` says who the
     client is, e.g. ``"A->B|mirrorspark|replication-producer"``; a ``client.id`` the user set
@@ -185,25 +185,105 @@ class ClientFactory(Protocol):
     """
 
     def librdkafka(self, settings: ClientSettings) -> Mapping[str, Any]:
-        """``settings`` translated to librdkafka (read-only; translated once per distinct settings)."""
+        """Return ``settings`` translated to librdkafka (read-only; translated once per distinct settings).
+
+        Parameters
+        ----------
+        settings:
+            A role's Java client settings.
+
+        Returns
+        -------
+        Mapping[str, Any]
+            The librdkafka configuration, without the ``client.id`` rule; callers must not change it.
+
+        Raises
+        ------
+        ConfigError
+            As :meth:`~mirrorspark.config.ClientSettings.to_librdkafka`.
+        """
         ...
 
     def admin(
         self, settings: ClientSettings, *, client_id: str, overrides: Mapping[str, Any] | None = None
     ) -> AdminClient:
-        """An admin client for ``settings`` (see :func:`admin_client`)."""
+        """Create an admin client for ``settings`` (see :func:`admin_client`).
+
+        Parameters
+        ----------
+        settings:
+            The role's Java client settings (e.g. ``FlowConfig.source_admin``).
+        client_id:
+            Who the client is, e.g. ``"A->B|mirrorspark|replication-source-admin"``
+            (:func:`client_conf` applies the ``client.id`` rule).
+        overrides:
+            librdkafka settings that win over the settings (e.g. ``{"logger": ...}``).
+
+        Returns
+        -------
+        AdminClient
+            A new client, or an object offering the ``AdminClient`` methods mirrorspark calls.
+
+        Raises
+        ------
+        ConfigError
+            As :meth:`~mirrorspark.config.ClientSettings.to_librdkafka`.
+        """
         ...
 
     def producer(
         self, settings: ClientSettings, *, client_id: str, overrides: Mapping[str, Any] | None = None
     ) -> Producer:
-        """A producer for ``settings`` (see :func:`producer`)."""
+        """Create a producer for ``settings`` (see :func:`producer`).
+
+        Parameters
+        ----------
+        settings:
+            The role's Java client settings (e.g. ``FlowConfig.target_producer``).
+        client_id:
+            Who the client is, e.g. ``"A->B|mirrorspark|heartbeats-target-producer"``
+            (:func:`client_conf` applies the ``client.id`` rule).
+        overrides:
+            librdkafka settings that win over the settings (e.g. ``{"enable.idempotence": True}``).
+
+        Returns
+        -------
+        Producer
+            A new client, or an object offering the ``Producer`` methods mirrorspark calls.
+
+        Raises
+        ------
+        ConfigError
+            As :meth:`~mirrorspark.config.ClientSettings.to_librdkafka`.
+        """
         ...
 
     def consumer(
         self, settings: ClientSettings, *, client_id: str, overrides: Mapping[str, Any] | None = None
     ) -> Consumer:
-        """An assign-only consumer for ``settings`` (see :func:`consumer`)."""
+        """Create an assign-only consumer for ``settings`` (see :func:`consumer`).
+
+        Parameters
+        ----------
+        settings:
+            The role's Java client settings (e.g. ``FlowConfig.target_consumer``).
+        client_id:
+            Who the client is, e.g. ``"A->B|mirrorspark|checkpoints-target-consumer"``
+            (:func:`client_conf` applies the ``client.id`` rule).
+        overrides:
+            librdkafka settings that win over the settings.
+
+        Returns
+        -------
+        Consumer
+            A new client that never joins nor commits to its ``group.id``, or an object offering
+            the ``Consumer`` methods mirrorspark calls.
+
+        Raises
+        ------
+        ConfigError
+            As :meth:`~mirrorspark.config.ClientSettings.to_librdkafka`.
+        """
         ...
 
 
@@ -226,7 +306,17 @@ class KafkaClients:
         self._lock = threading.Lock()
 
     def librdkafka(self, settings: ClientSettings) -> Mapping[str, Any]:
-        """``settings`` translated to librdkafka, once per distinct settings (read-only mapping).
+        """Return ``settings`` translated to librdkafka, once per distinct settings (read-only mapping).
+
+        Parameters
+        ----------
+        settings:
+            A role's Java client settings (equal settings share one translation).
+
+        Returns
+        -------
+        Mapping[str, Any]
+            A read-only ``MappingProxyType``, without the ``client.id`` rule.
 
         Raises
         ------
@@ -245,25 +335,109 @@ class KafkaClients:
     def conf(
         self, settings: ClientSettings, client_id: str, overrides: Mapping[str, Any] | None = None
     ) -> dict[str, Any]:
-        """The librdkafka configuration of one client of ``settings`` (:func:`client_conf`)."""
+        """Build the librdkafka configuration of one client of ``settings`` (:func:`client_conf`).
+
+        Parameters
+        ----------
+        settings:
+            The role's Java client settings.
+        client_id:
+            Who the client is (the ``client.id`` rule of :func:`client_conf`).
+        overrides:
+            librdkafka settings that win over the settings.
+
+        Returns
+        -------
+        dict[str, Any]
+            A new dict the caller may change.
+
+        Raises
+        ------
+        ConfigError
+            As :meth:`~mirrorspark.config.ClientSettings.to_librdkafka`.
+        """
         return client_conf(self.librdkafka(settings), client_id, overrides=overrides)
 
     def admin(
         self, settings: ClientSettings, *, client_id: str, overrides: Mapping[str, Any] | None = None
     ) -> AdminClient:
-        """Create an admin client (see :func:`admin_client`)."""
+        """Create an admin client (see :func:`admin_client`).
+
+        Parameters
+        ----------
+        settings:
+            The role's Java client settings (e.g. ``FlowConfig.source_admin``).
+        client_id:
+            Who the client is, e.g. ``"A->B|mirrorspark|replication-source-admin"``
+            (:func:`client_conf` applies the ``client.id`` rule).
+        overrides:
+            librdkafka settings that win over the settings (e.g. ``{"logger": ...}``).
+
+        Returns
+        -------
+        AdminClient
+            A new confluent-kafka admin client.
+
+        Raises
+        ------
+        ConfigError
+            As :meth:`~mirrorspark.config.ClientSettings.to_librdkafka`.
+        """
         return AdminClient(self.conf(settings, client_id, overrides))
 
     def producer(
         self, settings: ClientSettings, *, client_id: str, overrides: Mapping[str, Any] | None = None
     ) -> Producer:
-        """Create a producer (see :func:`producer`)."""
+        """Create a producer (see :func:`producer`).
+
+        Parameters
+        ----------
+        settings:
+            The role's Java client settings (e.g. ``FlowConfig.target_producer``).
+        client_id:
+            Who the client is, e.g. ``"A->B|mirrorspark|heartbeats-target-producer"``
+            (:func:`client_conf` applies the ``client.id`` rule).
+        overrides:
+            librdkafka settings that win over the settings (e.g. ``{"enable.idempotence": True}``).
+
+        Returns
+        -------
+        Producer
+            A new confluent-kafka producer.
+
+        Raises
+        ------
+        ConfigError
+            As :meth:`~mirrorspark.config.ClientSettings.to_librdkafka`.
+        """
         return Producer(self.conf(settings, client_id, overrides))
 
     def consumer(
         self, settings: ClientSettings, *, client_id: str, overrides: Mapping[str, Any] | None = None
     ) -> Consumer:
-        """Create an assign-only consumer (see :func:`consumer`)."""
+        """Create an assign-only consumer (see :func:`consumer`).
+
+        Parameters
+        ----------
+        settings:
+            The role's Java client settings (e.g. ``FlowConfig.target_consumer``).
+        client_id:
+            Who the client is, e.g. ``"A->B|mirrorspark|checkpoints-target-consumer"``
+            (:func:`client_conf` applies the ``client.id`` rule).
+        overrides:
+            librdkafka settings that win over the settings.
+
+        Returns
+        -------
+        Consumer
+            A new confluent-kafka consumer; when the settings have no ``group.id``, one derived
+            from ``client_id`` is set, which is never joined nor committed to.
+
+        Raises
+        ------
+        ConfigError
+            As :meth:`~mirrorspark.config.ClientSettings.to_librdkafka`.
+        """
         return Consumer(_consumer_conf(self.conf(settings, client_id, overrides), client_id))
 
 

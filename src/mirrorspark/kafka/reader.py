@@ -112,6 +112,11 @@ class TopicReader:
         timeout_s:
             Seconds to reach the end offsets (default 30); also bounds each admin call.
 
+        Returns
+        -------
+        int
+            How many records were read (0 for a missing topic or one read to its end already).
+
         Raises
         ------
         ClusterError
@@ -122,7 +127,28 @@ class TopicReader:
         return self.read_messages(lambda m: on_record(m.key(), m.value()), timeout_s=timeout_s)
 
     def read_messages(self, on_message: Callable[[Any], None], *, timeout_s: float = 30.0) -> int:
-        """As :meth:`read`, with each confluent-kafka ``Message`` (``key()``, ``value()``, ``partition()``, ...)."""
+        """Read as :meth:`read` does, handing over each confluent-kafka ``Message`` (``key()``, ``partition()``, ...).
+
+        Parameters
+        ----------
+        on_message:
+            Called with every record's ``Message``, in offset order per partition (never an
+            error message: a ``_PARTITION_EOF`` is skipped, any other error raises).
+        timeout_s:
+            Seconds to reach the end offsets (default 30); also bounds each admin call.
+
+        Returns
+        -------
+        int
+            How many records were read (0 for a missing topic or one read to its end already).
+
+        Raises
+        ------
+        ClusterError
+            If the end is not reached within ``timeout_s``, or the consumer reports an error.
+        ClusterUnreachableError
+            If the cluster does not answer.
+        """
         todo = {p: e for p, e in self._ends(timeout_s).items() if e > self.positions.get(p, 0)}
         if not todo:
             return 0

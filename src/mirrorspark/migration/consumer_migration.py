@@ -22,9 +22,14 @@ from mirrorspark.kafka.clients import (
     group_offsets,
     list_topics,
 )
-from mirrorspark.migration.plans import _ACTIVE_GROUP_ERRORS, FailoverOffset, FailoverPlan, OffsetTranslation
+from mirrorspark.migration.plans import FailoverOffset, FailoverPlan, OffsetTranslation
 from mirrorspark.mm2.checkpoints import CheckpointStore, TopicPartitionKey, rename_topic, rereads_at, upstream_topic_of
 from mirrorspark.mm2.records import Checkpoint
+
+_ACTIVE_GROUP_ERRORS = frozenset(
+    {"UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION", "REBALANCE_IN_PROGRESS", "FENCED_MEMBER_EPOCH"}
+)
+"""Kafka errors committing offsets for a group that consumers use (the broker refuses an admin commit)."""
 
 
 class ConsumerMigration:
@@ -95,7 +100,10 @@ class ConsumerMigration:
     # ------------------------------------------------------------------ clusters
 
     def _admin(self, alias: str) -> AdminClient:
-        """The admin client of the source or target, created at first use; librdkafka logs go to Python logging."""
+        """Return the admin client of ``alias`` (the source or target), created at first use.
+
+        Its librdkafka log lines go to Python logging (:data:`~mirrorspark.kafka.clients.LIBRDKAFKA_LOGGER`).
+        """
         if alias not in self._admin_clients:
             side = self._sides[alias]
             self._admin_clients[alias] = self.context.admin(
@@ -190,7 +198,7 @@ class ConsumerMigration:
         return mine
 
     def latest_checkpoints(self, groups: Sequence[str] | None = None) -> dict[str, dict[TopicPartitionKey, Checkpoint]]:
-        """The current checkpoint per (group, downstream topic, partition) — RemoteClusterUtils.translateOffsets.
+        """Read the current checkpoint per (group, downstream topic, partition) (MM2 ``translateOffsets``).
 
         Parameters
         ----------

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 
 def reset_plan_csv(offsets: Mapping[str, Mapping[TopicPartitionKey, int]], *, with_group: bool) -> str:
-    """Offsets as a reset plan for ``kafka-consumer-groups --reset-offsets --from-file`` (ConsumerGroupCommand).
+    r"""Write offsets as a reset plan for ``kafka-consumer-groups --reset-offsets --from-file`` (ConsumerGroupCommand).
 
     Parameters
     ----------
@@ -29,7 +29,7 @@ def reset_plan_csv(offsets: Mapping[str, Mapping[TopicPartitionKey, int]], *, wi
     Returns
     -------
     str
-        No header, ``\\n`` line ends, fields quoted only when needed (a group id
+        No header, ``\n`` line ends, fields quoted only when needed (a group id
         with a comma or quote), sorted by group, topic and partition; ``""`` when
         there is nothing to reset.
 
@@ -149,12 +149,6 @@ class FailoverPlan:
     def unknown_rereads(self) -> int:
         """Partitions whose re-read count is unknown."""
         return sum(1 for o in self.offsets if o.rereads is None)
-
-
-_ACTIVE_GROUP_ERRORS = frozenset(
-    {"UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION", "REBALANCE_IN_PROGRESS", "FENCED_MEMBER_EPOCH"}
-)
-"""Kafka errors committing offsets for a group that consumers use (the broker refuses an admin commit)."""
 
 
 __all__ = ["FailoverOffset", "FailoverPlan", "OffsetTranslation", "reset_plan_csv"]

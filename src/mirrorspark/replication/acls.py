@@ -187,9 +187,20 @@ class TopicAclSync:
 
     @classmethod
     def for_flow(cls, flow: Flow, *, timeout_s: float | None = None) -> TopicAclSync:
-        """The ACL sync of a :class:`~mirrorspark.replication.flow.Flow`, with the flow's admin clients and rules.
+        """Build the ACL sync of a :class:`~mirrorspark.replication.flow.Flow`, with the flow's admin clients and rules.
 
-        ``timeout_s`` bounds each admin call; ``None`` = the flow's ``admin.timeout.ms``.
+        Parameters
+        ----------
+        flow:
+            The flow ``S->T``: its admin clients (taken at every :meth:`sync`), topic filter
+            and replication policy.
+        timeout_s:
+            Seconds each admin call may take; ``None`` (the default) = the flow's ``admin.timeout.ms``.
+
+        Returns
+        -------
+        TopicAclSync
+            A new job object; it creates nothing until :meth:`sync`.
         """
         source = flow.config.source
         return cls(
@@ -283,7 +294,7 @@ class TopicAclSync:
             raise self._error(f"describing ACLs on cluster '{alias}'", alias, err, e) from e
 
     def _explain_empty_source(self, admin: AdminClient) -> None:
-        """The source listed no topic ACLs: it has none, or no authorizer (told once), or we may not look.
+        """Explain why the source listed no topic ACLs: it has none, or no authorizer (told once), or we may not look.
 
         Raises
         ------
@@ -370,7 +381,7 @@ def sync_topic_acls(flow: Flow) -> int:
 
 
 def _reason(err: KafkaError | str) -> str:
-    """A Kafka error for a message: its name, and its text when that is short (some brokers send a page)."""
+    """Describe a Kafka error for a message: its name, and its text when that is short (some brokers send a page)."""
     if not isinstance(err, KafkaError):
         return err
     text = err.str()

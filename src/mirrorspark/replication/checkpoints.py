@@ -114,7 +114,7 @@ class CheckpointEmitter:
 
     @property
     def syncs(self) -> OffsetSyncReader | None:
-        """This flow's offset syncs (``None`` until read), held by :attr:`translator`."""
+        """Offset syncs of this flow (``None`` until read), held by :attr:`translator`."""
         return self.translator.syncs
 
     @syncs.setter
@@ -264,7 +264,18 @@ class CheckpointEmitter:
             reader.close()
 
     def read_checkpoints(self, *, timeout_s: float = 60.0) -> list[Checkpoint]:
-        """Every decodable checkpoint of ``<S>.checkpoints.internal`` on T, in topic order (store untouched).
+        """Read every decodable checkpoint of ``<S>.checkpoints.internal`` on T, in topic order (store untouched).
+
+        Parameters
+        ----------
+        timeout_s:
+            Seconds to reach the topic's end offset (default 60).
+
+        Returns
+        -------
+        list[Checkpoint]
+            In topic order, the last one per (group, topic, partition) being the current one;
+            ``[]`` for a missing topic.
 
         Raises
         ------
@@ -323,6 +334,17 @@ class CheckpointEmitter:
 
         The group and topic filters are rebuilt first from the config file's lists
         and the changes in the control topic (``mirrorspark control``).
+
+        Returns
+        -------
+        list[str]
+            The accepted group ids, sorted (also kept in :attr:`state` for :meth:`emit`).
+
+        Raises
+        ------
+        ClusterError
+            If the source's groups cannot be listed within ``admin.timeout.ms`` (a control topic
+            that cannot be read only logs a warning and leaves the lists as they were).
         """
         self._live_filters.poll()
         self.group_filter = self._live_filters.group_filter(self.group_filter)
@@ -338,7 +360,26 @@ class CheckpointEmitter:
         return groups
 
     def committed(self, group: str, cluster: str = "source") -> dict[TopicPartitionKey, tuple[int, str]]:
-        """``{(topic, partition): (committed offset, metadata)}`` of a group on the source or target."""
+        """Read the committed offsets of a group on the source or target (MM2 ``listConsumerGroupOffsets``).
+
+        Parameters
+        ----------
+        group:
+            The consumer group id.
+        cluster:
+            ``"source"`` (the default) or ``"target"`` of the flow.
+
+        Returns
+        -------
+        dict[tuple[str, int], tuple[int, str]]
+            ``{(topic, partition): (committed offset, metadata)}`` (committed offset = next offset
+            to read); partitions with an error or without a committed offset are left out.
+
+        Raises
+        ------
+        ClusterError
+            If the offsets cannot be listed within ``admin.timeout.ms``.
+        """
         admin = self._src_admin if cluster == "source" else self._tgt_admin
         alias = self.flow.source if cluster == "source" else self.flow.target
         futs = admin.list_consumer_group_offsets(
@@ -365,9 +406,28 @@ class CheckpointEmitter:
         metadata: str = "",
         now_ms: int | None = None,
     ) -> GroupOffset:
-        """Translate one committed source offset into a checkpoint (or ``None`` if not possible yet).
+        """Translate one committed source offset into a checkpoint (MM2 ``MirrorCheckpointTask.checkpoint``).
 
-        See :meth:`OffsetTranslator.translate` (``now_ms`` is unused).
+        See :meth:`OffsetTranslator.translate`.
+
+        Parameters
+        ----------
+        group:
+            The consumer group on S.
+        topic, partition:
+            The topic-partition it committed (its name on S).
+        upstream_offset:
+            The committed offset on S (next offset to read).
+        metadata:
+            The commit's metadata, copied into the checkpoint.
+        now_ms:
+            Unused (kept for callers that pass the cycle's epoch ms).
+
+        Returns
+        -------
+        GroupOffset
+            The checkpoint (topic named as on T; ``None`` when it cannot be translated yet) and
+            the re-reads it costs (0 when exact, ``-1`` when unknown).
 
         Raises
         ------
@@ -377,7 +437,23 @@ class CheckpointEmitter:
         return self.translator.translate(group, topic, partition, upstream_offset, metadata)
 
     def group_offsets(self, group: str) -> list[GroupOffset]:
-        """Translate every committed offset of one source group (topics the topic filter accepts)."""
+        """Translate every committed offset of one source group (topics the topic filter accepts).
+
+        Parameters
+        ----------
+        group:
+            The consumer group on S.
+
+        Returns
+        -------
+        list[GroupOffset]
+            One per committed partition of an accepted topic, sorted by (topic, partition).
+
+        Raises
+        ------
+        ClusterError
+            If the group's offsets cannot be listed, or the offset syncs are not read yet.
+        """
         now = self._clock_ms()
         out = []
         for (topic, partition), (offset, metadata) in sorted(self.committed(group).items()):
@@ -395,6 +471,19 @@ class CheckpointEmitter:
         never ran (MM2 lists groups once at start; refreshing them is a job of its own, scheduled by
         the driver only with ``refresh.groups.enabled``). Writes nothing (returns ``[]``) while the
         offset syncs are still being read in the background (:meth:`start`).
+
+        Returns
+        -------
+        list[Checkpoint]
+            The checkpoints written this cycle (MM2 writes only those more recent than the last
+            one per group-partition, ``CheckpointStore``).
+
+        Raises
+        ------
+        ClusterError
+            If used before :meth:`start`, the groups cannot be listed, or the target does not
+            acknowledge the checkpoints within 30 s (a group whose offsets cannot be read is
+            skipped with a warning instead).
         """
         if self._producer is not None and not self._ready():
             return []
@@ -482,7 +571,19 @@ class CheckpointEmitter:
         return written
 
     def snapshot(self) -> dict[tuple[str, str, int], int]:
-        """``{(group, topic, partition): committed offset}`` of every accepted group now (for ``--until-caught-up``)."""
+        """Read the committed offsets of every accepted group now (for ``--until-caught-up``).
+
+        Returns
+        -------
+        dict[tuple[str, str, int], int]
+            ``{(group, topic, partition): committed offset}`` on S (next offset to read), for
+            topics the topic filter accepts.
+
+        Raises
+        ------
+        ClusterError
+            As :meth:`refresh_groups` and :meth:`committed`.
+        """
         out: dict[tuple[str, str, int], int] = {}
         for group in self.refresh_groups():
             for (topic, partition), (offset, _) in self.committed(group).items():
@@ -491,9 +592,23 @@ class CheckpointEmitter:
         return out
 
     def covered(self, snapshot: Mapping[tuple[str, str, int], int]) -> bool:
-        """Whether a checkpoint at or past each snapshot offset exists (or it cannot be translated).
+        """Tell whether a checkpoint at or past each snapshot offset exists (or it cannot be translated).
 
-        ``False`` while the offset syncs are still being read (:meth:`start`).
+        Parameters
+        ----------
+        snapshot:
+            ``{(group, topic, partition): committed offset}`` on S, from :meth:`snapshot`.
+
+        Returns
+        -------
+        bool
+            ``True`` when every offset is checkpointed (or cannot be translated, so there is
+            nothing to wait for); ``False`` while the offset syncs are still being read (:meth:`start`).
+
+        Raises
+        ------
+        ClusterError
+            If a failed background read of the offset syncs fails again.
         """
         if not self._ready():
             return False
@@ -525,7 +640,19 @@ class CheckpointEmitter:
 
 
 def offsets_of(groups: Iterable[GroupOffset]) -> dict[TopicPartitionKey, int]:
-    """``{(renamed topic, partition): downstream offset}`` of the translatable group offsets."""
+    """Collect the downstream offsets of the translatable group offsets.
+
+    Parameters
+    ----------
+    groups:
+        Translated group offsets (:meth:`CheckpointEmitter.group_offsets`).
+
+    Returns
+    -------
+    dict[tuple[str, int], int]
+        ``{(renamed topic, partition): downstream offset}`` (next offset to read on T); offsets
+        that cannot be translated are left out.
+    """
     return {
         (g.checkpoint.topic, g.checkpoint.partition): g.checkpoint.downstream_offset
         for g in groups

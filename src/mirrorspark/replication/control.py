@@ -179,7 +179,19 @@ class LiveFilters:
             log.warning("%s: reading control topic '%s' failed (%s); lists unchanged", self.flow.name, self.topic, e)
 
     def topic_filter(self, current: DefaultTopicFilter) -> DefaultTopicFilter:
-        """The topic filter of the lists in effect (``current`` if they do not compile or did not change)."""
+        """Return the topic filter of the lists in effect (``current`` if they do not compile or did not change).
+
+        Parameters
+        ----------
+        current:
+            The filter in use now (kept when the lists in effect do not compile).
+
+        Returns
+        -------
+        DefaultTopicFilter
+            The config file's ``topics``/``topics.exclude`` with the control topic's changes on top
+            (SRM's ``srm-control topics``); the same object again while no control record arrived.
+        """
         n = self._tail.state.records
         if self._topic_filter is not None and self._topic_filter[0] == n:
             return self._topic_filter[1]
@@ -194,7 +206,19 @@ class LiveFilters:
         return new
 
     def group_filter(self, current: DefaultGroupFilter) -> DefaultGroupFilter:
-        """The group filter of the lists in effect (``current`` if they do not compile or did not change)."""
+        """Return the group filter of the lists in effect (``current`` if they do not compile or did not change).
+
+        Parameters
+        ----------
+        current:
+            The filter in use now (kept when the lists in effect do not compile).
+
+        Returns
+        -------
+        DefaultGroupFilter
+            The config file's ``groups``/``groups.exclude`` with the control topic's changes on top
+            (SRM's ``srm-control groups``); the same object again while no control record arrived.
+        """
         n = self._tail.state.records
         if self._group_filter is not None and self._group_filter[0] == n:
             return self._group_filter[1]
@@ -278,7 +302,7 @@ class ControlStore:
         self.close()
 
     def _admin(self, alias: str) -> AdminClient:
-        """The source or target admin client, checked reachable at first use."""
+        """Return the source or target admin client, checked reachable at first use."""
         if alias not in self._admins:
             side: Side = "source" if alias == self.source else "target"
             admin = self.context.admin(
@@ -289,7 +313,7 @@ class ControlStore:
         return self._admins[alias]
 
     def read(self) -> ControlState:
-        """The control changes of the flow, read to the topic's current end.
+        """Read the control changes of the flow to the topic's current end.
 
         Raises
         ------
@@ -404,7 +428,23 @@ class ControlStore:
             )
 
     def lists(self, kind: Kind) -> EffectiveLists:
-        """The lists of ``kind`` in effect now, with the origin of every entry (reads the topic)."""
+        """Return the lists of ``kind`` in effect now, with the origin of every entry (reads the topic).
+
+        Parameters
+        ----------
+        kind:
+            ``"topics"`` or ``"groups"``.
+
+        Returns
+        -------
+        EffectiveLists
+            The allow and deny lists: the config file's, with the control topic's changes on top.
+
+        Raises
+        ------
+        ClusterUnreachableError, ClusterError
+            As :meth:`read`.
+        """
         return _lists_of(self.flow, self.read(), kind)
 
     def effective(self, kind: Kind) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -438,7 +478,18 @@ class ControlStore:
         )
 
     def remote_topic(self, topic: str) -> str:
-        """The name of ``topic``'s remote topic on the target."""
+        """Return the name of ``topic``'s remote topic on the target (the policy's ``formatRemoteTopic``).
+
+        Parameters
+        ----------
+        topic:
+            A source topic name.
+
+        Returns
+        -------
+        str
+            E.g. ``"A.orders"`` for ``"orders"`` under MM2's ``DefaultReplicationPolicy``.
+        """
         return self.policy.format_remote_topic(self.source, topic)
 
     def matching_groups(self) -> list[str]:

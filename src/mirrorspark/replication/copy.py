@@ -96,7 +96,16 @@ class _PartitionCopy:
         return self.upstream[-1] if self.upstream else self.range.start - 1
 
     def delivered(self, err: Any, msg: Any) -> None:
-        """Producer delivery callback of this partition's records (in production order)."""
+        """Record one delivery report of this partition's records (the producer's callback, in production order).
+
+        Parameters
+        ----------
+        err:
+            The ``KafkaError`` of a failed delivery, or ``None``.
+        msg:
+            The delivered ``Message`` (its ``offset()`` is the downstream offset, its
+            ``timestamp()`` the record's, in epoch ms, for replication latency).
+        """
         if err is None:
             d = self.downstream
             d.append(msg.offset())
@@ -266,7 +275,7 @@ def _delivery_error(err: Any, r: PartitionRange, upstream: int) -> MirrorsparkEr
 
 
 def _consumer_error(task: CopyTask, m: Any, err: Any) -> DataPathError:
-    """The error of a failed read: a partition's, or the consumer's own (``m.topic()`` is ``None``)."""
+    """Build the error of a failed read: a partition's, or the consumer's own (``m.topic()`` is ``None``)."""
     from confluent_kafka import KafkaError
 
     if m.topic() is not None:

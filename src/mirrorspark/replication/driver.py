@@ -360,8 +360,10 @@ class Replicator:
         return all(f.caught_up(self._targets.get(f.name, {})) for f in self.flows)
 
     def _checkpoints_done(self) -> bool:
-        """After catching up: emit checkpoints (and sync group offsets) until every group offset
-        committed before the run started is covered."""
+        """Emit checkpoints (and sync group offsets) after catching up; tell whether all are covered.
+
+        Returns ``True`` once every group offset committed before the run started is covered.
+        """
         done = True
         for cp, targets in zip(self.checkpoints, self._checkpoint_targets, strict=True):
             if not targets:
@@ -388,7 +390,14 @@ class Replicator:
             self.on_progress(stats if stats is not None else self.stats())
 
     def stats(self) -> list[FlowStats]:
-        """Current progress of every flow."""
+        """Return the current progress of every flow.
+
+        Returns
+        -------
+        list[FlowStats]
+            One per flow, in the driver's order: the driver's state, the flow's records, value
+            bytes, lag (records) and batches, and per topic the same with replication latency (ms).
+        """
         out = []
         for f in self.flows:
             topics = []

@@ -108,8 +108,7 @@ FULL_REFRESH_COST_FACTOR = 20
 
 
 class IdleWatch:
-    """Long-polls the source partitions a flow has caught up with, so that planning a batch
-    lists end offsets of busy partitions only.
+    """Long-polls the source partitions a flow has caught up with: a batch's plan lists end offsets of busy ones only.
 
     A caught-up ("cold") partition is assigned to one driver-side consumer at the flow's
     position; a fetch returning any record there means new data: the partition turns "hot"
@@ -323,7 +322,7 @@ class Flow:
         )
 
     def refresh(self) -> None:
-        """The scheduled topic-refresh job (see :meth:`refresh_topics`)."""
+        """Run the scheduled topic-refresh job (see :meth:`refresh_topics`)."""
         self.refresh_topics()
 
     def refresh_topics(self) -> list[PartitionKey]:
@@ -454,7 +453,7 @@ class Flow:
         return changes
 
     def sync_configs(self) -> None:
-        """The scheduled config-sync job (see :meth:`sync_topic_configs`)."""
+        """Run the scheduled config-sync job (see :meth:`sync_topic_configs`)."""
         self.sync_topic_configs()
 
     def _init_positions(self, keys: Sequence[PartitionKey]) -> None:
@@ -474,9 +473,21 @@ class Flow:
     # ------------------------------------------------------------------ batches
 
     def refresh_end_offsets(self, *, full: bool = True) -> None:
-        """Fetch source end offsets (one admin call): of every replicated partition, or with
-        ``full=False`` of the busy ones only (see :class:`IdleWatch`), unless a full listing
-        is due. Partitions found caught up are handed to the idle watch.
+        """Fetch source end offsets (one admin call) of every replicated partition, or of the busy ones only.
+
+        With ``full=False`` only the busy partitions' end offsets are listed (see
+        :class:`IdleWatch`), unless a full listing is due. Partitions found caught up are
+        handed to the idle watch.
+
+        Parameters
+        ----------
+        full:
+            List every replicated partition (the default), not only the busy ones.
+
+        Raises
+        ------
+        ClusterError
+            If the source's end offsets cannot be listed.
         """
         now = time.monotonic()
         if self._watch is not None:
@@ -553,7 +564,7 @@ class Flow:
         return tasks
 
     def task_confs(self) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]]:
-        """The Spark tasks' client configurations, built at the first batch and shared by every batch.
+        """Return the Spark tasks' client configurations, built at the first batch and shared by every batch.
 
         Returns
         -------
@@ -649,11 +660,35 @@ class Flow:
     # ------------------------------------------------------------------ views
 
     def caught_up(self, targets: Mapping[PartitionKey, int]) -> bool:
-        """Whether every partition in ``targets`` has reached its target position."""
+        """Tell whether every partition in ``targets`` has reached its target position.
+
+        Parameters
+        ----------
+        targets:
+            ``{(topic, partition): offset}``, e.g. from :meth:`end_snapshot`; partitions the flow
+            no longer replicates are ignored.
+
+        Returns
+        -------
+        bool
+            ``True`` when every position (next offset to read) is at or past its target.
+        """
         return all(self.partitions[k].position >= e for k, e in targets.items() if k in self.partitions)
 
     def end_snapshot(self) -> dict[PartitionKey, int]:
-        """The current source end offsets of every replicated partition (for ``--until-caught-up``)."""
+        """List the current source end offsets of every replicated partition (for ``--until-caught-up``).
+
+        Returns
+        -------
+        dict[tuple[str, int], int]
+            ``{(topic, partition): end offset}`` (the high watermark, or the last stable offset
+            with ``isolation.level=read_committed``).
+
+        Raises
+        ------
+        ClusterError
+            If the source's end offsets cannot be listed.
+        """
         self.refresh_end_offsets()
         return {k: self.partitions[k].end_offset for k in self.order}
 

@@ -108,7 +108,7 @@ def read_progress(
     timeout_s: float = 30.0,
     clients: ClientFactory | None = None,
 ) -> dict[str, TopicProgress]:
-    """The last published totals per topic of ``flow`` (empty when none were published).
+    """Read the last published totals per topic of ``flow`` (empty when none were published).
 
     Parameters
     ----------
@@ -194,7 +194,14 @@ class ProgressPublisher:
         self._producer = ctx.producer("target", "progress-producer", overrides={"linger.ms": 0})
 
     def totals(self) -> Mapping[str, TopicProgress]:
-        """Current cumulative totals per replicated topic."""
+        """Return the current cumulative totals per replicated topic.
+
+        Returns
+        -------
+        Mapping[str, TopicProgress]
+            ``{source topic: totals}``: what earlier runs published plus what this process
+            copied, stamped now (epoch ms).
+        """
         now = int(time.time() * 1000)
         out: dict[str, TopicProgress] = {}
         for topic, n in self.flow.topic_partitions.items():

@@ -121,8 +121,18 @@ class Scheduler:
             return max(0.0, min(j.next_run for j in self._jobs) - self._clock())
 
     def start(self, *, name: str = "mirrorspark-scheduler", tick_s: float = 0.1) -> None:
-        """Run jobs on a daemon thread until :meth:`stop`."""
+        """Run jobs on a daemon thread until :meth:`stop`.
 
+        Does nothing if the thread runs already.
+
+        Parameters
+        ----------
+        name:
+            The thread's name.
+        tick_s:
+            Seconds between checks for due jobs when none is scheduled (default 0.1); the thread
+            never sleeps longer than ten ticks, nor less than 10 ms.
+        """
         if self._thread is not None:
             return
         self._stop.clear()
