@@ -138,9 +138,8 @@ class ConfigKey:
     negative_disables: str | None = None
 
 
-_DEFAULT_POLICY_CLASS: Final = DEFAULT_POLICY_CLASS
 _RF_DOC: Final = "; -1 = the broker's default.replication.factor"
-_SOURCE_PLACEHOLDER: Final = "<source>"
+SOURCE_PLACEHOLDER: Final = "<source>"
 """Stands for the flow's source alias in a default (``offset.storage.topic``)."""
 
 
@@ -277,7 +276,7 @@ CONFIG_KEYS: Final[tuple[ConfigKey, ...]] = (
     ConfigKey(
         "replication.policy.class",
         "class",
-        _DEFAULT_POLICY_CLASS,
+        DEFAULT_POLICY_CLASS,
         "ReplicationPolicy naming remote topics (DefaultReplicationPolicy or IdentityReplicationPolicy).",
         field="class_name",
         holder="policy",
@@ -571,7 +570,7 @@ CONFIG_KEYS: Final[tuple[ConfigKey, ...]] = (
     ConfigKey(
         "offset.storage.topic",
         "string",
-        connect_offsets_topic(_SOURCE_PLACEHOLDER),
+        connect_offsets_topic(SOURCE_PLACEHOLDER),
         "Topic on the target holding Connect source offsets of flow S->T (always '.'-separated).",
         scope="worker",
         field="offset_storage_topic",
@@ -671,14 +670,14 @@ CONFIG_KEYS: Final[tuple[ConfigKey, ...]] = (
 )
 """Every key mirrorspark knows, in MM2's order: driver, client, connector, worker, mirrorspark keys."""
 
-_KEYS: Final[Mapping[str, ConfigKey]] = MappingProxyType({k.name: k for k in CONFIG_KEYS})
-if len(_KEYS) != len(CONFIG_KEYS):  # pragma: no cover - guards the registry itself
+KEYS: Final[Mapping[str, ConfigKey]] = MappingProxyType({k.name: k for k in CONFIG_KEYS})
+if len(KEYS) != len(CONFIG_KEYS):  # pragma: no cover - guards the registry itself
     raise AssertionError("duplicate name in CONFIG_KEYS")
 
-_ROLES: Final = ("consumer", "producer", "admin")
-_SIDES: Final = ("source", "target")
+ROLES: Final = ("consumer", "producer", "admin")
+SIDES: Final = ("source", "target")
 # Top-level prefixes MM2 passes through (worker config, connector config, REST server).
-_WORKER_PREFIXES: Final = (
+WORKER_PREFIXES: Final = (
     "offset.storage",
     "config.storage",
     "status.storage",
@@ -689,7 +688,7 @@ _WORKER_PREFIXES: Final = (
     "worker",
     "replication.policy",
 )
-_CONNECTOR_PREFIXES: Final = (
+CONNECTOR_PREFIXES: Final = (
     "replication.policy",
     "config.providers",
     "errors.",
@@ -702,19 +701,19 @@ _CONNECTOR_PREFIXES: Final = (
     "config.action.reload",
 )
 # Connect worker keys MM2's driver reads at top level that mean nothing to mirrorspark (no plugins).
-_CONNECT_PREFIXES: Final = ("plugin.",)
-_ROLE_PREFIXES: Final = tuple(f"{role}." for role in _ROLES)
-_SIDE_ROLE_PREFIXES: Final = tuple(f"{side}.{role}." for side in _SIDES for role in _ROLES)
-_SIDE_CLUSTER_PREFIXES: Final = tuple(f"{side}.cluster." for side in _SIDES)
-_FLOW_CLIENT_PREFIXES: Final = _ROLE_PREFIXES + _SIDE_ROLE_PREFIXES + _SIDE_CLUSTER_PREFIXES
-_REST_PREFIXES: Final = (
+CONNECT_PREFIXES: Final = ("plugin.",)
+ROLE_PREFIXES: Final = tuple(f"{role}." for role in ROLES)
+SIDE_ROLE_PREFIXES: Final = tuple(f"{side}.{role}." for side in SIDES for role in ROLES)
+SIDE_CLUSTER_PREFIXES: Final = tuple(f"{side}.cluster." for side in SIDES)
+FLOW_CLIENT_PREFIXES: Final = ROLE_PREFIXES + SIDE_ROLE_PREFIXES + SIDE_CLUSTER_PREFIXES
+REST_PREFIXES: Final = (
     "rest.",
     "listeners.",
     "access.control.",
     "admin.listeners.",
     "response.http.headers.",
 )
-_MIRRORSPARK_PREFIX: Final = "mirrorspark."
+MIRRORSPARK_PREFIX: Final = "mirrorspark."
 
 _SECRET_MARKERS: Final = (
     "password",
@@ -733,12 +732,12 @@ def _is_secret(key: str) -> bool:
     return any(marker in low for marker in _SECRET_MARKERS)
 
 
-def _show(key: str, value: str) -> str:
+def show(key: str, value: str) -> str:
     """``repr`` of ``value`` for messages, or the mask when ``key`` holds a secret."""
     return _MASK if _is_secret(key) else repr(value)
 
 
-def _is_client_key(key: str) -> bool:
+def is_client_key(key: str) -> bool:
     """Whether ``key`` is a client connection key (MM2's ``MirrorClientConfig.CLIENT_CONFIG_DEF``)."""
     return key in ("bootstrap.servers", "security.protocol") or key.startswith(("ssl.", "sasl."))
 

@@ -6,14 +6,14 @@ import re
 from collections.abc import Mapping
 from typing import Final
 
-from mirrorspark.config.values import _split_list
+from mirrorspark.config.values import split_list
 from mirrorspark.errors import ConfigError
 
 # --------------------------------------------------------------------------------------
 # Java client properties -> librdkafka / Spark
 # --------------------------------------------------------------------------------------
 
-_SPARK_REJECTED: Final = frozenset(
+SPARK_REJECTED: Final = frozenset(
     {
         "auto.offset.reset",
         "key.deserializer",
@@ -110,7 +110,7 @@ _ASSIGNORS: Final = {
 _LIBRDKAFKA_RECEIVE_MAX_DEFAULT: Final = 100_000_000
 
 
-def _to_librdkafka(props: Mapping[str, str]) -> dict[str, str]:
+def to_librdkafka(props: Mapping[str, str]) -> dict[str, str]:
     """Translate Java client properties to librdkafka ones (implements :meth:`ClientSettings.to_librdkafka`)."""
     out: dict[str, str] = {}
     renamed: dict[str, str] = {}
@@ -146,7 +146,7 @@ def _to_librdkafka(props: Mapping[str, str]) -> dict[str, str]:
     ):
         out["client.dns.lookup"] = props["client.dns.lookup"].strip()
     if "partition.assignment.strategy" in props:
-        names = [n.rsplit(".", 1)[-1] for n in _split_list(props["partition.assignment.strategy"])]
+        names = [n.rsplit(".", 1)[-1] for n in split_list(props["partition.assignment.strategy"])]
         if "." not in props["partition.assignment.strategy"]:  # already librdkafka names
             out["partition.assignment.strategy"] = props["partition.assignment.strategy"]
         elif len(names) == 1 and names[0] in _ASSIGNORS:

@@ -7,9 +7,10 @@ from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, ClassVar
 
-from mirrorspark.config.keys import _DEFAULT_POLICY_CLASS, _show
-from mirrorspark.config.librdkafka import _SPARK_REJECTED, _to_librdkafka
+from mirrorspark.config.keys import show
+from mirrorspark.config.librdkafka import SPARK_REJECTED, to_librdkafka
 from mirrorspark.errors import ConfigError, UnknownAliasError
+from mirrorspark.mm2.policy import DEFAULT_POLICY_CLASS
 
 # --------------------------------------------------------------------------------------
 # Frozen objects
@@ -43,7 +44,7 @@ class _Frozen:
         for f in fields(self):  # type: ignore[arg-type]
             value = getattr(self, f.name)
             if isinstance(value, MappingProxyType):
-                items = (f"{k!r}: {_show(k, v) if isinstance(v, str) else repr(v)}" for k, v in value.items())
+                items = (f"{k!r}: {show(k, v) if isinstance(v, str) else repr(v)}" for k, v in value.items())
                 parts.append(f"{f.name}={{{', '.join(items)}}}")
             else:
                 parts.append(f"{f.name}={value!r}")
@@ -170,7 +171,7 @@ class ClientSettings(_Frozen):
             in a format librdkafka reads (JKS, PKCS#12 truststore); the message says what to
             set instead and never contains a secret.
         """
-        return _to_librdkafka(self.properties)
+        return to_librdkafka(self.properties)
 
     def to_spark_options(self) -> dict[str, str]:
         """Translate these settings to Spark Kafka source options.
@@ -185,7 +186,7 @@ class ClientSettings(_Frozen):
         dict[str, str]
             e.g. ``{"kafka.bootstrap.servers": "b1:9092", "kafka.isolation.level": "read_committed"}``.
         """
-        return {f"kafka.{k}": v for k, v in self.properties.items() if k not in _SPARK_REJECTED}
+        return {f"kafka.{k}": v for k, v in self.properties.items() if k not in SPARK_REJECTED}
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)
@@ -237,7 +238,7 @@ class PolicyConfig:
     (``DefaultReplicationPolicy``, ``IdentityReplicationPolicy``).
     """
 
-    class_name: str = _DEFAULT_POLICY_CLASS
+    class_name: str = DEFAULT_POLICY_CLASS
     separator: str = "."
     internal_topic_separator_enabled: bool = True
 

@@ -39,22 +39,22 @@ from pathlib import Path
 from typing import Any, Final
 
 from mirrorspark.config.keys import (
-    _CONNECT_PREFIXES,
-    _CONNECTOR_PREFIXES,
-    _FLOW_CLIENT_PREFIXES,
-    _KEYS,
-    _MIRRORSPARK_PREFIX,
-    _REST_PREFIXES,
-    _ROLE_PREFIXES,
-    _ROLES,
-    _SIDE_CLUSTER_PREFIXES,
-    _SIDE_ROLE_PREFIXES,
-    _SIDES,
-    _SOURCE_PLACEHOLDER,
-    _WORKER_PREFIXES,
     CONFIG_KEYS,
+    CONNECT_PREFIXES,
+    CONNECTOR_PREFIXES,
+    FLOW_CLIENT_PREFIXES,
+    KEYS,
+    MIRRORSPARK_PREFIX,
+    REST_PREFIXES,
+    ROLE_PREFIXES,
+    ROLES,
+    SIDE_CLUSTER_PREFIXES,
+    SIDE_ROLE_PREFIXES,
+    SIDES,
+    SOURCE_PLACEHOLDER,
+    WORKER_PREFIXES,
     ConfigKey,
-    _is_client_key,
+    is_client_key,
 )
 from mirrorspark.config.model import (
     ClientSettings,
@@ -65,8 +65,8 @@ from mirrorspark.config.model import (
     PolicyConfig,
 )
 from mirrorspark.config.properties import parse_properties
-from mirrorspark.config.resolve import _Resolver
-from mirrorspark.config.values import _split_list, _to_value, _validate
+from mirrorspark.config.resolve import Resolver
+from mirrorspark.config.values import split_list, to_value, validate
 from mirrorspark.errors import ConfigError, UnknownAliasError
 
 _log = logging.getLogger(__name__)
@@ -107,7 +107,7 @@ def _role_props(props: Mapping[str, str], role: str) -> dict[str, str]:
     return {
         k: v
         for k, v in _strip_prefix(props, f"{role}.").items()
-        if f"{role}.{k}" not in _KEYS and not k.startswith("override.")
+        if f"{role}.{k}" not in KEYS and not k.startswith("override.")
     }
 
 
@@ -117,7 +117,7 @@ class _Parser:
     def __init__(self, props: Mapping[str, str], env: Mapping[str, str], src: str) -> None:
         self.src = src
         self._warnings: dict[str, None] = {}
-        resolver = _Resolver(props, env, src, self.warn)
+        resolver = Resolver(props, env, src, self.warn)
         self.props = {k.strip(): resolver.resolve(k, v) for k, v in props.items()}
         self.aliases = self._aliases()
         self.top_all: dict[str, str] = {}  # every non-flow key (MM2 filters top-level keys by name)
@@ -143,7 +143,7 @@ class _Parser:
                 f"{self.src}: no 'clusters' key: list the cluster aliases, "
                 "e.g. 'clusters = primary, backup', and give each a '<alias>.bootstrap.servers'"
             )
-        aliases = _split_list(self.props["clusters"])
+        aliases = split_list(self.props["clusters"])
         if not aliases:
             raise ConfigError(
                 f"{self.src}: 'clusters' is empty: list the cluster aliases, e.g. 'clusters = primary, backup'"
@@ -199,7 +199,7 @@ class _Parser:
     def check_top_level(self) -> None:
         """Validate known top-level keys, warn about unknown, ignored or deprecated ones."""
         for key, value in self.top_all.items():
-            ck = _KEYS.get(key)
+            ck = KEYS.get(key)
             if ck is not None:
                 self._check_known(ck, key, value, key, flow_level=False)
             elif key in self.top:
@@ -211,7 +211,7 @@ class _Parser:
                 f"'{key}' is ignored at top level: MM2 reads it per flow only; set it as '<source>-><target>.{key}'"
             )
             return
-        if not flow_level and ck.scope == "worker" and not key.startswith(_WORKER_PREFIXES):
+        if not flow_level and ck.scope == "worker" and not key.startswith(WORKER_PREFIXES):
             self.warn(f"'{key}' is ignored at top level, as in MM2: set it per target cluster as '<alias>.{key}'")
             return
         if flow_level and ck.scope in ("driver", "mirrorspark", "worker"):
@@ -220,7 +220,7 @@ class _Parser:
             return
         if ck.scope == "client":
             return
-        _validate(ck, value, written, self.src)
+        validate(ck, value, written, self.src)
         if ck.replaced_by is not None:
             self.warn(
                 f"'{written}' is deprecated and was removed in Kafka {ck.removed_in}: rename it to '{ck.replaced_by}'"
@@ -229,25 +229,20 @@ class _Parser:
             self.warn(f"'{written}' was removed in Kafka {ck.removed_in} and is ignored")
 
     def _check_unknown_top(self, key: str) -> None:
-        if key.startswith(_MIRRORSPARK_PREFIX):
+        if key.startswith(MIRRORSPARK_PREFIX):
             known = ", ".join(k.name for k in CONFIG_KEYS if k.scope == "mirrorspark")
             self.warn(f"unknown key '{key}' is ignored (mirrorspark's keys are: {known})")
             return
-        accepted = _is_client_key(key) or key.startswith(
-            _ROLE_PREFIXES
-            + _SIDE_ROLE_PREFIXES
-            + _WORKER_PREFIXES
-            + _CONNECTOR_PREFIXES
-            + _REST_PREFIXES
-            + _CONNECT_PREFIXES
+        accepted = is_client_key(key) or key.startswith(
+            ROLE_PREFIXES + SIDE_ROLE_PREFIXES + WORKER_PREFIXES + CONNECTOR_PREFIXES + REST_PREFIXES + CONNECT_PREFIXES
         )
         if accepted:
-            if key == "transforms" and _split_list(self.top[key]):
+            if key == "transforms" and split_list(self.top[key]):
                 self._warn_transforms(key)
             return
         head, dot, rest = key.partition(".")
         hint = ""
-        if dot and (_is_client_key(rest) or rest.startswith(_ROLE_PREFIXES)):
+        if dot and (is_client_key(rest) or rest.startswith(ROLE_PREFIXES)):
             hint = f" (is '{head}' missing from 'clusters'?)"
         self.warn(f"unknown key '{key}' is ignored{hint}")
 
@@ -255,8 +250,8 @@ class _Parser:
         """Validate known ``S->T.*`` keys, warn about unknown ones and ones without effect per flow."""
         for key, value in self.flow_raw.get((s, t), {}).items():
             written = f"{s}->{t}.{key}"
-            ck = _KEYS.get(key)
-            if _is_client_key(key):
+            ck = KEYS.get(key)
+            if is_client_key(key):
                 self.warn(
                     f"'{written}' has no effect on clients (as in MM2): use "
                     f"'{s}->{t}.source.consumer.{key}', '{s}->{t}.target.producer.{key}' and the like, "
@@ -264,12 +259,12 @@ class _Parser:
                 )
             elif ck is not None:
                 self._check_known(ck, key, value, written, flow_level=True)
-            elif key.startswith(_MIRRORSPARK_PREFIX):
+            elif key.startswith(MIRRORSPARK_PREFIX):
                 self.warn(f"'{written}' has no effect: mirrorspark.* keys are read at top level only")
             elif key == "transforms":
-                if _split_list(value):
+                if split_list(value):
                     self._warn_transforms(written)
-            elif not key.startswith(_FLOW_CLIENT_PREFIXES + _CONNECTOR_PREFIXES):
+            elif not key.startswith(FLOW_CLIENT_PREFIXES + CONNECTOR_PREFIXES):
                 self.warn(f"unknown key '{written}' is ignored")
 
     def _warn_transforms(self, written: str) -> None:
@@ -289,7 +284,7 @@ class _Parser:
                 f"'{alias}.bootstrap.servers = host1:9092,host2:9092'"
             )
         base = self._base_client(alias)
-        roles = {role: _settings({**base, **_role_props(raw, role)}) for role in _ROLES}
+        roles = {role: _settings({**base, **_role_props(raw, role)}) for role in ROLES}
         return ClusterConfig(
             alias=alias,
             bootstrap_servers=servers,
@@ -300,8 +295,8 @@ class _Parser:
 
     def _base_client(self, alias: str) -> dict[str, str]:
         """MM2's ``clusterProps`` client keys: top-level ones, overridden by ``<alias>.<client key>``."""
-        base = {k: v for k, v in self.top_all.items() if _is_client_key(k)}
-        base.update({k: v for k, v in self.cluster_raw[alias].items() if _is_client_key(k)})
+        base = {k: v for k, v in self.top_all.items() if is_client_key(k)}
+        base.update({k: v for k, v in self.cluster_raw[alias].items() if is_client_key(k)})
         return base
 
     def _client(self, alias: str, side: str, role: str, flow: Mapping[str, str]) -> dict[str, str]:
@@ -324,7 +319,7 @@ class _Parser:
             Java client properties, the later links of the chain winning.
         """
         props = self._base_client(alias)
-        props.update({k: v for k, v in _strip_prefix(flow, f"{side}.cluster.").items() if _is_client_key(k)})
+        props.update({k: v for k, v in _strip_prefix(flow, f"{side}.cluster.").items() if is_client_key(k)})
         props.update(_role_props(self.top, role))
         props.update(_role_props(flow, role))
         props.update(_role_props(self.cluster_raw[alias], role))
@@ -334,7 +329,7 @@ class _Parser:
 
     def _worker(self, name: str, target: str) -> tuple[str, str] | None:
         """Worker key ``name`` of the target: top level (worker prefixes only) beats ``<T>.name``."""
-        if name in self.top_all and name.startswith(_WORKER_PREFIXES):
+        if name in self.top_all and name.startswith(WORKER_PREFIXES):
             return self.top_all[name], name
         if name in self.cluster_raw[target]:
             return self.cluster_raw[target][name], f"{target}.{name}"
@@ -345,8 +340,8 @@ class _Parser:
         merged: dict[str, str] = {}
         written: dict[str, str] = {}
         for key, value in self.top_all.items():
-            ck = _KEYS.get(key)
-            if (ck is not None and ck.scope == "connector") or (ck is None and key.startswith(_CONNECTOR_PREFIXES)):
+            ck = KEYS.get(key)
+            if (ck is not None and ck.scope == "connector") or (ck is None and key.startswith(CONNECTOR_PREFIXES)):
                 merged[key], written[key] = value, key
         for key, value in flow_raw.items():
             merged[key], written[key] = value, f"{s}->{t}.{key}"
@@ -362,7 +357,7 @@ class _Parser:
         for ck in _FLOW_FILL_KEYS:
             if ck.negative_disables is None or values[ck.holder][str(ck.field)] >= 0:
                 continue
-            flag = _KEYS[ck.negative_disables]
+            flag = KEYS[ck.negative_disables]
             if values[flag.holder][str(flag.field)]:
                 self.warn(f"'{written[ck.name]}' is negative, which disables the job (as in MM2)")
                 values[flag.holder][str(flag.field)] = False
@@ -384,13 +379,13 @@ class _Parser:
         for ck in _WORKER_FILL_KEYS:
             found = self._worker(ck.name, t)
             if found is None or (ck.type == "string" and not ck.choices and not found[0].strip()):
-                found = ((ck.default or "").replace(_SOURCE_PLACEHOLDER, s), f"{ck.name} (default)")
-            flow_values[str(ck.field)] = _to_value(ck, *found, self.src)
+                found = ((ck.default or "").replace(SOURCE_PLACEHOLDER, s), f"{ck.name} (default)")
+            flow_values[str(ck.field)] = to_value(ck, *found, self.src)
 
         clients = {
             f"{side}_{role}": self._client(s if side == "source" else t, side, role, flow_raw)
-            for side in _SIDES
-            for role in _ROLES
+            for side in SIDES
+            for role in ROLES
         }
         clients["target_producer"].update(_strip_prefix(flow_raw, "producer.override."))
         for name in ("source_consumer", "target_consumer"):
@@ -452,7 +447,7 @@ class _Parser:
 
     def data_path(self) -> DataPathConfig:
         values: dict[str, Any] = {
-            str(ck.field): _to_value(ck, self.top_all.get(ck.name, ck.default or ""), ck.name, self.src)
+            str(ck.field): to_value(ck, self.top_all.get(ck.name, ck.default or ""), ck.name, self.src)
             for ck in _DATA_PATH_KEYS
         }
         return DataPathConfig(**values)
@@ -460,15 +455,15 @@ class _Parser:
 
 def _consumed_by_clients(key: str) -> bool:
     """Whether a merged flow key feeds a client chain rather than :attr:`FlowConfig.extra`."""
-    if key in _KEYS:
+    if key in KEYS:
         return False
-    if key.startswith(_SIDE_CLUSTER_PREFIXES):
-        return _is_client_key(key.split(".", 2)[2])
-    if key.startswith(_SIDE_ROLE_PREFIXES):
+    if key.startswith(SIDE_CLUSTER_PREFIXES):
+        return is_client_key(key.split(".", 2)[2])
+    if key.startswith(SIDE_ROLE_PREFIXES):
         return True
     role, _, rest = key.partition(".")
     # producer.override.* feeds the data producer; consumer.override.* / admin.override.* stay in extra
-    return role in _ROLES and (role == "producer" or not rest.startswith("override."))
+    return role in ROLES and (role == "producer" or not rest.startswith("override."))
 
 
 def _settings(props: Mapping[str, str]) -> ClientSettings:
@@ -480,7 +475,7 @@ def _settings(props: Mapping[str, str]) -> ClientSettings:
 
 def _join_servers(raw: str) -> str:
     """Normalise a ``bootstrap.servers`` list to ``"h1:9092,h2:9092"`` (items trimmed, empty items dropped)."""
-    return ",".join(item for item in _split_list(raw) if item)
+    return ",".join(item for item in split_list(raw) if item)
 
 
 class _FlowReader:
@@ -492,13 +487,13 @@ class _FlowReader:
         self._src = src
 
     def _raw(self, key: str) -> tuple[ConfigKey, str, str]:
-        ck = _KEYS[key]
+        ck = KEYS[key]
         if key in self._merged:
             return ck, self._merged[key], self._written[key]
         return ck, ck.default or "", f"{key} (default)"
 
     def value(self, key: str) -> Any:
-        """Return the typed value of ``key`` (see :func:`~mirrorspark.config.values._to_value`).
+        """Return the typed value of ``key`` (see :func:`~mirrorspark.config.values.to_value`).
 
         Parameters
         ----------
@@ -516,7 +511,7 @@ class _FlowReader:
         ConfigError
             If the value does not convert; the message names the key as written and the source.
         """
-        return _to_value(*self._raw(key), self._src)
+        return to_value(*self._raw(key), self._src)
 
 
 def parse_config(

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Final
 
 from mirrorspark.config.properties import parse_properties
-from mirrorspark.config.values import _split_list
+from mirrorspark.config.values import split_list
 from mirrorspark.errors import ConfigError
 
 # --------------------------------------------------------------------------------------
@@ -24,7 +24,7 @@ _PROVIDER_KINDS: Final = {
 }
 
 
-class _Resolver:
+class Resolver:
     """Resolves ``${env:NAME}``, ``${file:PATH:KEY}`` and ``${directory:DIR:FILE}`` in values."""
 
     def __init__(self, props: Mapping[str, str], env: Mapping[str, str], src: str, warn: Callable[[str], None]) -> None:
@@ -33,7 +33,7 @@ class _Resolver:
         self._warn = warn
         self._files: dict[str, dict[str, str]] = {}
         self._kinds = {"env": "env", "file": "file", "directory": "directory"}
-        for name in _split_list(props.get("config.providers", "")):
+        for name in split_list(props.get("config.providers", "")):
             cls = props.get(f"config.providers.{name}.class", "").strip()
             kind = _PROVIDER_KINDS.get(cls.rsplit(".", 1)[-1])
             if kind is not None:

@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 from typing import Final
 
-from mirrorspark.config.keys import ConfigKey, _show
+from mirrorspark.config.keys import ConfigKey, show
 from mirrorspark.errors import BadRegexError, ConfigError
 
 # --------------------------------------------------------------------------------------
@@ -26,7 +26,7 @@ _TYPE_NAMES: Final = {
 }
 
 
-def _split_list(raw: str) -> tuple[str, ...]:
+def split_list(raw: str) -> tuple[str, ...]:
     """Kafka's LIST parsing: trim, empty = no items, else split on commas and trim every item."""
     trimmed = raw.strip()
     if not trimmed:
@@ -36,7 +36,7 @@ def _split_list(raw: str) -> tuple[str, ...]:
 
 def _invalid(src: str, written: str, raw: str, expected: str) -> ConfigError:
     return ConfigError(
-        f"{src}: invalid value {_show(written, raw.strip())} for '{written}': expected {expected}; "
+        f"{src}: invalid value {show(written, raw.strip())} for '{written}': expected {expected}; "
         f"fix '{written}' or remove it to use the default"
     )
 
@@ -79,7 +79,7 @@ def _to_str(ck: ConfigKey, raw: str, written: str, src: str) -> str:
 
 
 def _to_list(ck: ConfigKey, raw: str, written: str, src: str) -> tuple[str, ...]:
-    items = _split_list(raw)
+    items = split_list(raw)
     if ck.regex:
         _check_regexes(items, written, src)
     return items
@@ -107,7 +107,7 @@ def _check_regexes(items: Sequence[str], written: str, src: str) -> None:
             ) from e
 
 
-def _validate(ck: ConfigKey, raw: str, written: str, src: str) -> None:
+def validate(ck: ConfigKey, raw: str, written: str, src: str) -> None:
     """Raise :class:`ConfigError` if ``raw`` is not a valid value of ``ck``."""
     if ck.type == "boolean":
         _to_bool(ck, raw, written, src)
@@ -119,7 +119,7 @@ def _validate(ck: ConfigKey, raw: str, written: str, src: str) -> None:
         _to_str(ck, raw, written, src)
 
 
-def _to_value(ck: ConfigKey, raw: str, written: str, src: str) -> bool | int | float | str | tuple[str, ...]:
+def to_value(ck: ConfigKey, raw: str, written: str, src: str) -> bool | int | float | str | tuple[str, ...]:
     """``raw`` converted to the Python type of ``ck`` (what fills :attr:`ConfigKey.field`).
 
     ``boolean`` -> ``bool``; ``short``/``int``/``long`` -> ``int``, or ``float`` for a value in

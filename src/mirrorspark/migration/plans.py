@@ -6,12 +6,8 @@ import csv
 import io
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from mirrorspark.mm2.checkpoints import TopicPartitionKey
-
-if TYPE_CHECKING:
-    pass
 
 
 def reset_plan_csv(offsets: Mapping[str, Mapping[TopicPartitionKey, int]], *, with_group: bool) -> str:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from mirrorspark.errors import DataPathError, MirrorsparkError, RecordTooLargeError
 from mirrorspark.mm2.offset_syncs import flush_delayed, fold_acknowledged
-from mirrorspark.replication.tasks import _ERROR_MARK, CopyTask, PartitionRange, PartitionResult
+from mirrorspark.replication.tasks import ERROR_MARK, CopyTask, PartitionRange, PartitionResult
 
 if TYPE_CHECKING:
     pass
@@ -194,7 +194,7 @@ class _Writer:
         remaining = self.producer.flush(self.task.stall_timeout_s)
         if remaining:
             raise DataPathError(
-                f"{_ERROR_MARK}DATA_PATH_ERROR] flow {self.task.flow}: {remaining} records not acknowledged "
+                f"{ERROR_MARK}DATA_PATH_ERROR] flow {self.task.flow}: {remaining} records not acknowledged "
                 f"by the target within {self.task.stall_timeout_s:.0f} s; check that the target cluster is up"
             )
         results = []
@@ -204,7 +204,7 @@ class _Writer:
                 raise _delivery_error(err, pc.range, upstream)
             if len(pc.downstream) != len(pc.upstream):
                 raise DataPathError(
-                    f"{_ERROR_MARK}DATA_PATH_ERROR] flow {self.task.flow}: {pc.range.source_topic}-"
+                    f"{ERROR_MARK}DATA_PATH_ERROR] flow {self.task.flow}: {pc.range.source_topic}-"
                     f"{pc.range.partition}: {len(pc.downstream)} of {len(pc.upstream)} records acknowledged"
                 )
             state, syncs, segments = fold_acknowledged(pc.state, pc.upstream, pc.downstream, self.lag_max)
@@ -248,12 +248,12 @@ def _data_error(
     if isinstance(err, KafkaError) and err.code() == KafkaError.MSG_SIZE_TOO_LARGE:
         size = len(value or b"") + len(key or b"")
         return RecordTooLargeError(
-            f"{_ERROR_MARK}RECORD_TOO_LARGE] record {r.source_topic}-{r.partition}@{offset} "
+            f"{ERROR_MARK}RECORD_TOO_LARGE] record {r.source_topic}-{r.partition}@{offset} "
             f"({size} bytes) is larger than the producer's message.max.bytes: raise "
             f"'<target>.producer.max.request.size' (and the target topic's max.message.bytes)"
         )
     return DataPathError(
-        f"{_ERROR_MARK}DATA_PATH_ERROR] producing {r.source_topic}-{r.partition}@{offset} to "
+        f"{ERROR_MARK}DATA_PATH_ERROR] producing {r.source_topic}-{r.partition}@{offset} to "
         f"{r.target_topic} failed: {e}"
     )
 
@@ -263,13 +263,13 @@ def _delivery_error(err: Any, r: PartitionRange, upstream: int) -> MirrorsparkEr
 
     if err.code() in (KafkaError.MSG_SIZE_TOO_LARGE,):
         return RecordTooLargeError(
-            f"{_ERROR_MARK}RECORD_TOO_LARGE] record {r.source_topic}-{r.partition}@{upstream} is larger "
+            f"{ERROR_MARK}RECORD_TOO_LARGE] record {r.source_topic}-{r.partition}@{upstream} is larger "
             f"than remote topic '{r.target_topic}' accepts ({err.str()}): raise the remote topic's "
             f"max.message.bytes (or the target broker's message.max.bytes); nothing after "
             f"offset {upstream} was committed"
         )
     return DataPathError(
-        f"{_ERROR_MARK}DATA_PATH_ERROR] copying {r.source_topic}-{r.partition}@{upstream} to "
+        f"{ERROR_MARK}DATA_PATH_ERROR] copying {r.source_topic}-{r.partition}@{upstream} to "
         f"{r.target_topic} failed: {err.str()} ({err.name()})"
     )
 
@@ -280,7 +280,7 @@ def _consumer_error(task: CopyTask, m: Any, err: Any) -> DataPathError:
 
     if m.topic() is not None:
         return DataPathError(
-            f"{_ERROR_MARK}DATA_PATH_ERROR] flow {task.flow}: reading {m.topic()}-{m.partition()} failed: {err.str()}"
+            f"{ERROR_MARK}DATA_PATH_ERROR] flow {task.flow}: reading {m.topic()}-{m.partition()} failed: {err.str()}"
         )
     hint = ""
     if err.code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
@@ -291,7 +291,7 @@ def _consumer_error(task: CopyTask, m: Any, err: Any) -> DataPathError:
             "group's coordinator)"
         )
     return DataPathError(
-        f"{_ERROR_MARK}DATA_PATH_ERROR] flow {task.flow}: the source consumer failed: {err.str()}{hint}"
+        f"{ERROR_MARK}DATA_PATH_ERROR] flow {task.flow}: the source consumer failed: {err.str()}{hint}"
     )
 
 
@@ -402,7 +402,7 @@ def run_copy_task(task: CopyTask) -> list[PartitionResult]:
             if short and time.monotonic() - last_progress > task.stall_timeout_s:
                 names = ", ".join(f"{t}-{p}" for t, p in sorted(short))
                 raise DataPathError(
-                    f"{_ERROR_MARK}DATA_PATH_ERROR] flow {task.flow}: no record from {names} for "
+                    f"{ERROR_MARK}DATA_PATH_ERROR] flow {task.flow}: no record from {names} for "
                     f"{task.stall_timeout_s:.0f} s; check that the source cluster is up"
                 )
     finally:
@@ -410,7 +410,7 @@ def run_copy_task(task: CopyTask) -> list[PartitionResult]:
     return writer.finish(positions)
 
 
-def _copy_arrow(batches: Iterable[Any], tasks: Mapping[tuple[str, int], CopyTask]) -> Iterator[Any]:
+def copy_arrow(batches: Iterable[Any], tasks: Mapping[tuple[str, int], CopyTask]) -> Iterator[Any]:
     """``mapInArrow`` body for read mode ``spark-kafka``: write rows, yield pickled results."""
     import pyarrow as pa
 

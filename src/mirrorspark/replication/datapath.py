@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 
 from mirrorspark.errors import DataPathError, MirrorsparkError, RecordTooLargeError
 from mirrorspark.mm2.offset_syncs import flush_delayed
-from mirrorspark.replication.copy import _copy_arrow, run_copy_task
-from mirrorspark.replication.tasks import _ERROR_MARK, READ_MODES, CopyTask, PartitionResult
+from mirrorspark.replication.copy import copy_arrow, run_copy_task
+from mirrorspark.replication.tasks import ERROR_MARK, READ_MODES, CopyTask, PartitionResult
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -172,7 +172,7 @@ class DataPath:
             )
             frames.append(df.coalesce(len(flow_tasks)))
         df = reduce(lambda a, b: a.union(b), frames)
-        rows = df.mapInArrow(lambda it: _copy_arrow(it, by_key), "result binary").collect()
+        rows = df.mapInArrow(lambda it: copy_arrow(it, by_key), "result binary").collect()
         out: list[PartitionResult] = []
         for row in rows:
             out.extend(pickle.loads(row["result"]))
@@ -209,11 +209,11 @@ def _run_tasks(it: Iterable[CopyTask]) -> Iterator[PartitionResult]:
 def _reraise(e: Exception) -> MirrorsparkError:
     """Rebuild the mirrorspark error a Spark task raised from the job failure's text."""
     text = str(e)
-    i = text.find(_ERROR_MARK)
+    i = text.find(ERROR_MARK)
     if i < 0:
         return DataPathError(f"the copy job failed: {text.splitlines()[0] if text else type(e).__name__}")
     j = text.find("]", i)
-    code = text[i + len(_ERROR_MARK) : j]
+    code = text[i + len(ERROR_MARK) : j]
     end = text.find("\n", j)
     message = text[j + 1 : end if end > 0 else None].strip()
     if code == RecordTooLargeError.code:

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 READ_MODES = ("consumer", "spark-kafka")
 
-_ERROR_MARK = "MIRRORSPARK_ERROR["
+ERROR_MARK = "MIRRORSPARK_ERROR["
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,30 +21,30 @@ from confluent_kafka.admin import AdminClient
 
 from mirrorspark.config.properties import format_properties
 from mirrorspark.errors import LocalClusterError
-from mirrorspark.kafka.local.cds import _Cds
+from mirrorspark.kafka.local.cds import Cds
 from mirrorspark.kafka.local.model import LocalBroker, LocalCluster, LocalClusters
 from mirrorspark.kafka.local.settings import (
-    _ADMIN_USER,
-    _BROKER_JVM_FLAGS,
-    _CHILDREN,
-    _CHILDREN_LOCK,
-    _CONTROLLER_ONLY_PROPS,
-    _HOST,
-    _LOG4J_FILE,
-    _LOG_TAIL_LINES,
-    _POLL_INTERVAL_S,
-    _TOOL_JVM_FLAGS,
+    ADMIN_USER,
+    BROKER_JVM_FLAGS,
+    CHILDREN,
+    CHILDREN_LOCK,
+    CONTROLLER_ONLY_PROPS,
+    HOST,
+    LOG4J_FILE,
+    LOG_TAIL_LINES,
+    POLL_INTERVAL_S,
     STATE_FILE,
+    TOOL_JVM_FLAGS,
     SecurityProtocol,
 )
-from mirrorspark.kafka.local.state import _read_state, _write_state, _write_text
+from mirrorspark.kafka.local.state import read_state, write_state, write_text
 
 # --------------------------------------------------------------------------------------------
 # Start-up
 # --------------------------------------------------------------------------------------------
 
 
-class _PortInUseError(Exception):
+class PortInUseError(Exception):
     """A broker could not bind its port (taken between allocation and bind)."""
 
 
@@ -54,7 +54,7 @@ class _Plan:
     properties: dict[int, dict[str, str]]  # node_id -> server.properties
 
 
-def _start_once(
+def start_once(
     aliases: list[str],
     *,
     base_dir: Path,
@@ -66,6 +66,23 @@ def _start_once(
     cp: str,
     deadline: float,
 ) -> LocalClusters:
+    """Plan, format and launch every broker of ``aliases`` once, and wait until all are ready.
+
+    Ports are chosen free just before launch; another process may take one in between, which
+    raises :class:`PortInUseError` so that the caller retries with new ports.
+
+    Returns
+    -------
+    LocalClusters
+        The running clusters (not yet written to the state file).
+
+    Raises
+    ------
+    PortInUseError
+        If a broker could not bind its port.
+    LocalClusterError
+        If a broker fails to start or is not ready by ``deadline`` (``time.monotonic()``).
+    """
     n = len(racks)
     ports = _free_ports(len(aliases) * (n + 1))
     plans: list[_Plan] = []
@@ -87,14 +104,14 @@ def _start_once(
         _remove_stale_data(plan.cluster.data_dir)
         for broker in plan.cluster.brokers:
             broker.node_dir.mkdir(parents=True)
-            _write_text(
+            write_text(
                 broker.properties_path,
                 format_properties(
                     plan.properties[broker.node_id],
                     header=f"# node {broker.node_id} of local cluster {plan.cluster.alias}",
                 ),
             )
-    cds = _Cds.for_kafka(java)
+    cds = Cds.for_kafka(java)
     _format_storage(plans, java=java, cp=cp, base_dir=base_dir, cds=cds, deadline=deadline)
 
     started: list[LocalBroker] = []
@@ -103,17 +120,17 @@ def _start_once(
         for plan in plans:
             launched = []
             for broker in plan.cluster.brokers:
-                pid = _launch_broker(java, cp, base_dir, broker.properties_path, broker.log_path, cds)
+                pid = launch_broker(java, cp, base_dir, broker.properties_path, broker.log_path, cds)
                 launched.append(replace(broker, pid=pid))
                 started.append(launched[-1])
             clusters[plan.cluster.alias] = replace(plan.cluster, brokers=tuple(launched))
         state = LocalClusters(base_dir=base_dir, clusters=MappingProxyType(clusters))
         # Written before waiting, so that `down` finds the processes if we are interrupted.
-        _write_state(state)
-        _wait_ready(list(clusters.values()), deadline=deadline)
+        write_state(state)
+        wait_ready(list(clusters.values()), deadline=deadline)
         return state
     except BaseException:
-        _stop_brokers(started, timeout_s=5.0, graceful=False)
+        stop_brokers(started, timeout_s=5.0, graceful=False)
         (base_dir / STATE_FILE).unlink(missing_ok=True)
         raise
 
@@ -146,7 +163,7 @@ def _plan_cluster(
     data_dir = base_dir / alias
     listener = "SASL_PLAINTEXT" if security == "sasl_plain" else "PLAINTEXT"
     common: dict[str, str] = {
-        "controller.quorum.voters": f"0@{_HOST}:{controller_port}",
+        "controller.quorum.voters": f"0@{HOST}:{controller_port}",
         "controller.listener.names": "CONTROLLER",
         "inter.broker.listener.name": listener,
         "listener.security.protocol.map": f"CONTROLLER:PLAINTEXT,{listener}:{listener}",
@@ -173,7 +190,7 @@ def _plan_cluster(
         jaas = " ".join(
             [
                 "org.apache.kafka.common.security.plain.PlainLoginModule required",
-                f'username="{_ADMIN_USER}" password="{users[_ADMIN_USER]}"',
+                f'username="{ADMIN_USER}" password="{users[ADMIN_USER]}"',
                 *(f'user_{name}="{password}"' for name, password in users.items()),
             ]
         )
@@ -183,7 +200,7 @@ def _plan_cluster(
                 "sasl.mechanism.inter.broker.protocol": "PLAIN",
                 "listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas + ";",
                 "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-                "super.users": f"User:{_ADMIN_USER};User:ANONYMOUS",
+                "super.users": f"User:{ADMIN_USER};User:ANONYMOUS",
             }
         )
     brokers: list[LocalBroker] = []
@@ -194,15 +211,15 @@ def _plan_cluster(
         props = dict(common)
         props["node.id"] = str(node_id)
         props["process.roles"] = "broker,controller" if is_controller else "broker"
-        listeners = f"{listener}://{_HOST}:{ports[node_id]}"
+        listeners = f"{listener}://{HOST}:{ports[node_id]}"
         if is_controller:
-            listeners += f",CONTROLLER://{_HOST}:{controller_port}"
+            listeners += f",CONTROLLER://{HOST}:{controller_port}"
         props["listeners"] = listeners
-        props["advertised.listeners"] = f"{listener}://{_HOST}:{ports[node_id]}"
+        props["advertised.listeners"] = f"{listener}://{HOST}:{ports[node_id]}"
         props["log.dirs"] = str(node_dir / "data")
         if not is_controller:
             # Topic-creation defaults are the controller's (Kafka warns on broker-only nodes).
-            for key in _CONTROLLER_ONLY_PROPS:
+            for key in CONTROLLER_ONLY_PROPS:
                 props.pop(key, None)
         rack = racks[node_id]
         if rack is not None:
@@ -233,7 +250,7 @@ def _plan_cluster(
 
 
 def _format_storage(
-    plans: Sequence[_Plan], *, java: str, cp: str, base_dir: Path, cds: _Cds | None, deadline: float
+    plans: Sequence[_Plan], *, java: str, cp: str, base_dir: Path, cds: Cds | None, deadline: float
 ) -> None:
     """Run ``kafka.tools.StorageTool format`` for every node, all concurrently."""
     jobs: list[tuple[LocalCluster, LocalBroker, subprocess.Popen[bytes]]] = []
@@ -242,9 +259,9 @@ def _format_storage(
             for broker in plan.cluster.brokers:
                 args = [
                     java,
-                    *_TOOL_JVM_FLAGS,
+                    *TOOL_JVM_FLAGS,
                     *(cds.use_flags() if cds is not None else ()),
-                    f"-Dlog4j2.configurationFile={base_dir / _LOG4J_FILE}",
+                    f"-Dlog4j2.configurationFile={base_dir / LOG4J_FILE}",
                     "-cp",
                     cp,
                     "kafka.tools.StorageTool",
@@ -267,7 +284,7 @@ def _format_storage(
                     " timed out: raise the timeout or check the machine's load"
                 ) from None
             if proc.returncode != 0:
-                tail = "\n".join(out.decode(errors="replace").splitlines()[-_LOG_TAIL_LINES:])
+                tail = "\n".join(out.decode(errors="replace").splitlines()[-LOG_TAIL_LINES:])
                 raise LocalClusterError(
                     f"formatting the storage of node {broker.node_id} of local cluster {cluster.alias!r}"
                     f" failed (exit {proc.returncode}); StorageTool said:\n{tail}"
@@ -281,16 +298,16 @@ def _format_storage(
                 proc.stdout.close()
 
 
-def _launch_broker(java: str, cp: str, base_dir: Path, properties: Path, log_path: Path, cds: _Cds | None) -> int:
+def launch_broker(java: str, cp: str, base_dir: Path, properties: Path, log_path: Path, cds: Cds | None) -> int:
     """Start ``kafka.Kafka`` detached (own session); return its pid (= process group id)."""
     cds_flags: tuple[str, ...] = ()
     if cds is not None:
         cds_flags = cds.use_flags() or cds.dump_flags(log_path.parent)
     args = [
         java,
-        *_BROKER_JVM_FLAGS,
+        *BROKER_JVM_FLAGS,
         *cds_flags,
-        f"-Dlog4j2.configurationFile={base_dir / _LOG4J_FILE}",
+        f"-Dlog4j2.configurationFile={base_dir / LOG4J_FILE}",
         f"-Dkafka.logs.dir={log_path.parent}",
         "-cp",
         cp,
@@ -307,12 +324,12 @@ def _launch_broker(java: str, cp: str, base_dir: Path, properties: Path, log_pat
             start_new_session=True,
             close_fds=True,
         )
-    with _CHILDREN_LOCK:
-        _CHILDREN[proc.pid] = proc
+    with CHILDREN_LOCK:
+        CHILDREN[proc.pid] = proc
     return proc.pid
 
 
-def _wait_ready(clusters: Sequence[LocalCluster], *, deadline: float) -> None:
+def wait_ready(clusters: Sequence[LocalCluster], *, deadline: float) -> None:
     """Poll until every broker of every cluster is registered, or raise with the log tail."""
     pending = {c.alias: c for c in clusters}
     admins: dict[str, Any] = {}
@@ -343,9 +360,9 @@ def _wait_ready(clusters: Sequence[LocalCluster], *, deadline: float) -> None:
             raise LocalClusterError(
                 f"local cluster {alias!r} ({cluster.bootstrap_servers}) was not ready before the"
                 f" deadline ({last_error.get(alias, 'no answer')}); last lines of"
-                f" {cluster.brokers[0].log_path}:\n{_log_tail(cluster.brokers[0].log_path)}"
+                f" {cluster.brokers[0].log_path}:\n{log_tail(cluster.brokers[0].log_path)}"
             )
-        time.sleep(_POLL_INTERVAL_S)
+        time.sleep(POLL_INTERVAL_S)
 
 
 def _probe_config(cluster: LocalCluster) -> dict[str, Any]:
@@ -363,11 +380,11 @@ def _probe_config(cluster: LocalCluster) -> dict[str, Any]:
 
 def _check_alive(cluster: LocalCluster) -> None:
     for broker in cluster.brokers:
-        if broker.pid == 0 or _pid_alive(broker.pid):  # 0: not launched yet
+        if broker.pid == 0 or pid_alive(broker.pid):  # 0: not launched yet
             continue
-        tail = _log_tail(broker.log_path)
+        tail = log_tail(broker.log_path)
         if "Address already in use" in tail:
-            raise _PortInUseError(broker.address)
+            raise PortInUseError(broker.address)
         raise LocalClusterError(
             f"node {broker.node_id} of local cluster {cluster.alias!r} exited during start-up;"
             f" last lines of {broker.log_path}:\n{tail}"
@@ -376,7 +393,7 @@ def _check_alive(cluster: LocalCluster) -> None:
 
 def _port_open(port: int) -> bool:
     try:
-        with socket.create_connection((_HOST, port), timeout=0.2):
+        with socket.create_connection((HOST, port), timeout=0.2):
             return True
     except OSError:
         return False
@@ -388,7 +405,7 @@ def _free_ports(count: int) -> list[int]:
     try:
         for _ in range(count):
             s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind((_HOST, 0))
+            s.bind((HOST, 0))
             sockets.append(s)
         return [s.getsockname()[1] for s in sockets]
     finally:
@@ -411,25 +428,25 @@ def _random_cluster_id() -> str:
 # --------------------------------------------------------------------------------------------
 
 
-def _stop_brokers(brokers: Iterable[LocalBroker], *, timeout_s: float, graceful: bool = True) -> None:
+def stop_brokers(brokers: Iterable[LocalBroker], *, timeout_s: float, graceful: bool = True) -> None:
     """Stop brokers: broker-only nodes first, then controllers; SIGKILL after ``timeout_s``."""
-    running = [b for b in brokers if b.pid and _is_our_broker(b)]
+    running = [b for b in brokers if b.pid and is_our_broker(b)]
     for phase in ([b for b in running if not b.controller], [b for b in running if b.controller]):
         if not phase:
             continue
         sig = signal.SIGTERM if graceful else signal.SIGKILL
         for broker in phase:
-            _signal_group(broker.pid, sig)
+            signal_group(broker.pid, sig)
         killed = not graceful
         pending = _wait_exit(phase, deadline=time.monotonic() + timeout_s)
         if pending:
             killed = True
             for broker in pending:
-                _signal_group(broker.pid, signal.SIGKILL)
+                signal_group(broker.pid, signal.SIGKILL)
             pending = _wait_exit(pending, deadline=time.monotonic() + 10.0)
         for broker in phase:
-            _reap(broker.pid)
-            _Cds.collect_dump(broker.node_dir, keep=not killed)
+            reap(broker.pid)
+            Cds.collect_dump(broker.node_dir, keep=not killed)
         if pending:
             raise LocalClusterError(
                 f"broker processes {', '.join(str(b.pid) for b in pending)} survived SIGKILL: check them with ps"
@@ -439,32 +456,34 @@ def _stop_brokers(brokers: Iterable[LocalBroker], *, timeout_s: float, graceful:
 def _wait_exit(brokers: Sequence[LocalBroker], *, deadline: float) -> list[LocalBroker]:
     pending = list(brokers)
     while pending:
-        pending = [b for b in pending if _pid_alive(b.pid)]
+        pending = [b for b in pending if pid_alive(b.pid)]
         if not pending or time.monotonic() >= deadline:
             break
-        time.sleep(_POLL_INTERVAL_S)
+        time.sleep(POLL_INTERVAL_S)
     return pending
 
 
-def _signal_group(pid: int, sig: signal.Signals) -> None:
+def signal_group(pid: int, sig: signal.Signals) -> None:
+    """Send ``sig`` to the process group ``pid`` leads; a group already gone is ignored."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, sig)
 
 
-def _reap(pid: int) -> None:
-    with _CHILDREN_LOCK:
-        proc = _CHILDREN.pop(pid, None)
+def reap(pid: int) -> None:
+    """Collect the exit status of a broker or MM2 process this process started (no zombie)."""
+    with CHILDREN_LOCK:
+        proc = CHILDREN.pop(pid, None)
     if proc is not None:
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=5.0)
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
     """Whether ``pid`` runs (a zombie counts as exited; our own children are reaped)."""
     if pid <= 0:
         return False
-    with _CHILDREN_LOCK:
-        proc = _CHILDREN.get(pid)
+    with CHILDREN_LOCK:
+        proc = CHILDREN.get(pid)
     if proc is not None:
         return proc.poll() is None
     try:
@@ -480,9 +499,9 @@ def _pid_alive(pid: int) -> bool:
     return stat.rpartition(")")[2].split()[0:1] != ["Z"]
 
 
-def _is_our_broker(broker: LocalBroker) -> bool:
+def is_our_broker(broker: LocalBroker) -> bool:
     """Whether ``broker.pid`` is alive and still runs this broker (guards against pid reuse)."""
-    if not _pid_alive(broker.pid):
+    if not pid_alive(broker.pid):
         return False
     try:
         cmdline = Path(f"/proc/{broker.pid}/cmdline").read_bytes().split(b"\0")
@@ -491,14 +510,21 @@ def _is_our_broker(broker: LocalBroker) -> bool:
     return b"kafka.Kafka" in cmdline and str(broker.properties_path).encode() in cmdline
 
 
-def _refuse_if_running(base_dir: Path) -> None:
+def refuse_if_running(base_dir: Path) -> None:
+    """Refuse to start clusters in ``base_dir`` while clusters started there still run.
+
+    Raises
+    ------
+    LocalClusterError
+        Naming the running clusters and ``mirrorspark local down``.
+    """
     try:
-        state = _read_state(base_dir)
+        state = read_state(base_dir)
     except LocalClusterError:
         state = None  # unreadable leftovers of a crashed up: replaced below
     if state is None:
         return
-    running = [alias for alias, c in state.clusters.items() if any(b.pid and _is_our_broker(b) for b in c.brokers)]
+    running = [alias for alias, c in state.clusters.items() if any(b.pid and is_our_broker(b) for b in c.brokers)]
     if running:
         raise LocalClusterError(
             f"{base_dir} already has running local clusters ({', '.join(running)}):"
@@ -507,7 +533,8 @@ def _refuse_if_running(base_dir: Path) -> None:
     (base_dir / STATE_FILE).unlink(missing_ok=True)
 
 
-def _log_tail(path: Path, lines: int = _LOG_TAIL_LINES) -> str:
+def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    """Return the last ``lines`` lines of a log file (``""`` if it cannot be read), for error messages."""
     try:
         with open(path, "rb") as f:
             f.seek(0, os.SEEK_END)

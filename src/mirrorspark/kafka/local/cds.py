@@ -10,14 +10,14 @@ import tempfile
 from pathlib import Path
 
 from mirrorspark.kafka.jars import jar_dir, jars_base_dir
-from mirrorspark.kafka.local.settings import _CDS_DUMP_FILE, _CDS_QUIET, _CDS_TARGET_FILE
+from mirrorspark.kafka.local.settings import CDS_DUMP_FILE, CDS_QUIET, CDS_TARGET_FILE
 
 # --------------------------------------------------------------------------------------------
 # AppCDS archive (class-data sharing) for faster JVM start-up
 # --------------------------------------------------------------------------------------------
 
 
-class _Cds:
+class Cds:
     """A dynamic AppCDS archive of the Kafka class path, shared by every broker JVM."""
 
     def __init__(self, archive: Path) -> None:
@@ -25,7 +25,7 @@ class _Cds:
         self._dumper_chosen = False
 
     @classmethod
-    def for_kafka(cls, java: str) -> _Cds | None:
+    def for_kafka(cls, java: str) -> Cds | None:
         """Return the archive handle, or ``None`` if CDS is off or the cache is not writable."""
         if os.environ.get("MIRRORSPARK_KAFKA_CDS", "1").strip().lower() in {"0", "false", "no", "off"}:
             return None
@@ -55,7 +55,7 @@ class _Cds:
             ``-XX:SharedArchiveFile=<archive>`` and the flags silencing CDS warnings.
         """
         if self.archive.is_file() and self.archive.stat().st_size > 0:
-            return (f"-XX:SharedArchiveFile={self.archive}", *_CDS_QUIET)
+            return (f"-XX:SharedArchiveFile={self.archive}", *CDS_QUIET)
         return ()
 
     def dump_flags(self, node_dir: Path) -> tuple[str, ...]:
@@ -68,10 +68,10 @@ class _Cds:
             return ()
         self._dumper_chosen = True
         try:
-            (node_dir / _CDS_TARGET_FILE).write_text(str(self.archive))
+            (node_dir / CDS_TARGET_FILE).write_text(str(self.archive))
         except OSError:
             return ()
-        return (f"-XX:ArchiveClassesAtExit={node_dir / _CDS_DUMP_FILE}", *_CDS_QUIET)
+        return (f"-XX:ArchiveClassesAtExit={node_dir / CDS_DUMP_FILE}", *CDS_QUIET)
 
     @staticmethod
     def collect_dump(node_dir: Path, *, keep: bool) -> None:
@@ -80,7 +80,7 @@ class _Cds:
         The dump and its note are deleted in any case; failures are ignored (the archive
         is an optimisation only).
         """
-        dump, target_note = node_dir / _CDS_DUMP_FILE, node_dir / _CDS_TARGET_FILE
+        dump, target_note = node_dir / CDS_DUMP_FILE, node_dir / CDS_TARGET_FILE
         try:
             if keep and dump.is_file() and dump.stat().st_size > 0 and target_note.is_file():
                 target = Path(target_note.read_text().strip())

@@ -11,33 +11,33 @@ from pathlib import Path
 from mirrorspark.errors import LocalClusterError
 from mirrorspark.kafka.jars import classpath, java_executable
 from mirrorspark.kafka.local.brokers import (
-    _is_our_broker,
-    _launch_broker,
-    _PortInUseError,
-    _refuse_if_running,
-    _start_once,
-    _stop_brokers,
-    _wait_ready,
+    PortInUseError,
+    is_our_broker,
+    launch_broker,
+    refuse_if_running,
+    start_once,
+    stop_brokers,
+    wait_ready,
 )
-from mirrorspark.kafka.local.cds import _Cds
+from mirrorspark.kafka.local.cds import Cds
 from mirrorspark.kafka.local.model import LocalBroker, LocalCluster, LocalClusters
 from mirrorspark.kafka.local.settings import (
-    _LOG4J2_PROPERTIES,
-    _LOG4J_FILE,
-    _MAX_BROKERS,
-    _PORT_ATTEMPTS,
-    _RESERVED_PROPS,
+    LOG4J2_PROPERTIES,
+    LOG4J_FILE,
+    MAX_BROKERS,
+    PORT_ATTEMPTS,
+    RESERVED_PROPS,
     STATE_FILE,
     SecurityProtocol,
 )
 from mirrorspark.kafka.local.state import (
-    _locked,
-    _read_state,
-    _validate_aliases,
-    _validate_security,
-    _with_cluster,
-    _write_state,
-    _write_text,
+    locked,
+    read_state,
+    validate_aliases,
+    validate_security,
+    with_cluster,
+    write_state,
+    write_text,
 )
 
 # --------------------------------------------------------------------------------------------
@@ -103,9 +103,9 @@ def start_clusters(
         message then holds the last 30 lines of the broker log). Every process started
         by the failed call has been stopped.
     """
-    aliases = _validate_aliases(aliases)
-    if not 1 <= brokers <= _MAX_BROKERS:
-        raise LocalClusterError(f"brokers must be between 1 and {_MAX_BROKERS}, got {brokers}")
+    aliases = validate_aliases(aliases)
+    if not 1 <= brokers <= MAX_BROKERS:
+        raise LocalClusterError(f"brokers must be between 1 and {MAX_BROKERS}, got {brokers}")
     rack_list: list[str | None] = [None] * brokers
     if racks is not None:
         if len(racks) != brokers:
@@ -114,24 +114,24 @@ def start_clusters(
             raise LocalClusterError("racks must be non-empty strings")
         rack_list = list(racks)
     extra = dict(extra_broker_props or {})
-    reserved = sorted(_RESERVED_PROPS.intersection(extra))
+    reserved = sorted(RESERVED_PROPS.intersection(extra))
     if reserved:
         raise LocalClusterError(
             f"extra_broker_props cannot set {', '.join(reserved)}: the launcher owns ports, roles,"
             " directories and racks (use the racks argument for broker.rack)"
         )
-    users = _validate_security(security, sasl_users)
+    users = validate_security(security, sasl_users)
     deadline = time.monotonic() + timeout_s
     base_dir = Path(base_dir).expanduser().resolve()
     base_dir.mkdir(parents=True, exist_ok=True)
     java = java_executable()
     cp = classpath("kafka")
-    with _locked(base_dir):
-        _refuse_if_running(base_dir)
-        _write_text(base_dir / _LOG4J_FILE, _LOG4J2_PROPERTIES)
-        for attempt in range(1, _PORT_ATTEMPTS + 1):
+    with locked(base_dir):
+        refuse_if_running(base_dir)
+        write_text(base_dir / LOG4J_FILE, LOG4J2_PROPERTIES)
+        for attempt in range(1, PORT_ATTEMPTS + 1):
             try:
-                return _start_once(
+                return start_once(
                     aliases,
                     base_dir=base_dir,
                     racks=rack_list,
@@ -142,11 +142,11 @@ def start_clusters(
                     cp=cp,
                     deadline=deadline,
                 )
-            except _PortInUseError:
-                if attempt == _PORT_ATTEMPTS:
+            except PortInUseError:
+                if attempt == PORT_ATTEMPTS:
                     raise LocalClusterError(
                         f"could not start the local clusters in {base_dir}: a loopback port was taken"
-                        f" by another process {_PORT_ATTEMPTS} times; retry"
+                        f" by another process {PORT_ATTEMPTS} times; retry"
                     ) from None
     raise AssertionError("unreachable")  # pragma: no cover
 
@@ -170,7 +170,7 @@ def load_clusters(base_dir: Path) -> LocalClusters:
         If there is no state file (no clusters were started there) or it is unreadable.
     """
     base_dir = Path(base_dir).expanduser().resolve()
-    state = _read_state(base_dir)
+    state = read_state(base_dir)
     if state is None:
         raise LocalClusterError(
             f"no local clusters in {base_dir}: start them with `mirrorspark local up --dir {base_dir}`"
@@ -207,12 +207,12 @@ def stop_clusters(base_dir: Path, *, timeout_s: float = 30.0) -> list[str]:
     base_dir = Path(base_dir).expanduser().resolve()
     if not (base_dir / STATE_FILE).exists():
         return []
-    with _locked(base_dir):
-        state = _read_state(base_dir)
+    with locked(base_dir):
+        state = read_state(base_dir)
         if state is None:
             return []
         all_brokers = [b for c in state.clusters.values() for b in c.brokers]
-        _stop_brokers(all_brokers, timeout_s=timeout_s)
+        stop_brokers(all_brokers, timeout_s=timeout_s)
         (base_dir / STATE_FILE).unlink(missing_ok=True)
         return list(state.clusters)
 
@@ -288,11 +288,11 @@ def _stop_nodes(
     clusters: LocalClusters, cluster: LocalCluster, brokers: Sequence[LocalBroker], *, timeout_s: float
 ) -> LocalClusters:
     ids = {b.node_id for b in brokers}
-    with _locked(clusters.base_dir):
-        _stop_brokers(brokers, timeout_s=timeout_s)
+    with locked(clusters.base_dir):
+        stop_brokers(brokers, timeout_s=timeout_s)
         stopped = replace(cluster, brokers=tuple(replace(b, pid=0) if b.node_id in ids else b for b in cluster.brokers))
-        new_state = _with_cluster(clusters, stopped)
-        _write_state(new_state)
+        new_state = with_cluster(clusters, stopped)
+        write_state(new_state)
         return new_state
 
 
@@ -328,27 +328,27 @@ def restart_cluster(clusters: LocalClusters, alias: str, *, timeout_s: float = 9
     deadline = time.monotonic() + timeout_s
     java = java_executable()
     cp = classpath("kafka")
-    with _locked(clusters.base_dir):
-        cds = _Cds.for_kafka(java)
+    with locked(clusters.base_dir):
+        cds = Cds.for_kafka(java)
         started: dict[int, LocalBroker] = {}
         try:
             for broker in cluster.brokers:
-                if broker.pid and _is_our_broker(broker):
+                if broker.pid and is_our_broker(broker):
                     continue
-                pid = _launch_broker(java, cp, clusters.base_dir, broker.properties_path, broker.log_path, cds)
+                pid = launch_broker(java, cp, clusters.base_dir, broker.properties_path, broker.log_path, cds)
                 started[broker.node_id] = replace(broker, pid=pid)
             restarted = replace(cluster, brokers=tuple(started.get(b.node_id, b) for b in cluster.brokers))
-            new_state = _with_cluster(clusters, restarted)
-            _write_state(new_state)
-            _wait_ready([restarted], deadline=deadline)
+            new_state = with_cluster(clusters, restarted)
+            write_state(new_state)
+            wait_ready([restarted], deadline=deadline)
         except BaseException:
-            _stop_brokers(started.values(), timeout_s=5.0, graceful=False)
+            stop_brokers(started.values(), timeout_s=5.0, graceful=False)
             down = replace(
                 cluster,
                 brokers=tuple(replace(b, pid=0) if b.node_id in started else b for b in cluster.brokers),
             )
             with contextlib.suppress(OSError):
-                _write_state(_with_cluster(clusters, down))
+                write_state(with_cluster(clusters, down))
             raise
         return new_state
 

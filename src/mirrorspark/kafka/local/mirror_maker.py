@@ -12,15 +12,15 @@ from typing import Final
 
 from mirrorspark.errors import LocalClusterError
 from mirrorspark.kafka.jars import classpath, java_executable
-from mirrorspark.kafka.local.brokers import _log_tail, _pid_alive, _reap, _signal_group
+from mirrorspark.kafka.local.brokers import log_tail, pid_alive, reap, signal_group
 from mirrorspark.kafka.local.settings import (
-    _BROKER_JVM_FLAGS,
-    _CHILDREN,
-    _CHILDREN_LOCK,
-    _LOG_TAIL_LINES,
-    _POLL_INTERVAL_S,
+    BROKER_JVM_FLAGS,
+    CHILDREN,
+    CHILDREN_LOCK,
+    LOG_TAIL_LINES,
+    POLL_INTERVAL_S,
 )
-from mirrorspark.kafka.local.state import _locked, _write_text
+from mirrorspark.kafka.local.state import locked, write_text
 
 # --------------------------------------------------------------------------------------------
 # Apache Kafka's own MirrorMaker 2, dedicated mode (for compatibility tests and benchmarks)
@@ -30,7 +30,7 @@ _MM2_MAIN: Final = "org.apache.kafka.connect.mirror.MirrorMaker"
 _MM2_LOG4J_FILE: Final = "mirror-maker-log4j2.properties"
 _MM2_STARTED_LINE: Final = "Kafka MirrorMaker started"
 # As the broker JVMs (and Kafka's KAFKA_JVM_PERFORMANCE_OPTS) minus the heap, which is an argument.
-_MM2_JVM_FLAGS: Final = tuple(f for f in _BROKER_JVM_FLAGS if not f.startswith(("-Xms", "-Xmx")))
+_MM2_JVM_FLAGS: Final = tuple(f for f in BROKER_JVM_FLAGS if not f.startswith(("-Xms", "-Xmx")))
 
 _MM2_LOG4J2_PROPERTIES: Final = """\
 # Written by mirrorspark.kafka.local: MirrorMaker 2 logs at WARN, its own classes at INFO
@@ -95,7 +95,7 @@ class MirrorMakerProcess:
                 self.returncode = code
                 return False
             return True
-        return _pid_alive(self.pid) and _is_our_mirror_maker(self.pid, self.properties)
+        return pid_alive(self.pid) and _is_our_mirror_maker(self.pid, self.properties)
 
     def wait_started(self, timeout_s: float = 60.0) -> float:
         """Wait until the driver has started its herders (log line ``Kafka MirrorMaker started``).
@@ -146,7 +146,7 @@ class MirrorMakerProcess:
                     f"MirrorMaker (pid {self.pid}) did not log {_MM2_STARTED_LINE!r} within {timeout_s:.0f} s;"
                     f" last lines of {self.log_path}:\n{self.log_tail()}"
                 )
-            time.sleep(_POLL_INTERVAL_S)
+            time.sleep(POLL_INTERVAL_S)
 
     def stop(self, timeout_s: float = 30.0) -> int | None:
         """Stop MirrorMaker: ``SIGTERM`` (graceful), then ``SIGKILL`` after ``timeout_s``.
@@ -175,19 +175,19 @@ class MirrorMakerProcess:
             If the process survives ``SIGKILL``.
         """
         if self.running:
-            _signal_group(self.pid, signal.SIGTERM)
+            signal_group(self.pid, signal.SIGTERM)
             if not self._wait_exit(time.monotonic() + timeout_s):
-                _signal_group(self.pid, signal.SIGKILL)
+                signal_group(self.pid, signal.SIGKILL)
                 if not self._wait_exit(time.monotonic() + 10.0):
                     raise LocalClusterError(f"MirrorMaker process {self.pid} survived SIGKILL: check it with ps")
-        _reap(self.pid)
+        reap(self.pid)
         if self._proc is not None:
             self.returncode = self._proc.returncode
         return self.returncode
 
-    def log_tail(self, n: int = _LOG_TAIL_LINES) -> str:
+    def log_tail(self, n: int = LOG_TAIL_LINES) -> str:
         """Return the last ``n`` lines of the log (default 30), or a note if there is none."""
-        return _log_tail(self.log_path, n)
+        return log_tail(self.log_path, n)
 
     def __enter__(self) -> MirrorMakerProcess:
         return self
@@ -199,7 +199,7 @@ class MirrorMakerProcess:
         while self.running:
             if time.monotonic() >= deadline:
                 return False
-            time.sleep(_POLL_INTERVAL_S)
+            time.sleep(POLL_INTERVAL_S)
         return True
 
 
@@ -289,8 +289,8 @@ def start_mirror_maker(
         str(properties),
         *(("--clusters", *targets) if targets else ()),
     )
-    with _locked(base_dir):
-        _write_text(log4j, _MM2_LOG4J2_PROPERTIES, mode=0o644)
+    with locked(base_dir):
+        write_text(log4j, _MM2_LOG4J2_PROPERTIES, mode=0o644)
         n = 0
         while (base_dir / f"mirror-maker-{n}.log").exists():
             n += 1
@@ -309,8 +309,8 @@ def start_mirror_maker(
         except OSError as e:
             raise LocalClusterError(f"could not launch MirrorMaker ({java}): {e}") from e
         started_at = time.monotonic()
-    with _CHILDREN_LOCK:
-        _CHILDREN[proc.pid] = proc
+    with CHILDREN_LOCK:
+        CHILDREN[proc.pid] = proc
     return MirrorMakerProcess(
         pid=proc.pid,
         properties=properties,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from mirrorspark.config.properties import format_properties
 from mirrorspark.errors import LocalClusterError, UnknownAliasError
-from mirrorspark.kafka.local.settings import _ADMIN_USER, _HOST, SecurityProtocol
+from mirrorspark.kafka.local.settings import ADMIN_USER, HOST, SecurityProtocol
 
 # --------------------------------------------------------------------------------------------
 # Public data model
@@ -60,7 +60,7 @@ class LocalBroker:
     @property
     def address(self) -> str:
         """``127.0.0.1:<port>`` of the client listener."""
-        return f"{_HOST}:{self.port}"
+        return f"{HOST}:{self.port}"
 
 
 @dataclass(frozen=True)
@@ -163,7 +163,7 @@ class LocalCluster:
         return config
 
     def _credentials(self, user: str | None) -> tuple[str, str]:
-        name = _ADMIN_USER if user is None else user
+        name = ADMIN_USER if user is None else user
         if name not in self.sasl_users:
             raise LocalClusterError(
                 f"cluster {self.alias!r} has no SASL user {name!r}: use one of {', '.join(sorted(self.sasl_users))}"

@@ -15,22 +15,22 @@ SecurityProtocol = Literal["plaintext", "sasl_plain"]
 STATE_FILE: Final = "clusters.json"
 """Name of the state file written into the base directory of one ``up``."""
 
-_STATE_VERSION: Final = 1
-_LOCK_FILE: Final = ".lock"
-_LOG4J_FILE: Final = "log4j2.properties"
-_HOST: Final = "127.0.0.1"
-_ALIAS_RE: Final = re.compile(r"[A-Za-z0-9_-]+")
-_SASL_NAME_RE: Final = re.compile(r"[A-Za-z0-9_.-]+")
-_MAX_BROKERS: Final = 3
-_LOG_TAIL_LINES: Final = 30
-_PORT_ATTEMPTS: Final = 3
-_POLL_INTERVAL_S: Final = 0.05
-_ADMIN_USER: Final = "admin"
-_DEFAULT_ADMIN_PASSWORD: Final = "admin-secret"
+STATE_VERSION: Final = 1
+LOCK_FILE: Final = ".lock"
+LOG4J_FILE: Final = "log4j2.properties"
+HOST: Final = "127.0.0.1"
+ALIAS_RE: Final = re.compile(r"[A-Za-z0-9_-]+")
+SASL_NAME_RE: Final = re.compile(r"[A-Za-z0-9_.-]+")
+MAX_BROKERS: Final = 3
+LOG_TAIL_LINES: Final = 30
+PORT_ATTEMPTS: Final = 3
+POLL_INTERVAL_S: Final = 0.05
+ADMIN_USER: Final = "admin"
+DEFAULT_ADMIN_PASSWORD: Final = "admin-secret"
 
 # Properties the launcher owns: overriding them through extra_broker_props would break
 # the bookkeeping of ports, roles and directories.
-_RESERVED_PROPS: Final = frozenset(
+RESERVED_PROPS: Final = frozenset(
     {
         "advertised.listeners",
         "broker.rack",
@@ -46,10 +46,10 @@ _RESERVED_PROPS: Final = frozenset(
 )
 
 # Topic-creation defaults that KRaft reads on the controller only.
-_CONTROLLER_ONLY_PROPS: Final = ("default.replication.factor", "num.partitions")
+CONTROLLER_ONLY_PROPS: Final = ("default.replication.factor", "num.partitions")
 
 # Heap and GC as Kafka's start script (KAFKA_JVM_PERFORMANCE_OPTS) with a small heap.
-_BROKER_JVM_FLAGS: Final = (
+BROKER_JVM_FLAGS: Final = (
     "-Xms128m",
     "-Xmx512m",
     "-XX:+UseG1GC",
@@ -61,13 +61,13 @@ _BROKER_JVM_FLAGS: Final = (
     "-Djava.awt.headless=true",
 )
 # StorageTool lives for under a second: C1 only and a small heap start it fastest.
-_TOOL_JVM_FLAGS: Final = ("-Xmx256m", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true")
+TOOL_JVM_FLAGS: Final = ("-Xmx256m", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true")
 # Silence CDS warnings (e.g. "shared class paths mismatch" after the jars changed).
-_CDS_QUIET: Final = ("-Xlog:cds=off", "-Xlog:cds+dynamic=off")
-_CDS_DUMP_FILE: Final = "cds-dump.jsa"
-_CDS_TARGET_FILE: Final = "cds-dump.target"
+CDS_QUIET: Final = ("-Xlog:cds=off", "-Xlog:cds+dynamic=off")
+CDS_DUMP_FILE: Final = "cds-dump.jsa"
+CDS_TARGET_FILE: Final = "cds-dump.target"
 
-_LOG4J2_PROPERTIES: Final = """\
+LOG4J2_PROPERTIES: Final = """\
 # Written by mirrorspark.kafka.local: broker logs at WARN, plus the start-up line.
 status = warn
 name = mirrorspark-local
@@ -82,8 +82,8 @@ logger.raftserver.level = INFO
 """
 
 # Popen handles of the brokers this process started, so that it can reap them.
-_CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
-_CHILDREN_LOCK = threading.Lock()
+CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
+CHILDREN_LOCK = threading.Lock()
 
 
 __all__ = ["STATE_FILE", "SecurityProtocol"]

@@ -14,13 +14,13 @@ from types import MappingProxyType
 from mirrorspark.errors import LocalClusterError
 from mirrorspark.kafka.local.model import LocalBroker, LocalCluster, LocalClusters
 from mirrorspark.kafka.local.settings import (
-    _ADMIN_USER,
-    _ALIAS_RE,
-    _DEFAULT_ADMIN_PASSWORD,
-    _LOCK_FILE,
-    _SASL_NAME_RE,
-    _STATE_VERSION,
+    ADMIN_USER,
+    ALIAS_RE,
+    DEFAULT_ADMIN_PASSWORD,
+    LOCK_FILE,
+    SASL_NAME_RE,
     STATE_FILE,
+    STATE_VERSION,
 )
 
 # --------------------------------------------------------------------------------------------
@@ -29,9 +29,10 @@ from mirrorspark.kafka.local.settings import (
 
 
 @contextlib.contextmanager
-def _locked(base_dir: Path) -> Iterator[None]:
+def locked(base_dir: Path) -> Iterator[None]:
+    """Hold an exclusive lock on the state of ``base_dir`` (``fcntl.flock``) while the block runs."""
     base_dir.mkdir(parents=True, exist_ok=True)
-    with open(base_dir / _LOCK_FILE, "a") as f:
+    with open(base_dir / LOCK_FILE, "a") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
         try:
             yield
@@ -39,9 +40,10 @@ def _locked(base_dir: Path) -> Iterator[None]:
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
-def _write_state(state: LocalClusters) -> None:
+def write_state(state: LocalClusters) -> None:
+    """Write the clusters' state file atomically (mode 0600: it holds SASL passwords)."""
     doc = {
-        "version": _STATE_VERSION,
+        "version": STATE_VERSION,
         "base_dir": str(state.base_dir),
         "clusters": {
             alias: {
@@ -66,10 +68,22 @@ def _write_state(state: LocalClusters) -> None:
             for alias, c in state.clusters.items()
         },
     }
-    _write_text(state.base_dir / STATE_FILE, json.dumps(doc, indent=2) + "\n", mode=0o600)
+    write_text(state.base_dir / STATE_FILE, json.dumps(doc, indent=2) + "\n", mode=0o600)
 
 
-def _read_state(base_dir: Path) -> LocalClusters | None:
+def read_state(base_dir: Path) -> LocalClusters | None:
+    """Read the clusters' state file of ``base_dir``.
+
+    Returns
+    -------
+    LocalClusters or None
+        ``None`` when there is no state file.
+
+    Raises
+    ------
+    LocalClusterError
+        If the file is corrupt or of another version.
+    """
     path = base_dir / STATE_FILE
     try:
         doc = json.loads(path.read_text())
@@ -80,7 +94,7 @@ def _read_state(base_dir: Path) -> LocalClusters | None:
             f"cannot read {path} ({e}): stop any brokers left from it by hand and delete the file"
         ) from e
     try:
-        if doc.get("version") != _STATE_VERSION:
+        if doc.get("version") != STATE_VERSION:
             raise ValueError(f"unsupported version {doc.get('version')!r}")
         clusters: dict[str, LocalCluster] = {}
         for alias, c in doc["clusters"].items():
@@ -112,13 +126,14 @@ def _read_state(base_dir: Path) -> LocalClusters | None:
     return LocalClusters(base_dir=Path(doc.get("base_dir", base_dir)), clusters=MappingProxyType(clusters))
 
 
-def _with_cluster(state: LocalClusters, cluster: LocalCluster) -> LocalClusters:
+def with_cluster(state: LocalClusters, cluster: LocalCluster) -> LocalClusters:
+    """Return ``state`` with ``cluster`` added or replaced (by alias)."""
     clusters = dict(state.clusters)
     clusters[cluster.alias] = cluster
     return LocalClusters(base_dir=state.base_dir, clusters=MappingProxyType(clusters))
 
 
-def _write_text(path: Path, text: str, *, mode: int = 0o600) -> None:
+def write_text(path: Path, text: str, *, mode: int = 0o600) -> None:
     """Write atomically (temporary file + rename)."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -132,14 +147,26 @@ def _write_text(path: Path, text: str, *, mode: int = 0o600) -> None:
         raise
 
 
-def _validate_aliases(aliases: Sequence[str]) -> list[str]:
+def validate_aliases(aliases: Sequence[str]) -> list[str]:
+    """Check cluster aliases for local clusters.
+
+    Returns
+    -------
+    list[str]
+        The aliases, in order.
+
+    Raises
+    ------
+    LocalClusterError
+        On a string instead of a sequence, an empty list, a bad or duplicate alias.
+    """
     if isinstance(aliases, str):
         raise LocalClusterError(f"aliases must be a sequence of names, not the string {aliases!r}")
     result = list(aliases)
     if not result:
         raise LocalClusterError("no cluster aliases given: name at least one, e.g. primary")
     for alias in result:
-        if not isinstance(alias, str) or not _ALIAS_RE.fullmatch(alias):
+        if not isinstance(alias, str) or not ALIAS_RE.fullmatch(alias):
             raise LocalClusterError(f"invalid cluster alias {alias!r}: use letters, digits, '_' and '-'")
     duplicates = sorted({a for a in result if result.count(a) > 1})
     if duplicates:
@@ -147,17 +174,29 @@ def _validate_aliases(aliases: Sequence[str]) -> list[str]:
     return result
 
 
-def _validate_security(security: str, users: Mapping[str, str] | None) -> dict[str, str]:
+def validate_security(security: str, users: Mapping[str, str] | None) -> dict[str, str]:
+    """Check the security protocol and SASL users of local clusters.
+
+    Returns
+    -------
+    dict[str, str]
+        SASL users and passwords to create (``{}`` for ``plaintext``).
+
+    Raises
+    ------
+    LocalClusterError
+        On an unknown protocol, users without SASL, or a bad user name.
+    """
     if security == "plaintext":
         if users:
             raise LocalClusterError("sasl_users need security='sasl_plain'")
         return {}
     if security != "sasl_plain":
         raise LocalClusterError(f"unknown security {security!r}: use 'plaintext' or 'sasl_plain'")
-    result = {_ADMIN_USER: _DEFAULT_ADMIN_PASSWORD}
+    result = {ADMIN_USER: DEFAULT_ADMIN_PASSWORD}
     result.update(users or {})
     for name, password in result.items():
-        if not _SASL_NAME_RE.fullmatch(name):
+        if not SASL_NAME_RE.fullmatch(name):
             raise LocalClusterError(f"invalid SASL user name {name!r}: use letters, digits, '_', '.' and '-'")
         if not password or any(ch in password for ch in '"\\;\n\r'):
             raise LocalClusterError(
