@@ -373,7 +373,7 @@ def test_sasl_plain_cluster(own_base_dir: Path) -> None:
         (["a"], {"extra_broker_props": {"broker.rack": "x"}}, "cannot set broker.rack"),
         (["a"], {"sasl_users": {"bob": "pw"}}, "sasl_plain"),
         (["a"], {"security": "sasl_plain", "sasl_users": {"bob": 'p"w'}}, "invalid password"),
-        (["a"], {"security": "ssl"}, "unknown security"),
+        (["a"], {"security": "tls"}, "unknown security"),
     ],
 )
 def test_invalid_arguments_are_refused(

@@ -32,12 +32,16 @@ from mirrorspark.kafka.local.settings import (
     HOST,
     LOG4J_FILE,
     LOG_TAIL_LINES,
+    KAFKA_PROTOCOL,
     POLL_INTERVAL_S,
+    SASL_MECHANISM,
     STATE_FILE,
+    TLS_SECURITY,
     TOOL_JVM_FLAGS,
     SecurityProtocol,
 )
 from mirrorspark.kafka.local.state import read_state, write_state, write_text
+from mirrorspark.kafka.local.tls import BrokerTls, generate_tls
 
 # --------------------------------------------------------------------------------------------
 # Start-up
@@ -84,6 +88,7 @@ def start_once(
         If a broker fails to start or is not ready by ``deadline`` (``time.monotonic()``).
     """
     n = len(racks)
+    tls = generate_tls(base_dir) if security in TLS_SECURITY else None
     ports = _free_ports(len(aliases) * (n + 1))
     plans: list[_Plan] = []
     for i, alias in enumerate(aliases):
@@ -98,6 +103,7 @@ def start_once(
                 extra=extra,
                 security=security,
                 users=users,
+                tls=tls,
             )
         )
     for plan in plans:
@@ -158,10 +164,11 @@ def _plan_cluster(
     extra: Mapping[str, str],
     security: SecurityProtocol,
     users: Mapping[str, str],
+    tls: BrokerTls | None,
 ) -> _Plan:
     n = len(ports)
     data_dir = base_dir / alias
-    listener = "SASL_PLAINTEXT" if security == "sasl_plain" else "PLAINTEXT"
+    listener = KAFKA_PROTOCOL[security]
     common: dict[str, str] = {
         "controller.quorum.voters": f"0@{HOST}:{controller_port}",
         "controller.listener.names": "CONTROLLER",
@@ -186,23 +193,29 @@ def _plan_cluster(
         "num.io.threads": "4",
         "log.cleaner.dedupe.buffer.size": str(8 * 1024 * 1024),
     }
-    if security == "sasl_plain":
+    if security in SASL_MECHANISM:
+        mechanism = SASL_MECHANISM[security]
+        if mechanism == "PLAIN":
+            # PLAIN users in-line; SCRAM users are created in the metadata log at format time.
+            module = "org.apache.kafka.common.security.plain.PlainLoginModule"
+            user_options = [f'user_{name}="{password}"' for name, password in users.items()]
+        else:
+            module = "org.apache.kafka.common.security.scram.ScramLoginModule"
+            user_options = []
         jaas = " ".join(
-            [
-                "org.apache.kafka.common.security.plain.PlainLoginModule required",
-                f'username="{ADMIN_USER}" password="{users[ADMIN_USER]}"',
-                *(f'user_{name}="{password}"' for name, password in users.items()),
-            ]
+            [f"{module} required", f'username="{ADMIN_USER}" password="{users[ADMIN_USER]}"', *user_options]
         )
         common.update(
             {
-                "sasl.enabled.mechanisms": "PLAIN",
-                "sasl.mechanism.inter.broker.protocol": "PLAIN",
-                "listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas + ";",
+                "sasl.enabled.mechanisms": mechanism,
+                "sasl.mechanism.inter.broker.protocol": mechanism,
+                f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.jaas.config": jaas + ";",
                 "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
                 "super.users": f"User:{ADMIN_USER};User:ANONYMOUS",
             }
         )
+    if tls is not None:
+        common.update(tls.broker_properties())
     brokers: list[LocalBroker] = []
     properties: dict[int, dict[str, str]] = {}
     for node_id in range(n):
@@ -245,6 +258,7 @@ def _plan_cluster(
         cluster_id=_random_cluster_id(),
         security=security,
         sasl_users=MappingProxyType(dict(users)),
+        ca_location=None if tls is None else tls.ca_location,
     )
     return _Plan(cluster=cluster, properties=properties)
 
@@ -252,11 +266,31 @@ def _plan_cluster(
 def _format_storage(
     plans: Sequence[_Plan], *, java: str, cp: str, base_dir: Path, cds: Cds | None, deadline: float
 ) -> None:
-    """Run ``kafka.tools.StorageTool format`` for every node, all concurrently."""
+    """Run ``kafka.tools.StorageTool format`` for every node, all concurrently.
+
+    SCRAM credentials (``"sasl_ssl"``) are added with ``--add-scram`` (KIP-900). So that no password
+    reaches a process command line, the main class and its arguments are passed in a Java
+    ``@argfile`` (mode 0600, deleted once the tool has exited).
+    """
     jobs: list[tuple[LocalCluster, LocalBroker, subprocess.Popen[bytes]]] = []
+    argfiles: list[Path] = []
     try:
         for plan in plans:
             for broker in plan.cluster.brokers:
+                tool_args = [
+                    "kafka.tools.StorageTool",
+                    "format",
+                    "--cluster-id",
+                    plan.cluster.cluster_id,
+                    "--config",
+                    str(broker.properties_path),
+                ]
+                for name, password in plan.cluster.sasl_users.items() if plan.cluster.security == "sasl_ssl" else ():
+                    tool_args += ["--add-scram", f'{SASL_MECHANISM["sasl_ssl"]}=[name={name},password="{password}"]']
+                argfile = broker.node_dir / "format.args"
+                # Java argfile syntax: one argument per line, in single quotes (no quote in any argument).
+                write_text(argfile, "".join(f"'{arg}'\n" for arg in tool_args), mode=0o600)
+                argfiles.append(argfile)
                 args = [
                     java,
                     *TOOL_JVM_FLAGS,
@@ -264,12 +298,7 @@ def _format_storage(
                     f"-Dlog4j2.configurationFile={base_dir / LOG4J_FILE}",
                     "-cp",
                     cp,
-                    "kafka.tools.StorageTool",
-                    "format",
-                    "--cluster-id",
-                    plan.cluster.cluster_id,
-                    "--config",
-                    str(broker.properties_path),
+                    f"@{argfile}",
                 ]
                 proc = subprocess.Popen(
                     args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
@@ -285,6 +314,8 @@ def _format_storage(
                 ) from None
             if proc.returncode != 0:
                 tail = "\n".join(out.decode(errors="replace").splitlines()[-LOG_TAIL_LINES:])
+                for password in cluster.sasl_users.values():
+                    tail = tail.replace(password, "********")
                 raise LocalClusterError(
                     f"formatting the storage of node {broker.node_id} of local cluster {cluster.alias!r}"
                     f" failed (exit {proc.returncode}); StorageTool said:\n{tail}"
@@ -296,6 +327,8 @@ def _format_storage(
                 proc.wait()
             if proc.stdout is not None:
                 proc.stdout.close()
+        for argfile in argfiles:
+            argfile.unlink(missing_ok=True)
 
 
 def launch_broker(java: str, cp: str, base_dir: Path, properties: Path, log_path: Path, cds: Cds | None) -> int:

@@ -8,7 +8,14 @@ from pathlib import Path
 
 from mirrorspark.config.properties import format_properties
 from mirrorspark.errors import LocalClusterError, UnknownAliasError
-from mirrorspark.kafka.local.settings import ADMIN_USER, HOST, SecurityProtocol
+from mirrorspark.kafka.local.settings import (
+    ADMIN_USER,
+    HOST,
+    KAFKA_PROTOCOL,
+    SASL_MECHANISM,
+    SASL_SECURITY,
+    SecurityProtocol,
+)
 
 # --------------------------------------------------------------------------------------------
 # Public data model
@@ -24,7 +31,7 @@ class LocalBroker:
     node_id:
         Kafka ``node.id``, 0-based within the cluster.
     port:
-        Client listener port on 127.0.0.1 (``PLAINTEXT`` or ``SASL_PLAINTEXT``).
+        Client listener port on 127.0.0.1 (``PLAINTEXT``, ``SASL_PLAINTEXT``, ``SSL`` or ``SASL_SSL``).
     controller_port:
         Port of the KRaft ``CONTROLLER`` listener this node uses: its own for node 0
         (the combined broker+controller), node 0's for broker-only nodes.
@@ -80,11 +87,15 @@ class LocalCluster:
     cluster_id:
         The KRaft cluster id (base64url of 16 random bytes).
     security:
-        ``"plaintext"`` or ``"sasl_plain"``.
+        ``"plaintext"``, ``"sasl_plain"``, ``"ssl"`` or ``"sasl_ssl"`` (see
+        :data:`~mirrorspark.kafka.local.settings.SecurityProtocol`).
     sasl_users:
-        SASL/PLAIN ``user -> password`` accepted by the brokers (always contains ``admin``,
-        the brokers' own, super user identity); empty for ``"plaintext"``. Hidden from
-        ``repr``.
+        SASL ``user -> password`` accepted by the brokers (PLAIN for ``"sasl_plain"``,
+        SCRAM-SHA-512 for ``"sasl_ssl"``; always contains ``admin``, the brokers' own, super
+        user identity); empty without SASL. Hidden from ``repr``.
+    ca_location:
+        PEM file of the CA that signed the brokers' certificates (``"ssl"`` and
+        ``"sasl_ssl"``), ``None`` without TLS.
     """
 
     alias: str
@@ -94,6 +105,7 @@ class LocalCluster:
     cluster_id: str = field(default="", kw_only=True)
     security: SecurityProtocol = field(default="plaintext", kw_only=True)
     sasl_users: Mapping[str, str] = field(default_factory=dict, kw_only=True, repr=False)
+    ca_location: Path | None = field(default=None, kw_only=True)
 
     def client_config(self, user: str | None = None) -> dict[str, str]:
         """Return a librdkafka (confluent-kafka) client configuration for this cluster.
@@ -102,30 +114,26 @@ class LocalCluster:
         ----------
         user:
             SASL user to authenticate as, default ``admin`` (a super user); ignored
-            for ``"plaintext"`` clusters.
+            without SASL (``"plaintext"``, ``"ssl"``).
 
         Returns
         -------
         dict[str, str]
-            ``bootstrap.servers`` and, for ``"sasl_plain"``, ``security.protocol``,
-            ``sasl.mechanism``, ``sasl.username`` and ``sasl.password``.
+            ``bootstrap.servers``; ``security.protocol`` unless ``"plaintext"``;
+            ``sasl.mechanism``, ``sasl.username`` and ``sasl.password`` with SASL;
+            ``ssl.ca.location`` (the generated CA) with TLS.
 
         Raises
         ------
         LocalClusterError
             If ``user`` is not one of the cluster's SASL users.
         """
-        config = {"bootstrap.servers": self.bootstrap_servers}
-        if self.security == "sasl_plain":
+        config = self._transport()
+        if self.ca_location is not None:
+            config["ssl.ca.location"] = str(self.ca_location)
+        if self.security in SASL_SECURITY:
             name, password = self._credentials(user)
-            config.update(
-                {
-                    "security.protocol": "SASL_PLAINTEXT",
-                    "sasl.mechanism": "PLAIN",
-                    "sasl.username": name,
-                    "sasl.password": password,
-                }
-            )
+            config.update({"sasl.username": name, "sasl.password": password})
         return config
 
     def java_client_properties(self, user: str | None = None) -> dict[str, str]:
@@ -134,32 +142,42 @@ class LocalCluster:
         Parameters
         ----------
         user:
-            SASL user to authenticate as, default ``admin``; ignored for ``"plaintext"``.
+            SASL user to authenticate as, default ``admin``; ignored without SASL.
 
         Returns
         -------
         dict[str, str]
-            ``bootstrap.servers`` and, for ``"sasl_plain"``, ``security.protocol``,
-            ``sasl.mechanism`` and a ``PlainLoginModule`` ``sasl.jaas.config``.
+            ``bootstrap.servers``; ``security.protocol`` unless ``"plaintext"``;
+            ``sasl.mechanism`` and a ``PlainLoginModule`` (``"sasl_plain"``) or ``ScramLoginModule``
+            (``"sasl_ssl"``) ``sasl.jaas.config`` with SASL; ``ssl.truststore.type=PEM`` and
+            ``ssl.truststore.location`` (the generated CA) with TLS.
 
         Raises
         ------
         LocalClusterError
             If ``user`` is not one of the cluster's SASL users.
         """
-        config = {"bootstrap.servers": self.bootstrap_servers}
-        if self.security == "sasl_plain":
+        config = self._transport()
+        if self.ca_location is not None:
+            config["ssl.truststore.type"] = "PEM"
+            config["ssl.truststore.location"] = str(self.ca_location)
+        if self.security in SASL_SECURITY:
             name, password = self._credentials(user)
-            config.update(
-                {
-                    "security.protocol": "SASL_PLAINTEXT",
-                    "sasl.mechanism": "PLAIN",
-                    "sasl.jaas.config": (
-                        "org.apache.kafka.common.security.plain.PlainLoginModule required"
-                        f' username="{name}" password="{password}";'
-                    ),
-                }
+            module = (
+                "org.apache.kafka.common.security.scram.ScramLoginModule"
+                if self.security == "sasl_ssl"
+                else "org.apache.kafka.common.security.plain.PlainLoginModule"
             )
+            config["sasl.jaas.config"] = f'{module} required username="{name}" password="{password}";'
+        return config
+
+    def _transport(self) -> dict[str, str]:
+        """``bootstrap.servers``, ``security.protocol`` and ``sasl.mechanism`` (same in Java and librdkafka)."""
+        config = {"bootstrap.servers": self.bootstrap_servers}
+        if self.security != "plaintext":
+            config["security.protocol"] = KAFKA_PROTOCOL[self.security]
+        if self.security in SASL_SECURITY:
+            config["sasl.mechanism"] = SASL_MECHANISM[self.security]
         return config
 
     def _credentials(self, user: str | None) -> tuple[str, str]:

@@ -7,10 +7,49 @@ import subprocess
 import threading
 from typing import Final, Literal
 
-SecurityProtocol = Literal["plaintext", "sasl_plain"]
-"""How clients reach the brokers: ``"plaintext"`` (no auth) or ``"sasl_plain"``
-(SASL/PLAIN over plaintext, ``StandardAuthorizer`` ACLs, super users ``admin`` and
-``ANONYMOUS``)."""
+SecurityProtocol = Literal["plaintext", "sasl_plain", "ssl", "sasl_ssl"]
+"""How clients reach the brokers.
+
+``"plaintext"``
+    No encryption, no authentication (Kafka ``PLAINTEXT``).
+``"sasl_plain"``
+    SASL/PLAIN without TLS (Kafka ``SASL_PLAINTEXT``), ``StandardAuthorizer`` ACLs, super users
+    ``admin`` and ``ANONYMOUS``.
+``"ssl"``
+    TLS without client authentication (Kafka ``SSL``): the brokers' certificates are signed by a CA
+    generated at start (``<base_dir>/tls/ca.pem``).
+``"sasl_ssl"``
+    SASL/SCRAM-SHA-512 over TLS (Kafka ``SASL_SSL``) with the same CA, ``StandardAuthorizer`` ACLs and
+    the super users of ``"sasl_plain"``.
+
+The TLS names are Kafka's ``security.protocol`` values in lower case; ``"sasl_plain"`` (SASL_PLAINTEXT
+with the PLAIN mechanism) keeps its earlier name.
+"""
+
+SECURITY_PROTOCOLS: Final[tuple[str, ...]] = ("plaintext", "sasl_plain", "ssl", "sasl_ssl")
+"""Every :data:`SecurityProtocol`, in the order the CLI lists them."""
+
+SASL_SECURITY: Final = frozenset({"sasl_plain", "sasl_ssl"})
+"""The protocols with SASL users (and an authorizer)."""
+
+TLS_SECURITY: Final = frozenset({"ssl", "sasl_ssl"})
+"""The protocols whose client listener speaks TLS."""
+
+KAFKA_PROTOCOL: Final = {
+    "plaintext": "PLAINTEXT",
+    "sasl_plain": "SASL_PLAINTEXT",
+    "ssl": "SSL",
+    "sasl_ssl": "SASL_SSL",
+}
+"""Kafka's ``security.protocol`` (and listener name) of each :data:`SecurityProtocol`."""
+
+SASL_MECHANISM: Final = {"sasl_plain": "PLAIN", "sasl_ssl": "SCRAM-SHA-512"}
+"""The SASL mechanism of each SASL :data:`SecurityProtocol`."""
+
+TLS_DIR: Final = "tls"
+"""Directory under the base directory holding the generated CA certificate (``ca.pem``)."""
+
+CA_FILE: Final = "ca.pem"
 
 STATE_FILE: Final = "clusters.json"
 """Name of the state file written into the base directory of one ``up``."""
@@ -86,4 +125,4 @@ CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
 CHILDREN_LOCK = threading.Lock()
 
 
-__all__ = ["STATE_FILE", "SecurityProtocol"]
+__all__ = ["SECURITY_PROTOCOLS", "STATE_FILE", "SecurityProtocol"]

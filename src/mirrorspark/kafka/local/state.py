@@ -19,6 +19,8 @@ from mirrorspark.kafka.local.settings import (
     DEFAULT_ADMIN_PASSWORD,
     LOCK_FILE,
     SASL_NAME_RE,
+    SASL_SECURITY,
+    SECURITY_PROTOCOLS,
     STATE_FILE,
     STATE_VERSION,
 )
@@ -52,6 +54,7 @@ def write_state(state: LocalClusters) -> None:
                 "cluster_id": c.cluster_id,
                 "security": c.security,
                 "sasl_users": dict(c.sasl_users),
+                "ca_location": None if c.ca_location is None else str(c.ca_location),
                 "brokers": [
                     {
                         "node_id": b.node_id,
@@ -117,6 +120,7 @@ def read_state(base_dir: Path) -> LocalClusters | None:
                 cluster_id=c["cluster_id"],
                 security=c["security"],
                 sasl_users=MappingProxyType(dict(c["sasl_users"])),
+                ca_location=None if c.get("ca_location") is None else Path(c["ca_location"]),
             )
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise LocalClusterError(
@@ -180,27 +184,29 @@ def validate_security(security: str, users: Mapping[str, str] | None) -> dict[st
     Returns
     -------
     dict[str, str]
-        SASL users and passwords to create (``{}`` for ``plaintext``).
+        SASL users and passwords to create (``{}`` without SASL).
 
     Raises
     ------
     LocalClusterError
-        On an unknown protocol, users without SASL, or a bad user name.
+        On an unknown protocol, users without SASL, or a bad user name or password.
     """
-    if security == "plaintext":
+    if security not in SECURITY_PROTOCOLS:
+        raise LocalClusterError(f"unknown security {security!r}: use one of {', '.join(map(repr, SECURITY_PROTOCOLS))}")
+    if security not in SASL_SECURITY:
         if users:
-            raise LocalClusterError("sasl_users need security='sasl_plain'")
+            raise LocalClusterError("sasl_users need security='sasl_plain' or 'sasl_ssl'")
         return {}
-    if security != "sasl_plain":
-        raise LocalClusterError(f"unknown security {security!r}: use 'plaintext' or 'sasl_plain'")
     result = {ADMIN_USER: DEFAULT_ADMIN_PASSWORD}
     result.update(users or {})
+    # SCRAM credentials go through StorageTool's `name=...,password="..."` syntax: no commas there.
+    forbidden = '"\\;\n\r' + (",'" if security == "sasl_ssl" else "")
     for name, password in result.items():
         if not SASL_NAME_RE.fullmatch(name):
             raise LocalClusterError(f"invalid SASL user name {name!r}: use letters, digits, '_', '.' and '-'")
-        if not password or any(ch in password for ch in '"\\;\n\r'):
+        if not password or any(ch in password for ch in forbidden):
             raise LocalClusterError(
                 f"invalid password for SASL user {name!r}: must be non-empty without quotes,"
-                " backslashes, semicolons or newlines"
+                " backslashes, semicolons or newlines" + (" (nor commas for SCRAM)" if security == "sasl_ssl" else "")
             )
     return result
