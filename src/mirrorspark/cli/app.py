@@ -250,6 +250,15 @@ def _run(cfg: Any, clusters: list[str] | None, master: str | None, until_caught_
     return stats
 
 
+class LocalSecurity(StrEnum):
+    """``--security`` of ``local up`` (see :data:`mirrorspark.kafka.local.settings.SecurityProtocol`)."""
+
+    PLAINTEXT = "plaintext"
+    SSL = "ssl"
+    SASL_SSL = "sasl_ssl"
+    SASL_PLAIN = "sasl_plain"
+
+
 @local_app.command("up")
 def local_up(
     clusters: Annotated[str, typer.Option("--clusters", help="Comma-separated aliases.")] = "primary,backup",
@@ -261,15 +270,43 @@ def local_up(
     dir: Annotated[
         Path, typer.Option("--dir", help="Where the clusters keep their data and state.")
     ] = DEFAULT_LOCAL_DIR,
-    json_out: Annotated[bool, typer.Option("--json", help="Print {alias: {bootstrap.servers: ...}} as JSON.")] = False,
+    security: Annotated[
+        LocalSecurity,
+        typer.Option(
+            "--security",
+            help=(
+                "plaintext; ssl (TLS, CA generated at start); sasl_ssl (SASL/SCRAM-SHA-512 over TLS);"
+                " sasl_plain (SASL/PLAIN without TLS). SASL modes get an admin user with a random password."
+            ),
+        ),
+    ] = LocalSecurity.PLAINTEXT,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print {alias: {bootstrap.servers: ...}} (librdkafka configs) as JSON.")
+    ] = False,
 ) -> None:
-    """Start local Kafka clusters in the background; print their bootstrap servers and an mm2.properties."""
+    """Start local Kafka clusters in the background; print their bootstrap servers and an mm2.properties.
+
+    The mm2.properties (also written to DIR/mm2.properties, mode 0600) has the client settings the chosen
+    --security needs: security.protocol, the CA as a PEM trust store, and a SCRAM or PLAIN sasl.jaas.config.
+    """
+    import secrets
+
     from mirrorspark.kafka.local.clusters import start_clusters
+    from mirrorspark.kafka.local.settings import ADMIN_USER
+    from mirrorspark.kafka.local.state import write_text
 
     aliases = [a.strip() for a in clusters.split(",") if a.strip()]
     rack_list = [r.strip() for r in racks.split(",")] if racks else None
+    # A random admin password (never a well-known default) for clusters a user starts by hand.
+    users = (
+        {ADMIN_USER: secrets.token_urlsafe(18)}
+        if security in (LocalSecurity.SASL_PLAIN, LocalSecurity.SASL_SSL)
+        else None
+    )
     try:
-        started = start_clusters(aliases, base_dir=dir, brokers=brokers, racks=rack_list)
+        started = start_clusters(
+            aliases, base_dir=dir, brokers=brokers, racks=rack_list, security=security.value, sasl_users=users
+        )
     except MirrorsparkError as e:
         raise _fail(e) from None
     if json_out:
@@ -278,9 +315,10 @@ def local_up(
     for alias, c in started.clusters.items():
         out_console.print(f"{alias}: bootstrap.servers={c.bootstrap_servers}", highlight=False)
     props = dir / "mm2.properties"
-    props.write_text(started.mm2_properties())
+    text = started.mm2_properties()
+    write_text(props.resolve(), text, mode=0o600)  # it may hold the admin password
     out_console.print(f"\n# {props} (stop with: mirrorspark local down --dir {dir})", highlight=False)
-    out_console.print(started.mm2_properties(), highlight=False, markup=False)
+    out_console.print(text, highlight=False, markup=False, soft_wrap=True)
 
 
 @local_app.command("down")

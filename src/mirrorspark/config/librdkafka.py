@@ -184,19 +184,78 @@ def _sniff(path: str, key: str, size: int) -> bytes:
         ) from e
 
 
+_JKS_MAGIC: Final = b"\xfe\xed\xfe\xed"
+_JCEKS_MAGIC: Final = b"\xce\xce\xce\xce"
+
+
+def _store_format(head: bytes) -> str:
+    """Name the format of a key or trust store from its first bytes: PEM, JKS, JCEKS, PKCS12 or unknown."""
+    if b"-----BEGIN" in head:
+        return "PEM"
+    if head[:4] == _JKS_MAGIC:
+        return "JKS"
+    if head[:4] == _JCEKS_MAGIC:
+        return "JCEKS"
+    if head[:1] == b"\x30":  # a DER SEQUENCE: PKCS#12
+        return "PKCS12"
+    return "unknown"
+
+
+def _pkcs12_ca_pem(location: str, password: str | None) -> str | None:
+    """Return the certificates of a PKCS#12 trust store as PEM text, or ``None`` if it cannot be opened."""
+    try:
+        from cryptography.hazmat.primitives.serialization import Encoding, pkcs12
+    except ImportError:  # pragma: no cover - cryptography is a dependency of mirrorspark
+        return None
+    try:
+        with open(location, "rb") as fh:
+            store = pkcs12.load_pkcs12(fh.read(), password.encode() if password else None)
+    except (OSError, ValueError, TypeError):
+        return None
+    certs = [c.certificate for c in store.additional_certs]
+    if store.cert is not None:
+        certs.insert(0, store.cert.certificate)
+    if not certs:
+        return None
+    return "".join(c.public_bytes(Encoding.PEM).decode("ascii") for c in certs)
+
+
 def _translate_truststore(props: Mapping[str, str], out: dict[str, str]) -> None:
-    """Java ``ssl.truststore.location`` -> librdkafka ``ssl.ca.location`` (PEM only)."""
+    """Java ``ssl.truststore.location`` -> librdkafka ``ssl.ca.location`` (PEM) or ``ssl.ca.pem`` (PKCS#12).
+
+    A PEM trust store is used as it is; the certificates of a PKCS#12 trust store are read with
+    ``ssl.truststore.password`` and passed in-line; a JKS/JCEKS store (or a PKCS#12 one that cannot be
+    opened) is refused with the commands that convert it to PEM.
+    """
     location = props.get("ssl.truststore.location", "").strip()
     if not location or "ssl.ca.location" in out or "ssl.ca.pem" in out:
         return
-    store_type = props.get("ssl.truststore.type", "JKS").strip().upper() or "JKS"
-    if b"-----BEGIN" in _sniff(location, "ssl.truststore.location", 1 << 16):
+    head = _sniff(location, "ssl.truststore.location", 1 << 16)
+    found = _store_format(head)
+    if found == "PEM":
         out["ssl.ca.location"] = location
         return
+    password = props.get("ssl.truststore.password")
+    if found == "PKCS12":
+        pem = _pkcs12_ca_pem(location, password)
+        if pem is not None:
+            out["ssl.ca.pem"] = pem
+            return
+    store_type = found if found != "unknown" else (props.get("ssl.truststore.type", "JKS").strip().upper() or "JKS")
+    if found == "PKCS12":
+        why = " that cannot be opened (wrong or missing ssl.truststore.password?)"
+        convert = f"openssl pkcs12 -in {location} -nokeys -out ca.pem"
+    else:
+        why = ""
+        convert = (
+            f"keytool -importkeystore -srckeystore {location} -destkeystore truststore.p12 -deststoretype PKCS12"
+            " && openssl pkcs12 -in truststore.p12 -nokeys -out ca.pem"
+        )
     raise ConfigError(
-        f"ssl.truststore.location '{location}' is a {store_type} trust store, but librdkafka needs PEM "
-        "certificates: export them (e.g. keytool -exportcert -rfc -keystore <store> -alias <ca> > ca.pem) "
-        "and set ssl.ca.location=<ca.pem> (it takes precedence over the Java trust store)"
+        f"ssl.truststore.location '{location}' is a {store_type} trust store{why}, but librdkafka needs PEM "
+        f"certificates: convert it ({convert}; or keytool -exportcert -rfc -keystore {location} -alias <ca> > "
+        "ca.pem) and set ssl.truststore.location=ca.pem with ssl.truststore.type=PEM, or ssl.ca.location=ca.pem "
+        "(it takes precedence over the Java trust store)"
     )
 
 
@@ -211,18 +270,26 @@ def _translate_keystore(props: Mapping[str, str], out: dict[str, str]) -> None:
         out["ssl.certificate.location"] = location
         out["ssl.key.location"] = location
         return
-    head = _sniff(location, "ssl.keystore.location", 4)
-    if store_type in ("JKS", "PKCS12") and head[:1] == b"\x30":  # DER: a PKCS#12 file (Java reads it as JKS too)
+    head = _sniff(location, "ssl.keystore.location", 1 << 16)
+    found = _store_format(head)
+    if store_type in ("JKS", "PKCS12") and found == "PKCS12":  # Java reads PKCS#12 as JKS too
         out["ssl.keystore.location"] = location
         if "ssl.keystore.password" in props:
             out["ssl.keystore.password"] = props["ssl.keystore.password"]
         return
+    if found == "PEM":  # a PEM file (key and certificate chain) whatever ssl.keystore.type says
+        out["ssl.certificate.location"] = location
+        out["ssl.key.location"] = location
+        return
     raise ConfigError(
         f"ssl.keystore.location '{location}' is a {store_type} key store"
-        + (" (JKS format)" if head == b"\xfe\xed\xfe\xed" else "")
-        + ", which librdkafka cannot read: convert it to PKCS#12 (keytool -importkeystore -deststoretype "
-        "PKCS12) "
-        "and set ssl.keystore.type=PKCS12, or set ssl.certificate.location and ssl.key.location to PEM files"
+        + (f" ({found} format)" if found in ("JKS", "JCEKS") else "")
+        + ", which librdkafka cannot read: convert it to PKCS#12 (keytool -importkeystore -srckeystore "
+        f"{location} -destkeystore keystore.p12 -deststoretype PKCS12) "
+        "and set ssl.keystore.location=keystore.p12 with ssl.keystore.type=PKCS12, or set "
+        "ssl.certificate.location and ssl.key.location to PEM files "
+        "(openssl pkcs12 -in keystore.p12 -nokeys -out cert.pem; openssl pkcs12 -in keystore.p12 -nocerts "
+        "-nodes -out key.pem)"
     )
 
 

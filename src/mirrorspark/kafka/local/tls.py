@@ -77,9 +77,7 @@ def generate_tls(base_dir: Path) -> BrokerTls:
         import trustme
         from cryptography.hazmat.primitives import serialization
     except ImportError as e:  # pragma: no cover - both are dependencies of the package
-        raise LocalClusterError(
-            f"TLS local clusters need the trustme package ({e}): pip install trustme"
-        ) from None
+        raise LocalClusterError(f"TLS local clusters need the trustme package ({e}): pip install trustme") from None
     ca = trustme.CA(organization_name="mirrorspark local")
     leaf = ca.issue_cert(HOST, "localhost", common_name="mirrorspark-local-broker")
     # trustme writes SEC1 ("EC PRIVATE KEY"); Kafka's PEM key store reads PKCS#8 only.
