@@ -38,3 +38,33 @@ def local_clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCl
     finally:
         stop()
         atexit.unregister(stop)
+
+
+@pytest.fixture(scope="session")
+def secure_clusters(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[LocalClusters]:
+    """Two running local clusters, ``primary`` and ``backup`` (1 broker each), speaking ``request.param``.
+
+    Parametrise indirectly with ``"ssl"`` (TLS) or ``"sasl_ssl"`` (SCRAM-SHA-512 over TLS): each pair
+    starts once per session, only when a test asks for it, and pytest groups the tests of one
+    pair together so that at most one secure pair runs at a time.
+    """
+    security = request.param
+    base_dir = tmp_path_factory.mktemp(f"local-clusters-{security}")
+
+    def stop() -> None:
+        stop_clusters(base_dir)
+
+    atexit.register(stop)
+    try:
+        yield start_clusters(
+            ["primary", "backup"],
+            base_dir=base_dir,
+            brokers=1,
+            security=security,
+            sasl_users={"alice": "alice-secret"} if security == "sasl_ssl" else None,
+        )
+    finally:
+        stop()
+        atexit.unregister(stop)

@@ -13,7 +13,16 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
-from helpers import admin, assert_eventually, consume_all, create_topic, produce, unique_name
+from helpers import (
+    Bootstrap,
+    admin,
+    assert_eventually,
+    client_config,
+    consume_all,
+    create_topic,
+    produce,
+    unique_name,
+)
 
 from mirrorspark.client.context import ReplicationContext
 from mirrorspark.config.model import MirrorConfig
@@ -52,14 +61,14 @@ def replicate(cfg: MirrorConfig, data_path: DataPath) -> Replicator:
     return r
 
 
-def commit(bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -> None:
+def commit(bootstrap: Bootstrap, group: str, offsets: dict[tuple[str, int], int]) -> None:
     """Commit offsets for a group as a real consumer does (then leave the group)."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    c = Consumer(client_config(bootstrap, **{"group.id": group, "enable.auto.commit": False}))
     c.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
     c.close()
 
 
-def checkpoints(bootstrap: str, topic: str, group: str) -> dict[tuple[str, int], Checkpoint]:
+def checkpoints(bootstrap: Bootstrap, topic: str, group: str) -> dict[tuple[str, int], Checkpoint]:
     """The last checkpoint per (topic, partition) of a group, as RemoteClusterUtils reads them."""
     out: dict[tuple[str, int], Checkpoint] = {}
     for r in consume_all(bootstrap, topic):
@@ -69,7 +78,7 @@ def checkpoints(bootstrap: str, topic: str, group: str) -> dict[tuple[str, int],
     return out
 
 
-def read_from(bootstrap: str, topic: str, partition: int, offset: int) -> list[bytes]:
+def read_from(bootstrap: Bootstrap, topic: str, partition: int, offset: int) -> list[bytes]:
     """Values a consumer starting at ``offset`` reads to the end of the partition."""
     return [r["value"] for r in consume_all(bootstrap, topic) if r["partition"] == partition and r["offset"] >= offset]
 
@@ -82,13 +91,22 @@ def check_no_skip(source_values: list[bytes], committed: int, target_values: lis
 
 
 def test_failover_reads_every_remaining_record(local_clusters: LocalClusters, data_path: DataPath) -> None:
-    p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
+    failover_scenario(local_clusters, data_path)
+
+
+def failover_scenario(clusters: LocalClusters, data_path: DataPath) -> None:
+    """Checkpoints of a group committed on the source let a consumer fail over without skipping a record.
+
+    First from the running flow's copy history (no re-read), then, in a new process, from the offset
+    syncs (at most ``offset.lag.max`` re-reads). Shared with the TLS / SASL_SSL clusters (test_security).
+    """
+    p, b = clusters.cluster("primary").client_config(), clusters.cluster("backup").client_config()
     topic, group = unique_name("failover"), unique_name("group")
     create_topic(p, topic, partitions=3)
     produce(p, topic, [{"value": f"v{i}".encode(), "partition": i % 3} for i in range(300)])
     committed = {(topic, 0): 50, (topic, 1): 37, (topic, 2): 100}
     commit(p, group, committed)
-    cfg = config(local_clusters, [("primary", "backup")], topics=topic)
+    cfg = config(clusters, [("primary", "backup")], topics=topic)
     replicate(cfg, data_path)
 
     cps = checkpoints(b, "primary.checkpoints.internal", group)

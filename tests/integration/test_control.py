@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
-from helpers import assert_eventually, consume_all, create_topic, end_offsets, produce, unique_name
+from helpers import Bootstrap, assert_eventually, consume_all, create_topic, end_offsets, produce, unique_name
 from test_replication import running, topic_config, topics_of, values_if_exists
 
 from mirrorspark.config.model import MirrorConfig
@@ -92,11 +92,11 @@ def ok(proc: subprocess.CompletedProcess[str]) -> str:
     return proc.stdout
 
 
-def values(bootstrap: str, topic: str) -> list[bytes | None]:
+def values(bootstrap: Bootstrap, topic: str) -> list[bytes | None]:
     return [v for _, v in values_if_exists(bootstrap, topic)]
 
 
-def control_end(bootstrap: str) -> int | None:
+def control_end(bootstrap: Bootstrap) -> int | None:
     """End offset of the control topic, ``None`` while it does not exist."""
     if CONTROL_TOPIC not in topics_of(bootstrap):
         return None
@@ -159,14 +159,23 @@ def test_deny_list_change_stops_a_topic(
     local_clusters: LocalClusters, data_path: DataPath, tmp_path: Path, setup_factory: list[Setup]
 ) -> None:
     """(c) --add-deny stops a topic the allow list matches; the other keeps flowing."""
-    p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
+    deny_list_scenario(local_clusters, data_path, tmp_path, setup_factory)
+
+
+def deny_list_scenario(clusters: LocalClusters, data_path: DataPath, tmp_path: Path, made: list[Setup]) -> None:
+    """``control topics --add-deny`` (a CLI subprocess) stops one topic of a running flow; the other flows on.
+
+    ``made`` collects the :class:`Setup` whose changes the caller undoes. Shared with the TLS / SASL_SSL
+    clusters (test_security).
+    """
+    p, b = clusters.cluster("primary").client_config(), clusters.cluster("backup").client_config()
     prefix = unique_name("ctl-deny")
     keep, deny = f"{prefix}.keep", f"{prefix}.deny"
     deny_re = rf"{prefix}\.deny"
     for t in (keep, deny):
         create_topic(p, t)
         produce(p, t, [{"value": b"0"}])
-    s = make_setup(setup_factory, local_clusters, tmp_path, topics=rf"{prefix}\..*")
+    s = make_setup(made, clusters, tmp_path, topics=rf"{prefix}\..*")
     s.undo_later("topics", remove_deny=[deny_re])
 
     with running(s.config, data_path) as r:

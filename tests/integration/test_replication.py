@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka.admin import ConfigResource, NewPartitions
-from helpers import admin, assert_eventually, consume_all, create_topic, produce, unique_name
+from helpers import Bootstrap, admin, assert_eventually, consume_all, create_topic, produce, unique_name
 
 from mirrorspark.config.model import MirrorConfig
 from mirrorspark.config.parse import parse_config
@@ -90,21 +90,21 @@ def strip(records: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
     return [(r["partition"], r["key"], r["value"], list(r["headers"]), r["timestamp_ms"]) for r in records]
 
 
-def topic_config(bootstrap: str, topic: str) -> Mapping[str, str]:
+def topic_config(bootstrap: Bootstrap, topic: str) -> Mapping[str, str]:
     res = ConfigResource(ConfigResource.Type.TOPIC, topic)
     client = admin(bootstrap)  # keep a reference until the future completes
     entries = client.describe_configs([res])[res].result(30)
     return {k: v.value for k, v in entries.items()}
 
 
-def values_if_exists(bootstrap: str, topic: str) -> list[tuple[int, bytes | None]]:
+def values_if_exists(bootstrap: Bootstrap, topic: str) -> list[tuple[int, bytes | None]]:
     """(partition, value) of every record of a topic, or [] while the topic does not exist yet."""
     if topic not in topics_of(bootstrap):
         return []
     return [(r["partition"], r["value"]) for r in consume_all(bootstrap, topic)]
 
 
-def topics_of(bootstrap: str) -> set[str]:
+def topics_of(bootstrap: Bootstrap) -> set[str]:
     return set(admin(bootstrap).list_topics(timeout=30).topics)
 
 
@@ -113,8 +113,15 @@ def test_records_are_copied_exactly(local_clusters: LocalClusters, any_data_path
 
     In both read modes: confluent-kafka consumers in Spark tasks, and Spark's Kafka source.
     """
-    data_path = any_data_path
-    p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
+    record_parity_scenario(local_clusters, any_data_path)
+
+
+def record_parity_scenario(clusters: LocalClusters, data_path: DataPath) -> None:
+    """Replicate a 3-partition topic and a compacted one; assert every record field and the topic configs.
+
+    Shared by the plaintext clusters (both read modes) and the TLS / SASL_SSL clusters (test_security).
+    """
+    p, b = clusters.cluster("primary").client_config(), clusters.cluster("backup").client_config()
     prefix = unique_name("parity")
     events, table = f"{prefix}.events", f"{prefix}.table"
     create_topic(p, events, partitions=3)
@@ -147,7 +154,7 @@ def test_records_are_copied_exactly(local_clusters: LocalClusters, any_data_path
             for i in range(200)
         ],
     )
-    cfg = make_config(local_clusters, [("primary", "backup")], topics=f"{prefix}.*")
+    cfg = make_config(clusters, [("primary", "backup")], topics=f"{prefix}.*")
     replicate(cfg, data_path)
 
     assert strip(consume_all(b, f"primary.{events}")) == strip(consume_all(p, events))

@@ -313,12 +313,13 @@ def local_up(
         print(json.dumps(started.to_json()))
         return
     for alias, c in started.clusters.items():
-        out_console.print(f"{alias}: bootstrap.servers={c.bootstrap_servers}", highlight=False)
+        print(f"{alias}: bootstrap.servers={c.bootstrap_servers}")
     props = dir / "mm2.properties"
     text = started.mm2_properties()
     write_text(props.resolve(), text, mode=0o600)  # it may hold the admin password
-    out_console.print(f"\n# {props} (stop with: mirrorspark local down --dir {dir})", highlight=False)
-    out_console.print(text, highlight=False, markup=False, soft_wrap=True)
+    # Plain prints: the text must stay valid properties when copied (no wrapping at the terminal width).
+    print(f"\n# {props} (stop with: mirrorspark local down --dir {dir})")
+    print(text, end="")
 
 
 @local_app.command("down")
