@@ -199,7 +199,7 @@ def _is_int(value: Any) -> bool:
 def _parse_json(data: bytes, part: str) -> Any:
     try:
         return json.loads(bytes(data).decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as e:
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:  # RecursionError: absurdly deep nesting
         raise CorruptRecordError(
             f"cannot decode Connect source-offset {part}: not UTF-8 JSON ({e}); "
             "check that the topic is a Kafka Connect offsets topic (mm2-offsets.<source>.internal)"
