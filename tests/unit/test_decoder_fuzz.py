@@ -7,6 +7,7 @@ or make a reader stop (or skip) on one bad record.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -57,10 +58,8 @@ DECODERS: dict[str, Decoder] = {
 
 
 def _only_project_errors(decode: Decoder, key: bytes | None, value: bytes | None) -> None:
-    try:
+    with contextlib.suppress(MirrorsparkError):
         decode(key, value)
-    except MirrorsparkError:
-        pass
 
 
 @st.composite
@@ -133,10 +132,8 @@ KEY_NAMES = sorted({k.name for k in CONFIG_KEYS})
 
 
 def _parse(text: str) -> None:
-    try:
+    with contextlib.suppress(MirrorsparkError):
         parse_config(parse_properties(text), env={})
-    except MirrorsparkError:
-        pass
 
 
 @FUZZ
@@ -162,7 +159,5 @@ def test_config_parser_raises_only_config_errors_on_random_text(text: str) -> No
 )
 def test_config_parser_raises_only_config_errors_on_random_keys(extra: dict[str, str]) -> None:
     props: dict[str, Any] = {**parse_properties(VALID_CONFIG), **extra}
-    try:
+    with contextlib.suppress(MirrorsparkError):
         parse_config(props, env={})
-    except MirrorsparkError:
-        pass
