@@ -15,6 +15,7 @@ Not a broker: no compaction, no transactions, no retention; records are acknowle
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -156,12 +157,17 @@ class FakeRecord:
     timestamp_ms: int = 0
 
 
+_TOPIC_IDS = itertools.count(1)
+
+
 @dataclass
 class FakeTopic:
-    """A topic: its records per partition and its topic-level configs."""
+    """A topic: its records per partition, its topic-level configs, its id and log start offsets."""
 
     partitions: list[list[FakeRecord]]
     config: dict[str, str] = field(default_factory=dict)
+    topic_id: str = field(default_factory=lambda: f"fake-topic-id-{next(_TOPIC_IDS)}")
+    log_start: dict[int, int] = field(default_factory=dict)  # partition -> first offset still stored
 
 
 @dataclass
@@ -200,6 +206,20 @@ class FakeCluster:
         """Create a topic (an existing one is left alone)."""
         if name not in self.topics:
             self.topics[name] = FakeTopic([[] for _ in range(partitions)], dict(config or {}))
+
+    def delete_records(self, name: str, partition: int, before: int) -> None:
+        """Delete a partition's records before offset ``before`` (``kafka-delete-records``): the log start moves."""
+        t = self.topics[name]
+        t.log_start[partition] = max(t.log_start.get(partition, 0), before)
+
+    def recreate_topic(self, name: str, partitions: int) -> None:
+        """Delete a topic and create it again, empty, with a new topic id."""
+        config = self.topics.pop(name).config
+        self.create_topic(name, partitions, config)
+
+    def log_start(self, topic: str, partition: int) -> int:
+        """The first offset still stored."""
+        return self.topics[topic].log_start.get(partition, 0)
 
     def add_partitions(self, name: str, total: int) -> None:
         """Grow a topic to ``total`` partitions."""
@@ -289,8 +309,21 @@ class FakeAdmin(FakeAclAdmin):
             if t is None or tp.partition >= len(t.partitions):
                 out[tp] = failed(KafkaError.UNKNOWN_TOPIC_OR_PART)
             else:
-                latest = spec._value == -1  # OffsetSpec.latest(); earliest is -2 (nothing is deleted here)
-                out[tp] = done(SimpleNamespace(offset=len(t.partitions[tp.partition]) if latest else 0))
+                latest = spec._value == -1  # OffsetSpec.latest(); earliest is -2 (the log start)
+                end = len(t.partitions[tp.partition])
+                out[tp] = done(SimpleNamespace(offset=end if latest else min(end, t.log_start.get(tp.partition, 0))))
+        return out
+
+    def describe_topics(self, topics: Any, **_: Any) -> dict[str, Future[Any]]:
+        self.calls.append("describe_topics")
+        out: dict[str, Future[Any]] = {}
+        for name in topics.topic_names:
+            t = self.cluster.topics.get(name)
+            if t is None:
+                out[name] = failed(KafkaError.UNKNOWN_TOPIC_OR_PART)
+                continue
+            parts = [SimpleNamespace(id=i, replicas=[SimpleNamespace(id=0)]) for i in range(len(t.partitions))]
+            out[name] = done(SimpleNamespace(name=name, topic_id=t.topic_id, partitions=parts))
         return out
 
     def describe_configs(self, resources: list[ConfigResource], **kwargs: Any) -> dict[ConfigResource, Future[Any]]:
@@ -453,6 +486,8 @@ class FakeConsumer:
         out: list[FakeMessage] = []
         for (topic, partition), pos in sorted(self.positions.items()):
             log = self.cluster.records(topic, partition)
+            if topic in self.cluster.topics:
+                pos = max(pos, self.cluster.log_start(topic, partition))  # reads from the log start on
             take = log[pos : pos + num_messages - len(out)]
             out.extend(FakeMessage(topic, partition, pos + i, r) for i, r in enumerate(take))
             self.positions[(topic, partition)] = pos + len(take)

@@ -11,7 +11,8 @@ an exit status, and that the REST service reports::
     ├── ClusterError                 CLUSTER_ERROR          exit 3
     │   └── ClusterUnreachableError  CLUSTER_UNREACHABLE
     ├── DataPathError                DATA_PATH_ERROR        exit 4
-    │   └── RecordTooLargeError      RECORD_TOO_LARGE
+    │   ├── RecordTooLargeError      RECORD_TOO_LARGE
+    │   └── DataGapError             DATA_GAP
     ├── CorruptRecordError           RECORD_CORRUPT         exit 5
     ├── ControlError                 CONTROL_ERROR          exit 6
     └── LocalClusterError            LOCAL_CLUSTER_ERROR    exit 7
@@ -110,6 +111,12 @@ class RecordTooLargeError(DataPathError):
     code = "RECORD_TOO_LARGE"
 
 
+class DataGapError(DataPathError):
+    """Source records a flow had not copied are gone, and ``mirrorspark.on.gap=stop`` halted the flow."""
+
+    code = "DATA_GAP"
+
+
 class CorruptRecordError(MirrorsparkError):
     """An internal record (heartbeat, checkpoint, offset sync, source offset) does not decode."""
 
@@ -138,6 +145,7 @@ __all__ = [
     "ConfigError",
     "ControlError",
     "CorruptRecordError",
+    "DataGapError",
     "DataPathError",
     "LocalClusterError",
     "MirrorsparkError",

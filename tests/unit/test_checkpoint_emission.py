@@ -123,6 +123,9 @@ def with_checkpoints(
     cfg: MirrorConfig, clients: FakeClients, a: FakeCluster, offsets: dict[str, int]
 ) -> CheckpointEmitter:
     a.create_topic("orders", 1)
+    b = clients.clusters["b:9092"]
+    b.create_topic("A.orders", 1)
+    b.fill("A.orders", 0, 200)  # the copies the checkpoints point into
     for up in sorted(set(offsets.values())):
         sync(a, FORWARD_SYNCS, OffsetSync("orders", 0, up, up + 100))
     for group, up in offsets.items():
@@ -154,3 +157,14 @@ def test_groups_with_active_members_are_not_synced() -> None:
     b.groups["busy"].members = 0  # the consumers stopped
     assert e.sync_group_offsets() == {"busy": 1}
     assert b.groups["busy"].offsets == {("A.orders", 0): (110, "")}
+
+
+def test_a_checkpoint_past_the_end_of_the_target_partition_is_never_synced(caplog: pytest.LogCaptureFixture) -> None:
+    cfg, a, b, clients = two_clusters("sync.group.offsets.enabled = true\n")
+    e = with_checkpoints(cfg, clients, a, {"app": 10})
+    bogus = Checkpoint("other", "A.orders", 0, 7, 9_000_000, "")  # foreign or corrupt: far past the end (200)
+    e.store.update(bogus)
+    assert e.sync_group_offsets() == {"app": 1}
+    assert "other" not in b.groups
+    assert e.invalid_checkpoints == 1
+    assert "A.orders-0@9000000" in caplog.text and "ends at 200" in caplog.text

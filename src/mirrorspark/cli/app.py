@@ -344,10 +344,11 @@ def status(
     config: Annotated[Path, typer.Argument(help="An MM2 properties file (mm2.properties).")],
     json_out: Annotated[bool, typer.Option("--json", help="Print the status as JSON.")] = False,
 ) -> None:
-    """Show every enabled flow's state, topics, records, lag and last heartbeat, and each cluster's upstreams.
+    """Show every enabled flow's state, topics, records, lag, last heartbeat and gaps, and each cluster's upstreams.
 
-    Read from the clusters alone (offsets topics, remote topics, heartbeats), so it
-    works whether mirrorspark, MM2 or nothing is running.
+    Read from the clusters alone (offsets topics, remote topics, heartbeats, the gap ledger),
+    so it works whether mirrorspark, MM2 or nothing is running. A gap is a range of source
+    records lost before they were copied (deleted, truncated, or a re-created topic).
     """
     import dataclasses
     import datetime
@@ -366,6 +367,7 @@ def status(
                 {**dataclasses.asdict(f), "partitions": f.partitions, "records": f.records, "lag": f.lag} for f in flows
             ],
             "clusters": [dataclasses.asdict(c) for c in clusters],
+            "gaps": [dataclasses.asdict(g) for f in flows for g in f.gaps],
         }
         print(json.dumps(doc, indent=2))
         return
@@ -381,6 +383,21 @@ def status(
         )
         rows: list[list[object]] = [[t.topic, t.remote_topic, t.partitions, t.records, t.lag] for t in f.topics]
         print(text_table(["topic", "remote topic", "partitions", "records", "lag"], rows))
+        if f.gaps:
+            print(f"flow {f.flow}: {len(f.gaps)} gap(s): source records lost before they were copied")
+            rows = [
+                [
+                    datetime.datetime.fromtimestamp(g.at / 1000, tz=datetime.UTC).isoformat(timespec="seconds"),
+                    f"{g.topic}-{g.partition}",
+                    g.reason,
+                    g.first_lost,
+                    g.last_lost,
+                    g.lost if g.first_lost is not None else None,
+                    f"{g.old_topic_id} -> {g.new_topic_id}" if g.reason == "recreated" else None,
+                ]
+                for g in f.gaps
+            ]
+            print(text_table(["at", "partition", "reason", "first lost", "last lost", "records", "topic id"], rows))
     rows = [
         [
             c.cluster,

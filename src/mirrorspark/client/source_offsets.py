@@ -9,9 +9,86 @@ from mirrorspark.config.model import ClientSettings
 from mirrorspark.errors import CorruptRecordError
 from mirrorspark.kafka.clients import ClientFactory, PartitionKey
 from mirrorspark.kafka.reader import ALL_PARTITIONS, TopicReader
-from mirrorspark.mm2.connect_offsets import decode_source_offset
+from mirrorspark.mm2.connect_offsets import OffsetHistory, decode_source_offset
 
 log = logging.getLogger(__name__)
+
+
+def read_source_offset_history(
+    settings: ClientSettings,
+    admin_settings: ClientSettings,
+    alias: str,
+    topic: str,
+    source_alias: str,
+    *,
+    client_id: str,
+    timeout_s: float = 60.0,
+    clients: ClientFactory | None = None,
+) -> dict[PartitionKey, OffsetHistory]:
+    """Read MirrorSourceConnector offsets for one source cluster, keeping fall-backs for invalid ones.
+
+    Like :func:`read_source_offsets`, but per partition the stored offsets a later check against
+    the source's end offsets may fall back to
+    (:class:`~mirrorspark.mm2.connect_offsets.OffsetHistory`). Records with an offset below
+    ``-1`` are skipped with a WARNING.
+
+    Parameters
+    ----------
+    settings, admin_settings, alias, topic, source_alias, client_id, timeout_s, clients:
+        As for :func:`read_source_offsets`.
+
+    Returns
+    -------
+    dict[PartitionKey, OffsetHistory]
+        ``{(topic, partition): history}``; partitions whose newest record is a tombstone are left out.
+
+    Raises
+    ------
+    ClusterError
+        The topic could not be read to its end within ``timeout_s``.
+    """
+    out: dict[PartitionKey, OffsetHistory] = {}
+
+    def on_message(m: Any) -> None:
+        try:
+            decoded = decode_source_offset(m.key() or b"", m.value())
+        except CorruptRecordError as e:
+            log.warning("skipping a corrupt record in %s-%d@%d: %s", topic, m.partition(), m.offset(), e)
+            return
+        if decoded is None:
+            return
+        cluster, t, p, off = decoded
+        if cluster != source_alias:
+            return
+        history = out.setdefault((t, p), OffsetHistory())
+        if not history.add(off):
+            log.warning(
+                "skipping the source offset of %s-%d in %s-%d@%d: offset %d is below -1, which no partition "
+                "can hold (a foreign or corrupt record)",
+                t,
+                p,
+                topic,
+                m.partition(),
+                m.offset(),
+                off,
+            )
+
+    reader = TopicReader(
+        settings,
+        admin_settings,
+        alias,
+        topic,
+        client_id=client_id,
+        partition=ALL_PARTITIONS,
+        clients=clients,
+        admin_client_id=client_id.rsplit("|", 1)[0] + "|offsets-target-admin",
+        consumer_overrides={"enable.partition.eof": False},
+    )
+    try:
+        reader.read_messages(on_message, timeout_s=timeout_s)
+    finally:
+        reader.close()
+    return {k: h for k, h in out.items() if h.offsets}
 
 
 def read_source_offsets(
@@ -56,44 +133,22 @@ def read_source_offsets(
     Raises
     ------
     CorruptRecordError
-        Never: corrupt records are skipped with a warning (as Connect's reader logs and skips).
+        Never: corrupt records are skipped with a warning (as Connect's reader logs and skips), and
+        so are offsets below ``-1``.
     ClusterError
         The topic could not be read to its end within ``timeout_s``.
     """
-    out: dict[PartitionKey, int] = {}
-
-    def on_message(m: Any) -> None:
-        try:
-            decoded = decode_source_offset(m.key() or b"", m.value())
-        except CorruptRecordError as e:
-            log.warning("skipping a corrupt record in %s-%d@%d: %s", topic, m.partition(), m.offset(), e)
-            return
-        if decoded is None:
-            return
-        cluster, t, p, off = decoded
-        if cluster != source_alias:
-            return
-        if off is None:
-            out.pop((t, p), None)
-        else:
-            out[(t, p)] = off
-
-    reader = TopicReader(
+    history = read_source_offset_history(
         settings,
         admin_settings,
         alias,
         topic,
+        source_alias,
         client_id=client_id,
-        partition=ALL_PARTITIONS,
+        timeout_s=timeout_s,
         clients=clients,
-        admin_client_id=client_id.rsplit("|", 1)[0] + "|offsets-target-admin",
-        consumer_overrides={"enable.partition.eof": False},
     )
-    try:
-        reader.read_messages(on_message, timeout_s=timeout_s)
-    finally:
-        reader.close()
-    return out
+    return {k: h.offsets[-1] for k, h in history.items()}
 
 
-__all__ = ["read_source_offsets"]
+__all__ = ["read_source_offset_history", "read_source_offsets"]

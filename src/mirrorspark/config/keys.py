@@ -667,6 +667,20 @@ CONFIG_KEYS: Final[tuple[ConfigKey, ...]] = (
         field="identity_allow_cycles",
         holder="data_path",
     ),
+    ConfigKey(
+        "mirrorspark.on.gap",
+        "string",
+        "continue",
+        "What a flow does when source records it has not copied yet are gone (deleted by retention or "
+        "delete-records, a truncated source log, a topic deleted and re-created): either way the gap is "
+        "logged at ERROR, kept in the compacted topic mm2-gaps.<source>.internal on the target and shown by "
+        "mirrorspark status; continue resumes at the log start (as MM2 with auto.offset.reset=earliest), or "
+        "at the new topic's beginning; stop halts the flow (other flows go on) and the run exits non-zero.",
+        scope="mirrorspark",
+        choices=("continue", "stop"),
+        field="on_gap",
+        holder="data_path",
+    ),
 )
 """Every key mirrorspark knows, in MM2's order: driver, client, connector, worker, mirrorspark keys."""
 

@@ -411,6 +411,9 @@ class DataPathConfig:
     identity_allow_cycles:
         ``mirrorspark.identity.allow.cycles``: start even if enabled flows form a cycle through
         an identity-style flow (:func:`mirrorspark.mm2.topology.check_identity_cycles`).
+    on_gap:
+        ``mirrorspark.on.gap``: ``"continue"`` (resume at the log start after a gap) or ``"stop"``
+        (halt the flow), see :mod:`mirrorspark.mm2.gaps`.
 
     Notes
     -----
@@ -422,6 +425,7 @@ class DataPathConfig:
     follow_ms: int = 1000
     read_mode: str = "consumer"
     identity_allow_cycles: bool = False
+    on_gap: str = "continue"
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)

@@ -503,10 +503,14 @@ class TopicDescription:
         Topic name.
     replicas:
         Per partition (index = partition id), the broker ids holding a replica.
+    topic_id:
+        The topic's id (KIP-516, base64 as Kafka's tools print it); a topic deleted and created
+        again under the same name gets a new one. ``None`` if the cluster did not say.
     """
 
     name: str
     replicas: tuple[tuple[int, ...], ...]
+    topic_id: str | None = None
 
 
 def describe_topics(
@@ -527,7 +531,10 @@ def describe_topics(
                 continue
             raise ClusterError(f"describing topic '{name}' on cluster '{alias}' failed: {e}") from e
         parts = sorted(d.partitions, key=lambda p: p.id)
-        out[name] = TopicDescription(name, tuple(tuple(r.id for r in p.replicas) for p in parts))
+        tid = getattr(d, "topic_id", None)
+        out[name] = TopicDescription(
+            name, tuple(tuple(r.id for r in p.replicas) for p in parts), str(tid) if tid is not None else None
+        )
     return out
 
 

@@ -199,7 +199,7 @@ def _is_int(value: Any) -> bool:
 def _parse_json(data: bytes, part: str) -> Any:
     try:
         return json.loads(bytes(data).decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as e:
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:  # RecursionError: absurdly deep nesting
         raise CorruptRecordError(
             f"cannot decode Connect source-offset {part}: not UTF-8 JSON ({e}); "
             "check that the topic is a Kafka Connect offsets topic (mm2-offsets.<source>.internal)"
@@ -272,6 +272,80 @@ def decode_source_offset(
     return SourceOffset(partition_map["cluster"], partition_map["topic"], partition_map["partition"], offset)
 
 
+# --------------------------------------------------------------------------- validation
+
+OFFSET_HISTORY_DEPTH = 32
+"""Most stored offsets of one partition :class:`OffsetHistory` keeps as fall-backs for an invalid newest one."""
+
+
+class OffsetHistory:
+    """The stored source offsets of one partition that could still be its last *valid* one, oldest first.
+
+    Connect's reader keeps only the newest record per key; a foreign or corrupt record pointing past
+    the source partition's end would then make mirrorspark skip records. This keeps, in record
+    order, the offsets a later end-offset check may fall back to: an offset followed by a lower or
+    equal one can never be the answer (the later one is valid whenever it is), so the kept offsets
+    increase strictly; at most :data:`OFFSET_HISTORY_DEPTH` of them (the newest). A tombstone
+    clears the history.
+    """
+
+    __slots__ = ("offsets",)
+
+    def __init__(self) -> None:
+        self.offsets: list[int] = []
+
+    def add(self, offset: int | None) -> bool:
+        """Add the offset of the next record (``None`` = tombstone).
+
+        Returns
+        -------
+        bool
+            ``False`` if the offset is below ``-1``, which no source partition can hold (the record
+            is ignored), else ``True``.
+        """
+        if offset is None:
+            self.offsets.clear()
+            return True
+        if offset < -1:
+            return False
+        kept = self.offsets
+        while kept and kept[-1] >= offset:
+            kept.pop()
+        kept.append(offset)
+        if len(kept) > OFFSET_HISTORY_DEPTH:
+            del kept[0]
+        return True
+
+    @property
+    def last(self) -> int | None:
+        """The newest offset added (``None`` when empty)."""
+        return self.offsets[-1] if self.offsets else None
+
+
+def last_valid_offset(offsets: list[int], end: int) -> tuple[int | None, tuple[int, ...]]:
+    """Pick the newest stored offset a source partition with end offset ``end`` can hold.
+
+    Parameters
+    ----------
+    offsets:
+        The partition's stored offsets (offset of the last replicated record), oldest first, as
+        :attr:`OffsetHistory.offsets` keeps them.
+    end:
+        The source partition's end offset now.
+
+    Returns
+    -------
+    tuple[int | None, tuple[int, ...]]
+        ``(offset, skipped)``: the newest offset ``o`` with ``-1 <= o < end`` (resume at
+        ``o + 1``), or ``None`` if there is none; and the newer offsets skipped because they point
+        past the end.
+    """
+    for i in range(len(offsets) - 1, -1, -1):
+        if -1 <= offsets[i] < end:
+            return offsets[i], tuple(offsets[i + 1 :])
+    return None, tuple(offsets)
+
+
 # --------------------------------------------------------------------------- partitioning
 
 _MASK32 = 0xFFFFFFFF
@@ -342,11 +416,14 @@ def default_partition(key: bytes, num_partitions: int) -> int:
 
 
 __all__ = [
+    "OFFSET_HISTORY_DEPTH",
+    "OffsetHistory",
     "SourceOffset",
     "checkpoint_connector_offset_key",
     "decode_source_offset",
     "default_partition",
     "heartbeat_connector_offset_key",
+    "last_valid_offset",
     "murmur2",
     "source_offset_key",
     "source_offset_value",

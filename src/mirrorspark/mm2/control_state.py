@@ -178,7 +178,7 @@ def _load(raw: bytes | None, what: str) -> dict[str, Any]:
         raise CorruptRecordError(f"control record {what} is null")
     try:
         doc = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as e:
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:  # RecursionError: absurdly deep nesting
         raise CorruptRecordError(f"control record {what} {raw!r} is not UTF-8 JSON: {e}") from e
     if not isinstance(doc, dict):
         raise CorruptRecordError(f"control record {what} {raw!r} is not a JSON object")

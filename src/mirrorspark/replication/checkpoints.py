@@ -47,7 +47,7 @@ from mirrorspark.client.checkpoints import OffsetSyncReader, read_checkpoints
 from mirrorspark.client.context import FlowContext
 from mirrorspark.client.translator import OffsetTranslator
 from mirrorspark.errors import ClusterError, CorruptRecordError
-from mirrorspark.kafka.clients import ensure_topic
+from mirrorspark.kafka.clients import end_offsets, ensure_topic
 from mirrorspark.kafka.reader import TopicReader
 from mirrorspark.mm2.checkpoints import CheckpointStore, GroupOffset, TopicPartitionKey, is_more_recent, rename_topic
 from mirrorspark.mm2.records import Checkpoint
@@ -63,6 +63,7 @@ class _EmitterState:
     groups_refreshed_at: float | None = None  # time.monotonic() of the last listing; None = never listed
     emitted: int = 0
     synced: int = 0
+    invalid: int = 0  # checkpoints not synced: downstream offset past the target partition's end
 
 
 class CheckpointEmitter:
@@ -139,6 +140,11 @@ class CheckpointEmitter:
     def reverse_copied(self) -> CopiedRanges | None:
         """Exact copied ranges of the reverse flow, or ``None`` (held by :attr:`translator`)."""
         return self.translator.reverse_copied
+
+    @property
+    def invalid_checkpoints(self) -> int:
+        """Checkpoints not synced to target groups because their downstream offset is past the partition's end."""
+        return self.state.invalid
 
     @cached_property
     def _src_admin(self) -> AdminClient:
@@ -522,7 +528,10 @@ class CheckpointEmitter:
         """Commit the latest checkpoints to the same groups on the target (MM2 ``syncGroupOffset``).
 
         Only groups without active members on the target are written, and only
-        partitions whose target offset is missing or behind the checkpoint.
+        partitions whose target offset is missing or behind the checkpoint. A checkpoint whose
+        downstream offset is past the end of the target partition (a foreign or corrupt record:
+        consumers would skip records after failover) is never committed: it is skipped with a
+        WARNING and counted in :attr:`invalid_checkpoints`.
 
         Returns
         -------
@@ -534,6 +543,12 @@ class CheckpointEmitter:
         if not groups or not self._ready():
             return written
         futs = self._tgt_admin.describe_consumer_groups(groups, request_timeout=self._admin_timeout_s)
+        ends = end_offsets(
+            self._tgt_admin,
+            self.flow.target,
+            sorted({k for g in groups for k in self.store.group(g)}),
+            timeout_s=self._admin_timeout_s,
+        )
         for group in groups:
             try:
                 desc = futs[group].result(timeout=self._admin_timeout_s)
@@ -549,6 +564,21 @@ class CheckpointEmitter:
             for (topic, partition), cp in sorted(self.store.group(group).items()):
                 have = current.get((topic, partition))
                 if have is not None and have[0] >= cp.downstream_offset:
+                    continue
+                end = ends.get((topic, partition))
+                if end is None or cp.downstream_offset > end:
+                    self.state.invalid += 1
+                    log.warning(
+                        "%s: not syncing group %s to %s-%d@%d on %s: the partition %s; the checkpoint is "
+                        "foreign or corrupt (consumers would skip records)",
+                        self.name,
+                        group,
+                        topic,
+                        partition,
+                        cp.downstream_offset,
+                        self.flow.target,
+                        "does not exist" if end is None else f"ends at {end}",
+                    )
                     continue
                 tps.append(TopicPartition(topic, partition, cp.downstream_offset, metadata=cp.metadata))
             if not tps:

@@ -66,6 +66,7 @@ class _PartitionCopy:
         "lat_max",
         "lat_n",
         "lat_sum",
+        "out_of_range",
         "partition",
         "range",
         "state",
@@ -89,6 +90,7 @@ class _PartitionCopy:
         self.lat_n = 0
         self.lat_max = 0
         self.error: Any = None
+        self.out_of_range = False
 
     @property
     def last_read(self) -> int:
@@ -227,6 +229,7 @@ class _Writer:
                     latency_ms_sum=pc.lat_sum,
                     latency_ms_max=pc.lat_max,
                     latency_samples=pc.lat_n,
+                    out_of_range=pc.out_of_range,
                 )
             )
         return results
@@ -342,6 +345,18 @@ def run_copy_task(task: CopyTask) -> list[PartitionResult]:
                 err = m.error()
                 if err is not None:
                     if err.code() == KafkaError._PARTITION_EOF:
+                        continue
+                    if err.code() == KafkaError._AUTO_OFFSET_RESET and m.topic() is not None:  # noqa: SLF001 (librdkafka code)
+                        # auto.offset.reset=error: the position is out of range (records deleted, log
+                        # truncated, topic re-created); stop here and let the driver record the gap
+                        k = (m.topic(), m.partition())
+                        gone = todo.pop(k, None)
+                        if gone is not None:
+                            gone.out_of_range = True
+                            short.discard(k)
+                            positions[k] = gone.last_read + 1
+                            consumer.pause([TopicPartition(k[0], k[1])])
+                        cur_part = -1
                         continue
                     raise _consumer_error(task, m, err)
                 # Records come in runs per partition (one fetch response each): look up on change only.

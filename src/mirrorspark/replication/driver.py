@@ -24,7 +24,7 @@ from typing import Protocol
 
 from mirrorspark.client.context import ReplicationContext
 from mirrorspark.config.model import FlowConfig, MirrorConfig
-from mirrorspark.errors import ConfigError
+from mirrorspark.errors import ConfigError, DataGapError
 from mirrorspark.kafka.clients import ClientFactory, PartitionKey
 from mirrorspark.mm2.topology import check_identity_cycles
 from mirrorspark.replication.acls import TopicAclSync
@@ -73,7 +73,21 @@ class TopicStats:
 
 @dataclass(frozen=True)
 class FlowStats:
-    """Progress of one flow: totals and per topic."""
+    """Progress of one flow: totals and per topic.
+
+    Attributes
+    ----------
+    flow, state:
+        ``"S->T"``; the driver's state, or ``"halted"`` once ``mirrorspark.on.gap=stop`` halted the flow.
+    records, value_bytes, lag, batches:
+        Records and value bytes copied by this process, records not yet copied, batches committed.
+    topics:
+        Per replicated topic.
+    gaps:
+        Gap events found by this process (source records lost before they were copied).
+    invalid_offsets:
+        Stored source offsets skipped because the source partition cannot hold them.
+    """
 
     flow: str
     state: str
@@ -82,6 +96,8 @@ class FlowStats:
     lag: int
     batches: int
     topics: tuple[TopicStats, ...]
+    gaps: int = 0
+    invalid_offsets: int = 0
 
 
 class CheckpointJobs(Protocol):
@@ -313,6 +329,12 @@ class Replicator:
         until_caught_up:
             Stop once every replicated partition is copied up to the source end
             offsets seen at start, and their offset syncs are written.
+
+        Raises
+        ------
+        DataGapError
+            ``mirrorspark.on.gap=stop`` halted a flow (the other flows ran on until the loop
+            ended; the message names each halted flow's partition, lost range and the key).
         """
         if self.data_path is None:
             raise ConfigError("Replicator.run needs a data path: pass data_path= or set .data_path first")
@@ -326,6 +348,8 @@ class Replicator:
         try:
             while not self._stop.is_set():
                 self.control.run_pending()
+                if all(f.halted is not None for f in self.flows):
+                    break
                 if until_caught_up and self._caught_up() and self._checkpoints_done():
                     break
                 t0 = time.monotonic()
@@ -354,10 +378,13 @@ class Replicator:
         self.state = "stopped"
         stats = self.stats()
         self._report(stats)
+        halted = [f.halted for f in self.flows if f.halted is not None]
+        if halted:
+            raise DataGapError("; ".join(halted))
         return stats
 
     def _caught_up(self) -> bool:
-        return all(f.caught_up(self._targets.get(f.name, {})) for f in self.flows)
+        return all(f.halted is not None or f.caught_up(self._targets.get(f.name, {})) for f in self.flows)
 
     def _checkpoints_done(self) -> bool:
         """Emit checkpoints (and sync group offsets) after catching up; tell whether all are covered.
@@ -384,6 +411,9 @@ class Replicator:
     def _commit(self, results: list[PartitionResult]) -> None:
         for f in self.flows:
             f.commit(results)
+            out_of_range = [(r.source_topic, r.partition) for r in results if r.flow == f.name and r.out_of_range]
+            if out_of_range:
+                f.check_positions(out_of_range)
 
     def _report(self, stats: list[FlowStats] | None = None) -> None:
         if self.on_progress is not None:
@@ -420,12 +450,14 @@ class Replicator:
             out.append(
                 FlowStats(
                     flow=f.name,
-                    state=self.state,
+                    state="halted" if f.halted is not None else self.state,
                     records=sum(t.records for t in topics),
                     value_bytes=sum(t.value_bytes for t in topics),
                     lag=sum(t.lag for t in topics),
                     batches=f.batches,
                     topics=tuple(topics),
+                    gaps=len(f.gaps),
+                    invalid_offsets=f.invalid_offsets,
                 )
             )
         return out

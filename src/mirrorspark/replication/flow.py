@@ -14,7 +14,14 @@ A :class:`Flow` owns everything of a flow that lives on the driver:
 * **offset syncs** — written to ``mm2-offset-syncs.<other alias>.internal``
   after the batch's records are acknowledged, never before;
 * **planning** — the ranges ``[position, end offset)`` of the next batch,
-  split over ``min(tasks.max, partitions)`` tasks round-robin.
+  split over ``min(tasks.max, partitions)`` tasks round-robin;
+* **gaps** — every position is checked against the partition's log start and end and its
+  topic's id (at start, at every topic refresh, when a task finds its offset out of range and
+  when an end offset falls below a position): records lost before they were copied are
+  recorded as gap events (:mod:`mirrorspark.mm2.gaps`) in the gap ledger on the target,
+  logged at ERROR and counted; then the flow follows ``mirrorspark.on.gap``. Stored source
+  offsets pointing past the source's end (a foreign or corrupt ``mm2-offsets`` record) are
+  skipped with a WARNING and counted, never acted on.
 
 Commit order after a batch: records (acknowledged in the tasks) → offset syncs
 → source offsets. A crash between steps only repeats the last batch.
@@ -32,7 +39,7 @@ from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from mirrorspark.client.context import FlowContext, Side
-from mirrorspark.client.source_offsets import read_source_offsets
+from mirrorspark.client.source_offsets import read_source_offset_history
 from mirrorspark.config.model import DataPathConfig
 from mirrorspark.errors import ClusterError
 from mirrorspark.kafka.clients import (
@@ -43,19 +50,27 @@ from mirrorspark.kafka.clients import (
     create_partitions,
     create_topics,
     describe_topic_configs,
+    describe_topics,
     end_offsets,
     ensure_topic,
     list_topics,
     start_offsets,
     topic_configs,
 )
-from mirrorspark.mm2.connect_offsets import default_partition, source_offset_key, source_offset_value
+from mirrorspark.mm2.connect_offsets import (
+    default_partition,
+    last_valid_offset,
+    source_offset_key,
+    source_offset_value,
+)
 from mirrorspark.mm2.filters import should_replicate_topic
+from mirrorspark.mm2.gaps import GapEvent, check_position, recreated_gap
 from mirrorspark.mm2.offset_syncs import CopiedSegment, SyncState
 from mirrorspark.mm2.policy import ReplicationPolicy
 from mirrorspark.mm2.records import OffsetSync
 from mirrorspark.mm2.translation import CopiedRanges
 from mirrorspark.replication.control import LiveFilters
+from mirrorspark.replication.gaps import GapLedger
 from mirrorspark.replication.tasks import CopyTask, PartitionRange, PartitionResult, assign_round_robin
 
 log = logging.getLogger(__name__)
@@ -206,6 +221,13 @@ class Flow:
         self.topic_partitions: dict[str, int] = {}  # replicated source topics -> partition count
         self.remote_topics: dict[str, str] = {}  # source topic -> remote topic
         self._stored: dict[PartitionKey, int] = {}
+        self._history: dict[PartitionKey, list[int]] = {}  # stored offsets to fall back on, oldest first
+        self._topic_ids: dict[str, str] = {}  # source topic -> id last recorded in the gap ledger
+        self._from_start: set[str] = set()  # re-created topics: their partitions start at the log start
+        self._ledger: GapLedger | None = None
+        self.gaps: list[GapEvent] = []  # gap events found by this process
+        self.invalid_offsets = 0  # stored source offsets skipped as impossible (past the source's end)
+        self.halted: str | None = None  # why mirrorspark.on.gap=stop halted the flow
         self._src_admin: AdminClient = context.admin("source", "replication-source-admin")
         self._tgt_admin: AdminClient = context.admin("target", "replication-target-admin")
         self._task_confs: tuple[dict[str, Any], dict[str, Any], dict[str, str]] | None = None
@@ -297,7 +319,9 @@ class Flow:
                 f"offset-syncs-{side}-producer",
                 overrides={"enable.idempotence": True, "linger.ms": 0},
             )
-        self._stored = read_source_offsets(
+        self._ledger = GapLedger(self.context, self._tgt_admin)
+        self._topic_ids = dict(self._ledger.start().topic_ids)
+        history = read_source_offset_history(
             cfg.target_consumer,
             cfg.target_admin,
             cfg.target,
@@ -306,6 +330,8 @@ class Flow:
             client_id=self.context.client_id("offsets-target-consumer"),
             clients=self.context.clients,
         )
+        self._stored = {k: h.offsets[-1] for k, h in history.items()}
+        self._history = {k: list(h.offsets) for k, h in history.items()}
         self._watch = IdleWatch(self.context)
         self.refresh_topics()
 
@@ -322,8 +348,9 @@ class Flow:
         )
 
     def refresh(self) -> None:
-        """Run the scheduled topic-refresh job (see :meth:`refresh_topics`)."""
-        self.refresh_topics()
+        """Run the scheduled topic-refresh job (see :meth:`refresh_topics`); nothing once the flow is halted."""
+        if self.halted is None:
+            self.refresh_topics()
 
     def refresh_topics(self) -> list[PartitionKey]:
         """Find new source topics and partitions; create or grow their remote topics.
@@ -393,7 +420,11 @@ class Flow:
                 dropped = self.partitions.pop(key, None)
                 if dropped is not None and dropped.position > 0 and topic in source_topics:
                     self._stored[key] = dropped.position - 1  # filtered out, not deleted: resume here if allowed again
+                    self._history.pop(key, None)
             log.info("%s: stopped replicating %s", self.name, topic)
+        self._check_topic_ids(wanted)
+        if self.halted is not None:
+            return []
         added: list[PartitionKey] = []
         for topic, n in wanted.items():
             self.remote_topics[topic] = self.policy.format_remote_topic(cfg.source, topic)
@@ -457,18 +488,197 @@ class Flow:
         self.sync_topic_configs()
 
     def _init_positions(self, keys: Sequence[PartitionKey]) -> None:
+        """Set the starting positions of newly replicated partitions.
+
+        A partition with a stored source offset resumes after the newest stored offset the source
+        partition can hold (offsets past its end are skipped with a WARNING and counted in
+        :attr:`invalid_offsets`; none left = the log start); a resumed position below the log start
+        is a gap. ``auto.offset.reset`` applies only to partitions with no stored offset at all
+        (``latest`` = the end offset, anything else = the log start); partitions of a re-created
+        topic start at its log start.
+        """
         cfg = self.config
-        fresh = [k for k in keys if k not in self._stored]
+        keys = list(keys)
         reset = (cfg.source_consumer.get("auto.offset.reset") or "earliest").lower()
-        if reset == "latest":
-            starts = end_offsets(self._src_admin, cfg.source, fresh, read_committed=self.read_committed)
-        else:
-            starts = start_offsets(self._src_admin, cfg.source, fresh)
+        starts = start_offsets(self._src_admin, cfg.source, keys)
+        ends = end_offsets(self._src_admin, cfg.source, keys)  # high watermarks: what the source holds
+        fresh = [k for k in keys if k not in self._stored and k[0] not in self._from_start]
+        latest = (
+            end_offsets(self._src_admin, cfg.source, fresh, read_committed=self.read_committed)
+            if reset == "latest" and fresh
+            else {}
+        )
+        now = int(time.time() * 1000)
         for k in keys:
-            pos = self._stored[k] + 1 if k in self._stored and self._stored[k] >= 0 else starts.get(k, 0)
+            log_start, log_end = starts.get(k, 0), ends.get(k, 0)
+            if k[0] in self._from_start:
+                pos = log_start
+            elif k in self._stored:
+                history = self._history.pop(k, None) or [self._stored[k]]
+                off, skipped = last_valid_offset(history, log_end)
+                if skipped:
+                    self.invalid_offsets += len(skipped)
+                    log.warning(
+                        "%s: ignoring %d stored source offset(s) of %s-%d in '%s' (%s) past the partition's end "
+                        "offset %d (a foreign or corrupt record); resuming at %s",
+                        self.name,
+                        len(skipped),
+                        k[0],
+                        k[1],
+                        cfg.offset_storage_topic,
+                        ", ".join(map(str, skipped)),
+                        log_end,
+                        f"the last valid one, offset {off + 1}" if off is not None else f"the log start, {log_start}",
+                    )
+                pos = off + 1 if off is not None else log_start
+                if k in starts and k in ends and log_start <= log_end:
+                    r = check_position(self.name, k[0], k[1], pos, log_start, log_end, at=now)
+                    if r.gap is not None and self._on_gap(r.gap):
+                        pos = r.position
+            else:
+                pos = latest.get(k, log_end) if reset == "latest" else log_start
             self.partitions[k] = PartitionProgress(position=pos)
             self.order.append(k)
             self._hot.add(k)
+        self._from_start.difference_update(k[0] for k in keys)
+
+    # ------------------------------------------------------------------ gaps
+
+    def _on_gap(self, event: GapEvent) -> bool:
+        """Log, count and record a gap; tell whether the flow goes on (``mirrorspark.on.gap=continue``).
+
+        Raises
+        ------
+        ClusterError
+            The gap ledger did not acknowledge the event (nothing moves on).
+        """
+        stop = self.data_path.on_gap == "stop"
+        log.error(
+            "%s; %s",
+            event.describe(),
+            "mirrorspark.on.gap=stop: the flow halts"
+            if stop
+            else (
+                "resuming at the new topic's beginning"
+                if event.reason == "recreated"
+                else "resuming at the source's log start"
+                if event.reason == "deleted"
+                else "resuming at the source's log end"
+            ),
+        )
+        if self._ledger is not None:
+            self._ledger.record_gap(event)
+        self.gaps.append(event)
+        if stop:
+            if self.halted is None:
+                self.halted = (
+                    f"{event.describe()}; mirrorspark.on.gap=stop halted flow {self.name}: set "
+                    "mirrorspark.on.gap=continue to resume after the gap (the gap is kept in "
+                    f"'{self._ledger.topic if self._ledger else 'mm2-gaps'}' and shown by mirrorspark status)"
+                )
+            return False
+        return True
+
+    def _current_topic_ids(self, topics: Iterable[str]) -> dict[str, str]:
+        timeout_s = self.config.admin_timeout_ms / 1000
+        described = describe_topics(self._src_admin, self.config.source, topics, timeout_s=timeout_s)
+        return {t: d.topic_id for t, d in described.items() if d.topic_id}
+
+    def _check_topic_ids(self, topics: Iterable[str]) -> None:
+        """Compare the ids of ``topics`` with those recorded; a changed id is a re-created topic.
+
+        The partitions of a re-created topic are dropped (the caller adds the new topic's
+        partitions, from its log start); the new ids are recorded in the gap ledger after the gap
+        events, and not at all when ``mirrorspark.on.gap=stop`` halts the flow.
+        """
+        ids = self._current_topic_ids(topics)
+        now = int(time.time() * 1000)
+        changed: dict[str, str] = {}
+        for topic, tid in sorted(ids.items()):
+            known = self._topic_ids.get(topic)
+            if known == tid:
+                continue
+            if known is not None:
+                in_process = [k for k in self.order if k[0] == topic]
+                stored = sorted(k for k in self._stored if k[0] == topic and k not in self.partitions)
+                go_on = True
+                for k in in_process:
+                    p = self.partitions[k]
+                    end = p.end_offset if p.end_offset >= 0 else None
+                    go_on &= self._on_gap(recreated_gap(self.name, topic, k[1], p.position, end, known, tid, now))
+                for k in stored:
+                    go_on &= self._on_gap(
+                        recreated_gap(self.name, topic, k[1], self._stored[k] + 1, None, known, tid, now)
+                    )
+                if not go_on:
+                    continue
+                self._forget_topic(topic)
+                self._from_start.add(topic)
+            changed[topic] = tid
+        if changed and self.halted is None:
+            if self._ledger is not None:
+                self._ledger.record_topic_ids(changed)
+            self._topic_ids.update(changed)
+
+    def _forget_topic(self, topic: str) -> None:
+        """Drop every partition and stored offset of ``topic`` (it will be added again as new)."""
+        self.topic_partitions.pop(topic, None)
+        for key in [k for k in self.order if k[0] == topic]:
+            self.order.remove(key)
+            self._hot.discard(key)
+            if self._watch is not None:
+                self._watch.unwatch([key])
+            self.partitions.pop(key, None)
+        for key in [k for k in self._stored if k[0] == topic]:
+            del self._stored[key]
+            self._history.pop(key, None)
+
+    def check_positions(self, keys: Iterable[PartitionKey]) -> list[GapEvent]:
+        """Check the positions of ``keys`` against their source partitions now; act on any gap.
+
+        Called when a task found a position out of range and when an end offset fell below a
+        position. A changed topic id is handled as a re-created topic (a topic refresh runs);
+        otherwise a position below the log start or above the end is a gap
+        (:func:`~mirrorspark.mm2.gaps.check_position`).
+
+        Parameters
+        ----------
+        keys:
+            Partitions of the flow (others are ignored).
+
+        Returns
+        -------
+        list[GapEvent]
+            The gaps found.
+
+        Raises
+        ------
+        ClusterError
+            The source cannot be described or listed, or the gap ledger cannot be written.
+        """
+        keys = sorted({k for k in keys if k in self.partitions})
+        if not keys or self.halted is not None:
+            return []
+        before = len(self.gaps)
+        topics = {k[0] for k in keys}
+        ids = self._current_topic_ids(topics)
+        recreated = {t for t, i in ids.items() if self._topic_ids.get(t) not in (None, i)}
+        if recreated:
+            self.refresh_topics()  # records the gaps and adds the new topics' partitions from their log start
+            keys = [k for k in keys if k[0] not in recreated and k in self.partitions]
+        cfg = self.config
+        starts = start_offsets(self._src_admin, cfg.source, keys)
+        ends = end_offsets(self._src_admin, cfg.source, keys)
+        now = int(time.time() * 1000)
+        for k in keys:
+            if k not in starts or k not in ends or starts[k] > ends[k] or self.halted is not None:
+                continue
+            p = self.partitions[k]
+            r = check_position(self.name, k[0], k[1], p.position, starts[k], ends[k], at=now)
+            if r.gap is not None and self._on_gap(r.gap):
+                p.position = r.position
+                self._hot.add(k)
+        return self.gaps[before:]
 
     # ------------------------------------------------------------------ batches
 
@@ -501,6 +711,9 @@ class Flow:
             cost = time.monotonic() - now
             self._next_full_refresh = time.monotonic() + max(FULL_REFRESH_MIN_S, FULL_REFRESH_COST_FACTOR * cost)
         cold: dict[PartitionKey, int] = {}
+        behind = [k for k, e in ends.items() if k in self.partitions and e < self.partitions[k].position]
+        if behind:  # the source log lost records we copied: truncated, or the topic was re-created
+            self.check_positions(behind)
         for k, e in ends.items():
             p = self.partitions.get(k)
             if p is None:
@@ -526,6 +739,8 @@ class Flow:
         ``mirrorspark.batch.follow.ms`` > 0) the tasks keep copying what arrives on their
         partitions after planning, up to the same cap (:attr:`CopyTask.follow_s`).
         """
+        if self.halted is not None:
+            return []
         self.refresh_end_offsets(full=False)
         cap = self.data_path.max_records_per_partition
         cfg = self.config
@@ -580,7 +795,8 @@ class Flow:
             consumer_conf = ctx.client_conf(
                 "source_consumer",
                 "replication-consumer",
-                overrides={"enable.auto.commit": False, "enable.partition.eof": False},
+                # "error": an offset out of range is reported to the task, never silently reset (a gap)
+                overrides={"enable.auto.commit": False, "enable.partition.eof": False, "auto.offset.reset": "error"},
             )
             consumer_conf.setdefault("group.id", f"mirrorspark-{self.name}")
             producer_conf = ctx.client_conf(
@@ -673,7 +889,11 @@ class Flow:
         bool
             ``True`` when every position (next offset to read) is at or past its target.
         """
-        return all(self.partitions[k].position >= e for k, e in targets.items() if k in self.partitions)
+        return all(
+            p.position >= (min(e, p.end_offset) if p.end_offset >= 0 else e)  # a truncated source lowers the bar
+            for k, e in targets.items()
+            if (p := self.partitions.get(k)) is not None
+        )
 
     def end_snapshot(self) -> dict[PartitionKey, int]:
         """List the current source end offsets of every replicated partition (for ``--until-caught-up``).
@@ -699,6 +919,9 @@ class Flow:
                 p.flush(10)
         self._offsets_producer = self._syncs_producer = None
         self.live_filters.close()
+        if self._ledger is not None:
+            self._ledger.close()
+            self._ledger = None
         if self._watch is not None:
             self._watch.close()
             self._watch = None

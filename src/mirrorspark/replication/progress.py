@@ -82,17 +82,21 @@ def encode_progress(flow: str, topic: str, p: TopicProgress) -> tuple[bytes, byt
 
 
 def decode_progress(key: bytes | None, value: bytes | None) -> tuple[str, str, TopicProgress] | None:
-    """``(flow, topic, progress)`` of a progress record, or ``None`` if it is not one (or a tombstone)."""
+    """``(flow, topic, progress)`` of a progress record, or ``None`` if it is not one (or a tombstone).
+
+    A record whose totals are not non-negative integers (e.g. ``Infinity``, ``-5``, ``1.5``) is not one.
+    """
     if key is None or value is None:
         return None
     try:
         k, v = json.loads(key), json.loads(value)
-        return (
-            str(k["flow"]),
-            str(k["topic"]),
-            TopicProgress(int(v["records"]), int(v["value_bytes"]), int(v["key_bytes"]), int(v["timestamp"])),
-        )
-    except (ValueError, KeyError, TypeError):
+        if not isinstance(k, dict) or not isinstance(v, dict):
+            return None
+        totals = [v["records"], v["value_bytes"], v["key_bytes"], v["timestamp"]]
+        if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in totals):
+            return None
+        return str(k["flow"]), str(k["topic"]), TopicProgress(*totals)
+    except (ValueError, KeyError, TypeError, RecursionError):  # RecursionError: absurdly deep nesting
         return None
 
 

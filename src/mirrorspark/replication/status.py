@@ -12,6 +12,8 @@ heartbeats — so it reports MM2's flows just as well.
 * **records copied** — per topic, records in the remote topic (end - start offsets).
 * **upstream clusters / replication hops** — per cluster, MirrorClient's view
   of its heartbeat topics.
+* **gaps** — per flow, the gap events in ``mm2-gaps.<source>.internal``: source
+  records lost before they were copied (:mod:`mirrorspark.mm2.gaps`).
 """
 
 from __future__ import annotations
@@ -27,7 +29,9 @@ from mirrorspark.errors import CorruptRecordError
 from mirrorspark.kafka.clients import end_offsets, list_topics, start_offsets
 from mirrorspark.kafka.reader import TopicReader
 from mirrorspark.mm2.filters import should_replicate_topic
+from mirrorspark.mm2.gaps import GapEvent
 from mirrorspark.mm2.records import Heartbeat
+from mirrorspark.replication.gaps import read_gap_ledger
 from mirrorspark.replication.progress import read_progress
 
 
@@ -73,12 +77,15 @@ class FlowStatus:
         Epoch ms of the newest heartbeat of the flow on the target, ``None`` if none.
     topics:
         Replicated topics.
+    gaps:
+        Gap events of the flow, oldest first, from its gap ledger on the target.
     """
 
     flow: str
     state: str
     last_heartbeat_ms: int | None
     topics: tuple[TopicStatus, ...] = field(default_factory=tuple)
+    gaps: tuple[GapEvent, ...] = field(default_factory=tuple)
 
     @property
     def partitions(self) -> int:
@@ -230,6 +237,16 @@ def flow_status(
                 t, remote, n, records, lag, cp.records if cp else None, cp.value_bytes + cp.key_bytes if cp else None
             )
         )
+    gaps = read_gap_ledger(
+        flow.target_consumer,
+        flow.target_admin,
+        flow.target,
+        flow.source,
+        flow.name,
+        client_id=ctx.client_id(f"{cid}-gaps-consumer"),
+        policy=policy,
+        clients=ctx.clients,
+    ).gaps
     last = _heartbeats(ctx)
     fresh_ms = max(10_000, int(5 * flow.emit_heartbeats_interval_s * 1000))
     if not stored:
@@ -238,7 +255,7 @@ def flow_status(
         state = "running"
     else:
         state = "stopped"
-    return FlowStatus(flow.name, state, last, tuple(topics))
+    return FlowStatus(flow.name, state, last, tuple(topics), tuple(gaps))
 
 
 def cluster_status(config: MirrorConfig, cluster: str, *, context: ReplicationContext | None = None) -> ClusterStatus:

@@ -113,6 +113,11 @@ class PartitionResult:
         (acknowledgement time - record timestamp), in ms (MM2's ``replication-latency-ms``).
     latency_samples:
         How many records ``latency_ms_sum`` adds up.
+    out_of_range:
+        The task's consumer found the partition's position out of range (records deleted before
+        they were copied, or a truncated or re-created topic): the task stopped reading it, and
+        ``next_offset`` is just after the last record copied. The driver checks the position
+        (:meth:`mirrorspark.replication.flow.Flow.check_positions`).
     """
 
     flow: str
@@ -128,6 +133,7 @@ class PartitionResult:
     latency_ms_sum: int
     latency_ms_max: int
     latency_samples: int = 0
+    out_of_range: bool = False
 
 
 def assign_round_robin(partitions: Sequence[Any], tasks_max: int) -> list[list[Any]]:

@@ -1,0 +1,387 @@
+"""Gaps: source records a flow could not copy, found and described exactly (no I/O).
+
+MM2 has no counterpart: a ``MirrorSourceTask`` whose consumer finds its position out of range
+silently follows ``auto.offset.reset`` (``earliest`` by default), so records deleted by retention or
+``kafka-delete-records`` before they were copied, and the first records of a topic deleted and
+re-created, are lost without a word. mirrorspark checks every position it resumes from against the
+partition's log start and end offsets and its topic id, and records each loss as a
+:class:`GapEvent`:
+
+* ``"deleted"`` — the next offset to copy is below the log start: the records
+  ``[position, log start)`` were deleted from the source (retention, delete-records) before they
+  were copied. The flow resumes at the log start (MM2 with ``auto.offset.reset=earliest``).
+* ``"truncated"`` — the next offset to copy is above the log end (the source log was truncated,
+  e.g. after an unclean leader election): the copies of ``[log end, position)`` on the target have
+  no counterpart on the source any more, and new source records will reuse those offsets. The flow
+  resumes at the log end, so none of the new records is skipped.
+* ``"recreated"`` — the topic id changed: the topic was deleted and created again. The old topic's
+  records not yet copied (``[position, old end)``, when known) are lost; the flow resumes at the new
+  topic's beginning.
+
+Gap events are kept in a compacted topic on the target, ``mm2-gaps<isep><source><isep>internal``
+(:func:`gaps_topic`), with the topic ids last seen per replicated topic, so that both survive
+restarts (:func:`encode_gap`, :func:`encode_topic_id`, :func:`decode_ledger_record`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Final, Literal, Protocol
+
+from mirrorspark.errors import CorruptRecordError
+from mirrorspark.mm2.internal_topics import mirrorspark_topic
+
+GapReason = Literal["deleted", "truncated", "recreated"]
+"""Why records were lost: deleted before copied, source log truncated, topic re-created."""
+
+GAP_REASONS: Final[tuple[GapReason, ...]] = ("deleted", "truncated", "recreated")
+
+GAPS_PREFIX: Final = "mm2-gaps"
+"""Prefix of mirrorspark's gap ledger topic (gap events and topic ids of flows from one source)."""
+
+ON_GAP_CHOICES: Final = ("continue", "stop")
+"""Values of ``mirrorspark.on.gap``."""
+
+
+class _NamingPolicy(Protocol):
+    def offset_syncs_topic(self, cluster_alias: str) -> str: ...
+
+    def is_internal_topic(self, topic: str) -> bool: ...
+
+
+def gaps_topic(source_alias: str, policy: _NamingPolicy | None = None) -> str:
+    """Name of the gap ledger topic of flows from ``source_alias`` (on their target).
+
+    Parameters
+    ----------
+    source_alias:
+        The flows' source cluster alias.
+    policy:
+        The flow's replication policy (its internal separator names the topic, so the policy
+        sees it as internal and never replicates it); ``None`` = the default naming.
+
+    Returns
+    -------
+    str
+        ``mm2-gaps<isep><source_alias><isep>internal``, e.g. ``mm2-gaps.A.internal``.
+    """
+    return mirrorspark_topic(GAPS_PREFIX, policy, source_alias)
+
+
+@dataclass(frozen=True)
+class GapEvent:
+    """Source records of one partition a flow lost.
+
+    Attributes
+    ----------
+    flow:
+        ``"S->T"``.
+    topic, partition:
+        The source partition.
+    reason:
+        ``"deleted"``, ``"truncated"`` or ``"recreated"`` (see the module docstring).
+    first_lost, last_lost:
+        The lost upstream offsets, inclusive. For ``"recreated"``: the old topic's offsets not
+        copied, ``None`` when unknown (the old topic's end was never seen) or none.
+    at:
+        When the gap was found (epoch ms).
+    old_topic_id, new_topic_id:
+        For ``"recreated"``: the topic ids before and after (base64, as Kafka prints them).
+    """
+
+    flow: str
+    topic: str
+    partition: int
+    reason: GapReason
+    first_lost: int | None
+    last_lost: int | None
+    at: int
+    old_topic_id: str | None = None
+    new_topic_id: str | None = None
+
+    @property
+    def lost(self) -> int:
+        """Number of offsets lost (0 when unknown)."""
+        if self.first_lost is None or self.last_lost is None:
+            return 0
+        return max(0, self.last_lost - self.first_lost + 1)
+
+    def describe(self) -> str:
+        """One line for logs and errors: flow, partition, reason and exact range."""
+        where = f"flow {self.flow}: {self.topic}-{self.partition}"
+        span = (
+            f"offsets {self.first_lost}..{self.last_lost} ({self.lost} records)"
+            if self.first_lost is not None and self.last_lost is not None
+            else "no known offsets"
+        )
+        if self.reason == "deleted":
+            return f"{where}: {span} were deleted from the source before they were copied"
+        if self.reason == "truncated":
+            return f"{where}: the source log was truncated; the copies of {span} no longer match the source"
+        return (
+            f"{where}: the topic was deleted and re-created (topic id {self.old_topic_id} -> "
+            f"{self.new_topic_id}); {span} of the old topic were never copied"
+        )
+
+
+@dataclass(frozen=True)
+class Resume:
+    """Where to resume a partition, and the gap found (if any) — the result of :func:`check_position`."""
+
+    position: int
+    gap: GapEvent | None = None
+
+
+def check_position(
+    flow: str,
+    topic: str,
+    partition: int,
+    position: int,
+    log_start: int,
+    log_end: int,
+    *,
+    at: int,
+    known_topic_id: str | None = None,
+    topic_id: str | None = None,
+    old_end: int | None = None,
+) -> Resume:
+    """Decide where to resume a partition whose next offset to copy is ``position``.
+
+    Parameters
+    ----------
+    flow, topic, partition:
+        The flow and source partition (for the event).
+    position:
+        The next upstream offset to copy.
+    log_start, log_end:
+        The partition's log start offset and end offset now (``log_start <= log_end``).
+    at:
+        Now, in epoch ms (the event's time).
+    known_topic_id, topic_id:
+        The topic's id when ``position`` was reached and now; ``None`` = unknown (not compared).
+    old_end:
+        The old topic's end offset last seen (for the lost range of a re-created topic).
+
+    Returns
+    -------
+    Resume
+        ``position`` unchanged when ``log_start <= position <= log_end`` and the topic id is the
+        same; else the offset to resume at (the new topic's ``log_start`` when re-created, the
+        ``log_start`` when records were deleted, the ``log_end`` when truncated) and the gap.
+        Never resumes past a record still on the source: the result is within
+        ``[log_start, log_end]`` whenever a gap is reported.
+
+    Raises
+    ------
+    ValueError
+        ``log_start > log_end`` or a negative offset.
+    """
+    if log_start < 0 or log_end < log_start:
+        raise ValueError(f"invalid log range [{log_start}, {log_end}) of {topic}-{partition}")
+    if known_topic_id is not None and topic_id is not None and known_topic_id != topic_id:
+        return Resume(log_start, recreated_gap(flow, topic, partition, position, old_end, known_topic_id, topic_id, at))
+    if position < log_start:
+        return Resume(log_start, GapEvent(flow, topic, partition, "deleted", position, log_start - 1, at))
+    if position > log_end:
+        return Resume(log_end, GapEvent(flow, topic, partition, "truncated", log_end, position - 1, at))
+    return Resume(position)
+
+
+def recreated_gap(
+    flow: str,
+    topic: str,
+    partition: int,
+    position: int | None,
+    old_end: int | None,
+    old_topic_id: str,
+    new_topic_id: str,
+    at: int,
+) -> GapEvent:
+    """Build the gap of a partition whose topic was deleted and re-created.
+
+    Parameters
+    ----------
+    flow, topic, partition:
+        The flow and source partition.
+    position:
+        The next offset of the old topic that was to be copied (``None`` = unknown).
+    old_end:
+        The old topic's end offset last seen (``None`` = unknown).
+    old_topic_id, new_topic_id:
+        The topic ids before and after.
+    at:
+        Now (epoch ms).
+
+    Returns
+    -------
+    GapEvent
+        Reason ``"recreated"``; the lost range is ``[position, old_end)`` when both are known and
+        it is not empty, else ``None``/``None``.
+    """
+    lost = position is not None and old_end is not None and old_end > position
+    return GapEvent(
+        flow,
+        topic,
+        partition,
+        "recreated",
+        position if lost else None,
+        old_end - 1 if lost and old_end is not None else None,
+        at,
+        old_topic_id,
+        new_topic_id,
+    )
+
+
+# --------------------------------------------------------------------------- ledger records
+
+
+@dataclass(frozen=True)
+class KnownTopicId:
+    """The topic id a flow last saw for a source topic (a ledger record)."""
+
+    flow: str
+    topic: str
+    topic_id: str
+
+
+def _dumps(obj: object) -> bytes:
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False, sort_keys=True).encode()
+
+
+def encode_gap(event: GapEvent) -> tuple[bytes, bytes]:
+    """Key and value bytes of a gap event's ledger record (compact JSON, UTF-8).
+
+    The key is unique per event (``{"at","flow","kind":"gap","partition","reason","topic"}``), so
+    compaction keeps every event; the value holds every field of :class:`GapEvent`.
+    """
+    key = _dumps(
+        {
+            "kind": "gap",
+            "flow": event.flow,
+            "topic": event.topic,
+            "partition": event.partition,
+            "reason": event.reason,
+            "at": event.at,
+        }
+    )
+    value = _dumps(
+        {
+            "flow": event.flow,
+            "topic": event.topic,
+            "partition": event.partition,
+            "reason": event.reason,
+            "first_lost": event.first_lost,
+            "last_lost": event.last_lost,
+            "at": event.at,
+            "old_topic_id": event.old_topic_id,
+            "new_topic_id": event.new_topic_id,
+        }
+    )
+    return key, value
+
+
+def encode_topic_id(flow: str, topic: str, topic_id: str) -> tuple[bytes, bytes]:
+    """Key and value bytes of a known-topic-id ledger record (the latest per flow and topic wins)."""
+    return _dumps({"kind": "topic_id", "flow": flow, "topic": topic}), _dumps({"topic_id": topic_id})
+
+
+def _corrupt(what: str, data: bytes | None) -> CorruptRecordError:
+    return CorruptRecordError(
+        f"cannot decode a gap ledger record {what} {bytes(data or b'')[:200]!r}; check that the topic is "
+        "mirrorspark's mm2-gaps topic"
+    )
+
+
+def _json(data: bytes, what: str) -> object:
+    try:
+        return json.loads(bytes(data).decode("utf-8"))
+    except (ValueError, RecursionError) as e:
+        raise _corrupt(what, data) from e
+
+
+def _is_int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _opt_int(v: object) -> bool:
+    return v is None or (_is_int(v) and v >= 0)  # type: ignore[operator]
+
+
+def _opt_str(v: object) -> bool:
+    return v is None or isinstance(v, str)
+
+
+def decode_ledger_record(key: bytes | None, value: bytes | None) -> GapEvent | KnownTopicId | None:
+    """Decode a record of the gap ledger topic.
+
+    Parameters
+    ----------
+    key, value:
+        The record's key and value bytes.
+
+    Returns
+    -------
+    GapEvent or KnownTopicId or None
+        The record, or ``None`` for a tombstone or a record of a kind this version does not know.
+
+    Raises
+    ------
+    CorruptRecordError
+        The key or value is not the JSON this module writes, or holds values no cluster can hold
+        (a negative partition or offset, ``last_lost < first_lost``, an unknown reason).
+    """
+    if key is None:
+        raise _corrupt("key", key)
+    k = _json(key, "key")
+    if not isinstance(k, dict) or not isinstance(k.get("kind"), str):
+        raise _corrupt("key", key)
+    if value is None:
+        return None
+    v = _json(value, "value")
+    if not isinstance(v, dict):
+        raise _corrupt("value", value)
+    if k["kind"] == "topic_id":
+        if not (
+            isinstance(k.get("flow"), str) and isinstance(k.get("topic"), str) and isinstance(v.get("topic_id"), str)
+        ):
+            raise _corrupt("value", value)
+        return KnownTopicId(k["flow"], k["topic"], v["topic_id"])
+    if k["kind"] != "gap":
+        return None
+    flow, topic, partition, reason = v.get("flow"), v.get("topic"), v.get("partition"), v.get("reason")
+    first, last, at = v.get("first_lost"), v.get("last_lost"), v.get("at")
+    old_id, new_id = v.get("old_topic_id"), v.get("new_topic_id")
+    if not (
+        isinstance(flow, str)
+        and isinstance(topic, str)
+        and _is_int(partition)
+        and 0 <= partition < 2**31  # type: ignore[operator]
+        and reason in GAP_REASONS
+        and _opt_int(first)
+        and _opt_int(last)
+        and (first is None) == (last is None)
+        and (first is None or first <= last)
+        and _is_int(at)
+        and _opt_str(old_id)
+        and _opt_str(new_id)
+    ):
+        raise _corrupt("value", value)
+    return GapEvent(flow, topic, partition, reason, first, last, at, old_id, new_id)  # type: ignore[arg-type]
+
+
+__all__ = [
+    "GAPS_PREFIX",
+    "GAP_REASONS",
+    "ON_GAP_CHOICES",
+    "GapEvent",
+    "GapReason",
+    "KnownTopicId",
+    "Resume",
+    "check_position",
+    "decode_ledger_record",
+    "encode_gap",
+    "encode_topic_id",
+    "gaps_topic",
+    "recreated_gap",
+]

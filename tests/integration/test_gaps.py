@@ -1,0 +1,207 @@
+"""Never silent: records lost before they were copied are gap events; impossible stored offsets are never acted on.
+
+Real brokers (the session's ``primary`` and ``backup``), an in-process
+:class:`~mirrorspark.replication.driver.Replicator` on the session's SparkSession, and
+``mirrorspark status --json`` as users run it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaException, TopicPartition
+from helpers import admin, assert_eventually, consume_all, create_topic, produce, unique_name
+
+from mirrorspark.config.parse import parse_config
+from mirrorspark.config.properties import parse_properties
+from mirrorspark.errors import DataGapError
+from mirrorspark.kafka.local.model import LocalClusters
+from mirrorspark.mm2.connect_offsets import default_partition, source_offset_key, source_offset_value
+from mirrorspark.replication.datapath import DataPath
+from mirrorspark.replication.driver import Replicator
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+
+FLOW = "primary->backup"
+
+
+def properties(clusters: LocalClusters, topic: str, **extra: str) -> str:
+    return clusters.mm2_properties(
+        [("primary", "backup")],
+        extra={"topics": topic, "tasks.max": "2", "emit.heartbeats.interval.seconds": "1", **extra},
+    )
+
+
+def replicate(text: str, data_path: DataPath) -> Replicator:
+    r = Replicator(parse_config(parse_properties(text)), data_path)
+    r.run(until_caught_up=True)
+    return r
+
+
+def status_json(tmp_path: Path, text: str) -> dict[str, Any]:
+    path = tmp_path / "mm2.properties"
+    path.write_text(text)
+    done = subprocess.run(
+        [sys.executable, "-m", "mirrorspark", "status", str(path), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    doc: dict[str, Any] = json.loads(done.stdout)
+    return doc
+
+
+def values(bootstrap: str, topic: str) -> list[bytes | None]:
+    return [r["value"] for r in consume_all(bootstrap, topic)]
+
+
+def delete_records(bootstrap: str, topic: str, partition: int, before: int) -> None:
+    """``kafka-delete-records``: the partition's log start becomes ``before``."""
+    client = admin(bootstrap)
+    [fut] = client.delete_records([TopicPartition(topic, partition, before)], request_timeout=30).values()
+    fut.result(30)
+
+
+def test_records_deleted_before_they_were_copied_are_a_gap_in_status(
+    local_clusters: LocalClusters, data_path: DataPath, tmp_path: Path
+) -> None:
+    p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
+    topic = unique_name("gapdel")
+    create_topic(p, topic)
+    text = properties(local_clusters, topic)
+    produce(p, topic, [{"value": f"a{i}"} for i in range(100)])
+    replicate(text, data_path)  # 0..99 copied
+    produce(p, topic, [{"value": f"b{i}"} for i in range(100, 700)])
+    delete_records(p, topic, 0, 600)  # 100..599 deleted before they were copied
+    r = replicate(text, data_path)
+    [stats] = r.stats()
+    assert stats.gaps == 1
+    remote = values(b, f"primary.{topic}")
+    assert len(remote) == 200 and remote[-1] == b"b699"  # the rest was copied
+    doc = status_json(tmp_path, text)
+    gaps = [g for g in doc["gaps"] if g["topic"] == topic]
+    assert len(gaps) == 1
+    g = gaps[0]
+    assert {k: g[k] for k in ("flow", "topic", "partition", "reason", "first_lost", "last_lost")} == {
+        "flow": FLOW,
+        "topic": topic,
+        "partition": 0,
+        "reason": "deleted",
+        "first_lost": 100,
+        "last_lost": 599,
+    }
+    assert isinstance(g["at"], int) and g["at"] > 1_600_000_000_000
+    flow = next(f for f in doc["flows"] if f["flow"] == FLOW)
+    assert g in flow["gaps"]
+    text_out = subprocess.run(
+        [sys.executable, "-m", "mirrorspark", "status", str(tmp_path / "mm2.properties")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
+    assert f"{topic}-0" in text_out and "deleted" in text_out and "599" in text_out
+
+
+def recreate(bootstrap: str, topic: str, partitions: int) -> None:
+    client = admin(bootstrap)
+    client.delete_topics([topic], operation_timeout=30)[topic].result(30)
+
+    def created() -> bool:
+        try:
+            create_topic(bootstrap, topic, partitions=partitions)
+        except KafkaException:
+            return False  # still marked for deletion
+        return True
+
+    assert_eventually(created, timeout_s=60, message=f"{topic} could not be created again")
+
+
+def test_a_deleted_and_recreated_topic_is_a_gap_and_its_records_are_copied(
+    local_clusters: LocalClusters, data_path: DataPath, tmp_path: Path
+) -> None:
+    p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
+    topic = unique_name("gaprecreate")
+    create_topic(p, topic)
+    text = properties(local_clusters, topic)
+    produce(p, topic, [{"value": f"old{i}"} for i in range(100)])
+    replicate(text, data_path)
+    recreate(p, topic, 1)
+    produce(p, topic, [{"value": f"new{i}"} for i in range(50)])
+    r = replicate(text, data_path)
+    assert r.stats()[0].gaps == 1
+    remote = values(b, f"primary.{topic}")
+    assert remote[100:] == [f"new{i}".encode() for i in range(50)]  # the 50 new records reach the target
+    [g] = [g for g in status_json(tmp_path, text)["gaps"] if g["topic"] == topic]
+    assert g["reason"] == "recreated" and g["partition"] == 0
+    assert g["old_topic_id"] and g["new_topic_id"] and g["old_topic_id"] != g["new_topic_id"]
+
+
+def test_an_offsets_record_past_the_end_is_skipped_with_a_warning(
+    local_clusters: LocalClusters, data_path: DataPath, caplog: pytest.LogCaptureFixture
+) -> None:
+    p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
+    topic = unique_name("gapforeign")
+    create_topic(p, topic)
+    produce(p, topic, [{"value": f"v{i}"} for i in range(100)])
+    text = properties(local_clusters, topic)
+    offsets_topic = "mm2-offsets.primary.internal"
+    if offsets_topic not in admin(b).list_topics(timeout=30).topics:
+        create_topic(b, offsets_topic, partitions=25, config={"cleanup.policy": "compact"})
+    n = len(admin(b).list_topics(topic=offsets_topic, timeout=30).topics[offsets_topic].partitions)
+    key = source_offset_key("primary", topic, 0)
+    produce(
+        b, offsets_topic, [{"key": key, "value": source_offset_value(5000), "partition": default_partition(key, n)}]
+    )
+    with caplog.at_level(logging.WARNING, logger="mirrorspark"):
+        r = replicate(text, data_path)
+    assert len(values(b, f"primary.{topic}")) == 100  # all of them
+    assert r.stats()[0].invalid_offsets == 1
+    assert "5000" in caplog.text and "past the partition's end offset 100" in caplog.text
+
+
+def test_on_gap_stop_halts_the_flow_and_the_run_fails(local_clusters: LocalClusters, data_path: DataPath) -> None:
+    p = local_clusters.bootstrap("primary")
+    topic = unique_name("gapstop")
+    create_topic(p, topic)
+    text = properties(local_clusters, topic, **{"mirrorspark.on.gap": "stop"})
+    produce(p, topic, [{"value": b"x"} for _ in range(20)])
+    replicate(text, data_path)
+    produce(p, topic, [{"value": b"y"} for _ in range(30)])
+    delete_records(p, topic, 0, 40)
+    with pytest.raises(DataGapError, match=rf"{topic}-0: offsets 20\.\.39 .*mirrorspark\.on\.gap=stop"):
+        replicate(text, data_path)
+
+
+def test_a_task_whose_position_is_out_of_range_stops_there_and_says_so(local_clusters: LocalClusters) -> None:
+    """The data consumer never resets silently: the range is reported out of range, nothing is skipped."""
+    from mirrorspark.replication import copy
+    from mirrorspark.replication.copy import run_copy_task
+    from mirrorspark.replication.tasks import CopyTask, PartitionRange
+
+    p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
+    topic = unique_name("gaptask")
+    create_topic(p, topic)
+    create_topic(b, f"primary.{topic}")
+    produce(p, topic, [{"value": b"z"} for _ in range(60)])
+    delete_records(p, topic, 0, 50)
+    task = CopyTask(
+        flow=FLOW,
+        task_index=0,
+        consumer_conf={"bootstrap.servers": p, "group.id": "gaptask", "auto.offset.reset": "error"},
+        producer_conf={"bootstrap.servers": b, "enable.idempotence": True},
+        ranges=(PartitionRange(topic, 0, f"primary.{topic}", 10, 60),),
+        offset_lag_max=100,
+        stall_timeout_s=30,
+    )
+    try:
+        [result] = run_copy_task(task)
+    finally:
+        copy._close_cached()  # the executor-side producer cache: flushed now, not at exit after the brokers stopped
+    assert result.out_of_range and result.records == 0 and result.next_offset == 10

@@ -1,0 +1,189 @@
+"""A flow finds every gap and never acts on an impossible stored offset, against in-memory clusters."""
+
+from __future__ import annotations
+
+import pytest
+
+from fakes import FakeClients, FakeCluster, two_clusters
+from mirrorspark.client.context import FlowContext
+from mirrorspark.config.model import MirrorConfig
+from mirrorspark.mm2.connect_offsets import default_partition, source_offset_key, source_offset_value
+from mirrorspark.mm2.gaps import GapEvent, KnownTopicId, decode_ledger_record
+from mirrorspark.replication.driver import Replicator
+from mirrorspark.replication.flow import Flow
+
+pytestmark = pytest.mark.unit
+
+OFFSETS_TOPIC = "mm2-offsets.A.internal"
+
+
+def started_flow(cfg: MirrorConfig, clients: FakeClients) -> Flow:
+    flow = Flow(FlowContext.build(cfg, cfg.flow("A", "B"), clients=clients), cfg.data_path)
+    flow.start()
+    return flow
+
+
+def store_offset(b: FakeCluster, topic: str, partition: int, offset: int) -> None:
+    """Write a MirrorSourceConnector offset (last copied upstream record) as MM2 would."""
+    b.create_topic(OFFSETS_TOPIC, 25, {"cleanup.policy": "compact"})
+    key = source_offset_key("A", topic, partition)
+    b.append(OFFSETS_TOPIC, key, source_offset_value(offset), partition=default_partition(key, 25))
+
+
+def ledger(b: FakeCluster) -> list[GapEvent | KnownTopicId | None]:
+    return [decode_ledger_record(r.key, r.value) for r in b.records("mm2-gaps.A.internal")]
+
+
+def ledger_gaps(b: FakeCluster) -> list[GapEvent]:
+    return [r for r in ledger(b) if isinstance(r, GapEvent)]
+
+
+def test_records_deleted_before_they_were_copied_are_a_gap_in_the_ledger() -> None:
+    cfg, a, b, clients = two_clusters()
+    a.create_topic("orders", 1)
+    a.fill("orders", 0, 1000)
+    store_offset(b, "orders", 0, 99)  # next offset to copy: 100
+    a.delete_records("orders", 0, 600)  # kafka-delete-records before 100..599 were copied
+    flow = started_flow(cfg, clients)
+    assert flow.partitions[("orders", 0)].position == 600  # resumes at the log start (continue)
+    [gap] = flow.gaps
+    assert (gap.flow, gap.topic, gap.partition, gap.reason, gap.first_lost, gap.last_lost) == (
+        "A->B",
+        "orders",
+        0,
+        "deleted",
+        100,
+        599,
+    )
+    assert ledger_gaps(b) == [gap]  # kept on the target: survives restarts
+    assert KnownTopicId("A->B", "orders", a.topics["orders"].topic_id) in ledger(b)
+
+
+def test_latest_applies_only_to_partitions_without_a_stored_offset() -> None:
+    cfg, a, b, clients = two_clusters("A.consumer.auto.offset.reset = latest\n")
+    a.create_topic("orders", 2)
+    a.fill("orders", 0, 100)
+    a.fill("orders", 1, 100)
+    store_offset(b, "orders", 0, 9)
+    a.delete_records("orders", 0, 50)
+    flow = started_flow(cfg, clients)
+    # partition 0 has a stored offset below the log start: a gap, resumed at the log start, not at the end
+    assert flow.partitions[("orders", 0)].position == 50
+    assert [(g.partition, g.first_lost, g.last_lost) for g in flow.gaps] == [(0, 10, 49)]
+    assert flow.partitions[("orders", 1)].position == 100  # no stored offset at all: latest
+
+
+def test_a_stored_offset_past_the_end_is_skipped_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    cfg, a, b, clients = two_clusters()
+    a.create_topic("orders", 1)
+    a.create_topic("fresh", 1)
+    a.fill("orders", 0, 100)
+    a.fill("fresh", 0, 100)
+    store_offset(b, "orders", 0, 19)
+    store_offset(b, "orders", 0, 5_000_000)  # foreign or corrupt: newest, but past the end
+    store_offset(b, "fresh", 0, 999)  # a new topic's only stored offset points past its end
+    flow = started_flow(cfg, clients)
+    assert flow.partitions[("orders", 0)].position == 20  # the last valid one
+    assert flow.partitions[("fresh", 0)].position == 0  # none valid: the log start, all 100 get copied
+    assert flow.invalid_offsets == 2
+    assert flow.gaps == []
+    assert "past the partition's end offset 100" in caplog.text
+
+
+def test_a_topic_recreated_while_stopped_is_a_gap_and_starts_from_its_beginning() -> None:
+    cfg, a, b, clients = two_clusters()
+    a.create_topic("orders", 3)
+    started_flow(cfg, clients).close()  # remembers the topic's id
+    old_id = a.topics["orders"].topic_id
+    for p in range(3):
+        store_offset(b, "orders", p, 9)
+    a.recreate_topic("orders", 1)  # fewer partitions
+    a.fill("orders", 0, 50)
+    flow = started_flow(cfg, clients)
+    assert flow.order == [("orders", 0)]  # partitions 1 and 2 no longer exist: unplanned
+    assert flow.partitions[("orders", 0)].position == 0
+    assert {(g.partition, g.reason, g.old_topic_id, g.new_topic_id) for g in flow.gaps} == {
+        (p, "recreated", old_id, a.topics["orders"].topic_id) for p in range(3)
+    }
+    assert [t.ranges[0].start for t in flow.plan(follow=False)] == [0]
+
+
+def test_a_topic_recreated_while_running_is_found_at_the_next_refresh() -> None:
+    cfg, a, _, clients = two_clusters()
+    a.create_topic("orders", 2)
+    a.fill("orders", 0, 100)
+    flow = started_flow(cfg, clients)
+    flow.refresh_end_offsets()
+    flow.partitions[("orders", 0)].position = 40  # 40..99 not copied yet
+    a.recreate_topic("orders", 1)
+    a.fill("orders", 0, 200)  # grew past the old position: only the topic id tells
+    flow.refresh()
+    assert flow.order == [("orders", 0)]
+    assert flow.partitions[("orders", 0)].position == 0
+    assert [(g.partition, g.reason, g.first_lost, g.last_lost) for g in flow.gaps] == [
+        (0, "recreated", 40, 99),
+        (1, "recreated", None, None),
+    ]
+
+
+def test_a_truncated_source_log_is_a_gap() -> None:
+    cfg, a, _, clients = two_clusters()
+    a.create_topic("orders", 1)
+    a.fill("orders", 0, 100)
+    flow = started_flow(cfg, clients)
+    flow.partitions[("orders", 0)].position = 100
+    del a.topics["orders"].partitions[0][80:]  # unclean leader election: the new leader ends at 80
+    flow.refresh_end_offsets()
+    assert flow.partitions[("orders", 0)].position == 80
+    assert [(g.reason, g.first_lost, g.last_lost) for g in flow.gaps] == [("truncated", 80, 99)]
+
+
+def test_a_task_out_of_range_is_checked_by_the_driver() -> None:
+    cfg, a, _, clients = two_clusters()
+    a.create_topic("orders", 1)
+    a.fill("orders", 0, 100)
+    flow = started_flow(cfg, clients)
+    a.delete_records("orders", 0, 70)
+    assert [(g.reason, g.first_lost, g.last_lost) for g in flow.check_positions([("orders", 0)])] == [
+        ("deleted", 0, 69)
+    ]
+    assert flow.partitions[("orders", 0)].position == 70
+
+
+def test_on_gap_stop_halts_the_flow_with_a_clear_message() -> None:
+    cfg, a, b, clients = two_clusters("mirrorspark.on.gap = stop\n")
+    a.create_topic("orders", 1)
+    a.fill("orders", 0, 100)
+    store_offset(b, "orders", 0, 9)
+    a.delete_records("orders", 0, 30)
+    flow = started_flow(cfg, clients)
+    assert flow.halted is not None
+    for part in ("A->B", "orders-0", "offsets 10..29", "mirrorspark.on.gap"):
+        assert part in flow.halted
+    assert flow.partitions[("orders", 0)].position == 10  # nothing moved on
+    assert flow.plan(follow=False) == []
+    assert len(ledger_gaps(b)) == 1
+
+
+def test_a_recreated_topic_under_stop_is_found_again_after_a_restart() -> None:
+    cfg, a, b, clients = two_clusters("mirrorspark.on.gap = stop\n")
+    a.create_topic("orders", 1)
+    started_flow(cfg, clients).close()
+    a.recreate_topic("orders", 1)
+    store_offset(b, "orders", 0, 9)
+    assert started_flow(cfg, clients).halted is not None
+    assert started_flow(cfg, clients).halted is not None  # the new id was not recorded
+
+
+def test_flow_stats_count_gaps_and_invalid_offsets() -> None:
+    cfg, a, b, clients = two_clusters()
+    a.create_topic("orders", 2)
+    a.fill("orders", 0, 100)
+    store_offset(b, "orders", 0, 9)
+    store_offset(b, "orders", 1, 77)  # partition 1 is empty
+    a.delete_records("orders", 0, 30)
+    r = Replicator(cfg, clients=clients)
+    r.flows[0].start()
+    [stats] = r.stats()
+    assert (stats.gaps, stats.invalid_offsets) == (1, 1)
+    r.flows[0].close()
