@@ -12,6 +12,8 @@ alias, never a raw ``KafkaException``.
 
 from __future__ import annotations
 
+import logging
+import re
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -50,9 +52,102 @@ PartitionKey = tuple[str, int]
 """``(topic, partition)``."""
 
 LIBRDKAFKA_LOGGER = "mirrorspark.librdkafka"
-"""Python logger for librdkafka's own log lines of clients created with ``{"logger": ...}`` (the
-operator tools' clients, whose connection failures are reported as one error instead); the CLI
-shows it only with ``--verbose``."""
+"""Python logger for librdkafka's own log lines: every client mirrorspark creates (driver and Spark
+tasks) logs there through a :class:`LibrdkafkaLog`, never to stderr; the CLI shows it only with
+``--verbose`` (its own one-line errors report what failed)."""
+
+
+class LibrdkafkaLog:
+    """librdkafka's log of one client, summarised into the :data:`LIBRDKAFKA_LOGGER` Python logger.
+
+    Given as confluent-kafka's ``logger`` setting, so that librdkafka's lines (``%3|...|FAIL|...``
+    on stderr otherwise) become Python log records. The first occurrence of each distinct line
+    (digits ignored: the same failure with another duration or port is the same line) is logged
+    at librdkafka's level, at most WARNING; repeats are logged at DEBUG with their count. With one
+    unreachable cluster librdkafka repeats its connection failure several times a second: a
+    Python application at WARNING sees it once per client.
+
+    Parameters
+    ----------
+    client_id:
+        The client's ``client.id`` (who it is: flow and role); librdkafka's lines name the client
+        by it already.
+    logger:
+        Where to log (default: :data:`LIBRDKAFKA_LOGGER`).
+
+    Notes
+    -----
+    librdkafka queues its lines until the client is polled (``poll``/``consume``/``flush``; the
+    admin helpers of this module poll their client). Not picklable (it holds a lock): Spark tasks
+    create their own (``logger`` is set where the client is created, never in a task's configuration).
+    """
+
+    MAX_DISTINCT = 1000
+    """Distinct lines remembered per client; past that the memory starts over."""
+
+    def __init__(self, client_id: str, logger: logging.Logger | None = None) -> None:
+        self.client_id = client_id
+        self.logger = logger if logger is not None else logging.getLogger(LIBRDKAFKA_LOGGER)
+        self._seen: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def log(self, level: int, msg: str, *args: Any) -> None:
+        """Log one librdkafka line (the method confluent-kafka calls: ``log(level, fmt, *args)``).
+
+        Parameters
+        ----------
+        level:
+            Python level confluent-kafka mapped librdkafka's syslog level to.
+        msg, args:
+            ``%``-format and arguments (facility, client instance name, text).
+        """
+        text = msg % args if args else msg
+        key = _DIGITS.sub("#", text)
+        with self._lock:
+            if len(self._seen) >= self.MAX_DISTINCT and key not in self._seen:
+                self._seen.clear()
+            n = self._seen.get(key, 0) + 1
+            self._seen[key] = n
+        if n == 1:  # librdkafka names the client by its client.id in the line already
+            self.logger.log(min(level, logging.WARNING), "%s", text)
+        elif self.logger.isEnabledFor(logging.DEBUG):
+            self.logger.debug("%s (%d times)", text, n)
+
+
+_DIGITS = re.compile(r"\d+")
+
+
+def with_logger(conf: dict[str, Any], client_id: str) -> dict[str, Any]:
+    """Give a client configuration a :class:`LibrdkafkaLog` as ``logger``, unless it has a logger already.
+
+    Parameters
+    ----------
+    conf:
+        A librdkafka configuration (changed in place).
+    client_id:
+        Who the client is.
+
+    Returns
+    -------
+    dict[str, Any]
+        ``conf``.
+    """
+    conf.setdefault("logger", LibrdkafkaLog(client_id))
+    return conf
+
+
+def serve_logs(client: Any) -> None:
+    """Hand the log lines librdkafka queued for ``client`` to Python logging (``poll(0)``; no-op without it).
+
+    Parameters
+    ----------
+    client:
+        An admin client, producer or anything with ``poll``.
+    """
+    poll = getattr(client, "poll", None)
+    if poll is not None:
+        poll(0)
+
 
 T = TypeVar("T")
 
@@ -157,12 +252,12 @@ def admin_client(
     overrides:
         librdkafka settings that win over the settings (e.g. ``{"logger": ...}``).
     """
-    return AdminClient(_conf(settings, client_id, overrides))
+    return AdminClient(with_logger(_conf(settings, client_id, overrides), client_id))
 
 
 def producer(settings: ClientSettings, *, client_id: str, overrides: Mapping[str, Any] | None = None) -> Producer:
     """Create a producer; ``overrides`` win over the settings (e.g. ``enable.idempotence``)."""
-    return Producer(_conf(settings, client_id, overrides))
+    return Producer(with_logger(_conf(settings, client_id, overrides), client_id))
 
 
 def consumer(settings: ClientSettings, *, client_id: str, overrides: Mapping[str, Any] | None = None) -> Consumer:
@@ -171,7 +266,7 @@ def consumer(settings: ClientSettings, *, client_id: str, overrides: Mapping[str
     librdkafka requires a ``group.id``; when the settings have none, one derived
     from ``client_id`` is set, which is never joined nor committed to.
     """
-    return Consumer(_consumer_conf(_conf(settings, client_id, overrides), client_id))
+    return Consumer(with_logger(_consumer_conf(_conf(settings, client_id, overrides), client_id), client_id))
 
 
 class ClientFactory(Protocol):
@@ -383,7 +478,7 @@ class KafkaClients:
         ConfigError
             As :meth:`~mirrorspark.config.ClientSettings.to_librdkafka`.
         """
-        return AdminClient(self.conf(settings, client_id, overrides))
+        return AdminClient(with_logger(self.conf(settings, client_id, overrides), client_id))
 
     def producer(
         self, settings: ClientSettings, *, client_id: str, overrides: Mapping[str, Any] | None = None
@@ -410,7 +505,7 @@ class KafkaClients:
         ConfigError
             As :meth:`~mirrorspark.config.ClientSettings.to_librdkafka`.
         """
-        return Producer(self.conf(settings, client_id, overrides))
+        return Producer(with_logger(self.conf(settings, client_id, overrides), client_id))
 
     def consumer(
         self, settings: ClientSettings, *, client_id: str, overrides: Mapping[str, Any] | None = None
@@ -438,7 +533,7 @@ class KafkaClients:
         ConfigError
             As :meth:`~mirrorspark.config.ClientSettings.to_librdkafka`.
         """
-        return Consumer(_consumer_conf(self.conf(settings, client_id, overrides), client_id))
+        return Consumer(with_logger(_consumer_conf(self.conf(settings, client_id, overrides), client_id), client_id))
 
 
 def _result(future: Future[T], what: str, alias: str, timeout_s: float) -> T:
@@ -471,6 +566,7 @@ def check_reachable(admin: AdminClient, alias: str, bootstrap_servers: str, *, t
     try:
         admin.list_topics(timeout=timeout_s)
     except KafkaException as e:
+        serve_logs(admin)
         raise ClusterUnreachableError(
             f"cluster '{alias}' is unreachable at {bootstrap_servers} ({e.args[0] if e.args else e}): "
             f"check '{alias}.bootstrap.servers' and that the cluster is up"
@@ -479,6 +575,7 @@ def check_reachable(admin: AdminClient, alias: str, bootstrap_servers: str, *, t
 
 def list_topics(admin: AdminClient, alias: str, *, timeout_s: float = 30.0) -> dict[str, int]:
     """Return ``{topic: partition count}`` for every topic of the cluster (internal ones included)."""
+    serve_logs(admin)
     try:
         md = admin.list_topics(timeout=timeout_s)
     except KafkaException as e:
@@ -815,6 +912,7 @@ def _list_offsets(
     req = {TopicPartition(t, p): spec for t, p in list(partitions)}
     if not req:
         return {}
+    serve_logs(admin)
     iso = IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED
     futures = admin.list_offsets(req, isolation_level=iso, request_timeout=timeout_s)
     out: dict[PartitionKey, int] = {}
@@ -993,6 +1091,7 @@ __all__ = [
     "ClientFactory",
     "GroupDescription",
     "KafkaClients",
+    "LibrdkafkaLog",
     "PartitionKey",
     "TopicDescription",
     "TopicSpec",
@@ -1013,6 +1112,8 @@ __all__ = [
     "is_transient",
     "list_topics",
     "producer",
+    "serve_logs",
     "start_offsets",
     "topic_configs",
+    "with_logger",
 ]
