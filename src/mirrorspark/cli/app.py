@@ -763,8 +763,24 @@ def control_groups(
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point.
+
+    A Kafka error that no command translated (a bug: every call site should raise a
+    :class:`~mirrorspark.errors.ClusterError` naming its flow, topic or group) still ends
+    in one line and exit status 3, never a traceback.
+    """
+    from confluent_kafka import KafkaException
+
+    from mirrorspark.errors import ClusterError, ClusterUnreachableError
+
+    try:
+        app()
+    except KafkaException as e:
+        err = e.args[0] if e.args else e
+        raise SystemExit(_fail(ClusterError(f"a Kafka call failed: {err}")).exit_code) from None
+    except TimeoutError:
+        e2 = ClusterUnreachableError("a Kafka call timed out: check that the clusters are up (run with -v for more)")
+        raise SystemExit(_fail(e2).exit_code) from None
 
 
 __all__ = ["app", "main"]

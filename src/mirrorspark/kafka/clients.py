@@ -16,7 +16,7 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -45,8 +45,9 @@ from confluent_kafka.admin import (
 )
 from tenacity import retry, retry_if_exception, stop_after_delay, wait_exponential
 
+from mirrorspark.config.keys import show
 from mirrorspark.config.model import ClientSettings
-from mirrorspark.errors import ClusterError, ClusterUnreachableError
+from mirrorspark.errors import ClusterError, ClusterUnreachableError, ConfigError
 
 PartitionKey = tuple[str, int]
 """``(topic, partition)``."""
@@ -238,6 +239,91 @@ def _consumer_conf(conf: dict[str, Any], client_id: str) -> dict[str, Any]:
     return conf
 
 
+_LIBRDKAFKA_ALIASES = {
+    # librdkafka reports a property under its canonical name; the names a config file may use for it
+    "queue.buffering.max.ms": ("linger.ms",),
+    "request.required.acks": ("acks",),
+    "message.send.max.retries": ("retries",),
+    "max.in.flight.requests.per.connection": ("max.in.flight",),
+    "compression.codec": ("compression.type",),
+    "socket.receive.buffer.bytes": ("receive.buffer.bytes",),
+    "socket.send.buffer.bytes": ("send.buffer.bytes",),
+    "message.timeout.ms": ("delivery.timeout.ms",),
+    "fetch.wait.max.ms": ("fetch.max.wait.ms",),
+    "message.max.bytes": ("max.request.size",),
+    "ssl.key.pem": ("ssl.keystore.key",),
+    "ssl.certificate.pem": ("ssl.keystore.certificate.chain",),
+    "ssl.ca.pem": ("ssl.truststore.certificates",),
+}
+
+CLUSTER_ALIAS_PLACEHOLDER = "<alias>"
+"""Stands for the cluster alias in a :func:`create_client` error message until a caller that knows it
+(:class:`~mirrorspark.client.context.FlowContext`) fills it in."""
+
+
+def create_client(
+    kind: str, cls: Callable[[dict[str, Any]], T], conf: dict[str, Any], settings: ClientSettings, client_id: str
+) -> T:
+    """Create a confluent-kafka client; a property librdkafka rejects becomes a :class:`ConfigError`.
+
+    librdkafka checks every property when the client is created (``KafkaException``
+    ``_INVALID_ARG``: unknown property, invalid value; ``ValueError``/``TypeError`` from
+    confluent-kafka): the message names the property as the config file has it (value masked
+    when secret), the client and where to fix it.
+
+    Parameters
+    ----------
+    kind:
+        ``"admin"``, ``"producer"`` or ``"consumer"``: the client role whose settings hold the property.
+    cls:
+        ``AdminClient``, ``Producer`` or ``Consumer``.
+    conf:
+        The librdkafka configuration.
+    settings:
+        The Java settings it was translated from (to name the property as written).
+    client_id:
+        Who the client is (``client.id`` rule), e.g. ``"A->B|mirrorspark|replication-source-admin"``.
+
+    Returns
+    -------
+    T
+        The client.
+
+    Raises
+    ------
+    ConfigError
+        librdkafka rejected a property, e.g. ``invalid admin client property 'linger.ms' = 'x' ...:
+        fix or remove '<alias>.admin.linger.ms' or '<alias>.linger.ms'`` (:data:`CLUSTER_ALIAS_PLACEHOLDER`
+        stands for the cluster alias).
+    """
+    try:
+        return cls(conf)
+    except (KafkaException, ValueError, TypeError) as e:
+        err = e.args[0] if e.args else None
+        reason = err.str() if isinstance(err, KafkaError) else str(e)
+        raise ConfigError(_client_config_message(kind, reason, settings, client_id)) from None
+
+
+def _client_config_message(kind: str, reason: str, settings: ClientSettings, client_id: str) -> str:
+    quoted = re.findall(r'"([^"]+)"', reason) or re.findall(r"property:? ([\w.]+)", reason)
+    lib_key = quoted[0] if quoted else None
+    names = (lib_key, *_LIBRDKAFKA_ALIASES.get(lib_key, ())) if lib_key else ()
+    java_key = next((k for k in settings.properties if k in names), lib_key)
+    what = f"{kind} client property"
+    if java_key is not None and java_key in settings.properties:
+        what += f" {java_key!r} = {show(java_key, settings.properties[java_key])}"
+    elif java_key is not None:
+        what += f" {java_key!r}"
+    a = CLUSTER_ALIAS_PLACEHOLDER
+    fix = (
+        f"fix or remove '{a}.{kind}.{java_key}' or '{a}.{java_key}' (or a flow-level '<source>-><target>.<source|"
+        f"target>.{kind}.{java_key}') in the config file"
+        if java_key
+        else f"check the {kind} settings of cluster '{a}' in the config file"
+    )
+    return f"invalid {what} for client '{client_id}': librdkafka says: {reason}; {fix}"
+
+
 def admin_client(
     settings: ClientSettings, *, client_id: str, overrides: Mapping[str, Any] | None = None
 ) -> AdminClient:
@@ -252,12 +338,16 @@ def admin_client(
     overrides:
         librdkafka settings that win over the settings (e.g. ``{"logger": ...}``).
     """
-    return AdminClient(with_logger(_conf(settings, client_id, overrides), client_id))
+    return create_client(
+        "admin", AdminClient, with_logger(_conf(settings, client_id, overrides), client_id), settings, client_id
+    )
 
 
 def producer(settings: ClientSettings, *, client_id: str, overrides: Mapping[str, Any] | None = None) -> Producer:
     """Create a producer; ``overrides`` win over the settings (e.g. ``enable.idempotence``)."""
-    return Producer(with_logger(_conf(settings, client_id, overrides), client_id))
+    return create_client(
+        "producer", Producer, with_logger(_conf(settings, client_id, overrides), client_id), settings, client_id
+    )
 
 
 def consumer(settings: ClientSettings, *, client_id: str, overrides: Mapping[str, Any] | None = None) -> Consumer:
@@ -266,7 +356,8 @@ def consumer(settings: ClientSettings, *, client_id: str, overrides: Mapping[str
     librdkafka requires a ``group.id``; when the settings have none, one derived
     from ``client_id`` is set, which is never joined nor committed to.
     """
-    return Consumer(with_logger(_consumer_conf(_conf(settings, client_id, overrides), client_id), client_id))
+    conf = with_logger(_consumer_conf(_conf(settings, client_id, overrides), client_id), client_id)
+    return create_client("consumer", Consumer, conf, settings, client_id)
 
 
 class ClientFactory(Protocol):
@@ -478,7 +569,8 @@ class KafkaClients:
         ConfigError
             As :meth:`~mirrorspark.config.ClientSettings.to_librdkafka`.
         """
-        return AdminClient(with_logger(self.conf(settings, client_id, overrides), client_id))
+        conf = with_logger(self.conf(settings, client_id, overrides), client_id)
+        return create_client("admin", AdminClient, conf, settings, client_id)
 
     def producer(
         self, settings: ClientSettings, *, client_id: str, overrides: Mapping[str, Any] | None = None
@@ -505,7 +597,8 @@ class KafkaClients:
         ConfigError
             As :meth:`~mirrorspark.config.ClientSettings.to_librdkafka`.
         """
-        return Producer(with_logger(self.conf(settings, client_id, overrides), client_id))
+        conf = with_logger(self.conf(settings, client_id, overrides), client_id)
+        return create_client("producer", Producer, conf, settings, client_id)
 
     def consumer(
         self, settings: ClientSettings, *, client_id: str, overrides: Mapping[str, Any] | None = None
@@ -533,7 +626,44 @@ class KafkaClients:
         ConfigError
             As :meth:`~mirrorspark.config.ClientSettings.to_librdkafka`.
         """
-        return Consumer(with_logger(_consumer_conf(self.conf(settings, client_id, overrides), client_id), client_id))
+        conf = with_logger(_consumer_conf(self.conf(settings, client_id, overrides), client_id), client_id)
+        return create_client("consumer", Consumer, conf, settings, client_id)
+
+
+def wait(future: Future[T], timeout_s: float, what: str, alias: str) -> T:
+    """Wait for an admin call's result; a timeout becomes a :class:`ClusterUnreachableError`.
+
+    Parameters
+    ----------
+    future:
+        The admin call's future.
+    timeout_s:
+        Seconds to wait.
+    what:
+        What the call does, for the message (e.g. ``"describing topic 't1'"``).
+    alias:
+        The cluster alias.
+
+    Returns
+    -------
+    T
+        The result.
+
+    Raises
+    ------
+    ClusterUnreachableError
+        No answer within ``timeout_s`` (``retriable``), naming the call, the cluster and the fix.
+    KafkaException
+        As the call raises it (callers translate it with their own context).
+    """
+    try:
+        return future.result(timeout=timeout_s)
+    except TimeoutError as e:  # concurrent.futures.TimeoutError is TimeoutError (Python 3.11+)
+        raise ClusterUnreachableError(
+            f"{what} on cluster '{alias}' timed out after {timeout_s:.0f} s: check that the cluster is up and "
+            f"'{alias}.bootstrap.servers' is right, or raise 'admin.timeout.ms'",
+            retriable=True,
+        ) from e
 
 
 def _result(future: Future[T], what: str, alias: str, timeout_s: float) -> T:
@@ -617,7 +747,7 @@ def describe_topics(
     out: dict[str, TopicDescription] = {}
     for name, fut in futures.items():
         try:
-            d = fut.result(timeout=timeout_s)
+            d = wait(fut, timeout_s, f"describing topic '{name}'", alias)
         except KafkaException as e:
             err = e.args[0] if e.args else None
             if isinstance(err, KafkaError) and err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
@@ -685,7 +815,7 @@ def describe_topic_configs(
     out: dict[str, dict[str, ConfigValue]] = {}
     for res, fut in futures.items():
         try:
-            entries = fut.result(timeout=timeout_s)
+            entries = wait(fut, timeout_s, f"describing configs of topic '{res.name}'", alias)
         except KafkaException as e:
             err = e.args[0] if e.args else None
             if isinstance(err, KafkaError) and err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
@@ -735,7 +865,7 @@ def alter_topic_configs(
         return
     for res, fut in admin.incremental_alter_configs(resources, request_timeout=timeout_s).items():
         try:
-            fut.result(timeout=timeout_s)
+            wait(fut, timeout_s, f"altering configs of topic '{res.name}'", alias)
         except KafkaException as e:
             raise ClusterError(f"altering configs of topic '{res.name}' on cluster '{alias}' failed: {e}") from e
 
@@ -795,7 +925,7 @@ def create_topics(
         futures = admin.create_topics(new, request_timeout=timeout_s)
         for t in chunk:
             try:
-                futures[t.name].result(timeout=timeout_s)
+                wait(futures[t.name], timeout_s, f"creating topic '{t.name}'", alias)
                 created.append(t.name)
             except KafkaException as e:
                 err = e.args[0] if e.args else None
@@ -879,7 +1009,7 @@ def create_partitions(admin: AdminClient, alias: str, increases: Mapping[str, in
     futures = admin.create_partitions([NewPartitions(t, n) for t, n in increases.items()], request_timeout=timeout_s)
     for topic, fut in futures.items():
         try:
-            fut.result(timeout=timeout_s)
+            wait(fut, timeout_s, f"adding partitions to '{topic}'", alias)
         except KafkaException as e:
             err = e.args[0] if e.args else None
             if isinstance(err, KafkaError) and err.code() == KafkaError.INVALID_PARTITIONS:
@@ -918,7 +1048,9 @@ def _list_offsets(
     out: dict[PartitionKey, int] = {}
     for tp, fut in futures.items():
         try:
-            out[(tp.topic, tp.partition)] = fut.result(timeout=timeout_s).offset
+            out[(tp.topic, tp.partition)] = wait(
+                fut, timeout_s, f"listing offsets of {tp.topic}-{tp.partition}", alias
+            ).offset
         except KafkaException as e:
             err = e.args[0] if e.args else None
             if isinstance(err, KafkaError) and err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
@@ -1087,6 +1219,7 @@ def alter_group_offsets(
 
 
 __all__ = [
+    "CLUSTER_ALIAS_PLACEHOLDER",
     "LIBRDKAFKA_LOGGER",
     "ClientFactory",
     "GroupDescription",
@@ -1101,6 +1234,7 @@ __all__ = [
     "check_reachable",
     "client_conf",
     "consumer",
+    "create_client",
     "create_partitions",
     "create_topics",
     "describe_group",
@@ -1115,5 +1249,6 @@ __all__ = [
     "serve_logs",
     "start_offsets",
     "topic_configs",
+    "wait",
     "with_logger",
 ]

@@ -48,7 +48,7 @@ from mirrorspark.client.checkpoints import OffsetSyncReader, read_checkpoints
 from mirrorspark.client.context import FlowContext
 from mirrorspark.client.translator import OffsetTranslator
 from mirrorspark.errors import ClusterError, CorruptRecordError
-from mirrorspark.kafka.clients import ensure_topic
+from mirrorspark.kafka.clients import ensure_topic, wait
 from mirrorspark.kafka.delivery import Outgoing, deliver
 from mirrorspark.kafka.reader import TopicReader
 from mirrorspark.mm2.checkpoints import CheckpointStore, GroupOffset, TopicPartitionKey, is_more_recent, rename_topic
@@ -353,7 +353,7 @@ class CheckpointEmitter:
         self.topic_filter = self._live_filters.topic_filter(self.topic_filter)
         fut = self._src_admin.list_consumer_groups(request_timeout=self._admin_timeout_s)
         try:
-            result = fut.result(timeout=self._admin_timeout_s)
+            result = wait(fut, self._admin_timeout_s, "listing consumer groups", self.flow.source)
         except KafkaException as e:
             raise ClusterError(f"listing consumer groups of cluster '{self.flow.source}' failed: {e}") from e
         groups = sorted(g.group_id for g in result.valid if self.group_filter.should_replicate_group(g.group_id))
@@ -577,9 +577,9 @@ class CheckpointEmitter:
                 [ConsumerGroupTopicPartitions(group, tps)], request_timeout=self._admin_timeout_s
             )[group]
             try:
-                fut.result(timeout=self._admin_timeout_s)
+                wait(fut, self._admin_timeout_s, f"committing offsets of group '{group}'", self.flow.target)
                 written[group] = len(tps)
-            except KafkaException as e:
+            except (KafkaException, ClusterError) as e:
                 log.warning(
                     "%s: syncing offsets of group %s on %s failed (likely consumers are using it): %s",
                     self.name,
