@@ -201,6 +201,10 @@ class FakeCluster:
         self.topics: dict[str, FakeTopic] = {}
         self.groups: dict[str, FakeGroup] = {}
         self.defaults: dict[str, str] = dict(DEFAULT_TOPIC_CONFIG)
+        # failure injection: deliveries to these topics fail (count left; the producer reports _MSG_TIMED_OUT),
+        # describing these groups fails with this error code
+        self.failing_writes: dict[str, int] = {}
+        self.describe_errors: dict[str, int] = {}
 
     def create_topic(self, name: str, partitions: int = 1, config: Mapping[str, str] | None = None) -> None:
         """Create a topic (an existing one is left alone)."""
@@ -370,6 +374,9 @@ class FakeAdmin(FakeAclAdmin):
         self.calls.append("describe_consumer_groups")
         out: dict[str, Future[Any]] = {}
         for g in group_ids:
+            if g in self.cluster.describe_errors:
+                out[g] = failed(self.cluster.describe_errors[g], "describe failed")
+                continue
             group = self.cluster.groups.get(g)
             state = group.state if group is not None else ConsumerGroupState.DEAD
             members = [SimpleNamespace(member_id=f"m{i}") for i in range(group.members if group else 0)]
@@ -432,11 +439,16 @@ class FakeMessage:
 
 
 class FakeProducer:
-    """A ``Producer`` appending to a :class:`FakeCluster`; every record is acknowledged at once."""
+    """A ``Producer`` appending to a :class:`FakeCluster`; every record is acknowledged at once.
+
+    Deliveries to a topic in the cluster's ``failing_writes`` fail instead (``_MSG_TIMED_OUT``),
+    counted in :attr:`failed`.
+    """
 
     def __init__(self, cluster: FakeCluster) -> None:
         self.cluster = cluster
         self.produced = 0
+        self.failed = 0
 
     def produce(
         self,
@@ -451,6 +463,12 @@ class FakeProducer:
         if topic not in self.cluster.topics:
             if on_delivery is not None:
                 on_delivery(KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART), None)
+            return
+        if self.cluster.failing_writes.get(topic, 0) > 0:
+            self.cluster.failing_writes[topic] -= 1
+            self.failed += 1
+            if on_delivery is not None:
+                on_delivery(KafkaError(KafkaError._MSG_TIMED_OUT, "Local: Message timed out"), None)
             return
         self.cluster.append(topic, key, value, partition=max(partition, 0), ts=timestamp)
         self.produced += 1

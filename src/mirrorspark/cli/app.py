@@ -175,22 +175,52 @@ def run(
     ] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the final stats as JSON on stdout.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No live progress view.")] = False,
+    spark_conf: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--conf",
+            help="A Spark property KEY=VALUE (repeatable), as spark-submit's --conf; e.g. spark.authenticate=true "
+            "and spark.network.crypto.enabled=true with a non-local --master (see README, Security).",
+        ),
+    ] = None,
 ) -> None:
     """Replicate every enabled flow of CONFIG on Spark (Ctrl-C stops cleanly after the current batch)."""
     from mirrorspark.config.parse import load_config
 
     try:
+        extra_conf = _spark_conf(spark_conf or [])
         cfg = load_config(config, clusters=clusters)
         for w in cfg.warnings:
             err_console.print(f"[yellow]warning[/]: {w}", highlight=False)
         if clusters:
             for alias in clusters:
                 cfg.cluster(alias)
-        stats = _run(cfg, clusters, master, until_caught_up, quiet)
+        stats = _run(cfg, clusters, master, until_caught_up, quiet, extra_conf)
     except MirrorsparkError as e:
         raise _fail(e) from None
     if json_out:
         out_console.print_json(json.dumps([_asdict(s) for s in stats]))
+
+
+def _spark_conf(items: list[str]) -> dict[str, str]:
+    """Parse ``--conf KEY=VALUE`` options into Spark properties.
+
+    Raises
+    ------
+    ConfigError
+        An item without ``=`` or with an empty key.
+    """
+    from mirrorspark.errors import ConfigError
+
+    out: dict[str, str] = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise ConfigError(
+                f"--conf {item.split('=', 1)[0]!r}: expected KEY=VALUE, e.g. --conf spark.authenticate=true"
+            )
+        out[key.strip()] = value
+    return out
 
 
 def _asdict(obj: Any) -> Any:
@@ -199,7 +229,14 @@ def _asdict(obj: Any) -> Any:
     return asdict(obj)
 
 
-def _run(cfg: Any, clusters: list[str] | None, master: str | None, until_caught_up: bool, quiet: bool) -> list[Any]:
+def _run(
+    cfg: Any,
+    clusters: list[str] | None,
+    master: str | None,
+    until_caught_up: bool,
+    quiet: bool,
+    spark_conf: dict[str, str] | None = None,
+) -> list[Any]:
     from mirrorspark.replication.datapath import DataPath, build_spark_session
     from mirrorspark.replication.driver import Replicator
 
@@ -221,7 +258,7 @@ def _run(cfg: Any, clusters: list[str] | None, master: str | None, until_caught_
 
     replicator = Replicator(cfg, targets=clusters, on_progress=on_progress)
     replicator.start()  # connects and creates topics: fails fast, before Spark starts
-    spark = build_spark_session(master=master, read_mode=cfg.data_path.read_mode)
+    spark = build_spark_session(master=master, read_mode=cfg.data_path.read_mode, conf=spark_conf)
     replicator.data_path = DataPath(spark, read_mode=cfg.data_path.read_mode)
 
     def on_sigint(_sig: int, _frame: FrameType | None) -> None:
@@ -782,8 +819,24 @@ def control_groups(
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point.
+
+    A Kafka error that no command translated (a bug: every call site should raise a
+    :class:`~mirrorspark.errors.ClusterError` naming its flow, topic or group) still ends
+    in one line and exit status 3, never a traceback.
+    """
+    from confluent_kafka import KafkaException
+
+    from mirrorspark.errors import ClusterError, ClusterUnreachableError
+
+    try:
+        app()
+    except KafkaException as e:
+        err = e.args[0] if e.args else e
+        raise SystemExit(_fail(ClusterError(f"a Kafka call failed: {err}")).exit_code) from None
+    except TimeoutError:
+        e2 = ClusterUnreachableError("a Kafka call timed out: check that the clusters are up (run with -v for more)")
+        raise SystemExit(_fail(e2).exit_code) from None
 
 
 __all__ = ["app", "main"]

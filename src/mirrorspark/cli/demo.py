@@ -17,6 +17,7 @@ backup with ``mirrorspark failover``, and the records it will re-read are counte
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import subprocess
@@ -31,7 +32,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from rich.console import Console
 from rich.table import Table
 
-from mirrorspark.kafka.clients import end_offsets, start_offsets
+from mirrorspark.kafka.clients import LIBRDKAFKA_LOGGER, LibrdkafkaLog, end_offsets, start_offsets
 from mirrorspark.kafka.local.clusters import start_clusters, stop_clusters
 from mirrorspark.kafka.local.model import LocalClusters
 
@@ -107,7 +108,7 @@ def load_nycflights(bootstrap_servers: str) -> dict[str, int]:
     dict[str, int]
         Records produced per topic.
     """
-    admin = AdminClient({"bootstrap.servers": bootstrap_servers})
+    admin = AdminClient({"bootstrap.servers": bootstrap_servers}, logger=LibrdkafkaLog("demo-admin"))
     futures = admin.create_topics(
         [NewTopic(t, num_partitions=n, replication_factor=1, config=c) for t, (n, c) in TOPICS.items()]
     )
@@ -120,6 +121,7 @@ def load_nycflights(bootstrap_servers: str) -> dict[str, int]:
             "enable.idempotence": True,
             "queue.buffering.max.messages": 1_000_000,
             "partitioner": "murmur2_random",
+            "logger": LibrdkafkaLog("demo-producer"),
         }
     )
     counts = dict.fromkeys(TOPICS, 0)
@@ -145,12 +147,19 @@ def _count(bootstrap: str, alias: str, topic: str) -> tuple[int, int]:
     """Count the records (end - start offsets summed) and value bytes of a topic by reading it."""
     from confluent_kafka import Consumer, TopicPartition
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap}, logger=LibrdkafkaLog("demo-admin"))
     md = admin.list_topics(topic, timeout=10).topics[topic]
     keys = [(topic, p) for p in md.partitions]
     ends = end_offsets(admin, alias, keys)
     starts = start_offsets(admin, alias, keys)
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "mirrorspark-demo-count", "enable.auto.commit": False})
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "mirrorspark-demo-count",
+            "enable.auto.commit": False,
+            "logger": LibrdkafkaLog("demo-consumer"),
+        }
+    )
     todo = {p: ends[(topic, p)] for (_, p) in keys if ends[(topic, p)] > starts[(topic, p)]}
     c.assign([TopicPartition(topic, p, starts[(topic, p)]) for p in todo])
     n = size = 0
@@ -176,11 +185,18 @@ def read_half(bootstrap: str, topic: str, group: str) -> dict[int, int]:
     """Consume the first half of every partition of ``topic`` as ``group`` and commit; return the offsets."""
     from confluent_kafka import Consumer, TopicPartition
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap}, logger=LibrdkafkaLog("demo-admin"))
     parts = sorted(admin.list_topics(topic, timeout=10).topics[topic].partitions)
     ends = end_offsets(admin, "primary", [(topic, p) for p in parts])
     half = {p: ends[(topic, p)] // 2 for p in parts}
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "logger": LibrdkafkaLog("demo-consumer"),
+        }
+    )
     c.assign([TopicPartition(topic, p, 0) for p in parts if half[p] > 0])
     todo = {p for p in parts if half[p] > 0}
     deadline = time.monotonic() + 120
@@ -216,16 +232,25 @@ def consume_from_committed(bootstrap: str, topic: str, group: str) -> int:
     """
     from confluent_kafka import Consumer, TopicPartition
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap}, logger=LibrdkafkaLog("demo-admin"))
     parts = sorted(admin.list_topics(topic, timeout=10).topics[topic].partitions)
     ends = end_offsets(admin, "backup", [(topic, p) for p in parts])
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "logger": LibrdkafkaLog("demo-consumer"),
+        }
+    )
     committed = {tp.partition: tp.offset for tp in c.committed([TopicPartition(topic, p) for p in parts], timeout=10)}
     return sum(ends[(topic, p)] - committed[p] for p in parts if committed.get(p, -1) >= 0)
 
 
 def main() -> int:
     """Run the demo; return the process exit status (0 when every record arrived)."""
+    # librdkafka's notices (e.g. "coordinator load in progress") are no news to a demo: only errors, once per client
+    logging.getLogger(LIBRDKAFKA_LOGGER).setLevel(logging.ERROR)
     base = Path(os.environ.get("MIRRORSPARK_DEMO_DIR", ".mirrorspark/demo")).resolve()
     stop_clusters(base)
     console.print("[bold]1/5[/] starting local clusters primary and backup …")

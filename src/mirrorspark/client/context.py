@@ -18,8 +18,9 @@ as a prefix, ``"<user id>|A->B|mirrorspark|replication-producer"``
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -27,7 +28,8 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
 
 from mirrorspark.config.model import ClientSettings, ClusterConfig, FlowConfig, MirrorConfig
-from mirrorspark.kafka.clients import ClientFactory, KafkaClients, client_conf
+from mirrorspark.errors import ConfigError
+from mirrorspark.kafka.clients import CLUSTER_ALIAS_PLACEHOLDER, ClientFactory, KafkaClients, client_conf
 from mirrorspark.mm2.filters import DefaultConfigPropertyFilter, DefaultGroupFilter, DefaultTopicFilter
 from mirrorspark.mm2.policy import ReplicationPolicy, load_policy
 
@@ -297,6 +299,20 @@ class FlowContext:
         """
         return client_conf(self.librdkafka(role), self.client_id(client_role), defaults=defaults, overrides=overrides)
 
+    @contextlib.contextmanager
+    def _named_cluster(self, side: Side) -> Iterator[None]:
+        """Name the side's cluster alias in a client property error of the factory (it does not know it)."""
+        try:
+            yield
+        except ConfigError as e:
+            alias = self.flow.source if side == "source" else self.flow.target
+            if CLUSTER_ALIAS_PLACEHOLDER not in e.message:
+                raise
+            message = e.message.replace(CLUSTER_ALIAS_PLACEHOLDER, alias).replace(
+                "<source>-><target>.<source|target>", f"{self.name}.{side}"
+            )
+            raise ConfigError(f"flow {self.name}, cluster '{alias}' ({side}): {message}") from None
+
     def admin(self, side: Side, client_role: str, *, overrides: Mapping[str, Any] | None = None) -> AdminClient:
         """Create an admin client of the source or target (``<side>_admin`` settings) named ``client_role``.
 
@@ -319,11 +335,12 @@ class FlowContext:
         ConfigError
             As :meth:`~mirrorspark.config.ClientSettings.to_librdkafka`.
         """
-        return self.clients.admin(
-            self.settings("source_admin" if side == "source" else "target_admin"),
-            client_id=self.client_id(client_role),
-            overrides=overrides,
-        )
+        with self._named_cluster(side):
+            return self.clients.admin(
+                self.settings("source_admin" if side == "source" else "target_admin"),
+                client_id=self.client_id(client_role),
+                overrides=overrides,
+            )
 
     def producer(self, side: Side, client_role: str, *, overrides: Mapping[str, Any] | None = None) -> Producer:
         """Create a producer on the source or target (``<side>_producer`` settings) named ``client_role``.
@@ -347,11 +364,12 @@ class FlowContext:
         ConfigError
             As :meth:`~mirrorspark.config.ClientSettings.to_librdkafka`.
         """
-        return self.clients.producer(
-            self.settings("source_producer" if side == "source" else "target_producer"),
-            client_id=self.client_id(client_role),
-            overrides=overrides,
-        )
+        with self._named_cluster(side):
+            return self.clients.producer(
+                self.settings("source_producer" if side == "source" else "target_producer"),
+                client_id=self.client_id(client_role),
+                overrides=overrides,
+            )
 
     def consumer(self, side: Side, client_role: str, *, overrides: Mapping[str, Any] | None = None) -> Consumer:
         """Create an assign-only consumer on the source or target (``<side>_consumer`` settings) named ``client_role``.
@@ -376,11 +394,12 @@ class FlowContext:
         ConfigError
             As :meth:`~mirrorspark.config.ClientSettings.to_librdkafka`.
         """
-        return self.clients.consumer(
-            self.settings("source_consumer" if side == "source" else "target_consumer"),
-            client_id=self.client_id(client_role),
-            overrides=overrides,
-        )
+        with self._named_cluster(side):
+            return self.clients.consumer(
+                self.settings("source_consumer" if side == "source" else "target_consumer"),
+                client_id=self.client_id(client_role),
+                overrides=overrides,
+            )
 
 
 @dataclass(frozen=True, eq=False)

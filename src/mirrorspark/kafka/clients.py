@@ -12,9 +12,11 @@ alias, never a raw ``KafkaException``.
 
 from __future__ import annotations
 
+import logging
+import re
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -43,16 +45,110 @@ from confluent_kafka.admin import (
 )
 from tenacity import retry, retry_if_exception, stop_after_delay, wait_exponential
 
+from mirrorspark.config.keys import show
 from mirrorspark.config.model import ClientSettings
-from mirrorspark.errors import ClusterError, ClusterUnreachableError
+from mirrorspark.errors import ClusterError, ClusterUnreachableError, ConfigError
 
 PartitionKey = tuple[str, int]
 """``(topic, partition)``."""
 
 LIBRDKAFKA_LOGGER = "mirrorspark.librdkafka"
-"""Python logger for librdkafka's own log lines of clients created with ``{"logger": ...}`` (the
-operator tools' clients, whose connection failures are reported as one error instead); the CLI
-shows it only with ``--verbose``."""
+"""Python logger for librdkafka's own log lines: every client mirrorspark creates (driver and Spark
+tasks) logs there through a :class:`LibrdkafkaLog`, never to stderr; the CLI shows it only with
+``--verbose`` (its own one-line errors report what failed)."""
+
+
+class LibrdkafkaLog:
+    """librdkafka's log of one client, summarised into the :data:`LIBRDKAFKA_LOGGER` Python logger.
+
+    Given as confluent-kafka's ``logger`` setting, so that librdkafka's lines (``%3|...|FAIL|...``
+    on stderr otherwise) become Python log records. The first occurrence of each distinct line
+    (digits ignored: the same failure with another duration or port is the same line) is logged
+    at librdkafka's level, at most WARNING; repeats are logged at DEBUG with their count. With one
+    unreachable cluster librdkafka repeats its connection failure several times a second: a
+    Python application at WARNING sees it once per client.
+
+    Parameters
+    ----------
+    client_id:
+        The client's ``client.id`` (who it is: flow and role); librdkafka's lines name the client
+        by it already.
+    logger:
+        Where to log (default: :data:`LIBRDKAFKA_LOGGER`).
+
+    Notes
+    -----
+    librdkafka queues its lines until the client is polled (``poll``/``consume``/``flush``; the
+    admin helpers of this module poll their client). Not picklable (it holds a lock): Spark tasks
+    create their own (``logger`` is set where the client is created, never in a task's configuration).
+    """
+
+    MAX_DISTINCT = 1000
+    """Distinct lines remembered per client; past that the memory starts over."""
+
+    def __init__(self, client_id: str, logger: logging.Logger | None = None) -> None:
+        self.client_id = client_id
+        self.logger = logger if logger is not None else logging.getLogger(LIBRDKAFKA_LOGGER)
+        self._seen: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def log(self, level: int, msg: str, *args: Any) -> None:
+        """Log one librdkafka line (the method confluent-kafka calls: ``log(level, fmt, *args)``).
+
+        Parameters
+        ----------
+        level:
+            Python level confluent-kafka mapped librdkafka's syslog level to.
+        msg, args:
+            ``%``-format and arguments (facility, client instance name, text).
+        """
+        text = msg % args if args else msg
+        key = _DIGITS.sub("#", text)
+        with self._lock:
+            if len(self._seen) >= self.MAX_DISTINCT and key not in self._seen:
+                self._seen.clear()
+            n = self._seen.get(key, 0) + 1
+            self._seen[key] = n
+        if n == 1:  # librdkafka names the client by its client.id in the line already
+            self.logger.log(min(level, logging.WARNING), "%s", text)
+        elif self.logger.isEnabledFor(logging.DEBUG):
+            self.logger.debug("%s (%d times)", text, n)
+
+
+_DIGITS = re.compile(r"\d+")
+
+
+def with_logger(conf: dict[str, Any], client_id: str) -> dict[str, Any]:
+    """Give a client configuration a :class:`LibrdkafkaLog` as ``logger``, unless it has a logger already.
+
+    Parameters
+    ----------
+    conf:
+        A librdkafka configuration (changed in place).
+    client_id:
+        Who the client is.
+
+    Returns
+    -------
+    dict[str, Any]
+        ``conf``.
+    """
+    conf.setdefault("logger", LibrdkafkaLog(client_id))
+    return conf
+
+
+def serve_logs(client: Any) -> None:
+    """Hand the log lines librdkafka queued for ``client`` to Python logging (``poll(0)``; no-op without it).
+
+    Parameters
+    ----------
+    client:
+        An admin client, producer or anything with ``poll``.
+    """
+    poll = getattr(client, "poll", None)
+    if poll is not None:
+        poll(0)
+
 
 T = TypeVar("T")
 
@@ -143,6 +239,91 @@ def _consumer_conf(conf: dict[str, Any], client_id: str) -> dict[str, Any]:
     return conf
 
 
+_LIBRDKAFKA_ALIASES = {
+    # librdkafka reports a property under its canonical name; the names a config file may use for it
+    "queue.buffering.max.ms": ("linger.ms",),
+    "request.required.acks": ("acks",),
+    "message.send.max.retries": ("retries",),
+    "max.in.flight.requests.per.connection": ("max.in.flight",),
+    "compression.codec": ("compression.type",),
+    "socket.receive.buffer.bytes": ("receive.buffer.bytes",),
+    "socket.send.buffer.bytes": ("send.buffer.bytes",),
+    "message.timeout.ms": ("delivery.timeout.ms",),
+    "fetch.wait.max.ms": ("fetch.max.wait.ms",),
+    "message.max.bytes": ("max.request.size",),
+    "ssl.key.pem": ("ssl.keystore.key",),
+    "ssl.certificate.pem": ("ssl.keystore.certificate.chain",),
+    "ssl.ca.pem": ("ssl.truststore.certificates",),
+}
+
+CLUSTER_ALIAS_PLACEHOLDER = "<alias>"
+"""Stands for the cluster alias in a :func:`create_client` error message until a caller that knows it
+(:class:`~mirrorspark.client.context.FlowContext`) fills it in."""
+
+
+def create_client(
+    kind: str, cls: Callable[[dict[str, Any]], T], conf: dict[str, Any], settings: ClientSettings, client_id: str
+) -> T:
+    """Create a confluent-kafka client; a property librdkafka rejects becomes a :class:`ConfigError`.
+
+    librdkafka checks every property when the client is created (``KafkaException``
+    ``_INVALID_ARG``: unknown property, invalid value; ``ValueError``/``TypeError`` from
+    confluent-kafka): the message names the property as the config file has it (value masked
+    when secret), the client and where to fix it.
+
+    Parameters
+    ----------
+    kind:
+        ``"admin"``, ``"producer"`` or ``"consumer"``: the client role whose settings hold the property.
+    cls:
+        ``AdminClient``, ``Producer`` or ``Consumer``.
+    conf:
+        The librdkafka configuration.
+    settings:
+        The Java settings it was translated from (to name the property as written).
+    client_id:
+        Who the client is (``client.id`` rule), e.g. ``"A->B|mirrorspark|replication-source-admin"``.
+
+    Returns
+    -------
+    T
+        The client.
+
+    Raises
+    ------
+    ConfigError
+        librdkafka rejected a property, e.g. ``invalid admin client property 'linger.ms' = 'x' ...:
+        fix or remove '<alias>.admin.linger.ms' or '<alias>.linger.ms'`` (:data:`CLUSTER_ALIAS_PLACEHOLDER`
+        stands for the cluster alias).
+    """
+    try:
+        return cls(conf)
+    except (KafkaException, ValueError, TypeError) as e:
+        err = e.args[0] if e.args else None
+        reason = err.str() if isinstance(err, KafkaError) else str(e)
+        raise ConfigError(_client_config_message(kind, reason, settings, client_id)) from None
+
+
+def _client_config_message(kind: str, reason: str, settings: ClientSettings, client_id: str) -> str:
+    quoted = re.findall(r'"([^"]+)"', reason) or re.findall(r"property:? ([\w.]+)", reason)
+    lib_key = quoted[0] if quoted else None
+    names = (lib_key, *_LIBRDKAFKA_ALIASES.get(lib_key, ())) if lib_key else ()
+    java_key = next((k for k in settings.properties if k in names), lib_key)
+    what = f"{kind} client property"
+    if java_key is not None and java_key in settings.properties:
+        what += f" {java_key!r} = {show(java_key, settings.properties[java_key])}"
+    elif java_key is not None:
+        what += f" {java_key!r}"
+    a = CLUSTER_ALIAS_PLACEHOLDER
+    fix = (
+        f"fix or remove '{a}.{kind}.{java_key}' or '{a}.{java_key}' (or a flow-level '<source>-><target>.<source|"
+        f"target>.{kind}.{java_key}') in the config file"
+        if java_key
+        else f"check the {kind} settings of cluster '{a}' in the config file"
+    )
+    return f"invalid {what} for client '{client_id}': librdkafka says: {reason}; {fix}"
+
+
 def admin_client(
     settings: ClientSettings, *, client_id: str, overrides: Mapping[str, Any] | None = None
 ) -> AdminClient:
@@ -157,12 +338,16 @@ def admin_client(
     overrides:
         librdkafka settings that win over the settings (e.g. ``{"logger": ...}``).
     """
-    return AdminClient(_conf(settings, client_id, overrides))
+    return create_client(
+        "admin", AdminClient, with_logger(_conf(settings, client_id, overrides), client_id), settings, client_id
+    )
 
 
 def producer(settings: ClientSettings, *, client_id: str, overrides: Mapping[str, Any] | None = None) -> Producer:
     """Create a producer; ``overrides`` win over the settings (e.g. ``enable.idempotence``)."""
-    return Producer(_conf(settings, client_id, overrides))
+    return create_client(
+        "producer", Producer, with_logger(_conf(settings, client_id, overrides), client_id), settings, client_id
+    )
 
 
 def consumer(settings: ClientSettings, *, client_id: str, overrides: Mapping[str, Any] | None = None) -> Consumer:
@@ -171,7 +356,8 @@ def consumer(settings: ClientSettings, *, client_id: str, overrides: Mapping[str
     librdkafka requires a ``group.id``; when the settings have none, one derived
     from ``client_id`` is set, which is never joined nor committed to.
     """
-    return Consumer(_consumer_conf(_conf(settings, client_id, overrides), client_id))
+    conf = with_logger(_consumer_conf(_conf(settings, client_id, overrides), client_id), client_id)
+    return create_client("consumer", Consumer, conf, settings, client_id)
 
 
 class ClientFactory(Protocol):
@@ -383,7 +569,8 @@ class KafkaClients:
         ConfigError
             As :meth:`~mirrorspark.config.ClientSettings.to_librdkafka`.
         """
-        return AdminClient(self.conf(settings, client_id, overrides))
+        conf = with_logger(self.conf(settings, client_id, overrides), client_id)
+        return create_client("admin", AdminClient, conf, settings, client_id)
 
     def producer(
         self, settings: ClientSettings, *, client_id: str, overrides: Mapping[str, Any] | None = None
@@ -410,7 +597,8 @@ class KafkaClients:
         ConfigError
             As :meth:`~mirrorspark.config.ClientSettings.to_librdkafka`.
         """
-        return Producer(self.conf(settings, client_id, overrides))
+        conf = with_logger(self.conf(settings, client_id, overrides), client_id)
+        return create_client("producer", Producer, conf, settings, client_id)
 
     def consumer(
         self, settings: ClientSettings, *, client_id: str, overrides: Mapping[str, Any] | None = None
@@ -438,7 +626,44 @@ class KafkaClients:
         ConfigError
             As :meth:`~mirrorspark.config.ClientSettings.to_librdkafka`.
         """
-        return Consumer(_consumer_conf(self.conf(settings, client_id, overrides), client_id))
+        conf = with_logger(_consumer_conf(self.conf(settings, client_id, overrides), client_id), client_id)
+        return create_client("consumer", Consumer, conf, settings, client_id)
+
+
+def wait(future: Future[T], timeout_s: float, what: str, alias: str) -> T:
+    """Wait for an admin call's result; a timeout becomes a :class:`ClusterUnreachableError`.
+
+    Parameters
+    ----------
+    future:
+        The admin call's future.
+    timeout_s:
+        Seconds to wait.
+    what:
+        What the call does, for the message (e.g. ``"describing topic 't1'"``).
+    alias:
+        The cluster alias.
+
+    Returns
+    -------
+    T
+        The result.
+
+    Raises
+    ------
+    ClusterUnreachableError
+        No answer within ``timeout_s`` (``retriable``), naming the call, the cluster and the fix.
+    KafkaException
+        As the call raises it (callers translate it with their own context).
+    """
+    try:
+        return future.result(timeout=timeout_s)
+    except TimeoutError as e:  # concurrent.futures.TimeoutError is TimeoutError (Python 3.11+)
+        raise ClusterUnreachableError(
+            f"{what} on cluster '{alias}' timed out after {timeout_s:.0f} s: check that the cluster is up and "
+            f"'{alias}.bootstrap.servers' is right, or raise 'admin.timeout.ms'",
+            retriable=True,
+        ) from e
 
 
 def _result(future: Future[T], what: str, alias: str, timeout_s: float) -> T:
@@ -471,6 +696,7 @@ def check_reachable(admin: AdminClient, alias: str, bootstrap_servers: str, *, t
     try:
         admin.list_topics(timeout=timeout_s)
     except KafkaException as e:
+        serve_logs(admin)
         raise ClusterUnreachableError(
             f"cluster '{alias}' is unreachable at {bootstrap_servers} ({e.args[0] if e.args else e}): "
             f"check '{alias}.bootstrap.servers' and that the cluster is up"
@@ -479,6 +705,7 @@ def check_reachable(admin: AdminClient, alias: str, bootstrap_servers: str, *, t
 
 def list_topics(admin: AdminClient, alias: str, *, timeout_s: float = 30.0) -> dict[str, int]:
     """Return ``{topic: partition count}`` for every topic of the cluster (internal ones included)."""
+    serve_logs(admin)
     try:
         md = admin.list_topics(timeout=timeout_s)
     except KafkaException as e:
@@ -524,7 +751,7 @@ def describe_topics(
     out: dict[str, TopicDescription] = {}
     for name, fut in futures.items():
         try:
-            d = fut.result(timeout=timeout_s)
+            d = wait(fut, timeout_s, f"describing topic '{name}'", alias)
         except KafkaException as e:
             err = e.args[0] if e.args else None
             if isinstance(err, KafkaError) and err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
@@ -595,7 +822,7 @@ def describe_topic_configs(
     out: dict[str, dict[str, ConfigValue]] = {}
     for res, fut in futures.items():
         try:
-            entries = fut.result(timeout=timeout_s)
+            entries = wait(fut, timeout_s, f"describing configs of topic '{res.name}'", alias)
         except KafkaException as e:
             err = e.args[0] if e.args else None
             if isinstance(err, KafkaError) and err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
@@ -645,7 +872,7 @@ def alter_topic_configs(
         return
     for res, fut in admin.incremental_alter_configs(resources, request_timeout=timeout_s).items():
         try:
-            fut.result(timeout=timeout_s)
+            wait(fut, timeout_s, f"altering configs of topic '{res.name}'", alias)
         except KafkaException as e:
             raise ClusterError(f"altering configs of topic '{res.name}' on cluster '{alias}' failed: {e}") from e
 
@@ -705,7 +932,7 @@ def create_topics(
         futures = admin.create_topics(new, request_timeout=timeout_s)
         for t in chunk:
             try:
-                futures[t.name].result(timeout=timeout_s)
+                wait(futures[t.name], timeout_s, f"creating topic '{t.name}'", alias)
                 created.append(t.name)
             except KafkaException as e:
                 err = e.args[0] if e.args else None
@@ -789,7 +1016,7 @@ def create_partitions(admin: AdminClient, alias: str, increases: Mapping[str, in
     futures = admin.create_partitions([NewPartitions(t, n) for t, n in increases.items()], request_timeout=timeout_s)
     for topic, fut in futures.items():
         try:
-            fut.result(timeout=timeout_s)
+            wait(fut, timeout_s, f"adding partitions to '{topic}'", alias)
         except KafkaException as e:
             err = e.args[0] if e.args else None
             if isinstance(err, KafkaError) and err.code() == KafkaError.INVALID_PARTITIONS:
@@ -822,12 +1049,15 @@ def _list_offsets(
     req = {TopicPartition(t, p): spec for t, p in list(partitions)}
     if not req:
         return {}
+    serve_logs(admin)
     iso = IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED
     futures = admin.list_offsets(req, isolation_level=iso, request_timeout=timeout_s)
     out: dict[PartitionKey, int] = {}
     for tp, fut in futures.items():
         try:
-            out[(tp.topic, tp.partition)] = fut.result(timeout=timeout_s).offset
+            out[(tp.topic, tp.partition)] = wait(
+                fut, timeout_s, f"listing offsets of {tp.topic}-{tp.partition}", alias
+            ).offset
         except KafkaException as e:
             err = e.args[0] if e.args else None
             if isinstance(err, KafkaError) and err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
@@ -996,10 +1226,12 @@ def alter_group_offsets(
 
 
 __all__ = [
+    "CLUSTER_ALIAS_PLACEHOLDER",
     "LIBRDKAFKA_LOGGER",
     "ClientFactory",
     "GroupDescription",
     "KafkaClients",
+    "LibrdkafkaLog",
     "PartitionKey",
     "TopicDescription",
     "TopicSpec",
@@ -1009,6 +1241,7 @@ __all__ = [
     "check_reachable",
     "client_conf",
     "consumer",
+    "create_client",
     "create_partitions",
     "create_topics",
     "describe_group",
@@ -1020,6 +1253,9 @@ __all__ = [
     "is_transient",
     "list_topics",
     "producer",
+    "serve_logs",
     "start_offsets",
     "topic_configs",
+    "wait",
+    "with_logger",
 ]

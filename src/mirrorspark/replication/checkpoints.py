@@ -36,18 +36,20 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from mirrorspark.client.checkpoints import OffsetSyncReader, read_checkpoints
 from mirrorspark.client.context import FlowContext
 from mirrorspark.client.translator import OffsetTranslator
 from mirrorspark.errors import ClusterError, CorruptRecordError
-from mirrorspark.kafka.clients import end_offsets, ensure_topic
+from mirrorspark.kafka.clients import end_offsets, ensure_topic, wait
+from mirrorspark.kafka.delivery import Outgoing, deliver
 from mirrorspark.kafka.reader import TopicReader
 from mirrorspark.mm2.checkpoints import CheckpointStore, GroupOffset, TopicPartitionKey, is_more_recent, rename_topic
 from mirrorspark.mm2.records import Checkpoint
@@ -357,7 +359,7 @@ class CheckpointEmitter:
         self.topic_filter = self._live_filters.topic_filter(self.topic_filter)
         fut = self._src_admin.list_consumer_groups(request_timeout=self._admin_timeout_s)
         try:
-            result = fut.result(timeout=self._admin_timeout_s)
+            result = wait(fut, self._admin_timeout_s, "listing consumer groups", self.flow.source)
         except KafkaException as e:
             raise ClusterError(f"listing consumer groups of cluster '{self.flow.source}' failed: {e}") from e
         groups = sorted(g.group_id for g in result.valid if self.group_filter.should_replicate_group(g.group_id))
@@ -394,7 +396,16 @@ class CheckpointEmitter:
         try:
             res = futs[group].result(timeout=self._admin_timeout_s)
         except KafkaException as e:
+            err = e.args[0] if e.args else None
+            if isinstance(err, KafkaError) and err.code() == KafkaError.GROUP_ID_NOT_FOUND:
+                return {}  # no such group (KIP-848 coordinators): no offsets
             raise ClusterError(f"listing offsets of group '{group}' on cluster '{alias}' failed: {e}") from e
+        except TimeoutError as e:
+            raise ClusterError(
+                f"listing offsets of group '{group}' on cluster '{alias}' timed out after "
+                f"{self._admin_timeout_s:.0f} s",
+                retriable=True,
+            ) from e
         out: dict[TopicPartitionKey, tuple[int, str]] = {}
         for tp in res.topic_partitions or []:
             if tp.error is None and tp.offset >= 0:
@@ -488,8 +499,9 @@ class CheckpointEmitter:
         ------
         ClusterError
             If used before :meth:`start`, the groups cannot be listed, or the target does not
-            acknowledge the checkpoints within 30 s (a group whose offsets cannot be read is
-            skipped with a warning instead).
+            acknowledge the checkpoints after retries (:func:`~mirrorspark.kafka.delivery.deliver`;
+            none of them enters :attr:`store`, so the next cycle writes them again; a group whose
+            offsets cannot be read is skipped with a warning instead).
         """
         if self._producer is not None and not self._ready():
             return []
@@ -514,24 +526,30 @@ class CheckpointEmitter:
                     continue
                 if not is_more_recent(cp, self.store.get(cp.consumer_group_id, cp.topic, cp.partition)):
                     continue
-                self._producer.produce(self.checkpoints_topic, cp.value(), cp.key(), partition=0, timestamp=now)
-                self.store.update(cp)
                 written.append(cp)
-        if written:
-            left = self._producer.flush(30)
-            if left:
-                raise ClusterError(f"{self.name}: {left} checkpoints not acknowledged by cluster '{self.flow.target}'")
+        # into the store (which decides what is "more recent" next cycle) only once acknowledged
+        deliver(
+            self._producer,
+            [Outgoing(self.checkpoints_topic, cp.key(), cp.value(), partition=0, timestamp=now) for cp in written],
+            what=f"flow {self.name}: checkpoints",
+            alias=self.flow.target,
+            hint="they are written again next cycle",
+        )
+        for cp in written:
+            self.store.update(cp)
         self.state.emitted += len(written)
         return written
 
     def sync_group_offsets(self) -> dict[str, int]:
         """Commit the latest checkpoints to the same groups on the target (MM2 ``syncGroupOffset``).
 
-        Only groups without active members on the target are written, and only
-        partitions whose target offset is missing or behind the checkpoint. A checkpoint whose
-        downstream offset is past the end of the target partition (a foreign or corrupt record:
-        consumers would skip records after failover) is never committed: it is skipped with a
-        WARNING and counted in :attr:`invalid_checkpoints`.
+        Only groups known to be idle on the target (``Empty``, or ``Dead``: no such group) are
+        written — a group whose description fails or whose state is unknown is skipped this
+        cycle with a warning — and only partitions whose target offset is missing or behind
+        the checkpoint (the group's committed offsets are read first: never moved back).
+        A checkpoint whose downstream offset is past the end of the target partition (a foreign
+        or corrupt record: consumers would skip records after failover) is never committed: it is
+        skipped with a WARNING and counted in :attr:`invalid_checkpoints`.
 
         Returns
         -------
@@ -550,16 +568,18 @@ class CheckpointEmitter:
             timeout_s=self._admin_timeout_s,
         )
         for group in groups:
-            try:
-                desc = futs[group].result(timeout=self._admin_timeout_s)
-                state = desc.state
-                active = bool(desc.members)
-            except KafkaException:
-                state, active = ConsumerGroupState.DEAD, False
-            if active or state not in (ConsumerGroupState.EMPTY, ConsumerGroupState.DEAD, ConsumerGroupState.UNKNOWN):
+            state = self._target_group_state(group, futs[group])
+            if state is None:
+                continue
+            if state not in (ConsumerGroupState.EMPTY, ConsumerGroupState.DEAD):
                 log.info("%s: group %s is active on %s; not syncing its offsets", self.name, group, self.flow.target)
                 continue
-            current = self.committed(group, cluster="target") if state == ConsumerGroupState.EMPTY else {}
+            try:
+                # a Dead group has no offsets, but read them anyway: only ever move a group forward
+                current = self.committed(group, cluster="target")
+            except ClusterError as e:
+                log.warning("%s: not syncing offsets of group %s this cycle: %s", self.name, group, e)
+                continue
             tps = []
             for (topic, partition), cp in sorted(self.store.group(group).items()):
                 have = current.get((topic, partition))
@@ -587,9 +607,9 @@ class CheckpointEmitter:
                 [ConsumerGroupTopicPartitions(group, tps)], request_timeout=self._admin_timeout_s
             )[group]
             try:
-                fut.result(timeout=self._admin_timeout_s)
+                wait(fut, self._admin_timeout_s, f"committing offsets of group '{group}'", self.flow.target)
                 written[group] = len(tps)
-            except KafkaException as e:
+            except (KafkaException, ClusterError) as e:
                 log.warning(
                     "%s: syncing offsets of group %s on %s failed (likely consumers are using it): %s",
                     self.name,
@@ -599,6 +619,49 @@ class CheckpointEmitter:
                 )
         self.state.synced += sum(written.values())
         return written
+
+    def _target_group_state(self, group: str, fut: Future[Any]) -> ConsumerGroupState | None:
+        """Return the state of ``group`` on the target if it may be synced, ``None`` (logged) if it must not.
+
+        ``None`` when the description failed (the state is unknown: a group must never be
+        treated as dead, which would skip the forward-only check), when it has members, or
+        when the broker reports a state mirrorspark does not know.
+        """
+        alias = self.flow.target
+        try:
+            desc = fut.result(timeout=self._admin_timeout_s)
+        except KafkaException as e:
+            err = e.args[0] if e.args else None
+            if isinstance(err, KafkaError) and err.code() == KafkaError.GROUP_ID_NOT_FOUND:
+                return ConsumerGroupState.DEAD  # KIP-848 coordinators answer so for a group they do not know
+            why = f"{err.str()} ({err.name()})" if isinstance(err, KafkaError) else str(e)
+            log.warning(
+                "%s: not syncing offsets of group %s this cycle: describing it on cluster '%s' failed: %s",
+                self.name,
+                group,
+                alias,
+                why,
+            )
+            return None
+        except TimeoutError:
+            log.warning(
+                "%s: not syncing offsets of group %s this cycle: describing it on cluster '%s' timed out after %.0f s",
+                self.name,
+                group,
+                alias,
+                self._admin_timeout_s,
+            )
+            return None
+        if desc.members:
+            log.info("%s: group %s is active on %s; not syncing its offsets", self.name, group, alias)
+            return None
+        state = desc.state if isinstance(desc.state, ConsumerGroupState) else ConsumerGroupState.UNKNOWN
+        if state == ConsumerGroupState.UNKNOWN:
+            log.warning(
+                "%s: not syncing offsets of group %s: its state on cluster '%s' is unknown", self.name, group, alias
+            )
+            return None
+        return state
 
     def snapshot(self) -> dict[tuple[str, str, int], int]:
         """Read the committed offsets of every accepted group now (for ``--until-caught-up``).

@@ -46,7 +46,14 @@ from confluent_kafka.admin import AdminClient
 from mirrorspark.client.context import FlowContext, Side
 from mirrorspark.config.model import FlowConfig, MirrorConfig
 from mirrorspark.errors import BadRegexError, ClusterError, CorruptRecordError
-from mirrorspark.kafka.clients import LIBRDKAFKA_LOGGER, ClientFactory, check_reachable, ensure_topic, list_topics
+from mirrorspark.kafka.clients import (
+    LIBRDKAFKA_LOGGER,
+    ClientFactory,
+    check_reachable,
+    ensure_topic,
+    list_topics,
+    wait,
+)
 from mirrorspark.kafka.reader import TopicReader
 from mirrorspark.mm2.control_state import (
     KINDS,
@@ -503,7 +510,8 @@ class ControlStore:
         group_filter = _group_filter(self.flow, self.read())
         admin = self._admin(self.source)
         try:
-            result = admin.list_consumer_groups(request_timeout=self.timeout_s).result(timeout=self.timeout_s)
+            fut = admin.list_consumer_groups(request_timeout=self.timeout_s)
+            result = wait(fut, self.timeout_s, "listing consumer groups", self.source)
         except KafkaException as e:
             raise ClusterError(f"listing consumer groups of cluster '{self.source}' failed: {e}") from e
         return sorted({g.group_id for g in result.valid if group_filter.should_replicate_group(g.group_id)})

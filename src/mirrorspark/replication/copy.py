@@ -39,10 +39,14 @@ atexit.register(_close_cached)
 def _producer(conf: Mapping[str, Any]) -> Any:
     from confluent_kafka import Producer
 
+    from mirrorspark.kafka.clients import with_logger
+
     key = _cache_key(conf)
     p = _PRODUCERS.get(key)
     if p is None:
-        p = Producer(dict(conf))
+        # librdkafka's lines into Python logging, never raw on the executor's stderr (a logger is set here,
+        # in the task: the task's configuration stays plain and picklable)
+        p = Producer(with_logger(dict(conf), str(conf.get("client.id", "replication-producer"))))
         _PRODUCERS[key] = p
     return p
 
@@ -317,6 +321,8 @@ def run_copy_task(task: CopyTask) -> list[PartitionResult]:
     """
     from confluent_kafka import Consumer, KafkaError, TopicPartition
 
+    from mirrorspark.kafka.clients import with_logger
+
     started = time.monotonic()
     follow_until = started + task.follow_s
     writer = _Writer(task)
@@ -325,7 +331,9 @@ def run_copy_task(task: CopyTask) -> list[PartitionResult]:
             copy.end = max(copy.end, copy.range.limit or 0)
     # A fresh consumer per task: a consumer cached in a reused Python worker kept stale topic
     # metadata and never fetched from a topic created after it (seen under load in CI).
-    consumer: Any = Consumer(dict(task.consumer_conf))  # Any: the hot loop reads untyped Message fields
+    consumer: Any = Consumer(  # Any: the hot loop reads untyped Message fields
+        with_logger(dict(task.consumer_conf), str(task.consumer_conf.get("client.id", "replication-consumer")))
+    )
     # todo: partitions still read (short of their end, or of their limit while following);
     # short: those short of the end offset the batch was planned with.
     todo = {k: pc for k, pc in writer.by_source.items() if pc.range.start < pc.end}

@@ -7,7 +7,7 @@ import json
 import os
 import pickle
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,10 +25,30 @@ if TYPE_CHECKING:
 # ---------------------------------------------------------------------------------------------
 
 
+REDACTION_REGEX = (
+    "(?i)secret|password|passphrase|token|access[.]?key|jaas|credential|private|ssl[.]key|keystore[.]key|api[.]?key"
+)
+"""``spark.redaction.regex`` and ``spark.sql.redaction.options.regex`` of mirrorspark's session: Spark's default
+(``secret|password|token|access[.]?key``) plus the other names of Kafka client secrets
+(:func:`~mirrorspark.config.keys.is_secret`), e.g. ``kafka.sasl.jaas.config``, whose values Spark then shows as
+``*********(redacted)`` in its UI, event log and plans."""
+
+
 def build_spark_session(
-    *, master: str | None = None, read_mode: str = "consumer", app_name: str = "mirrorspark", ui: bool = True
+    *,
+    master: str | None = None,
+    read_mode: str = "consumer",
+    app_name: str = "mirrorspark",
+    ui: bool = True,
+    conf: Mapping[str, str] | None = None,
 ) -> SparkSession:
     """Create (or get) the one SparkSession of a mirrorspark process.
+
+    Kafka credentials never enter the Spark configuration: they travel inside the pickled
+    tasks (see README, "Security": with a non-local master, turn on Spark's RPC
+    authentication and encryption, ``spark.authenticate`` and ``spark.network.crypto.enabled``,
+    e.g. through ``conf``). Option values whose names look secret are redacted in Spark's
+    UI, event log and plans (:data:`REDACTION_REGEX`).
 
     Parameters
     ----------
@@ -38,6 +58,8 @@ def build_spark_session(
         ``"spark-kafka"`` adds the Spark Kafka connector jars (``build/jars/spark``).
     ui:
         Whether to start the Spark UI.
+    conf:
+        More Spark properties (``mirrorspark run --conf KEY=VALUE``), set last: they win.
 
     Raises
     ------
@@ -65,12 +87,16 @@ def build_spark_session(
         .config("spark.sql.execution.arrow.maxRecordsPerBatch", "20000")
         .config("spark.driver.extraJavaOptions", java_opts)
         .config("spark.executor.extraJavaOptions", java_opts)
+        .config("spark.redaction.regex", REDACTION_REGEX)
+        .config("spark.sql.redaction.options.regex", f"(?i)url|{REDACTION_REGEX[4:]}")
     )
     if read_mode == "spark-kafka":
         from mirrorspark.kafka.jars import jar_dir
 
         d = jar_dir("spark")
         b = b.config("spark.jars", ",".join(str(p) for p in sorted(d.glob("*.jar"))))
+    for key, value in (conf or {}).items():
+        b = b.config(key, value)
     spark = b.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("MIRRORSPARK_SPARK_LOG_LEVEL", "ERROR"))
     if not (spark.sparkContext.master or "").startswith("local["):
@@ -221,4 +247,4 @@ def _reraise(e: Exception) -> MirrorsparkError:
     return DataPathError(message)
 
 
-__all__ = ["DataPath", "build_spark_session"]
+__all__ = ["REDACTION_REGEX", "DataPath", "build_spark_session"]

@@ -41,7 +41,6 @@ from confluent_kafka.admin import AdminClient
 from mirrorspark.client.context import FlowContext, Side
 from mirrorspark.client.source_offsets import read_source_offset_history
 from mirrorspark.config.model import DataPathConfig
-from mirrorspark.errors import ClusterError
 from mirrorspark.kafka.clients import (
     PartitionKey,
     TopicSpec,
@@ -57,6 +56,7 @@ from mirrorspark.kafka.clients import (
     start_offsets,
     topic_configs,
 )
+from mirrorspark.kafka.delivery import Outgoing, deliver
 from mirrorspark.mm2.connect_offsets import (
     default_partition,
     last_valid_offset,
@@ -811,50 +811,54 @@ class Flow:
     def commit(self, results: Iterable[PartitionResult]) -> None:
         """Write the batch's offset syncs, then its source offsets; then advance positions.
 
+        Each write checks delivery (:func:`~mirrorspark.kafka.delivery.deliver`: every record
+        acknowledged, failures sent again, bounded); nothing of the flow's state — positions,
+        offset-sync state, copied ranges — advances unless both writes were acknowledged.
+
         Raises
         ------
         ClusterError
-            Source offsets could not be written (positions are not advanced, so
-            the next run repeats the batch: duplicates, never a loss).
+            Offset syncs or source offsets could not be written (positions and sync state are
+            not advanced, so the next batch, or the next run, repeats it: duplicates, never a
+            loss), naming the flow, the topic and the cluster.
         """
         cfg = self.config
         results = [r for r in results if r.flow == self.name]
         if self._syncs_producer is not None:
-            for r in results:
-                for up, down in r.syncs:
-                    s = OffsetSync(r.source_topic, r.partition, up, down)
-                    self._syncs_producer.produce(self.offset_syncs_topic, s.value(), s.key(), partition=0)
-            left = self._syncs_producer.flush(30)
-            if left:
-                log.warning("%s: %d offset syncs not acknowledged; they will be re-sent later", self.name, left)
-        errors: list[str] = []
-
-        def on_delivery(err: Any, _msg: Any) -> None:
-            if err is not None:
-                errors.append(err.str())
-
-        wrote = False
+            syncs = [
+                Outgoing(self.offset_syncs_topic, s.key(), s.value(), partition=0)
+                for r in results
+                for s in (OffsetSync(r.source_topic, r.partition, up, down) for up, down in r.syncs)
+            ]
+            on_source = cfg.offset_syncs_topic_location == "source"
+            deliver(
+                self._syncs_producer,
+                syncs,
+                what=f"flow {self.name}: offset syncs",
+                alias=cfg.source if on_source else cfg.target,
+                hint="positions are not advanced: the last batch will be copied again",
+            )
+        offsets: list[Outgoing] = []
         for r in results:
             p = self.partitions.get((r.source_topic, r.partition))
             if p is None or r.next_offset <= p.position:
                 continue
             key = source_offset_key(cfg.source, r.source_topic, r.partition)
-            self._offsets_producer.produce(
-                cfg.offset_storage_topic,
-                source_offset_value(r.next_offset - 1),
-                key,
-                partition=default_partition(key, self._offsets_partitions),
-                on_delivery=on_delivery,
-            )
-            wrote = True
-        if wrote:
-            left = self._offsets_producer.flush(30)
-            if left or errors:
-                raise ClusterError(
-                    f"{self.name}: committing source offsets to '{cfg.offset_storage_topic}' on cluster "
-                    f"'{cfg.target}' failed ({errors[0] if errors else f'{left} not acknowledged'}); "
-                    "the last batch will be copied again on restart"
+            offsets.append(
+                Outgoing(
+                    cfg.offset_storage_topic,
+                    key,
+                    source_offset_value(r.next_offset - 1),
+                    partition=default_partition(key, self._offsets_partitions),
                 )
+            )
+        deliver(
+            self._offsets_producer,
+            offsets,
+            what=f"flow {self.name}: source offsets",
+            alias=cfg.target,
+            hint="positions are not advanced: the last batch will be copied again",
+        )
         for r in results:
             p = self.partitions.get((r.source_topic, r.partition))
             if p is None:

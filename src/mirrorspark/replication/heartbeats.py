@@ -10,14 +10,19 @@ its upstream clusters and replication hops.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException
 
 from mirrorspark.client.context import FlowContext
 from mirrorspark.kafka.clients import ensure_topic
 from mirrorspark.mm2.records import Heartbeat
 from mirrorspark.replication.scheduler import Scheduler
+
+log = logging.getLogger(__name__)
 
 
 class HeartbeatEmitter:
@@ -42,6 +47,7 @@ class HeartbeatEmitter:
         self._clock_ms = clock_ms
         self._producers: dict[str, Any] = {}
         self.emitted = 0
+        self.failed = 0
 
     def start(self) -> None:
         """Create each target's heartbeats topic (1 partition, compacted) and the producers.
@@ -69,14 +75,45 @@ class HeartbeatEmitter:
                 )
 
     def emit(self, ctx: FlowContext) -> None:
-        """Write one heartbeat ``(source, target, now)`` of the flow ``ctx``."""
+        """Write one heartbeat ``(source, target, now)`` of the flow ``ctx``; check the last ones' delivery.
+
+        The write is asynchronous (a heartbeat never holds the driver up): its delivery is
+        checked when the producer reports it, at the latest at the next heartbeat. A heartbeat
+        that is not acknowledged is logged at WARNING and counted in :attr:`failed`; the next
+        one (every ``emit.heartbeats.interval.seconds``) supersedes it, so it is not sent again.
+        :attr:`emitted` counts acknowledged heartbeats.
+        """
         flow = ctx.flow
         now = self._clock_ms()
         hb = Heartbeat(flow.source, flow.target, now)
+        topic = ctx.policy.heartbeats_topic()
         p = self._producers[flow.target]
-        p.produce(ctx.policy.heartbeats_topic(), hb.value(), hb.key(), partition=0, timestamp=now)
+        try:
+            p.produce(topic, hb.value(), hb.key(), partition=0, timestamp=now, on_delivery=self._on_delivery(ctx))
+        except (BufferError, KafkaException) as e:
+            self._failure(ctx, topic, e)
         p.poll(0)
-        self.emitted += 1
+
+    def _on_delivery(self, ctx: FlowContext) -> Callable[[Any, Any], None]:
+        def on_delivery(err: Any, _msg: Any) -> None:
+            if err is None:
+                self.emitted += 1
+            else:
+                self._failure(ctx, ctx.policy.heartbeats_topic(), err)
+
+        return on_delivery
+
+    def _failure(self, ctx: FlowContext, topic: str, err: object) -> None:
+        self.failed += 1
+        why = f"{err.str()} ({err.name()})" if isinstance(err, KafkaError) else str(err)
+        log.warning(
+            "flow %s: writing a heartbeat to topic '%s' on cluster '%s' failed (%s); the next one is sent in %s s",
+            ctx.name,
+            topic,
+            ctx.flow.target,
+            why,
+            ctx.flow.emit_heartbeats_interval_s,
+        )
 
     def schedule(self, scheduler: Scheduler) -> None:
         """Register one job per flow, every ``emit.heartbeats.interval.seconds``."""
@@ -88,9 +125,11 @@ class HeartbeatEmitter:
             )
 
     def close(self, timeout_s: float = 10.0) -> None:
-        """Flush pending heartbeats."""
-        for p in self._producers.values():
-            p.flush(timeout_s)
+        """Flush pending heartbeats (one not acknowledged by then is logged at WARNING)."""
+        for target, p in self._producers.items():
+            left = p.flush(timeout_s)
+            if left:
+                log.warning("%d heartbeats to cluster '%s' not acknowledged within %.0f s", left, target, timeout_s)
         self._producers.clear()
 
 

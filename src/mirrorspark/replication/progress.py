@@ -17,19 +17,27 @@ Record layout (compact JSON, UTF-8):
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mirrorspark.config.model import ClientSettings
+from mirrorspark.errors import ClusterError
 from mirrorspark.kafka.clients import ClientFactory, ensure_topic
+from mirrorspark.kafka.delivery import Outgoing, deliver
 from mirrorspark.kafka.reader import TopicReader
 from mirrorspark.mm2.internal_topics import PROGRESS_PREFIX, mirrorspark_topic
 from mirrorspark.mm2.policy import ReplicationPolicy
 
 if TYPE_CHECKING:
     from mirrorspark.replication.flow import Flow
+
+log = logging.getLogger(__name__)
+
+PUBLISH_TIMEOUT_S = 10.0
+"""Seconds one :meth:`ProgressPublisher.publish` waits for its writes to be acknowledged (retries included)."""
 
 
 @dataclass(frozen=True)
@@ -220,21 +228,42 @@ class ProgressPublisher:
         return out
 
     def publish(self) -> int:
-        """Write totals that changed since the last call; return how many records were written."""
+        """Write totals that changed since the last acknowledged write; return how many records were written.
+
+        Delivery is checked (:func:`~mirrorspark.kafka.delivery.deliver`, retried within
+        :data:`PUBLISH_TIMEOUT_S`); totals count as published only once acknowledged, so
+        totals that could not be written are logged at WARNING and written at the next call
+        (the driver publishes every few seconds), never dropped silently.
+
+        Returns
+        -------
+        int
+            Records written and acknowledged (0 when the write failed).
+        """
         if self._producer is None:
             return 0
-        n = 0
+        changed: dict[str, tuple[int, int, int]] = {}
+        records: list[Outgoing] = []
         for topic, p in self.totals().items():
             sig = (p.records, p.value_bytes, p.key_bytes)
             if self._last.get(topic) == sig:
                 continue
             key, value = encode_progress(self.flow.name, topic, p)
-            self._producer.produce(self._topic, value, key, partition=0)
-            self._last[topic] = sig
-            n += 1
-        if n:
-            self._producer.flush(10)
-        return n
+            records.append(Outgoing(self._topic, key, value, partition=0))
+            changed[topic] = sig
+        try:
+            deliver(
+                self._producer,
+                records,
+                what=f"flow {self.flow.name}: progress totals",
+                alias=self.flow.config.target,
+                timeout_s=PUBLISH_TIMEOUT_S,
+            )
+        except ClusterError as e:
+            log.warning("%s; they are written again at the next publication", e)
+            return 0
+        self._last.update(changed)
+        return len(records)
 
     def close(self) -> None:
         """Publish the final totals and release the producer."""

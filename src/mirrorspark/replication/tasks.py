@@ -4,13 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from mirrorspark.config.keys import masked
 from mirrorspark.mm2.offset_syncs import CopiedSegment, SyncState
-
-if TYPE_CHECKING:
-    pass
-
 
 READ_MODES = ("consumer", "spark-kafka")
 
@@ -48,7 +45,7 @@ class PartitionRange:
     limit: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class CopyTask:
     """The unit of work of one Spark task: some partitions of one flow.
 
@@ -60,7 +57,8 @@ class CopyTask:
         Index of the task within the flow (MM2's ``task.index``).
     consumer_conf, producer_conf:
         librdkafka configs of the source consumer and target producer (already
-        translated; may hold credentials, so never logged).
+        translated; may hold credentials, so never logged: ``repr`` masks their secret
+        values, :func:`~mirrorspark.config.keys.masked`).
     spark_options:
         Spark Kafka source options of the source (``kafka.*``), for ``spark-kafka`` read mode.
     ranges:
@@ -85,6 +83,16 @@ class CopyTask:
     spark_options: Mapping[str, str] = field(default_factory=dict)
     stall_timeout_s: float = 120.0
     follow_s: float = 0.0
+
+    def __repr__(self) -> str:
+        """Show every field, secret values of the client configurations masked."""
+        return (
+            f"CopyTask(flow={self.flow!r}, task_index={self.task_index!r}, "
+            f"consumer_conf={masked(self.consumer_conf)!r}, producer_conf={masked(self.producer_conf)!r}, "
+            f"ranges={self.ranges!r}, offset_lag_max={self.offset_lag_max!r}, "
+            f"spark_options={masked(self.spark_options)!r}, stall_timeout_s={self.stall_timeout_s!r}, "
+            f"follow_s={self.follow_s!r})"
+        )
 
 
 @dataclass(frozen=True, slots=True)

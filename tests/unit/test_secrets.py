@@ -1,0 +1,119 @@
+"""Secret hygiene: no credential in any repr of config objects, flow contexts or Spark copy tasks."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+from typer.testing import CliRunner
+
+from fakes import two_clusters
+from mirrorspark.cli.app import app
+from mirrorspark.client.context import ReplicationContext
+from mirrorspark.config.keys import MASK, is_secret, masked
+from mirrorspark.config.model import ClientSettings
+from mirrorspark.replication.tasks import CopyTask, PartitionRange
+
+pytestmark = pytest.mark.unit
+
+SECRET = "pa55-w0rd-xyz"
+
+SECRET_NAMES = [
+    "sasl.password",
+    "sasl.jaas.config",
+    "kafka.sasl.jaas.config",
+    "ssl.key.password",
+    "ssl.keystore.password",
+    "ssl.truststore.password",
+    "ssl.key.pem",
+    "ssl.keystore.key",
+    "ssl.keystore.passphrase",
+    "my.key.passphrase",
+    "sasl.oauthbearer.client.secret",
+    "sasl.oauthbearer.config",
+    "A.consumer.sasl.password",
+    "basic.auth.user.info",
+    "SASL.PASSWORD",
+]
+
+PLAIN_NAMES = [
+    "bootstrap.servers",
+    "security.protocol",
+    "sasl.mechanism",
+    "sasl.username",
+    "ssl.ca.location",
+    "ssl.endpoint.identification.algorithm",
+    "client.id",
+    "group.id",
+]
+
+
+@pytest.mark.parametrize("name", SECRET_NAMES)
+def test_secret_names_are_recognised(name: str) -> None:
+    assert is_secret(name)
+
+
+@pytest.mark.parametrize("name", PLAIN_NAMES)
+def test_ordinary_names_are_shown(name: str) -> None:
+    assert not is_secret(name)
+
+
+def test_masked_replaces_only_secret_values() -> None:
+    conf = {"bootstrap.servers": "b:9092", "sasl.password": SECRET, "ssl.key.password": SECRET, "linger.ms": 5}
+    assert masked(conf) == {
+        "bootstrap.servers": "b:9092",
+        "sasl.password": MASK,
+        "ssl.key.password": MASK,
+        "linger.ms": 5,
+    }
+
+
+def copy_task() -> CopyTask:
+    conf = {
+        "bootstrap.servers": "a:9092",
+        "sasl.username": "mirror",
+        "sasl.password": SECRET,
+        "ssl.key.password": SECRET,
+        "ssl.keystore.password": SECRET,
+        "sasl.oauthbearer.client.secret": SECRET,
+    }
+    return CopyTask(
+        flow="A->B",
+        task_index=0,
+        consumer_conf=conf,
+        producer_conf=dict(conf),
+        ranges=(PartitionRange("t", 0, "A.t", 0, 10),),
+        offset_lag_max=100,
+        spark_options={"kafka.sasl.jaas.config": f'PlainLoginModule required password="{SECRET}";'},
+    )
+
+
+def test_a_copy_task_repr_masks_credentials_and_keeps_the_rest() -> None:
+    task = copy_task()
+    text = repr(task)
+    assert SECRET not in text and SECRET not in str(task)
+    assert "a:9092" in text and "mirror" in text and "A.t" in text and "task_index=0" in text
+    # the task itself still carries them (the Spark task needs them)
+    assert pickle.loads(pickle.dumps(task)).consumer_conf["sasl.password"] == SECRET
+
+
+def test_config_and_context_reprs_hold_no_secret() -> None:
+    jaas = f'org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="{SECRET}";'
+    cfg, _, _, clients = two_clusters(
+        "A.security.protocol = SASL_PLAINTEXT\nA.sasl.mechanism = PLAIN\n"
+        f"A.sasl.jaas.config = {jaas}\n"
+        f"A.ssl.keystore.password = {SECRET}\nA.consumer.ssl.key.password = {SECRET}\n"
+        f"B.producer.sasl.oauthbearer.client.secret = {SECRET}\n"
+    )
+    contexts = ReplicationContext(cfg, clients)
+    ctx = contexts.flow("A", "B")
+    for obj in (cfg, cfg.flow("A", "B"), cfg.cluster("A"), ctx, contexts, ctx.flow.source_consumer):
+        assert SECRET not in repr(obj) and SECRET not in str(obj), type(obj).__name__
+    settings = ClientSettings(properties={"ssl.keystore.passphrase": SECRET})
+    assert SECRET not in repr(settings)
+
+
+def test_spark_conf_option_needs_key_value() -> None:
+    r = CliRunner().invoke(app, ["run", "nope.properties", "--conf", "spark.authenticate"])
+    assert r.exit_code == 2
+    assert "expected KEY=VALUE" in r.output
