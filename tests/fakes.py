@@ -3,7 +3,7 @@
 The fakes offer the confluent-kafka methods mirrorspark's control classes call, with the same
 shapes (admin calls return ``concurrent.futures.Future`` objects, per topic/group/resource
 where confluent-kafka does; failures are ``KafkaException(KafkaError(...))``). They are built
-through :class:`FakeClients`, a :class:`~mirrorspark.kafka.clients.ClientFactory` that routes
+through :class:`FakeClients`, a :class:`~mirrorspark.kafka.factory.ClientFactory` that routes
 every client to the :class:`FakeCluster` named by its ``bootstrap.servers``::
 
     a, b = FakeCluster("A"), FakeCluster("B")
@@ -522,7 +522,7 @@ class FakeConsumer:
 
 
 class FakeClients:
-    """A :class:`~mirrorspark.kafka.clients.ClientFactory` of fake clients, routed by ``bootstrap.servers``.
+    """A :class:`~mirrorspark.kafka.factory.ClientFactory` of fake clients, routed by ``bootstrap.servers``.
 
     Parameters
     ----------

@@ -9,7 +9,7 @@ from typing import TypeVar
 from confluent_kafka import KafkaException
 
 from mirrorspark.errors import ClusterError
-from mirrorspark.kafka.clients import is_transient
+from mirrorspark.kafka.admin import is_transient
 
 __all__ = ["assert_eventually", "retriable"]
 
@@ -21,7 +21,7 @@ def retriable(e: BaseException) -> bool:
 
     True for a confluent-kafka ``KafkaException`` whose error is retriable (or one librdkafka
     does not flag, e.g. ``NOT_LEADER_FOR_PARTITION`` right after partitions were added:
-    :func:`~mirrorspark.kafka.clients.is_transient`), and for a mirrorspark
+    :func:`~mirrorspark.kafka.admin.is_transient`), and for a mirrorspark
     :class:`~mirrorspark.errors.ClusterError` raised with ``retriable=True``.
     """
     if isinstance(e, ClusterError):

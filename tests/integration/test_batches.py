@@ -15,7 +15,7 @@ from mirrorspark.config.model import MirrorConfig
 from mirrorspark.config.parse import parse_config
 from mirrorspark.config.properties import parse_properties
 from mirrorspark.errors import ClusterError
-from mirrorspark.kafka.clients import TopicSpec, create_topics
+from mirrorspark.kafka.admin import TopicSpec, create_topics
 from mirrorspark.kafka.local.model import LocalClusters
 from mirrorspark.replication import flow as flows
 from mirrorspark.replication.copy import run_copy_task

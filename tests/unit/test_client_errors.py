@@ -14,7 +14,8 @@ from mirrorspark.config.model import ClientSettings
 from mirrorspark.config.parse import parse_config
 from mirrorspark.config.properties import parse_properties
 from mirrorspark.errors import ClusterUnreachableError, ConfigError
-from mirrorspark.kafka.clients import KafkaClients, wait
+from mirrorspark.kafka.admin import wait
+from mirrorspark.kafka.factory import KafkaClients
 
 pytestmark = pytest.mark.unit
 

@@ -7,7 +7,7 @@ import pytest
 from fakes import two_clusters
 from mirrorspark.client.context import FlowContext, ReplicationContext
 from mirrorspark.config.model import ClientSettings
-from mirrorspark.kafka.clients import KafkaClients, client_conf
+from mirrorspark.kafka.factory import KafkaClients, client_conf
 from mirrorspark.mm2.policy import IdentityReplicationPolicy
 
 pytestmark = pytest.mark.unit

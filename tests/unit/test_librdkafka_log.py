@@ -7,7 +7,7 @@ import pickle
 
 import pytest
 
-from mirrorspark.kafka.clients import LIBRDKAFKA_LOGGER, LibrdkafkaLog, client_conf, with_logger
+from mirrorspark.kafka.factory import LIBRDKAFKA_LOGGER, LibrdkafkaLog, client_conf, with_logger
 
 pytestmark = pytest.mark.unit
 

@@ -32,7 +32,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from rich.console import Console
 from rich.table import Table
 
-from mirrorspark.kafka.clients import LIBRDKAFKA_LOGGER, LibrdkafkaLog, end_offsets, start_offsets
+from mirrorspark.kafka.admin import end_offsets, start_offsets
+from mirrorspark.kafka.factory import LIBRDKAFKA_LOGGER, LibrdkafkaLog
 from mirrorspark.kafka.local.clusters import start_clusters, stop_clusters
 from mirrorspark.kafka.local.model import LocalClusters
 

@@ -6,7 +6,7 @@ import logging
 
 from mirrorspark.config.model import ClientSettings, FlowConfig, MirrorConfig
 from mirrorspark.errors import CorruptRecordError
-from mirrorspark.kafka.clients import ClientFactory
+from mirrorspark.kafka.factory import ClientFactory
 from mirrorspark.kafka.reader import TopicReader
 from mirrorspark.mm2.policy import ReplicationPolicy
 from mirrorspark.mm2.records import Checkpoint, OffsetSync

@@ -13,7 +13,7 @@ The ``client.id`` rule (one for every client, driver-side and in the Spark tasks
 ``<source>-><target>|<component>|<role>``, i.e. ``"A->B|mirrorspark|replication-producer"``
 (:meth:`FlowContext.client_id`); a ``client.id`` the user set in the role's settings is kept
 as a prefix, ``"<user id>|A->B|mirrorspark|replication-producer"``
-(:func:`~mirrorspark.kafka.clients.client_conf`).
+(:func:`~mirrorspark.kafka.factory.client_conf`).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from confluent_kafka.admin import AdminClient
 
 from mirrorspark.config.model import ClientSettings, ClusterConfig, FlowConfig, MirrorConfig
 from mirrorspark.errors import ConfigError
-from mirrorspark.kafka.clients import CLUSTER_ALIAS_PLACEHOLDER, ClientFactory, KafkaClients, client_conf
+from mirrorspark.kafka.factory import CLUSTER_ALIAS_PLACEHOLDER, ClientFactory, KafkaClients, client_conf
 from mirrorspark.mm2.filters import DefaultConfigPropertyFilter, DefaultGroupFilter, DefaultTopicFilter
 from mirrorspark.mm2.policy import ReplicationPolicy, load_policy
 
@@ -156,7 +156,7 @@ class FlowContext:
         flow:
             One of its flows.
         clients:
-            The client factory (default: a new :class:`~mirrorspark.kafka.clients.KafkaClients`).
+            The client factory (default: a new :class:`~mirrorspark.kafka.factory.KafkaClients`).
 
         Returns
         -------
@@ -244,7 +244,7 @@ class FlowContext:
         -------
         str
             E.g. ``"A->B|mirrorspark|replication-producer"`` (MM2's client-id rule; a user's
-            ``client.id`` is prefixed later by :func:`~mirrorspark.kafka.clients.client_conf`).
+            ``client.id`` is prefixed later by :func:`~mirrorspark.kafka.factory.client_conf`).
         """
         return f"{self.flow.name}|{COMPONENT}|{role}"
 
@@ -285,7 +285,7 @@ class FlowContext:
         client_role:
             The client's role in its ``client.id`` (:meth:`client_id`).
         defaults, overrides:
-            As :func:`~mirrorspark.kafka.clients.client_conf`.
+            As :func:`~mirrorspark.kafka.factory.client_conf`.
 
         Returns
         -------
@@ -387,7 +387,7 @@ class FlowContext:
         -------
         Consumer
             A new client from :attr:`clients` that never joins nor commits to its group
-            (see :func:`~mirrorspark.kafka.clients.consumer`).
+            (see :func:`~mirrorspark.kafka.factory.consumer`).
 
         Raises
         ------
@@ -412,7 +412,7 @@ class ReplicationContext:
         The configuration.
     clients:
         The client factory every flow shares (default: a new
-        :class:`~mirrorspark.kafka.clients.KafkaClients`, so equal settings translate once).
+        :class:`~mirrorspark.kafka.factory.KafkaClients`, so equal settings translate once).
 
     Notes
     -----

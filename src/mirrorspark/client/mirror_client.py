@@ -29,7 +29,7 @@ from __future__ import annotations
 from mirrorspark.client.checkpoints import read_checkpoints
 from mirrorspark.client.context import ReplicationContext, cluster_policy
 from mirrorspark.config.model import MirrorConfig
-from mirrorspark.kafka.clients import list_topics
+from mirrorspark.kafka.admin import list_topics
 from mirrorspark.mm2 import topology as _topology
 from mirrorspark.mm2.checkpoints import TopicPartitionKey
 

@@ -7,7 +7,8 @@ from typing import Any
 
 from mirrorspark.config.model import ClientSettings
 from mirrorspark.errors import CorruptRecordError
-from mirrorspark.kafka.clients import ClientFactory, PartitionKey
+from mirrorspark.kafka.admin import PartitionKey
+from mirrorspark.kafka.factory import ClientFactory
 from mirrorspark.kafka.reader import ALL_PARTITIONS, TopicReader
 from mirrorspark.mm2.connect_offsets import OffsetHistory, decode_source_offset
 

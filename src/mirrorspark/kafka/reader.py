@@ -10,7 +10,8 @@ from confluent_kafka import KafkaError, TopicPartition
 
 from mirrorspark.config.model import ClientSettings
 from mirrorspark.errors import ClusterError
-from mirrorspark.kafka.clients import ClientFactory, KafkaClients, end_offsets, list_topics
+from mirrorspark.kafka.admin import end_offsets, list_topics
+from mirrorspark.kafka.factory import ClientFactory, KafkaClients
 
 ALL_PARTITIONS = None
 """``partition=ALL_PARTITIONS``: :class:`TopicReader` reads every partition of the topic."""

@@ -13,8 +13,7 @@ from mirrorspark.client.context import ReplicationContext, Side
 from mirrorspark.client.translator import OffsetTranslator
 from mirrorspark.config.model import MirrorConfig
 from mirrorspark.errors import ClusterError, ClusterUnreachableError, ControlError
-from mirrorspark.kafka.clients import (
-    LIBRDKAFKA_LOGGER,
+from mirrorspark.kafka.admin import (
     alter_group_offsets,
     check_reachable,
     describe_group,
@@ -22,6 +21,7 @@ from mirrorspark.kafka.clients import (
     group_offsets,
     list_topics,
 )
+from mirrorspark.kafka.factory import LIBRDKAFKA_LOGGER
 from mirrorspark.migration.plans import FailoverOffset, FailoverPlan, OffsetTranslation
 from mirrorspark.mm2.checkpoints import CheckpointStore, TopicPartitionKey, rename_topic, rereads_at, upstream_topic_of
 from mirrorspark.mm2.records import Checkpoint
@@ -102,7 +102,7 @@ class ConsumerMigration:
     def _admin(self, alias: str) -> AdminClient:
         """Return the admin client of ``alias`` (the source or target), created at first use.
 
-        Its librdkafka log lines go to Python logging (:data:`~mirrorspark.kafka.clients.LIBRDKAFKA_LOGGER`).
+        Its librdkafka log lines go to Python logging (:data:`~mirrorspark.kafka.factory.LIBRDKAFKA_LOGGER`).
         """
         if alias not in self._admin_clients:
             side = self._sides[alias]

@@ -48,7 +48,7 @@ from mirrorspark.client.checkpoints import OffsetSyncReader, read_checkpoints
 from mirrorspark.client.context import FlowContext
 from mirrorspark.client.translator import OffsetTranslator
 from mirrorspark.errors import ClusterError, CorruptRecordError
-from mirrorspark.kafka.clients import end_offsets, ensure_topic, wait
+from mirrorspark.kafka.admin import end_offsets, ensure_topic, wait
 from mirrorspark.kafka.delivery import Outgoing, deliver
 from mirrorspark.kafka.reader import TopicReader
 from mirrorspark.mm2.checkpoints import CheckpointStore, GroupOffset, TopicPartitionKey, is_more_recent, rename_topic

@@ -46,14 +46,8 @@ from confluent_kafka.admin import AdminClient
 from mirrorspark.client.context import FlowContext, Side
 from mirrorspark.config.model import FlowConfig, MirrorConfig
 from mirrorspark.errors import BadRegexError, ClusterError, CorruptRecordError
-from mirrorspark.kafka.clients import (
-    LIBRDKAFKA_LOGGER,
-    ClientFactory,
-    check_reachable,
-    ensure_topic,
-    list_topics,
-    wait,
-)
+from mirrorspark.kafka.admin import check_reachable, ensure_topic, list_topics, wait
+from mirrorspark.kafka.factory import LIBRDKAFKA_LOGGER, ClientFactory
 from mirrorspark.kafka.reader import TopicReader
 from mirrorspark.mm2.control_state import (
     KINDS,

@@ -39,7 +39,7 @@ atexit.register(_close_cached)
 def _producer(conf: Mapping[str, Any]) -> Any:
     from confluent_kafka import Producer
 
-    from mirrorspark.kafka.clients import with_logger
+    from mirrorspark.kafka.factory import with_logger
 
     key = _cache_key(conf)
     p = _PRODUCERS.get(key)
@@ -321,7 +321,7 @@ def run_copy_task(task: CopyTask) -> list[PartitionResult]:
     """
     from confluent_kafka import Consumer, KafkaError, TopicPartition
 
-    from mirrorspark.kafka.clients import with_logger
+    from mirrorspark.kafka.factory import with_logger
 
     started = time.monotonic()
     follow_until = started + task.follow_s

@@ -25,7 +25,8 @@ from typing import Protocol
 from mirrorspark.client.context import ReplicationContext
 from mirrorspark.config.model import FlowConfig, MirrorConfig
 from mirrorspark.errors import ConfigError, DataGapError
-from mirrorspark.kafka.clients import ClientFactory, PartitionKey
+from mirrorspark.kafka.admin import PartitionKey
+from mirrorspark.kafka.factory import ClientFactory
 from mirrorspark.mm2.topology import check_identity_cycles
 from mirrorspark.replication.acls import TopicAclSync
 from mirrorspark.replication.checkpoints import CheckpointEmitter

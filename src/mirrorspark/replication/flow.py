@@ -41,7 +41,7 @@ from confluent_kafka.admin import AdminClient
 from mirrorspark.client.context import FlowContext, Side
 from mirrorspark.client.source_offsets import read_source_offset_history
 from mirrorspark.config.model import DataPathConfig
-from mirrorspark.kafka.clients import (
+from mirrorspark.kafka.admin import (
     PartitionKey,
     TopicSpec,
     alter_topic_configs,

@@ -16,7 +16,8 @@ from typing import Any
 from mirrorspark.client.context import FlowContext
 from mirrorspark.config.model import ClientSettings
 from mirrorspark.errors import ClusterError, CorruptRecordError
-from mirrorspark.kafka.clients import ClientFactory, ensure_topic
+from mirrorspark.kafka.admin import ensure_topic
+from mirrorspark.kafka.factory import ClientFactory
 from mirrorspark.kafka.reader import TopicReader
 from mirrorspark.mm2.gaps import GapEvent, KnownTopicId, decode_ledger_record, encode_gap, encode_topic_id, gaps_topic
 from mirrorspark.mm2.policy import ReplicationPolicy

@@ -18,7 +18,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 
 from mirrorspark.client.context import FlowContext
-from mirrorspark.kafka.clients import ensure_topic
+from mirrorspark.kafka.admin import ensure_topic
 from mirrorspark.mm2.records import Heartbeat
 from mirrorspark.replication.scheduler import Scheduler
 

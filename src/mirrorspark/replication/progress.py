@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 from mirrorspark.config.model import ClientSettings
 from mirrorspark.errors import ClusterError
-from mirrorspark.kafka.clients import ClientFactory, ensure_topic
+from mirrorspark.kafka.admin import ensure_topic
 from mirrorspark.kafka.delivery import Outgoing, deliver
+from mirrorspark.kafka.factory import ClientFactory
 from mirrorspark.kafka.reader import TopicReader
 from mirrorspark.mm2.internal_topics import PROGRESS_PREFIX, mirrorspark_topic
 from mirrorspark.mm2.policy import ReplicationPolicy

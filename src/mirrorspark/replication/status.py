@@ -26,7 +26,7 @@ from mirrorspark.client.mirror_client import MirrorClient
 from mirrorspark.client.source_offsets import read_source_offsets
 from mirrorspark.config.model import FlowConfig, MirrorConfig
 from mirrorspark.errors import CorruptRecordError
-from mirrorspark.kafka.clients import end_offsets, list_topics, start_offsets
+from mirrorspark.kafka.admin import end_offsets, list_topics, start_offsets
 from mirrorspark.kafka.reader import TopicReader
 from mirrorspark.mm2.filters import should_replicate_topic
 from mirrorspark.mm2.gaps import GapEvent
