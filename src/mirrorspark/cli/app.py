@@ -16,14 +16,16 @@ from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 from types import FrameType
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
-from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
 from mirrorspark import __version__
+from mirrorspark.cli.common import as_dict, err_console, fail, out_console, text_table
+from mirrorspark.cli.control import control_app
+from mirrorspark.cli.migration import checkpoints_app, failover, offsets_app
 from mirrorspark.errors import MirrorsparkError
 
 app = typer.Typer(
@@ -38,30 +40,13 @@ local_app = typer.Typer(
     no_args_is_help=True,
 )
 app.add_typer(local_app, name="local")
-offsets_app = typer.Typer(
-    help="Consumer-group offsets translated from a source cluster to a target (consumer migration).",
-    no_args_is_help=True,
-)
 app.add_typer(offsets_app, name="offsets")
-checkpoints_app = typer.Typer(help="Read MM2 checkpoints (<source>.checkpoints.internal).", no_args_is_help=True)
 app.add_typer(checkpoints_app, name="checkpoints")
-control_app = typer.Typer(
-    help="Change a flow's topic and group allow/deny lists while it runs (SRM's srm-control topics|groups).",
-    no_args_is_help=True,
-)
 app.add_typer(control_app, name="control")
-
-err_console = Console(stderr=True)
-out_console = Console()
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 DEFAULT_LOCAL_DIR = Path(".mirrorspark/local")
-
-
-def _fail(e: MirrorsparkError) -> typer.Exit:
-    err_console.print(f"[bold red]error[/] [{e.code}]: {e.message}", markup=True, highlight=False, soft_wrap=True)
-    return typer.Exit(e.exit_code)
 
 
 def _setup_logging(verbose: bool) -> None:
@@ -197,9 +182,9 @@ def run(
                 cfg.cluster(alias)
         stats = _run(cfg, clusters, master, until_caught_up, quiet, extra_conf)
     except MirrorsparkError as e:
-        raise _fail(e) from None
+        raise fail(e) from None
     if json_out:
-        out_console.print_json(json.dumps([_asdict(s) for s in stats]))
+        out_console.print_json(json.dumps([as_dict(s) for s in stats]))
 
 
 def _spark_conf(items: list[str]) -> dict[str, str]:
@@ -221,12 +206,6 @@ def _spark_conf(items: list[str]) -> dict[str, str]:
             )
         out[key.strip()] = value
     return out
-
-
-def _asdict(obj: Any) -> Any:
-    from dataclasses import asdict
-
-    return asdict(obj)
 
 
 def _run(
@@ -345,7 +324,7 @@ def local_up(
             aliases, base_dir=dir, brokers=brokers, racks=rack_list, security=security.value, sasl_users=users
         )
     except MirrorsparkError as e:
-        raise _fail(e) from None
+        raise fail(e) from None
     if json_out:
         print(json.dumps(started.to_json()))
         return
@@ -369,7 +348,7 @@ def local_down(
     try:
         stopped = stop_clusters(dir)
     except MirrorsparkError as e:
-        raise _fail(e) from None
+        raise fail(e) from None
     out_console.print(f"stopped: {', '.join(stopped) if stopped else 'nothing was running'}", highlight=False)
 
 
@@ -397,7 +376,7 @@ def status(
         cfg = load_config(config)
         flows, clusters = compute(cfg)
     except MirrorsparkError as e:
-        raise _fail(e) from None
+        raise fail(e) from None
     if json_out:
         doc = {
             "flows": [
@@ -446,376 +425,8 @@ def status(
     print(text_table(["cluster", "upstream clusters", "replication hops"], rows), end="")
 
 
-# --------------------------------------------------------------------------- consumer migration
-
-ConfigOption = Annotated[Path, typer.Option("--config", help="An MM2 properties file (mm2.properties).")]
-SourceOption = Annotated[str, typer.Option("--source", help="Alias of the cluster the group consumed on.")]
-TargetOption = Annotated[str, typer.Option("--target", help="Alias of the cluster the group moves to.")]
-TimeoutOption = Annotated[
-    float, typer.Option("--timeout", min=1, help="Seconds for each cluster call and for reading checkpoints.")
-]
-
-
-class ExportFormat(StrEnum):
-    """Output formats of ``offsets export``."""
-
-    CSV = "csv"
-    JSON = "json"
-
-
-def _migration(config: Path, source: str, target: str, timeout_s: float) -> Any:
-    """Load the config and open a ConsumerMigration for source->target (aliases checked before connecting)."""
-    from mirrorspark.config.parse import load_config
-    from mirrorspark.migration.consumer_migration import ConsumerMigration
-
-    cfg = load_config(config)
-    for w in cfg.warnings:
-        err_console.print(f"[yellow]warning[/]: {w}", highlight=False, markup=True)
-    return ConsumerMigration(cfg, source=source, target=target, timeout_s=timeout_s)
-
-
-def _cell(value: object) -> str:
-    return "-" if value is None else str(value)
-
-
-def text_table(headers: list[str], rows: list[list[object]]) -> str:
-    """Rows as plain left-aligned columns (``None`` as ``-``), like kafka-consumer-groups prints them.
-
-    Plain text rather than a Rich table: nothing is wrapped or cut when stdout is
-    not a terminal, and group or topic names are never read as markup.
-    """
-    cells = [[str(h) for h in headers], *[[_cell(v) for v in r] for r in rows]]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells) + "\n"
-
-
-def _rereads_total(values: list[int | None]) -> str:
-    known = sum(v for v in values if v is not None)
-    unknown = sum(1 for v in values if v is None)
-    return f"{known}" if not unknown else f"at least {known} ({unknown} partition(s) unknown)"
-
-
-@offsets_app.command("export")
-def offsets_export(
-    config: ConfigOption,
-    source: SourceOption,
-    target: TargetOption,
-    group: Annotated[
-        list[str] | None, typer.Option("--group", help="A consumer group (repeatable); default: every group.")
-    ] = None,
-    fmt: Annotated[
-        ExportFormat, typer.Option("--format", help="csv (for kafka-consumer-groups --from-file) or json.")
-    ] = ExportFormat.CSV,
-    timeout: TimeoutOption = 30.0,
-) -> None:
-    """Print translated offsets from the checkpoints on TARGET, as RemoteClusterUtils.translateOffsets reads them.
-
-    The CSV is a plan for `kafka-consumer-groups --reset-offsets --from-file F --execute` on TARGET.
-
-    With one --group: `topic,partition,offset` (pass the same --group there); else `group,topic,partition,offset`.
-    """
-    from mirrorspark.migration.plans import reset_plan_csv
-
-    try:
-        with _migration(config, source, target, timeout) as m:
-            latest = m.latest_checkpoints(group or None)
-    except MirrorsparkError as e:
-        raise _fail(e) from None
-    for g, cps in latest.items():
-        if not cps:
-            err_console.print(f"warning: group '{g}' has no checkpoints yet", highlight=False, markup=False)
-    if fmt is ExportFormat.JSON:
-        rows = [
-            {
-                "group": g,
-                "topic": cp.topic,
-                "partition": cp.partition,
-                "offset": cp.downstream_offset,
-                "upstream_offset": cp.upstream_offset,
-                "metadata": cp.metadata,
-            }
-            for g, cps in latest.items()
-            for cp in cps.values()
-        ]
-        print(json.dumps(rows, indent=2))
-        return
-    plan = {g: {tp: cp.downstream_offset for tp, cp in cps.items()} for g, cps in latest.items()}
-    single = group is not None and len(set(group)) == 1
-    sys.stdout.write(reset_plan_csv(plan, with_group=not single))
-
-
-@offsets_app.command("translate")
-def offsets_translate(
-    config: ConfigOption,
-    source: SourceOption,
-    target: TargetOption,
-    group: Annotated[str, typer.Option("--group", help="The consumer group on SOURCE.")],
-    json_out: Annotated[bool, typer.Option("--json", help="Print the rows as JSON.")] = False,
-    timeout: TimeoutOption = 30.0,
-) -> None:
-    """Translate a group's current offsets on SOURCE to TARGET now, with the records a switch re-reads.
-
-    Live through the flow's offset syncs (MM2's rule); the latest checkpoint wins when it is for exactly the
-    committed offset. Failback topics translate in reverse.
-    """
-    try:
-        with _migration(config, source, target, timeout) as m:
-            rows = m.translate_group(group)
-    except MirrorsparkError as e:
-        raise _fail(e) from None
-    if json_out:
-        print(json.dumps([_asdict(r) for r in rows], indent=2))
-        return
-    if not rows:
-        print(f"group '{group}' has no committed offsets on cluster '{source}' for topics the flow replicates")
-        return
-    print(f"group '{group}': {source} -> {target}")
-    print(
-        text_table(
-            ["topic", "partition", "source offset", "target topic", "target offset", "target end", "re-reads", "from"],
-            [
-                [
-                    r.topic,
-                    r.partition,
-                    r.source_offset,
-                    r.target_topic,
-                    r.target_offset,
-                    r.target_end_offset,
-                    r.rereads,
-                    r.basis,
-                ]
-                for r in rows
-            ],
-        ),
-        end="",
-    )
-    print(f"total re-reads: {_rereads_total([r.rereads for r in rows])}")
-
-
-@app.command()
-def failover(
-    config: ConfigOption,
-    source: SourceOption,
-    target: TargetOption,
-    group: Annotated[str, typer.Option("--group", help="The consumer group to move to TARGET.")],
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would be committed; change nothing.")] = False,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
-    timeout: TimeoutOption = 30.0,
-) -> None:
-    """Commit GROUP's latest checkpointed offsets to the same group on TARGET (refused while it has members there).
-
-    Needs only TARGET; with SOURCE reachable the re-reads are computed too.
-    """
-    try:
-        with _migration(config, source, target, timeout) as m:
-            plan = m.failover(group, dry_run=dry_run)
-    except MirrorsparkError as e:
-        raise _fail(e) from None
-    if json_out:
-        out = _asdict(plan)
-        out["total_rereads"] = plan.total_rereads
-        out["unknown_rereads"] = plan.unknown_rereads
-        print(json.dumps(out, indent=2))
-    else:
-        verb = "dry run, nothing changed: would commit" if dry_run else "committed"
-        print(f"group '{group}' on cluster '{target}': {verb} the offsets of the latest checkpoints from '{source}'")
-        print(
-            text_table(
-                ["topic", "partition", "offset", "re-reads"],
-                [[o.topic, o.partition, o.offset, o.rereads] for o in plan.offsets],
-            ),
-            end="",
-        )
-        print(f"total re-reads: {_rereads_total([o.rereads for o in plan.offsets])}")
-    if plan.source_members is None:
-        err_console.print(
-            f"note: cluster '{source}' is unreachable: the offsets are the checkpoints on '{target}', "
-            "their re-reads are unknown",
-            highlight=False,
-            markup=False,
-        )
-    elif plan.source_members:
-        err_console.print(
-            f"warning: group '{group}' still has {plan.source_members} active member(s) on cluster '{source}': "
-            "they keep consuming past the checkpoint",
-            highlight=False,
-            markup=False,
-        )
-
-
-@checkpoints_app.command("read")
-def checkpoints_read(
-    config: ConfigOption,
-    cluster: Annotated[str, typer.Option("--cluster", help="Alias of the cluster holding the checkpoints.")],
-    source: SourceOption,
-    group: Annotated[str | None, typer.Option("--group", help="Only this consumer group.")] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the records as JSON.")] = False,
-    timeout: TimeoutOption = 30.0,
-) -> None:
-    """Print the checkpoints of SOURCE's groups on CLUSTER, one line per record as MM2's CheckpointFormatter does."""
-    try:
-        with _migration(config, source, cluster, timeout) as m:
-            records = m.checkpoints(group)
-    except MirrorsparkError as e:
-        raise _fail(e) from None
-    if json_out:
-        print(json.dumps([_asdict(cp) for cp in records], indent=2))
-        return
-    for cp in records:
-        print(cp.format())
-
-
-# --------------------------------------------------------------------------- live control
-
-ControlSourceOption = Annotated[str, typer.Option("--source", help="Alias of the flow's source cluster.")]
-ControlTargetOption = Annotated[
-    str, typer.Option("--target", help="Alias of the flow's target cluster (where the changes are stored).")
-]
-AddOption = Annotated[
-    list[str] | None, typer.Option("--add", help="Add a regex to the allow list (repeatable).", show_default=False)
-]
-RemoveOption = Annotated[
-    list[str] | None,
-    typer.Option("--remove", help="Take a regex out of the allow list (repeatable).", show_default=False),
-]
-AddDenyOption = Annotated[
-    list[str] | None, typer.Option("--add-deny", help="Add a regex to the deny list (repeatable).", show_default=False)
-]
-RemoveDenyOption = Annotated[
-    list[str] | None,
-    typer.Option("--remove-deny", help="Take a regex out of the deny list (repeatable).", show_default=False),
-]
-ListOption = Annotated[bool, typer.Option("--list", help="Also show what the lists match on the source cluster now.")]
-ControlJsonOption = Annotated[bool, typer.Option("--json", help="Print the lists (and matches) as JSON.")]
-ControlTimeoutOption = Annotated[
-    float, typer.Option("--timeout", min=1, help="Seconds for each cluster call and for reading the control topic.")
-]
-
-
-def _control(
-    kind: Literal["topics", "groups"],
-    config: Path,
-    source: str,
-    target: str,
-    add: list[str] | None,
-    remove: list[str] | None,
-    add_deny: list[str] | None,
-    remove_deny: list[str] | None,
-    list_: bool,
-    json_out: bool,
-    timeout_s: float,
-) -> None:
-    """Apply control changes to one kind of list of a flow and print the lists in effect."""
-    from mirrorspark.config.parse import load_config
-    from mirrorspark.mm2.control_state import validate_regex
-    from mirrorspark.replication.control import ControlStore
-
-    changed = bool(add or remove or add_deny or remove_deny)
-    try:
-        options = (("--add", add), ("--remove", remove), ("--add-deny", add_deny), ("--remove-deny", remove_deny))
-        for option, regexes in options:
-            for regex in regexes or ():
-                validate_regex(regex, option=option)  # before anything connects
-        cfg = load_config(config)
-        for w in cfg.warnings:
-            err_console.print(f"[yellow]warning[/]: {w}", highlight=False, markup=True)
-        with ControlStore(cfg, source, target, timeout_s=timeout_s) as store:
-            if not store.flow.enabled:
-                err_console.print(
-                    f"note: flow {store.flow.name} is not enabled in {config}: the lists take effect once it runs",
-                    highlight=False,
-                    markup=False,
-                )
-            if changed:
-                store.apply(
-                    kind, add=add or (), remove=remove or (), add_deny=add_deny or (), remove_deny=remove_deny or ()
-                )
-            lists = store.lists(kind)
-            matching: list[str] | None = None
-            if list_:
-                matching = store.matching_topics() if kind == "topics" else store.matching_groups()
-            remotes = {t: store.remote_topic(t) for t in matching or ()} if kind == "topics" else {}
-            topic, flow_name = store.topic, store.flow.name
-    except MirrorsparkError as e:
-        raise _fail(e) from None
-    if json_out:
-        doc: dict[str, Any] = {
-            "flow": flow_name,
-            "kind": kind,
-            "control_topic": topic,
-            "cluster": target,
-            "allow": [{"regex": e.regex, "from": e.origin} for e in lists.allow],
-            "deny": [{"regex": e.regex, "from": e.origin} for e in lists.deny],
-            "removed": {"allow": list(lists.removed_allow), "deny": list(lists.removed_deny)},
-        }
-        if matching is not None:
-            doc["matching"] = (
-                [{"topic": t, "remote_topic": remotes[t]} for t in matching] if kind == "topics" else matching
-            )
-        print(json.dumps(doc, indent=2))
-        return
-    if changed:
-        print(f"changed: {kind} lists of flow {flow_name}, stored in '{topic}' on cluster '{target}'")
-    print(f"{kind} lists in effect for flow {flow_name} (config file + control changes in '{topic}' on '{target}'):")
-    rows: list[list[object]] = [["allow", e.regex, e.origin] for e in lists.allow]
-    rows += [["deny", e.regex, e.origin] for e in lists.deny]
-    print(text_table(["list", "regex", "from"], rows), end="")
-    if not lists.allow:
-        print(f"(the allow list is empty: no {kind[:-1]} matches)")
-    for name, removed in (("allow", lists.removed_allow), ("deny", lists.removed_deny)):
-        for regex in removed:
-            print(f"removed from the config file's {name} list by control: {regex}")
-    if matching is not None:
-        what = "topics replicated" if kind == "topics" else "groups checkpointed"
-        print(f"\n{what} from '{source}' now: {len(matching)}")
-        if kind == "topics":
-            print(text_table(["topic", "remote topic"], [[t, remotes[t]] for t in matching]), end="")
-        else:
-            print(text_table(["group"], [[g] for g in matching]), end="")
-
-
-@control_app.command("topics")
-def control_topics(
-    config: ConfigOption,
-    source: ControlSourceOption,
-    target: ControlTargetOption,
-    add: AddOption = None,
-    remove: RemoveOption = None,
-    add_deny: AddDenyOption = None,
-    remove_deny: RemoveDenyOption = None,
-    list_: ListOption = False,
-    json_out: ControlJsonOption = False,
-    timeout: ControlTimeoutOption = 30.0,
-) -> None:
-    """Change which topics the flow SOURCE->TARGET replicates, while it runs; print the lists in effect.
-
-    Allow list = the config file's `topics` + --add - --remove; deny list = `topics.exclude` + --add-deny -
-    --remove-deny. Running flows pick changes up within refresh.topics.interval.seconds. The changes are kept in
-    mm2-control.<SOURCE>.internal on TARGET.
-    """
-    _control("topics", config, source, target, add, remove, add_deny, remove_deny, list_, json_out, timeout)
-
-
-@control_app.command("groups")
-def control_groups(
-    config: ConfigOption,
-    source: ControlSourceOption,
-    target: ControlTargetOption,
-    add: AddOption = None,
-    remove: RemoveOption = None,
-    add_deny: AddDenyOption = None,
-    remove_deny: RemoveDenyOption = None,
-    list_: ListOption = False,
-    json_out: ControlJsonOption = False,
-    timeout: ControlTimeoutOption = 30.0,
-) -> None:
-    """Change which consumer groups the flow SOURCE->TARGET checkpoints, while it runs; print the lists in effect.
-
-    Allow list = the config file's `groups` + --add - --remove; deny list = `groups.exclude` + --add-deny -
-    --remove-deny. Running flows pick changes up within refresh.groups.interval.seconds. The changes are kept in
-    mm2-control.<SOURCE>.internal on TARGET.
-    """
-    _control("groups", config, source, target, add, remove, add_deny, remove_deny, list_, json_out, timeout)
+# The consumer migration command at the top level, as MM2 users know it from SRM (``srm-control``).
+app.command()(failover)
 
 
 def main() -> None:
@@ -833,10 +444,10 @@ def main() -> None:
         app()
     except KafkaException as e:
         err = e.args[0] if e.args else e
-        raise SystemExit(_fail(ClusterError(f"a Kafka call failed: {err}")).exit_code) from None
+        raise SystemExit(fail(ClusterError(f"a Kafka call failed: {err}")).exit_code) from None
     except TimeoutError:
         e2 = ClusterUnreachableError("a Kafka call timed out: check that the clusters are up (run with -v for more)")
-        raise SystemExit(_fail(e2).exit_code) from None
+        raise SystemExit(fail(e2).exit_code) from None
 
 
 __all__ = ["app", "main"]

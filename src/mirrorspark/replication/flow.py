@@ -32,10 +32,8 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from mirrorspark.client.context import FlowContext, Side
@@ -57,6 +55,7 @@ from mirrorspark.kafka.admin import (
     topic_configs,
 )
 from mirrorspark.kafka.delivery import Outgoing, deliver
+from mirrorspark.mm2.config_sync import topic_config_changes
 from mirrorspark.mm2.connect_offsets import (
     default_partition,
     last_valid_offset,
@@ -65,129 +64,24 @@ from mirrorspark.mm2.connect_offsets import (
 )
 from mirrorspark.mm2.filters import should_replicate_topic
 from mirrorspark.mm2.gaps import GapEvent, check_position, recreated_gap
-from mirrorspark.mm2.offset_syncs import CopiedSegment, SyncState
 from mirrorspark.mm2.policy import ReplicationPolicy
 from mirrorspark.mm2.records import OffsetSync
 from mirrorspark.mm2.translation import CopiedRanges
 from mirrorspark.replication.control import LiveFilters
 from mirrorspark.replication.gaps import GapLedger
+from mirrorspark.replication.partitions import (
+    IdleWatch,
+    PartitionProgress,
+)
 from mirrorspark.replication.tasks import CopyTask, PartitionRange, PartitionResult, assign_round_robin
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class PartitionProgress:
-    """Driver-side state of one replicated source partition.
-
-    Attributes
-    ----------
-    position:
-        Next upstream offset to copy (every record before it is copied and committed).
-    end_offset:
-        Source end offset seen at the last plan (high watermark), ``-1`` before.
-    sync_state:
-        Offset-sync emission state (MM2 ``PartitionState``).
-    records, value_bytes, key_bytes:
-        Totals copied by this process.
-    latency_ms_sum, latency_ms_max:
-        Replication latency totals of the sampled copied records (ms).
-    latency_samples:
-        Records ``latency_ms_sum`` adds up (the data path samples every 16th).
-    last_segment:
-        The newest contiguous copied run, for exact translation later.
-    """
-
-    position: int
-    end_offset: int = -1
-    sync_state: SyncState = field(default_factory=SyncState)
-    records: int = 0
-    value_bytes: int = 0
-    key_bytes: int = 0
-    latency_ms_sum: int = 0
-    latency_ms_max: int = 0
-    latency_samples: int = 0
-    last_segment: CopiedSegment | None = None
-
-    @property
-    def lag(self) -> int:
-        """Records on the source not yet copied (``end_offset - position``, ≥ 0)."""
-        return max(0, self.end_offset - self.position) if self.end_offset >= 0 else 0
-
 
 FULL_REFRESH_MIN_S = 5.0
 """Least seconds between two listings of the end offsets of *every* partition of a flow."""
 
 FULL_REFRESH_COST_FACTOR = 20
 """A full end-offset listing waits at least this many times its own last duration (≤ 5% of a core)."""
-
-
-class IdleWatch:
-    """Long-polls the source partitions a flow has caught up with: a batch's plan lists end offsets of busy ones only.
-
-    A caught-up ("cold") partition is assigned to one driver-side consumer at the flow's
-    position; a fetch returning any record there means new data: the partition turns "hot"
-    again (it is unassigned, so busy partitions are never read twice) and its end offset is
-    listed at every plan until it has caught up once more. Without this, every plan listed
-    the end offsets of every replicated partition: 176 ms of CPU per call at 4 000 partitions,
-    0.4 cores when idle. With it, an idle partition costs a share of one fetch request per
-    ``fetch.wait.max.ms`` (500 ms), like MM2's own consumer. :class:`Flow` still lists every
-    partition every :data:`FULL_REFRESH_MIN_S` (or more), which covers what a fetch never
-    shows (e.g. aborted transactions under ``read_committed``).
-
-    Parameters
-    ----------
-    context:
-        The flow's context: the consumer has the flow's source consumer settings
-        (``isolation.level`` is kept).
-    client_role:
-        The consumer's role in its ``client.id``.
-    """
-
-    def __init__(self, context: FlowContext, *, client_role: str = "idle-watch-consumer") -> None:
-        self._consumer = context.consumer(
-            "source",
-            client_role,
-            overrides={
-                "enable.partition.eof": False,
-                "fetch.message.max.bytes": 1024,  # a wake-up needs one record, not a batch's worth
-                "queued.max.messages.kbytes": 1024,
-                "log_level": 3,
-            },
-        )
-        self.watched: set[PartitionKey] = set()
-
-    def watch(self, positions: Mapping[PartitionKey, int]) -> None:
-        """Start watching partitions from their positions (next upstream offset to copy)."""
-        new = {k: v for k, v in positions.items() if k not in self.watched}
-        if new:
-            self._consumer.incremental_assign([TopicPartition(t, p, off) for (t, p), off in new.items()])
-            self.watched.update(new)
-
-    def unwatch(self, keys: Iterable[PartitionKey]) -> None:
-        """Stop watching partitions (no-op for those not watched)."""
-        gone = [k for k in keys if k in self.watched]
-        if gone:
-            self._consumer.incremental_unassign([TopicPartition(t, p) for t, p in gone])
-            self.watched.difference_update(gone)
-
-    def woken(self) -> set[PartitionKey]:
-        """Watched partitions that received a record since the last call; they stop being watched."""
-        if not self.watched:
-            return set()
-        out: set[PartitionKey] = set()
-        for m in self._consumer.consume(num_messages=10000, timeout=0):
-            if m.error() is None:
-                key = (m.topic(), m.partition())
-                if key in self.watched:
-                    out.add(key)
-        self.unwatch(out)
-        return out
-
-    def close(self) -> None:
-        """Release the consumer."""
-        self._consumer.close()
-        self.watched.clear()
 
 
 class Flow:
@@ -440,13 +334,8 @@ class Flow:
     def sync_topic_configs(self) -> dict[str, dict[str, str | None]]:
         """Bring remote topics' configs in line with their source topics (MM2 ``syncTopicConfigs``, KIP-894).
 
-        For every replicated topic whose remote topic exists: a source entry
-        that is set (not at its default) and differs on the target is SET; a
-        source entry at its default, with ``use.defaults.from=target``, DELETEs
-        a topic-level override on the target (it falls back to *its* default);
-        with ``use.defaults.from=source`` the source's default value is SET.
-        Properties excluded by ``config.properties.exclude`` are never touched,
-        so target-side overrides of them survive. Only differences are sent.
+        For every replicated topic whose remote topic exists, the changes of
+        :func:`~mirrorspark.mm2.config_sync.topic_config_changes` are sent (only differences).
 
         Returns
         -------
@@ -466,16 +355,7 @@ class Flow:
             have = target.get(remote)
             if have is None:
                 continue
-            delta: dict[str, str | None] = {}
-            for name, entry in source[topic].items():
-                if not self.config_filter.should_replicate_config_property(name):
-                    continue
-                current = have.get(name)
-                if entry.is_default and not self.config_filter.should_replicate_source_default(name):
-                    if current is not None and not current.is_default:
-                        delta[name] = None
-                elif current is None or current.value != entry.value:
-                    delta[name] = entry.value
+            delta = topic_config_changes(source[topic], have, self.config_filter)
             if delta:
                 changes[remote] = delta
         if changes:
@@ -932,4 +812,4 @@ class Flow:
         self._src_admin = self._tgt_admin = None  # type: ignore[assignment]
 
 
-__all__ = ["Flow", "IdleWatch", "PartitionProgress"]
+__all__ = ["Flow"]

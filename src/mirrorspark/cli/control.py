@@ -1,0 +1,168 @@
+"""The live control commands: ``control topics|groups`` (SRM's ``srm-control topics|groups``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import typer
+
+from mirrorspark.cli.common import ConfigOption, err_console, fail, text_table
+from mirrorspark.errors import MirrorsparkError
+
+control_app = typer.Typer(
+    help="Change a flow's topic and group allow/deny lists while it runs (SRM's srm-control topics|groups).",
+    no_args_is_help=True,
+)
+
+
+ControlSourceOption = Annotated[str, typer.Option("--source", help="Alias of the flow's source cluster.")]
+ControlTargetOption = Annotated[
+    str, typer.Option("--target", help="Alias of the flow's target cluster (where the changes are stored).")
+]
+AddOption = Annotated[
+    list[str] | None, typer.Option("--add", help="Add a regex to the allow list (repeatable).", show_default=False)
+]
+RemoveOption = Annotated[
+    list[str] | None,
+    typer.Option("--remove", help="Take a regex out of the allow list (repeatable).", show_default=False),
+]
+AddDenyOption = Annotated[
+    list[str] | None, typer.Option("--add-deny", help="Add a regex to the deny list (repeatable).", show_default=False)
+]
+RemoveDenyOption = Annotated[
+    list[str] | None,
+    typer.Option("--remove-deny", help="Take a regex out of the deny list (repeatable).", show_default=False),
+]
+ListOption = Annotated[bool, typer.Option("--list", help="Also show what the lists match on the source cluster now.")]
+ControlJsonOption = Annotated[bool, typer.Option("--json", help="Print the lists (and matches) as JSON.")]
+ControlTimeoutOption = Annotated[
+    float, typer.Option("--timeout", min=1, help="Seconds for each cluster call and for reading the control topic.")
+]
+
+
+def _control(
+    kind: Literal["topics", "groups"],
+    config: Path,
+    source: str,
+    target: str,
+    add: list[str] | None,
+    remove: list[str] | None,
+    add_deny: list[str] | None,
+    remove_deny: list[str] | None,
+    list_: bool,
+    json_out: bool,
+    timeout_s: float,
+) -> None:
+    """Apply control changes to one kind of list of a flow and print the lists in effect."""
+    from mirrorspark.config.parse import load_config
+    from mirrorspark.mm2.control_state import validate_regex
+    from mirrorspark.replication.control import ControlStore
+
+    changed = bool(add or remove or add_deny or remove_deny)
+    try:
+        options = (("--add", add), ("--remove", remove), ("--add-deny", add_deny), ("--remove-deny", remove_deny))
+        for option, regexes in options:
+            for regex in regexes or ():
+                validate_regex(regex, option=option)  # before anything connects
+        cfg = load_config(config)
+        for w in cfg.warnings:
+            err_console.print(f"[yellow]warning[/]: {w}", highlight=False, markup=True)
+        with ControlStore(cfg, source, target, timeout_s=timeout_s) as store:
+            if not store.flow.enabled:
+                err_console.print(
+                    f"note: flow {store.flow.name} is not enabled in {config}: the lists take effect once it runs",
+                    highlight=False,
+                    markup=False,
+                )
+            if changed:
+                store.apply(
+                    kind, add=add or (), remove=remove or (), add_deny=add_deny or (), remove_deny=remove_deny or ()
+                )
+            lists = store.lists(kind)
+            matching: list[str] | None = None
+            if list_:
+                matching = store.matching_topics() if kind == "topics" else store.matching_groups()
+            remotes = {t: store.remote_topic(t) for t in matching or ()} if kind == "topics" else {}
+            topic, flow_name = store.topic, store.flow.name
+    except MirrorsparkError as e:
+        raise fail(e) from None
+    if json_out:
+        doc: dict[str, Any] = {
+            "flow": flow_name,
+            "kind": kind,
+            "control_topic": topic,
+            "cluster": target,
+            "allow": [{"regex": e.regex, "from": e.origin} for e in lists.allow],
+            "deny": [{"regex": e.regex, "from": e.origin} for e in lists.deny],
+            "removed": {"allow": list(lists.removed_allow), "deny": list(lists.removed_deny)},
+        }
+        if matching is not None:
+            doc["matching"] = (
+                [{"topic": t, "remote_topic": remotes[t]} for t in matching] if kind == "topics" else matching
+            )
+        print(json.dumps(doc, indent=2))
+        return
+    if changed:
+        print(f"changed: {kind} lists of flow {flow_name}, stored in '{topic}' on cluster '{target}'")
+    print(f"{kind} lists in effect for flow {flow_name} (config file + control changes in '{topic}' on '{target}'):")
+    rows: list[list[object]] = [["allow", e.regex, e.origin] for e in lists.allow]
+    rows += [["deny", e.regex, e.origin] for e in lists.deny]
+    print(text_table(["list", "regex", "from"], rows), end="")
+    if not lists.allow:
+        print(f"(the allow list is empty: no {kind[:-1]} matches)")
+    for name, removed in (("allow", lists.removed_allow), ("deny", lists.removed_deny)):
+        for regex in removed:
+            print(f"removed from the config file's {name} list by control: {regex}")
+    if matching is not None:
+        what = "topics replicated" if kind == "topics" else "groups checkpointed"
+        print(f"\n{what} from '{source}' now: {len(matching)}")
+        if kind == "topics":
+            print(text_table(["topic", "remote topic"], [[t, remotes[t]] for t in matching]), end="")
+        else:
+            print(text_table(["group"], [[g] for g in matching]), end="")
+
+
+@control_app.command("topics")
+def control_topics(
+    config: ConfigOption,
+    source: ControlSourceOption,
+    target: ControlTargetOption,
+    add: AddOption = None,
+    remove: RemoveOption = None,
+    add_deny: AddDenyOption = None,
+    remove_deny: RemoveDenyOption = None,
+    list_: ListOption = False,
+    json_out: ControlJsonOption = False,
+    timeout: ControlTimeoutOption = 30.0,
+) -> None:
+    """Change which topics the flow SOURCE->TARGET replicates, while it runs; print the lists in effect.
+
+    Allow list = the config file's `topics` + --add - --remove; deny list = `topics.exclude` + --add-deny -
+    --remove-deny. Running flows pick changes up within refresh.topics.interval.seconds. The changes are kept in
+    mm2-control.<SOURCE>.internal on TARGET.
+    """
+    _control("topics", config, source, target, add, remove, add_deny, remove_deny, list_, json_out, timeout)
+
+
+@control_app.command("groups")
+def control_groups(
+    config: ConfigOption,
+    source: ControlSourceOption,
+    target: ControlTargetOption,
+    add: AddOption = None,
+    remove: RemoveOption = None,
+    add_deny: AddDenyOption = None,
+    remove_deny: RemoveDenyOption = None,
+    list_: ListOption = False,
+    json_out: ControlJsonOption = False,
+    timeout: ControlTimeoutOption = 30.0,
+) -> None:
+    """Change which consumer groups the flow SOURCE->TARGET checkpoints, while it runs; print the lists in effect.
+
+    Allow list = the config file's `groups` + --add - --remove; deny list = `groups.exclude` + --add-deny -
+    --remove-deny. Running flows pick changes up within refresh.groups.interval.seconds. The changes are kept in
+    mm2-control.<SOURCE>.internal on TARGET.
+    """
+    _control("groups", config, source, target, add, remove, add_deny, remove_deny, list_, json_out, timeout)
