@@ -152,7 +152,7 @@ def test_a_group_whose_description_fails_is_not_synced_nor_rewound(caplog: pytes
     b.create_topic("A.orders", 1)
     b.fill("A.orders", 0, 200)  # the copies the checkpoints point into
     b.commit("app", {("A.orders", 0): 500})  # ahead of the checkpoint (110)
-    b.describe_errors["app"] = KafkaError.COORDINATOR_NOT_AVAILABLE
+    b.describe_errors["app"] = KafkaError.GROUP_AUTHORIZATION_FAILED
     with caplog.at_level(logging.WARNING):
         assert e.sync_group_offsets() == {}
     assert b.groups["app"].offsets == {("A.orders", 0): (500, "")}  # never rewound
@@ -202,3 +202,28 @@ def test_progress_not_acknowledged_is_published_again_next_tick(caplog: pytest.L
     assert pub.publish() == 1  # not marked published while unacknowledged: written now
     assert len(b.records(topic)) == 1
     assert pub.publish() == 0  # and only once
+
+
+def test_a_coordinator_still_loading_is_routine_until_it_lasts(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """COORDINATOR_LOAD_IN_PROGRESS on a fresh cluster: INFO, retried next cycle; a WARNING once it persists."""
+    from mirrorspark.replication import checkpoints
+
+    e, _, b = checkpointed("sync.group.offsets.enabled = true\n")
+    e.emit()
+    b.create_topic("A.orders", 1)
+    b.fill("A.orders", 0, 200)
+    b.commit("app", {("A.orders", 0): 500})
+    b.describe_errors["app"] = KafkaError.COORDINATOR_LOAD_IN_PROGRESS
+    with caplog.at_level(logging.INFO):
+        assert e.sync_group_offsets() == {}
+        assert e.sync_group_offsets() == {}
+    described = [r for r in caplog.records if "not syncing offsets of group app" in r.getMessage()]
+    assert len(described) == 2 and all(r.levelno == logging.INFO for r in described)
+    caplog.clear()
+    monkeypatch.setattr(checkpoints, "TRANSIENT_DESCRIBE_GRACE_S", 0.0)  # it has lasted long enough now
+    with caplog.at_level(logging.WARNING):
+        assert e.sync_group_offsets() == {}
+    assert "not syncing offsets of group app" in caplog.text
+    assert b.groups["app"].offsets == {("A.orders", 0): (500, "")}  # never rewound

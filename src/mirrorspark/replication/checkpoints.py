@@ -48,7 +48,7 @@ from mirrorspark.client.checkpoints import OffsetSyncReader, read_checkpoints
 from mirrorspark.client.context import FlowContext
 from mirrorspark.client.translator import OffsetTranslator
 from mirrorspark.errors import ClusterError, CorruptRecordError
-from mirrorspark.kafka.admin import end_offsets, ensure_topic, wait
+from mirrorspark.kafka.admin import end_offsets, ensure_topic, is_transient, wait
 from mirrorspark.kafka.delivery import Outgoing, deliver
 from mirrorspark.kafka.reader import TopicReader
 from mirrorspark.mm2.checkpoints import CheckpointStore, GroupOffset, TopicPartitionKey, is_more_recent, rename_topic
@@ -57,6 +57,9 @@ from mirrorspark.mm2.translation import CopiedRanges
 from mirrorspark.replication.control import LiveFilters
 
 log = logging.getLogger(__name__)
+
+TRANSIENT_DESCRIBE_GRACE_S = 60.0
+"""Seconds a group's description may keep failing transiently (coordinator loading) before it is a WARNING."""
 
 
 @dataclass
@@ -109,6 +112,7 @@ class CheckpointEmitter:
         self.store = CheckpointStore()
         self.state = _EmitterState()
         self._producer: Any = None
+        self._describe_failures: dict[str, float] = {}
         self.translator = OffsetTranslator(context, reverse=reverse, copied=copied, reverse_copied=reverse_copied)
         self._syncs_loaded = threading.Event()
         self._syncs_error: ClusterError | None = None
@@ -625,7 +629,10 @@ class CheckpointEmitter:
 
         ``None`` when the description failed (the state is unknown: a group must never be
         treated as dead, which would skip the forward-only check), when it has members, or
-        when the broker reports a state mirrorspark does not know.
+        when the broker reports a state mirrorspark does not know. A transient failure (a
+        coordinator still loading or moving, e.g. ``COORDINATOR_LOAD_IN_PROGRESS``) is logged at
+        INFO until the same group has kept failing for :data:`TRANSIENT_DESCRIBE_GRACE_S`;
+        that, and any other failure, at WARNING. Either way the next cycle tries again.
         """
         alias = self.flow.target
         try:
@@ -635,7 +642,12 @@ class CheckpointEmitter:
             if isinstance(err, KafkaError) and err.code() == KafkaError.GROUP_ID_NOT_FOUND:
                 return ConsumerGroupState.DEAD  # KIP-848 coordinators answer so for a group they do not know
             why = f"{err.str()} ({err.name()})" if isinstance(err, KafkaError) else str(e)
-            log.warning(
+            # A coordinator still loading or moving is routine (INFO: the next cycle tries again); the same
+            # group failing so for TRANSIENT_DESCRIBE_GRACE_S or longer, or any other error, is a WARNING.
+            since = self._describe_failures.setdefault(group, time.monotonic())
+            routine = is_transient(err) and time.monotonic() - since < TRANSIENT_DESCRIBE_GRACE_S
+            log.log(
+                logging.INFO if routine else logging.WARNING,
                 "%s: not syncing offsets of group %s this cycle: describing it on cluster '%s' failed: %s",
                 self.name,
                 group,
@@ -652,6 +664,7 @@ class CheckpointEmitter:
                 self._admin_timeout_s,
             )
             return None
+        self._describe_failures.pop(group, None)
         if desc.members:
             log.info("%s: group %s is active on %s; not syncing its offsets", self.name, group, alias)
             return None
