@@ -2,7 +2,7 @@
 
 Run from the repository root::
 
-    .venv/bin/python -m bench --read-modes --quick
+    .venv/bin/python -m bench --quick
 
 Layout
 ------
@@ -18,7 +18,7 @@ Layout
     Python workers the JVM starts), brokers excluded and measured separately.
 :mod:`bench.contenders`
     :class:`~bench.contenders.Contender`, the interface every measured replicator implements,
-    and :class:`~bench.contenders.MirrorsparkContender` (one per ``mirrorspark.read.mode``).
+    and :class:`~bench.contenders.MirrorsparkContender`.
 :mod:`bench.suite`
     Runs one case: loads the workload, warms every contender up, then runs the contenders
     alternately (A B A B ...) and summarises medians.

@@ -4,7 +4,6 @@ Usage (from the repository root)::
 
     .venv/bin/python -m bench            # full: ``make bench``
     .venv/bin/python -m bench --quick    # a few minutes: ``make bench-quick``
-    .venv/bin/python -m bench --read-modes [--quick]   # mirrorspark's two read modes only
 
 Cases (``--cases``, default all):
 
@@ -33,12 +32,12 @@ import os
 import shlex
 import socket
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from bench import cpu, report
 from bench.env import BenchEnv
-from bench.suite import Case, read_modes_case, run_case
+from bench.suite import run_case
 from bench.workload import Workload
 
 __all__ = ["main"]
@@ -54,10 +53,6 @@ QUICK_WORKLOADS = "1024x12"
 HEADLINE = (1024, 12)
 """The workload whose ratios are printed last."""
 
-# read-mode comparison presets (``--read-modes``)
-FULL = {"records": 1_000_000, "record_size": 1024, "partitions": 12, "runs": 3}
-QUICK = {"records": 200_000, "record_size": 1024, "partitions": 12, "runs": 3}
-
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
@@ -69,7 +64,6 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="a few minutes: 1 KiB x 12 partitions (200k records, 3 runs), 15 s latency, 200-topic scale",
     )
-    p.add_argument("--read-modes", action="store_true", help="run only the read-mode comparison")
     p.add_argument(
         "--cases",
         default="compare,latency,scale",
@@ -88,8 +82,6 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--latency-rate", type=int, default=5000, help="records/s of the latency case (default 5000)")
     p.add_argument("--scale-topics", help="topic counts of the scale case (default 100,1000; quick 200)")
     p.add_argument("--records", type=int, metavar="N", help="records in the workload")
-    p.add_argument("--record-size", type=int, metavar="B", help="bytes per record value")
-    p.add_argument("--partitions", type=int, metavar="P", help="partitions of the source topic")
     p.add_argument("--runs", type=int, metavar="R", help="measured runs per contender (default 3; medians)")
     p.add_argument("--latency-runs", type=int, help="runs per contender of the latency case (default 3; quick 1)")
     p.add_argument("--scale-runs", type=int, help="runs per contender of the scale case (default 3; quick 1)")
@@ -142,47 +134,6 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _size(args: argparse.Namespace) -> str:
-    """``quick`` / ``full`` for the presets, ``custom`` when a size option overrides one."""
-    if any(getattr(args, k) is not None for k in ("records", "record_size", "partitions")):
-        return "custom"
-    return "quick" if args.quick else "full"
-
-
-def _workload(args: argparse.Namespace, name: str) -> tuple[Workload, int]:
-    base = QUICK if args.quick else FULL
-    records = args.records if args.records is not None else base["records"]
-    size = args.record_size if args.record_size is not None else base["record_size"]
-    parts = args.partitions if args.partitions is not None else base["partitions"]
-    runs = args.runs if args.runs is not None else base["runs"]
-    for flag, value, low in (("--records", records, 1), ("--record-size", size, 0), ("--partitions", parts, 1)):
-        if value < low:
-            raise SystemExit(f"{flag} must be >= {low}, got {value}")
-    if runs < 1:
-        raise SystemExit(f"--runs must be >= 1, got {runs}")
-    return Workload(name, records, size, parts), runs
-
-
-def _read_modes(args: argparse.Namespace) -> Case:
-    workload, runs = _workload(args, "readmodes")
-    return read_modes_case(
-        workload=workload,
-        runs=runs,
-        tasks_max=args.tasks,
-        batch_records=args.batch_records,
-        warmup_records=args.warmup_records,
-        pause_s=args.pause,
-        wait_idle_s=args.wait_idle,
-        size=_size(args),
-    )
-
-
-CASES: dict[str, tuple[str, Callable[[argparse.Namespace], Case]]] = {
-    "read-modes": ("read_modes", _read_modes),
-}
-"""Case name -> (argparse attribute of its flag, builder). No flag given: every case runs, in this order."""
-
-
 def _workloads(args: argparse.Namespace) -> list[Workload]:
     spec = args.workloads or (QUICK_WORKLOADS if args.quick else FULL_WORKLOADS)
     out = []
@@ -216,9 +167,7 @@ def _run_all(args: argparse.Namespace, command: str, label: str) -> int:
     sections: list[tuple[str, str]] = []
     extra_json: dict[str, object] = {}
     status = 0
-    with BenchEnv(
-        args.work_dir / ("quick" if args.quick else "full"), master=args.master, spark_kafka_jars=False
-    ) as env:
+    with BenchEnv(args.work_dir / ("quick" if args.quick else "full"), master=args.master) as env:
         if "compare" in cases:
             for w in _workloads(args):
                 case = comparison_case(
@@ -354,23 +303,4 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not cpu.have_psutil():
         print("warning: psutil is not installed: CPU figures cover the Python driver only", file=sys.stderr)
 
-    if not args.read_modes:
-        return _run_all(args, command, label)
-    selected = [name for name, (flag, _) in CASES.items() if getattr(args, flag)] or list(CASES)
-    status = 0
-    for name in selected:
-        case = CASES[name][1](args)
-        with BenchEnv(args.work_dir / name, master=args.master, spark_kafka_jars=True) as env:
-            result = run_case(env, case)
-        out = args.out
-        if out is not None and len(selected) > 1:
-            out = out.with_name(f"{out.stem}-{name}{out.suffix or '.md'}")
-        path = report.write_results(out or report.results_path(BENCH_DIR / "results", result, label), result, command)
-        if not args.no_readme:
-            report.update_readme(BENCH_DIR / "README.md", result, path, command)
-        print()
-        print(f"results: {path}")
-        print(report.table(result))
-        if any(s.error for s in result.summaries):
-            status = 1
-    return status
+    return _run_all(args, command, label)

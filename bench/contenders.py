@@ -5,8 +5,8 @@ or one half of that for the ceiling) once per run and returns a :class:`RunMeasu
 measured by a :class:`bench.sampler.Sampler` in the same way for all:
 
 :class:`MirrorsparkContender`
-    An in-process ``mirrorspark run --until-caught-up`` with a given
-    ``mirrorspark.read.mode``, on the environment's warm SparkSession.
+    An in-process ``mirrorspark run --until-caught-up``, on the environment's warm
+    SparkSession.
 :class:`MirrorMakerContender`
     Apache Kafka's MirrorMaker 2, dedicated mode, a child JVM per run.
 :class:`CeilingConsumeContender`, :class:`CeilingProduceContender`
@@ -228,10 +228,10 @@ class Contender(ABC):
 class _TimedDataPath:
     """A :class:`mirrorspark.replication.datapath.DataPath` that adds up the wall time of its Spark jobs."""
 
-    def __init__(self, spark: SparkSession, read_mode: str) -> None:
+    def __init__(self, spark: SparkSession) -> None:
         from mirrorspark.replication.datapath import DataPath
 
-        self._inner = DataPath(spark, read_mode=read_mode)
+        self._inner = DataPath(spark)
         self.jobs_s = 0.0
         self.batches = 0
         self.batch_s: list[float] = []
@@ -248,14 +248,12 @@ class _TimedDataPath:
 
 
 class MirrorsparkContender(Contender):
-    """``mirrorspark run --until-caught-up`` in this process, with one read mode.
+    """``mirrorspark run --until-caught-up`` in this process.
 
     Heartbeats and checkpoints stay on (mirrorspark's defaults, as for MM2).
 
     Parameters
     ----------
-    read_mode:
-        ``mirrorspark.read.mode``: ``"consumer"`` or ``"spark-kafka"``.
     tasks_max:
         ``tasks.max`` of the flow (Spark tasks per batch = ``min(tasks.max, partitions)``).
     batch_records:
@@ -263,34 +261,29 @@ class MirrorsparkContender(Contender):
     extra:
         Further ``mm2.properties`` keys for every run.
     name:
-        Name in tables (default: ``"mirrorspark"`` for the consumer read mode, else the mode).
+        Name in tables (default ``"mirrorspark"``).
     """
 
     def __init__(
         self,
-        read_mode: str = "consumer",
         *,
         tasks_max: int,
         batch_records: int | None = None,
         extra: Mapping[str, str] | None = None,
-        name: str | None = None,
+        name: str = "mirrorspark",
     ) -> None:
-        self.read_mode = read_mode
-        self.name = name or read_mode
+        self.name = name
         self.tasks_max = tasks_max
         self.batch_records = batch_records
         self.extra = dict(extra or {})
         cap = f", batch cap {batch_records:,} records/partition" if batch_records else ""
-        self.description = (
-            f"mirrorspark run --until-caught-up, mirrorspark.read.mode={read_mode}, tasks.max={tasks_max}{cap}"
-        )
+        self.description = f"mirrorspark run --until-caught-up, tasks.max={tasks_max}{cap}"
 
     def properties(self, workload: Workload) -> dict[str, str]:
         """The ``mm2.properties`` keys this contender sets on top of the clusters' own."""
         props = {
             "topics": workload.topic,
             "tasks.max": str(self.tasks_max),
-            "mirrorspark.read.mode": self.read_mode,
         }
         if self.batch_records:
             props["mirrorspark.batch.max.records.per.partition"] = str(self.batch_records)
@@ -310,7 +303,7 @@ class MirrorsparkContender(Contender):
         text = env.mm2_properties(alias, self.properties(workload))
         cfg = parse_config(parse_properties(text), source_name=f"bench run {alias} ({self.name})")
         spark = env.spark()
-        data_path = _TimedDataPath(spark, self.read_mode)
+        data_path = _TimedDataPath(spark)
         gc.collect()
         remote = f"{alias}.{workload.topic}"
         meter = cpu.Meter(env.broker_pids())

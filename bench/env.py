@@ -54,17 +54,13 @@ class BenchEnv:
         deleted on start.
     master:
         Spark master URL, e.g. ``local[*]``.
-    spark_kafka_jars:
-        Whether the SparkSession must carry the Spark Kafka connector jars (needed by
-        ``mirrorspark.read.mode=spark-kafka``; harmless for ``consumer``).
 
     Use as a context manager: clusters start on enter and stop on exit, as does Spark.
     """
 
-    def __init__(self, work_dir: Path, *, master: str = "local[*]", spark_kafka_jars: bool = True) -> None:
+    def __init__(self, work_dir: Path, *, master: str = "local[*]") -> None:
         self.work_dir = work_dir
         self.master = master
-        self.spark_kafka_jars = spark_kafka_jars
         self.clusters: LocalClusters | None = None
         self.cluster_start_s = 0.0
         self.spark_start_s = 0.0
@@ -133,7 +129,6 @@ class BenchEnv:
             t = time.perf_counter()
             spark = build_spark_session(
                 master=self.master,
-                read_mode="spark-kafka" if self.spark_kafka_jars else "consumer",
                 app_name="mirrorspark-bench",
                 ui=False,
             )
@@ -158,7 +153,7 @@ class BenchEnv:
         source_alias:
             The alias the source cluster goes by in this run (:meth:`fresh_alias`).
         extra:
-            Further properties (topics, tasks.max, read mode, ...), written last.
+            Further properties (topics, tasks.max, ...), written last.
         """
         clusters = self._clusters()
         src = clusters.cluster(SOURCE)

@@ -240,10 +240,10 @@ def _percentile(ordered: Sequence[float], q: float) -> float:
 class _ClockedDataPath:
     """A :class:`mirrorspark.replication.datapath.DataPath` that notes the wall-clock span of every Spark job."""
 
-    def __init__(self, spark: SparkSession, read_mode: str) -> None:
+    def __init__(self, spark: SparkSession) -> None:
         from mirrorspark.replication.datapath import DataPath
 
-        self._inner = DataPath(spark, read_mode=read_mode)
+        self._inner = DataPath(spark)
         self.jobs: list[tuple[float, float]] = []  # (time.time() at start, at end)
 
     def copy(self, tasks: Sequence[CopyTask]) -> list[PartitionResult]:
@@ -289,7 +289,7 @@ class _MirrorsparkReplicator(RunningReplicator):
         from mirrorspark.replication.driver import Replicator
 
         cfg = parse_config(parse_properties(properties), source_name=name)
-        self.data_path = _ClockedDataPath(env.spark(), cfg.data_path.read_mode)
+        self.data_path = _ClockedDataPath(env.spark())
         self.jobs = self.data_path.jobs
         self.pid = os.getpid()
         self.replicator = Replicator(cfg, self.data_path)  # type: ignore[arg-type]
@@ -353,7 +353,7 @@ def contender_properties(contender: str, topics: str, tasks_max: int, extra: Map
     extra:
         Further keys, written last.
 
-    Both keep their defaults otherwise (mirrorspark: ``mirrorspark.read.mode=consumer``,
+    Both keep their defaults otherwise (mirrorspark:
     ``mirrorspark.batch.idle.interval.ms=200``); heartbeats and checkpoints are on for both; MM2
     skips Connect's plugin scan (``plugin.discovery=service_load``: start-up only), as in
     :class:`bench.contenders.MirrorMakerContender`.

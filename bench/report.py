@@ -413,7 +413,7 @@ def bench_markdown(
         "",
         headline_table(results),
         "",
-        "mirrorspark = `mirrorspark run --until-caught-up` (read mode `consumer`); MM2 = Apache Kafka's",
+        "mirrorspark = `mirrorspark run --until-caught-up`; MM2 = Apache Kafka's",
         "MirrorMaker 2, dedicated mode; both with the same `tasks.max`, topic filter, heartbeats and",
         "checkpoints on. ceiling = the slower of Kafka's ConsumerPerformance over the source topic and",
         "ProducerPerformance of as many records of the same size into the target. Rates are over the copy",

@@ -26,7 +26,7 @@ from bench.contenders import Contender, MirrorsparkContender, RunMeasurement
 from bench.env import SOURCE, BenchEnv
 from bench.workload import LoadResult, Workload, load_topic
 
-__all__ = ["Case", "CaseResult", "Summary", "comparison_case", "read_modes_case", "run_case"]
+__all__ = ["Case", "CaseResult", "Summary", "comparison_case", "run_case"]
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ class Case:
     Attributes
     ----------
     name:
-        File-name friendly id, e.g. ``"read-modes"``.
+        File-name friendly id, e.g. ``"compare"``.
     title:
         Heading for reports.
     workload:
@@ -369,9 +369,7 @@ def comparison_case(
     from bench.contenders import CeilingConsumeContender, CeilingProduceContender, MirrorMakerContender
 
     known: dict[str, Callable[[], Contender]] = {
-        "mirrorspark": lambda: MirrorsparkContender(
-            "consumer", tasks_max=tasks_max, batch_records=batch_records, name="mirrorspark"
-        ),
+        "mirrorspark": lambda: MirrorsparkContender(tasks_max=tasks_max, batch_records=batch_records),
         "mm2": lambda: MirrorMakerContender(tasks_max=tasks_max),
         "ceiling-consume": CeilingConsumeContender,
         "ceiling-produce": CeilingProduceContender,
@@ -397,61 +395,6 @@ def comparison_case(
         runs=runs,
         warmup=warm,
         ratios=ratios,
-        pause_s=pause_s,
-        wait_idle_s=wait_idle_s,
-        size=size,
-    )
-
-
-def read_modes_case(
-    *,
-    workload: Workload,
-    runs: int,
-    tasks_max: int,
-    batch_records: int | None = None,
-    warmup_records: int = 20_000,
-    pause_s: float = 2.0,
-    wait_idle_s: float = 0.0,
-    size: str = "custom",
-) -> Case:
-    """The read-side comparison: ``mirrorspark.read.mode`` ``consumer`` vs ``spark-kafka``.
-
-    Parameters
-    ----------
-    workload:
-        What to replicate.
-    runs:
-        Measured runs per mode.
-    tasks_max:
-        ``tasks.max`` for both modes.
-    batch_records:
-        ``mirrorspark.batch.max.records.per.partition`` for both modes (``None`` = default).
-    warmup_records:
-        Records of the warm-up topic (same record size and partitions); 0 = no warm-up.
-    pause_s:
-        Idle seconds between runs.
-    wait_idle_s:
-        Before each run, wait up to this long for other processes to leave the machine idle.
-    size:
-        ``"quick"``, ``"full"`` or ``"custom"`` (see :attr:`Case.size`).
-    """
-    contenders = [
-        MirrorsparkContender(mode, tasks_max=tasks_max, batch_records=batch_records)
-        for mode in ("consumer", "spark-kafka")
-    ]
-    warm = (
-        Workload("warmup", min(warmup_records, workload.records), workload.record_size, workload.partitions)
-        if warmup_records > 0
-        else None
-    )
-    return Case(
-        name="read-modes",
-        title="read modes",
-        workload=workload,
-        contenders=contenders,
-        runs=runs,
-        warmup=warm,
-        ratios=[("read-mode ratio spark-kafka/consumer", "spark-kafka", "consumer")],
         pause_s=pause_s,
         wait_idle_s=wait_idle_s,
         size=size,
@@ -504,8 +447,6 @@ def environment(env: BenchEnv) -> dict[str, Any]:
         "confluent_kafka": confluent_kafka.version()[0],
         "librdkafka": confluent_kafka.libversion()[0],
         "kafka_broker": jar_version("kafka", "kafka-clients"),
-        "spark_kafka_connector": jar_version("spark", "spark-sql-kafka-0-10_2.13"),
-        "spark_kafka_clients": jar_version("spark", "kafka-clients"),
         "spark": spark_conf,
         "spark_start_s": round(env.spark_start_s, 2),
         "cluster_start_s": round(env.cluster_start_s, 2),

@@ -108,12 +108,9 @@ def topics_of(bootstrap: Bootstrap) -> set[str]:
     return set(admin(bootstrap).list_topics(timeout=30).topics)
 
 
-def test_records_are_copied_exactly(local_clusters: LocalClusters, any_data_path: DataPath) -> None:
-    """Key, value, headers, timestamp, partition and order survive; null keys, tombstones, binary headers.
-
-    In both read modes: confluent-kafka consumers in Spark tasks, and Spark's Kafka source.
-    """
-    record_parity_scenario(local_clusters, any_data_path)
+def test_records_are_copied_exactly(local_clusters: LocalClusters, data_path: DataPath) -> None:
+    """Key, value, headers, timestamp, partition and order survive; null keys, tombstones, binary headers."""
+    record_parity_scenario(local_clusters, data_path)
 
 
 def record_parity_scenario(clusters: LocalClusters, data_path: DataPath) -> None:

@@ -211,11 +211,22 @@ def test_data_path_keys() -> None:
         "mirrorspark.batch.max.records.per.partition = 5000\n"
         "mirrorspark.batch.idle.interval.ms = 0\n"
         "mirrorspark.batch.follow.ms = 0\n"
-        "mirrorspark.read.mode = spark-kafka\n"
+        "mirrorspark.read.mode = consumer\n"
     )
     assert c.data_path == DataPathConfig(
-        max_records_per_partition=5000, idle_interval_ms=0, follow_ms=0, read_mode="spark-kafka"
+        max_records_per_partition=5000, idle_interval_ms=0, follow_ms=0, read_mode="consumer"
     )
+
+
+def test_spark_kafka_read_mode_was_removed() -> None:
+    """``spark-kafka`` is a clear error: what was wrong with it and what to write instead."""
+    with pytest.raises(ConfigError) as e:
+        two("mirrorspark.read.mode = spark-kafka\n")
+    text = str(e.value)
+    assert text.startswith("<properties>: 'spark-kafka' for 'mirrorspark.read.mode' was removed")
+    assert "another flow's remote topic" in text
+    assert "skipped records" in text
+    assert "delete 'mirrorspark.read.mode' or set it to consumer" in text
 
 
 def test_follow_ms_must_not_be_negative() -> None:
@@ -758,7 +769,8 @@ def test_bad_regex_only_when_joined() -> None:
             r"'on' for 'B.exactly.once.source.support'.*disabled, preparing",
         ),
         ("B.offset.storage.partitions = 0", r"'0' for 'B.offset.storage.partitions'"),
-        ("mirrorspark.read.mode = jvm", r"'jvm' for 'mirrorspark.read.mode'.*consumer, spark-kafka"),
+        ("mirrorspark.read.mode = jvm", r"'jvm' for 'mirrorspark.read.mode'.*one of consumer;"),
+        ("mirrorspark.read.mode = spark-kafka", r"'spark-kafka' for 'mirrorspark.read.mode' was removed"),
         ("mirrorspark.batch.max.records.per.partition = 0", r"'mirrorspark.batch.max.records.per.partition'"),
         ("A->B.exactly.once.support = maybe", r"'maybe' for 'A->B.exactly.once.support'"),
     ],

@@ -106,7 +106,7 @@ def test_task_confs_follow_the_client_id_rule_and_are_built_once() -> None:
     a.fill("orders", 0, 1)
     flow = started_flow(cfg, clients)
     first = flow.plan(follow=False)[0]
-    consumer_conf, producer_conf, _ = flow.task_confs()
+    consumer_conf, producer_conf = flow.task_confs()
     assert consumer_conf["client.id"] == "app|A->B|mirrorspark|replication-consumer"  # the user's id is kept
     assert producer_conf["client.id"] == "A->B|mirrorspark|replication-producer"
     assert consumer_conf["enable.auto.commit"] is False

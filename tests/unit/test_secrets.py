@@ -84,7 +84,6 @@ def copy_task() -> CopyTask:
         producer_conf=dict(conf),
         ranges=(PartitionRange("t", 0, "A.t", 0, 10),),
         offset_lag_max=100,
-        spark_options={"kafka.sasl.jaas.config": f'PlainLoginModule required password="{SECRET}";'},
     )
 
 

@@ -237,8 +237,8 @@ def _run(
 
     replicator = Replicator(cfg, targets=clusters, on_progress=on_progress)
     replicator.start()  # connects and creates topics: fails fast, before Spark starts
-    spark = build_spark_session(master=master, read_mode=cfg.data_path.read_mode, conf=spark_conf)
-    replicator.data_path = DataPath(spark, read_mode=cfg.data_path.read_mode)
+    spark = build_spark_session(master=master, conf=spark_conf)
+    replicator.data_path = DataPath(spark)
 
     def on_sigint(_sig: int, _frame: FrameType | None) -> None:
         if replicator.stopping:

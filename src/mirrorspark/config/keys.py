@@ -87,6 +87,10 @@ class ConfigKey:
         Where the key is read, see :data:`KeyScope`. Keyword-only.
     choices:
         Allowed values of a ``string`` key (matched case-sensitively, as MM2 does); empty = any.
+    removed_choices:
+        Values a ``string`` key once allowed and no longer does, each with why it was removed:
+        ``(value, reason)`` pairs; such a value is a :class:`~mirrorspark.errors.ConfigError`
+        whose message gives the reason and the choices left.
     minimum:
         Smallest allowed integer value, or ``None``.
     nonzero:
@@ -127,6 +131,7 @@ class ConfigKey:
     _: KW_ONLY
     scope: KeyScope = "connector"
     choices: tuple[str, ...] = ()
+    removed_choices: tuple[tuple[str, str], ...] = ()
     minimum: int | None = None
     nonzero: bool = False
     regex: bool = False
@@ -649,10 +654,19 @@ CONFIG_KEYS: Final[tuple[ConfigKey, ...]] = (
         "mirrorspark.read.mode",
         "string",
         "consumer",
-        "How Spark tasks read the source: consumer (confluent-kafka consumers inside Spark tasks) or "
-        "spark-kafka (Spark's Kafka source).",
+        "How Spark tasks read the source: consumer (confluent-kafka consumers inside Spark tasks) is the only "
+        "read mode, so the key changes nothing and is kept so that files setting it still load; spark-kafka "
+        "(Spark's Kafka source) was removed and is an error.",
         scope="mirrorspark",
-        choices=("consumer", "spark-kafka"),
+        effect="accepted",
+        choices=("consumer",),
+        removed_choices=(
+            (
+                "spark-kafka",
+                "it could write one flow's records into another flow's remote topic (flows copying the same "
+                "topic name from different clusters) and skipped records it could not read without a word",
+            ),
+        ),
         field="read_mode",
         holder="data_path",
     ),

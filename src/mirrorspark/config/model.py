@@ -406,8 +406,9 @@ class DataPathConfig:
         copying records that arrive after the batch was planned, once it has reached the planned
         end offsets (>= 0; 0 = stop at the planned end offsets).
     read_mode:
-        ``mirrorspark.read.mode``: ``"consumer"`` (confluent-kafka consumers inside Spark
-        tasks) or ``"spark-kafka"`` (Spark's Kafka source).
+        ``mirrorspark.read.mode``: always ``"consumer"`` (confluent-kafka consumers inside Spark
+        tasks); the key is kept so that files setting it still load. ``"spark-kafka"`` was
+        removed (a :class:`~mirrorspark.errors.ConfigError`).
     identity_allow_cycles:
         ``mirrorspark.identity.allow.cycles``: start even if enabled flows form a cycle through
         an identity-style flow (:func:`mirrorspark.mm2.topology.check_identity_cycles`).

@@ -71,6 +71,12 @@ def _to_int(ck: ConfigKey, raw: str, written: str, src: str) -> int:
 
 def _to_str(ck: ConfigKey, raw: str, written: str, src: str) -> str:
     value = raw.strip()
+    reason = dict(ck.removed_choices).get(value)
+    if reason is not None:
+        raise ConfigError(
+            f"{src}: {show(written, value)} for '{written}' was removed from mirrorspark: {reason}; "
+            f"delete '{written}' or set it to " + " or ".join(ck.choices)
+        )
     if ck.choices and value not in ck.choices:
         raise _invalid(src, written, raw, "one of " + ", ".join(ck.choices))
     if ck.type == "class" and not value:

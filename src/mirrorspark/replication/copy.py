@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import atexit
-import pickle
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from mirrorspark.errors import DataPathError, MirrorsparkError, RecordTooLargeError
@@ -136,7 +135,7 @@ _LATENCY_SAMPLE_MASK = 15
 
 
 class _Writer:
-    """Producer side shared by both read modes: produce, track deliveries, build results."""
+    """Producer side of a copy task: produce, track deliveries, build results."""
 
     def __init__(self, task: CopyTask) -> None:
         self.task = task
@@ -431,44 +430,6 @@ def run_copy_task(task: CopyTask) -> list[PartitionResult]:
     finally:
         consumer.close()
     return writer.finish(positions)
-
-
-def copy_arrow(batches: Iterable[Any], tasks: Mapping[tuple[str, int], CopyTask]) -> Iterator[Any]:
-    """``mapInArrow`` body for read mode ``spark-kafka``: write rows, yield pickled results."""
-    import pyarrow as pa
-
-    writers: dict[str, _Writer] = {}
-
-    def writer_for(key: tuple[str, int]) -> tuple[_Writer, _PartitionCopy]:
-        task = tasks[key]
-        w = writers.get(task.flow + "#" + str(task.task_index))
-        if w is None:
-            w = _Writer(task)
-            writers[task.flow + "#" + str(task.task_index)] = w
-        return w, w.by_source[key]
-
-    for batch in batches:
-        cols = batch.to_pydict()
-        topics, parts, offsets = cols["topic"], cols["partition"], cols["offset"]
-        keys, values, stamps, headers = cols["key"], cols["value"], cols["timestamp"], cols.get("headers")
-        cur: tuple[str, int] | None = None
-        w = pc = None
-        for i in range(len(offsets)):
-            k = (topics[i], parts[i])
-            if k != cur:
-                w, pc = writer_for(k)
-                cur = k
-            assert w is not None and pc is not None
-            ts = stamps[i]
-            ts_ms = int(ts.timestamp() * 1000) if ts is not None else 0
-            hs = [(h["key"], h["value"]) for h in headers[i]] if headers and headers[i] else None
-            w.write(pc, offsets[i], keys[i], values[i], hs, ts_ms)
-        for w in writers.values():
-            w.producer.poll(0)  # serve delivery reports per Arrow batch, so the producer queue never fills
-    results: list[PartitionResult] = []
-    for w in writers.values():
-        results.extend(w.finish({k: pc.range.end for k, pc in w.by_source.items()}))
-    yield pa.RecordBatch.from_pydict({"result": [pickle.dumps(results)]})
 
 
 __all__ = ["run_copy_task"]

@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import collections
-import json
 import os
-import pickle
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mirrorspark.errors import DataPathError, MirrorsparkError, RecordTooLargeError
-from mirrorspark.mm2.offset_syncs import flush_delayed
-from mirrorspark.replication.copy import copy_arrow, run_copy_task
-from mirrorspark.replication.tasks import ERROR_MARK, READ_MODES, CopyTask, PartitionResult
+from mirrorspark.replication.copy import run_copy_task
+from mirrorspark.replication.tasks import ERROR_MARK, CopyTask, PartitionResult
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -37,7 +33,6 @@ REDACTION_REGEX = (
 def build_spark_session(
     *,
     master: str | None = None,
-    read_mode: str = "consumer",
     app_name: str = "mirrorspark",
     ui: bool = True,
     conf: Mapping[str, str] | None = None,
@@ -54,17 +49,10 @@ def build_spark_session(
     ----------
     master:
         Spark master URL; ``None`` keeps what ``spark-submit`` set, else ``local[*]``.
-    read_mode:
-        ``"spark-kafka"`` adds the Spark Kafka connector jars (``build/jars/spark``).
     ui:
         Whether to start the Spark UI.
     conf:
         More Spark properties (``mirrorspark run --conf KEY=VALUE``), set last: they win.
-
-    Raises
-    ------
-    LocalClusterError
-        The connector jars are needed and missing (run ``make install``).
     """
     from pyspark.sql import SparkSession
 
@@ -84,17 +72,11 @@ def build_spark_session(
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.python.worker.reuse", "true")
         .config("spark.driver.memory", os.environ.get("MIRRORSPARK_DRIVER_MEMORY", "1g"))
-        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "20000")
         .config("spark.driver.extraJavaOptions", java_opts)
         .config("spark.executor.extraJavaOptions", java_opts)
         .config("spark.redaction.regex", REDACTION_REGEX)
         .config("spark.sql.redaction.options.regex", f"(?i)url|{REDACTION_REGEX[4:]}")
     )
-    if read_mode == "spark-kafka":
-        from mirrorspark.kafka.jars import jar_dir
-
-        d = jar_dir("spark")
-        b = b.config("spark.jars", ",".join(str(p) for p in sorted(d.glob("*.jar"))))
     for key, value in (conf or {}).items():
         b = b.config(key, value)
     spark = b.getOrCreate()
@@ -122,19 +104,17 @@ def _package_zip() -> Path:
 class DataPath:
     """Runs batches of :class:`CopyTask` as Spark jobs (driver side).
 
+    Each task reads its source partitions with a confluent-kafka consumer inside its Spark task
+    (``mirrorspark.read.mode=consumer``, the only read mode).
+
     Parameters
     ----------
     spark:
         The SparkSession.
-    read_mode:
-        One of :data:`READ_MODES`.
     """
 
-    def __init__(self, spark: SparkSession, *, read_mode: str = "consumer") -> None:
-        if read_mode not in READ_MODES:
-            raise DataPathError(f"unknown read mode {read_mode!r}: use one of {', '.join(READ_MODES)}")
+    def __init__(self, spark: SparkSession) -> None:
         self.spark = spark
-        self.read_mode = read_mode
         self._job = 0
 
     def copy(self, tasks: Sequence[CopyTask]) -> list[PartitionResult]:
@@ -158,73 +138,13 @@ class DataPath:
         sc = self.spark.sparkContext
         sc.setJobGroup(f"mirrorspark-batch-{self._job}", f"copy batch {self._job}", interruptOnCancel=True)
         try:
-            if self.read_mode == "consumer":
-                rdd = sc.parallelize(list(tasks), len(tasks))
-                results: list[PartitionResult] = rdd.mapPartitions(_run_tasks).collect()
-                return results
-            return self._copy_spark_kafka(tasks)
+            rdd = sc.parallelize(list(tasks), len(tasks))
+            results: list[PartitionResult] = rdd.mapPartitions(_run_tasks).collect()
+            return results
         except MirrorsparkError:
             raise
         except Exception as e:
             raise _reraise(e) from e
-
-    def _copy_spark_kafka(self, tasks: Sequence[CopyTask]) -> list[PartitionResult]:
-        from functools import reduce
-
-        by_key: dict[tuple[str, int], CopyTask] = {}
-        frames = []
-        by_flow: dict[str, list[CopyTask]] = collections.defaultdict(list)
-        for t in tasks:
-            by_flow[t.flow].append(t)
-            for r in t.ranges:
-                by_key[(r.source_topic, r.partition)] = t
-        for flow_tasks in by_flow.values():
-            assign: dict[str, list[int]] = collections.defaultdict(list)
-            starting: dict[str, dict[str, int]] = collections.defaultdict(dict)
-            ending: dict[str, dict[str, int]] = collections.defaultdict(dict)
-            for t in flow_tasks:
-                for r in t.ranges:
-                    assign[r.source_topic].append(r.partition)
-                    starting[r.source_topic][str(r.partition)] = r.start
-                    ending[r.source_topic][str(r.partition)] = r.end
-            reader = self.spark.read.format("kafka").options(**flow_tasks[0].spark_options)
-            df = (
-                reader.option("assign", json.dumps(assign))
-                .option("startingOffsets", json.dumps(starting))
-                .option("endingOffsets", json.dumps(ending))
-                .option("includeHeaders", "true")
-                .option("failOnDataLoss", "false")
-                .load()
-            )
-            frames.append(df.coalesce(len(flow_tasks)))
-        df = reduce(lambda a, b: a.union(b), frames)
-        rows = df.mapInArrow(lambda it: copy_arrow(it, by_key), "result binary").collect()
-        out: list[PartitionResult] = []
-        for row in rows:
-            out.extend(pickle.loads(row["result"]))
-        # ranges with nothing read still need a result
-        seen = {(r.source_topic, r.partition) for r in out}
-        for key, t in by_key.items():
-            if key not in seen:
-                r = next(x for x in t.ranges if (x.source_topic, x.partition) == key)
-                state, delayed = flush_delayed(r.sync_state)
-                out.append(
-                    PartitionResult(
-                        t.flow,
-                        r.source_topic,
-                        r.partition,
-                        r.end,
-                        0,
-                        0,
-                        0,
-                        state,
-                        (delayed,) if delayed else (),
-                        (),
-                        0,
-                        0,
-                    )
-                )
-        return out
 
 
 def _run_tasks(it: Iterable[CopyTask]) -> Iterator[PartitionResult]:

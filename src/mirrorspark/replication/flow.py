@@ -124,7 +124,7 @@ class Flow:
         self.halted: str | None = None  # why mirrorspark.on.gap=stop halted the flow
         self._src_admin: AdminClient = context.admin("source", "replication-source-admin")
         self._tgt_admin: AdminClient = context.admin("target", "replication-target-admin")
-        self._task_confs: tuple[dict[str, Any], dict[str, Any], dict[str, str]] | None = None
+        self._task_confs: tuple[dict[str, Any], dict[str, Any]] | None = None
         self._offsets_producer: Any = None
         self._syncs_producer: Any = None
         self._offsets_partitions = config.offset_storage_partitions
@@ -624,7 +624,7 @@ class Flow:
         self.refresh_end_offsets(full=False)
         cap = self.data_path.max_records_per_partition
         cfg = self.config
-        consumer_conf, producer_conf, spark_options = self.task_confs()
+        consumer_conf, producer_conf = self.task_confs()
         follow_s = self.data_path.follow_ms / 1000.0 if follow else 0.0
         tasks: list[CopyTask] = []
         for index, keys in enumerate(assign_round_robin(self.order, cfg.tasks_max)):
@@ -652,23 +652,21 @@ class Flow:
                         producer_conf=producer_conf,
                         ranges=tuple(ranges),
                         offset_lag_max=cfg.offset_lag_max,
-                        spark_options=spark_options,
                         follow_s=follow_s,
                     )
                 )
         return tasks
 
-    def task_confs(self) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]]:
+    def task_confs(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """Return the Spark tasks' client configurations, built at the first batch and shared by every batch.
 
         Returns
         -------
-        tuple[dict[str, Any], dict[str, Any], dict[str, str]]
-            ``(consumer conf, producer conf, Spark Kafka source options)``: librdkafka
-            configurations of the data consumer on the source and the data producer on the
-            target (``client.id`` by the flow context's rule: ``A->B|mirrorspark|replication-consumer``
-            and ``...|replication-producer``, a user's ``client.id`` kept as prefix), and the
-            source consumer settings as Spark options (``read.mode=spark-kafka``). Not to be changed.
+        tuple[dict[str, Any], dict[str, Any]]
+            ``(consumer conf, producer conf)``: librdkafka configurations of the data consumer
+            on the source and the data producer on the target (``client.id`` by the flow
+            context's rule: ``A->B|mirrorspark|replication-consumer`` and
+            ``...|replication-producer``, a user's ``client.id`` kept as prefix). Not to be changed.
         """
         if self._task_confs is None:
             ctx = self.context
@@ -685,7 +683,7 @@ class Flow:
                 defaults={"linger.ms": 5, "queue.buffering.max.messages": 500000},
                 overrides={"enable.idempotence": True},
             )
-            self._task_confs = (consumer_conf, producer_conf, ctx.flow.source_consumer.to_spark_options())
+            self._task_confs = (consumer_conf, producer_conf)
         return self._task_confs
 
     def commit(self, results: Iterable[PartitionResult]) -> None:

@@ -9,8 +9,6 @@ from typing import Any
 from mirrorspark.config.keys import masked
 from mirrorspark.mm2.offset_syncs import CopiedSegment, SyncState
 
-READ_MODES = ("consumer", "spark-kafka")
-
 ERROR_MARK = "MIRRORSPARK_ERROR["
 
 
@@ -59,8 +57,6 @@ class CopyTask:
         librdkafka configs of the source consumer and target producer (already
         translated; may hold credentials, so never logged: ``repr`` masks their secret
         values, :func:`~mirrorspark.config.keys.masked`).
-    spark_options:
-        Spark Kafka source options of the source (``kafka.*``), for ``spark-kafka`` read mode.
     ranges:
         The partitions to copy.
     offset_lag_max:
@@ -71,7 +67,7 @@ class CopyTask:
     follow_s:
         Once every range has reached its ``end``, keep copying records that arrive, up to
         each range's ``limit``, until this many seconds after the task started
-        (``mirrorspark.batch.follow.ms``); 0 = stop at ``end``. Read mode ``consumer`` only.
+        (``mirrorspark.batch.follow.ms``); 0 = stop at ``end``.
     """
 
     flow: str
@@ -80,7 +76,6 @@ class CopyTask:
     producer_conf: Mapping[str, Any]
     ranges: tuple[PartitionRange, ...]
     offset_lag_max: int
-    spark_options: Mapping[str, str] = field(default_factory=dict)
     stall_timeout_s: float = 120.0
     follow_s: float = 0.0
 
@@ -90,7 +85,7 @@ class CopyTask:
             f"CopyTask(flow={self.flow!r}, task_index={self.task_index!r}, "
             f"consumer_conf={masked(self.consumer_conf)!r}, producer_conf={masked(self.producer_conf)!r}, "
             f"ranges={self.ranges!r}, offset_lag_max={self.offset_lag_max!r}, "
-            f"spark_options={masked(self.spark_options)!r}, stall_timeout_s={self.stall_timeout_s!r}, "
+            f"stall_timeout_s={self.stall_timeout_s!r}, "
             f"follow_s={self.follow_s!r})"
         )
 
@@ -159,4 +154,4 @@ def assign_round_robin(partitions: Sequence[Any], tasks_max: int) -> list[list[A
     return groups
 
 
-__all__ = ["READ_MODES", "CopyTask", "PartitionRange", "PartitionResult", "assign_round_robin"]
+__all__ = ["CopyTask", "PartitionRange", "PartitionResult", "assign_round_robin"]
