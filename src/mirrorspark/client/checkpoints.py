@@ -7,7 +7,7 @@ import logging
 from mirrorspark.config.model import ClientSettings, FlowConfig, MirrorConfig
 from mirrorspark.errors import CorruptRecordError
 from mirrorspark.kafka.factory import ClientFactory
-from mirrorspark.kafka.reader import TopicReader
+from mirrorspark.kafka.reader import TopicReader, read_topic
 from mirrorspark.mm2.policy import ReplicationPolicy
 from mirrorspark.mm2.records import Checkpoint, OffsetSync
 from mirrorspark.mm2.sync_store import OffsetSyncStore
@@ -65,11 +65,16 @@ def read_checkpoints(
         except CorruptRecordError as e:
             log.warning("skipping a corrupt checkpoint in %s on %s: %s", topic, alias, e)
 
-    reader = TopicReader(consumer_settings, admin_settings, alias, topic, client_id=client_id, clients=clients)
-    try:
-        reader.read(on_record, timeout_s=timeout_s)
-    finally:
-        reader.close()
+    read_topic(
+        consumer_settings,
+        admin_settings,
+        alias,
+        topic,
+        on_record,
+        client_id=client_id,
+        timeout_s=timeout_s,
+        clients=clients,
+    )
     return out
 
 

@@ -192,4 +192,52 @@ class TopicReader:
             self._assigned = frozenset()
 
 
-__all__ = ["ALL_PARTITIONS", "TopicReader"]
+def read_topic(
+    settings: ClientSettings,
+    admin_settings: ClientSettings,
+    alias: str,
+    topic: str,
+    on_record: Callable[[bytes | None, bytes | None], None],
+    *,
+    client_id: str,
+    timeout_s: float = 30.0,
+    clients: ClientFactory | None = None,
+) -> int:
+    """Read partition 0 of ``topic`` once, from its beginning to its current end, then close the reader.
+
+    The one-shot use of :class:`TopicReader` (a compacted internal topic read whole: checkpoints,
+    heartbeats, progress, the gap ledger).
+
+    Parameters
+    ----------
+    settings, admin_settings:
+        Consumer and admin settings of the cluster holding the topic.
+    alias, topic:
+        Where to read.
+    on_record:
+        Called with the key and value of every record, in offset order.
+    client_id:
+        The consumer's ``client.id``.
+    timeout_s:
+        Seconds to reach the end offset (default 30); also bounds each admin call.
+    clients:
+        Where clients come from (default: real confluent-kafka clients).
+
+    Returns
+    -------
+    int
+        Records read; 0 for a missing topic.
+
+    Raises
+    ------
+    ClusterError
+        If the end is not reached within ``timeout_s``, or the consumer reports an error.
+    """
+    reader = TopicReader(settings, admin_settings, alias, topic, client_id=client_id, clients=clients)
+    try:
+        return reader.read(on_record, timeout_s=timeout_s)
+    finally:
+        reader.close()
+
+
+__all__ = ["ALL_PARTITIONS", "TopicReader", "read_topic"]

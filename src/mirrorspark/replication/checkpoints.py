@@ -50,7 +50,7 @@ from mirrorspark.client.translator import OffsetTranslator
 from mirrorspark.errors import ClusterError, CorruptRecordError
 from mirrorspark.kafka.admin import end_offsets, ensure_topic, is_transient, wait
 from mirrorspark.kafka.delivery import Outgoing, deliver
-from mirrorspark.kafka.reader import TopicReader
+from mirrorspark.kafka.reader import read_topic
 from mirrorspark.mm2.checkpoints import CheckpointStore, GroupOffset, TopicPartitionKey, is_more_recent, rename_topic
 from mirrorspark.mm2.records import Checkpoint
 from mirrorspark.mm2.translation import CopiedRanges
@@ -262,18 +262,16 @@ class CheckpointEmitter:
         ClusterError
             If the end is not reached within ``timeout_s`` or the cluster fails.
         """
-        reader = TopicReader(
+        return read_topic(
             self.flow.target_consumer,
             self.flow.target_admin,
             self.flow.target,
             self.checkpoints_topic,
+            self._load_checkpoint,
             client_id=self.context.client_id("checkpoints-target-consumer"),
+            timeout_s=timeout_s,
             clients=self.context.clients,
         )
-        try:
-            return reader.read(self._load_checkpoint, timeout_s=timeout_s)
-        finally:
-            reader.close()
 
     def read_checkpoints(self, *, timeout_s: float = 60.0) -> list[Checkpoint]:
         """Read every decodable checkpoint of ``<S>.checkpoints.internal`` on T, in topic order (store untouched).

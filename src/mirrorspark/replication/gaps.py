@@ -18,7 +18,7 @@ from mirrorspark.config.model import ClientSettings
 from mirrorspark.errors import ClusterError, CorruptRecordError
 from mirrorspark.kafka.admin import ensure_topic
 from mirrorspark.kafka.factory import ClientFactory
-from mirrorspark.kafka.reader import TopicReader
+from mirrorspark.kafka.reader import read_topic
 from mirrorspark.mm2.gaps import GapEvent, KnownTopicId, decode_ledger_record, encode_gap, encode_topic_id, gaps_topic
 from mirrorspark.mm2.policy import ReplicationPolicy
 
@@ -101,11 +101,9 @@ def read_gap_ledger(
         elif isinstance(rec, KnownTopicId) and rec.flow == flow:
             out.topic_ids[rec.topic] = rec.topic_id
 
-    reader = TopicReader(settings, admin_settings, alias, topic, client_id=client_id, clients=clients)
-    try:
-        reader.read(on_record, timeout_s=timeout_s)
-    finally:
-        reader.close()
+    read_topic(
+        settings, admin_settings, alias, topic, on_record, client_id=client_id, timeout_s=timeout_s, clients=clients
+    )
     out.gaps = sorted(seen.values(), key=lambda g: (g.at, g.topic, g.partition))
     return out
 

@@ -28,7 +28,7 @@ from mirrorspark.errors import ClusterError
 from mirrorspark.kafka.admin import ensure_topic
 from mirrorspark.kafka.delivery import Outgoing, deliver
 from mirrorspark.kafka.factory import ClientFactory
-from mirrorspark.kafka.reader import TopicReader
+from mirrorspark.kafka.reader import read_topic
 from mirrorspark.mm2.internal_topics import PROGRESS_PREFIX, mirrorspark_topic
 from mirrorspark.mm2.policy import ReplicationPolicy
 
@@ -152,13 +152,10 @@ def read_progress(
         if decoded is not None and decoded[0] == flow:
             out[decoded[1]] = decoded[2]
 
-    reader = TopicReader(
-        settings, admin_settings, alias, progress_topic(source_alias, policy), client_id=client_id, clients=clients
+    topic = progress_topic(source_alias, policy)
+    read_topic(
+        settings, admin_settings, alias, topic, on_record, client_id=client_id, timeout_s=timeout_s, clients=clients
     )
-    try:
-        reader.read(on_record, timeout_s=timeout_s)
-    finally:
-        reader.close()
     return out
 
 

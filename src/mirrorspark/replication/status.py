@@ -27,7 +27,7 @@ from mirrorspark.client.source_offsets import read_source_offsets
 from mirrorspark.config.model import FlowConfig, MirrorConfig
 from mirrorspark.errors import CorruptRecordError
 from mirrorspark.kafka.admin import end_offsets, list_topics, start_offsets
-from mirrorspark.kafka.reader import TopicReader
+from mirrorspark.kafka.reader import read_topic
 from mirrorspark.mm2.filters import should_replicate_topic
 from mirrorspark.mm2.gaps import GapEvent
 from mirrorspark.mm2.records import Heartbeat
@@ -132,18 +132,15 @@ def _heartbeats(ctx: FlowContext) -> int | None:
         if hb.source_cluster_alias == flow.source and hb.target_cluster_alias == flow.target:
             newest.append(hb.timestamp_ms)
 
-    reader = TopicReader(
+    read_topic(
         target.consumer,
         target.admin,
         flow.target,
         ctx.policy.heartbeats_topic(),
+        on_record,
         client_id=ctx.client_id("status-heartbeats-consumer"),
         clients=ctx.clients,
     )
-    try:
-        reader.read(on_record)
-    finally:
-        reader.close()
     return max(newest) if newest else None
 
 
