@@ -161,9 +161,22 @@ class Flow:
         return self.policy.offset_syncs_topic(self.config.source)
 
     @property
+    def isolation_level(self) -> str:
+        """The data path's source isolation level: ``<source>.consumer.isolation.level``, default ``read_uncommitted``.
+
+        Planning (end offsets), the copy tasks' consumers and the idle watch all read with
+        this one level. The default is the Java consumer's, so mirrorspark copies what MM2
+        copies: records of aborted and still-open transactions too (librdkafka's own default,
+        ``read_committed``, would stop a task at an open transaction's last stable offset while
+        its plan waited for the high watermark). With ``read_committed`` an open transaction
+        delays only its own partition, at its last stable offset.
+        """
+        return (self.config.source_consumer.get("isolation.level") or "").strip() or "read_uncommitted"
+
+    @property
     def read_committed(self) -> bool:
-        """Whether the source consumer reads only committed records (``isolation.level``)."""
-        return (self.config.source_consumer.get("isolation.level") or "") == "read_committed"
+        """Whether the data path reads only committed records (:attr:`isolation_level`)."""
+        return self.isolation_level == "read_committed"
 
     def start(self) -> None:
         """Connect, create internal topics, load committed offsets, discover topics.
@@ -226,7 +239,7 @@ class Flow:
         )
         self._stored = {k: h.offsets[-1] for k, h in history.items()}
         self._history = {k: list(h.offsets) for k, h in history.items()}
-        self._watch = IdleWatch(self.context)
+        self._watch = IdleWatch(self.context, isolation_level=self.isolation_level)
         self.refresh_topics()
 
     # ------------------------------------------------------------------ discovery
@@ -674,7 +687,12 @@ class Flow:
                 "source_consumer",
                 "replication-consumer",
                 # "error": an offset out of range is reported to the task, never silently reset (a gap)
-                overrides={"enable.auto.commit": False, "enable.partition.eof": False, "auto.offset.reset": "error"},
+                overrides={
+                    "enable.auto.commit": False,
+                    "enable.partition.eof": False,
+                    "auto.offset.reset": "error",
+                    "isolation.level": self.isolation_level,
+                },
             )
             consumer_conf.setdefault("group.id", f"mirrorspark-{self.name}")
             producer_conf = ctx.client_conf(

@@ -75,13 +75,20 @@ class IdleWatch:
     Parameters
     ----------
     context:
-        The flow's context: the consumer has the flow's source consumer settings
-        (``isolation.level`` is kept).
+        The flow's context: the consumer has the flow's source consumer settings.
     client_role:
         The consumer's role in its ``client.id``.
+    isolation_level:
+        The data path's ``isolation.level`` (the flow plans and copies with the same one).
     """
 
-    def __init__(self, context: FlowContext, *, client_role: str = "idle-watch-consumer") -> None:
+    def __init__(
+        self,
+        context: FlowContext,
+        *,
+        client_role: str = "idle-watch-consumer",
+        isolation_level: str = "read_uncommitted",
+    ) -> None:
         self._consumer = context.consumer(
             "source",
             client_role,
@@ -90,6 +97,7 @@ class IdleWatch:
                 "fetch.message.max.bytes": 1024,  # a wake-up needs one record, not a batch's worth
                 "queued.max.messages.kbytes": 1024,
                 "log_level": 3,
+                "isolation.level": isolation_level,
             },
         )
         self.watched: set[PartitionKey] = set()
