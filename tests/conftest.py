@@ -11,10 +11,10 @@ from mirrorspark.replication.datapath import DataPath
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[object]:
-    """One local SparkSession (2 cores) for the whole session, without the UI."""
+    """One local SparkSession for the whole session, without the UI: 12 slots, one per continuous copy task."""
     from mirrorspark.replication.datapath import build_spark_session
 
-    session = build_spark_session(master="local[2]", app_name="mirrorspark-tests", ui=False)
+    session = build_spark_session(master="local[12]", app_name="mirrorspark-tests", ui=False)
     yield session
     session.stop()
 

@@ -113,7 +113,7 @@ def test_records_are_copied_exactly(local_clusters: LocalClusters, data_path: Da
     record_parity_scenario(local_clusters, data_path)
 
 
-def record_parity_scenario(clusters: LocalClusters, data_path: DataPath) -> None:
+def record_parity_scenario(clusters: LocalClusters, data_path: DataPath, *, engine: str = "auto") -> None:
     """Replicate a 3-partition topic and a compacted one; assert every record field and the topic configs.
 
     Shared by the plaintext clusters (both read modes) and the TLS / SASL_SSL clusters (test_security).
@@ -151,7 +151,7 @@ def record_parity_scenario(clusters: LocalClusters, data_path: DataPath) -> None
             for i in range(200)
         ],
     )
-    cfg = make_config(clusters, [("primary", "backup")], topics=f"{prefix}.*")
+    cfg = make_config(clusters, [("primary", "backup")], topics=f"{prefix}.*", **{"mirrorspark.engine": engine})
     replicate(cfg, data_path)
 
     assert strip(consume_all(b, f"primary.{events}")) == strip(consume_all(p, events))

@@ -150,7 +150,9 @@ def run(
         list[str] | None,
         typer.Option("--clusters", help="Run only flows whose target is one of these aliases (MM2's --clusters)."),
     ] = None,
-    master: Annotated[str | None, typer.Option("--master", help="Spark master URL (default local[*]).")] = None,
+    master: Annotated[
+        str | None, typer.Option("--master", help="Spark master URL (default: local, with a slot per copy task).")
+    ] = None,
     until_caught_up: Annotated[
         bool,
         typer.Option(
@@ -237,7 +239,7 @@ def _run(
 
     replicator = Replicator(cfg, targets=clusters, on_progress=on_progress)
     replicator.start()  # connects and creates topics: fails fast, before Spark starts
-    spark = build_spark_session(master=master, conf=spark_conf)
+    spark = build_spark_session(master=master, conf=spark_conf, task_slots=replicator.task_slots())
     replicator.data_path = DataPath(spark)
 
     def on_sigint(_sig: int, _frame: FrameType | None) -> None:

@@ -613,6 +613,19 @@ CONFIG_KEYS: Final[tuple[ConfigKey, ...]] = (
         field="exactly_once_source_support",
         effect="accepted",
     ),
+    ConfigKey(
+        "offset.flush.interval.ms",
+        "long",
+        "1000",
+        "How often each copy task of the continuous engine commits the source offsets (and offset syncs) "
+        "of the records the target acknowledged, set as <T>.offset.flush.interval.ms. Connect's default is "
+        "60000; mirrorspark's is 1000, so a crash re-copies at most about one second of records, for one "
+        "small write per moving partition per second.",
+        "ms",
+        scope="worker",
+        minimum=1,
+        field="offset_flush_interval_ms",
+    ),
     # --- mirrorspark ------------------------------------------------------------------------
     ConfigKey(
         "mirrorspark.batch.max.records.per.partition",
@@ -634,6 +647,19 @@ CONFIG_KEYS: Final[tuple[ConfigKey, ...]] = (
         scope="mirrorspark",
         minimum=0,
         field="idle_interval_ms",
+        holder="data_path",
+    ),
+    ConfigKey(
+        "mirrorspark.engine",
+        "string",
+        "auto",
+        "How the data path runs: continuous (long-running Spark tasks, one per copy task, that poll, produce "
+        "and commit their own offsets every offset.flush.interval.ms; the driver supervises and restarts them), "
+        "batch (one Spark job per batch, committed by the driver), or auto: continuous for 'run', batch for "
+        "'run --until-caught-up' (a bounded copy, where batches measured faster).",
+        scope="mirrorspark",
+        choices=("auto", "continuous", "batch"),
+        field="engine",
         holder="data_path",
     ),
     ConfigKey(

@@ -306,6 +306,9 @@ class FlowConfig(_Frozen):
     exactly_once_source_support:
         Worker key ``<T>.exactly.once.source.support``: ``"disabled"``, ``"preparing"`` or ``"enabled"``;
         accepted for MM2 compatibility, no effect yet.
+    offset_flush_interval_ms:
+        Worker key ``<T>.offset.flush.interval.ms``: how often, in milliseconds, each copy task of
+        the continuous engine commits the source offsets of acknowledged records.
     policy:
         The replication policy.
     source_consumer:
@@ -366,6 +369,7 @@ class FlowConfig(_Frozen):
     consumer_poll_timeout_ms: int
     admin_timeout_ms: int
     exactly_once_source_support: str
+    offset_flush_interval_ms: int
     policy: PolicyConfig
     source_consumer: ClientSettings
     source_admin: ClientSettings
@@ -415,6 +419,11 @@ class DataPathConfig:
     on_gap:
         ``mirrorspark.on.gap``: ``"continue"`` (resume at the log start after a gap) or ``"stop"``
         (halt the flow), see :mod:`mirrorspark.mm2.gaps`.
+    engine:
+        ``mirrorspark.engine``: ``"continuous"`` (long-running copy tasks that commit their own
+        offsets, :mod:`mirrorspark.replication.stream`), ``"batch"`` (one Spark job per batch,
+        committed by the driver) or ``"auto"`` (continuous for ``run``, batch for
+        ``run --until-caught-up``).
 
     Notes
     -----
@@ -427,6 +436,7 @@ class DataPathConfig:
     read_mode: str = "consumer"
     identity_allow_cycles: bool = False
     on_gap: str = "continue"
+    engine: str = "auto"
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)

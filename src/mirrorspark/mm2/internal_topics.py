@@ -44,6 +44,9 @@ CONTROL_PREFIX: Final = "mm2-control"
 PROGRESS_PREFIX: Final = "mm2-progress"
 """Prefix of mirrorspark's progress topic (copy totals of flows from one source)."""
 
+TASK_PROGRESS_PREFIX: Final = "mm2-task-progress"
+"""Prefix of the progress channel from copy tasks to the driver (:mod:`mirrorspark.mm2.task_progress`)."""
+
 _INTERNAL: Final = "internal"
 _CHECKPOINTS: Final = "checkpoints"
 
@@ -188,7 +191,7 @@ def mirrorspark_topic(prefix: str, policy: _NamingPolicy | None, source_alias: s
     Parameters
     ----------
     prefix:
-        :data:`CONTROL_PREFIX` or :data:`PROGRESS_PREFIX`.
+        :data:`CONTROL_PREFIX`, :data:`PROGRESS_PREFIX` or :data:`TASK_PROGRESS_PREFIX`.
     policy:
         The flow's replication policy, or ``None`` for the default naming.
     source_alias:
@@ -217,6 +220,7 @@ __all__ = [
     "MM2_PREFIX",
     "OFFSET_SYNCS_PREFIX",
     "PROGRESS_PREFIX",
+    "TASK_PROGRESS_PREFIX",
     "checkpoints_suffix",
     "checkpoints_topic",
     "connect_offsets_topic",

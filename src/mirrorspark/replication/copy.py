@@ -35,7 +35,8 @@ def _close_cached() -> None:
 atexit.register(_close_cached)
 
 
-def _producer(conf: Mapping[str, Any]) -> Any:
+def producer(conf: Mapping[str, Any]) -> Any:
+    """Return this Python worker's cached producer for ``conf`` (one per distinct configuration, flushed at exit)."""
     from confluent_kafka import Producer
 
     from mirrorspark.kafka.factory import with_logger
@@ -50,7 +51,7 @@ def _producer(conf: Mapping[str, Any]) -> Any:
     return p
 
 
-class _PartitionCopy:
+class PartitionCopy:
     """Mutable per-partition state of one task (hot path; not shared).
 
     Delivery reports of one partition arrive in production order (the producer is
@@ -139,55 +140,23 @@ class _Writer:
 
     def __init__(self, task: CopyTask) -> None:
         self.task = task
-        self.producer = _producer(task.producer_conf)
-        self.by_source: dict[tuple[str, int], _PartitionCopy] = {}
+        self.producer = producer(task.producer_conf)
+        self.by_source: dict[tuple[str, int], PartitionCopy] = {}
         for r in task.ranges:
-            self.by_source[(r.source_topic, r.partition)] = _PartitionCopy(r)
+            self.by_source[(r.source_topic, r.partition)] = PartitionCopy(r)
         self.lag_max = task.offset_lag_max
 
     def write(
         self,
-        pc: _PartitionCopy,
+        pc: PartitionCopy,
         offset: int,
         key: bytes | None,
         value: bytes | None,
         headers: list[tuple[str, bytes | None]] | None,
         timestamp_ms: int,
     ) -> None:
-        """Produce one record's copy to the same partition of the remote topic.
-
-        The careful path: retries while the producer queue is full and while a just-grown
-        remote topic's new partition is unknown to the producer; raises the data-path error
-        for anything else. :func:`run_copy_task` inlines the common case and falls back here.
-        """
-        r = pc.range
-        pc.upstream.append(offset)
-        kwargs: dict[str, Any] = {"partition": r.partition, "on_delivery": pc.delivered}
-        if timestamp_ms > 0:
-            kwargs["timestamp"] = timestamp_ms
-        if headers:
-            kwargs["headers"] = headers
-        deadline = 0.0
-        while True:
-            try:
-                self.producer.produce(r.target_topic, value, key, **kwargs)
-                break
-            except BufferError:
-                self.producer.poll(0.05)
-            except Exception as e:
-                if _unknown_partition(e):
-                    # The remote topic was just grown (partition sync): refresh metadata and retry.
-                    deadline = deadline or time.monotonic() + self.task.stall_timeout_s
-                    if time.monotonic() < deadline:
-                        self.producer.list_topics(r.target_topic, timeout=5)
-                        self.producer.poll(0.1)
-                        continue
-                pc.upstream.pop()
-                raise _data_error(e, r, offset, value, key) from e
-        if value is not None:
-            pc.value_bytes += len(value)
-        if key is not None:
-            pc.key_bytes += len(key)
+        """Produce one record's copy the careful way (:func:`produce_careful`)."""
+        produce_careful(self.producer, pc, offset, key, value, headers, timestamp_ms, self.task.stall_timeout_s)
 
     def finish(self, positions: Mapping[tuple[str, int], int]) -> list[PartitionResult]:
         """Flush, fail on any delivery error, and return one result per range.
@@ -206,7 +175,7 @@ class _Writer:
         for key, pc in self.by_source.items():
             if pc.error is not None:
                 err, upstream = pc.error
-                raise _delivery_error(err, pc.range, upstream)
+                raise delivery_error(err, pc.range, upstream)
             if len(pc.downstream) != len(pc.upstream):
                 raise DataPathError(
                     f"{ERROR_MARK}DATA_PATH_ERROR] flow {self.task.flow}: {pc.range.source_topic}-"
@@ -238,6 +207,59 @@ class _Writer:
         return results
 
 
+def produce_careful(
+    producer: Any,
+    pc: PartitionCopy,
+    offset: int,
+    key: bytes | None,
+    value: bytes | None,
+    headers: list[tuple[str, bytes | None]] | None,
+    timestamp_ms: int,
+    stall_timeout_s: float,
+) -> None:
+    """Produce one record's copy to the same partition of the remote topic, the careful way.
+
+    Retries while the producer queue is full and while a just-grown remote topic's new
+    partition is unknown to the producer (for up to ``stall_timeout_s`` seconds); the hot
+    loops inline the common case and fall back here.
+
+    Raises
+    ------
+    RecordTooLargeError
+        The record exceeds the producer's ``message.max.bytes``.
+    DataPathError
+        Any other produce failure.
+    """
+    r = pc.range
+    pc.upstream.append(offset)
+    kwargs: dict[str, Any] = {"partition": r.partition, "on_delivery": pc.delivered}
+    if timestamp_ms > 0:
+        kwargs["timestamp"] = timestamp_ms
+    if headers:
+        kwargs["headers"] = headers
+    deadline = 0.0
+    while True:
+        try:
+            producer.produce(r.target_topic, value, key, **kwargs)
+            break
+        except BufferError:
+            producer.poll(0.05)
+        except Exception as e:
+            if _unknown_partition(e):
+                # The remote topic was just grown (partition sync): refresh metadata and retry.
+                deadline = deadline or time.monotonic() + stall_timeout_s
+                if time.monotonic() < deadline:
+                    producer.list_topics(r.target_topic, timeout=5)
+                    producer.poll(0.1)
+                    continue
+            pc.upstream.pop()
+            raise _data_error(e, r, offset, value, key) from e
+    if value is not None:
+        pc.value_bytes += len(value)
+    if key is not None:
+        pc.key_bytes += len(key)
+
+
 def _unknown_partition(e: Exception) -> bool:
     from confluent_kafka import KafkaError, KafkaException
 
@@ -264,7 +286,8 @@ def _data_error(
     )
 
 
-def _delivery_error(err: Any, r: PartitionRange, upstream: int) -> MirrorsparkError:
+def delivery_error(err: Any, r: PartitionRange, upstream: int) -> MirrorsparkError:
+    """Build the error of a failed delivery of ``r``'s record ``upstream`` (the record-too-large case named)."""
     from confluent_kafka import KafkaError
 
     if err.code() in (KafkaError.MSG_SIZE_TOO_LARGE,):
@@ -280,25 +303,23 @@ def _delivery_error(err: Any, r: PartitionRange, upstream: int) -> MirrorsparkEr
     )
 
 
-def _consumer_error(task: CopyTask, m: Any, err: Any) -> DataPathError:
+def consumer_error(flow: str, consumer_conf: Mapping[str, Any], m: Any, err: Any) -> DataPathError:
     """Build the error of a failed read: a partition's, or the consumer's own (``m.topic()`` is ``None``)."""
     from confluent_kafka import KafkaError
 
     if m.topic() is not None:
         return DataPathError(
-            f"{ERROR_MARK}DATA_PATH_ERROR] flow {task.flow}: reading {m.topic()}-{m.partition()} failed: {err.str()}"
+            f"{ERROR_MARK}DATA_PATH_ERROR] flow {flow}: reading {m.topic()}-{m.partition()} failed: {err.str()}"
         )
     hint = ""
     if err.code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
         # librdkafka looks up the coordinator of its group.id even for an assign-only consumer
         hint = (
-            f": grant the replication principal DESCRIBE on group '{task.consumer_conf.get('group.id')}' on the "
+            f": grant the replication principal DESCRIBE on group '{consumer_conf.get('group.id')}' on the "
             "source cluster (the data path never joins nor commits to it, but its consumer looks up the "
             "group's coordinator)"
         )
-    return DataPathError(
-        f"{ERROR_MARK}DATA_PATH_ERROR] flow {task.flow}: the source consumer failed: {err.str()}{hint}"
-    )
+    return DataPathError(f"{ERROR_MARK}DATA_PATH_ERROR] flow {flow}: the source consumer failed: {err.str()}{hint}")
 
 
 def run_copy_task(task: CopyTask) -> list[PartitionResult]:
@@ -347,7 +368,7 @@ def run_copy_task(task: CopyTask) -> list[PartitionResult]:
             msgs = consumer.consume(num_messages=10000, timeout=_CONSUME_TIMEOUT_S)
             cur_topic: str | None = None
             cur_part = -1
-            pc: _PartitionCopy | None = None
+            pc: PartitionCopy | None = None
             for m in msgs:
                 err = m.error()
                 if err is not None:
@@ -365,7 +386,7 @@ def run_copy_task(task: CopyTask) -> list[PartitionResult]:
                             consumer.pause([TopicPartition(k[0], k[1])])
                         cur_part = -1
                         continue
-                    raise _consumer_error(task, m, err)
+                    raise consumer_error(task.flow, task.consumer_conf, m, err)
                 # Records come in runs per partition (one fetch response each): look up on change only.
                 part = m.partition()
                 topic = m.topic()
@@ -432,4 +453,4 @@ def run_copy_task(task: CopyTask) -> list[PartitionResult]:
     return writer.finish(positions)
 
 
-__all__ = ["run_copy_task"]
+__all__ = ["PartitionCopy", "consumer_error", "delivery_error", "produce_careful", "producer", "run_copy_task"]

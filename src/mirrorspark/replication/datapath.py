@@ -36,6 +36,7 @@ def build_spark_session(
     app_name: str = "mirrorspark",
     ui: bool = True,
     conf: Mapping[str, str] | None = None,
+    task_slots: int = 0,
 ) -> SparkSession:
     """Create (or get) the one SparkSession of a mirrorspark process.
 
@@ -53,6 +54,10 @@ def build_spark_session(
         Whether to start the Spark UI.
     conf:
         More Spark properties (``mirrorspark run --conf KEY=VALUE``), set last: they win.
+    task_slots:
+        Copy tasks the flows run at once (continuous engine: each keeps one slot busy). With no
+        master given, the local master gets ``max(cores, 2 * task_slots, 8)`` slots: the tasks wait
+        on I/O, not CPU, and the headroom covers topics and partitions found later.
     """
     from pyspark.sql import SparkSession
 
@@ -65,7 +70,7 @@ def build_spark_session(
     if master is not None:
         b = b.master(master)
     elif "spark.master" not in os.environ.get("PYSPARK_SUBMIT_ARGS", "") and not os.environ.get("SPARK_ENV_LOADED"):
-        b = b.master("local[*]")
+        b = b.master(f"local[{max(os.cpu_count() or 1, 2 * task_slots, 8)}]")
     b = (
         b.config("spark.ui.enabled", "true" if ui else "false")
         .config("spark.ui.showConsoleProgress", "false")
@@ -144,7 +149,7 @@ class DataPath:
         except MirrorsparkError:
             raise
         except Exception as e:
-            raise _reraise(e) from e
+            raise reraise(e) from e
 
 
 def _run_tasks(it: Iterable[CopyTask]) -> Iterator[PartitionResult]:
@@ -152,7 +157,7 @@ def _run_tasks(it: Iterable[CopyTask]) -> Iterator[PartitionResult]:
         yield from run_copy_task(task)
 
 
-def _reraise(e: Exception) -> MirrorsparkError:
+def reraise(e: Exception) -> MirrorsparkError:
     """Rebuild the mirrorspark error a Spark task raised from the job failure's text."""
     text = str(e)
     i = text.find(ERROR_MARK)
@@ -167,4 +172,4 @@ def _reraise(e: Exception) -> MirrorsparkError:
     return DataPathError(message)
 
 
-__all__ = ["REDACTION_REGEX", "DataPath", "build_spark_session"]
+__all__ = ["REDACTION_REGEX", "DataPath", "build_spark_session", "reraise"]

@@ -31,6 +31,7 @@ from mirrorspark.mm2.topology import check_identity_cycles
 from mirrorspark.replication.acls import TopicAclSync
 from mirrorspark.replication.checkpoints import CheckpointEmitter
 from mirrorspark.replication.datapath import DataPath
+from mirrorspark.replication.engine import ContinuousEngine, FlowSupervisor, first_error
 from mirrorspark.replication.flow import Flow
 from mirrorspark.replication.heartbeats import HeartbeatEmitter
 from mirrorspark.replication.progress import ProgressPublisher
@@ -39,6 +40,12 @@ from mirrorspark.replication.tasks import PartitionResult
 
 log = logging.getLogger(__name__)
 
+
+TICK_S = 0.1
+"""Seconds between two supervision rounds of the continuous engine's driver loop."""
+
+LAG_INTERVAL_S = 5.0
+"""Seconds between two listings of the source end offsets (lag) under the continuous engine."""
 
 PROGRESS_INTERVAL_S = 5.0
 """Seconds between two publications of a flow's totals to ``mm2-progress.<source>.internal``."""
@@ -264,6 +271,12 @@ class Replicator:
         self._stop = threading.Event()
         self._targets: dict[str, dict[PartitionKey, int]] = {}
         self.state = "created"
+        self.engine = "batch"  # the engine of the last run: "batch" or "continuous"
+        self._engine: ContinuousEngine | None = None
+
+    def task_slots(self) -> int:
+        """Copy tasks the flows run now, ``min(tasks.max, partitions)`` per flow (after :meth:`start`)."""
+        return sum(min(f.config.tasks_max, len(f.order)) for f in self.flows)
 
     def request_stop(self) -> None:
         """Ask the loop to stop after the current batch is committed (thread-safe)."""
@@ -345,6 +358,12 @@ class Replicator:
         if until_caught_up:
             self._targets = {f.name: f.end_snapshot() for f in self.flows}
             self._checkpoint_targets = [cp.snapshot() for cp in self.checkpoints]
+        engine = self.config.data_path.engine
+        if engine == "auto":
+            engine = "batch" if until_caught_up else "continuous"
+        self.engine = engine
+        if engine == "continuous":
+            return self._run_continuous(data_path, until_caught_up=until_caught_up)
         idle_s = self.config.data_path.idle_interval_ms / 1000.0
         try:
             while not self._stop.is_set():
@@ -376,13 +395,49 @@ class Replicator:
         finally:
             self.state = "stopping"
             self.close()
+        return self._finish()
+
+    def _finish(self, failed: Sequence[FlowSupervisor] = ()) -> list[FlowStats]:
         self.state = "stopped"
         stats = self.stats()
         self._report(stats)
         halted = [f.halted for f in self.flows if f.halted is not None]
         if halted:
             raise DataGapError("; ".join(halted))
+        if failed:
+            raise first_error(failed)
         return stats
+
+    def _run_continuous(self, data_path: DataPath, *, until_caught_up: bool) -> list[FlowStats]:
+        """Run the flows on the continuous engine (:mod:`mirrorspark.replication.engine`) until stopped or caught up."""
+        engine = ContinuousEngine(data_path.spark, self.flows)
+        self._engine = engine
+        for f in self.flows:
+            self.control.add(
+                f"list end offsets {f.name}", LAG_INTERVAL_S, f.list_end_offsets, initial_delay_s=LAG_INTERVAL_S
+            )
+        failed: list[FlowSupervisor] = []
+        try:
+            engine.start()
+            while not self._stop.is_set():
+                self.control.run_pending()
+                engine.tick()
+                failed = engine.failed
+                if all(
+                    f.halted is not None or s in failed for f, s in zip(self.flows, engine.supervisors, strict=True)
+                ):
+                    break
+                if until_caught_up and self._caught_up() and self._checkpoints_done():
+                    break
+                self._report()
+                self._stop.wait(TICK_S)
+        finally:
+            self.state = "stopping"
+            try:
+                engine.stop()
+            finally:
+                self.close()
+        return self._finish(failed)
 
     def _caught_up(self) -> bool:
         return all(f.halted is not None or f.caught_up(self._targets.get(f.name, {})) for f in self.flows)

@@ -64,8 +64,10 @@ from mirrorspark.mm2.connect_offsets import (
 )
 from mirrorspark.mm2.filters import should_replicate_topic
 from mirrorspark.mm2.gaps import GapEvent, check_position, recreated_gap
+from mirrorspark.mm2.internal_topics import TASK_PROGRESS_PREFIX, mirrorspark_topic
 from mirrorspark.mm2.policy import ReplicationPolicy
 from mirrorspark.mm2.records import OffsetSync
+from mirrorspark.mm2.task_progress import PartitionReport
 from mirrorspark.mm2.translation import CopiedRanges
 from mirrorspark.replication.control import LiveFilters
 from mirrorspark.replication.gaps import GapLedger
@@ -73,6 +75,7 @@ from mirrorspark.replication.partitions import (
     IdleWatch,
     PartitionProgress,
 )
+from mirrorspark.replication.stream import StreamTask
 from mirrorspark.replication.tasks import CopyTask, PartitionRange, PartitionResult, assign_round_robin
 
 log = logging.getLogger(__name__)
@@ -161,6 +164,11 @@ class Flow:
         return self.policy.offset_syncs_topic(self.config.source)
 
     @property
+    def progress_topic(self) -> str:
+        """Name of the flow's progress channel on the target (:mod:`mirrorspark.mm2.task_progress`)."""
+        return mirrorspark_topic(TASK_PROGRESS_PREFIX, self.policy, self.config.source)
+
+    @property
     def isolation_level(self) -> str:
         """The data path's source isolation level: ``<source>.consumer.isolation.level``, default ``read_uncommitted``.
 
@@ -226,6 +234,16 @@ class Flow:
                 f"offset-syncs-{side}-producer",
                 overrides={"enable.idempotence": True, "linger.ms": 0},
             )
+        ensure_topic(
+            self._tgt_admin,
+            cfg.target,
+            self.progress_topic,
+            partitions=1,
+            replication_factor=cfg.offset_storage_replication_factor,
+            # the last hour of reports stays a readable stream; the newest per partition is kept for good
+            config={"cleanup.policy": "compact", "min.compaction.lag.ms": "3600000"},
+            timeout_s=admin_timeout_s,
+        )
         self._ledger = GapLedger(self.context, self._tgt_admin)
         self._topic_ids = dict(self._ledger.start().topic_ids)
         history = read_source_offset_history(
@@ -621,6 +639,28 @@ class Flow:
             self._watch.unwatch([k for k in ends if k in self._hot])
             self._watch.watch(cold)
 
+    def list_end_offsets(self) -> None:
+        """List every replicated partition's source end offset (lag, caught-up checks) without the idle watch.
+
+        The continuous engine's tasks poll their partitions themselves; the driver only needs the
+        end offsets for lag and ``--until-caught-up``. An end below a position is checked for a gap.
+
+        Raises
+        ------
+        ClusterError
+            The source's end offsets cannot be listed.
+        """
+        if self.halted is not None or not self.order:
+            return
+        ends = end_offsets(self._src_admin, self.config.source, self.order, read_committed=self.read_committed)
+        behind = [k for k, e in ends.items() if k in self.partitions and e < self.partitions[k].position]
+        for k, e in ends.items():
+            p = self.partitions.get(k)
+            if p is not None:
+                p.end_offset = e
+        if behind:
+            self.check_positions(behind)
+
     def plan(self, *, follow: bool = True) -> list[CopyTask]:
         """Plan the next batch: ranges for partitions behind their end offset, over ≤ ``tasks.max`` tasks.
 
@@ -703,6 +743,111 @@ class Flow:
             )
             self._task_confs = (consumer_conf, producer_conf)
         return self._task_confs
+
+    def stream_tasks(self, generation: int, channel: tuple[str, int, str]) -> list[StreamTask]:
+        """Cut the flow's partitions into ``min(tasks.max, partitions)`` long-running copy tasks (continuous engine).
+
+        Partitions are assigned round-robin in discovery order, as MM2's
+        ``MirrorSourceConnector.taskConfigs`` does; each starts at its committed position.
+
+        Parameters
+        ----------
+        generation:
+            The driver's generation of the flow's tasks (reports of older ones are ignored).
+        channel:
+            ``(host, port, token)`` of the driver's task channel.
+
+        Returns
+        -------
+        list[StreamTask]
+            One per non-empty assignment, in task-index order (empty when the flow is halted).
+        """
+        if self.halted is not None:
+            return []
+        cfg = self.config
+        ctx = self.context
+        consumer_conf, producer_conf = self.task_confs()
+        idempotent = {"enable.idempotence": True, "linger.ms": 0}
+        commit_conf = ctx.client_conf("target_producer", "offsets-target-producer", overrides=idempotent)
+        syncs_conf = None
+        if cfg.emit_offset_syncs_enabled:
+            on_source = cfg.offset_syncs_topic_location == "source"
+            side = "source" if on_source else "target"
+            syncs_conf = ctx.client_conf(
+                "source_producer" if on_source else "target_producer",
+                f"offset-syncs-{side}-producer",
+                overrides=idempotent,
+            )
+        tasks = []
+        for index, keys in enumerate(assign_round_robin(self.order, cfg.tasks_max)):
+            if not keys:
+                continue
+            tasks.append(
+                StreamTask(
+                    flow=cfg.name,
+                    source=cfg.source,
+                    target=cfg.target,
+                    task_index=index,
+                    generation=generation,
+                    consumer_conf=consumer_conf,
+                    producer_conf=producer_conf,
+                    commit_conf=commit_conf,
+                    syncs_conf=syncs_conf,
+                    offsets_topic=cfg.offset_storage_topic,
+                    offsets_partitions=self._offsets_partitions,
+                    syncs_topic=self.offset_syncs_topic,
+                    progress_topic=self.progress_topic,
+                    partitions=tuple(
+                        PartitionRange(
+                            source_topic=k[0],
+                            partition=k[1],
+                            target_topic=self.remote_topics[k[0]],
+                            start=self.partitions[k].position,
+                            end=-1,
+                        )
+                        for k in keys
+                    ),
+                    offset_lag_max=cfg.offset_lag_max,
+                    flush_interval_s=cfg.offset_flush_interval_ms / 1000.0,
+                    channel=channel,
+                )
+            )
+        return tasks
+
+    def apply_report(self, report: PartitionReport, *, generation: int | None = None) -> bool:
+        """Apply one progress report of a copy task: position, totals and copied segments.
+
+        Parameters
+        ----------
+        report:
+            A report of this flow.
+        generation:
+            The flow's current task generation: positions move only on reports of it (a report
+            of an older generation still adds its copied segments). ``None`` takes any.
+
+        Returns
+        -------
+        bool
+            Whether the report was of a partition the flow replicates.
+        """
+        p = self.partitions.get((report.topic, report.partition))
+        if report.segments:
+            self.copied.add(report.topic, report.partition, report.segments)
+        if p is None:
+            return False
+        if generation is None or report.generation == generation:
+            if report.next_offset > p.position:
+                p.position = report.next_offset
+                self.last_commit_at = report.at / 1000.0
+            p.records += report.records
+            p.value_bytes += report.value_bytes
+            p.key_bytes += report.key_bytes
+            p.latency_ms_sum += report.latency_ms_sum
+            p.latency_ms_max = max(p.latency_ms_max, report.latency_ms_max)
+            p.latency_samples += report.latency_samples
+            if report.segments:
+                p.last_segment = report.segments[-1]
+        return True
 
     def commit(self, results: Iterable[PartitionResult]) -> None:
         """Write the batch's offset syncs, then its source offsets; then advance positions.

@@ -1,0 +1,483 @@
+"""The driver side of the continuous engine: supervise long-running copy tasks (Kafka Connect's worker and herder).
+
+Each flow's partitions are cut into ``min(tasks.max, partitions)`` :class:`~mirrorspark.replication.stream.StreamTask`
+assignments (MM2's ``MirrorSourceConnector.taskConfigs``); each runs as the one Spark task of its own Spark
+job, submitted from a driver thread, until the driver stops it. Tasks commit their own offsets; the driver:
+
+* reads the flows' progress channels (:class:`ProgressChannel`) to follow positions, totals and copied
+  segments;
+* restarts a failed task with exponential backoff (:data:`BACKOFF_INITIAL_S` doubling up to
+  :data:`BACKOFF_MAX_S`) from its committed positions; a flow whose error cannot be fixed by a retry
+  (a record too large, an authorization failure) or that failed :data:`MAX_FAILURES` times in a row
+  without copying anything is marked failed, and the other flows keep running;
+* restarts a flow's tasks when its assignment changes (new topics or partitions, a control-list
+  change), like a Connect rebalance, and after a gap (positions out of range);
+* stops every task through the task channel (:class:`TaskChannel`): each commits what the target
+  acknowledged and ends; tasks still running after :data:`STOP_TIMEOUT_S` have their Spark job
+  cancelled.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import secrets
+import socket
+import threading
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from confluent_kafka import TopicPartition
+
+from mirrorspark.errors import CorruptRecordError, DataPathError, MirrorsparkError, RecordTooLargeError
+from mirrorspark.mm2.task_progress import decode_report
+from mirrorspark.replication.stream import StreamResult, StreamTask, run_stream_task
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from mirrorspark.replication.flow import Flow
+
+log = logging.getLogger(__name__)
+
+BACKOFF_INITIAL_S = 1.0
+"""Seconds before the first restart of a failed copy task; doubled at each further failure."""
+
+BACKOFF_MAX_S = 30.0
+"""Longest wait between two restarts of a failing copy task (s)."""
+
+MAX_FAILURES = 6
+"""Failures in a row, with no record copied in between, after which a flow is marked failed."""
+
+STOP_TIMEOUT_S = 30.0
+"""Seconds :meth:`ContinuousEngine.stop` waits for tasks to commit and end before cancelling their jobs."""
+
+
+class TaskChannel:
+    """Commands from the driver to its copy tasks over TCP: ``stop``, or a closed connection when the driver dies.
+
+    The server listens on ``host`` (the driver's address, reachable from every executor) on a
+    free port; a task connects, sends ``{"token":..,"flow":..,"task":..,"generation":..}`` and
+    waits for a line. The token (random, per driver) keeps foreign connections out; it carries
+    no Kafka secret.
+
+    Parameters
+    ----------
+    host:
+        Address to listen on and to give the tasks (``spark.driver.host``).
+    """
+
+    def __init__(self, host: str = "127.0.0.1") -> None:
+        self._server = socket.create_server((host, 0))
+        self.address: tuple[str, int, str] = (host, self._server.getsockname()[1], secrets.token_hex(16))
+        self._lock = threading.Lock()
+        self._conns: dict[tuple[str, int, int], socket.socket] = {}
+        self._stopped: set[tuple[str, int]] = set()  # (flow, generation) told to stop
+        self._closed = False
+        self._thread = threading.Thread(target=self._accept, name="mirrorspark-task-channel", daemon=True)
+        self._thread.start()
+
+    def _accept(self) -> None:
+        while not self._closed:
+            try:
+                conn, _ = self._server.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._hello, args=(conn,), daemon=True).start()
+
+    def _hello(self, conn: socket.socket) -> None:
+        try:
+            conn.settimeout(10)
+            line = conn.makefile("rb").readline(4096)
+            hello = json.loads(line)
+            if not isinstance(hello, dict) or hello.get("token") != self.address[2]:
+                conn.close()
+                return
+            key = (str(hello["flow"]), int(hello["task"]), int(hello["generation"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            conn.close()
+            return
+        with self._lock:
+            old = self._conns.pop(key, None)
+            self._conns[key] = conn
+            stop = (key[0], key[2]) in self._stopped
+        if old is not None:
+            old.close()
+        if stop:
+            self._send(conn, b"stop\n")
+
+    @staticmethod
+    def _send(conn: socket.socket, data: bytes) -> None:
+        with contextlib.suppress(OSError):
+            conn.sendall(data)
+
+    def stop(self, flow: str, generation: int) -> None:
+        """Tell every task of ``flow``'s ``generation`` to commit and end (also those not connected yet)."""
+        with self._lock:
+            self._stopped.add((flow, generation))
+            conns = [c for (f, _, g), c in self._conns.items() if f == flow and g == generation]
+        for c in conns:
+            self._send(c, b"stop\n")
+
+    def forget(self, flow: str, task: int, generation: int) -> None:
+        """Drop a finished task's connection."""
+        with self._lock:
+            conn = self._conns.pop((flow, task, generation), None)
+        if conn is not None:
+            conn.close()
+
+    def close(self) -> None:
+        """Close the server and every connection (tasks still running end without committing)."""
+        self._closed = True
+        self._server.close()
+        with self._lock:
+            conns = list(self._conns.values())
+            self._conns.clear()
+        for c in conns:
+            c.close()
+
+
+class ProgressChannel:
+    """Reads one flow's progress channel (:mod:`mirrorspark.mm2.task_progress`) on the driver.
+
+    Parameters
+    ----------
+    flow:
+        The flow (started): reports are applied to it with :meth:`Flow.apply_report`.
+    """
+
+    def __init__(self, flow: Flow) -> None:
+        self.flow = flow
+        self.skipped = 0
+        self._consumer = flow.context.consumer(
+            "target", "task-progress-target-consumer", overrides={"enable.partition.eof": True}
+        )
+        self._consumer.assign([TopicPartition(flow.progress_topic, 0, -2)])  # from the beginning
+
+    def load(self, timeout_s: float = 30.0) -> int:
+        """Read the channel to its end (at start: the newest reports restore the copied segments).
+
+        Returns
+        -------
+        int
+            Reports applied.
+        """
+        return self.poll(until_end=True, timeout_s=timeout_s, generation=None)
+
+    def poll(self, *, until_end: bool = False, timeout_s: float = 0.0, generation: int | None = None) -> int:
+        """Apply the reports that arrived (or, with ``until_end``, every report up to the current end).
+
+        Parameters
+        ----------
+        until_end:
+            Read until the end offset at the call (bounded by ``timeout_s``).
+        timeout_s:
+            Longest wait (s).
+        generation:
+            The flow's current task generation (positions move only on its reports).
+
+        Returns
+        -------
+        int
+            Reports applied.
+        """
+        applied = 0
+        deadline = time.monotonic() + timeout_s
+        target = None
+        if until_end:
+            _, high = self._consumer.get_watermark_offsets(
+                TopicPartition(self.flow.progress_topic, 0), timeout=max(1.0, timeout_s)
+            )
+            target = high
+        while True:
+            msgs = self._consumer.consume(num_messages=1000, timeout=0.05 if until_end else 0)
+            last = -1
+            for m in msgs:
+                if m.error() is not None:
+                    continue
+                last = int(m.offset() or 0)
+                try:
+                    report = decode_report(m.key(), m.value())
+                except CorruptRecordError as e:
+                    self.skipped += 1
+                    log.warning("%s: skipped a progress record at offset %d: %s", self.flow.name, m.offset(), e)
+                    continue
+                if report.flow == self.flow.name and self.flow.apply_report(report, generation=generation):
+                    applied += 1
+            if target is None:
+                return applied
+            pos = self._consumer.position([TopicPartition(self.flow.progress_topic, 0)])[0].offset
+            if max(pos, last + 1) >= target or time.monotonic() >= deadline:
+                return applied
+
+    def close(self) -> None:
+        """Release the consumer."""
+        self._consumer.close()
+
+
+class _TaskRun(threading.Thread):
+    """One copy task as the only Spark task of its own Spark job, on a driver thread."""
+
+    def __init__(self, spark: SparkSession, task: StreamTask) -> None:
+        super().__init__(name=f"mirrorspark-task-{task.flow}-{task.task_index}", daemon=True)
+        self.spark = spark
+        self.task = task
+        self.group = f"mirrorspark-{task.flow}-task-{task.task_index}-gen-{task.generation}"
+        self.result: StreamResult | None = None
+        self.error: MirrorsparkError | None = None
+        self.started_at = time.monotonic()
+
+    def run(self) -> None:
+        from mirrorspark.replication.datapath import reraise
+
+        sc = self.spark.sparkContext
+        try:
+            sc.setJobGroup(self.group, f"copy task {self.task.task_index} of {self.task.flow}", interruptOnCancel=True)
+            [self.result] = sc.parallelize([self.task], 1).map(run_stream_task).collect()
+        except MirrorsparkError as e:
+            self.error = e
+        except Exception as e:
+            self.error = reraise(e)
+
+    def cancel(self) -> None:
+        """Cancel the task's Spark job (the Python worker is killed; nothing more is committed)."""
+        self.spark.sparkContext.cancelJobGroup(self.group)
+
+
+class FlowSupervisor:
+    """Runs and restarts the copy tasks of one flow (a Connect herder's job for one connector).
+
+    Parameters
+    ----------
+    flow:
+        The started flow.
+    spark:
+        The SparkSession.
+    channel:
+        The driver's task channel.
+    """
+
+    def __init__(self, flow: Flow, spark: SparkSession, channel: TaskChannel) -> None:
+        self.flow = flow
+        self.spark = spark
+        self.channel = channel
+        self.progress = ProgressChannel(flow)
+        self.generation = 0
+        self.runs: dict[int, _TaskRun] = {}
+        self.assignment: tuple[tuple[str, int], ...] = ()
+        self.failures = 0
+        self.restarts = 0
+        self.next_start: dict[int, float] = {}
+        self.state = "created"
+        self.error: MirrorsparkError | None = None
+
+    @property
+    def name(self) -> str:
+        """The flow's name."""
+        return self.flow.name
+
+    def task_count(self) -> int:
+        """Copy tasks the flow runs now, ``min(tasks.max, partitions)``."""
+        return min(self.flow.config.tasks_max, len(self.flow.order))
+
+    def load(self) -> None:
+        """Read the progress channel to its end: copied segments of earlier runs (exact translation)."""
+        n = self.progress.load()
+        if n:
+            log.info("%s: restored copied segments from %d progress report(s)", self.name, n)
+
+    def start(self) -> None:
+        """Start a new generation of the flow's tasks from their committed positions."""
+        self.generation += 1
+        self.assignment = tuple(self.flow.order)
+        self.state = "running"
+        for task in self.flow.stream_tasks(self.generation, self.channel.address):
+            self._launch(task)
+
+    def _launch(self, task: StreamTask) -> None:
+        run = _TaskRun(self.spark, task)
+        self.runs[task.task_index] = run
+        run.start()
+
+    def stop_tasks(self, *, timeout_s: float = STOP_TIMEOUT_S) -> None:
+        """Stop the current generation: each task commits what was acknowledged and ends (bounded)."""
+        self.channel.stop(self.name, self.generation)
+        deadline = time.monotonic() + timeout_s
+        for run in list(self.runs.values()):
+            run.join(max(0.0, deadline - time.monotonic()))
+        for run in self.runs.values():
+            if run.is_alive():
+                log.warning(
+                    "%s: copy task %d did not stop in %.0f s: cancelled", self.name, run.task.task_index, timeout_s
+                )
+                run.cancel()
+                run.join(10)
+            self.channel.forget(self.name, run.task.task_index, run.task.generation)
+        self.runs.clear()
+        self.progress.poll(until_end=True, timeout_s=10, generation=self.generation)
+
+    def _restart_all(self, why: str) -> None:
+        log.info("%s: restarting its copy tasks (%s)", self.name, why)
+        self.stop_tasks()
+        self.restarts += 1
+        self.start()
+
+    def tick(self) -> None:
+        """Apply new reports; handle ended tasks; restart on an assignment change. Called by the driver loop."""
+        if self.state in ("failed", "stopped"):
+            return
+        self.progress.poll(generation=self.generation)
+        if self.flow.halted is not None:
+            self.stop_tasks()
+            self.state = "stopped"
+            return
+        now = time.monotonic()
+        for index, run in list(self.runs.items()):
+            if run.is_alive():
+                continue
+            self.channel.forget(self.name, index, run.task.generation)
+            del self.runs[index]
+            self.progress.poll(until_end=True, timeout_s=10, generation=self.generation)
+            if run.error is not None:
+                self._failed(index, run.error, now)
+            elif run.result is not None and run.result.reason == "out_of_range":
+                self.failures = 0
+                self.flow.check_positions(run.result.out_of_range)  # records the gap, moves the positions
+                self.next_start[index] = now
+            elif run.result is not None and run.result.records:
+                self.failures = 0
+                self.next_start[index] = now
+            else:
+                self.next_start[index] = now
+        if self.state == "failed":
+            return
+        if tuple(self.flow.order) != self.assignment:
+            self.next_start.clear()
+            self._restart_all("assignment changed")
+            return
+        for index, at in list(self.next_start.items()):
+            if at <= now and index not in self.runs:
+                del self.next_start[index]
+                tasks = {t.task_index: t for t in self.flow.stream_tasks(self.generation, self.channel.address)}
+                if index in tasks:
+                    self.restarts += 1
+                    self._launch(tasks[index])
+
+    def _failed(self, index: int, error: MirrorsparkError, now: float) -> None:
+        self.failures += 1
+        fatal = isinstance(error, RecordTooLargeError) or "AUTHORIZATION" in str(error).upper()
+        if fatal or self.failures >= MAX_FAILURES:
+            self.state = "failed"
+            self.error = error
+            log.error("%s: failed, its copy tasks are stopped (other flows go on): %s", self.name, error)
+            self.stop_tasks()
+            return
+        delay = min(BACKOFF_MAX_S, BACKOFF_INITIAL_S * 2 ** (self.failures - 1))
+        log.warning(
+            "%s: copy task %d failed (%s); restarting it in %.0f s from its committed offsets",
+            self.name,
+            index,
+            error,
+            delay,
+        )
+        self.next_start[index] = now + delay
+
+    def close(self) -> None:
+        """Stop the tasks (if running) and release the progress consumer."""
+        if self.runs:
+            self.stop_tasks()
+        if self.state != "failed":
+            self.state = "stopped"
+        self.progress.close()
+
+
+class ContinuousEngine:
+    """Runs every flow's copy tasks as long-running Spark tasks and supervises them.
+
+    Parameters
+    ----------
+    spark:
+        The SparkSession (its task slots are checked at :meth:`start`).
+    flows:
+        The started flows.
+
+    Raises
+    ------
+    ConfigError
+        At :meth:`start`, when Spark has fewer task slots than the flows need (one per copy task).
+    """
+
+    def __init__(self, spark: SparkSession, flows: Sequence[Flow]) -> None:
+        self.spark = spark
+        host = spark.sparkContext.getConf().get("spark.driver.host") or "127.0.0.1"
+        self.channel = TaskChannel(host)
+        self.supervisors = [FlowSupervisor(f, spark, self.channel) for f in flows]
+
+    def slots(self) -> int:
+        """Task slots Spark offers now (``defaultParallelism``: local[N] → N, a cluster → its executors' cores)."""
+        return int(self.spark.sparkContext.defaultParallelism)
+
+    def start(self) -> None:
+        """Check the task slots, restore copied segments and start every flow's tasks.
+
+        Raises
+        ------
+        ConfigError
+            Fewer slots than copy tasks.
+        """
+        from mirrorspark.errors import ConfigError
+
+        needed = sum(s.task_count() for s in self.supervisors)
+        available = self.slots()
+        if needed > available:
+            raise ConfigError(
+                f"the flows need {needed} Spark task slots (one per copy task: min(tasks.max, partitions) per flow) "
+                f"but Spark offers {available}: lower tasks.max, or give Spark more cores "
+                f"(--master local[{needed}], or more executors or executor cores on a cluster)"
+            )
+        for s in self.supervisors:
+            s.load()
+        for s in self.supervisors:
+            s.start()
+
+    def tick(self) -> None:
+        """Supervise every flow once (reports, ended tasks, assignment changes)."""
+        for s in self.supervisors:
+            s.tick()
+
+    @property
+    def failed(self) -> list[FlowSupervisor]:
+        """Flows marked failed."""
+        return [s for s in self.supervisors if s.state == "failed"]
+
+    def stop(self) -> None:
+        """Stop every flow's tasks (each commits what was acknowledged; bounded by :data:`STOP_TIMEOUT_S`)."""
+        for s in self.supervisors:
+            if s.runs:
+                self.channel.stop(s.name, s.generation)
+        for s in self.supervisors:
+            s.close()
+        self.channel.close()
+
+
+def first_error(supervisors: Sequence[FlowSupervisor]) -> MirrorsparkError:
+    """Return the error to exit with when flows failed: the first failed flow's (a :class:`DataPathError` if none)."""
+    for s in supervisors:
+        if s.error is not None:
+            return s.error
+    return DataPathError("every flow failed")
+
+
+__all__ = [
+    "BACKOFF_INITIAL_S",
+    "BACKOFF_MAX_S",
+    "MAX_FAILURES",
+    "STOP_TIMEOUT_S",
+    "ContinuousEngine",
+    "FlowSupervisor",
+    "ProgressChannel",
+    "TaskChannel",
+    "first_error",
+]

@@ -1,0 +1,420 @@
+"""The executor side of the continuous engine: one long-running copy task (MM2 ``MirrorSourceTask``).
+
+A :class:`StreamTask` runs inside one Spark task until the driver tells it to stop. It
+polls its source partitions, produces every record to the same partition of the remote
+topic, and **commits its own progress** every ``offset.flush.interval.ms``, in this order:
+
+1. offset syncs of the acknowledged records (MM2's rule, :mod:`mirrorspark.mm2.offset_syncs`)
+   to the offset-syncs topic;
+2. source offsets of the acknowledged records to ``mm2-offsets.<source>.internal`` on the
+   target, in Kafka Connect's layout (byte-compatible with MM2);
+3. one progress report per partition that moved to the flow's progress channel
+   (:mod:`mirrorspark.mm2.task_progress`).
+
+Only acknowledged records are committed: delivery reports of one partition arrive in
+production order (idempotent producer), so the acknowledged records are a prefix of those
+produced. Every write is checked (:func:`~mirrorspark.kafka.delivery.deliver`).
+
+The task talks to the driver over a small TCP channel (:class:`ChannelClient`): the driver
+sends ``stop``; a closed channel means the driver is gone, and the task then ends **without**
+committing again, so a task that outlived its driver (a zombie) never writes a position.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from mirrorspark.config.keys import masked
+from mirrorspark.errors import MirrorsparkError
+from mirrorspark.kafka.delivery import Outgoing, deliver
+from mirrorspark.mm2.connect_offsets import default_partition, source_offset_key, source_offset_value
+from mirrorspark.mm2.offset_syncs import CopiedSegment, SyncState, flush_delayed, fold_acknowledged
+from mirrorspark.mm2.records import OffsetSync
+from mirrorspark.mm2.task_progress import PartitionReport, encode_report, newest_segments
+from mirrorspark.replication.copy import PartitionCopy, consumer_error, delivery_error, produce_careful, producer
+from mirrorspark.replication.tasks import ERROR_MARK, PartitionRange
+
+PartitionKey = tuple[str, int]
+
+POLL_TIMEOUT_S = 0.1
+"""Longest wait for the first record of a poll (s): also how often the task checks its channel."""
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class StreamTask:
+    """What one long-running copy task needs: its partitions, clients and where to commit.
+
+    Attributes
+    ----------
+    flow, source, target:
+        ``"S->T"`` and the two aliases.
+    task_index, generation:
+        The task's index (MM2's task assignment) and the driver's generation of the flow's
+        tasks (grows at every restart of the flow's tasks).
+    consumer_conf, producer_conf:
+        librdkafka configurations of the source consumer and the target data producer.
+    commit_conf:
+        librdkafka configuration of the target producer of source offsets and progress reports.
+    syncs_conf:
+        librdkafka configuration of the offset-syncs producer, ``None`` when
+        ``emit.offset-syncs.enabled=false``.
+    offsets_topic, offsets_partitions:
+        ``offset.storage.topic`` on the target and its partition count.
+    syncs_topic, progress_topic:
+        The offset-syncs topic and the flow's progress channel.
+    partitions:
+        The task's partitions; ``start`` is the committed position (``end`` is unused).
+    offset_lag_max:
+        ``offset.lag.max`` (records).
+    flush_interval_s:
+        ``offset.flush.interval.ms`` in seconds.
+    channel:
+        ``(host, port, token)`` of the driver's task channel.
+    stall_timeout_s:
+        Seconds a commit waits for the target to acknowledge what was produced.
+    """
+
+    flow: str
+    source: str
+    target: str
+    task_index: int
+    generation: int
+    consumer_conf: Mapping[str, Any]
+    producer_conf: Mapping[str, Any]
+    commit_conf: Mapping[str, Any]
+    syncs_conf: Mapping[str, Any] | None
+    offsets_topic: str
+    offsets_partitions: int
+    syncs_topic: str
+    progress_topic: str
+    partitions: tuple[PartitionRange, ...]
+    offset_lag_max: int
+    flush_interval_s: float
+    channel: tuple[str, int, str]
+    stall_timeout_s: float = 120.0
+
+    def __repr__(self) -> str:
+        """Show the task without any client secret (configurations masked, the channel token hidden)."""
+        return (
+            f"StreamTask(flow={self.flow!r}, task_index={self.task_index}, generation={self.generation}, "
+            f"partitions={[(r.source_topic, r.partition, r.start) for r in self.partitions]!r}, "
+            f"consumer_conf={masked(self.consumer_conf)!r}, producer_conf={masked(self.producer_conf)!r})"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class StreamResult:
+    """How a long-running copy task ended.
+
+    Attributes
+    ----------
+    flow, task_index, generation:
+        The task.
+    reason:
+        ``"stopped"`` (the driver asked; everything acknowledged was committed),
+        ``"out_of_range"`` (positions out of range: committed, then ended so the driver can
+        record the gap) or ``"orphaned"`` (the channel closed: nothing more committed).
+    out_of_range:
+        Partitions whose position was out of range.
+    records:
+        Records this run of the task copied and committed.
+    """
+
+    flow: str
+    task_index: int
+    generation: int
+    reason: str
+    out_of_range: tuple[PartitionKey, ...] = ()
+    records: int = 0
+
+
+class ChannelClient:
+    """The task's end of the driver's task channel: one TCP connection, commands as text lines.
+
+    Parameters
+    ----------
+    address:
+        ``(host, port, token)`` from :attr:`StreamTask.channel`.
+    hello:
+        Sent first with the token (``flow``, ``task``, ``generation``), so the driver knows
+        which task this is.
+
+    Raises
+    ------
+    OSError
+        The driver cannot be reached.
+    """
+
+    def __init__(self, address: tuple[str, int, str], hello: Mapping[str, Any]) -> None:
+        host, port, token = address
+        self._sock = socket.create_connection((host, port), timeout=30)
+        self._sock.sendall(json.dumps({"token": token, **hello}).encode() + b"\n")
+        self._sock.setblocking(False)
+        self._buf = b""
+        self.state = "open"
+
+    def check(self) -> str:
+        """Return ``"open"``, ``"stop"`` (the driver asked) or ``"closed"`` (the driver is gone); never blocks."""
+        if self.state != "open":
+            return self.state
+        try:
+            data = self._sock.recv(4096)
+        except (BlockingIOError, InterruptedError):
+            return self.state
+        except OSError:
+            self.state = "closed"
+            return self.state
+        if not data:
+            self.state = "closed"
+        else:
+            self._buf += data
+            if b"stop" in self._buf:
+                self.state = "stop"
+        return self.state
+
+    def close(self) -> None:
+        """Close the connection."""
+        self._sock.close()
+
+
+class _Partition:
+    """A partition's committed position, emission state and recent copied runs inside a task."""
+
+    __slots__ = ("committed", "copy", "segments", "state")
+
+    def __init__(self, r: PartitionRange) -> None:
+        self.copy = PartitionCopy(r)
+        self.committed = r.start
+        self.state: SyncState = r.sync_state
+        self.segments: tuple[CopiedSegment, ...] = ()
+
+
+def _fail(e: MirrorsparkError) -> MirrorsparkError:
+    """Mark an error so that the driver rebuilds it from the Spark job failure (:data:`ERROR_MARK`)."""
+    text = str(e)
+    if ERROR_MARK in text:
+        return e
+    return type(e)(f"{ERROR_MARK}{e.code}] {text}")
+
+
+def run_stream_task(task: StreamTask) -> StreamResult:
+    """Copy the task's partitions until the driver stops it; commit every ``flush_interval_s``.
+
+    Parameters
+    ----------
+    task:
+        The task.
+
+    Returns
+    -------
+    StreamResult
+        How it ended.
+
+    Raises
+    ------
+    RecordTooLargeError
+        A record exceeds what the producer or the remote topic accepts (nothing after it
+        is committed).
+    DataPathError
+        Any other produce, delivery or read failure, or a commit that could not be written
+        (what was not committed is copied again by the restarted task: duplicates, never a
+        loss).
+    """
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+    from mirrorspark.kafka.factory import with_logger
+
+    parts: dict[PartitionKey, _Partition] = {(r.source_topic, r.partition): _Partition(r) for r in task.partitions}
+    data = producer(task.producer_conf)
+    commits = producer(task.commit_conf)
+    syncs_out = producer(task.syncs_conf) if task.syncs_conf is not None else None
+    channel = ChannelClient(task.channel, {"flow": task.flow, "task": task.task_index, "generation": task.generation})
+    consumer: Any = Consumer(
+        with_logger(dict(task.consumer_conf), str(task.consumer_conf.get("client.id", "replication-consumer")))
+    )
+    consumer.assign([TopicPartition(t, p, part.committed) for (t, p), part in parts.items()])
+    out_of_range: list[PartitionKey] = []
+    copied = 0
+
+    def commit(final: bool) -> bool:
+        """Commit what the target acknowledged; ``False`` when the channel closed (nothing written)."""
+        nonlocal copied
+        if final:
+            left = data.flush(task.stall_timeout_s)
+            if left:
+                what = f"{left} records not acknowledged by the target within {task.stall_timeout_s:.0f} s"
+                raise _fail_data(task, what)
+        else:
+            data.poll(0)
+        positions = {
+            (tp.topic, tp.partition): tp.offset for tp in consumer.position([TopicPartition(t, p) for (t, p) in parts])
+        }
+        syncs: list[Outgoing] = []
+        offsets: list[Outgoing] = []
+        reports: list[PartitionReport] = []
+        updates: list[tuple[_Partition, int, SyncState, tuple[CopiedSegment, ...], int]] = []
+        now = int(time.time() * 1000)
+        for (topic, partition), part in parts.items():
+            pc = part.copy
+            if pc.error is not None:
+                err, upstream = pc.error
+                raise delivery_error(err, pc.range, upstream)
+            n = len(pc.downstream)
+            up, down = pc.upstream[:n], pc.downstream[:n]
+            state, due, segments = fold_acknowledged(part.state, up, down, task.offset_lag_max)
+            state, delayed = flush_delayed(state)
+            if delayed is not None:
+                due.append(delayed)
+            next_offset = up[-1] + 1 if up else part.committed
+            if n == len(pc.upstream):  # every record read is acknowledged: the reader's position counts
+                pos = positions.get((topic, partition), -1)  # past transaction markers and compacted gaps
+                if pos > next_offset:
+                    next_offset = pos
+            if next_offset <= part.committed and not due:
+                continue
+            for u, d in due:
+                sync = OffsetSync(topic, partition, u, d)
+                syncs.append(Outgoing(task.syncs_topic, sync.key(), sync.value(), partition=0))
+            if next_offset > part.committed:
+                key = source_offset_key(task.source, topic, partition)
+                offsets.append(
+                    Outgoing(
+                        task.offsets_topic,
+                        key,
+                        source_offset_value(next_offset - 1),
+                        partition=default_partition(key, task.offsets_partitions),
+                    )
+                )
+            window = newest_segments(part.segments, segments)
+            reports.append(
+                PartitionReport(
+                    flow=task.flow,
+                    topic=topic,
+                    partition=partition,
+                    task=task.task_index,
+                    generation=task.generation,
+                    next_offset=max(next_offset, part.committed),
+                    records=n,
+                    value_bytes=pc.value_bytes,
+                    key_bytes=pc.key_bytes,
+                    latency_ms_sum=pc.lat_sum,
+                    latency_ms_max=pc.lat_max,
+                    latency_samples=pc.lat_n,
+                    segments=window,
+                    at=now,
+                )
+            )
+            updates.append((part, n, state, window, max(next_offset, part.committed)))
+        if not updates:
+            return True
+        if channel.check() == "closed":
+            return False  # the driver is gone: a zombie never writes a position
+        try:
+            if syncs and syncs_out is not None:
+                deliver(syncs_out, syncs, what=f"flow {task.flow}: offset syncs", alias=task.source)
+            deliver(commits, offsets, what=f"flow {task.flow}: source offsets", alias=task.target)
+            deliver(
+                commits,
+                [Outgoing(task.progress_topic, *encode_report(r)) for r in reports],
+                what=f"flow {task.flow}: progress reports",
+                alias=task.target,
+            )
+        except MirrorsparkError as e:
+            raise _fail(e) from e
+        for part, n, state, window, committed in updates:
+            pc = part.copy
+            del pc.upstream[:n]
+            del pc.downstream[:n]
+            pc.value_bytes = pc.key_bytes = pc.lat_sum = pc.lat_max = pc.lat_n = 0
+            part.state = state
+            part.segments = window
+            part.committed = committed
+            copied += n
+        return True
+
+    try:
+        next_commit = time.monotonic() + task.flush_interval_s
+        produce = data.produce
+        while True:
+            first = consumer.poll(POLL_TIMEOUT_S)
+            msgs = [first, *consumer.consume(num_messages=10000, timeout=0)] if first is not None else []
+            cur: tuple[str, int] | None = None
+            part: _Partition | None = None
+            for m in msgs:
+                err = m.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        continue
+                    if err.code() == KafkaError._AUTO_OFFSET_RESET and m.topic() is not None:  # noqa: SLF001 (librdkafka code)
+                        k = (m.topic(), m.partition())
+                        if k in parts and k not in out_of_range:
+                            out_of_range.append(k)
+                            consumer.pause([TopicPartition(k[0], k[1])])
+                        cur = None
+                        continue
+                    raise consumer_error(task.flow, task.consumer_conf, m, err)
+                k = (m.topic(), m.partition())
+                if k != cur:
+                    cur = k
+                    part = parts.get(k)
+                if part is None or k in out_of_range:
+                    continue
+                pc = part.copy
+                off = m.offset()
+                ts_type, ts = m.timestamp()
+                value = m.value()
+                key = m.key()
+                headers = m.headers()
+                pc.upstream.append(off)
+                try:
+                    if headers:
+                        produce(
+                            pc.target_topic,
+                            value,
+                            key,
+                            pc.partition,
+                            pc.delivered,
+                            None,
+                            ts if ts_type else 0,
+                            headers=headers,
+                        )
+                    else:
+                        produce(pc.target_topic, value, key, pc.partition, pc.delivered, None, ts if ts_type else 0)
+                except Exception:
+                    pc.upstream.pop()
+                    produce_careful(data, pc, off, key, value, headers, ts if ts_type else 0, task.stall_timeout_s)
+                    continue
+                if value is not None:
+                    pc.value_bytes += len(value)
+                if key is not None:
+                    pc.key_bytes += len(key)
+            data.poll(0)
+            state = channel.check()
+            if state == "closed":
+                return StreamResult(task.flow, task.task_index, task.generation, "orphaned", records=copied)
+            if state == "stop" or out_of_range:
+                if not commit(final=True):
+                    return StreamResult(task.flow, task.task_index, task.generation, "orphaned", records=copied)
+                reason = "stopped" if state == "stop" else "out_of_range"
+                return StreamResult(task.flow, task.task_index, task.generation, reason, tuple(out_of_range), copied)
+            if time.monotonic() >= next_commit:
+                if not commit(final=False):
+                    return StreamResult(task.flow, task.task_index, task.generation, "orphaned", records=copied)
+                next_commit = time.monotonic() + task.flush_interval_s
+    finally:
+        consumer.close()
+        channel.close()
+
+
+def _fail_data(task: StreamTask, what: str) -> MirrorsparkError:
+    from mirrorspark.errors import DataPathError
+
+    return DataPathError(f"{ERROR_MARK}DATA_PATH_ERROR] flow {task.flow}: {what}; check that the target cluster is up")
+
+
+__all__ = ["ChannelClient", "StreamResult", "StreamTask", "run_stream_task"]
