@@ -93,7 +93,7 @@ def replicator_acls(
         *((TOPIC, f"{source}.", PREFIXED, op) for op in (Op.CREATE, Op.WRITE, Op.READ, Op.ALTER_CONFIGS, Op.ALTER)),
         *(
             (TOPIC, f"{internal}.{source}.internal", LITERAL, op)
-            for internal in ("mm2-offsets", "mm2-progress", "mm2-gaps")
+            for internal in ("mm2-offsets", "mm2-progress", "mm2-gaps", "mm2-task-progress")
             for op in (Op.CREATE, Op.WRITE, Op.READ)
         ),
         *((TOPIC, "heartbeats", LITERAL, op) for op in (Op.CREATE, Op.WRITE)),

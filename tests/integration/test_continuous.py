@@ -5,10 +5,12 @@ Real brokers (the session's ``primary`` and ``backup``) and the session's SparkS
 
 from __future__ import annotations
 
+import psutil
 import pytest
-from helpers import consume_all, create_topic, produce, unique_name
-from test_replication import make_config, record_parity_scenario, strip
+from helpers import assert_eventually, consume_all, create_topic, produce, unique_name
+from test_replication import make_config, record_parity_scenario, running, strip, topics_of
 
+from mirrorspark.errors import RecordTooLargeError
 from mirrorspark.kafka.local.model import LocalClusters
 from mirrorspark.replication.datapath import DataPath
 from mirrorspark.replication.driver import Replicator
@@ -36,3 +38,86 @@ def test_restart_resumes_from_the_offsets_the_tasks_committed(
     produce(p, topic, [{"value": f"b{i}".encode(), "partition": i % 3} for i in range(30)])
     Replicator(cfg, data_path).run(until_caught_up=True)
     assert strip(consume_all(b, f"primary.{topic}")) == strip(consume_all(p, topic))
+
+
+def python_workers() -> list[psutil.Process]:
+    """The Spark Python workers running now: the children of PySpark's worker daemon."""
+    out = []
+    for proc in psutil.process_iter(["cmdline"]):
+        cmd = " ".join(proc.info["cmdline"] or [])
+        if "pyspark.daemon" in cmd:
+            out.extend(c for c in proc.children() if "pyspark.daemon" in " ".join(c.cmdline()))
+    return out
+
+
+def remote_values(bootstrap: str, topic: str) -> list[bytes | None]:
+    return [r["value"] for r in consume_all(bootstrap, topic)] if topic in topics_of(bootstrap) else []
+
+
+def test_a_killed_python_worker_is_restarted_and_nothing_is_lost(
+    local_clusters: LocalClusters, data_path: DataPath
+) -> None:
+    p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
+    topic = unique_name("cont-kill")
+    create_topic(p, topic, partitions=2)
+    produce(p, topic, [{"value": f"a{i}".encode(), "partition": i % 2} for i in range(200)])
+    cfg = make_config(local_clusters, [("primary", "backup")], topics=topic, **CONTINUOUS)
+    with running(cfg, data_path) as r:
+        assert_eventually(lambda: len(remote_values(b, f"primary.{topic}")) >= 200, timeout_s=60)
+        assert_eventually(lambda: len(r.supervisors) == 1, message="the engine did not start")
+        [sup] = r.supervisors
+        assert_eventually(lambda: len(sup.runs) == 2 and python_workers(), message="no copy task running")
+        for w in python_workers():
+            w.kill()  # kill -9 of the Python workers that run the copy tasks
+        produce(p, topic, [{"value": f"b{i}".encode(), "partition": i % 2} for i in range(200)])
+        expected = {f"{x}{i}".encode() for x in "ab" for i in range(200)}
+        assert_eventually(lambda: set(remote_values(b, f"primary.{topic}")) >= expected, timeout_s=90)
+        assert sup.restarts >= 1
+        assert sup.state == "running"
+    assert set(remote_values(b, f"primary.{topic}")) == expected  # nothing lost (a re-copy is allowed)
+
+
+def test_a_failing_flow_is_marked_failed_while_the_other_flow_keeps_copying(
+    local_clusters: LocalClusters, data_path: DataPath
+) -> None:
+    p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
+    big, fine = unique_name("cont-big"), unique_name("cont-fine")
+    create_topic(p, big)
+    create_topic(b, f"primary.{big}", config={"max.message.bytes": "20000"})
+    create_topic(b, fine)
+    produce(p, big, [{"value": b"small"}, {"value": b"x" * 50_000}])
+    cfg = make_config(
+        local_clusters, [("primary", "backup"), ("backup", "primary")], topics=f"{big}|{fine}", **CONTINUOUS
+    )
+    with pytest.raises(RecordTooLargeError, match=r"max\.message\.bytes"), running(cfg, data_path) as r:
+        assert_eventually(lambda: len(r.supervisors) == 2, message="the engine did not start")
+        failing, other = r.supervisors
+        assert_eventually(lambda: failing.state == "failed", timeout_s=60, message="the flow was not marked failed")
+        assert other.state == "running"
+        produce(b, fine, [{"value": f"f{i}".encode()} for i in range(20)])  # after the other flow failed
+        assert_eventually(
+            lambda: remote_values(p, f"backup.{fine}") == [f"f{i}".encode() for i in range(20)], timeout_s=60
+        )
+        assert [(f.flow, f.state) for f in r.stats()] == [("primary->backup", "failed"), ("backup->primary", "running")]
+
+
+def test_exact_translation_survives_a_restart(local_clusters: LocalClusters, data_path: DataPath) -> None:
+    """The copied segments are in the progress channel: a new process translates inside them with 0 re-reads."""
+    p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
+    topic = unique_name("cont-segments")
+    create_topic(p, topic, partitions=2)
+    produce(p, topic, [{"value": f"a{i}".encode(), "partition": i % 2} for i in range(400)])
+    cfg = make_config(local_clusters, [("primary", "backup")], topics=topic, **CONTINUOUS)
+    Replicator(cfg, data_path).run(until_caught_up=True)
+    fresh = Replicator(cfg, data_path)
+    fresh.start()
+    try:
+        [flow] = fresh.flows
+        dst = {(r["partition"], r["value"]): r["offset"] for r in consume_all(b, f"primary.{topic}")}
+        for r in consume_all(p, topic):
+            if r["offset"] in (0, 17, 150, 199):
+                exact = dst[(r["partition"], r["value"])]
+                # a committed offset (next to read) inside a copied run maps to the copy's next offset
+                assert flow.copied.translate_downstream(topic, r["partition"], r["offset"] + 1) == exact + 1
+    finally:
+        fresh.close()

@@ -86,7 +86,8 @@ class FlowStats:
     Attributes
     ----------
     flow, state:
-        ``"S->T"``; the driver's state, or ``"halted"`` once ``mirrorspark.on.gap=stop`` halted the flow.
+        ``"S->T"``; the driver's state, ``"halted"`` once ``mirrorspark.on.gap=stop`` halted the flow, or
+        ``"failed"`` once the continuous engine gave up on it (its error in the log; the other flows run on).
     records, value_bytes, lag, batches:
         Records and value bytes copied by this process, records not yet copied, batches committed.
     topics:
@@ -273,6 +274,11 @@ class Replicator:
         self.state = "created"
         self.engine = "batch"  # the engine of the last run: "batch" or "continuous"
         self._engine: ContinuousEngine | None = None
+
+    @property
+    def supervisors(self) -> list[FlowSupervisor]:
+        """The continuous engine's flow supervisors while it runs (or after), in flow order; empty on batches."""
+        return list(self._engine.supervisors) if self._engine is not None else []
 
     def task_slots(self) -> int:
         """Copy tasks the flows run now, ``min(tasks.max, partitions)`` per flow (after :meth:`start`)."""
@@ -485,6 +491,7 @@ class Replicator:
             bytes, lag (records) and batches, and per topic the same with replication latency (ms).
         """
         out = []
+        failed = {s.name for s in self.supervisors if s.state == "failed"}
         for f in self.flows:
             topics = []
             for topic, n in sorted(f.topic_partitions.items()):
@@ -506,7 +513,7 @@ class Replicator:
             out.append(
                 FlowStats(
                     flow=f.name,
-                    state="halted" if f.halted is not None else self.state,
+                    state="halted" if f.halted is not None else "failed" if f.name in failed else self.state,
                     records=sum(t.records for t in topics),
                     value_bytes=sum(t.value_bytes for t in topics),
                     lag=sum(t.lag for t in topics),

@@ -4,8 +4,8 @@ Each flow's partitions are cut into ``min(tasks.max, partitions)`` :class:`~mirr
 assignments (MM2's ``MirrorSourceConnector.taskConfigs``); each runs as the one Spark task of its own Spark
 job, submitted from a driver thread, until the driver stops it. Tasks commit their own offsets; the driver:
 
-* reads the flows' progress channels (:class:`ProgressChannel`) to follow positions, totals and copied
-  segments;
+* reads the flows' progress channels (:class:`~mirrorspark.replication.reports.ProgressChannel`) to
+  follow positions, totals and copied segments;
 * restarts a failed task with exponential backoff (:data:`BACKOFF_INITIAL_S` doubling up to
   :data:`BACKOFF_MAX_S`) from its committed positions; a flow whose error cannot be fixed by a retry
   (a record too large, an authorization failure) or that failed :data:`MAX_FAILURES` times in a row
@@ -29,10 +29,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from confluent_kafka import TopicPartition
-
-from mirrorspark.errors import CorruptRecordError, DataPathError, MirrorsparkError, RecordTooLargeError
-from mirrorspark.mm2.task_progress import decode_report
+from mirrorspark.errors import DataPathError, MirrorsparkError, RecordTooLargeError
 from mirrorspark.replication.stream import StreamResult, StreamTask, run_stream_task
 
 if TYPE_CHECKING:
@@ -139,84 +136,6 @@ class TaskChannel:
             c.close()
 
 
-class ProgressChannel:
-    """Reads one flow's progress channel (:mod:`mirrorspark.mm2.task_progress`) on the driver.
-
-    Parameters
-    ----------
-    flow:
-        The flow (started): reports are applied to it with :meth:`Flow.apply_report`.
-    """
-
-    def __init__(self, flow: Flow) -> None:
-        self.flow = flow
-        self.skipped = 0
-        self._consumer = flow.context.consumer(
-            "target", "task-progress-target-consumer", overrides={"enable.partition.eof": True}
-        )
-        self._consumer.assign([TopicPartition(flow.progress_topic, 0, -2)])  # from the beginning
-
-    def load(self, timeout_s: float = 30.0) -> int:
-        """Read the channel to its end (at start: the newest reports restore the copied segments).
-
-        Returns
-        -------
-        int
-            Reports applied.
-        """
-        return self.poll(until_end=True, timeout_s=timeout_s, generation=None)
-
-    def poll(self, *, until_end: bool = False, timeout_s: float = 0.0, generation: int | None = None) -> int:
-        """Apply the reports that arrived (or, with ``until_end``, every report up to the current end).
-
-        Parameters
-        ----------
-        until_end:
-            Read until the end offset at the call (bounded by ``timeout_s``).
-        timeout_s:
-            Longest wait (s).
-        generation:
-            The flow's current task generation (positions move only on its reports).
-
-        Returns
-        -------
-        int
-            Reports applied.
-        """
-        applied = 0
-        deadline = time.monotonic() + timeout_s
-        target = None
-        if until_end:
-            _, high = self._consumer.get_watermark_offsets(
-                TopicPartition(self.flow.progress_topic, 0), timeout=max(1.0, timeout_s)
-            )
-            target = high
-        while True:
-            msgs = self._consumer.consume(num_messages=1000, timeout=0.05 if until_end else 0)
-            last = -1
-            for m in msgs:
-                if m.error() is not None:
-                    continue
-                last = int(m.offset() or 0)
-                try:
-                    report = decode_report(m.key(), m.value())
-                except CorruptRecordError as e:
-                    self.skipped += 1
-                    log.warning("%s: skipped a progress record at offset %d: %s", self.flow.name, m.offset(), e)
-                    continue
-                if report.flow == self.flow.name and self.flow.apply_report(report, generation=generation):
-                    applied += 1
-            if target is None:
-                return applied
-            pos = self._consumer.position([TopicPartition(self.flow.progress_topic, 0)])[0].offset
-            if max(pos, last + 1) >= target or time.monotonic() >= deadline:
-                return applied
-
-    def close(self) -> None:
-        """Release the consumer."""
-        self._consumer.close()
-
-
 class _TaskRun(threading.Thread):
     """One copy task as the only Spark task of its own Spark job, on a driver thread."""
 
@@ -263,7 +182,9 @@ class FlowSupervisor:
         self.flow = flow
         self.spark = spark
         self.channel = channel
-        self.progress = ProgressChannel(flow)
+        if flow.reports is None:
+            raise DataPathError(f"{flow.name}: the flow is not started")
+        self.progress = flow.reports
         self.generation = 0
         self.runs: dict[int, _TaskRun] = {}
         self.assignment: tuple[tuple[str, int], ...] = ()
@@ -281,12 +202,6 @@ class FlowSupervisor:
     def task_count(self) -> int:
         """Copy tasks the flow runs now, ``min(tasks.max, partitions)``."""
         return min(self.flow.config.tasks_max, len(self.flow.order))
-
-    def load(self) -> None:
-        """Read the progress channel to its end: copied segments of earlier runs (exact translation)."""
-        n = self.progress.load()
-        if n:
-            log.info("%s: restored copied segments from %d progress report(s)", self.name, n)
 
     def start(self) -> None:
         """Start a new generation of the flow's tasks from their committed positions."""
@@ -338,10 +253,12 @@ class FlowSupervisor:
             if run.is_alive():
                 continue
             self.channel.forget(self.name, index, run.task.generation)
-            del self.runs[index]
+            self.runs.pop(index, None)
             self.progress.poll(until_end=True, timeout_s=10, generation=self.generation)
             if run.error is not None:
                 self._failed(index, run.error, now)
+                if self.state == "failed":
+                    return
             elif run.result is not None and run.result.reason == "out_of_range":
                 self.failures = 0
                 self.flow.check_positions(run.result.out_of_range)  # records the gap, moves the positions
@@ -351,8 +268,6 @@ class FlowSupervisor:
                 self.next_start[index] = now
             else:
                 self.next_start[index] = now
-        if self.state == "failed":
-            return
         if tuple(self.flow.order) != self.assignment:
             self.next_start.clear()
             self._restart_all("assignment changed")
@@ -385,12 +300,11 @@ class FlowSupervisor:
         self.next_start[index] = now + delay
 
     def close(self) -> None:
-        """Stop the tasks (if running) and release the progress consumer."""
+        """Stop the tasks (if running)."""
         if self.runs:
             self.stop_tasks()
         if self.state != "failed":
             self.state = "stopped"
-        self.progress.close()
 
 
 class ContinuousEngine:
@@ -438,8 +352,7 @@ class ContinuousEngine:
                 f"(--master local[{needed}], or more executors or executor cores on a cluster)"
             )
         for s in self.supervisors:
-            s.load()
-        for s in self.supervisors:
+            s.progress.poll(until_end=True, timeout_s=10)  # reports written since the flow started
             s.start()
 
     def tick(self) -> None:
@@ -477,7 +390,6 @@ __all__ = [
     "STOP_TIMEOUT_S",
     "ContinuousEngine",
     "FlowSupervisor",
-    "ProgressChannel",
     "TaskChannel",
     "first_error",
 ]

@@ -39,6 +39,7 @@ from confluent_kafka.admin import AdminClient
 from mirrorspark.client.context import FlowContext, Side
 from mirrorspark.client.source_offsets import read_source_offset_history
 from mirrorspark.config.model import DataPathConfig
+from mirrorspark.errors import ClusterError
 from mirrorspark.kafka.admin import (
     PartitionKey,
     TopicSpec,
@@ -67,7 +68,7 @@ from mirrorspark.mm2.gaps import GapEvent, check_position, recreated_gap
 from mirrorspark.mm2.internal_topics import TASK_PROGRESS_PREFIX, mirrorspark_topic
 from mirrorspark.mm2.policy import ReplicationPolicy
 from mirrorspark.mm2.records import OffsetSync
-from mirrorspark.mm2.task_progress import PartitionReport
+from mirrorspark.mm2.task_progress import PartitionReport, encode_report, newest_segments
 from mirrorspark.mm2.translation import CopiedRanges
 from mirrorspark.replication.control import LiveFilters
 from mirrorspark.replication.gaps import GapLedger
@@ -75,6 +76,7 @@ from mirrorspark.replication.partitions import (
     IdleWatch,
     PartitionProgress,
 )
+from mirrorspark.replication.reports import ProgressChannel
 from mirrorspark.replication.stream import StreamTask
 from mirrorspark.replication.tasks import CopyTask, PartitionRange, PartitionResult, assign_round_robin
 
@@ -134,6 +136,7 @@ class Flow:
         self.copied = CopiedRanges()  # exact upstream->downstream knowledge, for checkpoints
         self._hot: set[PartitionKey] = set()  # end offsets listed at every plan (the rest: IdleWatch)
         self._watch: IdleWatch | None = None
+        self.reports: ProgressChannel | None = None  # the progress channel's reader, from start()
         self._next_full_refresh = 0.0
         self.batches = 0
         self.started_at = time.time()
@@ -259,6 +262,12 @@ class Flow:
         self._history = {k: list(h.offsets) for k, h in history.items()}
         self._watch = IdleWatch(self.context, isolation_level=self.isolation_level)
         self.refresh_topics()
+        self.reports = ProgressChannel(self)
+        restored = self.reports.load()
+        if restored:
+            log.info(
+                "%s: restored the copied segments of %d partition(s) from %s", self.name, restored, self.progress_topic
+            )
 
     # ------------------------------------------------------------------ discovery
 
@@ -814,7 +823,9 @@ class Flow:
             )
         return tasks
 
-    def apply_report(self, report: PartitionReport, *, generation: int | None = None) -> bool:
+    def apply_report(
+        self, report: PartitionReport, *, generation: int | None = None, segments_only: bool = False
+    ) -> bool:
         """Apply one progress report of a copy task: position, totals and copied segments.
 
         Parameters
@@ -824,6 +835,8 @@ class Flow:
         generation:
             The flow's current task generation: positions move only on reports of it (a report
             of an older generation still adds its copied segments). ``None`` takes any.
+        segments_only:
+            Add the copied segments only (a report of an earlier run, read at start).
 
         Returns
         -------
@@ -835,7 +848,7 @@ class Flow:
             self.copied.add(report.topic, report.partition, report.segments)
         if p is None:
             return False
-        if generation is None or report.generation == generation:
+        if not segments_only and (generation is None or report.generation == generation):
             if report.next_offset > p.position:
                 p.position = report.next_offset
                 self.last_commit_at = report.at / 1000.0
@@ -900,6 +913,7 @@ class Flow:
             alias=cfg.target,
             hint="positions are not advanced: the last batch will be copied again",
         )
+        self._publish_reports(results)
         for r in results:
             p = self.partitions.get((r.source_topic, r.partition))
             if p is None:
@@ -917,6 +931,46 @@ class Flow:
                 self.copied.add(r.source_topic, r.partition, r.segments)
         self.batches += 1
         self.last_commit_at = time.time()
+
+    def _publish_reports(self, results: Sequence[PartitionResult]) -> None:
+        """Write a batch's progress reports (the copied segments survive a restart): best effort, logged."""
+        reports = []
+        now = int(time.time() * 1000)
+        for r in results:
+            if not r.segments:
+                continue
+            window = newest_segments(self.copied.segments(r.source_topic, r.partition), r.segments)
+            reports.append(
+                Outgoing(
+                    self.progress_topic,
+                    *encode_report(
+                        PartitionReport(
+                            flow=self.name,
+                            topic=r.source_topic,
+                            partition=r.partition,
+                            task=0,
+                            generation=0,
+                            next_offset=r.next_offset,
+                            records=r.records,
+                            value_bytes=r.value_bytes,
+                            key_bytes=r.key_bytes,
+                            latency_ms_sum=r.latency_ms_sum,
+                            latency_ms_max=r.latency_ms_max,
+                            latency_samples=r.latency_samples,
+                            segments=window,
+                            at=now,
+                        )
+                    ),
+                )
+            )
+        if not reports:
+            return
+        try:
+            deliver(
+                self._offsets_producer, reports, what=f"flow {self.name}: progress reports", alias=self.config.target
+            )
+        except ClusterError as e:  # positions are committed; only exact translation after a restart is lost
+            log.warning("%s: %s", self.name, e)
 
     # ------------------------------------------------------------------ views
 
@@ -964,6 +1018,9 @@ class Flow:
                 p.flush(10)
         self._offsets_producer = self._syncs_producer = None
         self.live_filters.close()
+        if self.reports is not None:
+            self.reports.close()
+            self.reports = None
         if self._ledger is not None:
             self._ledger.close()
             self._ledger = None

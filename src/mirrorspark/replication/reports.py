@@ -1,0 +1,135 @@
+"""The driver's reader of a flow's progress channel (:mod:`mirrorspark.mm2.task_progress`)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Protocol
+
+from confluent_kafka import TopicPartition
+
+from mirrorspark.client.context import FlowContext
+from mirrorspark.errors import CorruptRecordError
+from mirrorspark.mm2.task_progress import PartitionReport, decode_report
+
+log = logging.getLogger(__name__)
+
+
+class ReportSink(Protocol):
+    """What a :class:`ProgressChannel` feeds: a :class:`~mirrorspark.replication.flow.Flow`."""
+
+    @property
+    def name(self) -> str:
+        """The flow's name, ``"S->T"``."""
+        ...
+
+    @property
+    def context(self) -> FlowContext:
+        """The flow's context (its clients)."""
+        ...
+
+    @property
+    def progress_topic(self) -> str:
+        """The flow's progress channel."""
+        ...
+
+    def apply_report(
+        self, report: PartitionReport, *, generation: int | None = None, segments_only: bool = False
+    ) -> bool:
+        """Apply one report; tell whether it was of a replicated partition."""
+        ...
+
+
+class ProgressChannel:
+    """Reads one flow's progress channel (:mod:`mirrorspark.mm2.task_progress`) on the driver.
+
+    Parameters
+    ----------
+    flow:
+        The flow (started): reports are applied to it with :meth:`Flow.apply_report`.
+    """
+
+    def __init__(self, flow: ReportSink) -> None:
+        self.flow = flow
+        self.skipped = 0
+        self._consumer = flow.context.consumer(
+            "target", "task-progress-target-consumer", overrides={"enable.partition.eof": True}
+        )
+        self._consumer.assign([TopicPartition(flow.progress_topic, 0, -2)])  # from the beginning
+
+    def load(self, timeout_s: float = 30.0) -> int:
+        """Read the channel to its end at start: the newest reports restore the copied segments, nothing else.
+
+        Positions come from ``mm2-offsets`` and totals start at 0, so that a restarted flow translates
+        offsets inside the runs copied before the restart exactly (0 re-reads).
+
+        Returns
+        -------
+        int
+            Reports read.
+        """
+        return self.poll(until_end=True, timeout_s=timeout_s, segments_only=True)
+
+    def poll(
+        self,
+        *,
+        until_end: bool = False,
+        timeout_s: float = 0.0,
+        generation: int | None = None,
+        segments_only: bool = False,
+    ) -> int:
+        """Apply the reports that arrived (or, with ``until_end``, every report up to the current end).
+
+        Parameters
+        ----------
+        until_end:
+            Read until the end offset at the call (bounded by ``timeout_s``).
+        timeout_s:
+            Longest wait (s).
+        generation:
+            The flow's current task generation (positions move only on its reports).
+        segments_only:
+            Restore copied segments only (:meth:`load`).
+
+        Returns
+        -------
+        int
+            Reports applied.
+        """
+        applied = 0
+        deadline = time.monotonic() + timeout_s
+        target = None
+        if until_end:
+            _, high = self._consumer.get_watermark_offsets(
+                TopicPartition(self.flow.progress_topic, 0), timeout=max(1.0, timeout_s)
+            )
+            target = high
+        while True:
+            msgs = self._consumer.consume(num_messages=1000, timeout=0.05 if until_end else 0)
+            last = -1
+            for m in msgs:
+                if m.error() is not None:
+                    continue
+                last = int(m.offset() or 0)
+                try:
+                    report = decode_report(m.key(), m.value())
+                except CorruptRecordError as e:
+                    self.skipped += 1
+                    log.warning("%s: skipped a progress record at offset %d: %s", self.flow.name, m.offset(), e)
+                    continue
+                if report.flow == self.flow.name and self.flow.apply_report(
+                    report, generation=generation, segments_only=segments_only
+                ):
+                    applied += 1
+            if target is None:
+                return applied
+            pos = self._consumer.position([TopicPartition(self.flow.progress_topic, 0)])[0].offset
+            if max(pos, last + 1) >= target or time.monotonic() >= deadline:
+                return applied
+
+    def close(self) -> None:
+        """Release the consumer."""
+        self._consumer.close()
+
+
+__all__ = ["ProgressChannel", "ReportSink"]
