@@ -517,6 +517,11 @@ class FakeConsumer:
             for tp in partitions
         ]
 
+    def get_watermark_offsets(self, tp: TopicPartition, timeout: float = -1) -> tuple[int, int]:
+        log = self.cluster.records(tp.topic, tp.partition)
+        start = self.cluster.log_start(tp.topic, tp.partition) if tp.topic in self.cluster.topics else 0
+        return start, len(log)
+
     def close(self) -> None:
         self.closed = True
 
