@@ -4,14 +4,17 @@ As MM2's own integration tests do, the session runs two independent single-broke
 clusters, ``primary`` and ``backup``, started once (about 5 s) and stopped at the end.
 Tests keep out of each other's way with unique topic and group names
 (:func:`helpers.unique_name`); a test that needs to break a cluster starts its own.
+A test that needs a real Spark cluster gets a fresh standalone one (``spark_standalone``).
 """
 
 from __future__ import annotations
 
 import atexit
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+from standalone import StandaloneCluster
 
 from mirrorspark.kafka.local.clusters import start_clusters, stop_clusters
 from mirrorspark.kafka.local.model import LocalClusters
@@ -68,3 +71,20 @@ def secure_clusters(
     finally:
         stop()
         atexit.unregister(stop)
+
+
+@pytest.fixture
+def spark_standalone(tmp_path: Path) -> Iterator[StandaloneCluster]:
+    """A fresh Spark standalone cluster for one test: a master and 2 workers of 1 core each (about 8 s).
+
+    Per test, not per session: a test may kill a worker (:meth:`StandaloneCluster.kill_worker`).
+    Logs and the workers' work directories are under ``<tmp_path>/spark``.
+    """
+    cluster = StandaloneCluster(tmp_path / "spark", workers=2)
+    # Safety net if the session dies before the teardown runs (stop is idempotent).
+    atexit.register(cluster.stop)
+    try:
+        with cluster:
+            yield cluster
+    finally:
+        atexit.unregister(cluster.stop)

@@ -93,12 +93,20 @@ def build_spark_session(
 
 
 def _package_zip() -> Path:
-    """Zip the installed ``mirrorspark`` package (Python files and resources) for ``addPyFile``."""
+    """Zip the installed ``mirrorspark`` package (Python files and resources) for ``addPyFile``.
+
+    The zip lives in a temporary directory removed when the process exits (the driver serves
+    the file to executors from there for the application's lifetime).
+    """
+    import atexit
+    import shutil
     import tempfile
     import zipfile
 
     root = Path(__file__).resolve().parents[1]
-    out = Path(tempfile.mkdtemp(prefix="mirrorspark-pyfiles-")) / "mirrorspark.zip"
+    tmp = tempfile.mkdtemp(prefix="mirrorspark-pyfiles-")
+    atexit.register(shutil.rmtree, tmp, ignore_errors=True)
+    out = Path(tmp) / "mirrorspark.zip"
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
         for f in sorted(root.rglob("*")):
             if f.is_file() and "__pycache__" not in f.parts:
