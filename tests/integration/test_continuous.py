@@ -5,6 +5,13 @@ Real brokers (the session's ``primary`` and ``backup``) and the session's SparkS
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
 import psutil
 import pytest
 from helpers import assert_eventually, consume_all, create_topic, produce, unique_name
@@ -121,3 +128,58 @@ def test_exact_translation_survives_a_restart(local_clusters: LocalClusters, dat
                 assert flow.copied.translate_downstream(topic, r["partition"], r["offset"] + 1) == exact + 1
     finally:
         fresh.close()
+
+
+def start_run(props: Path, log: Path) -> subprocess.Popen[bytes]:
+    """``mirrorspark run`` (continuous engine) in its own process group, its output in ``log``."""
+    with log.open("wb") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "mirrorspark", "run", str(props), "--quiet"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+def test_a_standby_instance_takes_over_when_the_active_one_is_killed(
+    local_clusters: LocalClusters, tmp_path: Path
+) -> None:
+    """Two `mirrorspark run` on one config: one copies, the other waits; kill -9 of the first hands the flow over."""
+    p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
+    topic = unique_name("cont-standby")
+    create_topic(p, topic, partitions=2)
+    props = tmp_path / "mm2.properties"
+    props.write_text(
+        local_clusters.mm2_properties(
+            [("primary", "backup")], extra={"topics": topic, "tasks.max": "2", "refresh.topics.interval.seconds": "2"}
+        )
+    )
+    remote = f"primary.{topic}"
+    first = start_run(props, tmp_path / "first.log")
+    second: subprocess.Popen[bytes] | None = None
+    try:
+        produce(p, topic, [{"value": f"a{i}".encode(), "partition": i % 2} for i in range(100)])
+        assert_eventually(lambda: len(remote_values(b, remote)) >= 100, timeout_s=120, message="the first run copies")
+        second = start_run(props, tmp_path / "second.log")
+        assert_eventually(
+            lambda: "standby" in (tmp_path / "second.log").read_text(errors="replace") or second.poll() is not None,
+            timeout_s=120,
+            message="the second run did not report waiting as a standby",
+        )
+        assert second.poll() is None, (tmp_path / "second.log").read_text(errors="replace")
+        produce(p, topic, [{"value": f"b{i}".encode(), "partition": i % 2} for i in range(100)])
+        assert_eventually(lambda: len(remote_values(b, remote)) >= 200, timeout_s=60)
+        os.killpg(first.pid, signal.SIGKILL)  # kill -9 of the active instance: driver, JVM, Python workers
+        first.wait(30)
+        produce(p, topic, [{"value": f"c{i}".encode(), "partition": i % 2} for i in range(100)])
+        expected = {f"{x}{i}".encode() for x in "abc" for i in range(100)}
+        assert_eventually(lambda: set(remote_values(b, remote)) >= expected, timeout_s=90, message="no takeover")
+        second.send_signal(signal.SIGTERM)
+        assert second.wait(60) == 0, (tmp_path / "second.log").read_text(errors="replace")
+    finally:
+        for proc in (first, second):
+            if proc is not None and proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(30)
+    assert set(remote_values(b, remote)) == expected

@@ -58,6 +58,9 @@ def _setup_logging(verbose: bool) -> None:
     logging.getLogger("py4j").setLevel(logging.WARNING)
     # librdkafka's lines for the operator tools' clients: a failure is reported once, as the error
     logging.getLogger("mirrorspark.librdkafka").setLevel(logging.DEBUG if verbose else logging.CRITICAL)
+    # standby, takeover and task restarts are what an operator of several instances must see
+    for name in ("mirrorspark.replication.lease", "mirrorspark.replication.engine"):
+        logging.getLogger(name).setLevel(logging.INFO)
 
 
 @app.callback()
@@ -245,7 +248,7 @@ def _run(
     def on_sigint(_sig: int, _frame: FrameType | None) -> None:
         if replicator.stopping:
             raise KeyboardInterrupt
-        err_console.print("stopping after the current batch (Ctrl-C again to abort it)…")
+        err_console.print("stopping: committing what was copied (Ctrl-C again to abort)…")
         replicator.request_stop()
 
     previous = signal.signal(signal.SIGINT, on_sigint)

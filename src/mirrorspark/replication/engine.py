@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from mirrorspark.errors import DataPathError, MirrorsparkError, RecordTooLargeError
+from mirrorspark.replication.lease import FlowLease
 from mirrorspark.replication.stream import StreamResult, StreamTask, run_stream_task
 
 if TYPE_CHECKING:
@@ -50,6 +51,14 @@ MAX_FAILURES = 6
 
 STOP_TIMEOUT_S = 30.0
 """Seconds :meth:`ContinuousEngine.stop` waits for tasks to commit and end before cancelling their jobs."""
+
+LEASE_GRANT_S = 3.0
+"""Seconds a copy task may commit after the driver's last grant: half the lease group's session timeout
+(:class:`~mirrorspark.replication.lease.FlowLease`, 6 s), so a driver that lost its lease (or froze) has
+its tasks stop committing before a standby can take the flow over."""
+
+LEASE_RENEW_S = 1.0
+"""Seconds between two grants to the tasks of a flow whose lease this instance holds."""
 
 
 class TaskChannel:
@@ -72,6 +81,7 @@ class TaskChannel:
         self._lock = threading.Lock()
         self._conns: dict[tuple[str, int, int], socket.socket] = {}
         self._stopped: set[tuple[str, int]] = set()  # (flow, generation) told to stop
+        self._grants: dict[tuple[str, int], float] = {}  # (flow, generation) -> lease seconds last granted
         self._closed = False
         self._thread = threading.Thread(target=self._accept, name="mirrorspark-task-channel", daemon=True)
         self._thread.start()
@@ -100,8 +110,11 @@ class TaskChannel:
             old = self._conns.pop(key, None)
             self._conns[key] = conn
             stop = (key[0], key[2]) in self._stopped
+            grant = self._grants.get((key[0], key[2]))
         if old is not None:
             old.close()
+        if grant is not None:
+            self._send(conn, f"lease {grant}\n".encode())
         if stop:
             self._send(conn, b"stop\n")
 
@@ -117,6 +130,25 @@ class TaskChannel:
             conns = [c for (f, _, g), c in self._conns.items() if f == flow and g == generation]
         for c in conns:
             self._send(c, b"stop\n")
+
+    def _broadcast(self, flow: str, generation: int, data: bytes) -> None:
+        with self._lock:
+            conns = [c for (f, _, g), c in self._conns.items() if f == flow and g == generation]
+        for c in conns:
+            self._send(c, data)
+
+    def grant(self, flow: str, generation: int, seconds: float) -> None:
+        """Let the tasks of ``flow``'s ``generation`` commit for ``seconds`` from now (renewed while leased)."""
+        with self._lock:
+            self._grants[(flow, generation)] = seconds
+        self._broadcast(flow, generation, f"lease {seconds}\n".encode())
+
+    def abort(self, flow: str, generation: int) -> None:
+        """Tell the tasks of ``flow``'s ``generation`` to end without committing (the flow's lease was lost)."""
+        with self._lock:
+            self._grants.pop((flow, generation), None)
+            self._stopped.add((flow, generation))
+        self._broadcast(flow, generation, b"abort\n")
 
     def forget(self, flow: str, task: int, generation: int) -> None:
         """Drop a finished task's connection."""
@@ -176,10 +208,16 @@ class FlowSupervisor:
         The SparkSession.
     channel:
         The driver's task channel.
+    lease:
+        The flow's lease (one active instance per flow): tasks run only while it is held, and
+        commit only under the grants :class:`ContinuousEngine` renews while it holds. ``None``
+        runs the tasks at once, with a grant that never expires.
     """
 
-    def __init__(self, flow: Flow, spark: SparkSession, channel: TaskChannel) -> None:
+    def __init__(self, flow: Flow, spark: SparkSession, channel: TaskChannel, lease: FlowLease | None = None) -> None:
         self.flow = flow
+        self.lease = lease
+        self.epoch = 0  # the lease epoch the running generation was started under
         self.spark = spark
         self.channel = channel
         if flow.reports is None:
@@ -203,13 +241,55 @@ class FlowSupervisor:
         """Copy tasks the flow runs now, ``min(tasks.max, partitions)``."""
         return min(self.flow.config.tasks_max, len(self.flow.order))
 
+    def begin(self) -> None:
+        """Start the tasks; with a lease, join the lease group and wait as a standby until :meth:`tick` sees it held.
+
+        Raises
+        ------
+        ClusterError
+            The lease topic cannot be created.
+        """
+        if self.lease is None:
+            self.start()
+            return
+        self.lease.start()
+        self.state = "standby"
+
     def start(self) -> None:
         """Start a new generation of the flow's tasks from their committed positions."""
         self.generation += 1
         self.assignment = tuple(self.flow.order)
         self.state = "running"
+        self.grant()
         for task in self.flow.stream_tasks(self.generation, self.channel.address):
             self._launch(task)
+
+    def grant(self) -> None:
+        """Renew the running generation's permission to commit (while the lease is held)."""
+        if self.lease is None:
+            self.channel.grant(self.name, self.generation, 1e9)
+        elif self.state == "running" and self.lease.holds(self.epoch):
+            self.channel.grant(self.name, self.generation, LEASE_GRANT_S)
+
+    def _take_over(self) -> None:
+        assert self.lease is not None
+        self.epoch = self.lease.epoch
+        self.flow.reload_positions()  # where the previous holder's tasks committed
+        self.progress.poll(until_end=True, timeout_s=10)
+        log.info("%s: this instance holds the flow's lease (epoch %d): copying", self.name, self.epoch)
+        self.start()
+
+    def _lost(self) -> None:
+        log.warning("%s: the flow's lease was lost: its copy tasks end without committing; standby", self.name)
+        self.channel.abort(self.name, self.generation)
+        for run in list(self.runs.values()):
+            run.join(STOP_TIMEOUT_S)
+            if run.is_alive():
+                run.cancel()
+            self.channel.forget(self.name, run.task.task_index, run.task.generation)
+        self.runs.clear()
+        self.next_start.clear()
+        self.state = "standby"
 
     def _launch(self, task: StreamTask) -> None:
         run = _TaskRun(self.spark, task)
@@ -243,6 +323,15 @@ class FlowSupervisor:
         """Apply new reports; handle ended tasks; restart on an assignment change. Called by the driver loop."""
         if self.state in ("failed", "stopped"):
             return
+        if self.lease is not None:
+            held = self.lease.held
+            if self.state == "standby":
+                if held:
+                    self._take_over()
+                return
+            if not held:
+                self._lost()
+                return
         self.progress.poll(generation=self.generation)
         if self.flow.halted is not None:
             self.stop_tasks()
@@ -300,11 +389,13 @@ class FlowSupervisor:
         self.next_start[index] = now + delay
 
     def close(self) -> None:
-        """Stop the tasks (if running)."""
+        """Stop the tasks (if running) and give the lease up (a standby takes over at once)."""
         if self.runs:
             self.stop_tasks()
         if self.state != "failed":
             self.state = "stopped"
+        if self.lease is not None:
+            self.lease.close()
 
 
 class ContinuousEngine:
@@ -323,11 +414,24 @@ class ContinuousEngine:
         At :meth:`start`, when Spark has fewer task slots than the flows need (one per copy task).
     """
 
-    def __init__(self, spark: SparkSession, flows: Sequence[Flow]) -> None:
+    def __init__(self, spark: SparkSession, flows: Sequence[Flow], *, leases: bool = True) -> None:
         self.spark = spark
         host = spark.sparkContext.getConf().get("spark.driver.host") or "127.0.0.1"
         self.channel = TaskChannel(host)
-        self.supervisors = [FlowSupervisor(f, spark, self.channel) for f in flows]
+        self.supervisors = [
+            FlowSupervisor(f, spark, self.channel, FlowLease(f.context) if leases else None) for f in flows
+        ]
+        self._closing = threading.Event()
+        self._granter = threading.Thread(target=self._grant_loop, name="mirrorspark-lease-grants", daemon=True)
+
+    def _grant_loop(self) -> None:
+        """Renew the grants every :data:`LEASE_RENEW_S`, off the driver loop (long control jobs never stall them)."""
+        while not self._closing.wait(LEASE_RENEW_S):
+            for s in self.supervisors:
+                try:
+                    s.grant()
+                except Exception as e:  # never let the grant thread die
+                    log.debug("%s: lease grant failed: %s", s.name, e)
 
     def slots(self) -> int:
         """Task slots Spark offers now (``defaultParallelism``: local[N] → N, a cluster → its executors' cores)."""
@@ -353,7 +457,8 @@ class ContinuousEngine:
             )
         for s in self.supervisors:
             s.progress.poll(until_end=True, timeout_s=10)  # reports written since the flow started
-            s.start()
+            s.begin()
+        self._granter.start()
 
     def tick(self) -> None:
         """Supervise every flow once (reports, ended tasks, assignment changes)."""
@@ -372,6 +477,7 @@ class ContinuousEngine:
                 self.channel.stop(s.name, s.generation)
         for s in self.supervisors:
             s.close()
+        self._closing.set()
         self.channel.close()
 
 
@@ -386,6 +492,8 @@ def first_error(supervisors: Sequence[FlowSupervisor]) -> MirrorsparkError:
 __all__ = [
     "BACKOFF_INITIAL_S",
     "BACKOFF_MAX_S",
+    "LEASE_GRANT_S",
+    "LEASE_RENEW_S",
     "MAX_FAILURES",
     "STOP_TIMEOUT_S",
     "ContinuousEngine",

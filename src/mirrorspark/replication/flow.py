@@ -403,6 +403,32 @@ class Flow:
             log.info("%s: synced topic configs %s", self.name, changes)
         return changes
 
+    def reload_positions(self) -> None:
+        """Move positions forward to the newest source offsets in ``mm2-offsets`` (another instance's commits).
+
+        Called when this instance takes a flow's lease over: the previous holder's tasks
+        committed past the positions this instance knew. Positions never move backwards.
+
+        Raises
+        ------
+        ClusterError
+            The offsets topic cannot be read.
+        """
+        cfg = self.config
+        history = read_source_offset_history(
+            cfg.target_consumer,
+            cfg.target_admin,
+            cfg.target,
+            cfg.offset_storage_topic,
+            cfg.source,
+            client_id=self.context.client_id("offsets-target-consumer"),
+            clients=self.context.clients,
+        )
+        for k, h in history.items():
+            p = self.partitions.get(k)
+            if p is not None and h.offsets and h.offsets[-1] + 1 > p.position:
+                p.position = h.offsets[-1] + 1
+
     def sync_configs(self) -> None:
         """Run the scheduled config-sync job (see :meth:`sync_topic_configs`)."""
         self.sync_topic_configs()

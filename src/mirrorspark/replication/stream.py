@@ -15,9 +15,12 @@ Only acknowledged records are committed: delivery reports of one partition arriv
 production order (idempotent producer), so the acknowledged records are a prefix of those
 produced. Every write is checked (:func:`~mirrorspark.kafka.delivery.deliver`).
 
-The task talks to the driver over a small TCP channel (:class:`ChannelClient`): the driver
-sends ``stop``; a closed channel means the driver is gone, and the task then ends **without**
-committing again, so a task that outlived its driver (a zombie) never writes a position.
+The task talks to the driver over a small TCP channel (:class:`ChannelClient`). The driver
+renews a short lease on it (``lease <seconds>``) while it holds the flow's
+:class:`~mirrorspark.replication.lease.FlowLease`, and sends ``stop`` (commit and end) or
+``abort`` (end without committing). A task commits only while the last grant is valid; a closed
+channel, an ``abort`` or an expired grant ends it **without** committing again, so a task that
+outlived its driver or its driver's lease (a zombie) never writes a position.
 """
 
 from __future__ import annotations
@@ -157,25 +160,45 @@ class ChannelClient:
         self._sock.setblocking(False)
         self._buf = b""
         self.state = "open"
+        self.lease_until = 0.0  # monotonic deadline of the driver's last lease grant
 
     def check(self) -> str:
-        """Return ``"open"``, ``"stop"`` (the driver asked) or ``"closed"`` (the driver is gone); never blocks."""
-        if self.state != "open":
+        """Read what the driver sent; never blocks.
+
+        Returns
+        -------
+        str
+            ``"open"``, ``"stop"`` (commit and end), ``"abort"`` (end without committing: the
+            driver lost the flow's lease) or ``"closed"`` (the driver is gone).
+        """
+        if self.state not in ("open", "stop"):
             return self.state
-        try:
-            data = self._sock.recv(4096)
-        except (BlockingIOError, InterruptedError):
-            return self.state
-        except OSError:
-            self.state = "closed"
-            return self.state
-        if not data:
-            self.state = "closed"
-        else:
+        while True:
+            try:
+                data = self._sock.recv(4096)
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError:
+                self.state = "closed"
+                return self.state
+            if not data:
+                self.state = "closed"
+                return self.state
             self._buf += data
-            if b"stop" in self._buf:
+        *lines, self._buf = self._buf.split(b"\n")
+        for line in lines:
+            cmd, _, arg = line.decode("ascii", "replace").partition(" ")
+            if cmd == "lease":
+                self.lease_until = time.monotonic() + float(arg)
+            elif cmd == "abort":
+                self.state = "abort"
+            elif cmd == "stop" and self.state == "open":
                 self.state = "stop"
         return self.state
+
+    def may_commit(self) -> bool:
+        """Whether the driver's lease grant is still valid: a task commits only under a live lease."""
+        return self.check() in ("open", "stop") and time.monotonic() < self.lease_until
 
     def close(self) -> None:
         """Close the connection."""
@@ -312,8 +335,8 @@ def run_stream_task(task: StreamTask) -> StreamResult:
             updates.append((part, n, state, window, max(next_offset, part.committed)))
         if not updates:
             return True
-        if channel.check() == "closed":
-            return False  # the driver is gone: a zombie never writes a position
+        if not channel.may_commit():
+            return False  # the driver is gone or lost the flow's lease: a zombie never writes a position
         try:
             if syncs and syncs_out is not None:
                 deliver(syncs_out, syncs, what=f"flow {task.flow}: offset syncs", alias=task.source)
@@ -395,7 +418,7 @@ def run_stream_task(task: StreamTask) -> StreamResult:
                     pc.key_bytes += len(key)
             data.poll(0)
             state = channel.check()
-            if state == "closed":
+            if state in ("closed", "abort"):
                 return StreamResult(task.flow, task.task_index, task.generation, "orphaned", records=copied)
             if state == "stop" or out_of_range:
                 if not commit(final=True):
