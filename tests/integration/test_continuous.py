@@ -6,6 +6,7 @@ Real brokers (the session's ``primary`` and ``backup``) and the session's SparkS
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -17,6 +18,8 @@ import pytest
 from helpers import assert_eventually, consume_all, create_topic, produce, unique_name
 from test_replication import make_config, record_parity_scenario, running, strip, topics_of
 
+from mirrorspark.config.parse import parse_config
+from mirrorspark.config.properties import parse_properties
 from mirrorspark.errors import RecordTooLargeError
 from mirrorspark.kafka.local.model import LocalClusters
 from mirrorspark.replication.datapath import DataPath
@@ -85,7 +88,7 @@ def test_a_killed_python_worker_is_restarted_and_nothing_is_lost(
 
 
 def test_a_failing_flow_is_marked_failed_while_the_other_flow_keeps_copying(
-    local_clusters: LocalClusters, data_path: DataPath
+    local_clusters: LocalClusters, data_path: DataPath, tmp_path: Path
 ) -> None:
     p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
     big, fine = unique_name("cont-big"), unique_name("cont-fine")
@@ -93,9 +96,11 @@ def test_a_failing_flow_is_marked_failed_while_the_other_flow_keeps_copying(
     create_topic(b, f"primary.{big}", config={"max.message.bytes": "20000"})
     create_topic(b, fine)
     produce(p, big, [{"value": b"small"}, {"value": b"x" * 50_000}])
-    cfg = make_config(
-        local_clusters, [("primary", "backup"), ("backup", "primary")], topics=f"{big}|{fine}", **CONTINUOUS
+    text = local_clusters.mm2_properties(
+        [("primary", "backup"), ("backup", "primary")],
+        extra={"topics": f"{big}|{fine}", "tasks.max": "2", "emit.heartbeats.interval.seconds": "1", **CONTINUOUS},
     )
+    cfg = parse_config(parse_properties(text))
     with pytest.raises(RecordTooLargeError, match=r"max\.message\.bytes"), running(cfg, data_path) as r:
         assert_eventually(lambda: len(r.supervisors) == 2, message="the engine did not start")
         failing, other = r.supervisors
@@ -106,6 +111,18 @@ def test_a_failing_flow_is_marked_failed_while_the_other_flow_keeps_copying(
             lambda: remote_values(p, f"backup.{fine}") == [f"f{i}".encode() for i in range(20)], timeout_s=60
         )
         assert [(f.flow, f.state) for f in r.stats()] == [("primary->backup", "failed"), ("backup->primary", "running")]
+        props = tmp_path / "mm2.properties"
+        props.write_text(text)
+        done = subprocess.run(
+            [sys.executable, "-m", "mirrorspark", "status", str(props), "--json"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        states = {f["flow"]: (f["state"], f["error"]) for f in json.loads(done.stdout)["flows"]}
+        assert states["primary->backup"][0] == "failed" and "max.message.bytes" in states["primary->backup"][1]
+        assert states["backup->primary"] == ("running", None)
 
 
 def test_exact_translation_survives_a_restart(local_clusters: LocalClusters, data_path: DataPath) -> None:

@@ -402,6 +402,8 @@ def status(
             f"flow {f.flow}: {f.state}, {len(f.topics)} topics, {f.partitions} partitions, "
             f"{f.records} records on the target, lag {f.lag}, last heartbeat {hb}"
         )
+        if f.error:
+            print(f"flow {f.flow}: failed: {f.error}")
         rows: list[list[object]] = [[t.topic, t.remote_topic, t.partitions, t.records, t.lag] for t in f.topics]
         print(text_table(["topic", "remote topic", "partitions", "records", "lag"], rows))
         if f.gaps:

@@ -423,12 +423,20 @@ class Replicator:
                 f"list end offsets {f.name}", LAG_INTERVAL_S, f.list_end_offsets, initial_delay_s=LAG_INTERVAL_S
             )
         failed: list[FlowSupervisor] = []
+        publishers = {pub.flow.name: pub for pub in self.progress}
+        reported: set[str] = set()
         try:
             engine.start()
+            for pub in self.progress:
+                pub.publish_state("running")
             while not self._stop.is_set():
                 self.control.run_pending()
                 engine.tick()
                 failed = engine.failed
+                for s in failed:
+                    if s.name not in reported and s.name in publishers:
+                        reported.add(s.name)
+                        publishers[s.name].publish_state("failed", str(s.error))
                 if all(
                     f.halted is not None or s in failed for f, s in zip(self.flows, engine.supervisors, strict=True)
                 ):

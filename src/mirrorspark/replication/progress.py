@@ -12,6 +12,12 @@ Record layout (compact JSON, UTF-8):
 
 * key ``{"flow":"A->B","topic":"t1"}``
 * value ``{"records":<n>,"value_bytes":<n>,"key_bytes":<n>,"timestamp":<epoch ms>}``
+
+and one flow-state record per flow, written by the continuous engine when a flow starts running
+and when it gives up on it (``status`` shows ``failed`` and the error until the flow runs again):
+
+* key ``{"flow":"A->B"}``
+* value ``{"state":"running"|"failed","error":<text or null>,"timestamp":<epoch ms>}``
 """
 
 from __future__ import annotations
@@ -109,6 +115,52 @@ def decode_progress(key: bytes | None, value: bytes | None) -> tuple[str, str, T
         return None
 
 
+@dataclass(frozen=True)
+class FlowState:
+    """The last state a running mirrorspark published for a flow.
+
+    Attributes
+    ----------
+    state:
+        ``"running"`` or ``"failed"``.
+    error:
+        Why the flow failed (the error's message), ``None`` when running.
+    timestamp_ms:
+        When it was published (epoch ms).
+    """
+
+    state: str
+    error: str | None
+    timestamp_ms: int
+
+
+def encode_flow_state(flow: str, state: FlowState) -> tuple[bytes, bytes]:
+    """Key and value bytes of a flow-state record."""
+    key = json.dumps({"flow": flow}, separators=(",", ":"), ensure_ascii=False).encode()
+    value = json.dumps(
+        {"state": state.state, "error": state.error, "timestamp": state.timestamp_ms}, separators=(",", ":")
+    ).encode()
+    return key, value
+
+
+def decode_flow_state(key: bytes | None, value: bytes | None) -> tuple[str, FlowState] | None:
+    """``(flow, state)`` of a flow-state record, or ``None`` if it is not one (a topic's totals, a tombstone, junk)."""
+    if key is None or value is None:
+        return None
+    try:
+        k, v = json.loads(key), json.loads(value)
+        if not isinstance(k, dict) or set(k) != {"flow"} or not isinstance(v, dict):
+            return None
+        state, error, ts = v["state"], v.get("error"), v["timestamp"]
+        if state not in ("running", "failed") or not (error is None or isinstance(error, str)):
+            return None
+        if not isinstance(ts, int) or isinstance(ts, bool) or ts < 0:
+            return None
+        return str(k["flow"]), FlowState(state, error, ts)
+    except (ValueError, KeyError, TypeError, RecursionError):
+        return None
+
+
 def read_progress(
     settings: ClientSettings,
     admin_settings: ClientSettings,
@@ -120,6 +172,7 @@ def read_progress(
     policy: ReplicationPolicy | None = None,
     timeout_s: float = 30.0,
     clients: ClientFactory | None = None,
+    states: dict[str, FlowState] | None = None,
 ) -> dict[str, TopicProgress]:
     """Read the last published totals per topic of ``flow`` (empty when none were published).
 
@@ -139,6 +192,8 @@ def read_progress(
         Seconds to read the topic to its end (default 30).
     clients:
         Where clients come from (default: real confluent-kafka clients).
+    states:
+        Filled with the flow's last published :class:`FlowState` (under its name), if any.
 
     Raises
     ------
@@ -151,6 +206,10 @@ def read_progress(
         decoded = decode_progress(key, value)
         if decoded is not None and decoded[0] == flow:
             out[decoded[1]] = decoded[2]
+        elif states is not None:
+            st = decode_flow_state(key, value)
+            if st is not None and st[0] == flow:
+                states[flow] = st[1]
 
     topic = progress_topic(source_alias, policy)
     read_topic(
@@ -263,6 +322,22 @@ class ProgressPublisher:
         self._last.update(changed)
         return len(records)
 
+    def publish_state(self, state: str, error: str | None = None) -> None:
+        """Publish the flow's state (``"running"``, or ``"failed"`` and its error) for ``status``; logs failures."""
+        if self._producer is None:
+            return
+        key, value = encode_flow_state(self.flow.name, FlowState(state, error, int(time.time() * 1000)))
+        try:
+            deliver(
+                self._producer,
+                [Outgoing(self._topic, key, value, partition=0)],
+                what=f"flow {self.flow.name}: its state",
+                alias=self.flow.config.target,
+                timeout_s=PUBLISH_TIMEOUT_S,
+            )
+        except ClusterError as e:
+            log.warning("%s", e)
+
     def close(self) -> None:
         """Publish the final totals and release the producer."""
         try:
@@ -272,9 +347,12 @@ class ProgressPublisher:
 
 
 __all__ = [
+    "FlowState",
     "ProgressPublisher",
     "TopicProgress",
+    "decode_flow_state",
     "decode_progress",
+    "encode_flow_state",
     "encode_progress",
     "progress_topic",
     "read_progress",

@@ -5,9 +5,11 @@ tooling, it reads what replication leaves in Kafka — the committed source
 offsets in ``mm2-offsets.<source>.internal``, the remote topics, and the
 heartbeats — so it reports MM2's flows just as well.
 
-* **state** — ``running`` when the flow's newest heartbeat on the target is
-  younger than ``max(10 s, 5 x emit.heartbeats.interval.seconds)``,
-  ``stopped`` when older, ``never started`` without committed offsets.
+* **state** — ``failed`` when the running mirrorspark gave up on the flow (its last
+  published flow state, with the error; the other flows run on), else ``running`` when the
+  flow's newest heartbeat on the target is younger than
+  ``max(10 s, 5 x emit.heartbeats.interval.seconds)``, ``stopped`` when older,
+  ``never started`` without committed offsets.
 * **lag** — per topic, source end offsets minus committed positions.
 * **records copied** — per topic, records in the remote topic (end - start offsets).
 * **upstream clusters / replication hops** — per cluster, MirrorClient's view
@@ -32,7 +34,7 @@ from mirrorspark.mm2.filters import should_replicate_topic
 from mirrorspark.mm2.gaps import GapEvent
 from mirrorspark.mm2.records import Heartbeat
 from mirrorspark.replication.gaps import read_gap_ledger
-from mirrorspark.replication.progress import read_progress
+from mirrorspark.replication.progress import FlowState, read_progress
 
 
 @dataclass(frozen=True)
@@ -72,13 +74,15 @@ class FlowStatus:
     flow:
         ``"A->B"``.
     state:
-        ``running``, ``stopped`` or ``never started``.
+        ``running``, ``failed``, ``stopped`` or ``never started``.
     last_heartbeat_ms:
         Epoch ms of the newest heartbeat of the flow on the target, ``None`` if none.
     topics:
         Replicated topics.
     gaps:
         Gap events of the flow, oldest first, from its gap ledger on the target.
+    error:
+        Why the flow failed (state ``failed``), else ``None``.
     """
 
     flow: str
@@ -86,6 +90,7 @@ class FlowStatus:
     last_heartbeat_ms: int | None
     topics: tuple[TopicStatus, ...] = field(default_factory=tuple)
     gaps: tuple[GapEvent, ...] = field(default_factory=tuple)
+    error: str | None = None
 
     @property
     def partitions(self) -> int:
@@ -209,6 +214,7 @@ def flow_status(
     ]
     r_ends = end_offsets(tgt_admin, flow.target, remote_keys)
     r_starts = start_offsets(tgt_admin, flow.target, remote_keys)
+    states: dict[str, FlowState] = {}
     copied = read_progress(
         flow.target_consumer,
         flow.target_admin,
@@ -218,6 +224,7 @@ def flow_status(
         client_id=ctx.client_id(f"{cid}-progress-consumer"),
         clients=ctx.clients,
         policy=policy,
+        states=states,
     )
     topics = []
     for t, n in wanted.items():
@@ -246,13 +253,17 @@ def flow_status(
     ).gaps
     last = _heartbeats(ctx)
     fresh_ms = max(10_000, int(5 * flow.emit_heartbeats_interval_s * 1000))
-    if not stored:
+    published = states.get(flow.name)
+    if published is not None and published.state == "failed":
+        state = "failed"
+    elif not stored:
         state = "never started"
     elif last is not None and now_ms - last <= fresh_ms:
         state = "running"
     else:
         state = "stopped"
-    return FlowStatus(flow.name, state, last, tuple(topics), tuple(gaps))
+    error = published.error if state == "failed" and published is not None else None
+    return FlowStatus(flow.name, state, last, tuple(topics), tuple(gaps), error)
 
 
 def cluster_status(config: MirrorConfig, cluster: str, *, context: ReplicationContext | None = None) -> ClusterStatus:
