@@ -22,8 +22,18 @@ from mirrorspark.errors import MirrorsparkError
 from mirrorspark.mm2.connect_offsets import decode_source_offset, source_offset_key, source_offset_value
 from mirrorspark.mm2.control_state import ControlChange, ControlKey
 from mirrorspark.mm2.gaps import GapEvent, decode_ledger_record, encode_gap, encode_topic_id
+from mirrorspark.mm2.offset_syncs import CopiedSegment
 from mirrorspark.mm2.records import Checkpoint, Heartbeat, OffsetSync
-from mirrorspark.replication.progress import TopicProgress, decode_progress, encode_progress
+from mirrorspark.mm2.task_progress import PartitionReport, decode_report, encode_report
+from mirrorspark.replication.lease import LeaseClaim, decode_claim, encode_claim
+from mirrorspark.replication.progress import (
+    FlowState,
+    TopicProgress,
+    decode_flow_state,
+    decode_progress,
+    encode_flow_state,
+    encode_progress,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -44,6 +54,13 @@ VALID: dict[str, tuple[bytes | None, bytes | None]] = {
     "progress": encode_progress("A->B", "t", TopicProgress(1, 2, 3, 4)),
     "gap": encode_gap(GapEvent("A->B", "t", 0, "deleted", 0, 9, 1)),
     "topic id": encode_topic_id("A->B", "t", "AAAAAAAAAHsAAAAAAAAByA"),
+    "task progress": encode_report(
+        PartitionReport(
+            "A->B", "t", 0, 1, 2, 100, 10, 1000, 20, 50, 9, 3, (CopiedSegment(90, 7, 10),), 1_700_000_000_000
+        )
+    ),
+    "flow state": encode_flow_state("A->B", FlowState("failed", "boom", 1)),
+    "lease claim": encode_claim(LeaseClaim("A->B", "host:1", "m-1", 5)),
 }
 
 DECODERS: dict[str, Decoder] = {
@@ -54,6 +71,9 @@ DECODERS: dict[str, Decoder] = {
     "control": ControlChange.decode,
     "progress": decode_progress,
     "gap": decode_ledger_record,
+    "task progress": decode_report,
+    "flow state": decode_flow_state,
+    "lease claim": decode_claim,
 }
 
 

@@ -134,8 +134,8 @@ def decode_report(key: bytes | None, value: bytes | None) -> PartitionReport:
     try:
         k = json.loads(key or b"")
         v = json.loads(value or b"")
-    except (ValueError, UnicodeDecodeError) as e:
-        raise CorruptRecordError(f"task progress record is not JSON: {e}") from e
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:  # RecursionError: absurdly deep nesting
+        raise CorruptRecordError(f"task progress record is not JSON: {type(e).__name__}") from e
     if not isinstance(k, dict) or not isinstance(v, dict):
         raise CorruptRecordError("task progress record: key and value must be JSON objects")
     flow, topic, partition = k.get("flow"), k.get("topic"), k.get("partition")

@@ -107,6 +107,9 @@ class TaskChannel:
             conn.close()
             return
         with self._lock:
+            if self._closed:  # closed while this task said hello
+                conn.close()
+                return
             old = self._conns.pop(key, None)
             self._conns[key] = conn
             stop = (key[0], key[2]) in self._stopped
@@ -159,11 +162,11 @@ class TaskChannel:
 
     def close(self) -> None:
         """Close the server and every connection (tasks still running end without committing)."""
-        self._closed = True
-        self._server.close()
         with self._lock:
+            self._closed = True
             conns = list(self._conns.values())
             self._conns.clear()
+        self._server.close()
         for c in conns:
             c.close()
 
