@@ -94,11 +94,13 @@ def test_failover_reads_every_remaining_record(local_clusters: LocalClusters, da
     failover_scenario(local_clusters, data_path)
 
 
-def failover_scenario(clusters: LocalClusters, data_path: DataPath) -> None:
+def failover_scenario(clusters: LocalClusters, data_path: DataPath, *, engine: str = "auto") -> None:
     """Checkpoints of a group committed on the source let a consumer fail over without skipping a record.
 
-    First from the running flow's copy history (no re-read), then, in a new process, from the offset
-    syncs (at most ``offset.lag.max`` re-reads). Shared with the TLS / SASL_SSL clusters (test_security).
+    First from the running flow's copy history (no re-read), then, in a new process, from the copied
+    segments it restores from the progress channel (still no re-read; MM2's rule over the offset syncs
+    alone re-reads up to ``offset.lag.max``). Shared with the TLS / SASL_SSL clusters (test_security)
+    and the continuous engine (test_continuous).
     """
     p, b = clusters.cluster("primary").client_config(), clusters.cluster("backup").client_config()
     topic, group = unique_name("failover"), unique_name("group")
@@ -106,7 +108,7 @@ def failover_scenario(clusters: LocalClusters, data_path: DataPath) -> None:
     produce(p, topic, [{"value": f"v{i}".encode(), "partition": i % 3} for i in range(300)])
     committed = {(topic, 0): 50, (topic, 1): 37, (topic, 2): 100}
     commit(p, group, committed)
-    cfg = config(clusters, [("primary", "backup")], topics=topic)
+    cfg = config(clusters, [("primary", "backup")], topics=topic, **{"mirrorspark.engine": engine})
     replicate(cfg, data_path)
 
     cps = checkpoints(b, "primary.checkpoints.internal", group)
@@ -118,7 +120,7 @@ def failover_scenario(clusters: LocalClusters, data_path: DataPath) -> None:
         rereads = check_no_skip(src, cp.upstream_offset, read_from(b, f"primary.{topic}", part, cp.downstream_offset))
         assert rereads == 0  # the running flow knew every copied record's downstream offset
 
-    # A new process has no in-memory copy history: it falls back to MM2's rule over the offset syncs.
+    # A new process restores the copied segments from the progress channel: still exact.
     committed2 = {(topic, 0): 73, (topic, 1): 95, (topic, 2): 99}
     commit(p, group, committed2)
     replicate(cfg, data_path)
@@ -128,7 +130,7 @@ def failover_scenario(clusters: LocalClusters, data_path: DataPath) -> None:
         assert cp.upstream_offset == committed2[(topic, part)]
         src = read_from(p, topic, part, 0)
         rereads = check_no_skip(src, cp.upstream_offset, read_from(b, f"primary.{topic}", part, cp.downstream_offset))
-        assert 0 <= rereads <= LAG_MAX
+        assert rereads == 0  # MM2's rule alone: up to LAG_MAX
 
 
 class ActiveMember:
@@ -203,19 +205,27 @@ def test_group_offset_sync_rules(local_clusters: LocalClusters, data_path: DataP
 
 
 def test_failback_from_backup_to_primary(local_clusters: LocalClusters, data_path: DataPath) -> None:
+    failback_scenario(local_clusters, data_path)
+
+
+def failback_scenario(clusters: LocalClusters, data_path: DataPath, *, engine: str = "auto") -> None:
     """A group that failed over to backup and consumed there moves back to primary without a skip.
 
     Flows run both ways. While primary was "down", producers wrote to the topic on backup
     (replicated back to primary as ``backup.<topic>``). The B->A flow's checkpoints in
     ``backup.checkpoints.internal`` on primary carry the failback positions under the
-    original topic name (MM2's renaming), translated in reverse through A->B's offset syncs.
+    original topic name (MM2's renaming), translated in reverse through A->B's copied runs, which
+    the second (restarted) replicator restored from the progress channel: 0 re-reads (MM2's rule
+    over the offset syncs alone re-reads up to ``offset.lag.max`` per partition).
     """
-    p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
+    p, b = clusters.bootstrap("primary"), clusters.bootstrap("backup")
     topic, group = unique_name("failback"), unique_name("group")
     create_topic(p, topic, partitions=2)
     create_topic(b, topic, partitions=2)
     produce(p, topic, [{"value": f"a{i}".encode(), "partition": i % 2} for i in range(100)])
-    cfg = config(local_clusters, [("primary", "backup"), ("backup", "primary")], topics=f".*{topic}")
+    cfg = config(
+        clusters, [("primary", "backup"), ("backup", "primary")], topics=f".*{topic}", **{"mirrorspark.engine": engine}
+    )
     replicate(cfg, data_path)
     # primary goes down; the application fails over to backup: producers write `topic` there,
     # the group consumes the remote topic primary.<topic> and the local one
@@ -239,7 +249,7 @@ def test_failback_from_backup_to_primary(local_clusters: LocalClusters, data_pat
         total_rereads += check_no_skip(
             src, cp.upstream_offset, read_from(p, f"backup.{topic}", part, cp.downstream_offset)
         )
-    assert total_rereads <= 4 * LAG_MAX
+    assert total_rereads == 0  # exact: every offset is inside a copied run, also after the restart
 
 
 def test_translation_never_skips_across_markers_and_compaction(

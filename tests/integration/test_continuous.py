@@ -16,6 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 from helpers import assert_eventually, consume_all, create_topic, produce, unique_name
+from test_checkpoints import failback_scenario, failover_scenario
 from test_replication import make_config, record_parity_scenario, running, strip, topics_of
 
 from mirrorspark.config.parse import parse_config
@@ -32,6 +33,14 @@ CONTINUOUS = {"mirrorspark.engine": "continuous"}
 
 def test_records_are_copied_exactly(local_clusters: LocalClusters, data_path: DataPath) -> None:
     record_parity_scenario(local_clusters, data_path, engine="continuous")
+
+
+def test_failover_reads_every_remaining_record(local_clusters: LocalClusters, data_path: DataPath) -> None:
+    failover_scenario(local_clusters, data_path, engine="continuous")
+
+
+def test_failback_after_a_restart_rereads_nothing(local_clusters: LocalClusters, data_path: DataPath) -> None:
+    failback_scenario(local_clusters, data_path, engine="continuous")
 
 
 def test_restart_resumes_from_the_offsets_the_tasks_committed(
