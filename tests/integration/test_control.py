@@ -143,7 +143,11 @@ def test_allow_list_changes_take_effect_without_restart(
 
         # (b) remove a (a config-file entry): the flow stops replicating it at its next refresh
         ok(s.control("topics", "--remove", ra_re))
-        assert_eventually(lambda: a not in flow.topic_partitions, timeout_s=30, message=f"{a} still replicated")
+        assert_eventually(
+            lambda: a not in flow.topic_partitions and r.assignment_applied(),
+            timeout_s=30,
+            message=f"{a} still replicated",
+        )
         produce(p, a, [{"value": f"a{i}".encode()} for i in range(5, 10)])
         produce(p, bt, [{"value": f"b{i}".encode()} for i in range(5, 10)])
         assert_eventually(lambda: values(b, rb) == [f"b{i}".encode() for i in range(10)], timeout_s=60)
@@ -184,7 +188,11 @@ def deny_list_scenario(clusters: LocalClusters, data_path: DataPath, tmp_path: P
             assert_eventually(lambda t=t: values(b, f"primary.{t}") == [b"0"], timeout_s=60)  # type: ignore[misc]
         out = ok(s.control("topics", "--add-deny", deny_re))
         assert f"deny   {deny_re}" in out
-        assert_eventually(lambda: deny not in flow.topic_partitions, timeout_s=30, message=f"{deny} still replicated")
+        assert_eventually(
+            lambda: deny not in flow.topic_partitions and r.assignment_applied(),
+            timeout_s=30,
+            message=f"{deny} still replicated",
+        )
         assert keep in flow.topic_partitions
         produce(p, deny, [{"value": b"1"}])
         produce(p, keep, [{"value": b"1"}])

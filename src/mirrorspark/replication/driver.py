@@ -280,6 +280,14 @@ class Replicator:
         """The continuous engine's flow supervisors while it runs (or after), in flow order; empty on batches."""
         return list(self._engine.supervisors) if self._engine is not None else []
 
+    def assignment_applied(self) -> bool:
+        """Whether every running flow's copy tasks run the flow's current assignment (always, on batches).
+
+        A topic dropped by a topic refresh (e.g. a control-list change) stops being copied once its
+        flow's tasks restarted with the new assignment, within one supervision round.
+        """
+        return all(s.state != "running" or s.assignment == tuple(s.flow.order) for s in self.supervisors)
+
     def task_slots(self) -> int:
         """Copy tasks the flows run now, ``min(tasks.max, partitions)`` per flow (after :meth:`start`)."""
         return sum(min(f.config.tasks_max, len(f.order)) for f in self.flows)

@@ -869,10 +869,14 @@ class Flow:
         bool
             Whether the report was of a partition the flow replicates.
         """
-        p = self.partitions.get((report.topic, report.partition))
+        key = (report.topic, report.partition)
+        p = self.partitions.get(key)
         if report.segments:
             self.copied.add(report.topic, report.partition, report.segments)
         if p is None:
+            if not segments_only and key in self._stored and report.next_offset - 1 > self._stored[key]:
+                # a topic dropped from the lists while its tasks still committed: resume after it if allowed again
+                self._stored[key] = report.next_offset - 1
             return False
         if not segments_only and (generation is None or report.generation == generation):
             if report.next_offset > p.position:
