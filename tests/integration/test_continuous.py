@@ -15,7 +15,8 @@ from pathlib import Path
 
 import psutil
 import pytest
-from helpers import assert_eventually, consume_all, create_topic, produce, unique_name
+from confluent_kafka.admin import NewPartitions
+from helpers import admin, assert_eventually, consume_all, create_topic, produce, unique_name
 from test_checkpoints import failback_scenario, failover_scenario
 from test_replication import make_config, record_parity_scenario, running, strip, topics_of
 
@@ -209,3 +210,30 @@ def test_a_standby_instance_takes_over_when_the_active_one_is_killed(
                     os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(30)
     assert set(remote_values(b, remote)) == expected
+
+
+def test_a_new_partition_restarts_only_its_flows_tasks(local_clusters: LocalClusters, data_path: DataPath) -> None:
+    """An assignment change (a partition added) is a rebalance of that flow only: a new generation of its tasks."""
+    p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
+    grow, other = unique_name("cont-grow"), unique_name("cont-other")
+    create_topic(p, grow, partitions=1)
+    create_topic(b, other, partitions=1)
+    produce(p, grow, [{"value": b"g0"}])
+    produce(b, other, [{"value": b"o0"}])
+    cfg = make_config(
+        local_clusters, [("primary", "backup"), ("backup", "primary")], topics=f"{grow}|{other}", **CONTINUOUS
+    )
+    with running(cfg, data_path) as r:
+        assert_eventually(lambda: len(r.supervisors) == 2, message="the engine did not start")
+        growing, steady = r.supervisors
+        assert_eventually(lambda: remote_values(b, f"primary.{grow}") == [b"g0"], timeout_s=60)
+        assert_eventually(lambda: remote_values(p, f"backup.{other}") == [b"o0"], timeout_s=60)
+        before = (growing.generation, steady.generation)
+        client = admin(p)  # kept until the future completes
+        client.create_partitions([NewPartitions(grow, 2)])[grow].result(30)
+        assert_eventually(lambda: growing.generation > before[0], timeout_s=60, message="no new generation")
+        produce(p, grow, [{"value": b"g1", "partition": 1}])
+        assert_eventually(lambda: sorted(remote_values(b, f"primary.{grow}")) == [b"g0", b"g1"], timeout_s=60)
+        assert steady.generation == before[1]  # the other flow's tasks were not restarted
+        produce(b, other, [{"value": b"o1"}])
+        assert_eventually(lambda: remote_values(p, f"backup.{other}") == [b"o0", b"o1"], timeout_s=60)
