@@ -57,6 +57,9 @@ LEASE_GRANT_S = 3.0
 (:class:`~mirrorspark.replication.lease.FlowLease`, 6 s), so a driver that lost its lease (or froze) has
 its tasks stop committing before a standby can take the flow over."""
 
+ACCEPT_POLL_S = 0.5
+"""Seconds the task channel's accept loop waits before checking whether it was closed."""
+
 LEASE_RENEW_S = 1.0
 """Seconds between two grants to the tasks of a flow whose lease this instance holds."""
 
@@ -87,11 +90,15 @@ class TaskChannel:
         self._thread.start()
 
     def _accept(self) -> None:
+        self._server.settimeout(ACCEPT_POLL_S)  # a blocked accept() is not woken by close(): poll
         while not self._closed:
             try:
                 conn, _ = self._server.accept()
+            except TimeoutError:
+                continue
             except OSError:
                 return
+            conn.setblocking(True)
             threading.Thread(target=self._hello, args=(conn,), daemon=True).start()
 
     def _hello(self, conn: socket.socket) -> None:
