@@ -7,7 +7,9 @@ job, submitted from a driver thread, until the driver stops it. Tasks commit the
 * reads the flows' progress channels (:class:`~mirrorspark.replication.reports.ProgressChannel`) to
   follow positions, totals and copied segments;
 * restarts a failed task with exponential backoff (:data:`BACKOFF_INITIAL_S` doubling up to
-  :data:`BACKOFF_MAX_S`) from its committed positions; a flow whose error cannot be fixed by a retry
+  :data:`BACKOFF_MAX_S`) from its committed positions, also one lost with its executor or Python
+  worker (Spark's own re-run ends at once: :func:`~mirrorspark.replication.stream.run_stream_job`);
+  a flow whose error cannot be fixed by a retry
   (a record too large, an authorization failure) or that failed :data:`MAX_FAILURES` times in a row
   without copying anything is marked failed, and the other flows keep running;
 * restarts a flow's tasks when its assignment changes (new topics or partitions, a control-list
@@ -26,12 +28,12 @@ import secrets
 import socket
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from mirrorspark.errors import DataPathError, MirrorsparkError, RecordTooLargeError
 from mirrorspark.replication.lease import FlowLease
-from mirrorspark.replication.stream import StreamResult, StreamTask, run_stream_task
+from mirrorspark.replication.stream import StreamResult, StreamTask, run_stream_job
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -62,6 +64,9 @@ ACCEPT_POLL_S = 0.5
 
 LEASE_RENEW_S = 1.0
 """Seconds between two grants to the tasks of a flow whose lease this instance holds."""
+
+SLOT_WAIT_S = 60.0
+"""Seconds :meth:`ContinuousEngine.start` waits for a cluster's executors to offer a slot per copy task."""
 
 
 class TaskChannel:
@@ -196,7 +201,16 @@ class _TaskRun(threading.Thread):
         sc = self.spark.sparkContext
         try:
             sc.setJobGroup(self.group, f"copy task {self.task.task_index} of {self.task.flow}", interruptOnCancel=True)
-            [self.result] = sc.parallelize([self.task], 1).map(run_stream_task).collect()
+            [result] = sc.parallelize([self.task], 1).map(run_stream_job).collect()
+            if result.reason == "failed":
+                self.error = reraise(RuntimeError(result.error))
+            elif result.reason == "lost":
+                self.error = DataPathError(
+                    f"flow {self.task.flow}: copy task {self.task.task_index} was lost with its Spark executor "
+                    "or Python worker"
+                )
+            else:
+                self.result = result
         except MirrorsparkError as e:
             self.error = e
         except Exception as e:
@@ -453,12 +467,16 @@ class ContinuousEngine:
         Raises
         ------
         ConfigError
-            Fewer slots than copy tasks.
+            Fewer slots than copy tasks (on a cluster: still, after :data:`SLOT_WAIT_S` of waiting for executors).
         """
         from mirrorspark.errors import ConfigError
 
         needed = sum(s.task_count() for s in self.supervisors)
         available = self.slots()
+        if needed > available and not (self.spark.sparkContext.master or "").startswith("local"):
+            # A cluster's executors register after the SparkContext started (Spark waits for them
+            # only with spark.scheduler.minRegisteredResourcesRatio and spark.cores.max)
+            available = wait_for_slots(self.slots, needed, SLOT_WAIT_S)
         if needed > available:
             raise ConfigError(
                 f"the flows need {needed} Spark task slots (one per copy task: min(tasks.max, partitions) per flow) "
@@ -491,6 +509,31 @@ class ContinuousEngine:
         self.channel.close()
 
 
+def wait_for_slots(slots: Callable[[], int], needed: int, timeout_s: float, interval_s: float = 0.5) -> int:
+    """Poll ``slots()`` until it reaches ``needed`` or ``timeout_s`` passed (executors still registering).
+
+    Parameters
+    ----------
+    slots:
+        Task slots offered now (:meth:`ContinuousEngine.slots`).
+    needed:
+        Slots the copy tasks need.
+    timeout_s, interval_s:
+        Longest wait and pause between two polls (s).
+
+    Returns
+    -------
+    int
+        The last count seen: ``>= needed``, or less after ``timeout_s``.
+    """
+    deadline = time.monotonic() + timeout_s
+    available = slots()
+    while available < needed and time.monotonic() < deadline:
+        time.sleep(interval_s)
+        available = slots()
+    return available
+
+
 def first_error(supervisors: Sequence[FlowSupervisor]) -> MirrorsparkError:
     """Return the error to exit with when flows failed: the first failed flow's (a :class:`DataPathError` if none)."""
     for s in supervisors:
@@ -505,9 +548,11 @@ __all__ = [
     "LEASE_GRANT_S",
     "LEASE_RENEW_S",
     "MAX_FAILURES",
+    "SLOT_WAIT_S",
     "STOP_TIMEOUT_S",
     "ContinuousEngine",
     "FlowSupervisor",
     "TaskChannel",
     "first_error",
+    "wait_for_slots",
 ]

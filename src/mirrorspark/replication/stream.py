@@ -121,11 +121,17 @@ class StreamResult:
     reason:
         ``"stopped"`` (the driver asked; everything acknowledged was committed),
         ``"out_of_range"`` (positions out of range: committed, then ended so the driver can
-        record the gap) or ``"orphaned"`` (the channel closed: nothing more committed).
+        record the gap), ``"orphaned"`` (the channel closed: nothing more committed), and from
+        :func:`run_stream_job` ``"failed"`` (the task raised: :attr:`error`) or ``"lost"`` (Spark
+        ran the task again after an earlier attempt was lost with its executor or Python worker:
+        it ended at once, copying nothing).
     out_of_range:
         Partitions whose position was out of range.
     records:
         Records this run of the task copied and committed.
+    error:
+        With ``"failed"``: the error's text, marked with
+        :data:`~mirrorspark.replication.tasks.ERROR_MARK` when it is a mirrorspark error.
     """
 
     flow: str
@@ -134,6 +140,7 @@ class StreamResult:
     reason: str
     out_of_range: tuple[PartitionKey, ...] = ()
     records: int = 0
+    error: str = ""
 
 
 class ChannelClient:
@@ -434,10 +441,45 @@ def run_stream_task(task: StreamTask) -> StreamResult:
         channel.close()
 
 
+def run_stream_job(task: StreamTask) -> StreamResult:
+    """Run :func:`run_stream_task` as the one Spark task of its job, with no retry by Spark.
+
+    Spark re-runs a failed task (``spark.task.maxFailures``, 4 on a cluster) and always re-runs
+    one lost with its executor, with the arguments of the first attempt: a copy task's positions
+    of its generation's start, stale by everything the lost attempt committed since (a re-copy of
+    all of it). So a later attempt (``TaskContext.attemptNumber() > 0``) ends at once as
+    ``"lost"``, and the driver restarts the task from its committed offsets; and an error is
+    returned as ``"failed"`` rather than raised, so that Spark never re-runs it and the driver
+    sees the error itself (a record too large stays fatal).
+
+    Parameters
+    ----------
+    task:
+        The task.
+
+    Returns
+    -------
+    StreamResult
+        How it ended, errors included.
+    """
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    if context is not None and context.attemptNumber() > 0:
+        return StreamResult(task.flow, task.task_index, task.generation, "lost")
+    try:
+        return run_stream_task(task)
+    except MirrorsparkError as e:
+        return StreamResult(task.flow, task.task_index, task.generation, "failed", error=str(_fail(e)))
+    except Exception as e:  # what the driver would see as the job's failure
+        text = str(e).splitlines()[0] if str(e) else type(e).__name__
+        return StreamResult(task.flow, task.task_index, task.generation, "failed", error=text)
+
+
 def _fail_data(task: StreamTask, what: str) -> MirrorsparkError:
     from mirrorspark.errors import DataPathError
 
     return DataPathError(f"{ERROR_MARK}DATA_PATH_ERROR] flow {task.flow}: {what}; check that the target cluster is up")
 
 
-__all__ = ["ChannelClient", "StreamResult", "StreamTask", "run_stream_task"]
+__all__ = ["ChannelClient", "StreamResult", "StreamTask", "run_stream_job", "run_stream_task"]
