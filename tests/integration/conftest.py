@@ -74,13 +74,16 @@ def secure_clusters(
 
 
 @pytest.fixture
-def spark_standalone(tmp_path: Path) -> Iterator[StandaloneCluster]:
+def spark_standalone(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[StandaloneCluster]:
     """A fresh Spark standalone cluster for one test: a master and 2 workers of 1 core each (about 8 s).
 
     Per test, not per session: a test may kill a worker (:meth:`StandaloneCluster.kill_worker`).
-    Logs and the workers' work directories are under ``<tmp_path>/spark``.
+    Logs and the workers' work directories are under ``<tmp_path>/spark``. Parametrise indirectly
+    with a dict of :class:`StandaloneCluster` keyword arguments for another shape, e.g.
+    ``@pytest.mark.parametrize("spark_standalone", [{"cores": 2}], indirect=True)``.
     """
-    cluster = StandaloneCluster(tmp_path / "spark", workers=2)
+    shape = {"workers": 2, **getattr(request, "param", {})}
+    cluster = StandaloneCluster(tmp_path / "spark", **shape)
     # Safety net if the session dies before the teardown runs (stop is idempotent).
     atexit.register(cluster.stop)
     try:

@@ -1,25 +1,34 @@
 """``mirrorspark run --master spark://...`` on a real Spark standalone cluster (issue #11).
 
-A master and two 1-core workers from the pyspark package (:mod:`standalone`), two Kafka clusters of
+A master and two workers from the pyspark package (:mod:`standalone`), two Kafka clusters of
 the test's own, and the ``mirrorspark`` command as a subprocess: its driver ships the mirrorspark
-package to the executors as a zip, and the copy tasks of one flow spread over both workers.
+package to the executors as a zip, and the copy tasks of one flow spread over both workers, on
+the batch engine (``--until-caught-up``) and on the continuous engine, where one worker is killed
+mid-copy and its copy task moves to the other.
 Not marked ``spark``: the driver is the subprocess, not this process's SparkSession.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
+import os
+import signal
 import subprocess
 import sys
+import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import consume_all, create_topic, produce, unique_name
-from standalone import StandaloneCluster
+from confluent_kafka import KafkaError, Message, Producer
+from helpers import assert_eventually, client_config, consume_all, create_topic, end_offsets, produce, unique_name
+from standalone import StandaloneCluster, free_port
 
 from mirrorspark.kafka.local.clusters import start_clusters, stop_clusters
 from mirrorspark.kafka.local.model import LocalClusters
@@ -157,3 +166,201 @@ def test_run_on_a_standalone_cluster_spreads_tasks_over_both_workers(
         assert tasks.get(executor_id, 0) > 0, f"worker {w} (executor {executor_id}) ran no task: {tasks}"
         # The driver shipped the mirrorspark package to the executor (fetched when a task starts there).
         assert (work_dir / "mirrorspark.zip").is_file(), sorted(p.name for p in work_dir.iterdir())
+
+
+class Producing(threading.Thread):
+    """Produce unique values ``<prefix>|<n>`` round-robin over ``partitions`` partitions, about 400 a second,
+    until :meth:`finish`; keeps the values the source cluster acknowledged."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
+        super().__init__(name="test-producer", daemon=True)
+        self.bootstrap, self.topic, self.partitions = bootstrap, topic, partitions
+        self.acked: list[bytes] = []
+        self.errors: list[KafkaError] = []
+        self._done = threading.Event()
+
+    def run(self) -> None:
+        producer = Producer(client_config(self.bootstrap, **{"client.id": "mirrorspark-tests|producer", "acks": "all"}))
+        n = 0
+        while not self._done.is_set():
+            for _ in range(20):
+                producer.produce(
+                    self.topic, f"{self.topic}|{n}".encode(), partition=n % self.partitions, on_delivery=self._acked
+                )
+                n += 1
+            producer.poll(0)
+            self._done.wait(0.05)  # pacing, not a wait for a condition
+        producer.flush(30)
+
+    def _acked(self, err: KafkaError | None, msg: Message) -> None:
+        if err is not None:
+            self.errors.append(err)
+        else:
+            self.acked.append(msg.value() or b"")
+
+    def halt(self) -> None:
+        """Stop producing (every record produced is acknowledged or failed when this returns)."""
+        self._done.set()
+        self.join(60)
+
+    def finish(self) -> set[bytes]:
+        """Stop producing; return every acknowledged value (after checking that every record was)."""
+        self.halt()
+        assert not self.is_alive() and not self.errors, self.errors[:3]
+        return set(self.acked)
+
+
+def active_tasks_by_worker(cluster: StandaloneCluster, ui: str) -> list[int]:
+    """Running Spark tasks per worker, from the driver's REST API and the workers' executor directories."""
+    try:
+        with urllib.request.urlopen(f"{ui}/api/v1/applications", timeout=5) as r:
+            [application] = json.load(r)
+        with urllib.request.urlopen(f"{ui}/api/v1/applications/{application['id']}/executors", timeout=5) as r:
+            active = {e["id"]: int(e["activeTasks"]) for e in json.load(r)}
+    except (urllib.error.URLError, ConnectionError, TimeoutError, ValueError) as e:
+        raise AssertionError(f"the driver's UI {ui} does not answer: {e}") from e
+    return [sum(active.get(e, 0) for e in executors_of(cluster, w)) for w in range(cluster.workers)]
+
+
+def remote_ends(bootstrap: str, topic: str) -> dict[int, int]:
+    """``{partition: end offset}`` of a remote topic (an ``AssertionError`` while it does not exist, to poll)."""
+    try:
+        return {p: e for p, (_, e) in end_offsets(bootstrap, topic, timeout_s=5).items()}
+    except Exception as e:  # not created yet
+        raise AssertionError(f"{topic}: {e}") from e
+
+
+@pytest.mark.parametrize("spark_standalone", [{"cores": 2}], indirect=True)
+def test_continuous_engine_survives_a_killed_worker(
+    tmp_path: Path, own_clusters: LocalClusters, spark_standalone: StandaloneCluster
+) -> None:
+    """`mirrorspark run` (continuous engine) on 2 workers; one is SIGKILLed mid-copy: every record still arrives.
+
+    Two copy tasks (tasks.max=2) of 1-core executors, one per worker (``spark.executor.cores=1``,
+    ``spark.cores.max=2``: the master spreads executors over workers), so each worker runs one
+    copy task. When worker 0 dies with its executor and Python worker, the master starts a
+    replacement executor on worker 1 (2 cores: room for both tasks) and the lost copy task
+    resumes there from its committed offsets (Spark's own re-run of the task ends at once and
+    mirrorspark's supervisor restarts it). Records produced before, during and after the kill all
+    reach the target (a re-copy of what was not committed yet is allowed); SIGTERM then ends the
+    run with exit code 0.
+    """
+    cluster = spark_standalone
+    primary, backup = own_clusters.bootstrap("primary"), own_clusters.bootstrap("backup")
+    topic = unique_name("standalone-cont")
+    remote = f"primary.{topic}"
+    create_topic(primary, topic, partitions=PARTITIONS)
+    props = tmp_path / "mm2.properties"
+    props.write_text(
+        own_clusters.mm2_properties(
+            [("primary", "backup")],
+            extra={"topics": topic, "tasks.max": "2", "mirrorspark.engine": "continuous"},
+        )
+    )
+    ui = f"http://127.0.0.1:{free_port()}"
+    spark_conf = {
+        "spark.executor.cores": "1",
+        "spark.executor.memory": "512m",  # two executors fit on one worker (1g)
+        "spark.cores.max": "2",
+        "spark.scheduler.minRegisteredResourcesRatio": "1.0",  # start once both executors registered
+        "spark.ui.port": ui.rsplit(":", 1)[1],
+    }
+    log = tmp_path / "run.log"
+    env = {**os.environ, "MIRRORSPARK_SPARK_LOG_LEVEL": "WARN"}  # Spark's "Lost task" lines in the log
+    producing = Producing(primary, topic, PARTITIONS)
+    with log.open("wb") as out:
+        run = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "mirrorspark",
+                "-v",
+                "run",
+                str(props),
+                "--quiet",
+                "--master",
+                cluster.url,
+                *(a for k, v in spark_conf.items() for a in ("--conf", f"{k}={v}")),
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
+
+    def running() -> None:
+        assert run.poll() is None, f"the run exited with {run.returncode}:\n{log.read_text(errors='replace')[-4000:]}"
+
+    try:
+        producing.start()
+
+        def copying_on_both_workers() -> dict[int, int]:
+            running()
+            assert active_tasks_by_worker(cluster, ui) == [1, 1]
+            ends = remote_ends(backup, remote)
+            assert all(e > 0 for e in ends.values()), ends
+            return ends
+
+        before = assert_eventually(
+            # a bound, not an expectation (about 30 s): on a loaded machine the driver's and the
+            # executors' JVMs may take minutes to start
+            copying_on_both_workers,
+            timeout_s=240,
+            interval_s=0.5,
+            message="no copy task on each worker",
+        )
+        assert_eventually(
+            lambda: all(e > before[p] for p, e in remote_ends(backup, remote).items()),
+            timeout_s=60,
+            message="the target is not growing",
+        )
+
+        killed_at = time.monotonic()
+        cluster.kill_worker(0)  # mid-copy: the producer keeps going
+        at_kill = remote_ends(backup, remote)
+
+        def resumed() -> bool:
+            running()
+            ends = remote_ends(backup, remote)
+            assert all(e > at_kill[p] for p, e in ends.items()), (at_kill, ends)
+            assert active_tasks_by_worker(cluster, ui) == [0, 2]
+            return True
+
+        assert_eventually(resumed, timeout_s=120, interval_s=0.2, message="the lost copy task did not resume")
+        resume_s = time.monotonic() - killed_at
+        expected = producing.finish()
+
+        def everything_copied() -> list[bytes]:
+            running()
+            values = [r["value"] for r in consume_all(backup, remote, timeout_s=30)]
+            missing = expected - set(values)
+            assert not missing, f"{len(missing)} of {len(expected)} records missing"
+            return values
+
+        values = assert_eventually(everything_copied, timeout_s=120, interval_s=1, message="records lost")
+        assert set(values) == expected  # nothing else
+
+        stopping_at = time.monotonic()
+        run.send_signal(signal.SIGTERM)
+        try:
+            code = run.wait(45)
+        except subprocess.TimeoutExpired:
+            code = None
+        stop_s = time.monotonic() - stopping_at
+        text = log.read_text(errors="replace")
+        assert code == 0, text[-4000:]
+        # mirrorspark's supervisor restarted the lost task from its committed offsets; Spark's own
+        # re-run of it (with the positions of the task's start: a re-copy of everything) ended at once
+        assert "copy task" in text and "was lost with its Spark executor" in text, text[-4000:]
+    finally:
+        if producing.is_alive():
+            producing.halt()
+        if run.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(run.pid, signal.SIGKILL)
+            run.wait(30)
+    restarts = [line for line in text.splitlines() if "restart" in line.lower() or "Lost " in line]
+    print(
+        f"\n{len(expected)} records, {len(values) - len(expected)} duplicates, resumed {resume_s:.1f} s after the "
+        f"kill, stopped {stop_s:.1f} s after SIGTERM; restarts:\n" + "\n".join(restarts)
+    )
