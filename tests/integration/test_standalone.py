@@ -21,6 +21,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ from standalone import StandaloneCluster, free_port
 
 from mirrorspark.kafka.local.clusters import start_clusters, stop_clusters
 from mirrorspark.kafka.local.model import LocalClusters
+from mirrorspark.mm2.task_progress import decode_report
 
 pytestmark = pytest.mark.integration
 
@@ -180,7 +182,9 @@ class Producing(threading.Thread):
         self._done = threading.Event()
 
     def run(self) -> None:
-        producer = Producer(client_config(self.bootstrap, **{"client.id": "mirrorspark-tests|producer", "acks": "all"}))
+        producer = Producer(  # idempotent: no duplicate on the source, whatever the retries
+            client_config(self.bootstrap, **{"client.id": "mirrorspark-tests|producer", "enable.idempotence": True})
+        )
         n = 0
         while not self._done.is_set():
             for _ in range(20):
@@ -222,6 +226,20 @@ def active_tasks_by_worker(cluster: StandaloneCluster, ui: str) -> list[int]:
     return [sum(active.get(e, 0) for e in executors_of(cluster, w)) for w in range(cluster.workers)]
 
 
+def committed_positions(backup: str, topic: str) -> dict[int, int]:
+    """``{partition: next offset}`` the copy tasks committed for ``topic``, from the flow's progress channel.
+
+    The channel is ``mm2-task-progress.primary.internal`` on the target: one report per commit and
+    partition; the driver restarts a task from the newest ones.
+    """
+    out: dict[int, int] = {}
+    for r in consume_all(backup, "mm2-task-progress.primary.internal", timeout_s=30):
+        report = decode_report(r["key"], r["value"])
+        if report.topic == topic:
+            out[report.partition] = max(out.get(report.partition, 0), report.next_offset)
+    return out
+
+
 def remote_ends(bootstrap: str, topic: str) -> dict[int, int]:
     """``{partition: end offset}`` of a remote topic (an ``AssertionError`` while it does not exist, to poll)."""
     try:
@@ -242,8 +260,8 @@ def test_continuous_engine_survives_a_killed_worker(
     replacement executor on worker 1 (2 cores: room for both tasks) and the lost copy task
     resumes there from its committed offsets (Spark's own re-run of the task ends at once and
     mirrorspark's supervisor restarts it). Records produced before, during and after the kill all
-    reach the target (a re-copy of what was not committed yet is allowed); SIGTERM then ends the
-    run with exit code 0.
+    reach the target; a re-copy of what was not committed yet is allowed, of what was committed
+    before the kill not. SIGTERM then ends the run with exit code 0.
     """
     cluster = spark_standalone
     primary, backup = own_clusters.bootstrap("primary"), own_clusters.bootstrap("backup")
@@ -309,15 +327,23 @@ def test_continuous_engine_survives_a_killed_worker(
             interval_s=0.5,
             message="no copy task on each worker",
         )
+        # Steady state: the backlog produced while Spark started is copied and committed, the
+        # target keeps growing; then the kill
+        backlog = {p: e for p, (_, e) in end_offsets(primary, topic).items()}
         assert_eventually(
-            lambda: all(e > before[p] for p, e in remote_ends(backup, remote).items()),
-            timeout_s=60,
-            message="the target is not growing",
+            lambda: (
+                all(committed_positions(backup, topic).get(p, 0) >= e for p, e in backlog.items())
+                and all(e > before[p] for p, e in remote_ends(backup, remote).items())
+            ),
+            timeout_s=120,
+            interval_s=0.5,
+            message="the backlog was not copied and committed",
         )
 
         killed_at = time.monotonic()
         cluster.kill_worker(0)  # mid-copy: the producer keeps going
         at_kill = remote_ends(backup, remote)
+        committed = committed_positions(backup, topic)  # the killed task's last commits included
 
         def resumed() -> bool:
             running()
@@ -339,6 +365,12 @@ def test_continuous_engine_survives_a_killed_worker(
 
         values = assert_eventually(everything_copied, timeout_s=120, interval_s=1, message="records lost")
         assert set(values) == expected  # nothing else
+        # What was committed before the kill is never copied again: the lost task restarted from its
+        # committed offsets (not from where it started, as Spark's own re-run of it would)
+        source = {r["value"]: (r["partition"], r["offset"]) for r in consume_all(primary, topic, timeout_s=60)}
+        copies = Counter(values)
+        recopied = [v for v, n in copies.items() if n > 1 and source[v][1] < committed.get(source[v][0], 0)]
+        assert not recopied, f"{len(recopied)} committed records copied again, e.g. {sorted(recopied)[:3]}"
 
         stopping_at = time.monotonic()
         run.send_signal(signal.SIGTERM)
@@ -361,6 +393,7 @@ def test_continuous_engine_survives_a_killed_worker(
             run.wait(30)
     restarts = [line for line in text.splitlines() if "restart" in line.lower() or "Lost " in line]
     print(
-        f"\n{len(expected)} records, {len(values) - len(expected)} duplicates, resumed {resume_s:.1f} s after the "
+        f"\n{len(expected)} records, {len(values) - len(expected)} duplicates (committed at the kill: "
+        f"{sum(committed.values())}), resumed {resume_s:.1f} s after the "
         f"kill, stopped {stop_s:.1f} s after SIGTERM; restarts:\n" + "\n".join(restarts)
     )
