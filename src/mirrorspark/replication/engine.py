@@ -356,7 +356,8 @@ class FlowSupervisor:
             if not held:
                 self._lost()
                 return
-        self.progress.poll(generation=self.generation)
+        if self.progress.poll(generation=self.generation):
+            self.failures = 0  # copying again: earlier failures were recovered from ("in a row" is broken)
         if self.flow.halted is not None:
             self.stop_tasks()
             self.state = "stopped"
