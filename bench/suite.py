@@ -249,10 +249,10 @@ def _run_one(case: Case, c: Contender, env: BenchEnv, workload: Workload, run: i
 
 def _describe_run(m: RunMeasurement) -> str:
     if m.error:
-        return f"{m.contender:<12} run {m.run}: FAILED: {m.error.splitlines()[0][:300]}"
+        return f"{m.contender:<22} run {m.run}: FAILED: {m.error.splitlines()[0][:300]}"
     label = "warm-up" if m.run == 0 else f"run {m.run}"
     return (
-        f"{m.contender:<15} {label:<8} {m.records:>10,} rec {m.seconds:7.2f} s "
+        f"{m.contender:<22} {label:<8} {m.records:>10,} rec {m.seconds:7.2f} s "
         f"(start {m.start_s:.2f} s, {m.batches} job(s) {m.jobs_s:.2f} s, peak RSS {m.peak_rss_bytes / 1e6:,.0f} MB) "
         f"{m.records_per_s:>10,.0f} rec/s {m.mb_per_s:7.1f} MB/s  "
         f"cpu {m.cpu.total_s:6.2f} s = {m.cpu_s_per_gb():6.1f} s/GB  brokers {m.broker_cpu_s:5.2f} s  "
