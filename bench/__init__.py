@@ -17,11 +17,17 @@ Layout
     CPU accounting of process trees (the Python driver, the Spark JVM it starts and the
     Python workers the JVM starts), brokers excluded and measured separately.
 :mod:`bench.contenders`
-    :class:`~bench.contenders.Contender`, the interface every measured replicator implements,
-    and :class:`~bench.contenders.MirrorsparkContender`.
+    :class:`~bench.contenders.Contender`, the interface every measured replicator implements:
+    mirrorspark (batch and continuous engine), MirrorMaker 2 (defaults and tuned), and the
+    ceiling's consume and produce passes (parallel clients; the consume client is
+    ``bench/java/ConsumeShare.java``).
 :mod:`bench.suite`
     Runs one case: loads the workload, warms every contender up, then runs the contenders
     alternately (A B A B ...) and summarises medians.
+:mod:`bench.latency`, :mod:`bench.scale`, :mod:`bench.recovery`
+    The latency case (steady produce, end-to-end latency), the scale case (many topics: discovery
+    time, idle CPU) and the recovery case (``kill -9`` mid-copy: records copied twice, seconds
+    until copying resumes).
 :mod:`bench.report`
     The text table, the results file ``bench/results/<date>-<host>-<case>.md`` (+ ``.json``)
     and the "latest figures" section of ``bench/README.md``.

@@ -9,16 +9,25 @@ Cases (``--cases``, default all):
 
 ``compare``
     Per workload (``--workloads``, e.g. ``1024x12,100x96``: value bytes x partitions) one case:
-    mirrorspark, MirrorMaker 2, and the ceiling (ConsumerPerformance and ProducerPerformance),
+    mirrorspark (batch engine, the ``--until-caught-up`` default, and the continuous engine),
+    MirrorMaker 2 (defaults, and with a tuned data producer), and the ceiling (the consume-only
+    and produce-only passes with ``min(tasks.max, partitions)`` parallel clients each),
     alternately, ``--runs`` rounds, medians.
 ``latency``
-    5 000 records/s for 60 s (quick: 15 s) while mirrorspark, then MM2, replicates; p50/p99/max.
+    5 000 records/s for 60 s (quick: 15 s) while mirrorspark (continuous engine), then MM2,
+    replicates; p50/p99/max.
 ``scale``
-    100 and 1 000 topics x 4 partitions (quick: 200): time to discover and replicate them all,
-    idle CPU per topic.
+    100 and 1 000 topics x 4 partitions: time to discover and replicate them all, idle CPU per
+    topic (mirrorspark on the continuous engine, MM2).
+``recovery``
+    ``kill -9`` mid-copy of a whole mirrorspark run (``python -m mirrorspark run``) and of MM2's
+    JVM, then a restart; and of mirrorspark's Spark Python workers: records copied twice and
+    seconds until copying resumes.
 
-The last two lines printed are ``throughput ratio mirrorspark/mm2: <x>`` and
-``throughput ratio mirrorspark/ceiling: <y>`` of the 1 KiB / 12-partition workload.
+The last lines printed are the headline ratios of the 1 KiB / 12-partition workload:
+``throughput ratio mirrorspark/mm2: <x>``, ``throughput ratio mirrorspark/ceiling: <y>``,
+``throughput ratio mirrorspark/mm2-tuned: <z>`` and
+``throughput ratio mirrorspark-continuous/mirrorspark: <w>``.
 Results: ``bench/results/<date>-<host>[-quick].md`` (+ ``.json``); the latest figures go into
 ``bench/README.md``.
 """
@@ -37,7 +46,7 @@ from pathlib import Path
 
 from bench import cpu, report
 from bench.env import BenchEnv
-from bench.suite import run_case
+from bench.suite import COMPARE_CONTENDERS, run_case
 from bench.workload import Workload
 
 __all__ = ["main"]
@@ -52,6 +61,7 @@ FULL_WORKLOADS = "1024x12,1024x1,1024x96,100x12,100x1,100x96"
 QUICK_WORKLOADS = "1024x12"
 HEADLINE = (1024, 12)
 """The workload whose ratios are printed last."""
+CASES = ("compare", "latency", "scale", "recovery")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -62,12 +72,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--quick",
         action="store_true",
-        help="a few minutes: 1 KiB x 12 partitions (200k records, 3 runs), 15 s latency, 200-topic scale",
+        help="1 KiB x 12 partitions (200k records, 3 runs), 15 s latency, 100- and 1000-topic scale, one recovery "
+        "run per scenario",
     )
     p.add_argument(
         "--cases",
-        default="compare,latency,scale",
-        help="comma-separated cases to run: compare, latency, scale (default all)",
+        default=",".join(CASES),
+        help=f"comma-separated cases to run: {', '.join(CASES)} (default all)",
     )
     p.add_argument(
         "--workloads",
@@ -75,16 +86,34 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--contenders",
-        default="mirrorspark,mm2,ceiling-consume,ceiling-produce",
-        help="contenders (default %(default)s; the latency and scale cases run mirrorspark and mm2 of them)",
+        default=",".join(COMPARE_CONTENDERS),
+        help="contenders (default %(default)s; the latency, scale and recovery cases run mirrorspark and mm2 of them)",
     )
     p.add_argument("--latency-seconds", type=float, help="measured produce window of the latency case (60; quick 15)")
     p.add_argument("--latency-rate", type=int, default=5000, help="records/s of the latency case (default 5000)")
-    p.add_argument("--scale-topics", help="topic counts of the scale case (default 100,1000; quick 200)")
+    p.add_argument("--scale-topics", help="topic counts of the scale case (default 100,1000)")
     p.add_argument("--records", type=int, metavar="N", help="records in the workload")
     p.add_argument("--runs", type=int, metavar="R", help="measured runs per contender (default 3; medians)")
     p.add_argument("--latency-runs", type=int, help="runs per contender of the latency case (default 3; quick 1)")
     p.add_argument("--scale-runs", type=int, help="runs per contender of the scale case (default 3; quick 1)")
+    p.add_argument("--recovery-runs", type=int, help="runs per scenario of the recovery case (default 3; quick 1)")
+    p.add_argument(
+        "--recovery-rate", type=int, default=5000, help="records/s fed during the recovery case (default 5000)"
+    )
+    p.add_argument(
+        "--recovery-kill-after",
+        type=float,
+        default=5.0,
+        metavar="S",
+        help="seconds of copying before the kill in the recovery case (default 5)",
+    )
+    p.add_argument(
+        "--recovery-flush-ms",
+        type=int,
+        metavar="MS",
+        help="offset.flush.interval.ms of both contenders in the recovery case (default: each one's own, "
+        "mirrorspark 1000, MM2/Connect 60000)",
+    )
     p.add_argument(
         "--out",
         type=Path,
@@ -104,7 +133,11 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help="mirrorspark.batch.max.records.per.partition (default: mirrorspark's, 200000)",
     )
-    p.add_argument("--master", default="local[*]", help="Spark master (default %(default)s)")
+    p.add_argument(
+        "--master",
+        help="Spark master of the in-process runs (default local[N], N = max(CPU count, --tasks): the continuous "
+        "engine keeps one task slot per copy task)",
+    )
     p.add_argument(
         "--warmup-records",
         type=int,
@@ -153,13 +186,13 @@ def _run_all(args: argparse.Namespace, command: str, label: str) -> int:
     """The comparison, latency and scale cases in one environment; one results file."""
     from datetime import UTC, datetime
 
-    from bench import latency, scale
+    from bench import latency, recovery, scale
     from bench.suite import comparison_case, environment
 
     cases = {c.strip() for c in args.cases.split(",") if c.strip()}
-    unknown = cases - {"compare", "latency", "scale"}
+    unknown = cases - set(CASES)
     if unknown:
-        raise SystemExit(f"--cases: unknown case(s) {sorted(unknown)}; choose from compare, latency, scale")
+        raise SystemExit(f"--cases: unknown case(s) {sorted(unknown)}; choose from {', '.join(CASES)}")
     started = datetime.now(UTC).isoformat(timespec="seconds")
     runs = args.runs if args.runs is not None else 3
     contenders = [c.strip() for c in args.contenders.split(",") if c.strip()]
@@ -167,7 +200,9 @@ def _run_all(args: argparse.Namespace, command: str, label: str) -> int:
     sections: list[tuple[str, str]] = []
     extra_json: dict[str, object] = {}
     status = 0
-    with BenchEnv(args.work_dir / ("quick" if args.quick else "full"), master=args.master) as env:
+    master = args.master or f"local[{max(os.cpu_count() or 1, args.tasks)}]"
+    recovery_lines: list[str] = []
+    with BenchEnv(args.work_dir / ("quick" if args.quick else "full"), master=master) as env:
         if "compare" in cases:
             for w in _workloads(args):
                 case = comparison_case(
@@ -206,7 +241,7 @@ def _run_all(args: argparse.Namespace, command: str, label: str) -> int:
             if any(not r.ok for r in lat):
                 status = 1
         if "scale" in cases:
-            counts = [int(x) for x in (args.scale_topics or ("200" if args.quick else "100,1000")).split(",")]
+            counts = [int(x) for x in (args.scale_topics or "100,1000").split(",")]
             sc_runs = args.scale_runs or (1 if args.quick else 3)
             print(f"== scale: {counts} topics x 4 partitions, {sc_runs} run(s) each", flush=True)
             sc = scale.run_scale_case(
@@ -221,6 +256,30 @@ def _run_all(args: argparse.Namespace, command: str, label: str) -> int:
             sections.append(("Scale", body))
             extra_json["scale"] = [r.to_json() for r in sc]
             if any(not r.ok for r in sc):
+                status = 1
+        if "recovery" in cases:
+            rec_runs = args.recovery_runs or (1 if args.quick else 3)
+            scenarios = recovery.scenario_filter(contenders)
+            print(
+                f"== recovery: kill -9 mid-copy at {args.recovery_rate:,} records/s, {len(scenarios)} scenario(s), "
+                f"{rec_runs} run(s) each",
+                flush=True,
+            )
+            rec = recovery.run_recovery_case(
+                env,
+                tasks_max=args.tasks,
+                scenarios=scenarios,
+                runs=rec_runs,
+                rate=args.recovery_rate,
+                kill_after_s=args.recovery_kill_after,
+                flush_ms=args.recovery_flush_ms,
+            )
+            body = recovery.recovery_markdown(rec)
+            print(body, flush=True)
+            sections.append(("Recovery", body))
+            extra_json["recovery"] = [r.to_json() for r in rec]
+            recovery_lines = recovery.recovery_lines(rec)
+            if any(not r.ok for r in rec):
                 status = 1
         env_info = environment(env)
     suffix = "-quick" if args.quick else ""
@@ -267,6 +326,8 @@ def _run_all(args: argparse.Namespace, command: str, label: str) -> int:
         report.update_readme_section(BENCH_DIR / "README.md", "quick" if args.quick else "full", body)
     print()
     print(f"results: {out}")
+    for line in recovery_lines:
+        print(line)
     headline = next(
         (r for r in results if (r.case.workload.record_size, r.case.workload.partitions) == HEADLINE),
         results[0] if results else None,

@@ -6,13 +6,17 @@ measured by a :class:`bench.sampler.Sampler` in the same way for all:
 
 :class:`MirrorsparkContender`
     An in-process ``mirrorspark run --until-caught-up``, on the environment's warm
-    SparkSession.
+    SparkSession; ``mirrorspark`` (engine ``auto``: batches) and ``mirrorspark-continuous``
+    (``mirrorspark.engine=continuous``).
 :class:`MirrorMakerContender`
-    Apache Kafka's MirrorMaker 2, dedicated mode, a child JVM per run.
+    Apache Kafka's MirrorMaker 2, dedicated mode, a child JVM per run; ``mm2`` at MM2's
+    defaults and ``mm2-tuned`` (data producer with 1 MiB batches and ``linger.ms=5``).
 :class:`CeilingConsumeContender`, :class:`CeilingProduceContender`
-    Kafka's ``ConsumerPerformance`` reading the source topic and ``ProducerPerformance``
-    writing the same number and size of records into the target: what the brokers and
-    Kafka's own Java clients reach doing only half a replicator's work each.
+    Kafka's Java consumer reading the source topic and ``ProducerPerformance`` writing the
+    same number and size of records into the target, each with as many parallel processes
+    as a replicator runs copy tasks (``min(tasks.max, partitions)``), each on its share of the
+    partitions: what the brokers and Kafka's own Java clients reach doing only half a
+    replicator's work each.
 """
 
 from __future__ import annotations
@@ -25,7 +29,6 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,12 +43,15 @@ if TYPE_CHECKING:
     from mirrorspark.replication.tasks import CopyTask, PartitionResult
 
 __all__ = [
+    "MM2_TUNED_PRODUCER",
     "CeilingConsumeContender",
     "CeilingProduceContender",
     "Contender",
     "MirrorMakerContender",
     "MirrorsparkContender",
     "RunMeasurement",
+    "client_shares",
+    "records_in",
 ]
 
 log = logging.getLogger(__name__)
@@ -226,12 +232,17 @@ class Contender(ABC):
 
 
 class _TimedDataPath:
-    """A :class:`mirrorspark.replication.datapath.DataPath` that adds up the wall time of its Spark jobs."""
+    """A :class:`mirrorspark.replication.datapath.DataPath` that adds up the wall time of its Spark jobs.
+
+    The batch engine calls :meth:`copy` once per batch; the continuous engine only takes
+    :attr:`spark` (its copy tasks are long-running Spark jobs of their own), so its runs show no jobs.
+    """
 
     def __init__(self, spark: SparkSession) -> None:
         from mirrorspark.replication.datapath import DataPath
 
         self._inner = DataPath(spark)
+        self.spark = spark
         self.jobs_s = 0.0
         self.batches = 0
         self.batch_s: list[float] = []
@@ -258,6 +269,10 @@ class MirrorsparkContender(Contender):
         ``tasks.max`` of the flow (Spark tasks per batch = ``min(tasks.max, partitions)``).
     batch_records:
         ``mirrorspark.batch.max.records.per.partition``; ``None`` keeps mirrorspark's default.
+    engine:
+        ``mirrorspark.engine``: ``None`` keeps ``auto`` (a bounded copy runs on the batch engine),
+        ``"continuous"`` runs the long-running copy tasks of the continuous engine (one Spark task
+        slot each) until caught up, ``"batch"`` forces batches.
     extra:
         Further ``mm2.properties`` keys for every run.
     name:
@@ -269,15 +284,18 @@ class MirrorsparkContender(Contender):
         *,
         tasks_max: int,
         batch_records: int | None = None,
+        engine: str | None = None,
         extra: Mapping[str, str] | None = None,
         name: str = "mirrorspark",
     ) -> None:
         self.name = name
         self.tasks_max = tasks_max
         self.batch_records = batch_records
+        self.engine = engine
         self.extra = dict(extra or {})
         cap = f", batch cap {batch_records:,} records/partition" if batch_records else ""
-        self.description = f"mirrorspark run --until-caught-up, tasks.max={tasks_max}{cap}"
+        how = f"mirrorspark.engine={engine}" if engine else "mirrorspark.engine=auto (batch engine for a bounded copy)"
+        self.description = f"mirrorspark run --until-caught-up, {how}, tasks.max={tasks_max}{cap}"
 
     def properties(self, workload: Workload) -> dict[str, str]:
         """The ``mm2.properties`` keys this contender sets on top of the clusters' own."""
@@ -287,6 +305,8 @@ class MirrorsparkContender(Contender):
         }
         if self.batch_records:
             props["mirrorspark.batch.max.records.per.partition"] = str(self.batch_records)
+        if self.engine:
+            props["mirrorspark.engine"] = self.engine
         props.update(self.extra)
         return props
 
@@ -369,6 +389,11 @@ class MirrorsparkContender(Contender):
 MM2_HEAP = "-Xms256M -Xmx2G"
 """MirrorMaker's heap, as Kafka's ``bin/connect-mirror-maker.sh`` sets it."""
 
+MM2_TUNED_PRODUCER = {f"{TARGET}.producer.batch.size": str(1 << 20), f"{TARGET}.producer.linger.ms": "5"}
+"""The ``mm2-tuned`` contender's data producer: 1 MiB batches, ``linger.ms=5`` (the ceiling's produce pass
+settings). MM2's data producer is the Connect worker's, configured by ``<target>.producer.<key>``
+(mm2.md §2.1: "data-producer settings come from the worker")."""
+
 
 class MirrorMakerContender(Contender):
     """Apache Kafka's MirrorMaker 2 in dedicated mode, one fresh JVM per run.
@@ -384,20 +409,31 @@ class MirrorMakerContender(Contender):
     tasks_max:
         ``tasks.max``.
     extra:
-        Further ``mm2.properties`` keys.
+        Further ``mm2.properties`` keys (named in the description), e.g. the data producer's
+        settings as worker keys of the target, ``target.producer.linger.ms``
+        (:data:`MM2_TUNED_PRODUCER`).
     timeout_s:
         Give up on a run after this many seconds.
+    name:
+        Name in tables (default ``"mm2"``).
     """
 
-    name = "mm2"
-
-    def __init__(self, *, tasks_max: int, extra: Mapping[str, str] | None = None, timeout_s: float = 900.0) -> None:
+    def __init__(
+        self,
+        *,
+        tasks_max: int,
+        extra: Mapping[str, str] | None = None,
+        timeout_s: float = 900.0,
+        name: str = "mm2",
+    ) -> None:
+        self.name = name
         self.tasks_max = tasks_max
         self.extra = dict(extra or {})
         self.timeout_s = timeout_s
+        tuned = ", ".join(f"{k}={v}" for k, v in self.extra.items())
         self.description = (
             f"Apache Kafka MirrorMaker 2 (connect-mirror {_jar_version('mm2', 'connect-mirror')}), dedicated mode, "
-            f"tasks.max={tasks_max}, heap {MM2_HEAP}"
+            f"tasks.max={tasks_max}, heap {MM2_HEAP}" + (f", {tuned}" if tuned else ", MM2's defaults")
         )
 
     def properties(self, workload: Workload) -> dict[str, str]:
@@ -515,142 +551,241 @@ def _wait_unreaped(proc: subprocess.Popen[bytes], timeout_s: float) -> bool:
     return False
 
 
-def _perf_tool(main: str, args: Sequence[str], log_path: Path) -> subprocess.Popen[bytes]:
+def _java(args: Sequence[str], *, heap: str = "-Xms256M -Xmx1G", classpath_extra: str = "") -> list[str]:
     from mirrorspark.kafka.jars import classpath, java_executable
 
-    with open(log_path, "wb") as out:
-        return subprocess.Popen(
-            [java_executable(), "-Xms256M", "-Xmx1G", "-cp", classpath("kafka"), main, *args],
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
+    cp = classpath("kafka") + (os.pathsep + classpath_extra if classpath_extra else "")
+    return [java_executable(), *heap.split(), "-cp", cp, *args]
 
 
-class CeilingProduceContender(Contender):
-    """The produce-only bound: Kafka's ``ProducerPerformance`` writes the workload's records into the target.
+def _launch_clients(commands: Sequence[Sequence[str]], logs: Sequence[Path]) -> subprocess.Popen[bytes]:
+    """Start one process per command at once, under one ``sh`` that waits for them all.
 
-    Same record count and value size into a fresh topic with the same partitions;
+    The ``sh`` is the root of the clients' process tree (what the sampler measures: its reaped
+    children's CPU moves into its own ``children_*`` times) and leads its own session, so a
+    timeout kills every client with one ``killpg``.
+    """
+    import shlex
+
+    script = " ".join(
+        f"{shlex.join(list(cmd))} >{shlex.quote(str(log))} 2>&1 &" for cmd, log in zip(commands, logs, strict=True)
+    )
+    return subprocess.Popen(
+        ["/bin/sh", "-c", f"{script} wait"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def _kill_clients(proc: subprocess.Popen[bytes]) -> None:
+    import contextlib
+    import signal
+
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def client_shares(partitions: int, clients: int) -> list[list[int]]:
+    """The partitions of each of ``min(clients, partitions)`` parallel clients, round-robin.
+
+    Client ``i`` gets partitions ``i, i + n, i + 2n, ...`` (``n`` clients), as MM2's
+    ``MirrorSourceConnector.taskConfigs`` and mirrorspark's copy tasks split a flow.
+    """
+    n = max(1, min(clients, partitions))
+    return [list(range(i, partitions, n)) for i in range(n)]
+
+
+def records_in(workload: Workload, partitions: Sequence[int]) -> int:
+    """Records :func:`bench.workload.load_topic` wrote into these partitions (round-robin: ``i mod P``)."""
+    base, extra = divmod(workload.records, workload.partitions)
+    return sum(base + (1 if p < extra else 0) for p in partitions)
+
+
+class _CeilingContender(Contender):
+    """One pass of the ceiling with ``min(tasks.max, partitions)`` parallel client processes."""
+
+    def __init__(self, *, tasks_max: int, timeout_s: float = 900.0) -> None:
+        self.tasks_max = tasks_max
+        self.timeout_s = timeout_s
+
+    def shares(self, workload: Workload) -> list[list[int]]:
+        """Partitions per client for this workload (as many clients as a replicator's copy tasks)."""
+        return client_shares(workload.partitions, self.tasks_max)
+
+
+class CeilingProduceContender(_CeilingContender):
+    """The produce-only bound: Kafka's ``ProducerPerformance``, one process per copy task a replicator would run.
+
+    ``n = min(tasks.max, partitions)`` processes at once; process ``i`` writes as many records of
+    the workload's size as the source partitions of its share (:func:`client_shares`) hold into
+    a fresh target topic of its own with that many partitions (ProducerPerformance cannot be
+    pointed at given partitions; together the ``n`` topics have the workload's partitions).
     ``acks=all`` (what a replicator must wait for), ``linger.ms=5``, 1 MiB batches, no
-    compression. Timed like the replicators, by the target's end offsets.
+    compression. Timed like the replicators, by the end offsets of the ``n`` topics.
     """
 
     name = "ceiling-produce"
 
-    def __init__(self, timeout_s: float = 900.0) -> None:
-        self.timeout_s = timeout_s
+    def __init__(self, *, tasks_max: int, timeout_s: float = 900.0) -> None:
+        super().__init__(tasks_max=tasks_max, timeout_s=timeout_s)
         self.description = (
-            "kafka-producer-perf-test (org.apache.kafka.tools.ProducerPerformance) into target, acks=all, "
-            "linger.ms=5, batch.size=1 MiB"
+            "kafka-producer-perf-test (org.apache.kafka.tools.ProducerPerformance) into target, "
+            f"min(tasks.max={tasks_max}, partitions) processes in parallel, each into its own topic with its share "
+            "of the partitions, acks=all, linger.ms=5, batch.size=1 MiB"
         )
 
     def run(self, env: BenchEnv, workload: Workload, run: int) -> RunMeasurement:
         alias = env.fresh_alias()
-        topic = f"{alias}.ceiling-{workload.topic}"
-        env.create_topic(TARGET, topic, workload.partitions)
+        shares = self.shares(workload)
+        topics = [(f"{alias}.ceiling-{workload.topic}-{i}", len(share)) for i, share in enumerate(shares)]
+        for topic, parts in topics:
+            env.create_topic(TARGET, topic, parts)
         meter = cpu.Meter(env.broker_pids(), root=os.getpid())
-        log_path = env.work_dir / f"producer-perf-{alias}.log"
+        logs = [env.work_dir / f"producer-perf-{alias}-{i}.log" for i in range(len(shares))]
+        commands = [
+            _java(
+                [
+                    "org.apache.kafka.tools.ProducerPerformance",
+                    "--bootstrap-server", env.bootstrap(TARGET), "--topic", topic,
+                    "--num-records", str(records_in(workload, share)), "--record-size", str(workload.record_size),
+                    "--throughput", "-1",
+                    "--command-property", "acks=all", "linger.ms=5", f"batch.size={1 << 20}",
+                    "compression.type=none",
+                ]
+            )
+            for (topic, _), share in zip(topics, shares, strict=True)
+        ]  # fmt: skip
         meter.start()
-        proc = _perf_tool(
-            "org.apache.kafka.tools.ProducerPerformance",
-            [
-                "--bootstrap-server", env.bootstrap(TARGET), "--topic", topic,
-                "--num-records", str(workload.records), "--record-size", str(workload.record_size),
-                "--throughput", "-1",
-                "--command-property", "acks=all", "linger.ms=5", f"batch.size={1 << 20}", "compression.type=none",
-            ],
-            log_path,
-        )  # fmt: skip
-        sampler = Sampler(
-            proc.pid, exclude=env.broker_pids(), progress=EndOffsets(env.bootstrap(TARGET), topic, workload.partitions)
-        )
+        proc = _launch_clients(commands, logs)
+        sampler = Sampler(proc.pid, exclude=env.broker_pids(), progress=EndOffsets(env.bootstrap(TARGET), topics))
         error = ""
         try:
             sampler.start()
             if not sampler.wait_for(workload.records, self.timeout_s, alive=lambda: proc.poll() is None):
                 sampler.sample()
                 if not sampler.samples or sampler.samples[-1].progress < workload.records:
-                    error = f"ProducerPerformance did not finish; log: {log_path}"
+                    error = f"ProducerPerformance did not finish; logs: {', '.join(map(str, logs))}"
         finally:
             sampler.stop()
             run_cpu = sampler.samples[-1].cpu.total_s if sampler.samples else 0.0
             try:
                 proc.wait(timeout=60)
             except subprocess.TimeoutExpired:
-                proc.kill()
+                _kill_clients(proc)
+                proc.wait()
             meter.stop()
         window = sampler.window(workload.records)
-        stored = count_records(env.bootstrap(TARGET), topic, workload.partitions)
-        env.delete_topics(TARGET, [topic])
+        stored = sum(count_records(env.bootstrap(TARGET), topic, parts) for topic, parts in topics)
+        env.delete_topics(TARGET, [topic for topic, _ in topics])
         return _jvm_measurement(
             self.name, run, workload, stored, "target holds", window, sampler, meter, run_cpu, error
         )
 
 
-class CeilingConsumeContender(Contender):
-    """The consume-only bound: Kafka's ``ConsumerPerformance`` reads the whole workload topic.
+_CONSUME_SHARE = Path(__file__).resolve().parent / "java" / "ConsumeShare.java"
+"""The consume pass's client (Kafka's Java consumer on assigned partitions).
 
-    Its own figures give the window (``end.time`` minus ``fetch.time.ms``: the time spent
-    fetching, without the group join); the sampler gives CPU and RSS over that window.
+Compiled by :meth:`CeilingConsumeContender.prepare`."""
+
+
+class CeilingConsumeContender(_CeilingContender):
+    """The consume-only bound: Kafka's Java consumer, one process per copy task a replicator would run.
+
+    ``n = min(tasks.max, partitions)`` processes of ``bench/java/ConsumeShare.java`` at once, each
+    assigned its share of the source topic's partitions (:func:`client_shares`; Kafka's
+    ``ConsumerPerformance`` subscribes to whole topics through a group, so it cannot be split by
+    partition), with ConsumerPerformance's consumer settings, reading from the beginning until
+    it has its share's records. The window runs from the first client's first poll to the last
+    client's last record (their own clocks, as ConsumerPerformance's fetch time); the sampler
+    gives CPU and RSS over it.
     """
 
     name = "ceiling-consume"
 
-    def __init__(self, timeout_s: float = 900.0) -> None:
-        self.timeout_s = timeout_s
-        self.description = "kafka-consumer-perf-test (org.apache.kafka.tools.ConsumerPerformance) of the source topic"
+    def __init__(self, *, tasks_max: int, timeout_s: float = 900.0) -> None:
+        super().__init__(tasks_max=tasks_max, timeout_s=timeout_s)
+        self.classes: Path | None = None
+        self.description = (
+            "Kafka's Java consumer (bench/java/ConsumeShare.java: assign(), ConsumerPerformance's settings) "
+            f"over the source topic, min(tasks.max={tasks_max}, partitions) processes in parallel, each on its "
+            "share of the partitions"
+        )
+
+    def prepare(self, env: BenchEnv) -> None:
+        """Compile the client against the ``kafka`` jars into ``<work dir>/classes``."""
+        import shutil
+
+        from mirrorspark.kafka.jars import classpath, java_executable
+
+        out = env.work_dir / "classes"
+        out.mkdir(parents=True, exist_ok=True)
+        javac = Path(java_executable()).resolve().with_name("javac")
+        found = str(javac) if javac.is_file() else shutil.which("javac")
+        if found is None:
+            raise RuntimeError("javac not found: the consume pass of the ceiling needs a JDK")
+        subprocess.run(
+            [found, "-nowarn", "-cp", classpath("kafka"), "-d", str(out), str(_CONSUME_SHARE)],
+            check=True,
+            capture_output=True,
+        )
+        self.classes = out
 
     def run(self, env: BenchEnv, workload: Workload, run: int) -> RunMeasurement:
+        if self.classes is None:
+            self.prepare(env)
+        assert self.classes is not None
         alias = env.fresh_alias()
+        shares = self.shares(workload)
         meter = cpu.Meter(env.broker_pids(), root=os.getpid())
-        log_path = env.work_dir / f"consumer-perf-{alias}.log"
+        logs = [env.work_dir / f"consume-share-{alias}-{i}.log" for i in range(len(shares))]
+        commands = [
+            _java(
+                [
+                    "ConsumeShare", env.bootstrap(SOURCE), workload.topic, ",".join(map(str, share)),
+                    str(records_in(workload, share)), "60000",
+                ],
+                classpath_extra=str(self.classes),
+            )
+            for share in shares
+        ]  # fmt: skip
         meter.start()
-        proc = _perf_tool(
-            "org.apache.kafka.tools.ConsumerPerformance",
-            [
-                "--bootstrap-server", env.bootstrap(SOURCE), "--topic", workload.topic,
-                "--num-records", str(workload.records), "--group", f"bench-ceiling-{alias}",
-                "--timeout", "60000", "--date-format", "yyyy-MM-dd'T'HH:mm:ss.SSSXXX",
-            ],
-            log_path,
-        )  # fmt: skip
+        proc = _launch_clients(commands, logs)
         sampler = Sampler(proc.pid, exclude=env.broker_pids())
         error = ""
         try:
             sampler.start()
             if not _wait_unreaped(proc, self.timeout_s):
-                proc.kill()
-                error = f"ConsumerPerformance did not finish within {self.timeout_s:.0f} s"
+                _kill_clients(proc)
+                error = f"the consume clients did not finish within {self.timeout_s:.0f} s"
         finally:
             sampler.stop()
             proc.wait()
             meter.stop()
-        out = log_path.read_text(errors="replace")
-        stats = _consumer_perf_stats(out)
+        stats = [_consume_share_stats(log.read_text(errors="replace")) for log in logs]
         window = None
         records = 0
-        if stats is None:
-            error = error or f"no result line from ConsumerPerformance; log: {log_path}"
+        if any(s is None for s in stats):
+            error = error or f"no result line from a consume client; logs: {', '.join(map(str, logs))}"
         else:
-            end = stats["end.time"]
-            fetch_s = float(stats["fetch.time.ms"]) / 1000.0
-            records = int(float(stats["data.consumed.in.nMsg"]))
-            end_wall = datetime.fromisoformat(str(end)).timestamp()
-            window = sampler.window_between(end_wall - fetch_s, end_wall)
-            window = replace(window, start_s=window.end_s - fetch_s)
+            records = sum(s["records"] for s in stats if s is not None)
+            start = min(s["start.ms"] for s in stats if s is not None) / 1000.0
+            end = max(s["end.ms"] for s in stats if s is not None) / 1000.0
+            window = sampler.window_between(start, end)
+            window = replace(window, start_s=window.end_s - (end - start))
         run_cpu = sampler.samples[-1].cpu.total_s if sampler.samples else 0.0
         return _jvm_measurement(
-            self.name, run, workload, records, "ConsumerPerformance consumed", window, sampler, meter, run_cpu, error
+            self.name, run, workload, records, "the consume clients read", window, sampler, meter, run_cpu, error
         )
 
 
-def _consumer_perf_stats(output: str) -> dict[str, str] | None:
-    """Parse ConsumerPerformance's header + result line into a dict (``None`` if absent)."""
-    lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
-    for i, ln in enumerate(lines):
-        if ln.startswith("start.time") and i + 1 < len(lines):
-            keys = [k.strip() for k in ln.split(",")]
-            values = [v.strip() for v in lines[i + 1].split(",")]
-            if len(values) >= len(keys):
-                return dict(zip(keys, values, strict=False))
+def _consume_share_stats(output: str) -> dict[str, int] | None:
+    """Parse ``ConsumeShare``'s result line (``records=.. bytes=.. start.ms=.. end.ms=..``); ``None`` if absent."""
+    for line in reversed(output.splitlines()):
+        if line.startswith("records="):
+            try:
+                return {k: int(v) for k, v in (item.split("=", 1) for item in line.split())}
+            except ValueError:
+                return None
     return None

@@ -18,9 +18,11 @@ One run (:func:`run_latency`)
    partition.
 2. The replicator starts with the flow's ``topics`` = that topic — mirrorspark as an in-process
    :class:`mirrorspark.replication.driver.Replicator` whose :meth:`~mirrorspark.replication.driver.Replicator.run`
-   loops in a background thread until :meth:`~mirrorspark.replication.driver.Replicator.request_stop`
-   (one Spark job per batch, on the environment's warm SparkSession), MirrorMaker 2 as a child
-   JVM (dedicated mode, like :class:`bench.contenders.MirrorMakerContender`). The run waits
+   runs in a background thread until :meth:`~mirrorspark.replication.driver.Replicator.request_stop`
+   on the **continuous engine** (``mirrorspark.engine=continuous``, what ``mirrorspark run`` picks:
+   ``min(tasks.max, partitions)`` long-running copy tasks, each a Spark task of its own on the
+   environment's warm SparkSession, committing every ``offset.flush.interval.ms``), MirrorMaker 2
+   as a child JVM (dedicated mode, like :class:`bench.contenders.MirrorMakerContender`). The run waits
    until the remote topic ``<alias>.bench-latency-<alias>`` holds every marker: the
    replicator is then running (``start_s``).
 3. A *load generator* child process (``python -m bench.latency --generate``; a separate
@@ -136,9 +138,14 @@ class LatencyResult:
         Seconds from replicator launch (mirrorspark: ``Replicator.start``, Spark already up;
         MM2: JVM launch) until the target held every marker record.
     batches:
-        mirrorspark only: Spark jobs (batches) started inside the produce window (0 for MM2).
+        mirrorspark on the batch engine only: Spark jobs (batches) started inside the produce
+        window (0 for MM2 and for the continuous engine, whose copy tasks outlive the window).
     batch_ms_mean:
-        mirrorspark only: mean wall time of those jobs, milliseconds.
+        mirrorspark on the batch engine only: mean wall time of those jobs, milliseconds.
+    engine:
+        mirrorspark: the engine the run used (``"continuous"``); ``""`` for MM2.
+    restarts:
+        mirrorspark on the continuous engine: copy tasks the driver restarted during the run.
     machine_cores:
         Busy cores of the whole machine (every process: replicator, brokers, load generator,
         anyone else) while the load generator ran; near the core count = the machine was saturated.
@@ -172,6 +179,8 @@ class LatencyResult:
     start_s: float = 0.0
     batches: int = 0
     batch_ms_mean: float = 0.0
+    engine: str = ""
+    restarts: int = 0
     machine_cores: float = 0.0
     broker_cores: float = 0.0
     generator_cores: float = 0.0
@@ -215,6 +224,8 @@ class LatencyResult:
             "start_s": round(self.start_s, 3),
             "batches": self.batches,
             "batch_ms_mean": round(self.batch_ms_mean, 1),
+            "engine": self.engine,
+            "restarts": self.restarts,
             "machine_cores": round(self.machine_cores, 3),
             "broker_cores": round(self.broker_cores, 3),
             "generator_cores": round(self.generator_cores, 3),
@@ -238,12 +249,17 @@ def _percentile(ordered: Sequence[float], q: float) -> float:
 
 
 class _ClockedDataPath:
-    """A :class:`mirrorspark.replication.datapath.DataPath` that notes the wall-clock span of every Spark job."""
+    """A :class:`mirrorspark.replication.datapath.DataPath` that notes the wall-clock span of every Spark job.
+
+    Only the batch engine calls :meth:`copy`; the continuous engine takes :attr:`spark` and runs its
+    long-running copy tasks as Spark jobs of their own.
+    """
 
     def __init__(self, spark: SparkSession) -> None:
         from mirrorspark.replication.datapath import DataPath
 
         self._inner = DataPath(spark)
+        self.spark = spark
         self.jobs: list[tuple[float, float]] = []  # (time.time() at start, at end)
 
     def copy(self, tasks: Sequence[CopyTask]) -> list[PartitionResult]:
@@ -268,6 +284,11 @@ class RunningReplicator:
 
     pid: int
     jobs: list[tuple[float, float]]
+    engine: str = ""
+
+    def restarts(self) -> int:
+        """Copy tasks restarted so far (mirrorspark's continuous engine; 0 otherwise)."""
+        return 0
 
     def alive(self) -> bool:
         """Whether it is still replicating."""
@@ -304,6 +325,13 @@ class _MirrorsparkReplicator(RunningReplicator):
         except BaseException as e:  # reported by the measuring thread
             log.exception("replicator failed")
             self.error = e
+
+    @property
+    def engine(self) -> str:  # type: ignore[override]
+        return self.replicator.engine
+
+    def restarts(self) -> int:
+        return sum(s.restarts for s in self.replicator.supervisors)
 
     def alive(self) -> bool:
         return self._thread.is_alive()
@@ -353,14 +381,17 @@ def contender_properties(contender: str, topics: str, tasks_max: int, extra: Map
     extra:
         Further keys, written last.
 
-    Both keep their defaults otherwise (mirrorspark:
-    ``mirrorspark.batch.idle.interval.ms=200``); heartbeats and checkpoints are on for both; MM2
-    skips Connect's plugin scan (``plugin.discovery=service_load``: start-up only), as in
-    :class:`bench.contenders.MirrorMakerContender`.
+    mirrorspark runs on the continuous engine (``mirrorspark.engine=continuous``, which ``auto``
+    also picks for a run that is not ``--until-caught-up``). Both keep their defaults otherwise
+    (mirrorspark: ``offset.flush.interval.ms=1000``; MM2: Connect's 60000); heartbeats and
+    checkpoints are on for both; MM2 skips Connect's plugin scan (``plugin.discovery=service_load``:
+    start-up only), as in :class:`bench.contenders.MirrorMakerContender`.
     """
     if contender not in CONTENDERS:
         raise ValueError(f"unknown contender {contender!r}: use one of {', '.join(CONTENDERS)}")
     props = {"topics": topics, "tasks.max": str(tasks_max)}
+    if contender == "mirrorspark":
+        props["mirrorspark.engine"] = "continuous"
     if contender == "mm2":
         props.update(
             {
@@ -564,6 +595,8 @@ def run_latency(
         inside = [(j0, j1) for j0, j1 in jobs if start_wall <= j0 <= end_wall]
         batches = len(inside)
         batch_ms = statistics.fmean((j1 - j0) * 1000.0 for j0, j1 in inside) if inside else 0.0
+    engine = replicator.engine if replicator is not None else ""
+    restarts = replicator.restarts() if replicator is not None else 0
     got = [x for x in latencies if not math.isnan(x)]
     ordered = sorted(got)
     per_10s: list[float] = []
@@ -598,6 +631,8 @@ def run_latency(
         start_s=start_s,
         batches=batches,
         batch_ms_mean=batch_ms,
+        engine=engine,
+        restarts=restarts,
         machine_cores=machine_cores,
         broker_cores=broker_cores,
         generator_cores=float(summary.get("cpu_s", 0.0)) / gen_wall if gen_wall > 0 else 0.0,
@@ -666,37 +701,48 @@ def latency_markdown(results: Sequence[LatencyResult]) -> str:
     if not results:
         return "_no latency runs_\n"
     first = results[0]
+    with_jobs = any(r.batches for r in results if r.ok)  # batch-engine runs only
+    header = (
+        "| contender | engine | runs | records | achieved rec/s | p50 ms | p90 ms | p99 ms | p99.9 ms | max ms "
+        "| mean ms | cores | peak RSS MB | "
+        + ("Spark jobs/s | job ms | " if with_jobs else "")
+        + "machine busy cores |"
+    )
+    columns = header.count("|") - 1
     lines = [
         f"Steady produce of {first.rate:,} records/s x {first.seconds:g} s ({first.record_size} B values, "
         f"{first.partitions} partitions, tasks.max={first.tasks_max}); latency = receive time on the target "
         "minus the record's source timestamp.",
         "",
-        "| contender | runs | records | achieved rec/s | p50 ms | p90 ms | p99 ms | p99.9 ms | max ms | mean ms "
-        "| cores | peak RSS MB | Spark jobs/s | job ms | machine busy cores |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        header,
+        "|" + "---|" * columns,
     ]
     names = list(dict.fromkeys(r.contender for r in results))
     for name in names:
         ok = [r for r in results if r.contender == name and r.ok]
         if not ok:
-            lines.append(f"| {name} | 0 | - | - | - | - | - | - | - | - | - | - | - | - | - |")
+            lines.append(f"| {name} | - | 0 |" + " - |" * (columns - 3))
             continue
 
         def med(values: Sequence[float]) -> float:
             return statistics.median(values)
 
-        jobs = (
-            f"{med([r.batches / r.produce_s for r in ok]):.1f} | {med([r.batch_ms_mean for r in ok]):.0f}"
-            if any(r.batches for r in ok)
-            else "- | -"
-        )
+        jobs = ""
+        if with_jobs:
+            jobs = (
+                f"{med([r.batches / r.produce_s for r in ok]):.1f} | {med([r.batch_ms_mean for r in ok]):.0f} | "
+                if any(r.batches for r in ok)
+                else "- | - | "
+            )
+        engine = ok[0].engine or "-"
         lines.append(
-            f"| {name} | {len(ok)} | {med([r.records for r in ok]):,.0f} | {med([r.achieved_rate for r in ok]):,.0f} "
+            f"| {name} | {engine} | {len(ok)} | {med([r.records for r in ok]):,.0f} "
+            f"| {med([r.achieved_rate for r in ok]):,.0f} "
             f"| {med([r.p50_ms for r in ok]):.0f} | {med([r.p90_ms for r in ok]):.0f} "
             f"| {med([r.p99_ms for r in ok]):.0f} | {med([r.p999_ms for r in ok]):.0f} "
             f"| {med([r.max_ms for r in ok]):.0f} | {med([r.mean_ms for r in ok]):.0f} "
-            f"| {med([r.cores for r in ok]):.2f} | {med([r.peak_rss_bytes / 1e6 for r in ok]):,.0f} | {jobs} "
-            f"| {med([r.machine_cores for r in ok]):.2f} |"
+            f"| {med([r.cores for r in ok]):.2f} | {med([r.peak_rss_bytes / 1e6 for r in ok]):,.0f} | {jobs}"
+            f"{med([r.machine_cores for r in ok]):.2f} |"
         )
     failed = [r for r in results if not r.ok]
     if failed:

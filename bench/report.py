@@ -206,9 +206,10 @@ def markdown(result: CaseResult, command: str) -> str:
         "",
         "* records/s and MB/s: the workload over the **copy window**: from the last moment the output topic",
         "  was seen empty to the first moment it held every record (polled every 50 ms by end offsets; for",
-        "  ConsumerPerformance its own fetch time). `start s` is the time from launch (mirrorspark: flow start",
+        "  the consume clients their own clocks). `start s` is the time from launch (mirrorspark: flow start",
         "  on a warm SparkSession; MM2 and the perf tools: JVM launch) until the window opened. MB = 10^6",
-        "  bytes of keys + values. `ceiling` is the slower of the consume-only and produce-only passes.",
+        "  bytes of keys + values. `ceiling` is the slower of the consume-only and produce-only passes",
+        "  (each with min(tasks.max, partitions) parallel client processes).",
         "* CPU s/GB: CPU seconds of the contender's process tree over the copy window (`psutil`) per 10^9",
         "  bytes; split into JVM (Spark driver JVM, or MM2's / the tool's JVM) / py workers / driver.",
         "  `cores busy` = CPU seconds per second of the window. `peak RSS MB`: largest resident memory of",
@@ -331,13 +332,27 @@ def update_readme(readme: Path, result: CaseResult, results_file: Path, command:
     readme.write_text(text)
 
 
+def _ceiling_clients(r: CaseResult) -> int:
+    """Parallel clients of each ceiling pass of a case (``min(tasks.max, partitions)``), 0 without a ceiling."""
+    from bench.contenders import client_shares
+
+    tasks = [getattr(c, "tasks_max", 0) for c in r.case.contenders if c.name.startswith("ceiling-")]
+    return len(client_shares(r.case.workload.partitions, tasks[0])) if tasks and tasks[0] else 0
+
+
 def headline_table(results: Sequence[CaseResult]) -> str:
-    """One markdown row per comparison workload: the three contenders' medians and both ratios."""
+    """One markdown row per comparison workload: every contender's median records/s and the headline ratios."""
     rows = []
     for r in results:
-        ms, mm2, ceil = r.summary("mirrorspark"), r.summary("mm2"), r.summary("ceiling")
+        ms = r.summary("mirrorspark")
         if ms is None:
             continue
+        cont, mm2, tuned, ceil = (
+            r.summary("mirrorspark-continuous"),
+            r.summary("mm2"),
+            r.summary("mm2-tuned"),
+            r.summary("ceiling"),
+        )
         w = r.case.workload
 
         def rate(x: Summary | None) -> str:
@@ -355,29 +370,43 @@ def headline_table(results: Sequence[CaseResult]) -> str:
             v = r.ratios.get(label)
             return "n/a" if v is None else f"{v:.2f}"
 
+        pass_ = "n/a"
+        if ceil is not None and ceil.runs:
+            slower = "produce" if "ceiling-produce" in ceil.description else "consume"
+            pass_ = f"{slower}, {_ceiling_clients(r)} client(s)"
         rows.append(
             [
                 f"{w.record_size} B x {w.partitions}",
                 f"{w.records:,} ({w.payload_bytes / 1e6:,.0f} MB)",
                 rate(ms),
+                rate(cont),
                 rate(mm2),
+                rate(tuned),
                 rate(ceil),
+                pass_,
                 ratio("throughput ratio mirrorspark/mm2"),
+                ratio("throughput ratio mirrorspark/mm2-tuned"),
                 ratio("throughput ratio mirrorspark/ceiling"),
-                f"{cpu(ms)} / {cpu(mm2)} / {cpu(ceil)}",
-                f"{rss(ms)} / {rss(mm2)}",
+                ratio("throughput ratio mirrorspark-continuous/mirrorspark"),
+                f"{cpu(ms)} / {cpu(cont)} / {cpu(mm2)} / {cpu(tuned)} / {cpu(ceil)}",
+                f"{rss(ms)} / {rss(cont)} / {rss(mm2)} / {rss(tuned)}",
             ]
         )
     header = [
         "records x partitions",
         "records (size)",
         "mirrorspark rec/s",
+        "mirrorspark-continuous rec/s",
         "MM2 rec/s",
+        "MM2-tuned rec/s",
         "ceiling rec/s",
+        "ceiling: slower pass, clients",
         "mirrorspark/MM2",
+        "mirrorspark/MM2-tuned",
         "mirrorspark/ceiling",
-        "CPU s/GB mirrorspark / MM2 / ceiling",
-        "peak RSS MB mirrorspark / MM2",
+        "continuous/batch",
+        "CPU s/GB mirrorspark / continuous / MM2 / MM2-tuned / ceiling",
+        "peak RSS MB mirrorspark / continuous / MM2 / MM2-tuned",
     ]
     return _md_table(header, rows)
 
@@ -413,12 +442,16 @@ def bench_markdown(
         "",
         headline_table(results),
         "",
-        "mirrorspark = `mirrorspark run --until-caught-up`; MM2 = Apache Kafka's",
-        "MirrorMaker 2, dedicated mode; both with the same `tasks.max`, topic filter, heartbeats and",
-        "checkpoints on. ceiling = the slower of Kafka's ConsumerPerformance over the source topic and",
-        "ProducerPerformance of as many records of the same size into the target. Rates are over the copy",
-        "window (start-up apart, see each case). CPU s/GB: CPU seconds of the contender's processes per",
-        "10^9 bytes of keys + values.",
+        "mirrorspark = `mirrorspark run --until-caught-up` (engine `auto`: batches); mirrorspark-continuous =",
+        "the same on the continuous engine (`mirrorspark.engine=continuous`); MM2 = Apache Kafka's",
+        "MirrorMaker 2, dedicated mode, at its defaults; MM2-tuned = the same with the data producer's",
+        "`batch.size` 1 MiB and `linger.ms` 5 (`target.producer.*`). All with the same `tasks.max`, topic",
+        "filter, heartbeats and checkpoints on. ceiling = the slower of two passes with min(tasks.max,",
+        "partitions) parallel client processes each, one per share of the partitions: Kafka's Java consumer",
+        "over the source topic, and ProducerPerformance of as many records of the same size into the target.",
+        "continuous/batch = mirrorspark-continuous over mirrorspark. Rates are over the copy window",
+        "(start-up apart, see each case). CPU s/GB: CPU seconds of the contender's processes per 10^9 bytes",
+        "of keys + values.",
         "",
     ]
     for r in results:
@@ -448,9 +481,9 @@ def bench_markdown(
         "## How to read it",
         "",
         "* records/s and MB/s: over the **copy window**: from the last moment the output topic was seen empty",
-        "  to the first moment it held every record (end offsets polled every 50 ms; for ConsumerPerformance",
-        "  its own fetch time). `start s`: launch (mirrorspark: flow start on a warm SparkSession; MM2 and",
-        "  the perf tools: JVM launch) until the window opened. MB = 10^6 bytes of keys + values.",
+        "  to the first moment it held every record (end offsets polled every 50 ms; for the consume pass",
+        "  the clients' own clocks). `start s`: launch (mirrorspark: flow start on a warm SparkSession; MM2",
+        "  and the perf tools: JVM launch) until the window opened. MB = 10^6 bytes of keys + values.",
         "* CPU s/GB: CPU of the contender's process tree over the window (`psutil`), per 10^9 bytes, split",
         "  into JVM / Python workers / Python driver; `cores busy` = CPU seconds per window second;",
         "  `peak RSS MB`: largest resident memory of the tree during a run. Brokers are measured apart.",

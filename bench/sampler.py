@@ -19,7 +19,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from bench import cpu
@@ -100,24 +100,26 @@ def _tree_rss(root: int, exclude: set[int]) -> int:
 
 
 class EndOffsets:
-    """Sum of a topic's end offsets on a cluster, by one ``ListOffsets`` request per call.
+    """Sum of the end offsets of one or more topics on a cluster, by one ``ListOffsets`` request per call.
 
     Parameters
     ----------
     bootstrap:
         ``bootstrap.servers`` of the cluster.
     topic:
-        The topic (may not exist yet: the call then returns ``-1``).
+        The topic (may not exist yet: the call then returns ``-1``), or ``(topic, partitions)``
+        pairs whose end offsets are added up.
     partitions:
-        Its partition count.
+        The topic's partition count (unused with pairs).
     """
 
-    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
+    def __init__(self, bootstrap: str, topic: str | Sequence[tuple[str, int]], partitions: int = 0) -> None:
         from confluent_kafka import TopicPartition
         from confluent_kafka.admin import AdminClient, OffsetSpec
 
+        pairs = [(topic, partitions)] if isinstance(topic, str) else list(topic)
         self._admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
-        self._request = {TopicPartition(topic, p): OffsetSpec.latest() for p in range(partitions)}
+        self._request = {TopicPartition(t, p): OffsetSpec.latest() for t, n in pairs for p in range(n)}
 
     def __call__(self) -> int:
         try:

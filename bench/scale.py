@@ -10,8 +10,10 @@ One run (:func:`run_scale`)
 --------------------------
 1. The replicator starts with the flow's ``topics`` = that regex and its default topic
    refresh (the topics exist before it starts, so its start-up discovery finds them):
-   mirrorspark as an in-process :class:`mirrorspark.replication.driver.Replicator` looping in a background
-   thread (SparkSession already up), MirrorMaker 2 as a child JVM (dedicated mode).
+   mirrorspark as an in-process :class:`mirrorspark.replication.driver.Replicator` running in a background
+   thread on the continuous engine (``mirrorspark.engine=continuous``, what ``mirrorspark run`` picks:
+   ``min(tasks.max, partitions)`` long-running copy tasks on the warm SparkSession), MirrorMaker 2 as a
+   child JVM (dedicated mode).
 2. **Discovery**: the end offsets of every remote topic's partitions on the target are listed
    every ``poll_s`` seconds (topic metadata, then one ``ListOffsets`` request for all existing
    remote partitions). ``discovery_s`` is the time from launch (mirrorspark:
@@ -286,11 +288,14 @@ class ScaleResult:
         Largest resident memory of the replicator's tree, bytes, sampled every second from launch
         (mirrorspark: from the end of ``Replicator.start()``) to the end of the idle window.
     catch_up_batches, catch_up_jobs_s:
-        mirrorspark only: Spark jobs (batches) started before every remote partition held its
-        records, and the wall seconds spent inside them (the rest of ``discovery_s`` is
-        ``start_call_s`` plus planning, committing and idle waits); 0 for MM2.
+        mirrorspark on the batch engine only: Spark jobs (batches) started before every remote
+        partition held its records, and the wall seconds spent inside them (the rest of
+        ``discovery_s`` is ``start_call_s`` plus planning, committing and idle waits); 0 for MM2
+        and the continuous engine.
     batches:
-        mirrorspark only: Spark jobs run during the idle window (0 for MM2).
+        mirrorspark on the batch engine only: Spark jobs run during the idle window (0 otherwise).
+    engine:
+        mirrorspark: the engine of the run (``"continuous"``); ``""`` for MM2.
     machine_cores:
         Busy cores of the whole machine (every process, anyone else's included) over the idle window.
     error:
@@ -316,6 +321,7 @@ class ScaleResult:
     catch_up_batches: int = 0
     catch_up_jobs_s: float = 0.0
     batches: int = 0
+    engine: str = ""
     machine_cores: float = 0.0
     error: str = ""
 
@@ -363,6 +369,7 @@ class ScaleResult:
             "catch_up_batches": self.catch_up_batches,
             "catch_up_jobs_s": round(self.catch_up_jobs_s, 3),
             "batches": self.batches,
+            "engine": self.engine,
             "machine_cores": round(self.machine_cores, 3),
             "ok": self.ok,
             "error": self.error,
@@ -522,6 +529,7 @@ def run_scale(
         catch_up_batches=len(catch_up),
         catch_up_jobs_s=sum(j1 - j0 for j0, j1 in catch_up),
         batches=batches,
+        engine=replicator.engine if replicator is not None else "",
         machine_cores=machine_cores,
         error=error,
     )
@@ -581,9 +589,9 @@ def scale_markdown(results: Sequence[ScaleResult]) -> str:
     if not results:
         return "_no scale runs_\n"
     lines = [
-        "| contender | topics x partitions | runs | first copied s | all copied s | idle cores | millicores/topic "
-        "| cores/1000 partitions | brokers idle cores | peak RSS MB | machine busy cores |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| contender | engine | topics x partitions | runs | first copied s | all copied s | idle cores "
+        "| millicores/topic | cores/1000 partitions | brokers idle cores | peak RSS MB | machine busy cores |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     names = list(dict.fromkeys(r.contender for r in results))
     counts = sorted({(r.topics, r.partitions) for r in results})
@@ -595,7 +603,7 @@ def scale_markdown(results: Sequence[ScaleResult]) -> str:
                 continue
             ok = [r for r in group if r.ok]
             if not ok:
-                lines.append(f"| {name} | {topics:,} x {parts} | 0 | - | - | - | - | - | - | - | - |")
+                lines.append(f"| {name} | - | {topics:,} x {parts} | 0 | - | - | - | - | - | - | - | - |")
                 continue
             m = {
                 "first": statistics.median(r.first_s for r in ok),
@@ -609,7 +617,8 @@ def scale_markdown(results: Sequence[ScaleResult]) -> str:
             }
             medians[(name, topics, parts)] = m
             lines.append(
-                f"| {name} | {topics:,} x {parts} | {len(ok)} | {m['first']:.1f} | {m['all']:.1f} | {m['cores']:.3f} "
+                f"| {name} | {ok[0].engine or '-'} | {topics:,} x {parts} | {len(ok)} | {m['first']:.1f} "
+                f"| {m['all']:.1f} | {m['cores']:.3f} "
                 f"| {m['mc']:.2f} | {m['c1k']:.3f} | {m['brokers']:.3f} | {m['rss']:,.0f} | {m['machine']:.2f} |"
             )
     growth = []

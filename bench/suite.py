@@ -26,7 +26,7 @@ from bench.contenders import Contender, MirrorsparkContender, RunMeasurement
 from bench.env import SOURCE, BenchEnv
 from bench.workload import LoadResult, Workload, load_topic
 
-__all__ = ["Case", "CaseResult", "Summary", "comparison_case", "run_case"]
+__all__ = ["COMPARE_CONTENDERS", "Case", "CaseResult", "Summary", "comparison_case", "run_case"]
 
 log = logging.getLogger(__name__)
 
@@ -249,10 +249,10 @@ def _run_one(case: Case, c: Contender, env: BenchEnv, workload: Workload, run: i
 
 def _describe_run(m: RunMeasurement) -> str:
     if m.error:
-        return f"{m.contender:<12} run {m.run}: FAILED: {m.error.splitlines()[0][:300]}"
+        return f"{m.contender:<22} run {m.run}: FAILED: {m.error.splitlines()[0][:300]}"
     label = "warm-up" if m.run == 0 else f"run {m.run}"
     return (
-        f"{m.contender:<15} {label:<8} {m.records:>10,} rec {m.seconds:7.2f} s "
+        f"{m.contender:<22} {label:<8} {m.records:>10,} rec {m.seconds:7.2f} s "
         f"(start {m.start_s:.2f} s, {m.batches} job(s) {m.jobs_s:.2f} s, peak RSS {m.peak_rss_bytes / 1e6:,.0f} MB) "
         f"{m.records_per_s:>10,.0f} rec/s {m.mb_per_s:7.1f} MB/s  "
         f"cpu {m.cpu.total_s:6.2f} s = {m.cpu_s_per_gb():6.1f} s/GB  brokers {m.broker_cpu_s:5.2f} s  "
@@ -335,6 +335,17 @@ def run_case(env: BenchEnv, case: Case, *, echo: Echo = print) -> CaseResult:
     return result
 
 
+COMPARE_CONTENDERS = (
+    "mirrorspark",
+    "mirrorspark-continuous",
+    "mm2",
+    "mm2-tuned",
+    "ceiling-consume",
+    "ceiling-produce",
+)
+"""Every contender of the comparison case, in run order."""
+
+
 def comparison_case(
     *,
     workload: Workload,
@@ -345,9 +356,9 @@ def comparison_case(
     pause_s: float = 2.0,
     wait_idle_s: float = 0.0,
     size: str = "custom",
-    contenders: Sequence[str] = ("mirrorspark", "mm2", "ceiling-consume", "ceiling-produce"),
+    contenders: Sequence[str] = COMPARE_CONTENDERS,
 ) -> Case:
-    """mirrorspark against MirrorMaker 2 and the ceiling, on one workload.
+    """mirrorspark (both engines) against MirrorMaker 2 (defaults and tuned) and the ceiling, on one workload.
 
     Parameters
     ----------
@@ -356,7 +367,8 @@ def comparison_case(
     runs:
         Measured runs per contender (medians; ≥ 3).
     tasks_max:
-        ``tasks.max`` for mirrorspark and MM2 alike.
+        ``tasks.max`` for mirrorspark and MM2 alike; the ceiling's passes run
+        ``min(tasks_max, partitions)`` clients each.
     batch_records:
         ``mirrorspark.batch.max.records.per.partition`` (``None`` = default).
     warmup_records:
@@ -364,15 +376,27 @@ def comparison_case(
     pause_s, wait_idle_s, size:
         As in :class:`Case`.
     contenders:
-        Which of ``mirrorspark``, ``mm2``, ``ceiling-consume``, ``ceiling-produce`` to run.
+        Which of :data:`COMPARE_CONTENDERS` to run (in that order).
+
+    The case's ratios, in print order: ``mirrorspark/mm2``, ``mirrorspark/ceiling``,
+    ``mirrorspark/mm2-tuned``, ``mirrorspark-continuous/mirrorspark`` (those whose contenders run).
     """
-    from bench.contenders import CeilingConsumeContender, CeilingProduceContender, MirrorMakerContender
+    from bench.contenders import (
+        MM2_TUNED_PRODUCER,
+        CeilingConsumeContender,
+        CeilingProduceContender,
+        MirrorMakerContender,
+    )
 
     known: dict[str, Callable[[], Contender]] = {
         "mirrorspark": lambda: MirrorsparkContender(tasks_max=tasks_max, batch_records=batch_records),
+        "mirrorspark-continuous": lambda: MirrorsparkContender(
+            tasks_max=tasks_max, batch_records=batch_records, engine="continuous", name="mirrorspark-continuous"
+        ),
         "mm2": lambda: MirrorMakerContender(tasks_max=tasks_max),
-        "ceiling-consume": CeilingConsumeContender,
-        "ceiling-produce": CeilingProduceContender,
+        "mm2-tuned": lambda: MirrorMakerContender(tasks_max=tasks_max, extra=MM2_TUNED_PRODUCER, name="mm2-tuned"),
+        "ceiling-consume": lambda: CeilingConsumeContender(tasks_max=tasks_max),
+        "ceiling-produce": lambda: CeilingProduceContender(tasks_max=tasks_max),
     }
     unknown = [c for c in contenders if c not in known]
     if unknown:
@@ -382,16 +406,21 @@ def comparison_case(
         if warmup_records > 0
         else None
     )
+    chosen = set(contenders)
     ratios = []
-    if "mirrorspark" in contenders and "mm2" in contenders:
+    if {"mirrorspark", "mm2"} <= chosen:
         ratios.append(("throughput ratio mirrorspark/mm2", "mirrorspark", "mm2"))
-    if "mirrorspark" in contenders and {"ceiling-consume", "ceiling-produce"} <= set(contenders):
+    if {"mirrorspark", "ceiling-consume", "ceiling-produce"} <= chosen:
         ratios.append(("throughput ratio mirrorspark/ceiling", "mirrorspark", "ceiling"))
+    if {"mirrorspark", "mm2-tuned"} <= chosen:
+        ratios.append(("throughput ratio mirrorspark/mm2-tuned", "mirrorspark", "mm2-tuned"))
+    if {"mirrorspark", "mirrorspark-continuous"} <= chosen:
+        ratios.append(("throughput ratio mirrorspark-continuous/mirrorspark", "mirrorspark-continuous", "mirrorspark"))
     return Case(
         name=f"compare-{workload.record_size}b-p{workload.partitions}",
         title=f"mirrorspark vs MM2 vs ceiling, {workload.record_size} B records, {workload.partitions} partition(s)",
         workload=workload,
-        contenders=[known[c]() for c in contenders],
+        contenders=[known[c]() for c in COMPARE_CONTENDERS if c in chosen],
         runs=runs,
         warmup=warm,
         ratios=ratios,
