@@ -93,9 +93,10 @@ def replicator_acls(
         *((TOPIC, f"{source}.", PREFIXED, op) for op in (Op.CREATE, Op.WRITE, Op.READ, Op.ALTER_CONFIGS, Op.ALTER)),
         *(
             (TOPIC, f"{internal}.{source}.internal", LITERAL, op)
-            for internal in ("mm2-offsets", "mm2-progress", "mm2-gaps", "mm2-task-progress")
+            for internal in ("mm2-offsets", "mm2-progress", "mm2-gaps", "mm2-task-progress", "mm2-lease")
             for op in (Op.CREATE, Op.WRITE, Op.READ)
         ),
+        (GROUP, f"mirrorspark-lease-{source}->{target}", LITERAL, Op.READ),
         *((TOPIC, "heartbeats", LITERAL, op) for op in (Op.CREATE, Op.WRITE)),
         *((GROUP, g, LITERAL, Op.READ) for g in groups),
         (GROUP, own_group, LITERAL, Op.DESCRIBE),

@@ -44,6 +44,9 @@ log = logging.getLogger(__name__)
 TICK_S = 0.1
 """Seconds between two supervision rounds of the continuous engine's driver loop."""
 
+REPORT_INTERVAL_S = 0.5
+"""Seconds between two progress callbacks (``on_progress``) under the continuous engine."""
+
 LAG_INTERVAL_S = 5.0
 """Seconds between two listings of the source end offsets (lag) under the continuous engine."""
 
@@ -432,6 +435,7 @@ class Replicator:
             )
         failed: list[FlowSupervisor] = []
         publishers = {pub.flow.name: pub for pub in self.progress}
+        next_report = 0.0
         reported: set[str] = set()
         try:
             engine.start()
@@ -451,7 +455,9 @@ class Replicator:
                     break
                 if until_caught_up and self._caught_up() and self._checkpoints_done():
                     break
-                self._report()
+                if time.monotonic() >= next_report:  # stats walk every partition: not at every tick
+                    next_report = time.monotonic() + REPORT_INTERVAL_S
+                    self._report()
                 self._stop.wait(TICK_S)
         finally:
             self.state = "stopping"

@@ -85,6 +85,9 @@ log = logging.getLogger(__name__)
 FULL_REFRESH_MIN_S = 5.0
 """Least seconds between two listings of the end offsets of *every* partition of a flow."""
 
+LAG_COST_FACTOR = 50
+"""The continuous engine lists all end offsets (lag) at most once per this many times the listing's own duration."""
+
 FULL_REFRESH_COST_FACTOR = 20
 """A full end-offset listing waits at least this many times its own last duration (≤ 5% of a core)."""
 
@@ -138,6 +141,7 @@ class Flow:
         self._watch: IdleWatch | None = None
         self.reports: ProgressChannel | None = None  # the progress channel's reader, from start()
         self._next_full_refresh = 0.0
+        self._next_end_listing = 0.0
         self.batches = 0
         self.started_at = time.time()
         self.last_commit_at: float | None = None
@@ -685,9 +689,12 @@ class Flow:
         ClusterError
             The source's end offsets cannot be listed.
         """
-        if self.halted is not None or not self.order:
+        now = time.monotonic()
+        if self.halted is not None or not self.order or now < self._next_end_listing:
             return
         ends = end_offsets(self._src_admin, self.config.source, self.order, read_committed=self.read_committed)
+        # at most 1/LAG_COST_FACTOR of a core: thousands of partitions are listed less often
+        self._next_end_listing = time.monotonic() + LAG_COST_FACTOR * (time.monotonic() - now)
         behind = [k for k, e in ends.items() if k in self.partitions and e < self.partitions[k].position]
         for k, e in ends.items():
             p = self.partitions.get(k)

@@ -44,6 +44,9 @@ from mirrorspark.replication.tasks import ERROR_MARK, PartitionRange
 
 PartitionKey = tuple[str, int]
 
+FULL_SCAN_EVERY = 30
+"""Every this many commits a task checks all its partitions' positions, not only those that read records."""
+
 POLL_TIMEOUT_S = 0.1
 """Longest wait for the first record of a poll (s): also how often the task checks its channel."""
 
@@ -270,6 +273,8 @@ def run_stream_task(task: StreamTask) -> StreamResult:
     consumer.assign([TopicPartition(t, p, part.committed) for (t, p), part in parts.items()])
     out_of_range: list[PartitionKey] = []
     copied = 0
+    commits_done = 0
+    dirty: set[PartitionKey] = set()
 
     def commit(final: bool) -> bool:
         """Commit what the target acknowledged; ``False`` when the channel closed (nothing written)."""
@@ -281,15 +286,26 @@ def run_stream_task(task: StreamTask) -> StreamResult:
                 raise _fail_data(task, what)
         else:
             data.poll(0)
+        nonlocal commits_done
+        commits_done += 1
+        # Partitions that read records since the last commit, or still wait for acknowledgements; every
+        # FULL_SCAN_EVERY commits (and the last) all of them, for positions moved by transaction markers
+        # or compaction alone. An idle task with thousands of partitions then costs next to nothing.
+        full = final or commits_done % FULL_SCAN_EVERY == 0
+        keys = list(parts) if full else [k for k in dirty if k in parts]
+        dirty.clear()
+        if not keys:
+            return True
         positions = {
-            (tp.topic, tp.partition): tp.offset for tp in consumer.position([TopicPartition(t, p) for (t, p) in parts])
+            (tp.topic, tp.partition): tp.offset for tp in consumer.position([TopicPartition(t, p) for (t, p) in keys])
         }
         syncs: list[Outgoing] = []
         offsets: list[Outgoing] = []
         reports: list[PartitionReport] = []
         updates: list[tuple[_Partition, int, SyncState, tuple[CopiedSegment, ...], int]] = []
         now = int(time.time() * 1000)
-        for (topic, partition), part in parts.items():
+        for topic, partition in keys:
+            part = parts[(topic, partition)]
             pc = part.copy
             if pc.error is not None:
                 err, upstream = pc.error
@@ -360,6 +376,8 @@ def run_stream_task(task: StreamTask) -> StreamResult:
             pc = part.copy
             del pc.upstream[:n]
             del pc.downstream[:n]
+            if pc.upstream:  # produced, not yet acknowledged: commit it next time
+                dirty.add((pc.range.source_topic, pc.range.partition))
             pc.value_bytes = pc.key_bytes = pc.lat_sum = pc.lat_max = pc.lat_n = 0
             part.state = state
             part.segments = window
@@ -392,6 +410,7 @@ def run_stream_task(task: StreamTask) -> StreamResult:
                 if k != cur:
                     cur = k
                     part = parts.get(k)
+                    dirty.add(k)
                 if part is None or k in out_of_range:
                     continue
                 pc = part.copy
