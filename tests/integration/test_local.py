@@ -266,19 +266,20 @@ def test_three_brokers_with_racks(own_base_dir: Path) -> None:
     down = stop_broker(clusters, "racked", 2)
     assert [b.pid == 0 for b in down.clusters["racked"].brokers] == [False, False, True]
 
-    seen: list[set[int] | None] = []
+    seen: list[set[int] | str] = []
 
     def registered() -> set[int] | None:
         # A fresh admin client per call: one made before the stop may keep routing requests to the
         # stopped broker (a timeout then is "not yet", not a failure). KRaft lists a broker until the
         # controller fenced it: at once after a controlled shutdown, or broker.session.timeout.ms
         # (9 s) after a broker that had to be killed.
+        fresh = admin(cluster.bootstrap_servers)  # referenced until the answer is in (else destroyed: _DESTROY)
         try:
-            nodes = admin(cluster.bootstrap_servers).describe_cluster(request_timeout=5).result(timeout=10).nodes
+            nodes = fresh.describe_cluster(request_timeout=5).result(timeout=10).nodes
             seen.append({n.id for n in nodes})
-        except KafkaException:
-            seen.append(None)
-        return seen[-1]
+        except KafkaException as e:
+            seen.append(str(e))
+        return seen[-1] if isinstance(seen[-1], set) else None
 
     try:
         assert_eventually(lambda: registered() == {0, 1}, message="broker 2 is still registered")
