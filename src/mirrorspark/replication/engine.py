@@ -352,6 +352,13 @@ class FlowSupervisor:
             if self.state == "standby":
                 if held:
                     self._take_over()
+                elif self.lease.failure is not None:
+                    try:
+                        self.lease.wait_acquired(0)  # raises the lease thread's failure as a ClusterError
+                    except MirrorsparkError as e:
+                        self.state = "failed"
+                        self.error = e
+                        log.error("%s: failed: %s (grant READ on the lease group, see README)", self.name, e)
                 return
             if not held:
                 self._lost()

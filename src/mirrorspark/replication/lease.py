@@ -592,7 +592,11 @@ class FlowLease:
             self._shutdown()
 
     def _poll_error(self, err: Any) -> None:
-        if isinstance(err, KafkaError) and err.fatal():
+        if isinstance(err, KafkaError) and (
+            err.fatal()
+            or err.code() in (KafkaError.GROUP_AUTHORIZATION_FAILED, KafkaError.TOPIC_AUTHORIZATION_FAILED)
+        ):
+            # not retried: the lease could never be acquired, the flow would wait as a standby forever
             raise KafkaException(err)
         log.debug("flow %s: lease consumer: %s", self.flow, _reason(err))
 
