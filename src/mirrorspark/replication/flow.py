@@ -77,7 +77,7 @@ from mirrorspark.replication.partitions import (
     PartitionProgress,
 )
 from mirrorspark.replication.reports import ProgressChannel
-from mirrorspark.replication.stream import StreamTask
+from mirrorspark.replication.stream import COMMIT_TIMEOUT_MS, StreamTask
 from mirrorspark.replication.tasks import CopyTask, PartitionRange, PartitionResult, assign_round_robin
 
 log = logging.getLogger(__name__)
@@ -809,7 +809,8 @@ class Flow:
         cfg = self.config
         ctx = self.context
         consumer_conf, producer_conf = self.task_confs()
-        idempotent = {"enable.idempotence": True, "linger.ms": 0}
+        # commit records land within COMMIT_TIMEOUT_MS or fail the task: never late, after a lease moved on
+        idempotent = {"enable.idempotence": True, "linger.ms": 0, "message.timeout.ms": COMMIT_TIMEOUT_MS}
         commit_conf = ctx.client_conf("target_producer", "offsets-target-producer", overrides=idempotent)
         syncs_conf = None
         if cfg.emit_offset_syncs_enabled:

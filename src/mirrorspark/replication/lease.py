@@ -593,8 +593,7 @@ class FlowLease:
 
     def _poll_error(self, err: Any) -> None:
         if isinstance(err, KafkaError) and (
-            err.fatal()
-            or err.code() in (KafkaError.GROUP_AUTHORIZATION_FAILED, KafkaError.TOPIC_AUTHORIZATION_FAILED)
+            err.fatal() or err.code() in (KafkaError.GROUP_AUTHORIZATION_FAILED, KafkaError.TOPIC_AUTHORIZATION_FAILED)
         ):
             # not retried: the lease could never be acquired, the flow would wait as a standby forever
             raise KafkaException(err)

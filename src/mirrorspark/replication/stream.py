@@ -13,7 +13,9 @@ topic, and **commits its own progress** every ``offset.flush.interval.ms``, in t
 
 Only acknowledged records are committed: delivery reports of one partition arrive in
 production order (idempotent producer), so the acknowledged records are a prefix of those
-produced. Every write is checked (:func:`~mirrorspark.kafka.delivery.deliver`).
+produced. Commit records are sent without stalling the copy loop and every acknowledgement is
+checked (:class:`AsyncWrites`); a failed commit write fails the task, which restarts from the
+last acknowledged commit. The final commit (stop) waits for all of them.
 
 The task talks to the driver over a small TCP channel (:class:`ChannelClient`). The driver
 renews a short lease on it (``lease <seconds>``) while it holds the flow's
@@ -33,8 +35,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from mirrorspark.config.keys import masked
-from mirrorspark.errors import MirrorsparkError
-from mirrorspark.kafka.delivery import Outgoing, deliver
+from mirrorspark.errors import DataPathError, MirrorsparkError
+from mirrorspark.kafka.delivery import Outgoing
 from mirrorspark.mm2.connect_offsets import default_partition, source_offset_key, source_offset_value
 from mirrorspark.mm2.offset_syncs import CopiedSegment, SyncState, flush_delayed, fold_acknowledged
 from mirrorspark.mm2.records import OffsetSync
@@ -47,7 +49,10 @@ PartitionKey = tuple[str, int]
 FULL_SCAN_EVERY = 30
 """Every this many commits a task checks all its partitions' positions, not only those that read records."""
 
-POLL_TIMEOUT_S = 0.1
+COMMIT_TIMEOUT_MS = 5000
+"""``message.timeout.ms`` of the commit producers: a commit record lands within this, or fails the task."""
+
+POLL_TIMEOUT_S = 0.25
 """Longest wait for the first record of a poll (s): also how often the task checks its channel."""
 
 
@@ -215,6 +220,76 @@ class ChannelClient:
         self._sock.close()
 
 
+class AsyncWrites:
+    """Commit records sent without waiting: the copy loop never stalls on a commit (latency).
+
+    Each record's acknowledgement is checked on a later :meth:`check` (every loop turn) and
+    awaited by :meth:`wait` (the final commit). A failed write fails the task: the supervisor
+    restarts it from the last acknowledged commit (the idempotent producer already retried).
+    The producer's ``message.timeout.ms`` (:data:`COMMIT_TIMEOUT_MS`) bounds how late a record
+    can land, within the driver's lease grant.
+
+    Parameters
+    ----------
+    producer:
+        A confluent-kafka ``Producer``.
+    what, alias:
+        What is written and the cluster written to, for the error message.
+    """
+
+    def __init__(self, producer: Any, what: str, alias: str) -> None:
+        self.producer = producer
+        self.what = what
+        self.alias = alias
+        self.failure: tuple[str, str] | None = None
+
+    def _delivered(self, err: Any, msg: Any) -> None:
+        if err is not None and self.failure is None:
+            self.failure = (str(msg.topic()), err.str())
+
+    def send(self, records: list[Outgoing]) -> None:
+        """Queue the records (waiting only while the producer's queue is full)."""
+        for r in records:
+            while True:
+                try:
+                    self.producer.produce(r.topic, r.value, r.key, r.partition, self._delivered)
+                    break
+                except BufferError:
+                    self.producer.poll(0.05)
+
+    def check(self) -> None:
+        """Serve acknowledgements; raise if a write failed.
+
+        Raises
+        ------
+        DataPathError
+            A commit record was not acknowledged (names the topic, the cluster and the reason).
+        """
+        self.producer.poll(0)
+        if self.failure is not None:
+            topic, reason = self.failure
+            raise DataPathError(
+                f"{ERROR_MARK}DATA_PATH_ERROR] {self.what}: writing to '{topic}' on cluster '{self.alias}' "
+                f"failed: {reason}; the task is restarted from its last acknowledged commit"
+            )
+
+    def wait(self, timeout_s: float) -> None:
+        """Wait until every queued record is acknowledged, then :meth:`check`.
+
+        Raises
+        ------
+        DataPathError
+            A write failed or was not acknowledged within ``timeout_s``.
+        """
+        left = self.producer.flush(timeout_s)
+        self.check()
+        if left:
+            raise DataPathError(
+                f"{ERROR_MARK}DATA_PATH_ERROR] {self.what}: {left} record(s) not acknowledged by cluster "
+                f"'{self.alias}' within {timeout_s:.0f} s"
+            )
+
+
 class _Partition:
     """A partition's committed position, emission state and recent copied runs inside a task."""
 
@@ -264,8 +339,12 @@ def run_stream_task(task: StreamTask) -> StreamResult:
 
     parts: dict[PartitionKey, _Partition] = {(r.source_topic, r.partition): _Partition(r) for r in task.partitions}
     data = producer(task.producer_conf)
-    commits = producer(task.commit_conf)
-    syncs_out = producer(task.syncs_conf) if task.syncs_conf is not None else None
+    commit_writes = AsyncWrites(producer(task.commit_conf), f"flow {task.flow}: source offsets", task.target)
+    sync_writes = (
+        AsyncWrites(producer(task.syncs_conf), f"flow {task.flow}: offset syncs", task.source)
+        if task.syncs_conf is not None
+        else None
+    )
     channel = ChannelClient(task.channel, {"flow": task.flow, "task": task.task_index, "generation": task.generation})
     consumer: Any = Consumer(
         with_logger(dict(task.consumer_conf), str(task.consumer_conf.get("client.id", "replication-consumer")))
@@ -360,18 +439,13 @@ def run_stream_task(task: StreamTask) -> StreamResult:
             return True
         if not channel.may_commit():
             return False  # the driver is gone or lost the flow's lease: a zombie never writes a position
-        try:
-            if syncs and syncs_out is not None:
-                deliver(syncs_out, syncs, what=f"flow {task.flow}: offset syncs", alias=task.source)
-            deliver(commits, offsets, what=f"flow {task.flow}: source offsets", alias=task.target)
-            deliver(
-                commits,
-                [Outgoing(task.progress_topic, *encode_report(r)) for r in reports],
-                what=f"flow {task.flow}: progress reports",
-                alias=task.target,
-            )
-        except MirrorsparkError as e:
-            raise _fail(e) from e
+        if syncs and sync_writes is not None:
+            sync_writes.send(syncs)
+        commit_writes.send(offsets + [Outgoing(task.progress_topic, *encode_report(r)) for r in reports])
+        if final:
+            if sync_writes is not None:
+                sync_writes.wait(task.stall_timeout_s)
+            commit_writes.wait(task.stall_timeout_s)
         for part, n, state, window, committed in updates:
             pc = part.copy
             del pc.upstream[:n]
@@ -443,6 +517,9 @@ def run_stream_task(task: StreamTask) -> StreamResult:
                 if key is not None:
                     pc.key_bytes += len(key)
             data.poll(0)
+            commit_writes.check()
+            if sync_writes is not None:
+                sync_writes.check()
             state = channel.check()
             if state in ("closed", "abort"):
                 return StreamResult(task.flow, task.task_index, task.generation, "orphaned", records=copied)
