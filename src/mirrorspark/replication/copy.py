@@ -146,18 +146,6 @@ class _Writer:
             self.by_source[(r.source_topic, r.partition)] = PartitionCopy(r)
         self.lag_max = task.offset_lag_max
 
-    def write(
-        self,
-        pc: PartitionCopy,
-        offset: int,
-        key: bytes | None,
-        value: bytes | None,
-        headers: list[tuple[str, bytes | None]] | None,
-        timestamp_ms: int,
-    ) -> None:
-        """Produce one record's copy the careful way (:func:`produce_careful`)."""
-        produce_careful(self.producer, pc, offset, key, value, headers, timestamp_ms, self.task.stall_timeout_s)
-
     def finish(self, positions: Mapping[tuple[str, int], int]) -> list[PartitionResult]:
         """Flush, fail on any delivery error, and return one result per range.
 
@@ -207,6 +195,44 @@ class _Writer:
         return results
 
 
+def forward(producer: Any, pc: PartitionCopy, m: Any, offset: int, stall_timeout_s: float) -> None:
+    """Produce source record ``m`` (at upstream ``offset``) to the same partition of ``pc``'s remote topic.
+
+    Key, value, headers and timestamp unchanged; the delivery report goes to
+    :meth:`PartitionCopy.delivered`. The common case is one ``produce`` call; a full queue, a
+    just-added remote partition or a record too large take :func:`produce_careful`. Shared by the
+    batch tasks (:func:`run_copy_task`) and the continuous ones
+    (:func:`~mirrorspark.replication.stream.run_stream_task`).
+
+    Raises
+    ------
+    RecordTooLargeError, DataPathError
+        As :func:`produce_careful`.
+    """
+    ts_type, ts = m.timestamp()
+    timestamp_ms = ts if ts_type else 0
+    value = m.value()
+    key = m.key()
+    headers = m.headers()
+    pc.upstream.append(offset)
+    try:
+        # Positional: topic, value, key, partition, callback, on_delivery (alias, unused), timestamp.
+        if headers:
+            producer.produce(
+                pc.target_topic, value, key, pc.partition, pc.delivered, None, timestamp_ms, headers=headers
+            )
+        else:
+            producer.produce(pc.target_topic, value, key, pc.partition, pc.delivered, None, timestamp_ms)
+    except Exception:
+        pc.upstream.pop()
+        produce_careful(producer, pc, offset, key, value, headers, timestamp_ms, stall_timeout_s)
+        return
+    if value is not None:
+        pc.value_bytes += len(value)
+    if key is not None:
+        pc.key_bytes += len(key)
+
+
 def produce_careful(
     producer: Any,
     pc: PartitionCopy,
@@ -220,8 +246,8 @@ def produce_careful(
     """Produce one record's copy to the same partition of the remote topic, the careful way.
 
     Retries while the producer queue is full and while a just-grown remote topic's new
-    partition is unknown to the producer (for up to ``stall_timeout_s`` seconds); the hot
-    loops inline the common case and fall back here.
+    partition is unknown to the producer (for up to ``stall_timeout_s`` seconds);
+    :func:`forward` tries the common case first and falls back here.
 
     Raises
     ------
@@ -363,7 +389,6 @@ def run_copy_task(task: CopyTask) -> list[PartitionResult]:
         consumer.assign([TopicPartition(t, p, pc.range.start) for (t, p), pc in todo.items()])
     try:
         last_progress = started
-        produce = writer.producer.produce
         while todo and (short or time.monotonic() < follow_until):
             msgs = consumer.consume(num_messages=10000, timeout=_CONSUME_TIMEOUT_S)
             cur_topic: str | None = None
@@ -398,35 +423,7 @@ def run_copy_task(task: CopyTask) -> list[PartitionResult]:
                 off = m.offset()
                 if off >= pc.end:
                     continue
-                ts_type, ts = m.timestamp()
-                value = m.value()
-                key = m.key()
-                headers = m.headers()
-                pc.upstream.append(off)
-                try:
-                    # Positional: topic, value, key, partition, callback, on_delivery (alias, unused), timestamp.
-                    if headers:
-                        produce(
-                            pc.target_topic,
-                            value,
-                            key,
-                            pc.partition,
-                            pc.delivered,
-                            None,
-                            ts if ts_type else 0,
-                            headers=headers,
-                        )
-                    else:
-                        produce(pc.target_topic, value, key, pc.partition, pc.delivered, None, ts if ts_type else 0)
-                except Exception:
-                    # Queue full, a just-added remote partition, a record too large: the careful path.
-                    pc.upstream.pop()
-                    writer.write(pc, off, key, value, headers, ts if ts_type else 0)
-                    continue
-                if value is not None:
-                    pc.value_bytes += len(value)
-                if key is not None:
-                    pc.key_bytes += len(key)
+                forward(writer.producer, pc, m, off, task.stall_timeout_s)
             if msgs:
                 last_progress = time.monotonic()
             writer.producer.poll(0)
@@ -453,4 +450,12 @@ def run_copy_task(task: CopyTask) -> list[PartitionResult]:
     return writer.finish(positions)
 
 
-__all__ = ["PartitionCopy", "consumer_error", "delivery_error", "produce_careful", "producer", "run_copy_task"]
+__all__ = [
+    "PartitionCopy",
+    "consumer_error",
+    "delivery_error",
+    "forward",
+    "produce_careful",
+    "producer",
+    "run_copy_task",
+]

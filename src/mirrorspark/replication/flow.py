@@ -58,6 +58,7 @@ from mirrorspark.kafka.admin import (
 from mirrorspark.kafka.delivery import Outgoing, deliver
 from mirrorspark.mm2.config_sync import topic_config_changes
 from mirrorspark.mm2.connect_offsets import (
+    OffsetHistory,
     default_partition,
     last_valid_offset,
     source_offset_key,
@@ -253,15 +254,7 @@ class Flow:
         )
         self._ledger = GapLedger(self.context, self._tgt_admin)
         self._topic_ids = dict(self._ledger.start().topic_ids)
-        history = read_source_offset_history(
-            cfg.target_consumer,
-            cfg.target_admin,
-            cfg.target,
-            cfg.offset_storage_topic,
-            cfg.source,
-            client_id=self.context.client_id("offsets-target-consumer"),
-            clients=self.context.clients,
-        )
+        history = self._offset_history()
         self._stored = {k: h.offsets[-1] for k, h in history.items()}
         self._history = {k: list(h.offsets) for k, h in history.items()}
         self._watch = IdleWatch(self.context, isolation_level=self.isolation_level)
@@ -407,6 +400,19 @@ class Flow:
             log.info("%s: synced topic configs %s", self.name, changes)
         return changes
 
+    def _offset_history(self) -> dict[PartitionKey, OffsetHistory]:
+        """Read the flow's stored source offsets from ``mm2-offsets`` (newest last per partition)."""
+        cfg = self.config
+        return read_source_offset_history(
+            cfg.target_consumer,
+            cfg.target_admin,
+            cfg.target,
+            cfg.offset_storage_topic,
+            cfg.source,
+            client_id=self.context.client_id("offsets-target-consumer"),
+            clients=self.context.clients,
+        )
+
     def reload_positions(self) -> None:
         """Move positions forward to the newest source offsets in ``mm2-offsets`` (another instance's commits).
 
@@ -418,16 +424,7 @@ class Flow:
         ClusterError
             The offsets topic cannot be read.
         """
-        cfg = self.config
-        history = read_source_offset_history(
-            cfg.target_consumer,
-            cfg.target_admin,
-            cfg.target,
-            cfg.offset_storage_topic,
-            cfg.source,
-            client_id=self.context.client_id("offsets-target-consumer"),
-            clients=self.context.clients,
-        )
+        history = self._offset_history()
         for k, h in history.items():
             p = self.partitions.get(k)
             if p is not None and h.offsets and h.offsets[-1] + 1 > p.position:

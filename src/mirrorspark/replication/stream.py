@@ -41,7 +41,7 @@ from mirrorspark.mm2.connect_offsets import default_partition, source_offset_key
 from mirrorspark.mm2.offset_syncs import CopiedSegment, SyncState, flush_delayed, fold_acknowledged
 from mirrorspark.mm2.records import OffsetSync
 from mirrorspark.mm2.task_progress import PartitionReport, encode_report, newest_segments
-from mirrorspark.replication.copy import PartitionCopy, consumer_error, delivery_error, produce_careful, producer
+from mirrorspark.replication.copy import PartitionCopy, consumer_error, delivery_error, forward, producer
 from mirrorspark.replication.tasks import ERROR_MARK, PartitionRange
 
 PartitionKey = tuple[str, int]
@@ -461,7 +461,6 @@ def run_stream_task(task: StreamTask) -> StreamResult:
 
     try:
         next_commit = time.monotonic() + task.flush_interval_s
-        produce = data.produce
         while True:
             first = consumer.poll(POLL_TIMEOUT_S)
             msgs = [first, *consumer.consume(num_messages=10000, timeout=0)] if first is not None else []
@@ -487,35 +486,7 @@ def run_stream_task(task: StreamTask) -> StreamResult:
                     dirty.add(k)
                 if part is None or k in out_of_range:
                     continue
-                pc = part.copy
-                off = m.offset()
-                ts_type, ts = m.timestamp()
-                value = m.value()
-                key = m.key()
-                headers = m.headers()
-                pc.upstream.append(off)
-                try:
-                    if headers:
-                        produce(
-                            pc.target_topic,
-                            value,
-                            key,
-                            pc.partition,
-                            pc.delivered,
-                            None,
-                            ts if ts_type else 0,
-                            headers=headers,
-                        )
-                    else:
-                        produce(pc.target_topic, value, key, pc.partition, pc.delivered, None, ts if ts_type else 0)
-                except Exception:
-                    pc.upstream.pop()
-                    produce_careful(data, pc, off, key, value, headers, ts if ts_type else 0, task.stall_timeout_s)
-                    continue
-                if value is not None:
-                    pc.value_bytes += len(value)
-                if key is not None:
-                    pc.key_bytes += len(key)
+                forward(data, part.copy, m, m.offset(), task.stall_timeout_s)
             data.poll(0)
             commit_writes.check()
             if sync_writes is not None:
