@@ -49,6 +49,9 @@ def config(clusters: LocalClusters, flows: list[tuple[str, str]], **extra: str) 
             "emit.heartbeats.interval.seconds": "1",
             "offset.lag.max": str(LAG_MAX),
             "tasks.max": "2",
+            # `mirrorspark run`'s engine unless a scenario names one (the failover and
+            # failback scenarios run on both).
+            "mirrorspark.engine": "continuous",
             **extra,
         },
     )

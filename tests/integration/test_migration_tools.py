@@ -142,12 +142,16 @@ def scenario(
             "emit.heartbeats.interval.seconds": "1",
             "offset.lag.max": str(LAG_MAX),
             "tasks.max": "2",
+            # The tools read what `mirrorspark run` leaves: the continuous engine's commits.
+            "mirrorspark.engine": "continuous",
         },
     )
     props = tmp_path_factory.mktemp("migration") / "mm2.properties"
     props.write_text(text)
     cfg = parse_config(parse_properties(text))
-    Replicator(cfg, data_path).run(until_caught_up=True)
+    r = Replicator(cfg, data_path)
+    r.run(until_caught_up=True)
+    assert r.engine == "continuous"
     yield Scenario(props, cfg, p, b, topic, f"primary.{topic}", back, groups)
 
 

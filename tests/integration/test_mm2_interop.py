@@ -65,9 +65,17 @@ def write_properties(clusters: LocalClusters, prefix: str, directory: Path) -> P
 
 
 def run_mirrorspark(properties: Path, data_path: DataPath) -> None:
-    """mirrorspark on the same file, until caught up with the end offsets seen at start."""
-    cfg = parse_config(parse_properties(properties.read_text()))
-    Replicator(cfg, data_path).run(until_caught_up=True)
+    """mirrorspark on the same file, until caught up with the end offsets seen at start.
+
+    On the continuous engine (``mirrorspark run``'s): its copy tasks commit the source
+    offsets and offset syncs MM2 then resumes from. The key is added here, not to the
+    file, so that MM2 reads exactly what an MM2 user has.
+    """
+    props = parse_properties(properties.read_text())
+    cfg = parse_config({**props, "mirrorspark.engine": "continuous"})
+    r = Replicator(cfg, data_path)
+    r.run(until_caught_up=True)
+    assert r.engine == "continuous"
 
 
 @contextmanager
