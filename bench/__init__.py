@@ -19,8 +19,7 @@ Layout
 :mod:`bench.contenders`
     :class:`~bench.contenders.Contender`, the interface every measured replicator implements:
     mirrorspark (batch and continuous engine), MirrorMaker 2 (defaults and tuned), and the
-    ceiling's consume and produce passes (parallel clients; the consume client is
-    ``bench/java/ConsumeShare.java``).
+    ceiling's consume and produce passes (parallel librdkafka clients, :mod:`bench.share`).
 :mod:`bench.suite`
     Runs one case: loads the workload, warms every contender up, then runs the contenders
     alternately (A B A B ...) and summarises medians.

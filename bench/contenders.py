@@ -604,7 +604,19 @@ def records_in(workload: Workload, partitions: Sequence[int]) -> int:
 
 
 class _CeilingContender(Contender):
-    """One pass of the ceiling with ``min(tasks.max, partitions)`` parallel client processes."""
+    """One pass of the ceiling: ``min(tasks.max, partitions)`` parallel client processes of :mod:`bench.share`.
+
+    The clients are librdkafka's through confluent-kafka with the copy tasks' settings, the
+    clients a copy task runs, each doing one half of a copy: neither pass does less than a
+    replicator with those clients must, so the slower pass bounds it on this machine.
+    (Kafka's Java clients bounded nothing here: on two cores shared with the brokers they
+    need about three times librdkafka's CPU per GB, and mirrorspark outran them.) The produce
+    pass is timed as the replicators are, by the target's end offsets; the consume pass from
+    the first client's first record to the last client's last (their own clocks). The sampler
+    gives CPU and RSS over the window.
+    """
+
+    mode = ""
 
     def __init__(self, *, tasks_max: int, timeout_s: float = 900.0) -> None:
         self.tasks_max = tasks_max
@@ -614,174 +626,151 @@ class _CeilingContender(Contender):
         """Partitions per client for this workload (as many clients as a replicator's copy tasks)."""
         return client_shares(workload.partitions, self.tasks_max)
 
+    def client_args(self, env: BenchEnv, workload: Workload, topic: str, share: list[int]) -> list[str]:
+        """The :mod:`bench.share` arguments of one client (after the mode)."""
+        raise NotImplementedError
 
-class CeilingProduceContender(_CeilingContender):
-    """The produce-only bound: Kafka's ``ProducerPerformance``, one process per copy task a replicator would run.
+    def topic(self, env: BenchEnv, workload: Workload, alias: str) -> str:
+        """The topic the clients read or write."""
+        raise NotImplementedError
 
-    ``n = min(tasks.max, partitions)`` processes at once; process ``i`` writes as many records of
-    the workload's size as the source partitions of its share (:func:`client_shares`) hold into
-    a fresh target topic of its own with that many partitions (ProducerPerformance cannot be
-    pointed at given partitions; together the ``n`` topics have the workload's partitions).
-    ``acks=all`` (what a replicator must wait for), ``linger.ms=5``, 1 MiB batches, no
-    compression. Timed like the replicators, by the end offsets of the ``n`` topics.
-    """
+    def counted(self, env: BenchEnv, workload: Workload, topic: str, read: int) -> int:
+        """Records the pass verifiably moved (``read``: what the clients reported)."""
+        return read
 
-    name = "ceiling-produce"
+    def progress(self, env: BenchEnv, workload: Workload, topic: str) -> EndOffsets | None:
+        """What the sampler polls to time the pass as the replicators are timed; ``None``: the clients' clocks."""
+        return None
 
-    def __init__(self, *, tasks_max: int, timeout_s: float = 900.0) -> None:
-        super().__init__(tasks_max=tasks_max, timeout_s=timeout_s)
-        self.description = (
-            "kafka-producer-perf-test (org.apache.kafka.tools.ProducerPerformance) into target, "
-            f"min(tasks.max={tasks_max}, partitions) processes in parallel, each into its own topic with its share "
-            "of the partitions, acks=all, linger.ms=5, batch.size=1 MiB"
-        )
+    def cleanup(self, env: BenchEnv, topic: str) -> None:
+        """Remove what the pass created."""
 
     def run(self, env: BenchEnv, workload: Workload, run: int) -> RunMeasurement:
+        import sys
+
         alias = env.fresh_alias()
-        shares = self.shares(workload)
-        topics = [(f"{alias}.ceiling-{workload.topic}-{i}", len(share)) for i, share in enumerate(shares)]
-        for topic, parts in topics:
-            env.create_topic(TARGET, topic, parts)
-        meter = cpu.Meter(env.broker_pids(), root=os.getpid())
-        logs = [env.work_dir / f"producer-perf-{alias}-{i}.log" for i in range(len(shares))]
-        commands = [
-            _java(
-                [
-                    "org.apache.kafka.tools.ProducerPerformance",
-                    "--bootstrap-server", env.bootstrap(TARGET), "--topic", topic,
-                    "--num-records", str(records_in(workload, share)), "--record-size", str(workload.record_size),
-                    "--throughput", "-1",
-                    "--command-property", "acks=all", "linger.ms=5", f"batch.size={1 << 20}",
-                    "compression.type=none",
-                ]
-            )
-            for (topic, _), share in zip(topics, shares, strict=True)
-        ]  # fmt: skip
-        meter.start()
-        proc = _launch_clients(commands, logs)
-        sampler = Sampler(proc.pid, exclude=env.broker_pids(), progress=EndOffsets(env.bootstrap(TARGET), topics))
-        error = ""
-        try:
-            sampler.start()
-            if not sampler.wait_for(workload.records, self.timeout_s, alive=lambda: proc.poll() is None):
-                sampler.sample()
-                if not sampler.samples or sampler.samples[-1].progress < workload.records:
-                    error = f"ProducerPerformance did not finish; logs: {', '.join(map(str, logs))}"
-        finally:
-            sampler.stop()
-            run_cpu = sampler.samples[-1].cpu.total_s if sampler.samples else 0.0
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                _kill_clients(proc)
-                proc.wait()
-            meter.stop()
-        window = sampler.window(workload.records)
-        stored = sum(count_records(env.bootstrap(TARGET), topic, parts) for topic, parts in topics)
-        env.delete_topics(TARGET, [topic for topic, _ in topics])
-        return _jvm_measurement(
-            self.name, run, workload, stored, "target holds", window, sampler, meter, run_cpu, error
-        )
-
-
-_CONSUME_SHARE = Path(__file__).resolve().parent / "java" / "ConsumeShare.java"
-"""The consume pass's client (Kafka's Java consumer on assigned partitions).
-
-Compiled by :meth:`CeilingConsumeContender.prepare`."""
-
-
-class CeilingConsumeContender(_CeilingContender):
-    """The consume-only bound: Kafka's Java consumer, one process per copy task a replicator would run.
-
-    ``n = min(tasks.max, partitions)`` processes of ``bench/java/ConsumeShare.java`` at once, each
-    assigned its share of the source topic's partitions (:func:`client_shares`; Kafka's
-    ``ConsumerPerformance`` subscribes to whole topics through a group, so it cannot be split by
-    partition), with ConsumerPerformance's consumer settings, reading from the beginning until
-    it has its share's records. The window runs from the first client's first poll to the last
-    client's last record (their own clocks, as ConsumerPerformance's fetch time); the sampler
-    gives CPU and RSS over it.
-    """
-
-    name = "ceiling-consume"
-
-    def __init__(self, *, tasks_max: int, timeout_s: float = 900.0) -> None:
-        super().__init__(tasks_max=tasks_max, timeout_s=timeout_s)
-        self.classes: Path | None = None
-        self.description = (
-            "Kafka's Java consumer (bench/java/ConsumeShare.java: assign(), ConsumerPerformance's settings) "
-            f"over the source topic, min(tasks.max={tasks_max}, partitions) processes in parallel, each on its "
-            "share of the partitions"
-        )
-
-    def prepare(self, env: BenchEnv) -> None:
-        """Compile the client against the ``kafka`` jars into ``<work dir>/classes``."""
-        import shutil
-
-        from mirrorspark.kafka.jars import classpath, java_executable
-
-        out = env.work_dir / "classes"
-        out.mkdir(parents=True, exist_ok=True)
-        javac = Path(java_executable()).resolve().with_name("javac")
-        found = str(javac) if javac.is_file() else shutil.which("javac")
-        if found is None:
-            raise RuntimeError("javac not found: the consume pass of the ceiling needs a JDK")
-        subprocess.run(
-            [found, "-nowarn", "-cp", classpath("kafka"), "-d", str(out), str(_CONSUME_SHARE)],
-            check=True,
-            capture_output=True,
-        )
-        self.classes = out
-
-    def run(self, env: BenchEnv, workload: Workload, run: int) -> RunMeasurement:
-        if self.classes is None:
-            self.prepare(env)
-        assert self.classes is not None
-        alias = env.fresh_alias()
+        topic = self.topic(env, workload, alias)
         shares = self.shares(workload)
         meter = cpu.Meter(env.broker_pids(), root=os.getpid())
-        logs = [env.work_dir / f"consume-share-{alias}-{i}.log" for i in range(len(shares))]
+        logs = [env.work_dir / f"ceiling-{self.mode}-{alias}-{i}.log" for i in range(len(shares))]
         commands = [
-            _java(
-                [
-                    "ConsumeShare", env.bootstrap(SOURCE), workload.topic, ",".join(map(str, share)),
-                    str(records_in(workload, share)), "60000",
-                ],
-                classpath_extra=str(self.classes),
-            )
+            [sys.executable, "-m", "bench.share", self.mode, *self.client_args(env, workload, topic, share)]
             for share in shares
-        ]  # fmt: skip
+        ]
         meter.start()
         proc = _launch_clients(commands, logs)
-        sampler = Sampler(proc.pid, exclude=env.broker_pids())
+        sampler = Sampler(proc.pid, exclude=env.broker_pids(), progress=self.progress(env, workload, topic))
         error = ""
         try:
             sampler.start()
             if not _wait_unreaped(proc, self.timeout_s):
                 _kill_clients(proc)
-                error = f"the consume clients did not finish within {self.timeout_s:.0f} s"
+                error = f"the {self.mode} clients did not finish within {self.timeout_s:.0f} s"
+            sampler.sample()
         finally:
             sampler.stop()
             proc.wait()
             meter.stop()
-        stats = [_consume_share_stats(log.read_text(errors="replace")) for log in logs]
+        stats = [_share_stats(log.read_text(errors="replace")) for log in logs]
         window = None
-        records = 0
+        moved = 0
         if any(s is None for s in stats):
-            error = error or f"no result line from a consume client; logs: {', '.join(map(str, logs))}"
+            error = error or f"no result line from a {self.mode} client; logs: {', '.join(map(str, logs))}"
         else:
-            records = sum(s["records"] for s in stats if s is not None)
-            start = min(s["start.ms"] for s in stats if s is not None) / 1000.0
-            end = max(s["end.ms"] for s in stats if s is not None) / 1000.0
-            window = sampler.window_between(start, end)
-            window = replace(window, start_s=window.end_s - (end - start))
+            moved = sum(s["records"] for s in stats if s is not None)
+            if sampler.progress is not None:
+                window = sampler.window(workload.records)
+            else:
+                start = min(s["start.ms"] for s in stats if s is not None) / 1000.0
+                end = max(s["end.ms"] for s in stats if s is not None) / 1000.0
+                window = sampler.window_between(start, end)
+                window = replace(window, start_s=window.end_s - (end - start))
         run_cpu = sampler.samples[-1].cpu.total_s if sampler.samples else 0.0
+        records = self.counted(env, workload, topic, moved)
+        self.cleanup(env, topic)
         return _jvm_measurement(
-            self.name, run, workload, records, "the consume clients read", window, sampler, meter, run_cpu, error
+            self.name, run, workload, records, f"the {self.mode} clients moved", window, sampler, meter, run_cpu, error
         )
 
 
-def _consume_share_stats(output: str) -> dict[str, int] | None:
-    """Parse ``ConsumeShare``'s result line (``records=.. bytes=.. start.ms=.. end.ms=..``); ``None`` if absent."""
+class CeilingProduceContender(_CeilingContender):
+    """The produce-only bound: one librdkafka producer process per copy task a replicator would run.
+
+    ``n = min(tasks.max, partitions)`` processes of ``python -m bench.share produce`` at once
+    into one fresh target topic with the workload's partitions, process ``i`` writing as many
+    records of the workload's size as its share of the source partitions
+    (:func:`client_shares`) holds into those partitions. The copy tasks' producer settings
+    (idempotent, so ``acks=all``; ``linger.ms=5``; 1 MB batches; no compression). Verified by
+    counting the target topic afterwards.
+    """
+
+    name = "ceiling-produce"
+    mode = "produce"
+
+    def __init__(self, *, tasks_max: int, timeout_s: float = 900.0) -> None:
+        super().__init__(tasks_max=tasks_max, timeout_s=timeout_s)
+        self.description = (
+            "librdkafka producers (bench/share.py: confluent-kafka, the copy tasks' producer settings: idempotent, "
+            f"acks=all, linger.ms=5) into target, min(tasks.max={tasks_max}, partitions) processes in parallel, "
+            "each into its share of the partitions"
+        )
+
+    def topic(self, env: BenchEnv, workload: Workload, alias: str) -> str:
+        topic = f"{alias}.ceiling-{workload.topic}"
+        env.create_topic(TARGET, topic, workload.partitions)
+        return topic
+
+    def client_args(self, env: BenchEnv, workload: Workload, topic: str, share: list[int]) -> list[str]:
+        return [
+            env.bootstrap(TARGET), topic, ",".join(map(str, share)), str(records_in(workload, share)),
+            str(workload.record_size), str(int(self.timeout_s * 1000)),
+        ]  # fmt: skip
+
+    def counted(self, env: BenchEnv, workload: Workload, topic: str, read: int) -> int:
+        return count_records(env.bootstrap(TARGET), topic, workload.partitions)
+
+    def progress(self, env: BenchEnv, workload: Workload, topic: str) -> EndOffsets | None:
+        # timed exactly as the replicators: by the target topic's end offsets
+        return EndOffsets(env.bootstrap(TARGET), topic, workload.partitions)
+
+    def cleanup(self, env: BenchEnv, topic: str) -> None:
+        env.delete_topics(TARGET, [topic])
+
+
+class CeilingConsumeContender(_CeilingContender):
+    """The consume-only bound: one librdkafka consumer process per copy task a replicator would run.
+
+    ``n = min(tasks.max, partitions)`` processes of ``python -m bench.share consume`` at once,
+    each assigned its share of the source topic's partitions (:func:`client_shares`), reading
+    from the beginning in batches of up to 10,000 records, as the copy tasks do, until it has
+    its share's records.
+    """
+
+    name = "ceiling-consume"
+    mode = "consume"
+
+    def __init__(self, *, tasks_max: int, timeout_s: float = 900.0) -> None:
+        super().__init__(tasks_max=tasks_max, timeout_s=timeout_s)
+        self.description = (
+            "librdkafka consumers (bench/share.py: confluent-kafka, assign(), batches of 10,000) over the source "
+            f"topic, min(tasks.max={tasks_max}, partitions) processes in parallel, each on its share of the partitions"
+        )
+
+    def topic(self, env: BenchEnv, workload: Workload, alias: str) -> str:
+        return workload.topic
+
+    def client_args(self, env: BenchEnv, workload: Workload, topic: str, share: list[int]) -> list[str]:
+        return [
+            env.bootstrap(SOURCE), topic, ",".join(map(str, share)), str(records_in(workload, share)),
+            str(int(self.timeout_s * 1000)),
+        ]  # fmt: skip
+
+
+def _share_stats(output: str) -> dict[str, int] | None:
+    """Parse a :mod:`bench.share` client's result line (``records=.. bytes=.. start.ms=.. end.ms=..``).
+
+    ``None`` if absent or malformed.
+    """
     for line in reversed(output.splitlines()):
         if line.startswith("records="):
             try:
