@@ -16,6 +16,7 @@ from mirrorspark.replication.lease import (
     lease_consumer_overrides,
     lease_group,
     lease_topic,
+    permission_hint,
 )
 
 pytestmark = pytest.mark.unit
@@ -90,3 +91,13 @@ def test_foreign_or_broken_records_are_not_claims(key: bytes | None, value: byte
 def test_epochs_grow_with_claim_offsets(offset: int, later: int) -> None:
     assert claim_epoch(offset) >= 1
     assert claim_epoch(offset + later) > claim_epoch(offset)
+
+
+def test_an_authorization_failure_names_what_to_grant() -> None:
+    names = {"group": "mirrorspark-lease-A->B", "topic": "mm2-lease.A.internal", "cluster": "B"}
+    group = permission_hint("GROUP_AUTHORIZATION_FAILED", **names)
+    assert "READ on group 'mirrorspark-lease-A->B' on cluster 'B'" in group
+    topic = permission_hint("TOPIC_AUTHORIZATION_FAILED", **names)
+    assert "READ on topic 'mm2-lease.A.internal' on cluster 'B'" in topic
+    assert permission_hint("UNKNOWN_MEMBER_ID", **names) == ""
+    assert permission_hint(None, **names) == ""

@@ -313,7 +313,7 @@ def _data_error(
 
 
 def delivery_error(err: Any, r: PartitionRange, upstream: int) -> MirrorsparkError:
-    """Build the error of a failed delivery of ``r``'s record ``upstream`` (the record-too-large case named)."""
+    """Build the error of a failed delivery of ``r``'s record ``upstream`` (too large, or a missing WRITE, named)."""
     from confluent_kafka import KafkaError
 
     if err.code() in (KafkaError.MSG_SIZE_TOO_LARGE,):
@@ -323,9 +323,12 @@ def delivery_error(err: Any, r: PartitionRange, upstream: int) -> MirrorsparkErr
             f"max.message.bytes (or the target broker's message.max.bytes); nothing after "
             f"offset {upstream} was committed"
         )
+    hint = ""
+    if err.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+        hint = f": grant the replication principal WRITE on topic '{r.target_topic}' on the target cluster"
     return DataPathError(
         f"{ERROR_MARK}DATA_PATH_ERROR] copying {r.source_topic}-{r.partition}@{upstream} to "
-        f"{r.target_topic} failed: {err.str()} ({err.name()})"
+        f"{r.target_topic} failed: {err.str()} ({err.name()}){hint}"
     )
 
 

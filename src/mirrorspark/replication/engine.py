@@ -358,7 +358,7 @@ class FlowSupervisor:
                     except MirrorsparkError as e:
                         self.state = "failed"
                         self.error = e
-                        log.error("%s: failed: %s (grant READ on the lease group, see README)", self.name, e)
+                        log.error("%s: failed, its copy tasks never start (other flows go on): %s", self.name, e)
                 return
             if not held:
                 self._lost()

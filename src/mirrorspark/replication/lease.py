@@ -307,6 +307,43 @@ def _reason(err: object) -> str:
     return str(err)
 
 
+def _kafka_code(err: object) -> str | None:
+    if isinstance(err, KafkaException) and err.args:
+        err = err.args[0]
+    return err.name() if isinstance(err, KafkaError) else None
+
+
+def permission_hint(kafka_code: str | None, *, group: str, topic: str, cluster: str) -> str:
+    """Return what to grant when the lease consumer stopped on an authorization error (README's ACL table).
+
+    Parameters
+    ----------
+    kafka_code:
+        Kafka's error name of the failure (e.g. ``"GROUP_AUTHORIZATION_FAILED"``), ``None`` if none.
+    group, topic:
+        The lease group (:func:`lease_group`) and lease topic (:func:`lease_topic`).
+    cluster:
+        The flow's target alias (where both live).
+
+    Returns
+    -------
+    str
+        ``": grant the replication principal READ on group '<group>' on cluster '<cluster>' ..."``
+        for ``GROUP_AUTHORIZATION_FAILED``, the same for READ on the topic for
+        ``TOPIC_AUTHORIZATION_FAILED``, else ``""``.
+    """
+    if kafka_code == "GROUP_AUTHORIZATION_FAILED":
+        what = f"READ on group '{group}'"
+    elif kafka_code == "TOPIC_AUTHORIZATION_FAILED":
+        what = f"READ on topic '{topic}'"
+    else:
+        return ""
+    return (
+        f": grant the replication principal {what} on cluster '{cluster}' (the flow's lease: "
+        "one active instance per flow; see README, ACLs)"
+    )
+
+
 class FlowLease:
     """The lease of one flow: at most one instance (process) holds it; the others wait as standbys.
 
@@ -478,9 +515,12 @@ class FlowLease:
     def _raise_failure(self) -> None:
         failure = self._failure
         if failure is not None:
+            target = self.context.flow.target
+            code = _kafka_code(failure)
+            hint = permission_hint(code, group=self.group_id, topic=self.topic, cluster=target)
             raise ClusterError(
-                f"flow {self.flow}: the lease consumer on cluster '{self.context.flow.target}' stopped: "
-                f"{_reason(failure)}"
+                f"flow {self.flow}: the lease consumer on cluster '{target}' stopped: {_reason(failure)}{hint}",
+                kafka_code=code,
             ) from failure
 
     # -- lifecycle --------------------------------------------------------------------------------
@@ -724,4 +764,5 @@ __all__ = [
     "lease_consumer_overrides",
     "lease_group",
     "lease_topic",
+    "permission_hint",
 ]
