@@ -7,13 +7,19 @@ the permissions README's "ACLs: what the replicator needs" documents
 copying records, remote topic creation, partition growth, topic config sync, offset
 syncs, progress (and resuming from it), heartbeats both ways, checkpoints, group offset
 sync and ACL sync itself (every second), and checks that nothing of the replicator
-failed or warned.
+failed or warned. On the continuous engine, removing one documented permission fails only
+the flow that needs it: WRITE on B's remote topics while ``A->B`` and ``B->A`` run (``B->A``
+copies on), and READ on the lease group before the run (the run ends with the error).
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
+import re
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -39,7 +45,7 @@ from helpers import Bootstrap, admin, assert_eventually, consume_all, create_top
 from mirrorspark.config.model import MirrorConfig
 from mirrorspark.config.parse import parse_config
 from mirrorspark.config.properties import parse_properties
-from mirrorspark.errors import ClusterError
+from mirrorspark.errors import ClusterError, DataPathError
 from mirrorspark.kafka.local.clusters import start_clusters, stop_clusters
 from mirrorspark.kafka.local.model import LocalCluster, LocalClusters
 from mirrorspark.replication.acls import TopicAclSync
@@ -129,10 +135,28 @@ def jaas(user: str) -> str:
     )
 
 
-def make_config(clusters: LocalClusters, **extra: str) -> MirrorConfig:
-    """mm2.properties for A->B run as User:replicator, with every periodic job at 1 s."""
-    props = clusters.mm2_properties(
-        [("A", "B")],
+def grant_flow(
+    clusters: LocalClusters, source: str, target: str, *, topics: Sequence[str], groups: Sequence[str]
+) -> None:
+    """Give the replicator what README documents for flow ``source->target`` (:func:`replicator_acls`)."""
+    on_source, on_target = replicator_acls(source, target, topics=topics, groups=groups)
+    create_acls(clusters.cluster(source), [binding(g) for g in on_source])
+    create_acls(clusters.cluster(target), [binding(g) for g in on_target])
+
+
+def delete_acl(cluster: LocalCluster, grant: Grant) -> None:
+    """Delete the replicator's ALLOW binding ``grant`` (exactly that one) on ``cluster``."""
+    restype, name, pattern, op = grant
+    flt = AclBindingFilter(restype, name, pattern, REPLICATOR, "*", op, ALLOW)
+    client = admin(cluster.client_config())
+    deleted = client.delete_acls([flt], request_timeout=30)[flt].result(timeout=30)
+    assert [binding(grant)] == deleted, f"{grant} was not granted"
+
+
+def make_properties(clusters: LocalClusters, flows: Sequence[tuple[str, str]] = (("A", "B"),), **extra: str) -> str:
+    """mm2.properties (with the replicator's credentials) for ``flows``, every periodic job at 1 s."""
+    return clusters.mm2_properties(
+        list(flows),
         extra={
             "A.sasl.jaas.config": jaas("replicator"),
             "B.sasl.jaas.config": jaas("replicator"),
@@ -150,7 +174,13 @@ def make_config(clusters: LocalClusters, **extra: str) -> MirrorConfig:
             **extra,
         },
     )
-    return parse_config(parse_properties(props))
+
+
+def make_config(
+    clusters: LocalClusters, flows: Sequence[tuple[str, str]] = (("A", "B"),), **extra: str
+) -> MirrorConfig:
+    """mm2.properties for ``flows`` (default A->B) run as User:replicator, with every periodic job at 1 s."""
+    return parse_config(parse_properties(make_properties(clusters, flows, **extra)))
 
 
 class _Problems(logging.Handler):
@@ -465,3 +495,119 @@ def test_clusters_without_authorizer_are_told_once(
     assert [(r.levelno, "sync.topic.acls.enabled=false" in r.getMessage()) for r in caplog.records] == [
         (logging.INFO, True)
     ]
+
+
+CONTINUOUS = {"mirrorspark.engine": "continuous"}
+
+
+def values(cluster: LocalCluster, topic: str) -> list[bytes | None]:
+    """The values of ``topic`` on ``cluster`` (read as the super user), ``[]`` while it does not exist."""
+    if topic not in admin(cluster.client_config()).list_topics(timeout=10).topics:
+        return []
+    return [r["value"] for r in consume_all(cluster.client_config(), topic)]
+
+
+def test_a_flow_whose_target_acl_is_removed_fails_while_the_other_flow_keeps_copying(
+    secure_clusters: LocalClusters, data_path: DataPath, tmp_path: Path
+) -> None:
+    """Removing WRITE on B's remote topics of A->B fails that flow only (continuous engine); B->A copies on."""
+    a, b = secure_clusters.cluster("A"), secure_clusters.cluster("B")
+    on_a, on_b = unique_name("acl-fail-ab"), unique_name("acl-fail-ba")
+    create_topic(a.client_config(), on_a)
+    create_topic(b.client_config(), on_b)
+    grant_flow(secure_clusters, "A", "B", topics=[on_a], groups=[])
+    grant_flow(secure_clusters, "B", "A", topics=[on_b], groups=[])
+    produce(a.client_config(), on_a, [{"value": f"a{i}".encode()} for i in range(10)])
+    produce(b.client_config(), on_b, [{"value": f"b{i}".encode()} for i in range(10)])
+    text = make_properties(
+        secure_clusters, [("A", "B"), ("B", "A")], topics=f"{on_a}|{on_b}", groups=unique_name("none"), **CONTINUOUS
+    )
+    cfg = parse_config(parse_properties(text))
+    write = (TOPIC, "A.", PREFIXED, Op.WRITE)  # README: remote topics of A->B on B, CREATE, WRITE, ...
+    removed = False
+    try:
+        with pytest.raises(DataPathError, match="TOPIC_AUTHORIZATION_FAILED"), running(cfg, data_path) as r:
+            assert_eventually(lambda: len(r.supervisors) == 2, message="the engine did not start")
+            failing, other = r.supervisors
+            assert (failing.name, other.name) == ("A->B", "B->A")
+            expected_a = [f"a{i}".encode() for i in range(10)]
+            expected_b = [f"b{i}".encode() for i in range(10)]
+            assert_eventually(lambda: values(b, f"A.{on_a}") == expected_a, timeout_s=60, message="A->B copies")
+            assert_eventually(lambda: values(a, f"B.{on_b}") == expected_b, timeout_s=60, message="B->A copies")
+
+            delete_acl(b, write)
+            removed = True
+            produce(a.client_config(), on_a, [{"value": f"c{i}".encode()} for i in range(10)])
+            assert_eventually(lambda: failing.state == "failed", timeout_s=60, message="A->B was not marked failed")
+            assert failing.error is not None
+            error = str(failing.error)
+            assert "TOPIC_AUTHORIZATION_FAILED" in error, error
+            # the first write refused: a record of on_a, or a heartbeat (B->A emits into A's heartbeats every 1 s)
+            assert re.search(rf"WRITE on topic 'A\.({on_a}|heartbeats)' on the target", error), error
+            assert other.state == "running"
+
+            produce(b.client_config(), on_b, [{"value": f"d{i}".encode()} for i in range(10)])  # after the failure
+            expected_b += [f"d{i}".encode() for i in range(10)]
+            assert_eventually(
+                lambda: values(a, f"B.{on_b}") == expected_b, timeout_s=60, message="B->A stopped copying"
+            )
+            assert [(f.flow, f.state) for f in r.stats()] == [("A->B", "failed"), ("B->A", "running")]
+            assert other.state == "running"
+
+            props = tmp_path / "mm2.properties"  # the replicator's credentials: status reads as it would
+            props.write_text(text)
+            done = subprocess.run(
+                [sys.executable, "-m", "mirrorspark", "status", str(props), "--json"],
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert done.returncode == 0, done.stderr
+            states = {f["flow"]: (f["state"], f["error"]) for f in json.loads(done.stdout)["flows"]}
+            assert states["A->B"][0] == "failed" and "TOPIC_AUTHORIZATION_FAILED" in states["A->B"][1], states
+            assert states["B->A"] == ("running", None)
+    finally:
+        if removed:
+            create_acls(b, [binding(write)])
+
+
+def test_a_missing_lease_acl_marks_the_flow_failed(secure_clusters: LocalClusters, data_path: DataPath) -> None:
+    """Without READ on its lease group the flow is marked failed (naming group and permission), and the run ends."""
+    a, b = secure_clusters.cluster("A"), secure_clusters.cluster("B")
+    topic = unique_name("acl-lease")
+    create_topic(a.client_config(), topic)
+    produce(a.client_config(), topic, [{"value": b"x"}])
+    grant_flow(secure_clusters, "A", "B", topics=[topic], groups=[])
+    lease = (GROUP, "mirrorspark-lease-A->B", LITERAL, Op.READ)  # README: joining the lease group
+    cfg = make_config(secure_clusters, topics=topic, groups=unique_name("none"), **CONTINUOUS)
+    delete_acl(b, lease)
+    try:
+        r = Replicator(cfg, data_path)
+        errors: list[BaseException] = []
+
+        def target() -> None:
+            try:
+                r.run()
+            except BaseException as e:  # surfaced in the test thread
+                errors.append(e)
+
+        t = threading.Thread(target=target, name="replicator", daemon=True)
+        t.start()
+        try:
+            assert_eventually(lambda: len(r.supervisors) == 1, timeout_s=60, message="the engine did not start")
+            [sup] = r.supervisors
+            assert_eventually(lambda: sup.state == "failed", timeout_s=60, message="the flow was not marked failed")
+            assert [(f.flow, f.state) for f in r.stats()] == [("A->B", "failed")]
+            # its only flow failed: the run ends by itself (no hang), raising the flow's error
+            assert_eventually(lambda: not t.is_alive(), timeout_s=60, message="the run did not end")
+        finally:
+            r.request_stop()
+            t.join(120)
+        assert not t.is_alive(), "the replicator did not stop"
+        [error] = errors
+        assert isinstance(error, ClusterError) and error is sup.error, repr(error)
+        assert error.kafka_code == "GROUP_AUTHORIZATION_FAILED"
+        assert "grant the replication principal READ on group 'mirrorspark-lease-A->B' on cluster 'B'" in str(error)
+        assert values(b, f"A.{topic}") == []  # nothing copied without the lease
+    finally:
+        create_acls(b, [binding(lease)])
