@@ -420,8 +420,6 @@ def test_extra_holds_other_flow_properties() -> None:
     )
     assert dict(c.flow("A", "B").extra) == {
         "forwarding.admin.class": "com.example.Admin",
-        "exactly.once.support": "requested",
-        "transaction.boundary": "interval",
         "consumer.override.fetch.min.bytes": "1",
     }
     assert dict(c.flow("B", "A").extra) == {"forwarding.admin.class": "com.example.Admin"}
@@ -790,11 +788,28 @@ def test_emit_offset_syncs_disabled_with_offset_syncs_keys() -> None:
     assert f.emit_offset_syncs_enabled is False
 
 
-def test_exactly_once_required_needs_read_committed() -> None:
-    with pytest.raises(ConfigError, match=r"set 'A\.consumer\.isolation\.level = read_committed'"):
+def test_exactly_once_required_needs_an_exactly_once_target_and_read_committed() -> None:
+    eos = "B.exactly.once.source.support = enabled\n"
+    with pytest.raises(ConfigError, match=r"set 'B\.exactly\.once\.source\.support = enabled'"):
         two("A->B.exactly.once.support = required\n")
-    f = two("A->B.exactly.once.support = required\nA.consumer.isolation.level = read_committed\n").flow("A", "B")
-    assert f.extra["exactly.once.support"] == "required"
+    with pytest.raises(ConfigError, match=r"set 'A\.consumer\.isolation\.level = read_committed'"):
+        two(eos + "A->B.exactly.once.support = required\n")
+    f = two(eos + "A->B.exactly.once.support = required\nA.consumer.isolation.level = read_committed\n").flow("A", "B")
+    assert f.exactly_once_support == "required"
+    assert f.exactly_once_source_support == "enabled"
+
+
+def test_exactly_once_boundaries_and_timeouts_are_checked() -> None:
+    eos = "B.exactly.once.source.support = enabled\n"
+    with pytest.raises(ConfigError, match=r"'A->B\.transaction\.boundary' = connector: MirrorSourceConnector"):
+        two("A->B.transaction.boundary = connector\n")
+    f = two(eos + "A->B.transaction.boundary = interval\nA->B.transaction.boundary.interval.ms = 5000\n").flow("A", "B")
+    assert (f.transaction_boundary, f.transaction_boundary_interval_ms) == ("interval", 5000)
+    with pytest.raises(ConfigError, match=r"transaction\.timeout\.ms is 60000 ms"):
+        two(eos + "A->B.transaction.boundary.interval.ms = 60000\n")
+    with pytest.raises(ConfigError, match=r"transaction\.timeout\.ms is 900 ms"):
+        two(eos + "B.producer.transaction.timeout.ms = 900\n")
+    two("B.producer.transaction.timeout.ms = 900\n")  # at least once: no transactions, nothing to check
 
 
 def test_errors_use_the_source_name() -> None:

@@ -504,21 +504,36 @@ CONFIG_KEYS: Final[tuple[ConfigKey, ...]] = (
         "exactly.once.support",
         "string",
         "requested",
-        "Connect's exactly-once requirement of the source connector: requested or required "
-        "(required needs <S>.consumer.isolation.level=read_committed, checked as MM2 does; mirrorspark has "
-        "no exactly-once data path yet). Read per flow only, as in MM2.",
+        "Connect's exactly-once requirement of the source connector (KIP-618): requested or required. "
+        "required fails at start unless <T>.exactly.once.source.support=enabled and "
+        "<S>.consumer.isolation.level=read_committed (MirrorSourceConnector.exactlyOnceSupport). "
+        "Read per flow only, as in MM2.",
         scope="flow",
         choices=("requested", "required"),
-        effect="accepted",
+        field="exactly_once_support",
     ),
     ConfigKey(
         "transaction.boundary",
         "string",
         "poll",
-        "Connect's exactly-once transaction boundary. Read per flow only, as in MM2.",
+        "Connect's exactly-once transaction boundary (KIP-618), with <T>.exactly.once.source.support=enabled: "
+        "poll (one transaction per batch a copy task reads, up to 10,000 records) or interval (one per "
+        "transaction.boundary.interval.ms). connector is rejected at start, as MM2 rejects it "
+        "(MirrorSourceConnector defines no boundaries). Read per flow only, as in MM2.",
         scope="flow",
         choices=("poll", "interval", "connector"),
-        effect="accepted",
+        field="transaction_boundary",
+    ),
+    ConfigKey(
+        "transaction.boundary.interval.ms",
+        "long",
+        "0",
+        "Milliseconds between two transaction commits of a copy task with transaction.boundary=interval; "
+        "0 (the default): offset.flush.interval.ms, as in Connect. Read per flow only, as in MM2.",
+        scope="flow",
+        unit="ms",
+        minimum=0,
+        field="transaction_boundary_interval_ms",
     ),
     # --- MirrorCheckpointConfig -------------------------------------------------------------
     ConfigKey(
@@ -606,12 +621,15 @@ CONFIG_KEYS: Final[tuple[ConfigKey, ...]] = (
         "string",
         "disabled",
         "Exactly-once source support of the target's worker (KIP-618), set as "
-        "<T>.exactly.once.source.support: disabled, preparing or enabled; mirrorspark has no exactly-once "
-        "data path yet.",
+        "<T>.exactly.once.source.support: disabled, preparing or enabled. enabled: each copy task of a flow "
+        "into T writes its records and its source offsets (mm2-offsets.<S>.internal) in one Kafka "
+        "transaction, with a transactional id per flow and task (<S>-mm2-MirrorSourceConnector-<task>, "
+        "MM2's own), so a restarted task or a second instance fences the old one; a read_committed consumer "
+        "of the target sees every copied record once. preparing is KIP-618's rolling-upgrade step (only "
+        "Connect's own config writes become transactional): mirrorspark copies at least once, as MM2 does.",
         scope="worker",
         choices=("disabled", "preparing", "enabled"),
         field="exactly_once_source_support",
-        effect="accepted",
     ),
     ConfigKey(
         "offset.flush.interval.ms",

@@ -309,6 +309,12 @@ class FlowConfig(_Frozen):
     offset_flush_interval_ms:
         Worker key ``<T>.offset.flush.interval.ms``: how often, in milliseconds, each copy task of
         the continuous engine commits the source offsets of acknowledged records.
+    exactly_once_support:
+        ``exactly.once.support`` (KIP-618): ``"requested"`` or ``"required"`` (refused at start
+        unless the flow runs exactly-once with a ``read_committed`` source consumer).
+    transaction_boundary, transaction_boundary_interval_ms:
+        ``transaction.boundary`` (``"poll"`` or ``"interval"``; ``"connector"`` is refused at
+        start) and ``transaction.boundary.interval.ms`` (ms; 0: ``offset.flush.interval.ms``).
     policy:
         The replication policy.
     source_consumer:
@@ -370,6 +376,9 @@ class FlowConfig(_Frozen):
     admin_timeout_ms: int
     exactly_once_source_support: str
     offset_flush_interval_ms: int
+    exactly_once_support: str
+    transaction_boundary: str
+    transaction_boundary_interval_ms: int
     policy: PolicyConfig
     source_consumer: ClientSettings
     source_admin: ClientSettings

@@ -405,7 +405,7 @@ class _Parser:
             for k, v in merged.items()
             if k not in _TYPED_FLOW_KEYS and not _consumed_by_clients(k) and not k.startswith("config.providers")
         }
-        self._check_exactly_once(extra, clients["source_consumer"], s, t, written)
+        self._check_exactly_once(clients["source_consumer"], clients["target_producer"], flow_values, s, t, written)
 
         return FlowConfig(
             source=s,
@@ -431,18 +431,47 @@ class _Parser:
 
     def _check_exactly_once(
         self,
-        extra: Mapping[str, str],
         consumer: Mapping[str, str],
+        producer: Mapping[str, str],
+        flow_values: Mapping[str, Any],
         s: str,
         t: str,
         written: Mapping[str, str],
     ) -> None:
-        if extra.get("exactly.once.support") != "required":
-            return
-        if consumer.get("isolation.level", "").strip() != "read_committed":
+        """Refuse exactly-once settings that cannot hold, as MM2 and Connect validate them (KIP-618)."""
+        enabled = flow_values["exactly_once_source_support"] == "enabled"
+        boundary_key = written.get("transaction.boundary", "transaction.boundary")
+        support_key = written.get("exactly.once.support", "exactly.once.support")
+        worker_key = f"{t}.exactly.once.source.support"
+        if flow_values["transaction_boundary"] == "connector":
             raise ConfigError(
-                f"{self.src}: '{written['exactly.once.support']}' = required needs the source consumer "
-                f"to read committed data: set '{s}.consumer.isolation.level = read_committed'"
+                f"{self.src}: '{boundary_key}' = connector: MirrorSourceConnector defines no "
+                "transaction boundaries of its own (MM2 rejects this too); use poll (the default) or interval"
+            )
+        if flow_values["exactly_once_support"] == "required":
+            if not enabled:
+                raise ConfigError(
+                    f"{self.src}: '{support_key}' = required, but flow {s}->{t} does not run "
+                    f"exactly-once: set '{worker_key} = enabled' (KIP-618), or exactly.once.support = requested"
+                )
+            if consumer.get("isolation.level", "").strip() != "read_committed":
+                raise ConfigError(
+                    f"{self.src}: '{support_key}' = required needs the source consumer "
+                    f"to read committed data: set '{s}.consumer.isolation.level = read_committed'"
+                )
+        if not enabled:
+            return
+        interval_ms = flow_values["offset_flush_interval_ms"]
+        if flow_values["transaction_boundary_interval_ms"] > 0:
+            interval_ms = flow_values["transaction_boundary_interval_ms"]
+        raw_timeout = str(producer.get("transaction.timeout.ms", "")).strip()
+        timeout_ms = int(raw_timeout) if raw_timeout.isdigit() else 60_000  # librdkafka's and Java's default
+        if timeout_ms <= interval_ms:
+            raise ConfigError(
+                f"{self.src}: flow {s}->{t} runs exactly-once with transactions of up to {interval_ms} ms, but the "
+                f"target producer's transaction.timeout.ms is {timeout_ms} ms: the coordinator would abort "
+                f"every transaction; set '{t}.producer.transaction.timeout.ms' above {interval_ms} or commit more "
+                "often (transaction.boundary.interval.ms / offset.flush.interval.ms)"
             )
 
     def data_path(self) -> DataPathConfig:

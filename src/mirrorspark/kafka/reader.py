@@ -80,6 +80,11 @@ class TopicReader:
         self._settings = settings
         self._client_id = client_id
         self._consumer_overrides = consumer_overrides
+        isolation = dict(consumer_overrides or {}).get("isolation.level") or settings.get("isolation.level") or ""
+        # librdkafka's default is read_committed: such a reader cannot pass an open transaction (the last
+        # stable offset), so its end is that, not the high watermark (an exactly-once task killed mid-
+        # transaction leaves one open in mm2-offsets until its restart aborts it)
+        self._read_committed = str(isolation).strip() in ("", "read_committed")
         self.positions: dict[int, int] = {}
         """Next offset to read, per partition (0 before the first read)."""
 
@@ -98,7 +103,13 @@ class TopicReader:
         if count is None:
             return {}
         wanted = range(count) if self.partition is None else [self.partition]
-        ends = end_offsets(self._admin, self.alias, [(self.topic, p) for p in wanted], timeout_s=timeout_s)
+        ends = end_offsets(
+            self._admin,
+            self.alias,
+            [(self.topic, p) for p in wanted],
+            read_committed=self._read_committed,
+            timeout_s=timeout_s,
+        )
         return {p: e for (_, p), e in ends.items()}
 
     def read(self, on_record: Callable[[bytes | None, bytes | None], None], *, timeout_s: float = 30.0) -> int:

@@ -103,6 +103,29 @@ def source_offset_value(offset: int) -> bytes:
     return f'{{"offset":{_json_int(offset, "offset")}}}'.encode()
 
 
+def task_transactional_id(source: str, task_index: int) -> str:
+    """Return the ``transactional.id`` of a copy task of flow ``source->T`` in exactly-once mode.
+
+    Kafka Connect's ``Worker.taskTransactionalId`` (``<group id>-<connector>-<task>``, KIP-618)
+    with MM2's dedicated-mode group id ``<source>-mm2``: ``"A-mm2-MirrorSourceConnector-0"``. The
+    same id as MM2's task of that index on the same target cluster, on purpose: during a
+    hand-over either side's ``init_transactions`` fences the other's task, so a zombie of the
+    old replicator can commit nothing.
+
+    Parameters
+    ----------
+    source:
+        The source cluster alias.
+    task_index:
+        The copy task's index (``0 .. min(tasks.max, partitions) - 1``).
+
+    Returns
+    -------
+    str
+    """
+    return f"{source}-mm2-MirrorSourceConnector-{task_index}"
+
+
 def checkpoint_connector_offset_key(
     group: str, topic: str, partition: int, connector_name: str = MIRROR_CHECKPOINT_CONNECTOR
 ) -> bytes:
@@ -427,4 +450,5 @@ __all__ = [
     "murmur2",
     "source_offset_key",
     "source_offset_value",
+    "task_transactional_id",
 ]

@@ -8,7 +8,13 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mirrorspark.errors import DataPathError, MirrorsparkError, RecordTooLargeError
+from mirrorspark.errors import (
+    ClusterError,
+    ClusterUnreachableError,
+    DataPathError,
+    MirrorsparkError,
+    RecordTooLargeError,
+)
 from mirrorspark.replication.copy import run_copy_task
 from mirrorspark.replication.tasks import ERROR_MARK, CopyTask, PartitionResult
 
@@ -177,6 +183,10 @@ def reraise(e: Exception) -> MirrorsparkError:
     message = text[j + 1 : end if end > 0 else None].strip()
     if code == RecordTooLargeError.code:
         return RecordTooLargeError(message)
+    if code == ClusterUnreachableError.code:
+        return ClusterUnreachableError(message)
+    if code == ClusterError.code:
+        return ClusterError(message)
     return DataPathError(message)
 
 

@@ -370,14 +370,21 @@ class Replicator:
         if self.data_path is None:
             raise ConfigError("Replicator.run needs a data path: pass data_path= or set .data_path first")
         data_path = self.data_path
+        engine = self.config.data_path.engine
+        exactly_once = [f.name for f in self.config.flows if f.enabled and f.exactly_once_source_support == "enabled"]
+        if engine == "batch" and exactly_once:
+            raise ConfigError(
+                f"flow(s) {', '.join(exactly_once)} run exactly-once (exactly.once.source.support=enabled), which "
+                "only the continuous engine's copy tasks do: set mirrorspark.engine=continuous (or auto)"
+            )
+        if engine == "auto":
+            # a bounded copy runs as batches, unless a flow needs transactions (only the continuous tasks have them)
+            engine = "batch" if until_caught_up and not exactly_once else "continuous"
         if self.state == "created":
             self.start()
         if until_caught_up:
             self._targets = {f.name: f.end_snapshot() for f in self.flows}
             self._checkpoint_targets = [cp.snapshot() for cp in self.checkpoints]
-        engine = self.config.data_path.engine
-        if engine == "auto":
-            engine = "batch" if until_caught_up else "continuous"
         self.engine = engine
         if engine == "continuous":
             return self._run_continuous(data_path, until_caught_up=until_caught_up)
@@ -437,6 +444,9 @@ class Replicator:
         publishers = {pub.flow.name: pub for pub in self.progress}
         next_report = 0.0
         reported: set[str] = set()
+        for f in self.flows:
+            if f.exactly_once:
+                self._log_exactly_once(f)
         try:
             engine.start()
             for pub in self.progress:
@@ -466,6 +476,28 @@ class Replicator:
             finally:
                 self.close()
         return self._finish(failed)
+
+    @staticmethod
+    def _log_exactly_once(f: Flow) -> None:
+        """Say how a flow copies exactly once, and what ``exactly.once.support=requested`` leaves out."""
+        cfg = f.config
+        log.info(
+            "flow %s copies exactly once: each copy task commits its records and source offsets in one "
+            "transaction (transaction.boundary=%s, transactional ids %s-mm2-MirrorSourceConnector-<task>)",
+            f.name,
+            cfg.transaction_boundary,
+            cfg.source,
+        )
+        if cfg.exactly_once_support == "requested" and not f.read_committed:
+            # MirrorSourceConnector.exactlyOnceSupport: UNSUPPORTED unless the source reads committed data
+            log.warning(
+                "flow %s: the source consumer reads with isolation.level=%s, so records of aborted source "
+                "transactions are copied too (as MM2 does); set %s.consumer.isolation.level=read_committed to "
+                "leave them out, and exactly.once.support=required to insist on it",
+                f.name,
+                f.isolation_level,
+                cfg.source,
+            )
 
     def _caught_up(self) -> bool:
         return all(f.halted is not None or f.caught_up(self._targets.get(f.name, {})) for f in self.flows)

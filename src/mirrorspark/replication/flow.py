@@ -63,6 +63,7 @@ from mirrorspark.mm2.connect_offsets import (
     last_valid_offset,
     source_offset_key,
     source_offset_value,
+    task_transactional_id,
 )
 from mirrorspark.mm2.filters import should_replicate_topic
 from mirrorspark.mm2.gaps import GapEvent, check_position, recreated_gap
@@ -175,6 +176,16 @@ class Flow:
     def progress_topic(self) -> str:
         """Name of the flow's progress channel on the target (:mod:`mirrorspark.mm2.task_progress`)."""
         return mirrorspark_topic(TASK_PROGRESS_PREFIX, self.policy, self.config.source)
+
+    @property
+    def exactly_once(self) -> bool:
+        """Whether the flow copies exactly once: ``<target>.exactly.once.source.support=enabled`` (KIP-618).
+
+        Its copy tasks then write records and source offsets in one transaction each
+        (:func:`~mirrorspark.replication.stream.commit_transaction`). ``preparing`` is KIP-618's
+        rolling-upgrade step, at least once, as in MM2.
+        """
+        return self.config.exactly_once_source_support == "enabled"
 
     @property
     def isolation_level(self) -> str:
@@ -818,6 +829,10 @@ class Flow:
                 f"offset-syncs-{side}-producer",
                 overrides=idempotent,
             )
+        eos = self.exactly_once
+        flush_interval_ms = cfg.offset_flush_interval_ms
+        if eos:
+            flush_interval_ms = cfg.transaction_boundary_interval_ms or flush_interval_ms
         tasks = []
         for index, keys in enumerate(assign_round_robin(self.order, cfg.tasks_max)):
             if not keys:
@@ -848,8 +863,10 @@ class Flow:
                         for k in keys
                     ),
                     offset_lag_max=cfg.offset_lag_max,
-                    flush_interval_s=cfg.offset_flush_interval_ms / 1000.0,
+                    flush_interval_s=flush_interval_ms / 1000.0,
                     channel=channel,
+                    transactional_id=task_transactional_id(cfg.source, index) if eos else None,
+                    boundary=cfg.transaction_boundary,
                 )
             )
         return tasks

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mirrorspark.config.keys import masked
-from mirrorspark.errors import DataPathError, MirrorsparkError
+from mirrorspark.errors import ClusterError, DataPathError, MirrorsparkError
 from mirrorspark.kafka.delivery import Outgoing
 from mirrorspark.mm2.connect_offsets import default_partition, source_offset_key, source_offset_value
 from mirrorspark.mm2.offset_syncs import CopiedSegment, SyncState, flush_delayed, fold_acknowledged
@@ -88,6 +88,16 @@ class StreamTask:
         ``(host, port, token)`` of the driver's task channel.
     stall_timeout_s:
         Seconds a commit waits for the target to acknowledge what was produced.
+    transactional_id:
+        Exactly-once mode (``<target>.exactly.once.source.support=enabled``, KIP-618): the data
+        producer's ``transactional.id``; records and source offsets go in one transaction.
+        ``None``: at least once.
+    boundary:
+        Exactly-once mode: ``"poll"`` (a transaction per batch read, up to 10,000 records) or
+        ``"interval"`` (one per ``flush_interval_s``, then ``transaction.boundary.interval.ms``).
+    init_timeout_s:
+        Exactly-once mode: seconds ``init_transactions`` may take (fencing an older producer with
+        the same id waits for its open transaction to be aborted).
     """
 
     flow: str
@@ -108,6 +118,9 @@ class StreamTask:
     flush_interval_s: float
     channel: tuple[str, int, str]
     stall_timeout_s: float = 120.0
+    transactional_id: str | None = None
+    boundary: str = "poll"
+    init_timeout_s: float = 60.0
 
     def __repr__(self) -> str:
         """Show the task without any client secret (configurations masked, the channel token hidden)."""
@@ -338,7 +351,8 @@ def run_stream_task(task: StreamTask) -> StreamResult:
     from mirrorspark.kafka.factory import with_logger
 
     parts: dict[PartitionKey, _Partition] = {(r.source_topic, r.partition): _Partition(r) for r in task.partitions}
-    data = producer(task.producer_conf)
+    eos = task.transactional_id is not None
+    data = transactional_producer(task) if eos else producer(task.producer_conf)
     commit_writes = AsyncWrites(producer(task.commit_conf), f"flow {task.flow}: source offsets", task.target)
     sync_writes = (
         AsyncWrites(producer(task.syncs_conf), f"flow {task.flow}: offset syncs", task.source)
@@ -459,6 +473,128 @@ def run_stream_task(task: StreamTask) -> StreamResult:
             copied += n
         return True
 
+    def commit_eos(final: bool) -> bool:
+        """Exactly-once: records and source offsets in one transaction; offset syncs and reports after it."""
+        nonlocal copied, commits_done
+        commits_done += 1
+        full = final or commits_done % FULL_SCAN_EVERY == 0
+        keys = list(parts) if full else [k for k in dirty if k in parts]
+        dirty.clear()
+        if not keys:
+            return True
+        if not channel.may_commit():
+            abort_quietly(data)  # a zombie's records stay invisible to read_committed consumers
+            return False
+        positions = {
+            (tp.topic, tp.partition): tp.offset for tp in consumer.position([TopicPartition(t, p) for (t, p) in keys])
+        }
+        offsets: list[Outgoing] = []
+        moves: list[tuple[PartitionKey, int]] = []
+        for topic, partition in keys:
+            part = parts[(topic, partition)]
+            pc = part.copy
+            if pc.error is not None:
+                err, upstream = pc.error
+                raise delivery_error(err, pc.range, upstream)
+            next_offset = pc.upstream[-1] + 1 if pc.upstream else part.committed
+            pos = positions.get((topic, partition), -1)  # every record read was produced: markers, compaction
+            next_offset = max(next_offset, pos)
+            if next_offset > part.committed:
+                key = source_offset_key(task.source, topic, partition)
+                offsets.append(
+                    Outgoing(
+                        task.offsets_topic,
+                        key,
+                        source_offset_value(next_offset - 1),
+                        partition=default_partition(key, task.offsets_partitions),
+                    )
+                )
+                moves.append(((topic, partition), next_offset))
+        if not moves:
+            return True
+        for o in offsets:  # the same producer, the same transaction: Connect's layout, unchanged
+            while True:
+                try:
+                    data.produce(o.topic, o.value, o.key, o.partition)
+                    break
+                except BufferError:
+                    data.poll(0.05)
+        if not commit_transaction(data, task):
+            rewind()
+            return True
+        # Committed: every record is acknowledged; collect their downstream offsets (delivery reports).
+        deadline = time.monotonic() + task.stall_timeout_s
+        while any(len(p.copy.downstream) < len(p.copy.upstream) for p in parts.values()):
+            if time.monotonic() > deadline:
+                raise _fail_data(task, "delivery reports of a committed transaction did not arrive")
+            data.poll(0.05)
+        syncs: list[Outgoing] = []
+        reports: list[Outgoing] = []
+        now = int(time.time() * 1000)
+        for (topic, partition), next_offset in moves:
+            part = parts[(topic, partition)]
+            pc = part.copy
+            n = len(pc.upstream)
+            state, due, segments = fold_acknowledged(part.state, pc.upstream, pc.downstream, task.offset_lag_max)
+            state, delayed = flush_delayed(state)
+            if delayed is not None:
+                due.append(delayed)
+            for u, d in due:
+                sync = OffsetSync(topic, partition, u, d)
+                syncs.append(Outgoing(task.syncs_topic, sync.key(), sync.value(), partition=0))
+            window = newest_segments(part.segments, segments)
+            report = PartitionReport(
+                flow=task.flow,
+                topic=topic,
+                partition=partition,
+                task=task.task_index,
+                generation=task.generation,
+                next_offset=next_offset,
+                records=n,
+                value_bytes=pc.value_bytes,
+                key_bytes=pc.key_bytes,
+                latency_ms_sum=pc.lat_sum,
+                latency_ms_max=pc.lat_max,
+                latency_samples=pc.lat_n,
+                segments=window,
+                at=now,
+            )
+            reports.append(Outgoing(task.progress_topic, *encode_report(report)))
+            pc.upstream.clear()
+            pc.downstream.clear()
+            pc.value_bytes = pc.key_bytes = pc.lat_sum = pc.lat_max = pc.lat_n = 0
+            part.state = state
+            part.segments = window
+            part.committed = next_offset
+            copied += n
+        if syncs and sync_writes is not None:  # MM2: offset syncs only after the records' transaction committed
+            sync_writes.send(syncs)
+        commit_writes.send(reports)
+        if final:
+            if sync_writes is not None:
+                sync_writes.wait(task.stall_timeout_s)
+            commit_writes.wait(task.stall_timeout_s)
+        else:
+            data.begin_transaction()
+        return True
+
+    def rewind() -> None:
+        """After an aborted transaction: back to the committed positions, nothing of it kept."""
+        data.poll(0)  # the purged records' delivery reports
+        for (topic, partition), part in parts.items():
+            pc = part.copy
+            pc.upstream.clear()
+            pc.downstream.clear()
+            pc.error = None
+            pc.value_bytes = pc.key_bytes = pc.lat_sum = pc.lat_max = pc.lat_n = 0
+            if (topic, partition) not in out_of_range:
+                consumer.seek(TopicPartition(topic, partition, part.committed))
+        data.begin_transaction()
+
+    if eos:
+        commit = commit_eos  # the exactly-once variant replaces the at-least-once commit
+
+    committed_cleanly = False
     try:
         next_commit = time.monotonic() + task.flush_interval_s
         while True:
@@ -497,15 +633,109 @@ def run_stream_task(task: StreamTask) -> StreamResult:
             if state == "stop" or out_of_range:
                 if not commit(final=True):
                     return StreamResult(task.flow, task.task_index, task.generation, "orphaned", records=copied)
+                committed_cleanly = True
                 reason = "stopped" if state == "stop" else "out_of_range"
                 return StreamResult(task.flow, task.task_index, task.generation, reason, tuple(out_of_range), copied)
-            if time.monotonic() >= next_commit:
+            per_poll = eos and task.boundary == "poll" and bool(msgs)
+            if per_poll or time.monotonic() >= next_commit:
                 if not commit(final=False):
                     return StreamResult(task.flow, task.task_index, task.generation, "orphaned", records=copied)
                 next_commit = time.monotonic() + task.flush_interval_s
     finally:
+        if eos and not committed_cleanly:
+            abort_quietly(data)
         consumer.close()
         channel.close()
+
+
+def transactional_producer(task: StreamTask) -> Any:
+    """Create the task's transactional data producer, initialised (fencing older ones) and in a transaction.
+
+    ``init_transactions`` bumps the epoch of ``task.transactional_id`` and aborts a transaction an
+    older producer with that id left open (a killed run, a lost Spark attempt, another instance):
+    from here on that producer can commit nothing (KIP-98 fencing; Connect's
+    ``Worker.taskTransactionalId`` gives MM2's tasks the same ids).
+
+    Raises
+    ------
+    ClusterError
+        The principal may not use the id (``TRANSACTIONAL_ID_AUTHORIZATION_FAILED``: grant
+        ``WRITE`` and ``DESCRIBE`` on it), or the target's transaction coordinator did not answer
+        within ``task.init_timeout_s`` (transactions unsupported or unavailable).
+    """
+    from confluent_kafka import KafkaError, KafkaException, Producer
+
+    from mirrorspark.kafka.factory import with_logger
+
+    tid = str(task.transactional_id)
+    conf = {**task.producer_conf, "transactional.id": tid}
+    p = Producer(with_logger(conf, str(conf.get("client.id", "replication-producer"))))
+    try:
+        p.init_transactions(task.init_timeout_s)
+        p.begin_transaction()
+    except KafkaException as e:
+        err = e.args[0]
+        prefix = tid.rsplit("-", 1)[0] + "-"
+        if err.code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED:
+            what = (
+                f"the replication principal may not use transactional id '{tid}': grant it WRITE and DESCRIBE on "
+                f"TransactionalId '{prefix}' (prefixed) on cluster '{task.target}' (README, ACLs)"
+            )
+        elif err.code() in (KafkaError._TIMED_OUT, KafkaError._TRANSPORT):  # librdkafka's local codes
+            what = (
+                f"the transaction coordinator of cluster '{task.target}' did not answer within "
+                f"{task.init_timeout_s:.0f} s ({err.str()}): exactly-once needs a target whose brokers support "
+                "transactions (transaction.state.log.replication.factor and transaction.state.log.min.isr no "
+                "larger than its brokers); fix the cluster or set exactly.once.source.support=disabled"
+            )
+        else:
+            what = f"initialising transactional id '{tid}' on cluster '{task.target}' failed: {err.str()}"
+        raise ClusterError(f"{ERROR_MARK}{ClusterError.code}] flow {task.flow}: {what}", kafka_code=err.name()) from e
+    return p
+
+
+def commit_transaction(data: Any, task: StreamTask) -> bool:
+    """Commit the open transaction (retrying retriable errors); ``False`` when it was aborted instead.
+
+    Raises
+    ------
+    DataPathError
+        A fatal error: the producer was fenced (a newer run of this task, or another instance, took
+        its transactional id) or is unusable; the supervisor restarts the task, whose
+        ``init_transactions`` aborts whatever this one left.
+    """
+    from confluent_kafka import KafkaException
+
+    deadline = time.monotonic() + task.stall_timeout_s
+    while True:
+        try:
+            data.commit_transaction(max(1.0, deadline - time.monotonic()))
+            return True
+        except KafkaException as e:
+            err = e.args[0]
+            if err.retriable() and time.monotonic() < deadline:
+                continue
+            if err.txn_requires_abort():
+                data.abort_transaction(task.stall_timeout_s)
+                return False
+            hint = (
+                ": another producer with this transactional id took over (a newer run of this task or "
+                "another instance); this one stops without committing"
+                if "FENCED" in err.name() or "EPOCH" in err.name()
+                else ""
+            )
+            raise DataPathError(
+                f"{ERROR_MARK}DATA_PATH_ERROR] flow {task.flow}: committing the transaction of task "
+                f"{task.task_index} (transactional id '{task.transactional_id}') failed: {err.str()}{hint}"
+            ) from e
+
+
+def abort_quietly(data: Any) -> None:
+    """Abort the open transaction if there is one; a fenced or broken producer is left as it is."""
+    import contextlib
+
+    with contextlib.suppress(Exception):  # best effort: the next init_transactions aborts it anyway
+        data.abort_transaction(5.0)
 
 
 def run_stream_job(task: StreamTask) -> StreamResult:
@@ -549,4 +779,13 @@ def _fail_data(task: StreamTask, what: str) -> MirrorsparkError:
     return DataPathError(f"{ERROR_MARK}DATA_PATH_ERROR] flow {task.flow}: {what}; check that the target cluster is up")
 
 
-__all__ = ["ChannelClient", "StreamResult", "StreamTask", "run_stream_job", "run_stream_task"]
+__all__ = [
+    "ChannelClient",
+    "StreamResult",
+    "StreamTask",
+    "abort_quietly",
+    "commit_transaction",
+    "run_stream_job",
+    "run_stream_task",
+    "transactional_producer",
+]
