@@ -138,6 +138,13 @@ class LocalClusterError(MirrorsparkError):
     exit_code = 7
 
 
+class ServiceError(MirrorsparkError):
+    """The metrics service (``mirrorspark service``) could not start or its Spark job failed."""
+
+    code = "SERVICE_ERROR"
+    exit_code = 8
+
+
 __all__ = [
     "BadRegexError",
     "ClusterError",
@@ -150,5 +157,6 @@ __all__ = [
     "LocalClusterError",
     "MirrorsparkError",
     "RecordTooLargeError",
+    "ServiceError",
     "UnknownAliasError",
 ]

@@ -432,6 +432,7 @@ def run_stream_task(task: StreamTask) -> StreamResult:
                     latency_samples=pc.lat_n,
                     segments=window,
                     at=now,
+                    **pc.interval_metrics(),
                 )
             )
             updates.append((part, n, state, window, max(next_offset, part.committed)))
@@ -452,7 +453,7 @@ def run_stream_task(task: StreamTask) -> StreamResult:
             del pc.downstream[:n]
             if pc.upstream:  # produced, not yet acknowledged: commit it next time
                 dirty.add((pc.range.source_topic, pc.range.partition))
-            pc.value_bytes = pc.key_bytes = pc.lat_sum = pc.lat_max = pc.lat_n = 0
+            pc.reset_interval()
             part.state = state
             part.segments = window
             part.committed = committed
