@@ -15,7 +15,8 @@ an exit status, and that the REST service reports::
     │   └── DataGapError             DATA_GAP
     ├── CorruptRecordError           RECORD_CORRUPT         exit 5
     ├── ControlError                 CONTROL_ERROR          exit 6
-    └── LocalClusterError            LOCAL_CLUSTER_ERROR    exit 7
+    ├── LocalClusterError            LOCAL_CLUSTER_ERROR    exit 7
+    └── ServiceError                 SERVICE_ERROR          exit 8
 
 Third-party errors (confluent-kafka, py4j, OS errors) are translated at the
 boundary with ``raise ... from e`` and the flow, topic-partition or group
