@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from mirrorspark.config.parse import parse_config
-from mirrorspark.mm2.metrics import histogram
+from mirrorspark.mm2.metrics import MIRRORSPARK_METRICS, MM2_METRICS, histogram, prometheus_name
 from mirrorspark.mm2.records import Heartbeat
 from mirrorspark.mm2.task_progress import (
     FlowMetrics,
@@ -183,6 +183,8 @@ def test_prometheus_exposition_uses_strimzis_names_and_labels(client: TestClient
     assert cp.labels == {"source": "A", "target": "B", "group": "g1", "topic": "A.t", "partition": "0"}
     assert families["mirrorspark_task_restarts"].samples[0].value == 1.0
     assert families["mirrorspark_heartbeat_age_seconds"].samples[0].value == 0.5
+    documented = {prometheus_name(m.group, m.name) for m in (*MM2_METRICS, *MIRRORSPARK_METRICS)}
+    assert set(families) - documented == {"mirrorspark_flow_state"}
 
 
 def test_service_settings_are_parsed_and_the_token_never_shown() -> None:

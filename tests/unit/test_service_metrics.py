@@ -235,3 +235,19 @@ def test_aggregate_records_round_trip() -> None:
     with pytest.raises(CorruptRecordError):
         decode_aggregate(k, json.dumps({**doc, "sum": "NaN"}).encode())
     assert not math.isnan(doc["rate"])
+
+
+def _exported() -> set[str]:
+    from mirrorspark.mm2.metrics import MIRRORSPARK_METRICS
+
+    return {prometheus_name(m.group, m.name) for m in (*MM2_METRICS, *MIRRORSPARK_METRICS)} | {"mirrorspark_flow_state"}
+
+
+def test_the_grafana_dashboard_queries_only_series_the_service_exports() -> None:
+    import re
+    from pathlib import Path
+
+    doc = json.loads((Path(__file__).resolve().parents[2] / "docs" / "grafana-mirrorspark.json").read_text())
+    exprs = [t["expr"] for p in doc["panels"] for t in p["targets"]]
+    used = {n for e in exprs for n in re.findall(r"\b(?:kafka_connect_mirror_\w+|mirrorspark_\w+)", e)}
+    assert used and used <= _exported(), used - _exported()
