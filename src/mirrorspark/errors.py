@@ -15,7 +15,8 @@ an exit status, and that the REST service reports::
     │   └── DataGapError             DATA_GAP
     ├── CorruptRecordError           RECORD_CORRUPT         exit 5
     ├── ControlError                 CONTROL_ERROR          exit 6
-    └── LocalClusterError            LOCAL_CLUSTER_ERROR    exit 7
+    ├── LocalClusterError            LOCAL_CLUSTER_ERROR    exit 7
+    └── ServiceError                 SERVICE_ERROR          exit 8
 
 Third-party errors (confluent-kafka, py4j, OS errors) are translated at the
 boundary with ``raise ... from e`` and the flow, topic-partition or group
@@ -138,6 +139,13 @@ class LocalClusterError(MirrorsparkError):
     exit_code = 7
 
 
+class ServiceError(MirrorsparkError):
+    """The metrics service (``mirrorspark service``) could not start or its Spark job failed."""
+
+    code = "SERVICE_ERROR"
+    exit_code = 8
+
+
 __all__ = [
     "BadRegexError",
     "ClusterError",
@@ -150,5 +158,6 @@ __all__ = [
     "LocalClusterError",
     "MirrorsparkError",
     "RecordTooLargeError",
+    "ServiceError",
     "UnknownAliasError",
 ]

@@ -13,7 +13,7 @@ import pytest
 
 from mirrorspark.cli.app import config_reference
 from mirrorspark.config.keys import ACCEPTED_NOTE, CONFIG_KEYS, ConfigKey
-from mirrorspark.config.model import DataPathConfig, FlowConfig, PolicyConfig
+from mirrorspark.config.model import DataPathConfig, FlowConfig, PolicyConfig, ServiceConfig
 from mirrorspark.config.parse import parse_config
 from mirrorspark.mm2 import filters
 from mirrorspark.mm2.control_state import control_topic
@@ -42,7 +42,12 @@ STRUCTURAL_FLOW_FIELDS = {
     "target_consumer",
     "extra",
 }
-HOLDERS: dict[str, type[Any]] = {"flow": FlowConfig, "policy": PolicyConfig, "data_path": DataPathConfig}
+HOLDERS: dict[str, type[Any]] = {
+    "flow": FlowConfig,
+    "policy": PolicyConfig,
+    "data_path": DataPathConfig,
+    "service": ServiceConfig,
+}
 
 
 def flow_config(**props: str) -> FlowConfig:
@@ -74,8 +79,8 @@ def test_registry_shapes() -> None:
             flag = next(f for f in CONFIG_KEYS if f.name == k.negative_disables)
             assert flag.type == "boolean" and flag.field is not None and k.unit == "s", k.name
         if k.scope == "mirrorspark":
-            assert k.holder == "data_path", k.name
-        if k.holder == "data_path":
+            assert k.holder in ("data_path", "service"), k.name
+        if k.holder in ("data_path", "service"):
             assert k.scope == "mirrorspark", k.name
 
 

@@ -26,6 +26,7 @@ from mirrorspark import __version__
 from mirrorspark.cli.common import as_dict, err_console, fail, out_console, text_table
 from mirrorspark.cli.control import control_app
 from mirrorspark.cli.migration import checkpoints_app, failover, offsets_app
+from mirrorspark.cli.service import service
 from mirrorspark.errors import MirrorsparkError
 
 app = typer.Typer(
@@ -434,6 +435,8 @@ def status(
 
 # The consumer migration command at the top level, as MM2 users know it from SRM (``srm-control``).
 app.command()(failover)
+# The metrics service (SRM Service's role).
+app.command()(service)
 
 
 def main() -> None:

@@ -20,10 +20,11 @@ from mirrorspark.mm2.policy import DEFAULT_POLICY_CLASS
 KeyType = Literal["boolean", "int", "long", "short", "string", "list", "class"]
 """Value types of :class:`ConfigKey`, named as in Kafka's ``ConfigDef``."""
 
-KeyHolder = Literal["flow", "policy", "data_path"]
+KeyHolder = Literal["flow", "policy", "data_path", "service"]
 """Which typed object a key's :attr:`ConfigKey.field` belongs to: :class:`FlowConfig` (``flow``),
-:class:`PolicyConfig` (``policy``, i.e. ``FlowConfig.policy``) or :class:`DataPathConfig`
-(``data_path``, i.e. ``MirrorConfig.data_path``)."""
+:class:`PolicyConfig` (``policy``, i.e. ``FlowConfig.policy``), :class:`DataPathConfig`
+(``data_path``, i.e. ``MirrorConfig.data_path``) or :class:`ServiceConfig` (``service``, i.e.
+``MirrorConfig.service``: the metrics service, ``mirrorspark service``)."""
 
 KeyEffect = Literal["used", "accepted"]
 """What mirrorspark does with a key's value:
@@ -738,6 +739,64 @@ CONFIG_KEYS: Final[tuple[ConfigKey, ...]] = (
         choices=("continue", "stop"),
         field="on_gap",
         holder="data_path",
+    ),
+    ConfigKey(
+        "mirrorspark.metrics.interval.ms",
+        "long",
+        "5000",
+        "How often the driver writes each flow's raw metrics (state, task restarts, lag in records and seconds, "
+        "consumer groups' checkpoints) to the flow's progress channel mm2-task-progress.<source>.internal on the "
+        "target, where mirrorspark service reads them with the copy tasks' reports.",
+        "ms",
+        scope="mirrorspark",
+        minimum=100,
+        field="metrics_interval_ms",
+        holder="data_path",
+    ),
+    ConfigKey(
+        "mirrorspark.service.auth.token",
+        "string",
+        None,
+        "Bearer token the metrics service's REST API and /metrics require (Authorization: Bearer <token>, "
+        "compared in constant time); unset = no authentication. Use a ${file:...} or ${env:...} placeholder "
+        "rather than writing it into the file.",
+        scope="mirrorspark",
+        field="auth_token",
+        holder="service",
+    ),
+    ConfigKey(
+        "mirrorspark.service.checkpoint.location",
+        "string",
+        None,
+        "Checkpoint location of the metrics service's Spark aggregation job (its Kafka offsets and window "
+        "state); unset = .mirrorspark/service/<cluster>/checkpoint under the working directory. Any "
+        "Hadoop-compatible URI works (hdfs://, s3a:// with its jars on the class path): put it on durable, "
+        "shared storage so that a restarted instance resumes its windows; one location per instance.",
+        scope="mirrorspark",
+        field="checkpoint_location",
+        holder="service",
+    ),
+    ConfigKey(
+        "mirrorspark.service.metrics.topic",
+        "string",
+        "mirrorspark-metrics.internal",
+        "Compacted topic on the served cluster the metrics service's Spark job writes its window aggregates "
+        "to (1 min, 5 min and 1 h sliding windows per flow, topic, partition, group and metric).",
+        scope="mirrorspark",
+        field="metrics_topic",
+        holder="service",
+    ),
+    ConfigKey(
+        "mirrorspark.service.trigger.interval.ms",
+        "long",
+        "5000",
+        "Micro-batch trigger interval of the metrics service's Spark job: how fresh the window aggregates are, "
+        "for one small Spark job per interval.",
+        "ms",
+        scope="mirrorspark",
+        minimum=100,
+        field="trigger_interval_ms",
+        holder="service",
     ),
 )
 """Every key mirrorspark knows, in MM2's order: driver, client, connector, worker, mirrorspark keys."""

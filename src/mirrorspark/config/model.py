@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, ClassVar
 
-from mirrorspark.config.keys import show
+from mirrorspark.config.keys import MASK, show
 from mirrorspark.config.librdkafka import SPARK_REJECTED, to_librdkafka
 from mirrorspark.errors import ConfigError, UnknownAliasError
 from mirrorspark.mm2.policy import DEFAULT_POLICY_CLASS
@@ -433,6 +433,9 @@ class DataPathConfig:
         offsets, :mod:`mirrorspark.replication.stream`), ``"batch"`` (one Spark job per batch,
         committed by the driver) or ``"auto"`` (continuous for ``run``, batch for
         ``run --until-caught-up``).
+    metrics_interval_ms:
+        ``mirrorspark.metrics.interval.ms``: how often the driver writes each flow's raw metrics
+        (:mod:`mirrorspark.replication.metrics`), in ms.
 
     Notes
     -----
@@ -446,6 +449,38 @@ class DataPathConfig:
     identity_allow_cycles: bool = False
     on_gap: str = "continue"
     engine: str = "auto"
+    metrics_interval_ms: int = 5000
+
+
+@dataclass(frozen=True, kw_only=True, repr=False)
+class ServiceConfig:
+    """The metrics service's settings (``mirrorspark.service.*``; ``mirrorspark service``).
+
+    Parameters
+    ----------
+    auth_token:
+        ``mirrorspark.service.auth.token``: the bearer token the API requires; ``""`` = none.
+        Never shown: the ``repr`` masks it.
+    checkpoint_location:
+        ``mirrorspark.service.checkpoint.location``: the Spark job's checkpoint location; ``""`` =
+        the default under the local state directory.
+    metrics_topic:
+        ``mirrorspark.service.metrics.topic``: the compacted topic of the window aggregates.
+    trigger_interval_ms:
+        ``mirrorspark.service.trigger.interval.ms``: the Spark job's micro-batch interval (ms).
+    """
+
+    auth_token: str = ""
+    checkpoint_location: str = ""
+    metrics_topic: str = "mirrorspark-metrics.internal"
+    trigger_interval_ms: int = 5000
+
+    def __repr__(self) -> str:
+        token = MASK if self.auth_token else "''"
+        return (
+            f"ServiceConfig(auth_token={token}, checkpoint_location={self.checkpoint_location!r}, "
+            f"metrics_topic={self.metrics_topic!r}, trigger_interval_ms={self.trigger_interval_ms})"
+        )
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)
@@ -460,6 +495,8 @@ class MirrorConfig(_Frozen):
         Every ordered pair (S, T), S != T, in MM2's order (for S in clusters: for T in clusters).
     data_path:
         mirrorspark's data-path settings.
+    service:
+        The metrics service's settings.
     warnings:
         Human-readable warnings (unknown keys, deprecated keys, keys MM2 ignores), each also
         logged once at WARNING by this module's logger.
@@ -478,6 +515,7 @@ class MirrorConfig(_Frozen):
     clusters: Mapping[str, ClusterConfig]
     flows: tuple[FlowConfig, ...]
     data_path: DataPathConfig = field(default_factory=DataPathConfig)
+    service: ServiceConfig = field(default_factory=ServiceConfig)
     warnings: tuple[str, ...] = ()
     source_name: str = "<properties>"
     target_clusters: tuple[str, ...] | None = None
@@ -614,4 +652,12 @@ class MirrorConfig(_Frozen):
         return tuple(f for f in self._targets(targets) if f.emit_heartbeats_enabled)
 
 
-__all__ = ["ClientSettings", "ClusterConfig", "DataPathConfig", "FlowConfig", "MirrorConfig", "PolicyConfig"]
+__all__ = [
+    "ClientSettings",
+    "ClusterConfig",
+    "DataPathConfig",
+    "FlowConfig",
+    "MirrorConfig",
+    "PolicyConfig",
+    "ServiceConfig",
+]

@@ -63,6 +63,7 @@ from mirrorspark.config.model import (
     FlowConfig,
     MirrorConfig,
     PolicyConfig,
+    ServiceConfig,
 )
 from mirrorspark.config.properties import parse_properties
 from mirrorspark.config.resolve import Resolver
@@ -88,6 +89,7 @@ _FLOW_FILL_KEYS: Final = tuple(
 # Worker keys are read from the target cluster (<T>.<key>, or top level for offset.storage.*).
 _WORKER_FILL_KEYS: Final = tuple(k for k in CONFIG_KEYS if k.field is not None and k.scope == "worker")
 _DATA_PATH_KEYS: Final = tuple(k for k in CONFIG_KEYS if k.field is not None and k.holder == "data_path")
+_SERVICE_KEYS: Final = tuple(k for k in CONFIG_KEYS if k.field is not None and k.holder == "service")
 # Deprecated 3.x alias of a key (topics.blacklist of topics.exclude, ...): replacement -> alias.
 _DEPRECATED_ALIAS: Final = {k.replaced_by: k.name for k in CONFIG_KEYS if k.replaced_by is not None}
 # Merged flow keys that fill a typed field (the rest of the merge goes to FlowConfig.extra).
@@ -481,6 +483,13 @@ class _Parser:
         }
         return DataPathConfig(**values)
 
+    def service(self) -> ServiceConfig:
+        values: dict[str, Any] = {
+            str(ck.field): to_value(ck, self.top_all.get(ck.name, ck.default or ""), ck.name, self.src)
+            for ck in _SERVICE_KEYS
+        }
+        return ServiceConfig(**values)
+
 
 def _consumed_by_clients(key: str) -> bool:
     """Whether a merged flow key feeds a client chain rather than :attr:`FlowConfig.extra`."""
@@ -598,6 +607,7 @@ def parse_config(
         clusters=cluster_configs,
         flows=flows,
         data_path=data_path,
+        service=p.service(),
         warnings=p.warnings,
         source_name=source_name,
         target_clusters=None if clusters is None else tuple(clusters),

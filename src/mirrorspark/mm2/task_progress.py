@@ -24,6 +24,32 @@ Record layout (compact JSON, UTF-8), one record per partition and commit:
 ``records``, the byte counts and the latency figures are those of the commit interval (deltas);
 ``segments`` are the partition's most recent copied runs (:data:`SEGMENTS_KEPT` at most,
 oldest first), the whole window each time, so the newest record alone restores them.
+
+**Version 2** (:data:`FORMAT_VERSION`) is additive: a version-1 reader ignores what it does not
+know, and a version-2 reader reads version-1 records (``"v"`` absent = 1) with the new figures
+empty.
+
+* Partition reports gain ``"v":2``, ``"latency_ms_min"``, ``"latency_hist"`` (the interval's latency
+  samples counted per bucket of :data:`~mirrorspark.mm2.metrics.LATENCY_BUCKETS_MS`) and the record
+  age at poll (MM2's ``record-age-ms``): ``"age_ms_sum"``, ``"age_ms_min"``, ``"age_ms_max"``,
+  ``"age_samples"``.
+* The driver writes three more kinds of records, told apart by ``"kind"`` in the key (a key
+  without ``"kind"`` is a partition report; readers skip kinds they do not know):
+
+  - ``{"kind":"flow","flow":F}`` -> ``{"v":1,"at":ms,"state":"running"|"standby"|"failed"|"stopped",
+    "engine":"continuous"|"batch","tasks":n,"task_restarts":n,"generation":n,"error":text|null,
+    "interval_ms":n}`` (:class:`FlowMetrics`);
+  - ``{"kind":"lag","flow":F,"topic":t}`` -> ``{"v":1,"at":ms,"remote_topic":rt,"partitions":[{"p":n,
+    "position":n,"end":n,"lag":n,"lag_ms":n|null,"records":n,"value_bytes":n}]}`` (:class:`TopicLag`):
+    per partition the committed position, the source end offset, lag in records and in ms
+    (:class:`~mirrorspark.mm2.metrics.LagClock`), and the records and value bytes copied since the
+    driver started (MM2's ``record-count``/``byte-count``);
+  - ``{"kind":"group","flow":F,"group":g}`` -> ``{"v":1,"at":ms,"latency_ms":n|null,"partitions":[{"topic":t,
+    "remote_topic":rt,"p":n,"upstream":n,"checkpoint_upstream":n|null,"checkpoint_downstream":n|null,
+    "lag":n|null,"rereads":n|null}]}`` (:class:`GroupMetrics`): the checkpoint cycle's latency (MM2's
+    ``checkpoint-latency-ms``), and per partition the group's committed offset on the source, its newest
+    checkpoint, the records committed since (checkpoint lag) and the records a failover to that
+    checkpoint would read again.
 """
 
 from __future__ import annotations
@@ -38,6 +64,9 @@ from mirrorspark.mm2.offset_syncs import CopiedSegment
 
 SEGMENTS_KEPT: Final = 64
 """Most copied segments one report carries per partition (the newest ones)."""
+
+FORMAT_VERSION: Final = 2
+"""Version of the records this module writes (``"v"``; absent = 1)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +91,14 @@ class PartitionReport:
         The partition's newest copied runs, oldest first.
     at:
         When the report was written (epoch ms).
+    latency_ms_min:
+        Smallest latency sample of the interval (ms); ``None`` without samples or in a version-1 record.
+    latency_hist:
+        The interval's latency samples per bucket of :data:`~mirrorspark.mm2.metrics.LATENCY_BUCKETS_MS`
+        (empty in a version-1 record).
+    age_ms_sum, age_ms_min, age_ms_max, age_samples:
+        Record age at poll (``now - record timestamp``, ms) of the interval's sampled records (MM2's
+        ``record-age-ms``); ``age_ms_min`` is ``None`` without samples.
     """
 
     flow: str
@@ -78,6 +115,12 @@ class PartitionReport:
     latency_samples: int
     segments: tuple[CopiedSegment, ...]
     at: int
+    latency_ms_min: int | None = None
+    latency_hist: tuple[int, ...] = ()
+    age_ms_sum: int = 0
+    age_ms_min: int | None = None
+    age_ms_max: int = 0
+    age_samples: int = 0
 
 
 def report_key(flow: str, topic: str, partition: int) -> bytes:
@@ -99,6 +142,13 @@ def encode_report(r: PartitionReport) -> tuple[bytes, bytes]:
         "latency_samples": r.latency_samples,
         "segments": [[s.upstream_start, s.downstream_start, s.count] for s in r.segments[-SEGMENTS_KEPT:]],
         "at": r.at,
+        "v": FORMAT_VERSION,
+        "latency_ms_min": r.latency_ms_min,
+        "latency_hist": list(r.latency_hist),
+        "age_ms_sum": r.age_ms_sum,
+        "age_ms_min": r.age_ms_min,
+        "age_ms_max": r.age_ms_max,
+        "age_samples": r.age_samples,
     }
     return report_key(r.flow, r.topic, r.partition), json.dumps(value, separators=(",", ":")).encode()
 
@@ -152,12 +202,25 @@ def decode_report(key: bytes | None, value: bytes | None) -> PartitionReport:
         if not (isinstance(s, list) and len(s) == 3 and all(_nonneg_int(x) for x in s) and s[2] >= 1):
             raise CorruptRecordError(f"task progress record: bad segment {s!r}")
         segments.append(CopiedSegment(s[0], s[1], s[2]))
+    hist = v.get("latency_hist") or []
+    if not isinstance(hist, list) or not all(_nonneg_int(x) for x in hist):
+        raise CorruptRecordError("task progress record: latency_hist must be a list of integers >= 0")
+    optional: dict[str, Any] = {f: v.get(f) for f in ("latency_ms_min", "age_ms_min")}
+    counts: dict[str, Any] = {f: v.get(f, 0) for f in ("age_ms_sum", "age_ms_max", "age_samples")}
+    if not all(x is None or _nonneg_int(x) for x in optional.values()) or not all(
+        _nonneg_int(x) for x in counts.values()
+    ):
+        raise CorruptRecordError("task progress record: latency and age figures must be integers >= 0")
+    ints: dict[str, Any] = {f: v[f] for f in _INT_FIELDS}
     return PartitionReport(
         flow=flow,
         topic=topic,
         partition=partition,
         segments=tuple(segments),
-        **{f: v[f] for f in _INT_FIELDS},
+        latency_hist=tuple(hist),
+        **ints,
+        **optional,
+        **counts,
     )
 
 
@@ -185,4 +248,350 @@ def newest_segments(kept: Sequence[CopiedSegment], new: Sequence[CopiedSegment])
     return tuple(out[-SEGMENTS_KEPT:])
 
 
-__all__ = ["SEGMENTS_KEPT", "PartitionReport", "decode_report", "encode_report", "newest_segments", "report_key"]
+# ---------------------------------------------------------------------------------------------- driver records
+
+
+def record_kind(key: bytes | None) -> str:
+    """Tell a progress-channel record's kind from its key: ``"report"``, ``"flow"``, ``"lag"``, ``"group"``, other.
+
+    A key without ``"kind"`` (every version-1 record) is a partition report; a key that is not a
+    JSON object is ``"unknown"``. Readers skip kinds they do not know.
+    """
+    try:
+        k = json.loads(key or b"")
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return "unknown"
+    if not isinstance(k, dict):
+        return "unknown"
+    kind = k.get("kind", "report")
+    return kind if isinstance(kind, str) else "unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class FlowMetrics:
+    """The driver's view of one flow: state, tasks and their restarts (kind ``flow``).
+
+    Attributes
+    ----------
+    flow:
+        ``"S->T"``.
+    at:
+        When it was written (epoch ms).
+    state:
+        ``"running"``, ``"standby"`` (another instance holds the flow's lease), ``"failed"`` or ``"stopped"``.
+    engine:
+        ``"continuous"`` or ``"batch"``.
+    tasks, task_restarts, generation:
+        Copy tasks running, restarts since the driver started, the tasks' generation.
+    error:
+        Why the flow failed, else ``None``.
+    interval_ms:
+        How often the driver writes these records (ms): a reader treats one older than a few
+        intervals as stale.
+    """
+
+    flow: str
+    at: int
+    state: str
+    engine: str
+    tasks: int
+    task_restarts: int
+    generation: int
+    error: str | None
+    interval_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionLag:
+    """One source partition in a :class:`TopicLag` record.
+
+    Attributes
+    ----------
+    partition:
+        The partition.
+    position, end:
+        Committed position (next offset to copy) and the source end offset last listed.
+    lag:
+        ``max(0, end - position)`` (records).
+    lag_ms:
+        Age of the oldest record not copied (ms; 0 when caught up), ``None`` before the first listing.
+    records, value_bytes:
+        Copied since the driver started (MM2's ``record-count``/``byte-count``).
+    """
+
+    partition: int
+    position: int
+    end: int
+    lag: int
+    lag_ms: int | None
+    records: int
+    value_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class TopicLag:
+    """Lag and counts of one topic's partitions, from the driver (kind ``lag``).
+
+    Attributes
+    ----------
+    flow, topic, remote_topic:
+        ``"S->T"``, the source topic and its remote topic on T.
+    at:
+        When it was written (epoch ms).
+    partitions:
+        One per replicated partition.
+    """
+
+    flow: str
+    topic: str
+    remote_topic: str
+    at: int
+    partitions: tuple[PartitionLag, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class GroupPartition:
+    """One partition of a group in a :class:`GroupMetrics` record.
+
+    Attributes
+    ----------
+    topic, remote_topic, partition:
+        The topic as the group commits it on S, its name in the checkpoints (renamed for T), the partition.
+    upstream:
+        The group's committed offset on S.
+    checkpoint_upstream, checkpoint_downstream:
+        The newest checkpoint written (``None`` before the first).
+    lag:
+        ``upstream - checkpoint_upstream`` (records committed since the checkpoint), ``None`` without one.
+    rereads:
+        Records a consumer failing over now (from that checkpoint) reads again: the checkpoint lag plus
+        the checkpoint's own translation re-reads; ``None`` when unknown.
+    """
+
+    topic: str
+    remote_topic: str
+    partition: int
+    upstream: int
+    checkpoint_upstream: int | None
+    checkpoint_downstream: int | None
+    lag: int | None
+    rereads: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMetrics:
+    """A consumer group's checkpoints, from the driver's checkpoint cycle (kind ``group``).
+
+    Attributes
+    ----------
+    flow, group:
+        ``"S->T"`` and the group id.
+    at:
+        When it was written (epoch ms).
+    latency_ms:
+        The last cycle's checkpoint latency (ms): its checkpoints acknowledged - the group's offsets listed.
+    partitions:
+        The group's committed partitions of replicated topics.
+    """
+
+    flow: str
+    group: str
+    at: int
+    latency_ms: int | None
+    partitions: tuple[GroupPartition, ...]
+
+
+def _dumps(obj: object) -> bytes:
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def encode_flow_metrics(m: FlowMetrics) -> tuple[bytes, bytes]:
+    """Key and value of a ``flow`` record (layout in the module docstring)."""
+    value = {
+        "v": 1,
+        "at": m.at,
+        "state": m.state,
+        "engine": m.engine,
+        "tasks": m.tasks,
+        "task_restarts": m.task_restarts,
+        "generation": m.generation,
+        "error": m.error,
+        "interval_ms": m.interval_ms,
+    }
+    return _dumps({"kind": "flow", "flow": m.flow}), _dumps(value)
+
+
+def encode_topic_lag(m: TopicLag) -> tuple[bytes, bytes]:
+    """Key and value of a ``lag`` record (layout in the module docstring)."""
+    parts = [
+        {
+            "p": x.partition,
+            "position": x.position,
+            "end": x.end,
+            "lag": x.lag,
+            "lag_ms": x.lag_ms,
+            "records": x.records,
+            "value_bytes": x.value_bytes,
+        }
+        for x in m.partitions
+    ]
+    value = {"v": 1, "at": m.at, "remote_topic": m.remote_topic, "partitions": parts}
+    return _dumps({"kind": "lag", "flow": m.flow, "topic": m.topic}), _dumps(value)
+
+
+def encode_group_metrics(m: GroupMetrics) -> tuple[bytes, bytes]:
+    """Key and value of a ``group`` record (layout in the module docstring)."""
+    parts = [
+        {
+            "topic": x.topic,
+            "remote_topic": x.remote_topic,
+            "p": x.partition,
+            "upstream": x.upstream,
+            "checkpoint_upstream": x.checkpoint_upstream,
+            "checkpoint_downstream": x.checkpoint_downstream,
+            "lag": x.lag,
+            "rereads": x.rereads,
+        }
+        for x in m.partitions
+    ]
+    value = {"v": 1, "at": m.at, "latency_ms": m.latency_ms, "partitions": parts}
+    return _dumps({"kind": "group", "flow": m.flow, "group": m.group}), _dumps(value)
+
+
+def _int(v: Any, what: str, *, optional: bool = False) -> Any:
+    if v is None and optional:
+        return None
+    if not _nonneg_int(v):
+        raise CorruptRecordError(f"progress channel record: {what} must be an integer >= 0")
+    return v
+
+
+def _str(v: Any, what: str, *, optional: bool = False) -> Any:
+    if v is None and optional:
+        return None
+    if not isinstance(v, str):
+        raise CorruptRecordError(f"progress channel record: {what} must be a string")
+    return v
+
+
+def _load(key: bytes | None, value: bytes | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    try:
+        k = json.loads(key or b"")
+        v = json.loads(value or b"")
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:
+        raise CorruptRecordError(f"progress channel record is not JSON: {type(e).__name__}") from e
+    if not isinstance(k, dict) or not isinstance(v, dict):
+        raise CorruptRecordError("progress channel record: key and value must be JSON objects")
+    return k, v
+
+
+def decode_flow_metrics(key: bytes | None, value: bytes | None) -> FlowMetrics:
+    """Decode a ``flow`` record.
+
+    Raises
+    ------
+    CorruptRecordError
+        Not a ``flow`` record of this layout.
+    """
+    k, v = _load(key, value)
+    return FlowMetrics(
+        flow=_str(k.get("flow"), "flow"),
+        at=_int(v.get("at"), "at"),
+        state=_str(v.get("state"), "state"),
+        engine=_str(v.get("engine"), "engine"),
+        tasks=_int(v.get("tasks"), "tasks"),
+        task_restarts=_int(v.get("task_restarts"), "task_restarts"),
+        generation=_int(v.get("generation"), "generation"),
+        error=_str(v.get("error"), "error", optional=True),
+        interval_ms=_int(v.get("interval_ms"), "interval_ms"),
+    )
+
+
+def decode_topic_lag(key: bytes | None, value: bytes | None) -> TopicLag:
+    """Decode a ``lag`` record.
+
+    Raises
+    ------
+    CorruptRecordError
+        Not a ``lag`` record of this layout.
+    """
+    k, v = _load(key, value)
+    raw = v.get("partitions")
+    if not isinstance(raw, list) or not all(isinstance(x, dict) for x in raw):
+        raise CorruptRecordError("progress channel record: partitions must be a list of objects")
+    parts = tuple(
+        PartitionLag(
+            partition=_int(x.get("p"), "p"),
+            position=_int(x.get("position"), "position"),
+            end=_int(x.get("end"), "end"),
+            lag=_int(x.get("lag"), "lag"),
+            lag_ms=_int(x.get("lag_ms"), "lag_ms", optional=True),
+            records=_int(x.get("records"), "records"),
+            value_bytes=_int(x.get("value_bytes"), "value_bytes"),
+        )
+        for x in raw
+    )
+    return TopicLag(
+        flow=_str(k.get("flow"), "flow"),
+        topic=_str(k.get("topic"), "topic"),
+        remote_topic=_str(v.get("remote_topic"), "remote_topic"),
+        at=_int(v.get("at"), "at"),
+        partitions=parts,
+    )
+
+
+def decode_group_metrics(key: bytes | None, value: bytes | None) -> GroupMetrics:
+    """Decode a ``group`` record.
+
+    Raises
+    ------
+    CorruptRecordError
+        Not a ``group`` record of this layout.
+    """
+    k, v = _load(key, value)
+    raw = v.get("partitions")
+    if not isinstance(raw, list) or not all(isinstance(x, dict) for x in raw):
+        raise CorruptRecordError("progress channel record: partitions must be a list of objects")
+    parts = tuple(
+        GroupPartition(
+            topic=_str(x.get("topic"), "topic"),
+            remote_topic=_str(x.get("remote_topic"), "remote_topic"),
+            partition=_int(x.get("p"), "p"),
+            upstream=_int(x.get("upstream"), "upstream"),
+            checkpoint_upstream=_int(x.get("checkpoint_upstream"), "checkpoint_upstream", optional=True),
+            checkpoint_downstream=_int(x.get("checkpoint_downstream"), "checkpoint_downstream", optional=True),
+            lag=_int(x.get("lag"), "lag", optional=True),
+            rereads=_int(x.get("rereads"), "rereads", optional=True),
+        )
+        for x in raw
+    )
+    return GroupMetrics(
+        flow=_str(k.get("flow"), "flow"),
+        group=_str(k.get("group"), "group"),
+        at=_int(v.get("at"), "at"),
+        latency_ms=_int(v.get("latency_ms"), "latency_ms", optional=True),
+        partitions=parts,
+    )
+
+
+__all__ = [
+    "FORMAT_VERSION",
+    "SEGMENTS_KEPT",
+    "FlowMetrics",
+    "GroupMetrics",
+    "GroupPartition",
+    "PartitionLag",
+    "PartitionReport",
+    "TopicLag",
+    "decode_flow_metrics",
+    "decode_group_metrics",
+    "decode_report",
+    "decode_topic_lag",
+    "encode_flow_metrics",
+    "encode_group_metrics",
+    "encode_report",
+    "encode_topic_lag",
+    "newest_segments",
+    "record_kind",
+    "report_key",
+]

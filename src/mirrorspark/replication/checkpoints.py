@@ -62,6 +62,24 @@ TRANSIENT_DESCRIBE_GRACE_S = 60.0
 """Seconds a group's description may keep failing transiently (coordinator loading) before it is a WARNING."""
 
 
+@dataclass(frozen=True)
+class CheckpointCycle:
+    """What one checkpoint cycle saw, for the driver's raw metrics (:mod:`mirrorspark.replication.metrics`).
+
+    Attributes
+    ----------
+    offsets:
+        Per group, its committed offsets on the source and their translations.
+    listed_at_ms, acked_at_ms:
+        When the cycle started listing group offsets, and when its checkpoints were acknowledged
+        (epoch ms): their difference is MM2's ``checkpoint-latency-ms``.
+    """
+
+    offsets: dict[str, list[GroupOffset]]
+    listed_at_ms: int
+    acked_at_ms: int
+
+
 @dataclass
 class _EmitterState:
     groups: list[str] = field(default_factory=list)
@@ -118,6 +136,9 @@ class CheckpointEmitter:
         self._syncs_error: ClusterError | None = None
         self._read_to_end_required = False
         self._loader: threading.Thread | None = None
+        self.last_cycle: CheckpointCycle | None = None
+        # re-reads of the translation of each checkpoint written, by (group, downstream topic, partition)
+        self.checkpoint_rereads: dict[tuple[str, str, int], int] = {}
 
     @property
     def syncs(self) -> OffsetSyncReader | None:
@@ -516,12 +537,15 @@ class CheckpointEmitter:
         self.translator.poll()
         now = self._clock_ms()
         written: list[Checkpoint] = []
+        seen: dict[str, list[GroupOffset]] = {}
+        rereads: dict[tuple[str, str, int], int] = {}
         for group in self.state.groups:
             try:
                 offsets = self.group_offsets(group)
             except ClusterError as e:
                 log.warning("%s: skipping group %s this cycle: %s", self.name, group, e)
                 continue
+            seen[group] = offsets
             for go in offsets:
                 cp = go.checkpoint
                 if cp is None:
@@ -529,6 +553,7 @@ class CheckpointEmitter:
                 if not is_more_recent(cp, self.store.get(cp.consumer_group_id, cp.topic, cp.partition)):
                     continue
                 written.append(cp)
+                rereads[(cp.consumer_group_id, cp.topic, cp.partition)] = go.rereads
         # into the store (which decides what is "more recent" next cycle) only once acknowledged
         deliver(
             self._producer,
@@ -539,6 +564,8 @@ class CheckpointEmitter:
         )
         for cp in written:
             self.store.update(cp)
+        self.checkpoint_rereads.update(rereads)
+        self.last_cycle = CheckpointCycle(seen, now, self._clock_ms())
         self.state.emitted += len(written)
         return written
 
@@ -764,4 +791,4 @@ def offsets_of(groups: Iterable[GroupOffset]) -> dict[TopicPartitionKey, int]:
     }
 
 
-__all__ = ["CheckpointEmitter", "GroupOffset"]
+__all__ = ["CheckpointCycle", "CheckpointEmitter", "GroupOffset"]

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from mirrorspark.errors import DataPathError, MirrorsparkError, RecordTooLargeError
+from mirrorspark.mm2.metrics import HISTOGRAM_SIZE, bucket_of
 from mirrorspark.mm2.offset_syncs import flush_delayed, fold_acknowledged
 from mirrorspark.replication.tasks import ERROR_MARK, CopyTask, PartitionRange, PartitionResult
 
@@ -62,12 +63,18 @@ class PartitionCopy:
     """
 
     __slots__ = (
+        "age_max",
+        "age_min",
+        "age_n",
+        "age_sum",
         "downstream",
         "end",
         "error",
         "failures",
         "key_bytes",
+        "lat_hist",
         "lat_max",
+        "lat_min",
         "lat_n",
         "lat_sum",
         "out_of_range",
@@ -93,8 +100,49 @@ class PartitionCopy:
         self.lat_sum = 0
         self.lat_n = 0
         self.lat_max = 0
+        self.lat_min = -1  # -1: no sample yet
+        self.lat_hist = [0] * HISTOGRAM_SIZE
+        self.age_sum = 0
+        self.age_n = 0
+        self.age_max = 0
+        self.age_min = -1
         self.error: Any = None
         self.out_of_range = False
+
+    def interval_metrics(self) -> dict[str, Any]:
+        """Return the interval's latency minimum and histogram and its record-age figures, as report fields.
+
+        Returns
+        -------
+        dict[str, Any]
+            ``latency_ms_min``, ``latency_hist``, ``age_ms_sum``, ``age_ms_min``, ``age_ms_max`` and
+            ``age_samples`` of :class:`~mirrorspark.mm2.task_progress.PartitionReport` (version 2).
+        """
+        return {
+            "latency_ms_min": self.lat_min if self.lat_min >= 0 else None,
+            "latency_hist": tuple(self.lat_hist),
+            "age_ms_sum": self.age_sum,
+            "age_ms_min": self.age_min if self.age_min >= 0 else None,
+            "age_ms_max": self.age_max,
+            "age_samples": self.age_n,
+        }
+
+    def reset_interval(self) -> None:
+        """Start a new reporting interval: bytes, latency and record-age figures back to zero."""
+        self.value_bytes = self.key_bytes = self.lat_sum = self.lat_max = self.lat_n = 0
+        self.lat_min = self.age_min = -1
+        self.lat_hist = [0] * HISTOGRAM_SIZE
+        self.age_sum = self.age_n = self.age_max = 0
+
+    def sample_age(self, timestamp_ms: int) -> None:
+        """Record one record's age at poll, ``now - timestamp_ms`` (MM2's ``record-age-ms``)."""
+        age = max(0, int(time.time() * 1000) - timestamp_ms)
+        self.age_sum += age
+        self.age_n += 1
+        if age > self.age_max:
+            self.age_max = age
+        if self.age_min < 0 or age < self.age_min:
+            self.age_min = age
 
     @property
     def last_read(self) -> int:
@@ -121,6 +169,9 @@ class PartitionCopy:
                 self.lat_n += 1
                 if lat > self.lat_max:
                     self.lat_max = lat
+                if self.lat_min < 0 or lat < self.lat_min:
+                    self.lat_min = max(0, lat)
+                self.lat_hist[bucket_of(lat)] += 1
         else:
             if self.error is None:
                 self.error = (err, self.upstream[len(self.downstream) + self.failures])
@@ -215,6 +266,8 @@ def forward(producer: Any, pc: PartitionCopy, m: Any, offset: int, stall_timeout
     key = m.key()
     headers = m.headers()
     pc.upstream.append(offset)
+    if not len(pc.upstream) & _LATENCY_SAMPLE_MASK and ts_type:
+        pc.sample_age(timestamp_ms)
     try:
         # Positional: topic, value, key, partition, callback, on_delivery (alias, unused), timestamp.
         if headers:

@@ -15,6 +15,7 @@ batch finish and commit before the loop ends.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -34,6 +35,7 @@ from mirrorspark.replication.datapath import DataPath
 from mirrorspark.replication.engine import ContinuousEngine, FlowSupervisor, first_error
 from mirrorspark.replication.flow import Flow
 from mirrorspark.replication.heartbeats import HeartbeatEmitter
+from mirrorspark.replication.metrics import MetricsPublisher
 from mirrorspark.replication.progress import ProgressPublisher
 from mirrorspark.replication.scheduler import Job, Scheduler
 from mirrorspark.replication.tasks import PartitionResult
@@ -269,6 +271,7 @@ class Replicator:
         ]
         self._checkpoint_targets: list[dict[tuple[str, str, int], int]] = []
         self.progress: list[ProgressPublisher] = []
+        self.metrics: list[MetricsPublisher] = []
         self.control = Scheduler()
         self.background = Scheduler()
         self.on_progress = on_progress
@@ -290,6 +293,9 @@ class Replicator:
         flow's tasks restarted with the new assignment, within one supervision round.
         """
         return all(s.state != "running" or s.assignment == tuple(s.flow.order) for s in self.supervisors)
+
+    def _supervisor_of(self, flow: Flow) -> FlowSupervisor | None:
+        return next((s for s in self.supervisors if s.flow is flow), None)
 
     def task_slots(self) -> int:
         """Copy tasks the flows run now, ``min(tasks.max, partitions)`` per flow (after :meth:`start`)."""
@@ -344,6 +350,21 @@ class Replicator:
                     flow.refresh,
                     initial_delay_s=flow.config.refresh_topics_interval_s,
                 )
+        emitters = {cp.name: cp for cp in self.checkpoints}
+        interval_ms = self.config.data_path.metrics_interval_ms
+        for flow in self.flows:
+            metrics = MetricsPublisher(
+                flow,
+                interval_ms=interval_ms,
+                supervisor=functools.partial(self._supervisor_of, flow),
+                checkpoints=emitters.get(flow.name),
+                engine=lambda: self.engine,
+            )
+            metrics.start()
+            self.metrics.append(metrics)
+            self.control.add(
+                f"publish metrics {flow.name}", interval_ms / 1000, self._job(metrics.publish), initial_delay_s=0.5
+            )
         for cp in self.checkpoints:
             cp.start(background_syncs=True)
             schedule_checkpoint_jobs(self.control, cp)
@@ -590,6 +611,11 @@ class Replicator:
                 pub.close()
             except Exception as e:  # totals are informational: never fail a clean stop on them
                 log.warning("publishing final progress of %s failed: %s", pub.flow.name, e)
+        for m in self.metrics:
+            try:
+                m.close()
+            except Exception as e:  # raw metrics are informational too
+                log.warning("publishing the final metrics of %s failed: %s", m.flow.name, e)
         for f in self.flows:
             f.close()
 

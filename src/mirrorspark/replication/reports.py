@@ -10,7 +10,7 @@ from confluent_kafka import TopicPartition
 
 from mirrorspark.client.context import FlowContext
 from mirrorspark.errors import CorruptRecordError
-from mirrorspark.mm2.task_progress import PartitionReport, decode_report
+from mirrorspark.mm2.task_progress import PartitionReport, decode_report, record_kind
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +111,8 @@ class ProgressChannel:
                 if m.error() is not None:
                     continue
                 last = int(m.offset() or 0)
+                if record_kind(m.key()) != "report":
+                    continue  # the driver's flow, lag and group records (format version 2): for the service
                 try:
                     report = decode_report(m.key(), m.value())
                 except CorruptRecordError as e:

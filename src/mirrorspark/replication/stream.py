@@ -446,6 +446,7 @@ def run_stream_task(task: StreamTask) -> StreamResult:
                     latency_samples=pc.lat_n,
                     segments=window,
                     at=now,
+                    **pc.interval_metrics(),
                 )
             )
             updates.append((part, n, state, window, max(next_offset, part.committed)))
@@ -466,7 +467,7 @@ def run_stream_task(task: StreamTask) -> StreamResult:
             del pc.downstream[:n]
             if pc.upstream:  # produced, not yet acknowledged: commit it next time
                 dirty.add((pc.range.source_topic, pc.range.partition))
-            pc.value_bytes = pc.key_bytes = pc.lat_sum = pc.lat_max = pc.lat_n = 0
+            pc.reset_interval()
             part.state = state
             part.segments = window
             part.committed = committed
@@ -558,11 +559,12 @@ def run_stream_task(task: StreamTask) -> StreamResult:
                 latency_samples=pc.lat_n,
                 segments=window,
                 at=now,
+                **pc.interval_metrics(),
             )
             reports.append(Outgoing(task.progress_topic, *encode_report(report)))
             pc.upstream.clear()
             pc.downstream.clear()
-            pc.value_bytes = pc.key_bytes = pc.lat_sum = pc.lat_max = pc.lat_n = 0
+            pc.reset_interval()
             part.state = state
             part.segments = window
             part.committed = next_offset
@@ -586,7 +588,7 @@ def run_stream_task(task: StreamTask) -> StreamResult:
             pc.upstream.clear()
             pc.downstream.clear()
             pc.error = None
-            pc.value_bytes = pc.key_bytes = pc.lat_sum = pc.lat_max = pc.lat_n = 0
+            pc.reset_interval()
             if (topic, partition) not in out_of_range:
                 consumer.seek(TopicPartition(topic, partition, part.committed))
         data.begin_transaction()

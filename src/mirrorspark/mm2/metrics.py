@@ -1,0 +1,365 @@
+"""MM2's replication metrics as pure definitions, and the measurement maths mirrorspark adds (no I/O).
+
+MM2 registers, per task, the metric groups ``MirrorSourceConnector`` (tags ``source``, ``target``,
+``topic`` = the **remote** topic, ``partition``) and ``MirrorCheckpointConnector`` (tags ``source``,
+``target``, ``group``, ``topic`` = the renamed downstream topic, ``partition``) in the JMX domain
+``kafka.connect.mirror`` (``MirrorSourceMetrics``, ``MirrorCheckpointMetrics``). Strimzi's JMX
+exporter rules and its Metrics Reporter turn an attribute ``record-age-ms-avg`` of group
+``MirrorSourceConnector`` into the Prometheus gauge
+``kafka_connect_mirror_mirrorsourceconnector_record_age_ms_avg`` with the tags as labels
+(:func:`prometheus_name`). :data:`MM2_METRICS` lists every attribute with its unit and meaning.
+
+What MM2 lacks, mirrorspark measures too (:data:`MIRRORSPARK_METRICS`, exported under the
+``mirrorspark_`` prefix): lag in records and in seconds, task state and restarts, heartbeat age,
+checkpoint lag and the re-reads a failover would cost, gap events.
+
+Latency and record age are sampled into a fixed histogram (:data:`LATENCY_BUCKETS_MS`) whose
+counts add up across partitions, tasks and time, so percentiles of any window are computed from the
+sum (:func:`quantile`). Lag in seconds is the age of the oldest record not copied yet, known from
+when the source's end offset first passed it (:class:`LagClock`).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final, Literal
+
+JMX_DOMAIN: Final = "kafka.connect.mirror"
+"""MM2's metrics context namespace (``MirrorConnectorConfig.metricsReporters``)."""
+
+SOURCE_GROUP: Final = "MirrorSourceConnector"
+"""Metric group (JMX ``type``) of the replication metrics."""
+
+CHECKPOINT_GROUP: Final = "MirrorCheckpointConnector"
+"""Metric group (JMX ``type``) of the checkpoint metrics."""
+
+SOURCE_TAGS: Final = ("source", "target", "topic", "partition")
+"""Tags of ``MirrorSourceConnector`` metrics, in MM2 4.0's order (``topic`` = remote topic)."""
+
+CHECKPOINT_TAGS: Final = ("source", "target", "group", "topic", "partition")
+"""Tags of ``MirrorCheckpointConnector`` metrics (``topic`` = the renamed, downstream topic)."""
+
+Stat = Literal["cumulative", "rate", "value", "min", "max", "avg"]
+"""How a metric is computed: Kafka's ``CumulativeSum``/``CumulativeCount``, ``Rate``, ``Value`` (last
+sample), or windowed ``Min``/``Max``/``Avg`` (NaN without a sample in the window)."""
+
+
+@dataclass(frozen=True, slots=True)
+class MetricDef:
+    """One metric: its MM2 (or mirrorspark) attribute name, group, stat, unit and meaning.
+
+    Attributes
+    ----------
+    name:
+        Attribute name as MM2 registers it, e.g. ``"record-age-ms-avg"``.
+    group:
+        ``MirrorSourceConnector``, ``MirrorCheckpointConnector``, or ``"mirrorspark"``.
+    stat:
+        See :data:`Stat`.
+    unit:
+        ``"records"``, ``"bytes"``, ``"records/s"``, ``"bytes/s"``, ``"ms"``, ``"s"`` or ``"count"``.
+    doc:
+        What it measures.
+    """
+
+    name: str
+    group: str
+    stat: Stat
+    unit: str
+    doc: str
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        """The tags (Prometheus labels) of the metric's series."""
+        return CHECKPOINT_TAGS if self.group == CHECKPOINT_GROUP else SOURCE_TAGS
+
+
+def _source(name: str, stat: Stat, unit: str, doc: str) -> MetricDef:
+    return MetricDef(name, SOURCE_GROUP, stat, unit, doc)
+
+
+_AGE = "now - the record's timestamp when the task polled it"
+_LAT = "now - the record's timestamp when the target acknowledged its copy"
+
+MM2_METRICS: Final[tuple[MetricDef, ...]] = (
+    _source("record-count", "cumulative", "records", "Records copied (acknowledged) since the task started."),
+    _source("record-rate", "rate", "records/s", "Records copied per second."),
+    _source("byte-count", "cumulative", "bytes", "Value bytes copied since the task started (keys not counted)."),
+    _source("byte-rate", "rate", "bytes/s", "Value bytes copied per second."),
+    _source("record-age-ms", "value", "ms", f"Last sampled record age: {_AGE}."),
+    _source("record-age-ms-min", "min", "ms", f"Smallest record age in the window: {_AGE}."),
+    _source("record-age-ms-max", "max", "ms", f"Largest record age in the window: {_AGE}."),
+    _source("record-age-ms-avg", "avg", "ms", f"Average record age in the window: {_AGE}."),
+    _source("replication-latency-ms", "value", "ms", f"Last sampled replication latency: {_LAT}."),
+    _source("replication-latency-ms-min", "min", "ms", f"Smallest replication latency in the window: {_LAT}."),
+    _source("replication-latency-ms-max", "max", "ms", f"Largest replication latency in the window: {_LAT}."),
+    _source("replication-latency-ms-avg", "avg", "ms", f"Average replication latency in the window: {_LAT}."),
+    MetricDef(
+        "checkpoint-latency-ms",
+        CHECKPOINT_GROUP,
+        "value",
+        "ms",
+        "Last checkpoint latency: when the checkpoint was acknowledged - when the group's offsets were listed.",
+    ),
+    MetricDef("checkpoint-latency-ms-min", CHECKPOINT_GROUP, "min", "ms", "Smallest checkpoint latency in the window."),
+    MetricDef("checkpoint-latency-ms-max", CHECKPOINT_GROUP, "max", "ms", "Largest checkpoint latency in the window."),
+    MetricDef("checkpoint-latency-ms-avg", CHECKPOINT_GROUP, "avg", "ms", "Average checkpoint latency in the window."),
+)
+"""Every attribute MM2 4.0 registers per task partition (and per group partition for checkpoints)."""
+
+MIRRORSPARK_METRICS: Final[tuple[MetricDef, ...]] = (
+    MetricDef(
+        "replication-lag-records",
+        "mirrorspark",
+        "value",
+        "records",
+        "Source records not copied yet: the source end offset - the committed position.",
+    ),
+    MetricDef(
+        "replication-lag-seconds",
+        "mirrorspark",
+        "value",
+        "s",
+        "Age of the oldest source record not copied yet (0 when caught up), to within the end-offset listing interval.",
+    ),
+    MetricDef("replication-latency-ms-p50", "mirrorspark", "value", "ms", "Median replication latency in the window."),
+    MetricDef(
+        "replication-latency-ms-p99", "mirrorspark", "value", "ms", "99th percentile replication latency in the window."
+    ),
+    MetricDef("tasks", "mirrorspark", "value", "count", "Copy tasks the flow runs."),
+    MetricDef("task-restarts", "mirrorspark", "cumulative", "count", "Copy task restarts since the driver started."),
+    MetricDef(
+        "heartbeat-age-seconds", "mirrorspark", "value", "s", "Age of the flow's newest heartbeat on the target."
+    ),
+    MetricDef(
+        "checkpoint-lag-records",
+        "mirrorspark",
+        "value",
+        "records",
+        "Records a group committed on the source since its newest checkpoint.",
+    ),
+    MetricDef(
+        "checkpoint-failover-rereads",
+        "mirrorspark",
+        "value",
+        "records",
+        "Records a consumer failing over now (starting at the newest checkpoint) would read again.",
+    ),
+    MetricDef("gaps", "mirrorspark", "cumulative", "count", "Gap events: source records lost before they were copied."),
+    MetricDef("gap-lost-records", "mirrorspark", "cumulative", "records", "Source records lost in gap events."),
+)
+"""What MM2 does not measure and mirrorspark does."""
+
+
+def prometheus_name(group: str, attribute: str) -> str:
+    """Return the Prometheus name Strimzi gives an MM2 attribute (JMX exporter rules and Metrics Reporter alike).
+
+    Parameters
+    ----------
+    group:
+        The metric group, e.g. ``"MirrorSourceConnector"``; ``"mirrorspark"`` for mirrorspark's own.
+    attribute:
+        The attribute, e.g. ``"record-age-ms-avg"``.
+
+    Returns
+    -------
+    str
+        ``kafka_connect_mirror_<group lower-cased>_<attribute with - as _>`` (e.g.
+        ``kafka_connect_mirror_mirrorsourceconnector_record_age_ms_avg``), or
+        ``mirrorspark_<attribute>`` for mirrorspark's own.
+    """
+    attr = attribute.replace("-", "_").replace(".", "_").lower()
+    if group == "mirrorspark":
+        return f"mirrorspark_{attr}"
+    return f"{JMX_DOMAIN.replace('.', '_')}_{group.lower()}_{attr}"
+
+
+# ---------------------------------------------------------------------------------------------- histograms
+
+LATENCY_BUCKETS_MS: Final[tuple[int, ...]] = (
+    1,
+    2,
+    5,
+    10,
+    20,
+    50,
+    100,
+    200,
+    500,
+    1_000,
+    2_000,
+    5_000,
+    10_000,
+    30_000,
+    60_000,
+    300_000,
+    1_800_000,
+    3_600_000,
+)
+"""Upper bounds (ms, inclusive) of the latency and record-age histogram; one more bucket holds the rest."""
+
+HISTOGRAM_SIZE: Final = len(LATENCY_BUCKETS_MS) + 1
+"""Buckets of a histogram: one per bound and the overflow bucket."""
+
+
+def bucket_of(ms: int) -> int:
+    """Index of the histogram bucket of a sample (ms): the first bound >= it; the overflow bucket past the last."""
+    return bisect.bisect_left(LATENCY_BUCKETS_MS, ms)
+
+
+def histogram(samples: Sequence[int]) -> list[int]:
+    """Count samples (ms) per bucket of :data:`LATENCY_BUCKETS_MS`; a list of :data:`HISTOGRAM_SIZE` counts."""
+    out = [0] * HISTOGRAM_SIZE
+    for s in samples:
+        out[bucket_of(s)] += 1
+    return out
+
+
+def add_histograms(a: Sequence[int], b: Sequence[int]) -> list[int]:
+    """Sum two histograms bucket by bucket (a missing or empty one counts as zeros)."""
+    n = max(len(a), len(b), HISTOGRAM_SIZE)
+    return [(a[i] if i < len(a) else 0) + (b[i] if i < len(b) else 0) for i in range(n)]
+
+
+def quantile(hist: Sequence[int], q: float, lo: float | None = None, hi: float | None = None) -> float | None:
+    """Estimate the ``q`` quantile of the samples counted in ``hist``.
+
+    The rank ``q * total`` falls in one bucket; the value is interpolated linearly between the
+    bucket's bounds (0 below the first, the largest sample ``hi`` above the last), then clamped
+    to ``[lo, hi]``, the smallest and largest samples when known: with one sample, or all in one
+    bucket, the estimate stays within what was seen.
+
+    Parameters
+    ----------
+    hist:
+        Counts per bucket of :data:`LATENCY_BUCKETS_MS` (:data:`HISTOGRAM_SIZE` of them).
+    q:
+        The quantile, in ``[0, 1]`` (0.5 = median, 0.99 = 99th percentile).
+    lo, hi:
+        Smallest and largest sample (ms), or ``None`` when unknown.
+
+    Returns
+    -------
+    float or None
+        The estimate (ms); ``None`` without samples.
+
+    Notes
+    -----
+    The service's Spark job computes the same estimate in SQL
+    (:func:`mirrorspark.service.aggregates.quantile_sql`).
+    """
+    total = sum(hist)
+    if total <= 0:
+        return None
+    rank = q * total
+    cum = 0.0
+    value: float | None = None
+    for i, c in enumerate(hist):
+        if c <= 0:
+            continue
+        if cum + c >= rank:
+            lower = float(LATENCY_BUCKETS_MS[i - 1]) if i > 0 else 0.0
+            if i < len(LATENCY_BUCKETS_MS):
+                upper = float(LATENCY_BUCKETS_MS[i])
+            else:
+                upper = float(hi) if hi is not None else lower
+            value = lower + (upper - lower) * (rank - cum) / c
+            break
+        cum += c
+    if value is None:  # rounding: the rank is past every count
+        value = float(hi) if hi is not None else float(LATENCY_BUCKETS_MS[-1])
+    if lo is not None:
+        value = max(value, float(lo))
+    if hi is not None:
+        value = min(value, float(hi))
+    return value
+
+
+# ---------------------------------------------------------------------------------------------- lag in time
+
+
+class LagClock:
+    """Age of the oldest record a partition has not copied yet, from the end offsets seen over time.
+
+    The record at offset ``position`` exists from the first listing whose end offset is past it;
+    its age is ``now`` - that listing's time: exact to within the listing interval, never more (a
+    record found at the first listing of a run counts from that listing). Kept per partition:
+    one entry per end-offset change, dropped once copied.
+
+    Parameters
+    ----------
+    max_entries:
+        Most end-offset changes kept per partition (oldest dropped: the age is then
+        underestimated, never overestimated).
+    """
+
+    def __init__(self, max_entries: int = 4096) -> None:
+        self._seen: dict[tuple[str, int], deque[tuple[int, int]]] = {}
+        self._max = max_entries
+
+    def observe(self, key: tuple[str, int], end_offset: int, now_ms: int) -> None:
+        """Record that ``key``'s source end offset was ``end_offset`` at ``now_ms`` (epoch ms)."""
+        seen = self._seen.setdefault(key, deque(maxlen=self._max))
+        if not seen or end_offset > seen[-1][1]:
+            seen.append((now_ms, end_offset))
+        elif end_offset < seen[-1][1]:  # truncated or re-created: start again
+            seen.clear()
+            seen.append((now_ms, end_offset))
+
+    def lag_ms(self, key: tuple[str, int], position: int, now_ms: int) -> int | None:
+        """Age (ms) of the oldest record of ``key`` not copied yet.
+
+        Parameters
+        ----------
+        key:
+            ``(topic, partition)``.
+        position:
+            The committed position: the next offset to copy.
+        now_ms:
+            Epoch ms.
+
+        Returns
+        -------
+        int or None
+            0 when caught up (``position`` >= the newest end offset seen); ``None`` when no end
+            offset was seen yet.
+        """
+        seen = self._seen.get(key)
+        if not seen:
+            return None
+        while len(seen) > 1 and seen[0][1] <= position:
+            seen.popleft()  # copied: entries up to the position are no longer needed
+        if position >= seen[-1][1]:
+            return 0
+        for at, end in seen:
+            if end > position:
+                return max(0, now_ms - at)
+        return 0  # pragma: no cover - the loop always returns
+
+    def forget(self, key: tuple[str, int]) -> None:
+        """Drop a partition no longer replicated."""
+        self._seen.pop(key, None)
+
+
+__all__ = [
+    "CHECKPOINT_GROUP",
+    "CHECKPOINT_TAGS",
+    "HISTOGRAM_SIZE",
+    "JMX_DOMAIN",
+    "LATENCY_BUCKETS_MS",
+    "MIRRORSPARK_METRICS",
+    "MM2_METRICS",
+    "SOURCE_GROUP",
+    "SOURCE_TAGS",
+    "LagClock",
+    "MetricDef",
+    "Stat",
+    "add_histograms",
+    "bucket_of",
+    "histogram",
+    "prometheus_name",
+    "quantile",
+]

@@ -1,0 +1,11 @@
+"""The metrics service (``mirrorspark service``): SRM Service's role for mirrorspark and MM2 flows.
+
+Raw measurements (:mod:`mirrorspark.mm2.task_progress`) are aggregated over sliding windows by a
+Spark Structured Streaming job (:mod:`~mirrorspark.service.aggregation`) into a compacted topic;
+the service reads them back with heartbeats, gap ledgers and flow states (:mod:`~mirrorspark.service.feed`)
+and serves them as a read-only REST API (:mod:`~mirrorspark.service.api`, OpenAPI at ``/openapi.json``)
+and Prometheus metrics under MM2's names (:mod:`~mirrorspark.service.prometheus`).
+
+Layer: beside :mod:`mirrorspark.cli` (which runs it), above :mod:`mirrorspark.replication`. The pure
+modules (:mod:`~mirrorspark.service.aggregates`) import neither Kafka clients nor Spark.
+"""

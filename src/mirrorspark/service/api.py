@@ -1,0 +1,405 @@
+"""The metrics service's read-only REST API (FastAPI): OpenAPI 3 at ``/openapi.json``, Swagger UI at ``/docs``.
+
+Resources, modelled on SRM Service's (which puts the target cluster in its V2 paths: here the
+served cluster is the target of every local replication):
+
+========================================================  =============================================
+``GET /api/v1/health``                                    the service and its Spark job (no token needed)
+``GET /api/v1/clusters``                                  clusters of the replication graph
+``GET /api/v1/replications``                              flows (heartbeats, so MM2's too), state, figures
+``GET /api/v1/replications/{source}/{target}``            one flow
+``GET /api/v1/replications/{source}/{target}/topics``     its topics with figures
+``GET …/topics/{topic}``                                  one topic with its partitions
+``GET …/groups``                                          consumer groups: checkpoints, lag, failover re-reads
+``GET …/gaps``                                            the flow's gap events
+``GET …/metrics/{metric}?window=&aggregate=``             a metric's time series
+``GET /api/v1/gaps``                                      every gap event
+``GET /api/v1/metrics``                                   the series, windows and aggregates served
+``GET /metrics``                                          Prometheus exposition (MM2's names)
+========================================================  =============================================
+
+Errors are RFC 9457 problem details (``application/problem+json``). With
+``mirrorspark.service.auth.token`` set, every route but ``/``, the health check and the API
+documents requires ``Authorization: Bearer <token>`` (compared in constant time). No response
+holds a client setting or a secret.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
+
+from fastapi import Depends, FastAPI, HTTPException, Path, Query, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from mirrorspark import __version__
+from mirrorspark.config.model import MirrorConfig
+from mirrorspark.service import views
+from mirrorspark.service.aggregates import SERIES_BY_NAME
+from mirrorspark.service.feed import FlowView, Store
+from mirrorspark.service.prometheus import ServiceCollector
+from mirrorspark.service.schemas import (
+    Cluster,
+    Gap,
+    Group,
+    Health,
+    MetricCatalog,
+    Problem,
+    Replication,
+    Series,
+    Topic,
+)
+
+log = logging.getLogger(__name__)
+
+PROBLEM_JSON = "application/problem+json"
+API = "/api/v1"
+
+WindowName = Literal["1m", "5m", "1h"]
+AggregateName = Literal["count", "sum", "min", "max", "avg", "rate", "p50", "p99", "last"]
+
+Source = Annotated[str, Path(description="The source cluster alias.")]
+Target = Annotated[str, Path(description="The target cluster alias (the served cluster).")]
+Win = Annotated[WindowName, Query(description="The window of the headline figures.")]
+TopicName = Annotated[str, Path(description="The source topic.")]
+MetricName = Annotated[str, Path(description="A series of GET /api/v1/metrics, e.g. replication-latency-ms.")]
+SeriesWindow = Annotated[WindowName, Query(description="The sliding window: one point per window.")]
+SeriesAggregate = Annotated[AggregateName, Query(description="The figure of each window.")]
+TopicFilter = Annotated[str | None, Query(description="Only this source topic.")]
+PartitionFilter = Annotated[int | None, Query(ge=0, le=2**31 - 1, description="Only this partition.")]
+GroupFilter = Annotated[str | None, Query(description="Only this consumer group.")]
+Since = Annotated[int | None, Query(ge=0, le=2**63 - 1, description="Only windows ending after this (epoch ms).")]
+Remote = Annotated[bool, Query(description="Include flows into other clusters.")]
+
+_BEARER = HTTPBearer(auto_error=False, description="mirrorspark.service.auth.token")
+Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)]
+
+AggregationStatus = Callable[[], tuple[str, str | None, int | None]]
+"""Returns the Spark job's ``(state, error, last batch epoch ms)``."""
+
+_TITLES = {
+    400: "Bad request",
+    401: "Unauthorized",
+    404: "Not found",
+    405: "Method not allowed",
+    422: "Invalid request",
+    500: "Internal error",
+}
+
+
+def problem(
+    status: int, detail: str | None, instance: str | None, headers: dict[str, str] | None = None
+) -> JSONResponse:
+    """Return a problem-details response."""
+    body = Problem(title=_TITLES.get(status, "Error"), status=status, detail=detail, instance=instance)
+    return JSONResponse(body.model_dump(), status_code=status, media_type=PROBLEM_JSON, headers=headers)
+
+
+def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
+    texts = {
+        401: "The bearer token is missing or wrong.",
+        404: "No such replication, topic or metric.",
+        422: "A parameter is not valid.",
+    }
+    return {c: {"model": Problem, "description": texts[c]} for c in codes}
+
+
+def create_app(
+    store: Store,
+    config: MirrorConfig,
+    *,
+    token: str = "",
+    aggregation: AggregationStatus = lambda: ("stopped", None, None),
+) -> FastAPI:
+    """Build the API application.
+
+    Parameters
+    ----------
+    store:
+        What the service knows (filled by :class:`~mirrorspark.service.feed.Feed`).
+    config:
+        The configuration (cluster aliases, heartbeat intervals). Never shown.
+    token:
+        The bearer token required by the API and ``/metrics``; ``""`` = none.
+    aggregation:
+        The Spark job's state for the health check.
+
+    Returns
+    -------
+    FastAPI
+        The application (serve it with uvicorn).
+    """
+    app = FastAPI(
+        title="mirrorspark metrics service",
+        version=__version__,
+        description=(
+            "Read-only API over the replication flows into one Kafka cluster: states, lag, throughput, "
+            "latency, consumer-group checkpoints and gap events, aggregated by a Spark Structured Streaming "
+            "job over 1 min, 5 min and 1 h sliding windows. Times are epoch milliseconds."
+        ),
+    )
+
+    def require_token(creds: Credentials) -> None:
+        given = creds.credentials if creds is not None and creds.scheme.lower() == "bearer" else ""
+        if not hmac.compare_digest(given.encode(), token.encode()):
+            raise HTTPException(401, "a valid bearer token is required", headers={"WWW-Authenticate": "Bearer"})
+
+    secured: list[Any] = [Depends(require_token)] if token else []
+    auth_errors = (401,) if token else ()
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(ServiceCollector(store, config))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return problem(exc.status_code, str(exc.detail), request.url.path, getattr(exc, "headers", None))
+
+    @app.exception_handler(Exception)
+    async def crashed(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("%s failed", request.url.path)
+        return problem(500, f"the service failed to answer: {type(exc).__name__}", request.url.path)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        parts = []
+        for e in exc.errors():
+            where = ".".join(str(x) for x in e.get("loc", ()))
+            parts.append(f"{where}: {e.get('msg', 'invalid')}")
+        return problem(422, "; ".join(parts) or "invalid request", request.url.path)
+
+    def local_flow(source: str, target: str) -> FlowView:
+        view = store.flows.get(f"{source}->{target}")
+        if view is None or target != store.cluster:
+            raise HTTPException(404, f"no replication {source}->{target} into cluster '{store.cluster}' is known")
+        return view
+
+    @app.get("/", include_in_schema=False)
+    def index() -> HTMLResponse:
+        return HTMLResponse(
+            "<!doctype html><html><head><meta charset='utf-8'><title>mirrorspark</title></head><body>"
+            f"<h1>mirrorspark metrics service: cluster {_html(store.cluster)}</h1>"
+            "<p>The replications dashboard comes here. Meanwhile: "
+            "<a href='/docs'>API (Swagger UI)</a>, <a href='/openapi.json'>OpenAPI</a>, "
+            f"<a href='{API}/replications'>replications</a>, <a href='/metrics'>Prometheus metrics</a>.</p>"
+            "</body></html>"
+        )
+
+    @app.get(f"{API}/health", response_model=Health, tags=["service"], summary="Health of the service")
+    def health() -> Health:
+        state, error, last_batch = aggregation()
+        with store.lock:
+            ok = state == "active" and store.error is None
+            return Health(
+                status="ok" if ok else "degraded",
+                cluster=store.cluster,
+                aggregation=state,
+                aggregation_error=error,
+                last_batch_ms=last_batch,
+                last_aggregate_ms=store.last_aggregate_ms,
+                feed_error=store.error,
+                records_read=store.records_read,
+                topics_read=len(store.topics_read),
+                uptime_s=(store.clock_ms() - store.started_ms) / 1000,
+            )
+
+    @app.get(
+        f"{API}/clusters",
+        response_model=list[Cluster],
+        dependencies=secured,
+        responses=_errors(*auth_errors),
+        tags=["replications"],
+        summary="Clusters of the replication graph",
+    )
+    def clusters() -> list[Cluster]:
+        with store.lock:
+            return views.clusters(store, config)
+
+    @app.get(
+        f"{API}/replications",
+        response_model=list[Replication],
+        dependencies=secured,
+        responses=_errors(*auth_errors, 422),
+        tags=["replications"],
+        summary="Replication flows: into the served cluster, and (remote) those seen upstream of it",
+    )
+    def replications(
+        window: Win = "1m",
+        remote: Remote = True,
+    ) -> list[Replication]:
+        with store.lock:
+            local = [
+                views.replication(v, store, config, window)
+                for v in sorted(store.flows.values(), key=lambda v: v.name)
+                if v.target == store.cluster
+            ]
+            return local + (views.remote_replications(store) if remote else [])
+
+    @app.get(
+        f"{API}/replications/{{source}}/{{target}}",
+        response_model=Replication,
+        dependencies=secured,
+        responses=_errors(*auth_errors, 404, 422),
+        tags=["replications"],
+        summary="One replication flow",
+    )
+    def replication(source: Source, target: Target, window: Win = "1m") -> Replication:
+        with store.lock:
+            return views.replication(local_flow(source, target), store, config, window)
+
+    @app.get(
+        f"{API}/replications/{{source}}/{{target}}/topics",
+        response_model=list[Topic],
+        dependencies=secured,
+        responses=_errors(*auth_errors, 404, 422),
+        tags=["replications"],
+        summary="Topics of a replication with their figures",
+    )
+    def topics(source: Source, target: Target, window: Win = "1m") -> list[Topic]:
+        with store.lock:
+            return views.topics(local_flow(source, target), store, window_name=window)
+
+    @app.get(
+        f"{API}/replications/{{source}}/{{target}}/topics/{{topic}}",
+        response_model=Topic,
+        dependencies=secured,
+        responses=_errors(*auth_errors, 404, 422),
+        tags=["replications"],
+        summary="One topic of a replication, with its partitions",
+    )
+    def topic(
+        source: Source,
+        target: Target,
+        topic: TopicName,
+        window: Win = "1m",
+    ) -> Topic:
+        with store.lock:
+            found = views.topics(local_flow(source, target), store, detail=topic, window_name=window)
+        if not found:
+            raise HTTPException(404, f"replication {source}->{target} copies no topic '{topic}'")
+        return found[0]
+
+    @app.get(
+        f"{API}/replications/{{source}}/{{target}}/groups",
+        response_model=list[Group],
+        dependencies=secured,
+        responses=_errors(*auth_errors, 404, 422),
+        tags=["replications"],
+        summary="Consumer groups of a replication: checkpoints, checkpoint lag, failover re-reads",
+    )
+    def groups(source: Source, target: Target) -> list[Group]:
+        with store.lock:
+            return views.groups(local_flow(source, target))
+
+    @app.get(
+        f"{API}/replications/{{source}}/{{target}}/gaps",
+        response_model=list[Gap],
+        dependencies=secured,
+        responses=_errors(*auth_errors, 404, 422),
+        tags=["replications"],
+        summary="Gap events of a replication",
+    )
+    def flow_gaps(source: Source, target: Target) -> list[Gap]:
+        with store.lock:
+            return views.gaps([local_flow(source, target)])
+
+    @app.get(
+        f"{API}/replications/{{source}}/{{target}}/metrics/{{metric}}",
+        response_model=Series,
+        dependencies=secured,
+        responses=_errors(*auth_errors, 404, 422),
+        tags=["metrics"],
+        summary="One metric's time series",
+    )
+    def metric_series(
+        source: Source,
+        target: Target,
+        metric: MetricName,
+        window: SeriesWindow = "1m",
+        aggregate: SeriesAggregate = "avg",
+        topic: TopicFilter = None,
+        partition: PartitionFilter = None,
+        group: GroupFilter = None,
+        since_ms: Since = None,
+    ) -> Series:
+        if metric not in SERIES_BY_NAME:
+            raise HTTPException(404, f"no metric '{metric}': GET {API}/metrics lists them")
+        with store.lock:
+            local_flow(source, target)
+            return views.series(
+                store,
+                f"{source}->{target}",
+                metric,
+                window_name=window,
+                aggregate=aggregate,
+                topic=topic,
+                partition=partition,
+                group=group,
+                since_ms=since_ms,
+            )
+
+    @app.get(
+        f"{API}/gaps",
+        response_model=list[Gap],
+        dependencies=secured,
+        responses=_errors(*auth_errors),
+        tags=["replications"],
+        summary="Gap events of every replication into the served cluster",
+    )
+    def all_gaps() -> list[Gap]:
+        with store.lock:
+            return views.gaps(v for v in store.flows.values() if v.target == store.cluster)
+
+    @app.get(
+        f"{API}/metrics",
+        response_model=MetricCatalog,
+        dependencies=secured,
+        responses=_errors(*auth_errors),
+        tags=["metrics"],
+        summary="The series, windows and aggregates the time-series endpoint serves",
+    )
+    def catalog() -> MetricCatalog:
+        return views.catalog()
+
+    @app.get(
+        "/metrics",
+        dependencies=secured,
+        responses={
+            200: {"content": {"text/plain": {"schema": {"type": "string"}}}, "description": "Prometheus text format"},
+            **_errors(*auth_errors),
+        },
+        response_class=Response,
+        tags=["metrics"],
+        summary="Prometheus exposition, under MM2's (Strimzi's) names",
+    )
+    def prometheus() -> Response:
+        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            doc = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
+            for ops in doc.get("paths", {}).values():
+                for op in ops.values():
+                    for code, resp in op.get("responses", {}).items():
+                        if str(code).startswith(("4", "5")):
+                            resp["content"] = {PROBLEM_JSON: {"schema": {"$ref": "#/components/schemas/Problem"}}}
+            app.openapi_schema = jsonable_encoder(doc)
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+    return app
+
+
+def _html(text: str) -> str:
+    import html
+
+    return html.escape(text)
+
+
+__all__ = ["API", "PROBLEM_JSON", "AggregationStatus", "create_app", "problem"]

@@ -1,0 +1,471 @@
+"""What the metrics service knows, read from the served cluster T alone (:class:`Store`, :class:`Feed`).
+
+One consumer (assign only: no group, no commits) reads, from their beginning and then as they
+grow, the topics on T that describe the replication into it:
+
+* ``heartbeats`` (flows into T: MM2's and mirrorspark's alike) and the remote heartbeats topics
+  (``A.heartbeats``: flows into the clusters upstream of T, for the replication graph);
+* the progress channels ``mm2-task-progress.<source>.internal`` (task reports; the driver's flow,
+  lag and group records: :mod:`mirrorspark.mm2.task_progress`);
+* ``mm2-progress.<source>.internal`` (lifetime totals and published flow states) and
+  ``mm2-gaps.<source>.internal`` (gap events);
+* the window aggregates the Spark job writes (:mod:`mirrorspark.service.aggregates`).
+
+New topics are found by listing T every :data:`REFRESH_TOPICS_S`. Flows that write no progress
+channel (MM2's) get their topics and lag from :func:`~mirrorspark.replication.status.flow_status`
+every :data:`MM2_POLL_S`, when CONFIG names their source cluster.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import TopicPartition
+
+from mirrorspark.client.context import ReplicationContext, cluster_policy
+from mirrorspark.config.model import MirrorConfig
+from mirrorspark.errors import CorruptRecordError, MirrorsparkError
+from mirrorspark.kafka.admin import list_topics
+from mirrorspark.kafka.factory import admin_client, consumer
+from mirrorspark.mm2.gaps import GAPS_PREFIX, GapEvent, decode_ledger_record
+from mirrorspark.mm2.internal_topics import PROGRESS_PREFIX, TASK_PROGRESS_PREFIX
+from mirrorspark.mm2.records import Heartbeat
+from mirrorspark.mm2.task_progress import (
+    FlowMetrics,
+    GroupMetrics,
+    PartitionReport,
+    TopicLag,
+    decode_flow_metrics,
+    decode_group_metrics,
+    decode_report,
+    decode_topic_lag,
+    record_kind,
+)
+from mirrorspark.replication.progress import FlowState, TopicProgress, decode_flow_state, decode_progress
+from mirrorspark.replication.status import FlowStatus, flow_status
+from mirrorspark.service.aggregates import WINDOWS, Aggregate, AggregateKey, decode_aggregate, window
+
+log = logging.getLogger(__name__)
+
+REFRESH_TOPICS_S = 5.0
+"""Seconds between two listings of the served cluster's topics (new progress channels, heartbeats topics)."""
+
+MM2_POLL_S = 30.0
+"""Seconds between two status reads of a flow that writes no progress channel (MM2's)."""
+
+PRUNE_S = 60.0
+"""Seconds between two passes dropping aggregates older than their window's retention."""
+
+OFFSET_BEGINNING = -2
+"""librdkafka's logical offset "beginning"."""
+
+
+@dataclass
+class FlowView:
+    """Everything the service knows of one flow ``source->target`` (target = the served cluster).
+
+    Attributes
+    ----------
+    source, target:
+        The aliases.
+    heartbeat_ms:
+        Newest heartbeat of the flow on the target (epoch ms), ``None`` if none.
+    metrics:
+        The driver's newest ``flow`` record (mirrorspark flows only).
+    state:
+        The flow state mirrorspark published to ``mm2-progress`` (``running``/``failed``).
+    totals:
+        Lifetime totals per source topic (``mm2-progress``).
+    lags:
+        The driver's newest ``lag`` record per source topic.
+    reports:
+        The newest task report per source partition.
+    groups:
+        The driver's newest ``group`` record per consumer group.
+    gaps:
+        Gap events, oldest first.
+    status:
+        For flows without a progress channel: the last :func:`flow_status` read.
+    """
+
+    source: str
+    target: str
+    heartbeat_ms: int | None = None
+    metrics: FlowMetrics | None = None
+    state: FlowState | None = None
+    totals: dict[str, TopicProgress] = field(default_factory=dict)
+    lags: dict[str, TopicLag] = field(default_factory=dict)
+    reports: dict[tuple[str, int], PartitionReport] = field(default_factory=dict)
+    groups: dict[str, GroupMetrics] = field(default_factory=dict)
+    gaps: list[GapEvent] = field(default_factory=list)
+    status: FlowStatus | None = None
+
+    @property
+    def name(self) -> str:
+        """``"source->target"``."""
+        return f"{self.source}->{self.target}"
+
+    @property
+    def engine(self) -> str:
+        """``"mirrorspark"`` when the flow writes raw metrics, else ``"mm2"`` (heartbeats only)."""
+        return "mirrorspark" if (self.metrics is not None or self.reports or self.lags) else "mm2"
+
+
+def split_flow(flow: str) -> tuple[str, str] | None:
+    """``("S", "T")`` of ``"S->T"``, or ``None``."""
+    source, sep, target = flow.partition("->")
+    return (source, target) if sep and source and target else None
+
+
+class Store:
+    """The service's in-memory view, written by :class:`Feed`, read by the API and ``/metrics`` (thread-safe).
+
+    Parameters
+    ----------
+    cluster:
+        The served cluster's alias.
+    clock_ms:
+        Epoch ms.
+    """
+
+    def __init__(self, cluster: str, clock_ms: Callable[[], int] = lambda: int(time.time() * 1000)) -> None:
+        self.cluster = cluster
+        self.clock_ms = clock_ms
+        self.lock = threading.RLock()
+        self.flows: dict[str, FlowView] = {}
+        self.remote_heartbeats: dict[tuple[str, str], int] = {}  # flows into other clusters, seen through T
+        self.aggregates: dict[AggregateKey, Aggregate] = {}
+        self.started_ms = clock_ms()
+        self.records_read = 0
+        self.records_skipped = 0
+        self.last_record_ms: int | None = None
+        self.last_aggregate_ms: int | None = None
+        self.topics_read: set[str] = set()
+        self.error: str | None = None
+
+    def flow(self, source: str, target: str) -> FlowView:
+        """Return the view of ``source->target``, created if new (hold :attr:`lock`)."""
+        name = f"{source}->{target}"
+        view = self.flows.get(name)
+        if view is None:
+            view = self.flows[name] = FlowView(source, target)
+        return view
+
+    def _local(self, flow: str) -> FlowView | None:
+        pair = split_flow(flow)
+        if pair is None or pair[1] != self.cluster:
+            return None
+        return self.flow(*pair)
+
+    # ------------------------------------------------------------------ apply one record
+
+    def apply(self, kind: str, key: bytes | None, value: bytes | None) -> bool:
+        """Apply one record of a topic of kind ``kind``; tell whether it was understood.
+
+        Parameters
+        ----------
+        kind:
+            ``"heartbeats"``, ``"remote-heartbeats"``, ``"channel"``, ``"progress"``, ``"gaps"`` or ``"aggregates"``.
+        key, value:
+            The record.
+        """
+        try:
+            with self.lock:
+                return self._apply(kind, key, value)
+        except CorruptRecordError as e:
+            log.debug("skipped a %s record: %s", kind, e)
+            return False
+
+    def _apply(self, kind: str, key: bytes | None, value: bytes | None) -> bool:
+        if kind in ("heartbeats", "remote-heartbeats"):
+            hb = Heartbeat.decode(key, value)
+            if hb.target_cluster_alias == self.cluster:
+                view = self.flow(hb.source_cluster_alias, hb.target_cluster_alias)
+                view.heartbeat_ms = max(view.heartbeat_ms or 0, hb.timestamp_ms)
+            else:
+                pair = (hb.source_cluster_alias, hb.target_cluster_alias)
+                self.remote_heartbeats[pair] = max(self.remote_heartbeats.get(pair, 0), hb.timestamp_ms)
+            return True
+        if kind == "channel":
+            return self._apply_channel(key, value)
+        if kind == "progress":
+            totals = decode_progress(key, value)
+            if totals is not None:
+                tv = self._local(totals[0])
+                if tv is not None:
+                    tv.totals[totals[1]] = totals[2]
+                return tv is not None
+            state = decode_flow_state(key, value)
+            if state is not None:
+                sv = self._local(state[0])
+                if sv is not None:
+                    sv.state = state[1]
+                return sv is not None
+            return False
+        if kind == "gaps":
+            rec = decode_ledger_record(key, value)
+            if isinstance(rec, GapEvent):
+                gv = self._local(rec.flow)
+                if gv is not None and rec not in gv.gaps:
+                    gv.gaps.append(rec)
+                    gv.gaps.sort(key=lambda g: g.at)
+                return gv is not None
+            return rec is not None
+        if kind == "aggregates":
+            agg = decode_aggregate(key, value)
+            if agg is None:
+                return False
+            old = self.aggregates.get(agg.key)
+            if old is None or agg.updated >= old.updated:
+                self.aggregates[agg.key] = agg
+            self.last_aggregate_ms = max(self.last_aggregate_ms or 0, agg.updated)
+            return True
+        return False
+
+    def _apply_channel(self, key: bytes | None, value: bytes | None) -> bool:
+        kind = record_kind(key)
+        if kind == "report":
+            r = decode_report(key, value)
+            view = self._local(r.flow)
+            if view is None:
+                return False
+            k = (r.topic, r.partition)
+            old = view.reports.get(k)
+            if old is None or r.at >= old.at:
+                view.reports[k] = r
+            return True
+        if kind == "flow":
+            m = decode_flow_metrics(key, value)
+            view = self._local(m.flow)
+            if view is not None and (view.metrics is None or m.at >= view.metrics.at):
+                view.metrics = m
+            return view is not None
+        if kind == "lag":
+            lag = decode_topic_lag(key, value)
+            view = self._local(lag.flow)
+            if view is not None and (lag.topic not in view.lags or lag.at >= view.lags[lag.topic].at):
+                view.lags[lag.topic] = lag
+            return view is not None
+        if kind == "group":
+            g = decode_group_metrics(key, value)
+            view = self._local(g.flow)
+            if view is not None and (g.group not in view.groups or g.at >= view.groups[g.group].at):
+                view.groups[g.group] = g
+            return view is not None
+        return False  # a kind of a newer format version: skipped
+
+    def prune(self, now_ms: int | None = None) -> int:
+        """Drop aggregates older than their window's retention; return how many."""
+        now = now_ms if now_ms is not None else self.clock_ms()
+        keep = {w.name: w.keep_ms + w.size_ms for w in WINDOWS}
+        with self.lock:
+            old = [k for k in self.aggregates if k.start < now - keep[k.window]]
+            for k in old:
+                del self.aggregates[k]
+        return len(old)
+
+    def series(
+        self,
+        flow: str,
+        metric: str,
+        window_name: str,
+        *,
+        topic: str | None = None,
+        partition: int | None = None,
+        group: str | None = None,
+    ) -> dict[int, list[Aggregate]]:
+        """Return the aggregates of one series' window kind, by window start, filtered (``None`` = any)."""
+        out: dict[int, list[Aggregate]] = {}
+        window(window_name)
+        with self.lock:
+            for k, a in self.aggregates.items():
+                if k.flow != flow or k.metric != metric or k.window != window_name:
+                    continue
+                if topic is not None and k.topic != topic:
+                    continue
+                if partition is not None and k.partition != partition:
+                    continue
+                if group is not None and k.group != group:
+                    continue
+                out.setdefault(k.start, []).append(a)
+        return out
+
+
+def classify(topic: str, *, heartbeats: Callable[[str], bool], local_heartbeats: str, metrics_topic: str) -> str | None:
+    """Tell what a topic of the served cluster holds for the service (``None``: nothing).
+
+    Parameters
+    ----------
+    topic:
+        The topic name.
+    heartbeats:
+        The served cluster's policy's ``is_heartbeats_topic``.
+    local_heartbeats:
+        The heartbeats topic of the served cluster itself.
+    metrics_topic:
+        The aggregates topic.
+    """
+    if topic == metrics_topic:
+        return "aggregates"
+    if topic == local_heartbeats:
+        return "heartbeats"
+    if heartbeats(topic):
+        return "remote-heartbeats"
+    if topic.startswith(TASK_PROGRESS_PREFIX):
+        return "channel"
+    if topic.startswith(PROGRESS_PREFIX):
+        return "progress"
+    if topic.startswith(GAPS_PREFIX):
+        return "gaps"
+    return None
+
+
+class Feed:
+    """Reads the served cluster into a :class:`Store` from a background thread.
+
+    Parameters
+    ----------
+    config:
+        The configuration (the served cluster's client settings; the flows' source clusters for MM2 flows).
+    cluster:
+        The served cluster's alias.
+    store:
+        Where to apply what is read.
+    metrics_topic:
+        The aggregates topic.
+    """
+
+    def __init__(self, config: MirrorConfig, cluster: str, store: Store, *, metrics_topic: str) -> None:
+        self.config = config
+        self.cluster = cluster
+        self.store = store
+        self.metrics_topic = metrics_topic
+        c = config.cluster(cluster)
+        self._settings = c.consumer
+        self._admin_settings = c.admin
+        self.policy = cluster_policy(config, cluster)
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._assigned: dict[str, str] = {}
+        self.ready = threading.Event()
+
+    def start(self) -> None:
+        """Start reading (returns at once; :attr:`ready` is set once the first listing was assigned)."""
+        t = threading.Thread(target=self._run, name=f"mirrorspark-service-feed-{self.cluster}", daemon=True)
+        p = threading.Thread(target=self._poll_mm2, name=f"mirrorspark-service-mm2-{self.cluster}", daemon=True)
+        self._threads = [t, p]
+        for th in self._threads:
+            th.start()
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """Stop the threads (bounded)."""
+        self._stop.set()
+        for th in self._threads:
+            th.join(timeout_s)
+
+    def _client_id(self, role: str) -> str:
+        return f"mirrorspark-service|{self.cluster}|{role}"
+
+    def _run(self) -> None:
+        admin: Any = None
+        cons: Any = None
+        try:
+            admin = admin_client(self._admin_settings, client_id=self._client_id("feed-admin"))
+            cons = consumer(self._settings, client_id=self._client_id("feed-consumer"))
+            next_listing = 0.0
+            next_prune = time.monotonic() + PRUNE_S
+            while not self._stop.is_set():
+                now = time.monotonic()
+                if now >= next_listing:
+                    self._assign_new(admin, cons)
+                    next_listing = now + REFRESH_TOPICS_S
+                    self.ready.set()
+                if now >= next_prune:
+                    self.store.prune()
+                    next_prune = now + PRUNE_S
+                msgs = cons.consume(num_messages=2000, timeout=0.25) if self._assigned else []
+                if not self._assigned:
+                    self._stop.wait(0.25)
+                for m in msgs:
+                    if m.error() is not None:
+                        continue
+                    kind = self._assigned.get(m.topic())
+                    if kind is None:
+                        continue
+                    ok = self.store.apply(kind, m.key(), m.value())
+                    with self.store.lock:
+                        self.store.records_read += 1
+                        self.store.records_skipped += 0 if ok else 1
+                        self.store.last_record_ms = self.store.clock_ms()
+                if self.store.error is not None:
+                    with self.store.lock:
+                        self.store.error = None
+        except MirrorsparkError as e:
+            log.error("the service's feed stopped: %s", e)
+            with self.store.lock:
+                self.store.error = str(e)
+        except Exception as e:  # a thread's end must be seen: the health endpoint reports it
+            log.exception("the service's feed stopped")
+            with self.store.lock:
+                self.store.error = f"{type(e).__name__}: {e}"
+        finally:
+            if cons is not None:
+                cons.close()
+
+    def _assign_new(self, admin: Any, cons: Any) -> None:
+        try:
+            topics = list_topics(admin, self.cluster, timeout_s=10)
+        except MirrorsparkError as e:
+            log.warning("listing the topics of cluster '%s' failed: %s", self.cluster, e)
+            with self.store.lock:
+                self.store.error = str(e)
+            return
+        local_hb = self.policy.heartbeats_topic()
+        new: list[TopicPartition] = []
+        for name, n in sorted(topics.items()):
+            if name in self._assigned:
+                continue
+            kind = classify(
+                name,
+                heartbeats=self.policy.is_heartbeats_topic,
+                local_heartbeats=local_hb,
+                metrics_topic=self.metrics_topic,
+            )
+            if kind is None:
+                continue
+            self._assigned[name] = kind
+            new += [TopicPartition(name, p, OFFSET_BEGINNING) for p in range(n)]
+        if new:
+            cons.incremental_assign(new)
+            with self.store.lock:
+                self.store.topics_read = set(self._assigned)
+
+    def _poll_mm2(self) -> None:
+        context: ReplicationContext | None = None
+        while not self._stop.wait(5.0 if context is None else MM2_POLL_S):
+            with self.store.lock:
+                pending = [
+                    (v.source, v.target)
+                    for v in self.store.flows.values()
+                    if v.engine == "mm2" and v.source in self.config.clusters
+                ]
+            if not pending:
+                continue
+            if context is None:
+                context = ReplicationContext(self.config)
+            for source, target in pending:
+                try:
+                    st = flow_status(self.config, self.config.flow(source, target), context=context)
+                except MirrorsparkError as e:
+                    log.warning("reading the status of flow %s->%s failed: %s", source, target, e)
+                    continue
+                with self.store.lock:
+                    self.store.flow(source, target).status = st
+
+
+__all__ = ["MM2_POLL_S", "REFRESH_TOPICS_S", "Feed", "FlowView", "Store", "classify", "split_flow"]

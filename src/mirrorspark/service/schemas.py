@@ -1,0 +1,209 @@
+"""The REST API's documents (pydantic models: the OpenAPI schemas a dashboard or client is built on).
+
+Units are in every field name (``_ms``, ``_s``, ``_per_s``, ``records``, ``bytes``); times are
+epoch milliseconds; a figure that is undefined (no sample in the window, nothing measured yet)
+is ``null``. Nothing here ever holds a client setting or a secret.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+FlowStateName = Literal["running", "standby", "failed", "stopped", "never started", "unknown"]
+
+
+class Problem(BaseModel):
+    """An error, as RFC 9457 problem details (``application/problem+json``)."""
+
+    type: str = Field(default="about:blank", description="A URI naming the problem type.")
+    title: str = Field(description="Short summary of the problem type.")
+    status: int = Field(description="The HTTP status code.")
+    detail: str | None = Field(default=None, description="What went wrong this time.")
+    instance: str | None = Field(default=None, description="The request path.")
+
+
+class Figures(BaseModel):
+    """Headline figures of a flow, topic or partition over the newest closed window (``window``)."""
+
+    window: str = Field(description="The window the rates and latency figures come from (1m, 5m or 1h).")
+    records_copied: int | None = Field(
+        default=None,
+        description="Records copied over the flow's lifetime (mirrorspark's published totals; null for MM2).",
+    )
+    record_rate_per_s: float | None = Field(default=None, description="Records copied per second in the window.")
+    byte_rate_per_s: float | None = Field(default=None, description="Value bytes copied per second in the window.")
+    lag_records: int | None = Field(default=None, description="Source records not copied yet (newest listing).")
+    lag_ms: int | None = Field(default=None, description="Age of the oldest source record not copied yet (ms).")
+    latency_avg_ms: float | None = Field(default=None, description="Average replication latency in the window (ms).")
+    latency_p50_ms: float | None = Field(default=None, description="Median replication latency in the window (ms).")
+    latency_p99_ms: float | None = Field(
+        default=None, description="99th percentile replication latency in the window (ms)."
+    )
+    latency_max_ms: float | None = Field(default=None, description="Largest replication latency in the window (ms).")
+    record_age_avg_ms: float | None = Field(default=None, description="Average record age at poll in the window (ms).")
+
+
+class Replication(BaseModel):
+    """One replication flow ``source->target`` into the served cluster (or seen upstream of it)."""
+
+    name: str = Field(description='"source->target".')
+    source: str
+    target: str
+    local: bool = Field(description="Whether the flow targets the served cluster (its metrics are served here).")
+    engine: Literal["mirrorspark", "mm2", "unknown"] = Field(
+        description="mirrorspark when the flow writes raw metrics, mm2 when only its heartbeats are seen on the "
+        "served cluster, unknown for flows into other clusters (seen through their replicated heartbeats)."
+    )
+    state: FlowStateName = Field(description="running, standby, failed, stopped, never started or unknown.")
+    error: str | None = Field(default=None, description="Why the flow failed.")
+    last_heartbeat_ms: int | None = Field(default=None, description="Newest heartbeat of the flow (epoch ms).")
+    heartbeat_age_s: float | None = Field(default=None, description="Age of that heartbeat (s).")
+    tasks: int | None = Field(default=None, description="Copy tasks running.")
+    task_restarts: int | None = Field(default=None, description="Copy task restarts since the driver started.")
+    topics: int = Field(default=0, description="Replicated topics.")
+    partitions: int = Field(default=0, description="Replicated partitions.")
+    gaps: int = Field(default=0, description="Gap events (source records lost before they were copied).")
+    figures: Figures
+
+
+class PartitionRow(BaseModel):
+    """One source partition of a replicated topic."""
+
+    partition: int
+    position: int | None = Field(default=None, description="Committed position: the next source offset to copy.")
+    end_offset: int | None = Field(default=None, description="Source end offset (newest listing).")
+    lag_records: int | None = None
+    lag_ms: int | None = None
+    records_since_start: int | None = Field(default=None, description="Records copied since the driver started.")
+    last_report_ms: int | None = Field(default=None, description="When its copy task last reported (epoch ms).")
+    figures: Figures
+
+
+class Topic(BaseModel):
+    """One replicated topic of a flow."""
+
+    topic: str = Field(description="The source topic.")
+    remote_topic: str | None = Field(default=None, description="Its remote topic on the target.")
+    partitions: int
+    figures: Figures
+    partition_rows: list[PartitionRow] | None = Field(default=None, description="Per partition (topic detail only).")
+
+
+class GroupPartition(BaseModel):
+    """A consumer group's partition: its committed offset on the source and its newest checkpoint."""
+
+    topic: str = Field(description="The topic as the group commits it on the source.")
+    remote_topic: str = Field(description="The topic named in the checkpoint (on the target).")
+    partition: int
+    upstream_offset: int = Field(description="The group's committed offset on the source.")
+    checkpoint_upstream_offset: int | None = None
+    checkpoint_downstream_offset: int | None = Field(default=None, description="Where a failed-over consumer starts.")
+    checkpoint_lag_records: int | None = Field(default=None, description="Records committed since that checkpoint.")
+    failover_rereads: int | None = Field(default=None, description="Records a failover now would read again.")
+
+
+class Group(BaseModel):
+    """A consumer group checkpointed by a flow."""
+
+    group: str
+    updated_ms: int = Field(description="When the driver last reported the group (epoch ms).")
+    checkpoint_latency_ms: int | None = Field(default=None, description="The last checkpoint cycle's latency (ms).")
+    checkpoint_lag_records: int | None = Field(default=None, description="Summed over the group's partitions.")
+    failover_rereads: int | None = Field(default=None, description="Summed over the group's partitions.")
+    partitions: list[GroupPartition]
+
+
+class Gap(BaseModel):
+    """A gap event: source records a flow lost before it copied them."""
+
+    flow: str
+    topic: str
+    partition: int
+    reason: str = Field(description="deleted, truncated or recreated.")
+    first_lost: int | None = None
+    last_lost: int | None = None
+    lost_records: int
+    at_ms: int
+
+
+class Point(BaseModel):
+    """One window of a time series."""
+
+    start_ms: int
+    end_ms: int
+    value: float | None
+
+
+class Series(BaseModel):
+    """One metric's time series over a window kind, merged over what the filters leave."""
+
+    replication: str
+    metric: str
+    unit: str
+    window: str
+    aggregate: str
+    topic: str | None = None
+    partition: int | None = None
+    group: str | None = None
+    points: list[Point]
+
+
+class MetricInfo(BaseModel):
+    """A series the API serves (``/metrics/{metric}``)."""
+
+    name: str
+    unit: str
+    description: str
+    scope: str = Field(description="partition, group or group-partition: which filters apply.")
+
+
+class MetricCatalog(BaseModel):
+    """What the time-series endpoint accepts."""
+
+    metrics: list[MetricInfo]
+    windows: list[str]
+    aggregates: list[str]
+
+
+class Cluster(BaseModel):
+    """A cluster of the replication graph."""
+
+    alias: str
+    served: bool = Field(description="Whether this service instance serves it (flows into it are reported).")
+    in_config: bool = Field(description="Whether the service's configuration names it.")
+    upstream_clusters: list[str] = Field(description="Clusters seen replicating into it (heartbeats).")
+
+
+class Health(BaseModel):
+    """Whether the service is up, and how fresh its inputs are."""
+
+    status: Literal["ok", "degraded"]
+    cluster: str
+    aggregation: str = Field(description="The Spark job's state: active, stopped or failed.")
+    aggregation_error: str | None = None
+    last_batch_ms: int | None = Field(default=None, description="When the Spark job last finished a micro-batch.")
+    last_aggregate_ms: int | None = Field(default=None, description="Newest aggregate read back (epoch ms).")
+    feed_error: str | None = None
+    records_read: int
+    topics_read: int
+    uptime_s: float
+
+
+__all__ = [
+    "Cluster",
+    "Figures",
+    "Gap",
+    "Group",
+    "GroupPartition",
+    "Health",
+    "MetricCatalog",
+    "MetricInfo",
+    "PartitionRow",
+    "Point",
+    "Problem",
+    "Replication",
+    "Series",
+    "Topic",
+]

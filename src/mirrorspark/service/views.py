@@ -1,0 +1,398 @@
+"""The API's documents computed from the :class:`~mirrorspark.service.feed.Store` (no I/O).
+
+Headline figures come from the newest closed window of :data:`DEFAULT_WINDOW` (one slide older
+when the Spark job has not written that one yet), merged over partitions and topics with
+:func:`~mirrorspark.service.aggregates.merge`; lag comes from the driver's newest listing (or,
+for MM2's flows, from the committed offsets read by :func:`~mirrorspark.replication.status.flow_status`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from mirrorspark.config.model import MirrorConfig
+from mirrorspark.service.aggregates import (
+    AGGREGATES,
+    SERIES,
+    SERIES_BY_NAME,
+    WINDOW_NAMES,
+    Aggregate,
+    Summary,
+    figure,
+    merge_all,
+    window,
+)
+from mirrorspark.service.feed import FlowView, Store
+from mirrorspark.service.schemas import (
+    Cluster,
+    Figures,
+    Gap,
+    Group,
+    GroupPartition,
+    MetricCatalog,
+    MetricInfo,
+    PartitionRow,
+    Point,
+    Replication,
+    Series,
+    Topic,
+)
+
+DEFAULT_WINDOW = "1m"
+"""The window of headline figures (MM2's own windows are 2 x 30 s)."""
+
+STALE_INTERVALS = 3
+"""A driver ``flow`` record older than this many of its intervals (plus 10 s) no longer tells the state."""
+
+
+class Index:
+    """One scan of the store's aggregates of a flow and window kind, by (metric, start)."""
+
+    def __init__(self, store: Store, flow: str, window_name: str) -> None:
+        self.window = window(window_name)
+        self.by: dict[tuple[str, int], list[Aggregate]] = {}
+        with store.lock:
+            for k, a in store.aggregates.items():
+                if k.flow == flow and k.window == window_name:
+                    self.by.setdefault((k.metric, k.start), []).append(a)
+        starts = {s for (_, s) in self.by}
+        now = store.clock_ms()
+        latest = self.window.latest_closed(now)
+        self.start = (
+            latest if latest in starts or latest - self.window.slide_ms not in starts else latest - self.window.slide_ms
+        )
+        self.now = now
+
+    def summary(
+        self, metric: str, *, topic: str | None = None, partition: int | None = None, group: str | None = None
+    ) -> Summary | None:
+        """Return the merged summary of the headline window (``None`` when nothing was aggregated)."""
+        items = [
+            a.summary
+            for a in self.by.get((metric, self.start), [])
+            if (topic is None or a.key.topic == topic)
+            and (partition is None or a.key.partition == partition)
+            and (group is None or a.key.group == group)
+        ]
+        if not items:
+            return None
+        return merge_all(items, total=SERIES_BY_NAME[metric].total if metric in SERIES_BY_NAME else "newest")
+
+    def figure(self, s: Summary | None, aggregate: str) -> float | None:
+        """Return a derived figure of the headline window."""
+        if s is None:
+            return None
+        return figure(s, aggregate, w=self.window, start_ms=self.start, now_ms=self.now)
+
+
+def _int(x: float | None) -> int | None:
+    return None if x is None else int(x)
+
+
+def figures(view: FlowView, idx: Index, *, topic: str | None = None, partition: int | None = None) -> Figures:
+    """Headline figures of a flow, one of its topics, or one partition."""
+    rec = idx.summary("record-count", topic=topic, partition=partition)
+    byt = idx.summary("byte-count", topic=topic, partition=partition)
+    lat = idx.summary("replication-latency-ms", topic=topic, partition=partition)
+    age = idx.summary("record-age-ms", topic=topic, partition=partition)
+    lag_records: int | None = None
+    lag_ms: int | None = None
+    lags = [lag for t, lag in view.lags.items() if topic is None or t == topic]
+    parts = [p for lag in lags for p in lag.partitions if partition is None or p.partition == partition]
+    if parts:
+        lag_records = sum(p.lag for p in parts)
+        known = [p.lag_ms for p in parts if p.lag_ms is not None]
+        lag_ms = max(known) if known else None
+    elif view.status is not None and partition is None:
+        rows = [t for t in view.status.topics if topic is None or t.topic == topic]
+        lag_records = sum(t.lag for t in rows) if rows else None
+    copied: int | None = None
+    if partition is None and view.totals:
+        copied = sum(tp.records for t, tp in view.totals.items() if topic is None or t == topic)
+    return Figures(
+        window=idx.window.name,
+        records_copied=copied,
+        record_rate_per_s=idx.figure(rec, "rate") if rec is not None else (0.0 if parts else None),
+        byte_rate_per_s=idx.figure(byt, "rate") if byt is not None else (0.0 if parts else None),
+        lag_records=lag_records,
+        lag_ms=lag_ms,
+        latency_avg_ms=idx.figure(lat, "avg"),
+        latency_p50_ms=idx.figure(lat, "p50"),
+        latency_p99_ms=idx.figure(lat, "p99"),
+        latency_max_ms=idx.figure(lat, "max"),
+        record_age_avg_ms=idx.figure(age, "avg"),
+    )
+
+
+def flow_state(view: FlowView, now_ms: int, config: MirrorConfig | None = None) -> tuple[str, str | None]:
+    """``(state, error)`` of a flow: the driver's fresh report first, then what Kafka alone tells."""
+    m = view.metrics
+    if m is not None and now_ms - m.at <= STALE_INTERVALS * m.interval_ms + 10_000:
+        return m.state, m.error
+    if view.state is not None and view.state.state == "failed":
+        return "failed", view.state.error
+    interval_s = 1.0
+    if config is not None and view.source in config.clusters and view.target in config.clusters:
+        interval_s = config.flow(view.source, view.target).emit_heartbeats_interval_s
+    fresh_ms = max(10_000, int(5 * interval_s * 1000))
+    if view.heartbeat_ms is not None and now_ms - view.heartbeat_ms <= fresh_ms:
+        return "running", None
+    if view.status is not None and view.status.state in ("never started", "stopped", "failed", "running"):
+        return view.status.state, view.status.error
+    if m is not None or view.heartbeat_ms is not None:
+        return "stopped", None
+    return "unknown", None
+
+
+def topic_names(view: FlowView) -> dict[str, tuple[str | None, int]]:
+    """``{source topic: (remote topic, partitions)}`` of a flow, from whatever told them."""
+    out: dict[str, tuple[str | None, int]] = {}
+    for t, lag in view.lags.items():
+        out[t] = (lag.remote_topic, len(lag.partitions))
+    for t, _ in view.reports:
+        if t not in out:
+            out[t] = (None, 0)
+    for t in view.totals:
+        out.setdefault(t, (None, 0))
+    counted: dict[str, set[int]] = {}
+    for t, p in view.reports:
+        counted.setdefault(t, set()).add(p)
+    for t, (remote, n) in list(out.items()):
+        out[t] = (remote, max(n, len(counted.get(t, ()))))
+    if view.status is not None:
+        for ts in view.status.topics:
+            out.setdefault(ts.topic, (ts.remote_topic, ts.partitions))
+    return dict(sorted(out.items()))
+
+
+def replication(
+    view: FlowView, store: Store, config: MirrorConfig | None, window_name: str = DEFAULT_WINDOW
+) -> Replication:
+    """Return the document of one local flow."""
+    now = store.clock_ms()
+    state, error = flow_state(view, now, config)
+    topics = topic_names(view)
+    gaps = list(view.gaps) or (list(view.status.gaps) if view.status is not None else [])
+    m = view.metrics
+    return Replication(
+        name=view.name,
+        source=view.source,
+        target=view.target,
+        local=True,
+        engine="mirrorspark" if view.engine == "mirrorspark" else "mm2",
+        state=state,  # type: ignore[arg-type]
+        error=error,
+        last_heartbeat_ms=view.heartbeat_ms,
+        heartbeat_age_s=(now - view.heartbeat_ms) / 1000 if view.heartbeat_ms is not None else None,
+        tasks=m.tasks if m is not None else None,
+        task_restarts=m.task_restarts if m is not None else None,
+        topics=len(topics),
+        partitions=sum(n for _, n in topics.values()),
+        gaps=len(gaps),
+        figures=figures(view, Index(store, view.name, window_name)),
+    )
+
+
+def remote_replications(store: Store) -> list[Replication]:
+    """Flows into other clusters, seen through their heartbeats replicated to the served cluster."""
+    now = store.clock_ms()
+    out = []
+    with store.lock:
+        pairs = sorted(store.remote_heartbeats.items())
+    for (s, t), at in pairs:
+        out.append(
+            Replication(
+                name=f"{s}->{t}",
+                source=s,
+                target=t,
+                local=False,
+                engine="unknown",
+                state="running" if now - at <= 60_000 else "stopped",
+                last_heartbeat_ms=at,
+                heartbeat_age_s=(now - at) / 1000,
+                figures=Figures(window=DEFAULT_WINDOW),
+            )
+        )
+    return out
+
+
+def topics(
+    view: FlowView, store: Store, *, detail: str | None = None, window_name: str = DEFAULT_WINDOW
+) -> list[Topic]:
+    """Return the topics of a flow with their figures (and, for ``detail``, that topic alone with its partitions)."""
+    idx = Index(store, view.name, window_name)
+    out = []
+    for t, (remote, n) in topic_names(view).items():
+        if detail is not None and t != detail:
+            continue
+        rows = None
+        if detail is not None:
+            lag = view.lags.get(t)
+            by_p = {p.partition: p for p in lag.partitions} if lag is not None else {}
+            nums = sorted(set(by_p) | {p for (tt, p) in view.reports if tt == t} | set(range(n)))
+            rows = []
+            for p in nums:
+                pl = by_p.get(p)
+                rep = view.reports.get((t, p))
+                rows.append(
+                    PartitionRow(
+                        partition=p,
+                        position=pl.position if pl is not None else (rep.next_offset if rep is not None else None),
+                        end_offset=pl.end if pl is not None else None,
+                        lag_records=pl.lag if pl is not None else None,
+                        lag_ms=pl.lag_ms if pl is not None else None,
+                        records_since_start=pl.records if pl is not None else None,
+                        last_report_ms=rep.at if rep is not None else None,
+                        figures=figures(view, idx, topic=t, partition=p),
+                    )
+                )
+        out.append(
+            Topic(topic=t, remote_topic=remote, partitions=n, figures=figures(view, idx, topic=t), partition_rows=rows)
+        )
+    return out
+
+
+def groups(view: FlowView) -> list[Group]:
+    """Return the consumer groups a flow checkpoints, with their checkpoints, lag and failover re-reads."""
+    out = []
+    for name, g in sorted(view.groups.items()):
+        parts = [
+            GroupPartition(
+                topic=p.topic,
+                remote_topic=p.remote_topic,
+                partition=p.partition,
+                upstream_offset=p.upstream,
+                checkpoint_upstream_offset=p.checkpoint_upstream,
+                checkpoint_downstream_offset=p.checkpoint_downstream,
+                checkpoint_lag_records=p.lag,
+                failover_rereads=p.rereads,
+            )
+            for p in g.partitions
+        ]
+        lags = [p.lag for p in g.partitions if p.lag is not None]
+        rereads = [p.rereads for p in g.partitions if p.rereads is not None]
+        out.append(
+            Group(
+                group=name,
+                updated_ms=g.at,
+                checkpoint_latency_ms=g.latency_ms,
+                checkpoint_lag_records=sum(lags) if lags else None,
+                failover_rereads=sum(rereads) if rereads else None,
+                partitions=parts,
+            )
+        )
+    return out
+
+
+def gaps(views: Iterable[FlowView]) -> list[Gap]:
+    """Return the gap events of flows, oldest first."""
+    out = []
+    for v in views:
+        events = list(v.gaps) or (list(v.status.gaps) if v.status is not None else [])
+        for g in events:
+            out.append(
+                Gap(
+                    flow=g.flow,
+                    topic=g.topic,
+                    partition=g.partition,
+                    reason=g.reason,
+                    first_lost=g.first_lost,
+                    last_lost=g.last_lost,
+                    lost_records=g.lost,
+                    at_ms=g.at,
+                )
+            )
+    return sorted(out, key=lambda g: (g.at_ms, g.flow, g.topic, g.partition))
+
+
+def series(
+    store: Store,
+    flow: str,
+    metric: str,
+    *,
+    window_name: str,
+    aggregate: str,
+    topic: str | None = None,
+    partition: int | None = None,
+    group: str | None = None,
+    since_ms: int | None = None,
+) -> Series:
+    """One series' time series: a point per window, merged over what the filters leave.
+
+    Raises
+    ------
+    KeyError
+        An unknown metric, window or aggregate.
+    """
+    sdef = SERIES_BY_NAME[metric]
+    w = window(window_name)
+    if aggregate not in AGGREGATES:
+        raise KeyError(aggregate)
+    by_start = store.series(flow, metric, window_name, topic=topic, partition=partition, group=group)
+    now = store.clock_ms()
+    points = []
+    for start in sorted(by_start):
+        if since_ms is not None and start + w.size_ms <= since_ms:
+            continue
+        s = merge_all((a.summary for a in by_start[start]), total=sdef.total)
+        points.append(
+            Point(start_ms=start, end_ms=start + w.size_ms, value=figure(s, aggregate, w=w, start_ms=start, now_ms=now))
+        )
+    return Series(
+        replication=flow,
+        metric=metric,
+        unit=sdef.unit,
+        window=window_name,
+        aggregate=aggregate,
+        topic=topic,
+        partition=partition,
+        group=group,
+        points=points,
+    )
+
+
+def catalog() -> MetricCatalog:
+    """Return the series, windows and aggregates the time-series endpoint takes."""
+    return MetricCatalog(
+        metrics=[MetricInfo(name=s.name, unit=s.unit, description=s.doc, scope=s.scope) for s in SERIES],
+        windows=list(WINDOW_NAMES),
+        aggregates=list(AGGREGATES),
+    )
+
+
+def clusters(store: Store, config: MirrorConfig) -> list[Cluster]:
+    """Every cluster of the replication graph known here: the configuration's and those seen in heartbeats."""
+    with store.lock:
+        local = {v.source for v in store.flows.values() if v.heartbeat_ms is not None or v.engine == "mirrorspark"}
+        remote = dict(store.remote_heartbeats)
+    upstream: dict[str, set[str]] = {store.cluster: set(local)}
+    for s, t in remote:
+        upstream.setdefault(t, set()).add(s)
+    names = set(config.clusters) | set(upstream) | local | {s for s, _ in remote}
+    order = [a for a in config.clusters] + sorted(names - set(config.clusters))
+    return [
+        Cluster(
+            alias=a,
+            served=a == store.cluster,
+            in_config=a in config.clusters,
+            upstream_clusters=sorted(upstream.get(a, ())),
+        )
+        for a in order
+    ]
+
+
+__all__ = [
+    "DEFAULT_WINDOW",
+    "Index",
+    "catalog",
+    "clusters",
+    "figures",
+    "flow_state",
+    "gaps",
+    "groups",
+    "remote_replications",
+    "replication",
+    "series",
+    "topic_names",
+    "topics",
+]

@@ -1,0 +1,292 @@
+"""The metrics service as a person uses it: a live flow, ``mirrorspark service``, the API, OpenAPI, /metrics.
+
+One continuous flow primary->backup copies a known workload; ``mirrorspark service`` runs in its
+own process (its own Spark, the aggregation job, uvicorn on a free port) with a bearer token. The
+API's figures are checked against ground truth (records copied = records produced, lag 0, latency
+within what the test measured, the group's checkpoint), the live OpenAPI document is validated and
+fuzzed with schemathesis (bounded), and ``/metrics`` is parsed with prometheus_client's parser.
+Other tests' flows share the progress channel, so every figure is read for this test's topic.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import schemathesis
+from confluent_kafka import Consumer, TopicPartition
+from helpers import assert_eventually, create_topic, end_offsets, produce, unique_name
+from hypothesis import HealthCheck, given, settings
+from openapi_spec_validator import validate
+from prometheus_client.parser import text_string_to_metric_families
+
+from mirrorspark.config.parse import load_config
+from mirrorspark.kafka.local.model import LocalClusters
+from mirrorspark.replication.datapath import DataPath
+from mirrorspark.replication.driver import Replicator
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+
+RECORDS = 2000
+TOKEN = "test-token-" + os.urandom(4).hex()
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+@dataclass
+class Live:
+    url: str
+    topic: str
+    remote: str
+    group: str
+    produced_from_ms: int
+    seen_by_ms: int
+    committed: int
+    log: Path
+
+    def get(self, path: str, **params: Any) -> Any:
+        r = httpx.get(self.url + path.lstrip("/"), params=params, headers=AUTH, timeout=10)
+        assert r.status_code == 200, (path, r.status_code, r.text)
+        return r.json() if "json" in r.headers.get("content-type", "") else r.text
+
+
+def _start_service(props: Path, tmp: Path) -> tuple[subprocess.Popen[bytes], Path]:
+    log = tmp / "service.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "mirrorspark",
+                "service",
+                str(props),
+                "--cluster",
+                "backup",
+                "--port",
+                "0",
+                "--checkpoint",
+                str(tmp / "checkpoint"),
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    return proc, log
+
+
+def _url(proc: subprocess.Popen[bytes], log: Path) -> str:
+    def printed() -> str:
+        text = log.read_text(errors="replace")
+        assert proc.poll() is None, f"the service exited ({proc.returncode}):\n{text[-3000:]}"
+        m = re.search(r"at (http://127\.0\.0\.1:\d+/)", text)
+        assert m, "no URL printed yet"
+        return m.group(1)
+
+    return assert_eventually(printed, timeout_s=120, interval_s=0.5, message="the service did not print its URL")
+
+
+def _commit_group(bootstrap: str, topic: str, group: str, offsets: dict[int, int]) -> None:
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        c.commit(offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()], asynchronous=False)
+    finally:
+        c.close()
+
+
+@pytest.fixture(scope="module")
+def live(
+    local_clusters: LocalClusters, data_path: DataPath, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Live]:
+    tmp = tmp_path_factory.mktemp("service")
+    p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
+    topic, group = unique_name("svc"), unique_name("svc-group")
+    create_topic(p, topic, partitions=2)
+    props = tmp / "mm2.properties"
+    props.write_text(
+        local_clusters.mm2_properties(
+            [("primary", "backup")],
+            extra={
+                "topics": topic,
+                "groups": group,
+                "mirrorspark.engine": "continuous",
+                "mirrorspark.metrics.interval.ms": "1000",
+                "emit.checkpoints.interval.seconds": "1",
+                "refresh.groups.interval.seconds": "1",
+                "mirrorspark.service.trigger.interval.ms": "2000",
+                "mirrorspark.service.metrics.topic": unique_name("svc-metrics") + ".internal",
+                "mirrorspark.service.auth.token": TOKEN,
+            },
+        )
+    )
+    replicator = Replicator(load_config(props), data_path)
+    runner = threading.Thread(target=replicator.run, name="test-service-flow", daemon=True)
+    proc: subprocess.Popen[bytes] | None = None
+    try:
+        replicator.start()
+        runner.start()
+        proc, log = _start_service(props, tmp)
+        url = _url(proc, log)
+        produced_from = int(time.time() * 1000)
+        produce(p, topic, [{"value": f"v{i}".encode() * 10, "partition": i % 2} for i in range(RECORDS)])
+        remote = f"primary.{topic}"
+
+        def copied() -> int:
+            n = sum(hi - lo for lo, hi in end_offsets(b, remote).values())
+            assert n >= RECORDS, f"{n} of {RECORDS} copied"
+            return int(time.time() * 1000)
+
+        seen_by = assert_eventually(copied, timeout_s=90, interval_s=0.1, message="the flow did not copy the records")
+        committed = RECORDS // 2 // 2  # half of partition 0's records, consumed and committed by the group
+        _commit_group(p, topic, group, {0: committed})
+        yield Live(url, topic, remote, group, produced_from, seen_by, committed, log)
+    finally:
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)  # the command stops cleanly on SIGTERM
+            try:
+                code = proc.wait(60)
+                assert code == 0, (tmp / "service.log").read_text(errors="replace")[-3000:]
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(30)
+        replicator.request_stop()
+        runner.join(90)
+
+
+def test_the_apis_figures_match_what_was_produced(live: Live) -> None:
+    def topic_figures() -> dict[str, Any]:
+        t = live.get(f"api/v1/replications/primary/backup/topics/{live.topic}")
+        f = t["figures"]
+        assert t["remote_topic"] == live.remote and t["partitions"] == 2
+        assert f["records_copied"] == RECORDS  # mirrorspark's lifetime totals
+        assert f["lag_records"] == 0 and f["lag_ms"] == 0
+        rows = t["partition_rows"]
+        assert [(r["position"], r["end_offset"], r["lag_records"]) for r in rows] == [
+            (RECORDS // 2, RECORDS // 2, 0)
+        ] * 2
+        return t
+
+    assert_eventually(topic_figures, timeout_s=60, interval_s=1, message="topic figures")
+
+    def aggregated() -> list[dict[str, Any]]:  # through the Spark job: the 1 h window holds every record
+        s = live.get(
+            "api/v1/replications/primary/backup/metrics/record-count", window="1h", aggregate="sum", topic=live.topic
+        )
+        assert s["unit"] == "records" and max((p["value"] for p in s["points"]), default=0) == RECORDS
+        return list(s["points"])
+
+    assert_eventually(aggregated, timeout_s=90, interval_s=1, message="the Spark job's 1 h sum of records copied")
+    # every copy was on the target when the test saw it; its acknowledgement reached the task soon after (slack)
+    bound_ms = live.seen_by_ms - live.produced_from_ms + 5000
+    lat = {
+        agg: live.get(
+            "api/v1/replications/primary/backup/metrics/replication-latency-ms",
+            window="1h",
+            aggregate=agg,
+            topic=live.topic,
+        )["points"]
+        for agg in ("min", "max", "p50", "p99", "count")
+    }
+    top = {agg: max(p["value"] for p in pts if p["value"] is not None) for agg, pts in lat.items()}
+    assert 0 <= top["min"] <= top["p50"] <= top["p99"] <= top["max"] <= bound_ms, (top, bound_ms)
+    assert top["count"] >= RECORDS // 32  # about every 16th acknowledged record is sampled
+
+    reps = {r["name"]: r for r in live.get("api/v1/replications")}
+    flow = reps["primary->backup"]
+    assert flow["local"] and flow["engine"] == "mirrorspark" and flow["state"] == "running"
+    assert flow["tasks"] >= 1 and flow["heartbeat_age_s"] is not None and flow["heartbeat_age_s"] < 30
+    assert {c["alias"]: c["served"] for c in live.get("api/v1/clusters")} == {"primary": False, "backup": True}
+
+    def group() -> bool:
+        groups = {g["group"]: g for g in live.get("api/v1/replications/primary/backup/groups")}
+        g = groups[live.group]
+        (part,) = g["partitions"]
+        assert (part["topic"], part["remote_topic"], part["partition"]) == (live.topic, live.remote, 0)
+        assert part["upstream_offset"] == live.committed
+        assert part["checkpoint_upstream_offset"] == live.committed and part["checkpoint_lag_records"] == 0
+        assert part["checkpoint_downstream_offset"] == live.committed  # exact translation: no re-reads
+        assert part["failover_rereads"] == 0 and g["checkpoint_latency_ms"] is not None
+        return True
+
+    assert_eventually(group, timeout_s=60, interval_s=1, message="the group's checkpoint")
+    health = live.get("api/v1/health")
+    assert health["status"] == "ok" and health["aggregation"] == "active"
+
+
+def test_metrics_are_exposed_under_mm2s_prometheus_names(live: Live) -> None:
+    def scrape() -> bool:
+        families = {f.name: f for f in text_string_to_metric_families(live.get("metrics"))}
+        mine = [
+            s
+            for s in families["kafka_connect_mirror_mirrorsourceconnector_record_count"].samples
+            if s.labels["topic"] == live.remote
+        ]
+        assert sorted(s.labels["partition"] for s in mine) == ["0", "1"]
+        assert {s.labels["source"] for s in mine} == {"primary"} and {s.labels["target"] for s in mine} == {"backup"}
+        assert sum(s.value for s in mine) == RECORDS
+        lag = [
+            s.value for s in families["mirrorspark_replication_lag_records"].samples if s.labels["topic"] == live.remote
+        ]
+        assert lag == [0.0, 0.0]
+        assert any(
+            s.labels["group"] == live.group
+            for s in families["kafka_connect_mirror_mirrorcheckpointconnector_checkpoint_latency_ms"].samples
+        )
+        for name in (
+            "kafka_connect_mirror_mirrorsourceconnector_replication_latency_ms_max",
+            "kafka_connect_mirror_mirrorsourceconnector_byte_rate",
+            "mirrorspark_heartbeat_age_seconds",
+            "mirrorspark_task_restarts",
+        ):
+            assert name in families, name
+        return True
+
+    assert_eventually(scrape, timeout_s=60, interval_s=1, message="/metrics")
+    assert httpx.get(live.url + "metrics", timeout=10).status_code == 401  # the token is required
+
+
+def test_the_live_openapi_document_is_valid(live: Live) -> None:
+    doc = httpx.get(live.url + "openapi.json", timeout=10).json()
+    validate(doc)
+    paths = set(doc["paths"])
+    assert {
+        "/api/v1/replications",
+        "/api/v1/replications/{source}/{target}/topics/{topic}",
+        "/api/v1/replications/{source}/{target}/metrics/{metric}",
+        "/metrics",
+    } <= paths
+    assert httpx.get(live.url + "docs", timeout=10).status_code == 200  # Swagger UI
+    assert TOKEN not in httpx.get(live.url + "openapi.json", timeout=10).text
+
+
+def test_the_api_holds_to_its_openapi_document(live: Live) -> None:
+    """schemathesis generates valid and invalid requests from the live document (bounded per operation)."""
+    doc = httpx.get(live.url + "openapi.json", timeout=10).json()
+    schema = schemathesis.openapi.from_url(live.url + "openapi.json")
+    operations = [op.ok() for op in schema.get_all_operations()]
+    assert len(operations) >= 12
+    calls = []
+    for operation in operations:
+        modes = [schemathesis.GenerationMode.POSITIVE]
+        if doc["paths"][operation.path]["get"].get("parameters"):
+            modes.append(schemathesis.GenerationMode.NEGATIVE)
+        for mode in modes:
+
+            @given(case=operation.as_strategy(mode))
+            @settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+            def check(case: Any) -> None:
+                calls.append(case.call_and_validate(headers=AUTH, timeout=10).status_code)
+
+            check()
+    assert len(calls) >= 2 * len(operations) and 200 in calls and 422 in calls, calls
