@@ -12,11 +12,11 @@ measured by a :class:`bench.sampler.Sampler` in the same way for all:
     Apache Kafka's MirrorMaker 2, dedicated mode, a child JVM per run; ``mm2`` at MM2's
     defaults and ``mm2-tuned`` (data producer with 1 MiB batches and ``linger.ms=5``).
 :class:`CeilingConsumeContender`, :class:`CeilingProduceContender`
-    Kafka's Java consumer reading the source topic and ``ProducerPerformance`` writing the
-    same number and size of records into the target, each with as many parallel processes
-    as a replicator runs copy tasks (``min(tasks.max, partitions)``), each on its share of the
-    partitions: what the brokers and Kafka's own Java clients reach doing only half a
-    replicator's work each.
+    librdkafka consumers reading the source topic and librdkafka producers writing the same
+    number and size of records into the target (:mod:`bench.share`, the copy tasks' client
+    settings), each with as many parallel processes as a replicator runs copy tasks
+    (``min(tasks.max, partitions)``), each on its share of the partitions: what the brokers and
+    the copy tasks' own client library reach doing only half a replicator's work each.
 """
 
 from __future__ import annotations
