@@ -30,12 +30,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from bench import cpu
 from bench.env import SOURCE, TARGET, BenchEnv
 from bench.sampler import EndOffsets, Sampler, Window
-from bench.workload import Workload, count_records
+from bench.workload import Workload, count_committed, count_records
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -293,6 +293,7 @@ class MirrorsparkContender(Contender):
         self.batch_records = batch_records
         self.engine = engine
         self.extra = dict(extra or {})
+        self.transactional = self.extra.get(f"{TARGET}.exactly.once.source.support") == "enabled"
         cap = f", batch cap {batch_records:,} records/partition" if batch_records else ""
         how = f"mirrorspark.engine={engine}" if engine else "mirrorspark.engine=auto (batch engine for a bounded copy)"
         self.description = f"mirrorspark run --until-caught-up, {how}, tasks.max={tasks_max}{cap}"
@@ -330,7 +331,7 @@ class MirrorsparkContender(Contender):
         sampler = Sampler(
             os.getpid(),
             exclude=env.broker_pids(),
-            progress=EndOffsets(env.bootstrap(TARGET), remote, workload.partitions),
+            progress=EndOffsets(env.bootstrap(TARGET), remote, workload.partitions, read_committed=self.transactional),
         )
         meter.start()
         sampler.start()
@@ -360,7 +361,7 @@ class MirrorsparkContender(Contender):
         window = sampler.window(workload.records)
         verified = False
         if not error:
-            stored = count_records(env.bootstrap(TARGET), remote, workload.partitions)
+            stored = _stored(env, remote, workload, transactional=self.transactional)
             verified = stored == workload.records == records and window is not None
             if not verified:
                 error = f"target holds {stored} records, replicator reports {records}, expected {workload.records}"
@@ -429,6 +430,7 @@ class MirrorMakerContender(Contender):
         self.name = name
         self.tasks_max = tasks_max
         self.extra = dict(extra or {})
+        self.transactional = self.extra.get(f"{TARGET}.exactly.once.source.support") == "enabled"
         self.timeout_s = timeout_s
         tuned = ", ".join(f"{k}={v}" for k, v in self.extra.items())
         self.description = (
@@ -457,7 +459,7 @@ class MirrorMakerContender(Contender):
         path.write_text(env.mm2_properties(alias, self.properties(workload)))
         remote = f"{alias}.{workload.topic}"
         meter = cpu.Meter(env.broker_pids(), root=os.getpid())
-        progress = EndOffsets(env.bootstrap(TARGET), remote, workload.partitions)
+        progress = EndOffsets(env.bootstrap(TARGET), remote, workload.partitions, read_committed=self.transactional)
         error = ""
         meter.start()
         mm = start_mirror_maker(path, base_dir=env.work_dir, clusters=[TARGET], heap=MM2_HEAP)
@@ -475,11 +477,22 @@ class MirrorMakerContender(Contender):
             mm.stop()
             meter.stop()
         window = sampler.window(workload.records)
-        stored = count_records(env.bootstrap(TARGET), remote, workload.partitions)
+        stored = _stored(env, remote, workload, transactional=self.transactional)
         env.delete_flow_topics(alias)
         return _jvm_measurement(
             self.name, run, workload, stored, "target holds", window, sampler, meter, run_cpu, error
         )
+
+
+EXACTLY_ONCE: Final = {f"{TARGET}.exactly.once.source.support": "enabled"}
+"""The ``*-eos`` contenders' key: KIP-618 exactly-once on the target (records and source offsets in transactions)."""
+
+
+def _stored(env: BenchEnv, remote: str, workload: Workload, *, transactional: bool) -> int:
+    """Records the target holds: watermarks, or a ``read_committed`` count for a transactional copy."""
+    if transactional:
+        return count_committed(env.bootstrap(TARGET), remote, workload.partitions, expected=workload.records)
+    return count_records(env.bootstrap(TARGET), remote, workload.partitions)
 
 
 def _jvm_measurement(

@@ -111,19 +111,30 @@ class EndOffsets:
         pairs whose end offsets are added up.
     partitions:
         The topic's partition count (unused with pairs).
+    read_committed:
+        Sum the last stable offsets instead (what a ``read_committed`` consumer can reach: the
+        committed part of a transactional copy, transaction markers included).
     """
 
-    def __init__(self, bootstrap: str, topic: str | Sequence[tuple[str, int]], partitions: int = 0) -> None:
-        from confluent_kafka import TopicPartition
+    def __init__(
+        self,
+        bootstrap: str,
+        topic: str | Sequence[tuple[str, int]],
+        partitions: int = 0,
+        *,
+        read_committed: bool = False,
+    ) -> None:
+        from confluent_kafka import IsolationLevel, TopicPartition
         from confluent_kafka.admin import AdminClient, OffsetSpec
 
         pairs = [(topic, partitions)] if isinstance(topic, str) else list(topic)
         self._admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
         self._request = {TopicPartition(t, p): OffsetSpec.latest() for t, n in pairs for p in range(n)}
+        self._isolation = IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED
 
     def __call__(self) -> int:
         try:
-            futures = self._admin.list_offsets(self._request, request_timeout=5)
+            futures = self._admin.list_offsets(self._request, isolation_level=self._isolation, request_timeout=5)
             return sum(f.result(timeout=10).offset for f in futures.values())
         except Exception:
             return -1

@@ -342,8 +342,13 @@ COMPARE_CONTENDERS = (
     "mm2-tuned",
     "ceiling-consume",
     "ceiling-produce",
+    "mirrorspark-eos",
+    "mm2-eos",
 )
-"""Every contender of the comparison case, in run order."""
+"""Every contender of the comparison case, in run order (the ``*-eos`` ones only in 1 KiB x 12 by default)."""
+
+EOS_WORKLOAD = (1024, 12)
+"""(record size, partitions) of the one default workload that also measures exactly-once's cost."""
 
 
 def comparison_case(
@@ -382,6 +387,7 @@ def comparison_case(
     ``mirrorspark/mm2-tuned``, ``mirrorspark-continuous/mirrorspark`` (those whose contenders run).
     """
     from bench.contenders import (
+        EXACTLY_ONCE,
         MM2_TUNED_PRODUCER,
         CeilingConsumeContender,
         CeilingProduceContender,
@@ -397,7 +403,13 @@ def comparison_case(
         "mm2-tuned": lambda: MirrorMakerContender(tasks_max=tasks_max, extra=MM2_TUNED_PRODUCER, name="mm2-tuned"),
         "ceiling-consume": lambda: CeilingConsumeContender(tasks_max=tasks_max),
         "ceiling-produce": lambda: CeilingProduceContender(tasks_max=tasks_max),
+        "mirrorspark-eos": lambda: MirrorsparkContender(
+            tasks_max=tasks_max, engine="continuous", extra=EXACTLY_ONCE, name="mirrorspark-eos"
+        ),
+        "mm2-eos": lambda: MirrorMakerContender(tasks_max=tasks_max, extra=EXACTLY_ONCE, name="mm2-eos"),
     }
+    if tuple(contenders) == COMPARE_CONTENDERS and (workload.record_size, workload.partitions) != EOS_WORKLOAD:
+        contenders = [c for c in contenders if not c.endswith("-eos")]
     unknown = [c for c in contenders if c not in known]
     if unknown:
         raise ValueError(f"unknown contender(s) {unknown}; choose from {sorted(known)}")
@@ -414,6 +426,14 @@ def comparison_case(
         ratios.append(("throughput ratio mirrorspark/ceiling", "mirrorspark", "ceiling"))
     if {"mirrorspark", "mm2-tuned"} <= chosen:
         ratios.append(("throughput ratio mirrorspark/mm2-tuned", "mirrorspark", "mm2-tuned"))
+    if {"mirrorspark-eos", "mirrorspark-continuous"} <= chosen:
+        ratios.append(
+            ("throughput ratio mirrorspark-eos/mirrorspark-continuous", "mirrorspark-eos", "mirrorspark-continuous")
+        )
+    if {"mirrorspark-eos", "mm2-eos"} <= chosen:
+        ratios.append(("throughput ratio mirrorspark-eos/mm2-eos", "mirrorspark-eos", "mm2-eos"))
+    if {"mm2-eos", "mm2"} <= chosen:
+        ratios.append(("throughput ratio mm2-eos/mm2", "mm2-eos", "mm2"))
     if {"mirrorspark", "mirrorspark-continuous"} <= chosen:
         ratios.append(("throughput ratio mirrorspark-continuous/mirrorspark", "mirrorspark-continuous", "mirrorspark"))
     return Case(

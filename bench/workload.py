@@ -196,3 +196,46 @@ def count_records(bootstrap: str, topic: str, partitions: int) -> int:
         return total
     finally:
         c.close()
+
+
+def count_committed(bootstrap: str, topic: str, partitions: int, *, expected: int, timeout_s: float = 120.0) -> int:
+    """Records a ``read_committed`` consumer reads from a topic (a transactional copy's committed records).
+
+    Transaction markers take offsets, so watermarks over-count such a topic: this reads it
+    whole, waiting up to ``timeout_s`` for ``expected`` records (a copy's last transaction
+    may still be committing when its progress looked complete).
+
+    Returns
+    -------
+    int
+        Records read (``expected`` unless the deadline passed first, or more with duplicates).
+    """
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "bench-counter",
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+            "enable.partition.eof": False,
+            "log_level": 3,
+        }
+    )
+    try:
+        c.assign([TopicPartition(topic, i, OFFSET_BEGINNING) for i in range(partitions)])
+        n = 0
+        deadline = time.monotonic() + timeout_s
+        quiet_since: float | None = None
+        while time.monotonic() < deadline:
+            batch = c.consume(10_000, 0.5)
+            n += sum(1 for m in batch if m.error() is None)
+            if batch or n < expected:
+                quiet_since = None
+            elif quiet_since is None:
+                quiet_since = time.monotonic()
+            elif time.monotonic() - quiet_since >= 1.0:  # a quiet second after the expected count: no more
+                return n
+        return n
+    finally:
+        c.close()
