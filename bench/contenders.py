@@ -474,10 +474,14 @@ class MirrorMakerContender(Contender):
         finally:
             sampler.stop()
             run_cpu = sampler.samples[-1].cpu.total_s if sampler.samples else 0.0
+            # A transactional copy is counted while MM2 still runs: its last transaction commits on its
+            # own schedule (a graceful stop may abort it), and markers make the progress end early.
+            stored = _stored(env, remote, workload, transactional=self.transactional) if self.transactional else -1
             mm.stop()
             meter.stop()
         window = sampler.window(workload.records)
-        stored = _stored(env, remote, workload, transactional=self.transactional)
+        if stored < 0:
+            stored = _stored(env, remote, workload, transactional=False)
         env.delete_flow_topics(alias)
         return _jvm_measurement(
             self.name, run, workload, stored, "target holds", window, sampler, meter, run_cpu, error
