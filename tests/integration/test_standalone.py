@@ -33,7 +33,7 @@ from standalone import StandaloneCluster, free_port
 
 from mirrorspark.kafka.local.clusters import start_clusters, stop_clusters
 from mirrorspark.kafka.local.model import LocalClusters
-from mirrorspark.mm2.task_progress import decode_report
+from mirrorspark.mm2.task_progress import decode_report, record_kind
 
 pytestmark = pytest.mark.integration
 
@@ -234,6 +234,8 @@ def committed_positions(backup: str, topic: str) -> dict[int, int]:
     """
     out: dict[int, int] = {}
     for r in consume_all(backup, "mm2-task-progress.primary.internal", timeout_s=30):
+        if record_kind(r["key"]) != "report":  # the driver's flow, lag and group records
+            continue
         report = decode_report(r["key"], r["value"])
         if report.topic == topic:
             out[report.partition] = max(out.get(report.partition, 0), report.next_offset)
