@@ -23,6 +23,10 @@ Cases (``--cases``, default all):
     ``kill -9`` mid-copy of a whole mirrorspark run (``python -m mirrorspark run``) and of MM2's
     JVM, then a restart; and of mirrorspark's Spark Python workers: records copied twice and
     seconds until copying resumes.
+``service``
+    ``mirrorspark service`` beside a ``mirrorspark run`` flow: the service's CPU and memory at idle
+    (60 s; quick 20 s), under 5 000 records/s (60 s; quick 15 s) and under an API load test of 20
+    concurrent clients (30 s; quick 15 s), next to the replicator's; the API's p50/p99/max.
 
 The last lines printed are the headline ratios of the 1 KiB / 12-partition workload:
 ``throughput ratio mirrorspark/mm2: <x>``, ``throughput ratio mirrorspark/ceiling: <y>``,
@@ -61,7 +65,9 @@ FULL_WORKLOADS = "1024x12,1024x1,1024x96,100x12,100x1,100x96"
 QUICK_WORKLOADS = "1024x12"
 HEADLINE = (1024, 12)
 """The workload whose ratios are printed last."""
-CASES = ("compare", "latency", "scale", "recovery")
+CASES = ("compare", "latency", "scale", "recovery", "service")
+SERVICE_HEADING = "Metrics service cost"
+"""Heading of the service case in the results file (it has a section of its own in bench/README.md)."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -113,6 +119,26 @@ def _parser() -> argparse.ArgumentParser:
         metavar="MS",
         help="offset.flush.interval.ms of both contenders in the recovery case (default: each one's own, "
         "mirrorspark 1000, MM2/Connect 60000)",
+    )
+    p.add_argument("--service-runs", type=int, help="runs of the service case (default 3; quick 1)")
+    p.add_argument(
+        "--service-idle-seconds", type=float, metavar="S", help="idle phase of the service case (60; quick 20)"
+    )
+    p.add_argument(
+        "--service-seconds",
+        type=float,
+        metavar="S",
+        help="measured load phase of the service case, at --latency-rate (60; quick 15)",
+    )
+    p.add_argument(
+        "--service-api-seconds", type=float, metavar="S", help="API load test of the service case (30; quick 15)"
+    )
+    p.add_argument(
+        "--service-clients",
+        type=int,
+        default=20,
+        metavar="N",
+        help="concurrent clients of the service case's API load test (default %(default)s)",
     )
     p.add_argument(
         "--out",
@@ -186,7 +212,7 @@ def _run_all(args: argparse.Namespace, command: str, label: str) -> int:
     """The comparison, latency and scale cases in one environment; one results file."""
     from datetime import UTC, datetime
 
-    from bench import latency, recovery, scale
+    from bench import latency, recovery, scale, service
     from bench.suite import comparison_case, environment
 
     cases = {c.strip() for c in args.cases.split(",") if c.strip()}
@@ -202,6 +228,8 @@ def _run_all(args: argparse.Namespace, command: str, label: str) -> int:
     status = 0
     master = args.master or f"local[{max(os.cpu_count() or 1, args.tasks)}]"
     recovery_lines: list[str] = []
+    service_body = ""
+    service_lines: list[str] = []
     with BenchEnv(args.work_dir / ("quick" if args.quick else "full"), master=master) as env:
         if "compare" in cases:
             for w in _workloads(args):
@@ -281,6 +309,31 @@ def _run_all(args: argparse.Namespace, command: str, label: str) -> int:
             recovery_lines = recovery.recovery_lines(rec)
             if any(not r.ok for r in rec):
                 status = 1
+        if "service" in cases:
+            svc_runs = args.service_runs or (1 if args.quick else 3)
+            svc_kwargs = {
+                "rate": args.latency_rate,
+                "seconds": args.service_seconds or (15.0 if args.quick else 60.0),
+                "idle_s": args.service_idle_seconds or (20.0 if args.quick else 60.0),
+                "api_s": args.service_api_seconds or (15.0 if args.quick else 30.0),
+                "clients": args.service_clients,
+            }
+            print(
+                f"== service: mirrorspark service beside a flow: idle {svc_kwargs['idle_s']:g} s, "
+                f"{args.latency_rate:,} records/s for {svc_kwargs['seconds']:g} s, {args.service_clients} API clients "
+                f"for {svc_kwargs['api_s']:g} s, {svc_runs} run(s)",
+                flush=True,
+            )
+            svc = service.run_service_case(
+                env, tasks_max=args.tasks, runs=svc_runs, wait_idle_s=args.wait_idle, **svc_kwargs
+            )
+            service_body = service.service_markdown(svc)
+            print(service_body, flush=True)
+            sections.append((SERVICE_HEADING, service_body))
+            extra_json["service"] = [r.to_json() for r in svc]
+            service_lines = service.service_lines(svc)
+            if any(not r.ok for r in svc):
+                status = 1
         env_info = environment(env)
     suffix = "-quick" if args.quick else ""
     safe = "".join(ch if ch.isalnum() or ch in "._-" else "-" for ch in label).strip("-") or "polyglot"
@@ -314,19 +367,25 @@ def _run_all(args: argparse.Namespace, command: str, label: str) -> int:
             link = out.resolve().relative_to(BENCH_DIR)
         except ValueError:
             link = out
-        body = "\n\n".join(
-            [
-                f"Latest {'quick' if args.quick else 'full'} run: {started[:10]}, `{command}`, host "
-                f"`{env_info.get('host')}` ({env_info.get('cpus')} cores, {env_info.get('mem_gib')} GiB); "
-                f"details in [{link}]({link}).",
-                report.headline_table(results) if results else "_no comparison run_",
-                *(f"**{h}**\n\n{b}" for h, b in sections),
-            ]
+        latest = (
+            f"Latest {'quick' if args.quick else 'full'} run: {started[:10]}, `{command}`, host "
+            f"`{env_info.get('host')}` ({env_info.get('cpus')} cores, {env_info.get('mem_gib')} GiB); "
+            f"details in [{link}]({link})."
         )
-        report.update_readme_section(BENCH_DIR / "README.md", "quick" if args.quick else "full", body)
+        if cases - {"service"}:  # the service case has a section of its own
+            body = "\n\n".join(
+                [
+                    latest,
+                    report.headline_table(results) if results else "_no comparison run_",
+                    *(f"**{h}**\n\n{b}" for h, b in sections if h != SERVICE_HEADING),
+                ]
+            )
+            report.update_readme_section(BENCH_DIR / "README.md", "quick" if args.quick else "full", body)
+        if service_body:
+            report.update_readme_section(BENCH_DIR / "README.md", "service", f"{latest}\n\n{service_body}")
     print()
     print(f"results: {out}")
-    for line in recovery_lines:
+    for line in [*recovery_lines, *service_lines]:
         print(line)
     headline = next(
         (r for r in results if (r.case.workload.record_size, r.case.workload.partitions) == HEADLINE),

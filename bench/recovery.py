@@ -71,11 +71,13 @@ from bench.latency import _produce_markers, contender_properties
 __all__ = [
     "SCENARIOS",
     "RecoveryResult",
+    "launch_mirrorspark",
     "recovery_lines",
     "recovery_markdown",
     "run_recovery",
     "run_recovery_case",
     "scenario_filter",
+    "stop_mirrorspark",
 ]
 
 log = logging.getLogger(__name__)
@@ -351,6 +353,59 @@ def _kill(procs: Sequence[Any]) -> int:
     return sent
 
 
+def launch_mirrorspark(args: Sequence[str], *, cwd: Path, log_path: Path) -> subprocess.Popen[bytes]:
+    """Start ``python -m mirrorspark <args>`` (this process's mirrorspark) in a session of its own.
+
+    Parameters
+    ----------
+    args:
+        The command's arguments, e.g. ``["run", "mm2.properties", "--clusters", "target"]``.
+    cwd:
+        Working directory (the benchmark's work directory: ``.mirrorspark/`` state lands there).
+    log_path:
+        Where its stdout and stderr go.
+    """
+    import mirrorspark
+
+    env = dict(os.environ)
+    src = str(Path(mirrorspark.__file__).resolve().parents[1])  # the same mirrorspark as this process
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH", "")) if p)
+    env.setdefault("MIRRORSPARK_SPARK_LOG_LEVEL", "ERROR")
+    with open(log_path, "wb") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "mirrorspark", *args],
+            env=env,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+def stop_mirrorspark(proc: subprocess.Popen[bytes], what: str, timeout_s: float = 90.0) -> None:
+    """Stop a :func:`launch_mirrorspark` process: ``SIGTERM``, then ``kill -9`` of whatever of its tree is left.
+
+    Parameters
+    ----------
+    proc:
+        The process.
+    what:
+        Its name in the warning when it does not stop within ``timeout_s`` seconds.
+    timeout_s:
+        Seconds to wait for it after ``SIGTERM``.
+    """
+    procs = _tree(proc.pid)
+    with contextlib.suppress(ProcessLookupError):
+        proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        log.warning("%s did not stop within %.0f s of SIGTERM: killed", what, timeout_s)
+    _kill([p for p in procs if p.is_running()])
+    proc.wait()
+
+
 class _Replicator:
     """The contender as processes of its own: ``python -m mirrorspark run`` or MirrorMaker 2's JVM."""
 
@@ -372,23 +427,10 @@ class _Replicator:
 
             self.mm = start_mirror_maker(self.properties, base_dir=self.env.work_dir, clusters=[TARGET], heap=MM2_HEAP)
             return
-        import mirrorspark
-
-        env = dict(os.environ)
-        src = str(Path(mirrorspark.__file__).resolve().parents[1])  # the same mirrorspark as this process
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH", "")) if p)
-        env.setdefault("MIRRORSPARK_SPARK_LOG_LEVEL", "ERROR")
         log_path = self.properties.with_name(f"{self.properties.stem}-{self.launches}.log")
-        with open(log_path, "wb") as out:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "mirrorspark", "run", str(self.properties), "--clusters", TARGET, "--quiet"],
-                env=env,
-                cwd=self.env.work_dir,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+        self.proc = launch_mirrorspark(
+            ["run", str(self.properties), "--clusters", TARGET, "--quiet"], cwd=self.env.work_dir, log_path=log_path
+        )
         self.log_path = log_path
 
     def alive(self) -> bool:
@@ -430,15 +472,7 @@ class _Replicator:
             self.mm.stop()
             self.mm = None
         if self.proc is not None:
-            procs = _tree(self.proc.pid)
-            with contextlib.suppress(ProcessLookupError):
-                self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=90)
-            except subprocess.TimeoutExpired:
-                log.warning("mirrorspark run did not stop within 90 s of SIGTERM: killed")
-            _kill([p for p in procs if p.is_running()])
-            self.proc.wait()
+            stop_mirrorspark(self.proc, "mirrorspark run")
             self.proc = None
 
 
