@@ -774,7 +774,8 @@ def _generate(spec: Mapping[str, Any]) -> None:
     """The load generator: tail the remote topic, produce at the rate, write latencies and a summary.
 
     Writes ``<out>.bin`` (float64 latency in ms per measured sequence number, NaN = never
-    received) and ``<out>.json`` (counts, wall-clock bounds of the measured window, errors).
+    received) and ``<out>.json`` (counts, wall-clock bounds of the measured window, when the last
+    measured record was received, errors).
     """
     from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
@@ -823,6 +824,8 @@ def _generate(spec: Mapping[str, Any]) -> None:
                     if math.isnan(latencies[i]):
                         latencies[i] = now_ms - m.timestamp()[1]
                         state["received"] += 1
+                        if state["received"] == total:
+                            state["received_all_wall"] = now_ms / 1000.0
                     else:
                         state["duplicates"] += 1
                 elif key[:1] == b"x" and not markers_seen.is_set():
@@ -902,6 +905,7 @@ def _generate(spec: Mapping[str, Any]) -> None:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     summary["cpu_s"] = usage.ru_utime + usage.ru_stime
     summary["received"] = state["received"]
+    summary["received_all_wall"] = state.get("received_all_wall", 0.0)
     summary["duplicates"] = state["duplicates"]
     summary["consumer_errors"] = state["errors"]
     out = Path(spec["out"])
