@@ -330,6 +330,19 @@ class ServiceResult:
         """The figures of one phase, ``None`` if it was not measured."""
         return next((p for p in self.phases if p.phase == name), None)
 
+    @property
+    def cpu_ms_per_request(self) -> float:
+        """The service's CPU per API request, ms: its CPU over the load test beyond its idle rate, per request.
+
+        Less sensitive to a busy machine than the latencies (a starved service answers slowly but
+        spends about the same CPU on each answer); ``nan`` without both phases.
+        """
+        idle, api = self.phase("idle"), self.phase("api")
+        if idle is None or api is None or not self.api or self.api[0].requests == 0:
+            return float("nan")
+        extra_s = (api.service_cores - idle.service_cores) * api.seconds
+        return max(0.0, extra_s) * 1000.0 / self.api[0].requests
+
     def to_json(self) -> dict[str, Any]:
         """Plain-JSON form."""
         return {
@@ -355,6 +368,7 @@ class ServiceResult:
             "api_requests_per_s": round(self.api_requests_per_s, 1),
             "api_errors": self.api_errors,
             "api_client_cores": round(self.api_client_cores, 3),
+            "cpu_ms_per_request": round(self.cpu_ms_per_request, 3),
             "api_error_samples": list(self.api_error_samples),
             "idle_before_cores": round(self.idle_before_cores, 3),
             "ok": self.ok,
@@ -874,7 +888,7 @@ def service_markdown(results: Sequence[ServiceResult]) -> str:
         names = list(dict.fromkeys(a.endpoint for r in ok for a in r.api))
         for name in names:
             rows = [a for r in ok for a in r.api if a.endpoint == name]
-            rps = f"{_med([r.api_requests_per_s for r in ok]):,.0f}" if name == "all" else "-"
+            rps = f"{_med([r.api_requests_per_s for r in ok]):,.1f}" if name == "all" else "-"
             shown = "**every request**" if name == "all" else f"`{name}`"
             lines.append(
                 f"| {shown} | {_med([a.requests for a in rows]):,.0f} | {_med([a.errors for a in rows]):,.0f} "
@@ -883,7 +897,9 @@ def service_markdown(results: Sequence[ServiceResult]) -> str:
             )
         lines += [
             "",
-            f"The load-test client used {_med([r.api_client_cores for r in ok]):.2f} cores. The flow under the load, "
+            f"The service spent {_med([r.cpu_ms_per_request for r in ok]):.1f} CPU ms per request (its CPU over the "
+            "load test beyond its idle rate, per request); the load-test client used "
+            f"{_med([r.api_client_cores for r in ok]):.2f} cores. The flow under the load, "
             f"with the service running: p50 {_med([r.flow_p50_ms for r in ok]):.0f} ms, "
             f"p99 {_med([r.flow_p99_ms for r in ok]):.0f} ms, max {_med([r.flow_max_ms for r in ok]):.0f} ms "
             f"end to end ({_med([r.received for r in ok]):,.0f} records). Start-up: the flow copied its first "
@@ -926,6 +942,7 @@ def service_lines(results: Sequence[ServiceResult]) -> list[str]:
     out.append(
         f"service API, {ok[0].clients} clients: p50 {_med([a.p50_ms for a in rows]):.1f} ms, "
         f"p99 {_med([a.p99_ms for a in rows]):.1f} ms, {_med([r.api_requests_per_s for r in ok]):,.0f} requests/s, "
+        f"{_med([r.cpu_ms_per_request for r in ok]):.1f} service CPU ms per request, "
         f"{sum(r.api_errors for r in results)} errors"
     )
     return out
