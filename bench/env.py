@@ -81,7 +81,8 @@ class BenchEnv:
         t = time.perf_counter()
         stop_clusters(self.work_dir)  # a crashed earlier run may have left brokers behind
         # Kafka's default broker settings (as the launcher writes them): nothing tuned for the bench.
-        self.clusters = start_clusters([SOURCE, TARGET], base_dir=self.work_dir, brokers=1)
+        # 240 s: on a machine shared with other work, brokers took more than the launcher's default 90 s
+        self.clusters = start_clusters([SOURCE, TARGET], base_dir=self.work_dir, brokers=1, timeout_s=240.0)
         self.cluster_start_s = time.perf_counter() - t
 
     def close(self) -> None:
