@@ -78,7 +78,9 @@ __all__ = [
     "LatencyResult",
     "RunningReplicator",
     "contender_properties",
+    "generator_spec",
     "latency_markdown",
+    "launch_bench_child",
     "run_latency",
     "run_latency_case",
     "start_replicator",
@@ -526,19 +528,18 @@ def run_latency(
                 raise RuntimeError(f"{contender} did not copy the marker records within {start_timeout_s:.0f} s")
             time.sleep(0.1)
         start_s = time.perf_counter() - t0
-        spec = {
-            "source": env.bootstrap(SOURCE),
-            "target": env.bootstrap(TARGET),
-            "topic": topic,
-            "remote": remote,
-            "partitions": partitions,
-            "rate": rate,
-            "seconds": seconds,
-            "warmup_s": warmup_s,
-            "record_size": record_size,
-            "drain_timeout_s": drain_timeout_s,
-            "out": str(out_dir / "result"),
-        }
+        spec = generator_spec(
+            env,
+            topic=topic,
+            remote=remote,
+            partitions=partitions,
+            rate=rate,
+            seconds=seconds,
+            warmup_s=warmup_s,
+            record_size=record_size,
+            drain_timeout_s=drain_timeout_s,
+            out=out_dir / "result",
+        )
         m0, w0 = cpu.machine_cpu(), time.perf_counter()
         b0 = cpu.snapshot_pids(env.broker_pids(), "broker")
         gen = _launch_generator(spec, out_dir / "generator.log")
@@ -756,18 +757,69 @@ def latency_markdown(results: Sequence[LatencyResult]) -> str:
 # --------------------------------------------------------------------------- the load generator (child process)
 
 
-def _launch_generator(spec: Mapping[str, Any], log_path: Path) -> subprocess.Popen[bytes]:
+def launch_bench_child(args: Sequence[str], log_path: Path) -> subprocess.Popen[bytes]:
+    """Start ``python <args>`` (e.g. ``-m bench.latency --generate SPEC``) from the repository root.
+
+    Parameters
+    ----------
+    args:
+        Arguments of the interpreter.
+    log_path:
+        Where its stdout and stderr go.
+    """
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_REPO), env.get("PYTHONPATH", "")) if p)
     with open(log_path, "wb") as out:
         return subprocess.Popen(
-            [sys.executable, "-m", "bench.latency", "--generate", json.dumps(spec)],
-            cwd=_REPO,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
+            [sys.executable, *args], cwd=_REPO, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT
         )
+
+
+def generator_spec(
+    env: BenchEnv,
+    *,
+    topic: str,
+    remote: str,
+    partitions: int,
+    rate: int,
+    seconds: float,
+    warmup_s: float,
+    record_size: int,
+    drain_timeout_s: float,
+    out: Path,
+) -> dict[str, Any]:
+    """The load generator's spec: produce into ``topic`` on the source, tail ``remote`` on the target.
+
+    Parameters
+    ----------
+    env:
+        Started clusters.
+    topic, remote:
+        The source topic and its remote topic on the target (``<alias>.<topic>``).
+    partitions, rate, seconds, warmup_s, record_size:
+        As in :func:`run_latency`.
+    drain_timeout_s:
+        Seconds to wait for the measured records after the last was produced.
+    out:
+        Results path without suffix: ``.bin`` (latencies) and ``.json`` (summary) are written.
+    """
+    return {
+        "source": env.bootstrap(SOURCE),
+        "target": env.bootstrap(TARGET),
+        "topic": topic,
+        "remote": remote,
+        "partitions": partitions,
+        "rate": rate,
+        "seconds": seconds,
+        "warmup_s": warmup_s,
+        "record_size": record_size,
+        "drain_timeout_s": drain_timeout_s,
+        "out": str(out),
+    }
+
+
+def _launch_generator(spec: Mapping[str, Any], log_path: Path) -> subprocess.Popen[bytes]:
+    return launch_bench_child(["-m", "bench.latency", "--generate", json.dumps(spec)], log_path)
 
 
 def _generate(spec: Mapping[str, Any]) -> None:

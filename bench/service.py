@@ -69,7 +69,14 @@ from typing import Any
 
 from bench import cpu
 from bench.env import SOURCE, TARGET, BenchEnv
-from bench.latency import _launch_generator, _percentile, _produce_markers, contender_properties
+from bench.latency import (
+    _launch_generator,
+    _percentile,
+    _produce_markers,
+    contender_properties,
+    generator_spec,
+    launch_bench_child,
+)
 from bench.recovery import _Replicator, launch_mirrorspark, stop_mirrorspark
 from bench.sampler import _tree_rss
 
@@ -498,14 +505,15 @@ class _Service:
             self.proc = None
 
 
-def _until(what: str, cond: Callable[[], Any], timeout_s: float, alive: Sequence[tuple[str, Any]]) -> Any:
-    """Poll ``cond()`` every 0.2 s until it returns a true value; raise when a process dies or on timeout."""
+def _until(what: str, cond: Callable[[], Any], timeout_s: float, alive: Sequence[Any]) -> Any:
+    """Poll ``cond()`` every 0.2 s until it returns a true value; raise when a process of ``alive`` dies or on
+    timeout."""
     deadline = time.monotonic() + timeout_s
     while True:
         value = cond()
         if value:
             return value
-        for _, proc in alive:
+        for proc in alive:
             if not proc.alive():
                 raise RuntimeError(f"while waiting for {what}: {proc.describe_failure()}")
         if time.monotonic() > deadline:
@@ -523,26 +531,9 @@ def _flow_running(url: str, flow: str) -> bool:
         return False
 
 
-def _child(args: Sequence[str], log_path: Path) -> subprocess.Popen[bytes]:
-    repo = Path(__file__).resolve().parent.parent
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(repo), env.get("PYTHONPATH", "")) if p)
-    with open(log_path, "wb") as out:
-        return subprocess.Popen(
-            [sys.executable, *args], cwd=repo, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT
-        )
-
-
-def _finish(proc: subprocess.Popen[bytes], what: str, limit_s: float, alive: Sequence[tuple[str, Any]]) -> None:
+def _finish(proc: subprocess.Popen[bytes], what: str, limit_s: float, alive: Sequence[Any]) -> None:
     """Wait for a child of the run (generator, API client) to end, checking the service and the flow."""
-    deadline = time.monotonic() + limit_s
-    while proc.poll() is None:
-        for _, p in alive:
-            if not p.alive():
-                raise RuntimeError(p.describe_failure())
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"the {what} did not finish within {limit_s:.0f} s")
-        time.sleep(0.2)
+    _until(f"the {what} to finish", lambda: proc.poll() is not None, limit_s, alive)
     if proc.returncode != 0:
         raise RuntimeError(f"the {what} failed (status {proc.returncode})")
 
@@ -638,11 +629,11 @@ def run_service(
         t0 = time.monotonic()
         rep.launch()
         stored = EndOffsets(env.bootstrap(TARGET), remote, partitions)
-        _until("the markers on the target", lambda: stored() >= partitions, start_timeout_s, [("flow", rep)])
+        _until("the markers on the target", lambda: stored() >= partitions, start_timeout_s, [rep])
         start_s = time.monotonic() - t0
         t1 = time.monotonic()
         svc = _Service(env, path, work / "checkpoint")
-        watched: list[tuple[str, Any]] = [("flow", rep), ("service", svc)]
+        watched: list[Any] = [rep, svc]
         url = str(_until("the service's URL", svc.url, start_timeout_s, watched))
         service_start_s = time.monotonic() - t1
         flow = f"{alias}->{TARGET}"
@@ -699,14 +690,10 @@ def run_service(
     )
 
 
-def _hold(seconds: float, alive: Sequence[tuple[str, Any]]) -> None:
+def _hold(seconds: float, alive: Sequence[Any]) -> None:
     """Wait ``seconds``, checking every 0.2 s that the service and the flow still run."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        for _, p in alive:
-            if not p.alive():
-                raise RuntimeError(p.describe_failure())
-        time.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
+    end = time.monotonic() + seconds
+    _until(f"{seconds:g} s", lambda: time.monotonic() >= end, seconds + 60.0, alive)
 
 
 def _load_phase(
@@ -721,24 +708,23 @@ def _load_phase(
     partitions: int,
     drain_timeout_s: float,
     children: list[subprocess.Popen[bytes]],
-    alive: Sequence[tuple[str, Any]],
+    alive: Sequence[Any],
 ) -> tuple[tuple[float, float], dict[str, Any]]:
     """Run the latency case's load generator; return its measured window (wall clock) and the flow's figures."""
     import array
 
-    spec = {
-        "source": env.bootstrap(SOURCE),
-        "target": env.bootstrap(TARGET),
-        "topic": topic,
-        "remote": remote,
-        "partitions": partitions,
-        "rate": rate,
-        "seconds": seconds,
-        "warmup_s": warmup_s,
-        "record_size": record_size,
-        "drain_timeout_s": drain_timeout_s,
-        "out": str(work / "load"),
-    }
+    spec = generator_spec(
+        env,
+        topic=topic,
+        remote=remote,
+        partitions=partitions,
+        rate=rate,
+        seconds=seconds,
+        warmup_s=warmup_s,
+        record_size=record_size,
+        drain_timeout_s=drain_timeout_s,
+        out=work / "load",
+    )
     gen = _launch_generator(spec, work / "generator.log")
     children.append(gen)
     _finish(gen, "load generator", 60.0 + warmup_s + seconds + drain_timeout_s + 60.0, alive)
@@ -769,7 +755,7 @@ def _api_phase(
     clients: int,
     api_s: float,
     children: list[subprocess.Popen[bytes]],
-    alive: Sequence[tuple[str, Any]],
+    alive: Sequence[Any],
 ) -> tuple[tuple[float, float], dict[str, Any]]:
     """Run the API load-test client; return its window (wall clock, first request to last answer) and figures."""
     spec = {
@@ -780,7 +766,7 @@ def _api_phase(
         "timeout_s": 10.0,
         "out": str(work / "api.json"),
     }
-    client = _child(["-m", "bench.service", "--api-load", json.dumps(spec)], work / "api-client.log")
+    client = launch_bench_child(["-m", "bench.service", "--api-load", json.dumps(spec)], work / "api-client.log")
     children.append(client)
     _finish(client, "API load-test client", api_s + 90.0, alive)
     result = json.loads((work / "api.json").read_text())
@@ -957,31 +943,38 @@ async def _api_load(spec: Mapping[str, Any]) -> dict[str, Any]:
     paths: list[str] = list(spec["paths"])
     samples: list[tuple[int, float, bool]] = []
     errors: list[str] = []
+    limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+    # every client (its TLS context included: seconds on a busy machine) is built before the clock starts
+    clients = [
+        httpx.AsyncClient(base_url=spec["url"], timeout=float(spec["timeout_s"]), limits=limits)
+        for _ in range(int(spec["clients"]))
+    ]
     deadline = time.perf_counter() + float(spec["seconds"])
-    timeout = float(spec["timeout_s"])
 
-    async def client(i: int) -> None:
-        limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
-        async with httpx.AsyncClient(base_url=spec["url"], timeout=timeout, limits=limits) as c:
-            k = i  # client i starts at endpoint i: every endpoint is in flight at once
-            while time.perf_counter() < deadline:
-                j = k % len(paths)
-                k += 1
-                t = time.perf_counter()
-                try:
-                    r = await c.get(paths[j])
-                    ok = r.status_code == 200
-                    if not ok and len(errors) < 5:
-                        errors.append(f"{paths[j]}: HTTP {r.status_code}")
-                except httpx.HTTPError as e:
-                    ok = False
-                    if len(errors) < 5:
-                        errors.append(f"{paths[j]}: {type(e).__name__}: {e}")
-                samples.append((j, (time.perf_counter() - t) * 1000.0, ok))
+    async def client(i: int, c: httpx.AsyncClient) -> None:
+        k = i  # client i starts at endpoint i: every endpoint is in flight at once
+        while time.perf_counter() < deadline:
+            j = k % len(paths)
+            k += 1
+            t = time.perf_counter()
+            try:
+                r = await c.get(paths[j])
+                ok = r.status_code == 200
+                if not ok and len(errors) < 5:
+                    errors.append(f"{paths[j]}: HTTP {r.status_code}")
+            except httpx.HTTPError as e:
+                ok = False
+                if len(errors) < 5:
+                    errors.append(f"{paths[j]}: {type(e).__name__}: {e}")
+            samples.append((j, (time.perf_counter() - t) * 1000.0, ok))
 
     wall_start = time.time()
-    await asyncio.gather(*(client(i) for i in range(int(spec["clients"]))))
-    wall_end = time.time()
+    try:
+        await asyncio.gather(*(client(i, c) for i, c in enumerate(clients)))
+    finally:
+        wall_end = time.time()
+        for c in clients:
+            await c.aclose()
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return {
         "wall_start": wall_start,
