@@ -607,7 +607,8 @@ def run_service(
     topic = f"bench-service-{alias}"
     remote = f"{alias}.{topic}"
     work = env.work_dir / f"service-{alias}"
-    work.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(work, ignore_errors=True)  # an earlier benchmark's run of the same alias: none of its files
+    work.mkdir(parents=True)
     env.create_topic(SOURCE, topic, partitions)
     _produce_markers(env.bootstrap(SOURCE), topic, partitions)
     props = contender_properties(
