@@ -556,7 +556,7 @@ def run_service(
     settle_s: float = 10.0,
     run: int = 1,
     wait_idle_s: float = 0.0,
-    start_timeout_s: float = 300.0,
+    start_timeout_s: float = 600.0,
     drain_timeout_s: float = 60.0,
 ) -> ServiceResult:
     """Measure the metrics service's cost at idle, under load and under API load (one run, fresh flow).
