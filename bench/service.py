@@ -339,7 +339,8 @@ class ServiceResult:
 
     @property
     def cpu_ms_per_request(self) -> float:
-        """The service's CPU per API request, ms: its CPU over the load test beyond its idle rate, per request.
+        """CPU per API request, ms: the service's Python process (which alone answers) over the load test
+        beyond its idle rate, per request.
 
         Less sensitive to a busy machine than the latencies (a starved service answers slowly but
         spends about the same CPU on each answer); ``nan`` without both phases.
@@ -347,7 +348,7 @@ class ServiceResult:
         idle, api = self.phase("idle"), self.phase("api")
         if idle is None or api is None or not self.api or self.api[0].requests == 0:
             return float("nan")
-        extra_s = (api.service_cores - idle.service_cores) * api.seconds
+        extra_s = (api.role_cores("driver-py") - idle.role_cores("driver-py")) * api.seconds
         return max(0.0, extra_s) * 1000.0 / self.api[0].requests
 
     def to_json(self) -> dict[str, Any]:
@@ -884,8 +885,8 @@ def service_markdown(results: Sequence[ServiceResult]) -> str:
             )
         lines += [
             "",
-            f"The service spent {_med([r.cpu_ms_per_request for r in ok]):.1f} CPU ms per request (its CPU over the "
-            "load test beyond its idle rate, per request); the load-test client used "
+            f"The service's Python process spent {_med([r.cpu_ms_per_request for r in ok]):.1f} CPU ms per request "
+            "(its CPU over the load test beyond its idle rate, per request); the load-test client used "
             f"{_med([r.api_client_cores for r in ok]):.2f} cores. The flow under the load, "
             f"with the service running: p50 {_med([r.flow_p50_ms for r in ok]):.0f} ms, "
             f"p99 {_med([r.flow_p99_ms for r in ok]):.0f} ms, max {_med([r.flow_max_ms for r in ok]):.0f} ms "
