@@ -11,7 +11,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from confluent_kafka import (
     ConsumerGroupState,
@@ -730,6 +730,19 @@ ConfigTarget = tuple[str, str]
 _RESOURCE_TYPES = {"broker": ConfigResource.Type.BROKER, "topic": ConfigResource.Type.TOPIC}
 
 
+def _config_batches(resources: Iterable[ConfigTarget | ConfigResource]) -> list[list[ConfigResource]]:
+    """Split config resources into requests: all topics in one, each broker alone (librdkafka allows one per call)."""
+    topics: list[ConfigResource] = []
+    brokers: list[list[ConfigResource]] = []
+    for r in resources:
+        res = r if isinstance(r, ConfigResource) else ConfigResource(_RESOURCE_TYPES[r[0]], r[1])
+        if res.restype == ConfigResource.Type.BROKER:
+            brokers.append([res])
+        else:
+            topics.append(res)
+    return ([topics] if topics else []) + brokers
+
+
 def dynamic_configs(
     admin: AdminClient, alias: str, resources: Iterable[ConfigTarget], names: Iterable[str], *, timeout_s: float = 30.0
 ) -> dict[ConfigTarget, dict[str, str]]:
@@ -757,9 +770,9 @@ def dynamic_configs(
     keys = list(dict.fromkeys(resources))
     if not keys:
         return {}
-    futures = admin.describe_configs(
-        [ConfigResource(_RESOURCE_TYPES[kind], name) for kind, name in keys], request_timeout=timeout_s
-    )
+    futures: dict[ConfigResource, Future[Any]] = {}
+    for batch in _config_batches(keys):
+        futures.update(admin.describe_configs(batch, request_timeout=timeout_s))
     dynamic = {
         ConfigSource.DYNAMIC_TOPIC_CONFIG,
         ConfigSource.DYNAMIC_BROKER_CONFIG,
@@ -809,9 +822,10 @@ def delete_dynamic_configs(
         for (kind, name), entries in changes.items()
         if entries
     ]
-    if not resources:
-        return
-    for res, fut in admin.incremental_alter_configs(resources, request_timeout=timeout_s).items():
+    futures: dict[ConfigResource, Future[Any]] = {}
+    for batch in _config_batches(resources):
+        futures.update(admin.incremental_alter_configs(batch, request_timeout=timeout_s))
+    for res, fut in futures.items():
         try:
             wait(fut, timeout_s, f"altering configs of '{res.name}'", alias)
         except KafkaException as e:

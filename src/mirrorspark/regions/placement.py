@@ -511,7 +511,8 @@ class PlacementTool:
             return ()
         try:
             result = wait(
-                self._admin.elect_leaders(ElectionType.PREFERRED, parts, request_timeout=self.timeout_s),
+                # no request_timeout: confluent-kafka 2.16.1's binding fails on elect_leaders keyword arguments
+                self._admin.elect_leaders(ElectionType.PREFERRED, parts),
                 self.timeout_s,
                 "electing preferred leaders",
                 self.alias,
@@ -520,7 +521,7 @@ class PlacementTool:
             raise ClusterError(f"electing preferred leaders on cluster '{self.alias}' failed: {e}") from e
         elected: list[tuple[str, int]] = []
         for tp, err in sorted(result.items(), key=lambda kv: (kv[0].topic, kv[0].partition)):
-            kafka_err = err.args[0] if isinstance(err, KafkaException) and err.args else None
+            kafka_err = err.args[0] if isinstance(err, KafkaException) and err.args else err
             if err is None:
                 elected.append((tp.topic, tp.partition))
             elif not (isinstance(kafka_err, KafkaError) and kafka_err.code() == KafkaError.ELECTION_NOT_NEEDED):
