@@ -82,7 +82,8 @@ def write_json(path: Path, doc: Any) -> Path:
 
 def replicas_of(bootstrap: str, topic: str) -> list[tuple[list[int], list[str], int]]:
     """Per partition: replica ids, their racks, the leader."""
-    d = admin(bootstrap).describe_topics(TopicCollection([topic]))[topic].result(timeout=30)
+    client = admin(bootstrap)  # kept referenced until the result is in: a dropped client fails its futures
+    d = client.describe_topics(TopicCollection([topic]))[topic].result(timeout=30)
     return [
         ([r.id for r in p.replicas], [r.rack for r in p.replicas], p.leader.id)
         for p in sorted(d.partitions, key=lambda p: p.id)
@@ -102,7 +103,8 @@ def throttle_configs(bootstrap: str, topic: str) -> dict[str, str]:
 def test_a_flow_creates_and_grows_remote_topics_in_placement(racked: LocalClusters, tmp_path: Path) -> None:
     p, b = racked.bootstrap("primary"), racked.bootstrap("backup")
     topic = unique_name("placed")
-    admin(p).create_topics([NewTopic(topic, num_partitions=4, replication_factor=3)])[topic].result(timeout=30)
+    source = admin(p)
+    source.create_topics([NewTopic(topic, num_partitions=4, replication_factor=3)])[topic].result(timeout=30)
     placement = write_json(tmp_path / "placement.json", B_THEN_A)
     props = racked.mm2_properties(
         flows=[("primary", "backup")],
@@ -124,12 +126,13 @@ def test_a_flow_creates_and_grows_remote_topics_in_placement(racked: LocalCluste
             assert racks == ["b", "a"], placed  # count 1 in b (preferred leader), count 1 in a
             assert leader == ids[0] == 2
         assert {ids[1] for ids, _, _ in placed} == {0, 1}  # spread over rack a's brokers
-        admin(p).create_partitions([NewPartitions(topic, 6)])[topic].result(timeout=30)
+        source.create_partitions([NewPartitions(topic, 6)])[topic].result(timeout=30)
         r.flows[0].refresh_topics()  # grows the remote topic: the new partitions are placed too
 
-        def grown() -> None:
+        def grown() -> bool:
             rows = replicas_of(b, remote)
             assert len(rows) == 6 and all(racks == ["b", "a"] for _, racks, _ in rows), rows
+            return True
 
         assert_eventually(grown, timeout_s=60)
     finally:
@@ -143,7 +146,8 @@ def test_placement_apply_moves_out_of_placement_partitions_under_a_throttle(
     topic = unique_name("misplaced")
     # p0 and p1 both in rack a (p1 led from 1), p2 led from rack b: all three out of A_THEN_B
     new = NewTopic(topic, num_partitions=3, replica_assignment=[[0, 1], [1, 0], [2, 0]])
-    admin(b).create_topics([new])[topic].result(timeout=30)
+    target = admin(b)
+    target.create_topics([new])[topic].result(timeout=30)
     producer = Producer({"bootstrap.servers": b, "linger.ms": 20, "acks": "all"})
     for i in range(1024):  # 512 KiB in each of p0 and p1, the partitions whose data moves
         producer.produce(topic, b"x" * 1024, partition=i % 2)

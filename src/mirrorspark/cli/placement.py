@@ -7,13 +7,16 @@ Confluent's ``confluent-rebalancer execute --replica-placement-only --throttle N
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 
 from mirrorspark.cli.common import err_console, fail, text_table
 from mirrorspark.errors import MirrorsparkError
+
+T = TypeVar("T")
 
 placement_app = typer.Typer(
     help="Place a cluster's replicas by rack with Confluent's placement JSON, on Apache Kafka's reassignment "
@@ -46,17 +49,24 @@ def _ids(ids: tuple[int, ...] | list[int]) -> str:
     return ",".join(str(b) for b in ids) or "-"
 
 
-def _tool(config: Path, cluster: str, placement: Path, topics: str | None, timeout: float) -> Any:
+def _with_tool(
+    config: Path, cluster: str, placement: Path, topics: str | None, timeout: float, action: Callable[[Any], T]
+) -> T:
+    """Run ``action`` on a :class:`~mirrorspark.regions.placement.PlacementTool`; errors become the one error line."""
     from mirrorspark.config.parse import load_config
     from mirrorspark.regions.placement import PlacementTool, load_placement_file
 
-    rules = load_placement_file(placement)  # before anything connects
-    for note in rules.notes:
-        err_console.print(f"[yellow]warning[/]: {placement}: {note}", highlight=False)
-    cfg = load_config(config)
-    for w in cfg.warnings:
-        err_console.print(f"[yellow]warning[/]: {w}", highlight=False)
-    return PlacementTool(cfg, cluster, rules, topics=topics, timeout_s=timeout)
+    try:
+        rules = load_placement_file(placement)  # before anything connects
+        for note in rules.notes:
+            err_console.print(f"[yellow]warning[/]: {placement}: {note}", highlight=False)
+        cfg = load_config(config)
+        for w in cfg.warnings:
+            err_console.print(f"[yellow]warning[/]: {w}", highlight=False)
+        with PlacementTool(cfg, cluster, rules, topics=topics, timeout_s=timeout) as tool:
+            return action(tool)
+    except MirrorsparkError as e:
+        raise fail(e) from None
 
 
 def _print_plan(plan: Any) -> None:
@@ -93,11 +103,7 @@ def placement_plan(
     timeout: TimeoutOption = 60.0,
 ) -> None:
     """Show the reassignments that would put CLUSTER's topics in their placement (only partitions out of it)."""
-    try:
-        with _tool(config, cluster, placement, topics, timeout) as tool:
-            plan = tool.plan()
-    except MirrorsparkError as e:
-        raise fail(e) from None
+    plan = _with_tool(config, cluster, placement, topics, timeout, lambda tool: tool.plan())
     if json_out:
         print(json.dumps(plan.to_json(), indent=2))
         return
@@ -126,12 +132,12 @@ def placement_apply(
 
     Follow with `mirrorspark placement status`; once done, `mirrorspark placement finish` removes the throttle.
     """
-    try:
-        with _tool(config, cluster, placement, topics, timeout) as tool:
-            plan = tool.plan()
-            rollback = tool.apply(plan, throttle=throttle)
-    except MirrorsparkError as e:
-        raise fail(e) from None
+
+    def plan_and_apply(tool: Any) -> tuple[Any, str]:
+        plan = tool.plan()
+        return plan, tool.apply(plan, throttle=throttle)
+
+    plan, rollback = _with_tool(config, cluster, placement, topics, timeout, plan_and_apply)
     if json_out:
         print(json.dumps({**plan.to_json(), "throttle": throttle, "started": len(plan.moves), "rollback": rollback}))
         return
@@ -157,11 +163,7 @@ def placement_status(
     """Show every partition of CLUSTER's placed topics (done, in progress, pending) and the throttles in force."""
     from dataclasses import asdict
 
-    try:
-        with _tool(config, cluster, placement, topics, timeout) as tool:
-            st = tool.status()
-    except MirrorsparkError as e:
-        raise fail(e) from None
+    st = _with_tool(config, cluster, placement, topics, timeout, lambda tool: tool.status())
     if json_out:
         doc = {
             "cluster": st.cluster,
@@ -206,11 +208,7 @@ def placement_finish(
 
     Exits 1, changing nothing, while a partition of those topics is still being reassigned.
     """
-    try:
-        with _tool(config, cluster, placement, topics, timeout) as tool:
-            result = tool.finish(wait_s=wait)
-    except MirrorsparkError as e:
-        raise fail(e) from None
+    result = _with_tool(config, cluster, placement, topics, timeout, lambda tool: tool.finish(wait_s=wait))
     if json_out:
         print(
             json.dumps(

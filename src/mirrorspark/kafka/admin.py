@@ -131,6 +131,17 @@ def _result(future: Future[T], what: str, alias: str, timeout_s: float) -> T:
         ) from e
 
 
+def _unless_unknown(future: Future[T], timeout_s: float, what: str, alias: str) -> T | None:
+    """Wait for a per-topic result: ``None`` if the topic does not exist, any other failure a :class:`ClusterError`."""
+    try:
+        return wait(future, timeout_s, what, alias)
+    except KafkaException as e:
+        err = e.args[0] if e.args else None
+        if isinstance(err, KafkaError) and err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+            return None
+        raise ClusterError(f"{what} on cluster '{alias}' failed: {e}") from e
+
+
 def check_reachable(admin: AdminClient, alias: str, bootstrap_servers: str, *, timeout_s: float = 10.0) -> None:
     """Fail fast when no broker of a cluster answers.
 
@@ -196,13 +207,9 @@ def describe_topics(
     futures = admin.describe_topics(TopicCollection(names), request_timeout=timeout_s)
     out: dict[str, TopicDescription] = {}
     for name, fut in futures.items():
-        try:
-            d = wait(fut, timeout_s, f"describing topic '{name}'", alias)
-        except KafkaException as e:
-            err = e.args[0] if e.args else None
-            if isinstance(err, KafkaError) and err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
-                continue
-            raise ClusterError(f"describing topic '{name}' on cluster '{alias}' failed: {e}") from e
+        d = _unless_unknown(fut, timeout_s, f"describing topic '{name}'", alias)
+        if d is None:
+            continue
         parts = sorted(d.partitions, key=lambda p: p.id)
         tid = getattr(d, "topic_id", None)
         out[name] = TopicDescription(
@@ -267,13 +274,9 @@ def describe_topic_configs(
     futures = admin.describe_configs(resources, request_timeout=timeout_s)
     out: dict[str, dict[str, ConfigValue]] = {}
     for res, fut in futures.items():
-        try:
-            entries = wait(fut, timeout_s, f"describing configs of topic '{res.name}'", alias)
-        except KafkaException as e:
-            err = e.args[0] if e.args else None
-            if isinstance(err, KafkaError) and err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
-                continue
-            raise ClusterError(f"describing configs of topic '{res.name}' on cluster '{alias}' failed: {e}") from e
+        entries = _unless_unknown(fut, timeout_s, f"describing configs of topic '{res.name}'", alias)
+        if entries is None:
+            continue
         kept: dict[str, ConfigValue] = {}
         for name, entry in entries.items():
             if entry.is_read_only or entry.is_sensitive:
@@ -781,13 +784,9 @@ def dynamic_configs(
     out: dict[ConfigTarget, dict[str, str]] = {}
     for res, fut in futures.items():
         key = ("broker" if res.restype == ConfigResource.Type.BROKER else "topic", res.name)
-        try:
-            entries = wait(fut, timeout_s, f"describing configs of {key[0]} '{key[1]}'", alias)
-        except KafkaException as e:
-            err = e.args[0] if e.args else None
-            if isinstance(err, KafkaError) and err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
-                continue
-            raise ClusterError(f"describing configs of {key[0]} '{key[1]}' on cluster '{alias}' failed: {e}") from e
+        entries = _unless_unknown(fut, timeout_s, f"describing configs of {key[0]} '{key[1]}'", alias)
+        if entries is None:
+            continue
         out[key] = {
             name: str(entry.value)
             for name, entry in entries.items()
