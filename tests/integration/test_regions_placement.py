@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Producer, TopicCollection
-from confluent_kafka.admin import ConfigResource, NewPartitions, NewTopic
+from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions, NewTopic
 from helpers import admin, assert_eventually, unique_name
 
 from mirrorspark.config.parse import load_config
@@ -36,7 +36,8 @@ pytestmark = pytest.mark.integration
 
 CLI = [sys.executable, "-m", "mirrorspark"]
 RACKS = {0: "a", 1: "a", 2: "b"}
-THROTTLE = 20480  # bytes/s: about 50 s for the 1 MiB this test moves
+THROTTLE = 10240  # bytes/s: about 100 s for the 1 MiB this test moves, until the test raises it
+BROKER_RATES = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
 B_THEN_A = {
     "version": 1,
     "replicas": [{"count": 1, "constraints": {"rack": "b"}}, {"count": 1, "constraints": {"rack": "a"}}],
@@ -187,6 +188,12 @@ def test_placement_apply_moves_out_of_placement_partitions_under_a_throttle(
         assert throttle_configs(b, topic)["leader.replication.throttled.rate"] == str(THROTTLE)
     else:  # the move ended between status and finish (a slow machine)
         assert early.returncode == 0, early.stderr
+    # raise the brokers' rate, as an operator would (kafka-configs), so that the move ends soon
+    client = admin(b)
+    fast = [ConfigEntry(n, "104857600", incremental_operation=AlterConfigOpType.SET) for n in BROKER_RATES]
+    for broker in RACKS:
+        res = ConfigResource(ConfigResource.Type.BROKER, str(broker), incremental_configs=fast)
+        client.incremental_alter_configs([res])[res].result(timeout=30)
 
     def placed() -> dict[str, Any]:
         st = json.loads(run_cli("placement", "status", *common, "--json").stdout)

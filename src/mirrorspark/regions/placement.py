@@ -343,8 +343,9 @@ class PlacementTool:
         """
         placements = self.placements()
         brokers = self.brokers()
-        described = describe_topics(self._admin, self.alias, placements, timeout_s=self.timeout_s)
+        # reassignments first: one that ends before the describe is then seen done, never half-way
         ongoing = self.ongoing() if placements else {}
+        described = describe_topics(self._admin, self.alias, placements, timeout_s=self.timeout_s)
         moving = tuple(sorted(k for k in ongoing if k[0] in described))
         skip = set(moving)
         current = {t: d.replicas for t, d in described.items()}
@@ -413,8 +414,9 @@ class PlacementTool:
         """
         placements = self.placements()
         brokers = self.brokers()
+        # reassignments first (as in plan): a move that ends before the describe shows as ended
+        ongoing = self.ongoing() if placements else {}
         described = describe_topics(self._admin, self.alias, placements, timeout_s=self.timeout_s)
-        ongoing = self.ongoing() if described else {}
         load: dict[int, int] = {}
         for d in described.values():
             for replicas in d.replicas:
@@ -425,7 +427,7 @@ class PlacementTool:
             placement = placements[topic]
             for p, replicas in enumerate(described[topic].replicas):
                 move = ongoing.get((topic, p))
-                if move is not None:
+                if move is not None and tuple(replicas) != move.target:
                     rows.append(
                         PartitionPlacement(
                             topic, p, move.replicas, move.target, move.adding, move.removing, "in progress"
