@@ -65,7 +65,7 @@ def racked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClusters]:
             racks=[RACKS[0], RACKS[1], RACKS[2]],
             # small replica fetches: a throttled reassignment moves smoothly instead of in 1 MiB bursts
             extra_broker_props={"replica.fetch.max.bytes": "32768", "replica.fetch.response.max.bytes": "65536"},
-            timeout_s=300,  # six JVMs on a busy machine
+            timeout_s=600,  # six JVMs on a busy machine
         )
     finally:
         stop()
