@@ -149,7 +149,8 @@ def test_placement_apply_moves_out_of_placement_partitions_under_a_throttle(
     new = NewTopic(topic, num_partitions=3, replica_assignment=[[0, 1], [1, 0], [2, 0]])
     target = admin(b)
     target.create_topics([new])[topic].result(timeout=30)
-    producer = Producer({"bootstrap.servers": b, "linger.ms": 20, "acks": "all"})
+    # small batches: a fetch returns at least one whole batch, so big ones would slip past the throttle
+    producer = Producer({"bootstrap.servers": b, "linger.ms": 5, "batch.num.messages": 8, "acks": "all"})
     for i in range(1024):  # 512 KiB in each of p0 and p1, the partitions whose data moves
         producer.produce(topic, b"x" * 1024, partition=i % 2)
     assert producer.flush(60) == 0
