@@ -7,7 +7,8 @@ an exit status, and that the REST service reports::
     MirrorsparkError                 MIRRORSPARK_ERROR      exit 1
     ├── ConfigError (ValueError)     CONFIG_INVALID         exit 2
     │   ├── UnknownAliasError        CONFIG_UNKNOWN_ALIAS
-    │   └── BadRegexError            CONFIG_BAD_REGEX
+    │   ├── BadRegexError            CONFIG_BAD_REGEX
+    │   └── PlacementError           CONFIG_PLACEMENT
     ├── ClusterError                 CLUSTER_ERROR          exit 3
     │   └── ClusterUnreachableError  CLUSTER_UNREACHABLE
     ├── DataPathError                DATA_PATH_ERROR        exit 4
@@ -69,6 +70,15 @@ class BadRegexError(ConfigError):
     """A topic, group or config-property list holds a regex that does not compile."""
 
     code = "CONFIG_BAD_REGEX"
+
+
+class PlacementError(ConfigError):
+    """A replica placement (Confluent's placement JSON) is malformed, impossible or does not fit the racks.
+
+    Impossible on Apache Kafka: observers. Not fitting: a rack with fewer brokers than its ``count``.
+    """
+
+    code = "CONFIG_PLACEMENT"
 
 
 class ClusterError(MirrorsparkError):
@@ -157,6 +167,7 @@ __all__ = [
     "DataPathError",
     "LocalClusterError",
     "MirrorsparkError",
+    "PlacementError",
     "RecordTooLargeError",
     "ServiceError",
     "UnknownAliasError",

@@ -26,6 +26,7 @@ from mirrorspark import __version__
 from mirrorspark.cli.common import as_dict, err_console, fail, out_console, text_table
 from mirrorspark.cli.control import control_app
 from mirrorspark.cli.migration import checkpoints_app, failover, offsets_app
+from mirrorspark.cli.placement import placement_app
 from mirrorspark.cli.service import service
 from mirrorspark.errors import MirrorsparkError
 
@@ -44,6 +45,7 @@ app.add_typer(local_app, name="local")
 app.add_typer(offsets_app, name="offsets")
 app.add_typer(checkpoints_app, name="checkpoints")
 app.add_typer(control_app, name="control")
+app.add_typer(placement_app, name="placement")
 
 F = TypeVar("F", bound=Callable[..., Any])
 

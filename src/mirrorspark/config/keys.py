@@ -647,6 +647,22 @@ CONFIG_KEYS: Final[tuple[ConfigKey, ...]] = (
     ),
     # --- mirrorspark ------------------------------------------------------------------------
     ConfigKey(
+        "mirrorspark.replica.placement",
+        "string",
+        None,
+        "Replica placement of the remote topics mirrorspark creates on the target, in Confluent's placement JSON "
+        '(version 1 or 2: "replicas" with "count" and "constraints": {"rack": ...}): a path to a JSON file, or the '
+        "JSON itself. The JSON is one placement for every remote topic, or a list "
+        '[{"topics": REGEX, "placement": {...}}] by remote topic name (the first match wins, unmatched topics get '
+        "replication.factor). New remote topics and partitions get an explicit replica assignment over the "
+        "target's racks, preferred leaders in the first rack listed; existing topics are moved by "
+        "'mirrorspark placement apply'. observers are refused (Apache Kafka has none: replicate to that region "
+        "with a flow instead); observerPromotionPolicy is accepted with a warning and has no effect. mirrorspark's "
+        "own key, read per flow (S->T.mirrorspark.replica.placement) or at top level for every flow; unset = "
+        "the broker's own placement.",
+        field="replica_placement",
+    ),
+    ConfigKey(
         "mirrorspark.batch.max.records.per.partition",
         "int",
         "200000",

@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 from mirrorspark.config.keys import MASK, show
 from mirrorspark.config.librdkafka import SPARK_REJECTED, to_librdkafka
 from mirrorspark.errors import ConfigError, UnknownAliasError
+from mirrorspark.mm2.placement import PlacementRules
 from mirrorspark.mm2.policy import DEFAULT_POLICY_CLASS
 
 # --------------------------------------------------------------------------------------
@@ -330,6 +331,10 @@ class FlowConfig(_Frozen):
     extra:
         Every other flow-level property after the merge (e.g. ``exactly.once.support``,
         ``transforms``), read-only.
+    replica_placement:
+        ``mirrorspark.replica.placement``: placements of the remote topics the flow creates, by remote
+        topic regex (:class:`~mirrorspark.mm2.placement.PlacementRules`), validated at load; ``None`` =
+        the target broker's own placement (``replication.factor``).
 
     Notes
     -----
@@ -387,6 +392,7 @@ class FlowConfig(_Frozen):
     target_admin: ClientSettings
     target_consumer: ClientSettings
     extra: Mapping[str, str]
+    replica_placement: PlacementRules | None = None
 
     _MAPPING_FIELDS = ("extra",)
 

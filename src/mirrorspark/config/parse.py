@@ -68,9 +68,12 @@ from mirrorspark.config.model import (
 from mirrorspark.config.properties import parse_properties
 from mirrorspark.config.resolve import Resolver
 from mirrorspark.config.values import split_list, to_value, validate
-from mirrorspark.errors import ConfigError, UnknownAliasError
+from mirrorspark.errors import ConfigError, PlacementError, UnknownAliasError
+from mirrorspark.mm2.placement import PlacementRules, parse_placement_rules
 
 _log = logging.getLogger(__name__)
+
+PLACEMENT_KEY: Final = "mirrorspark.replica.placement"
 
 
 # --------------------------------------------------------------------------------------
@@ -364,6 +367,9 @@ class _Parser:
                 self.warn(f"'{written[ck.name]}' is negative, which disables the job (as in MM2)")
                 values[flag.holder][str(flag.field)] = False
         flow_values = values["flow"]
+        flow_values["replica_placement"] = self._placement(
+            flow_values["replica_placement"], written.get(PLACEMENT_KEY, PLACEMENT_KEY)
+        )
 
         policy = PolicyConfig(**values["policy"])
         if not policy.separator:
@@ -417,6 +423,41 @@ class _Parser:
             extra=extra,
             **flow_values,
         )
+
+    def _placement(self, raw: str, written: str) -> PlacementRules | None:
+        """Read ``mirrorspark.replica.placement``: inline JSON (``{...}`` or ``[...]``) or a JSON file's path.
+
+        Raises
+        ------
+        ConfigError
+            The file cannot be read.
+        PlacementError
+            Anything :func:`~mirrorspark.mm2.placement.parse_placement_rules` refuses (bad JSON,
+            observers, a rack twice, ...), the message naming the key as written.
+        """
+        value = raw.strip()
+        if not value:
+            return None
+        where = f"'{written}'"
+        if not value.startswith(("{", "[")):
+            try:
+                text = Path(value).read_text(encoding="utf-8")
+            except OSError as e:
+                raise ConfigError(
+                    f"{self.src}: {where} names the placement file '{value}', which cannot be read "
+                    f"({e.strerror or type(e).__name__}); fix the path (relative to the working directory) "
+                    "or write the JSON inline"
+                ) from e
+            where = f"{where} (file '{value}')"
+        else:
+            text = value
+        try:
+            rules = parse_placement_rules(text)
+        except PlacementError as e:
+            raise PlacementError(f"{self.src}: {where}: {e.message}") from e
+        for note in rules.notes:
+            self.warn(f"{where}: {note}")
+        return rules
 
     def _check_offset_syncs(
         self, emit: bool, merged: Mapping[str, str], written: Mapping[str, str], s: str, t: str

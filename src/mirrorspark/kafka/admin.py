@@ -11,7 +11,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from confluent_kafka import (
     ConsumerGroupState,
@@ -131,6 +131,17 @@ def _result(future: Future[T], what: str, alias: str, timeout_s: float) -> T:
         ) from e
 
 
+def _unless_unknown(future: Future[T], timeout_s: float, what: str, alias: str) -> T | None:
+    """Wait for a per-topic result: ``None`` if the topic does not exist, any other failure a :class:`ClusterError`."""
+    try:
+        return wait(future, timeout_s, what, alias)
+    except KafkaException as e:
+        err = e.args[0] if e.args else None
+        if isinstance(err, KafkaError) and err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+            return None
+        raise ClusterError(f"{what} on cluster '{alias}' failed: {e}") from e
+
+
 def check_reachable(admin: AdminClient, alias: str, bootstrap_servers: str, *, timeout_s: float = 10.0) -> None:
     """Fail fast when no broker of a cluster answers.
 
@@ -196,13 +207,9 @@ def describe_topics(
     futures = admin.describe_topics(TopicCollection(names), request_timeout=timeout_s)
     out: dict[str, TopicDescription] = {}
     for name, fut in futures.items():
-        try:
-            d = wait(fut, timeout_s, f"describing topic '{name}'", alias)
-        except KafkaException as e:
-            err = e.args[0] if e.args else None
-            if isinstance(err, KafkaError) and err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
-                continue
-            raise ClusterError(f"describing topic '{name}' on cluster '{alias}' failed: {e}") from e
+        d = _unless_unknown(fut, timeout_s, f"describing topic '{name}'", alias)
+        if d is None:
+            continue
         parts = sorted(d.partitions, key=lambda p: p.id)
         tid = getattr(d, "topic_id", None)
         out[name] = TopicDescription(
@@ -267,13 +274,9 @@ def describe_topic_configs(
     futures = admin.describe_configs(resources, request_timeout=timeout_s)
     out: dict[str, dict[str, ConfigValue]] = {}
     for res, fut in futures.items():
-        try:
-            entries = wait(fut, timeout_s, f"describing configs of topic '{res.name}'", alias)
-        except KafkaException as e:
-            err = e.args[0] if e.args else None
-            if isinstance(err, KafkaError) and err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
-                continue
-            raise ClusterError(f"describing configs of topic '{res.name}' on cluster '{alias}' failed: {e}") from e
+        entries = _unless_unknown(fut, timeout_s, f"describing configs of topic '{res.name}'", alias)
+        if entries is None:
+            continue
         kept: dict[str, ConfigValue] = {}
         for name, entry in entries.items():
             if entry.is_read_only or entry.is_sensitive:
@@ -325,12 +328,30 @@ def alter_topic_configs(
 
 @dataclass(frozen=True)
 class TopicSpec:
-    """A topic to create: name, partition count, replication factor (``-1`` = broker default), configs."""
+    """A topic to create: name, partition count, replication factor (``-1`` = broker default), configs.
+
+    ``assignment``, when set, is the explicit replica assignment (broker ids per partition, preferred
+    leader first; ``partitions`` of them) and replaces ``replication_factor``.
+    """
 
     name: str
     partitions: int
     replication_factor: int
     config: Mapping[str, str] = field(default_factory=dict)
+    assignment: Sequence[Sequence[int]] | None = None
+
+
+def _new_topic(t: TopicSpec) -> NewTopic:
+    if t.assignment is None:
+        return NewTopic(
+            t.name, num_partitions=t.partitions, replication_factor=t.replication_factor, config=dict(t.config)
+        )
+    return NewTopic(
+        t.name,
+        num_partitions=len(t.assignment),
+        replica_assignment=[list(r) for r in t.assignment],
+        config=dict(t.config),
+    )
 
 
 CREATE_TOPICS_CHUNK = 500
@@ -369,12 +390,7 @@ def create_topics(
     failure: ClusterError | None = None
     for i in range(0, len(topics), CREATE_TOPICS_CHUNK):
         chunk = topics[i : i + CREATE_TOPICS_CHUNK]
-        new = [
-            NewTopic(
-                t.name, num_partitions=t.partitions, replication_factor=t.replication_factor, config=dict(t.config)
-            )
-            for t in chunk
-        ]
+        new = [_new_topic(t) for t in chunk]
         futures = admin.create_topics(new, request_timeout=timeout_s)
         for t in chunk:
             try:
@@ -455,11 +471,29 @@ def _wait_for_leaders(admin: AdminClient, alias: str, names: Sequence[str], time
         time.sleep(0.05)
 
 
-def create_partitions(admin: AdminClient, alias: str, increases: Mapping[str, int], *, timeout_s: float = 30.0) -> None:
-    """Grow topics to the given partition counts (MM2: never shrinks; "already that many" is ignored)."""
+def create_partitions(
+    admin: AdminClient,
+    alias: str,
+    increases: Mapping[str, int],
+    *,
+    assignments: Mapping[str, Sequence[Sequence[int]]] | None = None,
+    timeout_s: float = 30.0,
+) -> None:
+    """Grow topics to the given partition counts (MM2: never shrinks; "already that many" is ignored).
+
+    ``assignments`` gives, per topic, the replicas of each *new* partition (preferred leader first);
+    topics without one get the broker's placement.
+    """
     if not increases:
         return
-    futures = admin.create_partitions([NewPartitions(t, n) for t, n in increases.items()], request_timeout=timeout_s)
+    placed = assignments or {}
+    futures = admin.create_partitions(
+        [
+            NewPartitions(t, n, replica_assignment=[list(r) for r in placed[t]]) if t in placed else NewPartitions(t, n)
+            for t, n in increases.items()
+        ],
+        request_timeout=timeout_s,
+    )
     for topic, fut in futures.items():
         try:
             wait(fut, timeout_s, f"adding partitions to '{topic}'", alias)
@@ -671,19 +705,149 @@ def alter_group_offsets(
             )
 
 
+def broker_racks(admin: AdminClient, alias: str, *, timeout_s: float = 30.0) -> dict[int, str | None]:
+    """Return every broker of the cluster with its ``broker.rack`` (``DescribeCluster``).
+
+    Returns
+    -------
+    dict[int, str | None]
+        ``{broker id: rack}``, ``None`` for a broker without ``broker.rack``.
+
+    Raises
+    ------
+    ClusterUnreachableError
+        No answer within ``timeout_s``.
+    ClusterError
+        The call failed.
+    """
+    try:
+        described = wait(admin.describe_cluster(request_timeout=timeout_s), timeout_s, "describing the brokers", alias)
+    except KafkaException as e:
+        raise ClusterError(f"describing the brokers of cluster '{alias}' failed: {e}") from e
+    return {n.id: n.rack or None for n in described.nodes}
+
+
+ConfigTarget = tuple[str, str]
+"""A config resource: ``("broker", "<id>")`` or ``("topic", "<name>")``."""
+
+_RESOURCE_TYPES = {"broker": ConfigResource.Type.BROKER, "topic": ConfigResource.Type.TOPIC}
+
+
+def _config_batches(resources: Iterable[ConfigTarget | ConfigResource]) -> list[list[ConfigResource]]:
+    """Split config resources into requests: all topics in one, each broker alone (librdkafka allows one per call)."""
+    topics: list[ConfigResource] = []
+    brokers: list[list[ConfigResource]] = []
+    for r in resources:
+        res = r if isinstance(r, ConfigResource) else ConfigResource(_RESOURCE_TYPES[r[0]], r[1])
+        if res.restype == ConfigResource.Type.BROKER:
+            brokers.append([res])
+        else:
+            topics.append(res)
+    return ([topics] if topics else []) + brokers
+
+
+def dynamic_configs(
+    admin: AdminClient, alias: str, resources: Iterable[ConfigTarget], names: Iterable[str], *, timeout_s: float = 30.0
+) -> dict[ConfigTarget, dict[str, str]]:
+    """Return the configs among ``names`` set dynamically on brokers or topics (``DescribeConfigs``).
+
+    Parameters
+    ----------
+    resources:
+        ``("broker", id)`` / ``("topic", name)`` pairs.
+    names:
+        The config names of interest, e.g. ``leader.replication.throttled.rate``.
+
+    Returns
+    -------
+    dict[ConfigTarget, dict[str, str]]
+        Per resource, the names set on that broker or topic (not defaults, not static
+        ``server.properties`` values) with their values; topics that do not exist are left out.
+
+    Raises
+    ------
+    ClusterError
+        A describe failed (or timed out: :class:`ClusterUnreachableError`).
+    """
+    wanted = set(names)
+    keys = list(dict.fromkeys(resources))
+    if not keys:
+        return {}
+    futures: dict[ConfigResource, Future[Any]] = {}
+    for batch in _config_batches(keys):
+        futures.update(admin.describe_configs(batch, request_timeout=timeout_s))
+    dynamic = {
+        ConfigSource.DYNAMIC_TOPIC_CONFIG,
+        ConfigSource.DYNAMIC_BROKER_CONFIG,
+        ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG,
+    }
+    out: dict[ConfigTarget, dict[str, str]] = {}
+    for res, fut in futures.items():
+        key = ("broker" if res.restype == ConfigResource.Type.BROKER else "topic", res.name)
+        entries = _unless_unknown(fut, timeout_s, f"describing configs of {key[0]} '{key[1]}'", alias)
+        if entries is None:
+            continue
+        out[key] = {
+            name: str(entry.value)
+            for name, entry in entries.items()
+            if name in wanted and entry.value is not None and ConfigSource(entry.source) in dynamic
+        }
+    return out
+
+
+def delete_dynamic_configs(
+    admin: AdminClient, alias: str, changes: Mapping[ConfigTarget, Iterable[str]], *, timeout_s: float = 30.0
+) -> None:
+    """Delete dynamic configs of brokers or topics (``IncrementalAlterConfigs`` DELETE, KIP-339).
+
+    Parameters
+    ----------
+    changes:
+        ``{("broker", id) or ("topic", name): config names to delete}``; empty name lists are skipped.
+
+    Raises
+    ------
+    ClusterError
+        An alter failed (or timed out: :class:`ClusterUnreachableError`).
+    """
+    resources = [
+        ConfigResource(
+            _RESOURCE_TYPES[kind],
+            name,
+            incremental_configs=[
+                ConfigEntry(n, None, incremental_operation=AlterConfigOpType.DELETE) for n in sorted(set(entries))
+            ],
+        )
+        for (kind, name), entries in changes.items()
+        if entries
+    ]
+    futures: dict[ConfigResource, Future[Any]] = {}
+    for batch in _config_batches(resources):
+        futures.update(admin.incremental_alter_configs(batch, request_timeout=timeout_s))
+    for res, fut in futures.items():
+        try:
+            wait(fut, timeout_s, f"altering configs of '{res.name}'", alias)
+        except KafkaException as e:
+            raise ClusterError(f"altering configs of '{res.name}' on cluster '{alias}' failed: {e}") from e
+
+
 __all__ = [
+    "ConfigTarget",
     "GroupDescription",
     "PartitionKey",
     "TopicDescription",
     "TopicSpec",
     "alter_group_offsets",
     "alter_topic_configs",
+    "broker_racks",
     "check_reachable",
     "create_partitions",
     "create_topics",
+    "delete_dynamic_configs",
     "describe_group",
     "describe_topic_configs",
     "describe_topics",
+    "dynamic_configs",
     "end_offsets",
     "ensure_topic",
     "group_offsets",

@@ -78,6 +78,7 @@ from mirrorspark.replication.partitions import (
     IdleWatch,
     PartitionProgress,
 )
+from mirrorspark.replication.remote_placement import RemotePlacement
 from mirrorspark.replication.reports import ProgressChannel
 from mirrorspark.replication.stream import COMMIT_TIMEOUT_MS, StreamTask
 from mirrorspark.replication.tasks import CopyTask, PartitionRange, PartitionResult, assign_round_robin
@@ -134,6 +135,13 @@ class Flow:
         self.halted: str | None = None  # why mirrorspark.on.gap=stop halted the flow
         self._src_admin: AdminClient = context.admin("source", "replication-source-admin")
         self._tgt_admin: AdminClient = context.admin("target", "replication-target-admin")
+        self._placement = (
+            None
+            if config.replica_placement is None
+            else RemotePlacement(
+                config.replica_placement, self._tgt_admin, config.target, timeout_s=config.admin_timeout_ms / 1000
+            )
+        )
         self._task_confs: tuple[dict[str, Any], dict[str, Any]] | None = None
         self._offsets_producer: Any = None
         self._syncs_producer: Any = None
@@ -219,6 +227,8 @@ class Flow:
         admin_timeout_s = cfg.admin_timeout_ms / 1000
         check_reachable(self._src_admin, cfg.source, self.source.bootstrap_servers)
         check_reachable(self._tgt_admin, cfg.target, self.target.bootstrap_servers)
+        if self._placement is not None:
+            self._placement.check()  # mirrorspark.replica.placement against the target's racks
         ensure_topic(
             self._tgt_admin,
             cfg.target,
@@ -324,7 +334,11 @@ class Flow:
             else {}
         )
         grow: dict[str, int] = {}
+        grow_assignments: dict[str, Sequence[Sequence[int]]] = {}
         create: list[TopicSpec] = []
+        placement = self._placement
+        if placement is not None:
+            placement.begin_refresh()
         for topic, n in wanted.items():
             remote = self.policy.format_remote_topic(cfg.source, topic)
             if remote not in target_topics:
@@ -333,9 +347,14 @@ class Flow:
                     for k, v in configs.get(topic, {}).items()
                     if self.config_filter.should_replicate_config_property(k)
                 }
-                create.append(TopicSpec(remote, n, cfg.replication_factor, conf))
+                placed = placement.assignment(remote, n) if placement is not None else None
+                create.append(TopicSpec(remote, n, cfg.replication_factor, conf, placed))
             elif target_topics[remote] < n:
                 grow[remote] = n
+                have = target_topics[remote]
+                placed = placement.assignment(remote, n - have, first_partition=have) if placement is not None else None
+                if placed is not None:
+                    grow_assignments[remote] = placed
         if create:
             created = create_topics(
                 self._tgt_admin, cfg.target, create, wait_for_leaders=False, timeout_s=admin_timeout_s
@@ -348,7 +367,9 @@ class Flow:
                     ", ".join(created[:10]) + (" …" if len(created) > 10 else ""),
                 )
         if grow:
-            create_partitions(self._tgt_admin, cfg.target, grow, timeout_s=admin_timeout_s)
+            create_partitions(
+                self._tgt_admin, cfg.target, grow, assignments=grow_assignments, timeout_s=admin_timeout_s
+            )
             log.info("%s: grew remote topics %s", self.name, grow)
         # Drop topics that no longer match (remote topics are kept).
         for topic in [t for t in self.topic_partitions if t not in wanted]:

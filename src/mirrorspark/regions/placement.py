@@ -1,0 +1,603 @@
+"""Replica placement of a cluster's existing topics: plan, apply with a throttle, status, finish.
+
+Confluent's ``confluent-rebalancer execute --replica-placement-only --throttle N``, ``status`` and
+``finish``, on Apache Kafka's own reassignment:
+
+* **plan** reads the brokers' racks (``DescribeCluster``), the topics' replicas
+  (``DescribeTopics``) and the reassignments in progress, and computes moves for the partitions
+  that do not satisfy their placement, and only those
+  (:func:`~mirrorspark.mm2.placement.plan_moves`);
+* **apply** runs Kafka's ``org.apache.kafka.tools.reassign.ReassignPartitionsCommand --execute
+  --throttle N`` from the ``kafka`` jars (confluent-kafka has no ``AlterPartitionReassignments``):
+  the tool sets the broker configs ``leader/follower.replication.throttled.rate`` and the topic
+  configs ``leader/follower.replication.throttled.replicas``;
+* **status** lists every partition of the placed topics: its replicas, the target, what is being
+  added and removed (the tool's ``--list``, i.e. ``ListPartitionReassignments``), and the
+  throttle configs in force (``DescribeConfigs``);
+* **finish**, once no reassignment of those topics is in progress, deletes the throttle configs
+  (``IncrementalAlterConfigs``, as the tool's ``--verify`` does: the broker rates only when no
+  reassignment at all is in progress) and runs a preferred leader election so that leaders sit
+  in the first rack of the placement.
+
+Credentials reach the JVM through a ``--command-config`` file of mode 0600 in a private temporary
+directory, deleted after the call; never on a command line.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from confluent_kafka import ElectionType, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from mirrorspark.config.model import ClusterConfig, MirrorConfig
+from mirrorspark.config.properties import format_properties
+from mirrorspark.errors import ClusterError, ConfigError, PlacementError
+from mirrorspark.kafka.admin import (
+    ConfigTarget,
+    broker_racks,
+    check_reachable,
+    delete_dynamic_configs,
+    describe_topics,
+    dynamic_configs,
+    list_topics,
+    wait,
+)
+from mirrorspark.kafka.factory import admin_client
+from mirrorspark.kafka.jars import classpath, java_executable
+from mirrorspark.mm2.placement import (
+    Move,
+    Ongoing,
+    Placement,
+    PlacementRules,
+    parse_placement_rules,
+    parse_reassignment_list,
+    plan_moves,
+    reassignment_json,
+    repair,
+    violations,
+)
+
+log = logging.getLogger(__name__)
+
+REASSIGN_TOOL: Final = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
+"""Kafka's reassignment tool (``kafka-reassign-partitions.sh``), run from the ``kafka`` jars."""
+
+BROKER_THROTTLES: Final = (
+    "leader.replication.throttled.rate",
+    "follower.replication.throttled.rate",
+    "replica.alter.log.dirs.io.max.bytes.per.second",
+)
+"""Broker configs the reassignment tool sets for ``--throttle`` (bytes/s), deleted by :meth:`PlacementTool.finish`."""
+
+TOPIC_THROTTLES: Final = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
+"""Topic configs the reassignment tool sets for ``--throttle`` (``partition:broker,...``)."""
+
+MIN_THROTTLE: Final = 1024
+"""Smallest replication throttle accepted, in bytes/s."""
+
+PartitionState = Literal["done", "in progress", "pending"]
+"""``done``: satisfies its placement, not moving; ``in progress``: being reassigned;
+``pending``: does not satisfy it and is not moving (``placement apply`` would move it)."""
+
+
+def load_placement_file(path: str | os.PathLike[str]) -> PlacementRules:
+    """Read a placement file (one placement, or a list of ``{"topics": REGEX, "placement": {...}}``).
+
+    Raises
+    ------
+    ConfigError
+        The file cannot be read.
+    PlacementError
+        Anything :func:`~mirrorspark.mm2.placement.parse_placement_rules` refuses, naming the file.
+    """
+    name = os.fspath(path)
+    try:
+        text = Path(name).read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigError(
+            f"cannot read the placement file '{name}' ({e.strerror or type(e).__name__}); check the path"
+        ) from e
+    try:
+        return parse_placement_rules(text)
+    except PlacementError as e:
+        raise PlacementError(f"{name}: {e.message}") from e
+
+
+@dataclass(frozen=True)
+class PlacementPlan:
+    """What ``placement plan`` found.
+
+    Attributes
+    ----------
+    cluster:
+        The cluster alias.
+    brokers:
+        ``{broker id: rack or None}``.
+    topics:
+        The placed topics checked, sorted.
+    partitions:
+        How many partitions they have.
+    moves:
+        The reassignments needed (partitions out of their placement and not moving already).
+    in_progress:
+        Partitions of those topics being reassigned now (left out of ``moves``).
+    """
+
+    cluster: str
+    brokers: Mapping[int, str | None]
+    topics: tuple[str, ...]
+    partitions: int
+    moves: tuple[Move, ...]
+    in_progress: tuple[tuple[str, int], ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the plan as a JSON document (``--json``), with Kafka's reassignment JSON under ``reassignment``."""
+        return {
+            "cluster": self.cluster,
+            "brokers": {str(b): r for b, r in sorted(self.brokers.items())},
+            "topics": list(self.topics),
+            "partitions": self.partitions,
+            "moves": [
+                {
+                    "topic": m.topic,
+                    "partition": m.partition,
+                    "replicas": list(m.current),
+                    "target": list(m.target),
+                    "adding": list(m.adding),
+                    "removing": list(m.removing),
+                    "reasons": list(m.reasons),
+                }
+                for m in self.moves
+            ],
+            "in_progress": [{"topic": t, "partition": p} for t, p in self.in_progress],
+            "reassignment": reassignment_json(self.moves),
+        }
+
+
+@dataclass(frozen=True)
+class PartitionPlacement:
+    """One partition in ``placement status``.
+
+    Attributes
+    ----------
+    topic, partition:
+        The partition.
+    replicas:
+        Its replicas now (during a move: the old and the new ones).
+    target:
+        Its replicas once placed (the move's target, or :func:`~mirrorspark.mm2.placement.repair`).
+    adding, removing:
+        Replicas being added and removed by a move in progress (empty otherwise).
+    state:
+        See :data:`PartitionState`.
+    """
+
+    topic: str
+    partition: int
+    replicas: tuple[int, ...]
+    target: tuple[int, ...]
+    adding: tuple[int, ...]
+    removing: tuple[int, ...]
+    state: PartitionState
+
+
+@dataclass(frozen=True)
+class PlacementStatus:
+    """What ``placement status`` reports.
+
+    Attributes
+    ----------
+    cluster:
+        The cluster alias.
+    partitions:
+        Every partition of the placed topics, by topic and partition.
+    throttles:
+        The throttle configs in force, ``{"broker 0": {name: value}, "topic t": {...}}``.
+    """
+
+    cluster: str
+    partitions: tuple[PartitionPlacement, ...]
+    throttles: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+
+    def count(self, state: PartitionState) -> int:
+        """How many partitions are in ``state``."""
+        return sum(1 for p in self.partitions if p.state == state)
+
+
+@dataclass(frozen=True)
+class FinishResult:
+    """What ``placement finish`` did.
+
+    Attributes
+    ----------
+    done:
+        Whether no reassignment of the placed topics is in progress (else nothing was changed).
+    in_progress:
+        The placed topics' partitions still moving.
+    removed:
+        The throttle configs deleted, ``{"broker 0": [names], "topic t": [names]}``.
+    kept_broker_throttles:
+        Whether the broker rates were kept because other reassignments are in progress.
+    elected:
+        Partitions whose leader moved back to the preferred (first) replica.
+    """
+
+    done: bool
+    in_progress: tuple[tuple[str, int], ...]
+    removed: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    kept_broker_throttles: bool = False
+    elected: tuple[tuple[str, int], ...] = ()
+
+
+def _label(target: ConfigTarget) -> str:
+    return f"{target[0]} {target[1]}"
+
+
+class PlacementTool:
+    """Replica placement of one cluster's existing topics (``mirrorspark placement``).
+
+    Parameters
+    ----------
+    config:
+        The parsed ``mm2.properties``; ``cluster`` must be one of its aliases.
+    cluster:
+        The cluster whose topics are placed.
+    rules:
+        The placements by topic regex (:func:`load_placement_file`).
+    topics:
+        Only topics whose whole name matches this regex (``--topics``); ``None`` = every topic a
+        rule matches. Kafka's own internal topics (``__*``) are never moved.
+    timeout_s:
+        Bound of each admin call and of each run of Kafka's tool, in seconds.
+
+    Raises
+    ------
+    UnknownAliasError
+        ``cluster`` is not in ``clusters``.
+    BadRegexError
+        ``topics`` does not compile.
+
+    Notes
+    -----
+    Use as a context manager, or call :meth:`close`. Not thread-safe.
+    """
+
+    def __init__(
+        self,
+        config: MirrorConfig,
+        cluster: str,
+        rules: PlacementRules,
+        *,
+        topics: str | None = None,
+        timeout_s: float = 60.0,
+    ) -> None:
+        from mirrorspark.errors import BadRegexError
+
+        self.cluster: ClusterConfig = config.cluster(cluster)
+        self.alias = cluster
+        self.rules = rules
+        try:
+            self._topics = re.compile(topics) if topics else None
+        except re.error as e:
+            raise BadRegexError(f"--topics {topics!r} is not a valid regular expression ({e}); fix it") from e
+        self.timeout_s = timeout_s
+        self._admin: AdminClient = admin_client(self.cluster.admin, client_id=f"mirrorspark-placement|{cluster}|admin")
+        check_reachable(self._admin, cluster, self.cluster.bootstrap_servers, timeout_s=min(timeout_s, 30.0))
+
+    def __enter__(self) -> PlacementTool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release the admin client (librdkafka closes it when the last reference goes)."""
+        self.__dict__.pop("_admin", None)
+
+    # ------------------------------------------------------------------ reading
+
+    def placements(self) -> dict[str, Placement]:
+        """Return ``{topic: placement}`` of the cluster's topics that a rule (and ``--topics``) selects."""
+        out: dict[str, Placement] = {}
+        for topic in sorted(list_topics(self._admin, self.alias, timeout_s=self.timeout_s)):
+            if topic.startswith("__") or (self._topics is not None and not self._topics.fullmatch(topic)):
+                continue
+            placement = self.rules.for_topic(topic)
+            if placement is not None:
+                out[topic] = placement
+        return out
+
+    def brokers(self) -> dict[int, str | None]:
+        """Return ``{broker id: broker.rack or None}`` of the cluster."""
+        return broker_racks(self._admin, self.alias, timeout_s=self.timeout_s)
+
+    def ongoing(self) -> dict[tuple[str, int], Ongoing]:
+        """Return every reassignment in progress on the cluster (the tool's ``--list``)."""
+        return parse_reassignment_list(self._tool(["--list"]))
+
+    def plan(self) -> PlacementPlan:
+        """Compute the moves of the partitions that do not satisfy their placement.
+
+        Returns
+        -------
+        PlacementPlan
+
+        Raises
+        ------
+        PlacementError
+            A placement wants more replicas in a rack than the cluster has brokers there.
+        ClusterError
+            A call to the cluster, or Kafka's tool, failed.
+        """
+        placements = self.placements()
+        brokers = self.brokers()
+        # reassignments first: one that ends before the describe is then seen done, never half-way
+        ongoing = self.ongoing() if placements else {}
+        described = describe_topics(self._admin, self.alias, placements, timeout_s=self.timeout_s)
+        moving = tuple(sorted(k for k in ongoing if k[0] in described))
+        skip = set(moving)
+        current = {t: d.replicas for t, d in described.items()}
+        moves = [
+            m
+            for m in plan_moves(current, {t: placements[t] for t in described}, brokers, cluster=self.alias)
+            if (m.topic, m.partition) not in skip
+        ]
+        return PlacementPlan(
+            cluster=self.alias,
+            brokers=brokers,
+            topics=tuple(sorted(described)),
+            partitions=sum(len(d.replicas) for d in described.values()),
+            moves=tuple(moves),
+            in_progress=moving,
+        )
+
+    # ------------------------------------------------------------------ acting
+
+    def apply(self, plan: PlacementPlan, *, throttle: int | None) -> str:
+        """Start the plan's reassignments with Kafka's tool (``--execute [--throttle N]``).
+
+        Parameters
+        ----------
+        plan:
+            From :meth:`plan`; nothing happens when it has no moves.
+        throttle:
+            Replication throttle in bytes/s (>= :data:`MIN_THROTTLE`), applied to the moving
+            replicas only; ``None`` = unthrottled.
+
+        Returns
+        -------
+        str
+            Kafka's reassignment JSON of the replicas before the move (the tool's rollback), or
+            ``""`` when nothing moved.
+
+        Raises
+        ------
+        ConfigError
+            A throttle below :data:`MIN_THROTTLE`.
+        ClusterError
+            The tool failed (e.g. a reassignment of the same partitions started meanwhile).
+        """
+        if throttle is not None and throttle < MIN_THROTTLE:
+            raise ConfigError(f"--throttle {throttle}: the replication throttle must be at least {MIN_THROTTLE} B/s")
+        if not plan.moves:
+            return ""
+        with self._private_dir() as tmp:
+            path = tmp / "reassignment.json"
+            path.write_text(json.dumps(reassignment_json(plan.moves)), encoding="utf-8")
+            args = ["--reassignment-json-file", str(path), "--execute"]
+            if throttle is not None:
+                args += ["--throttle", str(throttle)]
+            out = self._tool(args, tmp=tmp)
+        log.info("placement of %s: started %d reassignment(s)", self.alias, len(plan.moves))
+        rollback = next((line for line in out.splitlines() if line.startswith('{"version"')), "")
+        return rollback
+
+    def status(self) -> PlacementStatus:
+        """Report every partition of the placed topics and the throttles in force.
+
+        Raises
+        ------
+        ClusterError
+            A call to the cluster, or Kafka's tool, failed.
+        """
+        placements = self.placements()
+        brokers = self.brokers()
+        # reassignments first (as in plan): a move that ends before the describe shows as ended
+        ongoing = self.ongoing() if placements else {}
+        described = describe_topics(self._admin, self.alias, placements, timeout_s=self.timeout_s)
+        load: dict[int, int] = {}
+        for d in described.values():
+            for replicas in d.replicas:
+                for b in replicas:
+                    load[b] = load.get(b, 0) + 1
+        rows: list[PartitionPlacement] = []
+        for topic in sorted(described):
+            placement = placements[topic]
+            for p, replicas in enumerate(described[topic].replicas):
+                move = ongoing.get((topic, p))
+                if move is not None and tuple(replicas) != move.target:
+                    rows.append(
+                        PartitionPlacement(
+                            topic, p, move.replicas, move.target, move.adding, move.removing, "in progress"
+                        )
+                    )
+                elif violations(placement, replicas, brokers):
+                    target = repair(placement, replicas, brokers, load)
+                    rows.append(PartitionPlacement(topic, p, tuple(replicas), target, (), (), "pending"))
+                else:
+                    rows.append(PartitionPlacement(topic, p, tuple(replicas), tuple(replicas), (), (), "done"))
+        return PlacementStatus(self.alias, tuple(rows), self.throttles(described))
+
+    def throttles(self, topics: Sequence[str] | Mapping[str, Any]) -> dict[str, dict[str, str]]:
+        """Return the throttle configs set on the cluster's brokers and on ``topics``.
+
+        Returns
+        -------
+        dict[str, dict[str, str]]
+            ``{"broker <id>" or "topic <name>": {config: value}}``, only where something is set.
+        """
+        resources: list[ConfigTarget] = [("broker", str(b)) for b in sorted(self.brokers())]
+        resources += [("topic", t) for t in sorted(topics)]
+        found = dynamic_configs(
+            self._admin, self.alias, resources, BROKER_THROTTLES + TOPIC_THROTTLES, timeout_s=self.timeout_s
+        )
+        return {_label(k): v for k, v in found.items() if v}
+
+    def finish(self, *, wait_s: float = 0.0, poll_s: float = 2.0) -> FinishResult:
+        """Remove the throttles and elect preferred leaders once the placed topics' moves are done.
+
+        Parameters
+        ----------
+        wait_s:
+            Seconds to wait for moves still in progress (0 = do not wait).
+        poll_s:
+            Seconds between two checks while waiting.
+
+        Returns
+        -------
+        FinishResult
+            ``done=False`` (nothing changed) while a partition of the placed topics is still moving.
+
+        Raises
+        ------
+        ClusterError
+            A call to the cluster, or Kafka's tool, failed.
+        """
+        placements = self.placements()
+        deadline = time.monotonic() + wait_s
+        while True:
+            ongoing = self.ongoing()
+            ours = tuple(sorted(k for k in ongoing if k[0] in placements))
+            if not ours or time.monotonic() + poll_s > deadline:
+                break
+            time.sleep(poll_s)
+        if ours:
+            return FinishResult(done=False, in_progress=ours)
+        set_now = self.throttles(placements)
+        others_moving = bool(ongoing)
+        removed: dict[ConfigTarget, tuple[str, ...]] = {}
+        for label, entries in set_now.items():
+            kind, _, name = label.partition(" ")
+            if kind == "broker" and others_moving:
+                continue
+            removed[(kind, name)] = tuple(sorted(entries))
+        delete_dynamic_configs(self._admin, self.alias, removed, timeout_s=self.timeout_s)
+        elected = self._elect_preferred(placements)
+        return FinishResult(
+            done=True,
+            in_progress=(),
+            removed={_label(k): v for k, v in removed.items()},
+            kept_broker_throttles=others_moving and any(k.startswith("broker ") for k in set_now),
+            elected=elected,
+        )
+
+    # ------------------------------------------------------------------ helpers
+
+    def _elect_preferred(self, placements: Mapping[str, Placement]) -> tuple[tuple[str, int], ...]:
+        """Run a preferred leader election on the placed topics' partitions; return those whose leader moved."""
+        described = describe_topics(self._admin, self.alias, placements, timeout_s=self.timeout_s)
+        parts = [TopicPartition(t, p) for t, d in sorted(described.items()) for p in range(len(d.replicas))]
+        if not parts:
+            return ()
+        try:
+            result = wait(
+                # no request_timeout: confluent-kafka 2.16.1's binding fails on elect_leaders keyword arguments
+                self._admin.elect_leaders(ElectionType.PREFERRED, parts),
+                self.timeout_s,
+                "electing preferred leaders",
+                self.alias,
+            )
+        except KafkaException as e:
+            raise ClusterError(f"electing preferred leaders on cluster '{self.alias}' failed: {e}") from e
+        elected: list[tuple[str, int]] = []
+        for tp, err in sorted(result.items(), key=lambda kv: (kv[0].topic, kv[0].partition)):
+            kafka_err = err.args[0] if isinstance(err, KafkaException) and err.args else err
+            if err is None:
+                elected.append((tp.topic, tp.partition))
+            elif not (isinstance(kafka_err, KafkaError) and kafka_err.code() == KafkaError.ELECTION_NOT_NEEDED):
+                log.warning("preferred leader election of %s-%d failed: %s", tp.topic, tp.partition, err)
+        return tuple(elected)
+
+    @contextmanager
+    def _private_dir(self) -> Iterator[Path]:
+        """Yield a temporary directory only this user can read (mode 0700), removed afterwards."""
+        with tempfile.TemporaryDirectory(prefix="mirrorspark-placement-") as tmp:
+            os.chmod(tmp, 0o700)
+            yield Path(tmp)
+
+    def _tool(self, args: list[str], *, tmp: Path | None = None) -> str:
+        """Run Kafka's reassignment tool against the cluster; return its standard output.
+
+        The cluster's admin client settings (credentials included) go to a ``--command-config``
+        file of mode 0600, never to the command line.
+
+        Raises
+        ------
+        ClusterError
+            The tool exits non-zero or does not finish within ``timeout_s`` (its ``Error:`` line quoted).
+        LocalClusterError
+            ``java`` or the ``kafka`` jars are missing (``make install``).
+        """
+        if tmp is None:
+            with self._private_dir() as own:
+                return self._tool(args, tmp=own)
+        props = {k: v for k, v in self.cluster.admin.properties.items() if k != "bootstrap.servers"}
+        conf = tmp / "admin.properties"
+        fd = os.open(conf, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(format_properties(props))
+        cmd = [
+            java_executable(),
+            "-Xmx256m",
+            "-XX:+UseSerialGC",
+            "-XX:TieredStopAtLevel=1",
+            "-cp",
+            classpath("kafka"),
+            REASSIGN_TOOL,
+            "--bootstrap-server",
+            self.cluster.bootstrap_servers,
+            "--command-config",
+            str(conf),
+            *args,
+        ]
+        what = f"Kafka's reassignment tool ({' '.join(a for a in args if a.startswith('--'))})"
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=self.timeout_s, check=False)
+        except subprocess.TimeoutExpired as e:
+            raise ClusterError(
+                f"{what} on cluster '{self.alias}' did not finish within {self.timeout_s:.0f} s: check that the "
+                "cluster is up, or raise --timeout",
+                retriable=True,
+            ) from e
+        if done.returncode != 0:
+            lines = [ln for ln in (done.stdout + "\n" + done.stderr).splitlines() if ln.strip()]
+            why = next((ln for ln in lines if ln.startswith("Error")), lines[-1] if lines else "no output")
+            raise ClusterError(f"{what} on cluster '{self.alias}' failed (exit {done.returncode}): {why}")
+        return done.stdout
+
+
+__all__ = [
+    "BROKER_THROTTLES",
+    "MIN_THROTTLE",
+    "REASSIGN_TOOL",
+    "TOPIC_THROTTLES",
+    "FinishResult",
+    "PartitionPlacement",
+    "PartitionState",
+    "PlacementPlan",
+    "PlacementStatus",
+    "PlacementTool",
+    "load_placement_file",
+]
