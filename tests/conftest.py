@@ -5,8 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from mirrorspark.replication.datapath import DataPath
+
+# Property tests judge correctness, not speed: on a loaded 2-core machine generating inputs can
+# be slow, which is no failure of the code under test (no per-example deadline either).
+settings.register_profile("mirrorspark", suppress_health_check=[HealthCheck.too_slow], deadline=None)
+settings.load_profile("mirrorspark")
 
 
 @pytest.fixture(scope="session")
