@@ -63,7 +63,9 @@ def render(rows: Sequence[Mapping[str, Any]], source: str, note: str = "") -> st
         "",
         f"* **Size:** {', '.join(sizes)} (`make test` runs every scenario small; `make faults` at full size, "
         "then regenerates this page).",
-        f"* **Date:** {dates[0]} to {dates[-1]} (local time of the runs)." if dates else "* **Date:** unknown.",
+        f"* **Date:** {' to '.join(dict.fromkeys([dates[0], dates[-1]]))} (local time of the runs)."
+        if dates
+        else "* **Date:** unknown.",
         f"* **Machine:** {'; '.join(machines) or 'unknown'}.",
         *([f"* **Note:** {note}"] if note else []),
         "",

@@ -57,7 +57,9 @@ class Size:
     tasks_max:
         ``tasks.max`` (copy tasks of the flow).
     kills:
-        Faults in a row, where a scenario can repeat its fault.
+        Kills of the whole run in a row (4: the issue's scenario, at every size).
+    worker_kills:
+        Kills of a Python worker (one at a time, spaced by caught-up copying).
     copy_s:
         Seconds of caught-up copying before each fault.
     tail_s:
@@ -68,14 +70,15 @@ class Size:
     partitions: int
     tasks_max: int
     kills: int
+    worker_kills: int
     copy_s: float
     tail_s: float
 
 
 SIZE = (
-    Size(rate=1000, partitions=8, tasks_max=4, kills=4, copy_s=10.0, tail_s=10.0)
+    Size(rate=1000, partitions=8, tasks_max=4, kills=4, worker_kills=4, copy_s=10.0, tail_s=10.0)
     if full_size()
-    else Size(rate=200, partitions=4, tasks_max=2, kills=4, copy_s=2.0, tail_s=2.0)
+    else Size(rate=200, partitions=4, tasks_max=2, kills=4, worker_kills=2, copy_s=2.0, tail_s=2.0)
 )
 TIMEOUT_S = 1800 if full_size() else 600
 """pytest-timeout per scenario, seconds: a bound, not an expectation."""
@@ -138,7 +141,7 @@ def fault_flow(clusters: LocalClusters, tmp_path: Path, mode: str, prefix: str) 
                 "tasks.max": str(SIZE.tasks_max),
                 "mirrorspark.engine": "continuous",
                 "refresh.topics.interval.seconds": "5",
-                **mode_properties(mode, "backup"),
+                **mode_properties(mode, "primary", "backup"),
             },
         )
     )
@@ -193,7 +196,7 @@ def test_whole_run_killed_four_times_in_a_row(fault_clusters: LocalClusters, tmp
 @pytest.mark.timeout(TIMEOUT_S)
 @pytest.mark.parametrize("mode", MODES)
 def test_one_python_worker_killed_mid_copy(fault_clusters: LocalClusters, tmp_path: Path, mode: str) -> None:
-    """``kill -9`` of one Spark Python worker running a copy task, :attr:`Size.kills` times; the driver lives on.
+    """``kill -9`` of one Spark Python worker running a copy task, :attr:`Size.worker_kills` times; the driver lives on.
 
     The driver's supervisor sees the copy task fail and restarts it from its committed offsets
     (after its 1 s backoff); the other copy tasks keep copying.
@@ -202,7 +205,7 @@ def test_one_python_worker_killed_mid_copy(fault_clusters: LocalClusters, tmp_pa
         run = flow.run(tmp_path)
         source_port = port_of(flow.source)
         resumes = []
-        for _ in range(SIZE.kills):
+        for _ in range(SIZE.worker_kills):
             flow.tail.wait_copying(flow.feed, copy_s=SIZE.copy_s, alive=run.check)
             workers = assert_eventually(
                 lambda: run.check() or run.copy_task_workers(source_port),
@@ -218,10 +221,10 @@ def test_one_python_worker_killed_mid_copy(fault_clusters: LocalClusters, tmp_pa
         flow.tail.wait_copying(flow.feed, copy_s=SIZE.tail_s, alive=run.check)
         counted = flow.finish(run)
     conclude(
-        f"kill -9 of one Spark Python worker, {SIZE.kills} times",
+        f"kill -9 of one Spark Python worker, {SIZE.worker_kills} times",
         mode,
         counted,
-        faults=SIZE.kills,
+        faults=SIZE.worker_kills,
         rate=SIZE.rate,
         resumes=resumes,
         notes=f"{SIZE.tasks_max} copy tasks, one killed each time; the driver restarts it (1 s backoff)",
