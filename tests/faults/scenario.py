@@ -362,12 +362,12 @@ class Tail:
     ) -> None:
         """Wait until the copy caught up with ``feed`` and every partition keeps growing, then ``copy_s`` more seconds.
 
-        Caught up: of the values the source acknowledged, at most ``lag_s`` seconds' worth at the
-        feed's rate are not on the target yet (a backlog, e.g. what the feed produced while the
-        replicator started, is drained). Growing: then every partition delivers a record above the
-        offsets seen at that moment. ``copy_s`` seconds of steady copying follow (several flush
-        intervals: commits happen), so that a fault right after hits a caught-up copy
-        (:func:`duplicate_bound`).
+        Growing: every partition delivers a record above the newest one seen when the wait began
+        (the replicator is copying). Caught up: then, of the values the source acknowledged, at most
+        ``lag_s`` seconds' worth at the feed's rate are not on the target yet (a backlog, e.g. what
+        the feed produced while the replicator started, is drained). ``copy_s`` seconds of steady
+        copying follow (several flush intervals: commits happen), so that a fault right after hits
+        a caught-up copy (:func:`duplicate_bound`).
 
         Parameters
         ----------
@@ -392,18 +392,18 @@ class Tail:
         began = time.monotonic()
         allowed = max(1, int(feed.rate * lag_s))
 
-        def caught_up() -> dict[int, int]:
+        def caught_up() -> bool:
             alive()
             acked = list(feed.acked)
             missing = len(acked) - self.distinct(acked)
-            assert acked and missing <= allowed, (
+            assert missing <= allowed, (
                 f"{missing} of {len(acked)} fed records not on the target yet (tail errors: {self.errors[:3]})"
             )
-            return {p: o + 1 for p, o in self.newest().items()}  # growing: a record above the newest seen
+            return True
 
-        at = assert_eventually(caught_up, timeout_s=timeout_s, interval_s=0.2, message="the copy did not catch up")
-        logger.info("%s: caught up with the feed after %.1f s", self.topic, time.monotonic() - began)
-        self.wait_resumed(at, time.monotonic(), alive=alive, timeout_s=timeout_s)
+        self.wait_resumed({p: o + 1 for p, o in self.newest().items()}, began, alive=alive, timeout_s=timeout_s)
+        assert_eventually(caught_up, timeout_s=timeout_s, interval_s=0.2, message="the copy did not catch up")
+        logger.info("%s: copying and caught up with the feed after %.1f s", self.topic, time.monotonic() - began)
         deadline = time.monotonic() + copy_s
         while time.monotonic() < deadline:  # steady copying, checked for the replicator's death
             alive()
