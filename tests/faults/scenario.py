@@ -11,7 +11,8 @@ A scenario of ``tests/faults/`` has the same skeleton whatever it breaks::
     resume_s = tail.wait_resumed(marks, t_fault, alive=run.check)   # every partition got a new record
     produced = feed.finish()
     tail.wait_all(produced, alive=run.check)
-    counted = count_copies(target, remote, produced, mode)          # exact: lost, duplicated
+    counted = count_copies(target, remote, produced, mode, tag=topic.encode())  # exact counts
+    conclude("<scenario>", mode, counted, faults=1, rate=200, resumes=[resume_s])  # figures + asserts
 
 * :class:`Feed` produces values ``<tag>|<sequence, 12 digits>|<padding>`` round-robin over the
   partitions at a steady rate with an idempotent producer (no duplicate on the source, whatever the
@@ -30,6 +31,12 @@ A scenario of ``tests/faults/`` has the same skeleton whatever it breaks::
 * :class:`RunProcess` is ``mirrorspark run`` as a subprocess in its own session: launch, ``kill -9``
   of every process of its tree (driver, Spark JVM, PySpark daemon, Python workers), kill of one
   Python worker running a copy task, graceful stop.
+
+* :func:`conclude` records a scenario's figures (:mod:`figures`) and asserts the mode's guarantees.
+
+Import it in a test of ``tests/faults/`` as ``from scenario import Feed, Tail, ...`` (pytest puts
+the test's folder on ``sys.path``; the folder's ``conftest.py`` adds ``tests/integration`` for
+``helpers`` and ``standalone``, which this module uses).
 
 Everything polls against deadlines (never a bare sleep before an assert); timings are measured
 and reported, never asserted. Units: seconds, records, records per second, ms where a key says so.
