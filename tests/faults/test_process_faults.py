@@ -242,7 +242,8 @@ def test_a_standalone_worker_killed_mid_copy(fault_clusters: LocalClusters, tmp_
     from its committed offsets.
     """
     with (
-        StandaloneCluster(tmp_path / "spark", workers=2, cores=2) as cluster,
+        # generous start deadline: the master's and workers' JVMs start slowly on a loaded machine
+        StandaloneCluster(tmp_path / "spark", workers=2, cores=2, start_timeout_s=300) as cluster,
         fault_flow(fault_clusters, tmp_path, mode, "fault-standalone") as flow,
     ):
         conf = {
