@@ -45,7 +45,8 @@ def fault_clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCl
 
     atexit.register(stop)  # safety net if the session dies before the teardown (stop_clusters is idempotent)
     try:
-        yield start_clusters(["primary", "backup"], base_dir=base_dir, brokers=1)
+        # generous start deadline (a bound): brokers start slowly on a loaded machine
+        yield start_clusters(["primary", "backup"], base_dir=base_dir, brokers=1, timeout_s=300)
     finally:
         stop()
         atexit.unregister(stop)

@@ -365,7 +365,7 @@ class Tail:
         copy_s: float,
         lag_s: float = 2.0,
         alive: Callable[[], object] = lambda: None,
-        timeout_s: float = 300.0,
+        timeout_s: float = 900.0,
     ) -> None:
         """Wait until the copy caught up with ``feed`` and every partition keeps growing, then ``copy_s`` more seconds.
 
@@ -422,7 +422,7 @@ class Tail:
         since: float,
         *,
         alive: Callable[[], object] = lambda: None,
-        timeout_s: float = 300.0,
+        timeout_s: float = 900.0,
     ) -> float:
         """Wait until every partition delivered a record at or above ``marks``; return the seconds since ``since``.
 
@@ -454,7 +454,7 @@ class Tail:
         return max(0.0, at - since)
 
     def wait_all(
-        self, produced: set[bytes], *, alive: Callable[[], object] = lambda: None, timeout_s: float = 300.0
+        self, produced: set[bytes], *, alive: Callable[[], object] = lambda: None, timeout_s: float = 900.0
     ) -> None:
         """Wait until every value of ``produced`` arrived on the target (as the mode's consumer sees it)."""
 
