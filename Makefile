@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 JARS := build/jars
 PYTEST_ARGS ?=
 
-.PHONY: install demo test test-unit lint bench bench-quick jars clean
+.PHONY: install demo test test-unit lint bench bench-quick faults faults-report jars clean
 
 install: $(STAMP) jars
 
@@ -39,6 +39,16 @@ lint: $(STAMP)
 	$(BIN)/ruff check
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-logo --no-cache
+
+# The fault suite at full size (kill -9, outages, broker failures; docs/faults.md), then its table.
+faults: install
+	rm -f build/faults/figures-full.jsonl
+	MIRRORSPARK_FAULTS_SIZE=full $(BIN)/pytest -m faults $(PYTEST_ARGS); status=$$?; \
+	$(BIN)/python tests/faults/report.py build/faults/figures-full.jsonl; exit $$status
+
+# docs/faults.md from the newest figures: build/faults/figures-full.jsonl if present, else figures-small.jsonl.
+faults-report: $(STAMP)
+	$(BIN)/python tests/faults/report.py
 
 bench: install
 	$(BIN)/python -m bench

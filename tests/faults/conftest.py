@@ -2,17 +2,23 @@
 
 Every test here is marked ``faults`` and ``integration``; each starts the clusters it breaks
 (never the session's shared ones). The integration tier's helpers (``helpers``, ``test_replication``'s
-config builders, ``standalone``) are importable from here.
+config builders, ``standalone``) are importable from here, and so are this folder's ``figures``
+(what a scenario survived) and ``scenario`` (feed, tail, exact counts, ``mirrorspark run`` as a process).
 """
 
 from __future__ import annotations
 
+import atexit
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
+
+from mirrorspark.kafka.local.clusters import start_clusters, stop_clusters
+from mirrorspark.kafka.local.model import LocalClusters
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -22,3 +28,25 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if here in Path(str(item.fspath)).resolve().parents:
             item.add_marker(pytest.mark.faults)
             item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(scope="module")
+def fault_clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClusters]:
+    """``primary`` and ``backup`` (1 broker each) for one test module of the fault suite, stopped at its end.
+
+    Not the integration tier's session pair: a fault module may break its clusters. Tests of one
+    module keep out of each other's way with unique topic names; a scenario that breaks a broker
+    starts clusters of its own instead.
+    """
+    base_dir = tmp_path_factory.mktemp("fault-clusters")
+
+    def stop() -> None:
+        stop_clusters(base_dir)
+
+    atexit.register(stop)  # safety net if the session dies before the teardown (stop_clusters is idempotent)
+    try:
+        # generous start deadline (a bound): brokers start slowly on a loaded machine
+        yield start_clusters(["primary", "backup"], base_dir=base_dir, brokers=1, timeout_s=300)
+    finally:
+        stop()
+        atexit.unregister(stop)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -70,10 +71,26 @@ class FaultFigures:
     notes: str = ""
 
 
+def machine() -> str:
+    """The machine the figures were made on, in a few words: CPUs, memory, system, Python."""
+    import psutil
+
+    memory_gib = psutil.virtual_memory().total / 2**30
+    return (
+        f"{os.cpu_count()} CPUs, {memory_gib:.0f} GiB, {platform.system()} {platform.release()}, "
+        f"Python {platform.python_version()}"
+    )
+
+
 def record(figures: FaultFigures) -> None:
-    """Append ``figures`` as one JSON line (with the size and the time) to :func:`figures_path`."""
+    """Append ``figures`` as one JSON line (with the size, the time and the machine) to :func:`figures_path`."""
     path = figures_path()
     path.parent.mkdir(parents=True, exist_ok=True)
-    line = {**asdict(figures), "size": "full" if full_size() else "small", "at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    line = {
+        **asdict(figures),
+        "size": "full" if full_size() else "small",
+        "at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "machine": machine(),
+    }
     with path.open("a", encoding="utf-8") as f:
         f.write(json.dumps(line) + "\n")

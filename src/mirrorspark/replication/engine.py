@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from mirrorspark.errors import DataPathError, MirrorsparkError, RecordTooLargeError
+from mirrorspark.errors import ClusterError, DataPathError, MirrorsparkError, RecordTooLargeError
 from mirrorspark.replication.lease import FlowLease
 from mirrorspark.replication.stream import StreamResult, StreamTask, run_stream_job
 
@@ -393,6 +393,16 @@ class FlowSupervisor:
             self.next_start.clear()
             self._restart_all("assignment changed")
             return
+        due = [i for i, at in self.next_start.items() if at <= now and i not in self.runs]
+        if due and self.flow.exactly_once:
+            # A task killed after its transaction committed but before its progress report left the
+            # positions known here behind the source offsets committed with its records: start the
+            # restarted tasks from those (mm2-offsets, read_committed), or they copy that transaction again.
+            try:
+                self.flow.reload_positions()
+            except ClusterError as e:
+                log.warning("%s: reading the committed source offsets failed (%s): restart postponed", self.name, e)
+                return
         for index, at in list(self.next_start.items()):
             if at <= now and index not in self.runs:
                 del self.next_start[index]
