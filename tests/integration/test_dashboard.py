@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -134,13 +135,15 @@ def live_flow(
     )
     replicator = Replicator(load_config(props), data_path)
     runner = threading.Thread(target=replicator.run, name="test-dashboard-flow", daemon=True)
-    proc, log = start_service(props, tmp)
+    proc: subprocess.Popen[bytes] | None = None
     try:
         replicator.start()
         runner.start()
+        proc, log = start_service(props, tmp)
         yield LiveFlow(service_url(proc, log), topic, group, str(p), str(b))
     finally:
-        stop_service(proc, log)
+        if proc is not None:
+            stop_service(proc, tmp / "service.log")
         replicator.request_stop()
         runner.join(90)
 
