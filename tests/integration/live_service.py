@@ -8,10 +8,17 @@ import re
 import signal
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 from confluent_kafka import Consumer, TopicPartition
+from helpers import unique_name
 
+from mirrorspark.config.parse import load_config
+from mirrorspark.kafka.local.model import LocalClusters
+from mirrorspark.replication.datapath import DataPath
+from mirrorspark.replication.driver import Replicator
 from polling import assert_eventually
 
 
@@ -74,3 +81,41 @@ def commit_group(bootstrap: str, topic: str, group: str, offsets: dict[int, int]
         c.commit(offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()], asynchronous=False)
     finally:
         c.close()
+
+
+@contextlib.contextmanager
+def served_flow(
+    local_clusters: LocalClusters, data_path: DataPath, tmp: Path, *, topic: str, group: str, token: str
+) -> Iterator[str]:
+    """A continuous flow primary->backup of ``topic`` (checkpointing ``group``, raw metrics every second)
+    in this process, and ``mirrorspark service`` for backup with bearer ``token`` in its own; yields its URL."""
+    props = tmp / "mm2.properties"
+    props.write_text(
+        local_clusters.mm2_properties(
+            [("primary", "backup")],
+            extra={
+                "topics": topic,
+                "groups": group,
+                "mirrorspark.engine": "continuous",
+                "mirrorspark.metrics.interval.ms": "1000",
+                "emit.checkpoints.interval.seconds": "1",
+                "refresh.groups.interval.seconds": "1",
+                "mirrorspark.service.trigger.interval.ms": "2000",
+                "mirrorspark.service.metrics.topic": unique_name("svc-metrics") + ".internal",
+                "mirrorspark.service.auth.token": token,
+            },
+        )
+    )
+    replicator = Replicator(load_config(props), data_path)
+    runner = threading.Thread(target=replicator.run, name=f"test-flow-{topic}", daemon=True)
+    proc: subprocess.Popen[bytes] | None = None
+    try:
+        replicator.start()
+        runner.start()
+        proc, log = start_service(props, tmp)
+        yield service_url(proc, log)
+    finally:
+        if proc is not None:
+            stop_service(proc, log)
+        replicator.request_stop()
+        runner.join(90)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import shutil
 import socket
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -26,10 +25,10 @@ from pathlib import Path
 import pytest
 import uvicorn
 from helpers import assert_eventually, create_topic, end_offsets, produce, unique_name
-from live_service import commit_group, service_url, start_service, stop_service
+from live_service import commit_group, served_flow
 from playwright.sync_api import Browser, Page, sync_playwright
 
-from mirrorspark.config.parse import load_config, parse_config
+from mirrorspark.config.parse import parse_config
 from mirrorspark.kafka.local.model import LocalClusters
 from mirrorspark.mm2.records import Heartbeat
 from mirrorspark.mm2.task_progress import (
@@ -43,7 +42,6 @@ from mirrorspark.mm2.task_progress import (
     encode_topic_lag,
 )
 from mirrorspark.replication.datapath import DataPath
-from mirrorspark.replication.driver import Replicator
 from mirrorspark.service.api import create_app
 from mirrorspark.service.feed import Store
 
@@ -89,7 +87,7 @@ def open_dashboard(browser: Browser, url: str, token: str) -> Dashboard:
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.goto(url + "?refresh=2")
     field = page.get_by_placeholder("bearer token")
-    field.wait_for(state="visible", timeout=30_000)
+    field.wait_for(state="visible", timeout=120_000)
     field.fill(token)
     page.get_by_role("button", name="Connect").click()
     return Dashboard(page, errors)
@@ -116,36 +114,8 @@ def live_flow(
     p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
     topic, group = unique_name("orders"), unique_name("billing")
     create_topic(p, topic, partitions=3)
-    props = tmp / "mm2.properties"
-    props.write_text(
-        local_clusters.mm2_properties(
-            [("primary", "backup")],
-            extra={
-                "topics": topic,
-                "groups": group,
-                "mirrorspark.engine": "continuous",
-                "mirrorspark.metrics.interval.ms": "1000",
-                "emit.checkpoints.interval.seconds": "1",
-                "refresh.groups.interval.seconds": "1",
-                "mirrorspark.service.trigger.interval.ms": "2000",
-                "mirrorspark.service.metrics.topic": unique_name("dash-metrics") + ".internal",
-                "mirrorspark.service.auth.token": TOKEN,
-            },
-        )
-    )
-    replicator = Replicator(load_config(props), data_path)
-    runner = threading.Thread(target=replicator.run, name="test-dashboard-flow", daemon=True)
-    proc: subprocess.Popen[bytes] | None = None
-    try:
-        replicator.start()
-        runner.start()
-        proc, log = start_service(props, tmp)
-        yield LiveFlow(service_url(proc, log), topic, group, str(p), str(b))
-    finally:
-        if proc is not None:
-            stop_service(proc, tmp / "service.log")
-        replicator.request_stop()
-        runner.join(90)
+    with served_flow(local_clusters, data_path, tmp, topic=topic, group=group, token=TOKEN) as url:
+        yield LiveFlow(url, topic, group, str(p), str(b))
 
 
 @pytest.mark.spark
@@ -265,7 +235,7 @@ def graph_api() -> Iterator[str]:
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     try:
-        assert_eventually(lambda: server.started, timeout_s=30, message="uvicorn did not start")
+        assert_eventually(lambda: server.started, timeout_s=90, message="uvicorn did not start")
         yield f"http://127.0.0.1:{sock.getsockname()[1]}/"
     finally:
         server.should_exit = True
@@ -289,7 +259,7 @@ def test_the_graph_draws_active_active_and_multi_hop(graph_api: str, browser: Br
             assert dash.visible(f"#graph g.edge[data-flow='{flow}']"), flow
         return boxes
 
-    boxes = assert_eventually(drawn, timeout_s=30, interval_s=0.3, message="the graph")
+    boxes = assert_eventually(drawn, timeout_s=90, interval_s=0.3, message="the graph")
     # multi-hop C->A->B is a chain, left to right
     assert boxes["C"]["x"] < boxes["A"]["x"] < boxes["B"]["x"]
     # A->B and B->A are two distinct curves, bending to opposite sides

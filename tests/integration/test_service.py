@@ -11,8 +11,6 @@ Other tests' flows share the progress channel, so every figure is read for this 
 from __future__ import annotations
 
 import os
-import subprocess
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,14 +22,12 @@ import pytest
 import schemathesis
 from helpers import assert_eventually, create_topic, end_offsets, produce, unique_name
 from hypothesis import HealthCheck, given, settings
-from live_service import commit_group, service_url, start_service, stop_service
+from live_service import commit_group, served_flow
 from openapi_spec_validator import validate
 from prometheus_client.parser import text_string_to_metric_families
 
-from mirrorspark.config.parse import load_config
 from mirrorspark.kafka.local.model import LocalClusters
 from mirrorspark.replication.datapath import DataPath
-from mirrorspark.replication.driver import Replicator
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -65,31 +61,7 @@ def live(
     p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
     topic, group = unique_name("svc"), unique_name("svc-group")
     create_topic(p, topic, partitions=2)
-    props = tmp / "mm2.properties"
-    props.write_text(
-        local_clusters.mm2_properties(
-            [("primary", "backup")],
-            extra={
-                "topics": topic,
-                "groups": group,
-                "mirrorspark.engine": "continuous",
-                "mirrorspark.metrics.interval.ms": "1000",
-                "emit.checkpoints.interval.seconds": "1",
-                "refresh.groups.interval.seconds": "1",
-                "mirrorspark.service.trigger.interval.ms": "2000",
-                "mirrorspark.service.metrics.topic": unique_name("svc-metrics") + ".internal",
-                "mirrorspark.service.auth.token": TOKEN,
-            },
-        )
-    )
-    replicator = Replicator(load_config(props), data_path)
-    runner = threading.Thread(target=replicator.run, name="test-service-flow", daemon=True)
-    proc: subprocess.Popen[bytes] | None = None
-    try:
-        replicator.start()
-        runner.start()
-        proc, log = start_service(props, tmp)
-        url = service_url(proc, log)
+    with served_flow(local_clusters, data_path, tmp, topic=topic, group=group, token=TOKEN) as url:
         produced_from = int(time.time() * 1000)
         produce(p, topic, [{"value": f"v{i}".encode() * 10, "partition": i % 2} for i in range(RECORDS)])
         remote = f"primary.{topic}"
@@ -102,12 +74,7 @@ def live(
         seen_by = assert_eventually(copied, timeout_s=90, interval_s=0.1, message="the flow did not copy the records")
         committed = RECORDS // 2 // 2  # half of partition 0's records, consumed and committed by the group
         commit_group(p, topic, group, {0: committed})
-        yield Live(url, topic, remote, group, produced_from, seen_by, committed, log)
-    finally:
-        if proc is not None:
-            stop_service(proc, tmp / "service.log")
-        replicator.request_stop()
-        runner.join(90)
+        yield Live(url, topic, remote, group, produced_from, seen_by, committed, tmp / "service.log")
 
 
 def test_the_apis_figures_match_what_was_produced(live: Live) -> None:

@@ -461,6 +461,19 @@
     );
   }
 
+  const TOPIC_COLUMNS = ["Partitions", "Records copied", "Records/s", "Bytes/s", "Lag", "Lag (time)", "Latency p50", "p99", "max"];
+
+  function grid(cls, textHeads, numHeads, rows, empty) {
+    // a table: text columns first, then right-aligned figures
+    const heads = [
+      ...textHeads.map((h) => el("th", { text: h })),
+      ...numHeads.map((h) => el("th", { class: "num", text: h })),
+    ];
+    const table = el("table", { class: cls }, el("thead", {}, el("tr", {}, heads)), el("tbody"));
+    fill(table.querySelector("tbody"), rows, empty, heads.length);
+    return table;
+  }
+
   function topicsTable(f, topics, selected) {
     const rows = topics.map((t) => {
       const g = t.figures;
@@ -489,25 +502,7 @@
         td(fmtMs(g.latency_max_ms), "num", "latency-max")
       );
     });
-    const table = el(
-      "table",
-      { class: "grid topics" },
-      el(
-        "thead",
-        {},
-        el(
-          "tr",
-          {},
-          ["Topic", "Remote topic"].map((h) => el("th", { text: h })),
-          ["Partitions", "Records copied", "Records/s", "Bytes/s", "Lag", "Lag (time)", "Latency p50", "p99", "max"].map(
-            (h) => el("th", { class: "num", text: h })
-          )
-        )
-      ),
-      el("tbody")
-    );
-    fill(table.querySelector("tbody"), rows, "No topic replicated yet.", 11);
-    return table;
+    return grid("grid topics", ["Topic", "Remote topic"], TOPIC_COLUMNS, rows, "No topic replicated yet.");
   }
 
   function groupsTable(groups) {
@@ -523,25 +518,13 @@
         td(fmtTime(g.updated_ms), "num", "updated")
       )
     );
-    const table = el(
-      "table",
-      { class: "grid" },
-      el(
-        "thead",
-        {},
-        el(
-          "tr",
-          {},
-          el("th", { text: "Consumer group" }),
-          ["Partitions", "Checkpoint lag", "Failover re-reads", "Checkpoint latency", "Reported"].map((h) =>
-            el("th", { class: "num", text: h })
-          )
-        )
-      ),
-      el("tbody")
+    return grid(
+      "grid",
+      ["Consumer group"],
+      ["Partitions", "Checkpoint lag", "Failover re-reads", "Checkpoint latency", "Reported"],
+      rows,
+      "No consumer group checkpointed (the flow's groups setting)."
     );
-    fill(table.querySelector("tbody"), rows, "No consumer group checkpointed (the flow's groups setting).", 6);
-    return table;
   }
 
   function renderGaps(gaps) {
