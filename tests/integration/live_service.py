@@ -57,7 +57,7 @@ def service_url(proc: subprocess.Popen[bytes], log: Path) -> str:
         assert m, "no URL printed yet"
         return m.group(1)
 
-    return assert_eventually(printed, timeout_s=240, interval_s=0.5, message="the service did not print its URL")
+    return assert_eventually(printed, timeout_s=420, interval_s=0.5, message="the service did not print its URL")
 
 
 def stop_service(proc: subprocess.Popen[bytes], log: Path) -> None:
