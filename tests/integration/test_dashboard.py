@@ -130,7 +130,7 @@ def test_the_dashboard_shows_a_live_flow(
     def graph() -> bool:
         for alias in ("primary", "backup"):
             assert dash.visible(f"#graph g.node[data-cluster='{alias}']"), alias
-            assert page.locator(f"#graph g.node[data-cluster='{alias}'] text.alias").inner_text() == alias
+            assert page.locator(f"#graph g.node[data-cluster='{alias}'] text.alias").text_content() == alias
         edge = page.locator("#graph g.edge[data-flow='primary->backup']")
         assert edge.count() == 1 and edge.is_visible(), "no edge primary->backup"
         assert edge.get_attribute("data-state") == "running"
