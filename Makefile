@@ -7,9 +7,13 @@ STAMP := $(VENV)/.installed
 JARS := build/jars
 PYTEST_ARGS ?=
 
-.PHONY: install demo test test-unit lint bench bench-quick faults faults-report jars clean
+.PHONY: install chromium demo test test-unit lint bench bench-quick faults faults-report jars clean
 
-install: $(STAMP) jars
+install: $(STAMP) jars chromium
+
+# The dashboard's browser test drives Debian's chromium through Playwright (never Playwright's own download).
+chromium:
+	@command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)

@@ -10,13 +10,7 @@ Other tests' flows share the progress channel, so every figure is read for this 
 
 from __future__ import annotations
 
-import contextlib
 import os
-import re
-import signal
-import subprocess
-import sys
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -26,16 +20,14 @@ from typing import Any
 import httpx
 import pytest
 import schemathesis
-from confluent_kafka import Consumer, TopicPartition
 from helpers import assert_eventually, create_topic, end_offsets, produce, unique_name
 from hypothesis import HealthCheck, given, settings
+from live_service import commit_group, served_flow
 from openapi_spec_validator import validate
 from prometheus_client.parser import text_string_to_metric_families
 
-from mirrorspark.config.parse import load_config
 from mirrorspark.kafka.local.model import LocalClusters
 from mirrorspark.replication.datapath import DataPath
-from mirrorspark.replication.driver import Replicator
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -61,49 +53,6 @@ class Live:
         return r.json() if "json" in r.headers.get("content-type", "") else r.text
 
 
-def _start_service(props: Path, tmp: Path) -> tuple[subprocess.Popen[bytes], Path]:
-    log = tmp / "service.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "mirrorspark",
-                "service",
-                str(props),
-                "--cluster",
-                "backup",
-                "--port",
-                "0",
-                "--checkpoint",
-                str(tmp / "checkpoint"),
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    return proc, log
-
-
-def _url(proc: subprocess.Popen[bytes], log: Path) -> str:
-    def printed() -> str:
-        text = log.read_text(errors="replace")
-        assert proc.poll() is None, f"the service exited ({proc.returncode}):\n{text[-3000:]}"
-        m = re.search(r"at (http://127\.0\.0\.1:\d+/)", text)
-        assert m, "no URL printed yet"
-        return m.group(1)
-
-    return assert_eventually(printed, timeout_s=120, interval_s=0.5, message="the service did not print its URL")
-
-
-def _commit_group(bootstrap: str, topic: str, group: str, offsets: dict[int, int]) -> None:
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
-    try:
-        c.commit(offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()], asynchronous=False)
-    finally:
-        c.close()
-
-
 @pytest.fixture(scope="module")
 def live(
     local_clusters: LocalClusters, data_path: DataPath, tmp_path_factory: pytest.TempPathFactory
@@ -112,31 +61,7 @@ def live(
     p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
     topic, group = unique_name("svc"), unique_name("svc-group")
     create_topic(p, topic, partitions=2)
-    props = tmp / "mm2.properties"
-    props.write_text(
-        local_clusters.mm2_properties(
-            [("primary", "backup")],
-            extra={
-                "topics": topic,
-                "groups": group,
-                "mirrorspark.engine": "continuous",
-                "mirrorspark.metrics.interval.ms": "1000",
-                "emit.checkpoints.interval.seconds": "1",
-                "refresh.groups.interval.seconds": "1",
-                "mirrorspark.service.trigger.interval.ms": "2000",
-                "mirrorspark.service.metrics.topic": unique_name("svc-metrics") + ".internal",
-                "mirrorspark.service.auth.token": TOKEN,
-            },
-        )
-    )
-    replicator = Replicator(load_config(props), data_path)
-    runner = threading.Thread(target=replicator.run, name="test-service-flow", daemon=True)
-    proc: subprocess.Popen[bytes] | None = None
-    try:
-        replicator.start()
-        runner.start()
-        proc, log = _start_service(props, tmp)
-        url = _url(proc, log)
+    with served_flow(local_clusters, data_path, tmp, topic=topic, group=group, token=TOKEN) as url:
         produced_from = int(time.time() * 1000)
         produce(p, topic, [{"value": f"v{i}".encode() * 10, "partition": i % 2} for i in range(RECORDS)])
         remote = f"primary.{topic}"
@@ -148,20 +73,8 @@ def live(
 
         seen_by = assert_eventually(copied, timeout_s=90, interval_s=0.1, message="the flow did not copy the records")
         committed = RECORDS // 2 // 2  # half of partition 0's records, consumed and committed by the group
-        _commit_group(p, topic, group, {0: committed})
-        yield Live(url, topic, remote, group, produced_from, seen_by, committed, log)
-    finally:
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)  # the command stops cleanly on SIGTERM
-            try:
-                code = proc.wait(60)
-                assert code == 0, (tmp / "service.log").read_text(errors="replace")[-3000:]
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(30)
-        replicator.request_stop()
-        runner.join(90)
+        commit_group(p, topic, group, {0: committed})
+        yield Live(url, topic, remote, group, produced_from, seen_by, committed, tmp / "service.log")
 
 
 def test_the_apis_figures_match_what_was_produced(live: Live) -> None:

@@ -16,12 +16,15 @@ served cluster is the target of every local replication):
 ``GET /api/v1/gaps``                                      every gap event
 ``GET /api/v1/metrics``                                   the series, windows and aggregates served
 ``GET /metrics``                                          Prometheus exposition (MM2's names)
+``GET /``, ``/static/…``                                  the replications dashboard (static files)
 ========================================================  =============================================
 
 Errors are RFC 9457 problem details (``application/problem+json``). With
 ``mirrorspark.service.auth.token`` set, every route but ``/``, the health check and the API
 documents requires ``Authorization: Bearer <token>`` (compared in constant time). No response
-holds a client setting or a secret.
+holds a client setting or a secret. The dashboard's files hold no data and need no token: the page
+asks for the token (the health check says whether one is required), keeps it in the browser tab's
+``sessionStorage`` and sends it with each API call.
 """
 
 from __future__ import annotations
@@ -29,14 +32,16 @@ from __future__ import annotations
 import hmac
 import logging
 from collections.abc import Callable
+from importlib.resources import files
 from typing import Annotated, Any, Literal
 
 from fastapi import Depends, FastAPI, HTTPException, Path, Query, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
-from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.responses import JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.staticfiles import StaticFiles
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -62,6 +67,11 @@ log = logging.getLogger(__name__)
 
 PROBLEM_JSON = "application/problem+json"
 API = "/api/v1"
+STATIC = "/static"
+"""Where the dashboard's files are served (``mirrorspark/service/static/`` in the package)."""
+DASHBOARD = files("mirrorspark.service") / "static" / "index.html"
+"""The replications dashboard's page, served at ``/``."""
+_NO_CACHE = {"Cache-Control": "no-cache"}
 
 WindowName = Literal["1m", "5m", "1h"]
 AggregateName = Literal["count", "sum", "min", "max", "avg", "rate", "p50", "p99", "last"]
@@ -181,15 +191,10 @@ def create_app(
         return view
 
     @app.get("/", include_in_schema=False)
-    def index() -> HTMLResponse:
-        return HTMLResponse(
-            "<!doctype html><html><head><meta charset='utf-8'><title>mirrorspark</title></head><body>"
-            f"<h1>mirrorspark metrics service: cluster {_html(store.cluster)}</h1>"
-            "<p>The replications dashboard comes here. Meanwhile: "
-            "<a href='/docs'>API (Swagger UI)</a>, <a href='/openapi.json'>OpenAPI</a>, "
-            f"<a href='{API}/replications'>replications</a>, <a href='/metrics'>Prometheus metrics</a>.</p>"
-            "</body></html>"
-        )
+    def index() -> Response:
+        return Response(DASHBOARD.read_bytes(), media_type="text/html; charset=utf-8", headers=_NO_CACHE)
+
+    app.mount(STATIC, StaticFiles(packages=[("mirrorspark.service", "static")]), name="static")
 
     @app.get(f"{API}/health", response_model=Health, tags=["service"], summary="Health of the service")
     def health() -> Health:
@@ -207,6 +212,7 @@ def create_app(
                 records_read=store.records_read,
                 topics_read=len(store.topics_read),
                 uptime_s=(store.clock_ms() - store.started_ms) / 1000,
+                token_required=bool(token),
             )
 
     @app.get(
@@ -396,10 +402,4 @@ def create_app(
     return app
 
 
-def _html(text: str) -> str:
-    import html
-
-    return html.escape(text)
-
-
-__all__ = ["API", "PROBLEM_JSON", "AggregationStatus", "create_app", "problem"]
+__all__ = ["API", "DASHBOARD", "PROBLEM_JSON", "STATIC", "AggregationStatus", "create_app", "problem"]

@@ -189,6 +189,9 @@ class Health(BaseModel):
     records_read: int
     topics_read: int
     uptime_s: float
+    token_required: bool = Field(
+        default=False, description="Whether the API needs a bearer token (mirrorspark.service.auth.token is set)."
+    )
 
 
 __all__ = [
