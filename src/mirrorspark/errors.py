@@ -15,7 +15,6 @@ an exit status, and that the REST service reports::
     │   └── DataGapError             DATA_GAP
     ├── CorruptRecordError           RECORD_CORRUPT         exit 5
     ├── ControlError                 CONTROL_ERROR          exit 6
-    │   └── GroupInUseError          GROUP_IN_USE
     ├── LocalClusterError            LOCAL_CLUSTER_ERROR    exit 7
     └── ServiceError                 SERVICE_ERROR          exit 8
 
@@ -133,12 +132,6 @@ class ControlError(MirrorsparkError):
     exit_code = 6
 
 
-class GroupInUseError(ControlError):
-    """A consumer group has active members on the cluster a failover would commit its offsets on."""
-
-    code = "GROUP_IN_USE"
-
-
 class LocalClusterError(MirrorsparkError):
     """The local cluster launcher could not start, find or stop a cluster."""
 
@@ -162,7 +155,6 @@ __all__ = [
     "CorruptRecordError",
     "DataGapError",
     "DataPathError",
-    "GroupInUseError",
     "LocalClusterError",
     "MirrorsparkError",
     "RecordTooLargeError",

@@ -50,8 +50,8 @@ def clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClusters
     """``east`` (3 brokers) and ``west`` (1 broker), as one :class:`LocalClusters` for ``mm2_properties``."""
     src_dir, tgt_dir = tmp_path_factory.mktemp("failover-east"), tmp_path_factory.mktemp("failover-west")
     try:
-        east = start_clusters([SRC], base_dir=src_dir, brokers=3)
-        west = start_clusters([TGT], base_dir=tgt_dir, brokers=1)
+        east = start_clusters([SRC], base_dir=src_dir, brokers=3, timeout_s=300)  # a busy machine starts slowly
+        west = start_clusters([TGT], base_dir=tgt_dir, brokers=1, timeout_s=300)
         yield dataclasses.replace(east, clusters={**east.clusters, **west.clusters})
     finally:
         stop_clusters(src_dir)
@@ -120,7 +120,7 @@ def test_an_offline_source_partition_moves_idle_groups_and_not_busy_ones(
     with running(cfg, data_path) as r:
         cps = assert_eventually(
             lambda: both if len(both := checkpoints_of(tgt, {idle, busy})) == 2 else None,
-            timeout_s=90,
+            timeout_s=180,
             message="no checkpoints of both groups",
         )
         assert (cps[idle].upstream_offset, cps[busy].upstream_offset) == (40, 60)
@@ -128,7 +128,7 @@ def test_an_offline_source_partition_moves_idle_groups_and_not_busy_ones(
         try:
             assert member.assigned.wait(30), "the target consumer never joined"
             down = stop_broker(clusters, SRC, 2)
-            event = assert_eventually(lambda: watcher_event(r, "failover"), timeout_s=90, message="no failover")
+            event = assert_eventually(lambda: watcher_event(r, "failover"), timeout_s=180, message="no failover")
             assert target_offsets(tgt, idle, remote, 1) == {0: cps[idle].downstream_offset}
             assert target_offsets(tgt, busy, remote, 1)[0] < 0, "a group with an active member was moved"
         finally:
@@ -141,8 +141,8 @@ def test_an_offline_source_partition_moves_idle_groups_and_not_busy_ones(
         assert (event.policy, event.dry_run, event.events) == ("offline", False, 1)
         assert channel_event(cfg) == event  # what `mirrorspark status` and the service read
 
-        restart_cluster(down, SRC)
-        back = assert_eventually(lambda: watcher_event(r, "recovered"), timeout_s=90, message="no recovery")
+        restart_cluster(down, SRC, timeout_s=300)
+        back = assert_eventually(lambda: watcher_event(r, "recovered"), timeout_s=180, message="no recovery")
         assert (back.since, back.reason, back.groups) == (event.since, event.reason, ())
     assert channel_event(cfg) == back
 
@@ -162,13 +162,13 @@ def test_dry_run_under_min_isr_reports_and_moves_nothing(
     )
     caplog.set_level(logging.WARNING, logger="mirrorspark.replication.failover")
     with running(cfg, data_path) as r:
-        assert_eventually(lambda: group in checkpoints_of(tgt, {group}), timeout_s=90, message="no checkpoint")
+        assert_eventually(lambda: group in checkpoints_of(tgt, {group}), timeout_s=180, message="no checkpoint")
         down = stop_broker(clusters, SRC, 2)
         down = stop_broker(down, SRC, 1)  # ISR [0] < min.insync.replicas 2; the partition keeps its leader
         try:
-            event = assert_eventually(lambda: watcher_event(r, "failover"), timeout_s=90, message="no failover")
+            event = assert_eventually(lambda: watcher_event(r, "failover"), timeout_s=180, message="no failover")
         finally:
-            restart_cluster(down, SRC)
+            restart_cluster(down, SRC, timeout_s=300)
     assert [(g.group, g.outcome, g.offsets) for g in event.groups] == [(group, "would-move", 1)]
     assert event.dry_run and event.reason.endswith(f"{topic}-0 (ISR 1 < min ISR 2)")
     assert target_offsets(tgt, group, f"{SRC}.{topic}", 1)[0] < 0, "a dry run committed offsets"

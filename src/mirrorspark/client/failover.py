@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from mirrorspark.errors import ClusterError, GroupInUseError
+from mirrorspark.errors import ClusterError, ControlError
 from mirrorspark.kafka.admin import alter_group_offsets, describe_group, group_offsets
 from mirrorspark.mm2.checkpoints import CheckpointStore, TopicPartitionKey
 from mirrorspark.mm2.records import Checkpoint
@@ -54,9 +54,13 @@ class FailoverOffset:
     rereads: int | None
 
 
-def group_in_use_error(group: str, target: str, members: int, state: str) -> GroupInUseError:
-    """Build the error for a group that has active members on the cluster ``target`` (names the fix)."""
-    return GroupInUseError(
+def group_in_use_error(group: str, target: str, members: int, state: str) -> ControlError:
+    """Build the error for a group that has active members on the cluster ``target`` (names the fix).
+
+    It is the only :class:`~mirrorspark.errors.ControlError` :func:`failover_offsets` and
+    :func:`commit_failover` raise, so a caller tells "group in use" from other failures by the class.
+    """
+    return ControlError(
         f"consumer group '{group}' has {members} active member{'s' if members != 1 else ''} on cluster "
         f"'{target}' (state {state}): stop its consumers there, then fail over again "
         "(committing offsets for a group in use would be rejected or overwritten)"
@@ -116,7 +120,7 @@ def failover_offsets(
 
     Raises
     ------
-    GroupInUseError
+    ControlError
         The group has active members on the target (the message names the group, cluster and count).
     ClusterError
         If the target cannot be asked.
@@ -160,7 +164,7 @@ def commit_failover(admin: Any, target: str, group: str, offsets: list[FailoverO
 
     Raises
     ------
-    GroupInUseError
+    ControlError
         Consumers joined the group on the target since it was planned (the broker refused the commit).
     ClusterError
         If the commit fails otherwise.

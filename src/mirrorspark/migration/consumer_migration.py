@@ -328,8 +328,7 @@ class ConsumerMigration:
         Raises
         ------
         ControlError
-            If the group is unknown or has no checkpoints yet;
-            :class:`~mirrorspark.errors.GroupInUseError` if it has active members
+            If the group is unknown, has no checkpoints yet, or has active members
             on the target (the message names the group, the cluster and how many).
         ClusterUnreachableError
             If the target does not answer.

@@ -30,7 +30,7 @@ from confluent_kafka.admin import ConfigResource
 
 from mirrorspark.client.checkpoints import read_checkpoints
 from mirrorspark.client.failover import commit_failover, failover_offsets, latest_by_group
-from mirrorspark.errors import ClusterError, GroupInUseError, MirrorsparkError
+from mirrorspark.errors import ClusterError, ControlError, MirrorsparkError
 from mirrorspark.kafka.admin import wait
 from mirrorspark.kafka.delivery import Outgoing, deliver
 from mirrorspark.mm2.failover_policy import FailoverWatch, PartitionHealth, breach_reason, event_summary
@@ -43,6 +43,9 @@ log = logging.getLogger(__name__)
 
 PUBLISH_TIMEOUT_S = 10.0
 """Seconds a failover record's write waits to be acknowledged (a failed write is retried at the next check)."""
+
+MIN_CALL_TIMEOUT_S = 5.0
+"""Shortest timeout (s) of a source call of the watch, whatever ``mirrorspark.failover.check.interval.ms``."""
 
 DEFAULT_MIN_ISR = 1
 """``min.insync.replicas`` assumed for a topic whose config could not be read (Kafka's default)."""
@@ -74,7 +77,10 @@ class FailoverWatcher:
         self.last: FailoverEvent | None = None
         self._groups = [re.compile(p) for p in cfg.failover_groups]
         self._clock_ms = clock_ms
-        self._timeout_s = min(cfg.admin_timeout_ms / 1000, max(1.0, cfg.failover_check_interval_ms / 1000))
+        # each source call: at least 5 s (a slow answer is not an outage), at most admin.timeout.ms
+        self._timeout_s = min(
+            cfg.admin_timeout_ms / 1000, max(MIN_CALL_TIMEOUT_S, cfg.failover_check_interval_ms / 1000)
+        )
         self._min_isr: dict[str, int] = {}
         self._src_admin: Any = None
         self._tgt_admin: Any = None
@@ -260,7 +266,7 @@ class FailoverWatcher:
             commit_failover(self._tgt_admin, target, group, offsets, timeout_s=timeout_s)
             log.info("flow %s: committed group '%s' on '%s' at %s", self.name, group, target, planned)
             return GroupFailover(group, "moved", len(offsets), None)
-        except GroupInUseError as e:
+        except ControlError as e:  # the only one: active members on the target
             return GroupFailover(group, "refused", len(latest), str(e))
         except MirrorsparkError as e:
             return GroupFailover(group, "failed", len(latest), str(e))
