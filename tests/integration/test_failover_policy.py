@@ -78,9 +78,17 @@ def make_config(clusters: LocalClusters, topic: str, **extra: str) -> MirrorConf
 
 
 def commit(bootstrap: str, group: str, topic: str, offset: int) -> None:
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
-    c.commit(offsets=[TopicPartition(topic, 0, offset)], asynchronous=False)
-    c.close()
+    """Commit a group's offset on partition 0, retrying while the new cluster's group coordinators settle."""
+
+    def once() -> bool:
+        c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+        try:
+            c.commit(offsets=[TopicPartition(topic, 0, offset)], asynchronous=False)
+        finally:
+            c.close()
+        return True
+
+    assert_eventually(once, timeout_s=120, message=f"group {group} could not commit")
 
 
 def checkpoints_of(bootstrap: str, groups: set[str]) -> dict[str, Checkpoint]:

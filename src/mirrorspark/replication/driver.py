@@ -300,6 +300,11 @@ class Replicator:
     def _supervisor_of(self, flow: Flow) -> FlowSupervisor | None:
         return next((s for s in self.supervisors if s.flow is flow), None)
 
+    def _runs_flow(self, flow: Flow) -> bool:
+        """Whether this instance runs ``flow`` now: not a standby of the flow's lease."""
+        s = self._supervisor_of(flow)
+        return s is None or s.state != "standby"
+
     def task_slots(self) -> int:
         """Copy tasks the flows run now, ``min(tasks.max, partitions)`` per flow (after :meth:`start`)."""
         return sum(min(f.config.tasks_max, len(f.order)) for f in self.flows)
@@ -380,7 +385,7 @@ class Replicator:
     def _start_failover_watch(self) -> None:
         """Schedule each flow's ``failover watch S->T`` job (:mod:`mirrorspark.replication.failover`), own thread."""
         for flow in self.flows:
-            watcher = FailoverWatcher(flow)
+            watcher = FailoverWatcher(flow, active=functools.partial(self._runs_flow, flow))
             watcher.start()
             self.failover_watchers.append(watcher)
             interval_s = flow.config.failover_check_interval_ms / 1000

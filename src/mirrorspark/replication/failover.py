@@ -58,6 +58,9 @@ class FailoverWatcher:
     ----------
     flow:
         The started flow (its replicated topics, context and progress channel).
+    active:
+        Whether this instance runs the flow now: a standby (another instance holds the flow's lease)
+        neither observes nor moves anything, so one failover is recorded and acted on once.
     clock_ms:
         Epoch ms.
 
@@ -67,9 +70,16 @@ class FailoverWatcher:
     topic list, which the driver loop updates (a copy is taken).
     """
 
-    def __init__(self, flow: Flow, *, clock_ms: Callable[[], int] = lambda: int(time.time() * 1000)) -> None:
+    def __init__(
+        self,
+        flow: Flow,
+        *,
+        active: Callable[[], bool] = lambda: True,
+        clock_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+    ) -> None:
         cfg = flow.config
         self.flow = flow
+        self._active = active
         self.policy = cfg.failover_policy
         self.dry_run = cfg.failover_dry_run
         self.watch = FailoverWatch(grace_ms=cfg.failover_grace_ms)
@@ -94,11 +104,13 @@ class FailoverWatcher:
         return self.flow.name
 
     def start(self) -> None:
-        """Create the admin clients and the progress channel's producer."""
-        ctx = self.flow.context
-        self._src_admin = ctx.admin("source", "failover-source-admin")
-        self._tgt_admin = ctx.admin("target", "failover-target-admin")
-        self._producer = ctx.producer("target", "failover-producer", overrides={"linger.ms": 0})
+        """Create the source's admin client (the target's clients are created at the first event)."""
+        self._src_admin = self.flow.context.admin("source", "failover-source-admin")
+
+    def _target_admin(self) -> Any:
+        if self._tgt_admin is None:
+            self._tgt_admin = self.flow.context.admin("target", "failover-target-admin")
+        return self._tgt_admin
 
     # ------------------------------------------------------------------ observing the source
 
@@ -166,6 +178,8 @@ class FailoverWatcher:
         """
         if self._unpublished is not None:
             self._publish(self._unpublished)
+        if not self._active():
+            return None
         now = self._clock_ms()
         partitions, reachable = self._describe()
         reason = breach_reason(self.policy, partitions, source=self.flow.config.source, reachable=reachable)
@@ -209,6 +223,8 @@ class FailoverWatcher:
 
     def _publish(self, e: FailoverEvent) -> None:
         """Write the event to the progress channel; keep it for the next check when the write fails."""
+        if self._producer is None:
+            self._producer = self.flow.context.producer("target", "failover-producer", overrides={"linger.ms": 0})
         try:
             deliver(
                 self._producer,
@@ -256,14 +272,14 @@ class FailoverWatcher:
         if self.policy == "manual":
             return GroupFailover(group, "manual", len(latest), None)
         try:
-            offsets = failover_offsets(self._tgt_admin, target, group, latest, timeout_s=timeout_s)
+            offsets = failover_offsets(self._target_admin(), target, group, latest, timeout_s=timeout_s)
             planned = ", ".join(f"{o.topic}-{o.partition}: {o.offset}" for o in offsets)
             if self.dry_run:
                 log.warning(
                     "flow %s: dry run: would commit group '%s' on '%s' at %s", self.name, group, target, planned
                 )
                 return GroupFailover(group, "would-move", len(offsets), None)
-            commit_failover(self._tgt_admin, target, group, offsets, timeout_s=timeout_s)
+            commit_failover(self._target_admin(), target, group, offsets, timeout_s=timeout_s)
             log.info("flow %s: committed group '%s' on '%s' at %s", self.name, group, target, planned)
             return GroupFailover(group, "moved", len(offsets), None)
         except ControlError as e:  # the only one: active members on the target
@@ -273,7 +289,7 @@ class FailoverWatcher:
 
     def close(self) -> None:
         """Flush the producer (a pending event is written one last time) and release the clients."""
-        if self._unpublished is not None and self._producer is not None:
+        if self._unpublished is not None:
             self._publish(self._unpublished)
         self._producer = self._src_admin = self._tgt_admin = None
 
