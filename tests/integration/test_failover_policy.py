@@ -40,7 +40,8 @@ from mirrorspark.replication.datapath import DataPath
 from mirrorspark.replication.driver import Replicator
 from mirrorspark.replication.status import read_failover_event
 
-pytestmark = [pytest.mark.integration, pytest.mark.spark]
+# a generous per-test timeout: the module starts 4 brokers, and checkpoints need the flow to copy first
+pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.timeout(1200)]
 
 SRC, TGT = "east", "west"
 
@@ -128,7 +129,7 @@ def test_an_offline_source_partition_moves_idle_groups_and_not_busy_ones(
     with running(cfg, data_path) as r:
         cps = assert_eventually(
             lambda: both if len(both := checkpoints_of(tgt, {idle, busy})) == 2 else None,
-            timeout_s=180,
+            timeout_s=300,
             message="no checkpoints of both groups",
         )
         assert (cps[idle].upstream_offset, cps[busy].upstream_offset) == (40, 60)
@@ -136,7 +137,7 @@ def test_an_offline_source_partition_moves_idle_groups_and_not_busy_ones(
         try:
             assert member.assigned.wait(30), "the target consumer never joined"
             down = stop_broker(clusters, SRC, 2)
-            event = assert_eventually(lambda: watcher_event(r, "failover"), timeout_s=180, message="no failover")
+            event = assert_eventually(lambda: watcher_event(r, "failover"), timeout_s=300, message="no failover")
             assert target_offsets(tgt, idle, remote, 1) == {0: cps[idle].downstream_offset}
             assert target_offsets(tgt, busy, remote, 1)[0] < 0, "a group with an active member was moved"
         finally:
@@ -150,7 +151,7 @@ def test_an_offline_source_partition_moves_idle_groups_and_not_busy_ones(
         assert channel_event(cfg) == event  # what `mirrorspark status` and the service read
 
         restart_cluster(down, SRC, timeout_s=300)
-        back = assert_eventually(lambda: watcher_event(r, "recovered"), timeout_s=180, message="no recovery")
+        back = assert_eventually(lambda: watcher_event(r, "recovered"), timeout_s=300, message="no recovery")
         assert (back.since, back.reason, back.groups) == (event.since, event.reason, ())
     assert channel_event(cfg) == back
 
@@ -170,11 +171,11 @@ def test_dry_run_under_min_isr_reports_and_moves_nothing(
     )
     caplog.set_level(logging.WARNING, logger="mirrorspark.replication.failover")
     with running(cfg, data_path) as r:
-        assert_eventually(lambda: group in checkpoints_of(tgt, {group}), timeout_s=180, message="no checkpoint")
+        assert_eventually(lambda: group in checkpoints_of(tgt, {group}), timeout_s=300, message="no checkpoint")
         down = stop_broker(clusters, SRC, 2)
         down = stop_broker(down, SRC, 1)  # ISR [0] < min.insync.replicas 2; the partition keeps its leader
         try:
-            event = assert_eventually(lambda: watcher_event(r, "failover"), timeout_s=180, message="no failover")
+            event = assert_eventually(lambda: watcher_event(r, "failover"), timeout_s=300, message="no failover")
         finally:
             restart_cluster(down, SRC, timeout_s=300)
     assert [(g.group, g.outcome, g.offsets) for g in event.groups] == [(group, "would-move", 1)]
