@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 from collections.abc import Iterator
 
 import pytest
@@ -146,7 +147,11 @@ def test_an_offline_source_partition_moves_idle_groups_and_not_busy_ones(
         assert (outcomes[idle].outcome, outcomes[idle].offsets) == ("moved", 1)
         assert outcomes[busy].outcome == "refused"
         assert f"consumer group '{busy}' has 1 active member on cluster '{TGT}'" in str(outcomes[busy].detail)
-        assert event.reason == f"1 of 1 source partitions offline: {topic}-0 (no leader)"
+        # of the flow's partitions: the topic's, and the heartbeats topic west->east's heartbeats write on east
+        # (one replica, on any broker)
+        assert re.fullmatch(
+            rf"\d of \d source partitions offline: (heartbeats-0 \(no leader\), )?{topic}-0 \(no leader\)", event.reason
+        ), event.reason
         assert (event.policy, event.dry_run, event.events) == ("offline", False, 1)
         assert channel_event(cfg) == event  # what `mirrorspark status` and the service read
 
