@@ -33,7 +33,13 @@ from mirrorspark.client.context import ReplicationContext
 from mirrorspark.config.model import MirrorConfig
 from mirrorspark.config.parse import parse_config
 from mirrorspark.config.properties import parse_properties
-from mirrorspark.kafka.local.clusters import restart_cluster, start_clusters, stop_broker, stop_clusters
+from mirrorspark.kafka.local.clusters import (
+    load_clusters,
+    restart_cluster,
+    start_clusters,
+    stop_broker,
+    stop_clusters,
+)
 from mirrorspark.kafka.local.model import LocalClusters
 from mirrorspark.mm2.records import Checkpoint
 from mirrorspark.mm2.task_progress import FailoverEvent
@@ -179,7 +185,8 @@ def test_dry_run_under_min_isr_reports_and_moves_nothing(
     caplog.set_level(logging.WARNING, logger="mirrorspark.replication.failover")
     with running(cfg, data_path) as r:
         assert_eventually(lambda: group in checkpoints_of(tgt, {group}), timeout_s=300, message="no checkpoint")
-        down = stop_broker(clusters, SRC, 2)
+        now = load_clusters(clusters.base_dir)  # the brokers' pids as they are (an earlier test restarted some)
+        down = stop_broker(now, SRC, 2)
         down = stop_broker(down, SRC, 1)  # ISR [0] < min.insync.replicas 2; the partition keeps its leader
         try:
             event = assert_eventually(lambda: watcher_event(r, "failover"), timeout_s=300, message="no failover")
