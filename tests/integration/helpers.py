@@ -8,6 +8,7 @@ cluster). Nothing here sleeps for a fixed time: waits poll against a deadline
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -19,6 +20,7 @@ from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 from polling import assert_eventually
 
 __all__ = [
+    "ActiveMember",
     "Bootstrap",
     "Record",
     "admin",
@@ -28,6 +30,7 @@ __all__ = [
     "create_topic",
     "end_offsets",
     "produce",
+    "target_offsets",
     "unique_name",
 ]
 
@@ -282,3 +285,42 @@ def consume_all(
         consumer.close()
     records.sort(key=lambda r: (r["partition"], r["offset"]))
     return records
+
+
+class ActiveMember:
+    """A consumer that stays in a group on a cluster (an active member) until closed."""
+
+    def __init__(self, bootstrap: str, group: str, topic: str) -> None:
+        self.consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": group,
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+                "session.timeout.ms": 10000,
+            }
+        )
+        self.consumer.subscribe([topic])
+        self._stop = threading.Event()
+        self.assigned = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.consumer.poll(0.1)
+            if self.consumer.assignment():
+                self.assigned.set()
+
+    def close(self) -> None:
+        self._stop.set()
+        self.thread.join(10)
+        self.consumer.close()
+
+
+def target_offsets(bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, int]:
+    """A group's committed offset per partition of a topic (negative: none)."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    got = c.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=10)
+    c.close()
+    return {tp.partition: tp.offset for tp in got}

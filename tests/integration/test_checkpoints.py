@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from helpers import (
+    ActiveMember,
     Bootstrap,
     admin,
     assert_eventually,
@@ -21,6 +22,7 @@ from helpers import (
     consume_all,
     create_topic,
     produce,
+    target_offsets,
     unique_name,
 )
 
@@ -134,44 +136,6 @@ def failover_scenario(clusters: LocalClusters, data_path: DataPath, *, engine: s
         src = read_from(p, topic, part, 0)
         rereads = check_no_skip(src, cp.upstream_offset, read_from(b, f"primary.{topic}", part, cp.downstream_offset))
         assert rereads == 0  # MM2's rule alone: up to LAG_MAX
-
-
-class ActiveMember:
-    """A consumer that stays in a group on a cluster (an active member) until closed."""
-
-    def __init__(self, bootstrap: str, group: str, topic: str) -> None:
-        self.consumer = Consumer(
-            {
-                "bootstrap.servers": bootstrap,
-                "group.id": group,
-                "enable.auto.commit": False,
-                "auto.offset.reset": "earliest",
-                "session.timeout.ms": 10000,
-            }
-        )
-        self.consumer.subscribe([topic])
-        self._stop = threading.Event()
-        self.assigned = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.consumer.poll(0.1)
-            if self.consumer.assignment():
-                self.assigned.set()
-
-    def close(self) -> None:
-        self._stop.set()
-        self.thread.join(10)
-        self.consumer.close()
-
-
-def target_offsets(bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, int]:
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
-    got = c.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=10)
-    c.close()
-    return {tp.partition: tp.offset for tp in got}
 
 
 def test_group_offset_sync_rules(local_clusters: LocalClusters, data_path: DataPath) -> None:

@@ -407,6 +407,10 @@ def status(
         )
         if f.error:
             print(f"flow {f.flow}: failed: {f.error}")
+        if f.failover is not None:
+            from mirrorspark.mm2.failover_policy import event_summary
+
+            print(event_summary(f.failover))
         rows: list[list[object]] = [[t.topic, t.remote_topic, t.partitions, t.records, t.lag] for t in f.topics]
         print(text_table(["topic", "remote topic", "partitions", "records", "lag"], rows))
         if f.gaps:

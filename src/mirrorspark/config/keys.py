@@ -814,6 +814,58 @@ CONFIG_KEYS: Final[tuple[ConfigKey, ...]] = (
         field="trigger_interval_ms",
         holder="service",
     ),
+    # --- failover policy (per flow: top level = every flow, S->T.<key> = one flow) -------------
+    ConfigKey(
+        "mirrorspark.failover.policy",
+        "string",
+        "manual",
+        "When the running flow treats its source as failed and moves consumer groups to the target (modelled on "
+        "Confluent's observerPromotionPolicy): offline = a source partition of the flow has no leader; "
+        "under-min-isr = no leader, or its ISR is below min(min.insync.replicas, replication factor); manual = "
+        "as under-min-isr, but only recorded (WARNING log, failover record on the progress channel, status, "
+        "service), nothing moved. A source cluster that does not answer counts as offline. Failback is always "
+        "the operator's decision.",
+        choices=("manual", "under-min-isr", "offline"),
+        field="failover_policy",
+    ),
+    ConfigKey(
+        "mirrorspark.failover.groups",
+        "list",
+        ".*",
+        "Regexes (full match) of the consumer groups a failover moves: of the groups with checkpoints in "
+        "<source>.checkpoints.internal on the target (those the flow's groups/groups.exclude select), each "
+        "match gets its newest checkpoints committed on the target as mirrorspark failover does, never a group "
+        "with active members there; empty = none.",
+        regex=True,
+        field="failover_groups",
+    ),
+    ConfigKey(
+        "mirrorspark.failover.grace.ms",
+        "long",
+        "30000",
+        "How long the source must stay failed under mirrorspark.failover.policy, observation to observation, "
+        "before the failover fires (0 = at the first failed observation); a shorter outage fires nothing.",
+        "ms",
+        minimum=0,
+        field="failover_grace_ms",
+    ),
+    ConfigKey(
+        "mirrorspark.failover.check.interval.ms",
+        "long",
+        "5000",
+        "How often the driver describes the flow's source topics (leader, ISR, min.insync.replicas) for the "
+        "failover policy.",
+        "ms",
+        minimum=100,
+        field="failover_check_interval_ms",
+    ),
+    ConfigKey(
+        "mirrorspark.failover.dry.run",
+        "boolean",
+        "false",
+        "Whether a failover only reports what it would commit (log, failover record, status) and commits nothing.",
+        field="failover_dry_run",
+    ),
 )
 """Every key mirrorspark knows, in MM2's order: driver, client, connector, worker, mirrorspark keys."""
 

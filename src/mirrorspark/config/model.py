@@ -316,6 +316,10 @@ class FlowConfig(_Frozen):
     transaction_boundary, transaction_boundary_interval_ms:
         ``transaction.boundary`` (``"poll"`` or ``"interval"``; ``"connector"`` is refused at
         start) and ``transaction.boundary.interval.ms`` (ms; 0: ``offset.flush.interval.ms``).
+    failover_policy, failover_groups, failover_grace_ms, failover_check_interval_ms, failover_dry_run:
+        ``mirrorspark.failover.*``: the failover policy (``"manual"``, ``"under-min-isr"`` or ``"offline"``),
+        the regexes of the groups it moves, the grace period (ms), how often the source is described (ms)
+        and whether it only reports (:mod:`mirrorspark.replication.failover`).
     policy:
         The replication policy.
     source_consumer:
@@ -384,6 +388,11 @@ class FlowConfig(_Frozen):
     exactly_once_support: str
     transaction_boundary: str
     transaction_boundary_interval_ms: int
+    failover_policy: str = "manual"
+    failover_groups: tuple[str, ...] = (".*",)
+    failover_grace_ms: int = 30_000
+    failover_check_interval_ms: int = 5_000
+    failover_dry_run: bool = False
     policy: PolicyConfig
     source_consumer: ClientSettings
     source_admin: ClientSettings

@@ -10,11 +10,11 @@ from confluent_kafka.admin import AdminClient
 
 from mirrorspark.client.checkpoints import read_checkpoints
 from mirrorspark.client.context import ReplicationContext, Side
+from mirrorspark.client.failover import commit_failover, failover_offsets, latest_by_group
 from mirrorspark.client.translator import OffsetTranslator
 from mirrorspark.config.model import MirrorConfig
-from mirrorspark.errors import ClusterError, ClusterUnreachableError, ControlError
+from mirrorspark.errors import ClusterUnreachableError, ControlError
 from mirrorspark.kafka.admin import (
-    alter_group_offsets,
     check_reachable,
     describe_group,
     end_offsets,
@@ -22,14 +22,9 @@ from mirrorspark.kafka.admin import (
     list_topics,
 )
 from mirrorspark.kafka.factory import LIBRDKAFKA_LOGGER
-from mirrorspark.migration.plans import FailoverOffset, FailoverPlan, OffsetTranslation
-from mirrorspark.mm2.checkpoints import CheckpointStore, TopicPartitionKey, rename_topic, rereads_at, upstream_topic_of
+from mirrorspark.migration.plans import FailoverPlan, OffsetTranslation
+from mirrorspark.mm2.checkpoints import TopicPartitionKey, rename_topic, rereads_at, upstream_topic_of
 from mirrorspark.mm2.records import Checkpoint
-
-_ACTIVE_GROUP_ERRORS = frozenset(
-    {"UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION", "REBALANCE_IN_PROGRESS", "FENCED_MEMBER_EPOCH"}
-)
-"""Kafka errors committing offsets for a group that consumers use (the broker refuses an admin commit)."""
 
 
 class ConsumerMigration:
@@ -219,16 +214,14 @@ class ConsumerMigration:
             If the target cannot be read.
         """
         self.require_reachable(self.target)
-        store = CheckpointStore()
-        for cp in self._read_checkpoints():
-            store.update(cp)
-        names = store.groups() if groups is None else list(dict.fromkeys(groups))
+        by_group = latest_by_group(self._read_checkpoints())
+        names = list(by_group) if groups is None else list(dict.fromkeys(groups))
         out: dict[str, dict[TopicPartitionKey, Checkpoint]] = {}
         for group in names:
-            latest = store.group(group)
+            latest = by_group.get(group, {})
             if not latest:
                 self._require_known(group)
-            out[group] = dict(sorted(latest.items()))
+            out[group] = latest
         return out
 
     # ------------------------------------------------------------------ live translation
@@ -350,11 +343,6 @@ class ConsumerMigration:
                 f"nothing to fail over; let the flow {self.flow.name} run until it emits them "
                 "(emit.checkpoints.interval.seconds)"
             )
-        tgt_admin = self._admin(self.target)
-        desc = describe_group(tgt_admin, self.target, group, timeout_s=self.timeout_s)
-        if desc.active:
-            raise self._active_error(group, desc.members, desc.state)
-        previous = group_offsets(tgt_admin, self.target, group, timeout_s=self.timeout_s)
         source_members: int | None = None
         upstream: dict[TopicPartitionKey, str] = {}
         if self.reachable(self.source):
@@ -363,41 +351,22 @@ class ConsumerMigration:
             for topic, partition in group_offsets(src_admin, self.source, group, timeout_s=self.timeout_s):
                 upstream[(rename_topic(self.policy, self.source, self.target, topic), partition)] = topic
             self._load_syncs()
-        offsets = []
-        for (topic, partition), cp in latest.items():
-            rereads: int | None = None
-            if self._syncs_loaded:
-                up = upstream.get((topic, partition)) or upstream_topic_of(self.policy, self.source, self.target, topic)
-                if up is not None:
-                    live = self.translator.translate(group, up, partition, cp.upstream_offset)
-                    if live.checkpoint is not None and live.rereads >= 0:
-                        rereads = rereads_at(cp.downstream_offset, live.checkpoint.downstream_offset, live.rereads)
-            before = previous.get((topic, partition))
-            offsets.append(
-                FailoverOffset(
-                    topic=topic,
-                    partition=partition,
-                    offset=cp.downstream_offset,
-                    upstream_offset=cp.upstream_offset,
-                    metadata=cp.metadata,
-                    previous_offset=before[0] if before is not None else None,
-                    rereads=rereads,
-                )
-            )
+
+        def rereads(topic: str, partition: int, cp: Checkpoint) -> int | None:
+            if not self._syncs_loaded:
+                return None
+            up = upstream.get((topic, partition)) or upstream_topic_of(self.policy, self.source, self.target, topic)
+            if up is None:
+                return None
+            live = self.translator.translate(group, up, partition, cp.upstream_offset)
+            if live.checkpoint is None or live.rereads < 0:
+                return None
+            return rereads_at(cp.downstream_offset, live.checkpoint.downstream_offset, live.rereads)
+
+        tgt_admin = self._admin(self.target)
+        offsets = failover_offsets(tgt_admin, self.target, group, latest, timeout_s=self.timeout_s, rereads=rereads)
         if not dry_run:
-            try:
-                alter_group_offsets(
-                    tgt_admin,
-                    self.target,
-                    group,
-                    {(o.topic, o.partition): (o.offset, o.metadata) for o in offsets},
-                    timeout_s=self.timeout_s,
-                )
-            except ClusterError as e:
-                if e.kafka_code in _ACTIVE_GROUP_ERRORS:
-                    now = describe_group(tgt_admin, self.target, group, timeout_s=self.timeout_s)
-                    raise self._active_error(group, now.members, now.state) from e
-                raise
+            commit_failover(tgt_admin, self.target, group, offsets, timeout_s=self.timeout_s)
         return FailoverPlan(
             group=group,
             source=self.source,
@@ -405,13 +374,6 @@ class ConsumerMigration:
             offsets=tuple(offsets),
             applied=not dry_run,
             source_members=source_members,
-        )
-
-    def _active_error(self, group: str, members: int, state: str) -> ControlError:
-        return ControlError(
-            f"consumer group '{group}' has {members} active member{'s' if members != 1 else ''} on cluster "
-            f"'{self.target}' (state {state}): stop its consumers there, then fail over again "
-            "(committing offsets for a group in use would be rejected or overwritten)"
         )
 
     def close(self) -> None:

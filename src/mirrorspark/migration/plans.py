@@ -7,6 +7,7 @@ import io
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from mirrorspark.client.failover import FailoverOffset
 from mirrorspark.mm2.checkpoints import TopicPartitionKey
 
 
@@ -81,36 +82,6 @@ class OffsetTranslation:
     target_end_offset: int | None
     rereads: int | None
     basis: str
-
-
-@dataclass(frozen=True)
-class FailoverOffset:
-    """One offset :meth:`ConsumerMigration.failover` commits for a group on the target.
-
-    Attributes
-    ----------
-    topic, partition:
-        The **downstream** topic-partition on the target.
-    offset:
-        The committed offset written (the checkpoint's downstream offset; next offset to read).
-    upstream_offset:
-        The group's committed offset on the source the checkpoint was made for.
-    metadata:
-        The source commit's metadata, committed with the offset.
-    previous_offset:
-        The group's committed offset on the target before, ``None`` if none.
-    rereads:
-        Records re-read relative to ``upstream_offset`` (see :func:`rereads_at`);
-        ``None`` when unknown (the offset syncs could not be read).
-    """
-
-    topic: str
-    partition: int
-    offset: int
-    upstream_offset: int
-    metadata: str
-    previous_offset: int | None
-    rereads: int | None
 
 
 @dataclass(frozen=True)

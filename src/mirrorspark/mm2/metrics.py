@@ -11,7 +11,7 @@ exporter rules and its Metrics Reporter turn an attribute ``record-age-ms-avg`` 
 
 What MM2 lacks, mirrorspark measures too (:data:`MIRRORSPARK_METRICS`, exported under the
 ``mirrorspark_`` prefix): lag in records and in seconds, task state and restarts, heartbeat age,
-checkpoint lag and the re-reads a failover would cost, gap events.
+checkpoint lag and the re-reads a failover would cost, gap events, failover events.
 
 Latency and record age are sampled into a fixed histogram (:data:`LATENCY_BUCKETS_MS`) whose
 counts add up across partitions, tasks and time, so percentiles of any window are computed from the
@@ -150,6 +150,21 @@ MIRRORSPARK_METRICS: Final[tuple[MetricDef, ...]] = (
     ),
     MetricDef("gaps", "mirrorspark", "cumulative", "count", "Gap events: source records lost before they were copied."),
     MetricDef("gap-lost-records", "mirrorspark", "cumulative", "records", "Source records lost in gap events."),
+    MetricDef(
+        "failover-active",
+        "mirrorspark",
+        "value",
+        "count",
+        "1 while the flow's failover policy has failed the flow over (its newest failover event), 0 once the "
+        "source recovered; absent before the first event.",
+    ),
+    MetricDef(
+        "failover-events",
+        "mirrorspark",
+        "cumulative",
+        "count",
+        "Failover events the flow's failover policy recorded since its driver started.",
+    ),
 )
 """What MM2 does not measure and mirrorspark does."""
 

@@ -50,6 +50,18 @@ empty.
     ``checkpoint-latency-ms``), and per partition the group's committed offset on the source, its newest
     checkpoint, the records committed since (checkpoint lag) and the records a failover to that
     checkpoint would read again.
+
+* The driver's failover watch (``mirrorspark.failover.policy``, :mod:`mirrorspark.mm2.failover_policy`)
+  writes a fourth kind, only when something happens; compaction keeps the newest per flow, so it reads
+  as the flow's failover state:
+
+  - ``{"kind":"failover","flow":F}`` -> ``{"v":1,"at":ms,"event":"failover"|"recovered","policy":p,
+    "dry_run":bool,"since":ms,"reason":text,"events":n,"groups":[{"group":g,"outcome":o,"offsets":n,
+    "detail":text|null}]}`` (:class:`FailoverEvent`): ``since`` is when the source started to count as
+    failed, ``events`` the failover events the driver recorded for the flow since it started, and per
+    listed group what was done: ``moved`` (its checkpoints committed on T), ``would-move`` (dry run),
+    ``refused`` (active members on T), ``manual`` (policy ``manual``: only recorded) or ``failed``.
+    A ``recovered`` record has no groups (failback stays the operator's decision).
 """
 
 from __future__ import annotations
@@ -253,6 +265,8 @@ def newest_segments(kept: Sequence[CopiedSegment], new: Sequence[CopiedSegment])
 
 def record_kind(key: bytes | None) -> str:
     """Tell a progress-channel record's kind from its key: ``"report"``, ``"flow"``, ``"lag"``, ``"group"``, other.
+
+    The driver's kinds are ``"flow"``, ``"lag"``, ``"group"`` and ``"failover"``.
 
     A key without ``"kind"`` (every version-1 record) is a partition report; a key that is not a
     JSON object is ``"unknown"``. Readers skip kinds they do not know.
@@ -574,19 +588,143 @@ def decode_group_metrics(key: bytes | None, value: bytes | None) -> GroupMetrics
     )
 
 
+@dataclass(frozen=True, slots=True)
+class GroupFailover:
+    """What a failover did with one consumer group (in a :class:`FailoverEvent`).
+
+    Attributes
+    ----------
+    group:
+        The group id.
+    outcome:
+        ``"moved"`` (its newest checkpoints committed on T, as ``mirrorspark failover`` does),
+        ``"would-move"`` (dry run), ``"refused"`` (active members on T), ``"manual"`` (policy
+        ``manual``: nothing done) or ``"failed"``.
+    offsets:
+        Partitions committed (or that would be).
+    detail:
+        Why it was refused or failed, else ``None``.
+    """
+
+    group: str
+    outcome: str
+    offsets: int
+    detail: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FailoverEvent:
+    """A failover event of a flow's failover watch (kind ``failover``).
+
+    Attributes
+    ----------
+    flow:
+        ``"S->T"``.
+    at:
+        When it was recorded (epoch ms).
+    event:
+        ``"failover"`` or ``"recovered"``.
+    policy:
+        The flow's ``mirrorspark.failover.policy``.
+    dry_run:
+        ``mirrorspark.failover.dry.run``: nothing was committed.
+    since:
+        When the source started to count as failed (epoch ms).
+    reason:
+        Why (:func:`~mirrorspark.mm2.failover_policy.breach_reason`).
+    events:
+        Failover events the driver recorded for the flow since it started.
+    groups:
+        Per listed group, what was done (empty for ``recovered``).
+    """
+
+    flow: str
+    at: int
+    event: str
+    policy: str
+    dry_run: bool
+    since: int
+    reason: str
+    events: int
+    groups: tuple[GroupFailover, ...] = ()
+
+    @property
+    def active(self) -> bool:
+        """Whether the flow is failed over (the newest event is a ``failover``)."""
+        return self.event == "failover"
+
+
+def encode_failover_event(e: FailoverEvent) -> tuple[bytes, bytes]:
+    """Key and value of a ``failover`` record (layout in the module docstring)."""
+    value = {
+        "v": 1,
+        "at": e.at,
+        "event": e.event,
+        "policy": e.policy,
+        "dry_run": e.dry_run,
+        "since": e.since,
+        "reason": e.reason,
+        "events": e.events,
+        "groups": [
+            {"group": g.group, "outcome": g.outcome, "offsets": g.offsets, "detail": g.detail} for g in e.groups
+        ],
+    }
+    return _dumps({"kind": "failover", "flow": e.flow}), _dumps(value)
+
+
+def decode_failover_event(key: bytes | None, value: bytes | None) -> FailoverEvent:
+    """Decode a ``failover`` record.
+
+    Raises
+    ------
+    CorruptRecordError
+        Not a ``failover`` record of this layout.
+    """
+    k, v = _load(key, value)
+    raw = v.get("groups")
+    if not isinstance(raw, list) or not all(isinstance(x, dict) for x in raw):
+        raise CorruptRecordError("progress channel record: groups must be a list of objects")
+    if not isinstance(v.get("dry_run"), bool):
+        raise CorruptRecordError("progress channel record: dry_run must be a boolean")
+    groups = tuple(
+        GroupFailover(
+            group=_str(x.get("group"), "group"),
+            outcome=_str(x.get("outcome"), "outcome"),
+            offsets=_int(x.get("offsets"), "offsets"),
+            detail=_str(x.get("detail"), "detail", optional=True),
+        )
+        for x in raw
+    )
+    return FailoverEvent(
+        flow=_str(k.get("flow"), "flow"),
+        at=_int(v.get("at"), "at"),
+        event=_str(v.get("event"), "event"),
+        policy=_str(v.get("policy"), "policy"),
+        dry_run=v["dry_run"],
+        since=_int(v.get("since"), "since"),
+        reason=_str(v.get("reason"), "reason"),
+        events=_int(v.get("events"), "events"),
+        groups=groups,
+    )
+
+
 __all__ = [
     "FORMAT_VERSION",
     "SEGMENTS_KEPT",
+    "FailoverEvent",
     "FlowMetrics",
+    "GroupFailover",
     "GroupMetrics",
     "GroupPartition",
     "PartitionLag",
     "PartitionReport",
     "TopicLag",
+    "decode_failover_event",
     "decode_flow_metrics",
     "decode_group_metrics",
     "decode_report",
     "decode_topic_lag",
+    "encode_failover_event",
     "encode_flow_metrics",
     "encode_group_metrics",
     "encode_report",

@@ -33,6 +33,7 @@ from mirrorspark.replication.acls import TopicAclSync
 from mirrorspark.replication.checkpoints import CheckpointEmitter
 from mirrorspark.replication.datapath import DataPath
 from mirrorspark.replication.engine import ContinuousEngine, FlowSupervisor, first_error
+from mirrorspark.replication.failover import FailoverWatcher
 from mirrorspark.replication.flow import Flow
 from mirrorspark.replication.heartbeats import HeartbeatEmitter
 from mirrorspark.replication.metrics import MetricsPublisher
@@ -274,6 +275,8 @@ class Replicator:
         self.metrics: list[MetricsPublisher] = []
         self.control = Scheduler()
         self.background = Scheduler()
+        self.failover = Scheduler()  # the failover policy's source checks: a dead source must not stall the rest
+        self.failover_watchers: list[FailoverWatcher] = []
         self.on_progress = on_progress
         self._stop = threading.Event()
         self._targets: dict[str, dict[PartitionKey, int]] = {}
@@ -296,6 +299,11 @@ class Replicator:
 
     def _supervisor_of(self, flow: Flow) -> FlowSupervisor | None:
         return next((s for s in self.supervisors if s.flow is flow), None)
+
+    def _runs_flow(self, flow: Flow) -> bool:
+        """Whether this instance runs ``flow`` now: not a standby of the flow's lease."""
+        s = self._supervisor_of(flow)
+        return s is None or s.state != "standby"
 
     def task_slots(self) -> int:
         """Copy tasks the flows run now, ``min(tasks.max, partitions)`` per flow (after :meth:`start`)."""
@@ -371,7 +379,20 @@ class Replicator:
         self.heartbeats.start()
         self.heartbeats.schedule(self.background)
         self.background.start(name="mirrorspark-heartbeats")
+        self._start_failover_watch()
         self.state = "running"
+
+    def _start_failover_watch(self) -> None:
+        """Schedule each flow's ``failover watch S->T`` job (:mod:`mirrorspark.replication.failover`), own thread."""
+        for flow in self.flows:
+            watcher = FailoverWatcher(flow, active=functools.partial(self._runs_flow, flow))
+            watcher.start()
+            self.failover_watchers.append(watcher)
+            interval_s = flow.config.failover_check_interval_ms / 1000
+            self.failover.add(
+                f"failover watch {flow.name}", interval_s, self._job(watcher.check), initial_delay_s=interval_s
+            )
+        self.failover.start(name="mirrorspark-failover")
 
     def run(self, *, until_caught_up: bool = False) -> list[FlowStats]:
         """Replicate until stopped (or caught up); commit the last batch; return final stats.
@@ -601,8 +622,11 @@ class Replicator:
         return out
 
     def close(self) -> None:
-        """Stop heartbeats and flush every driver-side producer."""
+        """Stop heartbeats and the failover watch, and flush every driver-side producer."""
         self.background.stop()
+        self.failover.stop()
+        for w in self.failover_watchers:
+            w.close()
         self.heartbeats.close()
         for cp in self.checkpoints:
             cp.close()

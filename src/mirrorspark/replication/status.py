@@ -16,6 +16,8 @@ heartbeats — so it reports MM2's flows just as well.
   of its heartbeat topics.
 * **gaps** — per flow, the gap events in ``mm2-gaps.<source>.internal``: source
   records lost before they were copied (:mod:`mirrorspark.mm2.gaps`).
+* **failover** — per flow, the newest failover event of the driver's failover policy
+  (``failover`` records of the progress channel, :mod:`mirrorspark.replication.failover`).
 """
 
 from __future__ import annotations
@@ -32,7 +34,9 @@ from mirrorspark.kafka.admin import end_offsets, list_topics, start_offsets
 from mirrorspark.kafka.reader import read_topic
 from mirrorspark.mm2.filters import should_replicate_topic
 from mirrorspark.mm2.gaps import GapEvent
+from mirrorspark.mm2.internal_topics import TASK_PROGRESS_PREFIX, mirrorspark_topic
 from mirrorspark.mm2.records import Heartbeat
+from mirrorspark.mm2.task_progress import FailoverEvent, decode_failover_event, record_kind
 from mirrorspark.replication.gaps import read_gap_ledger
 from mirrorspark.replication.progress import FlowState, read_progress
 
@@ -83,6 +87,9 @@ class FlowStatus:
         Gap events of the flow, oldest first, from its gap ledger on the target.
     error:
         Why the flow failed (state ``failed``), else ``None``.
+    failover:
+        The newest failover event of the flow's failover policy (``failover`` = failed over now,
+        ``recovered``), ``None`` if it never recorded one.
     """
 
     flow: str
@@ -91,6 +98,7 @@ class FlowStatus:
     topics: tuple[TopicStatus, ...] = field(default_factory=tuple)
     gaps: tuple[GapEvent, ...] = field(default_factory=tuple)
     error: str | None = None
+    failover: FailoverEvent | None = None
 
     @property
     def partitions(self) -> int:
@@ -147,6 +155,42 @@ def _heartbeats(ctx: FlowContext) -> int | None:
         clients=ctx.clients,
     )
     return max(newest) if newest else None
+
+
+def read_failover_event(ctx: FlowContext, *, client_id: str) -> FailoverEvent | None:
+    """Read the newest ``failover`` record of a flow in its progress channel on the target, ``None`` if none.
+
+    Undecodable records are skipped (the channel's other kinds are not read).
+
+    Raises
+    ------
+    ClusterError
+        If the target cannot be read.
+    """
+    flow = ctx.flow
+    target = ctx.cluster("target")
+    newest: list[FailoverEvent] = []
+
+    def on_record(key: bytes | None, value: bytes | None) -> None:
+        if record_kind(key) != "failover":
+            return
+        try:
+            e = decode_failover_event(key, value)
+        except CorruptRecordError:
+            return
+        if e.flow == flow.name and (not newest or e.at >= newest[0].at):
+            newest[:] = [e]
+
+    read_topic(
+        target.consumer,
+        target.admin,
+        flow.target,
+        mirrorspark_topic(TASK_PROGRESS_PREFIX, ctx.policy, flow.source),
+        on_record,
+        client_id=client_id,
+        clients=ctx.clients,
+    )
+    return newest[0] if newest else None
 
 
 def flow_status(
@@ -263,7 +307,8 @@ def flow_status(
     else:
         state = "stopped"
     error = published.error if state == "failed" and published is not None else None
-    return FlowStatus(flow.name, state, last, tuple(topics), tuple(gaps), error)
+    failover = read_failover_event(ctx, client_id=ctx.client_id(f"{cid}-failover-consumer"))
+    return FlowStatus(flow.name, state, last, tuple(topics), tuple(gaps), error, failover)
 
 
 def cluster_status(config: MirrorConfig, cluster: str, *, context: ReplicationContext | None = None) -> ClusterStatus:
@@ -282,4 +327,12 @@ def status(config: MirrorConfig) -> tuple[list[FlowStatus], list[ClusterStatus]]
     return flows, clusters
 
 
-__all__ = ["ClusterStatus", "FlowStatus", "TopicStatus", "cluster_status", "flow_status", "status"]
+__all__ = [
+    "ClusterStatus",
+    "FlowStatus",
+    "TopicStatus",
+    "cluster_status",
+    "flow_status",
+    "read_failover_event",
+    "status",
+]

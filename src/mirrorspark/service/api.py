@@ -53,6 +53,7 @@ from mirrorspark.service.feed import FlowView, Store
 from mirrorspark.service.prometheus import ServiceCollector
 from mirrorspark.service.schemas import (
     Cluster,
+    Failover,
     Gap,
     Group,
     Health,
@@ -361,6 +362,18 @@ def create_app(
     def all_gaps() -> list[Gap]:
         with store.lock:
             return views.gaps(v for v in store.flows.values() if v.target == store.cluster)
+
+    @app.get(
+        f"{API}/failovers",
+        response_model=list[Failover],
+        dependencies=secured,
+        responses=_errors(*auth_errors),
+        tags=["replications"],
+        summary="The newest failover event of every replication into the served cluster (mirrorspark.failover.policy)",
+    )
+    def all_failovers() -> list[Failover]:
+        with store.lock:
+            return views.failovers(v for v in store.flows.values() if v.target == store.cluster)
 
     @app.get(
         f"{API}/metrics",

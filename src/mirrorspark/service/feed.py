@@ -36,10 +36,12 @@ from mirrorspark.mm2.gaps import GAPS_PREFIX, GapEvent, decode_ledger_record
 from mirrorspark.mm2.internal_topics import PROGRESS_PREFIX, TASK_PROGRESS_PREFIX
 from mirrorspark.mm2.records import Heartbeat
 from mirrorspark.mm2.task_progress import (
+    FailoverEvent,
     FlowMetrics,
     GroupMetrics,
     PartitionReport,
     TopicLag,
+    decode_failover_event,
     decode_flow_metrics,
     decode_group_metrics,
     decode_report,
@@ -91,6 +93,8 @@ class FlowView:
         Gap events, oldest first.
     status:
         For flows without a progress channel: the last :func:`flow_status` read.
+    failover:
+        The driver's newest ``failover`` record (the flow's failover policy), ``None`` if none.
     """
 
     source: str
@@ -104,6 +108,7 @@ class FlowView:
     groups: dict[str, GroupMetrics] = field(default_factory=dict)
     gaps: list[GapEvent] = field(default_factory=list)
     status: FlowStatus | None = None
+    failover: FailoverEvent | None = None
 
     @property
     def name(self) -> str:
@@ -256,6 +261,12 @@ class Store:
             view = self._local(g.flow)
             if view is not None and (g.group not in view.groups or g.at >= view.groups[g.group].at):
                 view.groups[g.group] = g
+            return view is not None
+        if kind == "failover":
+            e = decode_failover_event(key, value)
+            view = self._local(e.flow)
+            if view is not None and (view.failover is None or e.at >= view.failover.at):
+                view.failover = e
             return view is not None
         return False  # a kind of a newer format version: skipped
 

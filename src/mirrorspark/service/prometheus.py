@@ -96,6 +96,9 @@ class ServiceCollector(Collector):
         if v.metrics is not None:
             f.add("mirrorspark", "tasks", base, float(v.metrics.tasks))
             f.add("mirrorspark", "task-restarts", base, float(v.metrics.task_restarts))
+        if v.failover is not None:
+            f.add("mirrorspark", "failover-active", base, 1.0 if v.failover.active else 0.0)
+            f.add("mirrorspark", "failover-events", base, float(v.failover.events))
         gaps = list(v.gaps) or (list(v.status.gaps) if v.status is not None else [])
         f.add("mirrorspark", "gaps", base, float(len(gaps)))
         f.add("mirrorspark", "gap-lost-records", base, float(sum(g.lost for g in gaps)))

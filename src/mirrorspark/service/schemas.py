@@ -128,6 +128,33 @@ class Gap(BaseModel):
     at_ms: int
 
 
+class FailoverGroup(BaseModel):
+    """What a failover event did with one consumer group."""
+
+    group: str
+    outcome: str = Field(
+        description="moved (its newest checkpoints committed on the target), would-move (dry run), refused (active "
+        "members on the target), manual (policy manual: nothing done) or failed."
+    )
+    offsets: int = Field(description="Partitions committed (or that would be).")
+    detail: str | None = Field(default=None, description="Why it was refused or failed.")
+
+
+class Failover(BaseModel):
+    """The newest failover event of a flow's failover policy (``mirrorspark.failover.policy``)."""
+
+    replication: str = Field(description="The flow, source->target.")
+    event: str = Field(description="failover (the flow is failed over now) or recovered.")
+    active: bool = Field(description="Whether the flow is failed over (event = failover).")
+    policy: str = Field(description="manual, under-min-isr or offline.")
+    dry_run: bool
+    since_ms: int = Field(description="When the source started to count as failed.")
+    at_ms: int = Field(description="When the event was recorded.")
+    reason: str
+    events: int = Field(description="Failover events the flow's driver recorded since it started.")
+    groups: list[FailoverGroup]
+
+
 class Point(BaseModel):
     """One window of a time series."""
 
@@ -196,6 +223,8 @@ class Health(BaseModel):
 
 __all__ = [
     "Cluster",
+    "Failover",
+    "FailoverGroup",
     "Figures",
     "Gap",
     "Group",

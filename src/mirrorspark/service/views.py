@@ -25,6 +25,8 @@ from mirrorspark.service.aggregates import (
 from mirrorspark.service.feed import FlowView, Store
 from mirrorspark.service.schemas import (
     Cluster,
+    Failover,
+    FailoverGroup,
     Figures,
     Gap,
     Group,
@@ -305,6 +307,33 @@ def gaps(views: Iterable[FlowView]) -> list[Gap]:
     return sorted(out, key=lambda g: (g.at_ms, g.flow, g.topic, g.partition))
 
 
+def failovers(views: Iterable[FlowView]) -> list[Failover]:
+    """Return the newest failover event of every flow that recorded one, by flow."""
+    out = []
+    for v in sorted(views, key=lambda v: v.name):
+        e = v.failover
+        if e is None:
+            continue
+        out.append(
+            Failover(
+                replication=e.flow,
+                event=e.event,
+                active=e.active,
+                policy=e.policy,
+                dry_run=e.dry_run,
+                since_ms=e.since,
+                at_ms=e.at,
+                reason=e.reason,
+                events=e.events,
+                groups=[
+                    FailoverGroup(group=g.group, outcome=g.outcome, offsets=g.offsets, detail=g.detail)
+                    for g in e.groups
+                ],
+            )
+        )
+    return out
+
+
 def series(
     store: Store,
     flow: str,
@@ -386,6 +415,7 @@ __all__ = [
     "Index",
     "catalog",
     "clusters",
+    "failovers",
     "figures",
     "flow_state",
     "gaps",

@@ -1,0 +1,297 @@
+"""The failover policy at run time: each flow's source watched, consumer groups moved when it fails.
+
+Every ``mirrorspark.failover.check.interval.ms`` (job ``failover watch S->T``, on a thread of its own so
+that a source that does not answer never holds up the copy or the heartbeats) the driver reads the
+source's metadata for the flow's replicated topics (leader and ISR per partition, one Metadata request)
+and their ``min.insync.replicas`` (``describe_configs``), and feeds the verdict of
+``mirrorspark.failover.policy`` to a :class:`~mirrorspark.mm2.failover_policy.FailoverWatch`. A source
+that does not answer at all counts as every partition offline.
+
+When the source has counted as failed for ``mirrorspark.failover.grace.ms``, a **failover event** is
+recorded: a WARNING log line, a ``failover`` record on the flow's progress channel
+(:class:`~mirrorspark.mm2.task_progress.FailoverEvent`: ``mirrorspark status`` and the metrics service
+show it) and, unless the policy is ``manual`` or ``mirrorspark.failover.dry.run`` is set, the consumer
+groups matching ``mirrorspark.failover.groups`` get their newest checkpoints committed on the target
+exactly as ``mirrorspark failover`` commits them (:mod:`mirrorspark.client.failover`), never a group
+with active members there. A group is moved once per event. When the source stops counting as failed,
+a ``recovered`` event is recorded; moving groups back is the operator's decision.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import ConfigResource
+
+from mirrorspark.client.checkpoints import read_checkpoints
+from mirrorspark.client.failover import commit_failover, failover_offsets, latest_by_group
+from mirrorspark.errors import ClusterError, ControlError, MirrorsparkError
+from mirrorspark.kafka.admin import wait
+from mirrorspark.kafka.delivery import Outgoing, deliver
+from mirrorspark.mm2.failover_policy import FailoverWatch, PartitionHealth, breach_reason, event_summary
+from mirrorspark.mm2.task_progress import FailoverEvent, GroupFailover, encode_failover_event
+
+if TYPE_CHECKING:
+    from mirrorspark.replication.flow import Flow
+
+log = logging.getLogger(__name__)
+
+PUBLISH_TIMEOUT_S = 10.0
+"""Seconds a failover record's write waits to be acknowledged (a failed write is retried at the next check)."""
+
+MIN_CALL_TIMEOUT_S = 5.0
+"""Shortest timeout (s) of a source call of the watch, whatever ``mirrorspark.failover.check.interval.ms``."""
+
+DEFAULT_MIN_ISR = 1
+"""``min.insync.replicas`` assumed for a topic whose config could not be read (Kafka's default)."""
+
+
+class FailoverWatcher:
+    """One flow's failover policy: watches the source, records failover events, moves consumer groups.
+
+    Parameters
+    ----------
+    flow:
+        The started flow (its replicated topics, context and progress channel).
+    active:
+        Whether this instance runs the flow now: a standby (another instance holds the flow's lease)
+        neither observes nor moves anything, so one failover is recorded and acted on once.
+    clock_ms:
+        Epoch ms.
+
+    Notes
+    -----
+    :meth:`check` runs on the failover scheduler's thread, one call at a time; it reads the flow's
+    topic list, which the driver loop updates (a copy is taken).
+    """
+
+    def __init__(
+        self,
+        flow: Flow,
+        *,
+        active: Callable[[], bool] = lambda: True,
+        clock_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+    ) -> None:
+        cfg = flow.config
+        self.flow = flow
+        self._active = active
+        self.policy = cfg.failover_policy
+        self.dry_run = cfg.failover_dry_run
+        self.watch = FailoverWatch(grace_ms=cfg.failover_grace_ms)
+        self.events = 0
+        self.last: FailoverEvent | None = None
+        self._groups = [re.compile(p) for p in cfg.failover_groups]
+        self._clock_ms = clock_ms
+        # each source call: at least 5 s (a slow answer is not an outage), at most admin.timeout.ms
+        self._timeout_s = min(
+            cfg.admin_timeout_ms / 1000, max(MIN_CALL_TIMEOUT_S, cfg.failover_check_interval_ms / 1000)
+        )
+        self._min_isr: dict[str, int] = {}
+        self._src_admin: Any = None
+        self._tgt_admin: Any = None
+        self._producer: Any = None
+        self._unpublished: FailoverEvent | None = None
+        self._move_again = False
+
+    @property
+    def name(self) -> str:
+        """The flow's name, ``"S->T"``."""
+        return self.flow.name
+
+    def start(self) -> None:
+        """Create the source's admin client (the target's clients are created at the first event)."""
+        self._src_admin = self.flow.context.admin("source", "failover-source-admin")
+
+    def _target_admin(self) -> Any:
+        if self._tgt_admin is None:
+            self._tgt_admin = self.flow.context.admin("target", "failover-target-admin")
+        return self._tgt_admin
+
+    # ------------------------------------------------------------------ observing the source
+
+    def _describe(self) -> tuple[list[PartitionHealth], bool]:
+        """Describe the flow's source partitions now, and say whether the source answered at all.
+
+        Raises
+        ------
+        ClusterError
+            The source answered, but not about the topics (the job retries at the next check).
+        """
+        topics = dict(self.flow.topic_partitions)
+        alias = self.flow.config.source
+        try:
+            md = self._src_admin.list_topics(timeout=self._timeout_s)
+        except KafkaException:
+            return [], False
+        self._refresh_min_isr([t for t in topics if t in md.topics])
+        out = []
+        for topic in sorted(topics):
+            meta = md.topics.get(topic)
+            if meta is None:
+                continue  # deleted since the last topic refresh: not this policy's business
+            for p in sorted(meta.partitions.values(), key=lambda p: p.id):
+                out.append(
+                    PartitionHealth(
+                        topic=topic,
+                        partition=p.id,
+                        leader=p.leader if p.leader >= 0 else None,
+                        isr=len(p.isrs),
+                        replicas=len(p.replicas),
+                        min_isr=self._min_isr.get(topic, DEFAULT_MIN_ISR),
+                    )
+                )
+        if topics and not out:
+            raise ClusterError(f"flow {self.name}: the source '{alias}' described none of the flow's topics")
+        return out, True
+
+    def _refresh_min_isr(self, topics: list[str]) -> None:
+        """Read the topics' ``min.insync.replicas`` (kept from the last read when a topic's read fails)."""
+        if not topics:
+            return
+        resources = [ConfigResource(ConfigResource.Type.TOPIC, t) for t in topics]
+        futures = self._src_admin.describe_configs(resources, request_timeout=self._timeout_s)
+        for res, fut in futures.items():
+            try:
+                entries = wait(
+                    fut, self._timeout_s, f"describing configs of topic '{res.name}'", self.flow.config.source
+                )
+                entry = entries.get("min.insync.replicas")
+                if entry is not None and entry.value is not None:
+                    self._min_isr[res.name] = int(entry.value)
+            except (KafkaException, MirrorsparkError, ValueError) as e:
+                log.debug("flow %s: min.insync.replicas of %s not read: %s", self.name, res.name, e)
+
+    # ------------------------------------------------------------------ the job
+
+    def check(self) -> FailoverEvent | None:
+        """Observe the source once; record (and act on) the event it fires, if any; return that event.
+
+        Raises
+        ------
+        ClusterError
+            The source answered, but not about the flow's topics: no observation is made.
+        """
+        if self._unpublished is not None:
+            self._publish(self._unpublished)
+        if not self._active():
+            return None
+        now = self._clock_ms()
+        partitions, reachable = self._describe()
+        reason = breach_reason(self.policy, partitions, source=self.flow.config.source, reachable=reachable)
+        was = self.watch.state
+        t = self.watch.observe(now, reason)
+        if was == "healthy" and self.watch.state == "pending":
+            log.warning(
+                "flow %s: the source counts as failed under failover policy %s (%s); a failover event follows "
+                "in %.1f s unless it recovers",
+                self.name,
+                self.policy,
+                reason,
+                self.flow.config.failover_grace_ms / 1000,
+            )
+        if t is None:
+            if self._move_again and self.watch.state == "failed-over" and self.last is not None:
+                return self._record(self.last.since, self.last.reason, "failover", self._move_groups())
+            return None
+        if t.event == "failover":
+            self.events += 1
+            return self._record(t.since_ms, t.reason, "failover", self._move_groups())
+        self._move_again = False
+        return self._record(t.since_ms, t.reason, "recovered", ())
+
+    def _record(self, since: int, reason: str, event: str, groups: tuple[GroupFailover, ...]) -> FailoverEvent:
+        e = FailoverEvent(
+            flow=self.name,
+            at=self._clock_ms(),
+            event=event,
+            policy=self.policy,
+            dry_run=self.dry_run,
+            since=since,
+            reason=reason,
+            events=self.events,
+            groups=groups,
+        )
+        self.last = e
+        log.warning("%s", event_summary(e))
+        self._publish(e)
+        return e
+
+    def _publish(self, e: FailoverEvent) -> None:
+        """Write the event to the progress channel; keep it for the next check when the write fails."""
+        if self._producer is None:
+            self._producer = self.flow.context.producer("target", "failover-producer", overrides={"linger.ms": 0})
+        try:
+            deliver(
+                self._producer,
+                [Outgoing(self.flow.progress_topic, *encode_failover_event(e), partition=0)],
+                what=f"flow {self.name}: failover event",
+                alias=self.flow.config.target,
+                timeout_s=PUBLISH_TIMEOUT_S,
+            )
+            self._unpublished = None
+        except ClusterError as err:
+            log.warning("%s; written again at the next check", err)
+            self._unpublished = e
+
+    # ------------------------------------------------------------------ moving groups
+
+    def _move_groups(self) -> tuple[GroupFailover, ...]:
+        """Commit the listed groups' newest checkpoints on the target (or say what would be done)."""
+        cfg = self.flow.config
+        ctx = self.flow.context
+        self._move_again = False
+        try:
+            records = read_checkpoints(
+                cfg.target_consumer,
+                cfg.target_admin,
+                cfg.target,
+                self.flow.policy.checkpoints_topic(cfg.source),
+                client_id=ctx.client_id("failover-checkpoints-consumer"),
+                timeout_s=cfg.admin_timeout_ms / 1000,
+                clients=ctx.clients,
+            )
+        except MirrorsparkError as e:
+            self._move_again = self.policy != "manual"  # tried again at the next check
+            return (GroupFailover("*", "failed", 0, f"reading the checkpoints failed (retried): {e}"),)
+        by_group = latest_by_group(records)
+        out = []
+        for group, latest in by_group.items():
+            if not any(p.fullmatch(group) for p in self._groups):
+                continue
+            out.append(self._move(group, latest))
+        return tuple(out)
+
+    def _move(self, group: str, latest: dict[Any, Any]) -> GroupFailover:
+        target = self.flow.config.target
+        timeout_s = self.flow.config.admin_timeout_ms / 1000
+        if self.policy == "manual":
+            return GroupFailover(group, "manual", len(latest), None)
+        try:
+            offsets = failover_offsets(self._target_admin(), target, group, latest, timeout_s=timeout_s)
+            planned = ", ".join(f"{o.topic}-{o.partition}: {o.offset}" for o in offsets)
+            if self.dry_run:
+                log.warning(
+                    "flow %s: dry run: would commit group '%s' on '%s' at %s", self.name, group, target, planned
+                )
+                return GroupFailover(group, "would-move", len(offsets), None)
+            commit_failover(self._target_admin(), target, group, offsets, timeout_s=timeout_s)
+            log.info("flow %s: committed group '%s' on '%s' at %s", self.name, group, target, planned)
+            return GroupFailover(group, "moved", len(offsets), None)
+        except ControlError as e:  # the only one: active members on the target
+            return GroupFailover(group, "refused", len(latest), str(e))
+        except MirrorsparkError as e:
+            return GroupFailover(group, "failed", len(latest), str(e))
+
+    def close(self) -> None:
+        """Flush the producer (a pending event is written one last time) and release the clients."""
+        if self._unpublished is not None:
+            self._publish(self._unpublished)
+        self._producer = self._src_admin = self._tgt_admin = None
+
+
+__all__ = ["FailoverWatcher"]
