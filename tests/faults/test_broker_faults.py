@@ -116,6 +116,7 @@ def test_the_targets_partition_leader_is_killed(
         outcomes=outcomes,
         resumed=resumed,
         restarts=restarts,
+        unreachable_s=max(resumed.values()),  # its partitions had no leader until then
         notes=f"node {victim} killed, restarted after {sz.settle_s:.0f} s; resume from the kill, on its partitions",
     )
 
@@ -139,6 +140,7 @@ def test_the_target_is_unreachable(
         outcomes=outcomes,
         resumed=resumed,
         restarts=restarts,
+        unreachable_s=sz.outage_s,
         notes="resume from SIGCONT",
     )
 

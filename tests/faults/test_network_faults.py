@@ -105,5 +105,6 @@ def test_the_network_to_the_target_is_cut_mid_transaction(
         outcomes=outcomes,
         resumed=resumed,
         restarts=restarts,
+        unreachable_s=sz.outage_s,
         notes=f"{dropped} connections dropped; exactly-once transactions of {TRANSACTION_MS} ms; resume from reopening",
     )
