@@ -117,7 +117,10 @@ def test_the_targets_partition_leader_is_killed(
         resumed=resumed,
         restarts=restarts,
         unreachable_s=max(resumed.values()),  # its partitions had no leader until then
-        notes=f"node {victim} killed, restarted after {sz.settle_s:.0f} s; resume from the kill, on its partitions",
+        notes=(
+            f"node {victim} killed, restarted once {int(sz.rate * sz.settle_s)} more records were copied;"
+            " resume from the kill, on its partitions"
+        ),
     )
 
 
