@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
-from helpers import assert_eventually, consume_all, create_topic, produce, unique_name
+from helpers import Bootstrap, assert_eventually, consume_all, create_topic, produce, unique_name
 from test_continuous import python_workers
 from test_replication import make_config, running, strip, topics_of
 
@@ -29,14 +29,14 @@ pytestmark = [pytest.mark.integration, pytest.mark.spark]
 EOS = {"backup.exactly.once.source.support": "enabled"}
 
 
-def committed_values(bootstrap: str, topic: str) -> list[bytes | None]:
+def committed_values(bootstrap: Bootstrap, topic: str) -> list[bytes | None]:
     """Values a read_committed consumer sees (empty while the topic does not exist)."""
     if topic not in topics_of(bootstrap):
         return []
     return [r["value"] for r in consume_all(bootstrap, topic, read_committed=True)]
 
 
-def assert_exactly_once(bootstrap: str, topic: str, expected: set[bytes]) -> None:
+def assert_exactly_once(bootstrap: Bootstrap, topic: str, expected: set[bytes]) -> None:
     """Every expected value exactly once, nothing else."""
     counts = Counter(committed_values(bootstrap, topic))
     duplicated = {v: n for v, n in counts.items() if n > 1}

@@ -9,9 +9,9 @@ job, submitted from a driver thread, until the driver stops it. Tasks commit the
 * restarts a failed task with exponential backoff (:data:`BACKOFF_INITIAL_S` doubling up to
   :data:`BACKOFF_MAX_S`) from its committed positions, also one lost with its executor or Python
   worker (Spark's own re-run ends at once: :func:`~mirrorspark.replication.stream.run_stream_job`);
-  a flow whose error cannot be fixed by a retry
-  (a record too large, an authorization failure) or that failed :data:`MAX_FAILURES` times in a row
-  without copying anything is marked failed, and the other flows keep running;
+  a flow whose error cannot be fixed by a retry (a record too large, an authorization failure, no
+  transaction coordinator at the flow's first start) or that failed :data:`MAX_FAILURES` times in a
+  row without copying anything is marked failed, and the other flows keep running;
 * restarts a flow's tasks when its assignment changes (new topics or partitions, a control-list
   change), like a Connect rebalance, and after a gap (positions out of range);
 * stops every task through the task channel (:class:`TaskChannel`): each commits what the target
@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 
 from mirrorspark.errors import DataPathError, MirrorsparkError, RecordTooLargeError
 from mirrorspark.replication.lease import FlowLease
-from mirrorspark.replication.stream import StreamResult, StreamTask, run_stream_job
+from mirrorspark.replication.stream import NO_TRANSACTION_COORDINATOR, StreamResult, StreamTask, run_stream_job
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -401,10 +401,25 @@ class FlowSupervisor:
                     self.restarts += 1
                     self._launch(tasks[index])
 
+    def _fatal(self, error: MirrorsparkError) -> bool:
+        """Whether a task's error fails the flow at once: a retry cannot fix it.
+
+        A record too large, an authorization failure (a topic, group or ``TransactionalId``
+        ACL), or, at the flow's first start, a target without a transaction coordinator
+        (exactly-once: the first ``init_transactions`` already waited its full timeout; later, a
+        coordinator moving between brokers is retried like any failure).
+        """
+        text = str(error)
+        first_start = self.generation == 1 and self.restarts == 0
+        return (
+            isinstance(error, RecordTooLargeError)
+            or "AUTHORIZATION" in text.upper()
+            or (first_start and NO_TRANSACTION_COORDINATOR in text)
+        )
+
     def _failed(self, index: int, error: MirrorsparkError, now: float) -> None:
         self.failures += 1
-        fatal = isinstance(error, RecordTooLargeError) or "AUTHORIZATION" in str(error).upper()
-        if fatal or self.failures >= MAX_FAILURES:
+        if self._fatal(error) or self.failures >= MAX_FAILURES:
             self.state = "failed"
             self.error = error
             log.error("%s: failed, its copy tasks are stopped (other flows go on): %s", self.name, error)
