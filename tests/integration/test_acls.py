@@ -9,7 +9,11 @@ syncs, progress (and resuming from it), heartbeats both ways, checkpoints, group
 sync and ACL sync itself (every second), and checks that nothing of the replicator
 failed or warned. On the continuous engine, removing one documented permission fails only
 the flow that needs it: WRITE on B's remote topics while ``A->B`` and ``B->A`` run (``B->A``
-copies on), and READ on the lease group before the run (the run ends with the error).
+copies on), and READ on the lease group before the run (the run ends with the error). In
+exactly-once mode (``B.exactly.once.source.support = enabled``), WRITE on TransactionalId ``A-mm2-``
+(prefixed) is all the copy tasks' transactional producers need (a ``read_committed`` consumer sees
+every record once); without it, with or without DESCRIBE, the flow fails at once with
+``TRANSACTIONAL_ID_AUTHORIZATION_FAILED``.
 """
 
 from __future__ import annotations

@@ -183,6 +183,35 @@ class TaskChannel:
             c.close()
 
 
+def fatal_task_error(error: MirrorsparkError, *, first_start: bool) -> bool:
+    """Tell whether a copy task's error fails its flow at once, a retry being unable to fix it.
+
+    A record too large, an authorization failure (a topic, group or ``TransactionalId`` ACL), or,
+    at the flow's first start, a target without a transaction coordinator (exactly-once: the first
+    ``init_transactions`` already waited its full timeout; later, a coordinator moving between
+    brokers is retried like any failure). MM2's exactly-once task fails for good on any error
+    (``ExactlyOnceWorkerSourceTask``); mirrorspark retries the rest with backoff.
+
+    Parameters
+    ----------
+    error:
+        The task's error, as the driver rebuilt it from the Spark job's failure (its message
+        is all that survives).
+    first_start:
+        Whether the task belonged to the flow's first generation, never restarted.
+
+    Returns
+    -------
+    bool
+    """
+    text = str(error)
+    return (
+        isinstance(error, RecordTooLargeError)
+        or "AUTHORIZATION" in text.upper()
+        or (first_start and NO_TRANSACTION_COORDINATOR in text)
+    )
+
+
 class _TaskRun(threading.Thread):
     """One copy task as the only Spark task of its own Spark job, on a driver thread."""
 
@@ -401,25 +430,10 @@ class FlowSupervisor:
                     self.restarts += 1
                     self._launch(tasks[index])
 
-    def _fatal(self, error: MirrorsparkError) -> bool:
-        """Whether a task's error fails the flow at once: a retry cannot fix it.
-
-        A record too large, an authorization failure (a topic, group or ``TransactionalId``
-        ACL), or, at the flow's first start, a target without a transaction coordinator
-        (exactly-once: the first ``init_transactions`` already waited its full timeout; later, a
-        coordinator moving between brokers is retried like any failure).
-        """
-        text = str(error)
-        first_start = self.generation == 1 and self.restarts == 0
-        return (
-            isinstance(error, RecordTooLargeError)
-            or "AUTHORIZATION" in text.upper()
-            or (first_start and NO_TRANSACTION_COORDINATOR in text)
-        )
-
     def _failed(self, index: int, error: MirrorsparkError, now: float) -> None:
         self.failures += 1
-        if self._fatal(error) or self.failures >= MAX_FAILURES:
+        first_start = self.generation == 1 and self.restarts == 0
+        if fatal_task_error(error, first_start=first_start) or self.failures >= MAX_FAILURES:
             self.state = "failed"
             self.error = error
             log.error("%s: failed, its copy tasks are stopped (other flows go on): %s", self.name, error)
@@ -576,6 +590,7 @@ __all__ = [
     "ContinuousEngine",
     "FlowSupervisor",
     "TaskChannel",
+    "fatal_task_error",
     "first_error",
     "wait_for_slots",
 ]
