@@ -9,7 +9,11 @@ syncs, progress (and resuming from it), heartbeats both ways, checkpoints, group
 sync and ACL sync itself (every second), and checks that nothing of the replicator
 failed or warned. On the continuous engine, removing one documented permission fails only
 the flow that needs it: WRITE on B's remote topics while ``A->B`` and ``B->A`` run (``B->A``
-copies on), and READ on the lease group before the run (the run ends with the error).
+copies on), and READ on the lease group before the run (the run ends with the error). In
+exactly-once mode (``B.exactly.once.source.support = enabled``), WRITE on TransactionalId ``A-mm2-``
+(prefixed) is all the copy tasks' transactional producers need (a ``read_committed`` consumer sees
+every record once); without it, with or without DESCRIBE, the flow fails at once with
+``TRANSACTIONAL_ID_AUTHORIZATION_FAILED``.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 from helpers import Bootstrap, admin, assert_eventually, consume_all, create_topic, produce, unique_name
+from test_exactly_once import assert_exactly_once, committed_values
 
 from mirrorspark.config.model import MirrorConfig
 from mirrorspark.config.parse import parse_config
@@ -54,7 +59,7 @@ from mirrorspark.replication.driver import Replicator
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
-PASSWORDS = {"replicator": "replicator-secret", "alice": "alice-secret"}
+PASSWORDS = {"replicator": "replicator-secret", "alice": "alice-secret", "admin": "admin-secret"}
 REPLICATOR = "User:replicator"
 ALICE = "User:alice"
 
@@ -62,13 +67,14 @@ Op = AclOperation
 ALLOW, DENY = AclPermissionType.ALLOW, AclPermissionType.DENY
 LITERAL, PREFIXED = ResourcePatternType.LITERAL, ResourcePatternType.PREFIXED
 TOPIC, GROUP, CLUSTER = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.BROKER  # BROKER = the cluster resource
+TXN_ID = ResourceType.TRANSACTIONAL_ID
 
 Grant = tuple[ResourceType, str, ResourcePatternType, AclOperation]
 """(resource type, name, pattern type, operation), allowed to the replicator from any host."""
 
 
 def replicator_acls(
-    source: str, target: str, *, topics: Sequence[str], groups: Sequence[str]
+    source: str, target: str, *, topics: Sequence[str], groups: Sequence[str], exactly_once: bool = False
 ) -> tuple[list[Grant], list[Grant]]:
     """The permissions README documents for the principal running flow ``source->target``.
 
@@ -78,6 +84,9 @@ def replicator_acls(
         The source topics the flow replicates (granted as literal names).
     groups:
         The source groups the flow checkpoints and syncs (literal names).
+    exactly_once:
+        With ``<target>.exactly.once.source.support = enabled``: also WRITE on the copy tasks'
+        transactional ids (prefix ``<source>-mm2-``).
 
     Returns
     -------
@@ -108,7 +117,14 @@ def replicator_acls(
         (GROUP, own_group, LITERAL, Op.DESCRIBE),
         (CLUSTER, "kafka-cluster", LITERAL, Op.ALTER),
     ]
+    if exactly_once:
+        on_target.append(transactional_ids(source, Op.WRITE))
     return on_source, on_target
+
+
+def transactional_ids(source: str, op: AclOperation) -> Grant:
+    """``op`` on the copy tasks' transactional ids of flow ``source->…``: ``<source>-mm2-`` (prefixed)."""
+    return (TXN_ID, f"{source}-mm2-", PREFIXED, op)
 
 
 def binding(grant: Grant, principal: str = REPLICATOR, permission: AclPermissionType = ALLOW) -> AclBinding:
@@ -136,10 +152,16 @@ def jaas(user: str) -> str:
 
 
 def grant_flow(
-    clusters: LocalClusters, source: str, target: str, *, topics: Sequence[str], groups: Sequence[str]
+    clusters: LocalClusters,
+    source: str,
+    target: str,
+    *,
+    topics: Sequence[str],
+    groups: Sequence[str],
+    exactly_once: bool = False,
 ) -> None:
     """Give the replicator what README documents for flow ``source->target`` (:func:`replicator_acls`)."""
-    on_source, on_target = replicator_acls(source, target, topics=topics, groups=groups)
+    on_source, on_target = replicator_acls(source, target, topics=topics, groups=groups, exactly_once=exactly_once)
     create_acls(clusters.cluster(source), [binding(g) for g in on_source])
     create_acls(clusters.cluster(target), [binding(g) for g in on_target])
 
@@ -315,6 +337,52 @@ def group_offsets(client: AdminClient, group: str) -> dict[tuple[str, int], int]
     res = client.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)], request_timeout=30)
     got = res[group].result(timeout=30)
     return {(tp.topic, tp.partition): tp.offset for tp in got.topic_partitions or [] if tp.offset >= 0}
+
+
+def flow_states(properties: str, tmp_path: Path) -> dict[str, tuple[str, str | None]]:
+    """``mirrorspark status --json`` with ``properties`` (the replicator's credentials): flow -> (state, error)."""
+    props = tmp_path / "mm2.properties"
+    props.write_text(properties)
+    done = subprocess.run(
+        [sys.executable, "-m", "mirrorspark", "status", str(props), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return {f["flow"]: (f["state"], f["error"]) for f in json.loads(done.stdout)["flows"]}
+
+
+def run_until_failed(cfg: MirrorConfig, data_path: DataPath) -> BaseException:
+    """Run ``cfg``'s one flow until it is marked failed and the run ends by itself (no hang); return the run's error.
+
+    The error the run raises is the failed flow's own (the one ``stats`` and ``status`` show).
+    """
+    r = Replicator(cfg, data_path)
+    errors: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            r.run()
+        except BaseException as e:  # surfaced in the test thread
+            errors.append(e)
+
+    t = threading.Thread(target=target, name="replicator", daemon=True)
+    t.start()
+    try:
+        assert_eventually(lambda: len(r.supervisors) == 1, timeout_s=60, message="the engine did not start")
+        [sup] = r.supervisors
+        assert_eventually(lambda: sup.state == "failed", timeout_s=90, message="the flow was not marked failed")
+        assert [(f.flow, f.state) for f in r.stats()] == [(sup.name, "failed")]
+        # its only flow failed: the run ends by itself, raising the flow's error
+        assert_eventually(lambda: not t.is_alive(), timeout_s=60, message="the run did not end")
+    finally:
+        r.request_stop()
+        t.join(120)
+    assert not t.is_alive(), "the replicator did not stop"
+    [error] = errors
+    assert error is sup.error, (error, sup.error)
+    return error
 
 
 @pytest.fixture(scope="module")
@@ -554,16 +622,7 @@ def test_a_flow_whose_target_acl_is_removed_fails_while_the_other_flow_keeps_cop
             assert [(f.flow, f.state) for f in r.stats()] == [("A->B", "failed"), ("B->A", "running")]
             assert other.state == "running"
 
-            props = tmp_path / "mm2.properties"  # the replicator's credentials: status reads as it would
-            props.write_text(text)
-            done = subprocess.run(
-                [sys.executable, "-m", "mirrorspark", "status", str(props), "--json"],
-                capture_output=True,
-                text=True,
-                timeout=120,
-            )
-            assert done.returncode == 0, done.stderr
-            states = {f["flow"]: (f["state"], f["error"]) for f in json.loads(done.stdout)["flows"]}
+            states = flow_states(text, tmp_path)
             assert states["A->B"][0] == "failed" and "TOPIC_AUTHORIZATION_FAILED" in states["A->B"][1], states
             assert states["B->A"] == ("running", None)
     finally:
@@ -582,32 +641,81 @@ def test_a_missing_lease_acl_marks_the_flow_failed(secure_clusters: LocalCluster
     cfg = make_config(secure_clusters, topics=topic, groups=unique_name("none"), **CONTINUOUS)
     delete_acl(b, lease)
     try:
-        r = Replicator(cfg, data_path)
-        errors: list[BaseException] = []
-
-        def target() -> None:
-            try:
-                r.run()
-            except BaseException as e:  # surfaced in the test thread
-                errors.append(e)
-
-        t = threading.Thread(target=target, name="replicator", daemon=True)
-        t.start()
-        try:
-            assert_eventually(lambda: len(r.supervisors) == 1, timeout_s=60, message="the engine did not start")
-            [sup] = r.supervisors
-            assert_eventually(lambda: sup.state == "failed", timeout_s=60, message="the flow was not marked failed")
-            assert [(f.flow, f.state) for f in r.stats()] == [("A->B", "failed")]
-            # its only flow failed: the run ends by itself (no hang), raising the flow's error
-            assert_eventually(lambda: not t.is_alive(), timeout_s=60, message="the run did not end")
-        finally:
-            r.request_stop()
-            t.join(120)
-        assert not t.is_alive(), "the replicator did not stop"
-        [error] = errors
-        assert isinstance(error, ClusterError) and error is sup.error, repr(error)
-        assert error.kafka_code == "GROUP_AUTHORIZATION_FAILED"
+        error = run_until_failed(cfg, data_path)
+        assert isinstance(error, ClusterError) and error.kafka_code == "GROUP_AUTHORIZATION_FAILED", repr(error)
         assert "grant the replication principal READ on group 'mirrorspark-lease-A->B' on cluster 'B'" in str(error)
         assert values(b, f"A.{topic}") == []  # nothing copied without the lease
     finally:
         create_acls(b, [binding(lease)])
+
+
+EOS = {"B.exactly.once.source.support": "enabled", "A.consumer.isolation.level": "read_committed", **CONTINUOUS}
+
+
+def eos_setup(clusters: LocalClusters, prefix: str) -> tuple[str, str, MirrorConfig]:
+    """A 2-partition source topic with 100 records, the documented grants of exactly-once ``A->B``.
+
+    Returns the topic, the text of mm2.properties and its config (``tasks.max = 2``: transactional
+    ids ``A-mm2-MirrorSourceConnector-0`` and ``-1``).
+    """
+    a = clusters.cluster("A")
+    topic = unique_name(prefix)
+    create_topic(a.client_config(), topic, partitions=2)
+    produce(a.client_config(), topic, [{"value": f"e{i}".encode(), "partition": i % 2} for i in range(100)])
+    grant_flow(clusters, "A", "B", topics=[topic], groups=[], exactly_once=True)
+    text = make_properties(clusters, topics=topic, groups=unique_name("none"), **EOS)
+    return topic, text, parse_config(parse_properties(text))
+
+
+def test_exactly_once_needs_write_on_the_transactional_ids_only(
+    secure_clusters: LocalClusters, data_path: DataPath
+) -> None:
+    """With the documented ACLs (WRITE on TransactionalId ``A-mm2-``; no DESCRIBE, WRITE implies it): exactly once."""
+    b = secure_clusters.cluster("B")
+    topic, _, cfg = eos_setup(secure_clusters, "acl-eos")
+    flt = AclBindingFilter(TXN_ID, None, ResourcePatternType.ANY, REPLICATOR, None, Op.ANY, AclPermissionType.ANY)  # type: ignore[arg-type]
+    client = admin(b.client_config())
+    held = client.describe_acls(flt, request_timeout=30).result(timeout=30)
+    assert held == [binding(transactional_ids("A", Op.WRITE))]
+    with problems() as warned:
+        r = Replicator(cfg, data_path)
+        r.run(until_caught_up=True)
+    assert r.engine == "continuous" and all(s.state != "failed" for s in r.supervisors)
+    assert not warned, warned
+    assert_exactly_once(b.client_config(), f"A.{topic}", {f"e{i}".encode() for i in range(100)})
+
+
+@pytest.mark.parametrize(
+    ("describe", "refused"),
+    [
+        (False, "Failed to find transaction coordinator"),  # FindCoordinator needs DESCRIBE (implied by WRITE)
+        (True, "Failed to acquire transactional PID"),  # InitProducerId needs WRITE
+    ],
+    ids=["no-grant", "describe-only"],
+)
+def test_exactly_once_without_write_on_the_transactional_ids_fails_the_flow(
+    secure_clusters: LocalClusters, data_path: DataPath, tmp_path: Path, describe: bool, refused: str
+) -> None:
+    """Without WRITE on TransactionalId ``A-mm2-`` (DESCRIBE or not) the flow fails at once, naming ids and grant."""
+    b = secure_clusters.cluster("B")
+    topic, text, cfg = eos_setup(secure_clusters, "acl-eos-denied")
+    write, desc = transactional_ids("A", Op.WRITE), transactional_ids("A", Op.DESCRIBE)
+    delete_acl(b, write)
+    if describe:
+        create_acls(b, [binding(desc)])
+    try:
+        error = run_until_failed(cfg, data_path)
+        assert isinstance(error, ClusterError), repr(error)
+        message = str(error)
+        print(message)
+        assert "TRANSACTIONAL_ID_AUTHORIZATION_FAILED" in message and refused in message, message
+        assert re.search(r"transactional id 'A-mm2-MirrorSourceConnector-[01]'", message), message
+        assert "grant it WRITE on TransactionalId 'A-mm2-' (prefixed) on cluster 'B'" in message, message
+        # status as an operator (the replicator may not READ B's heartbeats: WRITE is all A->B needs there)
+        state, shown = flow_states(text.replace(jaas("replicator"), jaas("admin")), tmp_path)["A->B"]
+        assert state == "failed" and shown is not None and "TRANSACTIONAL_ID_AUTHORIZATION_FAILED" in shown, shown
+        assert committed_values(b.client_config(), f"A.{topic}") == []  # nothing committed
+    finally:
+        if describe:
+            delete_acl(b, desc)
+        create_acls(b, [binding(write)])

@@ -15,10 +15,14 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
-from helpers import assert_eventually, consume_all, create_topic, produce, unique_name
+from helpers import Bootstrap, assert_eventually, consume_all, create_topic, produce, unique_name
 from test_continuous import python_workers
 from test_replication import make_config, running, strip, topics_of
 
+from mirrorspark.config.parse import parse_config
+from mirrorspark.config.properties import parse_properties
+from mirrorspark.errors import ClusterError
+from mirrorspark.kafka.local.clusters import start_clusters, stop_clusters
 from mirrorspark.kafka.local.model import LocalClusters
 from mirrorspark.mm2.connect_offsets import decode_source_offset, task_transactional_id
 from mirrorspark.replication.datapath import DataPath
@@ -29,14 +33,14 @@ pytestmark = [pytest.mark.integration, pytest.mark.spark]
 EOS = {"backup.exactly.once.source.support": "enabled"}
 
 
-def committed_values(bootstrap: str, topic: str) -> list[bytes | None]:
+def committed_values(bootstrap: Bootstrap, topic: str) -> list[bytes | None]:
     """Values a read_committed consumer sees (empty while the topic does not exist)."""
     if topic not in topics_of(bootstrap):
         return []
     return [r["value"] for r in consume_all(bootstrap, topic, read_committed=True)]
 
 
-def assert_exactly_once(bootstrap: str, topic: str, expected: set[bytes]) -> None:
+def assert_exactly_once(bootstrap: Bootstrap, topic: str, expected: set[bytes]) -> None:
     """Every expected value exactly once, nothing else."""
     counts = Counter(committed_values(bootstrap, topic))
     duplicated = {v: n for v, n in counts.items() if n > 1}
@@ -152,3 +156,39 @@ def test_settings_that_cannot_hold_exit_2(
     )
     assert done.returncode == 2, done.stderr
     assert message in done.stderr
+
+
+def test_a_target_without_a_transaction_coordinator_fails_the_run(
+    local_clusters: LocalClusters, data_path: DataPath, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """No transaction coordinator on the target (``__transaction_state`` wants more replicas than it has
+    brokers, so it is never created): the first ``init_transactions`` times out, the flow fails at once
+    and the run ends with a ClusterError (exit 3) naming the cause and the fix, instead of retrying for minutes."""
+    base = tmp_path_factory.mktemp("no-coordinator")
+    try:
+        started = start_clusters(
+            ["notxn"], base_dir=base, extra_broker_props={"transaction.state.log.replication.factor": "2"}
+        )
+        both = LocalClusters(base, {"primary": local_clusters.cluster("primary"), "notxn": started.cluster("notxn")})
+        p = local_clusters.bootstrap("primary")
+        topic = unique_name("eos-no-coordinator")
+        create_topic(p, topic)
+        produce(p, topic, [{"value": f"a{i}".encode()} for i in range(10)])
+        extra = {"topics": topic, "notxn.exactly.once.source.support": "enabled"}
+        cfg = parse_config(parse_properties(both.mm2_properties([("primary", "notxn")], extra=extra)))
+        r = Replicator(cfg, data_path)
+        with pytest.raises(ClusterError) as e:
+            r.run(until_caught_up=True)
+        print(e.value)
+        expected = (
+            "no transaction coordinator: cluster 'notxn' did not initialise transactional id "
+            "'primary-mm2-MirrorSourceConnector-0' within 60 s"
+        )
+        message = str(e.value)
+        assert expected in message and "transaction.state.log.replication.factor" in message, message
+        assert e.value.exit_code == 3
+        [sup] = r.supervisors
+        assert (sup.state, sup.failures, sup.restarts) == ("failed", 1, 0)  # failed at its first start, not retried
+        assert committed_values(started.bootstrap("notxn"), f"primary.{topic}") == []
+    finally:
+        stop_clusters(base)

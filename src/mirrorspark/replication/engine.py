@@ -9,9 +9,9 @@ job, submitted from a driver thread, until the driver stops it. Tasks commit the
 * restarts a failed task with exponential backoff (:data:`BACKOFF_INITIAL_S` doubling up to
   :data:`BACKOFF_MAX_S`) from its committed positions, also one lost with its executor or Python
   worker (Spark's own re-run ends at once: :func:`~mirrorspark.replication.stream.run_stream_job`);
-  a flow whose error cannot be fixed by a retry
-  (a record too large, an authorization failure) or that failed :data:`MAX_FAILURES` times in a row
-  without copying anything is marked failed, and the other flows keep running;
+  a flow whose error cannot be fixed by a retry (a record too large, an authorization failure, no
+  transaction coordinator at the flow's first start) or that failed :data:`MAX_FAILURES` times in a
+  row without copying anything is marked failed, and the other flows keep running;
 * restarts a flow's tasks when its assignment changes (new topics or partitions, a control-list
   change), like a Connect rebalance, and after a gap (positions out of range);
 * stops every task through the task channel (:class:`TaskChannel`): each commits what the target
@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 
 from mirrorspark.errors import ClusterError, DataPathError, MirrorsparkError, RecordTooLargeError
 from mirrorspark.replication.lease import FlowLease
-from mirrorspark.replication.stream import StreamResult, StreamTask, run_stream_job
+from mirrorspark.replication.stream import NO_TRANSACTION_COORDINATOR, StreamResult, StreamTask, run_stream_job
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -181,6 +181,35 @@ class TaskChannel:
         self._server.close()
         for c in conns:
             c.close()
+
+
+def fatal_task_error(error: MirrorsparkError, *, first_start: bool) -> bool:
+    """Tell whether a copy task's error fails its flow at once, a retry being unable to fix it.
+
+    A record too large, an authorization failure (a topic, group or ``TransactionalId`` ACL), or,
+    at the flow's first start, a target without a transaction coordinator (exactly-once: the first
+    ``init_transactions`` already waited its full timeout; later, a coordinator moving between
+    brokers is retried like any failure). MM2's exactly-once task fails for good on any error
+    (``ExactlyOnceWorkerSourceTask``); mirrorspark retries the rest with backoff.
+
+    Parameters
+    ----------
+    error:
+        The task's error, as the driver rebuilt it from the Spark job's failure (its message
+        is all that survives).
+    first_start:
+        Whether the task belonged to the flow's first generation, never restarted.
+
+    Returns
+    -------
+    bool
+    """
+    text = str(error)
+    return (
+        isinstance(error, RecordTooLargeError)
+        or "AUTHORIZATION" in text.upper()
+        or (first_start and NO_TRANSACTION_COORDINATOR in text)
+    )
 
 
 class _TaskRun(threading.Thread):
@@ -413,8 +442,8 @@ class FlowSupervisor:
 
     def _failed(self, index: int, error: MirrorsparkError, now: float) -> None:
         self.failures += 1
-        fatal = isinstance(error, RecordTooLargeError) or "AUTHORIZATION" in str(error).upper()
-        if fatal or self.failures >= MAX_FAILURES:
+        first_start = self.generation == 1 and self.restarts == 0
+        if fatal_task_error(error, first_start=first_start) or self.failures >= MAX_FAILURES:
             self.state = "failed"
             self.error = error
             log.error("%s: failed, its copy tasks are stopped (other flows go on): %s", self.name, error)
@@ -571,6 +600,7 @@ __all__ = [
     "ContinuousEngine",
     "FlowSupervisor",
     "TaskChannel",
+    "fatal_task_error",
     "first_error",
     "wait_for_slots",
 ]

@@ -650,6 +650,11 @@ def run_stream_task(task: StreamTask) -> StreamResult:
         channel.close()
 
 
+NO_TRANSACTION_COORDINATOR = "no transaction coordinator"
+"""Opens the message of a copy task whose ``init_transactions`` timed out: the target's transaction
+coordinator could not be found or did not load (:func:`transactional_producer`)."""
+
+
 def transactional_producer(task: StreamTask) -> Any:
     """Create the task's transactional data producer, initialised (fencing older ones) and in a transaction.
 
@@ -661,9 +666,12 @@ def transactional_producer(task: StreamTask) -> Any:
     Raises
     ------
     ClusterError
-        The principal may not use the id (``TRANSACTIONAL_ID_AUTHORIZATION_FAILED``: grant
-        ``WRITE`` and ``DESCRIBE`` on it), or the target's transaction coordinator did not answer
-        within ``task.init_timeout_s`` (transactions unsupported or unavailable).
+        The principal may not use the id (``TRANSACTIONAL_ID_AUTHORIZATION_FAILED``, in the
+        message: grant ``WRITE`` on the ``TransactionalId`` prefix ``<source>-mm2-``, which
+        implies the ``DESCRIBE`` that FindCoordinator needs), or the target's transaction
+        coordinator did not answer within ``task.init_timeout_s`` (:data:`NO_TRANSACTION_COORDINATOR`
+        in the message: transactions unsupported or unavailable, e.g. ``__transaction_state``
+        cannot be created with its ``transaction.state.log.replication.factor``).
     """
     from confluent_kafka import KafkaError, KafkaException, Producer
 
@@ -677,18 +685,20 @@ def transactional_producer(task: StreamTask) -> Any:
         p.begin_transaction()
     except KafkaException as e:
         err = e.args[0]
-        prefix = tid.rsplit("-", 1)[0] + "-"
         if err.code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED:
             what = (
-                f"the replication principal may not use transactional id '{tid}': grant it WRITE and DESCRIBE on "
-                f"TransactionalId '{prefix}' (prefixed) on cluster '{task.target}' (README, ACLs)"
+                f"TRANSACTIONAL_ID_AUTHORIZATION_FAILED: the replication principal may not use transactional id "
+                f"'{tid}' (the copy tasks' ids are {task.source}-mm2-MirrorSourceConnector-<task>): grant it WRITE "
+                f"on TransactionalId '{task.source}-mm2-' (prefixed) on cluster '{task.target}' (README, ACLs; "
+                f"{err.str()})"
             )
         elif err.code() in (KafkaError._TIMED_OUT, KafkaError._TRANSPORT):  # librdkafka's local codes
             what = (
-                f"the transaction coordinator of cluster '{task.target}' did not answer within "
-                f"{task.init_timeout_s:.0f} s ({err.str()}): exactly-once needs a target whose brokers support "
-                "transactions (transaction.state.log.replication.factor and transaction.state.log.min.isr no "
-                "larger than its brokers); fix the cluster or set exactly.once.source.support=disabled"
+                f"{NO_TRANSACTION_COORDINATOR}: cluster '{task.target}' did not initialise transactional id "
+                f"'{tid}' within {task.init_timeout_s:.0f} s ({err.str()}): exactly-once needs a target whose "
+                "brokers support transactions (transaction.state.log.replication.factor and "
+                "transaction.state.log.min.isr no larger than its brokers); fix the cluster or set "
+                f"{task.target}.exactly.once.source.support=disabled"
             )
         else:
             what = f"initialising transactional id '{tid}' on cluster '{task.target}' failed: {err.str()}"
@@ -782,6 +792,7 @@ def _fail_data(task: StreamTask, what: str) -> MirrorsparkError:
 
 
 __all__ = [
+    "NO_TRANSACTION_COORDINATOR",
     "ChannelClient",
     "StreamResult",
     "StreamTask",
