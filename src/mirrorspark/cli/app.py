@@ -310,6 +310,9 @@ def local_up(
     json_out: Annotated[
         bool, typer.Option("--json", help="Print {alias: {bootstrap.servers: ...}} (librdkafka configs) as JSON.")
     ] = False,
+    timeout: Annotated[
+        float, typer.Option("--timeout", min=10, help="Seconds to wait until every cluster is ready.")
+    ] = 90.0,
 ) -> None:
     """Start local Kafka clusters in the background; print their bootstrap servers and an mm2.properties.
 
@@ -340,6 +343,7 @@ def local_up(
             extra_broker_props={"replica.selector.class": RACK_AWARE_SELECTOR} if rack_list else None,
             security=security.value,
             sasl_users=users,
+            timeout_s=timeout,
         )
     except MirrorsparkError as e:
         raise fail(e) from None
