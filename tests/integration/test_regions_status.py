@@ -32,6 +32,7 @@ from mirrorspark.mm2.task_progress import decode_report, record_kind
 from mirrorspark.replication.datapath import DataPath
 from mirrorspark.replication.driver import Replicator
 from mirrorspark.replication.progress import progress_topic
+from mirrorspark.service.replicas import ReplicaCollector, replica_families
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -218,6 +219,13 @@ def test_replica_status_follows_a_broker_out_of_the_isr_and_back(regions: LocalC
 
         assert_eventually(replica_2_out, timeout_s=60, message="broker 2 stayed in the ISR")
         assert all(r["isInIsr"] for r in status_rows(config, "--topics", topic) if r["replica"] != 2)
+        # the service's series (MRC's partition metrics)
+        series = replica_families("east", ReplicaCollector(load_config(config), "east").states())
+        values = {(f.name, s.labels["topic"], s.labels["partition"]): s.value for f in series for s in f.samples}
+        for p in (0, 1):
+            assert values[("mirrorspark_replicas_count", topic, str(p))] == 3
+            assert values[("mirrorspark_in_sync_replicas_count", topic, str(p))] == 2
+            assert values[("mirrorspark_is_not_caught_up", topic, str(p))] == 1
     finally:
         state = restart_cluster(state, "east")
 

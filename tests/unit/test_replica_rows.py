@@ -220,3 +220,21 @@ def test_bad_command_lines_exit_2_before_connecting(tmp_path: Path, args: list[s
     r = CliRunner().invoke(app, [args[0], str(props), *args[1:]])
     assert r.exit_code == 2, r.output
     assert message in " ".join(r.output.split())
+
+
+def test_replica_count_series() -> None:
+    from mirrorspark.service.replicas import replica_families
+
+    fams = {f.name: f for f in replica_families("east", [state(isr=(0, 1)), state(partition=1)])}
+    assert set(fams) == {
+        "mirrorspark_replicas_count",
+        "mirrorspark_in_sync_replicas_count",
+        "mirrorspark_caught_up_replicas_count",
+        "mirrorspark_is_not_caught_up",
+    }
+    samples = {(f.name, s.labels["partition"]): s.value for f in fams.values() for s in f.samples}
+    assert samples[("mirrorspark_replicas_count", "0")] == 3
+    assert samples[("mirrorspark_in_sync_replicas_count", "0")] == 2
+    assert samples[("mirrorspark_is_not_caught_up", "0")] == 1
+    assert samples[("mirrorspark_is_not_caught_up", "1")] == 0
+    assert {s.labels["cluster"] for f in fams.values() for s in f.samples} == {"east"}

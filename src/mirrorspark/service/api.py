@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import hmac
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Annotated, Any, Literal
 
 from fastapi import Depends, FastAPI, HTTPException, Path, Query, Request
@@ -38,6 +38,7 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.registry import Collector
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from mirrorspark import __version__
@@ -118,6 +119,7 @@ def create_app(
     *,
     token: str = "",
     aggregation: AggregationStatus = lambda: ("stopped", None, None),
+    collectors: Sequence[Collector] = (),
 ) -> FastAPI:
     """Build the API application.
 
@@ -131,6 +133,8 @@ def create_app(
         The bearer token required by the API and ``/metrics``; ``""`` = none.
     aggregation:
         The Spark job's state for the health check.
+    collectors:
+        More ``/metrics`` collectors (e.g. :class:`~mirrorspark.service.replicas.ReplicaCollector`).
 
     Returns
     -------
@@ -156,6 +160,8 @@ def create_app(
     auth_errors = (401,) if token else ()
     registry = CollectorRegistry(auto_describe=False)
     registry.register(ServiceCollector(store, config))
+    for collector in collectors:
+        registry.register(collector)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
