@@ -92,7 +92,7 @@ def cli(*args: str) -> Any:
 def create_placed_topic(bootstrap: str, name: str, assignment: list[list[int]], **config: str) -> None:
     """Create a topic with an explicit replica assignment and wait until every replica is in the ISR."""
     client = admin(bootstrap)
-    new = NewTopic(name, replica_assignment=assignment, config=config)
+    new = NewTopic(name, num_partitions=len(assignment), replica_assignment=assignment, config=config)
     client.create_topics([new], request_timeout=30)[name].result(timeout=30)
     assert_eventually(
         lambda: layout(bootstrap, name) == {p: (r[0], sorted(r)) for p, r in enumerate(assignment)},

@@ -18,13 +18,12 @@ from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from mirrorspark.client.context import FlowContext, ReplicationContext
-from mirrorspark.client.source_offsets import read_source_offsets
+from mirrorspark.client.source_offsets import read_flow_source_offsets
 from mirrorspark.config.model import MirrorConfig
 from mirrorspark.errors import ConfigError
 from mirrorspark.kafka.admin import PartitionKey, list_topics
 from mirrorspark.kafka.factory import admin_client
 from mirrorspark.kafka.replica_admin import describe_partitions, elect_leaders, partition_offsets
-from mirrorspark.mm2.filters import should_replicate_topic
 from mirrorspark.mm2.replicas import (
     UNKNOWN,
     ElectionKind,
@@ -207,29 +206,10 @@ def remote_copies(
         if flow.source != cluster:
             continue
         ctx = context.of(flow)
-        mine = [
-            s
-            for s in states
-            if should_replicate_topic(
-                s.topic,
-                topic_filter=ctx.topic_filter,
-                policy=ctx.policy,
-                target_alias=flow.target,
-                heartbeats_replication_enabled=flow.heartbeats_replication_enabled,
-            )
-        ]
+        mine = [s for s in states if ctx.replicates_topic(s.topic)]
         if not mine:
             continue
-        stored = read_source_offsets(
-            flow.target_consumer,
-            flow.target_admin,
-            flow.target,
-            flow.offset_storage_topic,
-            flow.source,
-            client_id=ctx.client_id("replica-status-offsets-consumer"),
-            timeout_s=timeout_s,
-            clients=ctx.clients,
-        )
+        stored = read_flow_source_offsets(ctx, "replica-status-offsets-consumer", timeout_s=timeout_s)
         positions = {
             (s.topic, s.partition): stored[(s.topic, s.partition)] + 1 for s in mine if (s.topic, s.partition) in stored
         }
