@@ -25,14 +25,13 @@ from typer.testing import CliRunner
 from mirrorspark.cli.app import app
 from mirrorspark.client.context import ReplicationContext
 from mirrorspark.config.parse import load_config
-from mirrorspark.errors import CorruptRecordError
 from mirrorspark.kafka.local.clusters import load_clusters, restart_cluster, stop_broker, stop_clusters
 from mirrorspark.kafka.local.model import LocalClusters
+from mirrorspark.mm2.internal_topics import TASK_PROGRESS_PREFIX, mirrorspark_topic
 from mirrorspark.mm2.replicas import broker_rx_bytes
 from mirrorspark.mm2.task_progress import decode_report, record_kind
 from mirrorspark.replication.datapath import DataPath
 from mirrorspark.replication.driver import Replicator
-from mirrorspark.replication.progress import progress_topic
 from mirrorspark.service.replicas import ReplicaCollector, replica_families
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -117,15 +116,11 @@ def status_rows(config: Path, *args: str) -> list[dict[str, Any]]:
 
 def progress_reports(bootstrap: str, flow: str) -> list[Any]:
     out = []
-    for rec in consume_all(bootstrap, progress_topic("east")):
-        if record_kind(rec["key"]) != "report":
-            continue
-        try:
+    for rec in consume_all(bootstrap, mirrorspark_topic(TASK_PROGRESS_PREFIX, None, "east")):
+        if record_kind(rec["key"]) == "report":
             rep = decode_report(rec["key"], rec["value"])
-        except CorruptRecordError:  # the channel also carries the flows' published states
-            continue
-        if rep.flow == flow:
-            out.append(rep)
+            if rep.flow == flow:
+                out.append(rep)
     return out
 
 
@@ -188,6 +183,8 @@ def test_the_replicator_fetches_from_the_follower_in_its_rack(
     assert rx.get(0, 0) + rx.get(1, 0) < rx[2] / 10, rx  # ... not from the leaders (metadata only)
 
     # the remote copies of the partitions: caught up
+    shown = cli("replica-status", str(config), "--cluster", "east", "--topics", topic, "--remote")
+    print(shown.stdout)  # the README's examples come from here (pytest -s)
     rows = status_rows(config, "--topics", topic, "--remote", "--leaders")
     assert [(r["partition"], r["replica"], r["rack"]) for r in rows] == [(0, 0, "a"), (1, 1, "a")]
     for r in rows:
@@ -223,6 +220,7 @@ def test_replica_status_follows_a_broker_out_of_the_isr_and_back(regions: LocalC
             return len(out) == 2 and not any(r["isInIsr"] or r["isCaughtUp"] for r in out)
 
         assert_eventually(replica_2_out, timeout_s=60, message="broker 2 stayed in the ISR")
+        print(cli("replica-status", str(config), "--cluster", "east", "--topics", topic).stdout)
         assert all(r["isInIsr"] for r in status_rows(config, "--topics", topic) if r["replica"] != 2)
         # the service's series (MRC's partition metrics)
         series = replica_families("east", ReplicaCollector(load_config(config), "east").states())
@@ -250,15 +248,18 @@ def test_a_preferred_election_moves_the_leader_back(regions: LocalClusters, tmp_
         assert_eventually(lambda: layout(east, topic)[0] == (2, [2]), timeout_s=60, message="no failover to 2")
     finally:
         state = restart_cluster(state, "east")
-    assert_eventually(lambda: layout(east, topic)[0] == (2, [1, 2]), timeout_s=90, message="1 did not rejoin")
+    assert_eventually(lambda: layout(east, topic)[0][1] == [1, 2], timeout_s=90, message="1 did not rejoin")
 
     r = cli("elect", str(config), "--cluster", "east", "--type", "preferred", "--topic", topic, "--json")
     assert r.exit_code == 0, r.output
     [outcome] = json.loads(r.stdout)
-    assert (outcome["leader_before"], outcome["leader_after"], outcome["error"]) == (2, 1, None)
+    # (the controller's own preferred-leader check, every 300 s, may have been quicker: then nothing to do)
+    assert (outcome["leader_before"], outcome["error"]) in {(2, None), (1, "ELECTION_NOT_NEEDED")}, outcome
+    assert outcome["leader_after"] == 1
     assert layout(east, topic)[0][0] == 1
     again = cli("elect", str(config), "--cluster", "east", "--type", "preferred", "--topic", topic)
     assert again.exit_code == 0 and "ELECTION_NOT_NEEDED" in again.stdout
+    print(again.stdout)
 
 
 def test_an_unclean_election_truncates_and_the_flow_records_a_gap(
@@ -289,6 +290,7 @@ def test_an_unclean_election_truncates_and_the_flow_records_a_gap(
         args = ["--topic", topic, "--partition", "0", "--yes-i-may-lose-data", "--json"]
         r = cli("elect", str(config), "--cluster", "east", "--type", "unclean", *args)
         assert r.exit_code == 0, r.output
+        print(r.stdout)
         [outcome] = json.loads(r.stdout)
         assert (outcome["leader_before"], outcome["leader_after"], outcome["error"]) == (-1, 2, None)
         assert (outcome["end_before"], outcome["end_after"]) == (-1, 50)
@@ -297,6 +299,7 @@ def test_an_unclean_election_truncates_and_the_flow_records_a_gap(
         status = cli("status", str(config), "--json")
         assert status.exit_code == 0, status.output
         gaps = [g for g in json.loads(status.stdout)["gaps"] if g["topic"] == topic]
+        print(gaps)
         assert [(g["reason"], g["partition"], g["first_lost"], g["last_lost"]) for g in gaps] == [
             ("truncated", 0, 50, 99)
         ]
