@@ -34,7 +34,8 @@ from mirrorspark.replication.datapath import DataPath
 from mirrorspark.replication.driver import Replicator
 from mirrorspark.service.replicas import ReplicaCollector, replica_families
 
-pytestmark = [pytest.mark.integration, pytest.mark.spark]
+# six brokers and a Spark session: slow to start on a loaded 2-core machine (well under 600 s on a quiet one)
+pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.timeout(1500)]
 
 RACKS = "a,a,b"  # brokers 0 and 1 in rack a, broker 2 in rack b
 
