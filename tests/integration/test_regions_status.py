@@ -146,11 +146,14 @@ def test_the_replicator_fetches_from_the_follower_in_its_rack(
     def reports_name_the_fetch_broker() -> bool:
         produce(east, topic, [{"value": payload + b"more", "partition": i % 2} for i in range(20)])
         sent[0] += 20
-        known = [r for r in progress_reports(west, "east->west") if r.records and r.fetched_from >= 0]
-        return {r.partition for r in known} == {0, 1}
+        reports = progress_reports(west, "east->west")
+        known = [r for r in reports if r.records and r.fetched_from >= 0]
+        seen = sorted({(r.partition, r.fetched_from, r.leader) for r in reports})
+        assert {r.partition for r in known} == {0, 1}, f"{len(reports)} reports; (partition, from, leader): {seen}"
+        return True
 
     with running(cfg, data_path):
-        assert_eventually(reports_name_the_fetch_broker, timeout_s=120, message="no report names its fetch broker")
+        assert_eventually(reports_name_the_fetch_broker, timeout_s=300, message="no report names its fetch broker")
         assert_eventually(
             lambda: len(consume_all(west, f"east.{topic}")) == sent[0], timeout_s=60, message="not all copied"
         )
