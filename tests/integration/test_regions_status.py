@@ -76,7 +76,7 @@ def write_config(clusters: LocalClusters, tmp_path: Path, topics: str, **extra: 
             "topics": topics,
             "refresh.topics.interval.seconds": "1",
             "emit.heartbeats.interval.seconds": "1",
-            "offset.flush.interval.ms": "1000",
+            "west.offset.flush.interval.ms": "1000",  # a worker key of the target
             "tasks.max": "2",
             **extra,
         },
