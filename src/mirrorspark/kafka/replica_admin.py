@@ -193,7 +193,8 @@ def elect_leaders(
     election = ElectionType.UNCLEAN if kind == "unclean" else ElectionType.PREFERRED
     tps = None if partitions is None else [TopicPartition(t, p) for t, p in partitions]
     serve_logs(admin)
-    fut = admin.elect_leaders(election, tps, request_timeout=timeout_s)  # (2.16.1 takes no operation_timeout)
+    # no request_timeout/operation_timeout: confluent-kafka 2.16.1 fails to parse them (SystemError); wait() bounds it
+    fut = admin.elect_leaders(election, tps)
     try:
         result = wait(fut, timeout_s + 5, f"a {kind} leader election", alias)
     except KafkaException as e:
