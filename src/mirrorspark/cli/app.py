@@ -27,6 +27,7 @@ from mirrorspark.cli.common import as_dict, err_console, fail, out_console, text
 from mirrorspark.cli.control import control_app
 from mirrorspark.cli.migration import checkpoints_app, failover, offsets_app
 from mirrorspark.cli.placement import placement_app
+from mirrorspark.cli.regions import REPLICA_STATUS_CONTEXT, elect, replica_status
 from mirrorspark.cli.service import service
 from mirrorspark.errors import MirrorsparkError
 
@@ -289,7 +290,11 @@ def local_up(
     brokers: Annotated[int, typer.Option("--brokers", min=1, max=3, help="Brokers per cluster.")] = 1,
     racks: Annotated[
         str | None,
-        typer.Option("--racks", help="Comma-separated broker.rack per broker (as many as --brokers)."),
+        typer.Option(
+            "--racks",
+            help="Comma-separated broker.rack per broker (as many as --brokers); also turns on follower fetching "
+            "(replica.selector.class=RackAwareReplicaSelector, KIP-392).",
+        ),
     ] = None,
     dir: Annotated[
         Path, typer.Option("--dir", help="Where the clusters keep their data and state.")
@@ -307,6 +312,9 @@ def local_up(
     json_out: Annotated[
         bool, typer.Option("--json", help="Print {alias: {bootstrap.servers: ...}} (librdkafka configs) as JSON.")
     ] = False,
+    timeout: Annotated[
+        float, typer.Option("--timeout", min=10, help="Seconds to wait until every cluster is ready.")
+    ] = 90.0,
 ) -> None:
     """Start local Kafka clusters in the background; print their bootstrap servers and an mm2.properties.
 
@@ -316,7 +324,7 @@ def local_up(
     import secrets
 
     from mirrorspark.kafka.local.clusters import start_clusters
-    from mirrorspark.kafka.local.settings import ADMIN_USER
+    from mirrorspark.kafka.local.settings import ADMIN_USER, RACK_AWARE_SELECTOR
     from mirrorspark.kafka.local.state import write_text
 
     aliases = [a.strip() for a in clusters.split(",") if a.strip()]
@@ -329,7 +337,15 @@ def local_up(
     )
     try:
         started = start_clusters(
-            aliases, base_dir=dir, brokers=brokers, racks=rack_list, security=security.value, sasl_users=users
+            aliases,
+            base_dir=dir,
+            brokers=brokers,
+            racks=rack_list,
+            # racks without the rack-aware selector would leave every read on the leader
+            extra_broker_props={"replica.selector.class": RACK_AWARE_SELECTOR} if rack_list else None,
+            security=security.value,
+            sasl_users=users,
+            timeout_s=timeout,
         )
     except MirrorsparkError as e:
         raise fail(e) from None
@@ -443,6 +459,9 @@ def status(
 app.command()(failover)
 # The metrics service (SRM Service's role).
 app.command()(service)
+# Multi-region: replicas of one cluster (Confluent's kafka-replica-status) and leader elections.
+app.command("replica-status", context_settings=REPLICA_STATUS_CONTEXT)(replica_status)
+app.command()(elect)
 
 
 def main() -> None:

@@ -30,7 +30,12 @@ from confluent_kafka.admin import AdminClient
 from mirrorspark.config.model import ClientSettings, ClusterConfig, FlowConfig, MirrorConfig
 from mirrorspark.errors import ConfigError
 from mirrorspark.kafka.factory import CLUSTER_ALIAS_PLACEHOLDER, ClientFactory, KafkaClients, client_conf
-from mirrorspark.mm2.filters import DefaultConfigPropertyFilter, DefaultGroupFilter, DefaultTopicFilter
+from mirrorspark.mm2.filters import (
+    DefaultConfigPropertyFilter,
+    DefaultGroupFilter,
+    DefaultTopicFilter,
+    should_replicate_topic,
+)
 from mirrorspark.mm2.policy import ReplicationPolicy, load_policy
 
 Role = Literal[
@@ -184,6 +189,28 @@ class FlowContext:
     def name(self) -> str:
         """The flow's name, ``"<source>-><target>"``."""
         return self.flow.name
+
+    def replicates_topic(self, topic: str) -> bool:
+        """Whether the flow replicates source ``topic`` by the config file's lists (MM2's ``shouldReplicateTopic``).
+
+        Parameters
+        ----------
+        topic:
+            A topic name on the source cluster.
+
+        Returns
+        -------
+        bool
+            As :func:`~mirrorspark.mm2.filters.should_replicate_topic` with the flow's topic filter, policy
+            and ``heartbeats.replication.enabled`` (live control changes not included).
+        """
+        return should_replicate_topic(
+            topic,
+            topic_filter=self.topic_filter,
+            policy=self.policy,
+            target_alias=self.flow.target,
+            heartbeats_replication_enabled=self.flow.heartbeats_replication_enabled,
+        )
 
     def cluster(self, side: Side) -> ClusterConfig:
         """Return the source or target cluster's configuration.

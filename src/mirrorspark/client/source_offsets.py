@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from mirrorspark.client.context import FlowContext
 from mirrorspark.config.model import ClientSettings
 from mirrorspark.errors import CorruptRecordError
 from mirrorspark.kafka.admin import PartitionKey
@@ -152,4 +153,39 @@ def read_source_offsets(
     return {k: h.offsets[-1] for k, h in history.items()}
 
 
-__all__ = ["read_source_offset_history", "read_source_offsets"]
+def read_flow_source_offsets(ctx: FlowContext, client_role: str, *, timeout_s: float = 60.0) -> dict[PartitionKey, int]:
+    """Read the source offsets a flow committed (:func:`read_source_offsets` on its target's offsets topic).
+
+    Parameters
+    ----------
+    ctx:
+        The flow's context.
+    client_role:
+        The consumer's role in its ``client.id``, e.g. ``"status-offsets-consumer"``.
+    timeout_s:
+        Seconds to reach the end offsets (default 60).
+
+    Returns
+    -------
+    dict[PartitionKey, int]
+        ``{(topic, partition): offset of the last replicated upstream record}``.
+
+    Raises
+    ------
+    ClusterError
+        The topic could not be read to its end within ``timeout_s``.
+    """
+    flow = ctx.flow
+    return read_source_offsets(
+        flow.target_consumer,
+        flow.target_admin,
+        flow.target,
+        flow.offset_storage_topic,
+        flow.source,
+        client_id=ctx.client_id(client_role),
+        timeout_s=timeout_s,
+        clients=ctx.clients,
+    )
+
+
+__all__ = ["read_flow_source_offsets", "read_source_offset_history", "read_source_offsets"]

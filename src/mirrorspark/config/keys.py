@@ -260,6 +260,17 @@ CONFIG_KEYS: Final[tuple[ConfigKey, ...]] = (
         "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL; top level or <alias>. (with ssl.* and sasl.*).",
         scope="client",
     ),
+    ConfigKey(
+        "client.rack",
+        "string",
+        None,
+        "Where the replicator runs (a broker.rack name of the source cluster): with the brokers' "
+        "replica.selector.class=RackAwareReplicaSelector (KIP-392) every source read fetches from an in-sync "
+        "replica in this rack, even a follower. Per cluster as <alias>.client.rack (consumers of that cluster; "
+        "a mirrorspark extension: MM2 passes only <alias>.consumer.client.rack on), overridden by "
+        "<alias>.consumer.client.rack and <S>-><T>.source.consumer.client.rack.",
+        scope="client",
+    ),
     # --- MirrorConnectorConfig: keys common to the three connectors -------------------------
     ConfigKey(
         "enabled",

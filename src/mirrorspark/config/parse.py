@@ -288,8 +288,7 @@ class _Parser:
                 f"{self.src}: cluster '{alias}' has no bootstrap servers: add "
                 f"'{alias}.bootstrap.servers = host1:9092,host2:9092'"
             )
-        base = self._base_client(alias)
-        roles = {role: _settings({**base, **_role_props(raw, role)}) for role in ROLES}
+        roles = {role: _settings({**self._base_client(alias, role), **_role_props(raw, role)}) for role in ROLES}
         return ClusterConfig(
             alias=alias,
             bootstrap_servers=servers,
@@ -298,10 +297,15 @@ class _Parser:
             producer=roles["producer"],
         )
 
-    def _base_client(self, alias: str) -> dict[str, str]:
-        """MM2's ``clusterProps`` client keys: top-level ones, overridden by ``<alias>.<client key>``."""
-        base = {k: v for k, v in self.top_all.items() if is_client_key(k)}
-        base.update({k: v for k, v in self.cluster_raw[alias].items() if is_client_key(k)})
+    def _base_client(self, alias: str, role: str) -> dict[str, str]:
+        """MM2's ``clusterProps`` client keys: top-level ones, overridden by ``<alias>.<client key>``.
+
+        Consumers also get ``client.rack`` (top level, overridden by ``<alias>.client.rack``): where the
+        replicator runs, for follower fetching (KIP-392); MM2 itself passes on only ``<alias>.consumer.client.rack``.
+        """
+        rack = ("client.rack",) if role == "consumer" else ()
+        base = {k: v for k, v in self.top_all.items() if is_client_key(k) or k in rack}
+        base.update({k: v for k, v in self.cluster_raw[alias].items() if is_client_key(k) or k in rack})
         return base
 
     def _client(self, alias: str, side: str, role: str, flow: Mapping[str, str]) -> dict[str, str]:
@@ -323,7 +327,7 @@ class _Parser:
         dict[str, str]
             Java client properties, the later links of the chain winning.
         """
-        props = self._base_client(alias)
+        props = self._base_client(alias, role)
         props.update({k: v for k, v in _strip_prefix(flow, f"{side}.cluster.").items() if is_client_key(k)})
         props.update(_role_props(self.top, role))
         props.update(_role_props(flow, role))

@@ -32,7 +32,9 @@ empty.
 * Partition reports gain ``"v":2``, ``"latency_ms_min"``, ``"latency_hist"`` (the interval's latency
   samples counted per bucket of :data:`~mirrorspark.mm2.metrics.LATENCY_BUCKETS_MS`) and the record
   age at poll (MM2's ``record-age-ms``): ``"age_ms_sum"``, ``"age_ms_min"``, ``"age_ms_max"``,
-  ``"age_samples"``.
+  ``"age_samples"``; and (additive, absent = -1) ``"fetched_from"`` and ``"leader"``: the source broker the
+  task's consumer fetched the partition from and its leader, by librdkafka's statistics (KIP-392 follower
+  fetching).
 * The driver writes three more kinds of records, told apart by ``"kind"`` in the key (a key
   without ``"kind"`` is a partition report; readers skip kinds they do not know):
 
@@ -111,6 +113,11 @@ class PartitionReport:
     age_ms_sum, age_ms_min, age_ms_max, age_samples:
         Record age at poll (``now - record timestamp``, ms) of the interval's sampled records (MM2's
         ``record-age-ms``); ``age_ms_min`` is ``None`` without samples.
+    fetched_from, leader:
+        The source broker the task's consumer fetched the partition from and the partition's leader, by
+        librdkafka's statistics (KIP-392 follower fetching: ``fetched_from != leader`` when a follower in
+        the consumer's ``client.rack`` serves it); ``-1`` when unknown (no statistics yet, the batch
+        engine, or a record written before these fields existed).
     """
 
     flow: str
@@ -133,6 +140,8 @@ class PartitionReport:
     age_ms_min: int | None = None
     age_ms_max: int = 0
     age_samples: int = 0
+    fetched_from: int = -1
+    leader: int = -1
 
 
 def report_key(flow: str, topic: str, partition: int) -> bytes:
@@ -161,6 +170,8 @@ def encode_report(r: PartitionReport) -> tuple[bytes, bytes]:
         "age_ms_min": r.age_ms_min,
         "age_ms_max": r.age_ms_max,
         "age_samples": r.age_samples,
+        "fetched_from": r.fetched_from,
+        "leader": r.leader,
     }
     return report_key(r.flow, r.topic, r.partition), json.dumps(value, separators=(",", ":")).encode()
 
@@ -223,6 +234,9 @@ def decode_report(key: bytes | None, value: bytes | None) -> PartitionReport:
         _nonneg_int(x) for x in counts.values()
     ):
         raise CorruptRecordError("task progress record: latency and age figures must be integers >= 0")
+    brokers: dict[str, Any] = {f: v.get(f, -1) for f in ("fetched_from", "leader")}
+    if not all(isinstance(x, int) and not isinstance(x, bool) and x >= -1 for x in brokers.values()):
+        raise CorruptRecordError("task progress record: fetched_from and leader must be broker ids or -1")
     ints: dict[str, Any] = {f: v[f] for f in _INT_FIELDS}
     return PartitionReport(
         flow=flow,
@@ -233,6 +247,7 @@ def decode_report(key: bytes | None, value: bytes | None) -> PartitionReport:
         **ints,
         **optional,
         **counts,
+        **brokers,
     )
 
 

@@ -27,12 +27,11 @@ from dataclasses import dataclass, field
 
 from mirrorspark.client.context import FlowContext, ReplicationContext
 from mirrorspark.client.mirror_client import MirrorClient
-from mirrorspark.client.source_offsets import read_source_offsets
+from mirrorspark.client.source_offsets import read_flow_source_offsets
 from mirrorspark.config.model import FlowConfig, MirrorConfig
 from mirrorspark.errors import CorruptRecordError
 from mirrorspark.kafka.admin import end_offsets, list_topics, start_offsets
 from mirrorspark.kafka.reader import read_topic
-from mirrorspark.mm2.filters import should_replicate_topic
 from mirrorspark.mm2.gaps import GapEvent
 from mirrorspark.mm2.internal_topics import TASK_PROGRESS_PREFIX, mirrorspark_topic
 from mirrorspark.mm2.records import Heartbeat
@@ -221,33 +220,13 @@ def flow_status(
     now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
     ctx = (context if context is not None else ReplicationContext(config)).of(flow)
     policy = ctx.policy
-    topic_filter = ctx.topic_filter
     cid = "status"
     src_admin = ctx.admin("source", f"{cid}-source-admin")
     tgt_admin = ctx.admin("target", f"{cid}-target-admin")
     source_topics = list_topics(src_admin, flow.source)
     target_topics = list_topics(tgt_admin, flow.target)
-    stored = read_source_offsets(
-        flow.target_consumer,
-        flow.target_admin,
-        flow.target,
-        flow.offset_storage_topic,
-        flow.source,
-        client_id=ctx.client_id(f"{cid}-offsets-consumer"),
-        clients=ctx.clients,
-    )
-    wanted = {
-        t: n
-        for t, n in sorted(source_topics.items())
-        if n > 0
-        and should_replicate_topic(
-            t,
-            topic_filter=topic_filter,
-            policy=policy,
-            target_alias=flow.target,
-            heartbeats_replication_enabled=flow.heartbeats_replication_enabled,
-        )
-    }
+    stored = read_flow_source_offsets(ctx, f"{cid}-offsets-consumer")
+    wanted = {t: n for t, n in sorted(source_topics.items()) if n > 0 and ctx.replicates_topic(t)}
     keys = [(t, p) for t, n in wanted.items() for p in range(n)]
     ends = end_offsets(src_admin, flow.source, keys)
     starts = start_offsets(src_admin, flow.source, keys)

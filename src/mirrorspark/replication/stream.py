@@ -32,7 +32,7 @@ import socket
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from mirrorspark.config.keys import masked
 from mirrorspark.errors import ClusterError, DataPathError, MirrorsparkError
@@ -40,6 +40,7 @@ from mirrorspark.kafka.delivery import Outgoing
 from mirrorspark.mm2.connect_offsets import default_partition, source_offset_key, source_offset_value
 from mirrorspark.mm2.offset_syncs import CopiedSegment, SyncState, flush_delayed, fold_acknowledged
 from mirrorspark.mm2.records import OffsetSync
+from mirrorspark.mm2.replicas import FetchSource, fetch_sources
 from mirrorspark.mm2.task_progress import PartitionReport, encode_report, newest_segments
 from mirrorspark.replication.copy import PartitionCopy, consumer_error, delivery_error, forward, producer
 from mirrorspark.replication.tasks import ERROR_MARK, PartitionRange
@@ -323,6 +324,42 @@ def _fail(e: MirrorsparkError) -> MirrorsparkError:
     return type(e)(f"{ERROR_MARK}{e.code}] {text}")
 
 
+FETCH_STATS_INTERVAL_MS: Final = 5000
+"""``statistics.interval.ms`` of a continuous task's source consumer unless the settings choose one: how often
+librdkafka says which broker serves each partition (0 in the settings turns it off)."""
+
+
+def with_fetch_stats(conf: dict[str, Any], sources: dict[PartitionKey, FetchSource]) -> dict[str, Any]:
+    """Return ``conf`` with a ``stats_cb`` that keeps ``sources`` up to date (librdkafka statistics).
+
+    Parameters
+    ----------
+    conf:
+        A consumer's librdkafka configuration (changed in place and returned).
+    sources:
+        Filled with ``{(topic, partition): FetchSource}`` at every statistics callback (during polls).
+
+    Returns
+    -------
+    dict[str, Any]
+        ``conf`` with ``statistics.interval.ms`` (default :data:`FETCH_STATS_INTERVAL_MS` ms) and ``stats_cb``.
+    """
+
+    def on_stats(doc: str) -> None:
+        try:
+            sources.update(fetch_sources(json.loads(doc)))
+        except ValueError:  # a truncated document: the next one comes within the interval
+            return
+
+    conf.setdefault("statistics.interval.ms", FETCH_STATS_INTERVAL_MS)
+    conf["stats_cb"] = on_stats
+    return conf
+
+
+UNKNOWN_SOURCE: Final = FetchSource(-1, -1)
+"""Where a partition is fetched from before librdkafka's first statistics say it."""
+
+
 def run_stream_task(task: StreamTask) -> StreamResult:
     """Copy the task's partitions until the driver stops it; commit every ``flush_interval_s``.
 
@@ -360,8 +397,12 @@ def run_stream_task(task: StreamTask) -> StreamResult:
         else None
     )
     channel = ChannelClient(task.channel, {"flow": task.flow, "task": task.task_index, "generation": task.generation})
+    sources: dict[PartitionKey, FetchSource] = {}  # where librdkafka fetches each partition from (KIP-392)
     consumer: Any = Consumer(
-        with_logger(dict(task.consumer_conf), str(task.consumer_conf.get("client.id", "replication-consumer")))
+        with_fetch_stats(
+            with_logger(dict(task.consumer_conf), str(task.consumer_conf.get("client.id", "replication-consumer"))),
+            sources,
+        )
     )
     consumer.assign([TopicPartition(t, p, part.committed) for (t, p), part in parts.items()])
     out_of_range: list[PartitionKey] = []
@@ -447,6 +488,8 @@ def run_stream_task(task: StreamTask) -> StreamResult:
                     segments=window,
                     at=now,
                     **pc.interval_metrics(),
+                    fetched_from=sources.get((topic, partition), UNKNOWN_SOURCE).broker,
+                    leader=sources.get((topic, partition), UNKNOWN_SOURCE).leader,
                 )
             )
             updates.append((part, n, state, window, max(next_offset, part.committed)))
@@ -560,6 +603,8 @@ def run_stream_task(task: StreamTask) -> StreamResult:
                 segments=window,
                 at=now,
                 **pc.interval_metrics(),
+                fetched_from=sources.get((topic, partition), UNKNOWN_SOURCE).broker,
+                leader=sources.get((topic, partition), UNKNOWN_SOURCE).leader,
             )
             reports.append(Outgoing(task.progress_topic, *encode_report(report)))
             pc.upstream.clear()

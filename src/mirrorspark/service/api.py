@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import hmac
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from importlib.resources import files
 from typing import Annotated, Any, Literal
 
@@ -43,6 +43,7 @@ from fastapi.responses import JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.staticfiles import StaticFiles
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.registry import Collector
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from mirrorspark import __version__
@@ -129,6 +130,7 @@ def create_app(
     *,
     token: str = "",
     aggregation: AggregationStatus = lambda: ("stopped", None, None),
+    collectors: Sequence[Collector] = (),
 ) -> FastAPI:
     """Build the API application.
 
@@ -142,6 +144,8 @@ def create_app(
         The bearer token required by the API and ``/metrics``; ``""`` = none.
     aggregation:
         The Spark job's state for the health check.
+    collectors:
+        More ``/metrics`` collectors (e.g. :class:`~mirrorspark.service.replicas.ReplicaCollector`).
 
     Returns
     -------
@@ -167,6 +171,8 @@ def create_app(
     auth_errors = (401,) if token else ()
     registry = CollectorRegistry(auto_describe=False)
     registry.register(ServiceCollector(store, config))
+    for collector in collectors:
+        registry.register(collector)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:

@@ -167,9 +167,14 @@ class MetricsService:
         import uvicorn
 
         from mirrorspark.service.api import create_app
+        from mirrorspark.service.replicas import ReplicaCollector
 
         app = create_app(
-            self.store, self.config, token=self.config.service.auth_token, aggregation=self.aggregation_status
+            self.store,
+            self.config,
+            token=self.config.service.auth_token,
+            aggregation=self.aggregation_status,
+            collectors=[ReplicaCollector(self.config, self.cluster)],
         )
         cfg = uvicorn.Config(app, host=self.host, port=self.port, log_level="warning", access_log=False, lifespan="off")
         server = uvicorn.Server(cfg)

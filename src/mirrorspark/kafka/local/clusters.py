@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -296,7 +296,9 @@ def _stop_nodes(
         return new_state
 
 
-def restart_cluster(clusters: LocalClusters, alias: str, *, timeout_s: float = 90.0) -> LocalClusters:
+def restart_cluster(
+    clusters: LocalClusters, alias: str, *, node_ids: Collection[int] | None = None, timeout_s: float = 90.0
+) -> LocalClusters:
     """Start again the brokers of a cluster stopped by :func:`stop_cluster` or :func:`stop_broker`.
 
     The brokers reuse their data directories, ports and cluster id; brokers of the
@@ -308,6 +310,9 @@ def restart_cluster(clusters: LocalClusters, alias: str, *, timeout_s: float = 9
         The state of the ``up`` holding the cluster.
     alias:
         The cluster to restart.
+    node_ids:
+        Start only these stopped brokers (e.g. a replica that is out of the ISR while the
+        in-sync one stays down, for an unclean election); default ``None``: every stopped broker.
     timeout_s:
         Deadline in seconds until the cluster is ready (default 90).
 
@@ -333,14 +338,15 @@ def restart_cluster(clusters: LocalClusters, alias: str, *, timeout_s: float = 9
         started: dict[int, LocalBroker] = {}
         try:
             for broker in cluster.brokers:
-                if broker.pid and is_our_broker(broker):
+                if (broker.pid and is_our_broker(broker)) or (node_ids is not None and broker.node_id not in node_ids):
                     continue
                 pid = launch_broker(java, cp, clusters.base_dir, broker.properties_path, broker.log_path, cds)
                 started[broker.node_id] = replace(broker, pid=pid)
             restarted = replace(cluster, brokers=tuple(started.get(b.node_id, b) for b in cluster.brokers))
             new_state = with_cluster(clusters, restarted)
             write_state(new_state)
-            wait_ready([restarted], deadline=deadline)
+            running = tuple(b for b in restarted.brokers if b.pid)
+            wait_ready([replace(restarted, brokers=running)], deadline=deadline)
         except BaseException:
             stop_brokers(started.values(), timeout_s=5.0, graceful=False)
             down = replace(

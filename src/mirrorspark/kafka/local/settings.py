@@ -84,6 +84,10 @@ RESERVED_PROPS: Final = frozenset(
     }
 )
 
+RACK_AWARE_SELECTOR: Final = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+"""``replica.selector.class`` of follower fetching (KIP-392): a consumer with ``client.rack`` reads from an
+in-sync replica in its rack."""
+
 # Topic-creation defaults that KRaft reads on the controller only.
 CONTROLLER_ONLY_PROPS: Final = ("default.replication.factor", "num.partitions")
 
@@ -125,4 +129,4 @@ CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
 CHILDREN_LOCK = threading.Lock()
 
 
-__all__ = ["SECURITY_PROTOCOLS", "STATE_FILE", "SecurityProtocol"]
+__all__ = ["RACK_AWARE_SELECTOR", "SECURITY_PROTOCOLS", "STATE_FILE", "SecurityProtocol"]
