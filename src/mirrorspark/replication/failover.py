@@ -288,10 +288,14 @@ class FailoverWatcher:
             return GroupFailover(group, "failed", len(latest), str(e))
 
     def close(self) -> None:
-        """Flush the producer (a pending event is written one last time) and release the clients."""
+        """Flush the producer (a pending event is written one last time).
+
+        The admin clients are not released here: a check still running on the failover thread
+        (a dead source's call waits up to its timeout) may be inside one of them, and destroying
+        a librdkafka handle under a call in flight crashes the process. They go with the watcher.
+        """
         if self._unpublished is not None:
             self._publish(self._unpublished)
-        self._producer = self._src_admin = self._tgt_admin = None
 
 
 __all__ = ["FailoverWatcher"]
