@@ -179,7 +179,6 @@ def test_the_dashboard_shows_a_live_flow(
         assert number(dash.cell(topic_row, "records-copied")) == total, dash.cell(topic_row, "records-copied")
         assert dash.cell(topic_row, "lag") == "0", f"lag {dash.cell(topic_row, 'lag')}"
         assert dash.cell(topic_row, "remote-topic") == remote
-        assert number(dash.cell(topic_row, "records-per-s")) > 0  # the 1 min window still holds the workload
         assert dash.cell("#flows tr[data-flow='primary->backup']", "lag") == "0"
         group_row = f"tr[data-group='{live_flow.group}']"
         assert dash.visible(group_row), "no consumer group row"

@@ -119,7 +119,9 @@ def test_the_apis_figures_match_what_was_produced(live: Live) -> None:
     flow = reps["primary->backup"]
     assert flow["local"] and flow["engine"] == "mirrorspark" and flow["state"] == "running"
     assert flow["tasks"] >= 1 and flow["heartbeat_age_s"] is not None and flow["heartbeat_age_s"] < 30
-    assert {c["alias"]: c["served"] for c in live.get("api/v1/clusters")} == {"primary": False, "backup": True}
+    # Other tests share the session clusters and may leave heartbeats of their own flows: only these two are ours.
+    clusters = {c["alias"]: c["served"] for c in live.get("api/v1/clusters")}
+    assert {"primary": False, "backup": True}.items() <= clusters.items(), clusters
 
     def group() -> bool:
         groups = {g["group"]: g for g in live.get("api/v1/replications/primary/backup/groups")}
