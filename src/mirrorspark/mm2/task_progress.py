@@ -503,6 +503,14 @@ def _str(v: Any, what: str, *, optional: bool = False) -> Any:
     return v
 
 
+def _objects(v: dict[str, Any], field: str) -> list[dict[str, Any]]:
+    """``v[field]`` as a list of JSON objects; :class:`CorruptRecordError` if it is anything else."""
+    raw = v.get(field)
+    if not isinstance(raw, list) or not all(isinstance(x, dict) for x in raw):
+        raise CorruptRecordError(f"progress channel record: {field} must be a list of objects")
+    return raw
+
+
 def _load(key: bytes | None, value: bytes | None) -> tuple[dict[str, Any], dict[str, Any]]:
     try:
         k = json.loads(key or b"")
@@ -545,9 +553,7 @@ def decode_topic_lag(key: bytes | None, value: bytes | None) -> TopicLag:
         Not a ``lag`` record of this layout.
     """
     k, v = _load(key, value)
-    raw = v.get("partitions")
-    if not isinstance(raw, list) or not all(isinstance(x, dict) for x in raw):
-        raise CorruptRecordError("progress channel record: partitions must be a list of objects")
+    raw = _objects(v, "partitions")
     parts = tuple(
         PartitionLag(
             partition=_int(x.get("p"), "p"),
@@ -578,9 +584,7 @@ def decode_group_metrics(key: bytes | None, value: bytes | None) -> GroupMetrics
         Not a ``group`` record of this layout.
     """
     k, v = _load(key, value)
-    raw = v.get("partitions")
-    if not isinstance(raw, list) or not all(isinstance(x, dict) for x in raw):
-        raise CorruptRecordError("progress channel record: partitions must be a list of objects")
+    raw = _objects(v, "partitions")
     parts = tuple(
         GroupPartition(
             topic=_str(x.get("topic"), "topic"),
@@ -696,9 +700,7 @@ def decode_failover_event(key: bytes | None, value: bytes | None) -> FailoverEve
         Not a ``failover`` record of this layout.
     """
     k, v = _load(key, value)
-    raw = v.get("groups")
-    if not isinstance(raw, list) or not all(isinstance(x, dict) for x in raw):
-        raise CorruptRecordError("progress channel record: groups must be a list of objects")
+    raw = _objects(v, "groups")
     if not isinstance(v.get("dry_run"), bool):
         raise CorruptRecordError("progress channel record: dry_run must be a boolean")
     groups = tuple(
