@@ -179,10 +179,12 @@ def test_the_dashboard_shows_a_live_flow(
         assert number(dash.cell(topic_row, "records-copied")) == total, dash.cell(topic_row, "records-copied")
         assert dash.cell(topic_row, "lag") == "0", f"lag {dash.cell(topic_row, 'lag')}"
         assert dash.cell(topic_row, "remote-topic") == remote
-        assert dash.cell("#flows tr[data-flow='primary->backup']", "lag") == "0"
+        flow_lag = dash.cell("#flows tr[data-flow='primary->backup']", "lag")
+        assert flow_lag == "0", f"flow lag {flow_lag}; topics {page.locator('#flow-details').inner_text()!r}"
         group_row = f"tr[data-group='{live_flow.group}']"
         assert dash.visible(group_row), "no consumer group row"
-        assert dash.cell(group_row, "checkpoint-lag") == "0"
+        group_lag = dash.cell(group_row, "checkpoint-lag")
+        assert group_lag == "0", f"checkpoint lag {group_lag}; groups {page.locator('#flow-details').inner_text()!r}"
         assert dash.visible(".chart[data-chart='rate'] canvas"), "no throughput chart"
         assert dash.visible(".chart[data-chart='latency'] canvas"), "no latency chart"
         return True

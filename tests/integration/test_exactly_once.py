@@ -162,7 +162,8 @@ def test_a_target_without_a_transaction_coordinator_fails_the_run(
     local_clusters: LocalClusters, data_path: DataPath, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     """No transaction coordinator on the target (``__transaction_state`` wants more replicas than it has
-    brokers, so it is never created): the first ``init_transactions`` times out, the flow fails at once
+    brokers, so it is never created): the first ``init_transactions`` times out (after the target producer's
+    ``max.block.ms``), the flow fails at once
     and the run ends with a ClusterError (exit 3) naming the cause and the fix, instead of retrying for minutes."""
     base = tmp_path_factory.mktemp("no-coordinator")
     try:
@@ -174,7 +175,12 @@ def test_a_target_without_a_transaction_coordinator_fails_the_run(
         topic = unique_name("eos-no-coordinator")
         create_topic(p, topic)
         produce(p, topic, [{"value": f"a{i}".encode()} for i in range(10)])
-        extra = {"topics": topic, "notxn.exactly.once.source.support": "enabled"}
+        # max.block.ms bounds init_transactions, as in Java (default 60 s); 10 s keeps the test short
+        extra = {
+            "topics": topic,
+            "notxn.exactly.once.source.support": "enabled",
+            "notxn.producer.max.block.ms": "10000",
+        }
         cfg = parse_config(parse_properties(both.mm2_properties([("primary", "notxn")], extra=extra)))
         r = Replicator(cfg, data_path)
         with pytest.raises(ClusterError) as e:
@@ -182,7 +188,7 @@ def test_a_target_without_a_transaction_coordinator_fails_the_run(
         print(e.value)
         expected = (
             "no transaction coordinator: cluster 'notxn' did not initialise transactional id "
-            "'primary-mm2-MirrorSourceConnector-0' within 60 s"
+            "'primary-mm2-MirrorSourceConnector-0' within 10 s"
         )
         message = str(e.value)
         assert expected in message and "transaction.state.log.replication.factor" in message, message

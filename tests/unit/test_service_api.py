@@ -193,3 +193,22 @@ def test_service_settings_are_parsed_and_the_token_never_shown() -> None:
     assert svc.auth_token == TOKEN and svc.metrics_topic == "mirrorspark-metrics.internal"
     assert svc.trigger_interval_ms == 5000 and TOKEN not in repr(svc) and TOKEN not in repr(cfg)
     assert cfg.data_path.metrics_interval_ms == 5000  # type: ignore[attr-defined]
+
+
+def test_a_topic_the_flow_no_longer_reports_does_not_count_in_its_lag() -> None:
+    """An earlier run of the flow (or a topic filtered out since) left lag 7 on ``old``: once the flow's
+    newest round is more than two metrics intervals newer, ``old``'s lag is not the flow's lag."""
+    store = filled_store()
+    stale = TopicLag("A->B", "old", "A.old", NOW - 100_000, (PartitionLag(0, 3, 10, 7, 500, 3, 30),))
+    assert store.apply("channel", *encode_topic_lag(stale))
+    with TestClient(create_app(store, config(), token=TOKEN)) as c:  # type: ignore[arg-type]
+        c.headers["Authorization"] = f"Bearer {TOKEN}"
+        local = next(r for r in c.get("/api/v1/replications").json() if r["name"] == "A->B")
+        assert local["figures"]["lag_records"] == 10  # t's 10, not 17
+        assert c.get("/api/v1/replications/A/B/topics/t").json()["figures"]["lag_records"] == 10
+        old = c.get("/api/v1/replications/A/B/topics/old").json()
+        assert old["figures"]["lag_records"] is None  # still listed (it was copied), no stale lag
+        text = c.get("/metrics").text
+    assert 'topic="old"' not in "\n".join(line for line in text.splitlines() if "replication_lag" in line)
+    view = store.flow("A", "B")
+    assert "old" not in view.current_lags and "t" in view.current_lags

@@ -80,7 +80,7 @@ from mirrorspark.replication.partitions import (
 )
 from mirrorspark.replication.remote_placement import RemotePlacement
 from mirrorspark.replication.reports import ProgressChannel
-from mirrorspark.replication.stream import COMMIT_TIMEOUT_MS, StreamTask
+from mirrorspark.replication.stream import COMMIT_TIMEOUT_MS, StreamTask, init_transactions_timeout_s
 from mirrorspark.replication.tasks import CopyTask, PartitionRange, PartitionResult, assign_round_robin
 
 log = logging.getLogger(__name__)
@@ -854,6 +854,7 @@ class Flow:
         flush_interval_ms = cfg.offset_flush_interval_ms
         if eos:
             flush_interval_ms = cfg.transaction_boundary_interval_ms or flush_interval_ms
+        init_timeout_s = init_transactions_timeout_s(ctx.settings("target_producer").properties)
         tasks = []
         for index, keys in enumerate(assign_round_robin(self.order, cfg.tasks_max)):
             if not keys:
@@ -888,6 +889,7 @@ class Flow:
                     channel=channel,
                     transactional_id=task_transactional_id(cfg.source, index) if eos else None,
                     boundary=cfg.transaction_boundary,
+                    init_timeout_s=init_timeout_s,
                 )
             )
         return tasks

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from mirrorspark.config.keys import masked
-from mirrorspark.errors import ClusterError, DataPathError, MirrorsparkError
+from mirrorspark.errors import ClusterError, ConfigError, DataPathError, MirrorsparkError
 from mirrorspark.kafka.delivery import Outgoing
 from mirrorspark.mm2.connect_offsets import default_partition, source_offset_key, source_offset_value
 from mirrorspark.mm2.offset_syncs import CopiedSegment, SyncState, flush_delayed, fold_acknowledged
@@ -98,7 +98,8 @@ class StreamTask:
         ``"interval"`` (one per ``flush_interval_s``, then ``transaction.boundary.interval.ms``).
     init_timeout_s:
         Exactly-once mode: seconds ``init_transactions`` may take (fencing an older producer with
-        the same id waits for its open transaction to be aborted).
+        the same id waits for its open transaction to be aborted); the target producer's
+        ``max.block.ms``, see :func:`init_transactions_timeout_s`.
     """
 
     flow: str
@@ -695,6 +696,44 @@ def run_stream_task(task: StreamTask) -> StreamResult:
         channel.close()
 
 
+def init_transactions_timeout_s(producer_properties: Mapping[str, str]) -> float:
+    """Seconds a copy task's ``init_transactions`` may take: the target producer's ``max.block.ms``.
+
+    Java's ``KafkaProducer.initTransactions`` (what MM2's exactly-once source tasks call through
+    Kafka Connect) blocks at most ``max.block.ms``; librdkafka has no such key, so mirrorspark
+    reads the Java one from the flow's target producer settings (``<target>.producer.max.block.ms``,
+    ``<source>-><target>.producer.override.max.block.ms``, ...).
+
+    Parameters
+    ----------
+    producer_properties:
+        The flow's target producer settings as Java client properties.
+
+    Returns
+    -------
+    float
+        ``max.block.ms`` / 1000 (s); 60.0, Java's default, when unset.
+
+    Raises
+    ------
+    ConfigError
+        If ``max.block.ms`` is not a whole number of ms > 0.
+    """
+    raw = producer_properties.get("max.block.ms")
+    if raw is None or str(raw).strip() == "":
+        return 60.0
+    try:
+        ms = int(str(raw).strip())
+    except ValueError:
+        ms = 0
+    if ms <= 0:
+        raise ConfigError(
+            f"max.block.ms of the target producer is {raw!r}: set it to a whole number of milliseconds > 0 "
+            "(it bounds init_transactions in exactly-once mode; Java's default is 60000)"
+        )
+    return ms / 1000.0
+
+
 NO_TRANSACTION_COORDINATOR = "no transaction coordinator"
 """Opens the message of a copy task whose ``init_transactions`` timed out: the target's transaction
 coordinator could not be found or did not load (:func:`transactional_producer`)."""
@@ -843,6 +882,7 @@ __all__ = [
     "StreamTask",
     "abort_quietly",
     "commit_transaction",
+    "init_transactions_timeout_s",
     "run_stream_job",
     "run_stream_task",
     "transactional_producer",

@@ -116,6 +116,28 @@ class FlowView:
         return f"{self.source}->{self.target}"
 
     @property
+    def current_lags(self) -> dict[str, TopicLag]:
+        """The newest ``lag`` record of each topic the flow still replicates.
+
+        The driver writes a ``lag`` record for every topic it replicates in the same round as its
+        ``flow`` record (same ``at``). A topic whose newest ``lag`` record is more than two rounds
+        (``2 x mirrorspark.metrics.interval.ms``) older than the newest ``flow`` record was not
+        reported since: the flow no longer replicates it (filtered out, deleted, or an earlier run
+        of the flow replicated other topics), so its last lag is not the flow's lag any more. All
+        lags count while no ``flow`` record is known.
+
+        Returns
+        -------
+        dict[str, TopicLag]
+            ``{source topic: newest lag record}``, a new dict.
+        """
+        m = self.metrics
+        if m is None:
+            return dict(self.lags)
+        oldest = m.at - 2 * max(m.interval_ms, 1)
+        return {t: lag for t, lag in self.lags.items() if lag.at >= oldest}
+
+    @property
     def engine(self) -> str:
         """``"mirrorspark"`` when the flow writes raw metrics, else ``"mm2"`` (heartbeats only)."""
         return "mirrorspark" if (self.metrics is not None or self.reports or self.lags) else "mm2"

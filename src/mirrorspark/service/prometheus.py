@@ -103,8 +103,9 @@ class ServiceCollector(Collector):
         f.add("mirrorspark", "gaps", base, float(len(gaps)))
         f.add("mirrorspark", "gap-lost-records", base, float(sum(g.lost for g in gaps)))
         idx = Index(self.store, v.name, DEFAULT_WINDOW)
+        current = v.current_lags
         for topic, (remote, n) in topic_names(v).items():
-            lag = v.lags.get(topic)
+            lag = current.get(topic)
             remote_name = remote or (lag.remote_topic if lag is not None else topic)
             by_p = {p.partition: p for p in lag.partitions} if lag is not None else {}
             for p in sorted(set(range(n)) | set(by_p)):

@@ -99,7 +99,7 @@ def figures(view: FlowView, idx: Index, *, topic: str | None = None, partition: 
     age = idx.summary("record-age-ms", topic=topic, partition=partition)
     lag_records: int | None = None
     lag_ms: int | None = None
-    lags = [lag for t, lag in view.lags.items() if topic is None or t == topic]
+    lags = [lag for t, lag in view.current_lags.items() if topic is None or t == topic]
     parts = [p for lag in lags for p in lag.partitions if partition is None or p.partition == partition]
     if parts:
         lag_records = sum(p.lag for p in parts)
@@ -229,7 +229,7 @@ def topics(
             continue
         rows = None
         if detail is not None:
-            lag = view.lags.get(t)
+            lag = view.current_lags.get(t)
             by_p = {p.partition: p for p in lag.partitions} if lag is not None else {}
             nums = sorted(set(by_p) | {p for (tt, p) in view.reports if tt == t} | set(range(n)))
             rows = []
