@@ -161,7 +161,7 @@ def test_the_dashboard_shows_a_live_flow(
             assert rate not in ("—", "0"), f"throughput {rate}"
             return number(rate)
 
-        rate = assert_eventually(flowing, timeout_s=90, interval_s=0.5, message="non-zero throughput in the topic row")
+        rate = assert_eventually(flowing, timeout_s=180, interval_s=0.5, message="non-zero throughput in the topic row")
         assert rate > 0
     finally:
         stop.set()
