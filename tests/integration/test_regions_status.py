@@ -32,7 +32,7 @@ from mirrorspark.mm2.replicas import broker_rx_bytes
 from mirrorspark.mm2.task_progress import decode_report, record_kind
 from mirrorspark.replication.datapath import DataPath
 from mirrorspark.replication.driver import Replicator
-from mirrorspark.service.replicas import ReplicaCollector, replica_families
+from mirrorspark.service.replicas import ReplicaCollector, remote_copy_families, replica_families
 
 # six brokers and a Spark session: slow to start on a loaded 2-core machine (well under 600 s on a quiet one)
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.timeout(1500)]
@@ -195,6 +195,16 @@ def test_the_replicator_fetches_from_the_follower_in_its_rack(
         [copy] = r["remote"]
         assert copy["cluster"] == "west" and copy["remoteTopic"] == f"east.{topic}"
         assert copy["position"] == r["logEndOffset"] and copy["lagRecords"] == 0 and copy["lagSeconds"] == 0
+    # the same copies as the service's series
+    collector = ReplicaCollector(load_config(config), "east")
+    series = remote_copy_families("east", collector.states(), collector.copies())
+    values = {(f.name, s.labels["topic"], s.labels["partition"]): s for f in series for s in f.samples}
+    for p in (0, 1):
+        assert values[("mirrorspark_remote_copies_count", topic, str(p))].value == 1
+        lag = values[("mirrorspark_remote_copy_lag_records", topic, str(p))]
+        assert lag.value == 0
+        assert (lag.labels["remote_cluster"], lag.labels["remote_topic"]) == ("west", f"east.{topic}")
+        assert values[("mirrorspark_remote_copy_lag_seconds", topic, str(p))].value == 0
 
 
 def test_replica_status_follows_a_broker_out_of_the_isr_and_back(regions: LocalClusters, tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from mirrorspark.mm2.replicas import (
     ElectionOutcome,
     FetchSource,
     PartitionState,
+    RemoteCopy,
     broker_rx_bytes,
     copy_lag,
     election_failures,
@@ -238,3 +239,35 @@ def test_replica_count_series() -> None:
     assert samples[("mirrorspark_is_not_caught_up", "0")] == 1
     assert samples[("mirrorspark_is_not_caught_up", "1")] == 0
     assert {s.labels["cluster"] for f in fams.values() for s in f.samples} == {"east"}
+
+
+def test_remote_copy_series() -> None:
+    from mirrorspark.service.replicas import remote_copy_families
+
+    copies = {
+        ("t", 0): [
+            RemoteCopy("t", 0, "east->west", "west", "east.t", 40, 2, 1.5),
+            RemoteCopy("t", 0, "east->north", "north", "east.t", -1, -1, -1),  # nothing committed yet
+        ]
+    }
+    fams = {f.name: f for f in remote_copy_families("east", [state(), state(partition=1)], copies)}
+    assert set(fams) == {
+        "mirrorspark_remote_copies_count",
+        "mirrorspark_remote_copy_lag_records",
+        "mirrorspark_remote_copy_lag_seconds",
+    }
+    counts = {s.labels["partition"]: s.value for s in fams["mirrorspark_remote_copies_count"].samples}
+    assert counts == {"0": 2, "1": 0}
+    lags = {
+        (s.labels["remote_cluster"], s.labels["remote_topic"]): s.value
+        for s in fams["mirrorspark_remote_copy_lag_records"].samples
+    }
+    assert lags == {("west", "east.t"): 2}  # north's unknown lag is left out, never -1
+    [age] = fams["mirrorspark_remote_copy_lag_seconds"].samples
+    assert age.value == 1.5 and age.labels == {
+        "cluster": "east",
+        "topic": "t",
+        "partition": "0",
+        "remote_cluster": "west",
+        "remote_topic": "east.t",
+    }

@@ -14,16 +14,14 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from mirrorspark.client.context import FlowContext, ReplicationContext
-from mirrorspark.client.source_offsets import read_flow_source_offsets
+from mirrorspark.client.replicas import partition_states, remote_copies
 from mirrorspark.config.model import MirrorConfig
 from mirrorspark.errors import ConfigError
-from mirrorspark.kafka.admin import PartitionKey, list_topics
+from mirrorspark.kafka.admin import PartitionKey
 from mirrorspark.kafka.factory import admin_client
-from mirrorspark.kafka.replica_admin import describe_partitions, elect_leaders, partition_offsets
+from mirrorspark.kafka.replica_admin import elect_leaders
 from mirrorspark.mm2.replicas import (
     UNKNOWN,
     ElectionKind,
@@ -32,8 +30,6 @@ from mirrorspark.mm2.replicas import (
     PartitionState,
     RemoteCopy,
     ReplicaRow,
-    copy_lag,
-    lag_seconds,
     replica_rows,
 )
 
@@ -71,40 +67,6 @@ def cluster_admin(config: MirrorConfig, cluster: str, role: str) -> AdminClient:
         The settings cannot be translated for librdkafka.
     """
     return admin_client(config.cluster(cluster).admin, client_id=f"{cluster}|mirrorspark|{role}")
-
-
-def _states(
-    config: MirrorConfig, cluster: str, admin: AdminClient, topics: Sequence[str] | None, timeout_s: float
-) -> list[PartitionState]:
-    existing = list_topics(admin, cluster, timeout_s=timeout_s)
-    if topics:
-        missing = [t for t in topics if t not in existing]
-        if missing:
-            raise ConfigError(
-                f"topic {missing[0]!r} does not exist on cluster '{cluster}': check --topics "
-                f"(the cluster has {len(existing)} topics)"
-            )
-    names = list(topics) if topics else sorted(existing)
-    layouts = describe_partitions(admin, cluster, names, timeout_s=timeout_s)
-    keys = [(p.topic, p.partition) for p in layouts]
-    led = [k for k, p in zip(keys, layouts, strict=True) if p.leader >= 0]
-    starts = partition_offsets(admin, cluster, led, earliest=True, timeout_s=timeout_s)
-    ends = partition_offsets(admin, cluster, led, earliest=False, timeout_s=timeout_s)
-    policy = ReplicationContext(config).cluster_policy(cluster)
-    return [
-        PartitionState(
-            topic=p.topic,
-            partition=p.partition,
-            leader=p.leader,
-            replicas=p.replicas,
-            isr=p.isr,
-            racks=p.racks,
-            log_start_offset=starts.get((p.topic, p.partition), UNKNOWN),
-            log_end_offset=ends.get((p.topic, p.partition), UNKNOWN),
-            internal=p.internal or policy.is_internal_topic(p.topic),
-        )
-        for p in layouts
-    ]
 
 
 def replica_status(
@@ -154,7 +116,7 @@ def replica_status(
         A cluster call failed or timed out.
     """
     admin = cluster_admin(config, cluster, "replica-status-admin")
-    states = _states(config, cluster, admin, topics, timeout_s)
+    states = partition_states(config, cluster, admin, topics, timeout_s=timeout_s)
     selected = [
         s for s in states if (partitions is None or s.partition in partitions) and not (exclude_internal and s.internal)
     ]
@@ -162,103 +124,6 @@ def replica_status(
     out = ReplicaStatus(cluster, selected, rows)
     if remote:
         out.remote = remote_copies(config, cluster, selected, timeout_s=timeout_s)
-    return out
-
-
-def remote_copies(
-    config: MirrorConfig,
-    cluster: str,
-    states: Sequence[PartitionState],
-    *,
-    now_ms: int | None = None,
-    timeout_s: float = 30.0,
-) -> dict[PartitionKey, list[RemoteCopy]]:
-    """Per partition of ``cluster``, the copies each enabled flow ``cluster->X`` keeps on ``X``.
-
-    Parameters
-    ----------
-    config:
-        The configuration (its enabled flows whose source is ``cluster``).
-    cluster:
-        The source cluster alias.
-    states:
-        The partitions (their high watermarks give the lag).
-    now_ms:
-        Now in epoch ms (default: the clock), for the lag in seconds.
-    timeout_s:
-        Seconds per cluster call.
-
-    Returns
-    -------
-    dict[PartitionKey, list[RemoteCopy]]
-        Partitions of topics no flow replicates are left out; the lag in seconds is the age of the
-        record at the committed position (read from ``cluster``), ``-1`` if it could not be read.
-
-    Raises
-    ------
-    ClusterError, ClusterUnreachableError
-        A target's offsets topic cannot be read.
-    """
-    now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
-    context = ReplicationContext(config)
-    out: dict[PartitionKey, list[RemoteCopy]] = {}
-    for flow in config.enabled_flows():
-        if flow.source != cluster:
-            continue
-        ctx = context.of(flow)
-        mine = [s for s in states if ctx.replicates_topic(s.topic)]
-        if not mine:
-            continue
-        stored = read_flow_source_offsets(ctx, "replica-status-offsets-consumer", timeout_s=timeout_s)
-        positions = {
-            (s.topic, s.partition): stored[(s.topic, s.partition)] + 1 for s in mine if (s.topic, s.partition) in stored
-        }
-        waiting = {
-            (s.topic, s.partition): positions[(s.topic, s.partition)]
-            for s in mine
-            if copy_lag(positions.get((s.topic, s.partition), UNKNOWN), s.log_end_offset) > 0
-        }
-        stamps = _timestamps_at(ctx, waiting, timeout_s=min(timeout_s, 10.0))
-        for s in mine:
-            key = (s.topic, s.partition)
-            position = positions.get(key, UNKNOWN)
-            lag = copy_lag(position, s.log_end_offset)
-            out.setdefault(key, []).append(
-                RemoteCopy(
-                    topic=s.topic,
-                    partition=s.partition,
-                    flow=flow.name,
-                    cluster=flow.target,
-                    remote_topic=ctx.policy.format_remote_topic(flow.source, s.topic),
-                    position=position,
-                    lag_records=lag,
-                    lag_s=lag_seconds(lag, stamps.get(key), now_ms),
-                )
-            )
-    return out
-
-
-def _timestamps_at(
-    ctx: FlowContext, positions: dict[PartitionKey, int], *, timeout_s: float
-) -> dict[PartitionKey, int]:
-    """Timestamps (epoch ms) of the records at ``positions`` on the flow's source; missing where none came back."""
-    if not positions:
-        return {}
-    consumer = ctx.consumer("source", "replica-status-source-consumer", overrides={"enable.partition.eof": False})
-    out: dict[PartitionKey, int] = {}
-    try:
-        consumer.assign([TopicPartition(t, p, off) for (t, p), off in positions.items()])
-        deadline = time.monotonic() + timeout_s
-        while len(out) < len(positions) and time.monotonic() < deadline:
-            for m in consumer.consume(num_messages=500, timeout=0.5):
-                if m.error() is not None:
-                    continue
-                topic, partition = str(m.topic()), m.partition() or 0
-                if (topic, partition) not in out:
-                    out[(topic, partition)] = m.timestamp()[1]
-                    consumer.pause([TopicPartition(topic, partition)])
-    finally:
-        consumer.close()
     return out
 
 
@@ -300,7 +165,7 @@ def elect(
     """
     admin = cluster_admin(config, cluster, "elect-admin")
     topics = sorted({t for t, _ in partitions}) if partitions is not None else None
-    before = {(s.topic, s.partition): s for s in _states(config, cluster, admin, topics, timeout_s)}
+    before = {(s.topic, s.partition): s for s in partition_states(config, cluster, admin, topics, timeout_s=timeout_s)}
     if partitions is not None:
         missing = [k for k in partitions if k not in before]
         if missing:
@@ -310,7 +175,8 @@ def elect(
     elected_topics = sorted({t for t, _ in results})
     deadline = time.monotonic() + timeout_s
     while True:  # a new leader answers ListOffsets once its election has propagated: wait for it
-        after = {(s.topic, s.partition): s for s in _states(config, cluster, admin, elected_topics, timeout_s)}
+        now_states = partition_states(config, cluster, admin, elected_topics, timeout_s=timeout_s)
+        after = {(s.topic, s.partition): s for s in now_states}
         pending = [k for k, err in results.items() if err is None and (k not in after or after[k].log_end_offset < 0)]
         if not pending or time.monotonic() >= deadline:
             break
@@ -332,4 +198,4 @@ def elect(
     return outcomes
 
 
-__all__ = ["ReplicaStatus", "cluster_admin", "elect", "remote_copies", "replica_status"]
+__all__ = ["ReplicaStatus", "cluster_admin", "elect", "replica_status"]

@@ -8,6 +8,14 @@ Confluent's Multi-Region Clusters report per partition (``kafka.cluster:type=Par
 ``mirrorspark replica-status`` computes them (:func:`~mirrorspark.mm2.replicas.partition_counts`):
 no observers, caught up = in the ISR. Apache Kafka's own ``ReplicasCount``/``InSyncReplicasCount``
 JMX gauges exist only on each partition's leader; these come from one admin call for the cluster.
+
+mirrorspark's observers, the copies of the served cluster's partitions that enabled flows
+``C->X`` keep in other clusters (``mirrorspark replica-status --remote``), are counted too:
+``mirrorspark_remote_copies_count`` (labels ``cluster``, ``topic``, ``partition``) and, per copy,
+``mirrorspark_remote_copy_lag_records`` and ``mirrorspark_remote_copy_lag_seconds`` (labels
+also ``remote_cluster`` and ``remote_topic``), computed as ``replica-status --remote`` computes
+them (:func:`~mirrorspark.client.replicas.remote_copies`); a lag nobody could read is left out
+rather than written as ``-1``.
 """
 
 from __future__ import annotations
@@ -21,12 +29,11 @@ from typing import Any, Final
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from mirrorspark.client.replicas import partition_states, remote_copies
 from mirrorspark.config.model import MirrorConfig
 from mirrorspark.errors import MirrorsparkError
-from mirrorspark.kafka.admin import list_topics
 from mirrorspark.kafka.factory import admin_client
-from mirrorspark.kafka.replica_admin import describe_partitions
-from mirrorspark.mm2.replicas import PartitionState, partition_counts
+from mirrorspark.mm2.replicas import UNKNOWN, PartitionState, RemoteCopy, partition_counts
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +52,12 @@ REPLICA_METRICS: Final = (
     ("mirrorspark_is_not_caught_up", "not_caught_up", "1 when a replica is not caught up (MRC's IsNotCaughtUp)."),
 )
 """``(Prometheus name, PartitionCounts field, help)`` of the series."""
+
+REMOTE_COPY_METRICS: Final = (
+    ("mirrorspark_remote_copy_lag_records", "Records the remote copy is behind the partition's end (records)."),
+    ("mirrorspark_remote_copy_lag_seconds", "Age of the oldest record the remote copy lacks (s); 0 when caught up."),
+)
+"""``(Prometheus name, help)`` of the per-copy series."""
 
 REFRESH_S: Final = 30.0
 """Seconds a description of the cluster is reused across scrapes."""
@@ -75,8 +88,49 @@ def replica_families(cluster: str, states: Iterable[PartitionState]) -> list[Gau
     return families
 
 
+def remote_copy_families(
+    cluster: str, states: Iterable[PartitionState], copies: dict[tuple[str, int], list[RemoteCopy]]
+) -> list[GaugeMetricFamily]:
+    """Build the remote-copy series of a cluster's partitions (mirrorspark's observers).
+
+    Parameters
+    ----------
+    cluster:
+        The cluster alias (label ``cluster``).
+    states:
+        The partitions: each gets a ``mirrorspark_remote_copies_count`` sample (0 when no flow copies it).
+    copies:
+        ``{(topic, partition): copies}`` as :func:`~mirrorspark.client.replicas.remote_copies` returns.
+
+    Returns
+    -------
+    list[GaugeMetricFamily]
+        ``mirrorspark_remote_copies_count``, then one family per :data:`REMOTE_COPY_METRICS` entry
+        (labels also ``remote_cluster``, ``remote_topic``; unknown lags, ``-1``, are left out).
+    """
+    count = GaugeMetricFamily(
+        "mirrorspark_remote_copies_count",
+        "Copies of the partition that replication flows keep in other clusters (mirrorspark's observers).",
+        labels=["cluster", "topic", "partition"],
+    )
+    labels = ["cluster", "topic", "partition", "remote_cluster", "remote_topic"]
+    records, seconds = (GaugeMetricFamily(name, doc, labels=labels) for name, doc in REMOTE_COPY_METRICS)
+    for s in sorted(states, key=lambda s: (s.topic, s.partition)):
+        mine = copies.get((s.topic, s.partition), [])
+        count.add_metric([cluster, s.topic, str(s.partition)], float(len(mine)))
+        for c in sorted(mine, key=lambda c: c.cluster):
+            values = [cluster, s.topic, str(s.partition), c.cluster, c.remote_topic]
+            if c.lag_records != UNKNOWN:
+                records.add_metric(values, float(c.lag_records))
+            if c.lag_s != UNKNOWN:
+                seconds.add_metric(values, float(c.lag_s))
+    return [count, records, seconds]
+
+
 class ReplicaCollector(Collector):
-    """Describes the served cluster's partitions at scrape time (at most every :data:`REFRESH_S` s).
+    """Describes the served cluster's partitions and their remote copies at scrape time.
+
+    At most every :data:`REFRESH_S` s.
 
     Parameters
     ----------
@@ -108,6 +162,7 @@ class ReplicaCollector(Collector):
         self._clock = clock
         self._lock = threading.Lock()
         self._states: list[PartitionState] = []
+        self._copies: dict[tuple[str, int], list[RemoteCopy]] = {}
         self._at: float | None = None
         self._admin: Any = None
 
@@ -121,21 +176,44 @@ class ReplicaCollector(Collector):
                 if self._admin is None:
                     settings = self.config.cluster(self.cluster).admin
                     self._admin = admin_client(settings, client_id=f"mirrorspark-service|{self.cluster}|replicas-admin")
-                topics = list_topics(self._admin, self.cluster, timeout_s=10)
-                layouts = describe_partitions(self._admin, self.cluster, topics, timeout_s=10)
-                self._states = [
-                    PartitionState(p.topic, p.partition, p.leader, p.replicas, p.isr, p.racks) for p in layouts
-                ]
+                self._states = partition_states(self.config, self.cluster, self._admin, None, timeout_s=10)
             except MirrorsparkError as e:
                 log.warning(
                     "describing the replicas of cluster '%s' failed (%s); serving the last description", self.cluster, e
                 )
+            else:
+                self._copies = self._remote_copies(self._states)
             self._at = now
             return self._states
 
+    def _remote_copies(self, states: list[PartitionState]) -> dict[tuple[str, int], list[RemoteCopy]]:
+        if not any(f.source == self.cluster for f in self.config.enabled_flows()):
+            return {}
+        try:
+            return remote_copies(self.config, self.cluster, states, timeout_s=10)
+        except MirrorsparkError as e:
+            log.warning(
+                "reading the remote copies of cluster '%s' failed (%s); serving the last ones", self.cluster, e
+            )
+            return self._copies
+
+    def copies(self) -> dict[tuple[str, int], list[RemoteCopy]]:
+        """Return the remote copies of the partitions :meth:`states` returned last (refreshed with them)."""
+        with self._lock:
+            return self._copies
+
     def collect(self) -> Iterator[Metric]:
-        """Yield the replica-count families."""
-        yield from replica_families(self.cluster, self.states())
+        """Yield the replica-count and remote-copy families."""
+        states = self.states()
+        yield from replica_families(self.cluster, states)
+        yield from remote_copy_families(self.cluster, states, self.copies())
 
 
-__all__ = ["REFRESH_S", "REPLICA_METRICS", "ReplicaCollector", "replica_families"]
+__all__ = [
+    "REFRESH_S",
+    "REMOTE_COPY_METRICS",
+    "REPLICA_METRICS",
+    "ReplicaCollector",
+    "remote_copy_families",
+    "replica_families",
+]
