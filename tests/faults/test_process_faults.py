@@ -78,7 +78,7 @@ class Size:
 SIZE = (
     Size(rate=1000, partitions=8, tasks_max=4, kills=4, worker_kills=4, copy_s=10.0, tail_s=10.0)
     if full_size()
-    else Size(rate=200, partitions=4, tasks_max=2, kills=2, worker_kills=2, copy_s=2.0, tail_s=2.0)
+    else Size(rate=200, partitions=4, tasks_max=2, kills=4, worker_kills=2, copy_s=2.0, tail_s=2.0)
 )
 TIMEOUT_S = 3600 if full_size() else 1800
 """pytest-timeout per scenario, seconds: a bound, not an expectation."""
@@ -162,7 +162,7 @@ def fault_flow(clusters: LocalClusters, tmp_path: Path, mode: str, prefix: str) 
 
 @pytest.mark.timeout(TIMEOUT_S)
 @pytest.mark.parametrize("mode", MODES)
-def test_whole_run_killed_again_and_again(fault_clusters: LocalClusters, tmp_path: Path, mode: str) -> None:
+def test_whole_run_killed_four_times_in_a_row(fault_clusters: LocalClusters, tmp_path: Path, mode: str) -> None:
     """``kill -9`` of every process of ``mirrorspark run`` (driver, Spark JVM, PySpark daemon, Python workers)
     while it copies, relaunched at once, :attr:`Size.kills` times in a row; the last launch copies everything.
 

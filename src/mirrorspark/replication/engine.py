@@ -10,8 +10,9 @@ job, submitted from a driver thread, until the driver stops it. Tasks commit the
   :data:`BACKOFF_MAX_S`) from its committed positions, also one lost with its executor or Python
   worker (Spark's own re-run ends at once: :func:`~mirrorspark.replication.stream.run_stream_job`);
   a flow whose error cannot be fixed by a retry (a record too large, an authorization failure, no
-  transaction coordinator at the flow's first start) or that failed :data:`MAX_FAILURES` times in a
-  row without copying anything is marked failed, and the other flows keep running;
+  transaction coordinator at the flow's first start) or one of whose tasks failed :data:`MAX_FAILURES`
+  times in a row without copying anything is marked failed, and the other flows keep running (failures
+  are counted per task: one broker lost fails every task of the flow once, which is no reason to give up);
 * restarts a flow's tasks when its assignment changes (new topics or partitions, a control-list
   change), like a Connect rebalance, and after a gap (positions out of range);
 * stops every task through the task channel (:class:`TaskChannel`): each commits what the target
@@ -49,7 +50,7 @@ BACKOFF_MAX_S = 30.0
 """Longest wait between two restarts of a failing copy task (s)."""
 
 MAX_FAILURES = 6
-"""Failures in a row, with no record copied in between, after which a flow is marked failed."""
+"""Failures of one copy task in a row, with no record copied in between, after which its flow is marked failed."""
 
 STOP_TIMEOUT_S = 30.0
 """Seconds :meth:`ContinuousEngine.stop` waits for tasks to commit and end before cancelling their jobs."""
@@ -250,6 +251,51 @@ class _TaskRun(threading.Thread):
         self.spark.sparkContext.cancelJobGroup(self.group)
 
 
+
+class TaskFailures:
+    """Failures in a row of each copy task of a flow, and the backoff before each restart.
+
+    Counted per task (Kafka Connect restarts and counts each task on its own): a broker lost
+    under the target fails every task of the flow once, which must not add up to a failed flow.
+    Any progress of the flow clears every count (:meth:`clear`); a task that ends having copied
+    records clears its own (:meth:`succeeded`).
+    """
+
+    def __init__(self) -> None:
+        self.by_task: dict[int, int] = {}
+
+    def failed(self, index: int) -> int:
+        """Count one more failure of task ``index``; return its failures in a row (>= 1)."""
+        n = self.by_task[index] = self.by_task.get(index, 0) + 1
+        return n
+
+    def succeeded(self, index: int) -> None:
+        """Start the count of task ``index`` over: it copied again."""
+        self.by_task.pop(index, None)
+
+    def clear(self) -> None:
+        """Start every count over: the flow copied again."""
+        self.by_task.clear()
+
+    @property
+    def worst(self) -> int:
+        """Failures in a row of the most failing task (0 when none failed)."""
+        return max(self.by_task.values(), default=0)
+
+    @staticmethod
+    def backoff_s(failures: int) -> float:
+        """Seconds before restarting a task after its ``failures``-th failure in a row.
+
+        :data:`BACKOFF_INITIAL_S` doubling up to :data:`BACKOFF_MAX_S`.
+        """
+        return float(min(BACKOFF_MAX_S, BACKOFF_INITIAL_S * 2 ** (max(1, failures) - 1)))
+
+    @staticmethod
+    def exhausted(failures: int) -> bool:
+        """Whether ``failures`` in a row of one task fail its flow (:data:`MAX_FAILURES`)."""
+        return failures >= MAX_FAILURES
+
+
 class FlowSupervisor:
     """Runs and restarts the copy tasks of one flow (a Connect herder's job for one connector).
 
@@ -279,11 +325,16 @@ class FlowSupervisor:
         self.generation = 0
         self.runs: dict[int, _TaskRun] = {}
         self.assignment: tuple[tuple[str, int], ...] = ()
-        self.failures = 0
+        self.task_failures = TaskFailures()
         self.restarts = 0
         self.next_start: dict[int, float] = {}
         self.state = "created"
         self.error: MirrorsparkError | None = None
+
+    @property
+    def failures(self) -> int:
+        """Failures in a row of the flow's most failing copy task (0 once copying again)."""
+        return self.task_failures.worst
 
     @property
     def name(self) -> str:
@@ -393,7 +444,7 @@ class FlowSupervisor:
                 self._lost()
                 return
         if self.progress.poll(generation=self.generation):
-            self.failures = 0  # copying again: earlier failures were recovered from ("in a row" is broken)
+            self.task_failures.clear()  # copying again: earlier failures were recovered from ("in a row" is broken)
         if self.flow.halted is not None:
             self.stop_tasks()
             self.state = "stopped"
@@ -410,11 +461,11 @@ class FlowSupervisor:
                 if self.state == "failed":
                     return
             elif run.result is not None and run.result.reason == "out_of_range":
-                self.failures = 0
+                self.task_failures.succeeded(index)
                 self.flow.check_positions(run.result.out_of_range)  # records the gap, moves the positions
                 self.next_start[index] = now
             elif run.result is not None and run.result.records:
-                self.failures = 0
+                self.task_failures.succeeded(index)
                 self.next_start[index] = now
             else:
                 self.next_start[index] = now
@@ -441,15 +492,15 @@ class FlowSupervisor:
                     self._launch(tasks[index])
 
     def _failed(self, index: int, error: MirrorsparkError, now: float) -> None:
-        self.failures += 1
+        failures = self.task_failures.failed(index)
         first_start = self.generation == 1 and self.restarts == 0
-        if fatal_task_error(error, first_start=first_start) or self.failures >= MAX_FAILURES:
+        if fatal_task_error(error, first_start=first_start) or TaskFailures.exhausted(failures):
             self.state = "failed"
             self.error = error
             log.error("%s: failed, its copy tasks are stopped (other flows go on): %s", self.name, error)
             self.stop_tasks()
             return
-        delay = min(BACKOFF_MAX_S, BACKOFF_INITIAL_S * 2 ** (self.failures - 1))
+        delay = TaskFailures.backoff_s(failures)
         log.warning(
             "%s: copy task %d failed (%s); restarting it in %.0f s from its committed offsets",
             self.name,
@@ -600,6 +651,7 @@ __all__ = [
     "ContinuousEngine",
     "FlowSupervisor",
     "TaskChannel",
+    "TaskFailures",
     "fatal_task_error",
     "first_error",
     "wait_for_slots",
