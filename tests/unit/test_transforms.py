@@ -406,6 +406,13 @@ def test_per_flow_keys_override_top_level_ones_key_by_key(caplog: pytest.LogCapt
     assert not any("header.converter" in r.getMessage() for r in caplog.records)  # StringConverter: as MM2
 
 
+def test_top_level_definitions_used_by_a_flow_list_warn_too(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING):
+        cfg = parse_config({**BASE, "A->B.transforms": "f", "transforms.f.type": FILTER})
+    assert [t.type for t in cfg.flow("A", "B").transforms.transforms] == [FILTER]
+    assert any("MM2 drops top-level" in r.getMessage() for r in caplog.records)
+
+
 def test_insert_header_warns_about_mm2s_byte_array_header_converter(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING):
         parse_config(

@@ -270,7 +270,8 @@ class _Parser:
 
     def check_transforms(self) -> None:
         """Warn where mirrorspark runs transforms MM2 would not, or would run differently."""
-        if any(k.startswith("transforms.") for k in self.top) and split_list(self.top_all.get("transforms", "")):
+        top = [k for k in self.top if k.startswith(("transforms.", "predicates."))]
+        if top or split_list(self.top.get("transforms", "")) or split_list(self.top.get("predicates", "")):
             self.warn(
                 "top-level 'transforms' and 'transforms.<t>.*' apply to every flow in mirrorspark, but MM2 drops "
                 "top-level 'transforms.<t>.*' keys from its connectors: for a file MM2 runs the same way, set "
