@@ -44,10 +44,12 @@ if TYPE_CHECKING:
         IdentityReplicationPolicy,
         ReplicationPolicy,
     )
+    from mirrorspark.mm2.transforms import ConnectRecord, Transformation
     from mirrorspark.replication.control import ControlStore
 
 _EXPORTS: dict[str, str] = {
     "BaseReplicationPolicy": "mirrorspark.mm2.policy",
+    "ConnectRecord": "mirrorspark.mm2.transforms",
     "ControlStore": "mirrorspark.replication.control",
     "DefaultReplicationPolicy": "mirrorspark.mm2.policy",
     "IdentityReplicationPolicy": "mirrorspark.mm2.policy",
@@ -55,6 +57,7 @@ _EXPORTS: dict[str, str] = {
     "MirrorConfig": "mirrorspark.config.model",
     "MirrorsparkError": "mirrorspark.errors",
     "ReplicationPolicy": "mirrorspark.mm2.policy",
+    "Transformation": "mirrorspark.mm2.transforms",
     "checkpoint_topics": "mirrorspark.client.mirror_client",
     "heartbeat_topics": "mirrorspark.client.mirror_client",
     "load_config": "mirrorspark.config.parse",
@@ -89,6 +92,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "BaseReplicationPolicy",
+    "ConnectRecord",
     "ControlStore",
     "DefaultReplicationPolicy",
     "IdentityReplicationPolicy",
@@ -96,6 +100,7 @@ __all__ = [
     "MirrorConfig",
     "MirrorsparkError",
     "ReplicationPolicy",
+    "Transformation",
     "__version__",
     "checkpoint_topics",
     "heartbeat_topics",

@@ -8,7 +8,8 @@ an exit status, and that the REST service reports::
     ├── ConfigError (ValueError)     CONFIG_INVALID         exit 2
     │   ├── UnknownAliasError        CONFIG_UNKNOWN_ALIAS
     │   ├── BadRegexError            CONFIG_BAD_REGEX
-    │   └── PlacementError           CONFIG_PLACEMENT
+    │   ├── PlacementError           CONFIG_PLACEMENT
+    │   └── TransformConfigError     CONFIG_TRANSFORM
     ├── ClusterError                 CLUSTER_ERROR          exit 3
     │   └── ClusterUnreachableError  CLUSTER_UNREACHABLE
     ├── DataPathError                DATA_PATH_ERROR        exit 4
@@ -79,6 +80,16 @@ class PlacementError(ConfigError):
     """
 
     code = "CONFIG_PLACEMENT"
+
+
+class TransformConfigError(ConfigError):
+    """A Single Message Transform (``transforms.*``, ``predicates.*``) cannot run on MM2's byte-array records.
+
+    Also: a required transform setting missing, an unknown predicate alias, a user transform
+    (``package.module:Class``) that cannot be loaded.
+    """
+
+    code = "CONFIG_TRANSFORM"
 
 
 class ClusterError(MirrorsparkError):
@@ -170,5 +181,6 @@ __all__ = [
     "PlacementError",
     "RecordTooLargeError",
     "ServiceError",
+    "TransformConfigError",
     "UnknownAliasError",
 ]

@@ -98,7 +98,7 @@ def _attribute_reads(root: Path) -> set[str]:
 
 # Keys without a field whose value the parser itself consumes: the cluster list, the declared config
 # providers (placeholders are resolved with them) and the client keys (they go into ClientSettings).
-PARSER_CONSUMED = {"clusters", "config.providers"}
+PARSER_CONSUMED = {"clusters", "config.providers", "predicates"}
 
 
 def _used_without_field(k: ConfigKey) -> bool:

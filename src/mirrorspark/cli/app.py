@@ -404,7 +404,14 @@ def status(
     if json_out:
         doc = {
             "flows": [
-                {**dataclasses.asdict(f), "partitions": f.partitions, "records": f.records, "lag": f.lag} for f in flows
+                {
+                    **dataclasses.asdict(f),
+                    "partitions": f.partitions,
+                    "records": f.records,
+                    "lag": f.lag,
+                    "dropped_records": f.dropped_records,
+                }
+                for f in flows
             ],
             "clusters": [dataclasses.asdict(c) for c in clusters],
             "gaps": [dataclasses.asdict(g) for f in flows for g in f.gaps],
@@ -421,14 +428,22 @@ def status(
             f"flow {f.flow}: {f.state}, {len(f.topics)} topics, {f.partitions} partitions, "
             f"{f.records} records on the target, lag {f.lag}, last heartbeat {hb}"
         )
+        if f.dropped_records:
+            print(f"flow {f.flow}: {f.dropped_records} records dropped by transforms (read, not copied)")
         if f.error:
             print(f"flow {f.flow}: failed: {f.error}")
         if f.failover is not None:
             from mirrorspark.mm2.failover_policy import event_summary
 
             print(event_summary(f.failover))
-        rows: list[list[object]] = [[t.topic, t.remote_topic, t.partitions, t.records, t.lag] for t in f.topics]
-        print(text_table(["topic", "remote topic", "partitions", "records", "lag"], rows))
+        if f.dropped_records:  # a column only for flows whose transforms dropped records
+            rows: list[list[object]] = [
+                [t.topic, t.remote_topic, t.partitions, t.records, t.lag, t.dropped_records] for t in f.topics
+            ]
+            print(text_table(["topic", "remote topic", "partitions", "records", "lag", "dropped"], rows))
+        else:
+            rows = [[t.topic, t.remote_topic, t.partitions, t.records, t.lag] for t in f.topics]
+            print(text_table(["topic", "remote topic", "partitions", "records", "lag"], rows))
         if f.gaps:
             print(f"flow {f.flow}: {len(f.gaps)} gap(s): source records lost before they were copied")
             rows = [

@@ -28,7 +28,7 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
 
 from mirrorspark.config.model import ClientSettings, ClusterConfig, FlowConfig, MirrorConfig
-from mirrorspark.errors import ConfigError
+from mirrorspark.errors import ConfigError, TransformConfigError
 from mirrorspark.kafka.factory import CLUSTER_ALIAS_PLACEHOLDER, ClientFactory, KafkaClients, client_conf
 from mirrorspark.mm2.filters import (
     DefaultConfigPropertyFilter,
@@ -37,6 +37,7 @@ from mirrorspark.mm2.filters import (
     should_replicate_topic,
 )
 from mirrorspark.mm2.policy import ReplicationPolicy, load_policy
+from mirrorspark.mm2.transforms import BoundChain, RoutedReplicationPolicy, TransformChain, build_chain, routers
 
 Role = Literal[
     "source_admin", "source_consumer", "source_producer", "target_admin", "target_consumer", "target_producer"
@@ -63,19 +64,32 @@ def flow_policy(flow: FlowConfig) -> ReplicationPolicy:
     ReplicationPolicy
         The flow's ``replication.policy.class``, configured with its ``replication.policy.separator``,
         ``replication.policy.internal.topic.separator.enabled`` and ``source.cluster.alias`` = S,
-        as MM2's ``MirrorConnectorConfig.replicationPolicy()`` is.
+        as MM2's ``MirrorConnectorConfig.replicationPolicy()`` is; wrapped in a
+        :class:`~mirrorspark.mm2.transforms.RoutedReplicationPolicy` when the flow's transforms hold a
+        ``RegexRouter``.
 
     Raises
     ------
     ConfigError
         If the policy class cannot be loaded or configured.
     """
-    return load_policy(
+    policy = load_policy(
         flow.policy.class_name,
         separator=flow.policy.separator,
         internal_topic_separator_enabled=flow.policy.internal_topic_separator_enabled,
         source_cluster_alias=flow.source,
     )
+    if flow.transforms.routes:  # RegexRouter renames the flow's remote topics (README, Transforms)
+        return RoutedReplicationPolicy(policy, build_chain(routers(flow.transforms)))
+    return policy
+
+
+def _chain(flow: FlowConfig) -> TransformChain:
+    """Build the flow's transformation chain, naming the flow in a load error."""
+    try:
+        return build_chain(flow.transforms)
+    except TransformConfigError as e:
+        raise TransformConfigError(f"flow {flow.name}: {e.message}") from e
 
 
 def cluster_policy(config: MirrorConfig, cluster: str) -> ReplicationPolicy:
@@ -134,6 +148,8 @@ class FlowContext:
         on top, see :class:`~mirrorspark.replication.control.LiveFilters`).
     clients:
         Where the flow's Kafka clients come from; it translates each role's settings once.
+    transforms:
+        The flow's transformation chain (``transforms``), built once at start; empty (falsy) = none.
 
     Notes
     -----
@@ -149,6 +165,7 @@ class FlowContext:
     group_filter: DefaultGroupFilter
     config_filter: DefaultConfigPropertyFilter
     clients: ClientFactory
+    transforms: TransformChain = field(default_factory=lambda: TransformChain(()))
 
     @classmethod
     def build(cls, config: MirrorConfig, flow: FlowConfig, *, clients: ClientFactory | None = None) -> FlowContext:
@@ -171,7 +188,9 @@ class FlowContext:
         Raises
         ------
         ConfigError
-            If the policy class cannot be loaded, or a filter regex does not compile.
+            If the policy class cannot be loaded, a filter regex does not compile, or a user transform
+            (``transforms.<t>.type = package.module:Class``) cannot be loaded
+            (:class:`~mirrorspark.errors.TransformConfigError`).
         """
         return cls(
             config=config,
@@ -183,12 +202,32 @@ class FlowContext:
                 exclude=flow.config_properties_exclude, use_defaults_from=flow.use_defaults_from
             ),
             clients=clients if clients is not None else KafkaClients(),
+            transforms=_chain(flow),
         )
 
     @property
     def name(self) -> str:
         """The flow's name, ``"<source>-><target>"``."""
         return self.flow.name
+
+    def bound_transforms(self, topic: str) -> BoundChain | None:
+        """Return the flow's transforms bound to the remote topic of source ``topic`` (for its copy tasks).
+
+        Parameters
+        ----------
+        topic:
+            A replicated topic on the source cluster.
+
+        Returns
+        -------
+        BoundChain or None
+            The per-record steps (:meth:`~mirrorspark.mm2.transforms.TransformChain.bind` on the remote
+            topic as the policy names it, before any ``RegexRouter``), ``None`` when none applies to it.
+        """
+        if not self.transforms:
+            return None
+        policy = self.policy.inner if isinstance(self.policy, RoutedReplicationPolicy) else self.policy
+        return self.transforms.bind(policy.format_remote_topic(self.flow.source, topic))
 
     def replicates_topic(self, topic: str) -> bool:
         """Whether the flow replicates source ``topic`` by the config file's lists (MM2's ``shouldReplicateTopic``).

@@ -370,6 +370,27 @@ CONFIG_KEYS: Final[tuple[ConfigKey, ...]] = (
         field="tasks_max",
     ),
     ConfigKey(
+        "transforms",
+        "list",
+        "",
+        "Single Message Transforms applied to every copied record, in order, after the remote topic is named "
+        "(Connect's syntax: transforms.<t>.type, transforms.<t>.predicate, transforms.<t>.negate and each "
+        "transform's own transforms.<t>.<setting>): Filter, InsertHeader, DropHeaders, RegexRouter (renames "
+        "remote topics) or a Python class as package.module:ClassName; transforms that need schemas (Cast, "
+        "ReplaceField, HeaderFrom, ...) are refused at load. Read per flow (S->T.transforms, as MM2) or at top "
+        "level for every flow (mirrorspark only: MM2 drops top-level transforms.<t>.* keys). Empty = records "
+        "copied unchanged. See README, Transforms.",
+        field="transforms",
+    ),
+    ConfigKey(
+        "predicates",
+        "list",
+        "",
+        "Predicates the transforms refer to by transforms.<t>.predicate (predicates.<p>.type: TopicNameMatches "
+        "with predicates.<p>.pattern, HasHeaderKey with predicates.<p>.name, RecordIsTombstone); per flow or "
+        "at top level, as transforms.",
+    ),
+    ConfigKey(
         "tasks.max.enforce",
         "boolean",
         "true",

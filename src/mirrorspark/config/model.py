@@ -12,6 +12,7 @@ from mirrorspark.config.librdkafka import SPARK_REJECTED, to_librdkafka
 from mirrorspark.errors import ConfigError, UnknownAliasError
 from mirrorspark.mm2.placement import PlacementRules
 from mirrorspark.mm2.policy import DEFAULT_POLICY_CLASS
+from mirrorspark.mm2.transforms import NO_TRANSFORMS, TransformsConfig
 
 # --------------------------------------------------------------------------------------
 # Frozen objects
@@ -333,12 +334,15 @@ class FlowConfig(_Frozen):
     target_admin, target_consumer:
         Admin and consumer on T (the consumer gets the same forced settings as ``source_consumer``).
     extra:
-        Every other flow-level property after the merge (e.g. ``exactly.once.support``,
-        ``transforms``), read-only.
+        Every other flow-level property after the merge (e.g. ``exactly.once.support``), read-only.
     replica_placement:
         ``mirrorspark.replica.placement``: placements of the remote topics the flow creates, by remote
         topic regex (:class:`~mirrorspark.mm2.placement.PlacementRules`), validated at load; ``None`` =
         the target broker's own placement (``replication.factor``).
+    transforms:
+        ``transforms`` / ``predicates`` and their sub-keys (``S->T.`` ones over top-level ones, key by
+        key), validated at load (:func:`~mirrorspark.mm2.transforms.parse_transforms`); empty = records
+        copied unchanged.
 
     Notes
     -----
@@ -402,6 +406,7 @@ class FlowConfig(_Frozen):
     target_consumer: ClientSettings
     extra: Mapping[str, str]
     replica_placement: PlacementRules | None = None
+    transforms: TransformsConfig = NO_TRANSFORMS
 
     _MAPPING_FIELDS = ("extra",)
 

@@ -68,8 +68,9 @@ from mirrorspark.config.model import (
 from mirrorspark.config.properties import parse_properties
 from mirrorspark.config.resolve import Resolver
 from mirrorspark.config.values import split_list, to_value, validate
-from mirrorspark.errors import ConfigError, PlacementError, UnknownAliasError
+from mirrorspark.errors import ConfigError, PlacementError, TransformConfigError, UnknownAliasError
 from mirrorspark.mm2.placement import PlacementRules, parse_placement_rules
+from mirrorspark.mm2.transforms import INSERT_HEADER, TransformsConfig, parse_transforms
 
 _log = logging.getLogger(__name__)
 
@@ -242,8 +243,6 @@ class _Parser:
             ROLE_PREFIXES + SIDE_ROLE_PREFIXES + WORKER_PREFIXES + CONNECTOR_PREFIXES + REST_PREFIXES + CONNECT_PREFIXES
         )
         if accepted:
-            if key == "transforms" and split_list(self.top[key]):
-                self._warn_transforms(key)
             return
         head, dot, rest = key.partition(".")
         hint = ""
@@ -266,17 +265,18 @@ class _Parser:
                 self._check_known(ck, key, value, written, flow_level=True)
             elif key.startswith(MIRRORSPARK_PREFIX):
                 self.warn(f"'{written}' has no effect: mirrorspark.* keys are read at top level only")
-            elif key == "transforms":
-                if split_list(value):
-                    self._warn_transforms(written)
             elif not key.startswith(FLOW_CLIENT_PREFIXES + CONNECTOR_PREFIXES):
                 self.warn(f"unknown key '{written}' is ignored")
 
-    def _warn_transforms(self, written: str) -> None:
-        self.warn(
-            f"'{written}' configures Connect transforms (SMTs), which mirrorspark does not run: "
-            "records are copied unchanged"
-        )
+    def check_transforms(self) -> None:
+        """Warn where mirrorspark runs transforms MM2 would not, or would run differently."""
+        top = [k for k in self.top if k.startswith(("transforms.", "predicates."))]
+        if top or split_list(self.top.get("transforms", "")) or split_list(self.top.get("predicates", "")):
+            self.warn(
+                "top-level 'transforms' and 'transforms.<t>.*' apply to every flow in mirrorspark, but MM2 drops "
+                "top-level 'transforms.<t>.*' keys from its connectors: for a file MM2 runs the same way, set "
+                "them per flow ('<source>-><target>.transforms', '<source>-><target>.transforms.<t>.type', ...)"
+            )
 
     # -- building --------------------------------------------------------------------------
 
@@ -371,6 +371,7 @@ class _Parser:
                 self.warn(f"'{written[ck.name]}' is negative, which disables the job (as in MM2)")
                 values[flag.holder][str(flag.field)] = False
         flow_values = values["flow"]
+        flow_values["transforms"] = self._transforms(merged, written, s, t)
         flow_values["replica_placement"] = self._placement(
             flow_values["replica_placement"], written.get(PLACEMENT_KEY, PLACEMENT_KEY)
         )
@@ -415,7 +416,9 @@ class _Parser:
         extra = {
             k: v.strip()
             for k, v in merged.items()
-            if k not in _TYPED_FLOW_KEYS and not _consumed_by_clients(k) and not k.startswith("config.providers")
+            if k not in _TYPED_FLOW_KEYS
+            and not _consumed_by_clients(k)
+            and not k.startswith(("config.providers", "transforms", "predicates"))  # transforms: typed
         }
         self._check_exactly_once(clients["source_consumer"], clients["target_producer"], flow_values, s, t, written)
 
@@ -427,6 +430,38 @@ class _Parser:
             extra=extra,
             **flow_values,
         )
+
+    def _transforms(self, merged: Mapping[str, str], written: Mapping[str, str], s: str, t: str) -> TransformsConfig:
+        """Read the flow's ``transforms*`` and ``predicates*`` keys, warning where MM2 would differ.
+
+        See :func:`~mirrorspark.mm2.transforms.parse_transforms`.
+
+        Raises
+        ------
+        TransformConfigError
+            As :func:`~mirrorspark.mm2.transforms.parse_transforms`, the message opening with the file.
+        """
+        keys = {k: v for k, v in merged.items() if k.startswith(("transforms", "predicates"))}
+        try:
+            config = parse_transforms(keys, lambda k: written.get(k, k))
+        except TransformConfigError as e:
+            raise TransformConfigError(f"{self.src}: {e.message}") from e
+        if any(spec.type == INSERT_HEADER for spec in config.transforms):
+            converter = merged.get("header.converter", "").strip()
+            if not converter.endswith("StringConverter"):
+                self.warn(
+                    f"{s}->{t}: InsertHeader writes its value.literal as UTF-8 bytes; MM2 with this file would fail "
+                    "on every record (its default header.converter, ByteArrayConverter, takes no string): set "
+                    "'header.converter = org.apache.kafka.connect.storage.StringConverter' for MM2 to write the same"
+                )
+        if config.routes:
+            self.warn(
+                f"{s}->{t}: RegexRouter renames remote topics: a renamed topic that no longer carries the "
+                "source alias is not recognised as a remote topic (cycle detection, replication hops, "
+                "upstream clusters, failback translation see it as local); checkpoints name the renamed "
+                "topic (README, Transforms)"
+            )
+        return config
 
     def _placement(self, raw: str, written: str) -> PlacementRules | None:
         """Read ``mirrorspark.replica.placement``: inline JSON (``{...}`` or ``[...]``) or a JSON file's path.
@@ -641,6 +676,7 @@ def parse_config(
     """
     p = _Parser(props, os.environ if env is None else env, source_name)
     p.check_top_level()
+    p.check_transforms()
     for s in p.aliases:
         for t in p.aliases:
             if s != t:

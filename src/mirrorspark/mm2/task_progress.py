@@ -34,7 +34,7 @@ empty.
   age at poll (MM2's ``record-age-ms``): ``"age_ms_sum"``, ``"age_ms_min"``, ``"age_ms_max"``,
   ``"age_samples"``; and (additive, absent = -1) ``"fetched_from"`` and ``"leader"``: the source broker the
   task's consumer fetched the partition from and its leader, by librdkafka's statistics (KIP-392 follower
-  fetching).
+  fetching); and (additive, absent = 0) ``"dropped"``: records of the interval a transform dropped.
 * The driver writes three more kinds of records, told apart by ``"kind"`` in the key (a key
   without ``"kind"`` is a partition report; readers skip kinds they do not know):
 
@@ -118,6 +118,9 @@ class PartitionReport:
         librdkafka's statistics (KIP-392 follower fetching: ``fetched_from != leader`` when a follower in
         the consumer's ``client.rack`` serves it); ``-1`` when unknown (no statistics yet, the batch
         engine, or a record written before these fields existed).
+    dropped:
+        Records of the interval a transform dropped (``transforms``): read, never copied, their offsets
+        before ``next_offset`` (0 in a record written before this field existed).
     """
 
     flow: str
@@ -142,6 +145,7 @@ class PartitionReport:
     age_samples: int = 0
     fetched_from: int = -1
     leader: int = -1
+    dropped: int = 0
 
 
 def report_key(flow: str, topic: str, partition: int) -> bytes:
@@ -172,6 +176,7 @@ def encode_report(r: PartitionReport) -> tuple[bytes, bytes]:
         "age_samples": r.age_samples,
         "fetched_from": r.fetched_from,
         "leader": r.leader,
+        "dropped": r.dropped,
     }
     return report_key(r.flow, r.topic, r.partition), json.dumps(value, separators=(",", ":")).encode()
 
@@ -229,7 +234,7 @@ def decode_report(key: bytes | None, value: bytes | None) -> PartitionReport:
     if not isinstance(hist, list) or not all(_nonneg_int(x) for x in hist):
         raise CorruptRecordError("task progress record: latency_hist must be a list of integers >= 0")
     optional: dict[str, Any] = {f: v.get(f) for f in ("latency_ms_min", "age_ms_min")}
-    counts: dict[str, Any] = {f: v.get(f, 0) for f in ("age_ms_sum", "age_ms_max", "age_samples")}
+    counts: dict[str, Any] = {f: v.get(f, 0) for f in ("age_ms_sum", "age_ms_max", "age_samples", "dropped")}
     if not all(x is None or _nonneg_int(x) for x in optional.values()) or not all(
         _nonneg_int(x) for x in counts.values()
     ):

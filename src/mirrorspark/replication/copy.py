@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from mirrorspark.errors import DataPathError, MirrorsparkError, RecordTooLargeError
 from mirrorspark.mm2.metrics import HISTOGRAM_SIZE, bucket_of
 from mirrorspark.mm2.offset_syncs import flush_delayed, fold_acknowledged
+from mirrorspark.mm2.transforms import ConnectRecord
 from mirrorspark.replication.tasks import ERROR_MARK, CopyTask, PartitionRange, PartitionResult
 
 if TYPE_CHECKING:
@@ -68,6 +69,7 @@ class PartitionCopy:
         "age_n",
         "age_sum",
         "downstream",
+        "dropped",
         "end",
         "error",
         "failures",
@@ -82,6 +84,7 @@ class PartitionCopy:
         "range",
         "state",
         "target_topic",
+        "transforms",
         "upstream",
         "value_bytes",
     )
@@ -108,6 +111,8 @@ class PartitionCopy:
         self.age_min = -1
         self.error: Any = None
         self.out_of_range = False
+        self.transforms = r.transforms  # the flow's transforms bound to this remote topic, or None
+        self.dropped = 0  # records read and dropped by a transform in this interval
 
     def interval_metrics(self) -> dict[str, Any]:
         """Return the interval's latency minimum and histogram and its record-age figures, as report fields.
@@ -129,7 +134,7 @@ class PartitionCopy:
 
     def reset_interval(self) -> None:
         """Start a new reporting interval: bytes, latency and record-age figures back to zero."""
-        self.value_bytes = self.key_bytes = self.lat_sum = self.lat_max = self.lat_n = 0
+        self.value_bytes = self.key_bytes = self.lat_sum = self.lat_max = self.lat_n = self.dropped = 0
         self.lat_min = self.age_min = -1
         self.lat_hist = [0] * HISTOGRAM_SIZE
         self.age_sum = self.age_n = self.age_max = 0
@@ -241,6 +246,7 @@ class _Writer:
                     latency_ms_max=pc.lat_max,
                     latency_samples=pc.lat_n,
                     out_of_range=pc.out_of_range,
+                    dropped=pc.dropped,
                 )
             )
         return results
@@ -249,7 +255,10 @@ class _Writer:
 def forward(producer: Any, pc: PartitionCopy, m: Any, offset: int, stall_timeout_s: float) -> None:
     """Produce source record ``m`` (at upstream ``offset``) to the same partition of ``pc``'s remote topic.
 
-    Key, value, headers and timestamp unchanged; the delivery report goes to
+    Key, value, headers and timestamp unchanged, unless the flow has transforms
+    (:attr:`PartitionCopy.transforms`): then the record is what they make of it, or nothing when one
+    drops it (counted in :attr:`PartitionCopy.dropped`; its offset is never in ``pc.upstream``, so
+    no offset sync or copied segment ever claims a copy of it). The delivery report goes to
     :meth:`PartitionCopy.delivered`. The common case is one ``produce`` call; a full queue, a
     just-added remote partition or a record too large take :func:`produce_careful`. Shared by the
     batch tasks (:func:`run_copy_task`) and the continuous ones
@@ -258,13 +267,21 @@ def forward(producer: Any, pc: PartitionCopy, m: Any, offset: int, stall_timeout
     Raises
     ------
     RecordTooLargeError, DataPathError
-        As :func:`produce_careful`.
+        As :func:`produce_careful`; :class:`DataPathError` also when a transform fails or changes the
+        record's topic or partition.
     """
     ts_type, ts = m.timestamp()
     timestamp_ms = ts if ts_type else 0
     value = m.value()
     key = m.key()
     headers = m.headers()
+    if pc.transforms is not None:
+        out = _transform(pc, m, offset, key, value, headers, timestamp_ms)
+        if out is None:
+            pc.dropped += 1
+            return
+        key, value, timestamp_ms = out.key, out.value, out.timestamp_ms
+        headers = list(out.headers) or None
     pc.upstream.append(offset)
     if not len(pc.upstream) & _LATENCY_SAMPLE_MASK and ts_type:
         pc.sample_age(timestamp_ms)
@@ -284,6 +301,36 @@ def forward(producer: Any, pc: PartitionCopy, m: Any, offset: int, stall_timeout
         pc.value_bytes += len(value)
     if key is not None:
         pc.key_bytes += len(key)
+
+
+def _transform(
+    pc: PartitionCopy,
+    m: Any,
+    offset: int,
+    key: bytes | None,
+    value: bytes | None,
+    headers: list[tuple[str, bytes | None]] | None,
+    timestamp_ms: int,
+) -> ConnectRecord | None:
+    """Run one record through the partition's bound transforms (the record as MM2's transforms see it)."""
+    chain = pc.transforms
+    assert chain is not None
+    record = ConnectRecord(pc.target_topic, pc.partition, key, value, tuple(headers) if headers else (), timestamp_ms)
+    try:
+        out = chain.apply(record)
+    except Exception as e:
+        raise DataPathError(
+            f"{ERROR_MARK}DATA_PATH_ERROR] a transform failed on record {m.topic()}-{m.partition()}@{offset} "
+            f"(remote topic {pc.target_topic}): {type(e).__name__}: {e}; fix the transform or remove it from "
+            "'transforms' (nothing after this record is committed)"
+        ) from e
+    if out is not None and (out.topic != record.topic or out.partition != record.partition):
+        raise DataPathError(
+            f"{ERROR_MARK}DATA_PATH_ERROR] a transform moved record {m.topic()}-{m.partition()}@{offset} to "
+            f"{out.topic}-{out.partition}: a flow copies every record to the same partition of its remote topic "
+            f"({pc.target_topic}); rename remote topics with RegexRouter instead"
+        )
+    return out
 
 
 def produce_careful(

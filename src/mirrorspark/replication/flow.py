@@ -765,6 +765,7 @@ class Flow:
                             end=min(p.end_offset, p.position + cap),
                             sync_state=p.sync_state,
                             limit=p.position + cap if follow_s else None,
+                            transforms=self.context.bound_transforms(k[0]),
                         )
                     )
             if ranges:
@@ -881,6 +882,7 @@ class Flow:
                             target_topic=self.remote_topics[k[0]],
                             start=self.partitions[k].position,
                             end=-1,
+                            transforms=self.context.bound_transforms(k[0]),
                         )
                         for k in keys
                     ),
@@ -928,6 +930,7 @@ class Flow:
                 p.position = report.next_offset
                 self.last_commit_at = report.at / 1000.0
             p.records += report.records
+            p.dropped += report.dropped
             p.value_bytes += report.value_bytes
             p.key_bytes += report.key_bytes
             p.latency_ms_sum += report.latency_ms_sum
@@ -996,6 +999,7 @@ class Flow:
             p.position = max(p.position, r.next_offset)
             p.sync_state = r.sync_state
             p.records += r.records
+            p.dropped += r.dropped
             p.value_bytes += r.value_bytes
             p.key_bytes += r.key_bytes
             p.latency_ms_sum += r.latency_ms_sum
@@ -1034,6 +1038,7 @@ class Flow:
                             latency_samples=r.latency_samples,
                             segments=window,
                             at=now,
+                            dropped=r.dropped,
                         )
                     ),
                 )

@@ -40,6 +40,9 @@ class PartitionProgress:
         Records ``latency_ms_sum`` adds up (the data path samples every 16th).
     last_segment:
         The newest contiguous copied run, for exact translation later.
+    dropped:
+        Records read and dropped by a transform, by this process (never copied; their offsets are
+        before ``position``).
     """
 
     position: int
@@ -52,6 +55,7 @@ class PartitionProgress:
     latency_ms_max: int = 0
     latency_samples: int = 0
     last_segment: CopiedSegment | None = None
+    dropped: int = 0
 
     @property
     def lag(self) -> int:

@@ -11,7 +11,8 @@ start a flow reads its last published totals and adds to them.
 Record layout (compact JSON, UTF-8):
 
 * key ``{"flow":"A->B","topic":"t1"}``
-* value ``{"records":<n>,"value_bytes":<n>,"key_bytes":<n>,"timestamp":<epoch ms>}``
+* value ``{"records":<n>,"value_bytes":<n>,"key_bytes":<n>,"timestamp":<epoch ms>,"dropped":<n>}``
+  (``dropped``: records read and dropped by a transform, written only when not 0; absent = 0)
 
 and one flow-state record per flow, written by the continuous engine when a flow starts running
 and when it gives up on it (``status`` shows ``failed`` and the error until the flow runs again):
@@ -59,12 +60,15 @@ class TopicProgress:
         Bytes of values and keys copied.
     timestamp_ms:
         When the totals were published (epoch ms).
+    dropped:
+        Records read and dropped by a transform (``transforms``), never copied.
     """
 
     records: int
     value_bytes: int
     key_bytes: int
     timestamp_ms: int
+    dropped: int = 0
 
 
 def progress_topic(source_alias: str, policy: ReplicationPolicy | None = None) -> str:
@@ -89,10 +93,15 @@ def progress_topic(source_alias: str, policy: ReplicationPolicy | None = None) -
 def encode_progress(flow: str, topic: str, p: TopicProgress) -> tuple[bytes, bytes]:
     """Key and value bytes of a progress record."""
     key = json.dumps({"flow": flow, "topic": topic}, separators=(",", ":"), ensure_ascii=False).encode()
-    value = json.dumps(
-        {"records": p.records, "value_bytes": p.value_bytes, "key_bytes": p.key_bytes, "timestamp": p.timestamp_ms},
-        separators=(",", ":"),
-    ).encode()
+    fields: dict[str, int] = {
+        "records": p.records,
+        "value_bytes": p.value_bytes,
+        "key_bytes": p.key_bytes,
+        "timestamp": p.timestamp_ms,
+    }
+    if p.dropped:  # only flows whose transforms dropped records: the layout of older versions otherwise
+        fields["dropped"] = p.dropped
+    value = json.dumps(fields, separators=(",", ":")).encode()
     return key, value
 
 
@@ -107,7 +116,7 @@ def decode_progress(key: bytes | None, value: bytes | None) -> tuple[str, str, T
         k, v = json.loads(key), json.loads(value)
         if not isinstance(k, dict) or not isinstance(v, dict):
             return None
-        totals = [v["records"], v["value_bytes"], v["key_bytes"], v["timestamp"]]
+        totals = [v["records"], v["value_bytes"], v["key_bytes"], v["timestamp"], v.get("dropped", 0)]
         if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in totals):
             return None
         return str(k["flow"]), str(k["topic"]), TopicProgress(*totals)
@@ -231,7 +240,7 @@ class ProgressPublisher:
         self.flow = flow
         self._base: dict[str, TopicProgress] = {}
         self._producer: Any = None
-        self._last: dict[str, tuple[int, int, int]] = {}
+        self._last: dict[str, tuple[int, int, int, int]] = {}
         self._topic = ""
 
     def start(self) -> None:
@@ -281,6 +290,7 @@ class ProgressPublisher:
                 base.value_bytes + sum(p.value_bytes for p in ps),
                 base.key_bytes + sum(p.key_bytes for p in ps),
                 now,
+                base.dropped + sum(p.dropped for p in ps),
             )
         return out
 
@@ -299,10 +309,10 @@ class ProgressPublisher:
         """
         if self._producer is None:
             return 0
-        changed: dict[str, tuple[int, int, int]] = {}
+        changed: dict[str, tuple[int, int, int, int]] = {}
         records: list[Outgoing] = []
         for topic, p in self.totals().items():
-            sig = (p.records, p.value_bytes, p.key_bytes)
+            sig = (p.records, p.value_bytes, p.key_bytes, p.dropped)
             if self._last.get(topic) == sig:
                 continue
             key, value = encode_progress(self.flow.name, topic, p)

@@ -57,6 +57,9 @@ class TopicStatus:
         running mirrorspark flows to ``mm2-progress.<source>.internal``; ``None`` if none were.
     lag:
         Source records not yet committed as copied (records), summed over partitions.
+    dropped_records:
+        Records a transform (``transforms``) dropped over the flow's lifetime: read and committed as
+        done, never copied; ``None`` if no totals were published.
     """
 
     topic: str
@@ -66,6 +69,7 @@ class TopicStatus:
     lag: int
     copied_records: int | None = None
     copied_bytes: int | None = None
+    dropped_records: int | None = None
 
 
 @dataclass(frozen=True)
@@ -113,6 +117,12 @@ class FlowStatus:
     def lag(self) -> int:
         """Source records not yet copied."""
         return sum(t.lag for t in self.topics)
+
+    @property
+    def dropped_records(self) -> int | None:
+        """Records dropped by transforms over the flow's lifetime (``None`` if never published)."""
+        known = [t.dropped_records for t in self.topics if t.dropped_records is not None]
+        return sum(known) if known else None
 
     @property
     def copied_bytes(self) -> int | None:
@@ -261,7 +271,14 @@ def flow_status(
         cp = copied.get(t)
         topics.append(
             TopicStatus(
-                t, remote, n, records, lag, cp.records if cp else None, cp.value_bytes + cp.key_bytes if cp else None
+                t,
+                remote,
+                n,
+                records,
+                lag,
+                cp.records if cp else None,
+                cp.value_bytes + cp.key_bytes if cp else None,
+                cp.dropped if cp else None,
             )
         )
     gaps = read_gap_ledger(

@@ -491,6 +491,7 @@ def run_stream_task(task: StreamTask) -> StreamResult:
                     **pc.interval_metrics(),
                     fetched_from=sources.get((topic, partition), UNKNOWN_SOURCE).broker,
                     leader=sources.get((topic, partition), UNKNOWN_SOURCE).leader,
+                    dropped=pc.dropped,
                 )
             )
             updates.append((part, n, state, window, max(next_offset, part.committed)))
@@ -606,6 +607,7 @@ def run_stream_task(task: StreamTask) -> StreamResult:
                 **pc.interval_metrics(),
                 fetched_from=sources.get((topic, partition), UNKNOWN_SOURCE).broker,
                 leader=sources.get((topic, partition), UNKNOWN_SOURCE).leader,
+                dropped=pc.dropped,
             )
             reports.append(Outgoing(task.progress_topic, *encode_report(report)))
             pc.upstream.clear()

@@ -8,6 +8,7 @@ from typing import Any
 
 from mirrorspark.config.keys import masked
 from mirrorspark.mm2.offset_syncs import CopiedSegment, SyncState
+from mirrorspark.mm2.transforms import BoundChain
 
 ERROR_MARK = "MIRRORSPARK_ERROR["
 
@@ -32,6 +33,9 @@ class PartitionRange:
     limit:
         Upstream offset the task may copy up to (exclusive) while it follows the partition
         (:attr:`CopyTask.follow_s`), ≥ ``end``; ``None`` = ``end``.
+    transforms:
+        The flow's transforms bound to this partition's remote topic
+        (:meth:`~mirrorspark.mm2.transforms.TransformChain.bind`), ``None`` = records copied unchanged.
     """
 
     source_topic: str
@@ -41,6 +45,7 @@ class PartitionRange:
     end: int
     sync_state: SyncState = field(default_factory=SyncState)
     limit: int | None = None
+    transforms: BoundChain | None = None
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -121,6 +126,9 @@ class PartitionResult:
         they were copied, or a truncated or re-created topic): the task stopped reading it, and
         ``next_offset`` is just after the last record copied. The driver checks the position
         (:meth:`mirrorspark.replication.flow.Flow.check_positions`).
+    dropped:
+        Records read and dropped by a transform (records); their offsets are before ``next_offset``
+        but have no copy.
     """
 
     flow: str
@@ -137,6 +145,7 @@ class PartitionResult:
     latency_ms_max: int
     latency_samples: int = 0
     out_of_range: bool = False
+    dropped: int = 0
 
 
 def assign_round_robin(partitions: Sequence[Any], tasks_max: int) -> list[list[Any]]:
