@@ -81,11 +81,6 @@ def leaders(bootstrap: str, topic: str) -> dict[int, int]:
     return {p: m.leader for p, m in meta.partitions.items()}
 
 
-@pytest.mark.skip(
-    reason="known failure on a quiet machine (2026-11-25): after the target's partition leader is killed, the "
-    "at-least-once flow's remote topic did not grow by 800 records within 180 s (the exactly-once flow resumed); "
-    "under investigation in issue #12, skipped so that it cannot take the whole run down"
-)
 def test_the_targets_partition_leader_is_killed(
     source_cluster: LocalClusters, target_cluster: LocalClusters, data_path: DataPath
 ) -> None:
