@@ -655,6 +655,12 @@ def group_offsets(
     ------
     ClusterError
         If the call fails, naming the group and the cluster.
+
+    Notes
+    -----
+    Admin ``listConsumerGroupOffsets`` crashes the process (SIGSEGV, librdkafka issue #5040) when
+    the broker answers with a coordinator error, as while a group coordinator moves: mirrorspark
+    itself reads group offsets with :func:`committed_group_offsets`.
     """
     fut = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)], request_timeout=timeout_s)[group]
     res = _result(fut, f"listing offsets of consumer group '{group}'", alias, timeout_s)
