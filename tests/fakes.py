@@ -483,12 +483,27 @@ class FakeProducer:
 
 
 class FakeConsumer:
-    """An assign-only ``Consumer`` reading a :class:`FakeCluster` (no groups, no commits)."""
+    """An assign-only ``Consumer`` reading a :class:`FakeCluster` (no group membership, no commits).
 
-    def __init__(self, cluster: FakeCluster) -> None:
+    ``committed()`` reads the committed offsets of its ``group.id`` (as a real consumer's OffsetFetch).
+    """
+
+    def __init__(self, cluster: FakeCluster, group_id: str | None = None) -> None:
         self.cluster = cluster
+        self.group_id = group_id
         self.positions: dict[tuple[str, int], int] = {}
         self.closed = False
+
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
+        return FakeAdmin(self.cluster).list_topics(topic, timeout)
+
+    def committed(self, partitions: Sequence[TopicPartition], timeout: float = -1) -> list[TopicPartition]:
+        group = self.cluster.groups.get(self.group_id or "", FakeGroup())
+        out = []
+        for tp in partitions:
+            offset, metadata = group.offsets.get((tp.topic, tp.partition), (-1001, ""))
+            out.append(TopicPartition(tp.topic, tp.partition, offset, metadata=metadata))
+        return out
 
     def assign(self, partitions: Sequence[TopicPartition]) -> None:
         self.positions = {(tp.topic, tp.partition): max(tp.offset, 0) for tp in partitions}
@@ -577,7 +592,7 @@ class FakeClients:
         return p
 
     def consumer(self, settings: ClientSettings, *, client_id: str, overrides: Mapping[str, Any] | None = None) -> Any:
-        c = FakeConsumer(self._cluster(settings, client_id))
+        c = FakeConsumer(self._cluster(settings, client_id), (overrides or {}).get("group.id"))
         self.consumers.append(c)
         return c
 

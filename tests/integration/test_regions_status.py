@@ -278,10 +278,6 @@ def test_a_preferred_election_moves_the_leader_back(regions: LocalClusters, tmp_
     print(again.stdout)
 
 
-@pytest.mark.skip(
-    reason="known failure (2026-11-25): the unclean election works, but the flow restarted afterwards records no "
-    "'truncated' gap although its committed position is beyond the new end offset; open in issue #14"
-)
 def test_an_unclean_election_truncates_and_the_flow_records_a_gap(
     regions: LocalClusters, data_path: DataPath, tmp_path: Path
 ) -> None:

@@ -9,6 +9,8 @@ from mirrorspark.client.context import FlowContext
 from mirrorspark.config.model import MirrorConfig
 from mirrorspark.mm2.connect_offsets import default_partition, source_offset_key, source_offset_value
 from mirrorspark.mm2.gaps import GapEvent, KnownTopicId, decode_ledger_record
+from mirrorspark.mm2.task_progress import PartitionReport, encode_report
+from mirrorspark.mm2.translation import CopiedSegment
 from mirrorspark.replication.driver import Replicator
 from mirrorspark.replication.flow import Flow
 
@@ -136,6 +138,43 @@ def test_a_truncated_source_log_is_a_gap() -> None:
     flow.refresh_end_offsets()
     assert flow.partitions[("orders", 0)].position == 80
     assert [(g.reason, g.first_lost, g.last_lost) for g in flow.gaps] == [("truncated", 80, 99)]
+
+
+def report_copied(b: FakeCluster, progress_topic: str, topic: str, partition: int, next_offset: int) -> None:
+    """Write the flow's own progress report for a partition copied up to ``next_offset``, as a batch does."""
+    segment = CopiedSegment(upstream_start=0, downstream_start=0, count=next_offset)
+    report = PartitionReport("A->B", topic, partition, 0, 0, next_offset, next_offset, 0, 0, 0, 0, 0, (segment,), 1)
+    b.append(progress_topic, *encode_report(report))
+
+
+def test_a_source_log_truncated_while_the_flow_was_stopped_is_a_gap_at_start() -> None:
+    cfg, a, b, clients = two_clusters()
+    a.create_topic("orders", 1)
+    a.fill("orders", 0, 100)
+    first = started_flow(cfg, clients)
+    first.close()
+    store_offset(b, "orders", 0, 99)  # the flow copied all 100 ...
+    report_copied(b, first.progress_topic, "orders", 0, 100)  # ... and said so on its progress channel
+    del a.topics["orders"].partitions[0][50:]  # unclean leader election while stopped: the new leader ends at 50
+    flow = started_flow(cfg, clients)
+    assert flow.partitions[("orders", 0)].position == 50  # resumes at the new end: no new record skipped
+    assert [(g.reason, g.first_lost, g.last_lost) for g in flow.gaps] == [("truncated", 50, 99)]
+    assert ledger_gaps(b) == flow.gaps
+    assert flow.invalid_offsets == 0
+
+
+def test_a_stored_offset_past_what_the_flow_reached_is_still_foreign() -> None:
+    cfg, a, b, clients = two_clusters()
+    a.create_topic("orders", 1)
+    a.fill("orders", 0, 100)
+    first = started_flow(cfg, clients)
+    first.close()
+    store_offset(b, "orders", 0, 59)
+    report_copied(b, first.progress_topic, "orders", 0, 60)
+    store_offset(b, "orders", 0, 5_000_000)  # foreign or corrupt: past the end and past what the flow reached
+    flow = started_flow(cfg, clients)
+    assert flow.partitions[("orders", 0)].position == 60
+    assert (flow.gaps, flow.invalid_offsets) == ([], 1)
 
 
 def test_a_task_out_of_range_is_checked_by_the_driver() -> None:

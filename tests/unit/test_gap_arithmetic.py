@@ -184,3 +184,25 @@ def test_an_offset_past_the_end_falls_back_to_the_last_valid_one() -> None:
     assert last_valid_offset(h.offsets, 50) == (20, (99,))
     assert last_valid_offset([99], 50) == (None, (99,))
     assert not h.add(-2) and h.last == 99  # below -1: no partition holds it
+
+
+def test_an_offset_past_the_end_the_flow_reached_itself_is_kept() -> None:
+    # the source log was truncated below what the flow copied: the offset is the flow's own
+    assert last_valid_offset([10, 20, 99], 50, reached=100) == (99, ())
+    assert last_valid_offset([99], 50, reached=100) == (99, ())
+    # past what the flow reached: foreign or corrupt, skipped
+    assert last_valid_offset([20, 99, 5000], 50, reached=100) == (99, (5000,))
+    assert last_valid_offset([99], 50, reached=60) == (None, (99,))
+    assert last_valid_offset([20, 99], 50, reached=10) == (20, (99,))  # reached below the end: the end bounds
+
+
+@given(st.lists(st.integers(min_value=-1, max_value=300), max_size=40), st.integers(0, 200), st.integers(0, 300))
+def test_a_reached_position_only_ever_keeps_more(offsets: list[int], end: int, reached: int) -> None:
+    h = OffsetHistory()
+    for o in offsets:
+        h.add(o)
+    plain, _ = last_valid_offset(h.offsets, end)
+    got, skipped = last_valid_offset(h.offsets, end, reached=reached)
+    assert got is None or -1 <= got < max(end, reached)
+    assert plain is None or (got is not None and got >= plain)
+    assert all(o >= max(end, reached) for o in skipped)

@@ -388,4 +388,18 @@ def test_failing_job_does_not_kill_the_thread() -> None:
 
 
 def test_stop_without_start_is_a_no_op() -> None:
-    Scheduler().stop(timeout_s=0.1)
+    assert Scheduler().stop(timeout_s=0.1)
+
+
+def test_stop_says_whether_a_running_job_ended() -> None:
+    sched = Scheduler()
+    inside, release = threading.Event(), threading.Event()
+    sched.add("slow", 0, lambda: (inside.set(), release.wait(10)))
+    sched.start(name="test-scheduler-slow-job", tick_s=0.01)
+    try:
+        assert inside.wait(5)
+        assert not sched.stop(timeout_s=0.05)  # still inside the job: what it uses must not be released
+    finally:
+        release.set()
+    assert sched.stop(timeout_s=5)
+    assert not any(t.name == "test-scheduler-slow-job" for t in threading.enumerate())

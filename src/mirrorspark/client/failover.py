@@ -94,6 +94,7 @@ def failover_offsets(
     *,
     timeout_s: float,
     rereads: Callable[[str, int, Checkpoint], int | None] | None = None,
+    committed: Callable[[str], Mapping[TopicPartitionKey, tuple[int, str]]] | None = None,
 ) -> list[FailoverOffset]:
     """Plan a group's failover: its newest checkpoints, refused while the group is in use on the target.
 
@@ -112,6 +113,12 @@ def failover_offsets(
     rereads:
         Returns the records a consumer starting at a checkpoint reads again, given the downstream
         topic, partition and checkpoint (``None`` = unknown); ``None`` leaves every count unknown.
+    committed:
+        Reads the group's committed offsets on the target, given the group (as
+        :func:`~mirrorspark.kafka.admin.group_offsets` returns them); ``None`` = Admin
+        ``listConsumerGroupOffsets`` with ``admin``. A long-running process passes a reader
+        that uses a consumer (:func:`~mirrorspark.kafka.admin.committed_group_offsets`): the admin
+        call can crash the process while a group coordinator moves.
 
     Returns
     -------
@@ -128,7 +135,7 @@ def failover_offsets(
     desc = describe_group(admin, target, group, timeout_s=timeout_s)
     if desc.active:
         raise group_in_use_error(group, target, desc.members, desc.state)
-    previous = group_offsets(admin, target, group, timeout_s=timeout_s)
+    previous = committed(group) if committed is not None else group_offsets(admin, target, group, timeout_s=timeout_s)
     out = []
     for (topic, partition), cp in latest.items():
         before = previous.get((topic, partition))

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from confluent_kafka import (
+    Consumer,
     ConsumerGroupState,
     ConsumerGroupTopicPartitions,
     IsolationLevel,
@@ -654,11 +655,81 @@ def group_offsets(
     ------
     ClusterError
         If the call fails, naming the group and the cluster.
+
+    Notes
+    -----
+    Admin ``listConsumerGroupOffsets`` crashes the process (SIGSEGV, librdkafka issue #5040) when
+    the broker answers with a coordinator error, as while a group coordinator moves: mirrorspark
+    itself reads group offsets with :func:`committed_group_offsets`.
     """
     fut = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)], request_timeout=timeout_s)[group]
     res = _result(fut, f"listing offsets of consumer group '{group}'", alias, timeout_s)
     out: dict[PartitionKey, tuple[int, str]] = {}
     for tp in res.topic_partitions or []:
+        if tp.error is None and tp.offset >= 0:
+            out[(tp.topic, tp.partition)] = (tp.offset, tp.metadata or "")
+    return out
+
+
+def committed_group_offsets(
+    consumer: Consumer,
+    alias: str,
+    group: str,
+    *,
+    timeout_s: float = 30.0,
+    topics: Iterable[str] | None = None,
+) -> dict[PartitionKey, tuple[int, str]]:
+    """Return a consumer group's committed offsets, read by a consumer of the group (OffsetFetch).
+
+    What :func:`group_offsets` returns, without Admin ``listConsumerGroupOffsets``: librdkafka's
+    admin client dereferences a consumer-group handle it does not have when the broker answers
+    that request with a coordinator error (``NOT_COORDINATOR``, ``COORDINATOR_NOT_AVAILABLE``: a
+    group coordinator moving, e.g. while a broker stops or comes back), and the process dies of
+    SIGSEGV (librdkafka issue #5040, open in 2.16). A consumer's own OffsetFetch goes through its
+    group handle, which re-queries the coordinator and retries.
+
+    Parameters
+    ----------
+    consumer:
+        A consumer of the cluster whose ``group.id`` is ``group``, never subscribed (it never joins
+        the group); the caller closes it.
+    alias:
+        The cluster's alias (for messages).
+    group:
+        The consumer group (for messages).
+    timeout_s:
+        Seconds for the metadata request and for the offset fetch each.
+    topics:
+        The topics to read the group's offsets of; ``None`` = every topic of the cluster.
+
+    Returns
+    -------
+    dict[tuple[str, int], tuple[int, str]]
+        ``{(topic, partition): (committed offset, metadata)}`` (committed offset = next offset
+        to read); partitions without a committed offset are left out.
+
+    Raises
+    ------
+    ClusterError
+        The metadata or the offsets cannot be read within ``timeout_s``, naming the group and cluster.
+    """
+    what = f"listing offsets of consumer group '{group}'"
+    try:
+        md = consumer.list_topics(timeout=timeout_s)
+        names = sorted(md.topics) if topics is None else sorted(set(topics) & set(md.topics))
+        tps = [TopicPartition(t, p) for t in names for p in sorted(md.topics[t].partitions)]
+        got = consumer.committed(tps, timeout=timeout_s) if tps else []
+    except KafkaException as e:
+        err = e.args[0] if e.args else None
+        if isinstance(err, KafkaError):
+            raise ClusterError(
+                f"{what} on cluster '{alias}' failed: {err.str()} ({err.name()})",
+                kafka_code=err.name(),
+                retriable=err.retriable(),
+            ) from e
+        raise ClusterError(f"{what} on cluster '{alias}' failed: {e}") from e
+    out: dict[PartitionKey, tuple[int, str]] = {}
+    for tp in got:
         if tp.error is None and tp.offset >= 0:
             out[(tp.topic, tp.partition)] = (tp.offset, tp.metadata or "")
     return out
@@ -841,6 +912,7 @@ __all__ = [
     "alter_topic_configs",
     "broker_racks",
     "check_reachable",
+    "committed_group_offsets",
     "create_partitions",
     "create_topics",
     "delete_dynamic_configs",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 from collections.abc import Sequence
 
@@ -16,9 +17,9 @@ from mirrorspark.config.model import MirrorConfig
 from mirrorspark.errors import ClusterUnreachableError, ControlError
 from mirrorspark.kafka.admin import (
     check_reachable,
+    committed_group_offsets,
     describe_group,
     end_offsets,
-    group_offsets,
     list_topics,
 )
 from mirrorspark.kafka.factory import LIBRDKAFKA_LOGGER
@@ -106,6 +107,20 @@ class ConsumerMigration:
             )
         return self._admin_clients[alias]
 
+    def _group_offsets(self, alias: str, group: str) -> dict[TopicPartitionKey, tuple[int, str]]:
+        """Read a group's committed offsets on ``alias`` with a consumer of the group.
+
+        Never Admin ``listConsumerGroupOffsets``: librdkafka's admin client crashes the process when a
+        group coordinator moves (:func:`~mirrorspark.kafka.admin.committed_group_offsets`), which is
+        likely while a source fails, when failovers are run.
+        """
+        side = self._sides[alias]
+        reader = self.context.consumer(side, f"migration-{side}-group-reader", overrides={"group.id": group})
+        try:
+            return committed_group_offsets(reader, alias, group, timeout_s=self.timeout_s)
+        finally:
+            reader.close()
+
     def require_reachable(self, alias: str) -> None:
         """Fail fast unless a broker of ``alias`` (the source or the target) answers.
 
@@ -142,7 +157,7 @@ class ConsumerMigration:
         admin = self._admin(self.source)
         if describe_group(admin, self.source, group, timeout_s=self.timeout_s).exists:
             return
-        if group_offsets(admin, self.source, group, timeout_s=self.timeout_s):
+        if self._group_offsets(self.source, group):
             return
         raise ControlError(
             f"unknown group '{group}': no such consumer group on cluster '{self.source}' ({where}); "
@@ -254,7 +269,7 @@ class ConsumerMigration:
         self.require_reachable(self.source)
         self.require_reachable(self.target)
         latest = self.latest_checkpoints([group])[group]
-        committed = group_offsets(self._admin(self.source), self.source, group, timeout_s=self.timeout_s)
+        committed = self._group_offsets(self.source, group)
         self._load_syncs()
         tgt_admin = self._admin(self.target)
         rows = []
@@ -348,7 +363,7 @@ class ConsumerMigration:
         if self.reachable(self.source):
             src_admin = self._admin(self.source)
             source_members = describe_group(src_admin, self.source, group, timeout_s=self.timeout_s).members
-            for topic, partition in group_offsets(src_admin, self.source, group, timeout_s=self.timeout_s):
+            for topic, partition in self._group_offsets(self.source, group):
                 upstream[(rename_topic(self.policy, self.source, self.target, topic), partition)] = topic
             self._load_syncs()
 
@@ -364,7 +379,15 @@ class ConsumerMigration:
             return rereads_at(cp.downstream_offset, live.checkpoint.downstream_offset, live.rereads)
 
         tgt_admin = self._admin(self.target)
-        offsets = failover_offsets(tgt_admin, self.target, group, latest, timeout_s=self.timeout_s, rereads=rereads)
+        offsets = failover_offsets(
+            tgt_admin,
+            self.target,
+            group,
+            latest,
+            timeout_s=self.timeout_s,
+            rereads=rereads,
+            committed=functools.partial(self._group_offsets, self.target),
+        )
         if not dry_run:
             commit_failover(tgt_admin, self.target, group, offsets, timeout_s=self.timeout_s)
         return FailoverPlan(

@@ -345,8 +345,16 @@ class OffsetHistory:
         return self.offsets[-1] if self.offsets else None
 
 
-def last_valid_offset(offsets: list[int], end: int) -> tuple[int | None, tuple[int, ...]]:
-    """Pick the newest stored offset a source partition with end offset ``end`` can hold.
+def last_valid_offset(
+    offsets: list[int], end: int, *, reached: int | None = None
+) -> tuple[int | None, tuple[int, ...]]:
+    """Pick the newest stored offset a source partition with end offset ``end`` can hold, or once held.
+
+    A stored offset at or past the end is either foreign or corrupt (never acted on: skipped), or
+    the flow's own from before the source log was truncated (an unclean leader election): then
+    the flow's own progress reports reached past it, ``offset < reached``, and it is kept, so that
+    the resumed position lies beyond the end and the truncation is found as a gap
+    (:func:`~mirrorspark.mm2.gaps.check_position`), never silently copied over.
 
     Parameters
     ----------
@@ -355,16 +363,20 @@ def last_valid_offset(offsets: list[int], end: int) -> tuple[int | None, tuple[i
         :attr:`OffsetHistory.offsets` keeps them.
     end:
         The source partition's end offset now.
+    reached:
+        The furthest position (next offset to copy) the flow's own progress reports say it
+        reached on this partition; ``None`` = no report (every offset past the end is skipped).
 
     Returns
     -------
     tuple[int | None, tuple[int, ...]]
-        ``(offset, skipped)``: the newest offset ``o`` with ``-1 <= o < end`` (resume at
-        ``o + 1``), or ``None`` if there is none; and the newer offsets skipped because they point
-        past the end.
+        ``(offset, skipped)``: the newest offset ``o`` with ``-1 <= o < end`` or
+        ``-1 <= o < reached`` (resume at ``o + 1``), or ``None`` if there is none; and the newer
+        offsets skipped because they point past the end, and past what the flow reached.
     """
+    bound = end if reached is None else max(end, reached)
     for i in range(len(offsets) - 1, -1, -1):
-        if -1 <= offsets[i] < end:
+        if -1 <= offsets[i] < bound:
             return offsets[i], tuple(offsets[i + 1 :])
     return None, tuple(offsets)
 

@@ -45,10 +45,10 @@ from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, Ka
 from confluent_kafka.admin import AdminClient
 
 from mirrorspark.client.checkpoints import OffsetSyncReader, read_checkpoints
-from mirrorspark.client.context import FlowContext
+from mirrorspark.client.context import FlowContext, Side
 from mirrorspark.client.translator import OffsetTranslator
 from mirrorspark.errors import ClusterError, CorruptRecordError
-from mirrorspark.kafka.admin import end_offsets, ensure_topic, is_transient, wait
+from mirrorspark.kafka.admin import committed_group_offsets, end_offsets, ensure_topic, is_transient, wait
 from mirrorspark.kafka.delivery import Outgoing, deliver
 from mirrorspark.kafka.reader import read_topic
 from mirrorspark.mm2.checkpoints import CheckpointStore, GroupOffset, TopicPartitionKey, is_more_recent, rename_topic
@@ -411,29 +411,15 @@ class CheckpointEmitter:
         ClusterError
             If the offsets cannot be listed within ``admin.timeout.ms``.
         """
-        admin = self._src_admin if cluster == "source" else self._tgt_admin
         alias = self.flow.source if cluster == "source" else self.flow.target
-        futs = admin.list_consumer_group_offsets(
-            [ConsumerGroupTopicPartitions(group)], request_timeout=self._admin_timeout_s
-        )
+        # a consumer of the group, never the admin client: librdkafka's admin listConsumerGroupOffsets
+        # crashes the process on a coordinator error (see committed_group_offsets)
+        side: Side = "source" if cluster == "source" else "target"
+        reader = self.context.consumer(side, f"checkpoint-{side}-group-reader", overrides={"group.id": group})
         try:
-            res = futs[group].result(timeout=self._admin_timeout_s)
-        except KafkaException as e:
-            err = e.args[0] if e.args else None
-            if isinstance(err, KafkaError) and err.code() == KafkaError.GROUP_ID_NOT_FOUND:
-                return {}  # no such group (KIP-848 coordinators): no offsets
-            raise ClusterError(f"listing offsets of group '{group}' on cluster '{alias}' failed: {e}") from e
-        except TimeoutError as e:
-            raise ClusterError(
-                f"listing offsets of group '{group}' on cluster '{alias}' timed out after "
-                f"{self._admin_timeout_s:.0f} s",
-                retriable=True,
-            ) from e
-        out: dict[TopicPartitionKey, tuple[int, str]] = {}
-        for tp in res.topic_partitions or []:
-            if tp.error is None and tp.offset >= 0:
-                out[(tp.topic, tp.partition)] = (tp.offset, tp.metadata or "")
-        return out
+            return committed_group_offsets(reader, alias, group, timeout_s=self._admin_timeout_s)
+        finally:
+            reader.close()
 
     # ------------------------------------------------------------------ translation
 

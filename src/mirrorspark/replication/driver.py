@@ -624,9 +624,21 @@ class Replicator:
     def close(self) -> None:
         """Stop heartbeats and the failover watch, and flush every driver-side producer."""
         self.background.stop()
-        self.failover.stop()
         for w in self.failover_watchers:
-            w.close()
+            w.request_stop()
+        # join the failover thread before releasing the watchers' clients: a check still running may be
+        # inside one of them (a dead source's call waits up to its timeout), and a librdkafka handle
+        # destroyed under a call in flight crashes the process
+        wait_s = max((w.stop_timeout_s for w in self.failover_watchers), default=10.0)
+        if self.failover.stop(timeout_s=wait_s):
+            for w in self.failover_watchers:
+                w.close()
+        else:
+            log.warning(
+                "the failover watch is still inside a source call after %.0f s: its clients are left to its "
+                "thread, not released",
+                wait_s,
+            )
         self.heartbeats.close()
         for cp in self.checkpoints:
             cp.close()

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -31,7 +32,7 @@ from confluent_kafka.admin import ConfigResource
 from mirrorspark.client.checkpoints import read_checkpoints
 from mirrorspark.client.failover import commit_failover, failover_offsets, latest_by_group
 from mirrorspark.errors import ClusterError, ControlError, MirrorsparkError
-from mirrorspark.kafka.admin import wait
+from mirrorspark.kafka.admin import committed_group_offsets, wait
 from mirrorspark.kafka.delivery import Outgoing, deliver
 from mirrorspark.mm2.failover_policy import FailoverWatch, PartitionHealth, breach_reason, event_summary
 from mirrorspark.mm2.task_progress import FailoverEvent, GroupFailover, encode_failover_event
@@ -67,7 +68,10 @@ class FailoverWatcher:
     Notes
     -----
     :meth:`check` runs on the failover scheduler's thread, one call at a time; it reads the flow's
-    topic list, which the driver loop updates (a copy is taken).
+    topic list, which the driver loop updates (a copy is taken). The watcher's librdkafka clients
+    are used on that thread only; :meth:`request_stop` may be called from any thread, :meth:`close`
+    only once that thread has ended (a handle released under a call in flight crashes the
+    process).
     """
 
     def __init__(
@@ -97,6 +101,13 @@ class FailoverWatcher:
         self._producer: Any = None
         self._unpublished: FailoverEvent | None = None
         self._move_again = False
+        self._closing = threading.Event()
+
+    @property
+    def stop_timeout_s(self) -> float:
+        """Seconds a check still running after :meth:`request_stop` may take: two of its longest calls, and 5 s."""
+        longest = max(self._timeout_s, self.flow.config.admin_timeout_ms / 1000, PUBLISH_TIMEOUT_S)
+        return 2 * longest + 5.0
 
     @property
     def name(self) -> str:
@@ -128,6 +139,8 @@ class FailoverWatcher:
             md = self._src_admin.list_topics(timeout=self._timeout_s)
         except KafkaException:
             return [], False
+        if self._closing.is_set():
+            return [], True
         self._refresh_min_isr([t for t in topics if t in md.topics])
         out = []
         for topic in sorted(topics):
@@ -176,12 +189,16 @@ class FailoverWatcher:
         ClusterError
             The source answered, but not about the flow's topics: no observation is made.
         """
+        if self._closing.is_set():
+            return None
         if self._unpublished is not None:
             self._publish(self._unpublished)
         if not self._active():
             return None
         now = self._clock_ms()
         partitions, reachable = self._describe()
+        if self._closing.is_set():
+            return None  # stopping: no event from an observation the driver no longer waits for
         reason = breach_reason(self.policy, partitions, source=self.flow.config.source, reachable=reachable)
         was = self.watch.state
         t = self.watch.observe(now, reason)
@@ -261,6 +278,8 @@ class FailoverWatcher:
         by_group = latest_by_group(records)
         out = []
         for group, latest in by_group.items():
+            if self._closing.is_set():
+                break  # stopping: the groups not tried yet are left as they are
             if not any(p.fullmatch(group) for p in self._groups):
                 continue
             out.append(self._move(group, latest))
@@ -272,7 +291,9 @@ class FailoverWatcher:
         if self.policy == "manual":
             return GroupFailover(group, "manual", len(latest), None)
         try:
-            offsets = failover_offsets(self._target_admin(), target, group, latest, timeout_s=timeout_s)
+            offsets = failover_offsets(
+                self._target_admin(), target, group, latest, timeout_s=timeout_s, committed=self._committed
+            )
             planned = ", ".join(f"{o.topic}-{o.partition}: {o.offset}" for o in offsets)
             if self.dry_run:
                 log.warning(
@@ -287,15 +308,34 @@ class FailoverWatcher:
         except MirrorsparkError as e:
             return GroupFailover(group, "failed", len(latest), str(e))
 
-    def close(self) -> None:
-        """Flush the producer (a pending event is written one last time).
+    def _committed(self, group: str) -> dict[tuple[str, int], tuple[int, str]]:
+        """Read the group's committed offsets on the target with a consumer of the group (never the admin call)."""
+        reader = self.flow.context.consumer("target", "failover-target-group-reader", overrides={"group.id": group})
+        try:
+            return committed_group_offsets(
+                reader, self.flow.config.target, group, timeout_s=self.flow.config.admin_timeout_ms / 1000
+            )
+        finally:
+            reader.close()
 
-        The admin clients are not released here: a check still running on the failover thread
-        (a dead source's call waits up to its timeout) may be inside one of them, and destroying
-        a librdkafka handle under a call in flight crashes the process. They go with the watcher.
+    def request_stop(self) -> None:
+        """Ask a running check to end at its next step (thread-safe): no further source call, group or event."""
+        self._closing.set()
+
+    def close(self) -> None:
+        """Write a pending event one last time, then release the watcher's clients.
+
+        Call it only once the failover scheduler's thread has ended (the driver joins it first,
+        :meth:`request_stop` and :attr:`stop_timeout_s`): a check still running on that thread may
+        be inside one of these clients, and destroying a librdkafka handle under a call in flight
+        crashes the process.
         """
+        self._closing.set()
         if self._unpublished is not None:
             self._publish(self._unpublished)
+        if self._producer is not None:
+            self._producer.flush(PUBLISH_TIMEOUT_S)
+        self._producer = self._src_admin = self._tgt_admin = None
 
 
 __all__ = ["FailoverWatcher"]

@@ -19,9 +19,10 @@ A :class:`Flow` owns everything of a flow that lives on the driver:
   topic's id (at start, at every topic refresh, when a task finds its offset out of range and
   when an end offset falls below a position): records lost before they were copied are
   recorded as gap events (:mod:`mirrorspark.mm2.gaps`) in the gap ledger on the target,
-  logged at ERROR and counted; then the flow follows ``mirrorspark.on.gap``. Stored source
-  offsets pointing past the source's end (a foreign or corrupt ``mm2-offsets`` record) are
-  skipped with a WARNING and counted, never acted on.
+  logged at ERROR and counted; then the flow follows ``mirrorspark.on.gap``. A stored source
+  offset past the source's end is the flow's own when its progress reports reached past it
+  (the source log was truncated while it was stopped: a ``truncated`` gap); otherwise it is a
+  foreign or corrupt ``mm2-offsets`` record, skipped with a WARNING and counted, never acted on.
 
 Commit order after a batch: records (acknowledged in the tasks) → offset syncs
 → source offsets. A crash between steps only repeats the last batch.
@@ -127,6 +128,7 @@ class Flow:
         self.remote_topics: dict[str, str] = {}  # source topic -> remote topic
         self._stored: dict[PartitionKey, int] = {}
         self._history: dict[PartitionKey, list[int]] = {}  # stored offsets to fall back on, oldest first
+        self._reached: dict[PartitionKey, int] = {}  # furthest position the flow's own progress reports name
         self._topic_ids: dict[str, str] = {}  # source topic -> id last recorded in the gap ledger
         self._from_start: set[str] = set()  # re-created topics: their partitions start at the log start
         self._ledger: GapLedger | None = None
@@ -279,13 +281,14 @@ class Flow:
         self._stored = {k: h.offsets[-1] for k, h in history.items()}
         self._history = {k: list(h.offsets) for k, h in history.items()}
         self._watch = IdleWatch(self.context, isolation_level=self.isolation_level)
-        self.refresh_topics()
+        # before the positions are set: the flow's own reports tell a truncated source log from a foreign offset
         self.reports = ProgressChannel(self)
         restored = self.reports.load()
         if restored:
             log.info(
-                "%s: restored the copied segments of %d partition(s) from %s", self.name, restored, self.progress_topic
+                "%s: restored the copied segments of %d report(s) from %s", self.name, restored, self.progress_topic
             )
+        self.refresh_topics()
 
     # ------------------------------------------------------------------ discovery
 
@@ -384,6 +387,7 @@ class Flow:
                 if dropped is not None and dropped.position > 0 and topic in source_topics:
                     self._stored[key] = dropped.position - 1  # filtered out, not deleted: resume here if allowed again
                     self._history.pop(key, None)
+                    self._reached[key] = max(self._reached.get(key, -1), dropped.position)  # the flow's own
             log.info("%s: stopped replicating %s", self.name, topic)
         self._check_topic_ids(wanted)
         if self.halted is not None:
@@ -470,9 +474,11 @@ class Flow:
         """Set the starting positions of newly replicated partitions.
 
         A partition with a stored source offset resumes after the newest stored offset the source
-        partition can hold (offsets past its end are skipped with a WARNING and counted in
-        :attr:`invalid_offsets`; none left = the log start); a resumed position below the log start
-        is a gap. ``auto.offset.reset`` applies only to partitions with no stored offset at all
+        partition can hold, or held when the flow's own progress reports reached past it (offsets
+        past its end and past what the flow reached are foreign or corrupt: skipped with a WARNING
+        and counted in :attr:`invalid_offsets`; none left = the log start); a resumed position
+        below the log start, or beyond the end (the source log was truncated, e.g. by an unclean
+        leader election), is a gap. ``auto.offset.reset`` applies only to partitions with no stored offset at all
         (``latest`` = the end offset, anything else = the log start); partitions of a re-created
         topic start at its log start.
         """
@@ -494,12 +500,13 @@ class Flow:
                 pos = log_start
             elif k in self._stored:
                 history = self._history.pop(k, None) or [self._stored[k]]
-                off, skipped = last_valid_offset(history, log_end)
+                off, skipped = last_valid_offset(history, log_end, reached=self._reached.get(k))
                 if skipped:
                     self.invalid_offsets += len(skipped)
                     log.warning(
                         "%s: ignoring %d stored source offset(s) of %s-%d in '%s' (%s) past the partition's end "
-                        "offset %d (a foreign or corrupt record); resuming at %s",
+                        "offset %d and past what the flow's progress reports reached (a foreign or corrupt record); "
+                        "resuming at %s",
                         self.name,
                         len(skipped),
                         k[0],
@@ -611,6 +618,8 @@ class Flow:
         for key in [k for k in self._stored if k[0] == topic]:
             del self._stored[key]
             self._history.pop(key, None)
+        for key in [k for k in self._reached if k[0] == topic]:
+            del self._reached[key]
 
     def check_positions(self, keys: Iterable[PartitionKey]) -> list[GapEvent]:
         """Check the positions of ``keys`` against their source partitions now; act on any gap.
@@ -909,23 +918,29 @@ class Flow:
             The flow's current task generation: positions move only on reports of it (a report
             of an older generation still adds its copied segments). ``None`` takes any.
         segments_only:
-            Add the copied segments only (a report of an earlier run, read at start).
+            Add the copied segments and the position reached only (a report of an earlier run,
+            read at start, before the partitions' positions are set).
 
         Returns
         -------
         bool
-            Whether the report was of a partition the flow replicates.
+            Whether the report was of a partition the flow replicates; with ``segments_only``,
+            whether it was applied (always: any partition's segments and position are kept).
         """
         key = (report.topic, report.partition)
         p = self.partitions.get(key)
         if report.segments:
             self.copied.add(report.topic, report.partition, report.segments)
+        if report.next_offset > self._reached.get(key, -1):
+            self._reached[key] = report.next_offset  # the source held every offset below it once
+        if segments_only:
+            return True
         if p is None:
-            if not segments_only and key in self._stored and report.next_offset - 1 > self._stored[key]:
+            if key in self._stored and report.next_offset - 1 > self._stored[key]:
                 # a topic dropped from the lists while its tasks still committed: resume after it if allowed again
                 self._stored[key] = report.next_offset - 1
             return False
-        if not segments_only and (generation is None or report.generation == generation):
+        if generation is None or report.generation == generation:
             if report.next_offset > p.position:
                 p.position = report.next_offset
                 self.last_commit_at = report.at / 1000.0

@@ -146,12 +146,23 @@ class Scheduler:
         self._thread = threading.Thread(target=loop, name=name, daemon=True)
         self._thread.start()
 
-    def stop(self, *, timeout_s: float = 10.0) -> None:
-        """Stop the thread started by :meth:`start` (waits for a running job)."""
+    def stop(self, *, timeout_s: float = 10.0) -> bool:
+        """Stop the thread started by :meth:`start`, waiting up to ``timeout_s`` seconds for a running job.
+
+        Returns
+        -------
+        bool
+            Whether no thread runs any more (``True`` also when none was started); ``False`` when a
+            job was still running after ``timeout_s``: whatever that job uses must not be released
+            yet (a later call waits again).
+        """
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout_s)
+            if self._thread.is_alive():
+                return False
             self._thread = None
+        return True
 
 
 __all__ = ["Job", "Scheduler"]

@@ -1,0 +1,51 @@
+"""The failover watcher's clients: a stop ends a running check at its next step; close releases them after."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from fakes import two_clusters
+from mirrorspark.client.context import FlowContext
+from mirrorspark.replication.failover import FailoverWatcher
+from mirrorspark.replication.flow import Flow
+from mirrorspark.replication.scheduler import Scheduler
+
+pytestmark = pytest.mark.unit
+
+
+def test_a_check_inside_a_source_call_ends_before_the_clients_are_released() -> None:
+    cfg, a, _, clients = two_clusters("A->B.mirrorspark.failover.policy = offline\n")
+    a.create_topic("orders", 1)
+    flow = Flow(FlowContext.build(cfg, cfg.flow("A", "B"), clients=clients), cfg.data_path)
+    flow.start()
+    watcher = FailoverWatcher(flow)
+    watcher.start()
+    source_admin = clients.admins[-1]
+    inside, release = threading.Event(), threading.Event()
+    list_topics = source_admin.list_topics
+
+    def slow_list_topics(*args: Any, **kwargs: Any) -> Any:  # a dead source's call, in flight
+        inside.set()
+        release.wait(10)
+        return list_topics(*args, **kwargs)
+
+    source_admin.list_topics = slow_list_topics
+    sched = Scheduler()
+    sched.add("failover watch A->B", 0, watcher.check)
+    sched.start(name="test-failover-watch", tick_s=0.01)
+    try:
+        assert inside.wait(5)
+        watcher.request_stop()
+        assert not sched.stop(timeout_s=0.05)  # still inside the call: the driver must not release yet
+    finally:
+        release.set()
+    assert sched.stop(timeout_s=5)
+    assert "describe_configs" not in source_admin.calls  # the check ended at its next step
+    assert watcher.last is None
+    watcher.close()
+    assert (watcher._src_admin, watcher._tgt_admin, watcher._producer) == (None, None, None)
+    assert watcher.check() is None  # a closed watcher observes nothing
+    flow.close()
