@@ -113,18 +113,23 @@ def wait(future: Future[T], timeout_s: float, what: str, alias: str) -> T:
         ) from e
 
 
+def _cluster_error(e: KafkaException, what: str, alias: str) -> ClusterError:
+    """Build the :class:`ClusterError` of a failed call ``what`` on cluster ``alias`` (code and retriability kept)."""
+    err = e.args[0] if e.args else None
+    if isinstance(err, KafkaError):
+        return ClusterError(
+            f"{what} on cluster '{alias}' failed: {err.str()} ({err.name()})",
+            kafka_code=err.name(),
+            retriable=err.retriable(),
+        )
+    return ClusterError(f"{what} on cluster '{alias}' failed: {e}")
+
+
 def _result(future: Future[T], what: str, alias: str, timeout_s: float) -> T:
     try:
         return future.result(timeout=timeout_s)
     except KafkaException as e:
-        err = e.args[0] if e.args else None
-        if isinstance(err, KafkaError):
-            raise ClusterError(
-                f"{what} on cluster '{alias}' failed: {err.str()} ({err.name()})",
-                kafka_code=err.name(),
-                retriable=err.retriable(),
-            ) from e
-        raise ClusterError(f"{what} on cluster '{alias}' failed: {e}") from e
+        raise _cluster_error(e, what, alias) from e
     except TimeoutError as e:
         raise ClusterUnreachableError(
             f"{what} on cluster '{alias}' timed out after {timeout_s:.0f} s: check that "
@@ -720,14 +725,7 @@ def committed_group_offsets(
         tps = [TopicPartition(t, p) for t in names for p in sorted(md.topics[t].partitions)]
         got = consumer.committed(tps, timeout=timeout_s) if tps else []
     except KafkaException as e:
-        err = e.args[0] if e.args else None
-        if isinstance(err, KafkaError):
-            raise ClusterError(
-                f"{what} on cluster '{alias}' failed: {err.str()} ({err.name()})",
-                kafka_code=err.name(),
-                retriable=err.retriable(),
-            ) from e
-        raise ClusterError(f"{what} on cluster '{alias}' failed: {e}") from e
+        raise _cluster_error(e, what, alias) from e
     out: dict[PartitionKey, tuple[int, str]] = {}
     for tp in got:
         if tp.error is None and tp.offset >= 0:
