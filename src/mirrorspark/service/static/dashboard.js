@@ -551,7 +551,7 @@
 
   const CHARTS = [
     { key: "rate", title: "Throughput", unit: "records/s", fmt: fmtRate, lines: [["records/s", "#2f6fde"]] },
-    { key: "lag", title: "Lag", unit: "records", fmt: fmtCount, lines: [["lag", "#d9822b"]] },
+    { key: "lag", title: "Lag", unit: "records", fmt: fmtCount, whole: true, lines: [["lag", "#d9822b"]] },
     {
       key: "latency",
       title: "Latency",
@@ -580,6 +580,10 @@
     return data;
   }
 
+  // Tick steps of a chart of whole numbers (records): 1, 2, 5, 10, 20, 50 ... never 0.5 shown as "1".
+  const WHOLE_INCRS = [];
+  for (let p = 1; p <= 1e12; p *= 10) WHOLE_INCRS.push(p, 2 * p, 5 * p);
+
   function makeChart(spec, box, data) {
     const axis = { stroke: "#6b7385", grid: { stroke: "#eef1f5", width: 1 }, ticks: { stroke: "#e3e7ee", width: 1 } };
     const opts = {
@@ -591,7 +595,10 @@
         x: { time: true },
         y: { range: (u, min, max) => [0, max > 0 ? max * 1.15 : 1] },
       },
-      axes: [axis, { ...axis, size: 64, values: (u, vals) => vals.map((v) => spec.fmt(v)) }],
+      axes: [
+        axis,
+        { ...axis, size: 64, ...(spec.whole ? { incrs: WHOLE_INCRS } : {}), values: (u, vals) => vals.map((v) => spec.fmt(v)) },
+      ],
       series: [
         { value: (u, v) => (v === null ? "—" : fmtTime(v * 1000)) },
         ...spec.lines.map(([label, color]) => ({
