@@ -14,14 +14,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from confluent_kafka import TopicPartition
+from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from mirrorspark.client.context import FlowContext, ReplicationContext, Side
 from mirrorspark.client.source_offsets import read_flow_source_offsets
 from mirrorspark.config.model import MirrorConfig
-from mirrorspark.errors import FlowRunningError, SourceOffsetsRequestError
+from mirrorspark.errors import ClusterError, FlowRunningError, SourceOffsetsRequestError
 from mirrorspark.kafka.admin import (
+    GroupDescription,
     PartitionKey,
     check_reachable,
     describe_group,
@@ -29,6 +30,7 @@ from mirrorspark.kafka.admin import (
     list_topics,
     offsets_for_timestamp,
     start_offsets,
+    wait,
 )
 from mirrorspark.kafka.delivery import Outgoing, deliver
 from mirrorspark.kafka.factory import LIBRDKAFKA_LOGGER
@@ -185,14 +187,24 @@ class FlowSourceOffsets:
             The reason with the fix, or ``None``.
         """
         admin = self._admin("target")
-        lease = describe_group(admin, self.target, lease_group(self.flow.name), timeout_s=self.timeout_s)
+        known = self._groups(admin)
+        lease_id, worker_id = lease_group(self.flow.name), connect_worker_group(self.source)
+        lease = (
+            describe_group(admin, self.target, lease_id, timeout_s=self.timeout_s)
+            if lease_id in known
+            else GroupDescription(lease_id, "Dead", 0)
+        )
         if lease.active:
             return (
                 f"flow {self.flow.name} is running: its lease group '{lease.group}' has {lease.members} active "
                 f"member(s) on cluster '{self.target}' (a mirrorspark run, holder or standby); stop every "
                 "'mirrorspark run' serving it (Ctrl-C or SIGTERM; it stops cleanly) and try again"
             )
-        worker = describe_group(admin, self.target, connect_worker_group(self.source), timeout_s=self.timeout_s)
+        worker = (
+            describe_group(admin, self.target, worker_id, timeout_s=self.timeout_s)
+            if worker_id in known
+            else GroupDescription(worker_id, "Dead", 0)
+        )
         if worker.active:
             return (
                 f"flow {self.flow.name} may be running in MM2: Connect's worker group '{worker.group}' has "
@@ -200,6 +212,15 @@ class FlowSourceOffsets:
                 "(connect-mirror-maker, SIGTERM) and try again"
             )
         return None
+
+    def _groups(self, admin: AdminClient) -> set[str]:
+        """Ids of the target's consumer groups (``ListGroups`` needs no group coordinator, unlike a describe)."""
+        try:
+            fut = admin.list_consumer_groups(request_timeout=self.timeout_s)
+            result = wait(fut, self.timeout_s, "listing consumer groups", self.target)
+        except KafkaException as e:
+            raise ClusterError(f"listing consumer groups of cluster '{self.target}' failed: {e}") from e
+        return {g.group_id for g in result.valid}
 
     def require_stopped(self) -> None:
         """Raise :class:`FlowRunningError` if :meth:`running` says the flow runs."""
@@ -372,10 +393,10 @@ class FlowSourceOffsets:
         timestamp_ms = parse_datetime_ms(datetime_iso) if to == "datetime" and datetime_iso is not None else None
         if to == "offset" and (offset is None or offset < 0):
             raise SourceOffsetsRequestError(f"--offset must be a source offset ≥ 0, got {offset}")
-        running = self._check_running(dry_run)
         stored = self._stored()
-        self._require_offsets_topic()
         keys = [k for k in self._selected(topic, partition, stored) if k[0] in self._source_topics()]
+        self._require_offsets_topic()
+        running = self._check_running(dry_run)
         facts = self._facts(keys, stored)
         positions: dict[PartitionKey, int] = {}
         found: dict[PartitionKey, int] = {}
@@ -436,10 +457,11 @@ class FlowSourceOffsets:
         FlowRunningError, SourceOffsetsRequestError, ClusterUnreachableError, ClusterError
             As for :meth:`alter`.
         """
-        running = self._check_running(dry_run)
         stored = self._stored()
+        keys = self._selected(topic, partition, stored)
         self._require_offsets_topic()
-        facts = self._facts(self._selected(topic, partition, stored), stored)
+        running = self._check_running(dry_run)
+        facts = self._facts(keys, stored)
         return self._apply("reset", plan_reset(self.source, facts), facts, dry_run=dry_run, running=running)
 
     def _check_running(self, dry_run: bool) -> str | None:
