@@ -172,10 +172,12 @@ def test_mm2_resumes_at_the_altered_positions(
     with mirror_maker(props, tmp_path) as mm2:
         mm2.wait_started(timeout_s=MM2_DEADLINE_S)
         wait_for(mm2, f"{expected} records in {remote}", lambda: record_count(b, remote) >= expected)
-        # MM2 itself is seen running: its Connect worker group primary-mm2 on backup
+        # MM2 itself is seen running: MirrorSourceConnector RUNNING in Connect's status topic
         r = cli(props, "reset", "--topic", topic)
         assert r.exit_code == 6, r.output
-        assert "primary-mm2" in " ".join(r.output.split())
+        assert "running in MM2" in " ".join(r.output.split()) and "mm2-status.primary.internal" in r.output
         assert mm2.stop() == 143, mm2.log_tail(40)
     assert values(b, remote) == {0: src[0] + src[0][10:], 1: src[1] + src[1][10:]}
+    # stopped gracefully, MM2 marked its connector UNASSIGNED: the flow is free again
+    assert cli_json(props, "reset", "--topic", topic, "--dry-run")["running"] is None
     assert stored_offsets(b, topic) == {0: PER_PARTITION - 1, 1: PER_PARTITION - 1}

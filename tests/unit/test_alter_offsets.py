@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from mirrorspark.errors import ConfigError, SourceOffsetsRequestError
-from mirrorspark.mm2.alter_offsets import PartitionFacts, parse_datetime_ms, plan_alter, plan_reset
+from mirrorspark.mm2.alter_offsets import (
+    PartitionFacts,
+    connect_status_topic,
+    parse_datetime_ms,
+    plan_alter,
+    plan_reset,
+    running_connect_status,
+)
 from mirrorspark.mm2.connect_offsets import decode_source_offset
 from mirrorspark.mm2.internal_topics import connect_worker_group, lease_group
 from mirrorspark.mm2.records import OffsetSync
@@ -107,3 +114,23 @@ def test_bad_datetime() -> None:
 def test_group_names() -> None:
     assert lease_group("A->B") == "mirrorspark-lease-A->B"
     assert connect_worker_group("primary") == "primary-mm2"
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "running"),
+    [
+        (
+            b"status-connector-MirrorSourceConnector",
+            b'{"state":"RUNNING","trace":null,"worker_id":"w:8083","generation":1}',
+            True,
+        ),
+        (b"status-task-MirrorSourceConnector-0", b'{"state":"RUNNING","worker_id":"w:8083"}', True),
+        (b"status-task-MirrorSourceConnector-0", b'{"state":"UNASSIGNED","worker_id":"w:8083"}', False),
+        (b"status-connector-MirrorCheckpointConnector", b'{"state":"RUNNING"}', False),
+        (b"status-connector-MirrorSourceConnector", None, False),
+        (b"status-connector-MirrorSourceConnector", b"not json", False),
+    ],
+)
+def test_connect_status_running(key: bytes, value: bytes | None, running: bool) -> None:
+    assert (running_connect_status(key, value) is not None) is running
+    assert connect_status_topic("primary") == "mm2-status.primary.internal"

@@ -12,7 +12,7 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
@@ -34,12 +34,15 @@ from mirrorspark.kafka.admin import (
 )
 from mirrorspark.kafka.delivery import Outgoing, deliver
 from mirrorspark.kafka.factory import LIBRDKAFKA_LOGGER
+from mirrorspark.kafka.reader import ALL_PARTITIONS, TopicReader
 from mirrorspark.mm2.alter_offsets import (
     OffsetChange,
     PartitionFacts,
+    connect_status_topic,
     parse_datetime_ms,
     plan_alter,
     plan_reset,
+    running_connect_status,
 )
 from mirrorspark.mm2.connect_offsets import default_partition
 from mirrorspark.mm2.internal_topics import connect_worker_group, lease_group
@@ -178,8 +181,10 @@ class FlowSourceOffsets:
         """Say why the flow looks running, or ``None``.
 
         Running means: its lease group ``mirrorspark-lease-<source>-><target>`` has active members on
-        the target (a ``mirrorspark run`` on the continuous engine, holder or standby), or MM2's
-        Connect worker group ``<source>-mm2`` has (an MM2 in dedicated mode serving the flow).
+        the target (a ``mirrorspark run`` on the continuous engine, holder or standby), or Connect's
+        status topic ``mm2-status.<source>.internal`` shows MirrorSourceConnector or one of its tasks
+        ``RUNNING`` (an MM2 in dedicated mode serving the flow; its worker group ``<source>-mm2``
+        uses Connect's protocol, which librdkafka cannot describe).
 
         Returns
         -------
@@ -200,17 +205,50 @@ class FlowSourceOffsets:
                 f"member(s) on cluster '{self.target}' (a mirrorspark run, holder or standby); stop every "
                 "'mirrorspark run' serving it (Ctrl-C or SIGTERM; it stops cleanly) and try again"
             )
-        worker = (
-            describe_group(admin, self.target, worker_id, timeout_s=self.timeout_s)
-            if worker_id in known
-            else GroupDescription(worker_id, "Dead", 0)
-        )
-        if worker.active:
+        mm2 = self._mm2_running()
+        if mm2 is not None:
             return (
-                f"flow {self.flow.name} may be running in MM2: Connect's worker group '{worker.group}' has "
-                f"{worker.members} active member(s) on cluster '{self.target}'; stop MM2 gracefully "
-                "(connect-mirror-maker, SIGTERM) and try again"
+                f"flow {self.flow.name} may be running in MM2: Connect's status topic "
+                f"'{connect_status_topic(self.source)}' on cluster '{self.target}' shows {mm2} (MM2's Connect worker "
+                f"group is '{worker_id}'); stop MM2 gracefully (SIGTERM: its worker then marks the connector "
+                "UNASSIGNED) and try again"
             )
+        return None
+
+    def _mm2_running(self) -> str | None:
+        """Return the first ``RUNNING`` MirrorSourceConnector status in Connect's status topic, or ``None``.
+
+        Connect's worker group (``<source>-mm2``) uses Connect's protocol, which librdkafka's admin
+        client cannot describe, so the status MM2's workers write is read instead.
+        """
+        topic = connect_status_topic(self.source)
+        if topic not in list_topics(self._admin("target"), self.target, timeout_s=self.timeout_s):
+            return None
+        latest: dict[bytes, bytes | None] = {}
+
+        def on_message(m: Any) -> None:
+            if m.key() is not None:
+                latest[m.key()] = m.value()
+
+        reader = TopicReader(
+            self.flow.target_consumer,
+            self.flow.target_admin,
+            self.target,
+            topic,
+            client_id=self.ctx.client_id("offsets-status-consumer"),
+            partition=ALL_PARTITIONS,
+            clients=self.ctx.clients,
+            admin_client_id=self.ctx.client_id("offsets-target-admin"),
+            consumer_overrides={"enable.partition.eof": False},
+        )
+        try:
+            reader.read_messages(on_message, timeout_s=self.timeout_s)
+        finally:
+            reader.close()
+        for key, value in sorted(latest.items()):
+            running = running_connect_status(key, value)
+            if running is not None:
+                return running
         return None
 
     def _groups(self, admin: AdminClient) -> set[str]:

@@ -34,6 +34,7 @@ flow emits no offset syncs. The next run's first copied record writes it then.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -145,6 +146,54 @@ class OffsetChange:
         if new is None or new == old:
             return "unchanged" if new == old else "reset"
         return "rewind" if new < old else "skip"
+
+
+def connect_status_topic(source_alias: str) -> str:
+    """Kafka Connect's status topic of MM2's flows from ``source_alias`` (``status.storage.topic``).
+
+    Returns
+    -------
+    str
+        ``mm2-status.<source_alias>.internal``, on the target, as MM2's ``MirrorMakerConfig.workerConfig`` names it.
+    """
+    return f"mm2-status.{source_alias}.internal"
+
+
+def running_connect_status(
+    key: bytes | None, value: bytes | None, connector_name: str = MIRROR_SOURCE_CONNECTOR
+) -> str | None:
+    """Decode one record of Connect's status topic; say whether it shows the connector running.
+
+    Connect's ``KafkaStatusBackingStore`` writes ``status-connector-<name>`` and
+    ``status-task-<name>-<n>`` keys with values ``{"state":"RUNNING","trace":null,
+    "worker_id":"host:port","generation":N}``; a worker that stops a connector or task gracefully
+    writes ``UNASSIGNED`` for it.
+
+    Parameters
+    ----------
+    key, value:
+        The record (the newest one of its key).
+    connector_name:
+        ``MirrorSourceConnector``.
+
+    Returns
+    -------
+    str or None
+        ``"<key> on worker <worker_id>"`` if the record is the connector's or one of its tasks' and
+        its state is ``RUNNING``, else ``None`` (also for an undecodable record).
+    """
+    if key is None or value is None:
+        return None
+    name = key.decode("utf-8", "replace")
+    if name != f"status-connector-{connector_name}" and not name.startswith(f"status-task-{connector_name}-"):
+        return None
+    try:
+        status = json.loads(value.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    if not isinstance(status, dict) or status.get("state") != "RUNNING":
+        return None
+    return f"{name} on worker {status.get('worker_id')}"
 
 
 def parse_datetime_ms(text: str) -> int:
@@ -317,7 +366,9 @@ __all__ = [
     "PartitionFacts",
     "PartitionKey",
     "check_position",
+    "connect_status_topic",
     "parse_datetime_ms",
     "plan_alter",
     "plan_reset",
+    "running_connect_status",
 ]
