@@ -54,7 +54,7 @@ ALTER_NOTE: Final = (
     "offset syncs: a rewind or skip starts a new segment of copies; the next run copies the new position to "
     "the remote topic's end, and MM2's offset-sync store drops the older syncs of a rewound partition, so "
     "consumer groups behind the new position get no checkpoints until they pass it; checkpoints already "
-    "written stay and are never moved backwards"
+    "written stay (a group's checkpoint only moves back when its own offset does)"
 )
 """The note printed after an alter (README, *Source offsets of a flow*)."""
 
