@@ -9,6 +9,7 @@ an exit status, and that the REST service reports::
     │   ├── UnknownAliasError        CONFIG_UNKNOWN_ALIAS
     │   ├── BadRegexError            CONFIG_BAD_REGEX
     │   ├── PlacementError           CONFIG_PLACEMENT
+    │   ├── SourceOffsetsRequestError CONFIG_SOURCE_OFFSETS
     │   └── TransformConfigError     CONFIG_TRANSFORM
     ├── ClusterError                 CLUSTER_ERROR          exit 3
     │   └── ClusterUnreachableError  CLUSTER_UNREACHABLE
@@ -17,6 +18,7 @@ an exit status, and that the REST service reports::
     │   └── DataGapError             DATA_GAP
     ├── CorruptRecordError           RECORD_CORRUPT         exit 5
     ├── ControlError                 CONTROL_ERROR          exit 6
+    │   └── FlowRunningError         FLOW_RUNNING
     ├── LocalClusterError            LOCAL_CLUSTER_ERROR    exit 7
     └── ServiceError                 SERVICE_ERROR          exit 8
 
@@ -80,6 +82,16 @@ class PlacementError(ConfigError):
     """
 
     code = "CONFIG_PLACEMENT"
+
+
+class SourceOffsetsRequestError(ConfigError):
+    """A ``mirrorspark offsets source`` request names no valid partition or position.
+
+    An unknown or not replicated topic, a partition out of range, an offset outside the source
+    partition, an unreadable ``--to-datetime``, or a flow that has never stored source offsets.
+    """
+
+    code = "CONFIG_SOURCE_OFFSETS"
 
 
 class TransformConfigError(ConfigError):
@@ -153,6 +165,16 @@ class ControlError(MirrorsparkError):
     exit_code = 6
 
 
+class FlowRunningError(ControlError):
+    """A flow's source offsets cannot be changed because the flow is running (mirrorspark's or MM2's).
+
+    Raised when the flow's lease group (``mirrorspark-lease-<source>-><target>``) or MM2's Connect
+    worker group (``<source>-mm2``) has active members on the target; nothing was written.
+    """
+
+    code = "FLOW_RUNNING"
+
+
 class LocalClusterError(MirrorsparkError):
     """The local cluster launcher could not start, find or stop a cluster."""
 
@@ -176,11 +198,13 @@ __all__ = [
     "CorruptRecordError",
     "DataGapError",
     "DataPathError",
+    "FlowRunningError",
     "LocalClusterError",
     "MirrorsparkError",
     "PlacementError",
     "RecordTooLargeError",
     "ServiceError",
+    "SourceOffsetsRequestError",
     "TransformConfigError",
     "UnknownAliasError",
 ]

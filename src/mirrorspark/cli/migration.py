@@ -218,3 +218,222 @@ def checkpoints_read(
         return
     for cp in records:
         print(cp.format())
+
+
+source_app = typer.Typer(
+    help="A flow's source offsets in mm2-offsets.<source>.internal (Kafka Connect's KIP-875: list, alter, reset).",
+    no_args_is_help=True,
+)
+offsets_app.add_typer(source_app, name="source")
+
+FlowSourceOption = Annotated[str, typer.Option("--source", help="Alias of the flow's source cluster.")]
+FlowTargetOption = Annotated[str, typer.Option("--target", help="Alias of the flow's target cluster.")]
+TopicOption = Annotated[str | None, typer.Option("--topic", help="Only this source topic (default: every one).")]
+PartitionOption = Annotated[int | None, typer.Option("--partition", min=0, help="Only this partition (needs --topic).")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Machine output (JSON).")]
+DryRunOption = Annotated[bool, typer.Option("--dry-run", help="Print the plan; write nothing.")]
+
+
+def _source_offsets(config: Path, source: str, target: str, timeout_s: float) -> Any:
+    from mirrorspark.config.parse import load_config
+    from mirrorspark.migration.source_offsets import FlowSourceOffsets
+
+    cfg = load_config(config)
+    for w in cfg.warnings:
+        err_console.print(f"[yellow]warning[/]: {w}", highlight=False, markup=True)
+    return FlowSourceOffsets(cfg, source=source, target=target, timeout_s=timeout_s)
+
+
+def _dash(v: object) -> object:
+    return "-" if v is None else v
+
+
+@source_app.command("list")
+def source_list(
+    config: ConfigOption,
+    source: FlowSourceOption,
+    target: FlowTargetOption,
+    topic: TopicOption = None,
+    partition: PartitionOption = None,
+    json_out: JsonOption = False,
+    timeout: TimeoutOption = 30.0,
+) -> None:
+    """Show each partition's committed position (next source offset to copy), source end offset and lag."""
+    try:
+        with _source_offsets(config, source, target, timeout) as so:
+            rows = so.list_offsets(topic, partition)
+            reset = so.auto_offset_reset
+    except MirrorsparkError as e:
+        raise fail(e) from None
+    if json_out:
+        print(
+            json.dumps(
+                [
+                    {
+                        "topic": f.topic,
+                        "partition": f.partition,
+                        "position": f.position,
+                        "stored_offset": f.stored,
+                        "start_offset": f.start,
+                        "end_offset": f.end,
+                        "lag": f.lag,
+                    }
+                    for f in rows
+                ],
+                indent=2,
+            )
+        )
+        return
+    print(
+        text_table(
+            ["topic", "partition", "position", "end offset", "lag"],
+            [[f.topic, f.partition, _dash(f.position), f.end, _dash(f.lag)] for f in rows],
+        ),
+        end="",
+    )
+    if any(f.position is None for f in rows):
+        print(f"position '-': none stored; the next run starts at auto.offset.reset={reset}")
+
+
+def _print_plan(plan: Any, json_out: bool) -> None:
+    from mirrorspark.mm2.alter_offsets import ALTER_NOTE
+
+    if json_out:
+        print(
+            json.dumps(
+                {
+                    "flow": plan.flow,
+                    "operation": plan.operation,
+                    "applied": plan.applied,
+                    "offsets_topic": plan.offsets_topic,
+                    "syncs_topic": plan.syncs_topic,
+                    "auto_offset_reset": plan.auto_offset_reset,
+                    "timestamp_ms": plan.timestamp_ms,
+                    "running": plan.running,
+                    "changes": [
+                        {
+                            "topic": c.topic,
+                            "partition": c.partition,
+                            "old_position": c.old_position,
+                            "new_position": c.new_position,
+                            "stored_offset": c.stored_offset,
+                            "change": c.change,
+                            "key": c.key.decode(),
+                            "value": None if c.value is None else c.value.decode(),
+                            "offset_sync": None
+                            if c.sync is None
+                            else {
+                                "upstream_offset": c.sync.upstream_offset,
+                                "downstream_offset": c.sync.downstream_offset,
+                            },
+                        }
+                        for c in plan.changes
+                    ],
+                },
+                indent=2,
+            )
+        )
+    else:
+        verb = "dry run, nothing written: would write" if not plan.applied else "wrote"
+        print(f"flow {plan.flow}: {plan.operation}: {verb} {len(plan.changes)} record(s) to '{plan.offsets_topic}'")
+        print(
+            text_table(
+                ["topic", "partition", "old position", "new position", "change", "stored value", "offset sync"],
+                [
+                    [
+                        c.topic,
+                        c.partition,
+                        _dash(c.old_position),
+                        _dash(c.new_position) if c.value is not None or c.new_position == 0 else plan.auto_offset_reset,
+                        c.change,
+                        "tombstone" if c.value is None else c.value.decode(),
+                        "-" if c.sync is None else f"{c.sync.upstream_offset}->{c.sync.downstream_offset}",
+                    ]
+                    for c in plan.changes
+                ],
+            ),
+            end="",
+        )
+    if plan.running:
+        err_console.print(f"warning: {plan.running}", highlight=False, markup=False)
+    if plan.operation == "alter" and not json_out:
+        err_console.print(f"note: {ALTER_NOTE}", highlight=False, markup=False)
+    if plan.operation == "reset" and not json_out:
+        err_console.print(
+            f"note: the next run (mirrorspark or MM2) starts these partitions at auto.offset.reset="
+            f"{plan.auto_offset_reset}; its first copied record writes their offset sync",
+            highlight=False,
+            markup=False,
+        )
+
+
+@source_app.command("alter")
+def source_alter(
+    config: ConfigOption,
+    source: FlowSourceOption,
+    target: FlowTargetOption,
+    topic: TopicOption = None,
+    partition: PartitionOption = None,
+    offset: Annotated[
+        int | None, typer.Option("--offset", min=0, help="The next source offset to copy (stored as offset - 1).")
+    ] = None,
+    to_earliest: Annotated[bool, typer.Option("--to-earliest", help="The source partition's log start.")] = False,
+    to_latest: Annotated[
+        bool, typer.Option("--to-latest", help="The source partition's end (new records only).")
+    ] = False,
+    to_datetime: Annotated[
+        str | None, typer.Option("--to-datetime", help="First record at or after this ISO 8601 time (no zone = UTC).")
+    ] = None,
+    dry_run: DryRunOption = False,
+    json_out: JsonOption = False,
+    timeout: TimeoutOption = 30.0,
+) -> None:
+    """Set where the flow resumes (refused while it runs). Writes Connect's records, so MM2 resumes there too."""
+    from mirrorspark.errors import SourceOffsetsRequestError
+
+    chosen = [
+        n
+        for n, on in (
+            ("--offset", offset is not None),
+            ("--to-earliest", to_earliest),
+            ("--to-latest", to_latest),
+            ("--to-datetime", to_datetime is not None),
+        )
+        if on
+    ]
+    try:
+        if len(chosen) != 1:
+            raise SourceOffsetsRequestError(
+                "give exactly one of --offset N, --to-earliest, --to-latest, --to-datetime ISO"
+                + (f" (got {', '.join(chosen)})" if chosen else "")
+            )
+        to = {"--offset": "offset", "--to-earliest": "earliest", "--to-latest": "latest", "--to-datetime": "datetime"}[
+            chosen[0]
+        ]
+        with _source_offsets(config, source, target, timeout) as so:
+            plan = so.alter(
+                topic=topic, partition=partition, to=to, offset=offset, datetime_iso=to_datetime, dry_run=dry_run
+            )
+    except MirrorsparkError as e:
+        raise fail(e) from None
+    _print_plan(plan, json_out)
+
+
+@source_app.command("reset")
+def source_reset(
+    config: ConfigOption,
+    source: FlowSourceOption,
+    target: FlowTargetOption,
+    topic: TopicOption = None,
+    partition: PartitionOption = None,
+    dry_run: DryRunOption = False,
+    json_out: JsonOption = False,
+    timeout: TimeoutOption = 30.0,
+) -> None:
+    """Delete the stored positions (tombstones): the next run starts at auto.offset.reset (refused while it runs)."""
+    try:
+        with _source_offsets(config, source, target, timeout) as so:
+            plan = so.reset(topic=topic, partition=partition, dry_run=dry_run)
+    except MirrorsparkError as e:
+        raise fail(e) from None
+    _print_plan(plan, json_out)

@@ -574,6 +574,32 @@ def start_offsets(
     return _list_offsets(admin, alias, list(partitions), OffsetSpec.earliest(), False, timeout_s)
 
 
+def offsets_for_timestamp(
+    admin: AdminClient, alias: str, partitions: Iterable[PartitionKey], timestamp_ms: int, *, timeout_s: float = 30.0
+) -> dict[PartitionKey, int]:
+    """Return each partition's first offset whose record timestamp is at or after ``timestamp_ms``.
+
+    Kafka's ``ListOffsets`` with a timestamp (the Java consumer's ``offsetsForTimes``).
+
+    Parameters
+    ----------
+    admin, alias:
+        The cluster's admin client and alias (for messages).
+    partitions:
+        The partitions.
+    timestamp_ms:
+        Epoch milliseconds.
+    timeout_s:
+        Seconds for the call (default 30).
+
+    Returns
+    -------
+    dict[PartitionKey, int]
+        The offset, or ``-1`` where no record is that recent (the caller takes the end offset).
+    """
+    return _list_offsets(admin, alias, list(partitions), OffsetSpec.for_timestamp(timestamp_ms), False, timeout_s)
+
+
 # --------------------------------------------------------------------------- consumer groups
 
 
@@ -923,6 +949,7 @@ __all__ = [
     "group_offsets",
     "is_transient",
     "list_topics",
+    "offsets_for_timestamp",
     "start_offsets",
     "topic_configs",
     "wait",

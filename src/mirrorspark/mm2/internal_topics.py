@@ -180,6 +180,50 @@ def connect_offsets_topic(source_alias: str) -> str:
     return f"{CONNECT_OFFSETS_PREFIX}{INTERNAL_SEPARATOR}{source_alias}{internal_suffix()}"
 
 
+LEASE_GROUP_PREFIX: Final = "mirrorspark-lease-"
+"""Prefix of a flow's lease group, followed by the flow name (:func:`lease_group`)."""
+
+
+def lease_group(flow_name: str) -> str:
+    """Name of the consumer group whose member owning the lease partition holds the lease of a flow.
+
+    The continuous engine's active-instance lease (``mirrorspark.replication.lease``) lives in
+    this group on the flow's target; the offsets tools read its membership to tell whether the
+    flow runs.
+
+    Parameters
+    ----------
+    flow_name:
+        The flow's name, ``"<source>-><target>"``.
+
+    Returns
+    -------
+    str
+        ``mirrorspark-lease-<source>-><target>``, e.g. ``mirrorspark-lease-A->B``.
+    """
+    return f"{LEASE_GROUP_PREFIX}{flow_name}"
+
+
+def connect_worker_group(source_alias: str) -> str:
+    """Group id of MM2's Kafka Connect workers for flows from ``source_alias`` (dedicated mode).
+
+    MM2's ``MirrorMakerConfig.workerConfig`` sets ``group.id = <source>-mm2`` for the herder of
+    each flow ``<source>-><target>``, on the target cluster; while MM2 runs that flow the group has
+    members (Connect's ``connect`` protocol).
+
+    Parameters
+    ----------
+    source_alias:
+        The flow's source cluster alias.
+
+    Returns
+    -------
+    str
+        ``<source_alias>-mm2``, e.g. ``primary-mm2``.
+    """
+    return f"{source_alias}-mm2"
+
+
 def mirrorspark_topic(prefix: str, policy: _NamingPolicy | None, source_alias: str) -> str:
     """Name of one of mirrorspark's own internal topics of flows from ``source_alias``.
 
@@ -217,6 +261,7 @@ __all__ = [
     "CONTROL_PREFIX",
     "HEARTBEATS_TOPIC",
     "INTERNAL_SEPARATOR",
+    "LEASE_GROUP_PREFIX",
     "MM2_PREFIX",
     "OFFSET_SYNCS_PREFIX",
     "PROGRESS_PREFIX",
@@ -224,9 +269,11 @@ __all__ = [
     "checkpoints_suffix",
     "checkpoints_topic",
     "connect_offsets_topic",
+    "connect_worker_group",
     "internal_suffix",
     "is_checkpoints_topic",
     "is_mm2_internal_topic",
+    "lease_group",
     "mirrorspark_topic",
     "offset_syncs_topic",
 ]

@@ -85,16 +85,13 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from mirrorspark.client.context import FlowContext
 from mirrorspark.errors import ClusterError
 from mirrorspark.kafka.admin import ensure_topic
-from mirrorspark.mm2.internal_topics import mirrorspark_topic
+from mirrorspark.mm2.internal_topics import LEASE_GROUP_PREFIX, lease_group, mirrorspark_topic
 from mirrorspark.mm2.policy import ReplicationPolicy
 
 log = logging.getLogger(__name__)
 
 LEASE_PREFIX: Final = "mm2-lease"
 """Prefix of the lease topic (:func:`lease_topic`)."""
-
-LEASE_GROUP_PREFIX: Final = "mirrorspark-lease-"
-"""Prefix of the lease group, followed by the flow name (:func:`lease_group`)."""
 
 LEASE_PARTITION: Final = 0
 """The lease topic partition whose owner holds the lease."""
@@ -141,22 +138,6 @@ def lease_topic(source_alias: str, policy: ReplicationPolicy | None = None) -> s
         internal topic name, so no flow ever replicates it.
     """
     return mirrorspark_topic(LEASE_PREFIX, policy, source_alias)
-
-
-def lease_group(flow_name: str) -> str:
-    """Name of the consumer group whose member owning the lease partition holds the lease of a flow.
-
-    Parameters
-    ----------
-    flow_name:
-        The flow's name, ``"<source>-><target>"``.
-
-    Returns
-    -------
-    str
-        ``mirrorspark-lease-<source>-><target>``, e.g. ``mirrorspark-lease-A->B``.
-    """
-    return f"{LEASE_GROUP_PREFIX}{flow_name}"
 
 
 def lease_consumer_overrides(

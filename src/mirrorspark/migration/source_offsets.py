@@ -1,0 +1,586 @@
+"""A flow's source offsets as an operator edits them: ``mirrorspark offsets source list|alter|reset``.
+
+Kafka Connect's KIP-875 offset operations (``GET``/``PATCH``/``DELETE /connectors/{name}/offsets``)
+over ``mm2-offsets.<source>.internal`` on the target, in Connect's layout, so MM2 reads the result
+too. The planning is pure (:mod:`mirrorspark.mm2.alter_offsets`); this module reads what it
+needs, refuses while the flow runs, and writes.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from confluent_kafka import KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from mirrorspark.client.context import FlowContext, ReplicationContext, Side
+from mirrorspark.client.source_offsets import read_flow_source_offsets
+from mirrorspark.config.model import MirrorConfig
+from mirrorspark.errors import ClusterError, FlowRunningError, SourceOffsetsRequestError
+from mirrorspark.kafka.admin import (
+    GroupDescription,
+    PartitionKey,
+    check_reachable,
+    describe_group,
+    end_offsets,
+    list_topics,
+    offsets_for_timestamp,
+    start_offsets,
+    wait,
+)
+from mirrorspark.kafka.delivery import Outgoing, deliver
+from mirrorspark.kafka.factory import LIBRDKAFKA_LOGGER
+from mirrorspark.kafka.reader import ALL_PARTITIONS, TopicReader
+from mirrorspark.mm2.alter_offsets import (
+    OffsetChange,
+    PartitionFacts,
+    connect_status_topic,
+    parse_datetime_ms,
+    plan_alter,
+    plan_reset,
+    running_connect_status,
+)
+from mirrorspark.mm2.connect_offsets import default_partition
+from mirrorspark.mm2.internal_topics import connect_worker_group, lease_group
+
+log = logging.getLogger(__name__)
+
+Target = Literal["offset", "earliest", "latest", "datetime"]
+"""How ``alter`` picks the new positions."""
+
+FIRST_RECORD_TIMEOUT_S = 10.0
+"""Seconds ``alter`` reads the source for the first record at each new position (for its offset sync)."""
+
+
+@dataclass(frozen=True)
+class SourceOffsetsPlan:
+    """What ``alter``/``reset`` writes (or would write, with ``dry_run``).
+
+    Attributes
+    ----------
+    flow:
+        ``"<source>-><target>"``.
+    operation:
+        ``"alter"`` or ``"reset"``.
+    offsets_topic:
+        ``mm2-offsets.<source>.internal`` on the target.
+    syncs_topic:
+        The flow's offset-syncs topic, or ``None`` when it emits none.
+    changes:
+        One record per partition.
+    applied:
+        Whether the records were written (``False`` for a dry run).
+    running:
+        Why the flow looks running (a dry run still plans), or ``None``.
+    auto_offset_reset:
+        The source consumer's ``auto.offset.reset``: where partitions without a stored offset start.
+    timestamp_ms:
+        The ``--to-datetime`` in epoch ms, or ``None``.
+    """
+
+    flow: str
+    operation: str
+    offsets_topic: str
+    syncs_topic: str | None
+    changes: tuple[OffsetChange, ...]
+    applied: bool
+    running: str | None = None
+    auto_offset_reset: str = "earliest"
+    timestamp_ms: int | None = None
+    facts: tuple[PartitionFacts, ...] = field(default=(), repr=False)
+
+
+class FlowSourceOffsets:
+    """List, alter and reset the source offsets of one flow ``source->target``.
+
+    Parameters
+    ----------
+    config:
+        The whole configuration.
+    source, target:
+        The flow's aliases.
+    timeout_s:
+        Seconds for each cluster call and for reading the offsets topic (default 30).
+    context:
+        The configuration's contexts (default: new ones).
+
+    Raises
+    ------
+    UnknownAliasError
+        An alias is not in ``clusters`` (before anything connects).
+    ConfigError
+        ``source == target``, or the flow's policy cannot be loaded.
+
+    Notes
+    -----
+    Not thread-safe. Reads need the target (offsets topic) and the source (partitions, end
+    offsets); writes go to the target (``mm2-offsets``) and to the offset-syncs topic's cluster.
+    """
+
+    def __init__(
+        self,
+        config: MirrorConfig,
+        *,
+        source: str,
+        target: str,
+        timeout_s: float = 30.0,
+        context: ReplicationContext | None = None,
+    ) -> None:
+        contexts = context if context is not None else ReplicationContext(config)
+        self.ctx: FlowContext = contexts.flow(source, target)
+        self.flow = self.ctx.flow
+        self.source = source
+        self.target = target
+        self.timeout_s = timeout_s
+        self._admins: dict[Side, AdminClient] = {}
+        self._src_topics: dict[str, int] | None = None
+        if not self.flow.enabled:
+            raise SourceOffsetsRequestError(
+                f"flow {self.flow.name} is not configured: set {self.flow.name}.enabled = true in the config, "
+                "or check --source and --target"
+            )
+
+    # ------------------------------------------------------------------ clusters
+
+    def _admin(self, side: Side) -> AdminClient:
+        if side not in self._admins:
+            admin = self.ctx.admin(
+                side, f"offsets-{side}-admin", overrides={"logger": logging.getLogger(LIBRDKAFKA_LOGGER)}
+            )
+            alias = self.ctx.alias(side)
+            check_reachable(admin, alias, self.ctx.cluster(side).bootstrap_servers, timeout_s=min(10.0, self.timeout_s))
+            self._admins[side] = admin
+        return self._admins[side]
+
+    @property
+    def offsets_topic(self) -> str:
+        """``mm2-offsets.<source>.internal`` (``offset.storage.topic``) on the target."""
+        return self.flow.offset_storage_topic
+
+    @property
+    def syncs_side(self) -> Side:
+        """Where the offset-syncs topic lives (``offset-syncs.topic.location``)."""
+        return "source" if self.flow.offset_syncs_topic_location == "source" else "target"
+
+    @property
+    def syncs_topic(self) -> str:
+        """The flow's offset-syncs topic (the alias in it is the *other* cluster's)."""
+        other = self.target if self.syncs_side == "source" else self.source
+        return self.ctx.policy.offset_syncs_topic(other)
+
+    @property
+    def auto_offset_reset(self) -> str:
+        """The source consumer's ``auto.offset.reset`` (default ``earliest``)."""
+        return (self.flow.source_consumer.get("auto.offset.reset") or "earliest").strip().lower()
+
+    def running(self) -> str | None:
+        """Say why the flow looks running, or ``None``.
+
+        Running means: its lease group ``mirrorspark-lease-<source>-><target>`` has active members on
+        the target (a ``mirrorspark run`` on the continuous engine, holder or standby), or Connect's
+        status topic ``mm2-status.<source>.internal`` shows MirrorSourceConnector or one of its tasks
+        ``RUNNING`` (an MM2 in dedicated mode serving the flow; its worker group ``<source>-mm2``
+        uses Connect's protocol, which librdkafka cannot describe).
+
+        Returns
+        -------
+        str or None
+            The reason with the fix, or ``None``.
+        """
+        admin = self._admin("target")
+        known = self._groups(admin)
+        lease_id, worker_id = lease_group(self.flow.name), connect_worker_group(self.source)
+        lease = (
+            describe_group(admin, self.target, lease_id, timeout_s=self.timeout_s)
+            if lease_id in known
+            else GroupDescription(lease_id, "Dead", 0)
+        )
+        if lease.active:
+            return (
+                f"flow {self.flow.name} is running: its lease group '{lease.group}' has {lease.members} active "
+                f"member(s) on cluster '{self.target}' (a mirrorspark run, holder or standby); stop every "
+                "'mirrorspark run' serving it (Ctrl-C or SIGTERM; it stops cleanly) and try again"
+            )
+        mm2 = self._mm2_running()
+        if mm2 is not None:
+            return (
+                f"flow {self.flow.name} may be running in MM2: Connect's status topic "
+                f"'{connect_status_topic(self.source)}' on cluster '{self.target}' shows {mm2} (MM2's Connect worker "
+                f"group is '{worker_id}'); stop MM2 gracefully (SIGTERM: its worker then marks the connector "
+                "UNASSIGNED) and try again"
+            )
+        return None
+
+    def _mm2_running(self) -> str | None:
+        """Return the first ``RUNNING`` MirrorSourceConnector status in Connect's status topic, or ``None``.
+
+        Connect's worker group (``<source>-mm2``) uses Connect's protocol, which librdkafka's admin
+        client cannot describe, so the status MM2's workers write is read instead.
+        """
+        topic = connect_status_topic(self.source)
+        if topic not in list_topics(self._admin("target"), self.target, timeout_s=self.timeout_s):
+            return None
+        latest: dict[bytes, bytes | None] = {}
+
+        def on_message(m: Any) -> None:
+            if m.key() is not None:
+                latest[m.key()] = m.value()
+
+        reader = TopicReader(
+            self.flow.target_consumer,
+            self.flow.target_admin,
+            self.target,
+            topic,
+            client_id=self.ctx.client_id("offsets-status-consumer"),
+            partition=ALL_PARTITIONS,
+            clients=self.ctx.clients,
+            admin_client_id=self.ctx.client_id("offsets-target-admin"),
+            consumer_overrides={"enable.partition.eof": False},
+        )
+        try:
+            reader.read_messages(on_message, timeout_s=self.timeout_s)
+        finally:
+            reader.close()
+        for key, value in sorted(latest.items()):
+            running = running_connect_status(key, value)
+            if running is not None:
+                return running
+        return None
+
+    def _groups(self, admin: AdminClient) -> set[str]:
+        """Ids of the target's consumer groups (``ListGroups`` needs no group coordinator, unlike a describe)."""
+        try:
+            fut = admin.list_consumer_groups(request_timeout=self.timeout_s)
+            result = wait(fut, self.timeout_s, "listing consumer groups", self.target)
+        except KafkaException as e:
+            raise ClusterError(f"listing consumer groups of cluster '{self.target}' failed: {e}") from e
+        return {g.group_id for g in result.valid}
+
+    def require_stopped(self) -> None:
+        """Raise :class:`FlowRunningError` if :meth:`running` says the flow runs."""
+        why = self.running()
+        if why is not None:
+            raise FlowRunningError(f"{why}; nothing was written")
+
+    # ------------------------------------------------------------------ reading
+
+    def _source_topics(self) -> dict[str, int]:
+        if self._src_topics is None:
+            self._src_topics = list_topics(self._admin("source"), self.source, timeout_s=self.timeout_s)
+        return self._src_topics
+
+    def _stored(self) -> dict[PartitionKey, int]:
+        topics = list_topics(self._admin("target"), self.target, timeout_s=self.timeout_s)
+        if self.offsets_topic not in topics:
+            return {}
+        return read_flow_source_offsets(self.ctx, "offsets-target-consumer", timeout_s=self.timeout_s)
+
+    def _selected(
+        self, topic: str | None, partition: int | None, stored: dict[PartitionKey, int]
+    ) -> list[PartitionKey]:
+        source_topics = self._source_topics()
+        if partition is not None and topic is None:
+            raise SourceOffsetsRequestError("--partition needs --topic: name the topic the partition belongs to")
+        if topic is not None:
+            if topic not in source_topics:
+                raise SourceOffsetsRequestError(
+                    f"topic '{topic}' does not exist on cluster '{self.source}': check --topic and --source"
+                )
+            if not self.ctx.replicates_topic(topic):
+                raise SourceOffsetsRequestError(
+                    f"topic '{topic}' is not replicated by flow {self.flow.name} (topics / topics.exclude, or an "
+                    "internal topic): check --topic, or the flow's topics list"
+                )
+            count = source_topics[topic]
+            if partition is not None:
+                if not 0 <= partition < count:
+                    raise SourceOffsetsRequestError(
+                        f"partition {partition} is out of range: topic '{topic}' has {count} partition(s) on "
+                        f"cluster '{self.source}' (0..{count - 1})"
+                    )
+                return [(topic, partition)]
+            return [(topic, p) for p in range(count)]
+        keys = {(t, p) for t, n in source_topics.items() if self.ctx.replicates_topic(t) for p in range(n)}
+        # stored offsets of topics replicated before (since excluded): shown and reset too
+        keys |= {k for k in stored if k[0] not in source_topics or not self.ctx.replicates_topic(k[0])}
+        return sorted(keys)
+
+    def _facts(self, keys: Sequence[PartitionKey], stored: dict[PartitionKey, int]) -> list[PartitionFacts]:
+        src = self._admin("source")
+        on_source = [k for k in keys if k[0] in self._source_topics()]
+        ends = end_offsets(src, self.source, on_source, timeout_s=self.timeout_s)
+        starts = start_offsets(src, self.source, on_source, timeout_s=self.timeout_s)
+        policy = self.ctx.policy
+        remote = {k: policy.format_remote_topic(self.source, k[0]) for k in keys}
+        target_topics = list_topics(self._admin("target"), self.target, timeout_s=self.timeout_s)
+        remote_keys = [(remote[k], k[1]) for k in keys if remote[k] in target_topics]
+        remote_ends = end_offsets(self._admin("target"), self.target, remote_keys, timeout_s=self.timeout_s)
+        return [
+            PartitionFacts(
+                topic=k[0],
+                partition=k[1],
+                stored=stored.get(k),
+                start=starts.get(k, 0),
+                end=ends.get(k, 0),
+                remote_topic=remote[k],
+                remote_end=remote_ends.get((remote[k], k[1])),
+                transformed=self.ctx.bound_transforms(k[0]) is not None,
+            )
+            for k in keys
+        ]
+
+    def list_offsets(self, topic: str | None = None, partition: int | None = None) -> list[PartitionFacts]:
+        """Return the flow's partitions with their stored position, source end offset and lag (``GET …/offsets``).
+
+        Parameters
+        ----------
+        topic, partition:
+            Only this topic / partition (``partition`` needs ``topic``).
+
+        Returns
+        -------
+        list[PartitionFacts]
+            Every partition of the replicated topics on the source, and every partition with a stored
+            offset, sorted.
+
+        Raises
+        ------
+        SourceOffsetsRequestError
+            Unknown or not replicated topic, partition out of range.
+        ClusterUnreachableError, ClusterError
+            A cluster does not answer, a read fails.
+        """
+        stored = self._stored()
+        return self._facts(self._selected(topic, partition, stored), stored)
+
+    def _first_records(
+        self, facts: Sequence[PartitionFacts], positions: dict[PartitionKey, int]
+    ) -> dict[PartitionKey, int]:
+        """Offset of the first source record at or after each new position (isolation level of the flow)."""
+        wanted = {
+            (f.topic, f.partition): positions[(f.topic, f.partition)]
+            for f in facts
+            if positions[(f.topic, f.partition)] < f.end and positions[(f.topic, f.partition)] != f.position
+        }
+        if not wanted:
+            return {}
+        consumer = self.ctx.consumer("source", "offsets-source-consumer", overrides={"enable.partition.eof": False})
+        found: dict[PartitionKey, int] = {}
+        try:
+            consumer.assign([TopicPartition(t, p, o) for (t, p), o in wanted.items()])
+            deadline = time.monotonic() + FIRST_RECORD_TIMEOUT_S
+            while len(found) < len(wanted) and time.monotonic() < deadline:
+                msg = consumer.poll(0.5)
+                if msg is None or msg.error() is not None:
+                    continue
+                key = (msg.topic(), msg.partition())
+                at = msg.offset()
+                if key in wanted and key not in found and at is not None:
+                    found[key] = at
+                    consumer.pause([TopicPartition(key[0], key[1])])
+        finally:
+            consumer.close()
+        return found
+
+    # ------------------------------------------------------------------ writing
+
+    def alter(
+        self,
+        *,
+        topic: str | None = None,
+        partition: int | None = None,
+        to: Target,
+        offset: int | None = None,
+        datetime_iso: str | None = None,
+        dry_run: bool = False,
+    ) -> SourceOffsetsPlan:
+        """Set the position of partitions of the flow (``PATCH /connectors/{name}/offsets``).
+
+        Parameters
+        ----------
+        topic, partition:
+            Which partitions (default: every partition of every replicated topic).
+        to:
+            ``"offset"`` (``offset`` is the next source offset to copy), ``"earliest"`` (the source's
+            log start), ``"latest"`` (its end: copy only new records) or ``"datetime"`` (the first
+            record at or after ``datetime_iso``, else the end).
+        offset:
+            With ``to="offset"``.
+        datetime_iso:
+            With ``to="datetime"``: ISO 8601, no zone = UTC.
+        dry_run:
+            Plan, write nothing (also while the flow runs: :attr:`SourceOffsetsPlan.running`).
+
+        Returns
+        -------
+        SourceOffsetsPlan
+
+        Raises
+        ------
+        FlowRunningError
+            The flow runs (mirrorspark's lease group or MM2's worker group has members); nothing written.
+        SourceOffsetsRequestError
+            Bad topic, partition, offset or date-time; the flow never ran (no offsets topic).
+        ClusterUnreachableError, ClusterError
+            A cluster does not answer; a read or write fails.
+        """
+        timestamp_ms = parse_datetime_ms(datetime_iso) if to == "datetime" and datetime_iso is not None else None
+        if to == "offset" and (offset is None or offset < 0):
+            raise SourceOffsetsRequestError(f"--offset must be a source offset ≥ 0, got {offset}")
+        stored = self._stored()
+        keys = [k for k in self._selected(topic, partition, stored) if k[0] in self._source_topics()]
+        self._require_offsets_topic()
+        running = self._check_running(dry_run)
+        facts = self._facts(keys, stored)
+        positions: dict[PartitionKey, int] = {}
+        found: dict[PartitionKey, int] = {}
+        if to == "datetime":
+            if timestamp_ms is None:
+                raise SourceOffsetsRequestError("--to-datetime needs a value, e.g. 2026-11-25T10:00:00Z")
+            found = offsets_for_timestamp(
+                self._admin("source"), self.source, keys, timestamp_ms, timeout_s=self.timeout_s
+            )
+        for f in facts:
+            k = (f.topic, f.partition)
+            if to == "offset":
+                positions[k] = offset if offset is not None else 0
+            elif to == "earliest":
+                positions[k] = f.start
+            elif to == "latest":
+                positions[k] = f.end
+            else:
+                o = found.get(k, -1)
+                positions[k] = f.end if o < 0 else max(o, f.start)
+        syncs = self.flow.emit_offset_syncs_enabled and self.syncs_topic in list_topics(
+            self._admin(self.syncs_side), self.ctx.alias(self.syncs_side), timeout_s=self.timeout_s
+        )
+        # validate before reading the source further
+        plan_alter(self.source, facts, positions, auto_offset_reset=self.auto_offset_reset, emit_offset_syncs=False)
+        firsts = self._first_records(facts, positions) if syncs else {}
+        changes = plan_alter(
+            self.source,
+            facts,
+            positions,
+            auto_offset_reset=self.auto_offset_reset,
+            first_records=firsts,
+            emit_offset_syncs=syncs,
+        )
+        return self._apply("alter", changes, facts, dry_run=dry_run, running=running, timestamp_ms=timestamp_ms)
+
+    def reset(
+        self, *, topic: str | None = None, partition: int | None = None, dry_run: bool = False
+    ) -> SourceOffsetsPlan:
+        """Delete the stored positions (``DELETE /connectors/{name}/offsets``): tombstones.
+
+        The next run starts those partitions at the source consumer's ``auto.offset.reset``
+        (``earliest`` by default: the log start), in MM2 as in mirrorspark.
+
+        Parameters
+        ----------
+        topic, partition:
+            Which partitions (default: every replicated partition and every stored one).
+        dry_run:
+            Plan, write nothing.
+
+        Returns
+        -------
+        SourceOffsetsPlan
+
+        Raises
+        ------
+        FlowRunningError, SourceOffsetsRequestError, ClusterUnreachableError, ClusterError
+            As for :meth:`alter`.
+        """
+        stored = self._stored()
+        keys = self._selected(topic, partition, stored)
+        self._require_offsets_topic()
+        running = self._check_running(dry_run)
+        facts = self._facts(keys, stored)
+        return self._apply("reset", plan_reset(self.source, facts), facts, dry_run=dry_run, running=running)
+
+    def _check_running(self, dry_run: bool) -> str | None:
+        if dry_run:
+            return self.running()
+        self.require_stopped()
+        return None
+
+    def _offsets_partitions(self) -> int | None:
+        return list_topics(self._admin("target"), self.target, timeout_s=self.timeout_s).get(self.offsets_topic)
+
+    def _require_offsets_topic(self) -> None:
+        if self._offsets_partitions() is None:
+            raise SourceOffsetsRequestError(
+                f"flow {self.flow.name} has never stored source offsets: '{self.offsets_topic}' does not exist on "
+                f"cluster '{self.target}'; run the flow once (partitions without an offset start at "
+                f"auto.offset.reset={self.auto_offset_reset})"
+            )
+
+    def _apply(
+        self,
+        operation: str,
+        changes: list[OffsetChange],
+        facts: list[PartitionFacts],
+        *,
+        dry_run: bool,
+        running: str | None,
+        timestamp_ms: int | None = None,
+    ) -> SourceOffsetsPlan:
+        if not dry_run and changes:
+            self.require_stopped()  # again, right before writing
+            partitions = self._offsets_partitions() or self.flow.offset_storage_partitions
+            producer = self.ctx.producer(
+                "target", "offsets-target-producer", overrides={"enable.idempotence": True, "linger.ms": 0}
+            )
+            deliver(
+                producer,
+                [
+                    Outgoing(self.offsets_topic, c.key, c.value, partition=default_partition(c.key, partitions))
+                    for c in changes
+                ],
+                what=f"flow {self.flow.name}: source offsets ({operation})",
+                alias=self.target,
+                hint="some partitions may be changed, others not: run the command again",
+            )
+            syncs = [c.sync for c in changes if c.sync is not None]
+            if syncs:
+                side = self.syncs_side
+                sync_producer = self.ctx.producer(
+                    side, f"offset-syncs-{side}-producer", overrides={"enable.idempotence": True, "linger.ms": 0}
+                )
+                deliver(
+                    sync_producer,
+                    [Outgoing(self.syncs_topic, s.key(), s.value(), partition=0) for s in syncs],
+                    what=f"flow {self.flow.name}: offset syncs of the new positions",
+                    alias=self.ctx.alias(side),
+                    hint="the source offsets are written; the next run writes these syncs with its first records",
+                )
+            log.info("flow %s: %s of %d source offset(s) written", self.flow.name, operation, len(changes))
+        return SourceOffsetsPlan(
+            flow=self.flow.name,
+            operation=operation,
+            offsets_topic=self.offsets_topic,
+            syncs_topic=self.syncs_topic if self.flow.emit_offset_syncs_enabled else None,
+            changes=tuple(changes),
+            applied=not dry_run,
+            running=running,
+            auto_offset_reset=self.auto_offset_reset,
+            timestamp_ms=timestamp_ms,
+            facts=tuple(facts),
+        )
+
+    def close(self) -> None:
+        """Release the admin clients."""
+        self._admins.clear()
+
+    def __enter__(self) -> FlowSourceOffsets:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+__all__ = ["FIRST_RECORD_TIMEOUT_S", "FlowSourceOffsets", "SourceOffsetsPlan", "Target"]
