@@ -316,7 +316,7 @@ def spark_jars() -> str:
 
 
 def service_spark_conf(*, shuffle_partitions: int = 2) -> dict[str, str]:
-    """Spark properties of the service's session: the Kafka jars, few shuffle partitions, small state."""
+    """Spark properties of the service's session: the Kafka jars, few shuffle partitions, small state, no codegen."""
     return {
         "spark.jars": spark_jars(),
         "spark.sql.shuffle.partitions": str(shuffle_partitions),
@@ -324,6 +324,11 @@ def service_spark_conf(*, shuffle_partitions: int = 2) -> dict[str, str]:
         "spark.sql.streaming.minBatchesToRetain": "20",
         "spark.sql.adaptive.enabled": "false",
         "spark.ui.enabled": "false",
+        # Interpreted, not generated code: each micro-batch handles a few hundred raw records, and
+        # generating and compiling its code (Janino, then the JIT) cost more CPU than running it
+        # (an idle service: 0.75 -> 0.53 cores at a 2 s trigger, 2026-11-25)
+        "spark.sql.codegen.wholeStage": "false",
+        "spark.sql.codegen.factoryMode": "NO_CODEGEN",
     }
 
 
