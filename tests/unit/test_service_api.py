@@ -212,3 +212,25 @@ def test_a_topic_the_flow_no_longer_reports_does_not_count_in_its_lag() -> None:
     assert 'topic="old"' not in "\n".join(line for line in text.splitlines() if "replication_lag" in line)
     view = store.flow("A", "B")
     assert "old" not in view.current_lags and "t" in view.current_lags
+
+
+def test_records_a_transform_dropped_are_shown_with_their_rate() -> None:
+    """Lifetime drops from the published totals, the window's drop rate from ``dropped-record-count``
+    aggregates (the aggregation job's series of the reports' ``dropped``): in the API and in /metrics."""
+    store = filled_store()
+    assert store.apply("progress", *encode_progress("A->B", "t", TopicProgress(95, 950, 0, NOW, dropped=40)))
+    start = window("1m").latest_closed(NOW)
+    s = Summary(count=2, sum=30.0, min=10.0, max=20.0, last=20.0, last_at=start + 1000)
+    k = AggregateKey("1m", start, "A->B", "dropped-record-count", "t", 0, None)
+    assert store.apply("aggregates", *encode_aggregate(Aggregate(k, None, s, NOW)))
+    with TestClient(create_app(store, config(), token=TOKEN)) as c:  # type: ignore[arg-type]
+        c.headers["Authorization"] = f"Bearer {TOKEN}"
+        f = next(r for r in c.get("/api/v1/replications").json() if r["name"] == "A->B")["figures"]
+        assert f["records_copied"] == 95 and f["records_dropped"] == 40
+        assert f["drop_rate_per_s"] == pytest.approx(30 / 60)
+        text = c.get("/metrics").text
+    families = {m.name: m for m in text_string_to_metric_families(text)}
+    (total,) = families["mirrorspark_dropped_record_count"].samples
+    assert total.labels["topic"] == "A.t" and total.value == 40.0
+    rates = {s.labels["partition"]: s.value for s in families["mirrorspark_dropped_record_rate"].samples}
+    assert rates == {"0": pytest.approx(0.5), "1": 0.0}

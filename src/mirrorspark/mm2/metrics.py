@@ -151,6 +151,20 @@ MIRRORSPARK_METRICS: Final[tuple[MetricDef, ...]] = (
     MetricDef("gaps", "mirrorspark", "cumulative", "count", "Gap events: source records lost before they were copied."),
     MetricDef("gap-lost-records", "mirrorspark", "cumulative", "records", "Source records lost in gap events."),
     MetricDef(
+        "dropped-record-count",
+        "mirrorspark",
+        "cumulative",
+        "records",
+        "Records a transform (transforms) dropped over the flow's lifetime, per topic: read, never copied.",
+    ),
+    MetricDef(
+        "dropped-record-rate",
+        "mirrorspark",
+        "rate",
+        "records/s",
+        "Records a transform (transforms) dropped per second in the window, per partition.",
+    ),
+    MetricDef(
         "failover-active",
         "mirrorspark",
         "value",

@@ -129,6 +129,11 @@ SERIES: Final[tuple[SeriesDef, ...]] = (
     SeriesDef("record-count", "records", "Records copied in one commit interval of a copy task."),
     SeriesDef("byte-count", "bytes", "Value bytes copied in one commit interval of a copy task."),
     SeriesDef(
+        "dropped-record-count",
+        "records",
+        "Records a transform (transforms) dropped in one commit interval of a copy task: read, never copied.",
+    ),
+    SeriesDef(
         "replication-latency-ms",
         "ms",
         "Sampled replication latency (ack time - record timestamp), every 16th record.",

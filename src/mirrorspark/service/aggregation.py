@@ -71,7 +71,8 @@ def _sample(
 def samples_sql() -> str:
     """Return the SQL expression turning one parsed record (``kind``, ``k``, ``v``) into an array of samples.
 
-    * a partition report: ``record-count`` and ``byte-count`` (one sample each), and when sampled
+    * a partition report: ``record-count`` and ``byte-count`` (one sample each), ``dropped-record-count``
+      when a transform dropped records in the interval, and when sampled
       ``replication-latency-ms`` and ``record-age-ms`` (count, sum, min, max, histogram);
     * a ``lag`` record: per partition ``replication-lag-records`` and ``replication-lag-ms``;
     * a ``group`` record: ``checkpoint-latency-ms`` per group and ``checkpoint-lag-records`` per
@@ -81,6 +82,9 @@ def samples_sql() -> str:
         [
             _sample("record-count", topic="k.topic", partition="k.partition", total="v.records"),
             _sample("byte-count", topic="k.topic", partition="k.partition", total="v.value_bytes"),
+            "IF(coalesce(v.dropped, 0) > 0, "
+            + _sample("dropped-record-count", topic="k.topic", partition="k.partition", total="v.dropped")
+            + ", NULL)",
             "IF(v.latency_samples > 0, "
             + _sample(
                 "replication-latency-ms",
@@ -180,7 +184,7 @@ def _schemas() -> tuple[Any, Any]:
         [
             *fields(
                 "at records value_bytes latency_ms_sum latency_ms_max latency_samples latency_ms_min "
-                "age_ms_sum age_ms_min age_ms_max age_samples latency_ms",
+                "age_ms_sum age_ms_min age_ms_max age_samples latency_ms dropped",
                 LongType(),
             ),
             StructField("latency_hist", ArrayType(LongType())),

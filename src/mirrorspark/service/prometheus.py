@@ -110,6 +110,14 @@ class ServiceCollector(Collector):
             by_p = {p.partition: p for p in lag.partitions} if lag is not None else {}
             for p in sorted(set(range(n)) | set(by_p)):
                 self._partition(f, v, idx, base, topic, remote_name, p, by_p.get(p))
+            totals = v.totals.get(topic)
+            if totals is not None:
+                f.add(
+                    "mirrorspark",
+                    "dropped-record-count",
+                    {**base, "topic": remote_name, "partition": ""},
+                    float(totals.dropped),
+                )
             if v.status is not None and lag is None:
                 row = next((t for t in v.status.topics if t.topic == topic), None)
                 if row is not None:
@@ -155,6 +163,8 @@ class ServiceCollector(Collector):
         f.add(SOURCE_GROUP, "record-rate", labels, idx.figure(rec, "rate") or 0.0)
         f.add(SOURCE_GROUP, "byte-count", labels, float(value_bytes))
         f.add(SOURCE_GROUP, "byte-rate", labels, idx.figure(byt, "rate") or 0.0)
+        dropped = idx.summary("dropped-record-count", topic=topic, partition=p)
+        f.add("mirrorspark", "dropped-record-rate", labels, idx.figure(dropped, "rate") or 0.0)
         last_age = rep.age_ms_sum / rep.age_samples if rep is not None and rep.age_samples else None
         last_lat = rep.latency_ms_sum / rep.latency_samples if rep is not None and rep.latency_samples else None
         f.add(SOURCE_GROUP, "record-age-ms", labels, float(last_age or 0))

@@ -32,7 +32,15 @@ class Figures(BaseModel):
         default=None,
         description="Records copied over the flow's lifetime (mirrorspark's published totals; null for MM2).",
     )
+    records_dropped: int | None = Field(
+        default=None,
+        description="Records a transform (transforms) dropped over the flow's lifetime: read, never copied "
+        "(mirrorspark's published totals; null for MM2).",
+    )
     record_rate_per_s: float | None = Field(default=None, description="Records copied per second in the window.")
+    drop_rate_per_s: float | None = Field(
+        default=None, description="Records a transform dropped per second in the window (null: none dropped)."
+    )
     byte_rate_per_s: float | None = Field(default=None, description="Value bytes copied per second in the window.")
     lag_records: int | None = Field(default=None, description="Source records not copied yet (newest listing).")
     lag_ms: int | None = Field(default=None, description="Age of the oldest source record not copied yet (ms).")

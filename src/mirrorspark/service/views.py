@@ -109,11 +109,17 @@ def figures(view: FlowView, idx: Index, *, topic: str | None = None, partition: 
         rows = [t for t in view.status.topics if topic is None or t.topic == topic]
         lag_records = sum(t.lag for t in rows) if rows else None
     copied: int | None = None
+    dropped: int | None = None
     if partition is None and view.totals:
-        copied = sum(tp.records for t, tp in view.totals.items() if topic is None or t == topic)
+        mine = [tp for t, tp in view.totals.items() if topic is None or t == topic]
+        copied = sum(tp.records for tp in mine)
+        dropped = sum(tp.dropped for tp in mine)
+    drops = idx.summary("dropped-record-count", topic=topic, partition=partition)
     return Figures(
         window=idx.window.name,
         records_copied=copied,
+        records_dropped=dropped,
+        drop_rate_per_s=idx.figure(drops, "rate") if drops is not None else None,
         record_rate_per_s=idx.figure(rec, "rate") if rec is not None else (0.0 if parts else None),
         byte_rate_per_s=idx.figure(byt, "rate") if byt is not None else (0.0 if parts else None),
         lag_records=lag_records,

@@ -461,7 +461,7 @@
     );
   }
 
-  const TOPIC_COLUMNS = ["Partitions", "Records copied", "Records/s", "Bytes/s", "Lag", "Lag (time)", "Latency p50", "p99", "max"];
+  const TOPIC_COLUMNS = ["Partitions", "Records copied", "Dropped", "Records/s", "Bytes/s", "Lag", "Lag (time)", "Latency p50", "p99", "max"];
 
   function grid(cls, textHeads, numHeads, rows, empty) {
     // a table: text columns first, then right-aligned figures
@@ -493,6 +493,7 @@
         td(t.remote_topic || "—", null, "remote-topic"),
         td(fmtCount(t.partitions), "num", "partitions"),
         td(fmtCount(g.records_copied), "num", "records-copied"),
+        td(fmtCount(g.records_dropped), "num", "records-dropped"),
         td(fmtRate(g.record_rate_per_s), "num", "records-per-s"),
         td(fmtBytes(g.byte_rate_per_s), "num", "bytes-per-s"),
         td(fmtCount(g.lag_records), "num", "lag"),

@@ -1,0 +1,43 @@
+"""The metrics service's aggregation plan on real Spark, over a static DataFrame of raw records.
+
+The live service test (``test_service.py``) runs the whole streaming job; this one checks series
+that need inputs that flow does not produce, such as the drops of a transform.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from mirrorspark.mm2.task_progress import PartitionReport, encode_report
+from mirrorspark.service.aggregates import Summary, decode_aggregate
+from mirrorspark.service.aggregation import aggregate_stream
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+
+
+def report(partition: int, records: int, dropped: int, at_ms: int) -> tuple[bytes, bytes]:
+    r = PartitionReport("A->B", "t", partition, 0, 1, records, records, records, 0, 0, 0, 0, (), at_ms, dropped=dropped)
+    return encode_report(r)
+
+
+def test_a_transforms_drops_become_the_dropped_record_count_series(spark: object) -> None:
+    now = int(time.time() * 1000)
+    raw = [report(0, 10, 7, now - 2000), report(0, 5, 3, now - 1000), report(1, 20, 0, now - 1000)]
+    df = spark.createDataFrame(raw, "key binary, value binary")  # type: ignore[attr-defined]
+    aggregates = [
+        decode_aggregate(bytes(r.key, "utf-8"), bytes(r.value, "utf-8")) for r in aggregate_stream(df).collect()
+    ]
+    minute: dict[tuple[str, int | None], Summary] = {}
+    for a in aggregates:
+        if a is not None and a.key.window == "1m":
+            # windows slide: keep, per series, the window holding the most samples (all of them)
+            best = minute.get((a.key.metric, a.key.partition))
+            if best is None or a.summary.count > best.count:
+                minute[(a.key.metric, a.key.partition)] = a.summary
+    drops = minute[("dropped-record-count", 0)]
+    assert (drops.count, drops.sum, drops.min, drops.max) == (2, 10.0, 3.0, 7.0)
+    assert minute[("record-count", 0)].sum == 15.0
+    assert ("dropped-record-count", 1) not in minute  # no drops in the interval: no sample
+    assert minute[("record-count", 1)].sum == 20.0
