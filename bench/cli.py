@@ -13,6 +13,11 @@ Cases (``--cases``, default all):
     MirrorMaker 2 (defaults, and with a tuned data producer), and the ceiling (the consume-only
     and produce-only passes with ``min(tasks.max, partitions)`` parallel clients each),
     alternately, ``--runs`` rounds, medians.
+``transforms``
+    1 KiB x 12 partitions, every other record with a header: mirrorspark (continuous engine) and
+    MM2 each without transforms, with a ``Filter`` + ``HasHeaderKey`` predicate dropping half the
+    records, and with an ``InsertHeader`` on every record (the same Connect transform keys for
+    both); medians as ``compare``.
 ``latency``
     5 000 records/s for 60 s (quick: 15 s) while mirrorspark (continuous engine), then MM2,
     replicates; p50/p99/max.
@@ -50,7 +55,7 @@ from pathlib import Path
 
 from bench import cpu, report
 from bench.env import BenchEnv
-from bench.suite import COMPARE_CONTENDERS, run_case
+from bench.suite import COMPARE_CONTENDERS, TRANSFORMS_CONTENDERS, run_case
 from bench.workload import Workload
 
 __all__ = ["main"]
@@ -65,7 +70,7 @@ FULL_WORKLOADS = "1024x12,1024x1,1024x96,100x12,100x1,100x96"
 QUICK_WORKLOADS = "1024x12"
 HEADLINE = (1024, 12)
 """The workload whose ratios are printed last."""
-CASES = ("compare", "latency", "scale", "recovery", "service")
+CASES = ("compare", "transforms", "latency", "scale", "recovery", "service")
 SERVICE_HEADING = "Metrics service cost"
 """Heading of the service case in the results file (it has a section of its own in bench/README.md)."""
 
@@ -94,6 +99,11 @@ def _parser() -> argparse.ArgumentParser:
         "--contenders",
         default=",".join(COMPARE_CONTENDERS),
         help="contenders (default %(default)s; the latency, scale and recovery cases run mirrorspark and mm2 of them)",
+    )
+    p.add_argument(
+        "--transforms-contenders",
+        default=",".join(TRANSFORMS_CONTENDERS),
+        help="contenders of the transforms case (default %(default)s)",
     )
     p.add_argument("--latency-seconds", type=float, help="measured produce window of the latency case (60; quick 15)")
     p.add_argument("--latency-rate", type=int, default=5000, help="records/s of the latency case (default 5000)")
@@ -213,7 +223,7 @@ def _run_all(args: argparse.Namespace, command: str, label: str) -> int:
     from datetime import UTC, datetime
 
     from bench import latency, recovery, scale, service
-    from bench.suite import comparison_case, environment
+    from bench.suite import TRANSFORMS_CONTENDERS, comparison_case, environment, transforms_case
 
     cases = {c.strip() for c in args.cases.split(",") if c.strip()}
     unknown = cases - set(CASES)
@@ -250,6 +260,28 @@ def _run_all(args: argparse.Namespace, command: str, label: str) -> int:
                 if any(s.error for s in result.summaries):
                     status = 1
                 env.delete_topics("source", [w.topic, case.warmup.topic] if case.warmup else [w.topic])
+        if "transforms" in cases:
+            records = (
+                args.records if args.records is not None else (QUICK_RECORDS if args.quick else FULL_RECORDS)[1024]
+            )
+            case = transforms_case(
+                records=records,
+                runs=runs,
+                tasks_max=args.tasks,
+                warmup_records=args.warmup_records,
+                pause_s=args.pause,
+                wait_idle_s=args.wait_idle,
+                size="quick" if args.quick else "full",
+                contenders=[c for c in TRANSFORMS_CONTENDERS if c in args.transforms_contenders.split(",")],
+            )
+            result = run_case(env, case)
+            results.append(result)
+            print(report.table(result), flush=True)
+            if any(s.error for s in result.summaries):
+                status = 1
+            env.delete_topics(
+                "source", [case.workload.topic, case.warmup.topic] if case.warmup else [case.workload.topic]
+            )
         if "latency" in cases:
             seconds = args.latency_seconds or (15.0 if args.quick else 60.0)
             lat_runs = args.latency_runs or (1 if args.quick else 3)

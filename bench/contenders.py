@@ -275,6 +275,13 @@ class MirrorsparkContender(Contender):
         slot each) until caught up, ``"batch"`` forces batches.
     extra:
         Further ``mm2.properties`` keys for every run.
+    flow_extra:
+        Further keys of the run's flow, written as ``<source alias>->target.<key>`` (the source
+        alias is new every run), e.g. its ``transforms``.
+    drops_tagged:
+        Whether ``flow_extra``'s transforms drop the workload's tagged records: the target then
+        holds :attr:`~bench.workload.Workload.untagged_records` records, and the run counts every
+        source record it read (copied + dropped) in its throughput.
     name:
         Name in tables (default ``"mirrorspark"``).
     """
@@ -286,6 +293,8 @@ class MirrorsparkContender(Contender):
         batch_records: int | None = None,
         engine: str | None = None,
         extra: Mapping[str, str] | None = None,
+        flow_extra: Mapping[str, str] | None = None,
+        drops_tagged: bool = False,
         name: str = "mirrorspark",
     ) -> None:
         self.name = name
@@ -293,13 +302,17 @@ class MirrorsparkContender(Contender):
         self.batch_records = batch_records
         self.engine = engine
         self.extra = dict(extra or {})
+        self.flow_extra = dict(flow_extra or {})
+        self.drops_tagged = drops_tagged
         self.transactional = self.extra.get(f"{TARGET}.exactly.once.source.support") == "enabled"
         cap = f", batch cap {batch_records:,} records/partition" if batch_records else ""
         how = f"mirrorspark.engine={engine}" if engine else "mirrorspark.engine=auto (batch engine for a bounded copy)"
-        self.description = f"mirrorspark run --until-caught-up, {how}, tasks.max={tasks_max}{cap}"
+        self.description = f"mirrorspark run --until-caught-up, {how}, tasks.max={tasks_max}{cap}" + _described(
+            self.flow_extra
+        )
 
-    def properties(self, workload: Workload) -> dict[str, str]:
-        """The ``mm2.properties`` keys this contender sets on top of the clusters' own."""
+    def properties(self, workload: Workload, alias: str = "source") -> dict[str, str]:
+        """The ``mm2.properties`` keys this contender sets on top of the clusters' own (flow ``<alias>->target``)."""
         props = {
             "topics": workload.topic,
             "tasks.max": str(self.tasks_max),
@@ -309,6 +322,7 @@ class MirrorsparkContender(Contender):
         if self.engine:
             props["mirrorspark.engine"] = self.engine
         props.update(self.extra)
+        props.update(_flow_keys(alias, self.flow_extra))
         return props
 
     def prepare(self, env: BenchEnv) -> None:
@@ -321,7 +335,8 @@ class MirrorsparkContender(Contender):
         from mirrorspark.replication.driver import Replicator
 
         alias = env.fresh_alias()
-        text = env.mm2_properties(alias, self.properties(workload))
+        expected = workload.untagged_records if self.drops_tagged else workload.records
+        text = env.mm2_properties(alias, self.properties(workload, alias))
         cfg = parse_config(parse_properties(text), source_name=f"bench run {alias} ({self.name})")
         spark = env.spark()
         data_path = _TimedDataPath(spark)
@@ -343,7 +358,7 @@ class MirrorsparkContender(Contender):
             replicator.start()
             t1 = time.perf_counter()
             replicator.run(until_caught_up=True)
-            sampler.wait_for(workload.records, 30.0)
+            sampler.wait_for(expected, 30.0)
         except Exception as e:
             log.exception("%s run %d failed", self.name, run)
             error = f"{type(e).__name__}: {e}"
@@ -357,14 +372,20 @@ class MirrorsparkContender(Contender):
         # reverse-pair heartbeats of earlier runs keep on the source.
         progress = [p for (topic, _), p in flow.partitions.items() if topic == workload.topic]
         records = sum(p.records for p in progress)
+        dropped = sum(p.dropped for p in progress)
         payload = sum(p.value_bytes + p.key_bytes for p in progress)
-        window = sampler.window(workload.records)
+        window = sampler.window(expected)
         verified = False
         if not error:
-            stored = _stored(env, remote, workload, transactional=self.transactional)
-            verified = stored == workload.records == records and window is not None
+            stored = _stored(env, remote, workload, transactional=self.transactional, expected=expected)
+            verified = stored == expected == records and records + dropped == workload.records and window is not None
             if not verified:
-                error = f"target holds {stored} records, replicator reports {records}, expected {workload.records}"
+                error = (
+                    f"target holds {stored} records, replicator reports {records} copied and {dropped} dropped, "
+                    f"expected {expected} copied of {workload.records}"
+                )
+            elif self.drops_tagged:  # throughput counts what was read: every source record
+                records, payload = workload.records, workload.payload_bytes
         env.delete_flow_topics(alias)
         return RunMeasurement(
             contender=self.name,
@@ -413,6 +434,8 @@ class MirrorMakerContender(Contender):
         Further ``mm2.properties`` keys (named in the description), e.g. the data producer's
         settings as worker keys of the target, ``target.producer.linger.ms``
         (:data:`MM2_TUNED_PRODUCER`).
+    flow_extra, drops_tagged:
+        As :class:`MirrorsparkContender`'s (MM2 reads ``transforms`` only per flow).
     timeout_s:
         Give up on a run after this many seconds.
     name:
@@ -424,22 +447,28 @@ class MirrorMakerContender(Contender):
         *,
         tasks_max: int,
         extra: Mapping[str, str] | None = None,
+        flow_extra: Mapping[str, str] | None = None,
+        drops_tagged: bool = False,
         timeout_s: float = 900.0,
         name: str = "mm2",
     ) -> None:
         self.name = name
         self.tasks_max = tasks_max
         self.extra = dict(extra or {})
+        self.flow_extra = dict(flow_extra or {})
+        self.drops_tagged = drops_tagged
         self.transactional = self.extra.get(f"{TARGET}.exactly.once.source.support") == "enabled"
         self.timeout_s = timeout_s
         tuned = ", ".join(f"{k}={v}" for k, v in self.extra.items())
         self.description = (
             f"Apache Kafka MirrorMaker 2 (connect-mirror {_jar_version('mm2', 'connect-mirror')}), dedicated mode, "
-            f"tasks.max={tasks_max}, heap {MM2_HEAP}" + (f", {tuned}" if tuned else ", MM2's defaults")
+            f"tasks.max={tasks_max}, heap {MM2_HEAP}"
+            + (f", {tuned}" if tuned else ", MM2's defaults" if not self.flow_extra else "")
+            + _described(self.flow_extra)
         )
 
-    def properties(self, workload: Workload) -> dict[str, str]:
-        """The ``mm2.properties`` keys set on top of the clusters' own."""
+    def properties(self, workload: Workload, alias: str = "source") -> dict[str, str]:
+        """The ``mm2.properties`` keys set on top of the clusters' own (flow ``<alias>->target``)."""
         props = {
             "topics": workload.topic,
             "tasks.max": str(self.tasks_max),
@@ -449,6 +478,7 @@ class MirrorMakerContender(Contender):
             f"{TARGET}.plugin.discovery": "service_load",
         }
         props.update(self.extra)
+        props.update(_flow_keys(alias, self.flow_extra))
         return props
 
     def run(self, env: BenchEnv, workload: Workload, run: int) -> RunMeasurement:
@@ -456,7 +486,8 @@ class MirrorMakerContender(Contender):
 
         alias = env.fresh_alias()
         path = env.work_dir / f"mm2-{alias}.properties"
-        path.write_text(env.mm2_properties(alias, self.properties(workload)))
+        path.write_text(env.mm2_properties(alias, self.properties(workload, alias)))
+        expected = workload.untagged_records if self.drops_tagged else workload.records
         remote = f"{alias}.{workload.topic}"
         meter = cpu.Meter(env.broker_pids(), root=os.getpid())
         progress = EndOffsets(env.bootstrap(TARGET), remote, workload.partitions, read_committed=self.transactional)
@@ -466,9 +497,9 @@ class MirrorMakerContender(Contender):
         sampler = Sampler(mm.pid, exclude=env.broker_pids(), progress=progress)
         try:
             sampler.start()
-            if not sampler.wait_for(workload.records, self.timeout_s, alive=lambda: mm.running):
+            if not sampler.wait_for(expected, self.timeout_s, alive=lambda: mm.running):
                 error = (
-                    f"MirrorMaker did not copy {workload.records} records within {self.timeout_s:.0f} s "
+                    f"MirrorMaker did not copy {expected} records within {self.timeout_s:.0f} s "
                     f"(running: {mm.running}); log tail:\n{mm.log_tail(10)}"
                 )
         finally:
@@ -476,15 +507,15 @@ class MirrorMakerContender(Contender):
             run_cpu = sampler.samples[-1].cpu.total_s if sampler.samples else 0.0
             # A transactional copy is counted while MM2 still runs: its last transaction commits on its
             # own schedule (a graceful stop may abort it), and markers make the progress end early.
-            stored = _stored(env, remote, workload, transactional=self.transactional) if self.transactional else -1
+            stored = _stored(env, remote, workload, transactional=True, expected=expected) if self.transactional else -1
             mm.stop()
             meter.stop()
-        window = sampler.window(workload.records)
+        window = sampler.window(expected)
         if stored < 0:
             stored = _stored(env, remote, workload, transactional=False)
         env.delete_flow_topics(alias)
         return _jvm_measurement(
-            self.name, run, workload, stored, "target holds", window, sampler, meter, run_cpu, error
+            self.name, run, workload, stored, "target holds", window, sampler, meter, run_cpu, error, expected=expected
         )
 
 
@@ -492,11 +523,23 @@ EXACTLY_ONCE: Final = {f"{TARGET}.exactly.once.source.support": "enabled"}
 """The ``*-eos`` contenders' key: KIP-618 exactly-once on the target (records and source offsets in transactions)."""
 
 
-def _stored(env: BenchEnv, remote: str, workload: Workload, *, transactional: bool) -> int:
-    """Records the target holds: watermarks, or a ``read_committed`` count for a transactional copy."""
+def _stored(env: BenchEnv, remote: str, workload: Workload, *, transactional: bool, expected: int | None = None) -> int:
+    """Records the target holds: watermarks, or a ``read_committed`` count for a transactional copy
+    (waiting for ``expected`` records, default the workload's)."""
     if transactional:
-        return count_committed(env.bootstrap(TARGET), remote, workload.partitions, expected=workload.records)
+        want = workload.records if expected is None else expected
+        return count_committed(env.bootstrap(TARGET), remote, workload.partitions, expected=want)
     return count_records(env.bootstrap(TARGET), remote, workload.partitions)
+
+
+def _flow_keys(alias: str, keys: Mapping[str, str]) -> dict[str, str]:
+    """``keys`` as keys of the flow ``<alias>->target``."""
+    return {f"{alias}->{TARGET}.{k}": v for k, v in keys.items()}
+
+
+def _described(flow_extra: Mapping[str, str]) -> str:
+    """``flow_extra`` for a description: ``", flow keys: k=v, ..."`` (``""`` when empty)."""
+    return (", flow keys: " + ", ".join(f"{k}={v}" for k, v in flow_extra.items())) if flow_extra else ""
 
 
 def _jvm_measurement(
@@ -510,21 +553,25 @@ def _jvm_measurement(
     meter: cpu.Meter,
     run_cpu_s: float,
     error: str,
+    *,
+    expected: int | None = None,
 ) -> RunMeasurement:
     """The :class:`RunMeasurement` of a one-JVM contender (MM2, the perf tools): no Spark jobs;
     without a copy window, the wall time is the meter's and the CPU figures are empty.
 
     ``records`` is what was counted afterwards, ``counted`` says how (``"target holds"``):
-    the run is verified when it is the workload's count, there is a copy window and no
-    ``error``; otherwise, without an error yet, ``error`` names the shortfall.
+    the run is verified when it is ``expected`` (default: the workload's count), there is a
+    copy window and no ``error``; otherwise, without an error yet, ``error`` names the
+    shortfall. A verified run is measured over every source record (a filtering run read them all).
     """
-    verified = not error and records == workload.records and window is not None
+    want = workload.records if expected is None else expected
+    verified = not error and records == want and window is not None
     if not error and not verified:
-        error = f"{counted} {records} records, expected {workload.records}"
+        error = f"{counted} {records} records, expected {want}"
     return RunMeasurement(
         contender=name,
         run=run,
-        records=records,
+        records=workload.records if verified else records,
         payload_bytes=workload.payload_bytes,
         wall_s=window.end_s if window else meter.wall_s,
         start_s=window.start_s if window else 0.0,

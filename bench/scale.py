@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from bench.env import BenchEnv
 
 __all__ = [
+    "CONTENDERS",
     "ScaleResult",
     "ScaleTopics",
     "prepare_scale_topics",

@@ -19,14 +19,23 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Final
 
 from bench import cpu
 from bench.contenders import Contender, MirrorsparkContender, RunMeasurement
 from bench.env import SOURCE, BenchEnv
-from bench.workload import LoadResult, Workload, load_topic
+from bench.workload import TAG_HEADER, LoadResult, Workload, load_topic
 
-__all__ = ["COMPARE_CONTENDERS", "Case", "CaseResult", "Summary", "comparison_case", "run_case"]
+__all__ = [
+    "COMPARE_CONTENDERS",
+    "TRANSFORMS_CONTENDERS",
+    "Case",
+    "CaseResult",
+    "Summary",
+    "comparison_case",
+    "run_case",
+    "transforms_case",
+]
 
 log = logging.getLogger(__name__)
 
@@ -441,6 +450,126 @@ def comparison_case(
         title=f"mirrorspark vs MM2 vs ceiling, {workload.record_size} B records, {workload.partitions} partition(s)",
         workload=workload,
         contenders=[known[c]() for c in COMPARE_CONTENDERS if c in chosen],
+        runs=runs,
+        warmup=warm,
+        ratios=ratios,
+        pause_s=pause_s,
+        wait_idle_s=wait_idle_s,
+        size=size,
+    )
+
+
+TRANSFORMS_CONTENDERS = (
+    "mirrorspark-continuous",
+    "mirrorspark-filter",
+    "mirrorspark-insert",
+    "mm2",
+    "mm2-filter",
+    "mm2-insert",
+)
+"""Contenders of the transforms case, in run order: each replicator without transforms, with a
+``Filter`` dropping the tagged half, and with an ``InsertHeader`` on every record."""
+
+FILTER_TAGGED: Final = {
+    "transforms": "dropTagged",
+    "transforms.dropTagged.type": "org.apache.kafka.connect.transforms.Filter",
+    "transforms.dropTagged.predicate": "isTagged",
+    "predicates": "isTagged",
+    "predicates.isTagged.type": "org.apache.kafka.connect.transforms.predicates.HasHeaderKey",
+    "predicates.isTagged.name": TAG_HEADER,
+}
+"""Flow keys of the ``*-filter`` contenders: Connect's ``Filter`` with a ``HasHeaderKey`` predicate,
+dropping the records that carry :data:`bench.workload.TAG_HEADER` (half of a tagged workload)."""
+
+INSERT_HEADER: Final = {
+    "transforms": "tag",
+    "transforms.tag.type": "org.apache.kafka.connect.transforms.InsertHeader",
+    "transforms.tag.header": "replicated-by",
+    "transforms.tag.value.literal": "bench",
+    # MM2's default header.converter (ByteArrayConverter) refuses InsertHeader's string (README, Transforms)
+    "header.converter": "org.apache.kafka.connect.storage.StringConverter",
+}
+"""Flow keys of the ``*-insert`` contenders: Connect's ``InsertHeader`` on every record, with the
+``header.converter`` MM2 needs for it (mirrorspark writes the same UTF-8 bytes either way)."""
+
+
+def transforms_case(
+    *,
+    records: int,
+    runs: int,
+    tasks_max: int,
+    record_size: int = 1024,
+    partitions: int = 12,
+    warmup_records: int = 20_000,
+    pause_s: float = 2.0,
+    wait_idle_s: float = 0.0,
+    size: str = "custom",
+    contenders: Sequence[str] = TRANSFORMS_CONTENDERS,
+) -> Case:
+    """What Single Message Transforms cost, mirrorspark beside MirrorMaker 2 running the same Connect transforms.
+
+    One tagged workload (every other record of each partition carries
+    :data:`~bench.workload.TAG_HEADER`), replicated by each replicator without transforms, with
+    :data:`FILTER_TAGGED` (the target holds half the records) and with :data:`INSERT_HEADER`. The
+    transforms are per-flow keys (``<source>->target.transforms``: MM2 ignores top-level ones), and
+    mirrorspark runs its continuous engine. Throughput counts every source record read, dropped or not.
+
+    Parameters
+    ----------
+    records, record_size, partitions:
+        The workload.
+    runs, tasks_max, warmup_records, pause_s, wait_idle_s, size:
+        As :func:`comparison_case`.
+    contenders:
+        Which of :data:`TRANSFORMS_CONTENDERS` to run (in that order).
+
+    The case's ratios: ``mirrorspark-filter/mm2-filter``, ``mirrorspark-insert/mm2-insert``,
+    ``mirrorspark-continuous/mm2`` (no transforms), then each transform's cost to its replicator
+    (``mirrorspark-filter/mirrorspark-continuous``, ``mm2-filter/mm2``, and the same for insert).
+    """
+    from bench.contenders import MirrorMakerContender
+
+    def ms(name: str, keys: Mapping[str, str] | None = None, drops: bool = False) -> Contender:
+        return MirrorsparkContender(
+            tasks_max=tasks_max, engine="continuous", flow_extra=keys, drops_tagged=drops, name=name
+        )
+
+    def mm(name: str, keys: Mapping[str, str] | None = None, drops: bool = False) -> Contender:
+        return MirrorMakerContender(tasks_max=tasks_max, flow_extra=keys, drops_tagged=drops, name=name)
+
+    known: dict[str, Callable[[], Contender]] = {
+        "mirrorspark-continuous": lambda: ms("mirrorspark-continuous"),
+        "mirrorspark-filter": lambda: ms("mirrorspark-filter", FILTER_TAGGED, drops=True),
+        "mirrorspark-insert": lambda: ms("mirrorspark-insert", INSERT_HEADER),
+        "mm2": lambda: mm("mm2"),
+        "mm2-filter": lambda: mm("mm2-filter", FILTER_TAGGED, drops=True),
+        "mm2-insert": lambda: mm("mm2-insert", INSERT_HEADER),
+    }
+    unknown = [c for c in contenders if c not in known]
+    if unknown:
+        raise ValueError(f"unknown contender(s) {unknown}; choose from {sorted(known)}")
+    workload = Workload("smt", records, record_size, partitions, tagged=True)
+    warm = (
+        Workload("smt-warmup", min(warmup_records, records), record_size, partitions, tagged=True)
+        if warmup_records > 0
+        else None
+    )
+    chosen = set(contenders)
+    pairs = [
+        ("mirrorspark-filter", "mm2-filter"),
+        ("mirrorspark-insert", "mm2-insert"),
+        ("mirrorspark-continuous", "mm2"),
+        ("mirrorspark-filter", "mirrorspark-continuous"),
+        ("mm2-filter", "mm2"),
+        ("mirrorspark-insert", "mirrorspark-continuous"),
+        ("mm2-insert", "mm2"),
+    ]
+    ratios = [(f"throughput ratio {a}/{b}", a, b) for a, b in pairs if {a, b} <= chosen]
+    return Case(
+        name=f"transforms-{record_size}b-p{partitions}",
+        title=f"Transforms: Filter (half dropped) and InsertHeader, {record_size} B records, {partitions} partition(s)",
+        workload=workload,
+        contenders=[known[c]() for c in TRANSFORMS_CONTENDERS if c in chosen],
         runs=runs,
         warmup=warm,
         ratios=ratios,

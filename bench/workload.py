@@ -14,10 +14,13 @@ from typing import Any
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-__all__ = ["LoadResult", "Workload", "load_topic"]
+__all__ = ["TAG_HEADER", "LoadResult", "Workload", "load_topic"]
 
 _KEY_FORMAT = b"k%011d"  # 12-byte keys
 _POOL_SLACK = 8191  # distinct value offsets into the random pool
+TAG_HEADER = "bench-drop"
+"""Name of the header a tagged workload's every other record carries (:attr:`Workload.tagged`)."""
+_TAG: list[tuple[str, str | bytes | None]] = [(TAG_HEADER, b"1")]
 
 
 @dataclass(frozen=True)
@@ -35,12 +38,29 @@ class Workload:
     partitions:
         Partitions of the source topic; records are spread round-robin, so every
         partition holds ``records / partitions`` (±1).
+    tagged:
+        Whether every other record of each partition (record ``i`` with ``(i // partitions)``
+        odd) carries the header :data:`TAG_HEADER` (value ``b"1"``): what the transforms case's
+        ``Filter`` with a ``HasHeaderKey`` predicate drops, half of the records.
     """
 
     name: str
     records: int
     record_size: int
     partitions: int
+    tagged: bool = False
+
+    def is_tagged(self, i: int) -> bool:
+        """Whether record ``i`` (0-based, in load order) carries :data:`TAG_HEADER`."""
+        return self.tagged and (i // self.partitions) % 2 == 1
+
+    @property
+    def untagged_records(self) -> int:
+        """Records without :data:`TAG_HEADER` (all of them unless ``tagged``): what a filter of tagged ones keeps."""
+        if not self.tagged:
+            return self.records
+        rounds, rest = divmod(self.records, self.partitions)
+        return (rounds + 1) // 2 * self.partitions + (rest if rounds % 2 == 0 else 0)
 
     @property
     def key_size(self) -> int:
@@ -60,13 +80,16 @@ class Workload:
     @property
     def topic(self) -> str:
         """Name of the source topic holding this workload."""
-        return f"bench-{self.name}-{self.records}x{self.record_size}b-p{self.partitions}"
+        return f"bench-{self.name}-{self.records}x{self.record_size}b-p{self.partitions}" + (
+            "-tagged" if self.tagged else ""
+        )
 
     def describe(self) -> str:
         """One line: records, sizes, partitions, total size (decimal MB)."""
+        tag = f", {self.records - self.untagged_records:,} of them with header {TAG_HEADER!r}" if self.tagged else ""
         return (
             f"{self.records:,} records x {self.record_size} B values (+{self.key_size} B keys), "
-            f"{self.partitions} partitions, {self.payload_bytes / 1e6:,.0f} MB"
+            f"{self.partitions} partitions, {self.payload_bytes / 1e6:,.0f} MB{tag}"
         )
 
 
@@ -94,7 +117,8 @@ def load_topic(bootstrap: str, workload: Workload, *, timeout_s: float = 600.0) 
 
     Values are slices of one random buffer (incompressible, every record different
     from its neighbours), keys are ``k<11-digit index>``; record ``i`` goes to partition
-    ``i mod partitions``. The producer batches hard (``linger.ms=20``, 1 MiB batches, no
+    ``i mod partitions``; a ``tagged`` workload's every other record of a partition carries
+    :data:`TAG_HEADER`. The producer batches hard (``linger.ms=20``, 1 MiB batches, no
     compression, ``acks=1``): loading is not what is measured.
 
     Parameters
@@ -150,12 +174,19 @@ def load_topic(bootstrap: str, workload: Workload, *, timeout_s: float = 600.0) 
     pool = os.urandom(size + _POOL_SLACK + 1)
     parts = workload.partitions
     produce = p.produce
+    tagged = workload.is_tagged
     for i in range(workload.records):
         o = (i * 7919) % _POOL_SLACK
+        headers = _TAG if tagged(i) else None
         while True:
             try:
                 produce(
-                    workload.topic, pool[o : o + size], _KEY_FORMAT % i, partition=i % parts, on_delivery=on_delivery
+                    workload.topic,
+                    pool[o : o + size],
+                    _KEY_FORMAT % i,
+                    partition=i % parts,
+                    on_delivery=on_delivery,
+                    headers=headers,
                 )
                 break
             except BufferError:
