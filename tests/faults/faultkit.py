@@ -23,7 +23,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, Producer
 from figures import FaultFigures, full_size, record
-from helpers import assert_eventually, consume_all, end_offsets, unique_name
+from helpers import admin, assert_eventually, consume_all, end_offsets, unique_name
 from test_replication import running
 
 from mirrorspark.config.parse import parse_config
@@ -256,6 +256,7 @@ def resume_seconds(
     """
     committed = {mode: mode == "exactly-once" for mode in MODES}
     base: dict[str, int] = {}
+    last: dict[str, str] = {}  # what the newest look saw, for the failure message
     resumed: dict[str, float] = {}
     deadline = time.monotonic() + timeout_s
     while len(resumed) < len(MODES):
@@ -263,16 +264,46 @@ def resume_seconds(
             if mode in resumed:
                 continue
             only = None if partitions is None else partitions[mode]
-            now = stable_ends(bootstrap, remote_topic(mode, topic), committed=committed[mode], partitions=only)
-            if now < 0:
+            remote = remote_topic(mode, topic)
+            try:
+                ends = end_offsets(bootstrap, remote, read_committed=committed[mode], timeout_s=5)
+            except Exception as e:  # missing topic, leader moving, broker coming back: not grown yet
+                last[mode] = f"end offsets failed: {type(e).__name__}: {e}"
                 continue
+            now = sum(end for p, (_, end) in ends.items() if only is None or p in only)
+            last[mode] = f"ends {sorted((p, end) for p, (_, end) in ends.items() if only is None or p in only)}"
             if mode not in base:
                 base[mode] = now
             elif now > base[mode]:
                 resumed[mode] = round(time.monotonic() - since, 1)
-        assert time.monotonic() < deadline, f"copying did not resume within {timeout_s:.0f} s: {resumed}"
+        if time.monotonic() >= deadline:
+            raise AssertionError(
+                f"copying did not resume within {timeout_s:.0f} s: resumed {resumed}, first sums {base}, "
+                f"newest looks {last}; partitions now: {_partition_states(bootstrap, topic, partitions)}"
+            )
         time.sleep(0.1)
     return resumed
+
+
+def _partition_states(bootstrap: str, topic: str, partitions: dict[str, set[int]] | None) -> str:
+    """Leader and in-sync replicas of each remote topic's ``partitions`` (for failure messages)."""
+    out = []
+    for mode in MODES:
+        remote = remote_topic(mode, topic)
+        try:
+            meta = admin(bootstrap).list_topics(topic=remote, timeout=10).topics[remote]
+            only = None if partitions is None else partitions[mode]
+            out.append(
+                f"{remote}: "
+                + ", ".join(
+                    f"{p} leader {m.leader} isr {list(m.isrs)}"
+                    for p, m in sorted(meta.partitions.items())
+                    if only is None or p in only
+                )
+            )
+        except Exception as e:
+            out.append(f"{remote}: metadata failed: {type(e).__name__}: {e}")
+    return "; ".join(out)
 
 
 def copy_more(bootstrap: str, topic: str, records: int, *, timeout_s: float = 180.0) -> None:
