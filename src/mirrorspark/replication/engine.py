@@ -440,7 +440,10 @@ class FlowSupervisor:
                         self.error = e
                         log.error("%s: failed, its copy tasks never start (other flows go on): %s", self.name, e)
                 return
-            if not held:
+            if not self.lease.holds(self.epoch):
+                # lost, or lost and taken again between two ticks (a new epoch): the running generation
+                # was started under the old epoch and is no longer granted commits; standby, then the
+                # next tick takes over under the new epoch
                 self._lost()
                 return
         if self.progress.poll(generation=self.generation):
