@@ -81,12 +81,6 @@ def leaders(bootstrap: str, topic: str) -> dict[int, int]:
     return {p: m.leader for p, m in meta.partitions.items()}
 
 
-@pytest.mark.skip(
-    reason="known failure on a quiet machine (2026-11-25, twice): after the target's partition leader is killed, "
-    "neither flow's remote partition was seen growing within 300 s (it passes under load); the controller logged "
-    "'event queue overloaded' and fenced the broker late; whether the copy stalls or the test's end-offset reads "
-    "fail against the dead bootstrap is not isolated yet; open in issue #12"
-)
 def test_the_targets_partition_leader_is_killed(
     source_cluster: LocalClusters, target_cluster: LocalClusters, data_path: DataPath
 ) -> None:
