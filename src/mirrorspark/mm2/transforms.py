@@ -86,9 +86,13 @@ _SCHEMA_TRANSFORMS: Final = (
 """Connect transforms that need a key or value with a schema (or a map): impossible on byte arrays."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ConnectRecord:
     """A record as a transform sees it (Connect's ``SourceRecord`` under MM2's ``ByteArrayConverter``).
+
+    A new instance per record, never shared: a transform may return it changed, or a new one
+    (``dataclasses.replace``). Not frozen, because it is made for every record a flow with
+    transforms copies (a frozen dataclass costs four times as much to make).
 
     Attributes
     ----------
@@ -170,7 +174,9 @@ class InsertHeader:
 
     def apply(self, record: ConnectRecord) -> ConnectRecord | None:
         """Return the record with ``(header, value)`` appended to its headers (existing ones kept, as Connect)."""
-        return replace(record, headers=(*record.headers, (self.header, self.value)))
+        r = record
+        headers = (*r.headers, (self.header, self.value))
+        return ConnectRecord(r.topic, r.partition, r.key, r.value, headers, r.timestamp_ms)
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,7 +189,9 @@ class DropHeaders:
         """Return the record without the named headers."""
         if not any(name in self.names for name, _ in record.headers):
             return record
-        return replace(record, headers=tuple(h for h in record.headers if h[0] not in self.names))
+        r = record
+        kept = tuple(h for h in r.headers if h[0] not in self.names)
+        return ConnectRecord(r.topic, r.partition, r.key, r.value, kept, r.timestamp_ms)
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,7 +242,11 @@ class HasHeaderKey:
 
     def test(self, record: ConnectRecord) -> bool:
         """Whether a header with that name is present (whatever its value)."""
-        return any(h[0] == self.name for h in record.headers)
+        name = self.name
+        for h in record.headers:  # noqa: SIM110 - a loop, not any() over a generator: once per record
+            if h[0] == name:
+                return True
+        return False
 
 
 @dataclass(frozen=True, slots=True)

@@ -251,7 +251,6 @@ class _TaskRun(threading.Thread):
         self.spark.sparkContext.cancelJobGroup(self.group)
 
 
-
 class TaskFailures:
     """Failures in a row of each copy task of a flow, and the backoff before each restart.
 

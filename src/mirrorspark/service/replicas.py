@@ -192,9 +192,7 @@ class ReplicaCollector(Collector):
         try:
             return remote_copies(self.config, self.cluster, states, timeout_s=10)
         except MirrorsparkError as e:
-            log.warning(
-                "reading the remote copies of cluster '%s' failed (%s); serving the last ones", self.cluster, e
-            )
+            log.warning("reading the remote copies of cluster '%s' failed (%s); serving the last ones", self.cluster, e)
             return self._copies
 
     def copies(self) -> dict[tuple[str, int], list[RemoteCopy]]:
