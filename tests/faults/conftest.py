@@ -9,6 +9,7 @@ config builders, ``standalone``) are importable from here, and so are this folde
 from __future__ import annotations
 
 import atexit
+import logging
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -50,3 +51,10 @@ def fault_clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCl
     finally:
         stop()
         atexit.unregister(stop)
+
+
+@pytest.fixture(autouse=True)
+def _info_logs(caplog: pytest.LogCaptureFixture) -> None:
+    """Capture mirrorspark's INFO logs (lease taken, lost and taken again; tasks restarted): a failing
+    scenario then shows what the flows did, not only their warnings."""
+    caplog.set_level(logging.INFO, logger="mirrorspark")
