@@ -55,7 +55,7 @@ from pathlib import Path
 
 from bench import cpu, report
 from bench.env import BenchEnv
-from bench.suite import COMPARE_CONTENDERS, TRANSFORMS_CONTENDERS, run_case
+from bench.suite import COMPARE_CONTENDERS, TRANSFORMS_CONTENDERS, Case, CaseResult, run_case
 from bench.workload import Workload
 
 __all__ = ["main"]
@@ -218,12 +218,25 @@ def _workloads(args: argparse.Namespace) -> list[Workload]:
     return out
 
 
+def _run_case(env: BenchEnv, case: Case, results: list[CaseResult]) -> bool:
+    """Run one comparison-style case, print its table, keep its result, then delete its source topics.
+
+    Returns whether every contender succeeded.
+    """
+    result = run_case(env, case)
+    results.append(result)
+    print(report.table(result), flush=True)
+    topics = [case.workload.topic, case.warmup.topic] if case.warmup else [case.workload.topic]
+    env.delete_topics("source", topics)
+    return not any(s.error for s in result.summaries)
+
+
 def _run_all(args: argparse.Namespace, command: str, label: str) -> int:
     """The comparison, latency and scale cases in one environment; one results file."""
     from datetime import UTC, datetime
 
     from bench import latency, recovery, scale, service
-    from bench.suite import TRANSFORMS_CONTENDERS, comparison_case, environment, transforms_case
+    from bench.suite import comparison_case, environment, transforms_case
 
     cases = {c.strip() for c in args.cases.split(",") if c.strip()}
     unknown = cases - set(CASES)
@@ -232,7 +245,7 @@ def _run_all(args: argparse.Namespace, command: str, label: str) -> int:
     started = datetime.now(UTC).isoformat(timespec="seconds")
     runs = args.runs if args.runs is not None else 3
     contenders = [c.strip() for c in args.contenders.split(",") if c.strip()]
-    results = []
+    results: list[CaseResult] = []
     sections: list[tuple[str, str]] = []
     extra_json: dict[str, object] = {}
     status = 0
@@ -254,12 +267,8 @@ def _run_all(args: argparse.Namespace, command: str, label: str) -> int:
                     size="quick" if args.quick else "full",
                     contenders=contenders,
                 )
-                result = run_case(env, case)
-                results.append(result)
-                print(report.table(result), flush=True)
-                if any(s.error for s in result.summaries):
+                if not _run_case(env, case, results):
                     status = 1
-                env.delete_topics("source", [w.topic, case.warmup.topic] if case.warmup else [w.topic])
         if "transforms" in cases:
             records = (
                 args.records if args.records is not None else (QUICK_RECORDS if args.quick else FULL_RECORDS)[1024]
@@ -272,16 +281,10 @@ def _run_all(args: argparse.Namespace, command: str, label: str) -> int:
                 pause_s=args.pause,
                 wait_idle_s=args.wait_idle,
                 size="quick" if args.quick else "full",
-                contenders=[c for c in TRANSFORMS_CONTENDERS if c in args.transforms_contenders.split(",")],
+                contenders=[c.strip() for c in args.transforms_contenders.split(",") if c.strip()],
             )
-            result = run_case(env, case)
-            results.append(result)
-            print(report.table(result), flush=True)
-            if any(s.error for s in result.summaries):
+            if not _run_case(env, case, results):
                 status = 1
-            env.delete_topics(
-                "source", [case.workload.topic, case.warmup.topic] if case.warmup else [case.workload.topic]
-            )
         if "latency" in cases:
             seconds = args.latency_seconds or (15.0 if args.quick else 60.0)
             lat_runs = args.latency_runs or (1 if args.quick else 3)
