@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -70,7 +71,8 @@ def running(cfg: MirrorConfig, data_path: DataPath) -> Iterator[Replicator]:
     def target() -> None:
         try:
             r.run()
-        except BaseException as e:  # surfaced in the test thread
+        except BaseException as e:  # surfaced in the test thread at the block's end; logged at once
+            logging.getLogger("mirrorspark.tests").exception("the replicator's run ended with an error")
             errors.append(e)
 
     t = threading.Thread(target=target, name="replicator", daemon=True)

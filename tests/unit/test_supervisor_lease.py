@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from mirrorspark.replication.engine import FlowSupervisor
+from mirrorspark.errors import ClusterError, DataPathError
+from mirrorspark.replication.engine import ContinuousEngine, FlowSupervisor
 
 pytestmark = pytest.mark.unit
 
@@ -69,3 +70,61 @@ def test_a_lease_lost_and_taken_again_between_two_ticks_restarts_under_the_new_e
     sup.tick()
     assert (sup.state, sup.epoch, sup.generation) == ("running", 9, 2) and flow.reloads == 2
     assert channel.calls[-1] == ("grant", 2)
+
+
+class FailingReloadFlow(StubFlow):
+    """``mm2-offsets`` cannot be read for the first ``failures`` take-overs (its leader just died)."""
+
+    def __init__(self, failures: int) -> None:
+        super().__init__()
+        self.failures = failures
+
+    def reload_positions(self) -> None:
+        if self.failures:
+            self.failures -= 1
+            raise ClusterError("reading mm2-offsets failed: Local: Timed out", retriable=True)
+        super().reload_positions()
+
+
+def test_a_cluster_error_while_taking_over_is_retried_at_the_next_tick() -> None:
+    """The take-over's read of the committed offsets fails twice (the target's broker died): each tick
+    logs and returns, the flow stays standby, and the third tick takes over. Before, the error left
+    the tick and ended the driver loop, which supervises every flow: nothing was copied any more."""
+    lease, flow = StubLease(), FailingReloadFlow(failures=2)
+    sup = FlowSupervisor(flow, object(), StubChannel(), lease)  # type: ignore[arg-type]
+    sup.state, lease.held, lease.epoch = "standby", True, 3
+    sup.tick()
+    sup.tick()
+    assert (sup.state, sup.generation) == ("standby", 0)
+    sup.tick()
+    assert (sup.state, sup.epoch, sup.generation) == ("running", 3, 1) and flow.reloads == 1
+
+
+class ExplodingSupervisor:
+    """A flow whose supervision raises what no supervisor retries (a bug)."""
+
+    name = "A->C"
+
+    def __init__(self) -> None:
+        self.state, self.error, self.ticks = "running", None, 0
+
+    def tick(self) -> None:
+        self.ticks += 1
+        raise KeyError("positions")
+
+    def fail(self, error: Exception) -> None:
+        self.state, self.error = "failed", error
+
+
+def test_one_flows_unexpected_error_fails_that_flow_and_the_others_go_on() -> None:
+    engine = ContinuousEngine.__new__(ContinuousEngine)  # no Spark: only tick() is exercised
+    lease = StubLease()
+    lease.held, lease.epoch = True, 1
+    healthy = FlowSupervisor(StubFlow(), object(), StubChannel(), lease)  # type: ignore[arg-type]
+    healthy.state = "standby"
+    broken = ExplodingSupervisor()
+    engine.supervisors = [broken, healthy]  # type: ignore[list-item]
+    engine.tick()
+    assert broken.state == "failed" and isinstance(broken.error, DataPathError)
+    assert "KeyError" in str(broken.error)
+    assert healthy.state == "running"  # ticked after the broken one

@@ -69,6 +69,9 @@ LEASE_RENEW_S = 1.0
 SLOT_WAIT_S = 60.0
 """Seconds :meth:`ContinuousEngine.start` waits for a cluster's executors to offer a slot per copy task."""
 
+CLUSTER_WARNING_S = 10.0
+"""Seconds between two warnings of one flow's supervisor that cannot reach the target (the ticks go on)."""
+
 
 class TaskChannel:
     """Commands from the driver to its copy tasks over TCP: ``stop``, or a closed connection when the driver dies.
@@ -329,6 +332,7 @@ class FlowSupervisor:
         self.next_start: dict[int, float] = {}
         self.state = "created"
         self.error: MirrorsparkError | None = None
+        self._quiet_until = 0.0  # no cluster warning before (monotonic s)
 
     @property
     def failures(self) -> int:
@@ -423,7 +427,22 @@ class FlowSupervisor:
         self.start()
 
     def tick(self) -> None:
-        """Apply new reports; handle ended tasks; restart on an assignment change. Called by the driver loop."""
+        """Apply new reports; handle ended tasks; restart on an assignment change. Called by the driver loop.
+
+        A :class:`~mirrorspark.errors.ClusterError` on the way (the target's broker that led the
+        progress channel or ``mm2-offsets`` just died, the lease group's coordinator moves) is logged,
+        at most every :data:`CLUSTER_WARNING_S`, and the same step is tried again at the next tick:
+        the driver loop, which supervises every flow, never ends on it.
+        """
+        try:
+            self._tick()
+        except ClusterError as e:
+            now = time.monotonic()
+            if now >= self._quiet_until:
+                self._quiet_until = now + CLUSTER_WARNING_S
+                log.warning("%s: supervising its copy tasks failed (%s): tried again at the next tick", self.name, e)
+
+    def _tick(self) -> None:
         if self.state in ("failed", "stopped"):
             return
         if self.lease is not None:
@@ -455,9 +474,11 @@ class FlowSupervisor:
         for index, run in list(self.runs.items()):
             if run.is_alive():
                 continue
+            # its last reports first (raises ClusterError while the channel cannot be read: the run
+            # is then handled at a later tick)
+            self.progress.poll(until_end=True, timeout_s=10, generation=self.generation)
             self.channel.forget(self.name, index, run.task.generation)
             self.runs.pop(index, None)
-            self.progress.poll(until_end=True, timeout_s=10, generation=self.generation)
             if run.error is not None:
                 self._failed(index, run.error, now)
                 if self.state == "failed":
@@ -511,6 +532,22 @@ class FlowSupervisor:
             delay,
         )
         self.next_start[index] = now + delay
+
+    def fail(self, error: MirrorsparkError) -> None:
+        """Mark the flow failed with ``error`` and stop its tasks (bounded; their own failures only logged)."""
+        self.state = "failed"
+        self.error = error
+        log.error("%s: failed, its copy tasks are stopped (other flows go on): %s", self.name, error)
+        try:
+            self.channel.abort(self.name, self.generation)
+            for run in list(self.runs.values()):
+                run.join(STOP_TIMEOUT_S)
+                if run.is_alive():
+                    run.cancel()
+                self.channel.forget(self.name, run.task.task_index, run.task.generation)
+            self.runs.clear()
+        except Exception as e:  # already failing: say so, keep the first error
+            log.warning("%s: stopping its copy tasks failed: %s", self.name, e)
 
     def close(self) -> None:
         """Stop the tasks (if running) and give the lease up (a standby takes over at once)."""
@@ -589,9 +626,17 @@ class ContinuousEngine:
         self._granter.start()
 
     def tick(self) -> None:
-        """Supervise every flow once (reports, ended tasks, assignment changes)."""
+        """Supervise every flow once (reports, ended tasks, assignment changes).
+
+        A flow whose supervision raises anything but a :class:`~mirrorspark.errors.ClusterError`
+        (which its supervisor retries) is marked failed with that error and its tasks stopped: the
+        other flows go on, and the driver loop never ends on one flow's error.
+        """
         for s in self.supervisors:
-            s.tick()
+            try:
+                s.tick()
+            except Exception as e:
+                s.fail(e if isinstance(e, MirrorsparkError) else DataPathError(f"{s.name}: supervising failed: {e!r}"))
 
     @property
     def failed(self) -> list[FlowSupervisor]:
@@ -645,6 +690,7 @@ def first_error(supervisors: Sequence[FlowSupervisor]) -> MirrorsparkError:
 __all__ = [
     "BACKOFF_INITIAL_S",
     "BACKOFF_MAX_S",
+    "CLUSTER_WARNING_S",
     "LEASE_GRANT_S",
     "LEASE_RENEW_S",
     "MAX_FAILURES",

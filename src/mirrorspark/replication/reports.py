@@ -6,10 +6,11 @@ import logging
 import time
 from typing import Protocol
 
-from confluent_kafka import TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from mirrorspark.client.context import FlowContext
-from mirrorspark.errors import CorruptRecordError
+from mirrorspark.errors import ClusterError, CorruptRecordError
+from mirrorspark.kafka.admin import is_transient
 from mirrorspark.mm2.task_progress import PartitionReport, decode_report, record_kind
 
 log = logging.getLogger(__name__)
@@ -95,15 +96,17 @@ class ProgressChannel:
         -------
         int
             Reports applied.
+
+        Raises
+        ------
+        ClusterError
+            With ``until_end``: the channel's end offset could not be read within ``timeout_s`` (at
+            least 1 s; a just created channel, a moving leader and a dead broker are retried until
+            then), or the target refused (e.g. not authorized).
         """
         applied = 0
         deadline = time.monotonic() + timeout_s
-        target = None
-        if until_end:
-            _, high = self._consumer.get_watermark_offsets(
-                TopicPartition(self.flow.progress_topic, 0), timeout=max(1.0, timeout_s)
-            )
-            target = high
+        target = self._end_offset(max(1.0, timeout_s)) if until_end else None
         while True:
             msgs = self._consumer.consume(num_messages=1000, timeout=0.05 if until_end else 0)
             last = -1
@@ -128,6 +131,32 @@ class ProgressChannel:
             pos = self._consumer.position([TopicPartition(self.flow.progress_topic, 0)])[0].offset
             if max(pos, last + 1) >= target or time.monotonic() >= deadline:
                 return applied
+
+    def _end_offset(self, timeout_s: float) -> int:
+        """Return the channel's end offset; transient errors (an unknown partition too) retried for ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                return int(
+                    self._consumer.get_watermark_offsets(
+                        TopicPartition(self.flow.progress_topic, 0), timeout=max(0.5, left)
+                    )[1]
+                )
+            except KafkaException as e:
+                err = e.args[0] if e.args else None
+                # UNKNOWN_TOPIC_OR_PART: metadata of a channel created a moment ago, not yet on every broker
+                again = is_transient(err) or (
+                    isinstance(err, KafkaError) and err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+                )
+                if not again or time.monotonic() + 0.2 >= deadline:
+                    raise ClusterError(
+                        f"{self.flow.name}: reading the end of the progress channel '{self.flow.progress_topic}' "
+                        f"on the target failed: {e}; check that the target cluster is up",
+                        kafka_code=err.name() if isinstance(err, KafkaError) else None,
+                        retriable=again,
+                    ) from e
+            time.sleep(0.2)  # a pause between two attempts, bounded by the deadline above
 
     def close(self) -> None:
         """Release the consumer."""
