@@ -15,6 +15,9 @@ from mirrorspark.mm2.task_progress import PartitionReport, decode_report, record
 
 log = logging.getLogger(__name__)
 
+_NOT_KNOWN_YET = frozenset({KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION})
+"""Errors of a topic created a moment ago (retried like transient errors when reading its end offset)."""
+
 
 class ReportSink(Protocol):
     """What a :class:`ProgressChannel` feeds: a :class:`~mirrorspark.replication.flow.Flow`."""
@@ -145,10 +148,8 @@ class ProgressChannel:
                 )
             except KafkaException as e:
                 err = e.args[0] if e.args else None
-                # UNKNOWN_TOPIC_OR_PART: metadata of a channel created a moment ago, not yet on every broker
-                again = is_transient(err) or (
-                    isinstance(err, KafkaError) and err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
-                )
+                # a channel created a moment ago: not yet in every broker's metadata, nor in this client's
+                again = is_transient(err) or (isinstance(err, KafkaError) and err.code() in _NOT_KNOWN_YET)
                 if not again or time.monotonic() + 0.2 >= deadline:
                     raise ClusterError(
                         f"{self.flow.name}: reading the end of the progress channel '{self.flow.progress_topic}' "

@@ -1,0 +1,63 @@
+"""The driver's reader of a progress channel waits out a channel not known yet, and fails as a ClusterError.
+
+A stub consumer stands in for the target (no broker): only the end-offset lookup is exercised.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+
+from mirrorspark.errors import ClusterError
+from mirrorspark.replication.reports import ProgressChannel
+
+pytestmark = pytest.mark.unit
+
+
+class StubFlow:
+    name = "A->B"
+    progress_topic = "mm2-task-progress.A.internal"
+
+
+class StubConsumer:
+    """``get_watermark_offsets`` raises ``errors`` in turn, then answers ``(0, end)``."""
+
+    def __init__(self, errors: list[int], end: int = 7) -> None:
+        self.errors, self.end, self.calls = list(errors), end, 0
+
+    def get_watermark_offsets(self, tp: Any, timeout: float) -> tuple[int, int]:
+        self.calls += 1
+        if self.errors:
+            raise KafkaException(KafkaError(self.errors.pop(0)))
+        return 0, self.end
+
+
+def channel(consumer: StubConsumer) -> ProgressChannel:
+    ch = ProgressChannel.__new__(ProgressChannel)  # no consumer of its own: the stub's
+    ch.flow, ch.skipped, ch._consumer = StubFlow(), 0, consumer  # type: ignore[assignment]
+    return ch
+
+
+def test_a_channel_created_a_moment_ago_is_waited_for() -> None:
+    """Right after the channel is created on a 3-broker target, the lookup fails with an unknown topic
+    (from the broker) or an unknown partition (from the client's metadata): both are retried. Before,
+    the first failure left ``Replicator.start`` as a raw KafkaException."""
+    consumer = StubConsumer([KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION])
+    assert channel(consumer)._end_offset(10.0) == 7
+    assert consumer.calls == 3
+
+
+def test_a_dead_leader_is_retried_until_the_deadline_then_a_cluster_error() -> None:
+    consumer = StubConsumer([KafkaError._TRANSPORT] * 1000)
+    with pytest.raises(ClusterError, match=r"A->B: reading the end of the progress channel .* check that the target"):
+        channel(consumer)._end_offset(1.0)
+    assert consumer.calls > 1
+
+
+def test_a_refusal_is_not_retried() -> None:
+    consumer = StubConsumer([KafkaError.TOPIC_AUTHORIZATION_FAILED])
+    with pytest.raises(ClusterError) as e:
+        channel(consumer)._end_offset(10.0)
+    assert consumer.calls == 1 and e.value.kafka_code == "TOPIC_AUTHORIZATION_FAILED" and not e.value.retriable
