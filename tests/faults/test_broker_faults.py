@@ -81,12 +81,6 @@ def leaders(bootstrap: str, topic: str) -> dict[int, int]:
     return {p: m.leader for p, m in meta.partitions.items()}
 
 
-@pytest.mark.skip(
-    reason="intermittent (2026-11-25, stop 21: passed 3 runs alone and 2 clean-clone runs, then failed alone): after "
-    "the kill the at-least-once remote topic did not grow by 800 records within 180 s; the INFO logs show the "
-    "exactly-once flow's lease lost and taken again (epoch 2) with no reaction of its supervisor, and nothing at all "
-    "from the at-least-once flow: the driver loop looks blocked (a call to the dead broker?); open in issue #12"
-)
 def test_the_targets_partition_leader_is_killed(
     source_cluster: LocalClusters, target_cluster: LocalClusters, data_path: DataPath
 ) -> None:

@@ -236,20 +236,22 @@ def test_one_python_worker_killed_mid_copy(fault_clusters: LocalClusters, tmp_pa
 def test_a_standalone_worker_killed_mid_copy(fault_clusters: LocalClusters, tmp_path: Path, mode: str) -> None:
     """``mirrorspark run --master spark://…`` on 2 standalone workers; one is SIGKILLed with its executor mid-copy.
 
-    One 1-core executor per worker (``spark.cores.max`` = 2 x 1), each running one of the 2 copy
-    tasks. When worker 0 dies with its executor and Python worker, the master starts a
-    replacement executor on worker 1 (2 cores) and the driver restarts the lost copy task there
-    from its committed offsets.
+    One executor per worker with half the copy tasks' slots each (``spark.cores.max`` =
+    ``tasks.max``: 1 core each when small, 2 at full size), so each worker runs half the copy
+    tasks. Each worker offers twice that: when worker 0 dies with its executor and Python
+    workers, the master starts a replacement executor on worker 1 and the driver restarts the
+    lost copy tasks there from their committed offsets.
     """
+    per_executor = SIZE.tasks_max // 2
     with (
         # generous start deadline: the master's and workers' JVMs start slowly on a loaded machine
-        StandaloneCluster(tmp_path / "spark", workers=2, cores=2, start_timeout_s=300) as cluster,
+        StandaloneCluster(tmp_path / "spark", workers=2, cores=2 * per_executor, start_timeout_s=300) as cluster,
         fault_flow(fault_clusters, tmp_path, mode, "fault-standalone") as flow,
     ):
         conf = {
-            "spark.executor.cores": "1",
+            "spark.executor.cores": str(per_executor),
             "spark.executor.memory": "512m",  # two executors fit on one worker (1g)
-            "spark.cores.max": "2",
+            "spark.cores.max": str(SIZE.tasks_max),
             "spark.scheduler.minRegisteredResourcesRatio": "1.0",  # start once both executors registered
             "spark.ui.enabled": "false",
         }
@@ -277,5 +279,5 @@ def test_a_standalone_worker_killed_mid_copy(fault_clusters: LocalClusters, tmp_
         faults=1,
         rate=SIZE.rate,
         resumes=[resume_s],
-        notes="worker JVM, its executor and Python worker killed; the lost copy task restarts on the other worker",
+        notes=("worker JVM, its executor and Python workers killed; the lost copy tasks restart on the other worker"),
     )
