@@ -403,3 +403,12 @@ def test_stop_says_whether_a_running_job_ended() -> None:
         release.set()
     assert sched.stop(timeout_s=5)
     assert not any(t.name == "test-scheduler-slow-job" for t in threading.enumerate())
+
+
+def test_between_runs_after_each_job(sched: Scheduler) -> None:
+    """The driver loop supervises its flows between two slow control jobs, not only after the whole round."""
+    order: list[str] = []
+    sched.add("a", 1, lambda: order.append("a"))
+    sched.add("b", 1, lambda: order.append("b"))
+    assert sched.run_pending(between=lambda: order.append("tick")) == 2
+    assert order == ["a", "tick", "b", "tick"]

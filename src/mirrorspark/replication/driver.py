@@ -494,7 +494,10 @@ class Replicator:
             for pub in self.progress:
                 pub.publish_state("running")
             while not self._stop.is_set():
-                self.control.run_pending()
+                # the flows are supervised after every control job too: a round of jobs slowed down by
+                # a target that lost a broker (each bounded, together a minute or more) must not hold
+                # up restarting failed copy tasks and following the leases
+                self.control.run_pending(between=engine.tick)
                 engine.tick()
                 failed = engine.failed
                 for s in failed:

@@ -79,11 +79,19 @@ class Scheduler:
             self._jobs.append(job)
         return job
 
-    def run_pending(self) -> int:
+    def run_pending(self, *, between: Callable[[], None] | None = None) -> int:
         """Run every job that is due, in registration order; return how many ran.
 
         A job that fell more than one interval behind runs once and its next
         run is one interval from now (missed runs are skipped, not bunched).
+
+        Parameters
+        ----------
+        between:
+            Called after each job, on this thread (the driver loop supervises its flows there, so
+            that a round of slow jobs, e.g. against a cluster that lost a broker, holds the
+            supervision up for the longest job only, not for the sum of them). Its exceptions
+            propagate.
         """
         now = self._clock()
         with self._lock:
@@ -111,6 +119,8 @@ class Scheduler:
                         job.next_run = self._clock() + job.interval_s
                 else:
                     self._jobs.remove(job)
+            if between is not None:
+                between()
         return len(due)
 
     def seconds_to_next(self) -> float | None:
