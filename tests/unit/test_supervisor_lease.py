@@ -128,3 +128,14 @@ def test_one_flows_unexpected_error_fails_that_flow_and_the_others_go_on() -> No
     assert broken.state == "failed" and isinstance(broken.error, DataPathError)
     assert "KeyError" in str(broken.error)
     assert healthy.state == "running"  # ticked after the broken one
+
+
+def test_failing_a_flow_aborts_its_running_generation() -> None:
+    lease, channel, flow = StubLease(), StubChannel(), StubFlow()
+    sup = FlowSupervisor(flow, object(), channel, lease)  # type: ignore[arg-type]
+    sup.state, lease.held, lease.epoch = "standby", True, 2
+    sup.tick()
+    sup.fail(DataPathError("A->B: supervising failed: KeyError('positions')"))
+    assert sup.state == "failed" and ("abort", 1) in channel.calls
+    sup.tick()  # a failed flow is left alone
+    assert sup.state == "failed" and sup.generation == 1

@@ -388,6 +388,12 @@ class FlowSupervisor:
 
     def _lost(self) -> None:
         log.warning("%s: the flow's lease was lost: its copy tasks end without committing; standby", self.name)
+        self._abort_tasks()
+        self.next_start.clear()
+        self.state = "standby"
+
+    def _abort_tasks(self) -> None:
+        """End the running generation without committing (bounded: cancelled after :data:`STOP_TIMEOUT_S`)."""
         self.channel.abort(self.name, self.generation)
         for run in list(self.runs.values()):
             run.join(STOP_TIMEOUT_S)
@@ -395,8 +401,6 @@ class FlowSupervisor:
                 run.cancel()
             self.channel.forget(self.name, run.task.task_index, run.task.generation)
         self.runs.clear()
-        self.next_start.clear()
-        self.state = "standby"
 
     def _launch(self, task: StreamTask) -> None:
         run = _TaskRun(self.spark, task)
@@ -539,13 +543,7 @@ class FlowSupervisor:
         self.error = error
         log.error("%s: failed, its copy tasks are stopped (other flows go on): %s", self.name, error)
         try:
-            self.channel.abort(self.name, self.generation)
-            for run in list(self.runs.values()):
-                run.join(STOP_TIMEOUT_S)
-                if run.is_alive():
-                    run.cancel()
-                self.channel.forget(self.name, run.task.task_index, run.task.generation)
-            self.runs.clear()
+            self._abort_tasks()
         except Exception as e:  # already failing: say so, keep the first error
             log.warning("%s: stopping its copy tasks failed: %s", self.name, e)
 
