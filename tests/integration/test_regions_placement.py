@@ -128,9 +128,11 @@ def test_a_flow_creates_and_grows_remote_topics_in_placement(racked: LocalCluste
             assert leader == ids[0] == 2
         assert {ids[1] for ids, _, _ in placed} == {0, 1}  # spread over rack a's brokers
         source.create_partitions([NewPartitions(topic, 6)])[topic].result(timeout=30)
-        r.flows[0].refresh_topics()  # grows the remote topic: the new partitions are placed too
 
         def grown() -> bool:
+            # grows the remote topic: the new partitions are placed too (refreshed at each look: the
+            # source's metadata may show the new partitions a moment after create_partitions returned)
+            r.flows[0].refresh_topics()
             rows = replicas_of(b, remote)
             assert len(rows) == 6 and all(racks == ["b", "a"] for _, racks, _ in rows), rows
             return True
