@@ -494,11 +494,11 @@ class Replicator:
             for pub in self.progress:
                 pub.publish_state("running")
             while not self._stop.is_set():
-                # the flows are supervised after every control job too: a round of jobs slowed down by
-                # a target that lost a broker (each bounded, together a minute or more) must not hold
-                # up restarting failed copy tasks and following the leases
-                self.control.run_pending(between=engine.tick)
-                engine.tick()
+                # the flows are supervised after every control job: a round of jobs slowed down by a
+                # target that lost a broker (each bounded, together a minute or more) must not hold up
+                # restarting failed copy tasks and following the leases; once per tick without jobs
+                if not self.control.run_pending(between=engine.tick):
+                    engine.tick()
                 failed = engine.failed
                 for s in failed:
                     if s.name not in reported and s.name in publishers:
