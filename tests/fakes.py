@@ -10,7 +10,10 @@ every client to the :class:`FakeCluster` named by its ``bootstrap.servers``::
     clients = FakeClients({"a:9092": a, "b:9092": b})
     ctx = FlowContext.build(config, config.flow("A", "B"), clients=clients)
 
-Not a broker: no compaction, no transactions, no retention; records are acknowledged at once.
+Not a broker: no compaction, no retention; the control classes' producer acknowledges records at
+once. A copy task's clients (:class:`FakeTaskConsumer`, :class:`FakeTaskProducer`: records in
+flight until acknowledged, delivery failures, transactions; :class:`FakeChannel`) drive
+:class:`~mirrorspark.replication.task.runner.CopyTaskRunner` in unit tests.
 """
 
 from __future__ import annotations
@@ -43,11 +46,14 @@ __all__ = [
     "CLUSTER_OPS",
     "FakeAclAdmin",
     "FakeAdmin",
+    "FakeChannel",
     "FakeClients",
     "FakeCluster",
     "FakeConsumer",
     "FakeGroup",
     "FakeProducer",
+    "FakeTaskConsumer",
+    "FakeTaskProducer",
     "done",
     "failed",
     "two_clusters",
@@ -155,6 +161,7 @@ class FakeRecord:
     key: bytes | None
     value: bytes | None
     timestamp_ms: int = 0
+    headers: list[tuple[str, bytes | None]] | None = None
 
 
 _TOPIC_IDS = itertools.count(1)
@@ -434,8 +441,8 @@ class FakeMessage:
     def timestamp(self) -> tuple[int, int]:
         return (1, self._record.timestamp_ms)
 
-    def headers(self) -> None:
-        return None
+    def headers(self) -> list[tuple[str, bytes | None]] | None:
+        return self._record.headers
 
 
 class FakeProducer:
@@ -612,3 +619,234 @@ def two_clusters(extra: str = "") -> tuple[MirrorConfig, FakeCluster, FakeCluste
     )
     a, b = FakeCluster("A"), FakeCluster("B")
     return config, a, b, FakeClients({"a:9092": a, "b:9092": b})
+
+
+# --------------------------------------------------------------------------- a copy task's clients
+
+
+class FakeDelivered:
+    """What a delivery callback receives: the written record's topic, partition, offset and timestamp."""
+
+    def __init__(self, topic: str, partition: int, offset: int, timestamp_ms: int) -> None:
+        self._topic, self._partition, self._offset, self._ts = topic, partition, offset, timestamp_ms
+
+    def topic(self) -> str:
+        return self._topic
+
+    def partition(self) -> int:
+        return self._partition
+
+    def offset(self) -> int:
+        return self._offset
+
+    def timestamp(self) -> tuple[int, int]:
+        return (1, self._ts)
+
+
+@dataclass
+class _InFlight:
+    topic: str
+    partition: int
+    key: bytes | None
+    value: bytes | None
+    timestamp: int
+    headers: Any
+    callback: Any
+
+
+class FakeTaskProducer:
+    """A copy task's producer: records wait in flight until acknowledged, as librdkafka's do.
+
+    ``produce`` queues; ``poll``/``flush`` acknowledge in order, at most :attr:`ack_budget` records
+    (``None`` = all), writing each to the cluster and calling its delivery callback with a
+    :class:`FakeDelivered` (downstream offset) or, for a record whose index is in :attr:`fail_at`,
+    a ``KafkaError`` (not written). Transactions: records written inside one are kept aside and
+    appended on ``commit_transaction`` (dropped on abort); :attr:`commit_errors` raise, one per call.
+
+    Parameters
+    ----------
+    cluster:
+        Where acknowledged records go.
+    transactional:
+        Whether the producer has a ``transactional.id`` (records wait for the commit).
+    """
+
+    def __init__(self, cluster: FakeCluster, *, transactional: bool = False) -> None:
+        self.cluster = cluster
+        self.transactional = transactional
+        self.in_flight: list[_InFlight] = []
+        self.ack_budget: int | None = None
+        self.fail_at: dict[int, int] = {}  # index of the produce call -> KafkaError code
+        self.produced = 0
+        self.purged = 0
+        self.initialised = False
+        self.in_transaction = False
+        self.commit_errors: list[KafkaError] = []
+        self.commits = 0
+        self.aborts = 0
+        self._txn: list[tuple[str, int, FakeRecord]] = []
+
+    def produce(
+        self,
+        topic: str,
+        value: bytes | None = None,
+        key: bytes | None = None,
+        partition: int = -1,
+        callback: Any = None,
+        on_delivery: Any = None,
+        timestamp: int = 0,
+        headers: Any = None,
+    ) -> None:
+        if self.transactional and not self.in_transaction:
+            raise KafkaException(KafkaError(KafkaError._STATE, "Operation not valid in state Ready"))
+        self.in_flight.append(
+            _InFlight(topic, max(partition, 0), key, value, timestamp, headers, callback or on_delivery)
+        )
+
+    def _ack(self, n: int | None) -> int:
+        done = 0
+        while self.in_flight and (n is None or done < n):
+            if self.ack_budget is not None:
+                if self.ack_budget <= 0:
+                    break
+                self.ack_budget -= 1
+            r = self.in_flight.pop(0)
+            index = self.produced
+            self.produced += 1
+            done += 1
+            code = self.fail_at.get(index)
+            if code is not None:
+                if r.callback is not None:  # librdkafka hands the failed message too (offset -1001)
+                    r.callback(KafkaError(code), FakeDelivered(r.topic, r.partition, -1001, r.timestamp))
+                continue
+            if self.transactional:
+                log = self.cluster.topics[r.topic].partitions[r.partition]
+                offset = len(log) + sum(1 for t, p, _ in self._txn if (t, p) == (r.topic, r.partition))
+                self._txn.append((r.topic, r.partition, FakeRecord(r.key, r.value, r.timestamp, r.headers)))
+            else:
+                log = self.cluster.topics[r.topic].partitions[r.partition]
+                log.append(FakeRecord(r.key, r.value, r.timestamp, r.headers))
+                offset = len(log) - 1
+            if r.callback is not None:
+                r.callback(None, FakeDelivered(r.topic, r.partition, offset, r.timestamp))
+        return done
+
+    def poll(self, timeout: float = 0) -> int:
+        return self._ack(None)
+
+    def flush(self, timeout: float = -1) -> int:
+        self._ack(None)
+        return len(self.in_flight)
+
+    def purge(self, in_queue: bool = True, in_flight: bool = True, blocking: bool = True) -> None:
+        self.purged += len(self.in_flight)
+        self.in_flight.clear()
+
+    # transactions (KIP-98)
+    def init_transactions(self, timeout: float = -1) -> None:
+        self.initialised = True
+
+    def begin_transaction(self) -> None:
+        assert self.initialised and not self.in_transaction
+        self.in_transaction = True
+
+    def commit_transaction(self, timeout: float = -1) -> None:
+        if self.commit_errors:
+            raise KafkaException(self.commit_errors.pop(0))
+        self.flush()
+        for topic, partition, rec in self._txn:
+            self.cluster.topics[topic].partitions[partition].append(rec)
+        self._txn.clear()
+        self.in_transaction = False
+        self.commits += 1
+
+    def abort_transaction(self, timeout: float = -1) -> None:
+        self.purge()
+        self._txn.clear()
+        self.in_transaction = False
+        self.aborts += 1
+
+
+class FakeErrorMessage:
+    """A consumer's error event for one partition (e.g. ``_AUTO_OFFSET_RESET``)."""
+
+    def __init__(self, topic: str | None, partition: int, code: int) -> None:
+        self._topic, self._partition, self._err = topic, partition, KafkaError(code)
+
+    def error(self) -> KafkaError:
+        return self._err
+
+    def topic(self) -> str | None:
+        return self._topic
+
+    def partition(self) -> int:
+        return self._partition
+
+
+class FakeTaskConsumer(FakeConsumer):
+    """A copy task's consumer: ``poll``, ``consume``, ``pause`` and ``seek`` too; a position below a
+    partition's log start is reported once as ``_AUTO_OFFSET_RESET`` (``auto.offset.reset=error``)."""
+
+    def __init__(self, cluster: FakeCluster) -> None:
+        super().__init__(cluster)
+        self.paused: set[tuple[str, int]] = set()
+        self.seeks: list[tuple[str, int, int]] = []
+        self.errors: list[FakeErrorMessage] = []  # handed out by the next poll, first
+
+    def _take(self, n: int) -> list[Any]:
+        out: list[Any] = []
+        for (topic, partition), pos in sorted(self.positions.items()):
+            if len(out) >= n:
+                break
+            if (topic, partition) in self.paused:
+                continue
+            if pos < self.cluster.log_start(topic, partition):
+                self.paused.add((topic, partition))  # reported once, as librdkafka does with "error"
+                out.append(FakeErrorMessage(topic, partition, KafkaError._AUTO_OFFSET_RESET))
+                continue
+            log = self.cluster.records(topic, partition)
+            take = log[pos : pos + n - len(out)]
+            out.extend(FakeMessage(topic, partition, pos + i, r) for i, r in enumerate(take))
+            self.positions[(topic, partition)] = pos + len(take)
+        return out
+
+    def poll(self, timeout: float = -1) -> Any:
+        if self.errors:
+            return self.errors.pop(0)
+        got = self._take(1)
+        return got[0] if got else None
+
+    def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Any]:
+        return self._take(num_messages)
+
+    def assign(self, partitions: Sequence[TopicPartition]) -> None:
+        self.positions = {(tp.topic, tp.partition): tp.offset for tp in partitions}
+
+    def pause(self, partitions: Sequence[TopicPartition]) -> None:
+        self.paused.update((tp.topic, tp.partition) for tp in partitions)
+
+    def seek(self, tp: TopicPartition) -> None:
+        self.seeks.append((tp.topic, tp.partition, tp.offset))
+        self.positions[(tp.topic, tp.partition)] = tp.offset
+
+
+class FakeChannel:
+    """A copy task's channel to the driver: ``state`` and whether a grant is valid are set by the test."""
+
+    def __init__(self) -> None:
+        from mirrorspark.replication.task.channel import ChannelState
+
+        self.state = ChannelState.OPEN
+        self.granted = True
+        self.closed = False
+
+    def check(self) -> Any:
+        return self.state
+
+    def may_commit(self) -> bool:
+        from mirrorspark.replication.task.channel import ChannelState
+
+        return self.granted and self.state in (ChannelState.OPEN, ChannelState.STOP)
+
+    def close(self) -> None:
+        self.closed = True

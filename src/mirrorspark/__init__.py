@@ -45,12 +45,12 @@ if TYPE_CHECKING:
         ReplicationPolicy,
     )
     from mirrorspark.mm2.transforms import ConnectRecord, Transformation
-    from mirrorspark.replication.control import ControlStore
+    from mirrorspark.replication.live_filters import ControlStore
 
 _EXPORTS: dict[str, str] = {
     "BaseReplicationPolicy": "mirrorspark.mm2.policy",
     "ConnectRecord": "mirrorspark.mm2.transforms",
-    "ControlStore": "mirrorspark.replication.control",
+    "ControlStore": "mirrorspark.replication.live_filters",
     "DefaultReplicationPolicy": "mirrorspark.mm2.policy",
     "IdentityReplicationPolicy": "mirrorspark.mm2.policy",
     "MirrorClient": "mirrorspark.client.mirror_client",

@@ -12,7 +12,8 @@ an exit status, and that the REST service reports::
     │   ├── SourceOffsetsRequestError CONFIG_SOURCE_OFFSETS
     │   └── TransformConfigError     CONFIG_TRANSFORM
     ├── ClusterError                 CLUSTER_ERROR          exit 3
-    │   └── ClusterUnreachableError  CLUSTER_UNREACHABLE
+    │   ├── ClusterUnreachableError  CLUSTER_UNREACHABLE
+    │   └── TransactionCoordinatorError NO_TRANSACTION_COORDINATOR
     ├── DataPathError                DATA_PATH_ERROR        exit 4
     │   ├── RecordTooLargeError      RECORD_TOO_LARGE
     │   └── DataGapError             DATA_GAP
@@ -24,13 +25,55 @@ an exit status, and that the REST service reports::
 
 Third-party errors (confluent-kafka, py4j, OS errors) are translated at the
 boundary with ``raise ... from e`` and the flow, topic-partition or group
-attached to the message. Normal outcomes are not exceptions: an offset that
-cannot be translated yet is ``None``.
+attached to the message; Kafka's error name travels along as ``kafka_code``.
+Normal outcomes are not exceptions: an offset that cannot be translated yet is
+``None``.
+
+Across Spark an error travels as data: a copy task turns its error into an
+:class:`ErrorInfo` (:meth:`MirrorsparkError.info`: class code, Kafka code,
+retriable, fatal, flow, task, partition) inside its result, and the driver
+rebuilds the same class from it (:func:`error_from_info`); no message is ever
+parsed.
 
 Messages name the problem *and* the fix, and never contain secrets.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+
+_AUTHORIZATION_SUFFIX = "_AUTHORIZATION_FAILED"
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorInfo:
+    """A :class:`MirrorsparkError` as plain data: what a copy task's result carries back to the driver.
+
+    Attributes
+    ----------
+    code:
+        The error class's stable code (``MirrorsparkError.code``), e.g. ``"RECORD_TOO_LARGE"``.
+    message:
+        The error's message (names the problem and the fix; never a secret).
+    kafka_code:
+        Kafka's error name, e.g. ``"TOPIC_AUTHORIZATION_FAILED"``; ``None`` when no Kafka error is behind it.
+    retriable:
+        Whether a retry may succeed (Kafka's retriable flag, or a timeout).
+    fatal:
+        Whether no retry can fix it: a record too large, an authorization failure
+        (:attr:`MirrorsparkError.fatal`).
+    flow, task, partition:
+        Where it happened: ``"S->T"``, the copy task's index, ``"<topic>-<partition>"``; ``None`` when not known.
+    """
+
+    code: str
+    message: str
+    kafka_code: str | None = None
+    retriable: bool = False
+    fatal: bool = False
+    flow: str | None = None
+    task: int | None = None
+    partition: str | None = None
 
 
 class MirrorsparkError(Exception):
@@ -40,17 +83,82 @@ class MirrorsparkError(Exception):
     ----------
     message:
         What went wrong and how to fix it, in one or two sentences.
+    kafka_code:
+        Kafka's error name behind it (e.g. ``"TOPIC_AUTHORIZATION_FAILED"``), if any.
+    retriable:
+        Whether Kafka marks the error retriable (or it is a timeout).
     """
 
     code = "MIRRORSPARK_ERROR"
     exit_code = 1
+    always_fatal = False
+    """Whether every error of the class is one no retry can fix (:attr:`fatal`)."""
+    partition: str | None = None
+    """The source partition it concerns, ``"<topic>-<partition>"``, when a copy task knows it."""
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, *, kafka_code: str | None = None, retriable: bool = False) -> None:
         super().__init__(message)
         self.message = message
+        self.kafka_code = kafka_code
+        self.retriable = retriable
 
     def __str__(self) -> str:
         return self.message
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild, (type(self), self.message, self.kafka_code, self.retriable))
+
+    @property
+    def fatal(self) -> bool:
+        """Whether no retry can fix it: the class says so (a record too large) or Kafka refused authorization."""
+        return self.always_fatal or (self.kafka_code or "").endswith(_AUTHORIZATION_SUFFIX)
+
+    def info(self, *, flow: str | None = None, task: int | None = None, partition: str | None = None) -> ErrorInfo:
+        """Return the error as data, with where it happened (what crosses the Spark boundary).
+
+        Parameters
+        ----------
+        flow, task, partition:
+            ``"S->T"``, the copy task's index and ``"<topic>-<partition>"``, when known.
+
+        Returns
+        -------
+        ErrorInfo
+            Rebuilt into the same class by :func:`error_from_info`.
+        """
+        where = partition if partition is not None else self.partition
+        return ErrorInfo(self.code, self.message, self.kafka_code, self.retriable, self.fatal, flow, task, where)
+
+
+def _rebuild(cls: type[MirrorsparkError], message: str, kafka_code: str | None, retriable: bool) -> MirrorsparkError:
+    return cls(message, kafka_code=kafka_code, retriable=retriable)
+
+
+def _classes(root: type[MirrorsparkError]) -> list[type[MirrorsparkError]]:
+    out = [root]
+    for sub in root.__subclasses__():
+        out.extend(_classes(sub))
+    return out
+
+
+def error_from_info(info: ErrorInfo) -> MirrorsparkError:
+    """Rebuild the error a copy task reported (:meth:`MirrorsparkError.info`) as its own class.
+
+    Parameters
+    ----------
+    info:
+        The error as data.
+
+    Returns
+    -------
+    MirrorsparkError
+        An instance of the class whose ``code`` is ``info.code`` (the root class for an unknown code),
+        with the message, ``kafka_code`` and ``retriable`` of ``info``.
+    """
+    cls = next((c for c in _classes(MirrorsparkError) if c.code == info.code), MirrorsparkError)
+    error = cls(info.message, kafka_code=info.kafka_code, retriable=info.retriable)
+    error.partition = info.partition
+    return error
 
 
 class ConfigError(MirrorsparkError, ValueError):
@@ -107,23 +215,11 @@ class TransformConfigError(ConfigError):
 class ClusterError(MirrorsparkError):
     """A Kafka cluster answered with an error, or an admin call failed.
 
-    Parameters
-    ----------
-    message:
-        What failed, with the cluster alias.
-    kafka_code:
-        Kafka's error name (e.g. ``"TOPIC_AUTHORIZATION_FAILED"``), if any.
-    retriable:
-        Whether Kafka marks the error retriable.
+    The message names the cluster alias; ``kafka_code`` and ``retriable`` say what Kafka answered.
     """
 
     code = "CLUSTER_ERROR"
     exit_code = 3
-
-    def __init__(self, message: str, *, kafka_code: str | None = None, retriable: bool = False) -> None:
-        super().__init__(message)
-        self.kafka_code = kafka_code
-        self.retriable = retriable
 
 
 class ClusterUnreachableError(ClusterError):
@@ -132,8 +228,19 @@ class ClusterUnreachableError(ClusterError):
     code = "CLUSTER_UNREACHABLE"
 
 
+class TransactionCoordinatorError(ClusterError):
+    """A copy task's ``init_transactions`` found no transaction coordinator on the target in time (exactly-once).
+
+    Transactions are unsupported or unavailable there (e.g. ``__transaction_state`` cannot be created
+    with its replication factor). At a flow's first start no retry can fix it; later, a coordinator
+    moving between brokers is retried like any failure.
+    """
+
+    code = "NO_TRANSACTION_COORDINATOR"
+
+
 class DataPathError(MirrorsparkError):
-    """Copying records failed in a way that a retry of the batch cannot fix."""
+    """Copying records failed: a produce, delivery, read or commit of a copy task (the task is restarted)."""
 
     code = "DATA_PATH_ERROR"
     exit_code = 4
@@ -143,6 +250,7 @@ class RecordTooLargeError(DataPathError):
     """A source record is larger than the target accepts (``max.message.bytes`` / ``message.max.bytes``)."""
 
     code = "RECORD_TOO_LARGE"
+    always_fatal = True
 
 
 class DataGapError(DataPathError):
@@ -198,6 +306,7 @@ __all__ = [
     "CorruptRecordError",
     "DataGapError",
     "DataPathError",
+    "ErrorInfo",
     "FlowRunningError",
     "LocalClusterError",
     "MirrorsparkError",
@@ -205,6 +314,8 @@ __all__ = [
     "RecordTooLargeError",
     "ServiceError",
     "SourceOffsetsRequestError",
+    "TransactionCoordinatorError",
     "TransformConfigError",
     "UnknownAliasError",
+    "error_from_info",
 ]

@@ -24,12 +24,12 @@ from typing import Any
 from confluent_kafka import KafkaError, Producer
 from figures import FaultFigures, full_size, record
 from helpers import admin, assert_eventually, consume_all, end_offsets, unique_name
+from pyspark.sql import SparkSession
 from test_replication import running
 
 from mirrorspark.config.parse import parse_config
 from mirrorspark.config.properties import format_properties, parse_properties
 from mirrorspark.kafka.local.model import LocalCluster
-from mirrorspark.replication.datapath import DataPath
 from mirrorspark.replication.driver import Replicator
 
 MODES = ("at-least-once", "exactly-once")
@@ -410,7 +410,7 @@ def duplicate_bound(rate: int, restarts: int, unreachable_s: float) -> int:
 
 @contextlib.contextmanager
 def scenario(
-    source: LocalCluster, target: LocalCluster, data_path: DataPath, *, prefix: str, max_s: float, **extra: str
+    source: LocalCluster, target: LocalCluster, spark: SparkSession, *, prefix: str, max_s: float, **extra: str
 ) -> Iterator[tuple[str, Workload, Replicator]]:
     """Create a source topic, start the workload and both flows; yield ``(topic, workload, replicator)``.
 
@@ -422,7 +422,7 @@ def scenario(
     topic = unique_name(prefix)
     create_topic(source.bootstrap_servers, topic, partitions=PARTITIONS)
     cfg = parse_config(parse_properties(config_text(source, target, topic, **extra)))
-    with Workload(source.bootstrap_servers, topic, rate=size().rate, max_s=max_s) as work, running(cfg, data_path) as r:
+    with Workload(source.bootstrap_servers, topic, rate=size().rate, max_s=max_s) as work, running(cfg, spark) as r:
         wait_copying(target.bootstrap_servers, topic)
         yield topic, work, r
 

@@ -30,6 +30,7 @@ from faultkit import (
     size,
 )
 from helpers import admin, assert_eventually
+from pyspark.sql import SparkSession
 
 from mirrorspark.kafka.local.brokers import pid_alive, signal_group
 from mirrorspark.kafka.local.clusters import (
@@ -40,7 +41,6 @@ from mirrorspark.kafka.local.clusters import (
     stop_clusters,
 )
 from mirrorspark.kafka.local.model import LocalClusters
-from mirrorspark.replication.datapath import DataPath
 
 # A scenario at full size runs for minutes, and a loaded machine starts brokers and Spark slowly.
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.timeout(1800)]
@@ -82,12 +82,12 @@ def leaders(bootstrap: str, topic: str) -> dict[int, int]:
 
 
 def test_the_targets_partition_leader_is_killed(
-    source_cluster: LocalClusters, target_cluster: LocalClusters, data_path: DataPath
+    source_cluster: LocalClusters, target_cluster: LocalClusters, spark: SparkSession
 ) -> None:
     src, tgt = source_cluster.cluster("src"), target_cluster.cluster("tgt")
     tgt_dir = target_cluster.base_dir
     sz = size()
-    with scenario(src, tgt, data_path, prefix="faults-leader", max_s=600) as (topic, work, r):
+    with scenario(src, tgt, spark, prefix="faults-leader", max_s=600) as (topic, work, r):
         led = {mode: leaders(tgt.bootstrap_servers, remote_topic(mode, topic)) for mode in MODES}
         # Node 0 is the cluster's only controller (it elects the new leaders): the victim is the broker
         # among 1 and 2 leading the most remote partitions (two partitions per topic have two leaders).
@@ -125,11 +125,11 @@ def test_the_targets_partition_leader_is_killed(
 
 
 def test_the_target_is_unreachable(
-    source_cluster: LocalClusters, target_cluster: LocalClusters, data_path: DataPath
+    source_cluster: LocalClusters, target_cluster: LocalClusters, spark: SparkSession
 ) -> None:
     src, tgt = source_cluster.cluster("src"), load_clusters(target_cluster.base_dir).cluster("tgt")
     sz = size()
-    with scenario(src, tgt, data_path, prefix="faults-tgt-pause", max_s=600) as (topic, work, r):
+    with scenario(src, tgt, spark, prefix="faults-tgt-pause", max_s=600) as (topic, work, r):
         pause([b.pid for b in tgt.brokers], sz.outage_s)
         resumed_at = time.monotonic()
         resumed = resume_seconds(tgt.bootstrap_servers, topic, resumed_at)
@@ -149,11 +149,11 @@ def test_the_target_is_unreachable(
 
 
 def test_the_source_is_unreachable(
-    source_cluster: LocalClusters, target_cluster: LocalClusters, data_path: DataPath
+    source_cluster: LocalClusters, target_cluster: LocalClusters, spark: SparkSession
 ) -> None:
     src, tgt = source_cluster.cluster("src"), load_clusters(target_cluster.base_dir).cluster("tgt")
     sz = size()
-    with scenario(src, tgt, data_path, prefix="faults-src-pause", max_s=600) as (topic, work, r):
+    with scenario(src, tgt, spark, prefix="faults-src-pause", max_s=600) as (topic, work, r):
         pause([b.pid for b in src.brokers], sz.outage_s)
         resumed_at = time.monotonic()
         resumed = resume_seconds(tgt.bootstrap_servers, topic, resumed_at)

@@ -31,10 +31,10 @@ from faultkit import (
 )
 from helpers import assert_eventually
 from proxy import TcpProxy, behind_proxy
+from pyspark.sql import SparkSession
 
 from mirrorspark.kafka.local.clusters import start_clusters, stop_clusters
 from mirrorspark.kafka.local.model import LocalCluster, LocalClusters
-from mirrorspark.replication.datapath import DataPath
 
 # A scenario at full size runs for minutes, and a loaded machine starts brokers and Spark slowly.
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.timeout(1800)]
@@ -75,7 +75,7 @@ def open_transaction(bootstrap: str, topic: str) -> bool:
 
 
 def test_the_network_to_the_target_is_cut_mid_transaction(
-    clusters: LocalClusters, proxied: tuple[LocalCluster, TcpProxy], data_path: DataPath
+    clusters: LocalClusters, proxied: tuple[LocalCluster, TcpProxy], spark: SparkSession
 ) -> None:
     (target, proxy), direct = proxied, clusters.bootstrap("tgt")
     sz = size()
@@ -83,7 +83,7 @@ def test_the_network_to_the_target_is_cut_mid_transaction(
         f"{EOS_FLOW}.transaction.boundary": "interval",
         f"{EOS_FLOW}.transaction.boundary.interval.ms": str(TRANSACTION_MS),
     }
-    with scenario(clusters.cluster("src"), target, data_path, prefix="faults-cut", max_s=600, **extra) as (
+    with scenario(clusters.cluster("src"), target, spark, prefix="faults-cut", max_s=600, **extra) as (
         topic,
         work,
         r,

@@ -139,7 +139,6 @@ def fault_flow(clusters: LocalClusters, tmp_path: Path, mode: str, prefix: str) 
             extra={
                 "topics": topic,
                 "tasks.max": str(SIZE.tasks_max),
-                "mirrorspark.engine": "continuous",
                 "refresh.topics.interval.seconds": "5",
                 **mode_properties(mode, "primary", "backup"),
             },

@@ -14,10 +14,10 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, TopicPartition
 from helpers import unique_name
+from pyspark.sql import SparkSession
 
 from mirrorspark.config.parse import load_config
 from mirrorspark.kafka.local.model import LocalClusters
-from mirrorspark.replication.datapath import DataPath
 from mirrorspark.replication.driver import Replicator
 from polling import assert_eventually
 
@@ -85,7 +85,7 @@ def commit_group(bootstrap: str, topic: str, group: str, offsets: dict[int, int]
 
 @contextlib.contextmanager
 def served_flow(
-    local_clusters: LocalClusters, data_path: DataPath, tmp: Path, *, topic: str, group: str, token: str
+    local_clusters: LocalClusters, spark: SparkSession, tmp: Path, *, topic: str, group: str, token: str
 ) -> Iterator[str]:
     """A continuous flow primary->backup of ``topic`` (checkpointing ``group``, raw metrics every second)
     in this process, and ``mirrorspark service`` for backup with bearer ``token`` in its own; yields its URL."""
@@ -96,7 +96,6 @@ def served_flow(
             extra={
                 "topics": topic,
                 "groups": group,
-                "mirrorspark.engine": "continuous",
                 "mirrorspark.metrics.interval.ms": "1000",
                 "emit.checkpoints.interval.seconds": "1",
                 "refresh.groups.interval.seconds": "1",
@@ -106,7 +105,7 @@ def served_flow(
             },
         )
     )
-    replicator = Replicator(load_config(props), data_path)
+    replicator = Replicator(load_config(props), spark)
     runner = threading.Thread(target=replicator.run, name=f"test-flow-{topic}", daemon=True)
     proc: subprocess.Popen[bytes] | None = None
     try:

@@ -45,6 +45,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 from helpers import Bootstrap, admin, assert_eventually, consume_all, create_topic, produce, unique_name
+from pyspark.sql import SparkSession
 from test_exactly_once import assert_exactly_once, committed_values
 
 from mirrorspark.config.model import MirrorConfig
@@ -53,8 +54,7 @@ from mirrorspark.config.properties import parse_properties
 from mirrorspark.errors import ClusterError, DataPathError
 from mirrorspark.kafka.local.clusters import start_clusters, stop_clusters
 from mirrorspark.kafka.local.model import LocalCluster, LocalClusters
-from mirrorspark.replication.acls import TopicAclSync
-from mirrorspark.replication.datapath import DataPath
+from mirrorspark.replication.acl_sync import TopicAclSync
 from mirrorspark.replication.driver import Replicator
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -232,9 +232,9 @@ def problems() -> Iterator[list[str]]:
 
 
 @contextlib.contextmanager
-def running(cfg: MirrorConfig, data_path: DataPath) -> Iterator[Replicator]:
+def running(cfg: MirrorConfig, spark: SparkSession) -> Iterator[Replicator]:
     """Run the flows on a background thread while the block runs; stop cleanly at its end."""
-    r = Replicator(cfg, data_path)
+    r = Replicator(cfg, spark)
     r.start()
     errors: list[BaseException] = []
 
@@ -353,12 +353,12 @@ def flow_states(properties: str, tmp_path: Path) -> dict[str, tuple[str, str | N
     return {f["flow"]: (f["state"], f["error"]) for f in json.loads(done.stdout)["flows"]}
 
 
-def run_until_failed(cfg: MirrorConfig, data_path: DataPath) -> BaseException:
+def run_until_failed(cfg: MirrorConfig, spark: SparkSession) -> BaseException:
     """Run ``cfg``'s one flow until it is marked failed and the run ends by itself (no hang); return the run's error.
 
     The error the run raises is the failed flow's own (the one ``stats`` and ``status`` show).
     """
-    r = Replicator(cfg, data_path)
+    r = Replicator(cfg, spark)
     errors: list[BaseException] = []
 
     def target() -> None:
@@ -396,7 +396,7 @@ def secure_clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalC
 
 
 def test_topic_acls_are_synced_and_the_documented_permissions_suffice(
-    secure_clusters: LocalClusters, data_path: DataPath
+    secure_clusters: LocalClusters, spark: SparkSession
 ) -> None:
     a, b = secure_clusters.cluster("A"), secure_clusters.cluster("B")
     a_admin, b_admin = admin(a.client_config()), admin(b.client_config())
@@ -430,7 +430,7 @@ def test_topic_acls_are_synced_and_the_documented_permissions_suffice(
     t0 = time.monotonic()
     with problems() as warned:
         # 1. one-shot run until caught up (records, offset syncs and checkpoints of alice-app)
-        first = Replicator(cfg, data_path)
+        first = Replicator(cfg, spark)
         first.run(until_caught_up=True)
         copied = {t.topic: t.records for t in first.stats()[0].topics}
         assert (copied["topic1"], copied["topic2"]) == (100, 10)
@@ -441,7 +441,7 @@ def test_topic_acls_are_synced_and_the_documented_permissions_suffice(
         t1 = time.monotonic()
 
         # 2. a restarted replicator (resumes from its progress in mm2-offsets.A.internal on B) while A changes
-        with running(cfg, data_path) as r:
+        with running(cfg, spark) as r:
             a_admin.create_partitions([NewPartitions("topic1", 3)])["topic1"].result(30)
             res = ConfigResource(
                 ConfigResource.Type.TOPIC,
@@ -557,15 +557,12 @@ def test_clusters_without_authorizer_are_told_once(
 ) -> None:
     """The session's plaintext clusters have no authorizer: one info line, then silence."""
     job = sync_job(local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup"), "topic1")
-    with caplog.at_level(logging.INFO, logger="mirrorspark.replication.acls"):
+    with caplog.at_level(logging.INFO, logger="mirrorspark.replication.acl_sync"):
         assert job.sync() == 0
         assert job.sync() == 0
     assert [(r.levelno, "sync.topic.acls.enabled=false" in r.getMessage()) for r in caplog.records] == [
         (logging.INFO, True)
     ]
-
-
-CONTINUOUS = {"mirrorspark.engine": "continuous"}
 
 
 def values(cluster: LocalCluster, topic: str) -> list[bytes | None]:
@@ -576,7 +573,7 @@ def values(cluster: LocalCluster, topic: str) -> list[bytes | None]:
 
 
 def test_a_flow_whose_target_acl_is_removed_fails_while_the_other_flow_keeps_copying(
-    secure_clusters: LocalClusters, data_path: DataPath, tmp_path: Path
+    secure_clusters: LocalClusters, spark: SparkSession, tmp_path: Path
 ) -> None:
     """Removing WRITE on B's remote topics of A->B fails that flow only (continuous engine); B->A copies on."""
     a, b = secure_clusters.cluster("A"), secure_clusters.cluster("B")
@@ -588,13 +585,13 @@ def test_a_flow_whose_target_acl_is_removed_fails_while_the_other_flow_keeps_cop
     produce(a.client_config(), on_a, [{"value": f"a{i}".encode()} for i in range(10)])
     produce(b.client_config(), on_b, [{"value": f"b{i}".encode()} for i in range(10)])
     text = make_properties(
-        secure_clusters, [("A", "B"), ("B", "A")], topics=f"{on_a}|{on_b}", groups=unique_name("none"), **CONTINUOUS
+        secure_clusters, [("A", "B"), ("B", "A")], topics=f"{on_a}|{on_b}", groups=unique_name("none")
     )
     cfg = parse_config(parse_properties(text))
     write = (TOPIC, "A.", PREFIXED, Op.WRITE)  # README: remote topics of A->B on B, CREATE, WRITE, ...
     removed = False
     try:
-        with pytest.raises(DataPathError, match="TOPIC_AUTHORIZATION_FAILED"), running(cfg, data_path) as r:
+        with pytest.raises(DataPathError, match="TOPIC_AUTHORIZATION_FAILED"), running(cfg, spark) as r:
             assert_eventually(lambda: len(r.supervisors) == 2, message="the engine did not start")
             failing, other = r.supervisors
             assert (failing.name, other.name) == ("A->B", "B->A")
@@ -630,7 +627,7 @@ def test_a_flow_whose_target_acl_is_removed_fails_while_the_other_flow_keeps_cop
             create_acls(b, [binding(write)])
 
 
-def test_a_missing_lease_acl_marks_the_flow_failed(secure_clusters: LocalClusters, data_path: DataPath) -> None:
+def test_a_missing_lease_acl_marks_the_flow_failed(secure_clusters: LocalClusters, spark: SparkSession) -> None:
     """Without READ on its lease group the flow is marked failed (naming group and permission), and the run ends."""
     a, b = secure_clusters.cluster("A"), secure_clusters.cluster("B")
     topic = unique_name("acl-lease")
@@ -638,10 +635,10 @@ def test_a_missing_lease_acl_marks_the_flow_failed(secure_clusters: LocalCluster
     produce(a.client_config(), topic, [{"value": b"x"}])
     grant_flow(secure_clusters, "A", "B", topics=[topic], groups=[])
     lease = (GROUP, "mirrorspark-lease-A->B", LITERAL, Op.READ)  # README: joining the lease group
-    cfg = make_config(secure_clusters, topics=topic, groups=unique_name("none"), **CONTINUOUS)
+    cfg = make_config(secure_clusters, topics=topic, groups=unique_name("none"))
     delete_acl(b, lease)
     try:
-        error = run_until_failed(cfg, data_path)
+        error = run_until_failed(cfg, spark)
         assert isinstance(error, ClusterError) and error.kafka_code == "GROUP_AUTHORIZATION_FAILED", repr(error)
         assert "grant the replication principal READ on group 'mirrorspark-lease-A->B' on cluster 'B'" in str(error)
         assert values(b, f"A.{topic}") == []  # nothing copied without the lease
@@ -649,7 +646,7 @@ def test_a_missing_lease_acl_marks_the_flow_failed(secure_clusters: LocalCluster
         create_acls(b, [binding(lease)])
 
 
-EOS = {"B.exactly.once.source.support": "enabled", "A.consumer.isolation.level": "read_committed", **CONTINUOUS}
+EOS = {"B.exactly.once.source.support": "enabled", "A.consumer.isolation.level": "read_committed"}
 
 
 def eos_setup(clusters: LocalClusters, prefix: str) -> tuple[str, str, MirrorConfig]:
@@ -668,7 +665,7 @@ def eos_setup(clusters: LocalClusters, prefix: str) -> tuple[str, str, MirrorCon
 
 
 def test_exactly_once_needs_write_on_the_transactional_ids_only(
-    secure_clusters: LocalClusters, data_path: DataPath
+    secure_clusters: LocalClusters, spark: SparkSession
 ) -> None:
     """With the documented ACLs (WRITE on TransactionalId ``A-mm2-``; no DESCRIBE, WRITE implies it): exactly once."""
     b = secure_clusters.cluster("B")
@@ -678,9 +675,9 @@ def test_exactly_once_needs_write_on_the_transactional_ids_only(
     held = client.describe_acls(flt, request_timeout=30).result(timeout=30)
     assert held == [binding(transactional_ids("A", Op.WRITE))]
     with problems() as warned:
-        r = Replicator(cfg, data_path)
+        r = Replicator(cfg, spark)
         r.run(until_caught_up=True)
-    assert r.engine == "continuous" and all(s.state != "failed" for s in r.supervisors)
+    assert all(s.state != "failed" for s in r.supervisors)
     assert not warned, warned
     assert_exactly_once(b.client_config(), f"A.{topic}", {f"e{i}".encode() for i in range(100)})
 
@@ -694,7 +691,7 @@ def test_exactly_once_needs_write_on_the_transactional_ids_only(
     ids=["no-grant", "describe-only"],
 )
 def test_exactly_once_without_write_on_the_transactional_ids_fails_the_flow(
-    secure_clusters: LocalClusters, data_path: DataPath, tmp_path: Path, describe: bool, refused: str
+    secure_clusters: LocalClusters, spark: SparkSession, tmp_path: Path, describe: bool, refused: str
 ) -> None:
     """Without WRITE on TransactionalId ``A-mm2-`` (DESCRIBE or not) the flow fails at once, naming ids and grant."""
     b = secure_clusters.cluster("B")
@@ -704,7 +701,7 @@ def test_exactly_once_without_write_on_the_transactional_ids_fails_the_flow(
     if describe:
         create_acls(b, [binding(desc)])
     try:
-        error = run_until_failed(cfg, data_path)
+        error = run_until_failed(cfg, spark)
         assert isinstance(error, ClusterError), repr(error)
         message = str(error)
         print(message)

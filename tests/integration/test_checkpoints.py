@@ -25,6 +25,7 @@ from helpers import (
     target_offsets,
     unique_name,
 )
+from pyspark.sql import SparkSession
 
 from mirrorspark.client.context import ReplicationContext
 from mirrorspark.config.model import MirrorConfig
@@ -32,8 +33,7 @@ from mirrorspark.config.parse import parse_config
 from mirrorspark.config.properties import parse_properties
 from mirrorspark.kafka.local.model import LocalClusters
 from mirrorspark.mm2.records import Checkpoint
-from mirrorspark.replication.checkpoints import CheckpointEmitter
-from mirrorspark.replication.datapath import DataPath
+from mirrorspark.replication.checkpoint_emitter import CheckpointEmitter
 from mirrorspark.replication.driver import Replicator
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -51,17 +51,14 @@ def config(clusters: LocalClusters, flows: list[tuple[str, str]], **extra: str) 
             "emit.heartbeats.interval.seconds": "1",
             "offset.lag.max": str(LAG_MAX),
             "tasks.max": "2",
-            # `mirrorspark run`'s engine unless a scenario names one (the failover and
-            # failback scenarios run on both).
-            "mirrorspark.engine": "continuous",
             **extra,
         },
     )
     return parse_config(parse_properties(text))
 
 
-def replicate(cfg: MirrorConfig, data_path: DataPath) -> Replicator:
-    r = Replicator(cfg, data_path)
+def replicate(cfg: MirrorConfig, spark: SparkSession) -> Replicator:
+    r = Replicator(cfg, spark)
     r.run(until_caught_up=True)
     return r
 
@@ -95,17 +92,16 @@ def check_no_skip(source_values: list[bytes], committed: int, target_values: lis
     return len(target_values) - len(remaining)
 
 
-def test_failover_reads_every_remaining_record(local_clusters: LocalClusters, data_path: DataPath) -> None:
-    failover_scenario(local_clusters, data_path)
+def test_failover_reads_every_remaining_record(local_clusters: LocalClusters, spark: SparkSession) -> None:
+    failover_scenario(local_clusters, spark)
 
 
-def failover_scenario(clusters: LocalClusters, data_path: DataPath, *, engine: str = "auto") -> None:
+def failover_scenario(clusters: LocalClusters, spark: SparkSession) -> None:
     """Checkpoints of a group committed on the source let a consumer fail over without skipping a record.
 
     First from the running flow's copy history (no re-read), then, in a new process, from the copied
     segments it restores from the progress channel (still no re-read; MM2's rule over the offset syncs
-    alone re-reads up to ``offset.lag.max``). Shared with the TLS / SASL_SSL clusters (test_security)
-    and the continuous engine (test_continuous).
+    alone re-reads up to ``offset.lag.max``). Shared with the TLS / SASL_SSL clusters (test_security).
     """
     p, b = clusters.cluster("primary").client_config(), clusters.cluster("backup").client_config()
     topic, group = unique_name("failover"), unique_name("group")
@@ -113,8 +109,8 @@ def failover_scenario(clusters: LocalClusters, data_path: DataPath, *, engine: s
     produce(p, topic, [{"value": f"v{i}".encode(), "partition": i % 3} for i in range(300)])
     committed = {(topic, 0): 50, (topic, 1): 37, (topic, 2): 100}
     commit(p, group, committed)
-    cfg = config(clusters, [("primary", "backup")], topics=topic, **{"mirrorspark.engine": engine})
-    replicate(cfg, data_path)
+    cfg = config(clusters, [("primary", "backup")], topics=topic)
+    replicate(cfg, spark)
 
     cps = checkpoints(b, "primary.checkpoints.internal", group)
     assert set(cps) == {(f"primary.{topic}", 0), (f"primary.{topic}", 1), (f"primary.{topic}", 2)}
@@ -128,7 +124,7 @@ def failover_scenario(clusters: LocalClusters, data_path: DataPath, *, engine: s
     # A new process restores the copied segments from the progress channel: still exact.
     committed2 = {(topic, 0): 73, (topic, 1): 95, (topic, 2): 99}
     commit(p, group, committed2)
-    replicate(cfg, data_path)
+    replicate(cfg, spark)
     cps = checkpoints(b, "primary.checkpoints.internal", group)
     for part in range(3):
         cp = cps[(f"primary.{topic}", part)]
@@ -138,7 +134,7 @@ def failover_scenario(clusters: LocalClusters, data_path: DataPath, *, engine: s
         assert rereads == 0  # MM2's rule alone: up to LAG_MAX
 
 
-def test_group_offset_sync_rules(local_clusters: LocalClusters, data_path: DataPath) -> None:
+def test_group_offset_sync_rules(local_clusters: LocalClusters, spark: SparkSession) -> None:
     """Inactive groups get translated offsets; active groups are left alone; never backwards."""
     p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
     topic = unique_name("gsync")
@@ -160,22 +156,22 @@ def test_group_offset_sync_rules(local_clusters: LocalClusters, data_path: DataP
             topics=topic,
             **{"sync.group.offsets.enabled": "true", "sync.group.offsets.interval.seconds": "1"},
         )
-        replicate(cfg, data_path)
+        replicate(cfg, spark)
         assert target_offsets(b, idle, remote, 1) == {0: 40}
         assert target_offsets(b, ahead, remote, 1) == {0: 90}, "a group was moved backwards"
         assert target_offsets(b, active, remote, 1)[0] < 0, "an active group was overwritten"
     finally:
         member.close()
     # once the consumers are gone, the group is synced too
-    replicate(cfg, data_path)
+    replicate(cfg, spark)
     assert target_offsets(b, active, remote, 1) == {0: 40}
 
 
-def test_failback_from_backup_to_primary(local_clusters: LocalClusters, data_path: DataPath) -> None:
-    failback_scenario(local_clusters, data_path)
+def test_failback_from_backup_to_primary(local_clusters: LocalClusters, spark: SparkSession) -> None:
+    failback_scenario(local_clusters, spark)
 
 
-def failback_scenario(clusters: LocalClusters, data_path: DataPath, *, engine: str = "auto") -> None:
+def failback_scenario(clusters: LocalClusters, spark: SparkSession) -> None:
     """A group that failed over to backup and consumed there moves back to primary without a skip.
 
     Flows run both ways. While primary was "down", producers wrote to the topic on backup
@@ -190,17 +186,15 @@ def failback_scenario(clusters: LocalClusters, data_path: DataPath, *, engine: s
     create_topic(p, topic, partitions=2)
     create_topic(b, topic, partitions=2)
     produce(p, topic, [{"value": f"a{i}".encode(), "partition": i % 2} for i in range(100)])
-    cfg = config(
-        clusters, [("primary", "backup"), ("backup", "primary")], topics=f".*{topic}", **{"mirrorspark.engine": engine}
-    )
-    replicate(cfg, data_path)
+    cfg = config(clusters, [("primary", "backup"), ("backup", "primary")], topics=f".*{topic}")
+    replicate(cfg, spark)
     # primary goes down; the application fails over to backup: producers write `topic` there,
     # the group consumes the remote topic primary.<topic> and the local one
     produce(b, topic, [{"value": f"b{i}".encode(), "partition": i % 2} for i in range(60)])
     consumed = {(f"primary.{topic}", 0): 31, (f"primary.{topic}", 1): 44, (topic, 0): 12, (topic, 1): 30}
     commit(b, group, consumed)
     # primary is back: replicate, which emits the B->A checkpoints on primary
-    replicate(cfg, data_path)
+    replicate(cfg, spark)
     cps = checkpoints(p, "backup.checkpoints.internal", group)
     assert set(cps) == {(topic, 0), (topic, 1), (f"backup.{topic}", 0), (f"backup.{topic}", 1)}
     total_rereads = 0
@@ -220,7 +214,7 @@ def failback_scenario(clusters: LocalClusters, data_path: DataPath, *, engine: s
 
 
 def test_translation_never_skips_across_markers_and_compaction(
-    local_clusters: LocalClusters, data_path: DataPath
+    local_clusters: LocalClusters, spark: SparkSession
 ) -> None:
     """Transaction markers and compaction leave gaps upstream; every translation stays conservative."""
     p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
@@ -255,7 +249,7 @@ def test_translation_never_skips_across_markers_and_compaction(
 
     assert_eventually(compacted_enough, timeout_s=90, message="the log cleaner did not compact")
     cfg = config(local_clusters, [("primary", "backup")], topics=f"{prefix}.*")
-    r = replicate(cfg, data_path)
+    r = replicate(cfg, spark)
     contexts = ReplicationContext(cfg)
     flow, reverse = contexts.flow("primary", "backup"), contexts.flow("backup", "primary")
     exact = CheckpointEmitter(flow, reverse=reverse, copied=r.flows[0].copied)
@@ -295,14 +289,14 @@ def _unused() -> Iterator[Any]:  # keeps imports used by type checkers honest
     yield admin
 
 
-def test_groups_created_while_running_are_checkpointed(local_clusters: LocalClusters, data_path: DataPath) -> None:
+def test_groups_created_while_running_are_checkpointed(local_clusters: LocalClusters, spark: SparkSession) -> None:
     """A group that appears after start is found within refresh.groups.interval.seconds."""
     p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
     topic, group = unique_name("newgroup"), unique_name("late")
     create_topic(p, topic, partitions=1)
     produce(p, topic, [{"value": f"v{i}".encode()} for i in range(30)])
     cfg = config(local_clusters, [("primary", "backup")], topics=topic)
-    r = Replicator(cfg, data_path)
+    r = Replicator(cfg, spark)
     r.start()
     errors: list[BaseException] = []
 

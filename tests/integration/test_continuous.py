@@ -17,46 +17,31 @@ import psutil
 import pytest
 from confluent_kafka.admin import NewPartitions
 from helpers import admin, assert_eventually, consume_all, create_topic, produce, unique_name
-from test_checkpoints import failback_scenario, failover_scenario
-from test_replication import make_config, record_parity_scenario, running, strip, topics_of
+from pyspark.sql import SparkSession
+from test_replication import make_config, running, strip, topics_of
 
 from mirrorspark.config.parse import parse_config
 from mirrorspark.config.properties import parse_properties
 from mirrorspark.errors import RecordTooLargeError
 from mirrorspark.kafka.local.model import LocalClusters
-from mirrorspark.replication.datapath import DataPath
 from mirrorspark.replication.driver import Replicator
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
-CONTINUOUS = {"mirrorspark.engine": "continuous"}
-
-
-def test_records_are_copied_exactly(local_clusters: LocalClusters, data_path: DataPath) -> None:
-    record_parity_scenario(local_clusters, data_path, engine="continuous")
-
-
-def test_failover_reads_every_remaining_record(local_clusters: LocalClusters, data_path: DataPath) -> None:
-    failover_scenario(local_clusters, data_path, engine="continuous")
-
-
-def test_failback_after_a_restart_rereads_nothing(local_clusters: LocalClusters, data_path: DataPath) -> None:
-    failback_scenario(local_clusters, data_path, engine="continuous")
-
 
 def test_restart_resumes_from_the_offsets_the_tasks_committed(
-    local_clusters: LocalClusters, data_path: DataPath
+    local_clusters: LocalClusters, spark: SparkSession
 ) -> None:
     p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
     topic = unique_name("cont-restart")
     create_topic(p, topic, partitions=3)
     produce(p, topic, [{"value": f"a{i}".encode(), "partition": i % 3} for i in range(90)])
-    cfg = make_config(local_clusters, [("primary", "backup")], topics=topic, **CONTINUOUS)
-    r = Replicator(cfg, data_path)
+    cfg = make_config(local_clusters, [("primary", "backup")], topics=topic)
+    r = Replicator(cfg, spark)
     r.run(until_caught_up=True)
-    assert r.engine == "continuous"
+
     produce(p, topic, [{"value": f"b{i}".encode(), "partition": i % 3} for i in range(30)])
-    Replicator(cfg, data_path).run(until_caught_up=True)
+    Replicator(cfg, spark).run(until_caught_up=True)
     assert strip(consume_all(b, f"primary.{topic}")) == strip(consume_all(p, topic))
 
 
@@ -75,14 +60,14 @@ def remote_values(bootstrap: str, topic: str) -> list[bytes | None]:
 
 
 def test_a_killed_python_worker_is_restarted_and_nothing_is_lost(
-    local_clusters: LocalClusters, data_path: DataPath
+    local_clusters: LocalClusters, spark: SparkSession
 ) -> None:
     p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
     topic = unique_name("cont-kill")
     create_topic(p, topic, partitions=2)
     produce(p, topic, [{"value": f"a{i}".encode(), "partition": i % 2} for i in range(200)])
-    cfg = make_config(local_clusters, [("primary", "backup")], topics=topic, **CONTINUOUS)
-    with running(cfg, data_path) as r:
+    cfg = make_config(local_clusters, [("primary", "backup")], topics=topic)
+    with running(cfg, spark) as r:
         assert_eventually(lambda: len(remote_values(b, f"primary.{topic}")) >= 200, timeout_s=60)
         assert_eventually(lambda: len(r.supervisors) == 1, message="the engine did not start")
         [sup] = r.supervisors
@@ -98,7 +83,7 @@ def test_a_killed_python_worker_is_restarted_and_nothing_is_lost(
 
 
 def test_a_failing_flow_is_marked_failed_while_the_other_flow_keeps_copying(
-    local_clusters: LocalClusters, data_path: DataPath, tmp_path: Path
+    local_clusters: LocalClusters, spark: SparkSession, tmp_path: Path
 ) -> None:
     p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
     big, fine = unique_name("cont-big"), unique_name("cont-fine")
@@ -108,10 +93,10 @@ def test_a_failing_flow_is_marked_failed_while_the_other_flow_keeps_copying(
     produce(p, big, [{"value": b"small"}, {"value": b"x" * 50_000}])
     text = local_clusters.mm2_properties(
         [("primary", "backup"), ("backup", "primary")],
-        extra={"topics": f"{big}|{fine}", "tasks.max": "2", "emit.heartbeats.interval.seconds": "1", **CONTINUOUS},
+        extra={"topics": f"{big}|{fine}", "tasks.max": "2", "emit.heartbeats.interval.seconds": "1"},
     )
     cfg = parse_config(parse_properties(text))
-    with pytest.raises(RecordTooLargeError, match=r"max\.message\.bytes"), running(cfg, data_path) as r:
+    with pytest.raises(RecordTooLargeError, match=r"max\.message\.bytes"), running(cfg, spark) as r:
         assert_eventually(lambda: len(r.supervisors) == 2, message="the engine did not start")
         failing, other = r.supervisors
         assert_eventually(lambda: failing.state == "failed", timeout_s=60, message="the flow was not marked failed")
@@ -135,15 +120,15 @@ def test_a_failing_flow_is_marked_failed_while_the_other_flow_keeps_copying(
         assert states["backup->primary"] == ("running", None)
 
 
-def test_exact_translation_survives_a_restart(local_clusters: LocalClusters, data_path: DataPath) -> None:
+def test_exact_translation_survives_a_restart(local_clusters: LocalClusters, spark: SparkSession) -> None:
     """The copied segments are in the progress channel: a new process translates inside them with 0 re-reads."""
     p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
     topic = unique_name("cont-segments")
     create_topic(p, topic, partitions=2)
     produce(p, topic, [{"value": f"a{i}".encode(), "partition": i % 2} for i in range(400)])
-    cfg = make_config(local_clusters, [("primary", "backup")], topics=topic, **CONTINUOUS)
-    Replicator(cfg, data_path).run(until_caught_up=True)
-    fresh = Replicator(cfg, data_path)
+    cfg = make_config(local_clusters, [("primary", "backup")], topics=topic)
+    Replicator(cfg, spark).run(until_caught_up=True)
+    fresh = Replicator(cfg, spark)
     fresh.start()
     try:
         [flow] = fresh.flows
@@ -212,7 +197,7 @@ def test_a_standby_instance_takes_over_when_the_active_one_is_killed(
     assert set(remote_values(b, remote)) == expected
 
 
-def test_a_new_partition_restarts_only_its_flows_tasks(local_clusters: LocalClusters, data_path: DataPath) -> None:
+def test_a_new_partition_restarts_only_its_flows_tasks(local_clusters: LocalClusters, spark: SparkSession) -> None:
     """An assignment change (a partition added) is a rebalance of that flow only: a new generation of its tasks."""
     p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
     grow, other = unique_name("cont-grow"), unique_name("cont-other")
@@ -220,10 +205,8 @@ def test_a_new_partition_restarts_only_its_flows_tasks(local_clusters: LocalClus
     create_topic(b, other, partitions=1)
     produce(p, grow, [{"value": b"g0"}])
     produce(b, other, [{"value": b"o0"}])
-    cfg = make_config(
-        local_clusters, [("primary", "backup"), ("backup", "primary")], topics=f"{grow}|{other}", **CONTINUOUS
-    )
-    with running(cfg, data_path) as r:
+    cfg = make_config(local_clusters, [("primary", "backup"), ("backup", "primary")], topics=f"{grow}|{other}")
+    with running(cfg, spark) as r:
         assert_eventually(lambda: len(r.supervisors) == 2, message="the engine did not start")
         growing, steady = r.supervisors
         assert_eventually(lambda: remote_values(b, f"primary.{grow}") == [b"g0"], timeout_s=60)

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 from helpers import Bootstrap, assert_eventually, consume_all, create_topic, end_offsets, produce, unique_name
+from pyspark.sql import SparkSession
 from test_replication import running, topic_config, topics_of, values_if_exists
 
 from mirrorspark.config.model import MirrorConfig
@@ -27,8 +28,7 @@ from mirrorspark.config.properties import parse_properties
 from mirrorspark.kafka.local.model import LocalClusters
 from mirrorspark.mm2.control_state import ControlChange, ControlKey
 from mirrorspark.mm2.records import Checkpoint
-from mirrorspark.replication.control import ControlStore
-from mirrorspark.replication.datapath import DataPath
+from mirrorspark.replication.live_filters import ControlStore
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -104,7 +104,7 @@ def control_end(bootstrap: Bootstrap) -> int | None:
 
 
 def test_allow_list_changes_take_effect_without_restart(
-    local_clusters: LocalClusters, data_path: DataPath, tmp_path: Path, setup_factory: list[Setup]
+    local_clusters: LocalClusters, spark: SparkSession, tmp_path: Path, setup_factory: list[Setup]
 ) -> None:
     """--add starts replicating a topic, --remove stops it (its remote topic stays), --add again resumes it."""
     p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
@@ -118,7 +118,7 @@ def test_allow_list_changes_take_effect_without_restart(
     s = make_setup(setup_factory, local_clusters, tmp_path, topics=ra_re)
     s.undo_later("topics", remove=[ra_re, rb_re])
 
-    with running(s.config, data_path) as r:
+    with running(s.config, spark) as r:
         flow = r.flows[0]
         assert_eventually(lambda: values(b, ra) == [b"a0", b"a1", b"a2", b"a3", b"a4"], timeout_s=60)
         assert rb not in topics_of(b)
@@ -160,13 +160,13 @@ def test_allow_list_changes_take_effect_without_restart(
 
 
 def test_deny_list_change_stops_a_topic(
-    local_clusters: LocalClusters, data_path: DataPath, tmp_path: Path, setup_factory: list[Setup]
+    local_clusters: LocalClusters, spark: SparkSession, tmp_path: Path, setup_factory: list[Setup]
 ) -> None:
     """(c) --add-deny stops a topic the allow list matches; the other keeps flowing."""
-    deny_list_scenario(local_clusters, data_path, tmp_path, setup_factory)
+    deny_list_scenario(local_clusters, spark, tmp_path, setup_factory)
 
 
-def deny_list_scenario(clusters: LocalClusters, data_path: DataPath, tmp_path: Path, made: list[Setup]) -> None:
+def deny_list_scenario(clusters: LocalClusters, spark: SparkSession, tmp_path: Path, made: list[Setup]) -> None:
     """``control topics --add-deny`` (a CLI subprocess) stops one topic of a running flow; the other flows on.
 
     ``made`` collects the :class:`Setup` whose changes the caller undoes. Shared with the TLS / SASL_SSL
@@ -182,7 +182,7 @@ def deny_list_scenario(clusters: LocalClusters, data_path: DataPath, tmp_path: P
     s = make_setup(made, clusters, tmp_path, topics=rf"{prefix}\..*")
     s.undo_later("topics", remove_deny=[deny_re])
 
-    with running(s.config, data_path) as r:
+    with running(s.config, spark) as r:
         flow = r.flows[0]
         for t in (keep, deny):
             assert_eventually(lambda t=t: values(b, f"primary.{t}") == [b"0"], timeout_s=60)  # type: ignore[misc]
@@ -220,7 +220,7 @@ def latest_checkpoints(bootstrap: str, groups: set[str]) -> dict[str, int]:
 
 
 def test_group_deny_stops_checkpoints(
-    local_clusters: LocalClusters, data_path: DataPath, tmp_path: Path, setup_factory: list[Setup]
+    local_clusters: LocalClusters, spark: SparkSession, tmp_path: Path, setup_factory: list[Setup]
 ) -> None:
     """(d) ``control groups --add-deny <group>`` stops checkpoints for that group only."""
     p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
@@ -233,7 +233,7 @@ def test_group_deny_stops_checkpoints(
     s = make_setup(setup_factory, local_clusters, tmp_path, topics=rf"{prefix}\..*", groups=f"{prefix}-.*")
     s.undo_later("groups", remove_deny=[g1])
 
-    with running(s.config, data_path) as r:
+    with running(s.config, spark) as r:
         emitter = r.checkpoints[0]
         assert_eventually(lambda: latest_checkpoints(b, {g1, g2}) == {g1: 5, g2: 5}, timeout_s=60)
         ok(s.control("groups", "--add-deny", g1))

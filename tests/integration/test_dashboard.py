@@ -27,6 +27,7 @@ import uvicorn
 from helpers import assert_eventually, create_topic, end_offsets, produce, unique_name
 from live_service import commit_group, served_flow
 from playwright.sync_api import Browser, Page, sync_playwright
+from pyspark.sql import SparkSession
 
 from mirrorspark.config.parse import parse_config
 from mirrorspark.kafka.local.model import LocalClusters
@@ -41,7 +42,6 @@ from mirrorspark.mm2.task_progress import (
     encode_group_metrics,
     encode_topic_lag,
 )
-from mirrorspark.replication.datapath import DataPath
 from mirrorspark.service.api import create_app
 from mirrorspark.service.feed import Store
 
@@ -108,13 +108,13 @@ class LiveFlow:
 
 @pytest.fixture(scope="module")
 def live_flow(
-    local_clusters: LocalClusters, data_path: DataPath, tmp_path_factory: pytest.TempPathFactory
+    local_clusters: LocalClusters, spark: SparkSession, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[LiveFlow]:
     tmp = tmp_path_factory.mktemp("dashboard")
     p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
     topic, group = unique_name("orders"), unique_name("billing")
     create_topic(p, topic, partitions=3)
-    with served_flow(local_clusters, data_path, tmp, topic=topic, group=group, token=TOKEN) as url:
+    with served_flow(local_clusters, spark, tmp, topic=topic, group=group, token=TOKEN) as url:
         yield LiveFlow(url, topic, group, str(p), str(b))
 
 

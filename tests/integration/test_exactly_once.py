@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 from helpers import Bootstrap, assert_eventually, consume_all, create_topic, produce, unique_name
+from pyspark.sql import SparkSession
 from test_continuous import python_workers
 from test_replication import make_config, running, strip, topics_of
 
@@ -25,7 +26,6 @@ from mirrorspark.errors import ClusterError
 from mirrorspark.kafka.local.clusters import start_clusters, stop_clusters
 from mirrorspark.kafka.local.model import LocalClusters
 from mirrorspark.mm2.connect_offsets import decode_source_offset, task_transactional_id
-from mirrorspark.replication.datapath import DataPath
 from mirrorspark.replication.driver import Replicator
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -50,15 +50,14 @@ def assert_exactly_once(bootstrap: Bootstrap, topic: str, expected: set[bytes]) 
     assert set(counts) == expected
 
 
-def test_records_and_source_offsets_commit_together(local_clusters: LocalClusters, data_path: DataPath) -> None:
+def test_records_and_source_offsets_commit_together(local_clusters: LocalClusters, spark: SparkSession) -> None:
     p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
     topic = unique_name("eos-copy")
     create_topic(p, topic, partitions=3)
     produce(p, topic, [{"value": f"a{i}".encode(), "partition": i % 3, "headers": [("h", b"1")]} for i in range(300)])
     cfg = make_config(local_clusters, [("primary", "backup")], topics=topic, **EOS)
-    r = Replicator(cfg, data_path)
+    r = Replicator(cfg, spark)
     r.run(until_caught_up=True)
-    assert r.engine == "continuous"  # auto: a bounded copy with transactions runs on the continuous tasks
     remote = f"primary.{topic}"
     assert strip(consume_all(b, remote, read_committed=True)) == strip(consume_all(p, topic))
     # The source offsets are committed records of the same transactions, in Connect's layout.
@@ -70,11 +69,11 @@ def test_records_and_source_offsets_commit_together(local_clusters: LocalCluster
     assert offsets == {0: 99, 1: 99, 2: 99}
     # A restart resumes from them: nothing copied twice.
     produce(p, topic, [{"value": f"b{i}".encode(), "partition": i % 3} for i in range(60)])
-    Replicator(cfg, data_path).run(until_caught_up=True)
+    Replicator(cfg, spark).run(until_caught_up=True)
     assert_exactly_once(b, remote, {f"{x}{i}".encode() for x, n in (("a", 300), ("b", 60)) for i in range(n)})
 
 
-def test_a_killed_python_worker_duplicates_nothing(local_clusters: LocalClusters, data_path: DataPath) -> None:
+def test_a_killed_python_worker_duplicates_nothing(local_clusters: LocalClusters, spark: SparkSession) -> None:
     p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
     topic = unique_name("eos-kill")
     create_topic(p, topic, partitions=2)
@@ -88,7 +87,7 @@ def test_a_killed_python_worker_duplicates_nothing(local_clusters: LocalClusters
         **{"transaction.boundary": "interval", "transaction.boundary.interval.ms": "10000"},
     )
     remote = f"primary.{topic}"
-    with running(cfg, data_path) as r:
+    with running(cfg, spark) as r:
         assert_eventually(lambda: len(r.supervisors) == 1, message="the engine did not start")
         [sup] = r.supervisors
         assert_eventually(lambda: len(committed_values(b, remote)) >= 200, timeout_s=60)
@@ -107,14 +106,14 @@ def test_a_killed_python_worker_duplicates_nothing(local_clusters: LocalClusters
     assert_exactly_once(b, remote, expected)
 
 
-def test_a_zombie_is_fenced_and_its_transaction_never_seen(local_clusters: LocalClusters, data_path: DataPath) -> None:
+def test_a_zombie_is_fenced_and_its_transaction_never_seen(local_clusters: LocalClusters, spark: SparkSession) -> None:
     p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
     topic = unique_name("eos-fence")
     create_topic(p, topic, partitions=1)
     produce(p, topic, [{"value": f"a{i}".encode()} for i in range(100)])
     cfg = make_config(local_clusters, [("primary", "backup")], topics=topic, **EOS)
     remote = f"primary.{topic}"
-    with running(cfg, data_path) as r:
+    with running(cfg, spark) as r:
         assert_eventually(lambda: len(committed_values(b, remote)) >= 100, timeout_s=60)
         [sup] = r.supervisors
         # Another producer takes task 0's transactional id (what a second replicator's task does): it
@@ -139,7 +138,7 @@ def test_a_zombie_is_fenced_and_its_transaction_never_seen(local_clusters: Local
         ({"primary->backup.exactly.once.support": "required"}, "primary.consumer.isolation.level = read_committed"),
         ({"primary->backup.transaction.boundary": "connector"}, "defines no transaction boundaries"),
         ({"backup.producer.transaction.timeout.ms": "500"}, "transaction.timeout.ms is 500 ms"),
-        ({"mirrorspark.engine": "batch"}, "only the continuous engine"),
+        ({"mirrorspark.engine": "batch"}, "the batch engine was removed"),
     ],
 )
 def test_settings_that_cannot_hold_exit_2(
@@ -159,7 +158,7 @@ def test_settings_that_cannot_hold_exit_2(
 
 
 def test_a_target_without_a_transaction_coordinator_fails_the_run(
-    local_clusters: LocalClusters, data_path: DataPath, tmp_path_factory: pytest.TempPathFactory
+    local_clusters: LocalClusters, spark: SparkSession, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     """No transaction coordinator on the target (``__transaction_state`` wants more replicas than it has
     brokers, so it is never created): the first ``init_transactions`` times out (after the target producer's
@@ -182,7 +181,7 @@ def test_a_target_without_a_transaction_coordinator_fails_the_run(
             "notxn.producer.max.block.ms": "10000",
         }
         cfg = parse_config(parse_properties(both.mm2_properties([("primary", "notxn")], extra=extra)))
-        r = Replicator(cfg, data_path)
+        r = Replicator(cfg, spark)
         with pytest.raises(ClusterError) as e:
             r.run(until_caught_up=True)
         print(e.value)

@@ -27,6 +27,7 @@ from helpers import (
     target_offsets,
     unique_name,
 )
+from pyspark.sql import SparkSession
 from test_replication import running
 
 from mirrorspark.client.context import ReplicationContext
@@ -43,7 +44,6 @@ from mirrorspark.kafka.local.clusters import (
 from mirrorspark.kafka.local.model import LocalClusters
 from mirrorspark.mm2.records import Checkpoint
 from mirrorspark.mm2.task_progress import FailoverEvent
-from mirrorspark.replication.datapath import DataPath
 from mirrorspark.replication.driver import Replicator
 from mirrorspark.replication.status import read_failover_event
 
@@ -80,7 +80,6 @@ def make_config(clusters: LocalClusters, topic: str, **extra: str) -> MirrorConf
             "emit.checkpoints.interval.seconds": "1",
             "emit.heartbeats.interval.seconds": "1",
             "offset-syncs.topic.location": "target",  # nothing of the flow's own on the brokers stopped here
-            "mirrorspark.engine": "continuous",
             "mirrorspark.failover.grace.ms": "3000",
             "mirrorspark.failover.check.interval.ms": "500",
             **extra,
@@ -125,7 +124,7 @@ def watcher_event(r: Replicator, event: str) -> FailoverEvent:
 
 
 def test_an_offline_source_partition_moves_idle_groups_and_not_busy_ones(
-    clusters: LocalClusters, data_path: DataPath
+    clusters: LocalClusters, spark: SparkSession
 ) -> None:
     src, tgt = clusters.bootstrap(SRC), clusters.bootstrap(TGT)
     topic, idle, busy = unique_name("offline"), unique_name("idle"), unique_name("busy")
@@ -143,7 +142,7 @@ def test_an_offline_source_partition_moves_idle_groups_and_not_busy_ones(
     commit(src, idle, topic, 40)
     commit(src, busy, topic, 60)
     cfg = make_config(clusters, topic, **{"mirrorspark.failover.policy": "offline"})
-    with running(cfg, data_path) as r:
+    with running(cfg, spark) as r:
         cps = assert_eventually(
             lambda: both if len(both := checkpoints_of(tgt, {idle, busy})) == 2 else None,
             timeout_s=300,
@@ -180,7 +179,7 @@ def test_an_offline_source_partition_moves_idle_groups_and_not_busy_ones(
 
 
 def test_dry_run_under_min_isr_reports_and_moves_nothing(
-    clusters: LocalClusters, data_path: DataPath, caplog: pytest.LogCaptureFixture
+    clusters: LocalClusters, spark: SparkSession, caplog: pytest.LogCaptureFixture
 ) -> None:
     src, tgt = clusters.bootstrap(SRC), clusters.bootstrap(TGT)
     topic, group = unique_name("min-isr"), unique_name("dry")
@@ -197,8 +196,8 @@ def test_dry_run_under_min_isr_reports_and_moves_nothing(
             "mirrorspark.failover.groups": group,
         },
     )
-    caplog.set_level(logging.WARNING, logger="mirrorspark.replication.failover")
-    with running(cfg, data_path) as r:
+    caplog.set_level(logging.WARNING, logger="mirrorspark.replication.failover_watch")
+    with running(cfg, spark) as r:
         assert_eventually(lambda: group in checkpoints_of(tgt, {group}), timeout_s=300, message="no checkpoint")
         now = load_clusters(clusters.base_dir)  # the brokers' pids as they are (an earlier test restarted some)
         down = stop_broker(now, SRC, 2)

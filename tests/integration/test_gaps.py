@@ -17,13 +17,13 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaException, TopicPartition
 from helpers import admin, assert_eventually, consume_all, create_topic, produce, unique_name
+from pyspark.sql import SparkSession
 
 from mirrorspark.config.parse import parse_config
 from mirrorspark.config.properties import parse_properties
 from mirrorspark.errors import DataGapError
 from mirrorspark.kafka.local.model import LocalClusters
 from mirrorspark.mm2.connect_offsets import default_partition, source_offset_key, source_offset_value
-from mirrorspark.replication.datapath import DataPath
 from mirrorspark.replication.driver import Replicator
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -38,8 +38,8 @@ def properties(clusters: LocalClusters, topic: str, **extra: str) -> str:
     )
 
 
-def replicate(text: str, data_path: DataPath) -> Replicator:
-    r = Replicator(parse_config(parse_properties(text)), data_path)
+def replicate(text: str, spark: SparkSession) -> Replicator:
+    r = Replicator(parse_config(parse_properties(text)), spark)
     r.run(until_caught_up=True)
     return r
 
@@ -70,17 +70,17 @@ def delete_records(bootstrap: str, topic: str, partition: int, before: int) -> N
 
 
 def test_records_deleted_before_they_were_copied_are_a_gap_in_status(
-    local_clusters: LocalClusters, data_path: DataPath, tmp_path: Path
+    local_clusters: LocalClusters, spark: SparkSession, tmp_path: Path
 ) -> None:
     p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
     topic = unique_name("gapdel")
     create_topic(p, topic)
     text = properties(local_clusters, topic)
     produce(p, topic, [{"value": f"a{i}"} for i in range(100)])
-    replicate(text, data_path)  # 0..99 copied
+    replicate(text, spark)  # 0..99 copied
     produce(p, topic, [{"value": f"b{i}"} for i in range(100, 700)])
     delete_records(p, topic, 0, 600)  # 100..599 deleted before they were copied
-    r = replicate(text, data_path)
+    r = replicate(text, spark)
     [stats] = r.stats()
     assert stats.gaps == 1
     remote = values(b, f"primary.{topic}")
@@ -124,17 +124,17 @@ def recreate(bootstrap: str, topic: str, partitions: int) -> None:
 
 
 def test_a_deleted_and_recreated_topic_is_a_gap_and_its_records_are_copied(
-    local_clusters: LocalClusters, data_path: DataPath, tmp_path: Path
+    local_clusters: LocalClusters, spark: SparkSession, tmp_path: Path
 ) -> None:
     p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
     topic = unique_name("gaprecreate")
     create_topic(p, topic)
     text = properties(local_clusters, topic)
     produce(p, topic, [{"value": f"old{i}"} for i in range(100)])
-    replicate(text, data_path)
+    replicate(text, spark)
     recreate(p, topic, 1)
     produce(p, topic, [{"value": f"new{i}"} for i in range(50)])
-    r = replicate(text, data_path)
+    r = replicate(text, spark)
     assert r.stats()[0].gaps == 1
     remote = values(b, f"primary.{topic}")
     assert remote[100:] == [f"new{i}".encode() for i in range(50)]  # the 50 new records reach the target
@@ -144,7 +144,7 @@ def test_a_deleted_and_recreated_topic_is_a_gap_and_its_records_are_copied(
 
 
 def test_an_offsets_record_past_the_end_is_skipped_with_a_warning(
-    local_clusters: LocalClusters, data_path: DataPath, caplog: pytest.LogCaptureFixture
+    local_clusters: LocalClusters, spark: SparkSession, caplog: pytest.LogCaptureFixture
 ) -> None:
     p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
     topic = unique_name("gapforeign")
@@ -160,30 +160,30 @@ def test_an_offsets_record_past_the_end_is_skipped_with_a_warning(
         b, offsets_topic, [{"key": key, "value": source_offset_value(5000), "partition": default_partition(key, n)}]
     )
     with caplog.at_level(logging.WARNING, logger="mirrorspark"):
-        r = replicate(text, data_path)
+        r = replicate(text, spark)
     assert len(values(b, f"primary.{topic}")) == 100  # all of them
     assert r.stats()[0].invalid_offsets == 1
     assert "5000" in caplog.text and "past the partition's end offset 100" in caplog.text
 
 
-def test_on_gap_stop_halts_the_flow_and_the_run_fails(local_clusters: LocalClusters, data_path: DataPath) -> None:
+def test_on_gap_stop_halts_the_flow_and_the_run_fails(local_clusters: LocalClusters, spark: SparkSession) -> None:
     p = local_clusters.bootstrap("primary")
     topic = unique_name("gapstop")
     create_topic(p, topic)
     text = properties(local_clusters, topic, **{"mirrorspark.on.gap": "stop"})
     produce(p, topic, [{"value": b"x"} for _ in range(20)])
-    replicate(text, data_path)
+    replicate(text, spark)
     produce(p, topic, [{"value": b"y"} for _ in range(30)])
     delete_records(p, topic, 0, 40)
     with pytest.raises(DataGapError, match=rf"{topic}-0: offsets 20\.\.39 .*mirrorspark\.on\.gap=stop"):
-        replicate(text, data_path)
+        replicate(text, spark)
 
 
 def test_a_task_whose_position_is_out_of_range_stops_there_and_says_so(local_clusters: LocalClusters) -> None:
-    """The data consumer never resets silently: the range is reported out of range, nothing is skipped."""
-    from mirrorspark.replication import copy
-    from mirrorspark.replication.copy import run_copy_task
-    from mirrorspark.replication.tasks import CopyTask, PartitionRange
+    """The data consumer never resets silently: the task ends out of range at once, nothing is skipped."""
+    from mirrorspark.replication.task.job import run_copy_task
+    from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionAssignment, TaskOutcome
+    from mirrorspark.replication.task_channel import TaskChannel
 
     p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
     topic = unique_name("gaptask")
@@ -191,17 +191,32 @@ def test_a_task_whose_position_is_out_of_range_stops_there_and_says_so(local_clu
     create_topic(b, f"primary.{topic}")
     produce(p, topic, [{"value": b"z"} for _ in range(60)])
     delete_records(p, topic, 0, 50)
-    task = CopyTask(
+    channel = TaskChannel()
+    channel.grant(FLOW, 1, 60.0)
+    spec = CopyTaskSpec(
         flow=FLOW,
+        source="primary",
+        target="backup",
         task_index=0,
+        generation=1,
         consumer_conf={"bootstrap.servers": p, "group.id": "gaptask", "auto.offset.reset": "error"},
         producer_conf={"bootstrap.servers": b, "enable.idempotence": True},
-        ranges=(PartitionRange(topic, 0, f"primary.{topic}", 10, 60),),
+        commit_conf={"bootstrap.servers": b, "enable.idempotence": True},
+        syncs_conf=None,
+        offsets_topic=unique_name("offsets"),
+        offsets_partitions=1,
+        syncs_topic=unique_name("syncs"),
+        progress_topic=unique_name("progress"),
+        partitions=(PartitionAssignment(topic, 0, f"primary.{topic}", 10),),
         offset_lag_max=100,
+        flush_interval_s=1.0,
+        channel=channel.address,
         stall_timeout_s=30,
     )
     try:
-        [result] = run_copy_task(task)
+        result = run_copy_task(spec)
     finally:
-        copy._close_cached()  # the executor-side producer cache: flushed now, not at exit after the brokers stopped
-    assert result.out_of_range and result.records == 0 and result.next_offset == 10
+        channel.close()
+    assert result.outcome == TaskOutcome.OUT_OF_RANGE
+    assert result.out_of_range == ((topic, 0),) and result.records == 0
+    assert consume_all(b, f"primary.{topic}") == []

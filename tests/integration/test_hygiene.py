@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from helpers import consume_all, create_topic, produce, unique_name
+from pyspark.sql import SparkSession
 from typer.testing import CliRunner
 
 from mirrorspark.cli.app import app
@@ -29,7 +30,6 @@ from mirrorspark.config.parse import load_config
 from mirrorspark.errors import MirrorsparkError
 from mirrorspark.kafka.local.clusters import start_clusters, stop_clusters
 from mirrorspark.kafka.local.model import LocalCluster
-from mirrorspark.replication.datapath import DataPath
 from mirrorspark.replication.driver import Replicator
 
 pytestmark = pytest.mark.integration
@@ -91,7 +91,7 @@ def sasl_properties(cluster: LocalCluster, topic: str, *, b_servers: str | None 
 
 
 def test_no_secret_in_reprs_logs_status_errors_spark_or_command_lines(
-    sasl_cluster: LocalCluster, data_path: DataPath, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    sasl_cluster: LocalCluster, spark: SparkSession, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     admin_conf = sasl_cluster.client_config()
     assert admin_conf["sasl.password"] == PASSWORD
@@ -105,7 +105,7 @@ def test_no_secret_in_reprs_logs_status_errors_spark_or_command_lines(
     # 1. a run in this process: reprs of the config, contexts and copy tasks; every log record at DEBUG
     cfg = load_config(props)
     with caplog.at_level(logging.DEBUG):
-        replicator = Replicator(cfg, data_path)
+        replicator = Replicator(cfg, spark)
         replicator.start()
         flow = replicator.flows[0]
         tasks = flow.plan(follow=False)
@@ -133,14 +133,14 @@ def test_no_secret_in_reprs_logs_status_errors_spark_or_command_lines(
     ):
         bad.write_text(text)
         with pytest.raises(MirrorsparkError) as e:
-            Replicator(load_config(bad), data_path).start()
+            Replicator(load_config(bad), spark).start()
         seen += [str(e.value), repr(e.value), "".join(traceback.format_exception(e.value))]
         r = CliRunner().invoke(app, ["status", str(bad)])
         assert r.exit_code != 0
         seen.append(r.output)
 
     # 4. Spark: its configuration and the command line of its JVM
-    sc = data_path.spark.sparkContext
+    sc = spark.spark.sparkContext
     seen += [f"{k}={v}" for k, v in sc.getConf().getAll()]
     gateway_proc = getattr(sc._gateway, "proc", None)
     if gateway_proc is not None:

@@ -22,6 +22,7 @@ import pytest
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
 from helpers import admin, assert_eventually, consume_all, create_topic, produce, unique_name
 from mm2_client import mm2_client_info, mm2_translate_offsets
+from pyspark.sql import SparkSession
 
 from mirrorspark.client import mirror_client as client
 from mirrorspark.config.model import MirrorConfig
@@ -31,7 +32,6 @@ from mirrorspark.errors import UnknownAliasError
 from mirrorspark.kafka.jars import classpath, java_executable
 from mirrorspark.kafka.local.model import LocalClusters
 from mirrorspark.mm2.records import OffsetSync
-from mirrorspark.replication.datapath import DataPath
 from mirrorspark.replication.driver import Replicator
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -109,7 +109,7 @@ class Scenario:
 
 @pytest.fixture(scope="module")
 def scenario(
-    local_clusters: LocalClusters, data_path: DataPath, tmp_path_factory: pytest.TempPathFactory
+    local_clusters: LocalClusters, spark: SparkSession, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Scenario]:
     p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
     prefix = unique_name("mig")
@@ -142,16 +142,14 @@ def scenario(
             "emit.heartbeats.interval.seconds": "1",
             "offset.lag.max": str(LAG_MAX),
             "tasks.max": "2",
-            # The tools read what `mirrorspark run` leaves: the continuous engine's commits.
-            "mirrorspark.engine": "continuous",
         },
     )
     props = tmp_path_factory.mktemp("migration") / "mm2.properties"
     props.write_text(text)
     cfg = parse_config(parse_properties(text))
-    r = Replicator(cfg, data_path)
+    r = Replicator(cfg, spark)
     r.run(until_caught_up=True)
-    assert r.engine == "continuous"
+
     yield Scenario(props, cfg, p, b, topic, f"primary.{topic}", back, groups)
 
 

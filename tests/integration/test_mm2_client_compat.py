@@ -10,18 +10,18 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from helpers import create_topic, produce, unique_name
 from mm2_client import mm2_client_info, mm2_translate_offsets
+from pyspark.sql import SparkSession
 
 from mirrorspark.client import mirror_client as client
 from mirrorspark.config.parse import parse_config
 from mirrorspark.config.properties import parse_properties
 from mirrorspark.kafka.local.model import LocalClusters
-from mirrorspark.replication.datapath import DataPath
 from mirrorspark.replication.driver import Replicator
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
 
-def test_remote_cluster_utils_agrees_with_our_checkpoints(local_clusters: LocalClusters, data_path: DataPath) -> None:
+def test_remote_cluster_utils_agrees_with_our_checkpoints(local_clusters: LocalClusters, spark: SparkSession) -> None:
     p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
     topic, group = unique_name("compat"), unique_name("group")
     create_topic(p, topic, partitions=3)
@@ -42,7 +42,7 @@ def test_remote_cluster_utils_agrees_with_our_checkpoints(local_clusters: LocalC
         },
     )
     cfg = parse_config(parse_properties(text))
-    Replicator(cfg, data_path).run(until_caught_up=True)
+    Replicator(cfg, spark).run(until_caught_up=True)
 
     ours = client.translate_offsets(cfg, cluster="backup", remote_alias="primary", group=group)
     theirs = mm2_translate_offsets(b, "primary", group)

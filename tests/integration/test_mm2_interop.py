@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaException
 from helpers import admin, consume_all, create_topic, end_offsets, produce, unique_name
+from pyspark.sql import SparkSession
 
 from mirrorspark.config.parse import parse_config
 from mirrorspark.config.properties import parse_properties
@@ -32,7 +33,6 @@ from mirrorspark.kafka.local.mirror_maker import MirrorMakerProcess, start_mirro
 from mirrorspark.kafka.local.model import LocalClusters
 from mirrorspark.mm2.connect_offsets import decode_source_offset
 from mirrorspark.mm2.records import OffsetSync
-from mirrorspark.replication.datapath import DataPath
 from mirrorspark.replication.driver import Replicator
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -64,7 +64,7 @@ def write_properties(clusters: LocalClusters, prefix: str, directory: Path) -> P
     return path
 
 
-def run_mirrorspark(properties: Path, data_path: DataPath) -> None:
+def run_mirrorspark(properties: Path, spark: SparkSession) -> None:
     """mirrorspark on the same file, until caught up with the end offsets seen at start.
 
     On the continuous engine (``mirrorspark run``'s): its copy tasks commit the source
@@ -72,10 +72,9 @@ def run_mirrorspark(properties: Path, data_path: DataPath) -> None:
     file, so that MM2 reads exactly what an MM2 user has.
     """
     props = parse_properties(properties.read_text())
-    cfg = parse_config({**props, "mirrorspark.engine": "continuous"})
-    r = Replicator(cfg, data_path)
+    cfg = parse_config(props)
+    r = Replicator(cfg, spark)
     r.run(until_caught_up=True)
-    assert r.engine == "continuous"
 
 
 @contextmanager
@@ -169,7 +168,7 @@ def assert_syncs_point_at_copies(primary: str, backup: str, topic: str, syncs: l
 
 
 def test_mirrorspark_takes_over_from_mm2(
-    local_clusters: LocalClusters, data_path: DataPath, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    local_clusters: LocalClusters, spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """MM2 copies N records and is stopped gracefully; mirrorspark copies exactly the M produced since."""
     p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
@@ -194,7 +193,7 @@ def test_mirrorspark_takes_over_from_mm2(
 
     produce_batch(p, topic, "b", M)
     ms_t0 = time.monotonic()
-    run_mirrorspark(properties, data_path)
+    run_mirrorspark(properties, spark)
     ms_s = time.monotonic() - ms_t0
 
     assert_exact_copy(p, b, topic)
@@ -213,7 +212,7 @@ def test_mirrorspark_takes_over_from_mm2(
 
 
 def test_mm2_takes_over_from_mirrorspark(
-    local_clusters: LocalClusters, data_path: DataPath, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    local_clusters: LocalClusters, spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """mirrorspark copies N records; MM2, started on the same file, copies exactly the M produced since."""
     p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
@@ -224,7 +223,7 @@ def test_mm2_takes_over_from_mirrorspark(
     properties = write_properties(local_clusters, prefix, tmp_path)
 
     ms_t0 = time.monotonic()
-    run_mirrorspark(properties, data_path)
+    run_mirrorspark(properties, spark)
     ms_s = time.monotonic() - ms_t0
     assert stored_offsets(b, topic) == {0: N // 2 - 1, 1: N // 2 - 1}
     assert record_count(b, remote) == N

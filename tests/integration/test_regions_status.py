@@ -19,6 +19,7 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import NewTopic
 from helpers import admin, assert_eventually, consume_all, produce, unique_name
+from pyspark.sql import SparkSession
 from test_replication import running, strip
 from typer.testing import CliRunner
 
@@ -30,7 +31,6 @@ from mirrorspark.kafka.local.model import LocalClusters
 from mirrorspark.mm2.internal_topics import TASK_PROGRESS_PREFIX, mirrorspark_topic
 from mirrorspark.mm2.replicas import broker_rx_bytes
 from mirrorspark.mm2.task_progress import decode_report, record_kind
-from mirrorspark.replication.datapath import DataPath
 from mirrorspark.replication.driver import Replicator
 from mirrorspark.service.replicas import ReplicaCollector, remote_copy_families, replica_families
 
@@ -126,7 +126,7 @@ def progress_reports(bootstrap: str, flow: str) -> list[Any]:
 
 
 def test_the_replicator_fetches_from_the_follower_in_its_rack(
-    regions: LocalClusters, data_path: DataPath, tmp_path: Path
+    regions: LocalClusters, spark: SparkSession, tmp_path: Path
 ) -> None:
     east, west = regions.bootstrap("east"), regions.bootstrap("west")
     topic = unique_name("ff")
@@ -138,7 +138,7 @@ def test_the_replicator_fetches_from_the_follower_in_its_rack(
         regions,
         tmp_path,
         topic,
-        **{"east.client.rack": "b", "east.consumer.statistics.interval.ms": "1000", "mirrorspark.engine": "continuous"},
+        **{"east.client.rack": "b", "east.consumer.statistics.interval.ms": "1000"},
     )
     cfg = load_config(config)
     sent = [200]
@@ -152,7 +152,7 @@ def test_the_replicator_fetches_from_the_follower_in_its_rack(
         assert {r.partition for r in known} == {0, 1}, f"{len(reports)} reports; (partition, from, leader): {seen}"
         return True
 
-    with running(cfg, data_path):
+    with running(cfg, spark):
         assert_eventually(reports_name_the_fetch_broker, timeout_s=300, message="no report names its fetch broker")
         assert_eventually(
             lambda: len(consume_all(west, f"east.{topic}")) == sent[0], timeout_s=60, message="not all copied"
@@ -279,19 +279,19 @@ def test_a_preferred_election_moves_the_leader_back(regions: LocalClusters, tmp_
 
 
 def test_an_unclean_election_truncates_and_the_flow_records_a_gap(
-    regions: LocalClusters, data_path: DataPath, tmp_path: Path
+    regions: LocalClusters, spark: SparkSession, tmp_path: Path
 ) -> None:
     east = regions.bootstrap("east")
     topic = unique_name("uc")
     create_placed_topic(east, topic, [[1, 2]], **{"min.insync.replicas": "1"})
     produce(east, topic, [{"value": f"a{i}".encode()} for i in range(50)])
-    config = write_config(regions, tmp_path, topic, **{"mirrorspark.engine": "batch"})
+    config = write_config(regions, tmp_path, topic)
     cfg = load_config(config)
     state = stop_broker(load_clusters(regions.base_dir), "east", 2)  # out of the ISR: it keeps 50 records
     try:
         assert_eventually(lambda: layout(east, topic)[0] == (1, [1]), timeout_s=60, message="2 stayed in the ISR")
         produce(east, topic, [{"value": f"b{i}".encode()} for i in range(50)])  # only broker 1 has these
-        Replicator(cfg, data_path).run(until_caught_up=True)  # the flow copies all 100
+        Replicator(cfg, spark).run(until_caught_up=True)  # the flow copies all 100
         state = stop_broker(state, "east", 1)  # the only in-sync replica is gone: no leader
         state = restart_cluster(state, "east", node_ids=[2])
         assert_eventually(lambda: layout(east, topic)[0][0] == -1, timeout_s=60, message="the partition has a leader")
@@ -311,7 +311,7 @@ def test_an_unclean_election_truncates_and_the_flow_records_a_gap(
         assert (outcome["leader_before"], outcome["leader_after"], outcome["error"]) == (-1, 2, None)
         assert (outcome["end_before"], outcome["end_after"]) == (-1, 50)
 
-        Replicator(cfg, data_path).run(until_caught_up=True)  # finds its position (100) beyond the end (50)
+        Replicator(cfg, spark).run(until_caught_up=True)  # finds its position (100) beyond the end (50)
         status = cli("status", str(config), "--json")
         assert status.exit_code == 0, status.output
         gaps = [g for g in json.loads(status.stdout)["gaps"] if g["topic"] == topic]

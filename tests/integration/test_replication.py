@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from confluent_kafka.admin import ConfigResource, NewPartitions
 from helpers import Bootstrap, admin, assert_eventually, consume_all, create_topic, produce, unique_name
+from pyspark.sql import SparkSession
 
 from mirrorspark.config.model import MirrorConfig
 from mirrorspark.config.parse import parse_config
@@ -31,7 +32,6 @@ from mirrorspark.mm2.connect_offsets import (
     source_offset_value,
 )
 from mirrorspark.mm2.records import Heartbeat, OffsetSync
-from mirrorspark.replication.datapath import DataPath
 from mirrorspark.replication.driver import Replicator
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -54,17 +54,17 @@ def make_config(clusters: LocalClusters, flows: list[tuple[str, str]], **extra: 
     return parse_config(props)
 
 
-def replicate(cfg: MirrorConfig, data_path: DataPath) -> Replicator:
+def replicate(cfg: MirrorConfig, spark: SparkSession) -> Replicator:
     """Run every enabled flow until caught up with the end offsets seen at start."""
-    r = Replicator(cfg, data_path)
+    r = Replicator(cfg, spark)
     r.run(until_caught_up=True)
     return r
 
 
 @contextlib.contextmanager
-def running(cfg: MirrorConfig, data_path: DataPath) -> Iterator[Replicator]:
+def running(cfg: MirrorConfig, spark: SparkSession) -> Iterator[Replicator]:
     """Run the flows on a background thread while the block runs; stop cleanly at its end."""
-    r = Replicator(cfg, data_path)
+    r = Replicator(cfg, spark)
     r.start()
     errors: list[BaseException] = []
 
@@ -110,15 +110,15 @@ def topics_of(bootstrap: Bootstrap) -> set[str]:
     return set(admin(bootstrap).list_topics(timeout=30).topics)
 
 
-def test_records_are_copied_exactly(local_clusters: LocalClusters, data_path: DataPath) -> None:
+def test_records_are_copied_exactly(local_clusters: LocalClusters, spark: SparkSession) -> None:
     """Key, value, headers, timestamp, partition and order survive; null keys, tombstones, binary headers."""
-    record_parity_scenario(local_clusters, data_path)
+    record_parity_scenario(local_clusters, spark)
 
 
-def record_parity_scenario(clusters: LocalClusters, data_path: DataPath, *, engine: str = "auto") -> None:
+def record_parity_scenario(clusters: LocalClusters, spark: SparkSession) -> None:
     """Replicate a 3-partition topic and a compacted one; assert every record field and the topic configs.
 
-    Shared by the plaintext clusters (both read modes) and the TLS / SASL_SSL clusters (test_security).
+    Shared by the plaintext clusters and the TLS / SASL_SSL clusters (test_security).
     """
     p, b = clusters.cluster("primary").client_config(), clusters.cluster("backup").client_config()
     prefix = unique_name("parity")
@@ -153,8 +153,8 @@ def record_parity_scenario(clusters: LocalClusters, data_path: DataPath, *, engi
             for i in range(200)
         ],
     )
-    cfg = make_config(clusters, [("primary", "backup")], topics=f"{prefix}.*", **{"mirrorspark.engine": engine})
-    replicate(cfg, data_path)
+    cfg = make_config(clusters, [("primary", "backup")], topics=f"{prefix}.*")
+    replicate(cfg, spark)
 
     assert strip(consume_all(b, f"primary.{events}")) == strip(consume_all(p, events))
     assert strip(consume_all(b, f"primary.{table}")) == strip(consume_all(p, table))
@@ -166,14 +166,14 @@ def record_parity_scenario(clusters: LocalClusters, data_path: DataPath, *, engi
     assert len(admin(b).list_topics(timeout=10).topics[f"primary.{events}"].partitions) == 3
 
 
-def test_progress_and_offset_syncs_in_mm2_layout(local_clusters: LocalClusters, data_path: DataPath) -> None:
+def test_progress_and_offset_syncs_in_mm2_layout(local_clusters: LocalClusters, spark: SparkSession) -> None:
     """mm2-offsets.<source>.internal and mm2-offset-syncs.<target>.internal decode as MM2 writes them."""
     p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
     topic = unique_name("layout")
     create_topic(p, topic, partitions=2)
     produce(p, topic, [{"key": b"k", "value": str(i).encode(), "partition": i % 2} for i in range(100)])
     cfg = make_config(local_clusters, [("primary", "backup")], topics=topic)
-    replicate(cfg, data_path)
+    replicate(cfg, spark)
 
     # progress: Connect's key/value layout, in murmur2(key) % 25's partition, value = last copied offset
     stored = {}
@@ -207,20 +207,20 @@ def test_progress_and_offset_syncs_in_mm2_layout(local_clusters: LocalClusters, 
     assert {(s.partition, s.upstream_offset) for s in mine} >= {(0, 49), (1, 49)}
 
 
-def test_restart_loses_nothing_and_copies_only_new_records(local_clusters: LocalClusters, data_path: DataPath) -> None:
+def test_restart_loses_nothing_and_copies_only_new_records(local_clusters: LocalClusters, spark: SparkSession) -> None:
     p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
     topic = unique_name("restart")
     create_topic(p, topic, partitions=2)
     produce(p, topic, [{"value": f"a{i}".encode(), "partition": i % 2} for i in range(50)])
     cfg = make_config(local_clusters, [("primary", "backup")], topics=topic)
-    replicate(cfg, data_path)
+    replicate(cfg, spark)
     produce(p, topic, [{"value": f"b{i}".encode(), "partition": i % 2} for i in range(30)])
-    replicate(cfg, data_path)  # a new Replicator: positions come from the offsets topic
+    replicate(cfg, spark)  # a new Replicator: positions come from the offsets topic
     assert strip(consume_all(b, f"primary.{topic}")) == strip(consume_all(p, topic))
     assert len(consume_all(b, f"primary.{topic}")) == 80
 
 
-def test_resumes_where_mm2_stopped(local_clusters: LocalClusters, data_path: DataPath) -> None:
+def test_resumes_where_mm2_stopped(local_clusters: LocalClusters, spark: SparkSession) -> None:
     """A source offset written in MM2's layout (as MM2's Connect worker writes it) is where the flow resumes."""
     p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
     topic = unique_name("takeover")
@@ -237,12 +237,12 @@ def test_resumes_where_mm2_stopped(local_clusters: LocalClusters, data_path: Dat
         "mm2-offsets.primary.internal",
         [{"key": key, "value": b'{"offset":9}', "partition": default_partition(key, 25)}],
     )
-    replicate(cfg, data_path)
+    replicate(cfg, spark)
     copied = consume_all(b, f"primary.{topic}")
     assert [r["value"] for r in copied] == [f"r{i}".encode() for i in range(10, 20)]
 
 
-def test_policies_name_remote_topics(local_clusters: LocalClusters, data_path: DataPath) -> None:
+def test_policies_name_remote_topics(local_clusters: LocalClusters, spark: SparkSession) -> None:
     p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
     topic = unique_name("identity")
     create_topic(p, topic)
@@ -253,12 +253,12 @@ def test_policies_name_remote_topics(local_clusters: LocalClusters, data_path: D
         topics=topic,
         **{"replication.policy.class": "org.apache.kafka.connect.mirror.IdentityReplicationPolicy"},
     )
-    replicate(cfg, data_path)
+    replicate(cfg, spark)
     assert [r["value"] for r in consume_all(b, topic)] == [b"x"]
     assert f"primary.{topic}" not in topics_of(b)
 
 
-def test_allow_and_deny_lists(local_clusters: LocalClusters, data_path: DataPath) -> None:
+def test_allow_and_deny_lists(local_clusters: LocalClusters, spark: SparkSession) -> None:
     p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
     prefix = unique_name("filters")
     for name in ("keep1", "keep2", "skip1", "internal"):
@@ -271,7 +271,7 @@ def test_allow_and_deny_lists(local_clusters: LocalClusters, data_path: DataPath
         topics=f"{prefix}[.].*",
         **{"topics.exclude": ".*skip.*, .*[-.]internal"},
     )
-    replicate(cfg, data_path)
+    replicate(cfg, spark)
     on_backup = topics_of(b)
     assert {f"primary.{prefix}.keep1", f"primary.{prefix}.keep2"} <= on_backup
     assert f"primary.{prefix}.skip1" not in on_backup
@@ -279,7 +279,7 @@ def test_allow_and_deny_lists(local_clusters: LocalClusters, data_path: DataPath
     assert f"primary.{prefix}-other" not in on_backup
 
 
-def test_two_flows_both_ways_never_loop(local_clusters: LocalClusters, data_path: DataPath) -> None:
+def test_two_flows_both_ways_never_loop(local_clusters: LocalClusters, spark: SparkSession) -> None:
     p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
     prefix = unique_name("loop")
     create_topic(p, f"{prefix}.a")
@@ -287,20 +287,20 @@ def test_two_flows_both_ways_never_loop(local_clusters: LocalClusters, data_path
     produce(p, f"{prefix}.a", [{"value": b"from-primary"}])
     produce(b, f"{prefix}.b", [{"value": b"from-backup"}])
     cfg = make_config(local_clusters, [("primary", "backup"), ("backup", "primary")], topics=f".*{prefix}.*")
-    replicate(cfg, data_path)
-    replicate(cfg, data_path)  # a second pass sees the remote topics and must not copy them back
+    replicate(cfg, spark)
+    replicate(cfg, spark)  # a second pass sees the remote topics and must not copy them back
     assert [r["value"] for r in consume_all(b, f"primary.{prefix}.a")] == [b"from-primary"]
     assert [r["value"] for r in consume_all(p, f"backup.{prefix}.b")] == [b"from-backup"]
     assert not {t for t in topics_of(p) | topics_of(b) if t.startswith(("primary.backup.", "backup.primary."))}
 
 
-def test_topics_and_partitions_added_while_running(local_clusters: LocalClusters, data_path: DataPath) -> None:
+def test_topics_and_partitions_added_while_running(local_clusters: LocalClusters, spark: SparkSession) -> None:
     p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
     prefix = unique_name("midrun")
     create_topic(p, f"{prefix}.first", partitions=1)
     produce(p, f"{prefix}.first", [{"value": b"1"}])
     cfg = make_config(local_clusters, [("primary", "backup")], topics=f"{prefix}.*")
-    with running(cfg, data_path):
+    with running(cfg, spark):
         assert_eventually(lambda: values_if_exists(b, f"primary.{prefix}.first") == [(0, b"1")], timeout_s=60)
         # a topic created mid-run
         create_topic(p, f"{prefix}.second", partitions=2)
@@ -317,11 +317,11 @@ def test_topics_and_partitions_added_while_running(local_clusters: LocalClusters
     assert len(admin(b).list_topics(timeout=10).topics[f"primary.{prefix}.first"].partitions) == 3
 
 
-def test_heartbeats_reach_the_target_upstream(local_clusters: LocalClusters, data_path: DataPath) -> None:
+def test_heartbeats_reach_the_target_upstream(local_clusters: LocalClusters, spark: SparkSession) -> None:
     """MM2's driver rule: A->B enabled ⇒ heartbeats (B,A) on A, replicated to B as `primary.heartbeats`."""
     b = local_clusters.bootstrap("backup")
     cfg = make_config(local_clusters, [("primary", "backup")], topics="nothing-matches-this")
-    with running(cfg, data_path):
+    with running(cfg, spark):
 
         def seen() -> set[tuple[str, str]]:
             if "primary.heartbeats" not in topics_of(b):
@@ -337,7 +337,7 @@ def test_heartbeats_reach_the_target_upstream(local_clusters: LocalClusters, dat
     assert ("primary", "backup") in own
 
 
-def test_record_over_the_target_limit_fails_cleanly(local_clusters: LocalClusters, data_path: DataPath) -> None:
+def test_record_over_the_target_limit_fails_cleanly(local_clusters: LocalClusters, spark: SparkSession) -> None:
     """A record the remote topic refuses stops the flow with RECORD_TOO_LARGE and commits nothing of the batch."""
     p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
     topic = unique_name("toolarge")
@@ -346,14 +346,14 @@ def test_record_over_the_target_limit_fails_cleanly(local_clusters: LocalCluster
     produce(p, topic, [{"value": b"small"}, {"value": b"x" * 50_000}])
     cfg = make_config(local_clusters, [("primary", "backup")], topics=topic)
     with pytest.raises(RecordTooLargeError, match=r"max\.message\.bytes"):
-        replicate(cfg, data_path)
+        replicate(cfg, spark)
     stored = [decode_source_offset(r["key"], r["value"]) for r in consume_all(b, "mm2-offsets.primary.internal")]
     assert not [s for s in stored if s is not None and s[1] == topic]
 
 
 @pytest.mark.parametrize(("tasks_max", "expected"), [(2, 2), (8, 3)])
 def test_parallelism_is_min_of_tasks_max_and_partitions(
-    local_clusters: LocalClusters, data_path: DataPath, tasks_max: int, expected: int
+    local_clusters: LocalClusters, spark: SparkSession, tasks_max: int, expected: int
 ) -> None:
     """One Spark task per MM2 task: min(tasks.max, replicated partitions), round-robin."""
     p = local_clusters.bootstrap("primary")
@@ -366,17 +366,17 @@ def test_parallelism_is_min_of_tasks_max_and_partitions(
         topics=topic,
         **{"tasks.max": str(tasks_max), "heartbeats.replication.enabled": "false"},
     )
-    r = Replicator(cfg, data_path)
+    r = Replicator(cfg, spark)
     r.start()
     try:
         assert r.flows[0].order == [(topic, 0), (topic, 1), (topic, 2)]
         tasks = [t for f in r.flows for t in f.plan()]
         assert len(tasks) == expected
         assert sorted(len(t.ranges) for t in tasks) == sorted(len(g) for g in _round_robin(3, expected))
-        sc = data_path.spark.sparkContext
+        sc = spark.spark.sparkContext
         before = set(sc.statusTracker().getJobIdsForGroup(None) or [])
-        data_path.copy(tasks)
-        group = f"mirrorspark-batch-{data_path._job}"
+        spark.copy(tasks)
+        group = f"mirrorspark-batch-{spark._job}"
         jobs = sc.statusTracker().getJobIdsForGroup(group)
         assert jobs and not (set(jobs) & before)
         stages = sc.statusTracker().getJobInfo(jobs[-1]).stageIds
@@ -395,7 +395,7 @@ def _round_robin(n: int, k: int) -> list[list[int]]:
     return groups
 
 
-def test_topic_config_changes_reach_the_remote_topic(local_clusters: LocalClusters, data_path: DataPath) -> None:
+def test_topic_config_changes_reach_the_remote_topic(local_clusters: LocalClusters, spark: SparkSession) -> None:
     """Config sync: changed values are set, reset ones deleted, excluded ones never touched."""
     from confluent_kafka.admin import AlterConfigOpType, ConfigEntry
 
@@ -410,7 +410,7 @@ def test_topic_config_changes_reach_the_remote_topic(local_clusters: LocalCluste
         **{"sync.topic.configs.interval.seconds": "1"},
     )
     remote = f"primary.{topic}"
-    with running(cfg, data_path):
+    with running(cfg, spark):
         assert_eventually(lambda: values_if_exists(b, remote) == [(0, b"x")], timeout_s=60)
         assert topic_config(b, remote)["retention.ms"] == "3600000"
 
@@ -452,7 +452,7 @@ def test_topic_config_changes_reach_the_remote_topic(local_clusters: LocalCluste
 
 
 def test_status_shows_flows_and_upstream_clusters(
-    local_clusters: LocalClusters, data_path: DataPath, tmp_path: Any
+    local_clusters: LocalClusters, spark: SparkSession, tmp_path: Any
 ) -> None:
     import subprocess
     import sys
@@ -476,7 +476,7 @@ def test_status_shows_flows_and_upstream_clusters(
         assert r.returncode == 0, r.stderr
         return dict(json.loads(r.stdout))
 
-    with running(cfg, data_path):
+    with running(cfg, spark):
 
         def caught_up() -> bool:
             s = status()

@@ -24,6 +24,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.serialization import pkcs12
 from cryptography.x509.oid import NameOID
 from helpers import consume_all, create_topic, produce, unique_name
+from pyspark.sql import SparkSession
 from test_checkpoints import failover_scenario
 from test_control import Setup, deny_list_scenario
 from test_replication import record_parity_scenario
@@ -33,7 +34,6 @@ from mirrorspark.config.parse import parse_config
 from mirrorspark.config.properties import parse_properties
 from mirrorspark.kafka.local.clusters import load_clusters, stop_clusters
 from mirrorspark.kafka.local.model import LocalClusters
-from mirrorspark.replication.datapath import DataPath
 from mirrorspark.replication.driver import Replicator
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -42,20 +42,20 @@ SECURE = pytest.mark.parametrize("secure_clusters", ["ssl", "sasl_ssl"], indirec
 
 
 @SECURE
-def test_record_parity(secure_clusters: LocalClusters, data_path: DataPath) -> None:
-    record_parity_scenario(secure_clusters, data_path)
+def test_record_parity(secure_clusters: LocalClusters, spark: SparkSession) -> None:
+    record_parity_scenario(secure_clusters, spark)
 
 
 @SECURE
-def test_failover_checkpoints(secure_clusters: LocalClusters, data_path: DataPath) -> None:
-    failover_scenario(secure_clusters, data_path)
+def test_failover_checkpoints(secure_clusters: LocalClusters, spark: SparkSession) -> None:
+    failover_scenario(secure_clusters, spark)
 
 
 @SECURE
-def test_control_deny_list(secure_clusters: LocalClusters, data_path: DataPath, tmp_path: Path) -> None:
+def test_control_deny_list(secure_clusters: LocalClusters, spark: SparkSession, tmp_path: Path) -> None:
     made: list[Setup] = []
     try:
-        deny_list_scenario(secure_clusters, data_path, tmp_path, made)
+        deny_list_scenario(secure_clusters, spark, tmp_path, made)
     finally:
         for s in made:
             s.undo()
@@ -121,7 +121,7 @@ def test_sasl_ssl_keeps_secrets_off_command_lines_and_out_of_readable_files(secu
     assert "admin-secret" not in repr(secure_clusters)
 
 
-def test_local_up_sasl_ssl_prints_properties_a_replicator_uses(tmp_path: Path, data_path: DataPath) -> None:
+def test_local_up_sasl_ssl_prints_properties_a_replicator_uses(tmp_path: Path, spark: SparkSession) -> None:
     """``mirrorspark local up --security sasl_ssl`` prints an mm2.properties the Replicator runs with as it is."""
     d = tmp_path / "local"
     up = subprocess.run(
@@ -149,7 +149,7 @@ def test_local_up_sasl_ssl_prints_properties_a_replicator_uses(tmp_path: Path, d
         create_topic(source, topic, partitions=2)
         produce(source, topic, [{"value": f"v{i}".encode(), "partition": i % 2} for i in range(50)])
         cfg = parse_config(parse_properties(text + f"topics = {topic}\n"))
-        Replicator(cfg, data_path).run(until_caught_up=True)
+        Replicator(cfg, spark).run(until_caught_up=True)
         target = load_clusters(d).cluster("backup").client_config()
         assert sorted(r["value"] for r in consume_all(target, f"primary.{topic}")) == sorted(
             f"v{i}".encode() for i in range(50)

@@ -25,9 +25,9 @@ from hypothesis import HealthCheck, given, settings
 from live_service import commit_group, served_flow
 from openapi_spec_validator import validate
 from prometheus_client.parser import text_string_to_metric_families
+from pyspark.sql import SparkSession
 
 from mirrorspark.kafka.local.model import LocalClusters
-from mirrorspark.replication.datapath import DataPath
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -55,13 +55,13 @@ class Live:
 
 @pytest.fixture(scope="module")
 def live(
-    local_clusters: LocalClusters, data_path: DataPath, tmp_path_factory: pytest.TempPathFactory
+    local_clusters: LocalClusters, spark: SparkSession, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Live]:
     tmp = tmp_path_factory.mktemp("service")
     p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
     topic, group = unique_name("svc"), unique_name("svc-group")
     create_topic(p, topic, partitions=2)
-    with served_flow(local_clusters, data_path, tmp, topic=topic, group=group, token=TOKEN) as url:
+    with served_flow(local_clusters, spark, tmp, topic=topic, group=group, token=TOKEN) as url:
         produced_from = int(time.time() * 1000)
         produce(p, topic, [{"value": f"v{i}".encode() * 10, "partition": i % 2} for i in range(RECORDS)])
         remote = f"primary.{topic}"

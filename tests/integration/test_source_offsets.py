@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from helpers import assert_eventually, consume_all, create_topic, produce, unique_name
+from pyspark.sql import SparkSession
 from test_mm2_interop import (
     MM2_DEADLINE_S,
     by_partition,
@@ -33,7 +34,6 @@ from mirrorspark.config.parse import parse_config
 from mirrorspark.config.properties import parse_properties
 from mirrorspark.kafka.local.model import LocalClusters
 from mirrorspark.migration.source_offsets import FlowSourceOffsets
-from mirrorspark.replication.datapath import DataPath
 from mirrorspark.replication.driver import Replicator
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -68,11 +68,11 @@ def values(bootstrap: str, topic: str) -> dict[int, list[bytes]]:
 
 
 def test_list_alter_reset_then_a_run_resumes_exactly(
-    local_clusters: LocalClusters, data_path: DataPath, tmp_path: Path
+    local_clusters: LocalClusters, spark: SparkSession, tmp_path: Path
 ) -> None:
     p, b, topic, props = setup_flow(local_clusters, tmp_path, "srcoff")
     remote = f"primary.{topic}"
-    run_mirrorspark(props, data_path)
+    run_mirrorspark(props, spark)
     src = values(p, topic)
     assert values(b, remote) == src
 
@@ -110,7 +110,7 @@ def test_list_alter_reset_then_a_run_resumes_exactly(
     listed = {r["partition"]: r["position"] for r in cli_json(props, "list", "--topic", topic)}
     assert listed == {0: 5, 1: None}
 
-    run_mirrorspark(props, data_path)
+    run_mirrorspark(props, spark)
     assert values(b, remote) == {0: src[0] + src[0][5:], 1: src[1] + src[1]}
     assert stored_offsets(b, topic) == {0: PER_PARTITION - 1, 1: PER_PARTITION - 1}
 
@@ -136,10 +136,10 @@ def test_bad_requests_exit_non_zero_with_the_fix(local_clusters: LocalClusters, 
     assert r.exit_code == 2 and "nowhere" in r.output
 
 
-def test_refused_while_the_flow_runs(local_clusters: LocalClusters, data_path: DataPath, tmp_path: Path) -> None:
+def test_refused_while_the_flow_runs(local_clusters: LocalClusters, spark: SparkSession, tmp_path: Path) -> None:
     _, b, topic, props = setup_flow(local_clusters, tmp_path, "srcoff-run")
-    cfg = parse_config({**parse_properties(props.read_text()), "mirrorspark.engine": "continuous"})
-    replicator = Replicator(cfg, data_path)
+    cfg = parse_config(parse_properties(props.read_text()))
+    replicator = Replicator(cfg, spark)
     runner = threading.Thread(target=replicator.run, name="test-srcoff-flow", daemon=True)
     try:
         replicator.start()
@@ -161,11 +161,11 @@ def test_refused_while_the_flow_runs(local_clusters: LocalClusters, data_path: D
 
 
 def test_mm2_resumes_at_the_altered_positions(
-    local_clusters: LocalClusters, data_path: DataPath, tmp_path: Path
+    local_clusters: LocalClusters, spark: SparkSession, tmp_path: Path
 ) -> None:
     p, b, topic, props = setup_flow(local_clusters, tmp_path, "srcoff-mm2")
     remote = f"primary.{topic}"
-    run_mirrorspark(props, data_path)
+    run_mirrorspark(props, spark)
     src = values(p, topic)
     cli_json(props, "alter", "--topic", topic, "--offset", "10")
     assert stored_offsets(b, topic) == {0: 9, 1: 9}

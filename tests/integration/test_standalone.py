@@ -274,7 +274,7 @@ def test_continuous_engine_survives_a_killed_worker(
     props.write_text(
         own_clusters.mm2_properties(
             [("primary", "backup")],
-            extra={"topics": topic, "tasks.max": "2", "mirrorspark.engine": "continuous"},
+            extra={"topics": topic, "tasks.max": "2"},
         )
     )
     ui = f"http://127.0.0.1:{free_port()}"

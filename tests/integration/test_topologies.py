@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 from helpers import admin, consume_all, create_topic, produce, unique_name
+from pyspark.sql import SparkSession
 
 from mirrorspark.config.model import MirrorConfig
 from mirrorspark.config.parse import parse_config
@@ -31,7 +32,6 @@ from mirrorspark.config.properties import parse_properties
 from mirrorspark.errors import ConfigError
 from mirrorspark.kafka.local.clusters import start_clusters, stop_clusters
 from mirrorspark.kafka.local.model import LocalClusters
-from mirrorspark.replication.datapath import DataPath
 from mirrorspark.replication.driver import FlowStats, Replicator
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -88,9 +88,9 @@ def config(boot: Mapping[str, str], flows: list[tuple[str, str]], **extra: str) 
     return parse_config(parse_properties(properties(boot, flows, **extra)))
 
 
-def one_pass(cfg: MirrorConfig, data_path: DataPath) -> list[FlowStats]:
+def one_pass(cfg: MirrorConfig, spark: SparkSession) -> list[FlowStats]:
     """One Replicator run until caught up with the end offsets seen at its start."""
-    return Replicator(cfg, data_path).run(until_caught_up=True)
+    return Replicator(cfg, spark).run(until_caught_up=True)
 
 
 def copied(stats: list[FlowStats], needle: str) -> dict[str, int]:
@@ -120,16 +120,16 @@ def partitions(boot: str, topic: str) -> int:
 # ---------------------------------------------------------------------------------- active/active
 
 
-def test_active_active_same_topic_on_both_sides(clusters: dict[str, str], data_path: DataPath) -> None:
+def test_active_active_same_topic_on_both_sides(clusters: dict[str, str], spark: SparkSession) -> None:
     """A<->B, both sides write `t`: each side's records reach the other once, as `<other>.t`; nothing loops."""
     t = unique_name("aa")
     for alias in (A, B):
         create_topic(clusters[alias], t, partitions=2)
         produce(clusters[alias], t, [{"value": f"{alias}-{i}".encode(), "partition": i % 2} for i in range(20)])
     cfg = config(clusters, [(A, B), (B, A)], topics=f".*{t}")
-    first = one_pass(cfg, data_path)
+    first = one_pass(cfg, spark)
     assert copied(first, t) == {f"{A}->{B}:{t}": 20, f"{B}->{A}:{t}": 20}
-    second = one_pass(cfg, data_path)  # sees the remote topics and must not copy them back
+    second = one_pass(cfg, spark)  # sees the remote topics and must not copy them back
     assert copied(second, t) == {}
     for here, other in ((A, B), (B, A)):
         assert topics_with(clusters[here], t) == {t, f"{other}.{t}"}
@@ -142,7 +142,7 @@ def test_active_active_same_topic_on_both_sides(clusters: dict[str, str], data_p
 # ---------------------------------------------------------------------------------- circle
 
 
-def test_circle_of_three_reaches_every_cluster_once(clusters: dict[str, str], data_path: DataPath) -> None:
+def test_circle_of_three_reaches_every_cluster_once(clusters: dict[str, str], spark: SparkSession) -> None:
     """SRM's replication circle A->B->C->A: every record reaches every cluster exactly once, with
     multi-hop names (`A.t` on B, `B.A.t` on C); `C.B.A.t` never appears on A."""
     t = unique_name("circle")
@@ -150,9 +150,9 @@ def test_circle_of_three_reaches_every_cluster_once(clusters: dict[str, str], da
         create_topic(clusters[alias], t, partitions=2)
         produce(clusters[alias], t, [{"value": f"{alias}-{i}".encode(), "partition": i % 2} for i in range(10)])
     cfg = config(clusters, [(A, B), (B, C), (C, A)], topics=f".*{t}")
-    one_pass(cfg, data_path)  # first hop
-    one_pass(cfg, data_path)  # second hop
-    last = one_pass(cfg, data_path)  # nothing left to copy
+    one_pass(cfg, spark)  # first hop
+    one_pass(cfg, spark)  # second hop
+    last = one_pass(cfg, spark)  # nothing left to copy
     assert copied(last, t) == {}
 
     expected = {
@@ -178,7 +178,7 @@ def test_circle_of_three_reaches_every_cluster_once(clusters: dict[str, str], da
 # ---------------------------------------------------------------------------------- fan-in
 
 
-def test_fan_in_default_policy_keeps_sources_apart(clusters: dict[str, str], data_path: DataPath) -> None:
+def test_fan_in_default_policy_keeps_sources_apart(clusters: dict[str, str], spark: SparkSession) -> None:
     """A->C and B->C: `A.t` and `B.t` side by side on C, each with its own records."""
     t = unique_name("fanin")
     create_topic(clusters[A], t, partitions=2)
@@ -186,14 +186,14 @@ def test_fan_in_default_policy_keeps_sources_apart(clusters: dict[str, str], dat
     produce(clusters[A], t, [{"value": f"a{i}".encode(), "partition": i % 2} for i in range(10)])
     produce(clusters[B], t, [{"value": f"b{i}".encode(), "partition": i % 3} for i in range(12)])
     cfg = config(clusters, [(A, C), (B, C)], topics=t)
-    one_pass(cfg, data_path)
+    one_pass(cfg, spark)
     assert topics_with(clusters[C], t) == {f"{A}.{t}", f"{B}.{t}"}
     for source in (A, B):
         assert by_partition(consume_all(clusters[C], f"{source}.{t}")) == by_partition(consume_all(clusters[source], t))
         assert partitions(clusters[C], f"{source}.{t}") == partitions(clusters[source], t)
 
 
-def test_fan_in_identity_policy_merges_into_one_topic(clusters: dict[str, str], data_path: DataPath) -> None:
+def test_fan_in_identity_policy_merges_into_one_topic(clusters: dict[str, str], spark: SparkSession) -> None:
     """A->C and B->C with IdentityReplicationPolicy: one `t` on C with both sides' records, each
     source's order per partition kept (same partition counts on both sources)."""
     t = unique_name("merge")
@@ -201,7 +201,7 @@ def test_fan_in_identity_policy_merges_into_one_topic(clusters: dict[str, str], 
         create_topic(clusters[alias], t, partitions=2)
         produce(clusters[alias], t, [{"value": f"{alias}-{i}".encode(), "partition": i % 2} for i in range(30)])
     cfg = config(clusters, [(A, C), (B, C)], topics=t, **{"replication.policy.class": IDENTITY})
-    stats = one_pass(cfg, data_path)
+    stats = one_pass(cfg, spark)
     assert copied(stats, t) == {f"{A}->{C}:{t}": 30, f"{B}->{C}:{t}": 30}
     assert topics_with(clusters[C], t) == {t}
     assert partitions(clusters[C], t) == 2
@@ -216,7 +216,7 @@ def test_fan_in_identity_policy_merges_into_one_topic(clusters: dict[str, str], 
 
 
 def test_identity_loop_is_refused_unless_opted_in(
-    clusters: dict[str, str], data_path: DataPath, tmp_path: Path
+    clusters: dict[str, str], spark: SparkSession, tmp_path: Path
 ) -> None:
     """A->B and B->A with IdentityReplicationPolicy would copy `t` round forever: refused (exit 2
     from the CLI); with the opt-in key and topic filters that never match a replicated topic it runs."""
@@ -224,14 +224,14 @@ def test_identity_loop_is_refused_unless_opted_in(
     identity = {"replication.policy.class": IDENTITY}
     text = properties(clusters, [(A, B), (B, A)], topics=f"{x}|{y}", **identity)
     with pytest.raises(ConfigError) as e:
-        Replicator(parse_config(parse_properties(text)), data_path)
+        Replicator(parse_config(parse_properties(text)), spark)
     assert f"flows {A}->{B}, {B}->{A} form a replication cycle" in str(e.value)
     # one identity flow in the cycle is enough: `t` of A would come back to A as `B.t`, `B.B.t`, ...
     mixed = properties(
         clusters, [(A, B), (B, A)], topics=f"{x}|{y}", **{f"{A}->{B}.replication.policy.class": IDENTITY}
     )
     with pytest.raises(ConfigError, match=f"and {A}->{B} keeps topic names"):
-        Replicator(parse_config(parse_properties(mixed)), data_path)
+        Replicator(parse_config(parse_properties(mixed)), spark)
 
     path = tmp_path / "mm2.properties"
     path.write_text(text)
@@ -259,8 +259,8 @@ def test_identity_loop_is_refused_unless_opted_in(
         **identity,
         **{f"{A}->{B}.topics": x, f"{B}->{A}.topics": y, "mirrorspark.identity.allow.cycles": "true"},
     )
-    one_pass(cfg, data_path)
-    again = one_pass(cfg, data_path)
+    one_pass(cfg, spark)
+    again = one_pass(cfg, spark)
     assert copied(again, "idloop") == {}
     for alias in (A, B):
         assert values(clusters[alias], x) == [b"x1"]
@@ -270,13 +270,13 @@ def test_identity_loop_is_refused_unless_opted_in(
 # ---------------------------------------------------------------------------------- fan-out
 
 
-def test_fan_out_from_one_replicator(clusters: dict[str, str], data_path: DataPath) -> None:
+def test_fan_out_from_one_replicator(clusters: dict[str, str], spark: SparkSession) -> None:
     """A->B and A->C in one Replicator (one `mirrorspark run`): `A.t` on both targets."""
     t = unique_name("fanout")
     create_topic(clusters[A], t, partitions=3)
     produce(clusters[A], t, [{"key": f"k{i}".encode(), "value": f"v{i}".encode()} for i in range(40)])
     cfg = config(clusters, [(A, B), (A, C)], topics=t)
-    r = Replicator(cfg, data_path)
+    r = Replicator(cfg, spark)
     stats = r.run(until_caught_up=True)
     assert [f.flow for f in stats] == [f"{A}->{B}", f"{A}->{C}"]
     assert copied(stats, t) == {f"{A}->{B}:{t}": 40, f"{A}->{C}:{t}": 40}

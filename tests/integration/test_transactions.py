@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 from helpers import client_config, consume_all, create_topic, produce, unique_name
+from pyspark.sql import SparkSession
 
 from mirrorspark.config.parse import parse_config
 from mirrorspark.config.properties import parse_properties
 from mirrorspark.kafka.local.model import LocalClusters
-from mirrorspark.replication.datapath import DataPath
 from mirrorspark.replication.driver import Replicator
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -82,7 +82,7 @@ def by_partition(bootstrap: str, topic: str) -> dict[int, list[bytes | None]]:
 
 
 def test_by_default_every_source_record_is_copied_as_mm2_does_even_of_an_open_transaction(
-    local_clusters: LocalClusters, data_path: DataPath, source_topic: tuple[str, Any]
+    local_clusters: LocalClusters, spark: SparkSession, source_topic: tuple[str, Any]
 ) -> None:
     # Before: plans listed the high watermark while the tasks read committed records only
     # (librdkafka's default): an open transaction held its partition short of the plan until a
@@ -92,7 +92,7 @@ def test_by_default_every_source_record_is_copied_as_mm2_does_even_of_an_open_tr
     txn.write([f"o{i}" for i in range(4)])  # open
     produce(p, topic, [{"value": f"p1-{i}", "partition": 1} for i in range(20)])
     text = local_clusters.mm2_properties([("primary", "backup")], extra={"topics": topic, "tasks.max": "2"})
-    r = Replicator(parse_config(parse_properties(text)), data_path)
+    r = Replicator(parse_config(parse_properties(text)), spark)
     r.run(until_caught_up=True)
     remote = by_partition(b, f"primary.{topic}")
     # the Java consumer's read_uncommitted: aborted and open transactions' records too, in order
@@ -103,7 +103,7 @@ def test_by_default_every_source_record_is_copied_as_mm2_does_even_of_an_open_tr
 
 
 def test_read_committed_skips_aborted_records_and_an_open_transaction_delays_only_its_partition(
-    local_clusters: LocalClusters, data_path: DataPath, source_topic: tuple[str, Any]
+    local_clusters: LocalClusters, spark: SparkSession, source_topic: tuple[str, Any]
 ) -> None:
     topic, txn = source_topic
     p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
@@ -113,14 +113,14 @@ def test_read_committed_skips_aborted_records_and_an_open_transaction_delays_onl
     )
     txn.write([f"o{i}" for i in range(4)])  # open: its partition stops at the last stable offset
     produce(p, topic, [{"value": f"p1-{i}", "partition": 1} for i in range(20)])
-    Replicator(parse_config(parse_properties(text)), data_path).run(until_caught_up=True)
+    Replicator(parse_config(parse_properties(text)), spark).run(until_caught_up=True)
     remote = by_partition(b, f"primary.{topic}")
     committed = [f"c{i}".encode() for i in range(10)] + [f"plain{i}".encode() for i in range(3)]
     assert remote[0] == committed  # no aborted record; the open transaction's wait
     assert remote[1] == [f"p1-{i}".encode() for i in range(20)]  # the other partition is not held up
 
     txn.commit()
-    r = Replicator(parse_config(parse_properties(text)), data_path)
+    r = Replicator(parse_config(parse_properties(text)), spark)
     r.run(until_caught_up=True)
     remote = by_partition(b, f"primary.{topic}")
     assert remote[0] == committed + [f"o{i}".encode() for i in range(4)]

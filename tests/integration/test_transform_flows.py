@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 from helpers import consume_all, create_topic, end_offsets, produce, unique_name
+from pyspark.sql import SparkSession
 from test_checkpoints import checkpoints, commit, config, read_from, replicate
 from test_replication import topics_of
 
 from mirrorspark.errors import ConfigError
 from mirrorspark.kafka.local.model import LocalClusters
 from mirrorspark.mm2.connect_offsets import decode_source_offset
-from mirrorspark.replication.datapath import DataPath
 from mirrorspark.replication.driver import Replicator
 from mirrorspark.replication.status import status
 
@@ -106,10 +106,7 @@ def committed_positions(bootstrap: str, source: str) -> dict[tuple[str, int], in
     return out
 
 
-@pytest.mark.parametrize("engine", ["continuous", "batch"])
-def test_each_transform_and_predicate_and_drop_accounting(
-    local_clusters: LocalClusters, data_path: DataPath, engine: str
-) -> None:
+def test_each_transform_and_predicate_and_drop_accounting(local_clusters: LocalClusters, spark: SparkSession) -> None:
     p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
     orders, other = unique_name("smt-orders"), unique_name("smt-other")
     for t in (orders, other):
@@ -123,10 +120,9 @@ def test_each_transform_and_predicate_and_drop_accounting(
         local_clusters,
         [("primary", "backup")],
         topics=f"{orders}|{other}",
-        **{"mirrorspark.engine": engine},
         **chain_keys(orders),
     )
-    replicate(cfg, data_path)
+    replicate(cfg, spark)
 
     assert seen(consume_all(b, f"primary.{orders}")) == want(orders=True)
     assert seen(consume_all(b, f"primary.{other}")) == want(orders=False)
@@ -156,7 +152,7 @@ def test_each_transform_and_predicate_and_drop_accounting(
 
 
 def test_regex_router_renames_remote_topics_and_checkpoints_follow(
-    local_clusters: LocalClusters, data_path: DataPath
+    local_clusters: LocalClusters, spark: SparkSession
 ) -> None:
     """RegexRouter names the remote topic: created, written and checkpointed under the routed name."""
     p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
@@ -172,7 +168,7 @@ def test_regex_router_renames_remote_topics_and_checkpoints_follow(
         transforms__route__replacement="mirrored-$1",
     )
     cfg = config(local_clusters, [("primary", "backup")], topics=topic, **keys)
-    replicate(cfg, data_path)
+    replicate(cfg, spark)
     routed = f"mirrored-{topic}"
     assert sorted(r["value"] for r in consume_all(b, routed)) == sorted(f"v{i}".encode() for i in range(40))
     assert f"primary.{topic}" not in topics_of(b)  # the policy's name is never created (MM2 creates it empty)
@@ -199,7 +195,7 @@ def test_regex_router_renames_remote_topics_and_checkpoints_follow(
     )
     both = config(local_clusters, [("primary", "backup"), ("backup", "primary")], topics=topic, **strip)
     with pytest.raises(ConfigError, match="cycle"):
-        Replicator(both, data_path)
+        Replicator(both, spark)
 
 
 def test_a_refused_transform_exits_2_naming_why(local_clusters: LocalClusters, tmp_path: Path) -> None:
@@ -242,7 +238,7 @@ class Stamp:
 
 
 def test_a_user_transform_runs_on_the_executors(
-    local_clusters: LocalClusters, data_path: DataPath, spark: Any, tmp_path: Path
+    local_clusters: LocalClusters, spark: SparkSession, tmp_path: Path
 ) -> None:
     module = unique_name("smt_user").replace("-", "_")
     path = tmp_path / f"{module}.py"
@@ -265,7 +261,7 @@ def test_a_user_transform_runs_on_the_executors(
             predicates__mine__pattern=f"primary.{topic}",
         )
         cfg = config(local_clusters, [("primary", "backup")], topics=topic, **keys)
-        replicate(cfg, data_path)
+        replicate(cfg, spark)
         want = [f'{{"i": {i}, "via": "primary.{topic}"}}'.encode() for i in range(20) if i % 4]
         assert [r["value"] for r in consume_all(b, f"primary.{topic}")] == want
         [fs] = status(cfg)[0]

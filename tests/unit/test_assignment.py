@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mirrorspark.replication.tasks import assign_round_robin
+from mirrorspark.replication.task_configs import assign_round_robin
 
 pytestmark = pytest.mark.unit
 
@@ -76,7 +76,7 @@ def test_importing_the_spark_module_does_not_start_spark() -> None:
         """
         import sys
         sys.path.insert(0, sys.argv[1])
-        import mirrorspark.replication.datapath
+        import mirrorspark.replication.spark
         context = sys.modules.get("pyspark.context")
         if context is not None:
             sc = context.SparkContext

@@ -1,10 +1,11 @@
-"""No write unchecked: offset syncs, source offsets, checkpoints, heartbeats and progress check delivery.
+"""No write unchecked on the driver: checkpoints, heartbeats and lifetime totals check delivery.
 
-A failed write is sent again (bounded); the state that depends on it (sync state, positions,
-checkpoint store, published totals) advances only once it is acknowledged; a write that still
-fails raises a ClusterError naming the flow, the topic and the cluster (or, for heartbeats and
-progress, is logged at WARNING and written again at the next tick). Group offset sync moves a
-group only forward and only when its state is known. Against the in-memory fakes.
+A failed write is sent again (bounded); the state that depends on it (checkpoint store,
+published totals) advances only once it is acknowledged; a write that still fails raises a
+ClusterError naming the flow, the topic and the cluster (or, for heartbeats and totals, is
+logged at WARNING and written again at the next tick). Group offset sync moves a group only
+forward and only when its state is known. Against the in-memory fakes. (The copy tasks' own
+commit writes: ``test_copy_task_runner.py``.)
 """
 
 from __future__ import annotations
@@ -19,13 +20,12 @@ from mirrorspark.client.context import FlowContext, ReplicationContext
 from mirrorspark.config.model import MirrorConfig
 from mirrorspark.errors import ClusterError
 from mirrorspark.kafka.delivery import Outgoing, deliver
-from mirrorspark.mm2.offset_syncs import SyncState
 from mirrorspark.mm2.records import Checkpoint, OffsetSync
-from mirrorspark.replication.checkpoints import CheckpointEmitter
+from mirrorspark.mm2.task_progress import PartitionReport
+from mirrorspark.replication.checkpoint_emitter import CheckpointEmitter
 from mirrorspark.replication.flow import Flow
 from mirrorspark.replication.heartbeats import HeartbeatEmitter
 from mirrorspark.replication.progress import ProgressPublisher
-from mirrorspark.replication.tasks import PartitionResult
 
 pytestmark = pytest.mark.unit
 
@@ -41,33 +41,32 @@ def started_flow(cfg: MirrorConfig, clients: FakeClients) -> Flow:
     return flow
 
 
-def batch_result(next_offset: int = 5) -> PartitionResult:
-    state = SyncState(next_offset - 1, next_offset - 1, 0, None)
-    return PartitionResult(
-        flow="A->B",
-        source_topic="orders",
-        partition=0,
-        next_offset=next_offset,
-        records=next_offset,
-        value_bytes=10,
-        key_bytes=0,
-        sync_state=state,
-        syncs=((0, 0),),
-        segments=(),
-        latency_ms_sum=0,
-        latency_ms_max=0,
-    )
-
-
-def offsets_written(b: FakeCluster) -> int:
-    return sum(len(part) for part in b.topics[OFFSETS].partitions)
-
-
 def flow_with_backlog() -> tuple[Flow, FakeCluster, FakeCluster]:
     cfg, a, b, clients = two_clusters()
     a.create_topic("orders", 1)
     a.fill("orders", 0, 5)
     return started_flow(cfg, clients), a, b
+
+
+def copied(flow: Flow, next_offset: int = 5) -> None:
+    """A copy task's progress report: ``orders-0`` copied and committed up to ``next_offset``."""
+    report = PartitionReport(
+        flow="A->B",
+        topic="orders",
+        partition=0,
+        task=0,
+        generation=1,
+        next_offset=next_offset,
+        records=next_offset,
+        value_bytes=10,
+        key_bytes=0,
+        latency_ms_sum=0,
+        latency_ms_max=0,
+        latency_samples=0,
+        segments=(),
+        at=1_000,
+    )
+    assert flow.apply_report(report)
 
 
 def test_deliver_sends_failed_records_again_in_order_and_then_raises() -> None:
@@ -84,35 +83,6 @@ def test_deliver_sends_failed_records_again_in_order_and_then_raises() -> None:
         deliver(producer, records, what="test", alias="B", attempts=3, sleep=lambda _: None)
     assert e.value.kafka_code == "_MSG_TIMED_OUT"
     assert producer.failed == 1 + 3 * 3  # bounded: every attempt sends all three again
-
-
-def test_a_failed_offset_sync_write_raises_and_advances_nothing() -> None:
-    flow, a, b = flow_with_backlog()
-    a.failing_writes[SYNCS] = FOREVER
-    with pytest.raises(ClusterError) as e:
-        flow.commit([batch_result()])
-    assert "A->B" in str(e.value) and SYNCS in str(e.value) and "cluster 'A'" in str(e.value)
-    p = flow.partitions[("orders", 0)]
-    assert p.position == 0 and p.sync_state == SyncState()  # the next batch emits the syncs again
-    assert p.records == 0
-    assert offsets_written(b) == 0  # no source offset committed past syncs that were never written
-
-
-def test_a_transient_offset_sync_failure_is_retried_and_then_committed() -> None:
-    flow, a, b = flow_with_backlog()
-    a.failing_writes[SYNCS] = 1
-    flow.commit([batch_result()])
-    assert [OffsetSync.decode(r.key, r.value) for r in a.records(SYNCS)] == [OffsetSync("orders", 0, 0, 0)]
-    assert flow.partitions[("orders", 0)].position == 5
-    assert offsets_written(b) == 1
-
-
-def test_a_failed_source_offset_write_raises_and_keeps_positions() -> None:
-    flow, _, b = flow_with_backlog()
-    b.failing_writes[OFFSETS] = FOREVER
-    with pytest.raises(ClusterError, match=f"A->B: source offsets: writing to topic '{OFFSETS}' on cluster 'B'"):
-        flow.commit([batch_result()])
-    assert flow.partitions[("orders", 0)].position == 0
 
 
 def emitter(cfg: MirrorConfig, clients: FakeClients) -> CheckpointEmitter:
@@ -192,7 +162,7 @@ def test_progress_not_acknowledged_is_published_again_next_tick(caplog: pytest.L
     flow, _, b = flow_with_backlog()
     pub = ProgressPublisher(flow)
     pub.start()
-    flow.commit([batch_result()])
+    copied(flow)
     topic = "mm2-progress.A.internal"
     b.failing_writes[topic] = FOREVER
     with caplog.at_level(logging.WARNING):
@@ -208,7 +178,7 @@ def test_a_coordinator_still_loading_is_routine_until_it_lasts(
     caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """COORDINATOR_LOAD_IN_PROGRESS on a fresh cluster: INFO, retried next cycle; a WARNING once it persists."""
-    from mirrorspark.replication import checkpoints
+    from mirrorspark.replication import checkpoint_emitter as checkpoints
 
     e, _, b = checkpointed("sync.group.offsets.enabled = true\n")
     e.emit()

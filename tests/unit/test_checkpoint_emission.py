@@ -8,7 +8,7 @@ from fakes import FakeClients, FakeCluster, FakeGroup, two_clusters
 from mirrorspark.client.context import ReplicationContext
 from mirrorspark.config.model import MirrorConfig
 from mirrorspark.mm2.records import Checkpoint, OffsetSync
-from mirrorspark.replication.checkpoints import CheckpointEmitter
+from mirrorspark.replication.checkpoint_emitter import CheckpointEmitter
 
 pytestmark = pytest.mark.unit
 

@@ -201,21 +201,31 @@ def test_flow_defaults_equal_mm2() -> None:
 
 
 def test_data_path_defaults() -> None:
-    assert two().data_path == DataPathConfig(
-        max_records_per_partition=200_000, idle_interval_ms=200, follow_ms=1000, read_mode="consumer"
-    )
+    assert two().data_path == DataPathConfig(read_mode="consumer", on_gap="continue", metrics_interval_ms=5000)
 
 
-def test_data_path_keys() -> None:
+def test_the_batch_engines_keys_load_with_a_warning_and_change_nothing() -> None:
+    """Files written for the batch engine still load: its keys are validated, warned about and ignored."""
     c = two(
         "mirrorspark.batch.max.records.per.partition = 5000\n"
         "mirrorspark.batch.idle.interval.ms = 0\n"
         "mirrorspark.batch.follow.ms = 0\n"
+        "mirrorspark.engine = continuous\n"
         "mirrorspark.read.mode = consumer\n"
     )
-    assert c.data_path == DataPathConfig(
-        max_records_per_partition=5000, idle_interval_ms=0, follow_ms=0, read_mode="consumer"
-    )
+    assert c.data_path == two().data_path
+    retired = [w for w in c.warnings if "the batch engine, which was removed" in w]
+    assert len(retired) == 3 and all("has no effect" in w and "delete it" in w for w in retired)
+    assert any("'mirrorspark.engine' has no effect: mirrorspark has one engine" in w for w in c.warnings)
+
+
+def test_the_batch_engine_is_a_clear_error() -> None:
+    with pytest.raises(ConfigError) as e:
+        two("mirrorspark.engine = batch\n")
+    text = str(e.value)
+    assert "'batch' for 'mirrorspark.engine' was removed" in text
+    assert "'run --until-caught-up' runs on the copy tasks" in text
+    assert "delete 'mirrorspark.engine' or set it to auto or continuous" in text
 
 
 def test_spark_kafka_read_mode_was_removed() -> None:
@@ -229,7 +239,7 @@ def test_spark_kafka_read_mode_was_removed() -> None:
     assert "delete 'mirrorspark.read.mode' or set it to consumer" in text
 
 
-def test_follow_ms_must_not_be_negative() -> None:
+def test_a_retired_key_is_still_validated() -> None:
     with pytest.raises(ConfigError, match=r"mirrorspark\.batch\.follow\.ms.*>= 0"):
         _ = two("mirrorspark.batch.follow.ms = -5\n").data_path
 
@@ -243,7 +253,10 @@ def test_registry_defaults_parse_and_cover_every_flow_field() -> None:
     explicit = {
         k.name: k.default
         for k in CONFIG_KEYS
-        if k.default is not None and k.scope in ("connector", "mirrorspark") and k.removed_in is None
+        if k.default is not None
+        and k.scope in ("connector", "mirrorspark")
+        and k.removed_in is None
+        and k.retired is None
     }
     default = parse_config(base, env={}).flow("A", "B")
     spelled = parse_config({**base, **explicit}, env={}).flow("A", "B")

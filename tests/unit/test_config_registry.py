@@ -19,7 +19,7 @@ from mirrorspark.mm2 import filters
 from mirrorspark.mm2.control_state import control_topic
 from mirrorspark.mm2.internal_topics import connect_offsets_topic
 from mirrorspark.mm2.policy import DefaultReplicationPolicy
-from mirrorspark.replication.acls import TopicAclSync
+from mirrorspark.replication.acl_sync import TopicAclSync
 from mirrorspark.replication.driver import schedule_checkpoint_jobs
 from mirrorspark.replication.progress import progress_topic
 from mirrorspark.replication.scheduler import Scheduler
@@ -80,6 +80,8 @@ def test_registry_shapes() -> None:
             assert flag.type == "boolean" and flag.field is not None and k.unit == "s", k.name
         if k.scope == "mirrorspark":
             assert k.holder in ("data_path", "service"), k.name
+        if k.retired is not None:
+            assert k.field is None and k.effect == "accepted", k.name
         if k.holder in ("data_path", "service"):
             assert k.scope == "mirrorspark", k.name
 
@@ -136,8 +138,16 @@ def test_accepted_keys_are_marked_in_the_reference() -> None:
         "consumer.poll.timeout.ms",
     } <= accepted
     rows = {line.split("|")[1].strip(" `"): line for line in config_reference().splitlines() if line.startswith("| `")}
+    retired = {k.name: k.retired for k in CONFIG_KEYS if k.retired is not None}
+    assert set(retired) == {
+        "mirrorspark.engine",
+        "mirrorspark.batch.max.records.per.partition",
+        "mirrorspark.batch.idle.interval.ms",
+        "mirrorspark.batch.follow.ms",
+    }
     for name in accepted:
-        assert "| accepted |" in rows[name] and ACCEPTED_NOTE.capitalize() in rows[name], name
+        note = f"Retired, no effect: {retired[name]}" if name in retired else ACCEPTED_NOTE.capitalize()
+        assert "| accepted |" in rows[name] and note in rows[name], name
     assert "| used |" in rows["admin.timeout.ms"] and ACCEPTED_NOTE.capitalize() not in rows["admin.timeout.ms"]
 
 
@@ -238,7 +248,7 @@ def test_admin_timeout_reaches_the_control_jobs() -> None:
 def test_emit_lists_groups_only_when_they_were_never_listed(monkeypatch: pytest.MonkeyPatch) -> None:
     """The old bug: with refresh.groups disabled (negative interval) every checkpoint cycle listed groups."""
     from mirrorspark.client.context import ReplicationContext
-    from mirrorspark.replication.checkpoints import CheckpointEmitter
+    from mirrorspark.replication.checkpoint_emitter import CheckpointEmitter
 
     props = {"clusters": "A, B", "A.bootstrap.servers": "a:9092", "B.bootstrap.servers": "b:9092"}
     config = parse_config({**props, "refresh.groups.interval.seconds": "-1"})

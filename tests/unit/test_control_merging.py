@@ -9,7 +9,7 @@ from mirrorspark.client.context import FlowContext
 from mirrorspark.config.model import MirrorConfig
 from mirrorspark.errors import BadRegexError
 from mirrorspark.mm2.control_state import ControlChange, ControlKey
-from mirrorspark.replication.control import ControlStore, LiveFilters
+from mirrorspark.replication.live_filters import ControlStore, LiveFilters
 
 pytestmark = pytest.mark.unit
 

@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from mirrorspark.replication.engine import wait_for_slots
+from mirrorspark.replication.worker import wait_for_slots
 
 pytestmark = pytest.mark.unit
 

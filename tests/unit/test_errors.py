@@ -13,7 +13,9 @@ from mirrorspark.errors import ClusterError, ClusterUnreachableError, ConfigErro
 
 pytestmark = pytest.mark.unit
 
-EXPORTED: list[type[BaseException]] = [getattr(errors, name) for name in errors.__all__]
+EXPORTED: list[type[BaseException]] = [
+    obj for name in errors.__all__ if inspect.isclass(obj := getattr(errors, name)) and issubclass(obj, BaseException)
+]
 UPPER_SNAKE = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*$")
 
 
@@ -32,7 +34,8 @@ def test_all_is_sorted_and_complete() -> None:
         for name, obj in vars(errors).items()
         if inspect.isclass(obj) and issubclass(obj, BaseException) and obj.__module__ == errors.__name__
     }
-    assert defined == set(errors.__all__)
+    assert defined == {c.__name__ for c in EXPORTED}
+    assert set(errors.__all__) - defined == {"ErrorInfo", "error_from_info"}
 
 
 @pytest.mark.parametrize("cls", EXPORTED, ids=_ids(EXPORTED))
@@ -92,16 +95,11 @@ def test_cluster_errors_carry_kafka_code_and_retriable() -> None:
 @pytest.mark.parametrize("cls", EXPORTED, ids=_ids(EXPORTED))
 def test_errors_survive_pickling(cls: type[MirrorsparkError]) -> None:
     # Spark ships a task's exception back to the driver pickled.
-    if issubclass(cls, ClusterError):
-        err: MirrorsparkError = cls("m", kafka_code="UNKNOWN_TOPIC_OR_PART", retriable=True)
-    else:
-        err = cls("m")
+    err = cls("m", kafka_code="UNKNOWN_TOPIC_OR_PART", retriable=True)
     back = pickle.loads(pickle.dumps(err))
     assert type(back) is cls
     assert (str(back), back.code, back.exit_code) == ("m", cls.code, cls.exit_code)
-    if isinstance(err, ClusterError):
-        assert isinstance(back, ClusterError)
-        assert (back.kafka_code, back.retriable) == ("UNKNOWN_TOPIC_OR_PART", True)
+    assert (back.kafka_code, back.retriable) == ("UNKNOWN_TOPIC_OR_PART", True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -126,7 +124,7 @@ def _docstring_tree() -> list[tuple[int, str, str, int | None]]:
 
 def test_docstring_tree_matches_the_classes() -> None:
     rows = _docstring_tree()
-    assert sorted(name for _, name, _, _ in rows) == sorted(errors.__all__)
+    assert sorted(name for _, name, _, _ in rows) == sorted(c.__name__ for c in EXPORTED)
     parents: dict[int, str] = {}
     for depth, name, code, exit_code in rows:
         cls = getattr(errors, name)
@@ -138,3 +136,29 @@ def test_docstring_tree_matches_the_classes() -> None:
         else:
             assert getattr(errors, parents[depth - 1]) in cls.__bases__, name
         parents[depth] = name
+
+
+@pytest.mark.parametrize("cls", EXPORTED, ids=_ids(EXPORTED))
+def test_every_error_crosses_spark_as_data(cls: type[MirrorsparkError]) -> None:
+    """A copy task's error reaches the driver as an ErrorInfo and is rebuilt as its own class: no text parsed."""
+    err = cls("what failed; the fix", kafka_code="TOPIC_AUTHORIZATION_FAILED", retriable=False)
+    err.partition = "t-3"
+    info = err.info(flow="A->B", task=2)
+    assert isinstance(info, errors.ErrorInfo)
+    assert (info.code, info.kafka_code, info.flow, info.task, info.partition) == (
+        cls.code,
+        "TOPIC_AUTHORIZATION_FAILED",
+        "A->B",
+        2,
+        "t-3",
+    )
+    assert info.fatal  # an authorization failure: no retry can fix it
+    back = errors.error_from_info(pickle.loads(pickle.dumps(info)))
+    assert type(back) is cls
+    assert (back.message, back.kafka_code, back.partition) == (err.message, err.kafka_code, "t-3")
+    assert not back.retriable
+
+
+def test_an_unknown_code_becomes_the_root() -> None:
+    back = errors.error_from_info(errors.ErrorInfo("NOT_A_CODE", "m"))
+    assert type(back) is MirrorsparkError and back.message == "m" and not back.fatal

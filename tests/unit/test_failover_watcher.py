@@ -9,7 +9,7 @@ import pytest
 
 from fakes import two_clusters
 from mirrorspark.client.context import FlowContext
-from mirrorspark.replication.failover import FailoverWatcher
+from mirrorspark.replication.failover_watch import FailoverWatcher
 from mirrorspark.replication.flow import Flow
 from mirrorspark.replication.scheduler import Scheduler
 

@@ -107,7 +107,7 @@ def test_a_topic_recreated_while_stopped_is_a_gap_and_starts_from_its_beginning(
     assert {(g.partition, g.reason, g.old_topic_id, g.new_topic_id) for g in flow.gaps} == {
         (p, "recreated", old_id, a.topics["orders"].topic_id) for p in range(3)
     }
-    assert [t.ranges[0].start for t in flow.plan(follow=False)] == [0]
+    assert [t.partitions[0].start for t in flow.task_specs(1, ("127.0.0.1", 1, "token"))] == [0]
 
 
 def test_a_topic_recreated_while_running_is_found_at_the_next_refresh() -> None:
@@ -115,7 +115,7 @@ def test_a_topic_recreated_while_running_is_found_at_the_next_refresh() -> None:
     a.create_topic("orders", 2)
     a.fill("orders", 0, 100)
     flow = started_flow(cfg, clients)
-    flow.refresh_end_offsets()
+    flow.list_end_offsets()
     flow.partitions[("orders", 0)].position = 40  # 40..99 not copied yet
     a.recreate_topic("orders", 1)
     a.fill("orders", 0, 200)  # grew past the old position: only the topic id tells
@@ -135,13 +135,13 @@ def test_a_truncated_source_log_is_a_gap() -> None:
     flow = started_flow(cfg, clients)
     flow.partitions[("orders", 0)].position = 100
     del a.topics["orders"].partitions[0][80:]  # unclean leader election: the new leader ends at 80
-    flow.refresh_end_offsets()
+    flow.list_end_offsets()
     assert flow.partitions[("orders", 0)].position == 80
     assert [(g.reason, g.first_lost, g.last_lost) for g in flow.gaps] == [("truncated", 80, 99)]
 
 
 def report_copied(b: FakeCluster, progress_topic: str, topic: str, partition: int, next_offset: int) -> None:
-    """Write the flow's own progress report for a partition copied up to ``next_offset``, as a batch does."""
+    """Write the flow's own progress report for a partition copied up to ``next_offset``, as a copy task does."""
     segment = CopiedSegment(upstream_start=0, downstream_start=0, count=next_offset)
     report = PartitionReport("A->B", topic, partition, 0, 0, next_offset, next_offset, 0, 0, 0, 0, 0, (segment,), 1)
     b.append(progress_topic, *encode_report(report))
@@ -200,7 +200,7 @@ def test_on_gap_stop_halts_the_flow_with_a_clear_message() -> None:
     for part in ("A->B", "orders-0", "offsets 10..29", "mirrorspark.on.gap"):
         assert part in flow.halted
     assert flow.partitions[("orders", 0)].position == 10  # nothing moved on
-    assert flow.plan(follow=False) == []
+    assert flow.task_specs(1, ("127.0.0.1", 1, "token")) == []
     assert len(ledger_gaps(b)) == 1
 
 

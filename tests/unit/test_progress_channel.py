@@ -11,7 +11,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from mirrorspark.errors import ClusterError
-from mirrorspark.replication.reports import ProgressChannel
+from mirrorspark.replication.progress_channel import ProgressChannelReader
 
 pytestmark = pytest.mark.unit
 
@@ -34,8 +34,8 @@ class StubConsumer:
         return 0, self.end
 
 
-def channel(consumer: StubConsumer) -> ProgressChannel:
-    ch = ProgressChannel.__new__(ProgressChannel)  # no consumer of its own: the stub's
+def channel(consumer: StubConsumer) -> ProgressChannelReader:
+    ch = ProgressChannelReader.__new__(ProgressChannelReader)  # no consumer of its own: the stub's
     ch.flow, ch.skipped, ch._consumer = StubFlow(), 0, consumer  # type: ignore[assignment]
     return ch
 

@@ -28,7 +28,7 @@ def test_public_names_are_the_defining_objects() -> None:
     from mirrorspark.config.parse import load_config
     from mirrorspark.errors import MirrorsparkError
     from mirrorspark.mm2.policy import BaseReplicationPolicy
-    from mirrorspark.replication.control import ControlStore
+    from mirrorspark.replication.live_filters import ControlStore
 
     assert mirrorspark.MirrorClient is MirrorClient
     assert mirrorspark.translate_offsets is translate_offsets

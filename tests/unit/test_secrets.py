@@ -12,7 +12,7 @@ from mirrorspark.cli.app import app
 from mirrorspark.client.context import ReplicationContext
 from mirrorspark.config.keys import MASK, is_secret, masked
 from mirrorspark.config.model import ClientSettings
-from mirrorspark.replication.tasks import CopyTask, PartitionRange
+from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionAssignment
 
 pytestmark = pytest.mark.unit
 
@@ -68,7 +68,7 @@ def test_masked_replaces_only_secret_values() -> None:
     }
 
 
-def copy_task() -> CopyTask:
+def copy_task() -> CopyTaskSpec:
     conf = {
         "bootstrap.servers": "a:9092",
         "sasl.username": "mirror",
@@ -77,13 +77,24 @@ def copy_task() -> CopyTask:
         "ssl.keystore.password": SECRET,
         "sasl.oauthbearer.client.secret": SECRET,
     }
-    return CopyTask(
+    return CopyTaskSpec(
         flow="A->B",
+        source="A",
+        target="B",
         task_index=0,
+        generation=1,
         consumer_conf=conf,
         producer_conf=dict(conf),
-        ranges=(PartitionRange("t", 0, "A.t", 0, 10),),
+        commit_conf=dict(conf),
+        syncs_conf=None,
+        offsets_topic="mm2-offsets.A.internal",
+        offsets_partitions=25,
+        syncs_topic="mm2-offset-syncs.B.internal",
+        progress_topic="mm2-task-progress.A.internal",
+        partitions=(PartitionAssignment("t", 0, "A.t", 0),),
         offset_lag_max=100,
+        flush_interval_s=1.0,
+        channel=("127.0.0.1", 1, "token"),
     )
 
 

@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from mirrorspark.errors import ClusterError, DataPathError
-from mirrorspark.replication.engine import ContinuousEngine, FlowSupervisor
+from mirrorspark.replication.supervisor import FlowSupervisor
+from mirrorspark.replication.worker import Worker
 
 pytestmark = pytest.mark.unit
 
@@ -50,7 +51,7 @@ class StubFlow:
     def reload_positions(self) -> None:
         self.reloads += 1
 
-    def stream_tasks(self, generation: int, address: Any) -> list[Any]:
+    def task_specs(self, generation: int, address: Any, *, stop_at: Any = None) -> list[Any]:
         return []  # no Spark task: the supervisor's lease logic alone
 
 
@@ -117,7 +118,7 @@ class ExplodingSupervisor:
 
 
 def test_one_flows_unexpected_error_fails_that_flow_and_the_others_go_on() -> None:
-    engine = ContinuousEngine.__new__(ContinuousEngine)  # no Spark: only tick() is exercised
+    engine = Worker.__new__(Worker)  # no Spark: only tick() is exercised
     lease = StubLease()
     lease.held, lease.epoch = True, 1
     healthy = FlowSupervisor(StubFlow(), object(), StubChannel(), lease)  # type: ignore[arg-type]

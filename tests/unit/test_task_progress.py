@@ -15,8 +15,8 @@ from mirrorspark.mm2.task_progress import (
     encode_report,
     newest_segments,
 )
-from mirrorspark.replication.engine import TaskChannel
-from mirrorspark.replication.stream import ChannelClient
+from mirrorspark.replication.task.channel import ChannelClient
+from mirrorspark.replication.task_channel import TaskChannel
 from polling import assert_eventually
 
 pytestmark = pytest.mark.unit

@@ -58,7 +58,7 @@ def _control(
     """Apply control changes to one kind of list of a flow and print the lists in effect."""
     from mirrorspark.config.parse import load_config
     from mirrorspark.mm2.control_state import validate_regex
-    from mirrorspark.replication.control import ControlStore
+    from mirrorspark.replication.live_filters import ControlStore
 
     changed = bool(add or remove or add_deny or remove_deny)
     try:

@@ -116,6 +116,9 @@ class ConfigKey:
     negative_disables:
         For a job's ``<job>.interval.seconds``: the ``<job>.enabled`` key a negative value turns
         off (MM2's scheduler skips jobs with a negative interval).
+    retired:
+        For a mirrorspark key that no longer has any effect: why (accepted and validated, with a
+        warning naming the reason, so that files setting it still load).
 
     Notes
     -----
@@ -142,7 +145,14 @@ class ConfigKey:
     holder: KeyHolder = "flow"
     effect: KeyEffect = "used"
     negative_disables: str | None = None
+    retired: str | None = None
 
+
+RETIRED_BATCH_ENGINE: Final = (
+    "it configured the batch engine, which was removed: every run, 'run --until-caught-up' included, runs on "
+    "the long-running copy tasks"
+)
+"""Why the batch engine's keys (``mirrorspark.batch.*``) have no effect (the batch engine was removed in issue #22)."""
 
 _RF_DOC: Final = "; -1 = the broker's default.replication.factor"
 SOURCE_PLACEHOLDER: Final = "<source>"
@@ -469,9 +479,9 @@ CONFIG_KEYS: Final[tuple[ConfigKey, ...]] = (
         "consumer.poll.timeout.ms",
         "long",
         "1000",
-        "MM2's timeout of one poll of a source task's consumer. mirrorspark's tasks copy "
-        "planned offset ranges and wait at most 50 ms per poll so that a batch ends as soon as its last "
-        "record is copied; a longer poll would only delay the end of batches.",
+        "MM2's timeout of one poll of a source task's consumer. mirrorspark's copy tasks wait at most 250 ms "
+        "for the first record of a poll (then take what else is there at once), which is also how often they "
+        "check the driver's task channel.",
         "ms",
         minimum=0,
         field="consumer_poll_timeout_ms",
@@ -668,7 +678,7 @@ CONFIG_KEYS: Final[tuple[ConfigKey, ...]] = (
         "offset.flush.interval.ms",
         "long",
         "1000",
-        "How often each copy task of the continuous engine commits the source offsets (and offset syncs) "
+        "How often each copy task commits the source offsets (and offset syncs) "
         "of the records the target acknowledged, set as <T>.offset.flush.interval.ms. Connect's default is "
         "60000; mirrorspark's is 1000, so a crash re-copies at most about one second of records, for one "
         "small write per moving partition per second.",
@@ -698,49 +708,58 @@ CONFIG_KEYS: Final[tuple[ConfigKey, ...]] = (
         "mirrorspark.batch.max.records.per.partition",
         "int",
         "200000",
-        "Most records one batch copies from one source partition.",
+        "Most records one batch of the batch engine copied from one source partition.",
         "records",
         scope="mirrorspark",
         minimum=1,
-        field="max_records_per_partition",
+        effect="accepted",
+        retired=RETIRED_BATCH_ENGINE,
         holder="data_path",
     ),
     ConfigKey(
         "mirrorspark.batch.idle.interval.ms",
         "long",
         "200",
-        "Pause between batches when the previous batch copied nothing.",
+        "Pause between two batches of the batch engine when the previous one copied nothing.",
         "ms",
         scope="mirrorspark",
         minimum=0,
-        field="idle_interval_ms",
+        effect="accepted",
+        retired=RETIRED_BATCH_ENGINE,
         holder="data_path",
     ),
     ConfigKey(
         "mirrorspark.engine",
         "string",
         "auto",
-        "How the data path runs: continuous (long-running Spark tasks, one per copy task, that poll, produce "
-        "and commit their own offsets every offset.flush.interval.ms; the driver supervises and restarts them), "
-        "batch (one Spark job per batch, committed by the driver), or auto: continuous for 'run', batch for "
-        "'run --until-caught-up' (a bounded copy, where batches measured faster).",
+        "Which data-path engine runs the copy tasks. mirrorspark has one: long-running Spark tasks, "
+        "min(tasks.max, partitions) per flow, that poll, produce and commit their own offsets every "
+        "offset.flush.interval.ms, supervised and restarted by the driver under the flow's lease; 'run "
+        "--until-caught-up' runs on them too and ends once every partition reached the end offsets listed at "
+        "start. auto and continuous both name it.",
         scope="mirrorspark",
-        choices=("auto", "continuous", "batch"),
-        field="engine",
+        choices=("auto", "continuous"),
+        removed_choices=(
+            (
+                "batch",
+                "the batch engine was removed (one Spark job per batch, committed by the driver, with no lease: two "
+                "bounded runs could copy one flow at once); 'run --until-caught-up' runs on the copy tasks",
+            ),
+        ),
+        effect="accepted",
+        retired="mirrorspark has one engine, which auto and continuous both name (batch was removed)",
         holder="data_path",
     ),
     ConfigKey(
         "mirrorspark.batch.follow.ms",
         "long",
         "1000",
-        "How long a batch keeps copying records that arrive after it was planned: once its tasks have "
-        "copied up to the end offsets seen when planning, they follow their partitions until this long "
-        "after they started, so that new records go out at once rather than in the next batch "
-        "(lower latency, fewer Spark jobs). 0 = stop at those end offsets. Ignored by --until-caught-up.",
+        "How long a batch of the batch engine kept copying records that arrived after it was planned.",
         "ms",
         scope="mirrorspark",
         minimum=0,
-        field="follow_ms",
+        effect="accepted",
+        retired=RETIRED_BATCH_ENGINE,
         holder="data_path",
     ),
     ConfigKey(

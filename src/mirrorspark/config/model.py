@@ -320,7 +320,7 @@ class FlowConfig(_Frozen):
     failover_policy, failover_groups, failover_grace_ms, failover_check_interval_ms, failover_dry_run:
         ``mirrorspark.failover.*``: the failover policy (``"manual"``, ``"under-min-isr"`` or ``"offline"``),
         the regexes of the groups it moves, the grace period (ms), how often the source is described (ms)
-        and whether it only reports (:mod:`mirrorspark.replication.failover`).
+        and whether it only reports (:mod:`mirrorspark.replication.failover_watch`).
     policy:
         The replication policy.
     source_consumer:
@@ -428,16 +428,6 @@ class DataPathConfig:
 
     Parameters
     ----------
-    max_records_per_partition:
-        ``mirrorspark.batch.max.records.per.partition``: most records one batch copies from
-        one source partition (>= 1).
-    idle_interval_ms:
-        ``mirrorspark.batch.idle.interval.ms``: pause between batches, in milliseconds, when
-        the previous batch copied nothing (>= 0).
-    follow_ms:
-        ``mirrorspark.batch.follow.ms``: how long, in milliseconds from its start, a task keeps
-        copying records that arrive after the batch was planned, once it has reached the planned
-        end offsets (>= 0; 0 = stop at the planned end offsets).
     read_mode:
         ``mirrorspark.read.mode``: always ``"consumer"`` (confluent-kafka consumers inside Spark
         tasks); the key is kept so that files setting it still load. ``"spark-kafka"`` was
@@ -448,27 +438,18 @@ class DataPathConfig:
     on_gap:
         ``mirrorspark.on.gap``: ``"continue"`` (resume at the log start after a gap) or ``"stop"``
         (halt the flow), see :mod:`mirrorspark.mm2.gaps`.
-    engine:
-        ``mirrorspark.engine``: ``"continuous"`` (long-running copy tasks that commit their own
-        offsets, :mod:`mirrorspark.replication.stream`), ``"batch"`` (one Spark job per batch,
-        committed by the driver) or ``"auto"`` (continuous for ``run``, batch for
-        ``run --until-caught-up``).
     metrics_interval_ms:
         ``mirrorspark.metrics.interval.ms``: how often the driver writes each flow's raw metrics
-        (:mod:`mirrorspark.replication.metrics`), in ms.
+        (:mod:`mirrorspark.replication.metrics_publisher`), in ms.
 
     Notes
     -----
     mirrorspark's own; MM2 has no counterpart (Connect's worker polls one task at a time).
     """
 
-    max_records_per_partition: int = 200_000
-    idle_interval_ms: int = 200
-    follow_ms: int = 1000
     read_mode: str = "consumer"
     identity_allow_cycles: bool = False
     on_gap: str = "continue"
-    engine: str = "auto"
     metrics_interval_ms: int = 5000
 
 

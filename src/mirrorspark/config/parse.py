@@ -233,6 +233,8 @@ class _Parser:
             )
         elif ck.removed_in is not None:
             self.warn(f"'{written}' was removed in Kafka {ck.removed_in} and is ignored")
+        elif ck.retired is not None:
+            self.warn(f"'{written}' has no effect: {ck.retired}; delete it")
 
     def _check_unknown_top(self, key: str) -> None:
         if key.startswith(MIRRORSPARK_PREFIX):

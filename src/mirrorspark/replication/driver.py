@@ -1,16 +1,20 @@
 """The driver: every enabled flow in one Spark application (MM2's ``MirrorMaker``).
 
-Loop, until stopped:
+:meth:`Replicator.start` starts every flow (internal topics, stored offsets, discovery) and
+schedules the control jobs: topic refresh, config and ACL sync, checkpoints and group offset
+sync, lag listings, metrics and lifetime totals, on the driver loop's
+:class:`~mirrorspark.replication.scheduler.Scheduler`; heartbeats and the failover watch run on
+schedulers of their own threads. :meth:`Replicator.run` starts the copy tasks
+(:class:`~mirrorspark.replication.worker.Worker`) and loops, until stopped:
 
-1. run due control jobs (topic refresh per flow);
-2. plan one batch for every flow and run all its tasks as one Spark job;
-3. commit each flow's results (offset syncs, then source offsets);
-4. report progress; with ``until_caught_up``, stop once every partition has
-   reached the end offset seen at start.
+1. run the due control jobs, supervising every flow after each one (a slow job holds
+   supervision up for its own length only), or once when none is due;
+2. report the flows' stats (``on_stats``) about once a second;
+3. with ``until_caught_up``, end once every partition reached the end offset listed at start
+   (the copy tasks end by themselves there) and the checkpoints cover the groups' offsets.
 
-Heartbeats run on a background scheduler so that a long batch does not delay
-them. :meth:`Replicator.request_stop` (Ctrl-C in the CLI) lets the current
-batch finish and commit before the loop ends.
+:meth:`Replicator.request_stop` (Ctrl-C, SIGTERM in the CLI) ends the loop: every copy task
+commits what the target acknowledged and ends.
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from enum import StrEnum
+from typing import TYPE_CHECKING, Protocol
 
 from mirrorspark.client.context import ReplicationContext
 from mirrorspark.config.model import FlowConfig, MirrorConfig
@@ -29,29 +34,42 @@ from mirrorspark.errors import ConfigError, DataGapError
 from mirrorspark.kafka.admin import PartitionKey
 from mirrorspark.kafka.factory import ClientFactory
 from mirrorspark.mm2.topology import check_identity_cycles
-from mirrorspark.replication.acls import TopicAclSync
-from mirrorspark.replication.checkpoints import CheckpointEmitter
-from mirrorspark.replication.datapath import DataPath
-from mirrorspark.replication.engine import ContinuousEngine, FlowSupervisor, first_error
-from mirrorspark.replication.failover import FailoverWatcher
+from mirrorspark.replication.acl_sync import TopicAclSync
+from mirrorspark.replication.checkpoint_emitter import CheckpointEmitter
+from mirrorspark.replication.failover_watch import FailoverWatcher
 from mirrorspark.replication.flow import Flow
 from mirrorspark.replication.heartbeats import HeartbeatEmitter
-from mirrorspark.replication.metrics import MetricsPublisher
+from mirrorspark.replication.metrics_publisher import MetricsPublisher
 from mirrorspark.replication.progress import ProgressPublisher
 from mirrorspark.replication.scheduler import Job, Scheduler
-from mirrorspark.replication.tasks import PartitionResult
+from mirrorspark.replication.supervisor import FlowSupervisor, SupervisorState
+from mirrorspark.replication.worker import Worker, first_error
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
 
 
 TICK_S = 0.1
-"""Seconds between two supervision rounds of the continuous engine's driver loop."""
+"""Seconds between two supervision rounds of the driver loop."""
 
 REPORT_INTERVAL_S = 1.0
-"""Seconds between two progress callbacks (``on_progress``: stats walk every partition) under the continuous engine."""
+"""Seconds between two stats callbacks (``on_stats``: the stats walk every partition)."""
 
 LAG_INTERVAL_S = 5.0
-"""Seconds between two listings of the source end offsets (lag) under the continuous engine."""
+"""Seconds between two listings of the source end offsets (lag)."""
+
+
+class DriverState(StrEnum):
+    """Where the driver is: ``created``, ``starting``, ``running``, ``stopping``, ``stopped``."""
+
+    CREATED = "created"
+    STARTING = "starting"
+    RUNNING = "running"
+    STOPPING = "stopping"
+    STOPPED = "stopped"
+
 
 PROGRESS_INTERVAL_S = 5.0
 """Seconds between two publications of a flow's totals to ``mm2-progress.<source>.internal``."""
@@ -92,10 +110,11 @@ class FlowStats:
     Attributes
     ----------
     flow, state:
-        ``"S->T"``; the driver's state, ``"halted"`` once ``mirrorspark.on.gap=stop`` halted the flow, or
-        ``"failed"`` once the continuous engine gave up on it (its error in the log; the other flows run on).
-    records, value_bytes, lag, batches:
-        Records and value bytes copied by this process, records not yet copied, batches committed.
+        ``"S->T"``; the driver's state (:class:`DriverState`), ``"halted"`` once ``mirrorspark.on.gap=stop``
+        halted the flow, or ``"failed"`` once its supervisor gave up on it (its error in the log; the other
+        flows run on).
+    records, value_bytes, lag:
+        Records and value bytes copied by this process, records not yet copied.
     topics:
         Per replicated topic.
     gaps:
@@ -109,7 +128,6 @@ class FlowStats:
     records: int
     value_bytes: int
     lag: int
-    batches: int
     topics: tuple[TopicStats, ...]
     gaps: int = 0
     invalid_offsets: int = 0
@@ -211,14 +229,13 @@ class Replicator:
     ----------
     config:
         The parsed mm2.properties.
-    data_path:
-        The Spark data path (owns the SparkSession); may be set later, before
-        :meth:`run`, so that :meth:`start` can fail fast on unreachable
-        clusters before Spark starts.
+    spark:
+        The SparkSession the copy tasks run on; may be set later (:attr:`spark`), before
+        :meth:`run`, so that :meth:`start` can fail fast on unreachable clusters before Spark starts.
     targets:
         MM2's ``--clusters``: run only flows whose target is listed (``None`` = all).
-    on_progress:
-        Called after every batch (and when idle) with the flows' stats.
+    on_stats:
+        Called about once a second while running, and at the end, with the flows' stats.
     clients:
         Where every Kafka client comes from (default: real confluent-kafka clients).
 
@@ -233,14 +250,14 @@ class Replicator:
     def __init__(
         self,
         config: MirrorConfig,
-        data_path: DataPath | None = None,
+        spark: SparkSession | None = None,
         *,
         targets: Sequence[str] | None = None,
-        on_progress: Callable[[list[FlowStats]], None] | None = None,
+        on_stats: Callable[[list[FlowStats]], None] | None = None,
         clients: ClientFactory | None = None,
     ) -> None:
         self.config = config
-        self.data_path = data_path
+        self.spark = spark
         # policies, filters and client settings of every flow, built once here and passed down
         self.context = ReplicationContext(config) if clients is None else ReplicationContext(config, clients)
         flows = config.enabled_flows(targets)
@@ -271,31 +288,30 @@ class Replicator:
             if f.config.emit_checkpoints_enabled
         ]
         self._checkpoint_targets: list[dict[tuple[str, str, int], int]] = []
-        self.progress: list[ProgressPublisher] = []
+        self.totals: list[ProgressPublisher] = []
         self.metrics: list[MetricsPublisher] = []
         self.control = Scheduler()
         self.background = Scheduler()
         self.failover = Scheduler()  # the failover policy's source checks: a dead source must not stall the rest
         self.failover_watchers: list[FailoverWatcher] = []
-        self.on_progress = on_progress
+        self.on_stats = on_stats
         self._stop = threading.Event()
         self._targets: dict[str, dict[PartitionKey, int]] = {}
-        self.state = "created"
-        self.engine = "batch"  # the engine of the last run: "batch" or "continuous"
-        self._engine: ContinuousEngine | None = None
+        self.state = DriverState.CREATED
+        self.worker: Worker | None = None
 
     @property
     def supervisors(self) -> list[FlowSupervisor]:
-        """The continuous engine's flow supervisors while it runs (or after), in flow order; empty on batches."""
-        return list(self._engine.supervisors) if self._engine is not None else []
+        """The flows' supervisors once :meth:`run` started the copy tasks (and after), in flow order."""
+        return list(self.worker.supervisors) if self.worker is not None else []
 
     def assignment_applied(self) -> bool:
-        """Whether every running flow's copy tasks run the flow's current assignment (always, on batches).
+        """Whether every running flow's copy tasks run the flow's current assignment.
 
         A topic dropped by a topic refresh (e.g. a control-list change) stops being copied once its
         flow's tasks restarted with the new assignment, within one supervision round.
         """
-        return all(s.state != "running" or s.assignment == tuple(s.flow.order) for s in self.supervisors)
+        return all(s.state != SupervisorState.RUNNING or s.assignment == tuple(s.flow.order) for s in self.supervisors)
 
     def _supervisor_of(self, flow: Flow) -> FlowSupervisor | None:
         return next((s for s in self.supervisors if s.flow is flow), None)
@@ -303,14 +319,14 @@ class Replicator:
     def _runs_flow(self, flow: Flow) -> bool:
         """Whether this instance runs ``flow`` now: not a standby of the flow's lease."""
         s = self._supervisor_of(flow)
-        return s is None or s.state != "standby"
+        return s is None or s.state != SupervisorState.STANDBY
 
     def task_slots(self) -> int:
         """Copy tasks the flows run now, ``min(tasks.max, partitions)`` per flow (after :meth:`start`)."""
         return sum(min(f.config.tasks_max, len(f.order)) for f in self.flows)
 
     def request_stop(self) -> None:
-        """Ask the loop to stop after the current batch is committed (thread-safe)."""
+        """Ask the loop to end: every copy task commits what the target acknowledged and ends (thread-safe)."""
         self._stop.set()
 
     @property
@@ -321,43 +337,14 @@ class Replicator:
     def start(self) -> None:
         """Connect: start every flow and the heartbeats, and schedule the control jobs.
 
-        Needs no Spark. Raises
-        :class:`~mirrorspark.errors.ClusterUnreachableError` when a cluster does
-        not answer and :class:`~mirrorspark.errors.ClusterError` when an
-        internal or remote topic cannot be created.
+        Needs no Spark. Raises :class:`~mirrorspark.errors.ClusterUnreachableError` when a cluster
+        does not answer and :class:`~mirrorspark.errors.ClusterError` when an internal or remote
+        topic cannot be created.
         """
-        self.state = "starting"
+        self.state = DriverState.STARTING
         for flow in self.flows:
             flow.start()
-            publisher = ProgressPublisher(flow)
-            publisher.start()
-            self.progress.append(publisher)
-            self.control.add(
-                f"publish progress {flow.name}",
-                PROGRESS_INTERVAL_S,
-                self._job(publisher.publish),
-                initial_delay_s=PROGRESS_INTERVAL_S,
-            )
-            if flow.config.sync_topic_configs_enabled:
-                self.control.add(
-                    f"sync topic configs {flow.name}",
-                    flow.config.sync_topic_configs_interval_s,
-                    flow.sync_configs,
-                    initial_delay_s=flow.config.sync_topic_configs_interval_s,
-                )
-            if flow.config.sync_topic_acls_enabled:  # MM2: immediately, then every interval
-                self.control.add(
-                    f"sync topic ACLs {flow.name}",
-                    flow.config.sync_topic_acls_interval_s,
-                    self._job(TopicAclSync.for_flow(flow).sync),
-                )
-            if flow.config.refresh_topics_enabled:
-                self.control.add(
-                    f"refresh topics {flow.name}",
-                    flow.config.refresh_topics_interval_s,
-                    flow.refresh,
-                    initial_delay_s=flow.config.refresh_topics_interval_s,
-                )
+            self._schedule_flow_jobs(flow)
         emitters = {cp.name: cp for cp in self.checkpoints}
         interval_ms = self.config.data_path.metrics_interval_ms
         for flow in self.flows:
@@ -366,12 +353,11 @@ class Replicator:
                 interval_ms=interval_ms,
                 supervisor=functools.partial(self._supervisor_of, flow),
                 checkpoints=emitters.get(flow.name),
-                engine=lambda: self.engine,
             )
             metrics.start()
             self.metrics.append(metrics)
             self.control.add(
-                f"publish metrics {flow.name}", interval_ms / 1000, self._job(metrics.publish), initial_delay_s=0.5
+                f"publish metrics {flow.name}", interval_ms / 1000, _discard(metrics.publish), initial_delay_s=0.5
             )
         for cp in self.checkpoints:
             cp.start(background_syncs=True)
@@ -380,91 +366,131 @@ class Replicator:
         self.heartbeats.schedule(self.background)
         self.background.start(name="mirrorspark-heartbeats")
         self._start_failover_watch()
-        self.state = "running"
+        self.state = DriverState.RUNNING
+
+    def _schedule_flow_jobs(self, flow: Flow) -> None:
+        """Schedule one flow's control jobs: totals, config and ACL sync, topic refresh, lag listings."""
+        cfg = flow.config
+        publisher = ProgressPublisher(flow)
+        publisher.start()
+        self.totals.append(publisher)
+        self.control.add(
+            f"publish progress {flow.name}",
+            PROGRESS_INTERVAL_S,
+            _discard(publisher.publish),
+            initial_delay_s=PROGRESS_INTERVAL_S,
+        )
+        if cfg.sync_topic_configs_enabled:
+            self.control.add(
+                f"sync topic configs {flow.name}",
+                cfg.sync_topic_configs_interval_s,
+                flow.sync_configs,
+                initial_delay_s=cfg.sync_topic_configs_interval_s,
+            )
+        if cfg.sync_topic_acls_enabled:  # MM2: immediately, then every interval
+            self.control.add(
+                f"sync topic ACLs {flow.name}",
+                cfg.sync_topic_acls_interval_s,
+                _discard(TopicAclSync.for_flow(flow).sync),
+            )
+        if cfg.refresh_topics_enabled:
+            self.control.add(
+                f"refresh topics {flow.name}",
+                cfg.refresh_topics_interval_s,
+                flow.refresh,
+                initial_delay_s=cfg.refresh_topics_interval_s,
+            )
+        self.control.add(
+            f"list end offsets {flow.name}", LAG_INTERVAL_S, flow.list_end_offsets, initial_delay_s=LAG_INTERVAL_S
+        )
 
     def _start_failover_watch(self) -> None:
-        """Schedule each flow's ``failover watch S->T`` job (:mod:`mirrorspark.replication.failover`), own thread."""
+        """Schedule each flow's ``failover watch S->T`` job (:mod:`~mirrorspark.replication.failover_watch`)."""
         for flow in self.flows:
             watcher = FailoverWatcher(flow, active=functools.partial(self._runs_flow, flow))
             watcher.start()
             self.failover_watchers.append(watcher)
             interval_s = flow.config.failover_check_interval_ms / 1000
             self.failover.add(
-                f"failover watch {flow.name}", interval_s, self._job(watcher.check), initial_delay_s=interval_s
+                f"failover watch {flow.name}", interval_s, _discard(watcher.check), initial_delay_s=interval_s
             )
         self.failover.start(name="mirrorspark-failover")
 
     def run(self, *, until_caught_up: bool = False) -> list[FlowStats]:
-        """Replicate until stopped (or caught up); commit the last batch; return final stats.
+        """Replicate until stopped (or caught up); every copy task commits at the end; return final stats.
 
         Parameters
         ----------
         until_caught_up:
-            Stop once every replicated partition is copied up to the source end
-            offsets seen at start, and their offset syncs are written.
+            A bounded copy: the copy tasks end once every replicated partition is copied up to the
+            source end offsets listed at start, and the run ends once their commits and the
+            checkpoints covering the groups' offsets at start are written.
 
         Raises
         ------
+        ConfigError
+            No SparkSession was given, or Spark offers fewer task slots than the flows have copy tasks.
         DataGapError
             ``mirrorspark.on.gap=stop`` halted a flow (the other flows ran on until the loop
             ended; the message names each halted flow's partition, lost range and the key).
+        MirrorsparkError
+            Every flow failed: the first failed flow's error.
         """
-        if self.data_path is None:
-            raise ConfigError("Replicator.run needs a data path: pass data_path= or set .data_path first")
-        data_path = self.data_path
-        engine = self.config.data_path.engine
-        exactly_once = [f.name for f in self.config.flows if f.enabled and f.exactly_once_source_support == "enabled"]
-        if engine == "batch" and exactly_once:
-            raise ConfigError(
-                f"flow(s) {', '.join(exactly_once)} run exactly-once (exactly.once.source.support=enabled), which "
-                "only the continuous engine's copy tasks do: set mirrorspark.engine=continuous (or auto)"
-            )
-        if engine == "auto":
-            # a bounded copy runs as batches, unless a flow needs transactions (only the continuous tasks have them)
-            engine = "batch" if until_caught_up and not exactly_once else "continuous"
-        if self.state == "created":
+        if self.spark is None:
+            raise ConfigError("Replicator.run needs a SparkSession: pass spark= or set .spark first")
+        if self.state == DriverState.CREATED:
             self.start()
         if until_caught_up:
             self._targets = {f.name: f.end_snapshot() for f in self.flows}
             self._checkpoint_targets = [cp.snapshot() for cp in self.checkpoints]
-        self.engine = engine
-        if engine == "continuous":
-            return self._run_continuous(data_path, until_caught_up=until_caught_up)
-        idle_s = self.config.data_path.idle_interval_ms / 1000.0
+        worker = Worker(self.spark, self.flows, stop_at=self._targets if until_caught_up else None)
+        self.worker = worker
+        for f in self.flows:
+            if f.exactly_once:
+                self._log_exactly_once(f)
+        failed: list[FlowSupervisor] = []
         try:
-            while not self._stop.is_set():
-                self.control.run_pending()
-                if all(f.halted is not None for f in self.flows):
-                    break
-                if until_caught_up and self._caught_up() and self._checkpoints_done():
-                    break
-                t0 = time.monotonic()
-                tasks = [t for f in self.flows for t in f.plan(follow=not until_caught_up)]
-                if tasks:
-                    t1 = time.monotonic()
-                    results = data_path.copy(tasks)
-                    t2 = time.monotonic()
-                    self._commit(results)
-                    if log.isEnabledFor(logging.DEBUG):  # the sums walk every range and result
-                        log.debug(
-                            "batch: plan %.0f ms, copy %.0f ms (%d tasks, %d ranges, %d records), commit %.0f ms",
-                            (t1 - t0) * 1000,
-                            (t2 - t1) * 1000,
-                            len(tasks),
-                            sum(len(t.ranges) for t in tasks),
-                            sum(r.records for r in results),
-                            (time.monotonic() - t2) * 1000,
-                        )
-                else:
-                    self._stop.wait(idle_s)
-                self._report()
+            worker.start()
+            for pub in self.totals:
+                pub.publish_state("running")
+            failed = self._loop(worker, until_caught_up=until_caught_up)
         finally:
-            self.state = "stopping"
-            self.close()
-        return self._finish()
+            self.state = DriverState.STOPPING
+            try:
+                worker.stop()
+            finally:
+                self.close()
+        return self._finish(failed)
+
+    def _loop(self, worker: Worker, *, until_caught_up: bool) -> list[FlowSupervisor]:
+        """Run control jobs and supervise until stopped, every flow halted or failed, or caught up."""
+        publishers = {pub.flow.name: pub for pub in self.totals}
+        reported: set[str] = set()
+        next_report = 0.0
+        failed: list[FlowSupervisor] = []
+        while not self._stop.is_set():
+            # the flows are supervised after every control job: a round of jobs slowed down by a
+            # target that lost a broker (each bounded, together a minute or more) must not hold up
+            # restarting failed copy tasks and following the leases; once per tick without jobs
+            if not self.control.run_pending(between=worker.tick):
+                worker.tick()
+            failed = worker.failed
+            for s in failed:
+                if s.name not in reported and s.name in publishers:
+                    reported.add(s.name)
+                    publishers[s.name].publish_state("failed", str(s.error))
+            if all(f.halted is not None or s in failed for f, s in zip(self.flows, worker.supervisors, strict=True)):
+                break
+            if until_caught_up and self._caught_up() and self._checkpoints_done():
+                break
+            if time.monotonic() >= next_report:  # stats walk every partition: not at every tick
+                next_report = time.monotonic() + REPORT_INTERVAL_S
+                self._report()
+            self._stop.wait(TICK_S)
+        return failed
 
     def _finish(self, failed: Sequence[FlowSupervisor] = ()) -> list[FlowStats]:
-        self.state = "stopped"
+        self.state = DriverState.STOPPED
         stats = self.stats()
         self._report(stats)
         halted = [f.halted for f in self.flows if f.halted is not None]
@@ -473,54 +499,6 @@ class Replicator:
         if failed:
             raise first_error(failed)
         return stats
-
-    def _run_continuous(self, data_path: DataPath, *, until_caught_up: bool) -> list[FlowStats]:
-        """Run the flows on the continuous engine (:mod:`mirrorspark.replication.engine`) until stopped or caught up."""
-        engine = ContinuousEngine(data_path.spark, self.flows)
-        self._engine = engine
-        for f in self.flows:
-            self.control.add(
-                f"list end offsets {f.name}", LAG_INTERVAL_S, f.list_end_offsets, initial_delay_s=LAG_INTERVAL_S
-            )
-        failed: list[FlowSupervisor] = []
-        publishers = {pub.flow.name: pub for pub in self.progress}
-        next_report = 0.0
-        reported: set[str] = set()
-        for f in self.flows:
-            if f.exactly_once:
-                self._log_exactly_once(f)
-        try:
-            engine.start()
-            for pub in self.progress:
-                pub.publish_state("running")
-            while not self._stop.is_set():
-                # the flows are supervised after every control job: a round of jobs slowed down by a
-                # target that lost a broker (each bounded, together a minute or more) must not hold up
-                # restarting failed copy tasks and following the leases; once per tick without jobs
-                if not self.control.run_pending(between=engine.tick):
-                    engine.tick()
-                failed = engine.failed
-                for s in failed:
-                    if s.name not in reported and s.name in publishers:
-                        reported.add(s.name)
-                        publishers[s.name].publish_state("failed", str(s.error))
-                if all(
-                    f.halted is not None or s in failed for f, s in zip(self.flows, engine.supervisors, strict=True)
-                ):
-                    break
-                if until_caught_up and self._caught_up() and self._checkpoints_done():
-                    break
-                if time.monotonic() >= next_report:  # stats walk every partition: not at every tick
-                    next_report = time.monotonic() + REPORT_INTERVAL_S
-                    self._report()
-                self._stop.wait(TICK_S)
-        finally:
-            self.state = "stopping"
-            try:
-                engine.stop()
-            finally:
-                self.close()
-        return self._finish(failed)
 
     @staticmethod
     def _log_exactly_once(f: Flow) -> None:
@@ -562,23 +540,9 @@ class Replicator:
             done &= cp.covered(targets)
         return done
 
-    @staticmethod
-    def _job(fn: Callable[[], object]) -> Callable[[], None]:
-        def run() -> None:
-            fn()
-
-        return run
-
-    def _commit(self, results: list[PartitionResult]) -> None:
-        for f in self.flows:
-            f.commit(results)
-            out_of_range = [(r.source_topic, r.partition) for r in results if r.flow == f.name and r.out_of_range]
-            if out_of_range:
-                f.check_positions(out_of_range)
-
     def _report(self, stats: list[FlowStats] | None = None) -> None:
-        if self.on_progress is not None:
-            self.on_progress(stats if stats is not None else self.stats())
+        if self.on_stats is not None:
+            self.on_stats(stats if stats is not None else self.stats())
 
     def stats(self) -> list[FlowStats]:
         """Return the current progress of every flow.
@@ -586,38 +550,21 @@ class Replicator:
         Returns
         -------
         list[FlowStats]
-            One per flow, in the driver's order: the driver's state, the flow's records, value
-            bytes, lag (records) and batches, and per topic the same with replication latency (ms).
+            One per flow, in the driver's order: its state, records, value bytes and lag (records),
+            and per topic the same with replication latency (ms).
         """
+        failed = {s.name for s in self.supervisors if s.state == SupervisorState.FAILED}
         out = []
-        failed = {s.name for s in self.supervisors if s.state == "failed"}
         for f in self.flows:
-            topics = []
-            for topic, n in sorted(f.topic_partitions.items()):
-                ps = [f.partitions[(topic, i)] for i in range(n) if (topic, i) in f.partitions]
-                recs = sum(p.records for p in ps)
-                samples = sum(p.latency_samples for p in ps)
-                topics.append(
-                    TopicStats(
-                        topic=topic,
-                        remote_topic=f.remote_topics.get(topic, ""),
-                        partitions=n,
-                        records=recs,
-                        value_bytes=sum(p.value_bytes for p in ps),
-                        lag=sum(p.lag for p in ps),
-                        latency_ms_avg=(sum(p.latency_ms_sum for p in ps) / samples) if samples else 0.0,
-                        latency_ms_max=max((p.latency_ms_max for p in ps), default=0),
-                    )
-                )
+            topics = tuple(_topic_stats(f, topic, n) for topic, n in sorted(f.topic_partitions.items()))
             out.append(
                 FlowStats(
                     flow=f.name,
-                    state="halted" if f.halted is not None else "failed" if f.name in failed else self.state,
+                    state="halted" if f.halted is not None else "failed" if f.name in failed else self.state.value,
                     records=sum(t.records for t in topics),
                     value_bytes=sum(t.value_bytes for t in topics),
                     lag=sum(t.lag for t in topics),
-                    batches=f.batches,
-                    topics=tuple(topics),
+                    topics=topics,
                     gaps=len(f.gaps),
                     invalid_offsets=f.invalid_offsets,
                 )
@@ -625,7 +572,7 @@ class Replicator:
         return out
 
     def close(self) -> None:
-        """Stop heartbeats and the failover watch, and flush every driver-side producer."""
+        """Stop heartbeats and the failover watch, publish final totals and metrics, release the flows' clients."""
         self.background.stop()
         for w in self.failover_watchers:
             w.request_stop()
@@ -645,18 +592,30 @@ class Replicator:
         self.heartbeats.close()
         for cp in self.checkpoints:
             cp.close()
-        for pub in self.progress:
+        for closer, what in [(p.close, f"final totals of {p.flow.name}") for p in self.totals] + [
+            (m.close, f"final metrics of {m.flow.name}") for m in self.metrics
+        ]:
             try:
-                pub.close()
-            except Exception as e:  # totals are informational: never fail a clean stop on them
-                log.warning("publishing final progress of %s failed: %s", pub.flow.name, e)
-        for m in self.metrics:
-            try:
-                m.close()
-            except Exception as e:  # raw metrics are informational too
-                log.warning("publishing the final metrics of %s failed: %s", m.flow.name, e)
+                closer()
+            except Exception as e:  # totals and raw metrics are informational: never fail a clean stop on them
+                log.warning("publishing the %s failed: %s", what, e)
         for f in self.flows:
             f.close()
 
 
-__all__ = ["CheckpointJobs", "FlowStats", "Replicator", "TopicStats", "schedule_checkpoint_jobs"]
+def _topic_stats(f: Flow, topic: str, n: int) -> TopicStats:
+    ps = [f.partitions[(topic, i)] for i in range(n) if (topic, i) in f.partitions]
+    samples = sum(p.latency_samples for p in ps)
+    return TopicStats(
+        topic=topic,
+        remote_topic=f.remote_topics.get(topic, ""),
+        partitions=n,
+        records=sum(p.records for p in ps),
+        value_bytes=sum(p.value_bytes for p in ps),
+        lag=sum(p.lag for p in ps),
+        latency_ms_avg=(sum(p.latency_ms_sum for p in ps) / samples) if samples else 0.0,
+        latency_ms_max=max((p.latency_ms_max for p in ps), default=0),
+    )
+
+
+__all__ = ["CheckpointJobs", "DriverState", "FlowStats", "Replicator", "TopicStats", "schedule_checkpoint_jobs"]

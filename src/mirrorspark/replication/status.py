@@ -17,7 +17,7 @@ heartbeats — so it reports MM2's flows just as well.
 * **gaps** — per flow, the gap events in ``mm2-gaps.<source>.internal``: source
   records lost before they were copied (:mod:`mirrorspark.mm2.gaps`).
 * **failover** — per flow, the newest failover event of the driver's failover policy
-  (``failover`` records of the progress channel, :mod:`mirrorspark.replication.failover`).
+  (``failover`` records of the progress channel, :mod:`mirrorspark.replication.failover_watch`).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass, field
 
 from mirrorspark.client.context import FlowContext, ReplicationContext
+from mirrorspark.client.gap_reader import read_gap_ledger
 from mirrorspark.client.mirror_client import MirrorClient
 from mirrorspark.client.source_offsets import read_flow_source_offsets
 from mirrorspark.config.model import FlowConfig, MirrorConfig
@@ -36,7 +37,6 @@ from mirrorspark.mm2.gaps import GapEvent
 from mirrorspark.mm2.internal_topics import TASK_PROGRESS_PREFIX, mirrorspark_topic
 from mirrorspark.mm2.records import Heartbeat
 from mirrorspark.mm2.task_progress import FailoverEvent, decode_failover_event, record_kind
-from mirrorspark.replication.gaps import read_gap_ledger
 from mirrorspark.replication.progress import FlowState, read_progress
 
 
@@ -281,16 +281,7 @@ def flow_status(
                 cp.dropped if cp else None,
             )
         )
-    gaps = read_gap_ledger(
-        flow.target_consumer,
-        flow.target_admin,
-        flow.target,
-        flow.source,
-        flow.name,
-        client_id=ctx.client_id(f"{cid}-gaps-consumer"),
-        policy=policy,
-        clients=ctx.clients,
-    ).gaps
+    gaps = read_gap_ledger(ctx, client_id=ctx.client_id(f"{cid}-gaps-consumer")).gaps
     last = _heartbeats(ctx)
     fresh_ms = max(10_000, int(5 * flow.emit_heartbeats_interval_s * 1000))
     published = states.get(flow.name)

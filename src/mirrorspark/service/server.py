@@ -140,7 +140,7 @@ class MetricsService:
             self.feed.ready.wait(0.2)
 
     def _start_spark(self) -> None:
-        from mirrorspark.replication.datapath import build_spark_session
+        from mirrorspark.replication.spark import build_spark_session
         from mirrorspark.service.aggregation import service_spark_conf, start_aggregation
 
         try:

@@ -34,11 +34,14 @@ from mirrorspark.mm2.task_progress import (
 )
 
 if TYPE_CHECKING:
-    from mirrorspark.replication.checkpoints import CheckpointEmitter
-    from mirrorspark.replication.engine import FlowSupervisor
+    from mirrorspark.replication.checkpoint_emitter import CheckpointEmitter
     from mirrorspark.replication.flow import Flow
+    from mirrorspark.replication.supervisor import FlowSupervisor
 
 log = logging.getLogger(__name__)
+
+ENGINE = "continuous"
+"""The ``engine`` of the ``flow`` records: mirrorspark's one engine (format version 2 also knew ``"batch"``)."""
 
 PUBLISH_TIMEOUT_S = 5.0
 """Seconds one round of :meth:`MetricsPublisher.publish` waits for its writes to be acknowledged."""
@@ -54,11 +57,9 @@ class MetricsPublisher:
     interval_ms:
         How often :meth:`publish` is called (ms), written into the ``flow`` record.
     supervisor:
-        Returns the flow's supervisor under the continuous engine, ``None`` on batches.
+        Returns the flow's supervisor, ``None`` before the copy tasks start.
     checkpoints:
         The flow's checkpoint emitter, or ``None`` when it emits no checkpoints.
-    engine:
-        Returns the engine running (``"continuous"`` or ``"batch"``).
     clock_ms:
         Epoch ms.
     """
@@ -70,14 +71,12 @@ class MetricsPublisher:
         interval_ms: int,
         supervisor: Callable[[], FlowSupervisor | None] = lambda: None,
         checkpoints: CheckpointEmitter | None = None,
-        engine: Callable[[], str] = lambda: "batch",
         clock_ms: Callable[[], int] = lambda: int(time.time() * 1000),
     ) -> None:
         self.flow = flow
         self.interval_ms = interval_ms
         self._supervisor = supervisor
         self._checkpoints = checkpoints
-        self._engine = engine
         self._clock_ms = clock_ms
         self.lag = LagClock()
         self._producer: Any = None
@@ -92,13 +91,11 @@ class MetricsPublisher:
         s = self._supervisor()
         if s is None:
             state = "failed" if self.flow.halted is not None else "running"
-            return FlowMetrics(
-                self.flow.name, now_ms, state, self._engine(), 0, 0, 0, self.flow.halted, self.interval_ms
-            )
-        state = s.state if s.state in ("running", "standby", "failed", "stopped") else "running"
+            return FlowMetrics(self.flow.name, now_ms, state, ENGINE, 0, 0, 0, self.flow.halted, self.interval_ms)
+        state = s.state.value if s.state != "created" else "running"
         error = str(s.error) if s.error is not None else self.flow.halted
         return FlowMetrics(
-            self.flow.name, now_ms, state, "continuous", len(s.runs), s.restarts, s.generation, error, self.interval_ms
+            self.flow.name, now_ms, state, ENGINE, len(s.runs), s.restarts, s.generation, error, self.interval_ms
         )
 
     def topic_lags(self, now_ms: int) -> list[TopicLag]:

@@ -1,30 +1,15 @@
-"""The driver side of the data path: the SparkSession and one Spark job per batch."""
+"""The one SparkSession of a mirrorspark process: local master sized for the copy tasks, secrets redacted."""
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mirrorspark.errors import (
-    ClusterError,
-    ClusterUnreachableError,
-    DataPathError,
-    MirrorsparkError,
-    RecordTooLargeError,
-)
-from mirrorspark.replication.copy import run_copy_task
-from mirrorspark.replication.tasks import ERROR_MARK, CopyTask, PartitionResult
-
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
-
-
-# ---------------------------------------------------------------------------------------------
-# Driver side
-# ---------------------------------------------------------------------------------------------
 
 
 REDACTION_REGEX = (
@@ -120,74 +105,4 @@ def _package_zip() -> Path:
     return out
 
 
-class DataPath:
-    """Runs batches of :class:`CopyTask` as Spark jobs (driver side).
-
-    Each task reads its source partitions with a confluent-kafka consumer inside its Spark task
-    (``mirrorspark.read.mode=consumer``, the only read mode).
-
-    Parameters
-    ----------
-    spark:
-        The SparkSession.
-    """
-
-    def __init__(self, spark: SparkSession) -> None:
-        self.spark = spark
-        self._job = 0
-
-    def copy(self, tasks: Sequence[CopyTask]) -> list[PartitionResult]:
-        """Run one batch: every task as one Spark task of a single job; blocks until done.
-
-        Returns
-        -------
-        list[PartitionResult]
-            One per planned range.
-
-        Raises
-        ------
-        RecordTooLargeError, DataPathError
-            Re-raised on the driver from the failing Spark task (nothing of the
-            batch is committed by the caller then).
-        """
-        tasks = [t for t in tasks if t.ranges]
-        if not tasks:
-            return []
-        self._job += 1
-        sc = self.spark.sparkContext
-        sc.setJobGroup(f"mirrorspark-batch-{self._job}", f"copy batch {self._job}", interruptOnCancel=True)
-        try:
-            rdd = sc.parallelize(list(tasks), len(tasks))
-            results: list[PartitionResult] = rdd.mapPartitions(_run_tasks).collect()
-            return results
-        except MirrorsparkError:
-            raise
-        except Exception as e:
-            raise reraise(e) from e
-
-
-def _run_tasks(it: Iterable[CopyTask]) -> Iterator[PartitionResult]:
-    for task in it:
-        yield from run_copy_task(task)
-
-
-def reraise(e: Exception) -> MirrorsparkError:
-    """Rebuild the mirrorspark error a Spark task raised from the job failure's text."""
-    text = str(e)
-    i = text.find(ERROR_MARK)
-    if i < 0:
-        return DataPathError(f"the copy job failed: {text.splitlines()[0] if text else type(e).__name__}")
-    j = text.find("]", i)
-    code = text[i + len(ERROR_MARK) : j]
-    end = text.find("\n", j)
-    message = text[j + 1 : end if end > 0 else None].strip()
-    if code == RecordTooLargeError.code:
-        return RecordTooLargeError(message)
-    if code == ClusterUnreachableError.code:
-        return ClusterUnreachableError(message)
-    if code == ClusterError.code:
-        return ClusterError(message)
-    return DataPathError(message)
-
-
-__all__ = ["REDACTION_REGEX", "DataPath", "build_spark_session", "reraise"]
+__all__ = ["REDACTION_REGEX", "build_spark_session"]

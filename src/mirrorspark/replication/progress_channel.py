@@ -1,4 +1,10 @@
-"""The driver's reader of a flow's progress channel (:mod:`mirrorspark.mm2.task_progress`)."""
+"""The driver's reader of a flow's progress channel: the copy tasks' progress reports.
+
+The **progress channel** is the compacted topic ``mm2-task-progress.<source>.internal`` on the
+target; its records are the copy tasks' **progress reports** (one per partition per commit:
+position, totals, copied runs; :mod:`mirrorspark.mm2.task_progress`) and the driver's raw metrics.
+The driver reads the reports into the flow's positions, totals and copied ranges.
+"""
 
 from __future__ import annotations
 
@@ -20,7 +26,7 @@ _NOT_KNOWN_YET = frozenset({KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOW
 
 
 class ReportSink(Protocol):
-    """What a :class:`ProgressChannel` feeds: a :class:`~mirrorspark.replication.flow.Flow`."""
+    """What a :class:`ProgressChannelReader` feeds: a :class:`~mirrorspark.replication.flow.Flow`."""
 
     @property
     def name(self) -> str:
@@ -44,7 +50,7 @@ class ReportSink(Protocol):
         ...
 
 
-class ProgressChannel:
+class ProgressChannelReader:
     """Reads one flow's progress channel (:mod:`mirrorspark.mm2.task_progress`) on the driver.
 
     Parameters
@@ -164,4 +170,4 @@ class ProgressChannel:
         self._consumer.close()
 
 
-__all__ = ["ProgressChannel", "ReportSink"]
+__all__ = ["ProgressChannelReader", "ReportSink"]

@@ -54,7 +54,7 @@ from mirrorspark.kafka.reader import read_topic
 from mirrorspark.mm2.checkpoints import CheckpointStore, GroupOffset, TopicPartitionKey, is_more_recent, rename_topic
 from mirrorspark.mm2.records import Checkpoint
 from mirrorspark.mm2.translation import CopiedRanges
-from mirrorspark.replication.control import LiveFilters
+from mirrorspark.replication.live_filters import LiveFilters
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +64,7 @@ TRANSIENT_DESCRIBE_GRACE_S = 60.0
 
 @dataclass(frozen=True)
 class CheckpointCycle:
-    """What one checkpoint cycle saw, for the driver's raw metrics (:mod:`mirrorspark.replication.metrics`).
+    """What one checkpoint cycle saw, for the driver's raw metrics (:mod:`mirrorspark.replication.metrics_publisher`).
 
     Attributes
     ----------

@@ -1,0 +1,94 @@
+"""Reading the gap ledger: the gap events and known topic ids a flow recorded on its target.
+
+``mirrorspark status`` and a starting flow read the compacted ledger topic
+``mm2-gaps<isep><source><isep>internal`` (:func:`~mirrorspark.mm2.gaps.gaps_topic`) back; the running
+flow writes it (:class:`~mirrorspark.replication.gap_ledger.GapLedger`).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from mirrorspark.client.context import FlowContext
+from mirrorspark.errors import CorruptRecordError
+from mirrorspark.kafka.reader import read_topic
+from mirrorspark.mm2.gaps import GapEvent, KnownTopicId, decode_ledger_record, gaps_topic
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class LedgerContents:
+    """What the gap ledger holds for one flow.
+
+    Attributes
+    ----------
+    gaps:
+        The flow's gap events, oldest first.
+    topic_ids:
+        ``{source topic: topic id}`` last recorded.
+    corrupt:
+        Records that did not decode (skipped with a WARNING).
+    """
+
+    gaps: list[GapEvent] = field(default_factory=list)
+    topic_ids: dict[str, str] = field(default_factory=dict)
+    corrupt: int = 0
+
+
+def read_gap_ledger(ctx: FlowContext, *, client_id: str, timeout_s: float = 30.0) -> LedgerContents:
+    """Read one flow's gap events and known topic ids from the gap ledger (empty if the topic does not exist).
+
+    Parameters
+    ----------
+    ctx:
+        The flow's context (its target's client settings, its policy naming the topic).
+    client_id:
+        The consumer's ``client.id``.
+    timeout_s:
+        Seconds to read the topic to its end.
+
+    Returns
+    -------
+    LedgerContents
+        The flow's events (sorted by time) and topic ids; corrupt records are skipped with a WARNING.
+
+    Raises
+    ------
+    ClusterError
+        The ledger cannot be read to its end.
+    """
+    cfg = ctx.flow
+    flow = cfg.name
+    out = LedgerContents()
+    topic = gaps_topic(cfg.source, ctx.policy)
+    seen: dict[tuple[str, int, str, int], GapEvent] = {}
+
+    def on_record(key: bytes | None, value: bytes | None) -> None:
+        try:
+            rec = decode_ledger_record(key, value)
+        except CorruptRecordError as e:
+            out.corrupt += 1
+            log.warning("skipping a record of %s: %s", topic, e)
+            return
+        if isinstance(rec, GapEvent) and rec.flow == flow:
+            seen[(rec.topic, rec.partition, rec.reason, rec.at)] = rec
+        elif isinstance(rec, KnownTopicId) and rec.flow == flow:
+            out.topic_ids[rec.topic] = rec.topic_id
+
+    read_topic(
+        cfg.target_consumer,
+        cfg.target_admin,
+        cfg.target,
+        topic,
+        on_record,
+        client_id=client_id,
+        timeout_s=timeout_s,
+        clients=ctx.clients,
+    )
+    out.gaps = sorted(seen.values(), key=lambda g: (g.at, g.topic, g.partition))
+    return out
+
+
+__all__ = ["LedgerContents", "read_gap_ledger"]

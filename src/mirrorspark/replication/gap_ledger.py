@@ -1,0 +1,105 @@
+"""The gap ledger's writer: a running flow records its gap events and known topic ids on the target.
+
+A flow records every :class:`~mirrorspark.mm2.gaps.GapEvent` it finds in
+``mm2-gaps<isep><source><isep>internal`` on its target (an MM2-internal name, so never replicated;
+:func:`~mirrorspark.mm2.gaps.gaps_topic`), together with the id of every source topic it
+replicates, so that a topic deleted and re-created while no flow ran is found at the next start.
+``mirrorspark status`` reads the events back (:func:`~mirrorspark.client.gap_reader.read_gap_ledger`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mirrorspark.client.context import FlowContext
+from mirrorspark.client.gap_reader import LedgerContents, read_gap_ledger
+from mirrorspark.errors import ClusterError
+from mirrorspark.kafka.admin import ensure_topic
+from mirrorspark.mm2.gaps import GapEvent, encode_gap, encode_topic_id, gaps_topic
+
+
+class GapLedger:
+    """A running flow's handle on the gap ledger: creates the topic, reads it back, appends to it.
+
+    Parameters
+    ----------
+    context:
+        The flow's context (target clients, policy, client ids).
+    admin:
+        The flow's target admin client (shared, not closed here).
+    """
+
+    def __init__(self, context: FlowContext, admin: Any) -> None:
+        self.context = context
+        self._admin = admin
+        self.topic = gaps_topic(context.flow.source, context.policy)
+        self._producer: Any = None
+
+    def start(self) -> LedgerContents:
+        """Create the ledger topic if needed and return what it holds for the flow.
+
+        Raises
+        ------
+        ClusterError
+            The topic cannot be created or read.
+        """
+        cfg = self.context.flow
+        timeout_s = cfg.admin_timeout_ms / 1000
+        ensure_topic(
+            self._admin,
+            cfg.target,
+            self.topic,
+            partitions=1,
+            replication_factor=cfg.checkpoints_topic_replication_factor,
+            config={"cleanup.policy": "compact"},
+            timeout_s=timeout_s,
+        )
+        contents = read_gap_ledger(self.context, client_id=self.context.client_id("gaps-consumer"), timeout_s=timeout_s)
+        self._producer = self.context.producer(
+            "target", "gaps-producer", overrides={"enable.idempotence": True, "linger.ms": 0}
+        )
+        return contents
+
+    def write(self, records: list[tuple[bytes, bytes]]) -> None:
+        """Append records and wait for the target to acknowledge every one.
+
+        Raises
+        ------
+        ClusterError
+            A record was not acknowledged within 30 s (the caller's state has not advanced).
+        """
+        if not records or self._producer is None:
+            return
+        errors: list[str] = []
+
+        def on_delivery(err: Any, _msg: Any) -> None:
+            if err is not None:
+                errors.append(err.str())
+
+        for key, value in records:
+            self._producer.produce(self.topic, value, key, partition=0, on_delivery=on_delivery)
+        left = self._producer.flush(30)
+        if left or errors:
+            cfg = self.context.flow
+            raise ClusterError(
+                f"{cfg.name}: writing to the gap ledger '{self.topic}' on cluster '{cfg.target}' failed "
+                f"({errors[0] if errors else f'{left} records not acknowledged'}); check the target cluster"
+            )
+
+    def record_gap(self, event: GapEvent) -> None:
+        """Append a gap event (acknowledged on return)."""
+        self.write([encode_gap(event)])
+
+    def record_topic_ids(self, ids: dict[str, str]) -> None:
+        """Append the current ids of source topics (acknowledged on return)."""
+        flow = self.context.flow.name
+        self.write([encode_topic_id(flow, t, i) for t, i in sorted(ids.items())])
+
+    def close(self) -> None:
+        """Release the producer."""
+        if self._producer is not None:
+            self._producer.flush(10)
+        self._producer = None
+
+
+__all__ = ["GapLedger"]

@@ -1,0 +1,466 @@
+"""Where each replicated source partition of a flow stands, and the gaps found on the way.
+
+A flow's :class:`Positions` hold every replicated partition's committed **position** (the next
+upstream offset to copy) with its totals, the stored source offsets read from Kafka Connect's
+offsets topic ``mm2-offsets.<source>.internal`` at start (MM2's layout, so MM2 and mirrorspark
+resume each other), the furthest position the flow's own progress reports reached, and the
+source topics' ids as last recorded in the gap ledger.
+
+Every position is checked against the partition's log start and end and its topic's id (at
+start, at every topic refresh, when a copy task finds its offset out of range and when an end
+offset falls below a position): records lost before they were copied are recorded as gap
+events (:mod:`mirrorspark.mm2.gaps`) in the gap ledger on the target, logged at ERROR and
+counted; then the flow follows ``mirrorspark.on.gap``. A stored source offset past the source's
+end is the flow's own when its progress reports reached past it (the source log was truncated
+while it was stopped: a ``truncated`` gap); otherwise it is a foreign or corrupt ``mm2-offsets``
+record, skipped with a WARNING and counted, never acted on.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from confluent_kafka.admin import AdminClient
+
+from mirrorspark.kafka.admin import PartitionKey, describe_topics, end_offsets, start_offsets
+from mirrorspark.mm2.connect_offsets import OffsetHistory, last_valid_offset
+from mirrorspark.mm2.gaps import GapEvent, check_position, recreated_gap
+from mirrorspark.mm2.offset_syncs import CopiedSegment
+from mirrorspark.mm2.task_progress import PartitionReport
+from mirrorspark.replication.gap_ledger import GapLedger
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class PartitionProgress:
+    """Driver-side state of one replicated source partition.
+
+    Attributes
+    ----------
+    position:
+        Next upstream offset to copy (every record before it is copied and committed).
+    end_offset:
+        Source end offset at the last listing (high watermark, or last stable offset under
+        ``read_committed``), ``-1`` before.
+    records, value_bytes, key_bytes:
+        Totals copied by this process (records; bytes).
+    latency_ms_sum, latency_ms_max:
+        Replication latency totals of the sampled copied records (ms).
+    latency_samples:
+        Records ``latency_ms_sum`` adds up (the copy tasks sample every 16th).
+    last_segment:
+        The newest contiguous copied run, for exact translation later.
+    dropped:
+        Records read and dropped by a transform, by this process (never copied; their offsets are
+        before ``position``).
+    """
+
+    position: int
+    end_offset: int = -1
+    records: int = 0
+    value_bytes: int = 0
+    key_bytes: int = 0
+    latency_ms_sum: int = 0
+    latency_ms_max: int = 0
+    latency_samples: int = 0
+    last_segment: CopiedSegment | None = None
+    dropped: int = 0
+
+    @property
+    def lag(self) -> int:
+        """Records on the source not yet copied (``end_offset - position``, ≥ 0)."""
+        return max(0, self.end_offset - self.position) if self.end_offset >= 0 else 0
+
+    def add(self, report: PartitionReport) -> None:
+        """Add one progress report's interval to the totals."""
+        self.records += report.records
+        self.dropped += report.dropped
+        self.value_bytes += report.value_bytes
+        self.key_bytes += report.key_bytes
+        self.latency_ms_sum += report.latency_ms_sum
+        self.latency_ms_max = max(self.latency_ms_max, report.latency_ms_max)
+        self.latency_samples += report.latency_samples
+        if report.segments:
+            self.last_segment = report.segments[-1]
+
+
+class Positions:
+    """The positions of one flow's replicated source partitions (see the module notes).
+
+    Parameters
+    ----------
+    flow:
+        The flow's name, ``"S->T"``.
+    source:
+        The source cluster's alias.
+    source_admin:
+        The flow's source admin client (shared, not closed here).
+    timeout_s:
+        ``admin.timeout.ms`` in seconds.
+    offsets_topic:
+        ``offset.storage.topic`` (for messages).
+    auto_offset_reset:
+        The source consumer's ``auto.offset.reset`` (``latest`` or else earliest): where a
+        partition with no stored offset starts.
+    read_committed:
+        Whether end offsets are listed read_committed (the last stable offset).
+    on_gap:
+        ``mirrorspark.on.gap``: ``"continue"`` or ``"stop"``.
+    ledger:
+        The flow's gap ledger (``None``: gaps are logged and counted only).
+
+    Attributes
+    ----------
+    by_key:
+        ``{(topic, partition): PartitionProgress}`` of every replicated partition.
+    order:
+        The replicated partitions in discovery order (MM2 assigns tasks round-robin in it).
+    gaps:
+        Gap events found by this process.
+    invalid_offsets:
+        Stored source offsets skipped as impossible (past the source's end).
+    halted:
+        Why ``mirrorspark.on.gap=stop`` halted the flow, or ``None``.
+    last_commit_at:
+        When a copy task last committed a position of the flow (epoch s), ``None`` before.
+
+    Not thread-safe: the driver loop calls every method.
+    """
+
+    def __init__(
+        self,
+        flow: str,
+        source: str,
+        source_admin: AdminClient,
+        *,
+        timeout_s: float,
+        offsets_topic: str,
+        auto_offset_reset: str,
+        read_committed: bool,
+        on_gap: str,
+        ledger: GapLedger | None,
+    ) -> None:
+        self.flow = flow
+        self.source = source
+        self._admin = source_admin
+        self.timeout_s = timeout_s
+        self.offsets_topic = offsets_topic
+        self.auto_offset_reset = auto_offset_reset
+        self.read_committed = read_committed
+        self.on_gap = on_gap
+        self.ledger = ledger
+        self.by_key: dict[PartitionKey, PartitionProgress] = {}
+        self.order: list[PartitionKey] = []
+        self.gaps: list[GapEvent] = []
+        self.invalid_offsets = 0
+        self.halted: str | None = None
+        self.last_commit_at: float | None = None
+        self._stored: dict[PartitionKey, int] = {}
+        self._history: dict[PartitionKey, list[int]] = {}  # stored offsets to fall back on, oldest first
+        self._reached: dict[PartitionKey, int] = {}  # furthest position the flow's own progress reports name
+        self._topic_ids: dict[str, str] = {}  # source topic -> id last recorded in the gap ledger
+        self._from_start: set[str] = set()  # re-created topics: their partitions start at the log start
+
+    # ------------------------------------------------------------------ start-up
+
+    def restore(self, history: Mapping[PartitionKey, OffsetHistory], topic_ids: Mapping[str, str]) -> None:
+        """Take the stored source offsets (``mm2-offsets``, newest last) and the recorded topic ids at start."""
+        self._stored = {k: h.offsets[-1] for k, h in history.items() if h.offsets}
+        self._history = {k: list(h.offsets) for k, h in history.items() if h.offsets}
+        self._topic_ids = dict(topic_ids)
+
+    def add(self, keys: Sequence[PartitionKey]) -> None:
+        """Start replicating partitions: set each one's position (see :meth:`_start_position`).
+
+        A partition with a stored source offset resumes after the newest stored offset the source
+        partition can hold, or held when the flow's own progress reports reached past it (offsets
+        past its end and past what the flow reached are foreign or corrupt: skipped with a WARNING
+        and counted in :attr:`invalid_offsets`; none left = the log start); a resumed position
+        below the log start, or beyond the end (the source log was truncated, e.g. by an unclean
+        leader election), is a gap. ``auto.offset.reset`` applies only to partitions with no stored
+        offset at all (``latest`` = the end offset, anything else = the log start); partitions of a
+        re-created topic start at its log start.
+
+        Raises
+        ------
+        ClusterError
+            The source's offsets cannot be listed, or a gap cannot be recorded.
+        """
+        keys = list(keys)
+        starts = start_offsets(self._admin, self.source, keys, timeout_s=self.timeout_s)
+        ends = end_offsets(self._admin, self.source, keys, timeout_s=self.timeout_s)  # what the source holds
+        fresh = [k for k in keys if k not in self._stored and k[0] not in self._from_start]
+        latest = (
+            end_offsets(self._admin, self.source, fresh, read_committed=self.read_committed, timeout_s=self.timeout_s)
+            if self.auto_offset_reset == "latest" and fresh
+            else {}
+        )
+        now = int(time.time() * 1000)
+        for k in keys:
+            log_start, log_end = starts.get(k, 0), ends.get(k, 0)
+            if k[0] in self._from_start:
+                pos = log_start
+            elif k in self._stored:
+                pos = self._resumed(k, log_start, log_end)
+                if k in starts and k in ends and log_start <= log_end:
+                    r = check_position(self.flow, k[0], k[1], pos, log_start, log_end, at=now)
+                    if r.gap is not None and self.record_gap(r.gap):
+                        pos = r.position
+            else:
+                pos = latest.get(k, log_end) if self.auto_offset_reset == "latest" else log_start
+            self.by_key[k] = PartitionProgress(position=pos)
+            self.order.append(k)
+        self._from_start.difference_update(k[0] for k in keys)
+
+    def _resumed(self, k: PartitionKey, log_start: int, log_end: int) -> int:
+        """Return where a partition with stored offsets resumes: after the newest one it can hold."""
+        history = self._history.pop(k, None) or [self._stored[k]]
+        off, skipped = last_valid_offset(history, log_end, reached=self._reached.get(k))
+        if skipped:
+            self.invalid_offsets += len(skipped)
+            log.warning(
+                "%s: ignoring %d stored source offset(s) of %s-%d in '%s' (%s) past the partition's end "
+                "offset %d and past what the flow's progress reports reached (a foreign or corrupt record); "
+                "resuming at %s",
+                self.flow,
+                len(skipped),
+                k[0],
+                k[1],
+                self.offsets_topic,
+                ", ".join(map(str, skipped)),
+                log_end,
+                f"the last valid one, offset {off + 1}" if off is not None else f"the log start, {log_start}",
+            )
+        return off + 1 if off is not None else log_start
+
+    def reload(self, history: Mapping[PartitionKey, OffsetHistory]) -> None:
+        """Move positions forward to the newest stored source offsets (another instance's commits).
+
+        Called when this instance takes a flow's lease over: the previous holder's tasks committed
+        past the positions this instance knew. Positions never move backwards.
+        """
+        for k, h in history.items():
+            p = self.by_key.get(k)
+            if p is not None and h.offsets and h.offsets[-1] + 1 > p.position:
+                p.position = h.offsets[-1] + 1
+
+    # ------------------------------------------------------------------ topics leaving and coming back
+
+    def drop_topic(self, topic: str, *, on_source: bool) -> None:
+        """Stop replicating ``topic`` (no longer matching the lists): keep its positions in case it is allowed again.
+
+        Parameters
+        ----------
+        topic:
+            The source topic.
+        on_source:
+            Whether the topic still exists on the source (filtered out, not deleted).
+        """
+        for key in [k for k in self.order if k[0] == topic]:
+            self.order.remove(key)
+            dropped = self.by_key.pop(key, None)
+            if dropped is not None and dropped.position > 0 and on_source:
+                self._stored[key] = dropped.position - 1  # resume here if allowed again
+                self._history.pop(key, None)
+                self._reached[key] = max(self._reached.get(key, -1), dropped.position)  # the flow's own
+
+    def forget_topic(self, topic: str) -> None:
+        """Drop every partition and stored offset of ``topic`` (it will be added again as new)."""
+        for key in [k for k in self.order if k[0] == topic]:
+            self.order.remove(key)
+            self.by_key.pop(key, None)
+        for key in [k for k in self._stored if k[0] == topic]:
+            del self._stored[key]
+            self._history.pop(key, None)
+        for key in [k for k in self._reached if k[0] == topic]:
+            del self._reached[key]
+
+    def current_topic_ids(self, topics: Iterable[str]) -> dict[str, str]:
+        """Return the source topics' ids now (KIP-516); topics that do not exist are left out."""
+        described = describe_topics(self._admin, self.source, topics, timeout_s=self.timeout_s)
+        return {t: d.topic_id for t, d in described.items() if d.topic_id}
+
+    def recreated(self, ids: Mapping[str, str]) -> set[str]:
+        """Topics among ``ids`` whose id differs from the one recorded: deleted and created again."""
+        return {t for t, i in ids.items() if self._topic_ids.get(t) not in (None, i)}
+
+    def check_topic_ids(self, topics: Iterable[str]) -> set[str]:
+        """Compare the ids of ``topics`` with those recorded; a changed id is a re-created topic.
+
+        The partitions of a re-created topic are dropped (the caller adds the new topic's
+        partitions, from its log start); the new ids are recorded in the gap ledger after the gap
+        events, and not at all when ``mirrorspark.on.gap=stop`` halts the flow.
+
+        Returns
+        -------
+        set[str]
+            The re-created topics whose partitions were dropped.
+
+        Raises
+        ------
+        ClusterError
+            The source cannot be described, or the gap ledger cannot be written.
+        """
+        ids = self.current_topic_ids(topics)
+        now = int(time.time() * 1000)
+        changed: dict[str, str] = {}
+        forgotten: set[str] = set()
+        for topic, tid in sorted(ids.items()):
+            known = self._topic_ids.get(topic)
+            if known == tid:
+                continue
+            if known is not None:
+                if not self._record_recreated(topic, known, tid, now):
+                    continue
+                self.forget_topic(topic)
+                self._from_start.add(topic)
+                forgotten.add(topic)
+            changed[topic] = tid
+        if changed and self.halted is None:
+            if self.ledger is not None:
+                self.ledger.record_topic_ids(changed)
+            self._topic_ids.update(changed)
+        return forgotten
+
+    def _record_recreated(self, topic: str, known: str, tid: str, now: int) -> bool:
+        """Record a gap for every partition of a re-created topic; tell whether the flow goes on."""
+        go_on = True
+        for k in [k for k in self.order if k[0] == topic]:
+            p = self.by_key[k]
+            end = p.end_offset if p.end_offset >= 0 else None
+            go_on &= self.record_gap(recreated_gap(self.flow, topic, k[1], p.position, end, known, tid, now))
+        for k in sorted(k for k in self._stored if k[0] == topic and k not in self.by_key):
+            go_on &= self.record_gap(recreated_gap(self.flow, topic, k[1], self._stored[k] + 1, None, known, tid, now))
+        return go_on
+
+    # ------------------------------------------------------------------ gaps
+
+    def check_ranges(self, keys: Iterable[PartitionKey]) -> None:
+        """Check the positions of ``keys`` against their source partitions' log start and end; act on any gap.
+
+        Raises
+        ------
+        ClusterError
+            The source cannot be listed, or the gap ledger cannot be written.
+        """
+        keys = [k for k in keys if k in self.by_key]
+        if not keys:
+            return
+        starts = start_offsets(self._admin, self.source, keys, timeout_s=self.timeout_s)
+        ends = end_offsets(self._admin, self.source, keys, timeout_s=self.timeout_s)
+        now = int(time.time() * 1000)
+        for k in keys:
+            if k not in starts or k not in ends or starts[k] > ends[k] or self.halted is not None:
+                continue
+            p = self.by_key[k]
+            r = check_position(self.flow, k[0], k[1], p.position, starts[k], ends[k], at=now)
+            if r.gap is not None and self.record_gap(r.gap):
+                p.position = r.position
+
+    def record_gap(self, event: GapEvent) -> bool:
+        """Log, count and record a gap; tell whether the flow goes on (``mirrorspark.on.gap=continue``).
+
+        Raises
+        ------
+        ClusterError
+            The gap ledger did not acknowledge the event (nothing moves on).
+        """
+        stop = self.on_gap == "stop"
+        log.error("%s; %s", event.describe(), _gap_action(event, stop=stop))
+        if self.ledger is not None:
+            self.ledger.record_gap(event)
+        self.gaps.append(event)
+        if not stop:
+            return True
+        if self.halted is None:
+            self.halted = (
+                f"{event.describe()}; mirrorspark.on.gap=stop halted flow {self.flow}: set "
+                "mirrorspark.on.gap=continue to resume after the gap (the gap is kept in "
+                f"'{self.ledger.topic if self.ledger else 'mm2-gaps'}' and shown by mirrorspark status)"
+            )
+        return False
+
+    # ------------------------------------------------------------------ progress reports and end offsets
+
+    def apply_report(self, report: PartitionReport, *, generation: int | None, segments_only: bool) -> bool:
+        """Apply one progress report of a copy task: position and totals (see :meth:`Flow.apply_report`)."""
+        key = (report.topic, report.partition)
+        if report.next_offset > self._reached.get(key, -1):
+            self._reached[key] = report.next_offset  # the source held every offset below it once
+        if segments_only:
+            return True
+        p = self.by_key.get(key)
+        if p is None:
+            if key in self._stored and report.next_offset - 1 > self._stored[key]:
+                # a topic dropped from the lists while its tasks still committed: resume after it if allowed again
+                self._stored[key] = report.next_offset - 1
+            return False
+        if generation is None or report.generation == generation:
+            if report.next_offset > p.position:
+                p.position = report.next_offset
+                self.last_commit_at = report.at / 1000.0
+            p.add(report)
+        return True
+
+    def list_ends(self, keys: Sequence[PartitionKey] | None = None) -> list[PartitionKey]:
+        """List the source end offsets of ``keys`` (default: every replicated partition) into the positions.
+
+        Returns
+        -------
+        list[tuple[str, int]]
+            Partitions whose end offset lies below their position (the source log lost records the
+            flow copied: truncated, or the topic re-created): the caller checks them for a gap.
+
+        Raises
+        ------
+        ClusterError
+            The source's end offsets cannot be listed.
+        """
+        keys = list(self.order if keys is None else keys)
+        ends = end_offsets(self._admin, self.source, keys, read_committed=self.read_committed, timeout_s=self.timeout_s)
+        behind = []
+        for k, e in ends.items():
+            p = self.by_key.get(k)
+            if p is not None:
+                if e < p.position:
+                    behind.append(k)
+                p.end_offset = e
+        return behind
+
+    def caught_up(self, targets: Mapping[PartitionKey, int]) -> bool:
+        """Tell whether every partition in ``targets`` has reached its target position.
+
+        Parameters
+        ----------
+        targets:
+            ``{(topic, partition): offset}``, e.g. the end offsets listed at a bounded run's start;
+            partitions the flow no longer replicates are ignored.
+
+        Returns
+        -------
+        bool
+            ``True`` when every position (next offset to read) is at or past its target (or at its
+            end offset, where a truncated source lowered it).
+        """
+        return all(
+            p.position >= (min(e, p.end_offset) if p.end_offset >= 0 else e)
+            for k, e in targets.items()
+            if (p := self.by_key.get(k)) is not None
+        )
+
+
+def _gap_action(event: GapEvent, *, stop: bool) -> str:
+    if stop:
+        return "mirrorspark.on.gap=stop: the flow halts"
+    if event.reason == "recreated":
+        return "resuming at the new topic's beginning"
+    if event.reason == "deleted":
+        return "resuming at the source's log start"
+    return "resuming at the source's log end"
+
+
+__all__ = ["PartitionProgress", "Positions"]

@@ -1,0 +1,569 @@
+"""How a copy task commits: at least once, or in transactions (KIP-618).
+
+Both committers write, for acknowledged records only, the same three things in Connect's and
+MM2's formats: offset syncs (MM2's rule, :mod:`mirrorspark.mm2.offset_syncs`) to the offset-syncs
+topic, source offsets to ``mm2-offsets.<source>.internal`` (Kafka Connect's layout), and one
+progress report per partition that moved to the flow's progress channel
+(:mod:`mirrorspark.mm2.task_progress`). They differ in what holds the records and the offsets:
+
+* :class:`AtLeastOnceCommitter`: the records are acknowledged first (delivery reports of one
+  partition arrive in production order, so the acknowledged records are a prefix of those
+  produced); then syncs, offsets and reports are sent by their own producers. A crash between
+  the two copies the last interval again: duplicates, never a loss.
+* :class:`TransactionalCommitter`: the data producer is transactional; the source offsets go into
+  the records' transaction, and only after it committed are the offset syncs and reports sent
+  (MM2: offset syncs only for committed records).
+
+A commit happens only under a valid grant of the driver (:meth:`Channel.may_commit`): a task that
+outlived its driver or its driver's lease never writes a position.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
+from mirrorspark.errors import ClusterError, DataPathError, TransactionCoordinatorError
+from mirrorspark.kafka.delivery import Outgoing
+from mirrorspark.mm2.connect_offsets import default_partition, source_offset_key, source_offset_value
+from mirrorspark.mm2.offset_syncs import CopiedSegment, flush_delayed, fold_acknowledged
+from mirrorspark.mm2.records import OffsetSync
+from mirrorspark.mm2.replicas import FetchSource
+from mirrorspark.mm2.task_progress import PartitionReport, encode_report, newest_segments
+from mirrorspark.replication.task.channel import Channel
+from mirrorspark.replication.task.failures import delivery_error, stall_error
+from mirrorspark.replication.task.partition import PartitionCopy, TaskPartitions
+from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionKey
+
+UNKNOWN_SOURCE = FetchSource(-1, -1)
+"""Where a partition is fetched from before librdkafka's first statistics say it."""
+
+
+class CommitWrites:
+    """Commit records sent without waiting: the copy loop never stalls on a commit (latency).
+
+    Each record's acknowledgement is checked on a later :meth:`check` (every loop turn) and
+    awaited by :meth:`wait` (the final commit). A failed write fails the task: the supervisor
+    restarts it from the last acknowledged commit (the idempotent producer already retried). The
+    producer's ``message.timeout.ms`` bounds how late a record can land.
+
+    Parameters
+    ----------
+    producer:
+        A confluent-kafka ``Producer`` (idempotent).
+    what, alias:
+        What is written and the cluster written to, for the error message.
+    """
+
+    def __init__(self, producer: Any, what: str, alias: str) -> None:
+        self.producer = producer
+        self.what = what
+        self.alias = alias
+        self.failure: tuple[str, Any] | None = None
+
+    def _delivered(self, err: Any, msg: Any) -> None:
+        if err is not None and self.failure is None:
+            self.failure = (str(msg.topic()) if msg is not None else "?", err)
+
+    def send(self, records: Sequence[Outgoing]) -> None:
+        """Queue the records (waiting only while the producer's queue is full)."""
+        for r in records:
+            while True:
+                try:
+                    self.producer.produce(r.topic, r.value, r.key, r.partition, self._delivered)
+                    break
+                except BufferError:
+                    self.producer.poll(0.05)
+
+    def check(self) -> None:
+        """Serve acknowledgements; raise if a write failed.
+
+        Raises
+        ------
+        DataPathError
+            A commit record was not acknowledged (names the topic, the cluster and the reason).
+        """
+        self.producer.poll(0)
+        if self.failure is not None:
+            topic, err = self.failure
+            name = err.name() if isinstance(err, KafkaError) else None
+            reason = err.str() if isinstance(err, KafkaError) else str(err)
+            raise DataPathError(
+                f"{self.what}: writing to '{topic}' on cluster '{self.alias}' failed: {reason}; the task is "
+                "restarted from its last acknowledged commit",
+                kafka_code=name,
+                retriable=bool(isinstance(err, KafkaError) and err.retriable()),
+            )
+
+    def wait(self, timeout_s: float) -> None:
+        """Wait until every queued record is acknowledged, then :meth:`check`.
+
+        Raises
+        ------
+        DataPathError
+            A write failed or was not acknowledged within ``timeout_s``.
+        """
+        left = self.producer.flush(timeout_s)
+        self.check()
+        if left:
+            raise DataPathError(
+                f"{self.what}: {left} record(s) not acknowledged by cluster '{self.alias}' within {timeout_s:.0f} s",
+                retriable=True,
+            )
+
+
+def source_offset_record(spec: CopyTaskSpec, topic: str, partition: int, next_offset: int) -> Outgoing:
+    """Return the ``mm2-offsets`` record of position ``next_offset`` (Connect's layout: the last copied offset).
+
+    Parameters
+    ----------
+    spec:
+        The task (source alias, offsets topic and its partition count).
+    topic, partition:
+        The source partition.
+    next_offset:
+        The committed position (next upstream offset to copy).
+    """
+    key = source_offset_key(spec.source, topic, partition)
+    return Outgoing(
+        spec.offsets_topic,
+        key,
+        source_offset_value(next_offset - 1),
+        partition=default_partition(key, spec.offsets_partitions),
+    )
+
+
+def offset_sync_records(
+    spec: CopyTaskSpec, topic: str, partition: int, due: Sequence[tuple[int, int]]
+) -> list[Outgoing]:
+    """Return the offset-sync records ``(upstream, downstream)`` of one partition (MM2's binary ``OffsetSync``)."""
+    out = []
+    for up, down in due:
+        sync = OffsetSync(topic, partition, up, down)
+        out.append(Outgoing(spec.syncs_topic, sync.key(), sync.value(), partition=0))
+    return out
+
+
+def partition_report(
+    spec: CopyTaskSpec,
+    pc: PartitionCopy,
+    *,
+    next_offset: int,
+    records: int,
+    segments: tuple[CopiedSegment, ...],
+    now_ms: int,
+    source: FetchSource = UNKNOWN_SOURCE,
+) -> PartitionReport:
+    """Return one partition's progress report of a commit: position, the interval's figures, newest copied runs.
+
+    Parameters
+    ----------
+    spec:
+        The task.
+    pc:
+        The partition (its interval's bytes, latency, record age and drops).
+    next_offset:
+        The committed position.
+    records:
+        Records committed by this commit.
+    segments:
+        The partition's newest copied runs after it.
+    now_ms:
+        When (epoch ms).
+    source:
+        Where the consumer fetched the partition from (KIP-392).
+    """
+    a = pc.assignment
+    return PartitionReport(
+        flow=spec.flow,
+        topic=a.source_topic,
+        partition=a.partition,
+        task=spec.task_index,
+        generation=spec.generation,
+        next_offset=next_offset,
+        records=records,
+        value_bytes=pc.value_bytes,
+        key_bytes=pc.key_bytes,
+        latency_ms_sum=pc.lat_sum,
+        latency_ms_max=pc.lat_max,
+        latency_samples=pc.lat_n,
+        segments=segments,
+        at=now_ms,
+        **pc.interval_metrics(),
+        fetched_from=source.broker,
+        leader=source.leader,
+        dropped=pc.dropped,
+    )
+
+
+class Committer(Protocol):
+    """How a :class:`~mirrorspark.replication.task.runner.CopyTaskRunner` commits what its target acknowledged."""
+
+    def begin(self) -> None:
+        """Prepare before the first record is produced (exactly-once: initialise the transactional producer)."""
+        ...
+
+    def commit(self, *, final: bool) -> bool:
+        """Commit; ``False`` when the driver's grant is gone (nothing was written). ``final``: the task's last."""
+        ...
+
+    def end(self, *, clean: bool) -> None:
+        """Release what the committer holds; ``clean``: the last commit succeeded."""
+        ...
+
+
+class _Committer:
+    """What both committers share: the task, its partitions, its clients and where they write."""
+
+    def __init__(
+        self,
+        spec: CopyTaskSpec,
+        partitions: TaskPartitions,
+        *,
+        consumer: Any,
+        data: Any,
+        writes: CommitWrites,
+        syncs: CommitWrites | None,
+        channel: Channel,
+        sources: Mapping[PartitionKey, FetchSource],
+    ) -> None:
+        self.spec = spec
+        self.parts = partitions
+        self.consumer = consumer
+        self.data = data
+        self.writes = writes
+        self.syncs = syncs
+        self.channel = channel
+        self.sources = sources
+
+    def begin(self) -> None:
+        """Nothing to prepare."""
+
+    def end(self, *, clean: bool) -> None:
+        """Nothing to release."""
+
+    def _positions(self, keys: Sequence[PartitionKey]) -> dict[PartitionKey, int]:
+        """Return the consumer's positions (next offset to read; past transaction markers and compacted gaps)."""
+        tps = self.consumer.position([TopicPartition(t, p) for (t, p) in keys])
+        return {(tp.topic, tp.partition): tp.offset for tp in tps}
+
+    def _check_delivery(self, pc: PartitionCopy) -> None:
+        if pc.error is not None:
+            err, upstream = pc.error
+            a = pc.assignment
+            raise delivery_error(err, a.source_topic, a.partition, a.target_topic, upstream)
+
+    def _send(self, syncs: list[Outgoing], commits: list[Outgoing], *, final: bool) -> None:
+        if syncs and self.syncs is not None:
+            self.syncs.send(syncs)
+        self.writes.send(commits)
+        if final:
+            if self.syncs is not None:
+                self.syncs.wait(self.spec.stall_timeout_s)
+            self.writes.wait(self.spec.stall_timeout_s)
+
+
+class AtLeastOnceCommitter(_Committer):
+    """Commit the acknowledged prefix of each partition: offset syncs, then source offsets and reports.
+
+    A partition's position moves to just after its last acknowledged record, or to the consumer's
+    position when every record read was acknowledged (past transaction markers and compacted
+    gaps). Records produced but not acknowledged yet stay for the next commit, and their partition
+    stays dirty.
+    """
+
+    def commit(self, *, final: bool) -> bool:
+        """Commit what the target acknowledged (see the class); ``False`` without a valid grant.
+
+        Raises
+        ------
+        RecordTooLargeError, DataPathError
+            A delivery failed (nothing of its partition past it is committed), the final flush
+            timed out, or a commit write failed.
+        """
+        if final:
+            left = self.data.flush(self.spec.stall_timeout_s)
+            if left:
+                what = f"{left} records not acknowledged by the target within {self.spec.stall_timeout_s:.0f} s"
+                raise stall_error(self.spec.flow, what)
+        else:
+            self.data.poll(0)
+        keys = self.parts.due(final=final)
+        if not keys:
+            return True
+        positions = self._positions(keys)
+        syncs: list[Outgoing] = []
+        commits: list[Outgoing] = []
+        updates: list[tuple[PartitionCopy, int, Any, tuple[CopiedSegment, ...], int]] = []
+        now = int(time.time() * 1000)
+        for key in keys:
+            pc = self.parts.by_key[key]
+            self._check_delivery(pc)
+            n = len(pc.downstream)
+            up, down = pc.upstream[:n], pc.downstream[:n]
+            state, due, segments = fold_acknowledged(pc.state, up, down, self.spec.offset_lag_max)
+            state, delayed = flush_delayed(state)
+            if delayed is not None:
+                due.append(delayed)
+            next_offset = up[-1] + 1 if up else pc.committed
+            if n == len(pc.upstream):  # every record read is acknowledged: the reader's position counts
+                next_offset = max(next_offset, positions.get(key, -1))
+            if next_offset <= pc.committed and not due:
+                if len(pc.upstream) > n:
+                    self.parts.dirty.add(key)  # acknowledgements still to come: look again next time
+                continue
+            syncs.extend(offset_sync_records(self.spec, key[0], key[1], due))
+            if next_offset > pc.committed:
+                commits.append(source_offset_record(self.spec, key[0], key[1], next_offset))
+            window = newest_segments(pc.segments, segments)
+            position = max(next_offset, pc.committed)
+            report = partition_report(
+                self.spec,
+                pc,
+                next_offset=position,
+                records=n,
+                segments=window,
+                now_ms=now,
+                source=self.sources.get(key, UNKNOWN_SOURCE),
+            )
+            commits.append(Outgoing(self.spec.progress_topic, *encode_report(report)))
+            updates.append((pc, n, state, window, position))
+        if not updates:
+            return True
+        if not self.channel.may_commit():
+            return False  # the driver is gone or lost the flow's lease: a zombie never writes a position
+        self._send(syncs, commits, final=final)
+        for pc, n, state, window, position in updates:
+            del pc.upstream[:n]
+            del pc.downstream[:n]
+            if pc.upstream:  # produced, not yet acknowledged: commit it next time
+                self.parts.dirty.add(pc.key)
+            pc.reset_interval()
+            pc.state = state
+            pc.segments = window
+            pc.committed = position
+            self.parts.copied += n
+        return True
+
+
+class TransactionalCommitter(_Committer):
+    """Exactly-once (KIP-618): records and source offsets in one transaction; offset syncs and reports after it.
+
+    :meth:`begin` initialises the data producer's transactional id, fencing every older producer
+    with the same id (a restarted task, a later Spark attempt, another instance's task of this
+    index) and aborting what it left open. A retriable commit error is retried; an abortable one
+    aborts the transaction and rewinds the consumer to the committed positions; anything else
+    (fenced, fatal) fails the task.
+    """
+
+    def begin(self) -> None:
+        """Initialise the transactional id and open the first transaction.
+
+        Raises
+        ------
+        ClusterError
+            The principal may not use the id (``TRANSACTIONAL_ID_AUTHORIZATION_FAILED``: grant
+            ``WRITE`` on the ``TransactionalId`` prefix ``<source>-mm2-``), or any other failure.
+        TransactionCoordinatorError
+            The target's transaction coordinator did not answer within ``init_timeout_s``.
+        """
+        spec = self.spec
+        tid = str(spec.transactional_id)
+        try:
+            self.data.init_transactions(spec.init_timeout_s)
+            self.data.begin_transaction()
+        except KafkaException as e:
+            err = e.args[0]
+            code = err.name() if isinstance(err, KafkaError) else None
+            if isinstance(err, KafkaError) and err.code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED:
+                raise ClusterError(
+                    f"flow {spec.flow}: the replication principal may not use transactional id '{tid}' (the copy "
+                    f"tasks' ids are {spec.source}-mm2-MirrorSourceConnector-<task>): grant it WRITE on "
+                    f"TransactionalId '{spec.source}-mm2-' (prefixed) on cluster '{spec.target}' (README, ACLs; "
+                    f"{err.str()})",
+                    kafka_code=code,
+                ) from e
+            if isinstance(err, KafkaError) and err.code() in (KafkaError._TIMED_OUT, KafkaError._TRANSPORT):
+                raise TransactionCoordinatorError(
+                    f"flow {spec.flow}: no transaction coordinator: cluster '{spec.target}' did not initialise "
+                    f"transactional id '{tid}' within {spec.init_timeout_s:.0f} s ({err.str()}): exactly-once needs "
+                    "a target whose brokers support transactions (transaction.state.log.replication.factor and "
+                    "transaction.state.log.min.isr no larger than its brokers); fix the cluster or set "
+                    f"{spec.target}.exactly.once.source.support=disabled",
+                    kafka_code=code,
+                    retriable=True,
+                ) from e
+            reason = err.str() if isinstance(err, KafkaError) else str(e)
+            raise ClusterError(
+                f"flow {spec.flow}: initialising transactional id '{tid}' on cluster '{spec.target}' failed: {reason}",
+                kafka_code=code,
+            ) from e
+
+    def end(self, *, clean: bool) -> None:
+        """Abort the open transaction unless the last commit was clean (best effort: a fenced producer is left)."""
+        if not clean:
+            with contextlib.suppress(Exception):  # the next init_transactions aborts it anyway
+                self.data.abort_transaction(5.0)
+
+    def commit(self, *, final: bool) -> bool:
+        """Commit the open transaction with the source offsets of what it holds; then syncs and reports.
+
+        Returns
+        -------
+        bool
+            ``False`` without a valid grant (the transaction is aborted: a zombie's records stay
+            invisible to read_committed consumers); ``True`` otherwise, also when an abortable error
+            aborted the transaction and rewound the task.
+
+        Raises
+        ------
+        RecordTooLargeError, DataPathError
+            A delivery failed, the producer was fenced or broke, delivery reports of the committed
+            transaction did not arrive within ``stall_timeout_s``, or a sync or report write failed.
+        """
+        keys = self.parts.due(final=final)
+        if not keys:
+            return True
+        if not self.channel.may_commit():
+            self.end(clean=False)
+            return False
+        moves = self._moves(keys)
+        if not moves:
+            return True
+        for key, next_offset in moves:  # the same producer, the same transaction: Connect's layout, unchanged
+            o = source_offset_record(self.spec, key[0], key[1], next_offset)
+            _produce(self.data, o)
+        if not commit_transaction(self.data, self.spec):
+            self.rewind()
+            return True
+        self._await_deliveries()
+        syncs, reports = self._settle(moves)
+        self._send(syncs, reports, final=final)
+        if not final:
+            self.data.begin_transaction()
+        return True
+
+    def _moves(self, keys: Sequence[PartitionKey]) -> list[tuple[PartitionKey, int]]:
+        """Return the partitions whose position moves in this transaction, with their new position."""
+        positions = self._positions(keys)
+        moves = []
+        for key in keys:
+            pc = self.parts.by_key[key]
+            self._check_delivery(pc)
+            next_offset = pc.upstream[-1] + 1 if pc.upstream else pc.committed
+            next_offset = max(next_offset, positions.get(key, -1))  # every record read was produced
+            if next_offset > pc.committed:
+                moves.append((key, next_offset))
+        return moves
+
+    def _await_deliveries(self) -> None:
+        """Collect the committed records' downstream offsets (delivery reports): every record is acknowledged."""
+        deadline = time.monotonic() + self.spec.stall_timeout_s
+        while any(len(pc.downstream) < len(pc.upstream) for pc in self.parts.by_key.values()):
+            if time.monotonic() > deadline:
+                raise stall_error(self.spec.flow, "delivery reports of a committed transaction did not arrive")
+            self.data.poll(0.05)
+
+    def _settle(self, moves: Sequence[tuple[PartitionKey, int]]) -> tuple[list[Outgoing], list[Outgoing]]:
+        """Fold the committed records into syncs, segments and reports; advance the committed positions."""
+        syncs: list[Outgoing] = []
+        reports: list[Outgoing] = []
+        now = int(time.time() * 1000)
+        for key, next_offset in moves:
+            pc = self.parts.by_key[key]
+            n = len(pc.upstream)
+            state, due, segments = fold_acknowledged(pc.state, pc.upstream, pc.downstream, self.spec.offset_lag_max)
+            state, delayed = flush_delayed(state)
+            if delayed is not None:
+                due.append(delayed)
+            syncs.extend(offset_sync_records(self.spec, key[0], key[1], due))
+            window = newest_segments(pc.segments, segments)
+            report = partition_report(
+                self.spec,
+                pc,
+                next_offset=next_offset,
+                records=n,
+                segments=window,
+                now_ms=now,
+                source=self.sources.get(key, UNKNOWN_SOURCE),
+            )
+            reports.append(Outgoing(self.spec.progress_topic, *encode_report(report)))
+            pc.upstream.clear()
+            pc.downstream.clear()
+            pc.reset_interval()
+            pc.state = state
+            pc.segments = window
+            pc.committed = next_offset
+            self.parts.copied += n
+        return syncs, reports
+
+    def rewind(self) -> None:
+        """After an aborted transaction: back to the committed positions, nothing of it kept; a new transaction."""
+        self.data.poll(0)  # the purged records' delivery reports
+        for key, pc in self.parts.by_key.items():
+            pc.forget_unacknowledged()
+            if key not in self.parts.out_of_range:
+                self.consumer.seek(TopicPartition(key[0], key[1], pc.committed))
+        self.data.begin_transaction()
+
+
+def _produce(producer: Any, o: Outgoing) -> None:
+    while True:
+        try:
+            producer.produce(o.topic, o.value, o.key, o.partition)
+            return
+        except BufferError:
+            producer.poll(0.05)
+
+
+def commit_transaction(data: Any, spec: CopyTaskSpec) -> bool:
+    """Commit the open transaction (retrying retriable errors); ``False`` when it was aborted instead.
+
+    Raises
+    ------
+    DataPathError
+        A fatal error: the producer was fenced (a newer run of this task, or another instance, took
+        its transactional id) or is unusable; the supervisor restarts the task, whose
+        ``init_transactions`` aborts whatever this one left.
+    """
+    deadline = time.monotonic() + spec.stall_timeout_s
+    while True:
+        try:
+            data.commit_transaction(max(1.0, deadline - time.monotonic()))
+            return True
+        except KafkaException as e:
+            err = e.args[0]
+            if err.retriable() and time.monotonic() < deadline:
+                continue
+            if err.txn_requires_abort():
+                data.abort_transaction(spec.stall_timeout_s)
+                return False
+            fenced = "FENCED" in err.name() or "EPOCH" in err.name()
+            hint = (
+                ": another producer with this transactional id took over (a newer run of this task or another "
+                "instance); this one stops without committing"
+                if fenced
+                else ""
+            )
+            raise DataPathError(
+                f"flow {spec.flow}: committing the transaction of task {spec.task_index} (transactional id "
+                f"'{spec.transactional_id}') failed: {err.str()}{hint}",
+                kafka_code=err.name(),
+            ) from e
+
+
+__all__ = [
+    "UNKNOWN_SOURCE",
+    "AtLeastOnceCommitter",
+    "CommitWrites",
+    "Committer",
+    "TransactionalCommitter",
+    "commit_transaction",
+    "offset_sync_records",
+    "partition_report",
+    "source_offset_record",
+]

@@ -1,0 +1,125 @@
+"""A copy task's failures as mirrorspark errors, with Kafka's error code and the partition attached.
+
+Each builder names what failed and the fix; the partition (``"<topic>-<partition>"``) is kept on
+the error (:attr:`~mirrorspark.errors.MirrorsparkError.partition`) so that the task's
+:class:`~mirrorspark.errors.ErrorInfo` carries it to the driver.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+from confluent_kafka import KafkaError, KafkaException
+
+from mirrorspark.errors import DataPathError, MirrorsparkError, RecordTooLargeError
+
+E = TypeVar("E", bound=MirrorsparkError)
+
+
+def at(error: E, partition: str | None) -> E:
+    """Return ``error`` with the source partition it concerns (``"<topic>-<partition>"``) attached."""
+    error.partition = partition
+    return error
+
+
+def _kafka(err: Any) -> tuple[str | None, bool]:
+    if isinstance(err, KafkaError):
+        return err.name(), bool(err.retriable())
+    return None, False
+
+
+def delivery_error(err: Any, source_topic: str, partition: int, target_topic: str, upstream: int) -> MirrorsparkError:
+    """Build the error of a failed delivery of record ``upstream`` (too large, or a missing WRITE, named).
+
+    Parameters
+    ----------
+    err:
+        The delivery report's ``KafkaError``.
+    source_topic, partition, target_topic:
+        The source partition and its remote topic.
+    upstream:
+        The record's upstream offset (``-1`` when unknown).
+
+    Returns
+    -------
+    MirrorsparkError
+        :class:`~mirrorspark.errors.RecordTooLargeError` for ``MSG_SIZE_TOO_LARGE``, else a
+        :class:`~mirrorspark.errors.DataPathError`; ``kafka_code`` and ``retriable`` from ``err``.
+    """
+    code, retriable = _kafka(err)
+    where = f"{source_topic}-{partition}"
+    if isinstance(err, KafkaError) and err.code() == KafkaError.MSG_SIZE_TOO_LARGE:
+        return at(
+            RecordTooLargeError(
+                f"record {where}@{upstream} is larger than remote topic '{target_topic}' accepts ({err.str()}): "
+                "raise the remote topic's max.message.bytes (or the target broker's message.max.bytes); nothing "
+                f"after offset {upstream} was committed",
+                kafka_code=code,
+            ),
+            where,
+        )
+    hint = ""
+    if isinstance(err, KafkaError) and err.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+        hint = f": grant the replication principal WRITE on topic '{target_topic}' on the target cluster"
+    reason = f"{err.str()} ({err.name()})" if isinstance(err, KafkaError) else str(err)
+    return at(
+        DataPathError(
+            f"copying {where}@{upstream} to {target_topic} failed: {reason}{hint}", kafka_code=code, retriable=retriable
+        ),
+        where,
+    )
+
+
+def produce_error(
+    e: Exception, source_topic: str, partition: int, target_topic: str, offset: int, size: int
+) -> MirrorsparkError:
+    """Build the error of a ``produce`` call that raised for record ``offset`` (``size`` bytes of key and value)."""
+    err = e.args[0] if isinstance(e, KafkaException) and e.args else None
+    code, retriable = _kafka(err)
+    where = f"{source_topic}-{partition}"
+    if isinstance(err, KafkaError) and err.code() == KafkaError.MSG_SIZE_TOO_LARGE:
+        return at(
+            RecordTooLargeError(
+                f"record {where}@{offset} ({size} bytes) is larger than the producer's message.max.bytes: raise "
+                "'<target>.producer.max.request.size' (and the target topic's max.message.bytes)",
+                kafka_code=code,
+            ),
+            where,
+        )
+    return at(
+        DataPathError(
+            f"producing {where}@{offset} to {target_topic} failed: {e}", kafka_code=code, retriable=retriable
+        ),
+        where,
+    )
+
+
+def consumer_error(flow: str, consumer_conf: Mapping[str, Any], m: Any, err: Any) -> DataPathError:
+    """Build the error of a failed read: a partition's, or the consumer's own (``m.topic()`` is ``None``)."""
+    code, retriable = _kafka(err)
+    if m.topic() is not None:
+        where = f"{m.topic()}-{m.partition()}"
+        return at(
+            DataPathError(f"flow {flow}: reading {where} failed: {err.str()}", kafka_code=code, retriable=retriable),
+            where,
+        )
+    hint = ""
+    if err.code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
+        # librdkafka looks up the coordinator of its group.id even for an assign-only consumer
+        hint = (
+            f": grant the replication principal DESCRIBE on group '{consumer_conf.get('group.id')}' on the "
+            "source cluster (the data path never joins nor commits to it, but its consumer looks up the "
+            "group's coordinator)"
+        )
+    return DataPathError(
+        f"flow {flow}: the source consumer failed: {err.str()}{hint}", kafka_code=code, retriable=retriable
+    )
+
+
+def stall_error(flow: str, what: str) -> DataPathError:
+    """Build the error of a target that did not acknowledge in time: ``what`` did not happen."""
+    return DataPathError(f"flow {flow}: {what}; check that the target cluster is up", retriable=True)
+
+
+__all__ = ["at", "consumer_error", "delivery_error", "produce_error", "stall_error"]

@@ -1,0 +1,156 @@
+"""A copy task as the one Spark task of its job: build its clients, run it, return its result as data."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, Final
+
+from confluent_kafka import Consumer, Producer
+
+from mirrorspark.errors import DataPathError, MirrorsparkError
+from mirrorspark.kafka.factory import with_logger
+from mirrorspark.mm2.replicas import FetchSource, fetch_sources
+from mirrorspark.replication.task.channel import ChannelClient
+from mirrorspark.replication.task.runner import CopyTaskRunner
+from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionKey, TaskOutcome, TaskResult
+
+FETCH_STATS_INTERVAL_MS: Final = 5000
+"""``statistics.interval.ms`` of a copy task's source consumer unless the settings choose one: how often
+librdkafka says which broker serves each partition (0 in the settings turns it off)."""
+
+CLEAN_OUTCOMES: Final = frozenset({TaskOutcome.STOPPED, TaskOutcome.CAUGHT_UP, TaskOutcome.OUT_OF_RANGE})
+"""Outcomes after a successful last commit: the task's producers hold nothing more."""
+
+
+def with_fetch_stats(conf: dict[str, Any], sources: dict[PartitionKey, FetchSource]) -> dict[str, Any]:
+    """Return ``conf`` with a ``stats_cb`` that keeps ``sources`` up to date (librdkafka statistics, KIP-392).
+
+    Parameters
+    ----------
+    conf:
+        A consumer's librdkafka configuration (changed in place and returned).
+    sources:
+        Filled with ``{(topic, partition): FetchSource}`` at every statistics callback (during polls).
+
+    Returns
+    -------
+    dict[str, Any]
+        ``conf`` with ``statistics.interval.ms`` (default :data:`FETCH_STATS_INTERVAL_MS` ms) and ``stats_cb``.
+    """
+
+    def on_stats(doc: str) -> None:
+        try:
+            sources.update(fetch_sources(json.loads(doc)))
+        except ValueError:  # a truncated document: the next one comes within the interval
+            return
+
+    conf.setdefault("statistics.interval.ms", FETCH_STATS_INTERVAL_MS)
+    conf["stats_cb"] = on_stats
+    return conf
+
+
+def _producer(conf: Mapping[str, Any], **extra: Any) -> Any:
+    c = {**conf, **extra}
+    return Producer(with_logger(c, str(c.get("client.id", "replication-producer"))))
+
+
+def _release(producer: Any, *, clean: bool) -> None:
+    """Drop what a producer still holds unless the task ended cleanly: a lost run's buffer is never delivered late."""
+    if producer is None:
+        return
+    if not clean:
+        producer.purge()
+    producer.flush(0 if not clean else 10)
+
+
+def run_copy_task(spec: CopyTaskSpec) -> TaskResult:
+    """Build the task's clients and channel, run it (:class:`CopyTaskRunner`), release the clients.
+
+    Parameters
+    ----------
+    spec:
+        The task.
+
+    Returns
+    -------
+    TaskResult
+        How it ended.
+
+    Raises
+    ------
+    MirrorsparkError
+        As :meth:`CopyTaskRunner.run`.
+    OSError
+        The driver's task channel cannot be reached.
+    """
+    sources: dict[PartitionKey, FetchSource] = {}
+    data = _producer(spec.producer_conf, **({"transactional.id": spec.transactional_id} if spec.exactly_once else {}))
+    commits = _producer(spec.commit_conf)
+    syncs = _producer(spec.syncs_conf) if spec.syncs_conf is not None else None
+    outcome: TaskOutcome | None = None
+    try:
+        channel = ChannelClient(
+            spec.channel, {"flow": spec.flow, "task": spec.task_index, "generation": spec.generation}
+        )
+        conf = dict(spec.consumer_conf)
+        consumer = Consumer(
+            with_fetch_stats(with_logger(conf, str(conf.get("client.id", "replication-consumer"))), sources)
+        )
+        runner = CopyTaskRunner(
+            spec,
+            consumer=consumer,
+            data=data,
+            commit_producer=commits,
+            syncs_producer=syncs,
+            channel=channel,
+            sources=sources,
+        )
+        result = runner.run()
+        outcome = result.outcome
+        return result
+    finally:
+        clean = outcome in CLEAN_OUTCOMES
+        for p in (data, commits, syncs):
+            _release(p, clean=clean)
+
+
+def run_copy_job(spec: CopyTaskSpec) -> TaskResult:
+    """Run :func:`run_copy_task` as the one Spark task of its job, with no retry by Spark.
+
+    Spark re-runs a failed task (``spark.task.maxFailures``, 4 on a cluster) and always re-runs
+    one lost with its executor, with the arguments of the first attempt: a copy task's positions
+    of its generation's start, stale by everything the lost attempt committed since. So a later
+    attempt (``TaskContext.attemptNumber() > 0``) ends at once as ``lost``, and the driver
+    restarts the task from its committed offsets; and an error is returned as ``failed`` with the
+    error as data (:meth:`~mirrorspark.errors.MirrorsparkError.info`), never raised, so that Spark
+    never re-runs it and the driver sees its class, Kafka code and partition, not a traceback.
+
+    Parameters
+    ----------
+    spec:
+        The task.
+
+    Returns
+    -------
+    TaskResult
+        How it ended, errors included.
+    """
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    if context is not None and context.attemptNumber() > 0:
+        return TaskResult(spec.flow, spec.task_index, spec.generation, TaskOutcome.LOST)
+    try:
+        return run_copy_task(spec)
+    except MirrorsparkError as e:
+        info = e.info(flow=spec.flow, task=spec.task_index)
+    except Exception as e:  # anything else: named by its type, as the driver would see the job's failure
+        text = str(e).splitlines()[0] if str(e) else type(e).__name__
+        info = DataPathError(f"flow {spec.flow}: copy task {spec.task_index} failed: {text}").info(
+            flow=spec.flow, task=spec.task_index
+        )
+    return TaskResult(spec.flow, spec.task_index, spec.generation, TaskOutcome.FAILED, error=info)
+
+
+__all__ = ["CLEAN_OUTCOMES", "FETCH_STATS_INTERVAL_MS", "run_copy_job", "run_copy_task", "with_fetch_stats"]

@@ -1,0 +1,218 @@
+"""A copy task's state per source partition: what was produced and acknowledged, what was committed."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from mirrorspark.mm2.metrics import HISTOGRAM_SIZE, bucket_of
+from mirrorspark.mm2.offset_syncs import CopiedSegment, SyncState
+from mirrorspark.replication.task.spec import PartitionAssignment, PartitionKey
+
+LATENCY_SAMPLE_MASK = 15
+"""Replication latency and record age are sampled on every 16th record of a partition."""
+
+FULL_SCAN_EVERY = 30
+"""Every this many commits a task checks all its partitions' positions, not only those that read records."""
+
+
+class PartitionCopy:
+    """One source partition inside a copy task (hot path; owned by the task's thread).
+
+    Delivery reports of one partition arrive in production order (the data producer is
+    idempotent), so the ``i``-th report belongs to ``upstream[i]``: the callback
+    (:meth:`delivered`) only appends the downstream offset, and a commit folds both lists into
+    offset syncs and copied runs (:func:`~mirrorspark.mm2.offset_syncs.fold_acknowledged`).
+
+    Parameters
+    ----------
+    assignment:
+        The partition and where its copy goes.
+
+    Attributes
+    ----------
+    committed:
+        The committed position (next upstream offset to copy after a restart).
+    state:
+        Offset-sync emission state at ``committed`` (MM2 ``PartitionState``).
+    segments:
+        The partition's newest copied runs, as last reported.
+    upstream, downstream:
+        Upstream offsets produced since the last commit, in order, and the downstream offsets
+        acknowledged for a prefix of them.
+    error:
+        ``(KafkaError, upstream offset)`` of the first failed delivery since the last commit.
+    """
+
+    __slots__ = (
+        "age_max",
+        "age_min",
+        "age_n",
+        "age_sum",
+        "assignment",
+        "committed",
+        "downstream",
+        "dropped",
+        "error",
+        "failures",
+        "key_bytes",
+        "lat_hist",
+        "lat_max",
+        "lat_min",
+        "lat_n",
+        "lat_sum",
+        "partition",
+        "segments",
+        "state",
+        "target_topic",
+        "transforms",
+        "upstream",
+        "value_bytes",
+    )
+
+    def __init__(self, assignment: PartitionAssignment) -> None:
+        self.assignment = assignment
+        self.partition = assignment.partition
+        self.target_topic = assignment.target_topic
+        self.transforms = assignment.transforms
+        self.committed = assignment.start
+        self.state = SyncState()
+        self.segments: tuple[CopiedSegment, ...] = ()
+        self.upstream: list[int] = []
+        self.downstream: list[int] = []
+        self.failures = 0
+        self.error: Any = None
+        self.reset_interval()
+
+    @property
+    def key(self) -> PartitionKey:
+        """``(source topic, partition)``."""
+        return self.assignment.key
+
+    @property
+    def name(self) -> str:
+        """``"<source topic>-<partition>"``, for messages."""
+        return f"{self.assignment.source_topic}-{self.partition}"
+
+    def reset_interval(self) -> None:
+        """Start a new reporting interval: bytes, drops, latency and record-age figures back to zero."""
+        self.value_bytes = self.key_bytes = self.dropped = 0
+        self.lat_sum = self.lat_max = self.lat_n = 0
+        self.lat_min = self.age_min = -1  # -1: no sample yet
+        self.lat_hist = [0] * HISTOGRAM_SIZE
+        self.age_sum = self.age_n = self.age_max = 0
+
+    def forget_unacknowledged(self) -> None:
+        """Drop what was produced since the last commit (an aborted transaction): nothing of it is kept."""
+        self.upstream.clear()
+        self.downstream.clear()
+        self.error = None
+        self.failures = 0
+        self.reset_interval()
+
+    def interval_metrics(self) -> dict[str, Any]:
+        """Return the interval's latency minimum and histogram and its record-age figures, as report fields.
+
+        Returns
+        -------
+        dict[str, Any]
+            ``latency_ms_min``, ``latency_hist``, ``age_ms_sum``, ``age_ms_min``, ``age_ms_max`` and
+            ``age_samples`` of :class:`~mirrorspark.mm2.task_progress.PartitionReport` (version 2).
+        """
+        return {
+            "latency_ms_min": self.lat_min if self.lat_min >= 0 else None,
+            "latency_hist": tuple(self.lat_hist),
+            "age_ms_sum": self.age_sum,
+            "age_ms_min": self.age_min if self.age_min >= 0 else None,
+            "age_ms_max": self.age_max,
+            "age_samples": self.age_n,
+        }
+
+    def sample_age(self, timestamp_ms: int) -> None:
+        """Record one record's age at poll, ``now - timestamp_ms`` in ms (MM2's ``record-age-ms``)."""
+        age = max(0, int(time.time() * 1000) - timestamp_ms)
+        self.age_sum += age
+        self.age_n += 1
+        if age > self.age_max:
+            self.age_max = age
+        if self.age_min < 0 or age < self.age_min:
+            self.age_min = age
+
+    def delivered(self, err: Any, msg: Any) -> None:
+        """Record one delivery report of this partition's records (the producer's callback, in production order).
+
+        Parameters
+        ----------
+        err:
+            The ``KafkaError`` of a failed delivery, or ``None``.
+        msg:
+            The delivered ``Message`` (its ``offset()`` is the downstream offset, its ``timestamp()``
+            the record's, in epoch ms, for replication latency).
+        """
+        if err is None:
+            d = self.downstream
+            d.append(msg.offset())
+            if not len(d) & LATENCY_SAMPLE_MASK:
+                lat = int(time.time() * 1000) - msg.timestamp()[1]
+                self.lat_sum += lat
+                self.lat_n += 1
+                if lat > self.lat_max:
+                    self.lat_max = lat
+                if self.lat_min < 0 or lat < self.lat_min:
+                    self.lat_min = max(0, lat)
+                self.lat_hist[bucket_of(lat)] += 1
+            return
+        if self.error is None:
+            index = len(self.downstream) + self.failures
+            self.error = (err, self.upstream[index] if index < len(self.upstream) else -1)
+        self.failures += 1
+
+
+class TaskPartitions:
+    """A copy task's partitions, and which of them a commit must look at.
+
+    A commit looks at the partitions that read records since the last commit or still wait for
+    acknowledgements (:attr:`dirty`), and every :data:`FULL_SCAN_EVERY` commits (and at the last
+    one) at all of them, for positions moved by transaction markers or compaction alone: an idle
+    task with thousands of partitions then costs next to nothing.
+
+    Parameters
+    ----------
+    assignments:
+        The task's partitions.
+
+    Attributes
+    ----------
+    by_key:
+        ``{(topic, partition): PartitionCopy}``.
+    dirty:
+        Partitions a commit looks at next.
+    out_of_range:
+        Partitions whose position was found out of range (paused; the task ends after its commit).
+    copied:
+        Records committed by this run of the task.
+    """
+
+    def __init__(self, assignments: tuple[PartitionAssignment, ...]) -> None:
+        self.by_key: dict[PartitionKey, PartitionCopy] = {a.key: PartitionCopy(a) for a in assignments}
+        self.dirty: set[PartitionKey] = set()
+        self.out_of_range: list[PartitionKey] = []
+        self.copied = 0
+        self._commits = 0
+
+    def due(self, *, final: bool) -> list[PartitionKey]:
+        """Count one more commit and return the partitions it looks at (the dirty set is emptied).
+
+        Parameters
+        ----------
+        final:
+            The task's last commit: every partition.
+        """
+        self._commits += 1
+        full = final or self._commits % FULL_SCAN_EVERY == 0
+        keys = list(self.by_key) if full else [k for k in self.dirty if k in self.by_key]
+        self.dirty.clear()
+        return keys
+
+
+__all__ = ["FULL_SCAN_EVERY", "LATENCY_SAMPLE_MASK", "PartitionCopy", "TaskPartitions"]

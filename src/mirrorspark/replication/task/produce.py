@@ -1,0 +1,174 @@
+"""Producing one source record's copy to the same partition of its remote topic."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException
+
+from mirrorspark.errors import DataPathError
+from mirrorspark.mm2.transforms import ConnectRecord
+from mirrorspark.replication.task.failures import at, produce_error
+from mirrorspark.replication.task.partition import LATENCY_SAMPLE_MASK, PartitionCopy
+
+
+def forward(producer: Any, pc: PartitionCopy, m: Any, offset: int, stall_timeout_s: float) -> None:
+    """Produce source record ``m`` (at upstream ``offset``) to the same partition of ``pc``'s remote topic.
+
+    Key, value, headers and timestamp unchanged, unless the flow has transforms
+    (:attr:`PartitionCopy.transforms`): then the record is what they make of it, or nothing when one
+    drops it (counted in :attr:`PartitionCopy.dropped`; its offset is never in ``pc.upstream``, so
+    no offset sync or copied segment ever claims a copy of it). The delivery report goes to
+    :meth:`PartitionCopy.delivered`. The common case is one ``produce`` call; a full queue, a
+    just-added remote partition or a record too large take :func:`produce_careful`.
+
+    Parameters
+    ----------
+    producer:
+        The task's data producer.
+    pc:
+        The record's partition in the task.
+    m:
+        The consumed ``Message``.
+    offset:
+        Its upstream offset.
+    stall_timeout_s:
+        Seconds a just-grown remote partition may stay unknown to the producer.
+
+    Raises
+    ------
+    RecordTooLargeError, DataPathError
+        As :func:`produce_careful`; :class:`~mirrorspark.errors.DataPathError` also when a transform
+        fails or changes the record's topic or partition.
+    """
+    ts_type, ts = m.timestamp()
+    timestamp_ms = ts if ts_type else 0
+    value = m.value()
+    key = m.key()
+    headers = m.headers()
+    if pc.transforms is not None:
+        out = _transform(pc, m, offset, key, value, headers, timestamp_ms)
+        if out is None:
+            pc.dropped += 1
+            return
+        key, value, timestamp_ms = out.key, out.value, out.timestamp_ms
+        headers = list(out.headers) or None
+    pc.upstream.append(offset)
+    if not len(pc.upstream) & LATENCY_SAMPLE_MASK and ts_type:
+        pc.sample_age(timestamp_ms)
+    try:
+        # Positional: topic, value, key, partition, callback, on_delivery (alias, unused), timestamp.
+        if headers:
+            producer.produce(
+                pc.target_topic, value, key, pc.partition, pc.delivered, None, timestamp_ms, headers=headers
+            )
+        else:
+            producer.produce(pc.target_topic, value, key, pc.partition, pc.delivered, None, timestamp_ms)
+    except Exception:
+        pc.upstream.pop()
+        produce_careful(producer, pc, offset, key, value, headers, timestamp_ms, stall_timeout_s)
+        return
+    if value is not None:
+        pc.value_bytes += len(value)
+    if key is not None:
+        pc.key_bytes += len(key)
+
+
+def _transform(
+    pc: PartitionCopy,
+    m: Any,
+    offset: int,
+    key: bytes | None,
+    value: bytes | None,
+    headers: list[tuple[str, bytes | None]] | None,
+    timestamp_ms: int,
+) -> ConnectRecord | None:
+    """Run one record through the partition's bound transforms (the record as MM2's transforms see it)."""
+    chain = pc.transforms
+    assert chain is not None
+    record = ConnectRecord(pc.target_topic, pc.partition, key, value, tuple(headers) if headers else (), timestamp_ms)
+    where = f"{m.topic()}-{m.partition()}"
+    try:
+        out = chain.apply(record)
+    except Exception as e:
+        raise at(
+            DataPathError(
+                f"a transform failed on record {where}@{offset} (remote topic {pc.target_topic}): "
+                f"{type(e).__name__}: {e}; fix the transform or remove it from 'transforms' (nothing after this "
+                "record is committed)"
+            ),
+            where,
+        ) from e
+    if out is not None and (out.topic != record.topic or out.partition != record.partition):
+        raise at(
+            DataPathError(
+                f"a transform moved record {where}@{offset} to {out.topic}-{out.partition}: a flow copies every "
+                f"record to the same partition of its remote topic ({pc.target_topic}); rename remote topics "
+                "with RegexRouter instead"
+            ),
+            where,
+        )
+    return out
+
+
+def produce_careful(
+    producer: Any,
+    pc: PartitionCopy,
+    offset: int,
+    key: bytes | None,
+    value: bytes | None,
+    headers: list[tuple[str, bytes | None]] | None,
+    timestamp_ms: int,
+    stall_timeout_s: float,
+) -> None:
+    """Produce one record's copy to the same partition of the remote topic, the careful way.
+
+    Retries while the producer queue is full and while a just-grown remote topic's new
+    partition is unknown to the producer (for up to ``stall_timeout_s`` seconds);
+    :func:`forward` tries the common case first and falls back here.
+
+    Raises
+    ------
+    RecordTooLargeError
+        The record exceeds the producer's ``message.max.bytes``.
+    DataPathError
+        Any other produce failure.
+    """
+    a = pc.assignment
+    pc.upstream.append(offset)
+    kwargs: dict[str, Any] = {"partition": a.partition, "on_delivery": pc.delivered}
+    if timestamp_ms > 0:
+        kwargs["timestamp"] = timestamp_ms
+    if headers:
+        kwargs["headers"] = headers
+    deadline = 0.0
+    while True:
+        try:
+            producer.produce(a.target_topic, value, key, **kwargs)
+            break
+        except BufferError:
+            producer.poll(0.05)
+        except Exception as e:
+            if _unknown_partition(e):
+                # The remote topic was just grown (partition sync): refresh metadata and retry.
+                deadline = deadline or time.monotonic() + stall_timeout_s
+                if time.monotonic() < deadline:
+                    producer.list_topics(a.target_topic, timeout=5)
+                    producer.poll(0.1)
+                    continue
+            pc.upstream.pop()
+            size = len(value or b"") + len(key or b"")
+            raise produce_error(e, a.source_topic, a.partition, a.target_topic, offset, size) from e
+    if value is not None:
+        pc.value_bytes += len(value)
+    if key is not None:
+        pc.key_bytes += len(key)
+
+
+def _unknown_partition(e: Exception) -> bool:
+    err = e.args[0] if isinstance(e, KafkaException) and e.args else None
+    return isinstance(err, KafkaError) and err.code() == KafkaError._UNKNOWN_PARTITION
+
+
+__all__ = ["forward", "produce_careful"]

@@ -1,0 +1,233 @@
+"""The copy loop of one long-running copy task, with its Kafka clients and channel injected (MM2 ``MirrorSourceTask``).
+
+:class:`CopyTaskRunner` polls the task's source partitions, produces every record to the same
+partition of its remote topic (:func:`~mirrorspark.replication.task.produce.forward`) and commits
+through its :class:`~mirrorspark.replication.task.commit.Committer` every ``flush_interval_s`` (in
+exactly-once mode with ``transaction.boundary=poll``, after every batch read), until the driver
+says ``stop`` (a last commit, then ``stopped``), a bounded copy has read every partition to its
+end (``caught_up``), positions are found out of range (a last commit, then ``out_of_range``), or
+the driver is gone, aborts or stops granting (``orphaned``: nothing more committed).
+
+Built by :func:`~mirrorspark.replication.task.job.run_copy_job` inside a Spark task with real
+confluent-kafka clients; unit tests build it on ``tests/fakes.py``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from confluent_kafka import KafkaError, TopicPartition
+
+from mirrorspark.mm2.replicas import FetchSource
+from mirrorspark.replication.task.channel import Channel, ChannelState
+from mirrorspark.replication.task.commit import (
+    AtLeastOnceCommitter,
+    Committer,
+    CommitWrites,
+    TransactionalCommitter,
+)
+from mirrorspark.replication.task.failures import consumer_error
+from mirrorspark.replication.task.partition import TaskPartitions
+from mirrorspark.replication.task.produce import forward
+from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionKey, TaskOutcome, TaskResult
+
+POLL_TIMEOUT_S = 0.25
+"""Longest wait for the first record of a poll (s): also how often the task checks its channel."""
+
+BATCH_RECORDS = 10000
+"""Most records one poll hands the loop (MM2's ``max.poll.records`` is 500; librdkafka batches cheaply)."""
+
+
+class CopyTaskRunner:
+    """Runs one copy task until it ends: poll, produce, commit.
+
+    Parameters
+    ----------
+    spec:
+        The task.
+    consumer:
+        The source consumer (librdkafka ``Consumer`` shape: ``assign``, ``poll``, ``consume``,
+        ``position``, ``pause``, ``seek``, ``close``); not yet assigned.
+    data:
+        The target data producer (idempotent; transactional in exactly-once mode, not yet initialised).
+    commit_producer:
+        The target producer of source offsets and progress reports.
+    syncs_producer:
+        The producer of offset syncs, ``None`` when the flow emits none.
+    channel:
+        The task's channel to the driver.
+    sources:
+        Where the consumer fetches each partition from, kept current by its statistics callback.
+    clock:
+        Monotonic seconds (tests inject one).
+
+    Notes
+    -----
+    The runner closes the consumer and the channel when :meth:`run` returns; the producers are
+    the caller's (it flushes or purges them by the outcome).
+    """
+
+    def __init__(
+        self,
+        spec: CopyTaskSpec,
+        *,
+        consumer: Any,
+        data: Any,
+        commit_producer: Any,
+        syncs_producer: Any | None,
+        channel: Channel,
+        sources: Mapping[PartitionKey, FetchSource] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.spec = spec
+        self.consumer = consumer
+        self.data = data
+        self.channel = channel
+        self.clock = clock
+        self.parts = TaskPartitions(spec.partitions)
+        self.writes = CommitWrites(commit_producer, f"flow {spec.flow}: source offsets", spec.target)
+        self.sync_writes = (
+            CommitWrites(syncs_producer, f"flow {spec.flow}: offset syncs", spec.source)
+            if syncs_producer is not None
+            else None
+        )
+        kind = TransactionalCommitter if spec.exactly_once else AtLeastOnceCommitter
+        self.committer: Committer = kind(
+            spec,
+            self.parts,
+            consumer=consumer,
+            data=data,
+            writes=self.writes,
+            syncs=self.sync_writes,
+            channel=channel,
+            sources=sources if sources is not None else {},
+        )
+        self._read_to: dict[PartitionKey, int] = {}  # bounded copy: next offset to read, as far as seen
+
+    def run(self) -> TaskResult:
+        """Copy until the task ends (see the module notes); return how it ended.
+
+        Raises
+        ------
+        RecordTooLargeError
+            A record exceeds what the producer or the remote topic accepts (nothing after it is committed).
+        ClusterError
+            Exactly-once: the transactional id could not be initialised (see
+            :meth:`~mirrorspark.replication.task.commit.TransactionalCommitter.begin`).
+        DataPathError
+            Any other produce, delivery or read failure, or a commit that could not be written (what
+            was not committed is copied again by the restarted task: duplicates, never a loss).
+        """
+        clean = False
+        try:
+            self.committer.begin()
+            self.consumer.assign([TopicPartition(t, p, pc.committed) for (t, p), pc in self.parts.by_key.items()])
+            next_commit = self.clock() + self.spec.flush_interval_s
+            while True:
+                msgs = self._poll()
+                self._copy(msgs)
+                self._check_writes()
+                state = self.channel.check()
+                if state in (ChannelState.CLOSED, ChannelState.ABORT):
+                    return self._result(TaskOutcome.ORPHANED)
+                outcome = self._ending(state, idle=not msgs)
+                if outcome is not None:
+                    if not self.committer.commit(final=True):
+                        return self._result(TaskOutcome.ORPHANED)
+                    clean = True
+                    return self._result(outcome)
+                per_poll = self.spec.exactly_once and self.spec.boundary == "poll" and bool(msgs)
+                if per_poll or self.clock() >= next_commit:
+                    if not self.committer.commit(final=False):
+                        return self._result(TaskOutcome.ORPHANED)
+                    next_commit = self.clock() + self.spec.flush_interval_s
+        finally:
+            self.committer.end(clean=clean)
+            self.consumer.close()
+            self.channel.close()
+
+    def _poll(self) -> list[Any]:
+        """Wait up to :data:`POLL_TIMEOUT_S` for a record, then take what else is there (:data:`BATCH_RECORDS`)."""
+        first = self.consumer.poll(POLL_TIMEOUT_S)
+        if first is None:
+            return []
+        return [first, *self.consumer.consume(num_messages=BATCH_RECORDS, timeout=0)]
+
+    def _copy(self, msgs: list[Any]) -> None:
+        """Produce every record read; note out-of-range partitions (paused) and the dirty set."""
+        parts = self.parts
+        cur: tuple[str, int] | None = None
+        pc = None
+        for m in msgs:
+            err = m.error()
+            if err is not None:
+                self._read_error(m, err)
+                cur = None
+                continue
+            k = (m.topic(), m.partition())
+            if k != cur:  # records come in runs per partition (one fetch response each): look up on change only
+                cur = k
+                pc = parts.by_key.get(k)
+                parts.dirty.add(k)
+            if pc is None or k in parts.out_of_range:
+                continue
+            offset = m.offset()
+            forward(self.data, pc, m, offset, self.spec.stall_timeout_s)
+            if self.spec.stop_at is not None:
+                self._read_to[k] = offset + 1
+
+    def _read_error(self, m: Any, err: Any) -> None:
+        """Handle an error record: a partition's end (ignored), a position out of range (paused), else a failure."""
+        if err.code() == KafkaError._PARTITION_EOF:
+            return
+        if err.code() == KafkaError._AUTO_OFFSET_RESET and m.topic() is not None:  # noqa: SLF001 (librdkafka code)
+            # auto.offset.reset=error: records deleted, log truncated, topic re-created: the driver records the gap
+            k = (m.topic(), m.partition())
+            if k in self.parts.by_key and k not in self.parts.out_of_range:
+                self.parts.out_of_range.append(k)
+                self.consumer.pause([TopicPartition(k[0], k[1])])
+            return
+        raise consumer_error(self.spec.flow, self.spec.consumer_conf, m, err)
+
+    def _check_writes(self) -> None:
+        self.data.poll(0)
+        self.writes.check()
+        if self.sync_writes is not None:
+            self.sync_writes.check()
+
+    def _ending(self, state: ChannelState, *, idle: bool) -> TaskOutcome | None:
+        """Whether the task ends after a last commit now, and how."""
+        if state == ChannelState.STOP:
+            return TaskOutcome.STOPPED
+        if self.parts.out_of_range:
+            return TaskOutcome.OUT_OF_RANGE
+        if self.spec.stop_at is not None and self._caught_up(idle=idle):
+            return TaskOutcome.CAUGHT_UP
+        return None
+
+    def _caught_up(self, *, idle: bool) -> bool:
+        """Tell whether a bounded copy read every partition to its end offset (a partition left out: at once).
+
+        Cheap on the hot path: the offsets read tell it; a poll that returned nothing asks the consumer
+        for its positions too (transaction markers and compacted records move them without a record).
+        """
+        stop_at = self.spec.stop_at or {}
+        left = [k for k, pc in self.parts.by_key.items() if self._read_to.get(k, pc.committed) < stop_at.get(k, 0)]
+        if not left or not idle:
+            return not left
+        for tp in self.consumer.position([TopicPartition(t, p) for (t, p) in left]):
+            k = (tp.topic, tp.partition)
+            if tp.offset >= 0:
+                self._read_to[k] = max(self._read_to.get(k, -1), tp.offset)
+        return all(self._read_to.get(k, -1) >= stop_at.get(k, 0) for k in left)
+
+    def _result(self, outcome: TaskOutcome) -> TaskResult:
+        s = self.spec
+        return TaskResult(
+            s.flow, s.task_index, s.generation, outcome, tuple(self.parts.out_of_range), self.parts.copied
+        )
+
+
+__all__ = ["BATCH_RECORDS", "POLL_TIMEOUT_S", "CopyTaskRunner"]

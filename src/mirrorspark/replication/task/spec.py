@@ -1,0 +1,180 @@
+"""What the driver hands a copy task and what the task hands back: plain, picklable values."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from mirrorspark.config.keys import masked
+from mirrorspark.errors import ErrorInfo
+from mirrorspark.mm2.transforms import BoundChain
+
+PartitionKey = tuple[str, int]
+"""``(topic, partition)`` of a source partition."""
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionAssignment:
+    """One source partition of a copy task (MM2's task assignment).
+
+    Attributes
+    ----------
+    source_topic, partition:
+        The source partition; its copy goes to the same partition of ``target_topic``.
+    target_topic:
+        The remote topic (``ReplicationPolicy.format_remote_topic``, or a ``RegexRouter``'s rename).
+    start:
+        The committed position: the first upstream offset the task reads (next offset to read).
+    transforms:
+        The flow's transforms bound to the remote topic
+        (:meth:`~mirrorspark.mm2.transforms.TransformChain.bind`); ``None`` = records copied unchanged.
+    """
+
+    source_topic: str
+    partition: int
+    target_topic: str
+    start: int
+    transforms: BoundChain | None = None
+
+    @property
+    def key(self) -> PartitionKey:
+        """``(source topic, partition)``."""
+        return (self.source_topic, self.partition)
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class CopyTaskSpec:
+    """Everything one long-running copy task needs: its partitions, client configurations and where it commits.
+
+    Attributes
+    ----------
+    flow, source, target:
+        ``"S->T"`` and the two aliases.
+    task_index, generation:
+        The task's index (MM2's round-robin assignment) and the driver's generation of the flow's
+        tasks (grows at every restart of them; reports of older generations are ignored).
+    consumer_conf, producer_conf:
+        librdkafka configurations of the source consumer and of the target data producer.
+    commit_conf:
+        librdkafka configuration of the target producer of source offsets and progress reports.
+    syncs_conf:
+        librdkafka configuration of the offset-syncs producer; ``None`` with ``emit.offset-syncs.enabled=false``.
+    offsets_topic, offsets_partitions:
+        ``offset.storage.topic`` on the target and its partition count (Connect's key hashing).
+    syncs_topic, progress_topic:
+        The flow's offset-syncs topic and its progress channel.
+    partitions:
+        The task's partitions, each from its committed position.
+    offset_lag_max:
+        ``offset.lag.max`` (records).
+    flush_interval_s:
+        Seconds between two commits (``offset.flush.interval.ms``, in exactly-once mode with
+        ``transaction.boundary=interval`` its ``transaction.boundary.interval.ms``).
+    channel:
+        ``(host, port, token)`` of the driver's task channel.
+    stall_timeout_s:
+        Seconds a commit waits for the target to acknowledge what was produced.
+    transactional_id:
+        Exactly-once mode (``<target>.exactly.once.source.support=enabled``, KIP-618): the data
+        producer's ``transactional.id``; ``None``: at least once.
+    boundary:
+        Exactly-once mode: ``"poll"`` (a transaction per batch read, up to 10,000 records) or
+        ``"interval"`` (one per ``flush_interval_s``).
+    init_timeout_s:
+        Exactly-once mode: seconds ``init_transactions`` may take (the target producer's
+        ``max.block.ms``).
+    stop_at:
+        A bounded copy (``mirrorspark run --until-caught-up``): ``{(topic, partition): end offset}``
+        the driver listed at start; the task commits and ends (``caught_up``) once every partition
+        of it has been read up to its end offset (a partition left out ends where it starts).
+        ``None``: the task copies until the driver stops it.
+    """
+
+    flow: str
+    source: str
+    target: str
+    task_index: int
+    generation: int
+    consumer_conf: Mapping[str, Any]
+    producer_conf: Mapping[str, Any]
+    commit_conf: Mapping[str, Any]
+    syncs_conf: Mapping[str, Any] | None
+    offsets_topic: str
+    offsets_partitions: int
+    syncs_topic: str
+    progress_topic: str
+    partitions: tuple[PartitionAssignment, ...]
+    offset_lag_max: int
+    flush_interval_s: float
+    channel: tuple[str, int, str]
+    stall_timeout_s: float = 120.0
+    transactional_id: str | None = None
+    boundary: str = "poll"
+    init_timeout_s: float = 60.0
+    stop_at: Mapping[PartitionKey, int] | None = None
+
+    @property
+    def exactly_once(self) -> bool:
+        """Whether the task writes its records and source offsets in transactions (KIP-618)."""
+        return self.transactional_id is not None
+
+    def __repr__(self) -> str:
+        """Show the task without any client secret (configurations masked, the channel token hidden)."""
+        return (
+            f"CopyTaskSpec(flow={self.flow!r}, task_index={self.task_index}, generation={self.generation}, "
+            f"partitions={[(p.source_topic, p.partition, p.start, p.target_topic) for p in self.partitions]!r}, "
+            f"consumer_conf={masked(self.consumer_conf)!r}, producer_conf={masked(self.producer_conf)!r})"
+        )
+
+
+class TaskOutcome(StrEnum):
+    """How a copy task ended.
+
+    ``stopped``: the driver asked; everything acknowledged was committed. ``caught_up``: a bounded
+    copy read every partition to its ``stop_at`` and committed. ``out_of_range``: positions out of
+    range (records gone before they were copied); committed, then ended so the driver records the
+    gap. ``orphaned``: the channel closed, the driver aborted or its grant expired: nothing more
+    committed. ``failed``: the task raised (its :class:`~mirrorspark.errors.ErrorInfo` says what).
+    ``lost``: Spark ran the task again after an earlier attempt was lost with its executor or
+    Python worker; it ended at once, copying nothing.
+    """
+
+    STOPPED = "stopped"
+    CAUGHT_UP = "caught_up"
+    OUT_OF_RANGE = "out_of_range"
+    ORPHANED = "orphaned"
+    FAILED = "failed"
+    LOST = "lost"
+
+
+@dataclass(frozen=True, slots=True)
+class TaskResult:
+    """What a copy task's Spark job returns to the driver.
+
+    Attributes
+    ----------
+    flow, task_index, generation:
+        The task.
+    outcome:
+        How it ended.
+    out_of_range:
+        Partitions whose position was out of range (with ``out_of_range``).
+    records:
+        Records this run of the task copied and committed.
+    error:
+        With ``failed``: the error as data (class code, Kafka code, retriable, fatal, where), rebuilt
+        on the driver by :func:`~mirrorspark.errors.error_from_info`.
+    """
+
+    flow: str
+    task_index: int
+    generation: int
+    outcome: TaskOutcome
+    out_of_range: tuple[PartitionKey, ...] = ()
+    records: int = 0
+    error: ErrorInfo | None = None
+
+
+__all__ = ["CopyTaskSpec", "PartitionAssignment", "PartitionKey", "TaskOutcome", "TaskResult"]

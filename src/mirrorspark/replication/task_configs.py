@@ -1,0 +1,226 @@
+"""The copy tasks of a flow, as MM2's ``MirrorSourceConnector.taskConfigs`` cuts them.
+
+A flow's partitions are cut into ``min(tasks.max, partitions)`` copy tasks, round-robin in
+discovery order (:func:`assign_round_robin`); each task gets its partitions' committed
+positions, the librdkafka configurations of its clients (built once per flow, with the
+``client.id`` rule) and where it commits (:class:`~mirrorspark.replication.task.spec.CopyTaskSpec`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeVar
+
+from mirrorspark.client.context import FlowContext
+from mirrorspark.errors import ConfigError
+from mirrorspark.mm2.connect_offsets import task_transactional_id
+from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionAssignment, PartitionKey
+
+T = TypeVar("T")
+
+COMMIT_TIMEOUT_MS = 5000
+"""``message.timeout.ms`` of the commit producers: a commit record lands within this, or fails the task."""
+
+
+def assign_round_robin(partitions: Sequence[T], tasks_max: int) -> list[list[T]]:
+    """Split partitions over ``min(tasks_max, len(partitions))`` tasks, round-robin.
+
+    Mirrors ``MirrorSourceConnector.taskConfigs``: the k-th partition in discovery order goes to
+    task ``k mod n``. An empty input gives no tasks.
+    """
+    n = min(tasks_max, len(partitions))
+    if n <= 0:
+        return []
+    groups: list[list[T]] = [[] for _ in range(n)]
+    for k, p in enumerate(partitions):
+        groups[k % n].append(p)
+    return groups
+
+
+def init_transactions_timeout_s(producer_properties: Mapping[str, str]) -> float:
+    """Seconds a copy task's ``init_transactions`` may take: the target producer's ``max.block.ms``.
+
+    Java's ``KafkaProducer.initTransactions`` (what MM2's exactly-once source tasks call through
+    Kafka Connect) blocks at most ``max.block.ms``; librdkafka has no such key, so mirrorspark
+    reads the Java one from the flow's target producer settings.
+
+    Parameters
+    ----------
+    producer_properties:
+        The flow's target producer settings as Java client properties.
+
+    Returns
+    -------
+    float
+        ``max.block.ms`` / 1000 (s); 60.0, Java's default, when unset.
+
+    Raises
+    ------
+    ConfigError
+        If ``max.block.ms`` is not a whole number of ms > 0.
+    """
+    raw = producer_properties.get("max.block.ms")
+    if raw is None or str(raw).strip() == "":
+        return 60.0
+    try:
+        ms = int(str(raw).strip())
+    except ValueError:
+        ms = 0
+    if ms <= 0:
+        raise ConfigError(
+            f"max.block.ms of the target producer is {raw!r}: set it to a whole number of milliseconds > 0 "
+            "(it bounds init_transactions in exactly-once mode; Java's default is 60000)"
+        )
+    return ms / 1000.0
+
+
+class TaskConfigs:
+    """Builds a flow's copy tasks; the clients' configurations are built once, at the first call.
+
+    Parameters
+    ----------
+    context:
+        The flow's context.
+    isolation_level:
+        The source consumer's ``isolation.level`` (the data path's: ``read_uncommitted`` unless set).
+    offset_syncs_topic, progress_topic:
+        The flow's offset-syncs topic and progress channel.
+    """
+
+    def __init__(
+        self, context: FlowContext, *, isolation_level: str, offset_syncs_topic: str, progress_topic: str
+    ) -> None:
+        self.context = context
+        self.isolation_level = isolation_level
+        self.offset_syncs_topic = offset_syncs_topic
+        self.progress_topic = progress_topic
+        self._confs: dict[str, Any] | None = None
+
+    @property
+    def exactly_once(self) -> bool:
+        """Whether the flow copies exactly once: ``<target>.exactly.once.source.support=enabled`` (KIP-618)."""
+        return self.context.flow.exactly_once_source_support == "enabled"
+
+    def _client_confs(self) -> dict[str, Any]:
+        """Return the tasks' client configurations (``client.id`` by the flow context's rule), built once."""
+        if self._confs is not None:
+            return self._confs
+        ctx = self.context
+        cfg = ctx.flow
+        consumer = ctx.client_conf(
+            "source_consumer",
+            "replication-consumer",
+            # "error": an offset out of range is reported to the task, never silently reset (a gap)
+            overrides={
+                "enable.auto.commit": False,
+                "enable.partition.eof": False,
+                "auto.offset.reset": "error",
+                "isolation.level": self.isolation_level,
+            },
+        )
+        consumer.setdefault("group.id", f"mirrorspark-{cfg.name}")
+        producer = ctx.client_conf(
+            "target_producer",
+            "replication-producer",
+            defaults={"linger.ms": 5, "queue.buffering.max.messages": 500000},
+            overrides={"enable.idempotence": True},
+        )
+        # commit records land within COMMIT_TIMEOUT_MS or fail the task: never late, after a lease moved on
+        idempotent = {"enable.idempotence": True, "linger.ms": 0, "message.timeout.ms": COMMIT_TIMEOUT_MS}
+        commit = ctx.client_conf("target_producer", "offsets-target-producer", overrides=idempotent)
+        syncs = None
+        if cfg.emit_offset_syncs_enabled:
+            on_source = cfg.offset_syncs_topic_location == "source"
+            side = "source" if on_source else "target"
+            syncs = ctx.client_conf(
+                "source_producer" if on_source else "target_producer",
+                f"offset-syncs-{side}-producer",
+                overrides=idempotent,
+            )
+        self._confs = {"consumer": consumer, "producer": producer, "commit": commit, "syncs": syncs}
+        return self._confs
+
+    def specs(
+        self,
+        order: Sequence[PartitionKey],
+        *,
+        positions: Mapping[PartitionKey, int],
+        remote_topics: Mapping[str, str],
+        offsets_partitions: int,
+        generation: int,
+        channel: tuple[str, int, str],
+        stop_at: Mapping[PartitionKey, int] | None = None,
+    ) -> list[CopyTaskSpec]:
+        """Cut ``order`` into ``min(tasks.max, partitions)`` copy tasks, each from its committed positions.
+
+        Parameters
+        ----------
+        order:
+            The flow's partitions in discovery order.
+        positions:
+            Each partition's committed position.
+        remote_topics:
+            ``{source topic: remote topic}``.
+        offsets_partitions:
+            Partitions of the offsets topic.
+        generation:
+            The driver's generation of the flow's tasks.
+        channel:
+            ``(host, port, token)`` of the driver's task channel.
+        stop_at:
+            A bounded copy's end offsets (:attr:`CopyTaskSpec.stop_at`); ``None``: copy until stopped.
+
+        Returns
+        -------
+        list[CopyTaskSpec]
+            One per non-empty assignment, in task-index order.
+
+        Raises
+        ------
+        ConfigError
+            The target producer's ``max.block.ms`` is invalid (exactly-once), or a client setting is.
+        """
+        cfg = self.context.flow
+        confs = self._client_confs()
+        eos = self.exactly_once
+        flush_ms = (
+            (cfg.transaction_boundary_interval_ms or cfg.offset_flush_interval_ms)
+            if eos
+            else (cfg.offset_flush_interval_ms)
+        )
+        init_timeout_s = init_transactions_timeout_s(self.context.settings("target_producer").properties)
+        out = []
+        for index, keys in enumerate(assign_round_robin(order, cfg.tasks_max)):
+            parts = tuple(
+                PartitionAssignment(t, p, remote_topics[t], positions[(t, p)], self.context.bound_transforms(t))
+                for t, p in keys
+            )
+            out.append(
+                CopyTaskSpec(
+                    flow=cfg.name,
+                    source=cfg.source,
+                    target=cfg.target,
+                    task_index=index,
+                    generation=generation,
+                    consumer_conf=confs["consumer"],
+                    producer_conf=confs["producer"],
+                    commit_conf=confs["commit"],
+                    syncs_conf=confs["syncs"],
+                    offsets_topic=cfg.offset_storage_topic,
+                    offsets_partitions=offsets_partitions,
+                    syncs_topic=self.offset_syncs_topic,
+                    progress_topic=self.progress_topic,
+                    partitions=parts,
+                    offset_lag_max=cfg.offset_lag_max,
+                    flush_interval_s=flush_ms / 1000.0,
+                    channel=channel,
+                    transactional_id=task_transactional_id(cfg.source, index) if eos else None,
+                    boundary=cfg.transaction_boundary,
+                    init_timeout_s=init_timeout_s,
+                    stop_at=None if stop_at is None else {k: stop_at.get(k, positions[k]) for k in keys},
+                )
+            )
+        return out
+
+
+__all__ = ["COMMIT_TIMEOUT_MS", "TaskConfigs", "assign_round_robin", "init_transactions_timeout_s"]

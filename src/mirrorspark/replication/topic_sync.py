@@ -1,0 +1,318 @@
+"""The control half of MM2's ``MirrorSourceConnector`` for one flow: internal topics, discovery, remote topics, configs.
+
+* **internal topics** — the offsets topic ``mm2-offsets.<source>.internal``, the offset-syncs
+  topic and the flow's progress channel, created if missing;
+* **discovery** — which source topics to replicate (MM2's ``shouldReplicateTopic``: topic
+  filter, heartbeats always, never internal topics, never a cycle), the filter rebuilt from the
+  config file's lists and the live changes of ``mirrorspark control`` at every refresh
+  (``refresh.topics.interval.seconds``);
+* **remote topics** — created on the target with the source's partition count and topic configs
+  (MM2's filter, ``config.properties.exclude``), grown when the source gains partitions, placed
+  by ``mirrorspark.replica.placement`` when set;
+* **config sync** — remote topics' configs brought in line with their source topics
+  (``sync.topic.configs``, MM2 ``syncTopicConfigs``, KIP-894).
+
+Topic ACL sync is :mod:`mirrorspark.replication.acl_sync`; positions and gaps are
+:mod:`mirrorspark.replication.positions`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from confluent_kafka.admin import AdminClient
+
+from mirrorspark.client.context import FlowContext
+from mirrorspark.kafka.admin import (
+    PartitionKey,
+    TopicSpec,
+    alter_topic_configs,
+    create_partitions,
+    create_topics,
+    describe_topic_configs,
+    ensure_topic,
+    list_topics,
+    topic_configs,
+)
+from mirrorspark.mm2.config_sync import topic_config_changes
+from mirrorspark.mm2.filters import should_replicate_topic
+from mirrorspark.mm2.internal_topics import TASK_PROGRESS_PREFIX, mirrorspark_topic
+from mirrorspark.replication.live_filters import LiveFilters
+from mirrorspark.replication.remote_placement import RemotePlacement
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TopicRefresh:
+    """What one topic refresh found.
+
+    Attributes
+    ----------
+    wanted:
+        ``{source topic: partition count}`` of every topic the flow replicates now (remote topics
+        created or grown).
+    dropped:
+        Topics replicated until now that no longer match the lists, or are gone from the source.
+    on_source:
+        Every topic on the source (a dropped topic still there was filtered out, not deleted).
+    """
+
+    wanted: dict[str, int]
+    dropped: tuple[str, ...]
+    on_source: frozenset[str]
+
+
+class TopicSync:
+    """One flow's topics (see the module notes).
+
+    Parameters
+    ----------
+    context:
+        The flow's context.
+    source_admin, target_admin:
+        The flow's admin clients (shared; not closed here).
+
+    Attributes
+    ----------
+    topic_partitions:
+        ``{replicated source topic: partition count}``.
+    remote_topics:
+        ``{replicated source topic: remote topic}``.
+    offsets_partitions:
+        Partitions of the offsets topic on the target (Connect's key hashing), after
+        :meth:`create_internal_topics`.
+    live_filters:
+        The lists in effect: the config file's and ``mirrorspark control``'s changes.
+
+    Not thread-safe: the driver loop calls every method.
+    """
+
+    def __init__(self, context: FlowContext, source_admin: AdminClient, target_admin: AdminClient) -> None:
+        cfg = context.flow
+        self.context = context
+        self.config = cfg
+        self.timeout_s = cfg.admin_timeout_ms / 1000
+        self._src_admin = source_admin
+        self._tgt_admin = target_admin
+        self.topic_filter = context.topic_filter
+        self.live_filters = LiveFilters(context)
+        self.placement = (
+            None
+            if cfg.replica_placement is None
+            else RemotePlacement(cfg.replica_placement, target_admin, cfg.target, timeout_s=self.timeout_s)
+        )
+        self.topic_partitions: dict[str, int] = {}
+        self.remote_topics: dict[str, str] = {}
+        self.offsets_partitions = cfg.offset_storage_partitions
+
+    @property
+    def offset_syncs_topic(self) -> str:
+        """Name of the flow's offset-syncs topic (the alias in it is the *other* cluster's)."""
+        cfg = self.config
+        if cfg.offset_syncs_topic_location == "source":
+            return self.context.policy.offset_syncs_topic(cfg.target)
+        return self.context.policy.offset_syncs_topic(cfg.source)
+
+    @property
+    def progress_topic(self) -> str:
+        """Name of the flow's progress channel on the target (:mod:`mirrorspark.mm2.task_progress`)."""
+        return mirrorspark_topic(TASK_PROGRESS_PREFIX, self.context.policy, self.config.source)
+
+    def create_internal_topics(self) -> None:
+        """Create the offsets topic, the offset-syncs topic (when emitted) and the progress channel if missing.
+
+        Raises
+        ------
+        ClusterError
+            A topic cannot be created (e.g. a replication factor above the broker count).
+        """
+        cfg = self.config
+        if self.placement is not None:
+            self.placement.check()  # mirrorspark.replica.placement against the target's racks
+        compact = {"cleanup.policy": "compact"}
+        ensure_topic(
+            self._tgt_admin,
+            cfg.target,
+            cfg.offset_storage_topic,
+            partitions=cfg.offset_storage_partitions,
+            replication_factor=cfg.offset_storage_replication_factor,
+            config=compact,
+            timeout_s=self.timeout_s,
+        )
+        self.offsets_partitions = list_topics(self._tgt_admin, cfg.target, timeout_s=self.timeout_s).get(
+            cfg.offset_storage_topic, cfg.offset_storage_partitions
+        )
+        if cfg.emit_offset_syncs_enabled:
+            on_source = cfg.offset_syncs_topic_location == "source"
+            ensure_topic(
+                self._src_admin if on_source else self._tgt_admin,
+                cfg.source if on_source else cfg.target,
+                self.offset_syncs_topic,
+                partitions=1,
+                replication_factor=cfg.offset_syncs_topic_replication_factor,
+                config=compact,
+                timeout_s=self.timeout_s,
+            )
+        ensure_topic(
+            self._tgt_admin,
+            cfg.target,
+            self.progress_topic,
+            partitions=1,
+            replication_factor=cfg.offset_storage_replication_factor,
+            # the last hour of reports stays a readable stream; the newest per partition is kept for good
+            config={**compact, "min.compaction.lag.ms": "3600000"},
+            timeout_s=self.timeout_s,
+        )
+
+    def should_replicate(self, topic: str) -> bool:
+        """MM2's ``MirrorSourceConnector.shouldReplicateTopic`` for this flow, with the lists in effect."""
+        return should_replicate_topic(
+            topic,
+            topic_filter=self.topic_filter,
+            policy=self.context.policy,
+            target_alias=self.config.target,
+            heartbeats_replication_enabled=self.config.heartbeats_replication_enabled,
+        )
+
+    def refresh(self) -> TopicRefresh:
+        """List the source's topics; create or grow their remote topics; drop those no longer replicated.
+
+        The topic filter is rebuilt first from the config file's lists and the changes in the
+        control topic. A dropped topic's remote topic is left alone.
+
+        Raises
+        ------
+        ClusterError
+            A cluster cannot be listed, or a remote topic cannot be created or grown.
+        """
+        cfg = self.config
+        self.live_filters.poll()
+        self.topic_filter = self.live_filters.topic_filter(self.topic_filter)
+        source_topics = list_topics(self._src_admin, cfg.source, timeout_s=self.timeout_s)
+        wanted = {t: n for t, n in sorted(source_topics.items()) if n > 0 and self.should_replicate(t)}
+        self._create_remote_topics(wanted)
+        dropped = tuple(t for t in self.topic_partitions if t not in wanted)
+        for topic in dropped:
+            self.forget(topic)
+        return TopicRefresh(wanted, dropped, frozenset(source_topics))
+
+    def _create_remote_topics(self, wanted: dict[str, int]) -> None:
+        cfg = self.config
+        policy = self.context.policy
+        target_topics = list_topics(self._tgt_admin, cfg.target, timeout_s=self.timeout_s)
+        new_topics = [t for t in wanted if policy.format_remote_topic(cfg.source, t) not in target_topics]
+        configs = (
+            topic_configs(
+                self._src_admin,
+                cfg.source,
+                new_topics,
+                include_defaults=cfg.use_defaults_from == "source",
+                timeout_s=self.timeout_s,
+            )
+            if new_topics
+            else {}
+        )
+        grow: dict[str, int] = {}
+        grow_assignments: dict[str, Sequence[Sequence[int]]] = {}
+        create: list[TopicSpec] = []
+        placement = self.placement
+        if placement is not None:
+            placement.begin_refresh()
+        for topic, n in wanted.items():
+            remote = policy.format_remote_topic(cfg.source, topic)
+            if remote not in target_topics:
+                conf = {
+                    k: v
+                    for k, v in configs.get(topic, {}).items()
+                    if self.context.config_filter.should_replicate_config_property(k)
+                }
+                placed = placement.assignment(remote, n) if placement is not None else None
+                create.append(TopicSpec(remote, n, cfg.replication_factor, conf, placed))
+            elif target_topics[remote] < n:
+                grow[remote] = n
+                have = target_topics[remote]
+                placed = placement.assignment(remote, n - have, first_partition=have) if placement is not None else None
+                if placed is not None:
+                    grow_assignments[remote] = placed
+        if create:
+            created = create_topics(
+                self._tgt_admin, cfg.target, create, wait_for_leaders=False, timeout_s=self.timeout_s
+            )
+            if created:
+                log.info(
+                    "%s: created %d remote topic(s): %s",
+                    cfg.name,
+                    len(created),
+                    ", ".join(created[:10]) + (" …" if len(created) > 10 else ""),
+                )
+        if grow:
+            create_partitions(self._tgt_admin, cfg.target, grow, assignments=grow_assignments, timeout_s=self.timeout_s)
+            log.info("%s: grew remote topics %s", cfg.name, grow)
+
+    def add(self, wanted: dict[str, int]) -> list[PartitionKey]:
+        """Take the partitions of ``wanted`` that are new to the flow (new topics, added partitions).
+
+        Returns
+        -------
+        list[tuple[str, int]]
+            The new partitions, in discovery order (topic by topic, partition by partition).
+        """
+        added: list[PartitionKey] = []
+        for topic, n in wanted.items():
+            self.remote_topics[topic] = self.context.policy.format_remote_topic(self.config.source, topic)
+            have = self.topic_partitions.get(topic, 0)
+            if n > have:
+                added.extend((topic, p) for p in range(have, n))
+                self.topic_partitions[topic] = n
+        return added
+
+    def forget(self, topic: str) -> None:
+        """Stop knowing ``topic`` (dropped from the lists, or re-created: added again as new)."""
+        self.topic_partitions.pop(topic, None)
+        self.remote_topics.pop(topic, None)
+
+    def sync_configs(self) -> dict[str, dict[str, str | None]]:
+        """Bring remote topics' configs in line with their source topics (MM2 ``syncTopicConfigs``, KIP-894).
+
+        For every replicated topic whose remote topic exists, the changes of
+        :func:`~mirrorspark.mm2.config_sync.topic_config_changes` are sent (only differences).
+
+        Returns
+        -------
+        dict[str, dict[str, str | None]]
+            The changes applied, ``{remote topic: {name: value or None (deleted)}}``.
+
+        Raises
+        ------
+        ClusterError
+            A cluster cannot be described or the target refuses a change.
+        """
+        cfg = self.config
+        topics = sorted(self.topic_partitions)
+        if not topics:
+            return {}
+        source = describe_topic_configs(self._src_admin, cfg.source, topics, timeout_s=self.timeout_s)
+        remote_of = {t: self.remote_topics[t] for t in topics if t in source}
+        target = describe_topic_configs(self._tgt_admin, cfg.target, remote_of.values(), timeout_s=self.timeout_s)
+        changes: dict[str, dict[str, str | None]] = {}
+        for topic, remote in remote_of.items():
+            have = target.get(remote)
+            if have is None:
+                continue
+            delta = topic_config_changes(source[topic], have, self.context.config_filter)
+            if delta:
+                changes[remote] = delta
+        if changes:
+            alter_topic_configs(self._tgt_admin, cfg.target, changes, timeout_s=self.timeout_s)
+            log.info("%s: synced topic configs %s", cfg.name, changes)
+        return changes
+
+    def close(self) -> None:
+        """Release the live filters' consumer."""
+        self.live_filters.close()
+
+
+__all__ = ["TopicRefresh", "TopicSync"]

@@ -1,0 +1,308 @@
+"""The copy task's commit logic on the in-memory fakes: what it commits, when, and what it never commits.
+
+A :class:`CopyTaskRunner` gets its consumer, producers and channel injected (``tests/fakes.py``):
+records wait in flight until the test acknowledges them, deliveries fail where the test says,
+transactions commit or abort, the driver's grant comes and goes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaError
+
+from fakes import FakeChannel, FakeCluster, FakeTaskConsumer, FakeTaskProducer
+from mirrorspark.errors import DataPathError, RecordTooLargeError, error_from_info
+from mirrorspark.mm2.connect_offsets import decode_source_offset
+from mirrorspark.mm2.records import OffsetSync
+from mirrorspark.mm2.task_progress import decode_report, record_kind
+from mirrorspark.replication.task.channel import ChannelState
+from mirrorspark.replication.task.partition import FULL_SCAN_EVERY
+from mirrorspark.replication.task.runner import CopyTaskRunner
+from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionAssignment, TaskOutcome
+
+pytestmark = pytest.mark.unit
+
+OFFSETS = "mm2-offsets.A.internal"
+SYNCS = "mm2-offset-syncs.B.internal"
+PROGRESS = "mm2-task-progress.A.internal"
+
+
+class Task:
+    """One copy task of flow ``A->B`` over topic ``t`` (``partitions`` partitions), on fakes."""
+
+    def __init__(
+        self,
+        *,
+        partitions: int = 1,
+        records: int = 10,
+        eos: bool = False,
+        stop_at: dict[tuple[str, int], int] | None = None,
+        boundary: str = "interval",
+    ) -> None:
+        self.a, self.b = FakeCluster("A"), FakeCluster("B")
+        self.a.create_topic("t", partitions)
+        self.b.create_topic("A.t", partitions)
+        self.b.create_topic(OFFSETS, 25)
+        self.b.create_topic(PROGRESS, 1)
+        self.a.create_topic(SYNCS, 1)
+        for p in range(partitions):
+            for i in range(records):
+                self.a.append("t", f"k{i}".encode(), f"v{p}-{i}".encode(), partition=p, ts=1_000 + i)
+        self.spec = CopyTaskSpec(
+            flow="A->B",
+            source="A",
+            target="B",
+            task_index=0,
+            generation=1,
+            consumer_conf={},
+            producer_conf={},
+            commit_conf={},
+            syncs_conf={},
+            offsets_topic=OFFSETS,
+            offsets_partitions=25,
+            syncs_topic=SYNCS,
+            progress_topic=PROGRESS,
+            partitions=tuple(PartitionAssignment("t", p, "A.t", 0) for p in range(partitions)),
+            offset_lag_max=100,
+            flush_interval_s=1.0,
+            channel=("127.0.0.1", 0, "token"),
+            stall_timeout_s=0.5,
+            transactional_id="A-mm2-MirrorSourceConnector-0" if eos else None,
+            boundary=boundary,
+            stop_at=stop_at,
+        )
+        self.consumer = FakeTaskConsumer(self.a)
+        self.data = FakeTaskProducer(self.b, transactional=eos)
+        self.commits = FakeTaskProducer(self.b)
+        self.syncs = FakeTaskProducer(self.a)
+        self.channel = FakeChannel()
+        self.now = 0.0
+        self.runner = CopyTaskRunner(
+            self.spec,
+            consumer=self.consumer,
+            data=self.data,
+            commit_producer=self.commits,
+            syncs_producer=self.syncs,
+            channel=self.channel,
+            clock=lambda: self.now,
+        )
+
+    def committed(self) -> dict[int, int]:
+        """``{partition: last copied offset}`` as ``mm2-offsets`` holds it (the newest record per key)."""
+        out: dict[int, int] = {}
+        for part in self.b.topics[OFFSETS].partitions:
+            for r in part:
+                so = decode_source_offset(r.key, r.value)  # type: ignore[arg-type]
+                assert so is not None and so.offset is not None
+                out[so.partition] = so.offset
+        return out
+
+    def reports(self) -> list[Any]:
+        return [decode_report(r.key, r.value) for r in self.b.records(PROGRESS) if record_kind(r.key) == "report"]
+
+
+def step(task: Task, hook: Callable[[Task, int], None], turns: int = 50) -> TaskOutcome:
+    """Run the task's loop with ``hook(task, turn)`` called at each channel check; return how it ended."""
+    turn = [0]
+    check = task.channel.check
+
+    def checked() -> Any:
+        hook(task, turn[0])
+        turn[0] += 1
+        if turn[0] > turns:
+            raise AssertionError("the task did not end")
+        return check()
+
+    task.channel.check = checked  # type: ignore[method-assign]
+    return task.runner.run().outcome
+
+
+def stop_after(n: int) -> Callable[[Task, int], None]:
+    def hook(task: Task, turn: int) -> None:
+        if turn >= n:
+            task.channel.state = ChannelState.STOP
+
+    return hook
+
+
+def test_every_record_is_copied_unchanged_and_committed_on_stop() -> None:
+    t = Task(partitions=2, records=5)
+    t.a.topics["t"].partitions[0][2].headers = [("h", b"1"), ("h", None)]
+    assert step(t, stop_after(3)) == TaskOutcome.STOPPED
+    for p in range(2):
+        src, dst = t.a.records("t", p), t.b.records("A.t", p)
+        assert [(r.key, r.value, r.timestamp_ms, r.headers) for r in dst] == [
+            (r.key, r.value, r.timestamp_ms, r.headers) for r in src
+        ]
+    assert t.committed() == {0: 4, 1: 4}  # Connect's layout: the last copied offset
+    last = {r.partition: r for r in t.reports()}
+    assert {p: r.next_offset for p, r in last.items()} == {0: 5, 1: 5}
+    assert sum(r.records for r in t.reports()) == 10
+    assert next(OffsetSync.decode(r.key, r.value) for r in t.a.records(SYNCS)) == OffsetSync("t", 0, 0, 0)
+    assert t.consumer.closed and t.channel.closed
+
+
+def test_only_the_acknowledged_prefix_is_committed() -> None:
+    t = Task(records=10)
+    t.data.ack_budget = 0
+
+    def hook(task: Task, turn: int) -> None:
+        if turn == 1:
+            task.data.ack_budget = 6  # 6 of the 10 produced records acknowledged
+            task.now = 5.0  # a commit is due
+        if turn == 3:
+            assert task.committed() == {0: 5}  # records 0..5, nothing past the unacknowledged 6
+            task.data.ack_budget = None
+            task.now = 10.0
+        if turn == 5:
+            # the partition stayed dirty: the rest is committed at the next commit, not 30 commits later
+            assert task.committed() == {0: 9}
+            task.channel.state = ChannelState.STOP
+
+    assert step(t, hook) == TaskOutcome.STOPPED
+    assert [r.next_offset for r in t.reports()] == [6, 10]
+
+
+def test_unacknowledged_records_keep_their_partition_for_the_next_commit() -> None:
+    """A commit that finds every record of a partition still in flight keeps it dirty (no full-scan wait)."""
+    t = Task(records=4)
+    t.data.ack_budget = 0
+    seen: list[dict[int, int]] = []
+
+    def hook(task: Task, turn: int) -> None:
+        if turn == 1:
+            task.now = 5.0  # commit with nothing acknowledged
+        if turn == 2:
+            task.data.ack_budget = None
+            task.now = 10.0
+        if turn == 3:
+            seen.append(task.committed())
+            task.channel.state = ChannelState.STOP
+
+    step(t, hook)
+    assert FULL_SCAN_EVERY > 2 and seen == [{0: 3}]
+
+
+def test_a_failed_delivery_fails_the_task_and_commits_nothing_past_it() -> None:
+    t = Task(records=10)
+    t.data.fail_at = {4: KafkaError.TOPIC_AUTHORIZATION_FAILED}
+    with pytest.raises(DataPathError, match=r"t-0@4 to A\.t failed.*WRITE on topic 'A\.t'") as e:
+        step(t, stop_after(1))
+    assert e.value.kafka_code == "TOPIC_AUTHORIZATION_FAILED"
+    info = e.value.info(flow="A->B", task=0)
+    assert (info.partition, info.fatal, info.code) == ("t-0", True, "DATA_PATH_ERROR")
+    assert t.committed() == {}
+
+
+def test_a_record_too_large_is_fatal_and_survives_the_trip_as_data() -> None:
+    t = Task(records=3)
+    t.data.fail_at = {1: KafkaError.MSG_SIZE_TOO_LARGE}
+    with pytest.raises(RecordTooLargeError) as e:
+        step(t, stop_after(1))
+    back = error_from_info(e.value.info(flow="A->B", task=0))
+    assert isinstance(back, RecordTooLargeError) and back.fatal and back.partition == "t-0"
+
+
+def test_without_a_valid_grant_nothing_is_committed() -> None:
+    t = Task(records=5)
+    t.channel.granted = False  # the driver lost the flow's lease, or froze
+
+    def hook(task: Task, turn: int) -> None:
+        task.now = 5.0 * turn
+
+    assert step(t, hook) == TaskOutcome.ORPHANED
+    assert t.committed() == {} and t.b.records(PROGRESS) == []
+
+
+def test_an_abort_ends_the_task_without_a_last_commit() -> None:
+    t = Task(records=5)
+
+    def hook(task: Task, turn: int) -> None:
+        if turn == 1:
+            task.channel.state = ChannelState.ABORT
+
+    assert step(t, hook) == TaskOutcome.ORPHANED
+    assert t.committed() == {}
+
+
+def test_a_position_out_of_range_is_committed_up_to_it_and_reported() -> None:
+    t = Task(partitions=2, records=5)
+    t.a.delete_records("t", 1, 3)  # records 0..2 of t-1 gone before they were copied
+
+    result = t.runner.run()
+    assert result.outcome == TaskOutcome.OUT_OF_RANGE
+    assert result.out_of_range == (("t", 1),)
+    assert t.committed() == {0: 4}  # the partition still readable is committed
+
+
+def test_a_bounded_copy_ends_caught_up_at_its_end_offsets() -> None:
+    t = Task(partitions=2, records=6, stop_at={("t", 0): 4, ("t", 1): 6})
+    result = t.runner.run()
+    assert result.outcome == TaskOutcome.CAUGHT_UP
+    assert t.committed()[1] == 5 and t.committed()[0] >= 3  # at least to the end offsets listed at start
+    assert result.records >= 10
+
+
+def test_a_failed_commit_write_fails_the_task() -> None:
+    t = Task(records=5)
+    t.commits.fail_at = {0: KafkaError._MSG_TIMED_OUT}
+
+    def hook(task: Task, turn: int) -> None:
+        task.now = 5.0 * turn
+
+    with pytest.raises(DataPathError, match=f"writing to '{OFFSETS}' on cluster 'B' failed") as e:
+        step(t, hook)
+    assert e.value.kafka_code == "_MSG_TIMED_OUT"
+
+
+# ------------------------------------------------------------------------------ exactly once
+
+
+def test_exactly_once_commits_records_and_offsets_in_one_transaction() -> None:
+    t = Task(records=5, eos=True)
+    assert step(t, stop_after(2)) == TaskOutcome.STOPPED
+    assert t.data.initialised and t.data.commits >= 1
+    assert [r.value for r in t.b.records("A.t")] == [f"v0-{i}".encode() for i in range(5)]
+    assert t.committed() == {0: 4}
+    assert next(OffsetSync.decode(r.key, r.value) for r in t.a.records(SYNCS)) == OffsetSync("t", 0, 0, 0)
+
+
+def test_an_abortable_commit_rewinds_to_the_committed_positions() -> None:
+    t = Task(records=5, eos=True)
+    t.data.commit_errors = [KafkaError(KafkaError._OUTDATED, "abortable", txn_requires_abort=True)]
+
+    def hook(task: Task, turn: int) -> None:
+        if turn == 0:
+            task.now = 5.0  # the first commit is due: it aborts
+        if turn == 1:
+            assert task.data.aborts == 1 and ("t", 0, 0) in task.consumer.seeks
+            assert task.b.records("A.t") == [] and task.committed() == {}
+            task.runner.parts.by_key[("t", 0)].failures = 0  # nothing left of the aborted transaction
+        if turn == 3:
+            task.channel.state = ChannelState.STOP
+
+    assert step(t, hook) == TaskOutcome.STOPPED
+    assert [r.value for r in t.b.records("A.t")] == [f"v0-{i}".encode() for i in range(5)]  # once each
+    assert t.committed() == {0: 4}
+
+
+def test_a_fenced_producer_fails_the_task() -> None:
+    t = Task(records=5, eos=True)
+    t.data.commit_errors = [KafkaError(KafkaError._FENCED, "fenced", fatal=True)]
+    with pytest.raises(DataPathError, match="another producer with this transactional id took over"):
+        step(t, stop_after(1))
+    assert t.committed() == {}
+
+
+def test_exactly_once_without_a_grant_aborts_the_transaction() -> None:
+    t = Task(records=5, eos=True)
+    t.channel.granted = False
+
+    def hook(task: Task, turn: int) -> None:
+        task.now = 5.0 * turn
+
+    assert step(t, hook) == TaskOutcome.ORPHANED
+    assert t.data.aborts >= 1 and t.b.records("A.t") == [] and t.committed() == {}
