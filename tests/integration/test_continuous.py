@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import psutil
@@ -43,6 +44,35 @@ def test_restart_resumes_from_the_offsets_the_tasks_committed(
     produce(p, topic, [{"value": f"b{i}".encode(), "partition": i % 3} for i in range(30)])
     Replicator(cfg, spark).run(until_caught_up=True)
     assert strip(consume_all(b, f"primary.{topic}")) == strip(consume_all(p, topic))
+
+
+def test_two_bounded_runs_of_one_flow_never_copy_at_once(local_clusters: LocalClusters, spark: SparkSession) -> None:
+    """``run --until-caught-up`` holds the flow's lease: a second bounded run started meanwhile waits as a
+    standby, takes over where the first committed, and copies nothing twice. (The batch engine held no
+    lease: two bounded runs both copied the backlog.)"""
+    p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
+    topic = unique_name("bounded-lease")
+    create_topic(p, topic, partitions=2)
+    produce(p, topic, [{"value": f"v{i}".encode(), "partition": i % 2} for i in range(4000)])
+    cfg = make_config(local_clusters, [("primary", "backup")], topics=topic)
+    runs = [Replicator(cfg, spark), Replicator(cfg, spark)]
+    errors: list[BaseException] = []
+
+    def bounded(r: Replicator) -> None:
+        try:
+            r.run(until_caught_up=True)
+        except BaseException as e:  # surfaced below
+            errors.append(e)
+
+    threads = [threading.Thread(target=bounded, args=(r,), daemon=True) for r in runs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(240)
+    assert not errors and not any(t.is_alive() for t in threads)
+    assert strip(consume_all(b, f"primary.{topic}")) == strip(consume_all(p, topic))  # each record once
+    copied = [sum(part.records for (t, _), part in r.flows[0].partitions.items() if t == topic) for r in runs]
+    assert sorted(copied) == [0, 4000]  # one run copied everything, the other waited and found it done
 
 
 def python_workers() -> list[psutil.Process]:

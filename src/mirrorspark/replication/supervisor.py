@@ -303,7 +303,8 @@ class FlowSupervisor:
         assert self.lease is not None
         self.epoch = self.lease.epoch
         self.flow.reload_positions()  # where the previous holder's tasks committed
-        self.progress.poll(until_end=True, timeout_s=10)
+        # its reports: their copied runs (exact translation), never its totals (not this instance's copies)
+        self.progress.poll(until_end=True, timeout_s=10, segments_only=True)
         log.info("%s: this instance holds the flow's lease (epoch %d): copying", self.name, self.epoch)
         self.start()
 

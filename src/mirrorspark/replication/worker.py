@@ -111,7 +111,8 @@ class Worker:
                 f"(--master local[{needed}], or more executors or executor cores on a cluster)"
             )
         for s in self.supervisors:
-            s.progress.poll(until_end=True, timeout_s=10)  # reports written since the flow started
+            # copied runs reported since the flow started (positions are read again at the take-over)
+            s.progress.poll(until_end=True, timeout_s=10, segments_only=True)
             s.begin()
         self._granter.start()
 
