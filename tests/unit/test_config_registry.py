@@ -183,7 +183,7 @@ class FakeCheckpoints:
 
     def __init__(self, flow: FlowConfig) -> None:
         self.name = flow.name
-        self.flow = flow
+        self.flow_config = flow
         self.calls: Counter[str] = Counter()
 
     def emit(self) -> None:

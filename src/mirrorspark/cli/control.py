@@ -70,9 +70,9 @@ def _control(
         for w in cfg.warnings:
             err_console.print(f"[yellow]warning[/]: {w}", highlight=False, markup=True)
         with ControlStore(cfg, source, target, timeout_s=timeout_s) as store:
-            if not store.flow.enabled:
+            if not store.flow_config.enabled:
                 err_console.print(
-                    f"note: flow {store.flow.name} is not enabled in {config}: the lists take effect once it runs",
+                    f"note: flow {store.flow_config.name} is not enabled in {config}: the lists take effect once it runs",
                     highlight=False,
                     markup=False,
                 )
@@ -85,7 +85,7 @@ def _control(
             if list_:
                 matching = store.matching_topics() if kind == "topics" else store.matching_groups()
             remotes = {t: store.remote_topic(t) for t in matching or ()} if kind == "topics" else {}
-            topic, flow_name = store.topic, store.flow.name
+            topic, flow_name = store.topic, store.flow_config.name
     except MirrorsparkError as e:
         raise fail(e) from None
     if json_out:

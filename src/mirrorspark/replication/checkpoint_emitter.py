@@ -120,7 +120,7 @@ class CheckpointEmitter:
         self.context = context
         self.reverse = reverse
         self.config = context.config
-        self.flow = flow
+        self.flow_config = flow
         self.name = flow.name
         self.policy = context.policy
         self.topic_filter = context.topic_filter
@@ -186,7 +186,7 @@ class CheckpointEmitter:
     @property
     def _admin_timeout_s(self) -> float:
         """Timeout of each admin call, in seconds (``admin.timeout.ms``)."""
-        return self.flow.admin_timeout_ms / 1000
+        return self.flow_config.admin_timeout_ms / 1000
 
     # ------------------------------------------------------------------ start-up
 
@@ -205,7 +205,7 @@ class CheckpointEmitter:
             task, apart from the source tasks). :meth:`emit` writes nothing until they are
             read, and reads them again itself if the background read failed.
         """
-        f = self.flow
+        f = self.flow_config
         ensure_topic(
             self._tgt_admin,
             f.target,
@@ -284,9 +284,9 @@ class CheckpointEmitter:
             If the end is not reached within ``timeout_s`` or the cluster fails.
         """
         return read_topic(
-            self.flow.target_consumer,
-            self.flow.target_admin,
-            self.flow.target,
+            self.flow_config.target_consumer,
+            self.flow_config.target_admin,
+            self.flow_config.target,
             self.checkpoints_topic,
             self._load_checkpoint,
             client_id=self.context.client_id("checkpoints-target-consumer"),
@@ -314,9 +314,9 @@ class CheckpointEmitter:
             As :meth:`load_checkpoints`.
         """
         return read_checkpoints(
-            self.flow.target_consumer,
-            self.flow.target_admin,
-            self.flow.target,
+            self.flow_config.target_consumer,
+            self.flow_config.target_admin,
+            self.flow_config.target,
             self.checkpoints_topic,
             client_id=self.context.client_id("checkpoints-target-consumer"),
             timeout_s=timeout_s,
@@ -382,9 +382,9 @@ class CheckpointEmitter:
         self.topic_filter = self._live_filters.topic_filter(self.topic_filter)
         fut = self._src_admin.list_consumer_groups(request_timeout=self._admin_timeout_s)
         try:
-            result = wait(fut, self._admin_timeout_s, "listing consumer groups", self.flow.source)
+            result = wait(fut, self._admin_timeout_s, "listing consumer groups", self.flow_config.source)
         except KafkaException as e:
-            raise ClusterError(f"listing consumer groups of cluster '{self.flow.source}' failed: {e}") from e
+            raise ClusterError(f"listing consumer groups of cluster '{self.flow_config.source}' failed: {e}") from e
         groups = sorted(g.group_id for g in result.valid if self.group_filter.should_replicate_group(g.group_id))
         self.state.groups = groups
         self.state.groups_refreshed_at = time.monotonic()
@@ -411,7 +411,7 @@ class CheckpointEmitter:
         ClusterError
             If the offsets cannot be listed within ``admin.timeout.ms``.
         """
-        alias = self.flow.source if cluster == "source" else self.flow.target
+        alias = self.flow_config.source if cluster == "source" else self.flow_config.target
         # a consumer of the group, never the admin client: librdkafka's admin listConsumerGroupOffsets
         # crashes the process on a coordinator error (see committed_group_offsets)
         side: Side = "source" if cluster == "source" else "target"
@@ -545,7 +545,7 @@ class CheckpointEmitter:
             self._producer,
             [Outgoing(self.checkpoints_topic, cp.key(), cp.value(), partition=0, timestamp=now) for cp in written],
             what=f"flow {self.name}: checkpoints",
-            alias=self.flow.target,
+            alias=self.flow_config.target,
             hint="they are written again next cycle",
         )
         for cp in written:
@@ -578,7 +578,7 @@ class CheckpointEmitter:
         futs = self._tgt_admin.describe_consumer_groups(groups, request_timeout=self._admin_timeout_s)
         ends = end_offsets(
             self._tgt_admin,
-            self.flow.target,
+            self.flow_config.target,
             sorted({k for g in groups for k in self.store.group(g)}),
             timeout_s=self._admin_timeout_s,
         )
@@ -587,7 +587,7 @@ class CheckpointEmitter:
             if state is None:
                 continue
             if state not in (ConsumerGroupState.EMPTY, ConsumerGroupState.DEAD):
-                log.info("%s: group %s is active on %s; not syncing its offsets", self.name, group, self.flow.target)
+                log.info("%s: group %s is active on %s; not syncing its offsets", self.name, group, self.flow_config.target)
                 continue
             try:
                 # a Dead group has no offsets, but read them anyway: only ever move a group forward
@@ -611,7 +611,7 @@ class CheckpointEmitter:
                         topic,
                         partition,
                         cp.downstream_offset,
-                        self.flow.target,
+                        self.flow_config.target,
                         "does not exist" if end is None else f"ends at {end}",
                     )
                     continue
@@ -622,14 +622,14 @@ class CheckpointEmitter:
                 [ConsumerGroupTopicPartitions(group, tps)], request_timeout=self._admin_timeout_s
             )[group]
             try:
-                wait(fut, self._admin_timeout_s, f"committing offsets of group '{group}'", self.flow.target)
+                wait(fut, self._admin_timeout_s, f"committing offsets of group '{group}'", self.flow_config.target)
                 written[group] = len(tps)
             except (KafkaException, ClusterError) as e:
                 log.warning(
                     "%s: syncing offsets of group %s on %s failed (likely consumers are using it): %s",
                     self.name,
                     group,
-                    self.flow.target,
+                    self.flow_config.target,
                     e,
                 )
         self.state.synced += sum(written.values())
@@ -645,7 +645,7 @@ class CheckpointEmitter:
         INFO until the same group has kept failing for :data:`TRANSIENT_DESCRIBE_GRACE_S`;
         that, and any other failure, at WARNING. Either way the next cycle tries again.
         """
-        alias = self.flow.target
+        alias = self.flow_config.target
         try:
             desc = fut.result(timeout=self._admin_timeout_s)
         except KafkaException as e:
@@ -729,7 +729,7 @@ class CheckpointEmitter:
         """
         if not self._ready():
             return False
-        f = self.flow
+        f = self.flow_config
         for (group, topic, partition), offset in snapshot.items():
             renamed = rename_topic(self.policy, f.source, f.target, topic)
             cp = self.store.get(group, renamed, partition)

@@ -142,7 +142,7 @@ class CheckpointJobs(Protocol):
         ...
 
     @property
-    def flow(self) -> FlowConfig:
+    def flow_config(self) -> FlowConfig:
         """The flow's configuration."""
         ...
 
@@ -183,7 +183,7 @@ def schedule_checkpoint_jobs(scheduler: Scheduler, cp: CheckpointJobs) -> list[J
     list[Job]
         The registered jobs, in registration order.
     """
-    f = cp.flow
+    f = cp.flow_config
     jobs = [
         scheduler.add(
             f"checkpoints {cp.name}",
@@ -535,7 +535,7 @@ class Replicator:
             if not targets:
                 continue
             cp.emit()
-            if cp.flow.sync_group_offsets_enabled:
+            if cp.flow_config.sync_group_offsets_enabled:
                 cp.sync_group_offsets()
             done &= cp.covered(targets)
         return done

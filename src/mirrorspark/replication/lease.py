@@ -394,7 +394,7 @@ class FlowLease:
         holder: str | None = None,
     ) -> None:
         self.context = context
-        self.flow = context.name
+        self.flow_name = context.name
         self.group_id = group_id if group_id is not None else lease_group(context.name)
         self.topic = lease_topic(context.flow.source, context.policy)
         self.holder = holder if holder is not None else default_holder()
@@ -483,7 +483,7 @@ class FlowLease:
             :meth:`start` was not called.
         """
         if self._thread is None:
-            raise RuntimeError(f"flow {self.flow}: lease not started")
+            raise RuntimeError(f"flow {self.flow_name}: lease not started")
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         while True:
             step = 0.5 if deadline is None else min(0.5, max(0.0, deadline - time.monotonic()))
@@ -500,7 +500,7 @@ class FlowLease:
             code = _kafka_code(failure)
             hint = permission_hint(code, group=self.group_id, topic=self.topic, cluster=target)
             raise ClusterError(
-                f"flow {self.flow}: the lease consumer on cluster '{target}' stopped: {_reason(failure)}{hint}",
+                f"flow {self.flow_name}: the lease consumer on cluster '{target}' stopped: {_reason(failure)}{hint}",
                 kafka_code=code,
             ) from failure
 
@@ -526,7 +526,7 @@ class FlowLease:
             Called twice.
         """
         if self._thread is not None:
-            raise RuntimeError(f"flow {self.flow}: lease already started")
+            raise RuntimeError(f"flow {self.flow_name}: lease already started")
         flow = self.context.flow
         admin_timeout_s = timeout_s if timeout_s is not None else flow.admin_timeout_ms / 1000
         ensure_topic(
@@ -552,7 +552,7 @@ class FlowLease:
         self._consumer.subscribe(
             [self.topic], on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost_partitions
         )
-        self._thread = threading.Thread(target=self._run, name=f"lease-{self.flow}", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=f"lease-{self.flow_name}", daemon=True)
         self._thread.start()
 
     def close(self, timeout_s: float = CLOSE_TIMEOUT_S) -> None:
@@ -572,13 +572,13 @@ class FlowLease:
             self._held = False
             self._acquired.clear()
         if was_held:
-            log.info("flow %s: giving the lease up (epoch %d)", self.flow, self._epoch)
+            log.info("flow %s: giving the lease up (epoch %d)", self.flow_name, self._epoch)
         self._stop.set()
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout_s)
             if thread.is_alive():
-                log.warning("flow %s: the lease consumer did not leave its group within %.0f s", self.flow, timeout_s)
+                log.warning("flow %s: the lease consumer did not leave its group within %.0f s", self.flow_name, timeout_s)
 
     def __enter__(self) -> FlowLease:
         """Start the lease (:meth:`start`)."""
@@ -591,7 +591,7 @@ class FlowLease:
 
     def __repr__(self) -> str:
         state = "held" if self._held else "standby" if self.standby else "waiting"
-        return f"FlowLease({self.flow!r}, group={self.group_id!r}, {state}, epoch={self._epoch})"
+        return f"FlowLease({self.flow_name!r}, group={self.group_id!r}, {state}, epoch={self._epoch})"
 
     # -- the lease thread -------------------------------------------------------------------------
 
@@ -606,7 +606,7 @@ class FlowLease:
                 if claim_due and not self._stop.is_set():
                     self._claim()
         except Exception as e:  # a fatal consumer error: the lease is gone for good
-            log.error("flow %s: the lease consumer failed: %s", self.flow, _reason(e))
+            log.error("flow %s: the lease consumer failed: %s", self.flow_name, _reason(e))
             self._failure = e
             self._release("the lease consumer failed")
         finally:
@@ -618,7 +618,7 @@ class FlowLease:
         ):
             # not retried: the lease could never be acquired, the flow would wait as a standby forever
             raise KafkaException(err)
-        log.debug("flow %s: lease consumer: %s", self.flow, _reason(err))
+        log.debug("flow %s: lease consumer: %s", self.flow_name, _reason(err))
 
     def _shutdown(self) -> None:
         with self._lock:
@@ -626,13 +626,13 @@ class FlowLease:
         try:
             self._consumer.close()  # revokes (on_revoke) and leaves the group: a standby takes over now
         except Exception as e:
-            log.warning("flow %s: closing the lease consumer failed: %s", self.flow, _reason(e))
+            log.warning("flow %s: closing the lease consumer failed: %s", self.flow_name, _reason(e))
         self._producer = None  # nothing in flight: every claim was flushed
         with self._lock:
             was_held, self._held, self._assigned = self._held, False, False
             self._acquired.clear()
         if was_held:
-            log.info("flow %s: released the lease (epoch %d)", self.flow, self._epoch)
+            log.info("flow %s: released the lease (epoch %d)", self.flow_name, self._epoch)
 
     def _is_lease(self, partitions: list[TopicPartition]) -> bool:
         return any(p.topic == self.topic and p.partition == LEASE_PARTITION for p in partitions)
@@ -644,7 +644,7 @@ class FlowLease:
             self._retry_at = 0.0
         elif not self._assigned and not self._standby_logged:
             self._standby_logged = True
-            log.info("flow %s: standby, waiting for the lease held by another instance", self.flow)
+            log.info("flow %s: standby, waiting for the lease held by another instance", self.flow_name)
 
     def _on_revoke(self, _consumer: Any, partitions: list[TopicPartition]) -> None:
         if self._is_lease(partitions):
@@ -665,18 +665,18 @@ class FlowLease:
         if not was_held:
             return
         if closing:
-            log.info("flow %s: released the lease (epoch %d)", self.flow, epoch)
+            log.info("flow %s: released the lease (epoch %d)", self.flow_name, epoch)
             return
-        log.warning("flow %s: lost the lease (epoch %d): %s; another instance may take over", self.flow, epoch, why)
+        log.warning("flow %s: lost the lease (epoch %d): %s; another instance may take over", self.flow_name, epoch, why)
         if self._on_lost is not None:
             try:
                 self._on_lost(epoch)
             except Exception:
-                log.exception("flow %s: the on_lost callback of the lease failed", self.flow)
+                log.exception("flow %s: the on_lost callback of the lease failed", self.flow_name)
 
     def _claim(self) -> None:
         """Write a claim, commit its offset + 1 with this member's generation; hold the lease if both succeed."""
-        claim = LeaseClaim(self.flow, self.holder, self._consumer.memberid() or "", int(time.time() * 1000))
+        claim = LeaseClaim(self.flow_name, self.holder, self._consumer.memberid() or "", int(time.time() * 1000))
         key, value = encode_claim(claim)
         result: dict[str, Any] = {}
 
@@ -702,7 +702,7 @@ class FlowLease:
             if reason != self._claim_failure:
                 log.warning(
                     "flow %s: taking the lease failed on cluster '%s' (trying again every %.0f s): %s",
-                    self.flow,
+                    self.flow_name,
                     self.context.flow.target,
                     CLAIM_RETRY_S,
                     reason,
@@ -717,12 +717,12 @@ class FlowLease:
             self._epoch = epoch
             self._held = True
             self._acquired.set()
-        log.info("flow %s: holds the lease (epoch %d, group '%s')", self.flow, epoch, self.group_id)
+        log.info("flow %s: holds the lease (epoch %d, group '%s')", self.flow_name, epoch, self.group_id)
         if self._on_acquired is not None:
             try:
                 self._on_acquired(epoch)
             except Exception:
-                log.exception("flow %s: the on_acquired callback of the lease failed", self.flow)
+                log.exception("flow %s: the on_acquired callback of the lease failed", self.flow_name)
 
 
 __all__ = [

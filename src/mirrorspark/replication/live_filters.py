@@ -161,9 +161,9 @@ class LiveFilters:
     """
 
     def __init__(self, context: FlowContext, *, client_role: str = "control-target-consumer") -> None:
-        self.flow = context.flow
-        self.topic = control_topic(context.policy, self.flow.source)
-        self._tail = _Tail(self.flow, self.topic, client_id=context.client_id(client_role), clients=context.clients)
+        self.flow_config = context.flow
+        self.topic = control_topic(context.policy, self.flow_config.source)
+        self._tail = _Tail(self.flow_config, self.topic, client_id=context.client_id(client_role), clients=context.clients)
         self._topic_filter: tuple[int, DefaultTopicFilter] | None = None
         self._group_filter: tuple[int, DefaultGroupFilter] | None = None
 
@@ -175,9 +175,9 @@ class LiveFilters:
     def poll(self) -> None:
         """Read new control records (within ``admin.timeout.ms``); on failure keep the state and log a warning."""
         try:
-            self._tail.poll(timeout_s=self.flow.admin_timeout_ms / 1000)
+            self._tail.poll(timeout_s=self.flow_config.admin_timeout_ms / 1000)
         except ClusterError as e:
-            log.warning("%s: reading control topic '%s' failed (%s); lists unchanged", self.flow.name, self.topic, e)
+            log.warning("%s: reading control topic '%s' failed (%s); lists unchanged", self.flow_config.name, self.topic, e)
 
     def topic_filter(self, current: DefaultTopicFilter) -> DefaultTopicFilter:
         """Return the topic filter of the lists in effect (``current`` if they do not compile or did not change).
@@ -197,12 +197,12 @@ class LiveFilters:
         if self._topic_filter is not None and self._topic_filter[0] == n:
             return self._topic_filter[1]
         try:
-            new = _topic_filter(self.flow, self._tail.state)
+            new = _topic_filter(self.flow_config, self._tail.state)
         except BadRegexError as e:
-            log.warning("%s: control topic lists do not compile (%s); keeping the previous ones", self.flow.name, e)
+            log.warning("%s: control topic lists do not compile (%s); keeping the previous ones", self.flow_config.name, e)
             return current
         if n:
-            log.info("%s: topic lists in effect: %r", self.flow.name, new)
+            log.info("%s: topic lists in effect: %r", self.flow_config.name, new)
         self._topic_filter = (n, new)
         return new
 
@@ -224,12 +224,12 @@ class LiveFilters:
         if self._group_filter is not None and self._group_filter[0] == n:
             return self._group_filter[1]
         try:
-            new = _group_filter(self.flow, self._tail.state)
+            new = _group_filter(self.flow_config, self._tail.state)
         except BadRegexError as e:
-            log.warning("%s: control group lists do not compile (%s); keeping the previous ones", self.flow.name, e)
+            log.warning("%s: control group lists do not compile (%s); keeping the previous ones", self.flow_config.name, e)
             return current
         if n:
-            log.info("%s: group lists in effect: %r", self.flow.name, new)
+            log.info("%s: group lists in effect: %r", self.flow_config.name, new)
         self._group_filter = (n, new)
         return new
 
@@ -280,11 +280,11 @@ class ControlStore:
         clock_ms: Callable[[], int] = lambda: int(time.time() * 1000),
         context: FlowContext | None = None,
     ) -> None:
-        self.flow = config.flow(source, target)
+        self.flow_config = config.flow(source, target)
         self.source = source
         self.target = target
         self.timeout_s = timeout_s
-        self.context = context if context is not None else FlowContext.build(config, self.flow)
+        self.context = context if context is not None else FlowContext.build(config, self.flow_config)
         self.policy = self.context.policy
         self.topic = control_topic(self.policy, source)
         self._bootstrap = {
@@ -326,7 +326,7 @@ class ControlStore:
         self._admin(self.target)
         if self._tail is None:
             self._tail = _Tail(
-                self.flow,
+                self.flow_config,
                 self.topic,
                 client_id=self.context.client_id("control-target-consumer"),
                 clients=self.context.clients,
@@ -383,10 +383,10 @@ class ControlStore:
         if not planned:
             return state
         now = self._clock_ms()
-        changes = [ControlChange(ControlKey(self.flow.name, kind, lst, regex), op, now) for lst, op, regex in planned]
+        changes = [ControlChange(ControlKey(self.flow_config.name, kind, lst, regex), op, now) for lst, op, regex in planned]
         after = fold(changes, state)
         try:
-            (_topic_filter if kind == "topics" else _group_filter)(self.flow, after)
+            (_topic_filter if kind == "topics" else _group_filter)(self.flow_config, after)
         except BadRegexError as e:
             raise BadRegexError(f"{e.message}; nothing was changed") from e
         self._write(changes)
@@ -398,7 +398,7 @@ class ControlStore:
             self.target,
             self.topic,
             partitions=1,
-            replication_factor=self.flow.checkpoints_topic_replication_factor,
+            replication_factor=self.flow_config.checkpoints_topic_replication_factor,
             config={"cleanup.policy": "compact"},
             timeout_s=self.timeout_s,
         )
@@ -446,7 +446,7 @@ class ControlStore:
         ClusterUnreachableError, ClusterError
             As :meth:`read`.
         """
-        return _lists_of(self.flow, self.read(), kind)
+        return _lists_of(self.flow_config, self.read(), kind)
 
     def effective(self, kind: Kind) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """``(allow regexes, deny regexes)`` of ``kind`` in effect now (reads the topic)."""
@@ -463,7 +463,7 @@ class ControlStore:
         ClusterUnreachableError
             If the source or target does not answer.
         """
-        topic_filter = _topic_filter(self.flow, self.read())
+        topic_filter = _topic_filter(self.flow_config, self.read())
         topics = list_topics(self._admin(self.source), self.source, timeout_s=self.timeout_s)
         return sorted(
             t
@@ -474,7 +474,7 @@ class ControlStore:
                 topic_filter=topic_filter,
                 policy=self.policy,
                 target_alias=self.target,
-                heartbeats_replication_enabled=self.flow.heartbeats_replication_enabled,
+                heartbeats_replication_enabled=self.flow_config.heartbeats_replication_enabled,
             )
         )
 
@@ -501,7 +501,7 @@ class ControlStore:
         ClusterUnreachableError, ClusterError
             If the source or target does not answer, or listing groups fails.
         """
-        group_filter = _group_filter(self.flow, self.read())
+        group_filter = _group_filter(self.flow_config, self.read())
         admin = self._admin(self.source)
         try:
             fut = admin.list_consumer_groups(request_timeout=self.timeout_s)

@@ -144,7 +144,7 @@ class Positions:
         on_gap: str,
         ledger: GapLedger | None,
     ) -> None:
-        self.flow = flow
+        self.flow_name = flow
         self.source = source
         self._admin = source_admin
         self.timeout_s = timeout_s
@@ -207,7 +207,7 @@ class Positions:
             elif k in self._stored:
                 pos = self._resumed(k, log_start, log_end)
                 if k in starts and k in ends and log_start <= log_end:
-                    r = check_position(self.flow, k[0], k[1], pos, log_start, log_end, at=now)
+                    r = check_position(self.flow_name, k[0], k[1], pos, log_start, log_end, at=now)
                     if r.gap is not None and self.record_gap(r.gap):
                         pos = r.position
             else:
@@ -226,7 +226,7 @@ class Positions:
                 "%s: ignoring %d stored source offset(s) of %s-%d in '%s' (%s) past the partition's end "
                 "offset %d and past what the flow's progress reports reached (a foreign or corrupt record); "
                 "resuming at %s",
-                self.flow,
+                self.flow_name,
                 len(skipped),
                 k[0],
                 k[1],
@@ -332,9 +332,9 @@ class Positions:
         for k in [k for k in self.order if k[0] == topic]:
             p = self.by_key[k]
             end = p.end_offset if p.end_offset >= 0 else None
-            go_on &= self.record_gap(recreated_gap(self.flow, topic, k[1], p.position, end, known, tid, now))
+            go_on &= self.record_gap(recreated_gap(self.flow_name, topic, k[1], p.position, end, known, tid, now))
         for k in sorted(k for k in self._stored if k[0] == topic and k not in self.by_key):
-            go_on &= self.record_gap(recreated_gap(self.flow, topic, k[1], self._stored[k] + 1, None, known, tid, now))
+            go_on &= self.record_gap(recreated_gap(self.flow_name, topic, k[1], self._stored[k] + 1, None, known, tid, now))
         return go_on
 
     # ------------------------------------------------------------------ gaps
@@ -357,7 +357,7 @@ class Positions:
             if k not in starts or k not in ends or starts[k] > ends[k] or self.halted is not None:
                 continue
             p = self.by_key[k]
-            r = check_position(self.flow, k[0], k[1], p.position, starts[k], ends[k], at=now)
+            r = check_position(self.flow_name, k[0], k[1], p.position, starts[k], ends[k], at=now)
             if r.gap is not None and self.record_gap(r.gap):
                 p.position = r.position
 
@@ -378,7 +378,7 @@ class Positions:
             return True
         if self.halted is None:
             self.halted = (
-                f"{event.describe()}; mirrorspark.on.gap=stop halted flow {self.flow}: set "
+                f"{event.describe()}; mirrorspark.on.gap=stop halted flow {self.flow_name}: set "
                 "mirrorspark.on.gap=continue to resume after the gap (the gap is kept in "
                 f"'{self.ledger.topic if self.ledger else 'mm2-gaps'}' and shown by mirrorspark status)"
             )
