@@ -26,9 +26,11 @@ from mirrorspark.client.context import FlowContext
 from mirrorspark.config.model import MirrorConfig
 from mirrorspark.config.parse import parse_config
 from mirrorspark.config.properties import parse_properties
+from mirrorspark.core.lease_claims import decode_claim
 from mirrorspark.kafka.admin import group_offsets
 from mirrorspark.kafka.local.model import LocalClusters
-from mirrorspark.replication.lease import SESSION_TIMEOUT_MS, FlowLease, decode_claim, lease_group
+from mirrorspark.mm2.internal_topics import lease_group
+from mirrorspark.replication.lease import SESSION_TIMEOUT_MS, FlowLease
 
 pytestmark = pytest.mark.integration
 

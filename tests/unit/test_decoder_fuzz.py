@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from mirrorspark.config.keys import CONFIG_KEYS
 from mirrorspark.config.parse import parse_config
 from mirrorspark.config.properties import parse_properties
+from mirrorspark.core.lease_claims import LeaseClaim, decode_claim, encode_claim
 from mirrorspark.errors import MirrorsparkError
 from mirrorspark.mm2.connect_offsets import decode_source_offset, source_offset_key, source_offset_value
 from mirrorspark.mm2.control_state import ControlChange, ControlKey
@@ -25,7 +26,6 @@ from mirrorspark.mm2.gaps import GapEvent, decode_ledger_record, encode_gap, enc
 from mirrorspark.mm2.offset_syncs import CopiedSegment
 from mirrorspark.mm2.records import Checkpoint, Heartbeat, OffsetSync
 from mirrorspark.mm2.task_progress import PartitionReport, decode_report, encode_report
-from mirrorspark.replication.lease import LeaseClaim, decode_claim, encode_claim
 from mirrorspark.replication.progress import (
     FlowState,
     TopicProgress,

@@ -6,18 +6,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mirrorspark.mm2.policy import DefaultReplicationPolicy, load_policy
-from mirrorspark.replication.lease import (
-    SESSION_TIMEOUT_MS,
+from mirrorspark.core.lease_claims import (
     LeaseClaim,
     claim_epoch,
     decode_claim,
     encode_claim,
-    lease_consumer_overrides,
-    lease_group,
     lease_topic,
     permission_hint,
 )
+from mirrorspark.mm2.internal_topics import lease_group
+from mirrorspark.mm2.policy import DefaultReplicationPolicy, load_policy
+from mirrorspark.replication.lease import SESSION_TIMEOUT_MS, lease_consumer_overrides
 
 pytestmark = pytest.mark.unit
 

@@ -72,7 +72,8 @@ def _control(
         with ControlStore(cfg, source, target, timeout_s=timeout_s) as store:
             if not store.flow_config.enabled:
                 err_console.print(
-                    f"note: flow {store.flow_config.name} is not enabled in {config}: the lists take effect once it runs",
+                    f"note: flow {store.flow_config.name} is not enabled in {config}: "
+                    "the lists take effect once it runs",
                     highlight=False,
                     markup=False,
                 )

@@ -587,7 +587,9 @@ class CheckpointEmitter:
             if state is None:
                 continue
             if state not in (ConsumerGroupState.EMPTY, ConsumerGroupState.DEAD):
-                log.info("%s: group %s is active on %s; not syncing its offsets", self.name, group, self.flow_config.target)
+                log.info(
+                    "%s: group %s is active on %s; not syncing its offsets", self.name, group, self.flow_config.target
+                )
                 continue
             try:
                 # a Dead group has no offsets, but read them anyway: only ever move a group forward

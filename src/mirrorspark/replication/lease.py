@@ -70,28 +70,23 @@ cluster, so it keeps one small group per flow on the target.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import socket
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Final
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from mirrorspark.client.context import FlowContext
+from mirrorspark.core.lease_claims import LeaseClaim, claim_epoch, encode_claim, lease_topic, permission_hint
 from mirrorspark.errors import ClusterError
 from mirrorspark.kafka.admin import ensure_topic
-from mirrorspark.mm2.internal_topics import LEASE_GROUP_PREFIX, lease_group, mirrorspark_topic
-from mirrorspark.mm2.policy import ReplicationPolicy
+from mirrorspark.mm2.internal_topics import lease_group
 
 log = logging.getLogger(__name__)
-
-LEASE_PREFIX: Final = "mm2-lease"
-"""Prefix of the lease topic (:func:`lease_topic`)."""
 
 LEASE_PARTITION: Final = 0
 """The lease topic partition whose owner holds the lease."""
@@ -118,26 +113,6 @@ CLAIM_RETRY_S: Final = 1.0
 
 CLOSE_TIMEOUT_S: Final = 30.0
 """Default seconds :meth:`FlowLease.close` waits for the consumer to leave the group."""
-
-
-def lease_topic(source_alias: str, policy: ReplicationPolicy | None = None) -> str:
-    """Name of the lease topic of flows from ``source_alias`` (on their target).
-
-    Parameters
-    ----------
-    source_alias:
-        The flow's source cluster alias.
-    policy:
-        The flow's replication policy: the name uses its internal separator, as the control and
-        progress topics do; ``None`` = the default policy's naming.
-
-    Returns
-    -------
-    str
-        ``mm2-lease<isep><source_alias><isep>internal``, e.g. ``mm2-lease.A.internal``; an MM2
-        internal topic name, so no flow ever replicates it.
-    """
-    return mirrorspark_topic(LEASE_PREFIX, policy, source_alias)
 
 
 def lease_consumer_overrides(
@@ -186,95 +161,6 @@ def lease_consumer_overrides(
     }
 
 
-@dataclass(frozen=True)
-class LeaseClaim:
-    """What a new holder writes to the lease topic when it takes the lease.
-
-    Attributes
-    ----------
-    flow:
-        The flow's name, ``"A->B"`` (the record key).
-    holder:
-        Who took it: ``"<hostname>:<pid>"`` unless the :class:`FlowLease` was given another name.
-    member_id:
-        The holder's member id in the lease group.
-    timestamp_ms:
-        When it was written (epoch ms).
-    """
-
-    flow: str
-    holder: str
-    member_id: str
-    timestamp_ms: int
-
-
-def encode_claim(claim: LeaseClaim) -> tuple[bytes, bytes]:
-    """Key and value bytes of a claim record (compact JSON, UTF-8).
-
-    Parameters
-    ----------
-    claim:
-        The claim.
-
-    Returns
-    -------
-    tuple[bytes, bytes]
-        Key ``{"flow":"A->B"}`` (so compaction keeps the last claim of each flow) and value
-        ``{"holder":...,"member_id":...,"timestamp":<epoch ms>}``.
-    """
-    key = json.dumps({"flow": claim.flow}, separators=(",", ":"), ensure_ascii=False).encode()
-    value = json.dumps(
-        {"holder": claim.holder, "member_id": claim.member_id, "timestamp": claim.timestamp_ms},
-        separators=(",", ":"),
-        ensure_ascii=False,
-    ).encode()
-    return key, value
-
-
-def decode_claim(key: bytes | None, value: bytes | None) -> LeaseClaim | None:
-    """Decode a claim record: the claim it holds, or ``None`` if it is not one (or a tombstone).
-
-    Parameters
-    ----------
-    key, value:
-        A lease topic record's bytes.
-
-    Returns
-    -------
-    LeaseClaim | None
-    """
-    if key is None or value is None:
-        return None
-    try:
-        k, v = json.loads(key), json.loads(value)
-        if not isinstance(k, dict) or not isinstance(v, dict):
-            return None
-        flow, holder, member, ts = k["flow"], v["holder"], v["member_id"], v["timestamp"]
-        if not all(isinstance(s, str) for s in (flow, holder, member)):
-            return None
-        if not isinstance(ts, int) or isinstance(ts, bool) or ts < 0:
-            return None
-        return LeaseClaim(flow, holder, member, ts)
-    except (ValueError, KeyError, TypeError, RecursionError):
-        return None
-
-
-def claim_epoch(offset: int) -> int:
-    """Epoch of the holding whose claim record was written at ``offset`` of the lease partition.
-
-    Parameters
-    ----------
-    offset:
-        The claim record's offset (>= 0).
-
-    Returns
-    -------
-    int
-        ``offset + 1`` (>= 1; 0 means "never held"). Also the offset the holder commits.
-    """
-    return offset + 1
-
-
 def default_holder() -> str:
     """Name of this process in claims: ``"<hostname>:<pid>"``."""
     return f"{socket.gethostname()}:{os.getpid()}"
@@ -292,37 +178,6 @@ def _kafka_code(err: object) -> str | None:
     if isinstance(err, KafkaException) and err.args:
         err = err.args[0]
     return err.name() if isinstance(err, KafkaError) else None
-
-
-def permission_hint(kafka_code: str | None, *, group: str, topic: str, cluster: str) -> str:
-    """Return what to grant when the lease consumer stopped on an authorization error (README's ACL table).
-
-    Parameters
-    ----------
-    kafka_code:
-        Kafka's error name of the failure (e.g. ``"GROUP_AUTHORIZATION_FAILED"``), ``None`` if none.
-    group, topic:
-        The lease group (:func:`lease_group`) and lease topic (:func:`lease_topic`).
-    cluster:
-        The flow's target alias (where both live).
-
-    Returns
-    -------
-    str
-        ``": grant the replication principal READ on group '<group>' on cluster '<cluster>' ..."``
-        for ``GROUP_AUTHORIZATION_FAILED``, the same for READ on the topic for
-        ``TOPIC_AUTHORIZATION_FAILED``, else ``""``.
-    """
-    if kafka_code == "GROUP_AUTHORIZATION_FAILED":
-        what = f"READ on group '{group}'"
-    elif kafka_code == "TOPIC_AUTHORIZATION_FAILED":
-        what = f"READ on topic '{topic}'"
-    else:
-        return ""
-    return (
-        f": grant the replication principal {what} on cluster '{cluster}' (the flow's lease: "
-        "one active instance per flow; see README, ACLs)"
-    )
 
 
 class FlowLease:
@@ -578,7 +433,9 @@ class FlowLease:
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout_s)
             if thread.is_alive():
-                log.warning("flow %s: the lease consumer did not leave its group within %.0f s", self.flow_name, timeout_s)
+                log.warning(
+                    "flow %s: the lease consumer did not leave its group within %.0f s", self.flow_name, timeout_s
+                )
 
     def __enter__(self) -> FlowLease:
         """Start the lease (:meth:`start`)."""
@@ -667,7 +524,9 @@ class FlowLease:
         if closing:
             log.info("flow %s: released the lease (epoch %d)", self.flow_name, epoch)
             return
-        log.warning("flow %s: lost the lease (epoch %d): %s; another instance may take over", self.flow_name, epoch, why)
+        log.warning(
+            "flow %s: lost the lease (epoch %d): %s; another instance may take over", self.flow_name, epoch, why
+        )
         if self._on_lost is not None:
             try:
                 self._on_lost(epoch)
@@ -731,19 +590,9 @@ __all__ = [
     "CLAIM_TIMEOUT_S",
     "CLOSE_TIMEOUT_S",
     "HEARTBEAT_INTERVAL_MS",
-    "LEASE_GROUP_PREFIX",
-    "LEASE_PARTITION",
-    "LEASE_PREFIX",
     "POLL_INTERVAL_S",
     "SESSION_TIMEOUT_MS",
     "FlowLease",
-    "LeaseClaim",
-    "claim_epoch",
-    "decode_claim",
     "default_holder",
-    "encode_claim",
     "lease_consumer_overrides",
-    "lease_group",
-    "lease_topic",
-    "permission_hint",
 ]

@@ -163,7 +163,9 @@ class LiveFilters:
     def __init__(self, context: FlowContext, *, client_role: str = "control-target-consumer") -> None:
         self.flow_config = context.flow
         self.topic = control_topic(context.policy, self.flow_config.source)
-        self._tail = _Tail(self.flow_config, self.topic, client_id=context.client_id(client_role), clients=context.clients)
+        self._tail = _Tail(
+            self.flow_config, self.topic, client_id=context.client_id(client_role), clients=context.clients
+        )
         self._topic_filter: tuple[int, DefaultTopicFilter] | None = None
         self._group_filter: tuple[int, DefaultGroupFilter] | None = None
 
@@ -177,7 +179,9 @@ class LiveFilters:
         try:
             self._tail.poll(timeout_s=self.flow_config.admin_timeout_ms / 1000)
         except ClusterError as e:
-            log.warning("%s: reading control topic '%s' failed (%s); lists unchanged", self.flow_config.name, self.topic, e)
+            log.warning(
+                "%s: reading control topic '%s' failed (%s); lists unchanged", self.flow_config.name, self.topic, e
+            )
 
     def topic_filter(self, current: DefaultTopicFilter) -> DefaultTopicFilter:
         """Return the topic filter of the lists in effect (``current`` if they do not compile or did not change).
@@ -199,7 +203,9 @@ class LiveFilters:
         try:
             new = _topic_filter(self.flow_config, self._tail.state)
         except BadRegexError as e:
-            log.warning("%s: control topic lists do not compile (%s); keeping the previous ones", self.flow_config.name, e)
+            log.warning(
+                "%s: control topic lists do not compile (%s); keeping the previous ones", self.flow_config.name, e
+            )
             return current
         if n:
             log.info("%s: topic lists in effect: %r", self.flow_config.name, new)
@@ -226,7 +232,9 @@ class LiveFilters:
         try:
             new = _group_filter(self.flow_config, self._tail.state)
         except BadRegexError as e:
-            log.warning("%s: control group lists do not compile (%s); keeping the previous ones", self.flow_config.name, e)
+            log.warning(
+                "%s: control group lists do not compile (%s); keeping the previous ones", self.flow_config.name, e
+            )
             return current
         if n:
             log.info("%s: group lists in effect: %r", self.flow_config.name, new)
@@ -383,7 +391,9 @@ class ControlStore:
         if not planned:
             return state
         now = self._clock_ms()
-        changes = [ControlChange(ControlKey(self.flow_config.name, kind, lst, regex), op, now) for lst, op, regex in planned]
+        changes = [
+            ControlChange(ControlKey(self.flow_config.name, kind, lst, regex), op, now) for lst, op, regex in planned
+        ]
         after = fold(changes, state)
         try:
             (_topic_filter if kind == "topics" else _group_filter)(self.flow_config, after)

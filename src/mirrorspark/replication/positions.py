@@ -334,7 +334,9 @@ class Positions:
             end = p.end_offset if p.end_offset >= 0 else None
             go_on &= self.record_gap(recreated_gap(self.flow_name, topic, k[1], p.position, end, known, tid, now))
         for k in sorted(k for k in self._stored if k[0] == topic and k not in self.by_key):
-            go_on &= self.record_gap(recreated_gap(self.flow_name, topic, k[1], self._stored[k] + 1, None, known, tid, now))
+            go_on &= self.record_gap(
+                recreated_gap(self.flow_name, topic, k[1], self._stored[k] + 1, None, known, tid, now)
+            )
         return go_on
 
     # ------------------------------------------------------------------ gaps
