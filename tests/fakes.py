@@ -54,6 +54,7 @@ __all__ = [
     "FakeProducer",
     "FakeTaskConsumer",
     "FakeTaskProducer",
+    "SpyAdmin",
     "done",
     "failed",
     "two_clusters",
@@ -123,7 +124,7 @@ class FakeAclAdmin:
     def describe_cluster(self, *, include_authorized_operations: bool = False, **_: Any) -> Future[Any]:
         self.calls.append("describe_cluster")
         ops = sorted(self.cluster_ops) if include_authorized_operations and self.cluster_ops else None
-        return done(SimpleNamespace(nodes=[SimpleNamespace(id=1)], authorized_operations=ops))
+        return done(SimpleNamespace(nodes=[SimpleNamespace(id=1, rack=None)], authorized_operations=ops))
 
     def describe_configs(self, resources: list[ConfigResource], **_: Any) -> dict[ConfigResource, Future[Any]]:
         self.calls.append("describe_configs")
@@ -320,10 +321,20 @@ class FakeAdmin(FakeAclAdmin):
             if t is None or tp.partition >= len(t.partitions):
                 out[tp] = failed(KafkaError.UNKNOWN_TOPIC_OR_PART)
             else:
-                latest = spec._value == -1  # OffsetSpec.latest(); earliest is -2 (the log start)
-                end = len(t.partitions[tp.partition])
-                out[tp] = done(SimpleNamespace(offset=end if latest else min(end, t.log_start.get(tp.partition, 0))))
+                out[tp] = done(SimpleNamespace(offset=self._offset(t, tp.partition, spec._value)))
         return out
+
+    @staticmethod
+    def _offset(t: FakeTopic, partition: int, spec: int) -> int:
+        """OffsetSpec.latest() is -1, earliest() -2 (the log start), for_timestamp(ts) ts >= 0."""
+        end = len(t.partitions[partition])
+        start = min(end, t.log_start.get(partition, 0))
+        if spec == -1:
+            return end
+        if spec == -2:
+            return start
+        log = t.partitions[partition]
+        return next((o for o in range(start, end) if log[o].timestamp_ms >= spec), -1)
 
     def describe_topics(self, topics: Any, **_: Any) -> dict[str, Future[Any]]:
         self.calls.append("describe_topics")
@@ -333,9 +344,27 @@ class FakeAdmin(FakeAclAdmin):
             if t is None:
                 out[name] = failed(KafkaError.UNKNOWN_TOPIC_OR_PART)
                 continue
-            parts = [SimpleNamespace(id=i, replicas=[SimpleNamespace(id=0)]) for i in range(len(t.partitions))]
-            out[name] = done(SimpleNamespace(name=name, topic_id=t.topic_id, partitions=parts))
+            node = SimpleNamespace(id=0, rack=None)
+            parts = [SimpleNamespace(id=i, leader=node, replicas=[node], isr=[node]) for i in range(len(t.partitions))]
+            out[name] = done(
+                SimpleNamespace(name=name, topic_id=t.topic_id, partitions=parts, is_internal=name.startswith("__"))
+            )
         return out
+
+    def elect_leaders(self, election_type: Any, partitions: Sequence[TopicPartition] | None) -> Future[Any]:
+        """Every partition keeps its one replica as leader: ``ELECTION_NOT_NEEDED`` (unknown ones fail)."""
+        self.calls.append("elect_leaders")
+        if partitions is None:
+            partitions = [
+                TopicPartition(n, p) for n, t in self.cluster.topics.items() for p in range(len(t.partitions))
+            ]
+        out: dict[TopicPartition, KafkaException] = {}
+        for tp in partitions:
+            t = self.cluster.topics.get(tp.topic)
+            known = t is not None and tp.partition < len(t.partitions)
+            code = KafkaError.ELECTION_NOT_NEEDED if known else KafkaError.UNKNOWN_TOPIC_OR_PART
+            out[tp] = KafkaException(KafkaError(code))
+        return done(out)
 
     def describe_configs(self, resources: list[ConfigResource], **kwargs: Any) -> dict[ConfigResource, Future[Any]]:
         if resources and resources[0].restype == ConfigResource.Type.BROKER:
@@ -412,6 +441,63 @@ class FakeAdmin(FakeAclAdmin):
                 group.offsets[(tp.topic, tp.partition)] = (tp.offset, tp.metadata or "")
             out[r.group_id] = done(SimpleNamespace(group_id=r.group_id, topic_partitions=list(r.topic_partitions)))
         return out
+
+
+class _SpyFuture(Future[Any]):
+    """A future that records the ``timeout`` each ``result()`` waits."""
+
+    def __init__(self, spy: SpyAdmin, inner: Future[Any] | None) -> None:
+        super().__init__()
+        self._spy = spy
+        if inner is not None:
+            if inner.exception() is not None:
+                self.set_exception(inner.exception())
+            else:
+                self.set_result(inner.result())
+
+    def result(self, timeout: float | None = None) -> Any:
+        self._spy.waits.append(timeout)
+        return super().result(timeout)
+
+
+class SpyAdmin:
+    """An admin client that records how it is called, over another one (a :class:`FakeAdmin`).
+
+    Every call's name and keyword arguments go to :attr:`requests`, every ``future.result(timeout=...)``
+    to :attr:`waits`. With ``fail`` every answer fails with that Kafka error code (a call answering
+    at once, as ``list_topics``, raises it); with ``hang`` no future ever completes (``list_topics``
+    raises ``_TIMED_OUT``, as librdkafka does). Answers keep the inner client's shapes.
+    """
+
+    def __init__(self, inner: Any, *, fail: int | None = None, hang: bool = False) -> None:
+        self.inner = inner
+        self.fail = fail
+        self.hang = hang
+        self.requests: list[tuple[str, dict[str, Any]]] = []
+        self.waits: list[float | None] = []
+
+    def _answer(self, fut: Future[Any]) -> Future[Any]:
+        if self.hang:
+            return _SpyFuture(self, None)
+        if self.fail is not None:
+            return _SpyFuture(self, failed(self.fail, "injected"))
+        return _SpyFuture(self, fut)
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self.inner, name)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            self.requests.append((name, kwargs))
+            out = method(*args, **kwargs)
+            if isinstance(out, Future):
+                return self._answer(out)
+            if isinstance(out, dict) and out and all(isinstance(f, Future) for f in out.values()):
+                return {k: self._answer(f) for k, f in out.items()}
+            if self.hang or self.fail is not None:  # a call answering at once (list_topics)
+                raise KafkaException(KafkaError(KafkaError._TIMED_OUT if self.hang else self.fail, "injected"))
+            return out
+
+        return call
 
 
 class FakeMessage:

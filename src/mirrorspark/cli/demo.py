@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
 from rich.console import Console
 from rich.table import Table
 
-from mirrorspark.kafka.admin import end_offsets, start_offsets
+from mirrorspark.kafka.admin import ClusterAdmin, TopicSpec
 from mirrorspark.kafka.factory import LIBRDKAFKA_LOGGER, LibrdkafkaLog
 from mirrorspark.kafka.local.clusters import start_clusters, stop_clusters
 from mirrorspark.kafka.local.model import LocalClusters
@@ -48,6 +48,15 @@ TOPICS: dict[str, tuple[int, dict[str, str]]] = {
 """Demo topics: name -> (partitions, topic configs)."""
 
 console = Console(width=120)
+
+ADMIN_TIMEOUT_S = 30.0
+"""Seconds each admin call of the demo waits (its clusters are local)."""
+
+
+def _admin(bootstrap_servers: str, alias: str) -> ClusterAdmin:
+    """Return the admin wrapper of a local demo cluster."""
+    client = AdminClient({"bootstrap.servers": bootstrap_servers}, logger=LibrdkafkaLog("demo-admin"))
+    return ClusterAdmin(client, alias, timeout_s=ADMIN_TIMEOUT_S, bootstrap_servers=bootstrap_servers)
 
 
 def _clean(row: dict[str, Any]) -> dict[str, Any]:
@@ -109,12 +118,7 @@ def load_nycflights(bootstrap_servers: str) -> dict[str, int]:
     dict[str, int]
         Records produced per topic.
     """
-    admin = AdminClient({"bootstrap.servers": bootstrap_servers}, logger=LibrdkafkaLog("demo-admin"))
-    futures = admin.create_topics(
-        [NewTopic(t, num_partitions=n, replication_factor=1, config=c) for t, (n, c) in TOPICS.items()]
-    )
-    for f in futures.values():
-        f.result(30)
+    _admin(bootstrap_servers, "primary").create_topics([TopicSpec(t, n, 1, c) for t, (n, c) in TOPICS.items()])
     p = Producer(
         {
             "bootstrap.servers": bootstrap_servers,
@@ -148,11 +152,10 @@ def _count(bootstrap: str, alias: str, topic: str) -> tuple[int, int]:
     """Count the records (end - start offsets summed) and value bytes of a topic by reading it."""
     from confluent_kafka import Consumer, TopicPartition
 
-    admin = AdminClient({"bootstrap.servers": bootstrap}, logger=LibrdkafkaLog("demo-admin"))
-    md = admin.list_topics(topic, timeout=10).topics[topic]
-    keys = [(topic, p) for p in md.partitions]
-    ends = end_offsets(admin, alias, keys)
-    starts = start_offsets(admin, alias, keys)
+    admin = _admin(bootstrap, alias)
+    keys = [(topic, p) for p in range(admin.list_topics()[topic])]
+    ends = admin.end_offsets(keys)
+    starts = admin.start_offsets(keys)
     c = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -186,9 +189,9 @@ def read_half(bootstrap: str, topic: str, group: str) -> dict[int, int]:
     """Consume the first half of every partition of ``topic`` as ``group`` and commit; return the offsets."""
     from confluent_kafka import Consumer, TopicPartition
 
-    admin = AdminClient({"bootstrap.servers": bootstrap}, logger=LibrdkafkaLog("demo-admin"))
-    parts = sorted(admin.list_topics(topic, timeout=10).topics[topic].partitions)
-    ends = end_offsets(admin, "primary", [(topic, p) for p in parts])
+    admin = _admin(bootstrap, "primary")
+    parts = list(range(admin.list_topics()[topic]))
+    ends = admin.end_offsets([(topic, p) for p in parts])
     half = {p: ends[(topic, p)] // 2 for p in parts}
     c = Consumer(
         {
@@ -233,9 +236,9 @@ def consume_from_committed(bootstrap: str, topic: str, group: str) -> int:
     """
     from confluent_kafka import Consumer, TopicPartition
 
-    admin = AdminClient({"bootstrap.servers": bootstrap}, logger=LibrdkafkaLog("demo-admin"))
-    parts = sorted(admin.list_topics(topic, timeout=10).topics[topic].partitions)
-    ends = end_offsets(admin, "backup", [(topic, p) for p in parts])
+    admin = _admin(bootstrap, "backup")
+    parts = list(range(admin.list_topics()[topic]))
+    ends = admin.end_offsets([(topic, p) for p in parts])
     c = Consumer(
         {
             "bootstrap.servers": bootstrap,

@@ -23,7 +23,13 @@ checkpoints_app = typer.Typer(help="Read MM2 checkpoints (<source>.checkpoints.i
 SourceOption = Annotated[str, typer.Option("--source", help="Alias of the cluster the group consumed on.")]
 TargetOption = Annotated[str, typer.Option("--target", help="Alias of the cluster the group moves to.")]
 TimeoutOption = Annotated[
-    float, typer.Option("--timeout", min=1, help="Seconds for each cluster call and for reading checkpoints.")
+    float | None,
+    typer.Option(
+        "--timeout",
+        min=1,
+        help="Seconds for each cluster call and for reading checkpoints (default: the flow's admin.timeout.ms).",
+        show_default=False,
+    ),
 ]
 
 
@@ -34,7 +40,7 @@ class ExportFormat(StrEnum):
     JSON = "json"
 
 
-def _migration(config: Path, source: str, target: str, timeout_s: float) -> Any:
+def _migration(config: Path, source: str, target: str, timeout_s: float | None) -> Any:
     """Load the config and open a ConsumerMigration for source->target (aliases checked before connecting)."""
     from mirrorspark.config.parse import load_config
     from mirrorspark.migration.consumer_migration import ConsumerMigration
@@ -62,7 +68,7 @@ def offsets_export(
     fmt: Annotated[
         ExportFormat, typer.Option("--format", help="csv (for kafka-consumer-groups --from-file) or json.")
     ] = ExportFormat.CSV,
-    timeout: TimeoutOption = 30.0,
+    timeout: TimeoutOption = None,
 ) -> None:
     """Print translated offsets from the checkpoints on TARGET, as RemoteClusterUtils.translateOffsets reads them.
 
@@ -107,7 +113,7 @@ def offsets_translate(
     target: TargetOption,
     group: Annotated[str, typer.Option("--group", help="The consumer group on SOURCE.")],
     json_out: Annotated[bool, typer.Option("--json", help="Print the rows as JSON.")] = False,
-    timeout: TimeoutOption = 30.0,
+    timeout: TimeoutOption = None,
 ) -> None:
     """Translate a group's current offsets on SOURCE to TARGET now, with the records a switch re-reads.
 
@@ -155,7 +161,7 @@ def failover(
     group: Annotated[str, typer.Option("--group", help="The consumer group to move to TARGET.")],
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would be committed; change nothing.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
-    timeout: TimeoutOption = 30.0,
+    timeout: TimeoutOption = None,
 ) -> None:
     """Commit GROUP's latest checkpointed offsets to the same group on TARGET (refused while it has members there).
 
@@ -205,7 +211,7 @@ def checkpoints_read(
     source: SourceOption,
     group: Annotated[str | None, typer.Option("--group", help="Only this consumer group.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the records as JSON.")] = False,
-    timeout: TimeoutOption = 30.0,
+    timeout: TimeoutOption = None,
 ) -> None:
     """Print the checkpoints of SOURCE's groups on CLUSTER, one line per record as MM2's CheckpointFormatter does."""
     try:
@@ -234,7 +240,7 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Machine output (JSON).
 DryRunOption = Annotated[bool, typer.Option("--dry-run", help="Print the plan; write nothing.")]
 
 
-def _source_offsets(config: Path, source: str, target: str, timeout_s: float) -> Any:
+def _source_offsets(config: Path, source: str, target: str, timeout_s: float | None) -> Any:
     from mirrorspark.config.parse import load_config
     from mirrorspark.migration.source_offsets import FlowSourceOffsets
 
@@ -256,7 +262,7 @@ def source_list(
     topic: TopicOption = None,
     partition: PartitionOption = None,
     json_out: JsonOption = False,
-    timeout: TimeoutOption = 30.0,
+    timeout: TimeoutOption = None,
 ) -> None:
     """Show each partition's committed position (next source offset to copy), source end offset and lag."""
     try:
@@ -386,7 +392,7 @@ def source_alter(
     ] = None,
     dry_run: DryRunOption = False,
     json_out: JsonOption = False,
-    timeout: TimeoutOption = 30.0,
+    timeout: TimeoutOption = None,
 ) -> None:
     """Set where the flow resumes (refused while it runs). Writes Connect's records, so MM2 resumes there too."""
     from mirrorspark.errors import SourceOffsetsRequestError
@@ -428,7 +434,7 @@ def source_reset(
     partition: PartitionOption = None,
     dry_run: DryRunOption = False,
     json_out: JsonOption = False,
-    timeout: TimeoutOption = 30.0,
+    timeout: TimeoutOption = None,
 ) -> None:
     """Delete the stored positions (tombstones): the next run starts at auto.offset.reset (refused while it runs)."""
     try:

@@ -41,7 +41,13 @@ TopicsOption = Annotated[
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
 TimeoutOption = Annotated[
-    float, typer.Option("--timeout", min=1, help="Seconds for each cluster call and each run of Kafka's tool.")
+    float | None,
+    typer.Option(
+        "--timeout",
+        min=1,
+        help="Seconds for each cluster call and each run of Kafka's tool (default: admin.timeout.ms).",
+        show_default=False,
+    ),
 ]
 
 
@@ -50,7 +56,7 @@ def _ids(ids: tuple[int, ...] | list[int]) -> str:
 
 
 def _with_tool(
-    config: Path, cluster: str, placement: Path, topics: str | None, timeout: float, action: Callable[[Any], T]
+    config: Path, cluster: str, placement: Path, topics: str | None, timeout: float | None, action: Callable[[Any], T]
 ) -> T:
     """Run ``action`` on a :class:`~mirrorspark.regions.placement.PlacementTool`; errors become the one error line."""
     from mirrorspark.config.parse import load_config
@@ -100,7 +106,7 @@ def placement_plan(
     placement: PlacementOption,
     topics: TopicsOption = None,
     json_out: JsonOption = False,
-    timeout: TimeoutOption = 60.0,
+    timeout: TimeoutOption = None,
 ) -> None:
     """Show the reassignments that would put CLUSTER's topics in their placement (only partitions out of it)."""
     plan = _with_tool(config, cluster, placement, topics, timeout, lambda tool: tool.plan())
@@ -126,7 +132,7 @@ def placement_apply(
         ),
     ] = None,
     json_out: JsonOption = False,
-    timeout: TimeoutOption = 60.0,
+    timeout: TimeoutOption = None,
 ) -> None:
     """Start the reassignments that put CLUSTER's topics in their placement, with Kafka's reassignment tool.
 
@@ -158,7 +164,7 @@ def placement_status(
     placement: PlacementOption,
     topics: TopicsOption = None,
     json_out: JsonOption = False,
-    timeout: TimeoutOption = 60.0,
+    timeout: TimeoutOption = None,
 ) -> None:
     """Show every partition of CLUSTER's placed topics (done, in progress, pending) and the throttles in force."""
     from dataclasses import asdict
@@ -202,7 +208,7 @@ def placement_finish(
         float, typer.Option("--wait", min=0, help="Seconds to wait for reassignments still in progress.")
     ] = 0.0,
     json_out: JsonOption = False,
-    timeout: TimeoutOption = 60.0,
+    timeout: TimeoutOption = None,
 ) -> None:
     """Once CLUSTER's placed topics are moved: remove the throttles and elect preferred leaders.
 

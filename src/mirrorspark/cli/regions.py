@@ -14,7 +14,12 @@ from mirrorspark.errors import ConfigError, MirrorsparkError
 
 ConfigArgument = Annotated[Path, typer.Argument(help="An MM2 properties file (mm2.properties).")]
 ClusterOption = Annotated[str, typer.Option("--cluster", help="The cluster alias (from 'clusters' in CONFIG).")]
-TimeoutOption = Annotated[float, typer.Option("--timeout", min=1, help="Seconds for each cluster call.")]
+TimeoutOption = Annotated[
+    float | None,
+    typer.Option(
+        "--timeout", min=1, help="Seconds for each cluster call (default: admin.timeout.ms).", show_default=False
+    ),
+]
 
 _TABLE = [
     "Topic",
@@ -85,7 +90,7 @@ def replica_status(
     verbose: Annotated[
         bool, typer.Option("--verbose", help="Also print IsObserver, IsIsrEligible and the lag columns.")
     ] = False,
-    timeout: TimeoutOption = 30.0,
+    timeout: TimeoutOption = None,
 ) -> None:
     """Show every replica of CLUSTER's partitions, one row each, as Confluent's kafka-replica-status does.
 
@@ -194,7 +199,7 @@ def elect(
         ),
     ] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the outcomes as JSON.")] = False,
-    timeout: TimeoutOption = 60.0,
+    timeout: TimeoutOption = None,
 ) -> None:
     """Run a leader election on CLUSTER (as kafka-leader-election) and print leaders and end offsets before and after.
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -27,8 +28,10 @@ from typing import Any, Literal
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
 
+from mirrorspark.config.keys import KEYS
 from mirrorspark.config.model import ClientSettings, ClusterConfig, FlowConfig, MirrorConfig
 from mirrorspark.errors import ConfigError, TransformConfigError
+from mirrorspark.kafka.admin import ClusterAdmin
 from mirrorspark.kafka.factory import CLUSTER_ALIAS_PLACEHOLDER, ClientFactory, KafkaClients, client_conf
 from mirrorspark.mm2.filters import (
     DefaultConfigPropertyFilter,
@@ -126,6 +129,32 @@ def cluster_policy(config: MirrorConfig, cluster: str) -> ReplicationPolicy:
         separator=chosen.policy.separator,
         internal_topic_separator_enabled=chosen.policy.internal_topic_separator_enabled,
     )
+
+
+def cluster_admin_timeout_ms(config: MirrorConfig) -> int:
+    """Return the configuration's top-level ``admin.timeout.ms``: the admin timeout of tools that serve no flow.
+
+    ``admin.timeout.ms`` is a flow key (``S->T.admin.timeout.ms`` > top-level ``admin.timeout.ms`` >
+    60000); cluster tools (``replica-status``, ``elect``, ``placement``, the service, :class:`MirrorClient`)
+    use the top-level value. :class:`~mirrorspark.config.MirrorConfig` keeps the merged flow values only,
+    and every flow without its own ``S->T.admin.timeout.ms`` carries the top-level one, so it is read
+    back as the value most flows carry (a tie, e.g. one flow of two overriding it: the larger, a cluster
+    tool rather waits longer than gives up early).
+
+    Parameters
+    ----------
+    config:
+        The configuration.
+
+    Returns
+    -------
+    int
+        Milliseconds; the key's default (60000) for a configuration without flows (one cluster).
+    """
+    counts = Counter(f.admin_timeout_ms for f in config.flows)
+    if not counts:
+        return int(KEYS["admin.timeout.ms"].default or "60000")
+    return max(counts, key=lambda ms: (counts[ms], ms))
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -408,6 +437,37 @@ class FlowContext:
                 overrides=overrides,
             )
 
+    def cluster_admin(self, side: Side, purpose: str, *, overrides: Mapping[str, Any] | None = None) -> ClusterAdmin:
+        """Return the admin wrapper of the source or target: a new client, the flow's ``admin.timeout.ms``.
+
+        Parameters
+        ----------
+        side:
+            ``"source"`` or ``"target"`` of the flow.
+        purpose:
+            The client's role in its ``client.id`` (:meth:`client_id`), e.g. ``"migration-source-admin"``.
+        overrides:
+            librdkafka settings that win over the ``<side>_admin`` settings (e.g. ``{"logger": ...}``).
+
+        Returns
+        -------
+        ClusterAdmin
+            Over a new :meth:`admin` client, named by the side's alias and bootstrap servers, each call
+            waiting ``admin.timeout.ms`` (``S->T.admin.timeout.ms``, else the top-level one, else 60 s).
+
+        Raises
+        ------
+        ConfigError
+            As :meth:`admin`.
+        """
+        settings = self.settings("source_admin" if side == "source" else "target_admin")
+        return ClusterAdmin(
+            self.admin(side, purpose, overrides=overrides),
+            self.alias(side),
+            timeout_s=self.flow.admin_timeout_ms / 1000,
+            bootstrap_servers=settings.get("bootstrap.servers"),
+        )
+
     def producer(self, side: Side, client_role: str, *, overrides: Mapping[str, Any] | None = None) -> Producer:
         """Create a producer on the source or target (``<side>_producer`` settings) named ``client_role``.
 
@@ -561,6 +621,53 @@ class ReplicationContext:
         """
         return self.flow(ctx.flow.target, ctx.flow.source)
 
+    def cluster_admin(
+        self,
+        cluster: str,
+        purpose: str,
+        *,
+        client_id: str | None = None,
+        overrides: Mapping[str, Any] | None = None,
+    ) -> ClusterAdmin:
+        """Return the admin wrapper of a cluster for a tool that serves no flow (replicas, placement, service).
+
+        Parameters
+        ----------
+        cluster:
+            The cluster alias.
+        purpose:
+            What the client does, e.g. ``"replica-status-admin"``: its ``client.id`` is
+            ``"<cluster>|mirrorspark|<purpose>"``.
+        client_id:
+            Another ``client.id`` (a tool that had its own before the rule above).
+        overrides:
+            librdkafka settings that win over ``<cluster>.admin.*``.
+
+        Returns
+        -------
+        ClusterAdmin
+            Over a new client of the cluster's admin settings (from :attr:`clients`), each call waiting
+            the configuration's top-level ``admin.timeout.ms`` (:func:`cluster_admin_timeout_ms`); a tool
+            with its own bound narrows it with :meth:`~mirrorspark.kafka.admin.ClusterAdmin.with_timeout`.
+
+        Raises
+        ------
+        UnknownAliasError
+            If ``cluster`` is not in ``clusters``.
+        ConfigError
+            The settings cannot be translated for librdkafka.
+        """
+        c = self.config.cluster(cluster)
+        admin = self.clients.admin(
+            c.admin, client_id=client_id or f"{cluster}|{COMPONENT}|{purpose}", overrides=overrides
+        )
+        return ClusterAdmin(
+            admin,
+            cluster,
+            timeout_s=cluster_admin_timeout_ms(self.config) / 1000,
+            bootstrap_servers=c.admin.get("bootstrap.servers"),
+        )
+
     def cluster_policy(self, cluster: str) -> ReplicationPolicy:
         """Return the policy naming the topics of ``cluster`` (:func:`cluster_policy`), loaded once.
 
@@ -590,4 +697,13 @@ class ReplicationContext:
         return policy
 
 
-__all__ = ["COMPONENT", "FlowContext", "ReplicationContext", "Role", "Side", "cluster_policy", "flow_policy"]
+__all__ = [
+    "COMPONENT",
+    "FlowContext",
+    "ReplicationContext",
+    "Role",
+    "Side",
+    "cluster_admin_timeout_ms",
+    "cluster_policy",
+    "flow_policy",
+]

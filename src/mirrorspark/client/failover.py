@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mirrorspark.errors import ClusterError, ControlError
-from mirrorspark.kafka.admin import alter_group_offsets, describe_group, group_offsets
+from mirrorspark.kafka.admin import ClusterAdmin
 from mirrorspark.mm2.checkpoints import CheckpointStore, TopicPartitionKey
 from mirrorspark.mm2.records import Checkpoint
 
@@ -86,13 +86,22 @@ def latest_by_group(records: list[Checkpoint]) -> dict[str, dict[TopicPartitionK
     return {g: dict(sorted(store.group(g).items())) for g in sorted(store.groups())}
 
 
+def _wrapped(admin: ClusterAdmin | Any, target: str, timeout_s: float | None) -> ClusterAdmin:
+    """``admin`` as a :class:`ClusterAdmin` (a raw client is wrapped: kept until replication/ moves to ClusterAdmin)."""
+    if isinstance(admin, ClusterAdmin):
+        return admin if timeout_s is None else admin.with_timeout(timeout_s)
+    if timeout_s is None:
+        raise TypeError("a raw admin client needs timeout_s; pass a ClusterAdmin instead")
+    return ClusterAdmin(admin, target, timeout_s=timeout_s)
+
+
 def failover_offsets(
-    admin: Any,
+    admin: ClusterAdmin | Any,
     target: str,
     group: str,
     latest: Mapping[TopicPartitionKey, Checkpoint],
     *,
-    timeout_s: float,
+    timeout_s: float | None = None,
     rereads: Callable[[str, int, Checkpoint], int | None] | None = None,
     committed: Callable[[str], Mapping[TopicPartitionKey, tuple[int, str]]] | None = None,
 ) -> list[FailoverOffset]:
@@ -101,7 +110,8 @@ def failover_offsets(
     Parameters
     ----------
     admin:
-        An admin client of the target.
+        The target's :class:`~mirrorspark.kafka.admin.ClusterAdmin` (a raw admin client with ``timeout_s``
+        is kept until replication/ moves to ClusterAdmin).
     target:
         The target's alias (for messages).
     group:
@@ -109,16 +119,16 @@ def failover_offsets(
     latest:
         Its newest checkpoint per ``(topic on the target, partition)``.
     timeout_s:
-        Seconds for each admin call.
+        Seconds for each admin call; ``None`` = the wrapper's (``admin.timeout.ms``).
     rereads:
         Returns the records a consumer starting at a checkpoint reads again, given the downstream
         topic, partition and checkpoint (``None`` = unknown); ``None`` leaves every count unknown.
     committed:
         Reads the group's committed offsets on the target, given the group (as
-        :func:`~mirrorspark.kafka.admin.group_offsets` returns them); ``None`` = Admin
+        :meth:`~mirrorspark.kafka.admin.ClusterAdmin.group_offsets` returns them); ``None`` = Admin
         ``listConsumerGroupOffsets`` with ``admin``. A long-running process passes a reader
-        that uses a consumer (:func:`~mirrorspark.kafka.admin.committed_group_offsets`): the admin
-        call can crash the process while a group coordinator moves.
+        that uses a consumer (:meth:`~mirrorspark.kafka.admin.ClusterAdmin.committed_group_offsets`):
+        the admin call can crash the process while a group coordinator moves.
 
     Returns
     -------
@@ -131,11 +141,14 @@ def failover_offsets(
         The group has active members on the target (the message names the group, cluster and count).
     ClusterError
         If the target cannot be asked.
+    TypeError
+        A raw admin client without ``timeout_s``.
     """
-    desc = describe_group(admin, target, group, timeout_s=timeout_s)
+    cluster = _wrapped(admin, target, timeout_s)
+    desc = cluster.describe_group(group)
     if desc.active:
         raise group_in_use_error(group, target, desc.members, desc.state)
-    previous = committed(group) if committed is not None else group_offsets(admin, target, group, timeout_s=timeout_s)
+    previous = committed(group) if committed is not None else cluster.group_offsets(group)
     out = []
     for (topic, partition), cp in latest.items():
         before = previous.get((topic, partition))
@@ -153,13 +166,16 @@ def failover_offsets(
     return out
 
 
-def commit_failover(admin: Any, target: str, group: str, offsets: list[FailoverOffset], *, timeout_s: float) -> None:
+def commit_failover(
+    admin: ClusterAdmin | Any, target: str, group: str, offsets: list[FailoverOffset], *, timeout_s: float | None = None
+) -> None:
     """Commit a planned failover's offsets (with the source commits' metadata) to the group on the target.
 
     Parameters
     ----------
     admin:
-        An admin client of the target.
+        The target's :class:`~mirrorspark.kafka.admin.ClusterAdmin` (a raw admin client with ``timeout_s``
+        is kept until replication/ moves to ClusterAdmin).
     target:
         The target's alias (for messages).
     group:
@@ -167,7 +183,7 @@ def commit_failover(admin: Any, target: str, group: str, offsets: list[FailoverO
     offsets:
         From :func:`failover_offsets`.
     timeout_s:
-        Seconds for each admin call.
+        Seconds for each admin call; ``None`` = the wrapper's (``admin.timeout.ms``).
 
     Raises
     ------
@@ -175,18 +191,15 @@ def commit_failover(admin: Any, target: str, group: str, offsets: list[FailoverO
         Consumers joined the group on the target since it was planned (the broker refused the commit).
     ClusterError
         If the commit fails otherwise.
+    TypeError
+        A raw admin client without ``timeout_s``.
     """
+    cluster = _wrapped(admin, target, timeout_s)
     try:
-        alter_group_offsets(
-            admin,
-            target,
-            group,
-            {(o.topic, o.partition): (o.offset, o.metadata) for o in offsets},
-            timeout_s=timeout_s,
-        )
+        cluster.alter_group_offsets(group, {(o.topic, o.partition): (o.offset, o.metadata) for o in offsets})
     except ClusterError as e:
         if e.kafka_code in ACTIVE_GROUP_ERRORS:
-            now = describe_group(admin, target, group, timeout_s=timeout_s)
+            now = cluster.describe_group(group)
             raise group_in_use_error(group, target, now.members, now.state) from e
         raise
 

@@ -29,7 +29,6 @@ from __future__ import annotations
 from mirrorspark.client.checkpoints import read_checkpoints
 from mirrorspark.client.context import ReplicationContext, cluster_policy
 from mirrorspark.config.model import MirrorConfig
-from mirrorspark.kafka.admin import list_topics
 from mirrorspark.mm2 import topology as _topology
 from mirrorspark.mm2.checkpoints import TopicPartitionKey
 
@@ -45,7 +44,9 @@ class MirrorClient:
     cluster:
         The alias of the cluster to read.
     timeout_s:
-        Seconds for each cluster call (default 30).
+        Seconds for each cluster call and for reading a checkpoints topic to its end; default (``None``)
+        the configuration's top-level ``admin.timeout.ms``, 60 s unless set
+        (:func:`~mirrorspark.client.context.cluster_admin_timeout_ms`).
     context:
         The configuration's contexts (its policy of ``cluster`` and its client factory);
         default: new ones for ``config``.
@@ -66,7 +67,7 @@ class MirrorClient:
         config: MirrorConfig,
         cluster: str,
         *,
-        timeout_s: float = 30.0,
+        timeout_s: float | None = None,
         context: ReplicationContext | None = None,
     ) -> None:
         self.config = config
@@ -74,9 +75,11 @@ class MirrorClient:
         self.cluster = config.cluster(cluster)
         self.context = context if context is not None else ReplicationContext(config)
         self.policy = self.context.cluster_policy(cluster)
-        self.timeout_s = timeout_s
         self._client_id = f"{cluster}|mirrorspark|mirror-client"
-        self._admin = self.context.clients.admin(self.cluster.admin, client_id=f"{self._client_id}-admin")
+        self._admin = self.context.cluster_admin(cluster, "mirror-client-admin")
+        if timeout_s is not None:
+            self._admin = self._admin.with_timeout(timeout_s, setting="timeout_s")
+        self.timeout_s = self._admin.timeout_s
 
     def __enter__(self) -> MirrorClient:
         return self
@@ -91,8 +94,10 @@ class MirrorClient:
         ------
         ClusterUnreachableError
             If the cluster does not answer within ``timeout_s``.
+        ClusterError
+            If it answers with an error.
         """
-        return set(list_topics(self._admin, self.alias, timeout_s=self.timeout_s))
+        return set(self._admin.list_topics())
 
     def replication_hops(self, upstream_alias: str) -> int:
         """Fewest hops from ``upstream_alias`` to this cluster along heartbeat topics; ``-1`` if unreachable."""
@@ -164,10 +169,11 @@ class MirrorClient:
 
     def close(self) -> None:
         """Release the client (the admin client closes when collected; kept for symmetry with MM2)."""
+        self._admin.close()
 
 
 def translate_offsets(
-    config: MirrorConfig, *, cluster: str, remote_alias: str, group: str, timeout_s: float = 30.0
+    config: MirrorConfig, *, cluster: str, remote_alias: str, group: str, timeout_s: float | None = None
 ) -> dict[TopicPartitionKey, int]:
     """Return where ``group`` of ``remote_alias`` resumes on ``cluster`` (MM2 ``RemoteClusterUtils.translateOffsets``).
 
@@ -185,7 +191,8 @@ def translate_offsets(
     group:
         The consumer group on ``remote_alias``.
     timeout_s:
-        Seconds for each cluster call and to read the checkpoints topic to its end (default 30).
+        Seconds for each cluster call and to read the checkpoints topic to its end (default: the
+        configuration's top-level ``admin.timeout.ms``, as :class:`MirrorClient`).
 
     Returns
     -------

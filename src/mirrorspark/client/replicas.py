@@ -13,34 +13,26 @@ import time
 from collections.abc import Sequence
 
 from confluent_kafka import TopicPartition
-from confluent_kafka.admin import AdminClient
 
 from mirrorspark.client.context import FlowContext, ReplicationContext
 from mirrorspark.client.source_offsets import read_flow_source_offsets
 from mirrorspark.config.model import MirrorConfig
 from mirrorspark.errors import ConfigError
-from mirrorspark.kafka.admin import PartitionKey, list_topics
-from mirrorspark.kafka.replica_admin import describe_partitions, partition_offsets
+from mirrorspark.kafka.admin import ClusterAdmin, PartitionKey
 from mirrorspark.mm2.replicas import UNKNOWN, PartitionState, RemoteCopy, copy_lag, lag_seconds
 
 
-def partition_states(
-    config: MirrorConfig, cluster: str, admin: AdminClient, topics: Sequence[str] | None, *, timeout_s: float = 30.0
-) -> list[PartitionState]:
+def partition_states(config: MirrorConfig, admin: ClusterAdmin, topics: Sequence[str] | None) -> list[PartitionState]:
     """Describe a cluster's partitions: leader, replicas, ISR, racks, log start and end offsets.
 
     Parameters
     ----------
     config:
         The configuration (the cluster's replication policy tells its internal topics).
-    cluster:
-        The cluster alias.
     admin:
-        An admin client of ``cluster``.
+        The cluster's admin wrapper (its alias names the cluster; its timeout bounds each call).
     topics:
         The topics to describe; ``None`` or empty: all of the cluster's.
-    timeout_s:
-        Seconds per cluster call.
 
     Returns
     -------
@@ -54,7 +46,8 @@ def partition_states(
     ClusterError, ClusterUnreachableError
         The cluster cannot be described.
     """
-    existing = list_topics(admin, cluster, timeout_s=timeout_s)
+    cluster = admin.alias
+    existing = admin.list_topics()
     if topics:
         missing = [t for t in topics if t not in existing]
         if missing:
@@ -63,11 +56,11 @@ def partition_states(
                 f"(the cluster has {len(existing)} topics)"
             )
     names = list(topics) if topics else sorted(existing)
-    layouts = describe_partitions(admin, cluster, names, timeout_s=timeout_s)
+    layouts = admin.describe_partitions(names)
     keys = [(p.topic, p.partition) for p in layouts]
     led = [k for k, p in zip(keys, layouts, strict=True) if p.leader >= 0]
-    starts = partition_offsets(admin, cluster, led, earliest=True, timeout_s=timeout_s)
-    ends = partition_offsets(admin, cluster, led, earliest=False, timeout_s=timeout_s)
+    starts = admin.partition_offsets(led, earliest=True)
+    ends = admin.partition_offsets(led, earliest=False)
     policy = ReplicationContext(config).cluster_policy(cluster)
     return [
         PartitionState(

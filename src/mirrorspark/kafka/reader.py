@@ -10,7 +10,7 @@ from confluent_kafka import KafkaError, TopicPartition
 
 from mirrorspark.config.model import ClientSettings
 from mirrorspark.errors import ClusterError
-from mirrorspark.kafka.admin import end_offsets, list_topics
+from mirrorspark.kafka.admin import ClusterAdmin
 from mirrorspark.kafka.factory import ClientFactory, KafkaClients
 
 ALL_PARTITIONS = None
@@ -72,8 +72,12 @@ class TopicReader:
         self.topic = topic
         self.partition = partition
         self._clients: ClientFactory = clients if clients is not None else KafkaClients()
-        self._admin = self._clients.admin(
-            admin_settings, client_id=admin_client_id if admin_client_id is not None else client_id + "-admin"
+        self._admin = ClusterAdmin(
+            self._clients.admin(
+                admin_settings, client_id=admin_client_id if admin_client_id is not None else client_id + "-admin"
+            ),
+            alias,
+            bootstrap_servers=admin_settings.bootstrap_servers,
         )
         self._consumer: Any = None
         self._assigned: frozenset[int] = frozenset()
@@ -98,18 +102,13 @@ class TopicReader:
         self.positions[self.partition if self.partition is not None else 0] = offset
 
     def _ends(self, timeout_s: float) -> dict[int, int]:
-        """End offsets of the partitions to read (``{}`` for a missing topic)."""
-        count = list_topics(self._admin, self.alias, timeout_s=timeout_s).get(self.topic)
+        """End offsets of the partitions to read (``{}`` for a missing topic); the read's budget bounds each call."""
+        admin = self._admin.with_timeout(timeout_s)
+        count = admin.list_topics().get(self.topic)
         if count is None:
             return {}
         wanted = range(count) if self.partition is None else [self.partition]
-        ends = end_offsets(
-            self._admin,
-            self.alias,
-            [(self.topic, p) for p in wanted],
-            read_committed=self._read_committed,
-            timeout_s=timeout_s,
-        )
+        ends = admin.end_offsets([(self.topic, p) for p in wanted], read_committed=self._read_committed)
         return {p: e for (_, p), e in ends.items()}
 
     def read(self, on_record: Callable[[bytes | None, bytes | None], None], *, timeout_s: float = 30.0) -> int:

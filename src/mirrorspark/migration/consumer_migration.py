@@ -7,21 +7,13 @@ import functools
 import logging
 from collections.abc import Sequence
 
-from confluent_kafka.admin import AdminClient
-
 from mirrorspark.client.checkpoints import read_checkpoints
 from mirrorspark.client.context import ReplicationContext, Side
 from mirrorspark.client.failover import commit_failover, failover_offsets, latest_by_group
 from mirrorspark.client.translator import OffsetTranslator
 from mirrorspark.config.model import MirrorConfig
 from mirrorspark.errors import ClusterUnreachableError, ControlError
-from mirrorspark.kafka.admin import (
-    check_reachable,
-    committed_group_offsets,
-    describe_group,
-    end_offsets,
-    list_topics,
-)
+from mirrorspark.kafka.admin import ClusterAdmin
 from mirrorspark.kafka.factory import LIBRDKAFKA_LOGGER
 from mirrorspark.migration.plans import FailoverPlan, OffsetTranslation
 from mirrorspark.mm2.checkpoints import TopicPartitionKey, rename_topic, rereads_at, upstream_topic_of
@@ -42,8 +34,9 @@ class ConsumerMigration:
     source, target:
         Aliases of the flow ``source->target``.
     timeout_s:
-        Seconds for each cluster call and for reading the checkpoints topic to its
-        end (default 30); reachability is checked within ``min(10, timeout_s)``.
+        Seconds for each cluster call and for reading the checkpoints topic to its end (``--timeout``);
+        ``None`` (default) = the flow's ``admin.timeout.ms``. Reachability is checked within
+        ``min(10, timeout_s)``.
     context:
         The configuration's contexts (policies, filters, client factory); default: new ones.
 
@@ -65,7 +58,7 @@ class ConsumerMigration:
         *,
         source: str,
         target: str,
-        timeout_s: float = 30.0,
+        timeout_s: float | None = None,
         context: ReplicationContext | None = None,
     ) -> None:
         self.flow = config.flow(source, target)
@@ -73,17 +66,14 @@ class ConsumerMigration:
         self.context = contexts.flow(source, target)
         self.source = source
         self.target = target
-        self.timeout_s = timeout_s
-        self._bootstrap = {
-            source: config.cluster(source).bootstrap_servers,
-            target: config.cluster(target).bootstrap_servers,
-        }
+        self._explicit_timeout_s = timeout_s
+        self.timeout_s = timeout_s if timeout_s is not None else self.flow.admin_timeout_ms / 1000
         self.policy = self.context.policy
         self.topic_filter = self.context.topic_filter
         self.checkpoints_topic = self.policy.checkpoints_topic(source)
         self.translator = OffsetTranslator(self.context, reverse=contexts.reverse(self.context))
         self._sides: dict[str, Side] = {source: "source", target: "target"}
-        self._admin_clients: dict[str, AdminClient] = {}
+        self._admins: dict[str, ClusterAdmin] = {}
         self._reachable: dict[str, bool] = {}
         self._syncs_loaded = False
 
@@ -95,29 +85,33 @@ class ConsumerMigration:
 
     # ------------------------------------------------------------------ clusters
 
-    def _admin(self, alias: str) -> AdminClient:
-        """Return the admin client of ``alias`` (the source or target), created at first use.
+    def _admin(self, alias: str) -> ClusterAdmin:
+        """Return the admin wrapper of ``alias`` (the source or target), created at first use.
 
-        Its librdkafka log lines go to Python logging (:data:`~mirrorspark.kafka.factory.LIBRDKAFKA_LOGGER`).
+        Each call waits :attr:`timeout_s`. Its librdkafka log lines go to Python logging
+        (:data:`~mirrorspark.kafka.factory.LIBRDKAFKA_LOGGER`).
         """
-        if alias not in self._admin_clients:
+        if alias not in self._admins:
             side = self._sides[alias]
-            self._admin_clients[alias] = self.context.admin(
+            admin = self.context.cluster_admin(
                 side, f"migration-{side}-admin", overrides={"logger": logging.getLogger(LIBRDKAFKA_LOGGER)}
             )
-        return self._admin_clients[alias]
+            if self._explicit_timeout_s is not None:
+                admin = admin.with_timeout(self._explicit_timeout_s, setting="--timeout")
+            self._admins[alias] = admin
+        return self._admins[alias]
 
     def _group_offsets(self, alias: str, group: str) -> dict[TopicPartitionKey, tuple[int, str]]:
         """Read a group's committed offsets on ``alias`` with a consumer of the group.
 
         Never Admin ``listConsumerGroupOffsets``: librdkafka's admin client crashes the process when a
-        group coordinator moves (:func:`~mirrorspark.kafka.admin.committed_group_offsets`), which is
+        group coordinator moves (:meth:`~mirrorspark.kafka.admin.ClusterAdmin.committed_group_offsets`), which is
         likely while a source fails, when failovers are run.
         """
         side = self._sides[alias]
         reader = self.context.consumer(side, f"migration-{side}-group-reader", overrides={"group.id": group})
         try:
-            return committed_group_offsets(reader, alias, group, timeout_s=self.timeout_s)
+            return self._admin(alias).committed_group_offsets(reader, group)
         finally:
             reader.close()
 
@@ -132,10 +126,10 @@ class ConsumerMigration:
         if self._reachable.get(alias):
             return
         try:
-            check_reachable(self._admin(alias), alias, self._bootstrap[alias], timeout_s=min(10.0, self.timeout_s))
+            self._admin(alias).check_reachable(timeout_s=min(10.0, self.timeout_s))
         except ClusterUnreachableError:
             self._reachable[alias] = False
-            del self._admin_clients[alias]  # destroyed: it would keep reconnecting in the background
+            del self._admins[alias]  # destroyed: it would keep reconnecting in the background
             raise
         self._reachable[alias] = True
 
@@ -154,8 +148,7 @@ class ConsumerMigration:
                 f"unknown group '{group}' ({where}; cluster '{self.source}' is unreachable, so the group could "
                 "not be looked up there): check the group id, --source and --target"
             )
-        admin = self._admin(self.source)
-        if describe_group(admin, self.source, group, timeout_s=self.timeout_s).exists:
+        if self._admin(self.source).describe_group(group).exists:
             return
         if self._group_offsets(self.source, group):
             return
@@ -277,13 +270,8 @@ class ConsumerMigration:
         for topic, partition in committed:
             if self.topic_filter.should_replicate_topic(topic):
                 renamed[(topic, partition)] = rename_topic(self.policy, self.source, self.target, topic)
-        existing = list_topics(tgt_admin, self.target, timeout_s=self.timeout_s)
-        ends = end_offsets(
-            tgt_admin,
-            self.target,
-            [(t, p) for (_, p), t in renamed.items() if t in existing and p < existing[t]],
-            timeout_s=self.timeout_s,
-        )
+        existing = tgt_admin.list_topics()
+        ends = tgt_admin.end_offsets([(t, p) for (_, p), t in renamed.items() if t in existing and p < existing[t]])
         for (topic, partition), target_topic in sorted(renamed.items()):
             offset, metadata = committed[(topic, partition)]
             live = self.translator.translate(group, topic, partition, offset, metadata)
@@ -361,8 +349,7 @@ class ConsumerMigration:
         source_members: int | None = None
         upstream: dict[TopicPartitionKey, str] = {}
         if self.reachable(self.source):
-            src_admin = self._admin(self.source)
-            source_members = describe_group(src_admin, self.source, group, timeout_s=self.timeout_s).members
+            source_members = self._admin(self.source).describe_group(group).members
             for topic, partition in self._group_offsets(self.source, group):
                 upstream[(rename_topic(self.policy, self.source, self.target, topic), partition)] = topic
             self._load_syncs()
@@ -384,12 +371,11 @@ class ConsumerMigration:
             self.target,
             group,
             latest,
-            timeout_s=self.timeout_s,
             rereads=rereads,
             committed=functools.partial(self._group_offsets, self.target),
         )
         if not dry_run:
-            commit_failover(tgt_admin, self.target, group, offsets, timeout_s=self.timeout_s)
+            commit_failover(tgt_admin, self.target, group, offsets)
         return FailoverPlan(
             group=group,
             source=self.source,

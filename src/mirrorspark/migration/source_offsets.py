@@ -14,24 +14,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from confluent_kafka import KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import TopicPartition
 
 from mirrorspark.client.context import FlowContext, ReplicationContext, Side
 from mirrorspark.client.source_offsets import read_flow_source_offsets
 from mirrorspark.config.model import MirrorConfig
-from mirrorspark.errors import ClusterError, FlowRunningError, SourceOffsetsRequestError
-from mirrorspark.kafka.admin import (
-    GroupDescription,
-    PartitionKey,
-    check_reachable,
-    describe_group,
-    end_offsets,
-    list_topics,
-    offsets_for_timestamp,
-    start_offsets,
-    wait,
-)
+from mirrorspark.errors import FlowRunningError, SourceOffsetsRequestError
+from mirrorspark.kafka.admin import ClusterAdmin, GroupDescription, PartitionKey
 from mirrorspark.kafka.delivery import Outgoing, deliver
 from mirrorspark.kafka.factory import LIBRDKAFKA_LOGGER
 from mirrorspark.kafka.reader import ALL_PARTITIONS, TopicReader
@@ -104,7 +93,8 @@ class FlowSourceOffsets:
     source, target:
         The flow's aliases.
     timeout_s:
-        Seconds for each cluster call and for reading the offsets topic (default 30).
+        Seconds for each cluster call and for reading the offsets topic (``--timeout``); ``None``
+        (default) = the flow's ``admin.timeout.ms``.
     context:
         The configuration's contexts (default: new ones).
 
@@ -127,7 +117,7 @@ class FlowSourceOffsets:
         *,
         source: str,
         target: str,
-        timeout_s: float = 30.0,
+        timeout_s: float | None = None,
         context: ReplicationContext | None = None,
     ) -> None:
         contexts = context if context is not None else ReplicationContext(config)
@@ -135,8 +125,9 @@ class FlowSourceOffsets:
         self.flow = self.ctx.flow
         self.source = source
         self.target = target
-        self.timeout_s = timeout_s
-        self._admins: dict[Side, AdminClient] = {}
+        self._explicit_timeout_s = timeout_s
+        self.timeout_s = timeout_s if timeout_s is not None else self.flow.admin_timeout_ms / 1000
+        self._admins: dict[Side, ClusterAdmin] = {}
         self._src_topics: dict[str, int] | None = None
         if not self.flow.enabled:
             raise SourceOffsetsRequestError(
@@ -146,13 +137,15 @@ class FlowSourceOffsets:
 
     # ------------------------------------------------------------------ clusters
 
-    def _admin(self, side: Side) -> AdminClient:
+    def _admin(self, side: Side) -> ClusterAdmin:
+        """Return the admin wrapper of ``side``, created (and checked reachable) at first use."""
         if side not in self._admins:
-            admin = self.ctx.admin(
+            admin = self.ctx.cluster_admin(
                 side, f"offsets-{side}-admin", overrides={"logger": logging.getLogger(LIBRDKAFKA_LOGGER)}
             )
-            alias = self.ctx.alias(side)
-            check_reachable(admin, alias, self.ctx.cluster(side).bootstrap_servers, timeout_s=min(10.0, self.timeout_s))
+            if self._explicit_timeout_s is not None:
+                admin = admin.with_timeout(self._explicit_timeout_s, setting="--timeout")
+            admin.check_reachable(timeout_s=min(10.0, self.timeout_s))
             self._admins[side] = admin
         return self._admins[side]
 
@@ -194,11 +187,7 @@ class FlowSourceOffsets:
         admin = self._admin("target")
         known = self._groups(admin)
         lease_id, worker_id = lease_group(self.flow.name), connect_worker_group(self.source)
-        lease = (
-            describe_group(admin, self.target, lease_id, timeout_s=self.timeout_s)
-            if lease_id in known
-            else GroupDescription(lease_id, "Dead", 0)
-        )
+        lease = admin.describe_group(lease_id) if lease_id in known else GroupDescription(lease_id, "Dead", 0)
         if lease.active:
             return (
                 f"flow {self.flow.name} is running: its lease group '{lease.group}' has {lease.members} active "
@@ -222,7 +211,7 @@ class FlowSourceOffsets:
         client cannot describe, so the status MM2's workers write is read instead.
         """
         topic = connect_status_topic(self.source)
-        if topic not in list_topics(self._admin("target"), self.target, timeout_s=self.timeout_s):
+        if topic not in self._admin("target").list_topics():
             return None
         latest: dict[bytes, bytes | None] = {}
 
@@ -251,14 +240,9 @@ class FlowSourceOffsets:
                 return running
         return None
 
-    def _groups(self, admin: AdminClient) -> set[str]:
+    def _groups(self, admin: ClusterAdmin) -> set[str]:
         """Ids of the target's consumer groups (``ListGroups`` needs no group coordinator, unlike a describe)."""
-        try:
-            fut = admin.list_consumer_groups(request_timeout=self.timeout_s)
-            result = wait(fut, self.timeout_s, "listing consumer groups", self.target)
-        except KafkaException as e:
-            raise ClusterError(f"listing consumer groups of cluster '{self.target}' failed: {e}") from e
-        return {g.group_id for g in result.valid}
+        return set(admin.list_groups())
 
     def require_stopped(self) -> None:
         """Raise :class:`FlowRunningError` if :meth:`running` says the flow runs."""
@@ -270,11 +254,11 @@ class FlowSourceOffsets:
 
     def _source_topics(self) -> dict[str, int]:
         if self._src_topics is None:
-            self._src_topics = list_topics(self._admin("source"), self.source, timeout_s=self.timeout_s)
+            self._src_topics = self._admin("source").list_topics()
         return self._src_topics
 
     def _stored(self) -> dict[PartitionKey, int]:
-        topics = list_topics(self._admin("target"), self.target, timeout_s=self.timeout_s)
+        topics = self._admin("target").list_topics()
         if self.offsets_topic not in topics:
             return {}
         return read_flow_source_offsets(self.ctx, "offsets-target-consumer", timeout_s=self.timeout_s)
@@ -312,13 +296,13 @@ class FlowSourceOffsets:
     def _facts(self, keys: Sequence[PartitionKey], stored: dict[PartitionKey, int]) -> list[PartitionFacts]:
         src = self._admin("source")
         on_source = [k for k in keys if k[0] in self._source_topics()]
-        ends = end_offsets(src, self.source, on_source, timeout_s=self.timeout_s)
-        starts = start_offsets(src, self.source, on_source, timeout_s=self.timeout_s)
+        ends = src.end_offsets(on_source)
+        starts = src.start_offsets(on_source)
         policy = self.ctx.policy
         remote = {k: policy.format_remote_topic(self.source, k[0]) for k in keys}
-        target_topics = list_topics(self._admin("target"), self.target, timeout_s=self.timeout_s)
+        target_topics = self._admin("target").list_topics()
         remote_keys = [(remote[k], k[1]) for k in keys if remote[k] in target_topics]
-        remote_ends = end_offsets(self._admin("target"), self.target, remote_keys, timeout_s=self.timeout_s)
+        remote_ends = self._admin("target").end_offsets(remote_keys)
         return [
             PartitionFacts(
                 topic=k[0],
@@ -441,9 +425,7 @@ class FlowSourceOffsets:
         if to == "datetime":
             if timestamp_ms is None:
                 raise SourceOffsetsRequestError("--to-datetime needs a value, e.g. 2026-11-25T10:00:00Z")
-            found = offsets_for_timestamp(
-                self._admin("source"), self.source, keys, timestamp_ms, timeout_s=self.timeout_s
-            )
+            found = self._admin("source").offsets_for_timestamp(keys, timestamp_ms)
         for f in facts:
             k = (f.topic, f.partition)
             if to == "offset":
@@ -455,9 +437,7 @@ class FlowSourceOffsets:
             else:
                 o = found.get(k, -1)
                 positions[k] = f.end if o < 0 else max(o, f.start)
-        syncs = self.flow.emit_offset_syncs_enabled and self.syncs_topic in list_topics(
-            self._admin(self.syncs_side), self.ctx.alias(self.syncs_side), timeout_s=self.timeout_s
-        )
+        syncs = self.flow.emit_offset_syncs_enabled and self.syncs_topic in self._admin(self.syncs_side).list_topics()
         # validate before reading the source further
         plan_alter(self.source, facts, positions, auto_offset_reset=self.auto_offset_reset, emit_offset_syncs=False)
         firsts = self._first_records(facts, positions) if syncs else {}
@@ -509,7 +489,7 @@ class FlowSourceOffsets:
         return None
 
     def _offsets_partitions(self) -> int | None:
-        return list_topics(self._admin("target"), self.target, timeout_s=self.timeout_s).get(self.offsets_topic)
+        return self._admin("target").list_topics().get(self.offsets_topic)
 
     def _require_offsets_topic(self) -> None:
         if self._offsets_partitions() is None:

@@ -38,23 +38,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from confluent_kafka import ElectionType, KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient
-
+from mirrorspark.client.context import ReplicationContext
 from mirrorspark.config.model import ClusterConfig, MirrorConfig
 from mirrorspark.config.properties import format_properties
 from mirrorspark.errors import ClusterError, ConfigError, PlacementError
-from mirrorspark.kafka.admin import (
-    ConfigTarget,
-    broker_racks,
-    check_reachable,
-    delete_dynamic_configs,
-    describe_topics,
-    dynamic_configs,
-    list_topics,
-    wait,
-)
-from mirrorspark.kafka.factory import admin_client
+from mirrorspark.kafka.admin import ClusterAdmin, ConfigTarget
 from mirrorspark.kafka.jars import classpath, java_executable
 from mirrorspark.mm2.placement import (
     Move,
@@ -260,7 +248,8 @@ class PlacementTool:
         Only topics whose whole name matches this regex (``--topics``); ``None`` = every topic a
         rule matches. Kafka's own internal topics (``__*``) are never moved.
     timeout_s:
-        Bound of each admin call and of each run of Kafka's tool, in seconds.
+        Bound of each admin call and of each run of Kafka's tool, in seconds (``--timeout``); ``None`` =
+        the configuration's top-level ``admin.timeout.ms``.
 
     Raises
     ------
@@ -281,7 +270,7 @@ class PlacementTool:
         rules: PlacementRules,
         *,
         topics: str | None = None,
-        timeout_s: float = 60.0,
+        timeout_s: float | None = None,
     ) -> None:
         from mirrorspark.errors import BadRegexError
 
@@ -292,9 +281,12 @@ class PlacementTool:
             self._topics = re.compile(topics) if topics else None
         except re.error as e:
             raise BadRegexError(f"--topics {topics!r} is not a valid regular expression ({e}); fix it") from e
-        self.timeout_s = timeout_s
-        self._admin: AdminClient = admin_client(self.cluster.admin, client_id=f"mirrorspark-placement|{cluster}|admin")
-        check_reachable(self._admin, cluster, self.cluster.bootstrap_servers, timeout_s=min(timeout_s, 30.0))
+        admin = ReplicationContext(config).cluster_admin(
+            cluster, "placement-admin", client_id=f"mirrorspark-placement|{cluster}|admin"
+        )
+        self._admin: ClusterAdmin = admin if timeout_s is None else admin.with_timeout(timeout_s, setting="--timeout")
+        self.timeout_s = self._admin.timeout_s
+        self._admin.check_reachable(timeout_s=min(self.timeout_s, 30.0))
 
     def __enter__(self) -> PlacementTool:
         return self
@@ -311,7 +303,7 @@ class PlacementTool:
     def placements(self) -> dict[str, Placement]:
         """Return ``{topic: placement}`` of the cluster's topics that a rule (and ``--topics``) selects."""
         out: dict[str, Placement] = {}
-        for topic in sorted(list_topics(self._admin, self.alias, timeout_s=self.timeout_s)):
+        for topic in sorted(self._admin.list_topics()):
             if topic.startswith("__") or (self._topics is not None and not self._topics.fullmatch(topic)):
                 continue
             placement = self.rules.for_topic(topic)
@@ -321,7 +313,7 @@ class PlacementTool:
 
     def brokers(self) -> dict[int, str | None]:
         """Return ``{broker id: broker.rack or None}`` of the cluster."""
-        return broker_racks(self._admin, self.alias, timeout_s=self.timeout_s)
+        return self._admin.broker_racks()
 
     def ongoing(self) -> dict[tuple[str, int], Ongoing]:
         """Return every reassignment in progress on the cluster (the tool's ``--list``)."""
@@ -345,7 +337,7 @@ class PlacementTool:
         brokers = self.brokers()
         # reassignments first: one that ends before the describe is then seen done, never half-way
         ongoing = self.ongoing() if placements else {}
-        described = describe_topics(self._admin, self.alias, placements, timeout_s=self.timeout_s)
+        described = self._admin.describe_topics(placements)
         moving = tuple(sorted(k for k in ongoing if k[0] in described))
         skip = set(moving)
         current = {t: d.replicas for t, d in described.items()}
@@ -416,7 +408,7 @@ class PlacementTool:
         brokers = self.brokers()
         # reassignments first (as in plan): a move that ends before the describe shows as ended
         ongoing = self.ongoing() if placements else {}
-        described = describe_topics(self._admin, self.alias, placements, timeout_s=self.timeout_s)
+        described = self._admin.describe_topics(placements)
         load: dict[int, int] = {}
         for d in described.values():
             for replicas in d.replicas:
@@ -450,9 +442,7 @@ class PlacementTool:
         """
         resources: list[ConfigTarget] = [("broker", str(b)) for b in sorted(self.brokers())]
         resources += [("topic", t) for t in sorted(topics)]
-        found = dynamic_configs(
-            self._admin, self.alias, resources, BROKER_THROTTLES + TOPIC_THROTTLES, timeout_s=self.timeout_s
-        )
+        found = self._admin.dynamic_configs(resources, BROKER_THROTTLES + TOPIC_THROTTLES)
         return {_label(k): v for k, v in found.items() if v}
 
     def finish(self, *, wait_s: float = 0.0, poll_s: float = 2.0) -> FinishResult:
@@ -493,7 +483,7 @@ class PlacementTool:
             if kind == "broker" and others_moving:
                 continue
             removed[(kind, name)] = tuple(sorted(entries))
-        delete_dynamic_configs(self._admin, self.alias, removed, timeout_s=self.timeout_s)
+        self._admin.delete_dynamic_configs(removed)
         elected = self._elect_preferred(placements)
         return FinishResult(
             done=True,
@@ -507,27 +497,16 @@ class PlacementTool:
 
     def _elect_preferred(self, placements: Mapping[str, Placement]) -> tuple[tuple[str, int], ...]:
         """Run a preferred leader election on the placed topics' partitions; return those whose leader moved."""
-        described = describe_topics(self._admin, self.alias, placements, timeout_s=self.timeout_s)
-        parts = [TopicPartition(t, p) for t, d in sorted(described.items()) for p in range(len(d.replicas))]
+        described = self._admin.describe_topics(placements)
+        parts = [(t, p) for t, d in sorted(described.items()) for p in range(len(d.replicas))]
         if not parts:
             return ()
-        try:
-            result = wait(
-                # no request_timeout: confluent-kafka 2.16.1's binding fails on elect_leaders keyword arguments
-                self._admin.elect_leaders(ElectionType.PREFERRED, parts),
-                self.timeout_s,
-                "electing preferred leaders",
-                self.alias,
-            )
-        except KafkaException as e:
-            raise ClusterError(f"electing preferred leaders on cluster '{self.alias}' failed: {e}") from e
         elected: list[tuple[str, int]] = []
-        for tp, err in sorted(result.items(), key=lambda kv: (kv[0].topic, kv[0].partition)):
-            kafka_err = err.args[0] if isinstance(err, KafkaException) and err.args else err
-            if err is None:
-                elected.append((tp.topic, tp.partition))
-            elif not (isinstance(kafka_err, KafkaError) and kafka_err.code() == KafkaError.ELECTION_NOT_NEEDED):
-                log.warning("preferred leader election of %s-%d failed: %s", tp.topic, tp.partition, err)
+        for (topic, partition), error in sorted(self._admin.elect_leaders("preferred", parts).items()):
+            if error is None:
+                elected.append((topic, partition))
+            elif error != "ELECTION_NOT_NEEDED":
+                log.warning("preferred leader election of %s-%d failed: %s", topic, partition, error)
         return tuple(elected)
 
     @contextmanager

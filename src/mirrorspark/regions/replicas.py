@@ -14,14 +14,11 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from confluent_kafka.admin import AdminClient
-
+from mirrorspark.client.context import ReplicationContext
 from mirrorspark.client.replicas import partition_states, remote_copies
 from mirrorspark.config.model import MirrorConfig
 from mirrorspark.errors import ConfigError
-from mirrorspark.kafka.admin import PartitionKey
-from mirrorspark.kafka.factory import admin_client
-from mirrorspark.kafka.replica_admin import elect_leaders
+from mirrorspark.kafka.admin import ClusterAdmin, PartitionKey
 from mirrorspark.mm2.replicas import (
     UNKNOWN,
     ElectionKind,
@@ -56,8 +53,25 @@ class ReplicaStatus:
     remote: dict[PartitionKey, list[RemoteCopy]] = field(default_factory=dict)
 
 
-def cluster_admin(config: MirrorConfig, cluster: str, role: str) -> AdminClient:
-    """Create an admin client of ``cluster`` (its admin settings; ``client.id`` ``<alias>|mirrorspark|<role>``).
+def cluster_admin(config: MirrorConfig, cluster: str, role: str, *, timeout_s: float | None = None) -> ClusterAdmin:
+    """Create the admin wrapper of ``cluster`` (its admin settings; ``client.id`` ``<alias>|mirrorspark|<role>``).
+
+    Parameters
+    ----------
+    config:
+        The configuration naming the cluster.
+    cluster:
+        The cluster alias.
+    role:
+        What the client does (its ``client.id``).
+    timeout_s:
+        Seconds per call (the commands' ``--timeout``); ``None`` = the configuration's top-level
+        ``admin.timeout.ms`` (:meth:`~mirrorspark.client.context.ReplicationContext.cluster_admin`).
+
+    Returns
+    -------
+    ClusterAdmin
+        A new client's wrapper.
 
     Raises
     ------
@@ -66,7 +80,8 @@ def cluster_admin(config: MirrorConfig, cluster: str, role: str) -> AdminClient:
     ConfigError
         The settings cannot be translated for librdkafka.
     """
-    return admin_client(config.cluster(cluster).admin, client_id=f"{cluster}|mirrorspark|{role}")
+    admin = ReplicationContext(config).cluster_admin(cluster, role)
+    return admin if timeout_s is None else admin.with_timeout(timeout_s, setting="--timeout")
 
 
 def replica_status(
@@ -78,7 +93,7 @@ def replica_status(
     leaders: LeadersMode = "all",
     exclude_internal: bool = False,
     remote: bool = False,
-    timeout_s: float = 30.0,
+    timeout_s: float | None = None,
 ) -> ReplicaStatus:
     """Describe every replica of the selected partitions of ``cluster``, and with ``remote`` their remote copies.
 
@@ -99,7 +114,7 @@ def replica_status(
     remote:
         Also read, per partition, the copies enabled flows from ``cluster`` keep in other clusters.
     timeout_s:
-        Seconds per cluster call.
+        Seconds per cluster call; ``None`` = the configuration's top-level ``admin.timeout.ms``.
 
     Returns
     -------
@@ -115,15 +130,15 @@ def replica_status(
     ClusterError, ClusterUnreachableError
         A cluster call failed or timed out.
     """
-    admin = cluster_admin(config, cluster, "replica-status-admin")
-    states = partition_states(config, cluster, admin, topics, timeout_s=timeout_s)
+    admin = cluster_admin(config, cluster, "replica-status-admin", timeout_s=timeout_s)
+    states = partition_states(config, admin, topics)
     selected = [
         s for s in states if (partitions is None or s.partition in partitions) and not (exclude_internal and s.internal)
     ]
     rows = replica_rows(selected, leaders=leaders)
     out = ReplicaStatus(cluster, selected, rows)
     if remote:
-        out.remote = remote_copies(config, cluster, selected, timeout_s=timeout_s)
+        out.remote = remote_copies(config, cluster, selected, timeout_s=admin.timeout_s)
     return out
 
 
@@ -133,7 +148,7 @@ def elect(
     kind: ElectionKind,
     partitions: Sequence[PartitionKey] | None,
     *,
-    timeout_s: float = 60.0,
+    timeout_s: float | None = None,
 ) -> list[ElectionOutcome]:
     """Run a preferred or unclean leader election and report leaders and end offsets before and after.
 
@@ -148,7 +163,8 @@ def elect(
     partitions:
         The partitions, or ``None`` for every partition of the cluster (``--all``).
     timeout_s:
-        Seconds for the election and for each describe call.
+        Seconds for the election and for each describe call, and most seconds to wait for the elected
+        leaders to answer; ``None`` = the configuration's top-level ``admin.timeout.ms``.
 
     Returns
     -------
@@ -163,19 +179,19 @@ def elect(
     ClusterError, ClusterUnreachableError
         The election request failed or timed out.
     """
-    admin = cluster_admin(config, cluster, "elect-admin")
+    admin = cluster_admin(config, cluster, "elect-admin", timeout_s=timeout_s)
     topics = sorted({t for t, _ in partitions}) if partitions is not None else None
-    before = {(s.topic, s.partition): s for s in partition_states(config, cluster, admin, topics, timeout_s=timeout_s)}
+    before = {(s.topic, s.partition): s for s in partition_states(config, admin, topics)}
     if partitions is not None:
         missing = [k for k in partitions if k not in before]
         if missing:
             t, p = missing[0]
             raise ConfigError(f"topic '{t}' on cluster '{cluster}' has no partition {p}: check --partition")
-    results = elect_leaders(admin, cluster, kind, partitions, timeout_s=timeout_s)
+    results = admin.elect_leaders(kind, partitions)
     elected_topics = sorted({t for t, _ in results})
-    deadline = time.monotonic() + timeout_s
+    deadline = time.monotonic() + admin.timeout_s
     while True:  # a new leader answers ListOffsets once its election has propagated: wait for it
-        now_states = partition_states(config, cluster, admin, elected_topics, timeout_s=timeout_s)
+        now_states = partition_states(config, admin, elected_topics)
         after = {(s.topic, s.partition): s for s in now_states}
         pending = [k for k, err in results.items() if err is None and (k not in after or after[k].log_end_offset < 0)]
         if not pending or time.monotonic() >= deadline:

@@ -30,8 +30,8 @@ from confluent_kafka import TopicPartition
 from mirrorspark.client.context import ReplicationContext, cluster_policy
 from mirrorspark.config.model import MirrorConfig
 from mirrorspark.errors import CorruptRecordError, MirrorsparkError
-from mirrorspark.kafka.admin import list_topics
-from mirrorspark.kafka.factory import admin_client, consumer
+from mirrorspark.kafka.admin import ClusterAdmin
+from mirrorspark.kafka.factory import consumer
 from mirrorspark.mm2.gaps import GAPS_PREFIX, GapEvent, decode_ledger_record
 from mirrorspark.mm2.internal_topics import PROGRESS_PREFIX, TASK_PROGRESS_PREFIX
 from mirrorspark.mm2.records import Heartbeat
@@ -59,6 +59,10 @@ REFRESH_TOPICS_S = 5.0
 
 MM2_POLL_S = 30.0
 """Seconds between two status reads of a flow that writes no progress channel (MM2's)."""
+
+LISTING_TIMEOUT_S = 10.0
+"""Most seconds a listing of the served cluster's topics waits (less if ``admin.timeout.ms`` is less): the
+feed thread lists between two reads, and a listing that waited longer would stall the dashboard."""
 
 PRUNE_S = 60.0
 """Seconds between two passes dropping aggregates older than their window's retention."""
@@ -380,7 +384,6 @@ class Feed:
         self.metrics_topic = metrics_topic
         c = config.cluster(cluster)
         self._settings = c.consumer
-        self._admin_settings = c.admin
         self.policy = cluster_policy(config, cluster)
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -405,10 +408,12 @@ class Feed:
         return f"mirrorspark-service|{self.cluster}|{role}"
 
     def _run(self) -> None:
-        admin: Any = None
         cons: Any = None
         try:
-            admin = admin_client(self._admin_settings, client_id=self._client_id("feed-admin"))
+            admin = ReplicationContext(self.config).cluster_admin(
+                self.cluster, "feed-admin", client_id=self._client_id("feed-admin")
+            )
+            admin = admin.with_timeout(min(admin.timeout_s, LISTING_TIMEOUT_S))
             cons = consumer(self._settings, client_id=self._client_id("feed-consumer"))
             next_listing = 0.0
             next_prune = time.monotonic() + PRUNE_S
@@ -450,9 +455,9 @@ class Feed:
             if cons is not None:
                 cons.close()
 
-    def _assign_new(self, admin: Any, cons: Any) -> None:
+    def _assign_new(self, admin: ClusterAdmin, cons: Any) -> None:
         try:
-            topics = list_topics(admin, self.cluster, timeout_s=10)
+            topics = admin.list_topics()
         except MirrorsparkError as e:
             log.warning("listing the topics of cluster '%s' failed: %s", self.cluster, e)
             with self.store.lock:

@@ -24,18 +24,23 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, Final
+from typing import Final
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from mirrorspark.client.context import ReplicationContext
 from mirrorspark.client.replicas import partition_states, remote_copies
 from mirrorspark.config.model import MirrorConfig
 from mirrorspark.errors import MirrorsparkError
-from mirrorspark.kafka.factory import admin_client
+from mirrorspark.kafka.admin import ClusterAdmin
 from mirrorspark.mm2.replicas import UNKNOWN, PartitionState, RemoteCopy, partition_counts
 
 log = logging.getLogger(__name__)
+
+SCRAPE_TIMEOUT_S: Final = 10.0
+"""Most seconds each cluster call of a scrape waits (less if ``admin.timeout.ms`` is less): Prometheus gives
+up on a scrape after 10 s by default."""
 
 REPLICA_METRICS: Final = (
     ("mirrorspark_replicas_count", "replicas", "Assigned replicas of the partition (MRC's ReplicasCount)."),
@@ -164,7 +169,7 @@ class ReplicaCollector(Collector):
         self._states: list[PartitionState] = []
         self._copies: dict[tuple[str, int], list[RemoteCopy]] = {}
         self._at: float | None = None
-        self._admin: Any = None
+        self._admin: ClusterAdmin | None = None
 
     def states(self) -> list[PartitionState]:
         """Return the cluster's partitions, described again when the last description is older than ``refresh_s``."""
@@ -174,9 +179,11 @@ class ReplicaCollector(Collector):
                 return self._states
             try:
                 if self._admin is None:
-                    settings = self.config.cluster(self.cluster).admin
-                    self._admin = admin_client(settings, client_id=f"mirrorspark-service|{self.cluster}|replicas-admin")
-                self._states = partition_states(self.config, self.cluster, self._admin, None, timeout_s=10)
+                    admin = ReplicationContext(self.config).cluster_admin(
+                        self.cluster, "replicas-admin", client_id=f"mirrorspark-service|{self.cluster}|replicas-admin"
+                    )
+                    self._admin = admin.with_timeout(min(admin.timeout_s, SCRAPE_TIMEOUT_S))
+                self._states = partition_states(self.config, self._admin, None)
             except MirrorsparkError as e:
                 log.warning(
                     "describing the replicas of cluster '%s' failed (%s); serving the last description", self.cluster, e
@@ -190,7 +197,7 @@ class ReplicaCollector(Collector):
         if not any(f.source == self.cluster for f in self.config.enabled_flows()):
             return {}
         try:
-            return remote_copies(self.config, self.cluster, states, timeout_s=10)
+            return remote_copies(self.config, self.cluster, states, timeout_s=SCRAPE_TIMEOUT_S)
         except MirrorsparkError as e:
             log.warning("reading the remote copies of cluster '%s' failed (%s); serving the last ones", self.cluster, e)
             return self._copies

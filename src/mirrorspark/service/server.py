@@ -17,10 +17,9 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from mirrorspark.client.context import ReplicationContext
 from mirrorspark.config.model import MirrorConfig
 from mirrorspark.errors import MirrorsparkError, ServiceError
-from mirrorspark.kafka.admin import check_reachable, ensure_topic
-from mirrorspark.kafka.factory import admin_client
 from mirrorspark.service.aggregates import RETENTION_MS
 from mirrorspark.service.feed import Feed, Store
 
@@ -121,12 +120,11 @@ class MetricsService:
         ServiceError
             The HTTP server cannot listen, or the Spark job does not start.
         """
-        c = self.cluster_config
-        admin = admin_client(c.admin, client_id=f"mirrorspark-service|{self.cluster}|admin")
-        check_reachable(admin, self.cluster, c.bootstrap_servers)
-        ensure_topic(
-            admin,
-            self.cluster,
+        admin = ReplicationContext(self.config).cluster_admin(
+            self.cluster, "service-admin", client_id=f"mirrorspark-service|{self.cluster}|admin"
+        )
+        admin.check_reachable()
+        admin.ensure_topic(
             self.config.service.metrics_topic,
             partitions=1,
             replication_factor=-1,
