@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from fakes import FakeAclAdmin
 from mirrorspark.errors import ClusterError
+from mirrorspark.kafka.admin import ClusterAdmin
 from mirrorspark.mm2.filters import DefaultTopicFilter, should_replicate_topic
 from mirrorspark.mm2.policy import DefaultReplicationPolicy, IdentityReplicationPolicy, ReplicationPolicy
 from mirrorspark.replication.acl_sync import TopicAclSync, target_acl_bindings
@@ -191,7 +192,7 @@ def job(source: FakeAclAdmin, target: FakeAclAdmin) -> TopicAclSync:
         name="A->B",
         source="A",
         target="B",
-        admins=lambda: (source, target),  # type: ignore[arg-type,return-value]
+        admins=lambda: (ClusterAdmin(source, "A", timeout_s=30), ClusterAdmin(target, "B", timeout_s=30)),
         should_replicate=should,
         remote_topic=remote,
     )

@@ -178,7 +178,7 @@ def test_a_coordinator_still_loading_is_routine_until_it_lasts(
     caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """COORDINATOR_LOAD_IN_PROGRESS on a fresh cluster: INFO, retried next cycle; a WARNING once it persists."""
-    from mirrorspark.replication import checkpoint_emitter as checkpoints
+    from mirrorspark.replication import group_offset_sync
 
     e, _, b = checkpointed("sync.group.offsets.enabled = true\n")
     e.emit()
@@ -192,7 +192,7 @@ def test_a_coordinator_still_loading_is_routine_until_it_lasts(
     described = [r for r in caplog.records if "not syncing offsets of group app" in r.getMessage()]
     assert len(described) == 2 and all(r.levelno == logging.INFO for r in described)
     caplog.clear()
-    monkeypatch.setattr(checkpoints, "TRANSIENT_DESCRIBE_GRACE_S", 0.0)  # it has lasted long enough now
+    monkeypatch.setattr(group_offset_sync, "TRANSIENT_DESCRIBE_GRACE_S", 0.0)  # it has lasted long enough now
     with caplog.at_level(logging.WARNING):
         assert e.sync_group_offsets() == {}
     assert "not syncing offsets of group app" in caplog.text

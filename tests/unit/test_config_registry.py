@@ -237,12 +237,21 @@ def test_sync_group_offsets_job_only_when_enabled() -> None:
 
 
 def test_admin_timeout_reaches_the_control_jobs() -> None:
-    flow = flow_config(**{"admin.timeout.ms": "1234"})
-    assert flow.admin_timeout_ms == 1234
+    """Every admin call of a flow's control jobs waits admin.timeout.ms: the flow's admin wrappers carry it."""
+    from fakes import two_clusters
+    from mirrorspark.client.context import FlowContext, ReplicationContext
+    from mirrorspark.replication.checkpoint_emitter import CheckpointEmitter
+    from mirrorspark.replication.flow import Flow
+
+    assert flow_config(**{"admin.timeout.ms": "1234"}).admin_timeout_ms == 1234
     assert flow_config().admin_timeout_ms == 60_000
-    running = SimpleNamespace(name=flow.name, config=flow, should_replicate=lambda topic: True, policy=None)
-    assert TopicAclSync.for_flow(running).timeout_s == pytest.approx(1.234)  # type: ignore[arg-type]
-    assert TopicAclSync.for_flow(running, timeout_s=5).timeout_s == 5  # type: ignore[arg-type]
+    cfg, _, _, clients = two_clusters("admin.timeout.ms = 1234\n")
+    flow = Flow(FlowContext.build(cfg, cfg.flow("A", "B"), clients=clients), cfg.data_path)
+    assert flow.source_admin.timeout_s == flow.target_admin.timeout_s == pytest.approx(1.234)
+    assert TopicAclSync.for_flow(flow)._admins() == (flow.source_admin, flow.target_admin)
+    contexts = ReplicationContext(cfg, clients)
+    emitter = CheckpointEmitter(contexts.flow("A", "B"), reverse=None)
+    assert emitter._src_admin.timeout_s == emitter._tgt_admin.timeout_s == pytest.approx(1.234)
 
 
 def test_emit_lists_groups_only_when_they_were_never_listed(monkeypatch: pytest.MonkeyPatch) -> None:

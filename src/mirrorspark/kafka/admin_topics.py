@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
 from confluent_kafka import IsolationLevel, KafkaError, TopicCollection, TopicPartition
 from confluent_kafka.admin import (
@@ -328,18 +328,8 @@ class TopicCalls(AdminBase):
         ClusterError, ClusterUnreachableError
             The one rule.
         """
-        resources = [ConfigResource(ConfigResource.Type.TOPIC, t) for t in dict.fromkeys(topics)]
-        if not resources:
-            return {}
-        with self._call("describing topic configs"):
-            futures = self.admin.describe_configs(resources, request_timeout=self.timeout_s)
-        deadline = self._deadline()
         out: dict[str, dict[str, ConfigValue]] = {}
-        for res, fut in futures.items():
-            what = f"describing configs of topic '{res.name}'"
-            entries = self._settle(fut, what, {KafkaError.UNKNOWN_TOPIC_OR_PART}, deadline=deadline)
-            if isinstance(entries, KafkaError):
-                continue
+        for topic, entries in self._topic_config_entries(topics).items():
             kept: dict[str, ConfigValue] = {}
             for name, entry in entries.items():
                 if entry.is_read_only or entry.is_sensitive:
@@ -348,7 +338,47 @@ class TopicCalls(AdminBase):
                 if source == ConfigSource.STATIC_BROKER_CONFIG:
                     continue
                 kept[name] = ConfigValue(entry.value, source == ConfigSource.DEFAULT_CONFIG)
-            out[res.name] = kept
+            out[topic] = kept
+        return out
+
+    def topic_config_values(self, topics: Iterable[str]) -> dict[str, dict[str, str | None]]:
+        """Return every config value topics run with, whatever sets it (topic, broker, default).
+
+        Parameters
+        ----------
+        topics:
+            Topic names.
+
+        Returns
+        -------
+        dict[str, dict[str, str | None]]
+            ``{topic: {name: value}}`` (``None`` for a sensitive or unset value); topics that do not
+            exist are left out.
+
+        Raises
+        ------
+        ClusterError, ClusterUnreachableError
+            The one rule.
+        """
+        return {
+            topic: {name: entry.value for name, entry in entries.items()}
+            for topic, entries in self._topic_config_entries(topics).items()
+        }
+
+    def _topic_config_entries(self, topics: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """Return ``DescribeConfigs`` of topics: confluent-kafka's ``ConfigEntry`` per topic (missing ones left out)."""
+        resources = [ConfigResource(ConfigResource.Type.TOPIC, t) for t in dict.fromkeys(topics)]
+        if not resources:
+            return {}
+        with self._call("describing topic configs"):
+            futures = self.admin.describe_configs(resources, request_timeout=self.timeout_s)
+        deadline = self._deadline()
+        out: dict[str, dict[str, Any]] = {}
+        for res, fut in futures.items():
+            what = f"describing configs of topic '{res.name}'"
+            entries = self._settle(fut, what, {KafkaError.UNKNOWN_TOPIC_OR_PART}, deadline=deadline)
+            if not isinstance(entries, KafkaError):
+                out[res.name] = dict(entries)
         return out
 
     def topic_configs(self, topics: Iterable[str], *, include_defaults: bool) -> dict[str, dict[str, str]]:

@@ -46,19 +46,18 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaError
 from confluent_kafka.admin import (
     AclBinding,
     AclBindingFilter,
     AclOperation,
     AclPermissionType,
-    AdminClient,
-    ConfigResource,
     ResourcePatternType,
     ResourceType,
 )
 
 from mirrorspark.errors import ClusterError, ClusterUnreachableError
+from mirrorspark.kafka.admin import ClusterAdmin
 
 if TYPE_CHECKING:
     from mirrorspark.replication.flow import Flow
@@ -151,14 +150,13 @@ class TopicAclSync:
     source, target:
         The cluster aliases.
     admins:
-        Returns the admin clients ``(source, target)``; called at every :meth:`sync`, so
-        that this object does not keep a flow's clients alive after the flow closed them.
+        Returns the admin wrappers ``(source, target)`` (each call bounded by its ``admin.timeout.ms``);
+        called at every :meth:`sync`, so that this object does not keep a flow's clients alive after
+        the flow closed them.
     should_replicate:
         Whether the flow replicates a source topic.
     remote_topic:
         Source topic -> remote topic name.
-    timeout_s:
-        Deadline of each admin call in seconds (default 30).
 
     Not thread-safe: one scheduler job calls :meth:`sync`.
     """
@@ -169,10 +167,9 @@ class TopicAclSync:
         name: str,
         source: str,
         target: str,
-        admins: Callable[[], tuple[AdminClient, AdminClient]],
+        admins: Callable[[], tuple[ClusterAdmin, ClusterAdmin]],
         should_replicate: Callable[[str], bool],
         remote_topic: Callable[[str], str],
-        timeout_s: float = 30.0,
     ) -> None:
         self.name = name
         self.source = source
@@ -180,22 +177,19 @@ class TopicAclSync:
         self._admins = admins
         self._should_replicate = should_replicate
         self._remote_topic = remote_topic
-        self.timeout_s = timeout_s
         self._told_no_authorizer: set[str] = set()
         self.created = 0
         """Bindings created on the target by this object so far."""
 
     @classmethod
-    def for_flow(cls, flow: Flow, *, timeout_s: float | None = None) -> TopicAclSync:
-        """Build the ACL sync of a :class:`~mirrorspark.replication.flow.Flow`, with the flow's admin clients and rules.
+    def for_flow(cls, flow: Flow) -> TopicAclSync:
+        """Build the ACL sync of a :class:`~mirrorspark.replication.flow.Flow`: its admin wrappers and rules.
 
         Parameters
         ----------
         flow:
-            The flow ``S->T``: its admin clients (taken at every :meth:`sync`), topic filter
-            and replication policy.
-        timeout_s:
-            Seconds each admin call may take; ``None`` (the default) = the flow's ``admin.timeout.ms``.
+            The flow ``S->T``: its admin wrappers (taken at every :meth:`sync`; each call bounded by
+            the flow's ``admin.timeout.ms``), topic filter and replication policy.
 
         Returns
         -------
@@ -210,7 +204,6 @@ class TopicAclSync:
             admins=lambda: (flow.source_admin, flow.target_admin),
             should_replicate=flow.should_replicate,
             remote_topic=lambda topic: flow.policy.format_remote_topic(source, topic),
-            timeout_s=flow.config.admin_timeout_ms / 1000 if timeout_s is None else timeout_s,
         )
 
     def sync(self) -> int:
@@ -232,7 +225,7 @@ class TopicAclSync:
             An admin call timed out.
         """
         source_admin, target_admin = self._admins()
-        source_bindings = self._describe(source_admin, self.source, _SOURCE_TOPIC_ACLS)
+        source_bindings = self._describe(source_admin, _SOURCE_TOPIC_ACLS)
         if not source_bindings:
             self._explain_empty_source(source_admin)
             return 0
@@ -241,59 +234,44 @@ class TopicAclSync:
         )
         if not wanted:
             return 0
-        have = set(self._describe(target_admin, self.target, _TARGET_TOPIC_ACLS))
+        have = set(self._describe(target_admin, _TARGET_TOPIC_ACLS))
         missing = [b for b in wanted if b not in have]
         if not missing:
             return 0
-        futures = target_admin.create_acls(missing, request_timeout=self.timeout_s)
-        created = 0
-        failures: list[tuple[AclBinding, KafkaError | str]] = []
-        for binding, fut in futures.items():
-            try:
-                fut.result(timeout=self.timeout_s)
-                created += 1
-            except KafkaException as e:
-                err = e.args[0] if e.args else None
-                failures.append((binding, err if isinstance(err, KafkaError) else str(e)))
-            except TimeoutError:
-                failures.append((binding, f"no answer within {self.timeout_s:.0f} s"))
+        try:
+            outcomes = target_admin.create_acls(missing)
+        except ClusterError as e:
+            raise self._explained(e, self.target) from e
+        failures = [(binding, err) for binding, err in outcomes.items() if err is not None]
+        created = len(outcomes) - len(failures)
         self.created += created
         if created:
             log.info("%s: created %d topic ACL bindings on %s", self.name, created, self.target)
         if not failures:
             return created
         binding, err = failures[0]
-        if isinstance(err, KafkaError) and err.code() == KafkaError.SECURITY_DISABLED and not created:
+        assert err is not None
+        if err.code() == KafkaError.SECURITY_DISABLED and not created:
             self._no_authorizer(self.target, "target")
             return 0
         hint = ""
-        if isinstance(err, KafkaError) and err.code() == KafkaError.CLUSTER_AUTHORIZATION_FAILED:
+        if err.code() == KafkaError.CLUSTER_AUTHORIZATION_FAILED:
             hint = f"; the replication principal needs ALTER on the cluster resource of '{self.target}'"
         raise ClusterError(
             f"{self.name}: creating {len(failures)} of {len(missing)} topic ACL bindings on cluster "
             f"'{self.target}' failed, e.g. {_describe_binding(binding)}: {_reason(err)}{hint}",
-            kafka_code=err.name() if isinstance(err, KafkaError) else None,
-            retriable=isinstance(err, KafkaError) and err.retriable(),
+            kafka_code=err.name(),
+            retriable=bool(err.retriable()),
         )
 
-    def _describe(self, admin: AdminClient, alias: str, flt: AclBindingFilter) -> list[AclBinding]:
-        """Describe ACLs. Errors are translated; librdkafka reports none of them today (module docstring)."""
+    def _describe(self, admin: ClusterAdmin, flt: AclBindingFilter) -> list[AclBinding]:
+        """Describe ACLs (``[]`` without an authorizer); librdkafka reports no error today (module docstring)."""
         try:
-            result: list[AclBinding] = admin.describe_acls(flt, request_timeout=self.timeout_s).result(
-                timeout=self.timeout_s
-            )
-            return result
-        except TimeoutError as e:
-            raise ClusterUnreachableError(
-                f"{self.name}: describing ACLs on cluster '{alias}' timed out after {self.timeout_s:.0f} s"
-            ) from e
-        except KafkaException as e:
-            err = e.args[0] if e.args else None
-            if isinstance(err, KafkaError) and err.code() == KafkaError.SECURITY_DISABLED:
-                return []  # as librdkafka reports it today; _explain_empty_source tells the cases apart
-            raise self._error(f"describing ACLs on cluster '{alias}'", alias, err, e) from e
+            return admin.describe_acls(flt)
+        except ClusterError as e:
+            raise self._explained(e, admin.alias) from e
 
-    def _explain_empty_source(self, admin: AdminClient) -> None:
+    def _explain_empty_source(self, admin: ClusterAdmin) -> None:
         """Explain why the source listed no topic ACLs: it has none, or no authorizer (told once), or we may not look.
 
         Raises
@@ -302,12 +280,9 @@ class TopicAclSync:
             The principal may not describe the source's ACLs (no DESCRIBE on its cluster resource).
         """
         try:
-            cluster = admin.describe_cluster(include_authorized_operations=True, request_timeout=self.timeout_s).result(
-                timeout=self.timeout_s
-            )
-        except (KafkaException, TimeoutError) as e:
-            err = e.args[0] if isinstance(e, KafkaException) and e.args else None
-            raise self._error(f"describing cluster '{self.source}'", self.source, err, e) from e
+            cluster = admin.describe_cluster(include_authorized_operations=True)
+        except ClusterError as e:
+            raise self._explained(e, self.source) from e
         ops = cluster.authorized_operations or []  # without an authorizer: every cluster operation
         if AclOperation.DESCRIBE not in ops:
             raise ClusterError(
@@ -318,32 +293,25 @@ class TopicAclSync:
             )
         if not cluster.nodes:
             return
-        res = ConfigResource(ConfigResource.Type.BROKER, str(cluster.nodes[0].id))
         try:
-            entries = admin.describe_configs([res], request_timeout=self.timeout_s)[res].result(timeout=self.timeout_s)
-        except KafkaException:
+            entries = admin.broker_config(cluster.nodes[0].id)
+        except ClusterUnreachableError:
+            raise
+        except ClusterError:
             return  # e.g. CLUSTER_AUTHORIZATION_FAILED: only an authorizer refuses
-        except TimeoutError as e:
-            raise self._error(f"describing the configs of cluster '{self.source}'", self.source, None, e) from e
-        entry = entries.get("authorizer.class.name")
-        if entry is not None and not entry.value:
+        if "authorizer.class.name" in entries and not entries["authorizer.class.name"]:
             self._no_authorizer(self.source, "source")
 
-    def _error(self, what: str, alias: str, err: object, e: BaseException) -> ClusterError:
-        if isinstance(e, TimeoutError):
-            return ClusterUnreachableError(f"{self.name}: {what} timed out after {self.timeout_s:.0f} s")
-        if not isinstance(err, KafkaError):
-            return ClusterError(f"{self.name}: {what} failed: {e}")
+    def _explained(self, e: ClusterError, alias: str) -> ClusterError:
+        """Name the flow in the admin wrapper's error and, for a missing cluster permission, which one to grant."""
         hint = ""
-        if err.code() == KafkaError.CLUSTER_AUTHORIZATION_FAILED:
+        if e.kafka_code == "CLUSTER_AUTHORIZATION_FAILED":
             op = "DESCRIBE" if alias == self.source else "ALTER"
             hint = (
                 f"; the replication principal needs {op} on the cluster resource of '{alias}' "
                 "(or set sync.topic.acls.enabled=false)"
             )
-        return ClusterError(
-            f"{self.name}: {what} failed: {_reason(err)}{hint}", kafka_code=err.name(), retriable=err.retriable()
-        )
+        return type(e)(f"{self.name}: {e.message}{hint}", kafka_code=e.kafka_code, retriable=e.retriable)
 
     def _no_authorizer(self, alias: str, side: str) -> None:
         if alias in self._told_no_authorizer:
@@ -380,10 +348,8 @@ def sync_topic_acls(flow: Flow) -> int:
     return TopicAclSync.for_flow(flow).sync()
 
 
-def _reason(err: KafkaError | str) -> str:
+def _reason(err: KafkaError) -> str:
     """Describe a Kafka error for a message: its name, and its text when that is short (some brokers send a page)."""
-    if not isinstance(err, KafkaError):
-        return err
     text = err.str()
     return f"{text} ({err.name()})" if len(text) <= 200 else err.name()
 

@@ -36,30 +36,24 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
-
-from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient
 
 from mirrorspark.client.checkpoints import OffsetSyncReader, read_checkpoints
 from mirrorspark.client.context import FlowContext, Side
 from mirrorspark.client.translator import OffsetTranslator
 from mirrorspark.errors import ClusterError, CorruptRecordError
-from mirrorspark.kafka.admin import committed_group_offsets, end_offsets, ensure_topic, is_transient, wait
+from mirrorspark.kafka.admin import ClusterAdmin
 from mirrorspark.kafka.delivery import Outgoing, deliver
 from mirrorspark.kafka.reader import read_topic
 from mirrorspark.mm2.checkpoints import CheckpointStore, GroupOffset, TopicPartitionKey, is_more_recent, rename_topic
 from mirrorspark.mm2.records import Checkpoint
 from mirrorspark.mm2.translation import CopiedRanges
+from mirrorspark.replication.group_offset_sync import GroupOffsetSync
 from mirrorspark.replication.live_filters import LiveFilters
 
 log = logging.getLogger(__name__)
-
-TRANSIENT_DESCRIBE_GRACE_S = 60.0
-"""Seconds a group's description may keep failing transiently (coordinator loading) before it is a WARNING."""
 
 
 @dataclass(frozen=True)
@@ -85,8 +79,6 @@ class _EmitterState:
     groups: list[str] = field(default_factory=list)
     groups_refreshed_at: float | None = None  # time.monotonic() of the last listing; None = never listed
     emitted: int = 0
-    synced: int = 0
-    invalid: int = 0  # checkpoints not synced: downstream offset past the target partition's end
 
 
 class CheckpointEmitter:
@@ -130,7 +122,6 @@ class CheckpointEmitter:
         self.store = CheckpointStore()
         self.state = _EmitterState()
         self._producer: Any = None
-        self._describe_failures: dict[str, float] = {}
         self.translator = OffsetTranslator(context, reverse=reverse, copied=copied, reverse_copied=reverse_copied)
         self._syncs_loaded = threading.Event()
         self._syncs_error: ClusterError | None = None
@@ -139,6 +130,9 @@ class CheckpointEmitter:
         self.last_cycle: CheckpointCycle | None = None
         # re-reads of the translation of each checkpoint written, by (group, downstream topic, partition)
         self.checkpoint_rereads: dict[tuple[str, str, int], int] = {}
+        self.group_sync = GroupOffsetSync(
+            self.name, self.store, lambda: self._tgt_admin, lambda group: self.committed(group, cluster="target")
+        )
 
     @property
     def syncs(self) -> OffsetSyncReader | None:
@@ -171,22 +165,17 @@ class CheckpointEmitter:
     @property
     def invalid_checkpoints(self) -> int:
         """Checkpoints not synced to target groups because their downstream offset is past the partition's end."""
-        return self.state.invalid
+        return self.group_sync.invalid
 
     @cached_property
-    def _src_admin(self) -> AdminClient:
-        """Admin client of the source, created at first use (an unused one would keep connecting)."""
-        return self.context.admin("source", "checkpoint-source-admin")
+    def _src_admin(self) -> ClusterAdmin:
+        """Admin wrapper of the source, created at first use (an unused one would keep connecting)."""
+        return self.context.cluster_admin("source", "checkpoint-source-admin")
 
     @cached_property
-    def _tgt_admin(self) -> AdminClient:
-        """Admin client of the target, created at first use."""
-        return self.context.admin("target", "checkpoint-target-admin")
-
-    @property
-    def _admin_timeout_s(self) -> float:
-        """Timeout of each admin call, in seconds (``admin.timeout.ms``)."""
-        return self.flow_config.admin_timeout_ms / 1000
+    def _tgt_admin(self) -> ClusterAdmin:
+        """Admin wrapper of the target, created at first use."""
+        return self.context.cluster_admin("target", "checkpoint-target-admin")
 
     # ------------------------------------------------------------------ start-up
 
@@ -205,15 +194,11 @@ class CheckpointEmitter:
             task, apart from the source tasks). :meth:`emit` writes nothing until they are
             read, and reads them again itself if the background read failed.
         """
-        f = self.flow_config
-        ensure_topic(
-            self._tgt_admin,
-            f.target,
+        self._tgt_admin.ensure_topic(
             self.checkpoints_topic,
             partitions=1,
-            replication_factor=f.checkpoints_topic_replication_factor,
+            replication_factor=self.flow_config.checkpoints_topic_replication_factor,
             config={"cleanup.policy": "compact"},
-            timeout_s=self._admin_timeout_s,
         )
         loaded_ok = True
         try:
@@ -380,12 +365,7 @@ class CheckpointEmitter:
         self._live_filters.poll()
         self.group_filter = self._live_filters.group_filter(self.group_filter)
         self.topic_filter = self._live_filters.topic_filter(self.topic_filter)
-        fut = self._src_admin.list_consumer_groups(request_timeout=self._admin_timeout_s)
-        try:
-            result = wait(fut, self._admin_timeout_s, "listing consumer groups", self.flow_config.source)
-        except KafkaException as e:
-            raise ClusterError(f"listing consumer groups of cluster '{self.flow_config.source}' failed: {e}") from e
-        groups = sorted(g.group_id for g in result.valid if self.group_filter.should_replicate_group(g.group_id))
+        groups = [g for g in self._src_admin.list_groups() if self.group_filter.should_replicate_group(g)]
         self.state.groups = groups
         self.state.groups_refreshed_at = time.monotonic()
         return groups
@@ -411,13 +391,13 @@ class CheckpointEmitter:
         ClusterError
             If the offsets cannot be listed within ``admin.timeout.ms``.
         """
-        alias = self.flow_config.source if cluster == "source" else self.flow_config.target
         # a consumer of the group, never the admin client: librdkafka's admin listConsumerGroupOffsets
-        # crashes the process on a coordinator error (see committed_group_offsets)
+        # crashes the process on a coordinator error (see ClusterAdmin.committed_group_offsets)
         side: Side = "source" if cluster == "source" else "target"
+        admin = self._src_admin if side == "source" else self._tgt_admin
         reader = self.context.consumer(side, f"checkpoint-{side}-group-reader", overrides={"group.id": group})
         try:
-            return committed_group_offsets(reader, alias, group, timeout_s=self._admin_timeout_s)
+            return admin.committed_group_offsets(reader, group)
         finally:
             reader.close()
 
@@ -556,138 +536,11 @@ class CheckpointEmitter:
         return written
 
     def sync_group_offsets(self) -> dict[str, int]:
-        """Commit the latest checkpoints to the same groups on the target (MM2 ``syncGroupOffset``).
+        """Commit the latest checkpoints to idle groups on the target (:meth:`GroupOffsetSync.sync`).
 
-        Only groups known to be idle on the target (``Empty``, or ``Dead``: no such group) are
-        written — a group whose description fails or whose state is unknown is skipped this
-        cycle with a warning — and only partitions whose target offset is missing or behind
-        the checkpoint (the group's committed offsets are read first: never moved back).
-        A checkpoint whose downstream offset is past the end of the target partition (a foreign
-        or corrupt record: consumers would skip records after failover) is never committed: it is
-        skipped with a WARNING and counted in :attr:`invalid_checkpoints`.
-
-        Returns
-        -------
-        dict[str, int]
-            Partitions written per group.
+        Nothing while the offset syncs are still being read in the background (:meth:`start`).
         """
-        written: dict[str, int] = {}
-        groups = self.store.groups()
-        if not groups or not self._ready():
-            return written
-        futs = self._tgt_admin.describe_consumer_groups(groups, request_timeout=self._admin_timeout_s)
-        ends = end_offsets(
-            self._tgt_admin,
-            self.flow_config.target,
-            sorted({k for g in groups for k in self.store.group(g)}),
-            timeout_s=self._admin_timeout_s,
-        )
-        for group in groups:
-            state = self._target_group_state(group, futs[group])
-            if state is None:
-                continue
-            if state not in (ConsumerGroupState.EMPTY, ConsumerGroupState.DEAD):
-                log.info(
-                    "%s: group %s is active on %s; not syncing its offsets", self.name, group, self.flow_config.target
-                )
-                continue
-            try:
-                # a Dead group has no offsets, but read them anyway: only ever move a group forward
-                current = self.committed(group, cluster="target")
-            except ClusterError as e:
-                log.warning("%s: not syncing offsets of group %s this cycle: %s", self.name, group, e)
-                continue
-            tps = []
-            for (topic, partition), cp in sorted(self.store.group(group).items()):
-                have = current.get((topic, partition))
-                if have is not None and have[0] >= cp.downstream_offset:
-                    continue
-                end = ends.get((topic, partition))
-                if end is None or cp.downstream_offset > end:
-                    self.state.invalid += 1
-                    log.warning(
-                        "%s: not syncing group %s to %s-%d@%d on %s: the partition %s; the checkpoint is "
-                        "foreign or corrupt (consumers would skip records)",
-                        self.name,
-                        group,
-                        topic,
-                        partition,
-                        cp.downstream_offset,
-                        self.flow_config.target,
-                        "does not exist" if end is None else f"ends at {end}",
-                    )
-                    continue
-                tps.append(TopicPartition(topic, partition, cp.downstream_offset, metadata=cp.metadata))
-            if not tps:
-                continue
-            fut = self._tgt_admin.alter_consumer_group_offsets(
-                [ConsumerGroupTopicPartitions(group, tps)], request_timeout=self._admin_timeout_s
-            )[group]
-            try:
-                wait(fut, self._admin_timeout_s, f"committing offsets of group '{group}'", self.flow_config.target)
-                written[group] = len(tps)
-            except (KafkaException, ClusterError) as e:
-                log.warning(
-                    "%s: syncing offsets of group %s on %s failed (likely consumers are using it): %s",
-                    self.name,
-                    group,
-                    self.flow_config.target,
-                    e,
-                )
-        self.state.synced += sum(written.values())
-        return written
-
-    def _target_group_state(self, group: str, fut: Future[Any]) -> ConsumerGroupState | None:
-        """Return the state of ``group`` on the target if it may be synced, ``None`` (logged) if it must not.
-
-        ``None`` when the description failed (the state is unknown: a group must never be
-        treated as dead, which would skip the forward-only check), when it has members, or
-        when the broker reports a state mirrorspark does not know. A transient failure (a
-        coordinator still loading or moving, e.g. ``COORDINATOR_LOAD_IN_PROGRESS``) is logged at
-        INFO until the same group has kept failing for :data:`TRANSIENT_DESCRIBE_GRACE_S`;
-        that, and any other failure, at WARNING. Either way the next cycle tries again.
-        """
-        alias = self.flow_config.target
-        try:
-            desc = fut.result(timeout=self._admin_timeout_s)
-        except KafkaException as e:
-            err = e.args[0] if e.args else None
-            if isinstance(err, KafkaError) and err.code() == KafkaError.GROUP_ID_NOT_FOUND:
-                return ConsumerGroupState.DEAD  # KIP-848 coordinators answer so for a group they do not know
-            why = f"{err.str()} ({err.name()})" if isinstance(err, KafkaError) else str(e)
-            # A coordinator still loading or moving is routine (INFO: the next cycle tries again); the same
-            # group failing so for TRANSIENT_DESCRIBE_GRACE_S or longer, or any other error, is a WARNING.
-            since = self._describe_failures.setdefault(group, time.monotonic())
-            routine = is_transient(err) and time.monotonic() - since < TRANSIENT_DESCRIBE_GRACE_S
-            log.log(
-                logging.INFO if routine else logging.WARNING,
-                "%s: not syncing offsets of group %s this cycle: describing it on cluster '%s' failed: %s",
-                self.name,
-                group,
-                alias,
-                why,
-            )
-            return None
-        except TimeoutError:
-            log.warning(
-                "%s: not syncing offsets of group %s this cycle: describing it on cluster '%s' timed out after %.0f s",
-                self.name,
-                group,
-                alias,
-                self._admin_timeout_s,
-            )
-            return None
-        self._describe_failures.pop(group, None)
-        if desc.members:
-            log.info("%s: group %s is active on %s; not syncing its offsets", self.name, group, alias)
-            return None
-        state = desc.state if isinstance(desc.state, ConsumerGroupState) else ConsumerGroupState.UNKNOWN
-        if state == ConsumerGroupState.UNKNOWN:
-            log.warning(
-                "%s: not syncing offsets of group %s: its state on cluster '%s' is unknown", self.name, group, alias
-            )
-            return None
-        return state
+        return self.group_sync.sync() if self._ready() else {}
 
     def snapshot(self) -> dict[tuple[str, str, int], int]:
         """Read the committed offsets of every accepted group now (for ``--until-caught-up``).

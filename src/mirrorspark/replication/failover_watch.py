@@ -19,6 +19,7 @@ a ``recovered`` event is recorded; moving groups back is the operator's decision
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import threading
@@ -26,13 +27,10 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from confluent_kafka import KafkaException
-from confluent_kafka.admin import ConfigResource
-
 from mirrorspark.client.checkpoints import read_checkpoints
 from mirrorspark.client.failover import commit_failover, failover_offsets, latest_by_group
-from mirrorspark.errors import ClusterError, ControlError, MirrorsparkError
-from mirrorspark.kafka.admin import committed_group_offsets, wait
+from mirrorspark.errors import ClusterError, ClusterUnreachableError, ControlError, MirrorsparkError
+from mirrorspark.kafka.admin import ClusterAdmin
 from mirrorspark.kafka.delivery import Outgoing, deliver
 from mirrorspark.mm2.failover_policy import FailoverWatch, PartitionHealth, breach_reason, event_summary
 from mirrorspark.mm2.task_progress import FailoverEvent, GroupFailover, encode_failover_event
@@ -96,8 +94,8 @@ class FailoverWatcher:
             cfg.admin_timeout_ms / 1000, max(MIN_CALL_TIMEOUT_S, cfg.failover_check_interval_ms / 1000)
         )
         self._min_isr: dict[str, int] = {}
-        self._src_admin: Any = None
-        self._tgt_admin: Any = None
+        self._src_admin: ClusterAdmin | None = None
+        self._tgt_admin: ClusterAdmin | None = None
         self._producer: Any = None
         self._unpublished: FailoverEvent | None = None
         self._move_again = False
@@ -116,11 +114,12 @@ class FailoverWatcher:
 
     def start(self) -> None:
         """Create the source's admin client (the target's clients are created at the first event)."""
-        self._src_admin = self.flow.context.admin("source", "failover-source-admin")
+        admin = self.flow.context.cluster_admin("source", "failover-source-admin")
+        self._src_admin = admin.with_timeout(self._timeout_s)  # one check within its interval
 
-    def _target_admin(self) -> Any:
+    def _target_admin(self) -> ClusterAdmin:
         if self._tgt_admin is None:
-            self._tgt_admin = self.flow.context.admin("target", "failover-target-admin")
+            self._tgt_admin = self.flow.context.cluster_admin("target", "failover-target-admin")
         return self._tgt_admin
 
     # ------------------------------------------------------------------ observing the source
@@ -135,49 +134,41 @@ class FailoverWatcher:
         """
         topics = dict(self.flow.topic_partitions)
         alias = self.flow.config.source
+        assert self._src_admin is not None, "start() first"
         try:
-            md = self._src_admin.list_topics(timeout=self._timeout_s)
-        except KafkaException:
+            layouts = self._src_admin.describe_partitions(topics)  # topics deleted since the last refresh: left out
+        except ClusterUnreachableError:
             return [], False
         if self._closing.is_set():
             return [], True
-        self._refresh_min_isr([t for t in topics if t in md.topics])
-        out = []
-        for topic in sorted(topics):
-            meta = md.topics.get(topic)
-            if meta is None:
-                continue  # deleted since the last topic refresh: not this policy's business
-            for p in sorted(meta.partitions.values(), key=lambda p: p.id):
-                out.append(
-                    PartitionHealth(
-                        topic=topic,
-                        partition=p.id,
-                        leader=p.leader if p.leader >= 0 else None,
-                        isr=len(p.isrs),
-                        replicas=len(p.replicas),
-                        min_isr=self._min_isr.get(topic, DEFAULT_MIN_ISR),
-                    )
-                )
+        self._refresh_min_isr(sorted({p.topic for p in layouts}))
+        out = [
+            PartitionHealth(
+                topic=p.topic,
+                partition=p.partition,
+                leader=p.leader if p.leader >= 0 else None,
+                isr=len(p.isr),
+                replicas=len(p.replicas),
+                min_isr=self._min_isr.get(p.topic, DEFAULT_MIN_ISR),
+            )
+            for p in layouts
+        ]
         if topics and not out:
             raise ClusterError(f"flow {self.name}: the source '{alias}' described none of the flow's topics")
         return out, True
 
     def _refresh_min_isr(self, topics: list[str]) -> None:
         """Read the topics' ``min.insync.replicas`` (kept from the last read when a topic's read fails)."""
-        if not topics:
+        if not topics or self._src_admin is None:
             return
-        resources = [ConfigResource(ConfigResource.Type.TOPIC, t) for t in topics]
-        futures = self._src_admin.describe_configs(resources, request_timeout=self._timeout_s)
-        for res, fut in futures.items():
-            try:
-                entries = wait(
-                    fut, self._timeout_s, f"describing configs of topic '{res.name}'", self.flow.config.source
-                )
-                entry = entries.get("min.insync.replicas")
-                if entry is not None and entry.value is not None:
-                    self._min_isr[res.name] = int(entry.value)
-            except (KafkaException, MirrorsparkError, ValueError) as e:
-                log.debug("flow %s: min.insync.replicas of %s not read: %s", self.name, res.name, e)
+        try:
+            values = self._src_admin.topic_config_values(topics)
+        except MirrorsparkError as e:
+            log.debug("flow %s: min.insync.replicas of %s not read: %s", self.name, ", ".join(topics), e)
+            return
+        for topic, entries in values.items():
+            with contextlib.suppress(KeyError, TypeError, ValueError):  # unreadable: kept from the last read
+                self._min_isr[topic] = int(entries["min.insync.replicas"])  # type: ignore[arg-type]
 
     # ------------------------------------------------------------------ the job
 
@@ -287,20 +278,17 @@ class FailoverWatcher:
 
     def _move(self, group: str, latest: dict[Any, Any]) -> GroupFailover:
         target = self.flow.config.target
-        timeout_s = self.flow.config.admin_timeout_ms / 1000
         if self.policy == "manual":
             return GroupFailover(group, "manual", len(latest), None)
         try:
-            offsets = failover_offsets(
-                self._target_admin(), target, group, latest, timeout_s=timeout_s, committed=self._committed
-            )
+            offsets = failover_offsets(self._target_admin(), target, group, latest, committed=self._committed)
             planned = ", ".join(f"{o.topic}-{o.partition}: {o.offset}" for o in offsets)
             if self.dry_run:
                 log.warning(
                     "flow %s: dry run: would commit group '%s' on '%s' at %s", self.name, group, target, planned
                 )
                 return GroupFailover(group, "would-move", len(offsets), None)
-            commit_failover(self._target_admin(), target, group, offsets, timeout_s=timeout_s)
+            commit_failover(self._target_admin(), target, group, offsets)
             log.info("flow %s: committed group '%s' on '%s' at %s", self.name, group, target, planned)
             return GroupFailover(group, "moved", len(offsets), None)
         except ControlError as e:  # the only one: active members on the target
@@ -312,9 +300,7 @@ class FailoverWatcher:
         """Read the group's committed offsets on the target with a consumer of the group (never the admin call)."""
         reader = self.flow.context.consumer("target", "failover-target-group-reader", overrides={"group.id": group})
         try:
-            return committed_group_offsets(
-                reader, self.flow.config.target, group, timeout_s=self.flow.config.admin_timeout_ms / 1000
-            )
+            return self._target_admin().committed_group_offsets(reader, group)
         finally:
             reader.close()
 

@@ -25,12 +25,10 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from confluent_kafka.admin import AdminClient
-
 from mirrorspark.client.context import FlowContext
 from mirrorspark.client.source_offsets import read_source_offset_history
 from mirrorspark.config.model import DataPathConfig
-from mirrorspark.kafka.admin import PartitionKey, check_reachable
+from mirrorspark.kafka.admin import ClusterAdmin, PartitionKey
 from mirrorspark.mm2.connect_offsets import OffsetHistory
 from mirrorspark.mm2.gaps import GapEvent
 from mirrorspark.mm2.task_progress import PartitionReport
@@ -71,15 +69,13 @@ class Flow:
         self.source = context.cluster("source")
         self.target = context.cluster("target")
         self.policy = context.policy
-        self.source_admin: AdminClient = context.admin("source", "replication-source-admin")
-        self.target_admin: AdminClient = context.admin("target", "replication-target-admin")
+        self.source_admin: ClusterAdmin = context.cluster_admin("source", "replication-source-admin")
+        self.target_admin: ClusterAdmin = context.cluster_admin("target", "replication-target-admin")
         self.topics = TopicSync(context, self.source_admin, self.target_admin)
         self.ledger = GapLedger(context, self.target_admin)
         self.positions = Positions(
             cfg.name,
-            cfg.source,
             self.source_admin,
-            timeout_s=cfg.admin_timeout_ms / 1000,
             offsets_topic=cfg.offset_storage_topic,
             auto_offset_reset=(cfg.source_consumer.get("auto.offset.reset") or "earliest").lower(),
             read_committed=self.read_committed,
@@ -189,8 +185,8 @@ class Flow:
         ClusterError
             An internal topic cannot be created or read.
         """
-        check_reachable(self.source_admin, self.config.source, self.source.bootstrap_servers)
-        check_reachable(self.target_admin, self.config.target, self.target.bootstrap_servers)
+        self.source_admin.check_reachable()
+        self.target_admin.check_reachable()
         self.topics.create_internal_topics()
         ledger = self.ledger.start()
         self.positions.restore(self._offset_history(), ledger.topic_ids)

@@ -14,7 +14,7 @@ from typing import Any
 from mirrorspark.client.context import FlowContext
 from mirrorspark.client.gap_reader import LedgerContents, read_gap_ledger
 from mirrorspark.errors import ClusterError
-from mirrorspark.kafka.admin import ensure_topic
+from mirrorspark.kafka.admin import ClusterAdmin
 from mirrorspark.mm2.gaps import GapEvent, encode_gap, encode_topic_id, gaps_topic
 
 
@@ -26,10 +26,10 @@ class GapLedger:
     context:
         The flow's context (target clients, policy, client ids).
     admin:
-        The flow's target admin client (shared, not closed here).
+        The flow's target admin wrapper (shared).
     """
 
-    def __init__(self, context: FlowContext, admin: Any) -> None:
+    def __init__(self, context: FlowContext, admin: ClusterAdmin) -> None:
         self.context = context
         self._admin = admin
         self.topic = gaps_topic(context.flow.source, context.policy)
@@ -45,14 +45,11 @@ class GapLedger:
         """
         cfg = self.context.flow
         timeout_s = cfg.admin_timeout_ms / 1000
-        ensure_topic(
-            self._admin,
-            cfg.target,
+        self._admin.ensure_topic(
             self.topic,
             partitions=1,
             replication_factor=cfg.checkpoints_topic_replication_factor,
             config={"cleanup.policy": "compact"},
-            timeout_s=timeout_s,
         )
         contents = read_gap_ledger(self.context, client_id=self.context.client_id("gaps-consumer"), timeout_s=timeout_s)
         self._producer = self.context.producer(

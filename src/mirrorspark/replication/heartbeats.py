@@ -18,7 +18,6 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 
 from mirrorspark.client.context import FlowContext
-from mirrorspark.kafka.admin import ensure_topic
 from mirrorspark.mm2.records import Heartbeat
 from mirrorspark.replication.scheduler import Scheduler
 
@@ -59,15 +58,11 @@ class HeartbeatEmitter:
         """
         for ctx in self.flows:
             flow = ctx.flow
-            admin = ctx.admin("target", "heartbeats-target-admin")
-            ensure_topic(
-                admin,
-                flow.target,
+            ctx.cluster_admin("target", "heartbeats-target-admin").ensure_topic(
                 ctx.policy.heartbeats_topic(),
                 partitions=1,
                 replication_factor=flow.heartbeats_topic_replication_factor,
                 config={"cleanup.policy": "compact"},
-                timeout_s=flow.admin_timeout_ms / 1000,
             )
             if flow.target not in self._producers:
                 self._producers[flow.target] = ctx.producer(

@@ -83,7 +83,6 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from mirrorspark.client.context import FlowContext
 from mirrorspark.core.lease_claims import LeaseClaim, claim_epoch, encode_claim, lease_topic, permission_hint
 from mirrorspark.errors import ClusterError
-from mirrorspark.kafka.admin import ensure_topic
 from mirrorspark.mm2.internal_topics import lease_group
 
 log = logging.getLogger(__name__)
@@ -383,15 +382,13 @@ class FlowLease:
         if self._thread is not None:
             raise RuntimeError(f"flow {self.flow_name}: lease already started")
         flow = self.context.flow
-        admin_timeout_s = timeout_s if timeout_s is not None else flow.admin_timeout_ms / 1000
-        ensure_topic(
-            self.context.admin("target", "lease-admin"),
-            flow.target,
+        admin = self.context.cluster_admin("target", "lease-admin")
+        admin = admin if timeout_s is None else admin.with_timeout(timeout_s)
+        admin.ensure_topic(
             self.topic,
             partitions=1,
             replication_factor=flow.checkpoints_topic_replication_factor,
             config={"cleanup.policy": "compact"},
-            timeout_s=admin_timeout_s,
         )
         self._producer = self.context.producer(
             "target",

@@ -40,13 +40,10 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
-from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient
-
 from mirrorspark.client.context import FlowContext, Side
 from mirrorspark.config.model import FlowConfig, MirrorConfig
 from mirrorspark.errors import BadRegexError, ClusterError, CorruptRecordError
-from mirrorspark.kafka.admin import check_reachable, ensure_topic, list_topics, wait
+from mirrorspark.kafka.admin import ClusterAdmin
 from mirrorspark.kafka.factory import LIBRDKAFKA_LOGGER, ClientFactory
 from mirrorspark.kafka.reader import TopicReader
 from mirrorspark.mm2.control_state import (
@@ -295,12 +292,8 @@ class ControlStore:
         self.context = context if context is not None else FlowContext.build(config, self.flow_config)
         self.policy = self.context.policy
         self.topic = control_topic(self.policy, source)
-        self._bootstrap = {
-            source: config.cluster(source).bootstrap_servers,
-            target: config.cluster(target).bootstrap_servers,
-        }
         self._clock_ms = clock_ms
-        self._admins: dict[str, AdminClient] = {}
+        self._admins: dict[str, ClusterAdmin] = {}
         self._tail: _Tail | None = None
         self._producer: Any = None
 
@@ -310,14 +303,14 @@ class ControlStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _admin(self, alias: str) -> AdminClient:
-        """Return the source or target admin client, checked reachable at first use."""
+    def _admin(self, alias: str) -> ClusterAdmin:
+        """Return the source or target admin wrapper (bounded by ``timeout_s``), checked reachable at first use."""
         if alias not in self._admins:
             side: Side = "source" if alias == self.source else "target"
-            admin = self.context.admin(
+            admin = self.context.cluster_admin(
                 side, f"control-{side}-admin", overrides={"logger": logging.getLogger(LIBRDKAFKA_LOGGER)}
-            )
-            check_reachable(admin, alias, self._bootstrap[alias], timeout_s=min(10.0, self.timeout_s))
+            ).with_timeout(self.timeout_s, setting="--timeout")
+            admin.check_reachable(timeout_s=min(10.0, self.timeout_s))
             self._admins[alias] = admin
         return self._admins[alias]
 
@@ -403,14 +396,11 @@ class ControlStore:
         return self.read()
 
     def _write(self, changes: Sequence[ControlChange]) -> None:
-        ensure_topic(
-            self._admin(self.target),
-            self.target,
+        self._admin(self.target).ensure_topic(
             self.topic,
             partitions=1,
             replication_factor=self.flow_config.checkpoints_topic_replication_factor,
             config={"cleanup.policy": "compact"},
-            timeout_s=self.timeout_s,
         )
         if self._producer is None:
             self._producer = self.context.producer(
@@ -474,7 +464,7 @@ class ControlStore:
             If the source or target does not answer.
         """
         topic_filter = _topic_filter(self.flow_config, self.read())
-        topics = list_topics(self._admin(self.source), self.source, timeout_s=self.timeout_s)
+        topics = self._admin(self.source).list_topics()
         return sorted(
             t
             for t, n in topics.items()
@@ -512,13 +502,7 @@ class ControlStore:
             If the source or target does not answer, or listing groups fails.
         """
         group_filter = _group_filter(self.flow_config, self.read())
-        admin = self._admin(self.source)
-        try:
-            fut = admin.list_consumer_groups(request_timeout=self.timeout_s)
-            result = wait(fut, self.timeout_s, "listing consumer groups", self.source)
-        except KafkaException as e:
-            raise ClusterError(f"listing consumer groups of cluster '{self.source}' failed: {e}") from e
-        return sorted({g.group_id for g in result.valid if group_filter.should_replicate_group(g.group_id)})
+        return sorted(g for g in self._admin(self.source).list_groups() if group_filter.should_replicate_group(g))
 
     def close(self) -> None:
         """Flush the producer and close the consumer (admin clients close when collected)."""

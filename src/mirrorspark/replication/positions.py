@@ -23,9 +23,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from confluent_kafka.admin import AdminClient
-
-from mirrorspark.kafka.admin import PartitionKey, describe_topics, end_offsets, start_offsets
+from mirrorspark.kafka.admin import ClusterAdmin, PartitionKey
 from mirrorspark.mm2.connect_offsets import OffsetHistory, last_valid_offset
 from mirrorspark.mm2.gaps import GapEvent, check_position, recreated_gap
 from mirrorspark.mm2.offset_syncs import CopiedSegment
@@ -95,12 +93,8 @@ class Positions:
     ----------
     flow:
         The flow's name, ``"S->T"``.
-    source:
-        The source cluster's alias.
     source_admin:
-        The flow's source admin client (shared, not closed here).
-    timeout_s:
-        ``admin.timeout.ms`` in seconds.
+        The flow's source admin wrapper (shared).
     offsets_topic:
         ``offset.storage.topic`` (for messages).
     auto_offset_reset:
@@ -134,10 +128,8 @@ class Positions:
     def __init__(
         self,
         flow: str,
-        source: str,
-        source_admin: AdminClient,
+        source_admin: ClusterAdmin,
         *,
-        timeout_s: float,
         offsets_topic: str,
         auto_offset_reset: str,
         read_committed: bool,
@@ -145,9 +137,7 @@ class Positions:
         ledger: GapLedger | None,
     ) -> None:
         self.flow_name = flow
-        self.source = source
         self._admin = source_admin
-        self.timeout_s = timeout_s
         self.offsets_topic = offsets_topic
         self.auto_offset_reset = auto_offset_reset
         self.read_committed = read_committed
@@ -191,11 +181,11 @@ class Positions:
             The source's offsets cannot be listed, or a gap cannot be recorded.
         """
         keys = list(keys)
-        starts = start_offsets(self._admin, self.source, keys, timeout_s=self.timeout_s)
-        ends = end_offsets(self._admin, self.source, keys, timeout_s=self.timeout_s)  # what the source holds
+        starts = self._admin.start_offsets(keys)
+        ends = self._admin.end_offsets(keys)  # high watermarks: what the source holds
         fresh = [k for k in keys if k not in self._stored and k[0] not in self._from_start]
         latest = (
-            end_offsets(self._admin, self.source, fresh, read_committed=self.read_committed, timeout_s=self.timeout_s)
+            self._admin.end_offsets(fresh, read_committed=self.read_committed)
             if self.auto_offset_reset == "latest" and fresh
             else {}
         )
@@ -281,7 +271,7 @@ class Positions:
 
     def current_topic_ids(self, topics: Iterable[str]) -> dict[str, str]:
         """Return the source topics' ids now (KIP-516); topics that do not exist are left out."""
-        described = describe_topics(self._admin, self.source, topics, timeout_s=self.timeout_s)
+        described = self._admin.describe_topics(topics)
         return {t: d.topic_id for t, d in described.items() if d.topic_id}
 
     def recreated(self, ids: Mapping[str, str]) -> set[str]:
@@ -352,8 +342,8 @@ class Positions:
         keys = [k for k in keys if k in self.by_key]
         if not keys:
             return
-        starts = start_offsets(self._admin, self.source, keys, timeout_s=self.timeout_s)
-        ends = end_offsets(self._admin, self.source, keys, timeout_s=self.timeout_s)
+        starts = self._admin.start_offsets(keys)
+        ends = self._admin.end_offsets(keys)
         now = int(time.time() * 1000)
         for k in keys:
             if k not in starts or k not in ends or starts[k] > ends[k] or self.halted is not None:
@@ -423,7 +413,7 @@ class Positions:
             The source's end offsets cannot be listed.
         """
         keys = list(self.order if keys is None else keys)
-        ends = end_offsets(self._admin, self.source, keys, read_committed=self.read_committed, timeout_s=self.timeout_s)
+        ends = self._admin.end_offsets(keys, read_committed=self.read_committed)
         behind = []
         for k, e in ends.items():
             p = self.by_key.get(k)

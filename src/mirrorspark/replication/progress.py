@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING, Any
 
 from mirrorspark.config.model import ClientSettings
 from mirrorspark.errors import ClusterError
-from mirrorspark.kafka.admin import ensure_topic
 from mirrorspark.kafka.delivery import Outgoing, deliver
 from mirrorspark.kafka.factory import ClientFactory
 from mirrorspark.kafka.reader import read_topic
@@ -249,14 +248,11 @@ class ProgressPublisher:
         ctx = self.flow.context
         admin_timeout_s = cfg.admin_timeout_ms / 1000
         self._topic = progress_topic(cfg.source, self.flow.policy)
-        ensure_topic(
-            self.flow.target_admin,
-            cfg.target,
+        self.flow.target_admin.ensure_topic(
             self._topic,
             partitions=1,
             replication_factor=cfg.checkpoints_topic_replication_factor,
             config={"cleanup.policy": "compact"},
-            timeout_s=admin_timeout_s,
         )
         self._base = read_progress(
             cfg.target_consumer,

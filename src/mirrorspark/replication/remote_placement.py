@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import logging
 
-from confluent_kafka.admin import AdminClient
-
-from mirrorspark.kafka.admin import broker_racks
+from mirrorspark.kafka.admin import ClusterAdmin
 from mirrorspark.mm2.placement import Assignment, PlacementRules, assign_replicas, check_racks
 
 log = logging.getLogger(__name__)
@@ -27,20 +25,15 @@ class RemotePlacement:
     rules:
         The flow's ``mirrorspark.replica.placement``.
     admin:
-        Admin client of the target cluster.
-    alias:
-        The target cluster alias.
-    timeout_s:
-        Bound of each admin call, in seconds.
+        The target cluster's admin wrapper.
 
     Not thread-safe: the flow's topic refresh uses it.
     """
 
-    def __init__(self, rules: PlacementRules, admin: AdminClient, alias: str, *, timeout_s: float) -> None:
+    def __init__(self, rules: PlacementRules, admin: ClusterAdmin) -> None:
         self.rules = rules
         self._admin = admin
-        self._alias = alias
-        self._timeout_s = timeout_s
+        self._alias = admin.alias
         self._brokers: dict[int, str | None] | None = None
 
     def check(self) -> None:
@@ -54,7 +47,7 @@ class RemotePlacement:
         ClusterError
             The brokers cannot be described.
         """
-        brokers = broker_racks(self._admin, self._alias, timeout_s=self._timeout_s)
+        brokers = self._admin.broker_racks()
         for rule in self.rules.rules:
             check_racks(rule.placement, brokers, cluster=self._alias)
 
@@ -85,7 +78,7 @@ class RemotePlacement:
         if placement is None:
             return None
         if self._brokers is None:
-            self._brokers = broker_racks(self._admin, self._alias, timeout_s=self._timeout_s)
+            self._brokers = self._admin.broker_racks()
         return assign_replicas(
             placement,
             partitions,

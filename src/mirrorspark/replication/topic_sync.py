@@ -22,20 +22,8 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from confluent_kafka.admin import AdminClient
-
 from mirrorspark.client.context import FlowContext
-from mirrorspark.kafka.admin import (
-    PartitionKey,
-    TopicSpec,
-    alter_topic_configs,
-    create_partitions,
-    create_topics,
-    describe_topic_configs,
-    ensure_topic,
-    list_topics,
-    topic_configs,
-)
+from mirrorspark.kafka.admin import ClusterAdmin, PartitionKey, TopicSpec
 from mirrorspark.mm2.config_sync import topic_config_changes
 from mirrorspark.mm2.filters import should_replicate_topic
 from mirrorspark.mm2.internal_topics import TASK_PROGRESS_PREFIX, mirrorspark_topic
@@ -73,7 +61,7 @@ class TopicSync:
     context:
         The flow's context.
     source_admin, target_admin:
-        The flow's admin clients (shared; not closed here).
+        The flow's admin wrappers (shared).
 
     Attributes
     ----------
@@ -90,20 +78,15 @@ class TopicSync:
     Not thread-safe: the driver loop calls every method.
     """
 
-    def __init__(self, context: FlowContext, source_admin: AdminClient, target_admin: AdminClient) -> None:
+    def __init__(self, context: FlowContext, source_admin: ClusterAdmin, target_admin: ClusterAdmin) -> None:
         cfg = context.flow
         self.context = context
         self.config = cfg
-        self.timeout_s = cfg.admin_timeout_ms / 1000
         self._src_admin = source_admin
         self._tgt_admin = target_admin
         self.topic_filter = context.topic_filter
         self.live_filters = LiveFilters(context)
-        self.placement = (
-            None
-            if cfg.replica_placement is None
-            else RemotePlacement(cfg.replica_placement, target_admin, cfg.target, timeout_s=self.timeout_s)
-        )
+        self.placement = None if cfg.replica_placement is None else RemotePlacement(cfg.replica_placement, target_admin)
         self.topic_partitions: dict[str, int] = {}
         self.remote_topics: dict[str, str] = {}
         self.offsets_partitions = cfg.offset_storage_partitions
@@ -133,38 +116,29 @@ class TopicSync:
         if self.placement is not None:
             self.placement.check()  # mirrorspark.replica.placement against the target's racks
         compact = {"cleanup.policy": "compact"}
-        ensure_topic(
-            self._tgt_admin,
-            cfg.target,
+        self._tgt_admin.ensure_topic(
             cfg.offset_storage_topic,
             partitions=cfg.offset_storage_partitions,
             replication_factor=cfg.offset_storage_replication_factor,
             config=compact,
-            timeout_s=self.timeout_s,
         )
-        self.offsets_partitions = list_topics(self._tgt_admin, cfg.target, timeout_s=self.timeout_s).get(
+        self.offsets_partitions = self._tgt_admin.list_topics().get(
             cfg.offset_storage_topic, cfg.offset_storage_partitions
         )
         if cfg.emit_offset_syncs_enabled:
-            on_source = cfg.offset_syncs_topic_location == "source"
-            ensure_topic(
-                self._src_admin if on_source else self._tgt_admin,
-                cfg.source if on_source else cfg.target,
+            admin = self._src_admin if cfg.offset_syncs_topic_location == "source" else self._tgt_admin
+            admin.ensure_topic(
                 self.offset_syncs_topic,
                 partitions=1,
                 replication_factor=cfg.offset_syncs_topic_replication_factor,
                 config=compact,
-                timeout_s=self.timeout_s,
             )
-        ensure_topic(
-            self._tgt_admin,
-            cfg.target,
+        self._tgt_admin.ensure_topic(
             self.progress_topic,
             partitions=1,
             replication_factor=cfg.offset_storage_replication_factor,
             # the last hour of reports stays a readable stream; the newest per partition is kept for good
             config={**compact, "min.compaction.lag.ms": "3600000"},
-            timeout_s=self.timeout_s,
         )
 
     def should_replicate(self, topic: str) -> bool:
@@ -188,10 +162,9 @@ class TopicSync:
         ClusterError
             A cluster cannot be listed, or a remote topic cannot be created or grown.
         """
-        cfg = self.config
         self.live_filters.poll()
         self.topic_filter = self.live_filters.topic_filter(self.topic_filter)
-        source_topics = list_topics(self._src_admin, cfg.source, timeout_s=self.timeout_s)
+        source_topics = self._src_admin.list_topics()
         wanted = {t: n for t, n in sorted(source_topics.items()) if n > 0 and self.should_replicate(t)}
         self._create_remote_topics(wanted)
         dropped = tuple(t for t in self.topic_partitions if t not in wanted)
@@ -202,16 +175,10 @@ class TopicSync:
     def _create_remote_topics(self, wanted: dict[str, int]) -> None:
         cfg = self.config
         policy = self.context.policy
-        target_topics = list_topics(self._tgt_admin, cfg.target, timeout_s=self.timeout_s)
+        target_topics = self._tgt_admin.list_topics()
         new_topics = [t for t in wanted if policy.format_remote_topic(cfg.source, t) not in target_topics]
         configs = (
-            topic_configs(
-                self._src_admin,
-                cfg.source,
-                new_topics,
-                include_defaults=cfg.use_defaults_from == "source",
-                timeout_s=self.timeout_s,
-            )
+            self._src_admin.topic_configs(new_topics, include_defaults=cfg.use_defaults_from == "source")
             if new_topics
             else {}
         )
@@ -238,9 +205,7 @@ class TopicSync:
                 if placed is not None:
                     grow_assignments[remote] = placed
         if create:
-            created = create_topics(
-                self._tgt_admin, cfg.target, create, wait_for_leaders=False, timeout_s=self.timeout_s
-            )
+            created = self._tgt_admin.create_topics(create, wait_for_leaders=False)
             if created:
                 log.info(
                     "%s: created %d remote topic(s): %s",
@@ -249,7 +214,7 @@ class TopicSync:
                     ", ".join(created[:10]) + (" …" if len(created) > 10 else ""),
                 )
         if grow:
-            create_partitions(self._tgt_admin, cfg.target, grow, assignments=grow_assignments, timeout_s=self.timeout_s)
+            self._tgt_admin.create_partitions(grow, assignments=grow_assignments)
             log.info("%s: grew remote topics %s", cfg.name, grow)
 
     def add(self, wanted: dict[str, int]) -> list[PartitionKey]:
@@ -294,9 +259,9 @@ class TopicSync:
         topics = sorted(self.topic_partitions)
         if not topics:
             return {}
-        source = describe_topic_configs(self._src_admin, cfg.source, topics, timeout_s=self.timeout_s)
+        source = self._src_admin.describe_topic_configs(topics)
         remote_of = {t: self.remote_topics[t] for t in topics if t in source}
-        target = describe_topic_configs(self._tgt_admin, cfg.target, remote_of.values(), timeout_s=self.timeout_s)
+        target = self._tgt_admin.describe_topic_configs(remote_of.values())
         changes: dict[str, dict[str, str | None]] = {}
         for topic, remote in remote_of.items():
             have = target.get(remote)
@@ -306,7 +271,7 @@ class TopicSync:
             if delta:
                 changes[remote] = delta
         if changes:
-            alter_topic_configs(self._tgt_admin, cfg.target, changes, timeout_s=self.timeout_s)
+            self._tgt_admin.alter_topic_configs(changes)
             log.info("%s: synced topic configs %s", cfg.name, changes)
         return changes
 
