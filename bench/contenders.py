@@ -232,14 +232,14 @@ class Contender(ABC):
 
 
 class _TimedDataPath:
-    """A :class:`mirrorspark.replication.spark.DataPath` that adds up the wall time of its Spark jobs.
+    """A :class:`mirrorspark.spark_session.DataPath` that adds up the wall time of its Spark jobs.
 
     The batch engine calls :meth:`copy` once per batch; the continuous engine only takes
     :attr:`spark` (its copy tasks are long-running Spark jobs of their own), so its runs show no jobs.
     """
 
     def __init__(self, spark: SparkSession) -> None:
-        from mirrorspark.replication.spark import DataPath
+        from mirrorspark.spark_session import DataPath
 
         self._inner = DataPath(spark)
         self.spark = spark

@@ -124,7 +124,7 @@ class BenchEnv:
         any measured run.
         """
         if self._spark is None:
-            from mirrorspark.replication.spark import build_spark_session
+            from mirrorspark.spark_session import build_spark_session
 
             os.environ.setdefault("MIRRORSPARK_SPARK_LOG_LEVEL", "ERROR")
             t = time.perf_counter()

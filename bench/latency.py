@@ -251,14 +251,14 @@ def _percentile(ordered: Sequence[float], q: float) -> float:
 
 
 class _ClockedDataPath:
-    """A :class:`mirrorspark.replication.spark.DataPath` that notes the wall-clock span of every Spark job.
+    """A :class:`mirrorspark.spark_session.DataPath` that notes the wall-clock span of every Spark job.
 
     Only the batch engine calls :meth:`copy`; the continuous engine takes :attr:`spark` and runs its
     long-running copy tasks as Spark jobs of their own.
     """
 
     def __init__(self, spark: SparkSession) -> None:
-        from mirrorspark.replication.spark import DataPath
+        from mirrorspark.spark_session import DataPath
 
         self._inner = DataPath(spark)
         self.spark = spark

@@ -20,7 +20,7 @@ settings.load_profile("mirrorspark")
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
     """One local SparkSession for the whole session, without the UI: 12 slots, one per copy task."""
-    from mirrorspark.replication.spark import build_spark_session
+    from mirrorspark.spark_session import build_spark_session
 
     session = build_spark_session(master="local[12]", app_name="mirrorspark-tests", ui=False)
     yield session

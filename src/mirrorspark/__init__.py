@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
+    from mirrorspark.client.control_store import ControlStore
     from mirrorspark.client.mirror_client import (
         MirrorClient,
         checkpoint_topics,
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     )
     from mirrorspark.config.model import MirrorConfig
     from mirrorspark.config.parse import load_config, parse_config
+    from mirrorspark.core.transforms import ConnectRecord, Transformation
     from mirrorspark.errors import MirrorsparkError
     from mirrorspark.mm2.policy import (
         BaseReplicationPolicy,
@@ -44,20 +46,18 @@ if TYPE_CHECKING:
         IdentityReplicationPolicy,
         ReplicationPolicy,
     )
-    from mirrorspark.mm2.transforms import ConnectRecord, Transformation
-    from mirrorspark.replication.live_filters import ControlStore
 
 _EXPORTS: dict[str, str] = {
     "BaseReplicationPolicy": "mirrorspark.mm2.policy",
-    "ConnectRecord": "mirrorspark.mm2.transforms",
-    "ControlStore": "mirrorspark.replication.live_filters",
+    "ConnectRecord": "mirrorspark.core.transforms",
+    "ControlStore": "mirrorspark.client.control_store",
     "DefaultReplicationPolicy": "mirrorspark.mm2.policy",
     "IdentityReplicationPolicy": "mirrorspark.mm2.policy",
     "MirrorClient": "mirrorspark.client.mirror_client",
     "MirrorConfig": "mirrorspark.config.model",
     "MirrorsparkError": "mirrorspark.errors",
     "ReplicationPolicy": "mirrorspark.mm2.policy",
-    "Transformation": "mirrorspark.mm2.transforms",
+    "Transformation": "mirrorspark.core.transforms",
     "checkpoint_topics": "mirrorspark.client.mirror_client",
     "heartbeat_topics": "mirrorspark.client.mirror_client",
     "load_config": "mirrorspark.config.parse",

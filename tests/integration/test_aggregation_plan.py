@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from mirrorspark.mm2.task_progress import PartitionReport, encode_report
+from mirrorspark.core.progress_records import PartitionReport, encode_report
 from mirrorspark.service.aggregates import Summary, decode_aggregate
 from mirrorspark.service.aggregation import aggregate_stream
 

@@ -256,7 +256,7 @@ def test_translation_never_skips_across_markers_and_compaction(
     syncs_only = CheckpointEmitter(flow, reverse=reverse)
     for e in (exact, syncs_only):
         e.syncs = None
-        from mirrorspark.client.checkpoints import OffsetSyncReader
+        from mirrorspark.client.checkpoint_reader import OffsetSyncReader
 
         e.syncs = OffsetSyncReader(cfg, e.flow_config, e.policy, read_to_end_required=False, client_id="test")
         e.syncs.load()

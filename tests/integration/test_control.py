@@ -22,13 +22,13 @@ from helpers import Bootstrap, assert_eventually, consume_all, create_topic, end
 from pyspark.sql import SparkSession
 from test_replication import running, topic_config, topics_of, values_if_exists
 
+from mirrorspark.client.control_store import ControlStore
 from mirrorspark.config.model import MirrorConfig
 from mirrorspark.config.parse import parse_config
 from mirrorspark.config.properties import parse_properties
+from mirrorspark.core.control_state import ControlChange, ControlKey
 from mirrorspark.kafka.local.model import LocalClusters
-from mirrorspark.mm2.control_state import ControlChange, ControlKey
 from mirrorspark.mm2.records import Checkpoint
-from mirrorspark.replication.live_filters import ControlStore
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 

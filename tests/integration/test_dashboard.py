@@ -30,9 +30,7 @@ from playwright.sync_api import Browser, Page, sync_playwright
 from pyspark.sql import SparkSession
 
 from mirrorspark.config.parse import parse_config
-from mirrorspark.kafka.local.model import LocalClusters
-from mirrorspark.mm2.records import Heartbeat
-from mirrorspark.mm2.task_progress import (
+from mirrorspark.core.progress_records import (
     FlowMetrics,
     GroupMetrics,
     GroupPartition,
@@ -42,6 +40,8 @@ from mirrorspark.mm2.task_progress import (
     encode_group_metrics,
     encode_topic_lag,
 )
+from mirrorspark.kafka.local.model import LocalClusters
+from mirrorspark.mm2.records import Heartbeat
 from mirrorspark.service.api import create_app
 from mirrorspark.service.feed import Store
 

@@ -31,9 +31,11 @@ from pyspark.sql import SparkSession
 from test_replication import running
 
 from mirrorspark.client.context import ReplicationContext
+from mirrorspark.client.status import read_failover_event
 from mirrorspark.config.model import MirrorConfig
 from mirrorspark.config.parse import parse_config
 from mirrorspark.config.properties import parse_properties
+from mirrorspark.core.progress_records import FailoverEvent
 from mirrorspark.kafka.local.clusters import (
     load_clusters,
     restart_cluster,
@@ -43,9 +45,7 @@ from mirrorspark.kafka.local.clusters import (
 )
 from mirrorspark.kafka.local.model import LocalClusters
 from mirrorspark.mm2.records import Checkpoint
-from mirrorspark.mm2.task_progress import FailoverEvent
 from mirrorspark.replication.driver import Replicator
-from mirrorspark.replication.status import read_failover_event
 
 # a generous per-test timeout: the module starts 4 brokers, and checkpoints need the flow to copy first
 pytestmark = [

@@ -26,13 +26,13 @@ from typer.testing import CliRunner
 from mirrorspark.cli.app import app
 from mirrorspark.client.context import ReplicationContext
 from mirrorspark.config.parse import load_config
+from mirrorspark.core.progress_records import decode_report, record_kind
+from mirrorspark.core.replica_rows import broker_rx_bytes
 from mirrorspark.kafka.local.clusters import load_clusters, restart_cluster, stop_broker, stop_clusters
 from mirrorspark.kafka.local.model import LocalClusters
 from mirrorspark.mm2.internal_topics import TASK_PROGRESS_PREFIX, mirrorspark_topic
-from mirrorspark.mm2.replicas import broker_rx_bytes
-from mirrorspark.mm2.task_progress import decode_report, record_kind
 from mirrorspark.replication.driver import Replicator
-from mirrorspark.service.replicas import ReplicaCollector, remote_copy_families, replica_families
+from mirrorspark.service.replica_metrics import ReplicaCollector, remote_copy_families, replica_families
 
 # six brokers and a Spark session: slow to start on a loaded 2-core machine (well under 600 s on a quiet one)
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.timeout(1500)]

@@ -33,7 +33,7 @@ from mirrorspark.cli.app import app
 from mirrorspark.config.parse import parse_config
 from mirrorspark.config.properties import parse_properties
 from mirrorspark.kafka.local.model import LocalClusters
-from mirrorspark.migration.source_offsets import FlowSourceOffsets
+from mirrorspark.migration.source_offset_tools import FlowSourceOffsets
 from mirrorspark.replication.driver import Replicator
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]

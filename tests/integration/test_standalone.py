@@ -31,9 +31,9 @@ from confluent_kafka import KafkaError, Message, Producer
 from helpers import assert_eventually, client_config, consume_all, create_topic, end_offsets, produce, unique_name
 from standalone import StandaloneCluster, free_port
 
+from mirrorspark.core.progress_records import decode_report, record_kind
 from mirrorspark.kafka.local.clusters import start_clusters, stop_clusters
 from mirrorspark.kafka.local.model import LocalClusters
-from mirrorspark.mm2.task_progress import decode_report, record_kind
 
 pytestmark = pytest.mark.integration
 

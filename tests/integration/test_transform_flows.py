@@ -17,11 +17,11 @@ from pyspark.sql import SparkSession
 from test_checkpoints import checkpoints, commit, config, read_from, replicate
 from test_replication import topics_of
 
+from mirrorspark.client.status import status
 from mirrorspark.errors import ConfigError
 from mirrorspark.kafka.local.model import LocalClusters
 from mirrorspark.mm2.connect_offsets import decode_source_offset
 from mirrorspark.replication.driver import Replicator
-from mirrorspark.replication.status import status
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 

@@ -76,7 +76,7 @@ def test_importing_the_spark_module_does_not_start_spark() -> None:
         """
         import sys
         sys.path.insert(0, sys.argv[1])
-        import mirrorspark.replication.spark
+        import mirrorspark.spark_session
         context = sys.modules.get("pyspark.context")
         if context is not None:
             sc = context.SparkContext

@@ -18,14 +18,14 @@ from confluent_kafka import KafkaError
 from fakes import FakeClients, FakeCluster, FakeProducer, two_clusters
 from mirrorspark.client.context import FlowContext, ReplicationContext
 from mirrorspark.config.model import MirrorConfig
+from mirrorspark.core.progress_records import PartitionReport
 from mirrorspark.errors import ClusterError
 from mirrorspark.kafka.delivery import Outgoing, deliver
 from mirrorspark.mm2.records import Checkpoint, OffsetSync
-from mirrorspark.mm2.task_progress import PartitionReport
 from mirrorspark.replication.checkpoint_emitter import CheckpointEmitter
 from mirrorspark.replication.flow import Flow
 from mirrorspark.replication.heartbeats import HeartbeatEmitter
-from mirrorspark.replication.progress import ProgressPublisher
+from mirrorspark.replication.totals_publisher import TotalsPublisher
 
 pytestmark = pytest.mark.unit
 
@@ -160,7 +160,7 @@ def test_failed_heartbeats_are_logged_and_the_next_one_is_written(caplog: pytest
 
 def test_progress_not_acknowledged_is_published_again_next_tick(caplog: pytest.LogCaptureFixture) -> None:
     flow, _, b = flow_with_backlog()
-    pub = ProgressPublisher(flow)
+    pub = TotalsPublisher(flow)
     pub.start()
     copied(flow)
     topic = "mm2-progress.A.internal"

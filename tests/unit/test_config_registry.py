@@ -15,13 +15,13 @@ from mirrorspark.cli.app import config_reference
 from mirrorspark.config.keys import ACCEPTED_NOTE, CONFIG_KEYS, ConfigKey
 from mirrorspark.config.model import DataPathConfig, FlowConfig, PolicyConfig, ServiceConfig
 from mirrorspark.config.parse import parse_config
+from mirrorspark.core.control_state import control_topic
+from mirrorspark.core.lifetime_totals import totals_topic
 from mirrorspark.mm2 import filters
-from mirrorspark.mm2.control_state import control_topic
 from mirrorspark.mm2.internal_topics import connect_offsets_topic
 from mirrorspark.mm2.policy import DefaultReplicationPolicy
 from mirrorspark.replication.acl_sync import TopicAclSync
 from mirrorspark.replication.driver import schedule_checkpoint_jobs
-from mirrorspark.replication.progress import progress_topic
 from mirrorspark.replication.scheduler import Scheduler
 
 pytestmark = pytest.mark.unit
@@ -165,14 +165,14 @@ def test_default_filter_lists_come_from_the_filters() -> None:
 def test_internal_topic_names() -> None:
     default = DefaultReplicationPolicy()
     assert connect_offsets_topic("A") == "mm2-offsets.A.internal" == flow_config().offset_storage_topic
-    assert progress_topic("A") == progress_topic("A", default) == "mm2-progress.A.internal"
+    assert totals_topic("A") == totals_topic("A", default) == "mm2-progress.A.internal"
     assert default.offset_syncs_topic("B") == "mm2-offset-syncs.B.internal"
     assert default.checkpoints_topic("A") == "A.checkpoints.internal"
     sep = DefaultReplicationPolicy(separator="__")
     # mirrorspark's own topics follow the policy's internal separator, like MM2's, so the policy keeps them internal
-    assert progress_topic("A", sep) == "mm2-progress__A__internal"
+    assert totals_topic("A", sep) == "mm2-progress__A__internal"
     assert control_topic(sep, "A") == "mm2-control__A__internal"
-    assert sep.is_internal_topic(progress_topic("A", sep))
+    assert sep.is_internal_topic(totals_topic("A", sep))
     assert not sep.is_internal_topic("mm2-progress.A.internal")
     # the Connect offsets topic stays '.'-separated whatever the separator, as in MM2
     assert flow_config(**{"replication.policy.separator": "__"}).offset_storage_topic == "mm2-offsets.A.internal"

@@ -6,10 +6,11 @@ import pytest
 
 from fakes import FakeClients, two_clusters
 from mirrorspark.client.context import FlowContext
+from mirrorspark.client.control_store import ControlStore
 from mirrorspark.config.model import MirrorConfig
+from mirrorspark.core.control_state import ControlChange, ControlKey
 from mirrorspark.errors import BadRegexError
-from mirrorspark.mm2.control_state import ControlChange, ControlKey
-from mirrorspark.replication.live_filters import ControlStore, LiveFilters
+from mirrorspark.replication.live_filters import LiveFilters
 
 pytestmark = pytest.mark.unit
 

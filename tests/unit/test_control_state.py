@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from mirrorspark.client.control_store import ControlStore
 from mirrorspark.config.model import MirrorConfig
 from mirrorspark.config.parse import parse_config
 from mirrorspark.config.properties import parse_properties
-from mirrorspark.errors import BadRegexError, ConfigError, CorruptRecordError, UnknownAliasError
-from mirrorspark.mm2.control_state import (
+from mirrorspark.core.control_state import (
     ControlChange,
     ControlKey,
     ControlState,
@@ -26,8 +26,8 @@ from mirrorspark.mm2.control_state import (
     fold,
     validate_regex,
 )
+from mirrorspark.errors import BadRegexError, ConfigError, CorruptRecordError, UnknownAliasError
 from mirrorspark.mm2.policy import DefaultReplicationPolicy, IdentityReplicationPolicy
-from mirrorspark.replication.live_filters import ControlStore
 
 pytestmark = pytest.mark.unit
 

@@ -14,10 +14,10 @@ import pytest
 from confluent_kafka import KafkaError
 
 from fakes import FakeChannel, FakeCluster, FakeTaskConsumer, FakeTaskProducer
+from mirrorspark.core.progress_records import decode_report, record_kind
 from mirrorspark.errors import DataPathError, RecordTooLargeError, error_from_info
 from mirrorspark.mm2.connect_offsets import decode_source_offset
 from mirrorspark.mm2.records import OffsetSync
-from mirrorspark.mm2.task_progress import decode_report, record_kind
 from mirrorspark.replication.task.channel import ChannelState
 from mirrorspark.replication.task.partition import FULL_SCAN_EVERY
 from mirrorspark.replication.task.runner import CopyTaskRunner

@@ -18,22 +18,22 @@ from hypothesis import strategies as st
 from mirrorspark.config.keys import CONFIG_KEYS
 from mirrorspark.config.parse import parse_config
 from mirrorspark.config.properties import parse_properties
+from mirrorspark.core.control_state import ControlChange, ControlKey
+from mirrorspark.core.gaps import GapEvent, decode_ledger_record, encode_gap, encode_topic_id
 from mirrorspark.core.lease_claims import LeaseClaim, decode_claim, encode_claim
+from mirrorspark.core.lifetime_totals import (
+    FlowState,
+    TopicTotals,
+    decode_flow_state,
+    decode_totals,
+    encode_flow_state,
+    encode_totals,
+)
+from mirrorspark.core.progress_records import PartitionReport, decode_report, encode_report
 from mirrorspark.errors import MirrorsparkError
 from mirrorspark.mm2.connect_offsets import decode_source_offset, source_offset_key, source_offset_value
-from mirrorspark.mm2.control_state import ControlChange, ControlKey
-from mirrorspark.mm2.gaps import GapEvent, decode_ledger_record, encode_gap, encode_topic_id
 from mirrorspark.mm2.offset_syncs import CopiedSegment
 from mirrorspark.mm2.records import Checkpoint, Heartbeat, OffsetSync
-from mirrorspark.mm2.task_progress import PartitionReport, decode_report, encode_report
-from mirrorspark.replication.progress import (
-    FlowState,
-    TopicProgress,
-    decode_flow_state,
-    decode_progress,
-    encode_flow_state,
-    encode_progress,
-)
 
 pytestmark = pytest.mark.unit
 
@@ -51,7 +51,7 @@ VALID: dict[str, tuple[bytes | None, bytes | None]] = {
         ControlKey(flow="A->B", kind="topics", list="include", regex="x.*").encode(),
         b'{"op":"add","ts":1}',
     ),
-    "progress": encode_progress("A->B", "t", TopicProgress(1, 2, 3, 4)),
+    "progress": encode_totals("A->B", "t", TopicTotals(1, 2, 3, 4)),
     "gap": encode_gap(GapEvent("A->B", "t", 0, "deleted", 0, 9, 1)),
     "topic id": encode_topic_id("A->B", "t", "AAAAAAAAAHsAAAAAAAAByA"),
     "task progress": encode_report(
@@ -69,7 +69,7 @@ DECODERS: dict[str, Decoder] = {
     "offset sync": OffsetSync.decode,
     "source offset": lambda k, v: decode_source_offset(k or b"", v),
     "control": ControlChange.decode,
-    "progress": decode_progress,
+    "progress": decode_totals,
     "gap": decode_ledger_record,
     "task progress": decode_report,
     "flow state": decode_flow_state,
@@ -133,8 +133,8 @@ def test_decoders_survive_pathological_json(kind: str, bad: bytes) -> None:
 
 def test_progress_with_infinite_totals_is_not_a_progress_record() -> None:
     key, _ = VALID["progress"]
-    assert decode_progress(key, b'{"records":Infinity,"value_bytes":1,"key_bytes":1,"timestamp":1}') is None
-    assert decode_progress(key, b'{"records":-5,"value_bytes":1,"key_bytes":1,"timestamp":1}') is None
+    assert decode_totals(key, b'{"records":Infinity,"value_bytes":1,"key_bytes":1,"timestamp":1}') is None
+    assert decode_totals(key, b'{"records":-5,"value_bytes":1,"key_bytes":1,"timestamp":1}') is None
 
 
 # --------------------------------------------------------------------------- the config parser

@@ -7,8 +7,7 @@ from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from mirrorspark.config.parse import parse_config
-from mirrorspark.errors import ConfigError, CorruptRecordError
-from mirrorspark.mm2.failover_policy import (
+from mirrorspark.core.failover_policy import (
     FailoverWatch,
     PartitionHealth,
     breach_reason,
@@ -16,13 +15,14 @@ from mirrorspark.mm2.failover_policy import (
     event_summary,
     failed_partitions,
 )
-from mirrorspark.mm2.task_progress import (
+from mirrorspark.core.progress_records import (
     FailoverEvent,
     GroupFailover,
     decode_failover_event,
     encode_failover_event,
     record_kind,
 )
+from mirrorspark.errors import ConfigError, CorruptRecordError
 from mirrorspark.service.api import create_app
 from mirrorspark.service.feed import Store
 

@@ -7,9 +7,9 @@ import pytest
 from fakes import FakeClients, FakeCluster, two_clusters
 from mirrorspark.client.context import FlowContext
 from mirrorspark.config.model import MirrorConfig
+from mirrorspark.core.gaps import GapEvent, KnownTopicId, decode_ledger_record
+from mirrorspark.core.progress_records import PartitionReport, encode_report
 from mirrorspark.mm2.connect_offsets import default_partition, source_offset_key, source_offset_value
-from mirrorspark.mm2.gaps import GapEvent, KnownTopicId, decode_ledger_record
-from mirrorspark.mm2.task_progress import PartitionReport, encode_report
 from mirrorspark.mm2.translation import CopiedSegment
 from mirrorspark.replication.driver import Replicator
 from mirrorspark.replication.flow import Flow

@@ -8,9 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mirrorspark.errors import CorruptRecordError
-from mirrorspark.mm2.connect_offsets import OFFSET_HISTORY_DEPTH, OffsetHistory, last_valid_offset
-from mirrorspark.mm2.gaps import (
+from mirrorspark.core.gaps import (
     GAP_REASONS,
     GapEvent,
     KnownTopicId,
@@ -21,6 +19,8 @@ from mirrorspark.mm2.gaps import (
     gaps_topic,
     recreated_gap,
 )
+from mirrorspark.errors import CorruptRecordError
+from mirrorspark.mm2.connect_offsets import OFFSET_HISTORY_DEPTH, OffsetHistory, last_valid_offset
 from mirrorspark.mm2.policy import DefaultReplicationPolicy, IdentityReplicationPolicy
 
 pytestmark = pytest.mark.unit

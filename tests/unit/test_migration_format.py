@@ -14,7 +14,7 @@ from mirrorspark.client.mirror_client import cluster_policy
 from mirrorspark.config.parse import parse_config
 from mirrorspark.config.properties import parse_properties
 from mirrorspark.migration.plans import FailoverOffset, FailoverPlan, reset_plan_csv
-from mirrorspark.mm2.checkpoints import rename_topic, rereads_at, upstream_topic_of
+from mirrorspark.mm2.checkpoint_rules import rename_topic, rereads_at, upstream_topic_of
 from mirrorspark.mm2.policy import DefaultReplicationPolicy, IdentityReplicationPolicy
 
 pytestmark = pytest.mark.unit

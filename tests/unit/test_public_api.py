@@ -24,11 +24,11 @@ def test_every_public_name_resolves(name: str) -> None:
 
 
 def test_public_names_are_the_defining_objects() -> None:
+    from mirrorspark.client.control_store import ControlStore
     from mirrorspark.client.mirror_client import MirrorClient, translate_offsets
     from mirrorspark.config.parse import load_config
     from mirrorspark.errors import MirrorsparkError
     from mirrorspark.mm2.policy import BaseReplicationPolicy
-    from mirrorspark.replication.live_filters import ControlStore
 
     assert mirrorspark.MirrorClient is MirrorClient
     assert mirrorspark.translate_offsets is translate_offsets

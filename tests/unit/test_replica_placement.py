@@ -11,8 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mirrorspark.config.parse import parse_config
-from mirrorspark.errors import ConfigError, PlacementError
-from mirrorspark.mm2.placement import (
+from mirrorspark.core.placement_rules import (
     Move,
     Ongoing,
     Placement,
@@ -26,6 +25,7 @@ from mirrorspark.mm2.placement import (
     repair,
     violations,
 )
+from mirrorspark.errors import ConfigError, PlacementError
 
 pytestmark = pytest.mark.unit
 

@@ -1,4 +1,4 @@
-"""Pure logic of replica status, elections and follower fetching (mirrorspark.mm2.replicas)."""
+"""Pure logic of replica status, elections and follower fetching (mirrorspark.core.replica_rows)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from mirrorspark.config.parse import parse_config
-from mirrorspark.errors import ConfigError, CorruptRecordError
-from mirrorspark.mm2.replicas import (
+from mirrorspark.core.progress_records import PartitionReport, decode_report, encode_report
+from mirrorspark.core.replica_rows import (
     JSON_KEYS,
     LEGEND,
     ElectionOutcome,
@@ -25,7 +25,7 @@ from mirrorspark.mm2.replicas import (
     partition_counts,
     replica_rows,
 )
-from mirrorspark.mm2.task_progress import PartitionReport, decode_report, encode_report
+from mirrorspark.errors import ConfigError, CorruptRecordError
 
 pytestmark = pytest.mark.unit
 
@@ -224,7 +224,7 @@ def test_bad_command_lines_exit_2_before_connecting(tmp_path: Path, args: list[s
 
 
 def test_replica_count_series() -> None:
-    from mirrorspark.service.replicas import replica_families
+    from mirrorspark.service.replica_metrics import replica_families
 
     fams = {f.name: f for f in replica_families("east", [state(isr=(0, 1)), state(partition=1)])}
     assert set(fams) == {
@@ -242,7 +242,7 @@ def test_replica_count_series() -> None:
 
 
 def test_remote_copy_series() -> None:
-    from mirrorspark.service.replicas import remote_copy_families
+    from mirrorspark.service.replica_metrics import remote_copy_families
 
     copies = {
         ("t", 0): [

@@ -9,9 +9,8 @@ from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from mirrorspark.config.parse import parse_config
-from mirrorspark.mm2.metrics import MIRRORSPARK_METRICS, MM2_METRICS, histogram, prometheus_name
-from mirrorspark.mm2.records import Heartbeat
-from mirrorspark.mm2.task_progress import (
+from mirrorspark.core.lifetime_totals import TopicTotals, encode_totals
+from mirrorspark.core.progress_records import (
     FlowMetrics,
     GroupMetrics,
     GroupPartition,
@@ -23,7 +22,8 @@ from mirrorspark.mm2.task_progress import (
     encode_report,
     encode_topic_lag,
 )
-from mirrorspark.replication.progress import TopicProgress, encode_progress
+from mirrorspark.mm2.metrics import MIRRORSPARK_METRICS, MM2_METRICS, histogram, prometheus_name
+from mirrorspark.mm2.records import Heartbeat
 from mirrorspark.service.aggregates import Aggregate, AggregateKey, Summary, encode_aggregate, window
 from mirrorspark.service.api import create_app
 from mirrorspark.service.feed import Store, classify
@@ -69,7 +69,7 @@ def filled_store() -> Store:
     assert store.apply("channel", *encode_group_metrics(g))
     r = PartitionReport("A->B", "t", 0, 0, 1, 90, 90, 900, 0, 900, 20, 9, (), NOW - 2000, latency_ms_min=5)
     assert store.apply("channel", *encode_report(r))
-    assert store.apply("progress", *encode_progress("A->B", "t", TopicProgress(95, 950, 0, NOW)))
+    assert store.apply("progress", *encode_totals("A->B", "t", TopicTotals(95, 950, 0, NOW)))
     w = window("1m")
     start = w.latest_closed(NOW)
     for p, n in ((0, 60), (1, 30)):
@@ -218,7 +218,7 @@ def test_records_a_transform_dropped_are_shown_with_their_rate() -> None:
     """Lifetime drops from the published totals, the window's drop rate from ``dropped-record-count``
     aggregates (the aggregation job's series of the reports' ``dropped``): in the API and in /metrics."""
     store = filled_store()
-    assert store.apply("progress", *encode_progress("A->B", "t", TopicProgress(95, 950, 0, NOW, dropped=40)))
+    assert store.apply("progress", *encode_totals("A->B", "t", TopicTotals(95, 950, 0, NOW, dropped=40)))
     start = window("1m").latest_closed(NOW)
     s = Summary(count=2, sum=30.0, min=10.0, max=20.0, last=20.0, last_at=start + 1000)
     k = AggregateKey("1m", start, "A->B", "dropped-record-count", "t", 0, None)

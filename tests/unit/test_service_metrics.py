@@ -7,18 +7,7 @@ import math
 
 import pytest
 
-from mirrorspark.errors import CorruptRecordError
-from mirrorspark.mm2.metrics import (
-    HISTOGRAM_SIZE,
-    LATENCY_BUCKETS_MS,
-    MM2_METRICS,
-    LagClock,
-    bucket_of,
-    histogram,
-    prometheus_name,
-    quantile,
-)
-from mirrorspark.mm2.task_progress import (
+from mirrorspark.core.progress_records import (
     FlowMetrics,
     GroupMetrics,
     GroupPartition,
@@ -34,6 +23,17 @@ from mirrorspark.mm2.task_progress import (
     encode_report,
     encode_topic_lag,
     record_kind,
+)
+from mirrorspark.errors import CorruptRecordError
+from mirrorspark.mm2.metrics import (
+    HISTOGRAM_SIZE,
+    LATENCY_BUCKETS_MS,
+    MM2_METRICS,
+    LagClock,
+    bucket_of,
+    histogram,
+    prometheus_name,
+    quantile,
 )
 from mirrorspark.service.aggregates import (
     WINDOWS,

@@ -6,15 +6,15 @@ import json
 
 import pytest
 
-from mirrorspark.errors import CorruptRecordError
-from mirrorspark.mm2.offset_syncs import CopiedSegment
-from mirrorspark.mm2.task_progress import (
+from mirrorspark.core.progress_records import (
     SEGMENTS_KEPT,
     PartitionReport,
     decode_report,
     encode_report,
     newest_segments,
 )
+from mirrorspark.errors import CorruptRecordError
+from mirrorspark.mm2.offset_syncs import CopiedSegment
 from mirrorspark.replication.task.channel import ChannelClient
 from mirrorspark.replication.task_channel import TaskChannel
 from polling import assert_eventually

@@ -14,13 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mirrorspark.config.parse import parse_config
-from mirrorspark.errors import ConfigError, TransformConfigError
-from mirrorspark.mm2.offset_syncs import SyncState, flush_delayed, fold_acknowledged
-from mirrorspark.mm2.policy import DefaultReplicationPolicy
-from mirrorspark.mm2.records import OffsetSync
-from mirrorspark.mm2.sync_store import OffsetSyncStore
-from mirrorspark.mm2.topology import is_identity_style
-from mirrorspark.mm2.transforms import (
+from mirrorspark.core.transforms import (
     DROP_HEADERS,
     FILTER,
     HAS_HEADER_KEY,
@@ -34,6 +28,12 @@ from mirrorspark.mm2.transforms import (
     parse_transforms,
     routers,
 )
+from mirrorspark.errors import ConfigError, TransformConfigError
+from mirrorspark.mm2.offset_syncs import SyncState, flush_delayed, fold_acknowledged
+from mirrorspark.mm2.policy import DefaultReplicationPolicy
+from mirrorspark.mm2.records import OffsetSync
+from mirrorspark.mm2.sync_store import OffsetSyncStore
+from mirrorspark.mm2.topology import is_identity_style
 from mirrorspark.mm2.translation import CopiedRanges, translate
 
 pytestmark = pytest.mark.unit

@@ -229,7 +229,7 @@ def _run(
     spark_conf: dict[str, str] | None = None,
 ) -> list[Any]:
     from mirrorspark.replication.driver import Replicator
-    from mirrorspark.replication.spark import build_spark_session
+    from mirrorspark.spark_session import build_spark_session
 
     started = time.monotonic()
     live: Live | None = None
@@ -396,8 +396,8 @@ def status(
     import dataclasses
     import datetime
 
+    from mirrorspark.client.status import status as compute
     from mirrorspark.config.parse import load_config
-    from mirrorspark.replication.status import status as compute
 
     try:
         cfg = load_config(config)
@@ -436,7 +436,7 @@ def status(
         if f.error:
             print(f"flow {f.flow}: failed: {f.error}")
         if f.failover is not None:
-            from mirrorspark.mm2.failover_policy import event_summary
+            from mirrorspark.core.failover_policy import event_summary
 
             print(event_summary(f.failover))
         if f.dropped_records:  # a column only for flows whose transforms dropped records

@@ -56,9 +56,9 @@ def _control(
     timeout_s: float,
 ) -> None:
     """Apply control changes to one kind of list of a flow and print the lists in effect."""
+    from mirrorspark.client.control_store import ControlStore
     from mirrorspark.config.parse import load_config
-    from mirrorspark.mm2.control_state import validate_regex
-    from mirrorspark.replication.live_filters import ControlStore
+    from mirrorspark.core.control_state import validate_regex
 
     changed = bool(add or remove or add_deny or remove_deny)
     try:

@@ -242,7 +242,7 @@ DryRunOption = Annotated[bool, typer.Option("--dry-run", help="Print the plan; w
 
 def _source_offsets(config: Path, source: str, target: str, timeout_s: float | None) -> Any:
     from mirrorspark.config.parse import load_config
-    from mirrorspark.migration.source_offsets import FlowSourceOffsets
+    from mirrorspark.migration.source_offset_tools import FlowSourceOffsets
 
     cfg = load_config(config)
     for w in cfg.warnings:

@@ -1,7 +1,7 @@
 """``mirrorspark placement plan|apply|status|finish``: replica placement of a cluster's existing topics.
 
 Confluent's ``confluent-rebalancer execute --replica-placement-only --throttle N`` / ``status`` /
-``finish``, on Apache Kafka's reassignment (see :mod:`mirrorspark.regions.placement`).
+``finish``, on Apache Kafka's reassignment (see :mod:`mirrorspark.regions.placement_tool`).
 """
 
 from __future__ import annotations
@@ -58,9 +58,9 @@ def _ids(ids: tuple[int, ...] | list[int]) -> str:
 def _with_tool(
     config: Path, cluster: str, placement: Path, topics: str | None, timeout: float | None, action: Callable[[Any], T]
 ) -> T:
-    """Run ``action`` on a :class:`~mirrorspark.regions.placement.PlacementTool`; errors become the one error line."""
+    """Run ``action`` on a :class:`~mirrorspark.regions.placement_tool.PlacementTool` (errors: the one error line)."""
     from mirrorspark.config.parse import load_config
-    from mirrorspark.regions.placement import PlacementTool, load_placement_file
+    from mirrorspark.regions.placement_tool import PlacementTool, load_placement_file
 
     try:
         rules = load_placement_file(placement)  # before anything connects

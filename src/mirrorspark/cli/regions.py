@@ -99,8 +99,8 @@ def replica_status(
     observers: --remote shows mirrorspark's asynchronous copies in other clusters instead.
     """
     from mirrorspark.config.parse import load_config
-    from mirrorspark.mm2.replicas import LEGEND, LeadersMode, parse_partitions
-    from mirrorspark.regions.replicas import replica_status as compute
+    from mirrorspark.core.replica_rows import LEGEND, LeadersMode, parse_partitions
+    from mirrorspark.regions.replica_status import replica_status as compute
 
     modes: dict[str, LeadersMode] = {"all": "all", "only": "only", "exclude": "exclude"}
     try:
@@ -210,9 +210,9 @@ def elect(
     import dataclasses
 
     from mirrorspark.config.parse import load_config
+    from mirrorspark.core.replica_rows import election_failures
     from mirrorspark.errors import ClusterError
-    from mirrorspark.mm2.replicas import election_failures
-    from mirrorspark.regions.replicas import elect as run_election
+    from mirrorspark.regions.replica_status import elect as run_election
 
     try:
         if all_ == (topic is not None):
@@ -230,7 +230,7 @@ def elect(
             if partition is not None:
                 targets = [(topic, partition)]
             else:
-                from mirrorspark.regions.replicas import replica_status as compute
+                from mirrorspark.regions.replica_status import replica_status as compute
 
                 states = compute(cfg, cluster, topics=[topic], timeout_s=timeout).partitions
                 targets = [(s.topic, s.partition) for s in states]

@@ -30,6 +30,7 @@ from confluent_kafka.admin import AdminClient
 
 from mirrorspark.config.keys import KEYS
 from mirrorspark.config.model import ClientSettings, ClusterConfig, FlowConfig, MirrorConfig
+from mirrorspark.core.transforms import BoundChain, RoutedReplicationPolicy, TransformChain, build_chain, routers
 from mirrorspark.errors import ConfigError, TransformConfigError
 from mirrorspark.kafka.admin import ClusterAdmin
 from mirrorspark.kafka.factory import CLUSTER_ALIAS_PLACEHOLDER, ClientFactory, KafkaClients, client_conf
@@ -40,7 +41,6 @@ from mirrorspark.mm2.filters import (
     should_replicate_topic,
 )
 from mirrorspark.mm2.policy import ReplicationPolicy, load_policy
-from mirrorspark.mm2.transforms import BoundChain, RoutedReplicationPolicy, TransformChain, build_chain, routers
 
 Role = Literal[
     "source_admin", "source_consumer", "source_producer", "target_admin", "target_consumer", "target_producer"
@@ -68,7 +68,7 @@ def flow_policy(flow: FlowConfig) -> ReplicationPolicy:
         The flow's ``replication.policy.class``, configured with its ``replication.policy.separator``,
         ``replication.policy.internal.topic.separator.enabled`` and ``source.cluster.alias`` = S,
         as MM2's ``MirrorConnectorConfig.replicationPolicy()`` is; wrapped in a
-        :class:`~mirrorspark.mm2.transforms.RoutedReplicationPolicy` when the flow's transforms hold a
+        :class:`~mirrorspark.core.transforms.RoutedReplicationPolicy` when the flow's transforms hold a
         ``RegexRouter``.
 
     Raises
@@ -250,7 +250,7 @@ class FlowContext:
         Returns
         -------
         BoundChain or None
-            The per-record steps (:meth:`~mirrorspark.mm2.transforms.TransformChain.bind` on the remote
+            The per-record steps (:meth:`~mirrorspark.core.transforms.TransformChain.bind` on the remote
             topic as the policy names it, before any ``RegexRouter``), ``None`` when none applies to it.
         """
         if not self.transforms:

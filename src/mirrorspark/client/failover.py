@@ -15,7 +15,7 @@ from typing import Any
 
 from mirrorspark.errors import ClusterError, ControlError
 from mirrorspark.kafka.admin import ClusterAdmin
-from mirrorspark.mm2.checkpoints import CheckpointStore, TopicPartitionKey
+from mirrorspark.mm2.checkpoint_rules import CheckpointStore, TopicPartitionKey
 from mirrorspark.mm2.records import Checkpoint
 
 ACTIVE_GROUP_ERRORS = frozenset(
@@ -41,7 +41,7 @@ class FailoverOffset:
     previous_offset:
         The group's committed offset on the target before, ``None`` if none.
     rereads:
-        Records re-read relative to ``upstream_offset`` (see :func:`~mirrorspark.mm2.checkpoints.rereads_at`);
+        Records re-read relative to ``upstream_offset`` (see :func:`~mirrorspark.mm2.checkpoint_rules.rereads_at`);
         ``None`` when unknown (the offset syncs could not be read).
     """
 
@@ -73,7 +73,7 @@ def latest_by_group(records: list[Checkpoint]) -> dict[str, dict[TopicPartitionK
     Parameters
     ----------
     records:
-        Checkpoints in topic order (:func:`~mirrorspark.client.checkpoints.read_checkpoints`).
+        Checkpoints in topic order (:func:`~mirrorspark.client.checkpoint_reader.read_checkpoints`).
 
     Returns
     -------

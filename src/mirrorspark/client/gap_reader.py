@@ -1,7 +1,7 @@
 """Reading the gap ledger: the gap events and known topic ids a flow recorded on its target.
 
 ``mirrorspark status`` and a starting flow read the compacted ledger topic
-``mm2-gaps<isep><source><isep>internal`` (:func:`~mirrorspark.mm2.gaps.gaps_topic`) back; the running
+``mm2-gaps<isep><source><isep>internal`` (:func:`~mirrorspark.core.gaps.gaps_topic`) back; the running
 flow writes it (:class:`~mirrorspark.replication.gap_ledger.GapLedger`).
 """
 
@@ -11,9 +11,9 @@ import logging
 from dataclasses import dataclass, field
 
 from mirrorspark.client.context import FlowContext
+from mirrorspark.core.gaps import GapEvent, KnownTopicId, decode_ledger_record, gaps_topic
 from mirrorspark.errors import CorruptRecordError
 from mirrorspark.kafka.reader import read_topic
-from mirrorspark.mm2.gaps import GapEvent, KnownTopicId, decode_ledger_record, gaps_topic
 
 log = logging.getLogger(__name__)
 

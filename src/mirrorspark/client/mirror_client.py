@@ -26,11 +26,11 @@ without ``source.cluster.alias`` as MM2's ``MirrorClient`` is
 
 from __future__ import annotations
 
-from mirrorspark.client.checkpoints import read_checkpoints
+from mirrorspark.client.checkpoint_reader import read_checkpoints
 from mirrorspark.client.context import ReplicationContext, cluster_policy
 from mirrorspark.config.model import MirrorConfig
 from mirrorspark.mm2 import topology as _topology
-from mirrorspark.mm2.checkpoints import TopicPartitionKey
+from mirrorspark.mm2.checkpoint_rules import TopicPartitionKey
 
 
 class MirrorClient:

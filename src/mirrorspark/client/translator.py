@@ -4,16 +4,16 @@ The shared translator of the checkpoint emitter (the runtime) and the
 consumer-migration tools (operator commands): one :class:`OffsetTranslator`
 per flow ``S->T`` reads the flow's offset syncs, and those of the opposite
 flow ``T->S`` for failback, and turns a group's committed offset on S into a
-:class:`~mirrorspark.mm2.checkpoints.GroupOffset` with
-:func:`~mirrorspark.mm2.checkpoints.translate_group_offset` (pure).
+:class:`~mirrorspark.mm2.checkpoint_rules.GroupOffset` with
+:func:`~mirrorspark.mm2.checkpoint_rules.translate_group_offset` (pure).
 """
 
 from __future__ import annotations
 
-from mirrorspark.client.checkpoints import OffsetSyncReader
+from mirrorspark.client.checkpoint_reader import OffsetSyncReader
 from mirrorspark.client.context import FlowContext
 from mirrorspark.errors import ClusterError
-from mirrorspark.mm2.checkpoints import GroupOffset, is_failback, translate_group_offset
+from mirrorspark.mm2.checkpoint_rules import GroupOffset, is_failback, translate_group_offset
 from mirrorspark.mm2.translation import CopiedRanges
 
 

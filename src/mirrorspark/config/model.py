@@ -9,10 +9,10 @@ from typing import Any, ClassVar
 
 from mirrorspark.config.keys import MASK, show
 from mirrorspark.config.librdkafka import SPARK_REJECTED, to_librdkafka
+from mirrorspark.core.placement_rules import PlacementRules
+from mirrorspark.core.transforms import NO_TRANSFORMS, TransformsConfig
 from mirrorspark.errors import ConfigError, UnknownAliasError
-from mirrorspark.mm2.placement import PlacementRules
 from mirrorspark.mm2.policy import DEFAULT_POLICY_CLASS
-from mirrorspark.mm2.transforms import NO_TRANSFORMS, TransformsConfig
 
 # --------------------------------------------------------------------------------------
 # Frozen objects
@@ -337,11 +337,11 @@ class FlowConfig(_Frozen):
         Every other flow-level property after the merge (e.g. ``exactly.once.support``), read-only.
     replica_placement:
         ``mirrorspark.replica.placement``: placements of the remote topics the flow creates, by remote
-        topic regex (:class:`~mirrorspark.mm2.placement.PlacementRules`), validated at load; ``None`` =
+        topic regex (:class:`~mirrorspark.core.placement_rules.PlacementRules`), validated at load; ``None`` =
         the target broker's own placement (``replication.factor``).
     transforms:
         ``transforms`` / ``predicates`` and their sub-keys (``S->T.`` ones over top-level ones, key by
-        key), validated at load (:func:`~mirrorspark.mm2.transforms.parse_transforms`); empty = records
+        key), validated at load (:func:`~mirrorspark.core.transforms.parse_transforms`); empty = records
         copied unchanged.
 
     Notes
@@ -437,7 +437,7 @@ class DataPathConfig:
         an identity-style flow (:func:`mirrorspark.mm2.topology.check_identity_cycles`).
     on_gap:
         ``mirrorspark.on.gap``: ``"continue"`` (resume at the log start after a gap) or ``"stop"``
-        (halt the flow), see :mod:`mirrorspark.mm2.gaps`.
+        (halt the flow), see :mod:`mirrorspark.core.gaps`.
     metrics_interval_ms:
         ``mirrorspark.metrics.interval.ms``: how often the driver writes each flow's raw metrics
         (:mod:`mirrorspark.replication.metrics_publisher`), in ms.

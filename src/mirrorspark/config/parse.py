@@ -68,9 +68,9 @@ from mirrorspark.config.model import (
 from mirrorspark.config.properties import parse_properties
 from mirrorspark.config.resolve import Resolver
 from mirrorspark.config.values import split_list, to_value, validate
+from mirrorspark.core.placement_rules import PlacementRules, parse_placement_rules
+from mirrorspark.core.transforms import INSERT_HEADER, TransformsConfig, parse_transforms
 from mirrorspark.errors import ConfigError, PlacementError, TransformConfigError, UnknownAliasError
-from mirrorspark.mm2.placement import PlacementRules, parse_placement_rules
-from mirrorspark.mm2.transforms import INSERT_HEADER, TransformsConfig, parse_transforms
 
 _log = logging.getLogger(__name__)
 
@@ -436,12 +436,12 @@ class _Parser:
     def _transforms(self, merged: Mapping[str, str], written: Mapping[str, str], s: str, t: str) -> TransformsConfig:
         """Read the flow's ``transforms*`` and ``predicates*`` keys, warning where MM2 would differ.
 
-        See :func:`~mirrorspark.mm2.transforms.parse_transforms`.
+        See :func:`~mirrorspark.core.transforms.parse_transforms`.
 
         Raises
         ------
         TransformConfigError
-            As :func:`~mirrorspark.mm2.transforms.parse_transforms`, the message opening with the file.
+            As :func:`~mirrorspark.core.transforms.parse_transforms`, the message opening with the file.
         """
         keys = {k: v for k, v in merged.items() if k.startswith(("transforms", "predicates"))}
         try:
@@ -473,7 +473,7 @@ class _Parser:
         ConfigError
             The file cannot be read.
         PlacementError
-            Anything :func:`~mirrorspark.mm2.placement.parse_placement_rules` refuses (bad JSON,
+            Anything :func:`~mirrorspark.core.placement_rules.parse_placement_rules` refuses (bad JSON,
             observers, a rack twice, ...), the message naming the key as written.
         """
         value = raw.strip()

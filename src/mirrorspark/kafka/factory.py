@@ -311,7 +311,7 @@ class ClientFactory(Protocol):
     """Creates the Kafka clients of mirrorspark's control classes (the seam unit tests replace).
 
     Every control class (``Flow``, ``CheckpointEmitter``, ``HeartbeatEmitter``, ``LiveFilters``,
-    ``ControlStore``, ``TopicAclSync``, ``ProgressPublisher``, ``ConsumerMigration``, the topic
+    ``ControlStore``, ``TopicAclSync``, ``TotalsPublisher``, ``ConsumerMigration``, the topic
     readers) gets its clients from one of these instead of constructing confluent-kafka clients
     itself. :class:`KafkaClients` is the real one; ``tests/fakes.py`` has an in-memory one.
     The returned objects need only offer the confluent-kafka methods mirrorspark calls.

@@ -7,7 +7,7 @@ import functools
 import logging
 from collections.abc import Sequence
 
-from mirrorspark.client.checkpoints import read_checkpoints
+from mirrorspark.client.checkpoint_reader import read_checkpoints
 from mirrorspark.client.context import ReplicationContext, Side
 from mirrorspark.client.failover import commit_failover, failover_offsets, latest_by_group
 from mirrorspark.client.translator import OffsetTranslator
@@ -16,7 +16,7 @@ from mirrorspark.errors import ClusterUnreachableError, ControlError
 from mirrorspark.kafka.admin import ClusterAdmin
 from mirrorspark.kafka.factory import LIBRDKAFKA_LOGGER
 from mirrorspark.migration.plans import FailoverPlan, OffsetTranslation
-from mirrorspark.mm2.checkpoints import TopicPartitionKey, rename_topic, rereads_at, upstream_topic_of
+from mirrorspark.mm2.checkpoint_rules import TopicPartitionKey, rename_topic, rereads_at, upstream_topic_of
 from mirrorspark.mm2.records import Checkpoint
 
 

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from mirrorspark.client.failover import FailoverOffset
-from mirrorspark.mm2.checkpoints import TopicPartitionKey
+from mirrorspark.mm2.checkpoint_rules import TopicPartitionKey
 
 
 def reset_plan_csv(offsets: Mapping[str, Mapping[TopicPartitionKey, int]], *, with_group: bool) -> str:

@@ -3,7 +3,7 @@
 The pure half of ``mirrorspark offsets source list|alter|reset``: from what was read (the stored
 offsets, the source partitions' start and end offsets, the remote partitions' end offsets) it
 decides which records go to ``mm2-offsets.<source>.internal`` and which offset syncs go with
-them. Nothing here does I/O (:mod:`mirrorspark.migration.source_offsets` reads and writes).
+them. Nothing here does I/O (:mod:`mirrorspark.migration.source_offset_tools` reads and writes).
 
 Positions
 ---------

@@ -354,7 +354,7 @@ def last_valid_offset(
     the flow's own from before the source log was truncated (an unclean leader election): then
     the flow's own progress reports reached past it, ``offset < reached``, and it is kept, so that
     the resumed position lies beyond the end and the truncation is found as a gap
-    (:func:`~mirrorspark.mm2.gaps.check_position`), never silently copied over.
+    (:func:`~mirrorspark.core.gaps.check_position`), never silently copied over.
 
     Parameters
     ----------

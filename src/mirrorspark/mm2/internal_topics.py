@@ -45,7 +45,7 @@ PROGRESS_PREFIX: Final = "mm2-progress"
 """Prefix of mirrorspark's progress topic (copy totals of flows from one source)."""
 
 TASK_PROGRESS_PREFIX: Final = "mm2-task-progress"
-"""Prefix of the progress channel from copy tasks to the driver (:mod:`mirrorspark.mm2.task_progress`)."""
+"""Prefix of the progress channel from copy tasks to the driver (:mod:`mirrorspark.core.progress_records`)."""
 
 _INTERNAL: Final = "internal"
 _CHECKPOINTS: Final = "checkpoints"

@@ -40,14 +40,20 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from mirrorspark.client.checkpoints import OffsetSyncReader, read_checkpoints
+from mirrorspark.client.checkpoint_reader import OffsetSyncReader, read_checkpoints
 from mirrorspark.client.context import FlowContext, Side
 from mirrorspark.client.translator import OffsetTranslator
 from mirrorspark.errors import ClusterError, CorruptRecordError
 from mirrorspark.kafka.admin import ClusterAdmin
 from mirrorspark.kafka.delivery import Outgoing, deliver
 from mirrorspark.kafka.reader import read_topic
-from mirrorspark.mm2.checkpoints import CheckpointStore, GroupOffset, TopicPartitionKey, is_more_recent, rename_topic
+from mirrorspark.mm2.checkpoint_rules import (
+    CheckpointStore,
+    GroupOffset,
+    TopicPartitionKey,
+    is_more_recent,
+    rename_topic,
+)
 from mirrorspark.mm2.records import Checkpoint
 from mirrorspark.mm2.translation import CopiedRanges
 from mirrorspark.replication.group_offset_sync import GroupOffsetSync

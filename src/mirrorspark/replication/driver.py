@@ -40,9 +40,9 @@ from mirrorspark.replication.failover_watch import FailoverWatcher
 from mirrorspark.replication.flow import Flow
 from mirrorspark.replication.heartbeats import HeartbeatEmitter
 from mirrorspark.replication.metrics_publisher import MetricsPublisher
-from mirrorspark.replication.progress import ProgressPublisher
 from mirrorspark.replication.scheduler import Job, Scheduler
 from mirrorspark.replication.supervisor import FlowSupervisor, SupervisorState
+from mirrorspark.replication.totals_publisher import TotalsPublisher
 from mirrorspark.replication.worker import Worker, first_error
 
 if TYPE_CHECKING:
@@ -288,7 +288,7 @@ class Replicator:
             if f.config.emit_checkpoints_enabled
         ]
         self._checkpoint_targets: list[dict[tuple[str, str, int], int]] = []
-        self.totals: list[ProgressPublisher] = []
+        self.totals: list[TotalsPublisher] = []
         self.metrics: list[MetricsPublisher] = []
         self.control = Scheduler()
         self.background = Scheduler()
@@ -371,7 +371,7 @@ class Replicator:
     def _schedule_flow_jobs(self, flow: Flow) -> None:
         """Schedule one flow's control jobs: totals, config and ACL sync, topic refresh, lag listings."""
         cfg = flow.config
-        publisher = ProgressPublisher(flow)
+        publisher = TotalsPublisher(flow)
         publisher.start()
         self.totals.append(publisher)
         self.control.add(

@@ -4,12 +4,12 @@ Every ``mirrorspark.failover.check.interval.ms`` (job ``failover watch S->T``, o
 that a source that does not answer never holds up the copy or the heartbeats) the driver reads the
 source's metadata for the flow's replicated topics (leader and ISR per partition, one Metadata request)
 and their ``min.insync.replicas`` (``describe_configs``), and feeds the verdict of
-``mirrorspark.failover.policy`` to a :class:`~mirrorspark.mm2.failover_policy.FailoverWatch`. A source
+``mirrorspark.failover.policy`` to a :class:`~mirrorspark.core.failover_policy.FailoverWatch`. A source
 that does not answer at all counts as every partition offline.
 
 When the source has counted as failed for ``mirrorspark.failover.grace.ms``, a **failover event** is
 recorded: a WARNING log line, a ``failover`` record on the flow's progress channel
-(:class:`~mirrorspark.mm2.task_progress.FailoverEvent`: ``mirrorspark status`` and the metrics service
+(:class:`~mirrorspark.core.progress_records.FailoverEvent`: ``mirrorspark status`` and the metrics service
 show it) and, unless the policy is ``manual`` or ``mirrorspark.failover.dry.run`` is set, the consumer
 groups matching ``mirrorspark.failover.groups`` get their newest checkpoints committed on the target
 exactly as ``mirrorspark failover`` commits them (:mod:`mirrorspark.client.failover`), never a group
@@ -27,13 +27,13 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from mirrorspark.client.checkpoints import read_checkpoints
+from mirrorspark.client.checkpoint_reader import read_checkpoints
 from mirrorspark.client.failover import commit_failover, failover_offsets, latest_by_group
+from mirrorspark.core.failover_policy import FailoverWatch, PartitionHealth, breach_reason, event_summary
+from mirrorspark.core.progress_records import FailoverEvent, GroupFailover, encode_failover_event
 from mirrorspark.errors import ClusterError, ClusterUnreachableError, ControlError, MirrorsparkError
 from mirrorspark.kafka.admin import ClusterAdmin
 from mirrorspark.kafka.delivery import Outgoing, deliver
-from mirrorspark.mm2.failover_policy import FailoverWatch, PartitionHealth, breach_reason, event_summary
-from mirrorspark.mm2.task_progress import FailoverEvent, GroupFailover, encode_failover_event
 
 if TYPE_CHECKING:
     from mirrorspark.replication.flow import Flow

@@ -26,12 +26,12 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from mirrorspark.client.context import FlowContext
-from mirrorspark.client.source_offsets import read_source_offset_history
+from mirrorspark.client.source_offset_reader import read_source_offset_history
 from mirrorspark.config.model import DataPathConfig
+from mirrorspark.core.gaps import GapEvent
+from mirrorspark.core.progress_records import PartitionReport
 from mirrorspark.kafka.admin import ClusterAdmin, PartitionKey
 from mirrorspark.mm2.connect_offsets import OffsetHistory
-from mirrorspark.mm2.gaps import GapEvent
-from mirrorspark.mm2.task_progress import PartitionReport
 from mirrorspark.mm2.translation import CopiedRanges
 from mirrorspark.replication.gap_ledger import GapLedger
 from mirrorspark.replication.positions import PartitionProgress, Positions
@@ -272,7 +272,7 @@ class Flow:
         Called when a task found a position out of range and when an end offset fell below a
         position. A changed topic id is handled as a re-created topic (a topic refresh runs);
         otherwise a position below the log start or above the end is a gap
-        (:func:`~mirrorspark.mm2.gaps.check_position`).
+        (:func:`~mirrorspark.core.gaps.check_position`).
 
         Returns
         -------

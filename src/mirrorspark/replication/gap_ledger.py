@@ -1,8 +1,8 @@
 """The gap ledger's writer: a running flow records its gap events and known topic ids on the target.
 
-A flow records every :class:`~mirrorspark.mm2.gaps.GapEvent` it finds in
+A flow records every :class:`~mirrorspark.core.gaps.GapEvent` it finds in
 ``mm2-gaps<isep><source><isep>internal`` on its target (an MM2-internal name, so never replicated;
-:func:`~mirrorspark.mm2.gaps.gaps_topic`), together with the id of every source topic it
+:func:`~mirrorspark.core.gaps.gaps_topic`), together with the id of every source topic it
 replicates, so that a topic deleted and re-created while no flow ran is found at the next start.
 ``mirrorspark status`` reads the events back (:func:`~mirrorspark.client.gap_reader.read_gap_ledger`).
 """
@@ -13,9 +13,9 @@ from typing import Any
 
 from mirrorspark.client.context import FlowContext
 from mirrorspark.client.gap_reader import LedgerContents, read_gap_ledger
+from mirrorspark.core.gaps import GapEvent, encode_gap, encode_topic_id, gaps_topic
 from mirrorspark.errors import ClusterError
 from mirrorspark.kafka.admin import ClusterAdmin
-from mirrorspark.mm2.gaps import GapEvent, encode_gap, encode_topic_id, gaps_topic
 
 
 class GapLedger:

@@ -1,6 +1,6 @@
 """Consumer-group offset sync (MM2 ``MirrorCheckpointTask.syncGroupOffset``, KIP-545, ``sync.group.offsets.enabled``).
 
-The newest checkpoint of each group-partition (:class:`~mirrorspark.mm2.checkpoints.CheckpointStore`) is
+The newest checkpoint of each group-partition (:class:`~mirrorspark.mm2.checkpoint_rules.CheckpointStore`) is
 committed to the same group on the target, only while that group is known to be idle there, and only
 forward of what it already committed: a failed-over consumer of an idle group starts where the source
 group stood, translated, and a group in use on the target is never touched.
@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 
 from mirrorspark.errors import ClusterError
 from mirrorspark.kafka.admin import ClusterAdmin, GroupDescription, PartitionKey
-from mirrorspark.mm2.checkpoints import CheckpointStore
+from mirrorspark.mm2.checkpoint_rules import CheckpointStore
 from mirrorspark.mm2.records import Checkpoint
 
 log = logging.getLogger(__name__)

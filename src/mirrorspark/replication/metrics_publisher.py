@@ -1,10 +1,10 @@
 """The driver's raw metrics: flow state, lag and checkpoints, written to the flow's progress channel.
 
-The copy tasks report what they copied (:class:`~mirrorspark.mm2.task_progress.PartitionReport`);
+The copy tasks report what they copied (:class:`~mirrorspark.core.progress_records.PartitionReport`);
 only the driver knows the rest: the source end offsets (lag), the tasks' state and restarts,
 and each consumer group's checkpoints. :class:`MetricsPublisher` writes them every
 ``mirrorspark.metrics.interval.ms`` as ``flow``, ``lag`` and ``group`` records (format version 2
-of :mod:`mirrorspark.mm2.task_progress`) to ``mm2-task-progress.<source>.internal`` on the
+of :mod:`mirrorspark.core.progress_records`) to ``mm2-task-progress.<source>.internal`` on the
 target, where the metrics service (``mirrorspark service``) reads them with the task reports.
 
 Best effort: a write that fails is logged at WARNING and the next round writes newer figures;
@@ -18,11 +18,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from mirrorspark.errors import ClusterError
-from mirrorspark.kafka.delivery import Outgoing, deliver
-from mirrorspark.mm2.checkpoints import rename_topic
-from mirrorspark.mm2.metrics import LagClock
-from mirrorspark.mm2.task_progress import (
+from mirrorspark.core.progress_records import (
     FlowMetrics,
     GroupMetrics,
     GroupPartition,
@@ -32,6 +28,10 @@ from mirrorspark.mm2.task_progress import (
     encode_group_metrics,
     encode_topic_lag,
 )
+from mirrorspark.errors import ClusterError
+from mirrorspark.kafka.delivery import Outgoing, deliver
+from mirrorspark.mm2.checkpoint_rules import rename_topic
+from mirrorspark.mm2.metrics import LagClock
 
 if TYPE_CHECKING:
     from mirrorspark.replication.checkpoint_emitter import CheckpointEmitter

@@ -9,7 +9,7 @@ source topics' ids as last recorded in the gap ledger.
 Every position is checked against the partition's log start and end and its topic's id (at
 start, at every topic refresh, when a copy task finds its offset out of range and when an end
 offset falls below a position): records lost before they were copied are recorded as gap
-events (:mod:`mirrorspark.mm2.gaps`) in the gap ledger on the target, logged at ERROR and
+events (:mod:`mirrorspark.core.gaps`) in the gap ledger on the target, logged at ERROR and
 counted; then the flow follows ``mirrorspark.on.gap``. A stored source offset past the source's
 end is the flow's own when its progress reports reached past it (the source log was truncated
 while it was stopped: a ``truncated`` gap); otherwise it is a foreign or corrupt ``mm2-offsets``
@@ -23,11 +23,11 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from mirrorspark.core.gaps import GapEvent, check_position, recreated_gap
+from mirrorspark.core.progress_records import PartitionReport
 from mirrorspark.kafka.admin import ClusterAdmin, PartitionKey
 from mirrorspark.mm2.connect_offsets import OffsetHistory, last_valid_offset
-from mirrorspark.mm2.gaps import GapEvent, check_position, recreated_gap
 from mirrorspark.mm2.offset_syncs import CopiedSegment
-from mirrorspark.mm2.task_progress import PartitionReport
 from mirrorspark.replication.gap_ledger import GapLedger
 
 log = logging.getLogger(__name__)

@@ -2,7 +2,7 @@
 
 The **progress channel** is the compacted topic ``mm2-task-progress.<source>.internal`` on the
 target; its records are the copy tasks' **progress reports** (one per partition per commit:
-position, totals, copied runs; :mod:`mirrorspark.mm2.task_progress`) and the driver's raw metrics.
+position, totals, copied runs; :mod:`mirrorspark.core.progress_records`) and the driver's raw metrics.
 The driver reads the reports into the flow's positions, totals and copied ranges.
 """
 
@@ -15,9 +15,9 @@ from typing import Protocol
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from mirrorspark.client.context import FlowContext
+from mirrorspark.core.progress_records import PartitionReport, decode_report, record_kind
 from mirrorspark.errors import ClusterError, CorruptRecordError
 from mirrorspark.kafka.admin import is_transient
-from mirrorspark.mm2.task_progress import PartitionReport, decode_report, record_kind
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ class ReportSink(Protocol):
 
 
 class ProgressChannelReader:
-    """Reads one flow's progress channel (:mod:`mirrorspark.mm2.task_progress`) on the driver.
+    """Reads one flow's progress channel (:mod:`mirrorspark.core.progress_records`) on the driver.
 
     Parameters
     ----------

@@ -3,7 +3,7 @@
 Apache Kafka has no placement constraints (Confluent's ``confluent.placement.constraints``), so
 the flow turns its placement into an explicit replica assignment when it creates a remote topic
 or adds partitions to one (``CreateTopics`` / ``CreatePartitions`` with assignments), over the
-target brokers' ``broker.rack`` (:func:`~mirrorspark.mm2.placement.assign_replicas`). Topics
+target brokers' ``broker.rack`` (:func:`~mirrorspark.core.placement_rules.assign_replicas`). Topics
 created before, or by someone else, are moved by ``mirrorspark placement apply``.
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import logging
 
+from mirrorspark.core.placement_rules import Assignment, PlacementRules, assign_replicas, check_racks
 from mirrorspark.kafka.admin import ClusterAdmin
-from mirrorspark.mm2.placement import Assignment, PlacementRules, assign_replicas, check_racks
 
 log = logging.getLogger(__name__)
 

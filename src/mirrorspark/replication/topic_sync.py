@@ -101,7 +101,7 @@ class TopicSync:
 
     @property
     def progress_topic(self) -> str:
-        """Name of the flow's progress channel on the target (:mod:`mirrorspark.mm2.task_progress`)."""
+        """Name of the flow's progress channel on the target (:mod:`mirrorspark.core.progress_records`)."""
         return mirrorspark_topic(TASK_PROGRESS_PREFIX, self.context.policy, self.config.source)
 
     def create_internal_topics(self) -> None:

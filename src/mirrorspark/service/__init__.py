@@ -1,6 +1,6 @@
 """The metrics service (``mirrorspark service``): SRM Service's role for mirrorspark and MM2 flows.
 
-Raw measurements (:mod:`mirrorspark.mm2.task_progress`) are aggregated over sliding windows by a
+Raw measurements (:mod:`mirrorspark.core.progress_records`) are aggregated over sliding windows by a
 Spark Structured Streaming job (:mod:`~mirrorspark.service.aggregation`) into a compacted topic;
 the service reads them back with heartbeats, gap ledgers and flow states (:mod:`~mirrorspark.service.feed`)
 and serves them as a read-only REST API (:mod:`~mirrorspark.service.api`, OpenAPI at ``/openapi.json``)

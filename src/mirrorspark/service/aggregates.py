@@ -1,7 +1,7 @@
 """The metrics service's windows, mergeable summaries and aggregate records (pure: no Kafka, no Spark).
 
 The Spark job (:mod:`mirrorspark.service.aggregation`) turns every raw measurement of the progress
-channels (:mod:`mirrorspark.mm2.task_progress`) into **samples** of one series metric
+channels (:mod:`mirrorspark.core.progress_records`) into **samples** of one series metric
 (:data:`SERIES`) per flow, topic, partition and group, and folds them over sliding windows
 (:data:`WINDOWS`: 1 min, 5 min and 1 h) into a :class:`Summary` per window: count, sum, min, max,
 the last value and a latency histogram. Summaries add up (:func:`merge`), so a topic's figures

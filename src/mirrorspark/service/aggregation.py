@@ -1,7 +1,7 @@
 """The metrics service's Spark Structured Streaming job: raw measurements in, window aggregates out.
 
 Reads every progress channel on the served cluster (``mm2-task-progress<isep><source><isep>internal``,
-:mod:`mirrorspark.mm2.task_progress`) with Spark's Kafka source, turns each record into samples of
+:mod:`mirrorspark.core.progress_records`) with Spark's Kafka source, turns each record into samples of
 the series of :data:`~mirrorspark.service.aggregates.SERIES`, folds them over the sliding windows
 of :data:`~mirrorspark.service.aggregates.WINDOWS` (one streaming aggregation, event time = the
 record's ``at``, watermark :data:`~mirrorspark.service.aggregates.WATERMARK_MS`) and writes one

@@ -145,7 +145,7 @@ def create_app(
     aggregation:
         The Spark job's state for the health check.
     collectors:
-        More ``/metrics`` collectors (e.g. :class:`~mirrorspark.service.replicas.ReplicaCollector`).
+        More ``/metrics`` collectors (e.g. :class:`~mirrorspark.service.replica_metrics.ReplicaCollector`).
 
     Returns
     -------

@@ -6,13 +6,13 @@ grow, the topics on T that describe the replication into it:
 * ``heartbeats`` (flows into T: MM2's and mirrorspark's alike) and the remote heartbeats topics
   (``A.heartbeats``: flows into the clusters upstream of T, for the replication graph);
 * the progress channels ``mm2-task-progress.<source>.internal`` (task reports; the driver's flow,
-  lag and group records: :mod:`mirrorspark.mm2.task_progress`);
+  lag and group records: :mod:`mirrorspark.core.progress_records`);
 * ``mm2-progress.<source>.internal`` (lifetime totals and published flow states) and
   ``mm2-gaps.<source>.internal`` (gap events);
 * the window aggregates the Spark job writes (:mod:`mirrorspark.service.aggregates`).
 
 New topics are found by listing T every :data:`REFRESH_TOPICS_S`. Flows that write no progress
-channel (MM2's) get their topics and lag from :func:`~mirrorspark.replication.status.flow_status`
+channel (MM2's) get their topics and lag from :func:`~mirrorspark.client.status.flow_status`
 every :data:`MM2_POLL_S`, when CONFIG names their source cluster.
 """
 
@@ -28,14 +28,11 @@ from typing import Any
 from confluent_kafka import TopicPartition
 
 from mirrorspark.client.context import ReplicationContext, cluster_policy
+from mirrorspark.client.status import FlowStatus, flow_status
 from mirrorspark.config.model import MirrorConfig
-from mirrorspark.errors import CorruptRecordError, MirrorsparkError
-from mirrorspark.kafka.admin import ClusterAdmin
-from mirrorspark.kafka.factory import consumer
-from mirrorspark.mm2.gaps import GAPS_PREFIX, GapEvent, decode_ledger_record
-from mirrorspark.mm2.internal_topics import PROGRESS_PREFIX, TASK_PROGRESS_PREFIX
-from mirrorspark.mm2.records import Heartbeat
-from mirrorspark.mm2.task_progress import (
+from mirrorspark.core.gaps import GAPS_PREFIX, GapEvent, decode_ledger_record
+from mirrorspark.core.lifetime_totals import FlowState, TopicTotals, decode_flow_state, decode_totals
+from mirrorspark.core.progress_records import (
     FailoverEvent,
     FlowMetrics,
     GroupMetrics,
@@ -48,8 +45,11 @@ from mirrorspark.mm2.task_progress import (
     decode_topic_lag,
     record_kind,
 )
-from mirrorspark.replication.progress import FlowState, TopicProgress, decode_flow_state, decode_progress
-from mirrorspark.replication.status import FlowStatus, flow_status
+from mirrorspark.errors import CorruptRecordError, MirrorsparkError
+from mirrorspark.kafka.admin import ClusterAdmin
+from mirrorspark.kafka.factory import consumer
+from mirrorspark.mm2.internal_topics import PROGRESS_PREFIX, TASK_PROGRESS_PREFIX
+from mirrorspark.mm2.records import Heartbeat
 from mirrorspark.service.aggregates import WINDOWS, Aggregate, AggregateKey, decode_aggregate, window
 
 log = logging.getLogger(__name__)
@@ -106,7 +106,7 @@ class FlowView:
     heartbeat_ms: int | None = None
     metrics: FlowMetrics | None = None
     state: FlowState | None = None
-    totals: dict[str, TopicProgress] = field(default_factory=dict)
+    totals: dict[str, TopicTotals] = field(default_factory=dict)
     lags: dict[str, TopicLag] = field(default_factory=dict)
     reports: dict[tuple[str, int], PartitionReport] = field(default_factory=dict)
     groups: dict[str, GroupMetrics] = field(default_factory=dict)
@@ -225,7 +225,7 @@ class Store:
         if kind == "channel":
             return self._apply_channel(key, value)
         if kind == "progress":
-            totals = decode_progress(key, value)
+            totals = decode_totals(key, value)
             if totals is not None:
                 tv = self._local(totals[0])
                 if tv is not None:

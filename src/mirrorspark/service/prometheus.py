@@ -32,8 +32,8 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from mirrorspark.config.model import MirrorConfig
+from mirrorspark.core.progress_records import PartitionLag
 from mirrorspark.mm2.metrics import CHECKPOINT_GROUP, MIRRORSPARK_METRICS, MM2_METRICS, SOURCE_GROUP, prometheus_name
-from mirrorspark.mm2.task_progress import PartitionLag
 from mirrorspark.service.feed import FlowView, Store
 from mirrorspark.service.views import DEFAULT_WINDOW, Index, flow_state, topic_names
 

@@ -138,8 +138,8 @@ class MetricsService:
             self.feed.ready.wait(0.2)
 
     def _start_spark(self) -> None:
-        from mirrorspark.replication.spark import build_spark_session
         from mirrorspark.service.aggregation import service_spark_conf, start_aggregation
+        from mirrorspark.spark_session import build_spark_session
 
         try:
             self.spark = build_spark_session(
@@ -165,7 +165,7 @@ class MetricsService:
         import uvicorn
 
         from mirrorspark.service.api import create_app
-        from mirrorspark.service.replicas import ReplicaCollector
+        from mirrorspark.service.replica_metrics import ReplicaCollector
 
         app = create_app(
             self.store,

@@ -3,7 +3,7 @@
 Headline figures come from the newest closed window of :data:`DEFAULT_WINDOW` (one slide older
 when the Spark job has not written that one yet), merged over partitions and topics with
 :func:`~mirrorspark.service.aggregates.merge`; lag comes from the driver's newest listing (or,
-for MM2's flows, from the committed offsets read by :func:`~mirrorspark.replication.status.flow_status`).
+for MM2's flows, from the committed offsets read by :func:`~mirrorspark.client.status.flow_status`).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Both committers write, for acknowledged records only, the same three things in C
 MM2's formats: offset syncs (MM2's rule, :mod:`mirrorspark.mm2.offset_syncs`) to the offset-syncs
 topic, source offsets to ``mm2-offsets.<source>.internal`` (Kafka Connect's layout), and one
 progress report per partition that moved to the flow's progress channel
-(:mod:`mirrorspark.mm2.task_progress`). They differ in what holds the records and the offsets:
+(:mod:`mirrorspark.core.progress_records`). They differ in what holds the records and the offsets:
 
 * :class:`AtLeastOnceCommitter`: the records are acknowledged first (delivery reports of one
   partition arrive in production order, so the acknowledged records are a prefix of those
@@ -27,13 +27,13 @@ from typing import Any, Protocol
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
+from mirrorspark.core.progress_records import PartitionReport, encode_report, newest_segments
+from mirrorspark.core.replica_rows import FetchSource
 from mirrorspark.errors import ClusterError, DataPathError, TransactionCoordinatorError
 from mirrorspark.kafka.delivery import Outgoing
 from mirrorspark.mm2.connect_offsets import default_partition, source_offset_key, source_offset_value
 from mirrorspark.mm2.offset_syncs import CopiedSegment, flush_delayed, fold_acknowledged
 from mirrorspark.mm2.records import OffsetSync
-from mirrorspark.mm2.replicas import FetchSource
-from mirrorspark.mm2.task_progress import PartitionReport, encode_report, newest_segments
 from mirrorspark.replication.task.channel import Channel
 from mirrorspark.replication.task.failures import delivery_error, stall_error
 from mirrorspark.replication.task.partition import PartitionCopy, TaskPartitions

@@ -8,9 +8,9 @@ from typing import Any, Final
 
 from confluent_kafka import Consumer, Producer
 
+from mirrorspark.core.replica_rows import FetchSource, fetch_sources
 from mirrorspark.errors import DataPathError, MirrorsparkError
 from mirrorspark.kafka.factory import with_logger
-from mirrorspark.mm2.replicas import FetchSource, fetch_sources
 from mirrorspark.replication.task.channel import ChannelClient
 from mirrorspark.replication.task.runner import CopyTaskRunner
 from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionKey, TaskOutcome, TaskResult

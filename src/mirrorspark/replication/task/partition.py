@@ -117,7 +117,7 @@ class PartitionCopy:
         -------
         dict[str, Any]
             ``latency_ms_min``, ``latency_hist``, ``age_ms_sum``, ``age_ms_min``, ``age_ms_max`` and
-            ``age_samples`` of :class:`~mirrorspark.mm2.task_progress.PartitionReport` (version 2).
+            ``age_samples`` of :class:`~mirrorspark.core.progress_records.PartitionReport` (version 2).
         """
         return {
             "latency_ms_min": self.lat_min if self.lat_min >= 0 else None,

@@ -7,8 +7,8 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 
+from mirrorspark.core.transforms import ConnectRecord
 from mirrorspark.errors import DataPathError
-from mirrorspark.mm2.transforms import ConnectRecord
 from mirrorspark.replication.task.failures import at, produce_error
 from mirrorspark.replication.task.partition import LATENCY_SAMPLE_MASK, PartitionCopy
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, TopicPartition
 
-from mirrorspark.mm2.replicas import FetchSource
+from mirrorspark.core.replica_rows import FetchSource
 from mirrorspark.replication.task.channel import Channel, ChannelState
 from mirrorspark.replication.task.commit import (
     AtLeastOnceCommitter,

@@ -8,8 +8,8 @@ from enum import StrEnum
 from typing import Any
 
 from mirrorspark.config.keys import masked
+from mirrorspark.core.transforms import BoundChain
 from mirrorspark.errors import ErrorInfo
-from mirrorspark.mm2.transforms import BoundChain
 
 PartitionKey = tuple[str, int]
 """``(topic, partition)`` of a source partition."""
@@ -29,7 +29,7 @@ class PartitionAssignment:
         The committed position: the first upstream offset the task reads (next offset to read).
     transforms:
         The flow's transforms bound to the remote topic
-        (:meth:`~mirrorspark.mm2.transforms.TransformChain.bind`); ``None`` = records copied unchanged.
+        (:meth:`~mirrorspark.core.transforms.TransformChain.bind`); ``None`` = records copied unchanged.
     """
 
     source_topic: str

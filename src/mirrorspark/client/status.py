@@ -15,7 +15,7 @@ heartbeats — so it reports MM2's flows just as well.
 * **upstream clusters / replication hops** — per cluster, MirrorClient's view
   of its heartbeat topics.
 * **gaps** — per flow, the gap events in ``mm2-gaps.<source>.internal``: source
-  records lost before they were copied (:mod:`mirrorspark.mm2.gaps`).
+  records lost before they were copied (:mod:`mirrorspark.core.gaps`).
 * **failover** — per flow, the newest failover event of the driver's failover policy
   (``failover`` records of the progress channel, :mod:`mirrorspark.replication.failover_watch`).
 """
@@ -28,16 +28,16 @@ from dataclasses import dataclass, field
 from mirrorspark.client.context import FlowContext, ReplicationContext
 from mirrorspark.client.gap_reader import read_gap_ledger
 from mirrorspark.client.mirror_client import MirrorClient
-from mirrorspark.client.source_offsets import read_flow_source_offsets
+from mirrorspark.client.source_offset_reader import read_flow_source_offsets
+from mirrorspark.client.totals_reader import read_totals
 from mirrorspark.config.model import FlowConfig, MirrorConfig
+from mirrorspark.core.gaps import GapEvent
+from mirrorspark.core.lifetime_totals import FlowState
+from mirrorspark.core.progress_records import FailoverEvent, decode_failover_event, record_kind
 from mirrorspark.errors import CorruptRecordError
-from mirrorspark.kafka.admin import end_offsets, list_topics, start_offsets
 from mirrorspark.kafka.reader import read_topic
-from mirrorspark.mm2.gaps import GapEvent
 from mirrorspark.mm2.internal_topics import TASK_PROGRESS_PREFIX, mirrorspark_topic
 from mirrorspark.mm2.records import Heartbeat
-from mirrorspark.mm2.task_progress import FailoverEvent, decode_failover_event, record_kind
-from mirrorspark.replication.progress import FlowState, read_progress
 
 
 @dataclass(frozen=True)
@@ -231,34 +231,24 @@ def flow_status(
     ctx = (context if context is not None else ReplicationContext(config)).of(flow)
     policy = ctx.policy
     cid = "status"
-    src_admin = ctx.admin("source", f"{cid}-source-admin")
-    tgt_admin = ctx.admin("target", f"{cid}-target-admin")
-    source_topics = list_topics(src_admin, flow.source)
-    target_topics = list_topics(tgt_admin, flow.target)
+    src_admin = ctx.cluster_admin("source", f"{cid}-source-admin")
+    tgt_admin = ctx.cluster_admin("target", f"{cid}-target-admin")
+    source_topics = src_admin.list_topics()
+    target_topics = tgt_admin.list_topics()
     stored = read_flow_source_offsets(ctx, f"{cid}-offsets-consumer")
     wanted = {t: n for t, n in sorted(source_topics.items()) if n > 0 and ctx.replicates_topic(t)}
     keys = [(t, p) for t, n in wanted.items() for p in range(n)]
-    ends = end_offsets(src_admin, flow.source, keys)
-    starts = start_offsets(src_admin, flow.source, keys)
+    ends = src_admin.end_offsets(keys)
+    starts = src_admin.start_offsets(keys)
     remote_keys = [
         (policy.format_remote_topic(flow.source, t), p)
         for t, p in keys
         if policy.format_remote_topic(flow.source, t) in target_topics
     ]
-    r_ends = end_offsets(tgt_admin, flow.target, remote_keys)
-    r_starts = start_offsets(tgt_admin, flow.target, remote_keys)
+    r_ends = tgt_admin.end_offsets(remote_keys)
+    r_starts = tgt_admin.start_offsets(remote_keys)
     states: dict[str, FlowState] = {}
-    copied = read_progress(
-        flow.target_consumer,
-        flow.target_admin,
-        flow.target,
-        flow.source,
-        flow.name,
-        client_id=ctx.client_id(f"{cid}-progress-consumer"),
-        clients=ctx.clients,
-        policy=policy,
-        states=states,
-    )
+    copied = read_totals(ctx, client_id=ctx.client_id(f"{cid}-progress-consumer"), states=states)
     topics = []
     for t, n in wanted.items():
         remote = policy.format_remote_topic(flow.source, t)

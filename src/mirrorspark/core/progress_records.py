@@ -53,7 +53,7 @@ empty.
     checkpoint, the records committed since (checkpoint lag) and the records a failover to that
     checkpoint would read again.
 
-* The driver's failover watch (``mirrorspark.failover.policy``, :mod:`mirrorspark.mm2.failover_policy`)
+* The driver's failover watch (``mirrorspark.failover.policy``, :mod:`mirrorspark.core.failover_policy`)
   writes a fourth kind, only when something happens; compaction keeps the newest per flow, so it reads
   as the flow's failover state:
 
@@ -655,7 +655,7 @@ class FailoverEvent:
     since:
         When the source started to count as failed (epoch ms).
     reason:
-        Why (:func:`~mirrorspark.mm2.failover_policy.breach_reason`).
+        Why (:func:`~mirrorspark.core.failover_policy.breach_reason`).
     events:
         Failover events the driver recorded for the flow since it started.
     groups:

@@ -6,7 +6,7 @@ Confluent's ``confluent-rebalancer execute --replica-placement-only --throttle N
 * **plan** reads the brokers' racks (``DescribeCluster``), the topics' replicas
   (``DescribeTopics``) and the reassignments in progress, and computes moves for the partitions
   that do not satisfy their placement, and only those
-  (:func:`~mirrorspark.mm2.placement.plan_moves`);
+  (:func:`~mirrorspark.core.placement_rules.plan_moves`);
 * **apply** runs Kafka's ``org.apache.kafka.tools.reassign.ReassignPartitionsCommand --execute
   --throttle N`` from the ``kafka`` jars (confluent-kafka has no ``AlterPartitionReassignments``):
   the tool sets the broker configs ``leader/follower.replication.throttled.rate`` and the topic
@@ -41,10 +41,7 @@ from typing import Any, Final, Literal
 from mirrorspark.client.context import ReplicationContext
 from mirrorspark.config.model import ClusterConfig, MirrorConfig
 from mirrorspark.config.properties import format_properties
-from mirrorspark.errors import ClusterError, ConfigError, PlacementError
-from mirrorspark.kafka.admin import ClusterAdmin, ConfigTarget
-from mirrorspark.kafka.jars import classpath, java_executable
-from mirrorspark.mm2.placement import (
+from mirrorspark.core.placement_rules import (
     Move,
     Ongoing,
     Placement,
@@ -56,6 +53,9 @@ from mirrorspark.mm2.placement import (
     repair,
     violations,
 )
+from mirrorspark.errors import ClusterError, ConfigError, PlacementError
+from mirrorspark.kafka.admin import ClusterAdmin, ConfigTarget
+from mirrorspark.kafka.jars import classpath, java_executable
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +88,7 @@ def load_placement_file(path: str | os.PathLike[str]) -> PlacementRules:
     ConfigError
         The file cannot be read.
     PlacementError
-        Anything :func:`~mirrorspark.mm2.placement.parse_placement_rules` refuses, naming the file.
+        Anything :func:`~mirrorspark.core.placement_rules.parse_placement_rules` refuses, naming the file.
     """
     name = os.fspath(path)
     try:
@@ -165,7 +165,7 @@ class PartitionPlacement:
     replicas:
         Its replicas now (during a move: the old and the new ones).
     target:
-        Its replicas once placed (the move's target, or :func:`~mirrorspark.mm2.placement.repair`).
+        Its replicas once placed (the move's target, or :func:`~mirrorspark.core.placement_rules.repair`).
     adding, removing:
         Replicas being added and removed by a move in progress (empty otherwise).
     state:

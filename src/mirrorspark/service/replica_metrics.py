@@ -5,7 +5,7 @@ Confluent's Multi-Region Clusters report per partition (``kafka.cluster:type=Par
 :class:`ReplicaCollector` writes the same figures as ``mirrorspark_replicas_count``,
 ``mirrorspark_in_sync_replicas_count``, ``mirrorspark_caught_up_replicas_count`` and
 ``mirrorspark_is_not_caught_up`` (labels ``cluster``, ``topic``, ``partition``), computed as
-``mirrorspark replica-status`` computes them (:func:`~mirrorspark.mm2.replicas.partition_counts`):
+``mirrorspark replica-status`` computes them (:func:`~mirrorspark.core.replica_rows.partition_counts`):
 no observers, caught up = in the ISR. Apache Kafka's own ``ReplicasCount``/``InSyncReplicasCount``
 JMX gauges exist only on each partition's leader; these come from one admin call for the cluster.
 
@@ -14,7 +14,7 @@ mirrorspark's observers, the copies of the served cluster's partitions that enab
 ``mirrorspark_remote_copies_count`` (labels ``cluster``, ``topic``, ``partition``) and, per copy,
 ``mirrorspark_remote_copy_lag_records`` and ``mirrorspark_remote_copy_lag_seconds`` (labels
 also ``remote_cluster`` and ``remote_topic``), computed as ``replica-status --remote`` computes
-them (:func:`~mirrorspark.client.replicas.remote_copies`); a lag nobody could read is left out
+them (:func:`~mirrorspark.client.partition_states.remote_copies`); a lag nobody could read is left out
 rather than written as ``-1``.
 """
 
@@ -30,11 +30,11 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from mirrorspark.client.context import ReplicationContext
-from mirrorspark.client.replicas import partition_states, remote_copies
+from mirrorspark.client.partition_states import partition_states, remote_copies
 from mirrorspark.config.model import MirrorConfig
+from mirrorspark.core.replica_rows import UNKNOWN, PartitionState, RemoteCopy, partition_counts
 from mirrorspark.errors import MirrorsparkError
 from mirrorspark.kafka.admin import ClusterAdmin
-from mirrorspark.mm2.replicas import UNKNOWN, PartitionState, RemoteCopy, partition_counts
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +105,7 @@ def remote_copy_families(
     states:
         The partitions: each gets a ``mirrorspark_remote_copies_count`` sample (0 when no flow copies it).
     copies:
-        ``{(topic, partition): copies}`` as :func:`~mirrorspark.client.replicas.remote_copies` returns.
+        ``{(topic, partition): copies}`` as :func:`~mirrorspark.client.partition_states.remote_copies` returns.
 
     Returns
     -------

@@ -17,7 +17,7 @@ from typing import Any, Literal
 from confluent_kafka import TopicPartition
 
 from mirrorspark.client.context import FlowContext, ReplicationContext, Side
-from mirrorspark.client.source_offsets import read_flow_source_offsets
+from mirrorspark.client.source_offset_reader import read_flow_source_offsets
 from mirrorspark.config.model import MirrorConfig
 from mirrorspark.errors import FlowRunningError, SourceOffsetsRequestError
 from mirrorspark.kafka.admin import ClusterAdmin, GroupDescription, PartitionKey

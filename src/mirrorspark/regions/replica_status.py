@@ -1,7 +1,7 @@
 """Replica status and leader elections of one cluster (``mirrorspark replica-status``, ``mirrorspark elect``).
 
 The Apache Kafka counterparts of Confluent's ``kafka-replica-status`` and of
-``kafka-leader-election``: rows are built by :mod:`mirrorspark.mm2.replicas` from
+``kafka-leader-election``: rows are built by :mod:`mirrorspark.core.replica_rows` from
 ``describe_topics`` and ``list_offsets``; the remote copies that enabled replication flows keep
 of each partition in other clusters (mirrorspark's "observers") come from the flows' committed
 source offsets (``mm2-offsets.<source>.internal`` on each target), as ``mirrorspark status``
@@ -15,11 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from mirrorspark.client.context import ReplicationContext
-from mirrorspark.client.replicas import partition_states, remote_copies
+from mirrorspark.client.partition_states import partition_states, remote_copies
 from mirrorspark.config.model import MirrorConfig
-from mirrorspark.errors import ConfigError
-from mirrorspark.kafka.admin import ClusterAdmin, PartitionKey
-from mirrorspark.mm2.replicas import (
+from mirrorspark.core.replica_rows import (
     UNKNOWN,
     ElectionKind,
     ElectionOutcome,
@@ -29,6 +27,8 @@ from mirrorspark.mm2.replicas import (
     ReplicaRow,
     replica_rows,
 )
+from mirrorspark.errors import ConfigError
+from mirrorspark.kafka.admin import ClusterAdmin, PartitionKey
 
 
 @dataclass
@@ -42,7 +42,7 @@ class ReplicaStatus:
     partitions:
         Every selected partition's state (before the ``--leaders`` filter).
     rows:
-        One row per replica (:func:`~mirrorspark.mm2.replicas.replica_rows`).
+        One row per replica (:func:`~mirrorspark.core.replica_rows.replica_rows`).
     remote:
         With ``--remote``: ``{(topic, partition): copies in other clusters}``; empty otherwise.
     """

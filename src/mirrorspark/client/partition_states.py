@@ -4,7 +4,7 @@ What Confluent's ``kafka-replica-status`` shows, read with Apache Kafka's APIs (
 and ``list_offsets``), and the copies that enabled replication flows keep of each partition in
 other clusters (mirrorspark's "observers", from the flows' committed source offsets in
 ``mm2-offsets.<source>.internal`` on each target, as ``mirrorspark status`` reads them). Used by
-:mod:`mirrorspark.regions.replicas` (the commands) and the service's replica series.
+:mod:`mirrorspark.regions.replica_status` (the commands) and the service's replica series.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from collections.abc import Sequence
 from confluent_kafka import TopicPartition
 
 from mirrorspark.client.context import FlowContext, ReplicationContext
-from mirrorspark.client.source_offsets import read_flow_source_offsets
+from mirrorspark.client.source_offset_reader import read_flow_source_offsets
 from mirrorspark.config.model import MirrorConfig
+from mirrorspark.core.replica_rows import UNKNOWN, PartitionState, RemoteCopy, copy_lag, lag_seconds
 from mirrorspark.errors import ConfigError
 from mirrorspark.kafka.admin import ClusterAdmin, PartitionKey
-from mirrorspark.mm2.replicas import UNKNOWN, PartitionState, RemoteCopy, copy_lag, lag_seconds
 
 
 def partition_states(config: MirrorConfig, admin: ClusterAdmin, topics: Sequence[str] | None) -> list[PartitionState]:

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from mirrorspark.mm2.task_progress import FailoverEvent
+from mirrorspark.core.progress_records import FailoverEvent
 
 POLICIES: Final = ("manual", "under-min-isr", "offline")
 """Values of ``mirrorspark.failover.policy``."""

@@ -1,0 +1,68 @@
+"""Reading a flow's lifetime totals and published state back (``mm2-progress.<source>.internal``).
+
+``mirrorspark status`` and the metrics service read what the running flows published
+(:class:`~mirrorspark.replication.totals_publisher.TotalsPublisher`); the format is
+:mod:`mirrorspark.core.lifetime_totals`.
+"""
+
+from __future__ import annotations
+
+from mirrorspark.client.context import FlowContext
+from mirrorspark.core.lifetime_totals import FlowState, TopicTotals, decode_flow_state, decode_totals, totals_topic
+from mirrorspark.kafka.reader import read_topic
+
+
+def read_totals(
+    ctx: FlowContext,
+    *,
+    client_id: str,
+    timeout_s: float = 30.0,
+    states: dict[str, FlowState] | None = None,
+) -> dict[str, TopicTotals]:
+    """Read the last published lifetime totals per topic of a flow (empty when none were published).
+
+    Parameters
+    ----------
+    ctx:
+        The flow's context (its target's client settings, its policy naming the topic:
+        :func:`~mirrorspark.core.lifetime_totals.totals_topic`).
+    client_id:
+        The consumer's ``client.id``.
+    timeout_s:
+        Seconds to read the topic to its end (default 30).
+    states:
+        Filled with the flow's last published :class:`~mirrorspark.core.lifetime_totals.FlowState`
+        (under its name), if any.
+
+    Raises
+    ------
+    ClusterError
+        If the progress topic cannot be read to its end.
+    """
+    cfg = ctx.flow
+    flow = cfg.name
+    out: dict[str, TopicTotals] = {}
+
+    def on_record(key: bytes | None, value: bytes | None) -> None:
+        decoded = decode_totals(key, value)
+        if decoded is not None and decoded[0] == flow:
+            out[decoded[1]] = decoded[2]
+        elif states is not None:
+            st = decode_flow_state(key, value)
+            if st is not None and st[0] == flow:
+                states[flow] = st[1]
+
+    read_topic(
+        cfg.target_consumer,
+        cfg.target_admin,
+        cfg.target,
+        totals_topic(cfg.source, ctx.policy),
+        on_record,
+        client_id=client_id,
+        timeout_s=timeout_s,
+        clients=ctx.clients,
+    )
+    return out
+
+
+__all__ = ["read_totals"]

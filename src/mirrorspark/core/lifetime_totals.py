@@ -1,0 +1,163 @@
+"""A flow's lifetime totals and published state: the records of ``mm2-progress.<source>.internal`` (no I/O).
+
+Kafka itself cannot say how many bytes a replicator copied, so every running flow publishes, per
+replicated topic, its cumulative records and bytes copied to a compacted internal topic on its
+target, the **lifetime totals** topic ``mm2-progress.<source>.internal`` (an MM2-internal name:
+never replicated; named by :func:`~mirrorspark.mm2.internal_topics.mirrorspark_topic`, with the flow
+policy's internal separator, like the control topic). Totals continue across restarts: at start a
+flow reads its last published totals and adds to them. (The *progress channel*,
+``mm2-task-progress.<source>.internal``, is another topic: :mod:`mirrorspark.core.progress_records`.)
+
+Record layout (compact JSON, UTF-8):
+
+* key ``{"flow":"A->B","topic":"t1"}``
+* value ``{"records":<n>,"value_bytes":<n>,"key_bytes":<n>,"timestamp":<epoch ms>,"dropped":<n>}``
+  (``dropped``: records read and dropped by a transform, written only when not 0; absent = 0)
+
+and one flow-state record per flow, written by the driver when a flow starts running and when it
+gives up on it (``status`` shows ``failed`` and the error until the flow runs again):
+
+* key ``{"flow":"A->B"}``
+* value ``{"state":"running"|"failed","error":<text or null>,"timestamp":<epoch ms>}``
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from mirrorspark.mm2.internal_topics import PROGRESS_PREFIX, mirrorspark_topic
+from mirrorspark.mm2.policy import ReplicationPolicy
+
+
+@dataclass(frozen=True)
+class TopicTotals:
+    """Cumulative copy totals of one topic of a flow.
+
+    Attributes
+    ----------
+    records:
+        Records copied (all processes, all runs).
+    value_bytes, key_bytes:
+        Bytes of values and keys copied.
+    timestamp_ms:
+        When the totals were published (epoch ms).
+    dropped:
+        Records read and dropped by a transform (``transforms``), never copied.
+    """
+
+    records: int
+    value_bytes: int
+    key_bytes: int
+    timestamp_ms: int
+    dropped: int = 0
+
+
+def totals_topic(source_alias: str, policy: ReplicationPolicy | None = None) -> str:
+    """Name of the lifetime-totals topic of flows from ``source_alias`` (on their target).
+
+    Parameters
+    ----------
+    source_alias:
+        The flows' source cluster alias.
+    policy:
+        The flow's replication policy: the name uses its internal separator, as the control
+        topic's does; ``None`` = the default policy's naming.
+
+    Returns
+    -------
+    str
+        ``mm2-progress<isep><source_alias><isep>internal``, e.g. ``mm2-progress.A.internal``.
+    """
+    return mirrorspark_topic(PROGRESS_PREFIX, policy, source_alias)
+
+
+def encode_totals(flow: str, topic: str, p: TopicTotals) -> tuple[bytes, bytes]:
+    """Key and value bytes of a topic's totals record."""
+    key = json.dumps({"flow": flow, "topic": topic}, separators=(",", ":"), ensure_ascii=False).encode()
+    fields: dict[str, int] = {
+        "records": p.records,
+        "value_bytes": p.value_bytes,
+        "key_bytes": p.key_bytes,
+        "timestamp": p.timestamp_ms,
+    }
+    if p.dropped:  # only flows whose transforms dropped records: the layout of older versions otherwise
+        fields["dropped"] = p.dropped
+    value = json.dumps(fields, separators=(",", ":")).encode()
+    return key, value
+
+
+def decode_totals(key: bytes | None, value: bytes | None) -> tuple[str, str, TopicTotals] | None:
+    """``(flow, topic, totals)`` of a topic's totals record, or ``None`` if it is not one (or a tombstone).
+
+    A record whose totals are not non-negative integers (e.g. ``Infinity``, ``-5``, ``1.5``) is not one.
+    """
+    if key is None or value is None:
+        return None
+    try:
+        k, v = json.loads(key), json.loads(value)
+        if not isinstance(k, dict) or not isinstance(v, dict):
+            return None
+        totals = [v["records"], v["value_bytes"], v["key_bytes"], v["timestamp"], v.get("dropped", 0)]
+        if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in totals):
+            return None
+        return str(k["flow"]), str(k["topic"]), TopicTotals(*totals)
+    except (ValueError, KeyError, TypeError, RecursionError):  # RecursionError: absurdly deep nesting
+        return None
+
+
+@dataclass(frozen=True)
+class FlowState:
+    """The last state a running mirrorspark published for a flow.
+
+    Attributes
+    ----------
+    state:
+        ``"running"`` or ``"failed"``.
+    error:
+        Why the flow failed (the error's message), ``None`` when running.
+    timestamp_ms:
+        When it was published (epoch ms).
+    """
+
+    state: str
+    error: str | None
+    timestamp_ms: int
+
+
+def encode_flow_state(flow: str, state: FlowState) -> tuple[bytes, bytes]:
+    """Key and value bytes of a flow-state record."""
+    key = json.dumps({"flow": flow}, separators=(",", ":"), ensure_ascii=False).encode()
+    value = json.dumps(
+        {"state": state.state, "error": state.error, "timestamp": state.timestamp_ms}, separators=(",", ":")
+    ).encode()
+    return key, value
+
+
+def decode_flow_state(key: bytes | None, value: bytes | None) -> tuple[str, FlowState] | None:
+    """``(flow, state)`` of a flow-state record, or ``None`` if it is not one (a topic's totals, a tombstone, junk)."""
+    if key is None or value is None:
+        return None
+    try:
+        k, v = json.loads(key), json.loads(value)
+        if not isinstance(k, dict) or set(k) != {"flow"} or not isinstance(v, dict):
+            return None
+        state, error, ts = v["state"], v.get("error"), v["timestamp"]
+        if state not in ("running", "failed") or not (error is None or isinstance(error, str)):
+            return None
+        if not isinstance(ts, int) or isinstance(ts, bool) or ts < 0:
+            return None
+        return str(k["flow"]), FlowState(state, error, ts)
+    except (ValueError, KeyError, TypeError, RecursionError):
+        return None
+
+
+__all__ = [
+    "FlowState",
+    "TopicTotals",
+    "decode_flow_state",
+    "decode_totals",
+    "encode_flow_state",
+    "encode_totals",
+    "totals_topic",
+]
