@@ -12,10 +12,10 @@ Examples
 
 Notes
 -----
-The package's layers, top to bottom (``docs/design.md``): ``cli`` > ``migration`` >
-``replication`` > ``client`` > ``kafka`` > ``config`` > ``mm2`` > ``errors``. The MM2 core
-(``mirrorspark.mm2``) and the client API (``mirrorspark.client``) import without PySpark,
-like MM2's ``mirror-client`` artifact.
+The package's layers are drawn in ``docs/design.md`` and enforced by the import-linter contracts
+of ``pyproject.toml``. MM2's rules (``mirrorspark.mm2``), mirrorspark's own (``mirrorspark.core``)
+and the client API (``mirrorspark.client``) import without PySpark, like MM2's ``mirror-client``
+artifact.
 """
 
 from __future__ import annotations

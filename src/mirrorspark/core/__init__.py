@@ -1,5 +1,13 @@
 """mirrorspark's own pure rules and record formats, beside MM2's (:mod:`mirrorspark.mm2`): no I/O.
 
-The lease topic's claims (``lease_claims``). Layer rule: may import :mod:`mirrorspark.mm2` and
-:mod:`mirrorspark.errors` only; no Kafka client, no Spark.
+The progress channel's records (``progress_records``: the copy tasks' progress reports and the
+driver's raw metrics), lifetime totals (``lifetime_totals``), gap events and the gap ledger's
+records (``gaps``), the lease topic's claims (``lease_claims``), the live lists of
+``mirrorspark control`` (``control_state``, SRM's ``srm-control``), the failover policy's rules
+(``failover_policy``), Confluent's replica placement (``placement_rules``) and
+``kafka-replica-status`` rows (``replica_rows``), and Connect's Single Message Transforms on
+MM2's byte-array records (``transforms``).
+
+No Kafka client, no Spark; may import :mod:`mirrorspark.mm2` and :mod:`mirrorspark.errors` only
+(``pyproject.toml``'s import-linter contracts).
 """

@@ -1,13 +1,19 @@
-"""The replication runtime: MM2's connectors and tasks, with the data path on PySpark.
+"""The replication runtime: MM2's connectors and tasks, with the copy tasks on PySpark.
 
-The driver (``driver``: MM2 ``MirrorMaker``), one flow's driver-side runtime (``flow``:
-``MirrorSourceConnector``), the plain value types of a batch (``tasks``), the executor side
-of the data path (``copy``) and its Spark side (``datapath``), heartbeats (``heartbeats``),
-checkpoints and group offset sync (``checkpoints``: ``MirrorCheckpointTask``, KIP-545), live
-allow and deny lists (``control``), topic ACL sync (``acls``), lifetime progress
-(``progress``), the scheduler of periodic control work (``scheduler``) and the flows' state
-read from the clusters (``status``).
+Driver side, cut as MM2 cuts it: the driver (``driver``: MM2 ``MirrorMaker``) holds one
+``flow.Flow`` per replication flow, composed of its topic sync (``topic_sync``: the control half
+of ``MirrorSourceConnector``), its positions and gap checks (``positions``, the ledger writer
+``gap_ledger``), its copy tasks' configurations (``task_configs``: ``taskConfigs``) and the reader
+of its progress channel (``progress_channel``). Connect's worker: ``worker`` (task slots, lease
+grants), ``supervisor`` (a flow's copy tasks run, restarted and stopped; one generation per
+assignment), ``task_channel`` (commands to the tasks), ``lease`` (one active instance per flow).
+Control jobs on the driver's ``scheduler``: ``acl_sync``, ``checkpoint_emitter``
+(``MirrorCheckpointConnector``/``Task``) and ``group_offset_sync`` (KIP-545), ``heartbeats``,
+``live_filters`` (``srm-control``'s lists), ``failover_watch``, ``metrics_publisher``,
+``totals_publisher``, ``remote_placement``.
 
-Layer rule: may import :mod:`mirrorspark.client` and every layer below it; only
-:mod:`mirrorspark.cli` imports it (the migration tools are built on the client layer).
+Executor side: ``task`` (MM2 ``MirrorSourceTask``): the copy task's runner with injected clients
+and its two committers; it imports nothing of the driver side.
+
+Its place in the layers: ``pyproject.toml``'s import-linter contracts (``docs/design.md``).
 """

@@ -2,10 +2,13 @@
 
 Raw measurements (:mod:`mirrorspark.core.progress_records`) are aggregated over sliding windows by a
 Spark Structured Streaming job (:mod:`~mirrorspark.service.aggregation`) into a compacted topic;
-the service reads them back with heartbeats, gap ledgers and flow states (:mod:`~mirrorspark.service.feed`)
-and serves them as a read-only REST API (:mod:`~mirrorspark.service.api`, OpenAPI at ``/openapi.json``)
-and Prometheus metrics under MM2's names (:mod:`~mirrorspark.service.prometheus`).
+the service reads them back with heartbeats, gap ledgers, lifetime totals and flow states
+(:mod:`~mirrorspark.service.feed`) and serves them as a read-only REST API
+(:mod:`~mirrorspark.service.api`, OpenAPI at ``/openapi.json``) and Prometheus metrics under MM2's
+names (:mod:`~mirrorspark.service.prometheus`).
 
-Layer: beside :mod:`mirrorspark.cli` (which runs it), above :mod:`mirrorspark.replication`. The pure
-modules (:mod:`~mirrorspark.service.aggregates`) import neither Kafka clients nor Spark.
+Beside :mod:`mirrorspark.migration` and :mod:`mirrorspark.regions`, under :mod:`mirrorspark.cli`; it
+reads what flows publish through :mod:`mirrorspark.client`, never through the replication runtime
+(import-linter contract ``service-off-runtime``). The pure modules
+(:mod:`~mirrorspark.service.aggregates`) import neither Kafka clients nor Spark.
 """
