@@ -18,8 +18,9 @@ Layout
     Python workers the JVM starts), brokers excluded and measured separately.
 :mod:`bench.contenders`
     :class:`~bench.contenders.Contender`, the interface every measured replicator implements:
-    mirrorspark (batch and continuous engine), MirrorMaker 2 (defaults and tuned), and the
-    ceiling's consume and produce passes (parallel librdkafka clients, :mod:`bench.share`).
+    mirrorspark (``mirrorspark run --until-caught-up`` on its copy tasks), MirrorMaker 2 (defaults
+    and tuned), and the ceiling's consume and produce passes (parallel librdkafka clients,
+    :mod:`bench.share`).
 :mod:`bench.suite`
     Runs one case: loads the workload, warms every contender up, then runs the contenders
     alternately (A B A B ...) and summarises medians.

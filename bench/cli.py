@@ -9,21 +9,21 @@ Cases (``--cases``, default all):
 
 ``compare``
     Per workload (``--workloads``, e.g. ``1024x12,100x96``: value bytes x partitions) one case:
-    mirrorspark (batch engine, the ``--until-caught-up`` default, and the continuous engine),
-    MirrorMaker 2 (defaults, and with a tuned data producer), and the ceiling (the consume-only
-    and produce-only passes with ``min(tasks.max, partitions)`` parallel clients each),
-    alternately, ``--runs`` rounds, medians.
+    mirrorspark (``mirrorspark run --until-caught-up`` on its copy tasks), MirrorMaker 2 (defaults,
+    and with a tuned data producer), the ceiling (the consume-only and produce-only passes with
+    ``min(tasks.max, partitions)`` parallel clients each) and, in 1 KiB x 12 only unless named,
+    both replicators with exactly-once on the target, alternately, ``--runs`` rounds, medians.
 ``transforms``
-    1 KiB x 12 partitions, every other record with a header: mirrorspark (continuous engine) and
-    MM2 each without transforms, with a ``Filter`` + ``HasHeaderKey`` predicate dropping half the
-    records, and with an ``InsertHeader`` on every record (the same Connect transform keys for
-    both); medians as ``compare``.
+    1 KiB x 12 partitions, every other record with a header: mirrorspark and MM2 each without
+    transforms, with a ``Filter`` + ``HasHeaderKey`` predicate dropping half the records, and with
+    an ``InsertHeader`` on every record (the same Connect transform keys for both); medians as
+    ``compare``.
 ``latency``
-    5 000 records/s for 60 s (quick: 15 s) while mirrorspark (continuous engine), then MM2,
+    5 000 records/s for 60 s (quick: 15 s) while mirrorspark (``mirrorspark run``), then MM2,
     replicates; p50/p99/max.
 ``scale``
     100 and 1 000 topics x 4 partitions: time to discover and replicate them all, idle CPU per
-    topic (mirrorspark on the continuous engine, MM2).
+    topic (mirrorspark, MM2).
 ``recovery``
     ``kill -9`` mid-copy of a whole mirrorspark run (``python -m mirrorspark run``) and of MM2's
     JVM, then a restart; and of mirrorspark's Spark Python workers: records copied twice and
@@ -35,8 +35,9 @@ Cases (``--cases``, default all):
 
 The last lines printed are the headline ratios of the 1 KiB / 12-partition workload:
 ``throughput ratio mirrorspark/mm2: <x>``, ``throughput ratio mirrorspark/ceiling: <y>``,
-``throughput ratio mirrorspark/mm2-tuned: <z>`` and
-``throughput ratio mirrorspark-continuous/mirrorspark: <w>``.
+``throughput ratio mirrorspark/mm2-tuned: <z>``, then those of exactly-once:
+``throughput ratio mirrorspark-eos/mirrorspark``, ``mirrorspark-eos/mm2-eos`` and ``mm2-eos/mm2``
+(each only when both of its contenders ran).
 Results: ``bench/results/<date>-<host>[-quick].md`` (+ ``.json``); the latest figures go into
 ``bench/README.md``.
 """
@@ -55,7 +56,15 @@ from pathlib import Path
 
 from bench import cpu, report
 from bench.env import BenchEnv
-from bench.suite import COMPARE_CONTENDERS, TRANSFORMS_CONTENDERS, Case, CaseResult, run_case
+from bench.suite import (
+    COMPARE_CONTENDERS,
+    DEPRECATED_CONTENDERS,
+    TRANSFORMS_CONTENDERS,
+    Case,
+    CaseResult,
+    parse_contenders,
+    run_case,
+)
 from bench.workload import Workload
 
 __all__ = ["main"]
@@ -70,6 +79,10 @@ FULL_WORKLOADS = "1024x12,1024x1,1024x96,100x12,100x1,100x96"
 QUICK_WORKLOADS = "1024x12"
 HEADLINE = (1024, 12)
 """The workload whose ratios are printed last."""
+_DEPRECATED_NOTE = "".join(
+    f"; {old} is a deprecated name of {new} (one engine since issue #22)" for old, new in DEPRECATED_CONTENDERS.items()
+)
+"""What ``--help`` says of the old contender names still accepted."""
 CASES = ("compare", "transforms", "latency", "scale", "recovery", "service")
 SERVICE_HEADING = "Metrics service cost"
 """Heading of the service case in the results file (it has a section of its own in bench/README.md)."""
@@ -98,12 +111,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--contenders",
         default=",".join(COMPARE_CONTENDERS),
-        help="contenders (default %(default)s; the latency, scale and recovery cases run mirrorspark and mm2 of them)",
+        help="contenders (default %(default)s; the latency, scale and recovery cases run mirrorspark and mm2 of them)"
+        f"{_DEPRECATED_NOTE}",
     )
     p.add_argument(
         "--transforms-contenders",
         default=",".join(TRANSFORMS_CONTENDERS),
-        help="contenders of the transforms case (default %(default)s)",
+        help=f"contenders of the transforms case (default %(default)s){_DEPRECATED_NOTE}",
     )
     p.add_argument("--latency-seconds", type=float, help="measured produce window of the latency case (60; quick 15)")
     p.add_argument("--latency-rate", type=int, default=5000, help="records/s of the latency case (default 5000)")
@@ -161,18 +175,20 @@ def _parser() -> argparse.ArgumentParser:
         type=int,
         default=os.cpu_count() or 2,
         metavar="T",
-        help="tasks.max of the flows, i.e. Spark tasks per batch (default: CPU count, %(default)s)",
+        help="tasks.max of the flows, i.e. copy tasks per flow up to its partition count, and clients per ceiling "
+        "pass (default: CPU count, %(default)s)",
     )
     p.add_argument(
         "--batch-records",
         type=int,
         metavar="N",
-        help="mirrorspark.batch.max.records.per.partition (default: mirrorspark's, 200000)",
+        help="deprecated and ignored (with a warning): it set mirrorspark.batch.max.records.per.partition of the "
+        "batch engine, retired in issue #22",
     )
     p.add_argument(
         "--master",
-        help="Spark master of the in-process runs (default local[N], N = max(CPU count, --tasks): the continuous "
-        "engine keeps one task slot per copy task)",
+        help="Spark master of the in-process runs (default local[N], N = max(CPU count, --tasks): each copy task "
+        "keeps one task slot)",
     )
     p.add_argument(
         "--warmup-records",
@@ -201,6 +217,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("-v", "--verbose", action="store_true", help="log at INFO (DEBUG for bench)")
     return p
+
+
+def _contenders(spec: str, option: str) -> list[str]:
+    """The contenders an option names (:func:`bench.suite.parse_contenders`), warning on stderr about old names."""
+    names, deprecated = parse_contenders(spec)
+    for old in deprecated:
+        print(
+            f"warning: {option}: {old!r} is a deprecated name of {DEPRECATED_CONTENDERS[old]!r} "
+            "(mirrorspark has one engine since issue #22)",
+            file=sys.stderr,
+        )
+    return names
 
 
 def _workloads(args: argparse.Namespace) -> list[Workload]:
@@ -244,7 +272,10 @@ def _run_all(args: argparse.Namespace, command: str, label: str) -> int:
         raise SystemExit(f"--cases: unknown case(s) {sorted(unknown)}; choose from {', '.join(CASES)}")
     started = datetime.now(UTC).isoformat(timespec="seconds")
     runs = args.runs if args.runs is not None else 3
-    contenders = [c.strip() for c in args.contenders.split(",") if c.strip()]
+    contenders = _contenders(args.contenders, "--contenders")
+    transforms_contenders = _contenders(args.transforms_contenders, "--transforms-contenders")
+    if args.batch_records is not None:
+        print("warning: --batch-records is ignored: the batch engine was retired in issue #22", file=sys.stderr)
     results: list[CaseResult] = []
     sections: list[tuple[str, str]] = []
     extra_json: dict[str, object] = {}
@@ -260,7 +291,6 @@ def _run_all(args: argparse.Namespace, command: str, label: str) -> int:
                     workload=w,
                     runs=runs,
                     tasks_max=args.tasks,
-                    batch_records=args.batch_records,
                     warmup_records=args.warmup_records,
                     pause_s=args.pause,
                     wait_idle_s=args.wait_idle,
@@ -281,7 +311,7 @@ def _run_all(args: argparse.Namespace, command: str, label: str) -> int:
                 pause_s=args.pause,
                 wait_idle_s=args.wait_idle,
                 size="quick" if args.quick else "full",
-                contenders=[c.strip() for c in args.transforms_contenders.split(",") if c.strip()],
+                contenders=transforms_contenders,
             )
             if not _run_case(env, case, results):
                 status = 1

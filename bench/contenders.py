@@ -5,9 +5,10 @@ or one half of that for the ceiling) once per run and returns a :class:`RunMeasu
 measured by a :class:`bench.sampler.Sampler` in the same way for all:
 
 :class:`MirrorsparkContender`
-    An in-process ``mirrorspark run --until-caught-up``, on the environment's warm
-    SparkSession; ``mirrorspark`` (engine ``auto``: batches) and ``mirrorspark-continuous``
-    (``mirrorspark.engine=continuous``).
+    An in-process ``mirrorspark run --until-caught-up`` on the environment's warm SparkSession:
+    the flow's copy tasks (``min(tasks.max, partitions)`` long-running Spark tasks) copy up to the
+    end offsets listed at start, commit and end; ``mirrorspark`` (and ``mirrorspark-eos``, the same
+    with exactly-once on the target).
 :class:`MirrorMakerContender`
     Apache Kafka's MirrorMaker 2, dedicated mode, a child JVM per run; ``mm2`` at MM2's
     defaults and ``mm2-tuned`` (data producer with 1 MiB batches and ``linger.ms=5``).
@@ -38,9 +39,7 @@ from bench.sampler import EndOffsets, Sampler, Window
 from bench.workload import Workload, count_committed, count_records
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
-
-    from mirrorspark.replication.tasks import CopyTask, PartitionResult
+    from mirrorspark.replication.flow import Flow
 
 __all__ = [
     "MM2_TUNED_PRODUCER",
@@ -84,10 +83,6 @@ class RunMeasurement:
         CPU s/GB are over this window. ``0`` = unknown (then ``wall_s`` is used).
     peak_rss_bytes:
         Largest resident memory of the contender's process tree during the run, bytes.
-    jobs_s:
-        Part of ``wall_s`` spent inside Spark jobs (``DataPath.copy``), in seconds.
-    batches:
-        Spark jobs (batches) run.
     cpu:
         CPU seconds of the replicator's processes per role (driver-py, spark-jvm, py-workers,
         jvm, other) over the copy window; brokers excluded.
@@ -112,8 +107,6 @@ class RunMeasurement:
     payload_bytes: int
     wall_s: float
     start_s: float
-    jobs_s: float
-    batches: int
     copy_s: float = 0.0
     peak_rss_bytes: int = 0
     cpu: cpu.CpuDelta = field(default_factory=cpu.CpuDelta)
@@ -179,8 +172,6 @@ class RunMeasurement:
             "copy_s": round(self.copy_s, 4),
             "peak_rss_bytes": self.peak_rss_bytes,
             "start_s": round(self.start_s, 4),
-            "jobs_s": round(self.jobs_s, 4),
-            "batches": self.batches,
             "cpu_s": {k: round(v, 3) for k, v in self.cpu.by_role.items()},
             "cpu_complete": self.cpu.complete,
             "broker_cpu_s": round(self.broker_cpu_s, 3),
@@ -231,50 +222,21 @@ class Contender(ABC):
         """Release what :meth:`prepare` started. Default: nothing."""
 
 
-class _TimedDataPath:
-    """A :class:`mirrorspark.spark_session.DataPath` that adds up the wall time of its Spark jobs.
-
-    The batch engine calls :meth:`copy` once per batch; the continuous engine only takes
-    :attr:`spark` (its copy tasks are long-running Spark jobs of their own), so its runs show no jobs.
-    """
-
-    def __init__(self, spark: SparkSession) -> None:
-        from mirrorspark.spark_session import DataPath
-
-        self._inner = DataPath(spark)
-        self.spark = spark
-        self.jobs_s = 0.0
-        self.batches = 0
-        self.batch_s: list[float] = []
-
-    def copy(self, tasks: Sequence[CopyTask]) -> list[PartitionResult]:
-        t = time.perf_counter()
-        try:
-            return self._inner.copy(tasks)
-        finally:
-            dt = time.perf_counter() - t
-            self.jobs_s += dt
-            self.batch_s.append(dt)
-            self.batches += 1
-
-
 class MirrorsparkContender(Contender):
     """``mirrorspark run --until-caught-up`` in this process.
 
-    Heartbeats and checkpoints stay on (mirrorspark's defaults, as for MM2).
+    The flow's copy tasks (``min(tasks.max, partitions)`` long-running Spark tasks, one task slot
+    each) get the source end offsets the driver listed at start, copy up to them, commit and end;
+    the run ends once their commits (and the checkpoints) are written. Heartbeats and checkpoints
+    stay on (mirrorspark's defaults, as for MM2).
 
     Parameters
     ----------
     tasks_max:
-        ``tasks.max`` of the flow (Spark tasks per batch = ``min(tasks.max, partitions)``).
-    batch_records:
-        ``mirrorspark.batch.max.records.per.partition``; ``None`` keeps mirrorspark's default.
-    engine:
-        ``mirrorspark.engine``: ``None`` keeps ``auto`` (a bounded copy runs on the batch engine),
-        ``"continuous"`` runs the long-running copy tasks of the continuous engine (one Spark task
-        slot each) until caught up, ``"batch"`` forces batches.
+        ``tasks.max`` of the flow (copy tasks = ``min(tasks.max, partitions)``).
     extra:
-        Further ``mm2.properties`` keys for every run.
+        Further ``mm2.properties`` keys for every run (named in the description), e.g.
+        :data:`EXACTLY_ONCE`.
     flow_extra:
         Further keys of the run's flow, written as ``<source alias>->target.<key>`` (the source
         alias is new every run), e.g. its ``transforms``.
@@ -290,8 +252,6 @@ class MirrorsparkContender(Contender):
         self,
         *,
         tasks_max: int,
-        batch_records: int | None = None,
-        engine: str | None = None,
         extra: Mapping[str, str] | None = None,
         flow_extra: Mapping[str, str] | None = None,
         drops_tagged: bool = False,
@@ -299,16 +259,14 @@ class MirrorsparkContender(Contender):
     ) -> None:
         self.name = name
         self.tasks_max = tasks_max
-        self.batch_records = batch_records
-        self.engine = engine
         self.extra = dict(extra or {})
         self.flow_extra = dict(flow_extra or {})
         self.drops_tagged = drops_tagged
         self.transactional = self.extra.get(f"{TARGET}.exactly.once.source.support") == "enabled"
-        cap = f", batch cap {batch_records:,} records/partition" if batch_records else ""
-        how = f"mirrorspark.engine={engine}" if engine else "mirrorspark.engine=auto (batch engine for a bounded copy)"
-        self.description = f"mirrorspark run --until-caught-up, {how}, tasks.max={tasks_max}{cap}" + _described(
-            self.flow_extra
+        keys = "".join(f", {k}={v}" for k, v in self.extra.items())
+        self.description = (
+            f"mirrorspark run --until-caught-up on the copy tasks, tasks.max={tasks_max}{keys}"
+            + _described(self.flow_extra)
         )
 
     def properties(self, workload: Workload, alias: str = "source") -> dict[str, str]:
@@ -317,10 +275,6 @@ class MirrorsparkContender(Contender):
             "topics": workload.topic,
             "tasks.max": str(self.tasks_max),
         }
-        if self.batch_records:
-            props["mirrorspark.batch.max.records.per.partition"] = str(self.batch_records)
-        if self.engine:
-            props["mirrorspark.engine"] = self.engine
         props.update(self.extra)
         props.update(_flow_keys(alias, self.flow_extra))
         return props
@@ -339,7 +293,6 @@ class MirrorsparkContender(Contender):
         text = env.mm2_properties(alias, self.properties(workload, alias))
         cfg = parse_config(parse_properties(text), source_name=f"bench run {alias} ({self.name})")
         spark = env.spark()
-        data_path = _TimedDataPath(spark)
         gc.collect()
         remote = f"{alias}.{workload.topic}"
         meter = cpu.Meter(env.broker_pids())
@@ -351,7 +304,7 @@ class MirrorsparkContender(Contender):
         meter.start()
         sampler.start()
         t0 = time.perf_counter()
-        replicator = Replicator(cfg, data_path)  # type: ignore[arg-type]
+        replicator = Replicator(cfg, spark)
         error = ""
         t1: float | None = None
         try:
@@ -366,36 +319,20 @@ class MirrorsparkContender(Contender):
             sampler.stop()
             meter.stop()
             replicator.close()
-
-        flow = replicator.flows[0]
-        # Only the workload topic: the flow also replicates ``heartbeats`` (MM2 does), which the
-        # reverse-pair heartbeats of earlier runs keep on the source.
-        progress = [p for (topic, _), p in flow.partitions.items() if topic == workload.topic]
-        records = sum(p.records for p in progress)
-        dropped = sum(p.dropped for p in progress)
-        payload = sum(p.value_bytes + p.key_bytes for p in progress)
         window = sampler.window(expected)
-        verified = False
+        copied = _Copied.of(replicator.flows[0], workload.topic)
         if not error:
-            stored = _stored(env, remote, workload, transactional=self.transactional, expected=expected)
-            verified = stored == expected == records and records + dropped == workload.records and window is not None
-            if not verified:
-                error = (
-                    f"target holds {stored} records, replicator reports {records} copied and {dropped} dropped, "
-                    f"expected {expected} copied of {workload.records}"
-                )
-            elif self.drops_tagged:  # throughput counts what was read: every source record
-                records, payload = workload.records, workload.payload_bytes
+            error = self._check(env, remote, workload, expected, copied, window)
+        if not error and self.drops_tagged:  # throughput counts what was read: every source record
+            copied = _Copied(workload.records, 0, workload.payload_bytes)
         env.delete_flow_topics(alias)
         return RunMeasurement(
             contender=self.name,
             run=run,
-            records=records,
-            payload_bytes=payload,
+            records=copied.records,
+            payload_bytes=copied.payload_bytes,
             wall_s=window.end_s if window else meter.wall_s,
             start_s=window.start_s if window else ((t1 - t0) if t1 is not None else 0.0),
-            jobs_s=data_path.jobs_s,
-            batches=data_path.batches,
             copy_s=window.seconds if window else 0.0,
             peak_rss_bytes=sampler.peak_rss_bytes,
             cpu=window.cpu if window else meter.tree,
@@ -403,8 +340,45 @@ class MirrorsparkContender(Contender):
             broker_cpu_s=meter.broker_s,
             machine_busy_s=meter.machine.busy_s,
             steal_s=meter.machine.steal_s,
-            verified=verified,
+            verified=not error,
             error=error,
+        )
+
+    def _check(
+        self, env: BenchEnv, remote: str, workload: Workload, expected: int, copied: _Copied, window: Window | None
+    ) -> str:
+        """Why the run does not count (``""`` if the target holds exactly what the copy tasks report copying)."""
+        stored = _stored(env, remote, workload, transactional=self.transactional, expected=expected)
+        if (
+            stored == expected == copied.records
+            and copied.records + copied.dropped == workload.records
+            and window is not None
+        ):
+            return ""
+        return (
+            f"target holds {stored} records, replicator reports {copied.records} copied and {copied.dropped} dropped, "
+            f"expected {expected} copied of {workload.records}" + ("" if window else " (no copy window)")
+        )
+
+
+@dataclass(frozen=True)
+class _Copied:
+    """What a mirrorspark run's copy tasks report for the workload topic: records copied and dropped, key +
+    value bytes copied."""
+
+    records: int
+    dropped: int
+    payload_bytes: int
+
+    @classmethod
+    def of(cls, flow: Flow, topic: str) -> _Copied:
+        """The flow's progress of ``topic`` only: the flow also replicates ``heartbeats`` (MM2 does),
+        which the reverse-pair heartbeats of earlier runs keep on the source."""
+        progress = [p for (t, _), p in flow.partitions.items() if t == topic]
+        return cls(
+            records=sum(p.records for p in progress),
+            dropped=sum(p.dropped for p in progress),
+            payload_bytes=sum(p.value_bytes + p.key_bytes for p in progress),
         )
 
 
@@ -556,7 +530,7 @@ def _jvm_measurement(
     *,
     expected: int | None = None,
 ) -> RunMeasurement:
-    """The :class:`RunMeasurement` of a one-JVM contender (MM2, the perf tools): no Spark jobs;
+    """The :class:`RunMeasurement` of a contender outside this process (MM2, the ceiling's clients):
     without a copy window, the wall time is the meter's and the CPU figures are empty.
 
     ``records`` is what was counted afterwards, ``counted`` says how (``"target holds"``):
@@ -575,8 +549,6 @@ def _jvm_measurement(
         payload_bytes=workload.payload_bytes,
         wall_s=window.end_s if window else meter.wall_s,
         start_s=window.start_s if window else 0.0,
-        jobs_s=0.0,
-        batches=0,
         copy_s=window.seconds if window else 0.0,
         peak_rss_bytes=sampler.peak_rss_bytes,
         cpu=window.cpu if window else cpu.CpuDelta(),

@@ -19,9 +19,8 @@ One run (:func:`run_latency`)
 2. The replicator starts with the flow's ``topics`` = that topic — mirrorspark as an in-process
    :class:`mirrorspark.replication.driver.Replicator` whose :meth:`~mirrorspark.replication.driver.Replicator.run`
    runs in a background thread until :meth:`~mirrorspark.replication.driver.Replicator.request_stop`
-   on the **continuous engine** (``mirrorspark.engine=continuous``, what ``mirrorspark run`` picks:
-   ``min(tasks.max, partitions)`` long-running copy tasks, each a Spark task of its own on the
-   environment's warm SparkSession, committing every ``offset.flush.interval.ms``), MirrorMaker 2
+   (a ``mirrorspark run``: ``min(tasks.max, partitions)`` long-running copy tasks, each a Spark task
+   of its own on the environment's warm SparkSession, committing every ``offset.flush.interval.ms``), MirrorMaker 2
    as a child JVM (dedicated mode, like :class:`bench.contenders.MirrorMakerContender`). The run waits
    until the remote topic ``<alias>.bench-latency-<alias>`` holds every marker: the
    replicator is then running (``start_s``).
@@ -68,10 +67,7 @@ from typing import TYPE_CHECKING, Any
 from bench.env import SOURCE, TARGET
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
-
     from bench.env import BenchEnv
-    from mirrorspark.replication.tasks import CopyTask, PartitionResult
 
 __all__ = [
     "CONTENDERS",
@@ -139,15 +135,8 @@ class LatencyResult:
     start_s:
         Seconds from replicator launch (mirrorspark: ``Replicator.start``, Spark already up;
         MM2: JVM launch) until the target held every marker record.
-    batches:
-        mirrorspark on the batch engine only: Spark jobs (batches) started inside the produce
-        window (0 for MM2 and for the continuous engine, whose copy tasks outlive the window).
-    batch_ms_mean:
-        mirrorspark on the batch engine only: mean wall time of those jobs, milliseconds.
-    engine:
-        mirrorspark: the engine the run used (``"continuous"``); ``""`` for MM2.
     restarts:
-        mirrorspark on the continuous engine: copy tasks the driver restarted during the run.
+        mirrorspark: copy tasks the driver restarted during the run (0 for MM2).
     machine_cores:
         Busy cores of the whole machine (every process: replicator, brokers, load generator,
         anyone else) while the load generator ran; near the core count = the machine was saturated.
@@ -179,9 +168,6 @@ class LatencyResult:
     cpu_s: Mapping[str, float] = field(default_factory=dict)
     peak_rss_bytes: int = 0
     start_s: float = 0.0
-    batches: int = 0
-    batch_ms_mean: float = 0.0
-    engine: str = ""
     restarts: int = 0
     machine_cores: float = 0.0
     broker_cores: float = 0.0
@@ -224,9 +210,6 @@ class LatencyResult:
             "cpu_s": {k: round(v, 3) for k, v in self.cpu_s.items()},
             "peak_rss_bytes": self.peak_rss_bytes,
             "start_s": round(self.start_s, 3),
-            "batches": self.batches,
-            "batch_ms_mean": round(self.batch_ms_mean, 1),
-            "engine": self.engine,
             "restarts": self.restarts,
             "machine_cores": round(self.machine_cores, 3),
             "broker_cores": round(self.broker_cores, 3),
@@ -250,28 +233,6 @@ def _percentile(ordered: Sequence[float], q: float) -> float:
 # --------------------------------------------------------------------------- the replicators
 
 
-class _ClockedDataPath:
-    """A :class:`mirrorspark.spark_session.DataPath` that notes the wall-clock span of every Spark job.
-
-    Only the batch engine calls :meth:`copy`; the continuous engine takes :attr:`spark` and runs its
-    long-running copy tasks as Spark jobs of their own.
-    """
-
-    def __init__(self, spark: SparkSession) -> None:
-        from mirrorspark.spark_session import DataPath
-
-        self._inner = DataPath(spark)
-        self.spark = spark
-        self.jobs: list[tuple[float, float]] = []  # (time.time() at start, at end)
-
-    def copy(self, tasks: Sequence[CopyTask]) -> list[PartitionResult]:
-        t = time.time()
-        try:
-            return self._inner.copy(tasks)
-        finally:
-            self.jobs.append((t, time.time()))
-
-
 class RunningReplicator:
     """A replicator started by :func:`start_replicator`.
 
@@ -279,17 +240,12 @@ class RunningReplicator:
     ----------
     pid:
         Root of its process tree: this process for mirrorspark, the JVM for MM2.
-    jobs:
-        mirrorspark: ``(start, end)`` wall-clock seconds (``time.time()``) of every Spark job
-        (batch) so far; always empty for MM2.
     """
 
     pid: int
-    jobs: list[tuple[float, float]]
-    engine: str = ""
 
     def restarts(self) -> int:
-        """Copy tasks restarted so far (mirrorspark's continuous engine; 0 otherwise)."""
+        """Copy tasks restarted so far (mirrorspark; 0 for MM2)."""
         return 0
 
     def alive(self) -> bool:
@@ -301,7 +257,10 @@ class RunningReplicator:
         raise NotImplementedError
 
     def stop(self) -> None:
-        """Stop it (mirrorspark: after the current batch is committed; MM2: ``SIGTERM``). Idempotent."""
+        """Stop it (mirrorspark: every copy task commits what the target acknowledged; MM2: ``SIGTERM``).
+
+        Idempotent.
+        """
         raise NotImplementedError
 
 
@@ -312,10 +271,8 @@ class _MirrorsparkReplicator(RunningReplicator):
         from mirrorspark.replication.driver import Replicator
 
         cfg = parse_config(parse_properties(properties), source_name=name)
-        self.data_path = _ClockedDataPath(env.spark())
-        self.jobs = self.data_path.jobs
         self.pid = os.getpid()
-        self.replicator = Replicator(cfg, self.data_path)  # type: ignore[arg-type]
+        self.replicator = Replicator(cfg, env.spark())
         self.error: BaseException | None = None
         self.replicator.start()
         self._thread = threading.Thread(target=self._run, name="bench-replicator", daemon=True)
@@ -327,10 +284,6 @@ class _MirrorsparkReplicator(RunningReplicator):
         except BaseException as e:  # reported by the measuring thread
             log.exception("replicator failed")
             self.error = e
-
-    @property
-    def engine(self) -> str:  # type: ignore[override]
-        return self.replicator.engine
 
     def restarts(self) -> int:
         return sum(s.restarts for s in self.replicator.supervisors)
@@ -355,7 +308,6 @@ class _MirrorMakerReplicator(RunningReplicator):
 
         path = env.work_dir / f"mm2-{alias}.properties"
         path.write_text(properties)
-        self.jobs = []
         self.mm = start_mirror_maker(path, base_dir=env.work_dir, clusters=[TARGET], heap=MM2_HEAP)
         self.pid = self.mm.pid
 
@@ -383,17 +335,13 @@ def contender_properties(contender: str, topics: str, tasks_max: int, extra: Map
     extra:
         Further keys, written last.
 
-    mirrorspark runs on the continuous engine (``mirrorspark.engine=continuous``, which ``auto``
-    also picks for a run that is not ``--until-caught-up``). Both keep their defaults otherwise
-    (mirrorspark: ``offset.flush.interval.ms=1000``; MM2: Connect's 60000); heartbeats and
-    checkpoints are on for both; MM2 skips Connect's plugin scan (``plugin.discovery=service_load``:
-    start-up only), as in :class:`bench.contenders.MirrorMakerContender`.
+    Both keep their defaults otherwise (mirrorspark: ``offset.flush.interval.ms=1000``; MM2:
+    Connect's 60000); heartbeats and checkpoints are on for both; MM2 skips Connect's plugin scan
+    (``plugin.discovery=service_load``: start-up only), as in :class:`bench.contenders.MirrorMakerContender`.
     """
     if contender not in CONTENDERS:
         raise ValueError(f"unknown contender {contender!r}: use one of {', '.join(CONTENDERS)}")
     props = {"topics": topics, "tasks.max": str(tasks_max)}
-    if contender == "mirrorspark":
-        props["mirrorspark.engine"] = "continuous"
     if contender == "mm2":
         props.update(
             {
@@ -471,8 +419,7 @@ def run_latency(
     warmup_s:
         Seconds of traffic at ``rate`` before the measured window (not counted; default 5).
     extra:
-        Further ``mm2.properties`` keys for the contender (e.g.
-        ``mirrorspark.batch.idle.interval.ms``).
+        Further ``mm2.properties`` keys for the contender (e.g. ``offset.flush.interval.ms``).
     run:
         Run index to record in the result.
     start_timeout_s:
@@ -579,8 +526,6 @@ def run_latency(
     cores = 0.0
     cpu_s: dict[str, float] = {}
     peak = 0
-    batches = 0
-    batch_ms = 0.0
     start_wall = float(summary.get("measured_start_wall", 0.0))
     end_wall = float(summary.get("measured_end_wall", 0.0))
     if sampler is not None and end_wall > start_wall:
@@ -592,11 +537,6 @@ def run_latency(
         cpu_s = dict(delta.by_role)
         cores = delta.total_s / (b.t - a.t) if b.t > a.t else 0.0
         peak = sampler.peak_rss_bytes
-        jobs = replicator.jobs if replicator is not None else []
-        inside = [(j0, j1) for j0, j1 in jobs if start_wall <= j0 <= end_wall]
-        batches = len(inside)
-        batch_ms = statistics.fmean((j1 - j0) * 1000.0 for j0, j1 in inside) if inside else 0.0
-    engine = replicator.engine if replicator is not None else ""
     restarts = replicator.restarts() if replicator is not None else 0
     got = [x for x in latencies if not math.isnan(x)]
     ordered = sorted(got)
@@ -630,9 +570,6 @@ def run_latency(
         cpu_s=cpu_s,
         peak_rss_bytes=peak,
         start_s=start_s,
-        batches=batches,
-        batch_ms_mean=batch_ms,
-        engine=engine,
         restarts=restarts,
         machine_cores=machine_cores,
         broker_cores=broker_cores,
@@ -702,12 +639,9 @@ def latency_markdown(results: Sequence[LatencyResult]) -> str:
     if not results:
         return "_no latency runs_\n"
     first = results[0]
-    with_jobs = any(r.batches for r in results if r.ok)  # batch-engine runs only
     header = (
-        "| contender | engine | runs | records | achieved rec/s | p50 ms | p90 ms | p99 ms | p99.9 ms | max ms "
-        "| mean ms | cores | peak RSS MB | "
-        + ("Spark jobs/s | job ms | " if with_jobs else "")
-        + "machine busy cores |"
+        "| contender | runs | records | achieved rec/s | p50 ms | p90 ms | p99 ms | p99.9 ms | max ms "
+        "| mean ms | cores | peak RSS MB | machine busy cores |"
     )
     columns = header.count("|") - 1
     lines = [
@@ -718,33 +652,9 @@ def latency_markdown(results: Sequence[LatencyResult]) -> str:
         header,
         "|" + "---|" * columns,
     ]
-    names = list(dict.fromkeys(r.contender for r in results))
-    for name in names:
+    for name in dict.fromkeys(r.contender for r in results):
         ok = [r for r in results if r.contender == name and r.ok]
-        if not ok:
-            lines.append(f"| {name} | - | 0 |" + " - |" * (columns - 3))
-            continue
-
-        def med(values: Sequence[float]) -> float:
-            return statistics.median(values)
-
-        jobs = ""
-        if with_jobs:
-            jobs = (
-                f"{med([r.batches / r.produce_s for r in ok]):.1f} | {med([r.batch_ms_mean for r in ok]):.0f} | "
-                if any(r.batches for r in ok)
-                else "- | - | "
-            )
-        engine = ok[0].engine or "-"
-        lines.append(
-            f"| {name} | {engine} | {len(ok)} | {med([r.records for r in ok]):,.0f} "
-            f"| {med([r.achieved_rate for r in ok]):,.0f} "
-            f"| {med([r.p50_ms for r in ok]):.0f} | {med([r.p90_ms for r in ok]):.0f} "
-            f"| {med([r.p99_ms for r in ok]):.0f} | {med([r.p999_ms for r in ok]):.0f} "
-            f"| {med([r.max_ms for r in ok]):.0f} | {med([r.mean_ms for r in ok]):.0f} "
-            f"| {med([r.cores for r in ok]):.2f} | {med([r.peak_rss_bytes / 1e6 for r in ok]):,.0f} | {jobs}"
-            f"{med([r.machine_cores for r in ok]):.2f} |"
-        )
+        lines.append(_latency_row(name, ok) if ok else f"| {name} | 0 |" + " - |" * (columns - 2))
     failed = [r for r in results if not r.ok]
     if failed:
         lines.append("")
@@ -752,6 +662,23 @@ def latency_markdown(results: Sequence[LatencyResult]) -> str:
             f"- {r.contender} run {r.run} failed: {r.error.splitlines()[0] if r.error else '?'}" for r in failed
         )
     return "\n".join(lines) + "\n"
+
+
+def _latency_row(name: str, ok: Sequence[LatencyResult]) -> str:
+    """One contender's row of :func:`latency_markdown`: medians over its successful runs ``ok``."""
+
+    def med(values: Sequence[float]) -> float:
+        return statistics.median(values)
+
+    return (
+        f"| {name} | {len(ok)} | {med([r.records for r in ok]):,.0f} "
+        f"| {med([r.achieved_rate for r in ok]):,.0f} "
+        f"| {med([r.p50_ms for r in ok]):.0f} | {med([r.p90_ms for r in ok]):.0f} "
+        f"| {med([r.p99_ms for r in ok]):.0f} | {med([r.p999_ms for r in ok]):.0f} "
+        f"| {med([r.max_ms for r in ok]):.0f} | {med([r.mean_ms for r in ok]):.0f} "
+        f"| {med([r.cores for r in ok]):.2f} | {med([r.peak_rss_bytes / 1e6 for r in ok]):,.0f} "
+        f"| {med([r.machine_cores for r in ok]):.2f} |"
+    )
 
 
 # --------------------------------------------------------------------------- the load generator (child process)

@@ -6,12 +6,11 @@ Each contender replicates a topic that a steady producer feeds while the benchma
 Scenarios (:data:`SCENARIOS`)
 -----------------------------
 ``mirrorspark``, whole run
-    ``python -m mirrorspark run <mm2.properties> --clusters target`` as a subprocess on the
-    continuous engine (``mirrorspark.engine=continuous``, what ``run`` picks anyway): its Python
-    driver, Spark JVM, PySpark daemon and Python workers are all killed at once (``kill -9`` of
-    every process of its tree), then the same command is launched again. The new instance
-    waits for the flow's lease (the dead holder's session expires after 6 s) and resumes from
-    the committed offsets.
+    ``python -m mirrorspark run <mm2.properties> --clusters target`` as a subprocess (its copy
+    tasks run in Spark's Python workers): its Python driver, Spark JVM, PySpark daemon and Python
+    workers are all killed at once (``kill -9`` of every process of its tree), then the same
+    command is launched again. The new instance waits for the flow's lease (the dead holder's
+    session expires after 6 s) and resumes from the committed offsets.
 ``mm2``, whole run
     Apache Kafka's MirrorMaker 2 (dedicated mode, a JVM, as in the other cases) killed with
     ``kill -9`` and launched again with the same ``mm2.properties``; it resumes from the source

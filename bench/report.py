@@ -45,8 +45,6 @@ _RUN_COLUMNS = (
     "wall s",
     "copy s",
     "start s",
-    "jobs s",
-    "jobs",
     "records/s",
     "MB/s",
     "CPU s",
@@ -159,8 +157,6 @@ def _run_rows(runs: Sequence[RunMeasurement]) -> list[list[str]]:
                 f"{m.wall_s:.2f}",
                 f"{m.seconds:.2f}",
                 f"{m.start_s:.2f}",
-                f"{m.jobs_s:.2f}",
-                str(m.batches),
                 f"{m.records_per_s:,.0f}",
                 f"{m.mb_per_s:.1f}",
                 f"{m.cpu.total_s:.2f}",
@@ -347,12 +343,7 @@ def headline_table(results: Sequence[CaseResult]) -> str:
         ms = r.summary("mirrorspark")
         if ms is None:
             continue
-        cont, mm2, tuned, ceil = (
-            r.summary("mirrorspark-continuous"),
-            r.summary("mm2"),
-            r.summary("mm2-tuned"),
-            r.summary("ceiling"),
-        )
+        mm2, tuned, ceil = r.summary("mm2"), r.summary("mm2-tuned"), r.summary("ceiling")
         w = r.case.workload
 
         def rate(x: Summary | None) -> str:
@@ -379,7 +370,6 @@ def headline_table(results: Sequence[CaseResult]) -> str:
                 f"{w.record_size} B x {w.partitions}",
                 f"{w.records:,} ({w.payload_bytes / 1e6:,.0f} MB)",
                 rate(ms),
-                rate(cont),
                 rate(mm2),
                 rate(tuned),
                 rate(ceil),
@@ -387,16 +377,14 @@ def headline_table(results: Sequence[CaseResult]) -> str:
                 ratio("throughput ratio mirrorspark/mm2"),
                 ratio("throughput ratio mirrorspark/mm2-tuned"),
                 ratio("throughput ratio mirrorspark/ceiling"),
-                ratio("throughput ratio mirrorspark-continuous/mirrorspark"),
-                f"{cpu(ms)} / {cpu(cont)} / {cpu(mm2)} / {cpu(tuned)} / {cpu(ceil)}",
-                f"{rss(ms)} / {rss(cont)} / {rss(mm2)} / {rss(tuned)}",
+                f"{cpu(ms)} / {cpu(mm2)} / {cpu(tuned)} / {cpu(ceil)}",
+                f"{rss(ms)} / {rss(mm2)} / {rss(tuned)}",
             ]
         )
     header = [
         "records x partitions",
         "records (size)",
         "mirrorspark rec/s",
-        "mirrorspark-continuous rec/s",
         "MM2 rec/s",
         "MM2-tuned rec/s",
         "ceiling rec/s",
@@ -404,9 +392,8 @@ def headline_table(results: Sequence[CaseResult]) -> str:
         "mirrorspark/MM2",
         "mirrorspark/MM2-tuned",
         "mirrorspark/ceiling",
-        "continuous/batch",
-        "CPU s/GB mirrorspark / continuous / MM2 / MM2-tuned / ceiling",
-        "peak RSS MB mirrorspark / continuous / MM2 / MM2-tuned",
+        "CPU s/GB mirrorspark / MM2 / MM2-tuned / ceiling",
+        "peak RSS MB mirrorspark / MM2 / MM2-tuned",
     ]
     return _md_table(header, rows)
 
@@ -442,15 +429,14 @@ def bench_markdown(
         "",
         headline_table(results),
         "",
-        "mirrorspark = `mirrorspark run --until-caught-up` (engine `auto`: batches); mirrorspark-continuous =",
-        "the same on the continuous engine (`mirrorspark.engine=continuous`); MM2 = Apache Kafka's",
-        "MirrorMaker 2, dedicated mode, at its defaults; MM2-tuned = the same with the data producer's",
-        "`batch.size` 1 MiB and `linger.ms` 5 (`target.producer.*`). All with the same `tasks.max`, topic",
+        "mirrorspark = `mirrorspark run --until-caught-up` on its copy tasks (min(tasks.max, partitions)",
+        "long-running Spark tasks that copy up to the end offsets listed at start, commit and end); MM2 =",
+        "Apache Kafka's MirrorMaker 2, dedicated mode, at its defaults; MM2-tuned = the same with the data",
+        "producer's `batch.size` 1 MiB and `linger.ms` 5 (`target.producer.*`). All with the same `tasks.max`, topic",
         "filter, heartbeats and checkpoints on. ceiling = the slower of two passes with min(tasks.max,",
         "partitions) parallel client processes each, one per share of the partitions, librdkafka's clients",
         "with the copy tasks' settings (bench/share.py): consumers over the source topic, and idempotent",
-        "producers of as many records of the same size into the target.",
-        "continuous/batch = mirrorspark-continuous over mirrorspark. Rates are over the copy window",
+        "producers of as many records of the same size into the target. Rates are over the copy window",
         "(start-up apart, see each case). CPU s/GB: CPU seconds of the contender's processes per 10^9 bytes",
         "of keys + values.",
         "",

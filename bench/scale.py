@@ -11,9 +11,8 @@ One run (:func:`run_scale`)
 1. The replicator starts with the flow's ``topics`` = that regex and its default topic
    refresh (the topics exist before it starts, so its start-up discovery finds them):
    mirrorspark as an in-process :class:`mirrorspark.replication.driver.Replicator` running in a background
-   thread on the continuous engine (``mirrorspark.engine=continuous``, what ``mirrorspark run`` picks:
-   ``min(tasks.max, partitions)`` long-running copy tasks on the warm SparkSession), MirrorMaker 2 as a
-   child JVM (dedicated mode).
+   thread (a ``mirrorspark run``: ``min(tasks.max, partitions)`` long-running copy tasks on the warm
+   SparkSession), MirrorMaker 2 as a child JVM (dedicated mode).
 2. **Discovery**: the end offsets of every remote topic's partitions on the target are listed
    every ``poll_s`` seconds (topic metadata, then one ``ListOffsets`` request for all existing
    remote partitions). ``discovery_s`` is the time from launch (mirrorspark:
@@ -288,15 +287,6 @@ class ScaleResult:
     peak_rss_bytes:
         Largest resident memory of the replicator's tree, bytes, sampled every second from launch
         (mirrorspark: from the end of ``Replicator.start()``) to the end of the idle window.
-    catch_up_batches, catch_up_jobs_s:
-        mirrorspark on the batch engine only: Spark jobs (batches) started before every remote
-        partition held its records, and the wall seconds spent inside them (the rest of
-        ``discovery_s`` is ``start_call_s`` plus planning, committing and idle waits); 0 for MM2
-        and the continuous engine.
-    batches:
-        mirrorspark on the batch engine only: Spark jobs run during the idle window (0 otherwise).
-    engine:
-        mirrorspark: the engine of the run (``"continuous"``); ``""`` for MM2.
     machine_cores:
         Busy cores of the whole machine (every process, anyone else's included) over the idle window.
     error:
@@ -319,10 +309,6 @@ class ScaleResult:
     idle_cpu_s: Mapping[str, float] = field(default_factory=dict)
     idle_broker_cores: float = 0.0
     peak_rss_bytes: int = 0
-    catch_up_batches: int = 0
-    catch_up_jobs_s: float = 0.0
-    batches: int = 0
-    engine: str = ""
     machine_cores: float = 0.0
     error: str = ""
 
@@ -367,10 +353,6 @@ class ScaleResult:
             "millicores_per_topic": round(self.millicores_per_topic, 4),
             "cores_per_1000_partitions": round(self.cores_per_1000_partitions, 4),
             "peak_rss_bytes": self.peak_rss_bytes,
-            "catch_up_batches": self.catch_up_batches,
-            "catch_up_jobs_s": round(self.catch_up_jobs_s, 3),
-            "batches": self.batches,
-            "engine": self.engine,
             "machine_cores": round(self.machine_cores, 3),
             "ok": self.ok,
             "error": self.error,
@@ -448,8 +430,6 @@ def run_scale(
     idle_window = 0.0
     idle_cpu: cpu.CpuDelta = cpu.CpuDelta()
     broker_cores = machine_cores = 0.0
-    caught_up_wall = 0.0
-    batches = 0
     sampler: Sampler | None = None
     gc.collect()
     t0 = time.perf_counter()
@@ -468,7 +448,6 @@ def run_scale(
                 first_s = now
             if done >= progress.total:
                 discovery_s = now
-                caught_up_wall = time.time()
                 break
             if not replicator.alive():
                 raise RuntimeError(replicator.describe_failure())
@@ -496,7 +475,6 @@ def run_scale(
         idle_cpu = cpu.delta(a.cpu, b.cpu)
         broker_cores = cpu.delta(b0, b1).total_s / idle_window if idle_window > 0 else 0.0
         machine_cores = (m1 - m0).busy_s / (w1 - w0) if w1 > w0 else 0.0
-        batches = sum(1 for j0, _ in replicator.jobs if w0 <= j0 <= w1)
     except Exception as e:
         log.exception("%s scale run %d failed", contender, run)
         error = f"{type(e).__name__}: {e}"
@@ -505,7 +483,6 @@ def run_scale(
             sampler.stop()
         if replicator is not None:
             replicator.stop()
-    catch_up = [(j0, j1) for j0, j1 in (replicator.jobs if replicator else []) if j0 <= caught_up_wall]
     try:
         env.delete_flow_topics(alias, timeout_s=300.0)
     except Exception:
@@ -527,10 +504,6 @@ def run_scale(
         idle_cpu_s=dict(idle_cpu.by_role),
         idle_broker_cores=broker_cores,
         peak_rss_bytes=sampler.peak_rss_bytes if sampler is not None else 0,
-        catch_up_batches=len(catch_up),
-        catch_up_jobs_s=sum(j1 - j0 for j0, j1 in catch_up),
-        batches=batches,
-        engine=replicator.engine if replicator is not None else "",
         machine_cores=machine_cores,
         error=error,
     )
@@ -590,9 +563,9 @@ def scale_markdown(results: Sequence[ScaleResult]) -> str:
     if not results:
         return "_no scale runs_\n"
     lines = [
-        "| contender | engine | topics x partitions | runs | first copied s | all copied s | idle cores "
+        "| contender | topics x partitions | runs | first copied s | all copied s | idle cores "
         "| millicores/topic | cores/1000 partitions | brokers idle cores | peak RSS MB | machine busy cores |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     names = list(dict.fromkeys(r.contender for r in results))
     counts = sorted({(r.topics, r.partitions) for r in results})
@@ -604,7 +577,7 @@ def scale_markdown(results: Sequence[ScaleResult]) -> str:
                 continue
             ok = [r for r in group if r.ok]
             if not ok:
-                lines.append(f"| {name} | - | {topics:,} x {parts} | 0 | - | - | - | - | - | - | - | - |")
+                lines.append(f"| {name} | {topics:,} x {parts} | 0 | - | - | - | - | - | - | - | - |")
                 continue
             m = {
                 "first": statistics.median(r.first_s for r in ok),
@@ -618,7 +591,7 @@ def scale_markdown(results: Sequence[ScaleResult]) -> str:
             }
             medians[(name, topics, parts)] = m
             lines.append(
-                f"| {name} | {ok[0].engine or '-'} | {topics:,} x {parts} | {len(ok)} | {m['first']:.1f} "
+                f"| {name} | {topics:,} x {parts} | {len(ok)} | {m['first']:.1f} "
                 f"| {m['all']:.1f} | {m['cores']:.3f} "
                 f"| {m['mc']:.2f} | {m['c1k']:.3f} | {m['brokers']:.3f} | {m['rss']:,.0f} | {m['machine']:.2f} |"
             )

@@ -8,8 +8,8 @@ One run (:func:`run_service`)
 ----------------------------
 1. A fresh source alias and source topic ``bench-service-<alias>`` (12 partitions, one marker
    record each). The flow ``<alias>->target`` runs as ``python -m mirrorspark run mm2.properties
-   --clusters target`` (a subprocess: its Python driver, Spark JVM and Python workers; continuous
-   engine, defaults otherwise), as in the recovery case; the run waits until the markers are on
+   --clusters target`` (a subprocess: its Python driver, Spark JVM and Python workers running the
+   copy tasks; defaults otherwise), as in the recovery case; the run waits until the markers are on
    the target (``start_s``).
 2. ``python -m mirrorspark service mm2.properties --cluster target --port 0 --checkpoint <dir>``
    (a subprocess: the service's Python process with the feed and uvicorn, its Spark JVM running
@@ -837,7 +837,7 @@ def service_markdown(results: Sequence[ServiceResult]) -> str:
     }
     lines = [
         f"`mirrorspark service` (REST API + Spark aggregation job, `local[2]`) beside the flow it reports on "
-        f"(`mirrorspark run`, continuous engine, tasks.max={first.tasks_max}, {first.partitions} partitions): "
+        f"(`mirrorspark run`, tasks.max={first.tasks_max}, {first.partitions} partitions): "
         f"{first.idle_s:g} s idle, {first.rate:,} records/s of {first.record_size} B for {first.seconds:g} s, then "
         f"{first.clients} concurrent API clients for {first.api_s:g} s. Cores = CPU seconds per second; RSS in MiB "
         "(mean / peak over the phase); medians over "

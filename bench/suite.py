@@ -28,11 +28,14 @@ from bench.workload import TAG_HEADER, LoadResult, Workload, load_topic
 
 __all__ = [
     "COMPARE_CONTENDERS",
+    "DEPRECATED_CONTENDERS",
     "TRANSFORMS_CONTENDERS",
     "Case",
     "CaseResult",
     "Summary",
+    "canonical_contenders",
     "comparison_case",
+    "parse_contenders",
     "run_case",
     "transforms_case",
 ]
@@ -109,10 +112,8 @@ class Summary:
         Median, shortest and longest copy window (what throughput is over), seconds.
     peak_rss_mb:
         Median of the runs' peak resident memory of the contender's processes, MB (10^6 B).
-    start_s, jobs_s:
-        Median seconds of flow start and inside Spark jobs.
-    batches:
-        Median Spark jobs per run.
+    start_s:
+        Median seconds from launch until the copy window opened (start-up).
     cpu_s_per_gb:
         Median replicator CPU seconds per GB (10^9 bytes of keys + values).
     cpu_s_per_gb_by_role:
@@ -139,8 +140,6 @@ class Summary:
     copy_max_s: float
     peak_rss_mb: float
     start_s: float
-    jobs_s: float
-    batches: float
     cpu_s_per_gb: float
     cpu_s_per_gb_by_role: Mapping[str, float]
     broker_cpu_s_per_gb: float
@@ -169,8 +168,6 @@ class Summary:
             copy_max_s=max((m.seconds for m in ok), default=float("nan")),
             peak_rss_mb=med(lambda m: m.peak_rss_bytes / 1e6),
             start_s=med(lambda m: m.start_s),
-            jobs_s=med(lambda m: m.jobs_s),
-            batches=med(lambda m: m.batches),
             cpu_s_per_gb=med(lambda m: m.cpu_s_per_gb()),
             cpu_s_per_gb_by_role={r: med(lambda m, r=r: m.cpu_s_per_gb(r)) for r in cpu.ROLES},  # type: ignore[misc]
             broker_cpu_s_per_gb=med(lambda m: m.broker_cpu_s_per_gb),
@@ -262,7 +259,7 @@ def _describe_run(m: RunMeasurement) -> str:
     label = "warm-up" if m.run == 0 else f"run {m.run}"
     return (
         f"{m.contender:<22} {label:<8} {m.records:>10,} rec {m.seconds:7.2f} s "
-        f"(start {m.start_s:.2f} s, {m.batches} job(s) {m.jobs_s:.2f} s, peak RSS {m.peak_rss_bytes / 1e6:,.0f} MB) "
+        f"(start {m.start_s:.2f} s, peak RSS {m.peak_rss_bytes / 1e6:,.0f} MB) "
         f"{m.records_per_s:>10,.0f} rec/s {m.mb_per_s:7.1f} MB/s  "
         f"cpu {m.cpu.total_s:6.2f} s = {m.cpu_s_per_gb():6.1f} s/GB  brokers {m.broker_cpu_s:5.2f} s  "
         f"other procs {m.other_cpu_s / m.wall_s if m.wall_s else 0:.2f} cores"
@@ -346,7 +343,6 @@ def run_case(env: BenchEnv, case: Case, *, echo: Echo = print) -> CaseResult:
 
 COMPARE_CONTENDERS = (
     "mirrorspark",
-    "mirrorspark-continuous",
     "mm2",
     "mm2-tuned",
     "ceiling-consume",
@@ -355,6 +351,46 @@ COMPARE_CONTENDERS = (
     "mm2-eos",
 )
 """Every contender of the comparison case, in run order (the ``*-eos`` ones only in 1 KiB x 12 by default)."""
+
+DEPRECATED_CONTENDERS: Final = {"mirrorspark-continuous": "mirrorspark"}
+"""Old contender names still accepted, and the name each now stands for: ``mirrorspark-continuous`` was the
+bounded copy on the continuous engine's copy tasks, which every mirrorspark run uses since the batch engine
+was retired (issue #22)."""
+
+
+def canonical_contenders(names: Sequence[str]) -> list[str]:
+    """``names`` with each deprecated name replaced by its current one (:data:`DEPRECATED_CONTENDERS`), each once.
+
+    Parameters
+    ----------
+    names:
+        Contender names, in run order.
+
+    Returns
+    -------
+    list[str]
+        The same order; a name given twice (or under its old and its new name) keeps its first place.
+    """
+    return list(dict.fromkeys(DEPRECATED_CONTENDERS.get(n, n) for n in names))
+
+
+def parse_contenders(spec: str) -> tuple[list[str], list[str]]:
+    """The contenders a comma-separated option names (``--contenders``, ``--transforms-contenders``).
+
+    Parameters
+    ----------
+    spec:
+        E.g. ``"mirrorspark-continuous,mm2"``; blanks around names and empty items are ignored.
+
+    Returns
+    -------
+    tuple[list[str], list[str]]
+        The names as :func:`canonical_contenders` gives them, and the deprecated names ``spec`` used
+        (to warn about), in order.
+    """
+    given = [c.strip() for c in spec.split(",") if c.strip()]
+    return canonical_contenders(given), [c for c in dict.fromkeys(given) if c in DEPRECATED_CONTENDERS]
+
 
 EOS_WORKLOAD = (1024, 12)
 """(record size, partitions) of the one default workload that also measures exactly-once's cost."""
@@ -365,14 +401,13 @@ def comparison_case(
     workload: Workload,
     runs: int,
     tasks_max: int,
-    batch_records: int | None = None,
     warmup_records: int = 20_000,
     pause_s: float = 2.0,
     wait_idle_s: float = 0.0,
     size: str = "custom",
     contenders: Sequence[str] = COMPARE_CONTENDERS,
 ) -> Case:
-    """mirrorspark (both engines) against MirrorMaker 2 (defaults and tuned) and the ceiling, on one workload.
+    """mirrorspark against MirrorMaker 2 (defaults and tuned) and the ceiling, on one workload.
 
     Parameters
     ----------
@@ -383,17 +418,17 @@ def comparison_case(
     tasks_max:
         ``tasks.max`` for mirrorspark and MM2 alike; the ceiling's passes run
         ``min(tasks_max, partitions)`` clients each.
-    batch_records:
-        ``mirrorspark.batch.max.records.per.partition`` (``None`` = default).
     warmup_records:
         Records of the untimed warm-up run per contender; 0 = none.
     pause_s, wait_idle_s, size:
         As in :class:`Case`.
     contenders:
-        Which of :data:`COMPARE_CONTENDERS` to run (in that order).
+        Which of :data:`COMPARE_CONTENDERS` to run (in that order); the names of
+        :data:`DEPRECATED_CONTENDERS` are accepted too.
 
     The case's ratios, in print order: ``mirrorspark/mm2``, ``mirrorspark/ceiling``,
-    ``mirrorspark/mm2-tuned``, ``mirrorspark-continuous/mirrorspark`` (those whose contenders run).
+    ``mirrorspark/mm2-tuned``, ``mirrorspark-eos/mirrorspark``, ``mirrorspark-eos/mm2-eos``,
+    ``mm2-eos/mm2`` (those whose contenders run).
     """
     from bench.contenders import (
         EXACTLY_ONCE,
@@ -404,19 +439,17 @@ def comparison_case(
     )
 
     known: dict[str, Callable[[], Contender]] = {
-        "mirrorspark": lambda: MirrorsparkContender(tasks_max=tasks_max, batch_records=batch_records),
-        "mirrorspark-continuous": lambda: MirrorsparkContender(
-            tasks_max=tasks_max, batch_records=batch_records, engine="continuous", name="mirrorspark-continuous"
-        ),
+        "mirrorspark": lambda: MirrorsparkContender(tasks_max=tasks_max),
         "mm2": lambda: MirrorMakerContender(tasks_max=tasks_max),
         "mm2-tuned": lambda: MirrorMakerContender(tasks_max=tasks_max, extra=MM2_TUNED_PRODUCER, name="mm2-tuned"),
         "ceiling-consume": lambda: CeilingConsumeContender(tasks_max=tasks_max),
         "ceiling-produce": lambda: CeilingProduceContender(tasks_max=tasks_max),
         "mirrorspark-eos": lambda: MirrorsparkContender(
-            tasks_max=tasks_max, engine="continuous", extra=EXACTLY_ONCE, name="mirrorspark-eos"
+            tasks_max=tasks_max, extra=EXACTLY_ONCE, name="mirrorspark-eos"
         ),
         "mm2-eos": lambda: MirrorMakerContender(tasks_max=tasks_max, extra=EXACTLY_ONCE, name="mm2-eos"),
     }
+    contenders = canonical_contenders(contenders)
     if tuple(contenders) == COMPARE_CONTENDERS and (workload.record_size, workload.partitions) != EOS_WORKLOAD:
         contenders = [c for c in contenders if not c.endswith("-eos")]
     unknown = [c for c in contenders if c not in known]
@@ -435,16 +468,12 @@ def comparison_case(
         ratios.append(("throughput ratio mirrorspark/ceiling", "mirrorspark", "ceiling"))
     if {"mirrorspark", "mm2-tuned"} <= chosen:
         ratios.append(("throughput ratio mirrorspark/mm2-tuned", "mirrorspark", "mm2-tuned"))
-    if {"mirrorspark-eos", "mirrorspark-continuous"} <= chosen:
-        ratios.append(
-            ("throughput ratio mirrorspark-eos/mirrorspark-continuous", "mirrorspark-eos", "mirrorspark-continuous")
-        )
+    if {"mirrorspark-eos", "mirrorspark"} <= chosen:
+        ratios.append(("throughput ratio mirrorspark-eos/mirrorspark", "mirrorspark-eos", "mirrorspark"))
     if {"mirrorspark-eos", "mm2-eos"} <= chosen:
         ratios.append(("throughput ratio mirrorspark-eos/mm2-eos", "mirrorspark-eos", "mm2-eos"))
     if {"mm2-eos", "mm2"} <= chosen:
         ratios.append(("throughput ratio mm2-eos/mm2", "mm2-eos", "mm2"))
-    if {"mirrorspark", "mirrorspark-continuous"} <= chosen:
-        ratios.append(("throughput ratio mirrorspark-continuous/mirrorspark", "mirrorspark-continuous", "mirrorspark"))
     return Case(
         name=f"compare-{workload.record_size}b-p{workload.partitions}",
         title=f"mirrorspark vs MM2 vs ceiling, {workload.record_size} B records, {workload.partitions} partition(s)",
@@ -460,7 +489,7 @@ def comparison_case(
 
 
 TRANSFORMS_CONTENDERS = (
-    "mirrorspark-continuous",
+    "mirrorspark",
     "mirrorspark-filter",
     "mirrorspark-insert",
     "mm2",
@@ -511,8 +540,8 @@ def transforms_case(
     One tagged workload (every other record of each partition carries
     :data:`~bench.workload.TAG_HEADER`), replicated by each replicator without transforms, with
     :data:`FILTER_TAGGED` (the target holds half the records) and with :data:`INSERT_HEADER`. The
-    transforms are per-flow keys (``<source>->target.transforms``: MM2 ignores top-level ones), and
-    mirrorspark runs its continuous engine. Throughput counts every source record read, dropped or not.
+    transforms are per-flow keys (``<source>->target.transforms``: MM2 ignores top-level ones).
+    Throughput counts every source record read, dropped or not.
 
     Parameters
     ----------
@@ -521,30 +550,30 @@ def transforms_case(
     runs, tasks_max, warmup_records, pause_s, wait_idle_s, size:
         As :func:`comparison_case`.
     contenders:
-        Which of :data:`TRANSFORMS_CONTENDERS` to run (in that order).
+        Which of :data:`TRANSFORMS_CONTENDERS` to run (in that order); the names of
+        :data:`DEPRECATED_CONTENDERS` are accepted too.
 
     The case's ratios: ``mirrorspark-filter/mm2-filter``, ``mirrorspark-insert/mm2-insert``,
-    ``mirrorspark-continuous/mm2`` (no transforms), then each transform's cost to its replicator
-    (``mirrorspark-filter/mirrorspark-continuous``, ``mm2-filter/mm2``, and the same for insert).
+    ``mirrorspark/mm2`` (no transforms), then each transform's cost to its replicator
+    (``mirrorspark-filter/mirrorspark``, ``mm2-filter/mm2``, and the same for insert).
     """
     from bench.contenders import MirrorMakerContender
 
     def ms(name: str, keys: Mapping[str, str] | None = None, drops: bool = False) -> Contender:
-        return MirrorsparkContender(
-            tasks_max=tasks_max, engine="continuous", flow_extra=keys, drops_tagged=drops, name=name
-        )
+        return MirrorsparkContender(tasks_max=tasks_max, flow_extra=keys, drops_tagged=drops, name=name)
 
     def mm(name: str, keys: Mapping[str, str] | None = None, drops: bool = False) -> Contender:
         return MirrorMakerContender(tasks_max=tasks_max, flow_extra=keys, drops_tagged=drops, name=name)
 
     known: dict[str, Callable[[], Contender]] = {
-        "mirrorspark-continuous": lambda: ms("mirrorspark-continuous"),
+        "mirrorspark": lambda: ms("mirrorspark"),
         "mirrorspark-filter": lambda: ms("mirrorspark-filter", FILTER_TAGGED, drops=True),
         "mirrorspark-insert": lambda: ms("mirrorspark-insert", INSERT_HEADER),
         "mm2": lambda: mm("mm2"),
         "mm2-filter": lambda: mm("mm2-filter", FILTER_TAGGED, drops=True),
         "mm2-insert": lambda: mm("mm2-insert", INSERT_HEADER),
     }
+    contenders = canonical_contenders(contenders)
     unknown = [c for c in contenders if c not in known]
     if unknown:
         raise ValueError(f"unknown contender(s) {unknown}; choose from {sorted(known)}")
@@ -558,10 +587,10 @@ def transforms_case(
     pairs = [
         ("mirrorspark-filter", "mm2-filter"),
         ("mirrorspark-insert", "mm2-insert"),
-        ("mirrorspark-continuous", "mm2"),
-        ("mirrorspark-filter", "mirrorspark-continuous"),
+        ("mirrorspark", "mm2"),
+        ("mirrorspark-filter", "mirrorspark"),
         ("mm2-filter", "mm2"),
-        ("mirrorspark-insert", "mirrorspark-continuous"),
+        ("mirrorspark-insert", "mirrorspark"),
         ("mm2-insert", "mm2"),
     ]
     ratios = [(f"throughput ratio {a}/{b}", a, b) for a, b in pairs if {a, b} <= chosen]
