@@ -368,24 +368,21 @@ def test_parallelism_is_min_of_tasks_max_and_partitions(
     )
     r = Replicator(cfg, spark)
     r.start()
-    try:
-        assert r.flows[0].order == [(topic, 0), (topic, 1), (topic, 2)]
-        tasks = [t for f in r.flows for t in f.plan()]
-        assert len(tasks) == expected
-        assert sorted(len(t.ranges) for t in tasks) == sorted(len(g) for g in _round_robin(3, expected))
-        sc = spark.spark.sparkContext
-        before = set(sc.statusTracker().getJobIdsForGroup(None) or [])
-        spark.copy(tasks)
-        group = f"mirrorspark-batch-{spark._job}"
-        jobs = sc.statusTracker().getJobIdsForGroup(group)
-        assert jobs and not (set(jobs) & before)
-        stages = sc.statusTracker().getJobInfo(jobs[-1]).stageIds
-        assert (
-            sum(sc.statusTracker().getStageInfo(s).numTasks for s in stages if sc.statusTracker().getStageInfo(s))
-            == expected
-        )
-    finally:
-        r.close()
+    assert r.flows[0].order == [(topic, 0), (topic, 1), (topic, 2)]
+    specs = r.flows[0].task_specs(1, ("127.0.0.1", 1, "token"))
+    assert len(specs) == expected
+    assert [[p.partition for p in s.partitions] for s in specs] == _round_robin(3, expected)
+    # one Spark job (of one Spark task) per copy task, for the whole run (earlier tests' jobs left out)
+    tracker = spark.sparkContext.statusTracker()
+    groups = [f"mirrorspark-primary->backup-task-{i}-gen-1" for i in range(expected + 1)]
+    before = {g: set(tracker.getJobIdsForGroup(g) or []) for g in groups}
+    r.run(until_caught_up=True)
+    jobs = [sorted(set(tracker.getJobIdsForGroup(g) or []) - before[g]) for g in groups]
+    assert [len(j) for j in jobs] == [1] * expected + [0]
+    for [job] in jobs[:expected]:
+        [stage] = tracker.getJobInfo(job).stageIds
+        assert tracker.getStageInfo(stage).numTasks == 1
+    assert sum(p.records for p in r.flows[0].partitions.values()) == 30
 
 
 def _round_robin(n: int, k: int) -> list[list[int]]:
