@@ -288,7 +288,7 @@ def test_the_leases_of_two_flows_are_independent(config: tuple[MirrorConfig, Pat
         f_holder.close()
         assert f_standby.wait_acquired(TAKEOVER_DEADLINE_S)
         assert b_holder.held and b_standby.standby
-        assert [(x.flow, x.held) for x in (f_holder, f_standby, b_holder, b_standby)] == [
+        assert [(x.flow_name, x.held) for x in (f_holder, f_standby, b_holder, b_standby)] == [
             ("primary->backup", False),
             ("primary->backup", True),
             ("backup->primary", True),

@@ -226,3 +226,51 @@ def test_flow_stats_count_gaps_and_invalid_offsets() -> None:
     [stats] = r.stats()
     assert (stats.gaps, stats.invalid_offsets) == (1, 1)
     r.flows[0].close()
+
+
+# ------------------------------------------------------------------ a lease take-over re-reads mm2-offsets (F1)
+
+
+def test_a_take_over_does_not_bring_back_a_foreign_offset_skipped_at_start() -> None:
+    """engine-audit F1, scenario A: a valid stored offset 19, then a foreign 5,000,000 on a 100-record partition.
+
+    Start resumes at 20 (the foreign one skipped); the take-over's re-read of mm2-offsets must not move
+    the position to 5,000,001, whose out-of-range error would skip 20..99 as a 'truncated' gap."""
+    cfg, a, b, clients = two_clusters()
+    a.create_topic("orders", 1)
+    a.fill("orders", 0, 100)
+    store_offset(b, "orders", 0, 19)
+    store_offset(b, "orders", 0, 5_000_000)
+    flow = started_flow(cfg, clients)
+    assert flow.partitions[("orders", 0)].position == 20 and flow.invalid_offsets == 1
+    flow.reload_positions()  # the first take-over of the lease
+    assert flow.partitions[("orders", 0)].position == 20
+
+
+def test_a_take_over_does_not_bring_back_the_old_offset_of_a_recreated_topic() -> None:
+    """engine-audit F1, scenario B: a topic re-created while stopped starts at its log start, and stays there."""
+    cfg, a, b, clients = two_clusters()
+    a.create_topic("orders", 1)
+    started_flow(cfg, clients).close()  # remembers the topic's id
+    store_offset(b, "orders", 0, 9)
+    a.recreate_topic("orders", 1)
+    a.fill("orders", 0, 50)
+    flow = started_flow(cfg, clients)
+    assert flow.partitions[("orders", 0)].position == 0 and [g.reason for g in flow.gaps] == ["recreated"]
+    flow.reload_positions()
+    assert flow.partitions[("orders", 0)].position == 0
+
+
+def test_a_take_over_follows_what_another_instance_committed_since_start() -> None:
+    cfg, a, b, clients = two_clusters()
+    a.create_topic("orders", 1)
+    a.fill("orders", 0, 100)
+    store_offset(b, "orders", 0, 19)
+    flow = started_flow(cfg, clients)
+    assert flow.partitions[("orders", 0)].position == 20
+    store_offset(b, "orders", 0, 59)  # the holder's copy tasks committed on
+    flow.reload_positions()
+    assert flow.partitions[("orders", 0)].position == 60
+    store_offset(b, "orders", 0, 7_000_000)  # a foreign record written since: never acted on
+    flow.reload_positions()
+    assert flow.partitions[("orders", 0)].position == 60 and flow.invalid_offsets == 1

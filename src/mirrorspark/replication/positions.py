@@ -152,6 +152,7 @@ class Positions:
         self._stored: dict[PartitionKey, int] = {}
         self._history: dict[PartitionKey, list[int]] = {}  # stored offsets to fall back on, oldest first
         self._reached: dict[PartitionKey, int] = {}  # furthest position the flow's own progress reports name
+        self._seen: dict[PartitionKey, int] = {}  # newest offset in mm2-offsets when last read, per partition
         self._topic_ids: dict[str, str] = {}  # source topic -> id last recorded in the gap ledger
         self._from_start: set[str] = set()  # re-created topics: their partitions start at the log start
 
@@ -161,6 +162,7 @@ class Positions:
         """Take the stored source offsets (``mm2-offsets``, newest last) and the recorded topic ids at start."""
         self._stored = {k: h.offsets[-1] for k, h in history.items() if h.offsets}
         self._history = {k: list(h.offsets) for k, h in history.items() if h.offsets}
+        self._seen = dict(self._stored)
         self._topic_ids = dict(topic_ids)
 
     def add(self, keys: Sequence[PartitionKey]) -> None:
@@ -228,15 +230,51 @@ class Positions:
         return off + 1 if off is not None else log_start
 
     def reload(self, history: Mapping[PartitionKey, OffsetHistory]) -> None:
-        """Move positions forward to the newest stored source offsets (another instance's commits).
+        """Move positions forward to the source offsets committed since they were last read (another instance's).
 
-        Called when this instance takes a flow's lease over: the previous holder's tasks committed
-        past the positions this instance knew. Positions never move backwards.
+        Called when this instance takes a flow's lease over (the first start included): the previous
+        holder's tasks committed past the positions this instance knew. Only offsets written since
+        this instance last read ``mm2-offsets`` count: what it read at start went through the start-up
+        checks already (a foreign or corrupt offset skipped, a re-created topic started at its log
+        start), and reading it back again must not undo them (``engine-audit.md`` F1). A new offset
+        goes through the same check: one the source partition cannot hold, and the flow's own
+        reports never reached, is foreign or corrupt (skipped with a WARNING and counted). Positions
+        never move backwards.
+
+        Raises
+        ------
+        ClusterError
+            The source's end offsets cannot be listed.
         """
+        fresh: dict[PartitionKey, list[int]] = {}
         for k, h in history.items():
-            p = self.by_key.get(k)
-            if p is not None and h.offsets and h.offsets[-1] + 1 > p.position:
-                p.position = h.offsets[-1] + 1
+            if k in self.by_key and h.offsets and h.offsets[-1] != self._seen.get(k):
+                self._seen[k] = h.offsets[-1]
+                if h.offsets[-1] + 1 > self.by_key[k].position:
+                    fresh[k] = list(h.offsets)
+        if not fresh:
+            return
+        ends = self._admin.end_offsets(list(fresh))
+        for k, offsets in fresh.items():
+            if k not in ends:
+                continue
+            off, skipped = last_valid_offset(offsets, ends[k], reached=self._reached.get(k))
+            if skipped:
+                self.invalid_offsets += len(skipped)
+                log.warning(
+                    "%s: ignoring %d source offset(s) of %s-%d committed to '%s' (%s) past the partition's end "
+                    "offset %d and past what the flow's progress reports reached (a foreign or corrupt record)",
+                    self.flow_name,
+                    len(skipped),
+                    k[0],
+                    k[1],
+                    self.offsets_topic,
+                    ", ".join(map(str, skipped)),
+                    ends[k],
+                )
+            p = self.by_key[k]
+            if off is not None and off + 1 > p.position:
+                p.position = off + 1
 
     # ------------------------------------------------------------------ topics leaving and coming back
 
