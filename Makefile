@@ -6,6 +6,9 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 JARS := build/jars
 PYTEST_ARGS ?=
+# make test runs the tests on this many pytest-xdist workers (each with its own brokers and SparkSession);
+# tests of one xdist group (the fault suite, the secured clusters) run on one worker. 0 = in this process.
+TEST_WORKERS ?= 3
 
 .PHONY: install chromium demo test test-unit lint bench bench-quick faults faults-report jars clean
 
@@ -34,7 +37,7 @@ test: install
 	$(BIN)/ruff check
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-logo --no-cache
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup --durations=25 $(PYTEST_ARGS)
 
 test-unit: $(STAMP)
 	$(BIN)/pytest -m unit $(PYTEST_ARGS)

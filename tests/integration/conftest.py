@@ -3,7 +3,9 @@
 As MM2's own integration tests do, the session runs two independent single-broker
 clusters, ``primary`` and ``backup``, started once (about 5 s) and stopped at the end.
 Tests keep out of each other's way with unique topic and group names
-(:func:`helpers.unique_name`); a test that needs to break a cluster starts its own.
+(:func:`helpers.unique_name`); a test that needs to break a cluster starts its own. Under
+pytest-xdist (``make test``) every worker is a session of its own, with its own pair of clusters,
+its own SparkSession and its own temporary directories; a test kills only processes of its own tree.
 A test that needs a real Spark cluster gets a fresh standalone one (``spark_standalone``).
 """
 
@@ -18,6 +20,13 @@ from standalone import StandaloneCluster
 
 from mirrorspark.kafka.local.clusters import start_clusters, stop_clusters
 from mirrorspark.kafka.local.model import LocalClusters
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Keep the tests of the secured cluster pairs on one xdist worker, so each pair starts once per run."""
+    for item in items:
+        if "secure_clusters" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("secure"))
 
 
 @pytest.fixture(scope="session")

@@ -76,12 +76,17 @@ def test_two_bounded_runs_of_one_flow_never_copy_at_once(local_clusters: LocalCl
 
 
 def python_workers() -> list[psutil.Process]:
-    """The Spark Python workers running now: the children of PySpark's worker daemon."""
+    """This test process's own Spark Python workers running now: the children of its PySpark worker daemon.
+
+    Only in this process's tree (its Spark JVM's daemon): tests of other pytest workers run their own
+    Spark, whose workers a kill here must never reach.
+    """
     out = []
-    for proc in psutil.process_iter(["cmdline"]):
-        cmd = " ".join(proc.info["cmdline"] or [])
-        if "pyspark.daemon" in cmd:
-            out.extend(c for c in proc.children() if "pyspark.daemon" in " ".join(c.cmdline()))
+    for proc in psutil.Process(os.getpid()).children(recursive=True):
+        with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+            parent = proc.parent()
+            if parent is not None and "pyspark.daemon" in " ".join(parent.cmdline()):
+                out.append(proc)
     return out
 
 

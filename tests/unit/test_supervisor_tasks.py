@@ -1,0 +1,148 @@
+"""What a flow's supervisor does when a copy task's job ends (stub flow, channel and jobs: no broker, no Spark)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mirrorspark.errors import DataPathError, RecordTooLargeError
+from mirrorspark.replication import supervisor as supervision
+from mirrorspark.replication.supervisor import FlowSupervisor, SupervisorState
+from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionAssignment, TaskOutcome, TaskResult
+
+pytestmark = pytest.mark.unit
+
+
+def spec(index: int, generation: int = 1) -> CopyTaskSpec:
+    return CopyTaskSpec(
+        flow="A->B",
+        source="A",
+        target="B",
+        task_index=index,
+        generation=generation,
+        consumer_conf={},
+        producer_conf={},
+        commit_conf={},
+        syncs_conf=None,
+        offsets_topic="mm2-offsets.A.internal",
+        offsets_partitions=25,
+        syncs_topic="mm2-offset-syncs.B.internal",
+        progress_topic="mm2-task-progress.A.internal",
+        partitions=(PartitionAssignment("t", index, "A.t", 0),),
+        offset_lag_max=100,
+        flush_interval_s=1.0,
+        channel=("127.0.0.1", 1, "token"),
+    )
+
+
+class StubJob:
+    """A copy task's Spark job that already ended, with a result or an error."""
+
+    def __init__(self, task: CopyTaskSpec, result: TaskResult | None = None, error: Exception | None = None) -> None:
+        self.spec, self.result, self.error = task, result, error
+
+    def is_alive(self) -> bool:
+        return False
+
+    def join(self, timeout: float | None = None) -> None:
+        return None
+
+
+class StubChannel:
+    address = ("127.0.0.1", 1, "token")
+
+    def grant(self, *_: Any) -> None: ...
+
+    def stop(self, *_: Any) -> None: ...
+
+    def abort(self, *_: Any) -> None: ...
+
+    def forget(self, *_: Any) -> None: ...
+
+
+class StubReports:
+    def poll(self, **_: Any) -> int:
+        return 0
+
+
+class StubFlow:
+    name = "A->B"
+    halted = None
+    exactly_once = False
+    order = [("t", 0), ("t", 1)]
+
+    def __init__(self) -> None:
+        self.reports = StubReports()
+        self.checked: list[Any] = []
+        self.config = type("Cfg", (), {"tasks_max": 2})()
+
+    def task_specs(self, generation: int, _address: Any, *, stop_at: Any = None) -> list[CopyTaskSpec]:
+        return [spec(0, generation), spec(1, generation)]
+
+    def check_positions(self, keys: Any) -> list[Any]:
+        self.checked.append(tuple(keys))
+        return []
+
+
+@pytest.fixture
+def started(monkeypatch: pytest.MonkeyPatch) -> FlowSupervisor:
+    launched: list[CopyTaskSpec] = []
+    monkeypatch.setattr(FlowSupervisor, "_launch", lambda self, s: launched.append(s))
+    sup = FlowSupervisor(StubFlow(), object(), StubChannel(), None, stop_at={("t", 0): 10, ("t", 1): 10})  # type: ignore[arg-type]
+    sup.start()
+    sup.launched = launched  # type: ignore[attr-defined]
+    return sup
+
+
+def ended(sup: FlowSupervisor, index: int, **kw: Any) -> None:
+    sup.runs[index] = StubJob(spec(index, sup.generation), **kw)  # type: ignore[assignment]
+
+
+def test_a_bounded_copys_task_that_caught_up_is_not_restarted(started: FlowSupervisor) -> None:
+    sup = started
+    for i in (0, 1):
+        ended(sup, i, result=TaskResult("A->B", i, 1, TaskOutcome.CAUGHT_UP, records=10))
+    sup.tick()
+    assert sup.runs == {} and sup.next_start == {} and sup.done()
+    assert sup.state == SupervisorState.RUNNING and sup.restarts == 0
+
+
+def test_a_stopped_or_lost_task_is_restarted(started: FlowSupervisor) -> None:
+    sup = started
+    ended(sup, 0, result=TaskResult("A->B", 0, 1, TaskOutcome.STOPPED, records=3))
+    ended(sup, 1, error=DataPathError("copy task 1 was lost with its Spark executor", retriable=True))
+    sup.tick()
+    assert 0 not in sup.next_start  # restarted at once, in this tick
+    assert sup.restarts == 1 and [s.task_index for s in sup.launched[-1:]] == [0]  # type: ignore[attr-defined]
+    assert sup.next_start[1] > 0 and sup.task_failures.by_task == {1: 1}  # after its backoff
+    assert not sup.done()
+
+
+def test_a_task_out_of_range_has_its_positions_checked_then_restarts(started: FlowSupervisor) -> None:
+    sup = started
+    ended(sup, 1, result=TaskResult("A->B", 1, 1, TaskOutcome.OUT_OF_RANGE, out_of_range=(("t", 1),)))
+    sup.tick()
+    assert sup.flow.checked == [(("t", 1),)]  # type: ignore[attr-defined]
+    assert sup.restarts == 1
+
+
+def test_an_error_no_retry_can_fix_fails_the_flow_at_once(started: FlowSupervisor) -> None:
+    sup = started
+    ended(sup, 0, error=RecordTooLargeError("record t-0@5 is larger than remote topic 'A.t' accepts"))
+    sup.tick()
+    assert sup.state == SupervisorState.FAILED and isinstance(sup.error, RecordTooLargeError)
+
+
+def test_a_task_failing_again_and_again_fails_the_flow(
+    started: FlowSupervisor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sup = started
+    monkeypatch.setattr(supervision, "BACKOFF_INITIAL_S", 0.0)
+    monkeypatch.setattr(supervision, "BACKOFF_MAX_S", 0.0)
+    for _ in range(supervision.MAX_FAILURES):
+        ended(sup, 0, error=DataPathError("writing 'A.t' failed: Local: Message timed out", retriable=True))
+        sup.tick()
+        if sup.state == SupervisorState.FAILED:
+            break
+    assert sup.state == SupervisorState.FAILED and sup.task_failures.worst == supervision.MAX_FAILURES
