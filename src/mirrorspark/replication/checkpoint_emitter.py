@@ -315,25 +315,7 @@ class CheckpointEmitter:
         )
 
     def load_syncs(self, *, read_to_end_required: bool = False) -> None:
-        """Read this flow's offset syncs (and the reverse flow's, for failback) to the end.
-
-        After this, :meth:`translate` works; nothing is created on any cluster
-        (what :meth:`start` adds to it). Calling it again re-reads from the
-        beginning. Delegates to :meth:`OffsetTranslator.load_syncs`.
-
-        Parameters
-        ----------
-        read_to_end_required:
-            MM2's ``initializationMustReadToEnd`` for this flow's sync store
-            (see :class:`~mirrorspark.mm2.sync_store.OffsetSyncStore`); default
-            ``False``: the full retained history is usable.
-
-        Raises
-        ------
-        ClusterError
-            If an offset-syncs topic cannot be read to its end (its cluster is
-            named in the message).
-        """
+        """Read the offset syncs to the end: see :meth:`OffsetTranslator.load_syncs`."""
         self.translator.load_syncs(read_to_end_required=read_to_end_required)
 
     def _load_checkpoint(self, key: bytes | None, value: bytes | None) -> None:
@@ -418,33 +400,9 @@ class CheckpointEmitter:
         metadata: str = "",
         now_ms: int | None = None,
     ) -> GroupOffset:
-        """Translate one committed source offset into a checkpoint (MM2 ``MirrorCheckpointTask.checkpoint``).
+        """Translate one committed source offset into a checkpoint: see :meth:`OffsetTranslator.translate`.
 
-        See :meth:`OffsetTranslator.translate`.
-
-        Parameters
-        ----------
-        group:
-            The consumer group on S.
-        topic, partition:
-            The topic-partition it committed (its name on S).
-        upstream_offset:
-            The committed offset on S (next offset to read).
-        metadata:
-            The commit's metadata, copied into the checkpoint.
-        now_ms:
-            Unused (kept for callers that pass the cycle's epoch ms).
-
-        Returns
-        -------
-        GroupOffset
-            The checkpoint (topic named as on T; ``None`` when it cannot be translated yet) and
-            the re-reads it costs (0 when exact, ``-1`` when unknown).
-
-        Raises
-        ------
-        ClusterError
-            If a forward translation is asked before :meth:`start` or :meth:`load_syncs`.
+        ``now_ms`` is unused (kept for callers that pass the cycle's epoch ms).
         """
         return self.translator.translate(group, topic, partition, upstream_offset, metadata)
 
