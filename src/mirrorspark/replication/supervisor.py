@@ -239,7 +239,7 @@ class FlowSupervisor:
         self.spark = spark
         self.channel = channel
         self.stop_at = stop_at
-        self.progress = flow.reports
+        self.reports = flow.reports
         self.generation = 0
         self.runs: dict[int, TaskJob] = {}
         self.assignment: tuple[PartitionKey, ...] = ()
@@ -304,7 +304,7 @@ class FlowSupervisor:
         self.epoch = self.lease.epoch
         self.flow.reload_positions()  # where the previous holder's tasks committed
         # its reports: their copied runs (exact translation), never its totals (not this instance's copies)
-        self.progress.poll(until_end=True, timeout_s=10, segments_only=True)
+        self.reports.poll(until_end=True, timeout_s=10, segments_only=True)
         log.info("%s: this instance holds the flow's lease (epoch %d): copying", self.name, self.epoch)
         self.start()
 
@@ -344,7 +344,7 @@ class FlowSupervisor:
                 run.join(10)
             self.channel.forget(self.name, run.spec.task_index, run.spec.generation)
         self.runs.clear()
-        self.progress.poll(until_end=True, timeout_s=10, generation=self.generation)
+        self.reports.poll(until_end=True, timeout_s=10, generation=self.generation)
 
     def _restart_all(self, why: str) -> None:
         log.info("%s: restarting its copy tasks (%s)", self.name, why)
@@ -375,7 +375,7 @@ class FlowSupervisor:
             return
         if self.lease is not None and not self._follow_lease():
             return
-        if self.progress.poll(generation=self.generation):
+        if self.reports.poll(generation=self.generation):
             self.task_failures.clear()  # copying again: earlier failures were recovered from ("in a row" is broken)
         if self.flow.halted is not None:
             self.stop_tasks()
@@ -419,7 +419,7 @@ class FlowSupervisor:
         Returns ``True`` when the flow failed.
         """
         # its last reports first (raises ClusterError while the channel cannot be read: handled at a later tick)
-        self.progress.poll(until_end=True, timeout_s=10, generation=self.generation)
+        self.reports.poll(until_end=True, timeout_s=10, generation=self.generation)
         self.channel.forget(self.name, index, run.spec.generation)
         self.runs.pop(index, None)
         result = run.result

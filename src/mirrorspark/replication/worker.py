@@ -112,7 +112,7 @@ class Worker:
             )
         for s in self.supervisors:
             # copied runs reported since the flow started (positions are read again at the take-over)
-            s.progress.poll(until_end=True, timeout_s=10, segments_only=True)
+            s.reports.poll(until_end=True, timeout_s=10, segments_only=True)
             s.begin()
         self._granter.start()
 
