@@ -42,6 +42,9 @@ class PartitionCopy:
         acknowledged for a prefix of them.
     error:
         ``(KafkaError, upstream offset)`` of the first failed delivery since the last commit.
+    read_to:
+        The next offset to read as far as the task has read (records dropped by a transform and
+        transaction markers included); ``-1`` before the first record.
     """
 
     __slots__ = (
@@ -62,6 +65,7 @@ class PartitionCopy:
         "lat_n",
         "lat_sum",
         "partition",
+        "read_to",
         "segments",
         "state",
         "target_topic",
@@ -76,6 +80,7 @@ class PartitionCopy:
         self.target_topic = assignment.target_topic
         self.transforms = assignment.transforms
         self.committed = assignment.start
+        self.read_to = -1  # next offset to read, as far as this task has read (-1: nothing yet)
         self.state = SyncState()
         self.segments: tuple[CopiedSegment, ...] = ()
         self.upstream: list[int] = []

@@ -104,7 +104,6 @@ class CopyTaskRunner:
             channel=channel,
             sources=sources if sources is not None else {},
         )
-        self._read_to: dict[PartitionKey, int] = {}  # bounded copy: next offset to read, as far as seen
 
     def run(self) -> TaskResult:
         """Copy until the task ends (see the module notes); return how it ended.
@@ -156,27 +155,33 @@ class CopyTaskRunner:
         return [first, *self.consumer.consume(num_messages=BATCH_RECORDS, timeout=0)]
 
     def _copy(self, msgs: list[Any]) -> None:
-        """Produce every record read; note out-of-range partitions (paused) and the dirty set."""
+        """Produce every record read; note out-of-range partitions (paused) and the dirty set.
+
+        Records come in runs per partition (one fetch response each): the partition is looked up
+        when the run changes, not per record.
+        """
         parts = self.parts
-        cur: tuple[str, int] | None = None
+        data, stall_s = self.data, self.spec.stall_timeout_s
+        cur_topic: str | None = None
+        cur_part = -1
         pc = None
         for m in msgs:
             err = m.error()
             if err is not None:
                 self._read_error(m, err)
-                cur = None
+                cur_topic = None
                 continue
-            k = (m.topic(), m.partition())
-            if k != cur:  # records come in runs per partition (one fetch response each): look up on change only
-                cur = k
-                pc = parts.by_key.get(k)
+            part, topic = m.partition(), m.topic()
+            if part != cur_part or topic != cur_topic:
+                cur_topic, cur_part = topic, part
+                k = (topic, part)
                 parts.dirty.add(k)
-            if pc is None or k in parts.out_of_range:
+                pc = None if k in parts.out_of_range else parts.by_key.get(k)
+            if pc is None:
                 continue
             offset = m.offset()
-            forward(self.data, pc, m, offset, self.spec.stall_timeout_s)
-            if self.spec.stop_at is not None:
-                self._read_to[k] = offset + 1
+            forward(data, pc, m, offset, stall_s)
+            pc.read_to = offset + 1
 
     def _read_error(self, m: Any, err: Any) -> None:
         """Handle an error record: a partition's end (ignored), a position out of range (paused), else a failure."""
@@ -214,14 +219,14 @@ class CopyTaskRunner:
         for its positions too (transaction markers and compacted records move them without a record).
         """
         stop_at = self.spec.stop_at or {}
-        left = [k for k, pc in self.parts.by_key.items() if self._read_to.get(k, pc.committed) < stop_at.get(k, 0)]
+        by_key = self.parts.by_key
+        left = [k for k, pc in by_key.items() if max(pc.read_to, pc.committed) < stop_at.get(k, 0)]
         if not left or not idle:
             return not left
         for tp in self.consumer.position([TopicPartition(t, p) for (t, p) in left]):
-            k = (tp.topic, tp.partition)
-            if tp.offset >= 0:
-                self._read_to[k] = max(self._read_to.get(k, -1), tp.offset)
-        return all(self._read_to.get(k, -1) >= stop_at.get(k, 0) for k in left)
+            pc = by_key[(tp.topic, tp.partition)]
+            pc.read_to = max(pc.read_to, tp.offset)
+        return all(max(by_key[k].read_to, by_key[k].committed) >= stop_at.get(k, 0) for k in left)
 
     def _result(self, outcome: TaskOutcome) -> TaskResult:
         s = self.spec
