@@ -37,7 +37,7 @@ test: install
 	$(BIN)/ruff check
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-logo --no-cache
-	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup --durations=25 $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(TEST_WORKERS) --no-loadscope-reorder --durations=25 $(PYTEST_ARGS)
 
 test-unit: $(STAMP)
 	$(BIN)/pytest -m unit $(PYTEST_ARGS)

@@ -1,4 +1,11 @@
-"""Fixtures shared by every test tier: the one SparkSession of the test session."""
+"""What every test tier shares: the one SparkSession of a test session, and how xdist splits the suite.
+
+Under ``make test`` (pytest-xdist) each worker is a test session of its own. The suite is handed out
+a test module at a time, so a module's fixtures start once, except two groups that each run whole
+on one worker: the fault scenarios (they stop brokers, cut networks and kill processes, and would
+disturb each other's timings) and the tests of the secured cluster pairs (those clusters are slow to
+start and shared by both modules).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +17,13 @@ from hypothesis import HealthCheck, settings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+#: Test modules that run together on one xdist worker, by group name.
+XDIST_GROUPS = {
+    "secure": ("tests/integration/test_security.py", "tests/integration/test_acls.py"),
+}
+#: Folders whose modules all run together on one xdist worker.
+XDIST_GROUP_FOLDERS = {"faults": "tests/faults/"}
 
 # Property tests judge correctness, not speed: on a loaded 2-core machine generating inputs can
 # be slow, which is no failure of the code under test (no per-example deadline either).
@@ -25,3 +39,31 @@ def spark() -> Iterator[SparkSession]:
     session = build_spark_session(master="local[12]", app_name="mirrorspark-tests", ui=False)
     yield session
     session.stop()
+
+
+def xdist_scope(nodeid: str) -> str:
+    """The work unit a test belongs to under pytest-xdist: its group's name, else its module's path."""
+    module = nodeid.split("::", 1)[0]
+    for group, folder in XDIST_GROUP_FOLDERS.items():
+        if module.startswith(folder):
+            return group
+    for group, modules in XDIST_GROUPS.items():
+        if module in modules:
+            return group
+    return module
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """Hand the suite out by :func:`xdist_scope`, in collection order (the fault scenarios first).
+
+    pytest-xdist's own ``--dist loadgroup`` cannot be used: it reads the group from a node id that
+    pytest 9.2 no longer lets it rewrite, so every test ends up a group of its own.
+    """
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SuiteScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_scope(nodeid)
+
+    return SuiteScheduling(config, log)  # type: ignore[arg-type]

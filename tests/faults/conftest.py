@@ -23,18 +23,17 @@ from mirrorspark.kafka.local.model import LocalClusters
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark every test of ``tests/faults/`` as ``faults`` and ``integration``, and keep them on one xdist worker.
+    """Mark every test of ``tests/faults/`` as ``faults`` and ``integration``.
 
-    Under ``make test`` (pytest-xdist, ``--dist loadgroup``) the scenarios run one at a time on one
-    worker, beside the integration tier on the others: each breaks brokers and Spark of its own and
-    counts duplicates against a bound in time, which two scenarios sharing the cores would stretch.
+    Under ``make test`` (pytest-xdist) the scenarios run one at a time on one worker, beside the
+    integration tier on the others (``tests/conftest.py``): each breaks brokers and Spark of its own
+    and counts duplicates against a bound in time, which two scenarios sharing the cores would stretch.
     """
     here = Path(__file__).resolve().parent
     for item in items:
         if here in Path(str(item.fspath)).resolve().parents:
             item.add_marker(pytest.mark.faults)
             item.add_marker(pytest.mark.integration)
-            item.add_marker(pytest.mark.xdist_group("faults"))
 
 
 @pytest.fixture(scope="module")

@@ -22,13 +22,6 @@ from mirrorspark.kafka.local.clusters import start_clusters, stop_clusters
 from mirrorspark.kafka.local.model import LocalClusters
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Keep the tests of the secured cluster pairs on one xdist worker, so each pair starts once per run."""
-    for item in items:
-        if "secure_clusters" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group("secure"))
-
-
 @pytest.fixture(scope="session")
 def local_clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClusters]:
     """Two running local clusters, ``primary`` and ``backup`` (1 broker each)."""
