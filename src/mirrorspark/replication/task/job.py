@@ -56,12 +56,20 @@ def _producer(conf: Mapping[str, Any], **extra: Any) -> Any:
 
 
 def _release(producer: Any, *, clean: bool) -> None:
-    """Drop what a producer still holds unless the task ended cleanly: a lost run's buffer is never delivered late."""
+    """Drop what a producer still holds unless the task ended cleanly: a lost run's buffer is never delivered late.
+
+    After a clean end the producer is closed here, in the task's thread, rather than whenever the
+    garbage collector gets to it; after any other end closing could wait on a broker that does not
+    answer (``close()`` aborts an open transaction, which the task's next generation fences anyway).
+    """
     if producer is None:
         return
     if not clean:
         producer.purge()
-    producer.flush(0 if not clean else 10)
+        producer.flush(0)
+        return
+    producer.flush(10)
+    producer.close()
 
 
 def run_copy_task(spec: CopyTaskSpec) -> TaskResult:
