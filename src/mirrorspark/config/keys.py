@@ -110,6 +110,9 @@ class ConfigKey:
         seconds (``unit="s"``) is stored as a ``float``.
     holder:
         The object holding ``field``, see :data:`KeyHolder`.
+    top_level_field:
+        For a ``connector`` key: the :class:`MirrorConfig` field its top-level value (the default of
+        every flow, else the key's default) also fills, for the tools that serve no flow; ``None`` for most.
     effect:
         ``"used"``, or ``"accepted"`` for keys accepted for MM2 compatibility with no effect;
         see :data:`KeyEffect`.
@@ -143,6 +146,7 @@ class ConfigKey:
     removed_in: str | None = None
     field: str | None = None
     holder: KeyHolder = "flow"
+    top_level_field: str | None = None
     effect: KeyEffect = "used"
     negative_disables: str | None = None
     retired: str | None = None
@@ -299,6 +303,7 @@ CONFIG_KEYS: Final[tuple[ConfigKey, ...]] = (
         "ms",
         minimum=0,
         field="admin_timeout_ms",
+        top_level_field="admin_timeout_ms",
     ),
     ConfigKey(
         "replication.policy.class",

@@ -94,6 +94,8 @@ _FLOW_FILL_KEYS: Final = tuple(
 _WORKER_FILL_KEYS: Final = tuple(k for k in CONFIG_KEYS if k.field is not None and k.scope == "worker")
 _DATA_PATH_KEYS: Final = tuple(k for k in CONFIG_KEYS if k.field is not None and k.holder == "data_path")
 _SERVICE_KEYS: Final = tuple(k for k in CONFIG_KEYS if k.field is not None and k.holder == "service")
+# Connector keys whose top-level value (connector-level default) MirrorConfig keeps for tools serving no flow.
+_TOP_LEVEL_KEYS: Final = tuple(k for k in CONFIG_KEYS if k.top_level_field is not None)
 # Deprecated 3.x alias of a key (topics.blacklist of topics.exclude, ...): replacement -> alias.
 _DEPRECATED_ALIAS: Final = {k.replaced_by: k.name for k in CONFIG_KEYS if k.replaced_by is not None}
 # Merged flow keys that fill a typed field (the rest of the merge goes to FlowConfig.extra).
@@ -572,6 +574,13 @@ class _Parser:
         }
         return ServiceConfig(**values)
 
+    def top_level(self) -> dict[str, Any]:
+        """Return the :class:`MirrorConfig` fields connector keys' top-level values fill (``top_level_field``)."""
+        return {
+            str(ck.top_level_field): to_value(ck, self.top_all.get(ck.name, ck.default or ""), ck.name, self.src)
+            for ck in _TOP_LEVEL_KEYS
+        }
+
 
 def _consumed_by_clients(key: str) -> bool:
     """Whether a merged flow key feeds a client chain rather than :attr:`FlowConfig.extra`."""
@@ -691,6 +700,7 @@ def parse_config(
         flows=flows,
         data_path=data_path,
         service=p.service(),
+        **p.top_level(),
         warnings=p.warnings,
         source_name=source_name,
         target_clusters=None if clusters is None else tuple(clusters),
