@@ -18,7 +18,7 @@ from confluent_kafka.admin import (
 
 import mirrorspark.kafka.admin_cluster
 from fakes import FakeAdmin, FakeCluster, FakeConsumer, SpyAdmin, two_clusters
-from mirrorspark.client.context import FlowContext, ReplicationContext, cluster_admin_timeout_ms
+from mirrorspark.client.context import FlowContext, ReplicationContext
 from mirrorspark.errors import ClusterError, ClusterUnreachableError
 from mirrorspark.kafka import admin as free
 from mirrorspark.kafka import replica_admin
@@ -298,10 +298,12 @@ def test_cluster_tools_use_the_top_level_admin_timeout() -> None:
     admin = ReplicationContext(cfg, clients).cluster_admin("A", "replica-status-admin")
     assert (admin.alias, admin.timeout_s, admin.bootstrap_servers) == ("A", 2.5, "a:9092")
     assert clients.client_ids[-1] == "A|mirrorspark|replica-status-admin"
+    # the top-level value itself, whatever the flows override (no longer guessed from them)
     one_flow_overrides, *_ = two_clusters("admin.timeout.ms = 2500\nA->B.admin.timeout.ms = 9000\n")
-    assert cluster_admin_timeout_ms(one_flow_overrides) == 9000  # a tie: the larger
-    three, *_ = two_clusters("clusters = A, B, C\nC.bootstrap.servers = c:9092\nA->B.admin.timeout.ms = 9000\n")
-    assert cluster_admin_timeout_ms(three) == 60_000
+    assert one_flow_overrides.admin_timeout_ms == 2500
+    assert ReplicationContext(one_flow_overrides, clients).cluster_admin("B", "x").timeout_s == 2.5
+    both, *_ = two_clusters("A->B.admin.timeout.ms = 9000\nB->A.admin.timeout.ms = 9000\n")
+    assert ReplicationContext(both, clients).cluster_admin("A", "x").timeout_s == 60.0  # admin.timeout.ms's default
 
 
 # --------------------------------------------------------------------------- the free functions delegate

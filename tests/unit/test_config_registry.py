@@ -13,7 +13,7 @@ import pytest
 
 from mirrorspark.cli.app import config_reference
 from mirrorspark.config.keys import ACCEPTED_NOTE, CONFIG_KEYS, ConfigKey
-from mirrorspark.config.model import DataPathConfig, FlowConfig, PolicyConfig, ServiceConfig
+from mirrorspark.config.model import DataPathConfig, FlowConfig, MirrorConfig, PolicyConfig, ServiceConfig
 from mirrorspark.config.parse import parse_config
 from mirrorspark.core.control_state import control_topic
 from mirrorspark.core.lifetime_totals import totals_topic
@@ -68,6 +68,16 @@ def test_every_field_of_the_typed_config_is_filled_by_exactly_one_key() -> None:
         missing = names - by_keys - structural
         assert not missing, f"{cls.__name__} fields no key fills: {sorted(missing)}"
         assert not (by_keys & structural)
+    # MirrorConfig keeps a few connector keys' top-level values (for the tools that serve no flow)
+    top_level = Counter(k.top_level_field for k in CONFIG_KEYS if k.top_level_field is not None)
+    assert all(n == 1 for n in top_level.values()), top_level
+    mirror_fields = {f.name: f for f in dataclasses.fields(MirrorConfig)}
+    assert set(top_level) <= set(mirror_fields)
+    parsed = parse_config({"clusters": "A", "A.bootstrap.servers": "a:9092"})
+    for k in CONFIG_KEYS:
+        if k.top_level_field is not None:
+            assert k.scope == "connector", k.name
+            assert mirror_fields[k.top_level_field].default == getattr(parsed, k.top_level_field), k.name
 
 
 def test_registry_shapes() -> None:

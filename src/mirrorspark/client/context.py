@@ -9,9 +9,12 @@ checkpoint emitter, heartbeats, ACL sync, live filters and progress publisher; t
 tools (``mirrorspark control``, ``offsets``, ``failover``, ``status``) and the MirrorClient
 build theirs the same way. No other module loads a policy or translates client settings.
 
-The ``client.id`` rule (one for every client, driver-side and in the Spark tasks): MM2's
-``<source>-><target>|<component>|<role>``, i.e. ``"A->B|mirrorspark|replication-producer"``
-(:meth:`FlowContext.client_id`); a ``client.id`` the user set in the role's settings is kept
+Two names pick a client of a flow: a :data:`SettingsKey` (which :class:`~mirrorspark.config.FlowConfig`
+field holds its settings, e.g. ``"target_producer"``; the client methods take the :data:`Side` and
+derive it) and a ``purpose`` (what the client does, the last part of its ``client.id``). The
+``client.id`` rule (one for every client, driver-side and in the Spark tasks): MM2's
+``<source>-><target>|<component>|<purpose>``, i.e. ``"A->B|mirrorspark|replication-producer"``
+(:meth:`FlowContext.client_id`); a ``client.id`` the user set in the settings is kept
 as a prefix, ``"<user id>|A->B|mirrorspark|replication-producer"``
 (:func:`~mirrorspark.kafka.factory.client_conf`).
 """
@@ -20,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -28,12 +30,11 @@ from typing import Any, Literal
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
 
-from mirrorspark.config.keys import KEYS
 from mirrorspark.config.model import ClientSettings, ClusterConfig, FlowConfig, MirrorConfig
 from mirrorspark.core.transforms import BoundChain, RoutedReplicationPolicy, TransformChain, build_chain, routers
 from mirrorspark.errors import ConfigError, TransformConfigError
 from mirrorspark.kafka.admin import ClusterAdmin
-from mirrorspark.kafka.factory import CLUSTER_ALIAS_PLACEHOLDER, ClientFactory, KafkaClients, client_conf
+from mirrorspark.kafka.factory import CLUSTER_ALIAS_PLACEHOLDER, ClientFactory, ClientKind, KafkaClients, client_conf
 from mirrorspark.mm2.filters import (
     DefaultConfigPropertyFilter,
     DefaultGroupFilter,
@@ -42,10 +43,10 @@ from mirrorspark.mm2.filters import (
 )
 from mirrorspark.mm2.policy import ReplicationPolicy, load_policy
 
-Role = Literal[
+SettingsKey = Literal[
     "source_admin", "source_consumer", "source_producer", "target_admin", "target_consumer", "target_producer"
 ]
-"""A client role of a flow: the :class:`~mirrorspark.config.FlowConfig` field holding its settings."""
+"""Which :class:`~mirrorspark.config.FlowConfig` field holds a client's settings (``<side>_<kind>``)."""
 
 Side = Literal["source", "target"]
 """Which cluster of a flow."""
@@ -131,32 +132,6 @@ def cluster_policy(config: MirrorConfig, cluster: str) -> ReplicationPolicy:
     )
 
 
-def cluster_admin_timeout_ms(config: MirrorConfig) -> int:
-    """Return the configuration's top-level ``admin.timeout.ms``: the admin timeout of tools that serve no flow.
-
-    ``admin.timeout.ms`` is a flow key (``S->T.admin.timeout.ms`` > top-level ``admin.timeout.ms`` >
-    60000); cluster tools (``replica-status``, ``elect``, ``placement``, the service, :class:`MirrorClient`)
-    use the top-level value. :class:`~mirrorspark.config.MirrorConfig` keeps the merged flow values only,
-    and every flow without its own ``S->T.admin.timeout.ms`` carries the top-level one, so it is read
-    back as the value most flows carry (a tie, e.g. one flow of two overriding it: the larger, a cluster
-    tool rather waits longer than gives up early).
-
-    Parameters
-    ----------
-    config:
-        The configuration.
-
-    Returns
-    -------
-    int
-        Milliseconds; the key's default (60000) for a configuration without flows (one cluster).
-    """
-    counts = Counter(f.admin_timeout_ms for f in config.flows)
-    if not counts:
-        return int(KEYS["admin.timeout.ms"].default or "60000")
-    return max(counts, key=lambda ms: (counts[ms], ms))
-
-
 @dataclass(frozen=True, kw_only=True, eq=False)
 class FlowContext:
     """One flow's fixed parts, built once at start and passed to everything of the flow.
@@ -185,6 +160,12 @@ class FlowContext:
     Mirrors what MM2's ``MirrorSourceConnector``/``MirrorCheckpointConnector`` set up in
     ``start()`` from their ``MirrorConnectorConfig`` (policy, filters, client configs). Frozen;
     safe to share between threads.
+
+    The client methods (:meth:`admin`, :meth:`producer`, :meth:`consumer`, :meth:`cluster_admin`) take
+    the ``side`` (``"source"`` or ``"target"``: the ``<side>_<kind>`` settings) and the ``purpose`` (the
+    ``client.id``'s last part, :meth:`client_id`), e.g. ``ctx.admin("target", "lease-admin")``; they
+    delegate to :attr:`clients` and name the side's cluster alias in a rejected property's
+    :class:`~mirrorspark.errors.ConfigError`.
     """
 
     config: MirrorConfig
@@ -310,29 +291,29 @@ class FlowContext:
         """
         return self.flow.source if side == "source" else self.flow.target
 
-    def settings(self, role: Role) -> ClientSettings:
-        """Return the Java client settings of a role, e.g. ``settings("target_producer")``.
+    def settings(self, key: SettingsKey) -> ClientSettings:
+        """Return the Java client settings held in the flow's field ``key``, e.g. ``settings("target_producer")``.
 
         Parameters
         ----------
-        role:
-            The client role (a :class:`~mirrorspark.config.FlowConfig` field).
+        key:
+            Which :class:`~mirrorspark.config.FlowConfig` field.
 
         Returns
         -------
         ClientSettings
-            The role's settings, composed from the config file's keys as MM2's ``clusterProps``
+            The settings, composed from the config file's keys as MM2's ``clusterProps``
             and ``MirrorConnectorConfig`` compose them (see :mod:`mirrorspark.config.parse`).
         """
-        value: ClientSettings = getattr(self.flow, role)
+        value: ClientSettings = getattr(self.flow, key)
         return value
 
-    def client_id(self, role: str) -> str:
-        """Return the ``client.id`` of the flow's client ``role``: ``"<source>-><target>|mirrorspark|<role>"``.
+    def client_id(self, purpose: str) -> str:
+        """Return the ``client.id`` of a client of the flow: ``"<source>-><target>|mirrorspark|<purpose>"``.
 
         Parameters
         ----------
-        role:
+        purpose:
             What the client does, e.g. ``"replication-producer"``.
 
         Returns
@@ -341,44 +322,28 @@ class FlowContext:
             E.g. ``"A->B|mirrorspark|replication-producer"`` (MM2's client-id rule; a user's
             ``client.id`` is prefixed later by :func:`~mirrorspark.kafka.factory.client_conf`).
         """
-        return f"{self.flow.name}|{COMPONENT}|{role}"
+        return f"{self.flow.name}|{COMPONENT}|{purpose}"
 
-    def librdkafka(self, role: Role) -> Mapping[str, Any]:
-        """Return a role's settings translated to librdkafka, once (read-only).
-
-        Parameters
-        ----------
-        role:
-            The client role whose settings to translate.
-
-        Returns
-        -------
-        Mapping[str, Any]
-            The librdkafka configuration, shared by every caller (do not modify); no ``client.id`` rule.
-
-        Raises
-        ------
-        ConfigError
-            As :meth:`~mirrorspark.config.ClientSettings.to_librdkafka`.
-        """
-        return self.clients.librdkafka(self.settings(role))
+    def librdkafka(self, key: SettingsKey) -> Mapping[str, Any]:
+        """Translate ``key``'s settings once: see :meth:`~mirrorspark.kafka.factory.ClientFactory.librdkafka`."""
+        return self.clients.librdkafka(self.settings(key))
 
     def client_conf(
         self,
-        role: Role,
-        client_role: str,
+        key: SettingsKey,
+        purpose: str,
         *,
         defaults: Mapping[str, Any] | None = None,
         overrides: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """Build the librdkafka configuration of one client of ``role`` (e.g. a Spark task's), with the client-id rule.
+        """Build the librdkafka configuration of one client (e.g. a Spark task's) of the settings ``key``.
 
         Parameters
         ----------
-        role:
-            Whose settings.
-        client_role:
-            The client's role in its ``client.id`` (:meth:`client_id`).
+        key:
+            Whose settings (translated once, :meth:`librdkafka`).
+        purpose:
+            What the client does: its ``client.id`` is :meth:`client_id` of it.
         defaults, overrides:
             As :func:`~mirrorspark.kafka.factory.client_conf`.
 
@@ -392,7 +357,12 @@ class FlowContext:
         ConfigError
             As :meth:`~mirrorspark.config.ClientSettings.to_librdkafka`.
         """
-        return client_conf(self.librdkafka(role), self.client_id(client_role), defaults=defaults, overrides=overrides)
+        return client_conf(self.librdkafka(key), self.client_id(purpose), defaults=defaults, overrides=overrides)
+
+    def _side_settings(self, side: Side, kind: ClientKind) -> ClientSettings:
+        """Return the ``<side>_<kind>`` settings."""
+        value: ClientSettings = getattr(self.flow, f"{side}_{kind}")
+        return value
 
     @contextlib.contextmanager
     def _named_cluster(self, side: Side) -> Iterator[None]:
@@ -408,124 +378,52 @@ class FlowContext:
             )
             raise ConfigError(f"flow {self.name}, cluster '{alias}' ({side}): {message}") from None
 
-    def admin(self, side: Side, client_role: str, *, overrides: Mapping[str, Any] | None = None) -> AdminClient:
-        """Create an admin client of the source or target (``<side>_admin`` settings) named ``client_role``.
-
-        Parameters
-        ----------
-        side:
-            ``"source"`` or ``"target"`` of the flow.
-        client_role:
-            The client's role in its ``client.id`` (:meth:`client_id`), e.g. ``"checkpoint-source-admin"``.
-        overrides:
-            librdkafka settings that win over the settings (e.g. ``{"logger": ...}``).
-
-        Returns
-        -------
-        AdminClient
-            A new client from :attr:`clients`.
-
-        Raises
-        ------
-        ConfigError
-            As :meth:`~mirrorspark.config.ClientSettings.to_librdkafka`.
-        """
+    def admin(self, side: Side, purpose: str, *, overrides: Mapping[str, Any] | None = None) -> AdminClient:
+        """Create an admin client of ``side``: see :meth:`~mirrorspark.kafka.factory.ClientFactory.admin`."""
         with self._named_cluster(side):
             return self.clients.admin(
-                self.settings("source_admin" if side == "source" else "target_admin"),
-                client_id=self.client_id(client_role),
-                overrides=overrides,
+                self._side_settings(side, "admin"), client_id=self.client_id(purpose), overrides=overrides
+            )
+
+    def producer(self, side: Side, purpose: str, *, overrides: Mapping[str, Any] | None = None) -> Producer:
+        """Create a producer on ``side``: see :meth:`~mirrorspark.kafka.factory.ClientFactory.producer`."""
+        with self._named_cluster(side):
+            return self.clients.producer(
+                self._side_settings(side, "producer"), client_id=self.client_id(purpose), overrides=overrides
+            )
+
+    def consumer(self, side: Side, purpose: str, *, overrides: Mapping[str, Any] | None = None) -> Consumer:
+        """Create an assign-only consumer on ``side``: see :meth:`~mirrorspark.kafka.factory.ClientFactory.consumer`."""
+        with self._named_cluster(side):
+            return self.clients.consumer(
+                self._side_settings(side, "consumer"), client_id=self.client_id(purpose), overrides=overrides
             )
 
     def cluster_admin(self, side: Side, purpose: str, *, overrides: Mapping[str, Any] | None = None) -> ClusterAdmin:
-        """Return the admin wrapper of the source or target: a new client, the flow's ``admin.timeout.ms``.
+        """Return the admin wrapper of ``side``: a new :meth:`admin` client, the flow's ``admin.timeout.ms``.
 
         Parameters
         ----------
-        side:
-            ``"source"`` or ``"target"`` of the flow.
-        purpose:
-            The client's role in its ``client.id`` (:meth:`client_id`), e.g. ``"migration-source-admin"``.
-        overrides:
-            librdkafka settings that win over the ``<side>_admin`` settings (e.g. ``{"logger": ...}``).
+        side, purpose, overrides:
+            As :meth:`admin`.
 
         Returns
         -------
         ClusterAdmin
-            Over a new :meth:`admin` client, named by the side's alias and bootstrap servers, each call
-            waiting ``admin.timeout.ms`` (``S->T.admin.timeout.ms``, else the top-level one, else 60 s).
+            Named by the side's alias and bootstrap servers, each call waiting ``admin.timeout.ms``
+            (``S->T.admin.timeout.ms``, else the top-level one, else 60 s).
 
         Raises
         ------
         ConfigError
-            As :meth:`admin`.
+            As :meth:`~mirrorspark.kafka.factory.ClientFactory.admin`.
         """
-        settings = self.settings("source_admin" if side == "source" else "target_admin")
         return ClusterAdmin(
             self.admin(side, purpose, overrides=overrides),
             self.alias(side),
             timeout_s=self.flow.admin_timeout_ms / 1000,
-            bootstrap_servers=settings.get("bootstrap.servers"),
+            bootstrap_servers=self._side_settings(side, "admin").get("bootstrap.servers"),
         )
-
-    def producer(self, side: Side, client_role: str, *, overrides: Mapping[str, Any] | None = None) -> Producer:
-        """Create a producer on the source or target (``<side>_producer`` settings) named ``client_role``.
-
-        Parameters
-        ----------
-        side:
-            ``"source"`` or ``"target"`` of the flow.
-        client_role:
-            The client's role in its ``client.id`` (:meth:`client_id`), e.g. ``"heartbeats-target-producer"``.
-        overrides:
-            librdkafka settings that win over the settings (e.g. ``{"enable.idempotence": True}``).
-
-        Returns
-        -------
-        Producer
-            A new client from :attr:`clients`.
-
-        Raises
-        ------
-        ConfigError
-            As :meth:`~mirrorspark.config.ClientSettings.to_librdkafka`.
-        """
-        with self._named_cluster(side):
-            return self.clients.producer(
-                self.settings("source_producer" if side == "source" else "target_producer"),
-                client_id=self.client_id(client_role),
-                overrides=overrides,
-            )
-
-    def consumer(self, side: Side, client_role: str, *, overrides: Mapping[str, Any] | None = None) -> Consumer:
-        """Create an assign-only consumer on the source or target (``<side>_consumer`` settings) named ``client_role``.
-
-        Parameters
-        ----------
-        side:
-            ``"source"`` or ``"target"`` of the flow.
-        client_role:
-            The client's role in its ``client.id`` (:meth:`client_id`), e.g. ``"checkpoints-target-consumer"``.
-        overrides:
-            librdkafka settings that win over the settings.
-
-        Returns
-        -------
-        Consumer
-            A new client from :attr:`clients` that never joins nor commits to its group
-            (see :func:`~mirrorspark.kafka.factory.consumer`).
-
-        Raises
-        ------
-        ConfigError
-            As :meth:`~mirrorspark.config.ClientSettings.to_librdkafka`.
-        """
-        with self._named_cluster(side):
-            return self.clients.consumer(
-                self.settings("source_consumer" if side == "source" else "target_consumer"),
-                client_id=self.client_id(client_role),
-                overrides=overrides,
-            )
 
 
 @dataclass(frozen=True, eq=False)
@@ -647,8 +545,9 @@ class ReplicationContext:
         -------
         ClusterAdmin
             Over a new client of the cluster's admin settings (from :attr:`clients`), each call waiting
-            the configuration's top-level ``admin.timeout.ms`` (:func:`cluster_admin_timeout_ms`); a tool
-            with its own bound narrows it with :meth:`~mirrorspark.kafka.admin.ClusterAdmin.with_timeout`.
+            the configuration's top-level ``admin.timeout.ms`` (the connector-level default,
+            :attr:`~mirrorspark.config.MirrorConfig.admin_timeout_ms`); a tool with its own bound narrows
+            it with :meth:`~mirrorspark.kafka.admin.ClusterAdmin.with_timeout`.
 
         Raises
         ------
@@ -664,7 +563,7 @@ class ReplicationContext:
         return ClusterAdmin(
             admin,
             cluster,
-            timeout_s=cluster_admin_timeout_ms(self.config) / 1000,
+            timeout_s=self.config.admin_timeout_ms / 1000,
             bootstrap_servers=c.admin.get("bootstrap.servers"),
         )
 
@@ -701,9 +600,8 @@ __all__ = [
     "COMPONENT",
     "FlowContext",
     "ReplicationContext",
-    "Role",
+    "SettingsKey",
     "Side",
-    "cluster_admin_timeout_ms",
     "cluster_policy",
     "flow_policy",
 ]

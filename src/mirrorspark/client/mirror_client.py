@@ -46,7 +46,7 @@ class MirrorClient:
     timeout_s:
         Seconds for each cluster call and for reading a checkpoints topic to its end; default (``None``)
         the configuration's top-level ``admin.timeout.ms``, 60 s unless set
-        (:func:`~mirrorspark.client.context.cluster_admin_timeout_ms`).
+        (:attr:`~mirrorspark.config.MirrorConfig.admin_timeout_ms`).
     context:
         The configuration's contexts (its policy of ``cluster`` and its client factory);
         default: new ones for ``config``.

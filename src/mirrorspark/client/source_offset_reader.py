@@ -153,15 +153,15 @@ def read_source_offsets(
     return {k: h.offsets[-1] for k, h in history.items()}
 
 
-def read_flow_source_offsets(ctx: FlowContext, client_role: str, *, timeout_s: float = 60.0) -> dict[PartitionKey, int]:
+def read_flow_source_offsets(ctx: FlowContext, purpose: str, *, timeout_s: float = 60.0) -> dict[PartitionKey, int]:
     """Read the source offsets a flow committed (:func:`read_source_offsets` on its target's offsets topic).
 
     Parameters
     ----------
     ctx:
         The flow's context.
-    client_role:
-        The consumer's role in its ``client.id``, e.g. ``"status-offsets-consumer"``.
+    purpose:
+        What the consumer does, the last part of its ``client.id``, e.g. ``"status-offsets-consumer"``.
     timeout_s:
         Seconds to reach the end offsets (default 60).
 
@@ -182,7 +182,7 @@ def read_flow_source_offsets(ctx: FlowContext, client_role: str, *, timeout_s: f
         flow.target,
         flow.offset_storage_topic,
         flow.source,
-        client_id=ctx.client_id(client_role),
+        client_id=ctx.client_id(purpose),
         timeout_s=timeout_s,
         clients=ctx.clients,
     )

@@ -498,6 +498,10 @@ class MirrorConfig(_Frozen):
         mirrorspark's data-path settings.
     service:
         The metrics service's settings.
+    admin_timeout_ms:
+        The top-level ``admin.timeout.ms`` (the default of every flow's), in milliseconds: bounds each admin
+        call of the tools that serve no flow (``replica-status``, ``elect``, ``placement``, the service,
+        ``MirrorClient``).
     warnings:
         Human-readable warnings (unknown keys, deprecated keys, keys MM2 ignores), each also
         logged once at WARNING by this module's logger.
@@ -517,6 +521,7 @@ class MirrorConfig(_Frozen):
     flows: tuple[FlowConfig, ...]
     data_path: DataPathConfig = field(default_factory=DataPathConfig)
     service: ServiceConfig = field(default_factory=ServiceConfig)
+    admin_timeout_ms: int = 60_000
     warnings: tuple[str, ...] = ()
     source_name: str = "<properties>"
     target_clusters: tuple[str, ...] | None = None

@@ -42,7 +42,7 @@ class ClusterAdmin(TopicCalls, GroupCalls, ClusterCalls):
     Parameters
     ----------
     admin:
-        The cluster's confluent-kafka ``AdminClient`` (:func:`~mirrorspark.kafka.factory.admin_client`),
+        The cluster's confluent-kafka ``AdminClient`` (:func:`~mirrorspark.kafka.factory.create`),
         or an object offering the methods called (``tests/fakes.py``).
     alias:
         The cluster alias, named in every error.

@@ -1,12 +1,12 @@
-"""Kafka clients built from client settings: the one ``client.id`` rule, the client factories, librdkafka's log.
+"""Kafka clients built from client settings: the one ``client.id`` rule, the one builder, librdkafka's log.
 
-Every confluent-kafka client mirrorspark creates is built here from a
+Every confluent-kafka client mirrorspark creates on the driver is built by :func:`create` from a
 :class:`~mirrorspark.config.model.ClientSettings`, with a ``client.id`` that says who it is,
-MM2's way: ``<source>-><target>|mirrorspark|<role>`` (:func:`client_conf`, the one rule;
+MM2's way: ``<source>-><target>|mirrorspark|<purpose>`` (:func:`client_conf`, the one rule;
 a user's ``client.id`` is kept as prefix). Control classes get their clients through a
 :class:`ClientFactory` (the seam unit tests fill with in-memory fakes); the real one,
-:class:`KafkaClients`, translates each distinct settings object to librdkafka once.
-librdkafka's own log lines go to Python logging (:class:`LibrdkafkaLog`).
+:class:`KafkaClients`, translates each distinct settings object to librdkafka once and calls
+:func:`create`. librdkafka's own log lines go to Python logging (:class:`LibrdkafkaLog`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import re
 import threading
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any, Protocol, TypeVar
+from typing import Any, Final, Literal, Protocol, overload
 
 from confluent_kafka import (
     Consumer,
@@ -31,9 +31,6 @@ from confluent_kafka.admin import (
 from mirrorspark.config.keys import show
 from mirrorspark.config.model import ClientSettings
 from mirrorspark.errors import ConfigError
-
-T = TypeVar("T")
-
 
 LIBRDKAFKA_LOGGER = "mirrorspark.librdkafka"
 """Python logger for librdkafka's own log lines: every client mirrorspark creates (driver and Spark
@@ -54,7 +51,7 @@ class LibrdkafkaLog:
     Parameters
     ----------
     client_id:
-        The client's ``client.id`` (who it is: flow and role); librdkafka's lines name the client
+        The client's ``client.id`` (who it is: flow and purpose); librdkafka's lines name the client
         by it already.
     logger:
         Where to log (default: :data:`LIBRDKAFKA_LOGGER`).
@@ -142,16 +139,16 @@ def client_conf(
 ) -> dict[str, Any]:
     """Build the librdkafka configuration of one client: the one place the ``client.id`` rule is applied.
 
-    The rule (MM2's, ``<source>-><target>|<component>|<role>``): ``client_id`` says who the
+    The rule (MM2's, ``<source>-><target>|<component>|<purpose>``): ``client_id`` says who the
     client is, e.g. ``"A->B|mirrorspark|replication-producer"``; a ``client.id`` the user set
-    in the role's settings is kept as a prefix, ``"<user id>|A->B|mirrorspark|..."``, so that
+    in the settings is kept as a prefix, ``"<user id>|A->B|mirrorspark|..."``, so that
     broker quotas and logs keyed on it still match. Every client mirrorspark creates, on the
     driver and in the Spark tasks, gets its ``client.id`` from here.
 
     Parameters
     ----------
     translated:
-        The role's settings already translated to librdkafka
+        The client settings already translated to librdkafka
         (:meth:`~mirrorspark.config.ClientSettings.to_librdkafka`).
     client_id:
         Who the client is (see above).
@@ -176,16 +173,6 @@ def client_conf(
     return conf
 
 
-def _conf(settings: ClientSettings, client_id: str, overrides: Mapping[str, Any] | None) -> dict[str, Any]:
-    return client_conf(settings.to_librdkafka(), client_id, overrides=overrides)
-
-
-def _consumer_conf(conf: dict[str, Any], client_id: str) -> dict[str, Any]:
-    conf.setdefault("group.id", "mirrorspark-" + client_id.split("|", 1)[0])
-    conf["enable.auto.commit"] = False
-    return conf
-
-
 _LIBRDKAFKA_ALIASES = {
     # librdkafka reports a property under its canonical name; the names a config file may use for it
     "queue.buffering.max.ms": ("linger.ms",),
@@ -204,51 +191,103 @@ _LIBRDKAFKA_ALIASES = {
 }
 
 CLUSTER_ALIAS_PLACEHOLDER = "<alias>"
-"""Stands for the cluster alias in a :func:`create_client` error message until a caller that knows it
+"""Stands for the cluster alias in a :func:`create` error message until a caller that knows it
 (:class:`~mirrorspark.client.context.FlowContext`) fills it in."""
 
+ClientKind = Literal["admin", "producer", "consumer"]
+"""Which confluent-kafka client: ``AdminClient``, ``Producer`` or ``Consumer``."""
 
-def create_client(
-    kind: str, cls: Callable[[dict[str, Any]], T], conf: dict[str, Any], settings: ClientSettings, client_id: str
-) -> T:
-    """Create a confluent-kafka client; a property librdkafka rejects becomes a :class:`ConfigError`.
+_CLIENT_CLASSES: Final[Mapping[ClientKind, Callable[[dict[str, Any]], Any]]] = MappingProxyType(
+    {"admin": AdminClient, "producer": Producer, "consumer": Consumer}
+)
+
+
+@overload
+def create(
+    kind: Literal["admin"],
+    settings: ClientSettings,
+    *,
+    client_id: str,
+    overrides: Mapping[str, Any] | None = None,
+    translated: Mapping[str, Any] | None = None,
+) -> AdminClient: ...
+@overload
+def create(
+    kind: Literal["producer"],
+    settings: ClientSettings,
+    *,
+    client_id: str,
+    overrides: Mapping[str, Any] | None = None,
+    translated: Mapping[str, Any] | None = None,
+) -> Producer: ...
+@overload
+def create(
+    kind: Literal["consumer"],
+    settings: ClientSettings,
+    *,
+    client_id: str,
+    overrides: Mapping[str, Any] | None = None,
+    translated: Mapping[str, Any] | None = None,
+) -> Consumer: ...
+def create(
+    kind: ClientKind,
+    settings: ClientSettings,
+    *,
+    client_id: str,
+    overrides: Mapping[str, Any] | None = None,
+    translated: Mapping[str, Any] | None = None,
+) -> AdminClient | Producer | Consumer:
+    """Create a confluent-kafka client from client settings: the one place mirrorspark builds one.
+
+    The configuration is ``settings`` translated to librdkafka with the ``client.id`` rule of
+    :func:`client_conf`, then ``overrides``, and librdkafka's log routed to Python logging
+    (:class:`LibrdkafkaLog`, unless ``overrides`` hold a ``logger``). A consumer only ever uses
+    ``assign()``: ``enable.auto.commit`` is off, and when the settings have no ``group.id`` one
+    derived from ``client_id`` (``mirrorspark-<first part>``) is set, which is never joined nor
+    committed to (librdkafka requires one).
 
     librdkafka checks every property when the client is created (``KafkaException``
     ``_INVALID_ARG``: unknown property, invalid value; ``ValueError``/``TypeError`` from
-    confluent-kafka): the message names the property as the config file has it (value masked
-    when secret), the client and where to fix it.
+    confluent-kafka); such a rejection becomes a :class:`ConfigError` naming the property as the
+    config file has it (value masked when secret), the client and where to fix it.
 
     Parameters
     ----------
     kind:
-        ``"admin"``, ``"producer"`` or ``"consumer"``: the client role whose settings hold the property.
-    cls:
-        ``AdminClient``, ``Producer`` or ``Consumer``.
-    conf:
-        The librdkafka configuration.
+        ``"admin"``, ``"producer"`` or ``"consumer"`` (named in a rejected property's message).
     settings:
-        The Java settings it was translated from (to name the property as written).
+        The Java client settings (e.g. ``FlowConfig.source_admin``).
     client_id:
-        Who the client is (``client.id`` rule), e.g. ``"A->B|mirrorspark|replication-source-admin"``.
+        Who the client is, e.g. ``"A->B|mirrorspark|replication-source-admin"`` (:func:`client_conf`).
+    overrides:
+        librdkafka settings that win over the settings (e.g. ``{"enable.idempotence": True}``).
+    translated:
+        ``settings`` already translated to librdkafka (:meth:`KafkaClients.librdkafka`, translated once);
+        ``None`` translates them here.
 
     Returns
     -------
-    T
-        The client.
+    AdminClient or Producer or Consumer
+        A new client of ``kind``.
 
     Raises
     ------
     ConfigError
-        librdkafka rejected a property, e.g. ``invalid admin client property 'linger.ms' = 'x' ...:
-        fix or remove '<alias>.admin.linger.ms' or '<alias>.linger.ms'`` (:data:`CLUSTER_ALIAS_PLACEHOLDER`
-        stands for the cluster alias).
+        As :meth:`~mirrorspark.config.ClientSettings.to_librdkafka`, or librdkafka rejected a property, e.g.
+        ``invalid admin client property 'linger.ms' = 'x' ...: fix or remove '<alias>.admin.linger.ms' or
+        '<alias>.linger.ms'`` (:data:`CLUSTER_ALIAS_PLACEHOLDER` stands for the cluster alias).
     """
+    conf = client_conf(settings.to_librdkafka() if translated is None else translated, client_id, overrides=overrides)
+    if kind == "consumer":
+        conf.setdefault("group.id", "mirrorspark-" + client_id.split("|", 1)[0])
+        conf["enable.auto.commit"] = False
     try:
-        return cls(conf)
+        client: AdminClient | Producer | Consumer = _CLIENT_CLASSES[kind](with_logger(conf, client_id))
     except (KafkaException, ValueError, TypeError) as e:
         err = e.args[0] if e.args else None
         reason = err.str() if isinstance(err, KafkaError) else str(e)
         raise ConfigError(_client_config_message(kind, reason, settings, client_id)) from None
+    return client
 
 
 def _client_config_message(kind: str, reason: str, settings: ClientSettings, client_id: str) -> str:
@@ -271,50 +310,14 @@ def _client_config_message(kind: str, reason: str, settings: ClientSettings, cli
     return f"invalid {what} for client '{client_id}': librdkafka says: {reason}; {fix}"
 
 
-def admin_client(
-    settings: ClientSettings, *, client_id: str, overrides: Mapping[str, Any] | None = None
-) -> AdminClient:
-    """Create an admin client.
-
-    Parameters
-    ----------
-    settings:
-        The role's client settings (e.g. ``FlowConfig.source_admin``).
-    client_id:
-        Who this client is, e.g. ``"A->B|mirrorspark|replication-source-admin"`` (see :func:`client_conf`).
-    overrides:
-        librdkafka settings that win over the settings (e.g. ``{"logger": ...}``).
-    """
-    return create_client(
-        "admin", AdminClient, with_logger(_conf(settings, client_id, overrides), client_id), settings, client_id
-    )
-
-
-def producer(settings: ClientSettings, *, client_id: str, overrides: Mapping[str, Any] | None = None) -> Producer:
-    """Create a producer; ``overrides`` win over the settings (e.g. ``enable.idempotence``)."""
-    return create_client(
-        "producer", Producer, with_logger(_conf(settings, client_id, overrides), client_id), settings, client_id
-    )
-
-
-def consumer(settings: ClientSettings, *, client_id: str, overrides: Mapping[str, Any] | None = None) -> Consumer:
-    """Create a consumer that only ever uses ``assign()`` (no group membership, no commits).
-
-    librdkafka requires a ``group.id``; when the settings have none, one derived
-    from ``client_id`` is set, which is never joined nor committed to.
-    """
-    conf = with_logger(_consumer_conf(_conf(settings, client_id, overrides), client_id), client_id)
-    return create_client("consumer", Consumer, conf, settings, client_id)
-
-
 class ClientFactory(Protocol):
     """Creates the Kafka clients of mirrorspark's control classes (the seam unit tests replace).
 
     Every control class (``Flow``, ``CheckpointEmitter``, ``HeartbeatEmitter``, ``LiveFilters``,
     ``ControlStore``, ``TopicAclSync``, ``TotalsPublisher``, ``ConsumerMigration``, the topic
     readers) gets its clients from one of these instead of constructing confluent-kafka clients
-    itself. :class:`KafkaClients` is the real one; ``tests/fakes.py`` has an in-memory one.
-    The returned objects need only offer the confluent-kafka methods mirrorspark calls.
+    itself. :class:`KafkaClients` is the real one (through :func:`create`); ``tests/fakes.py`` has
+    an in-memory one. The returned objects need only offer the confluent-kafka methods mirrorspark calls.
     """
 
     def librdkafka(self, settings: ClientSettings) -> Mapping[str, Any]:
@@ -323,7 +326,7 @@ class ClientFactory(Protocol):
         Parameters
         ----------
         settings:
-            A role's Java client settings.
+            Java client settings, e.g. ``FlowConfig.source_admin``.
 
         Returns
         -------
@@ -340,12 +343,12 @@ class ClientFactory(Protocol):
     def admin(
         self, settings: ClientSettings, *, client_id: str, overrides: Mapping[str, Any] | None = None
     ) -> AdminClient:
-        """Create an admin client for ``settings`` (see :func:`admin_client`).
+        """Create an admin client for ``settings``.
 
         Parameters
         ----------
         settings:
-            The role's Java client settings (e.g. ``FlowConfig.source_admin``).
+            The Java client settings (e.g. ``FlowConfig.source_admin``).
         client_id:
             Who the client is, e.g. ``"A->B|mirrorspark|replication-source-admin"``
             (:func:`client_conf` applies the ``client.id`` rule).
@@ -360,19 +363,19 @@ class ClientFactory(Protocol):
         Raises
         ------
         ConfigError
-            As :meth:`~mirrorspark.config.ClientSettings.to_librdkafka`.
+            As :func:`create`.
         """
         ...
 
     def producer(
         self, settings: ClientSettings, *, client_id: str, overrides: Mapping[str, Any] | None = None
     ) -> Producer:
-        """Create a producer for ``settings`` (see :func:`producer`).
+        """Create a producer for ``settings``.
 
         Parameters
         ----------
         settings:
-            The role's Java client settings (e.g. ``FlowConfig.target_producer``).
+            The Java client settings (e.g. ``FlowConfig.target_producer``).
         client_id:
             Who the client is, e.g. ``"A->B|mirrorspark|heartbeats-target-producer"``
             (:func:`client_conf` applies the ``client.id`` rule).
@@ -387,19 +390,19 @@ class ClientFactory(Protocol):
         Raises
         ------
         ConfigError
-            As :meth:`~mirrorspark.config.ClientSettings.to_librdkafka`.
+            As :func:`create`.
         """
         ...
 
     def consumer(
         self, settings: ClientSettings, *, client_id: str, overrides: Mapping[str, Any] | None = None
     ) -> Consumer:
-        """Create an assign-only consumer for ``settings`` (see :func:`consumer`).
+        """Create an assign-only consumer for ``settings``.
 
         Parameters
         ----------
         settings:
-            The role's Java client settings (e.g. ``FlowConfig.target_consumer``).
+            The Java client settings (e.g. ``FlowConfig.target_consumer``).
         client_id:
             Who the client is, e.g. ``"A->B|mirrorspark|checkpoints-target-consumer"``
             (:func:`client_conf` applies the ``client.id`` rule).
@@ -409,24 +412,24 @@ class ClientFactory(Protocol):
         Returns
         -------
         Consumer
-            A new client that never joins nor commits to its ``group.id``, or an object offering
-            the ``Consumer`` methods mirrorspark calls.
+            A new client that never joins nor commits to its ``group.id`` (see :func:`create`), or an
+            object offering the ``Consumer`` methods mirrorspark calls.
 
         Raises
         ------
         ConfigError
-            As :meth:`~mirrorspark.config.ClientSettings.to_librdkafka`.
+            As :func:`create`.
         """
         ...
 
 
 class KafkaClients:
-    """The real :class:`ClientFactory`: confluent-kafka clients, settings translated once.
+    """The real :class:`ClientFactory`: confluent-kafka clients (:func:`create`), settings translated once.
 
     :meth:`~mirrorspark.config.ClientSettings.to_librdkafka` can open trust and key stores
     to sniff their format, so its result is kept per distinct :class:`ClientSettings` for the
     factory's lifetime: a process creating clients (and Spark task configurations) again and
-    again translates each role's settings once. Thread-safe.
+    again translates each settings object once. Thread-safe.
 
     Notes
     -----
@@ -439,24 +442,7 @@ class KafkaClients:
         self._lock = threading.Lock()
 
     def librdkafka(self, settings: ClientSettings) -> Mapping[str, Any]:
-        """Return ``settings`` translated to librdkafka, once per distinct settings (read-only mapping).
-
-        Parameters
-        ----------
-        settings:
-            A role's Java client settings (equal settings share one translation).
-
-        Returns
-        -------
-        Mapping[str, Any]
-            A read-only ``MappingProxyType``, without the ``client.id`` rule.
-
-        Raises
-        ------
-        ConfigError
-            As :meth:`~mirrorspark.config.ClientSettings.to_librdkafka` (not remembered: the
-            next call translates again).
-        """
+        """See :meth:`ClientFactory.librdkafka` (a ``MappingProxyType``; a failed translation is not remembered)."""
         with self._lock:
             done = self._translated.get(settings)
         if done is None:
@@ -465,129 +451,38 @@ class KafkaClients:
                 done = self._translated.setdefault(settings, done)
         return done
 
-    def conf(
-        self, settings: ClientSettings, client_id: str, overrides: Mapping[str, Any] | None = None
-    ) -> dict[str, Any]:
-        """Build the librdkafka configuration of one client of ``settings`` (:func:`client_conf`).
-
-        Parameters
-        ----------
-        settings:
-            The role's Java client settings.
-        client_id:
-            Who the client is (the ``client.id`` rule of :func:`client_conf`).
-        overrides:
-            librdkafka settings that win over the settings.
-
-        Returns
-        -------
-        dict[str, Any]
-            A new dict the caller may change.
-
-        Raises
-        ------
-        ConfigError
-            As :meth:`~mirrorspark.config.ClientSettings.to_librdkafka`.
-        """
-        return client_conf(self.librdkafka(settings), client_id, overrides=overrides)
-
     def admin(
         self, settings: ClientSettings, *, client_id: str, overrides: Mapping[str, Any] | None = None
     ) -> AdminClient:
-        """Create an admin client (see :func:`admin_client`).
-
-        Parameters
-        ----------
-        settings:
-            The role's Java client settings (e.g. ``FlowConfig.source_admin``).
-        client_id:
-            Who the client is, e.g. ``"A->B|mirrorspark|replication-source-admin"``
-            (:func:`client_conf` applies the ``client.id`` rule).
-        overrides:
-            librdkafka settings that win over the settings (e.g. ``{"logger": ...}``).
-
-        Returns
-        -------
-        AdminClient
-            A new confluent-kafka admin client.
-
-        Raises
-        ------
-        ConfigError
-            As :meth:`~mirrorspark.config.ClientSettings.to_librdkafka`.
-        """
-        conf = with_logger(self.conf(settings, client_id, overrides), client_id)
-        return create_client("admin", AdminClient, conf, settings, client_id)
+        """See :meth:`ClientFactory.admin`."""
+        return create("admin", settings, client_id=client_id, overrides=overrides, translated=self.librdkafka(settings))
 
     def producer(
         self, settings: ClientSettings, *, client_id: str, overrides: Mapping[str, Any] | None = None
     ) -> Producer:
-        """Create a producer (see :func:`producer`).
-
-        Parameters
-        ----------
-        settings:
-            The role's Java client settings (e.g. ``FlowConfig.target_producer``).
-        client_id:
-            Who the client is, e.g. ``"A->B|mirrorspark|heartbeats-target-producer"``
-            (:func:`client_conf` applies the ``client.id`` rule).
-        overrides:
-            librdkafka settings that win over the settings (e.g. ``{"enable.idempotence": True}``).
-
-        Returns
-        -------
-        Producer
-            A new confluent-kafka producer.
-
-        Raises
-        ------
-        ConfigError
-            As :meth:`~mirrorspark.config.ClientSettings.to_librdkafka`.
-        """
-        conf = with_logger(self.conf(settings, client_id, overrides), client_id)
-        return create_client("producer", Producer, conf, settings, client_id)
+        """See :meth:`ClientFactory.producer`."""
+        return create(
+            "producer", settings, client_id=client_id, overrides=overrides, translated=self.librdkafka(settings)
+        )
 
     def consumer(
         self, settings: ClientSettings, *, client_id: str, overrides: Mapping[str, Any] | None = None
     ) -> Consumer:
-        """Create an assign-only consumer (see :func:`consumer`).
-
-        Parameters
-        ----------
-        settings:
-            The role's Java client settings (e.g. ``FlowConfig.target_consumer``).
-        client_id:
-            Who the client is, e.g. ``"A->B|mirrorspark|checkpoints-target-consumer"``
-            (:func:`client_conf` applies the ``client.id`` rule).
-        overrides:
-            librdkafka settings that win over the settings.
-
-        Returns
-        -------
-        Consumer
-            A new confluent-kafka consumer; when the settings have no ``group.id``, one derived
-            from ``client_id`` is set, which is never joined nor committed to.
-
-        Raises
-        ------
-        ConfigError
-            As :meth:`~mirrorspark.config.ClientSettings.to_librdkafka`.
-        """
-        conf = with_logger(_consumer_conf(self.conf(settings, client_id, overrides), client_id), client_id)
-        return create_client("consumer", Consumer, conf, settings, client_id)
+        """See :meth:`ClientFactory.consumer`."""
+        return create(
+            "consumer", settings, client_id=client_id, overrides=overrides, translated=self.librdkafka(settings)
+        )
 
 
 __all__ = [
     "CLUSTER_ALIAS_PLACEHOLDER",
     "LIBRDKAFKA_LOGGER",
     "ClientFactory",
+    "ClientKind",
     "KafkaClients",
     "LibrdkafkaLog",
-    "admin_client",
     "client_conf",
-    "consumer",
-    "create_client",
-    "producer",
+    "create",
     "serve_logs",
     "with_logger",
 ]

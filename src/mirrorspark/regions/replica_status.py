@@ -53,8 +53,8 @@ class ReplicaStatus:
     remote: dict[PartitionKey, list[RemoteCopy]] = field(default_factory=dict)
 
 
-def cluster_admin(config: MirrorConfig, cluster: str, role: str, *, timeout_s: float | None = None) -> ClusterAdmin:
-    """Create the admin wrapper of ``cluster`` (its admin settings; ``client.id`` ``<alias>|mirrorspark|<role>``).
+def cluster_admin(config: MirrorConfig, cluster: str, purpose: str, *, timeout_s: float | None = None) -> ClusterAdmin:
+    """Create the admin wrapper of ``cluster`` (its admin settings; ``client.id`` ``<alias>|mirrorspark|<purpose>``).
 
     Parameters
     ----------
@@ -62,8 +62,8 @@ def cluster_admin(config: MirrorConfig, cluster: str, role: str, *, timeout_s: f
         The configuration naming the cluster.
     cluster:
         The cluster alias.
-    role:
-        What the client does (its ``client.id``).
+    purpose:
+        What the client does, the last part of its ``client.id``.
     timeout_s:
         Seconds per call (the commands' ``--timeout``); ``None`` = the configuration's top-level
         ``admin.timeout.ms`` (:meth:`~mirrorspark.client.context.ReplicationContext.cluster_admin`).
@@ -80,7 +80,7 @@ def cluster_admin(config: MirrorConfig, cluster: str, role: str, *, timeout_s: f
     ConfigError
         The settings cannot be translated for librdkafka.
     """
-    admin = ReplicationContext(config).cluster_admin(cluster, role)
+    admin = ReplicationContext(config).cluster_admin(cluster, purpose)
     return admin if timeout_s is None else admin.with_timeout(timeout_s, setting="--timeout")
 
 

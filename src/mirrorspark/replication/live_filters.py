@@ -38,20 +38,20 @@ class LiveFilters:
     context:
         The flow's context: its config file lists are the base, its policy names the control
         topic, its client factory makes the consumer.
-    client_role:
-        The consumer's role in its ``client.id`` (default ``"control-target-consumer"``).
+    purpose:
+        What the consumer does, the last part of its ``client.id`` (default ``"control-target-consumer"``).
 
     Notes
     -----
     Not thread-safe: the flow's refresh job calls it.
     """
 
-    def __init__(self, context: FlowContext, *, client_role: str = "control-target-consumer") -> None:
+    def __init__(self, context: FlowContext, *, purpose: str = "control-target-consumer") -> None:
         self.flow_config = context.flow
         self.topic = control_topic(context.policy, self.flow_config.source)
         self.name = self.flow_config.name
         self._tail = ControlTail(
-            self.flow_config, self.topic, client_id=context.client_id(client_role), clients=context.clients
+            self.flow_config, self.topic, client_id=context.client_id(purpose), clients=context.clients
         )
         self._built: dict[Kind, tuple[int, DefaultTopicFilter | DefaultGroupFilter]] = {}
 

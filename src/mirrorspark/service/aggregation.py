@@ -203,6 +203,10 @@ def progress_pattern() -> str:
 def aggregate_stream(raw: DataFrame) -> DataFrame:
     """Build the job's plan, from Kafka rows (``key``, ``value`` as binary) to ``key``/``value`` JSON strings.
 
+    The stages: the channel records' samples (:func:`_samples`), each repeated per window
+    (:func:`_windowed`), folded per window, flow, series, topic, partition and group
+    (:func:`_folded`), written as aggregate records (:func:`_aggregate_records`).
+
     Parameters
     ----------
     raw:
@@ -214,6 +218,11 @@ def aggregate_stream(raw: DataFrame) -> DataFrame:
         One row per updated window of a series: the aggregate record's key and value (the layout
         of :mod:`mirrorspark.service.aggregates`).
     """
+    return _aggregate_records(_folded(_windowed(_samples(raw))))
+
+
+def _samples(raw: DataFrame) -> DataFrame:
+    """Parse the channel records and explode each into its samples (``flow``, ``ts`` and the sample's columns)."""
     from pyspark.sql import functions as F
 
     key_schema, value_schema = _schemas()
@@ -224,7 +233,7 @@ def aggregate_stream(raw: DataFrame) -> DataFrame:
     parsed = parsed.withColumn(
         "kind", F.expr("CASE WHEN k.kind IS NULL AND k.partition IS NOT NULL THEN 'report' ELSE k.kind END")
     )
-    samples = (
+    return (
         parsed.select(
             F.col("k.flow").alias("flow"),
             F.expr("timestamp_millis(v.at)").alias("ts"),
@@ -234,6 +243,12 @@ def aggregate_stream(raw: DataFrame) -> DataFrame:
         .select("flow", "ts", "s.*")
         .withWatermark("ts", f"{WATERMARK_MS // 1000} seconds")
     )
+
+
+def _windowed(samples: DataFrame) -> DataFrame:
+    """Repeat each sample once per sliding window of each of :data:`WINDOWS` holding it (``w``, ``win``)."""
+    from pyspark.sql import functions as F
+
     windowed = None
     for w in WINDOWS:
         part = samples.select(
@@ -244,6 +259,13 @@ def aggregate_stream(raw: DataFrame) -> DataFrame:
         )
         windowed = part if windowed is None else windowed.unionByName(part)
     assert windowed is not None
+    return windowed
+
+
+def _folded(windowed: DataFrame) -> DataFrame:
+    """Fold the samples of each window, flow, series, topic, partition and group (the streaming aggregation)."""
+    from pyspark.sql import functions as F
+
     hist_sums = [F.sum(F.element_at("hist", i + 1)).alias(f"h{i}") for i in range(HISTOGRAM_SIZE)]
     agg = windowed.groupBy("w", "win", "flow", "metric", "topic", "partition", "grp").agg(
         F.max("remote_topic").alias("remote_topic"),
@@ -256,12 +278,18 @@ def aggregate_stream(raw: DataFrame) -> DataFrame:
         *hist_sums,
     )
     hist = F.array(*[F.col(f"h{i}") for i in range(HISTOGRAM_SIZE)])
-    agg = agg.withColumn(
+    return agg.withColumn(
         "hist",
         F.when(F.col("h0").isNull() & F.col(f"h{HISTOGRAM_SIZE - 1}").isNull(), None).otherwise(
             F.transform(hist, lambda x: F.coalesce(x, F.lit(0)))
         ),
     )
+
+
+def _aggregate_records(agg: DataFrame) -> DataFrame:
+    """Write each folded window as an aggregate record (key, value: JSON; :mod:`~mirrorspark.service.aggregates`)."""
+    from pyspark.sql import functions as F
+
     start = F.expr("unix_millis(win.start)")
     end = F.expr("unix_millis(win.end)")
     now = F.expr("unix_millis(current_timestamp())")

@@ -32,10 +32,11 @@ from __future__ import annotations
 import hmac
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from importlib.resources import files
 from typing import Annotated, Any, Literal
 
-from fastapi import Depends, FastAPI, HTTPException, Path, Query, Request
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Path, Query, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
@@ -124,6 +125,292 @@ def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
     return {c: {"model": Problem, "description": texts[c]} for c in codes}
 
 
+@dataclass(frozen=True)
+class _Served:
+    """What the routes of one application read (kept in ``app.state.served``)."""
+
+    store: Store
+    config: MirrorConfig
+    token: str
+    aggregation: AggregationStatus
+    registry: CollectorRegistry
+
+
+def _served(request: Request) -> _Served:
+    served: _Served = request.app.state.served
+    return served
+
+
+Served = Annotated[_Served, Depends(_served)]
+
+
+def _local_flow(store: Store, source: str, target: str) -> FlowView:
+    view = store.flows.get(f"{source}->{target}")
+    if view is None or target != store.cluster:
+        raise HTTPException(404, f"no replication {source}->{target} into cluster '{store.cluster}' is known")
+    return view
+
+
+_AUTH = _errors(401)
+"""The answer every secured route may give (added to their documents when a token is set)."""
+
+# The routes carry no docstring: FastAPI would publish it as the operation's description, and the
+# OpenAPI document is part of the interface (``summary`` says what each one answers).
+
+# --------------------------------------------------------------------------- the service itself (no token)
+
+service_routes = APIRouter(prefix=API, tags=["service"])
+"""The health check: open to all (the dashboard reads ``token_required`` from it)."""
+
+
+@service_routes.get("/health", response_model=Health, summary="Health of the service")
+def health(served: Served) -> Health:
+    state, error, last_batch = served.aggregation()
+    store = served.store
+    with store.lock:
+        ok = state == "active" and store.error is None
+        return Health(
+            status="ok" if ok else "degraded",
+            cluster=store.cluster,
+            aggregation=state,
+            aggregation_error=error,
+            last_batch_ms=last_batch,
+            last_aggregate_ms=store.last_aggregate_ms,
+            feed_error=store.error,
+            records_read=store.records_read,
+            topics_read=len(store.topics_read),
+            uptime_s=(store.clock_ms() - store.started_ms) / 1000,
+            token_required=bool(served.token),
+        )
+
+
+# --------------------------------------------------------------------------- the replication graph, flow by flow
+
+replication_routes = APIRouter(prefix=API)
+"""The clusters and the flows into the served cluster: each flow's topics, groups, gaps and time series."""
+
+_FLOW = "/replications/{source}/{target}"
+_FLOW_ERRORS = _errors(404, 422)
+
+
+@replication_routes.get(
+    "/clusters", response_model=list[Cluster], tags=["replications"], summary="Clusters of the replication graph"
+)
+def clusters(served: Served) -> list[Cluster]:
+    with served.store.lock:
+        return views.clusters(served.store, served.config)
+
+
+@replication_routes.get(
+    "/replications",
+    response_model=list[Replication],
+    responses=_errors(422),
+    tags=["replications"],
+    summary="Replication flows: into the served cluster, and (remote) those seen upstream of it",
+)
+def replications(served: Served, window: Win = "1m", remote: Remote = True) -> list[Replication]:
+    store = served.store
+    with store.lock:
+        local = [
+            views.replication(v, store, served.config, window)
+            for v in sorted(store.flows.values(), key=lambda v: v.name)
+            if v.target == store.cluster
+        ]
+        return local + (views.remote_replications(store) if remote else [])
+
+
+@replication_routes.get(
+    _FLOW, response_model=Replication, responses=_FLOW_ERRORS, tags=["replications"], summary="One replication flow"
+)
+def replication(source: Source, target: Target, served: Served, window: Win = "1m") -> Replication:
+    with served.store.lock:
+        return views.replication(_local_flow(served.store, source, target), served.store, served.config, window)
+
+
+@replication_routes.get(
+    f"{_FLOW}/topics",
+    response_model=list[Topic],
+    responses=_FLOW_ERRORS,
+    tags=["replications"],
+    summary="Topics of a replication with their figures",
+)
+def topics(source: Source, target: Target, served: Served, window: Win = "1m") -> list[Topic]:
+    with served.store.lock:
+        return views.topics(_local_flow(served.store, source, target), served.store, window_name=window)
+
+
+@replication_routes.get(
+    f"{_FLOW}/topics/{{topic}}",
+    response_model=Topic,
+    responses=_FLOW_ERRORS,
+    tags=["replications"],
+    summary="One topic of a replication, with its partitions",
+)
+def topic(source: Source, target: Target, topic: TopicName, served: Served, window: Win = "1m") -> Topic:
+    store = served.store
+    with store.lock:
+        found = views.topics(_local_flow(store, source, target), store, detail=topic, window_name=window)
+    if not found:
+        raise HTTPException(404, f"replication {source}->{target} copies no topic '{topic}'")
+    return found[0]
+
+
+@replication_routes.get(
+    f"{_FLOW}/groups",
+    response_model=list[Group],
+    responses=_FLOW_ERRORS,
+    tags=["replications"],
+    summary="Consumer groups of a replication: checkpoints, checkpoint lag, failover re-reads",
+)
+def groups(source: Source, target: Target, served: Served) -> list[Group]:
+    with served.store.lock:
+        return views.groups(_local_flow(served.store, source, target))
+
+
+@replication_routes.get(
+    f"{_FLOW}/gaps",
+    response_model=list[Gap],
+    responses=_FLOW_ERRORS,
+    tags=["replications"],
+    summary="Gap events of a replication",
+)
+def flow_gaps(source: Source, target: Target, served: Served) -> list[Gap]:
+    with served.store.lock:
+        return views.gaps([_local_flow(served.store, source, target)])
+
+
+@replication_routes.get(
+    f"{_FLOW}/metrics/{{metric}}",
+    response_model=Series,
+    responses=_FLOW_ERRORS,
+    tags=["metrics"],
+    summary="One metric's time series",
+)
+def metric_series(
+    source: Source,
+    target: Target,
+    metric: MetricName,
+    served: Served,
+    window: SeriesWindow = "1m",
+    aggregate: SeriesAggregate = "avg",
+    topic: TopicFilter = None,
+    partition: PartitionFilter = None,
+    group: GroupFilter = None,
+    since_ms: Since = None,
+) -> Series:
+    if metric not in SERIES_BY_NAME:
+        raise HTTPException(404, f"no metric '{metric}': GET {API}/metrics lists them")
+    store = served.store
+    with store.lock:
+        _local_flow(store, source, target)
+        return views.series(
+            store,
+            f"{source}->{target}",
+            metric,
+            window_name=window,
+            aggregate=aggregate,
+            topic=topic,
+            partition=partition,
+            group=group,
+            since_ms=since_ms,
+        )
+
+
+# --------------------------------------------------------------------------- events of every flow into the cluster
+
+event_routes = APIRouter(prefix=API, tags=["replications"])
+"""The gap and failover events of every replication into the served cluster."""
+
+
+@event_routes.get("/gaps", response_model=list[Gap], summary="Gap events of every replication into the served cluster")
+def all_gaps(served: Served) -> list[Gap]:
+    store = served.store
+    with store.lock:
+        return views.gaps(v for v in store.flows.values() if v.target == store.cluster)
+
+
+@event_routes.get(
+    "/failovers",
+    response_model=list[Failover],
+    summary="The newest failover event of every replication into the served cluster (mirrorspark.failover.policy)",
+)
+def all_failovers(served: Served) -> list[Failover]:
+    store = served.store
+    with store.lock:
+        return views.failovers(v for v in store.flows.values() if v.target == store.cluster)
+
+
+# --------------------------------------------------------------------------- what is measured, and Prometheus
+
+metric_routes = APIRouter(tags=["metrics"])
+"""The catalog of the time series and the Prometheus exposition."""
+
+
+@metric_routes.get(
+    f"{API}/metrics",
+    response_model=MetricCatalog,
+    summary="The series, windows and aggregates the time-series endpoint serves",
+)
+def catalog() -> MetricCatalog:
+    return views.catalog()
+
+
+@metric_routes.get(
+    "/metrics",
+    responses={
+        200: {"content": {"text/plain": {"schema": {"type": "string"}}}, "description": "Prometheus text format"}
+    },
+    response_class=Response,
+    summary="Prometheus exposition, under MM2's (Strimzi's) names",
+)
+def prometheus(served: Served) -> Response:
+    return Response(generate_latest(served.registry), media_type=CONTENT_TYPE_LATEST)
+
+
+# --------------------------------------------------------------------------- the application
+
+
+async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    return problem(exc.status_code, str(exc.detail), request.url.path, getattr(exc, "headers", None))
+
+
+async def _crashed(request: Request, exc: Exception) -> JSONResponse:
+    log.exception("%s failed", request.url.path)
+    return problem(500, f"the service failed to answer: {type(exc).__name__}", request.url.path)
+
+
+async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+    parts = [f"{'.'.join(str(x) for x in e.get('loc', ()))}: {e.get('msg', 'invalid')}" for e in exc.errors()]
+    return problem(422, "; ".join(parts) or "invalid request", request.url.path)
+
+
+def index() -> Response:
+    return Response(DASHBOARD.read_bytes(), media_type="text/html; charset=utf-8", headers=_NO_CACHE)
+
+
+def _problem_openapi(app: FastAPI) -> Callable[[], dict[str, Any]]:
+    """Return the app's OpenAPI document builder: every 4xx/5xx answer documented as a :class:`Problem`."""
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            doc = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
+            for ops in doc.get("paths", {}).values():
+                for op in ops.values():
+                    for code, resp in op.get("responses", {}).items():
+                        if str(code).startswith(("4", "5")):
+                            resp["content"] = {PROBLEM_JSON: {"schema": {"$ref": "#/components/schemas/Problem"}}}
+            app.openapi_schema = jsonable_encoder(doc)
+        return app.openapi_schema
+
+    return openapi
+
+
+def _require_token(served: Served, creds: Credentials) -> None:
+    given = creds.credentials if creds is not None and creds.scheme.lower() == "bearer" else ""
+    if not hmac.compare_digest(given.encode(), served.token.encode()):
+        raise HTTPException(401, "a valid bearer token is required", headers={"WWW-Authenticate": "Bearer"})
+
+
 def create_app(
     store: Store,
     config: MirrorConfig,
@@ -161,263 +448,20 @@ def create_app(
             "job over 1 min, 5 min and 1 h sliding windows. Times are epoch milliseconds."
         ),
     )
-
-    def require_token(creds: Credentials) -> None:
-        given = creds.credentials if creds is not None and creds.scheme.lower() == "bearer" else ""
-        if not hmac.compare_digest(given.encode(), token.encode()):
-            raise HTTPException(401, "a valid bearer token is required", headers={"WWW-Authenticate": "Bearer"})
-
-    secured: list[Any] = [Depends(require_token)] if token else []
-    auth_errors = (401,) if token else ()
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(ServiceCollector(store, config))
-    for collector in collectors:
+    for collector in (ServiceCollector(store, config), *collectors):
         registry.register(collector)
-
-    @app.exception_handler(StarletteHTTPException)
-    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return problem(exc.status_code, str(exc.detail), request.url.path, getattr(exc, "headers", None))
-
-    @app.exception_handler(Exception)
-    async def crashed(request: Request, exc: Exception) -> JSONResponse:
-        log.exception("%s failed", request.url.path)
-        return problem(500, f"the service failed to answer: {type(exc).__name__}", request.url.path)
-
-    @app.exception_handler(RequestValidationError)
-    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        parts = []
-        for e in exc.errors():
-            where = ".".join(str(x) for x in e.get("loc", ()))
-            parts.append(f"{where}: {e.get('msg', 'invalid')}")
-        return problem(422, "; ".join(parts) or "invalid request", request.url.path)
-
-    def local_flow(source: str, target: str) -> FlowView:
-        view = store.flows.get(f"{source}->{target}")
-        if view is None or target != store.cluster:
-            raise HTTPException(404, f"no replication {source}->{target} into cluster '{store.cluster}' is known")
-        return view
-
-    @app.get("/", include_in_schema=False)
-    def index() -> Response:
-        return Response(DASHBOARD.read_bytes(), media_type="text/html; charset=utf-8", headers=_NO_CACHE)
-
+    app.state.served = _Served(store, config, token, aggregation, registry)
+    app.exception_handler(StarletteHTTPException)(_http_error)
+    app.exception_handler(Exception)(_crashed)
+    app.exception_handler(RequestValidationError)(_invalid)
+    app.get("/", include_in_schema=False)(index)
     app.mount(STATIC, StaticFiles(packages=[("mirrorspark.service", "static")]), name="static")
-
-    @app.get(f"{API}/health", response_model=Health, tags=["service"], summary="Health of the service")
-    def health() -> Health:
-        state, error, last_batch = aggregation()
-        with store.lock:
-            ok = state == "active" and store.error is None
-            return Health(
-                status="ok" if ok else "degraded",
-                cluster=store.cluster,
-                aggregation=state,
-                aggregation_error=error,
-                last_batch_ms=last_batch,
-                last_aggregate_ms=store.last_aggregate_ms,
-                feed_error=store.error,
-                records_read=store.records_read,
-                topics_read=len(store.topics_read),
-                uptime_s=(store.clock_ms() - store.started_ms) / 1000,
-                token_required=bool(token),
-            )
-
-    @app.get(
-        f"{API}/clusters",
-        response_model=list[Cluster],
-        dependencies=secured,
-        responses=_errors(*auth_errors),
-        tags=["replications"],
-        summary="Clusters of the replication graph",
-    )
-    def clusters() -> list[Cluster]:
-        with store.lock:
-            return views.clusters(store, config)
-
-    @app.get(
-        f"{API}/replications",
-        response_model=list[Replication],
-        dependencies=secured,
-        responses=_errors(*auth_errors, 422),
-        tags=["replications"],
-        summary="Replication flows: into the served cluster, and (remote) those seen upstream of it",
-    )
-    def replications(
-        window: Win = "1m",
-        remote: Remote = True,
-    ) -> list[Replication]:
-        with store.lock:
-            local = [
-                views.replication(v, store, config, window)
-                for v in sorted(store.flows.values(), key=lambda v: v.name)
-                if v.target == store.cluster
-            ]
-            return local + (views.remote_replications(store) if remote else [])
-
-    @app.get(
-        f"{API}/replications/{{source}}/{{target}}",
-        response_model=Replication,
-        dependencies=secured,
-        responses=_errors(*auth_errors, 404, 422),
-        tags=["replications"],
-        summary="One replication flow",
-    )
-    def replication(source: Source, target: Target, window: Win = "1m") -> Replication:
-        with store.lock:
-            return views.replication(local_flow(source, target), store, config, window)
-
-    @app.get(
-        f"{API}/replications/{{source}}/{{target}}/topics",
-        response_model=list[Topic],
-        dependencies=secured,
-        responses=_errors(*auth_errors, 404, 422),
-        tags=["replications"],
-        summary="Topics of a replication with their figures",
-    )
-    def topics(source: Source, target: Target, window: Win = "1m") -> list[Topic]:
-        with store.lock:
-            return views.topics(local_flow(source, target), store, window_name=window)
-
-    @app.get(
-        f"{API}/replications/{{source}}/{{target}}/topics/{{topic}}",
-        response_model=Topic,
-        dependencies=secured,
-        responses=_errors(*auth_errors, 404, 422),
-        tags=["replications"],
-        summary="One topic of a replication, with its partitions",
-    )
-    def topic(
-        source: Source,
-        target: Target,
-        topic: TopicName,
-        window: Win = "1m",
-    ) -> Topic:
-        with store.lock:
-            found = views.topics(local_flow(source, target), store, detail=topic, window_name=window)
-        if not found:
-            raise HTTPException(404, f"replication {source}->{target} copies no topic '{topic}'")
-        return found[0]
-
-    @app.get(
-        f"{API}/replications/{{source}}/{{target}}/groups",
-        response_model=list[Group],
-        dependencies=secured,
-        responses=_errors(*auth_errors, 404, 422),
-        tags=["replications"],
-        summary="Consumer groups of a replication: checkpoints, checkpoint lag, failover re-reads",
-    )
-    def groups(source: Source, target: Target) -> list[Group]:
-        with store.lock:
-            return views.groups(local_flow(source, target))
-
-    @app.get(
-        f"{API}/replications/{{source}}/{{target}}/gaps",
-        response_model=list[Gap],
-        dependencies=secured,
-        responses=_errors(*auth_errors, 404, 422),
-        tags=["replications"],
-        summary="Gap events of a replication",
-    )
-    def flow_gaps(source: Source, target: Target) -> list[Gap]:
-        with store.lock:
-            return views.gaps([local_flow(source, target)])
-
-    @app.get(
-        f"{API}/replications/{{source}}/{{target}}/metrics/{{metric}}",
-        response_model=Series,
-        dependencies=secured,
-        responses=_errors(*auth_errors, 404, 422),
-        tags=["metrics"],
-        summary="One metric's time series",
-    )
-    def metric_series(
-        source: Source,
-        target: Target,
-        metric: MetricName,
-        window: SeriesWindow = "1m",
-        aggregate: SeriesAggregate = "avg",
-        topic: TopicFilter = None,
-        partition: PartitionFilter = None,
-        group: GroupFilter = None,
-        since_ms: Since = None,
-    ) -> Series:
-        if metric not in SERIES_BY_NAME:
-            raise HTTPException(404, f"no metric '{metric}': GET {API}/metrics lists them")
-        with store.lock:
-            local_flow(source, target)
-            return views.series(
-                store,
-                f"{source}->{target}",
-                metric,
-                window_name=window,
-                aggregate=aggregate,
-                topic=topic,
-                partition=partition,
-                group=group,
-                since_ms=since_ms,
-            )
-
-    @app.get(
-        f"{API}/gaps",
-        response_model=list[Gap],
-        dependencies=secured,
-        responses=_errors(*auth_errors),
-        tags=["replications"],
-        summary="Gap events of every replication into the served cluster",
-    )
-    def all_gaps() -> list[Gap]:
-        with store.lock:
-            return views.gaps(v for v in store.flows.values() if v.target == store.cluster)
-
-    @app.get(
-        f"{API}/failovers",
-        response_model=list[Failover],
-        dependencies=secured,
-        responses=_errors(*auth_errors),
-        tags=["replications"],
-        summary="The newest failover event of every replication into the served cluster (mirrorspark.failover.policy)",
-    )
-    def all_failovers() -> list[Failover]:
-        with store.lock:
-            return views.failovers(v for v in store.flows.values() if v.target == store.cluster)
-
-    @app.get(
-        f"{API}/metrics",
-        response_model=MetricCatalog,
-        dependencies=secured,
-        responses=_errors(*auth_errors),
-        tags=["metrics"],
-        summary="The series, windows and aggregates the time-series endpoint serves",
-    )
-    def catalog() -> MetricCatalog:
-        return views.catalog()
-
-    @app.get(
-        "/metrics",
-        dependencies=secured,
-        responses={
-            200: {"content": {"text/plain": {"schema": {"type": "string"}}}, "description": "Prometheus text format"},
-            **_errors(*auth_errors),
-        },
-        response_class=Response,
-        tags=["metrics"],
-        summary="Prometheus exposition, under MM2's (Strimzi's) names",
-    )
-    def prometheus() -> Response:
-        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
-
-    def openapi() -> dict[str, Any]:
-        if app.openapi_schema is None:
-            doc = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
-            for ops in doc.get("paths", {}).values():
-                for op in ops.values():
-                    for code, resp in op.get("responses", {}).items():
-                        if str(code).startswith(("4", "5")):
-                            resp["content"] = {PROBLEM_JSON: {"schema": {"$ref": "#/components/schemas/Problem"}}}
-            app.openapi_schema = jsonable_encoder(doc)
-        return app.openapi_schema
-
-    app.openapi = openapi  # type: ignore[method-assign]
+    app.include_router(service_routes)
+    secured = [Depends(_require_token)] if token else None
+    for routes in (replication_routes, event_routes, metric_routes):
+        app.include_router(routes, dependencies=secured, responses=_AUTH if token else None)
+    app.openapi = _problem_openapi(app)  # type: ignore[method-assign]
     return app
 
 

@@ -47,7 +47,7 @@ from mirrorspark.core.progress_records import (
 )
 from mirrorspark.errors import CorruptRecordError, MirrorsparkError
 from mirrorspark.kafka.admin import ClusterAdmin
-from mirrorspark.kafka.factory import consumer
+from mirrorspark.kafka.factory import create
 from mirrorspark.mm2.internal_topics import PROGRESS_PREFIX, TASK_PROGRESS_PREFIX
 from mirrorspark.mm2.records import Heartbeat
 from mirrorspark.service.aggregates import WINDOWS, Aggregate, AggregateKey, decode_aggregate, window
@@ -404,8 +404,8 @@ class Feed:
         for th in self._threads:
             th.join(timeout_s)
 
-    def _client_id(self, role: str) -> str:
-        return f"mirrorspark-service|{self.cluster}|{role}"
+    def _client_id(self, purpose: str) -> str:
+        return f"mirrorspark-service|{self.cluster}|{purpose}"
 
     def _run(self) -> None:
         cons: Any = None
@@ -414,7 +414,7 @@ class Feed:
                 self.cluster, "feed-admin", client_id=self._client_id("feed-admin")
             )
             admin = admin.with_timeout(min(admin.timeout_s, LISTING_TIMEOUT_S))
-            cons = consumer(self._settings, client_id=self._client_id("feed-consumer"))
+            cons = create("consumer", self._settings, client_id=self._client_id("feed-consumer"))
             next_listing = 0.0
             next_prune = time.monotonic() + PRUNE_S
             while not self._stop.is_set():

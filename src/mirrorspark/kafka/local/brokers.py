@@ -166,10 +166,49 @@ def _plan_cluster(
     users: Mapping[str, str],
     tls: BrokerTls | None,
 ) -> _Plan:
-    n = len(ports)
     data_dir = base_dir / alias
     listener = KAFKA_PROTOCOL[security]
-    common: dict[str, str] = {
+    common = _cluster_properties(len(ports), listener, controller_port)
+    if security in SASL_MECHANISM:
+        common.update(_sasl_properties(SASL_MECHANISM[security], listener, users))
+    if tls is not None:
+        common.update(tls.broker_properties())
+    brokers: list[LocalBroker] = []
+    properties: dict[int, dict[str, str]] = {}
+    for node_id, (port, rack) in enumerate(zip(ports, racks, strict=True)):
+        node_dir = data_dir / f"node-{node_id}"
+        props = _node_properties(common, node_id, listener, port, controller_port, node_dir)
+        if rack is not None:
+            props["broker.rack"] = rack
+        props.update(extra)
+        properties[node_id] = props
+        brokers.append(
+            LocalBroker(
+                node_id=node_id,
+                port=port,
+                controller_port=controller_port,
+                rack=rack,
+                pid=0,
+                log_path=node_dir / "kafka.log",
+                controller=node_id == 0,
+            )
+        )
+    cluster = LocalCluster(
+        alias=alias,
+        bootstrap_servers=",".join(b.address for b in brokers),
+        data_dir=data_dir,
+        brokers=tuple(brokers),
+        cluster_id=_random_cluster_id(),
+        security=security,
+        sasl_users=MappingProxyType(dict(users)),
+        ca_location=None if tls is None else tls.ca_location,
+    )
+    return _Plan(cluster=cluster, properties=properties)
+
+
+def _cluster_properties(n: int, listener: str, controller_port: int) -> dict[str, str]:
+    """Return the server properties every node of an ``n``-broker cluster shares (node 0 is the controller)."""
+    return {
         "controller.quorum.voters": f"0@{HOST}:{controller_port}",
         "controller.listener.names": "CONTROLLER",
         "inter.broker.listener.name": listener,
@@ -193,74 +232,46 @@ def _plan_cluster(
         "num.io.threads": "4",
         "log.cleaner.dedupe.buffer.size": str(8 * 1024 * 1024),
     }
-    if security in SASL_MECHANISM:
-        mechanism = SASL_MECHANISM[security]
-        if mechanism == "PLAIN":
-            # PLAIN users in-line; SCRAM users are created in the metadata log at format time.
-            module = "org.apache.kafka.common.security.plain.PlainLoginModule"
-            user_options = [f'user_{name}="{password}"' for name, password in users.items()]
-        else:
-            module = "org.apache.kafka.common.security.scram.ScramLoginModule"
-            user_options = []
-        jaas = " ".join(
-            [f"{module} required", f'username="{ADMIN_USER}" password="{users[ADMIN_USER]}"', *user_options]
-        )
-        common.update(
-            {
-                "sasl.enabled.mechanisms": mechanism,
-                "sasl.mechanism.inter.broker.protocol": mechanism,
-                f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.jaas.config": jaas + ";",
-                "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-                "super.users": f"User:{ADMIN_USER};User:ANONYMOUS",
-            }
-        )
-    if tls is not None:
-        common.update(tls.broker_properties())
-    brokers: list[LocalBroker] = []
-    properties: dict[int, dict[str, str]] = {}
-    for node_id in range(n):
-        node_dir = data_dir / f"node-{node_id}"
-        is_controller = node_id == 0
-        props = dict(common)
-        props["node.id"] = str(node_id)
-        props["process.roles"] = "broker,controller" if is_controller else "broker"
-        listeners = f"{listener}://{HOST}:{ports[node_id]}"
-        if is_controller:
-            listeners += f",CONTROLLER://{HOST}:{controller_port}"
-        props["listeners"] = listeners
-        props["advertised.listeners"] = f"{listener}://{HOST}:{ports[node_id]}"
-        props["log.dirs"] = str(node_dir / "data")
-        if not is_controller:
-            # Topic-creation defaults are the controller's (Kafka warns on broker-only nodes).
-            for key in CONTROLLER_ONLY_PROPS:
-                props.pop(key, None)
-        rack = racks[node_id]
-        if rack is not None:
-            props["broker.rack"] = rack
-        props.update(extra)
-        properties[node_id] = props
-        brokers.append(
-            LocalBroker(
-                node_id=node_id,
-                port=ports[node_id],
-                controller_port=controller_port,
-                rack=rack,
-                pid=0,
-                log_path=node_dir / "kafka.log",
-                controller=is_controller,
-            )
-        )
-    cluster = LocalCluster(
-        alias=alias,
-        bootstrap_servers=",".join(b.address for b in brokers),
-        data_dir=data_dir,
-        brokers=tuple(brokers),
-        cluster_id=_random_cluster_id(),
-        security=security,
-        sasl_users=MappingProxyType(dict(users)),
-        ca_location=None if tls is None else tls.ca_location,
-    )
-    return _Plan(cluster=cluster, properties=properties)
+
+
+def _sasl_properties(mechanism: str, listener: str, users: Mapping[str, str]) -> dict[str, str]:
+    """Return the SASL properties of a cluster: the listener's JAAS login, the ACL authorizer, the super users."""
+    if mechanism == "PLAIN":
+        # PLAIN users in-line; SCRAM users are created in the metadata log at format time.
+        module = "org.apache.kafka.common.security.plain.PlainLoginModule"
+        user_options = [f'user_{name}="{password}"' for name, password in users.items()]
+    else:
+        module = "org.apache.kafka.common.security.scram.ScramLoginModule"
+        user_options = []
+    jaas = " ".join([f"{module} required", f'username="{ADMIN_USER}" password="{users[ADMIN_USER]}"', *user_options])
+    return {
+        "sasl.enabled.mechanisms": mechanism,
+        "sasl.mechanism.inter.broker.protocol": mechanism,
+        f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.jaas.config": jaas + ";",
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users": f"User:{ADMIN_USER};User:ANONYMOUS",
+    }
+
+
+def _node_properties(
+    common: Mapping[str, str], node_id: int, listener: str, port: int, controller_port: int, node_dir: Path
+) -> dict[str, str]:
+    """Return the server properties of one node: the cluster's, its id, roles, listeners and log directory."""
+    is_controller = node_id == 0
+    props = dict(common)
+    props["node.id"] = str(node_id)
+    props["process.roles"] = "broker,controller" if is_controller else "broker"
+    listeners = f"{listener}://{HOST}:{port}"
+    if is_controller:
+        listeners += f",CONTROLLER://{HOST}:{controller_port}"
+    props["listeners"] = listeners
+    props["advertised.listeners"] = f"{listener}://{HOST}:{port}"
+    props["log.dirs"] = str(node_dir / "data")
+    if not is_controller:
+        # Topic-creation defaults are the controller's (Kafka warns on broker-only nodes).
+        for key in CONTROLLER_ONLY_PROPS:
+            props.pop(key, None)
+    return props
 
 
 def _format_storage(

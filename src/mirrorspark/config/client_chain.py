@@ -1,0 +1,168 @@
+"""Client settings composed as MM2 composes them (``clusterProps``, ``MirrorConnectorConfig``): per cluster, per flow.
+
+The settings of one client role (``admin``, ``consumer``, ``producer``) of one side of a flow are composed
+from lowest to highest precedence: top-level client keys (``bootstrap.servers``, ``security.protocol``,
+``ssl.*``, ``sasl.*``) -> cluster ``C.<client key>`` -> flow ``S->T.<side>.cluster.<client key>`` ->
+top-level ``<role>.*`` -> flow ``S->T.<role>.*`` -> cluster ``C.<role>.*`` -> top-level
+``<side>.<role>.*`` -> flow ``S->T.<side>.<role>.*`` (-> flow ``S->T.producer.override.*`` for the data
+producer). A cluster's own settings (for tools that serve no flow) are the first two links and ``C.<role>.*``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from mirrorspark.config.keys import KEYS, ROLES, SIDE_CLUSTER_PREFIXES, SIDE_ROLE_PREFIXES, SIDES, is_client_key
+from mirrorspark.config.model import ClientSettings, ClusterConfig
+from mirrorspark.config.raw import RawConfig, strip_prefix
+from mirrorspark.config.values import split_list
+from mirrorspark.errors import ConfigError
+
+
+def cluster_config(raw: RawConfig, alias: str) -> ClusterConfig:
+    """Compose the configuration of cluster ``alias``: its bootstrap servers, its clients' settings (``clusterProps``).
+
+    Parameters
+    ----------
+    raw:
+        The file's properties, sorted.
+    alias:
+        One of ``clusters``.
+
+    Returns
+    -------
+    ClusterConfig
+        The cluster's admin, consumer and producer settings: its client keys overridden by ``<alias>.<role>.*``.
+
+    Raises
+    ------
+    ConfigError
+        The cluster has no bootstrap servers (``<alias>.bootstrap.servers`` nor top-level ``bootstrap.servers``).
+    """
+    own = raw.cluster_raw[alias]
+    servers = join_servers(own.get("bootstrap.servers") or raw.top_all.get("bootstrap.servers") or "")
+    if not servers:
+        raise ConfigError(
+            f"{raw.src}: cluster '{alias}' has no bootstrap servers: add "
+            f"'{alias}.bootstrap.servers = host1:9092,host2:9092'"
+        )
+    roles = {role: client_settings({**_base_client(raw, alias, role), **_role_props(own, role)}) for role in ROLES}
+    return ClusterConfig(
+        alias=alias,
+        bootstrap_servers=servers,
+        admin=roles["admin"],
+        consumer=roles["consumer"],
+        producer=roles["producer"],
+    )
+
+
+def flow_clients(raw: RawConfig, s: str, t: str) -> dict[str, dict[str, str]]:
+    """Compose the six client settings of flow ``S->T``, by :class:`~mirrorspark.config.FlowConfig` field.
+
+    Parameters
+    ----------
+    raw:
+        The file's properties, sorted (a forced ``enable.auto.commit`` is warned about there).
+    s, t:
+        The flow's source and target aliases.
+
+    Returns
+    -------
+    dict[str, dict[str, str]]
+        ``{"source_admin": {...}, ..., "target_producer": {...}}``: Java client properties along the chain
+        of the module docstring; the data producer (``target_producer``) with ``S->T.producer.override.*``
+        on top; both consumers with ``enable.auto.commit = false`` (forced, as MM2 does) and
+        ``auto.offset.reset = earliest`` unless set.
+    """
+    flow = raw.flow_raw.get((s, t), {})
+    clients = {
+        f"{side}_{role}": _flow_client(raw, s if side == "source" else t, side, role, flow)
+        for side in SIDES
+        for role in ROLES
+    }
+    clients["target_producer"].update(strip_prefix(flow, "producer.override."))
+    for name in ("source_consumer", "target_consumer"):
+        c = clients[name]
+        if c.get("enable.auto.commit", "false").strip().lower() != "false":
+            raw.warn(f"{s}->{t}: enable.auto.commit for the {name.replace('_', ' ')} is forced to false, as in MM2")
+        c["enable.auto.commit"] = "false"
+        c.setdefault("auto.offset.reset", "earliest")
+    return clients
+
+
+def _base_client(raw: RawConfig, alias: str, role: str) -> dict[str, str]:
+    """MM2's ``clusterProps`` client keys: top-level ones, overridden by ``<alias>.<client key>``.
+
+    Consumers also get ``client.rack`` (top level, overridden by ``<alias>.client.rack``): where the
+    replicator runs, for follower fetching (KIP-392); MM2 itself passes on only ``<alias>.consumer.client.rack``.
+    """
+    rack = ("client.rack",) if role == "consumer" else ()
+    base = {k: v for k, v in raw.top_all.items() if is_client_key(k) or k in rack}
+    base.update({k: v for k, v in raw.cluster_raw[alias].items() if is_client_key(k) or k in rack})
+    return base
+
+
+def _flow_client(raw: RawConfig, alias: str, side: str, role: str, flow: Mapping[str, str]) -> dict[str, str]:
+    """Compose the client settings of one side and role of a flow (the chain in the module docstring).
+
+    Parameters
+    ----------
+    alias:
+        The cluster of ``side`` (the flow's source or target).
+    side:
+        ``"source"`` or ``"target"``.
+    role:
+        ``"admin"``, ``"consumer"`` or ``"producer"``.
+    flow:
+        The flow's own ``S->T.*`` properties, prefix removed.
+
+    Returns
+    -------
+    dict[str, str]
+        Java client properties, the later links of the chain winning.
+    """
+    props = _base_client(raw, alias, role)
+    props.update({k: v for k, v in strip_prefix(flow, f"{side}.cluster.").items() if is_client_key(k)})
+    props.update(_role_props(raw.top, role))
+    props.update(_role_props(flow, role))
+    props.update(_role_props(raw.cluster_raw[alias], role))
+    props.update(strip_prefix(raw.top, f"{side}.{role}."))
+    props.update(strip_prefix(flow, f"{side}.{role}."))
+    return props
+
+
+def _role_props(props: Mapping[str, str], role: str) -> dict[str, str]:
+    """``<role>.*`` client properties, skipping MM2 keys that merely start like one (``admin.timeout.ms``)."""
+    return {
+        k: v
+        for k, v in strip_prefix(props, f"{role}.").items()
+        if f"{role}.{k}" not in KEYS and not k.startswith("override.")
+    }
+
+
+def consumed_by_clients(key: str) -> bool:
+    """Whether a merged flow key feeds a client chain rather than :attr:`FlowConfig.extra`."""
+    if key in KEYS:
+        return False
+    if key.startswith(SIDE_CLUSTER_PREFIXES):
+        return is_client_key(key.split(".", 2)[2])
+    if key.startswith(SIDE_ROLE_PREFIXES):
+        return True
+    role, _, rest = key.partition(".")
+    # producer.override.* feeds the data producer; consumer.override.* / admin.override.* stay in extra
+    return role in ROLES and (role == "producer" or not rest.startswith("override."))
+
+
+def client_settings(props: Mapping[str, str]) -> ClientSettings:
+    """Client settings with values trimmed, as Kafka's ``ConfigDef`` trims them (lists item by item)."""
+    return ClientSettings(
+        properties={k: join_servers(v) if k == "bootstrap.servers" else v.strip() for k, v in props.items()}
+    )
+
+
+def join_servers(raw: str) -> str:
+    """Normalise a ``bootstrap.servers`` list to ``"h1:9092,h2:9092"`` (items trimmed, empty items dropped)."""
+    return ",".join(item for item in split_list(raw) if item)
+
+
+__all__ = ["client_settings", "cluster_config", "consumed_by_clients", "flow_clients", "join_servers"]

@@ -1,0 +1,254 @@
+"""mirrorspark's own keys (``mirrorspark.*``): replica placement, the data path, the metrics service, failover.
+
+Each is declared once here; MM2's keys are in :mod:`~mirrorspark.config.keys.mm2_keys`.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from mirrorspark.config.keys.config_key import ConfigKey
+
+RETIRED_BATCH_ENGINE: Final = (
+    "it configured the batch engine, which was removed: every run, 'run --until-caught-up' included, runs on "
+    "the long-running copy tasks"
+)
+"""Why the batch engine's keys (``mirrorspark.batch.*``) have no effect (the batch engine was removed in issue #22)."""
+
+
+MIRRORSPARK_KEYS: Final[tuple[ConfigKey, ...]] = (
+    # --- mirrorspark ------------------------------------------------------------------------
+    ConfigKey(
+        "mirrorspark.replica.placement",
+        "string",
+        None,
+        "Replica placement of the remote topics mirrorspark creates on the target, in Confluent's placement JSON "
+        '(version 1 or 2: "replicas" with "count" and "constraints": {"rack": ...}): a path to a JSON file, or the '
+        "JSON itself. The JSON is one placement for every remote topic, or a list "
+        '[{"topics": REGEX, "placement": {...}}] by remote topic name (the first match wins, unmatched topics get '
+        "replication.factor). New remote topics and partitions get an explicit replica assignment over the "
+        "target's racks, preferred leaders in the first rack listed; existing topics are moved by "
+        "'mirrorspark placement apply'. observers are refused (Apache Kafka has none: replicate to that region "
+        "with a flow instead); observerPromotionPolicy is accepted with a warning and has no effect. mirrorspark's "
+        "own key, read per flow (S->T.mirrorspark.replica.placement) or at top level for every flow; unset = "
+        "the broker's own placement.",
+        field="replica_placement",
+    ),
+    ConfigKey(
+        "mirrorspark.batch.max.records.per.partition",
+        "int",
+        "200000",
+        "Most records one batch of the batch engine copied from one source partition.",
+        "records",
+        scope="mirrorspark",
+        minimum=1,
+        effect="accepted",
+        retired=RETIRED_BATCH_ENGINE,
+        holder="data_path",
+    ),
+    ConfigKey(
+        "mirrorspark.batch.idle.interval.ms",
+        "long",
+        "200",
+        "Pause between two batches of the batch engine when the previous one copied nothing.",
+        "ms",
+        scope="mirrorspark",
+        minimum=0,
+        effect="accepted",
+        retired=RETIRED_BATCH_ENGINE,
+        holder="data_path",
+    ),
+    ConfigKey(
+        "mirrorspark.engine",
+        "string",
+        "auto",
+        "Which data-path engine runs the copy tasks. mirrorspark has one: long-running Spark tasks, "
+        "min(tasks.max, partitions) per flow, that poll, produce and commit their own offsets every "
+        "offset.flush.interval.ms, supervised and restarted by the driver under the flow's lease; 'run "
+        "--until-caught-up' runs on them too and ends once every partition reached the end offsets listed at "
+        "start. auto and continuous both name it.",
+        scope="mirrorspark",
+        choices=("auto", "continuous"),
+        removed_choices=(
+            (
+                "batch",
+                "the batch engine was removed (one Spark job per batch, committed by the driver, with no lease: two "
+                "bounded runs could copy one flow at once); 'run --until-caught-up' runs on the copy tasks",
+            ),
+        ),
+        effect="accepted",
+        retired="mirrorspark has one engine, which auto and continuous both name (batch was removed)",
+        holder="data_path",
+    ),
+    ConfigKey(
+        "mirrorspark.batch.follow.ms",
+        "long",
+        "1000",
+        "How long a batch of the batch engine kept copying records that arrived after it was planned.",
+        "ms",
+        scope="mirrorspark",
+        minimum=0,
+        effect="accepted",
+        retired=RETIRED_BATCH_ENGINE,
+        holder="data_path",
+    ),
+    ConfigKey(
+        "mirrorspark.read.mode",
+        "string",
+        "consumer",
+        "How Spark tasks read the source: consumer (confluent-kafka consumers inside Spark tasks) is the only "
+        "read mode, so the key changes nothing and is kept so that files setting it still load; spark-kafka "
+        "(Spark's Kafka source) was removed and is an error.",
+        scope="mirrorspark",
+        effect="accepted",
+        choices=("consumer",),
+        removed_choices=(
+            (
+                "spark-kafka",
+                "it could write one flow's records into another flow's remote topic (flows copying the same "
+                "topic name from different clusters) and skipped records it could not read without a word",
+            ),
+        ),
+        field="read_mode",
+        holder="data_path",
+    ),
+    ConfigKey(
+        "mirrorspark.identity.allow.cycles",
+        "boolean",
+        "false",
+        "Whether to start although enabled flows form a cycle (A->B and B->A, or A->B->C->A) through a flow "
+        "whose replication policy keeps topic names (IdentityReplicationPolicy), which MM2's cycle check cannot "
+        "stop; set it only when the flows' topic filters never match a topic replicated along the cycle.",
+        scope="mirrorspark",
+        field="identity_allow_cycles",
+        holder="data_path",
+    ),
+    ConfigKey(
+        "mirrorspark.on.gap",
+        "string",
+        "continue",
+        "What a flow does when source records it has not copied yet are gone (deleted by retention or "
+        "delete-records, a truncated source log, a topic deleted and re-created): either way the gap is "
+        "logged at ERROR, kept in the compacted topic mm2-gaps.<source>.internal on the target and shown by "
+        "mirrorspark status; continue resumes at the log start (as MM2 with auto.offset.reset=earliest), or "
+        "at the new topic's beginning; stop halts the flow (other flows go on) and the run exits non-zero.",
+        scope="mirrorspark",
+        choices=("continue", "stop"),
+        field="on_gap",
+        holder="data_path",
+    ),
+    ConfigKey(
+        "mirrorspark.metrics.interval.ms",
+        "long",
+        "5000",
+        "How often the driver writes each flow's raw metrics (state, task restarts, lag in records and seconds, "
+        "consumer groups' checkpoints) to the flow's progress channel mm2-task-progress.<source>.internal on the "
+        "target, where mirrorspark service reads them with the copy tasks' reports.",
+        "ms",
+        scope="mirrorspark",
+        minimum=100,
+        field="metrics_interval_ms",
+        holder="data_path",
+    ),
+    ConfigKey(
+        "mirrorspark.service.auth.token",
+        "string",
+        None,
+        "Bearer token the metrics service's REST API and /metrics require (Authorization: Bearer <token>, "
+        "compared in constant time); unset = no authentication. Use a ${file:...} or ${env:...} placeholder "
+        "rather than writing it into the file.",
+        scope="mirrorspark",
+        field="auth_token",
+        holder="service",
+    ),
+    ConfigKey(
+        "mirrorspark.service.checkpoint.location",
+        "string",
+        None,
+        "Checkpoint location of the metrics service's Spark aggregation job (its Kafka offsets and window "
+        "state); unset = .mirrorspark/service/<cluster>/checkpoint under the working directory. Any "
+        "Hadoop-compatible URI works (hdfs://, s3a:// with its jars on the class path): put it on durable, "
+        "shared storage so that a restarted instance resumes its windows; one location per instance.",
+        scope="mirrorspark",
+        field="checkpoint_location",
+        holder="service",
+    ),
+    ConfigKey(
+        "mirrorspark.service.metrics.topic",
+        "string",
+        "mirrorspark-metrics.internal",
+        "Compacted topic on the served cluster the metrics service's Spark job writes its window aggregates "
+        "to (1 min, 5 min and 1 h sliding windows per flow, topic, partition, group and metric).",
+        scope="mirrorspark",
+        field="metrics_topic",
+        holder="service",
+    ),
+    ConfigKey(
+        "mirrorspark.service.trigger.interval.ms",
+        "long",
+        "5000",
+        "Micro-batch trigger interval of the metrics service's Spark job: how fresh the window aggregates are, "
+        "for one small Spark job per interval.",
+        "ms",
+        scope="mirrorspark",
+        minimum=100,
+        field="trigger_interval_ms",
+        holder="service",
+    ),
+    # --- failover policy (per flow: top level = every flow, S->T.<key> = one flow) -------------
+    ConfigKey(
+        "mirrorspark.failover.policy",
+        "string",
+        "manual",
+        "When the running flow treats its source as failed and moves consumer groups to the target (modelled on "
+        "Confluent's observerPromotionPolicy): offline = a source partition of the flow has no leader; "
+        "under-min-isr = no leader, or its ISR is below min(min.insync.replicas, replication factor); manual = "
+        "as under-min-isr, but only recorded (WARNING log, failover record on the progress channel, status, "
+        "service), nothing moved. A source cluster that does not answer counts as offline. Failback is always "
+        "the operator's decision.",
+        choices=("manual", "under-min-isr", "offline"),
+        field="failover_policy",
+    ),
+    ConfigKey(
+        "mirrorspark.failover.groups",
+        "list",
+        ".*",
+        "Regexes (full match) of the consumer groups a failover moves: of the groups with checkpoints in "
+        "<source>.checkpoints.internal on the target (those the flow's groups/groups.exclude select), each "
+        "match gets its newest checkpoints committed on the target as mirrorspark failover does, never a group "
+        "with active members there; empty = none.",
+        regex=True,
+        field="failover_groups",
+    ),
+    ConfigKey(
+        "mirrorspark.failover.grace.ms",
+        "long",
+        "30000",
+        "How long the source must stay failed under mirrorspark.failover.policy, observation to observation, "
+        "before the failover fires (0 = at the first failed observation); a shorter outage fires nothing.",
+        "ms",
+        minimum=0,
+        field="failover_grace_ms",
+    ),
+    ConfigKey(
+        "mirrorspark.failover.check.interval.ms",
+        "long",
+        "5000",
+        "How often the driver describes the flow's source topics (leader, ISR, min.insync.replicas) for the "
+        "failover policy.",
+        "ms",
+        minimum=100,
+        field="failover_check_interval_ms",
+    ),
+    ConfigKey(
+        "mirrorspark.failover.dry.run",
+        "boolean",
+        "false",
+        "Whether a failover only reports what it would commit (log, failover record, status) and commits nothing.",
+        field="failover_dry_run",
+    ),
+)
+"""mirrorspark's keys: the per-flow replica placement, the top-level data-path and service keys, the failover policy."""
+
+
+__all__ = ["MIRRORSPARK_KEYS", "RETIRED_BATCH_ENGINE"]

@@ -1,0 +1,125 @@
+"""The progress channel's records: what the copy tasks report after each commit, what the driver adds (no I/O).
+
+A long-running copy task (:mod:`mirrorspark.replication.stream`) commits its own source
+offsets every ``offset.flush.interval.ms``; right after each commit it writes one
+:class:`PartitionReport` per partition that moved to the flow's progress channel, a topic on
+the target named ``mm2-task-progress<isep><source><isep>internal``
+(:func:`~mirrorspark.mm2.internal_topics.mirrorspark_topic` with
+:data:`~mirrorspark.mm2.internal_topics.TASK_PROGRESS_PREFIX`). The driver reads it to follow
+positions (``--until-caught-up``, ``status``, lag) and to feed the checkpoint emitter's
+exact translation; the metrics service reads the same records, like SRM's raw-metrics topic.
+
+The topic is compacted with a ``min.compaction.lag.ms`` of one hour: the last hour of reports
+stays readable as a stream of samples, and the newest report of every partition is kept for
+good, so the copied segments it carries — and with them exact offset translation — survive
+restarts of the replicator.
+
+Record layout (compact JSON, UTF-8), one record per partition and commit:
+
+* key ``{"flow":"A->B","topic":"t1","partition":0}``
+* value ``{"task":<task index>,"generation":<n>,"next_offset":<next upstream offset to copy>,
+  "records":<n>,"value_bytes":<n>,"key_bytes":<n>,"latency_ms_sum":<n>,"latency_ms_max":<n>,
+  "latency_samples":<n>,"segments":[[upstream_start,downstream_start,count],...],"at":<epoch ms>}``
+
+``records``, the byte counts and the latency figures are those of the commit interval (deltas);
+``segments`` are the partition's most recent copied runs (:data:`SEGMENTS_KEPT` at most,
+oldest first), the whole window each time, so the newest record alone restores them.
+
+**Version 2** (:data:`FORMAT_VERSION`) is additive: a version-1 reader ignores what it does not
+know, and a version-2 reader reads version-1 records (``"v"`` absent = 1) with the new figures
+empty.
+
+* Partition reports gain ``"v":2``, ``"latency_ms_min"``, ``"latency_hist"`` (the interval's latency
+  samples counted per bucket of :data:`~mirrorspark.mm2.metrics.LATENCY_BUCKETS_MS`) and the record
+  age at poll (MM2's ``record-age-ms``): ``"age_ms_sum"``, ``"age_ms_min"``, ``"age_ms_max"``,
+  ``"age_samples"``; and (additive, absent = -1) ``"fetched_from"`` and ``"leader"``: the source broker the
+  task's consumer fetched the partition from and its leader, by librdkafka's statistics (KIP-392 follower
+  fetching); and (additive, absent = 0) ``"dropped"``: records of the interval a transform dropped.
+* The driver writes three more kinds of records, told apart by ``"kind"`` in the key (a key
+  without ``"kind"`` is a partition report; readers skip kinds they do not know):
+
+  - ``{"kind":"flow","flow":F}`` -> ``{"v":1,"at":ms,"state":"running"|"standby"|"failed"|"stopped",
+    "engine":"continuous"|"batch","tasks":n,"task_restarts":n,"generation":n,"error":text|null,
+    "interval_ms":n}`` (:class:`FlowMetrics`);
+  - ``{"kind":"lag","flow":F,"topic":t}`` -> ``{"v":1,"at":ms,"remote_topic":rt,"partitions":[{"p":n,
+    "position":n,"end":n,"lag":n,"lag_ms":n|null,"records":n,"value_bytes":n}]}`` (:class:`TopicLag`):
+    per partition the committed position, the source end offset, lag in records and in ms
+    (:class:`~mirrorspark.mm2.metrics.LagClock`), and the records and value bytes copied since the
+    driver started (MM2's ``record-count``/``byte-count``);
+  - ``{"kind":"group","flow":F,"group":g}`` -> ``{"v":1,"at":ms,"latency_ms":n|null,"partitions":[{"topic":t,
+    "remote_topic":rt,"p":n,"upstream":n,"checkpoint_upstream":n|null,"checkpoint_downstream":n|null,
+    "lag":n|null,"rereads":n|null}]}`` (:class:`GroupMetrics`): the checkpoint cycle's latency (MM2's
+    ``checkpoint-latency-ms``), and per partition the group's committed offset on the source, its newest
+    checkpoint, the records committed since (checkpoint lag) and the records a failover to that
+    checkpoint would read again.
+
+* The driver's failover watch (``mirrorspark.failover.policy``, :mod:`mirrorspark.core.failover_policy`)
+  writes a fourth kind, only when something happens; compaction keeps the newest per flow, so it reads
+  as the flow's failover state:
+
+  - ``{"kind":"failover","flow":F}`` -> ``{"v":1,"at":ms,"event":"failover"|"recovered","policy":p,
+    "dry_run":bool,"since":ms,"reason":text,"events":n,"groups":[{"group":g,"outcome":o,"offsets":n,
+    "detail":text|null}]}`` (:class:`FailoverEvent`): ``since`` is when the source started to count as
+    failed, ``events`` the failover events the driver recorded for the flow since it started, and per
+    listed group what was done: ``moved`` (its checkpoints committed on T), ``would-move`` (dry run),
+    ``refused`` (active members on T), ``manual`` (policy ``manual``: only recorded) or ``failed``.
+    A ``recovered`` record has no groups (failback stays the operator's decision).
+
+The records, one room each: the copy tasks' partition reports (``partition_reports``), the driver's
+``flow``/``lag``/``group``/``failover`` records (``driver_records``), the JSON they share and a record's
+kind (``channel_json``). Import from here: this package is the channel format's public surface.
+"""
+
+from mirrorspark.core.progress_records.channel_json import record_kind
+from mirrorspark.core.progress_records.driver_records import (
+    FailoverEvent,
+    FlowMetrics,
+    GroupFailover,
+    GroupMetrics,
+    GroupPartition,
+    PartitionLag,
+    TopicLag,
+    decode_failover_event,
+    decode_flow_metrics,
+    decode_group_metrics,
+    decode_topic_lag,
+    encode_failover_event,
+    encode_flow_metrics,
+    encode_group_metrics,
+    encode_topic_lag,
+)
+from mirrorspark.core.progress_records.partition_reports import (
+    FORMAT_VERSION,
+    SEGMENTS_KEPT,
+    PartitionReport,
+    decode_report,
+    encode_report,
+    newest_segments,
+    report_key,
+)
+
+__all__ = [
+    "FORMAT_VERSION",
+    "SEGMENTS_KEPT",
+    "FailoverEvent",
+    "FlowMetrics",
+    "GroupFailover",
+    "GroupMetrics",
+    "GroupPartition",
+    "PartitionLag",
+    "PartitionReport",
+    "TopicLag",
+    "decode_failover_event",
+    "decode_flow_metrics",
+    "decode_group_metrics",
+    "decode_report",
+    "decode_topic_lag",
+    "encode_failover_event",
+    "encode_flow_metrics",
+    "encode_group_metrics",
+    "encode_report",
+    "encode_topic_lag",
+    "newest_segments",
+    "record_kind",
+    "report_key",
+]

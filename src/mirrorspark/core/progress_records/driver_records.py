@@ -1,0 +1,421 @@
+"""The driver's records on the progress channel: ``flow``, ``lag``, ``group``, ``failover`` (``"kind"`` in the key).
+
+The layout is in :mod:`mirrorspark.core.progress_records`; the copy tasks' reports are in
+:mod:`~mirrorspark.core.progress_records.partition_reports`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mirrorspark.core.progress_records.channel_json import dumps, int_field, load, objects, str_field
+from mirrorspark.errors import CorruptRecordError
+
+
+@dataclass(frozen=True, slots=True)
+class FlowMetrics:
+    """The driver's view of one flow: state, tasks and their restarts (kind ``flow``).
+
+    Attributes
+    ----------
+    flow:
+        ``"S->T"``.
+    at:
+        When it was written (epoch ms).
+    state:
+        ``"running"``, ``"standby"`` (another instance holds the flow's lease), ``"failed"`` or ``"stopped"``.
+    engine:
+        ``"continuous"`` or ``"batch"``.
+    tasks, task_restarts, generation:
+        Copy tasks running, restarts since the driver started, the tasks' generation.
+    error:
+        Why the flow failed, else ``None``.
+    interval_ms:
+        How often the driver writes these records (ms): a reader treats one older than a few
+        intervals as stale.
+    """
+
+    flow: str
+    at: int
+    state: str
+    engine: str
+    tasks: int
+    task_restarts: int
+    generation: int
+    error: str | None
+    interval_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionLag:
+    """One source partition in a :class:`TopicLag` record.
+
+    Attributes
+    ----------
+    partition:
+        The partition.
+    position, end:
+        Committed position (next offset to copy) and the source end offset last listed.
+    lag:
+        ``max(0, end - position)`` (records).
+    lag_ms:
+        Age of the oldest record not copied (ms; 0 when caught up), ``None`` before the first listing.
+    records, value_bytes:
+        Copied since the driver started (MM2's ``record-count``/``byte-count``).
+    """
+
+    partition: int
+    position: int
+    end: int
+    lag: int
+    lag_ms: int | None
+    records: int
+    value_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class TopicLag:
+    """Lag and counts of one topic's partitions, from the driver (kind ``lag``).
+
+    Attributes
+    ----------
+    flow, topic, remote_topic:
+        ``"S->T"``, the source topic and its remote topic on T.
+    at:
+        When it was written (epoch ms).
+    partitions:
+        One per replicated partition.
+    """
+
+    flow: str
+    topic: str
+    remote_topic: str
+    at: int
+    partitions: tuple[PartitionLag, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class GroupPartition:
+    """One partition of a group in a :class:`GroupMetrics` record.
+
+    Attributes
+    ----------
+    topic, remote_topic, partition:
+        The topic as the group commits it on S, its name in the checkpoints (renamed for T), the partition.
+    upstream:
+        The group's committed offset on S.
+    checkpoint_upstream, checkpoint_downstream:
+        The newest checkpoint written (``None`` before the first).
+    lag:
+        ``upstream - checkpoint_upstream`` (records committed since the checkpoint), ``None`` without one.
+    rereads:
+        Records a consumer failing over now (from that checkpoint) reads again: the checkpoint lag plus
+        the checkpoint's own translation re-reads; ``None`` when unknown.
+    """
+
+    topic: str
+    remote_topic: str
+    partition: int
+    upstream: int
+    checkpoint_upstream: int | None
+    checkpoint_downstream: int | None
+    lag: int | None
+    rereads: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMetrics:
+    """A consumer group's checkpoints, from the driver's checkpoint cycle (kind ``group``).
+
+    Attributes
+    ----------
+    flow, group:
+        ``"S->T"`` and the group id.
+    at:
+        When it was written (epoch ms).
+    latency_ms:
+        The last cycle's checkpoint latency (ms): its checkpoints acknowledged - the group's offsets listed.
+    partitions:
+        The group's committed partitions of replicated topics.
+    """
+
+    flow: str
+    group: str
+    at: int
+    latency_ms: int | None
+    partitions: tuple[GroupPartition, ...]
+
+
+def encode_flow_metrics(m: FlowMetrics) -> tuple[bytes, bytes]:
+    """Key and value of a ``flow`` record (layout in :mod:`mirrorspark.core.progress_records`)."""
+    value = {
+        "v": 1,
+        "at": m.at,
+        "state": m.state,
+        "engine": m.engine,
+        "tasks": m.tasks,
+        "task_restarts": m.task_restarts,
+        "generation": m.generation,
+        "error": m.error,
+        "interval_ms": m.interval_ms,
+    }
+    return dumps({"kind": "flow", "flow": m.flow}), dumps(value)
+
+
+def encode_topic_lag(m: TopicLag) -> tuple[bytes, bytes]:
+    """Key and value of a ``lag`` record (layout in :mod:`mirrorspark.core.progress_records`)."""
+    parts = [
+        {
+            "p": x.partition,
+            "position": x.position,
+            "end": x.end,
+            "lag": x.lag,
+            "lag_ms": x.lag_ms,
+            "records": x.records,
+            "value_bytes": x.value_bytes,
+        }
+        for x in m.partitions
+    ]
+    value = {"v": 1, "at": m.at, "remote_topic": m.remote_topic, "partitions": parts}
+    return dumps({"kind": "lag", "flow": m.flow, "topic": m.topic}), dumps(value)
+
+
+def encode_group_metrics(m: GroupMetrics) -> tuple[bytes, bytes]:
+    """Key and value of a ``group`` record (layout in :mod:`mirrorspark.core.progress_records`)."""
+    parts = [
+        {
+            "topic": x.topic,
+            "remote_topic": x.remote_topic,
+            "p": x.partition,
+            "upstream": x.upstream,
+            "checkpoint_upstream": x.checkpoint_upstream,
+            "checkpoint_downstream": x.checkpoint_downstream,
+            "lag": x.lag,
+            "rereads": x.rereads,
+        }
+        for x in m.partitions
+    ]
+    value = {"v": 1, "at": m.at, "latency_ms": m.latency_ms, "partitions": parts}
+    return dumps({"kind": "group", "flow": m.flow, "group": m.group}), dumps(value)
+
+
+def decode_flow_metrics(key: bytes | None, value: bytes | None) -> FlowMetrics:
+    """Decode a ``flow`` record.
+
+    Raises
+    ------
+    CorruptRecordError
+        Not a ``flow`` record of this layout.
+    """
+    k, v = load(key, value)
+    return FlowMetrics(
+        flow=str_field(k.get("flow"), "flow"),
+        at=int_field(v.get("at"), "at"),
+        state=str_field(v.get("state"), "state"),
+        engine=str_field(v.get("engine"), "engine"),
+        tasks=int_field(v.get("tasks"), "tasks"),
+        task_restarts=int_field(v.get("task_restarts"), "task_restarts"),
+        generation=int_field(v.get("generation"), "generation"),
+        error=str_field(v.get("error"), "error", optional=True),
+        interval_ms=int_field(v.get("interval_ms"), "interval_ms"),
+    )
+
+
+def decode_topic_lag(key: bytes | None, value: bytes | None) -> TopicLag:
+    """Decode a ``lag`` record.
+
+    Raises
+    ------
+    CorruptRecordError
+        Not a ``lag`` record of this layout.
+    """
+    k, v = load(key, value)
+    raw = objects(v, "partitions")
+    parts = tuple(
+        PartitionLag(
+            partition=int_field(x.get("p"), "p"),
+            position=int_field(x.get("position"), "position"),
+            end=int_field(x.get("end"), "end"),
+            lag=int_field(x.get("lag"), "lag"),
+            lag_ms=int_field(x.get("lag_ms"), "lag_ms", optional=True),
+            records=int_field(x.get("records"), "records"),
+            value_bytes=int_field(x.get("value_bytes"), "value_bytes"),
+        )
+        for x in raw
+    )
+    return TopicLag(
+        flow=str_field(k.get("flow"), "flow"),
+        topic=str_field(k.get("topic"), "topic"),
+        remote_topic=str_field(v.get("remote_topic"), "remote_topic"),
+        at=int_field(v.get("at"), "at"),
+        partitions=parts,
+    )
+
+
+def decode_group_metrics(key: bytes | None, value: bytes | None) -> GroupMetrics:
+    """Decode a ``group`` record.
+
+    Raises
+    ------
+    CorruptRecordError
+        Not a ``group`` record of this layout.
+    """
+    k, v = load(key, value)
+    raw = objects(v, "partitions")
+    parts = tuple(
+        GroupPartition(
+            topic=str_field(x.get("topic"), "topic"),
+            remote_topic=str_field(x.get("remote_topic"), "remote_topic"),
+            partition=int_field(x.get("p"), "p"),
+            upstream=int_field(x.get("upstream"), "upstream"),
+            checkpoint_upstream=int_field(x.get("checkpoint_upstream"), "checkpoint_upstream", optional=True),
+            checkpoint_downstream=int_field(x.get("checkpoint_downstream"), "checkpoint_downstream", optional=True),
+            lag=int_field(x.get("lag"), "lag", optional=True),
+            rereads=int_field(x.get("rereads"), "rereads", optional=True),
+        )
+        for x in raw
+    )
+    return GroupMetrics(
+        flow=str_field(k.get("flow"), "flow"),
+        group=str_field(k.get("group"), "group"),
+        at=int_field(v.get("at"), "at"),
+        latency_ms=int_field(v.get("latency_ms"), "latency_ms", optional=True),
+        partitions=parts,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class GroupFailover:
+    """What a failover did with one consumer group (in a :class:`FailoverEvent`).
+
+    Attributes
+    ----------
+    group:
+        The group id.
+    outcome:
+        ``"moved"`` (its newest checkpoints committed on T, as ``mirrorspark failover`` does),
+        ``"would-move"`` (dry run), ``"refused"`` (active members on T), ``"manual"`` (policy
+        ``manual``: nothing done) or ``"failed"``.
+    offsets:
+        Partitions committed (or that would be).
+    detail:
+        Why it was refused or failed, else ``None``.
+    """
+
+    group: str
+    outcome: str
+    offsets: int
+    detail: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FailoverEvent:
+    """A failover event of a flow's failover watch (kind ``failover``).
+
+    Attributes
+    ----------
+    flow:
+        ``"S->T"``.
+    at:
+        When it was recorded (epoch ms).
+    event:
+        ``"failover"`` or ``"recovered"``.
+    policy:
+        The flow's ``mirrorspark.failover.policy``.
+    dry_run:
+        ``mirrorspark.failover.dry.run``: nothing was committed.
+    since:
+        When the source started to count as failed (epoch ms).
+    reason:
+        Why (:func:`~mirrorspark.core.failover_policy.breach_reason`).
+    events:
+        Failover events the driver recorded for the flow since it started.
+    groups:
+        Per listed group, what was done (empty for ``recovered``).
+    """
+
+    flow: str
+    at: int
+    event: str
+    policy: str
+    dry_run: bool
+    since: int
+    reason: str
+    events: int
+    groups: tuple[GroupFailover, ...] = ()
+
+    @property
+    def active(self) -> bool:
+        """Whether the flow is failed over (the newest event is a ``failover``)."""
+        return self.event == "failover"
+
+
+def encode_failover_event(e: FailoverEvent) -> tuple[bytes, bytes]:
+    """Key and value of a ``failover`` record (layout in :mod:`mirrorspark.core.progress_records`)."""
+    value = {
+        "v": 1,
+        "at": e.at,
+        "event": e.event,
+        "policy": e.policy,
+        "dry_run": e.dry_run,
+        "since": e.since,
+        "reason": e.reason,
+        "events": e.events,
+        "groups": [
+            {"group": g.group, "outcome": g.outcome, "offsets": g.offsets, "detail": g.detail} for g in e.groups
+        ],
+    }
+    return dumps({"kind": "failover", "flow": e.flow}), dumps(value)
+
+
+def decode_failover_event(key: bytes | None, value: bytes | None) -> FailoverEvent:
+    """Decode a ``failover`` record.
+
+    Raises
+    ------
+    CorruptRecordError
+        Not a ``failover`` record of this layout.
+    """
+    k, v = load(key, value)
+    raw = objects(v, "groups")
+    if not isinstance(v.get("dry_run"), bool):
+        raise CorruptRecordError("progress channel record: dry_run must be a boolean")
+    groups = tuple(
+        GroupFailover(
+            group=str_field(x.get("group"), "group"),
+            outcome=str_field(x.get("outcome"), "outcome"),
+            offsets=int_field(x.get("offsets"), "offsets"),
+            detail=str_field(x.get("detail"), "detail", optional=True),
+        )
+        for x in raw
+    )
+    return FailoverEvent(
+        flow=str_field(k.get("flow"), "flow"),
+        at=int_field(v.get("at"), "at"),
+        event=str_field(v.get("event"), "event"),
+        policy=str_field(v.get("policy"), "policy"),
+        dry_run=v["dry_run"],
+        since=int_field(v.get("since"), "since"),
+        reason=str_field(v.get("reason"), "reason"),
+        events=int_field(v.get("events"), "events"),
+        groups=groups,
+    )
+
+
+__all__ = [
+    "FailoverEvent",
+    "FlowMetrics",
+    "GroupFailover",
+    "GroupMetrics",
+    "GroupPartition",
+    "PartitionLag",
+    "TopicLag",
+    "decode_failover_event",
+    "decode_flow_metrics",
+    "decode_group_metrics",
+    "decode_topic_lag",
+    "encode_failover_event",
+    "encode_flow_metrics",
+    "encode_group_metrics",
+    "encode_topic_lag",
+]

@@ -1,0 +1,225 @@
+"""The copy tasks' records on the progress channel: one :class:`PartitionReport` per partition and commit.
+
+The layout is in :mod:`mirrorspark.core.progress_records`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from mirrorspark.core.progress_records.channel_json import nonneg_int
+from mirrorspark.errors import CorruptRecordError
+from mirrorspark.mm2.offset_syncs import CopiedSegment
+
+SEGMENTS_KEPT: Final = 64
+"""Most copied segments one report carries per partition (the newest ones)."""
+
+FORMAT_VERSION: Final = 2
+"""Version of the records this module writes (``"v"``; absent = 1)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionReport:
+    """One partition's progress after one commit of a copy task.
+
+    Attributes
+    ----------
+    flow:
+        ``"S->T"``.
+    topic, partition:
+        The source partition.
+    task, generation:
+        The reporting task's index and the driver's generation of the flow's tasks.
+    next_offset:
+        The committed position: next upstream offset to copy.
+    records, value_bytes, key_bytes:
+        Copied and acknowledged since the task's previous report (records; bytes).
+    latency_ms_sum, latency_ms_max, latency_samples:
+        Replication latency samples of that interval (ms; count).
+    segments:
+        The partition's newest copied runs, oldest first.
+    at:
+        When the report was written (epoch ms).
+    latency_ms_min:
+        Smallest latency sample of the interval (ms); ``None`` without samples or in a version-1 record.
+    latency_hist:
+        The interval's latency samples per bucket of :data:`~mirrorspark.mm2.metrics.LATENCY_BUCKETS_MS`
+        (empty in a version-1 record).
+    age_ms_sum, age_ms_min, age_ms_max, age_samples:
+        Record age at poll (``now - record timestamp``, ms) of the interval's sampled records (MM2's
+        ``record-age-ms``); ``age_ms_min`` is ``None`` without samples.
+    fetched_from, leader:
+        The source broker the task's consumer fetched the partition from and the partition's leader, by
+        librdkafka's statistics (KIP-392 follower fetching: ``fetched_from != leader`` when a follower in
+        the consumer's ``client.rack`` serves it); ``-1`` when unknown (no statistics yet, the batch
+        engine, or a record written before these fields existed).
+    dropped:
+        Records of the interval a transform dropped (``transforms``): read, never copied, their offsets
+        before ``next_offset`` (0 in a record written before this field existed).
+    """
+
+    flow: str
+    topic: str
+    partition: int
+    task: int
+    generation: int
+    next_offset: int
+    records: int
+    value_bytes: int
+    key_bytes: int
+    latency_ms_sum: int
+    latency_ms_max: int
+    latency_samples: int
+    segments: tuple[CopiedSegment, ...]
+    at: int
+    latency_ms_min: int | None = None
+    latency_hist: tuple[int, ...] = ()
+    age_ms_sum: int = 0
+    age_ms_min: int | None = None
+    age_ms_max: int = 0
+    age_samples: int = 0
+    fetched_from: int = -1
+    leader: int = -1
+    dropped: int = 0
+
+
+def report_key(flow: str, topic: str, partition: int) -> bytes:
+    """Encode the key of a partition's reports, ``{"flow":..,"topic":..,"partition":..}``."""
+    return json.dumps({"flow": flow, "topic": topic, "partition": partition}, separators=(",", ":")).encode()
+
+
+def encode_report(r: PartitionReport) -> tuple[bytes, bytes]:
+    """Encode a report as ``(key, value)`` in the layout of :mod:`mirrorspark.core.progress_records`."""
+    value = {
+        "task": r.task,
+        "generation": r.generation,
+        "next_offset": r.next_offset,
+        "records": r.records,
+        "value_bytes": r.value_bytes,
+        "key_bytes": r.key_bytes,
+        "latency_ms_sum": r.latency_ms_sum,
+        "latency_ms_max": r.latency_ms_max,
+        "latency_samples": r.latency_samples,
+        "segments": [[s.upstream_start, s.downstream_start, s.count] for s in r.segments[-SEGMENTS_KEPT:]],
+        "at": r.at,
+        "v": FORMAT_VERSION,
+        "latency_ms_min": r.latency_ms_min,
+        "latency_hist": list(r.latency_hist),
+        "age_ms_sum": r.age_ms_sum,
+        "age_ms_min": r.age_ms_min,
+        "age_ms_max": r.age_ms_max,
+        "age_samples": r.age_samples,
+        "fetched_from": r.fetched_from,
+        "leader": r.leader,
+        "dropped": r.dropped,
+    }
+    return report_key(r.flow, r.topic, r.partition), json.dumps(value, separators=(",", ":")).encode()
+
+
+_INT_FIELDS: Final = (
+    "task",
+    "generation",
+    "next_offset",
+    "records",
+    "value_bytes",
+    "key_bytes",
+    "latency_ms_sum",
+    "latency_ms_max",
+    "latency_samples",
+    "at",
+)
+
+
+def decode_report(key: bytes | None, value: bytes | None) -> PartitionReport:
+    """Decode one progress-channel record.
+
+    Raises
+    ------
+    CorruptRecordError
+        The record is not a report of this layout (not JSON, a field missing, negative or
+        not an integer, a segment that is not three integers with a count >= 1): the reader
+        skips it with a WARNING, never acts on it.
+    """
+    try:
+        k = json.loads(key or b"")
+        v = json.loads(value or b"")
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:  # RecursionError: absurdly deep nesting
+        raise CorruptRecordError(f"task progress record is not JSON: {type(e).__name__}") from e
+    if not isinstance(k, dict) or not isinstance(v, dict):
+        raise CorruptRecordError("task progress record: key and value must be JSON objects")
+    flow, topic, partition = k.get("flow"), k.get("topic"), k.get("partition")
+    if not isinstance(flow, str) or not isinstance(topic, str) or not isinstance(partition, int) or partition < 0:
+        raise CorruptRecordError("task progress record: the key needs flow, topic (strings) and partition (>= 0)")
+    bad = [f for f in _INT_FIELDS if not nonneg_int(v.get(f))]
+    if bad:
+        raise CorruptRecordError(f"task progress record: {', '.join(bad)} must be integers >= 0")
+    raw = v.get("segments")
+    if not isinstance(raw, list):
+        raise CorruptRecordError("task progress record: segments must be a list")
+    segments = []
+    for s in raw:
+        if not (isinstance(s, list) and len(s) == 3 and all(nonneg_int(x) for x in s) and s[2] >= 1):
+            raise CorruptRecordError(f"task progress record: bad segment {s!r}")
+        segments.append(CopiedSegment(s[0], s[1], s[2]))
+    hist = v.get("latency_hist") or []
+    if not isinstance(hist, list) or not all(nonneg_int(x) for x in hist):
+        raise CorruptRecordError("task progress record: latency_hist must be a list of integers >= 0")
+    optional: dict[str, Any] = {f: v.get(f) for f in ("latency_ms_min", "age_ms_min")}
+    counts: dict[str, Any] = {f: v.get(f, 0) for f in ("age_ms_sum", "age_ms_max", "age_samples", "dropped")}
+    if not all(x is None or nonneg_int(x) for x in optional.values()) or not all(
+        nonneg_int(x) for x in counts.values()
+    ):
+        raise CorruptRecordError("task progress record: latency and age figures must be integers >= 0")
+    brokers: dict[str, Any] = {f: v.get(f, -1) for f in ("fetched_from", "leader")}
+    if not all(isinstance(x, int) and not isinstance(x, bool) and x >= -1 for x in brokers.values()):
+        raise CorruptRecordError("task progress record: fetched_from and leader must be broker ids or -1")
+    ints: dict[str, Any] = {f: v[f] for f in _INT_FIELDS}
+    return PartitionReport(
+        flow=flow,
+        topic=topic,
+        partition=partition,
+        segments=tuple(segments),
+        latency_hist=tuple(hist),
+        **ints,
+        **optional,
+        **counts,
+        **brokers,
+    )
+
+
+def newest_segments(kept: Sequence[CopiedSegment], new: Sequence[CopiedSegment]) -> tuple[CopiedSegment, ...]:
+    """Append ``new`` runs to ``kept`` (merging a run that continues the last); keep the newest :data:`SEGMENTS_KEPT`.
+
+    Parameters
+    ----------
+    kept, new:
+        Copied runs, oldest first.
+
+    Returns
+    -------
+    tuple[CopiedSegment, ...]
+        At most :data:`SEGMENTS_KEPT` runs, oldest first.
+    """
+    out = list(kept)
+    for s in new:
+        if out:
+            last = out[-1]
+            if s.upstream_start == last.upstream_end and s.downstream_start == last.downstream_start + last.count:
+                out[-1] = CopiedSegment(last.upstream_start, last.downstream_start, last.count + s.count)
+                continue
+        out.append(s)
+    return tuple(out[-SEGMENTS_KEPT:])
+
+
+__all__ = [
+    "FORMAT_VERSION",
+    "SEGMENTS_KEPT",
+    "PartitionReport",
+    "decode_report",
+    "encode_report",
+    "newest_segments",
+    "report_key",
+]

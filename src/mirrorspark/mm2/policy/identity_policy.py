@@ -1,0 +1,135 @@
+"""MM2's ``IdentityReplicationPolicy``: remote topics keep their names (heartbeats excepted)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from mirrorspark.mm2.policy.default_policy import DefaultReplicationPolicy
+from mirrorspark.mm2.policy.replication_policy import DEFAULT_SEPARATOR, SOURCE_CLUSTER_ALIAS_CONFIG
+
+
+class IdentityReplicationPolicy(DefaultReplicationPolicy):
+    """Remote topics keep their names (MM2 ``IdentityReplicationPolicy``).
+
+    Topics whose names end with ``heartbeats`` (a plain suffix, so ``myheartbeats`` too)
+    are treated exactly as by :class:`DefaultReplicationPolicy`, so heartbeats still get
+    renamed (``heartbeats`` from ``backup`` → ``backup.heartbeats``) and heartbeat cycles
+    are detected. Every other topic is its own remote name; its source is the configured
+    ``source_cluster_alias``. Replication cycles of ordinary topics cannot be detected.
+
+    Parameters
+    ----------
+    source_cluster_alias:
+        ``source.cluster.alias``: the alias reported by :meth:`topic_source` for
+        non-heartbeat topics; ``None`` (default) makes them non-remote.
+    separator:
+        ``replication.policy.separator``; default ``"."``.
+    internal_topic_separator_enabled:
+        ``replication.policy.internal.topic.separator.enabled``; default ``True``.
+
+    Raises
+    ------
+    ConfigError
+        If ``separator`` is empty.
+    """
+
+    def __init__(
+        self,
+        *,
+        source_cluster_alias: str | None = None,
+        separator: str = DEFAULT_SEPARATOR,
+        internal_topic_separator_enabled: bool = True,
+    ) -> None:
+        super().__init__(separator=separator, internal_topic_separator_enabled=internal_topic_separator_enabled)
+        self._source_cluster_alias = source_cluster_alias
+
+    def configure(self, props: Mapping[str, str]) -> None:
+        """Apply MM2 properties: those of the default policy plus ``source.cluster.alias``.
+
+        Parameters
+        ----------
+        props:
+            Property name to string value.
+
+        Raises
+        ------
+        ConfigError
+            If the separator is empty.
+        """
+        super().configure(props)
+        if SOURCE_CLUSTER_ALIAS_CONFIG in props:
+            self._source_cluster_alias = props[SOURCE_CLUSTER_ALIAS_CONFIG]
+
+    @property
+    def source_cluster_alias(self) -> str | None:
+        """The configured ``source.cluster.alias``, or ``None``."""
+        return self._source_cluster_alias
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(source_cluster_alias={self._source_cluster_alias!r}, "
+            f"separator={self.separator!r}, "
+            f"internal_topic_separator_enabled={self.internal_topic_separator_enabled!r})"
+        )
+
+    def _looks_like_heartbeat(self, topic: str) -> bool:
+        return topic.endswith(self.heartbeats_topic())
+
+    def format_remote_topic(self, source_alias: str, topic: str) -> str:
+        """Remote name: ``topic`` unchanged, except heartbeat-like topics get the prefix.
+
+        Parameters
+        ----------
+        source_alias:
+            Alias of the source cluster.
+        topic:
+            Topic name on the source cluster.
+
+        Returns
+        -------
+        str
+            ``topic``; or ``source_alias + separator + topic`` if ``topic`` ends with
+            ``heartbeats``.
+        """
+        if self._looks_like_heartbeat(topic):
+            return super().format_remote_topic(source_alias, topic)
+        return topic
+
+    def topic_source(self, topic: str) -> str | None:
+        """Source alias: the configured alias, or the default rule for heartbeat-like topics.
+
+        Parameters
+        ----------
+        topic:
+            A topic name.
+
+        Returns
+        -------
+        str or None
+            ``source_cluster_alias`` (``None`` if unset) for ordinary topics; for names
+            ending with ``heartbeats``, :meth:`DefaultReplicationPolicy.topic_source`.
+        """
+        if self._looks_like_heartbeat(topic):
+            return super().topic_source(topic)
+        return self._source_cluster_alias
+
+    def upstream_topic(self, topic: str) -> str | None:
+        """Upstream name: the topic itself, or the default rule for heartbeat-like topics.
+
+        Parameters
+        ----------
+        topic:
+            A topic name.
+
+        Returns
+        -------
+        str or None
+            ``topic`` for ordinary topics (so :meth:`original_topic` stops at once); for
+            names ending with ``heartbeats``, :meth:`DefaultReplicationPolicy.upstream_topic`.
+        """
+        if self._looks_like_heartbeat(topic):
+            return super().upstream_topic(topic)
+        return topic
+
+
+__all__ = ["IdentityReplicationPolicy"]
