@@ -27,7 +27,7 @@ from mirrorspark.config.model import MirrorConfig
 from mirrorspark.config.parse import parse_config
 from mirrorspark.config.properties import parse_properties
 from mirrorspark.core.lease_claims import decode_claim
-from mirrorspark.kafka.admin import group_offsets
+from mirrorspark.kafka.admin import ClusterAdmin
 from mirrorspark.kafka.local.model import LocalClusters
 from mirrorspark.mm2.internal_topics import lease_group
 from mirrorspark.replication.lease import SESSION_TIMEOUT_MS, FlowLease
@@ -157,7 +157,7 @@ def test_exactly_one_holds_and_a_clean_stop_hands_over_at_once(
         # the holder keeps its lease when a standby joins (cooperative-sticky)
         assert a.held and a.holds(first)
         assert not b.held and not b.wait_acquired(0.5) and b.epoch == 0
-        committed = group_offsets(admin(local_clusters.bootstrap("backup")), "backup", group)
+        committed = ClusterAdmin(admin(local_clusters.bootstrap("backup")), "backup").group_offsets(group)
         assert committed[(a.topic, 0)][0] == first  # the group's committed offset is the epoch
         assert last_claim(local_clusters, a.topic, "primary->backup") == "a"
 

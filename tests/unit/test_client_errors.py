@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
@@ -13,8 +12,7 @@ from mirrorspark.client.context import FlowContext
 from mirrorspark.config.model import ClientSettings
 from mirrorspark.config.parse import parse_config
 from mirrorspark.config.properties import parse_properties
-from mirrorspark.errors import ClusterUnreachableError, ConfigError
-from mirrorspark.kafka.admin import wait
+from mirrorspark.errors import ConfigError
 from mirrorspark.kafka.factory import KafkaClients
 
 pytestmark = pytest.mark.unit
@@ -47,15 +45,6 @@ def test_a_rejected_secret_property_keeps_its_value_hidden() -> None:
     with pytest.raises(ConfigError) as e:
         KafkaClients().consumer(settings, client_id="c")
     assert "bogus.password" in str(e.value) and "hunter2-x" not in str(e.value)
-
-
-def test_an_admin_call_without_answer_is_a_cluster_unreachable_error() -> None:
-    never: Future[int] = Future()
-    with pytest.raises(
-        ClusterUnreachableError, match=r"cluster 'A' is unreachable: describing topic 't' timed out"
-    ) as e:
-        wait(never, 0.01, "describing topic 't'", "A")
-    assert e.value.retriable and "A.bootstrap.servers" in str(e.value)
 
 
 @pytest.mark.parametrize("command", ["run", "status"])

@@ -20,8 +20,6 @@ import mirrorspark.kafka.admin_cluster
 from fakes import FakeAdmin, FakeCluster, FakeConsumer, SpyAdmin, two_clusters
 from mirrorspark.client.context import FlowContext, ReplicationContext
 from mirrorspark.errors import ClusterError, ClusterUnreachableError
-from mirrorspark.kafka import admin as free
-from mirrorspark.kafka import replica_admin
 from mirrorspark.kafka.admin import ClusterAdmin, GroupDescription, TopicSpec, is_transient
 
 pytestmark = pytest.mark.unit
@@ -304,19 +302,3 @@ def test_cluster_tools_use_the_top_level_admin_timeout() -> None:
     assert ReplicationContext(one_flow_overrides, clients).cluster_admin("B", "x").timeout_s == 2.5
     both, *_ = two_clusters("A->B.admin.timeout.ms = 9000\nB->A.admin.timeout.ms = 9000\n")
     assert ReplicationContext(both, clients).cluster_admin("A", "x").timeout_s == 60.0  # admin.timeout.ms's default
-
-
-# --------------------------------------------------------------------------- the free functions delegate
-
-
-def test_the_free_functions_still_work_through_cluster_admin() -> None:
-    c = cluster()
-    fake = FakeAdmin(c)
-    assert free.list_topics(fake, "A") == {"t": 2}
-    assert free.end_offsets(fake, "A", [("t", 0)]) == {("t", 0): 3}
-    assert free.create_topics(fake, "A", [TopicSpec("u", 1, 1)]) == ["u"]
-    assert free.describe_group(fake, "A", "g").state == "Empty"
-    assert replica_admin.partition_offsets(fake, "A", [("t", 0)], earliest=True) == {("t", 0): 0}
-    assert [p.partition for p in replica_admin.describe_partitions(fake, "A", ["t"])] == [0, 1]
-    with pytest.raises(ClusterUnreachableError, match="cluster 'A' is unreachable at a:9092"):
-        free.check_reachable(SpyAdmin(fake, hang=True), "A", "a:9092", timeout_s=0.05)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from mirrorspark.errors import ClusterError, ControlError
 from mirrorspark.kafka.admin import ClusterAdmin
@@ -86,22 +85,11 @@ def latest_by_group(records: list[Checkpoint]) -> dict[str, dict[TopicPartitionK
     return {g: dict(sorted(store.group(g).items())) for g in sorted(store.groups())}
 
 
-def _wrapped(admin: ClusterAdmin | Any, target: str, timeout_s: float | None) -> ClusterAdmin:
-    """``admin`` as a :class:`ClusterAdmin` (a raw client is wrapped: kept until replication/ moves to ClusterAdmin)."""
-    if isinstance(admin, ClusterAdmin):
-        return admin if timeout_s is None else admin.with_timeout(timeout_s)
-    if timeout_s is None:
-        raise TypeError("a raw admin client needs timeout_s; pass a ClusterAdmin instead")
-    return ClusterAdmin(admin, target, timeout_s=timeout_s)
-
-
 def failover_offsets(
-    admin: ClusterAdmin | Any,
-    target: str,
+    admin: ClusterAdmin,
     group: str,
     latest: Mapping[TopicPartitionKey, Checkpoint],
     *,
-    timeout_s: float | None = None,
     rereads: Callable[[str, int, Checkpoint], int | None] | None = None,
     committed: Callable[[str], Mapping[TopicPartitionKey, tuple[int, str]]] | None = None,
 ) -> list[FailoverOffset]:
@@ -110,16 +98,11 @@ def failover_offsets(
     Parameters
     ----------
     admin:
-        The target's :class:`~mirrorspark.kafka.admin.ClusterAdmin` (a raw admin client with ``timeout_s``
-        is kept until replication/ moves to ClusterAdmin).
-    target:
-        The target's alias (for messages).
+        The target's :class:`~mirrorspark.kafka.admin.ClusterAdmin` (its alias named in messages).
     group:
         The consumer group.
     latest:
         Its newest checkpoint per ``(topic on the target, partition)``.
-    timeout_s:
-        Seconds for each admin call; ``None`` = the wrapper's (``admin.timeout.ms``).
     rereads:
         Returns the records a consumer starting at a checkpoint reads again, given the downstream
         topic, partition and checkpoint (``None`` = unknown); ``None`` leaves every count unknown.
@@ -141,14 +124,11 @@ def failover_offsets(
         The group has active members on the target (the message names the group, cluster and count).
     ClusterError
         If the target cannot be asked.
-    TypeError
-        A raw admin client without ``timeout_s``.
     """
-    cluster = _wrapped(admin, target, timeout_s)
-    desc = cluster.describe_group(group)
+    desc = admin.describe_group(group)
     if desc.active:
-        raise group_in_use_error(group, target, desc.members, desc.state)
-    previous = committed(group) if committed is not None else cluster.group_offsets(group)
+        raise group_in_use_error(group, admin.alias, desc.members, desc.state)
+    previous = committed(group) if committed is not None else admin.group_offsets(group)
     out = []
     for (topic, partition), cp in latest.items():
         before = previous.get((topic, partition))
@@ -166,24 +146,17 @@ def failover_offsets(
     return out
 
 
-def commit_failover(
-    admin: ClusterAdmin | Any, target: str, group: str, offsets: list[FailoverOffset], *, timeout_s: float | None = None
-) -> None:
+def commit_failover(admin: ClusterAdmin, group: str, offsets: list[FailoverOffset]) -> None:
     """Commit a planned failover's offsets (with the source commits' metadata) to the group on the target.
 
     Parameters
     ----------
     admin:
-        The target's :class:`~mirrorspark.kafka.admin.ClusterAdmin` (a raw admin client with ``timeout_s``
-        is kept until replication/ moves to ClusterAdmin).
-    target:
-        The target's alias (for messages).
+        The target's :class:`~mirrorspark.kafka.admin.ClusterAdmin` (its alias named in messages).
     group:
         The consumer group.
     offsets:
         From :func:`failover_offsets`.
-    timeout_s:
-        Seconds for each admin call; ``None`` = the wrapper's (``admin.timeout.ms``).
 
     Raises
     ------
@@ -191,16 +164,13 @@ def commit_failover(
         Consumers joined the group on the target since it was planned (the broker refused the commit).
     ClusterError
         If the commit fails otherwise.
-    TypeError
-        A raw admin client without ``timeout_s``.
     """
-    cluster = _wrapped(admin, target, timeout_s)
     try:
-        cluster.alter_group_offsets(group, {(o.topic, o.partition): (o.offset, o.metadata) for o in offsets})
+        admin.alter_group_offsets(group, {(o.topic, o.partition): (o.offset, o.metadata) for o in offsets})
     except ClusterError as e:
         if e.kafka_code in ACTIVE_GROUP_ERRORS:
-            now = cluster.describe_group(group)
-            raise group_in_use_error(group, target, now.members, now.state) from e
+            now = admin.describe_group(group)
+            raise group_in_use_error(group, admin.alias, now.members, now.state) from e
         raise
 
 

@@ -368,14 +368,13 @@ class ConsumerMigration:
         tgt_admin = self._admin(self.target)
         offsets = failover_offsets(
             tgt_admin,
-            self.target,
             group,
             latest,
             rereads=rereads,
             committed=functools.partial(self._group_offsets, self.target),
         )
         if not dry_run:
-            commit_failover(tgt_admin, self.target, group, offsets)
+            commit_failover(tgt_admin, group, offsets)
         return FailoverPlan(
             group=group,
             source=self.source,

@@ -281,14 +281,14 @@ class FailoverWatcher:
         if self.policy == "manual":
             return GroupFailover(group, "manual", len(latest), None)
         try:
-            offsets = failover_offsets(self._target_admin(), target, group, latest, committed=self._committed)
+            offsets = failover_offsets(self._target_admin(), group, latest, committed=self._committed)
             planned = ", ".join(f"{o.topic}-{o.partition}: {o.offset}" for o in offsets)
             if self.dry_run:
                 log.warning(
                     "flow %s: dry run: would commit group '%s' on '%s' at %s", self.name, group, target, planned
                 )
                 return GroupFailover(group, "would-move", len(offsets), None)
-            commit_failover(self._target_admin(), target, group, offsets)
+            commit_failover(self._target_admin(), group, offsets)
             log.info("flow %s: committed group '%s' on '%s' at %s", self.name, group, target, planned)
             return GroupFailover(group, "moved", len(offsets), None)
         except ControlError as e:  # the only one: active members on the target
