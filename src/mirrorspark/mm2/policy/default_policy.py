@@ -105,37 +105,14 @@ class DefaultReplicationPolicy(BaseReplicationPolicy):
         return self._separator if self._internal_separator_enabled else names.INTERNAL_SEPARATOR
 
     def format_remote_topic(self, source_alias: str, topic: str) -> str:
-        """Name on the target of a replicated topic: ``source_alias + separator + topic``.
-
-        Parameters
-        ----------
-        source_alias:
-            Alias of the source cluster, e.g. ``"us-west"``.
-        topic:
-            Topic name on the source cluster, e.g. ``"topic1"``.
-
-        Returns
-        -------
-        str
-            E.g. ``"us-west.topic1"``.
-        """
+        """``source_alias + separator + topic``, e.g. ``"us-west.topic1"``."""
         return f"{source_alias}{self._separator}{topic}"
 
     def topic_source(self, topic: str) -> str | None:
-        """Source alias of a remote topic: the first piece of the split name.
+        """Return the first piece of the name split at the separator (Java ``Pattern.split``), if there are two.
 
-        Parameters
-        ----------
-        topic:
-            A topic name.
-
-        Returns
-        -------
-        str or None
-            The first piece when splitting at the separator (Java ``Pattern.split``
-            semantics) yields at least two pieces, else ``None``. Examples (separator
-            ``.``): ``us-west.topic1`` → ``us-west``; ``.b`` → ``""``; ``us-west.`` and
-            ``heartbeats`` → ``None``.
+        Examples (separator ``.``): ``us-west.topic1`` → ``us-west``; ``.b`` → ``""``; ``us-west.``
+        and ``heartbeats`` → ``None``.
         """
         pieces = topic.split(self._separator)
         while pieces and not pieces[-1]:
@@ -145,85 +122,32 @@ class DefaultReplicationPolicy(BaseReplicationPolicy):
         return pieces[0]
 
     def upstream_topic(self, topic: str) -> str | None:
-        """Remote topic name minus its source alias and the separator after it.
-
-        Parameters
-        ----------
-        topic:
-            A topic name.
-
-        Returns
-        -------
-        str or None
-            E.g. ``us-west.topic1`` → ``topic1``, ``a.b.c`` → ``b.c``; ``None`` if
-            :meth:`topic_source` is ``None``.
-        """
+        """Return the name minus :meth:`topic_source` and the separator after it: ``a.b.c`` → ``b.c``."""
         source = self.topic_source(topic)
         if source is None:
             return None
         return topic[len(source) + len(self._separator) :]
 
     def offset_syncs_topic(self, cluster_alias: str) -> str:
-        """Name of the offset-syncs topic.
+        """``mm2-offset-syncs<isep><cluster_alias><isep>internal``.
 
-        Parameters
-        ----------
-        cluster_alias:
-            The alias of the cluster the topic is **not** hosted on.
-
-        Returns
-        -------
-        str
-            ``mm2-offset-syncs<isep><cluster_alias><isep>internal`` where ``isep`` is the
-            separator if ``internal_topic_separator_enabled`` else ``"."``.
+        ``isep`` is the separator if ``replication.policy.internal.topic.separator.enabled``, else ``"."``.
         """
         return names.offset_syncs_topic(cluster_alias, self._internal_separator())
 
     def checkpoints_topic(self, cluster_alias: str) -> str:
-        """Name of the checkpoints topic on a target cluster.
-
-        Parameters
-        ----------
-        cluster_alias:
-            Alias of the source cluster whose consumer groups are checkpointed.
-
-        Returns
-        -------
-        str
-            ``<cluster_alias><isep>checkpoints<isep>internal`` (``isep`` as in
-            :meth:`offset_syncs_topic`).
-        """
+        """``<cluster_alias><isep>checkpoints<isep>internal`` (``isep`` as in :meth:`offset_syncs_topic`)."""
         return names.checkpoints_topic(cluster_alias, self._internal_separator())
 
     def is_checkpoints_topic(self, topic: str) -> bool:
-        """Whether a topic ends with ``<isep>checkpoints<isep>internal``.
-
-        Parameters
-        ----------
-        topic:
-            A topic name.
-
-        Returns
-        -------
-        bool
-            Whether ``topic`` is a checkpoints topic under this policy's separators.
-        """
+        """Whether ``topic`` ends with ``<isep>checkpoints<isep>internal``."""
         return names.is_checkpoints_topic(topic, self._internal_separator())
 
     def is_mm2_internal_topic(self, topic: str) -> bool:
-        """Whether a topic is one of MM2's internal topics (Kafka 4.x rule, KAFKA-17200).
+        """Whether ``topic`` starts with ``mm2`` and ends with ``<isep>internal``, or is a checkpoints topic.
 
-        Parameters
-        ----------
-        topic:
-            A topic name.
-
-        Returns
-        -------
-        bool
-            Whether ``topic`` starts with ``mm2`` and ends with ``<isep>internal``, or is a
-            checkpoints topic. With separator ``__`` (flag true) the Connect topics
-            ``mm2-offsets.A.internal`` etc. are therefore *not* MM2-internal, as in MM2.
+        MM2's Kafka 4.x rule (KAFKA-17200): with separator ``__`` (flag true) the Connect topics
+        ``mm2-offsets.A.internal`` etc. are therefore *not* MM2-internal.
         """
         return names.is_mm2_internal_topic(topic, self._internal_separator()) or self.is_checkpoints_topic(topic)
 

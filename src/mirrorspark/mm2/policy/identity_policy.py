@@ -76,57 +76,19 @@ class IdentityReplicationPolicy(DefaultReplicationPolicy):
         return topic.endswith(self.heartbeats_topic())
 
     def format_remote_topic(self, source_alias: str, topic: str) -> str:
-        """Remote name: ``topic`` unchanged, except heartbeat-like topics get the prefix.
-
-        Parameters
-        ----------
-        source_alias:
-            Alias of the source cluster.
-        topic:
-            Topic name on the source cluster.
-
-        Returns
-        -------
-        str
-            ``topic``; or ``source_alias + separator + topic`` if ``topic`` ends with
-            ``heartbeats``.
-        """
+        """``topic`` unchanged; a name ending with ``heartbeats`` gets ``source_alias + separator`` in front."""
         if self._looks_like_heartbeat(topic):
             return super().format_remote_topic(source_alias, topic)
         return topic
 
     def topic_source(self, topic: str) -> str | None:
-        """Source alias: the configured alias, or the default rule for heartbeat-like topics.
-
-        Parameters
-        ----------
-        topic:
-            A topic name.
-
-        Returns
-        -------
-        str or None
-            ``source_cluster_alias`` (``None`` if unset) for ordinary topics; for names
-            ending with ``heartbeats``, :meth:`DefaultReplicationPolicy.topic_source`.
-        """
+        """``source.cluster.alias`` (``None`` if unset); for a name ending with ``heartbeats``, the default rule."""
         if self._looks_like_heartbeat(topic):
             return super().topic_source(topic)
         return self._source_cluster_alias
 
     def upstream_topic(self, topic: str) -> str | None:
-        """Upstream name: the topic itself, or the default rule for heartbeat-like topics.
-
-        Parameters
-        ----------
-        topic:
-            A topic name.
-
-        Returns
-        -------
-        str or None
-            ``topic`` for ordinary topics (so :meth:`original_topic` stops at once); for
-            names ending with ``heartbeats``, :meth:`DefaultReplicationPolicy.upstream_topic`.
-        """
+        """``topic`` itself (:meth:`original_topic` stops at once); a name ending with ``heartbeats``: the default."""
         if self._looks_like_heartbeat(topic):
             return super().upstream_topic(topic)
         return topic
