@@ -52,6 +52,7 @@ from mirrorspark.config.model import MirrorConfig
 from mirrorspark.config.parse import parse_config
 from mirrorspark.config.properties import parse_properties
 from mirrorspark.errors import ClusterError, DataPathError
+from mirrorspark.kafka.admin import ClusterAdmin
 from mirrorspark.kafka.local.clusters import start_clusters, stop_clusters
 from mirrorspark.kafka.local.model import LocalCluster, LocalClusters
 from mirrorspark.replication.acl_sync import TopicAclSync
@@ -525,7 +526,7 @@ def test_topic_acls_are_synced_and_the_documented_permissions_suffice(
 
 def sync_job(source: Bootstrap, target: Bootstrap, topic: str) -> TopicAclSync:
     """ACL sync A->B of one topic with the given client configurations (no Flow, no Spark)."""
-    admins = (admin(source), admin(target))
+    admins = (ClusterAdmin(admin(source), "A", timeout_s=15), ClusterAdmin(admin(target), "B", timeout_s=15))
     return TopicAclSync(
         name="A->B",
         source="A",
@@ -533,7 +534,6 @@ def sync_job(source: Bootstrap, target: Bootstrap, topic: str) -> TopicAclSync:
         admins=lambda: admins,
         should_replicate=lambda t: t == topic,
         remote_topic=lambda t: f"A.{t}",
-        timeout_s=15,
     )
 
 

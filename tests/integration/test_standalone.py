@@ -39,7 +39,7 @@ pytestmark = pytest.mark.integration
 
 PARTITIONS = 4
 RECORDS_PER_PARTITION = 2500
-BATCH = 1000  # mirrorspark.batch.max.records.per.partition: three batches, 4 tasks each
+SLOTS = 2  # two workers of one core each: two copy tasks (tasks.max), one per executor
 
 
 @pytest.fixture
@@ -114,8 +114,7 @@ def test_run_on_a_standalone_cluster_spreads_tasks_over_both_workers(
             [("primary", "backup")],
             extra={
                 "topics": topic,
-                "tasks.max": str(PARTITIONS),
-                "mirrorspark.batch.max.records.per.partition": str(BATCH),
+                "tasks.max": str(SLOTS),
             },
         )
     )
@@ -123,8 +122,8 @@ def test_run_on_a_standalone_cluster_spreads_tasks_over_both_workers(
     event_logs.mkdir()
     spark_conf = {
         # Wait (at most 30 s, Spark's spark.scheduler.maxRegisteredResourcesWaitingTime) until both
-        # executors have registered before the first job, so that its 4 tasks can use both slots.
-        "spark.cores.max": "2",
+        # executors have registered before the first copy task, so that the two tasks use both slots.
+        "spark.cores.max": str(SLOTS),
         "spark.scheduler.minRegisteredResourcesRatio": "1.0",
         # Which executor ran which task, kept after the application ends.
         "spark.eventLog.enabled": "true",

@@ -11,13 +11,14 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaError
+from confluent_kafka import KafkaError, KafkaException
 
 from fakes import FakeChannel, FakeCluster, FakeTaskConsumer, FakeTaskProducer
 from mirrorspark.core.progress_records import decode_report, record_kind
 from mirrorspark.errors import DataPathError, RecordTooLargeError, error_from_info
 from mirrorspark.mm2.connect_offsets import decode_source_offset
 from mirrorspark.mm2.records import OffsetSync
+from mirrorspark.replication.task import job
 from mirrorspark.replication.task.channel import ChannelState
 from mirrorspark.replication.task.partition import FULL_SCAN_EVERY
 from mirrorspark.replication.task.runner import CopyTaskRunner
@@ -306,3 +307,31 @@ def test_exactly_once_without_a_grant_aborts_the_transaction() -> None:
 
     assert step(t, hook) == TaskOutcome.ORPHANED
     assert t.data.aborts >= 1 and t.b.records("A.t") == [] and t.committed() == {}
+
+
+class _FatalProducer:
+    """A producer in librdkafka's fatal state: releasing it raises, as a refused transactional id leaves it."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def _fatal(self, name: str) -> None:
+        self.calls.append(name)
+        raise KafkaException(KafkaError(KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "refused", fatal=True))
+
+    def purge(self) -> None:
+        self._fatal("purge")
+
+    def flush(self, timeout: float) -> int:
+        self._fatal("flush")
+        return 0
+
+    def close(self) -> None:
+        self._fatal("close")
+
+
+@pytest.mark.parametrize("clean", [False, True])
+def test_releasing_a_producer_in_a_fatal_state_never_hides_how_the_task_ended(clean: bool) -> None:
+    producer = _FatalProducer()
+    job._release(producer, clean=clean)  # no exception: the task's own error is the one reported
+    assert producer.calls == (["flush"] if clean else ["purge"])

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 from typing import Any, Final
 
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, KafkaException, Producer
 
 from mirrorspark.core.replica_rows import FetchSource, fetch_sources
 from mirrorspark.errors import DataPathError, MirrorsparkError
@@ -14,6 +15,8 @@ from mirrorspark.kafka.factory import with_logger
 from mirrorspark.replication.task.channel import ChannelClient
 from mirrorspark.replication.task.runner import CopyTaskRunner
 from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionKey, TaskOutcome, TaskResult
+
+log = logging.getLogger(__name__)
 
 FETCH_STATS_INTERVAL_MS: Final = 5000
 """``statistics.interval.ms`` of a copy task's source consumer unless the settings choose one: how often
@@ -61,15 +64,19 @@ def _release(producer: Any, *, clean: bool) -> None:
     After a clean end the producer is closed here, in the task's thread, rather than whenever the
     garbage collector gets to it; after any other end closing could wait on a broker that does not
     answer (``close()`` aborts an open transaction, which the task's next generation fences anyway).
+    A producer that fails to release (one in a fatal state raises) never hides how the task ended.
     """
     if producer is None:
         return
-    if not clean:
-        producer.purge()
-        producer.flush(0)
-        return
-    producer.flush(10)
-    producer.close()
+    try:
+        if not clean:
+            producer.purge()
+            producer.flush(0)
+            return
+        producer.flush(10)
+        producer.close()
+    except KafkaException as e:  # e.g. a producer in a fatal state: the task's own error is what counts
+        log.debug("releasing a producer failed: %s", e)
 
 
 def run_copy_task(spec: CopyTaskSpec) -> TaskResult:
