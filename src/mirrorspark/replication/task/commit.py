@@ -381,10 +381,10 @@ class TransactionalCommitter(_Committer):
             code = err.name() if isinstance(err, KafkaError) else None
             if isinstance(err, KafkaError) and err.code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED:
                 raise ClusterError(
-                    f"flow {spec.flow}: the replication principal may not use transactional id '{tid}' (the copy "
-                    f"tasks' ids are {spec.source}-mm2-MirrorSourceConnector-<task>): grant it WRITE on "
-                    f"TransactionalId '{spec.source}-mm2-' (prefixed) on cluster '{spec.target}' (README, ACLs; "
-                    f"{err.str()})",
+                    f"flow {spec.flow}: TRANSACTIONAL_ID_AUTHORIZATION_FAILED: the replication principal may not "
+                    f"use transactional id '{tid}' (the copy tasks' ids are {spec.source}-mm2-MirrorSourceConnector-"
+                    f"<task>): grant it WRITE on TransactionalId '{spec.source}-mm2-' (prefixed) on cluster "
+                    f"'{spec.target}' (README, ACLs; {err.str()})",
                     kafka_code=code,
                 ) from e
             if isinstance(err, KafkaError) and err.code() in (KafkaError._TIMED_OUT, KafkaError._TRANSPORT):
