@@ -58,6 +58,7 @@ CALLS: dict[str, Callable[[ClusterAdmin], Any]] = {
     "dynamic_configs": lambda a: a.dynamic_configs([("topic", "t")], ["retention.ms"]),
     "delete_dynamic_configs": lambda a: a.delete_dynamic_configs({("topic", "t"): ["retention.ms"]}),
     "describe_partitions": lambda a: a.describe_partitions(["t"]),
+    "partition_metadata": lambda a: a.partition_metadata(["t"]),
     "elect_leaders": lambda a: a.elect_leaders("preferred", [("t", 0)]),
 }
 """Every call that raises on failure (``partition_offsets``, ``create_acls`` and ``describe_groups`` report
@@ -179,6 +180,10 @@ def test_unknown_topics_are_left_out_not_errors() -> None:
     assert set(admin.describe_topics(["t", "gone"])) == {"t"}
     assert set(admin.describe_topic_configs(["t", "gone"])) == {"t"}
     assert {p.topic for p in admin.describe_partitions(["t", "gone"])} == {"t"}
+    assert [(p.topic, p.partition, p.leader, p.isr) for p in admin.partition_metadata(["t", "gone"])] == [
+        ("t", 0, 0, (0,)),
+        ("t", 1, 0, (0,)),
+    ]
     assert set(admin.dynamic_configs([("topic", "t"), ("topic", "gone")], ["retention.ms"])) == {("topic", "t")}
     assert admin.end_offsets([("t", 0), ("gone", 0)]) == {("t", 0): 3}
 

@@ -25,14 +25,14 @@ def test_a_check_inside_a_source_call_ends_before_the_clients_are_released() -> 
     watcher.start()
     source_admin = clients.admins[-1]
     inside, release = threading.Event(), threading.Event()
-    describe_topics = source_admin.describe_topics
+    list_topics = source_admin.list_topics
 
-    def slow_describe_topics(*args: Any, **kwargs: Any) -> Any:  # a dead source's call, in flight
+    def slow_list_topics(*args: Any, **kwargs: Any) -> Any:  # a dead source's call, in flight
         inside.set()
         release.wait(10)
-        return describe_topics(*args, **kwargs)
+        return list_topics(*args, **kwargs)
 
-    source_admin.describe_topics = slow_describe_topics
+    source_admin.list_topics = slow_list_topics
     sched = Scheduler()
     sched.add("failover watch A->B", 0, watcher.check)
     sched.start(name="test-failover-watch", tick_s=0.01)

@@ -342,6 +342,44 @@ class ClusterCalls(AdminBase):
                 )
         return out
 
+    def partition_metadata(self, topics: Iterable[str]) -> list[PartitionLayout]:
+        """Leader, replicas and ISR of every partition of ``topics``, from a ``Metadata`` request (no racks).
+
+        Any live broker answers a ``Metadata`` request, so this still answers while a broker is
+        down, which :meth:`describe_partitions` (``DescribeTopics``) may not: librdkafka can keep
+        sending that one to a stopped broker until the call times out. The failover watch
+        observes the source with it.
+
+        Parameters
+        ----------
+        topics:
+            Topic names; topics that do not exist (or whose metadata carries an error) are left out.
+
+        Returns
+        -------
+        list[PartitionLayout]
+            Sorted by topic and partition; ``racks`` empty, ``internal`` false.
+
+        Raises
+        ------
+        ClusterError, ClusterUnreachableError
+            The one rule.
+        """
+        names = set(topics)
+        if not names:
+            return []
+        with self._call("listing topic metadata"):
+            md = self.admin.list_topics(timeout=self.timeout_s)
+        out: list[PartitionLayout] = []
+        for name in sorted(names & set(md.topics)):
+            meta = md.topics[name]
+            if meta.error is not None:
+                continue
+            for p in sorted(meta.partitions.values(), key=lambda p: p.id):
+                leader = p.leader if p.leader >= 0 else -1
+                out.append(PartitionLayout(name, p.id, leader, tuple(p.replicas), tuple(p.isrs), {}, False))
+        return out
+
     def partition_offsets(self, partitions: Iterable[PartitionKey], *, earliest: bool) -> dict[PartitionKey, int]:
         """Return each partition's log start offset or high watermark; ``-1`` where no leader answers.
 

@@ -136,7 +136,7 @@ class FailoverWatcher:
         alias = self.flow.config.source
         assert self._src_admin is not None, "start() first"
         try:
-            layouts = self._src_admin.describe_partitions(topics)  # topics deleted since the last refresh: left out
+            layouts = self._src_admin.partition_metadata(topics)  # topics deleted since the last refresh: left out
         except ClusterUnreachableError:
             return [], False
         if self._closing.is_set():
