@@ -12,6 +12,12 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
+PACKAGE_DIR = Path(__file__).resolve().parent
+"""The installed ``mirrorspark`` package: what :func:`build_spark_session` ships to a cluster's executors."""
+
+LOG4J_CONFIG = PACKAGE_DIR / "resources" / "log4j2-spark.properties"
+"""The Spark JVMs' log4j2 configuration (driver and executors): errors only, to stderr (never the ``--json`` stdout)."""
+
 REDACTION_REGEX = (
     "(?i)secret|password|passphrase|token|access[.]?key|jaas|credential|private|ssl[.]key|keystore[.]key|api[.]?key"
 )
@@ -55,8 +61,7 @@ def build_spark_session(
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    log4j = Path(__file__).resolve().parents[1] / "resources" / "log4j2-spark.properties"
-    java_opts = f"-Dlog4j.configurationFile=file:{log4j} -Dlog4j2.configurationFile=file:{log4j}"
+    java_opts = f"-Dlog4j.configurationFile=file:{LOG4J_CONFIG} -Dlog4j2.configurationFile=file:{LOG4J_CONFIG}"
     b = SparkSession.builder.appName(app_name)
     if master is not None:
         b = b.master(master)
@@ -94,7 +99,7 @@ def _package_zip() -> Path:
     import tempfile
     import zipfile
 
-    root = Path(__file__).resolve().parents[1]
+    root = PACKAGE_DIR
     tmp = tempfile.mkdtemp(prefix="mirrorspark-pyfiles-")
     atexit.register(shutil.rmtree, tmp, ignore_errors=True)
     out = Path(tmp) / "mirrorspark.zip"
@@ -105,4 +110,4 @@ def _package_zip() -> Path:
     return out
 
 
-__all__ = ["REDACTION_REGEX", "build_spark_session"]
+__all__ = ["LOG4J_CONFIG", "PACKAGE_DIR", "REDACTION_REGEX", "build_spark_session"]

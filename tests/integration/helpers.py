@@ -26,6 +26,7 @@ __all__ = [
     "admin",
     "assert_eventually",
     "client_config",
+    "commit_offsets",
     "consume_all",
     "create_topic",
     "end_offsets",
@@ -316,6 +317,32 @@ class ActiveMember:
         self._stop.set()
         self.thread.join(10)
         self.consumer.close()
+
+
+_COORDINATOR_SETTLING = frozenset(
+    {KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.NOT_COORDINATOR}
+)
+
+
+def commit_offsets(bootstrap: Bootstrap, group: str, offsets: Mapping[tuple[str, int], int]) -> None:
+    """Commit a group's offsets as a consumer that read that far would, then leave the group empty.
+
+    Retried while the group's coordinator settles (a cluster just started, or a coordinator moving).
+    """
+
+    def once() -> bool:
+        c = Consumer(client_config(bootstrap, **{"group.id": group, "enable.auto.commit": False}))
+        try:
+            c.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
+        except KafkaException as e:
+            if e.args[0].code() in _COORDINATOR_SETTLING:
+                return False
+            raise
+        finally:
+            c.close()
+        return True
+
+    assert_eventually(once, timeout_s=120, message=f"group {group} could not commit")
 
 
 def target_offsets(bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, int]:

@@ -12,8 +12,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from confluent_kafka import Consumer, TopicPartition
-from helpers import unique_name
+from helpers import commit_offsets, unique_name
 from pyspark.sql import SparkSession
 
 from mirrorspark.config.parse import load_config
@@ -76,11 +75,7 @@ def stop_service(proc: subprocess.Popen[bytes], log: Path) -> None:
 
 def commit_group(bootstrap: str, topic: str, group: str, offsets: dict[int, int]) -> None:
     """Commit a consumer group's offsets on ``topic`` as a consumer that read that far would."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
-    try:
-        c.commit(offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()], asynchronous=False)
-    finally:
-        c.close()
+    commit_offsets(bootstrap, group, {(topic, p): o for p, o in offsets.items()})
 
 
 @contextlib.contextmanager

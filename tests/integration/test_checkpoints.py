@@ -12,19 +12,19 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 from helpers import (
     ActiveMember,
     Bootstrap,
     admin,
     assert_eventually,
-    client_config,
     consume_all,
     create_topic,
     produce,
     target_offsets,
     unique_name,
 )
+from helpers import commit_offsets as commit
 from pyspark.sql import SparkSession
 
 from mirrorspark.client.context import ReplicationContext
@@ -61,13 +61,6 @@ def replicate(cfg: MirrorConfig, spark: SparkSession) -> Replicator:
     r = Replicator(cfg, spark)
     r.run(until_caught_up=True)
     return r
-
-
-def commit(bootstrap: Bootstrap, group: str, offsets: dict[tuple[str, int], int]) -> None:
-    """Commit offsets for a group as a real consumer does (then leave the group)."""
-    c = Consumer(client_config(bootstrap, **{"group.id": group, "enable.auto.commit": False}))
-    c.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
-    c.close()
 
 
 def checkpoints(bootstrap: Bootstrap, topic: str, group: str) -> dict[tuple[str, int], Checkpoint]:

@@ -17,8 +17,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
 from helpers import Bootstrap, assert_eventually, consume_all, create_topic, end_offsets, produce, unique_name
+from helpers import commit_offsets as commit
 from pyspark.sql import SparkSession
 from test_replication import running, topic_config, topics_of, values_if_exists
 
@@ -199,14 +199,6 @@ def deny_list_scenario(clusters: LocalClusters, spark: SparkSession, tmp_path: P
         assert_eventually(lambda: values(b, f"primary.{keep}") == [b"0", b"1"], timeout_s=60)
         assert values(b, f"primary.{deny}") == [b"0"]
         assert f"primary.{deny}" in topics_of(b)
-
-
-def commit(bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -> None:
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
-    try:
-        c.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
-    finally:
-        c.close()
 
 
 def latest_checkpoints(bootstrap: str, groups: set[str]) -> dict[str, int]:

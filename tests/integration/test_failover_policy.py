@@ -15,12 +15,12 @@ import re
 from collections.abc import Iterator
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import NewTopic
 from helpers import (
     ActiveMember,
     admin,
     assert_eventually,
+    commit_offsets,
     consume_all,
     create_topic,
     produce,
@@ -89,17 +89,8 @@ def make_config(clusters: LocalClusters, topic: str, **extra: str) -> MirrorConf
 
 
 def commit(bootstrap: str, group: str, topic: str, offset: int) -> None:
-    """Commit a group's offset on partition 0, retrying while the new cluster's group coordinators settle."""
-
-    def once() -> bool:
-        c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
-        try:
-            c.commit(offsets=[TopicPartition(topic, 0, offset)], asynchronous=False)
-        finally:
-            c.close()
-        return True
-
-    assert_eventually(once, timeout_s=120, message=f"group {group} could not commit")
+    """Commit a group's offset on partition 0 (retried while the new cluster's group coordinators settle)."""
+    commit_offsets(bootstrap, group, {(topic, 0): offset})
 
 
 def checkpoints_of(bootstrap: str, groups: set[str]) -> dict[str, Checkpoint]:

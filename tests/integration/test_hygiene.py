@@ -140,7 +140,7 @@ def test_no_secret_in_reprs_logs_status_errors_spark_or_command_lines(
         seen.append(r.output)
 
     # 4. Spark: its configuration and the command line of its JVM
-    sc = spark.spark.sparkContext
+    sc = spark.sparkContext
     seen += [f"{k}={v}" for k, v in sc.getConf().getAll()]
     gateway_proc = getattr(sc._gateway, "proc", None)
     if gateway_proc is not None:
@@ -174,7 +174,7 @@ def test_no_secret_in_reprs_logs_status_errors_spark_or_command_lines(
     logs = [p for p in events.rglob("*") if p.is_file()]
     assert logs, "Spark wrote no event log"
     event_text = "".join(p.read_text(errors="replace") for p in logs)
-    assert "copy batch" in event_text  # the job descriptions are in it
+    assert "copy task 0 of A->B" in event_text  # the job descriptions are in it
     seen.append(event_text)
 
     leaks = [s[max(0, s.find(PASSWORD) - 200) : s.find(PASSWORD) + 50] for s in seen if PASSWORD in s]

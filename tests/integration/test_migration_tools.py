@@ -19,8 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions
 from helpers import admin, assert_eventually, consume_all, create_topic, produce, unique_name
+from helpers import commit_offsets as commit
 from mm2_client import mm2_client_info, mm2_translate_offsets
 from pyspark.sql import SparkSession
 
@@ -45,15 +46,6 @@ Offsets = dict[tuple[str, int], int]
 
 def run_cli(*args: str, timeout_s: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout_s)
-
-
-def commit(bootstrap: str, group: str, offsets: Offsets) -> None:
-    """Commit offsets for a group explicitly with a real consumer, then close it (the group is left empty)."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
-    try:
-        c.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
-    finally:
-        c.close()
 
 
 def committed(bootstrap: str, group: str) -> Offsets:

@@ -7,8 +7,7 @@ connect-mirror-client jar run in a small Java harness (`mm2_client.py`).
 from __future__ import annotations
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
-from helpers import create_topic, produce, unique_name
+from helpers import commit_offsets, create_topic, produce, unique_name
 from mm2_client import mm2_client_info, mm2_translate_offsets
 from pyspark.sql import SparkSession
 
@@ -26,12 +25,7 @@ def test_remote_cluster_utils_agrees_with_our_checkpoints(local_clusters: LocalC
     topic, group = unique_name("compat"), unique_name("group")
     create_topic(p, topic, partitions=3)
     produce(p, topic, [{"value": f"v{i}".encode(), "partition": i % 3} for i in range(90)])
-    c = Consumer({"bootstrap.servers": p, "group.id": group, "enable.auto.commit": False})
-    c.commit(
-        offsets=[TopicPartition(topic, 0, 11), TopicPartition(topic, 1, 30), TopicPartition(topic, 2, 0)],
-        asynchronous=False,
-    )
-    c.close()
+    commit_offsets(p, group, {(topic, 0): 11, (topic, 1): 30, (topic, 2): 0})
     text = local_clusters.mm2_properties(
         [("primary", "backup")],
         extra={
