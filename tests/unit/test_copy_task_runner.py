@@ -218,6 +218,25 @@ def test_without_a_valid_grant_nothing_is_committed() -> None:
     assert t.committed() == {} and t.b.records(PROGRESS) == []
 
 
+@pytest.mark.parametrize("eos", [False, True], ids=["at-least-once", "exactly-once"])
+def test_a_commit_waits_for_a_grant_that_comes_late(eos: bool) -> None:
+    """A bounded copy read to its end before the driver's first grant arrived: it waits, then commits.
+
+    Ending ``orphaned`` instead made the supervisor copy every record again (a remote topic of 100
+    records held them twice).
+    """
+    t = Task(records=5, eos=eos, stop_at={("t", 0): 5})
+    t.channel.granted = False
+
+    def hook(task: Task, turn: int) -> None:
+        task.now = 0.5 * turn
+        if turn == 6:
+            task.channel.granted = True  # the driver answered the task's hello
+
+    assert step(t, hook) == TaskOutcome.CAUGHT_UP
+    assert t.committed() == {0: 4} and [r.value for r in t.b.records("A.t")] == [r.value for r in t.a.records("t")]
+
+
 def test_an_abort_ends_the_task_without_a_last_commit() -> None:
     t = Task(records=5)
 

@@ -39,6 +39,7 @@ from mirrorspark.errors import (
 )
 from mirrorspark.kafka.admin import PartitionKey
 from mirrorspark.replication.lease import FlowLease
+from mirrorspark.replication.task.commit import GRANT_WAIT_S
 from mirrorspark.replication.task.job import run_copy_job
 from mirrorspark.replication.task.spec import CopyTaskSpec, TaskOutcome, TaskResult
 from mirrorspark.replication.task_channel import TaskChannel
@@ -430,6 +431,14 @@ class FlowSupervisor:
             self.task_failures.succeeded(index)
         if result.out_of_range:
             self.flow.check_positions(result.out_of_range)  # records the gap, moves the positions
+        elif result.outcome == TaskOutcome.ORPHANED:  # not told to abort: no grant reached it in time
+            log.warning(
+                "%s: copy task %d ended without its last commit (no valid grant from the driver within %.0f s); "
+                "restarting it from its committed offsets: what it copied since is copied again",
+                self.name,
+                index,
+                GRANT_WAIT_S,
+            )
         elif result.outcome == TaskOutcome.CAUGHT_UP:
             return False  # a bounded copy's task read its partitions to their end offsets: done
         self.next_start[index] = now

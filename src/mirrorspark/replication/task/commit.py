@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
@@ -34,10 +34,18 @@ from mirrorspark.kafka.delivery import Outgoing
 from mirrorspark.mm2.connect_offsets import default_partition, source_offset_key, source_offset_value
 from mirrorspark.mm2.offset_syncs import CopiedSegment, flush_delayed, fold_acknowledged
 from mirrorspark.mm2.records import OffsetSync
-from mirrorspark.replication.task.channel import Channel
+from mirrorspark.replication.task.channel import Channel, ChannelState
 from mirrorspark.replication.task.failures import delivery_error, stall_error
 from mirrorspark.replication.task.partition import PartitionCopy, TaskPartitions
 from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionKey
+
+GRANT_WAIT_S = 10.0
+"""Longest wait of a commit for the driver's grant (s). Grants come only from a driver holding the
+flow's lease; one that lost it says ``abort`` and one that is gone closes the channel, and the task
+ends at once on either."""
+
+GRANT_POLL_S = 0.05
+"""Seconds between two looks at the channel while a commit waits for a grant."""
 
 UNKNOWN_SOURCE = FetchSource(-1, -1)
 """Where a partition is fetched from before librdkafka's first statistics say it."""
@@ -230,6 +238,7 @@ class _Committer:
         syncs: CommitWrites | None,
         channel: Channel,
         sources: Mapping[PartitionKey, FetchSource],
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.spec = spec
         self.parts = partitions
@@ -239,12 +248,28 @@ class _Committer:
         self.syncs = syncs
         self.channel = channel
         self.sources = sources
+        self.clock = clock
 
     def begin(self) -> None:
         """Nothing to prepare."""
 
     def end(self, *, clean: bool) -> None:
         """Nothing to release."""
+
+    def _granted(self) -> bool:
+        """Wait up to :data:`GRANT_WAIT_S` for a valid grant of the driver; ``False`` if none comes.
+
+        A task that reached its first commit before the driver's first grant arrived (the driver
+        answers its hello on another thread), or whose renewal is late on a loaded driver, waits
+        rather than ending without a commit: what it copied would be copied again. A task whose
+        driver is gone or aborted it never waits; one whose driver froze gives up at the deadline.
+        """
+        deadline = self.clock() + GRANT_WAIT_S
+        while not self.channel.may_commit():
+            if self.channel.check() in (ChannelState.CLOSED, ChannelState.ABORT) or self.clock() >= deadline:
+                return False
+            self.data.poll(GRANT_POLL_S)  # serves delivery reports while it waits
+        return True
 
     def _positions(self, keys: Sequence[PartitionKey]) -> dict[PartitionKey, int]:
         """Return the consumer's positions (next offset to read; past transaction markers and compacted gaps)."""
@@ -334,7 +359,7 @@ class AtLeastOnceCommitter(_Committer):
             updates.append((pc, n, state, window, position))
         if not updates:
             return True
-        if not self.channel.may_commit():
+        if not self._granted():
             return False  # the driver is gone or lost the flow's lease: a zombie never writes a position
         self._send(syncs, commits, final=final)
         for pc, n, state, window, position in updates:
@@ -428,7 +453,7 @@ class TransactionalCommitter(_Committer):
         keys = self.parts.due(final=final)
         if not keys:
             return True
-        if not self.channel.may_commit():
+        if not self._granted():
             self.end(clean=False)
             return False
         moves = self._moves(keys)
@@ -557,6 +582,8 @@ def commit_transaction(data: Any, spec: CopyTaskSpec) -> bool:
 
 
 __all__ = [
+    "GRANT_POLL_S",
+    "GRANT_WAIT_S",
     "UNKNOWN_SOURCE",
     "AtLeastOnceCommitter",
     "CommitWrites",

@@ -103,6 +103,7 @@ class CopyTaskRunner:
             syncs=self.sync_writes,
             channel=channel,
             sources=sources if sources is not None else {},
+            clock=clock,
         )
 
     def run(self) -> TaskResult:
