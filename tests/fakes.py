@@ -878,6 +878,7 @@ class FakeTaskConsumer(FakeConsumer):
         self.paused: set[tuple[str, int]] = set()
         self.seeks: list[tuple[str, int, int]] = []
         self.errors: list[FakeErrorMessage] = []  # handed out by the next poll, first
+        self.consume_timeouts: list[float] = []  # the timeout of every consume call, in order
 
     def _take(self, n: int) -> list[Any]:
         out: list[Any] = []
@@ -903,6 +904,7 @@ class FakeTaskConsumer(FakeConsumer):
         return got[0] if got else None
 
     def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Any]:
+        self.consume_timeouts.append(timeout)
         return self._take(num_messages)
 
     def assign(self, partitions: Sequence[TopicPartition]) -> None:

@@ -21,7 +21,7 @@ from mirrorspark.mm2.records import OffsetSync
 from mirrorspark.replication.task import job
 from mirrorspark.replication.task.channel import ChannelState
 from mirrorspark.replication.task.partition import FULL_SCAN_EVERY
-from mirrorspark.replication.task.runner import CopyTaskRunner
+from mirrorspark.replication.task.runner import BATCH_RECORDS, FILL_WAIT_S, CopyTaskRunner
 from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionAssignment, TaskOutcome
 
 pytestmark = pytest.mark.unit
@@ -235,6 +235,18 @@ def test_a_commit_waits_for_a_grant_that_comes_late(eos: bool) -> None:
 
     assert step(t, hook) == TaskOutcome.CAUGHT_UP
     assert t.committed() == {0: 4} and [r.value for r in t.b.records("A.t")] == [r.value for r in t.a.records("t")]
+
+
+@pytest.mark.parametrize(
+    ("records", "timeouts"),
+    [(500, [0]), (2 * BATCH_RECORDS + 5000, [0, FILL_WAIT_S, FILL_WAIT_S])],
+    ids=["keeping-up", "backlog"],
+)
+def test_only_a_backlog_makes_a_poll_wait_to_fill(records: int, timeouts: list[float]) -> None:
+    """Small records copy faster in full polls; a task keeping up with its source never waits for more."""
+    t = Task(records=records, stop_at={("t", 0): records})
+    assert step(t, lambda task, turn: None) == TaskOutcome.CAUGHT_UP
+    assert t.consumer.consume_timeouts == timeouts and t.committed() == {0: records - 1}
 
 
 def test_an_abort_ends_the_task_without_a_last_commit() -> None:

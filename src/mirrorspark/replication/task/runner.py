@@ -39,6 +39,13 @@ POLL_TIMEOUT_S = 0.25
 BATCH_RECORDS = 10000
 """Most records one poll hands the loop (MM2's ``max.poll.records`` is 500; librdkafka batches cheaply)."""
 
+BACKLOG_RECORDS = 1000
+"""A poll of at least this many records means a backlog: the next poll waits up to :data:`FILL_WAIT_S` to fill."""
+
+FILL_WAIT_S = 0.05
+"""Longest wait of a poll for more records while the task works through a backlog (s): fewer, fuller
+turns of the loop copy small records faster; a task keeping up with its source never waits."""
+
 
 class CopyTaskRunner:
     """Runs one copy task until it ends: poll, produce, commit.
@@ -87,6 +94,7 @@ class CopyTaskRunner:
         self.channel = channel
         self.clock = clock
         self.parts = TaskPartitions(spec.partitions)
+        self._backlog = False  # the last poll was a full one: the next may wait to fill
         self.writes = CommitWrites(commit_producer, f"flow {spec.flow}: source offsets", spec.target)
         self.sync_writes = (
             CommitWrites(syncs_producer, f"flow {spec.flow}: offset syncs", spec.source)
@@ -149,11 +157,18 @@ class CopyTaskRunner:
             self.channel.close()
 
     def _poll(self) -> list[Any]:
-        """Wait up to :data:`POLL_TIMEOUT_S` for a record, then take what else is there (:data:`BATCH_RECORDS`)."""
+        """Wait up to :data:`POLL_TIMEOUT_S` for a record, then take what else is there, :data:`BATCH_RECORDS` at most.
+
+        After a poll of :data:`BACKLOG_RECORDS` or more, the next one waits up to :data:`FILL_WAIT_S` to fill.
+        """
         first = self.consumer.poll(POLL_TIMEOUT_S)
         if first is None:
+            self._backlog = False
             return []
-        return [first, *self.consumer.consume(num_messages=BATCH_RECORDS, timeout=0)]
+        wait = FILL_WAIT_S if self._backlog else 0
+        msgs = [first, *self.consumer.consume(num_messages=BATCH_RECORDS - 1, timeout=wait)]
+        self._backlog = len(msgs) >= BACKLOG_RECORDS
+        return msgs
 
     def _copy(self, msgs: list[Any]) -> None:
         """Produce every record read; note out-of-range partitions (paused) and the dirty set.
@@ -236,4 +251,4 @@ class CopyTaskRunner:
         )
 
 
-__all__ = ["BATCH_RECORDS", "POLL_TIMEOUT_S", "CopyTaskRunner"]
+__all__ = ["BACKLOG_RECORDS", "BATCH_RECORDS", "FILL_WAIT_S", "POLL_TIMEOUT_S", "CopyTaskRunner"]
