@@ -274,3 +274,26 @@ def test_a_take_over_follows_what_another_instance_committed_since_start() -> No
     store_offset(b, "orders", 0, 7_000_000)  # a foreign record written since: never acted on
     flow.reload_positions()
     assert flow.partitions[("orders", 0)].position == 60 and flow.invalid_offsets == 1
+
+
+def test_a_recreated_topics_reset_position_is_not_moved_by_the_running_generations_reports() -> None:
+    """engine-audit F2: reports of the generation that copied the old topic never move the new one's position.
+
+    Before, a pending report (next offset 150, of the old topic) moved the re-created topic's position
+    from 0 back to 150, and the next generation never copied its records 0..149.
+    """
+    cfg, a, _, clients = two_clusters()
+    a.create_topic("orders", 1)
+    a.fill("orders", 0, 100)
+    flow = started_flow(cfg, clients)
+    flow.task_specs(1, ("127.0.0.1", 1, "token"))  # generation 1 copies the old topic
+    a.recreate_topic("orders", 1)
+    a.fill("orders", 0, 200)
+    flow.refresh()
+    assert flow.partitions[("orders", 0)].position == 0
+    late = PartitionReport("A->B", "orders", 0, 0, 1, 150, 150, 0, 0, 0, 0, 0, (), 1)
+    flow.apply_report(late, generation=1)  # still running: its last reports arrive when it stops
+    assert flow.partitions[("orders", 0)].position == 0
+    fresh = PartitionReport("A->B", "orders", 0, 0, 2, 30, 30, 0, 0, 0, 0, 0, (), 1)
+    flow.apply_report(fresh, generation=2)  # the generation started on the re-created topic
+    assert flow.partitions[("orders", 0)].position == 30

@@ -43,6 +43,7 @@ class StubFlow:
     name = "A->B"
     halted = None
     order: tuple[tuple[str, int], ...] = (("t", 0),)
+    assignment = (order, 0)
 
     def __init__(self) -> None:
         self.reports = StubProgress()

@@ -71,6 +71,11 @@ class StubFlow:
     halted = None
     exactly_once = False
     order = [("t", 0), ("t", 1)]
+    resets = 0
+
+    @property
+    def assignment(self) -> Any:
+        return tuple(self.order), self.resets
 
     def __init__(self) -> None:
         self.reports = StubReports()
@@ -146,3 +151,10 @@ def test_a_task_failing_again_and_again_fails_the_flow(
         if sup.state == SupervisorState.FAILED:
             break
     assert sup.state == SupervisorState.FAILED and sup.task_failures.worst == supervision.MAX_FAILURES
+
+
+def test_a_recreated_topic_starts_a_new_generation(started: FlowSupervisor) -> None:
+    """engine-audit F2: same partitions, a new topic: the tasks still copying the old one are stopped and restarted."""
+    started.flow.resets += 1  # type: ignore[attr-defined]
+    started.tick()
+    assert started.generation == 2 and [s.generation for s in started.launched] == [1, 1, 2, 2]  # type: ignore[attr-defined]

@@ -311,7 +311,7 @@ class Replicator:
         A topic dropped by a topic refresh (e.g. a control-list change) stops being copied once its
         flow's tasks restarted with the new assignment, within one supervision round.
         """
-        return all(s.state != SupervisorState.RUNNING or s.assignment == tuple(s.flow.order) for s in self.supervisors)
+        return all(s.state != SupervisorState.RUNNING or s.assignment == s.flow.assignment for s in self.supervisors)
 
     def _supervisor_of(self, flow: Flow) -> FlowSupervisor | None:
         return next((s for s in self.supervisors if s.flow is flow), None)

@@ -338,6 +338,16 @@ class Flow:
 
     # ------------------------------------------------------------------ copy tasks
 
+    @property
+    def assignment(self) -> tuple[tuple[PartitionKey, ...], int]:
+        """What the copy tasks must run: the partitions in order, and how many topics were re-created.
+
+        A change is a new generation (:class:`~mirrorspark.replication.supervisor.FlowSupervisor`):
+        a re-created topic keeps its partitions but starts again at its log start, and the running
+        generation's reports describe the old topic (``engine-audit.md`` F2).
+        """
+        return tuple(self.order), self.positions.resets
+
     def task_specs(
         self, generation: int, channel: tuple[str, int, str], *, stop_at: Mapping[PartitionKey, int] | None = None
     ) -> list[CopyTaskSpec]:
@@ -347,6 +357,7 @@ class Flow:
         """
         if self.halted is not None:
             return []
+        self.positions.started_generation = max(self.positions.started_generation, generation)
         return self.tasks.specs(
             self.order,
             positions={k: p.position for k, p in self.partitions.items()},
@@ -367,8 +378,9 @@ class Flow:
         report:
             A report of this flow.
         generation:
-            The flow's current task generation: positions move only on reports of it (a report
-            of an older generation still adds its copied segments). ``None`` takes any.
+            The flow's current task generation: positions move only on reports of it, and a
+            partition added while an older generation ran only on reports of later ones (a
+            report of an older generation still adds its copied segments). ``None`` takes any.
         segments_only:
             Add the copied segments and the position reached only (a report of an earlier run,
             read at start, before the partitions' positions are set).

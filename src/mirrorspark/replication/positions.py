@@ -55,6 +55,10 @@ class PartitionProgress:
     dropped:
         Records read and dropped by a transform, by this process (never copied; their offsets are
         before ``position``).
+    from_generation:
+        The first task generation whose reports may move ``position``: the partition was added
+        (a new or re-created topic) while an earlier generation ran, and that generation's
+        reports describe another incarnation of the topic (``engine-audit.md`` F2).
     """
 
     position: int
@@ -67,6 +71,7 @@ class PartitionProgress:
     latency_samples: int = 0
     last_segment: CopiedSegment | None = None
     dropped: int = 0
+    from_generation: int = 0
 
     @property
     def lag(self) -> int:
@@ -145,6 +150,8 @@ class Positions:
         self.ledger = ledger
         self.by_key: dict[PartitionKey, PartitionProgress] = {}
         self.order: list[PartitionKey] = []
+        self.started_generation = 0  # the newest task generation started (Flow.task_specs)
+        self.resets = 0  # topics forgotten and added again as new (re-created): the tasks must restart
         self.gaps: list[GapEvent] = []
         self.invalid_offsets = 0
         self.halted: str | None = None
@@ -204,7 +211,7 @@ class Positions:
                         pos = r.position
             else:
                 pos = latest.get(k, log_end) if self.auto_offset_reset == "latest" else log_start
-            self.by_key[k] = PartitionProgress(position=pos)
+            self.by_key[k] = PartitionProgress(position=pos, from_generation=self.started_generation + 1)
             self.order.append(k)
         self._from_start.difference_update(k[0] for k in keys)
 
@@ -298,6 +305,7 @@ class Positions:
 
     def forget_topic(self, topic: str) -> None:
         """Drop every partition and stored offset of ``topic`` (it will be added again as new)."""
+        self.resets += 1
         for key in [k for k in self.order if k[0] == topic]:
             self.order.remove(key)
             self.by_key.pop(key, None)
@@ -429,7 +437,7 @@ class Positions:
                 # a topic dropped from the lists while its tasks still committed: resume after it if allowed again
                 self._stored[key] = report.next_offset - 1
             return False
-        if generation is None or report.generation == generation:
+        if generation is None or (report.generation == generation and generation >= p.from_generation):
             if report.next_offset > p.position:
                 p.position = report.next_offset
                 self.last_commit_at = report.at / 1000.0

@@ -243,7 +243,7 @@ class FlowSupervisor:
         self.reports = flow.reports
         self.generation = 0
         self.runs: dict[int, TaskJob] = {}
-        self.assignment: tuple[PartitionKey, ...] = ()
+        self.assignment: tuple[tuple[PartitionKey, ...], int] = ((), 0)
         self.task_failures = TaskFailures()
         self.restarts = 0
         self.next_start: dict[int, float] = {}
@@ -284,7 +284,7 @@ class FlowSupervisor:
     def start(self) -> None:
         """Start a new generation of the flow's tasks from their committed positions."""
         self.generation += 1
-        self.assignment = tuple(self.flow.order)
+        self.assignment = self.flow.assignment
         self.state = SupervisorState.RUNNING
         self.grant()
         for spec in self._specs():
@@ -386,7 +386,7 @@ class FlowSupervisor:
         for index, run in list(self.runs.items()):
             if not run.is_alive() and self._ended(index, run, now):
                 return  # the flow failed
-        if tuple(self.flow.order) != self.assignment:
+        if self.flow.assignment != self.assignment:
             self.next_start.clear()
             self._restart_all("assignment changed")
             return
