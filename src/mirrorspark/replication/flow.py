@@ -353,6 +353,9 @@ class Flow:
     ) -> list[CopyTaskSpec]:
         """Cut the flow's partitions into its copy tasks, each from its committed positions (:class:`TaskConfigs`).
 
+        Records ``generation`` as started: partitions added from now on move only on reports of
+        later generations
+        (:attr:`~mirrorspark.replication.positions.PartitionProgress.from_generation`).
         Returns an empty list once the flow is halted.
         """
         if self.halted is not None:

@@ -431,10 +431,11 @@ class FlowSupervisor:
             self.task_failures.succeeded(index)
         if result.out_of_range:
             self.flow.check_positions(result.out_of_range)  # records the gap, moves the positions
-        elif result.outcome == TaskOutcome.ORPHANED:  # not told to abort: no grant reached it in time
+        elif result.outcome == TaskOutcome.ORPHANED:  # not told to abort
             log.warning(
-                "%s: copy task %d ended without its last commit (no valid grant from the driver within %.0f s); "
-                "restarting it from its committed offsets: what it copied since is copied again",
+                "%s: copy task %d ended without its last commit (no valid grant from the driver within %.0f s, "
+                "or its channel to the driver closed); restarting it from its committed offsets: what it copied "
+                "since is copied again",
                 self.name,
                 index,
                 GRANT_WAIT_S,
