@@ -30,9 +30,8 @@ task that read its partitions to them commits and ends ``caught_up`` and is not 
 from __future__ import annotations
 
 import logging
-import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
@@ -42,15 +41,14 @@ from mirrorspark.errors import (
     MirrorsparkError,
     SparkDriverLostError,
     TransactionCoordinatorError,
-    error_from_info,
 )
 from mirrorspark.kafka.admin import PartitionKey
 from mirrorspark.replication.lease import FlowLease
 from mirrorspark.replication.task.commit import GRANT_WAIT_S
-from mirrorspark.replication.task.job import run_copy_job
-from mirrorspark.replication.task.spec import CopyTaskSpec, TaskOutcome, TaskResult
+from mirrorspark.replication.task.spec import CopyTaskSpec, TaskOutcome
 from mirrorspark.replication.task_channel import TaskChannel
-from mirrorspark.spark_session import RESTART_ADVICE, DriverJvmWatch, is_gateway_error
+from mirrorspark.replication.task_job import CANCEL_WAIT_S, JVM_EXIT_WAIT_S, TaskJob, end_jobs
+from mirrorspark.spark_session import DriverJvmWatch
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -70,9 +68,6 @@ MAX_FAILURES = 6
 
 STOP_TIMEOUT_S = 30.0
 """Seconds a stop waits for tasks to commit and end before cancelling their jobs (one deadline for all)."""
-
-CANCEL_WAIT_S = 10.0
-"""Seconds a stop or an abort waits for the cancelled jobs of its tasks to end (one deadline for all)."""
 
 REPORTS_POLL_S = 10.0
 """Seconds a read of the progress channel to its end (a task's last reports) may take."""
@@ -122,123 +117,6 @@ def fatal_task_error(error: MirrorsparkError, *, first_start: bool) -> bool:
         Whether the task belonged to the flow's first generation, never restarted.
     """
     return error.fatal or (first_start and isinstance(error, TransactionCoordinatorError))
-
-
-class TaskJob(threading.Thread):
-    """One copy task as the only Spark task of its own Spark job, on a driver thread.
-
-    Parameters
-    ----------
-    spark:
-        The SparkSession.
-    spec:
-        The task.
-    jvm:
-        The watch on the Spark driver JVM, if any: a job that failed because the JVM died fails
-        with the watch's :class:`~mirrorspark.errors.SparkDriverLostError` (naming its pid).
-
-    Attributes
-    ----------
-    result:
-        How the task ended, unless it failed.
-    error:
-        Why it failed: the task's own error rebuilt as its class, a :class:`SparkDriverLostError`
-        when the Spark driver JVM died or cannot be reached (Py4J's connection closed or refused:
-        never retried), or a :class:`DataPathError` naming a lost task or a failed Spark job.
-    """
-
-    def __init__(self, spark: SparkSession, spec: CopyTaskSpec, jvm: DriverJvmWatch | None = None) -> None:
-        super().__init__(name=f"mirrorspark-task-{spec.flow}-{spec.task_index}", daemon=True)
-        self.spark = spark
-        self.spec = spec
-        self.jvm = jvm
-        self.group = f"mirrorspark-{spec.flow}-task-{spec.task_index}-gen-{spec.generation}"
-        self.result: TaskResult | None = None
-        self.error: MirrorsparkError | None = None
-
-    def run(self) -> None:
-        """Run the task's Spark job and keep how it ended."""
-        sc = self.spark.sparkContext
-        spec = self.spec
-        try:
-            sc.setJobGroup(self.group, f"copy task {spec.task_index} of {spec.flow}", interruptOnCancel=True)
-            [result] = sc.parallelize([spec], 1).map(run_copy_job).collect()
-        except Exception as e:  # the job itself failed (cancelled, the JVM gone): only its text is there
-            self.error = self.job_error(e)
-            return
-        if result.outcome == TaskOutcome.FAILED and result.error is not None:
-            self.error = error_from_info(result.error)
-        elif result.outcome == TaskOutcome.LOST:
-            self.error = DataPathError(
-                f"flow {spec.flow}: copy task {spec.task_index} was lost with its Spark executor or Python worker",
-                retriable=True,
-            )
-        else:
-            self.result = result
-
-    def job_error(self, e: Exception) -> MirrorsparkError:
-        """Translate the failure of the task's Spark job: the JVM's death (never retried), or a data-path error."""
-        lost = self.jvm.check() if self.jvm is not None else None
-        if lost is not None:
-            return lost
-        text = str(e).splitlines()[0] if str(e) else type(e).__name__
-        if is_gateway_error(e):
-            return SparkDriverLostError(f"the Spark driver JVM cannot be reached ({text}): {RESTART_ADVICE}")
-        return DataPathError(f"flow {self.spec.flow}: the Spark job of copy task {self.spec.task_index} failed: {text}")
-
-    def cancel(self) -> None:
-        """Cancel the task's Spark job (the Python worker is killed; nothing more is committed).
-
-        Nothing to do once the Spark driver JVM is gone; a failing cancel (the JVM dying) is only logged.
-        """
-        if self.jvm is not None and self.jvm.lost is not None:
-            return
-        try:
-            self.spark.sparkContext.cancelJobGroup(self.group)
-        except Exception as e:  # a Py4J error: the JVM is going away, and the job with it
-            log.debug(
-                "cancelling the Spark job of copy task %d of %s failed: %s", self.spec.task_index, self.spec.flow, e
-            )
-
-
-def end_jobs(
-    runs: Iterable[TaskJob], deadline: float, clock: Callable[[], float] = time.monotonic
-) -> tuple[list[TaskJob], list[TaskJob]]:
-    """Wait for copy task jobs to end until ``deadline``, then cancel those still running, all together.
-
-    Every job is joined under the one ``deadline`` (so N stuck tasks cost one wait, not N), then
-    every job still alive is cancelled at once from threads of its own (a cancel is a Py4J call),
-    and all are joined again for at most :data:`CANCEL_WAIT_S`.
-
-    Parameters
-    ----------
-    runs:
-        The jobs.
-    deadline:
-        ``clock()`` time (s) until which the jobs may end by themselves.
-    clock:
-        Monotonic seconds (injectable for tests).
-
-    Returns
-    -------
-    tuple[list[TaskJob], list[TaskJob]]
-        The jobs that had to be cancelled, and those still running after their cancel (for the caller to log).
-    """
-    runs = list(runs)
-    for run in runs:
-        run.join(max(0.0, deadline - clock()))
-    alive = [run for run in runs if run.is_alive()]
-    if not alive:
-        return [], []
-    cancels = [threading.Thread(target=run.cancel, name="mirrorspark-cancel", daemon=True) for run in alive]
-    for t in cancels:
-        t.start()
-    cancelled = clock() + CANCEL_WAIT_S
-    for t in cancels:
-        t.join(max(0.0, cancelled - clock()))
-    for run in alive:
-        run.join(max(0.0, cancelled - clock()))
-    return alive, [run for run in alive if run.is_alive()]
 
 
 class TaskFailures:
@@ -702,6 +580,7 @@ __all__ = [
     "BACKOFF_MAX_S",
     "CANCEL_WAIT_S",
     "CLUSTER_WARNING_S",
+    "JVM_EXIT_WAIT_S",
     "LEASE_GRANT_S",
     "MAX_FAILURES",
     "READ_RETRY_INITIAL_S",
