@@ -327,3 +327,29 @@ def test_the_watch_names_a_killed_process_with_its_pid_and_signal() -> None:
         watch.close()
         if proc.poll() is None:
             proc.kill()
+
+
+# ------------------------------------------------------------------ shutdown calls with no timeout
+
+
+def test_closing_checkpoints_never_waits_for_a_stuck_offset_syncs_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Audit F7: ``CheckpointEmitter.close`` joined its background read of the offset syncs with no timeout."""
+    from mirrorspark.replication import checkpoint_emitter
+    from mirrorspark.replication.checkpoint_emitter import CheckpointEmitter
+
+    monkeypatch.setattr(checkpoint_emitter, "LOADER_JOIN_S", 0.05, raising=False)
+    release = threading.Event()
+    emitter = CheckpointEmitter.__new__(CheckpointEmitter)  # no cluster: only close() is exercised
+    closed: list[str] = []
+    emitter.name, emitter._producer = "A->B", None
+    emitter.translator = type("T", (), {"close": lambda self: closed.append("translator")})()  # type: ignore[assignment]
+    emitter._loader = threading.Thread(target=release.wait, daemon=True)  # a read that never ends by itself
+    emitter._loader.start()
+    closer = threading.Thread(target=emitter.close, daemon=True)
+    closer.start()
+    closer.join(5)
+    try:
+        assert not closer.is_alive(), "close() waited for the stuck read"
+        assert closed == []  # the read's clients are not released under it
+    finally:
+        release.set()
