@@ -353,3 +353,15 @@ def test_closing_checkpoints_never_waits_for_a_stuck_offset_syncs_read(monkeypat
         assert closed == []  # the read's clients are not released under it
     finally:
         release.set()
+
+
+def test_the_run_command_names_a_gateway_error_of_the_drivers_own_spark_calls() -> None:
+    """A Py4J error out of the driver's own Spark calls (the slot check) was a raw traceback."""
+    from py4j.protocol import Py4JNetworkError
+
+    from mirrorspark.cli.app import _spark_driver_lost
+
+    lost = _spark_driver_lost(Py4JNetworkError("Answer from Java side is empty"))
+    assert isinstance(lost, SparkDriverLostError) and "Spark driver JVM" in str(lost) and lost.exit_code == 9
+    assert _spark_driver_lost(ValueError("a bug")) is None
+    assert _spark_driver_lost(DataPathError("A->B: copy task 0 failed")) is None  # already one line
