@@ -365,3 +365,19 @@ def test_the_run_command_names_a_gateway_error_of_the_drivers_own_spark_calls() 
     assert isinstance(lost, SparkDriverLostError) and "Spark driver JVM" in str(lost) and lost.exit_code == 9
     assert _spark_driver_lost(ValueError("a bug")) is None
     assert _spark_driver_lost(DataPathError("A->B: copy task 0 failed")) is None  # already one line
+
+
+def test_the_watch_follows_pysparks_gateway_process_or_the_spark_submit_parent(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pyspark import SparkContext
+
+    proc = type("Proc", (), {"pid": 4242, "poll": lambda self: -9})()
+    monkeypatch.setattr(SparkContext, "_gateway", type("Gateway", (), {"proc": proc})(), raising=False)
+    watch = DriverJvmWatch.of(object())  # type: ignore[arg-type]
+    assert watch is not None and "pid 4242" in str(watch.check()) and "SIGKILL" in str(watch.lost)
+    monkeypatch.setattr(SparkContext, "_gateway", type("Gateway", (), {"proc": None})(), raising=False)
+    monkeypatch.delenv("SPARK_ENV_LOADED", raising=False)
+    monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
+    assert DriverJvmWatch.of(object()) is None  # nothing to watch: Py4J's errors still name the JVM
+    monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "4040")  # launched by spark-submit: its JVM is our parent
+    watch = DriverJvmWatch.of(object())  # type: ignore[arg-type]
+    assert watch is not None and watch.check() is None
