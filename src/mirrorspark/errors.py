@@ -16,7 +16,8 @@ an exit status, and that the REST service reports::
     │   └── TransactionCoordinatorError NO_TRANSACTION_COORDINATOR
     ├── DataPathError                DATA_PATH_ERROR        exit 4
     │   ├── RecordTooLargeError      RECORD_TOO_LARGE
-    │   └── DataGapError             DATA_GAP
+    │   ├── DataGapError             DATA_GAP
+    │   └── SparkDriverLostError     SPARK_DRIVER_LOST      exit 9
     ├── CorruptRecordError           RECORD_CORRUPT         exit 5
     ├── ControlError                 CONTROL_ERROR          exit 6
     │   └── FlowRunningError         FLOW_RUNNING
@@ -259,6 +260,22 @@ class DataGapError(DataPathError):
     code = "DATA_GAP"
 
 
+class SparkDriverLostError(DataPathError):
+    """The Spark driver JVM of this process died (or cannot be reached): no copy task can run any more.
+
+    Raised by the driver (never by a copy task) when the JVM that PySpark launched for the
+    SparkSession exits, e.g. killed by the OOM killer, or when its gateway stops answering (Py4J's
+    connection refused or closed). Never retried: every copy task of every flow ends without
+    committing (the driver stops granting and aborts them), and ``mirrorspark run`` exits with
+    this error's own status, 9, so that a service manager can tell "restart me" from a data-path
+    error no restart fixes (exit 4). MM2 has no counterpart: a Connect worker is one JVM.
+    """
+
+    code = "SPARK_DRIVER_LOST"
+    exit_code = 9
+    always_fatal = True
+
+
 class CorruptRecordError(MirrorsparkError):
     """An internal record (heartbeat, checkpoint, offset sync, source offset) does not decode."""
 
@@ -314,6 +331,7 @@ __all__ = [
     "RecordTooLargeError",
     "ServiceError",
     "SourceOffsetsRequestError",
+    "SparkDriverLostError",
     "TransactionCoordinatorError",
     "TransformConfigError",
     "UnknownAliasError",

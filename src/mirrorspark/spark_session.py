@@ -1,15 +1,37 @@
-"""The one SparkSession of a mirrorspark process: local master sized for the copy tasks, secrets redacted."""
+"""The one SparkSession of a mirrorspark process: local master sized for the copy tasks, secrets redacted.
+
+Also the watch on the session's Spark driver JVM (:class:`DriverJvmWatch`): a JVM that dies under
+a running driver is named within a fraction of a second, instead of surfacing as Py4J's
+``Connection refused`` at every Spark call.
+"""
 
 from __future__ import annotations
 
+import logging
 import os
+import signal
 import sys
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from mirrorspark.errors import SparkDriverLostError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+JVM_WATCH_INTERVAL_S = 0.2
+"""Seconds between two checks of :class:`DriverJvmWatch` whether the Spark driver JVM still runs."""
+
+RESTART_ADVICE = (
+    "the copy tasks ended without committing (what they copied since their last commit is copied again at "
+    "the next start); start mirrorspark run again, and if the JVM keeps dying check its memory "
+    "(spark.driver.memory, MIRRORSPARK_DRIVER_MEMORY) and the kernel's OOM killer (dmesg)"
+)
+"""How every :class:`~mirrorspark.errors.SparkDriverLostError` message ends: what happened to the copy, the fix."""
 
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -110,4 +132,163 @@ def _package_zip() -> Path:
     return out
 
 
-__all__ = ["LOG4J_CONFIG", "PACKAGE_DIR", "REDACTION_REGEX", "build_spark_session"]
+def is_gateway_error(error: BaseException) -> bool:
+    """Tell whether ``error`` (raised by a PySpark call) says the Spark driver JVM cannot be reached.
+
+    Py4J's network errors (``Py4JNetworkError``: the gateway's connection closed, "Answer from
+    Java side is empty") and the OS's (``ConnectionError``: ``[Errno 111] Connection refused``
+    when Py4J opens a new connection to a gateway that is gone), also as the cause or context of
+    another error. A Spark job that failed for any other reason (cancelled, a task error) is not.
+    """
+    from py4j.protocol import Py4JNetworkError  # type: ignore[import-untyped]
+
+    seen: set[int] = set()
+    e: BaseException | None = error
+    while e is not None and id(e) not in seen:
+        if isinstance(e, (Py4JNetworkError, ConnectionError)):
+            return True
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return False
+
+
+def describe_exit(code: int) -> str:
+    """Say how a process ended from its ``Popen.returncode`` (``-N``: killed by signal N)."""
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"killed by {name}"
+    return f"exited with status {code}"
+
+
+class DriverJvmWatch:
+    """Watches the Spark driver JVM of this process from a thread; names its death at once.
+
+    The JVM PySpark launched (``SparkContext._gateway.proc``, the ``spark-submit`` process,
+    which execs into ``java``) is polled every ``interval_s``; with no such process
+    (launched by ``spark-submit``, which starts this Python process as its child) the parent
+    process is watched instead: a new parent means the JVM is gone. Once dead, :attr:`lost` holds a
+    :class:`~mirrorspark.errors.SparkDriverLostError` naming the JVM (its pid and how it ended) and
+    every ``on_lost`` callback runs once, on the watch thread. Thread-safe.
+
+    Parameters
+    ----------
+    probe:
+        Called every ``interval_s``: ``None`` while the JVM runs, else what happened to it
+        (e.g. ``"the Spark driver JVM (pid 4242) was killed by SIGKILL"``).
+    interval_s:
+        Seconds between two probes (default :data:`JVM_WATCH_INTERVAL_S`).
+    """
+
+    def __init__(self, probe: Callable[[], str | None], *, interval_s: float = JVM_WATCH_INTERVAL_S) -> None:
+        self._probe = probe
+        self.interval_s = interval_s
+        self._lock = threading.Lock()
+        self._callbacks: list[Callable[[SparkDriverLostError], None]] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.lost: SparkDriverLostError | None = None
+
+    @classmethod
+    def of(cls, spark: SparkSession, *, interval_s: float = JVM_WATCH_INTERVAL_S) -> DriverJvmWatch | None:
+        """Build the watch of ``spark``'s driver JVM (not started); ``None`` when nothing can be watched.
+
+        Nothing can be watched when the gateway was neither launched by PySpark nor by a parent
+        ``spark-submit`` (e.g. ``PYSPARK_GATEWAY_PORT`` set by a notebook server).
+        """
+        from pyspark import SparkContext
+
+        gateway: Any = getattr(SparkContext, "_gateway", None)
+        proc = getattr(gateway, "proc", None)
+        if proc is not None:
+            return cls(popen_probe(proc), interval_s=interval_s)
+        if os.environ.get("SPARK_ENV_LOADED") or "PYSPARK_GATEWAY_PORT" in os.environ:
+            parent = os.getppid()
+            if parent > 1:
+                return cls(parent_probe(parent), interval_s=interval_s)
+        return None
+
+    def on_lost(self, callback: Callable[[SparkDriverLostError], None]) -> None:
+        """Call ``callback(error)`` once when the JVM is found dead (at once if it already was)."""
+        with self._lock:
+            lost = self.lost
+            if lost is None:
+                self._callbacks.append(callback)
+        if lost is not None:
+            callback(lost)
+
+    def check(self) -> SparkDriverLostError | None:
+        """Probe the JVM now; return the error naming its death (and run the callbacks once), or ``None``."""
+        if self.lost is not None:
+            return self.lost
+        what = self._probe()
+        if what is None:
+            return None
+        with self._lock:
+            if self.lost is not None:
+                return self.lost
+            self.lost = error = SparkDriverLostError(f"{what}: {RESTART_ADVICE}")
+            callbacks, self._callbacks = self._callbacks, []
+        log.debug("%s", error)
+        for callback in callbacks:
+            try:
+                callback(error)
+            except Exception as e:  # the watch must name the death whatever a callback does
+                log.warning("reacting to the Spark driver JVM's death failed: %s", e)
+        return error
+
+    def start(self) -> DriverJvmWatch:
+        """Start the watch thread (a daemon); return ``self``."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="mirrorspark-jvm-watch", daemon=True)
+            self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            if self.check() is not None:
+                return
+
+    def close(self) -> None:
+        """Stop the watch thread (idempotent; never waits long: one probe at most)."""
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(max(1.0, 2 * self.interval_s))
+
+
+def popen_probe(proc: Any) -> Callable[[], str | None]:
+    """Return a :class:`DriverJvmWatch` probe of a JVM launched as ``proc`` (a ``subprocess.Popen``)."""
+
+    def probe() -> str | None:
+        code = proc.poll()
+        return None if code is None else f"the Spark driver JVM (pid {proc.pid}) died ({describe_exit(code)})"
+
+    return probe
+
+
+def parent_probe(parent: int) -> Callable[[], str | None]:
+    """Return a :class:`DriverJvmWatch` probe of the ``spark-submit`` JVM (pid ``parent``) that launched us."""
+
+    def probe() -> str | None:
+        if os.getppid() == parent:
+            return None
+        return f"the Spark driver JVM (pid {parent}, the spark-submit that launched this process) is gone"
+
+    return probe
+
+
+__all__ = [
+    "JVM_WATCH_INTERVAL_S",
+    "LOG4J_CONFIG",
+    "PACKAGE_DIR",
+    "REDACTION_REGEX",
+    "RESTART_ADVICE",
+    "DriverJvmWatch",
+    "build_spark_session",
+    "describe_exit",
+    "is_gateway_error",
+    "parent_probe",
+    "popen_probe",
+]

@@ -7,6 +7,7 @@ domain never prints.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import signal
@@ -181,7 +182,11 @@ def run(
         ),
     ] = None,
 ) -> None:
-    """Replicate every enabled flow of CONFIG on Spark (Ctrl-C stops cleanly: every copy task commits first)."""
+    """Replicate every enabled flow of CONFIG on Spark (Ctrl-C stops cleanly: every copy task commits first).
+
+    Exits 9 (SPARK_DRIVER_LOST) within seconds if the Spark driver JVM dies: every copy task ends
+    without committing; start the run again.
+    """
     from mirrorspark.config.parse import load_config
 
     try:
@@ -197,6 +202,17 @@ def run(
         raise fail(e) from None
     if json_out:
         out_console.print_json(json.dumps([as_dict(s) for s in stats]))
+
+
+def _spark_driver_lost(e: Exception) -> MirrorsparkError | None:
+    """Translate a Py4J error saying the Spark driver JVM is gone (a ``SparkDriverLostError``); else ``None``."""
+    from mirrorspark.errors import SparkDriverLostError
+    from mirrorspark.spark_session import RESTART_ADVICE, is_gateway_error
+
+    if isinstance(e, MirrorsparkError) or not is_gateway_error(e):
+        return None
+    text = str(e).splitlines()[0] if str(e) else type(e).__name__
+    return SparkDriverLostError(f"the Spark driver JVM cannot be reached ({text}): {RESTART_ADVICE}")
 
 
 def _spark_conf(items: list[str]) -> dict[str, str]:
@@ -268,9 +284,15 @@ def _run(
         else:
             stats = replicator.run(until_caught_up=until_caught_up)
     except KeyboardInterrupt:
-        spark.sparkContext.cancelAllJobs()
+        with contextlib.suppress(Exception):  # the JVM may be gone already: nothing left to cancel
+            spark.sparkContext.cancelAllJobs()
         err_console.print("aborted: what was copied since the copy tasks' last commit will be copied again")
         raise typer.Exit(130) from None
+    except Exception as e:  # a Spark call of the driver (e.g. the slot check) that found the JVM gone
+        lost = _spark_driver_lost(e)
+        if lost is None:
+            raise
+        raise lost from None
     finally:
         signal.signal(signal.SIGINT, previous)
     if not quiet:

@@ -61,6 +61,9 @@ from mirrorspark.replication.live_filters import LiveFilters
 
 log = logging.getLogger(__name__)
 
+LOADER_JOIN_S = 10.0
+"""Seconds :meth:`CheckpointEmitter.close` waits for the background read of the offset syncs (engine-audit F7)."""
+
 
 @dataclass(frozen=True)
 class CheckpointCycle:
@@ -563,14 +566,29 @@ class CheckpointEmitter:
         return True
 
     def close(self) -> None:
-        """Flush and release clients (after a background read of the offset syncs has ended)."""
+        """Flush and release clients (after a background read of the offset syncs has ended).
+
+        The read is waited for at most :data:`LOADER_JOIN_S`; one still running then (a target that
+        does not answer) keeps the translator's clients, which are not released under it.
+        """
+        loading = False
         if self._loader is not None:
-            self._loader.join()
-            self._loader = None
+            self._loader.join(LOADER_JOIN_S)
+            loading = self._loader.is_alive()
+            if loading:
+                log.warning(
+                    "%s: the background read of the offset syncs is still running after %.0f s: its clients are "
+                    "left to it",
+                    self.name,
+                    LOADER_JOIN_S,
+                )
+            else:
+                self._loader = None
         if self._producer is not None:
             self._producer.flush(10)
             self._producer = None
-        self.translator.close()
+        if not loading:
+            self.translator.close()
         if "_live_filters" in self.__dict__:
             self._live_filters.close()
 
@@ -596,4 +614,4 @@ def offsets_of(groups: Iterable[GroupOffset]) -> dict[TopicPartitionKey, int]:
     }
 
 
-__all__ = ["CheckpointCycle", "CheckpointEmitter", "GroupOffset"]
+__all__ = ["LOADER_JOIN_S", "CheckpointCycle", "CheckpointEmitter", "GroupOffset"]

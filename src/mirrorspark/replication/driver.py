@@ -430,6 +430,8 @@ class Replicator:
         ------
         ConfigError
             No SparkSession was given, or Spark offers fewer task slots than the flows have copy tasks.
+        SparkDriverLostError
+            The Spark driver JVM died under the run: every copy task ended without committing.
         DataGapError
             ``mirrorspark.on.gap=stop`` halted a flow (the other flows ran on until the loop
             ended; the message names each halted flow's partition, lost range and the key).
@@ -474,6 +476,8 @@ class Replicator:
             # restarting failed copy tasks and following the leases; once per tick without jobs
             if not self.control.run_pending(between=worker.tick):
                 worker.tick()
+            if worker.driver_lost is not None:
+                break  # the Spark driver JVM is gone: nothing can copy any more (run() raises it)
             failed = worker.failed
             for s in failed:
                 if s.name not in reported and s.name in publishers:
@@ -491,6 +495,8 @@ class Replicator:
 
     def _finish(self, failed: Sequence[FlowSupervisor] = ()) -> list[FlowStats]:
         self.state = DriverState.STOPPED
+        if self.worker is not None and self.worker.driver_lost is not None:
+            raise self.worker.driver_lost
         stats = self.stats()
         self._report(stats)
         halted = [f.halted for f in self.flows if f.halted is not None]

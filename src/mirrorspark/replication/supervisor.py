@@ -15,7 +15,13 @@ it. Tasks commit their own offsets; a flow's :class:`FlowSupervisor`, ticked by 
 * starts a new **generation** of the flow's tasks when its assignment changes (new topics or
   partitions, a control-list change), like a Connect rebalance, and restarts a task after a gap;
 * follows the flow's lease (one active instance per flow): takes over when it is held, ends the
-  running generation without committing when it is lost.
+  running generation without committing when it is lost;
+* never stalls the driver loop for long: the tasks of a stop or an abort are joined, then cancelled,
+  all together under one deadline (:data:`STOP_TIMEOUT_S`, then :data:`CANCEL_WAIT_S`); a progress
+  channel or ``mm2-offsets`` that cannot be read is tried again after a backoff
+  (:data:`READ_RETRY_INITIAL_S` doubling up to :data:`BACKOFF_MAX_S`), not at every tick;
+* ends every task without committing, and restarts none, once the Spark driver JVM is gone
+  (:class:`~mirrorspark.errors.SparkDriverLostError`: :meth:`FlowSupervisor.abandon`).
 
 A bounded copy (``run --until-caught-up``) gives the tasks the end offsets listed at start: a
 task that read its partitions to them commits and ends ``caught_up`` and is not restarted.
@@ -24,9 +30,8 @@ task that read its partitions to them commits and ends ``caught_up`` and is not 
 from __future__ import annotations
 
 import logging
-import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
@@ -34,15 +39,16 @@ from mirrorspark.errors import (
     ClusterError,
     DataPathError,
     MirrorsparkError,
+    SparkDriverLostError,
     TransactionCoordinatorError,
-    error_from_info,
 )
 from mirrorspark.kafka.admin import PartitionKey
 from mirrorspark.replication.lease import FlowLease
 from mirrorspark.replication.task.commit import GRANT_WAIT_S
-from mirrorspark.replication.task.job import run_copy_job
-from mirrorspark.replication.task.spec import CopyTaskSpec, TaskOutcome, TaskResult
+from mirrorspark.replication.task.spec import CopyTaskSpec, TaskOutcome
 from mirrorspark.replication.task_channel import TaskChannel
+from mirrorspark.replication.task_job import CANCEL_WAIT_S, JVM_EXIT_WAIT_S, TaskJob, end_jobs
+from mirrorspark.spark_session import DriverJvmWatch
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -61,7 +67,14 @@ MAX_FAILURES = 6
 """Failures of one copy task in a row, with no record copied in between, after which its flow is marked failed."""
 
 STOP_TIMEOUT_S = 30.0
-"""Seconds a stop waits for tasks to commit and end before cancelling their jobs."""
+"""Seconds a stop waits for tasks to commit and end before cancelling their jobs (one deadline for all)."""
+
+REPORTS_POLL_S = 10.0
+"""Seconds a read of the progress channel to its end (a task's last reports) may take."""
+
+READ_RETRY_INITIAL_S = 2.0
+"""Seconds before reading the progress channel or ``mm2-offsets`` again after a failed read; doubled at each
+further failure up to :data:`BACKOFF_MAX_S` (each read may take seconds: never at every tick)."""
 
 LEASE_GRANT_S = 3.0
 """Seconds a copy task may commit after the driver's last grant: half the lease group's session timeout
@@ -104,59 +117,6 @@ def fatal_task_error(error: MirrorsparkError, *, first_start: bool) -> bool:
         Whether the task belonged to the flow's first generation, never restarted.
     """
     return error.fatal or (first_start and isinstance(error, TransactionCoordinatorError))
-
-
-class TaskJob(threading.Thread):
-    """One copy task as the only Spark task of its own Spark job, on a driver thread.
-
-    Parameters
-    ----------
-    spark:
-        The SparkSession.
-    spec:
-        The task.
-
-    Attributes
-    ----------
-    result:
-        How the task ended, unless it failed.
-    error:
-        Why it failed: the task's own error rebuilt as its class, or a :class:`DataPathError`
-        naming a lost task or a failed Spark job.
-    """
-
-    def __init__(self, spark: SparkSession, spec: CopyTaskSpec) -> None:
-        super().__init__(name=f"mirrorspark-task-{spec.flow}-{spec.task_index}", daemon=True)
-        self.spark = spark
-        self.spec = spec
-        self.group = f"mirrorspark-{spec.flow}-task-{spec.task_index}-gen-{spec.generation}"
-        self.result: TaskResult | None = None
-        self.error: MirrorsparkError | None = None
-
-    def run(self) -> None:
-        """Run the task's Spark job and keep how it ended."""
-        sc = self.spark.sparkContext
-        spec = self.spec
-        try:
-            sc.setJobGroup(self.group, f"copy task {spec.task_index} of {spec.flow}", interruptOnCancel=True)
-            [result] = sc.parallelize([spec], 1).map(run_copy_job).collect()
-        except Exception as e:  # the job itself failed (cancelled, the JVM gone): only its text is there
-            text = str(e).splitlines()[0] if str(e) else type(e).__name__
-            self.error = DataPathError(f"flow {spec.flow}: the Spark job of copy task {spec.task_index} failed: {text}")
-            return
-        if result.outcome == TaskOutcome.FAILED and result.error is not None:
-            self.error = error_from_info(result.error)
-        elif result.outcome == TaskOutcome.LOST:
-            self.error = DataPathError(
-                f"flow {spec.flow}: copy task {spec.task_index} was lost with its Spark executor or Python worker",
-                retriable=True,
-            )
-        else:
-            self.result = result
-
-    def cancel(self) -> None:
-        """Cancel the task's Spark job (the Python worker is killed; nothing more is committed)."""
-        self.spark.sparkContext.cancelJobGroup(self.group)
 
 
 class TaskFailures:
@@ -221,6 +181,10 @@ class FlowSupervisor:
     stop_at:
         A bounded copy's end offsets (``run --until-caught-up``): tasks end once they read their
         partitions to them. ``None``: the tasks copy until stopped.
+    jvm:
+        The watch on the Spark driver JVM (its tasks name its death), if any.
+    clock:
+        Monotonic seconds: restart backoffs, read retries and stop deadlines (injectable for tests).
     """
 
     def __init__(
@@ -231,6 +195,8 @@ class FlowSupervisor:
         lease: FlowLease | None = None,
         *,
         stop_at: Mapping[PartitionKey, int] | None = None,
+        jvm: DriverJvmWatch | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if flow.reports is None:
             raise DataPathError(f"{flow.name}: the flow is not started")
@@ -250,6 +216,9 @@ class FlowSupervisor:
         self.state = SupervisorState.CREATED
         self.error: MirrorsparkError | None = None
         self._quiet_until = 0.0  # no cluster warning before (monotonic s)
+        self.jvm = jvm
+        self.clock = clock
+        self._reads: dict[str, tuple[int, float]] = {}  # read -> (failures in a row, not before: clock s)
 
     @property
     def failures(self) -> int:
@@ -316,40 +285,99 @@ class FlowSupervisor:
         self.state = SupervisorState.STANDBY
 
     def _abort_tasks(self) -> None:
-        """End the running generation without committing (bounded: cancelled after :data:`STOP_TIMEOUT_S`)."""
+        """End the running generation without committing (bounded: all cancelled after :data:`STOP_TIMEOUT_S`)."""
         self.channel.abort(self.name, self.generation)
-        for run in list(self.runs.values()):
-            run.join(STOP_TIMEOUT_S)
-            if run.is_alive():
-                run.cancel()
+        self._end_runs(self.clock() + STOP_TIMEOUT_S)
+
+    def _end_runs(self, deadline: float) -> None:
+        """Join every task until ``deadline``, cancel those still running, all together (:func:`end_jobs`)."""
+        cancelled, stuck = end_jobs(self.runs.values(), deadline, self.clock)
+        if cancelled:
+            log.warning(
+                "%s: copy task(s) %s did not end in time: their Spark jobs were cancelled",
+                self.name,
+                ", ".join(str(r.spec.task_index) for r in cancelled),
+            )
+        if stuck:
+            log.warning(
+                "%s: copy task(s) %s still running after their Spark jobs were cancelled: left behind (they "
+                "commit nothing more without a grant)",
+                self.name,
+                ", ".join(str(r.spec.task_index) for r in stuck),
+            )
+        for run in self.runs.values():
             self.channel.forget(self.name, run.spec.task_index, run.spec.generation)
         self.runs.clear()
 
     def _launch(self, spec: CopyTaskSpec) -> None:
-        run = TaskJob(self.spark, spec)
+        run = TaskJob(self.spark, spec, self.jvm)
         self.runs[spec.task_index] = run
         run.start()
 
-    def stop_tasks(self, *, timeout_s: float = STOP_TIMEOUT_S) -> None:
-        """Stop the current generation: each task commits what was acknowledged and ends (bounded)."""
+    def stop_tasks(self, *, timeout_s: float = STOP_TIMEOUT_S, deadline: float | None = None) -> bool:
+        """Stop the current generation: each task commits what was acknowledged and ends (bounded).
+
+        Every task is told at once and joined under one deadline; those still running then are
+        cancelled together (:func:`end_jobs`). Then the progress channel is read to its end (the
+        tasks' last reports: the positions a next generation starts from).
+
+        Parameters
+        ----------
+        timeout_s:
+            Seconds from now the tasks may take to commit and end (default :data:`STOP_TIMEOUT_S`).
+        deadline:
+            Instead of ``timeout_s``: the ``clock`` time (s) to end by, shared with other flows stopping.
+
+        Returns
+        -------
+        bool
+            Whether the last reports were read: ``False`` while a failed read backs off.
+
+        Raises
+        ------
+        ClusterError
+            The progress channel cannot be read (tried again after a backoff).
+        """
         self.channel.stop(self.name, self.generation)
-        deadline = time.monotonic() + timeout_s
-        for run in list(self.runs.values()):
-            run.join(max(0.0, deadline - time.monotonic()))
-        for run in self.runs.values():
-            if run.is_alive():
-                log.warning(
-                    "%s: copy task %d did not stop in %.0f s: cancelled", self.name, run.spec.task_index, timeout_s
-                )
-                run.cancel()
-                run.join(10)
-            self.channel.forget(self.name, run.spec.task_index, run.spec.generation)
-        self.runs.clear()
-        self.reports.poll(until_end=True, timeout_s=10, generation=self.generation)
+        end = deadline if deadline is not None else self.clock() + timeout_s
+        if any(run.is_alive() for run in self.runs.values()):
+            log.info("%s: stopping its copy tasks (each commits what the target acknowledged)", self.name)
+        self._end_runs(end)
+        return self._read_reports()
+
+    def _may_read(self, what: str) -> bool:
+        """Whether a read that failed (``what``) may be tried again now (its backoff passed)."""
+        return self.clock() >= self._reads.get(what, (0, 0.0))[1]
+
+    def _read_failed(self, what: str) -> None:
+        """Back a failed read off: :data:`READ_RETRY_INITIAL_S` doubling up to :data:`BACKOFF_MAX_S`."""
+        failures = self._reads.get(what, (0, 0.0))[0] + 1
+        delay = min(BACKOFF_MAX_S, READ_RETRY_INITIAL_S * 2 ** (failures - 1))
+        self._reads[what] = (failures, self.clock() + delay)
+
+    def _read_reports(self) -> bool:
+        """Read the progress channel to its end (tasks' last reports); ``False`` while a failed read backs off.
+
+        Raises
+        ------
+        ClusterError
+            The read failed (it is tried again after a backoff, not at every tick).
+        """
+        if not self._may_read("reports"):
+            return False
+        try:
+            self.reports.poll(until_end=True, timeout_s=REPORTS_POLL_S, generation=self.generation)
+        except ClusterError:
+            self._read_failed("reports")
+            raise
+        self._reads.pop("reports", None)
+        return True
 
     def _restart_all(self, why: str) -> None:
-        log.info("%s: restarting its copy tasks (%s)", self.name, why)
-        self.stop_tasks()
+        if self.runs:
+            log.info("%s: restarting its copy tasks (%s)", self.name, why)
+        if not self.stop_tasks():
+            return  # the last reports could not be read yet: the restart waits for them
         self.restarts += 1
         self.start()
 
@@ -382,10 +410,14 @@ class FlowSupervisor:
             self.stop_tasks()
             self.state = SupervisorState.STOPPED
             return
-        now = time.monotonic()
-        for index, run in list(self.runs.items()):
-            if not run.is_alive() and self._ended(index, run, now):
-                return  # the flow failed
+        now = self.clock()
+        ended = [(index, run) for index, run in self.runs.items() if not run.is_alive()]
+        # their last reports first, one read for all of them (a ClusterError while the channel cannot be
+        # read leaves them for a later tick, after a backoff)
+        if ended and self._read_reports():
+            for index, run in ended:
+                if self._ended(index, run, now):
+                    return  # the flow failed
         if self.flow.assignment != self.assignment:
             self.next_start.clear()
             self._restart_all("assignment changed")
@@ -417,10 +449,8 @@ class FlowSupervisor:
     def _ended(self, index: int, run: TaskJob, now: float) -> bool:
         """Handle a task whose job ended: read its last reports, then restart it or record a gap; or fail the flow.
 
-        Returns ``True`` when the flow failed.
+        Returns ``True`` when the flow failed. Its last reports were read (:meth:`_read_reports`).
         """
-        # its last reports first (raises ClusterError while the channel cannot be read: handled at a later tick)
-        self.reports.poll(until_end=True, timeout_s=10, generation=self.generation)
         self.channel.forget(self.name, index, run.spec.generation)
         self.runs.pop(index, None)
         result = run.result
@@ -453,11 +483,16 @@ class FlowSupervisor:
             # A task killed after its transaction committed but before its progress report left the
             # positions known here behind the source offsets committed with its records: start the
             # restarted tasks from those (mm2-offsets, read_committed), or they copy that transaction again.
+            # A failed read (it may take minutes) is tried again after a backoff, not at every tick.
+            if not self._may_read("offsets"):
+                return
             try:
                 self.flow.reload_positions()
             except ClusterError as e:
+                self._read_failed("offsets")
                 log.warning("%s: reading the committed source offsets failed (%s): restart postponed", self.name, e)
                 return
+            self._reads.pop("offsets", None)
         specs = {s.task_index: s for s in self._specs()}
         for index in due:
             del self.next_start[index]
@@ -467,6 +502,9 @@ class FlowSupervisor:
 
     def _failed(self, index: int, error: MirrorsparkError, now: float) -> bool:
         """Count a task's failure: schedule its restart after a backoff, or fail the flow (``True``)."""
+        if isinstance(error, SparkDriverLostError):
+            self.abandon(error)  # no task can run any more: none commits, none restarts
+            return True
         failures = self.task_failures.failed(index)
         first_start = self.generation == 1 and self.restarts == 0
         if fatal_task_error(error, first_start=first_start) or TaskFailures.exhausted(failures):
@@ -496,14 +534,41 @@ class FlowSupervisor:
         except Exception as e:  # already failing: say so, keep the first error
             log.warning("%s: stopping its copy tasks failed: %s", self.name, e)
 
+    def abandon(self, error: SparkDriverLostError) -> None:
+        """End every task without committing, restart none, wait for none: the Spark driver JVM is gone.
+
+        The tasks are told to abort (their Python workers, if still running, commit nothing more:
+        no grant comes any more either); their driver threads end by themselves on Py4J's error.
+        Nothing here calls Spark. Idempotent.
+        """
+        if self.state != SupervisorState.FAILED:
+            self.state = SupervisorState.FAILED
+            self.error = error
+        self.channel.abort(self.name, self.generation)
+        for run in self.runs.values():
+            self.channel.forget(self.name, run.spec.task_index, run.spec.generation)
+        self.runs.clear()
+        self.next_start.clear()
+
     def done(self) -> bool:
         """Tell whether no task runs or waits for a restart (a bounded copy: every one ended ``caught_up``)."""
         return self.state == SupervisorState.RUNNING and not self.runs and not self.next_start
 
-    def close(self) -> None:
-        """Stop the tasks (if running) and give the lease up (a standby takes over at once)."""
+    def close(self, *, deadline: float | None = None) -> None:
+        """Stop the tasks (if running) and give the lease up (a standby takes over at once).
+
+        Parameters
+        ----------
+        deadline:
+            The ``clock`` time (s) by which the tasks must have ended (shared by every flow
+            stopping); ``None``: :data:`STOP_TIMEOUT_S` from now. Their last reports that cannot
+            be read are only logged.
+        """
         if self.runs:
-            self.stop_tasks()
+            try:
+                self.stop_tasks(deadline=deadline)
+            except ClusterError as e:
+                log.warning("%s: reading its copy tasks' last reports failed: %s", self.name, e)
         if self.state != SupervisorState.FAILED:
             self.state = SupervisorState.STOPPED
         if self.lease is not None:
@@ -513,13 +578,18 @@ class FlowSupervisor:
 __all__ = [
     "BACKOFF_INITIAL_S",
     "BACKOFF_MAX_S",
+    "CANCEL_WAIT_S",
     "CLUSTER_WARNING_S",
+    "JVM_EXIT_WAIT_S",
     "LEASE_GRANT_S",
     "MAX_FAILURES",
+    "READ_RETRY_INITIAL_S",
+    "REPORTS_POLL_S",
     "STOP_TIMEOUT_S",
     "FlowSupervisor",
     "SupervisorState",
     "TaskFailures",
     "TaskJob",
+    "end_jobs",
     "fatal_task_error",
 ]

@@ -6,7 +6,11 @@ one :class:`~mirrorspark.replication.supervisor.FlowSupervisor` per flow, renews
 generations' lease grants from a thread of its own (so a long control job never stalls them),
 and stops every task through the task channel (each commits what was acknowledged; tasks still
 running after :data:`~mirrorspark.replication.supervisor.STOP_TIMEOUT_S` have their Spark job
-cancelled).
+cancelled): every flow at once, under one deadline.
+
+It watches the Spark driver JVM (:class:`~mirrorspark.spark_session.DriverJvmWatch`): once the JVM
+is gone (:attr:`Worker.driver_lost`) no grant is renewed, every task is told to abort (none
+commits again), no task is restarted and no Spark call is made; the driver loop ends on it.
 """
 
 from __future__ import annotations
@@ -17,11 +21,12 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from mirrorspark.errors import ConfigError, DataPathError, MirrorsparkError
+from mirrorspark.errors import ConfigError, DataPathError, MirrorsparkError, SparkDriverLostError
 from mirrorspark.kafka.admin import PartitionKey
-from mirrorspark.replication.lease import FlowLease
-from mirrorspark.replication.supervisor import FlowSupervisor, SupervisorState
+from mirrorspark.replication.lease import CLOSE_TIMEOUT_S, FlowLease
+from mirrorspark.replication.supervisor import CANCEL_WAIT_S, STOP_TIMEOUT_S, FlowSupervisor, SupervisorState
 from mirrorspark.replication.task_channel import TaskChannel
+from mirrorspark.spark_session import DriverJvmWatch
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -51,7 +56,12 @@ class Worker:
     stop_at:
         A bounded copy: ``{flow name: {(topic, partition): end offset}}`` listed at start; each
         flow's tasks end once they read their partitions to them. ``None``: copy until stopped.
+    jvm:
+        The watch on the Spark driver JVM (started and closed here); ``None``: the watch of
+        ``spark`` (:meth:`DriverJvmWatch.of`), when its JVM can be watched.
     """
+
+    _lost: SparkDriverLostError | None = None  # set once, when the Spark driver JVM is found gone
 
     def __init__(
         self,
@@ -60,10 +70,12 @@ class Worker:
         *,
         leases: bool = True,
         stop_at: Mapping[str, Mapping[PartitionKey, int]] | None = None,
+        jvm: DriverJvmWatch | None = None,
     ) -> None:
         self.spark = spark
         host = spark.sparkContext.getConf().get("spark.driver.host") or "127.0.0.1"
         self.channel = TaskChannel(host)
+        self.jvm = jvm if jvm is not None else DriverJvmWatch.of(spark)
         self.supervisors = [
             FlowSupervisor(
                 f,
@@ -71,15 +83,39 @@ class Worker:
                 self.channel,
                 FlowLease(f.context) if leases else None,
                 stop_at=None if stop_at is None else stop_at.get(f.name, {}),
+                jvm=self.jvm,
             )
             for f in flows
         ]
         self._closing = threading.Event()
         self._granter = threading.Thread(target=self._grant_loop, name="mirrorspark-lease-grants", daemon=True)
+        if self.jvm is not None:
+            self.jvm.on_lost(self._on_driver_lost)
+
+    @property
+    def driver_lost(self) -> SparkDriverLostError | None:
+        """Why the Spark driver JVM is gone (its watch saw it die, or a task's job could not reach it), or ``None``."""
+        if self._lost is None:
+            for s in self.supervisors:
+                if isinstance(s.error, SparkDriverLostError):
+                    self._on_driver_lost(s.error)
+                    break
+        return self._lost
+
+    def _on_driver_lost(self, error: SparkDriverLostError) -> None:
+        """No grant any more, every task told to abort (none commits again): from the watch's thread or the loop's."""
+        if self._lost is not None:
+            return
+        self._lost = error
+        log.debug("the Spark driver JVM is gone: every copy task is told to abort")
+        for s in list(self.supervisors):
+            self.channel.abort(s.name, s.generation)
 
     def _grant_loop(self) -> None:
         """Renew the grants every :data:`LEASE_RENEW_S`, off the driver loop (long control jobs never stall them)."""
         while not self._closing.wait(LEASE_RENEW_S):
+            if self._lost is not None:
+                return  # the Spark driver JVM is gone: its tasks must commit nothing more
             for s in self.supervisors:
                 try:
                     s.grant()
@@ -115,14 +151,23 @@ class Worker:
             s.reports.poll(until_end=True, timeout_s=10, segments_only=True)
             s.begin()
         self._granter.start()
+        if self.jvm is not None:
+            self.jvm.start()
 
     def tick(self) -> None:
         """Supervise every flow once (reports, ended tasks, assignment changes, the lease).
 
         A flow whose supervision raises anything but a :class:`~mirrorspark.errors.ClusterError`
         (which its supervisor retries) is marked failed with that error and its tasks stopped: the
-        other flows go on, and the driver loop never ends on one flow's error.
+        other flows go on, and the driver loop never ends on one flow's error. Once the Spark
+        driver JVM is gone (:attr:`driver_lost`) nothing is supervised any more: every flow is
+        abandoned (:meth:`FlowSupervisor.abandon`), and the driver loop ends on it.
         """
+        lost = self.driver_lost
+        if lost is not None:
+            for s in self.supervisors:
+                s.abandon(lost)
+            return
         for s in self.supervisors:
             try:
                 s.tick()
@@ -135,14 +180,50 @@ class Worker:
         return [s for s in self.supervisors if s.state == SupervisorState.FAILED]
 
     def stop(self) -> None:
-        """Stop every flow's tasks (each commits what was acknowledged; bounded) and give the leases up."""
-        for s in self.supervisors:
-            if s.runs:
-                self.channel.stop(s.name, s.generation)
-        for s in self.supervisors:
-            s.close()
+        """Stop every flow's tasks (each commits what was acknowledged) and give the leases up: all flows at once.
+
+        Every flow is stopped from a thread of its own under one deadline for all
+        (:data:`~mirrorspark.replication.supervisor.STOP_TIMEOUT_S`, then the cancels'
+        :data:`~mirrorspark.replication.supervisor.CANCEL_WAIT_S`, then the leases'
+        :data:`~mirrorspark.replication.lease.CLOSE_TIMEOUT_S`): N flows cost one wait, not N.
+        Once the Spark driver JVM is gone, every task is aborted instead (none commits) and only
+        the leases are given up.
+        """
+        lost = self.driver_lost
+        if lost is not None:
+            self._closing.set()
+            for s in self.supervisors:
+                s.abandon(lost)
+        else:
+            for s in self.supervisors:
+                if s.runs:
+                    self.channel.stop(s.name, s.generation)
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        closers = [
+            threading.Thread(target=_close, args=(s, deadline), name=f"mirrorspark-stop-{s.name}", daemon=True)
+            for s in self.supervisors
+        ]
+        for t in closers:
+            t.start()
+        for t in closers:
+            t.join(max(0.0, deadline + CANCEL_WAIT_S + CLOSE_TIMEOUT_S - time.monotonic()))
+        for s, t in zip(self.supervisors, closers, strict=True):
+            if t.is_alive():
+                log.warning(
+                    "%s: stopping its copy tasks and giving its lease up is still under way: left behind", s.name
+                )
         self._closing.set()
+        if self.jvm is not None:
+            self.jvm.close()
         self.channel.close()
+
+
+def _close(supervisor: FlowSupervisor, deadline: float) -> None:
+    """Close one flow's supervisor (on a thread of its own): an error is logged, never raised into the thread."""
+    try:
+        supervisor.close(deadline=deadline)
+    except Exception as e:
+        log.warning("%s: stopping its copy tasks failed: %s", supervisor.name, e)
 
 
 def wait_for_slots(slots: Callable[[], int], needed: int, timeout_s: float, interval_s: float = 0.5) -> int:
