@@ -312,13 +312,38 @@ def test_an_abortable_commit_rewinds_to_the_committed_positions() -> None:
         if turn == 1:
             assert task.data.aborts == 1 and ("t", 0, 0) in task.consumer.seeks
             assert task.b.records("A.t") == [] and task.committed() == {}
-            task.runner.parts.by_key[("t", 0)].failures = 0  # nothing left of the aborted transaction
         if turn == 3:
             task.channel.state = ChannelState.STOP
 
     assert step(t, hook) == TaskOutcome.STOPPED
     assert [r.value for r in t.b.records("A.t")] == [f"v0-{i}".encode() for i in range(5)]  # once each
     assert t.committed() == {0: 4}
+
+
+def test_after_a_rewind_a_failed_delivery_names_its_own_record() -> None:
+    """engine-audit F8: records purged by an abort are not failures of the records produced after the rewind.
+
+    librdkafka serves the purged records' delivery reports (``_PURGE_QUEUE``) during
+    ``abort_transaction``. Counted as failures and never reset, they shifted the index of the next
+    real failure past ``upstream``: the task failed blaming offset -1 (or a wrong record) instead of
+    the record that failed.
+    """
+    t = Task(records=5, eos=True)
+    t.data.commit_errors = [KafkaError(KafkaError._OUTDATED, "abortable", txn_requires_abort=True)]
+    t.data.ack_budget = 0  # the first transaction's records are still in flight when it aborts
+
+    def hook(task: Task, turn: int) -> None:
+        if turn == 0:
+            task.now = 5.0  # the first commit is due: it aborts, purging the 5 records in flight
+        if turn == 1:
+            assert task.data.aborts == 1 and task.data.purged >= 5
+            task.data.ack_budget = None
+            task.data.fail_at = {2: KafkaError.TOPIC_AUTHORIZATION_FAILED}  # the third record read again
+            task.now = 10.0
+
+    with pytest.raises(DataPathError, match=r"t-0@2 to A\.t failed") as e:
+        step(t, hook)
+    assert e.value.kafka_code == "TOPIC_AUTHORIZATION_FAILED" and t.committed() == {}
 
 
 def test_a_fenced_producer_fails_the_task() -> None:

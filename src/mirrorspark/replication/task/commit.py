@@ -527,13 +527,35 @@ class TransactionalCommitter(_Committer):
         return syncs, reports
 
     def rewind(self) -> None:
-        """After an aborted transaction: back to the committed positions, nothing of it kept; a new transaction."""
+        """After an aborted transaction: back to the committed positions, nothing of it kept; a new transaction.
+
+        The records the abort purged are forgotten with their delivery reports (``_PURGE_QUEUE``,
+        ``_PURGE_INFLIGHT``: not failures of the records copied again after the rewind). A record that
+        really failed in the aborted transaction fails the task, naming it: rewinding would copy it
+        again and again (an authorization failure, say) without a word (``engine-audit.md`` F8).
+
+        Raises
+        ------
+        RecordTooLargeError, DataPathError
+            A record of the aborted transaction failed for another reason than the abort's purge.
+        """
         self.data.poll(0)  # the purged records' delivery reports
+        for pc in self.parts.by_key.values():
+            if pc.error is not None and not _purged(pc.error[0]):
+                self._check_delivery(pc)
         for key, pc in self.parts.by_key.items():
             pc.forget_unacknowledged()
             if key not in self.parts.out_of_range:
                 self.consumer.seek(TopicPartition(key[0], key[1], pc.committed))
         self.data.begin_transaction()
+
+
+def _purged(err: Any) -> bool:
+    """Whether a delivery error only says the record was purged (an aborted transaction, a released producer)."""
+    return isinstance(err, KafkaError) and err.code() in _PURGE_CODES
+
+
+_PURGE_CODES = frozenset({KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT})  # noqa: SLF001 (librdkafka codes)
 
 
 def _produce(producer: Any, o: Outgoing) -> None:
