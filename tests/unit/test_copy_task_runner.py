@@ -219,6 +219,25 @@ def test_without_a_valid_grant_nothing_is_committed() -> None:
 
 
 @pytest.mark.parametrize("eos", [False, True], ids=["at-least-once", "exactly-once"])
+@pytest.mark.parametrize("records", [0, 5], ids=["nothing-to-copy", "all-copied"])
+def test_an_idle_task_ends_when_its_grant_lapses(eos: bool, records: int) -> None:
+    """engine-audit F8: a zombie with nothing to copy (its driver froze, or lost the flow's lease) gives its slot up.
+
+    Before, a commit with nothing to write never looked at the grant: at least once, the task kept
+    polling forever; exactly once, until the next full scan (:data:`FULL_SCAN_EVERY` commits).
+    """
+    t = Task(records=records, eos=eos)
+
+    def hook(task: Task, turn: int) -> None:
+        task.now = 2.0 * turn  # a commit is due at every turn
+        if turn == 3:
+            task.channel.granted = False  # the last grant expired, none comes
+
+    assert step(t, hook, turns=FULL_SCAN_EVERY - 10) == TaskOutcome.ORPHANED  # not only at the next full scan
+    assert t.committed() == ({0: records - 1} if records else {})
+
+
+@pytest.mark.parametrize("eos", [False, True], ids=["at-least-once", "exactly-once"])
 def test_a_commit_waits_for_a_grant_that_comes_late(eos: bool) -> None:
     """A bounded copy read to its end before the driver's first grant arrived: it waits, then commits.
 

@@ -304,6 +304,9 @@ class AtLeastOnceCommitter(_Committer):
     def commit(self, *, final: bool) -> bool:
         """Commit what the target acknowledged (see the class); ``False`` without a valid grant.
 
+        With nothing to commit the grant is checked all the same: an idle task whose driver froze,
+        or lost the flow's lease, ends (``orphaned``) instead of keeping its slot (``engine-audit.md`` F8).
+
         Raises
         ------
         RecordTooLargeError, DataPathError
@@ -319,7 +322,7 @@ class AtLeastOnceCommitter(_Committer):
             self.data.poll(0)
         keys = self.parts.due(final=final)
         if not keys:
-            return True
+            return self._granted()  # an idle task ends when its grant lapses: a zombie keeps no slot
         positions = self._positions(keys)
         syncs: list[Outgoing] = []
         commits: list[Outgoing] = []
@@ -358,7 +361,7 @@ class AtLeastOnceCommitter(_Committer):
             commits.append(Outgoing(self.spec.progress_topic, *encode_report(report)))
             updates.append((pc, n, state, window, position))
         if not updates:
-            return True
+            return self._granted()  # nothing moved: still, a zombie ends
         if not self._granted():
             return False  # the driver is gone or lost the flow's lease: a zombie never writes a position
         self._send(syncs, commits, final=final)
@@ -440,9 +443,9 @@ class TransactionalCommitter(_Committer):
         Returns
         -------
         bool
-            ``False`` without a valid grant (the transaction is aborted: a zombie's records stay
-            invisible to read_committed consumers); ``True`` otherwise, also when an abortable error
-            aborted the transaction and rewound the task.
+            ``False`` without a valid grant, also with nothing to commit (the transaction is aborted:
+            a zombie's records stay invisible to read_committed consumers, and an idle zombie ends);
+            ``True`` otherwise, also when an abortable error aborted the transaction and rewound the task.
 
         Raises
         ------
@@ -451,11 +454,11 @@ class TransactionalCommitter(_Committer):
             transaction did not arrive within ``stall_timeout_s``, or a sync or report write failed.
         """
         keys = self.parts.due(final=final)
-        if not keys:
-            return True
-        if not self._granted():
+        if not self._granted():  # also with nothing to commit: an idle task ends when its grant lapses
             self.end(clean=False)
             return False
+        if not keys:
+            return True
         moves = self._moves(keys)
         if not moves:
             return True
