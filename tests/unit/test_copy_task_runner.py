@@ -365,6 +365,18 @@ def test_after_a_rewind_a_failed_delivery_names_its_own_record() -> None:
     assert e.value.kafka_code == "TOPIC_AUTHORIZATION_FAILED" and t.committed() == {}
 
 
+def test_a_refused_task_never_initialises_its_transactional_id() -> None:
+    """engine-audit F8: a late task of an older generation, refused by the driver, ends before ``init_transactions``.
+
+    Before, it initialised its transactional id first: that fenced the current task with the same index.
+    """
+    t = Task(records=5, eos=True)
+    t.channel.granted = False
+    t.channel.state = ChannelState.ABORT  # the driver's answer to a stale hello
+    assert t.runner.run().outcome == TaskOutcome.ORPHANED
+    assert not t.data.initialised and t.b.records("A.t") == [] and t.committed() == {}
+
+
 def test_a_fenced_producer_fails_the_task() -> None:
     t = Task(records=5, eos=True)
     t.data.commit_errors = [KafkaError(KafkaError._FENCED, "fenced", fatal=True)]

@@ -23,6 +23,8 @@ from confluent_kafka import KafkaError, TopicPartition
 from mirrorspark.core.replica_rows import FetchSource
 from mirrorspark.replication.task.channel import Channel, ChannelState
 from mirrorspark.replication.task.commit import (
+    GRANT_POLL_S,
+    GRANT_WAIT_S,
     AtLeastOnceCommitter,
     Committer,
     CommitWrites,
@@ -130,6 +132,8 @@ class CopyTaskRunner:
         """
         clean = False
         try:
+            if self.spec.exactly_once and not self._admitted():
+                return self._result(TaskOutcome.ORPHANED)  # refused: it must not fence the current task
             self.committer.begin()
             self.consumer.assign([TopicPartition(t, p, pc.committed) for (t, p), pc in self.parts.by_key.items()])
             next_commit = self.clock() + self.spec.flush_interval_s
@@ -155,6 +159,21 @@ class CopyTaskRunner:
             self.committer.end(clean=clean)
             self.consumer.close()
             self.channel.close()
+
+    def _admitted(self) -> bool:
+        """Exactly-once: wait for the driver's first grant before ``init_transactions`` fences anything.
+
+        A late task of an older generation is refused by the driver (``abort``, then a closed
+        channel, :class:`~mirrorspark.replication.task_channel.TaskChannel`): it ends here, before
+        its transactional id fences the current task with the same index (``engine-audit.md`` F8).
+        ``False`` also when no grant comes within :data:`~mirrorspark.replication.task.commit.GRANT_WAIT_S`.
+        """
+        deadline = self.clock() + GRANT_WAIT_S
+        while not self.channel.may_commit():
+            if self.channel.check() in (ChannelState.CLOSED, ChannelState.ABORT) or self.clock() >= deadline:
+                return False
+            time.sleep(GRANT_POLL_S)
+        return True
 
     def _poll(self) -> list[Any]:
         """Wait up to :data:`POLL_TIMEOUT_S` for a record, then take what else is there, :data:`BATCH_RECORDS` at most.
