@@ -150,6 +150,7 @@ class TaskConfigs:
         generation: int,
         channel: tuple[str, int, str],
         stop_at: Mapping[PartitionKey, int] | None = None,
+        topic_ids: Mapping[str, str] | None = None,
     ) -> list[CopyTaskSpec]:
         """Cut ``order`` into ``min(tasks.max, partitions)`` copy tasks, each from its committed positions.
 
@@ -169,6 +170,9 @@ class TaskConfigs:
             ``(host, port, token)`` of the driver's task channel.
         stop_at:
             A bounded copy's end offsets (:attr:`CopyTaskSpec.stop_at`); ``None``: copy until stopped.
+        topic_ids:
+            ``{source topic: topic id}`` (KIP-516) as the flow knows them: the tasks' reports carry
+            them (:attr:`PartitionAssignment.topic_id`); a topic left out reports none.
 
         Returns
         -------
@@ -192,7 +196,14 @@ class TaskConfigs:
         out = []
         for index, keys in enumerate(assign_round_robin(order, cfg.tasks_max)):
             parts = tuple(
-                PartitionAssignment(t, p, remote_topics[t], positions[(t, p)], self.context.bound_transforms(t))
+                PartitionAssignment(
+                    t,
+                    p,
+                    remote_topics[t],
+                    positions[(t, p)],
+                    self.context.bound_transforms(t),
+                    topic_id=(topic_ids or {}).get(t),
+                )
                 for t, p in keys
             )
             out.append(
