@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from fakes import FakeChannel, FakeCluster, FakeTaskConsumer, FakeTaskProducer
+from fakes import FakeChannel, FakeCluster, FakeErrorMessage, FakeTaskConsumer, FakeTaskProducer
 from mirrorspark.core.progress_records import decode_report, record_kind
 from mirrorspark.errors import DataPathError, RecordTooLargeError, error_from_info
 from mirrorspark.mm2.connect_offsets import decode_source_offset
@@ -287,6 +287,19 @@ def test_a_position_out_of_range_is_committed_up_to_it_and_reported() -> None:
     assert result.outcome == TaskOutcome.OUT_OF_RANGE
     assert result.out_of_range == (("t", 1),)
     assert t.committed() == {0: 4}  # the partition still readable is committed
+
+
+def test_a_log_truncation_ends_the_task_out_of_range_for_the_driver_to_check() -> None:
+    """engine-audit F8: KIP-320's ``_LOG_TRUNCATION`` (an unclean election cut the source log) goes the gap's way.
+
+    Before, it failed the task (a ``DataPathError``), and every restart from the committed position could
+    fail again or skip the new leader's records silently; now the driver checks the position and names the gap.
+    """
+    t = Task(partitions=2, records=5)
+    t.consumer.errors = [FakeErrorMessage("t", 1, KafkaError._LOG_TRUNCATION)]
+    result = t.runner.run()
+    assert result.outcome == TaskOutcome.OUT_OF_RANGE and result.out_of_range == (("t", 1),)
+    assert ("t", 1) in t.consumer.paused and t.committed()[0] == 4
 
 
 def test_a_bounded_copy_ends_caught_up_at_its_end_offsets() -> None:

@@ -49,6 +49,10 @@ FILL_WAIT_S = 0.05
 turns of the loop copy small records faster; a task keeping up with its source never waits."""
 
 
+_OUT_OF_RANGE = frozenset({KafkaError._AUTO_OFFSET_RESET, KafkaError._LOG_TRUNCATION})  # noqa: SLF001 (librdkafka)
+"""Consumer errors that mean a position the source partition no longer holds (the driver checks it for a gap)."""
+
+
 class CopyTaskRunner:
     """Runs one copy task until it ends: poll, produce, commit.
 
@@ -219,10 +223,16 @@ class CopyTaskRunner:
             pc.read_to = offset + 1
 
     def _read_error(self, m: Any, err: Any) -> None:
-        """Handle an error record: a partition's end (ignored), a position out of range (paused), else a failure."""
+        """Handle an error record: a partition's end (ignored), a position out of range (paused), else a failure.
+
+        A log truncation found by librdkafka's leader-epoch validation (KIP-320, ``_LOG_TRUNCATION``:
+        an unclean leader election cut the source log below the position) is handled as a position
+        out of range: the task commits and ends, and the driver checks the position against the log
+        and records the gap (``engine-audit.md`` F8), instead of the task failing over and over.
+        """
         if err.code() == KafkaError._PARTITION_EOF:
             return
-        if err.code() == KafkaError._AUTO_OFFSET_RESET and m.topic() is not None:  # noqa: SLF001 (librdkafka code)
+        if err.code() in _OUT_OF_RANGE and m.topic() is not None:
             # auto.offset.reset=error: records deleted, log truncated, topic re-created: the driver records the gap
             k = (m.topic(), m.partition())
             if k in self.parts.by_key and k not in self.parts.out_of_range:
