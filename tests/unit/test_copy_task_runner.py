@@ -42,6 +42,7 @@ class Task:
         eos: bool = False,
         stop_at: dict[tuple[str, int], int] | None = None,
         boundary: str = "interval",
+        topic_id: str | None = None,
     ) -> None:
         self.a, self.b = FakeCluster("A"), FakeCluster("B")
         self.a.create_topic("t", partitions)
@@ -66,7 +67,7 @@ class Task:
             offsets_partitions=25,
             syncs_topic=SYNCS,
             progress_topic=PROGRESS,
-            partitions=tuple(PartitionAssignment("t", p, "A.t", 0) for p in range(partitions)),
+            partitions=tuple(PartitionAssignment("t", p, "A.t", 0, topic_id=topic_id) for p in range(partitions)),
             offset_lag_max=100,
             flush_interval_s=1.0,
             channel=("127.0.0.1", 0, "token"),
@@ -144,6 +145,13 @@ def test_every_record_is_copied_unchanged_and_committed_on_stop() -> None:
     assert sum(r.records for r in t.reports()) == 10
     assert next(OffsetSync.decode(r.key, r.value) for r in t.a.records(SYNCS)) == OffsetSync("t", 0, 0, 0)
     assert t.consumer.closed and t.channel.closed
+
+
+def test_reports_name_the_topic_incarnation_the_task_copied() -> None:
+    """engine-audit F2: each progress report carries the source topic's id from the task's spec (KIP-516)."""
+    t = Task(partitions=2, records=3, topic_id="Zm9vYmFyMTIzNDU2Nzg5MA")
+    assert step(t, stop_after(2)) == TaskOutcome.STOPPED
+    assert t.reports() and {r.topic_id for r in t.reports()} == {"Zm9vYmFyMTIzNDU2Nzg5MA"}
 
 
 def test_only_the_acknowledged_prefix_is_committed() -> None:

@@ -140,6 +140,21 @@ class TaskConfigs:
         self._confs = {"consumer": consumer, "producer": producer, "commit": commit, "syncs": syncs}
         return self._confs
 
+    def _assignments(
+        self,
+        keys: Sequence[PartitionKey],
+        positions: Mapping[PartitionKey, int],
+        remote_topics: Mapping[str, str],
+        topic_ids: Mapping[str, str],
+    ) -> tuple[PartitionAssignment, ...]:
+        """One task's partitions, each from its committed position, with its remote topic, transforms and topic id."""
+        return tuple(
+            PartitionAssignment(
+                t, p, remote_topics[t], positions[(t, p)], self.context.bound_transforms(t), topic_id=topic_ids.get(t)
+            )
+            for t, p in keys
+        )
+
     def specs(
         self,
         order: Sequence[PartitionKey],
@@ -195,17 +210,7 @@ class TaskConfigs:
         init_timeout_s = init_transactions_timeout_s(self.context.settings("target_producer").properties)
         out = []
         for index, keys in enumerate(assign_round_robin(order, cfg.tasks_max)):
-            parts = tuple(
-                PartitionAssignment(
-                    t,
-                    p,
-                    remote_topics[t],
-                    positions[(t, p)],
-                    self.context.bound_transforms(t),
-                    topic_id=(topic_ids or {}).get(t),
-                )
-                for t, p in keys
-            )
+            parts = self._assignments(keys, positions, remote_topics, topic_ids or {})
             out.append(
                 CopyTaskSpec(
                     flow=cfg.name,
