@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import secrets
 import socket
 import threading
+
+log = logging.getLogger(__name__)
 
 ACCEPT_POLL_S = 0.5
 """Seconds the task channel's accept loop waits before checking whether it was closed."""
@@ -95,6 +98,10 @@ class TaskChannel:
             stop = (key[0], key[2]) in self._stopped
             grant = None if stale else self._grants.get((key[0], key[2]))
         if stale:  # a task of an older generation, started late: never a grant (engine-audit.md F8)
+            log.info(
+                "%s: copy task %d of generation %d started after its generation ended: told to end without committing",
+                *key,
+            )
             self._send(conn, b"abort\n")
             conn.close()
             return
