@@ -771,6 +771,7 @@ class FakeTaskProducer:
         self.commits = 0
         self.aborts = 0
         self._txn: list[tuple[str, int, FakeRecord]] = []
+        self._txn_failed = 0  # the code of a record that failed in the open transaction
 
     def produce(
         self,
@@ -802,6 +803,8 @@ class FakeTaskProducer:
             done += 1
             code = self.fail_at.get(index)
             if code is not None:
+                if self.transactional:  # librdkafka: a record failed in a transaction makes it abortable
+                    self._txn_failed = self._txn_failed or code
                 if r.callback is not None:  # librdkafka hands the failed message too (offset -1001)
                     r.callback(KafkaError(code), FakeDelivered(r.topic, r.partition, -1001, r.timestamp))
                 continue
@@ -840,6 +843,8 @@ class FakeTaskProducer:
         if self.commit_errors:
             raise KafkaException(self.commit_errors.pop(0))
         self.flush()
+        if self._txn_failed:
+            raise KafkaException(KafkaError(self._txn_failed, "Failed to produce messages", txn_requires_abort=True))
         for topic, partition, rec in self._txn:
             self.cluster.topics[topic].partitions[partition].append(rec)
         self._txn.clear()
@@ -847,8 +852,14 @@ class FakeTaskProducer:
         self.commits += 1
 
     def abort_transaction(self, timeout: float = -1) -> None:
-        self.purge()
+        # librdkafka purges what is not acknowledged yet and serves its delivery reports (_PURGE_QUEUE) here
+        purged, self.in_flight = self.in_flight, []
+        self.purged += len(purged)
+        for r in purged:
+            if r.callback is not None:
+                r.callback(KafkaError(KafkaError._PURGE_QUEUE), FakeDelivered(r.topic, r.partition, -1001, r.timestamp))
         self._txn.clear()
+        self._txn_failed = 0
         self.in_transaction = False
         self.aborts += 1
 

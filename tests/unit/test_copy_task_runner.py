@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from fakes import FakeChannel, FakeCluster, FakeTaskConsumer, FakeTaskProducer
+from fakes import FakeChannel, FakeCluster, FakeErrorMessage, FakeTaskConsumer, FakeTaskProducer
 from mirrorspark.core.progress_records import decode_report, record_kind
 from mirrorspark.errors import DataPathError, RecordTooLargeError, error_from_info
 from mirrorspark.mm2.connect_offsets import decode_source_offset
@@ -42,6 +42,7 @@ class Task:
         eos: bool = False,
         stop_at: dict[tuple[str, int], int] | None = None,
         boundary: str = "interval",
+        topic_id: str | None = None,
     ) -> None:
         self.a, self.b = FakeCluster("A"), FakeCluster("B")
         self.a.create_topic("t", partitions)
@@ -66,7 +67,7 @@ class Task:
             offsets_partitions=25,
             syncs_topic=SYNCS,
             progress_topic=PROGRESS,
-            partitions=tuple(PartitionAssignment("t", p, "A.t", 0) for p in range(partitions)),
+            partitions=tuple(PartitionAssignment("t", p, "A.t", 0, topic_id=topic_id) for p in range(partitions)),
             offset_lag_max=100,
             flush_interval_s=1.0,
             channel=("127.0.0.1", 0, "token"),
@@ -146,6 +147,13 @@ def test_every_record_is_copied_unchanged_and_committed_on_stop() -> None:
     assert t.consumer.closed and t.channel.closed
 
 
+def test_reports_name_the_topic_incarnation_the_task_copied() -> None:
+    """engine-audit F2: each progress report carries the source topic's id from the task's spec (KIP-516)."""
+    t = Task(partitions=2, records=3, topic_id="Zm9vYmFyMTIzNDU2Nzg5MA")
+    assert step(t, stop_after(2)) == TaskOutcome.STOPPED
+    assert t.reports() and {r.topic_id for r in t.reports()} == {"Zm9vYmFyMTIzNDU2Nzg5MA"}
+
+
 def test_only_the_acknowledged_prefix_is_committed() -> None:
     t = Task(records=10)
     t.data.ack_budget = 0
@@ -219,6 +227,25 @@ def test_without_a_valid_grant_nothing_is_committed() -> None:
 
 
 @pytest.mark.parametrize("eos", [False, True], ids=["at-least-once", "exactly-once"])
+@pytest.mark.parametrize("records", [0, 5], ids=["nothing-to-copy", "all-copied"])
+def test_an_idle_task_ends_when_its_grant_lapses(eos: bool, records: int) -> None:
+    """engine-audit F8: a zombie with nothing to copy (its driver froze, or lost the flow's lease) gives its slot up.
+
+    Before, a commit with nothing to write never looked at the grant: at least once, the task kept
+    polling forever; exactly once, until the next full scan (:data:`FULL_SCAN_EVERY` commits).
+    """
+    t = Task(records=records, eos=eos)
+
+    def hook(task: Task, turn: int) -> None:
+        task.now = 2.0 * turn  # a commit is due at every turn
+        if turn == 3:
+            task.channel.granted = False  # the last grant expired, none comes
+
+    assert step(t, hook, turns=FULL_SCAN_EVERY - 10) == TaskOutcome.ORPHANED  # not only at the next full scan
+    assert t.committed() == ({0: records - 1} if records else {})
+
+
+@pytest.mark.parametrize("eos", [False, True], ids=["at-least-once", "exactly-once"])
 def test_a_commit_waits_for_a_grant_that_comes_late(eos: bool) -> None:
     """A bounded copy read to its end before the driver's first grant arrived: it waits, then commits.
 
@@ -270,6 +297,19 @@ def test_a_position_out_of_range_is_committed_up_to_it_and_reported() -> None:
     assert t.committed() == {0: 4}  # the partition still readable is committed
 
 
+def test_a_log_truncation_ends_the_task_out_of_range_for_the_driver_to_check() -> None:
+    """engine-audit F8: KIP-320's ``_LOG_TRUNCATION`` (an unclean election cut the source log) goes the gap's way.
+
+    Before, it failed the task (a ``DataPathError``), and every restart from the committed position could
+    fail again or skip the new leader's records silently; now the driver checks the position and names the gap.
+    """
+    t = Task(partitions=2, records=5)
+    t.consumer.errors = [FakeErrorMessage("t", 1, KafkaError._LOG_TRUNCATION)]
+    result = t.runner.run()
+    assert result.outcome == TaskOutcome.OUT_OF_RANGE and result.out_of_range == (("t", 1),)
+    assert ("t", 1) in t.consumer.paused and t.committed()[0] == 4
+
+
 def test_a_bounded_copy_ends_caught_up_at_its_end_offsets() -> None:
     t = Task(partitions=2, records=6, stop_at={("t", 0): 4, ("t", 1): 6})
     result = t.runner.run()
@@ -312,13 +352,50 @@ def test_an_abortable_commit_rewinds_to_the_committed_positions() -> None:
         if turn == 1:
             assert task.data.aborts == 1 and ("t", 0, 0) in task.consumer.seeks
             assert task.b.records("A.t") == [] and task.committed() == {}
-            task.runner.parts.by_key[("t", 0)].failures = 0  # nothing left of the aborted transaction
         if turn == 3:
             task.channel.state = ChannelState.STOP
 
     assert step(t, hook) == TaskOutcome.STOPPED
     assert [r.value for r in t.b.records("A.t")] == [f"v0-{i}".encode() for i in range(5)]  # once each
     assert t.committed() == {0: 4}
+
+
+def test_after_a_rewind_a_failed_delivery_names_its_own_record() -> None:
+    """engine-audit F8: records purged by an abort are not failures of the records produced after the rewind.
+
+    librdkafka serves the purged records' delivery reports (``_PURGE_QUEUE``) during
+    ``abort_transaction``. Counted as failures and never reset, they shifted the index of the next
+    real failure past ``upstream``: the task failed blaming offset -1 (or a wrong record) instead of
+    the record that failed.
+    """
+    t = Task(records=5, eos=True)
+    t.data.commit_errors = [KafkaError(KafkaError._OUTDATED, "abortable", txn_requires_abort=True)]
+    t.data.ack_budget = 0  # the first transaction's records are still in flight when it aborts
+
+    def hook(task: Task, turn: int) -> None:
+        if turn == 0:
+            task.now = 5.0  # the first commit is due: it aborts, purging the 5 records in flight
+        if turn == 1:
+            assert task.data.aborts == 1 and task.data.purged >= 5
+            task.data.ack_budget = None
+            task.data.fail_at = {2: KafkaError.TOPIC_AUTHORIZATION_FAILED}  # the third record read again
+            task.now = 10.0
+
+    with pytest.raises(DataPathError, match=r"t-0@2 to A\.t failed") as e:
+        step(t, hook)
+    assert e.value.kafka_code == "TOPIC_AUTHORIZATION_FAILED" and t.committed() == {}
+
+
+def test_a_refused_task_never_initialises_its_transactional_id() -> None:
+    """engine-audit F8: a late task of an older generation, refused by the driver, ends before ``init_transactions``.
+
+    Before, it initialised its transactional id first: that fenced the current task with the same index.
+    """
+    t = Task(records=5, eos=True)
+    t.channel.granted = False
+    t.channel.state = ChannelState.ABORT  # the driver's answer to a stale hello
+    assert t.runner.run().outcome == TaskOutcome.ORPHANED
+    assert not t.data.initialised and t.b.records("A.t") == [] and t.committed() == {}
 
 
 def test_a_fenced_producer_fails_the_task() -> None:

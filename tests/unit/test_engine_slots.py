@@ -1,4 +1,4 @@
-"""The continuous engine's wait for a cluster's executors before its slot check (pure: a counting function)."""
+"""What the worker checks of Spark before it starts the copy tasks: slots (a counting function), no speculation."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import itertools
 
 import pytest
 
-from mirrorspark.replication.worker import wait_for_slots
+from mirrorspark.errors import ConfigError
+from mirrorspark.replication.worker import check_speculation, wait_for_slots
 
 pytestmark = pytest.mark.unit
 
@@ -25,3 +26,15 @@ def test_returns_at_once_when_there_are_enough() -> None:
 
 def test_gives_up_after_the_timeout_with_the_last_count() -> None:
     assert wait_for_slots(lambda: 2, 4, timeout_s=0.01, interval_s=0.001) == 2
+
+
+@pytest.mark.parametrize("value", ["true", "TRUE", " true "])
+def test_spark_speculation_is_refused(value: str) -> None:
+    """engine-audit F8: a speculative attempt of a copy task would end as lost and kill the real one, in a loop."""
+    with pytest.raises(ConfigError, match=r"spark\.speculation=true.*set spark\.speculation=false"):
+        check_speculation(value)
+
+
+@pytest.mark.parametrize("value", [None, "false", "False"])
+def test_spark_without_speculation_is_accepted(value: str | None) -> None:
+    check_speculation(value)

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
+
 import pytest
 
 from fakes import FakeClients, FakeCluster, two_clusters
 from mirrorspark.client.context import FlowContext
 from mirrorspark.config.model import MirrorConfig
 from mirrorspark.core.gaps import GapEvent, KnownTopicId, decode_ledger_record
-from mirrorspark.core.progress_records import PartitionReport, encode_report
+from mirrorspark.core.progress_records import PartitionReport, decode_report, encode_report
 from mirrorspark.mm2.connect_offsets import default_partition, source_offset_key, source_offset_value
 from mirrorspark.mm2.translation import CopiedSegment
 from mirrorspark.replication.driver import Replicator
@@ -297,3 +300,53 @@ def test_a_recreated_topics_reset_position_is_not_moved_by_the_running_generatio
     fresh = PartitionReport("A->B", "orders", 0, 0, 2, 30, 30, 0, 0, 0, 0, 0, (), 1)
     flow.apply_report(fresh, generation=2)  # the generation started on the re-created topic
     assert flow.partitions[("orders", 0)].position == 30
+
+
+def test_a_late_report_of_a_recreated_topics_old_incarnation_changes_nothing() -> None:
+    """engine-audit F2: reports carry the source topic's id (KIP-516); the old incarnation's are dropped entirely.
+
+    Before, such a report (even of a generation that moves positions, or read at start) still raised
+    the position reached and added its copied segments to translation: checkpoints of the new topic
+    translated through the old topic's copies, and a foreign stored offset could pass as the flow's own.
+    """
+    cfg, a, _, clients = two_clusters()
+    a.create_topic("orders", 1)
+    a.fill("orders", 0, 100)
+    flow = started_flow(cfg, clients)
+    [spec] = flow.task_specs(1, ("127.0.0.1", 1, "token"))
+    old_id = spec.partitions[0].topic_id
+    assert old_id == a.topics["orders"].topic_id  # the task knows which incarnation it copies
+    seen = PartitionReport("A->B", "orders", 0, 0, 1, 50, 50, 0, 0, 0, 0, 0, (CopiedSegment(0, 0, 50),), 1)
+    flow.apply_report(replace(seen, topic_id=old_id), generation=1)
+    a.recreate_topic("orders", 1)
+    a.fill("orders", 0, 200)
+    flow.refresh()
+    assert flow.partitions[("orders", 0)].position == 0 and flow.copied.segments("orders", 0) == ()
+    late = PartitionReport("A->B", "orders", 0, 0, 2, 150, 100, 0, 0, 0, 0, 0, (CopiedSegment(50, 50, 100),), 1)
+    for generation, segments_only in ((None, False), (2, False), (None, True)):
+        assert not flow.apply_report(replace(late, topic_id=old_id), generation=generation, segments_only=segments_only)
+    p = flow.partitions[("orders", 0)]
+    assert (p.position, p.records) == (0, 0) and flow.copied.segments("orders", 0) == ()
+    assert flow.positions._reached.get(("orders", 0), -1) < 150
+    [new_spec] = flow.task_specs(2, ("127.0.0.1", 1, "token"))
+    new_id = new_spec.partitions[0].topic_id
+    assert new_id == a.topics["orders"].topic_id != old_id
+    fresh = PartitionReport("A->B", "orders", 0, 0, 2, 30, 30, 0, 0, 0, 0, 0, (CopiedSegment(0, 100, 30),), 1)
+    assert flow.apply_report(replace(fresh, topic_id=new_id), generation=2)
+    assert flow.partitions[("orders", 0)].position == 30 and flow.copied.segments("orders", 0) != ()
+
+
+def test_reports_without_a_topic_id_still_move_positions() -> None:
+    """Progress records written before reports carried a topic id are read as before."""
+    cfg, a, _, clients = two_clusters()
+    a.create_topic("orders", 1)
+    a.fill("orders", 0, 100)
+    flow = started_flow(cfg, clients)
+    flow.task_specs(1, ("127.0.0.1", 1, "token"))
+    old = PartitionReport("A->B", "orders", 0, 0, 1, 40, 40, 0, 0, 0, 0, 0, (), 1)
+    key, value = encode_report(old)
+    doc = json.loads(value)
+    del doc["topic_id"]
+    back = decode_report(key, json.dumps(doc).encode())
+    assert back.topic_id is None and flow.apply_report(back, generation=1)
+    assert flow.partitions[("orders", 0)].position == 40

@@ -102,6 +102,30 @@ def test_the_task_channel_carries_grants_stop_and_abort() -> None:
         channel.close()
 
 
+def test_a_late_task_of_an_older_generation_never_gets_a_grant() -> None:
+    """engine-audit F8: a copy task whose hello arrives after its flow moved to a newer generation is refused.
+
+    Before, it got its generation's last grant (kept until an abort): it could commit stale positions, and
+    in exactly-once mode its ``init_transactions`` fenced the current task with the same index.
+    """
+    channel = TaskChannel()
+    try:
+        channel.grant("A->B", 1, 5.0)
+        channel.stop("A->B", 1)  # generation 1 stopped (its tasks commit and end) ...
+        channel.grant("A->B", 2, 5.0)  # ... and generation 2 started
+        late = ChannelClient(channel.address, {"flow": "A->B", "task": 0, "generation": 1})
+        assert_eventually(lambda: late.check() in ("abort", "closed"), timeout_s=5, message="the late task stays open")
+        assert not late.may_commit()
+        current = ChannelClient(channel.address, {"flow": "A->B", "task": 0, "generation": 2})
+        assert_eventually(current.may_commit, timeout_s=5, message="the current generation got no grant")
+        channel.grant("A->B", 1, 5.0)  # a renewal of the old generation (a race with the grant thread): ignored
+        assert late.check() in ("abort", "closed") and current.check() == "open"
+        late.close()
+        current.close()
+    finally:
+        channel.close()
+
+
 def test_a_connection_with_a_wrong_token_gets_nothing_and_a_closed_channel_ends_the_task() -> None:
     channel = TaskChannel()
     host, port, _ = channel.address

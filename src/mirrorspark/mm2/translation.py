@@ -136,6 +136,11 @@ class CopiedRanges:
         """
         return tuple(self._segments.get((topic, partition), ()))
 
+    def forget_topic(self, topic: str) -> None:
+        """Drop every kept segment of the **upstream** ``topic`` (deleted and re-created: they translate nothing)."""
+        for key in [k for k in self._segments if k[0] == topic]:
+            del self._segments[key]
+
     def partitions(self) -> set[tuple[str, int]]:
         """Return the ``(upstream topic, partition)`` pairs with at least one kept segment (a new set)."""
         return {key for key, kept in self._segments.items() if kept}

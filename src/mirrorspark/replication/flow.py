@@ -254,6 +254,7 @@ class Flow:
             log.info("%s: stopped replicating %s", self.name, topic)
         for topic in self.positions.check_topic_ids(found.wanted):
             self.topics.forget(topic)
+            self.copied.forget_topic(topic)  # the old incarnation's copies translate nothing of the new one
         if self.halted is not None:
             return []
         added = self.topics.add(found.wanted)
@@ -353,7 +354,9 @@ class Flow:
     ) -> list[CopyTaskSpec]:
         """Cut the flow's partitions into its copy tasks, each from its committed positions (:class:`TaskConfigs`).
 
-        Records ``generation`` as started: partitions added from now on move only on reports of
+        Each partition carries its topic's id as known now, and the tasks' reports with it (a report
+        of another incarnation of the topic is dropped: :meth:`apply_report`). Records
+        ``generation`` as started: partitions added from now on move only on reports of
         later generations
         (:attr:`~mirrorspark.replication.positions.PartitionProgress.from_generation`).
         Returns an empty list once the flow is halted.
@@ -369,6 +372,7 @@ class Flow:
             generation=generation,
             channel=channel,
             stop_at=stop_at,
+            topic_ids=self.positions.topic_ids,
         )
 
     def apply_report(
@@ -388,12 +392,19 @@ class Flow:
             Add the copied segments and the position reached only (a report of an earlier run,
             read at start, before the partitions' positions are set).
 
+        A report naming another topic id than the flow knows for its topic (KIP-516: a report of
+        the topic's incarnation before it was deleted and re-created, written late) is dropped
+        entirely: no position, totals, position reached or copied segments (``engine-audit.md`` F2).
+
         Returns
         -------
         bool
             Whether the report was of a partition the flow replicates; with ``segments_only``,
-            always (any partition's segments and position reached are kept).
+            always (any partition's segments and position reached are kept); ``False`` for a
+            report of another incarnation of its topic.
         """
+        if not self.positions.same_incarnation(report):
+            return False
         if report.segments:
             self.copied.add(report.topic, report.partition, report.segments)
         return self.positions.apply_report(report, generation=generation, segments_only=segments_only)

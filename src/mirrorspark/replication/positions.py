@@ -315,6 +315,21 @@ class Positions:
         for key in [k for k in self._reached if k[0] == topic]:
             del self._reached[key]
 
+    @property
+    def topic_ids(self) -> dict[str, str]:
+        """``{source topic: topic id}`` (KIP-516) as last recorded (a copy; for the copy tasks' specs)."""
+        return dict(self._topic_ids)
+
+    def same_incarnation(self, report: PartitionReport) -> bool:
+        """Tell whether a progress report describes the topic the flow knows (its topic id, KIP-516).
+
+        ``False`` only when both ids are known and differ: a report of a topic's incarnation before
+        it was deleted and re-created (``engine-audit.md`` F2). A report without an id (written
+        before reports carried one) or of a topic whose id is not known is taken.
+        """
+        known = self._topic_ids.get(report.topic)
+        return report.topic_id is None or known is None or report.topic_id == known
+
     def current_topic_ids(self, topics: Iterable[str]) -> dict[str, str]:
         """Return the source topics' ids now (KIP-516); topics that do not exist are left out."""
         described = self._admin.describe_topics(topics)
@@ -425,7 +440,12 @@ class Positions:
     # ------------------------------------------------------------------ progress reports and end offsets
 
     def apply_report(self, report: PartitionReport, *, generation: int | None, segments_only: bool) -> bool:
-        """Apply one progress report of a copy task: position and totals (see :meth:`Flow.apply_report`)."""
+        """Apply one progress report of a copy task: position and totals (see :meth:`Flow.apply_report`).
+
+        A report of another incarnation of its topic (:meth:`same_incarnation`) changes nothing.
+        """
+        if not self.same_incarnation(report):
+            return False
         key = (report.topic, report.partition)
         if report.next_offset > self._reached.get(key, -1):
             self._reached[key] = report.next_offset  # the source held every offset below it once

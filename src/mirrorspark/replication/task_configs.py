@@ -140,6 +140,21 @@ class TaskConfigs:
         self._confs = {"consumer": consumer, "producer": producer, "commit": commit, "syncs": syncs}
         return self._confs
 
+    def _assignments(
+        self,
+        keys: Sequence[PartitionKey],
+        positions: Mapping[PartitionKey, int],
+        remote_topics: Mapping[str, str],
+        topic_ids: Mapping[str, str],
+    ) -> tuple[PartitionAssignment, ...]:
+        """One task's partitions, each from its committed position, with its remote topic, transforms and topic id."""
+        return tuple(
+            PartitionAssignment(
+                t, p, remote_topics[t], positions[(t, p)], self.context.bound_transforms(t), topic_id=topic_ids.get(t)
+            )
+            for t, p in keys
+        )
+
     def specs(
         self,
         order: Sequence[PartitionKey],
@@ -150,6 +165,7 @@ class TaskConfigs:
         generation: int,
         channel: tuple[str, int, str],
         stop_at: Mapping[PartitionKey, int] | None = None,
+        topic_ids: Mapping[str, str] | None = None,
     ) -> list[CopyTaskSpec]:
         """Cut ``order`` into ``min(tasks.max, partitions)`` copy tasks, each from its committed positions.
 
@@ -169,6 +185,9 @@ class TaskConfigs:
             ``(host, port, token)`` of the driver's task channel.
         stop_at:
             A bounded copy's end offsets (:attr:`CopyTaskSpec.stop_at`); ``None``: copy until stopped.
+        topic_ids:
+            ``{source topic: topic id}`` (KIP-516) as the flow knows them: the tasks' reports carry
+            them (:attr:`PartitionAssignment.topic_id`); a topic left out reports none.
 
         Returns
         -------
@@ -191,10 +210,7 @@ class TaskConfigs:
         init_timeout_s = init_transactions_timeout_s(self.context.settings("target_producer").properties)
         out = []
         for index, keys in enumerate(assign_round_robin(order, cfg.tasks_max)):
-            parts = tuple(
-                PartitionAssignment(t, p, remote_topics[t], positions[(t, p)], self.context.bound_transforms(t))
-                for t, p in keys
-            )
+            parts = self._assignments(keys, positions, remote_topics, topic_ids or {})
             out.append(
                 CopyTaskSpec(
                     flow=cfg.name,

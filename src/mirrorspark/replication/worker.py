@@ -132,8 +132,10 @@ class Worker:
         Raises
         ------
         ConfigError
-            Fewer slots than copy tasks (on a cluster: still, after :data:`SLOT_WAIT_S` of waiting for executors).
+            Fewer slots than copy tasks (on a cluster: still, after :data:`SLOT_WAIT_S` of waiting for
+            executors), or Spark speculation is on (:func:`check_speculation`).
         """
+        check_speculation(self.spark.sparkContext.getConf().get("spark.speculation"))
         needed = sum(s.task_count() for s in self.supervisors)
         available = self.slots()
         if needed > available and not (self.spark.sparkContext.master or "").startswith("local"):
@@ -226,6 +228,34 @@ def _close(supervisor: FlowSupervisor, deadline: float) -> None:
         log.warning("%s: stopping its copy tasks failed: %s", supervisor.name, e)
 
 
+def check_speculation(value: str | None) -> None:
+    """Refuse Spark speculation (``spark.speculation``): it would kill the copy tasks in a loop.
+
+    A copy task is a long-running Spark task, so Spark's speculation (``spark.speculation=true``,
+    e.g. with ``spark.speculation.task.duration.threshold`` set) soon launches a second attempt of
+    it. That attempt ends at once as ``lost`` (:func:`~mirrorspark.replication.task.job.run_copy_job`
+    never runs a later attempt: its positions are stale); Spark takes its result for the task's,
+    kills the real attempt, and the supervisor restarts it: over and over (``engine-audit.md`` F8).
+    The setting is read when the SparkContext starts, so it is refused here rather than overridden.
+
+    Parameters
+    ----------
+    value:
+        The session's ``spark.speculation`` (``None``: not set, Spark's default ``false``).
+
+    Raises
+    ------
+    ConfigError
+        ``spark.speculation`` is true.
+    """
+    if (value or "false").strip().lower() == "true":
+        raise ConfigError(
+            "spark.speculation=true: Spark would start a second attempt of every long-running copy task and "
+            "kill the first, in a loop; set spark.speculation=false for mirrorspark (--conf spark.speculation=false, "
+            "or leave it out of spark-defaults.conf)"
+        )
+
+
 def wait_for_slots(slots: Callable[[], int], needed: int, timeout_s: float, interval_s: float = 0.5) -> int:
     """Poll ``slots()`` until it reaches ``needed`` or ``timeout_s`` passed (executors still registering).
 
@@ -259,4 +289,4 @@ def first_error(supervisors: Sequence[FlowSupervisor]) -> MirrorsparkError:
     return DataPathError("every flow failed")
 
 
-__all__ = ["LEASE_RENEW_S", "SLOT_WAIT_S", "Worker", "first_error", "wait_for_slots"]
+__all__ = ["LEASE_RENEW_S", "SLOT_WAIT_S", "Worker", "check_speculation", "first_error", "wait_for_slots"]

@@ -34,7 +34,9 @@ empty.
   age at poll (MM2's ``record-age-ms``): ``"age_ms_sum"``, ``"age_ms_min"``, ``"age_ms_max"``,
   ``"age_samples"``; and (additive, absent = -1) ``"fetched_from"`` and ``"leader"``: the source broker the
   task's consumer fetched the partition from and its leader, by librdkafka's statistics (KIP-392 follower
-  fetching); and (additive, absent = 0) ``"dropped"``: records of the interval a transform dropped.
+  fetching); and (additive, absent = 0) ``"dropped"``: records of the interval a transform dropped; and
+  (additive, absent = null) ``"topic_id"``: the id (KIP-516) of the source topic's incarnation the task
+  copied, so that a reader drops the late reports of a topic deleted and re-created.
 * The driver writes three more kinds of records, told apart by ``"kind"`` in the key (a key
   without ``"kind"`` is a partition report; readers skip kinds they do not know):
 

@@ -59,6 +59,10 @@ class PartitionReport:
     dropped:
         Records of the interval a transform dropped (``transforms``): read, never copied, their offsets
         before ``next_offset`` (0 in a record written before this field existed).
+    topic_id:
+        The id (KIP-516) of the source topic the task copied: the incarnation of ``topic`` the report
+        describes (a topic deleted and re-created gets a new id). ``None`` when unknown (a record
+        written before this field existed, or a topic id the driver did not know).
     """
 
     flow: str
@@ -84,6 +88,7 @@ class PartitionReport:
     fetched_from: int = -1
     leader: int = -1
     dropped: int = 0
+    topic_id: str | None = None
 
 
 def report_key(flow: str, topic: str, partition: int) -> bytes:
@@ -115,6 +120,7 @@ def encode_report(r: PartitionReport) -> tuple[bytes, bytes]:
         "fetched_from": r.fetched_from,
         "leader": r.leader,
         "dropped": r.dropped,
+        "topic_id": r.topic_id,
     }
     return report_key(r.flow, r.topic, r.partition), json.dumps(value, separators=(",", ":")).encode()
 
@@ -176,6 +182,9 @@ def decode_report(key: bytes | None, value: bytes | None) -> PartitionReport:
     brokers: dict[str, Any] = {f: v.get(f, -1) for f in ("fetched_from", "leader")}
     if not all(isinstance(x, int) and not isinstance(x, bool) and x >= -1 for x in brokers.values()):
         raise CorruptRecordError("task progress record: fetched_from and leader must be broker ids or -1")
+    topic_id = v.get("topic_id")
+    if topic_id is not None and not isinstance(topic_id, str):
+        raise CorruptRecordError("task progress record: topic_id must be a string or null")
     ints: dict[str, Any] = {f: v[f] for f in _INT_FIELDS}
     return PartitionReport(
         flow=flow,
@@ -187,6 +196,7 @@ def decode_report(key: bytes | None, value: bytes | None) -> PartitionReport:
         **optional,
         **counts,
         **brokers,
+        topic_id=topic_id,
     )
 
 

@@ -205,6 +205,7 @@ def partition_report(
         fetched_from=source.broker,
         leader=source.leader,
         dropped=pc.dropped,
+        topic_id=a.topic_id,
     )
 
 
@@ -304,6 +305,9 @@ class AtLeastOnceCommitter(_Committer):
     def commit(self, *, final: bool) -> bool:
         """Commit what the target acknowledged (see the class); ``False`` without a valid grant.
 
+        With nothing to commit the grant is checked all the same: an idle task whose driver froze,
+        or lost the flow's lease, ends (``orphaned``) instead of keeping its slot (``engine-audit.md`` F8).
+
         Raises
         ------
         RecordTooLargeError, DataPathError
@@ -319,7 +323,7 @@ class AtLeastOnceCommitter(_Committer):
             self.data.poll(0)
         keys = self.parts.due(final=final)
         if not keys:
-            return True
+            return self._granted()  # an idle task ends when its grant lapses: a zombie keeps no slot
         positions = self._positions(keys)
         syncs: list[Outgoing] = []
         commits: list[Outgoing] = []
@@ -358,7 +362,7 @@ class AtLeastOnceCommitter(_Committer):
             commits.append(Outgoing(self.spec.progress_topic, *encode_report(report)))
             updates.append((pc, n, state, window, position))
         if not updates:
-            return True
+            return self._granted()  # nothing moved: still, a zombie ends
         if not self._granted():
             return False  # the driver is gone or lost the flow's lease: a zombie never writes a position
         self._send(syncs, commits, final=final)
@@ -440,9 +444,9 @@ class TransactionalCommitter(_Committer):
         Returns
         -------
         bool
-            ``False`` without a valid grant (the transaction is aborted: a zombie's records stay
-            invisible to read_committed consumers); ``True`` otherwise, also when an abortable error
-            aborted the transaction and rewound the task.
+            ``False`` without a valid grant, also with nothing to commit (the transaction is aborted:
+            a zombie's records stay invisible to read_committed consumers, and an idle zombie ends);
+            ``True`` otherwise, also when an abortable error aborted the transaction and rewound the task.
 
         Raises
         ------
@@ -451,11 +455,11 @@ class TransactionalCommitter(_Committer):
             transaction did not arrive within ``stall_timeout_s``, or a sync or report write failed.
         """
         keys = self.parts.due(final=final)
-        if not keys:
-            return True
-        if not self._granted():
+        if not self._granted():  # also with nothing to commit: an idle task ends when its grant lapses
             self.end(clean=False)
             return False
+        if not keys:
+            return True
         moves = self._moves(keys)
         if not moves:
             return True
@@ -527,13 +531,35 @@ class TransactionalCommitter(_Committer):
         return syncs, reports
 
     def rewind(self) -> None:
-        """After an aborted transaction: back to the committed positions, nothing of it kept; a new transaction."""
+        """After an aborted transaction: back to the committed positions, nothing of it kept; a new transaction.
+
+        The records the abort purged are forgotten with their delivery reports (``_PURGE_QUEUE``,
+        ``_PURGE_INFLIGHT``: not failures of the records copied again after the rewind). A record that
+        really failed in the aborted transaction fails the task, naming it: rewinding would copy it
+        again and again (an authorization failure, say) without a word (``engine-audit.md`` F8).
+
+        Raises
+        ------
+        RecordTooLargeError, DataPathError
+            A record of the aborted transaction failed for another reason than the abort's purge.
+        """
         self.data.poll(0)  # the purged records' delivery reports
+        for pc in self.parts.by_key.values():
+            if pc.error is not None and not _purged(pc.error[0]):
+                self._check_delivery(pc)
         for key, pc in self.parts.by_key.items():
             pc.forget_unacknowledged()
             if key not in self.parts.out_of_range:
                 self.consumer.seek(TopicPartition(key[0], key[1], pc.committed))
         self.data.begin_transaction()
+
+
+def _purged(err: Any) -> bool:
+    """Whether a delivery error only says the record was purged (an aborted transaction, a released producer)."""
+    return isinstance(err, KafkaError) and err.code() in _PURGE_CODES
+
+
+_PURGE_CODES = frozenset({KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT})  # noqa: SLF001 (librdkafka codes)
 
 
 def _produce(producer: Any, o: Outgoing) -> None:

@@ -23,6 +23,8 @@ from confluent_kafka import KafkaError, TopicPartition
 from mirrorspark.core.replica_rows import FetchSource
 from mirrorspark.replication.task.channel import Channel, ChannelState
 from mirrorspark.replication.task.commit import (
+    GRANT_POLL_S,
+    GRANT_WAIT_S,
     AtLeastOnceCommitter,
     Committer,
     CommitWrites,
@@ -45,6 +47,10 @@ BACKLOG_RECORDS = 1000
 FILL_WAIT_S = 0.05
 """Longest wait of a poll for more records while the task works through a backlog (s): fewer, fuller
 turns of the loop copy small records faster; a task keeping up with its source never waits."""
+
+
+_OUT_OF_RANGE = frozenset({KafkaError._AUTO_OFFSET_RESET, KafkaError._LOG_TRUNCATION})  # noqa: SLF001 (librdkafka)
+"""Consumer errors that mean a position the source partition no longer holds (the driver checks it for a gap)."""
 
 
 class CopyTaskRunner:
@@ -130,6 +136,8 @@ class CopyTaskRunner:
         """
         clean = False
         try:
+            if self.spec.exactly_once and not self._admitted():
+                return self._result(TaskOutcome.ORPHANED)  # refused: it must not fence the current task
             self.committer.begin()
             self.consumer.assign([TopicPartition(t, p, pc.committed) for (t, p), pc in self.parts.by_key.items()])
             next_commit = self.clock() + self.spec.flush_interval_s
@@ -155,6 +163,21 @@ class CopyTaskRunner:
             self.committer.end(clean=clean)
             self.consumer.close()
             self.channel.close()
+
+    def _admitted(self) -> bool:
+        """Exactly-once: wait for the driver's first grant before ``init_transactions`` fences anything.
+
+        A late task of an older generation is refused by the driver (``abort``, then a closed
+        channel, :class:`~mirrorspark.replication.task_channel.TaskChannel`): it ends here, before
+        its transactional id fences the current task with the same index (``engine-audit.md`` F8).
+        ``False`` also when no grant comes within :data:`~mirrorspark.replication.task.commit.GRANT_WAIT_S`.
+        """
+        deadline = self.clock() + GRANT_WAIT_S
+        while not self.channel.may_commit():
+            if self.channel.check() in (ChannelState.CLOSED, ChannelState.ABORT) or self.clock() >= deadline:
+                return False
+            time.sleep(GRANT_POLL_S)
+        return True
 
     def _poll(self) -> list[Any]:
         """Wait up to :data:`POLL_TIMEOUT_S` for a record, then take what else is there, :data:`BATCH_RECORDS` at most.
@@ -200,10 +223,16 @@ class CopyTaskRunner:
             pc.read_to = offset + 1
 
     def _read_error(self, m: Any, err: Any) -> None:
-        """Handle an error record: a partition's end (ignored), a position out of range (paused), else a failure."""
+        """Handle an error record: a partition's end (ignored), a position out of range (paused), else a failure.
+
+        A log truncation found by librdkafka's leader-epoch validation (KIP-320, ``_LOG_TRUNCATION``:
+        an unclean leader election cut the source log below the position) is handled as a position
+        out of range: the task commits and ends, and the driver checks the position against the log
+        and records the gap (``engine-audit.md`` F8), instead of the task failing over and over.
+        """
         if err.code() == KafkaError._PARTITION_EOF:
             return
-        if err.code() == KafkaError._AUTO_OFFSET_RESET and m.topic() is not None:  # noqa: SLF001 (librdkafka code)
+        if err.code() in _OUT_OF_RANGE and m.topic() is not None:
             # auto.offset.reset=error: records deleted, log truncated, topic re-created: the driver records the gap
             k = (m.topic(), m.partition())
             if k in self.parts.by_key and k not in self.parts.out_of_range:

@@ -30,6 +30,10 @@ class PartitionAssignment:
     transforms:
         The flow's transforms bound to the remote topic
         (:meth:`~mirrorspark.core.transforms.TransformChain.bind`); ``None`` = records copied unchanged.
+    topic_id:
+        The source topic's id (KIP-516) as the driver knew it when it started the task; the task's
+        progress reports carry it, so the driver drops reports of another incarnation of the topic
+        (deleted and re-created). ``None``: unknown.
     """
 
     source_topic: str
@@ -37,6 +41,7 @@ class PartitionAssignment:
     target_topic: str
     start: int
     transforms: BoundChain | None = None
+    topic_id: str | None = None
 
     @property
     def key(self) -> PartitionKey:
