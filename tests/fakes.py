@@ -213,6 +213,7 @@ class FakeCluster:
         # describing these groups fails with this error code
         self.failing_writes: dict[str, int] = {}
         self.describe_errors: dict[str, int] = {}
+        self.metadata_errors: set[str] = set()  # topics a full Metadata listing returns with an error
 
     def create_topic(self, name: str, partitions: int = 1, config: Mapping[str, str] | None = None) -> None:
         """Create a topic (an existing one is left alone)."""
@@ -223,6 +224,10 @@ class FakeCluster:
         """Delete a partition's records before offset ``before`` (``kafka-delete-records``): the log start moves."""
         t = self.topics[name]
         t.log_start[partition] = max(t.log_start.get(partition, 0), before)
+
+    def delete_topic(self, name: str) -> None:
+        """Delete a topic, records and all."""
+        del self.topics[name]
 
     def recreate_topic(self, name: str, partitions: int) -> None:
         """Delete a topic and create it again, empty, with a new topic id."""
@@ -286,7 +291,10 @@ class FakeAdmin(FakeAclAdmin):
             if topic is not None and name != topic:
                 continue
             parts = {i: SimpleNamespace(id=i, leader=0, replicas=[0], isrs=[0]) for i in range(len(t.partitions))}
-            out[name] = SimpleNamespace(topic=name, error=None, partitions=parts)
+            if name in self.cluster.metadata_errors:
+                out[name] = SimpleNamespace(topic=name, error=KafkaError(KafkaError.LEADER_NOT_AVAILABLE), partitions={})
+            else:
+                out[name] = SimpleNamespace(topic=name, error=None, partitions=parts)
         if topic is not None and topic not in out:
             out[topic] = SimpleNamespace(topic=topic, error=KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART), partitions={})
         return SimpleNamespace(topics=out)

@@ -350,3 +350,39 @@ def test_reports_without_a_topic_id_still_move_positions() -> None:
     back = decode_report(key, json.dumps(doc).encode())
     assert back.topic_id is None and flow.apply_report(back, generation=1)
     assert flow.partitions[("orders", 0)].position == 40
+
+
+# ------------------------------------------------------------------ a topic deleted from the source
+
+
+def test_a_topic_deleted_from_the_source_is_a_gap_for_what_it_had_not_copied() -> None:
+    cfg, a, b, clients = two_clusters()
+    a.create_topic("orders", 1)
+    a.fill("orders", 0, 100)
+    flow = started_flow(cfg, clients)
+    flow.list_end_offsets()
+    flow.partitions[("orders", 0)].position = 40  # 40..99 not copied yet
+    a.delete_topic("orders")  # seen by a refresh before it is created again (if ever)
+    flow.refresh()
+    assert flow.order == []
+    [gap] = flow.gaps
+    assert (gap.topic, gap.partition, gap.reason, gap.first_lost, gap.last_lost) == ("orders", 0, "deleted", 40, 99)
+    assert ledger_gaps(b) == [gap]
+    a.create_topic("orders", 1)  # created again: a new topic, copied from its start
+    a.fill("orders", 0, 10)
+    flow.refresh()
+    assert flow.partitions[("orders", 0)].position == 0
+
+
+def test_a_topic_missing_from_one_listing_is_not_taken_for_deleted() -> None:
+    cfg, a, _, clients = two_clusters()
+    a.create_topic("orders", 1)
+    a.fill("orders", 0, 100)
+    flow = started_flow(cfg, clients)
+    flow.list_end_offsets()
+    flow.partitions[("orders", 0)].position = 40
+    a.metadata_errors.add("orders")  # e.g. LEADER_NOT_AVAILABLE in the Metadata answer: still there
+    flow.refresh()
+    assert flow.order == [("orders", 0)]
+    assert flow.partitions[("orders", 0)].position == 40
+    assert flow.gaps == []

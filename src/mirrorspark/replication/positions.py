@@ -294,7 +294,19 @@ class Positions:
             The source topic.
         on_source:
             Whether the topic still exists on the source (filtered out, not deleted).
+
+        A topic deleted from the source takes the records it held that were not copied yet with
+        it: each partition's ``[position, end offset last listed)`` is recorded as a ``deleted``
+        gap first (never silent), and a WARNING says that records written after that listing,
+        if any, are unknown.
+
+        Raises
+        ------
+        ClusterError
+            A gap cannot be recorded (nothing is dropped).
         """
+        if not on_source:
+            self._record_deleted(topic)
         for key in [k for k in self.order if k[0] == topic]:
             self.order.remove(key)
             dropped = self.by_key.pop(key, None)
@@ -302,6 +314,22 @@ class Positions:
                 self._stored[key] = dropped.position - 1  # resume here if allowed again
                 self._history.pop(key, None)
                 self._reached[key] = max(self._reached.get(key, -1), dropped.position)  # the flow's own
+
+    def _record_deleted(self, topic: str) -> None:
+        """Record a ``deleted`` gap for what each partition of a topic deleted from the source had not copied."""
+        now = int(time.time() * 1000)
+        keys = [k for k in self.order if k[0] == topic]
+        for k in keys:
+            p = self.by_key[k]
+            if p.end_offset > p.position:
+                self.record_gap(GapEvent(self.flow_name, k[0], k[1], "deleted", p.position, p.end_offset - 1, now))
+        if keys:
+            log.warning(
+                "%s: topic %s was deleted from the source; records it received after the flow last listed its "
+                "end offsets and before the deletion, if any, were never copied and cannot be known",
+                self.flow_name,
+                topic,
+            )
 
     def forget_topic(self, topic: str) -> None:
         """Drop every partition and stored offset of ``topic`` (it will be added again as new)."""

@@ -155,7 +155,9 @@ class TopicSync:
         """List the source's topics; create or grow their remote topics; drop those no longer replicated.
 
         The topic filter is rebuilt first from the config file's lists and the changes in the
-        control topic. A dropped topic's remote topic is left alone.
+        control topic. A dropped topic's remote topic is left alone. A replicated topic missing
+        from the listing (its metadata carried an error) is described before it counts as deleted
+        from the source: a deletion records a gap, a passing metadata error must not.
 
         Raises
         ------
@@ -165,6 +167,9 @@ class TopicSync:
         self.live_filters.poll()
         self.topic_filter = self.live_filters.topic_filter(self.topic_filter)
         source_topics = self._src_admin.list_topics()
+        missing = [t for t in self.topic_partitions if t not in source_topics]
+        if missing:  # listed with an error, or deleted: only a topic that cannot be described is gone
+            source_topics.update({t: len(d.replicas) for t, d in self._src_admin.describe_topics(missing).items()})
         wanted = {t: n for t, n in sorted(source_topics.items()) if n > 0 and self.should_replicate(t)}
         self._create_remote_topics(wanted)
         dropped = tuple(t for t in self.topic_partitions if t not in wanted)
