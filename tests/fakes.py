@@ -292,7 +292,8 @@ class FakeAdmin(FakeAclAdmin):
                 continue
             parts = {i: SimpleNamespace(id=i, leader=0, replicas=[0], isrs=[0]) for i in range(len(t.partitions))}
             if name in self.cluster.metadata_errors:
-                out[name] = SimpleNamespace(topic=name, error=KafkaError(KafkaError.LEADER_NOT_AVAILABLE), partitions={})
+                error = KafkaError(KafkaError.LEADER_NOT_AVAILABLE)
+                out[name] = SimpleNamespace(topic=name, error=error, partitions={})
             else:
                 out[name] = SimpleNamespace(topic=name, error=None, partitions=parts)
         if topic is not None and topic not in out:
