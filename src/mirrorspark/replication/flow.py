@@ -369,6 +369,7 @@ class Flow:
             generation=generation,
             channel=channel,
             stop_at=stop_at,
+            restarted=frozenset(k for k, p in self.partitions.items() if p.restarted),
         )
 
     def apply_report(

@@ -38,6 +38,7 @@ from mirrorspark.errors import (
     error_from_info,
 )
 from mirrorspark.kafka.admin import PartitionKey
+from mirrorspark.replication.fencing import fence_flow
 from mirrorspark.replication.lease import FlowLease
 from mirrorspark.replication.task.commit import GRANT_WAIT_S
 from mirrorspark.replication.task.job import run_copy_job
@@ -250,6 +251,7 @@ class FlowSupervisor:
         self.state = SupervisorState.CREATED
         self.error: MirrorsparkError | None = None
         self._quiet_until = 0.0  # no cluster warning before (monotonic s)
+        self._fenced = 0  # the most copy tasks a generation of this supervisor ran: ids to fence at the next start
 
     @property
     def failures(self) -> int:
@@ -282,12 +284,40 @@ class FlowSupervisor:
         self.state = SupervisorState.STANDBY
 
     def start(self) -> None:
-        """Start a new generation of the flow's tasks from their committed positions."""
+        """Start a new generation of the flow's tasks from their committed positions.
+
+        Exactly-once: every transactional id the flow's tasks may have used is fenced first
+        (:func:`~mirrorspark.replication.fencing.fence_flow`, Connect's ``fenceZombies``, KIP-618):
+        ids ``0 .. max(tasks.max, the most tasks this supervisor ran) - 1``. A previous owner of a
+        partition under another task index can commit nothing after the new tasks read their
+        start offsets.
+
+        Raises
+        ------
+        ClusterError
+            The fencing failed (the tasks do not start; the next tick tries again). At the flow's
+            first start a target without a transaction coordinator fails the flow instead.
+        """
+        if self.flow.exactly_once:
+            count = max(self.flow.config.tasks_max, self._fenced)
+            try:
+                took = fence_flow(self.flow, count)
+            except TransactionCoordinatorError as e:
+                if self.generation > 0:
+                    raise
+                self.task_failures.failed(0)  # as the first task's own init_transactions would have failed
+                self.state = SupervisorState.FAILED
+                self.error = e
+                log.error("%s: failed, its copy tasks never start (other flows go on): %s", self.name, e)
+                return
+            log.debug("%s: fenced the transactional ids of tasks 0..%d in %.2f s", self.name, count - 1, took)
         self.generation += 1
         self.assignment = self.flow.assignment
         self.state = SupervisorState.RUNNING
         self.grant()
-        for spec in self._specs():
+        specs = self._specs()
+        self._fenced = max(self._fenced, len(specs))
+        for spec in specs:
             self._launch(spec)
 
     def _specs(self) -> list[CopyTaskSpec]:

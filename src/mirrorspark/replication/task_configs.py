@@ -137,7 +137,27 @@ class TaskConfigs:
                 f"offset-syncs-{side}-producer",
                 overrides=idempotent,
             )
-        self._confs = {"consumer": consumer, "producer": producer, "commit": commit, "syncs": syncs}
+        offsets_consumer = offsets_admin = None
+        if self.exactly_once:  # the task reads its own source offsets after init_transactions (KIP-618)
+            offsets_consumer = ctx.client_conf(
+                "target_consumer",
+                "offsets-target-consumer",
+                overrides={
+                    "enable.auto.commit": False,
+                    "enable.partition.eof": False,
+                    "isolation.level": "read_committed",
+                },
+            )
+            offsets_consumer.setdefault("group.id", f"mirrorspark-{cfg.name}-offsets")
+            offsets_admin = ctx.client_conf("target_admin", "offsets-target-admin")
+        self._confs = {
+            "consumer": consumer,
+            "producer": producer,
+            "commit": commit,
+            "syncs": syncs,
+            "offsets_consumer": offsets_consumer,
+            "offsets_admin": offsets_admin,
+        }
         return self._confs
 
     def specs(
@@ -150,6 +170,7 @@ class TaskConfigs:
         generation: int,
         channel: tuple[str, int, str],
         stop_at: Mapping[PartitionKey, int] | None = None,
+        restarted: frozenset[PartitionKey] = frozenset(),
     ) -> list[CopyTaskSpec]:
         """Cut ``order`` into ``min(tasks.max, partitions)`` copy tasks, each from its committed positions.
 
@@ -169,6 +190,9 @@ class TaskConfigs:
             ``(host, port, token)`` of the driver's task channel.
         stop_at:
             A bounded copy's end offsets (:attr:`CopyTaskSpec.stop_at`); ``None``: copy until stopped.
+        restarted:
+            Partitions the driver started over (a re-created topic) whose new start no copy task
+            committed yet (:attr:`PartitionAssignment.restarted`).
 
         Returns
         -------
@@ -192,7 +216,14 @@ class TaskConfigs:
         out = []
         for index, keys in enumerate(assign_round_robin(order, cfg.tasks_max)):
             parts = tuple(
-                PartitionAssignment(t, p, remote_topics[t], positions[(t, p)], self.context.bound_transforms(t))
+                PartitionAssignment(
+                    t,
+                    p,
+                    remote_topics[t],
+                    positions[(t, p)],
+                    self.context.bound_transforms(t),
+                    restarted=(t, p) in restarted,
+                )
                 for t, p in keys
             )
             out.append(
@@ -217,6 +248,8 @@ class TaskConfigs:
                     transactional_id=task_transactional_id(cfg.source, index) if eos else None,
                     boundary=cfg.transaction_boundary,
                     init_timeout_s=init_timeout_s,
+                    offsets_consumer_conf=confs["offsets_consumer"],
+                    offsets_admin_conf=confs["offsets_admin"],
                     stop_at=None if stop_at is None else {k: stop_at.get(k, positions[k]) for k in keys},
                 )
             )
