@@ -156,9 +156,16 @@ def test_a_start_moved_by_a_stored_offset_is_reported_to_the_driver_even_with_no
     assert (report.next_offset, report.records, report.generation) == (10, 0, 1)
 
 
-def test_a_restarted_partition_adopts_nothing_and_commits_its_start() -> None:
-    """A re-created topic: the stored offset (6) is the old topic's; the task starts at the driver's 0, and its
-    first transaction writes the new start so that no later task adopts the old offset either."""
+def test_a_restarted_partition_adopts_nothing() -> None:
+    """A re-created topic refilled past the old topic's stored offset (6): the task starts at the driver's 0."""
+    t = EosTask(start=0, restarted=True)
+    t.store(6)
+    assert step(t, stop_after(2)) == TaskOutcome.STOPPED
+    assert t.copied() == values(0, 9)
+
+
+def test_a_restarted_partition_commits_its_start_even_with_nothing_to_copy() -> None:
+    """Its first transaction writes the new start, so that no later task adopts the old topic's offset either."""
     t = EosTask(start=0, records=0, restarted=True)
     t.store(6)
     assert step(t, stop_after(2)) == TaskOutcome.STOPPED
