@@ -269,7 +269,8 @@ class EosFlow:
     order = [("t", 0), ("t", 1)]
     assignment = (tuple(order), 0)
 
-    def __init__(self, tasks_max: int) -> None:
+    def __init__(self, tasks_max: int, task_count_seen: int = 0) -> None:
+        self.task_count_seen = task_count_seen
         self.reports = StubReports()
         self.config = type("Cfg", (), {"tasks_max": tasks_max})()
         self.specs: list[int] = []
@@ -291,7 +292,7 @@ def test_a_new_generation_starts_only_after_every_id_is_fenced(monkeypatch: pyte
         return 0.0
 
     monkeypatch.setattr(supervisor_module, "fence_flow", fence)
-    flow = EosFlow(tasks_max=4)
+    flow = EosFlow(tasks_max=2, task_count_seen=4)  # an earlier run had 4 tasks: their ids are fenced too
     sup = FlowSupervisor(flow, object(), StubChannel(), None)  # type: ignore[arg-type]
     sup.generation = 3  # a later generation: a failed fencing is retried, nothing starts before
     with pytest.raises(ClusterError):
@@ -346,6 +347,7 @@ def test_a_recreated_topic_is_restarted_until_a_task_of_it_reports() -> None:
     )
     flow.apply_report(report, generation=2)
     assert not flow.partitions[("t", 0)].restarted
+    assert flow.task_count_seen == 1  # the previous owners' indexes, fenced at the next start
     later = {p.key: p.restarted for s in flow.task_specs(3, ("127.0.0.1", 0, "x")) for p in s.partitions}
     assert later == {("t", 0): False, ("t", 1): True, ("t", 2): True, ("t", 3): True}
 

@@ -1,0 +1,103 @@
+"""Exactly-once as KIP-618 means it, on real brokers (``engine-audit.md`` F4, F6).
+
+``mm2-offsets`` is read ``read_committed`` whatever ``consumer.isolation.level`` says (Connect
+forces it), and before a new generation's tasks start every transactional id the flow's tasks
+may have used is fenced (Connect's ``fenceZombies``): a partition that moved to another task
+index is never copied twice because its previous owner's transaction committed late.
+"""
+
+from __future__ import annotations
+
+import pytest
+from confluent_kafka import KafkaException, Producer
+from confluent_kafka.admin import AdminClient
+from helpers import create_topic, produce, unique_name
+from pyspark.sql import SparkSession
+from test_exactly_once import EOS, assert_exactly_once, committed_values
+from test_replication import make_config
+
+from mirrorspark.client.source_offset_reader import read_source_offset_history
+from mirrorspark.kafka.local.model import LocalClusters
+from mirrorspark.mm2.connect_offsets import (
+    default_partition,
+    source_offset_key,
+    source_offset_value,
+    task_transactional_id,
+)
+from mirrorspark.replication.driver import Replicator
+
+pytestmark = [pytest.mark.integration]
+
+
+def test_source_offsets_of_an_aborted_transaction_are_never_adopted(local_clusters: LocalClusters) -> None:
+    """F6: with ``consumer.isolation.level=read_uncommitted`` on the target, an offset written in a transaction
+    that was then aborted (an exactly-once task killed mid-commit; its restart aborts it) is not read back."""
+    b = local_clusters.bootstrap("backup")
+    topic, offsets = unique_name("eos-f6"), unique_name("eos-f6-offsets")
+    create_topic(b, offsets, partitions=3, config={"cleanup.policy": "compact"})
+    cfg = make_config(
+        local_clusters,
+        [("primary", "backup")],
+        topics=topic,
+        **EOS,
+        **{"backup.consumer.isolation.level": "read_uncommitted"},
+    )
+    flow = cfg.flow("primary", "backup")
+    assert flow.target_consumer.get("isolation.level") == "read_uncommitted"
+    key = source_offset_key("primary", topic, 0)
+    part = default_partition(key, 3)
+    produce(b, offsets, [{"key": key, "value": source_offset_value(9), "partition": part}])
+    p = Producer({"bootstrap.servers": b, "transactional.id": unique_name("eos-f6-txn")})
+    p.init_transactions(30)
+    p.begin_transaction()
+    p.produce(offsets, source_offset_value(99), key, partition=part)
+    p.flush(30)
+    p.abort_transaction(30)
+    history = read_source_offset_history(
+        flow.target_consumer, flow.target_admin, "backup", offsets, "primary", client_id="primary->backup|test|f6"
+    )
+    assert history[(topic, 0)].offsets == [9]
+
+
+@pytest.mark.spark
+def test_a_partition_moved_to_another_task_index_is_not_copied_twice(
+    local_clusters: LocalClusters, spark: SparkSession
+) -> None:
+    """F4: partition 1 was task 1's (``tasks.max=2``); task 1 lives on as a zombie whose transaction holds
+    partition 1's next records and their source offset, not yet committed. The flow restarts with
+    ``tasks.max=1``: partition 1 moves to task 0, whose ``init_transactions`` fences only id 0. Without fencing
+    every previous id the zombie commits after the new task copied the same records: a read_committed
+    consumer sees them twice. With it, the zombie's transaction is aborted and its commit fails."""
+    p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
+    topic = unique_name("eos-moved")
+    remote = f"primary.{topic}"
+    create_topic(p, topic, partitions=2)
+    produce(p, topic, [{"value": f"a{i}-{i % 2}".encode(), "partition": i % 2} for i in range(100)])
+    Replicator(make_config(local_clusters, [("primary", "backup")], topics=topic, **EOS), spark).run(
+        until_caught_up=True
+    )
+    assert len(committed_values(b, remote)) == 100
+    new = [{"value": f"b{i}-{i % 2}".encode(), "partition": i % 2} for i in range(100)]
+    produce(p, topic, new)
+    # The zombie: task 1 of the first run, still copying partition 1 (records 50..99) in an open transaction.
+    offsets_topic = "mm2-offsets.primary.internal"
+    partitions = len(
+        AdminClient({"bootstrap.servers": b}).list_topics(offsets_topic, timeout=30).topics[offsets_topic].partitions
+    )
+    zombie = Producer({"bootstrap.servers": b, "transactional.id": task_transactional_id("primary", 1)})
+    zombie.init_transactions(30)
+    zombie.begin_transaction()
+    for r in new:
+        if r["partition"] == 1:
+            zombie.produce(remote, r["value"], partition=1)
+    key = source_offset_key("primary", topic, 1)
+    zombie.produce(offsets_topic, source_offset_value(99), key, partition=default_partition(key, partitions))
+    zombie.flush(30)
+    cfg = make_config(local_clusters, [("primary", "backup")], topics=topic, **EOS, **{"tasks.max": "1"})
+    Replicator(cfg, spark).run(until_caught_up=True)
+    try:
+        zombie.commit_transaction(30)
+    except KafkaException as e:
+        print(f"the zombie's commit failed: {e}")  # fenced: its transaction was aborted before the new tasks started
+    expected = {f"{x}{i}-{i % 2}".encode() for x in "ab" for i in range(100)}
+    assert_exactly_once(b, remote, expected)
