@@ -1,9 +1,11 @@
-"""Exactly-once as KIP-618 means it, on real brokers (``engine-audit.md`` F4, F6).
+"""Exactly-once as KIP-618 means it, on real brokers (``engine-audit.md`` F3, F4, F6).
 
 ``mm2-offsets`` is read ``read_committed`` whatever ``consumer.isolation.level`` says (Connect
 forces it), and before a new generation's tasks start every transactional id the flow's tasks
 may have used is fenced (Connect's ``fenceZombies``): a partition that moved to another task
-index is never copied twice because its previous owner's transaction committed late.
+index is never copied twice because its previous owner's transaction committed late. A task
+reads its own start offsets after ``init_transactions``: a source offset committed without a
+progress report never makes a new generation copy its records again.
 """
 
 from __future__ import annotations
@@ -11,11 +13,12 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient
-from helpers import create_topic, produce, unique_name
+from helpers import assert_eventually, create_topic, produce, unique_name
 from pyspark.sql import SparkSession
 from test_exactly_once import EOS, assert_exactly_once, committed_values
-from test_replication import make_config
+from test_replication import make_config, running
 
+from mirrorspark.client.control_store import ControlStore
 from mirrorspark.client.source_offset_reader import read_source_offset_history
 from mirrorspark.kafka.local.model import LocalClusters
 from mirrorspark.mm2.connect_offsets import (
@@ -100,4 +103,49 @@ def test_a_partition_moved_to_another_task_index_is_not_copied_twice(
     except KafkaException as e:
         print(f"the zombie's commit failed: {e}")  # fenced: its transaction was aborted before the new tasks started
     expected = {f"{x}{i}-{i % 2}".encode() for x in "ab" for i in range(100)}
+    assert_exactly_once(b, remote, expected)
+
+
+@pytest.mark.spark
+def test_a_generation_change_starts_after_offsets_committed_without_a_report(
+    local_clusters: LocalClusters, spark: SparkSession
+) -> None:
+    """F3: a topic allowed while the flow runs starts a new generation. Meanwhile records 0..29 of it were copied
+    and their source offset committed in one transaction with no progress report (another instance's copy
+    before a hand-over, or a report lost after its commit): the driver's position (0, from what it read at
+    start) is stale. The new task reads the committed offset after its ``init_transactions`` and starts at 30;
+    without that read it copies 0..29 again and a read_committed consumer sees them twice."""
+    p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
+    prefix = unique_name("eos-gen")
+    first, second = f"{prefix}.a", f"{prefix}.b"
+    first_re, second_re = rf"{prefix}\.a", rf"{prefix}\.b"
+    for t in (first, second):
+        create_topic(p, t)
+        produce(p, t, [{"value": f"{t[-1]}{i}".encode()} for i in range(50)])
+    cfg = make_config(local_clusters, [("primary", "backup")], topics=first_re, **EOS)
+    with running(cfg, spark):
+        assert_eventually(lambda: len(committed_values(b, f"primary.{first}")) == 50, timeout_s=90)
+        # the commit the driver never heard of: records 0..29 of the second topic and their source offset
+        remote = f"primary.{second}"
+        create_topic(b, remote)
+        offsets_topic = "mm2-offsets.primary.internal"
+        md = AdminClient({"bootstrap.servers": b}).list_topics(offsets_topic, timeout=30)
+        partitions = len(md.topics[offsets_topic].partitions)
+        other = Producer({"bootstrap.servers": b, "transactional.id": unique_name("eos-gen-other")})
+        other.init_transactions(30)
+        other.begin_transaction()
+        for i in range(30):
+            other.produce(remote, f"b{i}".encode(), partition=0)
+        key = source_offset_key("primary", second, 0)
+        other.produce(offsets_topic, source_offset_value(29), key, partition=default_partition(key, partitions))
+        other.commit_transaction(30)
+        with ControlStore(cfg, "primary", "backup") as store:
+            store.apply("topics", add=[second_re])
+        try:
+            produce(p, second, [{"value": f"b{i}".encode()} for i in range(50, 60)])
+            expected = {f"b{i}".encode() for i in range(60)}
+            assert_eventually(lambda: set(committed_values(b, remote)) >= expected, timeout_s=90)
+        finally:
+            with ControlStore(cfg, "primary", "backup") as store:
+                store.apply("topics", remove=[second_re])
     assert_exactly_once(b, remote, expected)
