@@ -354,3 +354,17 @@ def test_a_recreated_topic_is_restarted_until_a_task_of_it_reports() -> None:
 
 def test_partition_assignment_defaults_keep_old_specs() -> None:
     assert PartitionAssignment("t", 0, "A.t", 0).restarted is False
+
+
+def test_a_failed_fencing_is_named_even_when_closing_its_producer_would_raise() -> None:
+    """confluent-kafka's ``close`` of a producer whose ``init_transactions`` timed out raises ``SystemError``."""
+
+    class Unanswered:
+        def init_transactions(self, timeout: float) -> None:
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "Failed to initialize Producer ID"))
+
+        def close(self) -> None:
+            raise SystemError("<built-in method close> returned a result with an exception set")
+
+    with pytest.raises(TransactionCoordinatorError, match="did not initialise transactional id 'x-0' within 10 s"):
+        fence_zombies("A->B", "A", "B", ["x-0"], lambda tid: Unanswered(), timeout_s=10)

@@ -48,6 +48,21 @@ ProducerFactory = Callable[[str], Any]
 and ``close`` if it has one)."""
 
 
+def _close(p: Any, tid: str) -> None:
+    """Close a fencing producer after its ``init_transactions`` (its epoch is bumped: nothing is left to do).
+
+    Only after a success: confluent-kafka's ``close`` of a producer whose ``init_transactions``
+    failed raises a ``SystemError`` that would hide the error naming the id and the fix.
+    """
+    close = getattr(p, "close", None)
+    if close is None:
+        return
+    try:
+        close()
+    except Exception as e:  # closing is best effort: the id is fenced already
+        log.debug("closing the fencing producer of %s failed: %s", tid, e)
+
+
 def fence_ids(source: str, count: int) -> list[str]:
     """Return the transactional ids of copy tasks ``0 .. count - 1`` of flow ``source->...`` (KIP-618)."""
     return [task_transactional_id(source, i) for i in range(count)]
@@ -127,13 +142,7 @@ def fence_zombies(
             p.init_transactions(max(1.0, deadline - time.monotonic()))
         except KafkaException as e:
             raise init_transactions_error(flow, source, target, tid, timeout_s, e) from e
-        finally:
-            close = getattr(p, "close", None)
-            if close is not None:
-                try:
-                    close()
-                except KafkaException as e:  # the epoch was bumped, or the error is raised above
-                    log.debug("closing the fencing producer of %s failed: %s", tid, e)
+        _close(p, tid)
 
     if not ids:
         return 0.0
