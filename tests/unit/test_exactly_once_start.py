@@ -302,16 +302,28 @@ def test_a_new_generation_starts_only_after_every_id_is_fenced(monkeypatch: pyte
     assert (sup.generation, flow.specs, fenced) == (4, [4], [4, 4])
 
 
-def test_no_transaction_coordinator_at_the_first_start_fails_the_flow(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("error", "generation"),
+    [
+        (TransactionCoordinatorError("flow A->B: no transaction coordinator"), 0),  # at the first start only
+        (ClusterError("TRANSACTIONAL_ID_AUTHORIZATION_FAILED", kafka_code="TRANSACTIONAL_ID_AUTHORIZATION_FAILED"), 0),
+        (ClusterError("TRANSACTIONAL_ID_AUTHORIZATION_FAILED", kafka_code="TRANSACTIONAL_ID_AUTHORIZATION_FAILED"), 5),
+    ],
+    ids=["no-coordinator", "not-authorized", "not-authorized-later"],
+)
+def test_a_fencing_error_no_retry_can_fix_fails_the_flow(
+    monkeypatch: pytest.MonkeyPatch, error: ClusterError, generation: int
+) -> None:
     def fence(flow: Any, count: int) -> float:
-        raise TransactionCoordinatorError("flow A->B: no transaction coordinator")
+        raise error
 
     monkeypatch.setattr(supervisor_module, "fence_flow", fence)
     flow = EosFlow(tasks_max=1)
     sup = FlowSupervisor(flow, object(), StubChannel(), None)  # type: ignore[arg-type]
+    sup.generation = generation
     sup.start()
     assert (sup.state, sup.failures, sup.restarts, flow.specs) == ("failed", 1, 0, [])
-    assert isinstance(sup.error, TransactionCoordinatorError)
+    assert sup.error is error
 
 
 # ------------------------------------------------------------------------------ the driver's side

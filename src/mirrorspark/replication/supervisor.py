@@ -296,15 +296,16 @@ class FlowSupervisor:
         Raises
         ------
         ClusterError
-            The fencing failed (the tasks do not start; the next tick tries again). At the flow's
-            first start a target without a transaction coordinator fails the flow instead.
+            The fencing failed (the tasks do not start; the next tick tries again). An error no
+            retry can fix (:func:`fatal_task_error`: an authorization failure, or at the flow's
+            first start a target without a transaction coordinator) fails the flow instead.
         """
         if self.flow.exactly_once:
             count = max(self.flow.config.tasks_max, self._fenced, self.flow.task_count_seen)
             try:
                 took = fence_flow(self.flow, count)
-            except TransactionCoordinatorError as e:
-                if self.generation > 0:
+            except ClusterError as e:
+                if not fatal_task_error(e, first_start=self.generation == 0):
                     raise
                 self.task_failures.failed(0)  # as the first task's own init_transactions would have failed
                 self.state = SupervisorState.FAILED
