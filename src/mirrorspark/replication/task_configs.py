@@ -148,7 +148,8 @@ class TaskConfigs:
                     "isolation.level": "read_committed",
                 },
             )
-            offsets_consumer.setdefault("group.id", f"mirrorspark-{cfg.name}-offsets")
+            # the group.id of every assign-only consumer of the flow (never joined; its DESCRIBE ACL is documented)
+            offsets_consumer.setdefault("group.id", f"mirrorspark-{cfg.name}")
             offsets_admin = ctx.client_conf("target_admin", "offsets-target-admin")
         self._confs = {
             "consumer": consumer,
