@@ -10,8 +10,11 @@ progress report never makes a new generation copy its records again.
 
 from __future__ import annotations
 
+import contextlib
+import threading
+
 import pytest
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 from helpers import assert_eventually, create_topic, produce, unique_name
 from pyspark.sql import SparkSession
@@ -20,6 +23,7 @@ from test_replication import make_config, running
 
 from mirrorspark.client.control_store import ControlStore
 from mirrorspark.client.source_offset_reader import read_source_offset_history
+from mirrorspark.kafka.admin import ClusterAdmin
 from mirrorspark.kafka.local.model import LocalClusters
 from mirrorspark.mm2.connect_offsets import (
     default_partition,
@@ -28,8 +32,16 @@ from mirrorspark.mm2.connect_offsets import (
     task_transactional_id,
 )
 from mirrorspark.replication.driver import Replicator
+from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionAssignment
+from mirrorspark.replication.task.stored_offsets import read_stored_offsets
 
 pytestmark = [pytest.mark.integration]
+
+
+def release(producer: Producer) -> None:
+    """Close a test's producer now, not when the session's clusters are already gone (a fenced one may raise)."""
+    with contextlib.suppress(Exception):
+        producer.close()
 
 
 def test_source_offsets_of_an_aborted_transaction_are_never_adopted(local_clusters: LocalClusters) -> None:
@@ -56,6 +68,7 @@ def test_source_offsets_of_an_aborted_transaction_are_never_adopted(local_cluste
     p.produce(offsets, source_offset_value(99), key, partition=part)
     p.flush(30)
     p.abort_transaction(30)
+    release(p)
     history = read_source_offset_history(
         flow.target_consumer, flow.target_admin, "backup", offsets, "primary", client_id="primary->backup|test|f6"
     )
@@ -102,6 +115,7 @@ def test_a_partition_moved_to_another_task_index_is_not_copied_twice(
         zombie.commit_transaction(30)
     except KafkaException as e:
         print(f"the zombie's commit failed: {e}")  # fenced: its transaction was aborted before the new tasks started
+    release(zombie)
     expected = {f"{x}{i}-{i % 2}".encode() for x in "ab" for i in range(100)}
     assert_exactly_once(b, remote, expected)
 
@@ -139,6 +153,7 @@ def test_a_generation_change_starts_after_offsets_committed_without_a_report(
         key = source_offset_key("primary", second, 0)
         other.produce(offsets_topic, source_offset_value(29), key, partition=default_partition(key, partitions))
         other.commit_transaction(30)
+        release(other)
         with ControlStore(cfg, "primary", "backup") as store:
             store.apply("topics", add=[second_re])
         try:
@@ -149,3 +164,54 @@ def test_a_generation_change_starts_after_offsets_committed_without_a_report(
             with ControlStore(cfg, "primary", "backup") as store:
                 store.apply("topics", remove=[second_re])
     assert_exactly_once(b, remote, expected)
+
+
+def test_a_task_reads_its_stored_offsets_to_the_high_watermark_not_the_last_stable_offset(
+    local_clusters: LocalClusters,
+) -> None:
+    """Another producer's transaction holding a source offset of this task's partition is still open when the read
+    starts, and commits 2 s later: a read to the last stable offset stops before it and misses the offset; the
+    read ``read_committed`` to the high watermark waits for the commit and sees it."""
+    b = local_clusters.bootstrap("backup")
+    topic, offsets = unique_name("eos-hwm"), unique_name("eos-hwm-offsets")
+    create_topic(b, offsets, partitions=3, config={"cleanup.policy": "compact"})
+    key = source_offset_key("primary", topic, 0)
+    part = default_partition(key, 3)
+    produce(b, offsets, [{"key": key, "value": source_offset_value(9), "partition": part}])
+    other = Producer({"bootstrap.servers": b, "transactional.id": unique_name("eos-hwm-txn")})
+    other.init_transactions(30)
+    other.begin_transaction()
+    other.produce(offsets, source_offset_value(49), key, partition=part)
+    other.flush(30)
+    committer = threading.Timer(2.0, lambda: other.commit_transaction(30))
+    spec = CopyTaskSpec(
+        flow="primary->backup",
+        source="primary",
+        target="backup",
+        task_index=0,
+        generation=1,
+        consumer_conf={},
+        producer_conf={},
+        commit_conf={},
+        syncs_conf=None,
+        offsets_topic=offsets,
+        offsets_partitions=3,
+        syncs_topic="unused",
+        progress_topic="unused",
+        partitions=(PartitionAssignment(topic, 0, f"primary.{topic}", 0),),
+        offset_lag_max=100,
+        flush_interval_s=1.0,
+        channel=("127.0.0.1", 0, "unused"),
+    )
+    consumer = Consumer(
+        {"bootstrap.servers": b, "group.id": unique_name("eos-hwm"), "isolation.level": "read_committed"}
+    )
+    committer.start()
+    try:
+        admin = ClusterAdmin(AdminClient({"bootstrap.servers": b}), "backup")
+        stored = read_stored_offsets(spec, [(topic, 0)], consumer=consumer, admin=admin, timeout_s=60)
+    finally:
+        committer.join()
+        consumer.close()
+        release(other)
+    assert stored[(topic, 0)].offsets == [9, 49]
