@@ -29,7 +29,7 @@ from confluent_kafka import KafkaException
 
 from mirrorspark.errors import ClusterError
 from mirrorspark.mm2.connect_offsets import task_transactional_id
-from mirrorspark.replication.task.commit import init_transactions_error
+from mirrorspark.replication.task.failures import init_transactions_error
 from mirrorspark.replication.task_configs import init_transactions_timeout_s
 
 if TYPE_CHECKING:

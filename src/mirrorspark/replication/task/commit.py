@@ -29,7 +29,7 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from mirrorspark.core.progress_records import PartitionReport, encode_report, newest_segments
 from mirrorspark.core.replica_rows import FetchSource
-from mirrorspark.errors import ClusterError, DataPathError, TransactionCoordinatorError
+from mirrorspark.errors import ClusterError, DataPathError
 from mirrorspark.kafka.delivery import Outgoing
 from mirrorspark.mm2.connect_offsets import (
     OffsetHistory,
@@ -40,7 +40,7 @@ from mirrorspark.mm2.connect_offsets import (
 from mirrorspark.mm2.offset_syncs import CopiedSegment, flush_delayed, fold_acknowledged
 from mirrorspark.mm2.records import OffsetSync
 from mirrorspark.replication.task.channel import Channel, ChannelState
-from mirrorspark.replication.task.failures import delivery_error, stall_error
+from mirrorspark.replication.task.failures import delivery_error, init_transactions_error, stall_error
 from mirrorspark.replication.task.partition import PartitionCopy, TaskPartitions
 from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionKey
 from mirrorspark.replication.task.stored_offsets import adopted_starts
@@ -418,18 +418,18 @@ class TransactionalCommitter(_Committer):
         """Partitions the next commit writes even if they did not move (their start is news to the driver)."""
 
     def begin(self) -> None:
-        """Initialise the transactional id and open the first transaction.
+        """Initialise the transactional id, take the task's start from its stored source offsets, open a transaction.
 
         Raises
         ------
         ClusterError
             The principal may not use the id (``TRANSACTIONAL_ID_AUTHORIZATION_FAILED``: grant
-            ``WRITE`` on the ``TransactionalId`` prefix ``<source>-mm2-``), or any other failure.
+            ``WRITE`` on the ``TransactionalId`` prefix ``<source>-mm2-``), any other failure of
+            the init, or the task's source offsets could not be read to the high watermark
+            (:func:`~mirrorspark.replication.task.stored_offsets.read_stored_offsets`) or checked
+            against the source's end offsets.
         TransactionCoordinatorError
             The target's transaction coordinator did not answer within ``init_timeout_s``.
-        ClusterError
-            The task's source offsets could not be read to the high watermark
-            (:func:`~mirrorspark.replication.task.stored_offsets.read_stored_offsets`).
         """
         spec = self.spec
         try:
@@ -578,56 +578,6 @@ class TransactionalCommitter(_Committer):
         self.data.begin_transaction()
 
 
-def init_transactions_error(
-    flow: str, source: str, target: str, tid: str, timeout_s: float, e: KafkaException
-) -> ClusterError:
-    """Translate a failed ``init_transactions`` of transactional id ``tid`` on the flow's target (KIP-618).
-
-    Parameters
-    ----------
-    flow, source, target:
-        The flow ``"S->T"`` and its cluster aliases.
-    tid:
-        The transactional id that failed.
-    timeout_s:
-        Seconds ``init_transactions`` was given (the target producer's ``max.block.ms``).
-    e:
-        librdkafka's error.
-
-    Returns
-    -------
-    ClusterError
-        ``TRANSACTIONAL_ID_AUTHORIZATION_FAILED`` (the ACL to grant), a
-        :class:`~mirrorspark.errors.TransactionCoordinatorError` when the coordinator did not answer
-        within ``init_timeout_s`` (the cluster settings to fix), else the error as it is.
-    """
-    err = e.args[0]
-    code = err.name() if isinstance(err, KafkaError) else None
-    if isinstance(err, KafkaError) and err.code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED:
-        return ClusterError(
-            f"flow {flow}: TRANSACTIONAL_ID_AUTHORIZATION_FAILED: the replication principal may not "
-            f"use transactional id '{tid}' (the copy tasks' ids are {source}-mm2-MirrorSourceConnector-"
-            f"<task>): grant it WRITE on TransactionalId '{source}-mm2-' (prefixed) on cluster "
-            f"'{target}' (README, ACLs; {err.str()})",
-            kafka_code=code,
-        )
-    if isinstance(err, KafkaError) and err.code() in (KafkaError._TIMED_OUT, KafkaError._TRANSPORT):
-        return TransactionCoordinatorError(
-            f"flow {flow}: no transaction coordinator: cluster '{target}' did not initialise "
-            f"transactional id '{tid}' within {timeout_s:.0f} s ({err.str()}): exactly-once needs "
-            "a target whose brokers support transactions (transaction.state.log.replication.factor and "
-            "transaction.state.log.min.isr no larger than its brokers); fix the cluster or set "
-            f"{target}.exactly.once.source.support=disabled",
-            kafka_code=code,
-            retriable=True,
-        )
-    reason = err.str() if isinstance(err, KafkaError) else str(e)
-    return ClusterError(
-        f"flow {flow}: initialising transactional id '{tid}' on cluster '{target}' failed: {reason}",
-        kafka_code=code,
-    )
-
-
 def _produce(producer: Any, o: Outgoing) -> None:
     while True:
         try:
@@ -684,7 +634,6 @@ __all__ = [
     "StoredOffsetsReader",
     "TransactionalCommitter",
     "commit_transaction",
-    "init_transactions_error",
     "offset_sync_records",
     "partition_report",
     "source_offset_record",
