@@ -100,7 +100,14 @@ def test_a_partition_moved_to_another_task_index_is_not_copied_twice(
     partitions = len(
         AdminClient({"bootstrap.servers": b}).list_topics(offsets_topic, timeout=30).topics[offsets_topic].partitions
     )
-    zombie = Producer({"bootstrap.servers": b, "transactional.id": task_transactional_id("primary", 1)})
+    # a long transaction timeout: the broker does not abort the zombie's transaction while the test runs
+    zombie = Producer(
+        {
+            "bootstrap.servers": b,
+            "transactional.id": task_transactional_id("primary", 1),
+            "transaction.timeout.ms": 600000,
+        }
+    )
     zombie.init_transactions(30)
     zombie.begin_transaction()
     for r in new:
