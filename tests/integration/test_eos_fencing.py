@@ -33,7 +33,6 @@ from mirrorspark.mm2.connect_offsets import (
 )
 from mirrorspark.replication.driver import Replicator
 from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionAssignment
-from mirrorspark.replication.task.stored_offsets import read_stored_offsets
 
 pytestmark = [pytest.mark.integration]
 
@@ -179,6 +178,8 @@ def test_a_task_reads_its_stored_offsets_to_the_high_watermark_not_the_last_stab
     """Another producer's transaction holding a source offset of this task's partition is still open when the read
     starts, and commits 2 s later: a read to the last stable offset stops before it and misses the offset; the
     read ``read_committed`` to the high watermark waits for the commit and sees it."""
+    from mirrorspark.replication.task.stored_offsets import read_stored_offsets  # here: the file runs on main too
+
     b = local_clusters.bootstrap("backup")
     topic, offsets = unique_name("eos-hwm"), unique_name("eos-hwm-offsets")
     create_topic(b, offsets, partitions=3, config={"cleanup.policy": "compact"})
