@@ -214,6 +214,11 @@ class FakeCluster:
         self.failing_writes: dict[str, int] = {}
         self.describe_errors: dict[str, int] = {}
         self.metadata_errors: set[str] = set()  # topics a full Metadata listing returns with an error
+        # transactions (KIP-98): the newest producer of each transactional id (its epoch's owner), every
+        # init_transactions in order, and init_transactions failures to inject (id -> error code)
+        self.transactional: dict[str, FakeTaskProducer] = {}
+        self.inits: list[str] = []
+        self.init_errors: dict[str, int] = {}
 
     def create_topic(self, name: str, partitions: int = 1, config: Mapping[str, str] | None = None) -> None:
         """Create a topic (an existing one is left alone)."""
@@ -689,6 +694,9 @@ class FakeClients:
         return admin
 
     def producer(self, settings: ClientSettings, *, client_id: str, overrides: Mapping[str, Any] | None = None) -> Any:
+        tid = (overrides or {}).get("transactional.id")
+        if tid is not None:  # a transactional producer (fencing): init_transactions, transactions
+            return FakeTaskProducer(self._cluster(settings, client_id), transactional_id=str(tid))
         p = FakeProducer(self._cluster(settings, client_id))
         self.producers.append(p)
         return p
@@ -757,6 +765,14 @@ class FakeTaskProducer:
     :class:`FakeDelivered` (downstream offset) or, for a record whose index is in :attr:`fail_at`,
     a ``KafkaError`` (not written). Transactions: records written inside one are kept aside and
     appended on ``commit_transaction`` (dropped on abort); :attr:`commit_errors` raise, one per call.
+    The log holds only committed records, so a fake consumer reads as ``read_committed`` does, and
+    the end offset it lists is the last stable offset.
+
+    With a ``transactional_id`` the producer is fenced as a broker fences (KIP-98):
+    ``init_transactions`` makes it the id's owner in the cluster, fences the previous owner (its
+    later ``begin_transaction``/``commit_transaction`` raise ``_FENCED``, fatal) and ends the
+    previous owner's pending transaction: committed when it had sent its commit (``EndTxn``
+    reached the coordinator: :meth:`die_after_end_txn`), else aborted.
 
     Parameters
     ----------
@@ -764,11 +780,18 @@ class FakeTaskProducer:
         Where acknowledged records go.
     transactional:
         Whether the producer has a ``transactional.id`` (records wait for the commit).
+    transactional_id:
+        Its ``transactional.id`` (fenced by later producers of the same id); implies ``transactional``.
     """
 
-    def __init__(self, cluster: FakeCluster, *, transactional: bool = False) -> None:
+    def __init__(
+        self, cluster: FakeCluster, *, transactional: bool = False, transactional_id: str | None = None
+    ) -> None:
         self.cluster = cluster
-        self.transactional = transactional
+        self.transactional = transactional or transactional_id is not None
+        self.transactional_id = transactional_id
+        self.fenced = False
+        self.prepared = False  # its commit reached the coordinator (PREPARE_COMMIT), no answer came back
         self.in_flight: list[_InFlight] = []
         self.ack_budget: int | None = None
         self.fail_at: dict[int, int] = {}  # index of the produce call -> KafkaError code
@@ -842,23 +865,58 @@ class FakeTaskProducer:
 
     # transactions (KIP-98)
     def init_transactions(self, timeout: float = -1) -> None:
+        tid = self.transactional_id
+        if tid is not None:
+            self.cluster.inits.append(tid)
+            code = self.cluster.init_errors.get(tid)
+            if code is not None:
+                raise KafkaException(KafkaError(code, f"init_transactions of {tid} failed"))
+            old = self.cluster.transactional.get(tid)
+            if old is not None and old is not self:
+                old.fenced = True
+                if old.prepared:  # the coordinator completes a commit it was asked for
+                    old._append_txn()
+                old._txn.clear()  # anything else of its transaction is aborted
+                old.in_flight.clear()
+                old.prepared = old.in_transaction = False
+            self.cluster.transactional[tid] = self
         self.initialised = True
 
+    def _check_fenced(self) -> None:
+        if self.fenced:
+            raise KafkaException(
+                KafkaError(KafkaError._FENCED, "Local: This instance has been fenced by a newer instance", fatal=True)
+            )
+
     def begin_transaction(self) -> None:
+        self._check_fenced()
         assert self.initialised and not self.in_transaction
         self.in_transaction = True
+
+    def _append_txn(self) -> None:
+        for topic, partition, rec in self._txn:
+            self.cluster.topics[topic].partitions[partition].append(rec)
+        self._txn.clear()
 
     def commit_transaction(self, timeout: float = -1) -> None:
         if self.commit_errors:
             raise KafkaException(self.commit_errors.pop(0))
+        self._check_fenced()
         self.flush()
         if self._txn_failed:
             raise KafkaException(KafkaError(self._txn_failed, "Failed to produce messages", txn_requires_abort=True))
-        for topic, partition, rec in self._txn:
-            self.cluster.topics[topic].partitions[partition].append(rec)
-        self._txn.clear()
+        self._append_txn()
         self.in_transaction = False
         self.commits += 1
+
+    def die_after_end_txn(self) -> None:
+        """Send the commit of the open transaction and die before its answer (PREPARE_COMMIT on the coordinator).
+
+        Its records become visible only when the coordinator completes the commit: at the next
+        ``init_transactions`` of the same id (a real coordinator also does so on its own, soon after).
+        """
+        self.flush()
+        self.prepared = True
 
     def abort_transaction(self, timeout: float = -1) -> None:
         # librdkafka purges what is not acknowledged yet and serves its delivery reports (_PURGE_QUEUE) here

@@ -229,8 +229,8 @@ def test_last_reports_that_cannot_be_read_are_not_read_again_at_every_tick(monke
 def test_a_failed_offsets_reload_is_not_retried_at_every_tick(monkeypatch: pytest.MonkeyPatch) -> None:
     """Audit F7: an exactly-once restart re-read mm2-offsets (up to minutes) at every tick while it failed."""
     flow = StubFlow()
+    sup, clock = supervisor(monkeypatch, flow)  # started (not exactly-once: no ids to fence in a stub)
     flow.exactly_once, flow.reload_fails = True, True  # type: ignore[misc]
-    sup, clock = supervisor(monkeypatch, flow)
     sup.runs.clear()
     sup.next_start = {0: clock.t}
     for _ in range(5):

@@ -42,6 +42,7 @@ class StubProgress:
 class StubFlow:
     name = "A->B"
     halted = None
+    exactly_once = False
     order: tuple[tuple[str, int], ...] = (("t", 0),)
     assignment = (order, 0)
 

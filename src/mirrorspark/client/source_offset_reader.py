@@ -32,7 +32,10 @@ def read_source_offset_history(
     Like :func:`read_source_offsets`, but per partition the stored offsets a later check against
     the source's end offsets may fall back to
     (:class:`~mirrorspark.mm2.connect_offsets.OffsetHistory`). Records with an offset below
-    ``-1`` are skipped with a WARNING.
+    ``-1`` are skipped with a WARNING. The topic is always read ``read_committed``, to its last
+    stable offset, whatever ``isolation.level`` ``settings`` hold: Kafka Connect forces it on its
+    offsets consumer (KIP-618), so that source offsets of an aborted or still-open transaction
+    (an exactly-once task killed mid-commit) are never adopted.
 
     Parameters
     ----------
@@ -84,7 +87,9 @@ def read_source_offset_history(
         partition=ALL_PARTITIONS,
         clients=clients,
         admin_client_id=client_id.rsplit("|", 1)[0] + "|offsets-target-admin",
-        consumer_overrides={"enable.partition.eof": False},
+        # Kafka Connect forces read_committed on its offsets consumer, whatever consumer.isolation.level says
+        # (engine-audit F6): an offset written in a transaction that is later aborted is never adopted
+        consumer_overrides={"enable.partition.eof": False, "isolation.level": "read_committed"},
     )
     try:
         reader.read_messages(on_message, timeout_s=timeout_s)

@@ -89,6 +89,7 @@ class Flow:
             progress_topic=self.topics.progress_topic,
         )
         self.copied = CopiedRanges()  # exact upstream->downstream knowledge, for checkpoints
+        self.task_count_seen = 0  # 1 + the highest task index in the flow's progress reports (ids to fence)
         self.reports: ProgressChannelReader | None = None  # the progress channel's reader, from start()
         self.started_at = time.time()
         self._next_end_listing = 0.0
@@ -373,6 +374,7 @@ class Flow:
             channel=channel,
             stop_at=stop_at,
             topic_ids=self.positions.topic_ids,
+            restarted=frozenset(k for k, p in self.partitions.items() if p.restarted),
         )
 
     def apply_report(
@@ -407,6 +409,7 @@ class Flow:
             return False
         if report.segments:
             self.copied.add(report.topic, report.partition, report.segments)
+        self.task_count_seen = max(self.task_count_seen, report.task + 1)
         return self.positions.apply_report(report, generation=generation, segments_only=segments_only)
 
     def close(self) -> None:

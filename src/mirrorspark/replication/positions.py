@@ -59,6 +59,11 @@ class PartitionProgress:
         The first task generation whose reports may move ``position``: the partition was added
         (a new or re-created topic) while an earlier generation ran, and that generation's
         reports describe another incarnation of the topic (``engine-audit.md`` F2).
+    restarted:
+        The partition's topic was re-created and it started over at the new topic's log start,
+        and no copy task of it has reported since: the source offset stored for it is the old
+        topic's, which an exactly-once task must not adopt
+        (:attr:`~mirrorspark.replication.task.spec.PartitionAssignment.restarted`).
     """
 
     position: int
@@ -72,6 +77,7 @@ class PartitionProgress:
     last_segment: CopiedSegment | None = None
     dropped: int = 0
     from_generation: int = 0
+    restarted: bool = False
 
     @property
     def lag(self) -> int:
@@ -211,7 +217,9 @@ class Positions:
                         pos = r.position
             else:
                 pos = latest.get(k, log_end) if self.auto_offset_reset == "latest" else log_start
-            self.by_key[k] = PartitionProgress(position=pos, from_generation=self.started_generation + 1)
+            self.by_key[k] = PartitionProgress(
+                position=pos, from_generation=self.started_generation + 1, restarted=k[0] in self._from_start
+            )
             self.order.append(k)
         self._from_start.difference_update(k[0] for k in keys)
 
@@ -490,6 +498,8 @@ class Positions:
                 p.position = report.next_offset
                 self.last_commit_at = report.at / 1000.0
             p.add(report)
+            if report.generation >= p.from_generation:
+                p.restarted = False  # a task committed the new topic's position: mm2-offsets holds it now
         return True
 
     def list_ends(self, keys: Sequence[PartitionKey] | None = None) -> list[PartitionKey]:

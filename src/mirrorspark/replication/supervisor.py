@@ -43,6 +43,7 @@ from mirrorspark.errors import (
     TransactionCoordinatorError,
 )
 from mirrorspark.kafka.admin import PartitionKey
+from mirrorspark.replication.fencing import fence_flow
 from mirrorspark.replication.lease import FlowLease
 from mirrorspark.replication.task.commit import GRANT_WAIT_S
 from mirrorspark.replication.task.spec import CopyTaskSpec, TaskOutcome
@@ -219,6 +220,7 @@ class FlowSupervisor:
         self.jvm = jvm
         self.clock = clock
         self._reads: dict[str, tuple[int, float]] = {}  # read -> (failures in a row, not before: clock s)
+        self._fenced = 0  # the most copy tasks a generation of this supervisor ran: ids to fence at the next start
 
     @property
     def failures(self) -> int:
@@ -251,12 +253,42 @@ class FlowSupervisor:
         self.state = SupervisorState.STANDBY
 
     def start(self) -> None:
-        """Start a new generation of the flow's tasks from their committed positions."""
+        """Start a new generation of the flow's tasks from their committed positions.
+
+        Exactly-once: every transactional id the flow's tasks may have used is fenced first
+        (:func:`~mirrorspark.replication.fencing.fence_flow`, Connect's ``fenceZombies``, KIP-618):
+        ids ``0 .. n - 1``, ``n`` the largest of ``tasks.max``, the most tasks this supervisor ran
+        and 1 + the highest task index in the flow's progress reports (Connect reads the previous
+        task count from its config topic). A previous owner of a partition under another task
+        index can commit nothing after the new tasks read their start offsets.
+
+        Raises
+        ------
+        ClusterError
+            The fencing failed (the tasks do not start; the next tick tries again). An error no
+            retry can fix (:func:`fatal_task_error`: an authorization failure, or at the flow's
+            first start a target without a transaction coordinator) fails the flow instead.
+        """
+        if self.flow.exactly_once:
+            count = max(self.flow.config.tasks_max, self._fenced, self.flow.task_count_seen)
+            try:
+                took = fence_flow(self.flow, count)
+            except ClusterError as e:
+                if not fatal_task_error(e, first_start=self.generation == 0):
+                    raise
+                self.task_failures.failed(0)  # as the first task's own init_transactions would have failed
+                self.state = SupervisorState.FAILED
+                self.error = e
+                log.error("%s: failed, its copy tasks never start (other flows go on): %s", self.name, e)
+                return
+            log.debug("%s: fenced the transactional ids of tasks 0..%d in %.2f s", self.name, count - 1, took)
         self.generation += 1
         self.assignment = self.flow.assignment
         self.state = SupervisorState.RUNNING
         self.grant()
-        for spec in self._specs():
+        specs = self._specs()
+        self._fenced = max(self._fenced, len(specs))
+        for spec in specs:
             self._launch(spec)
 
     def _specs(self) -> list[CopyTaskSpec]:

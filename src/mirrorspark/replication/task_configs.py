@@ -137,7 +137,28 @@ class TaskConfigs:
                 f"offset-syncs-{side}-producer",
                 overrides=idempotent,
             )
-        self._confs = {"consumer": consumer, "producer": producer, "commit": commit, "syncs": syncs}
+        offsets_consumer = offsets_admin = None
+        if self.exactly_once:  # the task reads its own source offsets after init_transactions (KIP-618)
+            offsets_consumer = ctx.client_conf(
+                "target_consumer",
+                "offsets-target-consumer",
+                overrides={
+                    "enable.auto.commit": False,
+                    "enable.partition.eof": False,
+                    "isolation.level": "read_committed",
+                },
+            )
+            # the group.id of every assign-only consumer of the flow (never joined; its DESCRIBE ACL is documented)
+            offsets_consumer.setdefault("group.id", f"mirrorspark-{cfg.name}")
+            offsets_admin = ctx.client_conf("target_admin", "offsets-target-admin")
+        self._confs = {
+            "consumer": consumer,
+            "producer": producer,
+            "commit": commit,
+            "syncs": syncs,
+            "offsets_consumer": offsets_consumer,
+            "offsets_admin": offsets_admin,
+        }
         return self._confs
 
     def _assignments(
@@ -146,11 +167,18 @@ class TaskConfigs:
         positions: Mapping[PartitionKey, int],
         remote_topics: Mapping[str, str],
         topic_ids: Mapping[str, str],
+        restarted: frozenset[PartitionKey],
     ) -> tuple[PartitionAssignment, ...]:
         """One task's partitions, each from its committed position, with its remote topic, transforms and topic id."""
         return tuple(
             PartitionAssignment(
-                t, p, remote_topics[t], positions[(t, p)], self.context.bound_transforms(t), topic_id=topic_ids.get(t)
+                t,
+                p,
+                remote_topics[t],
+                positions[(t, p)],
+                self.context.bound_transforms(t),
+                topic_id=topic_ids.get(t),
+                restarted=(t, p) in restarted,
             )
             for t, p in keys
         )
@@ -166,6 +194,7 @@ class TaskConfigs:
         channel: tuple[str, int, str],
         stop_at: Mapping[PartitionKey, int] | None = None,
         topic_ids: Mapping[str, str] | None = None,
+        restarted: frozenset[PartitionKey] = frozenset(),
     ) -> list[CopyTaskSpec]:
         """Cut ``order`` into ``min(tasks.max, partitions)`` copy tasks, each from its committed positions.
 
@@ -188,6 +217,9 @@ class TaskConfigs:
         topic_ids:
             ``{source topic: topic id}`` (KIP-516) as the flow knows them: the tasks' reports carry
             them (:attr:`PartitionAssignment.topic_id`); a topic left out reports none.
+        restarted:
+            Partitions the driver started over (a re-created topic) whose new start no copy task
+            committed yet (:attr:`PartitionAssignment.restarted`).
 
         Returns
         -------
@@ -210,7 +242,7 @@ class TaskConfigs:
         init_timeout_s = init_transactions_timeout_s(self.context.settings("target_producer").properties)
         out = []
         for index, keys in enumerate(assign_round_robin(order, cfg.tasks_max)):
-            parts = self._assignments(keys, positions, remote_topics, topic_ids or {})
+            parts = self._assignments(keys, positions, remote_topics, topic_ids or {}, restarted)
             out.append(
                 CopyTaskSpec(
                     flow=cfg.name,
@@ -233,6 +265,8 @@ class TaskConfigs:
                     transactional_id=task_transactional_id(cfg.source, index) if eos else None,
                     boundary=cfg.transaction_boundary,
                     init_timeout_s=init_timeout_s,
+                    offsets_consumer_conf=confs["offsets_consumer"],
+                    offsets_admin_conf=confs["offsets_admin"],
                     stop_at=None if stop_at is None else {k: stop_at.get(k, positions[k]) for k in keys},
                 )
             )

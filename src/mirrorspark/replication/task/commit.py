@@ -29,15 +29,21 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from mirrorspark.core.progress_records import PartitionReport, encode_report, newest_segments
 from mirrorspark.core.replica_rows import FetchSource
-from mirrorspark.errors import ClusterError, DataPathError, TransactionCoordinatorError
+from mirrorspark.errors import ClusterError, DataPathError
 from mirrorspark.kafka.delivery import Outgoing
-from mirrorspark.mm2.connect_offsets import default_partition, source_offset_key, source_offset_value
+from mirrorspark.mm2.connect_offsets import (
+    OffsetHistory,
+    default_partition,
+    source_offset_key,
+    source_offset_value,
+)
 from mirrorspark.mm2.offset_syncs import CopiedSegment, flush_delayed, fold_acknowledged
 from mirrorspark.mm2.records import OffsetSync
 from mirrorspark.replication.task.channel import Channel, ChannelState
-from mirrorspark.replication.task.failures import delivery_error, stall_error
+from mirrorspark.replication.task.failures import delivery_error, init_transactions_error, stall_error
 from mirrorspark.replication.task.partition import PartitionCopy, TaskPartitions
 from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionKey
+from mirrorspark.replication.task.stored_offsets import adopted_starts
 
 GRANT_WAIT_S = 10.0
 """Longest wait of a commit for the driver's grant (s). Grants come only from a driver holding the
@@ -225,8 +231,20 @@ class Committer(Protocol):
         ...
 
 
+StoredOffsetsReader = Callable[[Sequence[PartitionKey]], Mapping[PartitionKey, OffsetHistory]]
+"""Reads the stored source offsets of the given partitions from ``mm2-offsets`` (exactly-once, after
+``init_transactions``: :func:`~mirrorspark.replication.task.stored_offsets.read_stored_offsets`)."""
+
+SOURCE_END_TIMEOUT_S = 30.0
+"""Seconds a copy task waits for a source partition's end offset when it checks a stored offset (s)."""
+
+
 class _Committer:
-    """What both committers share: the task, its partitions, its clients and where they write."""
+    """What both committers share: the task, its partitions, its clients and where they write.
+
+    ``stored_offsets``: exactly-once only, how the task reads its own source offsets after
+    ``init_transactions`` (``None``: it starts at the driver's positions).
+    """
 
     def __init__(
         self,
@@ -240,8 +258,10 @@ class _Committer:
         channel: Channel,
         sources: Mapping[PartitionKey, FetchSource],
         clock: Callable[[], float] = time.monotonic,
+        stored_offsets: StoredOffsetsReader | None = None,
     ) -> None:
         self.spec = spec
+        self.stored_offsets = stored_offsets
         self.parts = partitions
         self.consumer = consumer
         self.data = data
@@ -384,53 +404,73 @@ class TransactionalCommitter(_Committer):
 
     :meth:`begin` initialises the data producer's transactional id, fencing every older producer
     with the same id (a restarted task, a later Spark attempt, another instance's task of this
-    index) and aborting what it left open. A retriable commit error is retried; an abortable one
-    aborts the transaction and rewinds the consumer to the committed positions; anything else
-    (fenced, fatal) fails the task.
+    index) and completing or aborting what it left open; then it reads the task's own source
+    offsets (``read_committed``, to the high watermark captured after the init) and starts each
+    partition after the newest one the source can hold when that is past the driver's position
+    (:mod:`~mirrorspark.replication.task.stored_offsets`; ``engine-audit.md`` F3, F4). The first
+    commit writes the source offset and a progress report of every partition whose start moved
+    so (the driver's position catches up) and of every partition the driver started over
+    (:attr:`~mirrorspark.replication.task.spec.PartitionAssignment.restarted`: the old topic's
+    stored offset is superseded), even if it copied nothing. A retriable commit error is retried;
+    an abortable one aborts the transaction and rewinds the consumer to the committed positions;
+    anything else (fenced, fatal) fails the task.
     """
 
+    def __init__(self, spec: CopyTaskSpec, partitions: TaskPartitions, **clients: Any) -> None:
+        super().__init__(spec, partitions, **clients)
+        self.announce: set[PartitionKey] = {k for k, pc in partitions.by_key.items() if pc.assignment.restarted}
+        """Partitions the next commit writes even if they did not move (their start is news to the driver)."""
+
     def begin(self) -> None:
-        """Initialise the transactional id and open the first transaction.
+        """Initialise the transactional id, take the task's start from its stored source offsets, open a transaction.
 
         Raises
         ------
         ClusterError
             The principal may not use the id (``TRANSACTIONAL_ID_AUTHORIZATION_FAILED``: grant
-            ``WRITE`` on the ``TransactionalId`` prefix ``<source>-mm2-``), or any other failure.
+            ``WRITE`` on the ``TransactionalId`` prefix ``<source>-mm2-``), any other failure of
+            the init, or the task's source offsets could not be read to the high watermark
+            (:func:`~mirrorspark.replication.task.stored_offsets.read_stored_offsets`) or checked
+            against the source's end offsets.
         TransactionCoordinatorError
             The target's transaction coordinator did not answer within ``init_timeout_s``.
         """
         spec = self.spec
-        tid = str(spec.transactional_id)
         try:
             self.data.init_transactions(spec.init_timeout_s)
-            self.data.begin_transaction()
         except KafkaException as e:
-            err = e.args[0]
-            code = err.name() if isinstance(err, KafkaError) else None
-            if isinstance(err, KafkaError) and err.code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED:
-                raise ClusterError(
-                    f"flow {spec.flow}: TRANSACTIONAL_ID_AUTHORIZATION_FAILED: the replication principal may not "
-                    f"use transactional id '{tid}' (the copy tasks' ids are {spec.source}-mm2-MirrorSourceConnector-"
-                    f"<task>): grant it WRITE on TransactionalId '{spec.source}-mm2-' (prefixed) on cluster "
-                    f"'{spec.target}' (README, ACLs; {err.str()})",
-                    kafka_code=code,
-                ) from e
-            if isinstance(err, KafkaError) and err.code() in (KafkaError._TIMED_OUT, KafkaError._TRANSPORT):
-                raise TransactionCoordinatorError(
-                    f"flow {spec.flow}: no transaction coordinator: cluster '{spec.target}' did not initialise "
-                    f"transactional id '{tid}' within {spec.init_timeout_s:.0f} s ({err.str()}): exactly-once needs "
-                    "a target whose brokers support transactions (transaction.state.log.replication.factor and "
-                    "transaction.state.log.min.isr no larger than its brokers); fix the cluster or set "
-                    f"{spec.target}.exactly.once.source.support=disabled",
-                    kafka_code=code,
-                    retriable=True,
-                ) from e
-            reason = err.str() if isinstance(err, KafkaError) else str(e)
-            raise ClusterError(
-                f"flow {spec.flow}: initialising transactional id '{tid}' on cluster '{spec.target}' failed: {reason}",
-                kafka_code=code,
+            raise init_transactions_error(
+                spec.flow, spec.source, spec.target, str(spec.transactional_id), spec.init_timeout_s, e
             ) from e
+        try:
+            self._adopt_stored_offsets()
+        except KafkaException as e:
+            raise ClusterError(
+                f"flow {spec.flow}: task {spec.task_index} could not check its stored source offsets against the "
+                f"source partitions' end offsets on cluster '{spec.source}': {e.args[0]}"
+            ) from e
+        self.data.begin_transaction()
+
+    def _adopt_stored_offsets(self) -> None:
+        """Start partitions after the newest stored source offset read now, where that is past the driver's position.
+
+        Partitions the driver started over (``restarted``) adopt nothing: their stored offsets are the
+        old topic's. A moved partition is announced by the first commit.
+        """
+        if self.stored_offsets is None:
+            return
+        keys = [k for k, pc in self.parts.by_key.items() if not pc.assignment.restarted]
+        stored = self.stored_offsets(keys) if keys else {}
+        starts = {k: self.parts.by_key[k].committed for k in stored}
+        ahead = [k for k, h in stored.items() if h.offsets and h.offsets[-1] + 1 > starts[k]]
+        ends = {}
+        for t, p in ahead:
+            _, high = self.consumer.get_watermark_offsets(TopicPartition(t, p), timeout=SOURCE_END_TIMEOUT_S)
+            ends[(t, p)] = high
+        for k, start in adopted_starts(starts, stored, ends).items():
+            self.parts.by_key[k].committed = start
+            self.announce.add(k)
+        self.parts.dirty.update(self.announce)
 
     def end(self, *, clean: bool) -> None:
         """Abort the open transaction unless the last commit was clean (best effort: a fenced producer is left)."""
@@ -485,8 +525,8 @@ class TransactionalCommitter(_Committer):
             self._check_delivery(pc)
             next_offset = pc.upstream[-1] + 1 if pc.upstream else pc.committed
             next_offset = max(next_offset, positions.get(key, -1))  # every record read was produced
-            if next_offset > pc.committed:
-                moves.append((key, next_offset))
+            if next_offset > pc.committed or key in self.announce:
+                moves.append((key, max(next_offset, pc.committed)))
         return moves
 
     def _await_deliveries(self) -> None:
@@ -528,6 +568,7 @@ class TransactionalCommitter(_Committer):
             pc.segments = window
             pc.committed = next_offset
             self.parts.copied += n
+            self.announce.discard(key)
         return syncs, reports
 
     def rewind(self) -> None:
@@ -551,6 +592,7 @@ class TransactionalCommitter(_Committer):
             pc.forget_unacknowledged()
             if key not in self.parts.out_of_range:
                 self.consumer.seek(TopicPartition(key[0], key[1], pc.committed))
+        self.parts.dirty.update(self.announce)  # still to announce: the aborted transaction held it
         self.data.begin_transaction()
 
 
@@ -610,10 +652,12 @@ def commit_transaction(data: Any, spec: CopyTaskSpec) -> bool:
 __all__ = [
     "GRANT_POLL_S",
     "GRANT_WAIT_S",
+    "SOURCE_END_TIMEOUT_S",
     "UNKNOWN_SOURCE",
     "AtLeastOnceCommitter",
     "CommitWrites",
     "Committer",
+    "StoredOffsetsReader",
     "TransactionalCommitter",
     "commit_transaction",
     "offset_sync_records",

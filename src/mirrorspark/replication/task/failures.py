@@ -12,7 +12,13 @@ from typing import Any, TypeVar
 
 from confluent_kafka import KafkaError, KafkaException
 
-from mirrorspark.errors import DataPathError, MirrorsparkError, RecordTooLargeError
+from mirrorspark.errors import (
+    ClusterError,
+    DataPathError,
+    MirrorsparkError,
+    RecordTooLargeError,
+    TransactionCoordinatorError,
+)
 
 E = TypeVar("E", bound=MirrorsparkError)
 
@@ -122,4 +128,54 @@ def stall_error(flow: str, what: str) -> DataPathError:
     return DataPathError(f"flow {flow}: {what}; check that the target cluster is up", retriable=True)
 
 
-__all__ = ["at", "consumer_error", "delivery_error", "produce_error", "stall_error"]
+def init_transactions_error(
+    flow: str, source: str, target: str, tid: str, timeout_s: float, e: KafkaException
+) -> ClusterError:
+    """Translate a failed ``init_transactions`` of transactional id ``tid`` on the flow's target (KIP-618).
+
+    Parameters
+    ----------
+    flow, source, target:
+        The flow ``"S->T"`` and its cluster aliases.
+    tid:
+        The transactional id that failed.
+    timeout_s:
+        Seconds ``init_transactions`` was given (the target producer's ``max.block.ms``).
+    e:
+        librdkafka's error.
+
+    Returns
+    -------
+    ClusterError
+        ``TRANSACTIONAL_ID_AUTHORIZATION_FAILED`` (the ACL to grant), a
+        :class:`~mirrorspark.errors.TransactionCoordinatorError` when the coordinator did not answer
+        within ``init_timeout_s`` (the cluster settings to fix), else the error as it is.
+    """
+    err = e.args[0]
+    code = err.name() if isinstance(err, KafkaError) else None
+    if isinstance(err, KafkaError) and err.code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED:
+        return ClusterError(
+            f"flow {flow}: TRANSACTIONAL_ID_AUTHORIZATION_FAILED: the replication principal may not "
+            f"use transactional id '{tid}' (the copy tasks' ids are {source}-mm2-MirrorSourceConnector-"
+            f"<task>): grant it WRITE on TransactionalId '{source}-mm2-' (prefixed) on cluster "
+            f"'{target}' (README, ACLs; {err.str()})",
+            kafka_code=code,
+        )
+    if isinstance(err, KafkaError) and err.code() in (KafkaError._TIMED_OUT, KafkaError._TRANSPORT):
+        return TransactionCoordinatorError(
+            f"flow {flow}: no transaction coordinator: cluster '{target}' did not initialise "
+            f"transactional id '{tid}' within {timeout_s:.0f} s ({err.str()}): exactly-once needs "
+            "a target whose brokers support transactions (transaction.state.log.replication.factor and "
+            "transaction.state.log.min.isr no larger than its brokers); fix the cluster or set "
+            f"{target}.exactly.once.source.support=disabled",
+            kafka_code=code,
+            retriable=True,
+        )
+    reason = err.str() if isinstance(err, KafkaError) else str(e)
+    return ClusterError(
+        f"flow {flow}: initialising transactional id '{tid}' on cluster '{target}' failed: {reason}",
+        kafka_code=code,
+    )
+
+
+__all__ = ["at", "consumer_error", "delivery_error", "init_transactions_error", "produce_error", "stall_error"]

@@ -4,17 +4,22 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka.admin import AdminClient
 
 from mirrorspark.core.replica_rows import FetchSource, fetch_sources
 from mirrorspark.errors import DataPathError, MirrorsparkError
+from mirrorspark.kafka.admin import ClusterAdmin
 from mirrorspark.kafka.factory import with_logger
+from mirrorspark.mm2.connect_offsets import OffsetHistory
 from mirrorspark.replication.task.channel import ChannelClient
+from mirrorspark.replication.task.commit import StoredOffsetsReader
 from mirrorspark.replication.task.runner import CopyTaskRunner
 from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionKey, TaskOutcome, TaskResult
+from mirrorspark.replication.task.stored_offsets import read_stored_offsets
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +84,32 @@ def _release(producer: Any, *, clean: bool) -> None:
         log.debug("releasing a producer failed: %s", e)
 
 
+def stored_offsets_reader(spec: CopyTaskSpec) -> StoredOffsetsReader | None:
+    """Return how an exactly-once task reads its stored source offsets with real clients (``None`` otherwise).
+
+    The reader creates a ``read_committed`` consumer and an admin client of the target
+    (:attr:`~mirrorspark.replication.task.spec.CopyTaskSpec.offsets_consumer_conf`), reads
+    (:func:`~mirrorspark.replication.task.stored_offsets.read_stored_offsets`) within the longer of
+    ``init_timeout_s`` and two transaction intervals, and closes the consumer.
+    """
+    if not spec.exactly_once or spec.offsets_consumer_conf is None or spec.offsets_admin_conf is None:
+        return None
+    consumer_conf = dict(spec.offsets_consumer_conf)
+    admin_conf = dict(spec.offsets_admin_conf)
+    timeout_s = max(spec.init_timeout_s, 2 * spec.flush_interval_s)
+
+    def read(keys: Sequence[PartitionKey]) -> Mapping[PartitionKey, OffsetHistory]:
+        consumer = Consumer(with_logger(consumer_conf, str(consumer_conf.get("client.id", "offsets-consumer"))))
+        try:
+            admin = AdminClient(with_logger(admin_conf, str(admin_conf.get("client.id", "offsets-admin"))))
+            cluster = ClusterAdmin(admin, spec.target, timeout_s=timeout_s)
+            return read_stored_offsets(spec, keys, consumer=consumer, admin=cluster, timeout_s=timeout_s)
+        finally:
+            consumer.close()
+
+    return read
+
+
 def run_copy_task(spec: CopyTaskSpec) -> TaskResult:
     """Build the task's clients and channel, run it (:class:`CopyTaskRunner`), release the clients.
 
@@ -120,6 +151,7 @@ def run_copy_task(spec: CopyTaskSpec) -> TaskResult:
             syncs_producer=syncs,
             channel=channel,
             sources=sources,
+            stored_offsets=stored_offsets_reader(spec),
         )
         result = runner.run()
         outcome = result.outcome
@@ -168,4 +200,11 @@ def run_copy_job(spec: CopyTaskSpec) -> TaskResult:
     return TaskResult(spec.flow, spec.task_index, spec.generation, TaskOutcome.FAILED, error=info)
 
 
-__all__ = ["CLEAN_OUTCOMES", "FETCH_STATS_INTERVAL_MS", "run_copy_job", "run_copy_task", "with_fetch_stats"]
+__all__ = [
+    "CLEAN_OUTCOMES",
+    "FETCH_STATS_INTERVAL_MS",
+    "run_copy_job",
+    "run_copy_task",
+    "stored_offsets_reader",
+    "with_fetch_stats",
+]

@@ -28,6 +28,7 @@ from mirrorspark.replication.task.commit import (
     AtLeastOnceCommitter,
     Committer,
     CommitWrites,
+    StoredOffsetsReader,
     TransactionalCommitter,
 )
 from mirrorspark.replication.task.failures import consumer_error
@@ -75,6 +76,10 @@ class CopyTaskRunner:
         Where the consumer fetches each partition from, kept current by its statistics callback.
     clock:
         Monotonic seconds (tests inject one).
+    stored_offsets:
+        Exactly-once: how the task reads its own stored source offsets after ``init_transactions``
+        (:class:`~mirrorspark.replication.task.commit.TransactionalCommitter`); ``None``: it starts
+        at the driver's positions.
 
     Notes
     -----
@@ -93,6 +98,7 @@ class CopyTaskRunner:
         channel: Channel,
         sources: Mapping[PartitionKey, FetchSource] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        stored_offsets: StoredOffsetsReader | None = None,
     ) -> None:
         self.spec = spec
         self.consumer = consumer
@@ -118,6 +124,7 @@ class CopyTaskRunner:
             channel=channel,
             sources=sources if sources is not None else {},
             clock=clock,
+            stored_offsets=stored_offsets,
         )
 
     def run(self) -> TaskResult:

@@ -34,6 +34,13 @@ class PartitionAssignment:
         The source topic's id (KIP-516) as the driver knew it when it started the task; the task's
         progress reports carry it, so the driver drops reports of another incarnation of the topic
         (deleted and re-created). ``None``: unknown.
+    restarted:
+        Exactly-once: the driver started the partition over (its topic was re-created), so the
+        source offsets stored for it describe the old topic: the task adopts none of them and
+        commits ``start`` as the partition's source offset before it copies anything, so that a
+        later task never adopts the old topic's offset either. ``False``: a newer stored offset
+        than ``start`` moves the start forward (see
+        :func:`~mirrorspark.replication.task.stored_offsets.adopted_starts`).
     """
 
     source_topic: str
@@ -42,6 +49,7 @@ class PartitionAssignment:
     start: int
     transforms: BoundChain | None = None
     topic_id: str | None = None
+    restarted: bool = False
 
     @property
     def key(self) -> PartitionKey:
@@ -90,6 +98,11 @@ class CopyTaskSpec:
     init_timeout_s:
         Exactly-once mode: seconds ``init_transactions`` may take (the target producer's
         ``max.block.ms``).
+    offsets_consumer_conf, offsets_admin_conf:
+        Exactly-once mode: librdkafka configurations of the target consumer (``read_committed``)
+        and admin client with which the task reads its own partitions' source offsets from
+        ``offsets_topic`` after ``init_transactions`` (KIP-618); ``None``: the task starts at the
+        driver's positions.
     stop_at:
         A bounded copy (``mirrorspark run --until-caught-up``): ``{(topic, partition): end offset}``
         the driver listed at start; the task commits and ends (``caught_up``) once every partition
@@ -118,6 +131,8 @@ class CopyTaskSpec:
     transactional_id: str | None = None
     boundary: str = "poll"
     init_timeout_s: float = 60.0
+    offsets_consumer_conf: Mapping[str, Any] | None = None
+    offsets_admin_conf: Mapping[str, Any] | None = None
     stop_at: Mapping[PartitionKey, int] | None = None
 
     @property
