@@ -52,7 +52,7 @@ class StubFlow:
     def reload_positions(self) -> None:
         self.reloads += 1
 
-    def task_specs(self, generation: int, address: Any, *, stop_at: Any = None) -> list[Any]:
+    def task_specs(self, generation: int, address: Any, *, stop_at: Any = None, epoch: int = 0) -> list[Any]:
         return []  # no Spark task: the supervisor's lease logic alone
 
 

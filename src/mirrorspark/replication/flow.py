@@ -349,14 +349,20 @@ class Flow:
         return tuple(self.order), self.positions.resets
 
     def task_specs(
-        self, generation: int, channel: tuple[str, int, str], *, stop_at: Mapping[PartitionKey, int] | None = None
+        self,
+        generation: int,
+        channel: tuple[str, int, str],
+        *,
+        stop_at: Mapping[PartitionKey, int] | None = None,
+        epoch: int = 0,
     ) -> list[CopyTaskSpec]:
         """Cut the flow's partitions into its copy tasks, each from its committed positions (:class:`TaskConfigs`).
 
         Records ``generation`` as started: partitions added from now on move only on reports of
         later generations
         (:attr:`~mirrorspark.replication.positions.PartitionProgress.from_generation`).
-        Returns an empty list once the flow is halted.
+        Returns an empty list once the flow is halted. ``epoch``: the lease epoch the generation
+        runs under (:attr:`CopyTaskSpec.epoch`).
         """
         if self.halted is not None:
             return []
@@ -369,6 +375,7 @@ class Flow:
             generation=generation,
             channel=channel,
             stop_at=stop_at,
+            epoch=epoch,
         )
 
     def apply_report(
@@ -395,7 +402,7 @@ class Flow:
             always (any partition's segments and position reached are kept).
         """
         if report.segments:
-            self.copied.add(report.topic, report.partition, report.segments)
+            self.copied.add(report.topic, report.partition, report.segments, epoch=report.epoch)
         return self.positions.apply_report(report, generation=generation, segments_only=segments_only)
 
     def close(self) -> None:

@@ -291,7 +291,7 @@ class FlowSupervisor:
             self._launch(spec)
 
     def _specs(self) -> list[CopyTaskSpec]:
-        return self.flow.task_specs(self.generation, self.channel.address, stop_at=self.stop_at)
+        return self.flow.task_specs(self.generation, self.channel.address, stop_at=self.stop_at, epoch=self.epoch)
 
     def grant(self) -> None:
         """Renew the running generation's permission to commit (while the lease is held)."""

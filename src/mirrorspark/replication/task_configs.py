@@ -150,6 +150,7 @@ class TaskConfigs:
         generation: int,
         channel: tuple[str, int, str],
         stop_at: Mapping[PartitionKey, int] | None = None,
+        epoch: int = 0,
     ) -> list[CopyTaskSpec]:
         """Cut ``order`` into ``min(tasks.max, partitions)`` copy tasks, each from its committed positions.
 
@@ -169,6 +170,8 @@ class TaskConfigs:
             ``(host, port, token)`` of the driver's task channel.
         stop_at:
             A bounded copy's end offsets (:attr:`CopyTaskSpec.stop_at`); ``None``: copy until stopped.
+        epoch:
+            The flow's lease epoch the generation runs under (:attr:`CopyTaskSpec.epoch`; 0 without a lease).
 
         Returns
         -------
@@ -218,6 +221,7 @@ class TaskConfigs:
                     boundary=cfg.transaction_boundary,
                     init_timeout_s=init_timeout_s,
                     stop_at=None if stop_at is None else {k: stop_at.get(k, positions[k]) for k in keys},
+                    epoch=epoch,
                 )
             )
         return out

@@ -59,6 +59,11 @@ class PartitionReport:
     dropped:
         Records of the interval a transform dropped (``transforms``): read, never copied, their offsets
         before ``next_offset`` (0 in a record written before this field existed).
+    epoch:
+        The lease epoch the reporting task was started under (the flow's
+        :class:`~mirrorspark.replication.lease.FlowLease` holding; 0 without a lease or in a record
+        written before this field existed): copied segments of a superseded epoch never cut newer
+        ones (:class:`~mirrorspark.mm2.translation.CopiedRanges`, ``engine-audit.md`` F5).
     """
 
     flow: str
@@ -84,6 +89,7 @@ class PartitionReport:
     fetched_from: int = -1
     leader: int = -1
     dropped: int = 0
+    epoch: int = 0
 
 
 def report_key(flow: str, topic: str, partition: int) -> bytes:
@@ -115,6 +121,7 @@ def encode_report(r: PartitionReport) -> tuple[bytes, bytes]:
         "fetched_from": r.fetched_from,
         "leader": r.leader,
         "dropped": r.dropped,
+        "epoch": r.epoch,
     }
     return report_key(r.flow, r.topic, r.partition), json.dumps(value, separators=(",", ":")).encode()
 
@@ -168,7 +175,7 @@ def decode_report(key: bytes | None, value: bytes | None) -> PartitionReport:
     if not isinstance(hist, list) or not all(nonneg_int(x) for x in hist):
         raise CorruptRecordError("task progress record: latency_hist must be a list of integers >= 0")
     optional: dict[str, Any] = {f: v.get(f) for f in ("latency_ms_min", "age_ms_min")}
-    counts: dict[str, Any] = {f: v.get(f, 0) for f in ("age_ms_sum", "age_ms_max", "age_samples", "dropped")}
+    counts: dict[str, Any] = {f: v.get(f, 0) for f in ("age_ms_sum", "age_ms_max", "age_samples", "dropped", "epoch")}
     if not all(x is None or nonneg_int(x) for x in optional.values()) or not all(
         nonneg_int(x) for x in counts.values()
     ):

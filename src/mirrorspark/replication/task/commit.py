@@ -205,6 +205,7 @@ def partition_report(
         fetched_from=source.broker,
         leader=source.leader,
         dropped=pc.dropped,
+        epoch=spec.epoch,
     )
 
 

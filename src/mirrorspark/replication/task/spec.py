@@ -90,6 +90,10 @@ class CopyTaskSpec:
         the driver listed at start; the task commits and ends (``caught_up``) once every partition
         of it has been read up to its end offset (a partition left out ends where it starts).
         ``None``: the task copies until the driver stops it.
+    epoch:
+        The flow's lease epoch the task's generation was started under (0 without a lease): written
+        in its progress reports, so that a late report of an instance that lost the lease never
+        cuts the copied segments of the instance that holds it now (``engine-audit.md`` F5).
     """
 
     flow: str
@@ -114,6 +118,7 @@ class CopyTaskSpec:
     boundary: str = "poll"
     init_timeout_s: float = 60.0
     stop_at: Mapping[PartitionKey, int] | None = None
+    epoch: int = 0
 
     @property
     def exactly_once(self) -> bool:
