@@ -20,6 +20,7 @@ from mirrorspark.mm2.connect_offsets import decode_source_offset
 from mirrorspark.mm2.records import OffsetSync
 from mirrorspark.replication.task import job
 from mirrorspark.replication.task.channel import ChannelState
+from mirrorspark.replication.task.commit import GRANT_WAIT_S
 from mirrorspark.replication.task.partition import FULL_SCAN_EVERY
 from mirrorspark.replication.task.runner import BATCH_RECORDS, FILL_WAIT_S, CopyTaskRunner
 from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionAssignment, TaskOutcome
@@ -216,6 +217,22 @@ def test_without_a_valid_grant_nothing_is_committed() -> None:
 
     assert step(t, hook) == TaskOutcome.ORPHANED
     assert t.committed() == {} and t.b.records(PROGRESS) == []
+
+
+@pytest.mark.parametrize("eos", [False, True], ids=["at-least-once", "exactly-once"])
+def test_an_idle_zombie_ends_when_its_grant_lapses(eos: bool) -> None:
+    """Nothing to copy, so nothing to commit: before, the task never looked at its grant and kept its
+    partitions and its Spark slot after its driver lost the flow's lease (``engine-audit.md`` F8)."""
+    t = Task(records=0, eos=eos)
+
+    def hook(task: Task, turn: int) -> None:
+        task.now = 1.0 * turn
+        if turn == 3:
+            task.channel.granted = False  # the driver was cut off from the target: no grant any more
+
+    assert step(t, hook) == TaskOutcome.ORPHANED
+    assert t.now == 2 + GRANT_WAIT_S  # its grant was last valid at 2: gone as long as a commit waits for one
+    assert t.committed() == {}
 
 
 @pytest.mark.parametrize("eos", [False, True], ids=["at-least-once", "exactly-once"])

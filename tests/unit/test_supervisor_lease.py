@@ -16,9 +16,16 @@ pytestmark = pytest.mark.unit
 class StubLease:
     def __init__(self) -> None:
         self.held, self.epoch, self.failure = False, 0, None
+        self.safe_at = 0.0  # nothing to wait out before taking over
 
     def holds(self, epoch: int) -> bool:
         return self.held and self.epoch == epoch
+
+    def grant(self, epoch: int, seconds: float) -> float | None:
+        return 1e9 if self.holds(epoch) else None
+
+    def void_grants(self) -> None:
+        pass
 
 
 class StubChannel:
@@ -27,7 +34,7 @@ class StubChannel:
     def __init__(self) -> None:
         self.calls: list[tuple[str, int]] = []
 
-    def grant(self, flow: str, generation: int, seconds: float) -> None:
+    def grant(self, flow: str, generation: int, deadline: float) -> None:
         self.calls.append(("grant", generation))
 
     def abort(self, flow: str, generation: int) -> None:

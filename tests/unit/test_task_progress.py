@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -88,9 +89,9 @@ def test_the_task_channel_carries_grants_stop_and_abort() -> None:
     try:
         client = ChannelClient(channel.address, {"flow": "A->B", "task": 0, "generation": 1})
         assert client.check() == "open" and not client.may_commit()  # no grant yet
-        channel.grant("A->B", 1, 5.0)
+        channel.grant("A->B", 1, time.monotonic() + 5.0)
         assert_eventually(client.may_commit, timeout_s=5, message="no grant arrived")
-        channel.grant("A->B", 2, 5.0)  # another generation's grant is not this task's
+        channel.grant("A->B", 2, time.monotonic() + 5.0)  # another generation's grant is not this task's
         channel.stop("A->B", 1)
         assert_eventually(lambda: client.check() == "stop", timeout_s=5)
         assert client.may_commit()  # a stopping task still commits what was acknowledged

@@ -59,6 +59,40 @@ smaller epoch than the current holder. The lease group's committed offset on the
 (``kafka-consumer-groups --describe --group mirrorspark-lease-A->B``) is the current epoch.
 Epochs start over only if the lease topic is deleted (log offsets restart at 0).
 
+Grants: bounded by the last confirmed contact with the coordinator
+------------------------------------------------------------------
+The holder lets its copy tasks commit only under **grants** (:meth:`FlowLease.grant`), absolute
+deadlines on this process's monotonic clock, each capped at
+
+    ``last contact + (session.timeout.ms - CONTACT_MARGIN_MS)``
+
+where *last contact* is when this instance **sent** the newest round trip to the lease group's
+coordinator that came back successful: the claim's commit, then a **contact check** every
+:data:`CONTACT_CHECK_S` while held (an asynchronous commit of the epoch, the same offset again,
+checked against the member's generation). The coordinator reschedules a classic-protocol member's
+session on a successful offset commit (Stable or PreparingRebalance group: Kafka's
+``OffsetMetadataManager.commitOffset``, "offset commits maintain the session"), at the earliest
+when the request arrives, i.e. after it was sent: so the coordinator cannot give the lease to
+another member before ``last contact + session.timeout.ms``, and every grant has ended
+:data:`CONTACT_MARGIN_MS` before that, whatever the network does to this instance (cut off from
+the target, its heartbeats lost, while its executors still reach the target). The holder does not
+need to *notice* the loss (librdkafka does so only a session timeout after its last heartbeat
+*answer*, later than the coordinator): its grants stop on their own.
+
+Taking over: waiting out the previous holder
+--------------------------------------------
+A write a copy task sent under a grant can still land up to the commit producers'
+``message.timeout.ms`` later (:data:`~mirrorspark.replication.task_configs.COMMIT_TIMEOUT_MS`,
+``landing_ms``): a record waits in the producer's queue while the target's connection is down. So
+a new holder reads the committed offsets, and starts its tasks, no earlier than
+:attr:`FlowLease.safe_at`: ``landing_ms`` after the lease partition was assigned to it (5 s by
+default). Its previous holder's grants ended before that assignment: the coordinator expired its
+session (then the cap above ended them ``CONTACT_MARGIN_MS`` before the expiry), or it left or gave
+the partition back itself, which it does only once its grants are spent (``landing_ms`` past the
+last deadline it granted) or its tasks ended (:meth:`FlowLease.void_grants`). The first holding
+of a flow's lease (epoch 1) waits for nothing. The wait runs from the assignment, so whatever the
+new holder does meanwhile (Spark starting, the first tick) overlaps it.
+
 Notes
 -----
 MM2 gets the same guarantee from Kafka Connect's distributed herder: the workers of a
@@ -84,6 +118,7 @@ from mirrorspark.client.context import FlowContext
 from mirrorspark.core.lease_claims import LeaseClaim, claim_epoch, encode_claim, lease_topic, permission_hint
 from mirrorspark.errors import ClusterError
 from mirrorspark.mm2.internal_topics import lease_group
+from mirrorspark.replication.task_configs import COMMIT_TIMEOUT_MS
 
 log = logging.getLogger(__name__)
 
@@ -112,6 +147,18 @@ CLAIM_RETRY_S: Final = 1.0
 
 CLOSE_TIMEOUT_S: Final = 30.0
 """Default seconds :meth:`FlowLease.close` waits for the consumer to leave the group."""
+
+CONTACT_CHECK_S: Final = 1.0
+"""Seconds between two contact checks of the holder (an asynchronous commit of its epoch, one in flight)."""
+
+CONTACT_MARGIN_MS: Final = 1000
+"""How long before the coordinator could first expire the holder's session its grants end (ms).
+
+Covers what the round trip cannot: the broker times sessions by its wall clock (a step of it
+expires a session early), and the hosts' clocks tick at slightly different rates."""
+
+CONTACT_CHECK_STALE_S: Final = 30.0
+"""Seconds after which a contact check still unanswered is given up (a new one may be sent)."""
 
 
 def lease_consumer_overrides(
@@ -204,6 +251,14 @@ class FlowLease:
         called by :meth:`close`. Runs on the lease thread; keep it short.
     holder:
         Name of this instance in its claims (default ``"<hostname>:<pid>"``).
+    landing_ms:
+        How late a copy task's commit write may land after its grant check, in ms: the commit
+        producers' ``message.timeout.ms`` (default
+        :data:`~mirrorspark.replication.task_configs.COMMIT_TIMEOUT_MS`). A new holder waits this
+        long after its assignment (:attr:`safe_at`); a holder giving the lease up waits this long
+        past its last grant, unless its tasks ended (:meth:`void_grants`).
+    clock:
+        Monotonic seconds (tests inject one); every deadline of the lease is on it.
 
     Attributes
     ----------
@@ -246,6 +301,8 @@ class FlowLease:
         on_acquired: Callable[[int], None] | None = None,
         on_lost: Callable[[int], None] | None = None,
         holder: str | None = None,
+        landing_ms: int = COMMIT_TIMEOUT_MS,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.context = context
         self.flow_name = context.name
@@ -255,6 +312,10 @@ class FlowLease:
         self._overrides = lease_consumer_overrides(
             self.group_id, session_timeout_ms=session_timeout_ms, heartbeat_interval_ms=heartbeat_interval_ms
         )
+        self._overrides["on_commit"] = self._on_commit
+        self._contact_window_s = max(0.0, (session_timeout_ms - CONTACT_MARGIN_MS) / 1000)
+        self._landing_s = landing_ms / 1000
+        self._clock = clock
         self._on_acquired = on_acquired
         self._on_lost = on_lost
         self._lock = threading.Lock()
@@ -272,6 +333,13 @@ class FlowLease:
         self._claim_failure: str | None = None
         self._failure: BaseException | None = None
         self._closing = False
+        self._assigned_at = 0.0  # when the lease partition was last assigned (monotonic s)
+        self._safe_at = 0.0  # from when this holding may read offsets: its predecessor's writes have landed
+        self._contact_at = 0.0  # when the newest successful round trip to the coordinator was sent
+        self._check_sent: float | None = None  # the contact check in flight: when it was sent
+        self._next_check = 0.0
+        self._granted_until = 0.0  # the latest deadline granted in this holding
+        self._grants_void = threading.Event()  # set: no task uses a grant of this holding any more
 
     # -- state ------------------------------------------------------------------------------------
 
@@ -298,6 +366,76 @@ class FlowLease:
     def failure(self) -> BaseException | None:
         """What stopped the lease thread (a fatal consumer error), or ``None`` while it runs."""
         return self._failure
+
+    @property
+    def safe_at(self) -> float:
+        """When this holding may read the committed offsets and start copying (monotonic s; module notes).
+
+        ``landing_ms`` after the lease partition was assigned (the previous holder's last write
+        has landed by then); at once for the first holding of the flow's lease (epoch 1).
+        """
+        return self._safe_at
+
+    @property
+    def contact_at(self) -> float:
+        """When (monotonic s) this instance sent its newest round trip to the coordinator that succeeded (0: none)."""
+        return self._contact_at
+
+    def grant(self, epoch: int, seconds: float) -> float | None:
+        """Return a grant deadline for the tasks of the holding ``epoch``, or ``None`` when none may be given.
+
+        The deadline is ``now + seconds``, capped at ``contact_at + session.timeout.ms -
+        CONTACT_MARGIN_MS`` (module notes): before the coordinator could give the lease to another
+        instance, whatever happened to the network since.
+
+        Parameters
+        ----------
+        epoch:
+            The holding the tasks were started under.
+        seconds:
+            The grant's length at most (s).
+
+        Returns
+        -------
+        float or None
+            An absolute deadline on this lease's monotonic clock (s); ``None`` when the holding
+            ``epoch`` is over or its last confirmed contact is too old.
+
+        Notes
+        -----
+        Thread-safe (the worker's grant thread calls it).
+        """
+        now = self._clock()
+        with self._lock:
+            if not (self._held and self._epoch == epoch):
+                return None
+            deadline = min(now + seconds, self._contact_at + self._contact_window_s)
+            if deadline <= now:
+                return None
+            self._granted_until = max(self._granted_until, deadline)
+            self._grants_void.clear()
+            return deadline
+
+    def void_grants(self) -> None:
+        """Say that no copy task uses this holding's grants any more (they all ended).
+
+        Then giving the lease up (:meth:`close`, a revoked partition) waits for nothing: without
+        it, it waits until ``landing_ms`` past the latest deadline granted.
+        """
+        with self._lock:
+            self._granted_until = 0.0
+        self._grants_void.set()
+
+    def _wait_grants_spent(self) -> None:
+        """Block until every grant of this holding ended and its writes landed, or :meth:`void_grants`."""
+        left = self._granted_until + self._landing_s - self._clock()
+        if left > 0 and not self._grants_void.is_set():
+            log.info(
+                "flow %s: giving the lease up in at most %.1f s, once the copy tasks' grants have run out",
+                self.flow_name,
+                left,
+            )
+            self._grants_void.wait(left)
 
     def holds(self, epoch: int) -> bool:
         """Whether this instance still holds the lease it took at ``epoch``.
@@ -459,12 +597,41 @@ class FlowLease:
                 claim_due = self._assigned and not self._held and time.monotonic() >= self._retry_at
                 if claim_due and not self._stop.is_set():
                     self._claim()
+                elif self._held:
+                    self._check_contact()
         except Exception as e:  # a fatal consumer error: the lease is gone for good
             log.error("flow %s: the lease consumer failed: %s", self.flow_name, _reason(e))
             self._failure = e
             self._release("the lease consumer failed")
         finally:
             self._shutdown()
+
+    def _check_contact(self) -> None:
+        """Send a contact check when due: commit the epoch again, asynchronously, one in flight (module notes)."""
+        now = self._clock()
+        if self._check_sent is not None and now - self._check_sent < CONTACT_CHECK_STALE_S:
+            return
+        if now < self._next_check:
+            return
+        self._check_sent = now
+        self._next_check = now + CONTACT_CHECK_S
+        try:
+            tp = TopicPartition(self.topic, LEASE_PARTITION, self._epoch)
+            self._consumer.commit(offsets=[tp], asynchronous=True)
+        except KafkaException as e:  # refused at once (e.g. no coordinator known): no contact this time
+            self._check_sent = None
+            log.debug("flow %s: lease contact check not sent: %s", self.flow_name, _reason(e))
+
+    def _on_commit(self, err: Any, _partitions: Any) -> None:
+        """Take the answer to a contact check (served by the lease thread's poll): success confirms contact."""
+        sent, self._check_sent = self._check_sent, None
+        if sent is None:
+            return  # the claim's own commit, or a check of a holding that ended
+        if err is None:
+            with self._lock:
+                self._contact_at = max(self._contact_at, sent)
+        else:
+            log.debug("flow %s: lease contact check failed: %s", self.flow_name, _reason(err))
 
     def _poll_error(self, err: Any) -> None:
         if isinstance(err, KafkaError) and (
@@ -477,6 +644,8 @@ class FlowLease:
     def _shutdown(self) -> None:
         with self._lock:
             self._closing = True
+        if self._held or self._granted_until:
+            self._wait_grants_spent()  # leaving the group hands the lease over at once
         try:
             self._consumer.close()  # revokes (on_revoke) and leaves the group: a standby takes over now
         except Exception as e:
@@ -495,6 +664,7 @@ class FlowLease:
         self._joined = True
         if self._is_lease(partitions):
             self._assigned = True
+            self._assigned_at = self._clock()
             self._retry_at = 0.0
         elif not self._assigned and not self._standby_logged:
             self._standby_logged = True
@@ -503,6 +673,8 @@ class FlowLease:
     def _on_revoke(self, _consumer: Any, partitions: list[TopicPartition]) -> None:
         if self._is_lease(partitions):
             self._release("its partition was reassigned")
+            if not self._closing:
+                self._wait_grants_spent()  # the partition goes to another member once this returns
 
     def _on_lost_partitions(self, _consumer: Any, partitions: list[TopicPartition]) -> None:
         self._joined = False  # no longer a member: a standby again only once it has rejoined
@@ -513,6 +685,7 @@ class FlowLease:
         with self._lock:
             was_held, self._held, self._assigned = self._held, False, False
             self._acquired.clear()
+            self._check_sent = None
             closing = self._closing
             epoch = self._epoch
         self._standby_logged = False
@@ -540,6 +713,7 @@ class FlowLease:
             result["err"] = err
             result["offset"] = msg.offset() if err is None and msg is not None else None
 
+        sent = 0.0
         try:
             self._producer.produce(self.topic, value, key, partition=LEASE_PARTITION, on_delivery=on_delivery)
             self._producer.flush(CLAIM_TIMEOUT_S)
@@ -552,6 +726,7 @@ class FlowLease:
                 raise ClusterError("the acknowledgement carries no offset")
             epoch = claim_epoch(offset)
             # Checked against this member's generation: fails if the partition has moved on.
+            sent = self._clock()  # also the holding's first contact (a commit keeps the session)
             self._consumer.commit(offsets=[TopicPartition(self.topic, LEASE_PARTITION, epoch)], asynchronous=False)
         except (KafkaException, ClusterError, BufferError) as e:
             reason = _reason(e)
@@ -571,6 +746,13 @@ class FlowLease:
             if not self._assigned or self._closing:
                 return
             self._epoch = epoch
+            self._contact_at = sent
+            self._check_sent = None
+            self._next_check = sent + CONTACT_CHECK_S
+            self._granted_until = 0.0
+            self._grants_void.clear()
+            # epoch 1: no instance held the flow's lease before, nothing to wait out
+            self._safe_at = self._assigned_at + self._landing_s if epoch > 1 else sent
             self._held = True
             self._acquired.set()
         log.info("flow %s: holds the lease (epoch %d, group '%s')", self.flow_name, epoch, self.group_id)
@@ -586,6 +768,9 @@ __all__ = [
     "CLAIM_RETRY_S",
     "CLAIM_TIMEOUT_S",
     "CLOSE_TIMEOUT_S",
+    "CONTACT_CHECK_S",
+    "CONTACT_CHECK_STALE_S",
+    "CONTACT_MARGIN_MS",
     "HEARTBEAT_INTERVAL_MS",
     "POLL_INTERVAL_S",
     "SESSION_TIMEOUT_MS",

@@ -6,7 +6,11 @@ through its :class:`~mirrorspark.replication.task.commit.Committer` every ``flus
 exactly-once mode with ``transaction.boundary=poll``, after every batch read), until the driver
 says ``stop`` (a last commit, then ``stopped``), a bounded copy has read every partition to its
 end (``caught_up``), positions are found out of range (a last commit, then ``out_of_range``), or
-the driver is gone, aborts or stops granting (``orphaned``: nothing more committed).
+the driver is gone, aborts or stops granting (``orphaned``: nothing more committed). A task with
+nothing to copy checks its grant too: an idle zombie (its driver lost the flow's lease, froze or
+was cut off from the target) ends once its grant has been gone for
+:data:`~mirrorspark.replication.task.commit.GRANT_WAIT_S`, instead of keeping its partitions read
+and its Spark slot busy.
 
 Built by :func:`~mirrorspark.replication.task.job.run_copy_job` inside a Spark task with real
 confluent-kafka clients; unit tests build it on ``tests/fakes.py``.
@@ -23,6 +27,7 @@ from confluent_kafka import KafkaError, TopicPartition
 from mirrorspark.core.replica_rows import FetchSource
 from mirrorspark.replication.task.channel import Channel, ChannelState
 from mirrorspark.replication.task.commit import (
+    GRANT_WAIT_S,
     AtLeastOnceCommitter,
     Committer,
     CommitWrites,
@@ -95,6 +100,7 @@ class CopyTaskRunner:
         self.clock = clock
         self.parts = TaskPartitions(spec.partitions)
         self._backlog = False  # the last poll was a full one: the next may wait to fill
+        self._granted_at = clock()  # when the driver's grant was last seen valid
         self.writes = CommitWrites(commit_producer, f"flow {spec.flow}: source offsets", spec.target)
         self.sync_writes = (
             CommitWrites(syncs_producer, f"flow {spec.flow}: offset syncs", spec.source)
@@ -138,7 +144,7 @@ class CopyTaskRunner:
                 self._copy(msgs)
                 self._check_writes()
                 state = self.channel.check()
-                if state in (ChannelState.CLOSED, ChannelState.ABORT):
+                if state in (ChannelState.CLOSED, ChannelState.ABORT) or (not msgs and self._grant_lapsed()):
                     return self._result(TaskOutcome.ORPHANED)
                 outcome = self._ending(state, idle=not msgs)
                 if outcome is not None:
@@ -155,6 +161,14 @@ class CopyTaskRunner:
             self.committer.end(clean=clean)
             self.consumer.close()
             self.channel.close()
+
+    def _grant_lapsed(self) -> bool:
+        """Whether the driver's grant has been gone for :data:`GRANT_WAIT_S` (an idle task ends: a zombie)."""
+        now = self.clock()
+        if self.channel.may_commit():
+            self._granted_at = now
+            return False
+        return now - self._granted_at >= GRANT_WAIT_S
 
     def _poll(self) -> list[Any]:
         """Wait up to :data:`POLL_TIMEOUT_S` for a record, then take what else is there, :data:`BATCH_RECORDS` at most.
