@@ -129,14 +129,21 @@ class TaskConfigs:
         idempotent = {"enable.idempotence": True, "linger.ms": 0, "message.timeout.ms": COMMIT_TIMEOUT_MS}
         commit = ctx.client_conf("target_producer", "offsets-target-producer", overrides=idempotent)
         syncs = None
+        on_source = cfg.offset_syncs_topic_location == "source"
         if cfg.emit_offset_syncs_enabled:
-            on_source = cfg.offset_syncs_topic_location == "source"
             side = "source" if on_source else "target"
             syncs = ctx.client_conf(
                 "source_producer" if on_source else "target_producer",
                 f"offset-syncs-{side}-producer",
                 overrides=idempotent,
             )
+        # a driver on another network than its executors: the copy tasks reach the clusters elsewhere
+        source, target = cfg.executor_source_bootstrap_servers.strip(), cfg.executor_target_bootstrap_servers.strip()
+        for conf, bootstrap in ((consumer, source), (producer, target), (commit, target)):
+            if bootstrap:
+                conf["bootstrap.servers"] = bootstrap
+        if syncs is not None and (source if on_source else target):
+            syncs["bootstrap.servers"] = source if on_source else target
         self._confs = {"consumer": consumer, "producer": producer, "commit": commit, "syncs": syncs}
         return self._confs
 
