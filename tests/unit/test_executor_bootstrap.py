@@ -1,4 +1,4 @@
-"""The copy tasks can reach the clusters at other addresses than the driver (``mirrorspark.executor.*.bootstrap.servers``)."""
+"""The copy tasks reach the clusters at other addresses than the driver (``mirrorspark.executor.*``)."""
 
 from __future__ import annotations
 
