@@ -11,7 +11,8 @@ from mirrorspark.client.context import FlowContext
 from mirrorspark.config.parse import parse_config
 from mirrorspark.config.properties import parse_properties
 from mirrorspark.kafka.local.model import LocalClusters
-from mirrorspark.replication.lease import CONTACT_MARGIN_MS, SESSION_TIMEOUT_MS, FlowLease
+from mirrorspark.replication.lease import SESSION_TIMEOUT_MS, FlowLease
+from mirrorspark.replication.lease_window import CONTACT_MARGIN_MS
 
 pytestmark = pytest.mark.integration
 

@@ -14,7 +14,8 @@ from confluent_kafka import KafkaError, TopicPartition
 
 from fakes import two_clusters
 from mirrorspark.client.context import FlowContext
-from mirrorspark.replication.lease import CONTACT_MARGIN_MS, SESSION_TIMEOUT_MS, FlowLease
+from mirrorspark.replication.lease import SESSION_TIMEOUT_MS, FlowLease
+from mirrorspark.replication.lease_window import CONTACT_MARGIN_MS
 from mirrorspark.replication.supervisor import FlowSupervisor
 from mirrorspark.replication.task.channel import GRANT_ASK_S, ChannelClient
 from mirrorspark.replication.task_channel import TaskChannel

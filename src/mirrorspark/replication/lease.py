@@ -59,39 +59,13 @@ smaller epoch than the current holder. The lease group's committed offset on the
 (``kafka-consumer-groups --describe --group mirrorspark-lease-A->B``) is the current epoch.
 Epochs start over only if the lease topic is deleted (log offsets restart at 0).
 
-Grants: bounded by the last confirmed contact with the coordinator
-------------------------------------------------------------------
-The holder lets its copy tasks commit only under **grants** (:meth:`FlowLease.grant`), absolute
-deadlines on this process's monotonic clock, each capped at
-
-    ``last contact + (session.timeout.ms - CONTACT_MARGIN_MS)``
-
-where *last contact* is when this instance **sent** the newest round trip to the lease group's
-coordinator that came back successful: the claim's commit, then a **contact check** every
-:data:`CONTACT_CHECK_S` while held (an asynchronous commit of the epoch, the same offset again,
-checked against the member's generation). The coordinator reschedules a classic-protocol member's
-session on a successful offset commit (Stable or PreparingRebalance group: Kafka's
-``OffsetMetadataManager.commitOffset``, "offset commits maintain the session"), at the earliest
-when the request arrives, i.e. after it was sent: so the coordinator cannot give the lease to
-another member before ``last contact + session.timeout.ms``, and every grant has ended
-:data:`CONTACT_MARGIN_MS` before that, whatever the network does to this instance (cut off from
-the target, its heartbeats lost, while its executors still reach the target). The holder does not
-need to *notice* the loss (librdkafka does so only a session timeout after its last heartbeat
-*answer*, later than the coordinator): its grants stop on their own.
-
-Taking over: waiting out the previous holder
---------------------------------------------
-A write a copy task sent under a grant can still land up to the commit producers'
-``message.timeout.ms`` later (:data:`~mirrorspark.replication.task_configs.COMMIT_TIMEOUT_MS`,
-``landing_ms``): a record waits in the producer's queue while the target's connection is down. So
-a new holder reads the committed offsets, and starts its tasks, no earlier than
-:attr:`FlowLease.safe_at`: ``landing_ms`` after the lease partition was assigned to it (5 s by
-default). Its previous holder's grants ended before that assignment: the coordinator expired its
-session (then the cap above ended them ``CONTACT_MARGIN_MS`` before the expiry), or it left or gave
-the partition back itself, which it does only once its grants are spent (``landing_ms`` past the
-last deadline it granted) or its tasks ended (:meth:`FlowLease.void_grants`). The first holding
-of a flow's lease (epoch 1) waits for nothing. The wait runs from the assignment, so whatever the
-new holder does meanwhile (Spark starting, the first tick) overlaps it.
+Grants and take-overs under a partition (``docs/design.md``, continuous engine item 8)
+-------------------------------------------------------------------------------------
+While it holds the lease, the lease thread sends a **contact check** every :data:`CONTACT_CHECK_S`
+(an asynchronous commit of the epoch, one in flight); each success moves the holding's last
+confirmed contact with the coordinator, which caps every grant (:meth:`FlowLease.grant`), and a
+new holder starts no earlier than :attr:`FlowLease.safe_at`: the rules are
+:class:`~mirrorspark.replication.lease_window.GrantWindow`'s.
 
 Notes
 -----
@@ -118,6 +92,7 @@ from mirrorspark.client.context import FlowContext
 from mirrorspark.core.lease_claims import LeaseClaim, claim_epoch, encode_claim, lease_topic, permission_hint
 from mirrorspark.errors import ClusterError
 from mirrorspark.mm2.internal_topics import lease_group
+from mirrorspark.replication.lease_window import GrantWindow
 from mirrorspark.replication.task_configs import COMMIT_TIMEOUT_MS
 
 log = logging.getLogger(__name__)
@@ -150,12 +125,6 @@ CLOSE_TIMEOUT_S: Final = 30.0
 
 CONTACT_CHECK_S: Final = 1.0
 """Seconds between two contact checks of the holder (an asynchronous commit of its epoch, one in flight)."""
-
-CONTACT_MARGIN_MS: Final = 1000
-"""How long before the coordinator could first expire the holder's session its grants end (ms).
-
-Covers what the round trip cannot: the broker times sessions by its wall clock (a step of it
-expires a session early), and the hosts' clocks tick at slightly different rates."""
 
 CONTACT_CHECK_STALE_S: Final = 30.0
 """Seconds after which a contact check still unanswered is given up (a new one may be sent)."""
@@ -313,8 +282,7 @@ class FlowLease:
             self.group_id, session_timeout_ms=session_timeout_ms, heartbeat_interval_ms=heartbeat_interval_ms
         )
         self._overrides["on_commit"] = self._on_commit
-        self._contact_window_s = max(0.0, (session_timeout_ms - CONTACT_MARGIN_MS) / 1000)
-        self._landing_s = landing_ms / 1000
+        self._window = GrantWindow(session_timeout_ms=session_timeout_ms, landing_ms=landing_ms, clock=clock)
         self._clock = clock
         self._on_acquired = on_acquired
         self._on_lost = on_lost
@@ -334,12 +302,8 @@ class FlowLease:
         self._failure: BaseException | None = None
         self._closing = False
         self._assigned_at = 0.0  # when the lease partition was last assigned (monotonic s)
-        self._safe_at = 0.0  # from when this holding may read offsets: its predecessor's writes have landed
-        self._contact_at = 0.0  # when the newest successful round trip to the coordinator was sent
         self._check_sent: float | None = None  # the contact check in flight: when it was sent
         self._next_check = 0.0
-        self._granted_until = 0.0  # the latest deadline granted in this holding
-        self._grants_void = threading.Event()  # set: no task uses a grant of this holding any more
 
     # -- state ------------------------------------------------------------------------------------
 
@@ -369,24 +333,24 @@ class FlowLease:
 
     @property
     def safe_at(self) -> float:
-        """When this holding may read the committed offsets and start copying (monotonic s; module notes).
+        """When this holding may read the committed offsets and start copying (monotonic s).
 
-        ``landing_ms`` after the lease partition was assigned (the previous holder's last write
-        has landed by then); at once for the first holding of the flow's lease (epoch 1).
+        ``landing_ms`` after the lease partition was assigned; at once for epoch 1
+        (:class:`~mirrorspark.replication.lease_window.GrantWindow`).
         """
-        return self._safe_at
+        return self._window.safe_at
 
     @property
     def contact_at(self) -> float:
         """When (monotonic s) this instance sent its newest round trip to the coordinator that succeeded (0: none)."""
-        return self._contact_at
+        return self._window.contact_at
 
     def grant(self, epoch: int, seconds: float) -> float | None:
         """Return a grant deadline for the tasks of the holding ``epoch``, or ``None`` when none may be given.
 
-        The deadline is ``now + seconds``, capped at ``contact_at + session.timeout.ms -
-        CONTACT_MARGIN_MS`` (module notes): before the coordinator could give the lease to another
-        instance, whatever happened to the network since.
+        ``now + seconds``, capped at ``contact_at + session.timeout.ms - CONTACT_MARGIN_MS``:
+        before the coordinator could give the lease to another instance, whatever happened to the
+        network since (:meth:`~mirrorspark.replication.lease_window.GrantWindow.grant`).
 
         Parameters
         ----------
@@ -399,22 +363,11 @@ class FlowLease:
         -------
         float or None
             An absolute deadline on this lease's monotonic clock (s); ``None`` when the holding
-            ``epoch`` is over or its last confirmed contact is too old.
-
-        Notes
-        -----
-        Thread-safe (the worker's grant thread calls it).
+            ``epoch`` is over or its last confirmed contact is too old. Thread-safe.
         """
-        now = self._clock()
-        with self._lock:
-            if not (self._held and self._epoch == epoch):
-                return None
-            deadline = min(now + seconds, self._contact_at + self._contact_window_s)
-            if deadline <= now:
-                return None
-            self._granted_until = max(self._granted_until, deadline)
-            self._grants_void.clear()
-            return deadline
+        if not self.holds(epoch):
+            return None
+        return self._window.grant(seconds)
 
     def void_grants(self) -> None:
         """Say that no copy task uses this holding's grants any more (they all ended).
@@ -422,20 +375,18 @@ class FlowLease:
         Then giving the lease up (:meth:`close`, a revoked partition) waits for nothing: without
         it, it waits until ``landing_ms`` past the latest deadline granted.
         """
-        with self._lock:
-            self._granted_until = 0.0
-        self._grants_void.set()
+        self._window.void()
 
     def _wait_grants_spent(self) -> None:
         """Block until every grant of this holding ended and its writes landed, or :meth:`void_grants`."""
-        left = self._granted_until + self._landing_s - self._clock()
-        if left > 0 and not self._grants_void.is_set():
+        left = self._window.spent_in()
+        if left > 0:
             log.info(
                 "flow %s: giving the lease up in at most %.1f s, once the copy tasks' grants have run out",
                 self.flow_name,
                 left,
             )
-            self._grants_void.wait(left)
+            self._window.wait_spent()
 
     def holds(self, epoch: int) -> bool:
         """Whether this instance still holds the lease it took at ``epoch``.
@@ -628,8 +579,7 @@ class FlowLease:
         if sent is None:
             return  # the claim's own commit, or a check of a holding that ended
         if err is None:
-            with self._lock:
-                self._contact_at = max(self._contact_at, sent)
+            self._window.contact(sent)
         else:
             log.debug("flow %s: lease contact check failed: %s", self.flow_name, _reason(err))
 
@@ -644,7 +594,7 @@ class FlowLease:
     def _shutdown(self) -> None:
         with self._lock:
             self._closing = True
-        if self._held or self._granted_until:
+        if self._held or self._window.granted_until:
             self._wait_grants_spent()  # leaving the group hands the lease over at once
         try:
             self._consumer.close()  # revokes (on_revoke) and leaves the group: a standby takes over now
@@ -746,13 +696,10 @@ class FlowLease:
             if not self._assigned or self._closing:
                 return
             self._epoch = epoch
-            self._contact_at = sent
             self._check_sent = None
             self._next_check = sent + CONTACT_CHECK_S
-            self._granted_until = 0.0
-            self._grants_void.clear()
             # epoch 1: no instance held the flow's lease before, nothing to wait out
-            self._safe_at = self._assigned_at + self._landing_s if epoch > 1 else sent
+            self._window.begin(assigned_at=self._assigned_at, contact_at=sent, first=epoch == 1)
             self._held = True
             self._acquired.set()
         log.info("flow %s: holds the lease (epoch %d, group '%s')", self.flow_name, epoch, self.group_id)
@@ -770,7 +717,6 @@ __all__ = [
     "CLOSE_TIMEOUT_S",
     "CONTACT_CHECK_S",
     "CONTACT_CHECK_STALE_S",
-    "CONTACT_MARGIN_MS",
     "HEARTBEAT_INTERVAL_MS",
     "POLL_INTERVAL_S",
     "SESSION_TIMEOUT_MS",

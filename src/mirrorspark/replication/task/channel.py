@@ -21,7 +21,7 @@ Why not wall-clock deadlines: an executor is usually another host, whose wall cl
 driver's by any amount (NTP steps, a VM resumed); a deadline in the driver's wall clock would be
 early or late by that offset. Monotonic clocks of two hosts are not comparable at all, and the
 round trip above needs neither to be: only that both tick at about the same rate (their drift, a
-few ppm, is covered by the lease's margin, :data:`~mirrorspark.replication.lease.CONTACT_MARGIN_MS`).
+few ppm, is covered by the lease's margin, :data:`~mirrorspark.replication.lease_window.CONTACT_MARGIN_MS`).
 """
 
 from __future__ import annotations
