@@ -202,3 +202,20 @@ def test_a_delayed_grant_line_never_extends_the_permission() -> None:
         client.close()
     finally:
         channel.close()
+
+
+class JoinedLease(WaitingLease):
+    """A lease the driver joined before Spark started (``Replicator.join_leases``)."""
+
+    started = True
+
+    def start(self) -> None:
+        raise AssertionError("started twice")
+
+
+def test_a_lease_joined_before_spark_started_is_not_started_again() -> None:
+    sup = FlowSupervisor(OneFlow(), object(), Grants(), JoinedLease(safe_at=0.0))  # type: ignore[arg-type]
+    sup.begin()
+    assert sup.state == "standby"
+    sup.tick()  # taken while Spark started: copying at the first tick
+    assert (sup.state, sup.epoch) == ("running", 7)

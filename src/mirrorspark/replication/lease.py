@@ -313,6 +313,11 @@ class FlowLease:
         return self._held
 
     @property
+    def started(self) -> bool:
+        """Whether :meth:`start` was called (the lease thread runs or ran)."""
+        return self._thread is not None
+
+    @property
     def standby(self) -> bool:
         """Whether this instance is a member of the lease group without the lease (another instance holds it)."""
         return self._joined and not self._assigned and self._failure is None and not self._closing

@@ -283,7 +283,8 @@ class FlowSupervisor:
         if self.lease is None:
             self.start()
             return
-        self.lease.start()
+        if not self.lease.started:  # else joined before Spark started (Replicator.join_leases)
+            self.lease.start()
         self.state = SupervisorState.STANDBY
 
     def start(self) -> None:

@@ -51,6 +51,9 @@ class Worker:
     stop_at:
         A bounded copy: ``{flow name: {(topic, partition): end offset}}`` listed at start; each
         flow's tasks end once they read their partitions to them. ``None``: copy until stopped.
+    joined:
+        Leases already started, by flow name (:meth:`~mirrorspark.replication.driver.Replicator.join_leases`:
+        joined while Spark started); the other flows get a new one (with ``leases``).
     """
 
     def __init__(
@@ -60,6 +63,7 @@ class Worker:
         *,
         leases: bool = True,
         stop_at: Mapping[str, Mapping[PartitionKey, int]] | None = None,
+        joined: Mapping[str, FlowLease] | None = None,
     ) -> None:
         self.spark = spark
         host = spark.sparkContext.getConf().get("spark.driver.host") or "127.0.0.1"
@@ -69,7 +73,7 @@ class Worker:
                 f,
                 spark,
                 self.channel,
-                FlowLease(f.context) if leases else None,
+                ((joined or {}).get(f.name) or FlowLease(f.context)) if leases else None,
                 stop_at=None if stop_at is None else stop_at.get(f.name, {}),
             )
             for f in flows
