@@ -142,6 +142,11 @@ class WaitingLease:
     def grant(self, epoch: int, seconds: float) -> float | None:
         return time.monotonic() + seconds
 
+    def may_grant(self, epoch: int) -> bool:
+        return self.holds(epoch) and self.fresh
+
+    fresh = True
+
 
 class NoReports:
     def poll(self, **_kw: Any) -> bool:
@@ -219,3 +224,22 @@ def test_a_lease_joined_before_spark_started_is_not_started_again() -> None:
     assert sup.state == "standby"
     sup.tick()  # taken while Spark started: copying at the first tick
     assert (sup.state, sup.epoch) == ("running", 7)
+
+
+def test_a_holder_without_recent_contact_starts_nothing() -> None:
+    """Held, but the coordinator has not answered for most of a session timeout (this driver cut off
+    from the target): the lease may already be another instance's. Before, the driver started and
+    restarted tasks on its cached flag; a restarted exactly-once task fenced the new holder's."""
+    flow, lease = OneFlow(), WaitingLease(safe_at=0.0)
+    lease.fresh = False
+    sup = FlowSupervisor(flow, object(), Grants(), lease)  # type: ignore[arg-type]
+    sup.state = "standby"  # type: ignore[assignment]
+    sup.tick()
+    assert (sup.state, flow.reloads, sup.generation) == ("standby", 0, 0)
+    lease.fresh = True  # a contact check answered
+    sup.tick()
+    assert (sup.state, flow.reloads, sup.generation) == ("running", 1, 1)
+    lease.fresh = False
+    sup.next_start[0] = 0.0  # a task ended and is due for a restart ...
+    sup.tick()
+    assert sup.next_start == {0: 0.0} and sup.restarts == 0  # ... not while contact is lapsed

@@ -24,6 +24,9 @@ class StubLease:
     def grant(self, epoch: int, seconds: float) -> float | None:
         return 1e9 if self.holds(epoch) else None
 
+    def may_grant(self, epoch: int) -> bool:
+        return self.holds(epoch)
+
     def void_grants(self) -> None:
         pass
 

@@ -374,6 +374,14 @@ class FlowLease:
             return None
         return self._window.grant(seconds)
 
+    def may_grant(self, epoch: int) -> bool:
+        """Whether the holding ``epoch`` can grant now: held, its last confirmed contact recent enough.
+
+        ``False`` while the coordinator has not answered for ``session.timeout.ms -
+        CONTACT_MARGIN_MS``: the lease may be lost without this instance having noticed yet.
+        """
+        return self.holds(epoch) and self._window.fresh()
+
     def void_grants(self) -> None:
         """Say that no copy task uses this holding's grants any more (they all ended).
 

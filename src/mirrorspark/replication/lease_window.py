@@ -115,6 +115,10 @@ class GrantWindow:
         self._void.clear()
         return deadline
 
+    def fresh(self) -> bool:
+        """Whether a grant can be given now: the last contact is recent enough (see :meth:`grant`)."""
+        return self.clock() < self._contact_at + self.window_s
+
     def void(self) -> None:
         """Say that no task uses the holding's grants any more (they all ended)."""
         with self._lock:

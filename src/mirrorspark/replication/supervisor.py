@@ -322,6 +322,8 @@ class FlowSupervisor:
         ended before that assignment); the first holding of a flow's lease waits for nothing.
         """
         assert self.lease is not None
+        if not self.lease.may_grant(self.lease.epoch):
+            return  # no contact with the coordinator lately: the lease may already be another's
         left = self.lease.safe_at - time.monotonic()
         if left > 0:
             if self._waits_for != self.lease.epoch:
@@ -446,7 +448,11 @@ class FlowSupervisor:
             # next tick takes over under the new epoch
             self._lost()
             return False
-        return True
+        # No contact with the coordinator lately (this driver cut off from the target?): the lease
+        # may already be another instance's. Start and restart nothing (a restarted exactly-once
+        # task would fence the new holder's); the running tasks wait for a grant; the next ticks
+        # see the contact back, or the lease lost.
+        return self.lease.may_grant(self.epoch)
 
     def _ended(self, index: int, run: TaskJob, now: float) -> bool:
         """Handle a task whose job ended: read its last reports, then restart it or record a gap; or fail the flow.
