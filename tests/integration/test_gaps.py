@@ -245,7 +245,7 @@ def test_a_task_whose_position_is_out_of_range_stops_there_and_says_so(local_clu
     produce(p, topic, [{"value": b"z"} for _ in range(60)])
     delete_records(p, topic, 0, 50)
     channel = TaskChannel()
-    channel.grant(FLOW, 1, 60.0)
+    channel.grant(FLOW, 1, time.monotonic() + 60.0)
     spec = CopyTaskSpec(
         flow=FLOW,
         source="primary",

@@ -134,7 +134,7 @@ class StubFlow:
         self.reloads = 0
         self.reload_fails = False
 
-    def task_specs(self, generation: int, _address: Any, *, stop_at: Any = None) -> list[CopyTaskSpec]:
+    def task_specs(self, generation: int, _address: Any, *, stop_at: Any = None, epoch: int = 0) -> list[CopyTaskSpec]:
         return [spec(i, generation) for i in range(3)]
 
     def reload_positions(self) -> None:

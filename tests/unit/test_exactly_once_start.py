@@ -275,7 +275,7 @@ class EosFlow:
         self.config = type("Cfg", (), {"tasks_max": tasks_max})()
         self.specs: list[int] = []
 
-    def task_specs(self, generation: int, address: Any, *, stop_at: Any = None) -> list[Any]:
+    def task_specs(self, generation: int, address: Any, *, stop_at: Any = None, epoch: int = 0) -> list[Any]:
         self.specs.append(generation)
         return []
 

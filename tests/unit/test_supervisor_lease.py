@@ -16,9 +16,19 @@ pytestmark = pytest.mark.unit
 class StubLease:
     def __init__(self) -> None:
         self.held, self.epoch, self.failure = False, 0, None
+        self.safe_at = 0.0  # nothing to wait out before taking over
 
     def holds(self, epoch: int) -> bool:
         return self.held and self.epoch == epoch
+
+    def grant(self, epoch: int, seconds: float) -> float | None:
+        return 1e9 if self.holds(epoch) else None
+
+    def may_grant(self, epoch: int) -> bool:
+        return self.holds(epoch)
+
+    def void_grants(self) -> None:
+        pass
 
 
 class StubChannel:
@@ -27,7 +37,7 @@ class StubChannel:
     def __init__(self) -> None:
         self.calls: list[tuple[str, int]] = []
 
-    def grant(self, flow: str, generation: int, seconds: float) -> None:
+    def grant(self, flow: str, generation: int, deadline: float) -> None:
         self.calls.append(("grant", generation))
 
     def abort(self, flow: str, generation: int) -> None:
@@ -53,7 +63,7 @@ class StubFlow:
     def reload_positions(self) -> None:
         self.reloads += 1
 
-    def task_specs(self, generation: int, address: Any, *, stop_at: Any = None) -> list[Any]:
+    def task_specs(self, generation: int, address: Any, *, stop_at: Any = None, epoch: int = 0) -> list[Any]:
         return []  # no Spark task: the supervisor's lease logic alone
 
 

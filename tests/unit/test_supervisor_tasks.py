@@ -82,7 +82,7 @@ class StubFlow:
         self.checked: list[Any] = []
         self.config = type("Cfg", (), {"tasks_max": 2})()
 
-    def task_specs(self, generation: int, _address: Any, *, stop_at: Any = None) -> list[CopyTaskSpec]:
+    def task_specs(self, generation: int, _address: Any, *, stop_at: Any = None, epoch: int = 0) -> list[CopyTaskSpec]:
         return [spec(0, generation), spec(1, generation)]
 
     def check_positions(self, keys: Any) -> list[Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -88,9 +89,9 @@ def test_the_task_channel_carries_grants_stop_and_abort() -> None:
     try:
         client = ChannelClient(channel.address, {"flow": "A->B", "task": 0, "generation": 1})
         assert client.check() == "open" and not client.may_commit()  # no grant yet
-        channel.grant("A->B", 1, 5.0)
+        channel.grant("A->B", 1, time.monotonic() + 5.0)
         assert_eventually(client.may_commit, timeout_s=5, message="no grant arrived")
-        channel.grant("A->B", 2, 5.0)  # another generation's grant is not this task's
+        channel.grant("A->B", 2, time.monotonic() + 5.0)  # another generation's grant is not this task's
         channel.stop("A->B", 1)
         assert_eventually(lambda: client.check() == "stop", timeout_s=5)
         assert client.may_commit()  # a stopping task still commits what was acknowledged
@@ -110,15 +111,17 @@ def test_a_late_task_of_an_older_generation_never_gets_a_grant() -> None:
     """
     channel = TaskChannel()
     try:
-        channel.grant("A->B", 1, 5.0)
+        channel.grant("A->B", 1, time.monotonic() + 5.0)
         channel.stop("A->B", 1)  # generation 1 stopped (its tasks commit and end) ...
-        channel.grant("A->B", 2, 5.0)  # ... and generation 2 started
+        channel.grant("A->B", 2, time.monotonic() + 5.0)  # ... and generation 2 started
         late = ChannelClient(channel.address, {"flow": "A->B", "task": 0, "generation": 1})
         assert_eventually(lambda: late.check() in ("abort", "closed"), timeout_s=5, message="the late task stays open")
         assert not late.may_commit()
         current = ChannelClient(channel.address, {"flow": "A->B", "task": 0, "generation": 2})
         assert_eventually(current.may_commit, timeout_s=5, message="the current generation got no grant")
-        channel.grant("A->B", 1, 5.0)  # a renewal of the old generation (a race with the grant thread): ignored
+        channel.grant(
+            "A->B", 1, time.monotonic() + 5.0
+        )  # a renewal of the old generation (a race with the grant thread): ignored
         assert late.check() in ("abort", "closed") and current.check() == "open"
         late.close()
         current.close()

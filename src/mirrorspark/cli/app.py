@@ -265,6 +265,7 @@ def _run(
 
     replicator = Replicator(cfg, targets=clusters, on_stats=on_stats)
     replicator.start()  # connects and creates topics: fails fast, before Spark starts
+    replicator.join_leases()  # a take-over (session expiry, then its wait) overlaps Spark's start-up
     spark = build_spark_session(master=master, conf=spark_conf, task_slots=replicator.task_slots())
     replicator.spark = spark
 

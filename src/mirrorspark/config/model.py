@@ -343,6 +343,10 @@ class FlowConfig(_Frozen):
         ``transforms`` / ``predicates`` and their sub-keys (``S->T.`` ones over top-level ones, key by
         key), validated at load (:func:`~mirrorspark.core.transforms.parse_transforms`); empty = records
         copied unchanged.
+    executor_source_bootstrap_servers, executor_target_bootstrap_servers:
+        ``mirrorspark.executor.source.bootstrap.servers`` / ``...target...``: the ``bootstrap.servers`` the
+        copy tasks use for the source / target instead of the cluster's own (a driver on another network
+        than its executors); empty = the cluster's.
 
     Notes
     -----
@@ -407,6 +411,8 @@ class FlowConfig(_Frozen):
     extra: Mapping[str, str]
     replica_placement: PlacementRules | None = None
     transforms: TransformsConfig = NO_TRANSFORMS
+    executor_source_bootstrap_servers: str = ""
+    executor_target_bootstrap_servers: str = ""
 
     _MAPPING_FIELDS = ("extra",)
 

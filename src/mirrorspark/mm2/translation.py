@@ -46,6 +46,23 @@ class CopiedRanges:
       segment's upstream start and the rest dropped, so each upstream offset maps
       to its newest copy. (MM2's store drops all history in this case.)
 
+    Both rules assume **one writer**: after a rewind, copying goes on from the
+    new segment's end. Two writers break that assumption: a copy task of an
+    instance that lost the flow's lease (a zombie) whose report arrives after
+    the new holder's (``engine-audit.md`` F5). Its segment, upstream back and
+    downstream forward, would cut the new holder's newer segments, and a
+    position past its end would translate to after it, past records whose only
+    copy lies before it (the audit's case: (100→1000, 100 records) then
+    (100→1100, 50 records) translated 150 to 1150, while 150..199 sit at
+    1050..1099). So every segment comes with the **lease epoch** of the
+    instance that copied it (:class:`~mirrorspark.replication.lease.FlowLease`,
+    growing at every take-over): segments of an epoch older than the newest
+    epoch seen for the partition are ignored. Ignoring a copy never makes a
+    translation skip a record (it may only re-read duplicates). Epochs start
+    over only if the lease topic is deleted: segments of the new, smaller epochs
+    are then ignored until the process restarts, and translation falls back to
+    the newest kept segment (re-reads, never skips).
+
     Not part of MM2: MM2 only has the sampled syncs. Offsets are Kafka's: an
     upstream/downstream offset is a record's offset; a position is the next
     offset to read.
@@ -61,20 +78,21 @@ class CopiedRanges:
         If ``max_segments`` is less than 1.
     """
 
-    __slots__ = ("_max_segments", "_segments")
+    __slots__ = ("_epochs", "_max_segments", "_segments")
 
     def __init__(self, *, max_segments: int = 10_000) -> None:
         if max_segments < 1:
             raise ValueError(f"max_segments must be at least 1, got {max_segments}")
         self._max_segments = max_segments
         self._segments: dict[tuple[str, int], list[CopiedSegment]] = {}
+        self._epochs: dict[tuple[str, int], int] = {}  # newest lease epoch seen per partition
 
     @property
     def max_segments(self) -> int:
         """Segments kept per partition."""
         return self._max_segments
 
-    def add(self, topic: str, partition: int, segments: Iterable[CopiedSegment]) -> None:
+    def add(self, topic: str, partition: int, segments: Iterable[CopiedSegment], *, epoch: int = 0) -> bool:
         """Record segments copied for one source partition, in copy order.
 
         Parameters
@@ -83,13 +101,26 @@ class CopiedRanges:
             The **upstream** (source) topic-partition.
         segments:
             The segments, oldest first, each with ``count >= 1``.
+        epoch:
+            The lease epoch of the instance that copied them (0: no lease, or a report written
+            before reports carried it). Segments of an epoch older than the newest one seen for
+            the partition are ignored (see the class notes).
+
+        Returns
+        -------
+        bool
+            Whether the segments were taken (``False``: a superseded epoch's, ignored).
 
         Raises
         ------
         ValueError
             If a segment has ``count < 1`` (nothing is recorded from that segment on).
         """
-        kept = self._segments.setdefault((topic, partition), [])
+        key = (topic, partition)
+        if epoch < self._epochs.get(key, 0):
+            return False
+        self._epochs[key] = epoch
+        kept = self._segments.setdefault(key, [])
         for segment in segments:
             if segment.count < 1:
                 raise ValueError(f"a copied segment holds at least one record, got {segment}")
@@ -97,6 +128,7 @@ class CopiedRanges:
         excess = len(kept) - self._max_segments
         if excess > 0:
             del kept[:excess]
+        return True
 
     @staticmethod
     def _append(kept: list[CopiedSegment], segment: CopiedSegment) -> None:

@@ -39,6 +39,7 @@ from mirrorspark.replication.checkpoint_emitter import CheckpointEmitter
 from mirrorspark.replication.failover_watch import FailoverWatcher
 from mirrorspark.replication.flow import Flow
 from mirrorspark.replication.heartbeats import HeartbeatEmitter
+from mirrorspark.replication.lease import FlowLease
 from mirrorspark.replication.metrics_publisher import MetricsPublisher
 from mirrorspark.replication.scheduler import Job, Scheduler
 from mirrorspark.replication.supervisor import FlowSupervisor, SupervisorState
@@ -299,6 +300,7 @@ class Replicator:
         self._targets: dict[str, dict[PartitionKey, int]] = {}
         self.state = DriverState.CREATED
         self.worker: Worker | None = None
+        self.leases: dict[str, FlowLease] = {}  # joined before Spark started (join_leases)
 
     @property
     def supervisors(self) -> list[FlowSupervisor]:
@@ -367,6 +369,25 @@ class Replicator:
         self.background.start(name="mirrorspark-heartbeats")
         self._start_failover_watch()
         self.state = DriverState.RUNNING
+
+    def join_leases(self) -> None:
+        """Join every flow's lease group now, before Spark starts (needs no Spark; after :meth:`start`).
+
+        The flow's lease is then taken while Spark starts: a previous holder's session expiry and
+        the take-over wait (:attr:`~mirrorspark.replication.lease.FlowLease.safe_at`) overlap
+        Spark's start-up instead of following it. :meth:`run` hands the leases to the copy tasks'
+        supervisors; :meth:`close` gives them up if it never ran.
+
+        Raises
+        ------
+        ClusterError
+            A lease topic cannot be created.
+        """
+        for flow in self.flows:
+            if flow.name not in self.leases:
+                lease = FlowLease(flow.context)
+                lease.start()
+                self.leases[flow.name] = lease
 
     def _schedule_flow_jobs(self, flow: Flow) -> None:
         """Schedule one flow's control jobs: totals, config and ACL sync, topic refresh, lag listings."""
@@ -445,7 +466,7 @@ class Replicator:
         if until_caught_up:
             self._targets = {f.name: f.end_snapshot() for f in self.flows}
             self._checkpoint_targets = [cp.snapshot() for cp in self.checkpoints]
-        worker = Worker(self.spark, self.flows, stop_at=self._targets if until_caught_up else None)
+        worker = Worker(self.spark, self.flows, stop_at=self._targets if until_caught_up else None, joined=self.leases)
         self.worker = worker
         for f in self.flows:
             if f.exactly_once:
@@ -580,6 +601,8 @@ class Replicator:
     def close(self) -> None:
         """Stop heartbeats and the failover watch, publish final totals and metrics, release the flows' clients."""
         self.background.stop()
+        for lease in self.leases.values():  # given up by the supervisors already when run() ran
+            lease.close()
         for w in self.failover_watchers:
             w.request_stop()
         # join the failover thread before releasing the watchers' clients: a check still running may be

@@ -351,7 +351,12 @@ class Flow:
         return tuple(self.order), self.positions.resets
 
     def task_specs(
-        self, generation: int, channel: tuple[str, int, str], *, stop_at: Mapping[PartitionKey, int] | None = None
+        self,
+        generation: int,
+        channel: tuple[str, int, str],
+        *,
+        stop_at: Mapping[PartitionKey, int] | None = None,
+        epoch: int = 0,
     ) -> list[CopyTaskSpec]:
         """Cut the flow's partitions into its copy tasks, each from its committed positions (:class:`TaskConfigs`).
 
@@ -360,7 +365,8 @@ class Flow:
         ``generation`` as started: partitions added from now on move only on reports of
         later generations
         (:attr:`~mirrorspark.replication.positions.PartitionProgress.from_generation`).
-        Returns an empty list once the flow is halted.
+        Returns an empty list once the flow is halted. ``epoch``: the lease epoch the generation
+        runs under (:attr:`CopyTaskSpec.epoch`).
         """
         if self.halted is not None:
             return []
@@ -375,6 +381,7 @@ class Flow:
             stop_at=stop_at,
             topic_ids=self.positions.topic_ids,
             restarted=frozenset(k for k, p in self.partitions.items() if p.restarted),
+            epoch=epoch,
         )
 
     def apply_report(
@@ -408,7 +415,7 @@ class Flow:
         if not self.positions.same_incarnation(report):
             return False
         if report.segments:
-            self.copied.add(report.topic, report.partition, report.segments)
+            self.copied.add(report.topic, report.partition, report.segments, epoch=report.epoch)
         self.task_count_seen = max(self.task_count_seen, report.task + 1)
         return self.positions.apply_report(report, generation=generation, segments_only=segments_only)
 

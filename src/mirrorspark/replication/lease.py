@@ -59,6 +59,14 @@ smaller epoch than the current holder. The lease group's committed offset on the
 (``kafka-consumer-groups --describe --group mirrorspark-lease-A->B``) is the current epoch.
 Epochs start over only if the lease topic is deleted (log offsets restart at 0).
 
+Grants and take-overs under a partition (``docs/design.md``, continuous engine item 8)
+-------------------------------------------------------------------------------------
+While it holds the lease, the lease thread sends a **contact check** every :data:`CONTACT_CHECK_S`
+(an asynchronous commit of the epoch, one in flight); each success moves the holding's last
+confirmed contact with the coordinator, which caps every grant (:meth:`FlowLease.grant`), and a
+new holder starts no earlier than :attr:`FlowLease.safe_at`: the rules are
+:class:`~mirrorspark.replication.lease_window.GrantWindow`'s.
+
 Notes
 -----
 MM2 gets the same guarantee from Kafka Connect's distributed herder: the workers of a
@@ -84,6 +92,8 @@ from mirrorspark.client.context import FlowContext
 from mirrorspark.core.lease_claims import LeaseClaim, claim_epoch, encode_claim, lease_topic, permission_hint
 from mirrorspark.errors import ClusterError
 from mirrorspark.mm2.internal_topics import lease_group
+from mirrorspark.replication.lease_window import GrantWindow
+from mirrorspark.replication.task_configs import COMMIT_TIMEOUT_MS
 
 log = logging.getLogger(__name__)
 
@@ -112,6 +122,12 @@ CLAIM_RETRY_S: Final = 1.0
 
 CLOSE_TIMEOUT_S: Final = 30.0
 """Default seconds :meth:`FlowLease.close` waits for the consumer to leave the group."""
+
+CONTACT_CHECK_S: Final = 1.0
+"""Seconds between two contact checks of the holder (an asynchronous commit of its epoch, one in flight)."""
+
+CONTACT_CHECK_STALE_S: Final = 30.0
+"""Seconds after which a contact check still unanswered is given up (a new one may be sent)."""
 
 
 def lease_consumer_overrides(
@@ -204,6 +220,14 @@ class FlowLease:
         called by :meth:`close`. Runs on the lease thread; keep it short.
     holder:
         Name of this instance in its claims (default ``"<hostname>:<pid>"``).
+    landing_ms:
+        How late a copy task's commit write may land after its grant check, in ms: the commit
+        producers' ``message.timeout.ms`` (default
+        :data:`~mirrorspark.replication.task_configs.COMMIT_TIMEOUT_MS`). A new holder waits this
+        long after its assignment (:attr:`safe_at`); a holder giving the lease up waits this long
+        past its last grant, unless its tasks ended (:meth:`void_grants`).
+    clock:
+        Monotonic seconds (tests inject one); every deadline of the lease is on it.
 
     Attributes
     ----------
@@ -246,6 +270,8 @@ class FlowLease:
         on_acquired: Callable[[int], None] | None = None,
         on_lost: Callable[[int], None] | None = None,
         holder: str | None = None,
+        landing_ms: int = COMMIT_TIMEOUT_MS,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.context = context
         self.flow_name = context.name
@@ -255,6 +281,9 @@ class FlowLease:
         self._overrides = lease_consumer_overrides(
             self.group_id, session_timeout_ms=session_timeout_ms, heartbeat_interval_ms=heartbeat_interval_ms
         )
+        self._overrides["on_commit"] = self._on_commit
+        self._window = GrantWindow(session_timeout_ms=session_timeout_ms, landing_ms=landing_ms, clock=clock)
+        self._clock = clock
         self._on_acquired = on_acquired
         self._on_lost = on_lost
         self._lock = threading.Lock()
@@ -272,6 +301,9 @@ class FlowLease:
         self._claim_failure: str | None = None
         self._failure: BaseException | None = None
         self._closing = False
+        self._assigned_at = 0.0  # when the lease partition was last assigned (monotonic s)
+        self._check_sent: float | None = None  # the contact check in flight: when it was sent
+        self._next_check = 0.0
 
     # -- state ------------------------------------------------------------------------------------
 
@@ -279,6 +311,11 @@ class FlowLease:
     def held(self) -> bool:
         """Whether this instance holds the lease now (its claim written and committed, not lost since)."""
         return self._held
+
+    @property
+    def started(self) -> bool:
+        """Whether :meth:`start` was called (the lease thread runs or ran)."""
+        return self._thread is not None
 
     @property
     def standby(self) -> bool:
@@ -298,6 +335,71 @@ class FlowLease:
     def failure(self) -> BaseException | None:
         """What stopped the lease thread (a fatal consumer error), or ``None`` while it runs."""
         return self._failure
+
+    @property
+    def safe_at(self) -> float:
+        """When this holding may read the committed offsets and start copying (monotonic s).
+
+        ``landing_ms`` after the lease partition was assigned; at once for epoch 1
+        (:class:`~mirrorspark.replication.lease_window.GrantWindow`).
+        """
+        return self._window.safe_at
+
+    @property
+    def contact_at(self) -> float:
+        """When (monotonic s) this instance sent its newest round trip to the coordinator that succeeded (0: none)."""
+        return self._window.contact_at
+
+    def grant(self, epoch: int, seconds: float) -> float | None:
+        """Return a grant deadline for the tasks of the holding ``epoch``, or ``None`` when none may be given.
+
+        ``now + seconds``, capped at ``contact_at + session.timeout.ms - CONTACT_MARGIN_MS``:
+        before the coordinator could give the lease to another instance, whatever happened to the
+        network since (:meth:`~mirrorspark.replication.lease_window.GrantWindow.grant`).
+
+        Parameters
+        ----------
+        epoch:
+            The holding the tasks were started under.
+        seconds:
+            The grant's length at most (s).
+
+        Returns
+        -------
+        float or None
+            An absolute deadline on this lease's monotonic clock (s); ``None`` when the holding
+            ``epoch`` is over or its last confirmed contact is too old. Thread-safe.
+        """
+        if not self.holds(epoch):
+            return None
+        return self._window.grant(seconds)
+
+    def may_grant(self, epoch: int) -> bool:
+        """Whether the holding ``epoch`` can grant now: held, its last confirmed contact recent enough.
+
+        ``False`` while the coordinator has not answered for ``session.timeout.ms -
+        CONTACT_MARGIN_MS``: the lease may be lost without this instance having noticed yet.
+        """
+        return self.holds(epoch) and self._window.fresh()
+
+    def void_grants(self) -> None:
+        """Say that no copy task uses this holding's grants any more (they all ended).
+
+        Then giving the lease up (:meth:`close`, a revoked partition) waits for nothing: without
+        it, it waits until ``landing_ms`` past the latest deadline granted.
+        """
+        self._window.void()
+
+    def _wait_grants_spent(self) -> None:
+        """Block until every grant of this holding ended and its writes landed, or :meth:`void_grants`."""
+        left = self._window.spent_in()
+        if left > 0:
+            log.info(
+                "flow %s: giving the lease up in at most %.1f s, once the copy tasks' grants have run out",
+                self.flow_name,
+                left,
+            )
+            self._window.wait_spent()
 
     def holds(self, epoch: int) -> bool:
         """Whether this instance still holds the lease it took at ``epoch``.
@@ -459,12 +561,40 @@ class FlowLease:
                 claim_due = self._assigned and not self._held and time.monotonic() >= self._retry_at
                 if claim_due and not self._stop.is_set():
                     self._claim()
+                elif self._held:
+                    self._check_contact()
         except Exception as e:  # a fatal consumer error: the lease is gone for good
             log.error("flow %s: the lease consumer failed: %s", self.flow_name, _reason(e))
             self._failure = e
             self._release("the lease consumer failed")
         finally:
             self._shutdown()
+
+    def _check_contact(self) -> None:
+        """Send a contact check when due: commit the epoch again, asynchronously, one in flight (module notes)."""
+        now = self._clock()
+        if self._check_sent is not None and now - self._check_sent < CONTACT_CHECK_STALE_S:
+            return
+        if now < self._next_check:
+            return
+        self._check_sent = now
+        self._next_check = now + CONTACT_CHECK_S
+        try:
+            tp = TopicPartition(self.topic, LEASE_PARTITION, self._epoch)
+            self._consumer.commit(offsets=[tp], asynchronous=True)
+        except KafkaException as e:  # refused at once (e.g. no coordinator known): no contact this time
+            self._check_sent = None
+            log.debug("flow %s: lease contact check not sent: %s", self.flow_name, _reason(e))
+
+    def _on_commit(self, err: Any, _partitions: Any) -> None:
+        """Take the answer to a contact check (served by the lease thread's poll): success confirms contact."""
+        sent, self._check_sent = self._check_sent, None
+        if sent is None:
+            return  # the claim's own commit, or a check of a holding that ended
+        if err is None:
+            self._window.contact(sent)
+        else:
+            log.debug("flow %s: lease contact check failed: %s", self.flow_name, _reason(err))
 
     def _poll_error(self, err: Any) -> None:
         if isinstance(err, KafkaError) and (
@@ -477,6 +607,8 @@ class FlowLease:
     def _shutdown(self) -> None:
         with self._lock:
             self._closing = True
+        if self._held or self._window.granted_until:
+            self._wait_grants_spent()  # leaving the group hands the lease over at once
         try:
             self._consumer.close()  # revokes (on_revoke) and leaves the group: a standby takes over now
         except Exception as e:
@@ -495,6 +627,7 @@ class FlowLease:
         self._joined = True
         if self._is_lease(partitions):
             self._assigned = True
+            self._assigned_at = self._clock()
             self._retry_at = 0.0
         elif not self._assigned and not self._standby_logged:
             self._standby_logged = True
@@ -503,6 +636,8 @@ class FlowLease:
     def _on_revoke(self, _consumer: Any, partitions: list[TopicPartition]) -> None:
         if self._is_lease(partitions):
             self._release("its partition was reassigned")
+            if not self._closing:
+                self._wait_grants_spent()  # the partition goes to another member once this returns
 
     def _on_lost_partitions(self, _consumer: Any, partitions: list[TopicPartition]) -> None:
         self._joined = False  # no longer a member: a standby again only once it has rejoined
@@ -513,6 +648,7 @@ class FlowLease:
         with self._lock:
             was_held, self._held, self._assigned = self._held, False, False
             self._acquired.clear()
+            self._check_sent = None
             closing = self._closing
             epoch = self._epoch
         self._standby_logged = False
@@ -540,6 +676,7 @@ class FlowLease:
             result["err"] = err
             result["offset"] = msg.offset() if err is None and msg is not None else None
 
+        sent = 0.0
         try:
             self._producer.produce(self.topic, value, key, partition=LEASE_PARTITION, on_delivery=on_delivery)
             self._producer.flush(CLAIM_TIMEOUT_S)
@@ -552,6 +689,7 @@ class FlowLease:
                 raise ClusterError("the acknowledgement carries no offset")
             epoch = claim_epoch(offset)
             # Checked against this member's generation: fails if the partition has moved on.
+            sent = self._clock()  # also the holding's first contact (a commit keeps the session)
             self._consumer.commit(offsets=[TopicPartition(self.topic, LEASE_PARTITION, epoch)], asynchronous=False)
         except (KafkaException, ClusterError, BufferError) as e:
             reason = _reason(e)
@@ -571,6 +709,10 @@ class FlowLease:
             if not self._assigned or self._closing:
                 return
             self._epoch = epoch
+            self._check_sent = None
+            self._next_check = sent + CONTACT_CHECK_S
+            # epoch 1: no instance held the flow's lease before, nothing to wait out
+            self._window.begin(assigned_at=self._assigned_at, contact_at=sent, first=epoch == 1)
             self._held = True
             self._acquired.set()
         log.info("flow %s: holds the lease (epoch %d, group '%s')", self.flow_name, epoch, self.group_id)
@@ -586,6 +728,8 @@ __all__ = [
     "CLAIM_RETRY_S",
     "CLAIM_TIMEOUT_S",
     "CLOSE_TIMEOUT_S",
+    "CONTACT_CHECK_S",
+    "CONTACT_CHECK_STALE_S",
     "HEARTBEAT_INTERVAL_MS",
     "POLL_INTERVAL_S",
     "SESSION_TIMEOUT_MS",

@@ -78,9 +78,13 @@ READ_RETRY_INITIAL_S = 2.0
 further failure up to :data:`BACKOFF_MAX_S` (each read may take seconds: never at every tick)."""
 
 LEASE_GRANT_S = 3.0
-"""Seconds a copy task may commit after the driver's last grant: half the lease group's session timeout
-(:class:`~mirrorspark.replication.lease.FlowLease`, 6 s), so a driver that lost its lease (or froze) has
-its tasks stop committing before a standby can take the flow over."""
+"""Seconds a grant reaches ahead at most (renewed every second): a driver that froze has its tasks stop
+committing within that. Every grant is also capped by the lease's last confirmed contact with its
+coordinator (:meth:`~mirrorspark.replication.lease.FlowLease.grant`), so that it ends before a standby
+can take the flow over even when only this driver is cut off from the target."""
+
+UNBOUNDED_GRANT_S = 1e9
+"""Seconds a grant reaches ahead when a flow runs without a lease (``run`` with leases off: tests, one-offs)."""
 
 CLUSTER_WARNING_S = 10.0
 """Seconds between two warnings of one flow's supervisor that cannot reach the target (the ticks go on)."""
@@ -204,6 +208,7 @@ class FlowSupervisor:
         self.flow = flow
         self.lease = lease
         self.epoch = 0  # the lease epoch the running generation was started under
+        self._waits_for = 0  # the holding whose take-over waits for its predecessor's last commit
         self.spark = spark
         self.channel = channel
         self.stop_at = stop_at
@@ -249,7 +254,8 @@ class FlowSupervisor:
         if self.lease is None:
             self.start()
             return
-        self.lease.start()
+        if not self.lease.started:  # else joined before Spark started (Replicator.join_leases)
+            self.lease.start()
         self.state = SupervisorState.STANDBY
 
     def start(self) -> None:
@@ -292,17 +298,44 @@ class FlowSupervisor:
             self._launch(spec)
 
     def _specs(self) -> list[CopyTaskSpec]:
-        return self.flow.task_specs(self.generation, self.channel.address, stop_at=self.stop_at)
+        return self.flow.task_specs(self.generation, self.channel.address, stop_at=self.stop_at, epoch=self.epoch)
 
     def grant(self) -> None:
-        """Renew the running generation's permission to commit (while the lease is held)."""
+        """Renew the running generation's permission to commit (while the lease is held).
+
+        An absolute deadline on the driver's monotonic clock: :data:`LEASE_GRANT_S` from now,
+        capped by the lease's last confirmed contact with its coordinator
+        (:meth:`~mirrorspark.replication.lease.FlowLease.grant`); none once the holding is over.
+        """
         if self.lease is None:
-            self.channel.grant(self.name, self.generation, 1e9)
-        elif self.state == SupervisorState.RUNNING and self.lease.holds(self.epoch):
-            self.channel.grant(self.name, self.generation, LEASE_GRANT_S)
+            self.channel.grant(self.name, self.generation, time.monotonic() + UNBOUNDED_GRANT_S)
+        elif self.state == SupervisorState.RUNNING:
+            deadline = self.lease.grant(self.epoch, LEASE_GRANT_S)
+            if deadline is not None:
+                self.channel.grant(self.name, self.generation, deadline)
 
     def _take_over(self) -> None:
+        """Take the flow over under the lease's new holding, once its predecessor's last commit has landed.
+
+        Waits, tick after tick (never blocking the loop), until
+        :attr:`~mirrorspark.replication.lease.FlowLease.safe_at`: the commit producers'
+        ``message.timeout.ms`` after the lease partition was assigned (the previous holder's grants
+        ended before that assignment); the first holding of a flow's lease waits for nothing.
+        """
         assert self.lease is not None
+        if not self.lease.may_grant(self.lease.epoch):
+            return  # no contact with the coordinator lately: the lease may already be another's
+        left = self.lease.safe_at - time.monotonic()
+        if left > 0:
+            if self._waits_for != self.lease.epoch:
+                self._waits_for = self.lease.epoch  # said once per holding
+                log.info(
+                    "%s: took the flow's lease (epoch %d): waiting %.1f s for the previous holder's last commit",
+                    self.name,
+                    self.lease.epoch,
+                    left,
+                )
+            return
         self.epoch = self.lease.epoch
         self.flow.reload_positions()  # where the previous holder's tasks committed
         # its reports: their copied runs (exact translation), never its totals (not this instance's copies)
@@ -312,7 +345,10 @@ class FlowSupervisor:
 
     def _lost(self) -> None:
         log.warning("%s: the flow's lease was lost: its copy tasks end without committing; standby", self.name)
+        runs = list(self.runs.values())
         self._abort_tasks()
+        if self.lease is not None and not any(run.is_alive() for run in runs):
+            self.lease.void_grants()  # no task of the holding is left to use its grants
         self.next_start.clear()
         self.state = SupervisorState.STANDBY
 
@@ -476,7 +512,11 @@ class FlowSupervisor:
             # next tick takes over under the new epoch
             self._lost()
             return False
-        return True
+        # No contact with the coordinator lately (this driver cut off from the target?): the lease
+        # may already be another instance's. Start and restart nothing (a restarted exactly-once
+        # task would fence the new holder's); the running tasks wait for a grant; the next ticks
+        # see the contact back, or the lease lost.
+        return self.lease.may_grant(self.epoch)
 
     def _ended(self, index: int, run: TaskJob, now: float) -> bool:
         """Handle a task whose job ended: read its last reports, then restart it or record a gap; or fail the flow.
@@ -589,6 +629,9 @@ class FlowSupervisor:
     def close(self, *, deadline: float | None = None) -> None:
         """Stop the tasks (if running) and give the lease up (a standby takes over at once).
 
+        Once every task ended, the lease is given up at once; otherwise once the grants given to
+        the tasks left running have run out (:meth:`~mirrorspark.replication.lease.FlowLease.close`).
+
         Parameters
         ----------
         deadline:
@@ -596,6 +639,7 @@ class FlowSupervisor:
             stopping); ``None``: :data:`STOP_TIMEOUT_S` from now. Their last reports that cannot
             be read are only logged.
         """
+        runs = list(self.runs.values())
         if self.runs:
             try:
                 self.stop_tasks(deadline=deadline)
@@ -604,6 +648,8 @@ class FlowSupervisor:
         if self.state != SupervisorState.FAILED:
             self.state = SupervisorState.STOPPED
         if self.lease is not None:
+            if not any(run.is_alive() for run in runs):
+                self.lease.void_grants()
             self.lease.close()
 
 

@@ -1,9 +1,12 @@
 """The driver's end of the task channel: commands from the driver to its copy tasks over TCP.
 
-The driver renews a short lease grant on it (``lease <seconds>``) while it holds the flow's
-:class:`~mirrorspark.replication.lease.FlowLease`, and sends ``stop`` (commit and end) or
-``abort`` (end without committing). A task commits only under a valid grant, so a task that
-outlived its driver or its driver's lease (a zombie) never writes a position. The task's end is
+The driver keeps each running generation's lease grant here (:meth:`TaskChannel.grant`: an
+absolute deadline on the driver's monotonic clock, renewed while it holds the flow's
+:class:`~mirrorspark.replication.lease.FlowLease` and capped by its last confirmed contact with the
+lease group's coordinator), answers each task's grant requests with it, and sends ``stop`` (commit
+and end) or ``abort`` (end without committing). A task commits only under a valid grant, so a task
+that outlived its driver or its driver's lease (a zombie) never writes a position. The task's end,
+and why an answer is a deadline on the task's own clock, is
 :class:`~mirrorspark.replication.task.channel.ChannelClient`.
 """
 
@@ -15,6 +18,8 @@ import logging
 import secrets
 import socket
 import threading
+import time
+from collections.abc import Callable
 
 log = logging.getLogger(__name__)
 
@@ -23,26 +28,36 @@ ACCEPT_POLL_S = 0.5
 
 
 class TaskChannel:
-    """Commands from the driver to its copy tasks over TCP: ``stop``, or a closed connection when the driver dies.
+    """Commands from the driver to its copy tasks over TCP: grants, ``stop``, ``abort``; closed: the driver is gone.
 
     The server listens on ``host`` (the driver's address, reachable from every executor) on a
-    free port; a task connects, sends ``{"token":..,"flow":..,"task":..,"generation":..}`` and
-    waits for a line. The token (random, per driver) keeps foreign connections out; it carries
-    no Kafka secret.
+    free port; a task connects, sends ``{"token":..,"flow":..,"task":..,"generation":..,"ask":..}``
+    and then, every so often, ``ask <t>`` (``t``: the task's monotonic clock when it asked); each
+    is answered ``lease <t + r>`` while its generation holds a grant with ``r`` seconds left, and not
+    at all otherwise. The token (random, per driver) keeps foreign connections out; it carries no
+    Kafka secret.
 
     Parameters
     ----------
     host:
         Address to listen on and to give the tasks (``spark.driver.host``).
+    clock:
+        The driver's monotonic seconds (the grants' deadlines are on it).
+
+    Notes
+    -----
+    Thread-safe. One thread per connected task reads its requests.
     """
 
-    def __init__(self, host: str = "127.0.0.1") -> None:
+    def __init__(self, host: str = "127.0.0.1", *, clock: Callable[[], float] = time.monotonic) -> None:
         self._server = socket.create_server((host, 0))
         self.address: tuple[str, int, str] = (host, self._server.getsockname()[1], secrets.token_hex(16))
+        self._clock = clock
         self._lock = threading.Lock()
+        self._send_lock = threading.Lock()
         self._conns: dict[tuple[str, int, int], socket.socket] = {}
         self._stopped: set[tuple[str, int]] = set()  # (flow, generation) told to stop
-        self._grants: dict[tuple[str, int], float] = {}  # (flow, generation) -> lease seconds last granted
+        self._grants: dict[tuple[str, int], float] = {}  # (flow, generation) -> deadline (driver monotonic s)
         self._newest: dict[str, int] = {}  # flow -> newest generation granted, stopped or aborted
         self._closed = False
         self._thread = threading.Thread(target=self._accept, name="mirrorspark-task-channel", daemon=True)
@@ -58,7 +73,7 @@ class TaskChannel:
             except OSError:
                 return
             conn.setblocking(True)
-            threading.Thread(target=self._hello, args=(conn,), daemon=True).start()
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
 
     def _newer(self, flow: str, generation: int) -> None:
         """Note ``generation`` as the flow's newest (under the lock); forget older generations' grants and stops."""
@@ -68,8 +83,8 @@ class TaskChannel:
                 del self._grants[key]
             self._stopped = {k for k in self._stopped if k[0] != flow or k[1] >= generation}
 
-    def _hello(self, conn: socket.socket) -> None:
-        """Register a task that said hello and send it its generation's grant and stop, if any.
+    def _serve(self, conn: socket.socket) -> None:
+        """Take a task's hello, then answer its grant requests until the connection closes.
 
         A task of a generation older than the flow's newest (a copy task whose Spark job started
         only after the supervisor had moved on) is refused: ``abort``, then the connection closes.
@@ -78,25 +93,25 @@ class TaskChannel:
         """
         try:
             conn.settimeout(10)
-            line = conn.makefile("rb").readline(4096)
-            hello = json.loads(line)
+            reader = conn.makefile("rb")
+            hello = json.loads(reader.readline(4096))
             if not isinstance(hello, dict) or hello.get("token") != self.address[2]:
-                conn.close()
+                _drop(conn)
                 return
             key = (str(hello["flow"]), int(hello["task"]), int(hello["generation"]))
+            asked = float(hello.get("ask", 0.0))
         except (OSError, ValueError, KeyError, TypeError):
-            conn.close()
+            _drop(conn)
             return
         with self._lock:
             if self._closed:  # closed while this task said hello
-                conn.close()
+                _drop(conn)
                 return
             stale = key[2] < self._newest.get(key[0], 0)
             old = None if stale else self._conns.pop(key, None)
             if not stale:
                 self._conns[key] = conn
             stop = (key[0], key[2]) in self._stopped
-            grant = None if stale else self._grants.get((key[0], key[2]))
         if stale:  # a task of an older generation, started late: never a grant (engine-audit.md F8)
             log.info(
                 "%s: copy task %d of generation %d started after its generation ended: told to end without committing",
@@ -106,15 +121,27 @@ class TaskChannel:
             conn.close()
             return
         if old is not None:
-            old.close()
-        if grant is not None:
-            self._send(conn, f"lease {grant}\n".encode())
+            _drop(old)
+        self._answer(conn, key, asked)
         if stop:
             self._send(conn, b"stop\n")
+        conn.settimeout(None)
+        with contextlib.suppress(OSError, ValueError):
+            for line in reader:
+                cmd, _, arg = line.decode("ascii", "replace").strip().partition(" ")
+                if cmd == "ask":
+                    self._answer(conn, key, float(arg))
 
-    @staticmethod
-    def _send(conn: socket.socket, data: bytes) -> None:
-        with contextlib.suppress(OSError):
+    def _answer(self, conn: socket.socket, key: tuple[str, int, int], asked: float) -> None:
+        """Send the task's grant as a deadline on its own clock: ``asked`` + what is left of the generation's."""
+        with self._lock:
+            deadline = self._grants.get((key[0], key[2]))
+        left = None if deadline is None else deadline - self._clock()
+        if left is not None and left > 0:
+            self._send(conn, f"lease {asked + left!r}\n".encode())
+
+    def _send(self, conn: socket.socket, data: bytes) -> None:
+        with self._send_lock, contextlib.suppress(OSError):
             conn.sendall(data)
 
     def stop(self, flow: str, generation: int) -> None:
@@ -122,9 +149,7 @@ class TaskChannel:
         with self._lock:
             self._newer(flow, generation)
             self._stopped.add((flow, generation))
-            conns = [c for (f, _, g), c in self._conns.items() if f == flow and g == generation]
-        for c in conns:
-            self._send(c, b"stop\n")
+        self._broadcast(flow, generation, b"stop\n")
 
     def _broadcast(self, flow: str, generation: int, data: bytes) -> None:
         with self._lock:
@@ -132,18 +157,20 @@ class TaskChannel:
         for c in conns:
             self._send(c, data)
 
-    def grant(self, flow: str, generation: int, seconds: float) -> None:
-        """Let the tasks of ``flow``'s ``generation`` commit for ``seconds`` from now (renewed while leased).
+    def grant(self, flow: str, generation: int, deadline: float) -> None:
+        """Let the tasks of ``flow``'s ``generation`` commit until ``deadline`` (the driver's monotonic clock, s).
 
-        A grant of an older generation than the flow's newest is ignored: grants are keyed by
-        generation, and a late task of an older one never gets one.
+        An absolute deadline: renewing with an earlier one shortens what later answers give (a
+        task keeps a deadline it was already given). Tasks learn it at their next request
+        (:data:`~mirrorspark.replication.task.channel.GRANT_ASK_S`). A grant of an older generation
+        than the flow's newest is ignored: grants are keyed by generation, and a late task of an
+        older one never gets one.
         """
         with self._lock:
             if generation < self._newest.get(flow, 0):
                 return
             self._newer(flow, generation)
-            self._grants[(flow, generation)] = seconds
-        self._broadcast(flow, generation, f"lease {seconds}\n".encode())
+            self._grants[(flow, generation)] = deadline
 
     def abort(self, flow: str, generation: int) -> None:
         """Tell the tasks of ``flow``'s ``generation`` to end without committing (the flow's lease was lost)."""
@@ -158,7 +185,7 @@ class TaskChannel:
         with self._lock:
             conn = self._conns.pop((flow, task, generation), None)
         if conn is not None:
-            conn.close()
+            _drop(conn)
 
     def close(self) -> None:
         """Close the server and every connection (tasks still running end without committing)."""
@@ -168,7 +195,14 @@ class TaskChannel:
             self._conns.clear()
         self._server.close()
         for c in conns:
-            c.close()
+            _drop(c)
+
+
+def _drop(conn: socket.socket) -> None:
+    """Close a task's connection now (its reader thread holds the socket open: shut it down first)."""
+    with contextlib.suppress(OSError):
+        conn.shutdown(socket.SHUT_RDWR)
+    conn.close()
 
 
 __all__ = ["ACCEPT_POLL_S", "TaskChannel"]

@@ -129,8 +129,8 @@ class TaskConfigs:
         idempotent = {"enable.idempotence": True, "linger.ms": 0, "message.timeout.ms": COMMIT_TIMEOUT_MS}
         commit = ctx.client_conf("target_producer", "offsets-target-producer", overrides=idempotent)
         syncs = None
+        on_source = cfg.offset_syncs_topic_location == "source"
         if cfg.emit_offset_syncs_enabled:
-            on_source = cfg.offset_syncs_topic_location == "source"
             side = "source" if on_source else "target"
             syncs = ctx.client_conf(
                 "source_producer" if on_source else "target_producer",
@@ -151,6 +151,19 @@ class TaskConfigs:
             # the group.id of every assign-only consumer of the flow (never joined; its DESCRIBE ACL is documented)
             offsets_consumer.setdefault("group.id", f"mirrorspark-{cfg.name}")
             offsets_admin = ctx.client_conf("target_admin", "offsets-target-admin")
+        # a driver on another network than its executors: the copy tasks reach the clusters elsewhere
+        source, target = cfg.executor_source_bootstrap_servers.strip(), cfg.executor_target_bootstrap_servers.strip()
+        for conf, bootstrap in (
+            (consumer, source),
+            (producer, target),
+            (commit, target),
+            (offsets_consumer, target),
+            (offsets_admin, target),
+        ):
+            if bootstrap and conf is not None:
+                conf["bootstrap.servers"] = bootstrap
+        if syncs is not None and (source if on_source else target):
+            syncs["bootstrap.servers"] = source if on_source else target
         self._confs = {
             "consumer": consumer,
             "producer": producer,
@@ -195,6 +208,7 @@ class TaskConfigs:
         stop_at: Mapping[PartitionKey, int] | None = None,
         topic_ids: Mapping[str, str] | None = None,
         restarted: frozenset[PartitionKey] = frozenset(),
+        epoch: int = 0,
     ) -> list[CopyTaskSpec]:
         """Cut ``order`` into ``min(tasks.max, partitions)`` copy tasks, each from its committed positions.
 
@@ -220,6 +234,8 @@ class TaskConfigs:
         restarted:
             Partitions the driver started over (a re-created topic) whose new start no copy task
             committed yet (:attr:`PartitionAssignment.restarted`).
+        epoch:
+            The flow's lease epoch the generation runs under (:attr:`CopyTaskSpec.epoch`; 0 without a lease).
 
         Returns
         -------
@@ -268,6 +284,7 @@ class TaskConfigs:
                     offsets_consumer_conf=confs["offsets_consumer"],
                     offsets_admin_conf=confs["offsets_admin"],
                     stop_at=None if stop_at is None else {k: stop_at.get(k, positions[k]) for k in keys},
+                    epoch=epoch,
                 )
             )
         return out

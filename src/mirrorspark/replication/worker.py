@@ -59,6 +59,9 @@ class Worker:
     jvm:
         The watch on the Spark driver JVM (started and closed here); ``None``: the watch of
         ``spark`` (:meth:`DriverJvmWatch.of`), when its JVM can be watched.
+    joined:
+        Leases already started, by flow name (:meth:`~mirrorspark.replication.driver.Replicator.join_leases`:
+        joined while Spark started); the other flows get a new one (with ``leases``).
     """
 
     _lost: SparkDriverLostError | None = None  # set once, when the Spark driver JVM is found gone
@@ -71,6 +74,7 @@ class Worker:
         leases: bool = True,
         stop_at: Mapping[str, Mapping[PartitionKey, int]] | None = None,
         jvm: DriverJvmWatch | None = None,
+        joined: Mapping[str, FlowLease] | None = None,
     ) -> None:
         self.spark = spark
         host = spark.sparkContext.getConf().get("spark.driver.host") or "127.0.0.1"
@@ -81,7 +85,7 @@ class Worker:
                 f,
                 spark,
                 self.channel,
-                FlowLease(f.context) if leases else None,
+                ((joined or {}).get(f.name) or FlowLease(f.context)) if leases else None,
                 stop_at=None if stop_at is None else stop_at.get(f.name, {}),
                 jvm=self.jvm,
             )

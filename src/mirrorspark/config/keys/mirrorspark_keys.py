@@ -35,6 +35,29 @@ MIRRORSPARK_KEYS: Final[tuple[ConfigKey, ...]] = (
         field="replica_placement",
     ),
     ConfigKey(
+        "mirrorspark.executor.source.bootstrap.servers",
+        "string",
+        None,
+        "bootstrap.servers the copy tasks (on Spark's executors) use for the flow's source cluster, instead of "
+        "the cluster's own (<S>.bootstrap.servers, which the driver keeps using): for a driver that reaches the "
+        "cluster through another network than its executors (a driver outside the executors' Kubernetes "
+        "network or VPC, a proxy or a different listener of the brokers). Every other client setting is the "
+        "cluster's. mirrorspark's own key, read per flow (S->T.mirrorspark.executor.source.bootstrap.servers) "
+        "or at top level for every flow; unset = the cluster's bootstrap.servers.",
+        field="executor_source_bootstrap_servers",
+    ),
+    ConfigKey(
+        "mirrorspark.executor.target.bootstrap.servers",
+        "string",
+        None,
+        "bootstrap.servers the copy tasks (on Spark's executors) use for the flow's target cluster, instead of "
+        "the cluster's own (<T>.bootstrap.servers, which the driver keeps using: the lease, the progress "
+        "channel, the control jobs): see mirrorspark.executor.source.bootstrap.servers. Read per flow "
+        "(S->T.mirrorspark.executor.target.bootstrap.servers) or at top level for every flow; unset = the "
+        "cluster's bootstrap.servers.",
+        field="executor_target_bootstrap_servers",
+    ),
+    ConfigKey(
         "mirrorspark.batch.max.records.per.partition",
         "int",
         "200000",

@@ -63,6 +63,11 @@ class PartitionReport:
         The id (KIP-516) of the source topic the task copied: the incarnation of ``topic`` the report
         describes (a topic deleted and re-created gets a new id). ``None`` when unknown (a record
         written before this field existed, or a topic id the driver did not know).
+    epoch:
+        The lease epoch the reporting task was started under (the flow's
+        :class:`~mirrorspark.replication.lease.FlowLease` holding; 0 without a lease or in a record
+        written before this field existed): copied segments of a superseded epoch never cut newer
+        ones (:class:`~mirrorspark.mm2.translation.CopiedRanges`, ``engine-audit.md`` F5).
     """
 
     flow: str
@@ -89,6 +94,7 @@ class PartitionReport:
     leader: int = -1
     dropped: int = 0
     topic_id: str | None = None
+    epoch: int = 0
 
 
 def report_key(flow: str, topic: str, partition: int) -> bytes:
@@ -121,6 +127,7 @@ def encode_report(r: PartitionReport) -> tuple[bytes, bytes]:
         "leader": r.leader,
         "dropped": r.dropped,
         "topic_id": r.topic_id,
+        "epoch": r.epoch,
     }
     return report_key(r.flow, r.topic, r.partition), json.dumps(value, separators=(",", ":")).encode()
 
@@ -174,7 +181,7 @@ def decode_report(key: bytes | None, value: bytes | None) -> PartitionReport:
     if not isinstance(hist, list) or not all(nonneg_int(x) for x in hist):
         raise CorruptRecordError("task progress record: latency_hist must be a list of integers >= 0")
     optional: dict[str, Any] = {f: v.get(f) for f in ("latency_ms_min", "age_ms_min")}
-    counts: dict[str, Any] = {f: v.get(f, 0) for f in ("age_ms_sum", "age_ms_max", "age_samples", "dropped")}
+    counts: dict[str, Any] = {f: v.get(f, 0) for f in ("age_ms_sum", "age_ms_max", "age_samples", "dropped", "epoch")}
     if not all(x is None or nonneg_int(x) for x in optional.values()) or not all(
         nonneg_int(x) for x in counts.values()
     ):

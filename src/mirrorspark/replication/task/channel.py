@@ -1,9 +1,27 @@
 """The copy task's end of the driver's task channel: one TCP connection, commands as text lines.
 
-The driver (:class:`~mirrorspark.replication.task_channel.TaskChannel`) sends ``lease <seconds>``
-(the task may commit until that many seconds from now), ``stop`` (commit and end) or ``abort``
-(end without committing). A task commits only under a valid grant, so a task whose driver died,
-froze or lost the flow's lease stops committing when its last grant expires.
+The driver (:class:`~mirrorspark.replication.task_channel.TaskChannel`) sends ``stop`` (commit and
+end) or ``abort`` (end without committing), and answers the task's grant requests. A task commits
+only under a valid grant, so a task whose driver died, froze or lost the flow's lease stops
+committing when its last grant expires.
+
+Grants: absolute deadlines on the task's own clock
+---------------------------------------------------
+Every :data:`GRANT_ASK_S` the task sends ``ask <t>``, ``t`` being its own ``time.monotonic()``
+when it asked; the driver answers ``lease <t + r>``, ``r`` being what is left of its grant
+(:meth:`~mirrorspark.replication.lease.FlowLease.grant`: an absolute deadline on the driver's
+monotonic clock, capped by its last confirmed contact with the lease group's coordinator) *when it
+answers*. The answer is an absolute deadline on the task's clock, and never later than the driver's
+own: the driver computed ``r`` after the task asked, so ``t + r`` falls, in real time, at or before
+the driver's deadline, however long the request and the answer were delayed. A late ``lease`` line
+therefore never extends a permission, and a relative ``lease <seconds>`` (the earlier protocol,
+counted from when the line was *read*) did.
+
+Why not wall-clock deadlines: an executor is usually another host, whose wall clock may be off the
+driver's by any amount (NTP steps, a VM resumed); a deadline in the driver's wall clock would be
+early or late by that offset. Monotonic clocks of two hosts are not comparable at all, and the
+round trip above needs neither to be: only that both tick at about the same rate (their drift, a
+few ppm, is covered by the lease's margin, :data:`~mirrorspark.replication.lease_window.CONTACT_MARGIN_MS`).
 """
 
 from __future__ import annotations
@@ -11,9 +29,12 @@ from __future__ import annotations
 import json
 import socket
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from enum import StrEnum
 from typing import Any, Protocol
+
+GRANT_ASK_S = 0.25
+"""Seconds between two grant requests (``ask``) of a task: how far a task's deadline trails the driver's."""
 
 
 class ChannelState(StrEnum):
@@ -46,14 +67,22 @@ class Channel(Protocol):
 
 
 class ChannelClient:
-    """The task's end of the driver's task channel (a :class:`Channel`).
+    """The task's end of the driver's task channel (a :class:`Channel`; see the module notes).
 
     Parameters
     ----------
     address:
         ``(host, port, token)`` of the driver's channel (:attr:`CopyTaskSpec.channel`).
     hello:
-        Sent first with the token (``flow``, ``task``, ``generation``), so the driver knows which task this is.
+        Sent first with the token (``flow``, ``task``, ``generation``), so the driver knows which
+        task this is; it carries the first grant request (``ask``) too.
+    clock:
+        Monotonic seconds of this process (the deadlines are on it).
+
+    Attributes
+    ----------
+    lease_until:
+        The driver's newest grant, an absolute deadline on ``clock`` (s); 0 before the first one.
 
     Raises
     ------
@@ -61,17 +90,26 @@ class ChannelClient:
         The driver cannot be reached.
     """
 
-    def __init__(self, address: tuple[str, int, str], hello: Mapping[str, Any]) -> None:
+    def __init__(
+        self,
+        address: tuple[str, int, str],
+        hello: Mapping[str, Any],
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         host, port, token = address
+        self._clock = clock
         self._sock = socket.create_connection((host, port), timeout=30)
-        self._sock.sendall(json.dumps({"token": token, **hello}).encode() + b"\n")
+        self._asked = clock()
+        self._sock.sendall(json.dumps({"token": token, **hello, "ask": self._asked}).encode() + b"\n")
         self._sock.setblocking(False)
         self._buf = b""
+        self._out = b""  # what a full socket buffer left of the requests
         self.state = ChannelState.OPEN
-        self.lease_until = 0.0  # monotonic deadline of the driver's last grant
+        self.lease_until = 0.0
 
     def check(self) -> ChannelState:
-        """Read what the driver sent; never blocks (see :class:`ChannelState`)."""
+        """Read what the driver sent and ask for a grant when due; never blocks (see :class:`ChannelState`)."""
         if self.state not in (ChannelState.OPEN, ChannelState.STOP):
             return self.state
         while True:
@@ -90,20 +128,35 @@ class ChannelClient:
         for line in lines:
             cmd, _, arg = line.decode("ascii", "replace").partition(" ")
             if cmd == "lease":
-                self.lease_until = time.monotonic() + float(arg)
+                self.lease_until = max(self.lease_until, float(arg))  # an earlier answer's deadline still holds
             elif cmd == "abort":
                 self.state = ChannelState.ABORT
             elif cmd == "stop" and self.state == ChannelState.OPEN:
                 self.state = ChannelState.STOP
+        self._ask()
         return self.state
 
+    def _ask(self) -> None:
+        now = self._clock()
+        if now - self._asked < GRANT_ASK_S and not self._out:
+            return
+        if not self._out:
+            self._out = f"ask {now!r}\n".encode()
+            self._asked = now
+        try:
+            self._out = self._out[self._sock.send(self._out) :]
+        except (BlockingIOError, InterruptedError):
+            return  # the driver reads nothing (frozen): no answer, no grant; the rest goes next time
+        except OSError:
+            self.state = ChannelState.CLOSED
+
     def may_commit(self) -> bool:
-        """Whether the driver's lease grant is still valid: a task commits only under a live lease."""
-        return self.check() in (ChannelState.OPEN, ChannelState.STOP) and time.monotonic() < self.lease_until
+        """Whether the driver's grant is still valid: a task commits only under a live lease."""
+        return self.check() in (ChannelState.OPEN, ChannelState.STOP) and self._clock() < self.lease_until
 
     def close(self) -> None:
         """Close the connection."""
         self._sock.close()
 
 
-__all__ = ["Channel", "ChannelClient", "ChannelState"]
+__all__ = ["GRANT_ASK_S", "Channel", "ChannelClient", "ChannelState"]

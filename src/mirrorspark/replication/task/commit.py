@@ -212,6 +212,7 @@ def partition_report(
         leader=source.leader,
         dropped=pc.dropped,
         topic_id=a.topic_id,
+        epoch=spec.epoch,
     )
 
 

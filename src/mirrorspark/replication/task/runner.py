@@ -6,7 +6,11 @@ through its :class:`~mirrorspark.replication.task.commit.Committer` every ``flus
 exactly-once mode with ``transaction.boundary=poll``, after every batch read), until the driver
 says ``stop`` (a last commit, then ``stopped``), a bounded copy has read every partition to its
 end (``caught_up``), positions are found out of range (a last commit, then ``out_of_range``), or
-the driver is gone, aborts or stops granting (``orphaned``: nothing more committed).
+the driver is gone, aborts or stops granting (``orphaned``: nothing more committed). A task with
+nothing to copy checks its grant too: an idle zombie (its driver lost the flow's lease, froze or
+was cut off from the target) ends at its next commit interval once no grant came within
+:data:`~mirrorspark.replication.task.commit.GRANT_WAIT_S`, instead of keeping its partitions read
+and its Spark slot busy.
 
 Built by :func:`~mirrorspark.replication.task.job.run_copy_job` inside a Spark task with real
 confluent-kafka clients; unit tests build it on ``tests/fakes.py``.

@@ -108,6 +108,10 @@ class CopyTaskSpec:
         the driver listed at start; the task commits and ends (``caught_up``) once every partition
         of it has been read up to its end offset (a partition left out ends where it starts).
         ``None``: the task copies until the driver stops it.
+    epoch:
+        The flow's lease epoch the task's generation was started under (0 without a lease): written
+        in its progress reports, so that a late report of an instance that lost the lease never
+        cuts the copied segments of the instance that holds it now (``engine-audit.md`` F5).
     """
 
     flow: str
@@ -134,6 +138,7 @@ class CopyTaskSpec:
     offsets_consumer_conf: Mapping[str, Any] | None = None
     offsets_admin_conf: Mapping[str, Any] | None = None
     stop_at: Mapping[PartitionKey, int] | None = None
+    epoch: int = 0
 
     @property
     def exactly_once(self) -> bool:

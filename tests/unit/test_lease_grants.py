@@ -1,0 +1,246 @@
+"""One active instance, also under a partition (``engine-audit.md`` F5): grants, take-over wait, task deadlines.
+
+The lease's grant and take-over rules on an injected clock with stub lease clients (the group
+coordinator's answers are what the test says); the task channel over a real socket on localhost.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaError, TopicPartition
+
+from fakes import two_clusters
+from mirrorspark.client.context import FlowContext
+from mirrorspark.replication.lease import SESSION_TIMEOUT_MS, FlowLease
+from mirrorspark.replication.lease_window import CONTACT_MARGIN_MS
+from mirrorspark.replication.supervisor import FlowSupervisor
+from mirrorspark.replication.task.channel import GRANT_ASK_S, ChannelClient
+from mirrorspark.replication.task_channel import TaskChannel
+from polling import assert_eventually
+
+pytestmark = pytest.mark.unit
+
+WINDOW_S = (SESSION_TIMEOUT_MS - CONTACT_MARGIN_MS) / 1000
+
+
+class Clock:
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Delivered:
+    def __init__(self, offset: int) -> None:
+        self._offset = offset
+
+    def offset(self) -> int:
+        return self._offset
+
+
+class ClaimProducer:
+    """The lease topic: the next claim lands at ``offset`` (epoch = offset + 1)."""
+
+    def __init__(self, offset: int) -> None:
+        self.offset = offset
+
+    def produce(self, _topic: str, _value: bytes, _key: bytes, *, partition: int, on_delivery: Any) -> None:
+        on_delivery(None, Delivered(self.offset))
+
+    def flush(self, _timeout: float) -> int:
+        return 0
+
+
+class GroupMember:
+    """The lease consumer as the coordinator sees it: every commit is taken (its answer comes by ``on_commit``)."""
+
+    def __init__(self) -> None:
+        self.commits: list[tuple[int, bool]] = []
+
+    def memberid(self) -> str:
+        return "member-1"
+
+    def commit(self, *, offsets: list[TopicPartition], asynchronous: bool) -> None:
+        self.commits.append((offsets[0].offset, asynchronous))
+
+
+def holding(clock: Clock, *, claim_offset: int, landing_ms: int = 5000) -> tuple[FlowLease, GroupMember]:
+    """A lease that was assigned the lease partition and claimed it at ``clock.now``."""
+    cfg, _a, _b, clients = two_clusters()
+    lease = FlowLease(FlowContext.build(cfg, cfg.flow("A", "B"), clients=clients), clock=clock, landing_ms=landing_ms)
+    member = GroupMember()
+    lease._producer, lease._consumer = ClaimProducer(claim_offset), member
+    lease._on_assign(member, [TopicPartition(lease.topic, 0)])
+    lease._claim()
+    assert lease.held and lease.epoch == claim_offset + 1
+    return lease, member
+
+
+def test_grants_never_reach_past_the_last_confirmed_contact() -> None:
+    """Before, the holder renewed 3-second grants while a cached flag said "held": a driver cut off from
+    the target granted on for seconds after the coordinator gave the lease to a standby."""
+    clock = Clock(100.0)
+    lease, member = holding(clock, claim_offset=4)  # the claim's commit, sent at 100, is the first contact
+    assert lease.contact_at == 100.0
+    assert lease.grant(5, 3.0) == 103.0
+    clock.now = 104.0  # no contact confirmed since 100 (the target unreachable): capped
+    assert lease.grant(5, 3.0) == 100.0 + WINDOW_S
+    clock.now = 100.0 + WINDOW_S
+    assert lease.grant(5, 3.0) is None  # the coordinator may expire the session from 100 + 6 s on
+    lease._check_contact()  # a contact check goes out at 105 ...
+    assert member.commits[-1] == (5, True)
+    clock.now = 105.5
+    lease._on_commit(None, [])  # ... and its answer says the session was kept: contact at 105 (when sent)
+    assert lease.contact_at == 100.0 + WINDOW_S
+    assert lease.grant(5, 3.0) == 108.5
+    clock.now = 106.5
+    lease._check_contact()
+    lease._on_commit(KafkaError(KafkaError.ILLEGAL_GENERATION), [])  # refused: no contact
+    assert lease.contact_at == 105.0
+    assert lease.grant(4, 3.0) is None  # another holding's tasks get nothing
+
+
+def test_a_new_holder_waits_out_the_previous_holders_last_commit() -> None:
+    """The first holding of a flow's lease starts at once; a later one ``landing_ms`` after its assignment."""
+    clock = Clock(50.0)
+    first, _ = holding(clock, claim_offset=0)
+    assert first.safe_at == 50.0
+    clock.now = 60.0
+    later, _ = holding(clock, claim_offset=8)
+    assert later.safe_at == 65.0  # the commit producers' message.timeout.ms (5 s) after the assignment
+
+
+def test_a_holder_gives_the_partition_back_only_once_its_grants_are_spent() -> None:
+    """Revoked while its tasks may still commit under a grant: the callback (and so the hand-over) waits
+    until that grant ended and its writes could land; with the tasks ended it returns at once."""
+    lease, _ = holding(Clock(time.monotonic()), claim_offset=2, landing_ms=200)
+    lease._clock = time.monotonic  # real time from here: the wait is an Event's
+    deadline = lease.grant(3, 0.1)
+    assert deadline is not None
+    lease._on_revoke(None, [TopicPartition(lease.topic, 0)])
+    assert time.monotonic() >= deadline + 0.2 and not lease.held
+    again, _ = holding(Clock(time.monotonic()), claim_offset=3, landing_ms=60_000)
+    assert again.grant(4, 30.0) is not None
+    again.void_grants()  # every task of the holding ended
+    again._on_revoke(None, [TopicPartition(again.topic, 0)])  # returns at once, not in 90 s
+    assert not again.held
+
+
+class WaitingLease:
+    held, epoch, failure = True, 7, None
+
+    def __init__(self, safe_at: float) -> None:
+        self.safe_at = safe_at
+
+    def holds(self, epoch: int) -> bool:
+        return epoch == self.epoch
+
+    def grant(self, epoch: int, seconds: float) -> float | None:
+        return time.monotonic() + seconds
+
+    def may_grant(self, epoch: int) -> bool:
+        return self.holds(epoch) and self.fresh
+
+    fresh = True
+
+
+class NoReports:
+    def poll(self, **_kw: Any) -> bool:
+        return False
+
+
+class OneFlow:
+    name, halted, order = "A->B", None, (("t", 0),)
+    assignment = (order, 0)
+    exactly_once = False
+
+    def __init__(self) -> None:
+        self.reports, self.reloads = NoReports(), 0
+
+    def reload_positions(self) -> None:
+        self.reloads += 1
+
+    def task_specs(self, generation: int, address: Any, *, stop_at: Any = None, epoch: int = 0) -> list[Any]:
+        return []
+
+
+class Grants:
+    address = ("127.0.0.1", 0)
+
+    def grant(self, flow: str, generation: int, deadline: float) -> None:
+        pass
+
+
+def test_the_take_over_reads_offsets_only_once_the_previous_holder_can_no_longer_commit() -> None:
+    """Before, the new holder read ``mm2-offsets`` on the tick it saw the lease held: the old holder's
+    last commits could land after that read, and both instances copied from overlapping positions."""
+    flow, lease = OneFlow(), WaitingLease(safe_at=time.monotonic() + 0.3)
+    sup = FlowSupervisor(flow, object(), Grants(), lease)  # type: ignore[arg-type]
+    sup.state = "standby"  # type: ignore[assignment]
+    sup.tick()
+    assert (sup.state, flow.reloads, sup.generation) == ("standby", 0, 0)
+    assert_eventually(lambda: sup.tick() or sup.state == "running", timeout_s=10, interval_s=0.05)
+    assert (flow.reloads, sup.epoch, sup.generation) == (1, 7, 1)
+
+
+def test_a_delayed_grant_line_never_extends_the_permission() -> None:
+    """The grant is an absolute deadline on the task's clock, computed from when the task asked.
+
+    Before, the driver sent ``lease <seconds>`` and the task counted them from when it *read* the
+    line: an answer read a second late (a loaded executor, a slow network) let it commit a second
+    past the driver's grant, after a standby could have taken the flow over.
+    """
+    channel = TaskChannel()
+    try:
+        client = ChannelClient(channel.address, {"flow": "A->B", "task": 0, "generation": 1})
+        deadline = time.monotonic() + 1.5
+        channel.grant("A->B", 1, deadline)
+        time.sleep(GRANT_ASK_S)
+        client.check()  # asks; the answer waits on the socket, unread
+        time.sleep(1.0)  # the task reads it late
+        assert_eventually(client.may_commit, timeout_s=5, interval_s=0.01, message="no grant arrived")
+        assert client.lease_until <= deadline  # the same host: one monotonic clock
+        assert_eventually(lambda: not client.may_commit(), timeout_s=5, interval_s=0.05)
+        client.close()
+    finally:
+        channel.close()
+
+
+class JoinedLease(WaitingLease):
+    """A lease the driver joined before Spark started (``Replicator.join_leases``)."""
+
+    started = True
+
+    def start(self) -> None:
+        raise AssertionError("started twice")
+
+
+def test_a_lease_joined_before_spark_started_is_not_started_again() -> None:
+    sup = FlowSupervisor(OneFlow(), object(), Grants(), JoinedLease(safe_at=0.0))  # type: ignore[arg-type]
+    sup.begin()
+    assert sup.state == "standby"
+    sup.tick()  # taken while Spark started: copying at the first tick
+    assert (sup.state, sup.epoch) == ("running", 7)
+
+
+def test_a_holder_without_recent_contact_starts_nothing() -> None:
+    """Held, but the coordinator has not answered for most of a session timeout (this driver cut off
+    from the target): the lease may already be another instance's. Before, the driver started and
+    restarted tasks on its cached flag; a restarted exactly-once task fenced the new holder's."""
+    flow, lease = OneFlow(), WaitingLease(safe_at=0.0)
+    lease.fresh = False
+    sup = FlowSupervisor(flow, object(), Grants(), lease)  # type: ignore[arg-type]
+    sup.state = "standby"  # type: ignore[assignment]
+    sup.tick()
+    assert (sup.state, flow.reloads, sup.generation) == ("standby", 0, 0)
+    lease.fresh = True  # a contact check answered
+    sup.tick()
+    assert (sup.state, flow.reloads, sup.generation) == ("running", 1, 1)
+    lease.fresh = False
+    sup.next_start[0] = 0.0  # a task ended and is due for a restart ...
+    sup.tick()
+    assert sup.next_start == {0: 0.0} and sup.restarts == 0  # ... not while contact is lapsed
