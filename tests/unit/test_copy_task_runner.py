@@ -43,6 +43,7 @@ class Task:
         stop_at: dict[tuple[str, int], int] | None = None,
         boundary: str = "interval",
         topic_id: str | None = None,
+        restarted: bool = False,
     ) -> None:
         self.a, self.b = FakeCluster("A"), FakeCluster("B")
         self.a.create_topic("t", partitions)
@@ -67,7 +68,9 @@ class Task:
             offsets_partitions=25,
             syncs_topic=SYNCS,
             progress_topic=PROGRESS,
-            partitions=tuple(PartitionAssignment("t", p, "A.t", 0, topic_id=topic_id) for p in range(partitions)),
+            partitions=tuple(
+                PartitionAssignment("t", p, "A.t", 0, topic_id=topic_id, restarted=restarted) for p in range(partitions)
+            ),
             offset_lag_max=100,
             flush_interval_s=1.0,
             channel=("127.0.0.1", 0, "token"),
@@ -443,3 +446,16 @@ def test_releasing_a_producer_in_a_fatal_state_never_hides_how_the_task_ended(cl
     producer = _FatalProducer()
     job._release(producer, clean=clean)  # no exception: the task's own error is the one reported
     assert producer.calls == (["flush"] if clean else ["purge"])
+
+
+def test_a_restarted_partition_commits_its_new_start_even_with_nothing_to_copy() -> None:
+    """At least once too: a re-created topic's first commit supersedes the old topic's stored offset.
+
+    Before, a partition that copied nothing committed nothing: ``mm2-offsets`` kept the old topic's
+    offset, and a restart resumed the new topic there (its first records never copied).
+    """
+    t = Task(records=0, restarted=True)
+    assert step(t, stop_after(2)) == TaskOutcome.STOPPED
+    assert t.committed() == {0: -1}  # next offset 0 (MM2 seeks to the beginning for -1)
+    [report] = t.reports()
+    assert (report.next_offset, report.records) == (0, 0)

@@ -386,3 +386,27 @@ def test_a_topic_missing_from_one_listing_is_not_taken_for_deleted() -> None:
     assert flow.order == [("orders", 0)]
     assert flow.partitions[("orders", 0)].position == 40
     assert flow.gaps == []
+
+
+def test_a_recreated_topics_new_id_is_recorded_only_once_its_new_starts_are_committed() -> None:
+    """Until a task committed the new topic's start, mm2-offsets holds the old topic's offset: a restart must
+    find the topic re-created again (a gap, from the log start), never resume the new topic at the old offset."""
+    cfg, a, b, clients = two_clusters()
+    a.create_topic("orders", 1)
+    a.fill("orders", 0, 100)
+    store_offset(b, "orders", 0, 79)
+    flow = started_flow(cfg, clients)
+    old_id = a.topics["orders"].topic_id
+    a.recreate_topic("orders", 1)
+    a.fill("orders", 0, 150)  # refilled past the old stored offset
+    flow.refresh()
+    assert flow.partitions[("orders", 0)].position == 0
+    assert [r.topic_id for r in ledger(b) if isinstance(r, KnownTopicId)] == [old_id]  # not yet the new one
+    restarted = started_flow(cfg, clients)  # killed before any task committed the new start
+    assert restarted.partitions[("orders", 0)].position == 0
+    assert [g.reason for g in restarted.gaps] == ["recreated"]
+    new_id = a.topics["orders"].topic_id
+    report = PartitionReport("A->B", "orders", 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, (), 1, topic_id=new_id)
+    restarted.apply_report(report, generation=None)  # its new start committed (a task's first commit)
+    restarted.refresh()
+    assert [r.topic_id for r in ledger(b) if isinstance(r, KnownTopicId)] == [old_id, new_id]

@@ -168,6 +168,7 @@ class Positions:
         self._seen: dict[PartitionKey, int] = {}  # newest offset in mm2-offsets when last read, per partition
         self._topic_ids: dict[str, str] = {}  # source topic -> id last recorded in the gap ledger
         self._from_start: set[str] = set()  # re-created topics: their partitions start at the log start
+        self._unconfirmed: dict[str, str] = {}  # re-created topic -> new id, recorded once its new starts are committed
 
     # ------------------------------------------------------------------ start-up
 
@@ -380,7 +381,11 @@ class Positions:
 
         The partitions of a re-created topic are dropped (the caller adds the new topic's
         partitions, from its log start); the new ids are recorded in the gap ledger after the gap
-        events, and not at all when ``mirrorspark.on.gap=stop`` halts the flow.
+        events, and not at all when ``mirrorspark.on.gap=stop`` halts the flow. A re-created
+        topic's new id is recorded only once a copy task committed the new start of each of its
+        partitions (their first reports): until then ``mm2-offsets`` still holds the old topic's
+        offsets, and a restart must find the topic re-created again rather than resume the new
+        topic at the old topic's offsets.
 
         Returns
         -------
@@ -392,6 +397,7 @@ class Positions:
         ClusterError
             The source cannot be described, or the gap ledger cannot be written.
         """
+        self._confirm_topic_ids()
         ids = self.current_topic_ids(topics)
         now = int(time.time() * 1000)
         changed: dict[str, str] = {}
@@ -408,10 +414,24 @@ class Positions:
                 forgotten.add(topic)
             changed[topic] = tid
         if changed and self.halted is None:
-            if self.ledger is not None:
-                self.ledger.record_topic_ids(changed)
+            fresh = {t: i for t, i in changed.items() if t not in forgotten}
+            if self.ledger is not None and fresh:
+                self.ledger.record_topic_ids(fresh)
+            self._unconfirmed.update({t: i for t, i in changed.items() if t in forgotten})
             self._topic_ids.update(changed)
         return forgotten
+
+    def _confirm_topic_ids(self) -> None:
+        """Record the ids of re-created topics whose every partition's new start is committed (see above)."""
+        done = {
+            t: i
+            for t, i in self._unconfirmed.items()
+            if not any(p.restarted for k, p in self.by_key.items() if k[0] == t)
+        }
+        if done and self.ledger is not None:
+            self.ledger.record_topic_ids(done)
+        for t in done:
+            del self._unconfirmed[t]
 
     def _record_recreated(self, topic: str, known: str, tid: str, now: int) -> bool:
         """Record a gap for every partition of a re-created topic; tell whether the flow goes on."""

@@ -271,6 +271,8 @@ class _Committer:
         self.channel = channel
         self.sources = sources
         self.clock = clock
+        self.announce: set[PartitionKey] = {k for k, pc in partitions.by_key.items() if pc.assignment.restarted}
+        """Partitions the next commit writes even if they did not move (their start is news to the driver)."""
 
     def begin(self) -> None:
         """Nothing to prepare."""
@@ -320,8 +322,14 @@ class AtLeastOnceCommitter(_Committer):
     A partition's position moves to just after its last acknowledged record, or to the consumer's
     position when every record read was acknowledged (past transaction markers and compacted
     gaps). Records produced but not acknowledged yet stay for the next commit, and their partition
-    stays dirty.
+    stays dirty. The first commit writes the source offset and a progress report of every partition
+    the driver started over (:attr:`~mirrorspark.replication.task.spec.PartitionAssignment.restarted`:
+    a re-created topic), even if it copied nothing: the old topic's stored offset is superseded.
     """
+
+    def begin(self) -> None:
+        """Mark the partitions to announce for the first commit."""
+        self.parts.dirty.update(self.announce)
 
     def commit(self, *, final: bool) -> bool:
         """Commit what the target acknowledged (see the class); ``False`` without a valid grant.
@@ -362,13 +370,13 @@ class AtLeastOnceCommitter(_Committer):
             next_offset = up[-1] + 1 if up else pc.committed
             if n == len(pc.upstream):  # every record read is acknowledged: the reader's position counts
                 next_offset = max(next_offset, positions.get(key, -1))
-            if next_offset <= pc.committed and not due:
+            if next_offset <= pc.committed and not due and key not in self.announce:
                 if len(pc.upstream) > n:
                     self.parts.dirty.add(key)  # acknowledgements still to come: look again next time
                 continue
             syncs.extend(offset_sync_records(self.spec, key[0], key[1], due))
-            if next_offset > pc.committed:
-                commits.append(source_offset_record(self.spec, key[0], key[1], next_offset))
+            if next_offset > pc.committed or key in self.announce:
+                commits.append(source_offset_record(self.spec, key[0], key[1], max(next_offset, pc.committed)))
             window = newest_segments(pc.segments, segments)
             position = max(next_offset, pc.committed)
             report = partition_report(
@@ -397,6 +405,7 @@ class AtLeastOnceCommitter(_Committer):
             pc.segments = window
             pc.committed = position
             self.parts.copied += n
+            self.announce.discard(pc.key)
         return True
 
 
@@ -416,11 +425,6 @@ class TransactionalCommitter(_Committer):
     an abortable one aborts the transaction and rewinds the consumer to the committed positions;
     anything else (fenced, fatal) fails the task.
     """
-
-    def __init__(self, spec: CopyTaskSpec, partitions: TaskPartitions, **clients: Any) -> None:
-        super().__init__(spec, partitions, **clients)
-        self.announce: set[PartitionKey] = {k for k, pc in partitions.by_key.items() if pc.assignment.restarted}
-        """Partitions the next commit writes even if they did not move (their start is news to the driver)."""
 
     def begin(self) -> None:
         """Initialise the transactional id, take the task's start from its stored source offsets, open a transaction.
