@@ -42,6 +42,7 @@ class Task:
         eos: bool = False,
         stop_at: dict[tuple[str, int], int] | None = None,
         boundary: str = "interval",
+        flush_records: int = 5000,
     ) -> None:
         self.a, self.b = FakeCluster("A"), FakeCluster("B")
         self.a.create_topic("t", partitions)
@@ -71,6 +72,7 @@ class Task:
             flush_interval_s=1.0,
             channel=("127.0.0.1", 0, "token"),
             stall_timeout_s=0.5,
+            flush_records=flush_records,
             transactional_id="A-mm2-MirrorSourceConnector-0" if eos else None,
             boundary=boundary,
             stop_at=stop_at,
@@ -187,6 +189,75 @@ def test_unacknowledged_records_keep_their_partition_for_the_next_commit() -> No
     assert FULL_SCAN_EVERY > 2 and seen == [{0: 3}]
 
 
+def test_the_first_commit_comes_as_soon_as_the_first_records_are_acknowledged() -> None:
+    """A run killed within its first ``offset.flush.interval.ms`` has committed what it copied (issue #23, item 2).
+
+    Committing only at the interval, a crash loop whose runs lived less than a second never
+    committed, and each restart copied the whole backlog again.
+    """
+    t = Task(records=10)
+    t.data.ack_budget = 0
+    seen: list[dict[int, int]] = []
+
+    def hook(task: Task, turn: int) -> None:  # the clock never moves
+        seen.append(task.committed())
+        if turn == 0:
+            task.data.ack_budget = 4  # served at the next turn's check of the writes
+        if turn == 2:
+            task.data.ack_budget = None
+        if turn == 3:
+            task.channel.state = ChannelState.STOP
+
+    assert step(t, hook) == TaskOutcome.STOPPED
+    assert seen == [{}, {}, {0: 3}, {0: 3}]  # no commit before an acknowledgement, one right after it
+    assert t.committed() == {0: 9}
+
+
+@pytest.mark.parametrize("eos", [False, True], ids=["at-least-once", "exactly-once-interval"])
+def test_a_backlog_commits_every_flush_records_acknowledged(eos: bool) -> None:
+    """Copying a backlog, a task commits every ``flush_records`` acknowledged records, before the interval.
+
+    The clock never moves: every commit comes from the volume rule (the first one from the first
+    acknowledgements). In exactly-once mode with ``transaction.boundary=interval`` the rule bounds
+    the transactions too.
+    """
+    t = Task(records=60, eos=eos, flush_records=100)
+    seen: list[int | None] = []
+
+    def hook(task: Task, turn: int) -> None:
+        seen.append(task.committed().get(0))
+        if turn < 8:
+            for i in range(60):  # 60 more records per turn of the loop
+                task.a.append("t", b"k", f"n{turn}-{i}".encode(), partition=0, ts=2_000)
+        else:
+            task.channel.state = ChannelState.STOP
+
+    step(t, hook)
+    # first commit at the first acknowledgement (60 records), then one per 100 or more acknowledged
+    assert seen[:7] == [None, 59, 59, 179, 179, 299, 299]
+    assert t.committed() == {0: 60 * 9 - 1}
+    if eos:
+        assert t.data.commits == 5  # 4 by volume, the last one at the stop
+
+
+def test_flush_records_zero_commits_by_time_after_the_first_commit() -> None:
+    """``mirrorspark.offset.flush.records=0``: after the first commit, only the interval makes one due."""
+    t = Task(records=60, flush_records=0)
+    seen: list[int | None] = []
+
+    def hook(task: Task, turn: int) -> None:
+        seen.append(task.committed().get(0))
+        for i in range(60):
+            task.a.append("t", b"k", f"n{turn}-{i}".encode(), partition=0, ts=2_000)
+        if turn == 4:
+            task.now = 1.0  # the interval passed
+        if turn == 6:
+            task.channel.state = ChannelState.STOP
+
+    step(t, hook)
+    assert seen == [None, 59, 59, 59, 59, 299, 299]  # the interval's commit at turn 4
+
+
 def test_a_failed_delivery_fails_the_task_and_commits_nothing_past_it() -> None:
     t = Task(records=10)
     t.data.fail_at = {4: KafkaError.TOPIC_AUTHORIZATION_FAILED}
@@ -253,7 +324,7 @@ def test_an_abort_ends_the_task_without_a_last_commit() -> None:
     t = Task(records=5)
 
     def hook(task: Task, turn: int) -> None:
-        if turn == 1:
+        if turn == 0:  # before the first commit (due as soon as the records are acknowledged)
             task.channel.state = ChannelState.ABORT
 
     assert step(t, hook) == TaskOutcome.ORPHANED

@@ -2,11 +2,20 @@
 
 :class:`CopyTaskRunner` polls the task's source partitions, produces every record to the same
 partition of its remote topic (:func:`~mirrorspark.replication.task.produce.forward`) and commits
-through its :class:`~mirrorspark.replication.task.commit.Committer` every ``flush_interval_s`` (in
-exactly-once mode with ``transaction.boundary=poll``, after every batch read), until the driver
+through its :class:`~mirrorspark.replication.task.commit.Committer` (in exactly-once mode with
+``transaction.boundary=poll``, after every batch read; otherwise by the commit rule below), until the driver
 says ``stop`` (a last commit, then ``stopped``), a bounded copy has read every partition to its
 end (``caught_up``), positions are found out of range (a last commit, then ``out_of_range``), or
 the driver is gone, aborts or stops granting (``orphaned``: nothing more committed).
+
+**The commit rule** (at least once, and exactly once with ``transaction.boundary=interval``): a
+task commits as soon as the first records it produced are acknowledged, then whichever comes
+first of ``flush_interval_s`` seconds (``offset.flush.interval.ms``, Connect's time rule) and
+``flush_records`` records (``mirrorspark.offset.flush.records``, default 5,000 per task)
+acknowledged since its last commit. A run killed soon after it started has committed what it
+copied, and what a kill -9 makes the next run copy again is bounded per task by about
+``flush_records`` plus what was in flight (a batch read, :data:`BATCH_RECORDS`), not by what one
+second of copying a backlog moves. Connect has only the time rule (``offset.flush.interval.ms``).
 
 Built by :func:`~mirrorspark.replication.task.job.run_copy_job` inside a Spark task with real
 confluent-kafka clients; unit tests build it on ``tests/fakes.py``.
@@ -95,6 +104,8 @@ class CopyTaskRunner:
         self.clock = clock
         self.parts = TaskPartitions(spec.partitions)
         self._backlog = False  # the last poll was a full one: the next may wait to fill
+        self._produced = 0  # records produced since the last commit (in flight ones included)
+        self._committed_once = False  # the first commit (as soon as records are acknowledged) was made
         self.writes = CommitWrites(commit_producer, f"flow {spec.flow}: source offsets", spec.target)
         self.sync_writes = (
             CommitWrites(syncs_producer, f"flow {spec.flow}: offset syncs", spec.source)
@@ -135,7 +146,7 @@ class CopyTaskRunner:
             next_commit = self.clock() + self.spec.flush_interval_s
             while True:
                 msgs = self._poll()
-                self._copy(msgs)
+                self._produced += self._copy(msgs)
                 self._check_writes()
                 state = self.channel.check()
                 if state in (ChannelState.CLOSED, ChannelState.ABORT):
@@ -147,10 +158,11 @@ class CopyTaskRunner:
                     clean = True
                     return self._result(outcome)
                 per_poll = self.spec.exactly_once and self.spec.boundary == "poll" and bool(msgs)
-                if per_poll or self.clock() >= next_commit:
+                if per_poll or self.clock() >= next_commit or self._volume_due():
                     if not self.committer.commit(final=False):
                         return self._result(TaskOutcome.ORPHANED)
                     next_commit = self.clock() + self.spec.flush_interval_s
+                    self._committed()
         finally:
             self.committer.end(clean=clean)
             self.consumer.close()
@@ -170,17 +182,46 @@ class CopyTaskRunner:
         self._backlog = len(msgs) >= BACKLOG_RECORDS
         return msgs
 
-    def _copy(self, msgs: list[Any]) -> None:
+    def _volume_due(self) -> bool:
+        """Tell whether the commit rule's volume part says commit now (see the module notes).
+
+        Before the first commit: once any record produced is acknowledged. After it: once
+        ``flush_records`` records are acknowledged since the last commit (0: never by volume).
+        Cheap on the hot path: acknowledgements are counted only when enough records were produced.
+        """
+        if not self._committed_once:
+            return self._produced > 0 and self._acknowledged() > 0
+        limit = self.spec.flush_records
+        return 0 < limit <= self._produced and self._acknowledged() >= limit
+
+    def _acknowledged(self) -> int:
+        """Count the records acknowledged and not yet committed (all in partitions of the dirty set)."""
+        by_key = self.parts.by_key
+        return sum(len(by_key[k].downstream) for k in self.parts.dirty if k in by_key)
+
+    def _committed(self) -> None:
+        """Note a commit: what is still in flight counts toward the next one's volume."""
+        self._committed_once = True
+        by_key = self.parts.by_key
+        self._produced = sum(len(by_key[k].upstream) for k in self.parts.dirty if k in by_key)
+
+    def _copy(self, msgs: list[Any]) -> int:
         """Produce every record read; note out-of-range partitions (paused) and the dirty set.
 
         Records come in runs per partition (one fetch response each): the partition is looked up
         when the run changes, not per record.
+
+        Returns
+        -------
+        int
+            Records produced.
         """
         parts = self.parts
         data, stall_s = self.data, self.spec.stall_timeout_s
         cur_topic: str | None = None
         cur_part = -1
         pc = None
+        produced = 0
         for m in msgs:
             err = m.error()
             if err is not None:
@@ -198,6 +239,8 @@ class CopyTaskRunner:
             offset = m.offset()
             forward(data, pc, m, offset, stall_s)
             pc.read_to = offset + 1
+            produced += 1
+        return produced
 
     def _read_error(self, m: Any, err: Any) -> None:
         """Handle an error record: a partition's end (ignored), a position out of range (paused), else a failure."""
