@@ -144,7 +144,8 @@ def test_every_record_is_copied_unchanged_and_committed_on_stop() -> None:
     last = {r.partition: r for r in t.reports()}
     assert {p: r.next_offset for p, r in last.items()} == {0: 5, 1: 5}
     assert sum(r.records for r in t.reports()) == 10
-    assert next(OffsetSync.decode(r.key, r.value) for r in t.a.records(SYNCS)) == OffsetSync("t", 0, 0, 0)
+    syncs = [OffsetSync.decode(r.key, r.value) for r in t.a.records(SYNCS)]
+    assert next(s for s in syncs if s.partition == 0) == OffsetSync("t", 0, 0, 0)  # a commit's order is the dirty set's
     assert t.consumer.closed and t.channel.closed
 
 
@@ -370,7 +371,8 @@ def test_exactly_once_commits_records_and_offsets_in_one_transaction() -> None:
     assert t.data.initialised and t.data.commits >= 1
     assert [r.value for r in t.b.records("A.t")] == [f"v0-{i}".encode() for i in range(5)]
     assert t.committed() == {0: 4}
-    assert next(OffsetSync.decode(r.key, r.value) for r in t.a.records(SYNCS)) == OffsetSync("t", 0, 0, 0)
+    syncs = [OffsetSync.decode(r.key, r.value) for r in t.a.records(SYNCS)]
+    assert next(s for s in syncs if s.partition == 0) == OffsetSync("t", 0, 0, 0)  # a commit's order is the dirty set's
 
 
 def test_an_abortable_commit_rewinds_to_the_committed_positions() -> None:
