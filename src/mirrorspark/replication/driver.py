@@ -39,6 +39,7 @@ from mirrorspark.replication.checkpoint_emitter import CheckpointEmitter
 from mirrorspark.replication.failover_watch import FailoverWatcher
 from mirrorspark.replication.flow import Flow
 from mirrorspark.replication.heartbeats import HeartbeatEmitter
+from mirrorspark.replication.lease import FlowLease
 from mirrorspark.replication.metrics_publisher import MetricsPublisher
 from mirrorspark.replication.scheduler import Job, Scheduler
 from mirrorspark.replication.supervisor import FlowSupervisor, SupervisorState
@@ -49,6 +50,8 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
+startup_log = logging.getLogger("mirrorspark.start-up")
+"""Where the seconds of a start go (flows, Spark, lease, first tasks): INFO, shown by ``mirrorspark run``."""
 
 
 TICK_S = 0.1
@@ -299,6 +302,7 @@ class Replicator:
         self._targets: dict[str, dict[PartitionKey, int]] = {}
         self.state = DriverState.CREATED
         self.worker: Worker | None = None
+        self.leases: dict[str, FlowLease] = {}  # joined at the end of start(), while Spark starts
 
     @property
     def supervisors(self) -> list[FlowSupervisor]:
@@ -335,12 +339,16 @@ class Replicator:
         return self._stop.is_set()
 
     def start(self) -> None:
-        """Connect: start every flow and the heartbeats, and schedule the control jobs.
+        """Connect: start every flow and the heartbeats, schedule the control jobs, join the flows' leases.
 
         Needs no Spark. Raises :class:`~mirrorspark.errors.ClusterUnreachableError` when a cluster
         does not answer and :class:`~mirrorspark.errors.ClusterError` when an internal or remote
-        topic cannot be created.
+        topic (the lease topic included) cannot be created.
+
+        Each flow's lease group is joined last (:meth:`join_leases`): the coordinator's wait for a
+        killed predecessor's session to expire then runs while Spark starts, not after it.
         """
+        began = time.monotonic()
         self.state = DriverState.STARTING
         for flow in self.flows:
             flow.start()
@@ -366,7 +374,23 @@ class Replicator:
         self.heartbeats.schedule(self.background)
         self.background.start(name="mirrorspark-heartbeats")
         self._start_failover_watch()
+        self.join_leases()
         self.state = DriverState.RUNNING
+        startup_log.info("%d flow(s) started in %.1f s; their leases joined", len(self.flows), time.monotonic() - began)
+
+    def join_leases(self) -> None:
+        """Join every flow's lease group now (idempotent); :meth:`run`'s supervisors follow these leases.
+
+        Raises
+        ------
+        ClusterError
+            A lease topic cannot be created.
+        """
+        for flow in self.flows:
+            if flow.name not in self.leases:
+                lease = FlowLease(flow.context)
+                lease.start()
+                self.leases[flow.name] = lease
 
     def _schedule_flow_jobs(self, flow: Flow) -> None:
         """Schedule one flow's control jobs: totals, config and ACL sync, topic refresh, lag listings."""
@@ -443,7 +467,7 @@ class Replicator:
         if until_caught_up:
             self._targets = {f.name: f.end_snapshot() for f in self.flows}
             self._checkpoint_targets = [cp.snapshot() for cp in self.checkpoints]
-        worker = Worker(self.spark, self.flows, stop_at=self._targets if until_caught_up else None)
+        worker = Worker(self.spark, self.flows, leases=self.leases, stop_at=self._targets if until_caught_up else None)
         self.worker = worker
         for f in self.flows:
             if f.exactly_once:
@@ -599,6 +623,8 @@ class Replicator:
                 closer()
             except Exception as e:  # totals and raw metrics are informational: never fail a clean stop on them
                 log.warning("publishing the %s failed: %s", what, e)
+        for lease in self.leases.values():  # given up by the supervisors already once run() started them
+            lease.close()
         for f in self.flows:
             f.close()
 

@@ -295,6 +295,11 @@ class FlowLease:
         return self._epoch
 
     @property
+    def started(self) -> bool:
+        """Whether :meth:`start` ran (the lease group is joined or being joined)."""
+        return self._thread is not None
+
+    @property
     def failure(self) -> BaseException | None:
         """What stopped the lease thread (a fatal consumer error), or ``None`` while it runs."""
         return self._failure

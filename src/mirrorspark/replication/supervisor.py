@@ -278,7 +278,8 @@ class FlowSupervisor:
         if self.lease is None:
             self.start()
             return
-        self.lease.start()
+        if not self.lease.started:  # the driver joins it early, while Spark starts
+            self.lease.start()
         self.state = SupervisorState.STANDBY
 
     def start(self) -> None:

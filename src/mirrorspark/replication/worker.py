@@ -47,7 +47,8 @@ class Worker:
     flows:
         The started flows.
     leases:
-        Whether each flow runs only while this instance holds its lease (one active instance per flow).
+        Whether each flow runs only while this instance holds its lease (one active instance per flow),
+        or the flows' leases by flow name, already started by the driver (joined while Spark started).
     stop_at:
         A bounded copy: ``{flow name: {(topic, partition): end offset}}`` listed at start; each
         flow's tasks end once they read their partitions to them. ``None``: copy until stopped.
@@ -58,7 +59,7 @@ class Worker:
         spark: SparkSession,
         flows: Sequence[Flow],
         *,
-        leases: bool = True,
+        leases: bool | Mapping[str, FlowLease] = True,
         stop_at: Mapping[str, Mapping[PartitionKey, int]] | None = None,
     ) -> None:
         self.spark = spark
@@ -69,7 +70,7 @@ class Worker:
                 f,
                 spark,
                 self.channel,
-                FlowLease(f.context) if leases else None,
+                _lease_of(f, leases),
                 stop_at=None if stop_at is None else stop_at.get(f.name, {}),
             )
             for f in flows
@@ -143,6 +144,13 @@ class Worker:
             s.close()
         self._closing.set()
         self.channel.close()
+
+
+def _lease_of(flow: Flow, leases: bool | Mapping[str, FlowLease]) -> FlowLease | None:
+    """Return the flow's lease: the driver's (already joined), a new one, or none."""
+    if isinstance(leases, Mapping):
+        return leases.get(flow.name) or FlowLease(flow.context)
+    return FlowLease(flow.context) if leases else None
 
 
 def wait_for_slots(slots: Callable[[], int], needed: int, timeout_s: float, interval_s: float = 0.5) -> int:
