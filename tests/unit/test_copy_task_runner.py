@@ -309,6 +309,38 @@ def test_a_commit_waits_for_a_grant_that_comes_late(eos: bool) -> None:
     assert t.committed() == {0: 4} and [r.value for r in t.b.records("A.t")] == [r.value for r in t.a.records("t")]
 
 
+def test_at_least_once_a_commit_without_a_grant_holds_until_the_grant_comes_back() -> None:
+    """The driver's lease was lost (the target stopped) longer than a commit waits for a grant: the task
+    copies nothing more and keeps its acknowledged records until the driver, holding the lease again,
+    grants it; then it commits them instead of ending ``orphaned`` (and a new generation copying them again)."""
+    t = Task(records=10)
+    t.channel.granted = False
+
+    def hook(task: Task, turn: int) -> None:
+        task.now = 1.0 * turn  # a second per look at the channel
+        if turn == 40:  # 40 s later: far past GRANT_WAIT_S
+            task.channel.granted = True
+        if turn == 45:
+            task.channel.state = ChannelState.STOP
+
+    assert step(t, hook, turns=100) == TaskOutcome.STOPPED
+    assert t.committed() == {0: 9}
+    assert len(t.b.records("A.t")) == 10  # nothing copied twice
+
+
+def test_an_abort_while_holding_ends_the_task_without_a_commit() -> None:
+    t = Task(records=10)
+    t.channel.granted = False
+
+    def hook(task: Task, turn: int) -> None:
+        task.now = 1.0 * turn
+        if turn == 25:
+            task.channel.state = ChannelState.ABORT  # the lease is lost for good: a new generation copies
+
+    assert step(t, hook, turns=100) == TaskOutcome.ORPHANED
+    assert t.committed() == {}
+
+
 @pytest.mark.parametrize(
     ("records", "timeouts"),
     [(500, [0]), (2 * BATCH_RECORDS + 5000, [0, FILL_WAIT_S, FILL_WAIT_S])],

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
 
 from mirrorspark.errors import ClusterError, DataPathError
-from mirrorspark.replication.supervisor import FlowSupervisor
+from mirrorspark.replication.supervisor import RECLAIM_S, FlowSupervisor
 from mirrorspark.replication.worker import Worker
 
 pytestmark = pytest.mark.unit
@@ -42,6 +43,7 @@ class StubProgress:
 class StubFlow:
     name = "A->B"
     halted = None
+    exactly_once = False
     order: tuple[tuple[str, int], ...] = (("t", 0),)
     assignment = (order, 0)
 
@@ -72,6 +74,52 @@ def test_a_lease_lost_and_taken_again_between_two_ticks_restarts_under_the_new_e
     sup.tick()
     assert (sup.state, sup.epoch, sup.generation) == ("running", 9, 2) and flow.reloads == 2
     assert channel.calls[-1] == ("grant", 2)
+
+
+def running(lease: StubLease, channel: StubChannel, flow: StubFlow, epoch: int) -> FlowSupervisor:
+    sup = FlowSupervisor(flow, object(), channel, lease)  # type: ignore[arg-type]
+    sup.state, lease.held, lease.epoch = "standby", True, epoch
+    sup.tick()
+    assert (sup.state, sup.epoch, sup.generation) == ("running", epoch, 1)
+    return sup
+
+
+def test_a_lease_taken_back_under_the_next_epoch_lets_the_running_generation_commit() -> None:
+    """The target stopped (the lease group lives there): the lease is lost, then taken back under the very
+    next epoch (no other holder in between). At least once, the running tasks waited without committing;
+    they are granted again and commit what the target acknowledged, not aborted and copied again by a new
+    generation (issue #23: "the target stop lost the lease and ended the tasks without committing")."""
+    lease, channel, flow = StubLease(), StubChannel(), StubFlow()
+    sup = running(lease, channel, flow, 5)
+    lease.held = False  # the lease thread found the membership lost
+    sup.tick()
+    sup.tick()
+    assert sup.state == "running" and ("abort", 1) not in channel.calls
+    lease.held, lease.epoch = True, 6  # taken back: the next claim is ours
+    sup.tick()
+    assert (sup.state, sup.epoch, sup.generation, flow.reloads) == ("running", 6, 1, 1)
+    assert channel.calls[-1] == ("grant", 1) and ("abort", 1) not in channel.calls
+
+
+@pytest.mark.parametrize("case", ["another-holder-between", "exactly-once", "too-long"])
+def test_a_lease_lost_for_good_aborts_the_running_generation(case: str) -> None:
+    """Another claim in between (epoch 7, not 6), exactly-once (the open transactions were aborted), or no
+    lease back within RECLAIM_S: the running generation is aborted and a new one starts at the take-over."""
+    lease, channel, flow = StubLease(), StubChannel(), StubFlow()
+    flow.exactly_once = case == "exactly-once"
+    sup = running(lease, channel, flow, 5)
+    lease.held = False
+    sup.tick()
+    if case == "too-long":
+        sup._lost_at = time.monotonic() - RECLAIM_S - 1
+        sup.tick()
+    if case == "another-holder-between":
+        lease.held, lease.epoch = True, 7
+        sup.tick()
+    assert sup.state == "standby" and ("abort", 1) in channel.calls
+    lease.held, lease.epoch = True, 8
+    sup.tick()
+    assert (sup.state, sup.epoch, sup.generation) == ("running", 8, 2)
 
 
 class FailingReloadFlow(StubFlow):

@@ -68,6 +68,13 @@ LEASE_GRANT_S = 3.0
 (:class:`~mirrorspark.replication.lease.FlowLease`, 6 s), so a driver that lost its lease (or froze) has
 its tasks stop committing before a standby can take the flow over."""
 
+RECLAIM_S = 60.0
+"""Seconds an at-least-once flow's running copy tasks wait, committing nothing, for a lost lease to come back
+under the very next epoch (no other holder in between: the target, where the lease group lives, was
+stopped or cut off); they then commit what the target acknowledged instead of a new generation copying
+it again. Past it, or with another holder in between, they are aborted as at any loss
+(:data:`~mirrorspark.replication.task.runner.HOLD_S` on the task's side)."""
+
 CLUSTER_WARNING_S = 10.0
 """Seconds between two warnings of one flow's supervisor that cannot reach the target (the ticks go on)."""
 
@@ -250,6 +257,7 @@ class FlowSupervisor:
         self.state = SupervisorState.CREATED
         self.error: MirrorsparkError | None = None
         self._quiet_until = 0.0  # no cluster warning before (monotonic s)
+        self._lost_at: float | None = None  # when the running generation's lease was found lost (monotonic s)
 
     @property
     def failures(self) -> int:
@@ -311,6 +319,7 @@ class FlowSupervisor:
         self.start()
 
     def _lost(self) -> None:
+        self._lost_at = None
         log.warning("%s: the flow's lease was lost: its copy tasks end without committing; standby", self.name)
         self._abort_tasks()
         self.next_start.clear()
@@ -408,12 +417,53 @@ class FlowSupervisor:
                     log.error("%s: failed, its copy tasks never start (other flows go on): %s", self.name, e)
             return False
         if not self.lease.holds(self.epoch):
+            if self._reclaimed():
+                return True
             # lost, or lost and taken again between two ticks (a new epoch): the running generation
             # was started under the old epoch and is no longer granted commits; standby, then the
             # next tick takes over under the new epoch
-            self._lost()
+            if not self._reclaim_pending():
+                self._lost()
             return False
+        self._lost_at = None
         return True
+
+    def _reclaimed(self) -> bool:
+        """Whether the lease came back under the very next epoch: the running generation goes on under it.
+
+        Epochs are claim offsets + 1: the next one means no other instance claimed the lease in
+        between, so no other copy task committed; the running tasks (at least once, waiting for a
+        grant) then commit what the target acknowledged during the loss instead of a new generation
+        copying it again.
+        """
+        assert self.lease is not None
+        if self.flow.exactly_once or not self.lease.held or self.lease.epoch != self.epoch + 1:
+            return False
+        log.info(
+            "%s: took the flow's lease back (epoch %d, no other holder since epoch %d): its copy tasks commit again",
+            self.name,
+            self.lease.epoch,
+            self.epoch,
+        )
+        self.epoch = self.lease.epoch
+        self._lost_at = None
+        self.grant()
+        return True
+
+    def _reclaim_pending(self) -> bool:
+        """Whether the running at-least-once generation still waits (:data:`RECLAIM_S` at most) for its lease."""
+        assert self.lease is not None
+        if self.flow.exactly_once or self.lease.held:
+            return False  # exactly once: the tasks' open transactions are aborted; held: another epoch came in between
+        now = time.monotonic()
+        if self._lost_at is None:
+            self._lost_at = now
+            log.warning(
+                "%s: the flow's lease was lost: its copy tasks commit nothing, waiting up to %.0f s for it to return",
+                self.name,
+                RECLAIM_S,
+            )
+        return now - self._lost_at < RECLAIM_S
 
     def _ended(self, index: int, run: TaskJob, now: float) -> bool:
         """Handle a task whose job ended: read its last reports, then restart it or record a gap; or fail the flow.
@@ -517,6 +567,7 @@ __all__ = [
     "CLUSTER_WARNING_S",
     "LEASE_GRANT_S",
     "MAX_FAILURES",
+    "RECLAIM_S",
     "STOP_TIMEOUT_S",
     "FlowSupervisor",
     "SupervisorState",

@@ -51,6 +51,12 @@ BATCH_RECORDS = 10000
 BACKLOG_RECORDS = 1000
 """A poll of at least this many records means a backlog: the next poll waits up to :data:`FILL_WAIT_S` to fill."""
 
+HOLD_S = 60.0
+"""At least once: seconds a task whose commit found no grant (the driver's lease lost, e.g. the target
+stopped) keeps waiting for one, copying nothing, before it ends ``orphaned``: the driver that takes the
+lease back under the next epoch grants the same generation again (``supervisor.RECLAIM_S``), and what
+the target acknowledged is committed rather than copied again. An abort or a closed channel ends it at once."""
+
 FILL_WAIT_S = 0.05
 """Longest wait of a poll for more records while the task works through a backlog (s): fewer, fuller
 turns of the loop copy small records faster; a task keeping up with its source never waits."""
@@ -159,7 +165,7 @@ class CopyTaskRunner:
                     return self._result(outcome)
                 per_poll = self.spec.exactly_once and self.spec.boundary == "poll" and bool(msgs)
                 if per_poll or self.clock() >= next_commit or self._volume_due():
-                    if not self.committer.commit(final=False):
+                    if not self.committer.commit(final=False) and not self._hold():
                         return self._result(TaskOutcome.ORPHANED)
                     next_commit = self.clock() + self.spec.flush_interval_s
                     self._committed()
@@ -181,6 +187,26 @@ class CopyTaskRunner:
         msgs = [first, *self.consumer.consume(num_messages=BATCH_RECORDS - 1, timeout=wait)]
         self._backlog = len(msgs) >= BACKLOG_RECORDS
         return msgs
+
+    def _hold(self) -> bool:
+        """At least once, after a commit found no grant: wait for one, copying nothing, up to :data:`HOLD_S`.
+
+        Returns
+        -------
+        bool
+            Whether the commit was made; ``False`` (the task ends ``orphaned``) in exactly-once mode
+            (the open transaction was aborted), on an abort or a closed channel, or after :data:`HOLD_S`.
+        """
+        if self.spec.exactly_once:
+            return False
+        deadline = self.clock() + HOLD_S
+        while self.clock() < deadline:
+            if self.channel.check() in (ChannelState.CLOSED, ChannelState.ABORT):
+                return False
+            self.parts.dirty.update(self.parts.by_key)  # the commit without a grant emptied the dirty set
+            if self.committer.commit(final=False):  # waits for a grant (commit.GRANT_WAIT_S)
+                return True
+        return False
 
     def _volume_due(self) -> bool:
         """Tell whether the commit rule's volume part says commit now (see the module notes).
@@ -294,4 +320,4 @@ class CopyTaskRunner:
         )
 
 
-__all__ = ["BACKLOG_RECORDS", "BATCH_RECORDS", "FILL_WAIT_S", "POLL_TIMEOUT_S", "CopyTaskRunner"]
+__all__ = ["BACKLOG_RECORDS", "BATCH_RECORDS", "FILL_WAIT_S", "HOLD_S", "POLL_TIMEOUT_S", "CopyTaskRunner"]
