@@ -23,7 +23,17 @@ ROOT = Path(__file__).resolve().parents[2]
 FIGURES_DIR = ROOT / "build" / "faults"
 DOC = ROOT / "docs" / "faults.md"
 
-COLUMNS = ("scenario", "mode", "produced", "lost", "duplicated", "bound", "seconds to resume", "notes")
+COLUMNS = (
+    "scenario",
+    "mode",
+    "produced",
+    "lost",
+    "duplicated",
+    "bound",
+    "seconds to resume",
+    "MM2 4.3.1, same faults",
+    "notes",
+)
 
 
 def default_figures() -> Path:
@@ -92,6 +102,7 @@ def render(rows: Sequence[Mapping[str, Any]], source: str, note: str = "") -> st
             f"{int(r['duplicated']):,}",
             r.get("bound", ""),
             resume,
+            r.get("mm2") or "-",
             r.get("notes", ""),
         )
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")

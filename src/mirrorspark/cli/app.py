@@ -247,6 +247,7 @@ def _run(
                     highlight=False,
                 )
 
+    logging.getLogger("mirrorspark.start-up").info("starting (config loaded)")
     replicator = Replicator(cfg, targets=clusters, on_stats=on_stats)
     # Spark starts while the flows start (offsets read, topics synced, leases joined): a restart after a
     # crash waits for the longer of the two, not for both. Sized for the most copy tasks the flows may run.
