@@ -87,7 +87,9 @@ def render(rows: Sequence[Mapping[str, Any]], source: str, note: str = "") -> st
         "`offset.flush.interval.ms` (1 s) plus slack, per fault (a copy task commits what the target "
         "acknowledged every flush interval; its successor re-copies what came after). **seconds to resume**: "
         "from the fault until every partition of the remote topic received a newly copied record (the worst "
-        "fault where there were several; the notes list each).",
+        "fault where there were several; the notes list each). **MM2 4.3.1, same faults**: Apache Kafka's "
+        "MirrorMaker 2 put through the same schedule in the same test, where the scenario runs it (the crash loop "
+        "at full size).",
         "",
         "| " + " | ".join(COLUMNS) + " |",
         "|" + "---|" * len(COLUMNS),
