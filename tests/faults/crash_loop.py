@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from confluent_kafka import KafkaException
 from faultkit import pause
 from helpers import assert_eventually
 from scenario import Feed, RunProcess, Tail, high_watermarks, port_of
@@ -229,6 +230,19 @@ def _wait_grown(
     assert_eventually(grown, timeout_s=timeout_s, interval_s=0.05, message=f"the target did not grow by {grow}")
 
 
+def _marks(target: str, remote: str, timeout_s: float = 120.0) -> dict[int, int]:
+    """:func:`~scenario.high_watermarks`, asked again while the target's brokers come back (e.g. after SIGCONT,
+    ``FENCED_LEADER_EPOCH`` from stale metadata)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return high_watermarks(target, remote)
+        except KafkaException:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.5)
+
+
 def _pause_alive(seconds: float, alive: Callable[[], object]) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -279,7 +293,7 @@ def crash_loop(
         _wait_grown(tail, feed, base, size.grow, contender.check)
     pause(target_pids, size.stop_s)
     resumed_at = time.monotonic()
-    marks = high_watermarks(target, remote)
+    marks = _marks(target, remote)
     out.stop_resume = tail.wait_resumed(marks, resumed_at, alive=contender.check)
     if size.records is not None:
         assert_eventually(
