@@ -12,6 +12,12 @@ seconds until every partition was copied again. Each runs in both modes and reco
 Sizes (``MIRRORSPARK_FAULTS_SIZE``): ``small`` (``make test``) feeds 200 records/s into 4
 partitions (2 copy tasks) with 2 s of copying before each fault; ``full`` (``make faults``)
 1 000 records/s into 8 partitions (4 copy tasks) with 10 s.
+
+The crash loop of issue #23 (:mod:`crash_loop`, :data:`CRASH`) strikes a backlog instead: at full
+size 500,000 records at 4,000 records/s into 6 partitions (``tasks.max`` 2), kills 0-1.5 s after
+the target grew by 2,000 records, the target stopped for 30 s, and MirrorMaker 2 through the same
+schedule in the same test (at least once; its figures in the row's MM2 column); small: 1,000
+records/s fed until the schedule is over, growth 500, a 10 s stop, no MM2.
 Not marked ``spark``: the driver is the subprocess, not this process's SparkSession.
 """
 
