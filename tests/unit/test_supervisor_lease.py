@@ -16,7 +16,7 @@ pytestmark = pytest.mark.unit
 
 class StubLease:
     def __init__(self) -> None:
-        self.held, self.epoch, self.failure = False, 0, None
+        self.held, self.epoch, self.failure, self.standby = False, 0, None, False
 
     def holds(self, epoch: int) -> bool:
         return self.held and self.epoch == epoch
@@ -101,15 +101,18 @@ def test_a_lease_taken_back_under_the_next_epoch_lets_the_running_generation_com
     assert channel.calls[-1] == ("grant", 1) and ("abort", 1) not in channel.calls
 
 
-@pytest.mark.parametrize("case", ["another-holder-between", "exactly-once", "too-long"])
+@pytest.mark.parametrize("case", ["another-holder-between", "standby", "exactly-once", "too-long"])
 def test_a_lease_lost_for_good_aborts_the_running_generation(case: str) -> None:
-    """Another claim in between (epoch 7, not 6), exactly-once (the open transactions were aborted), or no
-    lease back within RECLAIM_S: the running generation is aborted and a new one starts at the take-over."""
+    """Another claim in between (epoch 7, not 6), back in the group as a standby (another instance holds the
+    lease), exactly-once (the open transactions were aborted), or no lease back within RECLAIM_S: the running
+    generation is aborted and a new one starts at the take-over."""
     lease, channel, flow = StubLease(), StubChannel(), StubFlow()
     flow.exactly_once = case == "exactly-once"
     sup = running(lease, channel, flow, 5)
     lease.held = False
+    lease.standby = case == "standby"
     sup.tick()
+    lease.standby = False
     if case == "too-long":
         sup._lost_at = time.monotonic() - RECLAIM_S - 1
         sup.tick()

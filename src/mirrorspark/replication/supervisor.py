@@ -453,8 +453,10 @@ class FlowSupervisor:
     def _reclaim_pending(self) -> bool:
         """Whether the running at-least-once generation still waits (:data:`RECLAIM_S` at most) for its lease."""
         assert self.lease is not None
-        if self.flow.exactly_once or self.lease.held:
-            return False  # exactly once: the tasks' open transactions are aborted; held: another epoch came in between
+        if self.flow.exactly_once or self.lease.held or self.lease.standby:
+            # exactly once: the tasks' open transactions are aborted; held: another epoch came in between;
+            # standby: a member of the group again without the lease: another instance holds it
+            return False
         now = time.monotonic()
         if self._lost_at is None:
             self._lost_at = now
