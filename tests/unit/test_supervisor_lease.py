@@ -21,6 +21,11 @@ class StubLease:
     def holds(self, epoch: int) -> bool:
         return self.held and self.epoch == epoch
 
+    own: frozenset[int] = frozenset()  # epochs of claims this instance wrote whose commit failed
+
+    def claimed_only_by_self(self, after: int, upto: int) -> bool:
+        return all(e in self.own for e in range(after + 1, upto))
+
 
 class StubChannel:
     address = ("127.0.0.1", 0)
@@ -99,6 +104,11 @@ def test_a_lease_taken_back_under_the_next_epoch_lets_the_running_generation_com
     sup.tick()
     assert (sup.state, sup.epoch, sup.generation, flow.reloads) == ("running", 6, 1, 1)
     assert channel.calls[-1] == ("grant", 1) and ("abort", 1) not in channel.calls
+    lease.held = False  # lost again; our claim 7 is written but its commit fails (NOT_COORDINATOR), claim 8 holds
+    sup.tick()
+    lease.held, lease.epoch, lease.own = True, 8, frozenset({7, 8})
+    sup.tick()
+    assert (sup.state, sup.epoch, sup.generation) == ("running", 8, 1) and ("abort", 1) not in channel.calls
 
 
 @pytest.mark.parametrize("case", ["another-holder-between", "standby", "exactly-once", "too-long"])

@@ -431,13 +431,17 @@ class FlowSupervisor:
     def _reclaimed(self) -> bool:
         """Whether the lease came back under the very next epoch: the running generation goes on under it.
 
-        Epochs are claim offsets + 1: the next one means no other instance claimed the lease in
-        between, so no other copy task committed; the running tasks (at least once, waiting for a
-        grant) then commit what the target acknowledged during the loss instead of a new generation
-        copying it again.
+        Epochs are claim offsets + 1: the next one, or one past claims of this instance only (a claim
+        whose commit failed, e.g. ``NOT_COORDINATOR`` while the target came back), means no other
+        instance claimed the lease in between, so no other copy task committed; the running tasks (at
+        least once, waiting for a grant) then commit what the target acknowledged during the loss
+        instead of a new generation copying it again.
         """
         assert self.lease is not None
-        if self.flow.exactly_once or not self.lease.held or self.lease.epoch != self.epoch + 1:
+        lease = self.lease
+        if self.flow.exactly_once or not lease.held or lease.epoch <= self.epoch:
+            return False
+        if not lease.claimed_only_by_self(self.epoch, lease.epoch):
             return False
         log.info(
             "%s: took the flow's lease back (epoch %d, no other holder since epoch %d): its copy tasks commit again",
