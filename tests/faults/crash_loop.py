@@ -184,7 +184,8 @@ class CrashLoopResult:
     Attributes
     ----------
     kill_resumes:
-        Seconds from each kill of the whole run until every partition received a new record.
+        Seconds from each kill of the whole run until every partition received a new record (a kill
+        after the feed's last record was copied has none).
     worker_resume:
         The same for the Python worker's kill; ``None`` when the contender has none.
     stop_resume:
@@ -201,7 +202,7 @@ class CrashLoopResult:
     def notes(self) -> str:
         """The resume figures in a few words, for a figures row."""
         parts = [
-            "resumed after " + ", ".join(f"{s:.1f}" for s in self.kill_resumes) + " s",
+            "resumed after " + (", ".join(f"{s:.1f}" for s in self.kill_resumes) or "-") + " s",
             "kills " + ", ".join(f"{d:.2f}" for d in self.delays) + " s after the growth",
         ]
         if self.worker_resume is not None:
@@ -225,9 +226,30 @@ def _wait_grown(
         alive()
         if _grown(tail) >= base + grow:
             return True
-        return feed.limit is not None and feed.sent >= feed.limit and len(tail.seen) >= feed.limit
+        return _fed_and_copied(feed, tail)
 
     assert_eventually(grown, timeout_s=timeout_s, interval_s=0.05, message=f"the target did not grow by {grow}")
+
+
+def _fed_and_copied(feed: Feed, tail: Tail) -> bool:
+    """Whether a feed with a limit produced its last record and the tail saw every one: nothing left to grow."""
+    return feed.limit is not None and feed.sent >= feed.limit and len(tail.seen) >= feed.limit
+
+
+def _wait_resumed(
+    tail: Tail, feed: Feed, marks: dict[int, int], since: float, alive: Callable[[], object]
+) -> float | None:
+    """:meth:`~scenario.Tail.wait_resumed`, or ``None`` once everything fed was copied (nothing left to resume)."""
+
+    def resumed() -> float | None:
+        alive()
+        at = tail.resumed_at(marks)
+        if at is not None:
+            return at
+        return -1.0 if _fed_and_copied(feed, tail) else None
+
+    at = assert_eventually(resumed, timeout_s=900, interval_s=0.1, message="copying did not resume")
+    return None if at < 0 else max(0.0, at - since)
 
 
 def _marks(target: str, remote: str, timeout_s: float = 120.0) -> dict[int, int]:
@@ -283,18 +305,20 @@ def crash_loop(
         logger.info(
             "%s: kill %d of %d, %.2f s after the growth; launched again", contender.name, n + 1, size.kills, delay
         )
-        out.kill_resumes.append(tail.wait_resumed(marks, killed_at, alive=contender.check))
+        resumed = _wait_resumed(tail, feed, marks, killed_at, contender.check)
+        if resumed is not None:
+            out.kill_resumes.append(resumed)
     _wait_grown(tail, feed, base, size.grow, contender.check)
     killed_at = time.monotonic()
     if contender.kill_worker(source):
         marks = high_watermarks(target, remote)
-        out.worker_resume = tail.wait_resumed(marks, killed_at, alive=contender.check)
+        out.worker_resume = _wait_resumed(tail, feed, marks, killed_at, contender.check)
         base = sum(marks.values())
         _wait_grown(tail, feed, base, size.grow, contender.check)
     pause(target_pids, size.stop_s)
     resumed_at = time.monotonic()
     marks = _marks(target, remote)
-    out.stop_resume = tail.wait_resumed(marks, resumed_at, alive=contender.check)
+    out.stop_resume = _wait_resumed(tail, feed, marks, resumed_at, contender.check)
     if size.records is not None:
         assert_eventually(
             lambda: contender.check() or feed.sent >= (size.records or 0),

@@ -376,7 +376,7 @@ def test_a_crash_loop_over_a_backlog_still_makes_progress(
         mm2_counted, mm2_result = mm2
         mm2_cell = (
             f"{mm2_counted.lost:,} lost, {mm2_counted.duplicated:,} copied twice, resumed after "
-            f"{max(mm2_result.kill_resumes):.1f} s (worst kill)"
+            f"{max(mm2_result.kill_resumes, default=0):.1f} s (worst kill)"
         )
         notes.append(f"MM2 4.3.1 (offset.flush.interval.ms 1000, no Python worker to kill): {mm2_result.notes()}")
     elif mode == AT_LEAST_ONCE:
@@ -389,7 +389,7 @@ def test_a_crash_loop_over_a_backlog_still_makes_progress(
             produced=counted.produced,
             lost=counted.lost,
             duplicated=counted.duplicated,
-            resume_s=round(max(result.kill_resumes), 1),
+            resume_s=round(max(result.kill_resumes), 1) if result.kill_resumes else None,
             bound="0 (read_committed)" if mode == EXACTLY_ONCE else words,
             notes="; ".join(notes),
             mm2=mm2_cell,
