@@ -126,7 +126,7 @@ class MirrorsparkContender:
 
     def kill_worker(self, source: str) -> bool:
         workers = assert_eventually(
-            lambda: self.run.check() or self.run.copy_task_workers(port_of(source)),
+            lambda: self.run.check() or self.run.copy_task_workers(port_of(source)) or None,
             timeout_s=120,
             message="no Python worker of the run is connected to the source",
         )
