@@ -42,6 +42,10 @@ from mirrorspark.kafka.local.mirror_maker import MirrorMakerProcess, start_mirro
 
 logger = logging.getLogger("faults")
 
+STOP_RESUME_TIMEOUT_S = 240.0
+"""Longest wait for copying to resume after the target's SIGCONT, seconds (a bound: a flow that has not resumed
+by then is stuck, see the exactly-once note of ``test_a_crash_loop_over_a_backlog_still_makes_progress``)."""
+
 SEED = 23
 """The seed of the kill delays: every contender and every run gets the same schedule."""
 
@@ -237,7 +241,12 @@ def _fed_and_copied(feed: Feed, tail: Tail) -> bool:
 
 
 def _wait_resumed(
-    tail: Tail, feed: Feed, marks: dict[int, int], since: float, alive: Callable[[], object]
+    tail: Tail,
+    feed: Feed,
+    marks: dict[int, int],
+    since: float,
+    alive: Callable[[], object],
+    timeout_s: float = 900.0,
 ) -> float | None:
     """:meth:`~scenario.Tail.wait_resumed`, or ``None`` once everything fed was copied (nothing left to resume)."""
 
@@ -248,7 +257,7 @@ def _wait_resumed(
             return at
         return -1.0 if _fed_and_copied(feed, tail) else None
 
-    at = assert_eventually(resumed, timeout_s=900, interval_s=0.1, message="copying did not resume")
+    at = assert_eventually(resumed, timeout_s=timeout_s, interval_s=0.1, message="copying did not resume")
     return None if at < 0 else max(0.0, at - since)
 
 
@@ -318,7 +327,7 @@ def crash_loop(
     pause(target_pids, size.stop_s)
     resumed_at = time.monotonic()
     marks = _marks(target, remote)
-    out.stop_resume = _wait_resumed(tail, feed, marks, resumed_at, contender.check)
+    out.stop_resume = _wait_resumed(tail, feed, marks, resumed_at, contender.check, timeout_s=STOP_RESUME_TIMEOUT_S)
     if size.records is not None:
         assert_eventually(
             lambda: contender.check() or feed.sent >= (size.records or 0),
