@@ -25,29 +25,12 @@ class StubConsumer:
     """``get_watermark_offsets`` raises ``errors`` in turn, then answers ``(0, end)``."""
 
     def __init__(self, errors: list[int], end: int = 7) -> None:
-        self.errors, self.end, self.calls, self.refreshes = list(errors), end, 0, 0
-
-    def list_topics(self, topic: str, timeout: float) -> None:
-        self.refreshes += 1
+        self.errors, self.end, self.calls = list(errors), end, 0
 
     def get_watermark_offsets(self, tp: Any, timeout: float) -> tuple[int, int]:
         self.calls += 1
         if self.errors:
             raise KafkaException(KafkaError(self.errors.pop(0)))
-        return 0, self.end
-
-
-class StaleMetadataConsumer(StubConsumer):
-    """The client's cached metadata lost the partition (the target's brokers were stopped a while): an unknown
-    partition until the topic's metadata is asked for again."""
-
-    def __init__(self) -> None:
-        super().__init__([])
-
-    def get_watermark_offsets(self, tp: Any, timeout: float) -> tuple[int, int]:
-        self.calls += 1
-        if not self.refreshes:
-            raise KafkaException(KafkaError(KafkaError._UNKNOWN_PARTITION))
         return 0, self.end
 
 
@@ -78,11 +61,3 @@ def test_a_refusal_is_not_retried() -> None:
     with pytest.raises(ClusterError) as e:
         channel(consumer)._end_offset(10.0)
     assert consumer.calls == 1 and e.value.kafka_code == "TOPIC_AUTHORIZATION_FAILED" and not e.value.retriable
-
-
-def test_a_partition_lost_from_the_clients_metadata_is_asked_for_again() -> None:
-    """After the target's brokers were stopped for 30 s (issue #23's crash loop), every take-over failed with
-    "Local: Unknown partition" for minutes: the client's metadata is refreshed, and the lookup succeeds."""
-    consumer = StaleMetadataConsumer()
-    assert channel(consumer)._end_offset(2.0) == 7
-    assert consumer.refreshes == 1 and consumer.calls == 2

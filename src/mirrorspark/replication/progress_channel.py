@@ -8,7 +8,6 @@ The driver reads the reports into the flow's positions, totals and copied ranges
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import time
 from typing import Protocol
@@ -157,12 +156,6 @@ class ProgressChannelReader:
                 err = e.args[0] if e.args else None
                 # a channel created a moment ago: not yet in every broker's metadata, nor in this client's
                 again = is_transient(err) or (isinstance(err, KafkaError) and err.code() in _NOT_KNOWN_YET)
-                if isinstance(err, KafkaError) and err.code() in _NOT_KNOWN_YET:
-                    # the client's cached metadata lost the partition (e.g. the target's brokers were stopped
-                    # a while): asking for the topic refreshes it, else it stays unknown until the next periodic
-                    # refresh (topic.metadata.refresh.interval.ms, 5 min) and every take-over fails until then
-                    with contextlib.suppress(KafkaException):
-                        self._consumer.list_topics(self.flow.progress_topic, timeout=max(0.5, min(5.0, left)))
                 if not again or time.monotonic() + 0.2 >= deadline:
                     raise ClusterError(
                         f"{self.flow.name}: reading the end of the progress channel '{self.flow.progress_topic}' "
