@@ -59,6 +59,9 @@ class FaultFigures:
         The duplicate bound the scenario asserts, in words (e.g. ``"<= 1 flush interval"``).
     notes:
         Anything a reader needs to read the row.
+    mm2:
+        Apache Kafka's MirrorMaker 2 under the same faults in the same test, in a few words (lost,
+        copied twice, resume); empty where the scenario does not run it.
     """
 
     scenario: str
@@ -69,6 +72,7 @@ class FaultFigures:
     resume_s: float | None
     bound: str = ""
     notes: str = ""
+    mm2: str = ""
 
 
 def machine() -> str:

@@ -23,7 +23,17 @@ ROOT = Path(__file__).resolve().parents[2]
 FIGURES_DIR = ROOT / "build" / "faults"
 DOC = ROOT / "docs" / "faults.md"
 
-COLUMNS = ("scenario", "mode", "produced", "lost", "duplicated", "bound", "seconds to resume", "notes")
+COLUMNS = (
+    "scenario",
+    "mode",
+    "produced",
+    "lost",
+    "duplicated",
+    "bound",
+    "seconds to resume",
+    "MM2 4.3.1, same faults",
+    "notes",
+)
 
 
 def default_figures() -> Path:
@@ -77,7 +87,9 @@ def render(rows: Sequence[Mapping[str, Any]], source: str, note: str = "") -> st
         "`offset.flush.interval.ms` (1 s) plus slack, per fault (a copy task commits what the target "
         "acknowledged every flush interval; its successor re-copies what came after). **seconds to resume**: "
         "from the fault until every partition of the remote topic received a newly copied record (the worst "
-        "fault where there were several; the notes list each).",
+        "fault where there were several; the notes list each). **MM2 4.3.1, same faults**: Apache Kafka's "
+        "MirrorMaker 2 put through the same schedule in the same test, where the scenario runs it (the crash loop "
+        "at full size).",
         "",
         "| " + " | ".join(COLUMNS) + " |",
         "|" + "---|" * len(COLUMNS),
@@ -92,6 +104,7 @@ def render(rows: Sequence[Mapping[str, Any]], source: str, note: str = "") -> st
             f"{int(r['duplicated']):,}",
             r.get("bound", ""),
             resume,
+            r.get("mm2") or "-",
             r.get("notes", ""),
         )
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")

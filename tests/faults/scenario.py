@@ -162,6 +162,9 @@ class Feed:
         Prefix of every value (default: the topic).
     pad:
         Bytes of padding per value (default 64).
+    limit:
+        Records to produce in all, then stop producing (:meth:`finish` still ends the thread);
+        ``None``: until :meth:`finish`.
 
     Attributes
     ----------
@@ -174,9 +177,18 @@ class Feed:
     """
 
     def __init__(
-        self, bootstrap: Bootstrap, topic: str, partitions: int, rate: int, *, tag: str | None = None, pad: int = 64
+        self,
+        bootstrap: Bootstrap,
+        topic: str,
+        partitions: int,
+        rate: int,
+        *,
+        tag: str | None = None,
+        pad: int = 64,
+        limit: int | None = None,
     ) -> None:
         self.bootstrap, self.topic, self.partitions, self.rate = bootstrap, topic, partitions, rate
+        self.limit = limit
         self.tag = (tag or topic).encode()
         self.pad = b"." * pad
         self.acked: list[bytes] = []
@@ -200,6 +212,8 @@ class Feed:
         t0 = time.monotonic()
         while not self._stop.is_set():
             due = int((time.monotonic() - t0) * self.rate) + 1
+            if self.limit is not None:
+                due = min(due, self.limit)
             while self.sent < due:
                 n = self.sent
                 try:

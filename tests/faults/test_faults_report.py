@@ -40,9 +40,9 @@ def test_the_table_keeps_the_newest_line_per_scenario_and_mode(tmp_path: Path) -
     text = out.read_text()
     rows = [r for r in text.splitlines() if r.startswith("| kill")]
     assert rows == [
-        "| kill A | at-least-once | 2,000 | 0 | 9 | 0 (read_committed) | 7.2 | a \\| b |",
-        "| kill A | exactly-once | 1,000 | 0 | 0 | 0 (read_committed) | 7.2 | a \\| b |",
-        "| kill B | at-least-once | 1,000 | 0 | 0 | 0 (read_committed) | - | a \\| b |",
+        "| kill A | at-least-once | 2,000 | 0 | 9 | 0 (read_committed) | 7.2 | - | a \\| b |",
+        "| kill A | exactly-once | 1,000 | 0 | 0 | 0 (read_committed) | 7.2 | - | a \\| b |",
+        "| kill B | at-least-once | 1,000 | 0 | 0 | 0 (read_committed) | - | - | a \\| b |",
     ]
     assert "**Size:** small" in text and "**Date:** 2026-11-25T12:00:00 (local" in text
     assert "2 CPUs, 24 GiB" in text and "a busy machine" in text and "broke a guarantee" not in text

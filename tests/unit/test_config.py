@@ -1257,3 +1257,16 @@ def test_spark_options() -> None:
         "kafka.sasl.jaas.config": "j",
         "kafka.max.partition.fetch.bytes": "1",
     }
+
+
+def test_offset_flush_records_is_read_per_flow_with_a_top_level_default() -> None:
+    """``mirrorspark.offset.flush.records``: 5,000 by default, top level for every flow, ``S->T.`` over it."""
+    base = {"clusters": "A, B", "A.bootstrap.servers": "a:9092", "B.bootstrap.servers": "b:9092"}
+    flows = {"A->B.enabled": "true", "B->A.enabled": "true"}
+    assert parse_config({**base, **flows}).flow("A", "B").offset_flush_records == 5000
+    c = parse_config(
+        {**base, **flows, "mirrorspark.offset.flush.records": "0", "A->B.mirrorspark.offset.flush.records": "2000"}
+    )
+    assert (c.flow("A", "B").offset_flush_records, c.flow("B", "A").offset_flush_records) == (2000, 0)
+    with pytest.raises(ConfigError, match=r"mirrorspark\.offset\.flush\.records"):
+        parse_config({**base, **flows, "mirrorspark.offset.flush.records": "-1"})

@@ -21,7 +21,7 @@ from mirrorspark.mm2.records import OffsetSync
 from mirrorspark.replication.task import job
 from mirrorspark.replication.task.channel import ChannelState
 from mirrorspark.replication.task.partition import FULL_SCAN_EVERY
-from mirrorspark.replication.task.runner import BATCH_RECORDS, FILL_WAIT_S, CopyTaskRunner
+from mirrorspark.replication.task.runner import BATCH_RECORDS, FILL_WAIT_S, HOLD_S, CopyTaskRunner
 from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionAssignment, TaskOutcome
 
 pytestmark = pytest.mark.unit
@@ -44,6 +44,7 @@ class Task:
         boundary: str = "interval",
         topic_id: str | None = None,
         restarted: bool = False,
+        flush_records: int = 5000,
     ) -> None:
         self.a, self.b = FakeCluster("A"), FakeCluster("B")
         self.a.create_topic("t", partitions)
@@ -75,6 +76,7 @@ class Task:
             flush_interval_s=1.0,
             channel=("127.0.0.1", 0, "token"),
             stall_timeout_s=0.5,
+            flush_records=flush_records,
             transactional_id="A-mm2-MirrorSourceConnector-0" if eos else None,
             boundary=boundary,
             stop_at=stop_at,
@@ -146,7 +148,8 @@ def test_every_record_is_copied_unchanged_and_committed_on_stop() -> None:
     last = {r.partition: r for r in t.reports()}
     assert {p: r.next_offset for p, r in last.items()} == {0: 5, 1: 5}
     assert sum(r.records for r in t.reports()) == 10
-    assert next(OffsetSync.decode(r.key, r.value) for r in t.a.records(SYNCS)) == OffsetSync("t", 0, 0, 0)
+    syncs = [OffsetSync.decode(r.key, r.value) for r in t.a.records(SYNCS)]
+    assert next(s for s in syncs if s.partition == 0) == OffsetSync("t", 0, 0, 0)  # a commit's order is the dirty set's
     assert t.consumer.closed and t.channel.closed
 
 
@@ -198,6 +201,75 @@ def test_unacknowledged_records_keep_their_partition_for_the_next_commit() -> No
     assert FULL_SCAN_EVERY > 2 and seen == [{0: 3}]
 
 
+def test_the_first_commit_comes_as_soon_as_the_first_records_are_acknowledged() -> None:
+    """A run killed within its first ``offset.flush.interval.ms`` has committed what it copied (issue #23, item 2).
+
+    Committing only at the interval, a crash loop whose runs lived less than a second never
+    committed, and each restart copied the whole backlog again.
+    """
+    t = Task(records=10)
+    t.data.ack_budget = 0
+    seen: list[dict[int, int]] = []
+
+    def hook(task: Task, turn: int) -> None:  # the clock never moves
+        seen.append(task.committed())
+        if turn == 0:
+            task.data.ack_budget = 4  # served at the next turn's check of the writes
+        if turn == 2:
+            task.data.ack_budget = None
+        if turn == 3:
+            task.channel.state = ChannelState.STOP
+
+    assert step(t, hook) == TaskOutcome.STOPPED
+    assert seen == [{}, {}, {0: 3}, {0: 3}]  # no commit before an acknowledgement, one right after it
+    assert t.committed() == {0: 9}
+
+
+@pytest.mark.parametrize("eos", [False, True], ids=["at-least-once", "exactly-once-interval"])
+def test_a_backlog_commits_every_flush_records_acknowledged(eos: bool) -> None:
+    """Copying a backlog, a task commits every ``flush_records`` acknowledged records, before the interval.
+
+    The clock never moves: every commit comes from the volume rule (the first one from the first
+    acknowledgements). In exactly-once mode with ``transaction.boundary=interval`` the rule bounds
+    the transactions too.
+    """
+    t = Task(records=60, eos=eos, flush_records=100)
+    seen: list[int | None] = []
+
+    def hook(task: Task, turn: int) -> None:
+        seen.append(task.committed().get(0))
+        if turn < 8:
+            for i in range(60):  # 60 more records per turn of the loop
+                task.a.append("t", b"k", f"n{turn}-{i}".encode(), partition=0, ts=2_000)
+        else:
+            task.channel.state = ChannelState.STOP
+
+    step(t, hook)
+    # first commit at the first acknowledgement (60 records), then one per 100 or more acknowledged
+    assert seen[:7] == [None, 59, 59, 179, 179, 299, 299]
+    assert t.committed() == {0: 60 * 9 - 1}
+    if eos:
+        assert t.data.commits == 5  # 4 by volume, the last one at the stop
+
+
+def test_flush_records_zero_commits_by_time_after_the_first_commit() -> None:
+    """``mirrorspark.offset.flush.records=0``: after the first commit, only the interval makes one due."""
+    t = Task(records=60, flush_records=0)
+    seen: list[int | None] = []
+
+    def hook(task: Task, turn: int) -> None:
+        seen.append(task.committed().get(0))
+        for i in range(60):
+            task.a.append("t", b"k", f"n{turn}-{i}".encode(), partition=0, ts=2_000)
+        if turn == 4:
+            task.now = 1.0  # the interval passed
+        if turn == 6:
+            task.channel.state = ChannelState.STOP
+
+    step(t, hook)
+    assert seen == [None, 59, 59, 59, 59, 299, 299]  # the interval's commit at turn 4
+
+
 def test_a_failed_delivery_fails_the_task_and_commits_nothing_past_it() -> None:
     t = Task(records=10)
     t.data.fail_at = {4: KafkaError.TOPIC_AUTHORIZATION_FAILED}
@@ -244,7 +316,9 @@ def test_an_idle_task_ends_when_its_grant_lapses(eos: bool, records: int) -> Non
         if turn == 3:
             task.channel.granted = False  # the last grant expired, none comes
 
-    assert step(t, hook, turns=FULL_SCAN_EVERY - 10) == TaskOutcome.ORPHANED  # not only at the next full scan
+    # not only at the next full scan; at least once, after holding HOLD_S for the lease to come back (2 s a check)
+    turns = FULL_SCAN_EVERY - 10 + (0 if eos else int(HOLD_S / 2) + 2)
+    assert step(t, hook, turns=turns) == TaskOutcome.ORPHANED
     assert t.committed() == ({0: records - 1} if records else {})
 
 
@@ -267,6 +341,38 @@ def test_a_commit_waits_for_a_grant_that_comes_late(eos: bool) -> None:
     assert t.committed() == {0: 4} and [r.value for r in t.b.records("A.t")] == [r.value for r in t.a.records("t")]
 
 
+def test_at_least_once_a_commit_without_a_grant_holds_until_the_grant_comes_back() -> None:
+    """The driver's lease was lost (the target stopped) longer than a commit waits for a grant: the task
+    copies nothing more and keeps its acknowledged records until the driver, holding the lease again,
+    grants it; then it commits them instead of ending ``orphaned`` (and a new generation copying them again)."""
+    t = Task(records=10)
+    t.channel.granted = False
+
+    def hook(task: Task, turn: int) -> None:
+        task.now = 1.0 * turn  # a second per look at the channel
+        if turn == 40:  # 40 s later: far past GRANT_WAIT_S
+            task.channel.granted = True
+        if turn == 45:
+            task.channel.state = ChannelState.STOP
+
+    assert step(t, hook, turns=100) == TaskOutcome.STOPPED
+    assert t.committed() == {0: 9}
+    assert len(t.b.records("A.t")) == 10  # nothing copied twice
+
+
+def test_an_abort_while_holding_ends_the_task_without_a_commit() -> None:
+    t = Task(records=10)
+    t.channel.granted = False
+
+    def hook(task: Task, turn: int) -> None:
+        task.now = 1.0 * turn
+        if turn == 25:
+            task.channel.state = ChannelState.ABORT  # the lease is lost for good: a new generation copies
+
+    assert step(t, hook, turns=100) == TaskOutcome.ORPHANED
+    assert t.committed() == {}
+
+
 @pytest.mark.parametrize(
     ("records", "timeouts"),
     [(500, [0]), (2 * BATCH_RECORDS + 5000, [0, FILL_WAIT_S, FILL_WAIT_S])],
@@ -283,7 +389,7 @@ def test_an_abort_ends_the_task_without_a_last_commit() -> None:
     t = Task(records=5)
 
     def hook(task: Task, turn: int) -> None:
-        if turn == 1:
+        if turn == 0:  # before the first commit (due as soon as the records are acknowledged)
             task.channel.state = ChannelState.ABORT
 
     assert step(t, hook) == TaskOutcome.ORPHANED
@@ -342,7 +448,8 @@ def test_exactly_once_commits_records_and_offsets_in_one_transaction() -> None:
     assert t.data.initialised and t.data.commits >= 1
     assert [r.value for r in t.b.records("A.t")] == [f"v0-{i}".encode() for i in range(5)]
     assert t.committed() == {0: 4}
-    assert next(OffsetSync.decode(r.key, r.value) for r in t.a.records(SYNCS)) == OffsetSync("t", 0, 0, 0)
+    syncs = [OffsetSync.decode(r.key, r.value) for r in t.a.records(SYNCS)]
+    assert next(s for s in syncs if s.partition == 0) == OffsetSync("t", 0, 0, 0)  # a commit's order is the dirty set's
 
 
 def test_an_abortable_commit_rewinds_to_the_committed_positions() -> None:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import time
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from mirrorspark.errors import ClusterError, DataPathError
-from mirrorspark.replication.supervisor import FlowSupervisor
+from mirrorspark.replication import supervisor as supervisor_module
+from mirrorspark.replication.supervisor import RECLAIM_S, FlowSupervisor
 from mirrorspark.replication.worker import Worker
 
 pytestmark = pytest.mark.unit
@@ -15,7 +18,7 @@ pytestmark = pytest.mark.unit
 
 class StubLease:
     def __init__(self) -> None:
-        self.held, self.epoch, self.failure = False, 0, None
+        self.held, self.epoch, self.failure, self.standby = False, 0, None, False
         self.safe_at = 0.0  # nothing to wait out before taking over
 
     def holds(self, epoch: int) -> bool:
@@ -29,6 +32,11 @@ class StubLease:
 
     def void_grants(self) -> None:
         pass
+
+    own: frozenset[int] = frozenset()  # epochs of claims this instance wrote whose commit failed
+
+    def claimed_only_by_self(self, after: int, upto: int) -> bool:
+        return all(e in self.own for e in range(after + 1, upto))
 
 
 class StubChannel:
@@ -55,6 +63,9 @@ class StubFlow:
     exactly_once = False
     order: tuple[tuple[str, int], ...] = (("t", 0),)
     assignment = (order, 0)
+
+    task_count_seen = 0
+    config = SimpleNamespace(tasks_max=1)
 
     def __init__(self) -> None:
         self.reports = StubProgress()
@@ -83,6 +94,61 @@ def test_a_lease_lost_and_taken_again_between_two_ticks_restarts_under_the_new_e
     sup.tick()
     assert (sup.state, sup.epoch, sup.generation) == ("running", 9, 2) and flow.reloads == 2
     assert channel.calls[-1] == ("grant", 2)
+
+
+def running(lease: StubLease, channel: StubChannel, flow: StubFlow, epoch: int) -> FlowSupervisor:
+    sup = FlowSupervisor(flow, object(), channel, lease)  # type: ignore[arg-type]
+    sup.state, lease.held, lease.epoch = "standby", True, epoch
+    sup.tick()
+    assert (sup.state, sup.epoch, sup.generation) == ("running", epoch, 1)
+    return sup
+
+
+def test_a_lease_taken_back_under_the_next_epoch_lets_the_running_generation_commit() -> None:
+    """The target stopped (the lease group lives there): the lease is lost, then taken back under the very
+    next epoch (no other holder in between). At least once, the running tasks waited without committing;
+    they are granted again and commit what the target acknowledged, not aborted and copied again by a new
+    generation (issue #23: "the target stop lost the lease and ended the tasks without committing")."""
+    lease, channel, flow = StubLease(), StubChannel(), StubFlow()
+    sup = running(lease, channel, flow, 5)
+    lease.held = False  # the lease thread found the membership lost
+    sup.tick()
+    sup.tick()
+    assert sup.state == "running" and ("abort", 1) not in channel.calls
+    lease.held, lease.epoch = True, 6  # taken back: the next claim is ours
+    sup.tick()
+    assert (sup.state, sup.epoch, sup.generation, flow.reloads) == ("running", 6, 1, 1)
+    assert channel.calls[-1] == ("grant", 1) and ("abort", 1) not in channel.calls
+    lease.held = False  # lost again; our claim 7 is written but its commit fails (NOT_COORDINATOR), claim 8 holds
+    sup.tick()
+    lease.held, lease.epoch, lease.own = True, 8, frozenset({7, 8})
+    sup.tick()
+    assert (sup.state, sup.epoch, sup.generation) == ("running", 8, 1) and ("abort", 1) not in channel.calls
+
+
+@pytest.mark.parametrize("case", ["another-holder-between", "standby", "exactly-once", "too-long"])
+def test_a_lease_lost_for_good_aborts_the_running_generation(case: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another claim in between (epoch 7, not 6), back in the group as a standby (another instance holds the
+    lease), exactly-once (the open transactions were aborted), or no lease back within RECLAIM_S: the running
+    generation is aborted and a new one starts at the take-over."""
+    lease, channel, flow = StubLease(), StubChannel(), StubFlow()
+    flow.exactly_once = case == "exactly-once"
+    monkeypatch.setattr(supervisor_module, "fence_flow", lambda _flow, _count: 0.0)  # no producer in a stub
+    sup = running(lease, channel, flow, 5)
+    lease.held = False
+    lease.standby = case == "standby"
+    sup.tick()
+    lease.standby = False
+    if case == "too-long":
+        sup._lost_at = time.monotonic() - RECLAIM_S - 1
+        sup.tick()
+    if case == "another-holder-between":
+        lease.held, lease.epoch = True, 7
+        sup.tick()
+    assert sup.state == "standby" and ("abort", 1) in channel.calls
+    lease.held, lease.epoch = True, 8
+    sup.tick()
+    assert (sup.state, sup.epoch, sup.generation) == ("running", 8, 2)
 
 
 class FailingReloadFlow(StubFlow):

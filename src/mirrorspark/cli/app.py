@@ -12,6 +12,7 @@ import json
 import logging
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
 from enum import StrEnum
@@ -64,7 +65,7 @@ def _setup_logging(verbose: bool) -> None:
     # librdkafka's lines for the operator tools' clients: a failure is reported once, as the error
     logging.getLogger("mirrorspark.librdkafka").setLevel(logging.DEBUG if verbose else logging.CRITICAL)
     # standby, takeover and task restarts are what an operator of several instances must see
-    for name in ("mirrorspark.replication.lease", "mirrorspark.replication.supervisor"):
+    for name in ("mirrorspark.replication.lease", "mirrorspark.replication.supervisor", "mirrorspark.start-up"):
         logging.getLogger(name).setLevel(logging.INFO)
 
 
@@ -245,7 +246,6 @@ def _run(
     spark_conf: dict[str, str] | None = None,
 ) -> list[Any]:
     from mirrorspark.replication.driver import Replicator
-    from mirrorspark.spark_session import build_spark_session
 
     started = time.monotonic()
     live: Live | None = None
@@ -263,10 +263,13 @@ def _run(
                     highlight=False,
                 )
 
+    logging.getLogger("mirrorspark.start-up").info("starting (config loaded)")
     replicator = Replicator(cfg, targets=clusters, on_stats=on_stats)
-    replicator.start()  # connects and creates topics: fails fast, before Spark starts
-    replicator.join_leases()  # a take-over (session expiry, then its wait) overlaps Spark's start-up
-    spark = build_spark_session(master=master, conf=spark_conf, task_slots=replicator.task_slots())
+    # Spark starts while the flows start (offsets read, topics synced, leases joined): a restart after a
+    # crash waits for the longer of the two, not for both. Sized for the most copy tasks the flows may run.
+    spark_start = _SparkStart(master, spark_conf, task_slots=sum(f.config.tasks_max for f in replicator.flows))
+    replicator.start()  # connects, creates topics and joins the leases: fails fast on an unreachable cluster
+    spark = spark_start.result()
     replicator.spark = spark
 
     def on_sigint(_sig: int, _frame: FrameType | None) -> None:
@@ -299,6 +302,47 @@ def _run(
     if not quiet:
         out_console.print(progress_table(stats, elapsed_s=time.monotonic() - started))
     return stats
+
+
+class _SparkStart:
+    """The SparkSession of ``mirrorspark run``, built on a thread of its own (daemon: an exit never waits for it).
+
+    Parameters
+    ----------
+    master, conf, task_slots:
+        As :func:`~mirrorspark.spark_session.build_spark_session`'s (with ``quick_start``).
+    """
+
+    def __init__(self, master: str | None, conf: dict[str, str] | None, *, task_slots: int) -> None:
+        self._args = (master, conf, task_slots)
+        self._spark: Any = None
+        self._error: BaseException | None = None
+        self._began = time.monotonic()
+        self._thread = threading.Thread(target=self._build, name="mirrorspark-spark-start", daemon=True)
+        self._thread.start()
+
+    def _build(self) -> None:
+        from mirrorspark.spark_session import build_spark_session
+
+        master, conf, task_slots = self._args
+        try:
+            self._spark = build_spark_session(master=master, conf=conf, task_slots=task_slots, quick_start=True)
+        except BaseException as e:  # raised again on the caller's thread
+            self._error = e
+        logging.getLogger("mirrorspark.start-up").info(
+            "Spark session started in %.1f s", time.monotonic() - self._began
+        )
+
+    def result(self) -> Any:
+        """Wait for the session and return it; raise what building it raised."""
+        waited = time.monotonic()
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        logging.getLogger("mirrorspark.start-up").info(
+            "waited %.1f s for Spark after the flows started", time.monotonic() - waited
+        )
+        return self._spark
 
 
 class LocalSecurity(StrEnum):

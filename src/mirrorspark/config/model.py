@@ -321,6 +321,10 @@ class FlowConfig(_Frozen):
         ``mirrorspark.failover.*``: the failover policy (``"manual"``, ``"under-min-isr"`` or ``"offline"``),
         the regexes of the groups it moves, the grace period (ms), how often the source is described (ms)
         and whether it only reports (:mod:`mirrorspark.replication.failover_watch`).
+    offset_flush_records:
+        ``mirrorspark.offset.flush.records``: records each copy task copies (acknowledged) before it
+        commits, if ``offset.flush.interval.ms`` has not passed first (0: by time only); see
+        :mod:`mirrorspark.replication.task.runner`.
     policy:
         The replication policy.
     source_consumer:
@@ -401,6 +405,7 @@ class FlowConfig(_Frozen):
     failover_grace_ms: int = 30_000
     failover_check_interval_ms: int = 5_000
     failover_dry_run: bool = False
+    offset_flush_records: int = 5000
     policy: PolicyConfig
     source_consumer: ClientSettings
     source_admin: ClientSettings

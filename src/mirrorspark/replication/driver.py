@@ -50,6 +50,8 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
+startup_log = logging.getLogger("mirrorspark.start-up")
+"""Where the seconds of a start go (flows, Spark, lease, first tasks): INFO, shown by ``mirrorspark run``."""
 
 
 TICK_S = 0.1
@@ -337,12 +339,16 @@ class Replicator:
         return self._stop.is_set()
 
     def start(self) -> None:
-        """Connect: start every flow and the heartbeats, and schedule the control jobs.
+        """Connect: start every flow and the heartbeats, schedule the control jobs, join the flows' leases.
 
         Needs no Spark. Raises :class:`~mirrorspark.errors.ClusterUnreachableError` when a cluster
         does not answer and :class:`~mirrorspark.errors.ClusterError` when an internal or remote
-        topic cannot be created.
+        topic (the lease topic included) cannot be created.
+
+        Each flow's lease group is joined last (:meth:`join_leases`): the coordinator's wait for a
+        killed predecessor's session to expire then runs while Spark starts, not after it.
         """
+        began = time.monotonic()
         self.state = DriverState.STARTING
         for flow in self.flows:
             flow.start()
@@ -368,10 +374,12 @@ class Replicator:
         self.heartbeats.schedule(self.background)
         self.background.start(name="mirrorspark-heartbeats")
         self._start_failover_watch()
+        self.join_leases()
         self.state = DriverState.RUNNING
+        startup_log.info("%d flow(s) started in %.1f s; their leases joined", len(self.flows), time.monotonic() - began)
 
     def join_leases(self) -> None:
-        """Join every flow's lease group now, before Spark starts (needs no Spark; after :meth:`start`).
+        """Join every flow's lease group now (idempotent; :meth:`start` ends with it; needs no Spark).
 
         The flow's lease is then taken while Spark starts: a previous holder's session expiry and
         the take-over wait (:attr:`~mirrorspark.replication.lease.FlowLease.safe_at`) overlap
@@ -628,6 +636,8 @@ class Replicator:
                 closer()
             except Exception as e:  # totals and raw metrics are informational: never fail a clean stop on them
                 log.warning("publishing the %s failed: %s", what, e)
+        for lease in self.leases.values():  # given up by the supervisors already once run() started them
+            lease.close()
         for f in self.flows:
             f.close()
 

@@ -297,6 +297,7 @@ class FlowLease:
         self._joined = False
         self._standby_logged = False
         self._epoch = 0
+        self._own_epochs: set[int] = set()  # epochs of every claim this instance wrote (a failed commit too)
         self._retry_at = 0.0
         self._claim_failure: str | None = None
         self._failure: BaseException | None = None
@@ -330,6 +331,17 @@ class FlowLease:
         instance (module notes: ``claim offset + 1``).
         """
         return self._epoch
+
+    def claimed_only_by_self(self, after: int, upto: int) -> bool:
+        """Whether every epoch in ``(after, upto)`` is a claim this instance wrote (no other holder between).
+
+        Parameters
+        ----------
+        after, upto:
+            Two epochs of this instance's holdings (claim offsets + 1): an older one and the current one.
+        """
+        with self._lock:
+            return all(e in self._own_epochs for e in range(after + 1, upto))
 
     @property
     def failure(self) -> BaseException | None:
@@ -688,6 +700,8 @@ class FlowLease:
             if offset is None or offset < 0:
                 raise ClusterError("the acknowledgement carries no offset")
             epoch = claim_epoch(offset)
+            with self._lock:
+                self._own_epochs.add(epoch)
             # Checked against this member's generation: fails if the partition has moved on.
             sent = self._clock()  # also the holding's first contact (a commit keeps the session)
             self._consumer.commit(offsets=[TopicPartition(self.topic, LEASE_PARTITION, epoch)], asynchronous=False)

@@ -86,6 +86,13 @@ can take the flow over even when only this driver is cut off from the target."""
 UNBOUNDED_GRANT_S = 1e9
 """Seconds a grant reaches ahead when a flow runs without a lease (``run`` with leases off: tests, one-offs)."""
 
+RECLAIM_S = 60.0
+"""Seconds an at-least-once flow's running copy tasks wait, committing nothing, for a lost lease to come back
+under the very next epoch (no other holder in between: the target, where the lease group lives, was
+stopped or cut off); they then commit what the target acknowledged instead of a new generation copying
+it again. Past it, or with another holder in between, they are aborted as at any loss
+(:data:`~mirrorspark.replication.task.runner.HOLD_S` on the task's side)."""
+
 CLUSTER_WARNING_S = 10.0
 """Seconds between two warnings of one flow's supervisor that cannot reach the target (the ticks go on)."""
 
@@ -226,6 +233,7 @@ class FlowSupervisor:
         self.clock = clock
         self._reads: dict[str, tuple[int, float]] = {}  # read -> (failures in a row, not before: clock s)
         self._fenced = 0  # the most copy tasks a generation of this supervisor ran: ids to fence at the next start
+        self._lost_at: float | None = None  # when the running generation's lease was found lost (monotonic s)
 
     @property
     def failures(self) -> int:
@@ -344,6 +352,7 @@ class FlowSupervisor:
         self.start()
 
     def _lost(self) -> None:
+        self._lost_at = None
         log.warning("%s: the flow's lease was lost: its copy tasks end without committing; standby", self.name)
         runs = list(self.runs.values())
         self._abort_tasks()
@@ -507,16 +516,63 @@ class FlowSupervisor:
                     log.error("%s: failed, its copy tasks never start (other flows go on): %s", self.name, e)
             return False
         if not self.lease.holds(self.epoch):
+            if self._reclaimed():
+                return True
             # lost, or lost and taken again between two ticks (a new epoch): the running generation
             # was started under the old epoch and is no longer granted commits; standby, then the
             # next tick takes over under the new epoch
-            self._lost()
+            if not self._reclaim_pending():
+                self._lost()
             return False
+        self._lost_at = None
         # No contact with the coordinator lately (this driver cut off from the target?): the lease
         # may already be another instance's. Start and restart nothing (a restarted exactly-once
         # task would fence the new holder's); the running tasks wait for a grant; the next ticks
         # see the contact back, or the lease lost.
         return self.lease.may_grant(self.epoch)
+
+    def _reclaimed(self) -> bool:
+        """Whether the lease came back under the very next epoch: the running generation goes on under it.
+
+        Epochs are claim offsets + 1: the next one, or one past claims of this instance only (a claim
+        whose commit failed, e.g. ``NOT_COORDINATOR`` while the target came back), means no other
+        instance claimed the lease in between, so no other copy task committed; the running tasks (at
+        least once, waiting for a grant) then commit what the target acknowledged during the loss
+        instead of a new generation copying it again.
+        """
+        assert self.lease is not None
+        lease = self.lease
+        if self.flow.exactly_once or not lease.held or lease.epoch <= self.epoch:
+            return False
+        if not lease.claimed_only_by_self(self.epoch, lease.epoch):
+            return False
+        log.info(
+            "%s: took the flow's lease back (epoch %d, no other holder since epoch %d): its copy tasks commit again",
+            self.name,
+            self.lease.epoch,
+            self.epoch,
+        )
+        self.epoch = self.lease.epoch
+        self._lost_at = None
+        self.grant()
+        return True
+
+    def _reclaim_pending(self) -> bool:
+        """Whether the running at-least-once generation still waits (:data:`RECLAIM_S` at most) for its lease."""
+        assert self.lease is not None
+        if self.flow.exactly_once or self.lease.held or self.lease.standby:
+            # exactly once: the tasks' open transactions are aborted; held: another epoch came in between;
+            # standby: a member of the group again without the lease: another instance holds it
+            return False
+        now = time.monotonic()
+        if self._lost_at is None:
+            self._lost_at = now
+            log.warning(
+                "%s: the flow's lease was lost: its copy tasks commit nothing, waiting up to %.0f s for it to return",
+                self.name,
+                RECLAIM_S,
+            )
+        return now - self._lost_at < RECLAIM_S
 
     def _ended(self, index: int, run: TaskJob, now: float) -> bool:
         """Handle a task whose job ended: read its last reports, then restart it or record a gap; or fail the flow.
@@ -662,6 +718,7 @@ __all__ = [
     "LEASE_GRANT_S",
     "MAX_FAILURES",
     "READ_RETRY_INITIAL_S",
+    "RECLAIM_S",
     "REPORTS_POLL_S",
     "STOP_TIMEOUT_S",
     "FlowSupervisor",

@@ -277,6 +277,7 @@ class TaskConfigs:
                     partitions=parts,
                     offset_lag_max=cfg.offset_lag_max,
                     flush_interval_s=flush_ms / 1000.0,
+                    flush_records=cfg.offset_flush_records,
                     channel=channel,
                     transactional_id=task_transactional_id(cfg.source, index) if eos else None,
                     boundary=cfg.transaction_boundary,

@@ -2,8 +2,8 @@
 
 :class:`CopyTaskRunner` polls the task's source partitions, produces every record to the same
 partition of its remote topic (:func:`~mirrorspark.replication.task.produce.forward`) and commits
-through its :class:`~mirrorspark.replication.task.commit.Committer` every ``flush_interval_s`` (in
-exactly-once mode with ``transaction.boundary=poll``, after every batch read), until the driver
+through its :class:`~mirrorspark.replication.task.commit.Committer` (in exactly-once mode with
+``transaction.boundary=poll``, after every batch read; otherwise by the commit rule below), until the driver
 says ``stop`` (a last commit, then ``stopped``), a bounded copy has read every partition to its
 end (``caught_up``), positions are found out of range (a last commit, then ``out_of_range``), or
 the driver is gone, aborts or stops granting (``orphaned``: nothing more committed). A task with
@@ -11,6 +11,15 @@ nothing to copy checks its grant too: an idle zombie (its driver lost the flow's
 was cut off from the target) ends at its next commit interval once no grant came within
 :data:`~mirrorspark.replication.task.commit.GRANT_WAIT_S`, instead of keeping its partitions read
 and its Spark slot busy.
+
+**The commit rule** (at least once, and exactly once with ``transaction.boundary=interval``): a
+task commits as soon as the first records it produced are acknowledged, then whichever comes
+first of ``flush_interval_s`` seconds (``offset.flush.interval.ms``, Connect's time rule) and
+``flush_records`` records (``mirrorspark.offset.flush.records``, default 5,000 per task)
+acknowledged since its last commit. A run killed soon after it started has committed what it
+copied, and what a kill -9 makes the next run copy again is bounded per task by about
+``flush_records`` plus what was in flight (a batch read, :data:`BATCH_RECORDS`), not by what one
+second of copying a backlog moves. Connect has only the time rule (``offset.flush.interval.ms``).
 
 Built by :func:`~mirrorspark.replication.task.job.run_copy_job` inside a Spark task with real
 confluent-kafka clients; unit tests build it on ``tests/fakes.py``.
@@ -48,6 +57,12 @@ BATCH_RECORDS = 10000
 
 BACKLOG_RECORDS = 1000
 """A poll of at least this many records means a backlog: the next poll waits up to :data:`FILL_WAIT_S` to fill."""
+
+HOLD_S = 60.0
+"""At least once: seconds a task whose commit found no grant (the driver's lease lost, e.g. the target
+stopped) keeps waiting for one, copying nothing, before it ends ``orphaned``: the driver that takes the
+lease back under the next epoch grants the same generation again (``supervisor.RECLAIM_S``), and what
+the target acknowledged is committed rather than copied again. An abort or a closed channel ends it at once."""
 
 FILL_WAIT_S = 0.05
 """Longest wait of a poll for more records while the task works through a backlog (s): fewer, fuller
@@ -111,6 +126,8 @@ class CopyTaskRunner:
         self.clock = clock
         self.parts = TaskPartitions(spec.partitions)
         self._backlog = False  # the last poll was a full one: the next may wait to fill
+        self._produced = 0  # records produced since the last commit (in flight ones included)
+        self._committed_once = False  # the first commit (as soon as records are acknowledged) was made
         self.writes = CommitWrites(commit_producer, f"flow {spec.flow}: source offsets", spec.target)
         self.sync_writes = (
             CommitWrites(syncs_producer, f"flow {spec.flow}: offset syncs", spec.source)
@@ -154,7 +171,7 @@ class CopyTaskRunner:
             next_commit = self.clock() + self.spec.flush_interval_s
             while True:
                 msgs = self._poll()
-                self._copy(msgs)
+                self._produced += self._copy(msgs)
                 self._check_writes()
                 state = self.channel.check()
                 if state in (ChannelState.CLOSED, ChannelState.ABORT):
@@ -166,10 +183,11 @@ class CopyTaskRunner:
                     clean = True
                     return self._result(outcome)
                 per_poll = self.spec.exactly_once and self.spec.boundary == "poll" and bool(msgs)
-                if per_poll or self.clock() >= next_commit:
-                    if not self.committer.commit(final=False):
+                if per_poll or self.clock() >= next_commit or self._volume_due():
+                    if not self.committer.commit(final=False) and not self._hold():
                         return self._result(TaskOutcome.ORPHANED)
                     next_commit = self.clock() + self.spec.flush_interval_s
+                    self._committed()
         finally:
             self.committer.end(clean=clean)
             self.consumer.close()
@@ -204,17 +222,66 @@ class CopyTaskRunner:
         self._backlog = len(msgs) >= BACKLOG_RECORDS
         return msgs
 
-    def _copy(self, msgs: list[Any]) -> None:
+    def _hold(self) -> bool:
+        """At least once, after a commit found no grant: wait for one, copying nothing, up to :data:`HOLD_S`.
+
+        Returns
+        -------
+        bool
+            Whether the commit was made; ``False`` (the task ends ``orphaned``) in exactly-once mode
+            (the open transaction was aborted), on an abort or a closed channel, or after :data:`HOLD_S`.
+        """
+        if self.spec.exactly_once:
+            return False
+        deadline = self.clock() + HOLD_S
+        while self.clock() < deadline:
+            if self.channel.check() in (ChannelState.CLOSED, ChannelState.ABORT):
+                return False
+            self.parts.dirty.update(self.parts.by_key)  # the commit without a grant emptied the dirty set
+            if self.committer.commit(final=False):  # waits for a grant (commit.GRANT_WAIT_S)
+                return True
+        return False
+
+    def _volume_due(self) -> bool:
+        """Tell whether the commit rule's volume part says commit now (see the module notes).
+
+        Before the first commit: once any record produced is acknowledged. After it: once
+        ``flush_records`` records are acknowledged since the last commit (0: never by volume).
+        Cheap on the hot path: acknowledgements are counted only when enough records were produced.
+        """
+        if not self._committed_once:
+            return self._produced > 0 and self._acknowledged() > 0
+        limit = self.spec.flush_records
+        return 0 < limit <= self._produced and self._acknowledged() >= limit
+
+    def _acknowledged(self) -> int:
+        """Count the records acknowledged and not yet committed (all in partitions of the dirty set)."""
+        by_key = self.parts.by_key
+        return sum(len(by_key[k].downstream) for k in self.parts.dirty if k in by_key)
+
+    def _committed(self) -> None:
+        """Note a commit: what is still in flight counts toward the next one's volume."""
+        self._committed_once = True
+        by_key = self.parts.by_key
+        self._produced = sum(len(by_key[k].upstream) for k in self.parts.dirty if k in by_key)
+
+    def _copy(self, msgs: list[Any]) -> int:
         """Produce every record read; note out-of-range partitions (paused) and the dirty set.
 
         Records come in runs per partition (one fetch response each): the partition is looked up
         when the run changes, not per record.
+
+        Returns
+        -------
+        int
+            Records produced.
         """
         parts = self.parts
         data, stall_s = self.data, self.spec.stall_timeout_s
         cur_topic: str | None = None
         cur_part = -1
         pc = None
+        produced = 0
         for m in msgs:
             err = m.error()
             if err is not None:
@@ -232,6 +299,8 @@ class CopyTaskRunner:
             offset = m.offset()
             forward(data, pc, m, offset, stall_s)
             pc.read_to = offset + 1
+            produced += 1
+        return produced
 
     def _read_error(self, m: Any, err: Any) -> None:
         """Handle an error record: a partition's end (ignored), a position out of range (paused), else a failure.
@@ -291,4 +360,4 @@ class CopyTaskRunner:
         )
 
 
-__all__ = ["BACKLOG_RECORDS", "BATCH_RECORDS", "FILL_WAIT_S", "POLL_TIMEOUT_S", "CopyTaskRunner"]
+__all__ = ["BACKLOG_RECORDS", "BATCH_RECORDS", "FILL_WAIT_S", "HOLD_S", "POLL_TIMEOUT_S", "CopyTaskRunner"]

@@ -11,6 +11,9 @@ from mirrorspark.config.keys import masked
 from mirrorspark.core.transforms import BoundChain
 from mirrorspark.errors import ErrorInfo
 
+FLUSH_RECORDS = 5000
+"""Default of ``mirrorspark.offset.flush.records``: acknowledged records per task that make a commit due."""
+
 PartitionKey = tuple[str, int]
 """``(topic, partition)`` of a source partition."""
 
@@ -85,6 +88,12 @@ class CopyTaskSpec:
     flush_interval_s:
         Seconds between two commits (``offset.flush.interval.ms``, in exactly-once mode with
         ``transaction.boundary=interval`` its ``transaction.boundary.interval.ms``).
+    flush_records:
+        Records acknowledged since the last commit that make a commit due before ``flush_interval_s``
+        (``mirrorspark.offset.flush.records``, default :data:`FLUSH_RECORDS`; 0: by time only); the
+        first commit is due as soon as any record is acknowledged
+        (:mod:`~mirrorspark.replication.task.runner`). Not with ``transaction.boundary=poll``, which
+        commits after every batch read.
     channel:
         ``(host, port, token)`` of the driver's task channel.
     stall_timeout_s:
@@ -131,6 +140,7 @@ class CopyTaskSpec:
     offset_lag_max: int
     flush_interval_s: float
     channel: tuple[str, int, str]
+    flush_records: int = FLUSH_RECORDS
     stall_timeout_s: float = 120.0
     transactional_id: str | None = None
     boundary: str = "poll"
@@ -202,4 +212,4 @@ class TaskResult:
     error: ErrorInfo | None = None
 
 
-__all__ = ["CopyTaskSpec", "PartitionAssignment", "PartitionKey", "TaskOutcome", "TaskResult"]
+__all__ = ["FLUSH_RECORDS", "CopyTaskSpec", "PartitionAssignment", "PartitionKey", "TaskOutcome", "TaskResult"]

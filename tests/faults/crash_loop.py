@@ -1,0 +1,337 @@
+"""The crash-loop scenario of issue #23: kills in a row over a backlog, a Python worker, the target stopped.
+
+One schedule (:func:`crash_loop`) breaks a replicator the same way whoever it is (``mirrorspark
+run`` or Apache Kafka's MirrorMaker 2, :class:`Contender`), while a :class:`~scenario.Feed` of
+``records`` unique values at ``rate`` records/s builds a backlog:
+
+1. **kill -9 of the whole run, ``kills`` times in a row**: after each launch, once the remote topic
+   has grown by ``grow`` records since that launch, wait a random 0-``max_delay_s`` seconds (a seeded
+   draw, the same for every contender), kill every process of the run and launch it again at once.
+   Every new run starts over a backlog (what the feed produced while the last one restarted):
+   a run that commits only every second copies its first second again at every restart.
+2. **kill -9 of one Python worker** running a copy task (mirrorspark only: MM2 has none), once the
+   target has grown by ``grow`` more records; the driver restarts the task.
+3. **the target stopped**: every broker of the target SIGSTOPped for ``stop_s`` seconds once it has
+   grown by ``grow`` more records (the flow's lease group lives there), then SIGCONT.
+4. The feed produces its last record; every value must reach the target.
+
+Resume figures: seconds from each kill to every partition receiving a record written after it
+(:meth:`~scenario.Tail.resumed_at`), the restart included; for the target stop, from SIGCONT.
+Units: seconds, records, records per second.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import random
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from confluent_kafka import KafkaException
+from faultkit import pause
+from helpers import assert_eventually
+from scenario import Feed, RunProcess, Tail, high_watermarks, port_of
+
+from mirrorspark.kafka.local.mirror_maker import MirrorMakerProcess, start_mirror_maker
+
+logger = logging.getLogger("faults")
+
+STOP_RESUME_TIMEOUT_S = 240.0
+"""Longest wait for copying to resume after the target's SIGCONT, seconds (a bound: a flow that has not resumed
+by then is stuck, see the exactly-once note of ``test_a_crash_loop_over_a_backlog_still_makes_progress``)."""
+
+SEED = 23
+"""The seed of the kill delays: every contender and every run gets the same schedule."""
+
+
+@dataclass(frozen=True)
+class CrashLoopSize:
+    """How big the crash loop is.
+
+    Attributes
+    ----------
+    rate:
+        Records per second the feed produces, all partitions together.
+    records:
+        Records the feed produces in all; ``None``: it produces until the schedule is over (small
+        size: the faults always strike a flow that is still fed).
+    partitions:
+        Source partitions.
+    tasks_max:
+        ``tasks.max``.
+    grow:
+        Records the remote topic grows by after a launch (or a fault) before the next fault.
+    kills:
+        Kills of the whole run in a row.
+    max_delay_s:
+        Longest random wait between the growth and the kill, seconds.
+    stop_s:
+        Seconds the target's brokers stay stopped.
+    mm2:
+        Whether MirrorMaker 2 runs the same schedule in the same test (its figures beside mirrorspark's).
+    """
+
+    rate: int
+    records: int | None
+    partitions: int
+    tasks_max: int
+    grow: int
+    kills: int
+    max_delay_s: float
+    stop_s: float
+    mm2: bool
+
+
+class Contender(Protocol):
+    """A replicator the schedule can launch, kill and stop."""
+
+    name: str
+
+    def launch(self) -> None:
+        """Start it (the previous process must be gone)."""
+        ...
+
+    def kill(self) -> None:
+        """``kill -9`` of every process of it; returns once they are gone."""
+        ...
+
+    def kill_worker(self, source: str) -> bool:
+        """``kill -9`` of one process running a copy task; ``False`` if it has none."""
+        ...
+
+    def check(self) -> None:
+        """Raise if it exited."""
+        ...
+
+    def stop(self) -> int | None:
+        """Stop it gracefully (SIGTERM), then kill what is left; its exit code."""
+        ...
+
+
+class MirrorsparkContender:
+    """``mirrorspark run`` as a subprocess (:class:`~scenario.RunProcess`)."""
+
+    name = "mirrorspark"
+
+    def __init__(self, properties: Path, log_dir: Path) -> None:
+        self.run = RunProcess(properties, log_dir)
+
+    def launch(self) -> None:
+        self.run.launch()
+
+    def kill(self) -> None:
+        self.run.kill()
+
+    def kill_worker(self, source: str) -> bool:
+        workers = assert_eventually(
+            lambda: self.run.check() or self.run.copy_task_workers(port_of(source)) or None,
+            timeout_s=120,
+            message="no Python worker of the run is connected to the source",
+        )
+        workers[0].kill()  # SIGKILL
+        workers[0].wait(30)
+        return True
+
+    def check(self) -> None:
+        self.run.check()
+
+    def stop(self) -> int | None:
+        return self.run.stop()
+
+
+class MirrorMakerContender:
+    """Apache Kafka's MirrorMaker 2 (:func:`~mirrorspark.kafka.local.mirror_maker.start_mirror_maker`)."""
+
+    name = "MM2"
+
+    def __init__(self, properties: Path, base_dir: Path, target: str) -> None:
+        self.properties, self.base_dir, self.target = properties, base_dir, target
+        self.mm: MirrorMakerProcess | None = None
+
+    def launch(self) -> None:
+        assert self.mm is None, "the previous MirrorMaker is still there"
+        self.mm = start_mirror_maker(self.properties, base_dir=self.base_dir, clusters=[self.target])
+
+    def kill(self) -> None:
+        assert self.mm is not None, "not running"
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.mm.pid, signal.SIGKILL)
+        assert_eventually(lambda: not self.mm or not self.mm.running, timeout_s=30, message="MM2 survived SIGKILL")
+        self.mm.stop()  # reaps it
+        self.mm = None
+
+    def kill_worker(self, source: str) -> bool:
+        return False
+
+    def check(self) -> None:
+        if self.mm is not None and not self.mm.running:
+            raise RuntimeError(f"MirrorMaker exited ({self.mm.returncode}):\n{self.mm.log_tail()}")
+
+    def stop(self) -> int | None:
+        if self.mm is None:
+            return None
+        code = self.mm.stop()
+        self.mm = None
+        return 0 if code in (0, 143) else code
+
+
+@dataclass
+class CrashLoopResult:
+    """What the schedule did to one contender.
+
+    Attributes
+    ----------
+    kill_resumes:
+        Seconds from each kill of the whole run until every partition received a new record (a kill
+        after the feed's last record was copied has none).
+    worker_resume:
+        The same for the Python worker's kill; ``None`` when the contender has none.
+    stop_resume:
+        Seconds from SIGCONT of the target until every partition received a new record.
+    delays:
+        The random waits before the kills, seconds.
+    """
+
+    kill_resumes: list[float] = field(default_factory=list)
+    worker_resume: float | None = None
+    stop_resume: float | None = None
+    delays: list[float] = field(default_factory=list)
+
+    def notes(self) -> str:
+        """The resume figures in a few words, for a figures row."""
+        parts = [
+            "resumed after " + (", ".join(f"{s:.1f}" for s in self.kill_resumes) or "-") + " s",
+            "kills " + ", ".join(f"{d:.2f}" for d in self.delays) + " s after the growth",
+        ]
+        if self.worker_resume is not None:
+            parts.append(f"worker kill: resumed after {self.worker_resume:.1f} s")
+        if self.stop_resume is not None:
+            parts.append(f"target stop: resumed {self.stop_resume:.1f} s after SIGCONT")
+        return "; ".join(parts)
+
+
+def _grown(tail: Tail) -> int:
+    """Records on the remote topic as the tail saw them (offsets, all partitions together)."""
+    return sum(o + 1 for o in tail.newest().values())
+
+
+def _wait_grown(
+    tail: Tail, feed: Feed, base: int, grow: int, alive: Callable[[], object], timeout_s: float = 600.0
+) -> None:
+    """Wait until the remote topic grew by ``grow`` records past ``base``, or the feed's last record arrived."""
+
+    def grown() -> bool:
+        alive()
+        if _grown(tail) >= base + grow:
+            return True
+        return _fed_and_copied(feed, tail)
+
+    assert_eventually(grown, timeout_s=timeout_s, interval_s=0.05, message=f"the target did not grow by {grow}")
+
+
+def _fed_and_copied(feed: Feed, tail: Tail) -> bool:
+    """Whether a feed with a limit produced its last record and the tail saw every one: nothing left to grow."""
+    return feed.limit is not None and feed.sent >= feed.limit and len(tail.seen) >= feed.limit
+
+
+def _wait_resumed(
+    tail: Tail,
+    feed: Feed,
+    marks: dict[int, int],
+    since: float,
+    alive: Callable[[], object],
+    timeout_s: float = 900.0,
+) -> float | None:
+    """:meth:`~scenario.Tail.wait_resumed`, or ``None`` once everything fed was copied (nothing left to resume)."""
+
+    def resumed() -> float | None:
+        alive()
+        at = tail.resumed_at(marks)
+        if at is not None:
+            return at
+        return -1.0 if _fed_and_copied(feed, tail) else None
+
+    at = assert_eventually(resumed, timeout_s=timeout_s, interval_s=0.1, message="copying did not resume")
+    return None if at < 0 else max(0.0, at - since)
+
+
+def _marks(target: str, remote: str, timeout_s: float = 120.0) -> dict[int, int]:
+    """:func:`~scenario.high_watermarks`, asked again while the target's brokers come back (e.g. after SIGCONT,
+    ``FENCED_LEADER_EPOCH`` from stale metadata)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return high_watermarks(target, remote)
+        except KafkaException:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.5)
+
+
+def _pause_alive(seconds: float, alive: Callable[[], object]) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        alive()
+        time.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
+
+
+def crash_loop(
+    contender: Contender,
+    *,
+    size: CrashLoopSize,
+    feed: Feed,
+    tail: Tail,
+    source: str,
+    target: str,
+    remote: str,
+    target_pids: list[int],
+) -> CrashLoopResult:
+    """Run the schedule of the module notes against ``contender``; the feed and the tail already run.
+
+    Returns once every fault is over and the feed produced its last record (a feed without a limit
+    still runs); the contender still runs.
+    """
+    rng = random.Random(SEED)
+    out = CrashLoopResult()
+    contender.launch()
+    base = _grown(tail)
+    for n in range(size.kills):
+        _wait_grown(tail, feed, base, size.grow, contender.check)
+        delay = rng.uniform(0.0, size.max_delay_s)
+        out.delays.append(delay)
+        _pause_alive(delay, contender.check)
+        killed_at = time.monotonic()
+        contender.kill()
+        marks = high_watermarks(target, remote)
+        base = sum(marks.values())
+        contender.launch()
+        logger.info(
+            "%s: kill %d of %d, %.2f s after the growth; launched again", contender.name, n + 1, size.kills, delay
+        )
+        resumed = _wait_resumed(tail, feed, marks, killed_at, contender.check)
+        if resumed is not None:
+            out.kill_resumes.append(resumed)
+    _wait_grown(tail, feed, base, size.grow, contender.check)
+    killed_at = time.monotonic()
+    if contender.kill_worker(source):
+        marks = high_watermarks(target, remote)
+        out.worker_resume = _wait_resumed(tail, feed, marks, killed_at, contender.check)
+        base = sum(marks.values())
+        _wait_grown(tail, feed, base, size.grow, contender.check)
+    pause(target_pids, size.stop_s)
+    resumed_at = time.monotonic()
+    marks = _marks(target, remote)
+    out.stop_resume = _wait_resumed(tail, feed, marks, resumed_at, contender.check, timeout_s=STOP_RESUME_TIMEOUT_S)
+    if size.records is not None:
+        assert_eventually(
+            lambda: contender.check() or feed.sent >= (size.records or 0),
+            timeout_s=size.records / size.rate + 600,
+            message="the feed did not produce its records",
+        )
+    return out
