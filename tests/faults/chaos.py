@@ -92,7 +92,9 @@ class Options:
     figures: Path
 
 
-def duplicate_bound(faults: int, *, rate: int, flush_ms: int, tasks: int, commit_every: int) -> int:
+def duplicate_bound(
+    faults: int, *, rate: int, flush_ms: int, tasks: int, commit_every: int, outage_s: float = 0.0
+) -> int:
     """The at-least-once bound on records copied twice, for ``faults`` faults (MM2's commit rule, per task).
 
     A fault that ends copy tasks without their last commit (kill of the run, of a worker, of the
@@ -102,11 +104,14 @@ def duplicate_bound(faults: int, *, rate: int, flush_ms: int, tasks: int, commit
     records/s). Volume rule (``commit_every`` > 0): a task also commits every ``commit_every``
     acknowledged records, so ``tasks`` tasks re-copy at most ``tasks x commit_every`` plus the
     slack, whatever the backlog (the time rule alone does not bound a kill during a backlog).
-    Per fault the smaller of the two, times ``faults``.
+    Per fault the smaller of the two, times ``faults``. Plus what the feed produced during
+    ``outage_s`` seconds of outages (a target broker down, the run frozen): a flow that loses its
+    lease meanwhile ends its tasks without a commit, and what they had queued reaches the target
+    anyway (as :func:`faultkit.duplicate_bound` allows for a target outage).
     """
     by_time = math.ceil(rate * (flush_ms / 1000 + SLACK_S))
     per_fault = by_time if commit_every <= 0 else min(by_time, tasks * commit_every + math.ceil(rate * SLACK_S))
-    return faults * per_fault
+    return faults * per_fault + math.ceil(rate * outage_s)
 
 
 def properties(o: Options, source: Any, target: Any, topics: list[str], group: str) -> str:
@@ -230,7 +235,12 @@ def check_all(
             0
             if mode == "exactly-once"
             else duplicate_bound(
-                bound_faults, rate=o.rate, flush_ms=o.flush_ms, tasks=o.tasks_max, commit_every=o.commit_every
+                bound_faults,
+                rate=o.rate,
+                flush_ms=o.flush_ms,
+                tasks=o.tasks_max,
+                commit_every=o.commit_every,
+                outage_s=cell.outage_s,
             )
         )
         checkpoints = [] if quick else read_checkpoints(cell.target, alias)
@@ -267,7 +277,18 @@ def verdict_table(seed: int, verdicts: list[FlowVerdict]) -> str:
     return "\n".join(lines)
 
 
-def record(o: Options, v: FlowVerdict, applied: list[dict[str, Any]], faults: int, notes: list[str]) -> None:
+def gap_lines(gaps: list[dict[str, Any]]) -> str:
+    """The gaps ``status --json`` names, one line each (for the verdict's reader)."""
+    lines = [f"gaps named by mirrorspark status --json: {len(gaps)}"]
+    for g in gaps:
+        ids = f" topic id {g['old_topic_id']} -> {g['new_topic_id']}" if g["reason"] == "recreated" else ""
+        lines.append(
+            f"  {g['flow']} {g['topic']}-{g['partition']} {g['reason']} {g['first_lost']}..{g['last_lost']}{ids}"
+        )
+    return "\n".join(lines)
+
+
+def record(o: Options, v: FlowVerdict, applied: list[dict[str, Any]], faults: int, cell: Cell) -> None:
     """Append one mode's row to ``o.figures`` (JSON lines: :mod:`report` renders the random-seed table)."""
     o.figures.parent.mkdir(parents=True, exist_ok=True)
     row = {
@@ -276,6 +297,7 @@ def record(o: Options, v: FlowVerdict, applied: list[dict[str, Any]], faults: in
         "duration_s": o.duration_s,
         "faults": [f"{a['kind']}" + (" (skipped)" if str(a["note"]).startswith("skipped") else "") for a in applied],
         "faults_counted": faults,
+        "outage_s": round(cell.outage_s, 1),
         "produced": v.produced,
         "lost": v.lost,
         "in_gaps": v.in_gaps,
@@ -284,7 +306,7 @@ def record(o: Options, v: FlowVerdict, applied: list[dict[str, Any]], faults: in
         "gaps_named": v.gaps_named,
         "verdict": "pass" if v.ok else "fail",
         "violations": [x.line(o.seed, v.mode) for x in v.violations][:10],
-        "notes": notes[:10],
+        "notes": cell.notes[:10],
         "at": time.strftime("%Y-%m-%dT%H:%M:%S"),
         "machine": machine(),
     }
@@ -349,10 +371,11 @@ def _run(o: Options, plan: list[Planned], base: Path) -> int:
             foreign = {(t, part, off) for a, t, part, off in cell.foreign if a == alias}
             add_position_violations(v, cell.target, alias, ends, foreign)
         print(verdict_table(o.seed, verdicts), flush=True)
+        print(gap_lines(status_gaps(props, env)), flush=True)
         for n in cell.notes:
             print(f"  note: {n}", flush=True)
         for v in verdicts:
-            record(o, v, applied, faults, cell.notes)
+            record(o, v, applied, faults, cell)
         return 0 if all(v.ok for v in verdicts) else 1
     finally:
         with contextlib.suppress(Exception):

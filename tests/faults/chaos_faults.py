@@ -70,6 +70,8 @@ class Cell:
         Repairs still due (time.monotonic(), what, callable), run by the schedule's loop.
     foreign:
         The foreign ``mm2-offsets`` records written: (source alias, topic, partition, offset).
+    outage_s:
+        Seconds of outages so far (a target broker down, the run frozen), for the duplicate bound.
     """
 
     run: RunProcess
@@ -82,6 +84,7 @@ class Cell:
     notes: list[str] = field(default_factory=list)
     restore: list[tuple[float, str, Callable[[], str]]] = field(default_factory=list)
     foreign: set[tuple[str, str, int, int]] = field(default_factory=set)
+    outage_s: float = 0.0
 
     def run_pid(self) -> int | None:
         """The pid of the running ``mirrorspark run``, ``None`` if it is not running."""
@@ -231,6 +234,7 @@ class KillLeader(_Base):
             return f"target broker {victim} restarted"
 
         cell.restore.append((time.monotonic() + float(params["down_s"]), f"restart broker {victim}", restart))
+        cell.outage_s += float(params["down_s"])
         return f"kill -9 of target broker {victim} (leader of {remote}-{params['partition']}: {leader})"
 
 
@@ -280,6 +284,7 @@ class DeleteRecords(_Base):
                 p.suspend()
         try:
             time.sleep(float(params["frozen_s"]))  # the feed moves on while the copy cannot: part of the fault
+            cell.outage_s += float(params["frozen_s"])
             part = params["partition"]
             end = cell.feed.source_end(topic, part)
             tp = TopicPartition(topic, part, end)

@@ -98,6 +98,7 @@ def test_the_at_least_once_bound_takes_the_smaller_commit_rule_per_fault() -> No
     assert chaos.duplicate_bound(3, rate=200, flush_ms=1000, tasks=2, commit_every=0) == 3 * 1000
     assert chaos.duplicate_bound(3, rate=200, flush_ms=1000, tasks=2, commit_every=100) == 3 * (200 + 800)
     assert chaos.duplicate_bound(0, rate=200, flush_ms=1000, tasks=2, commit_every=0) == 0
+    assert chaos.duplicate_bound(1, rate=200, flush_ms=1000, tasks=2, commit_every=0, outage_s=2.5) == 1000 + 500
 
 
 def test_the_report_adds_a_table_of_random_seeds(tmp_path: Path) -> None:
