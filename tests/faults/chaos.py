@@ -144,6 +144,8 @@ def properties(o: Options, source: Any, target: Any, topics: list[str], group: s
             "offset.lag.max": "100",
         }
     )
+    for kind in o.kinds:
+        FAULTS[kind].configure(props, [(SOURCE_ALIAS[m], TARGET_ALIAS[m]) for m in o.modes])
     for kv in o.extra:
         key, _, value = kv.partition("=")
         props[key.strip()] = value.strip()
@@ -413,7 +415,7 @@ def options(argv: list[str] | None = None) -> Options:
     ap.add_argument("--partitions", type=int, default=2, help="partitions per source topic at the start")
     ap.add_argument("--tasks-max", type=int, default=2, help="tasks.max of each flow")
     ap.add_argument("--target-brokers", type=int, default=3, help="3: min.insync.replicas=2 (kill-leader needs 3)")
-    ap.add_argument("--spacing", type=float, default=20.0, help="seconds between faults on average")
+    ap.add_argument("--spacing", type=float, default=12.0, help="seconds between faults on average")
     ap.add_argument("--kinds", default=",".join(DEFAULT_KINDS), help=f"comma-separated of {', '.join(FAULTS)}")
     ap.add_argument("--flush-ms", type=int, default=1000, help="offset.flush.interval.ms of the flows")
     ap.add_argument("--commit-every", type=int, default=0, help="records per task between commits (0: time only)")

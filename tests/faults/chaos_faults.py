@@ -114,6 +114,10 @@ class Fault(Protocol):
         """Why this fault cannot run in this setup, or ``None``."""
         ...
 
+    def configure(self, props: dict[str, str], mode_aliases: Sequence[tuple[str, str]]) -> None:
+        """Adjust the run's ``mm2.properties`` before the first launch (e.g. route the driver through a proxy)."""
+        ...
+
     def apply(self, cell: Cell, topic: str, params: dict[str, Any]) -> str:
         """Break it; return a one-line note of what was done."""
         ...
@@ -126,6 +130,9 @@ class _Base:
         return {"topic": rng.randrange(topics), "partition": rng.randrange(2)}
 
     def skip(self, cell: Cell) -> str | None:
+        return None
+
+    def configure(self, props: dict[str, str], mode_aliases: Sequence[tuple[str, str]]) -> None:
         return None
 
 
@@ -171,11 +178,9 @@ class KillJvm(_Base):
         pid = cell.run_pid()
         if pid is None:
             return "skipped: run not running"
-        jvms = [
-            p for p in psutil.Process(pid).children(recursive=True) if p.name() == "java" and "SparkSubmit" in _cmd(p)
-        ]
+        jvms = _driver_jvms(pid)
         if not jvms:
-            return "skipped: no Spark driver JVM under the run"
+            return "skipped: no Spark driver JVM under the run within 120 s"
         jvms[0].kill()
         began = time.monotonic()
         proc = cell.run.proc
@@ -193,6 +198,20 @@ class KillJvm(_Base):
                 cell.run.kill()
         cell.run.launch()
         return f"kill -9 of the Spark driver JVM {jvms[0].pid}; {waited}; relaunched"
+
+
+def _driver_jvms(pid: int, timeout_s: float = 120.0) -> list[psutil.Process]:
+    """The Spark driver JVM(s) under process ``pid``, waiting up to ``timeout_s`` for a relaunched run's to start."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        with contextlib.suppress(psutil.Error):
+            kids = psutil.Process(pid).children(recursive=True)
+            jvms = [p for p in kids if p.name() == "java" and "SparkSubmit" in _cmd(p)]
+            if jvms or time.monotonic() > deadline:
+                return jvms
+        if time.monotonic() > deadline:
+            return []
+        time.sleep(0.5)
 
 
 def _cmd(p: psutil.Process) -> str:
@@ -241,9 +260,12 @@ class KillLeader(_Base):
 class CutDriver(_Base):
     """The driver-only network cut (issue #23 item 5): pluggable, skipped until its proxy exists.
 
-    To wire it in: launch the run with the driver's target clients through ``tests/faults/``'s
-    driver/executor split routing, then in :meth:`apply` cut that proxy and put a restore at
-    ``params["down_s"]`` that heals it (as :class:`KillLeader` restarts its broker).
+    To wire it in (a few lines): in :meth:`configure`, point each flow's ``<target>.bootstrap.servers``
+    at a :class:`proxy.TcpProxy` in front of the target and keep the executors direct
+    (``mirrorspark.executor.target.bootstrap.servers``, the driver/executor split routing); drop
+    :meth:`skip`; in :meth:`apply`, cut the proxy and put a restore at ``params["down_s"]`` that
+    heals it (as :class:`KillLeader` restarts its broker), adding ``down_s`` to ``cell.outage_s``.
+    A second instance as standby is a second :class:`scenario.RunProcess` on the same properties.
     """
 
     kind = "cut-driver"
