@@ -239,40 +239,61 @@ def _show(value: bytes) -> str:
     return value.decode(errors="replace").rstrip(".")
 
 
+TimedCheckpoint = tuple[Checkpoint, int]
+"""A checkpoint and its record's timestamp (epoch ms: when it was written)."""
+
+AMBIGUOUS_MS = 30_000
+"""A checkpoint written this close to a re-creation of its topic may be of either incarnation: not judged, ms."""
+
+
+def _incarnation_at(lives: Sequence[Incarnation], at_ms: int) -> int | None:
+    """The incarnation live at ``at_ms``, ``None`` if that is within :data:`AMBIGUOUS_MS` of a re-creation."""
+    if any(abs(at_ms - life.created_ms) < AMBIGUOUS_MS for life in lives[1:]):
+        return None
+    live = [life.index for life in lives if life.created_ms <= at_ms]
+    return live[-1] if live else None
+
+
 def _checkpoints(
-    checkpoints: Sequence[Checkpoint], alias: str, copies: Copies, log: Mapping[bytes, FedRecord]
+    checkpoints: Sequence[TimedCheckpoint],
+    alias: str,
+    copies: Copies,
+    log: Mapping[bytes, FedRecord],
+    lives: Mapping[str, list[Incarnation]],
 ) -> list[Violation]:
-    """No checkpoint may translate upstream ``u`` to a downstream offset past every copy of the record at ``u``."""
-    at: dict[tuple[str, int, int], list[bytes]] = defaultdict(list)
+    """No checkpoint may translate upstream ``u`` to a downstream offset past every copy of the record at ``u``.
+
+    The record at ``u`` is the one of the topic's incarnation live when the checkpoint was written
+    (checkpoints carry no topic id).
+    """
+    at: dict[tuple[str, int, int, int], bytes] = {}
     for value, rec in log.items():
-        at[(rec.topic, rec.partition, rec.offset)].append(value)
+        at[(rec.topic, rec.incarnation, rec.partition, rec.offset)] = value
     out = []
     prefix = f"{alias}."
-    for c in checkpoints:
-        if not c.topic.startswith(prefix):
+    for c, ts in checkpoints:
+        topic = c.topic[len(prefix) :]
+        if not c.topic.startswith(prefix) or topic not in lives:
             continue
-        values = [v for v in at.get((c.topic[len(prefix) :], c.partition, c.upstream_offset), []) if v in copies]
-        if not values:
-            continue  # no such record (consumed to the end) or never copied: nothing to skip
-        if all(ro < c.downstream_offset for v in values for (_, ro) in copies[v]):
-            worst = max(ro for v in values for (_, ro) in copies[v])
-            out.append(
-                Violation(
-                    "checkpoint",
-                    f"group {c.consumer_group_id} {c.topic}-{c.partition}: upstream {c.upstream_offset} -> downstream "
-                    f"{c.downstream_offset}, past its last copy at {worst}",
-                    tuple(_show(v) for v in values),
-                )
+        inc = _incarnation_at(lives[topic], ts)
+        value = None if inc is None else at.get((topic, inc, c.partition, c.upstream_offset))
+        if value is None or value not in copies:
+            continue  # no such record (consumed to the end), never copied, or an ambiguous incarnation
+        if all(ro < c.downstream_offset for (_, ro) in copies[value]):
+            detail = (
+                f"group {c.consumer_group_id} {c.topic}-{c.partition} (incarnation {inc}): upstream {c.upstream_offset}"
+                f" -> downstream {c.downstream_offset}, past its last copy at {max(ro for _, ro in copies[value])}"
             )
+            out.append(Violation("checkpoint", detail, (_show(value),)))
     return out
 
 
-def read_checkpoints(target: str, alias: str) -> list[Checkpoint]:
-    """Every checkpoint record of ``<alias>.checkpoints.internal`` on the target (MM2's format)."""
+def read_checkpoints(target: str, alias: str) -> list[TimedCheckpoint]:
+    """Every checkpoint record of ``<alias>.checkpoints.internal`` on the target (MM2's format), with its timestamp."""
     out = []
     for m in read_topic(target, f"{alias}.checkpoints.internal", read_committed=False):
         if m.value() is not None:
-            out.append(Checkpoint.decode(m.key(), m.value()))
+            out.append((Checkpoint.decode(m.key(), m.value()), int(m.timestamp()[1])))
     return out
 
 
@@ -306,7 +327,7 @@ def check_flow(
     lives: Mapping[str, list[Incarnation]],
     copies: Copies,
     gaps: Sequence[Mapping[str, Any]],
-    checkpoints: Sequence[Checkpoint],
+    checkpoints: Sequence[TimedCheckpoint],
     bound: int,
 ) -> FlowVerdict:
     """The verdict of one flow: lost, copied twice against ``bound`` (0 in exactly-once), order, checkpoints."""
@@ -359,7 +380,7 @@ def check_flow(
             )
         )
     v.violations += _order(copies, log)[:20]
-    v.violations += _checkpoints(checkpoints, alias, copies, log)[:20]
+    v.violations += _checkpoints(checkpoints, alias, copies, log, lives)[:20]
     return v
 
 

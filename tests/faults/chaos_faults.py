@@ -159,9 +159,14 @@ class KillWorker(_Base):
         pid = cell.run_pid()
         if pid is None:
             return "skipped: run not running"
+        deadline = time.monotonic() + 60.0  # a relaunched run may still be starting its copy tasks
         workers = copy_task_workers(pid, port_of(cell.source))
+        while not workers and time.monotonic() < deadline and cell.run_pid() == pid:
+            time.sleep(0.5)
+            with contextlib.suppress(psutil.Error):
+                workers = copy_task_workers(pid, port_of(cell.source))
         if not workers:
-            return "skipped: no Python worker running a copy task at that moment"
+            return "skipped: no Python worker running a copy task within 60 s"
         victim = workers[params["partition"] % len(workers)]
         with contextlib.suppress(psutil.NoSuchProcess):
             victim.kill()

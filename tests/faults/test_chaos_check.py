@@ -14,7 +14,7 @@ from chaos_feed import FedRecord, Incarnation, parse_value
 
 from mirrorspark.mm2.records import Checkpoint
 
-LIVES = {"t": [Incarnation(0, "OLDID", 1_000, 5_000), Incarnation(1, "NEWID", 5_000)]}
+LIVES = {"t": [Incarnation(0, "OLDID", 1_000, 100_000), Incarnation(1, "NEWID", 100_000)]}
 
 
 def fed(inc: int, part: int, offset: int) -> bytes:
@@ -85,13 +85,15 @@ def test_a_checkpoint_may_not_translate_past_the_copy_of_its_record() -> None:
     log = log_of((0, 0, 0), (0, 0, 1), (0, 0, 2))
     copies = {fed(0, 0, 0): [(0, 10)], fed(0, 0, 1): [(0, 11)], fed(0, 0, 2): [(0, 12)]}
 
-    def cp(upstream: int, downstream: int) -> Checkpoint:
-        return Checkpoint("g", "alo.t", 0, upstream, downstream)
+    def cp(upstream: int, downstream: int, at_ms: int = 2_000) -> tuple[Checkpoint, int]:
+        return Checkpoint("g", "alo.t", 0, upstream, downstream), at_ms
 
     assert verdict(log, copies, checkpoints=[cp(1, 11), cp(1, 5), cp(3, 13), cp(9, 99)]).ok
     v = verdict(log, copies, checkpoints=[cp(1, 12)])
     assert [x.kind for x in v.violations] == ["checkpoint"]
-    assert "upstream 1 -> downstream 12, past its last copy at 11" in v.violations[0].detail
+    assert "(incarnation 0): upstream 1 -> downstream 12, past its last copy at 11" in v.violations[0].detail
+    # written while the second incarnation lived (its record 1 was never produced), or too near the re-creation
+    assert verdict(log, copies, checkpoints=[cp(1, 12, at_ms=200_000), cp(1, 12, at_ms=90_000)]).ok
 
 
 def test_the_at_least_once_bound_takes_the_smaller_commit_rule_per_fault() -> None:
