@@ -24,7 +24,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicCollection, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicCollection, TopicPartition
 from confluent_kafka.admin import NewPartitions
 from helpers import admin, assert_eventually, client_config, create_topic
 
@@ -190,6 +190,10 @@ class ChaosFeed:
             t.producer.produce(t.name, value, partition=p, on_delivery=self._delivered)
         except BufferError:
             return False
+        except KafkaException as e:  # a partition just added, not in the producer's metadata yet: try again
+            if e.args[0].code() != KafkaError._UNKNOWN_PARTITION:
+                raise
+            return False
         t.seq[p] = n + 1
         return True
 
@@ -250,6 +254,13 @@ class ChaosFeed:
                 return len(meta.partitions) == total and all(m.leader >= 0 for m in meta.partitions.values())
 
             assert_eventually(grown, timeout_s=60, message=f"{topic} did not grow to {total} partitions")
+            producer = held.producer
+            assert producer is not None
+
+            def known() -> bool:  # the feed's producer sees them too (it refreshes its metadata every second)
+                return len(producer.list_topics(topic, timeout=10).topics[topic].partitions) == total
+
+            assert_eventually(known, timeout_s=60, message=f"the feed's producer does not see {total} partitions")
             held.partitions = total
         return f"{topic}: {total - more} -> {total} partitions"
 
