@@ -88,7 +88,8 @@ def render_random(rows: Sequence[Mapping[str, Any]], source: str) -> list[str]:
     ]
     for r in rows:
         faults = r.get("faults", [])
-        verdict = "pass" if r.get("verdict") == "pass" else "**fail**: " + "; ".join(r.get("violations", [])[:3])
+        why = [str(v).split(" records: ")[0] for v in r.get("violations", [])[:3]]  # the records: in the jsonl
+        verdict = "pass" if r.get("verdict") == "pass" else "**fail**: " + "; ".join(why)
         cells = (
             r["seed"],
             r["mode"],
