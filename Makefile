@@ -10,7 +10,7 @@ PYTEST_ARGS ?=
 # tests of one xdist group (the fault suite, the secured clusters) run on one worker. 0 = in this process.
 TEST_WORKERS ?= 3
 
-.PHONY: install chromium demo test test-unit lint bench bench-quick faults faults-report jars clean
+.PHONY: install chromium demo test test-unit lint bench bench-quick faults faults-report faults-random jars clean
 
 install: $(STAMP) jars chromium
 
@@ -52,6 +52,16 @@ faults: install
 	rm -f build/faults/figures-full.jsonl
 	MIRRORSPARK_FAULTS_SIZE=full $(BIN)/pytest -m faults $(PYTEST_ARGS); status=$$?; \
 	$(BIN)/python tests/faults/report.py build/faults/figures-full.jsonl; exit $$status
+
+# The randomized fault checker (tests/faults/chaos.py): a schedule drawn from SEED (printed first, to replay it)
+# strikes for DURATION seconds while records flow, then the checker's verdict from the clusters (exit 1 on any
+# violation); one line per mode in build/faults/random.jsonl (make faults-report adds its table to docs/faults.md).
+SEED ?= 1
+DURATION ?= 180
+MODE ?= both
+CHAOS_ARGS ?=
+faults-random: install
+	PYTHONPATH=$(CURDIR)/src $(BIN)/python tests/faults/chaos.py --seed $(SEED) --duration $(DURATION) --mode $(MODE) $(CHAOS_ARGS)
 
 # docs/faults.md from the newest figures: build/faults/figures-full.jsonl if present, else figures-small.jsonl.
 faults-report: $(STAMP)

@@ -8,6 +8,8 @@ Usage::
 ``figures-small.jsonl`` (``make faults-report``). A figures file collects one JSON line per
 scenario and mode per run (:func:`figures.record`); the table keeps the newest line of each
 (scenario, mode), in the order scenarios first appeared. Exit code 2 if there are no figures.
+The randomized fault checker's seeds (``make faults-random``: ``build/faults/random.jsonl``,
+or ``--random FILE``) get a table of their own, the newest line per (seed, mode).
 """
 
 from __future__ import annotations
@@ -34,6 +36,19 @@ COLUMNS = (
     "MM2 4.3.1, same faults",
     "notes",
 )
+RANDOM = FIGURES_DIR / "random.jsonl"
+RANDOM_COLUMNS = (
+    "seed",
+    "mode",
+    "duration (s)",
+    "faults applied",
+    "produced",
+    "lost",
+    "copied twice",
+    "bound",
+    "gaps named",
+    "verdict",
+)
 
 
 def default_figures() -> Path:
@@ -52,15 +67,71 @@ def load(path: Path) -> list[dict[str, Any]]:
     return list(rows.values())
 
 
+def load_random(path: Path) -> list[dict[str, Any]]:
+    """The newest line per (seed, mode) of the checker's results file, in the order the pairs first appeared."""
+    rows: dict[tuple[int, str], dict[str, Any]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            row = json.loads(line)
+            rows[(int(row["seed"]), row["mode"])] = row
+    return list(rows.values())
+
+
+def render_random(rows: Sequence[Mapping[str, Any]], source: str) -> list[str]:
+    """The Markdown section of the randomized fault checker's seeds (``make faults-random``)."""
+    lines = [
+        "",
+        "## Random seeds (`make faults-random`)",
+        "",
+        f"From `{source}`. Each seed draws a schedule of faults (`tests/faults/chaos_faults.py`: kill -9 of the run, "
+        "of a Python worker, of the Spark driver JVM, the target's partition leader, a topic deleted and re-created, "
+        "`deleteRecords` past the copied position, partitions added, a foreign `mm2-offsets` record; the driver-only "
+        "network cut is skipped for now) while records with unique values flow into several topics, and "
+        "`tests/faults/chaos_check.py` proves from the clusters alone: every record produced is on the target or in "
+        "a gap `mirrorspark status --json` names exactly (**lost** counts those that are neither), copies beyond the "
+        "first stay within the **bound** (0 for a `read_committed` reader in exactly-once mode), first copies keep "
+        "each partition's order, and no checkpoint translates past a copied record. Replay a seed with "
+        "`make faults-random SEED=<seed> DURATION=<s> MODE=both`; a skipped fault is marked so.",
+        "",
+        "| " + " | ".join(RANDOM_COLUMNS) + " |",
+        "|" + "---|" * len(RANDOM_COLUMNS),
+    ]
+    for r in rows:
+        faults = r.get("faults", [])
+        why = [str(v).split(" records: ")[0] for v in r.get("violations", [])[:3]]  # the records: in the jsonl
+        verdict = "pass" if r.get("verdict") == "pass" else "**fail**: " + "; ".join(why)
+        cells = (
+            r["seed"],
+            r["mode"],
+            f"{float(r['duration_s']):.0f}",
+            f"{len(faults)}: {', '.join(faults)}" if faults else "0",
+            f"{int(r['produced']):,}",
+            f"{int(r['lost']):,}",
+            f"{int(r['copied_twice']):,}",
+            f"{int(r['bound']):,}",
+            r.get("gaps_named", 0),
+            verdict,
+        )
+        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    return lines
+
+
 def _cell(value: object) -> str:
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 
-def render(rows: Sequence[Mapping[str, Any]], source: str, note: str = "") -> str:
+def render(
+    rows: Sequence[Mapping[str, Any]],
+    source: str,
+    note: str = "",
+    random_rows: Sequence[Mapping[str, Any]] = (),
+    random_source: str = "",
+) -> str:
     """The Markdown of ``docs/faults.md`` for ``rows`` (lines of a figures file).
 
     ``source`` names the file; ``note`` is a sentence added under the header (e.g. how loaded the
-    machine was).
+    machine was); ``random_rows`` (lines of the checker's results, from ``random_source``) add the
+    random-seed table when there are any.
     """
     sizes = sorted({str(r.get("size", "?")) for r in rows})
     dates = sorted(str(r.get("at", "")) for r in rows if r.get("at"))
@@ -115,6 +186,8 @@ def render(rows: Sequence[Mapping[str, Any]], source: str, note: str = "") -> st
             + ", ".join(f"{r['scenario']} ({r['mode']})" for r in failed)
             + ".",
         ]
+    if random_rows:
+        lines += render_random(random_rows, random_source)
     return "\n".join(lines) + "\n"
 
 
@@ -124,6 +197,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("figures", nargs="?", type=Path, help="a figures file (default: the newest of build/faults)")
     parser.add_argument("--output", "-o", type=Path, default=DOC, help="where to write (default: docs/faults.md)")
     parser.add_argument("--note", default="", help="a sentence for the header (e.g. how loaded the machine was)")
+    parser.add_argument("--random", type=Path, default=RANDOM, help="the random checker's results (if present)")
     args = parser.parse_args(argv)
     path: Path = args.figures or default_figures()
     if not path.exists():
@@ -133,13 +207,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not rows:
         print(f"{path} holds no figures: run `make faults` (or the fault suite) first", file=sys.stderr)
         return 2
-    try:
-        source = str(path.resolve().relative_to(ROOT))
-    except ValueError:
-        source = str(path)
-    args.output.write_text(render(rows, source, args.note), encoding="utf-8")
+    source = _relative(path)
+    random_path: Path = args.random
+    random_rows = load_random(random_path) if random_path.exists() else []
+    text = render(rows, source, args.note, random_rows, _relative(random_path))
+    args.output.write_text(text, encoding="utf-8")
     print(f"wrote {args.output} ({len(rows)} rows from {source})")
     return 0
+
+
+def _relative(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
 
 
 if __name__ == "__main__":
