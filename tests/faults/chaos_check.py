@@ -6,9 +6,11 @@ exactly-once mode, every copy in at-least-once mode), the flow's checkpoints
 and the gaps ``mirrorspark status --json`` names, and checks:
 
 * **lost**: every produced record is on the target, or inside a gap naming its flow, topic,
-  partition and an offset range holding its upstream offset, and its incarnation: a
-  ``recreated`` gap by the old topic id, a ``deleted``/``truncated`` gap by being found while
-  that incarnation lived (a gap with no known range names nothing exactly);
+  partition and an offset range holding its upstream offset, and its incarnation: a gap naming
+  an old topic id (a topic deleted, or deleted and re-created) covers that incarnation's records
+  from its ``first_lost`` on (what the old topic received after the flow last listed it went
+  with it), a ``deleted``/``truncated`` gap without one its exact range, found while that
+  incarnation lived (a gap with no known start names nothing);
 * **copied twice**: copies beyond the first; exactly-once: none; at-least-once: at most the bound;
 * **order**: in each remote partition, the first copies of a source partition's records appear in
   upstream-offset order (and in the partition of the same number);
@@ -196,16 +198,15 @@ def _named(rec: FedRecord, gaps: Sequence[Mapping[str, Any]], lives: Mapping[str
     """Whether a gap names ``rec`` exactly: topic, partition, an offset range holding it, its incarnation."""
     life = lives[rec.topic][rec.incarnation]
     for g in gaps:
-        if g["topic"] != rec.topic or g["partition"] != rec.partition:
+        if g["topic"] != rec.topic or g["partition"] != rec.partition or g["first_lost"] is None:
             continue
-        if g["first_lost"] is None or g["last_lost"] is None:
-            continue
-        if not g["first_lost"] <= rec.offset <= g["last_lost"]:
-            continue
-        if g["reason"] == "recreated":
-            if g["old_topic_id"] == life.topic_id:
+        if g.get("old_topic_id") is not None:  # a whole incarnation went: its records from first_lost on
+            if g["old_topic_id"] == life.topic_id and rec.offset >= g["first_lost"]:
                 return True
-        elif g["at"] >= life.created_ms and (life.deleted_ms is None or g["at"] <= life.deleted_ms + GAP_GRACE_MS):
+            continue
+        if g["last_lost"] is None or not g["first_lost"] <= rec.offset <= g["last_lost"]:
+            continue
+        if g["at"] >= life.created_ms and (life.deleted_ms is None or g["at"] <= life.deleted_ms + GAP_GRACE_MS):
             return True
     return False
 

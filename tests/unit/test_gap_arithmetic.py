@@ -76,14 +76,17 @@ def test_a_changed_topic_id_restarts_at_the_new_topics_beginning(
         assert r.gap is None or r.gap.reason != "recreated"
         return
     assert r.position == start
-    lost = (position, old_end - 1) if more else (None, None)
+    lost = (position, old_end - 1) if more else (position, None)  # open-ended: the old topic's records from position on
     assert r.gap == GapEvent("A->B", "t", 3, "recreated", *lost, 7, old, new)
 
 
-def test_recreated_gap_without_a_known_old_end_has_no_range() -> None:
+def test_recreated_gap_without_a_known_old_end_names_where_the_loss_starts() -> None:
+    """The old topic's records from the position on are lost, whether or not its end was ever listed."""
     g = recreated_gap("A->B", "t", 0, 100, None, "old", "new", 5)
-    assert (g.first_lost, g.last_lost, g.old_topic_id, g.new_topic_id, g.lost) == (None, None, "old", "new", 0)
+    assert (g.first_lost, g.last_lost, g.old_topic_id, g.new_topic_id, g.lost) == (100, None, "old", "new", 0)
     assert "re-created" in g.describe() and "old -> new" in g.describe()
+    assert "records from offset 100 on (none known)" in g.describe()
+    assert decode_ledger_record(*encode_gap(g)) == g  # the ledger keeps an open-ended gap
 
 
 def test_deleted_gap_message_names_flow_partition_and_range() -> None:

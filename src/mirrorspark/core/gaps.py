@@ -9,14 +9,18 @@ partition's log start and end offsets and its topic id, and records each loss as
 
 * ``"deleted"`` — the next offset to copy is below the log start: the records
   ``[position, log start)`` were deleted from the source (retention, delete-records) before they
-  were copied. The flow resumes at the log start (MM2 with ``auto.offset.reset=earliest``).
+  were copied. The flow resumes at the log start (MM2 with ``auto.offset.reset=earliest``). A
+  topic deleted from the source is the same reason with ``old_topic_id`` set: its records from
+  ``position`` on were never copied (``[position, end offset last listed)`` known; later ones, if
+  any, went with it).
 * ``"truncated"`` — the next offset to copy is above the log end (the source log was truncated,
   e.g. after an unclean leader election): the copies of ``[log end, position)`` on the target have
   no counterpart on the source any more, and new source records will reuse those offsets. The flow
   resumes at the log end, so none of the new records is skipped.
 * ``"recreated"`` — the topic id changed: the topic was deleted and created again. The old topic's
-  records not yet copied (``[position, old end)``, when known) are lost; the flow resumes at the new
-  topic's beginning.
+  records from ``position`` on are lost (``[position, old end)`` known, the old end being what the
+  flow last listed; records it received after that listing went with it); the flow resumes at the
+  new topic's beginning.
 
 Gap events are kept in a compacted topic on the target, ``mm2-gaps<isep><source><isep>internal``
 (:func:`gaps_topic`), with the topic ids last seen per replicated topic, so that both survive
@@ -82,12 +86,16 @@ class GapEvent:
     reason:
         ``"deleted"``, ``"truncated"`` or ``"recreated"`` (see the module docstring).
     first_lost, last_lost:
-        The lost upstream offsets, inclusive. For ``"recreated"``: the old topic's offsets not
-        copied, ``None`` when unknown (the old topic's end was never seen) or none.
+        The lost upstream offsets, inclusive. With ``old_topic_id`` set (a topic deleted, or
+        deleted and re-created): the old topic's offsets from ``first_lost`` on were never copied,
+        ``last_lost`` being the last one known (its end offset when the flow last listed it;
+        ``None``: no record past ``first_lost`` known); ``first_lost`` is ``None`` when the
+        position was unknown.
     at:
         When the gap was found (epoch ms).
     old_topic_id, new_topic_id:
-        For ``"recreated"``: the topic ids before and after (base64, as Kafka prints them).
+        For ``"recreated"``: the topic ids before and after (base64, as Kafka prints them); for a
+        topic deleted from the source (``"deleted"``), its id and ``None``.
     """
 
     flow: str
@@ -115,14 +123,23 @@ class GapEvent:
             if self.first_lost is not None and self.last_lost is not None
             else "no known offsets"
         )
+        if self.old_topic_id is not None:  # a whole incarnation of the topic went: open-ended
+            lost = (
+                "records from an unknown offset on"
+                if self.first_lost is None
+                else f"records from offset {self.first_lost} on"
+            )
+            known = f" ({span} known)" if self.last_lost is not None else " (none known)"
+            if self.reason == "deleted":
+                gone = f"the topic (id {self.old_topic_id}) was deleted from the source"
+                return f"{where}: {gone}; its {lost}{known} were never copied"
+            return (
+                f"{where}: the topic was deleted and re-created (topic id {self.old_topic_id} -> "
+                f"{self.new_topic_id}); the old topic's {lost}{known} were never copied"
+            )
         if self.reason == "deleted":
             return f"{where}: {span} were deleted from the source before they were copied"
-        if self.reason == "truncated":
-            return f"{where}: the source log was truncated; the copies of {span} no longer match the source"
-        return (
-            f"{where}: the topic was deleted and re-created (topic id {self.old_topic_id} -> "
-            f"{self.new_topic_id}); {span} of the old topic were never copied"
-        )
+        return f"{where}: the source log was truncated; the copies of {span} no longer match the source"
 
 
 @dataclass(frozen=True)
@@ -216,17 +233,17 @@ def recreated_gap(
     Returns
     -------
     GapEvent
-        Reason ``"recreated"``; the lost range is ``[position, old_end)`` when both are known and
-        it is not empty, else ``None``/``None``.
+        Reason ``"recreated"``; ``first_lost`` = ``position``, ``last_lost`` = ``old_end - 1`` when
+        that is not before it, else ``None`` (the old topic's records from ``position`` on are lost).
     """
-    lost = position is not None and old_end is not None and old_end > position
+    known = position is not None and old_end is not None and old_end > position
     return GapEvent(
         flow,
         topic,
         partition,
         "recreated",
-        position if lost else None,
-        old_end - 1 if lost and old_end is not None else None,
+        position,
+        old_end - 1 if known and old_end is not None else None,
         at,
         old_topic_id,
         new_topic_id,
@@ -360,8 +377,8 @@ def decode_ledger_record(key: bytes | None, value: bytes | None) -> GapEvent | K
         and reason in GAP_REASONS
         and _opt_int(first)
         and _opt_int(last)
-        and (first is None) == (last is None)
-        and (first is None or first <= last)
+        and (last is None or (first is not None and first <= last))
+        and (last is not None or first is None or old_id is not None)  # open-ended: a whole incarnation
         and _is_int(at)
         and _opt_str(old_id)
         and _opt_str(new_id)

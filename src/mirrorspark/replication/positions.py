@@ -331,7 +331,9 @@ class Positions:
         for k in keys:
             p = self.by_key[k]
             if p.end_offset > p.position:
-                self.record_gap(GapEvent(self.flow_name, k[0], k[1], "deleted", p.position, p.end_offset - 1, now))
+                tid = self._topic_ids.get(k[0], "unknown")
+                gap = GapEvent(self.flow_name, k[0], k[1], "deleted", p.position, p.end_offset - 1, now, tid)
+                self.record_gap(gap)
         if keys:
             log.warning(
                 "%s: topic %s was deleted from the source; records it received after the flow last listed its "
