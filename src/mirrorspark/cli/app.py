@@ -522,9 +522,9 @@ def status(
                     f"{g.topic}-{g.partition}",
                     g.reason,
                     g.first_lost,
-                    g.last_lost,
-                    g.lost if g.first_lost is not None else None,
-                    f"{g.old_topic_id} -> {g.new_topic_id}" if g.reason == "recreated" else None,
+                    g.last_lost if g.last_lost is not None or g.old_topic_id is None else "its end",
+                    g.lost if g.first_lost is not None and g.last_lost is not None else None,
+                    f"{g.old_topic_id} -> {g.new_topic_id or 'deleted'}" if g.old_topic_id is not None else None,
                 ]
                 for g in f.gaps
             ]
