@@ -14,6 +14,7 @@ from confluent_kafka import KafkaError, TopicPartition
 
 from fakes import two_clusters
 from mirrorspark.client.context import FlowContext
+from mirrorspark.replication import lease as lease_module
 from mirrorspark.replication.lease import SESSION_TIMEOUT_MS, FlowLease
 from mirrorspark.replication.lease_window import CONTACT_MARGIN_MS
 from mirrorspark.replication.supervisor import FlowSupervisor
@@ -65,7 +66,12 @@ class GroupMember:
         return "member-1"
 
     def commit(self, *, offsets: list[TopicPartition], asynchronous: bool) -> None:
+        if not asynchronous:  # librdkafka waits for a coordinator with no limit: a lease thread stuck in it
+            raise AssertionError("a synchronous commit can wait forever (no coordinator after a target outage)")
         self.commits.append((offsets[0].offset, asynchronous))
+
+    def poll(self, _timeout: float) -> None:
+        return None  # no answer: the coordinator is not there
 
 
 def holding(clock: Clock, *, claim_offset: int, landing_ms: int = 5000) -> tuple[FlowLease, GroupMember]:
@@ -75,6 +81,8 @@ def holding(clock: Clock, *, claim_offset: int, landing_ms: int = 5000) -> tuple
     member = GroupMember()
     lease._producer, lease._consumer = ClaimProducer(claim_offset), member
     lease._on_assign(member, [TopicPartition(lease.topic, 0)])
+    # the coordinator answers the claim's (asynchronous) commit at the lease thread's next poll
+    member.poll = lambda _timeout: lease._on_commit(None, [TopicPartition(lease.topic, 0, lease._claim_epoch)])  # type: ignore[attr-defined]
     lease._claim()
     assert lease.held and lease.epoch == claim_offset + 1
     return lease, member
@@ -244,3 +252,22 @@ def test_a_holder_without_recent_contact_starts_nothing() -> None:
     sup.next_start[0] = 0.0  # a task ended and is due for a restart ...
     sup.tick()
     assert sup.next_start == {0: 0.0} and sup.restarts == 0  # ... not while contact is lapsed
+
+
+def test_a_claim_whose_commit_is_never_answered_is_tried_again_later(monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a target outage the coordinator may stay unknown: the claim's commit gives up at its deadline.
+
+    Before, the claim committed synchronously: librdkafka waited for a coordinator with no limit, the
+    lease thread never polled or claimed again, and the flow stalled for minutes (the crash loop's
+    30 s target stop).
+    """
+    monkeypatch.setattr(lease_module, "CLAIM_TIMEOUT_S", 0.3)
+    cfg, _a, _b, clients = two_clusters()
+    lease = FlowLease(FlowContext.build(cfg, cfg.flow("A", "B"), clients=clients), clock=Clock(100.0))
+    member = GroupMember()
+    lease._producer, lease._consumer = ClaimProducer(4), member
+    lease._on_assign(member, [TopicPartition(lease.topic, 0)])
+    lease._claim()
+    assert not lease.held and member.commits == [(5, True)]
+    assert lease._claim_failure is not None and "not answered" in lease._claim_failure
+    assert lease._retry_at > time.monotonic()  # tried again after CLAIM_RETRY_S

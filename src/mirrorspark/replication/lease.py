@@ -304,6 +304,8 @@ class FlowLease:
         self._closing = False
         self._assigned_at = 0.0  # when the lease partition was last assigned (monotonic s)
         self._check_sent: float | None = None  # the contact check in flight: when it was sent
+        self._claim_answer: list[Any] | None = None  # the claim's commit in flight: its answer once it came
+        self._claim_epoch = -1  # the offset the claim's commit in flight commits
         self._next_check = 0.0
 
     # -- state ------------------------------------------------------------------------------------
@@ -598,8 +600,46 @@ class FlowLease:
             self._check_sent = None
             log.debug("flow %s: lease contact check not sent: %s", self.flow_name, _reason(e))
 
-    def _on_commit(self, err: Any, _partitions: Any) -> None:
-        """Take the answer to a contact check (served by the lease thread's poll): success confirms contact."""
+    def _commit_claim(self, epoch: int) -> None:
+        """Commit the claim's offset (``epoch``) with this member's generation; wait at most :data:`CLAIM_TIMEOUT_S`.
+
+        Asynchronous, its answer served by this thread's polls: a synchronous commit waits for a
+        coordinator with no limit (librdkafka), and a lease thread stuck in it after the target
+        came back never claimed again (the flow stalled for minutes).
+
+        Raises
+        ------
+        KafkaException
+            The commit failed (e.g. the partition moved on: another member's generation).
+        ClusterError
+            No answer within :data:`CLAIM_TIMEOUT_S` (retriable: the claim is tried again).
+        """
+        self._claim_answer, self._claim_epoch = [], epoch
+        try:
+            self._consumer.commit(offsets=[TopicPartition(self.topic, LEASE_PARTITION, epoch)], asynchronous=True)
+            deadline = time.monotonic() + CLAIM_TIMEOUT_S
+            while not self._claim_answer:
+                if time.monotonic() >= deadline:
+                    raise ClusterError(
+                        f"the claim's commit was not answered within {CLAIM_TIMEOUT_S:.0f} s", retriable=True
+                    )
+                msg = self._consumer.poll(POLL_INTERVAL_S)  # serves the answer (and rebalance callbacks)
+                if msg is not None and msg.error() is not None:
+                    self._poll_error(msg.error())
+            err = self._claim_answer[0]
+        finally:
+            self._claim_answer = None
+        if err is not None:
+            raise KafkaException(err)
+
+    def _on_commit(self, err: Any, partitions: Any) -> None:
+        """Take the answer to the claim's commit or to a contact check (served by the lease thread's poll).
+
+        A contact check that succeeded confirms contact.
+        """
+        if self._claim_answer is not None and any(p.offset == self._claim_epoch for p in partitions or ()):
+            self._claim_answer.append(err)
+            return
         sent, self._check_sent = self._check_sent, None
         if sent is None:
             return  # the claim's own commit, or a check of a holding that ended
@@ -704,7 +744,7 @@ class FlowLease:
                 self._own_epochs.add(epoch)
             # Checked against this member's generation: fails if the partition has moved on.
             sent = self._clock()  # also the holding's first contact (a commit keeps the session)
-            self._consumer.commit(offsets=[TopicPartition(self.topic, LEASE_PARTITION, epoch)], asynchronous=False)
+            self._commit_claim(epoch)
         except (KafkaException, ClusterError, BufferError) as e:
             reason = _reason(e)
             if reason != self._claim_failure:
