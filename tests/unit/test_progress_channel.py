@@ -20,12 +20,28 @@ class StubFlow:
     name = "A->B"
     progress_topic = "mm2-task-progress.A.internal"
 
+    def __init__(self) -> None:
+        self.fresh: list[StubConsumer] = []  # the consumers a reopen gets, in turn
+        self.context = self
+
+    def consumer(self, _side: str, _purpose: str, *, overrides: Any) -> StubConsumer:
+        return self.fresh.pop(0) if self.fresh else StubConsumer([])
+
 
 class StubConsumer:
     """``get_watermark_offsets`` raises ``errors`` in turn, then answers ``(0, end)``."""
 
     def __init__(self, errors: list[int], end: int = 7) -> None:
         self.errors, self.end, self.calls = list(errors), end, 0
+
+        self.assigned: list[Any] = []
+        self.closed = False
+
+    def assign(self, tps: list[Any]) -> None:
+        self.assigned = tps
+
+    def close(self) -> None:
+        self.closed = True
 
     def get_watermark_offsets(self, tp: Any, timeout: float) -> tuple[int, int]:
         self.calls += 1
@@ -34,9 +50,11 @@ class StubConsumer:
         return 0, self.end
 
 
-def channel(consumer: StubConsumer) -> ProgressChannelReader:
+def channel(consumer: StubConsumer, *fresh: StubConsumer) -> ProgressChannelReader:
     ch = ProgressChannelReader.__new__(ProgressChannelReader)  # no consumer of its own: the stub's
-    ch.flow, ch.skipped, ch._consumer = StubFlow(), 0, consumer  # type: ignore[assignment]
+    flow = StubFlow()
+    flow.fresh = list(fresh)
+    ch.flow, ch.skipped, ch._consumer, ch._next = flow, 0, consumer, 42  # type: ignore[assignment]
     return ch
 
 
@@ -45,8 +63,22 @@ def test_a_channel_created_a_moment_ago_is_waited_for() -> None:
     (from the broker) or an unknown partition (from the client's metadata): both are retried. Before,
     the first failure left ``Replicator.start`` as a raw KafkaException."""
     consumer = StubConsumer([KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION])
-    assert channel(consumer)._end_offset(10.0) == 7
-    assert consumer.calls == 3
+    fresh = StubConsumer([KafkaError._UNKNOWN_PARTITION])
+    assert channel(consumer, fresh)._end_offset(10.0) == 7
+    assert (consumer.calls, fresh.calls) == (1, 2)  # asked once, then a fresh consumer (once per call)
+
+
+def test_a_partition_lost_from_the_clients_metadata_gets_a_fresh_consumer() -> None:
+    """After a target outage librdkafka's cached metadata can lack the channel's partition for its 5-minute
+    refresh: ``Local: Unknown partition`` at every attempt, every take-over failing. Before, the same
+    consumer was asked until the deadline; now a fresh one, at the offset the reader had reached."""
+    stale = StubConsumer([KafkaError._UNKNOWN_PARTITION] * 1000)
+    ch = channel(stale)
+    assert ch._end_offset(10.0) == 7
+    assert stale.closed and stale.calls == 1
+    assert [(tp.topic, tp.partition, tp.offset) for tp in ch._consumer.assigned] == [  # type: ignore[attr-defined]
+        ("mm2-task-progress.A.internal", 0, 42)
+    ]
 
 
 def test_a_dead_leader_is_retried_until_the_deadline_then_a_cluster_error() -> None:

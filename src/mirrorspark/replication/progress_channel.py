@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Protocol
+from typing import Any, Protocol
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
@@ -62,10 +62,29 @@ class ProgressChannelReader:
     def __init__(self, flow: ReportSink) -> None:
         self.flow = flow
         self.skipped = 0
-        self._consumer = flow.context.consumer(
+        self._next = -2  # the next offset to read (-2: the beginning)
+        self._consumer = self._open()
+
+    def _open(self) -> Any:
+        """Create the channel's consumer, assigned at the next offset to read."""
+        consumer = self.flow.context.consumer(
             "target", "task-progress-target-consumer", overrides={"enable.partition.eof": True}
         )
-        self._consumer.assign([TopicPartition(flow.progress_topic, 0, -2)])  # from the beginning
+        consumer.assign([TopicPartition(self.flow.progress_topic, 0, self._next)])
+        return consumer
+
+    def _reopen(self) -> None:
+        """Replace the consumer: its cached metadata lost the channel's partition (after a target outage).
+
+        librdkafka then answers ``Local: Unknown partition`` until its next metadata refresh
+        (``topic.metadata.refresh.interval.ms``, 5 minutes): every take-over and final report read
+        failed that long. A new consumer asks for the metadata at once.
+        """
+        old, self._consumer = self._consumer, self._open()
+        try:
+            old.close()
+        except Exception as e:  # the old one's trouble is why it is replaced
+            log.debug("%s: closing the progress channel's old consumer: %s", self.flow.name, e)
 
     def load(self, timeout_s: float = 30.0) -> int:
         """Read the channel to its end at start: the newest reports restore the copied segments, nothing else.
@@ -123,6 +142,7 @@ class ProgressChannelReader:
                 if m.error() is not None:
                     continue
                 last = int(m.offset() or 0)
+                self._next = last + 1
                 if record_kind(m.key()) != "report":
                     continue  # the driver's flow, lag and group records (format version 2): for the service
                 try:
@@ -144,6 +164,7 @@ class ProgressChannelReader:
     def _end_offset(self, timeout_s: float) -> int:
         """Return the channel's end offset; transient errors (an unknown partition too) retried for ``timeout_s``."""
         deadline = time.monotonic() + timeout_s
+        reopened = False
         while True:
             left = deadline - time.monotonic()
             try:
@@ -155,7 +176,11 @@ class ProgressChannelReader:
             except KafkaException as e:
                 err = e.args[0] if e.args else None
                 # a channel created a moment ago: not yet in every broker's metadata, nor in this client's
-                again = is_transient(err) or (isinstance(err, KafkaError) and err.code() in _NOT_KNOWN_YET)
+                unknown = isinstance(err, KafkaError) and err.code() in _NOT_KNOWN_YET
+                again = is_transient(err) or unknown
+                if unknown and not reopened:
+                    self._reopen()  # a channel created a moment ago, or metadata lost in an outage: ask afresh
+                    reopened = True
                 if not again or time.monotonic() + 0.2 >= deadline:
                     raise ClusterError(
                         f"{self.flow.name}: reading the end of the progress channel '{self.flow.progress_topic}' "
