@@ -123,10 +123,28 @@ def build_spark_session(
         b = b.config(key, value)
     spark = b.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("MIRRORSPARK_SPARK_LOG_LEVEL", "ERROR"))
+    _quiet_accumulator_server(spark)
     if not (spark.sparkContext.master or "").startswith("local["):
         # Executors of a real cluster (or local-cluster) need this package: ship it as a zip.
         spark.sparkContext.addPyFile(str(_package_zip()))
     return spark
+
+
+def _quiet_accumulator_server(spark: SparkSession) -> None:
+    """Log the accumulator server's connection errors at DEBUG instead of printing a traceback to stderr.
+
+    PySpark's accumulator server (a ``socketserver`` in this process) reads the JVM's updates; when
+    the JVM dies, or a run is stopped, its handler ends with ``EOFError`` and ``socketserver``
+    prints the traceback. The JVM's death is named by :class:`DriverJvmWatch` in one line instead.
+    """
+    server = getattr(spark.sparkContext, "_accumulatorServer", None)
+    if server is None:
+        return
+
+    def handle_error(_request: Any, client_address: Any) -> None:
+        log.debug("Spark's accumulator server: a connection from %s ended: %s", client_address, sys.exc_info()[1])
+
+    server.handle_error = handle_error
 
 
 def _package_zip() -> Path:

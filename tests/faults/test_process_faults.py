@@ -342,16 +342,8 @@ def crash_bound(size: CrashLoopSize, *, flush_records: int, restarts: int) -> tu
     return bound, words
 
 
-EOS_STOP_XFAIL = pytest.mark.xfail(
-    reason="issue #23: after the target's stop, the exactly-once flow's take-over fails for minutes: the progress "
-    "channel reader's get_watermark_offsets answers 'Local: Unknown partition' (progress_channel.py); at least "
-    "once, the lease taken back under the next epoch needs no take-over",
-    strict=False,
-)
-
-
 @pytest.mark.timeout(TIMEOUT_S)
-@pytest.mark.parametrize("mode", [AT_LEAST_ONCE, pytest.param(EXACTLY_ONCE, marks=EOS_STOP_XFAIL)])
+@pytest.mark.parametrize("mode", [AT_LEAST_ONCE, EXACTLY_ONCE])
 def test_a_crash_loop_over_a_backlog_still_makes_progress(
     fault_clusters: LocalClusters, tmp_path: Path, mode: str
 ) -> None:

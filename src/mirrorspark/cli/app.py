@@ -65,7 +65,7 @@ def _setup_logging(verbose: bool) -> None:
     # librdkafka's lines for the operator tools' clients: a failure is reported once, as the error
     logging.getLogger("mirrorspark.librdkafka").setLevel(logging.DEBUG if verbose else logging.CRITICAL)
     # standby, takeover and task restarts are what an operator of several instances must see
-    for name in ("mirrorspark.replication.lease", "mirrorspark.replication.supervisor", "mirrorspark.start-up"):
+    for name in ("mirrorspark.replication.lease", "mirrorspark.replication.supervisor"):
         logging.getLogger(name).setLevel(logging.INFO)
 
 
@@ -265,6 +265,7 @@ def _run(
 
     logging.getLogger("mirrorspark.start-up").info("starting (config loaded)")
     replicator = Replicator(cfg, targets=clusters, on_stats=on_stats)
+    replicator.check_reachable()  # an unreachable cluster: one error line, before Spark prints anything
     # Spark starts while the flows start (offsets read, topics synced, leases joined): a restart after a
     # crash waits for the longer of the two, not for both. Sized for the most copy tasks the flows may run.
     spark_start = _SparkStart(master, spark_conf, task_slots=sum(f.config.tasks_max for f in replicator.flows))
