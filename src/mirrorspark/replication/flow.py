@@ -413,6 +413,8 @@ class Flow:
             report of another incarnation of its topic.
         """
         if not self.positions.same_incarnation(report):
+            if segments_only:
+                self.positions.note_other_incarnation(report)  # an earlier run's: it may tell a re-created topic
             return False
         if report.segments:
             self.copied.add(report.topic, report.partition, report.segments, epoch=report.epoch)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from mirrorspark.core.gaps import GapEvent, check_position, recreated_gap
 from mirrorspark.core.progress_records import PartitionReport
 from mirrorspark.kafka.admin import ClusterAdmin, PartitionKey
+from mirrorspark.kafka.admin_topics import TopicDescription
 from mirrorspark.mm2.connect_offsets import OffsetHistory, last_valid_offset
 from mirrorspark.mm2.offset_syncs import CopiedSegment
 from mirrorspark.replication.gap_ledger import GapLedger
@@ -169,6 +170,7 @@ class Positions:
         self._topic_ids: dict[str, str] = {}  # source topic -> id last recorded in the gap ledger
         self._from_start: set[str] = set()  # re-created topics: their partitions start at the log start
         self._unconfirmed: dict[str, str] = {}  # re-created topic -> new id, recorded once its new starts are committed
+        self._other_ids: dict[tuple[str, str], dict[int, int]] = {}  # reports read of another id: furthest positions
 
     # ------------------------------------------------------------------ start-up
 
@@ -369,10 +371,25 @@ class Positions:
         known = self._topic_ids.get(report.topic)
         return report.topic_id is None or known is None or report.topic_id == known
 
+    def note_other_incarnation(self, report: PartitionReport) -> None:
+        """Keep the position an earlier run's report names for another topic id than the recorded one.
+
+        A re-created topic's new id is recorded only after its copy tasks committed the new starts
+        (:meth:`check_topic_ids`); a run that ended in between leaves the old id recorded while
+        ``mm2-offsets`` already holds the new topic's offsets. The reports of the new topic, read
+        at start, tell (:meth:`_committed_anew`).
+        """
+        if report.topic_id is not None:
+            seen = self._other_ids.setdefault((report.topic, report.topic_id), {})
+            seen[report.partition] = max(seen.get(report.partition, -1), report.next_offset)
+
     def current_topic_ids(self, topics: Iterable[str]) -> dict[str, str]:
         """Return the source topics' ids now (KIP-516); topics that do not exist are left out."""
-        described = self._admin.describe_topics(topics)
-        return {t: d.topic_id for t, d in described.items() if d.topic_id}
+        return {t: d.topic_id for t, d in self._describe(topics).items() if d.topic_id}
+
+    def _describe(self, topics: Iterable[str]) -> dict[str, TopicDescription]:
+        """Describe the source topics that exist (partition layout and topic id)."""
+        return self._admin.describe_topics(topics)
 
     def recreated(self, ids: Mapping[str, str]) -> set[str]:
         """Topics among ``ids`` whose id differs from the one recorded: deleted and created again."""
@@ -400,15 +417,15 @@ class Positions:
             The source cannot be described, or the gap ledger cannot be written.
         """
         self._confirm_topic_ids()
-        ids = self.current_topic_ids(topics)
+        described = {t: d for t, d in self._describe(topics).items() if d.topic_id}
         now = int(time.time() * 1000)
         changed: dict[str, str] = {}
         forgotten: set[str] = set()
-        for topic, tid in sorted(ids.items()):
-            known = self._topic_ids.get(topic)
+        for topic, d in sorted(described.items()):
+            tid, known = str(d.topic_id), self._topic_ids.get(topic)
             if known == tid:
                 continue
-            if known is not None:
+            if known is not None and not self._committed_anew(topic, tid, len(d.replicas)):
                 if not self._record_recreated(topic, known, tid, now):
                     continue
                 self.forget_topic(topic)
@@ -422,6 +439,30 @@ class Positions:
             self._unconfirmed.update({t: i for t, i in changed.items() if t in forgotten})
             self._topic_ids.update(changed)
         return forgotten
+
+    def _committed_anew(self, topic: str, tid: str, partitions: int) -> bool:
+        """Tell whether every partition of the topic's incarnation ``tid`` had its new start committed already.
+
+        True when an earlier run's progress reports name ``tid`` for each of its partitions: a
+        copy task reports after it committed, so ``mm2-offsets`` holds that incarnation's offsets
+        and the flow resumes from them, through the start-up checks (a range deleted meanwhile is
+        a gap of the new topic), rather than start the topic over (records lost without a gap,
+        copied twice). The positions they reached are kept; ``tid`` is recorded.
+        """
+        seen = self._other_ids.get((topic, tid), {})
+        if partitions == 0 or any(p not in seen for p in range(partitions)):
+            return False
+        for p, reached in seen.items():
+            key = (topic, p)
+            self._reached[key] = max(self._reached.get(key, -1), reached)
+        log.info(
+            "%s: topic %s has a new topic id %s (re-created) and the flow's copy tasks committed the new topic's "
+            "start of each partition before the last run ended: resuming it from its stored source offsets",
+            self.flow_name,
+            topic,
+            tid,
+        )
+        return True
 
     def _confirm_topic_ids(self) -> None:
         """Record the ids of re-created topics whose every partition's new start is committed (see above)."""
@@ -515,13 +556,13 @@ class Positions:
                 # a topic dropped from the lists while its tasks still committed: resume after it if allowed again
                 self._stored[key] = report.next_offset - 1
             return False
+        if report.generation >= p.from_generation:
+            p.restarted = False  # a task of any later generation committed the new position: mm2-offsets holds it
         if generation is None or (report.generation == generation and generation >= p.from_generation):
             if report.next_offset > p.position:
                 p.position = report.next_offset
                 self.last_commit_at = report.at / 1000.0
             p.add(report)
-            if report.generation >= p.from_generation:
-                p.restarted = False  # a task committed the new topic's position: mm2-offsets holds it now
         return True
 
     def list_ends(self, keys: Sequence[PartitionKey] | None = None) -> list[PartitionKey]:
