@@ -37,7 +37,7 @@ import sys
 import tempfile
 import time
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +58,7 @@ from chaos_check import (  # noqa: E402
 from chaos_faults import FAULTS, Cell, Planned, draw_schedule, format_schedule  # noqa: E402
 from chaos_feed import ChaosFeed, SourceGroup  # noqa: E402
 from figures import ROOT, machine  # noqa: E402
+from proxy import proxy_every_broker  # noqa: E402
 from scenario import MODES, RunProcess, mode_properties  # noqa: E402
 
 from mirrorspark.config.properties import format_properties  # noqa: E402
@@ -114,8 +115,14 @@ def duplicate_bound(
     return faults * per_fault + math.ceil(rate * outage_s)
 
 
-def properties(o: Options, source: Any, target: Any, topics: list[str], group: str) -> str:
-    """The ``mm2.properties`` of the run: one flow per mode of ``o.modes``, from ``source`` to ``target``."""
+def properties(
+    o: Options, source: Any, target: Any, topics: list[str], group: str, *, executor_target: str | None = None
+) -> str:
+    """The ``mm2.properties`` of the run: one flow per mode of ``o.modes``, from ``source`` to ``target``.
+
+    ``executor_target``: the target's direct ``bootstrap.servers`` for the copy tasks when the
+    driver's go through proxies (``cut-driver``).
+    """
     props: dict[str, str] = {
         "clusters": ", ".join([*(SOURCE_ALIAS[m] for m in o.modes), *(TARGET_ALIAS[m] for m in o.modes)])
     }
@@ -144,6 +151,8 @@ def properties(o: Options, source: Any, target: Any, topics: list[str], group: s
             "offset.lag.max": "100",
         }
     )
+    if executor_target is not None:
+        props["mirrorspark.executor.target.bootstrap.servers"] = executor_target
     for kind in o.kinds:
         FAULTS[kind].configure(props, [(SOURCE_ALIAS[m], TARGET_ALIAS[m]) for m in o.modes])
     for kv in o.extra:
@@ -345,12 +354,17 @@ def _run(o: Options, plan: list[Planned], base: Path) -> int:
     tag = f"chaos-{o.seed}-{uuid.uuid4().hex[:6]}"
     topics, group = [f"{tag}-t{i}" for i in range(o.topics)], f"{tag}-group"
     props = base / "mm2.properties"
-    props.write_text(properties(o, src, tgt.cluster("tgt"), topics, group))
+    driver_target, proxies = tgt.cluster("tgt"), None
+    if "cut-driver" in o.kinds:  # the driver's clients through proxies, the copy tasks direct
+        proxies = proxy_every_broker(load_clusters(tgt_dir), "tgt")
+        driver_target = replace(driver_target, bootstrap_servers=proxies.bootstrap_servers)
+    direct = tgt.bootstrap("tgt") if proxies is not None else None
+    props.write_text(properties(o, src, driver_target, topics, group, executor_target=direct))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
     feed = ChaosFeed(src.bootstrap_servers, topics, partitions=o.partitions, rate=o.rate).start()
     reader = SourceGroup(src.bootstrap_servers, group, f"^{tag}-t.*")
     cell = Cell(RunProcess(props, base, env=env), feed, src.bootstrap_servers, tgt.bootstrap("tgt"), tgt_dir, "tgt",
-                [SOURCE_ALIAS[m] for m in o.modes])  # fmt: skip
+                [SOURCE_ALIAS[m] for m in o.modes], driver_proxies=proxies)  # fmt: skip
     try:
         cell.run.launch()
         wait_copying(cell, o.modes, topics)
@@ -386,6 +400,8 @@ def _run(o: Options, plan: list[Planned], base: Path) -> int:
             reader.close()
         with contextlib.suppress(Exception):
             feed.finish()
+        if proxies is not None:
+            proxies.close()
 
 
 def _repair_brokers(tgt_dir: Path) -> None:

@@ -11,7 +11,8 @@ Faults (issue #23 item 7): ``kill-run`` (kill -9 of the whole run's process grou
 ``kill-worker`` (one Spark Python worker running a copy task), ``kill-jvm`` (the Spark driver
 JVM; the run must end by itself, then it is relaunched), ``kill-leader`` (the target's partition
 leader, restarted later; needs a 3-broker target), ``cut-driver`` (the driver-only network
-cut: skipped for now, see :class:`CutDriver`), ``recreate-topic``, ``delete-records`` (past the
+cut: the driver's clients reach the target through proxies, the copy tasks directly),
+``recreate-topic``, ``delete-records`` (past the
 copied position: the run is frozen while the source moves on), ``add-partitions`` and
 ``foreign-offset`` (an MM2-format ``mm2-offsets`` record far past the partition's end).
 """
@@ -31,6 +32,7 @@ import psutil
 from chaos_feed import ChaosFeed
 from confluent_kafka import Producer, TopicPartition
 from helpers import admin, assert_eventually, client_config
+from proxy import ProxyGroup
 from scenario import RunProcess, copy_task_workers, port_of
 
 from mirrorspark.kafka.local.brokers import pid_alive, signal_group
@@ -72,6 +74,10 @@ class Cell:
         The foreign ``mm2-offsets`` records written: (source alias, topic, partition, offset).
     outage_s:
         Seconds of outages so far (a target broker down, the run frozen), for the duplicate bound.
+    driver_proxies:
+        The proxies in front of every target broker that only the run's driver goes through
+        (``mirrorspark.executor.target.bootstrap.servers`` keeps the copy tasks direct), when
+        ``cut-driver`` is among the kinds; ``None`` otherwise.
     """
 
     run: RunProcess
@@ -85,6 +91,7 @@ class Cell:
     restore: list[tuple[float, str, Callable[[], str]]] = field(default_factory=list)
     foreign: set[tuple[str, str, int, int]] = field(default_factory=set)
     outage_s: float = 0.0
+    driver_proxies: ProxyGroup | None = None
 
     def run_pid(self) -> int | None:
         """The pid of the running ``mirrorspark run``, ``None`` if it is not running."""
@@ -263,14 +270,11 @@ class KillLeader(_Base):
 
 
 class CutDriver(_Base):
-    """The driver-only network cut (issue #23 item 5): pluggable, skipped until its proxy exists.
+    """The driver-only network cut (issue #23 item 5): the driver's proxies to the target refuse everything.
 
-    To wire it in (a few lines): in :meth:`configure`, point each flow's ``<target>.bootstrap.servers``
-    at a :class:`proxy.TcpProxy` in front of the target and keep the executors direct
-    (``mirrorspark.executor.target.bootstrap.servers``, the driver/executor split routing); drop
-    :meth:`skip`; in :meth:`apply`, cut the proxy and put a restore at ``params["down_s"]`` that
-    heals it (as :class:`KillLeader` restarts its broker), adding ``down_s`` to ``cell.outage_s``.
-    A second instance as standby is a second :class:`scenario.RunProcess` on the same properties.
+    The copy tasks keep their direct connections; the driver loses the flow's lease after the
+    session timeout, its tasks' grants lapse (they end without committing), and once healed it
+    takes the lease back and starts them again.
     """
 
     kind = "cut-driver"
@@ -279,10 +283,21 @@ class CutDriver(_Base):
         return {**super().draw(rng, topics), "down_s": round(rng.uniform(5.0, 20.0), 1)}
 
     def skip(self, cell: Cell) -> str | None:
-        return "skipped: the driver/executor split routing and its TCP proxy are not in tests/faults/ yet"
+        return None if cell.driver_proxies is not None else "skipped: the target is not behind the driver's proxies"
 
     def apply(self, cell: Cell, topic: str, params: dict[str, Any]) -> str:
-        raise NotImplementedError("cut-driver is skipped (see skip)")
+        proxies = cell.driver_proxies
+        assert proxies is not None
+        dropped = proxies.down()
+
+        def heal() -> str:
+            proxies.up()
+            return "the driver's network to the target healed"
+
+        down_s = float(params["down_s"])
+        cell.restore.append((time.monotonic() + down_s, "heal the driver's network", heal))
+        cell.outage_s += down_s
+        return f"the driver's network to the target cut for {down_s} s ({dropped} connections dropped)"
 
 
 class RecreateTopic(_Base):

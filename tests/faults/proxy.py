@@ -102,14 +102,22 @@ class TcpProxy:
 
     def cut(self, seconds: float) -> int:
         """Drop every connection and refuse new ones for ``seconds``; return how many were dropped."""
-        self._down.set()
-        self.cuts += 1
+        dropped = self.down()
         try:
-            dropped = self._drop_all()
             time.sleep(seconds)  # the outage itself, not a wait for a condition
             return dropped
         finally:
-            self._down.clear()
+            self.up()
+
+    def down(self) -> int:
+        """Drop every connection and refuse new ones until :meth:`up`; return how many were dropped."""
+        self._down.set()
+        self.cuts += 1
+        return self._drop_all()
+
+    def up(self) -> None:
+        """Accept and forward connections again."""
+        self._down.clear()
 
 
 def _close(s: socket.socket) -> None:
@@ -125,6 +133,55 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+class ProxyGroup:
+    """One :class:`TcpProxy` per broker of a cluster, cut and healed together (:func:`proxy_every_broker`)."""
+
+    def __init__(self, proxies: list[TcpProxy]) -> None:
+        self.proxies = proxies
+        self.bootstrap_servers = ",".join(f"{HOST}:{p.port}" for p in proxies)
+
+    def down(self) -> int:
+        """Cut every broker's proxy (:meth:`TcpProxy.down`); return how many connections were dropped."""
+        return sum(p.down() for p in self.proxies)
+
+    def up(self) -> None:
+        """Heal every broker's proxy."""
+        for p in self.proxies:
+            p.up()
+
+    def close(self) -> None:
+        """Stop every proxy."""
+        for p in self.proxies:
+            p.close()
+
+
+def proxy_every_broker(clusters: LocalClusters, alias: str) -> ProxyGroup:
+    """Put every broker of cluster ``alias`` behind a proxy of its own; the caller closes the group.
+
+    Each broker is given an ``EXTERNAL`` listener on a free port advertised at its proxy's port
+    (the cluster is stopped and started again); clients bootstrapping through the group's
+    ``bootstrap_servers`` reach the brokers only through the proxies, the direct listeners stay.
+    """
+    cluster = clusters.cluster(alias)
+    pairs = [(TcpProxy(), _free_port()) for _ in cluster.brokers]
+    stopped = stop_cluster(clusters, alias)
+    for broker, (proxy, external) in zip(cluster.brokers, pairs, strict=True):
+        _add_external_listener(broker.properties_path, external, proxy.port, f"node {broker.node_id} of {alias}")
+    restart_cluster(stopped, alias, timeout_s=300)
+    for proxy, external in pairs:
+        proxy.start(external)
+    return ProxyGroup([proxy for proxy, _ in pairs])
+
+
+def _add_external_listener(path: Path, port: int, advertised: int, what: str) -> None:
+    """Give one broker an ``EXTERNAL`` listener on ``port``, advertised at ``advertised`` (its proxy)."""
+    props = parse_properties(path.read_text())
+    props["listeners"] += f",EXTERNAL://{HOST}:{port}"
+    props["advertised.listeners"] += f",EXTERNAL://{HOST}:{advertised}"
+    props["listener.security.protocol.map"] += ",EXTERNAL:PLAINTEXT"
+    path.write_text(format_properties(props, header=f"# {what}, behind a proxy"))
+
+
 @contextlib.contextmanager
 def behind_proxy(clusters: LocalClusters, alias: str) -> Iterator[tuple[LocalCluster, TcpProxy]]:
     """Put cluster ``alias`` (one broker) behind a :class:`TcpProxy`; yield the cluster as clients see it.
@@ -138,12 +195,7 @@ def behind_proxy(clusters: LocalClusters, alias: str) -> Iterator[tuple[LocalClu
     proxy = TcpProxy()
     external = _free_port()
     stopped = stop_cluster(clusters, alias)
-    path: Path = cluster.brokers[0].properties_path
-    props = parse_properties(path.read_text())
-    props["listeners"] += f",EXTERNAL://{HOST}:{external}"
-    props["advertised.listeners"] += f",EXTERNAL://{HOST}:{proxy.port}"
-    props["listener.security.protocol.map"] += ",EXTERNAL:PLAINTEXT"
-    path.write_text(format_properties(props, header=f"# node 0 of local cluster {alias}, behind a proxy"))
+    _add_external_listener(cluster.brokers[0].properties_path, external, proxy.port, f"node 0 of local cluster {alias}")
     restart_cluster(stopped, alias, timeout_s=300)
     proxy.start(external)
     try:

@@ -84,9 +84,10 @@ def render_random(rows: Sequence[Mapping[str, Any]], source: str) -> list[str]:
         "## Random seeds (`make faults-random`)",
         "",
         f"From `{source}`. Each seed draws a schedule of faults (`tests/faults/chaos_faults.py`: kill -9 of the run, "
-        "of a Python worker, of the Spark driver JVM, the target's partition leader, a topic deleted and re-created, "
-        "`deleteRecords` past the copied position, partitions added, a foreign `mm2-offsets` record; the driver-only "
-        "network cut is skipped for now) while records with unique values flow into several topics, and "
+        "of a Python worker, of the Spark driver JVM, the target's partition leader, only the driver's network to the "
+        "target cut (the copy tasks connected directly), a topic deleted and re-created, `deleteRecords` past the "
+        "copied position, partitions added, a foreign `mm2-offsets` record) while records with unique values flow "
+        "into several topics, and "
         "`tests/faults/chaos_check.py` proves from the clusters alone: every record produced is on the target or in "
         "a gap `mirrorspark status --json` names exactly (**lost** counts those that are neither), copies beyond the "
         "first stay within the **bound** (0 for a `read_committed` reader in exactly-once mode), first copies keep "
