@@ -292,7 +292,7 @@ class CutDriver(_Base):
 
         def heal() -> str:
             proxies.up()
-            return "the driver's network to the target healed"
+            return "the driver's network to the target healed" if not proxies.cuts else "one cut of the driver's ended"
 
         down_s = float(params["down_s"])
         cell.restore.append((time.monotonic() + down_s, "heal the driver's network", heal))

@@ -134,20 +134,27 @@ def _free_port() -> int:
 
 
 class ProxyGroup:
-    """One :class:`TcpProxy` per broker of a cluster, cut and healed together (:func:`proxy_every_broker`)."""
+    """One :class:`TcpProxy` per broker of a cluster, cut and healed together (:func:`proxy_every_broker`).
+
+    Cuts nest: a cut that begins while another lasts keeps the network down until both healed.
+    """
 
     def __init__(self, proxies: list[TcpProxy]) -> None:
         self.proxies = proxies
         self.bootstrap_servers = ",".join(f"{HOST}:{p.port}" for p in proxies)
+        self.cuts = 0  # cuts not healed yet
 
     def down(self) -> int:
         """Cut every broker's proxy (:meth:`TcpProxy.down`); return how many connections were dropped."""
+        self.cuts += 1
         return sum(p.down() for p in self.proxies)
 
     def up(self) -> None:
-        """Heal every broker's proxy."""
-        for p in self.proxies:
-            p.up()
+        """Heal one cut; the proxies forward again once every cut is healed."""
+        self.cuts = max(0, self.cuts - 1)
+        if self.cuts == 0:
+            for p in self.proxies:
+                p.up()
 
     def close(self) -> None:
         """Stop every proxy."""
