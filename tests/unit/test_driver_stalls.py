@@ -381,3 +381,28 @@ def test_the_watch_follows_pysparks_gateway_process_or_the_spark_submit_parent(m
     monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "4040")  # launched by spark-submit: its JVM is our parent
     watch = DriverJvmWatch.of(object())  # type: ignore[arg-type]
     assert watch is not None and watch.check() is None
+
+
+def test_the_run_command_exits_within_its_grace_when_the_jvm_died_and_the_loop_is_stuck(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A driver loop blocked on an unreachable cluster must not keep a dead JVM's run alive (issue #23 item 3)."""
+    from mirrorspark.cli.app import _JvmDeathDeadline
+
+    exits: list[int] = []
+    done = threading.Event()
+
+    def exit_(code: int) -> None:
+        exits.append(code)
+        done.set()
+
+    deadline = _JvmDeathDeadline(grace_s=0.05, exit=exit_)
+    deadline.on_lost(SparkDriverLostError("the Spark driver JVM (pid 4242) was killed by SIGKILL"))
+    assert done.wait(5)
+    assert exits == [9]
+    assert "SPARK_DRIVER_LOST" in capsys.readouterr().err
+    settled = _JvmDeathDeadline(grace_s=0.05, exit=exit_)
+    settled.settled.set()  # the run ended by itself within the grace: the command prints and exits as usual
+    settled.on_lost(SparkDriverLostError("the Spark driver JVM (pid 4242) was killed by SIGKILL"))
+    threading.Event().wait(0.3)
+    assert exits == [9]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import signal
 import sys
 import threading
@@ -272,6 +273,8 @@ def _run(
     replicator.start()  # connects, creates topics and joins the leases: fails fast on an unreachable cluster
     spark = spark_start.result()
     replicator.spark = spark
+    deadline = _JvmDeathDeadline()
+    replicator.jvm = deadline.watch(spark)
 
     def on_sigint(_sig: int, _frame: FrameType | None) -> None:
         if replicator.stopping:
@@ -299,10 +302,61 @@ def _run(
             raise
         raise lost from None
     finally:
+        deadline.settled.set()
         signal.signal(signal.SIGINT, previous)
     if not quiet:
         out_console.print(progress_table(stats, elapsed_s=time.monotonic() - started))
     return stats
+
+
+JVM_EXIT_GRACE_S = 3.0
+"""Seconds ``mirrorspark run`` gives its driver loop to end after the Spark driver JVM died, before it exits anyway."""
+
+
+class _JvmDeathDeadline:
+    """Ends ``mirrorspark run`` within :data:`JVM_EXIT_GRACE_S` of its Spark driver JVM's death (issue #23 item 3).
+
+    The driver loop notices the death at its next tick and ends; but a control job blocked on a
+    cluster it cannot reach (the driver's network to the target cut, say) holds the loop up for
+    its whole timeout, and stopping the flows afterwards takes longer still. Nothing can copy any
+    more (every copy task is told to abort, no grant is renewed): past the grace, the error line
+    is printed and the process exits with its code, the flows' clean-up left undone (the leases
+    expire with their sessions).
+
+    Parameters
+    ----------
+    grace_s:
+        Seconds after the death before the exit (s).
+    exit:
+        How the process ends (``os._exit``; a test passes its own).
+    """
+
+    def __init__(self, *, grace_s: float = JVM_EXIT_GRACE_S, exit: Callable[[int], Any] = os._exit) -> None:
+        self.grace_s = grace_s
+        self._exit = exit
+        self.settled = threading.Event()  # the run returned or raised: the command ends by itself
+
+    def watch(self, spark: Any) -> Any:
+        """Build the watch of ``spark``'s driver JVM (``None`` when it cannot be watched) with this deadline on it."""
+        from mirrorspark.spark_session import DriverJvmWatch
+
+        jvm = DriverJvmWatch.of(spark)
+        if jvm is not None:
+            jvm.on_lost(self.on_lost)
+        return jvm
+
+    def on_lost(self, error: MirrorsparkError) -> None:
+        """Start the grace (on the watch's thread: never blocks it)."""
+        threading.Thread(target=self._expire, args=(error,), name="mirrorspark-jvm-deadline", daemon=True).start()
+
+    def _expire(self, error: MirrorsparkError) -> None:
+        if self.settled.wait(self.grace_s):
+            return
+        fail(error)  # the one error line, as the command prints it
+        with contextlib.suppress(Exception):
+            sys.stderr.flush()
+            sys.stdout.flush()
+        self._exit(error.exit_code)
 
 
 class _SparkStart:

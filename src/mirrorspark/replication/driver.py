@@ -49,6 +49,8 @@ from mirrorspark.replication.worker import Worker, first_error
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from mirrorspark.spark_session import DriverJvmWatch
+
 log = logging.getLogger(__name__)
 startup_log = logging.getLogger("mirrorspark.start-up")
 """Where the seconds of a start go (flows, Spark, lease, first tasks): INFO, shown by ``mirrorspark run``."""
@@ -242,6 +244,13 @@ class Replicator:
     clients:
         Where every Kafka client comes from (default: real confluent-kafka clients).
 
+    Attributes
+    ----------
+    jvm:
+        The watch of the Spark driver JVM the copy tasks run under; set it before :meth:`run` to
+        act on the JVM's death yourself as well (``mirrorspark run`` ends the process within
+        seconds); ``None``: the worker builds its own (:meth:`DriverJvmWatch.of`).
+
     Raises
     ------
     ConfigError
@@ -261,6 +270,7 @@ class Replicator:
     ) -> None:
         self.config = config
         self.spark = spark
+        self.jvm: DriverJvmWatch | None = None
         # policies, filters and client settings of every flow, built once here and passed down
         self.context = ReplicationContext(config) if clients is None else ReplicationContext(config, clients)
         flows = config.enabled_flows(targets)
@@ -493,7 +503,8 @@ class Replicator:
         if until_caught_up:
             self._targets = {f.name: f.end_snapshot() for f in self.flows}
             self._checkpoint_targets = [cp.snapshot() for cp in self.checkpoints]
-        worker = Worker(self.spark, self.flows, stop_at=self._targets if until_caught_up else None, joined=self.leases)
+        stop_at = self._targets if until_caught_up else None
+        worker = Worker(self.spark, self.flows, stop_at=stop_at, joined=self.leases, jvm=self.jvm)
         self.worker = worker
         for f in self.flows:
             if f.exactly_once:
