@@ -9,8 +9,10 @@ and the gaps ``mirrorspark status --json`` names, and checks:
   partition and an offset range holding its upstream offset, and its incarnation: a gap naming
   an old topic id (a topic deleted, or deleted and re-created) covers that incarnation's records
   from its ``first_lost`` on (what the old topic received after the flow last listed it went
-  with it), a ``deleted``/``truncated`` gap without one its exact range, found while that
-  incarnation lived (a gap with no known start names nothing);
+  with it), and a ``recreated`` gap every record of an incarnation between its old and new ids
+  (created and deleted again while the flow could not look); a ``deleted``/``truncated`` gap
+  without an old id its exact range, found while that incarnation lived (a gap with no known
+  start names nothing);
 * **copied twice**: copies beyond the first; exactly-once: none; at-least-once: at most the bound;
 * **order**: in each remote partition, the first copies of a source partition's records appear in
   upstream-offset order (and in the partition of the same number);
@@ -197,8 +199,14 @@ def status_gaps(properties: Path, env: Mapping[str, str]) -> list[dict[str, Any]
 def _named(rec: FedRecord, gaps: Sequence[Mapping[str, Any]], lives: Mapping[str, list[Incarnation]]) -> bool:
     """Whether a gap names ``rec`` exactly: topic, partition, an offset range holding it, its incarnation."""
     life = lives[rec.topic][rec.incarnation]
+    index = {i.topic_id: i.index for i in lives[rec.topic]}
     for g in gaps:
-        if g["topic"] != rec.topic or g["partition"] != rec.partition or g["first_lost"] is None:
+        if g["topic"] != rec.topic or g["partition"] != rec.partition:
+            continue
+        old, new = index.get(g.get("old_topic_id") or ""), index.get(g.get("new_topic_id") or "")
+        if g["reason"] == "recreated" and old is not None and new is not None and old < rec.incarnation < new:
+            return True  # an incarnation the flow never saw, between the two it did
+        if g["first_lost"] is None:
             continue
         if g.get("old_topic_id") is not None:  # a whole incarnation went: its records from first_lost on
             if g["old_topic_id"] == life.topic_id and rec.offset >= g["first_lost"]:

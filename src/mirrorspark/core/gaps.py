@@ -20,7 +20,9 @@ partition's log start and end offsets and its topic id, and records each loss as
 * ``"recreated"`` — the topic id changed: the topic was deleted and created again. The old topic's
   records from ``position`` on are lost (``[position, old end)`` known, the old end being what the
   flow last listed; records it received after that listing went with it); the flow resumes at the
-  new topic's beginning.
+  new topic's beginning. The topic may have been re-created more than once while the flow could not
+  look (stopped, or cut off from the target): every record of an incarnation between the two ids,
+  created and deleted again unseen, is lost too, and named by the same gap.
 
 Gap events are kept in a compacted topic on the target, ``mm2-gaps<isep><source><isep>internal``
 (:func:`gaps_topic`), with the topic ids last seen per replicated topic, so that both survive
@@ -135,7 +137,8 @@ class GapEvent:
                 return f"{where}: {gone}; its {lost}{known} were never copied"
             return (
                 f"{where}: the topic was deleted and re-created (topic id {self.old_topic_id} -> "
-                f"{self.new_topic_id}); the old topic's {lost}{known} were never copied"
+                f"{self.new_topic_id}); the old topic's {lost}{known} were never copied, nor the records "
+                "of any incarnation in between (created and deleted again before the flow saw it)"
             )
         if self.reason == "deleted":
             return f"{where}: {span} were deleted from the source before they were copied"
