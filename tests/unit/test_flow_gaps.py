@@ -412,6 +412,26 @@ def test_a_recreated_topics_new_id_is_recorded_only_once_its_new_starts_are_comm
     assert [r.topic_id for r in ledger(b) if isinstance(r, KnownTopicId)] == [old_id, new_id]
 
 
+def test_a_take_over_never_moves_a_restarted_partition_to_the_old_topics_offsets() -> None:
+    """A lease taken back before a re-created topic's new start was committed: mm2-offsets still holds the old
+    topic's offsets (a foreign record written since makes them look new); the reload must take none of them
+    (faults-random seed 4: position 994 from the old topic's 993, the new topic's 0..993 lost without a gap)."""
+    cfg, a, b, clients = two_clusters()
+    a.create_topic("orders", 1)
+    a.fill("orders", 0, 2000)
+    flow = started_flow(cfg, clients)
+    for offset in (992, 993, 1500):
+        store_offset(b, "orders", 0, offset)  # the old topic's commits
+    flow.reload_positions()
+    a.recreate_topic("orders", 1)
+    a.fill("orders", 0, 1000)
+    flow.refresh()
+    assert flow.partitions[("orders", 0)].position == 0 and flow.partitions[("orders", 0)].restarted
+    store_offset(b, "orders", 0, 5_000_000)  # a foreign record
+    flow.reload_positions()  # the lease was lost to a cut and taken back
+    assert flow.partitions[("orders", 0)].position == 0
+
+
 def test_a_new_start_reported_by_an_earlier_generation_still_ends_the_restart() -> None:
     """The first commit of a re-created topic's partition may be reported after the next generation started
     (an assignment change): that generation's tasks must adopt the new topic's stored offsets, not start over."""

@@ -256,8 +256,10 @@ class Positions:
         checks already (a foreign or corrupt offset skipped, a re-created topic started at its log
         start), and reading it back again must not undo them (``engine-audit.md`` F1). A new offset
         goes through the same check: one the source partition cannot hold, and the flow's own
-        reports never reached, is foreign or corrupt (skipped with a WARNING and counted). Positions
-        never move backwards.
+        reports never reached, is foreign or corrupt (skipped with a WARNING and counted). A partition
+        of a re-created topic whose new start no task committed yet (``restarted``) takes nothing:
+        every offset stored for it is the old topic's, whatever was written since. Positions never
+        move backwards.
 
         Raises
         ------
@@ -268,6 +270,8 @@ class Positions:
         for k, h in history.items():
             if k in self.by_key and h.offsets and h.offsets[-1] != self._seen.get(k):
                 self._seen[k] = h.offsets[-1]
+                if self.by_key[k].restarted:
+                    continue  # a re-created topic's new start is not committed yet: these are the old topic's
                 if h.offsets[-1] + 1 > self.by_key[k].position:
                     fresh[k] = list(h.offsets)
         if not fresh:
