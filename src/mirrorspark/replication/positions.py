@@ -430,7 +430,7 @@ class Positions:
             if known == tid:
                 continue
             if known is not None and not self._committed_anew(topic, tid, len(d.replicas)):
-                if not self._record_recreated(topic, known, tid, now):
+                if not self._record_recreated(topic, known, tid, now, partitions=len(d.replicas)):
                     continue
                 self.forget_topic(topic)
                 self._from_start.add(topic)
@@ -480,8 +480,14 @@ class Positions:
         for t in done:
             del self._unconfirmed[t]
 
-    def _record_recreated(self, topic: str, known: str, tid: str, now: int) -> bool:
-        """Record a gap for every partition of a re-created topic; tell whether the flow goes on."""
+    def _record_recreated(self, topic: str, known: str, tid: str, now: int, *, partitions: int) -> bool:
+        """Record a gap for every partition of a re-created topic; tell whether the flow goes on.
+
+        Besides the partitions the flow replicated or has stored offsets of, each partition of the
+        new topic the flow never saw gets a gap from offset 0: the old topic may have had it (added
+        while the flow could not look, then deleted with its records). Partitions past both counts
+        cannot be known.
+        """
         go_on = True
         for k in [k for k in self.order if k[0] == topic]:
             p = self.by_key[k]
@@ -491,6 +497,9 @@ class Positions:
             go_on &= self.record_gap(
                 recreated_gap(self.flow_name, topic, k[1], self._stored[k] + 1, None, known, tid, now)
             )
+        seen = {k[1] for k in (*self.order, *self._stored) if k[0] == topic}
+        for partition in (p for p in range(partitions) if p not in seen):
+            go_on &= self.record_gap(recreated_gap(self.flow_name, topic, partition, 0, None, known, tid, now))
         return go_on
 
     # ------------------------------------------------------------------ gaps
