@@ -174,6 +174,41 @@ def test_a_restarted_partition_commits_its_start_even_with_nothing_to_copy() -> 
     assert (report.next_offset, report.records) == (0, 0)
 
 
+@pytest.mark.parametrize(
+    ("now_id", "outcome", "copied"), [("OLD", TaskOutcome.STOPPED, 10), ("NEW", TaskOutcome.OUT_OF_RANGE, 0)]
+)
+def test_records_read_after_the_topic_was_recreated_under_the_task_are_never_committed(
+    now_id: str, outcome: TaskOutcome, copied: int
+) -> None:
+    """The consumer follows the topic by name: re-created under the task, it reads the new topic's records at
+    the old positions. Committed as the old topic's, they were copied twice once the driver started the new
+    topic over (faults-random seed 42). The ids are read before each commit: the transaction is aborted and
+    the partition reported out of range, for the driver to find the re-creation."""
+    t = EosTask(start=0)
+    parts = tuple(dataclasses.replace(a, topic_id="OLD") for a in t.spec.partitions)
+    t.spec = dataclasses.replace(t.spec, partitions=parts)
+    asked: list[Sequence[str]] = []
+
+    def ids(topics: Sequence[str]) -> Mapping[str, str]:
+        asked.append(topics)
+        return dict.fromkeys(topics, now_id)
+
+    t.runner = CopyTaskRunner(
+        t.spec,
+        consumer=t.consumer,
+        data=t.data,
+        commit_producer=t.commits,
+        syncs_producer=t.syncs,
+        channel=t.channel,
+        clock=lambda: t.now,
+        stored_offsets=t.read,
+        topic_ids=ids,
+    )
+    assert step(t, stop_after(2)) == outcome
+    assert len(t.copied()) == copied and asked and asked[0] == ["t"]
+    assert t.committed() == ({0: 9} if copied else {})
+
+
 def test_without_the_read_the_task_starts_at_the_driver_position() -> None:
     """The at-least-once path and the driver's own start are unchanged (no stored-offsets reader)."""
     t = EosTask(start=2)

@@ -137,7 +137,7 @@ class TaskConfigs:
                 f"offset-syncs-{side}-producer",
                 overrides=idempotent,
             )
-        offsets_consumer = offsets_admin = None
+        offsets_consumer = offsets_admin = source_admin = None
         if self.exactly_once:  # the task reads its own source offsets after init_transactions (KIP-618)
             offsets_consumer = ctx.client_conf(
                 "target_consumer",
@@ -151,6 +151,7 @@ class TaskConfigs:
             # the group.id of every assign-only consumer of the flow (never joined; its DESCRIBE ACL is documented)
             offsets_consumer.setdefault("group.id", f"mirrorspark-{cfg.name}")
             offsets_admin = ctx.client_conf("target_admin", "offsets-target-admin")
+            source_admin = ctx.client_conf("source_admin", "topic-ids-source-admin")  # re-created under the task?
         # a driver on another network than its executors: the copy tasks reach the clusters elsewhere
         source, target = cfg.executor_source_bootstrap_servers.strip(), cfg.executor_target_bootstrap_servers.strip()
         for conf, bootstrap in (
@@ -159,6 +160,7 @@ class TaskConfigs:
             (commit, target),
             (offsets_consumer, target),
             (offsets_admin, target),
+            (source_admin, source),
         ):
             if bootstrap and conf is not None:
                 conf["bootstrap.servers"] = bootstrap
@@ -171,6 +173,7 @@ class TaskConfigs:
             "syncs": syncs,
             "offsets_consumer": offsets_consumer,
             "offsets_admin": offsets_admin,
+            "source_admin": source_admin,
         }
         return self._confs
 
@@ -284,6 +287,7 @@ class TaskConfigs:
                     init_timeout_s=init_timeout_s,
                     offsets_consumer_conf=confs["offsets_consumer"],
                     offsets_admin_conf=confs["offsets_admin"],
+                    source_admin_conf=confs["source_admin"],
                     stop_at=None if stop_at is None else {k: stop_at.get(k, positions[k]) for k in keys},
                     epoch=epoch,
                 )

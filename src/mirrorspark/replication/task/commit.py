@@ -236,6 +236,9 @@ StoredOffsetsReader = Callable[[Sequence[PartitionKey]], Mapping[PartitionKey, O
 """Reads the stored source offsets of the given partitions from ``mm2-offsets`` (exactly-once, after
 ``init_transactions``: :func:`~mirrorspark.replication.task.stored_offsets.read_stored_offsets`)."""
 
+TopicIdsReader = Callable[[Sequence[str]], Mapping[str, str]]
+"""Reads the ids of the given source topics (KIP-516), the topics that exist only."""
+
 SOURCE_END_TIMEOUT_S = 30.0
 """Seconds a copy task waits for a source partition's end offset when it checks a stored offset (s)."""
 
@@ -244,7 +247,8 @@ class _Committer:
     """What both committers share: the task, its partitions, its clients and where they write.
 
     ``stored_offsets``: exactly-once only, how the task reads its own source offsets after
-    ``init_transactions`` (``None``: it starts at the driver's positions).
+    ``init_transactions`` (``None``: it starts at the driver's positions). ``topic_ids``:
+    exactly-once only, how it reads its source topics' ids before a commit (``None``: no check).
     """
 
     def __init__(
@@ -260,9 +264,11 @@ class _Committer:
         sources: Mapping[PartitionKey, FetchSource],
         clock: Callable[[], float] = time.monotonic,
         stored_offsets: StoredOffsetsReader | None = None,
+        topic_ids: TopicIdsReader | None = None,
     ) -> None:
         self.spec = spec
         self.stored_offsets = stored_offsets
+        self.topic_ids = topic_ids
         self.parts = partitions
         self.consumer = consumer
         self.data = data
@@ -297,7 +303,8 @@ class _Committer:
 
     def _positions(self, keys: Sequence[PartitionKey]) -> dict[PartitionKey, int]:
         """Return the consumer's positions (next offset to read; past transaction markers and compacted gaps)."""
-        tps = self.consumer.position([TopicPartition(t, p) for (t, p) in keys])
+        keys = [k for k in keys if k not in self.parts.out_of_range]  # paused where they were found out of range
+        tps = self.consumer.position([TopicPartition(t, p) for (t, p) in keys]) if keys else []
         return {(tp.topic, tp.partition): tp.offset for tp in tps}
 
     def _check_delivery(self, pc: PartitionCopy) -> None:
@@ -508,6 +515,8 @@ class TransactionalCommitter(_Committer):
         moves = self._moves(keys)
         if not moves:
             return True
+        if self._recreated_under_the_task(keys):
+            return True
         for key, next_offset in moves:  # the same producer, the same transaction: Connect's layout, unchanged
             o = source_offset_record(self.spec, key[0], key[1], next_offset)
             _produce(self.data, o)
@@ -533,6 +542,35 @@ class TransactionalCommitter(_Committer):
             if next_offset > pc.committed or key in self.announce:
                 moves.append((key, max(next_offset, pc.committed)))
         return moves
+
+    def _recreated_under_the_task(self, keys: Sequence[PartitionKey]) -> bool:
+        """Abort the transaction if a topic it copied from was deleted and re-created since the task started.
+
+        The consumer follows a topic by name: after a re-creation it may read the new topic's records
+        at the old topic's positions, and committing them as the old topic's would copy them twice
+        once the driver starts the new topic over. The ids are read after the records (a topic id
+        never comes back), so records of a re-created topic are never committed. The partitions of
+        such a topic are paused and reported out of range: the driver finds the re-creation and its
+        gap, and starts the next generation.
+        """
+        if self.topic_ids is None:
+            return False
+        started = {k: self.parts.by_key[k].assignment.topic_id for k in keys if self.parts.by_key[k].upstream}
+        topics = sorted({t for (t, _), tid in started.items() if tid is not None})
+        if not topics:
+            return False
+        now = self.topic_ids(topics)
+        gone = [k for k, tid in started.items() if tid is not None and now.get(k[0]) != tid]
+        if not gone:
+            return False
+        with contextlib.suppress(Exception):  # fenced or broken: nothing of it is committed either way
+            self.data.abort_transaction(self.spec.stall_timeout_s)
+        for t, p in (k for k in self.parts.by_key if k[0] in {g[0] for g in gone}):
+            if (t, p) not in self.parts.out_of_range:
+                self.parts.out_of_range.append((t, p))
+                self.consumer.pause([TopicPartition(t, p)])
+        self.rewind()
+        return True
 
     def _await_deliveries(self) -> None:
         """Collect the committed records' downstream offsets (delivery reports): every record is acknowledged."""

@@ -16,7 +16,7 @@ from mirrorspark.kafka.admin import ClusterAdmin
 from mirrorspark.kafka.factory import with_logger
 from mirrorspark.mm2.connect_offsets import OffsetHistory
 from mirrorspark.replication.task.channel import ChannelClient
-from mirrorspark.replication.task.commit import StoredOffsetsReader
+from mirrorspark.replication.task.commit import SOURCE_END_TIMEOUT_S, StoredOffsetsReader, TopicIdsReader
 from mirrorspark.replication.task.runner import CopyTaskRunner
 from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionKey, TaskOutcome, TaskResult
 from mirrorspark.replication.task.stored_offsets import read_stored_offsets
@@ -110,6 +110,26 @@ def stored_offsets_reader(spec: CopyTaskSpec) -> StoredOffsetsReader | None:
     return read
 
 
+def topic_ids_reader(spec: CopyTaskSpec) -> TopicIdsReader | None:
+    """Return how an exactly-once task reads its source topics' ids with a real admin client (``None`` otherwise).
+
+    The admin client (:attr:`~mirrorspark.replication.task.spec.CopyTaskSpec.source_admin_conf`) is
+    created at the first read and kept for the task's life.
+    """
+    if not spec.exactly_once or spec.source_admin_conf is None:
+        return None
+    conf = dict(spec.source_admin_conf)
+    held: list[ClusterAdmin] = []
+
+    def read(topics: Sequence[str]) -> Mapping[str, str]:
+        if not held:
+            admin = AdminClient(with_logger(conf, str(conf.get("client.id", "topic-ids-admin"))))
+            held.append(ClusterAdmin(admin, spec.source, timeout_s=SOURCE_END_TIMEOUT_S))
+        return {t: d.topic_id for t, d in held[0].describe_topics(topics).items() if d.topic_id}
+
+    return read
+
+
 def run_copy_task(spec: CopyTaskSpec) -> TaskResult:
     """Build the task's clients and channel, run it (:class:`CopyTaskRunner`), release the clients.
 
@@ -152,6 +172,7 @@ def run_copy_task(spec: CopyTaskSpec) -> TaskResult:
             channel=channel,
             sources=sources,
             stored_offsets=stored_offsets_reader(spec),
+            topic_ids=topic_ids_reader(spec),
         )
         result = runner.run()
         outcome = result.outcome
@@ -206,5 +227,6 @@ __all__ = [
     "run_copy_job",
     "run_copy_task",
     "stored_offsets_reader",
+    "topic_ids_reader",
     "with_fetch_stats",
 ]

@@ -42,6 +42,7 @@ from mirrorspark.replication.task.commit import (
     Committer,
     CommitWrites,
     StoredOffsetsReader,
+    TopicIdsReader,
     TransactionalCommitter,
 )
 from mirrorspark.replication.task.failures import consumer_error
@@ -99,6 +100,8 @@ class CopyTaskRunner:
         Exactly-once: how the task reads its own stored source offsets after ``init_transactions``
         (:class:`~mirrorspark.replication.task.commit.TransactionalCommitter`); ``None``: it starts
         at the driver's positions.
+    topic_ids:
+        Exactly-once: how the task reads its source topics' ids before each commit; ``None``: no check.
 
     Notes
     -----
@@ -118,6 +121,7 @@ class CopyTaskRunner:
         sources: Mapping[PartitionKey, FetchSource] | None = None,
         clock: Callable[[], float] = time.monotonic,
         stored_offsets: StoredOffsetsReader | None = None,
+        topic_ids: TopicIdsReader | None = None,
     ) -> None:
         self.spec = spec
         self.consumer = consumer
@@ -146,6 +150,7 @@ class CopyTaskRunner:
             sources=sources if sources is not None else {},
             clock=clock,
             stored_offsets=stored_offsets,
+            topic_ids=topic_ids,
         )
 
     def run(self) -> TaskResult:

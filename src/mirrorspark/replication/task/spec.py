@@ -112,6 +112,11 @@ class CopyTaskSpec:
         and admin client with which the task reads its own partitions' source offsets from
         ``offsets_topic`` after ``init_transactions`` (KIP-618); ``None``: the task starts at the
         driver's positions.
+    source_admin_conf:
+        Exactly-once mode: librdkafka configuration of a source admin client with which the task
+        checks, before each commit, that the topics it copied from still have the ids it was
+        started with (a topic deleted and re-created under it: its records are another
+        incarnation's, never committed as the old one's); ``None``: no check.
     stop_at:
         A bounded copy (``mirrorspark run --until-caught-up``): ``{(topic, partition): end offset}``
         the driver listed at start; the task commits and ends (``caught_up``) once every partition
@@ -147,6 +152,7 @@ class CopyTaskSpec:
     init_timeout_s: float = 60.0
     offsets_consumer_conf: Mapping[str, Any] | None = None
     offsets_admin_conf: Mapping[str, Any] | None = None
+    source_admin_conf: Mapping[str, Any] | None = None
     stop_at: Mapping[PartitionKey, int] | None = None
     epoch: int = 0
 
