@@ -55,7 +55,8 @@ faults: install
 
 # The randomized fault checker (tests/faults/chaos.py): a schedule drawn from SEED (printed first, to replay it)
 # strikes for DURATION seconds while records flow, then the checker's verdict from the clusters (exit 1 on any
-# violation); one line per mode in build/faults/random.jsonl (make faults-report adds its table to docs/faults.md).
+# violation); one line per mode in build/faults/random.jsonl (make faults-report adds its table to docs/faults.md;
+# python tests/faults/report.py --random-only replaces just that table, keeping the suite's).
 SEED ?= 1
 DURATION ?= 180
 MODE ?= both

@@ -199,7 +199,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--output", "-o", type=Path, default=DOC, help="where to write (default: docs/faults.md)")
     parser.add_argument("--note", default="", help="a sentence for the header (e.g. how loaded the machine was)")
     parser.add_argument("--random", type=Path, default=RANDOM, help="the random checker's results (if present)")
+    parser.add_argument(
+        "--random-only",
+        action="store_true",
+        help="replace only the random seeds' section of the page, keeping the suite's table (make faults-random)",
+    )
     args = parser.parse_args(argv)
+    if args.random_only:
+        return _random_only(args.random, args.output)
     path: Path = args.figures or default_figures()
     if not path.exists():
         print(f"no fault figures at {path}: run `make faults` (or the fault suite) first", file=sys.stderr)
@@ -214,6 +221,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     text = render(rows, source, args.note, random_rows, _relative(random_path))
     args.output.write_text(text, encoding="utf-8")
     print(f"wrote {args.output} ({len(rows)} rows from {source})")
+    return 0
+
+
+def _random_only(random_path: Path, output: Path) -> int:
+    """Replace the random seeds' section of ``output`` by the one of ``random_path``; 2 if either is missing."""
+    rows = load_random(random_path) if random_path.exists() else []
+    if not rows or not output.exists():
+        print(f"nothing to render: {random_path} or {output} is missing or empty", file=sys.stderr)
+        return 2
+    page = output.read_text(encoding="utf-8")
+    head = page.split("\n## Random seeds", 1)[0].rstrip("\n")
+    output.write_text(head + "\n" + "\n".join(render_random(rows, _relative(random_path))) + "\n", encoding="utf-8")
+    print(f"wrote the random seeds of {output} ({len(rows)} rows from {_relative(random_path)})")
     return 0
 
 

@@ -138,3 +138,8 @@ def test_the_report_adds_a_table_of_random_seeds(tmp_path: Path) -> None:
     assert "| 7 | exactly-once | 120 | 2: kill-run, cut-driver (skipped) | 24,000 | 0 | 0 | 0 | 2 | pass |" in text
     assert "**fail**: seed 7 at-least-once: lost: 3" in text
     assert text.count("| 7 | exactly-once |") == 1
+    suite = text.split("## Random seeds")[0]
+    random.write_text(json.dumps({**row, "seed": 8}) + "\n")
+    assert report.main(["--random-only", "--output", str(out), "--random", str(random)]) == 0
+    again = out.read_text()
+    assert again.startswith(suite) and "| 8 | exactly-once |" in again and "| 7 | exactly-once |" not in again
