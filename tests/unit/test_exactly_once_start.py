@@ -35,6 +35,7 @@ from mirrorspark.replication import supervisor as supervisor_module
 from mirrorspark.replication.fencing import fence_flow, fence_ids, fence_zombies
 from mirrorspark.replication.flow import Flow
 from mirrorspark.replication.supervisor import FlowSupervisor
+from mirrorspark.replication.task.commit import TopicIdsReader
 from mirrorspark.replication.task.runner import CopyTaskRunner
 from mirrorspark.replication.task.spec import PartitionAssignment, PartitionKey, TaskOutcome
 from mirrorspark.replication.task.stored_offsets import read_stored_offsets
@@ -59,7 +60,7 @@ class EosTask(Task):
         admin = ClusterAdmin(FakeAdmin(self.b), "B")
         return read_stored_offsets(self.spec, keys, consumer=FakeConsumer(self.b), admin=admin, timeout_s=5)
 
-    def build(self, *, stored: bool = True) -> CopyTaskRunner:
+    def build(self, *, stored: bool = True, topic_ids: TopicIdsReader | None = None) -> CopyTaskRunner:
         return CopyTaskRunner(
             self.spec,
             consumer=self.consumer,
@@ -69,6 +70,7 @@ class EosTask(Task):
             channel=self.channel,
             clock=lambda: self.now,
             stored_offsets=self.read if stored else None,
+            topic_ids=topic_ids,
         )
 
     def store(self, *offsets: int, partition: int = 0) -> None:
@@ -193,17 +195,7 @@ def test_records_read_after_the_topic_was_recreated_under_the_task_are_never_com
         asked.append(topics)
         return dict.fromkeys(topics, now_id)
 
-    t.runner = CopyTaskRunner(
-        t.spec,
-        consumer=t.consumer,
-        data=t.data,
-        commit_producer=t.commits,
-        syncs_producer=t.syncs,
-        channel=t.channel,
-        clock=lambda: t.now,
-        stored_offsets=t.read,
-        topic_ids=ids,
-    )
+    t.runner = t.build(topic_ids=ids)
     assert step(t, stop_after(2)) == outcome
     assert len(t.copied()) == copied and asked and asked[0] == ["t"]
     assert t.committed() == ({0: 9} if copied else {})
