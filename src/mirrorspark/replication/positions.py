@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from mirrorspark.core.gaps import GapEvent, check_position, recreated_gap
 from mirrorspark.core.progress_records import PartitionReport
 from mirrorspark.kafka.admin import ClusterAdmin, PartitionKey
-from mirrorspark.kafka.admin_topics import TopicDescription
 from mirrorspark.mm2.connect_offsets import OffsetHistory, last_valid_offset
 from mirrorspark.mm2.offset_syncs import CopiedSegment
 from mirrorspark.replication.gap_ledger import GapLedger
@@ -389,11 +388,7 @@ class Positions:
 
     def current_topic_ids(self, topics: Iterable[str]) -> dict[str, str]:
         """Return the source topics' ids now (KIP-516); topics that do not exist are left out."""
-        return {t: d.topic_id for t, d in self._describe(topics).items() if d.topic_id}
-
-    def _describe(self, topics: Iterable[str]) -> dict[str, TopicDescription]:
-        """Describe the source topics that exist (partition layout and topic id)."""
-        return self._admin.describe_topics(topics)
+        return {t: d.topic_id for t, d in self._admin.describe_topics(topics).items() if d.topic_id}
 
     def recreated(self, ids: Mapping[str, str]) -> set[str]:
         """Topics among ``ids`` whose id differs from the one recorded: deleted and created again."""
@@ -421,7 +416,7 @@ class Positions:
             The source cannot be described, or the gap ledger cannot be written.
         """
         self._confirm_topic_ids()
-        described = {t: d for t, d in self._describe(topics).items() if d.topic_id}
+        described = {t: d for t, d in self._admin.describe_topics(topics).items() if d.topic_id}
         now = int(time.time() * 1000)
         changed: dict[str, str] = {}
         forgotten: set[str] = set()
