@@ -211,6 +211,8 @@ class Positions:
             log_start, log_end = starts.get(k, 0), ends.get(k, 0)
             if k[0] in self._from_start:
                 pos = log_start
+                if log_start > 0:  # the new topic's first records went before the flow could copy them
+                    self.record_gap(GapEvent(self.flow_name, k[0], k[1], "deleted", 0, log_start - 1, now))
             elif k in self._stored:
                 pos = self._resumed(k, log_start, log_end)
                 if k in starts and k in ends and log_start <= log_end:
