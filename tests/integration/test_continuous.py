@@ -219,6 +219,13 @@ def test_a_standby_instance_takes_over_when_the_active_one_is_killed(
         os.killpg(first.pid, signal.SIGKILL)  # kill -9 of the active instance: driver, JVM, Python workers
         first.wait(30)
         produce(p, topic, [{"value": f"c{i}".encode(), "partition": i % 2} for i in range(100)])
+        # the killed run's PySpark daemon (a process group of its own) ends its workers once the JVM is
+        # gone: the c records must be copied by the second run, after it took the lease over
+        assert_eventually(
+            lambda: "holds the lease" in (tmp_path / "second.log").read_text(errors="replace"),
+            timeout_s=90,
+            message="the second run did not take the lease over",
+        )
         expected = {f"{x}{i}".encode() for x in "abc" for i in range(100)}
         assert_eventually(lambda: set(remote_values(b, remote)) >= expected, timeout_s=90, message="no takeover")
         second.send_signal(signal.SIGTERM)

@@ -406,3 +406,20 @@ def test_the_run_command_exits_within_its_grace_when_the_jvm_died_and_the_loop_i
     settled.on_lost(SparkDriverLostError("the Spark driver JVM (pid 4242) was killed by SIGKILL"))
     threading.Event().wait(0.3)
     assert exits == [9]
+
+
+def test_a_stop_requested_while_starting_ends_the_run_without_starting_copy_tasks() -> None:
+    """A SIGTERM while Spark still starts (a standby stopped early): ``run`` closes the flows, no copy task starts."""
+    from fakes import two_clusters
+    from mirrorspark.replication.driver import DriverState, Replicator
+
+    cfg, a, _b, clients = two_clusters()
+    a.create_topic("orders", 1)
+    replicator = Replicator(cfg, clients=clients)
+    for flow in replicator.flows:  # what start() did before the stop
+        flow.start()
+    replicator.state = DriverState.RUNNING
+    replicator.spark = object()  # any use of it (a copy task started) would raise
+    replicator.request_stop()
+    [stats] = replicator.run()
+    assert replicator.worker is None and stats.state == "stopped"

@@ -266,15 +266,6 @@ def _run(
 
     logging.getLogger("mirrorspark.start-up").info("starting (config loaded)")
     replicator = Replicator(cfg, targets=clusters, on_stats=on_stats)
-    replicator.check_reachable()  # an unreachable cluster: one error line, before Spark prints anything
-    # Spark starts while the flows start (offsets read, topics synced, leases joined): a restart after a
-    # crash waits for the longer of the two, not for both. Sized for the most copy tasks the flows may run.
-    spark_start = _SparkStart(master, spark_conf, task_slots=sum(f.config.tasks_max for f in replicator.flows))
-    replicator.start()  # connects, creates topics and joins the leases: fails fast on an unreachable cluster
-    spark = spark_start.result()
-    replicator.spark = spark
-    deadline = _JvmDeathDeadline()
-    replicator.jvm = deadline.watch(spark)
 
     def on_sigint(_sig: int, _frame: FrameType | None) -> None:
         if replicator.stopping:
@@ -282,9 +273,19 @@ def _run(
         err_console.print("stopping: committing what was copied (Ctrl-C again to abort)…")
         replicator.request_stop()
 
-    previous = signal.signal(signal.SIGINT, on_sigint)
-    signal.signal(signal.SIGTERM, on_sigint)
+    # from the start: a SIGTERM while the flows or Spark start (a standby stopped early) is a clean stop too
+    previous = {s: signal.signal(s, on_sigint) for s in (signal.SIGINT, signal.SIGTERM)}
+    spark: Any = None
+    deadline = _JvmDeathDeadline()
     try:
+        replicator.check_reachable()  # an unreachable cluster: one error line, before Spark prints anything
+        # Spark starts while the flows start (offsets read, topics synced, leases joined): a restart after a
+        # crash waits for the longer of the two, not for both. Sized for the most copy tasks the flows may run.
+        spark_start = _SparkStart(master, spark_conf, task_slots=sum(f.config.tasks_max for f in replicator.flows))
+        replicator.start()  # connects, creates topics and joins the leases: fails fast on an unreachable cluster
+        spark = spark_start.result()
+        replicator.spark = spark
+        replicator.jvm = deadline.watch(spark)
         if not quiet and out_console.is_terminal:
             with Live(console=out_console, refresh_per_second=2) as live_view:
                 live = live_view
@@ -292,8 +293,9 @@ def _run(
         else:
             stats = replicator.run(until_caught_up=until_caught_up)
     except KeyboardInterrupt:
-        with contextlib.suppress(Exception):  # the JVM may be gone already: nothing left to cancel
-            spark.sparkContext.cancelAllJobs()
+        if spark is not None:
+            with contextlib.suppress(Exception):  # the JVM may be gone already: nothing left to cancel
+                spark.sparkContext.cancelAllJobs()
         err_console.print("aborted: what was copied since the copy tasks' last commit will be copied again")
         raise typer.Exit(130) from None
     except Exception as e:  # a Spark call of the driver (e.g. the slot check) that found the JVM gone
@@ -303,7 +305,8 @@ def _run(
         raise lost from None
     finally:
         deadline.settled.set()
-        signal.signal(signal.SIGINT, previous)
+        for s, handler in previous.items():
+            signal.signal(s, handler)
     if not quiet:
         out_console.print(progress_table(stats, elapsed_s=time.monotonic() - started))
     return stats

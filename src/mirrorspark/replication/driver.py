@@ -503,6 +503,10 @@ class Replicator:
         if until_caught_up:
             self._targets = {f.name: f.end_snapshot() for f in self.flows}
             self._checkpoint_targets = [cp.snapshot() for cp in self.checkpoints]
+        if self._stop.is_set():  # stopped while starting (a standby's SIGTERM): no copy task to start and stop
+            self.state = DriverState.STOPPING
+            self.close()
+            return self._finish()
         stop_at = self._targets if until_caught_up else None
         worker = Worker(self.spark, self.flows, stop_at=stop_at, joined=self.leases, jvm=self.jvm)
         self.worker = worker
