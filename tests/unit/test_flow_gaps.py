@@ -509,3 +509,40 @@ def test_a_run_ended_after_the_new_starts_were_committed_resumes_the_new_topic()
     assert [(g.reason, g.partition, g.first_lost, g.last_lost) for g in flow.gaps] == [("deleted", 0, 40, 119)]
     assert [r.topic_id for r in ledger(b) if isinstance(r, KnownTopicId)] == [old_id, new_id]
     assert not any(p.restarted for p in flow.partitions.values())
+
+
+def test_a_run_ended_after_some_new_starts_were_committed_resumes_those_partitions_only() -> None:
+    """Killed after partition 0 of a re-created topic committed its new start and partition 1 had not: the next
+    run resumes partition 0 from the new topic's stored offset and starts partition 1 over at its log start
+    (CI's seed 11: the whole topic was started over, exactly-once copied partition 0's records twice)."""
+    cfg, a, b, clients = two_clusters()
+    a.create_topic("orders", 2)
+    a.fill("orders", 0, 100)
+    a.fill("orders", 1, 100)
+    first = started_flow(cfg, clients)
+    store_offset(b, "orders", 1, 79)  # the old topic's last commit of partition 1
+    old_id = a.topics["orders"].topic_id
+    a.recreate_topic("orders", 2)
+    a.fill("orders", 0, 150)
+    a.fill("orders", 1, 150)
+    first.refresh()
+    gaps_before = len(ledger_gaps(b))
+    new_id = a.topics["orders"].topic_id
+    store_offset(b, "orders", 0, 39)  # partition 0's task committed the new topic's 0..39 ...
+    report = PartitionReport("A->B", "orders", 0, 0, 1, 40, 40, 0, 0, 0, 0, 0, (), 1)
+    b.append(first.progress_topic, *encode_report(replace(report, topic_id=new_id)))  # ... and reported
+    first.close()  # killed before partition 1's task committed its new start
+    flow = started_flow(cfg, clients)
+    p0, p1 = flow.partitions[("orders", 0)], flow.partitions[("orders", 1)]
+    assert (p0.position, p0.restarted) == (40, False)
+    assert (p1.position, p1.restarted) == (0, True)
+    # partition 0's new records are not a gap again; partition 1's old records after 79 are, as before
+    new_gaps = ledger_gaps(b)[gaps_before:]
+    assert [(g.partition, g.first_lost) for g in new_gaps] == [(1, 80)]
+    specs = {a.partition: a for s in flow.task_specs(2, ("127.0.0.1", 1, "t")) for a in s.partitions}
+    assert not specs[0].restarted and specs[1].restarted
+    assert [r.topic_id for r in ledger(b) if isinstance(r, KnownTopicId)] == [old_id]  # not until partition 1's
+    report1 = PartitionReport("A->B", "orders", 1, 0, flow.positions.started_generation, 10, 10, 0, 0, 0, 0, 0, (), 1)
+    flow.apply_report(replace(report1, topic_id=new_id))
+    flow.refresh()
+    assert [r.topic_id for r in ledger(b) if isinstance(r, KnownTopicId)] == [old_id, new_id]

@@ -167,7 +167,8 @@ class Positions:
         self._reached: dict[PartitionKey, int] = {}  # furthest position the flow's own progress reports name
         self._seen: dict[PartitionKey, int] = {}  # newest offset in mm2-offsets when last read, per partition
         self._topic_ids: dict[str, str] = {}  # source topic -> id last recorded in the gap ledger
-        self._from_start: set[str] = set()  # re-created topics: their partitions start at the log start
+        self._from_start: set[str] = set()  # re-created topics: their partitions start at the log start ...
+        self._anew: set[PartitionKey] = set()  # ... but these, whose new start an earlier run committed
         self._unconfirmed: dict[str, str] = {}  # re-created topic -> new id, recorded once its new starts are committed
         self._other_ids: dict[tuple[str, str], dict[int, int]] = {}  # reports read of another id: furthest positions
 
@@ -201,6 +202,7 @@ class Positions:
         starts = self._admin.start_offsets(keys)
         ends = self._admin.end_offsets(keys)  # high watermarks: what the source holds
         fresh = [k for k in keys if k not in self._stored and k[0] not in self._from_start]
+        over = {k for k in keys if k[0] in self._from_start and k not in self._anew}  # started over
         latest = (
             self._admin.end_offsets(fresh, read_committed=self.read_committed)
             if self.auto_offset_reset == "latest" and fresh
@@ -209,7 +211,7 @@ class Positions:
         now = int(time.time() * 1000)
         for k in keys:
             log_start, log_end = starts.get(k, 0), ends.get(k, 0)
-            if k[0] in self._from_start:
+            if k in over:
                 pos = log_start
                 if log_start > 0:  # the new topic's first records went before the flow could copy them
                     self.record_gap(GapEvent(self.flow_name, k[0], k[1], "deleted", 0, log_start - 1, now))
@@ -222,10 +224,11 @@ class Positions:
             else:
                 pos = latest.get(k, log_end) if self.auto_offset_reset == "latest" else log_start
             self.by_key[k] = PartitionProgress(
-                position=pos, from_generation=self.started_generation + 1, restarted=k[0] in self._from_start
+                position=pos, from_generation=self.started_generation + 1, restarted=k in over
             )
             self.order.append(k)
         self._from_start.difference_update(k[0] for k in keys)
+        self._anew.difference_update(keys)
 
     def _resumed(self, k: PartitionKey, log_start: int, log_end: int) -> int:
         """Return where a partition with stored offsets resumes: after the newest one it can hold."""
@@ -349,16 +352,21 @@ class Positions:
                 topic,
             )
 
-    def forget_topic(self, topic: str) -> None:
-        """Drop every partition and stored offset of ``topic`` (it will be added again as new)."""
+    def forget_topic(self, topic: str, *, keep: Iterable[int] = ()) -> None:
+        """Drop every partition and stored offset of ``topic`` (it will be added again as new).
+
+        The stored offsets and reached positions of the partitions in ``keep`` (their new start
+        was committed: they describe the new topic) are kept for :meth:`add`.
+        """
         self.resets += 1
+        kept = {(topic, p) for p in keep}
         for key in [k for k in self.order if k[0] == topic]:
             self.order.remove(key)
             self.by_key.pop(key, None)
-        for key in [k for k in self._stored if k[0] == topic]:
+        for key in [k for k in self._stored if k[0] == topic and k not in kept]:
             del self._stored[key]
             self._history.pop(key, None)
-        for key in [k for k in self._reached if k[0] == topic]:
+        for key in [k for k in self._reached if k[0] == topic and k not in kept]:
             del self._reached[key]
 
     @property
@@ -426,11 +434,13 @@ class Positions:
             tid, known = str(d.topic_id), self._topic_ids.get(topic)
             if known == tid:
                 continue
-            if known is not None and not self._committed_anew(topic, tid, len(d.replicas)):
-                if not self._record_recreated(topic, known, tid, now, partitions=len(d.replicas)):
+            anew = self._committed_anew(topic, tid, len(d.replicas)) if known is not None else set()
+            if known is not None and len(anew) < len(d.replicas):
+                if not self._record_recreated(topic, known, tid, now, partitions=len(d.replicas), skip=anew):
                     continue
-                self.forget_topic(topic)
+                self.forget_topic(topic, keep=anew)
                 self._from_start.add(topic)
+                self._anew.update((topic, p) for p in anew)
                 forgotten.add(topic)
             changed[topic] = tid
         if changed and self.halted is None:
@@ -441,29 +451,31 @@ class Positions:
             self._topic_ids.update(changed)
         return forgotten
 
-    def _committed_anew(self, topic: str, tid: str, partitions: int) -> bool:
-        """Tell whether every partition of the topic's incarnation ``tid`` had its new start committed already.
+    def _committed_anew(self, topic: str, tid: str, partitions: int) -> set[int]:
+        """Return the partitions of the topic's incarnation ``tid`` whose new start was committed already.
 
-        True when an earlier run's progress reports name ``tid`` for each of its partitions: a
-        copy task reports after it committed, so ``mm2-offsets`` holds that incarnation's offsets
-        and the flow resumes from them, through the start-up checks (a range deleted meanwhile is
-        a gap of the new topic), rather than start the topic over (records lost without a gap,
-        copied twice). The positions they reached are kept; ``tid`` is recorded.
+        Those an earlier run's progress reports name ``tid`` for: a copy task reports after it
+        committed, so ``mm2-offsets`` holds that incarnation's offsets for them and the flow
+        resumes them from there, through the start-up checks (a range deleted meanwhile is a gap
+        of the new topic), rather than start them over (records lost without a gap, or copied
+        twice). The positions they reached are kept. Every partition named: ``tid`` is recorded;
+        some: the others start over (:meth:`check_topic_ids`), each partition on its own.
         """
-        seen = self._other_ids.get((topic, tid), {})
-        if partitions == 0 or any(p not in seen for p in range(partitions)):
-            return False
+        seen = {p: n for p, n in self._other_ids.get((topic, tid), {}).items() if p < partitions}
         for p, reached in seen.items():
             key = (topic, p)
             self._reached[key] = max(self._reached.get(key, -1), reached)
-        log.info(
-            "%s: topic %s has a new topic id %s (re-created) and the flow's copy tasks committed the new topic's "
-            "start of each partition before the last run ended: resuming it from its stored source offsets",
-            self.flow_name,
-            topic,
-            tid,
-        )
-        return True
+        if seen:
+            log.info(
+                "%s: topic %s has a new topic id %s (re-created) and the flow's copy tasks committed the new "
+                "topic's start of partition(s) %s before the last run ended: resuming them from their stored "
+                "source offsets",
+                self.flow_name,
+                topic,
+                tid,
+                ", ".join(map(str, sorted(seen))),
+            )
+        return set(seen)
 
     def _confirm_topic_ids(self) -> None:
         """Record the ids of re-created topics whose every partition's new start is committed (see above)."""
@@ -477,24 +489,28 @@ class Positions:
         for t in done:
             del self._unconfirmed[t]
 
-    def _record_recreated(self, topic: str, known: str, tid: str, now: int, *, partitions: int) -> bool:
-        """Record a gap for every partition of a re-created topic; tell whether the flow goes on.
+    def _record_recreated(
+        self, topic: str, known: str, tid: str, now: int, *, partitions: int, skip: Iterable[int] = ()
+    ) -> bool:
+        """Record a gap for every partition of a re-created topic but ``skip``; tell whether the flow goes on.
 
         Besides the partitions the flow replicated or has stored offsets of, each partition of the
         new topic the flow never saw gets a gap from offset 0: the old topic may have had it (added
         while the flow could not look, then deleted with its records). Partitions past both counts
-        cannot be known.
+        cannot be known. ``skip``: partitions whose new start an earlier run committed (their
+        stored offsets are the new topic's; their gap was recorded by that run).
         """
         go_on = True
-        for k in [k for k in self.order if k[0] == topic]:
+        skipped = set(skip)
+        for k in [k for k in self.order if k[0] == topic and k[1] not in skipped]:
             p = self.by_key[k]
             end = p.end_offset if p.end_offset >= 0 else None
             go_on &= self.record_gap(recreated_gap(self.flow_name, topic, k[1], p.position, end, known, tid, now))
-        for k in sorted(k for k in self._stored if k[0] == topic and k not in self.by_key):
+        for k in sorted(k for k in self._stored if k[0] == topic and k not in self.by_key and k[1] not in skipped):
             go_on &= self.record_gap(
                 recreated_gap(self.flow_name, topic, k[1], self._stored[k] + 1, None, known, tid, now)
             )
-        seen = {k[1] for k in (*self.order, *self._stored) if k[0] == topic}
+        seen = {k[1] for k in (*self.order, *self._stored) if k[0] == topic} | skipped
         for partition in (p for p in range(partitions) if p not in seen):
             go_on &= self.record_gap(recreated_gap(self.flow_name, topic, partition, 0, None, known, tid, now))
         return go_on
