@@ -109,6 +109,10 @@ class Contender(Protocol):
         """Raise if it exited."""
         ...
 
+    def log_tail(self) -> str:
+        """The end of its current log (for a failure's message)."""
+        ...
+
     def stop(self) -> int | None:
         """Stop it gracefully (SIGTERM), then kill what is left; its exit code."""
         ...
@@ -141,6 +145,9 @@ class MirrorsparkContender:
     def check(self) -> None:
         self.run.check()
 
+    def log_tail(self) -> str:
+        return self.run.tail(6000)
+
     def stop(self) -> int | None:
         return self.run.stop()
 
@@ -172,6 +179,9 @@ class MirrorMakerContender:
     def check(self) -> None:
         if self.mm is not None and not self.mm.running:
             raise RuntimeError(f"MirrorMaker exited ({self.mm.returncode}):\n{self.mm.log_tail()}")
+
+    def log_tail(self) -> str:
+        return self.mm.log_tail() if self.mm is not None else ""
 
     def stop(self) -> int | None:
         if self.mm is None:
@@ -295,8 +305,35 @@ def crash_loop(
     """Run the schedule of the module notes against ``contender``; the feed and the tail already run.
 
     Returns once every fault is over and the feed produced its last record (a feed without a limit
-    still runs); the contender still runs.
+    still runs); the contender still runs. A wait that times out fails with the end of the
+    contender's log in its message (a CI run keeps nothing else).
     """
+    try:
+        return _schedule(
+            contender,
+            size=size,
+            feed=feed,
+            tail=tail,
+            target=target,
+            remote=remote,
+            source=source,
+            target_pids=target_pids,
+        )
+    except AssertionError as e:
+        raise AssertionError(f"{e}\n--- the end of {contender.name}'s log:\n{contender.log_tail()}") from None
+
+
+def _schedule(
+    contender: Contender,
+    *,
+    size: CrashLoopSize,
+    feed: Feed,
+    tail: Tail,
+    source: str,
+    target: str,
+    remote: str,
+    target_pids: list[int],
+) -> CrashLoopResult:
     rng = random.Random(SEED)
     out = CrashLoopResult()
     contender.launch()
