@@ -566,3 +566,27 @@ def test_a_restarted_partition_commits_its_new_start_even_with_nothing_to_copy()
     assert t.committed() == {0: -1}  # next offset 0 (MM2 seeks to the beginning for -1)
     [report] = t.reports()
     assert (report.next_offset, report.records) == (0, 0)
+
+
+def test_at_least_once_copying_goes_on_until_the_first_grant_comes() -> None:
+    """A new holder of the flow's lease starts its tasks at once and grants only from its ``safe_at``: the task
+    copies meanwhile and commits at the first grant. Before, its first commit stood waiting for the grant and
+    copying stopped with it."""
+    t = Task(records=10)
+    t.channel.granted = False
+    copied: list[int] = []
+
+    def hook(task: Task, turn: int) -> None:
+        task.now = 0.5 * turn
+        copied.append(len(task.b.records("A.t")))
+        if turn in (1, 2):  # the source grows while the grant has not come
+            task.a.append("t", b"k", f"late-{turn}".encode(), partition=0, ts=2_000 + turn)
+        if turn == 4:  # 2 s after the start: the take-over's wait is over
+            assert task.committed() == {}
+            task.channel.granted = True
+        if turn == 7:
+            task.channel.state = ChannelState.STOP
+
+    assert step(t, hook) == TaskOutcome.STOPPED
+    assert copied[4] == 12  # all copied before the grant
+    assert t.committed() == {0: 11}

@@ -183,16 +183,29 @@ class Grants:
         pass
 
 
-def test_the_take_over_reads_offsets_only_once_the_previous_holder_can_no_longer_commit() -> None:
-    """Before, the new holder read ``mm2-offsets`` on the tick it saw the lease held: the old holder's
-    last commits could land after that read, and both instances copied from overlapping positions."""
-    flow, lease = OneFlow(), WaitingLease(safe_at=time.monotonic() + 0.3)
-    sup = FlowSupervisor(flow, object(), Grants(), lease)  # type: ignore[arg-type]
+class RecordedGrants(Grants):
+    def __init__(self) -> None:
+        self.deadlines: list[float] = []
+
+    def grant(self, flow: str, generation: int, deadline: float) -> None:
+        self.deadlines.append(deadline)
+
+
+def test_the_take_over_starts_its_tasks_at_once_and_grants_only_once_the_previous_holder_can_no_longer_commit() -> None:
+    """A new holder's tasks start at the first tick that sees the lease held (a relaunch after ``kill -9``
+    resumes copying sooner); none may commit before ``safe_at``, when the old holder's last commit has landed.
+
+    Before, the tasks started only at ``safe_at``: their start (Spark job, Python worker, clients) came on top
+    of the wait. Earlier still, a grant at once let both instances' commits interleave."""
+    flow, lease, grants = OneFlow(), WaitingLease(safe_at=time.monotonic() + 0.3), RecordedGrants()
+    sup = FlowSupervisor(flow, object(), grants, lease)  # type: ignore[arg-type]
     sup.state = "standby"  # type: ignore[assignment]
     sup.tick()
-    assert (sup.state, flow.reloads, sup.generation) == ("standby", 0, 0)
-    assert_eventually(lambda: sup.tick() or sup.state == "running", timeout_s=10, interval_s=0.05)
-    assert (flow.reloads, sup.epoch, sup.generation) == (1, 7, 1)
+    assert (sup.state, flow.reloads, sup.epoch, sup.generation) == ("running", 1, 7, 1)
+    sup.grant()
+    assert grants.deadlines == []  # copying, not committing
+    assert_eventually(lambda: sup.grant() or bool(grants.deadlines), timeout_s=10, interval_s=0.05)
+    assert grants.deadlines[0] > lease.safe_at
 
 
 def test_a_delayed_grant_line_never_extends_the_permission() -> None:

@@ -215,7 +215,7 @@ class FlowSupervisor:
         self.flow = flow
         self.lease = lease
         self.epoch = 0  # the lease epoch the running generation was started under
-        self._waits_for = 0  # the holding whose take-over waits for its predecessor's last commit
+        self._grants_from = 0.0  # no grant before (monotonic s): the predecessor's last commit may still land
         self.spark = spark
         self.channel = channel
         self.stop_at = stop_at
@@ -313,42 +313,51 @@ class FlowSupervisor:
 
         An absolute deadline on the driver's monotonic clock: :data:`LEASE_GRANT_S` from now,
         capped by the lease's last confirmed contact with its coordinator
-        (:meth:`~mirrorspark.replication.lease.FlowLease.grant`); none once the holding is over.
+        (:meth:`~mirrorspark.replication.lease.FlowLease.grant`); none once the holding is over,
+        nor before a take-over's :attr:`~mirrorspark.replication.lease.FlowLease.safe_at`.
         """
         if self.lease is None:
             self.channel.grant(self.name, self.generation, time.monotonic() + UNBOUNDED_GRANT_S)
-        elif self.state == SupervisorState.RUNNING:
+        elif self.state == SupervisorState.RUNNING and time.monotonic() >= self._grants_from:
             deadline = self.lease.grant(self.epoch, LEASE_GRANT_S)
             if deadline is not None:
                 self.channel.grant(self.name, self.generation, deadline)
 
     def _take_over(self) -> None:
-        """Take the flow over under the lease's new holding, once its predecessor's last commit has landed.
+        """Take the flow over under the lease's new holding: its tasks start at once, commit only once it is safe.
 
-        Waits, tick after tick (never blocking the loop), until
+        The positions are read (``mm2-offsets``, the previous holder's reports) and the new
+        generation starts at the first tick that sees the lease held; its tasks start copying
+        (exactly-once: every transactional id fenced first, each task waiting for its first grant
+        before ``init_transactions``) while their first grant waits until
         :attr:`~mirrorspark.replication.lease.FlowLease.safe_at`: the commit producers'
         ``message.timeout.ms`` after the lease partition was assigned (the previous holder's grants
-        ended before that assignment); the first holding of a flow's lease waits for nothing.
+        ended before that assignment; the first holding of a flow's lease waits for nothing). A
+        commit of the previous holder that lands during the wait (it lost the lease alive, cut off
+        from the coordinator) names records the new tasks copy again: copied twice, never lost, and
+        no commit of the new holder can land before it. Starting the tasks during the wait instead
+        of after it shortens a relaunch after ``kill -9`` by their start (Spark job, Python worker,
+        clients).
         """
         assert self.lease is not None
         if not self.lease.may_grant(self.lease.epoch):
             return  # no contact with the coordinator lately: the lease may already be another's
-        left = self.lease.safe_at - time.monotonic()
-        if left > 0:
-            if self._waits_for != self.lease.epoch:
-                self._waits_for = self.lease.epoch  # said once per holding
-                log.info(
-                    "%s: took the flow's lease (epoch %d): waiting %.1f s for the previous holder's last commit",
-                    self.name,
-                    self.lease.epoch,
-                    left,
-                )
-            return
-        self.epoch = self.lease.epoch
         self.flow.reload_positions()  # where the previous holder's tasks committed
         # its reports: their copied runs (exact translation), never its totals (not this instance's copies)
         self.reports.poll(until_end=True, timeout_s=10, segments_only=True)
-        log.info("%s: this instance holds the flow's lease (epoch %d): copying", self.name, self.epoch)
+        self.epoch = self.lease.epoch
+        left = self.lease.safe_at - time.monotonic()
+        self._grants_from = self.lease.safe_at
+        if left > 0:
+            log.info(
+                "%s: this instance holds the flow's lease (epoch %d): copying; its first commit waits %.1f s for "
+                "the previous holder's last commit",
+                self.name,
+                self.epoch,
+                left,
+            )
+        else:
+            log.info("%s: this instance holds the flow's lease (epoch %d): copying", self.name, self.epoch)
         self.start()
 
     def _lost(self) -> None:

@@ -132,6 +132,7 @@ class CopyTaskRunner:
         self._backlog = False  # the last poll was a full one: the next may wait to fill
         self._produced = 0  # records produced since the last commit (in flight ones included)
         self._committed_once = False  # the first commit (as soon as records are acknowledged) was made
+        self._began = 0.0  # when the loop began (clock s)
         self.writes = CommitWrites(commit_producer, f"flow {spec.flow}: source offsets", spec.target)
         self.sync_writes = (
             CommitWrites(syncs_producer, f"flow {spec.flow}: offset syncs", spec.source)
@@ -173,7 +174,8 @@ class CopyTaskRunner:
                 return self._result(TaskOutcome.ORPHANED)  # refused: it must not fence the current task
             self.committer.begin()
             self.consumer.assign([TopicPartition(t, p, pc.committed) for (t, p), pc in self.parts.by_key.items()])
-            next_commit = self.clock() + self.spec.flush_interval_s
+            self._began = self.clock()
+            next_commit = self._began + self.spec.flush_interval_s
             while True:
                 msgs = self._poll()
                 self._produced += self._copy(msgs)
@@ -188,7 +190,8 @@ class CopyTaskRunner:
                     clean = True
                     return self._result(outcome)
                 per_poll = self.spec.exactly_once and self.spec.boundary == "poll" and bool(msgs)
-                if per_poll or self.clock() >= next_commit or self._volume_due():
+                due = per_poll or self.clock() >= next_commit or self._volume_due()
+                if due and not self._before_first_grant():
                     if not self.committer.commit(final=False) and not self._hold():
                         return self._result(TaskOutcome.ORPHANED)
                     next_commit = self.clock() + self.spec.flush_interval_s
@@ -246,6 +249,23 @@ class CopyTaskRunner:
             if self.committer.commit(final=False):  # waits for a grant (commit.GRANT_WAIT_S)
                 return True
         return False
+
+    def _before_first_grant(self) -> bool:
+        """At least once: whether the first commit is put off, copying on, until the driver's first grant.
+
+        A new holder of the flow's lease starts its tasks at once and grants from its
+        ``safe_at`` on (the previous holder's last commit landed): the task copies meanwhile,
+        rather than stand in its first commit's wait for a grant. For
+        :data:`~mirrorspark.replication.task.commit.GRANT_WAIT_S` after the loop began at most:
+        then the commit waits for the grant as any other (a zombie of a driver that never
+        grants ends ``orphaned``). Exactly once, the first grant came before the loop began.
+        """
+        return (
+            not self.spec.exactly_once
+            and not self._committed_once
+            and self.clock() < self._began + GRANT_WAIT_S
+            and not self.channel.may_commit()
+        )
 
     def _volume_due(self) -> bool:
         """Tell whether the commit rule's volume part says commit now (see the module notes).
