@@ -10,9 +10,15 @@ PYTEST_ARGS ?=
 # tests of one xdist group (the fault suite, the secured clusters) run on one worker. 0 = in this process.
 TEST_WORKERS ?= 3
 
-.PHONY: install chromium demo test test-unit lint bench bench-quick faults faults-report faults-random jars clean
+.PHONY: install chromium spark-archive demo test test-unit lint bench bench-quick faults faults-report faults-random jars clean
 
-install: $(STAMP) jars chromium
+install: $(STAMP) jars spark-archive
+
+# The Spark driver JVM's class archive (src/mirrorspark/spark_session/class_archive.py): mirrorspark run's Spark
+# starts in about half the time, a relaunch after a crash copies again sooner. Made once per JDK and PySpark, in
+# ~/.cache/mirrorspark; a failure is said and ignored (runs start without it).
+spark-archive: $(STAMP)
+	-$(BIN)/python -m mirrorspark.spark_session
 
 # The dashboard's browser test drives Debian's chromium through Playwright (never Playwright's own download).
 chromium:
@@ -33,7 +39,7 @@ $(JARS)/%/.done: pom.xml
 demo: install
 	$(BIN)/python -m mirrorspark.cli.demo
 
-test: install
+test: install chromium
 	$(BIN)/ruff check
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-logo --no-cache

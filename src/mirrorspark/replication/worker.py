@@ -26,6 +26,7 @@ from mirrorspark.kafka.admin import PartitionKey
 from mirrorspark.replication.lease import CLOSE_TIMEOUT_S, FlowLease
 from mirrorspark.replication.supervisor import CANCEL_WAIT_S, STOP_TIMEOUT_S, FlowSupervisor, SupervisorState
 from mirrorspark.replication.task_channel import TaskChannel
+from mirrorspark.replication.task_job import warm_up
 from mirrorspark.spark_session import DriverJvmWatch
 
 if TYPE_CHECKING:
@@ -152,6 +153,8 @@ class Worker:
                 f"but Spark offers {available}: lower tasks.max, or give Spark more cores "
                 f"(--master local[{needed}], or more executors or executor cores on a cluster)"
             )
+        if needed:
+            warm_up(self.spark, needed)  # while the leases are waited for: the first copy tasks start sooner
         for s in self.supervisors:
             # copied runs reported since the flow started (positions are read again at the take-over)
             s.reports.poll(until_end=True, timeout_s=10, segments_only=True)

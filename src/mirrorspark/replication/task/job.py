@@ -183,6 +183,11 @@ def run_copy_task(spec: CopyTaskSpec) -> TaskResult:
             _release(p, clean=clean)
 
 
+def warm_worker(index: int) -> int:
+    """Return ``index``: a warm-up task's body; unpickling it loads this module (the copy task's) into the worker."""
+    return index
+
+
 def run_copy_job(spec: CopyTaskSpec) -> TaskResult:
     """Run :func:`run_copy_task` as the one Spark task of its job, with no retry by Spark.
 
@@ -228,5 +233,6 @@ __all__ = [
     "run_copy_task",
     "stored_offsets_reader",
     "topic_ids_reader",
+    "warm_worker",
     "with_fetch_stats",
 ]

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mirrorspark.errors import SparkDriverLostError
+from mirrorspark.spark_session import class_archive
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -34,7 +35,7 @@ RESTART_ADVICE = (
 """How every :class:`~mirrorspark.errors.SparkDriverLostError` message ends: what happened to the copy, the fix."""
 
 
-PACKAGE_DIR = Path(__file__).resolve().parent
+PACKAGE_DIR = Path(__file__).resolve().parent.parent
 """The installed ``mirrorspark`` package: what :func:`build_spark_session` ships to a cluster's executors."""
 
 LOG4J_CONFIG = PACKAGE_DIR / "resources" / "log4j2-spark.properties"
@@ -90,7 +91,8 @@ def build_spark_session(
         master given, the local master gets ``max(cores, 2 * task_slots, 8)`` slots: the tasks wait
         on I/O, not CPU, and the headroom covers topics and partitions found later.
     quick_start:
-        Start the driver JVM (and Spark's launcher) with :data:`QUICK_START_JVM_OPTIONS`: for a
+        Start the driver JVM (and Spark's launcher) with :data:`QUICK_START_JVM_OPTIONS` and the
+        driver's class archive if made (:mod:`~mirrorspark.spark_session.class_archive`): for a
         replicator, whose restart after a crash waits for Spark (``mirrorspark run``). A
         ``spark.driver.extraJavaOptions`` in ``conf`` replaces them.
     """
@@ -100,7 +102,7 @@ def build_spark_session(
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     java_opts = f"-Dlog4j.configurationFile=file:{LOG4J_CONFIG} -Dlog4j2.configurationFile=file:{LOG4J_CONFIG}"
-    driver_opts = f"{java_opts} {QUICK_START_JVM_OPTIONS}" if quick_start else java_opts
+    driver_opts = f"{java_opts} {QUICK_START_JVM_OPTIONS} {class_archive.jvm_options()}" if quick_start else java_opts
     if quick_start:
         os.environ.setdefault("SPARK_LAUNCHER_OPTS", QUICK_START_JVM_OPTIONS)  # spark-class's launcher JVM
     b = SparkSession.builder.appName(app_name)
