@@ -13,17 +13,11 @@ from pathlib import Path
 
 import chaos
 import pytest
-from figures import full_size
 
 SEED = 11
 KINDS = "kill-run,kill-worker,kill-jvm,recreate-topic,delete-records,add-partitions,foreign-offset,cut-driver"
 
 
-@pytest.mark.skipif(
-    not full_size(),
-    reason="issue #23: a re-created topic whose new start one partition committed and another did not before a "
-    "kill is started over whole at the next run (copies twice in exactly-once); runs under make faults until fixed",
-)
 @pytest.mark.timeout(1800)
 def test_a_short_random_seed_in_both_modes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     args = ["--seed", str(SEED), "--duration", "60", "--spacing", "15", "--mode", "both", "--target-brokers", "1"]
