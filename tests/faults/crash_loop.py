@@ -28,7 +28,7 @@ import os
 import random
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -308,67 +308,51 @@ def crash_loop(
     still runs); the contender still runs. A wait that times out fails with the end of the
     contender's log in its message (a CI run keeps nothing else).
     """
+    with _log_on_failure(contender):
+        rng = random.Random(SEED)
+        out = CrashLoopResult()
+        contender.launch()
+        base = _grown(tail)
+        for n in range(size.kills):
+            _wait_grown(tail, feed, base, size.grow, contender.check)
+            delay = rng.uniform(0.0, size.max_delay_s)
+            out.delays.append(delay)
+            _pause_alive(delay, contender.check)
+            killed_at = time.monotonic()
+            contender.kill()
+            marks = high_watermarks(target, remote)
+            base = sum(marks.values())
+            contender.launch()
+            logger.info(
+                "%s: kill %d of %d, %.2f s after the growth; launched again", contender.name, n + 1, size.kills, delay
+            )
+            resumed = _wait_resumed(tail, feed, marks, killed_at, contender.check)
+            if resumed is not None:
+                out.kill_resumes.append(resumed)
+        _wait_grown(tail, feed, base, size.grow, contender.check)
+        killed_at = time.monotonic()
+        if contender.kill_worker(source):
+            marks = high_watermarks(target, remote)
+            out.worker_resume = _wait_resumed(tail, feed, marks, killed_at, contender.check)
+            base = sum(marks.values())
+            _wait_grown(tail, feed, base, size.grow, contender.check)
+        pause(target_pids, size.stop_s)
+        resumed_at = time.monotonic()
+        marks = _marks(target, remote)
+        out.stop_resume = _wait_resumed(tail, feed, marks, resumed_at, contender.check, timeout_s=STOP_RESUME_TIMEOUT_S)
+        if size.records is not None:
+            assert_eventually(
+                lambda: contender.check() or feed.sent >= (size.records or 0),
+                timeout_s=size.records / size.rate + 600,
+                message="the feed did not produce its records",
+            )
+        return out
+
+
+@contextlib.contextmanager
+def _log_on_failure(contender: Contender) -> Iterator[None]:
+    """Fail with the end of the contender's log appended to an assertion's message."""
     try:
-        return _schedule(
-            contender,
-            size=size,
-            feed=feed,
-            tail=tail,
-            target=target,
-            remote=remote,
-            source=source,
-            target_pids=target_pids,
-        )
+        yield
     except AssertionError as e:
         raise AssertionError(f"{e}\n--- the end of {contender.name}'s log:\n{contender.log_tail()}") from None
-
-
-def _schedule(
-    contender: Contender,
-    *,
-    size: CrashLoopSize,
-    feed: Feed,
-    tail: Tail,
-    source: str,
-    target: str,
-    remote: str,
-    target_pids: list[int],
-) -> CrashLoopResult:
-    rng = random.Random(SEED)
-    out = CrashLoopResult()
-    contender.launch()
-    base = _grown(tail)
-    for n in range(size.kills):
-        _wait_grown(tail, feed, base, size.grow, contender.check)
-        delay = rng.uniform(0.0, size.max_delay_s)
-        out.delays.append(delay)
-        _pause_alive(delay, contender.check)
-        killed_at = time.monotonic()
-        contender.kill()
-        marks = high_watermarks(target, remote)
-        base = sum(marks.values())
-        contender.launch()
-        logger.info(
-            "%s: kill %d of %d, %.2f s after the growth; launched again", contender.name, n + 1, size.kills, delay
-        )
-        resumed = _wait_resumed(tail, feed, marks, killed_at, contender.check)
-        if resumed is not None:
-            out.kill_resumes.append(resumed)
-    _wait_grown(tail, feed, base, size.grow, contender.check)
-    killed_at = time.monotonic()
-    if contender.kill_worker(source):
-        marks = high_watermarks(target, remote)
-        out.worker_resume = _wait_resumed(tail, feed, marks, killed_at, contender.check)
-        base = sum(marks.values())
-        _wait_grown(tail, feed, base, size.grow, contender.check)
-    pause(target_pids, size.stop_s)
-    resumed_at = time.monotonic()
-    marks = _marks(target, remote)
-    out.stop_resume = _wait_resumed(tail, feed, marks, resumed_at, contender.check, timeout_s=STOP_RESUME_TIMEOUT_S)
-    if size.records is not None:
-        assert_eventually(
-            lambda: contender.check() or feed.sent >= (size.records or 0),
-            timeout_s=size.records / size.rate + 600,
-            message="the feed did not produce its records",
-        )
-    return out

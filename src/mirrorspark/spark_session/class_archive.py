@@ -107,6 +107,8 @@ def create(path: Path | None = None, *, timeout_s: float = CREATE_TIMEOUT_S) -> 
     RuntimeError
         No Java, the archive turned off, or the archiving session failed (its output's end in the message).
     """
+    from mirrorspark.kafka.local.brokers import pid_alive
+
     target = path or archive_path()
     if target is None:
         raise RuntimeError(f"no archive to make: no Java found, or {ARCHIVE_ENV}=off")
@@ -127,23 +129,13 @@ def create(path: Path | None = None, *, timeout_s: float = CREATE_TIMEOUT_S) -> 
     if done.returncode != 0 or not lines or not lines[-1].isdigit():
         raise RuntimeError(f"the archiving Spark session failed ({done.returncode}): {(done.stderr or '')[-2000:]}")
     jvm = int(lines[-1])
-    while _alive(jvm) and time.monotonic() < deadline:  # it writes the archive as it exits
+    while pid_alive(jvm) and time.monotonic() < deadline:  # it writes the archive as it exits
         time.sleep(0.2)
     if not tmp.is_file() or tmp.stat().st_size == 0:
         tmp.unlink(missing_ok=True)
         raise RuntimeError(f"the Spark driver JVM {jvm} wrote no archive to {tmp}")
     os.replace(tmp, target)
     return target
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _dump(tmp: Path) -> None:
