@@ -435,7 +435,7 @@ class Positions:
             if known == tid:
                 continue
             anew = self._committed_anew(topic, tid, len(d.replicas)) if known is not None else set()
-            if known is not None and len(anew) < len(d.replicas):
+            if known is not None and (not d.replicas or len(anew) < len(d.replicas)):
                 if not self._record_recreated(topic, known, tid, now, partitions=len(d.replicas), skip=anew):
                     continue
                 self.forget_topic(topic, keep=anew)
