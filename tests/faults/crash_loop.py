@@ -92,6 +92,8 @@ class Contender(Protocol):
     """A replicator the schedule can launch, kill and stop."""
 
     name: str
+    relaunch_when_stuck: bool
+    """Whether a contender that did not resume after the target stop is relaunched (as its operator would)."""
 
     def launch(self) -> None:
         """Start it (the previous process must be gone)."""
@@ -122,6 +124,7 @@ class MirrorsparkContender:
     """``mirrorspark run`` as a subprocess (:class:`~scenario.RunProcess`)."""
 
     name = "mirrorspark"
+    relaunch_when_stuck = False  # it must resume by itself
 
     def __init__(self, properties: Path, log_dir: Path) -> None:
         self.run = RunProcess(properties, log_dir)
@@ -156,6 +159,7 @@ class MirrorMakerContender:
     """Apache Kafka's MirrorMaker 2 (:func:`~mirrorspark.kafka.local.mirror_maker.start_mirror_maker`)."""
 
     name = "MM2"
+    relaunch_when_stuck = True  # Connect never restarts a failed task: its operator restarts it
 
     def __init__(self, properties: Path, base_dir: Path, target: str) -> None:
         self.properties, self.base_dir, self.target = properties, base_dir, target
@@ -204,6 +208,9 @@ class CrashLoopResult:
         The same for the Python worker's kill; ``None`` when the contender has none.
     stop_resume:
         Seconds from SIGCONT of the target until every partition received a new record.
+    relaunched_after_stop:
+        Whether it had not resumed :data:`STOP_RESUME_TIMEOUT_S` after SIGCONT and was relaunched
+        (its ``stop_resume`` then counts the wait and the relaunch).
     delays:
         The random waits before the kills, seconds.
     """
@@ -211,6 +218,7 @@ class CrashLoopResult:
     kill_resumes: list[float] = field(default_factory=list)
     worker_resume: float | None = None
     stop_resume: float | None = None
+    relaunched_after_stop: bool = False
     delays: list[float] = field(default_factory=list)
 
     def notes(self) -> str:
@@ -221,7 +229,12 @@ class CrashLoopResult:
         ]
         if self.worker_resume is not None:
             parts.append(f"worker kill: resumed after {self.worker_resume:.1f} s")
-        if self.stop_resume is not None:
+        if self.relaunched_after_stop:
+            parts.append(
+                f"target stop: had not resumed {STOP_RESUME_TIMEOUT_S:.0f} s after SIGCONT (its tasks failed), "
+                f"relaunched by hand: resumed {self.stop_resume or 0:.1f} s after SIGCONT"
+            )
+        elif self.stop_resume is not None:
             parts.append(f"target stop: resumed {self.stop_resume:.1f} s after SIGCONT")
         return "; ".join(parts)
 
@@ -339,7 +352,18 @@ def crash_loop(
         pause(target_pids, size.stop_s)
         resumed_at = time.monotonic()
         marks = _marks(target, remote)
-        out.stop_resume = _wait_resumed(tail, feed, marks, resumed_at, contender.check, timeout_s=STOP_RESUME_TIMEOUT_S)
+        try:
+            out.stop_resume = _wait_resumed(
+                tail, feed, marks, resumed_at, contender.check, timeout_s=STOP_RESUME_TIMEOUT_S
+            )
+        except AssertionError:
+            if not contender.relaunch_when_stuck:
+                raise
+            logger.warning("%s: stuck %.0f s after the target stop: relaunched", contender.name, STOP_RESUME_TIMEOUT_S)
+            out.relaunched_after_stop = True
+            contender.kill()
+            contender.launch()
+            out.stop_resume = _wait_resumed(tail, feed, marks, resumed_at, contender.check)
         if size.records is not None:
             assert_eventually(
                 lambda: contender.check() or feed.sent >= (size.records or 0),

@@ -590,3 +590,27 @@ def test_at_least_once_copying_goes_on_until_the_first_grant_comes() -> None:
     assert step(t, hook) == TaskOutcome.STOPPED
     assert copied[4] == 12  # all copied before the grant
     assert t.committed() == {0: 11}
+
+
+def test_before_the_first_grant_a_task_copies_no_more_than_flush_records() -> None:
+    """A crash loop whose runs all die before the new holder's first grant re-copies ``flush_records`` per task
+    each time, not the backlog: past them, the first commit waits for the grant and copying waits with it."""
+    t = Task(records=5, flush_records=10)
+    t.channel.granted = False
+    copied: list[int] = []
+
+    def hook(task: Task, turn: int) -> None:
+        task.now = 0.1 * turn
+        copied.append(len(task.b.records("A.t")))
+        if 1 <= turn <= 10:  # the backlog grows by 5 records a turn
+            task.a.append("t", b"k", f"more-{turn}".encode(), partition=0, ts=2_000 + turn)
+            for i in range(4):
+                task.a.append("t", b"k", f"more-{turn}-{i}".encode(), partition=0, ts=2_000 + turn)
+        if turn == 20:
+            task.channel.granted = True
+        if turn == 25:
+            task.channel.state = ChannelState.STOP
+
+    assert step(t, hook, turns=60) == TaskOutcome.STOPPED
+    assert 10 <= copied[19] < 20  # copying stopped at the volume until the grant came
+    assert len(t.b.records("A.t")) == 55 and t.committed() == {0: 54}
