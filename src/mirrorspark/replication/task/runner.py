@@ -48,10 +48,16 @@ from mirrorspark.replication.task.commit import (
 from mirrorspark.replication.task.failures import consumer_error
 from mirrorspark.replication.task.partition import TaskPartitions
 from mirrorspark.replication.task.produce import forward
-from mirrorspark.replication.task.spec import FLUSH_RECORDS, CopyTaskSpec, PartitionKey, TaskOutcome, TaskResult
+from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionKey, TaskOutcome, TaskResult
 
 POLL_TIMEOUT_S = 0.25
 """Longest wait for the first record of a poll (s): also how often the task checks its channel."""
+
+PRE_GRANT_RECORDS = 1000
+"""At least once: records a task copies after a lease take-over before the new holder's first grant, at most.
+
+Enough for copying to be seen resuming at once after a relaunch (the first batches), few enough that a
+crash loop killing every run before its first grant re-copies little (see ``_before_first_grant``)."""
 
 BATCH_RECORDS = 10000
 """Most records one poll hands the loop (MM2's ``max.poll.records`` is 500; librdkafka batches cheaply)."""
@@ -256,16 +262,16 @@ class CopyTaskRunner:
         A new holder of the flow's lease starts its tasks at once and grants from its
         ``safe_at`` on (the previous holder's last commit landed): the task copies meanwhile,
         rather than stand in its first commit's wait for a grant, but no more than
-        ``flush_records`` records (:data:`~mirrorspark.replication.task.spec.FLUSH_RECORDS` when
-        0): a crash loop that kills every run before its first grant re-copies that much per
-        task, not a backlog. Past it, or :data:`~mirrorspark.replication.task.commit.GRANT_WAIT_S`
+        :data:`PRE_GRANT_RECORDS` records (or ``flush_records``, if fewer): a crash loop that kills
+        every run before its first grant re-copies that much per task, not a backlog. Past it, or
+        :data:`~mirrorspark.replication.task.commit.GRANT_WAIT_S`
         after the loop began, the commit waits for the grant as any other (a zombie of a driver
         that never grants ends ``orphaned``). Exactly once, the first grant came before the loop began.
         """
         return (
             not self.spec.exactly_once
             and not self._committed_once
-            and self._produced < (self.spec.flush_records or FLUSH_RECORDS)
+            and self._produced < min(self.spec.flush_records or PRE_GRANT_RECORDS, PRE_GRANT_RECORDS)
             and self.clock() < self._began + GRANT_WAIT_S
             and not self.channel.may_commit()
         )
@@ -388,4 +394,12 @@ class CopyTaskRunner:
         )
 
 
-__all__ = ["BACKLOG_RECORDS", "BATCH_RECORDS", "FILL_WAIT_S", "HOLD_S", "POLL_TIMEOUT_S", "CopyTaskRunner"]
+__all__ = [
+    "BACKLOG_RECORDS",
+    "BATCH_RECORDS",
+    "FILL_WAIT_S",
+    "HOLD_S",
+    "POLL_TIMEOUT_S",
+    "PRE_GRANT_RECORDS",
+    "CopyTaskRunner",
+]
