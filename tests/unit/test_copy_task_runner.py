@@ -19,6 +19,7 @@ from mirrorspark.errors import DataPathError, RecordTooLargeError, error_from_in
 from mirrorspark.mm2.connect_offsets import decode_source_offset
 from mirrorspark.mm2.records import OffsetSync
 from mirrorspark.replication.task import job
+from mirrorspark.replication.task import runner as runner_module
 from mirrorspark.replication.task.channel import ChannelState
 from mirrorspark.replication.task.partition import FULL_SCAN_EVERY
 from mirrorspark.replication.task.runner import BATCH_RECORDS, FILL_WAIT_S, HOLD_S, CopyTaskRunner
@@ -614,3 +615,24 @@ def test_before_the_first_grant_a_task_copies_no_more_than_flush_records() -> No
     assert step(t, hook, turns=60) == TaskOutcome.STOPPED
     assert 10 <= copied[19] < 20  # copying stopped at the volume until the grant came
     assert len(t.b.records("A.t")) == 55 and t.committed() == {0: 54}
+
+
+def test_a_task_reads_nothing_more_while_too_many_records_are_unacknowledged(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stopped target acknowledges nothing: the task stops reading once ``IN_FLIGHT_RECORDS`` are in flight,
+    so a restart re-copies that many, not the producer's whole queue (the crash loop's 30 s target stop)."""
+    monkeypatch.setattr(runner_module, "IN_FLIGHT_RECORDS", 4)
+    t = Task(records=20)
+    t.data.ack_budget = 0  # the target is stopped
+    produced: list[int] = []
+
+    def hook(task: Task, turn: int) -> None:
+        produced.append(len(task.data.in_flight))
+        if turn == 5:
+            task.data.ack_budget = None  # SIGCONT
+        if turn == 20:
+            task.channel.state = ChannelState.STOP
+
+    monkeypatch.setattr(runner_module, "BATCH_RECORDS", 3)
+    assert step(t, hook) == TaskOutcome.STOPPED
+    assert max(produced[:5]) < 4 + 3  # the cap plus the batch read just before it
+    assert t.committed() == {0: 19} and len(t.b.records("A.t")) == 20

@@ -18,8 +18,9 @@ first of ``flush_interval_s`` seconds (``offset.flush.interval.ms``, Connect's t
 ``flush_records`` records (``mirrorspark.offset.flush.records``, default 5,000 per task)
 acknowledged since its last commit. A run killed soon after it started has committed what it
 copied, and what a kill -9 makes the next run copy again is bounded per task by about
-``flush_records`` plus what was in flight (a batch read, :data:`BATCH_RECORDS`), not by what one
-second of copying a backlog moves. Connect has only the time rule (``offset.flush.interval.ms``).
+``flush_records`` plus what was in flight (:data:`IN_FLIGHT_RECORDS` and a batch read,
+:data:`BATCH_RECORDS`), not by what one second of copying a backlog moves, nor by the producer's
+queue filling while the target is slow or stopped. Connect has only the time rule (``offset.flush.interval.ms``).
 
 Built by :func:`~mirrorspark.replication.task.job.run_copy_job` inside a Spark task with real
 confluent-kafka clients; unit tests build it on ``tests/fakes.py``.
@@ -58,6 +59,14 @@ PRE_GRANT_RECORDS = 1000
 
 Enough for copying to be seen resuming at once after a relaunch (the first batches), few enough that a
 crash loop killing every run before its first grant re-copies little (see ``_before_first_grant``)."""
+
+IN_FLIGHT_RECORDS = 10000
+"""Records a task may have produced and not yet seen acknowledged before it reads more (per task).
+
+A slow or stopped target fills the producer's queue (500,000 records) in seconds while the source
+is read at full speed: what was produced but not committed when the task fails is copied again.
+Past this, the task only serves acknowledgements until fewer are in flight, so a restart re-copies
+about ``flush_records`` plus this plus a batch, not the queue (the crash loop's 30 s target stop)."""
 
 BATCH_RECORDS = 10000
 """Most records one poll hands the loop (MM2's ``max.poll.records`` is 500; librdkafka batches cheaply)."""
@@ -226,7 +235,12 @@ class CopyTaskRunner:
         """Wait up to :data:`POLL_TIMEOUT_S` for a record, then take what else is there, :data:`BATCH_RECORDS` at most.
 
         After a poll of :data:`BACKLOG_RECORDS` or more, the next one waits up to :data:`FILL_WAIT_S` to fill.
+        With :data:`IN_FLIGHT_RECORDS` or more not yet acknowledged, it reads nothing and serves
+        acknowledgements for up to :data:`POLL_TIMEOUT_S` instead.
         """
+        if self._in_flight() >= IN_FLIGHT_RECORDS:
+            self.data.poll(POLL_TIMEOUT_S)
+            return []
         first = self.consumer.poll(POLL_TIMEOUT_S)
         if first is None:
             self._backlog = False
@@ -287,6 +301,11 @@ class CopyTaskRunner:
             return self._produced > 0 and self._acknowledged() > 0
         limit = self.spec.flush_records
         return 0 < limit <= self._produced and self._acknowledged() >= limit
+
+    def _in_flight(self) -> int:
+        """Count the records produced and not yet acknowledged (all in partitions of the dirty set)."""
+        by_key = self.parts.by_key
+        return sum(len(by_key[k].upstream) - len(by_key[k].downstream) for k in self.parts.dirty if k in by_key)
 
     def _acknowledged(self) -> int:
         """Count the records acknowledged and not yet committed (all in partitions of the dirty set)."""
@@ -399,6 +418,7 @@ __all__ = [
     "BATCH_RECORDS",
     "FILL_WAIT_S",
     "HOLD_S",
+    "IN_FLIGHT_RECORDS",
     "POLL_TIMEOUT_S",
     "PRE_GRANT_RECORDS",
     "CopyTaskRunner",
