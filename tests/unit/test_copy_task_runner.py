@@ -428,16 +428,53 @@ def test_a_bounded_copy_ends_caught_up_at_its_end_offsets() -> None:
     assert result.records >= 10
 
 
-def test_a_failed_commit_write_fails_the_task() -> None:
+def test_a_timed_out_commit_write_is_written_again_by_the_next_commit() -> None:
+    """At least once, a commit write that timed out (a stopped target) does not fail the task.
+
+    Before, the task failed and its restart copied again everything produced since its last
+    landed commit. Now the next commit writes every partition's position again, and the lost
+    report's records count in the next one.
+    """
+    t = Task(partitions=2, records=5)
+    # the first commit's first partition (the dirty set's order): its offset and its report
+    t.commits.fail_at = {0: KafkaError._MSG_TIMED_OUT, 1: KafkaError._MSG_TIMED_OUT}
+
+    def hook(task: Task, turn: int) -> None:
+        task.now = 5.0 * turn
+        if turn == 1:
+            assert list(task.committed().values()) == [4]  # one partition's position was lost
+        if turn >= 4:
+            task.channel.state = ChannelState.STOP
+
+    assert step(t, hook) == TaskOutcome.STOPPED
+    assert t.committed() == {0: 4, 1: 4}
+    assert sum(r.records for r in t.reports()) == 10  # the lost report's 5 records are reported once
+    for p in range(2):  # copied once
+        assert [r.value for r in t.b.records("A.t", p)] == [f"v{p}-{i}".encode() for i in range(5)]
+
+
+def test_a_commit_write_lost_at_the_final_commit_fails_the_task() -> None:
+    """The last commit of a task is never put off: a lost write there fails the task (copied again, never lost)."""
     t = Task(records=5)
     t.commits.fail_at = {0: KafkaError._MSG_TIMED_OUT}
+    with pytest.raises(DataPathError, match=f"writing to '{OFFSETS}' on cluster 'B' failed") as e:
+        step(t, stop_after(0))
+    assert e.value.kafka_code == "_MSG_TIMED_OUT"
+
+
+@pytest.mark.parametrize("eos", [False, True], ids=["at-least-once", "exactly-once"])
+def test_a_commit_write_refused_for_good_fails_the_task(eos: bool) -> None:
+    t = Task(records=5, eos=eos)
+    code = KafkaError.TOPIC_AUTHORIZATION_FAILED if not eos else KafkaError._MSG_TIMED_OUT
+    t.commits.fail_at = {0: code}
 
     def hook(task: Task, turn: int) -> None:
         task.now = 5.0 * turn
 
-    with pytest.raises(DataPathError, match=f"writing to '{OFFSETS}' on cluster 'B' failed") as e:
+    target = OFFSETS if not eos else PROGRESS  # exactly once, the offsets ride in the transaction
+    with pytest.raises(DataPathError, match=f"writing to '{target}' on cluster 'B' failed") as e:
         step(t, hook)
-    assert e.value.kafka_code == "_MSG_TIMED_OUT"
+    assert e.value.kafka_code == KafkaError(code).name()
 
 
 # ------------------------------------------------------------------------------ exactly once

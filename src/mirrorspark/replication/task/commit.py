@@ -23,11 +23,12 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any, Protocol
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-from mirrorspark.core.progress_records import PartitionReport, encode_report, newest_segments
+from mirrorspark.core.progress_records import PartitionReport, decode_report, encode_report, newest_segments
 from mirrorspark.core.replica_rows import FetchSource
 from mirrorspark.errors import ClusterError, DataPathError
 from mirrorspark.kafka.delivery import Outgoing
@@ -61,9 +62,16 @@ class CommitWrites:
     """Commit records sent without waiting: the copy loop never stalls on a commit (latency).
 
     Each record's acknowledgement is checked on a later :meth:`check` (every loop turn) and
-    awaited by :meth:`wait` (the final commit). A failed write fails the task: the supervisor
+    awaited by :meth:`wait` (the final commit). A failed write fails the task (but see ``resend``): the supervisor
     restarts it from the last acknowledged commit (the idempotent producer already retried). The
     producer's ``message.timeout.ms`` bounds how late a record can land.
+
+    With ``resend`` (at least once), a write that failed for a retriable reason (a target that
+    stopped answering: ``_MSG_TIMED_OUT``) does not fail the task: :meth:`check` keeps it in
+    :attr:`lost` and the committer writes the position again at its next commit, under a fresh
+    grant (the next source offset of a partition supersedes the lost one, as in Connect's
+    ``OffsetStorageWriter``, whose failed flush is retried at the next flush). The task keeps
+    what it copied instead of copying it again after a restart.
 
     Parameters
     ----------
@@ -71,30 +79,47 @@ class CommitWrites:
         A confluent-kafka ``Producer`` (idempotent).
     what, alias:
         What is written and the cluster written to, for the error message.
+    resend:
+        Keep retriable failures in :attr:`lost` instead of raising them.
     """
 
-    def __init__(self, producer: Any, what: str, alias: str) -> None:
+    def __init__(self, producer: Any, what: str, alias: str, *, resend: bool = False) -> None:
         self.producer = producer
         self.what = what
         self.alias = alias
+        self.resend = resend
         self.failure: tuple[str, Any] | None = None
+        self.lost: list[Outgoing] = []
+        """Records whose write failed for a retriable reason (``resend`` only), oldest first."""
+        self._lost_error: Any = None
 
-    def _delivered(self, err: Any, msg: Any) -> None:
-        if err is not None and self.failure is None:
-            self.failure = (str(msg.topic()) if msg is not None else "?", err)
+    def _delivered(self, record: Outgoing, err: Any, msg: Any) -> None:
+        if err is None:
+            return
+        if self.resend and _retriable_write(err):
+            self.lost.append(record)
+            self._lost_error = err
+        elif self.failure is None:
+            self.failure = (record.topic, err)
 
     def send(self, records: Sequence[Outgoing]) -> None:
         """Queue the records (waiting only while the producer's queue is full)."""
         for r in records:
+            on_delivery = partial(self._delivered, r)
             while True:
                 try:
-                    self.producer.produce(r.topic, r.value, r.key, r.partition, self._delivered)
+                    self.producer.produce(r.topic, r.value, r.key, r.partition, on_delivery)
                     break
                 except BufferError:
                     self.producer.poll(0.05)
 
+    def take_lost(self) -> list[Outgoing]:
+        """Return and forget the records kept in :attr:`lost`."""
+        lost, self.lost = self.lost, []
+        return lost
+
     def check(self) -> None:
-        """Serve acknowledgements; raise if a write failed.
+        """Serve acknowledgements; raise if a write failed (see ``resend``).
 
         Raises
         ------
@@ -119,15 +144,30 @@ class CommitWrites:
         Raises
         ------
         DataPathError
-            A write failed or was not acknowledged within ``timeout_s``.
+            A write failed (a retriable failure kept in :attr:`lost` included) or was not
+            acknowledged within ``timeout_s``.
         """
         left = self.producer.flush(timeout_s)
         self.check()
+        if self.lost and self.failure is None:
+            self.failure = (self.lost[0].topic, self._lost_error)  # a final commit is never put off
+            self.check()
         if left:
             raise DataPathError(
                 f"{self.what}: {left} record(s) not acknowledged by cluster '{self.alias}' within {timeout_s:.0f} s",
                 retriable=True,
             )
+
+
+_TIMED_OUT = frozenset({KafkaError._MSG_TIMED_OUT, KafkaError._TIMED_OUT})
+"""librdkafka's local errors of a write the target did not acknowledge in time."""
+
+
+def _retriable_write(err: Any) -> bool:
+    """Whether a failed commit write may be written again later (retriable and not fatal)."""
+    if not isinstance(err, KafkaError):
+        return False
+    return not err.fatal() and (err.retriable() or err.code() in _TIMED_OUT)
 
 
 def source_offset_record(spec: CopyTaskSpec, topic: str, partition: int, next_offset: int) -> Outgoing:
@@ -338,6 +378,31 @@ class AtLeastOnceCommitter(_Committer):
         """Mark the partitions to announce for the first commit."""
         self.parts.dirty.update(self.announce)
 
+    def _write_lost_again(self) -> None:
+        """Have this commit write again what earlier commits lost to a retriable failure (:class:`CommitWrites`).
+
+        Every partition of the task is announced (its position is written even if it did not
+        move), and a lost progress report's records, bytes and drops count in its partition's
+        next report. A lost offset sync is not written again: translation uses the partition's
+        previous sync until the next one, as when MM2's ``OffsetSyncWriter`` skips a sync.
+        """
+        if self.syncs is not None:
+            self.syncs.take_lost()
+        lost = self.writes.take_lost()
+        if not lost:
+            return
+        for r in lost:
+            if r.topic == self.spec.progress_topic:
+                report = decode_report(r.key, r.value)
+                pc = self.parts.by_key.get((report.topic, report.partition))
+                if pc is not None:
+                    pc.unreported += report.records
+                    pc.value_bytes += report.value_bytes
+                    pc.key_bytes += report.key_bytes
+                    pc.dropped += report.dropped
+        self.announce.update(self.parts.by_key)
+        self.parts.dirty.update(self.parts.by_key)
+
     def commit(self, *, final: bool) -> bool:
         """Commit what the target acknowledged (see the class); ``False`` without a valid grant.
 
@@ -348,7 +413,7 @@ class AtLeastOnceCommitter(_Committer):
         ------
         RecordTooLargeError, DataPathError
             A delivery failed (nothing of its partition past it is committed), the final flush
-            timed out, or a commit write failed.
+            timed out, or a commit write failed (for a retriable reason: only at the final commit).
         """
         if final:
             left = self.data.flush(self.spec.stall_timeout_s)
@@ -357,6 +422,7 @@ class AtLeastOnceCommitter(_Committer):
                 raise stall_error(self.spec.flow, what)
         else:
             self.data.poll(0)
+        self._write_lost_again()
         keys = self.parts.due(final=final)
         if not keys:
             return self._granted()  # an idle task ends when its grant lapses: a zombie keeps no slot
@@ -390,7 +456,7 @@ class AtLeastOnceCommitter(_Committer):
                 self.spec,
                 pc,
                 next_offset=position,
-                records=n,
+                records=n + pc.unreported,
                 segments=window,
                 now_ms=now,
                 source=self.sources.get(key, UNKNOWN_SOURCE),
@@ -411,6 +477,7 @@ class AtLeastOnceCommitter(_Committer):
             pc.state = state
             pc.segments = window
             pc.committed = position
+            pc.unreported = 0
             self.parts.copied += n
             self.announce.discard(pc.key)
         return True

@@ -45,6 +45,9 @@ class PartitionCopy:
     read_to:
         The next offset to read as far as the task has read (records dropped by a transform and
         transaction markers included); ``-1`` before the first record.
+    unreported:
+        Records committed whose progress report was lost (a timed-out write, at least once):
+        counted in the partition's next report.
     """
 
     __slots__ = (
@@ -70,6 +73,7 @@ class PartitionCopy:
         "state",
         "target_topic",
         "transforms",
+        "unreported",
         "upstream",
         "value_bytes",
     )
@@ -87,6 +91,7 @@ class PartitionCopy:
         self.downstream: list[int] = []
         self.failures = 0
         self.error: Any = None
+        self.unreported = 0
         self.reset_interval()
 
     @property

@@ -148,9 +148,10 @@ class CopyTaskRunner:
         self._produced = 0  # records produced since the last commit (in flight ones included)
         self._committed_once = False  # the first commit (as soon as records are acknowledged) was made
         self._began = 0.0  # when the loop began (clock s)
-        self.writes = CommitWrites(commit_producer, f"flow {spec.flow}: source offsets", spec.target)
+        resend = not spec.exactly_once  # at least once, a timed-out commit write is written again
+        self.writes = CommitWrites(commit_producer, f"flow {spec.flow}: source offsets", spec.target, resend=resend)
         self.sync_writes = (
-            CommitWrites(syncs_producer, f"flow {spec.flow}: offset syncs", spec.source)
+            CommitWrites(syncs_producer, f"flow {spec.flow}: offset syncs", spec.source, resend=resend)
             if syncs_producer is not None
             else None
         )
