@@ -69,9 +69,9 @@ def cfg(text: str, *, env: Mapping[str, str] | None = None, **kw: object) -> Mir
     return parse_config(parse_properties(text), env=env or {}, **kw)  # type: ignore[arg-type]
 
 
-def two(extra: str = "") -> MirrorConfig:
+def two(extra: str = "", **kw: object) -> MirrorConfig:
     """Clusters A and B with bootstrap servers, plus ``extra`` lines."""
-    return cfg("clusters = A, B\nA.bootstrap.servers = a:9092\nB.bootstrap.servers = b:9092\n" + extra)
+    return cfg("clusters = A, B\nA.bootstrap.servers = a:9092\nB.bootstrap.servers = b:9092\n" + extra, **kw)
 
 
 def three(extra: str = "") -> MirrorConfig:
@@ -838,7 +838,7 @@ def test_errors_use_the_source_name() -> None:
 # --------------------------------------------------------------------------------------
 
 
-def test_unknown_keys_warn(caplog: pytest.LogCaptureFixture) -> None:
+def test_unknown_keys_warn_in_lenient_mode(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="mirrorspark.config.parse"):
         c = two(
             "toppics = .*\n"
@@ -848,13 +848,14 @@ def test_unknown_keys_warn(caplog: pytest.LogCaptureFixture) -> None:
             "A->B.mirrorspark.read.mode = consumer\n"
             "A->B.bootstrap.servers = x:1\n"
             "A->B.offset.storage.topic = t\n"
-            "A->B.clusters = A\n"
+            "A->B.clusters = A\n",
+            lenient=True,
         )
     w = "\n".join(c.warnings)
-    assert "unknown key 'toppics' is ignored" in w
-    assert "unknown key 'A->B.tasks.maxx' is ignored" in w
-    assert "unknown key 'C.bootstrap.servers' is ignored (is 'C' missing from 'clusters'?)" in w
-    assert "unknown key 'mirrorspark.batch.size' is ignored (mirrorspark's keys are: " in w
+    assert "unknown key 'toppics'; did you mean 'topics'? (ignored: lenient mode)" in w
+    assert "unknown key 'A->B.tasks.maxx'; did you mean 'A->B.tasks.max'? (ignored: lenient mode)" in w
+    assert "unknown key 'C.bootstrap.servers' (is 'C' missing from 'clusters'?) (ignored: lenient mode)" in w
+    assert "unknown key 'mirrorspark.batch.size' (ignored: lenient mode)" in w
     assert "'A->B.mirrorspark.read.mode' has no effect" in w
     assert "'A->B.bootstrap.servers' has no effect on clients" in w
     assert "'A->B.offset.storage.topic' has no effect at flow level" in w
@@ -865,7 +866,8 @@ def test_unknown_keys_warn(caplog: pytest.LogCaptureFixture) -> None:
 
 def test_known_shapes_do_not_warn() -> None:
     c = two(
-        "A.anything.at.all = 1\n"  # <alias>.<anything>
+        "A.linger.ms = 1\n"  # <alias>.<client property>
+        "A.group.id = mm2-a\n"  # <alias>.<Connect worker key>
         "consumer.fetch.min.bytes = 1\n"
         "target.producer.acks = all\n"
         "ssl.truststore.type = PEM\n"
@@ -917,7 +919,7 @@ def test_client_settings_repr_masks_secrets() -> None:
 
 def test_config_reprs_and_warnings_mask_secrets() -> None:
     lines = "".join(f"A.consumer.{k} = {v}\nA->B.source.admin.{k} = {v}\n" for k, v in SECRETS.items())
-    c = two(lines + "A->B.ssl.key.password = pw-6\nA->B.unknown.password = pw-7\n")
+    c = two(lines + "A->B.ssl.key.password = pw-6\nA->B.unknown.password = pw-7\n", lenient=True)
     text = repr(c) + str(c) + repr(c.flow("A", "B")) + "\n".join(c.warnings)
     for value in [*SECRETS.values(), "pw-6", "pw-7"]:
         assert value not in text

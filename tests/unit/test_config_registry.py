@@ -109,8 +109,9 @@ def _attribute_reads(root: Path) -> set[str]:
 
 
 # Keys without a field whose value the parser itself consumes: the cluster list, the declared config
-# providers (placeholders are resolved with them) and the client keys (they go into ClientSettings).
-PARSER_CONSUMED = {"clusters", "config.providers", "predicates"}
+# providers (placeholders are resolved with them), the client keys (they go into ClientSettings) and
+# the switch of the unknown-key check.
+PARSER_CONSUMED = {"clusters", "config.providers", "predicates", "mirrorspark.config.lenient"}
 
 
 def _used_without_field(k: ConfigKey) -> bool:

@@ -1,45 +1,40 @@
-"""The keys as written, checked: values validated, unknown, misplaced, deprecated and retired keys warned about.
+"""The keys as written, checked: unknown keys refused, values validated, misplaced, deprecated and retired keys warned about.
 
 MM2 validates its keys when its connectors start (``ConfigDef`` parsing) and ignores what it does not
-know; mirrorspark validates every known key of the file at once and warns, once per key, where MM2 would
-ignore one, read it elsewhere or no longer knows it. Unknown keys are never an error.
+know; mirrorspark refuses keys nobody knows (:mod:`~mirrorspark.config.key_names`; only warned about in
+lenient mode), validates every known key of the file at once and warns, once per key, where MM2 would
+ignore one, read it elsewhere or no longer knows it.
 """
 
 from __future__ import annotations
 
-from mirrorspark.config.keys import (
-    CONFIG_KEYS,
-    CONNECT_PREFIXES,
-    CONNECTOR_PREFIXES,
-    FLOW_CLIENT_PREFIXES,
-    KEYS,
-    MIRRORSPARK_PREFIX,
-    REST_PREFIXES,
-    ROLE_PREFIXES,
-    SIDE_ROLE_PREFIXES,
-    WORKER_PREFIXES,
-    ConfigKey,
-    is_client_key,
-)
+from mirrorspark.config.key_names import check_client_values, report_unknown_keys, unknown_keys
+from mirrorspark.config.keys import KEYS, WORKER_PREFIXES, ConfigKey, is_client_key
 from mirrorspark.config.raw import RawConfig
 from mirrorspark.config.values import split_list, validate
 
 
-def check_keys(raw: RawConfig) -> None:
-    """Validate the known keys of the file and warn about the others (warnings go to :meth:`RawConfig.warn`).
+def check_keys(raw: RawConfig, *, lenient: bool = False) -> None:
+    """Refuse unknown keys, validate the known ones and warn about misplaced ones (warnings go to :meth:`RawConfig.warn`).
 
     Parameters
     ----------
     raw:
         The file's properties, sorted.
+    lenient:
+        Whether unknown keys are only warned about (once each) instead of refused.
 
     Raises
     ------
     ConfigError
-        A known key's value is invalid (the message names the key as written, the value and the expected type).
+        Keys nobody knows, unless ``lenient`` (one error naming each with its line and a suggestion),
+        or a known key's value is invalid (the message names the key as written, the value and the
+        expected type).
     BadRegexError
         A regex list key holds an invalid regex.
     """
+    report_unknown_keys(raw, unknown_keys(raw), lenient=lenient)
+    check_client_values(raw)
     _check_top_level(raw)
     _check_transforms(raw)
     for s in raw.aliases:
@@ -49,13 +44,11 @@ def check_keys(raw: RawConfig) -> None:
 
 
 def _check_top_level(raw: RawConfig) -> None:
-    """Validate known top-level keys, warn about unknown, ignored or deprecated ones."""
+    """Validate known top-level keys, warn about ignored or deprecated ones."""
     for key, value in raw.top_all.items():
         ck = KEYS.get(key)
         if ck is not None:
             _check_known(raw, ck, key, value, key, flow_level=False)
-        elif key in raw.top:
-            _check_unknown_top(raw, key)
 
 
 def _check_known(raw: RawConfig, ck: ConfigKey, key: str, value: str, written: str, *, flow_level: bool) -> None:
@@ -80,25 +73,8 @@ def _check_known(raw: RawConfig, ck: ConfigKey, key: str, value: str, written: s
         raw.warn(f"'{written}' has no effect: {ck.retired}; delete it")
 
 
-def _check_unknown_top(raw: RawConfig, key: str) -> None:
-    if key.startswith(MIRRORSPARK_PREFIX):
-        known = ", ".join(k.name for k in CONFIG_KEYS if k.scope == "mirrorspark")
-        raw.warn(f"unknown key '{key}' is ignored (mirrorspark's keys are: {known})")
-        return
-    accepted = is_client_key(key) or key.startswith(
-        ROLE_PREFIXES + SIDE_ROLE_PREFIXES + WORKER_PREFIXES + CONNECTOR_PREFIXES + REST_PREFIXES + CONNECT_PREFIXES
-    )
-    if accepted:
-        return
-    head, dot, rest = key.partition(".")
-    hint = ""
-    if dot and (is_client_key(rest) or rest.startswith(ROLE_PREFIXES)):
-        hint = f" (is '{head}' missing from 'clusters'?)"
-    raw.warn(f"unknown key '{key}' is ignored{hint}")
-
-
 def _check_flow_level(raw: RawConfig, s: str, t: str) -> None:
-    """Validate known ``S->T.*`` keys, warn about unknown ones and ones without effect per flow."""
+    """Validate known ``S->T.*`` keys, warn about ones without effect per flow."""
     for key, value in raw.flow_raw.get((s, t), {}).items():
         written = f"{s}->{t}.{key}"
         ck = KEYS.get(key)
@@ -110,10 +86,6 @@ def _check_flow_level(raw: RawConfig, s: str, t: str) -> None:
             )
         elif ck is not None:
             _check_known(raw, ck, key, value, written, flow_level=True)
-        elif key.startswith(MIRRORSPARK_PREFIX):
-            raw.warn(f"'{written}' has no effect: mirrorspark.* keys are read at top level only")
-        elif not key.startswith(FLOW_CLIENT_PREFIXES + CONNECTOR_PREFIXES):
-            raw.warn(f"unknown key '{written}' is ignored")
 
 
 def _check_transforms(raw: RawConfig) -> None:

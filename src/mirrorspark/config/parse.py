@@ -24,8 +24,10 @@ The steps, each a module: the file's keys resolved and sorted by where they appl
 cluster's client settings (:mod:`~mirrorspark.config.client_chain`), each flow merged and typed
 (:mod:`~mirrorspark.config.flow_merge`), the top-level keys of mirrorspark's data path and service (here).
 
-Every key is declared once in :data:`~mirrorspark.config.keys.CONFIG_KEYS`; keys nobody knows produce a warning in
-:attr:`MirrorConfig.warnings`, never an error. Secrets (any key containing ``password``,
+Every key is declared once in :data:`~mirrorspark.config.keys.CONFIG_KEYS`; a key nobody knows (not mirrorspark's,
+MM2's, Kafka Connect's, nor a Kafka or librdkafka client property where one goes) is an error naming its line and
+the closest valid key (:mod:`~mirrorspark.config.key_names`), or, in lenient mode (``lenient=True``, or
+``mirrorspark.config.lenient = true`` in the file), a warning in :attr:`MirrorConfig.warnings`. Secrets (any key containing ``password``,
 ``secret``, ``sasl.jaas.config`` or ``ssl.key``) never appear in a message or ``repr``.
 """
 
@@ -39,9 +41,9 @@ from typing import Any, Final
 from mirrorspark.config.client_chain import cluster_config
 from mirrorspark.config.flow_merge import flow_config
 from mirrorspark.config.key_checks import check_keys
-from mirrorspark.config.keys import CONFIG_KEYS, ConfigKey
+from mirrorspark.config.keys import CONFIG_KEYS, KEYS, ConfigKey
 from mirrorspark.config.model import DataPathConfig, MirrorConfig, ServiceConfig
-from mirrorspark.config.properties import parse_properties
+from mirrorspark.config.properties import parse_properties_with_lines
 from mirrorspark.config.raw import RawConfig
 from mirrorspark.config.values import to_value
 from mirrorspark.errors import ConfigError
@@ -64,13 +66,15 @@ def parse_config(
     env: Mapping[str, str] | None = None,
     source_name: str = "<properties>",
     clusters: Sequence[str] | None = None,
+    lenient: bool = False,
+    lines: Mapping[str, int] | None = None,
 ) -> MirrorConfig:
     """Validate MM2 properties and build the typed configuration.
 
     Parameters
     ----------
     props:
-        Raw properties, e.g. from :func:`parse_properties`.
+        Raw properties, e.g. from :func:`~mirrorspark.config.properties.parse_properties`.
     env:
         Environment for ``${env:NAME}`` placeholders; ``None`` = ``os.environ``.
     source_name:
@@ -78,6 +82,12 @@ def parse_config(
     clusters:
         MM2's ``--clusters`` option (target aliases this node serves), stored as
         :attr:`MirrorConfig.target_clusters`; ``None`` = all.
+    lenient:
+        Whether keys nobody knows are only warned about (once each, in :attr:`MirrorConfig.warnings`)
+        instead of refused; ``mirrorspark.config.lenient = true`` in ``props`` does the same. Default
+        ``False``: strict.
+    lines:
+        Per key, its line in the file (:func:`parse_properties_with_lines`), named in messages; ``None`` = unknown.
 
     Returns
     -------
@@ -86,8 +96,9 @@ def parse_config(
     Raises
     ------
     ConfigError
-        On a missing or malformed ``clusters``, a cluster without bootstrap servers, an
-        invalid value (the message names key, value and expected type), an unresolvable
+        On keys nobody knows (unless lenient: one error listing each as ``<file>:<line>: unknown key
+        '<key>'; did you mean '<key>'?``), a missing or malformed ``clusters``, a cluster without
+        bootstrap servers, an invalid value (the message names key, value and expected type), an unresolvable
         placeholder, ``emit.offset-syncs.enabled=false`` with ``offset-syncs.*`` keys, ...
     UnknownAliasError
         If a flow key ``X->Y.*`` or ``clusters`` names an alias not in ``clusters``.
@@ -98,10 +109,11 @@ def parse_config(
     Notes
     -----
     Mirrors MM2's ``MirrorMakerConfig`` (``clusterPairs``, ``clusterProps``,
-    ``workerConfig``, ``connectorBaseConfig``) followed by the connectors' config validation.
+    ``workerConfig``, ``connectorBaseConfig``) followed by the connectors' config validation. MM2
+    ignores keys it does not know; mirrorspark refuses them unless lenient.
     """
-    raw = RawConfig(props, os.environ if env is None else env, source_name)
-    check_keys(raw)
+    raw = RawConfig(props, os.environ if env is None else env, source_name, lines)
+    check_keys(raw, lenient=lenient or bool(_top_level(raw, KEYS["mirrorspark.config.lenient"])))
     cluster_configs = {alias: cluster_config(raw, alias) for alias in raw.aliases}
     flows = tuple(flow_config(raw, s, t) for s in raw.aliases for t in raw.aliases if s != t)
     data_path = DataPathConfig(**{str(ck.field): _top_level(raw, ck) for ck in _DATA_PATH_KEYS})
@@ -122,6 +134,7 @@ def load_config(
     *,
     env: Mapping[str, str] | None = None,
     clusters: Sequence[str] | None = None,
+    lenient: bool = False,
 ) -> MirrorConfig:
     """Read and parse an ``mm2.properties`` file.
 
@@ -135,6 +148,9 @@ def load_config(
     clusters:
         MM2's ``--clusters`` option: target aliases this node serves (validated; the default
         of :meth:`MirrorConfig.enabled_flows`); ``None`` = all.
+    lenient:
+        Whether keys nobody knows are only warned about instead of refused (a CLI ``--lenient`` flag);
+        ``mirrorspark.config.lenient = true`` in the file does the same. Default ``False``: strict.
 
     Returns
     -------
@@ -143,7 +159,8 @@ def load_config(
     Raises
     ------
     ConfigError
-        If the file cannot be read (the message names the path), or anything
+        If the file cannot be read (the message names the path), holds keys nobody knows (each named
+        with ``<path>:<line>`` and the closest valid key; unless lenient), or anything
         :func:`parse_config` rejects.
     UnknownAliasError
         If ``clusters`` or a flow key names an alias not in ``clusters``.
@@ -167,10 +184,10 @@ def load_config(
     except UnicodeDecodeError:
         text = data.decode("iso-8859-1")
     try:
-        props = parse_properties(text)
+        props, lines = parse_properties_with_lines(text)
     except ConfigError as e:
         raise ConfigError(f"{name}: {e.message}") from e
-    return parse_config(props, env=env, source_name=name, clusters=clusters)
+    return parse_config(props, env=env, source_name=name, clusters=clusters, lenient=lenient, lines=lines)
 
 
 __all__ = ["load_config", "parse_config"]

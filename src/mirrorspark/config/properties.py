@@ -47,10 +47,33 @@ def parse_properties(text: str) -> dict[str, str]:
     ``\t \n \r \f \uXXXX`` are decoded and a backslash before any other character
     stands for that character (``\=``, ``\:``, ``\ ``, ``\\``).
     """
+    return parse_properties_with_lines(text)[0]
+
+
+def parse_properties_with_lines(text: str) -> tuple[dict[str, str], dict[str, int]]:
+    r"""Parse Java ``.properties`` text as :func:`parse_properties`, keeping the line of each key.
+
+    Parameters
+    ----------
+    text:
+        The file's text.
+
+    Returns
+    -------
+    tuple[dict[str, str], dict[str, int]]
+        The properties (as :func:`parse_properties`), and per key the 1-based number of the line its
+        logical line starts on (the last one for a key given twice), for messages naming ``file:line``.
+
+    Raises
+    ------
+    ConfigError
+        As :func:`parse_properties`.
+    """
     lines = _NATURAL_LINE.split(text)
     if lines and lines[0].startswith("\ufeff"):
         lines[0] = lines[0][1:]
     out: dict[str, str] = {}
+    where: dict[str, int] = {}
     i = 0
     while i < len(lines):
         lineno = i + 1
@@ -65,8 +88,10 @@ def parse_properties(text: str) -> dict[str, str]:
             logical += lines[i].lstrip(_PROPS_WS)
             i += 1
         key, value = _split_key_value(logical)
-        out[_unescape(key, lineno)] = _unescape(value, lineno)
-    return out
+        name = _unescape(key, lineno)
+        out[name] = _unescape(value, lineno)
+        where[name] = lineno
+    return out, where
 
 
 def _continues(line: str) -> bool:
@@ -177,4 +202,4 @@ def format_properties(props: Mapping[str, str], *, header: str = "", separator: 
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["escape_properties", "format_properties", "parse_properties"]
+__all__ = ["escape_properties", "format_properties", "parse_properties", "parse_properties_with_lines"]

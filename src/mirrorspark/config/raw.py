@@ -31,6 +31,9 @@ class RawConfig:
         Environment for ``${env:NAME}`` placeholders.
     src:
         Where ``props`` came from; prefixes every message.
+    lines:
+        Per key, the line of the file it is on (:func:`~mirrorspark.config.properties.parse_properties_with_lines`);
+        ``None`` or a missing key = unknown (messages then name the file only).
 
     Attributes
     ----------
@@ -54,8 +57,11 @@ class RawConfig:
         A flow key names an alias not in ``clusters``.
     """
 
-    def __init__(self, props: Mapping[str, str], env: Mapping[str, str], src: str) -> None:
+    def __init__(
+        self, props: Mapping[str, str], env: Mapping[str, str], src: str, lines: Mapping[str, int] | None = None
+    ) -> None:
         self.src = src
+        self.lines = {k.strip(): n for k, n in (lines or {}).items()}
         self._warnings: dict[str, None] = {}
         resolver = Resolver(props, env, src, self.warn)
         self.props = {k.strip(): resolver.resolve(k, v) for k, v in props.items()}
@@ -71,6 +77,11 @@ class RawConfig:
         if message not in self._warnings:
             self._warnings[message] = None
             _log.warning("%s: %s", self.src, message)
+
+    def where(self, key: str) -> str:
+        """``"<src>:<line>"`` of ``key`` as written, or ``src`` when its line is unknown."""
+        line = self.lines.get(key)
+        return self.src if line is None else f"{self.src}:{line}"
 
     @property
     def warnings(self) -> tuple[str, ...]:

@@ -136,6 +136,18 @@ MIRRORSPARK_KEYS: Final[tuple[ConfigKey, ...]] = (
         holder="data_path",
     ),
     ConfigKey(
+        "mirrorspark.config.lenient",
+        "boolean",
+        "false",
+        "Whether a key nobody knows (not mirrorspark's, not MM2's or Kafka Connect's, not a Kafka or librdkafka "
+        "client property where a client property goes) only gets a warning (true) instead of stopping the start "
+        "with an error listing every such key with its line and a 'did you mean' (false): for files shared with "
+        "MirrorMaker 2 that carry keys of plugins mirrorspark does not know. Top level only; the Python API's "
+        "load_config(..., lenient=True) does the same.",
+        scope="mirrorspark",
+        holder="data_path",
+    ),
+    ConfigKey(
         "mirrorspark.identity.allow.cycles",
         "boolean",
         "false",

@@ -134,8 +134,10 @@ MM2_KEYS: Final[tuple[ConfigKey, ...]] = (
         "security.protocol",
         "string",
         "PLAINTEXT",
-        "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL; top level or <alias>. (with ssl.* and sasl.*).",
+        "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (any case, as Kafka's SecurityProtocol.forName); top level "
+        "or <alias>. (with ssl.* and sasl.*).",
         scope="client",
+        choices=("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"),
     ),
     ConfigKey(
         "client.rack",
