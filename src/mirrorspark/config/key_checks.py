@@ -1,4 +1,4 @@
-"""The keys as written, checked: unknown keys refused, values validated, misplaced, deprecated and retired keys warned about.
+"""The keys as written, checked: unknown ones refused, values validated; misplaced or retired ones warned about.
 
 MM2 validates its keys when its connectors start (``ConfigDef`` parsing) and ignores what it does not
 know; mirrorspark refuses keys nobody knows (:mod:`~mirrorspark.config.key_names`; only warned about in
@@ -15,7 +15,7 @@ from mirrorspark.config.values import split_list, validate
 
 
 def check_keys(raw: RawConfig, *, lenient: bool = False) -> None:
-    """Refuse unknown keys, validate the known ones and warn about misplaced ones (warnings go to :meth:`RawConfig.warn`).
+    """Refuse unknown keys, validate known ones, warn about misplaced ones (warnings: :meth:`RawConfig.warn`).
 
     Parameters
     ----------

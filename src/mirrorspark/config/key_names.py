@@ -59,7 +59,7 @@ _CUTOFF: Final = 0.8  # difflib ratio: 'topcs' ~ 'topics' 0.91, 'max.poll.record
 
 
 def _client_prefix(name: str, prefixes: tuple[str, ...]) -> str | None:
-    """The longest of ``prefixes`` that ``name`` starts with (a client property follows it), else ``None``."""
+    """Return the longest of ``prefixes`` that ``name`` starts with (a client property follows it), else ``None``."""
     found = [p for p in prefixes if name.startswith(p)]
     return max(found, key=len) if found else None
 
@@ -73,7 +73,7 @@ def _is_known(name: str, client_prefixes: tuple[str, ...]) -> bool:
 
 
 def _suggest(name: str, client_prefixes: tuple[str, ...]) -> str | None:
-    """The valid name closest to ``name`` at its place, by :func:`difflib.get_close_matches`, or ``None``."""
+    """Return the valid name closest to ``name`` at its place, by :func:`difflib.get_close_matches`, or ``None``."""
     if name.startswith(MIRRORSPARK_PREFIX):
         return next(iter(difflib.get_close_matches(name, _MIRRORSPARK_NAMES, 1, _CUTOFF)), None)
     prefix = _client_prefix(name, client_prefixes)
@@ -98,7 +98,7 @@ def _keys_by_place(raw: RawConfig) -> Iterator[tuple[str, str, str, tuple[str, .
 
 
 def _hint(written: str, prefix: str, name: str, client_prefixes: tuple[str, ...]) -> str:
-    """What to say after ``unknown key '<written>'``: the closest valid key, or a missing alias."""
+    """Say what follows ``unknown key '<written>'``: the closest valid key, or a missing alias."""
     head, dot, rest = written.partition(".")
     shaped = is_client_key(rest) or rest.startswith(ROLE_PREFIXES)
     if not prefix and dot and "->" not in head and head not in ROLES + SIDES and shaped:
@@ -122,9 +122,9 @@ def unknown_keys(raw: RawConfig) -> list[tuple[int | None, str]]:
         (the suggestion when a valid key at that place is close enough).
     """
     found = [
-        (raw.lines.get(written), f"unknown key '{written}'{_hint(written, *rest)}")
-        for written, *rest in _keys_by_place(raw)
-        if not _is_known(rest[1], rest[2])
+        (raw.lines.get(written), f"unknown key '{written}'{_hint(written, prefix, name, client_prefixes)}")
+        for written, prefix, name, client_prefixes in _keys_by_place(raw)
+        if not _is_known(name, client_prefixes)
     ]
     return sorted(found, key=lambda item: item[0] or 0)
 

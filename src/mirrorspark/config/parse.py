@@ -27,8 +27,9 @@ cluster's client settings (:mod:`~mirrorspark.config.client_chain`), each flow m
 Every key is declared once in :data:`~mirrorspark.config.keys.CONFIG_KEYS`; a key nobody knows (not mirrorspark's,
 MM2's, Kafka Connect's, nor a Kafka or librdkafka client property where one goes) is an error naming its line and
 the closest valid key (:mod:`~mirrorspark.config.key_names`), or, in lenient mode (``lenient=True``, or
-``mirrorspark.config.lenient = true`` in the file), a warning in :attr:`MirrorConfig.warnings`. Secrets (any key containing ``password``,
-``secret``, ``sasl.jaas.config`` or ``ssl.key``) never appear in a message or ``repr``.
+``mirrorspark.config.lenient = true`` in the file), a warning in :attr:`MirrorConfig.warnings`. Secrets
+(any key containing ``password``, ``secret``, ``sasl.jaas.config`` or ``ssl.key``) never appear in a message
+or ``repr``.
 """
 
 from __future__ import annotations

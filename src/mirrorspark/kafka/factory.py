@@ -291,7 +291,9 @@ def create(
 
 
 def _client_config_message(kind: str, reason: str, settings: ClientSettings, client_id: str) -> str:
-    quoted = re.findall(r'"([^"]+)"', reason) or re.findall(r"property:? ([\w.]+)", reason)
+    # librdkafka: 'Invalid value "SSLL" for configuration property "security.protocol"': the property, not the value
+    quoted = re.findall(r'property:? "([^"]+)"', reason) or re.findall(r'"([^"]+)"', reason)
+    quoted = quoted or re.findall(r"property:? ([\w.]+)", reason)
     lib_key = quoted[0] if quoted else None
     names = (lib_key, *_LIBRDKAFKA_ALIASES.get(lib_key, ())) if lib_key else ()
     java_key = next((k for k in settings.properties if k in names), lib_key)

@@ -20,7 +20,7 @@ _CLIENT_KINDS: Final = frozenset({"producer", "consumer", "admin"})
 
 
 def _lines(name: str) -> list[str]:
-    """The non-comment, non-blank lines of the list ``name``."""
+    """Return the non-comment, non-blank lines of the list ``name``."""
     text = _DATA.joinpath(name).read_text(encoding="utf-8")
     return [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
 
