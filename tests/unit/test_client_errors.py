@@ -41,6 +41,15 @@ def test_a_flow_names_the_cluster_alias_and_the_keys_to_fix() -> None:
     assert "<alias>" not in message
 
 
+def test_a_rejected_value_names_its_property_not_the_value() -> None:
+    settings = ClientSettings(properties={"bootstrap.servers": "127.0.0.1:1", "security.protocol": "SSLL"})
+    with pytest.raises(ConfigError) as e:
+        KafkaClients().admin(settings, client_id="c")
+    message = str(e.value)
+    assert "invalid admin client property 'security.protocol' = 'SSLL'" in message
+    assert ".security.protocol'" in message and ".SSLL'" not in message
+
+
 def test_a_rejected_secret_property_keeps_its_value_hidden() -> None:
     settings = ClientSettings(properties={"bootstrap.servers": "127.0.0.1:1", "bogus.password": "hunter2-x"})
     with pytest.raises(ConfigError) as e:

@@ -56,9 +56,9 @@ def test_lenient_mode_warns_once_per_key(tmp_path: Path, how: str, caplog: pytes
     with caplog.at_level(logging.WARNING, logger="mirrorspark.config.parse"):
         c = load_config(write(tmp_path, extra), lenient=how == "argument")
     assert c.warnings == (
-        "line 5: unknown key 'a->b.topcs'; did you mean 'a->b.topics'? (ignored: lenient mode)",
+        "line 5: unknown key 'a->b.topcs'; did you mean 'a->b.topics'? (accepted in lenient mode)",
         "line 6: unknown key 'b.consumer.max.poll.recordz'; did you mean 'b.consumer.max.poll.records'? "
-        "(ignored: lenient mode)",
+        "(accepted in lenient mode)",
     )
     assert len(caplog.records) == 2
     assert c.flow("a", "b").topics == (".*",)

@@ -149,7 +149,7 @@ def report_unknown_keys(raw: RawConfig, found: Iterable[tuple[int | None, str]],
     found = list(found)
     if lenient:
         for line, text in found:
-            raw.warn(("" if line is None else f"line {line}: ") + f"{text} (ignored: lenient mode)")
+            raw.warn(("" if line is None else f"line {line}: ") + f"{text} (accepted in lenient mode)")
         return
     if found:
         raise ConfigError(
