@@ -2,7 +2,7 @@
 
 Two clusters of this module's own, ``A`` and ``B`` (SASL/PLAIN, ``StandardAuthorizer``,
 super user ``admin``), replicate ``A->B`` as ``User:replicator``, which holds exactly
-the permissions README's "ACLs: what the replicator needs" documents
+the permissions docs/security.md's "ACLs: what the replicator needs" documents
 (:func:`replicator_acls`). The scenario covers what those permissions are for:
 copying records, remote topic creation, partition growth, topic config sync, offset
 syncs, progress (and resuming from it), heartbeats both ways, checkpoints, group offset
@@ -77,7 +77,7 @@ Grant = tuple[ResourceType, str, ResourcePatternType, AclOperation]
 def replicator_acls(
     source: str, target: str, *, topics: Sequence[str], groups: Sequence[str], exactly_once: bool = False
 ) -> tuple[list[Grant], list[Grant]]:
-    """The permissions README documents for the principal running flow ``source->target``.
+    """The permissions docs/security.md documents for the principal running flow ``source->target``.
 
     Parameters
     ----------
@@ -161,7 +161,7 @@ def grant_flow(
     groups: Sequence[str],
     exactly_once: bool = False,
 ) -> None:
-    """Give the replicator what README documents for flow ``source->target`` (:func:`replicator_acls`)."""
+    """Give the replicator what docs/security.md documents for flow ``source->target`` (:func:`replicator_acls`)."""
     on_source, on_target = replicator_acls(source, target, topics=topics, groups=groups, exactly_once=exactly_once)
     create_acls(clusters.cluster(source), [binding(g) for g in on_source])
     create_acls(clusters.cluster(target), [binding(g) for g in on_target])
@@ -418,7 +418,7 @@ def test_topic_acls_are_synced_and_the_documented_permissions_suffice(
             binding((GROUP, "alice-app", LITERAL, Op.READ), ALICE),
         ],
     )
-    # The replicator gets exactly what README documents; on B, alice may use her group (an operator's
+    # The replicator gets exactly what docs/security.md documents; on B, alice may use her group (an operator's
     # job: ACL sync copies topic ACLs only).
     on_a, on_b = replicator_acls("A", "B", topics=["topic1", "topic2"], groups=["alice-app"])
     create_acls(a, [binding(g) for g in on_a])
@@ -588,7 +588,7 @@ def test_a_flow_whose_target_acl_is_removed_fails_while_the_other_flow_keeps_cop
         secure_clusters, [("A", "B"), ("B", "A")], topics=f"{on_a}|{on_b}", groups=unique_name("none")
     )
     cfg = parse_config(parse_properties(text))
-    write = (TOPIC, "A.", PREFIXED, Op.WRITE)  # README: remote topics of A->B on B, CREATE, WRITE, ...
+    write = (TOPIC, "A.", PREFIXED, Op.WRITE)  # docs/security.md: remote topics of A->B on B, CREATE, WRITE, ...
     removed = False
     try:
         with pytest.raises(DataPathError, match="TOPIC_AUTHORIZATION_FAILED"), running(cfg, spark) as r:
@@ -634,7 +634,7 @@ def test_a_missing_lease_acl_marks_the_flow_failed(secure_clusters: LocalCluster
     create_topic(a.client_config(), topic)
     produce(a.client_config(), topic, [{"value": b"x"}])
     grant_flow(secure_clusters, "A", "B", topics=[topic], groups=[])
-    lease = (GROUP, "mirrorspark-lease-A->B", LITERAL, Op.READ)  # README: joining the lease group
+    lease = (GROUP, "mirrorspark-lease-A->B", LITERAL, Op.READ)  # docs/security.md: joining the lease group
     cfg = make_config(secure_clusters, topics=topic, groups=unique_name("none"))
     delete_acl(b, lease)
     try:

@@ -5,7 +5,7 @@ process with a bearer token, a workload is produced while the page is open (unti
 shows its throughput: under load the first figure can come after any fixed workload ended), and the page must
 show both clusters and the flow's edge, the topic row with non-zero throughput, every record
 copied and lag falling to 0, the consumer group's checkpoint, charts, and no console error. With
-``MIRRORSPARK_SCREENSHOT=docs/dashboard.png`` it saves the README's screenshot there.
+``MIRRORSPARK_SCREENSHOT=docs/dashboard.png`` it saves the screenshot of docs/monitoring.md there.
 
 The second draws a graph no single live flow makes: an API (the real application, served by
 uvicorn) over a store holding A->B (local), B->A (active/active, seen through A's replicated

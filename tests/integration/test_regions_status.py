@@ -190,7 +190,7 @@ def test_the_replicator_fetches_from_the_follower_in_its_rack(
 
     # the remote copies of the partitions: caught up
     shown = cli("replica-status", str(config), "--cluster", "east", "--topics", topic, "--remote")
-    print(shown.stdout)  # the README's examples come from here (pytest -s)
+    print(shown.stdout)  # the examples of docs/multi-region.md come from here (pytest -s)
     rows = status_rows(config, "--topics", topic, "--remote", "--leaders")
     assert [(r["partition"], r["replica"], r["rack"]) for r in rows] == [(0, 0, "a"), (1, 1, "a")]
     for r in rows:

@@ -180,7 +180,7 @@ def run(
         typer.Option(
             "--conf",
             help="A Spark property KEY=VALUE (repeatable), as spark-submit's --conf; e.g. spark.authenticate=true "
-            "and spark.network.crypto.enabled=true with a non-local --master (see README, Security).",
+            "and spark.network.crypto.enabled=true with a non-local --master (see docs/security.md).",
         ),
     ] = None,
 ) -> None:

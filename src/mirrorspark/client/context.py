@@ -83,7 +83,7 @@ def flow_policy(flow: FlowConfig) -> ReplicationPolicy:
         internal_topic_separator_enabled=flow.policy.internal_topic_separator_enabled,
         source_cluster_alias=flow.source,
     )
-    if flow.transforms.routes:  # RegexRouter renames the flow's remote topics (README, Transforms)
+    if flow.transforms.routes:  # RegexRouter renames the flow's remote topics (docs/transforms.md)
         return RoutedReplicationPolicy(policy, build_chain(routers(flow.transforms)))
     return policy
 

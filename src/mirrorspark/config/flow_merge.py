@@ -193,7 +193,7 @@ def _transforms(
             f"{s}->{t}: RegexRouter renames remote topics: a renamed topic that no longer carries the "
             "source alias is not recognised as a remote topic (cycle detection, replication hops, "
             "upstream clusters, failback translation see it as local); checkpoints name the renamed "
-            "topic (README, Transforms)"
+            "topic (docs/transforms.md)"
         )
     return config
 

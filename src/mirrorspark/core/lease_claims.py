@@ -129,7 +129,7 @@ def claim_epoch(offset: int) -> int:
 
 
 def permission_hint(kafka_code: str | None, *, group: str, topic: str, cluster: str) -> str:
-    """Return what to grant when the lease consumer stopped on an authorization error (README's ACL table).
+    """Return what to grant when the lease consumer stopped on an authorization error (docs/security.md's ACL table).
 
     Parameters
     ----------
@@ -155,7 +155,7 @@ def permission_hint(kafka_code: str | None, *, group: str, topic: str, cluster: 
         return ""
     return (
         f": grant the replication principal {what} on cluster '{cluster}' (the flow's lease: "
-        "one active instance per flow; see README, ACLs)"
+        "one active instance per flow; see docs/security.md, ACLs)"
     )
 
 

@@ -56,7 +56,7 @@ ALTER_NOTE: Final = (
     "consumer groups behind the new position get no checkpoints until they pass it; checkpoints already "
     "written stay (a group's checkpoint only moves back when its own offset does)"
 )
-"""The note printed after an alter (README, *Source offsets of a flow*)."""
+"""The note printed after an alter (docs/migration.md, *Source offsets of a flow*)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -73,7 +73,7 @@ def build_spark_session(
     """Create (or get) the one SparkSession of a mirrorspark process.
 
     Kafka credentials never enter the Spark configuration: they travel inside the pickled
-    tasks (see README, "Security": with a non-local master, turn on Spark's RPC
+    tasks (see docs/security.md: with a non-local master, turn on Spark's RPC
     authentication and encryption, ``spark.authenticate`` and ``spark.network.crypto.enabled``,
     e.g. through ``conf``). Option values whose names look secret are redacted in Spark's
     UI, event log and plans (:data:`REDACTION_REGEX`).

@@ -53,7 +53,7 @@ KeyScope = Literal["driver", "client", "connector", "flow", "worker", "mirrorspa
 
 @dataclass(frozen=True)
 class ConfigKey:
-    """One configuration key mirrorspark knows, declared once (README tables are generated from these).
+    """One configuration key mirrorspark knows, declared once (docs/config.md is generated from these).
 
     Parameters
     ----------

@@ -259,7 +259,7 @@ MM2_KEYS: Final[tuple[ConfigKey, ...]] = (
         "remote topics) or a Python class as package.module:ClassName; transforms that need schemas (Cast, "
         "ReplaceField, HeaderFrom, ...) are refused at load. Read per flow (S->T.transforms, as MM2) or at top "
         "level for every flow (mirrorspark only: MM2 drops top-level transforms.<t>.* keys). Empty = records "
-        "copied unchanged. See README, Transforms.",
+        "copied unchanged. See docs/transforms.md.",
         field="transforms",
     ),
     ConfigKey(

@@ -181,7 +181,10 @@ class BoundChain:
 def _load_user(spec: TransformSpec, written: Callable[[str], str]) -> Transformation:
     key = written(f"transforms.{spec.alias}.type")
     module_name, _, attr = spec.type.partition(":")
-    fix = "make the module importable by mirrorspark (and its executors) and the class a Transformation (README)"
+    fix = (
+        "make the module importable by mirrorspark (and its executors) and the class a Transformation "
+        "(docs/transforms.md)"
+    )
     try:
         obj: Any = importlib.import_module(module_name)
     except Exception as e:
@@ -201,7 +204,7 @@ def _load_user(spec: TransformSpec, written: Callable[[str], str]) -> Transforma
         ) from e
     if not isinstance(instance, Transformation):
         raise TransformConfigError(
-            f"'{key}' = {spec.type!r} is not a transform: give it apply(record) -> record or None (README: Transforms)"
+            f"'{key}' = {spec.type!r} is not a transform: give it apply(record) -> record or None (docs/transforms.md)"
         )
     configure = getattr(instance, "configure", None)
     if callable(configure):

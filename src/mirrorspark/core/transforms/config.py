@@ -308,7 +308,7 @@ def _refusal(raw: str, tkey: str) -> str:
             f"'{tkey}' = {raw!r} is refused: {short} reads or writes fields of a key or value with a schema "
             "(a Struct or Map), but MM2's records are byte arrays (ByteArrayConverter), so it would fail on "
             "every record, in MM2 too; remove it, or write a user transform ('package.module:ClassName', "
-            "README: Transforms) that parses the bytes itself"
+            "docs/transforms.md) that parses the bytes itself"
         )
     if short == "TimestampRouter":
         return (

@@ -158,7 +158,7 @@ def init_transactions_error(
             f"flow {flow}: TRANSACTIONAL_ID_AUTHORIZATION_FAILED: the replication principal may not "
             f"use transactional id '{tid}' (the copy tasks' ids are {source}-mm2-MirrorSourceConnector-"
             f"<task>): grant it WRITE on TransactionalId '{source}-mm2-' (prefixed) on cluster "
-            f"'{target}' (README, ACLs; {err.str()})",
+            f"'{target}' (docs/security.md, ACLs; {err.str()})",
             kafka_code=code,
         )
     if isinstance(err, KafkaError) and err.code() in (KafkaError._TIMED_OUT, KafkaError._TRANSPORT):
