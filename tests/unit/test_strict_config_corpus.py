@@ -28,7 +28,8 @@ from bench.workload import Workload  # noqa: E402
 def strict(props: Mapping[str, str], aliases: set[str], name: str) -> None:
     """Parse ``props`` strictly, with the clusters they name given bootstrap servers."""
     base = {"clusters": ", ".join(sorted(aliases))} | {f"{a}.bootstrap.servers": "h:9092" for a in aliases}
-    parse_config({**base, **props}, env={}, source_name=name)
+    env = {m: "secret" for v in props.values() for m in re.findall(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}", v)}
+    parse_config({**base, **props}, env=env, source_name=name)
 
 
 def aliases_of(props: Mapping[str, str]) -> set[str]:
