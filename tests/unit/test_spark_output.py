@@ -1,0 +1,48 @@
+"""Where the Spark driver JVM's output goes (:mod:`mirrorspark.spark_session.jvm_output`): a file with -v, a tail."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mirrorspark.spark_session import jvm_output
+
+pytestmark = pytest.mark.unit
+
+
+def test_spark_output_goes_to_a_file_only_when_asked(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv(jvm_output.SPARK_LOG_ENV, raising=False)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    logger = logging.getLogger("mirrorspark")
+    before = logger.level
+    try:
+        logger.setLevel(logging.WARNING)
+        assert jvm_output.spark_log_path() is None  # no -v: nowhere
+        logger.setLevel(logging.INFO)  # -v
+        path = jvm_output.spark_log_path()
+    finally:
+        logger.setLevel(before)
+    assert path is not None and path.parent == tmp_path / "mirrorspark" and path.suffix == ".log"
+    monkeypatch.setenv(jvm_output.SPARK_LOG_ENV, str(tmp_path / "spark.log"))
+    assert jvm_output.spark_log_path() == tmp_path / "spark.log"
+    monkeypatch.setenv(jvm_output.SPARK_LOG_ENV, "off")
+    assert jvm_output.spark_log_path() is None
+
+
+@pytest.mark.parametrize("to_file", [True, False])
+def test_a_childs_stdout_and_stderr_reach_the_file_and_the_tail_not_the_terminal(tmp_path: Path, to_file: bool) -> None:
+    path = tmp_path / "logs" / "spark.log" if to_file else None
+    out = jvm_output.JvmOutput(path, tail_lines=2)
+    code = "import sys; print('one'); print('two', file=sys.stderr); print('three', flush=True)"
+    child = subprocess.run(
+        [sys.executable, "-c", code], stdout=out.write_fd, stderr=out.write_fd, capture_output=False, check=True
+    )
+    assert child.returncode == 0
+    out.start().wait(5.0)
+    assert len(out.tail) == 2 and "three" in out.tail
+    if path is not None:
+        assert set(path.read_text().split()) == {"one", "two", "three"}
