@@ -46,3 +46,21 @@ def test_a_childs_stdout_and_stderr_reach_the_file_and_the_tail_not_the_terminal
     assert len(out.tail) == 2 and "three" in out.tail
     if path is not None:
         assert set(path.read_text().split()) == {"one", "two", "three"}
+
+
+def test_a_dead_jvms_error_names_its_last_line_and_the_log_file(tmp_path: Path) -> None:
+    from mirrorspark.spark_session import popen_probe
+
+    path = tmp_path / "spark.log"
+    out = jvm_output.JvmOutput(path)
+    code = (
+        "import sys; print('starting'); print('java.lang.OutOfMemoryError: Java heap space', file=sys.stderr); "
+        "print('Setting default log level to \"WARN\".', file=sys.stderr)"  # every start's banner: never named
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code + "; sys.exit(3)"], stdout=out.write_fd, stderr=out.write_fd)
+    out.start()
+    proc.wait(10)
+    what = popen_probe(proc, out)()
+    assert what is not None and "exited with status 3" in what
+    assert "its last output: 'java.lang.OutOfMemoryError: Java heap space'" in what and str(path) in what
+    assert jvm_output.JvmOutput(None).start().last_words() == ""  # nothing printed, no file: nothing said

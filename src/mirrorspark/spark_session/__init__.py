@@ -250,7 +250,7 @@ class DriverJvmWatch:
         gateway: Any = getattr(SparkContext, "_gateway", None)
         proc = getattr(gateway, "proc", None)
         if proc is not None:
-            return cls(popen_probe(proc), interval_s=interval_s)
+            return cls(popen_probe(proc, jvm_output.current()), interval_s=interval_s)
         if os.environ.get("SPARK_ENV_LOADED") or "PYSPARK_GATEWAY_PORT" in os.environ:
             parent = os.getppid()
             if parent > 1:
@@ -305,12 +305,25 @@ class DriverJvmWatch:
             self._thread.join(max(1.0, 2 * self.interval_s))
 
 
-def popen_probe(proc: Any) -> Callable[[], str | None]:
-    """Return a :class:`DriverJvmWatch` probe of a JVM launched as ``proc`` (a ``subprocess.Popen``)."""
+def popen_probe(proc: Any, output: jvm_output.JvmOutput | None = None) -> Callable[[], str | None]:
+    """Return a :class:`DriverJvmWatch` probe of a JVM launched as ``proc`` (a ``subprocess.Popen``).
+
+    Parameters
+    ----------
+    proc:
+        The JVM's process.
+    output:
+        Where its output went (:func:`~mirrorspark.spark_session.jvm_output.launch_gateway_quietly`):
+        its last line is named with the death (no longer on the terminal), e.g. an
+        ``OutOfMemoryError``; ``None``: not named.
+    """
 
     def probe() -> str | None:
         code = proc.poll()
-        return None if code is None else f"the Spark driver JVM (pid {proc.pid}) died ({describe_exit(code)})"
+        if code is None:
+            return None
+        words = output.last_words() if output is not None else ""
+        return f"the Spark driver JVM (pid {proc.pid}) died ({describe_exit(code)}{'; ' + words if words else ''})"
 
     return probe
 

@@ -44,6 +44,13 @@ with ``-v``)."""
 TAIL_LINES: Final = 40
 """Lines of the JVM's output kept in memory (:attr:`JvmOutput.tail`), for the error of a JVM that did not start."""
 
+START_UP_LINES: Final = (
+    "WARNING: Using incubator modules:",
+    "Setting default log level to",
+    "To adjust logging level use sc.setLogLevel",
+)
+"""How the lines every start prints begin: never named as a dead JVM's last words (:meth:`JvmOutput.last_words`)."""
+
 DRAIN_WAIT_S: Final = 2.0
 """Seconds :func:`launch_gateway_quietly` waits for a JVM's last output after it exited while starting."""
 
@@ -136,6 +143,37 @@ class JvmOutput:
         """The last lines of the output so far, oldest first."""
         return list(self._tail)
 
+    def last_words(self, *, wait_s: float = 0.5) -> str:
+        """Say what the output of a JVM that died last held, for the error naming its death.
+
+        Parameters
+        ----------
+        wait_s:
+            Seconds to wait for the rest of the output (the pipe's end) first.
+
+        Returns
+        -------
+        str
+            ``"its last output: '<line>'"`` (its last non-blank line but :data:`START_UP_LINES`, e.g.
+            ``java.lang.OutOfMemoryError: Java heap space``), followed by ``"; all of it in <log file>"``
+            when there is one; ``""`` when it printed nothing.
+        """
+        self.wait(wait_s)
+        said = [line.strip() for line in self._tail]
+        lines = [line for line in said if line and not line.startswith(START_UP_LINES)]
+        words = f"its last output: {lines[-1]!r}" if lines else ""
+        if self.path is not None:
+            words = f"{words}; all of it in {self.path}" if words else f"its output is in {self.path}"
+        return words
+
+
+_current: JvmOutput | None = None
+
+
+def current() -> JvmOutput | None:
+    """Return the output of the Spark driver JVM this process launched last (:func:`launch_gateway_quietly`), if any."""
+    return _current
+
 
 def launch_gateway_quietly(options: Mapping[str, str]) -> Any:
     """Start the Spark driver JVM as PySpark does, in a session of its own, its output going to a :class:`JvmOutput`.
@@ -182,8 +220,19 @@ def launch_gateway_quietly(options: Mapping[str, str]) -> Any:
         log.error("the Spark driver JVM exited while starting; its last output:\n%s", "\n".join(output.tail))
         raise
     output.start()
+    global _current
+    _current = output
     SparkContext._ensure_initialized(gateway=gateway)  # noqa: SLF001 (PySpark's way to hand it a gateway)
     return output
 
 
-__all__ = ["DRAIN_WAIT_S", "SPARK_LOG_ENV", "TAIL_LINES", "JvmOutput", "launch_gateway_quietly", "spark_log_path"]
+__all__ = [
+    "DRAIN_WAIT_S",
+    "SPARK_LOG_ENV",
+    "START_UP_LINES",
+    "TAIL_LINES",
+    "JvmOutput",
+    "current",
+    "launch_gateway_quietly",
+    "spark_log_path",
+]
