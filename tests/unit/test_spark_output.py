@@ -64,3 +64,27 @@ def test_a_dead_jvms_error_names_its_last_line_and_the_log_file(tmp_path: Path) 
     assert what is not None and "exited with status 3" in what
     assert "its last output: 'java.lang.OutOfMemoryError: Java heap space'" in what and str(path) in what
     assert jvm_output.JvmOutput(None).start().last_words() == ""  # nothing printed, no file: nothing said
+
+
+def test_a_jvm_that_does_not_start_is_one_error_naming_its_last_lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    import pyspark.java_gateway
+    from pyspark.errors import PySparkRuntimeError
+
+    from mirrorspark.errors import SparkDriverLostError
+
+    seen: dict[str, object] = {}
+
+    def launch_gateway(conf: object, popen_kwargs: dict[str, object]) -> None:
+        seen.update(popen_kwargs, conf=dict(conf.getAll()))  # type: ignore[attr-defined]
+        code = "import sys; print('spark-class: line 71: /nope/bin/java: No such file or directory', file=sys.stderr)"
+        kwargs = {k: popen_kwargs[k] for k in ("stdout", "stderr", "start_new_session")}
+        subprocess.run([sys.executable, "-c", code], check=True, **kwargs)  # type: ignore[call-overload]
+        raise PySparkRuntimeError(errorClass="JAVA_GATEWAY_EXITED", messageParameters={})
+
+    monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
+    monkeypatch.setenv(jvm_output.SPARK_LOG_ENV, "off")
+    monkeypatch.setattr(pyspark.java_gateway, "launch_gateway", launch_gateway)
+    with pytest.raises(SparkDriverLostError, match="did not start") as e:
+        jvm_output.launch_gateway_quietly({"spark.master": "local[2]"})
+    assert "/nope/bin/java: No such file or directory" in str(e.value) and "JAVA_HOME" in str(e.value)
+    assert seen["conf"] == {"spark.master": "local[2]"} and seen["start_new_session"] is True

@@ -13,7 +13,7 @@ finds its socket closed.
 :func:`launch_gateway_quietly` launches the JVM the same way, with its stdout and stderr on a pipe
 that :class:`JvmOutput` drains on a thread: into the log file of :func:`spark_log_path` when there is
 one (``mirrorspark -v …``, or :data:`SPARK_LOG_ENV`), and always into the last :data:`TAIL_LINES`
-lines kept in memory, logged at ERROR when the JVM exits before it answered (a missing Java, say).
+lines kept in memory, named in the error when the JVM exits before it answered (a missing Java, say).
 mirrorspark reports what matters of Spark itself (a failed job, the JVM's death) as its own errors.
 
 The JVM also gets a session (and process group) of its own: a signal sent to mirrorspark's process
@@ -34,6 +34,8 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any, Final
+
+from mirrorspark.errors import SparkDriverLostError
 
 log = logging.getLogger(__name__)
 
@@ -143,13 +145,15 @@ class JvmOutput:
         """The last lines of the output so far, oldest first."""
         return list(self._tail)
 
-    def last_words(self, *, wait_s: float = 0.5) -> str:
+    def last_words(self, *, wait_s: float = 0.5, lines: int = 1) -> str:
         """Say what the output of a JVM that died last held, for the error naming its death.
 
         Parameters
         ----------
         wait_s:
             Seconds to wait for the rest of the output (the pipe's end) first.
+        lines:
+            How many of its last lines to name (joined by `` | ``).
 
         Returns
         -------
@@ -160,8 +164,8 @@ class JvmOutput:
         """
         self.wait(wait_s)
         said = [line.strip() for line in self._tail]
-        lines = [line for line in said if line and not line.startswith(START_UP_LINES)]
-        words = f"its last output: {lines[-1]!r}" if lines else ""
+        kept = [line for line in said if line and not line.startswith(START_UP_LINES)][-lines:]
+        words = f"its last output: {' | '.join(kept)!r}" if kept else ""
         if self.path is not None:
             words = f"{words}; all of it in {self.path}" if words else f"its output is in {self.path}"
         return words
@@ -197,9 +201,10 @@ def launch_gateway_quietly(options: Mapping[str, str]) -> Any:
 
     Raises
     ------
-    pyspark.errors.PySparkRuntimeError
-        The JVM exited before it answered (``JAVA_GATEWAY_EXITED``); its last output is logged
-        at ERROR first, since it no longer reaches the terminal.
+    SparkDriverLostError
+        The JVM exited before it answered (PySpark's ``JAVA_GATEWAY_EXITED``, e.g. no Java at
+        ``JAVA_HOME``): the message names its last line of output, which no longer reaches the
+        terminal (all of it is logged at INFO, ``-v``).
     """
     from pyspark import SparkConf, SparkContext
     from pyspark.java_gateway import launch_gateway
@@ -214,10 +219,16 @@ def launch_gateway_quietly(options: Mapping[str, str]) -> Any:
         gateway = launch_gateway(  # type: ignore[no-untyped-call]
             conf, popen_kwargs={"stdout": output.write_fd, "stderr": output.write_fd, "start_new_session": True}
         )
-    except BaseException:
+    except Exception as e:
         output.start()
-        output.wait(DRAIN_WAIT_S)
-        log.error("the Spark driver JVM exited while starting; its last output:\n%s", "\n".join(output.tail))
+        words = output.last_words(wait_s=DRAIN_WAIT_S, lines=2)
+        log.info("the Spark driver JVM exited while starting; its last output:\n%s", "\n".join(output.tail))
+        raise SparkDriverLostError(
+            f"the Spark driver JVM did not start ({words or e}): check JAVA_HOME (or java on PATH: Java 17 or "
+            "newer) and the PySpark install; run with -v for its whole output"
+        ) from e
+    except BaseException:  # Ctrl-C while it starts
+        output.start()
         raise
     output.start()
     global _current
