@@ -381,9 +381,6 @@ class Replicator:
         """
         began = time.monotonic()
         self.state = DriverState.STARTING
-        # the heartbeats topics first: a flow's first run then finds its source's and copies its heartbeats
-        # (``S.heartbeats`` on the target: MirrorClient's upstream clusters and replication hops)
-        self.heartbeats.start()
         for flow in self.flows:
             flow.start()
             self._schedule_flow_jobs(flow)
@@ -404,6 +401,7 @@ class Replicator:
         for cp in self.checkpoints:
             cp.start(background_syncs=True)
             schedule_checkpoint_jobs(self.control, cp)
+        self.heartbeats.start()
         self.heartbeats.schedule(self.background)
         self.background.start(name="mirrorspark-heartbeats")
         self._start_failover_watch()
