@@ -32,11 +32,17 @@ settings.load_profile("mirrorspark")
 
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator[SparkSession]:
-    """One local SparkSession for the whole session, without the UI: 12 slots, one per copy task."""
-    from mirrorspark.spark_session import build_spark_session
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
+    """One local SparkSession for the whole session, without the UI: 12 slots, one per copy task.
 
-    session = build_spark_session(master="local[12]", app_name="mirrorspark-tests", ui=False)
+    Spark's own output (never on the terminal) goes to ``spark.log`` in the session's temporary directory.
+    """
+    from mirrorspark.spark_session import build_spark_session
+    from mirrorspark.spark_session.jvm_output import SPARK_LOG_ENV
+
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv(SPARK_LOG_ENV, str(tmp_path_factory.mktemp("spark") / "spark.log"))
+        session = build_spark_session(master="local[12]", app_name="mirrorspark-tests", ui=False)
     yield session
     session.stop()
 

@@ -166,11 +166,13 @@ def test_no_secret_in_reprs_logs_status_errors_spark_or_command_lines(
         "--conf",
         "spark.eventLog.compress=false",
     ]
-    env = {**os.environ, "MIRRORSPARK_SPARK_LOG_LEVEL": "INFO"}
+    spark_log = tmp_path / "spark.log"  # Spark's own output (its INFO log) goes there, not to the terminal
+    env = {**os.environ, "MIRRORSPARK_SPARK_LOG_LEVEL": "INFO", "MIRRORSPARK_SPARK_LOG": str(spark_log)}
     r = subprocess.run(argv, capture_output=True, text=True, timeout=600, env=env)
     assert r.returncode == 0, r.stderr[-3000:]
     assert len(consume_all(admin_conf, f"A.{topic}")) == 50
-    seen += [" ".join(argv), r.stdout, r.stderr]
+    assert "INFO SparkContext" in spark_log.read_text(errors="replace")
+    seen += [" ".join(argv), r.stdout, r.stderr, spark_log.read_text(errors="replace")]
     logs = [p for p in events.rglob("*") if p.is_file()]
     assert logs, "Spark wrote no event log"
     event_text = "".join(p.read_text(errors="replace") for p in logs)

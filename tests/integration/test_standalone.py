@@ -285,7 +285,8 @@ def test_continuous_engine_survives_a_killed_worker(
         "spark.ui.port": ui.rsplit(":", 1)[1],
     }
     log = tmp_path / "run.log"
-    env = {**os.environ, "MIRRORSPARK_SPARK_LOG_LEVEL": "WARN"}  # Spark's "Lost task" lines in the log
+    spark_log = tmp_path / "spark.log"  # Spark's own output: its "Lost task" lines
+    env = {**os.environ, "MIRRORSPARK_SPARK_LOG_LEVEL": "WARN", "MIRRORSPARK_SPARK_LOG": str(spark_log)}
     producing = Producing(primary, topic, PARTITIONS)
     with log.open("wb") as out:
         run = subprocess.Popen(
@@ -392,7 +393,8 @@ def test_continuous_engine_survives_a_killed_worker(
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(run.pid, signal.SIGKILL)
             run.wait(30)
-    restarts = [line for line in text.splitlines() if "restart" in line.lower() or "Lost " in line]
+    spark_text = spark_log.read_text(errors="replace") if spark_log.exists() else ""
+    restarts = [line for line in (text + spark_text).splitlines() if "restart" in line.lower() or "Lost " in line]
     print(
         f"\n{len(expected)} records, {len(values) - len(expected)} duplicates (committed at the kill: "
         f"{sum(committed.values())}), resumed {resume_s:.1f} s after the "

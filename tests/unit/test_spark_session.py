@@ -78,6 +78,7 @@ def test_a_quick_start_driver_jvm_maps_the_class_archive(monkeypatch: pytest.Mon
     from pyspark.sql import SparkSession
 
     monkeypatch.setattr(SparkSession, "builder", Builder())
+    monkeypatch.setattr(spark_session.jvm_output, "launch_gateway_quietly", lambda _options: None)
     with pytest.raises(RuntimeError, match="stop here"):
         spark_session.build_spark_session(quick_start=True)
     assert f"-XX:SharedArchiveFile={archive}" in seen["spark.driver.extraJavaOptions"]

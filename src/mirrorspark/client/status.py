@@ -6,11 +6,16 @@ offsets in ``mm2-offsets.<source>.internal``, the remote topics, and the
 heartbeats — so it reports MM2's flows just as well.
 
 * **state** — ``failed`` when the running mirrorspark gave up on the flow (its last
-  published flow state, with the error; the other flows run on), else ``running`` when the
-  flow's newest heartbeat on the target is younger than
+  published flow state, with the error; the other flows run on); ``caught up`` or ``stopped``
+  when a mirrorspark run of the flow ended cleanly and published so after its last heartbeat
+  (a bounded ``run --until-caught-up`` that copied everything it listed at start, or a run
+  stopped by Ctrl-C/SIGTERM: said at once, not after the heartbeats aged); else ``running``
+  when the flow's newest heartbeat on the target is younger than
   ``max(10 s, 5 x emit.heartbeats.interval.seconds)``, ``stopped`` when older,
   ``never started`` without committed offsets.
-* **lag** — per topic, source end offsets minus committed positions.
+* **lag** — per topic, source end offsets minus committed positions; a flow's lag leaves out
+  its heartbeats topics (MM2's ``heartbeats`` and remote ``S.heartbeats``), which every run keeps
+  writing to until it ends, so their last records are never data waiting to be copied.
 * **records copied** — per topic, records in the remote topic (end - start offsets).
 * **upstream clusters / replication hops** — per cluster, MirrorClient's view
   of its heartbeat topics.
@@ -39,6 +44,9 @@ from mirrorspark.kafka.reader import read_topic
 from mirrorspark.mm2.internal_topics import TASK_PROGRESS_PREFIX, mirrorspark_topic
 from mirrorspark.mm2.records import Heartbeat
 
+ENDED_STATES = ("caught up", "stopped")
+"""Published flow states of a run that ended cleanly; ``status`` says them until a newer heartbeat comes."""
+
 
 @dataclass(frozen=True)
 class TopicStatus:
@@ -60,6 +68,9 @@ class TopicStatus:
     dropped_records:
         Records a transform (``transforms``) dropped over the flow's lifetime: read and committed as
         done, never copied; ``None`` if no totals were published.
+    heartbeats:
+        Whether it is a heartbeats topic (MM2's ``heartbeats``, local or remote): its lag is left
+        out of the flow's (:attr:`FlowStatus.lag`).
     """
 
     topic: str
@@ -70,6 +81,7 @@ class TopicStatus:
     copied_records: int | None = None
     copied_bytes: int | None = None
     dropped_records: int | None = None
+    heartbeats: bool = False
 
 
 @dataclass(frozen=True)
@@ -81,7 +93,7 @@ class FlowStatus:
     flow:
         ``"A->B"``.
     state:
-        ``running``, ``failed``, ``stopped`` or ``never started``.
+        ``running``, ``failed``, ``caught up``, ``stopped`` or ``never started``.
     last_heartbeat_ms:
         Epoch ms of the newest heartbeat of the flow on the target, ``None`` if none.
     topics:
@@ -115,8 +127,8 @@ class FlowStatus:
 
     @property
     def lag(self) -> int:
-        """Source records not yet copied."""
-        return sum(t.lag for t in self.topics)
+        """Source records not yet copied, heartbeats topics left out (:attr:`TopicStatus.heartbeats`)."""
+        return sum(t.lag for t in self.topics if not t.heartbeats)
 
     @property
     def dropped_records(self) -> int | None:
@@ -202,6 +214,43 @@ def read_failover_event(ctx: FlowContext, *, client_id: str) -> FailoverEvent | 
     return newest[0] if newest else None
 
 
+def flow_state(
+    published: FlowState | None, *, started: bool, last_heartbeat_ms: int | None, now_ms: int, fresh_ms: int
+) -> str:
+    """Tell a flow's state from what the clusters hold (the rule of this module's docstring, **state**).
+
+    Parameters
+    ----------
+    published:
+        The flow's last published state (``mm2-progress.<source>.internal``), ``None`` if none.
+    started:
+        Whether the flow has committed source offsets.
+    last_heartbeat_ms:
+        Epoch ms of the flow's newest heartbeat on the target, ``None`` if none.
+    now_ms:
+        The current epoch ms.
+    fresh_ms:
+        How young a heartbeat of a running flow is (ms).
+
+    Returns
+    -------
+    str
+        ``failed``; ``caught up`` or ``stopped`` when a run's clean end (:data:`ENDED_STATES`) is at
+        least as new as the newest heartbeat (a later run's or MM2's heartbeats say ``running``
+        again); else ``never started`` without offsets, ``running`` with a fresh heartbeat,
+        ``stopped``.
+    """
+    if published is not None and published.state == "failed":
+        return "failed"
+    if published is not None and published.state in ENDED_STATES and published.timestamp_ms >= (last_heartbeat_ms or 0):
+        return published.state
+    if not started:
+        return "never started"
+    if last_heartbeat_ms is not None and now_ms - last_heartbeat_ms <= fresh_ms:
+        return "running"
+    return "stopped"
+
+
 def flow_status(
     config: MirrorConfig,
     flow: FlowConfig,
@@ -269,20 +318,14 @@ def flow_status(
                 cp.records if cp else None,
                 cp.value_bytes + cp.key_bytes if cp else None,
                 cp.dropped if cp else None,
+                policy.is_heartbeats_topic(t),
             )
         )
     gaps = read_gap_ledger(ctx, client_id=ctx.client_id(f"{cid}-gaps-consumer")).gaps
     last = _heartbeats(ctx)
     fresh_ms = max(10_000, int(5 * flow.emit_heartbeats_interval_s * 1000))
     published = states.get(flow.name)
-    if published is not None and published.state == "failed":
-        state = "failed"
-    elif not stored:
-        state = "never started"
-    elif last is not None and now_ms - last <= fresh_ms:
-        state = "running"
-    else:
-        state = "stopped"
+    state = flow_state(published, started=bool(stored), last_heartbeat_ms=last, now_ms=now_ms, fresh_ms=fresh_ms)
     error = published.error if state == "failed" and published is not None else None
     failover = read_failover_event(ctx, client_id=ctx.client_id(f"{cid}-failover-consumer"))
     return FlowStatus(flow.name, state, last, tuple(topics), tuple(gaps), error, failover)
@@ -305,10 +348,12 @@ def status(config: MirrorConfig) -> tuple[list[FlowStatus], list[ClusterStatus]]
 
 
 __all__ = [
+    "ENDED_STATES",
     "ClusterStatus",
     "FlowStatus",
     "TopicStatus",
     "cluster_status",
+    "flow_state",
     "flow_status",
     "read_failover_event",
     "status",

@@ -106,16 +106,23 @@ def decode_totals(key: bytes | None, value: bytes | None) -> tuple[str, str, Top
         return None
 
 
+FLOW_STATES = ("running", "failed", "caught up", "stopped")
+"""The states a flow-state record holds (:class:`FlowState`)."""
+
+
 @dataclass(frozen=True)
 class FlowState:
-    """The last state a running mirrorspark published for a flow.
+    """The last state a mirrorspark run published for a flow.
 
     Attributes
     ----------
     state:
-        ``"running"`` or ``"failed"``.
+        One of :data:`FLOW_STATES`: ``"running"`` when its copy tasks started, ``"failed"`` when the
+        run gave up on it, and at the clean end of a run that ran it ``"caught up"`` (a bounded run,
+        ``--until-caught-up``, that copied up to the end offsets it listed at start) or ``"stopped"``
+        (stopped before: Ctrl-C, SIGTERM).
     error:
-        Why the flow failed (the error's message), ``None`` when running.
+        Why the flow failed (the error's message), ``None`` otherwise.
     timestamp_ms:
         When it was published (epoch ms).
     """
@@ -143,7 +150,7 @@ def decode_flow_state(key: bytes | None, value: bytes | None) -> tuple[str, Flow
         if not isinstance(k, dict) or set(k) != {"flow"} or not isinstance(v, dict):
             return None
         state, error, ts = v["state"], v.get("error"), v["timestamp"]
-        if state not in ("running", "failed") or not (error is None or isinstance(error, str)):
+        if state not in FLOW_STATES or not (error is None or isinstance(error, str)):
             return None
         if not isinstance(ts, int) or isinstance(ts, bool) or ts < 0:
             return None
@@ -153,6 +160,7 @@ def decode_flow_state(key: bytes | None, value: bytes | None) -> tuple[str, Flow
 
 
 __all__ = [
+    "FLOW_STATES",
     "FlowState",
     "TopicTotals",
     "decode_flow_state",

@@ -115,7 +115,8 @@ class FlowStats:
     Attributes
     ----------
     flow, state:
-        ``"S->T"``; the driver's state (:class:`DriverState`), ``"halted"`` once ``mirrorspark.on.gap=stop``
+        ``"S->T"``; the driver's state (:class:`DriverState`; once stopped, ``"caught up"`` for a flow a
+        bounded run copied up to its end offsets at start), ``"halted"`` once ``mirrorspark.on.gap=stop``
         halted the flow, or ``"failed"`` once its supervisor gave up on it (its error in the log; the other
         flows run on).
     records, value_bytes, lag:
@@ -310,6 +311,7 @@ class Replicator:
         self.on_stats = on_stats
         self._stop = threading.Event()
         self._targets: dict[str, dict[PartitionKey, int]] = {}
+        self.end_states: dict[str, str] = {}  # how each flow this instance ran ended cleanly (see _end_states)
         self.state = DriverState.CREATED
         self.worker: Worker | None = None
         self.leases: dict[str, FlowLease] = {}  # joined before Spark started (join_leases)
@@ -519,6 +521,7 @@ class Replicator:
             for pub in self.totals:
                 pub.publish_state("running")
             failed = self._loop(worker, until_caught_up=until_caught_up)
+            self.end_states = self._end_states(worker, failed, until_caught_up=until_caught_up)
         finally:
             self.state = DriverState.STOPPING
             try:
@@ -555,6 +558,25 @@ class Replicator:
                 self._report()
             self._stop.wait(TICK_S)
         return failed
+
+    def _end_states(self, worker: Worker, failed: Sequence[FlowSupervisor], *, until_caught_up: bool) -> dict[str, str]:
+        """How each flow this instance ran ended, once the loop ended: ``caught up`` or ``stopped``.
+
+        ``caught up``: a bounded run (``until_caught_up``) copied the flow up to the end offsets it
+        listed at start. ``stopped``: it ended before (a requested stop). Left out: a failed or
+        halted flow (its ``failed`` state is published already), a flow this instance was a
+        standby of (its active instance runs on), and every flow when the Spark driver JVM died.
+        """
+        if worker.driver_lost is not None:
+            return {}
+        failed_names = {s.name for s in failed}
+        out: dict[str, str] = {}
+        for f, s in zip(self.flows, worker.supervisors, strict=True):
+            if f.halted is not None or f.name in failed_names or s.state == SupervisorState.STANDBY:
+                continue
+            caught_up = until_caught_up and f.caught_up(self._targets.get(f.name, {}))
+            out[f.name] = "caught up" if caught_up else "stopped"
+        return out
 
     def _finish(self, failed: Sequence[FlowSupervisor] = ()) -> list[FlowStats]:
         self.state = DriverState.STOPPED
@@ -629,7 +651,13 @@ class Replicator:
             out.append(
                 FlowStats(
                     flow=f.name,
-                    state="halted" if f.halted is not None else "failed" if f.name in failed else self.state.value,
+                    state="halted"
+                    if f.halted is not None
+                    else "failed"
+                    if f.name in failed
+                    else self.end_states.get(f.name, self.state.value)
+                    if self.state == DriverState.STOPPED
+                    else self.state.value,
                     records=sum(t.records for t in topics),
                     value_bytes=sum(t.value_bytes for t in topics),
                     lag=sum(t.lag for t in topics),
@@ -663,9 +691,10 @@ class Replicator:
         self.heartbeats.close()
         for cp in self.checkpoints:
             cp.close()
-        for closer, what in [(p.close, f"final totals of {p.flow.name}") for p in self.totals] + [
-            (m.close, f"final metrics of {m.flow.name}") for m in self.metrics
-        ]:
+        for closer, what in [
+            (functools.partial(p.close, self.end_states.get(p.flow.name)), f"final totals of {p.flow.name}")
+            for p in self.totals
+        ] + [(m.close, f"final metrics of {m.flow.name}") for m in self.metrics]:
             try:
                 closer()
             except Exception as e:  # totals and raw metrics are informational: never fail a clean stop on them

@@ -121,7 +121,16 @@ class TotalsPublisher:
         return len(records)
 
     def publish_state(self, state: str, error: str | None = None) -> None:
-        """Publish the flow's state (``"running"``, or ``"failed"`` and its error) for ``status``; logs failures."""
+        """Publish the flow's state for ``status``; logs failures.
+
+        Parameters
+        ----------
+        state:
+            ``"running"``, ``"failed"`` (with ``error``), ``"caught up"`` or ``"stopped"``
+            (:class:`~mirrorspark.core.lifetime_totals.FlowState`).
+        error:
+            Why the flow failed, else ``None``.
+        """
         if self._producer is None:
             return
         key, value = encode_flow_state(self.flow.name, FlowState(state, error, int(time.time() * 1000)))
@@ -136,10 +145,22 @@ class TotalsPublisher:
         except ClusterError as e:
             log.warning("%s", e)
 
-    def close(self) -> None:
-        """Publish the final totals and release the producer."""
+    def close(self, end_state: str | None = None) -> None:
+        """Publish the final totals, then the flow's end state if given, and release the producer.
+
+        Parameters
+        ----------
+        end_state:
+            ``"caught up"`` or ``"stopped"``: how this run of the flow ended cleanly, written after
+            the run's last heartbeat (the driver closes the heartbeats first), so that ``status``
+            reads it instead of taking the run's fresh heartbeats for a running flow
+            (:func:`~mirrorspark.client.status.flow_status`); ``None``: no state (the flow failed,
+            or this instance was a standby of it).
+        """
         try:
             self.publish()
+            if end_state is not None:
+                self.publish_state(end_state)
         finally:
             self._producer = None
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mirrorspark.errors import SparkDriverLostError
-from mirrorspark.spark_session import class_archive
+from mirrorspark.spark_session import class_archive, jvm_output
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -78,6 +78,11 @@ def build_spark_session(
     e.g. through ``conf``). Option values whose names look secret are redacted in Spark's
     UI, event log and plans (:data:`REDACTION_REGEX`).
 
+    The driver JVM PySpark launches prints nothing to this process's terminal: its stdout and
+    stderr (the JVM's warnings, Spark's banner and log, the Python workers' stderr) go to a log
+    file with ``-v`` or ``MIRRORSPARK_SPARK_LOG``, else nowhere
+    (:func:`~mirrorspark.spark_session.jvm_output.launch_gateway_quietly`).
+
     Parameters
     ----------
     master:
@@ -105,24 +110,27 @@ def build_spark_session(
     driver_opts = f"{java_opts} {QUICK_START_JVM_OPTIONS} {class_archive.jvm_options()}" if quick_start else java_opts
     if quick_start:
         os.environ.setdefault("SPARK_LAUNCHER_OPTS", QUICK_START_JVM_OPTIONS)  # spark-class's launcher JVM
-    b = SparkSession.builder.appName(app_name)
+    options = {"spark.app.name": app_name}
     if master is not None:
-        b = b.master(master)
+        options["spark.master"] = master
     elif "spark.master" not in os.environ.get("PYSPARK_SUBMIT_ARGS", "") and not os.environ.get("SPARK_ENV_LOADED"):
-        b = b.master(f"local[{max(os.cpu_count() or 1, 2 * task_slots, 8)}]")
-    b = (
-        b.config("spark.ui.enabled", "true" if ui else "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.python.worker.reuse", "true")
-        .config("spark.driver.memory", os.environ.get("MIRRORSPARK_DRIVER_MEMORY", "1g"))
-        .config("spark.driver.extraJavaOptions", driver_opts)
-        .config("spark.executor.extraJavaOptions", java_opts)
-        .config("spark.redaction.regex", REDACTION_REGEX)
-        .config("spark.sql.redaction.options.regex", f"(?i)url|{REDACTION_REGEX[4:]}")
-    )
-    for key, value in (conf or {}).items():
+        options["spark.master"] = f"local[{max(os.cpu_count() or 1, 2 * task_slots, 8)}]"
+    options |= {
+        "spark.ui.enabled": "true" if ui else "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": "4",
+        "spark.python.worker.reuse": "true",
+        "spark.driver.memory": os.environ.get("MIRRORSPARK_DRIVER_MEMORY", "1g"),
+        "spark.driver.extraJavaOptions": driver_opts,
+        "spark.executor.extraJavaOptions": java_opts,
+        "spark.redaction.regex": REDACTION_REGEX,
+        "spark.sql.redaction.options.regex": f"(?i)url|{REDACTION_REGEX[4:]}",
+    }
+    options |= dict(conf or {})
+    b = SparkSession.builder
+    for key, value in options.items():
         b = b.config(key, value)
+    jvm_output.launch_gateway_quietly(options)  # the JVM's own lines never reach the terminal
     spark = b.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("MIRRORSPARK_SPARK_LOG_LEVEL", "ERROR"))
     _quiet_accumulator_server(spark)
@@ -242,7 +250,7 @@ class DriverJvmWatch:
         gateway: Any = getattr(SparkContext, "_gateway", None)
         proc = getattr(gateway, "proc", None)
         if proc is not None:
-            return cls(popen_probe(proc), interval_s=interval_s)
+            return cls(popen_probe(proc, jvm_output.current()), interval_s=interval_s)
         if os.environ.get("SPARK_ENV_LOADED") or "PYSPARK_GATEWAY_PORT" in os.environ:
             parent = os.getppid()
             if parent > 1:
@@ -297,12 +305,25 @@ class DriverJvmWatch:
             self._thread.join(max(1.0, 2 * self.interval_s))
 
 
-def popen_probe(proc: Any) -> Callable[[], str | None]:
-    """Return a :class:`DriverJvmWatch` probe of a JVM launched as ``proc`` (a ``subprocess.Popen``)."""
+def popen_probe(proc: Any, output: jvm_output.JvmOutput | None = None) -> Callable[[], str | None]:
+    """Return a :class:`DriverJvmWatch` probe of a JVM launched as ``proc`` (a ``subprocess.Popen``).
+
+    Parameters
+    ----------
+    proc:
+        The JVM's process.
+    output:
+        Where its output went (:func:`~mirrorspark.spark_session.jvm_output.launch_gateway_quietly`):
+        its last line is named with the death (no longer on the terminal), e.g. an
+        ``OutOfMemoryError``; ``None``: not named.
+    """
 
     def probe() -> str | None:
         code = proc.poll()
-        return None if code is None else f"the Spark driver JVM (pid {proc.pid}) died ({describe_exit(code)})"
+        if code is None:
+            return None
+        words = output.last_words() if output is not None else ""
+        return f"the Spark driver JVM (pid {proc.pid}) died ({describe_exit(code)}{'; ' + words if words else ''})"
 
     return probe
 
