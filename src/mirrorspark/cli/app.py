@@ -56,8 +56,8 @@ EXIT_CODES = (
 )
 CONVENTIONS = (
     "Every command takes CONFIG as an argument or as --config FILE; list options take --x A --x B, --x A B "
-    "or --x A,B; --timeout takes 500ms, 5s or 2m (a bare number is seconds; 1000 or more needs a unit); commands that write offsets "
-    "preview unless --execute is given."
+    "or --x A,B; --timeout takes 500ms, 5s or 2m (a bare number is seconds; 1000 or more needs a unit); "
+    "commands that write offsets preview unless --execute is given."
 )
 
 app = typer.Typer(
@@ -242,7 +242,7 @@ def run(
                 cfg.cluster(alias)
         flows = cfg.enabled_flows(clusters or None)
         # an unreachable cluster: one error line within --timeout, before Spark prints anything
-        check_reachable(cfg, [a for f in flows for a in (f.source, f.target)], timeout)
+        check_reachable(cfg, (), timeout, flows=flows)
         stats = _run(
             cfg, clusters, master, until_caught_up, quiet, extra_conf, progress=err_console if json_out else None
         )
@@ -589,7 +589,8 @@ def status(
 
     try:
         cfg = load_config(config)
-        check_reachable(cfg, cfg.clusters, timeout)  # a dead cluster: its address and the fix, within --timeout
+        # a dead cluster: its address and the fix, within --timeout
+        check_reachable(cfg, cfg.clusters, timeout, flows=cfg.enabled_flows())
         flows, clusters = compute(cfg)
     except MirrorsparkError as e:
         raise fail(e) from None

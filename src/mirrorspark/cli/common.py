@@ -239,39 +239,60 @@ def parse_iso_duration(value: str) -> datetime.timedelta:
     return datetime.timedelta(days=parts["d"], hours=parts["h"], minutes=parts["m"], seconds=parts["s"])
 
 
-def check_reachable(config: MirrorConfig, aliases: Iterable[str], timeout_s: float | None) -> None:
+def check_reachable(
+    config: MirrorConfig, aliases: Iterable[str], timeout_s: float | None, *, flows: Iterable[Any] = ()
+) -> None:
     """Ask each cluster for its metadata once, before a command does anything else.
 
     The same one-line error as ``run`` gives (alias, bootstrap servers, the fix), within the timeout.
+    The clusters of ``flows`` are asked first, with each flow's client settings, so that a bad
+    client setting is named with its flow and side as the flow itself would name it.
 
     Parameters
     ----------
     config:
         The loaded configuration.
     aliases:
-        The clusters the command talks to (each checked once, in order).
+        Clusters the command talks to besides those of ``flows`` (each checked once, in order).
     timeout_s:
         Seconds each cluster may take (the command's ``--timeout``); ``None`` = ``admin.timeout.ms``,
         at most :data:`~mirrorspark.kafka.admin.REACHABLE_TIMEOUT_S`.
+    flows:
+        Flows (:class:`~mirrorspark.config.model.FlowConfig`) whose source and target the command uses.
 
     Raises
     ------
     UnknownAliasError
         An alias is not in ``clusters``.
+    ConfigError
+        A client setting cannot be translated for librdkafka.
     ClusterUnreachableError
         A cluster does not answer in time.
     ClusterError
         A cluster refused the request.
     """
-    from mirrorspark.client.context import ReplicationContext
+    from mirrorspark.client.context import ReplicationContext, Side
 
     context = ReplicationContext(config)
-    for alias in dict.fromkeys(aliases):
-        admin = context.cluster_admin(alias, "reachability-check")
-        if timeout_s is not None:
-            admin = admin.with_timeout(timeout_s, setting="--timeout")
-        with admin:
-            admin.check_reachable(timeout_s=timeout_s)
+    checked: set[str] = set()
+    for flow in flows:
+        ctx = context.flow(flow.source, flow.target)
+        sides: tuple[tuple[Side, str], ...] = (("source", flow.source), ("target", flow.target))
+        for side, alias in sides:
+            if alias not in checked:
+                checked.add(alias)
+                _check(ctx.cluster_admin(side, "reachability-check"), timeout_s)
+    for alias in aliases:
+        if alias not in checked:
+            checked.add(alias)
+            _check(context.cluster_admin(alias, "reachability-check"), timeout_s)
+
+
+def _check(admin: Any, timeout_s: float | None) -> None:
+    if timeout_s is not None:
+        admin = admin.with_timeout(timeout_s, setting="--timeout")
+    with admin:
+        admin.check_reachable(timeout_s=timeout_s)
 
 
 def check_port_free(host: str, port: int) -> None:
