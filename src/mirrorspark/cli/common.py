@@ -178,6 +178,18 @@ PREVIEW_NOTE: Final = "preview only: nothing written; add --execute to write"
 def preview(execute: bool, dry_run: bool) -> bool:
     """Return whether a writing command only previews (``--dry-run``, or no ``--execute``).
 
+    Parameters
+    ----------
+    execute:
+        ``--execute`` was given.
+    dry_run:
+        ``--dry-run`` was given (the default behaviour, kept as a spelling for compatibility).
+
+    Returns
+    -------
+    bool
+        ``True``: preview only, write nothing.
+
     Raises
     ------
     ConfigError
@@ -196,10 +208,22 @@ def print_preview_note() -> None:
 def one_of(value: T | None, alias_value: T | None, name: str, alias: str) -> T:
     """Return the value of an option given under its name or under its old (hidden) name.
 
+    Parameters
+    ----------
+    value, alias_value:
+        What the option and its old name were given (``None``: not given).
+    name, alias:
+        The option's name and its old name, for the message.
+
+    Returns
+    -------
+    T
+        The value given.
+
     Raises
     ------
     ConfigError
-        Neither or both were given.
+        Neither was given, or both with different values.
     """
     if value is not None and alias_value is not None and value != alias_value:
         raise ConfigError(f"{alias} is the old name of {name}: give {name} once")
