@@ -16,9 +16,12 @@ arguments of the command it resolves.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from typer import _click as click  # Typer 0.29 parses with its own copy of Click
 from typer.core import TyperArgument, TyperGroup, TyperOption
+
+if TYPE_CHECKING:  # Typer 0.29 parses with its own copy of Click; older Typers with Click itself
+    from typer import _click as click
 
 from mirrorspark.cli.common import LIST_OPTIONS
 
