@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -116,11 +118,71 @@ def test_ctrl_c_stops_cleanly_and_commits(local_clusters: LocalClusters, tmp_pat
         if d is not None and d[1] == topic
     }
     assert stored == {0: 499, 1: 499}
-    # the next run copies only what is new: no duplicates
+    # the next run copies only what is new: no duplicates. With --json (and no -q) stdout is the JSON alone
+    # (ux-review finding 2: the progress table came first on stdout, so `| jq` failed); the table goes to stderr
     produce(p, topic, [{"value": b"late", "partition": 0}])
-    r = run_cli("run", str(props), "--until-caught-up", "--quiet", timeout_s=180)
+    r = run_cli("run", str(props), "--until-caught-up", "--json", "--clusters", "backup", timeout_s=180)
     assert r.returncode == 0, r.stderr
+    (flow,) = json.loads(r.stdout)
+    assert flow["flow"] == "primary->backup" and flow["records"] >= 1
+    assert "records/s" in r.stderr
     assert len(consume_all(b, f"primary.{topic}")) == 1001
+
+
+@pytest.mark.parametrize(
+    ("command", "limit_s"),
+    [
+        (["status", "{config}", "--timeout", "5"], 10),
+        (["status", "--config", "{config}", "--json", "--timeout", "5s"], 10),
+        (["replica-status", "{config}", "--cluster", "A", "--timeout", "5"], 10),
+        (["elect", "{config}", "--cluster", "A", "--type", "preferred", "--all", "--timeout", "5"], 10),
+        # without --timeout: the reachability check's own bound (10 s), not admin.timeout.ms (this waited > 60 s)
+        (["replica-status", "{config}", "--cluster", "A"], 20),
+        (["elect", "{config}", "--cluster", "A", "--type", "preferred", "--all"], 20),
+    ],
+    ids=["status", "status-json", "replica-status", "elect", "replica-status-default", "elect-default"],
+)
+def test_unreachable_cluster_one_line_within_the_timeout(tmp_path: Path, command: list[str], limit_s: float) -> None:
+    """ux-review finding 6: ``status`` waited 30 s and had no --timeout; replica-status and elect waited over a minute.
+    Now: one line naming the address and the fix, within the timeout (no broker needed)."""
+    props = write(tmp_path, GOOD)
+    began = time.monotonic()
+    r = run_cli(*(a.format(config=props) for a in command), timeout_s=45)
+    took = time.monotonic() - began
+    assert r.returncode == 3, r.stderr
+    assert took < limit_s, took
+    (line,) = r.stderr.splitlines()
+    assert line.startswith("error [CLUSTER_UNREACHABLE]: cluster 'A' is unreachable at 127.0.0.1:1")
+    assert "'A.bootstrap.servers'" in line and "check that the cluster is up" in line
+    assert r.stdout == ""
+
+
+def test_service_on_a_busy_port_fails_at_once_creating_nothing(tmp_path: Path) -> None:
+    """ux-review finding 8: ``service`` on a busy port started Spark and created the metrics topic and a checkpoint
+    folder, then failed after 28 s in 5 lines. Now: one line with the fix, exit 8, before anything is created
+    (the clusters do not even answer here: the port is checked first)."""
+    props = write(tmp_path, GOOD)
+    checkpoint = tmp_path / "ckpt"
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        began = time.monotonic()
+        r = subprocess.run(
+            [*CLI, "service", str(props), "--cluster", "B", "--port", str(port), "--checkpoint", str(checkpoint)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=tmp_path,
+        )
+        took = time.monotonic() - began
+    assert r.returncode == 8, r.stderr
+    assert r.stderr.splitlines() == [
+        f"error [SERVICE_ERROR]: port {port} on 127.0.0.1 is in use: choose another with --port N, "
+        "or --port 0 for a free one"
+    ]
+    assert took < 5, took  # < 2 s of its own; Python's start-up on a loaded machine on top
+    assert not checkpoint.exists() and not (tmp_path / ".mirrorspark").exists()
 
 
 def admin_topics(bootstrap: str) -> set[str]:

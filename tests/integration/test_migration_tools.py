@@ -158,7 +158,7 @@ def expected_offsets(s: Scenario, role: str) -> Offsets:
 
 def test_checkpoints_read_prints_what_mm2s_formatter_prints(scenario: Scenario) -> None:
     s = scenario
-    r = s.cli("checkpoints", "read", "--cluster", "backup", "--source", "primary", "--group", s.group("single"))
+    r = s.cli("checkpoints", "read", "--target", "backup", "--source", "primary", "--group", s.group("single"))
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     last = {}
@@ -172,7 +172,7 @@ def test_checkpoints_read_prints_what_mm2s_formatter_prints(scenario: Scenario) 
         "upstreamOffset=30, downstreamOffset=30, metadata=}",
     }
 
-    every = s.cli("checkpoints", "read", "--cluster", "backup", "--source", "primary")
+    every = s.cli("checkpoints", "read", "--cluster", "backup", "--source", "primary")  # --target's old name
     assert every.returncode == 0, every.stderr
     ours = every.stdout.splitlines()
     java = subprocess.run(
@@ -202,7 +202,7 @@ def test_checkpoints_read_prints_what_mm2s_formatter_prints(scenario: Scenario) 
     assert [line for line in java.stdout.splitlines() if line.startswith("Checkpoint{")] == ours
 
     as_json = s.cli(
-        "checkpoints", "read", "--cluster", "backup", "--source", "primary", "--group", s.group("single"), "--json"
+        "checkpoints", "read", "--target", "backup", "--source", "primary", "--group", s.group("single"), "--json"
     )
     assert as_json.returncode == 0, as_json.stderr
     rows = json.loads(as_json.stdout)
@@ -248,6 +248,10 @@ def test_export_csv_for_several_groups_uses_the_group_column(scenario: Scenario,
     r = s.cli("offsets", "export", "--source", "primary", "--target", "backup", "--group", a, "--group", b)
     assert r.returncode == 0, r.stderr
     assert r.stdout == f"{a},{s.remote},0,100\n{a},{s.remote},1,10\n{b},{s.remote},0,20\n"
+    # the same groups as `--group A B` and `--group A,B` (ux-review finding 3: before, 'unexpected extra argument')
+    for groups in ([a, b], [f"{a},{b}"]):
+        same = s.cli("offsets", "export", "--source", "primary", "--target", "backup", "--group", *groups)
+        assert (same.returncode, same.stdout) == (0, r.stdout), same.stderr
     plan = tmp_path / "plan.csv"
     plan.write_text(r.stdout)
     done = consumer_groups_tool(
@@ -270,6 +274,9 @@ def test_export_without_group_lists_every_group_with_checkpoints(scenario: Scena
         assert set(row) == {"group", "topic", "partition", "offset", "upstream_offset", "metadata"}
     for role in s.groups:
         assert by_group[s.group(role)] == expected_offsets(s, role), role
+    # --json is --format json, as every other command spells it
+    as_json = s.cli("offsets", "export", "--source", "primary", "--target", "backup", "--json")
+    assert (as_json.returncode, json.loads(as_json.stdout)) == (0, rows), as_json.stderr
 
     csv = s.cli("offsets", "export", "--source", "primary", "--target", "backup")
     assert csv.returncode == 0, csv.stderr
@@ -350,8 +357,13 @@ def test_failover_dry_run_then_apply(scenario: Scenario) -> None:
     assert {(o["topic"], o["partition"]): o["offset"] for o in plan["offsets"]} == expected_offsets(s, "failover")
     assert all(o["previous_offset"] is None and o["rereads"] == 0 for o in plan["offsets"])
     assert committed(s.backup, group) == {}
+    # without --execute failover only previews (ux-review finding 4; before, it committed)
+    preview = s.cli("failover", "--source", "primary", "--target", "backup", "--group", group)
+    assert preview.returncode == 0, preview.stderr
+    assert "preview only: nothing written; add --execute to write" in preview.stderr
+    assert committed(s.backup, group) == {}
 
-    done = s.cli("failover", "--source", "primary", "--target", "backup", "--group", group)
+    done = s.cli("failover", "--source", "primary", "--target", "backup", "--group", group, "--execute")
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[1].split() == ["topic", "partition", "offset", "re-reads"]
     assert f"{s.remote}  0          60      0" in done.stdout
@@ -372,7 +384,7 @@ def test_failover_refuses_while_the_group_has_members_on_the_target(scenario: Sc
     try:
         member.subscribe([s.remote])
         assert_eventually(lambda: member.poll(0.5) is not None or bool(member.assignment()), timeout_s=60)
-        r = s.cli("failover", "--source", "primary", "--target", "backup", "--group", group)
+        r = s.cli("failover", "--source", "primary", "--target", "backup", "--group", group, "--execute")
         assert r.returncode == 6, r.stdout + r.stderr
         assert "[CONTROL_ERROR]" in r.stderr
         assert f"'{group}'" in r.stderr and "1 active member" in r.stderr and "'backup'" in r.stderr
@@ -381,7 +393,7 @@ def test_failover_refuses_while_the_group_has_members_on_the_target(scenario: Sc
     finally:
         member.close()
     # once the consumer left, the group is empty and can be failed over
-    r = s.cli("failover", "--source", "primary", "--target", "backup", "--group", group)
+    r = s.cli("failover", "--source", "primary", "--target", "backup", "--group", group, "--execute")
     assert r.returncode == 0, r.stderr
     assert committed(s.backup, group) == expected_offsets(s, "active")
 
@@ -413,7 +425,7 @@ def test_failover_and_export_work_while_the_source_is_down(scenario: Scenario, t
 # --------------------------------------------------------------------------- bad input
 
 COMMANDS = {
-    "checkpoints read": ["checkpoints", "read", "--cluster", "{target}", "--source", "{source}"],
+    "checkpoints read": ["checkpoints", "read", "--target", "{target}", "--source", "{source}"],
     "offsets export": ["offsets", "export", "--source", "{source}", "--target", "{target}"],
     "offsets translate": ["offsets", "translate", "--source", "{source}", "--target", "{target}"],
     "failover": ["failover", "--source", "{source}", "--target", "{target}"],

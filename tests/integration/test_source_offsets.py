@@ -93,8 +93,18 @@ def test_list_alter_reset_then_a_run_resumes_exactly(
     assert [c["change"] for c in plan["changes"]] == ["unchanged", "unchanged"]
     assert stored_offsets(b, topic) == {0: PER_PARTITION - 1, 1: PER_PARTITION - 1}
 
-    # alter partition 0 back to 5: Connect's record, and the offset sync of the new segment
-    plan = cli_json(props, "alter", "--topic", topic, "--partition", "0", "--offset", "5")
+    # without --execute an alter only previews, as kafka-consumer-groups --reset-offsets (ux-review finding 4;
+    # before, it wrote): nothing is written, and stderr says how to write
+    preview = cli(props, "alter", "--topic", topic, "--partition", "0", "--to-offset", "5")
+    assert preview.exit_code == 0, preview.output
+    assert "preview only: nothing written; add --execute to write" in preview.stderr
+    assert stored_offsets(b, topic) == {0: PER_PARTITION - 1, 1: PER_PARTITION - 1}
+    assert not cli_json(props, "alter", "--topic", topic, "--partition", "0", "--offset", "5")["applied"]  # old name
+    assert stored_offsets(b, topic) == {0: PER_PARTITION - 1, 1: PER_PARTITION - 1}
+
+    # alter partition 0 back to 5 with --execute: Connect's record, and the offset sync of the new segment
+    plan = cli_json(props, "alter", "--topic", topic, "--partition", "0", "--to-offset", "5", "--execute")
+    assert plan["applied"]
     (change,) = plan["changes"]
     assert change["key"] == f'["MirrorSourceConnector",{{"cluster":"primary","partition":0,"topic":"{topic}"}}]'
     assert (change["value"], change["change"]) == ('{"offset":4}', "rewind")
@@ -103,8 +113,17 @@ def test_list_alter_reset_then_a_run_resumes_exactly(
     last = {s.partition: s for s in offset_syncs(p, topic)}
     assert (last[0].upstream_offset, last[0].downstream_offset) == (5, PER_PARTITION)
 
+    # Kafka's --shift-by and --by-duration (previews): -2 from each stored position; the last hour = log start
+    shifted = cli_json(props, "alter", "--topic", topic, "--shift-by", "-2")
+    assert [c["new_position"] for c in shifted["changes"]] == [3, PER_PARTITION - 2]
+    recent = cli_json(props, "alter", "--topic", topic, "--by-duration", "PT1H")
+    assert [c["new_position"] for c in recent["changes"]] == [0, 0]
+    assert stored_offsets(b, topic) == {0: 4, 1: PER_PARTITION - 1}
+
     # reset partition 1: a tombstone; the next run starts it at auto.offset.reset (earliest)
-    plan = cli_json(props, "reset", "--topic", topic, "--partition", "1")
+    assert not cli_json(props, "reset", "--topic", topic, "--partition", "1")["applied"]  # a preview first
+    assert stored_offsets(b, topic) == {0: 4, 1: PER_PARTITION - 1}
+    plan = cli_json(props, "reset", "--topic", topic, "--partition", "1", "--execute")
     assert [(c["value"], c["change"]) for c in plan["changes"]] == [(None, "reset")]
     assert stored_offsets(b, topic) == {0: 4}
     listed = {r["partition"]: r["position"] for r in cli_json(props, "list", "--topic", topic)}
@@ -121,9 +140,12 @@ def test_bad_requests_exit_non_zero_with_the_fix(local_clusters: LocalClusters, 
     create_topic(p, other, partitions=1)
     cases = [
         (("list", "--topic", "nope"), "does not exist on cluster 'primary'"),
-        (("alter", "--topic", topic, "--partition", "7", "--offset", "1"), "partition 7 is out of range"),
+        (("alter", "--topic", topic, "--partition", "7", "--to-offset", "1"), "partition 7 is out of range"),
         (("alter", "--topic", topic, "--to-datetime", "yesterday"), "not an ISO 8601 date-time"),
         (("alter", "--topic", topic), "give exactly one of"),
+        (("alter", "--topic", topic, "--to-offset", "1", "--shift-by", "1"), "give exactly one of"),
+        (("alter", "--topic", topic, "--to-latest", "--execute", "--dry-run"), "not both"),
+        (("alter", "--topic", topic, "--by-duration", "1h"), "PnDTnHnMnS"),
         (("alter", "--topic", other, "--to-latest"), "is not replicated by flow"),
     ]
     for args, message in cases:
@@ -147,11 +169,11 @@ def test_refused_while_the_flow_runs(local_clusters: LocalClusters, spark: Spark
         with FlowSourceOffsets(cfg, source="primary", target="backup") as so:
             assert_eventually(so.running, timeout_s=60, message="the flow's lease group never became active")
         assert_eventually(lambda: stored_offsets(b, topic) == {0: PER_PARTITION - 1, 1: PER_PARTITION - 1}, 60)
-        r = cli(props, "alter", "--topic", topic, "--to-earliest")
+        r = cli(props, "alter", "--topic", topic, "--to-earliest", "--execute")
         assert r.exit_code == 6, r.output
         out = " ".join(r.output.split())
         assert "is running" in out and "mirrorspark-lease-primary->backup" in out and "nothing was written" in out
-        assert cli(props, "reset").exit_code == 6
+        assert cli(props, "reset", "--execute").exit_code == 6
         plan = cli(props, "alter", "--topic", topic, "--to-earliest", "--dry-run")  # plans, warns
         assert plan.exit_code == 0 and "is running" in plan.output
         assert stored_offsets(b, topic) == {0: PER_PARTITION - 1, 1: PER_PARTITION - 1}
@@ -167,14 +189,14 @@ def test_mm2_resumes_at_the_altered_positions(
     remote = f"primary.{topic}"
     run_mirrorspark(props, spark)
     src = values(p, topic)
-    cli_json(props, "alter", "--topic", topic, "--offset", "10")
+    cli_json(props, "alter", "--topic", topic, "--to-offset", "10", "--execute")
     assert stored_offsets(b, topic) == {0: 9, 1: 9}
     expected = 2 * PER_PARTITION + 2 * (PER_PARTITION - 10)
     with mirror_maker(props, tmp_path) as mm2:
         mm2.wait_started(timeout_s=MM2_DEADLINE_S)
         wait_for(mm2, f"{expected} records in {remote}", lambda: record_count(b, remote) >= expected)
         # MM2 itself is seen running: MirrorSourceConnector RUNNING in Connect's status topic
-        r = cli(props, "reset", "--topic", topic)
+        r = cli(props, "reset", "--topic", topic, "--execute")
         assert r.exit_code == 6, r.output
         assert "running in MM2" in " ".join(r.output.split()) and "mm2-status.primary.internal" in r.output
         assert mm2.stop() == 143, mm2.log_tail(40)

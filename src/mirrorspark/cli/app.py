@@ -22,28 +22,56 @@ from types import FrameType
 from typing import Annotated, Any, TypeVar
 
 import typer
+from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
 from mirrorspark import __version__
-from mirrorspark.cli.common import as_dict, err_console, fail, out_console, text_table
+from mirrorspark.cli.common import (
+    ConfigArgument,
+    JsonOption,
+    StartTimeoutOption,
+    as_dict,
+    check_reachable,
+    err_console,
+    fail,
+    list_option,
+    out_console,
+    parse_duration,
+    print_warnings,
+    text_table,
+)
 from mirrorspark.cli.control import control_app
+from mirrorspark.cli.conventions import ConventionGroup
 from mirrorspark.cli.migration import checkpoints_app, failover, offsets_app
 from mirrorspark.cli.placement import placement_app
 from mirrorspark.cli.regions import REPLICA_STATUS_CONTEXT, elect, replica_status
 from mirrorspark.cli.service import service
 from mirrorspark.errors import MirrorsparkError
 
+EXIT_CODES = (
+    "Exit codes: 0 done; 1 placement finish: still in progress; 2 bad config or usage; 3 cluster error or "
+    "unreachable; 4 data path; 5 corrupt record; 6 control (unknown group, flow running); 7 local clusters; "
+    "8 service; 9 Spark driver lost; 130 second Ctrl-C."
+)
+CONVENTIONS = (
+    "Every command takes CONFIG as an argument or as --config FILE; list options take --x A --x B, --x A B "
+    "or --x A,B; --timeout takes 500ms, 5s or 2m (a bare number is seconds; 1000 or more needs a unit); "
+    "commands that write offsets preview unless --execute is given."
+)
+
 app = typer.Typer(
     name="mirrorspark",
-    help="MirrorMaker 2-compatible Kafka replication on Apache Spark.",
+    help=f"MirrorMaker 2-compatible Kafka replication on Apache Spark.\n\n{CONVENTIONS}\n\n{EXIT_CODES}",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=ConventionGroup,
 )
 local_app = typer.Typer(
     help="Start and stop local Apache Kafka clusters (KRaft) for trying mirrorspark out.",
     no_args_is_help=True,
+    cls=ConventionGroup,
 )
 app.add_typer(local_app, name="local")
 app.add_typer(offsets_app, name="offsets")
@@ -70,9 +98,19 @@ def _setup_logging(verbose: bool) -> None:
         logging.getLogger(name).setLevel(logging.INFO)
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        out_console.print(__version__)
+        raise typer.Exit(0)
+
+
 @app.callback()
 def _root(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log what happens (INFO).")] = False,
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_print_version, is_eager=True, help="Print mirrorspark's version and exit."),
+    ] = False,
 ) -> None:
     _setup_logging(verbose)
 
@@ -158,10 +196,10 @@ def config_reference_cmd() -> None:
 
 @app.command()
 def run(
-    config: Annotated[Path, typer.Argument(help="An MM2 properties file (mm2.properties).")],
+    config: ConfigArgument,
     clusters: Annotated[
         list[str] | None,
-        typer.Option("--clusters", help="Run only flows whose target is one of these aliases (MM2's --clusters)."),
+        list_option("--clusters", help="Run only flows whose target is one of these aliases (MM2's --clusters)."),
     ] = None,
     master: Annotated[
         str | None, typer.Option("--master", help="Spark master URL (default: local, with a slot per copy task).")
@@ -173,8 +211,12 @@ def run(
             help="Exit 0 once every partition is copied up to the end offsets seen at start.",
         ),
     ] = False,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the final stats as JSON on stdout.")] = False,
+    json_out: Annotated[
+        bool,
+        typer.Option("--json", help="Print the final stats as JSON on stdout; the progress view goes to stderr."),
+    ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No live progress view.")] = False,
+    timeout: StartTimeoutOption = None,
     spark_conf: Annotated[
         list[str] | None,
         typer.Option(
@@ -194,16 +236,20 @@ def run(
     try:
         extra_conf = _spark_conf(spark_conf or [])
         cfg = load_config(config, clusters=clusters)
-        for w in cfg.warnings:
-            err_console.print(f"[yellow]warning[/]: {w}", highlight=False)
+        print_warnings(cfg)
         if clusters:
             for alias in clusters:
                 cfg.cluster(alias)
-        stats = _run(cfg, clusters, master, until_caught_up, quiet, extra_conf)
+        flows = cfg.enabled_flows(clusters or None)
+        # an unreachable cluster: one error line within --timeout, before Spark prints anything
+        check_reachable(cfg, (), timeout, flows=flows)
+        stats = _run(
+            cfg, clusters, master, until_caught_up, quiet, extra_conf, progress=err_console if json_out else None
+        )
     except MirrorsparkError as e:
         raise fail(e) from None
     if json_out:
-        out_console.print_json(json.dumps([as_dict(s) for s in stats]))
+        print(json.dumps([as_dict(s) for s in stats], indent=2))
 
 
 def _spark_driver_lost(e: Exception) -> MirrorsparkError | None:
@@ -245,8 +291,12 @@ def _run(
     until_caught_up: bool,
     quiet: bool,
     spark_conf: dict[str, str] | None = None,
+    *,
+    progress: Console | None = None,
 ) -> list[Any]:
     from mirrorspark.replication.driver import Replicator
+
+    view = out_console if progress is None else progress  # --json: stdout holds the JSON alone
 
     started = time.monotonic()
     live: Live | None = None
@@ -286,8 +336,8 @@ def _run(
         spark = spark_start.result()
         replicator.spark = spark
         replicator.jvm = deadline.watch(spark)
-        if not quiet and out_console.is_terminal:
-            with Live(console=out_console, refresh_per_second=2) as live_view:
+        if not quiet and view.is_terminal:
+            with Live(console=view, refresh_per_second=2) as live_view:
                 live = live_view
                 stats = replicator.run(until_caught_up=until_caught_up)
         else:
@@ -308,7 +358,7 @@ def _run(
         for s, handler in previous.items():
             signal.signal(s, handler)
     if not quiet:
-        out_console.print(progress_table(stats, elapsed_s=time.monotonic() - started))
+        view.print(progress_table(stats, elapsed_s=time.monotonic() - started))
     return stats
 
 
@@ -414,7 +464,9 @@ class LocalSecurity(StrEnum):
 
 @local_app.command("up")
 def local_up(
-    clusters: Annotated[str, typer.Option("--clusters", help="Comma-separated aliases.")] = "primary,backup",
+    clusters: Annotated[
+        list[str] | None, list_option("--clusters", help="The clusters' aliases [default: primary,backup].")
+    ] = None,
     brokers: Annotated[int, typer.Option("--brokers", min=1, max=3, help="Brokers per cluster.")] = 1,
     racks: Annotated[
         str | None,
@@ -441,7 +493,13 @@ def local_up(
         bool, typer.Option("--json", help="Print {alias: {bootstrap.servers: ...}} (librdkafka configs) as JSON.")
     ] = False,
     timeout: Annotated[
-        float, typer.Option("--timeout", min=10, help="Seconds to wait until every cluster is ready.")
+        float,
+        typer.Option(
+            "--timeout",
+            parser=parse_duration,
+            metavar="DURATION",
+            help="How long to wait until every cluster is ready: 90s, 2m (a bare number is seconds; at least 10s).",
+        ),
     ] = 90.0,
 ) -> None:
     """Start local Kafka clusters in the background; print their bootstrap servers and an mm2.properties.
@@ -455,7 +513,7 @@ def local_up(
     from mirrorspark.kafka.local.settings import ADMIN_USER, RACK_AWARE_SELECTOR
     from mirrorspark.kafka.local.state import write_text
 
-    aliases = [a.strip() for a in clusters.split(",") if a.strip()]
+    aliases = clusters or ["primary", "backup"]
     rack_list = [r.strip() for r in racks.split(",")] if racks else None
     # A random admin password (never a well-known default) for clusters a user starts by hand.
     users = (
@@ -464,6 +522,10 @@ def local_up(
         else None
     )
     try:
+        if timeout < 10:
+            from mirrorspark.errors import ConfigError
+
+            raise ConfigError(f"--timeout {timeout:g}s is too short: local clusters need at least 10s to start")
         started = start_clusters(
             aliases,
             base_dir=dir,
@@ -509,8 +571,9 @@ def local_down(
 
 @app.command()
 def status(
-    config: Annotated[Path, typer.Argument(help="An MM2 properties file (mm2.properties).")],
-    json_out: Annotated[bool, typer.Option("--json", help="Print the status as JSON.")] = False,
+    config: ConfigArgument,
+    json_out: JsonOption = False,
+    timeout: StartTimeoutOption = None,
 ) -> None:
     """Show every enabled flow's state, topics, records, lag, last heartbeat and gaps, and each cluster's upstreams.
 
@@ -526,6 +589,8 @@ def status(
 
     try:
         cfg = load_config(config)
+        # a dead cluster: its address and the fix, within --timeout
+        check_reachable(cfg, cfg.clusters, timeout, flows=cfg.enabled_flows())
         flows, clusters = compute(cfg)
     except MirrorsparkError as e:
         raise fail(e) from None

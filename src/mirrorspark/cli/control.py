@@ -8,12 +8,23 @@ from typing import Annotated, Any, Literal
 
 import typer
 
-from mirrorspark.cli.common import ConfigOption, err_console, fail, text_table
+from mirrorspark.cli.common import (
+    ConfigArgument,
+    JsonOption,
+    err_console,
+    fail,
+    list_option,
+    print_warnings,
+    text_table,
+    timeout_option,
+)
+from mirrorspark.cli.conventions import ConventionGroup
 from mirrorspark.errors import MirrorsparkError
 
 control_app = typer.Typer(
     help="Change a flow's topic and group allow/deny lists while it runs (SRM's srm-control topics|groups).",
     no_args_is_help=True,
+    cls=ConventionGroup,
 )
 
 
@@ -21,25 +32,17 @@ ControlSourceOption = Annotated[str, typer.Option("--source", help="Alias of the
 ControlTargetOption = Annotated[
     str, typer.Option("--target", help="Alias of the flow's target cluster (where the changes are stored).")
 ]
-AddOption = Annotated[
-    list[str] | None, typer.Option("--add", help="Add a regex to the allow list (repeatable).", show_default=False)
-]
+AddOption = Annotated[list[str] | None, list_option("--add", help="Add regexes to the allow list.", split_commas=False)]
 RemoveOption = Annotated[
-    list[str] | None,
-    typer.Option("--remove", help="Take a regex out of the allow list (repeatable).", show_default=False),
+    list[str] | None, list_option("--remove", help="Take regexes out of the allow list.", split_commas=False)
 ]
 AddDenyOption = Annotated[
-    list[str] | None, typer.Option("--add-deny", help="Add a regex to the deny list (repeatable).", show_default=False)
+    list[str] | None, list_option("--add-deny", help="Add regexes to the deny list.", split_commas=False)
 ]
 RemoveDenyOption = Annotated[
-    list[str] | None,
-    typer.Option("--remove-deny", help="Take a regex out of the deny list (repeatable).", show_default=False),
+    list[str] | None, list_option("--remove-deny", help="Take regexes out of the deny list.", split_commas=False)
 ]
 ListOption = Annotated[bool, typer.Option("--list", help="Also show what the lists match on the source cluster now.")]
-ControlJsonOption = Annotated[bool, typer.Option("--json", help="Print the lists (and matches) as JSON.")]
-ControlTimeoutOption = Annotated[
-    float, typer.Option("--timeout", min=1, help="Seconds for each cluster call and for reading the control topic.")
-]
 
 
 def _control(
@@ -53,7 +56,7 @@ def _control(
     remove_deny: list[str] | None,
     list_: bool,
     json_out: bool,
-    timeout_s: float,
+    timeout_s: float | None,
 ) -> None:
     """Apply control changes to one kind of list of a flow and print the lists in effect."""
     from mirrorspark.client.control_store import ControlStore
@@ -67,9 +70,8 @@ def _control(
             for regex in regexes or ():
                 validate_regex(regex, option=option)  # before anything connects
         cfg = load_config(config)
-        for w in cfg.warnings:
-            err_console.print(f"[yellow]warning[/]: {w}", highlight=False, markup=True)
-        with ControlStore(cfg, source, target, timeout_s=timeout_s) as store:
+        print_warnings(cfg)
+        with ControlStore(cfg, source, target, timeout_s=30.0 if timeout_s is None else timeout_s) as store:
             if not store.flow_config.enabled:
                 err_console.print(
                     f"note: flow {store.flow_config.name} is not enabled in {config}: "
@@ -127,7 +129,7 @@ def _control(
 
 @control_app.command("topics")
 def control_topics(
-    config: ConfigOption,
+    config: ConfigArgument,
     source: ControlSourceOption,
     target: ControlTargetOption,
     add: AddOption = None,
@@ -135,8 +137,8 @@ def control_topics(
     add_deny: AddDenyOption = None,
     remove_deny: RemoveDenyOption = None,
     list_: ListOption = False,
-    json_out: ControlJsonOption = False,
-    timeout: ControlTimeoutOption = 30.0,
+    json_out: JsonOption = False,
+    timeout: Annotated[float | None, timeout_option("30s")] = None,
 ) -> None:
     """Change which topics the flow SOURCE->TARGET replicates, while it runs; print the lists in effect.
 
@@ -149,7 +151,7 @@ def control_topics(
 
 @control_app.command("groups")
 def control_groups(
-    config: ConfigOption,
+    config: ConfigArgument,
     source: ControlSourceOption,
     target: ControlTargetOption,
     add: AddOption = None,
@@ -157,8 +159,8 @@ def control_groups(
     add_deny: AddDenyOption = None,
     remove_deny: RemoveDenyOption = None,
     list_: ListOption = False,
-    json_out: ControlJsonOption = False,
-    timeout: ControlTimeoutOption = 30.0,
+    json_out: JsonOption = False,
+    timeout: Annotated[float | None, timeout_option("30s")] = None,
 ) -> None:
     """Change which consumer groups the flow SOURCE->TARGET checkpoints, while it runs; print the lists in effect.
 

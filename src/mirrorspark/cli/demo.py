@@ -301,7 +301,9 @@ def main() -> int:
         console.print("[green]every record arrived[/]" if ok else "[red]records are missing[/]")
         if not ok:
             return 1
-        console.print(f"[bold]5/5[/] mirrorspark failover --source primary --target backup --group {DEMO_GROUP}")
+        console.print(
+            f"[bold]5/5[/] mirrorspark failover --source primary --target backup --group {DEMO_GROUP} --execute"
+        )
         rc = subprocess.call(
             [
                 sys.executable,
@@ -316,6 +318,7 @@ def main() -> int:
                 "backup",
                 "--group",
                 DEMO_GROUP,
+                "--execute",
             ]
         )
         if rc != 0:

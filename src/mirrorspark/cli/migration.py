@@ -1,4 +1,8 @@
-"""The consumer migration commands: ``offsets export|translate``, ``failover``, ``checkpoints read``."""
+"""The consumer migration commands: ``offsets export|translate|source``, ``failover``, ``checkpoints read``.
+
+The commands that write offsets (``failover``, ``offsets source alter|reset``) preview unless
+``--execute`` is given, as ``kafka-consumer-groups --reset-offsets`` does.
+"""
 
 from __future__ import annotations
 
@@ -10,27 +14,37 @@ from typing import Annotated, Any
 
 import typer
 
-from mirrorspark.cli.common import ConfigOption, as_dict, err_console, fail, text_table
+from mirrorspark.cli.common import (
+    ConfigArgument,
+    DryRunOption,
+    ExecuteOption,
+    JsonOption,
+    TimeoutOption,
+    as_dict,
+    err_console,
+    fail,
+    list_option,
+    one_of,
+    preview,
+    print_preview_note,
+    print_warnings,
+    text_table,
+)
+from mirrorspark.cli.conventions import ConventionGroup
 from mirrorspark.errors import MirrorsparkError
 
 offsets_app = typer.Typer(
     help="Consumer-group offsets translated from a source cluster to a target (consumer migration).",
     no_args_is_help=True,
+    cls=ConventionGroup,
 )
-checkpoints_app = typer.Typer(help="Read MM2 checkpoints (<source>.checkpoints.internal).", no_args_is_help=True)
+checkpoints_app = typer.Typer(
+    help="Read MM2 checkpoints (<source>.checkpoints.internal).", no_args_is_help=True, cls=ConventionGroup
+)
 
 
 SourceOption = Annotated[str, typer.Option("--source", help="Alias of the cluster the group consumed on.")]
 TargetOption = Annotated[str, typer.Option("--target", help="Alias of the cluster the group moves to.")]
-TimeoutOption = Annotated[
-    float | None,
-    typer.Option(
-        "--timeout",
-        min=1,
-        help="Seconds for each cluster call and for reading checkpoints (default: the flow's admin.timeout.ms).",
-        show_default=False,
-    ),
-]
 
 
 class ExportFormat(StrEnum):
@@ -46,8 +60,7 @@ def _migration(config: Path, source: str, target: str, timeout_s: float | None) 
     from mirrorspark.migration.consumer_migration import ConsumerMigration
 
     cfg = load_config(config)
-    for w in cfg.warnings:
-        err_console.print(f"[yellow]warning[/]: {w}", highlight=False, markup=True)
+    print_warnings(cfg)
     return ConsumerMigration(cfg, source=source, target=target, timeout_s=timeout_s)
 
 
@@ -59,15 +72,14 @@ def _rereads_total(values: list[int | None]) -> str:
 
 @offsets_app.command("export")
 def offsets_export(
-    config: ConfigOption,
+    config: ConfigArgument,
     source: SourceOption,
     target: TargetOption,
-    group: Annotated[
-        list[str] | None, typer.Option("--group", help="A consumer group (repeatable); default: every group.")
-    ] = None,
+    group: Annotated[list[str] | None, list_option("--group", help="Consumer groups (default: every group).")] = None,
     fmt: Annotated[
         ExportFormat, typer.Option("--format", help="csv (for kafka-consumer-groups --from-file) or json.")
     ] = ExportFormat.CSV,
+    json_out: Annotated[bool, typer.Option("--json", help="The same as --format json.")] = False,
     timeout: TimeoutOption = None,
 ) -> None:
     """Print translated offsets from the checkpoints on TARGET, as RemoteClusterUtils.translateOffsets reads them.
@@ -86,7 +98,7 @@ def offsets_export(
     for g, cps in latest.items():
         if not cps:
             err_console.print(f"warning: group '{g}' has no checkpoints yet", highlight=False, markup=False)
-    if fmt is ExportFormat.JSON:
+    if fmt is ExportFormat.JSON or json_out:
         rows = [
             {
                 "group": g,
@@ -108,11 +120,11 @@ def offsets_export(
 
 @offsets_app.command("translate")
 def offsets_translate(
-    config: ConfigOption,
+    config: ConfigArgument,
     source: SourceOption,
     target: TargetOption,
     group: Annotated[str, typer.Option("--group", help="The consumer group on SOURCE.")],
-    json_out: Annotated[bool, typer.Option("--json", help="Print the rows as JSON.")] = False,
+    json_out: JsonOption = False,
     timeout: TimeoutOption = None,
 ) -> None:
     """Translate a group's current offsets on SOURCE to TARGET now, with the records a switch re-reads.
@@ -155,19 +167,22 @@ def offsets_translate(
 
 
 def failover(
-    config: ConfigOption,
+    config: ConfigArgument,
     source: SourceOption,
     target: TargetOption,
     group: Annotated[str, typer.Option("--group", help="The consumer group to move to TARGET.")],
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would be committed; change nothing.")] = False,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
+    execute: ExecuteOption = False,
+    dry_run: DryRunOption = False,
+    json_out: JsonOption = False,
     timeout: TimeoutOption = None,
 ) -> None:
     """Commit GROUP's latest checkpointed offsets to the same group on TARGET (refused while it has members there).
 
-    Needs only TARGET; with SOURCE reachable the re-reads are computed too.
+    Previews the offsets unless --execute is given. Needs only TARGET; with SOURCE reachable the re-reads are
+    computed too.
     """
     try:
+        dry_run = preview(execute, dry_run)
         with _migration(config, source, target, timeout) as m:
             plan = m.failover(group, dry_run=dry_run)
     except MirrorsparkError as e:
@@ -178,7 +193,7 @@ def failover(
         out["unknown_rereads"] = plan.unknown_rereads
         print(json.dumps(out, indent=2))
     else:
-        verb = "dry run, nothing changed: would commit" if dry_run else "committed"
+        verb = "preview only: would commit" if dry_run else "committed"
         print(f"group '{group}' on cluster '{target}': {verb} the offsets of the latest checkpoints from '{source}'")
         print(
             text_table(
@@ -188,6 +203,8 @@ def failover(
             end="",
         )
         print(f"total re-reads: {_rereads_total([o.rereads for o in plan.offsets])}")
+    if dry_run:
+        print_preview_note()
     if plan.source_members is None:
         err_console.print(
             f"note: cluster '{source}' is unreachable: the offsets are the checkpoints on '{target}', "
@@ -206,16 +223,21 @@ def failover(
 
 @checkpoints_app.command("read")
 def checkpoints_read(
-    config: ConfigOption,
-    cluster: Annotated[str, typer.Option("--cluster", help="Alias of the cluster holding the checkpoints.")],
+    config: ConfigArgument,
     source: SourceOption,
+    target: Annotated[
+        str | None,
+        typer.Option("--target", help="Alias of the cluster holding the checkpoints.", show_default=False),
+    ] = None,
+    cluster: Annotated[str | None, typer.Option("--cluster", hidden=True, help="Old name of --target.")] = None,
     group: Annotated[str | None, typer.Option("--group", help="Only this consumer group.")] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the records as JSON.")] = False,
+    json_out: JsonOption = False,
     timeout: TimeoutOption = None,
 ) -> None:
-    """Print the checkpoints of SOURCE's groups on CLUSTER, one line per record as MM2's CheckpointFormatter does."""
+    """Print the checkpoints of SOURCE's groups on TARGET, one line per record as MM2's CheckpointFormatter does."""
     try:
-        with _migration(config, source, cluster, timeout) as m:
+        held_by = one_of(target, cluster, "--target", "--cluster")
+        with _migration(config, source, held_by, timeout) as m:
             records = m.checkpoints(group)
     except MirrorsparkError as e:
         raise fail(e) from None
@@ -229,6 +251,7 @@ def checkpoints_read(
 source_app = typer.Typer(
     help="A flow's source offsets in mm2-offsets.<source>.internal (Kafka Connect's KIP-875: list, alter, reset).",
     no_args_is_help=True,
+    cls=ConventionGroup,
 )
 offsets_app.add_typer(source_app, name="source")
 
@@ -236,8 +259,6 @@ FlowSourceOption = Annotated[str, typer.Option("--source", help="Alias of the fl
 FlowTargetOption = Annotated[str, typer.Option("--target", help="Alias of the flow's target cluster.")]
 TopicOption = Annotated[str | None, typer.Option("--topic", help="Only this source topic (default: every one).")]
 PartitionOption = Annotated[int | None, typer.Option("--partition", min=0, help="Only this partition (needs --topic).")]
-JsonOption = Annotated[bool, typer.Option("--json", help="Machine output (JSON).")]
-DryRunOption = Annotated[bool, typer.Option("--dry-run", help="Print the plan; write nothing.")]
 
 
 def _source_offsets(config: Path, source: str, target: str, timeout_s: float | None) -> Any:
@@ -245,8 +266,7 @@ def _source_offsets(config: Path, source: str, target: str, timeout_s: float | N
     from mirrorspark.migration.source_offset_tools import FlowSourceOffsets
 
     cfg = load_config(config)
-    for w in cfg.warnings:
-        err_console.print(f"[yellow]warning[/]: {w}", highlight=False, markup=True)
+    print_warnings(cfg)
     return FlowSourceOffsets(cfg, source=source, target=target, timeout_s=timeout_s)
 
 
@@ -256,7 +276,7 @@ def _dash(v: object) -> object:
 
 @source_app.command("list")
 def source_list(
-    config: ConfigOption,
+    config: ConfigArgument,
     source: FlowSourceOption,
     target: FlowTargetOption,
     topic: TopicOption = None,
@@ -340,7 +360,7 @@ def _print_plan(plan: Any, json_out: bool) -> None:
             )
         )
     else:
-        verb = "dry run, nothing written: would write" if not plan.applied else "wrote"
+        verb = "preview only: would write" if not plan.applied else "wrote"
         print(f"flow {plan.flow}: {plan.operation}: {verb} {len(plan.changes)} record(s) to '{plan.offsets_topic}'")
         print(
             text_table(
@@ -360,6 +380,8 @@ def _print_plan(plan: Any, json_out: bool) -> None:
             ),
             end="",
         )
+    if not plan.applied:
+        print_preview_note()
     if plan.running:
         err_console.print(f"warning: {plan.running}", highlight=False, markup=False)
     if plan.operation == "alter" and not json_out:
@@ -375,50 +397,89 @@ def _print_plan(plan: Any, json_out: bool) -> None:
 
 @source_app.command("alter")
 def source_alter(
-    config: ConfigOption,
+    config: ConfigArgument,
     source: FlowSourceOption,
     target: FlowTargetOption,
     topic: TopicOption = None,
     partition: PartitionOption = None,
-    offset: Annotated[
-        int | None, typer.Option("--offset", min=0, help="The next source offset to copy (stored as offset - 1).")
+    to_offset: Annotated[
+        int | None,
+        typer.Option(
+            "--to-offset", min=0, help="The next source offset to copy (stored as offset - 1).", show_default=False
+        ),
     ] = None,
+    offset: Annotated[int | None, typer.Option("--offset", min=0, hidden=True, help="Old name of --to-offset.")] = None,
     to_earliest: Annotated[bool, typer.Option("--to-earliest", help="The source partition's log start.")] = False,
     to_latest: Annotated[
         bool, typer.Option("--to-latest", help="The source partition's end (new records only).")
     ] = False,
     to_datetime: Annotated[
-        str | None, typer.Option("--to-datetime", help="First record at or after this ISO 8601 time (no zone = UTC).")
+        str | None,
+        typer.Option(
+            "--to-datetime", help="First record at or after this ISO 8601 time (no zone = UTC).", show_default=False
+        ),
     ] = None,
+    shift_by: Annotated[
+        int | None,
+        typer.Option(
+            "--shift-by",
+            help="Move each stored position by N (negative: back), kept within the log.",
+            show_default=False,
+        ),
+    ] = None,
+    by_duration: Annotated[
+        str | None,
+        typer.Option(
+            "--by-duration",
+            help="First record at or after now minus this ISO 8601 duration PnDTnHnMnS, e.g. PT30M.",
+            show_default=False,
+        ),
+    ] = None,
+    execute: ExecuteOption = False,
     dry_run: DryRunOption = False,
     json_out: JsonOption = False,
     timeout: TimeoutOption = None,
 ) -> None:
-    """Set where the flow resumes (refused while it runs). Writes Connect's records, so MM2 resumes there too."""
-    from mirrorspark.errors import SourceOffsetsRequestError
+    """Set where the flow resumes (refused while it runs). Writes Connect's records, so MM2 resumes there too.
 
-    chosen = [
-        n
-        for n, on in (
-            ("--offset", offset is not None),
-            ("--to-earliest", to_earliest),
-            ("--to-latest", to_latest),
-            ("--to-datetime", to_datetime is not None),
-        )
-        if on
-    ]
+    Previews the new positions unless --execute is given. The choices are kafka-consumer-groups --reset-offsets'.
+    """
+    import datetime
+
+    from mirrorspark.cli.common import parse_iso_duration
+    from mirrorspark.errors import SourceOffsetsRequestError
+    from mirrorspark.migration.source_offset_tools import Target
+
+    choices: tuple[tuple[str, Target, bool], ...] = (
+        ("--to-offset", "offset", to_offset is not None or offset is not None),
+        ("--to-earliest", "earliest", to_earliest),
+        ("--to-latest", "latest", to_latest),
+        ("--to-datetime", "datetime", to_datetime is not None),
+        ("--shift-by", "shift", shift_by is not None),
+        ("--by-duration", "datetime", by_duration is not None),
+    )
+    chosen = [(n, to) for n, to, on in choices if on]
     try:
+        dry_run = preview(execute, dry_run)
         if len(chosen) != 1:
             raise SourceOffsetsRequestError(
-                "give exactly one of --offset N, --to-earliest, --to-latest, --to-datetime ISO"
-                + (f" (got {', '.join(chosen)})" if chosen else "")
+                "give exactly one of --to-offset N, --to-earliest, --to-latest, --to-datetime ISO, --shift-by N, "
+                "--by-duration PnDTnHnMnS" + (f" (got {', '.join(n for n, _ in chosen)})" if chosen else "")
             )
-        to = {"--offset": "offset", "--to-earliest": "earliest", "--to-latest": "latest", "--to-datetime": "datetime"}[
-            chosen[0]
-        ]
+        new_offset = one_of(to_offset, offset, "--to-offset", "--offset") if chosen[0][1] == "offset" else None
+        when = to_datetime
+        if by_duration is not None:
+            at = datetime.datetime.now(tz=datetime.UTC) - parse_iso_duration(by_duration)
+            when = at.isoformat(timespec="milliseconds")
         with _source_offsets(config, source, target, timeout) as so:
             plan = so.alter(
-                topic=topic, partition=partition, to=to, offset=offset, datetime_iso=to_datetime, dry_run=dry_run
+                topic=topic,
+                partition=partition,
+                to=chosen[0][1],
+                offset=new_offset,
+                shift=shift_by,
+                datetime_iso=when,
+                dry_run=dry_run,
             )
     except MirrorsparkError as e:
         raise fail(e) from None
@@ -427,17 +488,22 @@ def source_alter(
 
 @source_app.command("reset")
 def source_reset(
-    config: ConfigOption,
+    config: ConfigArgument,
     source: FlowSourceOption,
     target: FlowTargetOption,
     topic: TopicOption = None,
     partition: PartitionOption = None,
+    execute: ExecuteOption = False,
     dry_run: DryRunOption = False,
     json_out: JsonOption = False,
     timeout: TimeoutOption = None,
 ) -> None:
-    """Delete the stored positions (tombstones): the next run starts at auto.offset.reset (refused while it runs)."""
+    """Delete the stored positions (tombstones): the next run starts at auto.offset.reset (refused while it runs).
+
+    Previews the tombstones unless --execute is given.
+    """
     try:
+        dry_run = preview(execute, dry_run)
         with _source_offsets(config, source, target, timeout) as so:
             plan = so.reset(topic=topic, partition=partition, dry_run=dry_run)
     except MirrorsparkError as e:

@@ -13,7 +13,18 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from mirrorspark.cli.common import err_console, fail, text_table
+from mirrorspark.cli.common import (
+    ConfigArgument,
+    JsonOption,
+    TimeoutOption,
+    check_reachable,
+    err_console,
+    fail,
+    parse_duration,
+    print_warnings,
+    text_table,
+)
+from mirrorspark.cli.conventions import ConventionGroup
 from mirrorspark.errors import MirrorsparkError
 
 T = TypeVar("T")
@@ -22,11 +33,9 @@ placement_app = typer.Typer(
     help="Place a cluster's replicas by rack with Confluent's placement JSON, on Apache Kafka's reassignment "
     "(confluent-rebalancer --replica-placement-only): plan, apply (with a throttle), status, finish.",
     no_args_is_help=True,
+    cls=ConventionGroup,
 )
 
-ConfigArg = Annotated[
-    Path, typer.Argument(help="An MM2 properties file (mm2.properties): the cluster's client settings.")
-]
 ClusterOption = Annotated[str, typer.Option("--cluster", help="Alias of the cluster whose topics are placed.")]
 PlacementOption = Annotated[
     Path,
@@ -38,16 +47,6 @@ PlacementOption = Annotated[
 ]
 TopicsOption = Annotated[
     str | None, typer.Option("--topics", help="Only topics whose whole name matches this regex.", show_default=False)
-]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
-TimeoutOption = Annotated[
-    float | None,
-    typer.Option(
-        "--timeout",
-        min=1,
-        help="Seconds for each cluster call and each run of Kafka's tool (default: admin.timeout.ms).",
-        show_default=False,
-    ),
 ]
 
 
@@ -67,8 +66,8 @@ def _with_tool(
         for note in rules.notes:
             err_console.print(f"[yellow]warning[/]: {placement}: {note}", highlight=False)
         cfg = load_config(config)
-        for w in cfg.warnings:
-            err_console.print(f"[yellow]warning[/]: {w}", highlight=False)
+        print_warnings(cfg)
+        check_reachable(cfg, [cluster], timeout)  # its address and the fix, within --timeout
         with PlacementTool(cfg, cluster, rules, topics=topics, timeout_s=timeout) as tool:
             return action(tool)
     except MirrorsparkError as e:
@@ -101,7 +100,7 @@ def _print_plan(plan: Any) -> None:
 
 @placement_app.command("plan")
 def placement_plan(
-    config: ConfigArg,
+    config: ConfigArgument,
     cluster: ClusterOption,
     placement: PlacementOption,
     topics: TopicsOption = None,
@@ -118,7 +117,7 @@ def placement_plan(
 
 @placement_app.command("apply")
 def placement_apply(
-    config: ConfigArg,
+    config: ConfigArgument,
     cluster: ClusterOption,
     placement: PlacementOption,
     topics: TopicsOption = None,
@@ -159,7 +158,7 @@ def placement_apply(
 
 @placement_app.command("status")
 def placement_status(
-    config: ConfigArg,
+    config: ConfigArgument,
     cluster: ClusterOption,
     placement: PlacementOption,
     topics: TopicsOption = None,
@@ -200,12 +199,18 @@ def placement_status(
 
 @placement_app.command("finish")
 def placement_finish(
-    config: ConfigArg,
+    config: ConfigArgument,
     cluster: ClusterOption,
     placement: PlacementOption,
     topics: TopicsOption = None,
     wait: Annotated[
-        float, typer.Option("--wait", min=0, help="Seconds to wait for reassignments still in progress.")
+        float,
+        typer.Option(
+            "--wait",
+            parser=lambda v: 0.0 if v in ("0", 0) else parse_duration(v),
+            metavar="DURATION",
+            help="How long to wait for reassignments still in progress: 30s, 5m (a bare number is seconds).",
+        ),
     ] = 0.0,
     json_out: JsonOption = False,
     timeout: TimeoutOption = None,

@@ -4,22 +4,23 @@ from __future__ import annotations
 
 import json
 from enum import StrEnum
-from pathlib import Path
 from typing import Annotated, Final
 
 import typer
 
-from mirrorspark.cli.common import err_console, fail, text_table
+from mirrorspark.cli.common import (
+    ConfigArgument,
+    JsonOption,
+    TimeoutOption,
+    check_reachable,
+    fail,
+    list_option,
+    print_warnings,
+    text_table,
+)
 from mirrorspark.errors import ConfigError, MirrorsparkError
 
-ConfigArgument = Annotated[Path, typer.Argument(help="An MM2 properties file (mm2.properties).")]
 ClusterOption = Annotated[str, typer.Option("--cluster", help="The cluster alias (from 'clusters' in CONFIG).")]
-TimeoutOption = Annotated[
-    float | None,
-    typer.Option(
-        "--timeout", min=1, help="Seconds for each cluster call (default: admin.timeout.ms).", show_default=False
-    ),
-]
 
 _TABLE = [
     "Topic",
@@ -67,9 +68,7 @@ def replica_status(
     ctx: typer.Context,
     config: ConfigArgument,
     cluster: ClusterOption,
-    topics: Annotated[
-        str | None, typer.Option("--topics", help="Comma-separated topic names (default: every topic).")
-    ] = None,
+    topics: Annotated[list[str] | None, list_option("--topics", help="Topic names (default: every topic).")] = None,
     partitions: Annotated[
         str | None, typer.Option("--partitions", help="Partition ids and ranges, e.g. 0,5-7 (default: all).")
     ] = None,
@@ -106,10 +105,10 @@ def replica_status(
     try:
         leaders = _leaders_mode(list(ctx.args))
         wanted = parse_partitions(partitions) if partitions is not None else None
-        names = [t.strip() for t in topics.split(",") if t.strip()] if topics else None
+        names = list(dict.fromkeys(topics)) if topics else None
         cfg = load_config(config)
-        for w in cfg.warnings:
-            err_console.print(f"[yellow]warning[/]: {w}", highlight=False)
+        print_warnings(cfg)
+        check_reachable(cfg, [cluster], timeout)  # its address and the fix, within --timeout
         status = compute(
             cfg,
             cluster,
@@ -198,7 +197,7 @@ def elect(
             help="Confirm an unclean election: records the new leader lacks are lost, flows record a gap.",
         ),
     ] = False,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the outcomes as JSON.")] = False,
+    json_out: JsonOption = False,
     timeout: TimeoutOption = None,
 ) -> None:
     """Run a leader election on CLUSTER (as kafka-leader-election) and print leaders and end offsets before and after.
@@ -225,6 +224,8 @@ def elect(
                 "and flows reading the partition record a gap): add --yes-i-may-lose-data to go ahead"
             )
         cfg = load_config(config)
+        print_warnings(cfg)
+        check_reachable(cfg, [cluster], timeout)  # its address and the fix, within --timeout
         targets = None
         if topic is not None:
             if partition is not None:

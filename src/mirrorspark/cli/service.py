@@ -4,18 +4,25 @@ from __future__ import annotations
 
 import signal
 import threading
-from pathlib import Path
 from types import FrameType
 from typing import Annotated
 
 import typer
 
-from mirrorspark.cli.common import err_console, fail
+from mirrorspark.cli.common import (
+    ConfigArgument,
+    StartTimeoutOption,
+    check_port_free,
+    check_reachable,
+    err_console,
+    fail,
+    print_warnings,
+)
 from mirrorspark.errors import MirrorsparkError
 
 
 def service(
-    config: Annotated[Path, typer.Argument(help="An MM2 properties file (mm2.properties).")],
+    config: ConfigArgument,
     cluster: Annotated[str, typer.Option("--cluster", help="The served cluster: flows into it are reported.")],
     host: Annotated[str, typer.Option("--host", help="Address the HTTP server listens on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port (0 = a free one).")] = 8080,
@@ -31,10 +38,12 @@ def service(
     master: Annotated[
         str | None, typer.Option("--master", help="Spark master URL of the aggregation job (default local[2]).")
     ] = None,
+    timeout: StartTimeoutOption = None,
 ) -> None:
     """Serve the replication metrics of the flows into CLUSTER: REST API (/docs), /metrics, aggregated on Spark.
 
-    Prints the URL once it serves; Ctrl-C or SIGTERM stops it cleanly (exit 0).
+    Prints the URL once it serves; Ctrl-C or SIGTERM stops it cleanly (exit 0). A port in use or an
+    unreachable CLUSTER fails at once (exit 8, exit 3), before Spark starts or anything is created.
     """
     from mirrorspark.config.parse import load_config
     from mirrorspark.service.server import MetricsService
@@ -48,8 +57,10 @@ def service(
     svc: MetricsService | None = None
     try:
         cfg = load_config(config)
-        for w in cfg.warnings:
-            err_console.print(f"[yellow]warning[/]: {w}", highlight=False)
+        print_warnings(cfg)
+        cfg.cluster(cluster)  # an unknown alias before anything else
+        check_port_free(host, port)  # before Spark starts, the metrics topic or the checkpoint folder is created
+        check_reachable(cfg, [cluster], timeout)
         svc = MetricsService(cfg, cluster, host=host, port=port, checkpoint=checkpoint, master=master)
         svc.start()
         print(f"mirrorspark service: serving cluster {cluster} at {svc.url} (API docs: {svc.url}docs)", flush=True)

@@ -38,7 +38,7 @@ from mirrorspark.mm2.internal_topics import connect_worker_group, lease_group
 
 log = logging.getLogger(__name__)
 
-Target = Literal["offset", "earliest", "latest", "datetime"]
+Target = Literal["offset", "earliest", "latest", "datetime", "shift"]
 """How ``alter`` picks the new positions."""
 
 FIRST_RECORD_TIMEOUT_S = 10.0
@@ -380,6 +380,7 @@ class FlowSourceOffsets:
         to: Target,
         offset: int | None = None,
         datetime_iso: str | None = None,
+        shift: int | None = None,
         dry_run: bool = False,
     ) -> SourceOffsetsPlan:
         """Set the position of partitions of the flow (``PATCH /connectors/{name}/offsets``).
@@ -391,9 +392,12 @@ class FlowSourceOffsets:
         to:
             ``"offset"`` (``offset`` is the next source offset to copy), ``"earliest"`` (the source's
             log start), ``"latest"`` (its end: copy only new records) or ``"datetime"`` (the first
-            record at or after ``datetime_iso``, else the end).
+            record at or after ``datetime_iso``, else the end) or ``"shift"`` (the stored position
+            plus ``shift``, kept within the log start and end, as ``kafka-consumer-groups --shift-by``).
         offset:
             With ``to="offset"``.
+        shift:
+            With ``to="shift"``: records to move each stored position by (negative: back).
         datetime_iso:
             With ``to="datetime"``: ISO 8601, no zone = UTC.
         dry_run:
@@ -434,6 +438,13 @@ class FlowSourceOffsets:
                 positions[k] = f.start
             elif to == "latest":
                 positions[k] = f.end
+            elif to == "shift":
+                if f.position is None:
+                    raise SourceOffsetsRequestError(
+                        f"partition {f.topic}-{f.partition} has no stored position to shift: give --to-offset N, "
+                        "--to-earliest or --to-latest for it"
+                    )
+                positions[k] = min(max(f.position + (shift or 0), f.start), f.end)
             else:
                 o = found.get(k, -1)
                 positions[k] = f.end if o < 0 else max(o, f.start)
