@@ -246,3 +246,20 @@ def test_help_lists_the_exit_codes() -> None:
 
 def test_offsets_export_takes_json() -> None:
     assert "--json" in {o for p in leaf("offsets", "export").params for o in p.opts}
+
+
+# --------------------------------------------------------------------------- config warnings
+
+
+def test_a_config_warning_is_one_line_in_one_format(tmp_path: Path) -> None:
+    """ux-review finding 1: ``run`` printed each warning twice (a log line and ``warning:``), ``status`` a log line."""
+    props = tmp_path / "typo.properties"
+    props.write_text(
+        "clusters = a, b\na.bootstrap.servers = 127.0.0.1:1\nb.bootstrap.servers = 127.0.0.1:1\n"
+        "a->b.enabled = true\na->b.topcs = payments\nmirrorspark.config.lenient = true\n"
+    )
+    for command in (["status"], ["run", "--until-caught-up"]):
+        r = CliRunner().invoke(app, [*command, str(props), "--timeout", "500ms"])
+        lines = [line for line in (r.stdout + r.stderr).splitlines() if "a->b.topcs" in line]
+        assert len(lines) == 1 and lines[0].startswith("warning: "), (command, lines)
+        assert r.exit_code == 3  # the closed port, after the warning

@@ -1,4 +1,4 @@
-"""Print librdkafka's CONFIGURATION.md property table of the librdkafka bundled with confluent-kafka.
+r"""Print librdkafka's CONFIGURATION.md property table of the librdkafka bundled with confluent-kafka.
 
 Regenerate ``src/mirrorspark/config/keys/data/librdkafka-<version>.txt`` after upgrading confluent-kafka::
 

@@ -38,7 +38,6 @@ from mirrorspark.cli.common import (
     list_option,
     out_console,
     parse_duration,
-    print_warnings,
     text_table,
 )
 from mirrorspark.cli.control import control_app
@@ -84,6 +83,13 @@ F = TypeVar("F", bound=Callable[..., Any])
 DEFAULT_LOCAL_DIR = Path(".mirrorspark/local")
 
 
+class _WarningLines(logging.Handler):
+    """Log records as ``warning: <message>`` lines (``info:`` with ``-v``) on the current ``sys.stderr``."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        sys.stderr.write(f"{record.levelname.lower()}: {record.getMessage()}\n")
+
+
 def _setup_logging(verbose: bool) -> None:
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING,
@@ -91,6 +97,12 @@ def _setup_logging(verbose: bool) -> None:
         stream=sys.stderr,
     )
     logging.getLogger("py4j").setLevel(logging.WARNING)
+    # the configuration's warnings (unknown keys in lenient mode, keys MM2 ignores): one line each, one format
+    config_log = logging.getLogger("mirrorspark.config")
+    if not any(isinstance(h, _WarningLines) for h in config_log.handlers):
+        config_log.addHandler(_WarningLines())
+    config_log.propagate = False
+
     # librdkafka's lines for the operator tools' clients: a failure is reported once, as the error
     logging.getLogger("mirrorspark.librdkafka").setLevel(logging.DEBUG if verbose else logging.CRITICAL)
     # standby, takeover and task restarts are what an operator of several instances must see
@@ -236,7 +248,6 @@ def run(
     try:
         extra_conf = _spark_conf(spark_conf or [])
         cfg = load_config(config, clusters=clusters)
-        print_warnings(cfg)
         if clusters:
             for alias in clusters:
                 cfg.cluster(alias)

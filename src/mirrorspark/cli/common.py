@@ -347,12 +347,6 @@ def check_port_free(host: str, port: int) -> None:
         raise ServiceError(f"cannot listen on {host}:{port} ({e.strerror or e}): check --host and --port") from None
 
 
-def print_warnings(config: Any) -> None:
-    """Print the configuration's warnings on stderr, one line each."""
-    for w in config.warnings:
-        err_console.print(f"[yellow]warning[/]: {w}", highlight=False, markup=True)
-
-
 def fail(e: MirrorsparkError) -> typer.Exit:
     """Print ``e`` as one line on stderr (``error [CODE]: message``) and return the exit carrying its code.
 

@@ -14,7 +14,6 @@ from mirrorspark.cli.common import (
     err_console,
     fail,
     list_option,
-    print_warnings,
     text_table,
     timeout_option,
 )
@@ -70,7 +69,6 @@ def _control(
             for regex in regexes or ():
                 validate_regex(regex, option=option)  # before anything connects
         cfg = load_config(config)
-        print_warnings(cfg)
         with ControlStore(cfg, source, target, timeout_s=30.0 if timeout_s is None else timeout_s) as store:
             if not store.flow_config.enabled:
                 err_console.print(

@@ -27,7 +27,6 @@ from mirrorspark.cli.common import (
     one_of,
     preview,
     print_preview_note,
-    print_warnings,
     text_table,
 )
 from mirrorspark.cli.conventions import ConventionGroup
@@ -60,7 +59,6 @@ def _migration(config: Path, source: str, target: str, timeout_s: float | None) 
     from mirrorspark.migration.consumer_migration import ConsumerMigration
 
     cfg = load_config(config)
-    print_warnings(cfg)
     return ConsumerMigration(cfg, source=source, target=target, timeout_s=timeout_s)
 
 
@@ -266,7 +264,6 @@ def _source_offsets(config: Path, source: str, target: str, timeout_s: float | N
     from mirrorspark.migration.source_offset_tools import FlowSourceOffsets
 
     cfg = load_config(config)
-    print_warnings(cfg)
     return FlowSourceOffsets(cfg, source=source, target=target, timeout_s=timeout_s)
 
 

@@ -21,7 +21,6 @@ from mirrorspark.cli.common import (
     err_console,
     fail,
     parse_duration,
-    print_warnings,
     text_table,
 )
 from mirrorspark.cli.conventions import ConventionGroup
@@ -66,7 +65,6 @@ def _with_tool(
         for note in rules.notes:
             err_console.print(f"[yellow]warning[/]: {placement}: {note}", highlight=False)
         cfg = load_config(config)
-        print_warnings(cfg)
         check_reachable(cfg, [cluster], timeout)  # its address and the fix, within --timeout
         with PlacementTool(cfg, cluster, rules, topics=topics, timeout_s=timeout) as tool:
             return action(tool)

@@ -15,7 +15,6 @@ from mirrorspark.cli.common import (
     check_reachable,
     fail,
     list_option,
-    print_warnings,
     text_table,
 )
 from mirrorspark.errors import ConfigError, MirrorsparkError
@@ -107,7 +106,6 @@ def replica_status(
         wanted = parse_partitions(partitions) if partitions is not None else None
         names = list(dict.fromkeys(topics)) if topics else None
         cfg = load_config(config)
-        print_warnings(cfg)
         check_reachable(cfg, [cluster], timeout)  # its address and the fix, within --timeout
         status = compute(
             cfg,
@@ -224,7 +222,6 @@ def elect(
                 "and flows reading the partition record a gap): add --yes-i-may-lose-data to go ahead"
             )
         cfg = load_config(config)
-        print_warnings(cfg)
         check_reachable(cfg, [cluster], timeout)  # its address and the fix, within --timeout
         targets = None
         if topic is not None:

@@ -16,7 +16,6 @@ from mirrorspark.cli.common import (
     check_reachable,
     err_console,
     fail,
-    print_warnings,
 )
 from mirrorspark.errors import MirrorsparkError
 
@@ -57,7 +56,6 @@ def service(
     svc: MetricsService | None = None
     try:
         cfg = load_config(config)
-        print_warnings(cfg)
         cfg.cluster(cluster)  # an unknown alias before anything else
         check_port_free(host, port)  # before Spark starts, the metrics topic or the checkpoint folder is created
         check_reachable(cfg, [cluster], timeout)
