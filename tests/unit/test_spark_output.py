@@ -84,6 +84,8 @@ def test_a_jvm_that_does_not_start_is_one_error_naming_its_last_lines(monkeypatc
     monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
     monkeypatch.setenv(jvm_output.SPARK_LOG_ENV, "off")
     monkeypatch.setattr(pyspark.java_gateway, "launch_gateway", launch_gateway)
+    # as in a fresh process: a SparkContext an earlier test of this worker started keeps its gateway
+    monkeypatch.setattr(pyspark.SparkContext, "_gateway", None)
     with pytest.raises(SparkDriverLostError, match="did not start") as e:
         jvm_output.launch_gateway_quietly({"spark.master": "local[2]"})
     assert "/nope/bin/java: No such file or directory" in str(e.value) and "JAVA_HOME" in str(e.value)
