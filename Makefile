@@ -21,8 +21,18 @@ spark-archive: $(STAMP)
 	-$(BIN)/python -m mirrorspark.spark_session
 
 # The dashboard's browser test drives Debian's chromium through Playwright (never Playwright's own download).
+# Only make test needs it (make demo never installs it); where it cannot be installed, say so and how.
 chromium:
-	@command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
+	@command -v chromium >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing Debian's chromium for the dashboard test (apt-get)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else \
+	    echo "error: the dashboard test needs Debian's chromium, which is missing, and it cannot be installed here" \
+	      "(apt-get as root): install the chromium package (e.g. sudo apt-get install chromium), or run" \
+	      "make test-unit for the tests that need no browser" >&2; \
+	    exit 1; \
+	  fi; }
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)

@@ -159,7 +159,7 @@ def test_placement_apply_moves_out_of_placement_partitions_under_a_throttle(
     conf = tmp_path / "mm2.properties"
     conf.write_text(racked.mm2_properties(flows=[]))
     placement = write_json(tmp_path / "a-then-b.json", A_THEN_B)
-    common = [str(conf), "--cluster", "backup", "--placement", str(placement), "--topics", topic]
+    common = [str(conf), "--cluster", "backup", "--placement", str(placement), "--topic-regex", topic]
 
     plan = run_cli("placement", "plan", *common, "--json")
     assert plan.returncode == 0, plan.stderr

@@ -10,6 +10,7 @@ import datetime
 import json
 from pathlib import Path
 
+import click
 import pytest
 import typer
 from typer.main import get_command
@@ -263,3 +264,19 @@ def test_a_config_warning_is_one_line_in_one_format(tmp_path: Path) -> None:
         lines = [line for line in (r.stdout + r.stderr).splitlines() if "a->b.topcs" in line]
         assert len(lines) == 1 and lines[0].startswith("warning: "), (command, lines)
         assert r.exit_code == 3  # the closed port, after the warning
+
+
+def _commands(cmd: click.Command, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], click.Command]]:
+    if isinstance(cmd, click.Group):
+        ctx = click.Context(cmd)
+        return [c for name in cmd.list_commands(ctx) for c in _commands(cmd.get_command(ctx, name), (*path, name))]  # type: ignore[arg-type]
+    return [(path, cmd)]
+
+
+def test_topics_means_a_list_of_topic_names_in_every_command() -> None:
+    """ux-review finding 10: ``--topics`` was a list of names in ``replica-status`` and a regex in ``placement``."""
+    for path, cmd in _commands(get_command(app)):
+        for p in cmd.params:
+            if "--topics" in getattr(p, "opts", []):
+                assert p.multiple, f"{' '.join(path)} --topics is not a list of topic names"
+                assert "regex" not in (getattr(p, "help", "") or "").lower(), path

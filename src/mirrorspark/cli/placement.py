@@ -45,7 +45,12 @@ PlacementOption = Annotated[
     ),
 ]
 TopicsOption = Annotated[
-    str | None, typer.Option("--topics", help="Only topics whose whole name matches this regex.", show_default=False)
+    str | None,
+    typer.Option(
+        "--topic-regex",
+        help="Only topics whose whole name matches this regex (--topics elsewhere lists topic names).",
+        show_default=False,
+    ),
 ]
 
 
