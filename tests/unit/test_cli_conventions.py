@@ -280,3 +280,16 @@ def test_topics_means_a_list_of_topic_names_in_every_command() -> None:
             if "--topics" in getattr(p, "opts", []):
                 assert p.multiple, f"{' '.join(path)} --topics is not a list of topic names"
                 assert "regex" not in (getattr(p, "help", "") or "").lower(), path
+
+
+def test_a_misspelt_key_stops_every_command_with_exit_2_and_the_fix(tmp_path: Path) -> None:
+    """ux-review finding 1: ``a->b.topcs`` was a warning, and every topic was replicated."""
+    props = tmp_path / "typo.properties"
+    props.write_text(
+        "clusters = a, b\na.bootstrap.servers = 127.0.0.1:1\nb.bootstrap.servers = 127.0.0.1:1\n"
+        "a->b.enabled = true\na->b.topcs = payments\n"
+    )
+    for command in (["status"], ["run", "--until-caught-up"], ["offsets", "export", "--source", "a", "--target", "b"]):
+        code, out = invoke(*command, "--config", str(props))
+        assert code == 2, (command, out)
+        assert f"{props}:5: unknown key 'a->b.topcs'; did you mean 'a->b.topics'?" in out, out
