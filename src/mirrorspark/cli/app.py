@@ -348,7 +348,8 @@ def _run(
         replicator.spark = spark
         replicator.jvm = deadline.watch(spark)
         if not quiet and view.is_terminal:
-            with Live(console=view, refresh_per_second=2) as live_view:
+            # transient: the live frame is erased at the end, and the final table printed once below
+            with Live(console=view, refresh_per_second=2, transient=True) as live_view:
                 live = live_view
                 stats = replicator.run(until_caught_up=until_caught_up)
         else:
