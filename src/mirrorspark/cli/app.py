@@ -339,7 +339,6 @@ def _run(
     spark: Any = None
     deadline = _JvmDeathDeadline()
     try:
-        replicator.check_reachable()  # an unreachable cluster: one error line, before Spark prints anything
         # Spark starts while the flows start (offsets read, topics synced, leases joined): a restart after a
         # crash waits for the longer of the two, not for both. Sized for the most copy tasks the flows may run.
         spark_start = _SparkStart(master, spark_conf, task_slots=sum(f.config.tasks_max for f in replicator.flows))

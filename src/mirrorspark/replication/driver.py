@@ -350,25 +350,6 @@ class Replicator:
         """Whether a stop was requested."""
         return self._stop.is_set()
 
-    def check_reachable(self) -> None:
-        """Ask each flow's source and target for their metadata once (``Metadata``), before anything starts.
-
-        ``mirrorspark run`` calls it before it starts Spark (which then starts while :meth:`start`
-        runs): an unreachable cluster is one clear error line, with nothing of Spark's start-up
-        printed before it.
-
-        Raises
-        ------
-        ClusterUnreachableError
-            A cluster does not answer within its ``admin.timeout.ms`` (the message names it, its
-            address and the fix).
-        ClusterError
-            A cluster refused the request.
-        """
-        for flow in self.flows:
-            flow.source_admin.list_topics()
-            flow.target_admin.list_topics()
-
     def start(self) -> None:
         """Connect: start every flow and the heartbeats, schedule the control jobs, join the flows' leases.
 
