@@ -35,7 +35,7 @@ from typing import Protocol
 
 from confluent_kafka import KafkaException
 from faultkit import pause
-from helpers import assert_eventually
+from helpers import assert_eventually, consume_all
 from scenario import Feed, RunProcess, Tail, high_watermarks, port_of
 
 from mirrorspark.kafka.local.mirror_maker import MirrorMakerProcess, start_mirror_maker
@@ -213,6 +213,13 @@ class CrashLoopResult:
         (its ``stop_resume`` then counts the wait and the relaunch).
     delays:
         The random waits before the kills, seconds.
+    phases:
+        Each fault's name and the remote topic's end offsets (partition -> offset) when it struck:
+        a copy at or past a phase's offsets and before the next one's was written after that fault
+        (:func:`copied_twice_by_phase`).
+    twice:
+        Copies beyond the first by the fault they were written after (:func:`copied_twice_by_phase`;
+        filled once the contender stopped), records.
     """
 
     kill_resumes: list[float] = field(default_factory=list)
@@ -220,6 +227,8 @@ class CrashLoopResult:
     stop_resume: float | None = None
     relaunched_after_stop: bool = False
     delays: list[float] = field(default_factory=list)
+    phases: list[tuple[str, dict[int, int]]] = field(default_factory=list)
+    twice: dict[str, int] = field(default_factory=dict)
 
     def notes(self) -> str:
         """The resume figures in a few words, for a figures row."""
@@ -236,6 +245,8 @@ class CrashLoopResult:
             )
         elif self.stop_resume is not None:
             parts.append(f"target stop: resumed {self.stop_resume:.1f} s after SIGCONT")
+        if self.twice:
+            parts.append("copied twice after: " + ", ".join(f"{k} {n:,}" for k, n in self.twice.items()))
         return "; ".join(parts)
 
 
@@ -334,6 +345,7 @@ def crash_loop(
             killed_at = time.monotonic()
             contender.kill()
             marks = high_watermarks(target, remote)
+            out.phases.append((f"kill {n + 1}", marks))
             base = sum(marks.values())
             contender.launch()
             logger.info(
@@ -346,9 +358,11 @@ def crash_loop(
         killed_at = time.monotonic()
         if contender.kill_worker(source):
             marks = high_watermarks(target, remote)
+            out.phases.append(("worker kill", marks))
             out.worker_resume = _wait_resumed(tail, feed, marks, killed_at, contender.check)
             base = sum(marks.values())
             _wait_grown(tail, feed, base, size.grow, contender.check)
+        out.phases.append(("target stop", high_watermarks(target, remote)))
         pause(target_pids, size.stop_s)
         resumed_at = time.monotonic()
         marks = _marks(target, remote)
@@ -371,6 +385,32 @@ def crash_loop(
                 message="the feed did not produce its records",
             )
         return out
+
+
+def copied_twice_by_phase(
+    target: str, remote: str, produced: set[bytes], phases: list[tuple[str, dict[int, int]]]
+) -> dict[str, int]:
+    """Count the copies beyond the first of ``produced`` values by the fault they were written after.
+
+    A value's copies are in one partition, in order: each copy after the first is counted in the
+    newest phase of :attr:`CrashLoopResult.phases` whose offset for its partition it is at or past
+    (``"start"``: before the first fault). Units: records.
+    """
+    counts = {name: 0 for name in ["start", *(name for name, _ in phases)]}
+    seen: set[bytes] = set()
+    for r in consume_all(target, remote, timeout_s=180, read_committed=True):
+        value = r["value"] or b""
+        if value not in produced:
+            continue
+        if value not in seen:
+            seen.add(value)
+            continue
+        phase = "start"
+        for name, marks in phases:
+            if r["offset"] >= marks.get(r["partition"], 0):
+                phase = name
+        counts[phase] += 1
+    return counts
 
 
 @contextlib.contextmanager

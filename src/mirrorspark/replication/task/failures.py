@@ -65,16 +65,24 @@ def delivery_error(err: Any, source_topic: str, partition: int, target_topic: st
             ),
             where,
         )
-    hint = ""
-    if isinstance(err, KafkaError) and err.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED:
-        hint = f": grant the replication principal WRITE on topic '{target_topic}' on the target cluster"
-    reason = f"{err.str()} ({err.name()})" if isinstance(err, KafkaError) else str(err)
     return at(
         DataPathError(
-            f"copying {where}@{upstream} to {target_topic} failed: {reason}{hint}", kafka_code=code, retriable=retriable
+            f"copying {where}@{upstream} to {target_topic} failed: {_reason(err, target_topic)}",
+            kafka_code=code,
+            retriable=retriable,
         ),
         where,
     )
+
+
+def _reason(err: Any, target_topic: str) -> str:
+    """Kafka's error text and name, with the fix for a missing WRITE on the remote topic."""
+    if not isinstance(err, KafkaError):
+        return str(err)
+    hint = ""
+    if err.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+        hint = f": grant the replication principal WRITE on topic '{target_topic}' on the target cluster"
+    return f"{err.str()} ({err.name()}){hint}"
 
 
 def produce_error(
@@ -93,9 +101,12 @@ def produce_error(
             ),
             where,
         )
+    reason = _reason(err if err is not None else e, target_topic)
     return at(
         DataPathError(
-            f"producing {where}@{offset} to {target_topic} failed: {e}", kafka_code=code, retriable=retriable
+            f"producing {where}@{offset} to {target_topic} failed: {reason}",
+            kafka_code=code,
+            retriable=retriable,
         ),
         where,
     )
