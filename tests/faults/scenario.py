@@ -89,13 +89,15 @@ MODES = (AT_LEAST_ONCE, EXACTLY_ONCE)
 """The two delivery modes every scenario runs in (``pytest.mark.parametrize("mode", MODES)``)."""
 
 FLUSH_MS = 1000
-"""``offset.flush.interval.ms`` the scenarios run with: mirrorspark's default (Connect's is 60 000)."""
+"""The commit interval the at-least-once bounds assume (ms): MirrorMaker 2's ``offset.flush.interval.ms`` and
+exactly once's ``transaction.boundary.interval.ms`` in the scenarios; at least once, mirrorspark commits every
+250 ms (its default ``offset.flush.interval.ms``; Connect's is 60 000), within the bound."""
 
 
 def mode_properties(mode: str, source: str, target: str) -> dict[str, str]:
     """``mm2.properties`` entries that select ``mode`` for the flow ``source->target`` (cluster aliases).
 
-    At least once: the defaults (commits every ``offset.flush.interval.ms`` = 1000 ms).
+    At least once: the defaults (commits every ``offset.flush.interval.ms`` = 250 ms).
     Exactly once: ``<target>.exactly.once.source.support = enabled`` (KIP-618) with
     ``<source>-><target>.transaction.boundary = interval`` every 1000 ms (per flow, as MM2 reads
     them), so that each transaction holds about one flush interval of records and a fault lands

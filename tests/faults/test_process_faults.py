@@ -61,7 +61,7 @@ from scenario import (
 from standalone import StandaloneCluster
 
 from mirrorspark.kafka.local.model import LocalClusters
-from mirrorspark.replication.task.runner import BATCH_RECORDS
+from mirrorspark.replication.task.runner import IN_FLIGHT_RECORDS
 from mirrorspark.replication.task.spec import FLUSH_RECORDS
 
 
@@ -336,15 +336,15 @@ def crash_bound(size: CrashLoopSize, *, flush_records: int, restarts: int) -> tu
     Each restart of a copy task (a kill of the whole run restarts every task; a worker kill one)
     copies again at most what the task had acknowledged since its last commit (fewer than
     ``flush_records``: the volume rule; the first commit comes with the first acknowledgements) and
-    what it had produced and not yet seen acknowledged (one batch read, :data:`BATCH_RECORDS`). The
-    target stop adds what the feed produces in one flush interval plus 4 s of slack
+    what it had produced and not yet seen acknowledged (:data:`IN_FLIGHT_RECORDS` at most: the batches
+    read are cut to it). The target stop adds what the feed produces in one flush interval plus 4 s of slack
     (:func:`scenario.duplicate_bound`).
     """
-    per_task = flush_records + BATCH_RECORDS
+    per_task = flush_records + IN_FLIGHT_RECORDS
     stop = duplicate_bound(size.rate, 1)
     bound = restarts * per_task + stop
     words = (
-        f"<= {bound:,} ({restarts} task restarts x ({flush_records:,} flush records + {BATCH_RECORDS:,} in flight)"
+        f"<= {bound:,} ({restarts} task restarts x ({flush_records:,} flush records + {IN_FLIGHT_RECORDS:,} in flight)"
         f" + {stop:,} for the target stop)"
     )
     return bound, words
@@ -407,6 +407,9 @@ def test_a_crash_loop_over_a_backlog_still_makes_progress(
     )
     assert counted.lost == 0, f"{counted.lost} of {counted.produced} records lost"
     assert counted.foreign == 0, f"{counted.foreign} values on the target the source never acknowledged"
+    # issue #28: a target stop past the lease's session timeout is not a take-over (no backlog copied again)
+    stop_twice, stop_bound = result.twice.get("target stop", 0), size.rate * FLUSH_MS // 1000
+    assert stop_twice <= stop_bound, f"{stop_twice:,} copied twice after the target stop, bound {stop_bound:,}"
     if mode == EXACTLY_ONCE:
         assert counted.duplicated == 0, f"{counted.duplicated} duplicates a read_committed consumer sees"
         return

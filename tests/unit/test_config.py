@@ -820,9 +820,9 @@ def test_exactly_once_boundaries_and_timeouts_are_checked() -> None:
     assert (f.transaction_boundary, f.transaction_boundary_interval_ms) == ("interval", 5000)
     with pytest.raises(ConfigError, match=r"transaction\.timeout\.ms is 60000 ms"):
         two(eos + "A->B.transaction.boundary.interval.ms = 60000\n")
-    with pytest.raises(ConfigError, match=r"transaction\.timeout\.ms is 900 ms"):
-        two(eos + "B.producer.transaction.timeout.ms = 900\n")
-    two("B.producer.transaction.timeout.ms = 900\n")  # at least once: no transactions, nothing to check
+    with pytest.raises(ConfigError, match=r"transaction\.timeout\.ms is 200 ms"):
+        two(eos + "B.producer.transaction.timeout.ms = 200\n")
+    two("B.producer.transaction.timeout.ms = 200\n")  # at least once: no transactions, nothing to check
 
 
 def test_errors_use_the_source_name() -> None:
@@ -1262,10 +1262,10 @@ def test_spark_options() -> None:
 
 
 def test_offset_flush_records_is_read_per_flow_with_a_top_level_default() -> None:
-    """``mirrorspark.offset.flush.records``: 5,000 by default, top level for every flow, ``S->T.`` over it."""
+    """``mirrorspark.offset.flush.records``: 1,000 by default, top level for every flow, ``S->T.`` over it."""
     base = {"clusters": "A, B", "A.bootstrap.servers": "a:9092", "B.bootstrap.servers": "b:9092"}
     flows = {"A->B.enabled": "true", "B->A.enabled": "true"}
-    assert parse_config({**base, **flows}).flow("A", "B").offset_flush_records == 5000
+    assert parse_config({**base, **flows}).flow("A", "B").offset_flush_records == 1000
     c = parse_config(
         {**base, **flows, "mirrorspark.offset.flush.records": "0", "A->B.mirrorspark.offset.flush.records": "2000"}
     )

@@ -22,7 +22,7 @@ from mirrorspark.replication.task import job
 from mirrorspark.replication.task import runner as runner_module
 from mirrorspark.replication.task.channel import ChannelState
 from mirrorspark.replication.task.partition import FULL_SCAN_EVERY
-from mirrorspark.replication.task.runner import BATCH_RECORDS, FILL_WAIT_S, HOLD_S, CopyTaskRunner
+from mirrorspark.replication.task.runner import FILL_WAIT_S, HOLD_S, IN_FLIGHT_RECORDS, CopyTaskRunner
 from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionAssignment, TaskOutcome
 
 pytestmark = pytest.mark.unit
@@ -376,11 +376,12 @@ def test_an_abort_while_holding_ends_the_task_without_a_commit() -> None:
 
 @pytest.mark.parametrize(
     ("records", "timeouts"),
-    [(500, [0]), (2 * BATCH_RECORDS + 5000, [0, FILL_WAIT_S, FILL_WAIT_S])],
+    [(500, [0]), (2 * IN_FLIGHT_RECORDS + 500, [0, FILL_WAIT_S, FILL_WAIT_S])],
     ids=["keeping-up", "backlog"],
 )
 def test_only_a_backlog_makes_a_poll_wait_to_fill(records: int, timeouts: list[float]) -> None:
-    """Small records copy faster in full polls; a task keeping up with its source never waits for more."""
+    """Small records copy faster in full polls (at least once, each cut to IN_FLIGHT_RECORDS); a task keeping up
+    with its source never waits for more."""
     t = Task(records=records, stop_at={("t", 0): records})
     assert step(t, lambda task, turn: None) == TaskOutcome.CAUGHT_UP
     assert t.consumer.consume_timeouts == timeouts and t.committed() == {0: records - 1}
@@ -654,6 +655,27 @@ def test_before_the_first_grant_a_task_copies_no_more_than_flush_records() -> No
     assert len(t.b.records("A.t")) == 55 and t.committed() == {0: 54}
 
 
+def test_before_the_first_grant_a_poll_takes_no_more_than_the_allowance_left() -> None:
+    """A backlog read in one poll is cut at the pre-grant allowance: exactly ``flush_records`` copied before the
+    grant. Before, a poll took a whole batch (up to ``BATCH_RECORDS``) once under the allowance: a crash loop
+    killing each run before its first grant re-copied up to 11,000 records per task instead of 1,000."""
+    t = Task(records=50, flush_records=10)
+    t.channel.granted = False
+    copied: list[int] = []
+
+    def hook(task: Task, turn: int) -> None:
+        task.now = 0.1 * turn
+        copied.append(len(task.b.records("A.t")))
+        if turn == 10:
+            task.channel.granted = True
+        if turn == 15:
+            task.channel.state = ChannelState.STOP
+
+    assert step(t, hook, turns=40) == TaskOutcome.STOPPED
+    assert copied[9] == 10
+    assert len(t.b.records("A.t")) == 50 and t.committed() == {0: 49}
+
+
 def test_a_task_reads_nothing_more_while_too_many_records_are_unacknowledged(monkeypatch: pytest.MonkeyPatch) -> None:
     """A stopped target acknowledges nothing: the task stops reading once ``IN_FLIGHT_RECORDS`` are in flight,
     so a restart re-copies that many, not the producer's whole queue (the crash loop's 30 s target stop)."""
@@ -669,7 +691,6 @@ def test_a_task_reads_nothing_more_while_too_many_records_are_unacknowledged(mon
         if turn == 20:
             task.channel.state = ChannelState.STOP
 
-    monkeypatch.setattr(runner_module, "BATCH_RECORDS", 3)
     assert step(t, hook) == TaskOutcome.STOPPED
-    assert max(produced[:5]) < 4 + 3  # the cap plus the batch read just before it
+    assert max(produced[:5]) == 4  # the cap: a poll takes no more than keeps it (before: a whole batch, 20)
     assert t.committed() == {0: 19} and len(t.b.records("A.t")) == 20

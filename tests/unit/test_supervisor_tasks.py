@@ -158,3 +158,15 @@ def test_a_recreated_topic_starts_a_new_generation(started: FlowSupervisor) -> N
     started.flow.resets += 1  # type: ignore[attr-defined]
     started.tick()
     assert started.generation == 2 and [s.generation for s in started.launched] == [1, 1, 2, 2]  # type: ignore[attr-defined]
+
+
+def test_a_restart_says_how_the_assignment_changed() -> None:
+    """The log line of a restart names what changed, so an operator sees why the copy tasks restarted."""
+    change = supervision._assignment_change
+    old = ((("t", 0), ("t", 1)), 0)
+    assert change(old, ((("heartbeats", 0), ("t", 0), ("t", 1)), 0)) == (
+        "assignment changed: 1 partition added (heartbeats-0)"
+    )
+    grown = ((("t", 0), ("t", 1), ("t", 2), ("t", 3), ("u", 0)), 1)
+    assert change(old, grown) == "assignment changed: 3 partitions added (t-2, t-3, u-0), 1 topic(s) re-created"
+    assert change(grown, ((("t", 0),), 1)) == "assignment changed: 4 partitions dropped (t-1, t-2, t-3, ...)"

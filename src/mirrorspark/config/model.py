@@ -405,7 +405,7 @@ class FlowConfig(_Frozen):
     failover_grace_ms: int = 30_000
     failover_check_interval_ms: int = 5_000
     failover_dry_run: bool = False
-    offset_flush_records: int = 5000
+    offset_flush_records: int = 1000
     policy: PolicyConfig
     source_consumer: ClientSettings
     source_admin: ClientSettings

@@ -362,6 +362,9 @@ class Replicator:
         """
         began = time.monotonic()
         self.state = DriverState.STARTING
+        # the heartbeats topics first: a flow's start then finds its source's (a disabled flow's heartbeats
+        # create it, as MM2's do), instead of its first refresh restarting the tasks just started
+        self.heartbeats.start()
         for flow in self.flows:
             flow.start()
             self._schedule_flow_jobs(flow)
@@ -382,7 +385,6 @@ class Replicator:
         for cp in self.checkpoints:
             cp.start(background_syncs=True)
             schedule_checkpoint_jobs(self.control, cp)
-        self.heartbeats.start()
         self.heartbeats.schedule(self.background)
         self.background.start(name="mirrorspark-heartbeats")
         self._start_failover_watch()

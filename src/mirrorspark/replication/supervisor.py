@@ -506,7 +506,7 @@ class FlowSupervisor:
                     return  # the flow failed
         if self.flow.assignment != self.assignment:
             self.next_start.clear()
-            self._restart_all("assignment changed")
+            self._restart_all(_assignment_change(self.assignment, self.flow.assignment))
             return
         self._restart_due(now)
 
@@ -716,6 +716,21 @@ class FlowSupervisor:
             if not any(run.is_alive() for run in runs):
                 self.lease.void_grants()
             self.lease.close()
+
+
+def _assignment_change(old: tuple[tuple[PartitionKey, ...], int], new: tuple[tuple[PartitionKey, ...], int]) -> str:
+    """Say in a few words how the copy tasks' assignment changed (for the restart's log line)."""
+    before, after = set(old[0]), set(new[0])
+    words = []
+    for what, keys in (("added", after - before), ("dropped", before - after)):
+        if keys:
+            names = ", ".join(f"{t}-{p}" for t, p in sorted(keys)[:3]) + (", ..." if len(keys) > 3 else "")
+            words.append(f"{len(keys)} partition{'s' if len(keys) > 1 else ''} {what} ({names})")
+    if new[1] != old[1]:
+        words.append(f"{new[1] - old[1]} topic(s) re-created")
+    if not words:
+        words.append("partitions reordered")
+    return "assignment changed: " + ", ".join(words)
 
 
 __all__ = [

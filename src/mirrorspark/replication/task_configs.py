@@ -18,7 +18,7 @@ from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionAssignment,
 
 T = TypeVar("T")
 
-COMMIT_TIMEOUT_MS = 5000
+COMMIT_TIMEOUT_MS = 3000
 """``message.timeout.ms`` of the commit producers: a commit record lands within this, or fails the task."""
 
 

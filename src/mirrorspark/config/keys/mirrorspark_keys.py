@@ -175,7 +175,7 @@ MIRRORSPARK_KEYS: Final[tuple[ConfigKey, ...]] = (
     ConfigKey(
         "mirrorspark.offset.flush.records",
         "long",
-        "5000",
+        "1000",
         "How many records each copy task copies (acknowledged by the target) before it commits, if "
         "offset.flush.interval.ms has not passed first; a task also commits as soon as the first records it "
         "copied are acknowledged. A kill -9 then re-copies at most about this many records per task (plus a "

@@ -547,11 +547,12 @@ MM2_KEYS: Final[tuple[ConfigKey, ...]] = (
     ConfigKey(
         "offset.flush.interval.ms",
         "long",
-        "1000",
+        "250",
         "How often each copy task commits the source offsets (and offset syncs) "
         "of the records the target acknowledged, set as <T>.offset.flush.interval.ms. Connect's default is "
-        "60000; mirrorspark's is 1000, so a crash re-copies at most about one second of records, for one "
-        "small write per moving partition per second.",
+        "60000; mirrorspark's is 250, so a kill -9 re-copies about a quarter of a second of records (at "
+        "most mirrorspark.offset.flush.records per task), for four small writes per moving partition per "
+        "second, sent without waiting.",
         "ms",
         scope="worker",
         minimum=1,

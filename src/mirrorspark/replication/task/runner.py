@@ -15,11 +15,11 @@ and its Spark slot busy.
 **The commit rule** (at least once, and exactly once with ``transaction.boundary=interval``): a
 task commits as soon as the first records it produced are acknowledged, then whichever comes
 first of ``flush_interval_s`` seconds (``offset.flush.interval.ms``, Connect's time rule) and
-``flush_records`` records (``mirrorspark.offset.flush.records``, default 5,000 per task)
+``flush_records`` records (``mirrorspark.offset.flush.records``, default 1,000 per task)
 acknowledged since its last commit. A run killed soon after it started has committed what it
 copied, and what a kill -9 makes the next run copy again is bounded per task by about
-``flush_records`` plus what was in flight (:data:`IN_FLIGHT_RECORDS` and a batch read,
-:data:`BATCH_RECORDS`), not by what one second of copying a backlog moves, nor by the producer's
+``flush_records`` plus what was in flight (:data:`IN_FLIGHT_RECORDS`, which also cuts the batch a
+poll takes), not by what one second of copying a backlog moves, nor by the producer's
 queue filling while the target is slow or stopped. Connect has only the time rule (``offset.flush.interval.ms``).
 
 Built by :func:`~mirrorspark.replication.task.job.run_copy_job` inside a Spark task with real
@@ -54,22 +54,24 @@ from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionKey, TaskOu
 POLL_TIMEOUT_S = 0.25
 """Longest wait for the first record of a poll (s): also how often the task checks its channel."""
 
-PRE_GRANT_RECORDS = 1000
+PRE_GRANT_RECORDS = 500
 """At least once: records a task copies after a lease take-over before the new holder's first grant, at most.
 
 Enough for copying to be seen resuming at once after a relaunch (the first batches), few enough that a
 crash loop killing every run before its first grant re-copies little (see ``_before_first_grant``)."""
 
-IN_FLIGHT_RECORDS = 10000
+IN_FLIGHT_RECORDS = 2000
 """Records a task may have produced and not yet seen acknowledged before it reads more (per task).
 
 A slow or stopped target fills the producer's queue (500,000 records) in seconds while the source
 is read at full speed: what was produced but not committed when the task fails is copied again.
-Past this, the task only serves acknowledgements until fewer are in flight, so a restart re-copies
-about ``flush_records`` plus this plus a batch, not the queue (the crash loop's 30 s target stop)."""
+Past this, the task only serves acknowledgements until fewer are in flight, and at least once a poll
+takes no more than keeps it under this: a restart re-copies about ``flush_records`` plus this, not the
+queue (the crash loop's 30 s target stop) nor a whole batch (:data:`BATCH_RECORDS`)."""
 
 BATCH_RECORDS = 10000
-"""Most records one poll hands the loop (MM2's ``max.poll.records`` is 500; librdkafka batches cheaply)."""
+"""Most records one poll hands the loop (MM2's ``max.poll.records`` is 500; librdkafka batches cheaply);
+at least once, :data:`IN_FLIGHT_RECORDS` bounds it first."""
 
 BACKLOG_RECORDS = 1000
 """A poll of at least this many records means a backlog: the next poll waits up to :data:`FILL_WAIT_S` to fill."""
@@ -239,7 +241,8 @@ class CopyTaskRunner:
         With :data:`IN_FLIGHT_RECORDS` or more not yet acknowledged, it reads nothing and serves
         acknowledgements for up to :data:`POLL_TIMEOUT_S` instead.
         """
-        if self._in_flight() >= IN_FLIGHT_RECORDS:
+        in_flight = self._in_flight()
+        if in_flight >= IN_FLIGHT_RECORDS:
             self.data.poll(POLL_TIMEOUT_S)
             return []
         first = self.consumer.poll(POLL_TIMEOUT_S)
@@ -247,7 +250,8 @@ class CopyTaskRunner:
             self._backlog = False
             return []
         wait = FILL_WAIT_S if self._backlog else 0
-        msgs = [first, *self.consumer.consume(num_messages=BATCH_RECORDS - 1, timeout=wait)]
+        more = self._batch_limit(in_flight) - 1
+        msgs = [first, *self.consumer.consume(num_messages=more, timeout=wait)] if more > 0 else [first]
         self._backlog = len(msgs) >= BACKLOG_RECORDS
         return msgs
 
@@ -271,6 +275,24 @@ class CopyTaskRunner:
                 return True
         return False
 
+    def _batch_limit(self, in_flight: int) -> int:
+        """Return how many records the next poll may hand the loop (1 at least).
+
+        :data:`BATCH_RECORDS`; at least once, cut to what keeps the records in flight under
+        :data:`IN_FLIGHT_RECORDS` (a whole batch produced at once was what a kill -9 re-copied per
+        task) and, before the first grant, to what is left of the pre-grant allowance
+        (:meth:`_before_first_grant`).
+        """
+        if self.spec.exactly_once:
+            return BATCH_RECORDS  # a kill -9 aborts the open transaction: nothing of it is seen twice
+        limit = min(BATCH_RECORDS, IN_FLIGHT_RECORDS - in_flight)
+        if not (self._committed_once or self.channel.may_commit()):
+            limit = min(limit, self._pre_grant_records() - self._produced)
+        return max(1, limit)
+
+    def _pre_grant_records(self) -> int:
+        return min(self.spec.flush_records or PRE_GRANT_RECORDS, PRE_GRANT_RECORDS)
+
     def _before_first_grant(self) -> bool:
         """At least once: whether the first commit is put off, copying on, until the driver's first grant.
 
@@ -286,7 +308,7 @@ class CopyTaskRunner:
         return (
             not self.spec.exactly_once
             and not self._committed_once
-            and self._produced < min(self.spec.flush_records or PRE_GRANT_RECORDS, PRE_GRANT_RECORDS)
+            and self._produced < self._pre_grant_records()
             and self.clock() < self._began + GRANT_WAIT_S
             and not self.channel.may_commit()
         )

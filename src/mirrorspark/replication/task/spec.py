@@ -11,7 +11,7 @@ from mirrorspark.config.keys import masked
 from mirrorspark.core.transforms import BoundChain
 from mirrorspark.errors import ErrorInfo
 
-FLUSH_RECORDS = 5000
+FLUSH_RECORDS = 1000
 """Default of ``mirrorspark.offset.flush.records``: acknowledged records per task that make a commit due."""
 
 PartitionKey = tuple[str, int]
