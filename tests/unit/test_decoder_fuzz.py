@@ -31,7 +31,14 @@ from mirrorspark.core.lifetime_totals import (
 )
 from mirrorspark.core.progress_records import PartitionReport, decode_report, encode_report
 from mirrorspark.errors import MirrorsparkError
-from mirrorspark.mm2.connect_offsets import decode_source_offset, source_offset_key, source_offset_value
+from mirrorspark.mm2.connect_offsets import (
+    decode_source_offset,
+    decode_topic_id_marker,
+    source_offset_key,
+    source_offset_value,
+    topic_id_marker_key,
+    topic_id_marker_value,
+)
 from mirrorspark.mm2.offset_syncs import CopiedSegment
 from mirrorspark.mm2.records import Checkpoint, Heartbeat, OffsetSync
 
@@ -47,6 +54,7 @@ VALID: dict[str, tuple[bytes | None, bytes | None]] = {
     "checkpoint": (Checkpoint("g", "A.t", 3, 10, 11, "m").key(), Checkpoint("g", "A.t", 3, 10, 11, "m").value()),
     "offset sync": (OffsetSync("t", 0, 3, 4).key(), OffsetSync("t", 0, 3, 4).value()),
     "source offset": (source_offset_key("A", "t", 0), source_offset_value(41)),
+    "topic id marker": (topic_id_marker_key("A", "t", 0), topic_id_marker_value("AAAAAAAAAHsAAAAAAAAByA")),
     "control": (
         ControlKey(flow="A->B", kind="topics", list="include", regex="x.*").encode(),
         b'{"op":"add","ts":1}',
@@ -68,6 +76,7 @@ DECODERS: dict[str, Decoder] = {
     "checkpoint": Checkpoint.decode,
     "offset sync": OffsetSync.decode,
     "source offset": lambda k, v: decode_source_offset(k or b"", v),
+    "topic id marker": lambda k, v: decode_topic_id_marker(k or b"", v),
     "control": ControlChange.decode,
     "progress": decode_totals,
     "gap": decode_ledger_record,

@@ -12,7 +12,13 @@ from mirrorspark.client.context import FlowContext
 from mirrorspark.config.model import MirrorConfig
 from mirrorspark.core.gaps import GapEvent, KnownTopicId, decode_ledger_record
 from mirrorspark.core.progress_records import PartitionReport, decode_report, encode_report
-from mirrorspark.mm2.connect_offsets import default_partition, source_offset_key, source_offset_value
+from mirrorspark.mm2.connect_offsets import (
+    default_partition,
+    source_offset_key,
+    source_offset_value,
+    topic_id_marker_key,
+    topic_id_marker_value,
+)
 from mirrorspark.mm2.translation import CopiedSegment
 from mirrorspark.replication.driver import Replicator
 from mirrorspark.replication.flow import Flow
@@ -178,6 +184,24 @@ def test_a_stored_offset_past_what_the_flow_reached_is_still_foreign() -> None:
     flow = started_flow(cfg, clients)
     assert flow.partitions[("orders", 0)].position == 60
     assert (flow.gaps, flow.invalid_offsets) == ([], 1)
+
+
+def test_a_topic_recreated_after_a_foreign_offset_names_its_gap_from_what_the_flow_reached() -> None:
+    """faults-random seed 3: a foreign offset 5,000,000 was written, then the topic was re-created while no run
+    could look. The re-creation's gap began at 5,000,001, the foreign offset: records 60..99 of the old topic,
+    never copied, were in no gap. It begins where the flow's own reports reached."""
+    cfg, a, b, clients = two_clusters()
+    a.create_topic("orders", 1)
+    a.fill("orders", 0, 100)
+    first = started_flow(cfg, clients)
+    first.close()
+    store_offset(b, "orders", 0, 59)
+    report_copied(b, first.progress_topic, "orders", 0, 60)
+    store_offset(b, "orders", 0, 5_000_000)  # foreign or corrupt
+    a.recreate_topic("orders", 1)
+    flow = started_flow(cfg, clients)
+    assert [(g.reason, g.first_lost, g.last_lost) for g in flow.gaps] == [("recreated", 60, None)]
+    assert flow.partitions[("orders", 0)].position == 0
 
 
 def test_a_task_out_of_range_is_checked_by_the_driver() -> None:
@@ -546,3 +570,51 @@ def test_a_run_ended_after_some_new_starts_were_committed_resumes_those_partitio
     flow.apply_report(replace(report1, topic_id=new_id))
     flow.refresh()
     assert [r.topic_id for r in ledger(b) if isinstance(r, KnownTopicId)] == [old_id, new_id]
+
+
+def test_a_run_killed_between_an_exactly_once_new_start_and_its_report_resumes_the_new_topic() -> None:
+    """faults-random seed 4: an exactly-once task committed a re-created topic's new start (records and source
+    offset in one transaction) and the run was killed before the progress report that names the new topic.
+    The next run took the stored offsets for the old topic's and started the partitions over: a read_committed
+    consumer saw 741 records twice. The topic-id marker committed in that transaction names them now."""
+    cfg, a, b, clients = two_clusters()
+    a.create_topic("orders", 2)
+    a.fill("orders", 0, 100)
+    a.fill("orders", 1, 100)
+    first = started_flow(cfg, clients)
+    store_offset(b, "orders", 1, 79)  # the old topic's last commit of partition 1
+    a.recreate_topic("orders", 2)
+    a.fill("orders", 0, 150)
+    a.fill("orders", 1, 150)
+    first.refresh()
+    new_id = a.topics["orders"].topic_id
+    store_offset(b, "orders", 0, 39)  # partition 0's new start, in one transaction with its marker; no report
+    marker = topic_id_marker_key("A", "orders", 0)
+    b.append(OFFSETS_TOPIC, marker, topic_id_marker_value(new_id), partition=default_partition(marker, 25))
+    first.close()
+    flow = started_flow(cfg, clients)
+    assert flow.partitions[("orders", 0)].position == 40  # resumed: not copied again from 0
+    assert flow.partitions[("orders", 1)].position == 0 and flow.partitions[("orders", 1)].restarted
+
+
+def test_a_take_over_moves_a_restarted_partition_to_a_new_start_its_marker_names() -> None:
+    """Another instance committed the re-created topic's new start (exactly once: offset and topic-id marker in
+    one transaction) and died before reporting it: the take-over resumes there instead of starting over."""
+    cfg, a, b, clients = two_clusters()
+    a.create_topic("orders", 1)
+    a.fill("orders", 0, 200)
+    flow = started_flow(cfg, clients)
+    a.recreate_topic("orders", 1)
+    a.fill("orders", 0, 100)
+    flow.refresh()
+    assert flow.partitions[("orders", 0)].restarted
+    new_id = a.topics["orders"].topic_id
+    store_offset(b, "orders", 0, 59)
+    marker = topic_id_marker_key("A", "orders", 0)
+    b.append(OFFSETS_TOPIC, marker, topic_id_marker_value("another-id"), partition=default_partition(marker, 25))
+    flow.reload_positions()
+    assert flow.partitions[("orders", 0)].position == 0  # a marker of another topic id: not the new start
+    store_offset(b, "orders", 0, 60)
+    b.append(OFFSETS_TOPIC, marker, topic_id_marker_value(new_id), partition=default_partition(marker, 25))
+    flow.reload_positions()
+    assert flow.partitions[("orders", 0)].position == 61 and not flow.partitions[("orders", 0)].restarted

@@ -14,11 +14,14 @@ from mirrorspark.mm2.connect_offsets import (
     SourceOffset,
     checkpoint_connector_offset_key,
     decode_source_offset,
+    decode_topic_id_marker,
     default_partition,
     heartbeat_connector_offset_key,
     murmur2,
     source_offset_key,
     source_offset_value,
+    topic_id_marker_key,
+    topic_id_marker_value,
 )
 from mirrorspark.mm2.records import (
     CONNECT_OFFSETS_TOPIC_PARTITIONS,
@@ -359,3 +362,17 @@ def test_default_partition() -> None:
     assert default_partition(key, 1) == 0
     with pytest.raises(ValueError, match="num_partitions"):
         default_partition(key, 0)
+
+
+def test_a_topic_id_marker_round_trips_and_connects_readers_skip_it() -> None:
+    """mirrorspark's marker lives in mm2-offsets under its own connector name: MirrorSourceConnector's reader
+    (and MM2's, which looks up its own connector's keys only) passes it by."""
+    key = topic_id_marker_key("primary", "orders", 3)
+    assert key == b'["mirrorspark-topic-ids",{"cluster":"primary","partition":3,"topic":"orders"}]'
+    value = topic_id_marker_value("lEAndA/kS9GghiZp16o8Ag")
+    assert decode_topic_id_marker(key, value) == ("primary", "orders", 3, "lEAndA/kS9GghiZp16o8Ag")
+    assert decode_source_offset(key, value) is None
+    assert decode_topic_id_marker(key, None) == ("primary", "orders", 3, None)  # tombstone: unknown again
+    assert decode_topic_id_marker(key, b"{not json") == ("primary", "orders", 3, None)
+    assert decode_topic_id_marker(source_offset_key("primary", "orders", 3), source_offset_value(9)) is None
+    assert decode_topic_id_marker(b"\xff", b"") is None

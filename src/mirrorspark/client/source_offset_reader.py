@@ -11,7 +11,7 @@ from mirrorspark.errors import CorruptRecordError
 from mirrorspark.kafka.admin import PartitionKey
 from mirrorspark.kafka.factory import ClientFactory
 from mirrorspark.kafka.reader import ALL_PARTITIONS, TopicReader
-from mirrorspark.mm2.connect_offsets import OffsetHistory, decode_source_offset
+from mirrorspark.mm2.connect_offsets import OffsetHistory, decode_source_offset, decode_topic_id_marker
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +35,8 @@ def read_source_offset_history(
     ``-1`` are skipped with a WARNING. The topic is always read ``read_committed``, to its last
     stable offset, whatever ``isolation.level`` ``settings`` hold: Kafka Connect forces it on its
     offsets consumer (KIP-618), so that source offsets of an aborted or still-open transaction
-    (an exactly-once task killed mid-commit) are never adopted.
+    (an exactly-once task killed mid-commit) are never adopted. A partition's topic-id marker
+    (:data:`~mirrorspark.mm2.connect_offsets.TOPIC_ID_MARKER`) goes to its history's ``topic_id``.
 
     Parameters
     ----------
@@ -61,6 +62,9 @@ def read_source_offset_history(
             log.warning("skipping a corrupt record in %s-%d@%d: %s", topic, m.partition(), m.offset(), e)
             return
         if decoded is None:
+            marker = decode_topic_id_marker(m.key() or b"", m.value())
+            if marker is not None and marker[0] == source_alias:
+                out.setdefault((marker[1], marker[2]), OffsetHistory()).topic_id = marker[3]
             return
         cluster, t, p, off = decoded
         if cluster != source_alias:

@@ -103,6 +103,53 @@ def source_offset_value(offset: int) -> bytes:
     return f'{{"offset":{_json_int(offset, "offset")}}}'.encode()
 
 
+TOPIC_ID_MARKER = "mirrorspark-topic-ids"
+"""Connector name of mirrorspark's topic-id markers in ``mm2-offsets`` (Connect and MM2 ignore other connectors' keys).
+
+An exactly-once copy task writes one, in the transaction of the first commit of a partition it
+started over, beside the source offset: the stored offsets from then on are that topic id's."""
+
+
+def topic_id_marker_key(cluster_alias: str, topic: str, partition: int) -> bytes:
+    """Key of the topic-id marker of one source partition: :func:`source_offset_key` under :data:`TOPIC_ID_MARKER`."""
+    return source_offset_key(cluster_alias, topic, partition, connector_name=TOPIC_ID_MARKER)
+
+
+def topic_id_marker_value(topic_id: str) -> bytes:
+    """Value of a topic-id marker, e.g. ``{"topic_id":"lEAndA/kS9GghiZp16o8Ag"}``."""
+    return f'{{"topic_id":{_json_string(topic_id)}}}'.encode()
+
+
+def decode_topic_id_marker(key: bytes, value: bytes | None) -> tuple[str, str, int, str | None] | None:
+    """Decode a topic-id marker: ``(cluster, topic, partition, topic id)``; ``None`` for any other record.
+
+    A malformed marker (or a tombstone) gives a ``None`` topic id: the stored offsets' topic is then unknown.
+    """
+    try:
+        parsed = json.loads(bytes(key).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    if not (isinstance(parsed, list) and len(parsed) == 2 and parsed[0] == TOPIC_ID_MARKER):
+        return None
+    where = parsed[1]
+    if not (
+        isinstance(where, dict)
+        and isinstance(where.get("cluster"), str)
+        and isinstance(where.get("topic"), str)
+        and _is_int(where.get("partition"))
+    ):
+        return None
+    topic_id = None
+    if value is not None:
+        try:
+            body = json.loads(bytes(value).decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            body = None
+        if isinstance(body, dict) and isinstance(body.get("topic_id"), str):
+            topic_id = body["topic_id"]
+    return where["cluster"], where["topic"], where["partition"], topic_id
+
+
 def task_transactional_id(source: str, task_index: int) -> str:
     """Return the ``transactional.id`` of a copy task of flow ``source->T`` in exactly-once mode.
 
@@ -312,10 +359,12 @@ class OffsetHistory:
     clears the history.
     """
 
-    __slots__ = ("offsets",)
+    __slots__ = ("offsets", "topic_id")
 
     def __init__(self) -> None:
         self.offsets: list[int] = []
+        self.topic_id: str | None = None
+        """The topic id a topic-id marker (:data:`TOPIC_ID_MARKER`) gave the stored offsets; ``None``: unknown."""
 
     def add(self, offset: int | None) -> bool:
         """Add the offset of the next record (``None`` = tombstone).
@@ -452,10 +501,12 @@ def default_partition(key: bytes, num_partitions: int) -> int:
 
 __all__ = [
     "OFFSET_HISTORY_DEPTH",
+    "TOPIC_ID_MARKER",
     "OffsetHistory",
     "SourceOffset",
     "checkpoint_connector_offset_key",
     "decode_source_offset",
+    "decode_topic_id_marker",
     "default_partition",
     "heartbeat_connector_offset_key",
     "last_valid_offset",
@@ -463,4 +514,6 @@ __all__ = [
     "source_offset_key",
     "source_offset_value",
     "task_transactional_id",
+    "topic_id_marker_key",
+    "topic_id_marker_value",
 ]

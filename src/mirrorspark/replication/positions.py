@@ -164,6 +164,7 @@ class Positions:
         self.last_commit_at: float | None = None
         self._stored: dict[PartitionKey, int] = {}
         self._history: dict[PartitionKey, list[int]] = {}  # stored offsets to fall back on, oldest first
+        self._stored_ids: dict[PartitionKey, str] = {}  # the topic id the stored offsets are of, where marked
         self._reached: dict[PartitionKey, int] = {}  # furthest position the flow's own progress reports name
         self._seen: dict[PartitionKey, int] = {}  # newest offset in mm2-offsets when last read, per partition
         self._topic_ids: dict[str, str] = {}  # source topic -> id last recorded in the gap ledger
@@ -178,6 +179,7 @@ class Positions:
         """Take the stored source offsets (``mm2-offsets``, newest last) and the recorded topic ids at start."""
         self._stored = {k: h.offsets[-1] for k, h in history.items() if h.offsets}
         self._history = {k: list(h.offsets) for k, h in history.items() if h.offsets}
+        self._stored_ids = {k: h.topic_id for k, h in history.items() if h.offsets and h.topic_id}
         self._seen = dict(self._stored)
         self._topic_ids = dict(topic_ids)
 
@@ -262,8 +264,8 @@ class Positions:
         goes through the same check: one the source partition cannot hold, and the flow's own
         reports never reached, is foreign or corrupt (skipped with a WARNING and counted). A partition
         of a re-created topic whose new start no task committed yet (``restarted``) takes nothing:
-        every offset stored for it is the old topic's, whatever was written since. Positions never
-        move backwards.
+        every offset stored for it is the old topic's, whatever was written since, unless a topic-id
+        marker committed with them names the new topic. Positions never move backwards.
 
         Raises
         ------
@@ -275,7 +277,9 @@ class Positions:
             if k in self.by_key and h.offsets and h.offsets[-1] != self._seen.get(k):
                 self._seen[k] = h.offsets[-1]
                 if self.by_key[k].restarted:
-                    continue  # a re-created topic's new start is not committed yet: these are the old topic's
+                    if h.topic_id is None or h.topic_id != self._unconfirmed.get(k[0]):
+                        continue  # a re-created topic's new start is not committed yet: these are the old topic's
+                    self.by_key[k].restarted = False  # marked: another instance committed the new start
                 if h.offsets[-1] + 1 > self.by_key[k].position:
                     fresh[k] = list(h.offsets)
         if not fresh:
@@ -454,14 +458,20 @@ class Positions:
     def _committed_anew(self, topic: str, tid: str, partitions: int) -> set[int]:
         """Return the partitions of the topic's incarnation ``tid`` whose new start was committed already.
 
-        Those an earlier run's progress reports name ``tid`` for: a copy task reports after it
-        committed, so ``mm2-offsets`` holds that incarnation's offsets for them and the flow
+        Those an earlier run's progress reports name ``tid`` for (a copy task reports after it
+        committed), and those whose stored offsets carry ``tid``'s marker (an exactly-once task writes
+        it in the transaction of the new start: :data:`~mirrorspark.mm2.connect_offsets.TOPIC_ID_MARKER`;
+        a run killed after that commit and before its report wrote none): ``mm2-offsets`` holds that
+        incarnation's offsets for them and the flow
         resumes them from there, through the start-up checks (a range deleted meanwhile is a gap
         of the new topic), rather than start them over (records lost without a gap, or copied
         twice). The positions they reached are kept. Every partition named: ``tid`` is recorded;
         some: the others start over (:meth:`check_topic_ids`), each partition on its own.
         """
         seen = {p: n for p, n in self._other_ids.get((topic, tid), {}).items() if p < partitions}
+        for (t, p), marked in self._stored_ids.items():
+            if t == topic and marked == tid and p < partitions and (t, p) in self._stored:
+                seen.setdefault(p, self._stored[(t, p)] + 1)
         for p, reached in seen.items():
             key = (topic, p)
             self._reached[key] = max(self._reached.get(key, -1), reached)
@@ -507,13 +517,24 @@ class Positions:
             end = p.end_offset if p.end_offset >= 0 else None
             go_on &= self.record_gap(recreated_gap(self.flow_name, topic, k[1], p.position, end, known, tid, now))
         for k in sorted(k for k in self._stored if k[0] == topic and k not in self.by_key and k[1] not in skipped):
-            go_on &= self.record_gap(
-                recreated_gap(self.flow_name, topic, k[1], self._stored[k] + 1, None, known, tid, now)
-            )
+            gap = recreated_gap(self.flow_name, topic, k[1], self._old_from(k), None, known, tid, now)
+            go_on &= self.record_gap(gap)
         seen = {k[1] for k in (*self.order, *self._stored) if k[0] == topic} | skipped
         for partition in (p for p in range(partitions) if p not in seen):
             go_on &= self.record_gap(recreated_gap(self.flow_name, topic, partition, 0, None, known, tid, now))
         return go_on
+
+    def _old_from(self, k: PartitionKey) -> int:
+        """Where a re-created topic's uncopied records began on a partition the flow had not started yet.
+
+        The newest stored offset + 1, unless the flow's own progress reports reached less: the old
+        topic's end offset is gone with it, so a foreign or corrupt stored offset cannot be told by
+        it (:func:`~mirrorspark.mm2.connect_offsets.last_valid_offset`), and a gap from it would
+        leave the records between out, unnamed. Without a report the stored offset is all there is.
+        """
+        start = self._stored[k] + 1
+        reached = self._reached.get(k)
+        return min(start, reached) if reached is not None and reached >= 0 else start
 
     # ------------------------------------------------------------------ gaps
 

@@ -37,6 +37,8 @@ from mirrorspark.mm2.connect_offsets import (
     default_partition,
     source_offset_key,
     source_offset_value,
+    topic_id_marker_key,
+    topic_id_marker_value,
 )
 from mirrorspark.mm2.offset_syncs import CopiedSegment, flush_delayed, fold_acknowledged
 from mirrorspark.mm2.records import OffsetSync
@@ -587,6 +589,9 @@ class TransactionalCommitter(_Committer):
         for key, next_offset in moves:  # the same producer, the same transaction: Connect's layout, unchanged
             o = source_offset_record(self.spec, key[0], key[1], next_offset)
             _produce(self.data, o)
+            marker = self._new_start_marker(key)
+            if marker is not None:
+                _produce(self.data, marker)
         if not commit_transaction(self.data, self.spec):
             self.rewind()
             return True
@@ -596,6 +601,27 @@ class TransactionalCommitter(_Committer):
         if not final:
             self.data.begin_transaction()
         return True
+
+    def _new_start_marker(self, key: PartitionKey) -> Outgoing | None:
+        """Return the topic-id marker of a partition the driver started over, for its first commit's transaction.
+
+        Its progress report follows the commit: a kill in between left ``mm2-offsets`` holding the new
+        topic's offsets with nothing naming the new topic, and the next run started the partition over
+        again (a read_committed consumer saw its records twice: faults-random seed 4). The marker,
+        committed with the offset, says whose offsets they are
+        (:data:`~mirrorspark.mm2.connect_offsets.TOPIC_ID_MARKER`).
+        """
+        pc = self.parts.by_key[key]
+        tid = pc.assignment.topic_id
+        if not (pc.assignment.restarted and key in self.announce and tid):
+            return None
+        marker = topic_id_marker_key(self.spec.source, key[0], key[1])
+        return Outgoing(
+            self.spec.offsets_topic,
+            marker,
+            topic_id_marker_value(tid),
+            partition=default_partition(marker, self.spec.offsets_partitions),
+        )
 
     def _moves(self, keys: Sequence[PartitionKey]) -> list[tuple[PartitionKey, int]]:
         """Return the partitions whose position moves in this transaction, with their new position."""
