@@ -137,7 +137,13 @@ def test_a_zombie_is_fenced_and_its_transaction_never_seen(local_clusters: Local
     [
         ({"primary->backup.exactly.once.support": "required"}, "primary.consumer.isolation.level = read_committed"),
         ({"primary->backup.transaction.boundary": "connector"}, "defines no transaction boundaries"),
-        ({"backup.producer.transaction.timeout.ms": "500"}, "transaction.timeout.ms is 500 ms"),
+        (
+            {
+                "primary->backup.transaction.boundary.interval.ms": "5000",
+                "backup.producer.transaction.timeout.ms": "4000",
+            },
+            "transaction.timeout.ms is 4000 ms",
+        ),
         ({"mirrorspark.engine": "batch"}, "the batch engine was removed"),
     ],
 )

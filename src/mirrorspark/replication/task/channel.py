@@ -78,6 +78,10 @@ class ChannelClient:
         task this is; it carries the first grant request (``ask``) too.
     clock:
         Monotonic seconds of this process (the deadlines are on it).
+    alive:
+        Whether the executor JVM this task runs under is still alive (default: always). A task
+        whose JVM died never commits again: in local mode that JVM is the driver's, and its Python
+        workers outlive it by up to a second (issue #23: nothing committed after the driver's death).
 
     Attributes
     ----------
@@ -96,9 +100,11 @@ class ChannelClient:
         hello: Mapping[str, Any],
         *,
         clock: Callable[[], float] = time.monotonic,
+        alive: Callable[[], bool] = lambda: True,
     ) -> None:
         host, port, token = address
         self._clock = clock
+        self._alive = alive
         self._sock = socket.create_connection((host, port), timeout=30)
         self._asked = clock()
         self._sock.sendall(json.dumps({"token": token, **hello, "ask": self._asked}).encode() + b"\n")
@@ -152,7 +158,11 @@ class ChannelClient:
 
     def may_commit(self) -> bool:
         """Whether the driver's grant is still valid: a task commits only under a live lease."""
-        return self.check() in (ChannelState.OPEN, ChannelState.STOP) and self._clock() < self.lease_until
+        return (
+            self.check() in (ChannelState.OPEN, ChannelState.STOP)
+            and self._clock() < self.lease_until
+            and self._alive()
+        )
 
     def close(self) -> None:
         """Close the connection."""

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
-from collections.abc import Mapping, Sequence
+import os
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, Final
 
 from confluent_kafka import Consumer, KafkaException, Producer
@@ -84,6 +87,34 @@ def _release(producer: Any, *, clean: bool) -> None:
         log.debug("releasing a producer failed: %s", e)
 
 
+def executor_jvm_alive() -> Callable[[], bool]:
+    """Return whether the JVM that started this Python worker still runs (always ``True`` where it cannot be found).
+
+    PySpark forks a worker from its daemon, whose parent is the executor JVM (Linux ``/proc``). The
+    check is one ``kill(pid, 0)``: a task asks it before each commit (:meth:`ChannelClient.may_commit`).
+    """
+    pid = os.getppid()
+    for _ in range(2):  # the worker's parent, else the daemon's parent
+        try:
+            comm = Path(f"/proc/{pid}/comm").read_text().strip()
+            if comm == "java":
+                return functools.partial(_running, pid)
+            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    return lambda: True
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def stored_offsets_reader(spec: CopyTaskSpec) -> StoredOffsetsReader | None:
     """Return how an exactly-once task reads its stored source offsets with real clients (``None`` otherwise).
 
@@ -157,7 +188,9 @@ def run_copy_task(spec: CopyTaskSpec) -> TaskResult:
     outcome: TaskOutcome | None = None
     try:
         channel = ChannelClient(
-            spec.channel, {"flow": spec.flow, "task": spec.task_index, "generation": spec.generation}
+            spec.channel,
+            {"flow": spec.flow, "task": spec.task_index, "generation": spec.generation},
+            alive=executor_jvm_alive(),
         )
         conf = dict(spec.consumer_conf)
         consumer = Consumer(

@@ -10,7 +10,8 @@ from mirrorspark.mm2.offset_syncs import CopiedSegment, SyncState
 from mirrorspark.replication.task.spec import PartitionAssignment, PartitionKey
 
 LATENCY_SAMPLE_MASK = 15
-"""Replication latency and record age are sampled on every 16th record of a partition."""
+"""Replication latency and record age are sampled on every 16th record of a partition (the 1st, 17th, ... a task
+produced or saw acknowledged, whatever commits came between: a partition at a few records per commit is sampled too)."""
 
 FULL_SCAN_EVERY = 30
 """Every this many commits a task checks all its partitions' positions, not only those that read records."""
@@ -51,6 +52,7 @@ class PartitionCopy:
     """
 
     __slots__ = (
+        "acked_n",
         "age_max",
         "age_min",
         "age_n",
@@ -68,6 +70,7 @@ class PartitionCopy:
         "lat_n",
         "lat_sum",
         "partition",
+        "produced_n",
         "read_to",
         "segments",
         "state",
@@ -89,6 +92,9 @@ class PartitionCopy:
         self.segments: tuple[CopiedSegment, ...] = ()
         self.upstream: list[int] = []
         self.downstream: list[int] = []
+        # records produced and acknowledged since the task began (not reset by a commit): what is sampled
+        self.produced_n = 0
+        self.acked_n = 0
         self.failures = 0
         self.error: Any = None
         self.unreported = 0
@@ -160,9 +166,9 @@ class PartitionCopy:
             the record's, in epoch ms, for replication latency).
         """
         if err is None:
-            d = self.downstream
-            d.append(msg.offset())
-            if not len(d) & LATENCY_SAMPLE_MASK:
+            self.downstream.append(msg.offset())
+            self.acked_n += 1
+            if not (self.acked_n - 1) & LATENCY_SAMPLE_MASK:  # the 1st, 17th, ... since the task began
                 lat = int(time.time() * 1000) - msg.timestamp()[1]
                 self.lat_sum += lat
                 self.lat_n += 1

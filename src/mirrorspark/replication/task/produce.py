@@ -55,7 +55,8 @@ def forward(producer: Any, pc: PartitionCopy, m: Any, offset: int, stall_timeout
         key, value, timestamp_ms = out.key, out.value, out.timestamp_ms
         headers = list(out.headers) or None
     pc.upstream.append(offset)
-    if not len(pc.upstream) & LATENCY_SAMPLE_MASK and ts_type:
+    pc.produced_n += 1
+    if not (pc.produced_n - 1) & LATENCY_SAMPLE_MASK and ts_type:
         pc.sample_age(timestamp_ms)
     try:
         # Positional: topic, value, key, partition, callback, on_delivery (alias, unused), timestamp.
