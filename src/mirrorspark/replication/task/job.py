@@ -91,7 +91,9 @@ def executor_jvm_alive() -> Callable[[], bool]:
     """Return whether the JVM that started this Python worker still runs (always ``True`` where it cannot be found).
 
     PySpark forks a worker from its daemon, whose parent is the executor JVM (Linux ``/proc``). The
-    check is one ``kill(pid, 0)``: a task asks it before each commit (:meth:`ChannelClient.may_commit`).
+    check reads the JVM's ``/proc/<pid>/stat``: gone or a zombie is dead (a JVM killed under the
+    driver stays a zombie until the driver reaps it). A task asks it before each commit
+    (:meth:`ChannelClient.may_commit`).
     """
     pid = os.getppid()
     for _ in range(2):  # the worker's parent, else the daemon's parent
@@ -106,13 +108,14 @@ def executor_jvm_alive() -> Callable[[], bool]:
 
 
 def _running(pid: int) -> bool:
+    """Whether process ``pid`` runs: not gone, and not a zombie (a killed JVM stays one until its parent reaps it)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
         return False
-    except PermissionError:
+    except (OSError, IndexError):
         return True
-    return True
+    return state not in ("Z", "X")
 
 
 def stored_offsets_reader(spec: CopyTaskSpec) -> StoredOffsetsReader | None:
