@@ -41,6 +41,11 @@ EXIT_WAIT_S = 30.0
 """Longest wait for the run to exit after its JVM died (a bound for the test, not the expectation: 5 s)."""
 QUIET_S = 5.0
 """Seconds after the death during which ``mm2-offsets`` is watched for a new record of the flow."""
+CHECK_SLACK_MS = 100
+"""A commit record created (producer timestamp) this long after the death counts as written after it: a
+task checks its JVM and channel right before it produces a commit, and on a loaded machine the records of
+a commit checked just before the death are timestamped a little after it. Without the check, commits go
+on every ``offset.flush.interval.ms`` (250 ms) until the run exits."""
 OFFSETS_TOPIC = "mm2-offsets.primary.internal"
 
 
@@ -87,8 +92,9 @@ def offsets_ends(clusters: LocalClusters) -> dict[int, int]:
     return {p: end for p, (_, end) in end_offsets(clusters.bootstrap("backup"), OFFSETS_TOPIC).items()}
 
 
-def commits_since(clusters: LocalClusters, marks: dict[int, int], topic: str) -> list[str]:
-    """The keys of ``mm2-offsets`` records for ``topic`` written at or after ``marks`` (``{partition: offset}``)."""
+def commits_since(clusters: LocalClusters, marks: dict[int, int], topic: str, after_ms: float) -> list[str]:
+    """The ``mm2-offsets`` records for ``topic`` past ``marks`` (``{partition: offset}``) created (producer
+    timestamp, ms since the epoch) after ``after_ms``: each one's key and how long after."""
     ends = offsets_ends(clusters)
     consumer = Consumer(client_config(clusters.bootstrap("backup"), **{"group.id": unique_name("offsets-reader")}))
     found: list[str] = []
@@ -101,14 +107,29 @@ def commits_since(clusters: LocalClusters, marks: dict[int, int], topic: str) ->
             if msg is None or msg.error() is not None:
                 continue
             key = (msg.key() or b"").decode(errors="replace")
-            if topic in key:
-                found.append(key)
+            if topic in key and msg.timestamp()[1] > after_ms:
+                found.append(f"{key} created {msg.timestamp()[1] - after_ms:.0f} ms after the bound")
             if msg.offset() + 1 >= todo.get(msg.partition(), 0):
                 todo.pop(msg.partition(), None)
         assert not todo, f"mm2-offsets could not be read to its end offsets: {todo}"
     finally:
         consumer.close()
     return found
+
+
+def death_ms(proc: psutil.Process, timeout_s: float) -> float:
+    """Wait for ``proc`` to be gone or a zombie; return when that was seen (ms since the epoch, to a few ms).
+
+    SIGKILL is not instant: the kernel still runs a large JVM's threads for a while after the signal.
+    """
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
+                time.sleep(0.002)
+                continue
+        return time.time() * 1000
+    raise AssertionError(f"pid {proc.pid} outlived SIGKILL by {timeout_s:.0f} s")
 
 
 def wait_gone(procs: list[psutil.Process], timeout_s: float) -> list[psutil.Process]:
@@ -128,16 +149,20 @@ def test_the_spark_driver_jvm_killed_mid_copy(fault_clusters: LocalClusters, tmp
     with copying_run(fault_clusters, tmp_path, "fault-jvm") as (run, topic):
         assert run.proc is not None
         jvm = driver_jvm(run)
-        killed_at = time.monotonic()
+        marks = offsets_ends(fault_clusters)  # a commit of the flow past these is looked at
+        killed_at, killed_ms = time.monotonic(), time.time() * 1000
         jvm.kill()
-        marks = offsets_ends(fault_clusters)  # after the kill: a record past these was written after the death
+        dead_ms = death_ms(jvm, EXIT_WAIT_S)
         code = run.proc.wait(EXIT_WAIT_S)
         exit_s = time.monotonic() - killed_at
-        print(f"\nmirrorspark run exited {code} {exit_s:.1f} s after its Spark driver JVM (pid {jvm.pid}) was killed")
+        print(
+            f"\nthe Spark driver JVM (pid {jvm.pid}) was dead {dead_ms - killed_ms:.0f} ms after SIGKILL; "
+            f"mirrorspark run exited {code} {exit_s:.1f} s after the signal"
+        )
         log = run.log.read_text(errors="replace")
         run.proc = None
         time.sleep(QUIET_S)  # a zombie task's late commit would land by now
-        late = commits_since(fault_clusters, marks, topic)
+        late = commits_since(fault_clusters, marks, topic, dead_ms + CHECK_SLACK_MS)
     print(log[-3000:])
     assert code not in (0, None), f"mirrorspark run exited {code} after its JVM died:\n{log[-3000:]}"
     assert "Traceback" not in log, f"a traceback after the JVM died:\n{log[-6000:]}"
@@ -155,15 +180,17 @@ def test_the_python_driver_killed_mid_copy(fault_clusters: LocalClusters, tmp_pa
         assert run.proc is not None
         below = psutil.Process(run.proc.pid).children(recursive=True)
         jvm = driver_jvm(run)
+        driver = psutil.Process(run.proc.pid)
+        marks = offsets_ends(fault_clusters)  # a commit of the flow past these is looked at
         killed_at = time.monotonic()
         run.proc.kill()
-        marks = offsets_ends(fault_clusters)  # after the kill: a record past these was written after the death
+        dead_ms = death_ms(driver, 30)
         run.proc.wait(30)
         left = wait_gone(below, EXIT_WAIT_S)
         gone_s = time.monotonic() - killed_at
         print(f"\nthe run's {len(below)} processes (JVM pid {jvm.pid}) gone {gone_s:.1f} s after its Python driver")
         time.sleep(QUIET_S)
-        late = commits_since(fault_clusters, marks, topic)
+        late = commits_since(fault_clusters, marks, topic, dead_ms + CHECK_SLACK_MS)
         run.proc = None
         for p in left:  # never outlive the test
             with contextlib.suppress(psutil.NoSuchProcess):
