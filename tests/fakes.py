@@ -18,8 +18,10 @@ flight until acknowledged, delivery failures, transactions; :class:`FakeChannel`
 
 from __future__ import annotations
 
+import contextlib
 import itertools
-from collections.abc import Iterable, Mapping, Sequence
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -41,6 +43,30 @@ from mirrorspark.config.parse import parse_config
 from mirrorspark.config.properties import parse_properties
 
 Op = AclOperation
+
+
+class FlowLockStub:
+    """Mixin of a stub flow: its lock and :meth:`~mirrorspark.replication.flow.Flow.held` over it."""
+
+    _lock: threading.RLock | None = None
+
+    @property
+    def lock(self) -> threading.RLock:
+        """The flow's lock (one per stub)."""
+        if self._lock is None:
+            self._lock = threading.RLock()
+        return self._lock
+
+    @contextlib.contextmanager
+    def held(self, *, wait_s: float | None = None) -> Iterator[bool]:
+        """As :meth:`Flow.held <mirrorspark.replication.flow.Flow.held>`."""
+        taken = self.lock.acquire() if wait_s is None else self.lock.acquire(timeout=wait_s)
+        try:
+            yield taken
+        finally:
+            if taken:
+                self.lock.release()
+
 
 __all__ = [
     "CLUSTER_OPS",

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from fakes import FlowLockStub
 from mirrorspark.errors import ClusterError, DataPathError, SparkDriverLostError
 from mirrorspark.replication import supervisor as supervision
 from mirrorspark.replication.supervisor import FlowSupervisor, SupervisorState, TaskJob
@@ -118,7 +119,7 @@ class StubReports:
         return 0
 
 
-class StubFlow:
+class StubFlow(FlowLockStub):
     name = "A->B"
     halted = None
     exactly_once = False

@@ -19,7 +19,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 from test_copy_task_runner import OFFSETS, Task, step, stop_after
 
-from fakes import FakeAdmin, FakeConsumer, FakeTaskProducer, two_clusters
+from fakes import FakeAdmin, FakeConsumer, FakeTaskProducer, FlowLockStub, two_clusters
 from mirrorspark.client.context import FlowContext
 from mirrorspark.core.progress_records import PartitionReport
 from mirrorspark.errors import ClusterError, TransactionCoordinatorError
@@ -287,7 +287,7 @@ class StubChannel:
         pass
 
 
-class EosFlow:
+class EosFlow(FlowLockStub):
     """An exactly-once flow whose task specs are recorded, not run (the supervisor's start alone)."""
 
     name = "A->B"

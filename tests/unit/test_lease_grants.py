@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, TopicPartition
 
-from fakes import two_clusters
+from fakes import FlowLockStub, two_clusters
 from mirrorspark.client.context import FlowContext
 from mirrorspark.replication import lease as lease_module
 from mirrorspark.replication.lease import SESSION_TIMEOUT_MS, FlowLease
@@ -161,7 +161,7 @@ class NoReports:
         return False
 
 
-class OneFlow:
+class OneFlow(FlowLockStub):
     name, halted, order = "A->B", None, (("t", 0),)
     assignment = (order, 0)
     exactly_once = False

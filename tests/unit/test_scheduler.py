@@ -405,10 +405,18 @@ def test_stop_says_whether_a_running_job_ended() -> None:
     assert not any(t.name == "test-scheduler-slow-job" for t in threading.enumerate())
 
 
-def test_between_runs_after_each_job(sched: Scheduler) -> None:
-    """The driver loop supervises its flows between two slow control jobs, not only after the whole round."""
-    order: list[str] = []
-    sched.add("a", 1, lambda: order.append("a"))
-    sched.add("b", 1, lambda: order.append("b"))
-    assert sched.run_pending(between=lambda: order.append("tick")) == 2
-    assert order == ["a", "tick", "b", "tick"]
+def test_a_stop_starts_no_further_job_of_the_round() -> None:
+    """Two slow jobs are due together (a refresh and a config sync against a target that stopped answering):
+    a stop requested during the first one ends the thread after it, not after both."""
+    sched = Scheduler()
+    inside, release = threading.Event(), threading.Event()
+    ran: list[str] = []
+    sched.add("first", 1, lambda: (ran.append("first"), inside.set(), release.wait(10)))
+    sched.add("second", 1, lambda: ran.append("second"))
+    sched.start(name="test-scheduler-stop-round", tick_s=0.01)
+    assert inside.wait(5)
+    assert not sched.stop(timeout_s=0)  # asked to stop while the first job runs
+    release.set()
+    assert sched.stop(timeout_s=5)
+    assert ran == ["first"]
+    assert not next(j for j in sched.jobs if j.name == "second").running

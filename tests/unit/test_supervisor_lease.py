@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from fakes import FlowLockStub
 from mirrorspark.errors import ClusterError, DataPathError
 from mirrorspark.replication import supervisor as supervisor_module
 from mirrorspark.replication.supervisor import RECLAIM_S, FlowSupervisor
@@ -57,7 +58,7 @@ class StubProgress:
         return False
 
 
-class StubFlow:
+class StubFlow(FlowLockStub):
     name = "A->B"
     halted = None
     exactly_once = False

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from fakes import FlowLockStub
 from mirrorspark.errors import DataPathError, RecordTooLargeError
 from mirrorspark.replication import supervisor as supervision
 from mirrorspark.replication.supervisor import FlowSupervisor, SupervisorState
@@ -66,7 +67,7 @@ class StubReports:
         return 0
 
 
-class StubFlow:
+class StubFlow(FlowLockStub):
     name = "A->B"
     halted = None
     exactly_once = False

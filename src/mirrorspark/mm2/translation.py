@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from bisect import bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
@@ -78,7 +79,7 @@ class CopiedRanges:
         If ``max_segments`` is less than 1.
     """
 
-    __slots__ = ("_epochs", "_max_segments", "_segments")
+    __slots__ = ("_epochs", "_lock", "_max_segments", "_segments")
 
     def __init__(self, *, max_segments: int = 10_000) -> None:
         if max_segments < 1:
@@ -86,6 +87,7 @@ class CopiedRanges:
         self._max_segments = max_segments
         self._segments: dict[tuple[str, int], list[CopiedSegment]] = {}
         self._epochs: dict[tuple[str, int], int] = {}  # newest lease epoch seen per partition
+        self._lock = threading.Lock()  # a flow's reports add while another flow's checkpoints translate
 
     @property
     def max_segments(self) -> int:
@@ -117,18 +119,19 @@ class CopiedRanges:
             If a segment has ``count < 1`` (nothing is recorded from that segment on).
         """
         key = (topic, partition)
-        if epoch < self._epochs.get(key, 0):
-            return False
-        self._epochs[key] = epoch
-        kept = self._segments.setdefault(key, [])
-        for segment in segments:
-            if segment.count < 1:
-                raise ValueError(f"a copied segment holds at least one record, got {segment}")
-            self._append(kept, segment)
-        excess = len(kept) - self._max_segments
-        if excess > 0:
-            del kept[:excess]
-        return True
+        with self._lock:
+            if epoch < self._epochs.get(key, 0):
+                return False
+            self._epochs[key] = epoch
+            kept = self._segments.setdefault(key, [])
+            for segment in segments:
+                if segment.count < 1:
+                    raise ValueError(f"a copied segment holds at least one record, got {segment}")
+                self._append(kept, segment)
+            excess = len(kept) - self._max_segments
+            if excess > 0:
+                del kept[:excess]
+            return True
 
     @staticmethod
     def _append(kept: list[CopiedSegment], segment: CopiedSegment) -> None:
@@ -166,16 +169,19 @@ class CopiedRanges:
         tuple[CopiedSegment, ...]
             The segments in increasing upstream offset; ``()`` if none is kept.
         """
-        return tuple(self._segments.get((topic, partition), ()))
+        with self._lock:
+            return tuple(self._segments.get((topic, partition), ()))
 
     def forget_topic(self, topic: str) -> None:
         """Drop every kept segment of the **upstream** ``topic`` (deleted and re-created: they translate nothing)."""
-        for key in [k for k in self._segments if k[0] == topic]:
-            del self._segments[key]
+        with self._lock:
+            for key in [k for k in self._segments if k[0] == topic]:
+                del self._segments[key]
 
     def partitions(self) -> set[tuple[str, int]]:
         """Return the ``(upstream topic, partition)`` pairs with at least one kept segment (a new set)."""
-        return {key for key, kept in self._segments.items() if kept}
+        with self._lock:
+            return {key for key, kept in self._segments.items() if kept}
 
     def translate_downstream(self, topic: str, partition: int, upstream_offset: int) -> int | None:
         """Translate a source position to the exact target position.
@@ -203,13 +209,12 @@ class CopiedRanges:
             ``upstream_offset`` lies before the first kept segment or nothing was
             recorded for the partition (unknown: use :class:`OffsetSyncStore`).
         """
-        kept = self._segments.get((topic, partition))
-        if not kept:
+        with self._lock:
+            kept = self._segments.get((topic, partition))
+            index = bisect_right(kept, upstream_offset, key=_upstream_start_of) - 1 if kept else -1
+            segment = kept[index] if kept and index >= 0 else None
+        if segment is None:
             return None
-        index = bisect_right(kept, upstream_offset, key=_upstream_start_of) - 1
-        if index < 0:
-            return None
-        segment = kept[index]
         if upstream_offset < segment.upstream_end:
             return segment.downstream_start + (upstream_offset - segment.upstream_start)
         return _downstream_end(segment)
@@ -240,13 +245,12 @@ class CopiedRanges:
             ``downstream_offset`` lies before the first kept segment or nothing was
             recorded for the partition.
         """
-        kept = self._segments.get((topic, partition))
-        if not kept:
+        with self._lock:
+            kept = self._segments.get((topic, partition))
+            index = bisect_right(kept, downstream_offset, key=_downstream_start_of) - 1 if kept else -1
+            segment = kept[index] if kept and index >= 0 else None
+        if segment is None:
             return None
-        index = bisect_right(kept, downstream_offset, key=_downstream_start_of) - 1
-        if index < 0:
-            return None
-        segment = kept[index]
         if downstream_offset < _downstream_end(segment):
             return segment.upstream_start + (downstream_offset - segment.downstream_start)
         return segment.upstream_end

@@ -2,13 +2,16 @@
 
 :meth:`Replicator.start` starts every flow (internal topics, stored offsets, discovery) and
 schedules the control jobs: topic refresh, config and ACL sync, checkpoints and group offset
-sync, lag listings, metrics and lifetime totals, on the driver loop's
+sync, lag listings, metrics and lifetime totals, on the control
 :class:`~mirrorspark.replication.scheduler.Scheduler`; heartbeats and the failover watch run on
 schedulers of their own threads. :meth:`Replicator.run` starts the copy tasks
-(:class:`~mirrorspark.replication.worker.Worker`) and loops, until stopped:
+(:class:`~mirrorspark.replication.worker.Worker`), runs the control jobs on a thread of their
+own (``mirrorspark-control``: each holds its flow's lock, :meth:`Flow.held
+<mirrorspark.replication.flow.Flow.held>`) and loops, until stopped:
 
-1. run the due control jobs, supervising every flow after each one (a slow job holds
-   supervision up for its own length only), or once when none is due;
+1. supervise every flow every :data:`TICK_S` (a lease change is acted on at the next tick, never
+   held up by a control job: a slow refresh against an unreachable target holds up nothing
+   but the rest of its own flow's supervision);
 2. report the flows' stats (``on_stats``) about once a second;
 3. with ``until_caught_up``, end once every partition reached the end offset listed at start
    (the copy tasks end by themselves there) and the checkpoints cover the groups' offsets.
@@ -19,6 +22,8 @@ commits what the target acknowledged and ends.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import functools
 import logging
 import threading
@@ -64,6 +69,10 @@ REPORT_INTERVAL_S = 1.0
 
 LAG_INTERVAL_S = 5.0
 """Seconds between two listings of the source end offsets (lag)."""
+
+CONTROL_STOP_S = 60.0
+"""Longest wait at the end of a run for a control job still running (each is bounded by its clients'
+timeouts); past it the flows' clients are left to the job, not released under it."""
 
 
 class DriverState(StrEnum):
@@ -165,7 +174,9 @@ class CheckpointJobs(Protocol):
         ...
 
 
-def schedule_checkpoint_jobs(scheduler: Scheduler, cp: CheckpointJobs) -> list[Job]:
+def schedule_checkpoint_jobs(
+    scheduler: Scheduler, cp: CheckpointJobs, *, lock: threading.RLock | None = None
+) -> list[Job]:
     """Register the periodic jobs of one flow's checkpoint connector (MM2 ``MirrorCheckpointConnector`` + task).
 
     * ``checkpoints S->T`` every ``emit.checkpoints.interval.seconds``;
@@ -180,9 +191,11 @@ def schedule_checkpoint_jobs(scheduler: Scheduler, cp: CheckpointJobs) -> list[J
     Parameters
     ----------
     scheduler:
-        The driver's control scheduler (jobs run on the driver loop's thread, one at a time).
+        The driver's control scheduler (jobs run on its thread, one at a time).
     cp:
         The flow's checkpoint emitter.
+    lock:
+        Held by each job while it runs (the flow's :attr:`~mirrorspark.replication.flow.Flow.lock`).
 
     Returns
     -------
@@ -194,7 +207,7 @@ def schedule_checkpoint_jobs(scheduler: Scheduler, cp: CheckpointJobs) -> list[J
         scheduler.add(
             f"checkpoints {cp.name}",
             f.emit_checkpoints_interval_s,
-            _discard(cp.emit),
+            _discard(cp.emit, lock),
             initial_delay_s=f.emit_checkpoints_interval_s,
         )
     ]
@@ -203,7 +216,7 @@ def schedule_checkpoint_jobs(scheduler: Scheduler, cp: CheckpointJobs) -> list[J
             scheduler.add(
                 f"refresh groups {cp.name}",
                 f.refresh_groups_interval_s,
-                _discard(cp.refresh_groups),
+                _discard(cp.refresh_groups, lock),
                 initial_delay_s=f.refresh_groups_interval_s,
             )
         )
@@ -212,18 +225,19 @@ def schedule_checkpoint_jobs(scheduler: Scheduler, cp: CheckpointJobs) -> list[J
             scheduler.add(
                 f"sync group offsets {cp.name}",
                 f.sync_group_offsets_interval_s,
-                _discard(cp.sync_group_offsets),
+                _discard(cp.sync_group_offsets, lock),
                 initial_delay_s=f.sync_group_offsets_interval_s,
             )
         )
     return jobs
 
 
-def _discard(fn: Callable[[], object]) -> Callable[[], None]:
-    """``fn`` as a scheduler job (its result dropped)."""
+def _discard(fn: Callable[[], object], lock: threading.RLock | None = None) -> Callable[[], None]:
+    """``fn`` as a scheduler job (its result dropped), holding ``lock`` while it runs."""
 
     def run() -> None:
-        fn()
+        with lock if lock is not None else contextlib.nullcontext():
+            fn()
 
     return run
 
@@ -315,6 +329,7 @@ class Replicator:
         self.state = DriverState.CREATED
         self.worker: Worker | None = None
         self.leases: dict[str, FlowLease] = {}  # joined before Spark started (join_leases)
+        self._last_stats: dict[str, FlowStats] = {}  # each flow's, for a report while one of its jobs runs
 
     @property
     def supervisors(self) -> list[FlowSupervisor]:
@@ -380,11 +395,15 @@ class Replicator:
             metrics.start()
             self.metrics.append(metrics)
             self.control.add(
-                f"publish metrics {flow.name}", interval_ms / 1000, _discard(metrics.publish), initial_delay_s=0.5
+                f"publish metrics {flow.name}",
+                interval_ms / 1000,
+                _discard(metrics.publish, flow.lock),
+                initial_delay_s=0.5,
             )
+        by_name = {flow.name: flow for flow in self.flows}
         for cp in self.checkpoints:
             cp.start(background_syncs=True)
-            schedule_checkpoint_jobs(self.control, cp)
+            schedule_checkpoint_jobs(self.control, cp, lock=by_name[cp.name].lock)
         self.heartbeats.schedule(self.background)
         self.background.start(name="mirrorspark-heartbeats")
         self._start_failover_watch()
@@ -417,34 +436,38 @@ class Replicator:
         publisher = TotalsPublisher(flow)
         publisher.start()
         self.totals.append(publisher)
+        lock = flow.lock
         self.control.add(
             f"publish progress {flow.name}",
             PROGRESS_INTERVAL_S,
-            _discard(publisher.publish),
+            _discard(publisher.publish, lock),
             initial_delay_s=PROGRESS_INTERVAL_S,
         )
         if cfg.sync_topic_configs_enabled:
             self.control.add(
                 f"sync topic configs {flow.name}",
                 cfg.sync_topic_configs_interval_s,
-                flow.sync_configs,
+                _discard(flow.sync_configs, lock),
                 initial_delay_s=cfg.sync_topic_configs_interval_s,
             )
         if cfg.sync_topic_acls_enabled:  # MM2: immediately, then every interval
             self.control.add(
                 f"sync topic ACLs {flow.name}",
                 cfg.sync_topic_acls_interval_s,
-                _discard(TopicAclSync.for_flow(flow).sync),
+                _discard(TopicAclSync.for_flow(flow).sync, lock),
             )
         if cfg.refresh_topics_enabled:
             self.control.add(
                 f"refresh topics {flow.name}",
                 cfg.refresh_topics_interval_s,
-                flow.refresh,
+                _discard(flow.refresh, lock),
                 initial_delay_s=cfg.refresh_topics_interval_s,
             )
         self.control.add(
-            f"list end offsets {flow.name}", LAG_INTERVAL_S, flow.list_end_offsets, initial_delay_s=LAG_INTERVAL_S
+            f"list end offsets {flow.name}",
+            LAG_INTERVAL_S,
+            _discard(flow.list_end_offsets, lock),
+            initial_delay_s=LAG_INTERVAL_S,
         )
 
     def _start_failover_watch(self) -> None:
@@ -507,6 +530,7 @@ class Replicator:
             self.end_states = self._end_states(worker, failed, until_caught_up=until_caught_up)
         finally:
             self.state = DriverState.STOPPING
+            self.control.stop(timeout_s=0)
             try:
                 worker.stop()
             finally:
@@ -514,33 +538,53 @@ class Replicator:
         return self._finish(failed)
 
     def _loop(self, worker: Worker, *, until_caught_up: bool) -> list[FlowSupervisor]:
-        """Run control jobs and supervise until stopped, every flow halted or failed, or caught up."""
-        publishers = {pub.flow.name: pub for pub in self.totals}
+        """Supervise until stopped, every flow halted or failed, or caught up; the control jobs run on their thread.
+
+        The control thread is asked to stop when the loop ends: no job starts any more, and one
+        still running ends by itself (:meth:`close` waits for it).
+        """
         reported: set[str] = set()
+        self.control.start(name="mirrorspark-control", tick_s=TICK_S)
+        try:
+            failed = self._supervise(worker, reported, until_caught_up=until_caught_up)
+        finally:
+            self.control.stop(timeout_s=0)
+        self._publish_failed(failed, reported, wait_s=None)
+        return failed
+
+    def _supervise(self, worker: Worker, reported: set[str], *, until_caught_up: bool) -> list[FlowSupervisor]:
         next_report = 0.0
         failed: list[FlowSupervisor] = []
         while not self._stop.is_set():
-            # the flows are supervised after every control job: a round of jobs slowed down by a
-            # target that lost a broker (each bounded, together a minute or more) must not hold up
-            # restarting failed copy tasks and following the leases; once per tick without jobs
-            if not self.control.run_pending(between=worker.tick):
-                worker.tick()
+            worker.tick()
             if worker.driver_lost is not None:
                 break  # the Spark driver JVM is gone: nothing can copy any more (run() raises it)
             failed = worker.failed
-            for s in failed:
-                if s.name not in reported and s.name in publishers:
-                    reported.add(s.name)
-                    publishers[s.name].publish_state("failed", str(s.error))
+            self._publish_failed(failed, reported, wait_s=0)
             if all(f.halted is not None or s in failed for f, s in zip(self.flows, worker.supervisors, strict=True)):
                 break
             if until_caught_up and self._caught_up() and self._checkpoints_done():
                 break
             if time.monotonic() >= next_report:  # stats walk every partition: not at every tick
                 next_report = time.monotonic() + REPORT_INTERVAL_S
-                self._report()
+                self._report(self.stats(wait_s=0))
             self._stop.wait(TICK_S)
         return failed
+
+    def _publish_failed(self, failed: Sequence[FlowSupervisor], reported: set[str], *, wait_s: float | None) -> None:
+        """Publish the ``failed`` state of each failed flow not yet ``reported``, under its flow's lock.
+
+        ``wait_s``: how long to wait for the lock (a flow whose control job runs is published at a
+        later call); ``None`` waits.
+        """
+        publishers = {pub.flow.name: pub for pub in self.totals}
+        for s in failed:
+            if s.name in reported or s.name not in publishers:
+                continue
+            with s.flow.held(wait_s=wait_s) as held:
+                if held:
+                    reported.add(s.name)
+                    publishers[s.name].publish_state("failed", str(s.error))
 
     def _end_states(self, worker: Worker, failed: Sequence[FlowSupervisor], *, until_caught_up: bool) -> dict[str, str]:
         """How each flow this instance ran ended, once the loop ended: ``caught up`` or ``stopped``.
@@ -557,7 +601,8 @@ class Replicator:
         for f, s in zip(self.flows, worker.supervisors, strict=True):
             if f.halted is not None or f.name in failed_names or s.state == SupervisorState.STANDBY:
                 continue
-            caught_up = until_caught_up and f.caught_up(self._targets.get(f.name, {}))
+            with f.held():  # a control job of the flow may still be ending
+                caught_up = until_caught_up and f.caught_up(self._targets.get(f.name, {}))
             out[f.name] = "caught up" if caught_up else "stopped"
         return out
 
@@ -597,7 +642,14 @@ class Replicator:
             )
 
     def _caught_up(self) -> bool:
-        return all(f.halted is not None or f.caught_up(self._targets.get(f.name, {})) for f in self.flows)
+        """Whether every flow not halted copied up to its end offsets listed at start (one whose job runs: not yet)."""
+        for f in self.flows:
+            if f.halted is not None:
+                continue
+            with f.held(wait_s=0) as held:
+                if not held or not f.caught_up(self._targets.get(f.name, {})):
+                    return False
+        return True
 
     def _checkpoints_done(self) -> bool:
         """Emit checkpoints (and sync group offsets) after catching up; tell whether all are covered.
@@ -605,21 +657,30 @@ class Replicator:
         Returns ``True`` once every group offset committed before the run started is covered.
         """
         done = True
+        by_name = {f.name: f for f in self.flows}
         for cp, targets in zip(self.checkpoints, self._checkpoint_targets, strict=True):
             if not targets:
                 continue
-            cp.emit()
-            if cp.flow_config.sync_group_offsets_enabled:
-                cp.sync_group_offsets()
-            done &= cp.covered(targets)
+            with by_name[cp.name].held():  # the flow's checkpoint jobs use the same emitter
+                cp.emit()
+                if cp.flow_config.sync_group_offsets_enabled:
+                    cp.sync_group_offsets()
+                done &= cp.covered(targets)
         return done
 
     def _report(self, stats: list[FlowStats] | None = None) -> None:
         if self.on_stats is not None:
             self.on_stats(stats if stats is not None else self.stats())
 
-    def stats(self) -> list[FlowStats]:
+    def stats(self, *, wait_s: float | None = None) -> list[FlowStats]:
         """Return the current progress of every flow.
+
+        Parameters
+        ----------
+        wait_s:
+            Seconds to wait for a flow's lock (one of its control jobs runs); past it the flow's
+            previous stats are returned again (the driver loop's reports wait for nothing: ``0``).
+            ``None`` waits.
 
         Returns
         -------
@@ -630,29 +691,37 @@ class Replicator:
         failed = {s.name for s in self.supervisors if s.state == SupervisorState.FAILED}
         out = []
         for f in self.flows:
-            topics = tuple(_topic_stats(f, topic, n) for topic, n in sorted(f.topic_partitions.items()))
-            out.append(
-                FlowStats(
-                    flow=f.name,
-                    state="halted"
-                    if f.halted is not None
-                    else "failed"
-                    if f.name in failed
-                    else self.end_states.get(f.name, self.state.value)
-                    if self.state == DriverState.STOPPED
-                    else self.state.value,
-                    records=sum(t.records for t in topics),
-                    value_bytes=sum(t.value_bytes for t in topics),
-                    lag=sum(t.lag for t in topics),
-                    topics=topics,
-                    gaps=len(f.gaps),
-                    invalid_offsets=f.invalid_offsets,
-                )
+            state = (
+                "halted"
+                if f.halted is not None
+                else "failed"
+                if f.name in failed
+                else self.end_states.get(f.name, self.state.value)
+                if self.state == DriverState.STOPPED
+                else self.state.value
             )
+            with f.held(wait_s=wait_s) as held:
+                if held:
+                    self._last_stats[f.name] = _flow_stats(f, state)
+            last = self._last_stats.get(f.name) or FlowStats(f.name, state, 0, 0, 0, ())
+            out.append(dataclasses.replace(last, state=state))
         return out
 
     def close(self) -> None:
-        """Stop heartbeats and the failover watch, publish final totals and metrics, release the flows' clients."""
+        """Stop the control jobs, heartbeats and the failover watch, publish final totals and metrics, release clients.
+
+        The flows' clients are not released while a control job still runs in them (a librdkafka
+        handle destroyed under a call in flight crashes the process).
+        """
+        if not self.control.stop(timeout_s=CONTROL_STOP_S):
+            log.warning(
+                "a control job is still running after %.0f s: the flows' clients are left to it, not released",
+                CONTROL_STOP_S,
+            )
+            self.background.stop()
+            for lease in self.leases.values():
+                lease.close()
+            return
         self.background.stop()
         for lease in self.leases.values():  # given up by the supervisors already when run() ran
             lease.close()
@@ -686,6 +755,21 @@ class Replicator:
             lease.close()
         for f in self.flows:
             f.close()
+
+
+def _flow_stats(f: Flow, state: str) -> FlowStats:
+    """``f``'s stats now (its lock held)."""
+    topics = tuple(_topic_stats(f, topic, n) for topic, n in sorted(f.topic_partitions.items()))
+    return FlowStats(
+        flow=f.name,
+        state=state,
+        records=sum(t.records for t in topics),
+        value_bytes=sum(t.value_bytes for t in topics),
+        lag=sum(t.lag for t in topics),
+        topics=topics,
+        gaps=len(f.gaps),
+        invalid_offsets=f.invalid_offsets,
+    )
 
 
 def _topic_stats(f: Flow, topic: str, n: int) -> TopicStats:

@@ -20,9 +20,11 @@ the copy tasks and commits is :mod:`mirrorspark.replication.supervisor` (Connect
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from mirrorspark.client.context import FlowContext
@@ -58,7 +60,11 @@ class Flow:
     data_path:
         mirrorspark's data-path settings (``mirrorspark.on.gap``).
 
-    Not thread-safe: the driver loop calls every method.
+    Two threads use a flow: the driver loop supervises its copy tasks, and the control thread runs
+    its jobs (topic refresh, config and ACL sync, lag listings, totals, metrics, checkpoints). Each
+    holds :attr:`lock` while it reads or changes the flow (:meth:`held`); the loop never waits for
+    it (a slow job holds up this flow's supervision past the lease only, never a lease change nor
+    the other flows).
     """
 
     def __init__(self, context: FlowContext, data_path: DataPathConfig) -> None:
@@ -93,6 +99,25 @@ class Flow:
         self.reports: ProgressChannelReader | None = None  # the progress channel's reader, from start()
         self.started_at = time.time()
         self._next_end_listing = 0.0
+        self.lock = threading.RLock()
+        """Held by whoever reads or changes the flow's state (positions, topics, reports, copied ranges)."""
+
+    @contextlib.contextmanager
+    def held(self, *, wait_s: float | None = None) -> Iterator[bool]:
+        """Hold :attr:`lock` for a ``with`` block; yield whether it was taken.
+
+        Parameters
+        ----------
+        wait_s:
+            Seconds to wait for it (``0``: only if free now); ``None`` waits as long as it takes
+            (the block always runs with the lock then).
+        """
+        taken = self.lock.acquire() if wait_s is None else self.lock.acquire(timeout=wait_s)
+        try:
+            yield taken
+        finally:
+            if taken:
+                self.lock.release()
 
     # ------------------------------------------------------------------ views
 

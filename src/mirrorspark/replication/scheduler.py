@@ -79,26 +79,26 @@ class Scheduler:
             self._jobs.append(job)
         return job
 
-    def run_pending(self, *, between: Callable[[], None] | None = None) -> int:
+    def run_pending(self) -> int:
         """Run every job that is due, in registration order; return how many ran.
 
         A job that fell more than one interval behind runs once and its next
         run is one interval from now (missed runs are skipped, not bunched).
-
-        Parameters
-        ----------
-        between:
-            Called after each job, on this thread (the driver loop supervises its flows there, so
-            that a round of slow jobs, e.g. against a cluster that lost a broker, holds the
-            supervision up for the longest job only, not for the sum of them). Its exceptions
-            propagate.
+        Once :meth:`stop` was called, no further job of the round starts (a round of slow jobs
+        against an unreachable cluster would hold a stopping run up for the sum of them).
         """
         now = self._clock()
         with self._lock:
             due = [j for j in self._jobs if j.next_run <= now and not j.running]
             for job in due:
                 job.running = True
+        ran = 0
         for job in due:
+            if self._stop.is_set() and self._thread is not None:
+                with self._lock:
+                    job.running = False
+                continue
+            ran += 1
             started = self._clock()
             try:
                 job.fn()
@@ -119,9 +119,7 @@ class Scheduler:
                         job.next_run = self._clock() + job.interval_s
                 else:
                     self._jobs.remove(job)
-            if between is not None:
-                between()
-        return len(due)
+        return ran
 
     def seconds_to_next(self) -> float | None:
         """Seconds until the next job is due (0 if overdue), ``None`` without jobs."""

@@ -15,7 +15,9 @@ it. Tasks commit their own offsets; a flow's :class:`FlowSupervisor`, ticked by 
 * starts a new **generation** of the flow's tasks when its assignment changes (new topics or
   partitions, a control-list change), like a Connect rebalance, and restarts a task after a gap;
 * follows the flow's lease (one active instance per flow): takes over when it is held, ends the
-  running generation without committing when it is lost;
+  running generation without committing when it is lost; a lease change is acted on at the next
+  tick whatever the flow's control jobs do (they run on the driver's control thread, holding the
+  flow's lock: the rest of a tick waits for the next one while a job of the flow runs);
 * never stalls the driver loop for long: the tasks of a stop or an abort are joined, then cancelled,
   all together under one deadline (:data:`STOP_TIMEOUT_S`, then :data:`CANCEL_WAIT_S`); a progress
   channel or ``mm2-offsets`` that cannot be read is tried again after a backoff
@@ -429,7 +431,8 @@ class FlowSupervisor:
         if any(run.is_alive() for run in self.runs.values()):
             log.info("%s: stopping its copy tasks (each commits what the target acknowledged)", self.name)
         self._end_runs(end)
-        return self._read_reports()
+        with self.flow.held():
+            return self._read_reports()
 
     def _may_read(self, what: str) -> bool:
         """Whether a read that failed (``what``) may be tried again now (its backoff passed)."""
@@ -490,6 +493,12 @@ class FlowSupervisor:
             return
         if self.lease is not None and not self._follow_lease():
             return
+        with self.flow.held(wait_s=0) as held:
+            if held:  # else a control job of the flow runs: the next tick supervises it
+                self._supervise()
+
+    def _supervise(self) -> None:
+        """Apply new reports, handle ended tasks, restart on an assignment change (the flow's lock held)."""
         if self.reports.poll(generation=self.generation):
             self.task_failures.clear()  # copying again: earlier failures were recovered from ("in a row" is broken)
         if self.flow.halted is not None:
@@ -515,7 +524,9 @@ class FlowSupervisor:
         assert self.lease is not None
         if self.state == SupervisorState.STANDBY:
             if self.lease.held:
-                self._take_over()
+                with self.flow.held(wait_s=0) as held:
+                    if held:  # else a control job of the flow runs: the next tick takes over
+                        self._take_over()
             elif self.lease.failure is not None:
                 try:
                     self.lease.wait_acquired(0)  # raises the lease thread's failure as a ClusterError
