@@ -174,7 +174,7 @@ def load_config(
     env: Mapping[str, str] | None = None,
     clusters: Sequence[str] | None = None,
     lenient: bool = False,
-    defaults: ConnectDefaults | None = None,
+    defaults: str | None = None,
 ) -> MirrorConfig:
     """Read and parse an ``mm2.properties`` file, or connector configs (a YAML/JSON file or a folder of them).
 
