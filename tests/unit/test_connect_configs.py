@@ -525,3 +525,19 @@ def test_cli_connect_defaults_flag(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     path = write_rest(tmp_path, body("s", SRC), body("c", CKP))
     code, out, _ = invoke("--connect-defaults", "csm", "config", "convert", str(path))
     assert code == 0 and "a->b.sync.group.offsets.enabled = true" in out
+
+
+def test_a_folder_config_after_a_list_option_ends_the_list(tmp_path: Path) -> None:
+    from test_cli_conventions import leaf
+
+    from mirrorspark.cli.conventions import normalize_args
+
+    folder = tmp_path / "connectors"
+    folder.mkdir()
+    assert normalize_args(leaf("run"), ["--clusters", "b", "c", str(folder)]) == [
+        "--clusters",
+        "b",
+        "--clusters",
+        "c",
+        str(folder),
+    ]
