@@ -317,8 +317,9 @@ def test_load_config_missing_file_names_path(tmp_path: Path) -> None:
     missing = tmp_path / "nope.properties"
     with pytest.raises(ConfigError, match=r"cannot read MirrorMaker 2 config file .*nope\.properties"):
         load_config(missing)
-    with pytest.raises(ConfigError, match="cannot read MirrorMaker 2 config file"):
-        load_config(tmp_path)  # a directory
+    # a directory is read as a folder of connector configs (issue #25): one without any names the path and the shapes
+    with pytest.raises(ConfigError, match=r"folder '.*' holds no \.yaml, \.yml or \.json file"):
+        load_config(tmp_path)
 
 
 def test_load_config_syntax_error_names_path(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ a command parses its arguments, :func:`normalize_args` rewrites them into that o
 - a list option declared with :func:`~mirrorspark.cli.common.list_option` takes every value up to
   the next option: ``--clusters B C`` and ``--clusters B,C`` become ``--clusters B --clusters C``
   (commas are split only for options declared with ``split_commas``). A value naming an existing
-  file ends the list, so ``run --clusters B C mm2.properties`` still finds its CONFIG.
+  file or folder ends the list, so ``run --clusters B C mm2.properties`` still finds its CONFIG.
 
 Every Typer app of the command line uses :class:`ConventionGroup`, which applies it to the
 arguments of the command it resolves.
@@ -96,7 +96,7 @@ def normalize_args(cmd: click.Command, args: list[str]) -> list[str]:
             else:
                 i += 1
                 while i < len(args) and not args[i].startswith("-"):
-                    if values and has_config and Path(args[i]).is_file():
+                    if values and has_config and (Path(args[i]).is_file() or Path(args[i]).is_dir()):
                         break  # the CONFIG after the list
                     values += _values(args[i], split)
                     i += 1

@@ -40,14 +40,19 @@ from pathlib import Path
 from typing import Any, Final
 
 from mirrorspark.config.client_chain import cluster_config
+from mirrorspark.config.connect.read import read_connect
+from mirrorspark.config.connect.to_properties import ConnectDefaults, connectors_to_properties
 from mirrorspark.config.flow_merge import flow_config
 from mirrorspark.config.key_checks import check_keys
 from mirrorspark.config.keys import CONFIG_KEYS, KEYS, ConfigKey
 from mirrorspark.config.model import DataPathConfig, MirrorConfig, ServiceConfig
 from mirrorspark.config.properties import parse_properties_with_lines
-from mirrorspark.config.raw import RawConfig
+from mirrorspark.config.raw import KeyOrigins, RawConfig
 from mirrorspark.config.values import to_value
 from mirrorspark.errors import ConfigError
+
+CONNECT_DEFAULTS_ENV: Final = "MIRRORSPARK_CONNECT_DEFAULTS"
+"""Environment variable naming the connector defaults, ``apache`` or ``csm`` (:func:`load_config`)."""
 
 # mirrorspark's top-level keys, by the object whose fields they fill (see ConfigKey.field / ConfigKey.holder).
 _DATA_PATH_KEYS: Final = tuple(k for k in CONFIG_KEYS if k.field is not None and k.holder == "data_path")
@@ -113,7 +118,40 @@ def parse_config(
     ``workerConfig``, ``connectorBaseConfig``) followed by the connectors' config validation. MM2
     ignores keys it does not know; mirrorspark refuses them unless lenient.
     """
-    raw = RawConfig(props, os.environ if env is None else env, source_name, lines)
+    return _parse(props, env=env, source_name=source_name, clusters=clusters, lenient=lenient, lines=lines)
+
+
+def _parse(
+    props: Mapping[str, str],
+    *,
+    env: Mapping[str, str] | None,
+    source_name: str,
+    clusters: Sequence[str] | None,
+    lenient: bool,
+    lines: Mapping[str, int] | None = None,
+    origins: KeyOrigins | None = None,
+    notes: Sequence[str] = (),
+) -> MirrorConfig:
+    """:func:`parse_config`, keys converted from connector configs named by ``origins`` in every message."""
+    try:
+        return _build(props, env, source_name, clusters, lenient, lines, origins, notes)
+    except ConfigError as e:
+        if origins is None:
+            raise
+        raise type(e)(origins.describe(e.message)) from e
+
+
+def _build(
+    props: Mapping[str, str],
+    env: Mapping[str, str] | None,
+    source_name: str,
+    clusters: Sequence[str] | None,
+    lenient: bool,
+    lines: Mapping[str, int] | None,
+    origins: KeyOrigins | None,
+    notes: Sequence[str],
+) -> MirrorConfig:
+    raw = RawConfig(props, os.environ if env is None else env, source_name, lines, origins=origins, notes=notes)
     check_keys(raw, lenient=lenient or bool(_top_level(raw, KEYS["mirrorspark.config.lenient"])))
     cluster_configs = {alias: cluster_config(raw, alias) for alias in raw.aliases}
     flows = tuple(flow_config(raw, s, t) for s in raw.aliases for t in raw.aliases if s != t)
@@ -136,22 +174,31 @@ def load_config(
     env: Mapping[str, str] | None = None,
     clusters: Sequence[str] | None = None,
     lenient: bool = False,
+    defaults: str | None = None,
 ) -> MirrorConfig:
-    """Read and parse an ``mm2.properties`` file.
+    """Read and parse an ``mm2.properties`` file, or connector configs (a YAML/JSON file or a folder of them).
 
     Parameters
     ----------
     path:
-        The properties file; UTF-8 (ISO-8859-1, Java's encoding for property files, if it
-        is not valid UTF-8).
+        An mm2.properties file (UTF-8; ISO-8859-1, Java's encoding for property files, if it is not valid
+        UTF-8), or connector configs: a file or folder of Strimzi ``KafkaConnector`` documents, a
+        ``KafkaMirrorMaker2`` document or Kafka Connect REST JSON, detected by content
+        (:mod:`~mirrorspark.config.connect.read`) and converted into mm2.properties keys
+        (:mod:`~mirrorspark.config.connect.to_properties`).
     env:
-        Environment for ``${env:NAME}`` placeholders; ``None`` = ``os.environ``.
+        Environment for ``${env:NAME}`` placeholders and ``MIRRORSPARK_CONNECT_DEFAULTS``; ``None`` = ``os.environ``.
     clusters:
         MM2's ``--clusters`` option: target aliases this node serves (validated; the default
         of :meth:`MirrorConfig.enabled_flows`); ``None`` = all.
     lenient:
         Whether keys nobody knows are only warned about instead of refused (a CLI ``--lenient`` flag);
         ``mirrorspark.config.lenient = true`` in the file does the same. Default ``False``: strict.
+    defaults:
+        Whose defaults connector configs are read with: ``"apache"`` (Apache Kafka's) or ``"csm"`` (Cloudera CSM
+        Operator's: ``sync.group.offsets.enabled`` defaults to true); ``None`` = the environment variable
+        ``MIRRORSPARK_CONNECT_DEFAULTS`` (set by the CLI's ``--connect-defaults``), else ``"apache"``.
+        mm2.properties files ignore it.
 
     Returns
     -------
@@ -160,8 +207,10 @@ def load_config(
     Raises
     ------
     ConfigError
-        If the file cannot be read (the message names the path), holds keys nobody knows (each named
-        with ``<path>:<line>`` and the closest valid key; unless lenient), or anything
+        If the path cannot be read (the message names it), holds keys nobody knows (each named
+        with ``<path>:<line>``, or for connector configs with the connector, file and line, and the closest
+        valid key; unless lenient), a YAML/JSON file of no accepted shape, a connector config mirrorspark
+        refuses (:func:`~mirrorspark.config.connect.to_properties.connectors_to_properties`), or anything
         :func:`parse_config` rejects.
     UnknownAliasError
         If ``clusters`` or a flow key names an alias not in ``clusters``.
@@ -170,9 +219,36 @@ def load_config(
 
     Notes
     -----
-    Mirrors MM2's ``MirrorMaker`` driver reading its properties file (``Utils.loadProps``).
+    Mirrors MM2's ``MirrorMaker`` driver reading its properties file (``Utils.loadProps``); connector
+    configs as Kafka Connect runs MM2's connectors (``MirrorConnectorConfig``).
     """
     name = os.fspath(path)
+    env = os.environ if env is None else env
+    found = read_connect(Path(name))
+    if found is not None:
+        converted = connectors_to_properties(
+            found.connectors,
+            defaults=connect_defaults(defaults, env),
+            cluster_props=found.cluster_props,
+            cluster_origins=found.cluster_origins,
+        )
+        origins = KeyOrigins(converted.origins, frozenset(f"{s}->{t}." for s, t in converted.flows))
+        notes = (*found.warnings, *converted.warnings)
+        return _parse(
+            converted.props, env=env, source_name=name, clusters=clusters, lenient=lenient, origins=origins, notes=notes
+        )
+    props, lines = read_properties(name)
+    return parse_config(props, env=env, source_name=name, clusters=clusters, lenient=lenient, lines=lines)
+
+
+def read_properties(name: str) -> tuple[dict[str, str], dict[str, int]]:
+    """Read an mm2.properties file: its properties and the line of each key.
+
+    Raises
+    ------
+    ConfigError
+        The file cannot be read, or holds a malformed escape (the message names the path).
+    """
     try:
         data = Path(name).read_bytes()
     except OSError as e:
@@ -185,10 +261,28 @@ def load_config(
     except UnicodeDecodeError:
         text = data.decode("iso-8859-1")
     try:
-        props, lines = parse_properties_with_lines(text)
+        return parse_properties_with_lines(text)
     except ConfigError as e:
         raise ConfigError(f"{name}: {e.message}") from e
-    return parse_config(props, env=env, source_name=name, clusters=clusters, lenient=lenient, lines=lines)
 
 
-__all__ = ["load_config", "parse_config"]
+def connect_defaults(defaults: str | None, env: Mapping[str, str]) -> ConnectDefaults:
+    """Return the connector defaults: ``defaults``, else ``MIRRORSPARK_CONNECT_DEFAULTS`` in ``env``, else apache.
+
+    Raises
+    ------
+    ConfigError
+        The value is neither ``apache`` nor ``csm``.
+    """
+    value = defaults if defaults is not None else env.get(CONNECT_DEFAULTS_ENV, "").strip().lower() or "apache"
+    if value == "apache":
+        return "apache"
+    if value == "csm":
+        return "csm"
+    raise ConfigError(
+        f"unknown connector defaults {value!r} ({CONNECT_DEFAULTS_ENV} or --connect-defaults): use 'apache' "
+        "(Apache Kafka's) or 'csm' (Cloudera CSM Operator's: sync.group.offsets.enabled defaults to true)"
+    )
+
+
+__all__ = ["CONNECT_DEFAULTS_ENV", "connect_defaults", "load_config", "parse_config", "read_properties"]

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from mirrorspark.config.resolve import Resolver
 from mirrorspark.config.values import split_list
@@ -18,6 +19,39 @@ from mirrorspark.errors import ConfigError, UnknownAliasError
 _log = logging.getLogger("mirrorspark.config.parse")  # the warnings are the parse's
 
 _ALIAS_BAD = re.compile(r"[\s.,]|->")
+
+
+_QUOTED = re.compile(r"'([^'\n]*)'")
+
+
+@dataclass(frozen=True)
+class KeyOrigins:
+    """How the keys of a file converted from connector configs are named in messages.
+
+    Parameters
+    ----------
+    names:
+        Per mm2.properties key, its description, e.g. ``"'topics' of connector 'a-b' (mirror.yaml:12)"``.
+    flows:
+        The flow prefixes (``"S->T."``) stripped from any other quoted key: a suggestion such as
+        ``'S->T.topics'`` is read as the connector key ``'topics'``.
+    """
+
+    names: Mapping[str, str] = field(default_factory=dict)
+    flows: frozenset[str] = frozenset()
+
+    def describe(self, message: str) -> str:
+        """``message`` with every quoted converted key named by its origin (unchanged without origins)."""
+        if not self.names and not self.flows:
+            return message
+        return _QUOTED.sub(self._one, message)
+
+    def _one(self, m: re.Match[str]) -> str:
+        key = m.group(1)
+        if key in self.names:
+            return self.names[key]
+        prefix = next((f for f in self.flows if key.startswith(f)), None)
+        return m.group(0) if prefix is None else f"'{key[len(prefix) :]}'"
 
 
 class RawConfig:
@@ -34,6 +68,11 @@ class RawConfig:
     lines:
         Per key, the line of the file it is on (:func:`~mirrorspark.config.properties.parse_properties_with_lines`);
         ``None`` or a missing key = unknown (messages then name the file only).
+    origins:
+        Per key converted from elsewhere (a connector config), how to name it in messages instead of
+        ``'<key>'`` (:class:`KeyOrigins`); ``None`` = every key is named as written.
+    notes:
+        Warnings of an earlier step (reading connector configs), recorded first.
 
     Attributes
     ----------
@@ -58,11 +97,21 @@ class RawConfig:
     """
 
     def __init__(
-        self, props: Mapping[str, str], env: Mapping[str, str], src: str, lines: Mapping[str, int] | None = None
+        self,
+        props: Mapping[str, str],
+        env: Mapping[str, str],
+        src: str,
+        lines: Mapping[str, int] | None = None,
+        *,
+        origins: KeyOrigins | None = None,
+        notes: Sequence[str] = (),
     ) -> None:
         self.src = src
         self.lines = {k.strip(): n for k, n in (lines or {}).items()}
+        self.origins = origins or KeyOrigins()
         self._warnings: dict[str, None] = {}
+        for note in notes:
+            self.warn(note)
         resolver = Resolver(props, env, src, self.warn)
         self.props = {k.strip(): resolver.resolve(k, v) for k, v in props.items()}
         self.aliases = self._aliases()
@@ -74,6 +123,7 @@ class RawConfig:
 
     def warn(self, message: str) -> None:
         """Record a warning (once per distinct message) and log it at WARNING, naming the file."""
+        message = self.origins.describe(message)
         if message not in self._warnings:
             self._warnings[message] = None
             _log.warning("%s: %s", self.src, message)
@@ -152,4 +202,4 @@ def strip_prefix(props: Mapping[str, str], prefix: str) -> dict[str, str]:
     return {k[n:]: v for k, v in props.items() if k.startswith(prefix) and len(k) > n}
 
 
-__all__ = ["RawConfig", "strip_prefix"]
+__all__ = ["KeyOrigins", "RawConfig", "strip_prefix"]

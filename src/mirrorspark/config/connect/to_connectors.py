@@ -1,0 +1,150 @@
+"""An mm2.properties file converted into MM2's connectors, as MM2's dedicated driver configures them.
+
+Per replication flow ``S->T`` (``MirrorMakerConfig.connectorBaseConfig``): a ``MirrorSourceConnector`` if
+the flow is enabled, a ``MirrorCheckpointConnector`` if it is enabled and emits checkpoints, a
+``MirrorHeartbeatConnector`` if it emits heartbeats. Each gets the keys its kind reads
+(:mod:`~mirrorspark.config.connect.ownership`) from, lowest precedence first: the top-level connector keys,
+then ``S->T.*``; and its clients' settings so that Connect composes them as mirrorspark does
+(:mod:`~mirrorspark.config.client_chain`): ``<side>.cluster.<client key>`` (top-level, then ``<alias>.``,
+then ``S->T.<side>.cluster.``), ``<role>.*`` (top-level, then ``S->T.``), ``<side>.<role>.*`` (``<alias>.<role>.*``,
+top-level ``<side>.<role>.*``, ``S->T.<side>.<role>.*``). Placeholders are kept as written.
+
+Not carried over (listed in :attr:`Connectors.dropped`): Connect worker settings (``<alias>.offset.storage.topic``,
+``<alias>.exactly.once.source.support`` ...: set them on the Connect worker) and mirrorspark's top-level keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Final
+
+from mirrorspark.config.connect.model import KINDS, Connector, ConnectorKind
+from mirrorspark.config.connect.ownership import readers
+from mirrorspark.config.keys import KEYS, MIRRORSPARK_PREFIX, ROLES, SIDES, is_client_key
+from mirrorspark.config.model import MirrorConfig
+from mirrorspark.config.values import split_list
+
+_NOT_CONNECTOR: Final = frozenset({"clusters", "enabled"})
+_CONNECTOR_PREFIXES: Final = ("transforms.", "predicates.", "replication.policy.", "errors.")
+
+
+@dataclass
+class Connectors:
+    """The connectors of an mm2.properties file.
+
+    Attributes
+    ----------
+    connectors:
+        Flow by flow, source, checkpoint, heartbeat.
+    dropped:
+        Keys of the file no connector carries (worker settings, mirrorspark's top-level keys), in file order.
+    """
+
+    connectors: list[Connector] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
+
+
+def properties_to_connectors(props: Mapping[str, str], config: MirrorConfig, *, file: str) -> Connectors:
+    """Convert mm2.properties keys into MM2's connectors (rules in the module docstring).
+
+    Parameters
+    ----------
+    props:
+        The file's properties as written (placeholders unresolved).
+    config:
+        The same file parsed (:func:`~mirrorspark.config.parse.parse_config`): which flows are enabled and
+        emit checkpoints and heartbeats.
+    file:
+        The file's name, recorded in each connector.
+
+    Returns
+    -------
+    Connectors
+        Named ``<source>-to-<target>-<kind>`` (lowercased, as Kubernetes names must be).
+    """
+    aliases = split_list(props.get("clusters", ""))
+    top, cluster, flows = _classify(props, aliases)
+    out = Connectors(dropped=[k for k in props if _dropped(k, aliases)])
+    for flow in config.flows:
+        kinds = _kinds(config, flow.source, flow.target)
+        base = _flow_config(flow.source, flow.target, top, cluster, flows.get((flow.source, flow.target), {}))
+        for kind in kinds:
+            own = {k: v for k, v in base.items() if kind in readers(k) and k not in _NOT_CONNECTOR}
+            own = {"source.cluster.alias": flow.source, "target.cluster.alias": flow.target, **own}
+            name = f"{flow.source}-to-{flow.target}-{kind}".lower()
+            out.connectors.append(Connector(name=name, kind=kind, config=own, file=file, shape="mm2.properties"))
+    return out
+
+
+def _kinds(config: MirrorConfig, s: str, t: str) -> list[ConnectorKind]:
+    flow = config.flow(s, t)
+    wanted = {
+        "source": flow.enabled,
+        "checkpoint": flow.enabled and flow.emit_checkpoints_enabled,
+        "heartbeat": flow.emit_heartbeats_enabled,
+    }
+    return [k for k in KINDS if wanted[k]]
+
+
+def _classify(
+    props: Mapping[str, str], aliases: tuple[str, ...]
+) -> tuple[dict[str, str], dict[str, dict[str, str]], dict[tuple[str, str], dict[str, str]]]:
+    """Split keys into top-level, ``<alias>.*`` and ``S->T.*`` (prefixes removed), as MM2 does."""
+    top: dict[str, str] = {}
+    cluster: dict[str, dict[str, str]] = {a: {} for a in aliases}
+    flows: dict[tuple[str, str], dict[str, str]] = {}
+    for key, value in props.items():
+        head, dot, rest = key.strip().partition(".")
+        s, arrow, t = head.partition("->")
+        if dot and arrow and s in cluster and t in cluster:
+            flows.setdefault((s, t), {})[rest] = value
+        elif dot and head in cluster:
+            cluster[head][rest] = value
+        else:
+            top[key.strip()] = value
+    return top, cluster, flows
+
+
+def _dropped(key: str, aliases: tuple[str, ...]) -> bool:
+    if key == "clusters":
+        return False
+    head, _, rest = key.partition(".")
+    if head in aliases:
+        return not is_client_key(rest) and not rest.startswith(tuple(f"{r}." for r in ROLES))
+    if key.startswith(MIRRORSPARK_PREFIX):
+        return True
+    ck = KEYS.get(key)
+    return ck is not None and ck.scope in ("driver", "worker")
+
+
+def _is_connector_key(key: str) -> bool:
+    ck = KEYS.get(key)
+    if ck is not None:
+        return ck.scope in ("connector", "flow") and key not in _NOT_CONNECTOR
+    return key.startswith(_CONNECTOR_PREFIXES)
+
+
+def _flow_config(
+    s: str, t: str, top: Mapping[str, str], cluster: Mapping[str, Mapping[str, str]], flow: Mapping[str, str]
+) -> dict[str, str]:
+    """Compose the connector config of flow ``S->T`` before it is split by kind (chain in the module docstring)."""
+    out = {k: v for k, v in top.items() if _is_connector_key(k)}
+    for side, alias in zip(SIDES, (s, t), strict=True):
+        for k, v in {**top, **cluster[alias]}.items():
+            if is_client_key(k):
+                out[f"{side}.cluster.{k}"] = v
+        for role in ROLES:
+            for k, v in {**_prefixed(cluster[alias], f"{role}."), **_prefixed(top, f"{side}.{role}.")}.items():
+                out[f"{side}.{role}.{k}"] = v
+    for role in ROLES:
+        out.update({f"{role}.{k}": v for k, v in _prefixed(top, f"{role}.").items() if f"{role}.{k}" not in KEYS})
+    out.update(flow)
+    return out
+
+
+def _prefixed(props: Mapping[str, str], prefix: str) -> dict[str, str]:
+    return {k[len(prefix) :]: v for k, v in props.items() if k.startswith(prefix) and len(k) > len(prefix)}
+
+
+__all__ = ["Connectors", "properties_to_connectors"]

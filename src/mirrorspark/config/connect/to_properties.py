@@ -1,0 +1,263 @@
+"""Connector configs converted into the flat mm2.properties map :func:`~mirrorspark.config.parse.parse_config` takes.
+
+Per replication flow ``S->T`` (the connectors sharing ``source.cluster.alias`` = S and ``target.cluster.alias``
+= T): each connector key ``k`` becomes ``S->T.k`` (taken from the connector that reads it,
+:mod:`~mirrorspark.config.connect.ownership`), so the client chain of
+:mod:`~mirrorspark.config.client_chain` composes each client as ``MirrorConnectorConfig`` does:
+``<side>.cluster.<client key>`` -> ``<role>.*`` -> ``<side>.<role>.*``. Besides:
+
+* ``clusters`` lists every alias; ``<side>.cluster.bootstrap.servers`` becomes ``<alias>.bootstrap.servers``
+  (one value per alias), and so does every other client key (``security.protocol``, ``ssl.*``, ``sasl.*``)
+  on which all connectors naming the alias agree (cluster-wide tools then reach the cluster too);
+* ``S->T.enabled = true`` iff the flow has a source connector (not ``enabled = false``); without one the flow
+  copies nothing (``S->T.enabled = false``), and a checkpoint connector without a source connector is warned about;
+* no checkpoint connector: ``S->T.emit.checkpoints.enabled = false`` and ``S->T.sync.group.offsets.enabled = false``;
+* every ordered pair of aliases without a heartbeat connector: ``S->T.emit.heartbeats.enabled = false``
+  (MM2's dedicated mode would emit heartbeats for every pair);
+* ``defaults = "csm"``: ``S->T.sync.group.offsets.enabled = true`` where the checkpoint connector leaves it unset
+  (Cloudera Streams Messaging Operator's default; Apache Kafka's is ``false``);
+* ``name``, ``connector.class``, the aliases, ``enabled`` and the converters (checked to be
+  ``ByteArrayConverter``) are consumed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Final, Literal
+
+from mirrorspark.config.connect.checks import CONVERTER_KEYS, check_connector, check_one_per_kind, check_topics_agree
+from mirrorspark.config.connect.model import KINDS, Connector, ConnectorKind
+from mirrorspark.config.connect.ownership import readers
+from mirrorspark.config.keys import SIDES, is_client_key
+from mirrorspark.errors import ConfigError
+
+ConnectDefaults = Literal["apache", "csm"]
+"""Whose defaults connector configs are read with: Apache Kafka's, or Cloudera CSM Operator's."""
+DEFAULTS: Final[tuple[ConnectDefaults, ...]] = ("apache", "csm")
+_CONSUMED: Final = frozenset({"name", "connector.class", "source.cluster.alias", "target.cluster.alias", "enabled"})
+
+
+@dataclass
+class ConvertedProperties:
+    """mm2.properties keys converted from connector configs.
+
+    Attributes
+    ----------
+    props:
+        The keys and values, in the order they are written (``clusters``, cluster keys, flow by flow).
+    origins:
+        Per key taken from a connector, ``"'<key>' of connector '<name>' (<file>:<line>)"`` for messages.
+    flows:
+        Per replication flow ``(S, T)``, its connectors by kind.
+    warnings:
+        One line each, in order.
+    """
+
+    props: dict[str, str] = field(default_factory=dict)
+    origins: dict[str, str] = field(default_factory=dict)
+    flows: dict[tuple[str, str], dict[ConnectorKind, Connector]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+def connectors_to_properties(
+    connectors: Iterable[Connector],
+    *,
+    defaults: ConnectDefaults = "apache",
+    cluster_props: Mapping[str, str] | None = None,
+    cluster_origins: Mapping[str, str] | None = None,
+) -> ConvertedProperties:
+    """Convert MM2 connector configs into mm2.properties keys (rules in the module docstring).
+
+    Parameters
+    ----------
+    connectors:
+        The connectors, in file order.
+    defaults:
+        ``"apache"`` (Apache Kafka's defaults) or ``"csm"`` (``sync.group.offsets.enabled`` defaults to true).
+    cluster_props, cluster_origins:
+        Cluster-level keys read besides the connectors (a ``KafkaMirrorMaker2``'s worker settings) and where
+        each was written.
+
+    Returns
+    -------
+    ConvertedProperties
+
+    Raises
+    ------
+    ConfigError
+        No connector; a connector without ``source.cluster.alias``, with a converter other than
+        ``ByteArrayConverter`` or a placeholder of a provider mirrorspark cannot resolve; two connectors of one
+        kind in a flow; a flow's source and checkpoint connectors differing in topics or replication policy;
+        one alias given different bootstrap servers; an alias without bootstrap servers.
+    """
+    if defaults not in DEFAULTS:
+        raise ConfigError(f"unknown connector defaults {defaults!r}: use 'apache' or 'csm'")
+    out = ConvertedProperties()
+    for c in connectors:
+        check_connector(c)
+        out.flows.setdefault((c.source, c.target), {})
+    if not out.flows:
+        raise ConfigError(
+            "no MM2 connector found: add a MirrorSourceConnector (and its checkpoint and heartbeat connectors)"
+        )
+    for pair in out.flows:
+        out.flows[pair] = check_one_per_kind(c for c in connectors if (c.source, c.target) == pair)
+    aliases = _aliases(out.flows)
+    out.props["clusters"] = ", ".join(aliases)
+    lifted = _cluster_keys(aliases, out)
+    out.props.update(cluster_props or {})
+    out.origins.update({k: f"'{k}' ({w})" for k, w in (cluster_origins or {}).items()})
+    for (s, t), by_kind in out.flows.items():
+        _flow(s, t, by_kind, lifted, defaults, out)
+    for s in aliases:
+        for t in aliases:
+            if s != t and "heartbeat" not in out.flows.get((s, t), {}):
+                out.props[f"{s}->{t}.emit.heartbeats.enabled"] = "false"
+    return out
+
+
+def _aliases(flows: Mapping[tuple[str, str], object]) -> list[str]:
+    seen: dict[str, None] = {}
+    for s, t in flows:
+        seen.setdefault(s)
+        seen.setdefault(t)
+    return list(seen)
+
+
+def _naming(
+    alias: str, flows: Mapping[tuple[str, str], Mapping[ConnectorKind, Connector]]
+) -> list[tuple[str, Connector]]:
+    """``(side, connector)`` for every connector naming ``alias`` as its source or target cluster."""
+    return [
+        (side, c)
+        for (s, t), by_kind in flows.items()
+        for c in by_kind.values()
+        for side, a in zip(SIDES, (s, t), strict=True)
+        if a == alias
+    ]
+
+
+def _cluster_keys(aliases: list[str], out: ConvertedProperties) -> set[tuple[str, str]]:
+    """Write ``<alias>.bootstrap.servers`` and the client keys all connectors agree on; return ``(alias, key)`` lifted.
+
+    Raises
+    ------
+    ConfigError
+        Two connectors give one alias different bootstrap servers, or none gives it any.
+    """
+    lifted: set[tuple[str, str]] = set()
+    for alias in aliases:
+        naming = _naming(alias, out.flows)
+        values: dict[str, dict[str, tuple[str, Connector]]] = {}
+        for side, c in naming:
+            for key, value in c.config.items():
+                prefix = f"{side}.cluster."
+                if key.startswith(prefix) and is_client_key(key[len(prefix) :]):
+                    values.setdefault(key[len(prefix) :], {})[c.name] = (value, c)
+        servers = values.get("bootstrap.servers", {})
+        _check_servers(alias, servers, naming)
+        for key, by_connector in values.items():
+            distinct = {v.strip() for v, _ in by_connector.values()}
+            if key == "bootstrap.servers" or (len(by_connector) == len(naming) and len(distinct) == 1):
+                value, first = next(iter(by_connector.values()))
+                side = next(sd for sd, c in naming if c is first)
+                out.props[f"{alias}.{key}"] = value
+                out.origins[f"{alias}.{key}"] = _origin(first, f"{side}.cluster.{key}")
+                lifted.add((alias, key))
+    return lifted
+
+
+def _check_servers(
+    alias: str, servers: Mapping[str, tuple[str, Connector]], naming: list[tuple[str, Connector]]
+) -> None:
+    norm = {",".join(s.strip() for s in v.split(",") if s.strip()): c for v, c in servers.values()}
+    if len(norm) > 1:
+        (a, ca), (b, cb) = list(norm.items())[:2]
+        raise ConfigError(
+            f"{ca.where()} and {cb.where()} give cluster '{alias}' different bootstrap servers ({a} vs {b}); "
+            "give every connector naming the cluster the same bootstrap servers, or different aliases"
+        )
+    if not norm:
+        names = ", ".join(c.where() for _, c in naming)
+        raise ConfigError(
+            f"no connector gives cluster '{alias}' bootstrap servers ({names}); set 'source.cluster.bootstrap.servers' "
+            "or 'target.cluster.bootstrap.servers' in its connectors"
+        )
+
+
+def _origin(c: Connector, key: str) -> str:
+    line = c.lines.get(key)
+    return f"'{key}' of connector '{c.name}' ({c.file}{'' if line is None else f':{line}'})"
+
+
+def _flow(
+    s: str,
+    t: str,
+    by_kind: Mapping[ConnectorKind, Connector],
+    lifted: set[tuple[str, str]],
+    defaults: ConnectDefaults,
+    out: ConvertedProperties,
+) -> None:
+    """Write the ``S->T.*`` keys of one replication flow."""
+    source, checkpoint = by_kind.get("source"), by_kind.get("checkpoint")
+    if source is not None and checkpoint is not None:
+        check_topics_agree(source, checkpoint)
+    if checkpoint is not None and not _enabled(checkpoint):
+        checkpoint = None  # MirrorCheckpointConnector with enabled=false emits nothing
+    active = {k: c for k, c in by_kind.items() if k != "checkpoint" or checkpoint is not None}
+    out.props[f"{s}->{t}.enabled"] = "true" if source is not None and _enabled(source) else "false"
+    for key, c in _merged(s, t, active, lifted, out).items():
+        out.props[f"{s}->{t}.{key}"] = c.config[key]
+        out.origins[f"{s}->{t}.{key}"] = _origin(c, key)
+    if checkpoint is None:
+        out.props[f"{s}->{t}.emit.checkpoints.enabled"] = "false"
+        out.props[f"{s}->{t}.sync.group.offsets.enabled"] = "false"
+    elif defaults == "csm":
+        out.props.setdefault(f"{s}->{t}.sync.group.offsets.enabled", "true")
+    if source is None and checkpoint is not None:
+        out.warnings.append(
+            f"{checkpoint.where()} has no source connector for replication flow {s}->{t}: mirrorspark copies nothing "
+            f"and emits no checkpoints for {s}->{t} ('{s}->{t}.enabled = false'); translate group offsets from the "
+            "offset syncs already written with 'mirrorspark offsets translate', or add the flow's source connector"
+        )
+
+
+def _enabled(c: Connector) -> bool:
+    return c.config.get("enabled", "true").strip().lower() != "false"
+
+
+def _merged(
+    s: str, t: str, active: Mapping[ConnectorKind, Connector], lifted: set[tuple[str, str]], out: ConvertedProperties
+) -> dict[str, Connector]:
+    """Per flow key, the connector it is taken from (:func:`~mirrorspark.config.connect.ownership.readers`)."""
+    taken: dict[str, Connector] = {}
+    for kind in KINDS:
+        c = active.get(kind)
+        if c is None:
+            continue
+        for key in c.config:
+            if key in _CONSUMED or key.startswith(CONVERTER_KEYS) or _is_lifted(key, s, t, lifted):
+                continue
+            if kind not in readers(key):
+                continue
+            first = taken.get(key)
+            if first is None:
+                taken[key] = c
+            elif first.config[key].strip() != c.config[key].strip():
+                out.warnings.append(
+                    f"{first.where(key)} and {c.where(key)} set '{key}' differently; mirrorspark runs one "
+                    f"{key.split('.')[0]} setting per replication flow and uses {first.name}'s"
+                )
+    return taken
+
+
+def _is_lifted(key: str, s: str, t: str, lifted: set[tuple[str, str]]) -> bool:
+    for side, alias in zip(SIDES, (s, t), strict=True):
+        prefix = f"{side}.cluster."
+        if key.startswith(prefix) and (alias, key[len(prefix) :]) in lifted:
+            return True
+    return False
+
+
+__all__ = ["DEFAULTS", "ConnectDefaults", "ConvertedProperties", "connectors_to_properties"]
