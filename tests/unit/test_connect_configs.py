@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from pathlib import Path
@@ -424,7 +425,9 @@ def test_mm2_to_connectors_to_mm2_gives_the_same_flows(tmp_path: Path, to: str) 
             other.emit_heartbeats_enabled,
         ), pair
         if flow.enabled:
-            assert flow == other, pair
+            # a source connector needs a name of its own: its offsets are keyed by it from then on
+            assert other.source_connector_name == f"{pair[0]}-to-{pair[1]}-source"
+            assert dataclasses.replace(flow, source_connector_name=other.source_connector_name) == other, pair
     assert {a: c.bootstrap_servers for a, c in before.clusters.items()} == {
         a: c.bootstrap_servers for a, c in after.clusters.items()
     }
@@ -541,3 +544,15 @@ def test_a_folder_config_after_a_list_option_ends_the_list(tmp_path: Path) -> No
         "c",
         str(folder),
     ]
+
+
+def test_the_source_connectors_name_keys_the_flows_source_offsets() -> None:
+    """Connect stores a MirrorSourceConnector's offsets under the connector's own name: the flow reads and writes
+    them under it (issue #25 item 5); MM2's dedicated-mode name needs no key."""
+    named = connectors_to_properties([_conn("dc1-source", "source", {})])
+    [value] = [v for k, v in named.props.items() if k.endswith(".mirrorspark.source.connector.name")]
+    assert value == "dc1-source"
+    [flow] = [f for f in parse_config(named.props, env={}).flows if f.enabled]
+    assert flow.source_connector_name == "dc1-source"
+    dedicated = connectors_to_properties([_conn("MirrorSourceConnector", "source", {})])
+    assert not any(k.endswith(".mirrorspark.source.connector.name") for k in dedicated.props)

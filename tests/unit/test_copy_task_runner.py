@@ -16,7 +16,7 @@ from confluent_kafka import KafkaError, KafkaException
 from fakes import FakeChannel, FakeCluster, FakeErrorMessage, FakeTaskConsumer, FakeTaskProducer
 from mirrorspark.core.progress_records import decode_report, record_kind
 from mirrorspark.errors import DataPathError, RecordTooLargeError, error_from_info
-from mirrorspark.mm2.connect_offsets import decode_source_offset, decode_topic_id_marker
+from mirrorspark.mm2.connect_offsets import decode_source_offset, decode_topic_id_marker, default_partition
 from mirrorspark.mm2.records import OffsetSync
 from mirrorspark.replication.task import job
 from mirrorspark.replication.task import runner as runner_module
@@ -46,6 +46,7 @@ class Task:
         topic_id: str | None = None,
         restarted: bool = False,
         flush_records: int = 5000,
+        connector_name: str = "MirrorSourceConnector",
     ) -> None:
         self.a, self.b = FakeCluster("A"), FakeCluster("B")
         self.a.create_topic("t", partitions)
@@ -78,6 +79,7 @@ class Task:
             channel=("127.0.0.1", 0, "token"),
             stall_timeout_s=0.5,
             flush_records=flush_records,
+            connector_name=connector_name,
             transactional_id="A-mm2-MirrorSourceConnector-0" if eos else None,
             boundary=boundary,
             stop_at=stop_at,
@@ -716,3 +718,16 @@ def test_exactly_once_commits_a_restarted_partitions_topic_id_with_its_new_start
 def offsets_records(t: Task) -> list[Any]:
     """Every record of ``mm2-offsets`` (all its partitions)."""
     return [r for part in t.b.topics[OFFSETS].partitions for r in part]
+
+
+def test_source_offsets_are_keyed_by_the_flows_source_connector_name() -> None:
+    """A Connect-based deployment named its MirrorSourceConnector ``dc1-source``: the task commits under that name
+    (``mirrorspark.source.connector.name``), where Connect's worker looks for them, and on the key's partition of
+    the offsets topic Connect's producer would choose (issue #25 item 5)."""
+    task = Task(partitions=2, records=5, connector_name="dc1-source")
+    assert step(task, stop_after(5)) == TaskOutcome.STOPPED
+    written = [(i, r) for i, part in enumerate(task.b.topics[OFFSETS].partitions) for r in part]
+    ours = [(i, r) for i, r in written if r.key.startswith(b'["dc1-source",')]
+    assert sorted(decode_source_offset(r.key, r.value, connector_name="dc1-source").offset for _, r in ours) == [4, 4]
+    assert all(default_partition(r.key, 25) == i for i, r in ours)
+    assert not any(decode_source_offset(r.key, r.value) for _, r in written)  # nothing as MirrorSourceConnector

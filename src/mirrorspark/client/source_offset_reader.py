@@ -12,6 +12,7 @@ from mirrorspark.kafka.admin import PartitionKey
 from mirrorspark.kafka.factory import ClientFactory
 from mirrorspark.kafka.reader import ALL_PARTITIONS, TopicReader
 from mirrorspark.mm2.connect_offsets import OffsetHistory, decode_source_offset, decode_topic_id_marker
+from mirrorspark.mm2.records import MIRROR_SOURCE_CONNECTOR
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +27,7 @@ def read_source_offset_history(
     client_id: str,
     timeout_s: float = 60.0,
     clients: ClientFactory | None = None,
+    connector_name: str = MIRROR_SOURCE_CONNECTOR,
 ) -> dict[PartitionKey, OffsetHistory]:
     """Read MirrorSourceConnector offsets for one source cluster, keeping fall-backs for invalid ones.
 
@@ -42,6 +44,9 @@ def read_source_offset_history(
     ----------
     settings, admin_settings, alias, topic, source_alias, client_id, timeout_s, clients:
         As for :func:`read_source_offsets`.
+    connector_name:
+        The source connector whose offsets are read (``mirrorspark.source.connector.name``; MM2's
+        dedicated mode: ``MirrorSourceConnector``).
 
     Returns
     -------
@@ -57,7 +62,7 @@ def read_source_offset_history(
 
     def on_message(m: Any) -> None:
         try:
-            decoded = decode_source_offset(m.key() or b"", m.value())
+            decoded = decode_source_offset(m.key() or b"", m.value(), connector_name=connector_name)
         except CorruptRecordError as e:
             log.warning("skipping a corrupt record in %s-%d@%d: %s", topic, m.partition(), m.offset(), e)
             return
@@ -112,6 +117,7 @@ def read_source_offsets(
     client_id: str,
     timeout_s: float = 60.0,
     clients: ClientFactory | None = None,
+    connector_name: str = MIRROR_SOURCE_CONNECTOR,
 ) -> dict[PartitionKey, int]:
     """Read MirrorSourceConnector offsets for one source cluster from a Connect offsets topic.
 
@@ -135,6 +141,8 @@ def read_source_offsets(
         Seconds to reach the end offsets (default 60).
     clients:
         Where clients come from (default: real confluent-kafka clients).
+    connector_name:
+        The source connector whose offsets are read (default ``MirrorSourceConnector``, MM2's dedicated mode).
 
     Returns
     -------
@@ -158,6 +166,7 @@ def read_source_offsets(
         client_id=client_id,
         timeout_s=timeout_s,
         clients=clients,
+        connector_name=connector_name,
     )
     return {k: h.offsets[-1] for k, h in history.items()}
 
@@ -194,6 +203,7 @@ def read_flow_source_offsets(ctx: FlowContext, purpose: str, *, timeout_s: float
         client_id=ctx.client_id(purpose),
         timeout_s=timeout_s,
         clients=ctx.clients,
+        connector_name=flow.source_connector_name,
     )
 
 

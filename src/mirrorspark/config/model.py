@@ -325,6 +325,10 @@ class FlowConfig(_Frozen):
         ``mirrorspark.offset.flush.records``: records each copy task copies (acknowledged) before it
         commits, if ``offset.flush.interval.ms`` has not passed first (0: by time only); see
         :mod:`mirrorspark.replication.task.runner`.
+    source_connector_name:
+        ``mirrorspark.source.connector.name``: the connector name the flow's source offsets are keyed
+        by in its offsets topic (``MirrorSourceConnector`` in MM2's dedicated mode; a Connect-based
+        deployment's own name for its ``MirrorSourceConnector``).
     policy:
         The replication policy.
     source_consumer:
@@ -406,6 +410,7 @@ class FlowConfig(_Frozen):
     failover_check_interval_ms: int = 5_000
     failover_dry_run: bool = False
     offset_flush_records: int = 1000
+    source_connector_name: str = "MirrorSourceConnector"
     policy: PolicyConfig
     source_consumer: ClientSettings
     source_admin: ClientSettings

@@ -235,7 +235,7 @@ class FlowSourceOffsets:
         finally:
             reader.close()
         for key, value in sorted(latest.items()):
-            running = running_connect_status(key, value)
+            running = running_connect_status(key, value, self.flow.source_connector_name)
             if running is not None:
                 return running
         return None
@@ -450,7 +450,14 @@ class FlowSourceOffsets:
                 positions[k] = f.end if o < 0 else max(o, f.start)
         syncs = self.flow.emit_offset_syncs_enabled and self.syncs_topic in self._admin(self.syncs_side).list_topics()
         # validate before reading the source further
-        plan_alter(self.source, facts, positions, auto_offset_reset=self.auto_offset_reset, emit_offset_syncs=False)
+        plan_alter(
+            self.source,
+            facts,
+            positions,
+            auto_offset_reset=self.auto_offset_reset,
+            emit_offset_syncs=False,
+            connector_name=self.flow.source_connector_name,
+        )
         firsts = self._first_records(facts, positions) if syncs else {}
         changes = plan_alter(
             self.source,
@@ -459,6 +466,7 @@ class FlowSourceOffsets:
             auto_offset_reset=self.auto_offset_reset,
             first_records=firsts,
             emit_offset_syncs=syncs,
+            connector_name=self.flow.source_connector_name,
         )
         return self._apply("alter", changes, facts, dry_run=dry_run, running=running, timestamp_ms=timestamp_ms)
 
@@ -491,7 +499,13 @@ class FlowSourceOffsets:
         self._require_offsets_topic()
         running = self._check_running(dry_run)
         facts = self._facts(keys, stored)
-        return self._apply("reset", plan_reset(self.source, facts), facts, dry_run=dry_run, running=running)
+        return self._apply(
+            "reset",
+            plan_reset(self.source, facts, connector_name=self.flow.source_connector_name),
+            facts,
+            dry_run=dry_run,
+            running=running,
+        )
 
     def _check_running(self, dry_run: bool) -> str | None:
         if dry_run:

@@ -236,6 +236,7 @@ class Flow:
             cfg.source,
             client_id=self.context.client_id("offsets-target-consumer"),
             clients=self.context.clients,
+            connector_name=cfg.source_connector_name,
         )
 
     def reload_positions(self) -> None:

@@ -281,6 +281,7 @@ class TaskConfigs:
                     offset_lag_max=cfg.offset_lag_max,
                     flush_interval_s=flush_ms / 1000.0,
                     flush_records=cfg.offset_flush_records,
+                    connector_name=cfg.source_connector_name,
                     channel=channel,
                     transactional_id=task_transactional_id(cfg.source, index) if eos else None,
                     boundary=cfg.transaction_boundary,

@@ -24,8 +24,9 @@ from mirrorspark.config.connect.ownership import readers
 from mirrorspark.config.keys import KEYS, MIRRORSPARK_PREFIX, ROLES, SIDES, is_client_key
 from mirrorspark.config.model import MirrorConfig
 from mirrorspark.config.values import split_list
+from mirrorspark.mm2.records import MIRROR_SOURCE_CONNECTOR
 
-_NOT_CONNECTOR: Final = frozenset({"clusters", "enabled"})
+_NOT_CONNECTOR: Final = frozenset({"clusters", "enabled", "mirrorspark.source.connector.name"})  # the last: the name
 _CONNECTOR_PREFIXES: Final = ("transforms.", "predicates.", "replication.policy.", "errors.")
 
 
@@ -61,7 +62,8 @@ def properties_to_connectors(props: Mapping[str, str], config: MirrorConfig, *, 
     Returns
     -------
     Connectors
-        Named ``<source>-to-<target>-<kind>`` (lowercased, as Kubernetes names must be).
+        Named ``<source>-to-<target>-<kind>`` (lowercased, as Kubernetes names must be); a flow's source
+        connector by its ``mirrorspark.source.connector.name`` when set (the name its offsets are stored under).
     """
     aliases = split_list(props.get("clusters", ""))
     top, cluster, flows = _classify(props, aliases)
@@ -73,6 +75,8 @@ def properties_to_connectors(props: Mapping[str, str], config: MirrorConfig, *, 
             own = {k: v for k, v in base.items() if kind in readers(k) and k not in _NOT_CONNECTOR}
             own = {"source.cluster.alias": flow.source, "target.cluster.alias": flow.target, **own}
             name = f"{flow.source}-to-{flow.target}-{kind}".lower()
+            if kind == "source" and flow.source_connector_name != MIRROR_SOURCE_CONNECTOR:
+                name = flow.source_connector_name  # the name Connect keys the flow's source offsets by
             out.connectors.append(Connector(name=name, kind=kind, config=own, file=file, shape="mm2.properties"))
     return out
 

@@ -16,6 +16,9 @@ Per replication flow ``S->T`` (the connectors sharing ``source.cluster.alias`` =
   (MM2's dedicated mode would emit heartbeats for every pair);
 * ``defaults = "csm"``: ``S->T.sync.group.offsets.enabled = true`` where the checkpoint connector leaves it unset
   (Cloudera Streams Messaging Operator's default; Apache Kafka's is ``false``);
+* the source connector's ``name`` becomes ``S->T.mirrorspark.source.connector.name`` (unless it is MM2's
+  ``MirrorSourceConnector``): Connect keys the flow's source offsets by it, so mirrorspark resumes from
+  what Connect committed and Connect from what mirrorspark committed;
 * ``name``, ``connector.class``, the aliases, ``enabled`` and the converters (checked to be
   ``ByteArrayConverter``) are consumed.
 """
@@ -31,10 +34,13 @@ from mirrorspark.config.connect.model import KINDS, Connector, ConnectorKind
 from mirrorspark.config.connect.ownership import readers
 from mirrorspark.config.keys import SIDES, is_client_key
 from mirrorspark.errors import ConfigError
+from mirrorspark.mm2.records import MIRROR_SOURCE_CONNECTOR
 
 ConnectDefaults = Literal["apache", "csm"]
 """Whose defaults connector configs are read with: Apache Kafka's, or Cloudera CSM Operator's."""
 DEFAULTS: Final[tuple[ConnectDefaults, ...]] = ("apache", "csm")
+CONNECTOR_NAME_KEY: Final = "mirrorspark.source.connector.name"
+"""The flow key the source connector's name becomes."""
 _CONSUMED: Final = frozenset({"name", "connector.class", "source.cluster.alias", "target.cluster.alias", "enabled"})
 
 
@@ -207,6 +213,10 @@ def _flow(
         checkpoint = None  # MirrorCheckpointConnector with enabled=false emits nothing
     active = {k: c for k, c in by_kind.items() if k != "checkpoint" or checkpoint is not None}
     out.props[f"{s}->{t}.enabled"] = "true" if source is not None and _enabled(source) else "false"
+    if source is not None and source.name != MIRROR_SOURCE_CONNECTOR:
+        # Connect keys the flow's source offsets by the connector's name: mirrorspark reads and writes them so
+        out.props[f"{s}->{t}.{CONNECTOR_NAME_KEY}"] = source.name
+        out.origins[f"{s}->{t}.{CONNECTOR_NAME_KEY}"] = f"the name of connector '{source.name}' ({source.file})"
     for key, c in _merged(s, t, active, lifted, out).items():
         out.props[f"{s}->{t}.{key}"] = c.config[key]
         out.origins[f"{s}->{t}.{key}"] = _origin(c, key)

@@ -189,6 +189,19 @@ MIRRORSPARK_KEYS: Final[tuple[ConfigKey, ...]] = (
         field="offset_flush_records",
     ),
     ConfigKey(
+        "mirrorspark.source.connector.name",
+        "string",
+        "MirrorSourceConnector",
+        "The Kafka Connect connector name the flow's source offsets are stored under in its offsets topic "
+        "(offset.storage.topic on the target): the first element of each record key, "
+        '["<name>",{"cluster":…,"partition":…,"topic":…}]. MM2\'s dedicated mode names its source '
+        "connector MirrorSourceConnector; a Kafka Connect-based deployment names it as the operator did (the "
+        "KafkaConnector's metadata.name, the REST body's name), and connector configs read by mirrorspark set it "
+        "so: mirrorspark then resumes from the offsets Connect committed, and Connect from mirrorspark's. "
+        "mirrorspark's own key, read per flow (S->T.mirrorspark.source.connector.name) or at top level.",
+        field="source_connector_name",
+    ),
+    ConfigKey(
         "mirrorspark.metrics.interval.ms",
         "long",
         "5000",

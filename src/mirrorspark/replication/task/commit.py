@@ -184,7 +184,7 @@ def source_offset_record(spec: CopyTaskSpec, topic: str, partition: int, next_of
     next_offset:
         The committed position (next upstream offset to copy).
     """
-    key = source_offset_key(spec.source, topic, partition)
+    key = source_offset_key(spec.source, topic, partition, spec.connector_name)
     return Outgoing(
         spec.offsets_topic,
         key,

@@ -10,6 +10,7 @@ from typing import Any
 from mirrorspark.config.keys import masked
 from mirrorspark.core.transforms import BoundChain
 from mirrorspark.errors import ErrorInfo
+from mirrorspark.mm2.records import MIRROR_SOURCE_CONNECTOR
 
 FLUSH_RECORDS = 1000
 """Default of ``mirrorspark.offset.flush.records``: acknowledged records per task that make a commit due."""
@@ -96,6 +97,8 @@ class CopyTaskSpec:
         commits after every batch read.
     channel:
         ``(host, port, token)`` of the driver's task channel.
+    connector_name:
+        The connector name its source offsets are keyed by (``mirrorspark.source.connector.name``).
     stall_timeout_s:
         Seconds a commit waits for the target to acknowledge what was produced.
     transactional_id:
@@ -146,6 +149,7 @@ class CopyTaskSpec:
     flush_interval_s: float
     channel: tuple[str, int, str]
     flush_records: int = FLUSH_RECORDS
+    connector_name: str = MIRROR_SOURCE_CONNECTOR
     stall_timeout_s: float = 120.0
     transactional_id: str | None = None
     boundary: str = "poll"

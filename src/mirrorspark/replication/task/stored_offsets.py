@@ -61,9 +61,9 @@ def offsets_partitions(spec: CopyTaskSpec, keys: Iterable[PartitionKey]) -> dict
     """
     out: dict[int, list[PartitionKey]] = {}
     for t, p in keys:
-        out.setdefault(default_partition(source_offset_key(spec.source, t, p), spec.offsets_partitions), []).append(
-            (t, p)
-        )
+        out.setdefault(
+            default_partition(source_offset_key(spec.source, t, p, spec.connector_name), spec.offsets_partitions), []
+        ).append((t, p))
     return out
 
 
@@ -138,7 +138,7 @@ def _take(spec: CopyTaskSpec, m: Any, wanted: set[PartitionKey], out: dict[Parti
             return
         raise ClusterError(f"flow {spec.flow}: reading '{spec.offsets_topic}' failed: {err.str()}")
     try:
-        decoded = decode_source_offset(m.key() or b"", m.value())
+        decoded = decode_source_offset(m.key() or b"", m.value(), connector_name=spec.connector_name)
     except CorruptRecordError:
         return  # the driver warns about it at start; never acted on
     if decoded is None or decoded.cluster != spec.source:
