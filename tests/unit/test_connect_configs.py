@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import re
 from pathlib import Path
 from typing import Any
 
@@ -144,12 +145,12 @@ def test_other_kinds_and_other_connector_classes_are_skipped_with_a_warning(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     path = tmp_path / "all.yaml"
-    docs = [{"kind": "KafkaConnect", "metadata": {"name": "x"}}, _kafka_connector("s", SRC, {})]
+    docs = [{"kind": "ConfigMap", "metadata": {"name": "x"}}, _kafka_connector("s", SRC, {})]
     docs.append(_kafka_connector("jdbc", "io.confluent.connect.jdbc.JdbcSinkConnector", {}))
     path.write_text(yaml.safe_dump_all(docs))
     with caplog.at_level(logging.WARNING, logger="mirrorspark.config"):
         cfg = load_config(path, env={})
-    assert any("document 1, of kind 'KafkaConnect', is not a connector; skipped" in w for w in cfg.warnings)
+    assert any("document 1, of kind 'ConfigMap', is not a connector; skipped" in w for w in cfg.warnings)
     assert any(
         "'io.confluent.connect.jdbc.JdbcSinkConnector' is not one of MM2's connectors" in w for w in cfg.warnings
     )
@@ -556,3 +557,77 @@ def test_the_source_connectors_name_keys_the_flows_source_offsets() -> None:
     assert flow.source_connector_name == "dc1-source"
     dedicated = connectors_to_properties([_conn("MirrorSourceConnector", "source", {})])
     assert not any(k.endswith(".mirrorspark.source.connector.name") for k in dedicated.props)
+
+
+# --------------------------------------------------------------------------- the Connect worker's own config
+
+WORKER = """bootstrap.servers = b:9092
+group.id = connect-cluster
+offset.storage.topic = connect-offsets
+offset.storage.replication.factor = 1
+offset.flush.interval.ms = 1000
+producer.linger.ms = 7
+key.converter = org.apache.kafka.connect.converters.ByteArrayConverter
+value.converter = org.apache.kafka.connect.converters.ByteArrayConverter
+plugin.path = /opt/connectors
+"""
+
+
+def _folder(tmp_path: Path, worker: str, *bodies: dict[str, Any]) -> Path:
+    folder = tmp_path / "deployment"
+    folder.mkdir(parents=True)
+    write_rest(folder, *(bodies or (body("dc1-source", SRC),)))
+    (folder / "connect-distributed.properties").write_text(worker)
+    return folder
+
+
+def _worker_settings(cfg: MirrorConfig) -> tuple[str, int, int, str | None, str]:
+    f = cfg.flow("a", "b")
+    linger = f.target_producer.get("linger.ms")
+    return (
+        f.offset_storage_topic,
+        f.offset_storage_replication_factor,
+        f.offset_flush_interval_ms,
+        linger,
+        f.source_connector_name,
+    )
+
+
+def test_the_connect_workers_config_beside_the_connectors_says_where_the_offsets_are(tmp_path: Path) -> None:
+    """The worker's offsets topic, its flush interval and its producer settings are the target's (the worker's
+    bootstrap servers are b's): mirrorspark reads and writes the source offsets where the worker does, under the
+    source connector's name (issue #25 item 5)."""
+    cfg = load_config(_folder(tmp_path, WORKER), env={})
+    assert _worker_settings(cfg) == ("connect-offsets", 1, 1000, "7", "dc1-source")
+
+
+def test_a_strimzi_kafka_connect_document_is_the_workers_config(tmp_path: Path) -> None:
+    path = tmp_path / "strimzi.yaml"
+    worker = {"kind": "KafkaConnect", "metadata": {"name": "c"}, "spec": {"bootstrapServers": "b:9092", "config": {}}}
+    worker["spec"]["config"] = {"offset.storage.topic": "c-offsets", "offset.storage.replication.factor": 1}
+    path.write_text(yaml.safe_dump_all([worker, _kafka_connector("mirror-source", SRC, {})]))
+    assert _worker_settings(load_config(path, env={}))[:2] + _worker_settings(load_config(path, env={}))[4:] == (
+        "c-offsets",
+        1,
+        "mirror-source",
+    )
+
+
+def test_a_worker_of_no_named_cluster_or_with_a_converter_that_changes_bytes_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(
+        ConfigError, match=r"connect-distributed.properties:1: its bootstrap.servers \(c:9092\) are none"
+    ):
+        load_config(_folder(tmp_path / "x", WORKER.replace("b:9092", "c:9092")), env={})
+    json_values = WORKER.replace(
+        "value.converter = org.apache.kafka.connect.converters.ByteArrayConverter",
+        "value.converter = org.apache.kafka.connect.json.JsonConverter",
+    )
+    with pytest.raises(
+        ConfigError,
+        match=re.escape(
+            "value.converter = org.apache.kafka.connect.json.JsonConverter applies to connector 'dc1-source'"
+        ),
+    ):
+        load_config(_folder(tmp_path / "y", json_values), env={})
+    fixed = body("dc1-source", SRC, **{"value.converter": "org.apache.kafka.connect.converters.ByteArrayConverter"})
+    assert _worker_settings(load_config(_folder(tmp_path / "z", json_values, fixed), env={}))[0] == "connect-offsets"

@@ -70,6 +70,7 @@ def convert_config(
             defaults=connect_defaults(defaults, env),
             cluster_props=found.cluster_props,
             cluster_origins=found.cluster_origins,
+            workers=found.workers,
         )
         if to in (None, "properties"):
             return render_properties(converted, source=name)

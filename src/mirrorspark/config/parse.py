@@ -231,6 +231,7 @@ def load_config(
             defaults=connect_defaults(defaults, env),
             cluster_props=found.cluster_props,
             cluster_origins=found.cluster_origins,
+            workers=found.workers,
         )
         origins = KeyOrigins(converted.origins, frozenset(f"{s}->{t}." for s, t in converted.flows))
         notes = (*found.warnings, *converted.warnings)

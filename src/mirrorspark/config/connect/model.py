@@ -88,4 +88,36 @@ class Connector:
         return f"connector '{self.name}' ({self.file}{'' if line is None else f':{line}'})"
 
 
-__all__ = ["CONNECTOR_CLASSES", "KINDS", "MIRROR_PACKAGE", "Connector", "ConnectorKind", "kind_of_class"]
+@dataclass(frozen=True)
+class WorkerConfig:
+    """A Kafka Connect worker's config (``connect-distributed.properties`` or a Strimzi ``KafkaConnect``).
+
+    Parameters
+    ----------
+    file:
+        Where it was read, for messages.
+    config:
+        Its keys and values (strings), ``bootstrap.servers`` included.
+    lines:
+        Per key, its 1-based line where known.
+    """
+
+    file: str
+    config: dict[str, str]
+    lines: dict[str, int] = field(default_factory=dict)
+
+    def where(self, key: str | None = None) -> str:
+        """Return ``"the Connect worker config <file>:<line>"``, the line of ``key`` when known."""
+        line = self.lines.get(key) if key is not None else None
+        return f"the Connect worker config {self.file}{'' if line is None else f':{line}'}"
+
+
+__all__ = [
+    "CONNECTOR_CLASSES",
+    "KINDS",
+    "MIRROR_PACKAGE",
+    "Connector",
+    "ConnectorKind",
+    "WorkerConfig",
+    "kind_of_class",
+]

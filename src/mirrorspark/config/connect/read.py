@@ -5,7 +5,9 @@ Detection rules (:func:`read_connect`):
 * a file named ``*.properties`` is an mm2.properties file, whatever it holds (the behaviour before connector
   configs were accepted, unchanged);
 * a folder: every ``*.yaml``, ``*.yml`` and ``*.json`` file in it (not in subfolders), in name order, each read
-  as below; other files are ignored; a folder without one is an error;
+  as below, and every ``*.properties`` file holding a Kafka Connect worker's config
+  (:func:`~mirrorspark.config.connect.worker.read_worker_properties`; another one is skipped with a warning);
+  other files are ignored; a folder without a YAML or JSON file is an error;
 * any other file: its documents (YAML, ``---`` separated, or JSON) are connector configs when each is one
   of the shapes of :mod:`~mirrorspark.config.connect.shapes` (or a Kubernetes document of another ``kind``,
   skipped); otherwise a ``*.yaml``/``*.yml``/``*.json`` file is an error naming the accepted shapes and any other
@@ -29,6 +31,7 @@ from mirrorspark.config.connect.shapes import (
     rest_body,
 )
 from mirrorspark.config.connect.strimzi_mm2 import expand_mirror_maker2
+from mirrorspark.config.connect.worker import kafka_connect_worker, read_worker_properties
 from mirrorspark.errors import ConfigError
 
 DOCUMENT_SUFFIXES: Final = (".yaml", ".yml", ".json")
@@ -62,6 +65,14 @@ def read_connect(path: Path) -> ConnectInput | None:
         for file in files:
             if not _read_file(file, found, required=True):
                 raise AssertionError("unreachable: a required file is read or refused")
+        for file in sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() == ".properties"):
+            worker = read_worker_properties(file)
+            if worker is None:
+                found.warnings.append(
+                    f"{file} is no Kafka Connect worker config (no bootstrap.servers and offset.storage.topic); skipped"
+                )
+            else:
+                found.workers.append(worker)
         return found
     if path.suffix.lower() == ".properties":
         return None
@@ -116,6 +127,8 @@ def _add_document(doc: Any, where: str, number: int, found: ConnectInput) -> Non
         _add(found, kafka_connector(doc, where, warn))
     elif kind == "KafkaMirrorMaker2":
         expand_mirror_maker2(doc, where, found, warn)
+    elif kind == "KafkaConnect":
+        found.workers.append(kafka_connect_worker(doc, f"{where}: document {number}"))
     elif kind == "List":
         for item in doc["items"]:
             _add_document(item, where, number, found)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from mirrorspark.config.connect.documents import LineDict, line_of
-from mirrorspark.config.connect.model import Connector, kind_of_class
+from mirrorspark.config.connect.model import Connector, WorkerConfig, kind_of_class
 from mirrorspark.errors import ConfigError
 
 ACCEPTED_SHAPES: Final = (
@@ -44,6 +44,8 @@ class ConnectInput:
         ``KafkaMirrorMaker2``'s Connect worker settings.
     cluster_origins:
         Per key of ``cluster_props``, where it was written (``"<file>:<line>"``).
+    workers:
+        The Kafka Connect workers' configs found beside the connectors (:mod:`~mirrorspark.config.connect.worker`).
     warnings:
         What was skipped, one line each.
     """
@@ -51,6 +53,7 @@ class ConnectInput:
     connectors: list[Connector] = field(default_factory=list)
     cluster_props: dict[str, str] = field(default_factory=dict)
     cluster_origins: dict[str, str] = field(default_factory=dict)
+    workers: list[WorkerConfig] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
 

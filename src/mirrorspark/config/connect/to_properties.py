@@ -25,13 +25,14 @@ Per replication flow ``S->T`` (the connectors sharing ``source.cluster.alias`` =
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from mirrorspark.config.connect.checks import CONVERTER_KEYS, check_connector, check_one_per_kind, check_topics_agree
-from mirrorspark.config.connect.model import KINDS, Connector, ConnectorKind
+from mirrorspark.config.connect.model import KINDS, Connector, ConnectorKind, WorkerConfig
 from mirrorspark.config.connect.ownership import readers
+from mirrorspark.config.connect.worker import worker_properties
 from mirrorspark.config.keys import SIDES, is_client_key
 from mirrorspark.errors import ConfigError
 from mirrorspark.mm2.records import MIRROR_SOURCE_CONNECTOR
@@ -72,6 +73,7 @@ def connectors_to_properties(
     defaults: ConnectDefaults = "apache",
     cluster_props: Mapping[str, str] | None = None,
     cluster_origins: Mapping[str, str] | None = None,
+    workers: Sequence[WorkerConfig] = (),
 ) -> ConvertedProperties:
     """Convert MM2 connector configs into mm2.properties keys (rules in the module docstring).
 
@@ -114,6 +116,7 @@ def connectors_to_properties(
     lifted = _cluster_keys(aliases, out)
     out.props.update(cluster_props or {})
     out.origins.update({k: f"'{k}' ({w})" for k, w in (cluster_origins or {}).items()})
+    _worker_keys(list(workers), aliases, connectors, out)
     for (s, t), by_kind in out.flows.items():
         _flow(s, t, by_kind, lifted, defaults, out)
     for s in aliases:
@@ -129,6 +132,24 @@ def _aliases(flows: Mapping[tuple[str, str], object]) -> list[str]:
         seen.setdefault(s)
         seen.setdefault(t)
     return list(seen)
+
+
+def _worker_keys(
+    workers: list[WorkerConfig], aliases: list[str], connectors: Iterable[Connector], out: ConvertedProperties
+) -> None:
+    """Write the Connect workers' keys as their clusters' keys (:func:`.worker.worker_properties`).
+
+    A client key (``security.protocol``, ``ssl.*``, ``sasl.*``) the connectors set for the alias is kept.
+    """
+    if not workers:
+        return
+    servers = {a: out.props[f"{a}.bootstrap.servers"] for a in aliases}
+    props, origins = worker_properties(workers, servers, list(connectors))
+    for key, value in props.items():
+        if is_client_key(key.split(".", 1)[1]) and key in out.props:
+            continue
+        out.props[key] = value
+        out.origins[key] = f"'{key}' ({origins[key]})"
 
 
 def _naming(
