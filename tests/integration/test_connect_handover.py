@@ -30,6 +30,7 @@ from typing import Any
 import pytest
 from helpers import consume_all, create_topic, end_offsets, produce, unique_name
 
+from mirrorspark.errors import LocalClusterError
 from mirrorspark.kafka.local.connect_worker import ConnectWorkerProcess, start_connect_worker
 from mirrorspark.kafka.local.model import LocalClusters
 
@@ -264,3 +265,22 @@ def test_connect_and_mirrorspark_hand_over_both_ways(local_clusters: LocalCluste
     print(f"mirrorspark -> Connect: {K} more records, {lost} lost, {twice_after - twice} copied twice")
     assert lost == 0
     assert twice_after == 0, "Connect did not resume from the offsets mirrorspark committed"
+
+
+def test_launcher_reports_a_failed_start(tmp_path: Path) -> None:
+    """A worker that exits during start-up (here: a worker config without its required keys) fails wait_started.
+
+    With the exit status and the log tail, which names the first missing key.
+    """
+    properties = tmp_path / "connect-distributed.properties"
+    properties.write_text("bootstrap.servers = 127.0.0.1:1\n")
+    worker = start_connect_worker(properties, base_dir=tmp_path)
+    try:
+        with pytest.raises(
+            LocalClusterError, match=r"(?s)exited during start-up with status 2.*Missing required configuration"
+        ):
+            worker.wait_started(timeout_s=CONNECT_DEADLINE_S)
+        assert not worker.running
+    finally:
+        worker.stop()
+    assert worker.returncode == 2
