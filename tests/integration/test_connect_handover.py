@@ -118,16 +118,24 @@ def write_folder(clusters: LocalClusters, folder: Path, topic: str, prefix: str)
 
 
 def committed(clusters: LocalClusters, offsets_topic: str, topic: str) -> dict[int, int]:
-    """The source connector's committed offsets for ``topic``: {partition: last copied upstream offset}."""
+    """The source connector's committed offsets for ``topic``: {partition: last copied upstream offset}.
+
+    Also checks that every record of one source partition has the same key bytes: Connect finds an offset by the
+    bytes of the key it serializes itself, and compaction keeps one record per key, so mirrorspark must write
+    Connect's very bytes.
+    """
     out: dict[int, int] = {}
+    keys: dict[int, set[bytes]] = {}
     for r in consume_all(clusters.bootstrap("backup"), offsets_topic):
         name, partition = json.loads(r["key"])
         if name != SOURCE_CONNECTOR or partition.get("cluster") != "primary" or partition.get("topic") != topic:
             continue
+        keys.setdefault(partition["partition"], set()).add(r["key"])
         if r["value"] is None:
             out.pop(partition["partition"], None)
         else:
             out[partition["partition"]] = json.loads(r["value"])["offset"]
+    assert all(len(k) == 1 for k in keys.values()), f"one source partition under several keys: {keys}"
     return out
 
 
