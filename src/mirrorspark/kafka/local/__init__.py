@@ -3,5 +3,6 @@
 Clusters as data (``model``), ports, JVM flags and reserved broker properties
 (``settings``), broker processes (``brokers``), start/stop of named clusters
 (``clusters``), their state and lock files (``state``), the JVM class-data-sharing
-cache (``cds``) and a launcher of Apache's own MirrorMaker 2 (``mirror_maker``).
+cache (``cds``), and launchers of Apache's own Connect runtimes from the jars (``jvm_process``): MirrorMaker 2
+in dedicated mode (``mirror_maker``) and a Kafka Connect distributed worker with a REST client (``connect_worker``).
 """

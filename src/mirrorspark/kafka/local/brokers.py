@@ -89,7 +89,7 @@ def start_once(
     """
     n = len(racks)
     tls = generate_tls(base_dir) if security in TLS_SECURITY else None
-    ports = _free_ports(len(aliases) * (n + 1))
+    ports = free_ports(len(aliases) * (n + 1))
     plans: list[_Plan] = []
     for i, alias in enumerate(aliases):
         cluster_ports = ports[i * (n + 1) : (i + 1) * (n + 1)]
@@ -443,7 +443,7 @@ def _port_open(port: int) -> bool:
         return False
 
 
-def _free_ports(count: int) -> list[int]:
+def free_ports(count: int) -> list[int]:
     """Return ``count`` distinct free loopback ports (held together while choosing)."""
     sockets: list[socket.socket] = []
     try:

@@ -1,0 +1,258 @@
+"""A Kafka Connect runtime JVM launched detached from the Maven jars: MirrorMaker 2 or a Connect worker.
+
+What :mod:`~mirrorspark.kafka.local.mirror_maker` and :mod:`~mirrorspark.kafka.local.connect_worker` share: the
+launch (own session, numbered log file, log4j2 file, JVM flags), the identity check against pid reuse, the log
+tail for error messages and the stop (``SIGTERM``, then ``SIGKILL`` after a bound).
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar, Final, Self
+
+from mirrorspark.errors import LocalClusterError
+from mirrorspark.kafka.jars import classpath, java_executable
+from mirrorspark.kafka.local.brokers import log_tail, pid_alive, reap, signal_group
+from mirrorspark.kafka.local.settings import (
+    BROKER_JVM_FLAGS,
+    CHILDREN,
+    CHILDREN_LOCK,
+    LOG_TAIL_LINES,
+    POLL_INTERVAL_S,
+)
+from mirrorspark.kafka.local.state import locked, write_text
+
+CONNECT_JVM_FLAGS: Final = tuple(f for f in BROKER_JVM_FLAGS if not f.startswith(("-Xms", "-Xmx")))
+"""As the broker JVMs (and Kafka's ``KAFKA_JVM_PERFORMANCE_OPTS``) minus the heap, which is an argument."""
+
+
+@dataclass(kw_only=True)
+class JvmProcess:
+    """A running (or stopped) Kafka Connect runtime JVM started by :func:`launch_jvm`.
+
+    Attributes
+    ----------
+    pid:
+        Process id of the JVM, which is also its process group id (own session).
+    properties:
+        The properties file it was started with (``mm2.properties``, ``connect-distributed.properties``).
+    log_path:
+        File receiving the JVM's stdout and stderr.
+    command:
+        The full ``java`` command line.
+    started_at:
+        ``time.monotonic()`` when the JVM was launched.
+    returncode:
+        Exit status once the process has exited and been reaped by this process, else ``None``
+        (143 = exited on ``SIGTERM``, -9 = killed).
+
+    Not thread-safe; :meth:`stop` is idempotent.
+    """
+
+    #: The Java main class, which with :attr:`properties` identifies the process on its command line.
+    MAIN: ClassVar[str] = ""
+    #: What the process is, for messages ("MirrorMaker", "Connect worker").
+    WHAT: ClassVar[str] = "JVM"
+
+    pid: int
+    properties: Path
+    log_path: Path
+    command: tuple[str, ...] = field(repr=False)
+    started_at: float = field(repr=False)
+    returncode: int | None = None
+    _proc: subprocess.Popen[bytes] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def running(self) -> bool:
+        """Whether the JVM is still running (and is still this process, not a reused pid)."""
+        if self._proc is not None:
+            code = self._proc.poll()
+            if code is not None:
+                self.returncode = code
+                return False
+            return True
+        return pid_alive(self.pid) and self._is_ours()
+
+    def stop(self, timeout_s: float = 30.0) -> int | None:
+        """Stop the JVM: ``SIGTERM`` (graceful), then ``SIGKILL`` after ``timeout_s``.
+
+        On ``SIGTERM`` Connect's shutdown hook stops every herder: the connectors' tasks stop and
+        Connect commits their source offsets (``offset.storage.topic`` of the target), and MM2
+        flushes its pending offset syncs, so a successor resumes exactly where this process
+        stopped. After ``SIGKILL`` the stored offsets are those of the last periodic flush
+        (``offset.flush.interval.ms``) and a successor repeats the records since. Idempotent: a
+        process that has already exited is not signalled again.
+
+        Parameters
+        ----------
+        timeout_s:
+            Seconds to wait for the graceful exit before ``SIGKILL`` (default 30).
+
+        Returns
+        -------
+        int or None
+            The exit status (143 after a graceful ``SIGTERM`` exit, -9 if it had to be
+            killed), or ``None`` if the process was not started by this Python process.
+
+        Raises
+        ------
+        LocalClusterError
+            If the process survives ``SIGKILL``.
+        """
+        if self.running:
+            signal_group(self.pid, signal.SIGTERM)
+            if not self._wait_exit(time.monotonic() + timeout_s):
+                signal_group(self.pid, signal.SIGKILL)
+                if not self._wait_exit(time.monotonic() + 10.0):
+                    raise LocalClusterError(f"{self.WHAT} process {self.pid} survived SIGKILL: check it with ps")
+        reap(self.pid)
+        if self._proc is not None:
+            self.returncode = self._proc.returncode
+        return self.returncode
+
+    def log_tail(self, n: int = LOG_TAIL_LINES) -> str:
+        """Return the last ``n`` lines of the log (default 30), or a note if there is none."""
+        return log_tail(self.log_path, n)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _check_starting(self, *, deadline: float, timeout_s: float, waiting_for: str) -> None:
+        """Raise if the JVM exited during start-up or ``deadline`` (``time.monotonic()``) has passed.
+
+        Raises
+        ------
+        LocalClusterError
+            Naming what was waited for, with the log tail.
+        """
+        if not self.running:
+            status = "" if self.returncode is None else f" with status {self.returncode}"
+            raise LocalClusterError(
+                f"{self.WHAT} (pid {self.pid}) exited during start-up{status}; last lines of"
+                f" {self.log_path}:\n{self.log_tail()}"
+            )
+        if time.monotonic() >= deadline:
+            raise LocalClusterError(
+                f"{self.WHAT} (pid {self.pid}) did not {waiting_for} within {timeout_s:.0f} s;"
+                f" last lines of {self.log_path}:\n{self.log_tail()}"
+            )
+
+    def _wait_exit(self, deadline: float) -> bool:
+        while self.running:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(POLL_INTERVAL_S)
+        return True
+
+    def _is_ours(self) -> bool:
+        """Whether :attr:`pid` runs :attr:`MAIN` with :attr:`properties` (guards against pid reuse)."""
+        try:
+            cmdline = Path(f"/proc/{self.pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            return True  # no procfs: trust the pid
+        return self.MAIN.encode() in cmdline and str(self.properties).encode() in cmdline
+
+
+@dataclass(frozen=True, kw_only=True)
+class Launched:
+    """A JVM just launched by :func:`launch_jvm`: what a :class:`JvmProcess` is made of."""
+
+    pid: int
+    log_path: Path
+    command: tuple[str, ...]
+    started_at: float
+    proc: subprocess.Popen[bytes]
+
+
+def launch_jvm(
+    *,
+    what: str,
+    main: str,
+    args: tuple[str, ...],
+    heap: str,
+    base_dir: Path,
+    log_name: str,
+    log4j_file: str,
+    log4j_properties: str,
+) -> Launched:
+    """Launch ``java -cp build/jars/mm2/* <main> <args>`` detached, in its own session, and return at once.
+
+    stdout and stderr go to ``<base_dir>/<log_name>-<n>.log`` (``n`` = the first free index, so
+    several processes can share a base directory), logging is configured by
+    ``<base_dir>/<log4j_file>`` (written with ``log4j_properties``). The process is registered
+    for reaping (:func:`~mirrorspark.kafka.local.brokers.reap`).
+
+    Parameters
+    ----------
+    what:
+        What is launched, for messages.
+    main:
+        The Java main class.
+    args:
+        Its arguments.
+    heap:
+        JVM heap flag(s), whitespace-separated.
+    base_dir:
+        Directory for the log and log4j2 configuration; created if missing.
+    log_name:
+        Stem of the log file's name.
+    log4j_file, log4j_properties:
+        Name and content of the log4j2 configuration file.
+
+    Returns
+    -------
+    Launched
+
+    Raises
+    ------
+    LocalClusterError
+        If ``java`` or the ``mm2`` jars are missing, or the JVM cannot be launched.
+    """
+    java = java_executable()
+    cp = classpath("mm2")
+    base_dir = Path(base_dir).expanduser().resolve()
+    base_dir.mkdir(parents=True, exist_ok=True)
+    log4j = base_dir / log4j_file
+    command = (
+        java,
+        *heap.split(),
+        *CONNECT_JVM_FLAGS,
+        f"-Dlog4j2.configurationFile={log4j}",
+        "-cp",
+        cp,
+        main,
+        *args,
+    )
+    with locked(base_dir):
+        write_text(log4j, log4j_properties, mode=0o644)
+        n = 0
+        while (base_dir / f"{log_name}-{n}.log").exists():
+            n += 1
+        log_path = base_dir / f"{log_name}-{n}.log"
+        try:
+            with open(log_path, "xb") as log:
+                proc = subprocess.Popen(
+                    command,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    cwd=base_dir,
+                    start_new_session=True,
+                    close_fds=True,
+                )
+        except OSError as e:
+            raise LocalClusterError(f"could not launch {what} ({java}): {e}") from e
+        started_at = time.monotonic()
+    with CHILDREN_LOCK:
+        CHILDREN[proc.pid] = proc
+    return Launched(pid=proc.pid, log_path=log_path, command=command, started_at=started_at, proc=proc)
+
+
+__all__ = ["CONNECT_JVM_FLAGS", "JvmProcess", "Launched", "launch_jvm"]
