@@ -14,7 +14,7 @@ from typing import Final, Literal
 from mirrorspark.config.connect.read import read_connect
 from mirrorspark.config.connect.render import render_kafka_connectors, render_properties, render_rest
 from mirrorspark.config.connect.to_connectors import properties_to_connectors
-from mirrorspark.config.connect.to_properties import connectors_to_properties
+from mirrorspark.config.connect.to_properties import input_to_properties
 from mirrorspark.config.parse import connect_defaults, load_config, read_properties
 from mirrorspark.errors import ConfigError
 
@@ -65,13 +65,7 @@ def convert_config(
     config = load_config(name, env=env, defaults=defaults)  # validates, warns once
     found = read_connect(Path(name))
     if found is not None:
-        converted = connectors_to_properties(
-            found.connectors,
-            defaults=connect_defaults(defaults, env),
-            cluster_props=found.cluster_props,
-            cluster_origins=found.cluster_origins,
-            workers=found.workers,
-        )
+        converted = input_to_properties(found, defaults=connect_defaults(defaults, env))
         if to in (None, "properties"):
             return render_properties(converted, source=name)
         props = converted.props

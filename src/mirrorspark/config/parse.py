@@ -41,7 +41,7 @@ from typing import Any, Final
 
 from mirrorspark.config.client_chain import cluster_config
 from mirrorspark.config.connect.read import read_connect
-from mirrorspark.config.connect.to_properties import ConnectDefaults, connectors_to_properties
+from mirrorspark.config.connect.to_properties import ConnectDefaults, input_to_properties
 from mirrorspark.config.flow_merge import flow_config
 from mirrorspark.config.key_checks import check_keys
 from mirrorspark.config.keys import CONFIG_KEYS, KEYS, ConfigKey
@@ -226,13 +226,7 @@ def load_config(
     env = os.environ if env is None else env
     found = read_connect(Path(name))
     if found is not None:
-        converted = connectors_to_properties(
-            found.connectors,
-            defaults=connect_defaults(defaults, env),
-            cluster_props=found.cluster_props,
-            cluster_origins=found.cluster_origins,
-            workers=found.workers,
-        )
+        converted = input_to_properties(found, defaults=connect_defaults(defaults, env))
         origins = KeyOrigins(converted.origins, frozenset(f"{s}->{t}." for s, t in converted.flows))
         notes = (*found.warnings, *converted.warnings)
         return _parse(

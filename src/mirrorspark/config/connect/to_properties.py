@@ -32,6 +32,7 @@ from typing import Final, Literal
 from mirrorspark.config.connect.checks import CONVERTER_KEYS, check_connector, check_one_per_kind, check_topics_agree
 from mirrorspark.config.connect.model import KINDS, Connector, ConnectorKind, WorkerConfig
 from mirrorspark.config.connect.ownership import readers
+from mirrorspark.config.connect.shapes import ConnectInput
 from mirrorspark.config.connect.worker import worker_properties
 from mirrorspark.config.keys import SIDES, is_client_key
 from mirrorspark.errors import ConfigError
@@ -132,6 +133,17 @@ def _aliases(flows: Mapping[tuple[str, str], object]) -> list[str]:
         seen.setdefault(s)
         seen.setdefault(t)
     return list(seen)
+
+
+def input_to_properties(found: ConnectInput, *, defaults: ConnectDefaults = "apache") -> ConvertedProperties:
+    """Convert what a file or folder of connector configs holds (:func:`connectors_to_properties` on its parts)."""
+    return connectors_to_properties(
+        found.connectors,
+        defaults=defaults,
+        cluster_props=found.cluster_props,
+        cluster_origins=found.cluster_origins,
+        workers=found.workers,
+    )
 
 
 def _worker_keys(
@@ -291,4 +303,4 @@ def _is_lifted(key: str, s: str, t: str, lifted: set[tuple[str, str]]) -> bool:
     return False
 
 
-__all__ = ["DEFAULTS", "ConnectDefaults", "ConvertedProperties", "connectors_to_properties"]
+__all__ = ["DEFAULTS", "ConnectDefaults", "ConvertedProperties", "connectors_to_properties", "input_to_properties"]
