@@ -81,6 +81,33 @@ def by_partition(records: list[dict[str, Any]]) -> dict[int, list[tuple[Any, ...
     return out
 
 
+def copy_differences(sent: list[dict[str, Any]], received: list[dict[str, Any]]) -> str:
+    """Say, partition by partition, how the copy differs from what was sent: the runs of source
+    record numbers in the order the target holds them, what is missing and what came twice."""
+    want, got = by_partition(sent), by_partition(received)
+    lines = []
+    for p in sorted(set(want) | set(got)):
+        index = {r: i for i, r in enumerate(want.get(p, []))}
+        seq = [index.get(r, -1) for r in got.get(p, [])]
+        if seq == list(range(len(want.get(p, [])))):
+            continue
+        runs: list[list[int]] = []
+        for n in seq:
+            if runs and n == runs[-1][1] + 1:
+                runs[-1][1] = n
+            else:
+                runs.append([n, n])
+        counts = Counter(seq)
+        missing = sorted(set(range(len(want.get(p, [])))) - set(counts))
+        twice = sorted(n for n, c in counts.items() if c > 1)
+        lines.append(
+            f"partition {p}: {len(seq)} records, runs of source record numbers (-1: not sent) "
+            f"{[tuple(r) for r in runs][:20]}; missing {len(missing)} (first {missing[:5]}); "
+            f"more than once {len(twice)} (first {twice[:5]})"
+        )
+    return "\n".join(lines)
+
+
 def finished_tasks_by_executor(event_log_dir: Path) -> dict[str, int]:
     """Count the successful tasks per executor id in the application's Spark event log."""
     counts: dict[str, int] = {}
@@ -156,7 +183,7 @@ def test_run_on_a_standalone_cluster_spreads_tasks_over_both_workers(
 
     # Every record, byte-exact and in order per partition.
     received = consume_all(backup, f"primary.{topic}", timeout_s=60)
-    assert by_partition(received) == by_partition(sent)
+    assert by_partition(received) == by_partition(sent), copy_differences(sent, received) + run.stderr[-6000:]
 
     # Tasks ran on both workers: each worker hosted one executor (1 core each), and both
     # executors finished copy tasks.
