@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
@@ -74,6 +75,84 @@ def forward(producer: Any, pc: PartitionCopy, m: Any, offset: int, stall_timeout
         pc.value_bytes += len(value)
     if key is not None:
         pc.key_bytes += len(key)
+
+
+def forward_run(producer: Any, pc: PartitionCopy, msgs: Sequence[Any], start: int, stall_timeout_s: float) -> int:
+    """Produce the run of records of ``pc``'s partition that begins at ``msgs[start]``, as :func:`forward` does each.
+
+    The copy loop's hot path: one fetch response hands a poll its records in runs per partition,
+    so the partition's state is looked up once per run and counted once per run, and a record
+    copied unchanged is produced here directly, without a call per record. The run ends at the
+    first error record or record of another partition.
+
+    Parameters
+    ----------
+    producer, pc, stall_timeout_s:
+        As :func:`forward`.
+    msgs:
+        The poll's messages.
+    start:
+        Index of the run's first message: a record (no error) of ``pc``'s partition.
+
+    Returns
+    -------
+    int
+        The index after the run's last record (``> start``); ``pc.read_to`` is one past its offset.
+
+    Raises
+    ------
+    RecordTooLargeError, DataPathError
+        As :func:`forward`.
+    """
+    topic, part = msgs[start].topic(), pc.partition
+    end = len(msgs)
+    i = start
+    if pc.transforms is not None:
+        while i < end:
+            m = msgs[i]
+            if m.error() is not None or m.partition() != part or m.topic() != topic:
+                break
+            forward(producer, pc, m, m.offset(), stall_timeout_s)
+            i += 1
+        pc.read_to = msgs[i - 1].offset() + 1
+        return i
+    produce, target, delivered = producer.produce, pc.target_topic, pc.delivered
+    upstream = pc.upstream
+    append = upstream.append
+    sampled = pc.produced_n  # records produced before the run: the 1st, 17th, ... of the task are sampled
+    value_bytes = key_bytes = 0
+    offset = -1
+    while i < end:
+        m = msgs[i]
+        if m.error() is not None or m.partition() != part or m.topic() != topic:
+            break
+        offset = m.offset()
+        ts_type, ts = m.timestamp()
+        timestamp_ms = ts if ts_type else 0
+        value, key, headers = m.value(), m.key(), m.headers()
+        append(offset)
+        try:
+            # Positional: topic, value, key, partition, callback, on_delivery (alias, unused), timestamp.
+            if headers:
+                produce(target, value, key, part, delivered, None, timestamp_ms, headers=headers)
+            else:
+                produce(target, value, key, part, delivered, None, timestamp_ms)
+        except Exception:
+            upstream.pop()
+            produce_careful(producer, pc, offset, key, value, headers, timestamp_ms, stall_timeout_s)
+        else:
+            if value is not None:
+                value_bytes += len(value)
+            if key is not None:
+                key_bytes += len(key)
+        if not (sampled + i - start) & LATENCY_SAMPLE_MASK and ts_type:
+            pc.sample_age(timestamp_ms)
+        i += 1
+    pc.produced_n = sampled + i - start
+    pc.value_bytes += value_bytes
+    pc.key_bytes += key_bytes
+    pc.read_to = offset + 1
+    return i
 
 
 def _transform(
@@ -172,4 +251,4 @@ def _unknown_partition(e: Exception) -> bool:
     return isinstance(err, KafkaError) and err.code() == KafkaError._UNKNOWN_PARTITION
 
 
-__all__ = ["forward", "produce_careful"]
+__all__ = ["forward", "forward_run", "produce_careful"]

@@ -48,7 +48,7 @@ from mirrorspark.replication.task.commit import (
 )
 from mirrorspark.replication.task.failures import consumer_error
 from mirrorspark.replication.task.partition import TaskPartitions
-from mirrorspark.replication.task.produce import forward
+from mirrorspark.replication.task.produce import forward_run
 from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionKey, TaskOutcome, TaskResult
 
 POLL_TIMEOUT_S = 0.25
@@ -60,14 +60,17 @@ PRE_GRANT_RECORDS = 500
 Enough for copying to be seen resuming at once after a relaunch (the first batches), few enough that a
 crash loop killing every run before its first grant re-copies little (see ``_before_first_grant``)."""
 
-IN_FLIGHT_RECORDS = 2000
+IN_FLIGHT_RECORDS = 10000
 """Records a task may have produced and not yet seen acknowledged before it reads more (per task).
 
 A slow or stopped target fills the producer's queue (500,000 records) in seconds while the source
 is read at full speed: what was produced but not committed when the task fails is copied again.
 Past this, the task only serves acknowledgements until fewer are in flight, and at least once a poll
 takes no more than keeps it under this: a restart re-copies about ``flush_records`` plus this, not the
-queue (the crash loop's 30 s target stop) nor a whole batch (:data:`BATCH_RECORDS`)."""
+queue (the crash loop's 30 s target stop). It is also the copy's pipeline: a task waits for
+acknowledgements (``linger.ms`` plus a produce round trip) once this many are out, so it bounds
+throughput at one partition. Measured on 2 cores (issue #26, ``bench/results/2026-11-27-vm-profile.md``):
+2,000 gave 153,000 records/s of 100 B at one partition, 5,000 gave 190,000, 10,000 gave 232,000."""
 
 BATCH_RECORDS = 10000
 """Most records one poll hands the loop (MM2's ``max.poll.records`` is 500; librdkafka batches cheaply);
@@ -344,8 +347,8 @@ class CopyTaskRunner:
     def _copy(self, msgs: list[Any]) -> int:
         """Produce every record read; note out-of-range partitions (paused) and the dirty set.
 
-        Records come in runs per partition (one fetch response each): the partition is looked up
-        when the run changes, not per record.
+        Records come in runs per partition (one fetch response each): each run is looked up once
+        and copied by :func:`~mirrorspark.replication.task.produce.forward_run`.
 
         Returns
         -------
@@ -354,28 +357,24 @@ class CopyTaskRunner:
         """
         parts = self.parts
         data, stall_s = self.data, self.spec.stall_timeout_s
-        cur_topic: str | None = None
-        cur_part = -1
-        pc = None
         produced = 0
-        for m in msgs:
+        i, end = 0, len(msgs)
+        while i < end:
+            m = msgs[i]
             err = m.error()
             if err is not None:
                 self._read_error(m, err)
-                cur_topic = None
+                i += 1
                 continue
-            part, topic = m.partition(), m.topic()
-            if part != cur_part or topic != cur_topic:
-                cur_topic, cur_part = topic, part
-                k = (topic, part)
-                parts.dirty.add(k)
-                pc = None if k in parts.out_of_range else parts.by_key.get(k)
+            k = (m.topic(), m.partition())
+            parts.dirty.add(k)
+            pc = None if k in parts.out_of_range else parts.by_key.get(k)
             if pc is None:
+                i += 1
                 continue
-            offset = m.offset()
-            forward(data, pc, m, offset, stall_s)
-            pc.read_to = offset + 1
-            produced += 1
+            j = forward_run(data, pc, msgs, i, stall_s)
+            produced += j - i
+            i = j
         return produced
 
     def _read_error(self, m: Any, err: Any) -> None:
