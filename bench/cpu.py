@@ -15,6 +15,11 @@ process that exits during the window and is reaped by a process *outside* the tr
 Spark's workers are reused (``spark.python.worker.reuse``) and the JVM outlives every
 run, so in practice every process of interest is alive at both ends of a window.
 
+When the replicator runs in this process (mirrorspark's driver), the benchmark's own measuring
+threads (:class:`bench.sampler.Sampler`'s, registered with :func:`measuring_thread`) run in it too:
+their CPU is taken off this process's figure, so that the tree's CPU is the replicator's alone, as
+it is for a replicator in a child process (MM2's JVM), whose sampler is never in its tree.
+
 The driver's own share is also read with :func:`resource.getrusage` (``RUSAGE_SELF``);
 ``RUSAGE_CHILDREN`` only covers reaped children, i.e. already part of the tree sum.
 Without :mod:`psutil` only those two are available and the figures say so
@@ -23,10 +28,12 @@ Without :mod:`psutil` only those two are available and the figures say so
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
+import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +50,8 @@ __all__ = [
     "Meter",
     "have_psutil",
     "machine_cpu",
+    "measuring_cpu_s",
+    "measuring_thread",
     "snapshot",
     "snapshot_pids",
     "wait_idle",
@@ -122,6 +131,50 @@ def _role(p: Any, root: int, root_role: str) -> str:
     return "other"
 
 
+_measuring: dict[int, int] = {}  # thread ident -> its CPU clock id
+_measuring_ended_s = 0.0  # CPU seconds of measuring threads that have ended
+_measuring_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def measuring_thread() -> Iterator[None]:
+    """Count the calling thread's CPU as the benchmark's own, not the replicator's, while the block runs.
+
+    Used by :class:`bench.sampler.Sampler`'s thread: its process-tree walks cost this process
+    CPU that a replicator in a child process is never charged.
+    """
+    global _measuring_ended_s
+    ident = threading.get_ident()
+    with _measuring_lock:
+        _measuring[ident] = time.pthread_getcpuclockid(ident)
+    try:
+        yield
+    finally:
+        with _measuring_lock:
+            del _measuring[ident]
+            _measuring_ended_s += time.thread_time()
+
+
+def measuring_cpu_s() -> float:
+    """CPU seconds this process's measuring threads (:func:`measuring_thread`) have used, ended ones included."""
+    with _measuring_lock:
+        total = _measuring_ended_s
+        for clock in _measuring.values():
+            with contextlib.suppress(OSError):
+                total += time.clock_gettime(clock)
+    return total
+
+
+def _children_map() -> dict[int, list[int]]:
+    """``{ppid: [pid, ...]}`` of every process, from one pass over ``/proc`` (``children()`` makes one per call)."""
+    kids: dict[int, list[int]] = {}
+    for p in psutil.process_iter(["ppid"]):
+        ppid = p.info.get("ppid")
+        if ppid is not None:
+            kids.setdefault(ppid, []).append(p.pid)
+    return kids
+
+
 def _self_rusage_s() -> float:
     r = resource.getrusage(resource.RUSAGE_SELF)
     return r.ru_utime + r.ru_stime
@@ -151,19 +204,19 @@ def snapshot(root: int | None = None, exclude: Iterable[int] = (), *, root_role:
         return CpuSnapshot({root: ("driver-py", own + r.ru_utime + r.ru_stime)}, own, complete=False)
     skip = set(exclude)
     out: dict[int, tuple[str, float]] = {}
-    try:
-        stack = [psutil.Process(root)]
-    except psutil.NoSuchProcess:  # a child contender that has exited and been reaped
-        return CpuSnapshot(out, _self_rusage_s())
+    kids = _children_map()
+    stack = [root]
     while stack:
-        p = stack.pop()
-        if p.pid in skip:
+        pid = stack.pop()
+        if pid in skip:
             continue
         try:
-            out[p.pid] = (_role(p, root, root_role), _cpu_s(p))
-            stack.extend(p.children())
+            p = psutil.Process(pid)
+            cpu_s = _cpu_s(p) - (measuring_cpu_s() if pid == os.getpid() else 0.0)
+            out[pid] = (_role(p, root, root_role), cpu_s)
         except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
             continue
+        stack.extend(kids.get(pid, ()))
     return CpuSnapshot(out, _self_rusage_s())
 
 

@@ -81,19 +81,19 @@ class Window:
         return self.end_s - self.start_s
 
 
-def _tree_rss(root: int, exclude: set[int]) -> int:
+def _tree_rss(root: int, exclude: Iterable[int]) -> int:
+    """Resident memory of ``root``'s process tree without the subtrees at ``exclude`` (bytes)."""
+    return _rss(cpu.snapshot(root, exclude=exclude).by_pid)
+
+
+def _rss(pids: Iterable[int]) -> int:
+    """Resident memory of the processes (bytes; those gone are skipped)."""
     if psutil is None:
         return 0
     total = 0
-    stack = [root]
-    while stack:
-        pid = stack.pop()
-        if pid in exclude:
-            continue
+    for pid in pids:
         try:
-            p = psutil.Process(pid)
-            total += p.memory_info().rss
-            stack.extend(c.pid for c in p.children())
+            total += psutil.Process(pid).memory_info().rss
         except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
             continue
     return total
@@ -198,22 +198,18 @@ class Sampler:
     def sample(self) -> Sample:
         """Take one sample now (also usable from the measuring thread)."""
         progress = self.progress() if self.progress is not None else -1
-        s = Sample(
-            t=time.perf_counter(),
-            wall=time.time(),
-            progress=progress,
-            cpu=cpu.snapshot(self.root, exclude=self.exclude, root_role=self._root_role),
-            rss_bytes=_tree_rss(self.root, self.exclude),
-        )
+        snap = cpu.snapshot(self.root, exclude=self.exclude, root_role=self._root_role)
+        s = Sample(t=time.perf_counter(), wall=time.time(), progress=progress, cpu=snap, rss_bytes=_rss(snap.by_pid))
         self.samples.append(s)
         return s
 
     def _loop(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            try:
-                self.sample()
-            except Exception:  # the tree may be exiting
-                log.debug("sample failed", exc_info=True)
+        with cpu.measuring_thread():  # the walks are the benchmark's CPU, not the replicator's
+            while not self._stop.wait(self.interval_s):
+                try:
+                    self.sample()
+                except Exception:  # the tree may be exiting
+                    log.debug("sample failed", exc_info=True)
 
     def wait_for(self, records: int, timeout_s: float, alive: Callable[[], bool] = lambda: True) -> bool:
         """Wait until a sample shows ``records`` in the output topic; ``False`` on timeout or death."""
