@@ -49,3 +49,41 @@ def test_a_check_inside_a_source_call_ends_before_the_clients_are_released() -> 
     assert (watcher._src_admin, watcher._tgt_admin, watcher._producer) == (None, None, None)
     assert watcher.check() is None  # a closed watcher observes nothing
     flow.close()
+
+
+def test_min_insync_replicas_is_read_for_new_topics_at_each_check_and_for_all_every_refresh(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Reading every topic's config at every check was most of an idle driver's CPU at 1,000 topics (#26)."""
+    from mirrorspark.replication import failover_watch
+
+    cfg, a, _, clients = two_clusters("A->B.mirrorspark.failover.policy = offline\n")
+    a.create_topic("orders", 1)
+    flow = Flow(FlowContext.build(cfg, cfg.flow("A", "B"), clients=clients), cfg.data_path)
+    flow.start()
+    watcher = FailoverWatcher(flow)
+    watcher.start()
+    source_admin = clients.admins[-1]
+    described: list[list[str]] = []
+    describe_configs = source_admin.describe_configs
+
+    def recording(resources: list[Any], **kwargs: Any) -> Any:
+        described.append(sorted(r.name for r in resources))
+        return describe_configs(resources, **kwargs)
+
+    source_admin.describe_configs = recording
+    try:
+        watcher.check()
+        watcher.check()
+        assert described == [["orders"]]  # read once, then kept
+        a.create_topic("payments", 1)
+        flow.topic_partitions["payments"] = 1
+        watcher.check()
+        assert described[1:] == [["payments"]]  # only the new topic
+        monkeypatch.setattr(failover_watch, "MIN_ISR_REFRESH_S", 0.0)
+        watcher.check()
+        assert described[2:] == [["orders", "payments"]]  # every topic again after the refresh interval
+    finally:
+        watcher.request_stop()
+        watcher.close()
+        flow.close()

@@ -565,7 +565,7 @@ class Replicator:
                 break
             if until_caught_up and self._caught_up() and self._checkpoints_done():
                 break
-            if time.monotonic() >= next_report:  # stats walk every partition: not at every tick
+            if self.on_stats is not None and time.monotonic() >= next_report:  # a walk of every partition
                 next_report = time.monotonic() + REPORT_INTERVAL_S
                 self._report(self.stats(wait_s=0))
             self._stop.wait(TICK_S)

@@ -3,7 +3,8 @@
 Every ``mirrorspark.failover.check.interval.ms`` (job ``failover watch S->T``, on a thread of its own so
 that a source that does not answer never holds up the copy or the heartbeats) the driver reads the
 source's metadata for the flow's replicated topics (leader and ISR per partition, one Metadata request)
-and their ``min.insync.replicas`` (``describe_configs``), and feeds the verdict of
+and their ``min.insync.replicas`` (``describe_configs``; new topics at once, all every
+:data:`MIN_ISR_REFRESH_S`), and feeds the verdict of
 ``mirrorspark.failover.policy`` to a :class:`~mirrorspark.core.failover_policy.FailoverWatch`. A source
 that does not answer at all counts as every partition offline.
 
@@ -48,6 +49,12 @@ MIN_CALL_TIMEOUT_S = 5.0
 
 DEFAULT_MIN_ISR = 1
 """``min.insync.replicas`` assumed for a topic whose config could not be read (Kafka's default)."""
+
+MIN_ISR_REFRESH_S = 300.0
+"""Seconds between two reads of every watched topic's ``min.insync.replicas``; a topic not yet read is read
+at the next check. Reading all of them at every check (``describe_configs`` of every topic, every 5 s) was
+most of an idle driver's CPU at 1,000 topics (issue #26); a changed ``min.insync.replicas`` counts within
+this (MM2's topic config sync, ``sync.topic.configs.interval.seconds``, waits 600 s)."""
 
 
 class FailoverWatcher:
@@ -94,6 +101,8 @@ class FailoverWatcher:
             cfg.admin_timeout_ms / 1000, max(MIN_CALL_TIMEOUT_S, cfg.failover_check_interval_ms / 1000)
         )
         self._min_isr: dict[str, int] = {}
+        self._min_isr_read_at = float("-inf")  # when every topic's min.insync.replicas was last read (monotonic s)
+        self._configs_read: set[str] = set()  # topics whose configs were read (not again until the refresh)
         self._src_admin: ClusterAdmin | None = None
         self._tgt_admin: ClusterAdmin | None = None
         self._producer: Any = None
@@ -141,7 +150,12 @@ class FailoverWatcher:
             return [], False
         if self._closing.is_set():
             return [], True
-        self._refresh_min_isr(sorted({p.topic for p in layouts}))
+        names = sorted({p.topic for p in layouts})
+        if time.monotonic() >= self._min_isr_read_at + MIN_ISR_REFRESH_S:
+            self._min_isr_read_at = time.monotonic()
+        else:
+            names = [t for t in names if t not in self._configs_read]  # new topics (or a read that failed)
+        self._refresh_min_isr(names)
         out = [
             PartitionHealth(
                 topic=p.topic,
@@ -167,6 +181,7 @@ class FailoverWatcher:
             log.debug("flow %s: min.insync.replicas of %s not read: %s", self.name, ", ".join(topics), e)
             return
         for topic, entries in values.items():
+            self._configs_read.add(topic)
             with contextlib.suppress(KeyError, TypeError, ValueError):  # unreadable: kept from the last read
                 self._min_isr[topic] = int(entries["min.insync.replicas"])  # type: ignore[arg-type]
 
@@ -324,4 +339,4 @@ class FailoverWatcher:
         self._producer = self._src_admin = self._tgt_admin = None
 
 
-__all__ = ["FailoverWatcher"]
+__all__ = ["MIN_ISR_REFRESH_S", "FailoverWatcher"]

@@ -27,8 +27,8 @@ from mirrorspark.replication.task.stored_offsets import read_stored_offsets
 log = logging.getLogger(__name__)
 
 FETCH_STATS_INTERVAL_MS: Final = 5000
-"""``statistics.interval.ms`` of a copy task's source consumer unless the settings choose one: how often
-librdkafka says which broker serves each partition (0 in the settings turns it off)."""
+"""``statistics.interval.ms`` of a copy task's source consumer with ``client.rack`` unless the settings choose
+one: how often librdkafka says which broker serves each partition (0 in the settings turns it off)."""
 
 CLEAN_OUTCOMES: Final = frozenset({TaskOutcome.STOPPED, TaskOutcome.CAUGHT_UP, TaskOutcome.OUT_OF_RANGE})
 """Outcomes after a successful last commit: the task's producers hold nothing more."""
@@ -36,6 +36,12 @@ CLEAN_OUTCOMES: Final = frozenset({TaskOutcome.STOPPED, TaskOutcome.CAUGHT_UP, T
 
 def with_fetch_stats(conf: dict[str, Any], sources: dict[PartitionKey, FetchSource]) -> dict[str, Any]:
     """Return ``conf`` with a ``stats_cb`` that keeps ``sources`` up to date (librdkafka statistics, KIP-392).
+
+    Only a consumer that may fetch from a follower gets statistics by default: one with ``client.rack``
+    (KIP-392), or one whose settings choose ``statistics.interval.ms``. Without a rack librdkafka always
+    fetches from the leader, and a statistics document names every partition of the task: parsing it
+    was most of an idle copy task's CPU at 1,000 topics (issue #26); the reports then say the fetch
+    broker is unknown (``-1``).
 
     Parameters
     ----------
@@ -47,7 +53,8 @@ def with_fetch_stats(conf: dict[str, Any], sources: dict[PartitionKey, FetchSour
     Returns
     -------
     dict[str, Any]
-        ``conf`` with ``statistics.interval.ms`` (default :data:`FETCH_STATS_INTERVAL_MS` ms) and ``stats_cb``.
+        ``conf`` with ``statistics.interval.ms`` (default :data:`FETCH_STATS_INTERVAL_MS` ms with
+        ``client.rack``) and ``stats_cb``; unchanged without either.
     """
 
     def on_stats(doc: str) -> None:
@@ -56,6 +63,8 @@ def with_fetch_stats(conf: dict[str, Any], sources: dict[PartitionKey, FetchSour
         except ValueError:  # a truncated document: the next one comes within the interval
             return
 
+    if "statistics.interval.ms" not in conf and not str(conf.get("client.rack", "")).strip():
+        return conf
     conf.setdefault("statistics.interval.ms", FETCH_STATS_INTERVAL_MS)
     conf["stats_cb"] = on_stats
     return conf
