@@ -33,6 +33,9 @@ Cases (``--cases``, default all):
     (60 s; quick 20 s), under 5 000 records/s (60 s; quick 15 s) and under an API load test of 20
     concurrent clients (30 s; quick 15 s), next to the replicator's; the API's p50/p99/max.
 
+Before them, one line per compare workload (``workload 100 B x 1: throughput ratio mirrorspark/mm2-tuned <t>,
+mirrorspark/mm2 <d>; CPU s/GB ratio mirrorspark/mm2-tuned <c>``) and, with the scale case, one per contender
+(``scale marginal idle cost per added topic <contender>: <m> millicores (100 -> 1,000 topics)``).
 The last lines printed are the headline ratios of the 1 KiB / 12-partition workload:
 ``throughput ratio mirrorspark/mm2: <x>``, ``throughput ratio mirrorspark/ceiling: <y>``,
 ``throughput ratio mirrorspark/mm2-tuned: <z>``, then those of exactly-once:
@@ -284,6 +287,7 @@ def _run_all(args: argparse.Namespace, command: str, label: str) -> int:
     recovery_lines: list[str] = []
     service_body = ""
     service_lines: list[str] = []
+    scale_lines: list[str] = []
     with BenchEnv(args.work_dir / ("quick" if args.quick else "full"), master=master) as env:
         if "compare" in cases:
             for w in _workloads(args):
@@ -345,6 +349,7 @@ def _run_all(args: argparse.Namespace, command: str, label: str) -> int:
                 contenders=[c for c in scale.CONTENDERS if c in contenders],
             )
             body = scale.scale_markdown(sc)
+            scale_lines = scale.marginal_idle_lines(sc)
             print(body, flush=True)
             sections.append(("Scale", body))
             extra_json["scale"] = [r.to_json() for r in sc]
@@ -450,7 +455,7 @@ def _run_all(args: argparse.Namespace, command: str, label: str) -> int:
             report.update_readme_section(BENCH_DIR / "README.md", "service", f"{latest}\n\n{service_body}")
     print()
     print(f"results: {out}")
-    for line in [*recovery_lines, *service_lines]:
+    for line in [*recovery_lines, *service_lines, *scale_lines, *(r.workload_line() for r in results)]:
         print(line)
     headline = next(
         (r for r in results if (r.case.workload.record_size, r.case.workload.partitions) == HEADLINE),

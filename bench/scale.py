@@ -51,6 +51,7 @@ __all__ = [
     "CONTENDERS",
     "ScaleResult",
     "ScaleTopics",
+    "marginal_idle_lines",
     "prepare_scale_topics",
     "run_scale",
     "run_scale_case",
@@ -550,6 +551,29 @@ def run_scale_case(
                 results.append(run_scale(env, contender=c, tasks_max=tasks_max, prepared=spec, run=r, **kwargs))
                 time.sleep(pause_s)
     return results
+
+
+def marginal_idle_lines(results: Sequence[ScaleResult]) -> list[str]:
+    """One line per contender: its marginal idle cost per added topic, between the smallest and largest topic count.
+
+    E.g. ``scale marginal idle cost per added topic mirrorspark: 0.020 millicores (100 -> 1,000 topics)``;
+    medians over successful runs; a contender with fewer than two topic counts measured is left out.
+    """
+    out = []
+    for name in dict.fromkeys(r.contender for r in results):
+        cores: dict[int, float] = {}
+        for topics in sorted({r.topics for r in results if r.contender == name}):
+            ok = [r.idle_cores for r in results if r.contender == name and r.topics == topics and r.ok]
+            if ok:
+                cores[topics] = statistics.median(ok)
+        if len(cores) < 2:
+            continue
+        (t1, c1), (t2, c2) = min(cores.items()), max(cores.items())
+        marginal = (c2 - c1) * 1000.0 / (t2 - t1)
+        out.append(
+            f"scale marginal idle cost per added topic {name}: {marginal:.3f} millicores ({t1:,} -> {t2:,} topics)"
+        )
+    return out
 
 
 def scale_markdown(results: Sequence[ScaleResult]) -> str:

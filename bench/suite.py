@@ -227,6 +227,31 @@ class CaseResult:
             out.append(f"{label}: {value:.2f}" if value is not None else f"{label}: n/a (a contender failed)")
         return out
 
+    def workload_line(self) -> str:
+        """The workload's throughput ratios of mirrorspark over MM2 tuned and at defaults, on one line.
+
+        E.g. ``workload 100 B x 1: throughput ratio mirrorspark/mm2-tuned 1.15, mirrorspark/mm2 2.40;
+        CPU s/GB ratio mirrorspark/mm2-tuned 0.95`` (``n/a`` where a contender did not run or failed).
+        """
+
+        def fmt(value: float | None) -> str:
+            return f"{value:.2f}" if value is not None else "n/a"
+
+        def ratio(num: str, den: str, of: Callable[[Summary], float]) -> float | None:
+            a, b = self.summary(num), self.summary(den)
+            if a is None or b is None or not of(b) or not of(a):
+                return None
+            return of(a) / of(b)
+
+        w = self.case.workload
+        tuned = ratio("mirrorspark", "mm2-tuned", lambda x: x.records_per_s)
+        default = ratio("mirrorspark", "mm2", lambda x: x.records_per_s)
+        cpu = ratio("mirrorspark", "mm2-tuned", lambda x: x.cpu_s_per_gb)
+        return (
+            f"workload {w.record_size} B x {w.partitions}: throughput ratio mirrorspark/mm2-tuned {fmt(tuned)}, "
+            f"mirrorspark/mm2 {fmt(default)}; CPU s/GB ratio mirrorspark/mm2-tuned {fmt(cpu)}"
+        )
+
     def cpu_ratio_lines(self) -> list[str]:
         """E.g. ``CPU s/GB ratio mirrorspark/mm2: 0.30``, one per headline ratio."""
         out = []

@@ -104,3 +104,15 @@ def test_the_latency_table_has_no_engine_or_job_columns() -> None:
     assert ok_row.startswith("| mirrorspark | 1 | 10 |") and "| 42 |" in ok_row
     assert failed_row.startswith("| mm2 | 0 |")
     assert "batches" not in done.to_json() and "engine" not in done.to_json()
+
+
+def test_the_scale_case_says_each_contenders_marginal_idle_cost_per_topic() -> None:
+    runs = [
+        ScaleResult(name, 1, n, 4, n * 4, 2, first_s=1.0, discovery_s=2.0, idle_s=20.0, idle_cores=cores)
+        for name, n, cores in [("mirrorspark", 100, 0.03), ("mirrorspark", 1000, 0.048), ("mm2", 100, 0.03)]
+    ]
+    from bench.scale import marginal_idle_lines
+
+    assert marginal_idle_lines(runs) == [
+        "scale marginal idle cost per added topic mirrorspark: 0.020 millicores (100 -> 1,000 topics)"
+    ]  # mm2 ran at one topic count only
