@@ -5,8 +5,8 @@
 once to warm up and once under ``py-spy record --subprocesses`` (sampling this process and its
 descendants, the PySpark workers among them), and writes, per workload, the functions of the copy
 tasks' workers by their own samples (self) and by the samples of stacks they are on (total), as a
-Markdown table (``bench/results/<date>-<host>-profile.md``) and the raw collapsed stacks beside it
-(``.txt``; readable by flamegraph tools).
+Markdown table (``bench/results/<date>-<host>-profile.md``) and the raw collapsed stacks of every
+process in the work directory (``<work dir>/<name>-<size>x<partitions>.txt``; readable by flamegraph tools).
 
 Only samples of a stack through ``run_copy_task`` count (the copy tasks' threads); the driver,
 the JVMs and idle PySpark daemons are left out. py-spy samples wall-clock stacks, idle included
@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
             warm = Workload(f"{w.name}-warm", 20_000, w.record_size, w.partitions)
             load_topic(env.bootstrap(SOURCE), warm)
             MirrorsparkContender(tasks_max=2).run(env, warm, 0)
-            raw = out.with_name(f"{out.stem}-{w.record_size}x{w.partitions}.txt")
+            raw = args.work_dir / f"{out.stem}-{w.record_size}x{w.partitions}.txt"
             profiles.append(profile_run(env, w, raw))
             print(f"profiled {w.record_size} B x {w.partitions}: {profiles[-1].samples:,} samples -> {raw}", flush=True)
     out.write_text(markdown(profiles, "python -m bench.profile " + " ".join(argv or sys.argv[1:])))

@@ -43,7 +43,8 @@ One run (:func:`run_recovery`)
    the restart, from the last committed offsets); **lost** = fed - distinct received (must be 0).
 
 Both replicators run at their defaults: mirrorspark commits every ``offset.flush.interval.ms``
-= 1 000 ms, Connect (MM2) every 60 000 ms (``--recovery-flush-ms`` sets both).
+= 250 ms (or every ``mirrorspark.offset.flush.records`` = 1 000 records per task), Connect (MM2)
+every 60 000 ms (``--recovery-flush-ms`` sets both).
 
 Units: seconds, records.
 """
@@ -88,7 +89,7 @@ Spark Python workers of mirrorspark."""
 KILLED = {"run": "whole run", "worker": "Python workers"}
 """How the tables name what was killed."""
 
-DEFAULT_FLUSH_MS = {"mirrorspark": 1000, "mm2": 60_000}
+DEFAULT_FLUSH_MS = {"mirrorspark": 250, "mm2": 60_000}
 """``offset.flush.interval.ms`` of each contender at its defaults (mirrorspark's; Kafka Connect's)."""
 
 _GRACE_S = 0.5
