@@ -69,7 +69,7 @@ Past this, the task only serves acknowledgements until fewer are in flight, and 
 takes no more than keeps it under this: a restart re-copies about ``flush_records`` plus this, not the
 queue (the crash loop's 30 s target stop). It is also the copy's pipeline: a task waits for
 acknowledgements (``linger.ms`` plus a produce round trip) once this many are out, so it bounds
-throughput at one partition. Measured on 2 cores (issue #26, ``bench/results/2026-11-27-vm-profile.md``):
+throughput at one partition. Measured on 2 cores (issue #26, ``bench/results/2026-11-27-vm-issue26.md``):
 2,000 gave 153,000 records/s of 100 B at one partition, 5,000 gave 190,000, 10,000 gave 232,000."""
 
 BATCH_RECORDS = 10000
