@@ -16,7 +16,9 @@ from mirrorspark.replication.scheduler import Scheduler
 pytestmark = pytest.mark.unit
 
 
-def test_a_check_inside_a_source_call_ends_before_the_clients_are_released() -> None:
+def _watched_flow() -> tuple[Any, Flow, FailoverWatcher, Any]:
+    """A started flow A->B of topic ``orders`` (policy ``offline``) and its started watcher: ``(cluster A, flow,
+    watcher, the watcher's source admin client)``."""
     cfg, a, _, clients = two_clusters("A->B.mirrorspark.failover.policy = offline\n")
     a.create_topic("orders", 1)
     flow = Flow(FlowContext.build(cfg, cfg.flow("A", "B"), clients=clients), cfg.data_path)
@@ -24,6 +26,11 @@ def test_a_check_inside_a_source_call_ends_before_the_clients_are_released() -> 
     watcher = FailoverWatcher(flow)
     watcher.start()
     source_admin = clients.admins[-1]
+    return a, flow, watcher, source_admin
+
+
+def test_a_check_inside_a_source_call_ends_before_the_clients_are_released() -> None:
+    _, flow, watcher, source_admin = _watched_flow()
     inside, release = threading.Event(), threading.Event()
     list_topics = source_admin.list_topics
 
@@ -57,13 +64,7 @@ def test_min_insync_replicas_is_read_for_new_topics_at_each_check_and_for_all_ev
     """Reading every topic's config at every check was most of an idle driver's CPU at 1,000 topics (#26)."""
     from mirrorspark.replication import failover_watch
 
-    cfg, a, _, clients = two_clusters("A->B.mirrorspark.failover.policy = offline\n")
-    a.create_topic("orders", 1)
-    flow = Flow(FlowContext.build(cfg, cfg.flow("A", "B"), clients=clients), cfg.data_path)
-    flow.start()
-    watcher = FailoverWatcher(flow)
-    watcher.start()
-    source_admin = clients.admins[-1]
+    a, flow, watcher, source_admin = _watched_flow()
     described: list[list[str]] = []
     describe_configs = source_admin.describe_configs
 
