@@ -376,7 +376,7 @@ def _run_all(args: argparse.Namespace, command: str, label: str) -> int:
             print(body, flush=True)
             sections.append(("Recovery", body))
             extra_json["recovery"] = [r.to_json() for r in rec]
-            recovery_lines = recovery.recovery_lines(rec)
+            recovery_lines = [*recovery.recovery_lines(rec), *recovery.startup_lines(rec)]
             if any(not r.ok for r in rec):
                 status = 1
         if "service" in cases:

@@ -61,12 +61,13 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from bench.env import SOURCE, TARGET, BenchEnv
 from bench.latency import _produce_markers, contender_properties
+from bench.startup import median_marks, read_marks, startup_line
 
 __all__ = [
     "SCENARIOS",
@@ -77,6 +78,7 @@ __all__ = [
     "run_recovery",
     "run_recovery_case",
     "scenario_filter",
+    "startup_lines",
     "stop_mirrorspark",
 ]
 
@@ -130,6 +132,9 @@ class RecoveryResult:
         Seconds from the relaunch to that record (whole-run kills; 0 otherwise).
     all_copied_s:
         Seconds from the kill until every fed record was on the target.
+    start_marks, restart_marks:
+        Where the launch's and the relaunch's seconds went (:mod:`bench.startup`): ``{mark:
+        seconds after that launch}``, ``first record`` last; the relaunch's only for whole-run kills.
     error:
         Why the run failed, else ``""``.
     """
@@ -151,6 +156,8 @@ class RecoveryResult:
     resume_s: float = 0.0
     restart_s: float = 0.0
     all_copied_s: float = 0.0
+    start_marks: dict[str, float] = field(default_factory=dict)
+    restart_marks: dict[str, float] = field(default_factory=dict)
     error: str = ""
 
     @property
@@ -190,6 +197,8 @@ class RecoveryResult:
             "resume_s": round(self.resume_s, 3),
             "restart_s": round(self.restart_s, 3),
             "all_copied_s": round(self.all_copied_s, 3),
+            "start_marks": {k: round(v, 3) for k, v in self.start_marks.items()},
+            "restart_marks": {k: round(v, 3) for k, v in self.restart_marks.items()},
             "ok": self.ok,
             "error": self.error,
         }
@@ -414,6 +423,8 @@ class _Replicator:
         self.launches = 0
         self.proc: subprocess.Popen[bytes] | None = None
         self.mm: Any = None
+        self.log_path: Path | None = None
+        self.launched: list[tuple[Path | None, float]] = []  # each launch's log and wall-clock time
 
     @property
     def pid(self) -> int:
@@ -421,17 +432,26 @@ class _Replicator:
 
     def launch(self) -> None:
         self.launches += 1
+        launched_at = time.time()
         if self.contender == "mm2":
             from bench.contenders import MM2_HEAP
             from mirrorspark.kafka.local.mirror_maker import start_mirror_maker
 
             self.mm = start_mirror_maker(self.properties, base_dir=self.env.work_dir, clusters=[TARGET], heap=MM2_HEAP)
+            self.log_path = self.mm.log_path
+            self.launched.append((self.log_path, launched_at))
             return
         log_path = self.properties.with_name(f"{self.properties.stem}-{self.launches}.log")
         self.proc = launch_mirrorspark(
             ["run", str(self.properties), "--clusters", TARGET, "--quiet"], cwd=self.env.work_dir, log_path=log_path
         )
         self.log_path = log_path
+        self.launched.append((log_path, launched_at))
+
+    def marks(self, launch: int, first_record_s: float) -> dict[str, float]:
+        """Launch ``launch``'s (0-based) start-up marks (:func:`bench.startup.read_marks`) and its first record."""
+        log_path, launched_at = self.launched[launch]
+        return {**read_marks(self.contender, log_path, launched_at), "first record": first_record_s}
 
     def alive(self) -> bool:
         if self.mm is not None:
@@ -441,7 +461,7 @@ class _Replicator:
     def describe_failure(self) -> str:
         if self.mm is not None:
             return f"MirrorMaker exited; log tail:\n{self.mm.log_tail(10)}"
-        tail = self.log_path.read_text(errors="replace")[-1500:] if self.proc is not None else ""
+        tail = self.log_path.read_text(errors="replace")[-1500:] if self.log_path is not None else ""
         return f"mirrorspark run exited ({self.proc.returncode if self.proc else '?'}); log tail:\n{tail}"
 
     def kill_all(self) -> int:
@@ -564,6 +584,8 @@ def run_recovery(
     tail: _Tail | None = None
     error = ""
     start_s = resume_s = restart_s = all_copied_s = 0.0
+    start_marks: dict[str, float] = {}
+    restart_marks: dict[str, float] = {}
     produced = before = n_killed = 0
     try:
         from bench.sampler import EndOffsets
@@ -609,6 +631,9 @@ def run_recovery(
                       drain_timeout_s, rep)  # fmt: skip
         all_copied_s = t_all - t_kill
         time.sleep(0.5)  # copies of a partition arrive before its new records: nothing more is on its way
+        start_marks = rep.marks(0, start_s)  # read now: a step may be logged after the first record
+        if t_launch:
+            restart_marks = rep.marks(1, restart_s)
     except Exception as e:
         log.exception("%s recovery run %d (%s) failed", contender, run, killed)
         error = f"{type(e).__name__}: {e}"
@@ -636,6 +661,8 @@ def run_recovery(
         resume_s=resume_s,
         restart_s=restart_s,
         all_copied_s=all_copied_s,
+        start_marks=start_marks,
+        restart_marks=restart_marks,
         error=error,
     )
 
@@ -701,6 +728,24 @@ def recovery_lines(results: Sequence[RecoveryResult]) -> list[str]:
     return out
 
 
+def startup_lines(results: Sequence[RecoveryResult]) -> list[str]:
+    """Where start-up seconds go, per contender: its first launch and its relaunch after ``kill -9`` of the whole run.
+
+    Medians over the successful whole-run scenarios' runs (:func:`bench.startup.median_marks`); one
+    line each (:func:`bench.startup.startup_line`).
+    """
+    out = []
+    for contender, killed, group in _groups(results):
+        ok = [r for r in group if r.ok and r.start_marks]
+        if killed != "run" or not ok:
+            continue
+        out.append(startup_line(contender, "launch", median_marks([r.start_marks for r in ok])))
+        again = [r.restart_marks for r in ok if r.restart_marks]
+        if again:
+            out.append(startup_line(contender, "relaunch after kill -9", median_marks(again)))
+    return out
+
+
 def recovery_markdown(results: Sequence[RecoveryResult]) -> str:
     """A markdown table of the recovery case (medians over successful runs), its summary lines, failures."""
     if not results:
@@ -733,6 +778,15 @@ def recovery_markdown(results: Sequence[RecoveryResult]) -> str:
             f"| {med([r.all_copied_s for r in ok]):.1f} | {med([r.processes_killed for r in ok]):.0f} |"
         )
     lines += ["", *(f"`{line}`" for line in recovery_lines(results))]
+    starts = startup_lines(results)
+    if starts:
+        lines += [
+            "",
+            "Start-up: seconds after the (re)launch at which each step was logged, medians (`bench/startup.py`); "
+            "after a kill -9, mirrorspark's lease waits for the dead holder's session (6 s) to expire.",
+            "",
+            *(f"`{line}`" for line in starts),
+        ]
     failed = [r for r in results if not r.ok]
     if failed:
         lines.append("")

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Protocol
 
 from confluent_kafka import KafkaException
-from faultkit import pause
+from faultkit import pause, transactions_report
 from helpers import assert_eventually, consume_all
 from scenario import Feed, RunProcess, Tail, high_watermarks, port_of
 
@@ -332,7 +332,7 @@ def crash_loop(
     still runs); the contender still runs. A wait that times out fails with the end of the
     contender's log in its message (a CI run keeps nothing else).
     """
-    with _log_on_failure(contender):
+    with _log_on_failure(contender, target):
         rng = random.Random(SEED)
         out = CrashLoopResult()
         contender.launch()
@@ -414,9 +414,16 @@ def copied_twice_by_phase(
 
 
 @contextlib.contextmanager
-def _log_on_failure(contender: Contender) -> Iterator[None]:
-    """Fail with the end of the contender's log appended to an assertion's message."""
+def _log_on_failure(contender: Contender, target: str) -> Iterator[None]:
+    """Fail with the end of the contender's log, and the target's open transactions, appended to an assertion's message.
+
+    The transactions (:func:`~faultkit.transactions_report`) tell an exactly-once task stuck on an open
+    transaction in the offsets topic (its last stable offset not moving) from any other stall.
+    """
     try:
         yield
     except AssertionError as e:
-        raise AssertionError(f"{e}\n--- the end of {contender.name}'s log:\n{contender.log_tail()}") from None
+        raise AssertionError(
+            f"{e}\n--- the end of {contender.name}'s log:\n{contender.log_tail()}"
+            f"\n--- the target's transactions:\n{transactions_report(target)}"
+        ) from None

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import subprocess
 import threading
 import time
 from collections import Counter
@@ -304,6 +305,36 @@ def _partition_states(bootstrap: str, topic: str, partitions: dict[str, set[int]
         except Exception as e:
             out.append(f"{remote}: metadata failed: {type(e).__name__}: {e}")
     return "; ".join(out)
+
+
+def transactions_report(bootstrap: str, *, timeout_s: float = 60.0) -> str:
+    """What ``kafka-transactions.sh`` (KIP-664) says of a cluster's open transactions, for a failure message.
+
+    ``list``, ``describe`` of each listed transactional id, and ``find-hanging`` on every broker:
+    a transaction the coordinator no longer knows but a partition still holds open (its last
+    stable offset stuck) shows there. Best effort: a command that fails or times out says so.
+    """
+    from mirrorspark.kafka.jars import classpath, java_executable
+
+    def tool(*args: str) -> str:
+        cmd = [java_executable(), "-cp", classpath("kafka"), "org.apache.kafka.tools.TransactionsCommand"]
+        try:
+            done = subprocess.run(
+                [*cmd, "--bootstrap-server", bootstrap, *args], capture_output=True, text=True, timeout=timeout_s
+            )
+        except (OSError, subprocess.TimeoutExpired) as e:
+            return f"{' '.join(args)}: {type(e).__name__}: {e}"
+        return f"$ kafka-transactions.sh {' '.join(args)}\n{done.stdout.strip()}{done.stderr.strip()[-2000:]}"
+
+    out = [tool("list")]
+    listed = out[0].splitlines()[2:]  # the command line, then the header
+    out += [tool("describe", "--transactional-id", line.split()[0]) for line in listed if line.strip()]
+    try:
+        brokers = sorted(admin(bootstrap).list_topics(timeout=10).brokers)
+    except Exception as e:
+        return "\n".join([*out, f"brokers: {type(e).__name__}: {e}"])
+    out += [tool("find-hanging", "--broker-id", str(b)) for b in brokers]
+    return "\n".join(out)
 
 
 def copy_more(bootstrap: str, topic: str, records: int, *, timeout_s: float = 180.0) -> None:

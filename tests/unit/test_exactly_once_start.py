@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from test_copy_task_runner import OFFSETS, Task, step, stop_after
 
 from fakes import FakeAdmin, FakeConsumer, FakeTaskProducer, FlowLockStub, two_clusters
@@ -129,6 +129,40 @@ def test_an_open_transaction_of_the_previous_producer_is_aborted_and_copied_once
     old.flush()  # acknowledged, never committed: the task was killed mid-transaction
     assert step(t, stop_after(2)) == TaskOutcome.STOPPED
     assert t.copied() == values(0, 9)
+
+
+class _StuckAdmin:
+    """The offsets topic's high watermarks (23) and last stable offsets (20): a transaction open at offset 20."""
+
+    def end_offsets(self, partitions: Sequence[PartitionKey], *, read_committed: bool = False) -> dict:
+        return {tp: 20 if read_committed else 23 for tp in partitions}
+
+
+class _StuckConsumer:
+    """A ``read_committed`` consumer held at the last stable offset (20)."""
+
+    def assign(self, partitions: Sequence[TopicPartition]) -> None:
+        self.partitions = partitions
+
+    def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Any]:
+        time.sleep(0.01)
+        return []
+
+    def position(self, partitions: Sequence[TopicPartition]) -> list[TopicPartition]:
+        return [TopicPartition(tp.topic, tp.partition, 20) for tp in partitions]
+
+
+def test_a_read_held_by_an_open_transaction_names_each_last_stable_offset_and_the_fix() -> None:
+    """A transaction open in the offsets topic holds the read: the error names where each partition is stable to
+    and how to end a hanging transaction (KIP-664's ``kafka-transactions.sh``); the task is restarted."""
+    spec = EosTask().spec
+    p = default_partition(source_offset_key("A", "t", 0), 25)
+    with pytest.raises(ClusterError) as info:
+        read_stored_offsets(spec, [("t", 0)], consumer=_StuckConsumer(), admin=_StuckAdmin(), timeout_s=0.2)
+    message = str(info.value)
+    assert f"partition {p}: stable to offset 20 of 23" in message
+    assert "find-hanging --broker-id" in message
+    assert f"abort --topic {OFFSETS} --partition {p} --start-offset" in message
 
 
 @pytest.mark.parametrize(

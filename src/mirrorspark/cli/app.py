@@ -119,8 +119,9 @@ def _setup_logging(verbose: bool) -> None:
 
     # librdkafka's lines for the operator tools' clients: a failure is reported once, as the error
     logging.getLogger("mirrorspark.librdkafka").setLevel(logging.DEBUG if verbose else logging.CRITICAL)
-    # standby, takeover and task restarts are what an operator of several instances must see
-    for name in ("mirrorspark.replication.lease", "mirrorspark.replication.supervisor"):
+    # standby, takeover and task restarts are what an operator of several instances must see; the
+    # start-up steps with their seconds (config, flows, Spark, workers) say where a slow start goes
+    for name in ("mirrorspark.replication.lease", "mirrorspark.replication.supervisor", "mirrorspark.start-up"):
         logging.getLogger(name).setLevel(logging.INFO)
 
 

@@ -117,17 +117,40 @@ def read_stored_offsets(
     todo = dict(hwm)
     while todo:
         if time.monotonic() > deadline:
-            raise ClusterError(
-                f"flow {spec.flow}: task {spec.task_index} did not read its source offsets in '{spec.offsets_topic}' "
-                f"on cluster '{spec.target}' to offsets {todo} within {timeout_s:.0f} s (read_committed: a "
-                "transaction of another producer is still open there)"
-            )
+            raise _stuck(spec, admin, todo, timeout_s)
         for m in consumer.consume(num_messages=READ_BATCH, timeout=0.2):
             _take(spec, m, wanted, out)
         for tp in consumer.position([TopicPartition(spec.offsets_topic, p) for p in todo]):
             if tp.offset >= todo[tp.partition]:
                 del todo[tp.partition]
     return {k: h for k, h in out.items() if h.offsets}
+
+
+def _stuck(spec: CopyTaskSpec, admin: ClusterAdmin, todo: Mapping[int, int], timeout_s: float) -> ClusterError:
+    """Return the error of a read that did not reach the high watermarks: each last stable offset, and the fix.
+
+    A transaction open at a partition's last stable offset for longer than the producers'
+    ``transaction.timeout.ms`` is one its coordinator no longer ends (a hanging transaction,
+    KIP-664): only an operator's ``kafka-transactions.sh abort`` ends it.
+    """
+    try:
+        stable = admin.end_offsets([(spec.offsets_topic, p) for p in todo], read_committed=True)
+        where = ", ".join(
+            f"partition {p}: stable to offset {stable.get((spec.offsets_topic, p), '?')} of {hwm}"
+            for p, hwm in sorted(todo.items())
+        )
+    except ClusterError as e:
+        where = f"partitions {sorted(todo)} (their last stable offsets could not be listed: {e})"
+    first = min(todo)
+    return ClusterError(
+        f"flow {spec.flow}: task {spec.task_index} did not read its source offsets in '{spec.offsets_topic}' on "
+        f"cluster '{spec.target}' within {timeout_s:.0f} s: a transaction is still open there ({where}); the task "
+        "is restarted and reads again. If a partition stays stable to the same offset for longer than the "
+        "producers' transaction.timeout.ms, the transaction is hanging (KIP-664): find it with `kafka-transactions.sh "
+        "--bootstrap-server <target> find-hanging --broker-id <leader>` and end it with `kafka-transactions.sh "
+        f"--bootstrap-server <target> abort --topic {spec.offsets_topic} --partition {first} --start-offset "
+        "<its StartOffset>`"
+    )
 
 
 def _take(spec: CopyTaskSpec, m: Any, wanted: set[PartitionKey], out: dict[PartitionKey, OffsetHistory]) -> None:
