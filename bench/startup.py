@@ -7,7 +7,8 @@ notes the wall clock at launch (:func:`time.time`) and its own first copied reco
 mirrorspark (``python -m mirrorspark run``; the ``mirrorspark.start-up``, lease and supervisor
 loggers log at INFO without ``-v``):
 
-* ``config loaded``: Python and mirrorspark imported, the configuration read;
+* ``config loaded``: Python and mirrorspark imported, the configuration read (the flows' start
+  began then: the ``flows started`` line's time less the seconds it names);
 * ``flows started``: the flows' clients built, topics listed, positions read, the lease groups
   joined (Spark starts meanwhile, on a thread of its own);
 * ``lease held``: the flow's lease assigned (after a ``kill -9``: once the dead holder's
@@ -38,8 +39,7 @@ __all__ = ["MARKS", "median_marks", "read_marks", "startup_line"]
 
 MARKS: Mapping[str, tuple[tuple[str, re.Pattern[str]], ...]] = {
     "mirrorspark": (
-        ("config loaded", re.compile(r"mirrorspark\.start-up: starting \(config loaded\)")),
-        ("flows started", re.compile(r"mirrorspark\.start-up: \d+ flow\(s\) started")),
+        ("flows started", re.compile(r"mirrorspark\.start-up: \d+ flow\(s\) started in (?P<took>[\d.]+) s")),
         ("lease held", re.compile(r"mirrorspark\.replication\.lease: .*: holds the lease")),
         ("Spark session", re.compile(r"mirrorspark\.start-up: Spark session started")),
         ("tasks launched", re.compile(r"mirrorspark\.replication\.supervisor: .*holds the flow's lease .*copying")),
@@ -52,6 +52,9 @@ MARKS: Mapping[str, tuple[tuple[str, re.Pattern[str]], ...]] = {
     ),
 }
 """Per contender, ``(mark, the pattern of the log line that sets it)``; each mark takes its first matching line."""
+
+BEGAN = {"flows started": "config loaded"}
+"""The mark set by a pattern's ``took`` group: when the step that the line ends began (its line time less those s)."""
 
 _STAMP = re.compile(r"^\[?(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})")
 
@@ -91,8 +94,11 @@ def read_marks(contender: str, log_path: Path | None, launched_at: float) -> dic
         if t is None or t < launched_at - 1.0:  # the log's stamps are to the ms, truncated
             continue
         for name, pattern in todo:
-            if pattern.search(line):
+            m = pattern.search(line)
+            if m:
                 out[name] = max(0.0, t - launched_at)
+                if "took" in m.groupdict():  # the step began that many seconds before its line
+                    out[BEGAN[name]] = max(0.0, t - float(m.group("took")) - launched_at)
                 todo.remove((name, pattern))
                 break
         if not todo:

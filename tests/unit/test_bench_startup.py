@@ -19,8 +19,7 @@ LAUNCH = datetime(2026, 11, 27, 10, 0, 0).timestamp()
 SUPERVISOR = "mirrorspark.replication.supervisor: a->b: this instance holds the flow's lease"
 MIRRORSPARK_LOG = "\n".join(
     [
-        "2026-11-27 09:59:50,000 INFO mirrorspark.start-up: starting (config loaded)",
-        "2026-11-27 10:00:01,200 INFO mirrorspark.start-up: starting (config loaded)",
+        "2026-11-27 09:59:50,000 INFO mirrorspark.start-up: 1 flow(s) started in 0.7 s; their leases joined",
         "2026-11-27 10:00:02,000 INFO mirrorspark.start-up: 1 flow(s) started in 0.8 s; their leases joined",
         "%6|1795773734.021|BGQUEUE|rdkafka#producer-1| [thrd:background]: Purging 1 unserved events",
         "2026-11-27 10:00:05,500 INFO mirrorspark.start-up: Spark session started in 4.3 s",
@@ -50,7 +49,7 @@ def test_mirrorsparks_marks_are_its_start_up_steps_in_seconds_after_the_launch_i
     marks = startup.read_marks("mirrorspark", log, LAUNCH)
     assert marks == pytest.approx(
         {
-            "config loaded": 1.2,  # the earlier launch's line in the same file is not this launch's
+            "config loaded": 1.2,  # when the flows' start began; an earlier launch's line is not this launch's
             "flows started": 2.0,
             "Spark session": 5.5,
             "lease held": 7.9,  # the first holding, not a later epoch

@@ -120,7 +120,7 @@ def _setup_logging(verbose: bool) -> None:
     # librdkafka's lines for the operator tools' clients: a failure is reported once, as the error
     logging.getLogger("mirrorspark.librdkafka").setLevel(logging.DEBUG if verbose else logging.CRITICAL)
     # standby, takeover and task restarts are what an operator of several instances must see; the
-    # start-up steps with their seconds (config, flows, Spark, workers) say where a slow start goes
+    # start-up steps with their seconds (flows, Spark, workers) say where a slow start goes
     for name in ("mirrorspark.replication.lease", "mirrorspark.replication.supervisor", "mirrorspark.start-up"):
         logging.getLogger(name).setLevel(logging.INFO)
 
@@ -322,7 +322,8 @@ def _run(
                     highlight=False,
                 )
 
-    logging.getLogger("mirrorspark.start-up").info("starting (config loaded)")
+    # not at INFO: a run that cannot connect prints its one error line alone; "flows started in N s" says when
+    logging.getLogger("mirrorspark.start-up").debug("starting (config loaded)")
     replicator = Replicator(cfg, targets=clusters, on_stats=on_stats)
 
     def on_sigint(_sig: int, _frame: FrameType | None) -> None:
