@@ -11,8 +11,12 @@ re-created under an old name (which, with idempotent producers cached in Spark w
 could trip sequence-number checks), and no Kafka metadata propagation is waited on.
 After the run every topic of the flow on the target (``s<n>.*``, ``*.s<n>.internal``) is
 deleted so that the target's disk use stays bounded.
-The offset-syncs topic ``mm2-offset-syncs.target.internal`` on the source is shared by
-all runs (it is only appended to).
+The offset syncs go to the target too (``offset-syncs.topic.location = target``, MM2 3.5+):
+``mm2-offset-syncs.s<n>.internal``, new for each run and deleted with it. At MM2's default
+location, ``mm2-offset-syncs.target.internal`` on the source, every run of a full benchmark
+appended to one topic that every later run's checkpoints read from the beginning at start: the
+2026-11-27 full run's driver CPU grew from 0.1 to 5 s per copy, and the scale case's idle
+mirrorspark spent a whole core reading the earlier runs' syncs (issue #26).
 """
 
 from __future__ import annotations
@@ -34,9 +38,12 @@ from mirrorspark.kafka.local.model import LocalClusters
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["SOURCE", "TARGET", "BenchEnv"]
+__all__ = ["OFFSET_SYNCS", "SOURCE", "TARGET", "BenchEnv"]
 
 log = logging.getLogger(__name__)
+
+OFFSET_SYNCS = {"offset-syncs.topic.location": "target"}
+"""Every run's offset syncs in a topic of its own on the target, deleted with the run's topics (module notes)."""
 
 SOURCE = "source"
 """Alias of the source cluster (as started; flows use a fresh alias per run)."""
@@ -162,7 +169,7 @@ class BenchEnv:
             clusters,
             clusters={source_alias: replace(src, alias=source_alias), TARGET: clusters.cluster(TARGET)},
         )
-        return renamed.mm2_properties([(source_alias, TARGET)], extra=extra)
+        return renamed.mm2_properties([(source_alias, TARGET)], extra={**OFFSET_SYNCS, **extra})
 
     def delete_flow_topics(self, source_alias: str, *, timeout_s: float = 60.0) -> list[str]:
         """Delete every topic a run's flow left on the target; return their names.
