@@ -11,7 +11,7 @@ re-created under an old name (which, with idempotent producers cached in Spark w
 could trip sequence-number checks), and no Kafka metadata propagation is waited on.
 After the run every topic of the flow on the target (``s<n>.*``, ``*.s<n>.internal``) is
 deleted so that the target's disk use stays bounded.
-The offset syncs go to the target too (``offset-syncs.topic.location = target``, MM2 3.5+):
+The offset syncs go to the target too (``offset-syncs.topic.location = target``, KIP-716, MM2 3.0+):
 ``mm2-offset-syncs.s<n>.internal``, new for each run and deleted with it. At MM2's default
 location, ``mm2-offset-syncs.target.internal`` on the source, every run of a full benchmark
 appended to one topic that every later run's checkpoints read from the beginning at start: the
