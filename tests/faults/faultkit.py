@@ -24,7 +24,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, Producer
 from figures import FaultFigures, full_size, record
-from helpers import admin, assert_eventually, consume_all, end_offsets, unique_name
+from helpers import admin, assert_eventually, consume_all, end_offsets, kafka_tool, unique_name
 from pyspark.sql import SparkSession
 from test_replication import running
 
@@ -314,14 +314,10 @@ def transactions_report(bootstrap: str, *, timeout_s: float = 60.0) -> str:
     a transaction the coordinator no longer knows but a partition still holds open (its last
     stable offset stuck) shows there. Best effort: a command that fails or times out says so.
     """
-    from mirrorspark.kafka.jars import classpath, java_executable
 
     def tool(*args: str) -> str:
-        cmd = [java_executable(), "-cp", classpath("kafka"), "org.apache.kafka.tools.TransactionsCommand"]
         try:
-            done = subprocess.run(
-                [*cmd, "--bootstrap-server", bootstrap, *args], capture_output=True, text=True, timeout=timeout_s
-            )
+            done = kafka_tool(bootstrap, "org.apache.kafka.tools.TransactionsCommand", *args, timeout_s=timeout_s)
         except (OSError, subprocess.TimeoutExpired) as e:
             return f"{' '.join(args)}: {type(e).__name__}: {e}"
         return f"$ kafka-transactions.sh {' '.join(args)}\n{done.stdout.strip()}{done.stderr.strip()[-2000:]}"

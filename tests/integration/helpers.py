@@ -8,6 +8,7 @@ cluster). Nothing here sleeps for a fixed time: waits poll against a deadline
 
 from __future__ import annotations
 
+import subprocess
 import threading
 import time
 import uuid
@@ -30,6 +31,7 @@ __all__ = [
     "consume_all",
     "create_topic",
     "end_offsets",
+    "kafka_tool",
     "produce",
     "target_offsets",
     "unique_name",
@@ -41,6 +43,26 @@ Bootstrap = str | Mapping[str, str]
 Record = dict[str, Any]
 """A record as a dict: ``key``, ``value`` (bytes or None), ``headers`` (list of (str, bytes)),
 ``timestamp_ms``, ``partition`` and, when consumed, ``offset``."""
+
+
+def kafka_tool(bootstrap: str, tool: str, *args: str, timeout_s: float = 120.0) -> subprocess.CompletedProcess[str]:
+    """Run one of Kafka's own command-line tools (``tool``: its class, e.g. ``TransactionsCommand``'s) from the
+    Kafka jars against ``bootstrap``; its output as text.
+
+    Raises
+    ------
+    subprocess.TimeoutExpired
+        The tool did not end within ``timeout_s``.
+    """
+    from mirrorspark.kafka.jars import classpath, java_executable
+
+    cmd = [java_executable(), "-Dlog4j2.level=error", "-cp", classpath("kafka"), tool, "--bootstrap-server", bootstrap]
+    return subprocess.run(
+        [*cmd, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+    )
 
 
 def unique_name(prefix: str) -> str:

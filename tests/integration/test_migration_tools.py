@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions
-from helpers import admin, assert_eventually, consume_all, create_topic, produce, unique_name
+from helpers import admin, assert_eventually, consume_all, create_topic, kafka_tool, produce, unique_name
 from helpers import commit_offsets as commit
 from mm2_client import mm2_client_info, mm2_translate_offsets
 from pyspark.sql import SparkSession
@@ -57,21 +57,7 @@ def committed(bootstrap: str, group: str) -> Offsets:
 
 def consumer_groups_tool(bootstrap: str, *args: str) -> subprocess.CompletedProcess[str]:
     """Kafka's own ``kafka-consumer-groups`` (ConsumerGroupCommand) from the Kafka jars."""
-    return subprocess.run(
-        [
-            java_executable(),
-            "-Dlog4j2.level=error",
-            "-cp",
-            classpath("kafka"),
-            "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
-            "--bootstrap-server",
-            bootstrap,
-            *args,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return kafka_tool(bootstrap, "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", *args)
 
 
 @dataclass(frozen=True)
