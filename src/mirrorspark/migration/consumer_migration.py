@@ -85,7 +85,7 @@ class ConsumerMigration:
 
     # ------------------------------------------------------------------ clusters
 
-    def _admin(self, alias: str) -> ClusterAdmin:
+    def admin(self, alias: str) -> ClusterAdmin:
         """Return the admin wrapper of ``alias`` (the source or target), created at first use.
 
         Each call waits :attr:`timeout_s`. Its librdkafka log lines go to Python logging
@@ -101,7 +101,7 @@ class ConsumerMigration:
             self._admins[alias] = admin
         return self._admins[alias]
 
-    def _group_offsets(self, alias: str, group: str) -> dict[TopicPartitionKey, tuple[int, str]]:
+    def group_offsets(self, alias: str, group: str) -> dict[TopicPartitionKey, tuple[int, str]]:
         """Read a group's committed offsets on ``alias`` with a consumer of the group.
 
         Never Admin ``listConsumerGroupOffsets``: librdkafka's admin client crashes the process when a
@@ -111,7 +111,7 @@ class ConsumerMigration:
         side = self._sides[alias]
         reader = self.context.consumer(side, f"migration-{side}-group-reader", overrides={"group.id": group})
         try:
-            return self._admin(alias).committed_group_offsets(reader, group)
+            return self.admin(alias).committed_group_offsets(reader, group)
         finally:
             reader.close()
 
@@ -126,7 +126,7 @@ class ConsumerMigration:
         if self._reachable.get(alias):
             return
         try:
-            self._admin(alias).check_reachable(timeout_s=min(10.0, self.timeout_s))
+            self.admin(alias).check_reachable(timeout_s=min(10.0, self.timeout_s))
         except ClusterUnreachableError:
             self._reachable[alias] = False
             del self._admins[alias]  # destroyed: it would keep reconnecting in the background
@@ -148,9 +148,9 @@ class ConsumerMigration:
                 f"unknown group '{group}' ({where}; cluster '{self.source}' is unreachable, so the group could "
                 "not be looked up there): check the group id, --source and --target"
             )
-        if self._admin(self.source).describe_group(group).exists:
+        if self.admin(self.source).describe_group(group).exists:
             return
-        if self._group_offsets(self.source, group):
+        if self.group_offsets(self.source, group):
             return
         raise ControlError(
             f"unknown group '{group}': no such consumer group on cluster '{self.source}' ({where}); "
@@ -262,9 +262,9 @@ class ConsumerMigration:
         self.require_reachable(self.source)
         self.require_reachable(self.target)
         latest = self.latest_checkpoints([group])[group]
-        committed = self._group_offsets(self.source, group)
+        committed = self.group_offsets(self.source, group)
         self._load_syncs()
-        tgt_admin = self._admin(self.target)
+        tgt_admin = self.admin(self.target)
         rows = []
         renamed: dict[TopicPartitionKey, str] = {}
         for topic, partition in committed:
@@ -349,8 +349,8 @@ class ConsumerMigration:
         source_members: int | None = None
         upstream: dict[TopicPartitionKey, str] = {}
         if self.reachable(self.source):
-            source_members = self._admin(self.source).describe_group(group).members
-            for topic, partition in self._group_offsets(self.source, group):
+            source_members = self.admin(self.source).describe_group(group).members
+            for topic, partition in self.group_offsets(self.source, group):
                 upstream[(rename_topic(self.policy, self.source, self.target, topic), partition)] = topic
             self._load_syncs()
 
@@ -365,13 +365,13 @@ class ConsumerMigration:
                 return None
             return rereads_at(cp.downstream_offset, live.checkpoint.downstream_offset, live.rereads)
 
-        tgt_admin = self._admin(self.target)
+        tgt_admin = self.admin(self.target)
         offsets = failover_offsets(
             tgt_admin,
             group,
             latest,
             rereads=rereads,
-            committed=functools.partial(self._group_offsets, self.target),
+            committed=functools.partial(self.group_offsets, self.target),
         )
         if not dry_run:
             commit_failover(tgt_admin, group, offsets)

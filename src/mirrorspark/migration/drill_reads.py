@@ -1,0 +1,192 @@
+"""The records a drill reads: fingerprints of copies and originals, and the shadow group's consumer.
+
+A copy is byte-exact (key, value, headers, timestamp), so a record on the target is matched to its
+original on the source by a fingerprint of those four (:func:`fingerprint`), never by offset: offsets
+differ between the two clusters (transaction markers, compaction, a re-created topic).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import KafkaError, TopicPartition
+
+from mirrorspark.errors import ClusterError
+from mirrorspark.kafka.admin import PartitionKey
+
+_POLL_S = 0.2
+
+
+def fingerprint(message: Any) -> bytes:
+    """Return a 16-byte digest of a consumed record's key, value, timestamp and headers (its copy's too).
+
+    Parameters
+    ----------
+    message:
+        A ``confluent_kafka.Message`` without error.
+    """
+    h = hashlib.blake2b(digest_size=16)
+    for part in (message.key(), message.value()):
+        h.update(b"\x00" if part is None else b"\x01" + len(part).to_bytes(8, "big") + part)
+    h.update(message.timestamp()[1].to_bytes(8, "big", signed=True))
+    for name, value in message.headers() or []:
+        raw = name.encode()
+        h.update(b"\x02" + len(raw).to_bytes(4, "big") + raw)
+        h.update(b"\x00" if value is None else b"\x01" + len(value).to_bytes(8, "big") + value)
+    return h.digest()
+
+
+def _key(m: Any) -> PartitionKey:
+    return (str(m.topic()), m.partition() or 0)
+
+
+def read_fingerprints(
+    consumer: Any, ranges: Mapping[PartitionKey, tuple[int, int]], *, timeout_s: float, alias: str
+) -> dict[PartitionKey, list[tuple[int, bytes]]]:
+    """Read the records of ``[start, end)`` per partition and return their offsets and fingerprints.
+
+    Parameters
+    ----------
+    consumer:
+        A consumer of the cluster (``enable.partition.eof`` on, never subscribed); closed by the caller.
+    ranges:
+        ``{(topic, partition): (start, end)}`` offsets; an empty range reads nothing.
+    timeout_s:
+        Seconds for the whole read.
+    alias:
+        The cluster's alias (for the error).
+
+    Returns
+    -------
+    dict[PartitionKey, list[tuple[int, bytes]]]
+        Per partition, ``(offset, fingerprint)`` in offset order (fewer than ``end - start`` where offsets
+        hold no record: transaction markers, compaction).
+
+    Raises
+    ------
+    ClusterError
+        The records were not all read within ``timeout_s`` (names the first partition left).
+    """
+    out: dict[PartitionKey, list[tuple[int, bytes]]] = {k: [] for k in ranges}
+    todo = {k for k, (start, end) in ranges.items() if end > start}
+    if not todo:
+        return out
+    consumer.assign([TopicPartition(t, p, ranges[(t, p)][0]) for t, p in sorted(todo)])
+    deadline = time.monotonic() + timeout_s
+    while todo:
+        if time.monotonic() > deadline:
+            t, p = sorted(todo)[0]
+            raise ClusterError(
+                f"reading {t}-{p} on cluster '{alias}' from offset {ranges[(t, p)][0]} did not end within "
+                f"{timeout_s:.0f} s ({len(todo)} partition(s) left): check the cluster, or raise --timeout"
+            )
+        for m in consumer.consume(num_messages=1000, timeout=_POLL_S):
+            k = _key(m)
+            if k not in todo:
+                continue
+            err = m.error()
+            end = ranges[k][1]
+            if err is not None:
+                if err.code() == KafkaError._PARTITION_EOF:
+                    todo.discard(k)
+                continue
+            if (m.offset() or 0) < end:
+                out[k].append((m.offset() or 0, fingerprint(m)))
+            if (m.offset() or 0) >= end - 1:
+                todo.discard(k)
+    consumer.unassign()
+    return out
+
+
+@dataclass
+class ShadowRead:
+    """What the shadow group's consumer read on the target (:func:`read_from_committed`).
+
+    Attributes
+    ----------
+    first_record_s, ready_s:
+        Monotonic seconds of the first record read, and of every partition reaching its end offset.
+    records:
+        Per partition, the fingerprints in offset order.
+    positions:
+        Per partition, the consumer's position at the end (next offset to read).
+    """
+
+    first_record_s: float | None = None
+    ready_s: float | None = None
+    records: dict[PartitionKey, list[bytes]] = field(default_factory=dict)
+    positions: dict[PartitionKey, int] = field(default_factory=dict)
+
+
+def read_from_committed(consumer: Any, ends: Mapping[PartitionKey, int], *, timeout_s: float, alias: str) -> ShadowRead:
+    """Read every partition from the group's committed offset to ``ends``, as a failed-over consumer would.
+
+    Parameters
+    ----------
+    consumer:
+        A consumer of the shadow group (``enable.partition.eof`` on, ``auto.offset.reset=none``,
+        no auto commit); it is assigned the partitions at their committed offsets and commits its
+        positions at the end. Closed by the caller.
+    ends:
+        ``{(topic, partition): end offset}`` on the target when the drill committed.
+    timeout_s:
+        Seconds for the whole read.
+    alias:
+        The target's alias (for the error).
+
+    Returns
+    -------
+    ShadowRead
+
+    Raises
+    ------
+    ClusterError
+        A partition has no committed offset, or the read did not end within ``timeout_s``.
+    """
+    out = ShadowRead(records={k: [] for k in ends})
+    committed = consumer.committed([TopicPartition(t, p) for t, p in sorted(ends)], timeout=timeout_s)
+    start: dict[PartitionKey, int] = {}
+    for tp in committed:
+        if tp.error is not None or tp.offset < 0:
+            raise ClusterError(
+                f"the drill's shadow group has no committed offset for {tp.topic}-{tp.partition} on cluster '{alias}'"
+            )
+        start[(tp.topic, tp.partition)] = tp.offset
+    out.positions = dict(start)
+    consumer.assign([TopicPartition(t, p, off) for (t, p), off in sorted(start.items())])
+    todo = {k for k in ends if ends[k] > start[k]}
+    deadline = time.monotonic() + timeout_s
+    while todo:
+        if time.monotonic() > deadline:
+            t, p = sorted(todo)[0]
+            raise ClusterError(
+                f"the drill's consumer did not reach the end of {t}-{p} on cluster '{alias}' within "
+                f"{timeout_s:.0f} s: check the cluster, or raise --timeout"
+            )
+        for m in consumer.consume(num_messages=1000, timeout=_POLL_S):
+            k = _key(m)
+            if k not in out.records:
+                continue
+            err = m.error()
+            if err is not None:
+                if err.code() == KafkaError._PARTITION_EOF:
+                    todo.discard(k)
+                continue
+            if out.first_record_s is None:
+                out.first_record_s = time.monotonic()
+            out.records[k].append(fingerprint(m))
+            out.positions[k] = (m.offset() or 0) + 1
+            if out.positions[k] >= ends[k]:
+                todo.discard(k)
+    out.ready_s = time.monotonic()
+    done = [TopicPartition(t, p, off) for (t, p), off in sorted(out.positions.items())]
+    if done:
+        consumer.commit(offsets=done, asynchronous=False)
+    return out
+
+
+__all__ = ["ShadowRead", "fingerprint", "read_fingerprints", "read_from_committed"]
