@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer
+from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import ConfigResource
 from helpers import admin, assert_eventually, create_topic, produce, unique_name
 from helpers import commit_offsets as commit
@@ -70,11 +70,15 @@ def scenario(
 ) -> Iterator[Scenario]:
     p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
     prefix = unique_name("drill")
-    topic, big = f"{prefix}-orders", f"{prefix}-big"
+    topic, big, trimmed = f"{prefix}-orders", f"{prefix}-big", f"{prefix}-trimmed"
     create_topic(p, topic, partitions=2)
     produce(
         p, topic, [{"value": f"o{i}".encode(), "key": str(i).encode(), "partition": i % 2} for i in range(2 * COPIED)]
     )
+    # the first 40 records deleted before the flow copies anything: its first offset sync is for 40
+    create_topic(p, trimmed, partitions=1)
+    produce(p, trimmed, [{"value": f"t{i}".encode()} for i in range(COPIED)])
+    delete_records(p, trimmed, 0, 40)
     create_topic(p, big, partitions=1)
     for start in range(0, BIG, 50_000):
         produce(p, big, [{"value": f"big-{i}".encode()} for i in range(start, start + 50_000)], timeout_s=120)
@@ -84,6 +88,7 @@ def scenario(
         "ahead": {(topic, 0): 60, (topic, 1): 60},
         "behind": {(topic, 0): 60, (topic, 1): 60},
         "active": {(topic, 0): 70, (topic, 1): 70},
+        "trimmed": {(trimmed, 0): 60},
         "big": {(big, 0): 0},
         "interrupted": {(big, 0): 0},
     }
@@ -109,7 +114,14 @@ def scenario(
     commit(p, f"{prefix}-moved", {(topic, 0): 80})
     commit(p, f"{prefix}-ahead", {(topic, 0): 130, (topic, 1): 110})
     commit(p, f"{prefix}-behind", {(topic, 0): 20})
+    commit(p, f"{prefix}-trimmed", {(trimmed, 0): 20})  # behind the oldest offset sync (and the log start)
     yield Scenario(props, p, b, prefix, topic, big)
+
+
+def delete_records(bootstrap: str, topic: str, partition: int, before: int) -> None:
+    """``kafka-delete-records``: the partition's log start becomes ``before``."""
+    [fut] = admin(bootstrap).delete_records([TopicPartition(topic, partition, before)], request_timeout=30).values()
+    fut.result(30)
 
 
 def partitions(result: dict[str, Any], group: str) -> dict[int, dict[str, Any]]:
@@ -171,12 +183,21 @@ def test_a_failover_that_would_skip_records_is_an_error_naming_the_partition(sce
     assert (rows[0]["skips"], rows[0]["rereads"], rows[1]["skips"]) == (40, 0, 0)
 
 
+def test_a_group_behind_the_oldest_offset_sync_skips_only_what_the_source_still_has(scenario: Scenario) -> None:
+    """The checkpoint (60 -> 20: the copy starts at the log start 40) is ahead of the group, reset to 20."""
+    s = scenario
+    r = s.drill_json("--groups", s.group("trimmed"), "--no-record", expect=4)
+    (row,) = partitions(r, s.group("trimmed")).values()
+    assert (row["committed"], row["checkpoint_upstream"], row["target_offset"]) == (20, 60, 20)
+    assert (row["rereads"], row["skips"], row["basis"]) == (0, 20, "exact")  # 40..59: 20..39 are gone everywhere
+
+
 # --------------------------------------------------------------------------- execution
 
 
 def test_execute_measures_what_it_predicted_and_leaves_no_shadow_group(scenario: Scenario) -> None:
     s = scenario
-    r = s.drill_json("--execute", "--groups", f"{s.prefix}-(inside|moved|ahead|behind)", expect=4)
+    r = s.drill_json("--execute", "--groups", f"{s.prefix}-(inside|moved|ahead|behind|trimmed)", expect=4)
     assert r["executed"] is True
     for g in r["groups"]:
         assert g["recovery_ms"] is not None and g["recovery_ms"] >= 0, g
@@ -185,7 +206,13 @@ def test_execute_measures_what_it_predicted_and_leaves_no_shadow_group(scenario:
             assert p["failback_offset"] is not None and p["failback_rereads"] is not None
     reads = {g["group"]: g["records_read"] for g in r["groups"]}
     # from the checkpoints (50/50, 50/20, 60/60, 60/60) to the copy's end (100 per partition)
-    assert reads == {s.group("inside"): 100, s.group("moved"): 130, s.group("ahead"): 80, s.group("behind"): 80}
+    assert reads == {
+        s.group("inside"): 100,
+        s.group("moved"): 130,
+        s.group("ahead"): 80,
+        s.group("behind"): 80,
+        s.group("trimmed"): 40,
+    }
     assert shadow_groups(s.backup, s.prefix) == [] and shadow_groups(s.primary, s.prefix) == []
     # the real groups are untouched on both clusters
     assert partitions(r, s.group("moved"))[0]["committed"] == 80

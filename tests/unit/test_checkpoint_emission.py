@@ -6,6 +6,7 @@ import pytest
 
 from fakes import FakeClients, FakeCluster, FakeGroup, two_clusters
 from mirrorspark.client.context import ReplicationContext
+from mirrorspark.client.translator import OffsetTranslator
 from mirrorspark.config.model import MirrorConfig
 from mirrorspark.mm2.records import Checkpoint, OffsetSync
 from mirrorspark.replication.checkpoint_emitter import CheckpointEmitter
@@ -168,3 +169,17 @@ def test_a_checkpoint_past_the_end_of_the_target_partition_is_never_synced(caplo
     assert "other" not in b.groups
     assert e.invalid_checkpoints == 1
     assert "A.orders-0@9000000" in caplog.text and "ends at 200" in caplog.text
+
+
+def test_a_cancelled_read_of_the_offset_syncs_publishes_nothing() -> None:
+    """A closing emitter's background read stops at its next poll and leaves no half-read store."""
+    cfg, a, _, clients = two_clusters()
+    for up in range(0, 100, 10):
+        sync(a, FORWARD_SYNCS, OffsetSync("orders", 0, up, up + 100))
+    contexts = ReplicationContext(cfg, clients)
+    ctx = contexts.flow("A", "B")
+    translator = OffsetTranslator(ctx, reverse=contexts.reverse(ctx))
+    assert translator.load_syncs(cancelled=lambda: True) is False
+    assert translator.syncs is None and translator.reverse_syncs is None
+    assert translator.load_syncs() is True
+    assert translator.translate("g", "orders", 0, 55).checkpoint is not None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from mirrorspark.config.model import ClientSettings, FlowConfig, MirrorConfig
 from mirrorspark.errors import CorruptRecordError
@@ -125,10 +126,24 @@ class OffsetSyncReader:
         except CorruptRecordError as e:
             log.warning("skipping a corrupt offset sync in %s: %s", self._reader.topic, e)
 
-    def load(self) -> None:
-        """Read to the end, then allow translation (MM2: no translation before the initial read-to-end)."""
-        self._reader.read(self._on_record, timeout_s=60)
+    def load(self, *, cancelled: Callable[[], bool] | None = None) -> bool:
+        """Read to the end, then allow translation (MM2: no translation before the initial read-to-end).
+
+        Parameters
+        ----------
+        cancelled:
+            Checked between two polls; once true the read stops (:meth:`TopicReader.read`).
+
+        Returns
+        -------
+        bool
+            ``False`` when cancelled before the end: the store stays uninitialized (no translation).
+        """
+        self._reader.read(self._on_record, timeout_s=60, cancelled=cancelled)
+        if cancelled is not None and cancelled():
+            return False
         self.store.mark_initialized()
+        return True
 
     def poll(self) -> int:
         """Read syncs written since the last call; return how many."""

@@ -10,6 +10,8 @@ flow ``T->S`` for failback, and turns a group's committed offset on S into a
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from mirrorspark.client.checkpoint_reader import OffsetSyncReader
 from mirrorspark.client.context import FlowContext
 from mirrorspark.errors import ClusterError
@@ -63,7 +65,7 @@ class OffsetTranslator:
         self.syncs: OffsetSyncReader | None = None
         self.reverse_syncs: OffsetSyncReader | None = None
 
-    def load_syncs(self, *, read_to_end_required: bool = False) -> None:
+    def load_syncs(self, *, read_to_end_required: bool = False, cancelled: Callable[[], bool] | None = None) -> bool:
         """Read this flow's offset syncs (and the reverse flow's, for failback) to the end.
 
         After this, :meth:`translate` works. Calling it again re-reads from the
@@ -76,6 +78,14 @@ class OffsetTranslator:
             MM2's ``initializationMustReadToEnd`` for this flow's sync store
             (see :class:`~mirrorspark.mm2.sync_store.OffsetSyncStore`); default
             ``False``: the full retained history is usable.
+        cancelled:
+            Checked between two polls of each read; once true the reads stop, nothing is published
+            and the readers are closed (a closing checkpoint emitter's background read).
+
+        Returns
+        -------
+        bool
+            ``False`` when cancelled (the previous readers are closed, none replaces them).
 
         Raises
         ------
@@ -100,9 +110,9 @@ class OffsetTranslator:
         )
         reverse_syncs: OffsetSyncReader | None = None
         try:
-            syncs.load()
+            done = syncs.load(cancelled=cancelled)
             reverse = self.reverse
-            if reverse is not None and reverse.flow.emit_offset_syncs_enabled:
+            if done and reverse is not None and reverse.flow.emit_offset_syncs_enabled:
                 reverse_syncs = OffsetSyncReader(
                     self.config,
                     reverse.flow,
@@ -111,13 +121,19 @@ class OffsetTranslator:
                     client_id=self.context.client_id("reverse-offset-syncs-consumer"),
                     clients=self.context.clients,
                 )
-                reverse_syncs.load()
+                done = reverse_syncs.load(cancelled=cancelled)
         except BaseException:
             for r in (syncs, reverse_syncs):
                 if r is not None:
                     r.close()
             raise
+        if not done:
+            for r in (syncs, reverse_syncs):
+                if r is not None:
+                    r.close()
+            return False
         self.syncs, self.reverse_syncs = syncs, reverse_syncs
+        return True
 
     def poll(self) -> int:
         """Read the offset syncs written since the last read (both flows); return how many.

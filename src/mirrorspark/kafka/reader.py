@@ -111,7 +111,13 @@ class TopicReader:
         ends = admin.end_offsets([(self.topic, p) for p in wanted], read_committed=self._read_committed)
         return {p: e for (_, p), e in ends.items()}
 
-    def read(self, on_record: Callable[[bytes | None, bytes | None], None], *, timeout_s: float = 30.0) -> int:
+    def read(
+        self,
+        on_record: Callable[[bytes | None, bytes | None], None],
+        *,
+        timeout_s: float = 30.0,
+        cancelled: Callable[[], bool] | None = None,
+    ) -> int:
         """Read every record up to the topic's current end offsets; return how many were read.
 
         A missing topic reads as empty.
@@ -122,6 +128,9 @@ class TopicReader:
             Called with the key and value of every record, in offset order per partition.
         timeout_s:
             Seconds to reach the end offsets (default 30); also bounds each admin call.
+        cancelled:
+            Checked between two polls (every 0.2 s at most): once it returns true the read stops
+            where it is (:attr:`positions` kept, a later read goes on from there).
 
         Returns
         -------
@@ -135,9 +144,15 @@ class TopicReader:
         ClusterUnreachableError
             If the cluster does not answer.
         """
-        return self.read_messages(lambda m: on_record(m.key(), m.value()), timeout_s=timeout_s)
+        return self.read_messages(lambda m: on_record(m.key(), m.value()), timeout_s=timeout_s, cancelled=cancelled)
 
-    def read_messages(self, on_message: Callable[[Any], None], *, timeout_s: float = 30.0) -> int:
+    def read_messages(
+        self,
+        on_message: Callable[[Any], None],
+        *,
+        timeout_s: float = 30.0,
+        cancelled: Callable[[], bool] | None = None,
+    ) -> int:
         """Read as :meth:`read` does, handing over each confluent-kafka ``Message`` (``key()``, ``partition()``, ...).
 
         Parameters
@@ -147,6 +162,8 @@ class TopicReader:
             error message: a ``_PARTITION_EOF`` is skipped, any other error raises).
         timeout_s:
             Seconds to reach the end offsets (default 30); also bounds each admin call.
+        cancelled:
+            As :meth:`read`.
 
         Returns
         -------
@@ -174,6 +191,8 @@ class TopicReader:
         n = 0
         deadline = time.monotonic() + timeout_s
         while todo:
+            if cancelled is not None and cancelled():
+                return n
             if time.monotonic() > deadline:
                 raise ClusterError(
                     f"reading '{self.topic}' on cluster '{self.alias}' did not reach "

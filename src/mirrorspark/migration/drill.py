@@ -420,7 +420,7 @@ class FlowDrill:
         """Match a partition's records read on the target to the source's; also return the copy frontier."""
         g = p.committed if p.committed is not None else p.checkpoint_upstream
         key = (p.source_topic, p.partition)
-        lo = max(0, min(g, p.checkpoint_upstream) - len(target) - 1)
+        lo = max(self._starts.get(key, 0), min(g, p.checkpoint_upstream) - len(target) - 1)
         hi = min(self._ends.get(key, 0), max(g, p.checkpoint_upstream) + 2 * len(target) + 1)
         source = self._read("source", {key: (lo, hi)}, self.migration.timeout_s * 4)[key] if target else []
         got = match_copies(target, source, g)

@@ -133,6 +133,7 @@ class CheckpointEmitter:
         self._producer: Any = None
         self.translator = OffsetTranslator(context, reverse=reverse, copied=copied, reverse_copied=reverse_copied)
         self._syncs_loaded = threading.Event()
+        self._closing = threading.Event()  # set by close(): a background read of the offset syncs stops
         self._syncs_error: ClusterError | None = None
         self._read_to_end_required = False
         self._loader: threading.Thread | None = None
@@ -230,7 +231,7 @@ class CheckpointEmitter:
 
     def _load_syncs_background(self) -> None:
         try:
-            self.load_syncs(read_to_end_required=self._read_to_end_required)
+            self.translator.load_syncs(read_to_end_required=self._read_to_end_required, cancelled=self._closing.is_set)
         except Exception as e:
             log.warning("%s: reading offset syncs failed (%s); the next checkpoint cycle retries", self.name, e)
             self._syncs_error = (
@@ -568,10 +569,13 @@ class CheckpointEmitter:
     def close(self) -> None:
         """Flush and release clients (after a background read of the offset syncs has ended).
 
-        The read is waited for at most :data:`LOADER_JOIN_S`; one still running then (a target that
-        does not answer) keeps the translator's clients, which are not released under it.
+        A background read of the offset syncs stops at its next poll (within 0.2 s) and publishes
+        nothing; it is waited for at most :data:`LOADER_JOIN_S`. One still running then (held in a
+        call to a target that does not answer) keeps the translator's clients, which are not
+        released under it.
         """
         loading = False
+        self._closing.set()
         if self._loader is not None:
             self._loader.join(LOADER_JOIN_S)
             loading = self._loader.is_alive()
