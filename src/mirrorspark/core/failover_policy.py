@@ -28,7 +28,7 @@ from __future__ import annotations
 import datetime
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 from mirrorspark.core.progress_records import FailoverEvent
 
@@ -83,6 +83,21 @@ class PartitionHealth:
     isr: int
     replicas: int
     min_isr: int
+
+    @classmethod
+    def of(cls, layout: Any, min_isr: int) -> PartitionHealth:
+        """Build it from a partition's metadata.
+
+        Parameters
+        ----------
+        layout:
+            Anything with ``topic``, ``partition``, ``leader`` (``-1`` = none), ``isr`` and ``replicas``
+            (broker id sequences), e.g. :class:`~mirrorspark.kafka.admin.PartitionLayout`.
+        min_isr:
+            The topic's ``min.insync.replicas``.
+        """
+        leader = layout.leader if layout.leader >= 0 else None
+        return cls(layout.topic, layout.partition, leader, len(layout.isr), len(layout.replicas), min_isr)
 
     @property
     def offline(self) -> bool:

@@ -289,17 +289,7 @@ class FlowDrill:
             for t, entries in src.topic_config_values(topics).items():
                 with contextlib.suppress(KeyError, TypeError, ValueError):
                     min_isr[t] = int(entries["min.insync.replicas"])  # type: ignore[arg-type]
-        health = [
-            PartitionHealth(
-                topic=p.topic,
-                partition=p.partition,
-                leader=p.leader if p.leader >= 0 else None,
-                isr=len(p.isr),
-                replicas=len(p.replicas),
-                min_isr=min_isr.get(p.topic, 1),
-            )
-            for p in layouts
-        ]
+        health = [PartitionHealth.of(p, min_isr.get(p.topic, 1)) for p in layouts]
         return policy_verdict(
             cfg.failover_policy,
             health,

@@ -156,17 +156,7 @@ class FailoverWatcher:
         else:
             names = [t for t in names if t not in self._configs_read]  # new topics (or a read that failed)
         self._refresh_min_isr(names)
-        out = [
-            PartitionHealth(
-                topic=p.topic,
-                partition=p.partition,
-                leader=p.leader if p.leader >= 0 else None,
-                isr=len(p.isr),
-                replicas=len(p.replicas),
-                min_isr=self._min_isr.get(p.topic, DEFAULT_MIN_ISR),
-            )
-            for p in layouts
-        ]
+        out = [PartitionHealth.of(p, self._min_isr.get(p.topic, DEFAULT_MIN_ISR)) for p in layouts]
         if topics and not out:
             raise ClusterError(f"flow {self.name}: the source '{alias}' described none of the flow's topics")
         return out, True
