@@ -120,7 +120,8 @@ def scenario(
 
 def delete_records(bootstrap: str, topic: str, partition: int, before: int) -> None:
     """``kafka-delete-records``: the partition's log start becomes ``before``."""
-    [fut] = admin(bootstrap).delete_records([TopicPartition(topic, partition, before)], request_timeout=30).values()
+    client = admin(bootstrap)  # kept until the future completes
+    [fut] = client.delete_records([TopicPartition(topic, partition, before)], request_timeout=30).values()
     fut.result(30)
 
 
@@ -130,7 +131,8 @@ def partitions(result: dict[str, Any], group: str) -> dict[int, dict[str, Any]]:
 
 
 def shadow_groups(bootstrap: str, prefix: str) -> list[str]:
-    groups = admin(bootstrap).list_consumer_groups().result(30)
+    client = admin(bootstrap)  # kept until the future completes
+    groups = client.list_consumer_groups().result(30)
     return sorted(g.group_id for g in groups.valid if g.group_id.startswith(f"mirrorspark-drill.{prefix}"))
 
 
@@ -216,7 +218,8 @@ def test_execute_measures_what_it_predicted_and_leaves_no_shadow_group(scenario:
     assert shadow_groups(s.backup, s.prefix) == [] and shadow_groups(s.primary, s.prefix) == []
     # the real groups are untouched on both clusters
     assert partitions(r, s.group("moved"))[0]["committed"] == 80
-    assert not any(g.group_id == s.group("moved") for g in admin(s.backup).list_consumer_groups().result(30).valid)
+    client = admin(s.backup)
+    assert not any(g.group_id == s.group("moved") for g in client.list_consumer_groups().result(30).valid)
 
 
 def test_execute_refuses_a_group_with_members(scenario: Scenario) -> None:
@@ -290,8 +293,8 @@ def test_every_drill_is_recorded_on_the_target(scenario: Scenario) -> None:
         c.close()
     mine = [d for d in seen if d.at >= before]
     assert mine and mine[-1].flow == "primary->backup" and mine[-1].groups[0].group == s.group("inside")
-    configs = admin(s.backup).describe_configs([ConfigResource("topic", topic)])
-    (cfg,) = [f.result(30) for f in configs.values()]
+    client = admin(s.backup)
+    (cfg,) = [f.result(30) for f in client.describe_configs([ConfigResource("topic", topic)]).values()]
     assert cfg["cleanup.policy"].value == "compact"
 
 

@@ -123,6 +123,7 @@ REQUIRED: dict[tuple[str, ...], list[str]] = {
     ("run",): [],
     ("status",): [],
     ("failover",): ["--source", "A", "--target", "B", "--group", "g"],
+    ("drill",): ["--source", "A", "--target", "B"],
     ("service",): ["--cluster", "B"],
     ("replica-status",): ["--cluster", "A"],
     ("elect",): ["--cluster", "A", "--type", "preferred", "--all"],

@@ -69,6 +69,7 @@ def test_the_page_reads_only_the_documented_api() -> None:
         "clusters",
         "replications",
         "gaps",
+        "drills",
         "topics",
         "groups",
         "metrics/record-count",

@@ -342,7 +342,7 @@ def test_closing_checkpoints_never_waits_for_a_stuck_offset_syncs_read(monkeypat
     release = threading.Event()
     emitter = CheckpointEmitter.__new__(CheckpointEmitter)  # no cluster: only close() is exercised
     closed: list[str] = []
-    emitter.name, emitter._producer = "A->B", None
+    emitter.name, emitter._producer, emitter._closing = "A->B", None, threading.Event()
     emitter.translator = type("T", (), {"close": lambda self: closed.append("translator")})()  # type: ignore[assignment]
     emitter._loader = threading.Thread(target=release.wait, daemon=True)  # a read that never ends by itself
     emitter._loader.start()

@@ -179,6 +179,53 @@ MIRRORSPARK_METRICS: Final[tuple[MetricDef, ...]] = (
         "count",
         "Failover events the flow's failover policy recorded since its driver started.",
     ),
+    MetricDef(
+        "recovery-point-records",
+        "mirrorspark",
+        "value",
+        "records",
+        "Source records not yet on the target at the flow's newest drill (records; mirrorspark drill): what a "
+        "failover then would have lost.",
+    ),
+    MetricDef(
+        "recovery-point-seconds",
+        "mirrorspark",
+        "value",
+        "s",
+        "Age of the oldest source record not yet on the target at the flow's newest drill (seconds; 0 when none "
+        "waited, absent when unknown).",
+    ),
+    MetricDef(
+        "drill-rereads",
+        "mirrorspark",
+        "value",
+        "records",
+        "Records a failover would read again, per consumer group, predicted by the flow's newest drill (records; "
+        "absent when unknown).",
+    ),
+    MetricDef(
+        "drill-measured-rereads",
+        "mirrorspark",
+        "value",
+        "records",
+        "Records the newest executed drill's consumer read again on a shadow group, per consumer group (records; "
+        "absent unless measured).",
+    ),
+    MetricDef(
+        "drill-skips",
+        "mirrorspark",
+        "value",
+        "records",
+        "Records a failover would skip, per consumer group, predicted by the flow's newest drill (records; must "
+        "be 0, absent when unknown).",
+    ),
+    MetricDef(
+        "drill-timestamp-seconds",
+        "mirrorspark",
+        "value",
+        "s",
+        "When the flow's newest drill started (Unix epoch seconds).",
+    ),
 )
 """What MM2 does not measure and mirrorspark does."""
 

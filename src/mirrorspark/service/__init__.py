@@ -2,7 +2,7 @@
 
 Raw measurements (:mod:`mirrorspark.core.progress_records`) are aggregated over sliding windows by a
 Spark Structured Streaming job (:mod:`~mirrorspark.service.aggregation`) into a compacted topic;
-the service reads them back with heartbeats, gap ledgers, lifetime totals and flow states
+the service reads them back with heartbeats, gap ledgers, lifetime totals, flow states and drill histories
 (:mod:`~mirrorspark.service.feed`) and serves them as a read-only REST API
 (:mod:`~mirrorspark.service.api`, OpenAPI at ``/openapi.json``) and Prometheus metrics under MM2's
 names (:mod:`~mirrorspark.service.prometheus`).

@@ -12,8 +12,10 @@ served cluster is the target of every local replication):
 ``GET …/topics/{topic}``                                  one topic with its partitions
 ``GET …/groups``                                          consumer groups: checkpoints, lag, failover re-reads
 ``GET …/gaps``                                            the flow's gap events
+``GET …/drills?limit=&partitions=``                       the flow's disaster-recovery drills, newest first
 ``GET …/metrics/{metric}?window=&aggregate=``             a metric's time series
 ``GET /api/v1/gaps``                                      every gap event
+``GET /api/v1/drills?limit=&partitions=``                 every flow's drills (``mirrorspark drill``), newest first
 ``GET /api/v1/metrics``                                   the series, windows and aggregates served
 ``GET /metrics``                                          Prometheus exposition (MM2's names)
 ``GET /``, ``/static/…``                                  the replications dashboard (static files)
@@ -51,10 +53,11 @@ from mirrorspark import __version__
 from mirrorspark.config.model import MirrorConfig
 from mirrorspark.service import views
 from mirrorspark.service.aggregates import SERIES_BY_NAME
-from mirrorspark.service.feed import FlowView, Store
+from mirrorspark.service.feed import DRILLS_KEPT, FlowView, Store
 from mirrorspark.service.prometheus import ServiceCollector
 from mirrorspark.service.schemas import (
     Cluster,
+    Drill,
     Failover,
     Gap,
     Group,
@@ -91,6 +94,10 @@ PartitionFilter = Annotated[int | None, Query(ge=0, le=2**31 - 1, description="O
 GroupFilter = Annotated[str | None, Query(description="Only this consumer group.")]
 Since = Annotated[int | None, Query(ge=0, le=2**63 - 1, description="Only windows ending after this (epoch ms).")]
 Remote = Annotated[bool, Query(description="Include flows into other clusters.")]
+DrillLimit = Annotated[int, Query(ge=1, le=DRILLS_KEPT * 1000, description="Most drills returned (the newest first).")]
+DrillPartitions = Annotated[
+    bool, Query(description="Include each drill's recovery point per source partition (false: null, a smaller answer).")
+]
 
 _BEARER = HTTPBearer(auto_error=False, description="mirrorspark.service.auth.token")
 Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)]
@@ -279,6 +286,31 @@ def flow_gaps(source: Source, target: Target, served: Served) -> list[Gap]:
         return views.gaps([_local_flow(served.store, source, target)])
 
 
+_DRILLS_DOC = (
+    "Each item is one run of `mirrorspark drill` read from the flow's drill history topic on the served cluster "
+    "(`mm2-drills.<source>.internal`): the recovery point then (records not yet on the target and the age of the "
+    "oldest, per source partition), per consumer group the records a failover would read again and skip "
+    "(predicted; measured too when the drill was executed) and the failover policy's verdict. The series of a "
+    "flow's drills is its recovery point over time. The service keeps the newest "
+    f"{DRILLS_KEPT} drills of each flow."
+)
+
+
+@replication_routes.get(
+    f"{_FLOW}/drills",
+    response_model=list[Drill],
+    responses=_FLOW_ERRORS,
+    tags=["replications", "drills"],
+    summary="Disaster-recovery drills of a replication, newest first",
+    description=_DRILLS_DOC,
+)
+def flow_drills(
+    source: Source, target: Target, served: Served, limit: DrillLimit = 100, partitions: DrillPartitions = True
+) -> list[Drill]:
+    with served.store.lock:
+        return views.drills([_local_flow(served.store, source, target)], limit, partitions=partitions)
+
+
 @replication_routes.get(
     f"{_FLOW}/metrics/{{metric}}",
     response_model=Series,
@@ -319,7 +351,7 @@ def metric_series(
 # --------------------------------------------------------------------------- events of every flow into the cluster
 
 event_routes = APIRouter(prefix=API, tags=["replications"])
-"""The gap and failover events of every replication into the served cluster."""
+"""The gap and failover events and the drills of every replication into the served cluster."""
 
 
 @event_routes.get("/gaps", response_model=list[Gap], summary="Gap events of every replication into the served cluster")
@@ -338,6 +370,22 @@ def all_failovers(served: Served) -> list[Failover]:
     store = served.store
     with store.lock:
         return views.failovers(v for v in store.flows.values() if v.target == store.cluster)
+
+
+@event_routes.get(
+    "/drills",
+    response_model=list[Drill],
+    responses=_errors(422),
+    tags=["drills"],
+    summary="Disaster-recovery drills of every replication into the served cluster, newest first",
+    description=_DRILLS_DOC,
+)
+def all_drills(served: Served, limit: DrillLimit = 100, partitions: DrillPartitions = True) -> list[Drill]:
+    store = served.store
+    with store.lock:
+        return views.drills(
+            (v for v in store.flows.values() if v.target == store.cluster), limit, partitions=partitions
+        )
 
 
 # --------------------------------------------------------------------------- what is measured, and Prometheus
@@ -445,7 +493,8 @@ def create_app(
         description=(
             "Read-only API over the replication flows into one Kafka cluster: states, lag, throughput, "
             "latency, consumer-group checkpoints and gap events, aggregated by a Spark Structured Streaming "
-            "job over 1 min, 5 min and 1 h sliding windows. Times are epoch milliseconds."
+            "job over 1 min, 5 min and 1 h sliding windows, and the history of disaster-recovery drills "
+            "(mirrorspark drill). Times are epoch milliseconds."
         ),
     )
     registry = CollectorRegistry(auto_describe=False)

@@ -7,8 +7,9 @@ grow, the topics on T that describe the replication into it:
   (``A.heartbeats``: flows into the clusters upstream of T, for the replication graph);
 * the progress channels ``mm2-task-progress.<source>.internal`` (task reports; the driver's flow,
   lag and group records: :mod:`mirrorspark.core.progress_records`);
-* ``mm2-progress.<source>.internal`` (lifetime totals and published flow states) and
-  ``mm2-gaps.<source>.internal`` (gap events);
+* ``mm2-progress.<source>.internal`` (lifetime totals and published flow states),
+  ``mm2-gaps.<source>.internal`` (gap events) and ``mm2-drills.<source>.internal`` (the drill history
+  ``mirrorspark drill`` writes: :mod:`mirrorspark.core.drills`; the newest :data:`DRILLS_KEPT` per flow);
 * the window aggregates the Spark job writes (:mod:`mirrorspark.service.aggregates`).
 
 New topics are found by listing T every :data:`REFRESH_TOPICS_S`. Flows that write no progress
@@ -18,6 +19,8 @@ every :data:`MM2_POLL_S`, when CONFIG names their source cluster.
 
 from __future__ import annotations
 
+import bisect
+import json
 import logging
 import threading
 import time
@@ -30,6 +33,7 @@ from confluent_kafka import TopicPartition
 from mirrorspark.client.context import ReplicationContext, cluster_policy
 from mirrorspark.client.status import FlowStatus, flow_status
 from mirrorspark.config.model import MirrorConfig
+from mirrorspark.core.drills import DRILLS_PREFIX, DrillResult, decode_drill
 from mirrorspark.core.gaps import GAPS_PREFIX, GapEvent, decode_ledger_record
 from mirrorspark.core.lifetime_totals import FlowState, TopicTotals, decode_flow_state, decode_totals
 from mirrorspark.core.progress_records import (
@@ -70,6 +74,10 @@ PRUNE_S = 60.0
 OFFSET_BEGINNING = -2
 """librdkafka's logical offset "beginning"."""
 
+DRILLS_KEPT = 1000
+"""Most drills kept per flow (:attr:`FlowView.drills`): the oldest are dropped beyond it. The history topic
+itself keeps every drill (compacted, one key per drill); a restarted service reads it again from its beginning."""
+
 
 @dataclass
 class FlowView:
@@ -99,6 +107,9 @@ class FlowView:
         For flows without a progress channel: the last :func:`flow_status` read.
     failover:
         The driver's newest ``failover`` record (the flow's failover policy), ``None`` if none.
+    drills:
+        The flow's disaster-recovery drills (``mm2-drills.<source>.internal``), oldest first (by
+        :attr:`~mirrorspark.core.drills.DrillResult.at`), at most :data:`DRILLS_KEPT`: its recovery point over time.
     """
 
     source: str
@@ -113,6 +124,7 @@ class FlowView:
     gaps: list[GapEvent] = field(default_factory=list)
     status: FlowStatus | None = None
     failover: FailoverEvent | None = None
+    drills: list[DrillResult] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -201,9 +213,17 @@ class Store:
         Parameters
         ----------
         kind:
-            ``"heartbeats"``, ``"remote-heartbeats"``, ``"channel"``, ``"progress"``, ``"gaps"`` or ``"aggregates"``.
+            ``"heartbeats"``, ``"remote-heartbeats"``, ``"channel"``, ``"progress"``, ``"gaps"``, ``"drills"``
+            or ``"aggregates"``.
         key, value:
             The record.
+
+        Returns
+        -------
+        bool
+            ``False`` for a record skipped: not understood (a corrupt one, a newer format's, a flow into
+            another cluster). A corrupt drill record is logged as a WARNING (a drill's result is lost from
+            the history); other corrupt records at DEBUG.
         """
         try:
             with self.lock:
@@ -247,6 +267,8 @@ class Store:
                     gv.gaps.sort(key=lambda g: g.at)
                 return gv is not None
             return rec is not None
+        if kind == "drills":
+            return self._apply_drill(key, value)
         if kind == "aggregates":
             agg = decode_aggregate(key, value)
             if agg is None:
@@ -296,6 +318,25 @@ class Store:
             return view is not None
         return False  # a kind of a newer format version: skipped
 
+    def _apply_drill(self, key: bytes | None, value: bytes | None) -> bool:
+        if value is None:  # a tombstone: that drill was deleted from the history
+            flow, at = _drill_key(key)
+            view = self.flows.get(flow) if flow is not None else None
+            if view is None or at is None:
+                return False
+            view.drills = [d for d in view.drills if d.at != at]
+            return True
+        try:
+            drill = decode_drill(key, value)
+        except CorruptRecordError as e:
+            log.warning("skipped a corrupt drill record (key %r): %s", (key or b"")[:200], e)
+            return False
+        view = self._local(drill.flow)
+        if view is None:
+            return False
+        add_drill(view.drills, drill)
+        return True
+
     def prune(self, now_ms: int | None = None) -> int:
         """Drop aggregates older than their window's retention; return how many."""
         now = now_ms if now_ms is not None else self.clock_ms()
@@ -333,6 +374,43 @@ class Store:
         return out
 
 
+def add_drill(drills: list[DrillResult], drill: DrillResult, keep: int = DRILLS_KEPT) -> None:
+    """Insert ``drill`` into a flow's time-ordered drills, replacing one of the same time, dropping the oldest.
+
+    Parameters
+    ----------
+    drills:
+        Oldest first (by ``at``, epoch ms); changed in place.
+    drill:
+        The drill read; one with the same ``at`` is replaced (the history topic's key is flow and time:
+        the newer record of a key wins, as compaction keeps it).
+    keep:
+        Most drills kept (:data:`DRILLS_KEPT`); the oldest beyond it are dropped.
+    """
+    i = bisect.bisect_left(drills, drill.at, key=lambda d: d.at)
+    if i < len(drills) and drills[i].at == drill.at:
+        drills[i] = drill
+    else:
+        drills.insert(i, drill)
+    if len(drills) > keep:
+        del drills[: len(drills) - keep]
+
+
+def _drill_key(key: bytes | None) -> tuple[str | None, int | None]:
+    """``(flow, at)`` of a drill history key, ``(None, None)`` when it is not one."""
+    try:
+        k = json.loads(key or b"")
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None, None
+    if not isinstance(k, dict):
+        return None, None
+    flow, at = k.get("flow"), k.get("at")
+    return (
+        flow if isinstance(flow, str) else None,
+        at if isinstance(at, int) and not isinstance(at, bool) else None,
+    )
+
+
 def classify(topic: str, *, heartbeats: Callable[[str], bool], local_heartbeats: str, metrics_topic: str) -> str | None:
     """Tell what a topic of the served cluster holds for the service (``None``: nothing).
 
@@ -359,6 +437,8 @@ def classify(topic: str, *, heartbeats: Callable[[str], bool], local_heartbeats:
         return "progress"
     if topic.startswith(GAPS_PREFIX):
         return "gaps"
+    if topic.startswith(DRILLS_PREFIX):
+        return "drills"
     return None
 
 
@@ -506,4 +586,14 @@ class Feed:
                     self.store.flow(source, target).status = st
 
 
-__all__ = ["MM2_POLL_S", "REFRESH_TOPICS_S", "Feed", "FlowView", "Store", "classify", "split_flow"]
+__all__ = [
+    "DRILLS_KEPT",
+    "MM2_POLL_S",
+    "REFRESH_TOPICS_S",
+    "Feed",
+    "FlowView",
+    "Store",
+    "add_drill",
+    "classify",
+    "split_flow",
+]

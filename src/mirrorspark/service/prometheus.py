@@ -21,6 +21,9 @@ scraping outside Kubernetes). MM2's semantics are kept:
   on each of the group's partitions, as MM2's MBeans show it.
 
 mirrorspark's own series use the ``mirrorspark_`` prefix (:data:`~mirrorspark.mm2.metrics.MIRRORSPARK_METRICS`).
+The newest disaster-recovery drill of each flow (``mirrorspark drill``, :mod:`mirrorspark.core.drills`) gives
+``mirrorspark_recovery_point_*`` and ``mirrorspark_drill_*`` (also in ``MIRRORSPARK_METRICS``); a value the
+drill did not know (an unknown age, a group's unknown or unmeasured count) is left out, never exported as ``-1``.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from mirrorspark.config.model import MirrorConfig
+from mirrorspark.core.drills import DrillResult
 from mirrorspark.core.progress_records import PartitionLag
 from mirrorspark.mm2.metrics import CHECKPOINT_GROUP, MIRRORSPARK_METRICS, MM2_METRICS, SOURCE_GROUP, prometheus_name
 from mirrorspark.service.feed import FlowView, Store
@@ -102,6 +106,8 @@ class ServiceCollector(Collector):
         gaps = list(v.gaps) or (list(v.status.gaps) if v.status is not None else [])
         f.add("mirrorspark", "gaps", base, float(len(gaps)))
         f.add("mirrorspark", "gap-lost-records", base, float(sum(g.lost for g in gaps)))
+        if v.drills:
+            _drill(f, base, v.drills[-1])
         idx = Index(self.store, v.name, DEFAULT_WINDOW)
         current = v.current_lags
         for topic, (remote, n) in topic_names(v).items():
@@ -181,6 +187,27 @@ class ServiceCollector(Collector):
             f.add("mirrorspark", "replication-lag-records", labels, float(pl.lag))
             if pl.lag_ms is not None:
                 f.add("mirrorspark", "replication-lag-seconds", labels, pl.lag_ms / 1000)
+
+
+def _drill(f: _Families, base: dict[str, str], d: DrillResult) -> None:
+    """Add the series of a flow's newest drill (values it did not know left out)."""
+
+    def add(attribute: str, labels: dict[str, str], value: float) -> None:
+        f.add("mirrorspark", attribute, labels, value, _DOCS[attribute])
+
+    rp = d.recovery_point
+    add("drill-timestamp-seconds", base, d.at / 1000)
+    add("recovery-point-records", base, float(rp.records))
+    if rp.seconds >= 0:
+        add("recovery-point-seconds", base, rp.seconds)
+    for g in d.groups:
+        labels = {**base, "group": g.group}
+        if g.rereads is not None:
+            add("drill-rereads", labels, float(g.rereads))
+        if g.skips is not None:
+            add("drill-skips", labels, float(g.skips))
+        if d.executed and g.measured_rereads is not None:
+            add("drill-measured-rereads", labels, float(g.measured_rereads))
 
 
 __all__ = ["ServiceCollector"]

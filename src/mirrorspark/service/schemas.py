@@ -163,6 +163,100 @@ class Failover(BaseModel):
     groups: list[FailoverGroup]
 
 
+class DrillPartition(BaseModel):
+    """One source partition's recovery point in a drill: what a failover then would have lost."""
+
+    topic: str = Field(description="The source topic.")
+    partition: int
+    end_offset: int = Field(description="Its end offset on the source.")
+    position: int | None = Field(
+        default=None, description="The flow's copied position (next source offset to copy); null: never copied."
+    )
+    records: int = Field(description="Records not yet on the target (end offset minus position).")
+    seconds: float | None = Field(
+        default=None, description="Age of the oldest of them (s); 0 when none waits, null when unknown."
+    )
+
+
+class DrillRecoveryPoint(BaseModel):
+    """A flow's recovery point measured by a drill: what is on the source and not (yet) on the target."""
+
+    records: int = Field(description="Records not yet on the target, over every partition.")
+    max_records: int = Field(description="The largest partition's records not yet on the target.")
+    seconds: float | None = Field(
+        default=None,
+        description="Age of the oldest record not yet on the target (s); 0 when none waits, null when a waiting "
+        "partition's age is unknown.",
+    )
+    gap_events: int = Field(description="Gap events in the flow's gap ledger then.")
+    gap_records: int = Field(description="Source records those gap events name (lost before they were copied).")
+    partitions: list[DrillPartition] | None = Field(
+        default=None, description="Per source partition, by topic and partition; null when not asked for."
+    )
+
+
+class DrillGroup(BaseModel):
+    """A consumer group's drilled failover: predicted from its checkpoints, measured with ``--execute``."""
+
+    group: str
+    partitions: int = Field(description="Downstream partitions with a checkpoint.")
+    rereads: int | None = Field(
+        default=None, description="Predicted records a failover would read again (null: unknown on a partition)."
+    )
+    skips: int | None = Field(
+        default=None, description="Predicted records a failover would skip (must be 0; null: unknown)."
+    )
+    measured_rereads: int | None = Field(
+        default=None, description="Records the drill's consumer read again on a shadow group (executed drills only)."
+    )
+    measured_skips: int | None = Field(
+        default=None, description="Records the drill's consumer skipped (executed drills only; must be 0)."
+    )
+    source_lag: int | None = Field(default=None, description="The group's own lag on the source (records).")
+    recovery_ms: int | None = Field(
+        default=None,
+        description="Measured: ms from the shadow group's commit to its consumer's first record (executed drills).",
+    )
+    records_read: int | None = Field(default=None, description="Records the drill's consumer read on the target.")
+    target_members: int = Field(description="Active members on the target (a failover would be refused).")
+    source_members: int | None = Field(default=None, description="Active members on the source (null: unreachable).")
+    refused: str | None = Field(default=None, description="Why an executed drill left the group alone.")
+    without_checkpoint: list[str] = Field(
+        default_factory=list,
+        description="topic-partition names the group committed on the source with no checkpoint on the target: a "
+        "failover commits nothing there (a consumer starts by its auto.offset.reset).",
+    )
+
+
+class DrillPolicy(BaseModel):
+    """What the flow's failover policy (``mirrorspark.failover.policy``) would have done at the drill."""
+
+    policy: str = Field(description="manual, under-min-isr or offline; none when the flow has no policy.")
+    breached: bool = Field(description="Whether the source counted as failed under the policy.")
+    action: str = Field(description='"fail over", "record only" or "nothing".')
+    reason: str
+    groups: list[str] = Field(description="Groups with checkpoints the policy's groups setting selects.")
+    grace_ms: int = Field(description="mirrorspark.failover.grace.ms.")
+
+
+class Drill(BaseModel):
+    """One disaster-recovery drill of a flow (``mirrorspark drill``), read from its history topic on the target."""
+
+    flow: str = Field(description='"source->target".')
+    source: str
+    target: str
+    at_ms: int = Field(description="When the drill started (epoch ms).")
+    executed: bool = Field(
+        description="Whether the groups' failovers were measured by real consumers on shadow groups (--execute)."
+    )
+    duration_ms: int = Field(description="How long the drill took (ms).")
+    recovery_point: DrillRecoveryPoint
+    rereads: int | None = Field(default=None, description="Predicted re-reads over every group (null: unknown).")
+    skips: int | None = Field(default=None, description="Predicted skips over every group (null: unknown).")
+    groups: list[DrillGroup]
+    policy: DrillPolicy | None = Field(default=None, description="The failover policy's verdict; null without one.")
+
+
 class Point(BaseModel):
     """One window of a time series."""
 
@@ -231,6 +325,11 @@ class Health(BaseModel):
 
 __all__ = [
     "Cluster",
+    "Drill",
+    "DrillGroup",
+    "DrillPartition",
+    "DrillPolicy",
+    "DrillRecoveryPoint",
     "Failover",
     "FailoverGroup",
     "Figures",

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from mirrorspark.config.model import MirrorConfig
+from mirrorspark.core.drills import DrillResult
 from mirrorspark.service.aggregates import (
     AGGREGATES,
     SERIES,
@@ -25,6 +26,11 @@ from mirrorspark.service.aggregates import (
 from mirrorspark.service.feed import FlowView, Store
 from mirrorspark.service.schemas import (
     Cluster,
+    Drill,
+    DrillGroup,
+    DrillPartition,
+    DrillPolicy,
+    DrillRecoveryPoint,
     Failover,
     FailoverGroup,
     Figures,
@@ -340,6 +346,97 @@ def failovers(views: Iterable[FlowView]) -> list[Failover]:
     return out
 
 
+def _known_s(seconds: float) -> float | None:
+    return None if seconds < 0 else seconds
+
+
+def drill(d: DrillResult, *, partitions: bool = True) -> Drill:
+    """Return the document of one drill (``-1`` sentinels of the record become ``null``).
+
+    Parameters
+    ----------
+    d:
+        The drill read from the history topic.
+    partitions:
+        Include the recovery point of each source partition (else ``recovery_point.partitions`` is ``None``).
+    """
+    rp = d.recovery_point
+    return Drill(
+        flow=d.flow,
+        source=d.source,
+        target=d.target,
+        at_ms=d.at,
+        executed=d.executed,
+        duration_ms=d.duration_ms,
+        recovery_point=DrillRecoveryPoint(
+            records=rp.records,
+            max_records=rp.max_records,
+            seconds=_known_s(rp.seconds),
+            gap_events=rp.gap_events,
+            gap_records=rp.gap_records,
+            partitions=None
+            if not partitions
+            else [
+                DrillPartition(
+                    topic=p.topic,
+                    partition=p.partition,
+                    end_offset=p.end_offset,
+                    position=p.position if p.position >= 0 else None,
+                    records=p.records,
+                    seconds=_known_s(p.seconds),
+                )
+                for p in rp.partitions
+            ],
+        ),
+        rereads=d.rereads,
+        skips=d.skips,
+        groups=[
+            DrillGroup(
+                group=g.group,
+                partitions=len(g.partitions),
+                rereads=g.rereads,
+                skips=g.skips,
+                measured_rereads=g.measured_rereads,
+                measured_skips=g.measured_skips,
+                source_lag=g.source_lag,
+                recovery_ms=g.recovery_ms,
+                records_read=g.records_read,
+                target_members=g.target_members,
+                source_members=g.source_members,
+                refused=g.refused,
+                without_checkpoint=list(g.without_checkpoint),
+            )
+            for g in d.groups
+        ],
+        policy=None
+        if d.policy is None
+        else DrillPolicy(
+            policy=d.policy.policy,
+            breached=d.policy.breached,
+            action=d.policy.action,
+            reason=d.policy.reason,
+            groups=list(d.policy.groups),
+            grace_ms=d.policy.grace_ms,
+        ),
+    )
+
+
+def drills(views: Iterable[FlowView], limit: int, *, partitions: bool = True) -> list[Drill]:
+    """Return the drills of flows, newest first (ties by flow), at most ``limit``.
+
+    Parameters
+    ----------
+    views:
+        The flows (hold the store's lock).
+    limit:
+        Most drills returned (>= 1).
+    partitions:
+        Include each drill's per-partition recovery point.
+    """
+    newest = sorted((d for v in views for d in v.drills), key=lambda d: (-d.at, d.flow))
+    return [drill(d, partitions=partitions) for d in newest[:limit]]
+
+
 def series(
     store: Store,
     flow: str,
@@ -421,6 +518,8 @@ __all__ = [
     "Index",
     "catalog",
     "clusters",
+    "drill",
+    "drills",
     "failovers",
     "figures",
     "flow_state",

@@ -5,7 +5,8 @@
  * seconds, default 5) and draws: the replication graph (clusters as nodes, flows as arrows
  * coloured by state; A->B and B->A as two curved edges, A->B->C as a chain), the flows, per local
  * flow its charts (throughput, lag, latency over the chosen window), topics and consumer groups,
- * and the gap events. With mirrorspark.service.auth.token set (the health check says so) the page
+ * the disaster-recovery drills (per flow: the newest drill's recovery point and groups, and the
+ * recovery point over the drills' history as sparklines and a table), and the gap events. With mirrorspark.service.auth.token set (the health check says so) the page
  * asks for the token, keeps it in this tab's sessionStorage and sends it as a bearer token.
  * Charts: uPlot (static/vendor/, see README.md there). No build step, no CDN.
  */
@@ -31,6 +32,8 @@
   const COL_GAP = 330;
   const ROW_GAP = 120;
   const MARGIN = 40;
+  const DRILLS = 500; // drills read per refresh (every flow's, newest first)
+  const DRILL_ROWS = 10; // a flow's newest drills listed in its history table
 
   const ui = {
     window: "1m",
@@ -207,10 +210,11 @@
         return;
       }
       const w = ui.window;
-      const [clusters, flows, gaps] = await Promise.all([
+      const [clusters, flows, gaps, drills] = await Promise.all([
         api("clusters"),
         api("replications", { window: w }),
         api("gaps"),
+        api("drills", { limit: DRILLS, partitions: false }),
       ]);
       const local = flows.filter((f) => f.local);
       const details = await Promise.all(local.map((f) => flowDetail(f, w)));
@@ -218,6 +222,7 @@
       renderGraph(clusters, flows);
       renderFlows(flows);
       renderDetails(local, details);
+      renderDrills(drills);
       renderGaps(gaps);
       $("error").hidden = true;
       $("updated").textContent = `updated ${fmtTime(Date.now())} · every ${REFRESH_MS / 1000} s`;
@@ -546,6 +551,197 @@
         )
       );
     fill($("gaps").querySelector("tbody"), rows, "No gap event: no source record was lost before it was copied.", 7);
+  }
+
+  // ---------------------------------------------------------------- disaster-recovery drills
+
+  function fmtSeconds(s) {
+    return s === null || s === undefined ? "unknown" : fmtMs(s * 1000);
+  }
+
+  function sparkline(key, label, points, fmt, color) {
+    // points: [[at_ms, value]] oldest first; a value of null (unknown) is left out
+    const W = 240;
+    const H = 48;
+    const P = 5;
+    const known = points.filter(([, v]) => v !== null && v !== undefined);
+    const attrs = { class: "spark", "data-series": key, width: W, height: H, viewBox: `0 0 ${W} ${H}`, role: "img" };
+    if (!known.length) {
+      return svg("svg", { ...attrs, "aria-label": `${label}: unknown` }, svg("title", { text: `${label}: unknown` }));
+    }
+    const t0 = known[0][0];
+    const t1 = known[known.length - 1][0];
+    const top = Math.max(...known.map(([, v]) => v)) || 1;
+    const xy = known.map(([t, v]) => [
+      t1 > t0 ? P + ((t - t0) / (t1 - t0)) * (W - 2 * P) : W / 2,
+      H - P - (v / top) * (H - 2 * P),
+    ]);
+    const last = known[known.length - 1][1];
+    const text = `${label}: ${fmt(last)} now, at most ${fmt(top)} over ${known.length} drill${known.length === 1 ? "" : "s"}`;
+    const [lx, ly] = xy[xy.length - 1];
+    return svg(
+      "svg",
+      { ...attrs, "aria-label": text },
+      svg("title", { text }),
+      svg("polyline", { points: xy.map(([x, y]) => `${x.toFixed(1)},${y.toFixed(1)}`).join(" "), stroke: color }),
+      svg("circle", { cx: lx.toFixed(1), cy: ly.toFixed(1), r: 3, fill: color })
+    );
+  }
+
+  function figureBox(col, value, label, bad) {
+    return el(
+      "div",
+      { class: "figure", "data-col": col },
+      el("span", { class: "value" + (bad ? " bad" : ""), text: value }),
+      el("span", { class: "label", text: label })
+    );
+  }
+
+  function drillHistory(list) {
+    const rows = list.slice(0, DRILL_ROWS).map((d) =>
+      el(
+        "tr",
+        { "data-at": d.at_ms },
+        td(fmtDateTime(d.at_ms), null, "at"),
+        td(d.executed ? "executed" : "predicted", null, "mode"),
+        td(fmtCount(d.recovery_point.records), "num", "rp-records"),
+        td(fmtSeconds(d.recovery_point.seconds), "num", "rp-seconds"),
+        td(fmtCount(d.rereads), "num", "rereads"),
+        td(fmtCount(d.skips), "num" + (d.skips ? " bad" : ""), "skips"),
+        td(fmtMs(d.duration_ms), "num", "duration")
+      )
+    );
+    return grid(
+      "grid drill-history",
+      ["Drill", "Mode"],
+      ["Recovery point", "Oldest waiting", "Re-reads", "Skips", "Took"],
+      rows,
+      "No drill."
+    );
+  }
+
+  function drillGroups(d) {
+    const rows = d.groups.map((g) => {
+      const skipped = (g.skips || 0) + (g.measured_skips || 0);
+      const unchecked = g.without_checkpoint || [];
+      const outcome = g.refused
+        ? "refused"
+        : skipped
+          ? "skips records"
+          : unchecked.length
+            ? `${plural(unchecked.length, "partition")} without checkpoint`
+            : "ok";
+      const why = [g.refused, unchecked.length ? "no checkpoint on the target: " + unchecked.join(", ") : null];
+      return el(
+        "tr",
+        { "data-drill-group": g.group, title: why.filter(Boolean).join("\n") },
+        td(g.group, null, "group"),
+        td(fmtCount(g.partitions), "num", "partitions"),
+        td(fmtCount(g.rereads), "num", "rereads"),
+        td(fmtCount(g.measured_rereads), "num", "measured-rereads"),
+        td(fmtCount(g.skips), "num" + (g.skips ? " bad" : ""), "skips"),
+        td(fmtCount(g.measured_skips), "num" + (g.measured_skips ? " bad" : ""), "measured-skips"),
+        td(fmtMs(g.recovery_ms), "num", "recovery-ms"),
+        td(fmtCount(g.records_read), "num", "records-read"),
+        td(fmtCount(g.target_members), "num" + (g.target_members ? " bad" : ""), "target-members"),
+        td(outcome, outcome === "ok" ? "good" : "bad", "outcome")
+      );
+    });
+    return grid(
+      "grid drill-groups",
+      ["Consumer group"],
+      [
+        "Partitions",
+        "Re-reads (predicted)",
+        "Re-reads (measured)",
+        "Skips (predicted)",
+        "Skips (measured)",
+        "Recovery",
+        "Records read",
+        "Members on target",
+        "Outcome",
+      ],
+      rows,
+      "No consumer group with checkpoints was drilled."
+    );
+  }
+
+  function renderDrills(drills) {
+    const box = $("drills");
+    const byFlow = new Map();
+    for (const d of drills) {
+      if (!byFlow.has(d.flow)) byFlow.set(d.flow, []);
+      byFlow.get(d.flow).push(d); // newest first
+    }
+    if (!byFlow.size) {
+      box.replaceChildren(
+        el("p", {
+          class: "empty",
+          id: "drills-empty",
+          text:
+            "No drill recorded yet: each run of `mirrorspark drill` writes its result to mm2-drills.<source>.internal " +
+            "on the target, and it shows up here.",
+        })
+      );
+      return;
+    }
+    const sections = [...byFlow.keys()].sort().map((name) => {
+      const list = byFlow.get(name);
+      const d = list[0];
+      const rp = d.recovery_point;
+      const history = list.slice().reverse();
+      const policy = d.policy
+        ? `policy ${d.policy.policy}: ${d.policy.action}${d.policy.breached ? " (source failed)" : ""}`
+        : "no failover policy";
+      const meta = [
+        `newest drill ${fmtDateTime(d.at_ms)}`,
+        d.executed ? "executed (measured on shadow groups)" : "predicted",
+        `took ${fmtMs(d.duration_ms)}`,
+        policy,
+      ];
+      return el(
+        "div",
+        { class: "drill-flow", "data-flow": name, "data-at": d.at_ms },
+        el(
+          "div",
+          { class: "flow-head" },
+          el("h3", { text: arrow(name) }),
+          el("span", { class: "meta", text: meta.join(" · "), title: d.policy ? d.policy.reason : "" })
+        ),
+        el(
+          "div",
+          { class: "drill-figures" },
+          figureBox("rp-records", fmtCount(rp.records), "records not yet on the target", rp.records > 0),
+          figureBox("rp-seconds", fmtSeconds(rp.seconds), "oldest of them", rp.seconds === null || rp.seconds > 0),
+          figureBox("rp-max-records", fmtCount(rp.max_records), "largest partition's"),
+          figureBox("gap-records", fmtCount(rp.gap_records), `lost in ${plural(rp.gap_events, "gap event")}`, rp.gap_records > 0),
+          figureBox("rereads", fmtCount(d.rereads), "failover re-reads (predicted)"),
+          figureBox("skips", fmtCount(d.skips), "failover skips (predicted)", !!d.skips)
+        ),
+        el(
+          "div",
+          { class: "sparks" },
+          el(
+            "div",
+            { class: "spark-box" },
+            "Recovery point (records) over the drills",
+            sparkline("rp-records", "recovery point (records)", history.map((x) => [x.at_ms, x.recovery_point.records]), fmtCount, "#d9822b")
+          ),
+          el(
+            "div",
+            { class: "spark-box" },
+            "Oldest waiting record over the drills",
+            sparkline("rp-seconds", "recovery point (time)", history.map((x) => [x.at_ms, x.recovery_point.seconds]), fmtSeconds, "#8e44ad")
+          ),
+          el("span", { class: "muted", text: `${plural(list.length, "drill")} since ${fmtDateTime(history[0].at_ms)}` })
+        ),
+        el("h3", { text: "Newest drill's consumer groups" }),
+        drillGroups(d),
+        el("h3", { text: "Drills" }),
+        drillHistory(list)
+      );
+    });
+    box.replaceChildren(...sections);
   }
 
   // ---------------------------------------------------------------- per-flow sections and charts
