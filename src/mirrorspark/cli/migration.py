@@ -189,6 +189,7 @@ def failover(
         out = as_dict(plan)
         out["total_rereads"] = plan.total_rereads
         out["unknown_rereads"] = plan.unknown_rereads
+        out["consumed_since"] = plan.consumed_since
         print(json.dumps(out, indent=2))
     else:
         verb = "preview only: would commit" if dry_run else "committed"
@@ -210,7 +211,15 @@ def failover(
             highlight=False,
             markup=False,
         )
-    elif plan.source_members:
+    elif plan.consumed_since:
+        err_console.print(
+            f"note: group '{group}' consumed {plan.consumed_since:,} more record(s) on cluster '{source}' since these "
+            "checkpoints: a consumer on the target reads those again too (mirrorspark drill counts them)",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
+    if plan.source_members:
         err_console.print(
             f"warning: group '{group}' still has {plan.source_members} active member(s) on cluster '{source}': "
             "they keep consuming past the checkpoint",

@@ -42,6 +42,10 @@ class FailoverOffset:
     rereads:
         Records re-read relative to ``upstream_offset`` (see :func:`~mirrorspark.mm2.checkpoint_rules.rereads_at`);
         ``None`` when unknown (the offset syncs could not be read).
+    source_offset:
+        The group's committed offset on the source now, ``None`` when not read (source unreachable, or
+        not asked): past ``upstream_offset``, the group consumed records there since the checkpoint, which a
+        consumer on the target reads again too (``mirrorspark drill`` counts them).
     """
 
     topic: str
@@ -51,6 +55,12 @@ class FailoverOffset:
     metadata: str
     previous_offset: int | None
     rereads: int | None
+    source_offset: int | None = None
+
+    @property
+    def consumed_since(self) -> int:
+        """Records the group consumed on the source after the checkpoint (0 when unknown)."""
+        return 0 if self.source_offset is None else max(0, self.source_offset - self.upstream_offset)
 
 
 def group_in_use_error(group: str, target: str, members: int, state: str) -> ControlError:

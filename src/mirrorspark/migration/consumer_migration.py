@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import logging
 from collections.abc import Sequence
@@ -348,10 +349,13 @@ class ConsumerMigration:
             )
         source_members: int | None = None
         upstream: dict[TopicPartitionKey, str] = {}
+        now: dict[TopicPartitionKey, int] = {}  # the group's committed offsets on the source, by downstream key
         if self.reachable(self.source):
             source_members = self.admin(self.source).describe_group(group).members
-            for topic, partition in self.group_offsets(self.source, group):
-                upstream[(rename_topic(self.policy, self.source, self.target, topic), partition)] = topic
+            for (topic, partition), (offset, _) in self.group_offsets(self.source, group).items():
+                renamed = (rename_topic(self.policy, self.source, self.target, topic), partition)
+                upstream[renamed] = topic
+                now[renamed] = offset
             self._load_syncs()
 
         def rereads(topic: str, partition: int, cp: Checkpoint) -> int | None:
@@ -373,6 +377,7 @@ class ConsumerMigration:
             rereads=rereads,
             committed=functools.partial(self.group_offsets, self.target),
         )
+        offsets = [dataclasses.replace(o, source_offset=now.get((o.topic, o.partition))) for o in offsets]
         if not dry_run:
             commit_failover(tgt_admin, group, offsets)
         return FailoverPlan(

@@ -113,6 +113,11 @@ class FailoverPlan:
         return sum(o.rereads for o in self.offsets if o.rereads is not None)
 
     @property
+    def consumed_since(self) -> int:
+        """Records the group consumed on the source after its checkpoints (0 when the source was not read)."""
+        return sum(o.consumed_since for o in self.offsets)
+
+    @property
     def unknown_rereads(self) -> int:
         """Partitions whose re-read count is unknown."""
         return sum(1 for o in self.offsets if o.rereads is None)
