@@ -164,11 +164,16 @@ def drill(
 ) -> None:
     """Measure what a failover of SOURCE->TARGET would lose, re-read and skip now, per flow and consumer group.
 
-    Read-only by default: the recovery point (records and seconds of SOURCE data not on TARGET), each group's
-    failover offsets with the records it would read again and skip, and what the failover policy would do.
-    With --execute, each group is failed over to a shadow group on TARGET, read to the end by a real
-    consumer, failed back to a shadow group on SOURCE, and measured; the shadow groups are deleted, also on
-    Ctrl-C. Every drill is appended to mm2-drills.<source>.internal on TARGET unless --no-record.
+    Read-only by default: the recovery point (SOURCE records not yet on TARGET, and their age).
+
+    Per group: the offsets a failover commits, the records it reads again and skips, its members and lag.
+
+    Also what the failover policy would do now, and why.
+
+    --execute measures it on shadow groups (mirrorspark-drill.<group>), deleted after, also on Ctrl-C.
+
+    Every drill is appended to mm2-drills.<source>.internal on TARGET unless --no-record.
+
     Exits 4 when a failover would skip records, 6 when --execute left a group with members alone.
     """
     from mirrorspark.config.parse import load_config
