@@ -109,6 +109,7 @@ class OffsetTranslator:
             clients=self.context.clients,
         )
         reverse_syncs: OffsetSyncReader | None = None
+        published = False
         try:
             done = syncs.load(cancelled=cancelled)
             reverse = self.reverse
@@ -122,18 +123,15 @@ class OffsetTranslator:
                     clients=self.context.clients,
                 )
                 done = reverse_syncs.load(cancelled=cancelled)
-        except BaseException:
-            for r in (syncs, reverse_syncs):
-                if r is not None:
-                    r.close()
-            raise
-        if not done:
-            for r in (syncs, reverse_syncs):
-                if r is not None:
-                    r.close()
-            return False
-        self.syncs, self.reverse_syncs = syncs, reverse_syncs
-        return True
+            if done:
+                self.syncs, self.reverse_syncs = syncs, reverse_syncs
+                published = True
+        finally:
+            if not published:  # failed or cancelled: nothing half-read stays open
+                for r in (syncs, reverse_syncs):
+                    if r is not None:
+                        r.close()
+        return published
 
     def poll(self) -> int:
         """Read the offset syncs written since the last read (both flows); return how many.

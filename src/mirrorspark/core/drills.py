@@ -613,6 +613,25 @@ def _policy(x: dict[str, Any] | None) -> PolicyVerdict | None:
     )
 
 
+def decode_drill_key(key: bytes | None) -> tuple[str, int]:
+    """Decode a drill history record's key (:func:`encode_drill`): ``(flow, at)``, ``at`` in epoch ms.
+
+    A tombstone (no value) names by its key the drill it deletes.
+
+    Raises
+    ------
+    CorruptRecordError
+        Not a JSON object with a string ``flow`` and an integer ``at``.
+    """
+    try:
+        k = json.loads(key or b"")
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:
+        raise CorruptRecordError(f"drill record key is not JSON: {type(e).__name__}") from e
+    if not isinstance(k, dict):
+        raise CorruptRecordError("drill record: the key must be a JSON object")
+    return _req(k, "flow", (str,)), _req(k, "at", (int,))
+
+
 def decode_drill(key: bytes | None, value: bytes | None) -> DrillResult:
     """Decode a drill history record (:func:`encode_drill`).
 
@@ -663,6 +682,7 @@ __all__ = [
     "PolicyVerdict",
     "RecoveryPoint",
     "decode_drill",
+    "decode_drill_key",
     "drills_topic",
     "encode_drill",
     "match_copies",

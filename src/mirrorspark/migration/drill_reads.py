@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,7 +45,12 @@ def _key(m: Any) -> PartitionKey:
 
 
 def read_fingerprints(
-    consumer: Any, ranges: Mapping[PartitionKey, tuple[int, int]], *, timeout_s: float, alias: str
+    consumer: Any,
+    ranges: Mapping[PartitionKey, tuple[int, int]],
+    *,
+    timeout_s: float,
+    alias: str,
+    on_first_record: Callable[[], None] | None = None,
 ) -> dict[PartitionKey, list[tuple[int, bytes]]]:
     """Read the records of ``[start, end)`` per partition and return their offsets and fingerprints.
 
@@ -59,6 +64,8 @@ def read_fingerprints(
         Seconds for the whole read.
     alias:
         The cluster's alias (for the error).
+    on_first_record:
+        Called once, when the first record of the ranges arrives.
 
     Returns
     -------
@@ -95,6 +102,8 @@ def read_fingerprints(
                     todo.discard(k)
                 continue
             if (m.offset() or 0) < end:
+                if on_first_record is not None and not any(out.values()):
+                    on_first_record()
                 out[k].append((m.offset() or 0, fingerprint(m)))
             if (m.offset() or 0) >= end - 1:
                 todo.discard(k)
@@ -128,9 +137,9 @@ def read_from_committed(consumer: Any, ends: Mapping[PartitionKey, int], *, time
     Parameters
     ----------
     consumer:
-        A consumer of the shadow group (``enable.partition.eof`` on, ``auto.offset.reset=none``,
-        no auto commit); it is assigned the partitions at their committed offsets and commits its
-        positions at the end. Closed by the caller.
+        A consumer of the shadow group (``enable.partition.eof`` on, ``auto.offset.reset=error``,
+        no auto commit); it is assigned the partitions at their committed offsets
+        (:func:`read_fingerprints`) and commits its positions at the end. Closed by the caller.
     ends:
         ``{(topic, partition): end offset}`` on the target when the drill committed.
     timeout_s:
@@ -147,7 +156,6 @@ def read_from_committed(consumer: Any, ends: Mapping[PartitionKey, int], *, time
     ClusterError
         A partition has no committed offset, or the read did not end within ``timeout_s``.
     """
-    out = ShadowRead(records={k: [] for k in ends})
     committed = consumer.committed([TopicPartition(t, p) for t, p in sorted(ends)], timeout=timeout_s)
     start: dict[PartitionKey, int] = {}
     for tp in committed:
@@ -156,33 +164,16 @@ def read_from_committed(consumer: Any, ends: Mapping[PartitionKey, int], *, time
                 f"the drill's shadow group has no committed offset for {tp.topic}-{tp.partition} on cluster '{alias}'"
             )
         start[(tp.topic, tp.partition)] = tp.offset
-    out.positions = dict(start)
-    consumer.assign([TopicPartition(t, p, off) for (t, p), off in sorted(start.items())])
-    todo = {k for k in ends if ends[k] > start[k]}
-    deadline = time.monotonic() + timeout_s
-    while todo:
-        if time.monotonic() > deadline:
-            t, p = sorted(todo)[0]
-            raise ClusterError(
-                f"the drill's consumer did not reach the end of {t}-{p} on cluster '{alias}' within "
-                f"{timeout_s:.0f} s: check the cluster, or raise --timeout"
-            )
-        for m in consumer.consume(num_messages=1000, timeout=_POLL_S):
-            k = _key(m)
-            if k not in out.records:
-                continue
-            err = m.error()
-            if err is not None:
-                if err.code() == KafkaError._PARTITION_EOF:
-                    todo.discard(k)
-                continue
-            if out.first_record_s is None:
-                out.first_record_s = time.monotonic()
-            out.records[k].append(fingerprint(m))
-            out.positions[k] = (m.offset() or 0) + 1
-            if out.positions[k] >= ends[k]:
-                todo.discard(k)
+    out = ShadowRead()
+
+    def first_record() -> None:
+        out.first_record_s = time.monotonic()
+
+    ranges = {k: (start[k], end) for k, end in ends.items()}
+    got = read_fingerprints(consumer, ranges, timeout_s=timeout_s, alias=alias, on_first_record=first_record)
     out.ready_s = time.monotonic()
+    out.records = {k: [fp for _, fp in records] for k, records in got.items()}
+    out.positions = {k: records[-1][0] + 1 if records else start[k] for k, records in got.items()}
     done = [TopicPartition(t, p, off) for (t, p), off in sorted(out.positions.items())]
     if done:
         consumer.commit(offsets=done, asynchronous=False)

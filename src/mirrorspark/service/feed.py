@@ -20,7 +20,6 @@ every :data:`MM2_POLL_S`, when CONFIG names their source cluster.
 from __future__ import annotations
 
 import bisect
-import json
 import logging
 import threading
 import time
@@ -33,7 +32,7 @@ from confluent_kafka import TopicPartition
 from mirrorspark.client.context import ReplicationContext, cluster_policy
 from mirrorspark.client.status import FlowStatus, flow_status
 from mirrorspark.config.model import MirrorConfig
-from mirrorspark.core.drills import DRILLS_PREFIX, DrillResult, decode_drill
+from mirrorspark.core.drills import DRILLS_PREFIX, DrillResult, decode_drill, decode_drill_key
 from mirrorspark.core.gaps import GAPS_PREFIX, GapEvent, decode_ledger_record
 from mirrorspark.core.lifetime_totals import FlowState, TopicTotals, decode_flow_state, decode_totals
 from mirrorspark.core.progress_records import (
@@ -320,9 +319,12 @@ class Store:
 
     def _apply_drill(self, key: bytes | None, value: bytes | None) -> bool:
         if value is None:  # a tombstone: that drill was deleted from the history
-            flow, at = _drill_key(key)
-            view = self.flows.get(flow) if flow is not None else None
-            if view is None or at is None:
+            try:
+                flow, at = decode_drill_key(key)
+            except CorruptRecordError:
+                return False
+            view = self.flows.get(flow)
+            if view is None:
                 return False
             view.drills = [d for d in view.drills if d.at != at]
             return True
@@ -394,21 +396,6 @@ def add_drill(drills: list[DrillResult], drill: DrillResult, keep: int = DRILLS_
         drills.insert(i, drill)
     if len(drills) > keep:
         del drills[: len(drills) - keep]
-
-
-def _drill_key(key: bytes | None) -> tuple[str | None, int | None]:
-    """``(flow, at)`` of a drill history key, ``(None, None)`` when it is not one."""
-    try:
-        k = json.loads(key or b"")
-    except (ValueError, UnicodeDecodeError, RecursionError):
-        return None, None
-    if not isinstance(k, dict):
-        return None, None
-    flow, at = k.get("flow"), k.get("at")
-    return (
-        flow if isinstance(flow, str) else None,
-        at if isinstance(at, int) and not isinstance(at, bool) else None,
-    )
 
 
 def classify(topic: str, *, heartbeats: Callable[[str], bool], local_heartbeats: str, metrics_topic: str) -> str | None:
