@@ -303,7 +303,8 @@ class FlowLease:
         self._failure: BaseException | None = None
         self._closing = False
         self._assigned_at = 0.0  # when the lease partition was last assigned (monotonic s)
-        self._check_sent: float | None = None  # the contact check in flight: when it was sent
+        self._check: tuple[str, float] | None = None  # the contact check in flight: its tag and when it was sent
+        self._checks_sent = 0  # contact checks sent by this lease (numbers their tags)
         self._claim_answer: list[Any] | None = None  # the claim's commit in flight: its answer once it came
         self._claim_epoch = -1  # the offset the claim's commit in flight commits
         self._next_check = 0.0
@@ -585,19 +586,21 @@ class FlowLease:
             self._shutdown()
 
     def _check_contact(self) -> None:
-        """Send a contact check when due: commit the epoch again, asynchronously, one in flight (module notes)."""
+        """Send a contact check when due: commit the epoch again, tagged, asynchronously, one in flight (L3)."""
         now = self._clock()
-        if self._check_sent is not None and now - self._check_sent < CONTACT_CHECK_STALE_S:
+        if self._check is not None and now - self._check[1] < CONTACT_CHECK_STALE_S:
             return
         if now < self._next_check:
             return
-        self._check_sent = now
+        self._checks_sent += 1
+        tag = f"mirrorspark contact check {self._checks_sent}"
+        self._check = (tag, now)  # a stale check is given up: its late answer no longer matches (L3)
         self._next_check = now + CONTACT_CHECK_S
         try:
-            tp = TopicPartition(self.topic, LEASE_PARTITION, self._epoch)
+            tp = TopicPartition(self.topic, LEASE_PARTITION, self._epoch, metadata=tag)
             self._consumer.commit(offsets=[tp], asynchronous=True)
         except KafkaException as e:  # refused at once (e.g. no coordinator known): no contact this time
-            self._check_sent = None
+            self._check = None
             log.debug("flow %s: lease contact check not sent: %s", self.flow_name, _reason(e))
 
     def _commit_claim(self, epoch: int) -> None:
@@ -633,18 +636,17 @@ class FlowLease:
             raise KafkaException(err)
 
     def _on_commit(self, err: Any, partitions: Any) -> None:
-        """Take the answer to the claim's commit or to a contact check (served by the lease thread's poll).
-
-        A contact check that succeeded confirms contact.
-        """
-        if self._claim_answer is not None and any(p.offset == self._claim_epoch for p in partitions or ()):
+        """Take the answer to the claim's commit or to the contact check in flight (matched by its tag, L3)."""
+        parts = [p for p in partitions or () if p.topic == self.topic and p.partition == LEASE_PARTITION]
+        if self._claim_answer is not None and any(p.offset == self._claim_epoch for p in parts):
             self._claim_answer.append(err)
             return
-        sent, self._check_sent = self._check_sent, None
-        if sent is None:
-            return  # the claim's own commit, or a check of a holding that ended
-        if err is None:
-            self._window.contact(sent)
+        check = self._check
+        if check is None or not any(p.metadata == check[0] for p in parts):
+            return  # a late claim commit, a stale check given up, or a check of a holding that ended
+        self._check = None
+        if err is None and all(p.error is None for p in parts):
+            self._window.contact(check[1])
         else:
             log.debug("flow %s: lease contact check failed: %s", self.flow_name, _reason(err))
 
@@ -700,7 +702,7 @@ class FlowLease:
         with self._lock:
             was_held, self._held, self._assigned = self._held, False, False
             self._acquired.clear()
-            self._check_sent = None
+            self._check = None
             closing = self._closing
             epoch = self._epoch
         self._standby_logged = False
@@ -763,7 +765,7 @@ class FlowLease:
             if not self._assigned or self._closing:
                 return
             self._epoch = epoch
-            self._check_sent = None
+            self._check = None
             self._next_check = sent + CONTACT_CHECK_S
             # epoch 1: no instance held the flow's lease before, nothing to wait out
             self._window.begin(assigned_at=self._assigned_at, contact_at=sent, first=epoch == 1)
