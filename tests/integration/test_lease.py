@@ -173,6 +173,7 @@ def test_exactly_one_holds_and_a_clean_stop_hands_over_at_once(
 
 
 def test_epoch_strictly_increases_on_every_takeover(config: tuple[MirrorConfig, Path]) -> None:
+    """L1 (``replication/lease.py``)."""
     cfg, _ = config
     ctx = context(cfg)
     group = unique_name("lease")
@@ -234,6 +235,7 @@ def test_kill_9_of_the_holder_a_standby_takes_over(
 def test_a_zombie_holder_learns_it_lost_the_lease_and_has_the_smaller_epoch(
     config: tuple[MirrorConfig, Path], children: list[Child]
 ) -> None:
+    """L1 (``replication/lease.py``)."""
     cfg, props = config
     group = unique_name("lease")
     child = Child(props, group)

@@ -20,6 +20,7 @@ pytestmark = pytest.mark.integration
 def test_the_coordinator_answers_the_holders_contact_checks_also_while_a_standby_joins(
     local_clusters: LocalClusters,
 ) -> None:
+    """L2 and L3 (``replication/lease.py``): real answers carry the check's tag (commit metadata), so contact moves."""
     cfg = parse_config(parse_properties(local_clusters.mm2_properties([("primary", "backup")])))
     ctx = FlowContext.build(cfg, cfg.flow("primary", "backup"))
     group = unique_name("lease-contact")

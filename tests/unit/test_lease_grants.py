@@ -6,6 +6,9 @@ coordinator's answers are what the test says); the task channel over a real sock
 
 from __future__ import annotations
 
+import contextlib
+import json
+import socket
 import time
 from typing import Any
 
@@ -14,10 +17,11 @@ from confluent_kafka import KafkaError, TopicPartition
 
 from fakes import FlowLockStub, two_clusters
 from mirrorspark.client.context import FlowContext
+from mirrorspark.errors import SparkDriverLostError
 from mirrorspark.replication import lease as lease_module
-from mirrorspark.replication.lease import SESSION_TIMEOUT_MS, FlowLease
+from mirrorspark.replication.lease import CONTACT_CHECK_STALE_S, SESSION_TIMEOUT_MS, FlowLease
 from mirrorspark.replication.lease_window import CONTACT_MARGIN_MS
-from mirrorspark.replication.supervisor import FlowSupervisor
+from mirrorspark.replication.supervisor import FlowSupervisor, SupervisorState
 from mirrorspark.replication.task.channel import GRANT_ASK_S, ChannelClient
 from mirrorspark.replication.task_channel import TaskChannel
 from polling import assert_eventually
@@ -61,6 +65,7 @@ class GroupMember:
 
     def __init__(self) -> None:
         self.commits: list[tuple[int, bool]] = []
+        self.sent: list[TopicPartition] = []  # what each commit carried: its answer (``on_commit``) echoes it
 
     def memberid(self) -> str:
         return "member-1"
@@ -69,6 +74,7 @@ class GroupMember:
         if not asynchronous:  # librdkafka waits for a coordinator with no limit: a lease thread stuck in it
             raise AssertionError("a synchronous commit can wait forever (no coordinator after a target outage)")
         self.commits.append((offsets[0].offset, asynchronous))
+        self.sent.append(offsets[0])
 
     def poll(self, _timeout: float) -> None:
         return None  # no answer: the coordinator is not there
@@ -89,7 +95,7 @@ def holding(clock: Clock, *, claim_offset: int, landing_ms: int = 5000) -> tuple
 
 
 def test_grants_never_reach_past_the_last_confirmed_contact() -> None:
-    """Before, the holder renewed 3-second grants while a cached flag said "held": a driver cut off from
+    """L2. Before, the holder renewed 3-second grants while a cached flag said "held": a driver cut off from
     the target granted on for seconds after the coordinator gave the lease to a standby."""
     clock = Clock(100.0)
     lease, member = holding(clock, claim_offset=4)  # the claim's commit, sent at 100, is the first contact
@@ -102,18 +108,18 @@ def test_grants_never_reach_past_the_last_confirmed_contact() -> None:
     lease._check_contact()  # a contact check goes out at 105 ...
     assert member.commits[-1] == (5, True)
     clock.now = 105.5
-    lease._on_commit(None, [])  # ... and its answer says the session was kept: contact at 105 (when sent)
+    lease._on_commit(None, member.sent[-1:])  # ... and its answer says the session was kept: contact at 105 (sent)
     assert lease.contact_at == 100.0 + WINDOW_S
     assert lease.grant(5, 3.0) == 108.5
     clock.now = 106.5
     lease._check_contact()
-    lease._on_commit(KafkaError(KafkaError.ILLEGAL_GENERATION), [])  # refused: no contact
+    lease._on_commit(KafkaError(KafkaError.ILLEGAL_GENERATION), member.sent[-1:])  # refused: no contact
     assert lease.contact_at == 105.0
     assert lease.grant(4, 3.0) is None  # another holding's tasks get nothing
 
 
 def test_a_new_holder_waits_out_the_previous_holders_last_commit() -> None:
-    """The first holding of a flow's lease starts at once; a later one ``landing_ms`` after its assignment."""
+    """L5. The first holding of a flow's lease starts at once; a later one ``landing_ms`` after its assignment."""
     clock = Clock(50.0)
     first, _ = holding(clock, claim_offset=0)
     assert first.safe_at == 50.0
@@ -123,7 +129,7 @@ def test_a_new_holder_waits_out_the_previous_holders_last_commit() -> None:
 
 
 def test_a_holder_gives_the_partition_back_only_once_its_grants_are_spent() -> None:
-    """Revoked while its tasks may still commit under a grant: the callback (and so the hand-over) waits
+    """L6. Revoked while its tasks may still commit under a grant: the callback (and so the hand-over) waits
     until that grant ended and its writes could land; with the tasks ended it returns at once."""
     lease, _ = holding(Clock(time.monotonic()), claim_offset=2, landing_ms=200)
     lease._clock = time.monotonic  # real time from here: the wait is an Event's
@@ -284,3 +290,132 @@ def test_a_claim_whose_commit_is_never_answered_is_tried_again_later(monkeypatch
     assert not lease.held and member.commits == [(5, True)]
     assert lease._claim_failure is not None and "not answered" in lease._claim_failure
     assert lease._retry_at > time.monotonic()  # tried again after CLAIM_RETRY_S
+
+
+def test_a_stale_contact_checks_late_answer_is_never_credited_to_a_newer_check() -> None:
+    """L3 (engine-audit-2 N1): check C1 goes unanswered, is given up after ``CONTACT_CHECK_STALE_S``, C2 goes out;
+    then C1's answer comes (a half-open link: the coordinator saw C1 at about its send time, the answer was held).
+
+    Before, any answer was credited to the check in flight: C1's moved the contact to C2's send time, and grants
+    reached ``window_s`` past it, after the coordinator could have expired the session (a standby holding too).
+    """
+    clock = Clock(100.0)
+    lease, member = holding(clock, claim_offset=4)
+    clock.now = 101.0
+    lease._check_contact()  # C1
+    c1 = member.sent[-1]
+    clock.now = 101.0 + CONTACT_CHECK_STALE_S + 0.5
+    lease._check_contact()  # C1 given up: C2
+    c2 = member.sent[-1]
+    assert [offset for offset, _ in member.commits] == [5, 5, 5]  # the claim's commit, C1, C2
+    lease._on_commit(None, [c1])  # C1's late answer proves nothing about C2's time
+    assert lease.contact_at <= 101.0
+    assert lease.grant(5, 3.0) is None  # past C1's send + window: no grant
+    lease._on_commit(None, [c2])  # C2's own answer (still in flight): contact when C2 was sent
+    assert lease.contact_at == clock.now
+    assert lease.grant(5, 3.0) == clock.now + 3.0
+
+
+def test_a_claim_acknowledged_whose_commit_failed_still_counts_as_this_instances_own() -> None:
+    """L4 (engine-audit-2 N11): the claim is on the lease topic, so no other instance held that epoch.
+
+    A holding at epoch 5 is lost; the next claim lands at offset 5 but its commit is refused (the
+    partition moved on meanwhile, ``ILLEGAL_GENERATION``); the one after lands at 6 and holds (epoch 7).
+    The lease was this instance's only: the supervisor may take the running tasks back (at least once).
+    """
+    clock = Clock(100.0)
+    lease, member = holding(clock, claim_offset=4)
+    tp = TopicPartition(lease.topic, 0)
+    lease._on_lost_partitions(member, [tp])
+    lease._on_assign(member, [tp])
+    lease._producer = ClaimProducer(5)
+    member.poll = lambda _timeout: lease._on_commit(  # type: ignore[method-assign]
+        KafkaError(KafkaError.ILLEGAL_GENERATION), [TopicPartition(lease.topic, 0, lease._claim_epoch)]
+    )
+    lease._claim()
+    assert not lease.held and lease._claim_failure is not None
+    lease._producer = ClaimProducer(6)
+    member.poll = lambda _timeout: lease._on_commit(None, [TopicPartition(lease.topic, 0, lease._claim_epoch)])  # type: ignore[method-assign]
+    lease._claim()
+    assert lease.held and lease.epoch == 7
+    assert lease.claimed_only_by_self(5, 7) and lease.claimed_only_by_self(4, 7)
+    lease._on_lost_partitions(member, [tp])
+    lease._on_assign(member, [tp])
+    lease._producer = ClaimProducer(8)  # offset 7 is another instance's claim: it held the lease in between
+    lease._claim()
+    assert lease.held and lease.epoch == 9
+    assert not lease.claimed_only_by_self(7, 9) and not lease.claimed_only_by_self(5, 9)
+    assert lease.claimed_only_by_self(8, 9)  # the very next epoch: nothing in between
+
+
+class LostAcknowledgement:
+    """The lease topic appends the claim, but its acknowledgement never comes back (the produce times out)."""
+
+    def produce(self, _topic: str, _value: bytes, _key: bytes, *, partition: int, on_delivery: Any) -> None:
+        pass
+
+    def flush(self, _timeout: float) -> int:
+        return 1
+
+
+def test_a_claim_whose_produce_timed_out_but_landed_counts_as_another_holders() -> None:
+    """L4 (engine-audit-2 N11): conservative for an ambiguous claim: its offset is unknown, so an epoch this
+    instance may have written counts as another's, and the supervisor aborts and reloads instead of taking the
+    running tasks back."""
+    clock = Clock(100.0)
+    lease, member = holding(clock, claim_offset=4)
+    tp = TopicPartition(lease.topic, 0)
+    lease._on_lost_partitions(member, [tp])
+    lease._on_assign(member, [tp])
+    lease._producer = LostAcknowledgement()  # landed at offset 5 (epoch 6), unbeknown to the lease
+    lease._claim()
+    assert not lease.held and lease._claim_failure is not None and "no acknowledgement" in lease._claim_failure
+    lease._producer = ClaimProducer(6)
+    lease._claim()
+    assert lease.held and lease.epoch == 7
+    assert not lease.claimed_only_by_self(5, 7)
+
+
+def hello_answer(channel: TaskChannel, generation: int) -> bytes:
+    """What the channel sends a task of ``generation`` of ``A->B`` saying hello now, until it closes (2 s at most)."""
+    host, port, token = channel.address
+    hello = {"token": token, "flow": "A->B", "task": 0, "generation": generation, "ask": 0.0}
+    got = b""
+    with socket.create_connection((host, port), timeout=2) as sock:
+        sock.sendall(json.dumps(hello).encode() + b"\n")
+        with contextlib.suppress(TimeoutError):
+            while chunk := sock.recv(4096):
+                got += chunk
+    return got
+
+
+def test_an_aborted_generation_gets_no_grant_and_its_late_task_is_told_abort() -> None:
+    """L7 (engine-audit-2 N7): abort means commit nothing, also for a task that says hello after the abort.
+
+    Before, ``abort`` marked the generation as stopped: a late task was told ``stop`` (commit and end), and a
+    renewal the grant thread computed before the abort gave it a grant for one final commit.
+    """
+    channel = TaskChannel()
+    try:
+        channel.grant("A->B", 3, time.monotonic() + 5.0)
+        channel.abort("A->B", 3)
+        channel.grant("A->B", 3, time.monotonic() + 5.0)  # a renewal computed before the abort: refused
+        assert hello_answer(channel, 3) == b"abort\n"
+        channel.grant("A->B", 4, time.monotonic() + 5.0)  # the next generation is granted as ever
+        assert hello_answer(channel, 4).startswith(b"lease ")
+    finally:
+        channel.close()
+
+
+def test_after_the_driver_jvm_is_lost_a_late_task_is_told_abort_and_gets_no_grant() -> None:
+    """L7 (engine-audit-2 N7): the same after ``FlowSupervisor.abandon`` (the Spark driver JVM is gone)."""
+    channel = TaskChannel()
+    try:
+        sup = FlowSupervisor(OneFlow(), object(), channel, WaitingLease(safe_at=0.0))  # type: ignore[arg-type]
+        sup.state, sup.generation = SupervisorState.RUNNING, 2
+        renewal = time.monotonic() + 3.0  # computed by the grant thread just before the loss was seen
+        sup.abandon(SparkDriverLostError("the Spark driver JVM (pid 4242) was killed by SIGKILL"))
+        channel.grant(sup.name, 2, renewal)
+        assert hello_answer(channel, 2) == b"abort\n"
+    finally:
+        channel.close()

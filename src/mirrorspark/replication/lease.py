@@ -1,79 +1,57 @@
 """One active instance per flow: a lease held through a Kafka consumer group on the flow's target.
 
-Two ``mirrorspark run`` processes on the same configuration must not both copy a flow. Each
-process keeps one :class:`FlowLease` per flow ``S->T``: a confluent-kafka consumer subscribed
-(``subscribe()``) to the flow's **lease topic** on T, a member of the flow's **lease group**.
-The group coordinator assigns the topic's one partition to exactly one live member: that
-instance *holds* the lease and copies; every other member is a *standby*. When the holder dies
-(even ``kill -9``) the coordinator drops it after ``session.timeout.ms``
-(:data:`SESSION_TIMEOUT_MS`, 6 s) and hands the partition to a standby, which takes over
-within seconds; on a clean stop (:meth:`FlowLease.close`) the holder leaves the group and a
-standby takes over at once (about one heartbeat, :data:`HEARTBEAT_INTERVAL_MS`).
+Two ``mirrorspark run`` processes on the same configuration must not both copy a flow. Each keeps one
+:class:`FlowLease` per flow ``S->T``: a consumer of the flow's **lease group** subscribed to its **lease
+topic** on T. The group coordinator assigns the topic's one partition to one live member, which *holds*
+the lease and copies; the others are *standbys*. A dead holder (even ``kill -9``) is dropped after
+``session.timeout.ms`` (:data:`SESSION_TIMEOUT_MS`, 6 s) and a standby takes over; on a clean stop
+(:meth:`FlowLease.close`) the holder leaves the group and a standby takes over at once.
 
-Names
------
-* Lease topic: ``mm2-lease<isep><source><isep>internal`` on the target (:func:`lease_topic`),
-  built like the flow policy's offset-syncs topic (:func:`~mirrorspark.mm2.internal_topics.mirrorspark_topic`),
-  so the policy sees it as an MM2 internal topic and never replicates it. 1 partition,
-  ``cleanup.policy=compact``, created if missing with the flow's
-  ``checkpoints.topic.replication.factor`` (as the control and progress topics).
-* Lease group: ``mirrorspark-lease-<source>-><target>``, e.g. ``mirrorspark-lease-A->B``
-  (:func:`lease_group`; the flow name keeps it unambiguous when aliases contain ``-``). It
-  replaces any ``group.id`` of the target consumer settings.
+* Lease topic ``mm2-lease<isep><source><isep>internal`` on the target (:func:`lease_topic`): an MM2
+  internal topic to the flow's policy (never replicated), 1 partition, ``cleanup.policy=compact``,
+  created with the flow's ``checkpoints.topic.replication.factor``. Lease group
+  ``mirrorspark-lease-<source>-><target>`` (:func:`lease_group`), replacing any ``group.id``.
+* Consumer settings (:func:`lease_consumer_overrides`): ``session.timeout.ms=6000`` (the take-over
+  delay after a crash; the broker's minimum), ``heartbeat.interval.ms=1000``; ``cooperative-sticky``
+  (a holder keeps the partition when a standby joins: eager assignors reassign by member id, so a
+  standby starting took a working holder's lease half of the time); ``group.protocol=classic``
+  (KIP-848 ignores the client's session timeout and assignor); ``group.instance.id`` emptied (a
+  static member sends no ``LeaveGroup``, so a clean stop would wait for the session timeout).
+* A daemon thread (``lease-<flow>``) polls the consumer every :data:`POLL_INTERVAL_S`; the rebalance
+  callbacks, ``on_acquired`` and ``on_lost`` run on it. The driver asks :attr:`FlowLease.held` and
+  :meth:`FlowLease.holds`, or waits with :meth:`FlowLease.wait_acquired`.
 
-Consumer settings (:func:`lease_consumer_overrides`, on top of the flow's target consumer settings)
-------------------------------------------------------------------------------------------------
-* ``session.timeout.ms=6000`` (the broker's default ``group.min.session.timeout.ms``): how long
-  after a holder's last heartbeat the coordinator gives its lease to a standby, hence the
-  takeover delay after a crash; ``heartbeat.interval.ms=1000``.
-* ``partition.assignment.strategy=cooperative-sticky``: the holder keeps the partition when a
-  standby joins (with the eager ``range``/``roundrobin`` assignors every join reassigns from
-  scratch by member id, so a standby starting would take the lease from a working holder about
-  half of the time).
-* ``group.protocol=classic`` (the KIP-848 protocol ignores the client's session timeout and
-  assignor), ``group.instance.id`` emptied (a static member sends no ``LeaveGroup`` on close, so
-  a clean stop would wait for the session timeout), ``enable.auto.commit=false``.
+Taking the lease writes a **claim** (:class:`LeaseClaim`) to the lease topic and, once acknowledged
+(``acks=all``, idempotent), commits ``offset + 1`` with the member's generation: the holding's
+**epoch** (:func:`claim_epoch`; the lease group's committed offset, as ``kafka-consumer-groups
+--describe`` shows it). While holding, the lease thread sends a **contact check** every
+:data:`CONTACT_CHECK_S`: an asynchronous commit of the epoch, tagged in its metadata; its success
+moves the holding's confirmed contact, which caps every grant
+(:class:`~mirrorspark.replication.lease_window.GrantWindow`; ``docs/design.md``, continuous engine item 8).
 
-Polling
--------
-A background thread (``lease-<flow>``, daemon) polls the consumer every
-:data:`POLL_INTERVAL_S` (0.2 s); the group's rebalance callbacks run on it, and so do the
-``on_acquired``/``on_lost`` callbacks given to :class:`FlowLease` (keep them short; they may
-call :meth:`FlowLease.close`, which then does not wait for its own thread). The driver
-needs no polling of its own: it asks :attr:`FlowLease.held` / :meth:`FlowLease.holds`, or waits
-with :meth:`FlowLease.wait_acquired`.
+Invariants (the tests that guard them cite them)
+------------------------------------------------
+* **L1** Epochs strictly increase across holdings, in every process: the claim's commit fails for a
+  member that lost the partition, so a later holder claims after that ownership ended, and a zombie
+  always has the smaller epoch. Epochs start over only if the lease topic is deleted.
+* **L2** A grant never reaches past ``contact + session.timeout.ms - CONTACT_MARGIN_MS`` (the
+  window), ``contact`` being when the newest round trip the coordinator answered (the claim's
+  commit, then the contact checks) was *sent*; a holding that ended grants nothing.
+* **L3** An answer is credited only to the contact check it answers (matched by its tag): a check
+  unanswered for :data:`CONTACT_CHECK_STALE_S` is given up and its late answer confirms nothing, so
+  a grant never reaches past the send time of the check answered + the window (engine-audit-2 N1).
+* **L4** :meth:`FlowLease.claimed_only_by_self` holds only if every epoch in between is a claim this
+  instance wrote and saw acknowledged (its commit may have failed); an unacknowledged claim that
+  landed counts as another holder's (conservative).
+* **L5** A new holding reads committed offsets and grants no earlier than :attr:`FlowLease.safe_at`:
+  ``landing_ms`` after its assignment (at once for epoch 1).
+* **L6** Giving the lease back (revoked, closed) waits until every grant ended and its writes could
+  land, unless :meth:`FlowLease.void_grants` said no task is left.
+* **L7** A generation told to abort never gets a grant again, and its late tasks are told ``abort``
+  (:class:`~mirrorspark.replication.task_channel.TaskChannel`; engine-audit-2 N7).
 
-Epoch (fencing)
----------------
-Every time an instance takes the lease it writes a **claim** record (key ``{"flow":"A->B"}``,
-value: holder, member id, time; :class:`LeaseClaim`) to partition 0 of the lease topic and,
-once acknowledged (``acks=all``, idempotent producer), commits ``offset + 1`` for that
-partition in the lease group. The **epoch** of that holding is ``claim offset + 1``
-(:func:`claim_epoch`). The commit is checked by the group coordinator against the member's
-generation: it fails for a member that has lost the partition (``ILLEGAL_GENERATION``,
-``UNKNOWN_MEMBER_ID``, ...), and then the instance does not take the lease. So an epoch is
-only granted to a member that owned the partition *after* its claim was written, and any later
-holder writes its claim after that ownership ended: epochs strictly increase across takeovers,
-in every process, and a zombie (an old holder that has not noticed its loss yet) always has a
-smaller epoch than the current holder. The lease group's committed offset on the lease topic
-(``kafka-consumer-groups --describe --group mirrorspark-lease-A->B``) is the current epoch.
-Epochs start over only if the lease topic is deleted (log offsets restart at 0).
-
-Grants and take-overs under a partition (``docs/design.md``, continuous engine item 8)
--------------------------------------------------------------------------------------
-While it holds the lease, the lease thread sends a **contact check** every :data:`CONTACT_CHECK_S`
-(an asynchronous commit of the epoch, one in flight); each success moves the holding's last
-confirmed contact with the coordinator, which caps every grant (:meth:`FlowLease.grant`), and a
-new holder starts no earlier than :attr:`FlowLease.safe_at`: the rules are
-:class:`~mirrorspark.replication.lease_window.GrantWindow`'s.
-
-Notes
------
-MM2 gets the same guarantee from Kafka Connect's distributed herder: the workers of a
-Connect cluster form a group (``group.id``, ``session.timeout.ms`` 10 s) and the leader
-assigns each connector and task to one worker; with exactly-once source support a task's
-producer is fenced by ``transactional.id`` epochs (KIP-618). mirrorspark has no Connect
-cluster, so it keeps one small group per flow on the target.
+MM2 gets one active instance from Kafka Connect's distributed herder (the workers' group assigns
+each connector and task to one worker; KIP-618 fences exactly-once producers by ``transactional.id``).
 """
 
 from __future__ import annotations
@@ -127,7 +105,7 @@ CONTACT_CHECK_S: Final = 1.0
 """Seconds between two contact checks of the holder (an asynchronous commit of its epoch, one in flight)."""
 
 CONTACT_CHECK_STALE_S: Final = 30.0
-"""Seconds after which a contact check still unanswered is given up (a new one may be sent)."""
+"""Seconds after which a contact check still unanswered is given up: its late answer counts for nothing (L3)."""
 
 
 def lease_consumer_overrides(
@@ -136,27 +114,13 @@ def lease_consumer_overrides(
     session_timeout_ms: int = SESSION_TIMEOUT_MS,
     heartbeat_interval_ms: int = HEARTBEAT_INTERVAL_MS,
 ) -> dict[str, Any]:
-    """Return the librdkafka settings of the lease consumer that win over the flow's target consumer settings.
+    """Return (a new dict) the lease consumer's librdkafka settings that win over the flow's target consumer ones.
 
-    Parameters
-    ----------
-    group_id:
-        The lease group (:func:`lease_group`).
-    session_timeout_ms:
-        ``session.timeout.ms``, in ms: the takeover delay after a holder's crash. The broker
-        accepts ``group.min.session.timeout.ms`` (6000) to ``group.max.session.timeout.ms``.
-    heartbeat_interval_ms:
-        ``heartbeat.interval.ms``, in ms; less than ``session_timeout_ms``.
-
-    Returns
-    -------
-    dict[str, Any]
-        A new dict (see the module notes for why each setting).
-
-    Raises
-    ------
-    ValueError
-        If a duration is not positive or the heartbeat interval is not below the session timeout.
+    ``group_id`` is the lease group (:func:`lease_group`); ``session_timeout_ms`` (the take-over delay
+    after a holder's crash; the broker accepts ``group.min.session.timeout.ms``, 6000, to
+    ``group.max.session.timeout.ms``) and ``heartbeat_interval_ms`` are in ms. The module notes say
+    why each setting. Raises ``ValueError`` if a duration is not positive or the heartbeat interval
+    is not below the session timeout.
     """
     if session_timeout_ms <= 0 or heartbeat_interval_ms <= 0 or heartbeat_interval_ms >= session_timeout_ms:
         raise ValueError(
@@ -196,10 +160,7 @@ def _kafka_code(err: object) -> str | None:
 
 
 class FlowLease:
-    """The lease of one flow: at most one instance (process) holds it; the others wait as standbys.
-
-    See the module notes for the names, the consumer settings, the background thread and how
-    :attr:`epoch` is granted.
+    """The lease of one flow: at most one instance (process) holds it; the others wait as standbys (module notes).
 
     Parameters
     ----------
@@ -214,10 +175,8 @@ class FlowLease:
     on_acquired:
         Called with the new epoch when this instance takes the lease (on the lease thread).
     on_lost:
-        Called with the epoch that ended when this instance loses the lease it held: the
-        partition was revoked or the membership lost (session timed out, e.g. the target was
-        unreachable for longer than the session timeout), or the lease thread failed. Not
-        called by :meth:`close`. Runs on the lease thread; keep it short.
+        Called with the epoch that ended when this instance loses the lease it held (partition
+        revoked, membership lost, lease thread failed); not by :meth:`close`. On the lease thread.
     holder:
         Name of this instance in its claims (default ``"<hostname>:<pid>"``).
     landing_ms:
@@ -233,7 +192,7 @@ class FlowLease:
     ----------
     context, holder:
         As given.
-    flow:
+    flow_name:
         The flow's name, ``"A->B"``.
     group_id:
         The lease group.
@@ -303,7 +262,8 @@ class FlowLease:
         self._failure: BaseException | None = None
         self._closing = False
         self._assigned_at = 0.0  # when the lease partition was last assigned (monotonic s)
-        self._check_sent: float | None = None  # the contact check in flight: when it was sent
+        self._check: tuple[str, float] | None = None  # the contact check in flight: its tag and when it was sent
+        self._checks_sent = 0  # contact checks sent by this lease (numbers their tags)
         self._claim_answer: list[Any] | None = None  # the claim's commit in flight: its answer once it came
         self._claim_epoch = -1  # the offset the claim's commit in flight commits
         self._next_check = 0.0
@@ -327,20 +287,14 @@ class FlowLease:
 
     @property
     def epoch(self) -> int:
-        """Epoch of this instance's current holding, or of its last one once lost; 0 if it never held the lease.
-
-        Strictly greater than the epoch of every earlier holding of the flow's lease by any
-        instance (module notes: ``claim offset + 1``).
-        """
+        """Epoch of this instance's current holding, or of its last one once lost; 0 if it never held the lease (L1)."""
         return self._epoch
 
     def claimed_only_by_self(self, after: int, upto: int) -> bool:
-        """Whether every epoch in ``(after, upto)`` is a claim this instance wrote (no other holder between).
+        """Whether every epoch in ``(after, upto)`` is a claim this instance wrote and saw acknowledged (L4).
 
-        Parameters
-        ----------
-        after, upto:
-            Two epochs of this instance's holdings (claim offsets + 1): an older one and the current one.
+        ``after`` and ``upto`` are two epochs of this instance's holdings, an older one and the current
+        one: ``True`` means no other instance held the lease in between.
         """
         with self._lock:
             return all(e in self._own_epochs for e in range(after + 1, upto))
@@ -352,11 +306,7 @@ class FlowLease:
 
     @property
     def safe_at(self) -> float:
-        """When this holding may read the committed offsets and start copying (monotonic s).
-
-        ``landing_ms`` after the lease partition was assigned; at once for epoch 1
-        (:class:`~mirrorspark.replication.lease_window.GrantWindow`).
-        """
+        """When this holding may read the committed offsets and grant (monotonic s; L5)."""
         return self._window.safe_at
 
     @property
@@ -365,24 +315,11 @@ class FlowLease:
         return self._window.contact_at
 
     def grant(self, epoch: int, seconds: float) -> float | None:
-        """Return a grant deadline for the tasks of the holding ``epoch``, or ``None`` when none may be given.
+        """Return a grant deadline for the tasks of the holding ``epoch``, or ``None`` when none may be given (L2).
 
-        ``now + seconds``, capped at ``contact_at + session.timeout.ms - CONTACT_MARGIN_MS``:
-        before the coordinator could give the lease to another instance, whatever happened to the
-        network since (:meth:`~mirrorspark.replication.lease_window.GrantWindow.grant`).
-
-        Parameters
-        ----------
-        epoch:
-            The holding the tasks were started under.
-        seconds:
-            The grant's length at most (s).
-
-        Returns
-        -------
-        float or None
-            An absolute deadline on this lease's monotonic clock (s); ``None`` when the holding
-            ``epoch`` is over or its last confirmed contact is too old. Thread-safe.
+        ``now + seconds`` (s), capped at :attr:`contact_at` + the window
+        (:meth:`~mirrorspark.replication.lease_window.GrantWindow.grant`): an absolute deadline on
+        this lease's clock; ``None`` once the holding is over or its contact is too old. Thread-safe.
         """
         if not self.holds(epoch):
             return None
@@ -397,11 +334,7 @@ class FlowLease:
         return self.holds(epoch) and self._window.fresh()
 
     def void_grants(self) -> None:
-        """Say that no copy task uses this holding's grants any more (they all ended).
-
-        Then giving the lease up (:meth:`close`, a revoked partition) waits for nothing: without
-        it, it waits until ``landing_ms`` past the latest deadline granted.
-        """
+        """Say that no copy task uses this holding's grants any more: giving the lease up waits for nothing (L6)."""
         self._window.void()
 
     def _wait_grants_spent(self) -> None:
@@ -416,41 +349,18 @@ class FlowLease:
             self._window.wait_spent()
 
     def holds(self, epoch: int) -> bool:
-        """Whether this instance still holds the lease it took at ``epoch``.
+        """Whether this instance still holds the lease it took at ``epoch`` (:attr:`epoch` while :attr:`held`).
 
-        Parameters
-        ----------
-        epoch:
-            An epoch returned by :attr:`epoch` while :attr:`held`.
-
-        Returns
-        -------
-        bool
-            ``False`` once that holding was lost, even if the lease was taken again since
-            (under a new epoch).
+        ``False`` once that holding was lost, even if the lease was taken again since (a new epoch).
         """
         with self._lock:
             return self._held and self._epoch == epoch
 
     def wait_acquired(self, timeout_s: float | None = None) -> bool:
-        """Wait until this instance holds the lease.
+        """Wait at most ``timeout_s`` s (``None``: no limit) until this instance holds the lease; return whether held.
 
-        Parameters
-        ----------
-        timeout_s:
-            Seconds to wait at most (``None``: no limit).
-
-        Returns
-        -------
-        bool
-            Whether it holds the lease on return (``False`` at once after :meth:`close`).
-
-        Raises
-        ------
-        ClusterError
-            The lease thread stopped on a fatal error (it will never be acquired).
-        RuntimeError
-            :meth:`start` was not called.
+        ``False`` at once after :meth:`close`. Raises :class:`~mirrorspark.errors.ClusterError` once the
+        lease thread stopped on a fatal error (it will never be acquired), ``RuntimeError`` before :meth:`start`.
         """
         if self._thread is None:
             raise RuntimeError(f"flow {self.flow_name}: lease not started")
@@ -477,23 +387,12 @@ class FlowLease:
     # -- lifecycle --------------------------------------------------------------------------------
 
     def start(self, *, timeout_s: float | None = None) -> None:
-        """Create the lease topic if missing, join the lease group and start the lease thread.
+        """Create the lease topic if missing, join the lease group and start the lease thread; return at once.
 
-        Returns at once; :meth:`wait_acquired` tells when (and whether) the lease is held.
-
-        Parameters
-        ----------
-        timeout_s:
-            Seconds the topic creation may take (default: the flow's ``admin.timeout.ms``).
-
-        Raises
-        ------
-        ClusterError
-            The lease topic could not be created (e.g. a replication factor above the broker count).
-        ConfigError
-            The target's client settings are invalid.
-        RuntimeError
-            Called twice.
+        ``timeout_s``: seconds the topic creation may take (default: the flow's ``admin.timeout.ms``).
+        Raises :class:`~mirrorspark.errors.ClusterError` if the lease topic could not be created (e.g. a
+        replication factor above the broker count), ``ConfigError`` on invalid target client settings,
+        ``RuntimeError`` if called twice.
         """
         if self._thread is not None:
             raise RuntimeError(f"flow {self.flow_name}: lease already started")
@@ -524,15 +423,10 @@ class FlowLease:
         self._thread.start()
 
     def close(self, timeout_s: float = CLOSE_TIMEOUT_S) -> None:
-        """Give the lease up and leave the lease group, so that a standby takes over at once.
+        """Give the lease up and leave the lease group (waiting at most ``timeout_s`` s): a standby takes over at once.
 
-        Idempotent. ``on_lost`` is not called. Called from the lease thread itself (an
-        ``on_lost`` callback), it only asks the thread to stop.
-
-        Parameters
-        ----------
-        timeout_s:
-            Seconds to wait for the lease thread to leave the group (default 30).
+        Idempotent; ``on_lost`` is not called. From the lease thread itself (an ``on_lost`` callback)
+        it only asks the thread to stop.
         """
         with self._lock:
             was_held = self._held and not self._closing
@@ -585,34 +479,28 @@ class FlowLease:
             self._shutdown()
 
     def _check_contact(self) -> None:
-        """Send a contact check when due: commit the epoch again, asynchronously, one in flight (module notes)."""
+        """Send a contact check when due: commit the epoch again, tagged, asynchronously, one in flight (L3)."""
         now = self._clock()
-        if self._check_sent is not None and now - self._check_sent < CONTACT_CHECK_STALE_S:
+        if self._check is not None and now - self._check[1] < CONTACT_CHECK_STALE_S:
             return
         if now < self._next_check:
             return
-        self._check_sent = now
+        self._checks_sent += 1
+        tag = f"mirrorspark contact check {self._checks_sent}"
+        self._check = (tag, now)  # a stale check is given up: its late answer no longer matches (L3)
         self._next_check = now + CONTACT_CHECK_S
         try:
-            tp = TopicPartition(self.topic, LEASE_PARTITION, self._epoch)
+            tp = TopicPartition(self.topic, LEASE_PARTITION, self._epoch, metadata=tag)
             self._consumer.commit(offsets=[tp], asynchronous=True)
         except KafkaException as e:  # refused at once (e.g. no coordinator known): no contact this time
-            self._check_sent = None
+            self._check = None
             log.debug("flow %s: lease contact check not sent: %s", self.flow_name, _reason(e))
 
     def _commit_claim(self, epoch: int) -> None:
-        """Commit the claim's offset (``epoch``) with this member's generation; wait at most :data:`CLAIM_TIMEOUT_S`.
+        """Commit the claim's offset (``epoch``) with this member's generation, asynchronously; wait for its answer.
 
-        Asynchronous, its answer served by this thread's polls: a synchronous commit waits for a
-        coordinator with no limit (librdkafka), and a lease thread stuck in it after the target
-        came back never claimed again (the flow stalled for minutes).
-
-        Raises
-        ------
-        KafkaException
-            The commit failed (e.g. the partition moved on: another member's generation).
-        ClusterError
-            No answer within :data:`CLAIM_TIMEOUT_S` (retriable: the claim is tried again).
+        A synchronous commit waits for a coordinator with no limit. Raises ``KafkaException`` if refused,
+        ``ClusterError`` (retriable) if unanswered within :data:`CLAIM_TIMEOUT_S`.
         """
         self._claim_answer, self._claim_epoch = [], epoch
         try:
@@ -633,18 +521,17 @@ class FlowLease:
             raise KafkaException(err)
 
     def _on_commit(self, err: Any, partitions: Any) -> None:
-        """Take the answer to the claim's commit or to a contact check (served by the lease thread's poll).
-
-        A contact check that succeeded confirms contact.
-        """
-        if self._claim_answer is not None and any(p.offset == self._claim_epoch for p in partitions or ()):
+        """Take the answer to the claim's commit or to the contact check in flight (matched by its tag, L3)."""
+        parts = [p for p in partitions or () if p.topic == self.topic and p.partition == LEASE_PARTITION]
+        if self._claim_answer is not None and any(p.offset == self._claim_epoch for p in parts):
             self._claim_answer.append(err)
             return
-        sent, self._check_sent = self._check_sent, None
-        if sent is None:
-            return  # the claim's own commit, or a check of a holding that ended
-        if err is None:
-            self._window.contact(sent)
+        check = self._check
+        if check is None or not any(p.metadata == check[0] for p in parts):
+            return  # a late claim commit, a stale check given up, or a check of a holding that ended
+        self._check = None
+        if err is None and all(p.error is None for p in parts):
+            self._window.contact(check[1])
         else:
             log.debug("flow %s: lease contact check failed: %s", self.flow_name, _reason(err))
 
@@ -700,7 +587,7 @@ class FlowLease:
         with self._lock:
             was_held, self._held, self._assigned = self._held, False, False
             self._acquired.clear()
-            self._check_sent = None
+            self._check = None
             closing = self._closing
             epoch = self._epoch
         self._standby_logged = False
@@ -763,7 +650,7 @@ class FlowLease:
             if not self._assigned or self._closing:
                 return
             self._epoch = epoch
-            self._check_sent = None
+            self._check = None
             self._next_check = sent + CONTACT_CHECK_S
             # epoch 1: no instance held the flow's lease before, nothing to wait out
             self._window.begin(assigned_at=self._assigned_at, contact_at=sent, first=epoch == 1)
@@ -778,16 +665,7 @@ class FlowLease:
 
 
 __all__ = [
-    "ASSIGNMENT_STRATEGY",
-    "CLAIM_RETRY_S",
-    "CLAIM_TIMEOUT_S",
-    "CLOSE_TIMEOUT_S",
-    "CONTACT_CHECK_S",
-    "CONTACT_CHECK_STALE_S",
-    "HEARTBEAT_INTERVAL_MS",
-    "POLL_INTERVAL_S",
-    "SESSION_TIMEOUT_MS",
-    "FlowLease",
-    "default_holder",
-    "lease_consumer_overrides",
+    "ASSIGNMENT_STRATEGY", "CLAIM_RETRY_S", "CLAIM_TIMEOUT_S", "CLOSE_TIMEOUT_S", "CONTACT_CHECK_S",
+    "CONTACT_CHECK_STALE_S", "HEARTBEAT_INTERVAL_MS", "POLL_INTERVAL_S", "SESSION_TIMEOUT_MS",
+    "FlowLease", "default_holder", "lease_consumer_overrides",
 ]

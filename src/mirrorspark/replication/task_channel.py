@@ -57,6 +57,7 @@ class TaskChannel:
         self._send_lock = threading.Lock()
         self._conns: dict[tuple[str, int, int], socket.socket] = {}
         self._stopped: set[tuple[str, int]] = set()  # (flow, generation) told to stop
+        self._aborted: set[tuple[str, int]] = set()  # (flow, generation) told to abort: never a grant again
         self._grants: dict[tuple[str, int], float] = {}  # (flow, generation) -> deadline (driver monotonic s)
         self._newest: dict[str, int] = {}  # flow -> newest generation granted, stopped or aborted
         self._closed = False
@@ -82,14 +83,15 @@ class TaskChannel:
             for key in [k for k in self._grants if k[0] == flow and k[1] < generation]:
                 del self._grants[key]
             self._stopped = {k for k in self._stopped if k[0] != flow or k[1] >= generation}
+            self._aborted = {k for k in self._aborted if k[0] != flow or k[1] >= generation}
 
     def _serve(self, conn: socket.socket) -> None:
         """Take a task's hello, then answer its grant requests until the connection closes.
 
         A task of a generation older than the flow's newest (a copy task whose Spark job started
-        only after the supervisor had moved on) is refused: ``abort``, then the connection closes.
-        A grant would let it commit stale positions, and in exactly-once mode its
-        ``init_transactions`` would fence the current task with the same index.
+        only after the supervisor had moved on), or of an aborted one, is refused: ``abort``, then
+        the connection closes. A grant would let it commit stale positions, and in exactly-once
+        mode its ``init_transactions`` would fence the current task with the same index.
         """
         try:
             conn.settimeout(10)
@@ -107,14 +109,15 @@ class TaskChannel:
             if self._closed:  # closed while this task said hello
                 _drop(conn)
                 return
-            stale = key[2] < self._newest.get(key[0], 0)
+            stale = key[2] < self._newest.get(key[0], 0) or (key[0], key[2]) in self._aborted
             old = None if stale else self._conns.pop(key, None)
             if not stale:
                 self._conns[key] = conn
             stop = (key[0], key[2]) in self._stopped
-        if stale:  # a task of an older generation, started late: never a grant (engine-audit.md F8)
+        if stale:  # a task of an older or aborted generation: never a grant (engine-audit.md F8, engine-audit-2 N7)
             log.info(
-                "%s: copy task %d of generation %d started after its generation ended: told to end without committing",
+                "%s: copy task %d of generation %d started after its generation ended or was aborted: told to end "
+                "without committing",
                 *key,
             )
             self._send(conn, b"abort\n")
@@ -163,21 +166,25 @@ class TaskChannel:
         An absolute deadline: renewing with an earlier one shortens what later answers give (a
         task keeps a deadline it was already given). Tasks learn it at their next request
         (:data:`~mirrorspark.replication.task.channel.GRANT_ASK_S`). A grant of an older generation
-        than the flow's newest is ignored: grants are keyed by generation, and a late task of an
-        older one never gets one.
+        than the flow's newest, or of an aborted one, is ignored: grants are keyed by generation,
+        and a late task of an older one never gets one; a renewal computed before an abort gives
+        nothing after it.
         """
         with self._lock:
-            if generation < self._newest.get(flow, 0):
+            if generation < self._newest.get(flow, 0) or (flow, generation) in self._aborted:
                 return
             self._newer(flow, generation)
             self._grants[(flow, generation)] = deadline
 
     def abort(self, flow: str, generation: int) -> None:
-        """Tell the tasks of ``flow``'s ``generation`` to end without committing (the flow's lease was lost)."""
+        """Tell the tasks of ``flow``'s ``generation`` to end without committing (the flow's lease was lost).
+
+        For good: the generation gets no grant any more, and its late tasks are told ``abort``.
+        """
         with self._lock:
             self._newer(flow, generation)
             self._grants.pop((flow, generation), None)
-            self._stopped.add((flow, generation))
+            self._aborted.add((flow, generation))
         self._broadcast(flow, generation, b"abort\n")
 
     def forget(self, flow: str, task: int, generation: int) -> None:
