@@ -47,6 +47,7 @@ from mirrorspark.replication.task.failures import delivery_error, init_transacti
 from mirrorspark.replication.task.partition import PartitionCopy, TaskPartitions
 from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionKey
 from mirrorspark.replication.task.stored_offsets import adopted_starts
+from mirrorspark.replication.task.topic_check import TopicIdCheck, TopicIdsReader
 
 GRANT_WAIT_S = 10.0
 """Longest wait of a commit for the driver's grant (s). Grants come only from a driver holding the
@@ -278,9 +279,6 @@ StoredOffsetsReader = Callable[[Sequence[PartitionKey]], Mapping[PartitionKey, O
 """Reads the stored source offsets of the given partitions from ``mm2-offsets`` (exactly-once, after
 ``init_transactions``: :func:`~mirrorspark.replication.task.stored_offsets.read_stored_offsets`)."""
 
-TopicIdsReader = Callable[[Sequence[str]], Mapping[str, str]]
-"""Reads the ids of the given source topics (KIP-516), the topics that exist only."""
-
 SOURCE_END_TIMEOUT_S = 30.0
 """Seconds a copy task waits for a source partition's end offset when it checks a stored offset (s)."""
 
@@ -290,7 +288,8 @@ class _Committer:
 
     ``stored_offsets``: exactly-once only, how the task reads its own source offsets after
     ``init_transactions`` (``None``: it starts at the driver's positions). ``topic_ids``:
-    exactly-once only, how it reads its source topics' ids before a commit (``None``: no check).
+    exactly-once only, how it reads its source topics' ids for the checks before its commits
+    (:class:`~mirrorspark.replication.task.topic_check.TopicIdCheck`; ``None``: no check).
     """
 
     def __init__(
@@ -310,7 +309,17 @@ class _Committer:
     ) -> None:
         self.spec = spec
         self.stored_offsets = stored_offsets
-        self.topic_ids = topic_ids
+        started = {pc.assignment.source_topic: pc.assignment.topic_id for pc in partitions.by_key.values()}
+        self.topic_check = (
+            TopicIdCheck(
+                topic_ids,
+                {t: tid for t, tid in started.items() if tid is not None},
+                clock,
+                f"flow {spec.flow}: task {spec.task_index}",
+            )
+            if topic_ids is not None
+            else None
+        )
         self.parts = partitions
         self.consumer = consumer
         self.data = data
@@ -584,7 +593,7 @@ class TransactionalCommitter(_Committer):
         moves = self._moves(keys)
         if not moves:
             return True
-        if self._recreated_under_the_task(keys):
+        if self._recreated_under_the_task(keys, final=final):
             return True
         for key, next_offset in moves:  # the same producer, the same transaction: Connect's layout, unchanged
             o = source_offset_record(self.spec, key[0], key[1], next_offset)
@@ -636,29 +645,26 @@ class TransactionalCommitter(_Committer):
                 moves.append((key, max(next_offset, pc.committed)))
         return moves
 
-    def _recreated_under_the_task(self, keys: Sequence[PartitionKey]) -> bool:
+    def _recreated_under_the_task(self, keys: Sequence[PartitionKey], *, final: bool) -> bool:
         """Abort the transaction if a topic it copied from was deleted and re-created since the task started.
 
         The consumer follows a topic by name: after a re-creation it may read the new topic's records
         at the old topic's positions, and committing them as the old topic's would copy them twice
-        once the driver starts the new topic over. The ids are read after the records (a topic id
-        never comes back), so records of a re-created topic are never committed. The partitions of
-        such a topic are paused and reported out of range: the driver finds the re-creation and its
-        gap, and starts the next generation.
+        once the driver starts the new topic over. The ids are read by :class:`TopicIdCheck` (at
+        most every :data:`~mirrorspark.replication.task.topic_check.TOPIC_ID_CHECK_S`, and before a
+        final commit; its notes say what that guarantees). The partitions of such a topic are
+        paused and reported out of range: the driver finds the re-creation and its gap, and starts
+        the next generation.
         """
-        if self.topic_ids is None:
+        if self.topic_check is None:
             return False
-        started = {k: self.parts.by_key[k].assignment.topic_id for k in keys if self.parts.by_key[k].upstream}
-        topics = sorted({t for (t, _), tid in started.items() if tid is not None})
-        if not topics:
-            return False
-        now = self.topic_ids(topics)
-        gone = [k for k, tid in started.items() if tid is not None and now.get(k[0]) != tid]
+        copied = sorted({k[0] for k in keys if self.parts.by_key[k].upstream})
+        gone = self.topic_check.recreated(copied, final=final or bool(self.parts.out_of_range))
         if not gone:
             return False
         with contextlib.suppress(Exception):  # fenced or broken: nothing of it is committed either way
             self.data.abort_transaction(self.spec.stall_timeout_s)
-        for t, p in (k for k in self.parts.by_key if k[0] in {g[0] for g in gone}):
+        for t, p in (k for k in self.parts.by_key if k[0] in gone):
             if (t, p) not in self.parts.out_of_range:
                 self.parts.out_of_range.append((t, p))
                 self.consumer.pause([TopicPartition(t, p)])
@@ -794,6 +800,7 @@ __all__ = [
     "CommitWrites",
     "Committer",
     "StoredOffsetsReader",
+    "TopicIdsReader",
     "TransactionalCommitter",
     "commit_transaction",
     "offset_sync_records",

@@ -117,9 +117,10 @@ class CopyTaskSpec:
         driver's positions.
     source_admin_conf:
         Exactly-once mode: librdkafka configuration of a source admin client with which the task
-        checks, before each commit, that the topics it copied from still have the ids it was
+        checks, before its commits, that the topics it copied from still have the ids it was
         started with (a topic deleted and re-created under it: its records are another
-        incarnation's, never committed as the old one's); ``None``: no check.
+        incarnation's; :class:`~mirrorspark.replication.task.topic_check.TopicIdCheck` says how often
+        and what that guarantees); ``None``: no check.
     stop_at:
         A bounded copy (``mirrorspark run --until-caught-up``): ``{(topic, partition): end offset}``
         the driver listed at start; the task commits and ends (``caught_up``) once every partition
