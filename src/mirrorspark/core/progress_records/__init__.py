@@ -36,7 +36,10 @@ empty.
   task's consumer fetched the partition from and its leader, by librdkafka's statistics (KIP-392 follower
   fetching); and (additive, absent = 0) ``"dropped"``: records of the interval a transform dropped; and
   (additive, absent = null) ``"topic_id"``: the id (KIP-516) of the source topic's incarnation the task
-  copied, so that a reader drops the late reports of a topic deleted and re-created.
+  copied, so that a reader drops the late reports of a topic deleted and re-created; and (additive,
+  absent = null) ``"epoch"``: the lease epoch the task's generation was started under, and ``"run"``: the
+  driver run that started the task (a random id per flow per process), so that a driver moves positions
+  and totals only on reports of its own generations (generation numbers start at 1 in every process).
 * The driver writes three more kinds of records, told apart by ``"kind"`` in the key (a key
   without ``"kind"`` is a partition report; readers skip kinds they do not know):
 

@@ -68,6 +68,11 @@ class PartitionReport:
         :class:`~mirrorspark.replication.lease.FlowLease` holding; 0 without a lease or in a record
         written before this field existed): copied segments of a superseded epoch never cut newer
         ones (:class:`~mirrorspark.mm2.translation.CopiedRanges`, ``engine-audit.md`` F5).
+    run:
+        The driver run that started the task (:attr:`~mirrorspark.replication.positions.Positions.run`):
+        generation numbers start at 1 in every driver process, so ``(run, generation)`` names a
+        generation, and a driver moves positions and totals only on its own runs' reports
+        (``engine-audit-2.md`` N6). ``None`` in a record written before this field existed.
     """
 
     flow: str
@@ -95,6 +100,7 @@ class PartitionReport:
     dropped: int = 0
     topic_id: str | None = None
     epoch: int = 0
+    run: str | None = None
 
 
 def report_key(flow: str, topic: str, partition: int) -> bytes:
@@ -128,6 +134,7 @@ def encode_report(r: PartitionReport) -> tuple[bytes, bytes]:
         "dropped": r.dropped,
         "topic_id": r.topic_id,
         "epoch": r.epoch,
+        "run": r.run,
     }
     return report_key(r.flow, r.topic, r.partition), json.dumps(value, separators=(",", ":")).encode()
 
@@ -189,9 +196,11 @@ def decode_report(key: bytes | None, value: bytes | None) -> PartitionReport:
     brokers: dict[str, Any] = {f: v.get(f, -1) for f in ("fetched_from", "leader")}
     if not all(isinstance(x, int) and not isinstance(x, bool) and x >= -1 for x in brokers.values()):
         raise CorruptRecordError("task progress record: fetched_from and leader must be broker ids or -1")
-    topic_id = v.get("topic_id")
+    topic_id, run = v.get("topic_id"), v.get("run")
     if topic_id is not None and not isinstance(topic_id, str):
         raise CorruptRecordError("task progress record: topic_id must be a string or null")
+    if run is not None and not isinstance(run, str):
+        raise CorruptRecordError("task progress record: run must be a string or null")
     ints: dict[str, Any] = {f: v[f] for f in _INT_FIELDS}
     return PartitionReport(
         flow=flow,
@@ -204,6 +213,7 @@ def decode_report(key: bytes | None, value: bytes | None) -> PartitionReport:
         **counts,
         **brokers,
         topic_id=topic_id,
+        run=run,
     )
 
 

@@ -256,6 +256,7 @@ def partition_report(
         dropped=pc.dropped,
         topic_id=a.topic_id,
         epoch=spec.epoch,
+        run=spec.run,
     )
 
 

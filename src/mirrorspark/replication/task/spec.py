@@ -130,6 +130,10 @@ class CopyTaskSpec:
         The flow's lease epoch the task's generation was started under (0 without a lease): written
         in its progress reports, so that a late report of an instance that lost the lease never
         cuts the copied segments of the instance that holds it now (``engine-audit.md`` F5).
+    run:
+        The driver run that started the task (:attr:`~mirrorspark.replication.positions.Positions.run`),
+        written in its progress reports: with ``generation`` it names the task's generation across
+        driver processes (``engine-audit-2.md`` N6). ``None``: not named.
     """
 
     flow: str
@@ -160,6 +164,7 @@ class CopyTaskSpec:
     source_admin_conf: Mapping[str, Any] | None = None
     stop_at: Mapping[PartitionKey, int] | None = None
     epoch: int = 0
+    run: str | None = None
 
     @property
     def exactly_once(self) -> bool:
