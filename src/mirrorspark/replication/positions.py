@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from mirrorspark.core.gaps import GapEvent, check_position, recreated_gap
-from mirrorspark.core.progress_records import PartitionReport
+from mirrorspark.core.progress_records import PartitionReport, ReportSequences
 from mirrorspark.kafka.admin import ClusterAdmin, PartitionKey
 from mirrorspark.mm2.connect_offsets import OffsetHistory, last_valid_offset
 from mirrorspark.mm2.offset_syncs import CopiedSegment
@@ -167,6 +167,7 @@ class Positions:
         self.halted: str | None = None
         self.last_commit_at: float | None = None
         self.run = uuid.uuid4().hex[:16]
+        self._counted = ReportSequences()  # reports added to the totals: one written twice counts once
         self._stored: dict[PartitionKey, int] = {}
         self._history: dict[PartitionKey, list[int]] = {}  # stored offsets to fall back on, oldest first
         self._stored_ids: dict[PartitionKey, str] = {}  # the topic id the stored offsets are of, where marked
@@ -598,7 +599,8 @@ class Positions:
         run (:attr:`run`; a report naming no run, written before reports named one, is taken on
         its generation alone). Generation numbers start at 1 in every driver process, so a late
         report of another instance or of this instance's previous process could carry the running
-        number (``engine-audit-2.md`` N6).
+        number (``engine-audit-2.md`` N6). A report written again after its write timed out (at
+        least once) adds to the totals once (:class:`ReportSequences`).
         """
         if not self.same_incarnation(report):
             return False
@@ -620,7 +622,8 @@ class Positions:
             if report.next_offset > p.position:
                 p.position = report.next_offset
                 self.last_commit_at = report.at / 1000.0
-            p.add(report)
+            if self._counted.first_time(report):
+                p.add(report)
         return True
 
     def list_ends(self, keys: Sequence[PartitionKey] | None = None) -> list[PartitionKey]:

@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import contextlib
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from functools import partial
 from typing import Any, Protocol
 
@@ -214,6 +216,7 @@ def partition_report(
     segments: tuple[CopiedSegment, ...],
     now_ms: int,
     source: FetchSource = UNKNOWN_SOURCE,
+    attempt: str | None = None,
 ) -> PartitionReport:
     """Return one partition's progress report of a commit: position, the interval's figures, newest copied runs.
 
@@ -233,6 +236,8 @@ def partition_report(
         When (epoch ms).
     source:
         Where the consumer fetched the partition from (KIP-392).
+    attempt:
+        The task attempt's id; the report's ``seq`` is the partition's next (``pc.reports + 1``).
     """
     a = pc.assignment
     return PartitionReport(
@@ -257,6 +262,8 @@ def partition_report(
         topic_id=a.topic_id,
         epoch=spec.epoch,
         run=spec.run,
+        attempt=attempt,
+        seq=pc.reports + 1,
     )
 
 
@@ -331,6 +338,10 @@ class _Committer:
         self.clock = clock
         self.announce: set[PartitionKey] = {k for k, pc in partitions.by_key.items() if pc.assignment.restarted}
         """Partitions the next commit writes even if they did not move (their start is news to the driver)."""
+        self.attempt = uuid.uuid4().hex[:12]
+        """This task attempt's id in its progress reports (with their ``seq``: a report is counted once)."""
+        self.resend: list[Outgoing] = []
+        """Progress reports whose write timed out (at least once), written again by the next commit."""
 
     def begin(self) -> None:
         """Nothing to prepare."""
@@ -394,9 +405,13 @@ class AtLeastOnceCommitter(_Committer):
         """Have this commit write again what earlier commits lost to a retriable failure (:class:`CommitWrites`).
 
         Every partition of the task is announced (its position is written even if it did not
-        move), and a lost progress report's records, bytes and drops count in its partition's
-        next report. A lost offset sync is not written again: translation uses the partition's
-        previous sync until the next one, as when MM2's ``OffsetSyncWriter`` skips a sync.
+        move), and a lost progress report is written again as it was, before the new ones, without
+        its copied segments (the new report carries them): a write that timed out may still have
+        landed, and the driver counts a report's ``(attempt, seq)`` once
+        (:class:`~mirrorspark.core.progress_records.ReportSequences`); before, its figures were
+        added to the next report and counted twice when it had landed. A lost offset sync is not
+        written again: translation uses the partition's previous sync until the next one, as when
+        MM2's ``OffsetSyncWriter`` skips a sync.
         """
         if self.syncs is not None:
             self.syncs.take_lost()
@@ -405,13 +420,8 @@ class AtLeastOnceCommitter(_Committer):
             return
         for r in lost:
             if r.topic == self.spec.progress_topic:
-                report = decode_report(r.key, r.value)
-                pc = self.parts.by_key.get((report.topic, report.partition))
-                if pc is not None:
-                    pc.unreported += report.records
-                    pc.value_bytes += report.value_bytes
-                    pc.key_bytes += report.key_bytes
-                    pc.dropped += report.dropped
+                again = replace(decode_report(r.key, r.value), segments=())
+                self.resend.append(Outgoing(r.topic, *encode_report(again), partition=r.partition))
         self.announce.update(self.parts.by_key)
         self.parts.dirty.update(self.parts.by_key)
 
@@ -468,10 +478,11 @@ class AtLeastOnceCommitter(_Committer):
                 self.spec,
                 pc,
                 next_offset=position,
-                records=n + pc.unreported,
+                records=n,
                 segments=window,
                 now_ms=now,
                 source=self.sources.get(key, UNKNOWN_SOURCE),
+                attempt=self.attempt,
             )
             commits.append(Outgoing(self.spec.progress_topic, *encode_report(report)))
             updates.append((pc, n, state, window, position))
@@ -479,7 +490,8 @@ class AtLeastOnceCommitter(_Committer):
             return self._granted()  # nothing moved: still, a zombie ends
         if not self._granted():
             return False  # the driver is gone or lost the flow's lease: a zombie never writes a position
-        self._send(syncs, commits, final=final)
+        self._send(syncs, [*self.resend, *commits], final=final)
+        self.resend = []
         for pc, n, state, window, position in updates:
             del pc.upstream[:n]
             del pc.downstream[:n]
@@ -489,7 +501,7 @@ class AtLeastOnceCommitter(_Committer):
             pc.state = state
             pc.segments = window
             pc.committed = position
-            pc.unreported = 0
+            pc.reports += 1
             self.parts.copied += n
             self.announce.discard(pc.key)
         return True
@@ -702,7 +714,9 @@ class TransactionalCommitter(_Committer):
                 segments=window,
                 now_ms=now,
                 source=self.sources.get(key, UNKNOWN_SOURCE),
+                attempt=self.attempt,
             )
+            pc.reports += 1
             reports.append(Outgoing(self.spec.progress_topic, *encode_report(report)))
             pc.upstream.clear()
             pc.downstream.clear()
