@@ -110,3 +110,19 @@ def test_a_topic_recreated_under_the_task_is_still_caught(turns: int) -> None:
     assert t.now <= 2 * TURN_S + TOPIC_ID_CHECK_S + t.spec.flush_interval_s + TURN_S
     if turns == 3:
         assert t.committed().get(0, -1) < 5  # nothing read after the re-creation was committed
+
+
+def test_a_final_commit_never_goes_on_the_ids_read_before() -> None:
+    """The final commit's read is tried twice and must succeed: failing, the task fails (its transaction is
+    aborted, the next generation copies it again) rather than commit records no read came after."""
+    ids = Ids()
+    t = eos_task(ids)
+
+    def hook(task: Task, turn: int) -> None:
+        copying(ids, 3)(task, turn)
+        if turn == 2:
+            ids.every = 1  # every read fails from now on, well within TOPIC_ID_STALE_S of the good one
+
+    with pytest.raises(ClusterError, match="describing topic"):
+        step(t, hook, turns=60)
+    assert t.committed().get(0, -1) < 3 + 3  # the records read after the last good check stay uncommitted

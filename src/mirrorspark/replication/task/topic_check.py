@@ -38,14 +38,15 @@ class TopicIdCheck:
 
     **Guarantee.** A check runs before a commit when the last successful one began
     :data:`TOPIC_ID_CHECK_S` or more before, and before every ``final`` commit (the task's last,
-    also the one after a partition was found out of range); the ids are read after the records
-    the commit holds were read (an id never comes back). So a re-created topic is found at the
-    first check after its re-creation, before that commit, and nothing of it is committed from
-    then on; a final commit never holds a record of a re-created topic. What is not guaranteed
-    any more (it was with a check before every transaction): records the consumer read from the
-    new topic *before* that first check, at most :data:`TOPIC_ID_CHECK_S` of copying (plus
-    :data:`TOPIC_ID_STALE_S` while checks fail), may have been committed as the old topic's by
-    the commits in between: copied twice once the driver starts the new topic over, never lost.
+    also the one after a partition was found out of range; it must succeed); the ids are read
+    after the records the commit holds were read (an id never comes back). So a re-created topic
+    is found at the first successful check after its re-creation, before that commit, and
+    nothing of it is committed from then on; a final commit never holds a record of a re-created
+    topic. What is not guaranteed any more (it was with a check before every transaction):
+    records the consumer read from the new topic *before* that first check, at most
+    :data:`TOPIC_ID_CHECK_S` of copying (up to :data:`TOPIC_ID_STALE_S` while checks fail), may
+    have been committed as the old topic's by the commits in between: copied twice once the
+    driver starts the new topic over, never lost.
 
     Parameters
     ----------
@@ -66,7 +67,6 @@ class TopicIdCheck:
         self.started = dict(started)
         self.clock = clock
         self.what = what
-        self.calls = 0
         self._ids: dict[str, str] = {}
         self._checked_at: float | None = None  # when the last successful check began (clock s)
 
@@ -75,12 +75,15 @@ class TopicIdCheck:
 
         Reads the ids when a check is due (see the class); a failed read within
         :data:`TOPIC_ID_STALE_S` of the last successful check is logged and answered with the ids
-        read then (the next commit tries again).
+        read then (the next commit tries again). A ``final`` commit's read is tried twice, and
+        never answered from the ids read before.
 
         Raises
         ------
         MirrorsparkError, KafkaException
-            The ids could not be read and no check succeeded within :data:`TOPIC_ID_STALE_S`.
+            The ids could not be read and no check succeeded within :data:`TOPIC_ID_STALE_S`, or
+            a ``final`` commit's read failed twice (the task fails; its open transaction is aborted
+            and the next generation copies it again, never twice).
         """
         wanted = [t for t in topics if t in self.started]
         if not wanted:
@@ -88,11 +91,11 @@ class TopicIdCheck:
         now = self.clock()
         last = self._checked_at
         if final or last is None or now - last >= TOPIC_ID_CHECK_S:
-            self.calls += 1
             try:
-                ids = self.reader(sorted(self.started))
+                self._ids = self._read(tries=2 if final else 1)
+                self._checked_at = now
             except (MirrorsparkError, KafkaException) as e:
-                if last is None or now - last >= TOPIC_ID_STALE_S:
+                if final or last is None or now - last >= TOPIC_ID_STALE_S:
                     raise
                 log.warning(
                     "%s: reading the source topics' ids failed (%s); retried at the next commit, the ids read "
@@ -101,10 +104,17 @@ class TopicIdCheck:
                     e,
                     now - last,
                 )
-            else:
-                self._ids = dict(ids)
-                self._checked_at = now
         return {t for t in wanted if self._ids.get(t) != self.started[t]}
+
+    def _read(self, *, tries: int) -> dict[str, str]:
+        """Read the ids of every started topic, ``tries`` times at most; raise the last failure."""
+        for attempt in range(tries):
+            try:
+                return dict(self.reader(sorted(self.started)))
+            except (MirrorsparkError, KafkaException):
+                if attempt + 1 >= tries:
+                    raise
+        raise AssertionError("tries must be >= 1")
 
 
 __all__ = ["TOPIC_ID_CHECK_S", "TOPIC_ID_STALE_S", "TopicIdCheck", "TopicIdsReader"]
