@@ -789,7 +789,8 @@ class FakeTaskProducer:
     ``produce`` queues; ``poll``/``flush`` acknowledge in order, at most :attr:`ack_budget` records
     (``None`` = all), writing each to the cluster and calling its delivery callback with a
     :class:`FakeDelivered` (downstream offset) or, for a record whose index is in :attr:`fail_at`,
-    a ``KafkaError`` (not written). Transactions: records written inside one are kept aside and
+    a ``KafkaError`` (not written, unless its index is in :attr:`landed` too: a write that timed out
+    on the client after the broker appended it). Transactions: records written inside one are kept aside and
     appended on ``commit_transaction`` (dropped on abort); :attr:`commit_errors` raise, one per call.
     The log holds only committed records, so a fake consumer reads as ``read_committed`` does, and
     the end offset it lists is the last stable offset.
@@ -821,6 +822,7 @@ class FakeTaskProducer:
         self.in_flight: list[_InFlight] = []
         self.ack_budget: int | None = None
         self.fail_at: dict[int, int] = {}  # index of the produce call -> KafkaError code
+        self.landed: set[int] = set()  # indexes in fail_at written all the same (outside transactions)
         self.produced = 0
         self.purged = 0
         self.initialised = False
@@ -863,6 +865,10 @@ class FakeTaskProducer:
             if code is not None:
                 if self.transactional:  # librdkafka: a record failed in a transaction makes it abortable
                     self._txn_failed = self._txn_failed or code
+                elif index in self.landed:
+                    self.cluster.topics[r.topic].partitions[r.partition].append(
+                        FakeRecord(r.key, r.value, r.timestamp, r.headers)
+                    )
                 if r.callback is not None:  # librdkafka hands the failed message too (offset -1001)
                     r.callback(KafkaError(code), FakeDelivered(r.topic, r.partition, -1001, r.timestamp))
                 continue

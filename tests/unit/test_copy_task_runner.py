@@ -439,7 +439,7 @@ def test_a_timed_out_commit_write_is_written_again_by_the_next_commit() -> None:
 
     Before, the task failed and its restart copied again everything produced since its last
     landed commit. Now the next commit writes every partition's position again, and the lost
-    report's records count in the next one.
+    report again (``test_report_runs.py``: counted once by the driver when it had landed after all).
     """
     t = Task(partitions=2, records=5)
     # the first commit's first partition (the dirty set's order): its offset and its report

@@ -1,14 +1,15 @@
 """The driver's reader of a progress channel waits out a channel not known yet, and fails as a ClusterError.
 
-A stub consumer stands in for the target (no broker): only the end-offset lookup is exercised.
+A stub consumer stands in for the target (no broker): the end-offset lookup, and a read running out of time.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from mirrorspark.errors import ClusterError
 from mirrorspark.replication.progress_channel import ProgressChannelReader
@@ -93,3 +94,33 @@ def test_a_refusal_is_not_retried() -> None:
     with pytest.raises(ClusterError) as e:
         channel(consumer)._end_offset(10.0)
     assert consumer.calls == 1 and e.value.kafka_code == "TOPIC_AUTHORIZATION_FAILED" and not e.value.retriable
+
+
+class SlowConsumer(StubConsumer):
+    """Hands out nothing: the channel holds reports up to ``end`` that do not arrive before the deadline."""
+
+    def consume(self, num_messages: int, timeout: float) -> list[Any]:
+        return []
+
+    def position(self, tps: list[Any]) -> list[Any]:
+        return [TopicPartition(tps[0].topic, 0, 42)]
+
+
+@pytest.mark.parametrize("segments_only", [True, False])
+def test_a_read_to_the_end_that_runs_out_of_time_says_so(segments_only: bool, caplog: pytest.LogCaptureFixture) -> None:
+    """engine-audit-2 §4: a take-over's or a final read stopped quietly at its deadline (a partial load lowers
+    the positions reached and misses other topic ids); now a WARNING names the channel and the unread range."""
+    ch = channel(SlowConsumer([], end=50))
+    with caplog.at_level(logging.WARNING, logger="mirrorspark.replication.progress_channel"):
+        assert ch.poll(until_end=True, timeout_s=0.0, segments_only=segments_only, generation=None) == 0
+    [warning] = [r for r in caplog.records if r.levelno == logging.WARNING]
+    text = warning.getMessage()
+    assert "mm2-task-progress.A.internal" in text and "end offset 50" in text and "offset 42" in text
+    assert ("copied runs" in text) == segments_only
+
+
+def test_a_read_that_reaches_the_end_says_nothing(caplog: pytest.LogCaptureFixture) -> None:
+    ch = channel(SlowConsumer([], end=42))
+    with caplog.at_level(logging.WARNING, logger="mirrorspark.replication.progress_channel"):
+        assert ch.poll(until_end=True, timeout_s=0.0) == 0
+    assert not caplog.records

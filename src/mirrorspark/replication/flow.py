@@ -392,7 +392,8 @@ class Flow:
         later generations
         (:attr:`~mirrorspark.replication.positions.PartitionProgress.from_generation`).
         Returns an empty list once the flow is halted. ``epoch``: the lease epoch the generation
-        runs under (:attr:`CopyTaskSpec.epoch`).
+        runs under (:attr:`CopyTaskSpec.epoch`). The tasks' reports name this driver run
+        (:attr:`~mirrorspark.replication.positions.Positions.run`).
         """
         if self.halted is not None:
             return []
@@ -408,6 +409,7 @@ class Flow:
             topic_ids=self.positions.topic_ids,
             restarted=frozenset(k for k, p in self.partitions.items() if p.restarted),
             epoch=epoch,
+            run=self.positions.run,
         )
 
     def apply_report(
@@ -420,9 +422,11 @@ class Flow:
         report:
             A report of this flow.
         generation:
-            The flow's current task generation: positions move only on reports of it, and a
-            partition added while an older generation ran only on reports of later ones (a
-            report of an older generation still adds its copied segments). ``None`` takes any.
+            The flow's current task generation: positions and totals move only on reports of it
+            started by this driver run (another instance's, or this instance's previous process's,
+            reuse the numbers: ``engine-audit-2.md`` N6), and a partition added while an older
+            generation ran only on reports of later ones (a report of an older generation still
+            adds its copied segments). ``None`` takes any.
         segments_only:
             Add the copied segments and the position reached only (a report of an earlier run,
             read at start, before the partitions' positions are set).

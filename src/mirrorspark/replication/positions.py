@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from mirrorspark.core.gaps import GapEvent, check_position, recreated_gap
-from mirrorspark.core.progress_records import PartitionReport
+from mirrorspark.core.progress_records import PartitionReport, ReportSequences
 from mirrorspark.kafka.admin import ClusterAdmin, PartitionKey
 from mirrorspark.mm2.connect_offsets import OffsetHistory, last_valid_offset
 from mirrorspark.mm2.offset_syncs import CopiedSegment
@@ -132,6 +133,9 @@ class Positions:
         Why ``mirrorspark.on.gap=stop`` halted the flow, or ``None``.
     last_commit_at:
         When a copy task last committed a position of the flow (epoch s), ``None`` before.
+    run:
+        This driver run's id (random, per flow and process): the copy tasks it starts write it in
+        their progress reports, and only reports of its own generations move positions and totals.
 
     Not thread-safe: the driver loop calls every method.
     """
@@ -162,6 +166,8 @@ class Positions:
         self.invalid_offsets = 0
         self.halted: str | None = None
         self.last_commit_at: float | None = None
+        self.run = uuid.uuid4().hex[:16]
+        self._counted = ReportSequences()  # reports added to the totals: one written twice counts once
         self._stored: dict[PartitionKey, int] = {}
         self._history: dict[PartitionKey, list[int]] = {}  # stored offsets to fall back on, oldest first
         self._stored_ids: dict[PartitionKey, str] = {}  # the topic id the stored offsets are of, where marked
@@ -589,6 +595,12 @@ class Positions:
         """Apply one progress report of a copy task: position and totals (see :meth:`Flow.apply_report`).
 
         A report of another incarnation of its topic (:meth:`same_incarnation`) changes nothing.
+        Position and totals move on the running generation's reports only: ``generation`` and this
+        run (:attr:`run`; a report naming no run, written before reports named one, is taken on
+        its generation alone). Generation numbers start at 1 in every driver process, so a late
+        report of another instance or of this instance's previous process could carry the running
+        number (``engine-audit-2.md`` N6). A report written again after its write timed out (at
+        least once) adds to the totals once (:class:`ReportSequences`).
         """
         if not self.same_incarnation(report):
             return False
@@ -605,11 +617,13 @@ class Positions:
             return False
         if report.generation >= p.from_generation:
             p.restarted = False  # a task of any later generation committed the new position: mm2-offsets holds it
-        if generation is None or (report.generation == generation and generation >= p.from_generation):
+        ours = report.run is None or report.run == self.run
+        if generation is None or (ours and report.generation == generation and generation >= p.from_generation):
             if report.next_offset > p.position:
                 p.position = report.next_offset
                 self.last_commit_at = report.at / 1000.0
-            p.add(report)
+            if self._counted.first_time(report):
+                p.add(report)
         return True
 
     def list_ends(self, keys: Sequence[PartitionKey] | None = None) -> list[PartitionKey]:

@@ -123,7 +123,9 @@ class ProgressChannelReader:
         Returns
         -------
         int
-            Reports applied.
+            Reports applied. With ``until_end``, a read that did not reach the end offset within
+            ``timeout_s`` returns what it applied and logs a WARNING naming the channel, the end
+            offset and where it stopped.
 
         Raises
         ------
@@ -157,9 +159,31 @@ class ProgressChannelReader:
                     applied += 1
             if target is None:
                 return applied
-            pos = self._consumer.position([TopicPartition(self.flow.progress_topic, 0)])[0].offset
-            if max(pos, last + 1) >= target or time.monotonic() >= deadline:
+            pos = max(self._consumer.position([TopicPartition(self.flow.progress_topic, 0)])[0].offset, last + 1)
+            if pos >= target:
                 return applied
+            if time.monotonic() >= deadline:
+                self._short_of_end(pos, target, timeout_s, segments_only=segments_only)
+                return applied
+
+    def _short_of_end(self, pos: int, end: int, timeout_s: float, *, segments_only: bool) -> None:
+        """Log (WARNING) that a read to the channel's end stopped at its deadline, and what that leaves out."""
+        left = (
+            "their copied runs and the positions they reached (offsets in those runs translate less exactly, "
+            "and a topic re-created while the flow was stopped may be started over with a spurious gap)"
+            if segments_only
+            else "their positions and totals (the next generation may copy those records again)"
+        )
+        log.warning(
+            "%s: reading the progress channel '%s' to its end offset %d stopped at offset %d after %.1f s; the "
+            "reports not read now are not applied: %s",
+            self.flow.name,
+            self.flow.progress_topic,
+            end,
+            max(pos, 0),
+            timeout_s,
+            left,
+        )
 
     def _end_offset(self, timeout_s: float) -> int:
         """Return the channel's end offset; transient errors (an unknown partition too) retried for ``timeout_s``."""

@@ -226,6 +226,7 @@ class TaskConfigs:
         topic_ids: Mapping[str, str] | None = None,
         restarted: frozenset[PartitionKey] = frozenset(),
         epoch: int = 0,
+        run: str | None = None,
     ) -> list[CopyTaskSpec]:
         """Cut ``order`` into ``min(tasks.max, partitions)`` copy tasks, each from its committed positions.
 
@@ -253,6 +254,8 @@ class TaskConfigs:
             committed yet (:attr:`PartitionAssignment.restarted`).
         epoch:
             The flow's lease epoch the generation runs under (:attr:`CopyTaskSpec.epoch`; 0 without a lease).
+        run:
+            The driver run starting the generation (:attr:`CopyTaskSpec.run`).
 
         Returns
         -------
@@ -305,6 +308,7 @@ class TaskConfigs:
                     source_admin_conf=confs["source_admin"],
                     stop_at=None if stop_at is None else {k: stop_at.get(k, positions[k]) for k in keys},
                     epoch=epoch,
+                    run=run,
                 )
             )
         return out

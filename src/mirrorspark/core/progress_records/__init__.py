@@ -36,7 +36,13 @@ empty.
   task's consumer fetched the partition from and its leader, by librdkafka's statistics (KIP-392 follower
   fetching); and (additive, absent = 0) ``"dropped"``: records of the interval a transform dropped; and
   (additive, absent = null) ``"topic_id"``: the id (KIP-516) of the source topic's incarnation the task
-  copied, so that a reader drops the late reports of a topic deleted and re-created.
+  copied, so that a reader drops the late reports of a topic deleted and re-created; and (additive,
+  absent = null) ``"epoch"``: the lease epoch the task's generation was started under, and ``"run"``: the
+  driver run that started the task (a random id per flow per process), so that a driver moves positions
+  and totals only on reports of its own generations (generation numbers start at 1 in every process);
+  and (additive, absent = null and 0) ``"attempt"`` and ``"seq"``: the writing task attempt (a random id)
+  and the report's number among its reports of the partition, so that a report written again after its
+  write timed out (at least once) is counted once (:class:`ReportSequences`).
 * The driver writes three more kinds of records, told apart by ``"kind"`` in the key (a key
   without ``"kind"`` is a partition report; readers skip kinds they do not know):
 
@@ -94,6 +100,7 @@ from mirrorspark.core.progress_records.partition_reports import (
     FORMAT_VERSION,
     SEGMENTS_KEPT,
     PartitionReport,
+    ReportSequences,
     decode_report,
     encode_report,
     newest_segments,
@@ -110,6 +117,7 @@ __all__ = [
     "GroupPartition",
     "PartitionLag",
     "PartitionReport",
+    "ReportSequences",
     "TopicLag",
     "decode_failover_event",
     "decode_flow_metrics",

@@ -68,6 +68,17 @@ class PartitionReport:
         :class:`~mirrorspark.replication.lease.FlowLease` holding; 0 without a lease or in a record
         written before this field existed): copied segments of a superseded epoch never cut newer
         ones (:class:`~mirrorspark.mm2.translation.CopiedRanges`, ``engine-audit.md`` F5).
+    run:
+        The driver run that started the task (:attr:`~mirrorspark.replication.positions.Positions.run`):
+        generation numbers start at 1 in every driver process, so ``(run, generation)`` names a
+        generation, and a driver moves positions and totals only on its own runs' reports
+        (``engine-audit-2.md`` N6). ``None`` in a record written before this field existed.
+    attempt, seq:
+        The writing task attempt (a random id per run of a copy task) and the report's number among
+        that attempt's reports of the partition (1, 2, ...). At least once, a report whose write
+        timed out is written again unchanged (copied segments left out), and a reader counts an
+        ``(attempt, seq)`` once (:class:`ReportSequences`). ``None`` and 0 in a record written
+        before these fields existed (always counted).
     """
 
     flow: str
@@ -95,6 +106,9 @@ class PartitionReport:
     dropped: int = 0
     topic_id: str | None = None
     epoch: int = 0
+    run: str | None = None
+    attempt: str | None = None
+    seq: int = 0
 
 
 def report_key(flow: str, topic: str, partition: int) -> bytes:
@@ -128,6 +142,9 @@ def encode_report(r: PartitionReport) -> tuple[bytes, bytes]:
         "dropped": r.dropped,
         "topic_id": r.topic_id,
         "epoch": r.epoch,
+        "run": r.run,
+        "attempt": r.attempt,
+        "seq": r.seq,
     }
     return report_key(r.flow, r.topic, r.partition), json.dumps(value, separators=(",", ":")).encode()
 
@@ -181,7 +198,9 @@ def decode_report(key: bytes | None, value: bytes | None) -> PartitionReport:
     if not isinstance(hist, list) or not all(nonneg_int(x) for x in hist):
         raise CorruptRecordError("task progress record: latency_hist must be a list of integers >= 0")
     optional: dict[str, Any] = {f: v.get(f) for f in ("latency_ms_min", "age_ms_min")}
-    counts: dict[str, Any] = {f: v.get(f, 0) for f in ("age_ms_sum", "age_ms_max", "age_samples", "dropped", "epoch")}
+    counts: dict[str, Any] = {
+        f: v.get(f, 0) for f in ("age_ms_sum", "age_ms_max", "age_samples", "dropped", "epoch", "seq")
+    }
     if not all(x is None or nonneg_int(x) for x in optional.values()) or not all(
         nonneg_int(x) for x in counts.values()
     ):
@@ -189,9 +208,11 @@ def decode_report(key: bytes | None, value: bytes | None) -> PartitionReport:
     brokers: dict[str, Any] = {f: v.get(f, -1) for f in ("fetched_from", "leader")}
     if not all(isinstance(x, int) and not isinstance(x, bool) and x >= -1 for x in brokers.values()):
         raise CorruptRecordError("task progress record: fetched_from and leader must be broker ids or -1")
-    topic_id = v.get("topic_id")
+    topic_id, run, attempt = v.get("topic_id"), v.get("run"), v.get("attempt")
     if topic_id is not None and not isinstance(topic_id, str):
         raise CorruptRecordError("task progress record: topic_id must be a string or null")
+    if not all(x is None or isinstance(x, str) for x in (run, attempt)):
+        raise CorruptRecordError("task progress record: run and attempt must be strings or null")
     ints: dict[str, Any] = {f: v[f] for f in _INT_FIELDS}
     return PartitionReport(
         flow=flow,
@@ -204,7 +225,42 @@ def decode_report(key: bytes | None, value: bytes | None) -> PartitionReport:
         **counts,
         **brokers,
         topic_id=topic_id,
+        run=run,
+        attempt=attempt,
     )
+
+
+MAX_GAPS: Final = 4096
+"""Most missing report numbers :class:`ReportSequences` keeps per task attempt and partition."""
+
+
+class ReportSequences:
+    """Which progress reports a reader counted already, by ``(attempt, seq)`` per partition (no I/O).
+
+    A task attempt numbers its reports of a partition 1, 2, ...; a report written again after its
+    write timed out keeps its number, and may arrive after newer ones. Per attempt and partition
+    this keeps the highest number seen and the numbers below it not seen yet (at most
+    :data:`MAX_GAPS`): a report is new when its number is above the highest, or one of those.
+    A report without an attempt (written before reports were numbered) is always new.
+    """
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[str, int, str], tuple[int, set[int]]] = {}
+
+    def first_time(self, r: PartitionReport) -> bool:
+        """Tell whether ``r`` is counted for the first time (and note it)."""
+        if r.attempt is None or r.seq <= 0:
+            return True
+        key = (r.topic, r.partition, r.attempt)
+        top, missing = self._seen.get(key, (0, set()))
+        if r.seq > top:
+            missing.update(range(max(top + 1, r.seq - MAX_GAPS), r.seq))
+            self._seen[key] = (r.seq, missing)
+            return True
+        if r.seq in missing:
+            missing.discard(r.seq)
+            return True
+        return False
 
 
 def newest_segments(kept: Sequence[CopiedSegment], new: Sequence[CopiedSegment]) -> tuple[CopiedSegment, ...]:
@@ -233,8 +289,10 @@ def newest_segments(kept: Sequence[CopiedSegment], new: Sequence[CopiedSegment])
 
 __all__ = [
     "FORMAT_VERSION",
+    "MAX_GAPS",
     "SEGMENTS_KEPT",
     "PartitionReport",
+    "ReportSequences",
     "decode_report",
     "encode_report",
     "newest_segments",

@@ -15,38 +15,45 @@ progress report per partition that moved to the flow's progress channel
   (MM2: offset syncs only for committed records).
 
 A commit happens only under a valid grant of the driver (:meth:`Channel.may_commit`): a task that
-outlived its driver or its driver's lease never writes a position.
+outlived its driver or its driver's lease never writes a position. The records themselves and
+:class:`CommitWrites` are in :mod:`~mirrorspark.replication.task.commit_records`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
-from functools import partial
+from dataclasses import replace
 from typing import Any, Protocol
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-from mirrorspark.core.progress_records import PartitionReport, decode_report, encode_report, newest_segments
+from mirrorspark.core.progress_records import decode_report, encode_report, newest_segments
 from mirrorspark.core.replica_rows import FetchSource
 from mirrorspark.errors import ClusterError, DataPathError
 from mirrorspark.kafka.delivery import Outgoing
 from mirrorspark.mm2.connect_offsets import (
     OffsetHistory,
     default_partition,
-    source_offset_key,
-    source_offset_value,
     topic_id_marker_key,
     topic_id_marker_value,
 )
 from mirrorspark.mm2.offset_syncs import CopiedSegment, flush_delayed, fold_acknowledged
-from mirrorspark.mm2.records import OffsetSync
 from mirrorspark.replication.task.channel import Channel, ChannelState
+from mirrorspark.replication.task.commit_records import (
+    UNKNOWN_SOURCE,
+    CommitWrites,
+    offset_sync_records,
+    partition_report,
+    source_offset_record,
+)
 from mirrorspark.replication.task.failures import delivery_error, init_transactions_error, stall_error
 from mirrorspark.replication.task.partition import PartitionCopy, TaskPartitions
 from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionKey
 from mirrorspark.replication.task.stored_offsets import adopted_starts
+from mirrorspark.replication.task.topic_check import TopicIdCheck, TopicIdsReader
 
 GRANT_WAIT_S = 10.0
 """Longest wait of a commit for the driver's grant (s). Grants come only from a driver holding the
@@ -55,207 +62,6 @@ ends at once on either."""
 
 GRANT_POLL_S = 0.05
 """Seconds between two looks at the channel while a commit waits for a grant."""
-
-UNKNOWN_SOURCE = FetchSource(-1, -1)
-"""Where a partition is fetched from before librdkafka's first statistics say it."""
-
-
-class CommitWrites:
-    """Commit records sent without waiting: the copy loop never stalls on a commit (latency).
-
-    Each record's acknowledgement is checked on a later :meth:`check` (every loop turn) and
-    awaited by :meth:`wait` (the final commit). A failed write fails the task (but see ``resend``): the supervisor
-    restarts it from the last acknowledged commit (the idempotent producer already retried). The
-    producer's ``message.timeout.ms`` bounds how late a record can land.
-
-    With ``resend`` (at least once), a write that failed for a retriable reason (a target that
-    stopped answering: ``_MSG_TIMED_OUT``) does not fail the task: :meth:`check` keeps it in
-    :attr:`lost` and the committer writes the position again at its next commit, under a fresh
-    grant (the next source offset of a partition supersedes the lost one, as in Connect's
-    ``OffsetStorageWriter``, whose failed flush is retried at the next flush). The task keeps
-    what it copied instead of copying it again after a restart.
-
-    Parameters
-    ----------
-    producer:
-        A confluent-kafka ``Producer`` (idempotent).
-    what, alias:
-        What is written and the cluster written to, for the error message.
-    resend:
-        Keep retriable failures in :attr:`lost` instead of raising them.
-    """
-
-    def __init__(self, producer: Any, what: str, alias: str, *, resend: bool = False) -> None:
-        self.producer = producer
-        self.what = what
-        self.alias = alias
-        self.resend = resend
-        self.failure: tuple[str, Any] | None = None
-        self.lost: list[Outgoing] = []
-        """Records whose write failed for a retriable reason (``resend`` only), oldest first."""
-        self._lost_error: Any = None
-
-    def _delivered(self, record: Outgoing, err: Any, msg: Any) -> None:
-        if err is None:
-            return
-        if self.resend and _retriable_write(err):
-            self.lost.append(record)
-            self._lost_error = err
-        elif self.failure is None:
-            self.failure = (record.topic, err)
-
-    def send(self, records: Sequence[Outgoing]) -> None:
-        """Queue the records (waiting only while the producer's queue is full)."""
-        for r in records:
-            on_delivery = partial(self._delivered, r)
-            while True:
-                try:
-                    self.producer.produce(r.topic, r.value, r.key, r.partition, on_delivery)
-                    break
-                except BufferError:
-                    self.producer.poll(0.05)
-
-    def take_lost(self) -> list[Outgoing]:
-        """Return and forget the records kept in :attr:`lost`."""
-        lost, self.lost = self.lost, []
-        return lost
-
-    def check(self) -> None:
-        """Serve acknowledgements; raise if a write failed (see ``resend``).
-
-        Raises
-        ------
-        DataPathError
-            A commit record was not acknowledged (names the topic, the cluster and the reason).
-        """
-        self.producer.poll(0)
-        if self.failure is not None:
-            topic, err = self.failure
-            name = err.name() if isinstance(err, KafkaError) else None
-            reason = err.str() if isinstance(err, KafkaError) else str(err)
-            raise DataPathError(
-                f"{self.what}: writing to '{topic}' on cluster '{self.alias}' failed: {reason}; the task is "
-                "restarted from its last acknowledged commit",
-                kafka_code=name,
-                retriable=bool(isinstance(err, KafkaError) and err.retriable()),
-            )
-
-    def wait(self, timeout_s: float) -> None:
-        """Wait until every queued record is acknowledged, then :meth:`check`.
-
-        Raises
-        ------
-        DataPathError
-            A write failed (a retriable failure kept in :attr:`lost` included) or was not
-            acknowledged within ``timeout_s``.
-        """
-        left = self.producer.flush(timeout_s)
-        self.check()
-        if self.lost and self.failure is None:
-            self.failure = (self.lost[0].topic, self._lost_error)  # a final commit is never put off
-            self.check()
-        if left:
-            raise DataPathError(
-                f"{self.what}: {left} record(s) not acknowledged by cluster '{self.alias}' within {timeout_s:.0f} s",
-                retriable=True,
-            )
-
-
-_TIMED_OUT = frozenset({KafkaError._MSG_TIMED_OUT, KafkaError._TIMED_OUT})
-"""librdkafka's local errors of a write the target did not acknowledge in time."""
-
-
-def _retriable_write(err: Any) -> bool:
-    """Whether a failed commit write may be written again later (retriable and not fatal)."""
-    if not isinstance(err, KafkaError):
-        return False
-    return not err.fatal() and (err.retriable() or err.code() in _TIMED_OUT)
-
-
-def source_offset_record(spec: CopyTaskSpec, topic: str, partition: int, next_offset: int) -> Outgoing:
-    """Return the ``mm2-offsets`` record of position ``next_offset`` (Connect's layout: the last copied offset).
-
-    Parameters
-    ----------
-    spec:
-        The task (source alias, offsets topic and its partition count).
-    topic, partition:
-        The source partition.
-    next_offset:
-        The committed position (next upstream offset to copy).
-    """
-    key = source_offset_key(spec.source, topic, partition, spec.connector_name)
-    return Outgoing(
-        spec.offsets_topic,
-        key,
-        source_offset_value(next_offset - 1),
-        partition=default_partition(key, spec.offsets_partitions),
-    )
-
-
-def offset_sync_records(
-    spec: CopyTaskSpec, topic: str, partition: int, due: Sequence[tuple[int, int]]
-) -> list[Outgoing]:
-    """Return the offset-sync records ``(upstream, downstream)`` of one partition (MM2's binary ``OffsetSync``)."""
-    out = []
-    for up, down in due:
-        sync = OffsetSync(topic, partition, up, down)
-        out.append(Outgoing(spec.syncs_topic, sync.key(), sync.value(), partition=0))
-    return out
-
-
-def partition_report(
-    spec: CopyTaskSpec,
-    pc: PartitionCopy,
-    *,
-    next_offset: int,
-    records: int,
-    segments: tuple[CopiedSegment, ...],
-    now_ms: int,
-    source: FetchSource = UNKNOWN_SOURCE,
-) -> PartitionReport:
-    """Return one partition's progress report of a commit: position, the interval's figures, newest copied runs.
-
-    Parameters
-    ----------
-    spec:
-        The task.
-    pc:
-        The partition (its interval's bytes, latency, record age and drops).
-    next_offset:
-        The committed position.
-    records:
-        Records committed by this commit.
-    segments:
-        The partition's newest copied runs after it.
-    now_ms:
-        When (epoch ms).
-    source:
-        Where the consumer fetched the partition from (KIP-392).
-    """
-    a = pc.assignment
-    return PartitionReport(
-        flow=spec.flow,
-        topic=a.source_topic,
-        partition=a.partition,
-        task=spec.task_index,
-        generation=spec.generation,
-        next_offset=next_offset,
-        records=records,
-        value_bytes=pc.value_bytes,
-        key_bytes=pc.key_bytes,
-        latency_ms_sum=pc.lat_sum,
-        latency_ms_max=pc.lat_max,
-        latency_samples=pc.lat_n,
-        segments=segments,
-        at=now_ms,
-        **pc.interval_metrics(),
-        fetched_from=source.broker,
-        leader=source.leader,
-        dropped=pc.dropped,
-        topic_id=a.topic_id,
-        epoch=spec.epoch,
-    )
 
 
 class Committer(Protocol):
@@ -278,9 +84,6 @@ StoredOffsetsReader = Callable[[Sequence[PartitionKey]], Mapping[PartitionKey, O
 """Reads the stored source offsets of the given partitions from ``mm2-offsets`` (exactly-once, after
 ``init_transactions``: :func:`~mirrorspark.replication.task.stored_offsets.read_stored_offsets`)."""
 
-TopicIdsReader = Callable[[Sequence[str]], Mapping[str, str]]
-"""Reads the ids of the given source topics (KIP-516), the topics that exist only."""
-
 SOURCE_END_TIMEOUT_S = 30.0
 """Seconds a copy task waits for a source partition's end offset when it checks a stored offset (s)."""
 
@@ -290,7 +93,8 @@ class _Committer:
 
     ``stored_offsets``: exactly-once only, how the task reads its own source offsets after
     ``init_transactions`` (``None``: it starts at the driver's positions). ``topic_ids``:
-    exactly-once only, how it reads its source topics' ids before a commit (``None``: no check).
+    exactly-once only, how it reads its source topics' ids for the checks before its commits
+    (:class:`~mirrorspark.replication.task.topic_check.TopicIdCheck`; ``None``: no check).
     """
 
     def __init__(
@@ -310,7 +114,17 @@ class _Committer:
     ) -> None:
         self.spec = spec
         self.stored_offsets = stored_offsets
-        self.topic_ids = topic_ids
+        started = {pc.assignment.source_topic: pc.assignment.topic_id for pc in partitions.by_key.values()}
+        self.topic_check = (
+            TopicIdCheck(
+                topic_ids,
+                {t: tid for t, tid in started.items() if tid is not None},
+                clock,
+                f"flow {spec.flow}: task {spec.task_index}",
+            )
+            if topic_ids is not None
+            else None
+        )
         self.parts = partitions
         self.consumer = consumer
         self.data = data
@@ -321,6 +135,10 @@ class _Committer:
         self.clock = clock
         self.announce: set[PartitionKey] = {k for k, pc in partitions.by_key.items() if pc.assignment.restarted}
         """Partitions the next commit writes even if they did not move (their start is news to the driver)."""
+        self.attempt = uuid.uuid4().hex[:12]
+        """This task attempt's id in its progress reports (with their ``seq``: a report is counted once)."""
+        self.resend: list[Outgoing] = []
+        """Progress reports whose write timed out (at least once), written again by the next commit."""
 
     def begin(self) -> None:
         """Nothing to prepare."""
@@ -384,9 +202,13 @@ class AtLeastOnceCommitter(_Committer):
         """Have this commit write again what earlier commits lost to a retriable failure (:class:`CommitWrites`).
 
         Every partition of the task is announced (its position is written even if it did not
-        move), and a lost progress report's records, bytes and drops count in its partition's
-        next report. A lost offset sync is not written again: translation uses the partition's
-        previous sync until the next one, as when MM2's ``OffsetSyncWriter`` skips a sync.
+        move), and a lost progress report is written again as it was, before the new ones, without
+        its copied segments (the new report carries them): a write that timed out may still have
+        landed, and the driver counts a report's ``(attempt, seq)`` once
+        (:class:`~mirrorspark.core.progress_records.ReportSequences`); before, its figures were
+        added to the next report and counted twice when it had landed. A lost offset sync is not
+        written again: translation uses the partition's previous sync until the next one, as when
+        MM2's ``OffsetSyncWriter`` skips a sync.
         """
         if self.syncs is not None:
             self.syncs.take_lost()
@@ -395,13 +217,8 @@ class AtLeastOnceCommitter(_Committer):
             return
         for r in lost:
             if r.topic == self.spec.progress_topic:
-                report = decode_report(r.key, r.value)
-                pc = self.parts.by_key.get((report.topic, report.partition))
-                if pc is not None:
-                    pc.unreported += report.records
-                    pc.value_bytes += report.value_bytes
-                    pc.key_bytes += report.key_bytes
-                    pc.dropped += report.dropped
+                again = replace(decode_report(r.key, r.value), segments=())
+                self.resend.append(Outgoing(r.topic, *encode_report(again), partition=r.partition))
         self.announce.update(self.parts.by_key)
         self.parts.dirty.update(self.parts.by_key)
 
@@ -458,10 +275,11 @@ class AtLeastOnceCommitter(_Committer):
                 self.spec,
                 pc,
                 next_offset=position,
-                records=n + pc.unreported,
+                records=n,
                 segments=window,
                 now_ms=now,
                 source=self.sources.get(key, UNKNOWN_SOURCE),
+                attempt=self.attempt,
             )
             commits.append(Outgoing(self.spec.progress_topic, *encode_report(report)))
             updates.append((pc, n, state, window, position))
@@ -469,7 +287,8 @@ class AtLeastOnceCommitter(_Committer):
             return self._granted()  # nothing moved: still, a zombie ends
         if not self._granted():
             return False  # the driver is gone or lost the flow's lease: a zombie never writes a position
-        self._send(syncs, commits, final=final)
+        self._send(syncs, [*self.resend, *commits], final=final)
+        self.resend = []
         for pc, n, state, window, position in updates:
             del pc.upstream[:n]
             del pc.downstream[:n]
@@ -479,7 +298,7 @@ class AtLeastOnceCommitter(_Committer):
             pc.state = state
             pc.segments = window
             pc.committed = position
-            pc.unreported = 0
+            pc.reports += 1
             self.parts.copied += n
             self.announce.discard(pc.key)
         return True
@@ -584,7 +403,7 @@ class TransactionalCommitter(_Committer):
         moves = self._moves(keys)
         if not moves:
             return True
-        if self._recreated_under_the_task(keys):
+        if self._recreated_under_the_task(keys, final=final):
             return True
         for key, next_offset in moves:  # the same producer, the same transaction: Connect's layout, unchanged
             o = source_offset_record(self.spec, key[0], key[1], next_offset)
@@ -636,29 +455,26 @@ class TransactionalCommitter(_Committer):
                 moves.append((key, max(next_offset, pc.committed)))
         return moves
 
-    def _recreated_under_the_task(self, keys: Sequence[PartitionKey]) -> bool:
+    def _recreated_under_the_task(self, keys: Sequence[PartitionKey], *, final: bool) -> bool:
         """Abort the transaction if a topic it copied from was deleted and re-created since the task started.
 
         The consumer follows a topic by name: after a re-creation it may read the new topic's records
         at the old topic's positions, and committing them as the old topic's would copy them twice
-        once the driver starts the new topic over. The ids are read after the records (a topic id
-        never comes back), so records of a re-created topic are never committed. The partitions of
-        such a topic are paused and reported out of range: the driver finds the re-creation and its
-        gap, and starts the next generation.
+        once the driver starts the new topic over. The ids are read by :class:`TopicIdCheck` (at
+        most every :data:`~mirrorspark.replication.task.topic_check.TOPIC_ID_CHECK_S`, and before a
+        final commit; its notes say what that guarantees). The partitions of such a topic are
+        paused and reported out of range: the driver finds the re-creation and its gap, and starts
+        the next generation.
         """
-        if self.topic_ids is None:
+        if self.topic_check is None:
             return False
-        started = {k: self.parts.by_key[k].assignment.topic_id for k in keys if self.parts.by_key[k].upstream}
-        topics = sorted({t for (t, _), tid in started.items() if tid is not None})
-        if not topics:
-            return False
-        now = self.topic_ids(topics)
-        gone = [k for k, tid in started.items() if tid is not None and now.get(k[0]) != tid]
+        copied = sorted({k[0] for k in keys if self.parts.by_key[k].upstream})
+        gone = self.topic_check.recreated(copied, final=final or bool(self.parts.out_of_range))
         if not gone:
             return False
         with contextlib.suppress(Exception):  # fenced or broken: nothing of it is committed either way
             self.data.abort_transaction(self.spec.stall_timeout_s)
-        for t, p in (k for k in self.parts.by_key if k[0] in {g[0] for g in gone}):
+        for t, p in (k for k in self.parts.by_key if k[0] in gone):
             if (t, p) not in self.parts.out_of_range:
                 self.parts.out_of_range.append((t, p))
                 self.consumer.pause([TopicPartition(t, p)])
@@ -695,7 +511,9 @@ class TransactionalCommitter(_Committer):
                 segments=window,
                 now_ms=now,
                 source=self.sources.get(key, UNKNOWN_SOURCE),
+                attempt=self.attempt,
             )
+            pc.reports += 1
             reports.append(Outgoing(self.spec.progress_topic, *encode_report(report)))
             pc.upstream.clear()
             pc.downstream.clear()
@@ -794,6 +612,7 @@ __all__ = [
     "CommitWrites",
     "Committer",
     "StoredOffsetsReader",
+    "TopicIdsReader",
     "TransactionalCommitter",
     "commit_transaction",
     "offset_sync_records",

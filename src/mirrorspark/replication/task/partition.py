@@ -46,9 +46,8 @@ class PartitionCopy:
     read_to:
         The next offset to read as far as the task has read (records dropped by a transform and
         transaction markers included); ``-1`` before the first record.
-    unreported:
-        Records committed whose progress report was lost (a timed-out write, at least once):
-        counted in the partition's next report.
+    reports:
+        Progress reports of the partition this task attempt wrote (the last one's ``seq``).
     """
 
     __slots__ = (
@@ -72,11 +71,11 @@ class PartitionCopy:
         "partition",
         "produced_n",
         "read_to",
+        "reports",
         "segments",
         "state",
         "target_topic",
         "transforms",
-        "unreported",
         "upstream",
         "value_bytes",
     )
@@ -97,7 +96,7 @@ class PartitionCopy:
         self.acked_n = 0
         self.failures = 0
         self.error: Any = None
-        self.unreported = 0
+        self.reports = 0
         self.reset_interval()
 
     @property

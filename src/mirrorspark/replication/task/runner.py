@@ -121,7 +121,8 @@ class CopyTaskRunner:
         (:class:`~mirrorspark.replication.task.commit.TransactionalCommitter`); ``None``: it starts
         at the driver's positions.
     topic_ids:
-        Exactly-once: how the task reads its source topics' ids before each commit; ``None``: no check.
+        Exactly-once: how the task reads its source topics' ids for the checks before its commits
+        (:class:`~mirrorspark.replication.task.topic_check.TopicIdCheck`); ``None``: no check.
 
     Notes
     -----

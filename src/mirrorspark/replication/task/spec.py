@@ -117,9 +117,10 @@ class CopyTaskSpec:
         driver's positions.
     source_admin_conf:
         Exactly-once mode: librdkafka configuration of a source admin client with which the task
-        checks, before each commit, that the topics it copied from still have the ids it was
+        checks, before its commits, that the topics it copied from still have the ids it was
         started with (a topic deleted and re-created under it: its records are another
-        incarnation's, never committed as the old one's); ``None``: no check.
+        incarnation's; :class:`~mirrorspark.replication.task.topic_check.TopicIdCheck` says how often
+        and what that guarantees); ``None``: no check.
     stop_at:
         A bounded copy (``mirrorspark run --until-caught-up``): ``{(topic, partition): end offset}``
         the driver listed at start; the task commits and ends (``caught_up``) once every partition
@@ -129,6 +130,10 @@ class CopyTaskSpec:
         The flow's lease epoch the task's generation was started under (0 without a lease): written
         in its progress reports, so that a late report of an instance that lost the lease never
         cuts the copied segments of the instance that holds it now (``engine-audit.md`` F5).
+    run:
+        The driver run that started the task (:attr:`~mirrorspark.replication.positions.Positions.run`),
+        written in its progress reports: with ``generation`` it names the task's generation across
+        driver processes (``engine-audit-2.md`` N6). ``None``: not named.
     """
 
     flow: str
@@ -159,6 +164,7 @@ class CopyTaskSpec:
     source_admin_conf: Mapping[str, Any] | None = None
     stop_at: Mapping[PartitionKey, int] | None = None
     epoch: int = 0
+    run: str | None = None
 
     @property
     def exactly_once(self) -> bool:
