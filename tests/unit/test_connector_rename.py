@@ -1,0 +1,114 @@
+"""A flow whose connector name has no stored offsets while another name holds its source's refuses to start (N3)."""
+
+from __future__ import annotations
+
+import pytest
+
+from fakes import FakeClients, FakeCluster, two_clusters
+from mirrorspark.client.context import FlowContext
+from mirrorspark.config.model import MirrorConfig
+from mirrorspark.errors import ConfigError, SourceConnectorNameError
+from mirrorspark.mm2.connect_offsets import (
+    default_partition,
+    source_offset_connector,
+    source_offset_key,
+    source_offset_value,
+    topic_id_marker_key,
+)
+from mirrorspark.replication.flow import Flow
+
+pytestmark = pytest.mark.unit
+
+OFFSETS_TOPIC = "mm2-offsets.A.internal"
+
+
+def started_flow(cfg: MirrorConfig, clients: FakeClients) -> Flow:
+    flow = Flow(FlowContext.build(cfg, cfg.flow("A", "B"), clients=clients), cfg.data_path)
+    flow.start()
+    return flow
+
+
+def store(b: FakeCluster, topic: str, partition: int, offset: int | None, *, name: str, cluster: str = "A") -> None:
+    """Write a source offset (last copied upstream record; ``None``: a tombstone) under connector ``name``."""
+    b.create_topic(OFFSETS_TOPIC, 25, {"cleanup.policy": "compact"})
+    key = source_offset_key(cluster, topic, partition, connector_name=name)
+    value = None if offset is None else source_offset_value(offset)
+    b.append(OFFSETS_TOPIC, key, value, partition=default_partition(key, 25))
+
+
+def renamed(extra: str = "") -> tuple[MirrorConfig, FakeCluster, FakeCluster, FakeClients]:
+    cfg, a, b, clients = two_clusters(
+        "A.consumer.auto.offset.reset = latest\nA->B.mirrorspark.source.connector.name = mm2-msc\n" + extra
+    )
+    a.create_topic("orders", 2)
+    a.fill("orders", 0, 100)
+    a.fill("orders", 1, 100)
+    return cfg, a, b, clients
+
+
+def test_offsets_under_another_name_refuse_the_start_instead_of_skipping_to_the_end() -> None:
+    cfg, _, b, clients = renamed()
+    store(b, "orders", 0, 39, name="MirrorSourceConnector")
+    store(b, "orders", 1, 59, name="MirrorSourceConnector")
+    with pytest.raises(SourceConnectorNameError) as e:
+        started_flow(cfg, clients)  # before: positions 100 and 100, records 40..99 and 60..99 skipped without a word
+    message = str(e.value)
+    assert isinstance(e.value, ConfigError) and e.value.code == "CONFIG_SOURCE_CONNECTOR_NAME"
+    assert "'mm2-msc'" in message and "'MirrorSourceConnector' (2 partition(s)" in message
+    assert "'mm2-offsets.A.internal' on cluster 'B'" in message
+    assert "skip every record stored after those offsets (auto.offset.reset=latest)" in message
+    assert (
+        "mirrorspark offsets source move CONFIG --source A --target B --from-connector MirrorSourceConnector "
+        "--to-connector mm2-msc" in message
+    )
+    assert "A->B.mirrorspark.source.connector.name = MirrorSourceConnector" in message
+
+
+def test_every_other_name_is_listed_and_earliest_says_it_would_copy_again() -> None:
+    cfg, _, b, clients = two_clusters("A->B.mirrorspark.source.connector.name = mm2-msc\n")
+    store(b, "orders", 0, 9, name="MirrorSourceConnector")
+    store(b, "orders", 1, 9, name="east-to-west")
+    with pytest.raises(SourceConnectorNameError) as e:
+        started_flow(cfg, clients)
+    message = str(e.value)
+    assert "'MirrorSourceConnector' (1 partition(s), e.g. orders-0); 'east-to-west' (1 partition(s), e.g. orders-1)" in (
+        message
+    )
+    assert "copy them all again (auto.offset.reset=earliest)" in message
+
+
+def test_offsets_under_the_configured_name_start_as_before() -> None:
+    cfg, _, b, clients = renamed()
+    store(b, "orders", 0, 39, name="MirrorSourceConnector")  # an old name's leftovers do not matter
+    store(b, "orders", 0, 49, name="mm2-msc")
+    flow = started_flow(cfg, clients)
+    assert flow.partitions[("orders", 0)].position == 50
+    assert flow.partitions[("orders", 1)].position == 100  # none stored under mm2-msc: latest, as configured
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["other-source", "not-replicated", "tombstoned", "topic-id-marker", "nothing-stored"],
+)
+def test_nothing_else_refuses_a_start(case: str) -> None:
+    cfg, _, b, clients = renamed("A->B.topics = orders\n")
+    if case == "other-source":
+        store(b, "orders", 0, 39, name="MirrorSourceConnector", cluster="C")
+    elif case == "not-replicated":
+        store(b, "payments", 0, 39, name="MirrorSourceConnector")
+    elif case == "tombstoned":
+        store(b, "orders", 0, 39, name="MirrorSourceConnector")
+        store(b, "orders", 0, None, name="MirrorSourceConnector")
+    elif case == "topic-id-marker":
+        key = topic_id_marker_key("A", "orders", 0)
+        b.create_topic(OFFSETS_TOPIC, 25)
+        b.append(OFFSETS_TOPIC, key, b'{"topic_id":"x"}', partition=default_partition(key, 25))
+    flow = started_flow(cfg, clients)
+    assert flow.partitions[("orders", 0)].position == 100
+
+
+def test_only_keys_of_the_source_layout_name_a_connector() -> None:
+    assert source_offset_connector(source_offset_key("A", "t", 0, connector_name="x")) == "x"
+    assert source_offset_connector(b'["MirrorCheckpointConnector",{"partition":0,"topic":"t","group":"g"}]') is None
+    assert source_offset_connector(b"not json") is None
+    assert source_offset_connector(b'["x",{"cluster":"A","partition":"0","topic":"t"}]') is None
