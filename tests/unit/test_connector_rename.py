@@ -1,13 +1,18 @@
-"""A flow whose connector name has no stored offsets while another name holds its source's refuses to start (N3)."""
+"""A flow whose connector name has no stored offsets while another name has its source's refuses to start (N3).
+
+And ``mirrorspark offsets source move`` moves them, against in-memory clusters.
+"""
 
 from __future__ import annotations
 
 import pytest
 
-from fakes import FakeClients, FakeCluster, two_clusters
-from mirrorspark.client.context import FlowContext
+from fakes import FakeClients, FakeCluster, FakeGroup, two_clusters
+from mirrorspark.client.context import FlowContext, ReplicationContext
 from mirrorspark.config.model import MirrorConfig
-from mirrorspark.errors import ConfigError, SourceConnectorNameError
+from mirrorspark.errors import ConfigError, FlowRunningError, SourceConnectorNameError, SourceOffsetsRequestError
+from mirrorspark.migration.source_offset_move import move_source_offsets
+from mirrorspark.migration.source_offset_tools import FlowSourceOffsets
 from mirrorspark.mm2.connect_offsets import (
     default_partition,
     source_offset_connector,
@@ -71,8 +76,9 @@ def test_every_other_name_is_listed_and_earliest_says_it_would_copy_again() -> N
     with pytest.raises(SourceConnectorNameError) as e:
         started_flow(cfg, clients)
     message = str(e.value)
-    assert "'MirrorSourceConnector' (1 partition(s), e.g. orders-0); 'east-to-west' (1 partition(s), e.g. orders-1)" in (
-        message
+    assert (
+        "'MirrorSourceConnector' (1 partition(s), e.g. orders-0); 'east-to-west' (1 partition(s), e.g. orders-1)"
+        in (message)
     )
     assert "copy them all again (auto.offset.reset=earliest)" in message
 
@@ -112,3 +118,87 @@ def test_only_keys_of_the_source_layout_name_a_connector() -> None:
     assert source_offset_connector(b'["MirrorCheckpointConnector",{"partition":0,"topic":"t","group":"g"}]') is None
     assert source_offset_connector(b"not json") is None
     assert source_offset_connector(b'["x",{"cluster":"A","partition":"0","topic":"t"}]') is None
+
+
+# --------------------------------------------------------------------------- offsets source move
+
+
+def tools(cfg: MirrorConfig, clients: FakeClients) -> FlowSourceOffsets:
+    return FlowSourceOffsets(cfg, source="A", target="B", context=ReplicationContext(cfg, clients=clients))
+
+
+def offsets_records(b: FakeCluster) -> list[tuple[bytes | None, bytes | None]]:
+    return [(r.key, r.value) for p in range(25) for r in b.records(OFFSETS_TOPIC, p)]
+
+
+def test_move_previews_then_writes_the_same_values_under_the_new_name_and_the_flow_resumes() -> None:
+    cfg, _, b, clients = renamed()
+    store(b, "orders", 0, 39, name="MirrorSourceConnector")
+    store(b, "orders", 1, 59, name="MirrorSourceConnector")
+    before = offsets_records(b)
+    with tools(cfg, clients) as so:
+        plan = move_source_offsets(so, from_connector="MirrorSourceConnector")
+    assert offsets_records(b) == before  # a preview writes nothing
+    assert not plan.applied and plan.to_connector == "mm2-msc"
+    assert [(m.topic, m.partition, m.position, m.value, m.existing) for m in plan.moves] == [
+        ("orders", 0, 40, b'{"offset":39}', None),
+        ("orders", 1, 60, b'{"offset":59}', None),
+    ]
+    with tools(cfg, clients) as so:
+        assert move_source_offsets(so, from_connector="MirrorSourceConnector", dry_run=False).applied
+        again = move_source_offsets(so, from_connector="MirrorSourceConnector", dry_run=False)  # a repeat: no conflict
+    assert [m.existing for m in again.moves] == [39, 59]
+    written = set(offsets_records(b)) - set(before)
+    assert written == {
+        (source_offset_key("A", "orders", p, "mm2-msc"), source_offset_value(o)) for p, o in ((0, 39), (1, 59))
+    }
+    assert set(before) <= set(offsets_records(b))  # the old name's records stay
+    flow = started_flow(cfg, clients)
+    assert (flow.partitions[("orders", 0)].position, flow.partitions[("orders", 1)].position) == (40, 60)
+
+
+def test_move_refuses_to_replace_other_offsets_unless_told_to() -> None:
+    cfg, _, b, clients = renamed()
+    store(b, "orders", 0, 39, name="MirrorSourceConnector")
+    store(b, "orders", 0, 9, name="mm2-msc")
+    with tools(cfg, clients) as so:
+        assert [m.existing for m in move_source_offsets(so, from_connector="MirrorSourceConnector").overwrites] == [9]
+        with pytest.raises(
+            SourceOffsetsRequestError, match=r"already has source offsets for 1 .*orders-0 at 9.*--overwrite"
+        ):
+            move_source_offsets(so, from_connector="MirrorSourceConnector", dry_run=False)
+        assert started_flow(cfg, clients).partitions[("orders", 0)].position == 10
+        move_source_offsets(so, from_connector="MirrorSourceConnector", dry_run=False, overwrite=True)
+    assert started_flow(cfg, clients).partitions[("orders", 0)].position == 40
+
+
+def test_move_of_a_name_without_offsets_names_the_ones_that_have_some() -> None:
+    cfg, _, b, clients = renamed()
+    store(b, "orders", 0, 39, name="MirrorSourceConnector")
+    store(b, "orders", 0, 39, name="MirrorSourceConnector", cluster="C")
+    with tools(cfg, clients) as so, pytest.raises(SourceOffsetsRequestError) as e:
+        move_source_offsets(so, from_connector="msc", dry_run=False)
+    assert "under connector name 'msc'" in str(e.value) and "'MirrorSourceConnector' (1 partition(s))" in str(e.value)
+    with tools(cfg, clients) as so, pytest.raises(SourceOffsetsRequestError, match="both 'mm2-msc'"):
+        move_source_offsets(so, from_connector="mm2-msc")
+
+
+@pytest.mark.parametrize("who", ["mirrorspark", "connect-under-the-old-name"])
+def test_move_is_refused_while_the_flow_runs(who: str) -> None:
+    cfg, _, b, clients = renamed()
+    store(b, "orders", 0, 39, name="MirrorSourceConnector")
+    if who == "mirrorspark":
+        b.groups["mirrorspark-lease-A->B"] = FakeGroup(members=1)
+    else:
+        b.create_topic("mm2-status.A.internal", 5)
+        b.append(
+            "mm2-status.A.internal",
+            b"status-connector-MirrorSourceConnector",
+            b'{"state":"RUNNING","worker_id":"w:8083"}',
+        )
+    before = offsets_records(b)
+    with tools(cfg, clients) as so:
+        assert move_source_offsets(so, from_connector="MirrorSourceConnector").running is not None  # a preview warns
+        with pytest.raises(FlowRunningError, match="nothing was written"):
+            move_source_offsets(so, from_connector="MirrorSourceConnector", dry_run=False)
+    assert offsets_records(b) == before
