@@ -202,3 +202,12 @@ def test_move_is_refused_while_the_flow_runs(who: str) -> None:
         with pytest.raises(FlowRunningError, match="nothing was written"):
             move_source_offsets(so, from_connector="MirrorSourceConnector", dry_run=False)
     assert offsets_records(b) == before
+
+
+def test_heartbeats_offsets_of_another_connector_of_the_source_refuse_nothing() -> None:
+    """Every connector of a source copies its heartbeats: a second connector's start is no rename."""
+    cfg, _, b, clients = renamed()
+    store(b, "heartbeats", 0, 5, name="MirrorSourceConnector")
+    store(b, "B.heartbeats", 0, 5, name="MirrorSourceConnector")
+    flow = started_flow(cfg, clients)
+    assert flow.partitions[("orders", 0)].position == 100

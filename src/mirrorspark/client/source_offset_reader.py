@@ -170,7 +170,8 @@ def check_connector_name(
     auto_offset_reset:
         The source consumer's ``auto.offset.reset``, where the partitions would start.
     replicates:
-        Whether the flow replicates a topic (only other names' offsets of its topics count).
+        Whether a topic counts: one the flow replicates (the flow leaves out heartbeats topics, which
+        every connector of the source copies). Only offsets of counted topics matter, on either side.
 
     Raises
     ------

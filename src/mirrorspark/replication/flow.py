@@ -229,7 +229,8 @@ class Flow:
             offsets_topic=cfg.offset_storage_topic,
             target=cfg.target,
             auto_offset_reset=self.positions.auto_offset_reset,
-            replicates=self.should_replicate,
+            # not heartbeats: every flow of the source copies them, under every connector name sharing the topic
+            replicates=lambda t: self.should_replicate(t) and not self.policy.is_heartbeats_topic(t),
         )
         self.positions.restore(history, ledger.topic_ids)
         # before the positions are set: the flow's own reports tell a truncated source log from a foreign offset
