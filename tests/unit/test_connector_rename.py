@@ -211,3 +211,17 @@ def test_heartbeats_offsets_of_another_connector_of_the_source_refuse_nothing() 
     store(b, "B.heartbeats", 0, 5, name="MirrorSourceConnector")
     flow = started_flow(cfg, clients)
     assert flow.partitions[("orders", 0)].position == 100
+
+
+def test_move_leaves_the_topics_the_flow_does_not_replicate() -> None:
+    """Another connector sharing the offsets topic keeps its offsets: only the flow's topics are moved."""
+    cfg, _, b, clients = renamed("A->B.topics = orders\n")
+    store(b, "orders", 0, 39, name="MirrorSourceConnector")
+    store(b, "payments", 0, 7, name="MirrorSourceConnector")
+    with tools(cfg, clients) as so:
+        assert [
+            (m.topic, m.partition) for m in move_source_offsets(so, from_connector="MirrorSourceConnector").moves
+        ] == [("orders", 0)]
+        assert [
+            m.topic for m in move_source_offsets(so, from_connector="MirrorSourceConnector", topic="payments").moves
+        ] == ["payments"]

@@ -109,7 +109,8 @@ def move_source_offsets(
     to_connector:
         The new one; default the flow's ``mirrorspark.source.connector.name`` (or its Connect connector's name).
     topic:
-        Only this source topic's partitions (default: every partition stored under the old name).
+        Only this source topic's partitions (default: those of every topic the flow replicates,
+        heartbeats included; another connector's topics sharing the offsets topic stay where they are).
     overwrite:
         Replace other offsets already stored under the new name (else refused when writing; the same
         offset, as a repeated move finds it, is no conflict).
@@ -148,7 +149,11 @@ def move_source_offsets(
         connector_name=new,
         others=others,
     )
-    stored = {k: o for k, o in others.get(from_connector, {}).items() if topic is None or k[0] == topic}
+    stored = {
+        k: o
+        for k, o in others.get(from_connector, {}).items()
+        if (k[0] == topic if topic is not None else so.ctx.replicates_topic(k[0]))
+    }
     if not stored:
         raise _nothing_stored(so, from_connector, new, topic, others, has_new=bool(under_new))
     moves = tuple(
