@@ -10,6 +10,7 @@ an exit status, and that the REST service reports::
     │   ├── BadRegexError            CONFIG_BAD_REGEX
     │   ├── PlacementError           CONFIG_PLACEMENT
     │   ├── SourceOffsetsRequestError CONFIG_SOURCE_OFFSETS
+    │   ├── SourceConnectorNameError CONFIG_SOURCE_CONNECTOR_NAME
     │   └── TransformConfigError     CONFIG_TRANSFORM
     ├── ClusterError                 CLUSTER_ERROR          exit 3
     │   ├── ClusterUnreachableError  CLUSTER_UNREACHABLE
@@ -203,6 +204,19 @@ class SourceOffsetsRequestError(ConfigError):
     code = "CONFIG_SOURCE_OFFSETS"
 
 
+class SourceConnectorNameError(ConfigError):
+    """A flow's source offsets are stored under another connector name than its configured one; it does not start.
+
+    Raised at a flow's start (after connecting) when ``mm2-offsets.<source>.internal`` holds no
+    offset of the flow's topics under ``mirrorspark.source.connector.name`` (or the Connect
+    connector's ``name``) but holds some for its source alias under other names: starting would
+    copy everything again (``auto.offset.reset=earliest``) or skip the backlog (``latest``). The fix:
+    ``mirrorspark offsets source move``, or the old name set back.
+    """
+
+    code = "CONFIG_SOURCE_CONNECTOR_NAME"
+
+
 class TransformConfigError(ConfigError):
     """A Single Message Transform (``transforms.*``, ``predicates.*``) cannot run on MM2's byte-array records.
 
@@ -330,6 +344,7 @@ __all__ = [
     "PlacementError",
     "RecordTooLargeError",
     "ServiceError",
+    "SourceConnectorNameError",
     "SourceOffsetsRequestError",
     "SparkDriverLostError",
     "TransactionCoordinatorError",

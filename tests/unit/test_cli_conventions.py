@@ -132,6 +132,7 @@ REQUIRED: dict[tuple[str, ...], list[str]] = {
     ("offsets", "source", "list"): ["--source", "A", "--target", "B"],
     ("offsets", "source", "alter"): ["--source", "A", "--target", "B", "--to-earliest"],
     ("offsets", "source", "reset"): ["--source", "A", "--target", "B"],
+    ("offsets", "source", "move"): ["--source", "A", "--target", "B", "--from-connector", "old"],
     ("checkpoints", "read"): ["--source", "A", "--target", "B"],
     ("control", "topics"): ["--source", "A", "--target", "B"],
     ("control", "groups"): ["--source", "A", "--target", "B"],
@@ -183,13 +184,19 @@ def test_execute_and_dry_run_together_are_refused(tmp_path: Path) -> None:
         (("failover",), ["--group", "g"]),
         (("offsets", "source", "alter"), ["--to-latest"]),
         (("offsets", "source", "reset"), []),
+        (("offsets", "source", "move"), ["--from-connector", "old"]),
     ):
         code, out = invoke(*path, str(props), "--source", "A", "--target", "B", *extra, "--execute", "--dry-run")
         assert code == 2 and "not both" in out, (path, out)
 
 
 def test_writing_commands_document_execute() -> None:
-    for path in (("failover",), ("offsets", "source", "alter"), ("offsets", "source", "reset")):
+    for path in (
+        ("failover",),
+        ("offsets", "source", "alter"),
+        ("offsets", "source", "reset"),
+        ("offsets", "source", "move"),
+    ):
         options = {o for p in leaf(*path).params for o in p.opts}
         assert {"--execute", "--dry-run"} <= options, path
     alter = {o for p in leaf("offsets", "source", "alter").params for o in p.opts}

@@ -1,6 +1,6 @@
 """The consumer migration commands: ``offsets export|translate|source``, ``failover``, ``checkpoints read``.
 
-The commands that write offsets (``failover``, ``offsets source alter|reset``) preview unless
+The commands that write offsets (``failover``, ``offsets source alter|reset|move``) preview unless
 ``--execute`` is given, as ``kafka-consumer-groups --reset-offsets`` does.
 """
 
@@ -256,7 +256,7 @@ def checkpoints_read(
 
 
 source_app = typer.Typer(
-    help="A flow's source offsets in mm2-offsets.<source>.internal (Kafka Connect's KIP-875: list, alter, reset).",
+    help="A flow's source offsets in mm2-offsets.<source>.internal (KIP-875's list, alter, reset; and move).",
     no_args_is_help=True,
     cls=ConventionGroup,
 )
@@ -515,3 +515,131 @@ def source_reset(
     except MirrorsparkError as e:
         raise fail(e) from None
     _print_plan(plan, json_out)
+
+
+@source_app.command("move")
+def source_move(
+    config: ConfigArgument,
+    source: FlowSourceOption,
+    target: FlowTargetOption,
+    from_connector: Annotated[
+        str,
+        typer.Option(
+            "--from-connector", help="The connector name the offsets are stored under now.", show_default=False
+        ),
+    ],
+    to_connector: Annotated[
+        str | None,
+        typer.Option(
+            "--to-connector",
+            help="The name to store them under (default: the flow's mirrorspark.source.connector.name).",
+            show_default=False,
+        ),
+    ] = None,
+    topic: TopicOption = None,
+    overwrite: Annotated[
+        bool, typer.Option("--overwrite", help="Replace offsets the new name already has for these partitions.")
+    ] = False,
+    execute: ExecuteOption = False,
+    dry_run: DryRunOption = False,
+    json_out: JsonOption = False,
+    timeout: TimeoutOption = None,
+) -> None:
+    """Store the flow's source offsets under another connector name, after a connector was renamed.
+
+    A flow whose connector name has no stored offsets while another name has its source's refuses to start.
+
+    The name is mirrorspark.source.connector.name, or the Connect connector's name in connector configs.
+
+    The newest offset of each partition under --from-connector is written again under --to-connector.
+
+    Same value, same topic; the old name's records stay. Previews unless --execute is given.
+
+    Refused while the flow runs, and over offsets the new name already has unless --overwrite.
+    """
+    from mirrorspark.migration.source_offset_move import move_source_offsets
+
+    try:
+        dry_run = preview(execute, dry_run)
+        with _source_offsets(config, source, target, timeout) as so:
+            plan = move_source_offsets(
+                so,
+                from_connector=from_connector,
+                to_connector=to_connector,
+                topic=topic,
+                overwrite=overwrite,
+                dry_run=dry_run,
+            )
+    except MirrorsparkError as e:
+        raise fail(e) from None
+    _print_move(plan, json_out)
+
+
+def _print_move(plan: Any, json_out: bool) -> None:
+    if json_out:
+        print(
+            json.dumps(
+                {
+                    "flow": plan.flow,
+                    "operation": "move",
+                    "applied": plan.applied,
+                    "offsets_topic": plan.offsets_topic,
+                    "from_connector": plan.from_connector,
+                    "to_connector": plan.to_connector,
+                    "running": plan.running,
+                    "changes": [
+                        {
+                            "topic": m.topic,
+                            "partition": m.partition,
+                            "position": m.position,
+                            "stored_offset": m.offset,
+                            "existing_offset": m.existing,
+                            "key": m.key.decode(),
+                            "value": m.value.decode(),
+                        }
+                        for m in plan.moves
+                    ],
+                },
+                indent=2,
+            )
+        )
+    else:
+        verb = "preview only: would write" if not plan.applied else "wrote"
+        print(
+            f"flow {plan.flow}: move: {verb} {len(plan.moves)} record(s) to '{plan.offsets_topic}' under connector "
+            f"name '{plan.to_connector}' (from '{plan.from_connector}')"
+        )
+        print(
+            text_table(
+                ["topic", "partition", "position", "stored value", f"under '{plan.to_connector}' now"],
+                [
+                    [
+                        m.topic,
+                        m.partition,
+                        m.position,
+                        m.value.decode(),
+                        _dash(None if m.existing is None else m.existing + 1),
+                    ]
+                    for m in plan.moves
+                ],
+            ),
+            end="",
+        )
+    if not plan.applied:
+        print_preview_note()
+        if plan.overwrites:
+            err_console.print(
+                f"warning: '{plan.to_connector}' already has offsets for {len(plan.overwrites)} of these partition(s): "
+                "--execute refuses them unless --overwrite is given",
+                highlight=False,
+                markup=False,
+            )
+    if plan.running:
+        err_console.print(f"warning: {plan.running}", highlight=False, markup=False)
+    if plan.to_connector != plan.configured:
+        err_console.print(
+            f"note: the flow reads its source offsets under '{plan.configured}': set "
+            f"{plan.flow}.mirrorspark.source.connector.name = {plan.to_connector} before it runs",
+            highlight=False,
+            markup=False,
+        )

@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from mirrorspark.client.context import FlowContext
 from mirrorspark.config.model import ClientSettings
-from mirrorspark.errors import CorruptRecordError
+from mirrorspark.errors import CorruptRecordError, SourceConnectorNameError
 from mirrorspark.kafka.admin import PartitionKey
 from mirrorspark.kafka.factory import ClientFactory
 from mirrorspark.kafka.reader import ALL_PARTITIONS, TopicReader
-from mirrorspark.mm2.connect_offsets import OffsetHistory, decode_source_offset, decode_topic_id_marker
+from mirrorspark.mm2.connect_offsets import (
+    TOPIC_ID_MARKER,
+    OffsetHistory,
+    decode_source_offset,
+    decode_topic_id_marker,
+    source_offset_connector,
+)
 from mirrorspark.mm2.records import MIRROR_SOURCE_CONNECTOR
 
 log = logging.getLogger(__name__)
@@ -28,6 +35,7 @@ def read_source_offset_history(
     timeout_s: float = 60.0,
     clients: ClientFactory | None = None,
     connector_name: str = MIRROR_SOURCE_CONNECTOR,
+    others: dict[str, dict[PartitionKey, int]] | None = None,
 ) -> dict[PartitionKey, OffsetHistory]:
     """Read MirrorSourceConnector offsets for one source cluster, keeping fall-backs for invalid ones.
 
@@ -47,6 +55,10 @@ def read_source_offset_history(
     connector_name:
         The source connector whose offsets are read (``mirrorspark.source.connector.name``; MM2's
         dedicated mode: ``MirrorSourceConnector``).
+    others:
+        When given, filled with the offsets of ``source_alias`` stored under every *other* connector
+        name: ``{name: {(topic, partition): newest offset}}`` (a tombstone deletes; names left with
+        none are left out), for :func:`check_connector_name`.
 
     Returns
     -------
@@ -70,6 +82,8 @@ def read_source_offset_history(
             marker = decode_topic_id_marker(m.key() or b"", m.value())
             if marker is not None and marker[0] == source_alias:
                 out.setdefault((marker[1], marker[2]), OffsetHistory()).topic_id = marker[3]
+            elif others is not None:
+                _take_other(m.key() or b"", m.value(), source_alias, others)
             return
         cluster, t, p, off = decoded
         if cluster != source_alias:
@@ -104,7 +118,89 @@ def read_source_offset_history(
         reader.read_messages(on_message, timeout_s=timeout_s)
     finally:
         reader.close()
+    if others is not None:
+        for name in [n for n, kept in others.items() if not kept]:
+            del others[name]
     return {k: h for k, h in out.items() if h.offsets}
+
+
+def _take_other(key: bytes, value: bytes | None, source_alias: str, others: dict[str, dict[PartitionKey, int]]) -> None:
+    """Keep a source offset of ``source_alias`` stored under another connector name (corrupt ones skipped)."""
+    name = source_offset_connector(key)
+    if name is None or name == TOPIC_ID_MARKER:
+        return
+    try:
+        decoded = decode_source_offset(key, value, connector_name=name)
+    except CorruptRecordError:
+        return
+    if decoded is None or decoded.cluster != source_alias:
+        return
+    kept = others.setdefault(name, {})
+    if decoded.offset is None or decoded.offset < -1:
+        kept.pop((decoded.topic, decoded.partition), None)
+    else:
+        kept[(decoded.topic, decoded.partition)] = decoded.offset
+
+
+def check_connector_name(
+    own: Mapping[PartitionKey, OffsetHistory],
+    others: Mapping[str, Mapping[PartitionKey, int]],
+    *,
+    flow: str,
+    connector_name: str,
+    offsets_topic: str,
+    target: str,
+    auto_offset_reset: str,
+    replicates: Callable[[str], bool],
+) -> None:
+    """Refuse a flow whose connector name has no stored offsets while others hold its source's (engine-audit-2 N3).
+
+    Parameters
+    ----------
+    own:
+        The offsets stored under ``connector_name`` (:func:`read_source_offset_history`).
+    others:
+        Those of the same source alias under other connector names (its ``others``).
+    flow:
+        ``"<source>-><target>"``.
+    connector_name:
+        The flow's ``mirrorspark.source.connector.name`` (or its Connect connector's ``name``).
+    offsets_topic, target:
+        ``mm2-offsets.<source>.internal`` and the cluster holding it.
+    auto_offset_reset:
+        The source consumer's ``auto.offset.reset``, where the partitions would start.
+    replicates:
+        Whether a topic counts: one the flow replicates (the flow leaves out heartbeats topics, which
+        every connector of the source copies). Only offsets of counted topics matter, on either side.
+
+    Raises
+    ------
+    SourceConnectorNameError
+        ``own`` holds no offset of a replicated topic while ``others`` does; the message names every
+        other name, the offsets topic and both fixes. Nothing when ``own`` holds one (or no name does).
+    """
+    if any(replicates(t) for t, _ in own):
+        return
+    found = {name: sorted(k for k in kept if replicates(k[0])) for name, kept in sorted(others.items())}
+    found = {name: keys for name, keys in found.items() if keys}
+    if not found:
+        return
+    source = flow.split("->", 1)[0]
+    listed = "; ".join(
+        f"'{name}' ({len(keys)} partition(s), e.g. {keys[0][0]}-{keys[0][1]})" for name, keys in found.items()
+    )
+    consequence = (
+        "skip every record stored after those offsets" if auto_offset_reset == "latest" else "copy them all again"
+    )
+    old = next(iter(found))
+    raise SourceConnectorNameError(
+        f"flow {flow}: no source offsets are stored under its connector name '{connector_name}' in "
+        f"'{offsets_topic}' on cluster '{target}', but the flow's topics have offsets there under other connector "
+        f"name(s): {listed}; starting would ignore them and {consequence} (auto.offset.reset={auto_offset_reset}). "
+        f"Move them to the new name: `mirrorspark offsets source move CONFIG --source {source} --target {target} "
+        f"--from-connector {old} --to-connector {connector_name}` (previews; add --execute to write), or set the "
+        f"connector name back: {flow}.mirrorspark.source.connector.name = {old} (or the Connect connector's name)"
+    )
 
 
 def read_source_offsets(
@@ -207,4 +303,4 @@ def read_flow_source_offsets(ctx: FlowContext, purpose: str, *, timeout_s: float
     )
 
 
-__all__ = ["read_flow_source_offsets", "read_source_offset_history", "read_source_offsets"]
+__all__ = ["check_connector_name", "read_flow_source_offsets", "read_source_offset_history", "read_source_offsets"]

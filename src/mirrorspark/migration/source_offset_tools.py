@@ -170,14 +170,15 @@ class FlowSourceOffsets:
         """The source consumer's ``auto.offset.reset`` (default ``earliest``)."""
         return (self.flow.source_consumer.get("auto.offset.reset") or "earliest").strip().lower()
 
-    def running(self) -> str | None:
+    def running(self, connector_names: Sequence[str] = ()) -> str | None:
         """Say why the flow looks running, or ``None``.
 
         Running means: its lease group ``mirrorspark-lease-<source>-><target>`` has active members on
         the target (a ``mirrorspark run`` on the continuous engine, holder or standby), or Connect's
         status topic ``mm2-status.<source>.internal`` shows MirrorSourceConnector or one of its tasks
         ``RUNNING`` (an MM2 in dedicated mode serving the flow; its worker group ``<source>-mm2``
-        uses Connect's protocol, which librdkafka cannot describe).
+        uses Connect's protocol, which librdkafka cannot describe). ``connector_names``: more
+        connector names whose ``RUNNING`` status counts (``offsets source move``'s old name).
 
         Returns
         -------
@@ -194,7 +195,7 @@ class FlowSourceOffsets:
                 f"member(s) on cluster '{self.target}' (a mirrorspark run, holder or standby); stop every "
                 "'mirrorspark run' serving it (Ctrl-C or SIGTERM; it stops cleanly) and try again"
             )
-        mm2 = self._mm2_running()
+        mm2 = self._mm2_running([self.flow.source_connector_name, *connector_names])
         if mm2 is not None:
             return (
                 f"flow {self.flow.name} may be running in MM2: Connect's status topic "
@@ -204,8 +205,8 @@ class FlowSourceOffsets:
             )
         return None
 
-    def _mm2_running(self) -> str | None:
-        """Return the first ``RUNNING`` MirrorSourceConnector status in Connect's status topic, or ``None``.
+    def _mm2_running(self, names: Sequence[str]) -> str | None:
+        """Return the first ``RUNNING`` status of a source connector ``names`` in Connect's status topic, or ``None``.
 
         Connect's worker group (``<source>-mm2``) uses Connect's protocol, which librdkafka's admin
         client cannot describe, so the status MM2's workers write is read instead.
@@ -235,18 +236,19 @@ class FlowSourceOffsets:
         finally:
             reader.close()
         for key, value in sorted(latest.items()):
-            running = running_connect_status(key, value, self.flow.source_connector_name)
-            if running is not None:
-                return running
+            for name in names:
+                running = running_connect_status(key, value, name)
+                if running is not None:
+                    return running
         return None
 
     def _groups(self, admin: ClusterAdmin) -> set[str]:
         """Ids of the target's consumer groups (``ListGroups`` needs no group coordinator, unlike a describe)."""
         return set(admin.list_groups())
 
-    def require_stopped(self) -> None:
+    def require_stopped(self, connector_names: Sequence[str] = ()) -> None:
         """Raise :class:`FlowRunningError` if :meth:`running` says the flow runs."""
-        why = self.running()
+        why = self.running(connector_names)
         if why is not None:
             raise FlowRunningError(f"{why}; nothing was written")
 
@@ -421,7 +423,7 @@ class FlowSourceOffsets:
             raise SourceOffsetsRequestError(f"--offset must be a source offset ≥ 0, got {offset}")
         stored = self._stored()
         keys = [k for k in self._selected(topic, partition, stored) if k[0] in self._source_topics()]
-        self._require_offsets_topic()
+        self.require_offsets_topic()
         running = self._check_running(dry_run)
         facts = self._facts(keys, stored)
         positions: dict[PartitionKey, int] = {}
@@ -496,7 +498,7 @@ class FlowSourceOffsets:
         """
         stored = self._stored()
         keys = self._selected(topic, partition, stored)
-        self._require_offsets_topic()
+        self.require_offsets_topic()
         running = self._check_running(dry_run)
         facts = self._facts(keys, stored)
         return self._apply(
@@ -513,11 +515,13 @@ class FlowSourceOffsets:
         self.require_stopped()
         return None
 
-    def _offsets_partitions(self) -> int | None:
+    def offsets_partitions(self) -> int | None:
+        """Partitions of the offsets topic on the target, ``None`` while it does not exist."""
         return self._admin("target").list_topics().get(self.offsets_topic)
 
-    def _require_offsets_topic(self) -> None:
-        if self._offsets_partitions() is None:
+    def require_offsets_topic(self) -> None:
+        """Raise :class:`SourceOffsetsRequestError` if the flow never stored source offsets (no offsets topic)."""
+        if self.offsets_partitions() is None:
             raise SourceOffsetsRequestError(
                 f"flow {self.flow.name} has never stored source offsets: '{self.offsets_topic}' does not exist on "
                 f"cluster '{self.target}'; run the flow once (partitions without an offset start at "
@@ -536,7 +540,7 @@ class FlowSourceOffsets:
     ) -> SourceOffsetsPlan:
         if not dry_run and changes:
             self.require_stopped()  # again, right before writing
-            partitions = self._offsets_partitions() or self.flow.offset_storage_partitions
+            partitions = self.offsets_partitions() or self.flow.offset_storage_partitions
             producer = self.ctx.producer(
                 "target", "offsets-target-producer", overrides={"enable.idempotence": True, "linger.ms": 0}
             )

@@ -342,6 +342,31 @@ def decode_source_offset(
     return SourceOffset(partition_map["cluster"], partition_map["topic"], partition_map["partition"], offset)
 
 
+def source_offset_connector(key: bytes) -> str | None:
+    """Return the connector name of a key in MirrorSourceConnector's layout, whatever the name; else ``None``.
+
+    ``["<name>",{"cluster":<string>,"partition":<int>,"topic":<string>}]`` gives ``<name>`` (a topic-id
+    marker's :data:`TOPIC_ID_MARKER` too); another connector's key (checkpoint, heartbeat) or an
+    undecodable one gives ``None``.
+    """
+    try:
+        parsed = json.loads(bytes(key).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    if not (isinstance(parsed, list) and len(parsed) == 2 and isinstance(parsed[0], str)):
+        return None
+    where = parsed[1]
+    if not (
+        isinstance(where, dict)
+        and isinstance(where.get("cluster"), str)
+        and isinstance(where.get("topic"), str)
+        and _is_int(where.get("partition"))
+    ):
+        return None
+    name: str = parsed[0]
+    return name
+
+
 # --------------------------------------------------------------------------- validation
 
 OFFSET_HISTORY_DEPTH = 32
@@ -511,6 +536,7 @@ __all__ = [
     "heartbeat_connector_offset_key",
     "last_valid_offset",
     "murmur2",
+    "source_offset_connector",
     "source_offset_key",
     "source_offset_value",
     "task_transactional_id",

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from mirrorspark.client.context import FlowContext
-from mirrorspark.client.source_offset_reader import read_source_offset_history
+from mirrorspark.client.source_offset_reader import check_connector_name, read_source_offset_history
 from mirrorspark.config.model import DataPathConfig
 from mirrorspark.core.gaps import GapEvent
 from mirrorspark.core.progress_records import PartitionReport
@@ -210,12 +210,29 @@ class Flow:
             Either cluster does not answer.
         ClusterError
             An internal topic cannot be created or read.
+        SourceConnectorNameError
+            No source offset of the flow's topics is stored under its connector name, but some are
+            under another name (a renamed connector): never a silent re-copy or skip.
         """
         self.source_admin.check_reachable()
         self.target_admin.check_reachable()
         self.topics.create_internal_topics()
         ledger = self.ledger.start()
-        self.positions.restore(self._offset_history(), ledger.topic_ids)
+        others: dict[str, dict[PartitionKey, int]] = {}
+        history = self._offset_history(others)
+        cfg = self.config
+        check_connector_name(
+            history,
+            others,
+            flow=self.name,
+            connector_name=cfg.source_connector_name,
+            offsets_topic=cfg.offset_storage_topic,
+            target=cfg.target,
+            auto_offset_reset=self.positions.auto_offset_reset,
+            # not heartbeats: every flow of the source copies them, under every connector name sharing the topic
+            replicates=lambda t: self.should_replicate(t) and not self.policy.is_heartbeats_topic(t),
+        )
+        self.positions.restore(history, ledger.topic_ids)
         # before the positions are set: the flow's own reports tell a truncated source log from a foreign offset
         self.reports = ProgressChannelReader(self)
         restored = self.reports.load()
@@ -225,8 +242,14 @@ class Flow:
             )
         self.refresh_topics()
 
-    def _offset_history(self) -> dict[PartitionKey, OffsetHistory]:
-        """Read the flow's stored source offsets from ``mm2-offsets`` (newest last per partition)."""
+    def _offset_history(
+        self, others: dict[str, dict[PartitionKey, int]] | None = None
+    ) -> dict[PartitionKey, OffsetHistory]:
+        """Read the flow's stored source offsets from ``mm2-offsets`` (newest last per partition).
+
+        ``others``: filled with the source's offsets under other connector names (see
+        :func:`~mirrorspark.client.source_offset_reader.read_source_offset_history`).
+        """
         cfg = self.config
         return read_source_offset_history(
             cfg.target_consumer,
@@ -237,6 +260,7 @@ class Flow:
             client_id=self.context.client_id("offsets-target-consumer"),
             clients=self.context.clients,
             connector_name=cfg.source_connector_name,
+            others=others,
         )
 
     def reload_positions(self) -> None:
