@@ -301,11 +301,14 @@ class Replicator:
             where=config.source_name,
         )
         self.flows = [Flow(self.context.of(f), config.data_path) for f in flows]
-        self.heartbeats = HeartbeatEmitter([self.context.of(f) for f in config.heartbeat_flows(targets)])
+        # a Connect deployment's checkpoint and heartbeat connectors may run clients of their own (issue #37)
+        self.heartbeats = HeartbeatEmitter(
+            [self.context.of(f).for_connector("heartbeat") for f in config.heartbeat_flows(targets)]
+        )
         by_pair = {(f.config.source, f.config.target): f for f in self.flows}
         self.checkpoints = [
             CheckpointEmitter(
-                f.context,
+                f.context.for_connector("checkpoint"),
                 reverse=self.context.reverse(f.context),
                 copied=f.copied,
                 reverse_copied=by_pair[(f.config.target, f.config.source)].copied
