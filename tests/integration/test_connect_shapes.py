@@ -97,3 +97,52 @@ def test_a_flow_runs_from_connector_configs(local_clusters: LocalClusters, tmp_p
     assert r.returncode == 0, r.stderr
     copied = sorted(rec["value"] for rec in consume_all(b, f"primary.{topic}"))
     assert copied == sorted(f"v{i}".encode() for i in range(20))
+
+
+def test_a_source_connector_reaching_the_source_through_role_overrides_copies_everything(
+    local_clusters: LocalClusters, tmp_path: Path
+) -> None:
+    """Issue #37 item 7: only the MirrorSourceConnector reaches the source through ``source.consumer.*``,
+    ``source.admin.*`` and ``source.producer.*`` (another address of the same broker); its own
+    ``source.cluster.bootstrap.servers`` reaches nothing. Connect runs each connector with its own clients, and
+    so does mirrorspark: everything is copied."""
+    p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
+    swap = {"127.0.0.1": "localhost", "localhost": "127.0.0.1"}
+    other = ",".join(
+        swap.get(s.rsplit(":", 1)[0], s.rsplit(":", 1)[0]) + ":" + s.rsplit(":", 1)[1] for s in p.split(",")
+    )
+    assert other != p, p  # the same broker under another address
+    for internal, partitions in (("mm2-offsets.primary.internal", 25), ("mm2-task-progress.primary.internal", 1)):
+        with contextlib.suppress(Exception):  # created by another test
+            create_topic(b, internal, partitions=partitions, config={"cleanup.policy": "compact"})
+    topic = unique_name("routed")
+    create_topic(p, topic, partitions=2)
+    produce(p, topic, [{"value": f"v{i}".encode(), "partition": i % 2} for i in range(30)])
+    base = {
+        "source.cluster.alias": "primary",
+        "source.cluster.bootstrap.servers": p,
+        "target.cluster.alias": "backup",
+        "target.cluster.bootstrap.servers": b,
+        "topics": topic,
+        "groups": f"{topic}-.*",
+        **dict.fromkeys(RF_KEYS, "-1"),
+    }
+    routed = {f"source.{role}.bootstrap.servers": other for role in ("consumer", "admin", "producer")}
+    folder = tmp_path / "connectors"
+    folder.mkdir()
+    for name, cls, own in (
+        ("mm2-source", "MirrorSourceConnector", {"source.cluster.bootstrap.servers": "127.0.0.1:1", **routed}),
+        ("mm2-checkpoint", "MirrorCheckpointConnector", {}),
+        ("mm2-heartbeat", "MirrorHeartbeatConnector", {}),
+    ):
+        config = {"connector.class": f"org.apache.kafka.connect.mirror.{cls}", **base, **own}
+        (folder / f"{name}.json").write_text(json.dumps({"name": name, "config": config}))
+    r = subprocess.run(
+        [sys.executable, "-m", "mirrorspark", "run", str(folder), "--until-caught-up", "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr
+    copied = sorted(rec["value"] for rec in consume_all(b, f"primary.{topic}"))
+    assert copied == sorted(f"v{i}".encode() for i in range(30))
