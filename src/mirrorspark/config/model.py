@@ -447,7 +447,7 @@ class FlowConfig(_Frozen):
 
         The same flow when the connector has none (MM2's dedicated mode: one client config per flow).
         """
-        own = {k.split(".", 1)[1]: v for k, v in self.connector_clients.items() if k.startswith(f"{kind}.")}
+        own: dict[str, Any] = {k[len(kind) + 1 :]: v for k, v in self.connector_clients.items() if k.startswith(kind)}
         return replace(self, **own, connector_clients={}) if own else self
 
 
