@@ -10,16 +10,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from fakes import FakeCluster, two_clusters
+from fakes import FakeAdmin, FakeCluster, done, two_clusters
+from mirrorspark.client.context import ReplicationContext
 from mirrorspark.config.convert import convert_config
 from mirrorspark.config.model import ClientSettings, FlowConfig
 from mirrorspark.config.parse import load_config, parse_config
 from mirrorspark.config.properties import parse_properties
 from mirrorspark.errors import ConfigError
+from mirrorspark.replication.connector_clusters import check_connector_clusters
 from mirrorspark.replication.driver import Replicator
 
 SRC = "org.apache.kafka.connect.mirror.MirrorSourceConnector"
@@ -184,3 +187,45 @@ def test_the_driver_runs_checkpoints_and_heartbeats_on_their_connectors_clients(
     assert ("checkpoint-source-admin", "a-checkpoint:9092") in seen
     assert ("heartbeats-target-admin", "b-heartbeat:9092") in seen
     assert ("heartbeats-target-producer", "b-heartbeat:9092") in seen
+
+
+@pytest.fixture
+def cluster_ids(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Fake admins answer DescribeCluster with their cluster's name as its id; the ids asked, in order."""
+    asked: list[str] = []
+
+    def describe(self: FakeAdmin, **_: Any) -> Any:
+        asked.append(self.cluster.alias)
+        return done(SimpleNamespace(cluster_id=self.cluster.alias, nodes=[]))
+
+    monkeypatch.setattr(FakeAdmin, "describe_cluster", describe)
+    return asked
+
+
+def test_connectors_reaching_one_alias_in_two_kafka_clusters_are_refused_at_start(cluster_ids: list[str]) -> None:
+    """The checkpoint connector's 'A' is the Kafka cluster B: its checkpoints could never translate the source
+    connector's offset syncs. The addresses could not tell; the cluster ids do."""
+    cfg, _a, b, clients = two_clusters("A->B.mirrorspark.checkpoint.source.cluster.bootstrap.servers = b-also:9092\n")
+    clients.clusters["b-also:9092"] = b
+    with pytest.raises(ConfigError) as e:
+        check_connector_clusters(ReplicationContext(cfg, clients).flow("A", "B"))
+    message = str(e.value)
+    assert "the source connector's clients reach cluster 'A' at a:9092 (Kafka cluster id A)" in message
+    assert "the checkpoint connector's at b-also:9092 (cluster id B)" in message
+    assert "point the checkpoint connector's source.cluster.bootstrap.servers" in message
+    assert "'A->B.mirrorspark.checkpoint.source.*'" in message
+
+
+def test_one_kafka_cluster_at_two_addresses_starts(cluster_ids: list[str]) -> None:
+    cfg, a, _b, clients = two_clusters(
+        "A->B.source.admin.bootstrap.servers = a-listener-2:9092\n"
+        "A->B.mirrorspark.checkpoint.source.cluster.bootstrap.servers = a:9092\n"
+        "A->B.mirrorspark.heartbeat.source.cluster.bootstrap.servers = nowhere:9092\n"  # heartbeats: target only
+    )
+    clients.clusters["a-listener-2:9092"] = a
+    check_connector_clusters(ReplicationContext(cfg, clients).flow("A", "B"))
+    assert sorted(cluster_ids) == ["A", "A", "B"]  # one question per address a connector uses
+    cluster_ids.clear()
+    plain, _, _, plain_clients = two_clusters()
+    check_connector_clusters(ReplicationContext(plain, plain_clients).flow("A", "B"))
+    assert cluster_ids == []  # one client config per flow (MM2's dedicated mode): nothing to ask

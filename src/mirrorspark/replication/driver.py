@@ -41,6 +41,7 @@ from mirrorspark.kafka.factory import ClientFactory
 from mirrorspark.mm2.topology import check_identity_cycles
 from mirrorspark.replication.acl_sync import TopicAclSync
 from mirrorspark.replication.checkpoint_emitter import CheckpointEmitter
+from mirrorspark.replication.connector_clusters import check_connector_clusters
 from mirrorspark.replication.failover_watch import FailoverWatcher
 from mirrorspark.replication.flow import Flow
 from mirrorspark.replication.heartbeats import HeartbeatEmitter
@@ -380,6 +381,8 @@ class Replicator:
         """
         began = time.monotonic()
         self.state = DriverState.STARTING
+        for flow in self.flows:  # a Connect deployment's connectors with clients of their own: one alias, one cluster
+            check_connector_clusters(flow.context)
         # the heartbeats topics first: a flow's start then finds its source's (a disabled flow's heartbeats
         # create it, as MM2's do), instead of its first refresh restarting the tasks just started
         self.heartbeats.start()
