@@ -6,9 +6,14 @@ Per replication flow ``S->T`` (the connectors sharing ``source.cluster.alias`` =
 :mod:`~mirrorspark.config.client_chain` composes each client as ``MirrorConnectorConfig`` does:
 ``<side>.cluster.<client key>`` -> ``<role>.*`` -> ``<side>.<role>.*``. Besides:
 
-* ``clusters`` lists every alias; ``<side>.cluster.bootstrap.servers`` becomes ``<alias>.bootstrap.servers``
-  (one value per alias), and so does every other client key (``security.protocol``, ``ssl.*``, ``sasl.*``)
-  on which all connectors naming the alias agree (cluster-wide tools then reach the cluster too);
+* ``clusters`` lists every alias; ``<alias>.bootstrap.servers`` are the servers most connectors' clients of the
+  alias reach (connectors reaching it at different ones are warned about), and every other client key
+  (``security.protocol``, ``ssl.*``, ``sasl.*``) on which all connectors naming the alias agree becomes
+  ``<alias>.<key>`` (cluster-wide tools then reach the cluster too);
+* each connector runs its own clients, as under Connect: the flow's client keys (``S->T.<side>.cluster.*``,
+  ``S->T.<role>.*``, ``S->T.<side>.<role>.*``) are the source connector's (else the first connector's), and a
+  checkpoint or heartbeat connector whose client keys differ gets all of its own as
+  ``S->T.mirrorspark.<kind>.<key>`` (issue #37 item 7);
 * ``S->T.enabled = true`` iff the flow has a source connector (not ``enabled = false``); without one the flow
   copies nothing (``S->T.enabled = false``), and a checkpoint connector without a source connector is warned about;
 * no checkpoint connector: ``S->T.emit.checkpoints.enabled = false`` and ``S->T.sync.group.offsets.enabled = false``;
@@ -100,7 +105,7 @@ def connectors_to_properties(
         No connector; a connector without ``source.cluster.alias``, with a converter other than
         ``ByteArrayConverter`` or a placeholder of a provider mirrorspark cannot resolve; two connectors of one
         kind in a flow; a flow's source and checkpoint connectors differing in topics or replication policy;
-        one alias given different bootstrap servers; an alias without bootstrap servers.
+        an alias without bootstrap servers.
     """
     if defaults not in DEFAULTS:
         raise ConfigError(f"unknown connector defaults {defaults!r}: use 'apache' or 'csm'")
