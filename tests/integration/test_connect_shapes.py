@@ -97,3 +97,73 @@ def test_a_flow_runs_from_connector_configs(local_clusters: LocalClusters, tmp_p
     assert r.returncode == 0, r.stderr
     copied = sorted(rec["value"] for rec in consume_all(b, f"primary.{topic}"))
     assert copied == sorted(f"v{i}".encode() for i in range(20))
+
+
+def _three_connectors(folder: Path, p: str, b: str, topic: str, own: dict[str, dict[str, str]]) -> Path:
+    """A folder of the flow's three connectors (REST bodies), each with its ``own`` keys on top."""
+    base = {
+        "source.cluster.alias": "primary",
+        "source.cluster.bootstrap.servers": p,
+        "target.cluster.alias": "backup",
+        "target.cluster.bootstrap.servers": b,
+        "topics": topic,
+        "groups": f"{topic}-.*",
+        **dict.fromkeys(RF_KEYS, "-1"),
+    }
+    folder.mkdir()
+    for name, cls in (("mm2-source", "Source"), ("mm2-checkpoint", "Checkpoint"), ("mm2-heartbeat", "Heartbeat")):
+        config = {
+            "connector.class": f"org.apache.kafka.connect.mirror.Mirror{cls}Connector",
+            **base,
+            **own.get(name, {}),
+        }
+        (folder / f"{name}.json").write_text(json.dumps({"name": name, "config": config}))
+    return folder
+
+
+def _run(folder: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "mirrorspark", "run", str(folder), "--until-caught-up", "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_a_source_connector_reaching_the_source_through_role_overrides_copies_everything(
+    local_clusters: LocalClusters, tmp_path: Path
+) -> None:
+    """Issue #37 item 7: only the MirrorSourceConnector reaches the source through ``source.consumer.*``,
+    ``source.admin.*`` and ``source.producer.*`` (another address of the same broker); its own
+    ``source.cluster.bootstrap.servers`` reaches nothing. Connect runs each connector with its own clients, and
+    so does mirrorspark: everything is copied."""
+    p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
+    swap = {"127.0.0.1": "localhost", "localhost": "127.0.0.1"}
+    other = ",".join(swap.get(h, h) + ":" + port for h, port in (s.rsplit(":", 1) for s in p.split(",")))
+    assert other != p, p  # the same broker under another address
+    for internal, partitions in (("mm2-offsets.primary.internal", 25), ("mm2-task-progress.primary.internal", 1)):
+        with contextlib.suppress(Exception):  # created by another test
+            create_topic(b, internal, partitions=partitions, config={"cleanup.policy": "compact"})
+    topic = unique_name("routed")
+    create_topic(p, topic, partitions=2)
+    produce(p, topic, [{"value": f"v{i}".encode(), "partition": i % 2} for i in range(30)])
+    routed = {f"source.{role}.bootstrap.servers": other for role in ("consumer", "admin", "producer")}
+    own = {"mm2-source": {"source.cluster.bootstrap.servers": "127.0.0.1:1", **routed}}
+    r = _run(_three_connectors(tmp_path / "connectors", p, b, topic, own))
+    assert r.returncode == 0, r.stderr
+    copied = sorted(rec["value"] for rec in consume_all(b, f"primary.{topic}"))
+    assert copied == sorted(f"v{i}".encode() for i in range(30))
+
+
+def test_a_checkpoint_connector_reaching_another_cluster_under_the_source_alias_is_refused(
+    local_clusters: LocalClusters, tmp_path: Path
+) -> None:
+    """What Connect would run without a word but cannot be one flow: the checkpoint connector's 'primary' is
+    the backup cluster (its offset syncs are not there). The cluster ids tell; the start is refused."""
+    p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
+    topic = unique_name("two-clusters")
+    own = {"mm2-checkpoint": {"source.cluster.bootstrap.servers": b}}
+    r = _run(_three_connectors(tmp_path / "connectors", p, b, topic, own))
+    assert r.returncode != 0
+    assert "one alias must name one Kafka cluster" in r.stderr, r.stderr
+    assert "the checkpoint connector's at " + b in r.stderr, r.stderr

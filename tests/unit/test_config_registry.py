@@ -41,6 +41,7 @@ STRUCTURAL_FLOW_FIELDS = {
     "target_admin",
     "target_consumer",
     "extra",
+    "connector_clients",
 }
 HOLDERS: dict[str, type[Any]] = {
     "flow": FlowConfig,

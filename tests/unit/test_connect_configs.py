@@ -338,11 +338,17 @@ def test_equal_defaults_written_or_not_agree(tmp_path: Path) -> None:
     assert load(tmp_path, body("s", SRC, **{"offset-syncs.topic.location": "source"}), body("c", CKP)).flow("a", "b")
 
 
-def test_differing_bootstrap_servers_for_one_alias_name_both_connectors(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError) as e:
-        load(tmp_path, body("s", SRC), body("h", HB, **{"target.cluster.bootstrap.servers": "other:9092"}))
-    assert "connector 's'" in str(e.value) and "connector 'h'" in str(e.value)
-    assert "cluster 'b' different bootstrap servers (b:9092 vs other:9092)" in str(e.value)
+def test_differing_bootstrap_servers_for_one_alias_run_each_connectors_own_clients(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Connect runs each connector with its own clients (issue #37 item 7): no longer refused, warned about."""
+    with caplog.at_level(logging.WARNING):
+        cfg = load(tmp_path, body("s", SRC), body("h", HB, **{"target.cluster.bootstrap.servers": "other:9092"}))
+    assert "connectors reach cluster 'b' at different bootstrap servers" in caplog.text
+    assert "connector 's'" in caplog.text and "connector 'h'" in caplog.text
+    flow = cfg.flow("a", "b")
+    assert cfg.clusters["b"].bootstrap_servers == flow.target_admin.get("bootstrap.servers") == "b:9092"
+    assert flow.for_connector("heartbeat").target_admin.get("bootstrap.servers") == "other:9092"
 
 
 def test_two_connectors_of_one_kind_in_a_flow_are_refused(tmp_path: Path) -> None:

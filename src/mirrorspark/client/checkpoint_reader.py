@@ -94,7 +94,7 @@ class OffsetSyncReader:
     Parameters
     ----------
     config:
-        The configuration (the cluster holding the topic is read with its cluster-level settings).
+        The configuration (unused: the topic is read with the flow's clients of the side holding it).
     flow, policy:
         The flow whose offset syncs to read, and its replication policy (names the topic).
     read_to_end_required:
@@ -116,9 +116,11 @@ class OffsetSyncReader:
         clients: ClientFactory | None = None,
     ) -> None:
         alias, topic = offset_syncs_location(flow, policy)
-        cluster = config.cluster(alias)
+        side = "source" if alias == flow.source else "target"
+        # MM2's offsetSyncsTopicConsumerConfig / offsetSyncsTopicAdminConfig: the flow's clients of that side
+        consumer, admin = getattr(flow, f"{side}_consumer"), getattr(flow, f"{side}_admin")
         self.store = OffsetSyncStore(read_to_end_required=read_to_end_required)
-        self._reader = TopicReader(cluster.consumer, cluster.admin, alias, topic, client_id=client_id, clients=clients)
+        self._reader = TopicReader(consumer, admin, alias, topic, client_id=client_id, clients=clients)
 
     def _on_record(self, key: bytes | None, value: bytes | None) -> None:
         try:

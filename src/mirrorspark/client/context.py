@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from confluent_kafka import Consumer, Producer
@@ -219,6 +219,22 @@ class FlowContext:
     def name(self) -> str:
         """The flow's name, ``"<source>-><target>"``."""
         return self.flow.name
+
+    def for_connector(self, kind: str) -> FlowContext:
+        """Return the context whose clients are connector ``kind``'s (:meth:`FlowConfig.for_connector`).
+
+        Parameters
+        ----------
+        kind:
+            ``"checkpoint"`` or ``"heartbeat"``: the checkpoint emitter and the heartbeats run on it.
+
+        Returns
+        -------
+        FlowContext
+            This context when the connector has no clients of its own, else one sharing its policy and filters.
+        """
+        flow = self.flow.for_connector(kind)
+        return self if flow is self.flow else replace(self, flow=flow)
 
     def bound_transforms(self, topic: str) -> BoundChain | None:
         """Return the flow's transforms bound to the remote topic of source ``topic`` (for its copy tasks).

@@ -6,13 +6,27 @@ from lowest to highest precedence: top-level client keys (``bootstrap.servers``,
 top-level ``<role>.*`` -> flow ``S->T.<role>.*`` -> cluster ``C.<role>.*`` -> top-level
 ``<side>.<role>.*`` -> flow ``S->T.<side>.<role>.*`` (-> flow ``S->T.producer.override.*`` for the data
 producer). A cluster's own settings (for tools that serve no flow) are the first two links and ``C.<role>.*``.
+
+A flow's checkpoint or heartbeat connector may run clients of its own (a Kafka Connect deployment composes each
+connector's clients from its own config): when the flow sets any ``S->T.mirrorspark.<kind>.<flow client key>``,
+that connector's clients are composed with those keys in place of the flow's own ``S->T.<side>.cluster.*``,
+``S->T.<role>.*`` and ``S->T.<side>.<role>.*`` (``S->T.producer.override.*`` stays the source connector's).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from mirrorspark.config.keys import KEYS, ROLES, SIDE_CLUSTER_PREFIXES, SIDE_ROLE_PREFIXES, SIDES, is_client_key
+from mirrorspark.config.keys import (
+    CONNECTOR_CLIENT_PREFIXES,
+    KEYS,
+    MIRRORSPARK_PREFIX,
+    ROLES,
+    SIDE_CLUSTER_PREFIXES,
+    SIDE_ROLE_PREFIXES,
+    SIDES,
+    is_client_key,
+)
 from mirrorspark.config.model import ClientSettings, ClusterConfig
 from mirrorspark.config.raw import RawConfig, strip_prefix
 from mirrorspark.config.values import split_list
@@ -56,7 +70,7 @@ def cluster_config(raw: RawConfig, alias: str) -> ClusterConfig:
     )
 
 
-def flow_clients(raw: RawConfig, s: str, t: str) -> dict[str, dict[str, str]]:
+def flow_clients(raw: RawConfig, s: str, t: str, *, connector: str | None = None) -> dict[str, dict[str, str]]:
     """Compose the six client settings of flow ``S->T``, by :class:`~mirrorspark.config.FlowConfig` field.
 
     Parameters
@@ -65,6 +79,9 @@ def flow_clients(raw: RawConfig, s: str, t: str) -> dict[str, dict[str, str]]:
         The file's properties, sorted (a forced ``enable.auto.commit`` is warned about there).
     s, t:
         The flow's source and target aliases.
+    connector:
+        ``None`` for the flow's clients; ``"checkpoint"`` or ``"heartbeat"`` for that connector's own, composed
+        from ``S->T.mirrorspark.<connector>.*`` instead of the flow's client keys (module docstring).
 
     Returns
     -------
@@ -75,12 +92,15 @@ def flow_clients(raw: RawConfig, s: str, t: str) -> dict[str, dict[str, str]]:
         ``auto.offset.reset = earliest`` unless set.
     """
     flow = raw.flow_raw.get((s, t), {})
+    if connector is not None:
+        flow = strip_prefix(flow, f"{MIRRORSPARK_PREFIX}{connector}.")
     clients = {
         f"{side}_{role}": _flow_client(raw, s if side == "source" else t, side, role, flow)
         for side in SIDES
         for role in ROLES
     }
-    clients["target_producer"].update(strip_prefix(flow, "producer.override."))
+    if connector is None:
+        clients["target_producer"].update(strip_prefix(flow, "producer.override."))
     for name in ("source_consumer", "target_consumer"):
         c = clients[name]
         if c.get("enable.auto.commit", "false").strip().lower() != "false":
@@ -144,6 +164,8 @@ def consumed_by_clients(key: str) -> bool:
     """Whether a merged flow key feeds a client chain rather than :attr:`FlowConfig.extra`."""
     if key in KEYS:
         return False
+    if key.startswith(CONNECTOR_CLIENT_PREFIXES):
+        return True
     if key.startswith(SIDE_CLUSTER_PREFIXES):
         return is_client_key(key.split(".", 2)[2])
     if key.startswith(SIDE_ROLE_PREFIXES):
@@ -151,6 +173,12 @@ def consumed_by_clients(key: str) -> bool:
     role, _, rest = key.partition(".")
     # producer.override.* feeds the data producer; consumer.override.* / admin.override.* stay in extra
     return role in ROLES and (role == "producer" or not rest.startswith("override."))
+
+
+def connector_client_kinds(raw: RawConfig, s: str, t: str) -> list[str]:
+    """Return the connectors of flow ``S->T`` with clients of their own (those with ``S->T.mirrorspark.<kind>.*``)."""
+    flow = raw.flow_raw.get((s, t), {})
+    return [p[len(MIRRORSPARK_PREFIX) : -1] for p in CONNECTOR_CLIENT_PREFIXES if any(k.startswith(p) for k in flow)]
 
 
 def client_settings(props: Mapping[str, str]) -> ClientSettings:
@@ -165,4 +193,11 @@ def join_servers(raw: str) -> str:
     return ",".join(item for item in split_list(raw) if item)
 
 
-__all__ = ["client_settings", "cluster_config", "consumed_by_clients", "flow_clients", "join_servers"]
+__all__ = [
+    "client_settings",
+    "cluster_config",
+    "connector_client_kinds",
+    "consumed_by_clients",
+    "flow_clients",
+    "join_servers",
+]

@@ -11,7 +11,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from mirrorspark.config.client_chain import client_settings, consumed_by_clients, flow_clients
+from mirrorspark.config.client_chain import (
+    client_settings,
+    connector_client_kinds,
+    consumed_by_clients,
+    flow_clients,
+)
 from mirrorspark.config.keys import (
     CONFIG_KEYS,
     CONNECTOR_PREFIXES,
@@ -59,7 +64,8 @@ def flow_config(raw: RawConfig, s: str, t: str) -> FlowConfig:
     Returns
     -------
     FlowConfig
-        The typed keys, the client settings (:func:`~mirrorspark.config.client_chain.flow_clients`), the
+        The typed keys, the client settings (:func:`~mirrorspark.config.client_chain.flow_clients`; a connector's
+        own in ``connector_clients``), the
         transforms, the replica placement, ``enabled`` by MM2's herder rule and the rest of the merge as ``extra``.
 
     Raises
@@ -101,6 +107,11 @@ def flow_config(raw: RawConfig, s: str, t: str) -> FlowConfig:
     clients = flow_clients(raw, s, t)
     for name, props in clients.items():
         flow_values[name] = client_settings(props)
+    flow_values["connector_clients"] = {  # a Connect deployment's checkpoint / heartbeat connector's own clients
+        f"{kind}.{name}": client_settings(props)
+        for kind in connector_client_kinds(raw, s, t)
+        for name, props in flow_clients(raw, s, t, connector=kind).items()
+    }
 
     _check_offset_syncs(raw, flow_values["emit_offset_syncs_enabled"], merged, written, s, t)
     extra = {

@@ -5,7 +5,8 @@ A key is known when mirrorspark's registry (:data:`~mirrorspark.config.keys.KEYS
 namespace whose names belong to a plugin (``transforms.<t>.*``, ``config.providers.<p>.*``, converter and
 replication policy settings, REST listeners). Where a client property goes (``<alias>.<p>``,
 ``<alias>.<role>.<p>``, ``[S->T.]<side>.<role>.<p>``, ``[S->T.]<role>.<p>``, ``<role>.override.<p>``,
-``S->T.<side>.cluster.<p>``) ``<p>`` must be a Kafka Java client property or a librdkafka property.
+``S->T.<side>.cluster.<p>``, and those of the flow under ``S->T.mirrorspark.<checkpoint|heartbeat>.``) ``<p>``
+must be a Kafka Java client property or a librdkafka property.
 
 MM2 ignores keys it does not know; mirrorspark refuses them (a misspelt ``S->T.topcs`` would otherwise
 replicate every topic), each named with its ``file:line`` and the closest valid key
@@ -22,6 +23,7 @@ from typing import Final
 
 from mirrorspark.config.keys import (
     CONFIG_KEYS,
+    CONNECTOR_CLIENT_PREFIXES,
     FLOW_CLIENT_PREFIXES,
     KEYS,
     MIRRORSPARK_PREFIX,
@@ -53,6 +55,9 @@ OPEN_NAMESPACES: Final = (
     "plugin.",
 )
 _OVERRIDE_PREFIXES: Final = tuple(f"{role}.override." for role in ROLES)
+# S->T.mirrorspark.<checkpoint|heartbeat>.<flow client key>: a connector's own clients (client_chain.flow_clients)
+_CONNECTOR_CLIENT_PREFIXES: Final = tuple(c + p for c in CONNECTOR_CLIENT_PREFIXES for p in FLOW_CLIENT_PREFIXES)
+_FLOW_PREFIXES: Final = FLOW_CLIENT_PREFIXES + _OVERRIDE_PREFIXES + _CONNECTOR_CLIENT_PREFIXES
 _PLAIN_NAMES: Final = frozenset(KEYS) | CONNECT_NAMES | CLIENT_PROPERTY_NAMES
 _MIRRORSPARK_NAMES: Final = tuple(k.name for k in CONFIG_KEYS if k.name.startswith(MIRRORSPARK_PREFIX))
 _CUTOFF: Final = 0.8  # difflib ratio: 'topcs' ~ 'topics' 0.91, 'max.poll.recordz' ~ 'max.poll.records' 0.94
@@ -94,7 +99,7 @@ def _keys_by_place(raw: RawConfig) -> Iterator[tuple[str, str, str, tuple[str, .
             yield f"{alias}.{name}", f"{alias}.", name, ROLE_PREFIXES + _OVERRIDE_PREFIXES
     for (s, t), props in raw.flow_raw.items():
         for name in props:
-            yield f"{s}->{t}.{name}", f"{s}->{t}.", name, FLOW_CLIENT_PREFIXES + _OVERRIDE_PREFIXES
+            yield f"{s}->{t}.{name}", f"{s}->{t}.", name, _FLOW_PREFIXES
 
 
 def _hint(written: str, prefix: str, name: str, client_prefixes: tuple[str, ...]) -> str:

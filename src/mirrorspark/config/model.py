@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
 from typing import Any, ClassVar
 
@@ -355,6 +355,10 @@ class FlowConfig(_Frozen):
         ``mirrorspark.executor.source.bootstrap.servers`` / ``...target...``: the ``bootstrap.servers`` the
         copy tasks use for the source / target instead of the cluster's own (a driver on another network
         than its executors); empty = the cluster's.
+    connector_clients:
+        The client settings of a checkpoint or heartbeat connector that runs clients of its own
+        (``S->T.mirrorspark.<kind>.*``, as a Kafka Connect deployment's connectors do), keyed
+        ``"<kind>.<field>"`` (``"checkpoint.source_admin"``); see :meth:`for_connector`.
 
     Notes
     -----
@@ -423,8 +427,9 @@ class FlowConfig(_Frozen):
     transforms: TransformsConfig = NO_TRANSFORMS
     executor_source_bootstrap_servers: str = ""
     executor_target_bootstrap_servers: str = ""
+    connector_clients: Mapping[str, ClientSettings] = field(default_factory=dict)
 
-    _MAPPING_FIELDS = ("extra",)
+    _MAPPING_FIELDS = ("extra", "connector_clients")
 
     def __post_init__(self) -> None:
         self._freeze_mappings()
@@ -436,6 +441,14 @@ class FlowConfig(_Frozen):
     def name(self) -> str:
         """The flow's name as MM2 writes it, ``"<source>-><target>"``."""
         return f"{self.source}->{self.target}"
+
+    def for_connector(self, kind: str) -> FlowConfig:
+        """Return the flow as connector ``kind`` (``"checkpoint"``, ``"heartbeat"``) runs it: with its own clients.
+
+        The same flow when the connector has none (MM2's dedicated mode: one client config per flow).
+        """
+        own: dict[str, Any] = {k[len(kind) + 1 :]: v for k, v in self.connector_clients.items() if k.startswith(kind)}
+        return replace(self, **own, connector_clients={}) if own else self
 
 
 @dataclass(frozen=True, kw_only=True)

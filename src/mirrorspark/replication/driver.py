@@ -41,6 +41,7 @@ from mirrorspark.kafka.factory import ClientFactory
 from mirrorspark.mm2.topology import check_identity_cycles
 from mirrorspark.replication.acl_sync import TopicAclSync
 from mirrorspark.replication.checkpoint_emitter import CheckpointEmitter
+from mirrorspark.replication.connector_clusters import check_connector_clusters
 from mirrorspark.replication.failover_watch import FailoverWatcher
 from mirrorspark.replication.flow import Flow
 from mirrorspark.replication.heartbeats import HeartbeatEmitter
@@ -301,11 +302,14 @@ class Replicator:
             where=config.source_name,
         )
         self.flows = [Flow(self.context.of(f), config.data_path) for f in flows]
-        self.heartbeats = HeartbeatEmitter([self.context.of(f) for f in config.heartbeat_flows(targets)])
+        # a Connect deployment's checkpoint and heartbeat connectors may run clients of their own (issue #37)
+        self.heartbeats = HeartbeatEmitter(
+            [self.context.of(f).for_connector("heartbeat") for f in config.heartbeat_flows(targets)]
+        )
         by_pair = {(f.config.source, f.config.target): f for f in self.flows}
         self.checkpoints = [
             CheckpointEmitter(
-                f.context,
+                f.context.for_connector("checkpoint"),
                 reverse=self.context.reverse(f.context),
                 copied=f.copied,
                 reverse_copied=by_pair[(f.config.target, f.config.source)].copied
@@ -377,6 +381,8 @@ class Replicator:
         """
         began = time.monotonic()
         self.state = DriverState.STARTING
+        for flow in self.flows:  # a Connect deployment's connectors with clients of their own: one alias, one cluster
+            check_connector_clusters(flow.context)
         # the heartbeats topics first: a flow's start then finds its source's (a disabled flow's heartbeats
         # create it, as MM2's do), instead of its first refresh restarting the tasks just started
         self.heartbeats.start()

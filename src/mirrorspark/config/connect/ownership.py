@@ -5,8 +5,8 @@ each reads its own keys (``MirrorSourceConfig``, ``MirrorCheckpointConfig``, ``M
 A Connect deployment may give them different configs, so a flow's key is taken from the connector that
 reads it: checkpoint keys from the checkpoint connector, heartbeat keys from the heartbeat connector, the
 source connector's own keys (data copy, topic sync, transforms) from the source connector; a key every
-connector reads (client settings, ``admin.timeout.ms`` ...) from the source connector, else the checkpoint
-connector, else the heartbeat connector.
+connector reads (``admin.timeout.ms`` ...) from the source connector, else the checkpoint connector, else the
+heartbeat connector. Client settings are each connector's own (:mod:`~mirrorspark.config.connect.to_properties`).
 """
 
 from __future__ import annotations

@@ -7,7 +7,9 @@ the flow is enabled, a ``MirrorCheckpointConnector`` if it is enabled and emits 
 then ``S->T.*``; and its clients' settings so that Connect composes them as mirrorspark does
 (:mod:`~mirrorspark.config.client_chain`): ``<side>.cluster.<client key>`` (top-level, then ``<alias>.``,
 then ``S->T.<side>.cluster.``), ``<role>.*`` (top-level, then ``S->T.``), ``<side>.<role>.*`` (``<alias>.<role>.*``,
-top-level ``<side>.<role>.*``, ``S->T.<side>.<role>.*``). Placeholders are kept as written.
+top-level ``<side>.<role>.*``, ``S->T.<side>.<role>.*``); a checkpoint or heartbeat connector with clients of its
+own (``S->T.mirrorspark.<kind>.*``) gets those in place of the flow's ``S->T.`` client keys. Placeholders are kept
+as written.
 
 Not carried over (listed in :attr:`Connectors.dropped`): Connect worker settings (``<alias>.offset.storage.topic``,
 ``<alias>.exactly.once.source.support`` ...: set them on the Connect worker) and mirrorspark's top-level keys.
@@ -19,10 +21,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
+from mirrorspark.config.client_chain import consumed_by_clients
 from mirrorspark.config.connect.model import KINDS, Connector, ConnectorKind
 from mirrorspark.config.connect.ownership import readers
-from mirrorspark.config.keys import KEYS, MIRRORSPARK_PREFIX, ROLES, SIDES, is_client_key
-from mirrorspark.config.model import MirrorConfig
+from mirrorspark.config.keys import (
+    CONNECTOR_CLIENT_KINDS,
+    CONNECTOR_CLIENT_PREFIXES,
+    KEYS,
+    MIRRORSPARK_PREFIX,
+    ROLES,
+    SIDES,
+    is_client_key,
+)
+from mirrorspark.config.model import FlowConfig, MirrorConfig
 from mirrorspark.config.values import split_list
 from mirrorspark.mm2.records import MIRROR_SOURCE_CONNECTOR
 
@@ -70,15 +81,33 @@ def properties_to_connectors(props: Mapping[str, str], config: MirrorConfig, *, 
     out = Connectors(dropped=[k for k in props if _dropped(k, aliases)])
     for flow in config.flows:
         kinds = _kinds(config, flow.source, flow.target)
-        base = _flow_config(flow.source, flow.target, top, cluster, flows.get((flow.source, flow.target), {}))
+        flow_props = flows.get((flow.source, flow.target), {})
+        base = _flow_config(flow.source, flow.target, top, cluster, flow_props)
         for kind in kinds:
-            own = {k: v for k, v in base.items() if kind in readers(k) and k not in _NOT_CONNECTOR}
+            own = _of_connector(kind, flow, top, cluster, flow_props, base)
+            own = {k: v for k, v in own.items() if kind in readers(k) and k not in _NOT_CONNECTOR}
             own = {"source.cluster.alias": flow.source, "target.cluster.alias": flow.target, **own}
             name = f"{flow.source}-to-{flow.target}-{kind}".lower()
             if kind == "source" and flow.source_connector_name != MIRROR_SOURCE_CONNECTOR:
                 name = flow.source_connector_name  # the name Connect keys the flow's source offsets by
             out.connectors.append(Connector(name=name, kind=kind, config=own, file=file, shape="mm2.properties"))
     return out
+
+
+def _of_connector(
+    kind: str,
+    flow: FlowConfig,
+    top: Mapping[str, str],
+    cluster: Mapping[str, Mapping[str, str]],
+    flow_props: Mapping[str, str],
+    base: dict[str, str],
+) -> dict[str, str]:
+    """Return the flow's connector config as ``kind`` gets it: with its own clients (``S->T.mirrorspark.<kind>.*``)."""
+    own = _prefixed(flow_props, f"{MIRRORSPARK_PREFIX}{kind}.") if kind in CONNECTOR_CLIENT_KINDS else {}
+    if not own:
+        return {k: v for k, v in base.items() if not k.startswith(CONNECTOR_CLIENT_PREFIXES)}
+    rest = {k: v for k, v in flow_props.items() if not consumed_by_clients(k) or k.startswith("producer.override.")}
+    return _flow_config(flow.source, flow.target, top, cluster, {**rest, **own})
 
 
 def _kinds(config: MirrorConfig, s: str, t: str) -> list[ConnectorKind]:

@@ -6,9 +6,14 @@ Per replication flow ``S->T`` (the connectors sharing ``source.cluster.alias`` =
 :mod:`~mirrorspark.config.client_chain` composes each client as ``MirrorConnectorConfig`` does:
 ``<side>.cluster.<client key>`` -> ``<role>.*`` -> ``<side>.<role>.*``. Besides:
 
-* ``clusters`` lists every alias; ``<side>.cluster.bootstrap.servers`` becomes ``<alias>.bootstrap.servers``
-  (one value per alias), and so does every other client key (``security.protocol``, ``ssl.*``, ``sasl.*``)
-  on which all connectors naming the alias agree (cluster-wide tools then reach the cluster too);
+* ``clusters`` lists every alias; ``<alias>.bootstrap.servers`` are the servers most connectors' clients of the
+  alias reach (connectors reaching it at different ones are warned about), and every other client key
+  (``security.protocol``, ``ssl.*``, ``sasl.*``) on which all connectors naming the alias agree becomes
+  ``<alias>.<key>`` (cluster-wide tools then reach the cluster too);
+* each connector runs its own clients, as under Connect: the flow's client keys (``S->T.<side>.cluster.*``,
+  ``S->T.<role>.*``, ``S->T.<side>.<role>.*``) are the source connector's (else the first connector's), and a
+  checkpoint or heartbeat connector whose client keys differ gets all of its own as
+  ``S->T.mirrorspark.<kind>.<key>`` (issue #37 item 7);
 * ``S->T.enabled = true`` iff the flow has a source connector (not ``enabled = false``); without one the flow
   copies nothing (``S->T.enabled = false``), and a checkpoint connector without a source connector is warned about;
 * no checkpoint connector: ``S->T.emit.checkpoints.enabled = false`` and ``S->T.sync.group.offsets.enabled = false``;
@@ -29,12 +34,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
+from mirrorspark.config.client_chain import consumed_by_clients
 from mirrorspark.config.connect.checks import CONVERTER_KEYS, check_connector, check_one_per_kind, check_topics_agree
 from mirrorspark.config.connect.model import KINDS, Connector, ConnectorKind, WorkerConfig
 from mirrorspark.config.connect.ownership import readers
 from mirrorspark.config.connect.shapes import ConnectInput
 from mirrorspark.config.connect.worker import worker_properties
-from mirrorspark.config.keys import SIDES, is_client_key
+from mirrorspark.config.keys import MIRRORSPARK_PREFIX, ROLES, SIDES, is_client_key
 from mirrorspark.errors import ConfigError
 from mirrorspark.mm2.records import MIRROR_SOURCE_CONNECTOR
 
@@ -43,6 +49,7 @@ ConnectDefaults = Literal["apache", "csm"]
 DEFAULTS: Final[tuple[ConnectDefaults, ...]] = ("apache", "csm")
 CONNECTOR_NAME_KEY: Final = "mirrorspark.source.connector.name"
 """The flow key the source connector's name becomes."""
+SERVERS: Final = "bootstrap.servers"
 _CONSUMED: Final = frozenset({"name", "connector.class", "source.cluster.alias", "target.cluster.alias", "enabled"})
 
 
@@ -98,7 +105,7 @@ def connectors_to_properties(
         No connector; a connector without ``source.cluster.alias``, with a converter other than
         ``ByteArrayConverter`` or a placeholder of a provider mirrorspark cannot resolve; two connectors of one
         kind in a flow; a flow's source and checkpoint connectors differing in topics or replication policy;
-        one alias given different bootstrap servers; an alias without bootstrap servers.
+        an alias without bootstrap servers.
     """
     if defaults not in DEFAULTS:
         raise ConfigError(f"unknown connector defaults {defaults!r}: use 'apache' or 'csm'")
@@ -177,52 +184,92 @@ def _naming(
     ]
 
 
-def _cluster_keys(aliases: list[str], out: ConvertedProperties) -> set[tuple[str, str]]:
-    """Write ``<alias>.bootstrap.servers`` and the client keys all connectors agree on; return ``(alias, key)`` lifted.
+def _cluster_keys(aliases: list[str], out: ConvertedProperties) -> dict[tuple[str, str], str]:
+    """Write ``<alias>.bootstrap.servers`` and the client keys all connectors agree on; return the values lifted.
+
+    Returns
+    -------
+    dict[tuple[str, str], str]
+        Per ``(alias, client key)`` written, its value (bootstrap servers normalised): a connector's
+        ``<side>.cluster.<key>`` of that value is the cluster's, any other value its own (:func:`_own_clients`).
 
     Raises
     ------
     ConfigError
-        Two connectors give one alias different bootstrap servers, or none gives it any.
+        No connector gives an alias bootstrap servers.
     """
-    lifted: set[tuple[str, str]] = set()
+    lifted: dict[tuple[str, str], str] = {}
     for alias in aliases:
         naming = _naming(alias, out.flows)
-        values: dict[str, dict[str, tuple[str, Connector]]] = {}
+        values: dict[str, dict[str, tuple[str, Connector, str]]] = {}
         for side, c in naming:
             for key, value in c.config.items():
                 prefix = f"{side}.cluster."
-                if key.startswith(prefix) and is_client_key(key[len(prefix) :]):
-                    values.setdefault(key[len(prefix) :], {})[c.name] = (value, c)
-        servers = values.get("bootstrap.servers", {})
-        _check_servers(alias, servers, naming)
+                if key.startswith(prefix) and is_client_key(key[len(prefix) :]) and key[len(prefix) :] != SERVERS:
+                    values.setdefault(key[len(prefix) :], {})[c.name] = (value, c, side)
+        servers, origin = _cluster_servers(alias, naming, out)
+        out.props[f"{alias}.{SERVERS}"], out.origins[f"{alias}.{SERVERS}"] = servers, origin
+        lifted[(alias, SERVERS)] = servers
         for key, by_connector in values.items():
-            distinct = {v.strip() for v, _ in by_connector.values()}
-            if key == "bootstrap.servers" or (len(by_connector) == len(naming) and len(distinct) == 1):
-                value, first = next(iter(by_connector.values()))
-                side = next(sd for sd, c in naming if c is first)
+            if len(by_connector) == len(naming) and len({v.strip() for v, _, _ in by_connector.values()}) == 1:
+                value, first, side = next(iter(by_connector.values()))
                 out.props[f"{alias}.{key}"] = value
                 out.origins[f"{alias}.{key}"] = _origin(first, f"{side}.cluster.{key}")
-                lifted.add((alias, key))
+                lifted[(alias, key)] = value.strip()
     return lifted
 
 
-def _check_servers(
-    alias: str, servers: Mapping[str, tuple[str, Connector]], naming: list[tuple[str, Connector]]
-) -> None:
-    norm = {",".join(s.strip() for s in v.split(",") if s.strip()): c for v, c in servers.values()}
-    if len(norm) > 1:
-        (a, ca), (b, cb) = list(norm.items())[:2]
-        raise ConfigError(
-            f"{ca.where()} and {cb.where()} give cluster '{alias}' different bootstrap servers ({a} vs {b}); "
-            "give every connector naming the cluster the same bootstrap servers, or different aliases"
-        )
-    if not norm:
+def _cluster_servers(alias: str, naming: list[tuple[str, Connector]], out: ConvertedProperties) -> tuple[str, str]:
+    """Return the bootstrap servers of cluster ``alias`` and where they are written.
+
+    Those most connectors' clients of the alias reach (each connector's three clients of that side composed as
+    Connect composes them, :func:`_reached`), ties to the first connector; connectors reaching it at different
+    servers are warned about (each runs its own clients, as under Connect; they must be one Kafka cluster).
+
+    Raises
+    ------
+    ConfigError
+        No connector gives the alias bootstrap servers.
+    """
+    votes: dict[str, list[tuple[Connector, str]]] = {}
+    for side, c in naming:
+        for servers, key in _reached(c, side).items():
+            votes.setdefault(servers, []).append((c, key))
+    if not votes:
         names = ", ".join(c.where() for _, c in naming)
         raise ConfigError(
             f"no connector gives cluster '{alias}' bootstrap servers ({names}); set 'source.cluster.bootstrap.servers' "
             "or 'target.cluster.bootstrap.servers' in its connectors"
         )
+    best = max(votes, key=lambda v: len(votes[v]))
+    if len(votes) > 1:
+        reach = "; ".join(f"{', '.join(c.where(k) for c, k in by)} at {v}" for v, by in votes.items())
+        out.warnings.append(
+            f"the connectors reach cluster '{alias}' at different bootstrap servers ({reach}): mirrorspark runs "
+            f"each connector's clients with its own settings, as Connect does, and its tools reach '{alias}' at "
+            f"{best}; make sure every address is the same Kafka cluster"
+        )
+    c, key = votes[best][0]
+    return best, _origin(c, key)
+
+
+def _reached(c: Connector, side: str) -> dict[str, str]:
+    """Return the bootstrap servers ``c``'s admin, consumer and producer of ``side`` reach, with the keys giving them.
+
+    ``MirrorConnectorConfig`` composes each from ``<side>.cluster.*``, then ``<role>.*``, then ``<side>.<role>.*``.
+    """
+    reached: dict[str, str] = {}
+    for role in ROLES:
+        for key in (f"{side}.{role}.{SERVERS}", f"{role}.{SERVERS}", f"{side}.cluster.{SERVERS}"):
+            servers = _servers(c.config.get(key, ""))
+            if servers:
+                reached.setdefault(servers, key)
+                break
+    return reached
+
+
+def _servers(value: str) -> str:
+    return ",".join(s.strip() for s in value.split(",") if s.strip())
 
 
 def _origin(c: Connector, key: str) -> str:
@@ -234,7 +281,7 @@ def _flow(
     s: str,
     t: str,
     by_kind: Mapping[ConnectorKind, Connector],
-    lifted: set[tuple[str, str]],
+    lifted: Mapping[tuple[str, str], str],
     defaults: ConnectDefaults,
     out: ConvertedProperties,
 ) -> None:
@@ -250,9 +297,10 @@ def _flow(
         # Connect keys the flow's source offsets by the connector's name: mirrorspark reads and writes them so
         out.props[f"{s}->{t}.{CONNECTOR_NAME_KEY}"] = source.name
         out.origins[f"{s}->{t}.{CONNECTOR_NAME_KEY}"] = f"the name of connector '{source.name}' ({source.file})"
-    for key, c in _merged(s, t, active, lifted, out).items():
+    for key, c in _merged(s, t, active, out).items():
         out.props[f"{s}->{t}.{key}"] = c.config[key]
         out.origins[f"{s}->{t}.{key}"] = _origin(c, key)
+    _clients(s, t, active, lifted, out)
     if checkpoint is None:
         out.props[f"{s}->{t}.emit.checkpoints.enabled"] = "false"
         out.props[f"{s}->{t}.sync.group.offsets.enabled"] = "false"
@@ -271,16 +319,16 @@ def _enabled(c: Connector) -> bool:
 
 
 def _merged(
-    s: str, t: str, active: Mapping[ConnectorKind, Connector], lifted: set[tuple[str, str]], out: ConvertedProperties
+    s: str, t: str, active: Mapping[ConnectorKind, Connector], out: ConvertedProperties
 ) -> dict[str, Connector]:
-    """Per flow key, the connector it is taken from (:func:`~mirrorspark.config.connect.ownership.readers`)."""
+    """Per flow key but the client keys (:func:`_clients`), the connector it is taken from (``readers``)."""
     taken: dict[str, Connector] = {}
     for kind in KINDS:
         c = active.get(kind)
         if c is None:
             continue
         for key in c.config:
-            if key in _CONSUMED or key.startswith(CONVERTER_KEYS) or _is_lifted(key, s, t, lifted):
+            if key in _CONSUMED or key.startswith(CONVERTER_KEYS) or _is_client(key):
                 continue
             if kind not in readers(key):
                 continue
@@ -295,12 +343,63 @@ def _merged(
     return taken
 
 
-def _is_lifted(key: str, s: str, t: str, lifted: set[tuple[str, str]]) -> bool:
-    for side, alias in zip(SIDES, (s, t), strict=True):
-        prefix = f"{side}.cluster."
-        if key.startswith(prefix) and (alias, key[len(prefix) :]) in lifted:
-            return True
-    return False
+def _clients(
+    s: str,
+    t: str,
+    active: Mapping[ConnectorKind, Connector],
+    lifted: Mapping[tuple[str, str], str],
+    out: ConvertedProperties,
+) -> None:
+    """Write the flow's client keys (its first connector's: the source connector's) and each other connector's own.
+
+    Connect composes each connector's clients from its own config: a checkpoint or heartbeat connector whose client
+    keys differ from the flow's gets all of them as ``S->T.mirrorspark.<kind>.<key>``
+    (:mod:`~mirrorspark.config.client_chain`), at least its bootstrap servers.
+    """
+    kinds = [k for k in KINDS if k in active]
+    if not kinds:
+        return
+    first = active[kinds[0]]
+    flow = _own_clients(first, s, t, lifted)
+    for key, value in flow.items():
+        out.props[f"{s}->{t}.{key}"], out.origins[f"{s}->{t}.{key}"] = value, _origin(first, key)
+    for kind in kinds[1:]:
+        c = active[kind]
+        own = _own_clients(c, s, t, lifted)
+        if _normal(own) == _normal(flow):
+            continue
+        if not own:  # its clients are its clusters': said with its source cluster's bootstrap servers
+            key = f"source.cluster.{SERVERS}"
+            own = {key: c.config.get(key) or out.props[f"{s}.{SERVERS}"]}
+        for key, value in own.items():
+            scoped = f"{s}->{t}.{MIRRORSPARK_PREFIX}{kind}.{key}"
+            out.props[scoped] = value
+            out.origins[scoped] = _origin(c, key) if key in c.config else out.origins[f"{s}.{SERVERS}"]
+
+
+def _own_clients(c: Connector, s: str, t: str, lifted: Mapping[tuple[str, str], str]) -> dict[str, str]:
+    """Return ``c``'s client keys but those of its clusters' values (written as ``<alias>.<key>``)."""
+    own: dict[str, str] = {}
+    for key, value in c.config.items():
+        if key in _CONSUMED or not _is_client(key):
+            continue
+        side = next((sd for sd in SIDES if key.startswith(f"{sd}.cluster.")), None)
+        if side is not None:
+            name = key[len(side) + len(".cluster.") :]
+            kept = lifted.get((s if side == "source" else t, name))
+            if kept is not None and kept == (_servers(value) if name == SERVERS else value.strip()):
+                continue
+        own[key] = value
+    return own
+
+
+def _is_client(key: str) -> bool:
+    """Whether ``key`` composes a client (``<side>.cluster.<client key>``, ``<role>.*``, ``<side>.<role>.*``)."""
+    return consumed_by_clients(key) and not key.startswith("producer.override.")
+
+
+def _normal(clients: Mapping[str, str]) -> dict[str, str]:
+    return {k: _servers(v) if k.endswith(SERVERS) else v.strip() for k, v in clients.items()}
 
 
 __all__ = ["DEFAULTS", "ConnectDefaults", "ConvertedProperties", "connectors_to_properties", "input_to_properties"]

@@ -12,6 +12,8 @@ from mirrorspark.config.keys.mm2_keys import SOURCE_PLACEHOLDER
 from mirrorspark.config.keys.registry import (
     CONFIG_KEYS,
     CONNECT_PREFIXES,
+    CONNECTOR_CLIENT_KINDS,
+    CONNECTOR_CLIENT_PREFIXES,
     CONNECTOR_PREFIXES,
     FLOW_CLIENT_PREFIXES,
     KEYS,
@@ -29,6 +31,8 @@ from mirrorspark.config.keys.registry import (
 __all__ = [
     "ACCEPTED_NOTE",
     "CONFIG_KEYS",
+    "CONNECTOR_CLIENT_KINDS",
+    "CONNECTOR_CLIENT_PREFIXES",
     "CONNECTOR_PREFIXES",
     "CONNECT_PREFIXES",
     "FLOW_CLIENT_PREFIXES",

@@ -62,6 +62,10 @@ REST_PREFIXES: Final = (
     "response.http.headers.",
 )
 MIRRORSPARK_PREFIX: Final = "mirrorspark."
+CONNECTOR_CLIENT_KINDS: Final = ("checkpoint", "heartbeat")
+"""The connectors that may run clients of their own in a flow (a Kafka Connect deployment's; the source connector's
+are the flow's): ``S->T.mirrorspark.<kind>.<flow client key>``."""
+CONNECTOR_CLIENT_PREFIXES: Final = tuple(f"{MIRRORSPARK_PREFIX}{kind}." for kind in CONNECTOR_CLIENT_KINDS)
 
 
 def is_client_key(key: str) -> bool:
@@ -71,6 +75,8 @@ def is_client_key(key: str) -> bool:
 
 __all__ = [
     "CONFIG_KEYS",
+    "CONNECTOR_CLIENT_KINDS",
+    "CONNECTOR_CLIENT_PREFIXES",
     "CONNECTOR_PREFIXES",
     "CONNECT_PREFIXES",
     "FLOW_CLIENT_PREFIXES",
