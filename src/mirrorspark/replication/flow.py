@@ -27,6 +27,7 @@ import time
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
+from mirrorspark.client.connect_tasks import previous_tasks_to_fence, read_previous_task_count
 from mirrorspark.client.context import FlowContext
 from mirrorspark.client.source_offset_reader import read_source_offset_history
 from mirrorspark.config.model import DataPathConfig
@@ -96,6 +97,8 @@ class Flow:
         )
         self.copied = CopiedRanges()  # exact upstream->downstream knowledge, for checkpoints
         self.task_count_seen = 0  # 1 + the highest task index in the flow's progress reports (ids to fence)
+        self.previous_tasks = 0  # task indexes of the replicator taken over from, to fence (exactly once)
+        self._reported: set[PartitionKey] = set()  # partitions the flow's own progress reports name
         self.reports: ProgressChannelReader | None = None  # the progress channel's reader, from start()
         self.started_at = time.time()
         self._next_end_listing = 0.0
@@ -180,6 +183,15 @@ class Flow:
         return self.tasks.exactly_once
 
     @property
+    def fence_count(self) -> int:
+        """How many task indexes to fence before a generation starts (exactly once, KIP-618's ``fenceZombies``).
+
+        The largest of ``tasks.max``, 1 + the highest task index in the flow's progress reports and the
+        previous replicator's task count (:attr:`previous_tasks`, read at :meth:`start`).
+        """
+        return max(self.config.tasks_max, self.task_count_seen, self.previous_tasks)
+
+    @property
     def isolation_level(self) -> str:
         """The data path's source isolation level: ``<source>.consumer.isolation.level``, default ``read_uncommitted``.
 
@@ -204,24 +216,36 @@ class Flow:
     def start(self) -> None:
         """Connect, create internal topics, read stored offsets and copied runs, discover topics.
 
+        Exactly once, also how many task indexes of the replicator taken over from to fence
+        (:attr:`previous_tasks`, :mod:`~mirrorspark.client.connect_tasks`).
+
         Raises
         ------
         ClusterUnreachableError
             Either cluster does not answer.
         ClusterError
             An internal topic cannot be created or read.
+        ConfigError
+            Exactly once, the offsets topic holds another replicator's source offsets and its task
+            count is unknown (:func:`~mirrorspark.client.connect_tasks.previous_tasks_to_fence`).
         """
         self.source_admin.check_reachable()
         self.target_admin.check_reachable()
         self.topics.create_internal_topics()
         ledger = self.ledger.start()
-        self.positions.restore(self._offset_history(), ledger.topic_ids)
+        history = self._offset_history()
+        self.positions.restore(history, ledger.topic_ids)
         # before the positions are set: the flow's own reports tell a truncated source log from a foreign offset
         self.reports = ProgressChannelReader(self)
         restored = self.reports.load()
         if restored:
             log.info(
                 "%s: restored the copied segments of %d report(s) from %s", self.name, restored, self.progress_topic
+            )
+        if self.exactly_once:
+            foreign = any(k not in self._reported for k in history)
+            self.previous_tasks = previous_tasks_to_fence(
+                self.config, read_previous_task_count(self.context), foreign=foreign
             )
         self.refresh_topics()
 
@@ -445,6 +469,7 @@ class Flow:
         if report.segments:
             self.copied.add(report.topic, report.partition, report.segments, epoch=report.epoch)
         self.task_count_seen = max(self.task_count_seen, report.task + 1)
+        self._reported.add((report.topic, report.partition))
         return self.positions.apply_report(report, generation=generation, segments_only=segments_only)
 
     def close(self) -> None:
