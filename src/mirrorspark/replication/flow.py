@@ -462,6 +462,7 @@ class Flow:
             always (any partition's segments and position reached are kept); ``False`` for a
             report of another incarnation of its topic.
         """
+        self._reported.add((report.topic, report.partition))  # its offsets are the flow's own (exactly once)
         if not self.positions.same_incarnation(report):
             if segments_only:
                 self.positions.note_other_incarnation(report)  # an earlier run's: it may tell a re-created topic
@@ -469,7 +470,6 @@ class Flow:
         if report.segments:
             self.copied.add(report.topic, report.partition, report.segments, epoch=report.epoch)
         self.task_count_seen = max(self.task_count_seen, report.task + 1)
-        self._reported.add((report.topic, report.partition))
         return self.positions.apply_report(report, generation=generation, segments_only=segments_only)
 
     def close(self) -> None:
