@@ -138,7 +138,7 @@ class Feeder(threading.Thread):
     def finish(self) -> list[bytes]:
         self.halt.set()
         self.join()
-        assert self.producer.flush(30) == 0, "source records left unacknowledged"
+        assert self.producer.flush(DEADLINE_S) == 0, "source records left unacknowledged"
         return self.values
 
 

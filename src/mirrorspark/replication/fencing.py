@@ -12,8 +12,9 @@ owner's start (a ``read_committed`` consumer sees records twice, ``engine-audit.
 Kafka Connect's herder fences every task id of the connector's previous generation before
 starting new tasks (``fenceZombies``: ``Admin.fenceProducers`` on ids ``0 ..
 max(previous task count, new task count) - 1``, the previous count read from the config topic);
-:func:`fence_count` is how many mirrorspark fences, the previous replicator's count read from that same
-topic (:func:`read_previous_task_count`).
+:attr:`Flow.fence_count <mirrorspark.replication.flow.Flow.fence_count>` is how many mirrorspark fences,
+the previous replicator's count read from that same topic
+(:func:`~mirrorspark.client.connect_tasks.read_previous_task_count`).
 :func:`fence_zombies` does the same with librdkafka: one transactional producer per id, whose
 ``init_transactions`` bumps the id's epoch (every older producer of it is fenced) and completes
 or aborts its pending transaction, all ids in parallel, within one timeout.
