@@ -707,7 +707,9 @@ def test_exactly_once_without_write_on_the_transactional_ids_fails_the_flow(
         print(message)
         assert "TRANSACTIONAL_ID_AUTHORIZATION_FAILED" in message and refused in message, message
         assert re.search(r"transactional id 'A-mm2-MirrorSourceConnector-[01]'", message), message
-        assert "grant it WRITE on TransactionalId 'A-mm2-' (prefixed) on cluster 'B'" in message, message
+        assert (
+            "grant it WRITE on TransactionalId 'A-mm2-MirrorSourceConnector-' (prefixed) on cluster 'B'" in message
+        ), message
         # status as an operator (the replicator may not READ B's heartbeats: WRITE is all A->B needs there)
         state, shown = flow_states(text.replace(jaas("replicator"), jaas("admin")), tmp_path)["A->B"]
         assert state == "failed" and shown is not None and "TRANSACTIONAL_ID_AUTHORIZATION_FAILED" in shown, shown

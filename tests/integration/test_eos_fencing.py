@@ -103,7 +103,7 @@ def test_a_partition_moved_to_another_task_index_is_not_copied_twice(
     zombie = Producer(
         {
             "bootstrap.servers": b,
-            "transactional.id": task_transactional_id("primary", 1),
+            "transactional.id": task_transactional_id("primary-mm2", "MirrorSourceConnector", 1),
             "transaction.timeout.ms": 600000,
         }
     )

@@ -118,7 +118,12 @@ def test_a_zombie_is_fenced_and_its_transaction_never_seen(local_clusters: Local
         [sup] = r.supervisors
         # Another producer takes task 0's transactional id (what a second replicator's task does): it
         # fences the running task, writes a transaction of its own and leaves it open.
-        usurper = Producer({"bootstrap.servers": b, "transactional.id": task_transactional_id("primary", 0)})
+        usurper = Producer(
+            {
+                "bootstrap.servers": b,
+                "transactional.id": task_transactional_id("primary-mm2", "MirrorSourceConnector", 0),
+            }
+        )
         usurper.init_transactions(30)
         usurper.begin_transaction()
         usurper.produce(remote, b"zombie", partition=0)

@@ -42,7 +42,7 @@ from mirrorspark.replication.task.stored_offsets import read_stored_offsets
 
 pytestmark = pytest.mark.unit
 
-TID = task_transactional_id("A", 0)
+TID = task_transactional_id("A-mm2", "MirrorSourceConnector", 0)
 
 
 class EosTask(Task):
@@ -260,7 +260,7 @@ def test_fencing_ends_every_previous_owners_transaction_and_fences_it() -> None:
     b.create_topic("A.t", 4)
     owners = []
     for i, value in ((1, b"open"), (2, b"prepared")):
-        p = FakeTaskProducer(b, transactional_id=task_transactional_id("A", i))
+        p = FakeTaskProducer(b, transactional_id=task_transactional_id("A-mm2", "MirrorSourceConnector", i))
         p.init_transactions()
         p.begin_transaction()
         p.produce("A.t", value, None, 0)
@@ -268,7 +268,7 @@ def test_fencing_ends_every_previous_owners_transaction_and_fences_it() -> None:
         owners.append(p)
     owners[1].die_after_end_txn()
     fence_flow(flow, 3)
-    assert sorted(b.inits[-3:]) == fence_ids("A", 3)
+    assert sorted(b.inits[-3:]) == fence_ids(flow.config, 3)
     assert all(p.fenced for p in owners)
     assert [r.value for r in b.records("A.t")] == [b"prepared"]
 
@@ -286,7 +286,7 @@ def test_fencing_ends_every_previous_owners_transaction_and_fences_it() -> None:
 )
 def test_an_id_that_cannot_be_fenced_is_named_with_the_fix(code: int, error: type, message: str) -> None:
     flow, _, b = flow_of("tasks.max = 2\n")
-    b.init_errors[task_transactional_id("A", 1)] = code
+    b.init_errors[task_transactional_id("A-mm2", "MirrorSourceConnector", 1)] = code
     with pytest.raises(error, match=message):
         fence_flow(flow, 2)
 
@@ -335,6 +335,9 @@ class EosFlow(FlowLockStub):
         self.reports = StubReports()
         self.config = type("Cfg", (), {"tasks_max": tasks_max})()
         self.specs: list[int] = []
+
+    fence_count = Flow.fence_count
+    previous_tasks = 0
 
     def task_specs(self, generation: int, address: Any, *, stop_at: Any = None, epoch: int = 0) -> list[Any]:
         self.specs.append(generation)

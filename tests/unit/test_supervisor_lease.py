@@ -66,6 +66,7 @@ class StubFlow(FlowLockStub):
     assignment = (order, 0)
 
     task_count_seen = 0
+    fence_count = 1
     config = SimpleNamespace(tasks_max=1)
 
     def __init__(self) -> None:

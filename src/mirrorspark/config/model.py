@@ -299,6 +299,12 @@ class FlowConfig(_Frozen):
         Worker key ``<T>.offset.storage.topic``; default ``mm2-offsets.<source>.internal``.
     offset_storage_partitions:
         Worker key ``offset.storage.partitions``; default 25.
+    config_storage_topic:
+        Worker key ``<T>.config.storage.topic``; default ``mm2-configs.<source>.internal``: where the
+        previous replicator's task count is read (:mod:`mirrorspark.mm2.connect_configs`).
+    connect_group_id:
+        Worker key ``<T>.group.id``; default ``<source>-mm2`` (MM2's dedicated mode): the first part of
+        the copy tasks' transactional ids (:func:`~mirrorspark.client.connect_tasks.transactional_id`).
     offset_syncs_topic_location:
         ``"source"`` or ``"target"``.
     consumer_poll_timeout_ms:
@@ -325,6 +331,9 @@ class FlowConfig(_Frozen):
         ``mirrorspark.offset.flush.records``: records each copy task copies (acknowledged) before it
         commits, if ``offset.flush.interval.ms`` has not passed first (0: by time only); see
         :mod:`mirrorspark.replication.task.runner`.
+    fence_tasks_max:
+        ``mirrorspark.exactly.once.fence.tasks.max``: task indexes of the previous replicator fenced when
+        its task count cannot be read from :attr:`config_storage_topic`; 0 = not set.
     source_connector_name:
         ``mirrorspark.source.connector.name``: the connector name the flow's source offsets are keyed
         by in its offsets topic (``MirrorSourceConnector`` in MM2's dedicated mode; a Connect-based
@@ -400,6 +409,8 @@ class FlowConfig(_Frozen):
     offset_storage_replication_factor: int
     offset_storage_topic: str
     offset_storage_partitions: int
+    config_storage_topic: str
+    connect_group_id: str
     offset_syncs_topic_location: str
     consumer_poll_timeout_ms: int
     admin_timeout_ms: int
@@ -415,6 +426,7 @@ class FlowConfig(_Frozen):
     failover_dry_run: bool = False
     offset_flush_records: int = 1000
     source_connector_name: str = "MirrorSourceConnector"
+    fence_tasks_max: int = 0
     policy: PolicyConfig
     source_consumer: ClientSettings
     source_admin: ClientSettings

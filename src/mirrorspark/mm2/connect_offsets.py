@@ -150,19 +150,23 @@ def decode_topic_id_marker(key: bytes, value: bytes | None) -> tuple[str, str, i
     return where["cluster"], where["topic"], where["partition"], topic_id
 
 
-def task_transactional_id(source: str, task_index: int) -> str:
-    """Return the ``transactional.id`` of a copy task of flow ``source->T`` in exactly-once mode.
+def task_transactional_id(group_id: str, connector_name: str, task_index: int) -> str:
+    """Return the ``transactional.id`` of a copy task in exactly-once mode, as Kafka Connect derives it.
 
-    Kafka Connect's ``Worker.taskTransactionalId`` (``<group id>-<connector>-<task>``, KIP-618)
-    with MM2's dedicated-mode group id ``<source>-mm2``: ``"A-mm2-MirrorSourceConnector-0"``. The
-    same id as MM2's task of that index on the same target cluster, on purpose: during a
-    hand-over either side's ``init_transactions`` fences the other's task, so a zombie of the
-    old replicator can commit nothing.
+    Connect's ``Worker.taskTransactionalId`` (KIP-618): ``<group id>-<connector>-<task>``. MM2's
+    dedicated mode runs ``MirrorSourceConnector`` in group ``<source>-mm2``
+    (``"A-mm2-MirrorSourceConnector-0"``); a Connect cluster runs it under its worker's ``group.id``
+    and the connector's ``name``. The same id as the task of that index of the replicator mirrorspark
+    takes over from, on purpose: either side's ``init_transactions`` fences the other's task, so a
+    zombie of the old replicator can commit nothing.
 
     Parameters
     ----------
-    source:
-        The source cluster alias.
+    group_id:
+        The Connect worker group (``FlowConfig.connect_group_id``: ``<T>.group.id``, default
+        ``<source>-mm2``).
+    connector_name:
+        The source connector's name (``mirrorspark.source.connector.name``).
     task_index:
         The copy task's index (``0 .. min(tasks.max, partitions) - 1``).
 
@@ -170,7 +174,7 @@ def task_transactional_id(source: str, task_index: int) -> str:
     -------
     str
     """
-    return f"{source}-mm2-MirrorSourceConnector-{task_index}"
+    return f"{group_id}-{connector_name}-{task_index}"
 
 
 def checkpoint_connector_offset_key(

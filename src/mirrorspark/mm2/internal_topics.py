@@ -38,6 +38,9 @@ OFFSET_SYNCS_PREFIX: Final = "mm2-offset-syncs"
 CONNECT_OFFSETS_PREFIX: Final = "mm2-offsets"
 """Prefix of Kafka Connect's offsets topic of a flow (``offset.storage.topic``'s default)."""
 
+CONNECT_CONFIGS_PREFIX: Final = "mm2-configs"
+"""Prefix of Kafka Connect's config topic of a flow (``config.storage.topic``'s default)."""
+
 CONTROL_PREFIX: Final = "mm2-control"
 """Prefix of mirrorspark's control topic (live allow/deny lists of flows from one source)."""
 
@@ -180,6 +183,17 @@ def connect_offsets_topic(source_alias: str) -> str:
     return f"{CONNECT_OFFSETS_PREFIX}{INTERNAL_SEPARATOR}{source_alias}{internal_suffix()}"
 
 
+def connect_configs_topic(source_alias: str) -> str:
+    """Default Kafka Connect config topic of flows from ``source_alias`` (``config.storage.topic``).
+
+    Returns
+    -------
+    str
+        ``mm2-configs.<source_alias>.internal``, always ``.``-separated (``MirrorMakerConfig.workerConfig``).
+    """
+    return f"{CONNECT_CONFIGS_PREFIX}{INTERNAL_SEPARATOR}{source_alias}{internal_suffix()}"
+
+
 LEASE_GROUP_PREFIX: Final = "mirrorspark-lease-"
 """Prefix of a flow's lease group, followed by the flow name (:func:`lease_group`)."""
 
@@ -268,6 +282,7 @@ __all__ = [
     "TASK_PROGRESS_PREFIX",
     "checkpoints_suffix",
     "checkpoints_topic",
+    "connect_configs_topic",
     "connect_offsets_topic",
     "connect_worker_group",
     "internal_suffix",

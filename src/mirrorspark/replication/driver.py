@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
 
+from mirrorspark.client.connect_tasks import transactional_id
 from mirrorspark.client.context import ReplicationContext
 from mirrorspark.config.model import FlowConfig, MirrorConfig
 from mirrorspark.errors import ConfigError, DataGapError
@@ -631,10 +632,10 @@ class Replicator:
         cfg = f.config
         log.info(
             "flow %s copies exactly once: each copy task commits its records and source offsets in one "
-            "transaction (transaction.boundary=%s, transactional ids %s-mm2-MirrorSourceConnector-<task>)",
+            "transaction (transaction.boundary=%s, transactional ids %s-<task>)",
             f.name,
             cfg.transaction_boundary,
-            cfg.source,
+            transactional_id(cfg, 0).rsplit("-", 1)[0],
         )
         if cfg.exactly_once_support == "requested" and not f.read_committed:
             # MirrorSourceConnector.exactlyOnceSupport: UNSUPPORTED unless the source reads committed data

@@ -1,8 +1,8 @@
 """Fencing the copy tasks of a flow's previous generation before a new one starts (KIP-618 ``fenceZombies``).
 
-An exactly-once copy task's transactional id is per task index
-(``<source>-mm2-MirrorSourceConnector-<i>``,
-:func:`~mirrorspark.mm2.connect_offsets.task_transactional_id`), and its own
+An exactly-once copy task's transactional id is per task index (Connect's ``<group.id>-<connector>-<i>``:
+``<source>-mm2-MirrorSourceConnector-<i>`` in MM2's dedicated mode,
+:func:`~mirrorspark.client.connect_tasks.transactional_id`), and its own
 ``init_transactions`` fences only the older producers of *that* id. When the task count or the
 partition-to-index mapping changes (a topic added, dropped or re-created, another ``tasks.max``,
 MM2 or a second instance handing over), a partition's previous owner may have had another
@@ -11,7 +11,10 @@ owner's start (a ``read_committed`` consumer sees records twice, ``engine-audit.
 
 Kafka Connect's herder fences every task id of the connector's previous generation before
 starting new tasks (``fenceZombies``: ``Admin.fenceProducers`` on ids ``0 ..
-max(previous task count, new task count) - 1``, the previous count read from the config topic).
+max(previous task count, new task count) - 1``, the previous count read from the config topic);
+:attr:`Flow.fence_count <mirrorspark.replication.flow.Flow.fence_count>` is how many mirrorspark fences,
+the previous replicator's count read from that same topic
+(:func:`~mirrorspark.client.connect_tasks.read_previous_task_count`).
 :func:`fence_zombies` does the same with librdkafka: one transactional producer per id, whose
 ``init_transactions`` bumps the id's epoch (every older producer of it is fenced) and completes
 or aborts its pending transaction, all ids in parallel, within one timeout.
@@ -27,8 +30,9 @@ from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import KafkaException
 
+from mirrorspark.client.connect_tasks import transactional_id
+from mirrorspark.config.model import FlowConfig
 from mirrorspark.errors import ClusterError
-from mirrorspark.mm2.connect_offsets import task_transactional_id
 from mirrorspark.replication.task.failures import init_transactions_error
 from mirrorspark.replication.task_configs import init_transactions_timeout_s
 
@@ -63,9 +67,9 @@ def _close(p: Any, tid: str) -> None:
         log.debug("closing the fencing producer of %s failed: %s", tid, e)
 
 
-def fence_ids(source: str, count: int) -> list[str]:
-    """Return the transactional ids of copy tasks ``0 .. count - 1`` of flow ``source->...`` (KIP-618)."""
-    return [task_transactional_id(source, i) for i in range(count)]
+def fence_ids(cfg: FlowConfig, count: int) -> list[str]:
+    """Return the transactional ids of copy tasks ``0 .. count - 1`` of a flow (KIP-618, :func:`transactional_id`)."""
+    return [transactional_id(cfg, i) for i in range(count)]
 
 
 def fence_flow(flow: Flow, count: int) -> float:
@@ -101,7 +105,7 @@ def fence_flow(flow: Flow, count: int) -> float:
         return ctx.clients.producer(settings, client_id=client_id, overrides={"transactional.id": tid})
 
     timeout_s = init_transactions_timeout_s(ctx.settings("target_producer").properties)
-    return fence_zombies(cfg.name, cfg.source, cfg.target, fence_ids(cfg.source, count), producer, timeout_s=timeout_s)
+    return fence_zombies(cfg.name, cfg.source, cfg.target, fence_ids(cfg, count), producer, timeout_s=timeout_s)
 
 
 def fence_zombies(

@@ -27,6 +27,7 @@ import time
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
+from mirrorspark.client.connect_tasks import previous_tasks_to_fence, read_previous_task_count
 from mirrorspark.client.context import FlowContext
 from mirrorspark.client.source_offset_reader import check_connector_name, read_source_offset_history
 from mirrorspark.config.model import DataPathConfig
@@ -96,6 +97,8 @@ class Flow:
         )
         self.copied = CopiedRanges()  # exact upstream->downstream knowledge, for checkpoints
         self.task_count_seen = 0  # 1 + the highest task index in the flow's progress reports (ids to fence)
+        self.previous_tasks = 0  # task indexes of the replicator taken over from, to fence (exactly once)
+        self._reported: set[PartitionKey] = set()  # partitions the flow's own progress reports name
         self.reports: ProgressChannelReader | None = None  # the progress channel's reader, from start()
         self.started_at = time.time()
         self._next_end_listing = 0.0
@@ -180,6 +183,15 @@ class Flow:
         return self.tasks.exactly_once
 
     @property
+    def fence_count(self) -> int:
+        """How many task indexes to fence before a generation starts (exactly once, KIP-618's ``fenceZombies``).
+
+        The largest of ``tasks.max``, 1 + the highest task index in the flow's progress reports and the
+        previous replicator's task count (:attr:`previous_tasks`, read at :meth:`start`).
+        """
+        return max(self.config.tasks_max, self.task_count_seen, self.previous_tasks)
+
+    @property
     def isolation_level(self) -> str:
         """The data path's source isolation level: ``<source>.consumer.isolation.level``, default ``read_uncommitted``.
 
@@ -204,6 +216,9 @@ class Flow:
     def start(self) -> None:
         """Connect, create internal topics, read stored offsets and copied runs, discover topics.
 
+        Exactly once, also how many task indexes of the replicator taken over from to fence
+        (:attr:`previous_tasks`, :mod:`~mirrorspark.client.connect_tasks`).
+
         Raises
         ------
         ClusterUnreachableError
@@ -213,6 +228,9 @@ class Flow:
         SourceConnectorNameError
             No source offset of the flow's topics is stored under its connector name, but some are
             under another name (a renamed connector): never a silent re-copy or skip.
+        ConfigError
+            Exactly once, the offsets topic holds another replicator's source offsets and its task
+            count is unknown (:func:`~mirrorspark.client.connect_tasks.previous_tasks_to_fence`).
         """
         self.source_admin.check_reachable()
         self.target_admin.check_reachable()
@@ -239,6 +257,11 @@ class Flow:
         if restored:
             log.info(
                 "%s: restored the copied segments of %d report(s) from %s", self.name, restored, self.progress_topic
+            )
+        if self.exactly_once:
+            foreign = any(k not in self._reported for k in history)
+            self.previous_tasks = previous_tasks_to_fence(
+                self.config, read_previous_task_count(self.context), foreign=foreign
             )
         self.refresh_topics()
 
@@ -466,6 +489,7 @@ class Flow:
             always (any partition's segments and position reached are kept); ``False`` for a
             report of another incarnation of its topic.
         """
+        self._reported.add((report.topic, report.partition))  # its offsets are the flow's own (exactly once)
         if not self.positions.same_incarnation(report):
             if segments_only:
                 self.positions.note_other_incarnation(report)  # an earlier run's: it may tell a re-created topic

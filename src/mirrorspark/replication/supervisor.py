@@ -273,10 +273,11 @@ class FlowSupervisor:
 
         Exactly-once: every transactional id the flow's tasks may have used is fenced first
         (:func:`~mirrorspark.replication.fencing.fence_flow`, Connect's ``fenceZombies``, KIP-618):
-        ids ``0 .. n - 1``, ``n`` the largest of ``tasks.max``, the most tasks this supervisor ran
-        and 1 + the highest task index in the flow's progress reports (Connect reads the previous
-        task count from its config topic). A previous owner of a partition under another task
-        index can commit nothing after the new tasks read their start offsets.
+        ids ``0 .. n - 1``, ``n`` the larger of the most tasks this supervisor ran and
+        :attr:`Flow.fence_count <mirrorspark.replication.flow.Flow.fence_count>` (``tasks.max``, the
+        flow's progress reports, the previous replicator's task count from Connect's config topic).
+        A previous owner of a partition under another task index can commit nothing after the new
+        tasks read their start offsets.
 
         Raises
         ------
@@ -286,7 +287,7 @@ class FlowSupervisor:
             first start a target without a transaction coordinator) fails the flow instead.
         """
         if self.flow.exactly_once:
-            count = max(self.flow.config.tasks_max, self._fenced, self.flow.task_count_seen)
+            count = max(self._fenced, self.flow.fence_count)
             try:
                 took = fence_flow(self.flow, count)
             except ClusterError as e:

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
+from mirrorspark.client.connect_tasks import transactional_id
 from mirrorspark.client.context import FlowContext
 from mirrorspark.errors import ConfigError
-from mirrorspark.mm2.connect_offsets import task_transactional_id
 from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionAssignment, PartitionKey
 
 T = TypeVar("T")
@@ -300,7 +300,7 @@ class TaskConfigs:
                     flush_records=cfg.offset_flush_records,
                     connector_name=cfg.source_connector_name,
                     channel=channel,
-                    transactional_id=task_transactional_id(cfg.source, index) if eos else None,
+                    transactional_id=transactional_id(cfg, index) if eos else None,
                     boundary=cfg.transaction_boundary,
                     init_timeout_s=init_timeout_s,
                     offsets_consumer_conf=confs["offsets_consumer"],

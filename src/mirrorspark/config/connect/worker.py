@@ -2,7 +2,8 @@
 
 Connector configs say what to copy; the worker running them says where their source offsets live
 (``offset.storage.topic`` on the worker's cluster), how often they are committed
-(``offset.flush.interval.ms``), whether transactions are used (``exactly.once.source.support``) and how the
+(``offset.flush.interval.ms``), whether transactions are used (``exactly.once.source.support``), under which
+transactional ids (``group.id``) and with how many tasks before (``config.storage.topic``), and how the
 data producer is set (``producer.*``: a source connector's records are produced by the worker). mirrorspark
 reads the worker's config from
 
@@ -32,9 +33,12 @@ from mirrorspark.config.properties import parse_properties_with_lines
 from mirrorspark.errors import ConfigError
 
 IGNORED_WORKER_KEYS: Final = frozenset(
-    {"bootstrap.servers", "group.id", "plugin.path", "listeners", "plugin.discovery", "client.id"}
+    {"bootstrap.servers", "plugin.path", "listeners", "plugin.discovery", "client.id"}
 )
-"""Worker keys that tell mirrorspark nothing (REST, plugins, group); ``bootstrap.servers`` picks the alias."""
+"""Worker keys that tell mirrorspark nothing (REST, plugins); ``bootstrap.servers`` picks the alias.
+
+``group.id`` and ``config.storage.topic`` are kept: exactly once, the copy tasks' transactional ids are
+``<group.id>-<connector>-<task>`` and the previous task count is read from the config topic (KIP-618)."""
 _WORKER_MARKERS: Final = ("bootstrap.servers", "offset.storage.topic")
 
 

@@ -202,6 +202,22 @@ MIRRORSPARK_KEYS: Final[tuple[ConfigKey, ...]] = (
         field="source_connector_name",
     ),
     ConfigKey(
+        "mirrorspark.exactly.once.fence.tasks.max",
+        "int",
+        "0",
+        "With exactly.once.source.support=enabled: how many task indexes of the previous replicator "
+        "(MM2, or MM2's connectors on Kafka Connect) to fence before the first copy tasks start, when its task "
+        "count cannot be read from its Connect config topic (config.storage.topic on the target, "
+        "mm2-configs.<S>.internal in MM2's dedicated mode). The transactional ids "
+        "<group.id>-<connector>-0 .. -<n-1> are fenced, as Connect fences a connector's previous tasks "
+        "(KIP-618). 0 = not set: the previous task count must then be readable, or the flow's offsets "
+        "topic must hold no source offsets mirrorspark did not write, else the flow refuses to start. "
+        "mirrorspark's own key, read per flow (S->T.mirrorspark.exactly.once.fence.tasks.max) or at top level.",
+        "tasks",
+        minimum=0,
+        field="fence_tasks_max",
+    ),
+    ConfigKey(
         "mirrorspark.metrics.interval.ms",
         "long",
         "5000",

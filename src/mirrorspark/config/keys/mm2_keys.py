@@ -18,7 +18,7 @@ from mirrorspark.mm2.filters import (
     DEFAULT_TOPICS,
     DEFAULT_TOPICS_EXCLUDE,
 )
-from mirrorspark.mm2.internal_topics import connect_offsets_topic
+from mirrorspark.mm2.internal_topics import connect_configs_topic, connect_offsets_topic, connect_worker_group
 from mirrorspark.mm2.policy import DEFAULT_POLICY_CLASS
 
 _RF_DOC: Final = "; -1 = the broker's default.replication.factor"
@@ -509,6 +509,26 @@ MM2_KEYS: Final[tuple[ConfigKey, ...]] = (
         field="offset_storage_topic",
     ),
     ConfigKey(
+        "config.storage.topic",
+        "string",
+        connect_configs_topic(SOURCE_PLACEHOLDER),
+        "Topic on the target holding Kafka Connect's connector and task configs of flow S->T (always "
+        "'.'-separated); with exactly.once.source.support=enabled mirrorspark reads the previous task count of "
+        "the source connector from it, to fence every task of the replicator it takes over from (KIP-618).",
+        scope="worker",
+        field="config_storage_topic",
+    ),
+    ConfigKey(
+        "group.id",
+        "string",
+        connect_worker_group(SOURCE_PLACEHOLDER),
+        "Kafka Connect worker group of flow S->T on the target, set as <T>.group.id (MM2's dedicated mode: "
+        "<S>-mm2); with exactly.once.source.support=enabled the copy tasks' transactional ids are "
+        "<group.id>-<connector>-<task>, Connect's own (KIP-618).",
+        scope="worker",
+        field="connect_group_id",
+    ),
+    ConfigKey(
         "offset.storage.partitions",
         "int",
         "25",
@@ -536,9 +556,10 @@ MM2_KEYS: Final[tuple[ConfigKey, ...]] = (
         "Exactly-once source support of the target's worker (KIP-618), set as "
         "<T>.exactly.once.source.support: disabled, preparing or enabled. enabled: each copy task of a flow "
         "into T writes its records and its source offsets (mm2-offsets.<S>.internal) in one Kafka "
-        "transaction, with a transactional id per flow and task (<S>-mm2-MirrorSourceConnector-<task>, "
-        "MM2's own), so a restarted task or a second instance fences the old one; a read_committed consumer "
-        "of the target sees every copied record once. preparing is KIP-618's rolling-upgrade step (only "
+        "transaction, with a transactional id per flow and task (<group.id>-<connector>-<task>, "
+        "Connect's and MM2's own: <S>-mm2-MirrorSourceConnector-<task> in MM2's dedicated mode), so a "
+        "restarted task or a second instance fences the old one; a read_committed consumer of the target sees "
+        "every copied record once. preparing is KIP-618's rolling-upgrade step (only "
         "Connect's own config writes become transactional): mirrorspark copies at least once, as MM2 does.",
         scope="worker",
         choices=("disabled", "preparing", "enabled"),

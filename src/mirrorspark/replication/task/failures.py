@@ -167,9 +167,9 @@ def init_transactions_error(
     if isinstance(err, KafkaError) and err.code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED:
         return ClusterError(
             f"flow {flow}: TRANSACTIONAL_ID_AUTHORIZATION_FAILED: the replication principal may not "
-            f"use transactional id '{tid}' (the copy tasks' ids are {source}-mm2-MirrorSourceConnector-"
-            f"<task>): grant it WRITE on TransactionalId '{source}-mm2-' (prefixed) on cluster "
-            f"'{target}' (docs/security.md, ACLs; {err.str()})",
+            f"use transactional id '{tid}' (the copy tasks' ids are {tid.rsplit('-', 1)[0]}-<task>, "
+            f"<group.id>-<connector>-<task> as Connect's): grant it WRITE on TransactionalId "
+            f"'{tid.rsplit('-', 1)[0]}-' (prefixed) on cluster '{target}' (docs/security.md, ACLs; {err.str()})",
             kafka_code=code,
         )
     if isinstance(err, KafkaError) and err.code() in (KafkaError._TIMED_OUT, KafkaError._TRANSPORT):
