@@ -6,13 +6,18 @@ from typing import Any
 
 import pytest
 
-from fakes import FlowLockStub
+from fakes import FlowLockStub, run_flow_jobs_inline
 from mirrorspark.errors import DataPathError, RecordTooLargeError
 from mirrorspark.replication import supervisor as supervision
 from mirrorspark.replication.supervisor import FlowSupervisor, SupervisorState
 from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionAssignment, TaskOutcome, TaskResult
 
 pytestmark = pytest.mark.unit
+
+
+@pytest.fixture(autouse=True)
+def _inline_flow_jobs(monkeypatch: pytest.MonkeyPatch) -> None:
+    run_flow_jobs_inline(monkeypatch)  # take-overs and joins end within the tick that starts them
 
 
 def spec(index: int, generation: int = 1) -> CopyTaskSpec:

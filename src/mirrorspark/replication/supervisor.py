@@ -18,8 +18,12 @@ it. Tasks commit their own offsets; a flow's :class:`FlowSupervisor`, ticked by 
   running generation without committing when it is lost; a lease change is acted on at the next
   tick whatever the flow's control jobs do (they run on the driver's control thread, holding the
   flow's lock: the rest of a tick waits for the next one while a job of the flow runs);
-* never stalls the driver loop for long: the tasks of a stop or an abort are joined, then cancelled,
-  all together under one deadline (:data:`STOP_TIMEOUT_S`, then :data:`CANCEL_WAIT_S`); a progress
+* never waits on a take-over's reads and fencing, nor on the joins of a loss, stop or restart:
+  they run on the flow's own thread (:class:`~mirrorspark.replication.takeover.FlowThread`, one job
+  at a time, its hand-over invariants in :mod:`~mirrorspark.replication.takeover`), never holding
+  the flow's lock across joins or fencing; the tick acts on their end at the next tick. The tasks of
+  a stop or an abort are joined, then cancelled, all together under one deadline
+  (:data:`STOP_TIMEOUT_S`, then :data:`CANCEL_WAIT_S`); a progress
   channel or ``mm2-offsets`` that cannot be read is tried again after a backoff
   (:data:`READ_RETRY_INITIAL_S` doubling up to :data:`BACKOFF_MAX_S`), not at every tick;
 * ends every task without committing, and restarts none, once the Spark driver JVM is gone
@@ -31,22 +35,25 @@ task that read its partitions to them commits and ends ``caught_up`` and is not 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Mapping
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from mirrorspark.errors import (
-    ClusterError,
-    DataPathError,
-    MirrorsparkError,
-    SparkDriverLostError,
-    TransactionCoordinatorError,
-)
+from mirrorspark.errors import ClusterError, DataPathError, MirrorsparkError, SparkDriverLostError
 from mirrorspark.kafka.admin import PartitionKey
 from mirrorspark.replication.fencing import fence_flow
 from mirrorspark.replication.lease import FlowLease
+from mirrorspark.replication.restart_policy import (
+    BACKOFF_INITIAL_S,
+    BACKOFF_MAX_S,
+    MAX_FAILURES,
+    TaskFailures,
+    fatal_task_error,
+)
+from mirrorspark.replication.takeover import TAKEOVER_MARGIN_S, FlowThread
 from mirrorspark.replication.task.commit import GRANT_WAIT_S
 from mirrorspark.replication.task.spec import CopyTaskSpec, TaskOutcome
 from mirrorspark.replication.task_channel import TaskChannel
@@ -59,15 +66,6 @@ if TYPE_CHECKING:
     from mirrorspark.replication.flow import Flow
 
 log = logging.getLogger(__name__)
-
-BACKOFF_INITIAL_S = 1.0
-"""Seconds before the first restart of a failed copy task; doubled at each further failure."""
-
-BACKOFF_MAX_S = 30.0
-"""Longest wait between two restarts of a failing copy task (s)."""
-
-MAX_FAILURES = 6
-"""Failures of one copy task in a row, with no record copied in between, after which its flow is marked failed."""
 
 STOP_TIMEOUT_S = 30.0
 """Seconds a stop waits for tasks to commit and end before cancelling their jobs (one deadline for all)."""
@@ -111,70 +109,6 @@ class SupervisorState(StrEnum):
     RUNNING = "running"
     FAILED = "failed"
     STOPPED = "stopped"
-
-
-def fatal_task_error(error: MirrorsparkError, *, first_start: bool) -> bool:
-    """Tell whether a copy task's error fails its flow at once, a retry being unable to fix it.
-
-    A record too large or an authorization failure (a topic, group or ``TransactionalId`` ACL:
-    :attr:`~mirrorspark.errors.MirrorsparkError.fatal`), or, at the flow's first start, a target
-    without a transaction coordinator (exactly-once: the first ``init_transactions`` already
-    waited its full timeout; later, a coordinator moving between brokers is retried like any
-    failure). MM2's exactly-once task fails for good on any error (``ExactlyOnceWorkerSourceTask``);
-    mirrorspark retries the rest with backoff.
-
-    Parameters
-    ----------
-    error:
-        The task's error, rebuilt on the driver from its :class:`~mirrorspark.errors.ErrorInfo`.
-    first_start:
-        Whether the task belonged to the flow's first generation, never restarted.
-    """
-    return error.fatal or (first_start and isinstance(error, TransactionCoordinatorError))
-
-
-class TaskFailures:
-    """Failures in a row of each copy task of a flow, and the backoff before each restart.
-
-    Counted per task (Kafka Connect restarts and counts each task on its own): a broker lost
-    under the target fails every task of the flow once, which must not add up to a failed flow.
-    Any progress of the flow clears every count (:meth:`clear`); a task that ends having copied
-    records clears its own (:meth:`succeeded`).
-    """
-
-    def __init__(self) -> None:
-        self.by_task: dict[int, int] = {}
-
-    def failed(self, index: int) -> int:
-        """Count one more failure of task ``index``; return its failures in a row (>= 1)."""
-        n = self.by_task[index] = self.by_task.get(index, 0) + 1
-        return n
-
-    def succeeded(self, index: int) -> None:
-        """Start the count of task ``index`` over: it copied again."""
-        self.by_task.pop(index, None)
-
-    def clear(self) -> None:
-        """Start every count over: the flow copied again."""
-        self.by_task.clear()
-
-    @property
-    def worst(self) -> int:
-        """Failures in a row of the most failing task (0 when none failed)."""
-        return max(self.by_task.values(), default=0)
-
-    @staticmethod
-    def backoff_s(failures: int) -> float:
-        """Seconds before restarting a task after its ``failures``-th failure in a row.
-
-        :data:`BACKOFF_INITIAL_S` doubling up to :data:`BACKOFF_MAX_S`.
-        """
-        return float(min(BACKOFF_MAX_S, BACKOFF_INITIAL_S * 2 ** (max(1, failures) - 1)))
-
-    @staticmethod
-    def exhausted(failures: int) -> bool:
-        """Whether ``failures`` in a row of one task fail its flow (:data:`MAX_FAILURES`)."""
-        return failures >= MAX_FAILURES
 
 
 class FlowSupervisor:
@@ -236,6 +170,8 @@ class FlowSupervisor:
         self._reads: dict[str, tuple[int, float]] = {}  # read -> (failures in a row, not before: clock s)
         self._fenced = 0  # the most copy tasks a generation of this supervisor ran: ids to fence at the next start
         self._lost_at: float | None = None  # when the running generation's lease was found lost (monotonic s)
+        self.background = FlowThread(flow.name)  # the take-over, or the joins of a loss, stop or restart
+        self._after_other = False  # the holding followed another instance's: tasks produce nothing before a grant
 
     @property
     def failures(self) -> int:
@@ -308,7 +244,10 @@ class FlowSupervisor:
             self._launch(spec)
 
     def _specs(self) -> list[CopyTaskSpec]:
-        return self.flow.task_specs(self.generation, self.channel.address, stop_at=self.stop_at, epoch=self.epoch)
+        specs = self.flow.task_specs(self.generation, self.channel.address, stop_at=self.stop_at, epoch=self.epoch)
+        if not self._after_other:
+            return specs
+        return [dataclasses.replace(s, after_other_holder=True) for s in specs]
 
     def grant(self) -> None:
         """Renew the running generation's permission to commit (while the lease is held).
@@ -325,52 +264,57 @@ class FlowSupervisor:
             if deadline is not None:
                 self.channel.grant(self.name, self.generation, deadline)
 
-    def _take_over(self) -> None:
-        """Take the flow over under the lease's new holding: its tasks start at once, commit only once it is safe.
+    def _begin_take_over(self) -> None:
+        """Start taking the flow over under the lease's new holding, on the flow's thread (:meth:`_take_over`)."""
+        assert self.lease is not None
+        epoch = self.lease.epoch
+        if not self._may_read("take-over") or not self.lease.may_grant(epoch):
+            return  # a failed take-over backs off; no recent contact: the lease may already be another's
+        # the holding before this one was another instance's (a standby's take-over, a relaunch after kill -9)
+        other = epoch > 1 and not (self.epoch and self.lease.claimed_only_by_self(self.epoch, epoch))
+        safe_at = self.lease.safe_at
+        self.background.submit("take-over", lambda: self._take_over(epoch, safe_at, other=other), epoch=epoch)
 
-        The positions are read (``mm2-offsets``, the previous holder's reports) and the new
-        generation starts at the first tick that sees the lease held; its tasks start copying
-        (exactly-once: every transactional id fenced first, each task waiting for its first grant
-        before ``init_transactions``) while their first grant waits until
-        :attr:`~mirrorspark.replication.lease.FlowLease.safe_at`: the commit producers'
-        ``message.timeout.ms`` after the lease partition was assigned (the previous holder's grants
-        ended before that assignment; the first holding of a flow's lease waits for nothing). A
-        commit of the previous holder that lands during the wait (it lost the lease alive, cut off
-        from the coordinator) names records the new tasks copy again: copied twice, never lost, and
-        no commit of the new holder can land before it. Starting the tasks during the wait instead
-        of after it shortens a relaunch after ``kill -9`` by their start (Spark job, Python worker,
-        clients).
+    def _take_over(self, epoch: int, safe_at: float, *, other: bool) -> None:
+        """Take the flow over under the holding ``epoch`` (on the flow's thread): read the positions, start the tasks.
+
+        After another instance's holding, the positions (``mm2-offsets``, the previous holder's
+        reports) are read once ``safe_at`` plus :data:`TAKEOVER_MARGIN_S` passed: the previous
+        holder's last commit landed (:mod:`~mirrorspark.replication.takeover`), and the new tasks
+        produce nothing before their first grant. After this instance's own holding (its tasks
+        ended), they are read and the tasks start at once, their first grant waiting until
+        :attr:`~mirrorspark.replication.lease.FlowLease.safe_at`. The flow's lock is taken for the
+        reads only (the control thread's running job ends first, the next one waits).
         """
         assert self.lease is not None
-        if not self.lease.may_grant(self.lease.epoch):
-            return  # no contact with the coordinator lately: the lease may already be another's
-        self.flow.reload_positions()  # where the previous holder's tasks committed
-        # its reports: their copied runs (exact translation), never its totals (not this instance's copies)
-        self.reports.poll(until_end=True, timeout_s=10, segments_only=True)
-        self.epoch = self.lease.epoch
-        left = self.lease.safe_at - time.monotonic()
-        self._grants_from = self.lease.safe_at
-        if left > 0:
-            log.info(
-                "%s: this instance holds the flow's lease (epoch %d): copying; its first commit waits %.1f s for "
-                "the previous holder's last commit",
-                self.name,
-                self.epoch,
-                left,
-            )
-        else:
-            log.info("%s: this instance holds the flow's lease (epoch %d): copying", self.name, self.epoch)
+        if other and not self.background.wait_until(safe_at + TAKEOVER_MARGIN_S):
+            return  # the holding was lost meanwhile
+        with self.flow.held():
+            self.flow.reload_positions()  # where the previous holder's tasks committed
+            # its reports: their copied runs (exact translation), never its totals (not this instance's copies)
+            self.reports.poll(until_end=True, timeout_s=REPORTS_POLL_S, segments_only=True)
+        if self.background.cancel.is_set() or not self.lease.holds(epoch):
+            return
+        self.epoch, self._grants_from, self._after_other = epoch, safe_at, other
+        left = safe_at - time.monotonic()
+        wait = f"; its first commit waits {left:.1f} s for the previous holder's last commit" if left > 0 else ""
+        log.info("%s: this instance holds the flow's lease (epoch %d): copying%s", self.name, epoch, wait)
         self.start()
 
     def _lost(self) -> None:
+        """End the running generation without committing (joined on the flow's thread); standby at once."""
         self._lost_at = None
         log.warning("%s: the flow's lease was lost: its copy tasks end without committing; standby", self.name)
-        runs = list(self.runs.values())
-        self._abort_tasks()
-        if self.lease is not None and not any(run.is_alive() for run in runs):
-            self.lease.void_grants()  # no task of the holding is left to use its grants
+        self.channel.abort(self.name, self.generation)
         self.next_start.clear()
         self.state = SupervisorState.STANDBY
+        self.background.submit("loss", self._end_lost)
+
+    def _end_lost(self) -> None:
+        runs = list(self.runs.values())
+        self._end_runs(self.clock() + STOP_TIMEOUT_S)
+        if self.lease is not None and not any(run.is_alive() for run in runs):
+            self.lease.void_grants()  # no task of the holding is left to use its grants
 
     def _abort_tasks(self) -> None:
         """End the running generation without committing (bounded: all cancelled after :data:`STOP_TIMEOUT_S`)."""
@@ -379,7 +323,8 @@ class FlowSupervisor:
 
     def _end_runs(self, deadline: float) -> None:
         """Join every task until ``deadline``, cancel those still running, all together (:func:`end_jobs`)."""
-        cancelled, stuck = end_jobs(self.runs.values(), deadline, self.clock)
+        runs = list(self.runs.values())  # abandon() may clear them meanwhile (the JVM watch's thread)
+        cancelled, stuck = end_jobs(runs, deadline, self.clock)
         if cancelled:
             log.warning(
                 "%s: copy task(s) %s did not end in time: their Spark jobs were cancelled",
@@ -393,9 +338,10 @@ class FlowSupervisor:
                 self.name,
                 ", ".join(str(r.spec.task_index) for r in stuck),
             )
-        for run in self.runs.values():
+        for run in runs:
             self.channel.forget(self.name, run.spec.task_index, run.spec.generation)
-        self.runs.clear()
+            if self.runs.get(run.spec.task_index) is run:
+                del self.runs[run.spec.task_index]
 
     def _launch(self, spec: CopyTaskSpec) -> None:
         run = TaskJob(self.spark, spec, self.jvm)
@@ -465,6 +411,10 @@ class FlowSupervisor:
     def _restart_all(self, why: str) -> None:
         if self.runs:
             log.info("%s: restarting its copy tasks (%s)", self.name, why)
+        self.background.submit("restart", self._restart)
+
+    def _restart(self) -> None:
+        """Stop the running generation, then start a new one (on the flow's thread)."""
         if not self.stop_tasks():
             return  # the last reports could not be read yet: the restart waits for them
         self.restarts += 1
@@ -489,7 +439,7 @@ class FlowSupervisor:
                 log.warning("%s: supervising its copy tasks failed (%s): tried again at the next tick", self.name, e)
 
     def _tick(self) -> None:
-        if self.state in (SupervisorState.FAILED, SupervisorState.STOPPED):
+        if self.state in (SupervisorState.FAILED, SupervisorState.STOPPED) or not self._background_ended():
             return
         if self.lease is not None and not self._follow_lease():
             return
@@ -497,13 +447,38 @@ class FlowSupervisor:
             if held:  # else a control job of the flow runs: the next tick supervises it
                 self._supervise()
 
+    def _background_ended(self) -> bool:
+        """Whether the flow's thread is idle: a job's end is acted on (its error raised), a pending take-over
+        told to give up once its holding was lost.
+
+        Raises
+        ------
+        MirrorsparkError
+            The job's error (a failed take-over is tried again after a backoff).
+        """
+        job = self.background
+        if job.idle:
+            return True
+        if job.pending:
+            if job.epoch and self.lease is not None and not self.lease.holds(job.epoch):
+                job.cancel.set()
+            return False
+        what, error = job.what, job.collect()
+        if error is None:
+            if what == "take-over":
+                self._reads.pop("take-over", None)
+            return True
+        if what == "take-over":
+            self._read_failed("take-over")
+        raise error
+
     def _supervise(self) -> None:
         """Apply new reports, handle ended tasks, restart on an assignment change (the flow's lock held)."""
         if self.reports.poll(generation=self.generation):
             self.task_failures.clear()  # copying again: earlier failures were recovered from ("in a row" is broken)
         if self.flow.halted is not None:
-            self.stop_tasks()
             self.state = SupervisorState.STOPPED
+            self.background.submit("stop", self.stop_tasks)
             return
         now = self.clock()
         ended = [(index, run) for index, run in self.runs.items() if not run.is_alive()]
@@ -524,9 +499,7 @@ class FlowSupervisor:
         assert self.lease is not None
         if self.state == SupervisorState.STANDBY:
             if self.lease.held:
-                with self.flow.held(wait_s=0) as held:
-                    if held:  # else a control job of the flow runs: the next tick takes over
-                        self._take_over()
+                self._begin_take_over()
             elif self.lease.failure is not None:
                 try:
                     self.lease.wait_acquired(0)  # raises the lease thread's failure as a ClusterError
@@ -659,7 +632,7 @@ class FlowSupervisor:
             self.state = SupervisorState.FAILED
             self.error = error
             log.error("%s: failed, its copy tasks are stopped (other flows go on): %s", self.name, error)
-            self.stop_tasks()
+            self.background.submit("stop", self.stop_tasks)
             return True
         delay = TaskFailures.backoff_s(failures)
         log.warning(
@@ -692,6 +665,7 @@ class FlowSupervisor:
         if self.state != SupervisorState.FAILED:
             self.state = SupervisorState.FAILED
             self.error = error
+        self.background.cancel.set()  # a pending take-over starts nothing
         self.channel.abort(self.name, self.generation)
         for run in self.runs.values():
             self.channel.forget(self.name, run.spec.task_index, run.spec.generation)
@@ -715,10 +689,14 @@ class FlowSupervisor:
             stopping); ``None``: :data:`STOP_TIMEOUT_S` from now. Their last reports that cannot
             be read are only logged.
         """
+        self.background.cancel.set()  # a pending take-over starts nothing; a pending join ends first
+        end = deadline if deadline is not None else self.clock() + STOP_TIMEOUT_S
+        if not self.background.join(end - self.clock()):
+            log.warning("%s: its %s is still under way: left behind", self.name, self.background.what)
         runs = list(self.runs.values())
         if self.runs:
             try:
-                self.stop_tasks(deadline=deadline)
+                self.stop_tasks(deadline=end)
             except ClusterError as e:
                 log.warning("%s: reading its copy tasks' last reports failed: %s", self.name, e)
         if self.state != SupervisorState.FAILED:
@@ -756,6 +734,7 @@ __all__ = [
     "RECLAIM_S",
     "REPORTS_POLL_S",
     "STOP_TIMEOUT_S",
+    "TAKEOVER_MARGIN_S",
     "FlowSupervisor",
     "SupervisorState",
     "TaskFailures",

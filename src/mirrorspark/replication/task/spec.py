@@ -129,6 +129,10 @@ class CopyTaskSpec:
         The flow's lease epoch the task's generation was started under (0 without a lease): written
         in its progress reports, so that a late report of an instance that lost the lease never
         cuts the copied segments of the instance that holds it now (``engine-audit.md`` F5).
+    after_other_holder:
+        The generation's holding of the flow's lease followed another instance's: the task produces
+        nothing before its first grant (``engine-audit-2.md`` N5), never alongside the previous
+        holder's last copies.
     """
 
     flow: str
@@ -159,6 +163,7 @@ class CopyTaskSpec:
     source_admin_conf: Mapping[str, Any] | None = None
     stop_at: Mapping[PartitionKey, int] | None = None
     epoch: int = 0
+    after_other_holder: bool = False
 
     @property
     def exactly_once(self) -> bool:
