@@ -168,7 +168,8 @@ def test_a_recreated_topic_starts_a_new_generation(started: FlowSupervisor) -> N
 
 def test_a_restart_says_how_the_assignment_changed() -> None:
     """The log line of a restart names what changed, so an operator sees why the copy tasks restarted."""
-    change = supervision._assignment_change
+    from mirrorspark.replication.restart_policy import assignment_change as change
+
     old = ((("t", 0), ("t", 1)), 0)
     assert change(old, ((("heartbeats", 0), ("t", 0), ("t", 1)), 0)) == (
         "assignment changed: 1 partition added (heartbeats-0)"

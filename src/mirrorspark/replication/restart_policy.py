@@ -1,8 +1,11 @@
-"""When a failed copy task is restarted, and when its flow is given up (Kafka Connect restarts and counts each task on its own)."""
+"""When a failed copy task is restarted, and when its flow is given up (as Kafka Connect, counted per task)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from mirrorspark.errors import MirrorsparkError, TransactionCoordinatorError
+from mirrorspark.kafka.admin import PartitionKey
 
 BACKOFF_INITIAL_S = 1.0
 """Seconds before the first restart of a failed copy task; doubled at each further failure."""
@@ -12,6 +15,11 @@ BACKOFF_MAX_S = 30.0
 
 MAX_FAILURES = 6
 """Failures of one copy task in a row, with no record copied in between, after which its flow is marked failed."""
+
+READ_RETRY_INITIAL_S = 2.0
+"""Seconds before reading the progress channel or ``mm2-offsets`` again after a failed read; doubled at each
+further failure up to :data:`BACKOFF_MAX_S` (each read may take seconds: never at every tick)."""
+
 
 def fatal_task_error(error: MirrorsparkError, *, first_start: bool) -> bool:
     """Tell whether a copy task's error fails its flow at once, a retry being unable to fix it.
@@ -77,4 +85,54 @@ class TaskFailures:
         return failures >= MAX_FAILURES
 
 
-__all__ = ["BACKOFF_INITIAL_S", "BACKOFF_MAX_S", "MAX_FAILURES", "TaskFailures", "fatal_task_error"]
+class ReadBackoff:
+    """Reads that failed (the progress channel, ``mm2-offsets``, a take-over), each tried again only after a backoff.
+
+    :data:`READ_RETRY_INITIAL_S` doubling up to :data:`BACKOFF_MAX_S` (a read may take seconds: never at
+    every tick). ``clock``: monotonic seconds.
+    """
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self.by_read: dict[str, tuple[int, float]] = {}  # read -> (failures in a row, not before: clock s)
+
+    def may(self, what: str) -> bool:
+        """Whether the read ``what`` may be tried now (never failed, or its backoff passed)."""
+        return self.clock() >= self.by_read.get(what, (0, 0.0))[1]
+
+    def failed(self, what: str) -> None:
+        """Back the read ``what`` off after a failure."""
+        failures = self.by_read.get(what, (0, 0.0))[0] + 1
+        delay = min(BACKOFF_MAX_S, READ_RETRY_INITIAL_S * 2 ** (failures - 1))
+        self.by_read[what] = (failures, self.clock() + delay)
+
+    def ok(self, what: str) -> None:
+        """Forget the read ``what``'s failures: it succeeded."""
+        self.by_read.pop(what, None)
+
+
+def assignment_change(old: tuple[tuple[PartitionKey, ...], int], new: tuple[tuple[PartitionKey, ...], int]) -> str:
+    """Say in a few words how the copy tasks' assignment changed (for the restart's log line)."""
+    before, after = set(old[0]), set(new[0])
+    words = []
+    for what, keys in (("added", after - before), ("dropped", before - after)):
+        if keys:
+            names = ", ".join(f"{t}-{p}" for t, p in sorted(keys)[:3]) + (", ..." if len(keys) > 3 else "")
+            words.append(f"{len(keys)} partition{'s' if len(keys) > 1 else ''} {what} ({names})")
+    if new[1] != old[1]:
+        words.append(f"{new[1] - old[1]} topic(s) re-created")
+    if not words:
+        words.append("partitions reordered")
+    return "assignment changed: " + ", ".join(words)
+
+
+__all__ = [
+    "BACKOFF_INITIAL_S",
+    "BACKOFF_MAX_S",
+    "MAX_FAILURES",
+    "READ_RETRY_INITIAL_S",
+    "ReadBackoff",
+    "TaskFailures",
+    "assignment_change",
+    "fatal_task_error",
+]

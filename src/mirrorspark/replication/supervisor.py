@@ -18,13 +18,11 @@ it. Tasks commit their own offsets; a flow's :class:`FlowSupervisor`, ticked by 
   running generation without committing when it is lost; a lease change is acted on at the next
   tick whatever the flow's control jobs do (they run on the driver's control thread, holding the
   flow's lock: the rest of a tick waits for the next one while a job of the flow runs);
-* never waits on a take-over's reads and fencing, nor on the joins of a loss, stop or restart:
-  they run on the flow's own thread (:class:`~mirrorspark.replication.takeover.FlowThread`, one job
-  at a time, its hand-over invariants in :mod:`~mirrorspark.replication.takeover`), never holding
-  the flow's lock across joins or fencing; the tick acts on their end at the next tick. The tasks of
-  a stop or an abort are joined, then cancelled, all together under one deadline
-  (:data:`STOP_TIMEOUT_S`, then :data:`CANCEL_WAIT_S`); a progress
-  channel or ``mm2-offsets`` that cannot be read is tried again after a backoff
+* never waits on a take-over's reads and fencing, nor on the joins of a loss, stop or restart: they
+  run on the flow's own thread (:mod:`~mirrorspark.replication.takeover`: one job at a time, the
+  hand-over's invariants), never under the flow's lock across joins or fencing. The tasks of a stop
+  or an abort are joined, then cancelled, all together under one deadline (:data:`STOP_TIMEOUT_S`,
+  then :data:`CANCEL_WAIT_S`); a progress channel or ``mm2-offsets`` that cannot be read is tried again after a backoff
   (:data:`READ_RETRY_INITIAL_S` doubling up to :data:`BACKOFF_MAX_S`), not at every tick;
 * ends every task without committing, and restarts none, once the Spark driver JVM is gone
   (:class:`~mirrorspark.errors.SparkDriverLostError`: :meth:`FlowSupervisor.abandon`).
@@ -50,10 +48,13 @@ from mirrorspark.replication.restart_policy import (
     BACKOFF_INITIAL_S,
     BACKOFF_MAX_S,
     MAX_FAILURES,
+    READ_RETRY_INITIAL_S,
+    ReadBackoff,
     TaskFailures,
+    assignment_change,
     fatal_task_error,
 )
-from mirrorspark.replication.takeover import TAKEOVER_MARGIN_S, FlowThread
+from mirrorspark.replication.takeover import TAKEOVER_MARGIN_S, FlowThread, end_runs
 from mirrorspark.replication.task.commit import GRANT_WAIT_S
 from mirrorspark.replication.task.spec import CopyTaskSpec, TaskOutcome
 from mirrorspark.replication.task_channel import TaskChannel
@@ -72,10 +73,6 @@ STOP_TIMEOUT_S = 30.0
 
 REPORTS_POLL_S = 10.0
 """Seconds a read of the progress channel to its end (a task's last reports) may take."""
-
-READ_RETRY_INITIAL_S = 2.0
-"""Seconds before reading the progress channel or ``mm2-offsets`` again after a failed read; doubled at each
-further failure up to :data:`BACKOFF_MAX_S` (each read may take seconds: never at every tick)."""
 
 LEASE_GRANT_S = 3.0
 """Seconds a grant reaches ahead at most (renewed every second): a driver that froze has its tasks stop
@@ -167,7 +164,7 @@ class FlowSupervisor:
         self._quiet_until = 0.0  # no cluster warning before (monotonic s)
         self.jvm = jvm
         self.clock = clock
-        self._reads: dict[str, tuple[int, float]] = {}  # read -> (failures in a row, not before: clock s)
+        self._reads = ReadBackoff(clock)  # reads (and take-overs) that failed: not tried again before a backoff
         self._fenced = 0  # the most copy tasks a generation of this supervisor ran: ids to fence at the next start
         self._lost_at: float | None = None  # when the running generation's lease was found lost (monotonic s)
         self.background = FlowThread(flow.name)  # the take-over, or the joins of a loss, stop or restart
@@ -268,7 +265,7 @@ class FlowSupervisor:
         """Start taking the flow over under the lease's new holding, on the flow's thread (:meth:`_take_over`)."""
         assert self.lease is not None
         epoch = self.lease.epoch
-        if not self._may_read("take-over") or not self.lease.may_grant(epoch):
+        if not self._reads.may("take-over") or not self.lease.may_grant(epoch):
             return  # a failed take-over backs off; no recent contact: the lease may already be another's
         # the holding before this one was another instance's (a standby's take-over, a relaunch after kill -9)
         other = epoch > 1 and not (self.epoch and self.lease.claimed_only_by_self(self.epoch, epoch))
@@ -278,13 +275,10 @@ class FlowSupervisor:
     def _take_over(self, epoch: int, safe_at: float, *, other: bool) -> None:
         """Take the flow over under the holding ``epoch`` (on the flow's thread): read the positions, start the tasks.
 
-        After another instance's holding, the positions (``mm2-offsets``, the previous holder's
-        reports) are read once ``safe_at`` plus :data:`TAKEOVER_MARGIN_S` passed: the previous
-        holder's last commit landed (:mod:`~mirrorspark.replication.takeover`), and the new tasks
-        produce nothing before their first grant. After this instance's own holding (its tasks
-        ended), they are read and the tasks start at once, their first grant waiting until
-        :attr:`~mirrorspark.replication.lease.FlowLease.safe_at`. The flow's lock is taken for the
-        reads only (the control thread's running job ends first, the next one waits).
+        After another instance's holding, ``mm2-offsets`` and the previous holder's reports are read
+        once ``safe_at`` plus :data:`TAKEOVER_MARGIN_S` passed, and the tasks produce nothing before
+        their first grant (:mod:`~mirrorspark.replication.takeover`); after this instance's own, at
+        once, the first grant waiting until ``safe_at``. The lock is held for the reads only.
         """
         assert self.lease is not None
         if other and not self.background.wait_until(safe_at + TAKEOVER_MARGIN_S):
@@ -324,20 +318,7 @@ class FlowSupervisor:
     def _end_runs(self, deadline: float) -> None:
         """Join every task until ``deadline``, cancel those still running, all together (:func:`end_jobs`)."""
         runs = list(self.runs.values())  # abandon() may clear them meanwhile (the JVM watch's thread)
-        cancelled, stuck = end_jobs(runs, deadline, self.clock)
-        if cancelled:
-            log.warning(
-                "%s: copy task(s) %s did not end in time: their Spark jobs were cancelled",
-                self.name,
-                ", ".join(str(r.spec.task_index) for r in cancelled),
-            )
-        if stuck:
-            log.warning(
-                "%s: copy task(s) %s still running after their Spark jobs were cancelled: left behind (they "
-                "commit nothing more without a grant)",
-                self.name,
-                ", ".join(str(r.spec.task_index) for r in stuck),
-            )
+        end_runs(self.name, runs, deadline, self.clock)
         for run in runs:
             self.channel.forget(self.name, run.spec.task_index, run.spec.generation)
             if self.runs.get(run.spec.task_index) is run:
@@ -380,16 +361,6 @@ class FlowSupervisor:
         with self.flow.held():
             return self._read_reports()
 
-    def _may_read(self, what: str) -> bool:
-        """Whether a read that failed (``what``) may be tried again now (its backoff passed)."""
-        return self.clock() >= self._reads.get(what, (0, 0.0))[1]
-
-    def _read_failed(self, what: str) -> None:
-        """Back a failed read off: :data:`READ_RETRY_INITIAL_S` doubling up to :data:`BACKOFF_MAX_S`."""
-        failures = self._reads.get(what, (0, 0.0))[0] + 1
-        delay = min(BACKOFF_MAX_S, READ_RETRY_INITIAL_S * 2 ** (failures - 1))
-        self._reads[what] = (failures, self.clock() + delay)
-
     def _read_reports(self) -> bool:
         """Read the progress channel to its end (tasks' last reports); ``False`` while a failed read backs off.
 
@@ -398,14 +369,14 @@ class FlowSupervisor:
         ClusterError
             The read failed (it is tried again after a backoff, not at every tick).
         """
-        if not self._may_read("reports"):
+        if not self._reads.may("reports"):
             return False
         try:
             self.reports.poll(until_end=True, timeout_s=REPORTS_POLL_S, generation=self.generation)
         except ClusterError:
-            self._read_failed("reports")
+            self._reads.failed("reports")
             raise
-        self._reads.pop("reports", None)
+        self._reads.ok("reports")
         return True
 
     def _restart_all(self, why: str) -> None:
@@ -448,8 +419,7 @@ class FlowSupervisor:
                 self._supervise()
 
     def _background_ended(self) -> bool:
-        """Whether the flow's thread is idle: a job's end is acted on (its error raised), a pending take-over
-        told to give up once its holding was lost.
+        """Whether the flow's thread is idle; a job's end is acted on, a take-over whose holding was lost cancelled.
 
         Raises
         ------
@@ -466,10 +436,10 @@ class FlowSupervisor:
         what, error = job.what, job.collect()
         if error is None:
             if what == "take-over":
-                self._reads.pop("take-over", None)
+                self._reads.ok("take-over")
             return True
         if what == "take-over":
-            self._read_failed("take-over")
+            self._reads.failed("take-over")
         raise error
 
     def _supervise(self) -> None:
@@ -490,7 +460,7 @@ class FlowSupervisor:
                     return  # the flow failed
         if self.flow.assignment != self.assignment:
             self.next_start.clear()
-            self._restart_all(_assignment_change(self.assignment, self.flow.assignment))
+            self._restart_all(assignment_change(self.assignment, self.flow.assignment))
             return
         self._restart_due(now)
 
@@ -605,15 +575,15 @@ class FlowSupervisor:
             # positions known here behind the source offsets committed with its records: start the
             # restarted tasks from those (mm2-offsets, read_committed), or they copy that transaction again.
             # A failed read (it may take minutes) is tried again after a backoff, not at every tick.
-            if not self._may_read("offsets"):
+            if not self._reads.may("offsets"):
                 return
             try:
                 self.flow.reload_positions()
             except ClusterError as e:
-                self._read_failed("offsets")
+                self._reads.failed("offsets")
                 log.warning("%s: reading the committed source offsets failed (%s): restart postponed", self.name, e)
                 return
-            self._reads.pop("offsets", None)
+            self._reads.ok("offsets")
         specs = {s.task_index: s for s in self._specs()}
         for index in due:
             del self.next_start[index]
@@ -705,21 +675,6 @@ class FlowSupervisor:
             if not any(run.is_alive() for run in runs):
                 self.lease.void_grants()
             self.lease.close()
-
-
-def _assignment_change(old: tuple[tuple[PartitionKey, ...], int], new: tuple[tuple[PartitionKey, ...], int]) -> str:
-    """Say in a few words how the copy tasks' assignment changed (for the restart's log line)."""
-    before, after = set(old[0]), set(new[0])
-    words = []
-    for what, keys in (("added", after - before), ("dropped", before - after)):
-        if keys:
-            names = ", ".join(f"{t}-{p}" for t, p in sorted(keys)[:3]) + (", ..." if len(keys) > 3 else "")
-            words.append(f"{len(keys)} partition{'s' if len(keys) > 1 else ''} {what} ({names})")
-    if new[1] != old[1]:
-        words.append(f"{new[1] - old[1]} topic(s) re-created")
-    if not words:
-        words.append("partitions reordered")
-    return "assignment changed: " + ", ".join(words)
 
 
 __all__ = [

@@ -1,4 +1,4 @@
-"""A flow's slow lease work off the driver loop: one background job at a time per flow (``engine-audit-2.md`` N4, N5, N10).
+"""A flow's slow lease work off the driver loop, one job at a time per flow (``engine-audit-2.md`` N4, N5, N10).
 
 A take-over reads ``mm2-offsets`` (up to ``max.block.ms``, 60 s), fences transactional ids (as
 long) and reads the progress channel (10 s); a loss, a stop or a restart joins copy tasks for up
@@ -34,7 +34,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+
+from mirrorspark.replication.task_job import TaskJob, end_jobs
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +97,7 @@ class FlowThread:
             self._error = e
 
     def collect(self) -> BaseException | None:
-        """Forget the ended job; return its error (``None``: it succeeded, or none ran). Call once not :attr:`pending`."""
+        """Forget the ended job; return its error (``None``: it succeeded, or none ran). Once not :attr:`pending`."""
         if self._thread is None or self._thread.is_alive():
             return None
         self._thread = None
@@ -105,7 +107,7 @@ class FlowThread:
     def join(self, timeout_s: float) -> bool:
         """Wait up to ``timeout_s`` for the pending job; return whether none is pending any more."""
         thread = self._thread
-        if thread is not None:
+        if thread is not None and self.pending:
             thread.join(max(0.0, timeout_s))
         return not self.pending
 
@@ -119,4 +121,22 @@ class FlowThread:
         return False
 
 
-__all__ = ["TAKEOVER_MARGIN_S", "FlowThread"]
+def end_runs(name: str, runs: Sequence[TaskJob], deadline: float, clock: Callable[[], float]) -> None:
+    """Join flow ``name``'s copy tasks until ``deadline``, cancel those still running, all together; log them."""
+    cancelled, stuck = end_jobs(runs, deadline, clock)
+    if cancelled:
+        log.warning(
+            "%s: copy task(s) %s did not end in time: their Spark jobs were cancelled",
+            name,
+            ", ".join(str(r.spec.task_index) for r in cancelled),
+        )
+    if stuck:
+        log.warning(
+            "%s: copy task(s) %s still running after their Spark jobs were cancelled: left behind (they "
+            "commit nothing more without a grant)",
+            name,
+            ", ".join(str(r.spec.task_index) for r in stuck),
+        )
+
+
+__all__ = ["TAKEOVER_MARGIN_S", "FlowThread", "end_runs"]

@@ -226,8 +226,7 @@ class CopyTaskRunner:
             self.channel.close()
 
     def _admitted(self) -> bool:
-        """Wait for the driver's first grant: exactly once, before ``init_transactions`` fences anything; after
-        another instance's holding of the flow's lease (:attr:`~CopyTaskSpec.after_other_holder`), before reading.
+        """Wait for the driver's first grant: before ``init_transactions``, or before reading (``after_other_holder``).
 
         A late task of an older generation is refused by the driver (``abort``, then a closed
         channel, :class:`~mirrorspark.replication.task_channel.TaskChannel`): it ends here, before
@@ -242,7 +241,7 @@ class CopyTaskRunner:
         return True
 
     def _grant_lapsed(self) -> bool:
-        """At least once, after the first commit: whether the driver's grant lapsed (looked at every poll timeout).
+        """At least once, after the first commit: whether the driver's grant lapsed (looked at every ``GRANT_POLL_S``).
 
         The commit then made at once waits for a grant, copying nothing (:meth:`_hold`): a driver that
         lost the flow's lease stops its tasks' copying when its last grant ends, before another
@@ -250,7 +249,7 @@ class CopyTaskRunner:
         """
         if self.spec.exactly_once or not self._committed_once or self.clock() < self._grant_check_at:
             return False
-        self._grant_check_at = self.clock() + POLL_TIMEOUT_S
+        self._grant_check_at = self.clock() + GRANT_POLL_S
         return not self.channel.may_commit()
 
     def _poll(self) -> list[Any]:
