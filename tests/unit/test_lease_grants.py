@@ -30,6 +30,7 @@ pytestmark = pytest.mark.unit
 def _inline_flow_jobs(monkeypatch: pytest.MonkeyPatch) -> None:
     run_flow_jobs_inline(monkeypatch)  # take-overs end within the tick that starts them
 
+
 WINDOW_S = (SESSION_TIMEOUT_MS - CONTACT_MARGIN_MS) / 1000
 
 
