@@ -1,4 +1,11 @@
-"""When a failed copy task is restarted, and when its flow is given up (as Kafka Connect, counted per task)."""
+"""When a flow's supervisor tries again: a failed copy task's restart, a failed read, a new generation.
+
+Failures are counted per task, as Kafka Connect counts them (:class:`TaskFailures`); a task whose
+error no retry can fix fails its flow at once (:func:`fatal_task_error`); a read of the progress
+channel or ``mm2-offsets`` (or a take-over) that failed is tried again after a backoff
+(:class:`ReadBackoff`); a new generation's log line says how the assignment changed
+(:func:`assignment_change`).
+"""
 
 from __future__ import annotations
 

@@ -23,10 +23,14 @@ tick after it. The other flows' ticks never wait for it.
 **Residual risk (N10).** ``safe_at`` counts ``landing_ms``, the commit producers' *client-side*
 ``message.timeout.ms``: a write the broker already received may still be appended after the
 client gave up (a broker's request queue, a TCP retransmission once a cut link heals), and so may
-an old holder's data records still in flight when its grant lapsed (its producer is purged when
-the task ends, which recalls nothing already sent). :data:`TAKEOVER_MARGIN_S` covers the usual
-broker delay; a straggler landing later still moves ``mm2-offsets`` (duplicates, never a loss) or
-puts an old copy after a new one (order).
+an old holder's data records still in flight when its grant lapsed. Its data producer keeps
+librdkafka's ``message.timeout.ms``: records it queued before its grant lapsed, while its
+executors could not reach the target either, stay queued while the task waits for the lease to
+come back (at least once: ``HOLD_S``, so that a lease taken back commits them instead of copying
+them again) and are purged when the task ends (which recalls nothing already sent): if the link
+heals within that wait they land then. :data:`TAKEOVER_MARGIN_S` covers the usual broker delay; a
+straggler landing later moves ``mm2-offsets`` (duplicates, never a loss) or puts an old copy after
+a new one (order).
 """
 
 from __future__ import annotations
