@@ -314,7 +314,7 @@ class CopyTaskRunner:
     def _before_first_grant(self) -> bool:
         """At least once: whether the first commit is put off, copying on, until the driver's first grant.
 
-        A new holder of the flow's lease starts its tasks at once and grants from its
+        A holder of the flow's lease after its own holding starts its tasks at once and grants from its
         ``safe_at`` on (the previous holder's last commit landed): the task copies meanwhile,
         rather than stand in its first commit's wait for a grant, but no more than
         :data:`PRE_GRANT_RECORDS` records (or ``flush_records``, if fewer): a crash loop that kills
