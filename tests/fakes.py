@@ -45,6 +45,26 @@ from mirrorspark.config.properties import parse_properties
 Op = AclOperation
 
 
+def run_flow_jobs_inline(monkeypatch: Any) -> None:
+    """Have every :class:`~mirrorspark.replication.takeover.FlowThread` run its job at once, in the caller's thread.
+
+    A supervisor's take-over, loss, stop or restart then ends within the tick that submits it (as before
+    they ran on a thread of their own): unit tests of the supervisor's logic stay deterministic. Its end
+    (or error) is still acted on at the next tick.
+    """
+    from mirrorspark.replication.takeover import FlowThread
+
+    def submit(self: FlowThread, what: str, job: Any, *, epoch: int = 0) -> None:
+        if not self.idle:
+            raise RuntimeError(f"{self.name}: a {self.what} is still under way")
+        self.what, self.epoch, self._error = what, epoch, None
+        self.cancel.clear()
+        self._thread = threading.Thread(target=lambda: None)  # never started: not alive, to be collected
+        self._run(job)
+
+    monkeypatch.setattr(FlowThread, "submit", submit)
+
+
 class FlowLockStub:
     """Mixin of a stub flow: its lock and :meth:`~mirrorspark.replication.flow.Flow.held` over it."""
 

@@ -27,7 +27,10 @@ A scenario of ``tests/faults/`` has the same skeleton whatever it breaks::
   per produced value, the copies a consumer of the mode's isolation level sees: ``lost`` (produced,
   never seen), ``duplicated`` (copies beyond the first), ``foreign`` (values seen that the source
   never acknowledged: a delivery that timed out but was written; not a duplicate).
-* :func:`duplicate_bound` states the at-least-once bound the scenarios assert.
+* :func:`duplicate_bound` states the at-least-once bound the scenarios assert;
+  :func:`one_flush_bound` the tighter one of a hand-over (a standby's take-over, a relaunch after
+  ``kill -9``), and :func:`order_breaks` the checker's ``order`` rule across it
+  (``engine-audit-2.md`` N5).
 * :class:`RunProcess` is ``mirrorspark run`` as a subprocess in its own session: launch, ``kill -9``
   of every process of its tree (driver, Spark JVM, PySpark daemon, Python workers), kill of one
   Python worker running a copy task, graceful stop.
@@ -75,8 +78,11 @@ __all__ = [
     "copy_task_workers",
     "count_copies",
     "duplicate_bound",
+    "feed_sequence",
     "high_watermarks",
     "mode_properties",
+    "one_flush_bound",
+    "order_breaks",
     "port_of",
     "summary",
 ]
@@ -137,6 +143,64 @@ def duplicate_bound(rate: int, faults: int, *, flush_ms: int = FLUSH_MS, slack_s
     at the copy's own (higher) rate.
     """
     return faults * math.ceil(rate * (flush_ms / 1000 + slack_s))
+
+
+HANDOVER_SLACK_S = 0.5
+"""What a hand-over may copy twice beyond one commit interval, s of the feed: a commit's write and its
+acknowledgement, a copy loop's turn, a grant check (``GRANT_POLL_S``)."""
+
+
+def one_flush_bound(rate: int, faults: int, flush_ms: int) -> int:
+    """Records a hand-over may copy twice: one ``offset.flush.interval.ms`` of the feed per fault, plus slack.
+
+    A new holder of a flow's lease starts from what the previous holder committed, read once the
+    previous holder's last commit landed; the previous holder copied nothing past its last grant
+    (``engine-audit-2.md`` N5): what is copied twice is what it copied since its last commit, at most
+    ``flush_ms`` of the feed (``rate`` records/s, all partitions) plus :data:`HANDOVER_SLACK_S`::
+
+        faults x ceil(rate x (flush_ms / 1000 + HANDOVER_SLACK_S))
+    """
+    return faults * math.ceil(rate * (flush_ms / 1000 + HANDOVER_SLACK_S))
+
+
+def feed_sequence(value: bytes | None) -> int | None:
+    """A :class:`Feed` value's sequence number (``None`` for any other value)."""
+    parts = (value or b"").split(b"|")
+    return int(parts[1]) if len(parts) >= 3 and parts[1].isdigit() else None
+
+
+def order_breaks(
+    bootstrap: Bootstrap,
+    topic: str,
+    mode: str,
+    *,
+    partitions: int,
+    sequence: Callable[[bytes | None], int | None] = feed_sequence,
+) -> list[str]:
+    """Where the first copies of a source partition's records are out of upstream order (empty: nowhere).
+
+    The randomized checker's ``order`` rule (``chaos_check``): in each remote partition, read as a
+    consumer of ``mode`` does, the first copy of each record comes after the first copies of the
+    records before it upstream, and lies in the partition of the same number. A feed writes
+    sequence ``n`` to partition ``n % partitions`` from one idempotent producer: upstream order is
+    the sequence's. Two writers at once (an old and a new holder of the flow's lease) break it.
+    """
+    seen: set[int] = set()
+    newest: dict[int, int] = {}
+    breaks: list[str] = []
+    for r in consume_all(bootstrap, topic, timeout_s=180, read_committed=mode == EXACTLY_ONCE):
+        n = sequence(r["value"])
+        if n is None or n in seen:
+            continue
+        seen.add(n)
+        p = r["partition"]
+        if n % partitions != p:
+            breaks.append(f"record {n} of partition {n % partitions} copied into remote partition {p}")
+        elif n < newest.get(p, -1):
+            breaks.append(f"remote partition {p}: record {n} first copied at offset {r['offset']}, after {newest[p]}")
+        else:
+            newest[p] = n
+    return breaks
 
 
 # --------------------------------------------------------------------------- the feed

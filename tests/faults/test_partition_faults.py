@@ -15,7 +15,11 @@ Asserted from the clusters, in both modes at once (:mod:`faultkit`):
   report of the old holding after one of the new), and the new holding did report;
 * ``mm2-offsets`` never moves backwards (``read_committed`` for exactly-once);
 * nothing lost; no duplicate for a ``read_committed`` reader in exactly-once mode; at-least-once
-  duplicates within the fault kit's bound;
+  duplicates within the fault kit's bound, and within one ``offset.flush.interval.ms`` of the workload
+  (plus slack: :func:`scenario.one_flush_bound`): the standby reads the positions once the old holder's
+  last commit landed, and the old holder's tasks copy nothing past their last grant (``engine-audit-2.md`` N5);
+* **order across the hand-over**: in each remote partition the first copies are in upstream order
+  (:func:`scenario.order_breaks`): the two instances never write the same partitions at once;
 * **translation never points past a copied record**: a consumer group on the source commits while
   records flow; for every checkpoint ``(upstream u, downstream d)`` either instance wrote, every
   source record at or after ``u`` has a copy at or after ``d``.
@@ -33,6 +37,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 from faultkit import (
+    FLUSH_INTERVAL_MS,
     MODES,
     PARTITIONS,
     SOURCE_ALIAS,
@@ -50,7 +55,7 @@ from figures import full_size
 from helpers import admin, assert_eventually, client_config, consume_all, end_offsets, unique_name
 from proxy import TcpProxy, behind_proxy
 from pyspark.sql import SparkSession
-from scenario import RunProcess
+from scenario import RunProcess, one_flush_bound, order_breaks
 
 from mirrorspark.core.progress_records import decode_report, record_kind
 from mirrorspark.kafka.local.clusters import start_clusters, stop_clusters
@@ -114,6 +119,12 @@ class GroupCommits:
                     self._consumer.commit(offsets=offsets, asynchronous=False)
             except Exception:  # the source is never cut here; a slow answer is tried again
                 continue
+
+
+def workload_sequence(value: bytes | None) -> int | None:
+    """A fault kit workload value's sequence number (``<run>-<i>``: ``i``), ``None`` for any other value."""
+    head, _, tail = (value or b"").rpartition(b"-")
+    return int(tail) if head and tail.isdigit() else None
 
 
 def lease_members(bootstrap: str, mode: str) -> int:
@@ -258,6 +269,12 @@ def test_only_the_drivers_network_to_the_target_is_cut_while_a_standby_waits(
         failures += [f"{mode}: checkpoint {b}" for b in bad]
         if not checkpoints[mode]:
             failures.append(f"{mode}: no checkpoint of {group} was written: translation not exercised")
+        remote = remote_topic(mode, topic)
+        breaks = order_breaks(direct, remote, mode, partitions=PARTITIONS, sequence=workload_sequence)
+        failures += [f"{mode}: order across the hand-over: {b}" for b in breaks[:5]]
+        within = one_flush_bound(size().rate, 1, FLUSH_INTERVAL_MS)
+        if mode == "at-least-once" and outcomes[mode].duplicated > within:
+            failures.append(f"{mode}: {outcomes[mode].duplicated} copied twice, more than one flush ({within})")
     finish(
         f"only the active driver cut off from the target for {outage_s:.0f} s, a standby waiting (TCP proxy)",
         expected=expected,

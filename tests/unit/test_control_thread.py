@@ -89,12 +89,13 @@ def test_the_driver_loop_supervises_on_while_a_control_job_is_stuck(monkeypatch:
 
 def test_a_lease_loss_is_acted_on_while_a_control_job_holds_the_flow() -> None:
     """Another instance took the lease while a job of the flow holds its lock: the next tick aborts the running
-    generation all the same. The take-over of a lease held again waits for the job (it reads the flow's
-    positions), and happens at the first tick after it."""
+    generation all the same. The take-over of a lease held again (on the flow's thread) waits for the job (it
+    reads the flow's positions under its lock), and happens as soon as the job ends."""
     lease, channel, flow = StubLease(), StubChannel(), StubFlow()
     sup = FlowSupervisor(flow, object(), channel, lease)  # type: ignore[arg-type]
     sup.state, lease.held, lease.epoch = "standby", True, 5
     sup.tick()
+    assert sup.background.join(5)  # the take-over runs on the flow's thread (engine-audit-2 N4)
     assert (sup.state, sup.generation) == ("running", 1)
     job = Stuck(flow)
     threading.Thread(target=job, daemon=True).start()

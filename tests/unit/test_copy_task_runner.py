@@ -47,6 +47,7 @@ class Task:
         restarted: bool = False,
         flush_records: int = 5000,
         connector_name: str = "MirrorSourceConnector",
+        after_other_holder: bool = False,
     ) -> None:
         self.a, self.b = FakeCluster("A"), FakeCluster("B")
         self.a.create_topic("t", partitions)
@@ -83,6 +84,7 @@ class Task:
             transactional_id="A-mm2-MirrorSourceConnector-0" if eos else None,
             boundary=boundary,
             stop_at=stop_at,
+            after_other_holder=after_other_holder,
         )
         self.consumer = FakeTaskConsumer(self.a)
         self.data = FakeTaskProducer(self.b, transactional=eos)
@@ -634,6 +636,64 @@ def test_at_least_once_copying_goes_on_until_the_first_grant_comes() -> None:
     assert step(t, hook) == TaskOutcome.STOPPED
     assert copied[4] == 12  # all copied before the grant
     assert t.committed() == {0: 11}
+
+
+def test_after_another_instances_holding_a_task_produces_nothing_before_its_first_grant() -> None:
+    """engine-audit-2 N5: the previous holder of the flow's lease was another instance, whose last records may
+    still be landing: the new holder's task copies nothing until its first grant (the driver grants from the
+    take-over's ``safe_at``), then everything. Before, it copied up to PRE_GRANT_RECORDS records at once:
+    two writers of the same remote partitions, the first copies out of order."""
+    t = Task(records=10, after_other_holder=True)
+    t.channel.granted = False
+    copied: list[int] = []
+
+    def hook(task: Task, turn: int) -> None:
+        task.now = 0.5 * turn
+        copied.append(len(task.b.records("A.t")))
+        if turn == 6:  # 3 s after the start: safe_at passed, the driver grants
+            task.channel.granted = True
+        if turn == 12:
+            task.channel.state = ChannelState.STOP
+
+    assert step(t, hook) == TaskOutcome.STOPPED
+    assert copied[:7] == [0] * 7  # nothing before the grant
+    assert len(t.b.records("A.t")) == 10 and t.committed() == {0: 9}
+
+
+def test_after_another_instances_holding_no_grant_ends_the_task_without_copying() -> None:
+    t = Task(records=10, after_other_holder=True)
+    t.channel.granted = False
+
+    def hook(task: Task, turn: int) -> None:
+        task.now = 1.0 * turn  # the driver never grants (it lost the lease meanwhile)
+
+    assert step(t, hook) == TaskOutcome.ORPHANED
+    assert t.b.records("A.t") == [] and t.committed() == {}
+
+
+def test_at_least_once_a_task_whose_grant_lapsed_copies_nothing_more() -> None:
+    """engine-audit-2 N5: the driver lost the flow's lease (cut off from the target): the task's last grant
+    ends before another instance can take the flow over. It copies nothing more from then on, not until its
+    next commit is due (``offset.flush.interval.ms`` later), so none of its copies lands alongside the new
+    holder's; and it commits what was acknowledged once the grant comes back."""
+    t = Task(records=5)
+    copied: list[int] = []
+
+    def hook(task: Task, turn: int) -> None:
+        task.now = 0.05 * turn  # the next commit by time is due 20 turns after the last
+        copied.append(len(task.b.records("A.t")))
+        if turn == 3:
+            task.channel.granted = False  # the last grant ended
+        if 3 <= turn < 15:  # the source grows meanwhile
+            task.a.append("t", b"k", f"late-{turn}".encode(), partition=0, ts=2_000 + turn)
+        if turn == 40:
+            task.channel.granted = True
+        if turn == 45:
+            task.channel.state = ChannelState.STOP
+
+    assert step(t, hook, turns=200) == TaskOutcome.STOPPED
+    assert copied[3] >= 5 and max(copied[4:40]) <= copied[3] + 1  # at most the turn's batch, then nothing
+    assert len(t.b.records("A.t")) == 17 and t.committed() == {0: 16}
 
 
 def test_before_the_first_grant_a_task_copies_no_more_than_flush_records() -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from fakes import FlowLockStub
+from fakes import FlowLockStub, run_flow_jobs_inline
 from mirrorspark.errors import ClusterError, DataPathError, SparkDriverLostError
 from mirrorspark.replication import supervisor as supervision
 from mirrorspark.replication.supervisor import FlowSupervisor, SupervisorState, TaskJob
@@ -23,6 +23,11 @@ from mirrorspark.replication.worker import Worker
 from mirrorspark.spark_session import DriverJvmWatch, is_gateway_error, popen_probe
 
 pytestmark = pytest.mark.unit
+
+
+@pytest.fixture(autouse=True)
+def _inline_flow_jobs(monkeypatch: pytest.MonkeyPatch) -> None:
+    run_flow_jobs_inline(monkeypatch)  # take-overs and joins end within the tick that starts them
 
 
 class Clock:

@@ -15,10 +15,11 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, TopicPartition
 
-from fakes import FlowLockStub, two_clusters
+from fakes import FlowLockStub, run_flow_jobs_inline, two_clusters
 from mirrorspark.client.context import FlowContext
 from mirrorspark.errors import SparkDriverLostError
 from mirrorspark.replication import lease as lease_module
+from mirrorspark.replication import supervisor as supervisor_module
 from mirrorspark.replication.lease import CONTACT_CHECK_STALE_S, SESSION_TIMEOUT_MS, FlowLease
 from mirrorspark.replication.lease_window import CONTACT_MARGIN_MS
 from mirrorspark.replication.supervisor import FlowSupervisor, SupervisorState
@@ -27,6 +28,12 @@ from mirrorspark.replication.task_channel import TaskChannel
 from polling import assert_eventually
 
 pytestmark = pytest.mark.unit
+
+
+@pytest.fixture(autouse=True)
+def _inline_flow_jobs(monkeypatch: pytest.MonkeyPatch) -> None:
+    run_flow_jobs_inline(monkeypatch)  # take-overs end within the tick that starts them
+
 
 WINDOW_S = (SESSION_TIMEOUT_MS - CONTACT_MARGIN_MS) / 1000
 
@@ -160,6 +167,10 @@ class WaitingLease:
         return self.holds(epoch) and self.fresh
 
     fresh = True
+    own = False  # every epoch between this instance's last holding and this one is its own claim
+
+    def claimed_only_by_self(self, after: int, upto: int) -> bool:
+        return self.own
 
 
 class NoReports:
@@ -177,6 +188,7 @@ class OneFlow(FlowLockStub):
 
     def reload_positions(self) -> None:
         self.reloads += 1
+        self.read_at = time.monotonic()
 
     def task_specs(self, generation: int, address: Any, *, stop_at: Any = None, epoch: int = 0) -> list[Any]:
         return []
@@ -197,19 +209,31 @@ class RecordedGrants(Grants):
         self.deadlines.append(deadline)
 
 
-def test_the_take_over_starts_its_tasks_at_once_and_grants_only_once_the_previous_holder_can_no_longer_commit() -> None:
-    """A new holder's tasks start at the first tick that sees the lease held (a relaunch after ``kill -9``
-    resumes copying sooner); none may commit before ``safe_at``, when the old holder's last commit has landed.
+@pytest.mark.parametrize("previous", ["this-instance", "another-instance"])
+def test_a_take_over_grants_only_once_the_previous_holder_can_no_longer_commit(
+    previous: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """None of a new holder's tasks may commit before ``safe_at``, when the old holder's last commit has landed.
 
-    Before, the tasks started only at ``safe_at``: their start (Spark job, Python worker, clients) came on top
-    of the wait. Earlier still, a grant at once let both instances' commits interleave."""
+    After this instance's own holding (its tasks ended), the tasks start at the first tick that sees the
+    lease held: their start (Spark job, Python worker, clients) overlaps the wait. After another instance's
+    (a standby's take-over, a relaunch after ``kill -9``), ``mm2-offsets`` is read, and the tasks started,
+    only once ``safe_at`` plus a margin passed: the old holder's last commit is seen, not copied again
+    (engine-audit-2 N5). Earlier, a grant at once let both instances' commits interleave."""
+    monkeypatch.setattr(supervisor_module, "TAKEOVER_MARGIN_S", 0.1)
     flow, lease, grants = OneFlow(), WaitingLease(safe_at=time.monotonic() + 0.3), RecordedGrants()
     sup = FlowSupervisor(flow, object(), grants, lease)  # type: ignore[arg-type]
     sup.state = "standby"  # type: ignore[assignment]
+    if previous == "this-instance":
+        sup.epoch, lease.own = 6, True  # type: ignore[misc]
     sup.tick()
     assert (sup.state, flow.reloads, sup.epoch, sup.generation) == ("running", 1, 7, 1)
-    sup.grant()
-    assert grants.deadlines == []  # copying, not committing
+    if previous == "this-instance":
+        assert flow.read_at < lease.safe_at  # started at once
+        sup.grant()
+        assert grants.deadlines == []  # copying, not committing
+    else:
+        assert flow.read_at >= lease.safe_at + 0.1
     assert_eventually(lambda: sup.grant() or bool(grants.deadlines), timeout_s=10, interval_s=0.05)
     assert grants.deadlines[0] > lease.safe_at
 

@@ -8,13 +8,18 @@ from typing import Any
 
 import pytest
 
-from fakes import FlowLockStub
+from fakes import FlowLockStub, run_flow_jobs_inline
 from mirrorspark.errors import ClusterError, DataPathError
 from mirrorspark.replication import supervisor as supervisor_module
 from mirrorspark.replication.supervisor import RECLAIM_S, FlowSupervisor
 from mirrorspark.replication.worker import Worker
 
 pytestmark = pytest.mark.unit
+
+
+@pytest.fixture(autouse=True)
+def _inline_flow_jobs(monkeypatch: pytest.MonkeyPatch) -> None:
+    run_flow_jobs_inline(monkeypatch)  # take-overs and joins end within the tick that starts them
 
 
 class StubLease:
@@ -167,16 +172,23 @@ class FailingReloadFlow(StubFlow):
         super().reload_positions()
 
 
-def test_a_cluster_error_while_taking_over_is_retried_at_the_next_tick() -> None:
-    """The take-over's read of the committed offsets fails twice (the target's broker died): each tick
-    logs and returns, the flow stays standby, and the third tick takes over. Before, the error left
-    the tick and ended the driver loop, which supervises every flow: nothing was copied any more."""
+def test_a_cluster_error_while_taking_over_is_retried_after_a_backoff() -> None:
+    """The take-over's read of the committed offsets fails twice (the target's broker died): the tick that
+    sees it logs and returns, the flow stays standby, and the take-over is tried again once a backoff passed
+    (it runs on the flow's thread: engine-audit-2 N4). Before, the error left the tick and ended the driver
+    loop, which supervises every flow: nothing was copied any more."""
     lease, flow = StubLease(), FailingReloadFlow(failures=2)
-    sup = FlowSupervisor(flow, object(), StubChannel(), lease)  # type: ignore[arg-type]
+    now = [1000.0]
+    sup = FlowSupervisor(flow, object(), StubChannel(), lease, clock=lambda: now[0])  # type: ignore[arg-type]
     sup.state, lease.held, lease.epoch = "standby", True, 3
+    for _ in range(4):  # the failure seen, then backed off: no retry at every tick
+        sup.tick()
+    assert (sup.state, sup.generation, flow.failures) == ("standby", 0, 1)
+    now[0] += supervisor_module.READ_RETRY_INITIAL_S
     sup.tick()
     sup.tick()
-    assert (sup.state, sup.generation) == ("standby", 0)
+    assert (sup.state, sup.generation, flow.failures) == ("standby", 0, 0)
+    now[0] += 2 * supervisor_module.READ_RETRY_INITIAL_S
     sup.tick()
     assert (sup.state, sup.epoch, sup.generation) == ("running", 3, 1) and flow.reloads == 1
 

@@ -6,13 +6,18 @@ from typing import Any
 
 import pytest
 
-from fakes import FlowLockStub
+from fakes import FlowLockStub, run_flow_jobs_inline
 from mirrorspark.errors import DataPathError, RecordTooLargeError
 from mirrorspark.replication import supervisor as supervision
 from mirrorspark.replication.supervisor import FlowSupervisor, SupervisorState
 from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionAssignment, TaskOutcome, TaskResult
 
 pytestmark = pytest.mark.unit
+
+
+@pytest.fixture(autouse=True)
+def _inline_flow_jobs(monkeypatch: pytest.MonkeyPatch) -> None:
+    run_flow_jobs_inline(monkeypatch)  # take-overs and joins end within the tick that starts them
 
 
 def spec(index: int, generation: int = 1) -> CopyTaskSpec:
@@ -163,7 +168,8 @@ def test_a_recreated_topic_starts_a_new_generation(started: FlowSupervisor) -> N
 
 def test_a_restart_says_how_the_assignment_changed() -> None:
     """The log line of a restart names what changed, so an operator sees why the copy tasks restarted."""
-    change = supervision._assignment_change
+    from mirrorspark.replication.restart_policy import assignment_change as change
+
     old = ((("t", 0), ("t", 1)), 0)
     assert change(old, ((("heartbeats", 0), ("t", 0), ("t", 1)), 0)) == (
         "assignment changed: 1 partition added (heartbeats-0)"

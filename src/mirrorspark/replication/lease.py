@@ -665,7 +665,16 @@ class FlowLease:
 
 
 __all__ = [
-    "ASSIGNMENT_STRATEGY", "CLAIM_RETRY_S", "CLAIM_TIMEOUT_S", "CLOSE_TIMEOUT_S", "CONTACT_CHECK_S",
-    "CONTACT_CHECK_STALE_S", "HEARTBEAT_INTERVAL_MS", "POLL_INTERVAL_S", "SESSION_TIMEOUT_MS",
-    "FlowLease", "default_holder", "lease_consumer_overrides",
+    "ASSIGNMENT_STRATEGY",
+    "CLAIM_RETRY_S",
+    "CLAIM_TIMEOUT_S",
+    "CLOSE_TIMEOUT_S",
+    "CONTACT_CHECK_S",
+    "CONTACT_CHECK_STALE_S",
+    "HEARTBEAT_INTERVAL_MS",
+    "POLL_INTERVAL_S",
+    "SESSION_TIMEOUT_MS",
+    "FlowLease",
+    "default_holder",
+    "lease_consumer_overrides",
 ]

@@ -18,9 +18,11 @@ it. Tasks commit their own offsets; a flow's :class:`FlowSupervisor`, ticked by 
   running generation without committing when it is lost; a lease change is acted on at the next
   tick whatever the flow's control jobs do (they run on the driver's control thread, holding the
   flow's lock: the rest of a tick waits for the next one while a job of the flow runs);
-* never stalls the driver loop for long: the tasks of a stop or an abort are joined, then cancelled,
-  all together under one deadline (:data:`STOP_TIMEOUT_S`, then :data:`CANCEL_WAIT_S`); a progress
-  channel or ``mm2-offsets`` that cannot be read is tried again after a backoff
+* never waits on a take-over's reads and fencing, nor on the joins of a loss, stop or restart: they
+  run on the flow's own thread (:mod:`~mirrorspark.replication.takeover`: one job at a time, the
+  hand-over's invariants), never under the flow's lock across joins or fencing. The tasks of a stop
+  or an abort are joined, then cancelled, all together under one deadline (:data:`STOP_TIMEOUT_S`,
+  then :data:`CANCEL_WAIT_S`); a progress channel or ``mm2-offsets`` that cannot be read is tried again after a backoff
   (:data:`READ_RETRY_INITIAL_S` doubling up to :data:`BACKOFF_MAX_S`), not at every tick;
 * ends every task without committing, and restarts none, once the Spark driver JVM is gone
   (:class:`~mirrorspark.errors.SparkDriverLostError`: :meth:`FlowSupervisor.abandon`).
@@ -31,22 +33,28 @@ task that read its partitions to them commits and ends ``caught_up`` and is not 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Mapping
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from mirrorspark.errors import (
-    ClusterError,
-    DataPathError,
-    MirrorsparkError,
-    SparkDriverLostError,
-    TransactionCoordinatorError,
-)
+from mirrorspark.errors import ClusterError, DataPathError, MirrorsparkError, SparkDriverLostError
 from mirrorspark.kafka.admin import PartitionKey
 from mirrorspark.replication.fencing import fence_flow
 from mirrorspark.replication.lease import FlowLease
+from mirrorspark.replication.restart_policy import (
+    BACKOFF_INITIAL_S,
+    BACKOFF_MAX_S,
+    MAX_FAILURES,
+    READ_RETRY_INITIAL_S,
+    ReadBackoff,
+    TaskFailures,
+    assignment_change,
+    fatal_task_error,
+)
+from mirrorspark.replication.takeover import TAKEOVER_MARGIN_S, FlowThread, end_runs
 from mirrorspark.replication.task.commit import GRANT_WAIT_S
 from mirrorspark.replication.task.spec import CopyTaskSpec, TaskOutcome
 from mirrorspark.replication.task_channel import TaskChannel
@@ -60,24 +68,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-BACKOFF_INITIAL_S = 1.0
-"""Seconds before the first restart of a failed copy task; doubled at each further failure."""
-
-BACKOFF_MAX_S = 30.0
-"""Longest wait between two restarts of a failing copy task (s)."""
-
-MAX_FAILURES = 6
-"""Failures of one copy task in a row, with no record copied in between, after which its flow is marked failed."""
-
 STOP_TIMEOUT_S = 30.0
 """Seconds a stop waits for tasks to commit and end before cancelling their jobs (one deadline for all)."""
 
 REPORTS_POLL_S = 10.0
 """Seconds a read of the progress channel to its end (a task's last reports) may take."""
-
-READ_RETRY_INITIAL_S = 2.0
-"""Seconds before reading the progress channel or ``mm2-offsets`` again after a failed read; doubled at each
-further failure up to :data:`BACKOFF_MAX_S` (each read may take seconds: never at every tick)."""
 
 LEASE_GRANT_S = 3.0
 """Seconds a grant reaches ahead at most (renewed every second): a driver that froze has its tasks stop
@@ -111,70 +106,6 @@ class SupervisorState(StrEnum):
     RUNNING = "running"
     FAILED = "failed"
     STOPPED = "stopped"
-
-
-def fatal_task_error(error: MirrorsparkError, *, first_start: bool) -> bool:
-    """Tell whether a copy task's error fails its flow at once, a retry being unable to fix it.
-
-    A record too large or an authorization failure (a topic, group or ``TransactionalId`` ACL:
-    :attr:`~mirrorspark.errors.MirrorsparkError.fatal`), or, at the flow's first start, a target
-    without a transaction coordinator (exactly-once: the first ``init_transactions`` already
-    waited its full timeout; later, a coordinator moving between brokers is retried like any
-    failure). MM2's exactly-once task fails for good on any error (``ExactlyOnceWorkerSourceTask``);
-    mirrorspark retries the rest with backoff.
-
-    Parameters
-    ----------
-    error:
-        The task's error, rebuilt on the driver from its :class:`~mirrorspark.errors.ErrorInfo`.
-    first_start:
-        Whether the task belonged to the flow's first generation, never restarted.
-    """
-    return error.fatal or (first_start and isinstance(error, TransactionCoordinatorError))
-
-
-class TaskFailures:
-    """Failures in a row of each copy task of a flow, and the backoff before each restart.
-
-    Counted per task (Kafka Connect restarts and counts each task on its own): a broker lost
-    under the target fails every task of the flow once, which must not add up to a failed flow.
-    Any progress of the flow clears every count (:meth:`clear`); a task that ends having copied
-    records clears its own (:meth:`succeeded`).
-    """
-
-    def __init__(self) -> None:
-        self.by_task: dict[int, int] = {}
-
-    def failed(self, index: int) -> int:
-        """Count one more failure of task ``index``; return its failures in a row (>= 1)."""
-        n = self.by_task[index] = self.by_task.get(index, 0) + 1
-        return n
-
-    def succeeded(self, index: int) -> None:
-        """Start the count of task ``index`` over: it copied again."""
-        self.by_task.pop(index, None)
-
-    def clear(self) -> None:
-        """Start every count over: the flow copied again."""
-        self.by_task.clear()
-
-    @property
-    def worst(self) -> int:
-        """Failures in a row of the most failing task (0 when none failed)."""
-        return max(self.by_task.values(), default=0)
-
-    @staticmethod
-    def backoff_s(failures: int) -> float:
-        """Seconds before restarting a task after its ``failures``-th failure in a row.
-
-        :data:`BACKOFF_INITIAL_S` doubling up to :data:`BACKOFF_MAX_S`.
-        """
-        return float(min(BACKOFF_MAX_S, BACKOFF_INITIAL_S * 2 ** (max(1, failures) - 1)))
-
-    @staticmethod
-    def exhausted(failures: int) -> bool:
-        """Whether ``failures`` in a row of one task fail its flow (:data:`MAX_FAILURES`)."""
-        return failures >= MAX_FAILURES
 
 
 class FlowSupervisor:
@@ -233,9 +164,11 @@ class FlowSupervisor:
         self._quiet_until = 0.0  # no cluster warning before (monotonic s)
         self.jvm = jvm
         self.clock = clock
-        self._reads: dict[str, tuple[int, float]] = {}  # read -> (failures in a row, not before: clock s)
+        self._reads = ReadBackoff(clock)  # reads (and take-overs) that failed: not tried again before a backoff
         self._fenced = 0  # the most copy tasks a generation of this supervisor ran: ids to fence at the next start
         self._lost_at: float | None = None  # when the running generation's lease was found lost (monotonic s)
+        self.background = FlowThread(flow.name)  # the take-over, or the joins of a loss, stop or restart
+        self._after_other = False  # the holding followed another instance's: tasks produce nothing before a grant
 
     @property
     def failures(self) -> int:
@@ -309,7 +242,10 @@ class FlowSupervisor:
             self._launch(spec)
 
     def _specs(self) -> list[CopyTaskSpec]:
-        return self.flow.task_specs(self.generation, self.channel.address, stop_at=self.stop_at, epoch=self.epoch)
+        specs = self.flow.task_specs(self.generation, self.channel.address, stop_at=self.stop_at, epoch=self.epoch)
+        if not self._after_other:
+            return specs
+        return [dataclasses.replace(s, after_other_holder=True) for s in specs]
 
     def grant(self) -> None:
         """Renew the running generation's permission to commit (while the lease is held).
@@ -326,52 +262,54 @@ class FlowSupervisor:
             if deadline is not None:
                 self.channel.grant(self.name, self.generation, deadline)
 
-    def _take_over(self) -> None:
-        """Take the flow over under the lease's new holding: its tasks start at once, commit only once it is safe.
+    def _begin_take_over(self) -> None:
+        """Start taking the flow over under the lease's new holding, on the flow's thread (:meth:`_take_over`)."""
+        assert self.lease is not None
+        epoch = self.lease.epoch
+        if not self._reads.may("take-over") or not self.lease.may_grant(epoch):
+            return  # a failed take-over backs off; no recent contact: the lease may already be another's
+        # the holding before this one was another instance's (a standby's take-over, a relaunch after kill -9)
+        other = epoch > 1 and not (self.epoch and self.lease.claimed_only_by_self(self.epoch, epoch))
+        safe_at = self.lease.safe_at
+        self.background.submit("take-over", lambda: self._take_over(epoch, safe_at, other=other), epoch=epoch)
 
-        The positions are read (``mm2-offsets``, the previous holder's reports) and the new
-        generation starts at the first tick that sees the lease held; its tasks start copying
-        (exactly-once: every transactional id fenced first, each task waiting for its first grant
-        before ``init_transactions``) while their first grant waits until
-        :attr:`~mirrorspark.replication.lease.FlowLease.safe_at`: the commit producers'
-        ``message.timeout.ms`` after the lease partition was assigned (the previous holder's grants
-        ended before that assignment; the first holding of a flow's lease waits for nothing). A
-        commit of the previous holder that lands during the wait (it lost the lease alive, cut off
-        from the coordinator) names records the new tasks copy again: copied twice, never lost, and
-        no commit of the new holder can land before it. Starting the tasks during the wait instead
-        of after it shortens a relaunch after ``kill -9`` by their start (Spark job, Python worker,
-        clients).
+    def _take_over(self, epoch: int, safe_at: float, *, other: bool) -> None:
+        """Take the flow over under the holding ``epoch`` (on the flow's thread): read the positions, start the tasks.
+
+        After another instance's holding, ``mm2-offsets`` and the previous holder's reports are read
+        once ``safe_at`` plus :data:`TAKEOVER_MARGIN_S` passed, and the tasks produce nothing before
+        their first grant (:mod:`~mirrorspark.replication.takeover`); after this instance's own, at
+        once, the first grant waiting until ``safe_at``. The lock is held for the reads only.
         """
         assert self.lease is not None
-        if not self.lease.may_grant(self.lease.epoch):
-            return  # no contact with the coordinator lately: the lease may already be another's
-        self.flow.reload_positions()  # where the previous holder's tasks committed
-        # its reports: their copied runs (exact translation), never its totals (not this instance's copies)
-        self.reports.poll(until_end=True, timeout_s=10, segments_only=True)
-        self.epoch = self.lease.epoch
-        left = self.lease.safe_at - time.monotonic()
-        self._grants_from = self.lease.safe_at
-        if left > 0:
-            log.info(
-                "%s: this instance holds the flow's lease (epoch %d): copying; its first commit waits %.1f s for "
-                "the previous holder's last commit",
-                self.name,
-                self.epoch,
-                left,
-            )
-        else:
-            log.info("%s: this instance holds the flow's lease (epoch %d): copying", self.name, self.epoch)
+        if other and not self.background.wait_until(safe_at + TAKEOVER_MARGIN_S):
+            return  # the holding was lost meanwhile
+        with self.flow.held():
+            self.flow.reload_positions()  # where the previous holder's tasks committed
+            # its reports: their copied runs (exact translation), never its totals (not this instance's copies)
+            self.reports.poll(until_end=True, timeout_s=REPORTS_POLL_S, segments_only=True)
+        if self.background.cancel.is_set() or not self.lease.holds(epoch):
+            return
+        self.epoch, self._grants_from, self._after_other = epoch, safe_at, other
+        left = safe_at - time.monotonic()
+        wait = f"; its first commit waits {left:.1f} s for the previous holder's last commit" if left > 0 else ""
+        log.info("%s: this instance holds the flow's lease (epoch %d): copying%s", self.name, epoch, wait)
         self.start()
 
     def _lost(self) -> None:
+        """End the running generation without committing (joined on the flow's thread); standby at once."""
         self._lost_at = None
         log.warning("%s: the flow's lease was lost: its copy tasks end without committing; standby", self.name)
-        runs = list(self.runs.values())
-        self._abort_tasks()
-        if self.lease is not None and not any(run.is_alive() for run in runs):
-            self.lease.void_grants()  # no task of the holding is left to use its grants
+        self.channel.abort(self.name, self.generation)
         self.next_start.clear()
         self.state = SupervisorState.STANDBY
+        self.background.submit("loss", self._end_lost)
+
+    def _end_lost(self) -> None:
+        runs = list(self.runs.values())
+        self._end_runs(self.clock() + STOP_TIMEOUT_S)
+        if self.lease is not None and not any(run.is_alive() for run in runs):
+            self.lease.void_grants()  # no task of the holding is left to use its grants
 
     def _abort_tasks(self) -> None:
         """End the running generation without committing (bounded: all cancelled after :data:`STOP_TIMEOUT_S`)."""
@@ -380,23 +318,12 @@ class FlowSupervisor:
 
     def _end_runs(self, deadline: float) -> None:
         """Join every task until ``deadline``, cancel those still running, all together (:func:`end_jobs`)."""
-        cancelled, stuck = end_jobs(self.runs.values(), deadline, self.clock)
-        if cancelled:
-            log.warning(
-                "%s: copy task(s) %s did not end in time: their Spark jobs were cancelled",
-                self.name,
-                ", ".join(str(r.spec.task_index) for r in cancelled),
-            )
-        if stuck:
-            log.warning(
-                "%s: copy task(s) %s still running after their Spark jobs were cancelled: left behind (they "
-                "commit nothing more without a grant)",
-                self.name,
-                ", ".join(str(r.spec.task_index) for r in stuck),
-            )
-        for run in self.runs.values():
+        runs = list(self.runs.values())  # abandon() may clear them meanwhile (the JVM watch's thread)
+        end_runs(self.name, runs, deadline, self.clock)
+        for run in runs:
             self.channel.forget(self.name, run.spec.task_index, run.spec.generation)
-        self.runs.clear()
+            if self.runs.get(run.spec.task_index) is run:
+                del self.runs[run.spec.task_index]
 
     def _launch(self, spec: CopyTaskSpec) -> None:
         run = TaskJob(self.spark, spec, self.jvm)
@@ -435,16 +362,6 @@ class FlowSupervisor:
         with self.flow.held():
             return self._read_reports()
 
-    def _may_read(self, what: str) -> bool:
-        """Whether a read that failed (``what``) may be tried again now (its backoff passed)."""
-        return self.clock() >= self._reads.get(what, (0, 0.0))[1]
-
-    def _read_failed(self, what: str) -> None:
-        """Back a failed read off: :data:`READ_RETRY_INITIAL_S` doubling up to :data:`BACKOFF_MAX_S`."""
-        failures = self._reads.get(what, (0, 0.0))[0] + 1
-        delay = min(BACKOFF_MAX_S, READ_RETRY_INITIAL_S * 2 ** (failures - 1))
-        self._reads[what] = (failures, self.clock() + delay)
-
     def _read_reports(self) -> bool:
         """Read the progress channel to its end (tasks' last reports); ``False`` while a failed read backs off.
 
@@ -453,19 +370,23 @@ class FlowSupervisor:
         ClusterError
             The read failed (it is tried again after a backoff, not at every tick).
         """
-        if not self._may_read("reports"):
+        if not self._reads.may("reports"):
             return False
         try:
             self.reports.poll(until_end=True, timeout_s=REPORTS_POLL_S, generation=self.generation)
         except ClusterError:
-            self._read_failed("reports")
+            self._reads.failed("reports")
             raise
-        self._reads.pop("reports", None)
+        self._reads.ok("reports")
         return True
 
     def _restart_all(self, why: str) -> None:
         if self.runs:
             log.info("%s: restarting its copy tasks (%s)", self.name, why)
+        self.background.submit("restart", self._restart)
+
+    def _restart(self) -> None:
+        """Stop the running generation, then start a new one (on the flow's thread)."""
         if not self.stop_tasks():
             return  # the last reports could not be read yet: the restart waits for them
         self.restarts += 1
@@ -490,7 +411,7 @@ class FlowSupervisor:
                 log.warning("%s: supervising its copy tasks failed (%s): tried again at the next tick", self.name, e)
 
     def _tick(self) -> None:
-        if self.state in (SupervisorState.FAILED, SupervisorState.STOPPED):
+        if self.state in (SupervisorState.FAILED, SupervisorState.STOPPED) or not self._background_ended():
             return
         if self.lease is not None and not self._follow_lease():
             return
@@ -498,13 +419,37 @@ class FlowSupervisor:
             if held:  # else a control job of the flow runs: the next tick supervises it
                 self._supervise()
 
+    def _background_ended(self) -> bool:
+        """Whether the flow's thread is idle; a job's end is acted on, a take-over whose holding was lost cancelled.
+
+        Raises
+        ------
+        MirrorsparkError
+            The job's error (a failed take-over is tried again after a backoff).
+        """
+        job = self.background
+        if job.idle:
+            return True
+        if job.pending:
+            if job.epoch and self.lease is not None and not self.lease.holds(job.epoch):
+                job.cancel.set()
+            return False
+        what, error = job.what, job.collect()
+        if error is None:
+            if what == "take-over":
+                self._reads.ok("take-over")
+            return True
+        if what == "take-over":
+            self._reads.failed("take-over")
+        raise error
+
     def _supervise(self) -> None:
         """Apply new reports, handle ended tasks, restart on an assignment change (the flow's lock held)."""
         if self.reports.poll(generation=self.generation):
             self.task_failures.clear()  # copying again: earlier failures were recovered from ("in a row" is broken)
         if self.flow.halted is not None:
-            self.stop_tasks()
             self.state = SupervisorState.STOPPED
+            self.background.submit("stop", self.stop_tasks)
             return
         now = self.clock()
         ended = [(index, run) for index, run in self.runs.items() if not run.is_alive()]
@@ -516,7 +461,7 @@ class FlowSupervisor:
                     return  # the flow failed
         if self.flow.assignment != self.assignment:
             self.next_start.clear()
-            self._restart_all(_assignment_change(self.assignment, self.flow.assignment))
+            self._restart_all(assignment_change(self.assignment, self.flow.assignment))
             return
         self._restart_due(now)
 
@@ -525,9 +470,7 @@ class FlowSupervisor:
         assert self.lease is not None
         if self.state == SupervisorState.STANDBY:
             if self.lease.held:
-                with self.flow.held(wait_s=0) as held:
-                    if held:  # else a control job of the flow runs: the next tick takes over
-                        self._take_over()
+                self._begin_take_over()
             elif self.lease.failure is not None:
                 try:
                     self.lease.wait_acquired(0)  # raises the lease thread's failure as a ClusterError
@@ -633,15 +576,15 @@ class FlowSupervisor:
             # positions known here behind the source offsets committed with its records: start the
             # restarted tasks from those (mm2-offsets, read_committed), or they copy that transaction again.
             # A failed read (it may take minutes) is tried again after a backoff, not at every tick.
-            if not self._may_read("offsets"):
+            if not self._reads.may("offsets"):
                 return
             try:
                 self.flow.reload_positions()
             except ClusterError as e:
-                self._read_failed("offsets")
+                self._reads.failed("offsets")
                 log.warning("%s: reading the committed source offsets failed (%s): restart postponed", self.name, e)
                 return
-            self._reads.pop("offsets", None)
+            self._reads.ok("offsets")
         specs = {s.task_index: s for s in self._specs()}
         for index in due:
             del self.next_start[index]
@@ -660,7 +603,7 @@ class FlowSupervisor:
             self.state = SupervisorState.FAILED
             self.error = error
             log.error("%s: failed, its copy tasks are stopped (other flows go on): %s", self.name, error)
-            self.stop_tasks()
+            self.background.submit("stop", self.stop_tasks)
             return True
         delay = TaskFailures.backoff_s(failures)
         log.warning(
@@ -693,6 +636,7 @@ class FlowSupervisor:
         if self.state != SupervisorState.FAILED:
             self.state = SupervisorState.FAILED
             self.error = error
+        self.background.cancel.set()  # a pending take-over starts nothing
         self.channel.abort(self.name, self.generation)
         for run in self.runs.values():
             self.channel.forget(self.name, run.spec.task_index, run.spec.generation)
@@ -716,10 +660,14 @@ class FlowSupervisor:
             stopping); ``None``: :data:`STOP_TIMEOUT_S` from now. Their last reports that cannot
             be read are only logged.
         """
+        self.background.cancel.set()  # a pending take-over starts nothing; a pending join ends first
+        end = deadline if deadline is not None else self.clock() + STOP_TIMEOUT_S
+        if not self.background.join(end - self.clock()):
+            log.warning("%s: its %s is still under way: left behind", self.name, self.background.what)
         runs = list(self.runs.values())
         if self.runs:
             try:
-                self.stop_tasks(deadline=deadline)
+                self.stop_tasks(deadline=end)
             except ClusterError as e:
                 log.warning("%s: reading its copy tasks' last reports failed: %s", self.name, e)
         if self.state != SupervisorState.FAILED:
@@ -728,21 +676,6 @@ class FlowSupervisor:
             if not any(run.is_alive() for run in runs):
                 self.lease.void_grants()
             self.lease.close()
-
-
-def _assignment_change(old: tuple[tuple[PartitionKey, ...], int], new: tuple[tuple[PartitionKey, ...], int]) -> str:
-    """Say in a few words how the copy tasks' assignment changed (for the restart's log line)."""
-    before, after = set(old[0]), set(new[0])
-    words = []
-    for what, keys in (("added", after - before), ("dropped", before - after)):
-        if keys:
-            names = ", ".join(f"{t}-{p}" for t, p in sorted(keys)[:3]) + (", ..." if len(keys) > 3 else "")
-            words.append(f"{len(keys)} partition{'s' if len(keys) > 1 else ''} {what} ({names})")
-    if new[1] != old[1]:
-        words.append(f"{new[1] - old[1]} topic(s) re-created")
-    if not words:
-        words.append("partitions reordered")
-    return "assignment changed: " + ", ".join(words)
 
 
 __all__ = [
@@ -757,6 +690,7 @@ __all__ = [
     "RECLAIM_S",
     "REPORTS_POLL_S",
     "STOP_TIMEOUT_S",
+    "TAKEOVER_MARGIN_S",
     "FlowSupervisor",
     "SupervisorState",
     "TaskFailures",

@@ -154,6 +154,7 @@ class CopyTaskRunner:
         self._produced = 0  # records produced since the last commit (in flight ones included)
         self._committed_once = False  # the first commit (as soon as records are acknowledged) was made
         self._began = 0.0  # when the loop began (clock s)
+        self._grant_check_at = 0.0  # at least once: when to look at the grant again (clock s; see _grant_lapsed)
         resend = not spec.exactly_once  # at least once, a timed-out commit write is written again
         self.writes = CommitWrites(commit_producer, f"flow {spec.flow}: source offsets", spec.target, resend=resend)
         self.sync_writes = (
@@ -192,8 +193,10 @@ class CopyTaskRunner:
         """
         clean = False
         try:
-            if self.spec.exactly_once and not self._admitted():
-                return self._result(TaskOutcome.ORPHANED)  # refused: it must not fence the current task
+            if (self.spec.exactly_once or self.spec.after_other_holder) and not self._admitted():
+                # refused: it must not fence the current task; or no grant: it must not copy alongside
+                # the previous holder's last records (engine-audit-2 N5)
+                return self._result(TaskOutcome.ORPHANED)
             self.committer.begin()
             self.consumer.assign([TopicPartition(t, p, pc.committed) for (t, p), pc in self.parts.by_key.items()])
             self._began = self.clock()
@@ -212,7 +215,7 @@ class CopyTaskRunner:
                     clean = True
                     return self._result(outcome)
                 per_poll = self.spec.exactly_once and self.spec.boundary == "poll" and bool(msgs)
-                due = per_poll or self.clock() >= next_commit or self._volume_due()
+                due = per_poll or self.clock() >= next_commit or self._volume_due() or self._grant_lapsed()
                 if due and not self._before_first_grant():
                     if not self.committer.commit(final=False) and not self._hold():
                         return self._result(TaskOutcome.ORPHANED)
@@ -224,7 +227,7 @@ class CopyTaskRunner:
             self.channel.close()
 
     def _admitted(self) -> bool:
-        """Exactly-once: wait for the driver's first grant before ``init_transactions`` fences anything.
+        """Wait for the driver's first grant: before ``init_transactions``, or before reading (``after_other_holder``).
 
         A late task of an older generation is refused by the driver (``abort``, then a closed
         channel, :class:`~mirrorspark.replication.task_channel.TaskChannel`): it ends here, before
@@ -237,6 +240,18 @@ class CopyTaskRunner:
                 return False
             time.sleep(GRANT_POLL_S)
         return True
+
+    def _grant_lapsed(self) -> bool:
+        """At least once, after the first commit: whether the driver's grant lapsed (looked at every ``GRANT_POLL_S``).
+
+        The commit then made at once waits for a grant, copying nothing (:meth:`_hold`): a driver that
+        lost the flow's lease stops its tasks' copying when its last grant ends, before another
+        instance can take the flow over (``engine-audit-2.md`` N5), not at their next commit.
+        """
+        if self.spec.exactly_once or not self._committed_once or self.clock() < self._grant_check_at:
+            return False
+        self._grant_check_at = self.clock() + GRANT_POLL_S
+        return not self.channel.may_commit()
 
     def _poll(self) -> list[Any]:
         """Wait up to :data:`POLL_TIMEOUT_S` for a record, then take what else is there, :data:`BATCH_RECORDS` at most.
@@ -300,7 +315,7 @@ class CopyTaskRunner:
     def _before_first_grant(self) -> bool:
         """At least once: whether the first commit is put off, copying on, until the driver's first grant.
 
-        A new holder of the flow's lease starts its tasks at once and grants from its
+        A holder of the flow's lease after its own holding starts its tasks at once and grants from its
         ``safe_at`` on (the previous holder's last commit landed): the task copies meanwhile,
         rather than stand in its first commit's wait for a grant, but no more than
         :data:`PRE_GRANT_RECORDS` records (or ``flush_records``, if fewer): a crash loop that kills

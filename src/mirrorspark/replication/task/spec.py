@@ -134,6 +134,10 @@ class CopyTaskSpec:
         The driver run that started the task (:attr:`~mirrorspark.replication.positions.Positions.run`),
         written in its progress reports: with ``generation`` it names the task's generation across
         driver processes (``engine-audit-2.md`` N6). ``None``: not named.
+    after_other_holder:
+        The generation's holding of the flow's lease followed another instance's: the task produces
+        nothing before its first grant (``engine-audit-2.md`` N5), never alongside the previous
+        holder's last copies.
     """
 
     flow: str
@@ -165,6 +169,7 @@ class CopyTaskSpec:
     stop_at: Mapping[PartitionKey, int] | None = None
     epoch: int = 0
     run: str | None = None
+    after_other_holder: bool = False
 
     @property
     def exactly_once(self) -> bool:

@@ -1,0 +1,146 @@
+"""A flow's slow lease work off the driver loop, one job at a time per flow (``engine-audit-2.md`` N4, N5, N10).
+
+A take-over reads ``mm2-offsets`` (up to ``max.block.ms``, 60 s), fences transactional ids (as
+long) and reads the progress channel (10 s); a loss, a stop or a restart joins copy tasks for up
+to :data:`~mirrorspark.replication.supervisor.STOP_TIMEOUT_S` plus the cancels' wait. Done on the
+driver loop, they held up every other flow's supervision. A :class:`FlowThread` runs them on a
+thread of the flow's own, one at a time; the flow's supervisor sees it pending at each tick,
+supervises nothing else of that flow meanwhile, and acts on its end (or its error) at the first
+tick after it. The other flows' ticks never wait for it.
+
+**Invariants of a hand-over** (at least once; exactly once is fenced besides):
+
+* a take-over of a holding that followed **another instance's** (not this instance's own
+  previous holding) waits until the lease's ``safe_at`` plus :data:`TAKEOVER_MARGIN_S`, then
+  reads ``mm2-offsets`` and starts its tasks from what it read: a commit of the previous holder
+  that landed during the wait is seen, not copied again;
+* those tasks produce nothing before their first grant
+  (:attr:`~mirrorspark.replication.task.spec.CopyTaskSpec.after_other_holder`);
+* a task whose grant lapsed produces nothing more
+  (:meth:`~mirrorspark.replication.task.runner.CopyTaskRunner.run`): the old holder's last records
+  were produced before its last grant's end, which precedes the new holder's assignment.
+
+**Residual risk (N10).** ``safe_at`` counts ``landing_ms``, the commit producers' *client-side*
+``message.timeout.ms``: a write the broker already received may still be appended after the
+client gave up (a broker's request queue, a TCP retransmission once a cut link heals), and so may
+an old holder's data records still in flight when its grant lapsed. Its data producer keeps
+librdkafka's ``message.timeout.ms``: records it queued before its grant lapsed, while its
+executors could not reach the target either, stay queued while the task waits for the lease to
+come back (at least once: ``HOLD_S``, so that a lease taken back commits them instead of copying
+them again) and are purged when the task ends (which recalls nothing already sent): if the link
+heals within that wait they land then. :data:`TAKEOVER_MARGIN_S` covers the usual broker delay; a
+straggler landing later moves ``mm2-offsets`` (duplicates, never a loss) or puts an old copy after
+a new one (order).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+
+from mirrorspark.replication.task_job import TaskJob, end_jobs
+
+log = logging.getLogger(__name__)
+
+TAKEOVER_MARGIN_S = 2.0
+"""Seconds past the lease's ``safe_at`` a take-over from another instance's holding waits before it reads
+``mm2-offsets``: a commit write the previous holder's client gave up on may still be appended by a
+broker that had received it (see the module notes)."""
+
+
+class FlowThread:
+    """One flow's background job: a take-over, or the joins of a loss, stop or restart (see the module notes).
+
+    Parameters
+    ----------
+    name:
+        The flow's name (the threads are named after it).
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.what = ""
+        self.epoch = 0  # the lease epoch a take-over is for (0: not a take-over)
+        self.cancel = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+
+    @property
+    def pending(self) -> bool:
+        """Whether a job runs now."""
+        return self._thread is not None and self._thread.is_alive()
+
+    @property
+    def idle(self) -> bool:
+        """Whether no job runs or waits to be collected (:meth:`collect`)."""
+        return self._thread is None
+
+    def submit(self, what: str, job: Callable[[], object], *, epoch: int = 0) -> None:
+        """Run ``job`` on a new thread; ``what`` names it (``take-over``, ``loss``, ...), ``epoch`` a take-over's.
+
+        Raises
+        ------
+        RuntimeError
+            A job is still pending or uncollected (one at a time per flow).
+        """
+        if self._thread is not None:
+            raise RuntimeError(f"{self.name}: a {self.what} is still under way")
+        self.what, self.epoch, self._error = what, epoch, None
+        self.cancel.clear()
+        self._thread = threading.Thread(
+            target=self._run, args=(job,), name=f"mirrorspark-{what}-{self.name}", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self, job: Callable[[], object]) -> None:
+        try:
+            job()
+        except BaseException as e:  # handed to the tick that collects the job
+            self._error = e
+
+    def collect(self) -> BaseException | None:
+        """Forget the ended job; return its error (``None``: it succeeded, or none ran). Once not :attr:`pending`."""
+        if self._thread is None or self._thread.is_alive():
+            return None
+        self._thread = None
+        error, self._error = self._error, None
+        return error
+
+    def join(self, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` for the pending job; return whether none is pending any more."""
+        thread = self._thread
+        if thread is not None and self.pending:
+            thread.join(max(0.0, timeout_s))
+        return not self.pending
+
+    def wait_until(self, at: float, clock: Callable[[], float] = time.monotonic) -> bool:
+        """Sleep until ``at`` (``clock`` s) unless cancelled first; return whether not cancelled."""
+        while not self.cancel.is_set():
+            left = at - clock()
+            if left <= 0:
+                return True
+            self.cancel.wait(min(left, 0.5))
+        return False
+
+
+def end_runs(name: str, runs: Sequence[TaskJob], deadline: float, clock: Callable[[], float]) -> None:
+    """Join flow ``name``'s copy tasks until ``deadline``, cancel those still running, all together; log them."""
+    cancelled, stuck = end_jobs(runs, deadline, clock)
+    if cancelled:
+        log.warning(
+            "%s: copy task(s) %s did not end in time: their Spark jobs were cancelled",
+            name,
+            ", ".join(str(r.spec.task_index) for r in cancelled),
+        )
+    if stuck:
+        log.warning(
+            "%s: copy task(s) %s still running after their Spark jobs were cancelled: left behind (they "
+            "commit nothing more without a grant)",
+            name,
+            ", ".join(str(r.spec.task_index) for r in stuck),
+        )
+
+
+__all__ = ["TAKEOVER_MARGIN_S", "FlowThread", "end_runs"]
