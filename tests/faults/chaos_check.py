@@ -245,8 +245,8 @@ def _grounds(
     A removal grounds a gap if it was done before the gap was found, on the gap's partition, and
     removed records the gap names (an overlap of incarnation and offsets). A gap naming an old topic
     id needs the re-creation of that incarnation in the fault log (and its new id a later incarnation);
-    then every removal of the incarnations it names grounds it (its own range may be empty: nothing
-    left to copy).
+    then that re-creation and every removal of the incarnations it names ground it (the range may be
+    empty: nothing was left to copy).
     """
     before = [r for r in removals if (r.topic, r.partition) == (g["topic"], g["partition"]) and r.at_ms <= g["at"]]
     named = {i for i, _, _ in claims}
@@ -256,9 +256,8 @@ def _grounds(
         new_id = g.get("new_topic_id")
         if new_id is not None and index.get(new_id, -1) <= index.get(old_id, len(lives)):
             return []
-        if not any(r.kind == "recreate-topic" and r.topic_id == old_id for r in before):
-            return []
-        return [r for r in before if r.incarnation in named]
+        gone = [r for r in before if r.kind == "recreate-topic" and r.topic_id == old_id]
+        return [*gone, *(r for r in before if r.incarnation in named and r not in gone)] if gone else []
     return [
         r
         for r in before

@@ -131,3 +131,14 @@ def test_a_truncated_gap_no_fault_explains_is_a_violation_even_when_nothing_is_l
     everything = {value: [(0, rec.offset)] for value, rec in LOG.items()}
     v = verdict(LOG, everything, [{**deleted(6, 9, at=5_000), "reason": "truncated"}], [])
     assert v.lost == 0 and kinds(v) == ["spurious-gap"]
+
+
+def test_a_real_recreations_gap_with_nothing_left_to_copy_is_no_violation() -> None:
+    """The flow had copied all the old topic held (its gap starts at the old end) or did not know where it was."""
+    everything = {value: [(0, rec.offset)] for value, rec in LOG.items()}
+    gap = {**deleted(6, None, at=100_500), "reason": "recreated", "old_topic_id": "OLDID", "new_topic_id": "NEWID"}
+    recreated = removal("recreate-topic", 99_000, 0, 6)
+    for first in (6, None):
+        assert verdict(LOG, everything, [{**gap, "first_lost": first}], [recreated]).ok, first
+    gone = {**gap, "reason": "deleted", "new_topic_id": None}  # the topic seen deleted, before its re-creation
+    assert verdict(LOG, everything, [gone], [recreated]).ok
