@@ -244,11 +244,13 @@ def _grounds(
 
     A removal grounds a gap if it was done before the gap was found, on the gap's partition, and
     removed records the gap names (an overlap of incarnation and offsets). A gap naming an old topic
-    id needs the re-creation of that incarnation in the fault log (and its new id a later incarnation);
+    id needs the re-creation of that incarnation (of any of its partitions) in the fault log (and its
+    new id a later incarnation);
     then that re-creation and every removal of the incarnations it names ground it (the range may be
     empty: nothing was left to copy).
     """
-    before = [r for r in removals if (r.topic, r.partition) == (g["topic"], g["partition"]) and r.at_ms <= g["at"]]
+    topic_before = [r for r in removals if r.topic == g["topic"] and r.at_ms <= g["at"]]
+    before = [r for r in topic_before if r.partition == g["partition"]]
     named = {i for i, _, _ in claims}
     old_id = g.get("old_topic_id")
     if old_id is not None:
@@ -256,7 +258,9 @@ def _grounds(
         new_id = g.get("new_topic_id")
         if new_id is not None and index.get(new_id, -1) <= index.get(old_id, len(lives)):
             return []
-        gone = [r for r in before if r.kind == "recreate-topic" and r.topic_id == old_id]
+        # the topic's re-creation, logged per partition it had: a partition the old topic may have had (added
+        # while the flow could not look) is named too, and holds no record of it unless another removal shows one
+        gone = [r for r in topic_before if r.kind == "recreate-topic" and r.topic_id == old_id]
         return [*gone, *(r for r in before if r.incarnation in named and r not in gone)] if gone else []
     return [
         r

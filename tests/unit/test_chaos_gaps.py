@@ -142,3 +142,9 @@ def test_a_real_recreations_gap_with_nothing_left_to_copy_is_no_violation() -> N
         assert verdict(LOG, everything, [{**gap, "first_lost": first}], [recreated]).ok, first
     gone = {**gap, "reason": "deleted", "new_topic_id": None}  # the topic seen deleted, before its re-creation
     assert verdict(LOG, everything, [gone], [recreated]).ok
+
+    # a partition the new topic has and the flow never saw (added just after the re-creation): the old topic
+    # may have had it, the gap says so from 0; the re-creation grounds it, and it names none of the old records
+    unseen = {**gap, "partition": 2, "first_lost": 0}
+    assert verdict(LOG, everything, [unseen], [recreated]).ok
+    assert not verdict(LOG, everything, [{**unseen, "old_topic_id": "NEWID"}], [recreated]).ok
