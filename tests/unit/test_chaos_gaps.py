@@ -148,3 +148,12 @@ def test_a_real_recreations_gap_with_nothing_left_to_copy_is_no_violation() -> N
     unseen = {**gap, "partition": 2, "first_lost": 0}
     assert verdict(LOG, everything, [unseen], [recreated]).ok
     assert not verdict(LOG, everything, [{**unseen, "old_topic_id": "NEWID"}], [recreated]).ok
+
+
+def test_a_deleted_gap_found_while_a_topic_was_re_created_is_grounded_by_the_re_creation() -> None:
+    """Seed 27: the flow saw the old topic's records go during its deletion and named them as ``deleted``, no id."""
+    recreated = removal("recreate-topic", 99_000, 0, 6)
+    v = verdict(LOG, COPIES, [deleted(1, 4, at=100_800)], [recreated])
+    assert v.ok and v.in_gaps == 4
+    # long after that incarnation's deletion, the same gap names the new incarnation, which lost nothing
+    assert kinds(verdict(LOG, COPIES, [deleted(1, 4, at=400_000)], [recreated])) == ["lost", "spurious-gap"]
