@@ -9,7 +9,9 @@ fault log (:class:`chaos_feed.Removal`: which records of which partition and inc
 ``delete-records`` or ``recreate-topic`` removed, and when) shows those records removed.
 
 * **lost**: every produced record is on the target, or both named by a gap and removed by a fault
-  before the gap was found (so before it was copied: it is not on the target). A gap names
+  before the gap was found, and before it was copied: no later record of its partition that the
+  same removal took is on the target (a flow copies a partition in order: a copy past it was made
+  while it was still on the source, a position jump). A gap names
   records of its flow, topic and partition: a gap naming an old topic id (a topic deleted, or
   deleted and re-created) that incarnation's records from its ``first_lost`` on, and a
   ``recreated`` gap every record of an incarnation between its old and new ids (created and
@@ -30,6 +32,7 @@ fault log (:class:`chaos_feed.Removal`: which records of which partition and inc
 
 from __future__ import annotations
 
+import bisect
 import json
 import subprocess
 import sys
@@ -288,16 +291,41 @@ def _judge(gaps: Sequence[Gap], lives: Mapping[str, list[Incarnation]], removals
     return out
 
 
-def _excused(rec: FedRecord, judged: Sequence[_Judged]) -> bool:
+Reached = Mapping[tuple[str, int, int], Sequence[int]]
+"""``(topic, incarnation, partition) -> sorted upstream offsets`` of the records on the target."""
+
+
+def _reached(log: Mapping[bytes, FedRecord], copies: Copies) -> dict[tuple[str, int, int], list[int]]:
+    """The upstream offsets copied, sorted, per source partition and incarnation."""
+    out: dict[tuple[str, int, int], list[int]] = defaultdict(list)
+    for value, rec in log.items():
+        if value in copies:
+            out[(rec.topic, rec.incarnation, rec.partition)].append(rec.offset)
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def _before_copied(rec: FedRecord, r: Removal, reached: Reached) -> bool:
+    """Whether ``r`` removed ``rec`` before the flow reached it: no later record ``r`` removed was copied.
+
+    A flow copies a partition in offset order, and ``r`` removed ``[r.first, r.end)`` at once: a
+    copy of a record after ``rec`` in that range was made while ``rec`` was still on the source, so
+    the flow went past ``rec`` (a position jump), whatever a gap says later.
+    """
+    done = reached.get((rec.topic, rec.incarnation, rec.partition), ())
+    i = bisect.bisect_right(done, rec.offset)
+    return i == len(done) or done[i] >= r.end
+
+
+def _excused(rec: FedRecord, judged: Sequence[_Judged], reached: Reached) -> bool:
     """Whether a gap names ``rec`` and the fault log shows it removed before it was copied (a gap's grounds hold it).
 
-    A gap wider than what its faults removed excuses only the removed records.
+    A gap wider than what its faults removed excuses only the removed records, and none the flow went past.
     """
     return any(
         j.gap["topic"] == rec.topic
         and j.gap["partition"] == rec.partition
         and _in_claims(rec, j.claims)
-        and any(r.holds(rec) for r in j.grounds)
+        and any(r.holds(rec) and _before_copied(rec, r, reached) for r in j.grounds)
         for j in judged
     )
 
@@ -451,10 +479,11 @@ def check_flow(
     checkpoints. ``removals``: the fault log, the only ground on which a gap excuses a record."""
     judged = _judge([g for g in gaps if g["flow"].split("->")[0] == alias], lives, removals)
     unnamed, in_gaps, unfounded = [], 0, 0
+    reached = _reached(log, copies)
     for value, rec in log.items():
         if value in copies:
             continue
-        if _excused(rec, judged):
+        if _excused(rec, judged, reached):
             in_gaps += 1
         else:
             unnamed.append((rec, value))
@@ -484,7 +513,7 @@ def check_flow(
             Violation(
                 "lost",
                 f"{len(unnamed)} record(s) neither copied nor removed by a fault inside a named gap"
-                + (f" ({unfounded} inside a gap, not removed by any fault)" if unfounded else "")
+                + (f" ({unfounded} inside a gap, not removed by a fault before they were copied)" if unfounded else "")
                 + ": "
                 + "; ".join(spans[:6]),
                 tuple(_show(x) for _, x in unnamed[:5]),

@@ -57,6 +57,9 @@ def verdict(
 # records 0..5 of partition 0 produced; 0 and 5 copied; 1..4 missing from the target
 LOG = log_of(*((0, 0, o) for o in range(6)))
 COPIES = {fed(0, 0, 0): [(0, 0)], fed(0, 0, 5): [(0, 1)]}
+# the same partition when its topic is re-created after 4: 0 copied, 1..4 never reached
+HEAD_LOG = log_of(*((0, 0, o) for o in range(5)))
+HEAD = {fed(0, 0, 0): [(0, 0)]}
 
 
 def kinds(v: FlowVerdict) -> list[str]:
@@ -68,7 +71,7 @@ def test_a_gap_over_records_still_on_the_source_is_a_loss_and_a_spurious_gap() -
     v = verdict(LOG, COPIES, [deleted(1, 4, at=5_000)], [])
     assert v.lost == 4 and v.in_gaps == 0 and v.spurious_gaps == 1
     assert kinds(v) == ["lost", "spurious-gap"]
-    assert "4 inside a gap, not removed by any fault" in v.violations[0].detail
+    assert "4 inside a gap, not removed by a fault before they were copied" in v.violations[0].detail
     assert "t-0 deleted 1..4 found at 5000: no fault removed these records" in v.violations[1].detail
     # a fault on another partition, or one after the gap was found, grounds nothing either
     for elsewhere in (removal("delete-records", 4_000, 0, 5, partition=1), removal("delete-records", 6_000, 0, 5)):
@@ -78,15 +81,15 @@ def test_a_gap_over_records_still_on_the_source_is_a_loss_and_a_spurious_gap() -
 def test_a_spurious_recreated_gap_excuses_nothing() -> None:
     """An old-id gap found before the topic was re-created (a position jump) does not open-endedly excuse."""
     gap = {**deleted(1, None, at=50_000), "reason": "recreated", "old_topic_id": "OLDID", "new_topic_id": "NEWID"}
-    recreated = removal("recreate-topic", 99_000, 0, 6)
-    v = verdict(LOG, COPIES, [gap], [recreated])
+    recreated = removal("recreate-topic", 99_000, 0, 5)
+    v = verdict(HEAD_LOG, HEAD, [gap], [recreated])
     assert v.lost == 4 and kinds(v) == ["lost", "spurious-gap"]
     # the same gap found after the re-creation the fault log shows: every missing record excused
-    real = verdict(LOG, COPIES, [{**gap, "at": 100_500}], [recreated])
+    real = verdict(HEAD_LOG, HEAD, [{**gap, "at": 100_500}], [recreated])
     assert real.ok and real.in_gaps == 4 and real.spurious_gaps == 0
     # naming an incarnation that was never re-created, or a new id that is not a later incarnation
-    assert not verdict(LOG, COPIES, [{**gap, "at": 100_500, "new_topic_id": "OLDID"}], [recreated]).ok
-    assert not verdict(LOG, COPIES, [{**gap, "at": 100_500, "old_topic_id": "NEWID"}], [recreated]).ok
+    assert not verdict(HEAD_LOG, HEAD, [{**gap, "at": 100_500, "new_topic_id": "OLDID"}], [recreated]).ok
+    assert not verdict(HEAD_LOG, HEAD, [{**gap, "at": 100_500, "old_topic_id": "NEWID"}], [recreated]).ok
 
 
 def test_a_delete_records_fault_with_its_gap_passes() -> None:
@@ -103,7 +106,7 @@ def test_a_gap_wider_than_its_fault_excuses_only_the_removed_records() -> None:
     v = verdict(LOG, COPIES, [deleted(1, 4, at=5_000)], [removal("delete-records", 4_000, 0, 3)])
     assert v.in_gaps == 2 and v.lost == 2 and v.spurious_gaps == 0
     assert kinds(v) == ["lost"]
-    assert "2 inside a gap, not removed by any fault" in v.violations[0].detail
+    assert "2 inside a gap, not removed by a fault before they were copied" in v.violations[0].detail
     assert "t-0 (incarnation 0) upstream 3..4 (2)" in v.violations[0].detail
 
 
@@ -152,8 +155,21 @@ def test_a_real_recreations_gap_with_nothing_left_to_copy_is_no_violation() -> N
 
 def test_a_deleted_gap_found_while_a_topic_was_re_created_is_grounded_by_the_re_creation() -> None:
     """Seed 27: the flow saw the old topic's records go during its deletion and named them as ``deleted``, no id."""
-    recreated = removal("recreate-topic", 99_000, 0, 6)
-    v = verdict(LOG, COPIES, [deleted(1, 4, at=100_800)], [recreated])
+    recreated = removal("recreate-topic", 99_000, 0, 5)
+    v = verdict(HEAD_LOG, HEAD, [deleted(1, 4, at=100_800)], [recreated])
     assert v.ok and v.in_gaps == 4
     # long after that incarnation's deletion, the same gap names the new incarnation, which lost nothing
-    assert kinds(verdict(LOG, COPIES, [deleted(1, 4, at=400_000)], [recreated])) == ["lost", "spurious-gap"]
+    assert kinds(verdict(HEAD_LOG, HEAD, [deleted(1, 4, at=400_000)], [recreated])) == ["lost", "spurious-gap"]
+
+
+def test_a_gap_from_the_start_of_a_recreated_topic_does_not_excuse_records_the_flow_went_past() -> None:
+    """A skip while the topic lived (1, 2 missing, 3 copied), then the re-creation and a gap from offset 0
+    (what a flow that saw the topic vanish reports, seeds 6, 15, 27): only 4 and 5, never reached, are excused."""
+    copies = {fed(0, 0, 0): [(0, 0)], fed(0, 0, 3): [(0, 1)]}
+    gap = {**deleted(0, None, at=100_500), "reason": "recreated", "old_topic_id": "OLDID", "new_topic_id": "NEWID"}
+    v = verdict(LOG, copies, [gap], [removal("recreate-topic", 99_000, 0, 6)])
+    assert v.lost == 2 and v.in_gaps == 2 and kinds(v) == ["lost"]
+    assert "t-0 (incarnation 0) upstream 1..2 (2)" in v.violations[0].detail
+    # a deleteRecords before 3, then the re-creation: 1 and 2 went before the flow reached them
+    deletion = removal("delete-records", 50_000, 0, 3)
+    assert verdict(LOG, copies, [gap], [deletion, removal("recreate-topic", 99_000, 3, 6)]).ok
