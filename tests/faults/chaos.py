@@ -15,10 +15,11 @@ Usage::
 3. Once every remote topic receives records, the faults strike at their times; a run that exits
    by itself is relaunched, as an operator's supervisor would (and counted).
 4. After ``--duration`` s the faults are repaired, the feed stops, the flows get time to copy the
-   rest; the run stops; :mod:`chaos_check` proves the verdict from the clusters alone and prints
-   it as a table. Exit code 1 on any violation (each line names the seed, the violation and the
-   records), 0 otherwise. One JSON line per mode goes to ``build/faults/random.jsonl`` for
-   ``docs/faults.md`` (:mod:`report`).
+   rest; the run stops; :mod:`chaos_check` proves the verdict from the clusters and the fault log
+   (which source records each ``delete-records``/``recreate-topic`` removed, :attr:`Cell.removed`:
+   a gap the system reports excuses only those) and prints it as a table. Exit code 1 on any
+   violation (each line names the seed, the violation and the records), 0 otherwise. One JSON
+   line per mode goes to ``build/faults/random.jsonl`` for ``docs/faults.md`` (:mod:`report`).
 
 The at-least-once bound (:func:`duplicate_bound`) is stated per fault from the commit rule: a
 copy task commits every ``offset.flush.interval.ms`` (``--flush-ms``) and, with
@@ -255,7 +256,7 @@ def check_all(
             )
         )
         checkpoints = [] if quick else read_checkpoints(cell.target, alias)
-        out.append(check_flow(mode, alias, log=log, lives=lives, copies=copies, gaps=gaps,
+        out.append(check_flow(mode, alias, log=log, lives=lives, copies=copies, gaps=gaps, removals=cell.removed,
                               checkpoints=checkpoints, bound=bound))  # fmt: skip
     return out
 
@@ -295,7 +296,15 @@ def gap_lines(gaps: list[dict[str, Any]]) -> str:
         ids = f" topic id {g['old_topic_id']} -> {g['new_topic_id']}" if g["reason"] == "recreated" else ""
         lines.append(
             f"  {g['flow']} {g['topic']}-{g['partition']} {g['reason']} {g['first_lost']}..{g['last_lost']}{ids}"
+            f" at {g['at']}"
         )
+    return "\n".join(lines)
+
+
+def removal_lines(cell: Cell) -> str:
+    """The fault log's removals (what each ``delete-records``/``recreate-topic`` removed), one line each."""
+    lines = [f"source records removed by the faults (the fault log): {len(cell.removed)} removal(s)"]
+    lines += [f"  {r.line()}" for r in cell.removed]
     return "\n".join(lines)
 
 
@@ -315,6 +324,8 @@ def record(o: Options, v: FlowVerdict, applied: list[dict[str, Any]], faults: in
         "copied_twice": v.copied_twice,
         "bound": v.bound,
         "gaps_named": v.gaps_named,
+        "spurious_gaps": v.spurious_gaps,
+        "removals": len(cell.removed),
         "verdict": "pass" if v.ok else "fail",
         "violations": [x.line(o.seed, v.mode) for x in v.violations][:10],
         "notes": cell.notes[:10],
@@ -388,6 +399,7 @@ def _run(o: Options, plan: list[Planned], base: Path) -> int:
             add_position_violations(v, cell.target, alias, ends, foreign)
         print(verdict_table(o.seed, verdicts), flush=True)
         print(gap_lines(status_gaps(props, env)), flush=True)
+        print(removal_lines(cell), flush=True)
         for n in cell.notes:
             print(f"  note: {n}", flush=True)
         for v in verdicts:

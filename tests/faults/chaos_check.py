@@ -1,18 +1,26 @@
-"""The randomized fault checker's verdict, proven from the clusters (and the feed's log of what it produced).
+"""The randomized fault checker's verdict, proven from the clusters, the feed's log and the fault log.
 
 For each flow (one per mode) it reads the remote topics on the target (``read_committed`` in
 exactly-once mode, every copy in at-least-once mode), the flow's checkpoints
 (``<source>.checkpoints.internal``, MM2's format), its stored positions (``mm2-offsets.<source>.internal``)
-and the gaps ``mirrorspark status --json`` names, and checks:
+and the gaps ``mirrorspark status --json`` names, and checks them against what the faults did.
+It trusts nothing the system says about itself: a gap is only a claim, believed as far as the
+fault log (:class:`chaos_feed.Removal`: which records of which partition and incarnation each
+``delete-records`` or ``recreate-topic`` removed, and when) shows those records removed.
 
-* **lost**: every produced record is on the target, or inside a gap naming its flow, topic,
-  partition and an offset range holding its upstream offset, and its incarnation: a gap naming
-  an old topic id (a topic deleted, or deleted and re-created) covers that incarnation's records
-  from its ``first_lost`` on (what the old topic received after the flow last listed it went
-  with it), and a ``recreated`` gap every record of an incarnation between its old and new ids
-  (created and deleted again while the flow could not look); a ``deleted``/``truncated`` gap
-  without an old id its exact range, found while that incarnation lived (a gap with no known
-  start names nothing);
+* **lost**: every produced record is on the target, or both named by a gap and removed by a fault
+  before the gap was found, and before it was copied: no later record of its partition that the
+  same removal took is on the target (a flow copies a partition in order: a copy past it was made
+  while it was still on the source, a position jump). A gap names
+  records of its flow, topic and partition: a gap naming an old topic id (a topic deleted, or
+  deleted and re-created) that incarnation's records from its ``first_lost`` on, and a
+  ``recreated`` gap every record of an incarnation between its old and new ids (created and
+  deleted again while the flow could not look); a ``deleted``/``truncated`` gap without an old id
+  its exact range, found while that incarnation lived (a gap with no known start names nothing).
+  A gap wider than what the faults removed excuses only the removed records;
+* **spurious gap**: a gap no removal of the fault log grounds (done before the gap was found, on
+  its partition, overlapping what it names; for an old topic id, that incarnation's
+  re-creation) is a position jump over records still on the source, a violation by itself;
 * **copied twice**: copies beyond the first; exactly-once: none; at-least-once: at most the bound;
 * **order**: in each remote partition, the first copies of a source partition's records appear in
   upstream-offset order (and in the partition of the same number);
@@ -24,6 +32,7 @@ and the gaps ``mirrorspark status --json`` names, and checks:
 
 from __future__ import annotations
 
+import bisect
 import json
 import subprocess
 import sys
@@ -34,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from chaos_feed import FedRecord, Incarnation, parse_value
+from chaos_feed import FedRecord, Incarnation, Removal, parse_value
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 from helpers import admin, client_config, unique_name
 
@@ -86,6 +95,7 @@ class FlowVerdict:
     bound: int
     gaps_named: int
     checkpoints: int
+    spurious_gaps: int = 0
     violations: list[Violation] = field(default_factory=list)
 
     @property
@@ -196,27 +206,152 @@ def status_gaps(properties: Path, env: Mapping[str, str]) -> list[dict[str, Any]
     return list(json.loads(done.stdout)["gaps"])
 
 
-def _named(rec: FedRecord, gaps: Sequence[Mapping[str, Any]], lives: Mapping[str, list[Incarnation]]) -> bool:
-    """Whether a gap names ``rec`` exactly: topic, partition, an offset range holding it, its incarnation."""
-    life = lives[rec.topic][rec.incarnation]
-    index = {i.topic_id: i.index for i in lives[rec.topic]}
-    for g in gaps:
-        if g["topic"] != rec.topic or g["partition"] != rec.partition:
-            continue
-        old, new = index.get(g.get("old_topic_id") or ""), index.get(g.get("new_topic_id") or "")
-        if g["reason"] == "recreated" and old is not None and new is not None and old < rec.incarnation < new:
-            return True  # an incarnation the flow never saw, between the two it did
-        if g["first_lost"] is None:
-            continue
-        if g.get("old_topic_id") is not None:  # a whole incarnation went: its records from first_lost on
-            if g["old_topic_id"] == life.topic_id and rec.offset >= g["first_lost"]:
-                return True
-            continue
-        if g["last_lost"] is None or not g["first_lost"] <= rec.offset <= g["last_lost"]:
-            continue
+Gap = Mapping[str, Any]
+"""A gap as ``mirrorspark status --json`` prints it (``flow``, ``topic``, ``partition``, ``reason``, ...)."""
+
+Claim = tuple[int, int, int | None]
+"""What a gap says was lost on its partition: ``(incarnation, first offset, last offset or None: to its end)``."""
+
+
+def _claims(g: Gap, lives: Sequence[Incarnation]) -> list[Claim]:
+    """The records a gap says its flow lost, per incarnation of its topic (the system's word, not yet believed)."""
+    index = {i.topic_id: i.index for i in lives}
+    old, new = index.get(g.get("old_topic_id") or ""), index.get(g.get("new_topic_id") or "")
+    out: list[Claim] = []
+    if g["reason"] == "recreated" and old is not None and new is not None:
+        out += [(i, 0, None) for i in range(old + 1, new)]  # incarnations the flow never saw, between the two
+    if g["first_lost"] is None:
+        return out
+    if g.get("old_topic_id") is not None:  # a whole incarnation went: its records from first_lost on
+        return [*out, (old, g["first_lost"], None)] if old is not None else out
+    if g["last_lost"] is None:
+        return out
+    for life in lives:  # found while that incarnation lived (or just after its deletion)
         if g["at"] >= life.created_ms and (life.deleted_ms is None or g["at"] <= life.deleted_ms + GAP_GRACE_MS):
-            return True
-    return False
+            out.append((life.index, g["first_lost"], g["last_lost"]))
+    return out
+
+
+def _in_claims(rec: FedRecord, claims: Sequence[Claim]) -> bool:
+    """Whether ``rec`` is among the records ``claims`` name."""
+    return any(
+        rec.incarnation == i and first <= rec.offset and (last is None or rec.offset <= last)
+        for i, first, last in claims
+    )
+
+
+def _grounds(
+    g: Gap, claims: Sequence[Claim], lives: Sequence[Incarnation], removals: Sequence[Removal]
+) -> list[Removal]:
+    """The fault log's removals a gap reports; none: the gap is spurious (no fault removed what it names).
+
+    A removal grounds a gap if it was done before the gap was found, on the gap's partition, and
+    removed records the gap names (an overlap of incarnation and offsets). A gap naming an old topic
+    id needs the re-creation of that incarnation (of any of its partitions) in the fault log (and its
+    new id a later incarnation);
+    then that re-creation and every removal of the incarnations it names ground it (the range may be
+    empty: nothing was left to copy).
+    """
+    topic_before = [r for r in removals if r.topic == g["topic"] and r.at_ms <= g["at"]]
+    before = [r for r in topic_before if r.partition == g["partition"]]
+    named = {i for i, _, _ in claims}
+    old_id = g.get("old_topic_id")
+    if old_id is not None:
+        index = {i.topic_id: i.index for i in lives}
+        new_id = g.get("new_topic_id")
+        if new_id is not None and index.get(new_id, -1) <= index.get(old_id, len(lives)):
+            return []
+        # the topic's re-creation, logged per partition it had: a partition the old topic may have had (added
+        # while the flow could not look) is named too, and holds no record of it unless another removal shows one
+        gone = [r for r in topic_before if r.kind == "recreate-topic" and r.topic_id == old_id]
+        return [*gone, *(r for r in before if r.incarnation in named and r not in gone)] if gone else []
+    return [
+        r
+        for r in before
+        if any(r.incarnation == i and first < r.end and (last is None or r.first <= last) for i, first, last in claims)
+    ]
+
+
+@dataclass(frozen=True)
+class _Judged:
+    """A gap of a flow, judged against the fault log: what it names and the removals that ground it."""
+
+    gap: Gap
+    claims: list[Claim]
+    grounds: list[Removal]
+
+
+def _judge(gaps: Sequence[Gap], lives: Mapping[str, list[Incarnation]], removals: Sequence[Removal]) -> list[_Judged]:
+    """Each gap with what it names and its grounds in the fault log."""
+    out = []
+    for g in gaps:
+        topic_lives = lives.get(g["topic"], [])
+        claims = _claims(g, topic_lives)
+        out.append(_Judged(g, claims, _grounds(g, claims, topic_lives, removals)))
+    return out
+
+
+Reached = Mapping[tuple[str, int, int], Sequence[int]]
+"""``(topic, incarnation, partition) -> sorted upstream offsets`` of the records on the target."""
+
+
+def _reached(log: Mapping[bytes, FedRecord], copies: Copies) -> dict[tuple[str, int, int], list[int]]:
+    """The upstream offsets copied, sorted, per source partition and incarnation."""
+    out: dict[tuple[str, int, int], list[int]] = defaultdict(list)
+    for value, rec in log.items():
+        if value in copies:
+            out[(rec.topic, rec.incarnation, rec.partition)].append(rec.offset)
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def _before_copied(rec: FedRecord, r: Removal, reached: Reached) -> bool:
+    """Whether ``r`` removed ``rec`` before the flow reached it: no later record ``r`` removed was copied.
+
+    A flow copies a partition in offset order, and ``r`` removed ``[r.first, r.end)`` at once: a
+    copy of a record after ``rec`` in that range was made while ``rec`` was still on the source, so
+    the flow went past ``rec`` (a position jump), whatever a gap says later.
+    """
+    done = reached.get((rec.topic, rec.incarnation, rec.partition), ())
+    i = bisect.bisect_right(done, rec.offset)
+    return i == len(done) or done[i] >= r.end
+
+
+def _excused(rec: FedRecord, judged: Sequence[_Judged], reached: Reached) -> bool:
+    """Whether a gap names ``rec`` and the fault log shows it removed before it was copied (a gap's grounds hold it).
+
+    A gap wider than what its faults removed excuses only the removed records, and none the flow went past.
+    """
+    return any(
+        j.gap["topic"] == rec.topic
+        and j.gap["partition"] == rec.partition
+        and _in_claims(rec, j.claims)
+        and any(r.holds(rec) and _before_copied(rec, r, reached) for r in j.grounds)
+        for j in judged
+    )
+
+
+def _named(rec: FedRecord, judged: Sequence[_Judged]) -> bool:
+    """Whether some gap names ``rec`` (excused or not: the violation says so)."""
+    return any(
+        j.gap["topic"] == rec.topic and j.gap["partition"] == rec.partition and _in_claims(rec, j.claims)
+        for j in judged
+    )
+
+
+def _spurious(judged: Sequence[_Judged]) -> list[Violation]:
+    """A gap no fault of the fault log grounds: the flow jumped over records still on the source."""
+    out = []
+    for j in judged:
+        if j.grounds:
+            continue
+        g = j.gap
+        ids = f" topic id {g.get('old_topic_id')} -> {g.get('new_topic_id')}" if g.get("old_topic_id") else ""
+        detail = (
+            f"{g['flow']} {g['topic']}-{g['partition']} {g['reason']} {g['first_lost']}..{g['last_lost']}{ids} "
+            f"found at {g['at']}: no fault removed these records before it (a position jump?)"
+        )
+        out.append(Violation("spurious-gap", detail))
+    return out
 
 
 def _order(copies: Copies, log: Mapping[bytes, FedRecord]) -> list[Violation]:
@@ -336,19 +471,23 @@ def check_flow(
     lives: Mapping[str, list[Incarnation]],
     copies: Copies,
     gaps: Sequence[Mapping[str, Any]],
+    removals: Sequence[Removal],
     checkpoints: Sequence[TimedCheckpoint],
     bound: int,
 ) -> FlowVerdict:
-    """The verdict of one flow: lost, copied twice against ``bound`` (0 in exactly-once), order, checkpoints."""
-    flow_gaps = [g for g in gaps if g["flow"].split("->")[0] == alias]
-    unnamed, in_gaps = [], 0
+    """The verdict of one flow: lost, spurious gaps, copied twice against ``bound`` (0 in exactly-once), order,
+    checkpoints. ``removals``: the fault log, the only ground on which a gap excuses a record."""
+    judged = _judge([g for g in gaps if g["flow"].split("->")[0] == alias], lives, removals)
+    unnamed, in_gaps, unfounded = [], 0, 0
+    reached = _reached(log, copies)
     for value, rec in log.items():
         if value in copies:
             continue
-        if _named(rec, flow_gaps, lives):
+        if _excused(rec, judged, reached):
             in_gaps += 1
         else:
             unnamed.append((rec, value))
+            unfounded += _named(rec, judged)
     twice = sum(len(w) - 1 for v, w in copies.items() if v in log)
     v = FlowVerdict(
         mode=mode,
@@ -358,8 +497,9 @@ def check_flow(
         lost=len(unnamed),
         copied_twice=twice,
         bound=bound,
-        gaps_named=len(flow_gaps),
+        gaps_named=len(judged),
         checkpoints=len(checkpoints),
+        spurious_gaps=sum(1 for j in judged if not j.grounds),
     )
     if unnamed:
         by_part: dict[tuple[str, int, int], list[int]] = defaultdict(list)
@@ -372,7 +512,10 @@ def check_flow(
         v.violations.append(
             Violation(
                 "lost",
-                f"{len(unnamed)} record(s) neither copied nor in a named gap: " + "; ".join(spans[:6]),
+                f"{len(unnamed)} record(s) neither copied nor removed by a fault inside a named gap"
+                + (f" ({unfounded} inside a gap, not removed by a fault before they were copied)" if unfounded else "")
+                + ": "
+                + "; ".join(spans[:6]),
                 tuple(_show(x) for _, x in unnamed[:5]),
             )
         )
@@ -388,6 +531,7 @@ def check_flow(
                 tuple(_show(x) for x in foreign[:5]),
             )
         )
+    v.violations += _spurious(judged)[:20]
     v.violations += _order(copies, log)[:20]
     v.violations += _checkpoints(checkpoints, alias, copies, log, lives)[:20]
     return v

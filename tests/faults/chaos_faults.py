@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import psutil
-from chaos_feed import ChaosFeed
+from chaos_feed import ChaosFeed, Removal
 from confluent_kafka import Producer, TopicPartition
 from helpers import admin, assert_eventually, client_config
 from proxy import ProxyGroup
@@ -72,6 +72,10 @@ class Cell:
         Repairs still due (time.monotonic(), what, callable), run by the schedule's loop.
     foreign:
         The foreign ``mm2-offsets`` records written: (source alias, topic, partition, offset).
+    removed:
+        The fault log of source records removed (``delete-records``, ``recreate-topic``): exactly
+        which records each fault removed and when; the only ground on which the checker excuses
+        a record the flows did not copy.
     outage_s:
         Seconds of outages so far (a target broker down, the run frozen), for the duplicate bound.
     driver_proxies:
@@ -90,6 +94,7 @@ class Cell:
     notes: list[str] = field(default_factory=list)
     restore: list[tuple[float, str, Callable[[], str]]] = field(default_factory=list)
     foreign: set[tuple[str, str, int, int]] = field(default_factory=set)
+    removed: list[Removal] = field(default_factory=list)
     outage_s: float = 0.0
     driver_proxies: ProxyGroup | None = None
 
@@ -306,7 +311,7 @@ class RecreateTopic(_Base):
     kind = "recreate-topic"
 
     def apply(self, cell: Cell, topic: str, params: dict[str, Any]) -> str:
-        return cell.feed.recreate(topic)
+        return cell.feed.recreate(topic, cell.removed)
 
 
 class DeleteRecords(_Base):
@@ -328,9 +333,14 @@ class DeleteRecords(_Base):
             time.sleep(float(params["frozen_s"]))  # the feed moves on while the copy cannot: part of the fault
             cell.outage_s += float(params["frozen_s"])
             part = params["partition"]
-            end = cell.feed.source_end(topic, part)
+            first, end = cell.feed.source_range(topic, part)
+            life = cell.feed.incarnations(topic)[-1]
             tp = TopicPartition(topic, part, end)
             client = admin(cell.source)  # kept alive until the future resolves
+            # logged before it is asked for: a request that times out may still have removed them
+            cell.removed.append(
+                Removal(self.kind, int(time.time() * 1000), topic, life.index, life.topic_id, part, first, end)
+            )
             client.delete_records([tp], request_timeout=30)[tp].result(30)
         finally:
             for p in procs:

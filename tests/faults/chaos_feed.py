@@ -28,7 +28,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Produ
 from confluent_kafka.admin import NewPartitions
 from helpers import admin, assert_eventually, client_config, create_topic
 
-__all__ = ["ChaosFeed", "FedRecord", "Incarnation", "SourceGroup", "parse_value", "topic_id"]
+__all__ = ["ChaosFeed", "FedRecord", "Incarnation", "Removal", "SourceGroup", "parse_value", "topic_id"]
 
 PREFIX = b"chaos|"
 
@@ -69,6 +69,45 @@ class Incarnation:
     topic_id: str
     created_ms: int
     deleted_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class Removal:
+    """Source records one fault removed, as the fault log records them (the checker's only ground for a gap).
+
+    Attributes
+    ----------
+    kind:
+        The fault: ``"delete-records"`` or ``"recreate-topic"`` (one removal per partition of the old topic).
+    at_ms:
+        Wall-clock epoch ms just before the removal was asked for (a gap naming it is found later).
+    topic, incarnation, topic_id, partition:
+        The source partition and the topic's incarnation (its index and id) the records were removed from.
+    first, end:
+        The offsets ``[first, end)`` removed: the log start and the end offset at the removal (for a
+        re-created topic every record its old incarnation still held; ``first == end``: none).
+    """
+
+    kind: str
+    at_ms: int
+    topic: str
+    incarnation: int
+    topic_id: str
+    partition: int
+    first: int
+    end: int
+
+    def holds(self, rec: FedRecord) -> bool:
+        """Whether ``rec`` is one of the records removed."""
+        return (rec.topic, rec.incarnation, rec.partition) == (self.topic, self.incarnation, self.partition) and (
+            self.first <= rec.offset < self.end
+        )
+
+    def line(self) -> str:
+        """``recreate-topic t-0 (incarnation 0, id X) offsets 0..99 removed at <ms>``, for the verdict's reader."""
+        span = f"offsets {self.first}..{self.end - 1}" if self.end > self.first else "no offsets"
+        where = f"{self.topic}-{self.partition} (incarnation {self.incarnation}, id {self.topic_id})"
+        return f"{self.kind} {where}: {span} removed at {self.at_ms}"
 
 
 def parse_value(value: bytes) -> tuple[str, int, int, int] | None:
@@ -221,10 +260,22 @@ class ChaosFeed:
             with self._lock:
                 t.held = False
 
-    def recreate(self, topic: str) -> str:
-        """Hold ``topic``, delete it, create it again (same partitions), feed its new incarnation; returns a note."""
+    def recreate(self, topic: str, removed: list[Removal]) -> str:
+        """Hold ``topic``, delete it, create it again (same partitions), feed its new incarnation; returns a note.
+
+        Appends to the fault log ``removed``, before asking for the deletion, every record the old
+        incarnation still holds, per partition (its log start and end offsets, read while the topic is
+        held, so final).
+        """
         client = admin(self.bootstrap)
         with self._held(topic) as held:
+            life = held.lives[-1]
+            ranges = [self.source_range(topic, p) for p in range(held.partitions)]
+            at_ms = int(time.time() * 1000)
+            removed += [
+                Removal("recreate-topic", at_ms, topic, life.index, life.topic_id, p, first, end)
+                for p, (first, end) in enumerate(ranges)
+            ]
             client.delete_topics([topic], request_timeout=30)[topic].result(30)
             held.lives[-1].deleted_ms = int(time.time() * 1000)
             assert_eventually(
@@ -266,9 +317,14 @@ class ChaosFeed:
 
     def source_end(self, topic: str, partition: int) -> int:
         """The high watermark of a source partition now (the next offset the feed will write there)."""
+        return self.source_range(topic, partition)[1]
+
+    def source_range(self, topic: str, partition: int) -> tuple[int, int]:
+        """``(log start, high watermark)`` of a source partition now: the offsets it holds are ``[start, end)``."""
         consumer = Consumer(client_config(self.bootstrap, **{"group.id": "chaos-watermarks"}))
         try:
-            return int(consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)[1])
+            lo, hi = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
+            return int(lo), int(hi)
         finally:
             consumer.close()
 

@@ -88,9 +88,15 @@ def render_random(rows: Sequence[Mapping[str, Any]], source: str) -> list[str]:
         "target cut (the copy tasks connected directly), a topic deleted and re-created, `deleteRecords` past the "
         "copied position, partitions added, a foreign `mm2-offsets` record) while records with unique values flow "
         "into several topics, and "
-        "`tests/faults/chaos_check.py` proves from the clusters alone: every record produced is on the target or in "
-        "a gap `mirrorspark status --json` names exactly (**lost** counts those that are neither), copies beyond the "
-        "first stay within the **bound** (0 for a `read_committed` reader in exactly-once mode), first copies keep "
+        "`tests/faults/chaos_check.py` proves from the clusters and the fault log (which source records each "
+        "`deleteRecords` and each re-creation removed: partition, topic id, offsets, when), never trusting what the "
+        "system says about itself: every record produced is on the target, or both named by a gap "
+        "`mirrorspark status --json` reports and removed by a fault before that gap was found and before the flow "
+        "reached it (no later record the same removal took is on the target) (**lost** counts the others; a gap wider "
+        "than what its faults removed excuses only the removed records), every gap reported is "
+        "grounded in a fault (a gap no fault explains, a position jump over records still on the source, fails as a "
+        "`spurious-gap`), copies beyond the first stay within the **bound** (0 for a `read_committed` reader in "
+        "exactly-once mode), first copies keep "
         "each partition's order, and no checkpoint translates past a copied record. Replay a seed with "
         "`make faults-random SEED=<seed> DURATION=<s> MODE=both`; a skipped fault is marked so.",
         "",

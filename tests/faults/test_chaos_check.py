@@ -10,11 +10,16 @@ import chaos
 import report
 from chaos_check import check_flow
 from chaos_faults import FAULTS, draw_schedule
-from chaos_feed import FedRecord, Incarnation, parse_value
+from chaos_feed import FedRecord, Incarnation, Removal, parse_value
 
 from mirrorspark.mm2.records import Checkpoint
 
 LIVES = {"t": [Incarnation(0, "OLDID", 1_000, 100_000), Incarnation(1, "NEWID", 100_000)]}
+REMOVED = [
+    Removal("delete-records", 3_000, "t", 0, "OLDID", 0, 0, 3),  # deleteRecords before 3 at 3 s
+    Removal("recreate-topic", 99_000, "t", 0, "OLDID", 0, 3, 3),  # then the topic re-created (nothing left)
+]
+"""The fault log matching :data:`LIVES`."""
 
 
 def fed(inc: int, part: int, offset: int) -> bytes:
@@ -26,7 +31,7 @@ def log_of(*records: tuple[int, int, int]) -> dict[bytes, FedRecord]:
 
 
 def verdict(log: dict[bytes, FedRecord], copies: dict[bytes, list[tuple[int, int]]], **kw: object):  # type: ignore[no-untyped-def]
-    args: dict[str, object] = {"gaps": [], "checkpoints": [], "bound": 0, **kw}
+    args: dict[str, object] = {"gaps": [], "removals": REMOVED, "checkpoints": [], "bound": 0, **kw}
     return check_flow("at-least-once", "alo", log=log, lives=LIVES, copies=copies, **args)  # type: ignore[arg-type]
 
 
@@ -51,7 +56,7 @@ def test_a_record_missing_from_the_target_is_lost_unless_a_gap_names_it_exactly(
     assert v.lost == 2 and [x.kind for x in v.violations] == ["lost"]
     assert "t-0 (incarnation 0) upstream 1..2 (2)" in v.violations[0].detail
     exact = {"flow": "alo->alo_t", "topic": "t", "partition": 0, "reason": "recreated", "first_lost": 1,
-             "last_lost": 2, "at": 6_000, "old_topic_id": "OLDID", "new_topic_id": "NEWID"}  # fmt: skip
+             "last_lost": 2, "at": 100_500, "old_topic_id": "OLDID", "new_topic_id": "NEWID"}  # fmt: skip
     assert verdict(log, copies, gaps=[exact]).ok
     assert verdict(log, copies, gaps=[exact]).in_gaps == 2
     # a gap naming the old topic id covers that incarnation from first_lost on (its end as last listed may be stale)
@@ -74,11 +79,16 @@ def test_a_recreated_gap_names_every_incarnation_between_its_two_ids() -> None:
     copies = {fed(2, 0, 0): [(0, 0)]}
     gap = {"flow": "alo->alo_t", "topic": "t", "partition": 0, "reason": "recreated", "first_lost": 7,
            "last_lost": None, "at": 95_000, "old_topic_id": "A", "new_topic_id": "C"}  # fmt: skip
-    check = check_flow("at-least-once", "alo", log=log, lives=lives, copies=copies, gaps=[gap], checkpoints=[], bound=0)
+    removed = [
+        Removal("recreate-topic", 49_000, "t", 0, "A", 0, 0, 8),
+        Removal("recreate-topic", 89_000, "t", 1, "B", 0, 0, 2),
+    ]
+    check = check_flow("at-least-once", "alo", log=log, lives=lives, copies=copies, gaps=[gap], removals=removed,
+                       checkpoints=[], bound=0)  # fmt: skip
     assert check.ok and check.in_gaps == 3
     for narrower in ({"new_topic_id": "B"}, {"old_topic_id": "B"}):
         partial = check_flow("at-least-once", "alo", log=log, lives=lives, copies=copies, gaps=[{**gap, **narrower}],
-                             checkpoints=[], bound=0)  # fmt: skip
+                             removals=removed, checkpoints=[], bound=0)  # fmt: skip
         assert partial.lost >= 1, narrower
 
 

@@ -2,9 +2,10 @@
 
 Both modes in one ``mirrorspark run`` (one flow each), a 1-broker target (so ``kill-leader`` is
 left out: it needs three brokers, ``make faults-random`` has them), about a minute of faults
-drawn from the seed. The checker's verdict is the assertion: nothing lost outside a gap that
-``mirrorspark status --json`` names exactly, copies twice within the bound (none in exactly-once),
-order kept, no checkpoint past a copied record. Never a timing.
+drawn from the seed. The checker's verdict is the assertion: nothing lost unless a gap that
+``mirrorspark status --json`` names holds it and the fault log shows it removed before that gap was
+found, no gap that no fault explains, copies twice within the bound (none in exactly-once), order
+kept, no checkpoint past a copied record. Never a timing.
 """
 
 from __future__ import annotations
