@@ -125,20 +125,10 @@ def decode_topic_id_marker(key: bytes, value: bytes | None) -> tuple[str, str, i
 
     A malformed marker (or a tombstone) gives a ``None`` topic id: the stored offsets' topic is then unknown.
     """
-    try:
-        parsed = json.loads(bytes(key).decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        return None
-    if not (isinstance(parsed, list) and len(parsed) == 2 and parsed[0] == TOPIC_ID_MARKER):
+    parsed = _source_partition_key(key)
+    if parsed is None or parsed[0] != TOPIC_ID_MARKER:
         return None
     where = parsed[1]
-    if not (
-        isinstance(where, dict)
-        and isinstance(where.get("cluster"), str)
-        and isinstance(where.get("topic"), str)
-        and _is_int(where.get("partition"))
-    ):
-        return None
     topic_id = None
     if value is not None:
         try:
@@ -270,6 +260,27 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _is_source_partition(where: Any) -> bool:
+    """Whether ``where`` is MirrorSourceConnector's partition map (string cluster and topic, int partition)."""
+    return (
+        isinstance(where, dict)
+        and isinstance(where.get("cluster"), str)
+        and isinstance(where.get("topic"), str)
+        and _is_int(where.get("partition"))
+    )
+
+
+def _source_partition_key(key: bytes) -> tuple[str, dict[str, Any]] | None:
+    """Parse ``["<name>",{partition map}]`` leniently: ``(name, partition map)``, or ``None`` for any other key."""
+    try:
+        parsed = json.loads(bytes(key).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    if not (isinstance(parsed, list) and len(parsed) == 2 and isinstance(parsed[0], str)):
+        return None
+    return (parsed[0], parsed[1]) if _is_source_partition(parsed[1]) else None
+
+
 def _parse_json(data: bytes, part: str) -> Any:
     try:
         return json.loads(bytes(data).decode("utf-8"))
@@ -323,12 +334,7 @@ def decode_source_offset(
     name, partition_map = parsed_key
     if name != connector_name:
         return None
-    if not (
-        isinstance(partition_map, dict)
-        and isinstance(partition_map.get("cluster"), str)
-        and isinstance(partition_map.get("topic"), str)
-        and _is_int(partition_map.get("partition"))
-    ):
+    if not _is_source_partition(partition_map):
         raise CorruptRecordError(
             f"cannot decode {connector_name} source-offset key {bytes(key)[:200]!r}: expected "
             'a partition object {"cluster":<string>,"partition":<int>,"topic":<string>}; '
@@ -353,22 +359,8 @@ def source_offset_connector(key: bytes) -> str | None:
     marker's :data:`TOPIC_ID_MARKER` too); another connector's key (checkpoint, heartbeat) or an
     undecodable one gives ``None``.
     """
-    try:
-        parsed = json.loads(bytes(key).decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        return None
-    if not (isinstance(parsed, list) and len(parsed) == 2 and isinstance(parsed[0], str)):
-        return None
-    where = parsed[1]
-    if not (
-        isinstance(where, dict)
-        and isinstance(where.get("cluster"), str)
-        and isinstance(where.get("topic"), str)
-        and _is_int(where.get("partition"))
-    ):
-        return None
-    name: str = parsed[0]
-    return name
+    parsed = _source_partition_key(key)
+    return None if parsed is None else parsed[0]
 
 
 # --------------------------------------------------------------------------- validation
