@@ -137,13 +137,13 @@ TELLING = ("copy task", "restart", "lost", "ended without", "gap", "error", "war
 
 
 def copy_evidence(
-    primary: str, backup: str, topic: str, partitions: list[int], logs: tuple[Path, Path], event_logs: Path
+    primary: str, backup: str, topic: str, partitions: list[int], logs: tuple[Path, Path, Path], event_logs: Path
 ) -> str:
     """Everything that tells the audit's hypotheses H1-H4 apart for the partitions that differ.
 
     Per partition: the remote and the source partition (earliest/latest, count, first 30 pairs),
     the flow's progress reports and its ``mm2-offsets`` history; then Spark's failed task attempts
-    and the telling lines of the run's log (``logs``: its stdout and stderr files, kept in the test's tmp dir).
+    and the telling lines of the run's log and Spark's (``logs``: stdout, stderr, Spark's log, in the tmp dir).
     """
     remote = consume_all(backup, f"primary.{topic}", timeout_s=60, read_committed=False)
     source = consume_all(primary, topic, timeout_s=60, read_committed=False)
@@ -161,6 +161,9 @@ def copy_evidence(
     telling = [line for line in text.splitlines() if any(w in line.lower() for w in TELLING)]
     parts += [f"failed or retried Spark tasks: {failed_spark_tasks(event_logs)[:20]}", f"run's log ({logs[1]}):"]
     parts += [*telling[:80], "... tail:", text[-4000:]]
+    spark = logs[2].read_text(errors="replace") if logs[2].exists() else ""
+    lost = [line for line in spark.splitlines() if any(w in line for w in ("Lost task", "ERROR", "Exception"))]
+    parts += [f"Spark's log ({logs[2]}):", *lost[:40]]
     return "\n".join(parts)
 
 
@@ -214,7 +217,8 @@ def test_run_on_a_standalone_cluster_spreads_tasks_over_both_workers(
         "spark.eventLog.compress": "false",
         "spark.eventLog.rolling.enabled": "false",  # one JSON-lines file (Spark 4 rolls by default)
     }
-    logs = (tmp_path / "run.stdout", tmp_path / "run.stderr")  # kept with the test's tmp dir
+    logs = (tmp_path / "run.stdout", tmp_path / "run.stderr", tmp_path / "spark.log")  # kept in the tmp dir
+    env = {**os.environ, "MIRRORSPARK_SPARK_LOG_LEVEL": "WARN", "MIRRORSPARK_SPARK_LOG": str(logs[2])}
     with logs[0].open("wb") as out, logs[1].open("wb") as err:
         run = subprocess.run(
             [
@@ -233,6 +237,7 @@ def test_run_on_a_standalone_cluster_spreads_tasks_over_both_workers(
             ],
             stdout=out,
             stderr=err,
+            env=env,
             timeout=150,
         )
     assert run.returncode == 0, logs[1].read_text(errors="replace")[-4000:]
