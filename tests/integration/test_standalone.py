@@ -31,7 +31,7 @@ from confluent_kafka import KafkaError, Message, Producer
 from helpers import assert_eventually, client_config, consume_all, create_topic, end_offsets, produce, unique_name
 from standalone import StandaloneCluster, free_port
 
-from copy_check import compare_copy, copy_differences
+from copy_check import assert_copy, compare_copy, copy_differences
 from mirrorspark.core.progress_records import decode_report, record_kind
 from mirrorspark.kafka.local.clusters import start_clusters, stop_clusters
 from mirrorspark.kafka.local.model import LocalClusters
@@ -471,7 +471,10 @@ def test_continuous_engine_survives_a_killed_worker(
         assert set(values) == expected  # nothing else
         # What was committed before the kill is never copied again: the lost task restarted from its
         # committed offsets (not from where it started, as Spark's own re-run of it would)
-        source = {r["value"]: (r["partition"], r["offset"]) for r in consume_all(primary, topic, timeout_s=60)}
+        source_records = consume_all(primary, topic, timeout_s=60)
+        # nothing lost, nothing else, the first copies in source order (a re-copy is allowed)
+        assert_copy(source_records, consume_all(backup, remote, timeout_s=60), duplicates=True)
+        source = {r["value"]: (r["partition"], r["offset"]) for r in source_records}
         copies = Counter(values)
         recopied = [v for v, n in copies.items() if n > 1 and source[v][1] < committed.get(source[v][0], 0)]
         assert not recopied, f"{len(recopied)} committed records copied again, e.g. {sorted(recopied)[:3]}"
