@@ -131,7 +131,14 @@ def create_topic(
     assert_eventually(has_leaders, timeout_s=timeout_s, message=f"topic {name} has no leaders")
 
 
-def produce(bootstrap: Bootstrap, topic: str, records: Sequence[Mapping[str, Any]], timeout_s: float = 30.0) -> None:
+def produce(
+    bootstrap: Bootstrap,
+    topic: str,
+    records: Sequence[Mapping[str, Any]],
+    timeout_s: float = 30.0,
+    *,
+    idempotent: bool = False,
+) -> None:
     """Produce records and wait until every one is acknowledged.
 
     Parameters
@@ -146,6 +153,13 @@ def produce(bootstrap: Bootstrap, topic: str, records: Sequence[Mapping[str, Any
         (default: the partitioner's choice).
     timeout_s:
         Deadline in seconds for the acknowledgements.
+    idempotent:
+        Produce idempotently, for a test that needs each partition in exactly the order sent: the
+        default producer (one request in flight) once stored a just-created partition out of
+        order (test_standalone: the broker's first batch held records 403..472, the next 0..402,
+        then the rest; audit 2 §3 H2), while the broker refuses an idempotent producer's batch
+        out of sequence. Needs the principal's idempotent-write permission and costs a producer
+        id request, hence not the default.
 
     Raises
     ------
@@ -155,18 +169,18 @@ def produce(bootstrap: Bootstrap, topic: str, records: Sequence[Mapping[str, Any
     producer = Producer(
         client_config(
             bootstrap,
-            # Not idempotent: librdkafka spends ~0.5 s per producer acquiring a producer id.
-            # One request in flight keeps the order across retries instead.
+            # Not idempotent by default: librdkafka spends ~0.5 s per producer acquiring a producer id.
+            # One request in flight keeps the order across retries instead, nearly always (see idempotent).
             **{
                 "client.id": "mirrorspark-tests|producer",
                 "acks": "all",
                 "max.in.flight.requests.per.connection": 1,
                 "linger.ms": 0,
+                **({"enable.idempotence": True} if idempotent else {}),
             },
         )
     )
     errors: list[KafkaError] = []
-    partitions_known(producer, topic, timeout_s)
 
     def on_delivery(err: KafkaError | None, _msg: Any) -> None:
         if err is not None:
@@ -195,26 +209,6 @@ def produce(bootstrap: Bootstrap, topic: str, records: Sequence[Mapping[str, Any
         raise KafkaException(KafkaError(KafkaError._MSG_TIMED_OUT, f"{left} records to {topic} not acknowledged"))
     if errors:
         raise KafkaException(errors[0])
-
-
-def partitions_known(producer: Producer, topic: str, timeout_s: float) -> None:
-    """Wait until ``producer`` knows every partition of ``topic`` and its leader, before its first record.
-
-    A fresh producer writing a just-created topic once stored a partition out of the order sent:
-    the broker's log of ``test_standalone``'s partition 0 held records 1436..2226 in its first
-    batch, then 0..1435 and 2227..2499 (audit 2 §3, H2: the flake was the source, not the copy).
-    Records produced before the producer has the topic's metadata wait on librdkafka's
-    unassigned queue and its first leader connection; learning the partitions first is the
-    likely cure (the race was seen in 2 of ~180 topics, too rarely to measure the cure here).
-    """
-
-    def known() -> bool:
-        meta = producer.list_topics(topic, timeout=5).topics[topic]
-        if meta.error is not None:  # retried while transient (no leader yet); at once if not (not authorized)
-            raise KafkaException(meta.error)
-        return bool(meta.partitions) and all(p.leader >= 0 for p in meta.partitions.values())
-
-    assert_eventually(known, timeout_s=timeout_s, message=f"the producer never learnt the partitions of {topic}")
 
 
 def end_offsets(

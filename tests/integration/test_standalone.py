@@ -192,7 +192,7 @@ def test_run_on_a_standalone_cluster_spreads_tasks_over_both_workers(
     topic = unique_name("standalone")
     create_topic(primary, topic, partitions=PARTITIONS)
     sent = records_of(topic)
-    produce(primary, topic, sent)
+    produce(primary, topic, sent, idempotent=True)  # each partition in the order sent (audit 2 §3 H2)
 
     props = tmp_path / "mm2.properties"
     props.write_text(
@@ -257,7 +257,7 @@ def test_run_on_a_standalone_cluster_spreads_tasks_over_both_workers(
     assert stats["gaps"] == 0, f"the run reported gaps: {stats}" + evidence  # a forward jump fails loudly
     assert own["records"] == PARTITIONS * RECORDS_PER_PARTITION, own
     # The source holds what the test sent, in that order (else the test's producer reordered, not the copy:
-    # audit 2 §3 H2, see helpers.partitions_known)
+    # audit 2 §3 H2, see helpers.produce's idempotent)
     reordered = [p for p, d in compare_copy(sent, source).items() if not d.exact]
     assert not reordered, "the source is not in sent order (the test's producer, not the copy):\n" + "\n".join(
         [copy_differences(sent, source), *(partition_summary(primary, topic, p, source) for p in reordered)]
