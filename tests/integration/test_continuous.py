@@ -19,8 +19,9 @@ import pytest
 from confluent_kafka.admin import NewPartitions
 from helpers import admin, assert_eventually, consume_all, create_topic, produce, unique_name
 from pyspark.sql import SparkSession
-from test_replication import make_config, running, strip, topics_of
+from test_replication import make_config, running, topics_of
 
+from copy_check import assert_copy
 from mirrorspark.config.parse import parse_config
 from mirrorspark.config.properties import parse_properties
 from mirrorspark.errors import RecordTooLargeError
@@ -43,7 +44,7 @@ def test_restart_resumes_from_the_offsets_the_tasks_committed(
 
     produce(p, topic, [{"value": f"b{i}".encode(), "partition": i % 3} for i in range(30)])
     Replicator(cfg, spark).run(until_caught_up=True)
-    assert strip(consume_all(b, f"primary.{topic}")) == strip(consume_all(p, topic))
+    assert_copy(consume_all(p, topic), consume_all(b, f"primary.{topic}"))
 
 
 def test_two_bounded_runs_of_one_flow_never_copy_at_once(local_clusters: LocalClusters, spark: SparkSession) -> None:
@@ -70,7 +71,7 @@ def test_two_bounded_runs_of_one_flow_never_copy_at_once(local_clusters: LocalCl
     for t in threads:
         t.join(240)
     assert not errors and not any(t.is_alive() for t in threads)
-    assert strip(consume_all(b, f"primary.{topic}")) == strip(consume_all(p, topic))  # each record once
+    assert_copy(consume_all(p, topic), consume_all(b, f"primary.{topic}"))  # each record once
     copied = [sum(part.records for (t, _), part in r.flows[0].partitions.items() if t == topic) for r in runs]
     assert sorted(copied) == [0, 4000]  # one run copied everything, the other waited and found it done
 
@@ -114,7 +115,9 @@ def test_a_killed_python_worker_is_restarted_and_nothing_is_lost(
         assert_eventually(lambda: set(remote_values(b, f"primary.{topic}")) >= expected, timeout_s=90)
         assert sup.restarts >= 1
         assert sup.state == "running"
-    assert set(remote_values(b, f"primary.{topic}")) == expected  # nothing lost (a re-copy is allowed)
+    assert set(remote_values(b, f"primary.{topic}")) == expected
+    # nothing lost, nothing else, first copies in source order (a re-copy is allowed)
+    assert_copy(consume_all(p, topic), consume_all(b, f"primary.{topic}"), duplicates=True)
 
 
 def test_a_failing_flow_is_marked_failed_while_the_other_flow_keeps_copying(
@@ -237,6 +240,7 @@ def test_a_standby_instance_takes_over_when_the_active_one_is_killed(
                     os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(30)
     assert set(remote_values(b, remote)) == expected
+    assert_copy(consume_all(p, topic), consume_all(b, remote), duplicates=True)  # first copies in order
 
 
 def test_a_new_partition_restarts_only_its_flows_tasks(local_clusters: LocalClusters, spark: SparkSession) -> None:

@@ -18,8 +18,9 @@ from confluent_kafka import Producer
 from helpers import Bootstrap, assert_eventually, consume_all, create_topic, produce, unique_name
 from pyspark.sql import SparkSession
 from test_continuous import python_workers
-from test_replication import make_config, running, strip, topics_of
+from test_replication import make_config, running, topics_of
 
+from copy_check import assert_copy
 from mirrorspark.config.parse import parse_config
 from mirrorspark.config.properties import parse_properties
 from mirrorspark.errors import ClusterError
@@ -59,7 +60,7 @@ def test_records_and_source_offsets_commit_together(local_clusters: LocalCluster
     r = Replicator(cfg, spark)
     r.run(until_caught_up=True)
     remote = f"primary.{topic}"
-    assert strip(consume_all(b, remote, read_committed=True)) == strip(consume_all(p, topic))
+    assert_copy(consume_all(p, topic), consume_all(b, remote, read_committed=True))
     # The source offsets are committed records of the same transactions, in Connect's layout.
     offsets: dict[int, int] = {}
     for rec in consume_all(b, "mm2-offsets.primary.internal", read_committed=True):

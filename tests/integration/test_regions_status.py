@@ -20,9 +20,10 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import NewTopic
 from helpers import admin, assert_eventually, consume_all, produce, unique_name
 from pyspark.sql import SparkSession
-from test_replication import running, strip
+from test_replication import running
 from typer.testing import CliRunner
 
+from copy_check import assert_copy
 from mirrorspark.cli.app import app
 from mirrorspark.client.context import ReplicationContext
 from mirrorspark.config.parse import load_config
@@ -165,7 +166,7 @@ def test_the_replicator_fetches_from_the_follower_in_its_rack(
     # ... a follower: the leaders are 0 and 1 (a loaded machine may move a leadership for a while; the
     # reports made while broker 2 led do not count as follower fetches, the others must exist)
     assert any(r.leader in (0, 1) for r in reports), {(r.partition, r.leader) for r in reports}
-    assert strip(consume_all(west, f"east.{topic}")) == strip(consume_all(east, topic))  # record-exact
+    assert_copy(consume_all(east, topic), consume_all(west, f"east.{topic}"))  # record-exact
 
     # librdkafka's per-broker statistics of a consumer with the copy tasks' settings
     ctx = ReplicationContext(cfg).flow("east", "west")

@@ -20,6 +20,7 @@ from confluent_kafka.admin import ConfigResource, NewPartitions
 from helpers import Bootstrap, admin, assert_eventually, consume_all, create_topic, produce, unique_name
 from pyspark.sql import SparkSession
 
+from copy_check import assert_copy
 from mirrorspark.config.model import MirrorConfig
 from mirrorspark.config.parse import parse_config
 from mirrorspark.config.properties import parse_properties
@@ -87,11 +88,6 @@ def running(cfg: MirrorConfig, spark: SparkSession) -> Iterator[Replicator]:
         raise errors[0]
 
 
-def strip(records: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
-    """What must be equal between a source topic and its remote topic (offsets may differ)."""
-    return [(r["partition"], r["key"], r["value"], list(r["headers"]), r["timestamp_ms"]) for r in records]
-
-
 def topic_config(bootstrap: Bootstrap, topic: str) -> Mapping[str, str]:
     res = ConfigResource(ConfigResource.Type.TOPIC, topic)
     client = admin(bootstrap)  # keep a reference until the future completes
@@ -156,8 +152,8 @@ def record_parity_scenario(clusters: LocalClusters, spark: SparkSession) -> None
     cfg = make_config(clusters, [("primary", "backup")], topics=f"{prefix}.*")
     replicate(cfg, spark)
 
-    assert strip(consume_all(b, f"primary.{events}")) == strip(consume_all(p, events))
-    assert strip(consume_all(b, f"primary.{table}")) == strip(consume_all(p, table))
+    assert_copy(consume_all(p, events), consume_all(b, f"primary.{events}"))
+    assert_copy(consume_all(p, table), consume_all(b, f"primary.{table}"))
     assert len(consume_all(b, f"primary.{events}")) == 600
     # the remote topic carries the source's topic configs (minus MM2's exclusions)
     conf = topic_config(b, f"primary.{table}")
@@ -216,7 +212,7 @@ def test_restart_loses_nothing_and_copies_only_new_records(local_clusters: Local
     replicate(cfg, spark)
     produce(p, topic, [{"value": f"b{i}".encode(), "partition": i % 2} for i in range(30)])
     replicate(cfg, spark)  # a new Replicator: positions come from the offsets topic
-    assert strip(consume_all(b, f"primary.{topic}")) == strip(consume_all(p, topic))
+    assert_copy(consume_all(p, topic), consume_all(b, f"primary.{topic}"))
     assert len(consume_all(b, f"primary.{topic}")) == 80
 
 

@@ -31,9 +31,11 @@ from confluent_kafka import KafkaError, Message, Producer
 from helpers import assert_eventually, client_config, consume_all, create_topic, end_offsets, produce, unique_name
 from standalone import StandaloneCluster, free_port
 
+from copy_check import assert_copy, compare_copy, copy_differences
 from mirrorspark.core.progress_records import decode_report, record_kind
 from mirrorspark.kafka.local.clusters import start_clusters, stop_clusters
 from mirrorspark.kafka.local.model import LocalClusters
+from mirrorspark.mm2.connect_offsets import decode_source_offset
 
 pytestmark = pytest.mark.integration
 
@@ -74,38 +76,95 @@ def records_of(topic: str) -> list[dict[str, Any]]:
     ]
 
 
-def by_partition(records: list[dict[str, Any]]) -> dict[int, list[tuple[Any, ...]]]:
-    out: dict[int, list[tuple[Any, ...]]] = {}
-    for r in records:
-        out.setdefault(r["partition"], []).append((r["key"], r["value"], list(r["headers"]), r["timestamp_ms"]))
+def seq_of(record: dict[str, Any]) -> int | None:
+    """The source record number a record carries in its ``seq`` header (``None`` without one)."""
+    seq = dict(record["headers"]).get("seq")
+    return int.from_bytes(seq, "big") if seq is not None else None
+
+
+def partition_summary(bootstrap: str, topic: str, partition: int, records: list[dict[str, Any]]) -> str:
+    """Earliest and latest offsets (read_uncommitted), record count and the first 30 (offset -> seq) pairs."""
+    start, end = end_offsets(bootstrap, topic, read_committed=False)[partition]
+    rows = [r for r in records if r["partition"] == partition]
+    pairs = [(r["offset"], seq_of(r)) for r in rows[:30]]
+    return f"{topic}[{partition}]: earliest {start}, latest {end}, {len(rows)} records; first (offset -> seq) {pairs}"
+
+
+def progress_history(backup: str, topic: str, partition: int) -> list[str]:
+    """The flow's progress reports for one source partition, in channel order (every generation, task and epoch)."""
+    out = []
+    for r in consume_all(backup, "mm2-task-progress.primary.internal", timeout_s=30, read_committed=False):
+        if record_kind(r["key"]) != "report":
+            continue
+        rep = decode_report(r["key"], r["value"])
+        if rep.topic == topic and rep.partition == partition:
+            segments = [(s.upstream_start, s.downstream_start, s.count) for s in rep.segments]
+            out.append(
+                f"@{r['offset']} generation {rep.generation} task {rep.task} epoch {rep.epoch} "
+                f"next_offset {rep.next_offset} records {rep.records} segments (up, down, n) {segments[:6]}"
+            )
     return out
 
 
-def copy_differences(sent: list[dict[str, Any]], received: list[dict[str, Any]]) -> str:
-    """Say, partition by partition, how the copy differs from what was sent: the runs of source
-    record numbers in the order the target holds them, what is missing and what came twice."""
-    want, got = by_partition(sent), by_partition(received)
-    lines = []
-    for p in sorted(set(want) | set(got)):
-        index = {r: i for i, r in enumerate(want.get(p, []))}
-        seq = [index.get(r, -1) for r in got.get(p, [])]
-        if seq == list(range(len(want.get(p, [])))):
+def stored_offset_history(backup: str, topic: str, partition: int) -> list[tuple[int, int | None]]:
+    """``(offset in mm2-offsets, stored source offset)`` of every record the flow wrote for one source partition."""
+    out = []
+    for r in consume_all(backup, "mm2-offsets.primary.internal", timeout_s=30, read_committed=False):
+        d = decode_source_offset(r["key"], r["value"])
+        if d is not None and d.topic == topic and d.partition == partition:
+            out.append((r["offset"], d.offset))
+    return out
+
+
+def failed_spark_tasks(event_log_dir: Path) -> list[str]:
+    """Spark tasks that did not succeed or were attempts > 0, from the application's event log."""
+    out = []
+    for f in event_log_dir.iterdir():
+        if not f.is_file() or f.name.startswith("."):
             continue
-        runs: list[list[int]] = []
-        for n in seq:
-            if runs and n == runs[-1][1] + 1:
-                runs[-1][1] = n
-            else:
-                runs.append([n, n])
-        counts = Counter(seq)
-        missing = sorted(set(range(len(want.get(p, [])))) - set(counts))
-        twice = sorted(n for n, c in counts.items() if c > 1)
-        lines.append(
-            f"partition {p}: {len(seq)} records, runs of source record numbers (-1: not sent) "
-            f"{[tuple(r) for r in runs][:20]}; missing {len(missing)} (first {missing[:5]}); "
-            f"more than once {len(twice)} (first {twice[:5]})"
-        )
-    return "\n".join(lines)
+        for line in f.read_text().splitlines():
+            e = json.loads(line)
+            if e.get("Event") != "SparkListenerTaskEnd":
+                continue
+            info, reason = e["Task Info"], e["Task End Reason"]["Reason"]
+            if reason != "Success" or info.get("Attempt", 0) > 0:
+                out.append(f"stage {e['Stage ID']} task {info['Task ID']} attempt {info.get('Attempt')}: {reason}")
+    return out
+
+
+#: What the run's log says when a copy task failed, restarted, lost its executor or left a gap.
+TELLING = ("copy task", "restart", "lost", "ended without", "gap", "error", "warning", "failed")
+
+
+def copy_evidence(
+    primary: str, backup: str, topic: str, partitions: list[int], logs: tuple[Path, Path, Path], event_logs: Path
+) -> str:
+    """Everything that tells the audit's hypotheses H1-H4 apart for the partitions that differ.
+
+    Per partition: the remote and the source partition (earliest/latest, count, first 30 pairs),
+    the flow's progress reports and its ``mm2-offsets`` history; then Spark's failed task attempts
+    and the telling lines of the run's log and Spark's (``logs``: stdout, stderr, Spark's log, in the tmp dir).
+    """
+    remote = consume_all(backup, f"primary.{topic}", timeout_s=60, read_committed=False)
+    source = consume_all(primary, topic, timeout_s=60, read_committed=False)
+    parts = []
+    for p in partitions:
+        parts += [
+            partition_summary(backup, f"primary.{topic}", p, remote),
+            partition_summary(primary, topic, p, source),
+            f"progress reports of {topic}[{p}]:",
+            *progress_history(backup, topic, p),
+            f"mm2-offsets history of {topic}[{p}] (record offset, stored offset): "
+            f"{stored_offset_history(backup, topic, p)}",
+        ]
+    text = logs[1].read_text(errors="replace")
+    telling = [line for line in text.splitlines() if any(w in line.lower() for w in TELLING)]
+    parts += [f"failed or retried Spark tasks: {failed_spark_tasks(event_logs)[:20]}", f"run's log ({logs[1]}):"]
+    parts += [*telling[:80], "... tail:", text[-4000:]]
+    spark = logs[2].read_text(errors="replace") if logs[2].exists() else ""
+    lost = [line for line in spark.splitlines() if any(w in line for w in ("Lost task", "ERROR", "Exception"))]
+    parts += [f"Spark's log ({logs[2]}):", *lost[:40]]
+    return "\n".join(parts)
 
 
 def finished_tasks_by_executor(event_log_dir: Path) -> dict[str, int]:
@@ -133,7 +192,7 @@ def test_run_on_a_standalone_cluster_spreads_tasks_over_both_workers(
     topic = unique_name("standalone")
     create_topic(primary, topic, partitions=PARTITIONS)
     sent = records_of(topic)
-    produce(primary, topic, sent)
+    produce(primary, topic, sent, idempotent=True)  # each partition in the order sent (audit 2 §3 H2)
 
     props = tmp_path / "mm2.properties"
     props.write_text(
@@ -158,32 +217,51 @@ def test_run_on_a_standalone_cluster_spreads_tasks_over_both_workers(
         "spark.eventLog.compress": "false",
         "spark.eventLog.rolling.enabled": "false",  # one JSON-lines file (Spark 4 rolls by default)
     }
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mirrorspark",
-            "run",
-            str(props),
-            "--until-caught-up",
-            "--quiet",
-            "--json",
-            "--master",
-            spark_standalone.url,
-            *(a for k, v in spark_conf.items() for a in ("--conf", f"{k}={v}")),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=150,
-    )
-    assert run.returncode == 0, run.stderr[-4000:]
-    [stats] = json.loads(run.stdout)
+    logs = (tmp_path / "run.stdout", tmp_path / "run.stderr", tmp_path / "spark.log")  # kept in the tmp dir
+    env = {**os.environ, "MIRRORSPARK_SPARK_LOG_LEVEL": "WARN", "MIRRORSPARK_SPARK_LOG": str(logs[2])}
+    with logs[0].open("wb") as out, logs[1].open("wb") as err:
+        run = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "mirrorspark",
+                "-v",  # the log (INFO) tells a failed or restarted copy task apart
+                "run",
+                str(props),
+                "--until-caught-up",
+                "--quiet",
+                "--json",
+                "--master",
+                spark_standalone.url,
+                *(a for k, v in spark_conf.items() for a in ("--conf", f"{k}={v}")),
+            ],
+            stdout=out,
+            stderr=err,
+            env=env,
+            timeout=600,  # a bound, not an expectation (about 40 s): a loaded machine starts Spark slowly
+        )
+    assert run.returncode == 0, logs[1].read_text(errors="replace")[-4000:]
+    [stats] = json.loads(logs[0].read_text())
     [own] = [t for t in stats["topics"] if t["topic"] == topic]  # the source's heartbeats are copied too
-    assert own["records"] == PARTITIONS * RECORDS_PER_PARTITION
 
-    # Every record, byte-exact and in order per partition.
+    # Every record, byte-exact and in order per partition: the remote topic against the source
+    # partitions as read back (not only the test's own list), with the evidence on any difference
+    source = consume_all(primary, topic, timeout_s=60)
     received = consume_all(backup, f"primary.{topic}", timeout_s=60)
-    assert by_partition(received) == by_partition(sent), copy_differences(sent, received) + run.stderr[-6000:]
+    differing = [p for p, d in compare_copy(source, received).items() if not d.exact]
+    wrong_total = own["records"] != PARTITIONS * RECORDS_PER_PARTITION or stats["gaps"] != 0
+    evidence = ""
+    if differing or wrong_total:
+        evidence = "\n" + copy_evidence(primary, backup, topic, differing or [0], logs, event_logs)
+    assert not differing, copy_differences(source, received) + evidence
+    assert stats["gaps"] == 0, f"the run reported gaps: {stats}" + evidence  # a forward jump fails loudly
+    assert own["records"] == PARTITIONS * RECORDS_PER_PARTITION, own
+    # The source holds what the test sent, in that order (else the test's producer reordered, not the copy:
+    # audit 2 §3 H2, see helpers.produce's idempotent)
+    reordered = [p for p, d in compare_copy(sent, source).items() if not d.exact]
+    assert not reordered, "the source is not in sent order (the test's producer, not the copy):\n" + "\n".join(
+        [copy_differences(sent, source), *(partition_summary(primary, topic, p, source) for p in reordered)]
+    )
 
     # Tasks ran on both workers: each worker hosted one executor (1 core each), and both
     # executors finished copy tasks.
@@ -397,7 +475,10 @@ def test_continuous_engine_survives_a_killed_worker(
         assert set(values) == expected  # nothing else
         # What was committed before the kill is never copied again: the lost task restarted from its
         # committed offsets (not from where it started, as Spark's own re-run of it would)
-        source = {r["value"]: (r["partition"], r["offset"]) for r in consume_all(primary, topic, timeout_s=60)}
+        source_records = consume_all(primary, topic, timeout_s=60)
+        # nothing lost, nothing else, the first copies in source order (a re-copy is allowed)
+        assert_copy(source_records, consume_all(backup, remote, timeout_s=60), duplicates=True)
+        source = {r["value"]: (r["partition"], r["offset"]) for r in source_records}
         copies = Counter(values)
         recopied = [v for v, n in copies.items() if n > 1 and source[v][1] < committed.get(source[v][0], 0)]
         assert not recopied, f"{len(recopied)} committed records copied again, e.g. {sorted(recopied)[:3]}"

@@ -26,6 +26,7 @@ import pytest
 from helpers import admin, consume_all, create_topic, produce, unique_name
 from pyspark.sql import SparkSession
 
+from copy_check import assert_copy
 from mirrorspark.config.model import MirrorConfig
 from mirrorspark.config.parse import parse_config
 from mirrorspark.config.properties import parse_properties
@@ -133,9 +134,7 @@ def test_active_active_same_topic_on_both_sides(clusters: dict[str, str], spark:
     assert copied(second, t) == {}
     for here, other in ((A, B), (B, A)):
         assert topics_with(clusters[here], t) == {t, f"{other}.{t}"}
-        assert by_partition(consume_all(clusters[here], f"{other}.{t}")) == by_partition(
-            consume_all(clusters[other], t)
-        )
+        assert_copy(consume_all(clusters[other], t), consume_all(clusters[here], f"{other}.{t}"))
         assert len(values(clusters[here], t)) == 20  # the local topic got nothing
 
 
@@ -166,7 +165,7 @@ def test_circle_of_three_reaches_every_cluster_once(clusters: dict[str, str], sp
         assert topics_with(clusters[alias], t) == {t, *remotes}
         assert len(originals[alias]) == 10  # nothing came back into the local topic
         for remote, origin in remotes.items():
-            assert by_partition(consume_all(clusters[alias], remote)) == by_partition(originals[origin]), remote
+            assert_copy(originals[origin], consume_all(clusters[alias], remote), what=remote)
     # every record is on every cluster exactly once
     for alias in (A, B, C):
         everything = sorted(
@@ -189,7 +188,7 @@ def test_fan_in_default_policy_keeps_sources_apart(clusters: dict[str, str], spa
     one_pass(cfg, spark)
     assert topics_with(clusters[C], t) == {f"{A}.{t}", f"{B}.{t}"}
     for source in (A, B):
-        assert by_partition(consume_all(clusters[C], f"{source}.{t}")) == by_partition(consume_all(clusters[source], t))
+        assert_copy(consume_all(clusters[source], t), consume_all(clusters[C], f"{source}.{t}"))
         assert partitions(clusters[C], f"{source}.{t}") == partitions(clusters[source], t)
 
 
