@@ -1048,6 +1048,26 @@ class FakeTaskConsumer(FakeConsumer):
         self.positions[(tp.topic, tp.partition)] = tp.offset
 
 
+class RecordingTaskChannel:
+    """The driver's task channel as a supervisor uses it: records ``(verb, flow, generation)`` of each call."""
+
+    address = ("127.0.0.1", 1, "token")
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str, int]] = []
+
+    def grant(self, flow: str, generation: int, deadline: float) -> None:
+        self.calls.append(("grant", flow, generation))
+
+    def stop(self, flow: str, generation: int) -> None:
+        self.calls.append(("stop", flow, generation))
+
+    def abort(self, flow: str, generation: int) -> None:
+        self.calls.append(("abort", flow, generation))
+
+    def forget(self, *_: Any) -> None: ...
+
+
 class FakeChannel:
     """A copy task's channel to the driver: ``state`` and whether a grant is valid are set by the test."""
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from fakes import FlowLockStub, run_flow_jobs_inline
+from fakes import FlowLockStub, RecordingTaskChannel, run_flow_jobs_inline
 from mirrorspark.errors import ClusterError, DataPathError, SparkDriverLostError
 from mirrorspark.replication import supervisor as supervision
 from mirrorspark.replication.supervisor import FlowSupervisor, SupervisorState, TaskJob
@@ -94,24 +94,6 @@ class EndedJob:
         return None
 
 
-class StubChannel:
-    address = ("127.0.0.1", 1, "token")
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, str, int]] = []
-
-    def grant(self, flow: str, generation: int, _s: float) -> None:
-        self.calls.append(("grant", flow, generation))
-
-    def stop(self, flow: str, generation: int) -> None:
-        self.calls.append(("stop", flow, generation))
-
-    def abort(self, flow: str, generation: int) -> None:
-        self.calls.append(("abort", flow, generation))
-
-    def forget(self, *_: Any) -> None: ...
-
-
 class StubReports:
     def __init__(self, failing: bool = False) -> None:
         self.failing, self.final_polls = failing, 0
@@ -150,11 +132,11 @@ class StubFlow(FlowLockStub):
 
 
 def supervisor(
-    monkeypatch: pytest.MonkeyPatch, flow: StubFlow | None = None, channel: StubChannel | None = None
+    monkeypatch: pytest.MonkeyPatch, flow: StubFlow | None = None, channel: RecordingTaskChannel | None = None
 ) -> tuple[FlowSupervisor, Clock]:
     clock = Clock()
     monkeypatch.setattr(FlowSupervisor, "_launch", lambda self, s: None)
-    sup = FlowSupervisor(flow or StubFlow(), object(), channel or StubChannel(), None, clock=clock)  # type: ignore[arg-type]
+    sup = FlowSupervisor(flow or StubFlow(), object(), channel or RecordingTaskChannel(), None, clock=clock)  # type: ignore[arg-type]
     sup.start()
     return sup, clock
 
@@ -204,7 +186,7 @@ def test_flows_are_stopped_at_once_under_one_deadline() -> None:
     barrier = threading.Barrier(3, timeout=2)
     worker = Worker.__new__(Worker)  # no Spark: only stop() is exercised
     worker.supervisors = [ClosingSupervisor(n, barrier) for n in ("A->B", "A->C", "B->C")]  # type: ignore[list-item]
-    worker.channel, worker.jvm, worker._closing = StubChannel(), None, threading.Event()  # type: ignore[assignment]
+    worker.channel, worker.jvm, worker._closing = RecordingTaskChannel(), None, threading.Event()  # type: ignore[assignment]
     worker.channel.close = lambda: None  # type: ignore[attr-defined]
     worker.stop()
     assert all(s.passed for s in worker.supervisors)  # type: ignore[attr-defined]
@@ -282,7 +264,7 @@ def test_py4j_connection_errors_mean_the_jvm_is_gone_even_unwatched() -> None:
 
 def test_a_task_lost_with_the_jvm_aborts_the_flow_and_restarts_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     """Before, the JVM's death was a retriable data-path error: six restarts, ``Connection refused`` each, 35 s."""
-    channel = StubChannel()
+    channel = RecordingTaskChannel()
     sup, _ = supervisor(monkeypatch, channel=channel)
     sup.runs = {0: EndedJob(spec(0), SparkDriverLostError("the Spark driver JVM (pid 1) died")), 1: EndedJob(spec(1))}  # type: ignore[dict-item]
     sup.tick()
@@ -293,7 +275,7 @@ def test_a_task_lost_with_the_jvm_aborts_the_flow_and_restarts_nothing(monkeypat
 
 def test_the_worker_stops_granting_and_aborts_every_flow_once_the_jvm_is_gone(monkeypatch: pytest.MonkeyPatch) -> None:
     probe = DeadProbe()
-    channel = StubChannel()
+    channel = RecordingTaskChannel()
     watch = DriverJvmWatch(probe)
     worker = Worker.__new__(Worker)
     sups = [supervisor(monkeypatch, channel=channel)[0] for _ in range(2)]

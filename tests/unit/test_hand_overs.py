@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from fakes import FlowLockStub
+from fakes import FlowLockStub, RecordingTaskChannel
 from mirrorspark.replication import supervisor as supervision
 from mirrorspark.replication import takeover
 from mirrorspark.replication.supervisor import FlowSupervisor, SupervisorState
@@ -44,24 +44,6 @@ class StubLease:
 
     def claimed_only_by_self(self, after: int, upto: int) -> bool:
         return False
-
-
-class StubChannel:
-    address = ("127.0.0.1", 0, "token")
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, str, int]] = []
-
-    def grant(self, flow: str, generation: int, deadline: float) -> None:
-        self.calls.append(("grant", flow, generation))
-
-    def abort(self, flow: str, generation: int) -> None:
-        self.calls.append(("abort", flow, generation))
-
-    def stop(self, flow: str, generation: int) -> None:
-        self.calls.append(("stop", flow, generation))
-
-    def forget(self, *_: Any) -> None: ...
 
 
 class StubReports:
@@ -154,7 +136,7 @@ def test_a_lease_loss_is_acted_on_within_one_tick_while_another_flows_take_over_
     every flow of the driver waited for it."""
     release = threading.Event()
     try:
-        channel = StubChannel()
+        channel = RecordingTaskChannel()
         a = FlowSupervisor(StubFlow("A->B", blocked=release), object(), channel, StubLease(3))  # type: ignore[arg-type]
         a.state = SupervisorState.STANDBY
         b_lease = StubLease(5)
@@ -188,7 +170,7 @@ def test_the_lock_is_not_held_across_a_take_overs_wait(
     monkeypatch.setattr(takeover, "TAKEOVER_MARGIN_S", 0.0)
     monkeypatch.setattr(supervision, "TAKEOVER_MARGIN_S", 0.0, raising=False)
     flow = StubFlow("A->B")
-    sup = FlowSupervisor(flow, object(), StubChannel(), StubLease(7, safe_at=time.monotonic() + 0.5))  # type: ignore[arg-type]
+    sup = FlowSupervisor(flow, object(), RecordingTaskChannel(), StubLease(7, safe_at=time.monotonic() + 0.5))  # type: ignore[arg-type]
     sup.state = SupervisorState.STANDBY
     sup.tick()
     assert sup.background.pending
@@ -211,7 +193,7 @@ def test_a_take_over_reads_the_positions_once_the_previous_holders_last_commit_l
     flow = StubFlow("A->B")
     safe_at = time.monotonic() + 0.3
     lease = StubLease(9, safe_at=safe_at)
-    sup = FlowSupervisor(flow, object(), StubChannel(), lease)  # type: ignore[arg-type]
+    sup = FlowSupervisor(flow, object(), RecordingTaskChannel(), lease)  # type: ignore[arg-type]
     sup.state = SupervisorState.STANDBY
     if previous == "this-instance":
         sup.epoch = 8  # this instance held epoch 8, its tasks ended: nothing of another holder to wait for
