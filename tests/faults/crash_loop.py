@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Protocol
 
 from confluent_kafka import KafkaException
-from faultkit import pause, transactions_report
+from faultkit import abort_hanging_transactions, pause, transactions_report
 from helpers import assert_eventually, consume_all
 from scenario import Feed, RunProcess, Tail, high_watermarks, port_of
 
@@ -43,6 +43,9 @@ from mirrorspark.kafka.local.mirror_maker import MirrorMakerProcess, start_mirro
 logger = logging.getLogger("faults")
 
 STOP_RESUME_TIMEOUT_S = 240.0
+HANGING_CHECK_S = 75.0
+"""Seconds after SIGCONT before the schedule looks for a hanging transaction (``find-hanging`` lists those
+open for more than a minute)."""
 """Longest wait for copying to resume after the target's SIGCONT, seconds (a bound: a flow that has not resumed
 by then is stuck, see the exactly-once note of ``test_a_crash_loop_over_a_backlog_still_makes_progress``)."""
 
@@ -211,6 +214,9 @@ class CrashLoopResult:
     relaunched_after_stop:
         Whether it had not resumed :data:`STOP_RESUME_TIMEOUT_S` after SIGCONT and was relaunched
         (its ``stop_resume`` then counts the wait and the relaunch).
+    aborted_hanging:
+        The hanging transactions (KIP-664) the schedule aborted on the target after SIGCONT, as the
+        operator would, ``topic-partition@start-offset``: the target's coordinator lost a commit's markers.
     delays:
         The random waits before the kills, seconds.
     phases:
@@ -226,6 +232,7 @@ class CrashLoopResult:
     worker_resume: float | None = None
     stop_resume: float | None = None
     relaunched_after_stop: bool = False
+    aborted_hanging: list[str] = field(default_factory=list)
     delays: list[float] = field(default_factory=list)
     phases: list[tuple[str, dict[int, int]]] = field(default_factory=list)
     twice: dict[str, int] = field(default_factory=dict)
@@ -245,6 +252,8 @@ class CrashLoopResult:
             )
         elif self.stop_resume is not None:
             parts.append(f"target stop: resumed {self.stop_resume:.1f} s after SIGCONT")
+        if self.aborted_hanging:
+            parts.append(f"target stop: {len(self.aborted_hanging)} hanging transaction partitions aborted by hand")
         if self.twice:
             parts.append("copied twice after: " + ", ".join(f"{k} {n:,}" for k, n in self.twice.items()))
         return "; ".join(parts)
@@ -293,6 +302,41 @@ def _wait_resumed(
 
     at = assert_eventually(resumed, timeout_s=timeout_s, interval_s=0.1, message="copying did not resume")
     return None if at < 0 else max(0.0, at - since)
+
+
+def _wait_resumed_after_stop(
+    tail: Tail,
+    feed: Feed,
+    marks: dict[int, int],
+    since: float,
+    alive: Callable[[], object],
+    target: str,
+    out: CrashLoopResult,
+) -> float | None:
+    """:func:`_wait_resumed` for :data:`STOP_RESUME_TIMEOUT_S` after SIGCONT, acting meanwhile as the operator would.
+
+    From :data:`HANGING_CHECK_S` on, every 30 s, a hanging transaction on the target is aborted
+    (:func:`~faultkit.abort_hanging_transactions`, what the task's error asks for); the first abort
+    starts the wait over. Each abort is kept in :attr:`CrashLoopResult.aborted_hanging`.
+    """
+    deadline = time.monotonic() + STOP_RESUME_TIMEOUT_S
+    check_at = time.monotonic() + HANGING_CHECK_S
+    while True:
+        try:
+            return _wait_resumed(
+                tail, feed, marks, since, alive, timeout_s=max(1.0, min(check_at, deadline) - time.monotonic())
+            )
+        except AssertionError:
+            alive()
+            if time.monotonic() >= deadline:
+                raise
+        aborted = abort_hanging_transactions(target)
+        if aborted:
+            logger.warning("aborted hanging transactions on the target, as its operator would: %s", ", ".join(aborted))
+            if not out.aborted_hanging:
+                deadline = time.monotonic() + STOP_RESUME_TIMEOUT_S
+            out.aborted_hanging += aborted
+        check_at = time.monotonic() + 30.0
 
 
 def _marks(target: str, remote: str, timeout_s: float = 120.0) -> dict[int, int]:
@@ -367,9 +411,7 @@ def crash_loop(
         resumed_at = time.monotonic()
         marks = _marks(target, remote)
         try:
-            out.stop_resume = _wait_resumed(
-                tail, feed, marks, resumed_at, contender.check, timeout_s=STOP_RESUME_TIMEOUT_S
-            )
+            out.stop_resume = _wait_resumed_after_stop(tail, feed, marks, resumed_at, contender.check, target, out)
         except AssertionError:
             if not contender.relaunch_when_stuck:
                 raise

@@ -329,8 +329,53 @@ def transactions_report(bootstrap: str, *, timeout_s: float = 60.0) -> str:
         brokers = sorted(admin(bootstrap).list_topics(timeout=10).brokers)
     except Exception as e:
         return "\n".join([*out, f"brokers: {type(e).__name__}: {e}"])
-    out += [tool("find-hanging", "--broker-id", str(b)) for b in brokers]
+    out += [tool("find-hanging", "--broker-id", str(b), "--max-transaction-timeout", "1") for b in brokers]
     return "\n".join(out)
+
+
+def abort_hanging_transactions(bootstrap: str, *, timeout_s: float = 60.0) -> list[str]:
+    """Do what the replication task's error tells its operator for a hanging transaction (KIP-664).
+
+    ``kafka-transactions.sh find-hanging`` on every broker (transactions open for longer than a minute
+    that their coordinator no longer has open), then ``abort`` of each listed partition from its start
+    offset. A coordinator that lost a commit's markers (seen once in CI after a ``SIGSTOP`` of the single
+    KRaft node fenced its broker: the coordinator wrote ``CompleteCommit``, no partition got a marker)
+    leaves such a transaction on the data and offsets partitions alike; aborting it on all of them
+    keeps them consistent. Returns ``topic-partition@start-offset`` of each abort.
+    """
+    tool = "org.apache.kafka.tools.TransactionsCommand"
+    aborted: list[str] = []
+    for broker in sorted(admin(bootstrap).list_topics(timeout=10).brokers):
+        found = kafka_tool(
+            bootstrap,
+            tool,
+            "find-hanging",
+            "--broker-id",
+            str(broker),
+            "--max-transaction-timeout",
+            "1",
+            timeout_s=timeout_s,
+        )
+        for line in found.stdout.splitlines():
+            cols = line.split()
+            if len(cols) < 6 or not (cols[1].isdigit() and cols[5].isdigit()):
+                continue  # the header, or nothing found
+            topic, partition, start = cols[0], cols[1], cols[5]
+            done = kafka_tool(
+                bootstrap,
+                tool,
+                "abort",
+                "--topic",
+                topic,
+                "--partition",
+                partition,
+                "--start-offset",
+                start,
+                timeout_s=timeout_s,
+            )
+            assert done.returncode == 0, f"abort of {topic}-{partition} at {start} failed: {done.stderr[-2000:]}"
+            aborted.append(f"{topic}-{partition}@{start}")
+    return aborted
 
 
 def copy_more(bootstrap: str, topic: str, records: int, *, timeout_s: float = 180.0) -> None:

@@ -147,7 +147,8 @@ def _stuck(spec: CopyTaskSpec, admin: ClusterAdmin, todo: Mapping[int, int], tim
         f"cluster '{spec.target}' within {timeout_s:.0f} s: a transaction is still open there ({where}); the task "
         "is restarted and reads again. If a partition stays stable to the same offset for longer than the "
         "producers' transaction.timeout.ms, the transaction is hanging (KIP-664): find it with `kafka-transactions.sh "
-        "--bootstrap-server <target> find-hanging --broker-id <leader>` and end it with `kafka-transactions.sh "
+        "--bootstrap-server <target> find-hanging --broker-id <leader> --max-transaction-timeout 1` (open for more "
+        "than a minute) and end it on every partition listed, remote topics' too, with `kafka-transactions.sh "
         f"--bootstrap-server <target> abort --topic {spec.offsets_topic} --partition {first} --start-offset "
         "<its StartOffset>`"
     )
