@@ -46,13 +46,13 @@ Op = AclOperation
 
 
 def run_flow_jobs_inline(monkeypatch: Any) -> None:
-    """Have every :class:`~mirrorspark.replication.takeover.FlowThread` run its job at once, in the caller's thread.
+    """Have every :class:`~mirrorspark.replication.worker.takeover.FlowThread` run its job now, in the caller's thread.
 
     A supervisor's take-over, loss, stop or restart then ends within the tick that submits it (as before
     they ran on a thread of their own): unit tests of the supervisor's logic stay deterministic. Its end
     (or error) is still acted on at the next tick.
     """
-    from mirrorspark.replication.takeover import FlowThread
+    from mirrorspark.replication.worker.takeover import FlowThread
 
     def submit(self: FlowThread, what: str, job: Any, *, epoch: int = 0) -> None:
         if not self.idle:
@@ -66,7 +66,7 @@ def run_flow_jobs_inline(monkeypatch: Any) -> None:
 
 
 class FlowLockStub:
-    """Mixin of a stub flow: its lock and :meth:`~mirrorspark.replication.flow.Flow.held` over it."""
+    """Mixin of a stub flow: its lock and :meth:`~mirrorspark.replication.connector.flow.Flow.held` over it."""
 
     _lock: threading.RLock | None = None
 
@@ -79,7 +79,7 @@ class FlowLockStub:
 
     @contextlib.contextmanager
     def held(self, *, wait_s: float | None = None) -> Iterator[bool]:
-        """As :meth:`Flow.held <mirrorspark.replication.flow.Flow.held>`."""
+        """As :meth:`Flow.held <mirrorspark.replication.connector.flow.Flow.held>`."""
         taken = self.lock.acquire() if wait_s is None else self.lock.acquire(timeout=wait_s)
         try:
             yield taken
@@ -1048,7 +1048,7 @@ class FakeTaskConsumer(FakeConsumer):
         self.positions[(tp.topic, tp.partition)] = tp.offset
 
 
-class RecordingTaskChannel:
+class RecordingGrantServer:
     """The driver's task channel as a supervisor uses it: records ``(verb, flow, generation)`` of each call."""
 
     address = ("127.0.0.1", 1, "token")
@@ -1072,7 +1072,7 @@ class FakeChannel:
     """A copy task's channel to the driver: ``state`` and whether a grant is valid are set by the test."""
 
     def __init__(self) -> None:
-        from mirrorspark.replication.task.channel import ChannelState
+        from mirrorspark.replication.task.grant_client import ChannelState
 
         self.state = ChannelState.OPEN
         self.granted = True
@@ -1082,7 +1082,7 @@ class FakeChannel:
         return self.state
 
     def may_commit(self) -> bool:
-        from mirrorspark.replication.task.channel import ChannelState
+        from mirrorspark.replication.task.grant_client import ChannelState
 
         return self.granted and self.state in (ChannelState.OPEN, ChannelState.STOP)
 

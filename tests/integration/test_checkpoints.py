@@ -33,7 +33,7 @@ from mirrorspark.config.parse import parse_config
 from mirrorspark.config.properties import parse_properties
 from mirrorspark.kafka.local.model import LocalClusters
 from mirrorspark.mm2.records import Checkpoint
-from mirrorspark.replication.checkpoint_emitter import CheckpointEmitter
+from mirrorspark.replication.connector.checkpoint_emitter import CheckpointEmitter
 from mirrorspark.replication.driver import Replicator
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]

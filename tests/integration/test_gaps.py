@@ -236,7 +236,7 @@ def test_a_task_whose_position_is_out_of_range_stops_there_and_says_so(local_clu
     """The data consumer never resets silently: the task ends out of range at once, nothing is skipped."""
     from mirrorspark.replication.task.job import run_copy_task
     from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionAssignment, TaskOutcome
-    from mirrorspark.replication.task_channel import TaskChannel
+    from mirrorspark.replication.worker.grant_server import GrantServer
 
     p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
     topic = unique_name("gaptask")
@@ -244,7 +244,7 @@ def test_a_task_whose_position_is_out_of_range_stops_there_and_says_so(local_clu
     create_topic(b, f"primary.{topic}")
     produce(p, topic, [{"value": b"z"} for _ in range(60)])
     delete_records(p, topic, 0, 50)
-    channel = TaskChannel()
+    channel = GrantServer()
     channel.grant(FLOW, 1, time.monotonic() + 60.0)
     spec = CopyTaskSpec(
         flow=FLOW,

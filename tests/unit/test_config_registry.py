@@ -20,9 +20,9 @@ from mirrorspark.core.lifetime_totals import totals_topic
 from mirrorspark.mm2 import filters
 from mirrorspark.mm2.internal_topics import connect_offsets_topic
 from mirrorspark.mm2.policy import DefaultReplicationPolicy
-from mirrorspark.replication.acl_sync import TopicAclSync
+from mirrorspark.replication.connector.acl_sync import TopicAclSync
+from mirrorspark.replication.connector.scheduler import Scheduler
 from mirrorspark.replication.driver import schedule_checkpoint_jobs
-from mirrorspark.replication.scheduler import Scheduler
 
 pytestmark = pytest.mark.unit
 
@@ -252,8 +252,8 @@ def test_admin_timeout_reaches_the_control_jobs() -> None:
     """Every admin call of a flow's control jobs waits admin.timeout.ms: the flow's admin wrappers carry it."""
     from fakes import two_clusters
     from mirrorspark.client.context import FlowContext, ReplicationContext
-    from mirrorspark.replication.checkpoint_emitter import CheckpointEmitter
-    from mirrorspark.replication.flow import Flow
+    from mirrorspark.replication.connector.checkpoint_emitter import CheckpointEmitter
+    from mirrorspark.replication.connector.flow import Flow
 
     assert flow_config(**{"admin.timeout.ms": "1234"}).admin_timeout_ms == 1234
     assert flow_config().admin_timeout_ms == 60_000
@@ -269,7 +269,7 @@ def test_admin_timeout_reaches_the_control_jobs() -> None:
 def test_emit_lists_groups_only_when_they_were_never_listed(monkeypatch: pytest.MonkeyPatch) -> None:
     """The old bug: with refresh.groups disabled (negative interval) every checkpoint cycle listed groups."""
     from mirrorspark.client.context import ReplicationContext
-    from mirrorspark.replication.checkpoint_emitter import CheckpointEmitter
+    from mirrorspark.replication.connector.checkpoint_emitter import CheckpointEmitter
 
     props = {"clusters": "A, B", "A.bootstrap.servers": "a:9092", "B.bootstrap.servers": "b:9092"}
     config = parse_config({**props, "refresh.groups.interval.seconds": "-1"})

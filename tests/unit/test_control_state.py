@@ -292,11 +292,11 @@ def test_bad_regex_fails_before_connecting() -> None:
 
 
 def test_control_imports_without_spark() -> None:
-    """The control API is client layer: Kafka clients, no Spark (as ``mirrorspark.replication.checkpoint_emitter``)."""
+    """The control API is client layer: Kafka clients, no Spark (as ``replication.connector.checkpoint_emitter``)."""
     from test_no_spark_imports import _SCRIPT, SRC
 
     result = subprocess.run(
-        [sys.executable, "-c", _SCRIPT, str(SRC), "pyspark,py4j", "mirrorspark.replication.live_filters"],
+        [sys.executable, "-c", _SCRIPT, str(SRC), "pyspark,py4j", "mirrorspark.replication.connector.live_filters"],
         capture_output=True,
         text=True,
         timeout=60,

@@ -18,7 +18,7 @@ from test_supervisor_lease import StubChannel, StubFlow, StubLease
 
 from fakes import two_clusters
 from mirrorspark.replication.driver import FlowStats, Replicator
-from mirrorspark.replication.supervisor import FlowSupervisor
+from mirrorspark.replication.worker.supervisor import FlowSupervisor
 
 pytestmark = pytest.mark.unit
 

@@ -20,7 +20,7 @@ from mirrorspark.mm2.connect_offsets import decode_source_offset, decode_topic_i
 from mirrorspark.mm2.records import OffsetSync
 from mirrorspark.replication.task import job
 from mirrorspark.replication.task import runner as runner_module
-from mirrorspark.replication.task.channel import ChannelState
+from mirrorspark.replication.task.grant_client import ChannelState
 from mirrorspark.replication.task.partition import FULL_SCAN_EVERY
 from mirrorspark.replication.task.runner import FILL_WAIT_S, HOLD_S, IN_FLIGHT_RECORDS, CopyTaskRunner
 from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionAssignment, TaskOutcome

@@ -31,14 +31,14 @@ from mirrorspark.mm2.connect_offsets import (
     source_offset_value,
     task_transactional_id,
 )
-from mirrorspark.replication import supervisor as supervisor_module
-from mirrorspark.replication.fencing import fence_flow, fence_ids, fence_zombies
-from mirrorspark.replication.flow import Flow
-from mirrorspark.replication.supervisor import FlowSupervisor
+from mirrorspark.replication.connector.flow import Flow
 from mirrorspark.replication.task.commit import TopicIdsReader
 from mirrorspark.replication.task.runner import CopyTaskRunner
 from mirrorspark.replication.task.spec import PartitionAssignment, PartitionKey, TaskOutcome
 from mirrorspark.replication.task.stored_offsets import read_stored_offsets
+from mirrorspark.replication.worker import supervisor as supervisor_module
+from mirrorspark.replication.worker.fencing import fence_flow, fence_ids, fence_zombies
+from mirrorspark.replication.worker.supervisor import FlowSupervisor
 
 pytestmark = pytest.mark.unit
 

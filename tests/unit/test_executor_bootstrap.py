@@ -6,7 +6,7 @@ import pytest
 
 from fakes import two_clusters
 from mirrorspark.client.context import FlowContext
-from mirrorspark.replication.flow import Flow
+from mirrorspark.replication.connector.flow import Flow
 
 pytestmark = pytest.mark.unit
 

@@ -7,7 +7,7 @@ import pytest
 from fakes import FakeClients, FakeCluster, two_clusters
 from mirrorspark.client.context import FlowContext
 from mirrorspark.config.model import MirrorConfig
-from mirrorspark.replication.flow import Flow
+from mirrorspark.replication.connector.flow import Flow
 
 pytestmark = pytest.mark.unit
 

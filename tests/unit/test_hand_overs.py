@@ -1,7 +1,7 @@
 """Hand-overs of a flow's lease off the driver loop, without overlapping writers (engine-audit-2 N4, N5, N10).
 
 Stub flows, leases, channel and jobs: no broker, no Spark. The take-overs and joins run on the
-flows' own threads here (the real :class:`~mirrorspark.replication.takeover.FlowThread`).
+flows' own threads here (the real :class:`~mirrorspark.replication.worker.takeover.FlowThread`).
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from fakes import FlowLockStub, RecordingTaskChannel
-from mirrorspark.replication import supervisor as supervision
-from mirrorspark.replication import takeover
-from mirrorspark.replication.supervisor import FlowSupervisor, SupervisorState
+from fakes import FlowLockStub, RecordingGrantServer
 from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionAssignment
-from mirrorspark.replication.worker import Worker
+from mirrorspark.replication.worker import supervisor as supervision
+from mirrorspark.replication.worker import takeover
+from mirrorspark.replication.worker.supervisor import FlowSupervisor, SupervisorState
+from mirrorspark.replication.worker.worker import Worker
 
 pytestmark = pytest.mark.unit
 
@@ -136,7 +136,7 @@ def test_a_lease_loss_is_acted_on_within_one_tick_while_another_flows_take_over_
     every flow of the driver waited for it."""
     release = threading.Event()
     try:
-        channel = RecordingTaskChannel()
+        channel = RecordingGrantServer()
         a = FlowSupervisor(StubFlow("A->B", blocked=release), object(), channel, StubLease(3))  # type: ignore[arg-type]
         a.state = SupervisorState.STANDBY
         b_lease = StubLease(5)
@@ -170,7 +170,7 @@ def test_the_lock_is_not_held_across_a_take_overs_wait(
     monkeypatch.setattr(takeover, "TAKEOVER_MARGIN_S", 0.0)
     monkeypatch.setattr(supervision, "TAKEOVER_MARGIN_S", 0.0, raising=False)
     flow = StubFlow("A->B")
-    sup = FlowSupervisor(flow, object(), RecordingTaskChannel(), StubLease(7, safe_at=time.monotonic() + 0.5))  # type: ignore[arg-type]
+    sup = FlowSupervisor(flow, object(), RecordingGrantServer(), StubLease(7, safe_at=time.monotonic() + 0.5))  # type: ignore[arg-type]
     sup.state = SupervisorState.STANDBY
     sup.tick()
     assert sup.background.pending
@@ -193,7 +193,7 @@ def test_a_take_over_reads_the_positions_once_the_previous_holders_last_commit_l
     flow = StubFlow("A->B")
     safe_at = time.monotonic() + 0.3
     lease = StubLease(9, safe_at=safe_at)
-    sup = FlowSupervisor(flow, object(), RecordingTaskChannel(), lease)  # type: ignore[arg-type]
+    sup = FlowSupervisor(flow, object(), RecordingGrantServer(), lease)  # type: ignore[arg-type]
     sup.state = SupervisorState.STANDBY
     if previous == "this-instance":
         sup.epoch = 8  # this instance held epoch 8, its tasks ended: nothing of another holder to wait for

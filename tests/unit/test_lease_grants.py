@@ -18,13 +18,13 @@ from confluent_kafka import KafkaError, TopicPartition
 from fakes import FlowLockStub, run_flow_jobs_inline, two_clusters
 from mirrorspark.client.context import FlowContext
 from mirrorspark.errors import SparkDriverLostError
-from mirrorspark.replication import lease as lease_module
-from mirrorspark.replication import supervisor as supervisor_module
-from mirrorspark.replication.lease import CONTACT_CHECK_STALE_S, SESSION_TIMEOUT_MS, FlowLease
-from mirrorspark.replication.lease_window import CONTACT_MARGIN_MS
-from mirrorspark.replication.supervisor import FlowSupervisor, SupervisorState
-from mirrorspark.replication.task.channel import GRANT_ASK_S, ChannelClient
-from mirrorspark.replication.task_channel import TaskChannel
+from mirrorspark.replication.task.grant_client import GRANT_ASK_S, GrantClient
+from mirrorspark.replication.worker import lease as lease_module
+from mirrorspark.replication.worker import supervisor as supervisor_module
+from mirrorspark.replication.worker.grant_server import GrantServer
+from mirrorspark.replication.worker.lease import CONTACT_CHECK_STALE_S, SESSION_TIMEOUT_MS, FlowLease
+from mirrorspark.replication.worker.lease_window import CONTACT_MARGIN_MS
+from mirrorspark.replication.worker.supervisor import FlowSupervisor, SupervisorState
 from polling import assert_eventually
 
 pytestmark = pytest.mark.unit
@@ -245,9 +245,9 @@ def test_a_delayed_grant_line_never_extends_the_permission() -> None:
     line: an answer read a second late (a loaded executor, a slow network) let it commit a second
     past the driver's grant, after a standby could have taken the flow over.
     """
-    channel = TaskChannel()
+    channel = GrantServer()
     try:
-        client = ChannelClient(channel.address, {"flow": "A->B", "task": 0, "generation": 1})
+        client = GrantClient(channel.address, {"flow": "A->B", "task": 0, "generation": 1})
         deadline = time.monotonic() + 1.5
         channel.grant("A->B", 1, deadline)
         time.sleep(GRANT_ASK_S)
@@ -400,7 +400,7 @@ def test_a_claim_whose_produce_timed_out_but_landed_counts_as_another_holders() 
     assert not lease.claimed_only_by_self(5, 7)
 
 
-def hello_answer(channel: TaskChannel, generation: int) -> bytes:
+def hello_answer(channel: GrantServer, generation: int) -> bytes:
     """What the channel sends a task of ``generation`` of ``A->B`` saying hello now, until it closes (2 s at most)."""
     host, port, token = channel.address
     hello = {"token": token, "flow": "A->B", "task": 0, "generation": generation, "ask": 0.0}
@@ -419,7 +419,7 @@ def test_an_aborted_generation_gets_no_grant_and_its_late_task_is_told_abort() -
     Before, ``abort`` marked the generation as stopped: a late task was told ``stop`` (commit and end), and a
     renewal the grant thread computed before the abort gave it a grant for one final commit.
     """
-    channel = TaskChannel()
+    channel = GrantServer()
     try:
         channel.grant("A->B", 3, time.monotonic() + 5.0)
         channel.abort("A->B", 3)
@@ -433,7 +433,7 @@ def test_an_aborted_generation_gets_no_grant_and_its_late_task_is_told_abort() -
 
 def test_after_the_driver_jvm_is_lost_a_late_task_is_told_abort_and_gets_no_grant() -> None:
     """L7 (engine-audit-2 N7): the same after ``FlowSupervisor.abandon`` (the Spark driver JVM is gone)."""
-    channel = TaskChannel()
+    channel = GrantServer()
     try:
         sup = FlowSupervisor(OneFlow(), object(), channel, WaitingLease(safe_at=0.0))  # type: ignore[arg-type]
         sup.state, sup.generation = SupervisorState.RUNNING, 2

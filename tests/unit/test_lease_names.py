@@ -16,7 +16,7 @@ from mirrorspark.core.lease_claims import (
 )
 from mirrorspark.mm2.internal_topics import lease_group
 from mirrorspark.mm2.policy import DefaultReplicationPolicy, load_policy
-from mirrorspark.replication.lease import SESSION_TIMEOUT_MS, lease_consumer_overrides
+from mirrorspark.replication.worker.lease import SESSION_TIMEOUT_MS, lease_consumer_overrides
 
 pytestmark = pytest.mark.unit
 

@@ -19,8 +19,8 @@ from fakes import two_clusters
 from mirrorspark.client.context import FlowContext
 from mirrorspark.core.progress_records import PartitionReport, ReportSequences, decode_report, encode_report
 from mirrorspark.errors import CorruptRecordError
-from mirrorspark.replication.flow import Flow
-from mirrorspark.replication.task.channel import ChannelState
+from mirrorspark.replication.connector.flow import Flow
+from mirrorspark.replication.task.grant_client import ChannelState
 from mirrorspark.replication.task.runner import CopyTaskRunner
 from mirrorspark.replication.task.spec import TaskOutcome
 

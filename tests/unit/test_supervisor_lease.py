@@ -10,9 +10,9 @@ import pytest
 
 from fakes import FlowLockStub, run_flow_jobs_inline
 from mirrorspark.errors import ClusterError, DataPathError
-from mirrorspark.replication import supervisor as supervisor_module
-from mirrorspark.replication.supervisor import RECLAIM_S, FlowSupervisor
-from mirrorspark.replication.worker import Worker
+from mirrorspark.replication.worker import supervisor as supervisor_module
+from mirrorspark.replication.worker.supervisor import RECLAIM_S, FlowSupervisor
+from mirrorspark.replication.worker.worker import Worker
 
 pytestmark = pytest.mark.unit
 

@@ -8,9 +8,9 @@ import pytest
 
 from fakes import FlowLockStub, run_flow_jobs_inline
 from mirrorspark.errors import DataPathError, RecordTooLargeError
-from mirrorspark.replication import supervisor as supervision
-from mirrorspark.replication.supervisor import FlowSupervisor, SupervisorState
 from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionAssignment, TaskOutcome, TaskResult
+from mirrorspark.replication.worker import supervisor as supervision
+from mirrorspark.replication.worker.supervisor import FlowSupervisor, SupervisorState
 
 pytestmark = pytest.mark.unit
 
@@ -168,7 +168,7 @@ def test_a_recreated_topic_starts_a_new_generation(started: FlowSupervisor) -> N
 
 def test_a_restart_says_how_the_assignment_changed() -> None:
     """The log line of a restart names what changed, so an operator sees why the copy tasks restarted."""
-    from mirrorspark.replication.restart_policy import assignment_change as change
+    from mirrorspark.replication.worker.restart_policy import assignment_change as change
 
     old = ((("t", 0), ("t", 1)), 0)
     assert change(old, ((("heartbeats", 0), ("t", 0), ("t", 1)), 0)) == (

@@ -122,7 +122,11 @@ def _setup_logging(verbose: bool) -> None:
     logging.getLogger("mirrorspark.librdkafka").setLevel(logging.DEBUG if verbose else logging.CRITICAL)
     # standby, takeover and task restarts are what an operator of several instances must see; the
     # start-up steps with their seconds (flows, Spark, workers) say where a slow start goes
-    for name in ("mirrorspark.replication.lease", "mirrorspark.replication.supervisor", "mirrorspark.start-up"):
+    for name in (
+        "mirrorspark.replication.worker.lease",
+        "mirrorspark.replication.worker.supervisor",
+        "mirrorspark.start-up",
+    ):
         logging.getLogger(name).setLevel(logging.INFO)
 
 

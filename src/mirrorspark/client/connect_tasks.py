@@ -6,7 +6,7 @@ in MM2's dedicated mode, ``<worker group.id>-<connector name>-<i>`` for connecto
 cluster (the worker's ``group.id`` and the connector's ``name`` come with them).
 
 Before an exactly-once flow's first copy tasks start, every transactional id the replicator it takes over
-from may still hold is fenced (:mod:`mirrorspark.replication.fencing`), Connect's ``fenceZombies``:
+from may still hold is fenced (:mod:`mirrorspark.replication.worker.fencing`), Connect's ``fenceZombies``:
 ``<group.id>-<connector>-<i>`` for ``i`` below that replicator's task count. The count is, in order:
 
 1. read from Kafka Connect's config topic (``config.storage.topic`` on the target: the worker's, given with

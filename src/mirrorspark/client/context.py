@@ -149,7 +149,7 @@ class FlowContext:
     topic_filter, group_filter, config_filter:
         The config file's ``topics``/``topics.exclude``, ``groups``/``groups.exclude`` and
         ``config.properties.exclude``/``use.defaults.from`` filters (live control changes come
-        on top, see :class:`~mirrorspark.replication.live_filters.LiveFilters`).
+        on top, see :class:`~mirrorspark.replication.connector.live_filters.LiveFilters`).
     clients:
         Where the flow's Kafka clients come from; it translates each role's settings once.
     transforms:

@@ -27,7 +27,7 @@ effect are the config file's with the changes on top (:func:`effective_lists`)::
     allow = (config topics          | added allow) - removed allow
     deny  = (config topics.exclude  | added deny)  - removed deny      (groups alike)
 
-Running flows tail the topic (:class:`~mirrorspark.replication.live_filters.LiveFilters`) on
+Running flows tail the topic (:class:`~mirrorspark.replication.connector.live_filters.LiveFilters`) on
 every topic refresh (``refresh.topics.interval.seconds``) and group refresh
 (``refresh.groups.interval.seconds``). :class:`ControlStore` is the operator side
 (``mirrorspark control``). The folding and the list arithmetic

@@ -1,7 +1,7 @@
 """Committing a consumer group's newest checkpoints on the target: the failover both the tools and the driver do.
 
 ``mirrorspark failover`` (:meth:`~mirrorspark.migration.consumer_migration.ConsumerMigration.failover`)
-and the driver's failover policy (:mod:`mirrorspark.replication.failover_watch`) move a group the same way:
+and the driver's failover policy (:mod:`mirrorspark.replication.connector.failover_watch`) move a group the same way:
 the newest checkpoint per partition (MM2 ``RemoteClusterUtils.translateOffsets``) is committed to the
 same group on the target with Admin ``alterConsumerGroupOffsets``, never for a group with active
 members there (the broker would refuse the commit, or the members would overwrite it).

@@ -2,7 +2,7 @@
 
 ``mirrorspark status`` and a starting flow read the compacted ledger topic
 ``mm2-gaps<isep><source><isep>internal`` (:func:`~mirrorspark.core.gaps.gaps_topic`) back; the running
-flow writes it (:class:`~mirrorspark.replication.gap_ledger.GapLedger`).
+flow writes it (:class:`~mirrorspark.replication.connector.gap_ledger.GapLedger`).
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ heartbeats — so it reports MM2's flows just as well.
 * **gaps** — per flow, the gap events in ``mm2-gaps.<source>.internal``: source
   records lost before they were copied (:mod:`mirrorspark.core.gaps`).
 * **failover** — per flow, the newest failover event of the driver's failover policy
-  (``failover`` records of the progress channel, :mod:`mirrorspark.replication.failover_watch`).
+  (``failover`` records of the progress channel, :mod:`mirrorspark.replication.connector.failover_watch`).
 """
 
 from __future__ import annotations

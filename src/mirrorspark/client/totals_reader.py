@@ -1,7 +1,7 @@
 """Reading a flow's lifetime totals and published state back (``mm2-progress.<source>.internal``).
 
 ``mirrorspark status`` and the metrics service read what the running flows published
-(:class:`~mirrorspark.replication.totals_publisher.TotalsPublisher`); the format is
+(:class:`~mirrorspark.replication.connector.totals_publisher.TotalsPublisher`); the format is
 :mod:`mirrorspark.core.lifetime_totals`.
 """
 

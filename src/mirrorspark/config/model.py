@@ -326,7 +326,7 @@ class FlowConfig(_Frozen):
     failover_policy, failover_groups, failover_grace_ms, failover_check_interval_ms, failover_dry_run:
         ``mirrorspark.failover.*``: the failover policy (``"manual"``, ``"under-min-isr"`` or ``"offline"``),
         the regexes of the groups it moves, the grace period (ms), how often the source is described (ms)
-        and whether it only reports (:mod:`mirrorspark.replication.failover_watch`).
+        and whether it only reports (:mod:`mirrorspark.replication.connector.failover_watch`).
     offset_flush_records:
         ``mirrorspark.offset.flush.records``: records each copy task copies (acknowledged) before it
         commits, if ``offset.flush.interval.ms`` has not passed first (0: by time only); see
@@ -481,7 +481,7 @@ class DataPathConfig:
         (halt the flow), see :mod:`mirrorspark.core.gaps`.
     metrics_interval_ms:
         ``mirrorspark.metrics.interval.ms``: how often the driver writes each flow's raw metrics
-        (:mod:`mirrorspark.replication.metrics_publisher`), in ms.
+        (:mod:`mirrorspark.replication.worker.metrics_publisher`), in ms.
 
     Notes
     -----

@@ -364,7 +364,7 @@ def policy_verdict(
     group_patterns: Sequence[str],
     groups: Iterable[str],
 ) -> PolicyVerdict:
-    """Say what the failover policy would do now (a dry run of :mod:`mirrorspark.replication.failover_watch`).
+    """Say what the failover policy would do now (a dry run of :mod:`mirrorspark.replication.connector.failover_watch`).
 
     Parameters
     ----------

@@ -1,6 +1,6 @@
 """The lease topic's records: who took a flow's lease, and the epoch a claim grants (no I/O).
 
-One active instance per flow (:class:`~mirrorspark.replication.lease.FlowLease`): every time an
+One active instance per flow (:class:`~mirrorspark.replication.worker.lease.FlowLease`): every time an
 instance takes a flow's lease it writes a **claim** to the lease topic ``mm2-lease.<source>.internal``
 on the target; the claim's offset + 1 is the **epoch** of that holding (strictly increasing across
 take-overs). mirrorspark's own format, compact JSON.

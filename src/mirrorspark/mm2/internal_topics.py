@@ -201,7 +201,7 @@ LEASE_GROUP_PREFIX: Final = "mirrorspark-lease-"
 def lease_group(flow_name: str) -> str:
     """Name of the consumer group whose member owning the lease partition holds the lease of a flow.
 
-    The continuous engine's active-instance lease (``mirrorspark.replication.lease``) lives in
+    The continuous engine's active-instance lease (``mirrorspark.replication.worker.lease``) lives in
     this group on the flow's target; the offsets tools read its membership to tell whether the
     flow runs.
 

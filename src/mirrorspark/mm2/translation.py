@@ -56,7 +56,7 @@ class CopiedRanges:
     copy lies before it (the audit's case: (100→1000, 100 records) then
     (100→1100, 50 records) translated 150 to 1150, while 150..199 sit at
     1050..1099). So every segment comes with the **lease epoch** of the
-    instance that copied it (:class:`~mirrorspark.replication.lease.FlowLease`,
+    instance that copied it (:class:`~mirrorspark.replication.worker.lease.FlowLease`,
     growing at every take-over): segments of an epoch older than the newest
     epoch seen for the partition are ignored. Ignoring a copy never makes a
     translation skip a record (it may only re-read duplicates). Epochs start

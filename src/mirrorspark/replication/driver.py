@@ -3,11 +3,11 @@
 :meth:`Replicator.start` starts every flow (internal topics, stored offsets, discovery) and
 schedules the control jobs: topic refresh, config and ACL sync, checkpoints and group offset
 sync, lag listings, metrics and lifetime totals, on the control
-:class:`~mirrorspark.replication.scheduler.Scheduler`; heartbeats and the failover watch run on
+:class:`~mirrorspark.replication.connector.scheduler.Scheduler`; heartbeats and the failover watch run on
 schedulers of their own threads. :meth:`Replicator.run` starts the copy tasks
-(:class:`~mirrorspark.replication.worker.Worker`), runs the control jobs on a thread of their
+(:class:`~mirrorspark.replication.worker.worker.Worker`), runs the control jobs on a thread of their
 own (``mirrorspark-control``: each holds its flow's lock, :meth:`Flow.held
-<mirrorspark.replication.flow.Flow.held>`) and loops, until stopped:
+<mirrorspark.replication.connector.flow.Flow.held>`) and loops, until stopped:
 
 1. supervise every flow every :data:`TICK_S` (a lease change is acted on at the next tick, never
    held up by a control job: a slow refresh against an unreachable target holds up nothing
@@ -40,18 +40,18 @@ from mirrorspark.errors import ConfigError, DataGapError
 from mirrorspark.kafka.admin import PartitionKey
 from mirrorspark.kafka.factory import ClientFactory
 from mirrorspark.mm2.topology import check_identity_cycles
-from mirrorspark.replication.acl_sync import TopicAclSync
-from mirrorspark.replication.checkpoint_emitter import CheckpointEmitter
-from mirrorspark.replication.connector_clusters import check_connector_clusters
-from mirrorspark.replication.failover_watch import FailoverWatcher
-from mirrorspark.replication.flow import Flow
-from mirrorspark.replication.heartbeats import HeartbeatEmitter
-from mirrorspark.replication.lease import FlowLease
-from mirrorspark.replication.metrics_publisher import MetricsPublisher
-from mirrorspark.replication.scheduler import Job, Scheduler
-from mirrorspark.replication.supervisor import FlowSupervisor, SupervisorState
-from mirrorspark.replication.totals_publisher import TotalsPublisher
-from mirrorspark.replication.worker import Worker, first_error
+from mirrorspark.replication.connector.acl_sync import TopicAclSync
+from mirrorspark.replication.connector.checkpoint_emitter import CheckpointEmitter
+from mirrorspark.replication.connector.connector_clusters import check_connector_clusters
+from mirrorspark.replication.connector.failover_watch import FailoverWatcher
+from mirrorspark.replication.connector.flow import Flow
+from mirrorspark.replication.connector.heartbeats import HeartbeatEmitter
+from mirrorspark.replication.connector.scheduler import Job, Scheduler
+from mirrorspark.replication.connector.totals_publisher import TotalsPublisher
+from mirrorspark.replication.worker.lease import FlowLease
+from mirrorspark.replication.worker.metrics_publisher import MetricsPublisher
+from mirrorspark.replication.worker.supervisor import FlowSupervisor, SupervisorState
+from mirrorspark.replication.worker.worker import Worker, first_error
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -197,7 +197,7 @@ def schedule_checkpoint_jobs(
     cp:
         The flow's checkpoint emitter.
     lock:
-        Held by each job while it runs (the flow's :attr:`~mirrorspark.replication.flow.Flow.lock`).
+        Held by each job while it runs (the flow's :attr:`~mirrorspark.replication.connector.flow.Flow.lock`).
 
     Returns
     -------
@@ -422,7 +422,7 @@ class Replicator:
         """Join every flow's lease group now (idempotent; :meth:`start` ends with it; needs no Spark).
 
         The flow's lease is then taken while Spark starts: a previous holder's session expiry and
-        the take-over wait (:attr:`~mirrorspark.replication.lease.FlowLease.safe_at`) overlap
+        the take-over wait (:attr:`~mirrorspark.replication.worker.lease.FlowLease.safe_at`) overlap
         Spark's start-up instead of following it. :meth:`run` hands the leases to the copy tasks'
         supervisors; :meth:`close` gives them up if it never ran.
 
@@ -478,7 +478,7 @@ class Replicator:
         )
 
     def _start_failover_watch(self) -> None:
-        """Schedule each flow's ``failover watch S->T`` job (:mod:`~mirrorspark.replication.failover_watch`)."""
+        """Schedule each flow's ``failover watch S->T`` (:mod:`~mirrorspark.replication.connector.failover_watch`)."""
         for flow in self.flows:
             watcher = FailoverWatcher(flow, active=functools.partial(self._runs_flow, flow))
             watcher.start()

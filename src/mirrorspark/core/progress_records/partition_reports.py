@@ -65,11 +65,11 @@ class PartitionReport:
         written before this field existed, or a topic id the driver did not know).
     epoch:
         The lease epoch the reporting task was started under (the flow's
-        :class:`~mirrorspark.replication.lease.FlowLease` holding; 0 without a lease or in a record
+        :class:`~mirrorspark.replication.worker.lease.FlowLease` holding; 0 without a lease or in a record
         written before this field existed): copied segments of a superseded epoch never cut newer
         ones (:class:`~mirrorspark.mm2.translation.CopiedRanges`, ``engine-audit.md`` F5).
     run:
-        The driver run that started the task (:attr:`~mirrorspark.replication.positions.Positions.run`):
+        The driver run that started the task (:attr:`~mirrorspark.replication.connector.positions.Positions.run`):
         generation numbers start at 1 in every driver process, so ``(run, generation)`` names a
         generation, and a driver moves positions and totals only on its own runs' reports
         (``engine-audit-2.md`` N6). ``None`` in a record written before this field existed.

@@ -41,7 +41,6 @@ from mirrorspark.mm2.connect_offsets import (
     topic_id_marker_value,
 )
 from mirrorspark.mm2.offset_syncs import CopiedSegment, flush_delayed, fold_acknowledged
-from mirrorspark.replication.task.channel import Channel, ChannelState
 from mirrorspark.replication.task.commit_records import (
     UNKNOWN_SOURCE,
     CommitWrites,
@@ -50,6 +49,7 @@ from mirrorspark.replication.task.commit_records import (
     source_offset_record,
 )
 from mirrorspark.replication.task.failures import delivery_error, init_transactions_error, stall_error
+from mirrorspark.replication.task.grant_client import Channel, ChannelState
 from mirrorspark.replication.task.partition import PartitionCopy, TaskPartitions
 from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionKey
 from mirrorspark.replication.task.stored_offsets import adopted_starts

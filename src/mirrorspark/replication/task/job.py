@@ -18,8 +18,8 @@ from mirrorspark.errors import DataPathError, MirrorsparkError
 from mirrorspark.kafka.admin import ClusterAdmin
 from mirrorspark.kafka.factory import with_logger
 from mirrorspark.mm2.connect_offsets import OffsetHistory
-from mirrorspark.replication.task.channel import ChannelClient
 from mirrorspark.replication.task.commit import SOURCE_END_TIMEOUT_S, StoredOffsetsReader, TopicIdsReader
+from mirrorspark.replication.task.grant_client import GrantClient
 from mirrorspark.replication.task.runner import CopyTaskRunner
 from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionKey, TaskOutcome, TaskResult
 from mirrorspark.replication.task.stored_offsets import read_stored_offsets
@@ -102,7 +102,7 @@ def executor_jvm_alive() -> Callable[[], bool]:
     PySpark forks a worker from its daemon, whose parent is the executor JVM (Linux ``/proc``). The
     check reads the JVM's ``/proc/<pid>/stat``: gone or a zombie is dead (a JVM killed under the
     driver stays a zombie until the driver reaps it). A task asks it before each commit
-    (:meth:`ChannelClient.may_commit`).
+    (:meth:`GrantClient.may_commit`).
     """
     pid = os.getppid()
     for _ in range(2):  # the worker's parent, else the daemon's parent
@@ -199,7 +199,7 @@ def run_copy_task(spec: CopyTaskSpec) -> TaskResult:
     syncs = _producer(spec.syncs_conf) if spec.syncs_conf is not None else None
     outcome: TaskOutcome | None = None
     try:
-        channel = ChannelClient(
+        channel = GrantClient(
             spec.channel,
             {"flow": spec.flow, "task": spec.task_index, "generation": spec.generation},
             alive=executor_jvm_alive(),

@@ -35,7 +35,6 @@ from typing import Any
 from confluent_kafka import KafkaError, TopicPartition
 
 from mirrorspark.core.replica_rows import FetchSource
-from mirrorspark.replication.task.channel import Channel, ChannelState
 from mirrorspark.replication.task.commit import (
     GRANT_POLL_S,
     GRANT_WAIT_S,
@@ -47,6 +46,7 @@ from mirrorspark.replication.task.commit import (
     TransactionalCommitter,
 )
 from mirrorspark.replication.task.failures import consumer_error
+from mirrorspark.replication.task.grant_client import Channel, ChannelState
 from mirrorspark.replication.task.partition import TaskPartitions
 from mirrorspark.replication.task.produce import forward_run
 from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionKey, TaskOutcome, TaskResult
@@ -230,7 +230,7 @@ class CopyTaskRunner:
         """Wait for the driver's first grant: before ``init_transactions``, or before reading (``after_other_holder``).
 
         A late task of an older generation is refused by the driver (``abort``, then a closed
-        channel, :class:`~mirrorspark.replication.task_channel.TaskChannel`): it ends here, before
+        channel, :class:`~mirrorspark.replication.worker.grant_server.GrantServer`): it ends here, before
         its transactional id fences the current task with the same index (``engine-audit.md`` F8).
         ``False`` also when no grant comes within :data:`~mirrorspark.replication.task.commit.GRANT_WAIT_S`.
         """

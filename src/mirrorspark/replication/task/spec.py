@@ -131,7 +131,7 @@ class CopyTaskSpec:
         in its progress reports, so that a late report of an instance that lost the lease never
         cuts the copied segments of the instance that holds it now (``engine-audit.md`` F5).
     run:
-        The driver run that started the task (:attr:`~mirrorspark.replication.positions.Positions.run`),
+        The driver run that started the task (:attr:`~mirrorspark.replication.connector.positions.Positions.run`),
         written in its progress reports: with ``generation`` it names the task's generation across
         driver processes (``engine-audit-2.md`` N6). ``None``: not named.
     after_other_holder:

@@ -1,6 +1,6 @@
 """The copy task's end of the driver's task channel: one TCP connection, commands as text lines.
 
-The driver (:class:`~mirrorspark.replication.task_channel.TaskChannel`) sends ``stop`` (commit and
+The driver (:class:`~mirrorspark.replication.worker.grant_server.GrantServer`) sends ``stop`` (commit and
 end) or ``abort`` (end without committing), and answers the task's grant requests. A task commits
 only under a valid grant, so a task whose driver died, froze or lost the flow's lease stops
 committing when its last grant expires.
@@ -9,7 +9,7 @@ Grants: absolute deadlines on the task's own clock
 ---------------------------------------------------
 Every :data:`GRANT_ASK_S` the task sends ``ask <t>``, ``t`` being its own ``time.monotonic()``
 when it asked; the driver answers ``lease <t + r>``, ``r`` being what is left of its grant
-(:meth:`~mirrorspark.replication.lease.FlowLease.grant`: an absolute deadline on the driver's
+(:meth:`~mirrorspark.replication.worker.lease.FlowLease.grant`: an absolute deadline on the driver's
 monotonic clock, capped by its last confirmed contact with the lease group's coordinator) *when it
 answers*. The answer is an absolute deadline on the task's clock, and never later than the driver's
 own: the driver computed ``r`` after the task asked, so ``t + r`` falls, in real time, at or before
@@ -21,7 +21,7 @@ Why not wall-clock deadlines: an executor is usually another host, whose wall cl
 driver's by any amount (NTP steps, a VM resumed); a deadline in the driver's wall clock would be
 early or late by that offset. Monotonic clocks of two hosts are not comparable at all, and the
 round trip above needs neither to be: only that both tick at about the same rate (their drift, a
-few ppm, is covered by the lease's margin, :data:`~mirrorspark.replication.lease_window.CONTACT_MARGIN_MS`).
+few ppm, is covered by the lease's margin, :data:`~mirrorspark.replication.worker.lease_window.CONTACT_MARGIN_MS`).
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ class Channel(Protocol):
         ...
 
 
-class ChannelClient:
+class GrantClient:
     """The task's end of the driver's task channel (a :class:`Channel`; see the module notes).
 
     Parameters
@@ -169,4 +169,4 @@ class ChannelClient:
         self._sock.close()
 
 
-__all__ = ["GRANT_ASK_S", "Channel", "ChannelClient", "ChannelState"]
+__all__ = ["GRANT_ASK_S", "Channel", "ChannelState", "GrantClient"]

@@ -19,7 +19,7 @@ from confluent_kafka import KafkaError, KafkaException
 
 from mirrorspark.client.context import FlowContext
 from mirrorspark.mm2.records import Heartbeat
-from mirrorspark.replication.scheduler import Scheduler
+from mirrorspark.replication.connector.scheduler import Scheduler
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """What one holding of a flow's lease may grant, and when a take-over is safe: pure rules, the clock injected.
 
 A :class:`GrantWindow` is the bookkeeping of one holding of a
-:class:`~mirrorspark.replication.lease.FlowLease` (``docs/design.md``, continuous engine item 8):
+:class:`~mirrorspark.replication.worker.lease.FlowLease` (``docs/design.md``, continuous engine item 8):
 
 * **contact**: when the holder *sent* its newest round trip to the lease group's coordinator that
   succeeded (the claim's commit, then the contact checks). A successful offset commit reschedules a

@@ -12,8 +12,8 @@
 * **config sync** — remote topics' configs brought in line with their source topics
   (``sync.topic.configs``, MM2 ``syncTopicConfigs``, KIP-894).
 
-Topic ACL sync is :mod:`mirrorspark.replication.acl_sync`; positions and gaps are
-:mod:`mirrorspark.replication.positions`.
+Topic ACL sync is :mod:`mirrorspark.replication.connector.acl_sync`; positions and gaps are
+:mod:`mirrorspark.replication.connector.positions`.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from mirrorspark.kafka.admin import ClusterAdmin, PartitionKey, TopicSpec
 from mirrorspark.mm2.config_sync import topic_config_changes
 from mirrorspark.mm2.filters import should_replicate_topic
 from mirrorspark.mm2.internal_topics import TASK_PROGRESS_PREFIX, mirrorspark_topic
-from mirrorspark.replication.live_filters import LiveFilters
-from mirrorspark.replication.remote_placement import RemotePlacement
+from mirrorspark.replication.connector.live_filters import LiveFilters
+from mirrorspark.replication.connector.remote_placement import RemotePlacement
 
 log = logging.getLogger(__name__)
 

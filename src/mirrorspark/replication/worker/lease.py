@@ -27,7 +27,7 @@ Taking the lease writes a **claim** (:class:`LeaseClaim`) to the lease topic and
 --describe`` shows it). While holding, the lease thread sends a **contact check** every
 :data:`CONTACT_CHECK_S`: an asynchronous commit of the epoch, tagged in its metadata; its success
 moves the holding's confirmed contact, which caps every grant
-(:class:`~mirrorspark.replication.lease_window.GrantWindow`; ``docs/design.md``, continuous engine item 8).
+(:class:`~mirrorspark.replication.worker.lease_window.GrantWindow`; ``docs/design.md``, continuous engine item 8).
 
 Invariants (the tests that guard them cite them)
 ------------------------------------------------
@@ -48,7 +48,7 @@ Invariants (the tests that guard them cite them)
 * **L6** Giving the lease back (revoked, closed) waits until every grant ended and its writes could
   land, unless :meth:`FlowLease.void_grants` said no task is left.
 * **L7** A generation told to abort never gets a grant again, and its late tasks are told ``abort``
-  (:class:`~mirrorspark.replication.task_channel.TaskChannel`; engine-audit-2 N7).
+  (:class:`~mirrorspark.replication.worker.grant_server.GrantServer`; engine-audit-2 N7).
 
 MM2 gets one active instance from Kafka Connect's distributed herder (the workers' group assigns
 each connector and task to one worker; KIP-618 fences exactly-once producers by ``transactional.id``).
@@ -70,8 +70,8 @@ from mirrorspark.client.context import FlowContext
 from mirrorspark.core.lease_claims import LeaseClaim, claim_epoch, encode_claim, lease_topic, permission_hint
 from mirrorspark.errors import ClusterError
 from mirrorspark.mm2.internal_topics import lease_group
-from mirrorspark.replication.lease_window import GrantWindow
-from mirrorspark.replication.task_configs import COMMIT_TIMEOUT_MS
+from mirrorspark.replication.connector.task_configs import COMMIT_TIMEOUT_MS
+from mirrorspark.replication.worker.lease_window import GrantWindow
 
 log = logging.getLogger(__name__)
 
@@ -182,7 +182,7 @@ class FlowLease:
     landing_ms:
         How late a copy task's commit write may land after its grant check, in ms: the commit
         producers' ``message.timeout.ms`` (default
-        :data:`~mirrorspark.replication.task_configs.COMMIT_TIMEOUT_MS`). A new holder waits this
+        :data:`~mirrorspark.replication.connector.task_configs.COMMIT_TIMEOUT_MS`). A new holder waits this
         long after its assignment (:attr:`safe_at`); a holder giving the lease up waits this long
         past its last grant, unless its tasks ended (:meth:`void_grants`).
     clock:
@@ -318,7 +318,7 @@ class FlowLease:
         """Return a grant deadline for the tasks of the holding ``epoch``, or ``None`` when none may be given (L2).
 
         ``now + seconds`` (s), capped at :attr:`contact_at` + the window
-        (:meth:`~mirrorspark.replication.lease_window.GrantWindow.grant`): an absolute deadline on
+        (:meth:`~mirrorspark.replication.worker.lease_window.GrantWindow.grant`): an absolute deadline on
         this lease's clock; ``None`` once the holding is over or its contact is too old. Thread-safe.
         """
         if not self.holds(epoch):

@@ -37,7 +37,7 @@ from mirrorspark.kafka.admin import ClusterAdmin
 from mirrorspark.kafka.delivery import Outgoing, deliver
 
 if TYPE_CHECKING:
-    from mirrorspark.replication.flow import Flow
+    from mirrorspark.replication.connector.flow import Flow
 
 log = logging.getLogger(__name__)
 

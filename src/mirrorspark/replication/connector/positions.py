@@ -29,7 +29,7 @@ from mirrorspark.core.progress_records import PartitionReport, ReportSequences
 from mirrorspark.kafka.admin import ClusterAdmin, PartitionKey
 from mirrorspark.mm2.connect_offsets import OffsetHistory, last_valid_offset
 from mirrorspark.mm2.offset_syncs import CopiedSegment
-from mirrorspark.replication.gap_ledger import GapLedger
+from mirrorspark.replication.connector.gap_ledger import GapLedger
 
 log = logging.getLogger(__name__)
 

@@ -34,9 +34,9 @@ from mirrorspark.mm2.checkpoint_rules import rename_topic
 from mirrorspark.mm2.metrics import LagClock
 
 if TYPE_CHECKING:
-    from mirrorspark.replication.checkpoint_emitter import CheckpointEmitter
-    from mirrorspark.replication.flow import Flow
-    from mirrorspark.replication.supervisor import FlowSupervisor
+    from mirrorspark.replication.connector.checkpoint_emitter import CheckpointEmitter
+    from mirrorspark.replication.connector.flow import Flow
+    from mirrorspark.replication.worker.supervisor import FlowSupervisor
 
 log = logging.getLogger(__name__)
 

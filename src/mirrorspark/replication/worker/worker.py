@@ -2,10 +2,10 @@
 
 The counterpart of a Kafka Connect worker for mirrorspark's one Spark application: it checks
 that Spark offers a task slot per copy task (each keeps one slot busy for its whole life), runs
-one :class:`~mirrorspark.replication.supervisor.FlowSupervisor` per flow, renews the running
+one :class:`~mirrorspark.replication.worker.supervisor.FlowSupervisor` per flow, renews the running
 generations' lease grants from a thread of its own (so a long control job never stalls them),
 and stops every task through the task channel (each commits what was acknowledged; tasks still
-running after :data:`~mirrorspark.replication.supervisor.STOP_TIMEOUT_S` have their Spark job
+running after :data:`~mirrorspark.replication.worker.supervisor.STOP_TIMEOUT_S` have their Spark job
 cancelled): every flow at once, under one deadline.
 
 It watches the Spark driver JVM (:class:`~mirrorspark.spark_session.DriverJvmWatch`): once the JVM
@@ -23,16 +23,16 @@ from typing import TYPE_CHECKING
 
 from mirrorspark.errors import ConfigError, DataPathError, MirrorsparkError, SparkDriverLostError
 from mirrorspark.kafka.admin import PartitionKey
-from mirrorspark.replication.lease import CLOSE_TIMEOUT_S, FlowLease
-from mirrorspark.replication.supervisor import CANCEL_WAIT_S, STOP_TIMEOUT_S, FlowSupervisor, SupervisorState
-from mirrorspark.replication.task_channel import TaskChannel
-from mirrorspark.replication.task_job import warm_up
+from mirrorspark.replication.worker.grant_server import GrantServer
+from mirrorspark.replication.worker.lease import CLOSE_TIMEOUT_S, FlowLease
+from mirrorspark.replication.worker.supervisor import CANCEL_WAIT_S, STOP_TIMEOUT_S, FlowSupervisor, SupervisorState
+from mirrorspark.replication.worker.task_launcher import warm_up
 from mirrorspark.spark_session import DriverJvmWatch
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from mirrorspark.replication.flow import Flow
+    from mirrorspark.replication.connector.flow import Flow
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +79,7 @@ class Worker:
     ) -> None:
         self.spark = spark
         host = spark.sparkContext.getConf().get("spark.driver.host") or "127.0.0.1"
-        self.channel = TaskChannel(host)
+        self.channel = GrantServer(host)
         self.jvm = jvm if jvm is not None else DriverJvmWatch.of(spark)
         self.supervisors = [
             FlowSupervisor(
@@ -192,9 +192,9 @@ class Worker:
         """Stop every flow's tasks (each commits what was acknowledged) and give the leases up: all flows at once.
 
         Every flow is stopped from a thread of its own under one deadline for all
-        (:data:`~mirrorspark.replication.supervisor.STOP_TIMEOUT_S`, then the cancels'
-        :data:`~mirrorspark.replication.supervisor.CANCEL_WAIT_S`, then the leases'
-        :data:`~mirrorspark.replication.lease.CLOSE_TIMEOUT_S`): N flows cost one wait, not N.
+        (:data:`~mirrorspark.replication.worker.supervisor.STOP_TIMEOUT_S`, then the cancels'
+        :data:`~mirrorspark.replication.worker.supervisor.CANCEL_WAIT_S`, then the leases'
+        :data:`~mirrorspark.replication.worker.lease.CLOSE_TIMEOUT_S`): N flows cost one wait, not N.
         Once the Spark driver JVM is gone, every task is aborted instead (none commits) and only
         the leases are given up.
         """

@@ -1,13 +1,13 @@
 """The driver's end of the task channel: commands from the driver to its copy tasks over TCP.
 
-The driver keeps each running generation's lease grant here (:meth:`TaskChannel.grant`: an
+The driver keeps each running generation's lease grant here (:meth:`GrantServer.grant`: an
 absolute deadline on the driver's monotonic clock, renewed while it holds the flow's
-:class:`~mirrorspark.replication.lease.FlowLease` and capped by its last confirmed contact with the
+:class:`~mirrorspark.replication.worker.lease.FlowLease` and capped by its last confirmed contact with the
 lease group's coordinator), answers each task's grant requests with it, and sends ``stop`` (commit
 and end) or ``abort`` (end without committing). A task commits only under a valid grant, so a task
 that outlived its driver or its driver's lease (a zombie) never writes a position. The task's end,
 and why an answer is a deadline on the task's own clock, is
-:class:`~mirrorspark.replication.task.channel.ChannelClient`.
+:class:`~mirrorspark.replication.task.grant_client.GrantClient`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ ACCEPT_POLL_S = 0.5
 """Seconds the task channel's accept loop waits before checking whether it was closed."""
 
 
-class TaskChannel:
+class GrantServer:
     """Commands from the driver to its copy tasks over TCP: grants, ``stop``, ``abort``; closed: the driver is gone.
 
     The server listens on ``host`` (the driver's address, reachable from every executor) on a
@@ -165,7 +165,7 @@ class TaskChannel:
 
         An absolute deadline: renewing with an earlier one shortens what later answers give (a
         task keeps a deadline it was already given). Tasks learn it at their next request
-        (:data:`~mirrorspark.replication.task.channel.GRANT_ASK_S`). A grant of an older generation
+        (:data:`~mirrorspark.replication.task.grant_client.GRANT_ASK_S`). A grant of an older generation
         than the flow's newest, or of an aborted one, is ignored: grants are keyed by generation,
         and a late task of an older one never gets one; a renewal computed before an abort gives
         nothing after it.
@@ -212,4 +212,4 @@ def _drop(conn: socket.socket) -> None:
     conn.close()
 
 
-__all__ = ["ACCEPT_POLL_S", "TaskChannel"]
+__all__ = ["ACCEPT_POLL_S", "GrantServer"]

@@ -12,7 +12,7 @@ owner's start (a ``read_committed`` consumer sees records twice, ``engine-audit.
 Kafka Connect's herder fences every task id of the connector's previous generation before
 starting new tasks (``fenceZombies``: ``Admin.fenceProducers`` on ids ``0 ..
 max(previous task count, new task count) - 1``, the previous count read from the config topic);
-:attr:`Flow.fence_count <mirrorspark.replication.flow.Flow.fence_count>` is how many mirrorspark fences,
+:attr:`Flow.fence_count <mirrorspark.replication.connector.flow.Flow.fence_count>` is how many mirrorspark fences,
 the previous replicator's count read from that same topic
 (:func:`~mirrorspark.client.connect_tasks.read_previous_task_count`).
 :func:`fence_zombies` does the same with librdkafka: one transactional producer per id, whose
@@ -33,11 +33,11 @@ from confluent_kafka import KafkaException
 from mirrorspark.client.connect_tasks import transactional_id
 from mirrorspark.config.model import FlowConfig
 from mirrorspark.errors import ClusterError
+from mirrorspark.replication.connector.task_configs import init_transactions_timeout_s
 from mirrorspark.replication.task.failures import init_transactions_error
-from mirrorspark.replication.task_configs import init_transactions_timeout_s
 
 if TYPE_CHECKING:
-    from mirrorspark.replication.flow import Flow
+    from mirrorspark.replication.connector.flow import Flow
 
 log = logging.getLogger(__name__)
 

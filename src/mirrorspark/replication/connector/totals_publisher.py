@@ -19,7 +19,7 @@ from mirrorspark.errors import ClusterError
 from mirrorspark.kafka.delivery import Outgoing, deliver
 
 if TYPE_CHECKING:
-    from mirrorspark.replication.flow import Flow
+    from mirrorspark.replication.connector.flow import Flow
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +33,7 @@ class TotalsPublisher:
     Parameters
     ----------
     flow:
-        The running :class:`~mirrorspark.replication.flow.Flow`.
+        The running :class:`~mirrorspark.replication.connector.flow.Flow`.
     """
 
     def __init__(self, flow: Flow) -> None:

@@ -19,7 +19,7 @@ it. Tasks commit their own offsets; a flow's :class:`FlowSupervisor`, ticked by 
   tick whatever the flow's control jobs do (they run on the driver's control thread, holding the
   flow's lock: the rest of a tick waits for the next one while a job of the flow runs);
 * never waits on a take-over's reads and fencing, nor on the joins of a loss, stop or restart: they
-  run on the flow's own thread (:mod:`~mirrorspark.replication.takeover`: one job at a time, the
+  run on the flow's own thread (:mod:`~mirrorspark.replication.worker.takeover`: one job at a time, the
   hand-over's invariants), never under the flow's lock across joins or fencing. The tasks of a stop
   or an abort are joined, then cancelled, all together under one deadline (:data:`STOP_TIMEOUT_S`,
   then :data:`CANCEL_WAIT_S`); a progress channel or ``mm2-offsets`` that cannot be read is tried again after a backoff
@@ -42,9 +42,12 @@ from typing import TYPE_CHECKING
 
 from mirrorspark.errors import ClusterError, DataPathError, MirrorsparkError, SparkDriverLostError
 from mirrorspark.kafka.admin import PartitionKey
-from mirrorspark.replication.fencing import fence_flow
-from mirrorspark.replication.lease import FlowLease
-from mirrorspark.replication.restart_policy import (
+from mirrorspark.replication.task.commit import GRANT_WAIT_S
+from mirrorspark.replication.task.spec import CopyTaskSpec, TaskOutcome
+from mirrorspark.replication.worker.fencing import fence_flow
+from mirrorspark.replication.worker.grant_server import GrantServer
+from mirrorspark.replication.worker.lease import FlowLease
+from mirrorspark.replication.worker.restart_policy import (
     BACKOFF_INITIAL_S,
     BACKOFF_MAX_S,
     MAX_FAILURES,
@@ -54,17 +57,14 @@ from mirrorspark.replication.restart_policy import (
     assignment_change,
     fatal_task_error,
 )
-from mirrorspark.replication.takeover import TAKEOVER_MARGIN_S, FlowThread, end_runs
-from mirrorspark.replication.task.commit import GRANT_WAIT_S
-from mirrorspark.replication.task.spec import CopyTaskSpec, TaskOutcome
-from mirrorspark.replication.task_channel import TaskChannel
-from mirrorspark.replication.task_job import CANCEL_WAIT_S, JVM_EXIT_WAIT_S, TaskJob, end_jobs
+from mirrorspark.replication.worker.takeover import TAKEOVER_MARGIN_S, FlowThread, end_runs
+from mirrorspark.replication.worker.task_launcher import CANCEL_WAIT_S, JVM_EXIT_WAIT_S, TaskJob, end_jobs
 from mirrorspark.spark_session import DriverJvmWatch
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from mirrorspark.replication.flow import Flow
+    from mirrorspark.replication.connector.flow import Flow
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +77,7 @@ REPORTS_POLL_S = 10.0
 LEASE_GRANT_S = 3.0
 """Seconds a grant reaches ahead at most (renewed every second): a driver that froze has its tasks stop
 committing within that. Every grant is also capped by the lease's last confirmed contact with its
-coordinator (:meth:`~mirrorspark.replication.lease.FlowLease.grant`), so that it ends before a standby
+coordinator (:meth:`~mirrorspark.replication.worker.lease.FlowLease.grant`), so that it ends before a standby
 can take the flow over even when only this driver is cut off from the target."""
 
 UNBOUNDED_GRANT_S = 1e9
@@ -136,7 +136,7 @@ class FlowSupervisor:
         self,
         flow: Flow,
         spark: SparkSession,
-        channel: TaskChannel,
+        channel: GrantServer,
         lease: FlowLease | None = None,
         *,
         stop_at: Mapping[PartitionKey, int] | None = None,
@@ -205,9 +205,9 @@ class FlowSupervisor:
         """Start a new generation of the flow's tasks from their committed positions.
 
         Exactly-once: every transactional id the flow's tasks may have used is fenced first
-        (:func:`~mirrorspark.replication.fencing.fence_flow`, Connect's ``fenceZombies``, KIP-618):
+        (:func:`~mirrorspark.replication.worker.fencing.fence_flow`, Connect's ``fenceZombies``, KIP-618):
         ids ``0 .. n - 1``, ``n`` the larger of the most tasks this supervisor ran and
-        :attr:`Flow.fence_count <mirrorspark.replication.flow.Flow.fence_count>` (``tasks.max``, the
+        :attr:`Flow.fence_count <mirrorspark.replication.connector.flow.Flow.fence_count>` (``tasks.max``, the
         flow's progress reports, the previous replicator's task count from Connect's config topic).
         A previous owner of a partition under another task index can commit nothing after the new
         tasks read their start offsets.
@@ -252,8 +252,8 @@ class FlowSupervisor:
 
         An absolute deadline on the driver's monotonic clock: :data:`LEASE_GRANT_S` from now,
         capped by the lease's last confirmed contact with its coordinator
-        (:meth:`~mirrorspark.replication.lease.FlowLease.grant`); none once the holding is over,
-        nor before a take-over's :attr:`~mirrorspark.replication.lease.FlowLease.safe_at`.
+        (:meth:`~mirrorspark.replication.worker.lease.FlowLease.grant`); none once the holding is over,
+        nor before a take-over's :attr:`~mirrorspark.replication.worker.lease.FlowLease.safe_at`.
         """
         if self.lease is None:
             self.channel.grant(self.name, self.generation, time.monotonic() + UNBOUNDED_GRANT_S)
@@ -278,7 +278,7 @@ class FlowSupervisor:
 
         After another instance's holding, ``mm2-offsets`` and the previous holder's reports are read
         once ``safe_at`` plus :data:`TAKEOVER_MARGIN_S` passed, and the tasks produce nothing before
-        their first grant (:mod:`~mirrorspark.replication.takeover`); after this instance's own, at
+        their first grant (:mod:`~mirrorspark.replication.worker.takeover`); after this instance's own, at
         once, the first grant waiting until ``safe_at``. The lock is held for the reads only.
         """
         assert self.lease is not None
@@ -651,7 +651,7 @@ class FlowSupervisor:
         """Stop the tasks (if running) and give the lease up (a standby takes over at once).
 
         Once every task ended, the lease is given up at once; otherwise once the grants given to
-        the tasks left running have run out (:meth:`~mirrorspark.replication.lease.FlowLease.close`).
+        the tasks left running have run out (:meth:`~mirrorspark.replication.worker.lease.FlowLease.close`).
 
         Parameters
         ----------

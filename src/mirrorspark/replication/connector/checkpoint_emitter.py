@@ -56,8 +56,8 @@ from mirrorspark.mm2.checkpoint_rules import (
 )
 from mirrorspark.mm2.records import Checkpoint
 from mirrorspark.mm2.translation import CopiedRanges
-from mirrorspark.replication.group_offset_sync import GroupOffsetSync
-from mirrorspark.replication.live_filters import LiveFilters
+from mirrorspark.replication.connector.group_offset_sync import GroupOffsetSync
+from mirrorspark.replication.connector.live_filters import LiveFilters
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +67,7 @@ LOADER_JOIN_S = 10.0
 
 @dataclass(frozen=True)
 class CheckpointCycle:
-    """What one checkpoint cycle saw, for the driver's raw metrics (:mod:`mirrorspark.replication.metrics_publisher`).
+    """What one checkpoint cycle saw, for the raw metrics (:mod:`mirrorspark.replication.worker.metrics_publisher`).
 
     Attributes
     ----------

@@ -26,7 +26,7 @@ _NOT_KNOWN_YET = frozenset({KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOW
 
 
 class ReportSink(Protocol):
-    """What a :class:`ProgressChannelReader` feeds: a :class:`~mirrorspark.replication.flow.Flow`."""
+    """What a :class:`ProgressChannelReader` feeds: a :class:`~mirrorspark.replication.connector.flow.Flow`."""
 
     @property
     def name(self) -> str:

@@ -60,7 +60,7 @@ from mirrorspark.errors import ClusterError, ClusterUnreachableError
 from mirrorspark.kafka.admin import ClusterAdmin
 
 if TYPE_CHECKING:
-    from mirrorspark.replication.flow import Flow
+    from mirrorspark.replication.connector.flow import Flow
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +102,7 @@ def target_acl_bindings(
         ACL bindings described on the source cluster (any resource and pattern type).
     should_replicate:
         Whether the flow replicates a source topic (MM2 ``shouldReplicateTopic``), e.g.
-        :meth:`~mirrorspark.replication.flow.Flow.should_replicate`.
+        :meth:`~mirrorspark.replication.connector.flow.Flow.should_replicate`.
     remote_topic:
         Source topic name -> remote topic name on the target (the replication policy's
         ``format_remote_topic`` for the flow's source alias).
@@ -183,7 +183,7 @@ class TopicAclSync:
 
     @classmethod
     def for_flow(cls, flow: Flow) -> TopicAclSync:
-        """Build the ACL sync of a :class:`~mirrorspark.replication.flow.Flow`: its admin wrappers and rules.
+        """Build the ACL sync of a :class:`~mirrorspark.replication.connector.flow.Flow`: its admin wrappers and rules.
 
         Parameters
         ----------

@@ -2,7 +2,7 @@
 
 A take-over reads ``mm2-offsets`` (up to ``max.block.ms``, 60 s), fences transactional ids (as
 long) and reads the progress channel (10 s); a loss, a stop or a restart joins copy tasks for up
-to :data:`~mirrorspark.replication.supervisor.STOP_TIMEOUT_S` plus the cancels' wait. Done on the
+to :data:`~mirrorspark.replication.worker.supervisor.STOP_TIMEOUT_S` plus the cancels' wait. Done on the
 driver loop, they held up every other flow's supervision. A :class:`FlowThread` runs them on a
 thread of the flow's own, one at a time; the flow's supervisor sees it pending at each tick,
 supervises nothing else of that flow meanwhile, and acts on its end (or its error) at the first
@@ -40,7 +40,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
-from mirrorspark.replication.task_job import TaskJob, end_jobs
+from mirrorspark.replication.worker.task_launcher import TaskJob, end_jobs
 
 log = logging.getLogger(__name__)
 

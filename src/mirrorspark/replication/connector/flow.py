@@ -3,19 +3,19 @@
 A :class:`Flow` is what MM2's ``MirrorSourceConnector`` is to one flow, cut into rooms that each
 do one job:
 
-* :class:`~mirrorspark.replication.topic_sync.TopicSync` — internal topics, discovery, remote
+* :class:`~mirrorspark.replication.connector.topic_sync.TopicSync` — internal topics, discovery, remote
   topics, config sync;
-* :class:`~mirrorspark.replication.positions.Positions` — each partition's committed position,
+* :class:`~mirrorspark.replication.connector.positions.Positions` — each partition's committed position,
   the stored source offsets, gap checks and the gap ledger;
-* :class:`~mirrorspark.replication.task_configs.TaskConfigs` — the copy tasks
+* :class:`~mirrorspark.replication.connector.task_configs.TaskConfigs` — the copy tasks
   (``taskConfigs``);
-* :class:`~mirrorspark.replication.progress_channel.ProgressChannelReader` — the copy tasks'
+* :class:`~mirrorspark.replication.connector.progress_channel.ProgressChannelReader` — the copy tasks'
   progress reports, read into the positions and the copied ranges
   (:class:`~mirrorspark.mm2.translation.CopiedRanges`, for exact checkpoints).
 
 The flow coordinates them: a topic refresh drops or adds partitions and checks topic ids; a
 position found out of range, or an end offset below a position, is checked for a gap. Who runs
-the copy tasks and commits is :mod:`mirrorspark.replication.supervisor` (Connect's worker).
+the copy tasks and commits is :mod:`mirrorspark.replication.worker.supervisor` (Connect's worker).
 """
 
 from __future__ import annotations
@@ -36,11 +36,11 @@ from mirrorspark.core.progress_records import PartitionReport
 from mirrorspark.kafka.admin import ClusterAdmin, PartitionKey
 from mirrorspark.mm2.connect_offsets import OffsetHistory
 from mirrorspark.mm2.translation import CopiedRanges
-from mirrorspark.replication.gap_ledger import GapLedger
-from mirrorspark.replication.positions import PartitionProgress, Positions
-from mirrorspark.replication.progress_channel import ProgressChannelReader
-from mirrorspark.replication.task_configs import TaskConfigs
-from mirrorspark.replication.topic_sync import TopicSync
+from mirrorspark.replication.connector.gap_ledger import GapLedger
+from mirrorspark.replication.connector.positions import PartitionProgress, Positions
+from mirrorspark.replication.connector.progress_channel import ProgressChannelReader
+from mirrorspark.replication.connector.task_configs import TaskConfigs
+from mirrorspark.replication.connector.topic_sync import TopicSync
 
 if TYPE_CHECKING:
     from mirrorspark.replication.task.spec import CopyTaskSpec
@@ -417,7 +417,7 @@ class Flow:
     def assignment(self) -> tuple[tuple[PartitionKey, ...], int]:
         """What the copy tasks must run: the partitions in order, and how many topics were re-created.
 
-        A change is a new generation (:class:`~mirrorspark.replication.supervisor.FlowSupervisor`):
+        A change is a new generation (:class:`~mirrorspark.replication.worker.supervisor.FlowSupervisor`):
         a re-created topic keeps its partitions but starts again at its log start, and the running
         generation's reports describe the old topic (``engine-audit.md`` F2).
         """
@@ -437,10 +437,10 @@ class Flow:
         of another incarnation of the topic is dropped: :meth:`apply_report`). Records
         ``generation`` as started: partitions added from now on move only on reports of
         later generations
-        (:attr:`~mirrorspark.replication.positions.PartitionProgress.from_generation`).
+        (:attr:`~mirrorspark.replication.connector.positions.PartitionProgress.from_generation`).
         Returns an empty list once the flow is halted. ``epoch``: the lease epoch the generation
         runs under (:attr:`CopyTaskSpec.epoch`). The tasks' reports name this driver run
-        (:attr:`~mirrorspark.replication.positions.Positions.run`).
+        (:attr:`~mirrorspark.replication.connector.positions.Positions.run`).
         """
         if self.halted is not None:
             return []
