@@ -58,6 +58,7 @@ from mirrorspark.mm2.records import Checkpoint
 from mirrorspark.mm2.translation import CopiedRanges
 from mirrorspark.replication.group_offset_sync import GroupOffsetSync
 from mirrorspark.replication.live_filters import LiveFilters
+from mirrorspark.replication.scheduler import PeriodicJob
 
 log = logging.getLogger(__name__)
 
@@ -437,6 +438,23 @@ class CheckpointEmitter:
         return out
 
     # ------------------------------------------------------------------ jobs
+
+    def jobs(self) -> list[PeriodicJob]:
+        """Declare the checkpoint connector's enabled jobs (MM2 ``MirrorCheckpointConnector`` and its task).
+
+        ``checkpoints S->T``; ``refresh groups S->T`` with ``refresh.groups.enabled`` (MM2's
+        ``scheduleRepeatingDelayed``: the first listing is the first cycle's); ``sync group offsets S->T``
+        with ``sync.group.offsets.enabled``. Each first runs one interval after registration.
+        """
+        f, name = self.flow_config, self.name
+        declared: list[tuple[str, float, Callable[[], object]]] = [
+            (f"checkpoints {name}", f.emit_checkpoints_interval_s, self.emit)
+        ]
+        if f.refresh_groups_enabled:
+            declared.append((f"refresh groups {name}", f.refresh_groups_interval_s, self.refresh_groups))
+        if f.sync_group_offsets_enabled:
+            declared.append((f"sync group offsets {name}", f.sync_group_offsets_interval_s, self.sync_group_offsets))
+        return [PeriodicJob(job, every, fn, initial_delay_s=every) for job, every, fn in declared]
 
     def emit(self) -> list[Checkpoint]:
         """One checkpoint cycle: read new syncs, translate every group, write what is more recent.
