@@ -460,8 +460,8 @@ class CheckpointEmitter:
         """One checkpoint cycle: read new syncs, translate every group, write what is more recent.
 
         The groups are those of the last :meth:`refresh_groups`; the first cycle lists them if that
-        never ran (MM2 lists groups once at start; refreshing them is a job of its own, scheduled by
-        the driver only with ``refresh.groups.enabled``). Writes nothing (returns ``[]``) while the
+        never ran (MM2 lists groups once at start; refreshing them is a job of its own, declared by
+        :meth:`jobs` only with ``refresh.groups.enabled``). Writes nothing (returns ``[]``) while the
         offset syncs are still being read in the background (:meth:`start`).
 
         Returns

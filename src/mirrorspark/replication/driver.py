@@ -1,10 +1,10 @@
 """The driver: every enabled flow in one Spark application (MM2's ``MirrorMaker``).
 
 :meth:`Replicator.start` starts every flow (internal topics, stored offsets, discovery) and
-schedules the control jobs: topic refresh, config and ACL sync, checkpoints and group offset
-sync, lag listings, metrics and lifetime totals, on the control
-:class:`~mirrorspark.replication.scheduler.Scheduler`; heartbeats and the failover watch run on
-schedulers of their own threads. :meth:`Replicator.run` starts the copy tasks
+registers the control jobs each component declares (``jobs()``: topic refresh, config and ACL sync,
+checkpoints and group offset sync, lag listings, metrics and lifetime totals) on the control
+:class:`~mirrorspark.replication.scheduler.Scheduler`, each under its flow's lock; heartbeats and
+the failover watch run on schedulers of their own threads. :meth:`Replicator.run` starts the copy tasks
 (:class:`~mirrorspark.replication.worker.Worker`), runs the control jobs on a thread of their
 own (``mirrorspark-control``: each holds its flow's lock, :meth:`Flow.held
 <mirrorspark.replication.flow.Flow.held>`) and loops, until stopped:
@@ -268,7 +268,7 @@ class Replicator:
         return self._stop.is_set()
 
     def start(self) -> None:
-        """Connect: start every flow and the heartbeats, schedule the control jobs, join the flows' leases.
+        """Connect: start every flow and the heartbeats, register their control jobs, join the flows' leases.
 
         Needs no Spark. Raises :class:`~mirrorspark.errors.ClusterUnreachableError` when a cluster
         does not answer and :class:`~mirrorspark.errors.ClusterError` when an internal or remote
