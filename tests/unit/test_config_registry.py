@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from mirrorspark.cli.app import config_reference
+from mirrorspark.client.context import FlowContext
 from mirrorspark.config.keys import ACCEPTED_NOTE, CONFIG_KEYS, ConfigKey
 from mirrorspark.config.model import DataPathConfig, FlowConfig, MirrorConfig, PolicyConfig, ServiceConfig
 from mirrorspark.config.parse import parse_config
@@ -21,8 +22,8 @@ from mirrorspark.mm2 import filters
 from mirrorspark.mm2.internal_topics import connect_offsets_topic
 from mirrorspark.mm2.policy import DefaultReplicationPolicy
 from mirrorspark.replication.connector.acl_sync import TopicAclSync
+from mirrorspark.replication.connector.checkpoint_emitter import CheckpointEmitter
 from mirrorspark.replication.connector.scheduler import Scheduler
-from mirrorspark.replication.driver import schedule_checkpoint_jobs
 
 pytestmark = pytest.mark.unit
 
@@ -51,10 +52,11 @@ HOLDERS: dict[str, type[Any]] = {
 }
 
 
+CLUSTERS = {"clusters": "A, B", "A.bootstrap.servers": "a:9092", "B.bootstrap.servers": "b:9092"}
+
+
 def flow_config(**props: str) -> FlowConfig:
-    return parse_config(
-        {"clusters": "A, B", "A.bootstrap.servers": "a:9092", "B.bootstrap.servers": "b:9092", **props}
-    ).flow("A", "B")
+    return parse_config({**CLUSTERS, **props}).flow("A", "B")
 
 
 def test_every_field_of_the_typed_config_is_filled_by_exactly_one_key() -> None:
@@ -190,22 +192,24 @@ def test_internal_topic_names() -> None:
     assert flow_config(**{"replication.policy.separator": "__"}).offset_storage_topic == "mm2-offsets.A.internal"
 
 
-class FakeCheckpoints:
-    """The checkpoint jobs of one flow, counting calls (no Kafka involved)."""
+class FakeCheckpoints(CheckpointEmitter):
+    """The checkpoint emitter of one flow whose jobs count their calls (no Kafka involved)."""
 
     def __init__(self, flow: FlowConfig) -> None:
-        self.name = flow.name
-        self.flow_config = flow
+        super().__init__(FlowContext.build(parse_config(CLUSTERS), flow), reverse=None)
         self.calls: Counter[str] = Counter()
 
-    def emit(self) -> None:
+    def emit(self) -> list[Any]:
         self.calls["emit"] += 1
+        return []
 
-    def refresh_groups(self) -> None:
+    def refresh_groups(self) -> list[str]:
         self.calls["refresh_groups"] += 1
+        return []
 
-    def sync_group_offsets(self) -> None:
+    def sync_group_offsets(self) -> dict[str, int]:
         self.calls["sync_group_offsets"] += 1
+        return {}
 
 
 def run_for(scheduler: Scheduler, clock: list[float], seconds: int) -> None:
@@ -219,7 +223,7 @@ def test_refresh_groups_is_a_job_of_its_own_at_its_interval() -> None:
     clock = [0.0]
     scheduler = Scheduler(clock=lambda: clock[0])
     cp = FakeCheckpoints(flow)
-    jobs = schedule_checkpoint_jobs(scheduler, cp)
+    jobs = scheduler.add_jobs(cp)
     assert [j.name for j in jobs] == ["checkpoints A->B", "refresh groups A->B"]
     run_for(scheduler, clock, 20)
     assert cp.calls == {"emit": 10, "refresh_groups": 4}
@@ -236,7 +240,7 @@ def test_disabled_group_refresh_never_runs(props: dict[str, str]) -> None:
     clock = [0.0]
     scheduler = Scheduler(clock=lambda: clock[0])
     cp = FakeCheckpoints(flow)
-    assert [j.name for j in schedule_checkpoint_jobs(scheduler, cp)] == ["checkpoints A->B"]
+    assert [j.name for j in scheduler.add_jobs(cp)] == ["checkpoints A->B"]
     run_for(scheduler, clock, 30)
     assert cp.calls == {"emit": 30}
 
@@ -244,7 +248,7 @@ def test_disabled_group_refresh_never_runs(props: dict[str, str]) -> None:
 def test_sync_group_offsets_job_only_when_enabled() -> None:
     clock = [0.0]
     on = FakeCheckpoints(flow_config(**{"sync.group.offsets.enabled": "true"}))
-    names = [j.name for j in schedule_checkpoint_jobs(Scheduler(clock=lambda: clock[0]), on)]
+    names = [j.name for j in Scheduler(clock=lambda: clock[0]).add_jobs(on)]
     assert names == ["checkpoints A->B", "refresh groups A->B", "sync group offsets A->B"]
 
 

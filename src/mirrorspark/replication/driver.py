@@ -1,10 +1,10 @@
 """The driver: every enabled flow in one Spark application (MM2's ``MirrorMaker``).
 
 :meth:`Replicator.start` starts every flow (internal topics, stored offsets, discovery) and
-schedules the control jobs: topic refresh, config and ACL sync, checkpoints and group offset
-sync, lag listings, metrics and lifetime totals, on the control
-:class:`~mirrorspark.replication.connector.scheduler.Scheduler`; heartbeats and the failover watch run on
-schedulers of their own threads. :meth:`Replicator.run` starts the copy tasks
+registers the control jobs each component declares (``jobs()``: topic refresh, config and ACL sync,
+checkpoints and group offset sync, lag listings, metrics and lifetime totals) on the control
+:class:`~mirrorspark.replication.connector.scheduler.Scheduler`, each under its flow's lock; heartbeats and
+the failover watch run on schedulers of their own threads. :meth:`Replicator.run` starts the copy tasks
 (:class:`~mirrorspark.replication.worker.worker.Worker`), runs the control jobs on a thread of their
 own (``mirrorspark-control``: each holds its flow's lock, :meth:`Flow.held
 <mirrorspark.replication.connector.flow.Flow.held>`) and loops, until stopped:
@@ -22,7 +22,6 @@ commits what the target acknowledged and ends.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import logging
@@ -31,22 +30,21 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from mirrorspark.client.connect_tasks import transactional_id
 from mirrorspark.client.context import ReplicationContext
-from mirrorspark.config.model import FlowConfig, MirrorConfig
+from mirrorspark.config.model import MirrorConfig
 from mirrorspark.errors import ConfigError, DataGapError
 from mirrorspark.kafka.admin import PartitionKey
 from mirrorspark.kafka.factory import ClientFactory
 from mirrorspark.mm2.topology import check_identity_cycles
-from mirrorspark.replication.connector.acl_sync import TopicAclSync
 from mirrorspark.replication.connector.checkpoint_emitter import CheckpointEmitter
 from mirrorspark.replication.connector.connector_clusters import check_connector_clusters
 from mirrorspark.replication.connector.failover_watch import FailoverWatcher
 from mirrorspark.replication.connector.flow import Flow
 from mirrorspark.replication.connector.heartbeats import HeartbeatEmitter
-from mirrorspark.replication.connector.scheduler import Job, Scheduler
+from mirrorspark.replication.connector.scheduler import Scheduler
 from mirrorspark.replication.connector.totals_publisher import TotalsPublisher
 from mirrorspark.replication.worker.lease import FlowLease
 from mirrorspark.replication.worker.metrics_publisher import MetricsPublisher
@@ -69,9 +67,6 @@ TICK_S = 0.1
 REPORT_INTERVAL_S = 1.0
 """Seconds between two stats callbacks (``on_stats``: the stats walk every partition)."""
 
-LAG_INTERVAL_S = 5.0
-"""Seconds between two listings of the source end offsets (lag)."""
-
 CONTROL_STOP_S = 60.0
 """Longest wait at the end of a run for a control job still running (each is bounded by its clients'
 timeouts); past it the flows' clients are left to the job, not released under it."""
@@ -85,10 +80,6 @@ class DriverState(StrEnum):
     RUNNING = "running"
     STOPPING = "stopping"
     STOPPED = "stopped"
-
-
-PROGRESS_INTERVAL_S = 5.0
-"""Seconds between two publications of a flow's totals to ``mm2-progress.<source>.internal``."""
 
 
 @dataclass(frozen=True)
@@ -148,100 +139,6 @@ class FlowStats:
     topics: tuple[TopicStats, ...]
     gaps: int = 0
     invalid_offsets: int = 0
-
-
-class CheckpointJobs(Protocol):
-    """What :func:`schedule_checkpoint_jobs` schedules: a flow's checkpoint jobs (a :class:`CheckpointEmitter`)."""
-
-    @property
-    def name(self) -> str:
-        """The flow's name, ``"S->T"``."""
-        ...
-
-    @property
-    def flow_config(self) -> FlowConfig:
-        """The flow's configuration."""
-        ...
-
-    def emit(self) -> object:
-        """One checkpoint cycle."""
-        ...
-
-    def refresh_groups(self) -> object:
-        """List the source's consumer groups again."""
-        ...
-
-    def sync_group_offsets(self) -> object:
-        """Write translated offsets into idle target groups."""
-        ...
-
-
-def schedule_checkpoint_jobs(
-    scheduler: Scheduler, cp: CheckpointJobs, *, lock: threading.RLock | None = None
-) -> list[Job]:
-    """Register the periodic jobs of one flow's checkpoint connector (MM2 ``MirrorCheckpointConnector`` + task).
-
-    * ``checkpoints S->T`` every ``emit.checkpoints.interval.seconds``;
-    * ``refresh groups S->T`` every ``refresh.groups.interval.seconds``, only with
-      ``refresh.groups.enabled`` (MM2's ``scheduleRepeatingDelayed``: the first listing is done
-      by the first checkpoint cycle, as MM2 loads the initial groups at start);
-    * ``sync group offsets S->T`` every ``sync.group.offsets.interval.seconds``, only with
-      ``sync.group.offsets.enabled``.
-
-    Each job first runs one interval from now.
-
-    Parameters
-    ----------
-    scheduler:
-        The driver's control scheduler (jobs run on its thread, one at a time).
-    cp:
-        The flow's checkpoint emitter.
-    lock:
-        Held by each job while it runs (the flow's :attr:`~mirrorspark.replication.connector.flow.Flow.lock`).
-
-    Returns
-    -------
-    list[Job]
-        The registered jobs, in registration order.
-    """
-    f = cp.flow_config
-    jobs = [
-        scheduler.add(
-            f"checkpoints {cp.name}",
-            f.emit_checkpoints_interval_s,
-            _discard(cp.emit, lock),
-            initial_delay_s=f.emit_checkpoints_interval_s,
-        )
-    ]
-    if f.refresh_groups_enabled:
-        jobs.append(
-            scheduler.add(
-                f"refresh groups {cp.name}",
-                f.refresh_groups_interval_s,
-                _discard(cp.refresh_groups, lock),
-                initial_delay_s=f.refresh_groups_interval_s,
-            )
-        )
-    if f.sync_group_offsets_enabled:
-        jobs.append(
-            scheduler.add(
-                f"sync group offsets {cp.name}",
-                f.sync_group_offsets_interval_s,
-                _discard(cp.sync_group_offsets, lock),
-                initial_delay_s=f.sync_group_offsets_interval_s,
-            )
-        )
-    return jobs
-
-
-def _discard(fn: Callable[[], object], lock: threading.RLock | None = None) -> Callable[[], None]:
-    """``fn`` as a scheduler job (its result dropped), holding ``lock`` while it runs."""
-
-    def run() -> None:
-        with lock if lock is not None else contextlib.nullcontext():
-            fn()
-
-    return run
 
 
 class Replicator:
@@ -371,7 +268,7 @@ class Replicator:
         return self._stop.is_set()
 
     def start(self) -> None:
-        """Connect: start every flow and the heartbeats, schedule the control jobs, join the flows' leases.
+        """Connect: start every flow and the heartbeats, register their control jobs, join the flows' leases.
 
         Needs no Spark. Raises :class:`~mirrorspark.errors.ClusterUnreachableError` when a cluster
         does not answer and :class:`~mirrorspark.errors.ClusterError` when an internal or remote
@@ -387,9 +284,13 @@ class Replicator:
         # the heartbeats topics first: a flow's start then finds its source's (a disabled flow's heartbeats
         # create it, as MM2's do), instead of its first refresh restarting the tasks just started
         self.heartbeats.start()
-        for flow in self.flows:
+        for flow in self.flows:  # each component declares its jobs; each runs under its flow's lock
             flow.start()
-            self._schedule_flow_jobs(flow)
+            totals = TotalsPublisher(flow)
+            totals.start()
+            self.totals.append(totals)
+            self.control.add_jobs(totals, lock=flow.lock)
+            self.control.add_jobs(flow, lock=flow.lock)
         emitters = {cp.name: cp for cp in self.checkpoints}
         interval_ms = self.config.data_path.metrics_interval_ms
         for flow in self.flows:
@@ -401,17 +302,12 @@ class Replicator:
             )
             metrics.start()
             self.metrics.append(metrics)
-            self.control.add(
-                f"publish metrics {flow.name}",
-                interval_ms / 1000,
-                _discard(metrics.publish, flow.lock),
-                initial_delay_s=0.5,
-            )
+            self.control.add_jobs(metrics, lock=flow.lock)
         by_name = {flow.name: flow for flow in self.flows}
         for cp in self.checkpoints:
             cp.start(background_syncs=True)
-            schedule_checkpoint_jobs(self.control, cp, lock=by_name[cp.name].lock)
-        self.heartbeats.schedule(self.background)
+            self.control.add_jobs(cp, lock=by_name[cp.name].lock)
+        self.background.add_jobs(self.heartbeats)
         self.background.start(name="mirrorspark-heartbeats")
         self._start_failover_watch()
         self.join_leases()
@@ -437,56 +333,13 @@ class Replicator:
                 lease.start()
                 self.leases[flow.name] = lease
 
-    def _schedule_flow_jobs(self, flow: Flow) -> None:
-        """Schedule one flow's control jobs: totals, config and ACL sync, topic refresh, lag listings."""
-        cfg = flow.config
-        publisher = TotalsPublisher(flow)
-        publisher.start()
-        self.totals.append(publisher)
-        lock = flow.lock
-        self.control.add(
-            f"publish progress {flow.name}",
-            PROGRESS_INTERVAL_S,
-            _discard(publisher.publish, lock),
-            initial_delay_s=PROGRESS_INTERVAL_S,
-        )
-        if cfg.sync_topic_configs_enabled:
-            self.control.add(
-                f"sync topic configs {flow.name}",
-                cfg.sync_topic_configs_interval_s,
-                _discard(flow.sync_configs, lock),
-                initial_delay_s=cfg.sync_topic_configs_interval_s,
-            )
-        if cfg.sync_topic_acls_enabled:  # MM2: immediately, then every interval
-            self.control.add(
-                f"sync topic ACLs {flow.name}",
-                cfg.sync_topic_acls_interval_s,
-                _discard(TopicAclSync.for_flow(flow).sync, lock),
-            )
-        if cfg.refresh_topics_enabled:
-            self.control.add(
-                f"refresh topics {flow.name}",
-                cfg.refresh_topics_interval_s,
-                _discard(flow.refresh, lock),
-                initial_delay_s=cfg.refresh_topics_interval_s,
-            )
-        self.control.add(
-            f"list end offsets {flow.name}",
-            LAG_INTERVAL_S,
-            _discard(flow.list_end_offsets, lock),
-            initial_delay_s=LAG_INTERVAL_S,
-        )
-
     def _start_failover_watch(self) -> None:
         """Schedule each flow's ``failover watch S->T`` (:mod:`~mirrorspark.replication.connector.failover_watch`)."""
         for flow in self.flows:
             watcher = FailoverWatcher(flow, active=functools.partial(self._runs_flow, flow))
             watcher.start()
             self.failover_watchers.append(watcher)
-            interval_s = flow.config.failover_check_interval_ms / 1000
-            self.failover.add(
-                f"failover watch {flow.name}", interval_s, _discard(watcher.check), initial_delay_s=interval_s
-            )
+            self.failover.add_jobs(watcher)
         self.failover.start(name="mirrorspark-failover")
 
     def run(self, *, until_caught_up: bool = False) -> list[FlowStats]:
@@ -794,4 +647,4 @@ def _topic_stats(f: Flow, topic: str, n: int) -> TopicStats:
     )
 
 
-__all__ = ["CheckpointJobs", "DriverState", "FlowStats", "Replicator", "TopicStats", "schedule_checkpoint_jobs"]
+__all__ = ["DriverState", "FlowStats", "Replicator", "TopicStats"]

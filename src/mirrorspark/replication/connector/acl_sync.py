@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from confluent_kafka import KafkaError
 from confluent_kafka.admin import (
@@ -60,9 +60,26 @@ from mirrorspark.errors import ClusterError, ClusterUnreachableError
 from mirrorspark.kafka.admin import ClusterAdmin
 
 if TYPE_CHECKING:
-    from mirrorspark.replication.connector.flow import Flow
+    from mirrorspark.config.model import FlowConfig
+    from mirrorspark.mm2.policy import ReplicationPolicy
 
 log = logging.getLogger(__name__)
+
+
+class AclFlow(Protocol):
+    """What an ACL sync reads of its :class:`~mirrorspark.replication.connector.flow.Flow` (which declares the job)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def config(self) -> FlowConfig: ...
+    @property
+    def policy(self) -> ReplicationPolicy: ...
+    @property
+    def source_admin(self) -> ClusterAdmin: ...
+    @property
+    def target_admin(self) -> ClusterAdmin: ...
+    def should_replicate(self, topic: str) -> bool: ...
 
 
 _SOURCE_TOPIC_ACLS = AclBindingFilter(  # None matches any name, principal, host (the stubs say str)
@@ -182,7 +199,7 @@ class TopicAclSync:
         """Bindings created on the target by this object so far."""
 
     @classmethod
-    def for_flow(cls, flow: Flow) -> TopicAclSync:
+    def for_flow(cls, flow: AclFlow) -> TopicAclSync:
         """Build the ACL sync of a :class:`~mirrorspark.replication.connector.flow.Flow`: its admin wrappers and rules.
 
         Parameters
@@ -334,7 +351,7 @@ class TopicAclSync:
             )
 
 
-def sync_topic_acls(flow: Flow) -> int:
+def sync_topic_acls(flow: AclFlow) -> int:
     """Run one ACL sync for a flow now; return how many bindings were created on its target.
 
     A one-shot :meth:`TopicAclSync.sync` (the driver's scheduled job keeps one

@@ -58,6 +58,7 @@ from mirrorspark.mm2.records import Checkpoint
 from mirrorspark.mm2.translation import CopiedRanges
 from mirrorspark.replication.connector.group_offset_sync import GroupOffsetSync
 from mirrorspark.replication.connector.live_filters import LiveFilters
+from mirrorspark.replication.connector.scheduler import PeriodicJob
 
 log = logging.getLogger(__name__)
 
@@ -438,12 +439,29 @@ class CheckpointEmitter:
 
     # ------------------------------------------------------------------ jobs
 
+    def jobs(self) -> list[PeriodicJob]:
+        """Declare the checkpoint connector's enabled jobs (MM2 ``MirrorCheckpointConnector`` and its task).
+
+        ``checkpoints S->T``; ``refresh groups S->T`` with ``refresh.groups.enabled`` (MM2's
+        ``scheduleRepeatingDelayed``: the first listing is the first cycle's); ``sync group offsets S->T``
+        with ``sync.group.offsets.enabled``. Each first runs one interval after registration.
+        """
+        f, name = self.flow_config, self.name
+        declared: list[tuple[str, float, Callable[[], object]]] = [
+            (f"checkpoints {name}", f.emit_checkpoints_interval_s, self.emit)
+        ]
+        if f.refresh_groups_enabled:
+            declared.append((f"refresh groups {name}", f.refresh_groups_interval_s, self.refresh_groups))
+        if f.sync_group_offsets_enabled:
+            declared.append((f"sync group offsets {name}", f.sync_group_offsets_interval_s, self.sync_group_offsets))
+        return [PeriodicJob(job, every, fn, initial_delay_s=every) for job, every, fn in declared]
+
     def emit(self) -> list[Checkpoint]:
         """One checkpoint cycle: read new syncs, translate every group, write what is more recent.
 
         The groups are those of the last :meth:`refresh_groups`; the first cycle lists them if that
-        never ran (MM2 lists groups once at start; refreshing them is a job of its own, scheduled by
-        the driver only with ``refresh.groups.enabled``). Writes nothing (returns ``[]``) while the
+        never ran (MM2 lists groups once at start; refreshing them is a job of its own, declared by
+        :meth:`jobs` only with ``refresh.groups.enabled``). Writes nothing (returns ``[]``) while the
         offset syncs are still being read in the background (:meth:`start`).
 
         Returns

@@ -35,6 +35,7 @@ from mirrorspark.core.progress_records import FailoverEvent, GroupFailover, enco
 from mirrorspark.errors import ClusterError, ClusterUnreachableError, ControlError, MirrorsparkError
 from mirrorspark.kafka.admin import ClusterAdmin
 from mirrorspark.kafka.delivery import Outgoing, deliver
+from mirrorspark.replication.connector.scheduler import PeriodicJob
 
 if TYPE_CHECKING:
     from mirrorspark.replication.connector.flow import Flow
@@ -176,6 +177,11 @@ class FailoverWatcher:
                 self._min_isr[topic] = int(entries["min.insync.replicas"])  # type: ignore[arg-type]
 
     # ------------------------------------------------------------------ the job
+
+    def jobs(self) -> list[PeriodicJob]:
+        """Declare ``failover watch S->T``, every ``mirrorspark.failover.check.interval.ms``, first one interval in."""
+        every = self.flow.config.failover_check_interval_ms / 1000
+        return [PeriodicJob(f"failover watch {self.name}", every, self.check, initial_delay_s=every)]
 
     def check(self) -> FailoverEvent | None:
         """Observe the source once; record (and act on) the event it fires, if any; return that event.

@@ -36,9 +36,11 @@ from mirrorspark.core.progress_records import PartitionReport
 from mirrorspark.kafka.admin import ClusterAdmin, PartitionKey
 from mirrorspark.mm2.connect_offsets import OffsetHistory
 from mirrorspark.mm2.translation import CopiedRanges
+from mirrorspark.replication.connector.acl_sync import TopicAclSync
 from mirrorspark.replication.connector.gap_ledger import GapLedger
 from mirrorspark.replication.connector.positions import PartitionProgress, Positions
 from mirrorspark.replication.connector.progress_channel import ProgressChannelReader
+from mirrorspark.replication.connector.scheduler import PeriodicJob
 from mirrorspark.replication.connector.task_configs import TaskConfigs
 from mirrorspark.replication.connector.topic_sync import TopicSync
 
@@ -49,6 +51,9 @@ log = logging.getLogger(__name__)
 
 LAG_COST_FACTOR = 50
 """End offsets (lag) are listed at most once per this many times the listing's own duration."""
+
+LAG_INTERVAL_S = 5.0
+"""Seconds between two listings of the source end offsets (lag)."""
 
 
 class Flow:
@@ -297,6 +302,25 @@ class Flow:
         self.positions.reload(self._offset_history())
 
     # ------------------------------------------------------------------ control jobs
+
+    def jobs(self) -> list[PeriodicJob]:
+        """Declare the source connector's enabled jobs: config sync, ACL sync, topic refresh, end-offset listing.
+
+        Each first runs one interval after registration, the ACL sync at once (as MM2's).
+        """
+        cfg, name = self.config, self.name
+        jobs = []
+        if cfg.sync_topic_configs_enabled:
+            every = cfg.sync_topic_configs_interval_s
+            jobs.append(PeriodicJob(f"sync topic configs {name}", every, self.sync_configs, initial_delay_s=every))
+        if cfg.sync_topic_acls_enabled:
+            acls = TopicAclSync.for_flow(self)
+            jobs.append(PeriodicJob(f"sync topic ACLs {name}", cfg.sync_topic_acls_interval_s, acls.sync))
+        if cfg.refresh_topics_enabled:
+            every = cfg.refresh_topics_interval_s
+            jobs.append(PeriodicJob(f"refresh topics {name}", every, self.refresh, initial_delay_s=every))
+        lag = LAG_INTERVAL_S
+        return [*jobs, PeriodicJob(f"list end offsets {name}", lag, self.list_end_offsets, initial_delay_s=lag)]
 
     def refresh(self) -> None:
         """Run the scheduled topic-refresh job (see :meth:`refresh_topics`); nothing once the flow is halted."""

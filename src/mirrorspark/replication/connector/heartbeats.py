@@ -10,6 +10,7 @@ its upstream clusters and replication hops.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -19,7 +20,7 @@ from confluent_kafka import KafkaError, KafkaException
 
 from mirrorspark.client.context import FlowContext
 from mirrorspark.mm2.records import Heartbeat
-from mirrorspark.replication.connector.scheduler import Scheduler
+from mirrorspark.replication.connector.scheduler import PeriodicJob
 
 log = logging.getLogger(__name__)
 
@@ -110,14 +111,12 @@ class HeartbeatEmitter:
             ctx.flow.emit_heartbeats_interval_s,
         )
 
-    def schedule(self, scheduler: Scheduler) -> None:
-        """Register one job per flow, every ``emit.heartbeats.interval.seconds``."""
-        for ctx in self.flows:
-            scheduler.add(
-                f"heartbeats {ctx.name}",
-                ctx.flow.emit_heartbeats_interval_s,
-                lambda c=ctx: self.emit(c),  # type: ignore[misc]
-            )
+    def jobs(self) -> list[PeriodicJob]:
+        """Declare ``heartbeats S->T`` per flow, every ``emit.heartbeats.interval.seconds``, the first at once."""
+        return [
+            PeriodicJob(f"heartbeats {c.name}", c.flow.emit_heartbeats_interval_s, functools.partial(self.emit, c))
+            for c in self.flows
+        ]
 
     def close(self, timeout_s: float = 10.0) -> None:
         """Flush pending heartbeats (one not acknowledged by then is logged at WARNING)."""

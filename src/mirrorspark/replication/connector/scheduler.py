@@ -4,15 +4,21 @@ Topic refresh, config sync, heartbeats, checkpoints and group offset sync are
 all named jobs with an interval. A job's failure is logged and retried on its
 next tick, never fatal; a job that runs longer than its interval is warned
 about. The clock is injectable so unit tests control time.
+
+Each component declares its own jobs (:class:`DeclaresJobs`, as MM2's connectors call
+``scheduler.scheduleRepeating`` in ``start()``); the driver registers them with
+:meth:`Scheduler.add_jobs`, under the flow's lock.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +53,27 @@ class Job:
     running: bool = False
 
 
+@dataclass(frozen=True)
+class PeriodicJob:
+    """A job as its component declares it: ``fn`` (result dropped) every ``interval_s`` s.
+
+    The first run is ``initial_delay_s`` s after registration (:meth:`Scheduler.add_jobs`).
+    """
+
+    name: str
+    interval_s: float
+    fn: Callable[[], object]
+    initial_delay_s: float = 0.0
+
+
+class DeclaresJobs(Protocol):
+    """A component with periodic jobs of its own."""
+
+    def jobs(self) -> list[PeriodicJob]:
+        """Its jobs, in registration order (none when its features are disabled)."""
+        ...
+
+
 class Scheduler:
     """Runs named periodic jobs, either from a caller's loop or on its own thread.
 
@@ -78,6 +105,13 @@ class Scheduler:
         with self._lock:
             self._jobs.append(job)
         return job
+
+    def add_jobs(self, component: DeclaresJobs, *, lock: threading.RLock | None = None) -> list[Job]:
+        """Register ``component``'s declared jobs in order, each holding ``lock`` while it runs."""
+        return [
+            self.add(j.name, j.interval_s, _held(j.fn, lock), initial_delay_s=j.initial_delay_s)
+            for j in component.jobs()
+        ]
 
     def run_pending(self) -> int:
         """Run every job that is due, in registration order; return how many ran.
@@ -173,4 +207,14 @@ class Scheduler:
         return True
 
 
-__all__ = ["Job", "Scheduler"]
+def _held(fn: Callable[[], object], lock: threading.RLock | None) -> Callable[[], None]:
+    """``fn`` as a scheduler job (its result dropped), holding ``lock`` while it runs."""
+
+    def run() -> None:
+        with lock if lock is not None else contextlib.nullcontext():
+            fn()
+
+    return run
+
+
+__all__ = ["DeclaresJobs", "Job", "PeriodicJob", "Scheduler"]

@@ -17,6 +17,7 @@ from mirrorspark.client.totals_reader import read_totals
 from mirrorspark.core.lifetime_totals import FlowState, TopicTotals, encode_flow_state, encode_totals, totals_topic
 from mirrorspark.errors import ClusterError
 from mirrorspark.kafka.delivery import Outgoing, deliver
+from mirrorspark.replication.connector.scheduler import PeriodicJob
 
 if TYPE_CHECKING:
     from mirrorspark.replication.connector.flow import Flow
@@ -25,6 +26,9 @@ log = logging.getLogger(__name__)
 
 PUBLISH_TIMEOUT_S = 10.0
 """Seconds one :meth:`TotalsPublisher.publish` waits for its writes to be acknowledged (retries included)."""
+
+PUBLISH_INTERVAL_S = 5.0
+"""Seconds between two publications of a flow's totals (job ``publish progress S->T``)."""
 
 
 class TotalsPublisher:
@@ -58,6 +62,11 @@ class TotalsPublisher:
             ctx, client_id=ctx.client_id("progress-consumer"), timeout_s=cfg.admin_timeout_ms / 1000
         )
         self._producer = ctx.producer("target", "progress-producer", overrides={"linger.ms": 0})
+
+    def jobs(self) -> list[PeriodicJob]:
+        """Declare ``publish progress S->T``, first one interval after registration."""
+        every = PUBLISH_INTERVAL_S
+        return [PeriodicJob(f"publish progress {self.flow.name}", every, self.publish, initial_delay_s=every)]
 
     def totals(self) -> Mapping[str, TopicTotals]:
         """Return the current cumulative totals per replicated topic.
@@ -165,4 +174,4 @@ class TotalsPublisher:
             self._producer = None
 
 
-__all__ = ["PUBLISH_TIMEOUT_S", "TotalsPublisher"]
+__all__ = ["PUBLISH_INTERVAL_S", "PUBLISH_TIMEOUT_S", "TotalsPublisher"]

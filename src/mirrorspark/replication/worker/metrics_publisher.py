@@ -32,6 +32,7 @@ from mirrorspark.errors import ClusterError
 from mirrorspark.kafka.delivery import Outgoing, deliver
 from mirrorspark.mm2.checkpoint_rules import rename_topic
 from mirrorspark.mm2.metrics import LagClock
+from mirrorspark.replication.connector.scheduler import PeriodicJob
 
 if TYPE_CHECKING:
     from mirrorspark.replication.connector.checkpoint_emitter import CheckpointEmitter
@@ -45,6 +46,9 @@ ENGINE = "continuous"
 
 PUBLISH_TIMEOUT_S = 5.0
 """Seconds one round of :meth:`MetricsPublisher.publish` waits for its writes to be acknowledged."""
+
+FIRST_PUBLISH_S = 0.5
+"""Seconds from registration to the first round (the ``flow`` record soon after the flow started)."""
 
 
 class MetricsPublisher:
@@ -85,6 +89,11 @@ class MetricsPublisher:
     def start(self) -> None:
         """Create the producer (the channel exists: :meth:`Flow.start` creates it)."""
         self._producer = self.flow.context.producer("target", "metrics-producer", overrides={"linger.ms": 5})
+
+    def jobs(self) -> list[PeriodicJob]:
+        """Declare ``publish metrics S->T``, every ``interval_ms``."""
+        name = f"publish metrics {self.flow.name}"
+        return [PeriodicJob(name, self.interval_ms / 1000, self.publish, initial_delay_s=FIRST_PUBLISH_S)]
 
     def flow_metrics(self, now_ms: int) -> FlowMetrics:
         """Return the flow's state, tasks and restarts now."""
