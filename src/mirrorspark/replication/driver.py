@@ -483,7 +483,7 @@ class Replicator:
             watcher = FailoverWatcher(flow, active=functools.partial(self._runs_flow, flow))
             watcher.start()
             self.failover_watchers.append(watcher)
-            interval_s = flow.config.failover_check_interval_ms / 1000
+            interval_s = flow.config.failover_check_interval_s
             self.failover.add(
                 f"failover watch {flow.name}", interval_s, _discard(watcher.check), initial_delay_s=interval_s
             )

@@ -89,12 +89,7 @@ class Flow:
             on_gap=data_path.on_gap,
             ledger=self.ledger,
         )
-        self.tasks = TaskConfigs(
-            context,
-            isolation_level=self.isolation_level,
-            offset_syncs_topic=self.topics.offset_syncs_topic,
-            progress_topic=self.topics.progress_topic,
-        )
+        self.tasks = TaskConfigs(context, isolation_level=self.isolation_level)
         self.copied = CopiedRanges()  # exact upstream->downstream knowledge, for checkpoints
         self.task_count_seen = 0  # 1 + the highest task index in the flow's progress reports (ids to fence)
         self.previous_tasks = 0  # task indexes of the replicator taken over from, to fence (exactly once)
@@ -127,12 +122,7 @@ class Flow:
     @property
     def progress_topic(self) -> str:
         """The flow's progress channel on the target."""
-        return self.topics.progress_topic
-
-    @property
-    def offset_syncs_topic(self) -> str:
-        """The flow's offset-syncs topic."""
-        return self.topics.offset_syncs_topic
+        return self.context.internal_topics.progress_channel
 
     @property
     def partitions(self) -> dict[PartitionKey, PartitionProgress]:
