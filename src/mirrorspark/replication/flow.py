@@ -83,7 +83,7 @@ class Flow:
         self.positions = Positions(
             cfg.name,
             self.source_admin,
-            offsets_topic=cfg.offset_storage_topic,
+            offsets_topic=context.internal_topics.offsets,
             auto_offset_reset=(cfg.source_consumer.get("auto.offset.reset") or "earliest").lower(),
             read_committed=self.read_committed,
             on_gap=data_path.on_gap,
@@ -234,7 +234,7 @@ class Flow:
             others,
             flow=self.name,
             connector_name=cfg.source_connector_name,
-            offsets_topic=cfg.offset_storage_topic,
+            offsets_topic=self.context.internal_topics.offsets,
             target=cfg.target,
             auto_offset_reset=self.positions.auto_offset_reset,
             # not heartbeats: every flow of the source copies them, under every connector name sharing the topic
@@ -268,7 +268,7 @@ class Flow:
             cfg.target_consumer,
             cfg.target_admin,
             cfg.target,
-            cfg.offset_storage_topic,
+            self.context.internal_topics.offsets,
             cfg.source,
             client_id=self.context.client_id("offsets-target-consumer"),
             clients=self.context.clients,
