@@ -16,10 +16,8 @@ from mirrorspark.client.context import FlowContext
 from mirrorspark.config.keys import ACCEPTED_NOTE, CONFIG_KEYS, ConfigKey
 from mirrorspark.config.model import DataPathConfig, FlowConfig, MirrorConfig, PolicyConfig, ServiceConfig
 from mirrorspark.config.parse import parse_config
-from mirrorspark.core.control_state import control_topic
-from mirrorspark.core.lifetime_totals import totals_topic
 from mirrorspark.mm2 import filters
-from mirrorspark.mm2.internal_topics import connect_offsets_topic
+from mirrorspark.mm2.internal_topics import CONTROL_PREFIX, PROGRESS_PREFIX, connect_offsets_topic, mirrorspark_topic
 from mirrorspark.mm2.policy import DefaultReplicationPolicy
 from mirrorspark.replication.connector.acl_sync import TopicAclSync
 from mirrorspark.replication.connector.checkpoint_emitter import CheckpointEmitter
@@ -131,7 +129,7 @@ def test_every_key_is_used_or_deliberately_accepted() -> None:
         if k.field is None:
             if not _used_without_field(k):
                 unused.append(f"{k.name} (fills no field)")
-        elif k.field not in reads:
+        elif k.field not in reads and not (k.field.endswith("_ms") and f"{k.field[:-3]}_s" in reads):  # or in seconds
             unused.append(f"{k.name} (.{k.field} is never read outside mirrorspark/config/)")
     assert not unused, (
         "keys parsed but never used; use them, or mark them effect='accepted' (accepted for MM2 "
@@ -179,14 +177,18 @@ def test_default_filter_lists_come_from_the_filters() -> None:
 def test_internal_topic_names() -> None:
     default = DefaultReplicationPolicy()
     assert connect_offsets_topic("A") == "mm2-offsets.A.internal" == flow_config().offset_storage_topic
-    assert totals_topic("A") == totals_topic("A", default) == "mm2-progress.A.internal"
+    assert (
+        mirrorspark_topic(PROGRESS_PREFIX, None, "A")
+        == mirrorspark_topic(PROGRESS_PREFIX, default, "A")
+        == "mm2-progress.A.internal"
+    )
     assert default.offset_syncs_topic("B") == "mm2-offset-syncs.B.internal"
     assert default.checkpoints_topic("A") == "A.checkpoints.internal"
     sep = DefaultReplicationPolicy(separator="__")
     # mirrorspark's own topics follow the policy's internal separator, like MM2's, so the policy keeps them internal
-    assert totals_topic("A", sep) == "mm2-progress__A__internal"
-    assert control_topic(sep, "A") == "mm2-control__A__internal"
-    assert sep.is_internal_topic(totals_topic("A", sep))
+    assert mirrorspark_topic(PROGRESS_PREFIX, sep, "A") == "mm2-progress__A__internal"
+    assert mirrorspark_topic(CONTROL_PREFIX, sep, "A") == "mm2-control__A__internal"
+    assert sep.is_internal_topic(mirrorspark_topic(PROGRESS_PREFIX, sep, "A"))
     assert not sep.is_internal_topic("mm2-progress.A.internal")
     # the Connect offsets topic stays '.'-separated whatever the separator, as in MM2
     assert flow_config(**{"replication.policy.separator": "__"}).offset_storage_topic == "mm2-offsets.A.internal"

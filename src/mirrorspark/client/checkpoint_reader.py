@@ -5,11 +5,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from mirrorspark.config.internal_topics import InternalTopics
 from mirrorspark.config.model import ClientSettings, FlowConfig, MirrorConfig
 from mirrorspark.errors import CorruptRecordError
 from mirrorspark.kafka.factory import ClientFactory
 from mirrorspark.kafka.reader import TopicReader, read_topic
-from mirrorspark.mm2.policy import ReplicationPolicy
 from mirrorspark.mm2.records import Checkpoint, OffsetSync
 from mirrorspark.mm2.sync_store import OffsetSyncStore
 
@@ -79,13 +79,6 @@ def read_checkpoints(
     return out
 
 
-def offset_syncs_location(flow: FlowConfig, policy: ReplicationPolicy) -> tuple[str, str]:
-    """``(cluster alias, topic)`` of a flow's offset-syncs topic (``offset-syncs.topic.location``)."""
-    if flow.offset_syncs_topic_location == "source":
-        return flow.source, policy.offset_syncs_topic(flow.target)
-    return flow.target, policy.offset_syncs_topic(flow.source)
-
-
 class OffsetSyncReader:
     """Keeps an :class:`OffsetSyncStore` up to date from a flow's offset-syncs topic.
 
@@ -95,8 +88,8 @@ class OffsetSyncReader:
     ----------
     config:
         The configuration (unused: the topic is read with the flow's clients of the side holding it).
-    flow, policy:
-        The flow whose offset syncs to read, and its replication policy (names the topic).
+    flow, topics:
+        The flow whose offset syncs to read, and its internal topics (:attr:`InternalTopics.offset_syncs`).
     read_to_end_required:
         MM2's ``initializationMustReadToEnd`` (see :class:`~mirrorspark.mm2.sync_store.OffsetSyncStore`).
     client_id:
@@ -109,14 +102,14 @@ class OffsetSyncReader:
         self,
         config: MirrorConfig,
         flow: FlowConfig,
-        policy: ReplicationPolicy,
+        topics: InternalTopics,
         *,
         read_to_end_required: bool,
         client_id: str,
         clients: ClientFactory | None = None,
     ) -> None:
-        alias, topic = offset_syncs_location(flow, policy)
-        side = "source" if alias == flow.source else "target"
+        side = "source" if flow.offset_syncs_topic_location == "source" else "target"
+        alias, topic = (flow.source if side == "source" else flow.target), topics.offset_syncs
         # MM2's offsetSyncsTopicConsumerConfig / offsetSyncsTopicAdminConfig: the flow's clients of that side
         consumer, admin = getattr(flow, f"{side}_consumer"), getattr(flow, f"{side}_admin")
         self.store = OffsetSyncStore(read_to_end_required=read_to_end_required)
@@ -156,4 +149,4 @@ class OffsetSyncReader:
         self._reader.close()
 
 
-__all__ = ["OffsetSyncReader", "offset_syncs_location", "read_checkpoints"]
+__all__ = ["OffsetSyncReader", "read_checkpoints"]

@@ -77,7 +77,7 @@ def read_previous_task_count(context: FlowContext, *, timeout_s: float = 60.0) -
         cfg.target_consumer,
         cfg.target_admin,
         cfg.target,
-        cfg.config_storage_topic,
+        context.internal_topics.connect_configs,
         client_id=client_id,
         partition=ALL_PARTITIONS,
         clients=context.clients,
@@ -91,7 +91,7 @@ def read_previous_task_count(context: FlowContext, *, timeout_s: float = 60.0) -
             "flow %s: cannot read Kafka Connect's config topic %s on cluster '%s' (%s): the previous task count "
             "of connector '%s' is unknown",
             cfg.name,
-            cfg.config_storage_topic,
+            context.internal_topics.connect_configs,
             cfg.target,
             e,
             cfg.source_connector_name,

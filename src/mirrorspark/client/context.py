@@ -30,6 +30,7 @@ from typing import Any, Literal
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
 
+from mirrorspark.config.internal_topics import InternalTopics
 from mirrorspark.config.model import ClientSettings, ClusterConfig, FlowConfig, MirrorConfig
 from mirrorspark.core.transforms import BoundChain, RoutedReplicationPolicy, TransformChain, build_chain, routers
 from mirrorspark.errors import ConfigError, TransformConfigError
@@ -146,6 +147,8 @@ class FlowContext:
         The flow's configuration.
     policy:
         The flow's replication policy (loaded once; ``source.cluster.alias`` = the source).
+    internal_topics:
+        The names of the flow's internal topics, from its config and :attr:`policy`.
     topic_filter, group_filter, config_filter:
         The config file's ``topics``/``topics.exclude``, ``groups``/``groups.exclude`` and
         ``config.properties.exclude``/``use.defaults.from`` filters (live control changes come
@@ -171,6 +174,7 @@ class FlowContext:
     config: MirrorConfig
     flow: FlowConfig
     policy: ReplicationPolicy
+    internal_topics: InternalTopics
     topic_filter: DefaultTopicFilter
     group_filter: DefaultGroupFilter
     config_filter: DefaultConfigPropertyFilter
@@ -202,10 +206,12 @@ class FlowContext:
             (``transforms.<t>.type = package.module:Class``) cannot be loaded
             (:class:`~mirrorspark.errors.TransformConfigError`).
         """
+        policy = flow_policy(flow)
         return cls(
             config=config,
             flow=flow,
-            policy=flow_policy(flow),
+            policy=policy,
+            internal_topics=InternalTopics.of(flow, policy),
             topic_filter=DefaultTopicFilter(topics=flow.topics, topics_exclude=flow.topics_exclude),
             group_filter=DefaultGroupFilter(groups=flow.groups, groups_exclude=flow.groups_exclude),
             config_filter=DefaultConfigPropertyFilter(
@@ -437,7 +443,7 @@ class FlowContext:
         return ClusterAdmin(
             self.admin(side, purpose, overrides=overrides),
             self.alias(side),
-            timeout_s=self.flow.admin_timeout_ms / 1000,
+            timeout_s=self.flow.admin_timeout_s,
             bootstrap_servers=self._side_settings(side, "admin").get("bootstrap.servers"),
         )
 
@@ -579,7 +585,7 @@ class ReplicationContext:
         return ClusterAdmin(
             admin,
             cluster,
-            timeout_s=self.config.admin_timeout_ms / 1000,
+            timeout_s=self.config.admin_timeout_s,
             bootstrap_servers=c.admin.get("bootstrap.servers"),
         )
 

@@ -52,7 +52,6 @@ from mirrorspark.core.control_state import (
     Kind,
     ListName,
     Op,
-    control_topic,
     effective_lists,
     fold,
     validate_regex,
@@ -166,7 +165,7 @@ class ControlTail:
 class ControlStore:
     """Read and change the live allow/deny lists of the flow ``source->target`` (``mirrorspark control``).
 
-    Changes are written to :func:`control_topic` on ``target`` (created by the first
+    Changes are written to the flow's control topic on ``target`` (created by the first
     change). Every regex is validated before anything connects or is written.
 
     Parameters
@@ -211,7 +210,7 @@ class ControlStore:
         self.timeout_s = timeout_s
         self.context = context if context is not None else FlowContext.build(config, self.flow_config)
         self.policy = self.context.policy
-        self.topic = control_topic(self.policy, source)
+        self.topic = self.context.internal_topics.control
         self._clock_ms = clock_ms
         self._admins: dict[str, ClusterAdmin] = {}
         self._tail: ControlTail | None = None

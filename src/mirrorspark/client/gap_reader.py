@@ -1,7 +1,7 @@
 """Reading the gap ledger: the gap events and known topic ids a flow recorded on its target.
 
 ``mirrorspark status`` and a starting flow read the compacted ledger topic
-``mm2-gaps<isep><source><isep>internal`` (:func:`~mirrorspark.core.gaps.gaps_topic`) back; the running
+``mm2-gaps<isep><source><isep>internal`` (``FlowContext.internal_topics.gaps``) back; the running
 flow writes it (:class:`~mirrorspark.replication.connector.gap_ledger.GapLedger`).
 """
 
@@ -11,7 +11,7 @@ import logging
 from dataclasses import dataclass, field
 
 from mirrorspark.client.context import FlowContext
-from mirrorspark.core.gaps import GapEvent, KnownTopicId, decode_ledger_record, gaps_topic
+from mirrorspark.core.gaps import GapEvent, KnownTopicId, decode_ledger_record
 from mirrorspark.errors import CorruptRecordError
 from mirrorspark.kafka.reader import read_topic
 
@@ -62,7 +62,7 @@ def read_gap_ledger(ctx: FlowContext, *, client_id: str, timeout_s: float = 30.0
     cfg = ctx.flow
     flow = cfg.name
     out = LedgerContents()
-    topic = gaps_topic(cfg.source, ctx.policy)
+    topic = ctx.internal_topics.gaps
     seen: dict[tuple[str, int, str, int], GapEvent] = {}
 
     def on_record(key: bytes | None, value: bytes | None) -> None:

@@ -294,7 +294,7 @@ def read_flow_source_offsets(ctx: FlowContext, purpose: str, *, timeout_s: float
         flow.target_consumer,
         flow.target_admin,
         flow.target,
-        flow.offset_storage_topic,
+        ctx.internal_topics.offsets,
         flow.source,
         client_id=ctx.client_id(purpose),
         timeout_s=timeout_s,

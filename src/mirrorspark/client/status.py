@@ -41,7 +41,6 @@ from mirrorspark.core.lifetime_totals import FlowState
 from mirrorspark.core.progress_records import FailoverEvent, decode_failover_event, record_kind
 from mirrorspark.errors import CorruptRecordError
 from mirrorspark.kafka.reader import read_topic
-from mirrorspark.mm2.internal_topics import TASK_PROGRESS_PREFIX, mirrorspark_topic
 from mirrorspark.mm2.records import Heartbeat
 
 ENDED_STATES = ("caught up", "stopped")
@@ -170,7 +169,7 @@ def _heartbeats(ctx: FlowContext) -> int | None:
         target.consumer,
         target.admin,
         flow.target,
-        ctx.policy.heartbeats_topic(),
+        ctx.internal_topics.heartbeats,
         on_record,
         client_id=ctx.client_id("status-heartbeats-consumer"),
         clients=ctx.clients,
@@ -206,7 +205,7 @@ def read_failover_event(ctx: FlowContext, *, client_id: str) -> FailoverEvent | 
         target.consumer,
         target.admin,
         flow.target,
-        mirrorspark_topic(TASK_PROGRESS_PREFIX, ctx.policy, flow.source),
+        ctx.internal_topics.progress_channel,
         on_record,
         client_id=client_id,
         clients=ctx.clients,

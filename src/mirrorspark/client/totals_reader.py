@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 from mirrorspark.client.context import FlowContext
-from mirrorspark.core.lifetime_totals import FlowState, TopicTotals, decode_flow_state, decode_totals, totals_topic
+from mirrorspark.core.lifetime_totals import FlowState, TopicTotals, decode_flow_state, decode_totals
 from mirrorspark.kafka.reader import read_topic
 
 
@@ -24,8 +24,8 @@ def read_totals(
     Parameters
     ----------
     ctx:
-        The flow's context (its target's client settings, its policy naming the topic:
-        :func:`~mirrorspark.core.lifetime_totals.totals_topic`).
+        The flow's context (its target's client settings, the topic's name:
+        :attr:`~mirrorspark.config.internal_topics.InternalTopics.totals`).
     client_id:
         The consumer's ``client.id``.
     timeout_s:
@@ -56,7 +56,7 @@ def read_totals(
         cfg.target_consumer,
         cfg.target_admin,
         cfg.target,
-        totals_topic(cfg.source, ctx.policy),
+        ctx.internal_topics.totals,
         on_record,
         client_id=client_id,
         timeout_s=timeout_s,

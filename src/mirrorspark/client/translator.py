@@ -103,7 +103,7 @@ class OffsetTranslator:
         syncs = OffsetSyncReader(
             self.config,
             f,
-            self.policy,
+            self.context.internal_topics,
             read_to_end_required=read_to_end_required,
             client_id=self.context.client_id("offset-syncs-consumer"),
             clients=self.context.clients,
@@ -117,7 +117,7 @@ class OffsetTranslator:
                 reverse_syncs = OffsetSyncReader(
                     self.config,
                     reverse.flow,
-                    reverse.policy,
+                    reverse.internal_topics,
                     read_to_end_required=False,
                     client_id=self.context.client_id("reverse-offset-syncs-consumer"),
                     clients=self.context.clients,

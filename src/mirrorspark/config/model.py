@@ -454,6 +454,16 @@ class FlowConfig(_Frozen):
         """The flow's name as MM2 writes it, ``"<source>-><target>"``."""
         return f"{self.source}->{self.target}"
 
+    @property
+    def admin_timeout_s(self) -> float:
+        """:attr:`admin_timeout_ms` in seconds."""
+        return self.admin_timeout_ms / 1000
+
+    @property
+    def failover_check_interval_s(self) -> float:
+        """:attr:`failover_check_interval_ms` in seconds."""
+        return self.failover_check_interval_ms / 1000
+
     def for_connector(self, kind: str) -> FlowConfig:
         """Return the flow as connector ``kind`` (``"checkpoint"``, ``"heartbeat"``) runs it: with its own clients.
 
@@ -594,6 +604,11 @@ class MirrorConfig(_Frozen):
             if alias not in self.clusters:
                 raise self._unknown(alias, what)
         return checked
+
+    @property
+    def admin_timeout_s(self) -> float:
+        """:attr:`admin_timeout_ms` in seconds."""
+        return self.admin_timeout_ms / 1000
 
     def cluster(self, alias: str) -> ClusterConfig:
         """Return the cluster called ``alias``.

@@ -9,8 +9,6 @@ from typing import Any, Literal, cast
 
 from mirrorspark.errors import BadRegexError, CorruptRecordError
 from mirrorspark.mm2.filters import compile_list
-from mirrorspark.mm2.internal_topics import CONTROL_PREFIX, mirrorspark_topic
-from mirrorspark.mm2.policy import ReplicationPolicy
 
 Kind = Literal["topics", "groups"]
 """What a list filters: source topics or consumer groups."""
@@ -24,30 +22,6 @@ Op = Literal["add", "remove"]
 KINDS: tuple[Kind, ...] = ("topics", "groups")
 _LISTS: tuple[ListName, ...] = ("allow", "deny")
 _OPS: tuple[Op, ...] = ("add", "remove")
-
-
-def control_topic(policy: ReplicationPolicy, source_alias: str) -> str:
-    """Name of the control topic of flows from ``source_alias`` (it lives on the flow's target).
-
-    Built like :meth:`~mirrorspark.mm2.policy.ReplicationPolicy.offset_syncs_topic`, with the
-    policy's internal separator, so the policy sees it as an MM2 internal topic
-    (:func:`mirrorspark.mm2.internal_topics.mirrorspark_topic`).
-
-    Parameters
-    ----------
-    policy:
-        The flow's replication policy.
-    source_alias:
-        The flow's source cluster alias.
-
-    Returns
-    -------
-    str
-        ``mm2-control<isep><source_alias><isep>internal``, e.g. ``mm2-control.primary.internal``;
-        ``mm2-control.<source_alias>.internal`` for a policy whose offset-syncs topic does not
-        start with ``mm2-offset-syncs``.
-    """
-    return mirrorspark_topic(CONTROL_PREFIX, policy, source_alias)
 
 
 def validate_regex(regex: str, *, option: str) -> str:
@@ -337,7 +311,6 @@ __all__ = [
     "ControlState",
     "EffectiveLists",
     "ListEntry",
-    "control_topic",
     "effective_lists",
     "fold",
     "validate_regex",

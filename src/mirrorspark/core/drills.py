@@ -12,7 +12,7 @@
   (:func:`match_copies`).
 
 Every drill's result is a record of the compacted topic ``mm2-drills<isep><source><isep>internal`` on the
-target (:func:`drills_topic`), keyed by flow and time, its value the JSON of :class:`DrillResult`
+target (``InternalTopics.drills``), keyed by flow and time, its value the JSON of :class:`DrillResult`
 (:func:`encode_drill`, :func:`decode_drill`; layout in ``docs/drills.md``). MM2 has no counterpart: it
 offers lag metrics and ``RemoteClusterUtils.translateOffsets``, never a measured failover.
 
@@ -30,7 +30,6 @@ from typing import Any, Final, Literal
 
 from mirrorspark.core.failover_policy import PartitionHealth, breach_reason
 from mirrorspark.errors import CorruptRecordError
-from mirrorspark.mm2.internal_topics import mirrorspark_topic
 
 DRILLS_PREFIX: Final = "mm2-drills"
 """Prefix of the drill history topic (drills of flows from one source, on their target)."""
@@ -45,24 +44,6 @@ Basis = Literal["exact", "offset-syncs", "unknown"]
 """Where a predicted re-read count comes from: verified against the records, MM2's bound, or not known."""
 
 _ANY_GROUP: Final = "\x00any consumer group \u2603\x00"
-
-
-def drills_topic(source_alias: str, policy: Any = None) -> str:
-    """Name of the drill history topic of flows from ``source_alias`` (on their target).
-
-    Parameters
-    ----------
-    source_alias:
-        The flows' source cluster alias.
-    policy:
-        The flow's replication policy (its internal separator names the topic); ``None`` = default naming.
-
-    Returns
-    -------
-    str
-        ``mm2-drills<isep><source_alias><isep>internal``, e.g. ``mm2-drills.A.internal``.
-    """
-    return mirrorspark_topic(DRILLS_PREFIX, policy, source_alias)
 
 
 def shadow_group(group: str) -> str:
@@ -683,7 +664,6 @@ __all__ = [
     "RecoveryPoint",
     "decode_drill",
     "decode_drill_key",
-    "drills_topic",
     "encode_drill",
     "match_copies",
     "matches_any_group",

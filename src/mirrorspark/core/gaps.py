@@ -25,7 +25,7 @@ partition's log start and end offsets and its topic id, and records each loss as
   created and deleted again unseen, is lost too, and named by the same gap.
 
 Gap events are kept in a compacted topic on the target, ``mm2-gaps<isep><source><isep>internal``
-(:func:`gaps_topic`), with the topic ids last seen per replicated topic, so that both survive
+(``InternalTopics.gaps``), with the topic ids last seen per replicated topic, so that both survive
 restarts (:func:`encode_gap`, :func:`encode_topic_id`, :func:`decode_ledger_record`).
 """
 
@@ -33,10 +33,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Final, Literal, Protocol
+from typing import Final, Literal
 
 from mirrorspark.errors import CorruptRecordError
-from mirrorspark.mm2.internal_topics import mirrorspark_topic
 
 GapReason = Literal["deleted", "truncated", "recreated"]
 """Why records were lost: deleted before copied, source log truncated, topic re-created."""
@@ -48,31 +47,6 @@ GAPS_PREFIX: Final = "mm2-gaps"
 
 ON_GAP_CHOICES: Final = ("continue", "stop")
 """Values of ``mirrorspark.on.gap``."""
-
-
-class _NamingPolicy(Protocol):
-    def offset_syncs_topic(self, cluster_alias: str) -> str: ...
-
-    def is_internal_topic(self, topic: str) -> bool: ...
-
-
-def gaps_topic(source_alias: str, policy: _NamingPolicy | None = None) -> str:
-    """Name of the gap ledger topic of flows from ``source_alias`` (on their target).
-
-    Parameters
-    ----------
-    source_alias:
-        The flows' source cluster alias.
-    policy:
-        The flow's replication policy (its internal separator names the topic, so the policy
-        sees it as internal and never replicates it); ``None`` = the default naming.
-
-    Returns
-    -------
-    str
-        ``mm2-gaps<isep><source_alias><isep>internal``, e.g. ``mm2-gaps.A.internal``.
-    """
-    return mirrorspark_topic(GAPS_PREFIX, policy, source_alias)
 
 
 @dataclass(frozen=True)
@@ -402,6 +376,5 @@ __all__ = [
     "decode_ledger_record",
     "encode_gap",
     "encode_topic_id",
-    "gaps_topic",
     "recreated_gap",
 ]

@@ -12,31 +12,8 @@ import json
 from dataclasses import dataclass
 from typing import Final
 
-from mirrorspark.mm2.internal_topics import mirrorspark_topic
-from mirrorspark.mm2.policy import ReplicationPolicy
-
 LEASE_PREFIX: Final = "mm2-lease"
-"""Prefix of the lease topic (:func:`lease_topic`)."""
-
-
-def lease_topic(source_alias: str, policy: ReplicationPolicy | None = None) -> str:
-    """Name of the lease topic of flows from ``source_alias`` (on their target).
-
-    Parameters
-    ----------
-    source_alias:
-        The flow's source cluster alias.
-    policy:
-        The flow's replication policy: the name uses its internal separator, as the control and
-        progress topics do; ``None`` = the default policy's naming.
-
-    Returns
-    -------
-    str
-        ``mm2-lease<isep><source_alias><isep>internal``, e.g. ``mm2-lease.A.internal``; an MM2
-        internal topic name, so no flow ever replicates it.
-    """
-    return mirrorspark_topic(LEASE_PREFIX, policy, source_alias)
+"""Prefix of the lease topic (:attr:`~mirrorspark.config.internal_topics.InternalTopics.lease`)."""
 
 
 @dataclass(frozen=True)
@@ -136,7 +113,7 @@ def permission_hint(kafka_code: str | None, *, group: str, topic: str, cluster: 
     kafka_code:
         Kafka's error name of the failure (e.g. ``"GROUP_AUTHORIZATION_FAILED"``), ``None`` if none.
     group, topic:
-        The lease group (:func:`lease_group`) and lease topic (:func:`lease_topic`).
+        The lease group (:func:`~mirrorspark.mm2.internal_topics.lease_group`) and the lease topic.
     cluster:
         The flow's target alias (where both live).
 
@@ -165,6 +142,5 @@ __all__ = [
     "claim_epoch",
     "decode_claim",
     "encode_claim",
-    "lease_topic",
     "permission_hint",
 ]

@@ -26,9 +26,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from mirrorspark.mm2.internal_topics import PROGRESS_PREFIX, mirrorspark_topic
-from mirrorspark.mm2.policy import ReplicationPolicy
-
 
 @dataclass(frozen=True)
 class TopicTotals:
@@ -51,25 +48,6 @@ class TopicTotals:
     key_bytes: int
     timestamp_ms: int
     dropped: int = 0
-
-
-def totals_topic(source_alias: str, policy: ReplicationPolicy | None = None) -> str:
-    """Name of the lifetime-totals topic of flows from ``source_alias`` (on their target).
-
-    Parameters
-    ----------
-    source_alias:
-        The flows' source cluster alias.
-    policy:
-        The flow's replication policy: the name uses its internal separator, as the control
-        topic's does; ``None`` = the default policy's naming.
-
-    Returns
-    -------
-    str
-        ``mm2-progress<isep><source_alias><isep>internal``, e.g. ``mm2-progress.A.internal``.
-    """
-    return mirrorspark_topic(PROGRESS_PREFIX, policy, source_alias)
 
 
 def encode_totals(flow: str, topic: str, p: TopicTotals) -> tuple[bytes, bytes]:
@@ -167,5 +145,4 @@ __all__ = [
     "decode_totals",
     "encode_flow_state",
     "encode_totals",
-    "totals_topic",
 ]

@@ -68,10 +68,10 @@ class ConsumerMigration:
         self.source = source
         self.target = target
         self._explicit_timeout_s = timeout_s
-        self.timeout_s = timeout_s if timeout_s is not None else self.flow.admin_timeout_ms / 1000
+        self.timeout_s = timeout_s if timeout_s is not None else self.flow.admin_timeout_s
         self.policy = self.context.policy
         self.topic_filter = self.context.topic_filter
-        self.checkpoints_topic = self.policy.checkpoints_topic(source)
+        self.checkpoints_topic = self.context.internal_topics.checkpoints
         self.translator = OffsetTranslator(self.context, reverse=contexts.reverse(self.context))
         self._sides: dict[str, Side] = {source: "source", target: "target"}
         self._admins: dict[str, ClusterAdmin] = {}

@@ -28,7 +28,6 @@ from mirrorspark.core.drills import (
     PartitionRecoveryPoint,
     PolicyVerdict,
     RecoveryPoint,
-    drills_topic,
     encode_drill,
     match_copies,
     matches_any_group,
@@ -474,7 +473,7 @@ def record_drill(migration: ConsumerMigration, result: DrillResult) -> str:
         The topic could not be created or the record was not acknowledged.
     """
     ctx, cfg = migration.context, migration.flow
-    topic = drills_topic(cfg.source, ctx.policy)
+    topic = ctx.internal_topics.drills
     migration.admin(cfg.target).ensure_topic(
         topic,
         partitions=1,

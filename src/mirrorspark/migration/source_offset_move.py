@@ -141,7 +141,7 @@ def move_source_offsets(
         flow.target_consumer,
         flow.target_admin,
         flow.target,
-        so.offsets_topic,
+        so.internal_topics.offsets,
         flow.source,
         client_id=so.ctx.client_id("offsets-target-consumer"),
         timeout_s=so.timeout_s,
@@ -169,7 +169,14 @@ def move_source_offsets(
     )
     running = so.running([from_connector, new]) if dry_run else None
     plan = SourceOffsetsMove(
-        flow.name, so.offsets_topic, from_connector, new, moves, not dry_run, running, flow.source_connector_name
+        flow.name,
+        so.internal_topics.offsets,
+        from_connector,
+        new,
+        moves,
+        not dry_run,
+        running,
+        flow.source_connector_name,
     )
     if not dry_run:
         _write(so, plan, overwrite=overwrite)
@@ -207,7 +214,8 @@ def _nothing_stored(
     which = f" for topic '{topic}'" if topic is not None else ""
     return SourceOffsetsRequestError(
         f"no source offsets of cluster '{so.source}'{which} are stored under connector name '{old}' in "
-        f"'{so.offsets_topic}' on cluster '{so.target}' ({found}): check --from-connector, --source and --topic"
+        f"'{so.internal_topics.offsets}' on cluster '{so.target}' ({found}): check --from-connector, --source and "
+        "--topic"
     )
 
 

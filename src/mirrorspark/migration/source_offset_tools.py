@@ -27,7 +27,6 @@ from mirrorspark.kafka.reader import ALL_PARTITIONS, TopicReader
 from mirrorspark.mm2.alter_offsets import (
     OffsetChange,
     PartitionFacts,
-    connect_status_topic,
     parse_datetime_ms,
     plan_alter,
     plan_reset,
@@ -126,7 +125,8 @@ class FlowSourceOffsets:
         self.source = source
         self.target = target
         self._explicit_timeout_s = timeout_s
-        self.timeout_s = timeout_s if timeout_s is not None else self.flow.admin_timeout_ms / 1000
+        self.timeout_s = timeout_s if timeout_s is not None else self.flow.admin_timeout_s
+        self.internal_topics = self.ctx.internal_topics
         self._admins: dict[Side, ClusterAdmin] = {}
         self._src_topics: dict[str, int] | None = None
         if not self.flow.enabled:
@@ -150,20 +150,9 @@ class FlowSourceOffsets:
         return self._admins[side]
 
     @property
-    def offsets_topic(self) -> str:
-        """``mm2-offsets.<source>.internal`` (``offset.storage.topic``) on the target."""
-        return self.flow.offset_storage_topic
-
-    @property
     def syncs_side(self) -> Side:
         """Where the offset-syncs topic lives (``offset-syncs.topic.location``)."""
         return "source" if self.flow.offset_syncs_topic_location == "source" else "target"
-
-    @property
-    def syncs_topic(self) -> str:
-        """The flow's offset-syncs topic (the alias in it is the *other* cluster's)."""
-        other = self.target if self.syncs_side == "source" else self.source
-        return self.ctx.policy.offset_syncs_topic(other)
 
     @property
     def auto_offset_reset(self) -> str:
@@ -199,8 +188,8 @@ class FlowSourceOffsets:
         if mm2 is not None:
             return (
                 f"flow {self.flow.name} may be running in MM2: Connect's status topic "
-                f"'{connect_status_topic(self.source)}' on cluster '{self.target}' shows {mm2} (MM2's Connect worker "
-                f"group is '{worker_id}'); stop MM2 gracefully (SIGTERM: its worker then marks the connector "
+                f"'{self.internal_topics.connect_status}' on cluster '{self.target}' shows {mm2} (MM2's Connect "
+                f"worker group is '{worker_id}'); stop MM2 gracefully (SIGTERM: its worker then marks the connector "
                 "UNASSIGNED) and try again"
             )
         return None
@@ -211,7 +200,7 @@ class FlowSourceOffsets:
         Connect's worker group (``<source>-mm2``) uses Connect's protocol, which librdkafka's admin
         client cannot describe, so the status MM2's workers write is read instead.
         """
-        topic = connect_status_topic(self.source)
+        topic = self.internal_topics.connect_status
         if topic not in self._admin("target").list_topics():
             return None
         latest: dict[bytes, bytes | None] = {}
@@ -261,7 +250,7 @@ class FlowSourceOffsets:
 
     def _stored(self) -> dict[PartitionKey, int]:
         topics = self._admin("target").list_topics()
-        if self.offsets_topic not in topics:
+        if self.internal_topics.offsets not in topics:
             return {}
         return read_flow_source_offsets(self.ctx, "offsets-target-consumer", timeout_s=self.timeout_s)
 
@@ -450,7 +439,10 @@ class FlowSourceOffsets:
             else:
                 o = found.get(k, -1)
                 positions[k] = f.end if o < 0 else max(o, f.start)
-        syncs = self.flow.emit_offset_syncs_enabled and self.syncs_topic in self._admin(self.syncs_side).list_topics()
+        syncs = (
+            self.flow.emit_offset_syncs_enabled
+            and self.internal_topics.offset_syncs in self._admin(self.syncs_side).list_topics()
+        )
         # validate before reading the source further
         plan_alter(
             self.source,
@@ -517,14 +509,14 @@ class FlowSourceOffsets:
 
     def offsets_partitions(self) -> int | None:
         """Partitions of the offsets topic on the target, ``None`` while it does not exist."""
-        return self._admin("target").list_topics().get(self.offsets_topic)
+        return self._admin("target").list_topics().get(self.internal_topics.offsets)
 
     def require_offsets_topic(self) -> None:
         """Raise :class:`SourceOffsetsRequestError` if the flow never stored source offsets (no offsets topic)."""
         if self.offsets_partitions() is None:
             raise SourceOffsetsRequestError(
-                f"flow {self.flow.name} has never stored source offsets: '{self.offsets_topic}' does not exist on "
-                f"cluster '{self.target}'; run the flow once (partitions without an offset start at "
+                f"flow {self.flow.name} has never stored source offsets: '{self.internal_topics.offsets}' does not "
+                f"exist on cluster '{self.target}'; run the flow once (partitions without an offset start at "
                 f"auto.offset.reset={self.auto_offset_reset})"
             )
 
@@ -547,7 +539,9 @@ class FlowSourceOffsets:
             deliver(
                 producer,
                 [
-                    Outgoing(self.offsets_topic, c.key, c.value, partition=default_partition(c.key, partitions))
+                    Outgoing(
+                        self.internal_topics.offsets, c.key, c.value, partition=default_partition(c.key, partitions)
+                    )
                     for c in changes
                 ],
                 what=f"flow {self.flow.name}: source offsets ({operation})",
@@ -562,7 +556,7 @@ class FlowSourceOffsets:
                 )
                 deliver(
                     sync_producer,
-                    [Outgoing(self.syncs_topic, s.key(), s.value(), partition=0) for s in syncs],
+                    [Outgoing(self.internal_topics.offset_syncs, s.key(), s.value(), partition=0) for s in syncs],
                     what=f"flow {self.flow.name}: offset syncs of the new positions",
                     alias=self.ctx.alias(side),
                     hint="the source offsets are written; the next run writes these syncs with its first records",
@@ -571,8 +565,8 @@ class FlowSourceOffsets:
         return SourceOffsetsPlan(
             flow=self.flow.name,
             operation=operation,
-            offsets_topic=self.offsets_topic,
-            syncs_topic=self.syncs_topic if self.flow.emit_offset_syncs_enabled else None,
+            offsets_topic=self.internal_topics.offsets,
+            syncs_topic=self.internal_topics.offset_syncs if self.flow.emit_offset_syncs_enabled else None,
             changes=tuple(changes),
             applied=not dry_run,
             running=running,

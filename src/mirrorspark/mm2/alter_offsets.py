@@ -148,17 +148,6 @@ class OffsetChange:
         return "rewind" if new < old else "skip"
 
 
-def connect_status_topic(source_alias: str) -> str:
-    """Kafka Connect's status topic of MM2's flows from ``source_alias`` (``status.storage.topic``).
-
-    Returns
-    -------
-    str
-        ``mm2-status.<source_alias>.internal``, on the target, as MM2's ``MirrorMakerConfig.workerConfig`` names it.
-    """
-    return f"mm2-status.{source_alias}.internal"
-
-
 def running_connect_status(
     key: bytes | None, value: bytes | None, connector_name: str = MIRROR_SOURCE_CONNECTOR
 ) -> str | None:
@@ -366,7 +355,6 @@ __all__ = [
     "PartitionFacts",
     "PartitionKey",
     "check_position",
-    "connect_status_topic",
     "parse_datetime_ms",
     "plan_alter",
     "plan_reset",

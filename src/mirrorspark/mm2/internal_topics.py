@@ -7,16 +7,17 @@ MM2's own internal topics (named by its ``ReplicationPolicy``, KIP-949 separator
 * ``heartbeats`` (:data:`HEARTBEATS_TOPIC`, never affected by the separator).
 
 ``isep`` is the policy's separator when ``replication.policy.internal.topic.separator.enabled``
-is true (the default), else ``"."``. Kafka Connect's offsets topic of a flow,
-``mm2-offsets.<source>.internal`` (:func:`connect_offsets_topic`), is always ``.``-separated:
-MM2's driver builds it with a literal ``.`` (``MirrorMakerConfig.workerConfig``).
+is true (the default), else ``"."``. Kafka Connect's topics of a flow, ``mm2-offsets.<source>.internal``
+(:func:`connect_offsets_topic`), ``mm2-configs`` and ``mm2-status``, are always ``.``-separated:
+MM2's driver builds them with a literal ``.`` (``MirrorMakerConfig.workerConfig``).
 
 mirrorspark's own internal topics, ``mm2-control`` (live allow/deny lists) and ``mm2-progress``
 (copy totals), are named like the offset-syncs topic of their source alias, with the same
 separator, so that the flow's policy sees them as MM2 internal topics and never replicates
 them (:func:`mirrorspark_topic`).
 
-Pure functions; no I/O. The policies in :mod:`mirrorspark.mm2.policy` build their names here.
+Pure functions; no I/O. The policies in :mod:`mirrorspark.mm2.policy` build their names here; a flow's
+names are built once, from these rules, in :class:`~mirrorspark.config.internal_topics.InternalTopics`.
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ CONNECT_OFFSETS_PREFIX: Final = "mm2-offsets"
 CONNECT_CONFIGS_PREFIX: Final = "mm2-configs"
 """Prefix of Kafka Connect's config topic of a flow (``config.storage.topic``'s default)."""
 
+CONNECT_STATUS_PREFIX: Final = "mm2-status"
+"""Prefix of Kafka Connect's status topic of a flow (``status.storage.topic``'s default)."""
+
 CONTROL_PREFIX: Final = "mm2-control"
 """Prefix of mirrorspark's control topic (live allow/deny lists of flows from one source)."""
 
@@ -54,12 +58,24 @@ _INTERNAL: Final = "internal"
 _CHECKPOINTS: Final = "checkpoints"
 
 
-class _NamingPolicy(Protocol):
-    """What :func:`mirrorspark_topic` needs of a ``ReplicationPolicy``."""
+class NamingPolicy(Protocol):
+    """What naming a flow's internal topics needs of a ``ReplicationPolicy`` (MM2's three names and its test)."""
 
-    def offset_syncs_topic(self, cluster_alias: str) -> str: ...
+    def offset_syncs_topic(self, cluster_alias: str) -> str:
+        """MM2's ``offsetSyncsTopic``."""
+        ...
 
-    def is_internal_topic(self, topic: str) -> bool: ...
+    def checkpoints_topic(self, cluster_alias: str) -> str:
+        """MM2's ``checkpointsTopic``."""
+        ...
+
+    def heartbeats_topic(self) -> str:
+        """MM2's ``heartbeatsTopic``."""
+        ...
+
+    def is_internal_topic(self, topic: str) -> bool:
+        """MM2's ``isInternalTopic``."""
+        ...
 
 
 def internal_suffix(isep: str = INTERNAL_SEPARATOR) -> str:
@@ -194,6 +210,17 @@ def connect_configs_topic(source_alias: str) -> str:
     return f"{CONNECT_CONFIGS_PREFIX}{INTERNAL_SEPARATOR}{source_alias}{internal_suffix()}"
 
 
+def connect_status_topic(source_alias: str) -> str:
+    """Kafka Connect's status topic of MM2's flows from ``source_alias`` (``status.storage.topic``).
+
+    Returns
+    -------
+    str
+        ``mm2-status.<source_alias>.internal``, on the target, as MM2's ``MirrorMakerConfig.workerConfig`` names it.
+    """
+    return f"{CONNECT_STATUS_PREFIX}{INTERNAL_SEPARATOR}{source_alias}{internal_suffix()}"
+
+
 LEASE_GROUP_PREFIX: Final = "mirrorspark-lease-"
 """Prefix of a flow's lease group, followed by the flow name (:func:`lease_group`)."""
 
@@ -238,7 +265,7 @@ def connect_worker_group(source_alias: str) -> str:
     return f"{source_alias}-mm2"
 
 
-def mirrorspark_topic(prefix: str, policy: _NamingPolicy | None, source_alias: str) -> str:
+def mirrorspark_topic(prefix: str, policy: NamingPolicy | None, source_alias: str) -> str:
     """Name of one of mirrorspark's own internal topics of flows from ``source_alias``.
 
     Built like the policy's offset-syncs topic (same internal separator), so the policy sees
@@ -249,7 +276,8 @@ def mirrorspark_topic(prefix: str, policy: _NamingPolicy | None, source_alias: s
     Parameters
     ----------
     prefix:
-        :data:`CONTROL_PREFIX`, :data:`PROGRESS_PREFIX` or :data:`TASK_PROGRESS_PREFIX`.
+        :data:`CONTROL_PREFIX`, :data:`PROGRESS_PREFIX`, :data:`TASK_PROGRESS_PREFIX`, or the gaps,
+        lease or drills prefix of :mod:`mirrorspark.core`.
     policy:
         The flow's replication policy, or ``None`` for the default naming.
     source_alias:
@@ -271,7 +299,9 @@ def mirrorspark_topic(prefix: str, policy: _NamingPolicy | None, source_alias: s
 
 
 __all__ = [
+    "CONNECT_CONFIGS_PREFIX",
     "CONNECT_OFFSETS_PREFIX",
+    "CONNECT_STATUS_PREFIX",
     "CONTROL_PREFIX",
     "HEARTBEATS_TOPIC",
     "INTERNAL_SEPARATOR",
@@ -280,10 +310,12 @@ __all__ = [
     "OFFSET_SYNCS_PREFIX",
     "PROGRESS_PREFIX",
     "TASK_PROGRESS_PREFIX",
+    "NamingPolicy",
     "checkpoints_suffix",
     "checkpoints_topic",
     "connect_configs_topic",
     "connect_offsets_topic",
+    "connect_status_topic",
     "connect_worker_group",
     "internal_suffix",
     "is_checkpoints_topic",

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mirrorspark.kafka.jars import jar_dir
+from mirrorspark.mm2.internal_topics import TASK_PROGRESS_PREFIX
 from mirrorspark.mm2.metrics import HISTOGRAM_SIZE, LATENCY_BUCKETS_MS
 from mirrorspark.service.aggregates import AGGREGATE_FORMAT_VERSION, WATERMARK_MS, WINDOWS
 
@@ -197,7 +198,7 @@ def _schemas() -> tuple[Any, Any]:
 
 def progress_pattern() -> str:
     """Return the Kafka source's ``subscribePattern``: every progress channel, whatever the policy's separator."""
-    return r"mm2-task-progress.+internal"
+    return TASK_PROGRESS_PREFIX + r".+internal"
 
 
 def aggregate_stream(raw: DataFrame) -> DataFrame:

@@ -128,7 +128,7 @@ class CheckpointEmitter:
         self.topic_filter = context.topic_filter
         self.group_filter = context.group_filter
         self._clock_ms = clock_ms
-        self.checkpoints_topic = self.policy.checkpoints_topic(flow.source)
+        self.checkpoints_topic = context.internal_topics.checkpoints
         self.store = CheckpointStore()
         self.state = _EmitterState()
         self._producer: Any = None

@@ -98,9 +98,7 @@ class FailoverWatcher:
         self._groups = [re.compile(p) for p in cfg.failover_groups]
         self._clock_ms = clock_ms
         # each source call: at least 5 s (a slow answer is not an outage), at most admin.timeout.ms
-        self._timeout_s = min(
-            cfg.admin_timeout_ms / 1000, max(MIN_CALL_TIMEOUT_S, cfg.failover_check_interval_ms / 1000)
-        )
+        self._timeout_s = min(cfg.admin_timeout_s, max(MIN_CALL_TIMEOUT_S, cfg.failover_check_interval_s))
         self._min_isr: dict[str, int] = {}
         self._min_isr_read_at = float("-inf")  # when every topic's min.insync.replicas was last read (monotonic s)
         self._configs_read: set[str] = set()  # topics whose configs were read (not again until the refresh)
@@ -114,7 +112,7 @@ class FailoverWatcher:
     @property
     def stop_timeout_s(self) -> float:
         """Seconds a check still running after :meth:`request_stop` may take: two of its longest calls, and 5 s."""
-        longest = max(self._timeout_s, self.flow.config.admin_timeout_ms / 1000, PUBLISH_TIMEOUT_S)
+        longest = max(self._timeout_s, self.flow.config.admin_timeout_s, PUBLISH_TIMEOUT_S)
         return 2 * longest + 5.0
 
     @property
@@ -180,7 +178,7 @@ class FailoverWatcher:
 
     def jobs(self) -> list[PeriodicJob]:
         """Declare ``failover watch S->T``, every ``mirrorspark.failover.check.interval.ms``, first one interval in."""
-        every = self.flow.config.failover_check_interval_ms / 1000
+        every = self.flow.config.failover_check_interval_s
         return [PeriodicJob(f"failover watch {self.name}", every, self.check, initial_delay_s=every)]
 
     def check(self) -> FailoverEvent | None:
@@ -269,9 +267,9 @@ class FailoverWatcher:
                 cfg.target_consumer,
                 cfg.target_admin,
                 cfg.target,
-                self.flow.policy.checkpoints_topic(cfg.source),
+                ctx.internal_topics.checkpoints,
                 client_id=ctx.client_id("failover-checkpoints-consumer"),
-                timeout_s=cfg.admin_timeout_ms / 1000,
+                timeout_s=cfg.admin_timeout_s,
                 clients=ctx.clients,
             )
         except MirrorsparkError as e:

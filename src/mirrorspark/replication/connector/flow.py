@@ -88,18 +88,13 @@ class Flow:
         self.positions = Positions(
             cfg.name,
             self.source_admin,
-            offsets_topic=cfg.offset_storage_topic,
+            offsets_topic=context.internal_topics.offsets,
             auto_offset_reset=(cfg.source_consumer.get("auto.offset.reset") or "earliest").lower(),
             read_committed=self.read_committed,
             on_gap=data_path.on_gap,
             ledger=self.ledger,
         )
-        self.tasks = TaskConfigs(
-            context,
-            isolation_level=self.isolation_level,
-            offset_syncs_topic=self.topics.offset_syncs_topic,
-            progress_topic=self.topics.progress_topic,
-        )
+        self.tasks = TaskConfigs(context, isolation_level=self.isolation_level)
         self.copied = CopiedRanges()  # exact upstream->downstream knowledge, for checkpoints
         self.task_count_seen = 0  # 1 + the highest task index in the flow's progress reports (ids to fence)
         self.previous_tasks = 0  # task indexes of the replicator taken over from, to fence (exactly once)
@@ -132,12 +127,7 @@ class Flow:
     @property
     def progress_topic(self) -> str:
         """The flow's progress channel on the target."""
-        return self.topics.progress_topic
-
-    @property
-    def offset_syncs_topic(self) -> str:
-        """The flow's offset-syncs topic."""
-        return self.topics.offset_syncs_topic
+        return self.context.internal_topics.progress_channel
 
     @property
     def partitions(self) -> dict[PartitionKey, PartitionProgress]:
@@ -249,7 +239,7 @@ class Flow:
             others,
             flow=self.name,
             connector_name=cfg.source_connector_name,
-            offsets_topic=cfg.offset_storage_topic,
+            offsets_topic=self.context.internal_topics.offsets,
             target=cfg.target,
             auto_offset_reset=self.positions.auto_offset_reset,
             # not heartbeats: every flow of the source copies them, under every connector name sharing the topic
@@ -283,7 +273,7 @@ class Flow:
             cfg.target_consumer,
             cfg.target_admin,
             cfg.target,
-            cfg.offset_storage_topic,
+            self.context.internal_topics.offsets,
             cfg.source,
             client_id=self.context.client_id("offsets-target-consumer"),
             clients=self.context.clients,

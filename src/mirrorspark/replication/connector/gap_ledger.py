@@ -2,7 +2,7 @@
 
 A flow records every :class:`~mirrorspark.core.gaps.GapEvent` it finds in
 ``mm2-gaps<isep><source><isep>internal`` on its target (an MM2-internal name, so never replicated;
-:func:`~mirrorspark.core.gaps.gaps_topic`), together with the id of every source topic it
+:attr:`~mirrorspark.config.internal_topics.InternalTopics.gaps`), together with the id of every source topic it
 replicates, so that a topic deleted and re-created while no flow ran is found at the next start.
 ``mirrorspark status`` reads the events back (:func:`~mirrorspark.client.gap_reader.read_gap_ledger`).
 """
@@ -13,7 +13,7 @@ from typing import Any
 
 from mirrorspark.client.context import FlowContext
 from mirrorspark.client.gap_reader import LedgerContents, read_gap_ledger
-from mirrorspark.core.gaps import GapEvent, encode_gap, encode_topic_id, gaps_topic
+from mirrorspark.core.gaps import GapEvent, encode_gap, encode_topic_id
 from mirrorspark.errors import ClusterError
 from mirrorspark.kafka.admin import ClusterAdmin
 
@@ -32,7 +32,7 @@ class GapLedger:
     def __init__(self, context: FlowContext, admin: ClusterAdmin) -> None:
         self.context = context
         self._admin = admin
-        self.topic = gaps_topic(context.flow.source, context.policy)
+        self.topic = context.internal_topics.gaps
         self._producer: Any = None
 
     def start(self) -> LedgerContents:
@@ -44,7 +44,7 @@ class GapLedger:
             The topic cannot be created or read.
         """
         cfg = self.context.flow
-        timeout_s = cfg.admin_timeout_ms / 1000
+        timeout_s = cfg.admin_timeout_s
         self._admin.ensure_topic(
             self.topic,
             partitions=1,

@@ -60,7 +60,7 @@ class HeartbeatEmitter:
         for ctx in self.flows:
             flow = ctx.flow
             ctx.cluster_admin("target", "heartbeats-target-admin").ensure_topic(
-                ctx.policy.heartbeats_topic(),
+                ctx.internal_topics.heartbeats,
                 partitions=1,
                 replication_factor=flow.heartbeats_topic_replication_factor,
                 config={"cleanup.policy": "compact"},
@@ -82,7 +82,7 @@ class HeartbeatEmitter:
         flow = ctx.flow
         now = self._clock_ms()
         hb = Heartbeat(flow.source, flow.target, now)
-        topic = ctx.policy.heartbeats_topic()
+        topic = ctx.internal_topics.heartbeats
         p = self._producers[flow.target]
         try:
             p.produce(topic, hb.value(), hb.key(), partition=0, timestamp=now, on_delivery=self._on_delivery(ctx))
@@ -95,7 +95,7 @@ class HeartbeatEmitter:
             if err is None:
                 self.emitted += 1
             else:
-                self._failure(ctx, ctx.policy.heartbeats_topic(), err)
+                self._failure(ctx, ctx.internal_topics.heartbeats, err)
 
         return on_delivery
 

@@ -15,7 +15,7 @@ from typing import TypeVar
 from mirrorspark.client.context import FlowContext
 from mirrorspark.client.control_store import ControlTail, group_filter_of, topic_filter_of
 from mirrorspark.config.model import FlowConfig
-from mirrorspark.core.control_state import ControlState, Kind, control_topic
+from mirrorspark.core.control_state import ControlState, Kind
 from mirrorspark.errors import BadRegexError, ClusterError
 from mirrorspark.mm2.filters import DefaultGroupFilter, DefaultTopicFilter
 
@@ -48,7 +48,7 @@ class LiveFilters:
 
     def __init__(self, context: FlowContext, *, purpose: str = "control-target-consumer") -> None:
         self.flow_config = context.flow
-        self.topic = control_topic(context.policy, self.flow_config.source)
+        self.topic = context.internal_topics.control
         self.name = self.flow_config.name
         self._tail = ControlTail(
             self.flow_config, self.topic, client_id=context.client_id(purpose), clients=context.clients
@@ -63,7 +63,7 @@ class LiveFilters:
     def poll(self) -> None:
         """Read new control records (within ``admin.timeout.ms``); on failure keep the state and log a warning."""
         try:
-            self._tail.poll(timeout_s=self.flow_config.admin_timeout_ms / 1000)
+            self._tail.poll(timeout_s=self.flow_config.admin_timeout_s)
         except ClusterError as e:
             log.warning(
                 "%s: reading control topic '%s' failed (%s); lists unchanged", self.flow_config.name, self.topic, e

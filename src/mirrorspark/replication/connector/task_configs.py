@@ -94,17 +94,11 @@ class TaskConfigs:
         The flow's context.
     isolation_level:
         The source consumer's ``isolation.level`` (the data path's: ``read_uncommitted`` unless set).
-    offset_syncs_topic, progress_topic:
-        The flow's offset-syncs topic and progress channel.
     """
 
-    def __init__(
-        self, context: FlowContext, *, isolation_level: str, offset_syncs_topic: str, progress_topic: str
-    ) -> None:
+    def __init__(self, context: FlowContext, *, isolation_level: str) -> None:
         self.context = context
         self.isolation_level = isolation_level
-        self.offset_syncs_topic = offset_syncs_topic
-        self.progress_topic = progress_topic
         self._confs: dict[str, Any] | None = None
 
     @property
@@ -267,7 +261,7 @@ class TaskConfigs:
         ConfigError
             The target producer's ``max.block.ms`` is invalid (exactly-once), or a client setting is.
         """
-        cfg = self.context.flow
+        cfg, names = self.context.flow, self.context.internal_topics
         confs = self._client_confs()
         eos = self.exactly_once
         flush_ms = (
@@ -290,10 +284,10 @@ class TaskConfigs:
                     producer_conf=confs["producer"],
                     commit_conf=confs["commit"],
                     syncs_conf=confs["syncs"],
-                    offsets_topic=cfg.offset_storage_topic,
+                    offsets_topic=names.offsets,
                     offsets_partitions=offsets_partitions,
-                    syncs_topic=self.offset_syncs_topic,
-                    progress_topic=self.progress_topic,
+                    syncs_topic=names.offset_syncs,
+                    progress_topic=names.progress_channel,
                     partitions=parts,
                     offset_lag_max=cfg.offset_lag_max,
                     flush_interval_s=flush_ms / 1000.0,

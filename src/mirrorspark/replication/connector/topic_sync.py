@@ -26,7 +26,6 @@ from mirrorspark.client.context import FlowContext
 from mirrorspark.kafka.admin import ClusterAdmin, PartitionKey, TopicSpec
 from mirrorspark.mm2.config_sync import topic_config_changes
 from mirrorspark.mm2.filters import should_replicate_topic
-from mirrorspark.mm2.internal_topics import TASK_PROGRESS_PREFIX, mirrorspark_topic
 from mirrorspark.replication.connector.live_filters import LiveFilters
 from mirrorspark.replication.connector.remote_placement import RemotePlacement
 
@@ -91,19 +90,6 @@ class TopicSync:
         self.remote_topics: dict[str, str] = {}
         self.offsets_partitions = cfg.offset_storage_partitions
 
-    @property
-    def offset_syncs_topic(self) -> str:
-        """Name of the flow's offset-syncs topic (the alias in it is the *other* cluster's)."""
-        cfg = self.config
-        if cfg.offset_syncs_topic_location == "source":
-            return self.context.policy.offset_syncs_topic(cfg.target)
-        return self.context.policy.offset_syncs_topic(cfg.source)
-
-    @property
-    def progress_topic(self) -> str:
-        """Name of the flow's progress channel on the target (:mod:`mirrorspark.core.progress_records`)."""
-        return mirrorspark_topic(TASK_PROGRESS_PREFIX, self.context.policy, self.config.source)
-
     def create_internal_topics(self) -> None:
         """Create the offsets topic, the offset-syncs topic (when emitted) and the progress channel if missing.
 
@@ -112,29 +98,27 @@ class TopicSync:
         ClusterError
             A topic cannot be created (e.g. a replication factor above the broker count).
         """
-        cfg = self.config
+        cfg, names = self.config, self.context.internal_topics
         if self.placement is not None:
             self.placement.check()  # mirrorspark.replica.placement against the target's racks
         compact = {"cleanup.policy": "compact"}
         self._tgt_admin.ensure_topic(
-            cfg.offset_storage_topic,
+            names.offsets,
             partitions=cfg.offset_storage_partitions,
             replication_factor=cfg.offset_storage_replication_factor,
             config=compact,
         )
-        self.offsets_partitions = self._tgt_admin.list_topics().get(
-            cfg.offset_storage_topic, cfg.offset_storage_partitions
-        )
+        self.offsets_partitions = self._tgt_admin.list_topics().get(names.offsets, cfg.offset_storage_partitions)
         if cfg.emit_offset_syncs_enabled:
             admin = self._src_admin if cfg.offset_syncs_topic_location == "source" else self._tgt_admin
             admin.ensure_topic(
-                self.offset_syncs_topic,
+                names.offset_syncs,
                 partitions=1,
                 replication_factor=cfg.offset_syncs_topic_replication_factor,
                 config=compact,
             )
         self._tgt_admin.ensure_topic(
-            self.progress_topic,
+            names.progress_channel,
             partitions=1,
             replication_factor=cfg.offset_storage_replication_factor,
             # the last hour of reports stays a readable stream; the newest per partition is kept for good

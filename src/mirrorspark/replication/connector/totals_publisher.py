@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from mirrorspark.client.totals_reader import read_totals
-from mirrorspark.core.lifetime_totals import FlowState, TopicTotals, encode_flow_state, encode_totals, totals_topic
+from mirrorspark.core.lifetime_totals import FlowState, TopicTotals, encode_flow_state, encode_totals
 from mirrorspark.errors import ClusterError
 from mirrorspark.kafka.delivery import Outgoing, deliver
 from mirrorspark.replication.connector.scheduler import PeriodicJob
@@ -51,16 +51,14 @@ class TotalsPublisher:
         """Create the lifetime-totals topic and read earlier totals."""
         cfg = self.flow.config
         ctx = self.flow.context
-        self._topic = totals_topic(cfg.source, self.flow.policy)
+        self._topic = ctx.internal_topics.totals
         self.flow.target_admin.ensure_topic(
             self._topic,
             partitions=1,
             replication_factor=cfg.checkpoints_topic_replication_factor,
             config={"cleanup.policy": "compact"},
         )
-        self._base = read_totals(
-            ctx, client_id=ctx.client_id("progress-consumer"), timeout_s=cfg.admin_timeout_ms / 1000
-        )
+        self._base = read_totals(ctx, client_id=ctx.client_id("progress-consumer"), timeout_s=cfg.admin_timeout_s)
         self._producer = ctx.producer("target", "progress-producer", overrides={"linger.ms": 0})
 
     def jobs(self) -> list[PeriodicJob]:

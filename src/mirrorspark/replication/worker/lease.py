@@ -7,7 +7,7 @@ the lease and copies; the others are *standbys*. A dead holder (even ``kill -9``
 ``session.timeout.ms`` (:data:`SESSION_TIMEOUT_MS`, 6 s) and a standby takes over; on a clean stop
 (:meth:`FlowLease.close`) the holder leaves the group and a standby takes over at once.
 
-* Lease topic ``mm2-lease<isep><source><isep>internal`` on the target (:func:`lease_topic`): an MM2
+* Lease topic ``mm2-lease<isep><source><isep>internal`` on the target (``internal_topics.lease``): an MM2
   internal topic to the flow's policy (never replicated), 1 partition, ``cleanup.policy=compact``,
   created with the flow's ``checkpoints.topic.replication.factor``. Lease group
   ``mirrorspark-lease-<source>-><target>`` (:func:`lease_group`), replacing any ``group.id``.
@@ -67,7 +67,7 @@ from typing import Any, Final
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from mirrorspark.client.context import FlowContext
-from mirrorspark.core.lease_claims import LeaseClaim, claim_epoch, encode_claim, lease_topic, permission_hint
+from mirrorspark.core.lease_claims import LeaseClaim, claim_epoch, encode_claim, permission_hint
 from mirrorspark.errors import ClusterError
 from mirrorspark.mm2.internal_topics import lease_group
 from mirrorspark.replication.connector.task_configs import COMMIT_TIMEOUT_MS
@@ -197,7 +197,7 @@ class FlowLease:
     group_id:
         The lease group.
     topic:
-        The lease topic on the flow's target (:func:`lease_topic`).
+        The lease topic on the flow's target (:attr:`~mirrorspark.config.internal_topics.InternalTopics.lease`).
 
     Raises
     ------
@@ -235,7 +235,7 @@ class FlowLease:
         self.context = context
         self.flow_name = context.name
         self.group_id = group_id if group_id is not None else lease_group(context.name)
-        self.topic = lease_topic(context.flow.source, context.policy)
+        self.topic = context.internal_topics.lease
         self.holder = holder if holder is not None else default_holder()
         self._overrides = lease_consumer_overrides(
             self.group_id, session_timeout_ms=session_timeout_ms, heartbeat_interval_ms=heartbeat_interval_ms
