@@ -27,6 +27,7 @@ from mirrorspark.kafka.protocols import (
     AdminLike,
     ConsumerLike,
     DeliveredLike,
+    GroupConsumerLike,
     MessageLike,
     ProducerLike,
     SourceConsumerLike,
@@ -40,6 +41,7 @@ def fakes_as_protocols(cluster: FakeCluster) -> list[tuple[object, type]]:
     """Each fake as the Protocol it stands in for (mypy checks every assignment)."""
     admin: AdminLike = FakeAdmin(cluster)
     consumer: ConsumerLike = FakeConsumer(cluster)
+    group_reader: GroupConsumerLike = FakeConsumer(cluster, group_id="g")
     task_consumer: SourceConsumerLike = FakeTaskConsumer(cluster)
     producer: ProducerLike = FakeProducer(cluster)
     data: TransactionalProducerLike = FakeTaskProducer(cluster, transactional_id="t-0")
@@ -49,6 +51,7 @@ def fakes_as_protocols(cluster: FakeCluster) -> list[tuple[object, type]]:
     return [
         (admin, AdminLike),
         (consumer, ConsumerLike),
+        (group_reader, GroupConsumerLike),
         (task_consumer, SourceConsumerLike),
         (producer, ProducerLike),
         (data, TransactionalProducerLike),
@@ -60,9 +63,9 @@ def fakes_as_protocols(cluster: FakeCluster) -> list[tuple[object, type]]:
 
 def real_clients_as_protocols(
     admin: AdminClient, consumer: Consumer, producer: Producer, message: Message
-) -> tuple[AdminLike, SourceConsumerLike, TransactionalProducerLike, MessageLike, DeliveredLike]:
+) -> tuple[AdminLike, SourceConsumerLike, GroupConsumerLike, TransactionalProducerLike, MessageLike, DeliveredLike]:
     """confluent-kafka's clients as the Protocols (mypy checks them against its stubs, ``cimpl.pyi``)."""
-    return admin, consumer, producer, message, message
+    return admin, consumer, consumer, producer, message, message
 
 
 def test_every_fake_offers_every_method_of_its_protocol() -> None:
@@ -74,6 +77,7 @@ def test_confluent_kafka_clients_offer_every_method_of_their_protocols() -> None
     for cls, protocol in [
         (AdminClient, AdminLike),
         (Consumer, SourceConsumerLike),
+        (Consumer, GroupConsumerLike),
         (Producer, TransactionalProducerLike),
         (Message, MessageLike),
         (Message, DeliveredLike),

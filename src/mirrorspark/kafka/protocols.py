@@ -117,6 +117,17 @@ class SourceConsumerLike(ConsumerLike, Protocol):
 
 
 @runtime_checkable
+class GroupConsumerLike(Protocol):
+    """A consumer of a group, never subscribed, that reads the group's committed offsets (``OffsetFetch``)."""
+
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> ClusterMetadata:
+        """``Metadata``."""
+
+    def committed(self, partitions: list[TopicPartition], /, timeout: float = -1) -> list[TopicPartition]:
+        """Return the group's committed offset of each partition (``OffsetFetch``)."""
+
+
+@runtime_checkable
 class ProducerLike(Protocol):
     """A producer (confluent-kafka ``Producer``); ``poll`` and ``flush`` serve the delivery callbacks."""
 
@@ -242,6 +253,7 @@ __all__ = [
     "ConsumerLike",
     "DeliveredLike",
     "DeliveryCallback",
+    "GroupConsumerLike",
     "Headers",
     "MessageLike",
     "ProducerLike",

@@ -103,8 +103,7 @@ class CopyTaskRunner:
     spec:
         The task.
     consumer:
-        The source consumer (librdkafka ``Consumer`` shape: ``assign``, ``poll``, ``consume``,
-        ``position``, ``pause``, ``seek``, ``close``); not yet assigned.
+        The source consumer (:class:`~mirrorspark.kafka.protocols.SourceConsumerLike`); not yet assigned.
     data:
         The target data producer (idempotent; transactional in exactly-once mode, not yet initialised).
     commit_producer:
