@@ -25,7 +25,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 from confluent_kafka import ConsumerGroupState, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import (
@@ -208,7 +208,7 @@ class FakeRecord:
     key: bytes | None
     value: bytes | None
     timestamp_ms: int = 0
-    headers: list[tuple[str, bytes | None]] | None = None
+    headers: list[tuple[str, str | bytes | None]] | None = None
 
 
 _TOPIC_IDS = itertools.count(1)
@@ -457,7 +457,7 @@ class FakeAdmin(FakeAclAdmin):
                 if e.incremental_operation == AlterConfigOpType.DELETE:
                     config.pop(e.name, None)
                 else:
-                    config[e.name] = e.value
+                    config[e.name] = cast(str, e.value)
         return {res: done(None) for res in resources}
 
     # consumer groups
@@ -486,6 +486,20 @@ class FakeAdmin(FakeAclAdmin):
             group = self.cluster.groups.get(r.group_id, FakeGroup())
             tps = [TopicPartition(t, p, o, metadata=m) for (t, p), (o, m) in sorted(group.offsets.items())]
             out[r.group_id] = done(SimpleNamespace(group_id=r.group_id, topic_partitions=tps))
+        return out
+
+    def delete_consumer_groups(self, group_ids: Sequence[str], **_: Any) -> dict[str, Future[Any]]:
+        self.calls.append("delete_consumer_groups")
+        out: dict[str, Future[Any]] = {}
+        for g in group_ids:
+            group = self.cluster.groups.get(g)
+            if group is None:
+                out[g] = failed(KafkaError.GROUP_ID_NOT_FOUND, "no such group")
+            elif group.members:
+                out[g] = failed(KafkaError.NON_EMPTY_GROUP, "the group has active members")
+            else:
+                del self.cluster.groups[g]
+                out[g] = done(None)
         return out
 
     def alter_consumer_group_offsets(self, requests: Sequence[Any], **_: Any) -> dict[str, Future[Any]]:
@@ -554,7 +568,8 @@ class SpyAdmin:
             if isinstance(out, dict) and out and all(isinstance(f, Future) for f in out.values()):
                 return {k: self._answer(f) for k, f in out.items()}
             if self.hang or self.fail is not None:  # a call answering at once (list_topics)
-                raise KafkaException(KafkaError(KafkaError._TIMED_OUT if self.hang else self.fail, "injected"))
+                code = KafkaError._TIMED_OUT if self.hang or self.fail is None else self.fail
+                raise KafkaException(KafkaError(code, "injected"))
             return out
 
         return call
@@ -587,7 +602,7 @@ class FakeMessage:
     def timestamp(self) -> tuple[int, int]:
         return (1, self._record.timestamp_ms)
 
-    def headers(self) -> list[tuple[str, bytes | None]] | None:
+    def headers(self) -> list[tuple[str, str | bytes | None]] | None:
         return self._record.headers
 
 
@@ -609,10 +624,12 @@ class FakeProducer:
         value: bytes | None = None,
         key: bytes | None = None,
         partition: int = -1,
+        callback: Any = None,
         on_delivery: Any = None,
         timestamp: int = 0,
         headers: Any = None,
     ) -> None:
+        on_delivery = callback or on_delivery
         if topic not in self.cluster.topics:
             if on_delivery is not None:
                 on_delivery(KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART), None)
@@ -915,6 +932,9 @@ class FakeTaskProducer:
         self.purged += len(self.in_flight)
         self.in_flight.clear()
 
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
+        return FakeAdmin(self.cluster).list_topics(topic, timeout)
+
     # transactions (KIP-98)
     def init_transactions(self, timeout: float = -1) -> None:
         tid = self.transactional_id
@@ -997,6 +1017,21 @@ class FakeErrorMessage:
 
     def partition(self) -> int:
         return self._partition
+
+    def offset(self) -> int | None:
+        return None
+
+    def key(self) -> bytes | None:
+        return None
+
+    def value(self) -> bytes | None:
+        return None
+
+    def headers(self) -> None:
+        return None
+
+    def timestamp(self) -> tuple[int, int]:
+        return (0, 0)
 
 
 class FakeTaskConsumer(FakeConsumer):

@@ -23,11 +23,11 @@ from may still hold is fenced (:mod:`mirrorspark.replication.worker.fencing`), C
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from mirrorspark.client.context import FlowContext
 from mirrorspark.config.model import FlowConfig
 from mirrorspark.errors import ClusterError, ConfigError
+from mirrorspark.kafka.protocols import MessageLike
 from mirrorspark.kafka.reader import ALL_PARTITIONS, TopicReader
 from mirrorspark.mm2.connect_configs import ConnectTaskCounts
 from mirrorspark.mm2.connect_offsets import task_transactional_id
@@ -69,7 +69,7 @@ def read_previous_task_count(context: FlowContext, *, timeout_s: float = 60.0) -
     cfg = context.flow
     counts = ConnectTaskCounts(cfg.source_connector_name)
 
-    def on_message(m: Any) -> None:
+    def on_message(m: MessageLike) -> None:
         counts.add(m.key(), m.value())
 
     client_id = context.client_id("connect-configs-consumer")

@@ -39,7 +39,9 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, cast
+from typing import cast
+
+from confluent_kafka import KafkaError, Producer
 
 from mirrorspark.client.context import FlowContext, Side
 from mirrorspark.config.model import FlowConfig, MirrorConfig
@@ -214,7 +216,7 @@ class ControlStore:
         self._clock_ms = clock_ms
         self._admins: dict[str, ClusterAdmin] = {}
         self._tail: ControlTail | None = None
-        self._producer: Any = None
+        self._producer: Producer | None = None
 
     def __enter__(self) -> ControlStore:
         return self
@@ -333,7 +335,7 @@ class ControlStore:
             )
         errors: list[str] = []
 
-        def on_delivery(err: Any, _msg: Any) -> None:
+        def on_delivery(err: KafkaError | None, _msg: object) -> None:
             if err is not None:
                 errors.append(err.str())
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from mirrorspark.client.context import FlowContext
 from mirrorspark.config.model import ClientSettings
 from mirrorspark.errors import CorruptRecordError, SourceConnectorNameError
 from mirrorspark.kafka.admin import PartitionKey
 from mirrorspark.kafka.factory import ClientFactory
+from mirrorspark.kafka.protocols import MessageLike
 from mirrorspark.kafka.reader import ALL_PARTITIONS, TopicReader
 from mirrorspark.mm2.connect_offsets import (
     TOPIC_ID_MARKER,
@@ -72,7 +72,7 @@ def read_source_offset_history(
     """
     out: dict[PartitionKey, OffsetHistory] = {}
 
-    def on_message(m: Any) -> None:
+    def on_message(m: MessageLike) -> None:
         try:
             decoded = decode_source_offset(m.key() or b"", m.value(), connector_name=connector_name)
         except CorruptRecordError as e:

@@ -19,13 +19,14 @@ import contextlib
 import time
 from collections.abc import Container, Iterator, Mapping
 from concurrent.futures import Future
-from typing import Any, Final, TypeVar
+from typing import Final, TypeVar
 
 from confluent_kafka import KafkaError, KafkaException
 
 from mirrorspark.config.keys import KEYS
 from mirrorspark.errors import ClusterError, ClusterUnreachableError
 from mirrorspark.kafka.factory import serve_logs
+from mirrorspark.kafka.protocols import AdminLike
 
 PartitionKey = tuple[str, int]
 """``(topic, partition)``."""
@@ -107,7 +108,7 @@ class AdminBase:
     Parameters
     ----------
     admin:
-        The confluent-kafka ``AdminClient`` (or an object offering the methods called).
+        The confluent-kafka ``AdminClient`` (or an object offering the methods called: :class:`AdminLike`).
     alias:
         The cluster alias, for messages.
     timeout_s:
@@ -122,7 +123,7 @@ class AdminBase:
 
     def __init__(
         self,
-        admin: Any,
+        admin: AdminLike,
         alias: str,
         *,
         timeout_s: float = DEFAULT_TIMEOUT_S,

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, KafkaError, TopicPartition
 
 from mirrorspark.errors import ClusterError
 from mirrorspark.kafka.admin_base import AdminBase, PartitionKey
+from mirrorspark.kafka.protocols import GroupConsumerLike
 
 
 @dataclass(frozen=True)
@@ -186,7 +186,7 @@ class GroupCalls(AdminBase):
         return out
 
     def committed_group_offsets(
-        self, consumer: Any, group: str, *, topics: Iterable[str] | None = None
+        self, consumer: GroupConsumerLike, group: str, *, topics: Iterable[str] | None = None
     ) -> dict[PartitionKey, tuple[int, str]]:
         """Return a consumer group's committed offsets, read by a consumer of the group (``OffsetFetch``).
 

@@ -27,6 +27,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 
 from mirrorspark.errors import ClusterError
+from mirrorspark.kafka.protocols import DeliveryCallback, ProducerLike
 
 log = logging.getLogger(__name__)
 
@@ -68,8 +69,8 @@ def _reason(err: object) -> str:
     return str(err)
 
 
-def _callback(i: int, acked: set[int], failures: dict[int, object]) -> Callable[[Any, Any], None]:
-    def on_delivery(err: Any, _msg: Any) -> None:
+def _callback(i: int, acked: set[int], failures: dict[int, object]) -> DeliveryCallback:
+    def on_delivery(err: KafkaError | None, _msg: object) -> None:
         if err is None:
             acked.add(i)
         else:
@@ -79,7 +80,7 @@ def _callback(i: int, acked: set[int], failures: dict[int, object]) -> Callable[
 
 
 def deliver(
-    producer: Any,
+    producer: ProducerLike,
     records: Sequence[Outgoing],
     *,
     what: str,
@@ -94,7 +95,7 @@ def deliver(
     Parameters
     ----------
     producer:
-        A confluent-kafka ``Producer`` (or an object offering ``produce``/``poll``/``flush``).
+        A confluent-kafka ``Producer`` (or an object offering ``produce``/``poll``/``flush``: :class:`ProducerLike`).
     records:
         The records, in the order they must be written.
     what:

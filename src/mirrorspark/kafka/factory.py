@@ -117,7 +117,7 @@ def with_logger(conf: dict[str, Any], client_id: str) -> dict[str, Any]:
     return conf
 
 
-def serve_logs(client: Any) -> None:
+def serve_logs(client: object) -> None:
     """Hand the log lines librdkafka queued for ``client`` to Python logging (``poll(0)``; no-op without it).
 
     Parameters

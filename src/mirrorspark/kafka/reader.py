@@ -6,12 +6,13 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from confluent_kafka import KafkaError, TopicPartition
+from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from mirrorspark.config.model import ClientSettings
 from mirrorspark.errors import ClusterError
 from mirrorspark.kafka.admin import ClusterAdmin
 from mirrorspark.kafka.factory import ClientFactory, KafkaClients
+from mirrorspark.kafka.protocols import MessageLike
 
 ALL_PARTITIONS = None
 """``partition=ALL_PARTITIONS``: :class:`TopicReader` reads every partition of the topic."""
@@ -79,7 +80,7 @@ class TopicReader:
             alias,
             bootstrap_servers=admin_settings.bootstrap_servers,
         )
-        self._consumer: Any = None
+        self._consumer: Consumer | None = None
         self._assigned: frozenset[int] = frozenset()
         self._settings = settings
         self._client_id = client_id
@@ -148,7 +149,7 @@ class TopicReader:
 
     def read_messages(
         self,
-        on_message: Callable[[Any], None],
+        on_message: Callable[[MessageLike], None],
         *,
         timeout_s: float = 30.0,
         cancelled: Callable[[], bool] | None = None,

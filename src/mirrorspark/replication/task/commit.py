@@ -26,7 +26,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Protocol
+from typing import Protocol
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
@@ -34,13 +34,14 @@ from mirrorspark.core.progress_records import decode_report, encode_report, newe
 from mirrorspark.core.replica_rows import FetchSource
 from mirrorspark.errors import ClusterError, DataPathError
 from mirrorspark.kafka.delivery import Outgoing
+from mirrorspark.kafka.protocols import ProducerLike, SourceConsumerLike, TransactionalProducerLike
 from mirrorspark.mm2.connect_offsets import (
     OffsetHistory,
     default_partition,
     topic_id_marker_key,
     topic_id_marker_value,
 )
-from mirrorspark.mm2.offset_syncs import CopiedSegment, flush_delayed, fold_acknowledged
+from mirrorspark.mm2.offset_syncs import CopiedSegment, SyncState, flush_delayed, fold_acknowledged
 from mirrorspark.replication.task.commit_records import (
     UNKNOWN_SOURCE,
     CommitWrites,
@@ -102,8 +103,8 @@ class _Committer:
         spec: CopyTaskSpec,
         partitions: TaskPartitions,
         *,
-        consumer: Any,
-        data: Any,
+        consumer: SourceConsumerLike,
+        data: TransactionalProducerLike,
         writes: CommitWrites,
         syncs: CommitWrites | None,
         channel: Channel,
@@ -248,7 +249,7 @@ class AtLeastOnceCommitter(_Committer):
         positions = self._positions(keys)
         syncs: list[Outgoing] = []
         commits: list[Outgoing] = []
-        updates: list[tuple[PartitionCopy, int, Any, tuple[CopiedSegment, ...], int]] = []
+        updates: list[tuple[PartitionCopy, int, SyncState, tuple[CopiedSegment, ...], int]] = []
         now = int(time.time() * 1000)
         for key in keys:
             pc = self.parts.by_key[key]
@@ -550,7 +551,7 @@ class TransactionalCommitter(_Committer):
         self.data.begin_transaction()
 
 
-def _purged(err: Any) -> bool:
+def _purged(err: object) -> bool:
     """Whether a delivery error only says the record was purged (an aborted transaction, a released producer)."""
     return isinstance(err, KafkaError) and err.code() in _PURGE_CODES
 
@@ -558,7 +559,7 @@ def _purged(err: Any) -> bool:
 _PURGE_CODES = frozenset({KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT})  # noqa: SLF001 (librdkafka codes)
 
 
-def _produce(producer: Any, o: Outgoing) -> None:
+def _produce(producer: ProducerLike, o: Outgoing) -> None:
     while True:
         try:
             producer.produce(o.topic, o.value, o.key, o.partition)
@@ -567,7 +568,7 @@ def _produce(producer: Any, o: Outgoing) -> None:
             producer.poll(0.05)
 
 
-def commit_transaction(data: Any, spec: CopyTaskSpec) -> bool:
+def commit_transaction(data: TransactionalProducerLike, spec: CopyTaskSpec) -> bool:
     """Commit the open transaction (retrying retriable errors); ``False`` when it was aborted instead.
 
     Raises

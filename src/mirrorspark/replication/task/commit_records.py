@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import partial
-from typing import Any
 
 from confluent_kafka import KafkaError
 
@@ -17,6 +16,7 @@ from mirrorspark.core.progress_records import PartitionReport
 from mirrorspark.core.replica_rows import FetchSource
 from mirrorspark.errors import DataPathError
 from mirrorspark.kafka.delivery import Outgoing
+from mirrorspark.kafka.protocols import ProducerLike
 from mirrorspark.mm2.connect_offsets import default_partition, source_offset_key, source_offset_value
 from mirrorspark.mm2.offset_syncs import CopiedSegment
 from mirrorspark.mm2.records import OffsetSync
@@ -52,17 +52,17 @@ class CommitWrites:
         Keep retriable failures in :attr:`lost` instead of raising them.
     """
 
-    def __init__(self, producer: Any, what: str, alias: str, *, resend: bool = False) -> None:
+    def __init__(self, producer: ProducerLike, what: str, alias: str, *, resend: bool = False) -> None:
         self.producer = producer
         self.what = what
         self.alias = alias
         self.resend = resend
-        self.failure: tuple[str, Any] | None = None
+        self.failure: tuple[str, KafkaError | None] | None = None
         self.lost: list[Outgoing] = []
         """Records whose write failed for a retriable reason (``resend`` only), oldest first."""
-        self._lost_error: Any = None
+        self._lost_error: KafkaError | None = None
 
-    def _delivered(self, record: Outgoing, err: Any, msg: Any) -> None:
+    def _delivered(self, record: Outgoing, err: KafkaError | None, msg: object) -> None:
         if err is None:
             return
         if self.resend and _retriable_write(err):
@@ -132,7 +132,7 @@ _TIMED_OUT = frozenset({KafkaError._MSG_TIMED_OUT, KafkaError._TIMED_OUT})
 """librdkafka's local errors of a write the target did not acknowledge in time."""
 
 
-def _retriable_write(err: Any) -> bool:
+def _retriable_write(err: object) -> bool:
     """Whether a failed commit write may be written again later (retriable and not fatal)."""
     if not isinstance(err, KafkaError):
         return False

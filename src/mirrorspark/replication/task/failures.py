@@ -19,6 +19,7 @@ from mirrorspark.errors import (
     RecordTooLargeError,
     TransactionCoordinatorError,
 )
+from mirrorspark.kafka.protocols import MessageLike
 
 E = TypeVar("E", bound=MirrorsparkError)
 
@@ -29,13 +30,15 @@ def at(error: E, partition: str | None) -> E:
     return error
 
 
-def _kafka(err: Any) -> tuple[str | None, bool]:
+def _kafka(err: object) -> tuple[str | None, bool]:
     if isinstance(err, KafkaError):
         return err.name(), bool(err.retriable())
     return None, False
 
 
-def delivery_error(err: Any, source_topic: str, partition: int, target_topic: str, upstream: int) -> MirrorsparkError:
+def delivery_error(
+    err: object, source_topic: str, partition: int, target_topic: str, upstream: int
+) -> MirrorsparkError:
     """Build the error of a failed delivery of record ``upstream`` (too large, or a missing WRITE, named).
 
     Parameters
@@ -75,7 +78,7 @@ def delivery_error(err: Any, source_topic: str, partition: int, target_topic: st
     )
 
 
-def _reason(err: Any, target_topic: str) -> str:
+def _reason(err: object, target_topic: str) -> str:
     """Kafka's error text and name, with the fix for a missing WRITE on the remote topic."""
     if not isinstance(err, KafkaError):
         return str(err)
@@ -112,7 +115,7 @@ def produce_error(
     )
 
 
-def consumer_error(flow: str, consumer_conf: Mapping[str, Any], m: Any, err: Any) -> DataPathError:
+def consumer_error(flow: str, consumer_conf: Mapping[str, Any], m: MessageLike, err: KafkaError) -> DataPathError:
     """Build the error of a failed read: a partition's, or the consumer's own (``m.topic()`` is ``None``)."""
     code, retriable = _kafka(err)
     if m.topic() is not None:

@@ -70,12 +70,12 @@ def with_fetch_stats(conf: dict[str, Any], sources: dict[PartitionKey, FetchSour
     return conf
 
 
-def _producer(conf: Mapping[str, Any], **extra: Any) -> Any:
+def _producer(conf: Mapping[str, Any], **extra: Any) -> Producer:
     c = {**conf, **extra}
     return Producer(with_logger(c, str(c.get("client.id", "replication-producer"))))
 
 
-def _release(producer: Any, *, clean: bool) -> None:
+def _release(producer: Producer | None, *, clean: bool) -> None:
     """Drop what a producer still holds unless the task ended cleanly: a lost run's buffer is never delivered late.
 
     After a clean end the producer is closed here, in the task's thread, rather than whenever the

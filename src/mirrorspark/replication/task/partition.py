@@ -5,6 +5,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from confluent_kafka import KafkaError
+
+from mirrorspark.kafka.protocols import DeliveredLike
 from mirrorspark.mm2.metrics import HISTOGRAM_SIZE, bucket_of
 from mirrorspark.mm2.offset_syncs import CopiedSegment, SyncState
 from mirrorspark.replication.task.spec import PartitionAssignment, PartitionKey
@@ -95,7 +98,7 @@ class PartitionCopy:
         self.produced_n = 0
         self.acked_n = 0
         self.failures = 0
-        self.error: Any = None
+        self.error: tuple[KafkaError, int] | None = None  # the first failed delivery: (error, upstream offset)
         self.reports = 0
         self.reset_interval()
 
@@ -153,7 +156,7 @@ class PartitionCopy:
         if self.age_min < 0 or age < self.age_min:
             self.age_min = age
 
-    def delivered(self, err: Any, msg: Any) -> None:
+    def delivered(self, err: KafkaError | None, msg: DeliveredLike) -> None:
         """Record one delivery report of this partition's records (the producer's callback, in production order).
 
         Parameters
@@ -165,7 +168,7 @@ class PartitionCopy:
             the record's, in epoch ms, for replication latency).
         """
         if err is None:
-            self.downstream.append(msg.offset())
+            self.downstream.append(msg.offset())  # type: ignore[arg-type]  # set when delivered; no cast() per record
             self.acked_n += 1
             if not (self.acked_n - 1) & LATENCY_SAMPLE_MASK:  # the 1st, 17th, ... since the task began
                 lat = int(time.time() * 1000) - msg.timestamp()[1]

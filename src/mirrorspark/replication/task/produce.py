@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from confluent_kafka import KafkaError, KafkaException
 
-from mirrorspark.core.transforms import ConnectRecord
+from mirrorspark.core.transforms import ConnectRecord, Header
 from mirrorspark.errors import DataPathError
+from mirrorspark.kafka.protocols import Headers, MessageLike, TransactionalProducerLike
 from mirrorspark.replication.task.failures import at, produce_error
 from mirrorspark.replication.task.partition import LATENCY_SAMPLE_MASK, PartitionCopy
 
 
-def forward(producer: Any, pc: PartitionCopy, m: Any, offset: int, stall_timeout_s: float) -> None:
+def forward(
+    producer: TransactionalProducerLike, pc: PartitionCopy, m: MessageLike, offset: int, stall_timeout_s: float
+) -> None:
     """Produce source record ``m`` (at upstream ``offset``) to the same partition of ``pc``'s remote topic.
 
     Key, value, headers and timestamp unchanged, unless the flow has transforms
@@ -77,7 +80,13 @@ def forward(producer: Any, pc: PartitionCopy, m: Any, offset: int, stall_timeout
         pc.key_bytes += len(key)
 
 
-def forward_run(producer: Any, pc: PartitionCopy, msgs: Sequence[Any], start: int, stall_timeout_s: float) -> int:
+def forward_run(
+    producer: TransactionalProducerLike,
+    pc: PartitionCopy,
+    msgs: Sequence[MessageLike],
+    start: int,
+    stall_timeout_s: float,
+) -> int:
     """Produce the run of records of ``pc``'s partition that begins at ``msgs[start]``, as :func:`forward` does each.
 
     The copy loop's hot path: one fetch response hands a poll its records in runs per partition,
@@ -112,9 +121,9 @@ def forward_run(producer: Any, pc: PartitionCopy, msgs: Sequence[Any], start: in
             m = msgs[i]
             if m.error() is not None or m.partition() != part or m.topic() != topic:
                 break
-            forward(producer, pc, m, m.offset(), stall_timeout_s)
+            forward(producer, pc, m, cast(int, m.offset()), stall_timeout_s)
             i += 1
-        pc.read_to = msgs[i - 1].offset() + 1
+        pc.read_to = cast(int, msgs[i - 1].offset()) + 1
         return i
     produce, target, delivered = producer.produce, pc.target_topic, pc.delivered
     upstream = pc.upstream
@@ -126,7 +135,7 @@ def forward_run(producer: Any, pc: PartitionCopy, msgs: Sequence[Any], start: in
         m = msgs[i]
         if m.error() is not None or m.partition() != part or m.topic() != topic:
             break
-        offset = m.offset()
+        offset = m.offset()  # type: ignore[assignment]  # a record's offset is set; no cast() call per record
         ts_type, ts = m.timestamp()
         timestamp_ms = ts if ts_type else 0
         value, key, headers = m.value(), m.key(), m.headers()
@@ -157,17 +166,18 @@ def forward_run(producer: Any, pc: PartitionCopy, msgs: Sequence[Any], start: in
 
 def _transform(
     pc: PartitionCopy,
-    m: Any,
+    m: MessageLike,
     offset: int,
     key: bytes | None,
     value: bytes | None,
-    headers: list[tuple[str, bytes | None]] | None,
+    headers: Headers | None,
     timestamp_ms: int,
 ) -> ConnectRecord | None:
     """Run one record through the partition's bound transforms (the record as MM2's transforms see it)."""
     chain = pc.transforms
     assert chain is not None
-    record = ConnectRecord(pc.target_topic, pc.partition, key, value, tuple(headers) if headers else (), timestamp_ms)
+    listed = tuple(cast(list[Header], headers)) if headers else ()  # a consumed record's headers: the list form
+    record = ConnectRecord(pc.target_topic, pc.partition, key, value, listed, timestamp_ms)
     where = f"{m.topic()}-{m.partition()}"
     try:
         out = chain.apply(record)
@@ -193,12 +203,12 @@ def _transform(
 
 
 def produce_careful(
-    producer: Any,
+    producer: TransactionalProducerLike,
     pc: PartitionCopy,
     offset: int,
     key: bytes | None,
     value: bytes | None,
-    headers: list[tuple[str, bytes | None]] | None,
+    headers: Headers | None,
     timestamp_ms: int,
     stall_timeout_s: float,
 ) -> None:

@@ -30,11 +30,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import cast
 
 from confluent_kafka import KafkaError, TopicPartition
 
 from mirrorspark.core.replica_rows import FetchSource
+from mirrorspark.kafka.protocols import MessageLike, ProducerLike, SourceConsumerLike, TransactionalProducerLike
 from mirrorspark.replication.task.commit import (
     GRANT_POLL_S,
     GRANT_WAIT_S,
@@ -102,8 +103,7 @@ class CopyTaskRunner:
     spec:
         The task.
     consumer:
-        The source consumer (librdkafka ``Consumer`` shape: ``assign``, ``poll``, ``consume``,
-        ``position``, ``pause``, ``seek``, ``close``); not yet assigned.
+        The source consumer (:class:`~mirrorspark.kafka.protocols.SourceConsumerLike`); not yet assigned.
     data:
         The target data producer (idempotent; transactional in exactly-once mode, not yet initialised).
     commit_producer:
@@ -134,10 +134,10 @@ class CopyTaskRunner:
         self,
         spec: CopyTaskSpec,
         *,
-        consumer: Any,
-        data: Any,
-        commit_producer: Any,
-        syncs_producer: Any | None,
+        consumer: SourceConsumerLike,
+        data: TransactionalProducerLike,
+        commit_producer: ProducerLike,
+        syncs_producer: ProducerLike | None,
         channel: Channel,
         sources: Mapping[PartitionKey, FetchSource] | None = None,
         clock: Callable[[], float] = time.monotonic,
@@ -253,7 +253,7 @@ class CopyTaskRunner:
         self._grant_check_at = self.clock() + GRANT_POLL_S
         return not self.channel.may_commit()
 
-    def _poll(self) -> list[Any]:
+    def _poll(self) -> list[MessageLike]:
         """Wait up to :data:`POLL_TIMEOUT_S` for a record, then take what else is there, :data:`BATCH_RECORDS` at most.
 
         After a poll of :data:`BACKLOG_RECORDS` or more, the next one waits up to :data:`FILL_WAIT_S` to fill.
@@ -360,7 +360,7 @@ class CopyTaskRunner:
         by_key = self.parts.by_key
         self._produced = sum(len(by_key[k].upstream) for k in self.parts.dirty if k in by_key)
 
-    def _copy(self, msgs: list[Any]) -> int:
+    def _copy(self, msgs: list[MessageLike]) -> int:
         """Produce every record read; note out-of-range partitions (paused) and the dirty set.
 
         Records come in runs per partition (one fetch response each): each run is looked up once
@@ -382,7 +382,7 @@ class CopyTaskRunner:
                 self._read_error(m, err)
                 i += 1
                 continue
-            k = (m.topic(), m.partition())
+            k = cast(PartitionKey, (m.topic(), m.partition()))  # a record (no error) has both
             parts.dirty.add(k)
             pc = None if k in parts.out_of_range else parts.by_key.get(k)
             if pc is None:
@@ -393,7 +393,7 @@ class CopyTaskRunner:
             i = j
         return produced
 
-    def _read_error(self, m: Any, err: Any) -> None:
+    def _read_error(self, m: MessageLike, err: KafkaError) -> None:
         """Handle an error record: a partition's end (ignored), a position out of range (paused), else a failure.
 
         A log truncation found by librdkafka's leader-epoch validation (KIP-320, ``_LOG_TRUNCATION``:

@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
 
 from mirrorspark.errors import ClusterError, CorruptRecordError
 from mirrorspark.kafka.admin import ClusterAdmin
+from mirrorspark.kafka.protocols import ConsumerLike, MessageLike
 from mirrorspark.mm2.connect_offsets import (
     OffsetHistory,
     decode_source_offset,
@@ -71,7 +71,7 @@ def read_stored_offsets(
     spec: CopyTaskSpec,
     keys: Sequence[PartitionKey],
     *,
-    consumer: Any,
+    consumer: ConsumerLike,
     admin: ClusterAdmin,
     timeout_s: float,
 ) -> dict[PartitionKey, OffsetHistory]:
@@ -154,7 +154,9 @@ def _stuck(spec: CopyTaskSpec, admin: ClusterAdmin, todo: Mapping[int, int], tim
     )
 
 
-def _take(spec: CopyTaskSpec, m: Any, wanted: set[PartitionKey], out: dict[PartitionKey, OffsetHistory]) -> None:
+def _take(
+    spec: CopyTaskSpec, m: MessageLike, wanted: set[PartitionKey], out: dict[PartitionKey, OffsetHistory]
+) -> None:
     """Add one offsets-topic record to ``out`` if it is a source offset of ``wanted`` (corrupt ones skipped)."""
     err = m.error()
     if err is not None:
