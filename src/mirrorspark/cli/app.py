@@ -1,8 +1,8 @@
 """The ``mirrorspark`` command line.
 
-Every command turns a :class:`~mirrorspark.errors.MirrorsparkError` into one
-line on stderr (``error [CODE]: message``) and the error's exit code; the
-domain never prints.
+A :class:`~mirrorspark.errors.MirrorsparkError` out of any command becomes one line on
+stderr (``error [CODE]: message``) and the error's exit code, in one place
+(:class:`~mirrorspark.cli.conventions.CommandLineGroup`); the domain never prints.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from mirrorspark.cli.common import (
 )
 from mirrorspark.cli.config_commands import config_app, config_reference
 from mirrorspark.cli.control import control_app
-from mirrorspark.cli.conventions import ConventionGroup
+from mirrorspark.cli.conventions import CommandLineGroup, ConventionGroup
 from mirrorspark.cli.drill import drill
 from mirrorspark.cli.migration import checkpoints_app, failover, offsets_app
 from mirrorspark.cli.placement import placement_app
@@ -67,7 +67,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
-    cls=ConventionGroup,
+    cls=CommandLineGroup,
 )
 local_app = typer.Typer(
     help="Start and stop local Apache Kafka clusters (KRaft) for trying mirrorspark out.",
@@ -243,20 +243,15 @@ def run(
     """
     from mirrorspark.config.parse import load_config
 
-    try:
-        extra_conf = _spark_conf(spark_conf or [])
-        cfg = load_config(config, clusters=clusters)
-        if clusters:
-            for alias in clusters:
-                cfg.cluster(alias)
-        flows = cfg.enabled_flows(clusters or None)
-        # an unreachable cluster: one error line within --timeout, before Spark prints anything
-        check_reachable(cfg, (), timeout, flows=flows)
-        stats = _run(
-            cfg, clusters, master, until_caught_up, quiet, extra_conf, progress=err_console if json_out else None
-        )
-    except MirrorsparkError as e:
-        raise fail(e) from None
+    extra_conf = _spark_conf(spark_conf or [])
+    cfg = load_config(config, clusters=clusters)
+    if clusters:
+        for alias in clusters:
+            cfg.cluster(alias)
+    flows = cfg.enabled_flows(clusters or None)
+    # an unreachable cluster: one error line within --timeout, before Spark prints anything
+    check_reachable(cfg, (), timeout, flows=flows)
+    stats = _run(cfg, clusters, master, until_caught_up, quiet, extra_conf, progress=err_console if json_out else None)
     if json_out:
         print(json.dumps([as_dict(s) for s in stats], indent=2))
 
@@ -531,24 +526,21 @@ def local_up(
         if security in (LocalSecurity.SASL_PLAIN, LocalSecurity.SASL_SSL)
         else None
     )
-    try:
-        if timeout < 10:
-            from mirrorspark.errors import ConfigError
+    if timeout < 10:
+        from mirrorspark.errors import ConfigError
 
-            raise ConfigError(f"--timeout {timeout:g}s is too short: local clusters need at least 10s to start")
-        started = start_clusters(
-            aliases,
-            base_dir=dir,
-            brokers=brokers,
-            racks=rack_list,
-            # racks without the rack-aware selector would leave every read on the leader
-            extra_broker_props={"replica.selector.class": RACK_AWARE_SELECTOR} if rack_list else None,
-            security=security.value,
-            sasl_users=users,
-            timeout_s=timeout,
-        )
-    except MirrorsparkError as e:
-        raise fail(e) from None
+        raise ConfigError(f"--timeout {timeout:g}s is too short: local clusters need at least 10s to start")
+    started = start_clusters(
+        aliases,
+        base_dir=dir,
+        brokers=brokers,
+        racks=rack_list,
+        # racks without the rack-aware selector would leave every read on the leader
+        extra_broker_props={"replica.selector.class": RACK_AWARE_SELECTOR} if rack_list else None,
+        security=security.value,
+        sasl_users=users,
+        timeout_s=timeout,
+    )
     if json_out:
         print(json.dumps(started.to_json()))
         return
@@ -569,10 +561,7 @@ def local_down(
     """Stop the local clusters started with `mirrorspark local up`."""
     from mirrorspark.kafka.local.clusters import stop_clusters
 
-    try:
-        stopped = stop_clusters(dir)
-    except MirrorsparkError as e:
-        raise fail(e) from None
+    stopped = stop_clusters(dir)
     out_console.print(f"stopped: {', '.join(stopped) if stopped else 'nothing was running'}", highlight=False)
 
 
@@ -597,13 +586,10 @@ def status(
     from mirrorspark.client.status import status as compute
     from mirrorspark.config.parse import load_config
 
-    try:
-        cfg = load_config(config)
-        # a dead cluster: its address and the fix, within --timeout
-        check_reachable(cfg, cfg.clusters, timeout, flows=cfg.enabled_flows())
-        flows, clusters = compute(cfg)
-    except MirrorsparkError as e:
-        raise fail(e) from None
+    cfg = load_config(config)
+    # a dead cluster: its address and the fix, within --timeout
+    check_reachable(cfg, cfg.clusters, timeout, flows=cfg.enabled_flows())
+    flows, clusters = compute(cfg)
     if json_out:
         doc = {
             "flows": [
@@ -685,24 +671,8 @@ app.command()(elect)
 
 
 def main() -> None:
-    """Console-script entry point.
-
-    A Kafka error that no command translated (a bug: every call site should raise a
-    :class:`~mirrorspark.errors.ClusterError` naming its flow, topic or group) still ends
-    in one line and exit status 3, never a traceback.
-    """
-    from confluent_kafka import KafkaException
-
-    from mirrorspark.errors import ClusterError, ClusterUnreachableError
-
-    try:
-        app()
-    except KafkaException as e:
-        err = e.args[0] if e.args else e
-        raise SystemExit(fail(ClusterError(f"a Kafka call failed: {err}")).exit_code) from None
-    except TimeoutError:
-        e2 = ClusterUnreachableError("a Kafka call timed out: check that the clusters are up (run with -v for more)")
-        raise SystemExit(fail(e2).exit_code) from None
+    """Console-script entry point (errors become one line and an exit code in :class:`CommandLineGroup`)."""
+    app()
 
 
 __all__ = ["app", "main"]

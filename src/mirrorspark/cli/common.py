@@ -358,7 +358,7 @@ def fail(e: MirrorsparkError) -> typer.Exit:
     Returns
     -------
     typer.Exit
-        To be raised by the command (``raise fail(e) from None``).
+        To be raised (``raise fail(e) from None``); a command lets its error out to ``CommandLineGroup``.
     """
     err_console.print(f"[bold red]error[/] [{e.code}]: {e.message}", markup=True, highlight=False, soft_wrap=True)
     return typer.Exit(e.exit_code)
