@@ -19,7 +19,7 @@ from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 from types import FrameType
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -49,6 +49,9 @@ from mirrorspark.cli.placement import placement_app
 from mirrorspark.cli.regions import REPLICA_STATUS_CONTEXT, elect, replica_status
 from mirrorspark.cli.service import service
 from mirrorspark.errors import MirrorsparkError
+
+if TYPE_CHECKING:
+    from mirrorspark.client.context import ReplicationContext
 
 EXIT_CODES = (
     "Exit codes: 0 done; 1 placement finish: still in progress; 2 bad config or usage; 3 cluster error or "
@@ -241,6 +244,7 @@ def run(
     Exits 9 (SPARK_DRIVER_LOST) within seconds if the Spark driver JVM dies: every copy task ends
     without committing; start the run again.
     """
+    from mirrorspark.client.context import ReplicationContext
     from mirrorspark.config.parse import load_config
 
     extra_conf = _spark_conf(spark_conf or [])
@@ -249,9 +253,11 @@ def run(
         for alias in clusters:
             cfg.cluster(alias)
     flows = cfg.enabled_flows(clusters or None)
+    context = ReplicationContext(cfg)  # the run's one: built here, handed to the Replicator
     # an unreachable cluster: one error line within --timeout, before Spark prints anything
-    check_reachable(cfg, (), timeout, flows=flows)
-    stats = _run(cfg, clusters, master, until_caught_up, quiet, extra_conf, progress=err_console if json_out else None)
+    check_reachable(cfg, (), timeout, flows=flows, context=context)
+    progress = err_console if json_out else None
+    stats = _run(context, clusters, master, until_caught_up, quiet, extra_conf, progress=progress)
     if json_out:
         print(json.dumps([as_dict(s) for s in stats], indent=2))
 
@@ -289,7 +295,7 @@ def _spark_conf(items: list[str]) -> dict[str, str]:
 
 
 def _run(
-    cfg: Any,
+    context: ReplicationContext,
     clusters: list[str] | None,
     master: str | None,
     until_caught_up: bool,
@@ -320,7 +326,7 @@ def _run(
 
     # not at INFO: a run that cannot connect prints its one error line alone; "flows started in N s" says when
     logging.getLogger("mirrorspark.start-up").debug("starting (config loaded)")
-    replicator = Replicator(cfg, targets=clusters, on_stats=on_stats)
+    replicator = Replicator(context.config, targets=clusters, on_stats=on_stats, context=context)
 
     def on_sigint(_sig: int, _frame: FrameType | None) -> None:
         if replicator.stopping:

@@ -29,6 +29,7 @@ from rich.console import Console
 from mirrorspark.errors import ConfigError, MirrorsparkError, ServiceError
 
 if TYPE_CHECKING:
+    from mirrorspark.client.context import ReplicationContext
     from mirrorspark.config.model import MirrorConfig
 
 T = TypeVar("T")
@@ -264,7 +265,12 @@ def parse_iso_duration(value: str) -> datetime.timedelta:
 
 
 def check_reachable(
-    config: MirrorConfig, aliases: Iterable[str], timeout_s: float | None, *, flows: Iterable[Any] = ()
+    config: MirrorConfig,
+    aliases: Iterable[str],
+    timeout_s: float | None,
+    *,
+    flows: Iterable[Any] = (),
+    context: ReplicationContext | None = None,
 ) -> None:
     """Ask each cluster for its metadata once, before a command does anything else.
 
@@ -283,6 +289,8 @@ def check_reachable(
         at most :data:`~mirrorspark.kafka.admin.REACHABLE_TIMEOUT_S`.
     flows:
         Flows (:class:`~mirrorspark.config.model.FlowConfig`) whose source and target the command uses.
+    context:
+        The command's context of ``config`` (``run`` hands the same one to the ``Replicator``); ``None``: built here.
 
     Raises
     ------
@@ -297,7 +305,8 @@ def check_reachable(
     """
     from mirrorspark.client.context import ReplicationContext, Side
 
-    context = ReplicationContext(config)
+    if context is None:
+        context = ReplicationContext(config)
     checked: set[str] = set()
     for flow in flows:
         ctx = context.flow(flow.source, flow.target)
