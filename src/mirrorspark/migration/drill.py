@@ -93,7 +93,7 @@ class FlowDrill:
             ) from None
         self.migration = ConsumerMigration(config, source=source, target=target, timeout_s=timeout_s)
         self.ctx = self.migration.context
-        self.flow = self.migration.flow
+        self.flow_config = self.migration.flow_config
         self.source, self.target = source, target
         self._clock_ms = clock_ms
         self._positions: dict[PartitionKey, int] = {}
@@ -139,7 +139,7 @@ class FlowDrill:
         m.translator.load_syncs(read_to_end_required=False)
         groups = tuple(self._group(g, latest[g]) for g in names)
         return DrillResult(
-            flow=self.flow.name,
+            flow=self.flow_config.name,
             source=self.source,
             target=self.target,
             at=at,
@@ -281,7 +281,7 @@ class FlowDrill:
 
     def _policy(self, groups: list[str]) -> PolicyVerdict:
         """Say what ``mirrorspark.failover.policy`` would do now, from the source's metadata."""
-        cfg, src = self.flow, self.migration.admin(self.source)
+        cfg, src = self.flow_config, self.migration.admin(self.source)
         topics = sorted({t for t, _ in self._ends})
         layouts = src.partition_metadata(topics) if topics else []
         min_isr: dict[str, int] = {}
@@ -335,7 +335,7 @@ class FlowDrill:
         if not yes and (self.pattern is None or matches_any_group(self.pattern.pattern)):
             shown = "no --groups" if self.pattern is None else f"--groups '{self.pattern.pattern}'"
             raise ControlError(
-                f"drill --execute with {shown} drills every consumer group of the flow {self.flow.name}: "
+                f"drill --execute with {shown} drills every consumer group of the flow {self.flow_config.name}: "
                 "name the groups with --groups REGEX, or add --yes to drill them all"
             )
         predicted = self.predict()
@@ -473,7 +473,7 @@ def record_drill(migration: ConsumerMigration, result: DrillResult) -> str:
     ClusterError
         The topic could not be created or the record was not acknowledged.
     """
-    ctx, cfg = migration.context, migration.flow
+    ctx, cfg = migration.context, migration.flow_config
     topic = drills_topic(cfg.source, ctx.policy)
     migration.admin(cfg.target).ensure_topic(
         topic,
