@@ -172,8 +172,8 @@ def _bytes(n: float) -> str:
     return f"{n:.1f} GiB"
 
 
-def progress_table(stats: list[Any], *, elapsed_s: float) -> Table:
-    """Render flows' progress (records, bytes, lag, rate) as a Rich table."""
+def stats_table(stats: list[Any], *, elapsed_s: float) -> Table:
+    """Render flows' stats (records, bytes, lag, rate) as a Rich table."""
     t = Table(title=f"mirrorspark — {elapsed_s:.0f} s", expand=False)
     for col in ("flow", "topic → remote topic", "records", "bytes", "lag", "records/s", "latency avg ms"):
         t.add_column(col, justify="right" if col not in ("flow", "topic → remote topic") else "left")
@@ -226,9 +226,9 @@ def run(
     ] = False,
     json_out: Annotated[
         bool,
-        typer.Option("--json", help="Print the final stats as JSON on stdout; the progress view goes to stderr."),
+        typer.Option("--json", help="Print the final stats as JSON on stdout; the live view goes to stderr."),
     ] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No live progress view.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No live view of the stats.")] = False,
     timeout: StartTimeoutOption = None,
     spark_conf: Annotated[
         list[str] | None,
@@ -256,8 +256,8 @@ def run(
     context = ReplicationContext(cfg)  # the run's one: built here, handed to the Replicator
     # an unreachable cluster: one error line within --timeout, before Spark prints anything
     check_reachable(cfg, (), timeout, flows=flows, context=context)
-    progress = err_console if json_out else None
-    stats = _run(context, clusters, master, until_caught_up, quiet, extra_conf, progress=progress)
+    console = err_console if json_out else None
+    stats = _run(context, clusters, master, until_caught_up, quiet, extra_conf, console=console)
     if json_out:
         print(json.dumps([as_dict(s) for s in stats], indent=2))
 
@@ -302,11 +302,11 @@ def _run(
     quiet: bool,
     spark_conf: dict[str, str] | None = None,
     *,
-    progress: Console | None = None,
+    console: Console | None = None,
 ) -> list[Any]:
     from mirrorspark.replication.driver import Replicator
 
-    view = out_console if progress is None else progress  # --json: stdout holds the JSON alone
+    view = out_console if console is None else console  # --json: stdout holds the JSON alone
 
     started = time.monotonic()
     live: Live | None = None
@@ -315,7 +315,7 @@ def _run(
     def on_stats(stats: list[Any]) -> None:
         elapsed = time.monotonic() - started
         if live is not None:
-            live.update(progress_table(stats, elapsed_s=elapsed))
+            live.update(stats_table(stats, elapsed_s=elapsed))
         elif not quiet and time.monotonic() - last_print[0] >= 5.0:
             last_print[0] = time.monotonic()
             for f in stats:
@@ -369,7 +369,7 @@ def _run(
         for s, handler in previous.items():
             signal.signal(s, handler)
     if not quiet:
-        view.print(progress_table(stats, elapsed_s=time.monotonic() - started))
+        view.print(stats_table(stats, elapsed_s=time.monotonic() - started))
     return stats
 
 

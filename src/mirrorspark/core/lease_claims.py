@@ -28,7 +28,7 @@ def lease_topic(source_alias: str, policy: ReplicationPolicy | None = None) -> s
         The flow's source cluster alias.
     policy:
         The flow's replication policy: the name uses its internal separator, as the control and
-        progress topics do; ``None`` = the default policy's naming.
+        totals topics do; ``None`` = the default policy's naming.
 
     Returns
     -------

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from mirrorspark.mm2.internal_topics import PROGRESS_PREFIX, mirrorspark_topic
+from mirrorspark.mm2.internal_topics import TOTALS_PREFIX, mirrorspark_topic
 from mirrorspark.mm2.policy import ReplicationPolicy
 
 
@@ -69,7 +69,7 @@ def totals_topic(source_alias: str, policy: ReplicationPolicy | None = None) -> 
     str
         ``mm2-progress<isep><source_alias><isep>internal``, e.g. ``mm2-progress.A.internal``.
     """
-    return mirrorspark_topic(PROGRESS_PREFIX, policy, source_alias)
+    return mirrorspark_topic(TOTALS_PREFIX, policy, source_alias)
 
 
 def encode_totals(flow: str, topic: str, p: TopicTotals) -> tuple[bytes, bytes]:

@@ -87,13 +87,13 @@ class DriverState(StrEnum):
     STOPPED = "stopped"
 
 
-PROGRESS_INTERVAL_S = 5.0
+TOTALS_INTERVAL_S = 5.0
 """Seconds between two publications of a flow's totals to ``mm2-progress.<source>.internal``."""
 
 
 @dataclass(frozen=True)
 class TopicStats:
-    """Progress of one replicated topic of a flow.
+    """Stats of one replicated topic of a flow (this run).
 
     Attributes
     ----------
@@ -121,7 +121,7 @@ class TopicStats:
 
 @dataclass(frozen=True)
 class FlowStats:
-    """Progress of one flow: totals and per topic.
+    """Stats of one flow (this run): its sums and per topic.
 
     Attributes
     ----------
@@ -440,10 +440,10 @@ class Replicator:
         self.totals.append(publisher)
         lock = flow.lock
         self.control.add(
-            f"publish progress {flow.name}",
-            PROGRESS_INTERVAL_S,
+            f"publish totals {flow.name}",
+            TOTALS_INTERVAL_S,
             _discard(publisher.publish, lock),
-            initial_delay_s=PROGRESS_INTERVAL_S,
+            initial_delay_s=TOTALS_INTERVAL_S,
         )
         if cfg.sync_topic_configs_enabled:
             self.control.add(
@@ -675,7 +675,7 @@ class Replicator:
             self.on_stats(stats if stats is not None else self.stats())
 
     def stats(self, *, wait_s: float | None = None) -> list[FlowStats]:
-        """Return the current progress of every flow.
+        """Return the current stats of every flow.
 
         Parameters
         ----------

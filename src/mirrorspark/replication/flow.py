@@ -37,7 +37,7 @@ from mirrorspark.kafka.admin import ClusterAdmin, PartitionKey
 from mirrorspark.mm2.connect_offsets import OffsetHistory
 from mirrorspark.mm2.translation import CopiedRanges
 from mirrorspark.replication.gap_ledger import GapLedger
-from mirrorspark.replication.positions import PartitionProgress, Positions
+from mirrorspark.replication.positions import PartitionPosition, Positions
 from mirrorspark.replication.progress_channel import ProgressChannelReader
 from mirrorspark.replication.task_configs import TaskConfigs
 from mirrorspark.replication.topic_sync import TopicSync
@@ -135,7 +135,7 @@ class Flow:
         return self.topics.offset_syncs_topic
 
     @property
-    def partitions(self) -> dict[PartitionKey, PartitionProgress]:
+    def partitions(self) -> dict[PartitionKey, PartitionPosition]:
         """Every replicated partition's progress (see :attr:`Positions.by_key`)."""
         return self.positions.by_key
 
@@ -437,7 +437,7 @@ class Flow:
         of another incarnation of the topic is dropped: :meth:`apply_report`). Records
         ``generation`` as started: partitions added from now on move only on reports of
         later generations
-        (:attr:`~mirrorspark.replication.positions.PartitionProgress.from_generation`).
+        (:attr:`~mirrorspark.replication.positions.PartitionPosition.from_generation`).
         Returns an empty list once the flow is halted. ``epoch``: the lease epoch the generation
         runs under (:attr:`CopyTaskSpec.epoch`). The tasks' reports name this driver run
         (:attr:`~mirrorspark.replication.positions.Positions.run`).
