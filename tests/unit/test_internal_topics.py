@@ -15,8 +15,8 @@ from mirrorspark.core.gaps import GAPS_PREFIX
 from mirrorspark.core.lease_claims import LEASE_PREFIX
 from mirrorspark.mm2.internal_topics import (
     CONTROL_PREFIX,
-    PROGRESS_PREFIX,
     TASK_PROGRESS_PREFIX,
+    TOTALS_PREFIX,
     connect_configs_topic,
     connect_offsets_topic,
     connect_status_topic,
@@ -113,7 +113,7 @@ def test_the_names_are_the_naming_rules_applied_to_the_flow(props: dict[str, str
     policy = flow_policy(flow)
     own = {
         "progress_channel": TASK_PROGRESS_PREFIX,
-        "totals": PROGRESS_PREFIX,
+        "totals": TOTALS_PREFIX,
         "control": CONTROL_PREFIX,
         "gaps": GAPS_PREFIX,
         "lease": LEASE_PREFIX,

@@ -21,12 +21,12 @@ T0 = 1000.0
 
 # (scheduler, job, interval s, first run s after registration), in registration order: the wiring before #38
 EVERY_JOB = [
-    ("control", "publish progress A->B", 5.0, 5.0),
+    ("control", "publish totals A->B", 5.0, 5.0),
     ("control", "sync topic configs A->B", 600.0, 600.0),
     ("control", "sync topic ACLs A->B", 600.0, 0.0),
     ("control", "refresh topics A->B", 600.0, 600.0),
     ("control", "list end offsets A->B", 5.0, 5.0),
-    ("control", "publish progress B->A", 5.0, 5.0),
+    ("control", "publish totals B->A", 5.0, 5.0),
     ("control", "sync topic ACLs B->A", 600.0, 0.0),
     ("control", "refresh topics B->A", 600.0, 600.0),
     ("control", "list end offsets B->A", 5.0, 5.0),
@@ -106,7 +106,7 @@ def test_disabled_features_declare_no_jobs(monkeypatch: pytest.MonkeyPatch) -> N
     )
     try:
         assert [name for _, name, _, _ in registered(r)] == [
-            "publish progress A->B",
+            "publish totals A->B",
             "list end offsets A->B",
             "publish metrics A->B",
             "failover watch A->B",

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mirrorspark.core.lifetime_totals import TopicTotals, decode_totals, encode_totals
-from mirrorspark.mm2.internal_topics import PROGRESS_PREFIX, mirrorspark_topic
+from mirrorspark.mm2.internal_topics import TOTALS_PREFIX, mirrorspark_topic
 from mirrorspark.mm2.policy import DefaultReplicationPolicy
 
 pytestmark = pytest.mark.unit
@@ -21,8 +21,8 @@ def test_layout() -> None:
 
 def test_topic_is_internal_and_never_replicated() -> None:
     policy = DefaultReplicationPolicy()
-    assert mirrorspark_topic(PROGRESS_PREFIX, None, "A") == "mm2-progress.A.internal"
-    assert policy.is_internal_topic(mirrorspark_topic(PROGRESS_PREFIX, None, "A"))
+    assert mirrorspark_topic(TOTALS_PREFIX, None, "A") == "mm2-progress.A.internal"
+    assert policy.is_internal_topic(mirrorspark_topic(TOTALS_PREFIX, None, "A"))
 
 
 @given(st.text(min_size=1), st.text(min_size=1), st.integers(0, 2**62), st.integers(0, 2**62))

@@ -55,7 +55,7 @@ def channel(consumer: StubConsumer, *fresh: StubConsumer) -> ProgressChannelRead
     ch = ProgressChannelReader.__new__(ProgressChannelReader)  # no consumer of its own: the stub's
     flow = StubFlow()
     flow.fresh = list(fresh)
-    ch.flow, ch.skipped, ch._consumer, ch._next = flow, 0, consumer, 42  # type: ignore[assignment]
+    ch.sink, ch.skipped, ch._consumer, ch._next = flow, 0, consumer, 42  # type: ignore[assignment]
     return ch
 
 

@@ -22,7 +22,6 @@ from mirrorspark.cli.common import (
     TimeoutOption,
     as_dict,
     err_console,
-    fail,
     list_option,
     one_of,
     preview,
@@ -30,7 +29,6 @@ from mirrorspark.cli.common import (
     text_table,
 )
 from mirrorspark.cli.conventions import ConventionGroup
-from mirrorspark.errors import MirrorsparkError
 
 offsets_app = typer.Typer(
     help="Consumer-group offsets translated from a source cluster to a target (consumer migration).",
@@ -88,11 +86,8 @@ def offsets_export(
     """
     from mirrorspark.migration.plans import reset_plan_csv
 
-    try:
-        with _migration(config, source, target, timeout) as m:
-            latest = m.latest_checkpoints(group or None)
-    except MirrorsparkError as e:
-        raise fail(e) from None
+    with _migration(config, source, target, timeout) as m:
+        latest = m.latest_checkpoints(group or None)
     for g, cps in latest.items():
         if not cps:
             err_console.print(f"warning: group '{g}' has no checkpoints yet", highlight=False, markup=False)
@@ -130,11 +125,8 @@ def offsets_translate(
     Live through the flow's offset syncs (MM2's rule); the latest checkpoint wins when it is for exactly the
     committed offset. Failback topics translate in reverse.
     """
-    try:
-        with _migration(config, source, target, timeout) as m:
-            rows = m.translate_group(group)
-    except MirrorsparkError as e:
-        raise fail(e) from None
+    with _migration(config, source, target, timeout) as m:
+        rows = m.translate_group(group)
     if json_out:
         print(json.dumps([as_dict(r) for r in rows], indent=2))
         return
@@ -179,12 +171,9 @@ def failover(
     Previews the offsets unless --execute is given. Needs only TARGET; with SOURCE reachable the re-reads are
     computed too.
     """
-    try:
-        dry_run = preview(execute, dry_run)
-        with _migration(config, source, target, timeout) as m:
-            plan = m.failover(group, dry_run=dry_run)
-    except MirrorsparkError as e:
-        raise fail(e) from None
+    dry_run = preview(execute, dry_run)
+    with _migration(config, source, target, timeout) as m:
+        plan = m.failover(group, dry_run=dry_run)
     if json_out:
         out = as_dict(plan)
         out["total_rereads"] = plan.total_rereads
@@ -242,12 +231,9 @@ def checkpoints_read(
     timeout: TimeoutOption = None,
 ) -> None:
     """Print the checkpoints of SOURCE's groups on TARGET, one line per record as MM2's CheckpointFormatter does."""
-    try:
-        held_by = one_of(target, cluster, "--target", "--cluster")
-        with _migration(config, source, held_by, timeout) as m:
-            records = m.checkpoints(group)
-    except MirrorsparkError as e:
-        raise fail(e) from None
+    held_by = one_of(target, cluster, "--target", "--cluster")
+    with _migration(config, source, held_by, timeout) as m:
+        records = m.checkpoints(group)
     if json_out:
         print(json.dumps([as_dict(cp) for cp in records], indent=2))
         return
@@ -291,12 +277,9 @@ def source_list(
     timeout: TimeoutOption = None,
 ) -> None:
     """Show each partition's committed position (next source offset to copy), source end offset and lag."""
-    try:
-        with _source_offsets(config, source, target, timeout) as so:
-            rows = so.list_offsets(topic, partition)
-            reset = so.auto_offset_reset
-    except MirrorsparkError as e:
-        raise fail(e) from None
+    with _source_offsets(config, source, target, timeout) as so:
+        rows = so.list_offsets(topic, partition)
+        reset = so.auto_offset_reset
     if json_out:
         print(
             json.dumps(
@@ -465,30 +448,27 @@ def source_alter(
         ("--by-duration", "datetime", by_duration is not None),
     )
     chosen = [(n, to) for n, to, on in choices if on]
-    try:
-        dry_run = preview(execute, dry_run)
-        if len(chosen) != 1:
-            raise SourceOffsetsRequestError(
-                "give exactly one of --to-offset N, --to-earliest, --to-latest, --to-datetime ISO, --shift-by N, "
-                "--by-duration PnDTnHnMnS" + (f" (got {', '.join(n for n, _ in chosen)})" if chosen else "")
-            )
-        new_offset = one_of(to_offset, offset, "--to-offset", "--offset") if chosen[0][1] == "offset" else None
-        when = to_datetime
-        if by_duration is not None:
-            at = datetime.datetime.now(tz=datetime.UTC) - parse_iso_duration(by_duration)
-            when = at.isoformat(timespec="milliseconds")
-        with _source_offsets(config, source, target, timeout) as so:
-            plan = so.alter(
-                topic=topic,
-                partition=partition,
-                to=chosen[0][1],
-                offset=new_offset,
-                shift=shift_by,
-                datetime_iso=when,
-                dry_run=dry_run,
-            )
-    except MirrorsparkError as e:
-        raise fail(e) from None
+    dry_run = preview(execute, dry_run)
+    if len(chosen) != 1:
+        raise SourceOffsetsRequestError(
+            "give exactly one of --to-offset N, --to-earliest, --to-latest, --to-datetime ISO, --shift-by N, "
+            "--by-duration PnDTnHnMnS" + (f" (got {', '.join(n for n, _ in chosen)})" if chosen else "")
+        )
+    new_offset = one_of(to_offset, offset, "--to-offset", "--offset") if chosen[0][1] == "offset" else None
+    when = to_datetime
+    if by_duration is not None:
+        at = datetime.datetime.now(tz=datetime.UTC) - parse_iso_duration(by_duration)
+        when = at.isoformat(timespec="milliseconds")
+    with _source_offsets(config, source, target, timeout) as so:
+        plan = so.alter(
+            topic=topic,
+            partition=partition,
+            to=chosen[0][1],
+            offset=new_offset,
+            shift=shift_by,
+            datetime_iso=when,
+            dry_run=dry_run,
+        )
     _print_plan(plan, json_out)
 
 
@@ -508,12 +488,9 @@ def source_reset(
 
     Previews the tombstones unless --execute is given.
     """
-    try:
-        dry_run = preview(execute, dry_run)
-        with _source_offsets(config, source, target, timeout) as so:
-            plan = so.reset(topic=topic, partition=partition, dry_run=dry_run)
-    except MirrorsparkError as e:
-        raise fail(e) from None
+    dry_run = preview(execute, dry_run)
+    with _source_offsets(config, source, target, timeout) as so:
+        plan = so.reset(topic=topic, partition=partition, dry_run=dry_run)
     _print_plan(plan, json_out)
 
 
@@ -559,19 +536,16 @@ def source_move(
     """
     from mirrorspark.migration.source_offset_move import move_source_offsets
 
-    try:
-        dry_run = preview(execute, dry_run)
-        with _source_offsets(config, source, target, timeout) as so:
-            plan = move_source_offsets(
-                so,
-                from_connector=from_connector,
-                to_connector=to_connector,
-                topic=topic,
-                overwrite=overwrite,
-                dry_run=dry_run,
-            )
-    except MirrorsparkError as e:
-        raise fail(e) from None
+    dry_run = preview(execute, dry_run)
+    with _source_offsets(config, source, target, timeout) as so:
+        plan = move_source_offsets(
+            so,
+            from_connector=from_connector,
+            to_connector=to_connector,
+            topic=topic,
+            overwrite=overwrite,
+            dry_run=dry_run,
+        )
     _print_move(plan, json_out)
 
 

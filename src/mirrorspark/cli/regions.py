@@ -17,7 +17,7 @@ from mirrorspark.cli.common import (
     list_option,
     text_table,
 )
-from mirrorspark.errors import ConfigError, MirrorsparkError
+from mirrorspark.errors import ConfigError
 
 ClusterOption = Annotated[str, typer.Option("--cluster", help="The cluster alias (from 'clusters' in CONFIG).")]
 
@@ -101,24 +101,21 @@ def replica_status(
     from mirrorspark.regions.replica_status import replica_status as compute
 
     modes: dict[str, LeadersMode] = {"all": "all", "only": "only", "exclude": "exclude"}
-    try:
-        leaders = _leaders_mode(list(ctx.args))
-        wanted = parse_partitions(partitions) if partitions is not None else None
-        names = list(dict.fromkeys(topics)) if topics else None
-        cfg = load_config(config)
-        check_reachable(cfg, [cluster], timeout)  # its address and the fix, within --timeout
-        status = compute(
-            cfg,
-            cluster,
-            topics=names,
-            partitions=wanted,
-            leaders=modes[leaders],
-            exclude_internal=exclude_internal,
-            remote=remote,
-            timeout_s=timeout,
-        )
-    except MirrorsparkError as e:
-        raise fail(e) from None
+    leaders = _leaders_mode(list(ctx.args))
+    wanted = parse_partitions(partitions) if partitions is not None else None
+    names = list(dict.fromkeys(topics)) if topics else None
+    cfg = load_config(config)
+    check_reachable(cfg, [cluster], timeout)  # its address and the fix, within --timeout
+    status = compute(
+        cfg,
+        cluster,
+        topics=names,
+        partitions=wanted,
+        leaders=modes[leaders],
+        exclude_internal=exclude_internal,
+        remote=remote,
+        timeout_s=timeout,
+    )
     if json_out:
         doc = []
         for r in status.rows:
@@ -211,31 +208,28 @@ def elect(
     from mirrorspark.errors import ClusterError
     from mirrorspark.regions.replica_status import elect as run_election
 
-    try:
-        if all_ == (topic is not None):
-            raise ConfigError("elect needs either --topic T [--partition P] or --all")
-        if partition is not None and topic is None:
-            raise ConfigError("--partition needs --topic")
-        if type_ is ElectionTypeChoice.UNCLEAN and not yes_lose_data:
-            raise ConfigError(
-                "an unclean election elects a replica that may lack records the old leader had (they are lost, "
-                "and flows reading the partition record a gap): add --yes-i-may-lose-data to go ahead"
-            )
-        cfg = load_config(config)
-        check_reachable(cfg, [cluster], timeout)  # its address and the fix, within --timeout
-        targets = None
-        if topic is not None:
-            if partition is not None:
-                targets = [(topic, partition)]
-            else:
-                from mirrorspark.regions.replica_status import replica_status as compute
+    if all_ == (topic is not None):
+        raise ConfigError("elect needs either --topic T [--partition P] or --all")
+    if partition is not None and topic is None:
+        raise ConfigError("--partition needs --topic")
+    if type_ is ElectionTypeChoice.UNCLEAN and not yes_lose_data:
+        raise ConfigError(
+            "an unclean election elects a replica that may lack records the old leader had (they are lost, "
+            "and flows reading the partition record a gap): add --yes-i-may-lose-data to go ahead"
+        )
+    cfg = load_config(config)
+    check_reachable(cfg, [cluster], timeout)  # its address and the fix, within --timeout
+    targets = None
+    if topic is not None:
+        if partition is not None:
+            targets = [(topic, partition)]
+        else:
+            from mirrorspark.regions.replica_status import replica_status as compute
 
-                states = compute(cfg, cluster, topics=[topic], timeout_s=timeout).partitions
-                targets = [(s.topic, s.partition) for s in states]
-        outcomes = run_election(cfg, cluster, type_.value, targets, timeout_s=timeout)
-        failed = election_failures(outcomes)
-    except MirrorsparkError as e:
-        raise fail(e) from None
+            states = compute(cfg, cluster, topics=[topic], timeout_s=timeout).partitions
+            targets = [(s.topic, s.partition) for s in states]
+    outcomes = run_election(cfg, cluster, type_.value, targets, timeout_s=timeout)
+    failed = election_failures(outcomes)
     if json_out:
         print(json.dumps([{**dataclasses.asdict(o), "truncated": o.truncated} for o in outcomes], indent=2))
     else:

@@ -32,7 +32,8 @@ from confluent_kafka.admin import AdminClient
 
 from mirrorspark.config.internal_topics import InternalTopics
 from mirrorspark.config.model import ClientSettings, ClusterConfig, FlowConfig, MirrorConfig
-from mirrorspark.core.transforms import BoundChain, RoutedReplicationPolicy, TransformChain, build_chain, routers
+from mirrorspark.config.runnable import flow_policy
+from mirrorspark.core.transforms import BoundChain, RoutedReplicationPolicy, TransformChain, build_chain
 from mirrorspark.errors import ConfigError, TransformConfigError
 from mirrorspark.kafka.admin import ClusterAdmin
 from mirrorspark.kafka.factory import CLUSTER_ALIAS_PLACEHOLDER, ClientFactory, ClientKind, KafkaClients, client_conf
@@ -54,39 +55,6 @@ Side = Literal["source", "target"]
 
 COMPONENT = "mirrorspark"
 """The component part of every ``client.id`` (MM2 puts its connector's role there)."""
-
-
-def flow_policy(flow: FlowConfig) -> ReplicationPolicy:
-    """Load the replication policy of ``flow`` (``replication.policy.*``, ``source.cluster.alias`` = its source).
-
-    Parameters
-    ----------
-    flow:
-        The flow ``S->T``.
-
-    Returns
-    -------
-    ReplicationPolicy
-        The flow's ``replication.policy.class``, configured with its ``replication.policy.separator``,
-        ``replication.policy.internal.topic.separator.enabled`` and ``source.cluster.alias`` = S,
-        as MM2's ``MirrorConnectorConfig.replicationPolicy()`` is; wrapped in a
-        :class:`~mirrorspark.core.transforms.RoutedReplicationPolicy` when the flow's transforms hold a
-        ``RegexRouter``.
-
-    Raises
-    ------
-    ConfigError
-        If the policy class cannot be loaded or configured.
-    """
-    policy = load_policy(
-        flow.policy.class_name,
-        separator=flow.policy.separator,
-        internal_topic_separator_enabled=flow.policy.internal_topic_separator_enabled,
-        source_cluster_alias=flow.source,
-    )
-    if flow.transforms.routes:  # RegexRouter renames the flow's remote topics (docs/transforms.md)
-        return RoutedReplicationPolicy(policy, build_chain(routers(flow.transforms)))
-    return policy
 
 
 def _chain(flow: FlowConfig) -> TransformChain:

@@ -37,7 +37,7 @@ def read_totals(
     Raises
     ------
     ClusterError
-        If the progress topic cannot be read to its end.
+        If the totals topic cannot be read to its end.
     """
     cfg = ctx.flow
     flow = cfg.name

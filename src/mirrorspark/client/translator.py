@@ -58,7 +58,7 @@ class OffsetTranslator:
         self.context = context
         self.reverse = reverse
         self.config = context.config
-        self.flow = context.flow
+        self.flow_config = context.flow
         self.policy = context.policy
         self.copied = copied
         self.reverse_copied = reverse_copied
@@ -93,7 +93,7 @@ class OffsetTranslator:
             If an offset-syncs topic cannot be read to its end (its cluster is
             named in the message).
         """
-        f = self.flow
+        f = self.flow_config
         for old in (self.syncs, self.reverse_syncs):
             if old is not None:
                 old.close()
@@ -179,7 +179,7 @@ class OffsetTranslator:
         ClusterError
             If a forward translation is asked before :meth:`load_syncs`.
         """
-        f = self.flow
+        f = self.flow_config
         syncs, reverse_syncs = self.syncs, self.reverse_syncs
         if syncs is None and not is_failback(self.policy, f.target, topic):
             raise ClusterError(f"{f.name}: offsets translated before the offset syncs were read (load_syncs())")

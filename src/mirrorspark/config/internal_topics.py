@@ -18,8 +18,8 @@ from mirrorspark.core.gaps import GAPS_PREFIX
 from mirrorspark.core.lease_claims import LEASE_PREFIX
 from mirrorspark.mm2.internal_topics import (
     CONTROL_PREFIX,
-    PROGRESS_PREFIX,
     TASK_PROGRESS_PREFIX,
+    TOTALS_PREFIX,
     NamingPolicy,
     connect_status_topic,
     mirrorspark_topic,
@@ -88,7 +88,7 @@ class InternalTopics:
             checkpoints=policy.checkpoints_topic(s),
             heartbeats=policy.heartbeats_topic(),
             progress_channel=own(TASK_PROGRESS_PREFIX),
-            totals=own(PROGRESS_PREFIX),
+            totals=own(TOTALS_PREFIX),
             control=own(CONTROL_PREFIX),
             gaps=own(GAPS_PREFIX),
             lease=own(LEASE_PREFIX),

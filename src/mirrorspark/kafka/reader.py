@@ -22,7 +22,7 @@ class TopicReader:
     """Reads a topic to its current end offsets, then on each call what was written since (I/O).
 
     The one read-to-end loop of mirrorspark: internal topics (checkpoints, offset syncs,
-    heartbeats, the control and progress topics: partition 0) and Kafka Connect's offsets
+    heartbeats, the control and totals topics: partition 0) and Kafka Connect's offsets
     topic (``mm2-offsets.<source>.internal``: every partition). Each :meth:`read` captures the
     end offsets first, then consumes until every partition's position reaches them (control
     records of transactions advance the position without being returned). The consumer is

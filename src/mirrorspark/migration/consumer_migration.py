@@ -62,13 +62,13 @@ class ConsumerMigration:
         timeout_s: float | None = None,
         context: ReplicationContext | None = None,
     ) -> None:
-        self.flow = config.flow(source, target)
+        self.flow_config = config.flow(source, target)
         contexts = context if context is not None else ReplicationContext(config)
         self.context = contexts.flow(source, target)
         self.source = source
         self.target = target
         self._explicit_timeout_s = timeout_s
-        self.timeout_s = timeout_s if timeout_s is not None else self.flow.admin_timeout_s
+        self.timeout_s = timeout_s if timeout_s is not None else self.flow_config.admin_timeout_s
         self.policy = self.context.policy
         self.topic_filter = self.context.topic_filter
         self.checkpoints_topic = self.context.internal_topics.checkpoints
@@ -168,8 +168,8 @@ class ConsumerMigration:
     def _read_checkpoints(self) -> list[Checkpoint]:
         """Every decodable checkpoint of ``<S>.checkpoints.internal`` on T, in topic order."""
         return read_checkpoints(
-            self.flow.target_consumer,
-            self.flow.target_admin,
+            self.flow_config.target_consumer,
+            self.flow_config.target_admin,
             self.target,
             self.checkpoints_topic,
             client_id=self.context.client_id("checkpoints-target-consumer"),
@@ -344,7 +344,7 @@ class ConsumerMigration:
         if not latest:
             raise ControlError(
                 f"group '{group}' has no checkpoints in '{self.checkpoints_topic}' on '{self.target}' yet: "
-                f"nothing to fail over; let the flow {self.flow.name} run until it emits them "
+                f"nothing to fail over; let the flow {self.flow_config.name} run until it emits them "
                 "(emit.checkpoints.interval.seconds)"
             )
         source_members: int | None = None

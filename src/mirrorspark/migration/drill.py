@@ -92,7 +92,7 @@ class FlowDrill:
             ) from None
         self.migration = ConsumerMigration(config, source=source, target=target, timeout_s=timeout_s)
         self.ctx = self.migration.context
-        self.flow = self.migration.flow
+        self.flow_config = self.migration.flow_config
         self.source, self.target = source, target
         self._clock_ms = clock_ms
         self._positions: dict[PartitionKey, int] = {}
@@ -138,7 +138,7 @@ class FlowDrill:
         m.translator.load_syncs(read_to_end_required=False)
         groups = tuple(self._group(g, latest[g]) for g in names)
         return DrillResult(
-            flow=self.flow.name,
+            flow=self.flow_config.name,
             source=self.source,
             target=self.target,
             at=at,
@@ -280,7 +280,7 @@ class FlowDrill:
 
     def _policy(self, groups: list[str]) -> PolicyVerdict:
         """Say what ``mirrorspark.failover.policy`` would do now, from the source's metadata."""
-        cfg, src = self.flow, self.migration.admin(self.source)
+        cfg, src = self.flow_config, self.migration.admin(self.source)
         topics = sorted({t for t, _ in self._ends})
         layouts = src.partition_metadata(topics) if topics else []
         min_isr: dict[str, int] = {}
@@ -334,7 +334,7 @@ class FlowDrill:
         if not yes and (self.pattern is None or matches_any_group(self.pattern.pattern)):
             shown = "no --groups" if self.pattern is None else f"--groups '{self.pattern.pattern}'"
             raise ControlError(
-                f"drill --execute with {shown} drills every consumer group of the flow {self.flow.name}: "
+                f"drill --execute with {shown} drills every consumer group of the flow {self.flow_config.name}: "
                 "name the groups with --groups REGEX, or add --yes to drill them all"
             )
         predicted = self.predict()
@@ -472,7 +472,7 @@ def record_drill(migration: ConsumerMigration, result: DrillResult) -> str:
     ClusterError
         The topic could not be created or the record was not acknowledged.
     """
-    ctx, cfg = migration.context, migration.flow
+    ctx, cfg = migration.context, migration.flow_config
     topic = ctx.internal_topics.drills
     migration.admin(cfg.target).ensure_topic(
         topic,

@@ -132,7 +132,7 @@ def move_source_offsets(
     ClusterUnreachableError, ClusterError
         A cluster does not answer; a read or write fails.
     """
-    flow = so.flow
+    flow = so.flow_config
     new = to_connector if to_connector is not None else flow.source_connector_name
     _check_names(from_connector, new)
     so.require_offsets_topic()
@@ -230,7 +230,7 @@ def _write(so: FlowSourceOffsets, plan: SourceOffsetsMove, *, overwrite: bool) -
             "them with the old name's, or move only other partitions (--topic)"
         )
     so.require_stopped([plan.from_connector, plan.to_connector])
-    partitions = so.offsets_partitions() or so.flow.offset_storage_partitions
+    partitions = so.offsets_partitions() or so.flow_config.offset_storage_partitions
     producer = so.ctx.producer(
         "target", "offsets-target-producer", overrides={"enable.idempotence": True, "linger.ms": 0}
     )

@@ -121,18 +121,18 @@ class FlowSourceOffsets:
     ) -> None:
         contexts = context if context is not None else ReplicationContext(config)
         self.ctx: FlowContext = contexts.flow(source, target)
-        self.flow = self.ctx.flow
+        self.flow_config = self.ctx.flow
         self.source = source
         self.target = target
         self._explicit_timeout_s = timeout_s
-        self.timeout_s = timeout_s if timeout_s is not None else self.flow.admin_timeout_s
+        self.timeout_s = timeout_s if timeout_s is not None else self.flow_config.admin_timeout_s
         self.internal_topics = self.ctx.internal_topics
         self._admins: dict[Side, ClusterAdmin] = {}
         self._src_topics: dict[str, int] | None = None
-        if not self.flow.enabled:
+        if not self.flow_config.enabled:
             raise SourceOffsetsRequestError(
-                f"flow {self.flow.name} is not configured: set {self.flow.name}.enabled = true in the config, "
-                "or check --source and --target"
+                f"flow {self.flow_config.name} is not configured: set {self.flow_config.name}.enabled = true in the "
+                "config, or check --source and --target"
             )
 
     # ------------------------------------------------------------------ clusters
@@ -152,12 +152,12 @@ class FlowSourceOffsets:
     @property
     def syncs_side(self) -> Side:
         """Where the offset-syncs topic lives (``offset-syncs.topic.location``)."""
-        return "source" if self.flow.offset_syncs_topic_location == "source" else "target"
+        return "source" if self.flow_config.offset_syncs_topic_location == "source" else "target"
 
     @property
     def auto_offset_reset(self) -> str:
         """The source consumer's ``auto.offset.reset`` (default ``earliest``)."""
-        return (self.flow.source_consumer.get("auto.offset.reset") or "earliest").strip().lower()
+        return (self.flow_config.source_consumer.get("auto.offset.reset") or "earliest").strip().lower()
 
     def running(self, connector_names: Sequence[str] = ()) -> str | None:
         """Say why the flow looks running, or ``None``.
@@ -176,18 +176,18 @@ class FlowSourceOffsets:
         """
         admin = self._admin("target")
         known = self._groups(admin)
-        lease_id, worker_id = lease_group(self.flow.name), connect_worker_group(self.source)
+        lease_id, worker_id = lease_group(self.flow_config.name), connect_worker_group(self.source)
         lease = admin.describe_group(lease_id) if lease_id in known else GroupDescription(lease_id, "Dead", 0)
         if lease.active:
             return (
-                f"flow {self.flow.name} is running: its lease group '{lease.group}' has {lease.members} active "
+                f"flow {self.flow_config.name} is running: its lease group '{lease.group}' has {lease.members} active "
                 f"member(s) on cluster '{self.target}' (a mirrorspark run, holder or standby); stop every "
                 "'mirrorspark run' serving it (Ctrl-C or SIGTERM; it stops cleanly) and try again"
             )
-        mm2 = self._mm2_running([self.flow.source_connector_name, *connector_names])
+        mm2 = self._mm2_running([self.flow_config.source_connector_name, *connector_names])
         if mm2 is not None:
             return (
-                f"flow {self.flow.name} may be running in MM2: Connect's status topic "
+                f"flow {self.flow_config.name} may be running in MM2: Connect's status topic "
                 f"'{self.internal_topics.connect_status}' on cluster '{self.target}' shows {mm2} (MM2's Connect "
                 f"worker group is '{worker_id}'); stop MM2 gracefully (SIGTERM: its worker then marks the connector "
                 "UNASSIGNED) and try again"
@@ -210,8 +210,8 @@ class FlowSourceOffsets:
                 latest[m.key()] = m.value()
 
         reader = TopicReader(
-            self.flow.target_consumer,
-            self.flow.target_admin,
+            self.flow_config.target_consumer,
+            self.flow_config.target_admin,
             self.target,
             topic,
             client_id=self.ctx.client_id("offsets-status-consumer"),
@@ -267,8 +267,8 @@ class FlowSourceOffsets:
                 )
             if not self.ctx.replicates_topic(topic):
                 raise SourceOffsetsRequestError(
-                    f"topic '{topic}' is not replicated by flow {self.flow.name} (topics / topics.exclude, or an "
-                    "internal topic): check --topic, or the flow's topics list"
+                    f"topic '{topic}' is not replicated by flow {self.flow_config.name} (topics / topics.exclude, or "
+                    "an internal topic): check --topic, or the flow's topics list"
                 )
             count = source_topics[topic]
             if partition is not None:
@@ -440,7 +440,7 @@ class FlowSourceOffsets:
                 o = found.get(k, -1)
                 positions[k] = f.end if o < 0 else max(o, f.start)
         syncs = (
-            self.flow.emit_offset_syncs_enabled
+            self.flow_config.emit_offset_syncs_enabled
             and self.internal_topics.offset_syncs in self._admin(self.syncs_side).list_topics()
         )
         # validate before reading the source further
@@ -450,7 +450,7 @@ class FlowSourceOffsets:
             positions,
             auto_offset_reset=self.auto_offset_reset,
             emit_offset_syncs=False,
-            connector_name=self.flow.source_connector_name,
+            connector_name=self.flow_config.source_connector_name,
         )
         firsts = self._first_records(facts, positions) if syncs else {}
         changes = plan_alter(
@@ -460,7 +460,7 @@ class FlowSourceOffsets:
             auto_offset_reset=self.auto_offset_reset,
             first_records=firsts,
             emit_offset_syncs=syncs,
-            connector_name=self.flow.source_connector_name,
+            connector_name=self.flow_config.source_connector_name,
         )
         return self._apply("alter", changes, facts, dry_run=dry_run, running=running, timestamp_ms=timestamp_ms)
 
@@ -495,7 +495,7 @@ class FlowSourceOffsets:
         facts = self._facts(keys, stored)
         return self._apply(
             "reset",
-            plan_reset(self.source, facts, connector_name=self.flow.source_connector_name),
+            plan_reset(self.source, facts, connector_name=self.flow_config.source_connector_name),
             facts,
             dry_run=dry_run,
             running=running,
@@ -515,8 +515,8 @@ class FlowSourceOffsets:
         """Raise :class:`SourceOffsetsRequestError` if the flow never stored source offsets (no offsets topic)."""
         if self.offsets_partitions() is None:
             raise SourceOffsetsRequestError(
-                f"flow {self.flow.name} has never stored source offsets: '{self.internal_topics.offsets}' does not "
-                f"exist on cluster '{self.target}'; run the flow once (partitions without an offset start at "
+                f"flow {self.flow_config.name} has never stored source offsets: '{self.internal_topics.offsets}' "
+                f"does not exist on cluster '{self.target}'; run the flow once (partitions without an offset start at "
                 f"auto.offset.reset={self.auto_offset_reset})"
             )
 
@@ -532,7 +532,7 @@ class FlowSourceOffsets:
     ) -> SourceOffsetsPlan:
         if not dry_run and changes:
             self.require_stopped()  # again, right before writing
-            partitions = self.offsets_partitions() or self.flow.offset_storage_partitions
+            partitions = self.offsets_partitions() or self.flow_config.offset_storage_partitions
             producer = self.ctx.producer(
                 "target", "offsets-target-producer", overrides={"enable.idempotence": True, "linger.ms": 0}
             )
@@ -544,7 +544,7 @@ class FlowSourceOffsets:
                     )
                     for c in changes
                 ],
-                what=f"flow {self.flow.name}: source offsets ({operation})",
+                what=f"flow {self.flow_config.name}: source offsets ({operation})",
                 alias=self.target,
                 hint="some partitions may be changed, others not: run the command again",
             )
@@ -557,16 +557,16 @@ class FlowSourceOffsets:
                 deliver(
                     sync_producer,
                     [Outgoing(self.internal_topics.offset_syncs, s.key(), s.value(), partition=0) for s in syncs],
-                    what=f"flow {self.flow.name}: offset syncs of the new positions",
+                    what=f"flow {self.flow_config.name}: offset syncs of the new positions",
                     alias=self.ctx.alias(side),
                     hint="the source offsets are written; the next run writes these syncs with its first records",
                 )
-            log.info("flow %s: %s of %d source offset(s) written", self.flow.name, operation, len(changes))
+            log.info("flow %s: %s of %d source offset(s) written", self.flow_config.name, operation, len(changes))
         return SourceOffsetsPlan(
-            flow=self.flow.name,
+            flow=self.flow_config.name,
             operation=operation,
             offsets_topic=self.internal_topics.offsets,
-            syncs_topic=self.internal_topics.offset_syncs if self.flow.emit_offset_syncs_enabled else None,
+            syncs_topic=self.internal_topics.offset_syncs if self.flow_config.emit_offset_syncs_enabled else None,
             changes=tuple(changes),
             applied=not dry_run,
             running=running,

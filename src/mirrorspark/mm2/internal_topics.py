@@ -48,8 +48,11 @@ CONNECT_STATUS_PREFIX: Final = "mm2-status"
 CONTROL_PREFIX: Final = "mm2-control"
 """Prefix of mirrorspark's control topic (live allow/deny lists of flows from one source)."""
 
-PROGRESS_PREFIX: Final = "mm2-progress"
-"""Prefix of mirrorspark's progress topic (copy totals of flows from one source)."""
+# One noun per meaning: "progress" is what the copy tasks report to the driver (progress reports, on the
+# progress channel, TASK_PROGRESS_PREFIX); a flow's lifetime copy totals are "totals", on the totals topic,
+# whose on-wire name keeps the older word; where a partition's copy resumes is its "position".
+TOTALS_PREFIX: Final = "mm2-progress"
+"""Prefix of mirrorspark's totals topic (lifetime copy totals and states of flows from one source)."""
 
 TASK_PROGRESS_PREFIX: Final = "mm2-task-progress"
 """Prefix of the progress channel from copy tasks to the driver (:mod:`mirrorspark.core.progress_records`)."""
@@ -276,7 +279,7 @@ def mirrorspark_topic(prefix: str, policy: NamingPolicy | None, source_alias: st
     Parameters
     ----------
     prefix:
-        :data:`CONTROL_PREFIX`, :data:`PROGRESS_PREFIX`, :data:`TASK_PROGRESS_PREFIX`, or the gaps,
+        :data:`CONTROL_PREFIX`, :data:`TOTALS_PREFIX`, :data:`TASK_PROGRESS_PREFIX`, or the gaps,
         lease or drills prefix of :mod:`mirrorspark.core`.
     policy:
         The flow's replication policy, or ``None`` for the default naming.
@@ -308,7 +311,6 @@ __all__ = [
     "LEASE_GROUP_PREFIX",
     "MM2_PREFIX",
     "OFFSET_SYNCS_PREFIX",
-    "PROGRESS_PREFIX",
     "TASK_PROGRESS_PREFIX",
     "NamingPolicy",
     "checkpoints_suffix",

@@ -35,10 +35,10 @@ from typing import TYPE_CHECKING
 from mirrorspark.client.connect_tasks import transactional_id
 from mirrorspark.client.context import ReplicationContext
 from mirrorspark.config.model import MirrorConfig
+from mirrorspark.config.runnable import runnable_flows
 from mirrorspark.errors import ConfigError, DataGapError
 from mirrorspark.kafka.admin import PartitionKey
 from mirrorspark.kafka.factory import ClientFactory
-from mirrorspark.mm2.topology import check_identity_cycles
 from mirrorspark.replication.connector.checkpoint_emitter import CheckpointEmitter
 from mirrorspark.replication.connector.connector_clusters import check_connector_clusters
 from mirrorspark.replication.connector.failover_watch import FailoverWatcher
@@ -84,7 +84,7 @@ class DriverState(StrEnum):
 
 @dataclass(frozen=True)
 class TopicStats:
-    """Progress of one replicated topic of a flow.
+    """Stats of one replicated topic of a flow (this run).
 
     Attributes
     ----------
@@ -112,7 +112,7 @@ class TopicStats:
 
 @dataclass(frozen=True)
 class FlowStats:
-    """Progress of one flow: totals and per topic.
+    """Stats of one flow (this run): its sums and per topic.
 
     Attributes
     ----------
@@ -156,7 +156,10 @@ class Replicator:
     on_stats:
         Called about once a second while running, and at the end, with the flows' stats.
     clients:
-        Where every Kafka client comes from (default: real confluent-kafka clients).
+        Where every Kafka client comes from (default: real confluent-kafka clients); unused with ``context``.
+    context:
+        The flows' policies, filters and clients, built from ``config`` by the caller (e.g. the CLI, which
+        checked the clusters with it); ``None``: built here.
 
     Attributes
     ----------
@@ -168,9 +171,9 @@ class Replicator:
     Raises
     ------
     ConfigError
-        No flow is enabled (for the given targets), or the enabled flows form a cycle through a
-        flow with an identity-style policy (:func:`~mirrorspark.mm2.topology.check_identity_cycles`)
-        and ``mirrorspark.identity.allow.cycles`` is not set.
+        No flow is enabled (for the given targets: :func:`~mirrorspark.config.runnable.runnable_flows`).
+        Enabled flows forming a cycle through an identity-style flow are refused when the file is parsed
+        (:func:`~mirrorspark.config.runnable.check_cycles`).
     """
 
     def __init__(
@@ -181,24 +184,16 @@ class Replicator:
         targets: Sequence[str] | None = None,
         on_stats: Callable[[list[FlowStats]], None] | None = None,
         clients: ClientFactory | None = None,
+        context: ReplicationContext | None = None,
     ) -> None:
         self.config = config
         self.spark = spark
         self.jvm: DriverJvmWatch | None = None
-        # policies, filters and client settings of every flow, built once here and passed down
-        self.context = ReplicationContext(config) if clients is None else ReplicationContext(config, clients)
-        flows = config.enabled_flows(targets)
-        if not flows:
-            raise ConfigError(
-                f"no replication flow is enabled in {config.source_name}"
-                + (f" for target(s) {', '.join(targets)}" if targets else "")
-                + ": set e.g. 'A->B.enabled=true'"
-            )
-        check_identity_cycles(  # every enabled flow of the file, whichever --clusters this node serves
-            [(f.source, f.target, self.context.of(f).policy) for f in config.flows if f.enabled],
-            allow_cycles=config.data_path.identity_allow_cycles,
-            where=config.source_name,
-        )
+        # policies, filters and client settings of every flow, built once (by the caller, or here) and passed down
+        if context is None:
+            context = ReplicationContext(config) if clients is None else ReplicationContext(config, clients)
+        self.context = context
+        flows = runnable_flows(config, targets)
         self.flows = [Flow(self.context.of(f), config.data_path) for f in flows]
         # a Connect deployment's checkpoint and heartbeat connectors may run clients of their own (issue #37)
         self.heartbeats = HeartbeatEmitter(
@@ -533,7 +528,7 @@ class Replicator:
             self.on_stats(stats if stats is not None else self.stats())
 
     def stats(self, *, wait_s: float | None = None) -> list[FlowStats]:
-        """Return the current progress of every flow.
+        """Return the current stats of every flow.
 
         Parameters
         ----------

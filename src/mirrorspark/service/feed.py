@@ -51,7 +51,7 @@ from mirrorspark.core.progress_records import (
 from mirrorspark.errors import CorruptRecordError, MirrorsparkError
 from mirrorspark.kafka.admin import ClusterAdmin
 from mirrorspark.kafka.factory import create
-from mirrorspark.mm2.internal_topics import PROGRESS_PREFIX, TASK_PROGRESS_PREFIX
+from mirrorspark.mm2.internal_topics import TASK_PROGRESS_PREFIX, TOTALS_PREFIX
 from mirrorspark.mm2.records import Heartbeat
 from mirrorspark.service.aggregates import WINDOWS, Aggregate, AggregateKey, decode_aggregate, window
 
@@ -420,7 +420,7 @@ def classify(topic: str, *, heartbeats: Callable[[str], bool], local_heartbeats:
         return "remote-heartbeats"
     if topic.startswith(TASK_PROGRESS_PREFIX):
         return "channel"
-    if topic.startswith(PROGRESS_PREFIX):
+    if topic.startswith(TOTALS_PREFIX):
         return "progress"
     if topic.startswith(GAPS_PREFIX):
         return "gaps"

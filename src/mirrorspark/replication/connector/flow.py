@@ -38,7 +38,7 @@ from mirrorspark.mm2.connect_offsets import OffsetHistory
 from mirrorspark.mm2.translation import CopiedRanges
 from mirrorspark.replication.connector.acl_sync import TopicAclSync
 from mirrorspark.replication.connector.gap_ledger import GapLedger
-from mirrorspark.replication.connector.positions import PartitionProgress, Positions
+from mirrorspark.replication.connector.positions import PartitionPosition, Positions
 from mirrorspark.replication.connector.progress_channel import ProgressChannelReader
 from mirrorspark.replication.connector.scheduler import PeriodicJob
 from mirrorspark.replication.connector.task_configs import TaskConfigs
@@ -130,7 +130,7 @@ class Flow:
         return self.context.internal_topics.progress_channel
 
     @property
-    def partitions(self) -> dict[PartitionKey, PartitionProgress]:
+    def partitions(self) -> dict[PartitionKey, PartitionPosition]:
         """Every replicated partition's progress (see :attr:`Positions.by_key`)."""
         return self.positions.by_key
 
@@ -451,7 +451,7 @@ class Flow:
         of another incarnation of the topic is dropped: :meth:`apply_report`). Records
         ``generation`` as started: partitions added from now on move only on reports of
         later generations
-        (:attr:`~mirrorspark.replication.connector.positions.PartitionProgress.from_generation`).
+        (:attr:`~mirrorspark.replication.connector.positions.PartitionPosition.from_generation`).
         Returns an empty list once the flow is halted. ``epoch``: the lease epoch the generation
         runs under (:attr:`CopyTaskSpec.epoch`). The tasks' reports name this driver run
         (:attr:`~mirrorspark.replication.connector.positions.Positions.run`).

@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 
 
 @dataclass
-class PartitionProgress:
+class PartitionPosition:
     """Driver-side state of one replicated source partition.
 
     Attributes
@@ -122,7 +122,7 @@ class Positions:
     Attributes
     ----------
     by_key:
-        ``{(topic, partition): PartitionProgress}`` of every replicated partition.
+        ``{(topic, partition): PartitionPosition}`` of every replicated partition.
     order:
         The replicated partitions in discovery order (MM2 assigns tasks round-robin in it).
     gaps:
@@ -158,7 +158,7 @@ class Positions:
         self.read_committed = read_committed
         self.on_gap = on_gap
         self.ledger = ledger
-        self.by_key: dict[PartitionKey, PartitionProgress] = {}
+        self.by_key: dict[PartitionKey, PartitionPosition] = {}
         self.order: list[PartitionKey] = []
         self.started_generation = 0  # the newest task generation started (Flow.task_specs)
         self.resets = 0  # topics forgotten and added again as new (re-created): the tasks must restart
@@ -231,7 +231,7 @@ class Positions:
                         pos = r.position
             else:
                 pos = latest.get(k, log_end) if self.auto_offset_reset == "latest" else log_start
-            self.by_key[k] = PartitionProgress(
+            self.by_key[k] = PartitionPosition(
                 position=pos, from_generation=self.started_generation + 1, restarted=k in over
             )
             self.order.append(k)
@@ -683,4 +683,4 @@ def _gap_action(event: GapEvent, *, stop: bool) -> str:
     return "resuming at the source's log end"
 
 
-__all__ = ["PartitionProgress", "Positions"]
+__all__ = ["PartitionPosition", "Positions"]

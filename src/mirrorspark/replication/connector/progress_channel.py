@@ -55,22 +55,22 @@ class ProgressChannelReader:
 
     Parameters
     ----------
-    flow:
+    sink:
         The flow (started): reports are applied to it with :meth:`Flow.apply_report`.
     """
 
-    def __init__(self, flow: ReportSink) -> None:
-        self.flow = flow
+    def __init__(self, sink: ReportSink) -> None:
+        self.sink = sink
         self.skipped = 0
         self._next = -2  # the next offset to read (-2: the beginning)
         self._consumer = self._open()
 
     def _open(self) -> Any:
         """Create the channel's consumer, assigned at the next offset to read."""
-        consumer = self.flow.context.consumer(
+        consumer = self.sink.context.consumer(
             "target", "task-progress-target-consumer", overrides={"enable.partition.eof": True}
         )
-        consumer.assign([TopicPartition(self.flow.progress_topic, 0, self._next)])
+        consumer.assign([TopicPartition(self.sink.progress_topic, 0, self._next)])
         return consumer
 
     def _reopen(self) -> None:
@@ -84,7 +84,7 @@ class ProgressChannelReader:
         try:
             old.close()
         except Exception as e:  # the old one's trouble is why it is replaced
-            log.debug("%s: closing the progress channel's old consumer: %s", self.flow.name, e)
+            log.debug("%s: closing the progress channel's old consumer: %s", self.sink.name, e)
 
     def load(self, timeout_s: float = 30.0) -> int:
         """Read the channel to its end at start: the newest reports restore the copied segments, nothing else.
@@ -151,15 +151,15 @@ class ProgressChannelReader:
                     report = decode_report(m.key(), m.value())
                 except CorruptRecordError as e:
                     self.skipped += 1
-                    log.warning("%s: skipped a progress record at offset %d: %s", self.flow.name, m.offset(), e)
+                    log.warning("%s: skipped a progress record at offset %d: %s", self.sink.name, m.offset(), e)
                     continue
-                if report.flow == self.flow.name and self.flow.apply_report(
+                if report.flow == self.sink.name and self.sink.apply_report(
                     report, generation=generation, segments_only=segments_only
                 ):
                     applied += 1
             if target is None:
                 return applied
-            pos = max(self._consumer.position([TopicPartition(self.flow.progress_topic, 0)])[0].offset, last + 1)
+            pos = max(self._consumer.position([TopicPartition(self.sink.progress_topic, 0)])[0].offset, last + 1)
             if pos >= target:
                 return applied
             if time.monotonic() >= deadline:
@@ -177,8 +177,8 @@ class ProgressChannelReader:
         log.warning(
             "%s: reading the progress channel '%s' to its end offset %d stopped at offset %d after %.1f s; the "
             "reports not read now are not applied: %s",
-            self.flow.name,
-            self.flow.progress_topic,
+            self.sink.name,
+            self.sink.progress_topic,
             end,
             max(pos, 0),
             timeout_s,
@@ -194,7 +194,7 @@ class ProgressChannelReader:
             try:
                 return int(
                     self._consumer.get_watermark_offsets(
-                        TopicPartition(self.flow.progress_topic, 0), timeout=max(0.5, left)
+                        TopicPartition(self.sink.progress_topic, 0), timeout=max(0.5, left)
                     )[1]
                 )
             except KafkaException as e:
@@ -207,7 +207,7 @@ class ProgressChannelReader:
                     reopened = True
                 if not again or time.monotonic() + 0.2 >= deadline:
                     raise ClusterError(
-                        f"{self.flow.name}: reading the end of the progress channel '{self.flow.progress_topic}' "
+                        f"{self.sink.name}: reading the end of the progress channel '{self.sink.progress_topic}' "
                         f"on the target failed: {e}; check that the target cluster is up",
                         kafka_code=err.name() if isinstance(err, KafkaError) else None,
                         retriable=again,

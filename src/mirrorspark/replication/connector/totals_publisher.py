@@ -28,7 +28,7 @@ PUBLISH_TIMEOUT_S = 10.0
 """Seconds one :meth:`TotalsPublisher.publish` waits for its writes to be acknowledged (retries included)."""
 
 PUBLISH_INTERVAL_S = 5.0
-"""Seconds between two publications of a flow's totals (job ``publish progress S->T``)."""
+"""Seconds between two publications of a flow's totals (job ``publish totals S->T``)."""
 
 
 class TotalsPublisher:
@@ -62,9 +62,9 @@ class TotalsPublisher:
         self._producer = ctx.producer("target", "progress-producer", overrides={"linger.ms": 0})
 
     def jobs(self) -> list[PeriodicJob]:
-        """Declare ``publish progress S->T``, first one interval after registration."""
+        """Declare ``publish totals S->T``, first one interval after registration."""
         every = PUBLISH_INTERVAL_S
-        return [PeriodicJob(f"publish progress {self.flow.name}", every, self.publish, initial_delay_s=every)]
+        return [PeriodicJob(f"publish totals {self.flow.name}", every, self.publish, initial_delay_s=every)]
 
     def totals(self) -> Mapping[str, TopicTotals]:
         """Return the current cumulative totals per replicated topic.
