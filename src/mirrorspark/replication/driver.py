@@ -1,23 +1,11 @@
 """The driver: every enabled flow in one Spark application (MM2's ``MirrorMaker``).
 
-:meth:`Replicator.start` starts every flow (internal topics, stored offsets, discovery) and
-registers the control jobs each component declares (``jobs()``: topic refresh, config and ACL sync,
-checkpoints and group offset sync, lag listings, metrics and lifetime totals) on the control
-:class:`~mirrorspark.replication.connector.scheduler.Scheduler`, each under its flow's lock; heartbeats and
-the failover watch run on schedulers of their own threads. :meth:`Replicator.run` starts the copy tasks
-(:class:`~mirrorspark.replication.worker.worker.Worker`), runs the control jobs on a thread of their
-own (``mirrorspark-control``: each holds its flow's lock, :meth:`Flow.held
-<mirrorspark.replication.connector.flow.Flow.held>`) and loops, until stopped:
-
-1. supervise every flow every :data:`TICK_S` (a lease change is acted on at the next tick, never
-   held up by a control job: a slow refresh against an unreachable target holds up nothing
-   but the rest of its own flow's supervision);
-2. report the flows' stats (``on_stats``) about once a second;
-3. with ``until_caught_up``, end once every partition reached the end offset listed at start
-   (the copy tasks end by themselves there) and the checkpoints cover the groups' offsets.
-
-:meth:`Replicator.request_stop` (Ctrl-C, SIGTERM in the CLI) ends the loop: every copy task
-commits what the target acknowledged and ends.
+:meth:`Replicator.start` starts the flows and registers the jobs each component declares (``jobs()``)
+on the control :class:`~mirrorspark.replication.connector.scheduler.Scheduler`, each under its flow's
+lock. :meth:`Replicator.run` starts the copy tasks, runs the control jobs on their own thread and,
+until stopped, supervises every flow each :data:`TICK_S` (never held up by a control job), reports
+stats about once a second and, with ``until_caught_up``, ends once the end offsets listed at start
+and the groups' checkpoints are reached.
 """
 
 from __future__ import annotations
@@ -58,7 +46,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 startup_log = logging.getLogger("mirrorspark.start-up")
-"""Where the seconds of a start go (flows, Spark, lease, first tasks): INFO, shown by ``mirrorspark run``."""
+"""Where the seconds of a start go: INFO, shown by ``mirrorspark run``."""
 
 
 TICK_S = 0.1
@@ -68,8 +56,7 @@ REPORT_INTERVAL_S = 1.0
 """Seconds between two stats callbacks (``on_stats``: the stats walk every partition)."""
 
 CONTROL_STOP_S = 60.0
-"""Longest wait at the end of a run for a control job still running (each is bounded by its clients'
-timeouts); past it the flows' clients are left to the job, not released under it."""
+"""Longest wait for a running control job at the end of a run; past it its flow's clients are not released."""
 
 
 class DriverState(StrEnum):
@@ -84,21 +71,7 @@ class DriverState(StrEnum):
 
 @dataclass(frozen=True)
 class TopicStats:
-    """Stats of one replicated topic of a flow (this run).
-
-    Attributes
-    ----------
-    topic, remote_topic:
-        Source topic and its remote topic on the target.
-    partitions:
-        Replicated partitions.
-    records, value_bytes:
-        Copied by this process (records; bytes of values).
-    lag:
-        Records on the source not yet copied (sum over partitions).
-    latency_ms_avg, latency_ms_max:
-        Replication latency of the copied records (ms), 0 when none.
-    """
+    """Stats of one replicated topic of a flow (this run): bytes of values, lag in records, latency in ms (0: none)."""
 
     topic: str
     remote_topic: str
@@ -112,23 +85,12 @@ class TopicStats:
 
 @dataclass(frozen=True)
 class FlowStats:
-    """Stats of one flow (this run): its sums and per topic.
+    """Stats of one flow (this run), with its topics'.
 
-    Attributes
-    ----------
-    flow, state:
-        ``"S->T"``; the driver's state (:class:`DriverState`; once stopped, ``"caught up"`` for a flow a
-        bounded run copied up to its end offsets at start), ``"halted"`` once ``mirrorspark.on.gap=stop``
-        halted the flow, or ``"failed"`` once its supervisor gave up on it (its error in the log; the other
-        flows run on).
-    records, value_bytes, lag:
-        Records and value bytes copied by this process, records not yet copied.
-    topics:
-        Per replicated topic.
-    gaps:
-        Gap events found by this process (source records lost before they were copied).
-    invalid_offsets:
-        Stored source offsets skipped because the source partition cannot hold them.
+    ``state`` is the driver's (:class:`DriverState`; once stopped ``"caught up"`` for a bounded run that
+    reached its end offsets), ``"halted"`` (``mirrorspark.on.gap=stop``) or ``"failed"`` (its supervisor
+    gave up; the other flows run on). ``gaps``: source records lost before being copied;
+    ``invalid_offsets``: stored source offsets the source partition cannot hold.
     """
 
     flow: str
@@ -144,36 +106,12 @@ class FlowStats:
 class Replicator:
     """Runs the enabled flows of a configuration on Spark.
 
-    Parameters
-    ----------
-    config:
-        The parsed mm2.properties.
-    spark:
-        The SparkSession the copy tasks run on; may be set later (:attr:`spark`), before
-        :meth:`run`, so that :meth:`start` can fail fast on unreachable clusters before Spark starts.
-    targets:
-        MM2's ``--clusters``: run only flows whose target is listed (``None`` = all).
-    on_stats:
-        Called about once a second while running, and at the end, with the flows' stats.
-    clients:
-        Where every Kafka client comes from (default: real confluent-kafka clients); unused with ``context``.
-    context:
-        The flows' policies, filters and clients, built from ``config`` by the caller (e.g. the CLI, which
-        checked the clusters with it); ``None``: built here.
-
-    Attributes
-    ----------
-    jvm:
-        The watch of the Spark driver JVM the copy tasks run under; set it before :meth:`run` to
-        act on the JVM's death yourself as well (``mirrorspark run`` ends the process within
-        seconds); ``None``: the worker builds its own (:meth:`DriverJvmWatch.of`).
-
-    Raises
-    ------
-    ConfigError
-        No flow is enabled (for the given targets: :func:`~mirrorspark.config.runnable.runnable_flows`).
-        Enabled flows forming a cycle through an identity-style flow are refused when the file is parsed
-        (:func:`~mirrorspark.config.runnable.check_cycles`).
+    ``spark`` may be set later, before :meth:`run`, so :meth:`start` fails fast on unreachable clusters
+    before Spark starts. ``targets`` is MM2's ``--clusters`` (``None``: all); ``on_stats`` is called
+    about once a second and at the end; ``context`` (built by the caller, else here from ``config`` and
+    ``clients``) holds the flows' policies, filters and clients. Set :attr:`jvm` before :meth:`run` to
+    watch the Spark driver JVM yourself. Raises :class:`~mirrorspark.errors.ConfigError` when no flow is
+    enabled for ``targets``.
     """
 
     def __init__(
@@ -234,11 +172,7 @@ class Replicator:
         return list(self.worker.supervisors) if self.worker is not None else []
 
     def assignment_applied(self) -> bool:
-        """Whether every running flow's copy tasks run the flow's current assignment.
-
-        A topic dropped by a topic refresh (e.g. a control-list change) stops being copied once its
-        flow's tasks restarted with the new assignment, within one supervision round.
-        """
+        """Whether every running flow's copy tasks run the flow's current assignment."""
         return all(s.state != SupervisorState.RUNNING or s.assignment == s.flow.assignment for s in self.supervisors)
 
     def _supervisor_of(self, flow: Flow) -> FlowSupervisor | None:
@@ -263,14 +197,10 @@ class Replicator:
         return self._stop.is_set()
 
     def start(self) -> None:
-        """Connect: start every flow and the heartbeats, register their control jobs, join the flows' leases.
+        """Start every flow and the heartbeats, register their control jobs, join the flows' leases; needs no Spark.
 
-        Needs no Spark. Raises :class:`~mirrorspark.errors.ClusterUnreachableError` when a cluster
-        does not answer and :class:`~mirrorspark.errors.ClusterError` when an internal or remote
-        topic (the lease topic included) cannot be created.
-
-        Each flow's lease group is joined last (:meth:`join_leases`): the coordinator's wait for a
-        killed predecessor's session to expire then runs while Spark starts, not after it.
+        Raises :class:`~mirrorspark.errors.ClusterUnreachableError` when a cluster does not answer and
+        :class:`~mirrorspark.errors.ClusterError` when an internal, remote or lease topic cannot be created.
         """
         began = time.monotonic()
         self.state = DriverState.STARTING
@@ -310,17 +240,9 @@ class Replicator:
         startup_log.info("%d flow(s) started in %.1f s; their leases joined", len(self.flows), time.monotonic() - began)
 
     def join_leases(self) -> None:
-        """Join every flow's lease group now (idempotent; :meth:`start` ends with it; needs no Spark).
+        """Join every flow's lease group (idempotent; needs no Spark), so the take-over wait overlaps Spark's start-up.
 
-        The flow's lease is then taken while Spark starts: a previous holder's session expiry and
-        the take-over wait (:attr:`~mirrorspark.replication.worker.lease.FlowLease.safe_at`) overlap
-        Spark's start-up instead of following it. :meth:`run` hands the leases to the copy tasks'
-        supervisors; :meth:`close` gives them up if it never ran.
-
-        Raises
-        ------
-        ClusterError
-            A lease topic cannot be created.
+        Raises :class:`~mirrorspark.errors.ClusterError` when a lease topic cannot be created.
         """
         for flow in self.flows:
             if flow.name not in self.leases:
@@ -338,26 +260,11 @@ class Replicator:
         self.failover.start(name="mirrorspark-failover")
 
     def run(self, *, until_caught_up: bool = False) -> list[FlowStats]:
-        """Replicate until stopped (or caught up); every copy task commits at the end; return final stats.
+        """Replicate until stopped (or caught up: ``until_caught_up``); every copy task commits; return final stats.
 
-        Parameters
-        ----------
-        until_caught_up:
-            A bounded copy: the copy tasks end once every replicated partition is copied up to the
-            source end offsets listed at start, and the run ends once their commits and the
-            checkpoints covering the groups' offsets at start are written.
-
-        Raises
-        ------
-        ConfigError
-            No SparkSession was given, or Spark offers fewer task slots than the flows have copy tasks.
-        SparkDriverLostError
-            The Spark driver JVM died under the run: every copy task ended without committing.
-        DataGapError
-            ``mirrorspark.on.gap=stop`` halted a flow (the other flows ran on until the loop
-            ended; the message names each halted flow's partition, lost range and the key).
-        MirrorsparkError
-            Every flow failed: the first failed flow's error.
+        Raises :class:`~mirrorspark.errors.ConfigError` (no SparkSession, or fewer task slots than copy
+        tasks), ``SparkDriverLostError`` (the driver JVM died; nothing committed), ``DataGapError``
+        (``mirrorspark.on.gap=stop`` halted a flow) or, when every flow failed, the first flow's error.
         """
         if self.spark is None:
             raise ConfigError("Replicator.run needs a SparkSession: pass spark= or set .spark first")
@@ -393,11 +300,7 @@ class Replicator:
         return self._finish(failed)
 
     def _loop(self, worker: Worker, *, until_caught_up: bool) -> list[FlowSupervisor]:
-        """Supervise until stopped, every flow halted or failed, or caught up; the control jobs run on their thread.
-
-        The control thread is asked to stop when the loop ends: no job starts any more, and one
-        still running ends by itself (:meth:`close` waits for it).
-        """
+        """Supervise until stopped, every flow halted or failed, or caught up; the control jobs run on their thread."""
         reported: set[str] = set()
         self.control.start(name="mirrorspark-control", tick_s=TICK_S)
         try:
@@ -427,11 +330,7 @@ class Replicator:
         return failed
 
     def _publish_failed(self, failed: Sequence[FlowSupervisor], reported: set[str], *, wait_s: float | None) -> None:
-        """Publish the ``failed`` state of each failed flow not yet ``reported``, under its flow's lock.
-
-        ``wait_s``: how long to wait for the lock (a flow whose control job runs is published at a
-        later call); ``None`` waits.
-        """
+        """Publish ``failed`` for each failed flow not yet ``reported``; ``wait_s`` for its lock (``None``: waits)."""
         publishers = {pub.flow.name: pub for pub in self.totals}
         for s in failed:
             if s.name in reported or s.name not in publishers:
@@ -442,13 +341,7 @@ class Replicator:
                     publishers[s.name].publish_state("failed", str(s.error))
 
     def _end_states(self, worker: Worker, failed: Sequence[FlowSupervisor], *, until_caught_up: bool) -> dict[str, str]:
-        """How each flow this instance ran ended, once the loop ended: ``caught up`` or ``stopped``.
-
-        ``caught up``: a bounded run (``until_caught_up``) copied the flow up to the end offsets it
-        listed at start. ``stopped``: it ended before (a requested stop). Left out: a failed or
-        halted flow (its ``failed`` state is published already), a flow this instance was a
-        standby of (its active instance runs on), and every flow when the Spark driver JVM died.
-        """
+        """How each flow this instance ran ended, ``caught up`` or ``stopped`` (failed, halted, standby: left out)."""
         if worker.driver_lost is not None:
             return {}
         failed_names = {s.name for s in failed}
@@ -507,10 +400,7 @@ class Replicator:
         return True
 
     def _checkpoints_done(self) -> bool:
-        """Emit checkpoints (and sync group offsets) after catching up; tell whether all are covered.
-
-        Returns ``True`` once every group offset committed before the run started is covered.
-        """
+        """Emit checkpoints (and sync group offsets) once caught up; whether every group offset at start is covered."""
         done = True
         by_name = {f.name: f for f in self.flows}
         for cp, targets in zip(self.checkpoints, self._checkpoint_targets, strict=True):
@@ -528,20 +418,10 @@ class Replicator:
             self.on_stats(stats if stats is not None else self.stats())
 
     def stats(self, *, wait_s: float | None = None) -> list[FlowStats]:
-        """Return the current stats of every flow.
+        """Return every flow's stats, in the driver's order.
 
-        Parameters
-        ----------
-        wait_s:
-            Seconds to wait for a flow's lock (one of its control jobs runs); past it the flow's
-            previous stats are returned again (the driver loop's reports wait for nothing: ``0``).
-            ``None`` waits.
-
-        Returns
-        -------
-        list[FlowStats]
-            One per flow, in the driver's order: its state, records, value bytes and lag (records),
-            and per topic the same with replication latency (ms).
+        ``wait_s``: seconds to wait for a flow's lock (one of its control jobs runs), past which its previous
+        stats are returned again; ``None`` waits.
         """
         failed = {s.name for s in self.supervisors if s.state == SupervisorState.FAILED}
         out = []
@@ -563,10 +443,9 @@ class Replicator:
         return out
 
     def close(self) -> None:
-        """Stop the control jobs, heartbeats and the failover watch, publish final totals and metrics, release clients.
+        """Stop the control jobs, heartbeats and failover watch, publish final totals and metrics, release clients.
 
-        The flows' clients are not released while a control job still runs in them (a librdkafka
-        handle destroyed under a call in flight crashes the process).
+        A flow's clients are not released while a control job runs in them (librdkafka crashes the process).
         """
         if not self.control.stop(timeout_s=CONTROL_STOP_S):
             log.warning(
