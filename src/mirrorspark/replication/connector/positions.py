@@ -1,19 +1,13 @@
 """Where each replicated source partition of a flow stands, and the gaps found on the way.
 
-A flow's :class:`Positions` hold every replicated partition's committed **position** (the next
-upstream offset to copy) with its totals, the stored source offsets read from Kafka Connect's
-offsets topic ``mm2-offsets.<source>.internal`` at start (MM2's layout, so MM2 and mirrorspark
-resume each other), the furthest position the flow's own progress reports reached, and the
-source topics' ids as last recorded in the gap ledger.
-
-Every position is checked against the partition's log start and end and its topic's id (at
-start, at every topic refresh, when a copy task finds its offset out of range and when an end
-offset falls below a position): records lost before they were copied are recorded as gap
-events (:mod:`mirrorspark.core.gaps`) in the gap ledger on the target, logged at ERROR and
-counted; then the flow follows ``mirrorspark.on.gap``. A stored source offset past the source's
-end is the flow's own when its progress reports reached past it (the source log was truncated
-while it was stopped: a ``truncated`` gap); otherwise it is a foreign or corrupt ``mm2-offsets``
-record, skipped with a WARNING and counted, never acted on.
+A flow's :class:`Positions` hold every partition's committed **position** (the next upstream offset
+to copy) and totals, the stored source offsets read at start from ``mm2-offsets.<source>.internal``
+(MM2's layout: MM2 and mirrorspark resume each other), the furthest position the flow's own progress
+reports reached and the source topics' ids as recorded in the gap ledger. Positions are checked
+against the log start and end and the topic id; records lost before being copied are gap events
+(:mod:`mirrorspark.core.gaps`), recorded, logged at ERROR and counted, then ``mirrorspark.on.gap``
+applies. A stored offset past the source's end is the flow's own (a ``truncated`` gap) only when its
+reports reached past it; otherwise it is foreign or corrupt: skipped with a WARNING and counted.
 """
 
 from __future__ import annotations
@@ -38,33 +32,11 @@ log = logging.getLogger(__name__)
 class PartitionPosition:
     """Driver-side state of one replicated source partition.
 
-    Attributes
-    ----------
-    position:
-        Next upstream offset to copy (every record before it is copied and committed).
-    end_offset:
-        Source end offset at the last listing (high watermark, or last stable offset under
-        ``read_committed``), ``-1`` before.
-    records, value_bytes, key_bytes:
-        Totals copied by this process (records; bytes).
-    latency_ms_sum, latency_ms_max:
-        Replication latency totals of the sampled copied records (ms).
-    latency_samples:
-        Records ``latency_ms_sum`` adds up (the copy tasks sample every 16th).
-    last_segment:
-        The newest contiguous copied run, for exact translation later.
-    dropped:
-        Records read and dropped by a transform, by this process (never copied; their offsets are
-        before ``position``).
-    from_generation:
-        The first task generation whose reports may move ``position``: the partition was added
-        (a new or re-created topic) while an earlier generation ran, and that generation's
-        reports describe another incarnation of the topic (``engine-audit.md`` F2).
-    restarted:
-        The partition's topic was re-created and it started over at the new topic's log start,
-        and no copy task of it has reported since: the source offset stored for it is the old
-        topic's, which an exactly-once task must not adopt
-        (:attr:`~mirrorspark.replication.task.spec.PartitionAssignment.restarted`).
+    ``position`` is the next upstream offset to copy; ``end_offset`` the source end at the last listing
+    (``-1`` before); latencies in ms over ``latency_samples`` (every 16th record); ``dropped`` counts
+    records a transform dropped. ``from_generation``: the first task generation whose reports may move
+    ``position`` (the topic was re-created under an earlier one, ``engine-audit.md`` F2). ``restarted``:
+    the topic was re-created and no task reported since, so its stored offset is the old topic's.
     """
 
     position: int
@@ -99,45 +71,11 @@ class PartitionPosition:
 
 
 class Positions:
-    """The positions of one flow's replicated source partitions (see the module notes).
+    """The positions of one flow's replicated source partitions (see the module notes); not thread-safe.
 
-    Parameters
-    ----------
-    flow:
-        The flow's name, ``"S->T"``.
-    source_admin:
-        The flow's source admin wrapper (shared).
-    offsets_topic:
-        ``offset.storage.topic`` (for messages).
-    auto_offset_reset:
-        The source consumer's ``auto.offset.reset`` (``latest`` or else earliest): where a
-        partition with no stored offset starts.
-    read_committed:
-        Whether end offsets are listed read_committed (the last stable offset).
-    on_gap:
-        ``mirrorspark.on.gap``: ``"continue"`` or ``"stop"``.
-    ledger:
-        The flow's gap ledger (``None``: gaps are logged and counted only).
-
-    Attributes
-    ----------
-    by_key:
-        ``{(topic, partition): PartitionPosition}`` of every replicated partition.
-    order:
-        The replicated partitions in discovery order (MM2 assigns tasks round-robin in it).
-    gaps:
-        Gap events found by this process.
-    invalid_offsets:
-        Stored source offsets skipped as impossible (past the source's end).
-    halted:
-        Why ``mirrorspark.on.gap=stop`` halted the flow, or ``None``.
-    last_commit_at:
-        When a copy task last committed a position of the flow (epoch s), ``None`` before.
-    run:
-        This driver run's id (random, per flow and process): the copy tasks it starts write it in
-        their progress reports, and only reports of its own generations move positions and totals.
-
-    Not thread-safe: the driver loop calls every method.
+    ``order`` is discovery order (MM2 assigns tasks round-robin in it); ``run`` is this driver run's
+    random id: only reports of its own generations move positions and totals; ``last_commit_at`` in
+    epoch s. ``ledger`` ``None``: gaps are logged and counted only.
     """
 
     def __init__(
@@ -190,21 +128,12 @@ class Positions:
         self._topic_ids = dict(topic_ids)
 
     def add(self, keys: Sequence[PartitionKey]) -> None:
-        """Start replicating partitions: set each one's position (see :meth:`_start_position`).
+        """Start replicating partitions at their start positions (:meth:`_start_position`).
 
-        A partition with a stored source offset resumes after the newest stored offset the source
-        partition can hold, or held when the flow's own progress reports reached past it (offsets
-        past its end and past what the flow reached are foreign or corrupt: skipped with a WARNING
-        and counted in :attr:`invalid_offsets`; none left = the log start); a resumed position
-        below the log start, or beyond the end (the source log was truncated, e.g. by an unclean
-        leader election), is a gap. ``auto.offset.reset`` applies only to partitions with no stored
-        offset at all (``latest`` = the end offset, anything else = the log start); partitions of a
-        re-created topic start at its log start.
-
-        Raises
-        ------
-        ClusterError
-            The source's offsets cannot be listed, or a gap cannot be recorded.
+        A partition resumes after the newest stored offset the source can hold (or held, per the flow's own
+        reports); others are skipped as foreign (:attr:`invalid_offsets`). ``auto.offset.reset`` applies only
+        without any stored offset; a re-created topic starts at its log start. Raises ``ClusterError`` when
+        the source cannot be listed or a gap cannot be recorded.
         """
         keys = list(keys)
         starts = self._admin.start_offsets(keys)
@@ -262,21 +191,10 @@ class Positions:
     def reload(self, history: Mapping[PartitionKey, OffsetHistory]) -> None:
         """Move positions forward to the source offsets committed since they were last read (another instance's).
 
-        Called when this instance takes a flow's lease over (the first start included): the previous
-        holder's tasks committed past the positions this instance knew. Only offsets written since
-        this instance last read ``mm2-offsets`` count: what it read at start went through the start-up
-        checks already (a foreign or corrupt offset skipped, a re-created topic started at its log
-        start), and reading it back again must not undo them (``engine-audit.md`` F1). A new offset
-        goes through the same check: one the source partition cannot hold, and the flow's own
-        reports never reached, is foreign or corrupt (skipped with a WARNING and counted). A partition
-        of a re-created topic whose new start no task committed yet (``restarted``) takes nothing:
-        every offset stored for it is the old topic's, whatever was written since, unless a topic-id
-        marker committed with them names the new topic. Positions never move backwards.
-
-        Raises
-        ------
-        ClusterError
-            The source's end offsets cannot be listed.
+        Called on taking a flow's lease over. Only offsets written since the last read count, so the start-up
+        checks are not undone (``engine-audit.md`` F1); new ones go through the same check. A ``restarted``
+        partition takes nothing unless a topic-id marker names the new topic. Positions never move backwards.
+        Raises ``ClusterError`` when the end offsets cannot be listed.
         """
         fresh: dict[PartitionKey, list[int]] = {}
         for k, h in history.items():
@@ -315,24 +233,10 @@ class Positions:
     # ------------------------------------------------------------------ topics leaving and coming back
 
     def drop_topic(self, topic: str, *, on_source: bool) -> None:
-        """Stop replicating ``topic`` (no longer matching the lists): keep its positions in case it is allowed again.
+        """Stop replicating ``topic``, keeping its positions in case it is allowed again.
 
-        Parameters
-        ----------
-        topic:
-            The source topic.
-        on_source:
-            Whether the topic still exists on the source (filtered out, not deleted).
-
-        A topic deleted from the source takes the records it held that were not copied yet with
-        it: each partition's ``[position, end offset last listed)`` is recorded as a ``deleted``
-        gap first (never silent), and a WARNING says that records written after that listing,
-        if any, are unknown.
-
-        Raises
-        ------
-        ClusterError
-            A gap cannot be recorded (nothing is dropped).
+        A topic no longer ``on_source`` (deleted) first gets a ``deleted`` gap over each partition's
+        ``[position, end offset last listed)``. Raises ``ClusterError`` when the gap cannot be recorded.
         """
         if not on_source:
             self._record_deleted(topic)
@@ -363,11 +267,7 @@ class Positions:
             )
 
     def forget_topic(self, topic: str, *, keep: Iterable[int] = ()) -> None:
-        """Drop every partition and stored offset of ``topic`` (it will be added again as new).
-
-        The stored offsets and reached positions of the partitions in ``keep`` (their new start
-        was committed: they describe the new topic) are kept for :meth:`add`.
-        """
+        """Drop every partition and stored offset of ``topic`` but those of ``keep`` (whose new start was committed)."""
         self.resets += 1
         kept = {(topic, p) for p in keep}
         for key in [k for k in self.order if k[0] == topic]:
@@ -385,23 +285,12 @@ class Positions:
         return dict(self._topic_ids)
 
     def same_incarnation(self, report: PartitionReport) -> bool:
-        """Tell whether a progress report describes the topic the flow knows (its topic id, KIP-516).
-
-        ``False`` only when both ids are known and differ: a report of a topic's incarnation before
-        it was deleted and re-created (``engine-audit.md`` F2). A report without an id (written
-        before reports carried one) or of a topic whose id is not known is taken.
-        """
+        """Whether a progress report describes the topic the flow knows: ``False`` only if both ids differ (KIP-516)."""
         known = self._topic_ids.get(report.topic)
         return report.topic_id is None or known is None or report.topic_id == known
 
     def note_other_incarnation(self, report: PartitionReport) -> None:
-        """Keep the position an earlier run's report names for another topic id than the recorded one.
-
-        A re-created topic's new id is recorded only after its copy tasks committed the new starts
-        (:meth:`check_topic_ids`); a run that ended in between leaves the old id recorded while
-        ``mm2-offsets`` already holds the new topic's offsets. The reports of the new topic, read
-        at start, tell (:meth:`_committed_anew`).
-        """
+        """Keep the position an earlier run's report names for a topic id other than the recorded one."""
         if report.topic_id is not None:
             seen = self._other_ids.setdefault((report.topic, report.topic_id), {})
             seen[report.partition] = max(seen.get(report.partition, -1), report.next_offset)
@@ -415,25 +304,11 @@ class Positions:
         return {t for t, i in ids.items() if self._topic_ids.get(t) not in (None, i)}
 
     def check_topic_ids(self, topics: Iterable[str]) -> set[str]:
-        """Compare the ids of ``topics`` with those recorded; a changed id is a re-created topic.
+        """Compare the ids of ``topics`` with those recorded; return the re-created ones, whose partitions are dropped.
 
-        The partitions of a re-created topic are dropped (the caller adds the new topic's
-        partitions, from its log start); the new ids are recorded in the gap ledger after the gap
-        events, and not at all when ``mirrorspark.on.gap=stop`` halts the flow. A re-created
-        topic's new id is recorded only once a copy task committed the new start of each of its
-        partitions (their first reports): until then ``mm2-offsets`` still holds the old topic's
-        offsets, and a restart must find the topic re-created again rather than resume the new
-        topic at the old topic's offsets.
-
-        Returns
-        -------
-        set[str]
-            The re-created topics whose partitions were dropped.
-
-        Raises
-        ------
-        ClusterError
-            The source cannot be described, or the gap ledger cannot be written.
+        A new id is recorded in the gap ledger after the gap events (never when ``on.gap=stop`` halts), and only
+        once a copy task committed the new start of every partition: until then a restart must find the topic
+        re-created again. Raises ``ClusterError`` when the source or ledger cannot be reached.
         """
         self._confirm_topic_ids()
         described = {t: d for t, d in self._admin.describe_topics(topics).items() if d.topic_id}
@@ -462,17 +337,10 @@ class Positions:
         return forgotten
 
     def _committed_anew(self, topic: str, tid: str, partitions: int) -> set[int]:
-        """Return the partitions of the topic's incarnation ``tid`` whose new start was committed already.
+        """Return the partitions of incarnation ``tid`` whose new start was committed already.
 
-        Those an earlier run's progress reports name ``tid`` for (a copy task reports after it
-        committed), and those whose stored offsets carry ``tid``'s marker (an exactly-once task writes
-        it in the transaction of the new start: :data:`~mirrorspark.mm2.connect_offsets.TOPIC_ID_MARKER`;
-        a run killed after that commit and before its report wrote none): ``mm2-offsets`` holds that
-        incarnation's offsets for them and the flow
-        resumes them from there, through the start-up checks (a range deleted meanwhile is a gap
-        of the new topic), rather than start them over (records lost without a gap, or copied
-        twice). The positions they reached are kept. Every partition named: ``tid`` is recorded;
-        some: the others start over (:meth:`check_topic_ids`), each partition on its own.
+        Named by an earlier run's reports, or by the topic-id marker of their stored offsets
+        (:data:`~mirrorspark.mm2.connect_offsets.TOPIC_ID_MARKER`): they resume from ``mm2-offsets``, not over.
         """
         seen = {p: n for p, n in self._other_ids.get((topic, tid), {}).items() if p < partitions}
         for (t, p), marked in self._stored_ids.items():
@@ -494,7 +362,7 @@ class Positions:
         return set(seen)
 
     def _confirm_topic_ids(self) -> None:
-        """Record the ids of re-created topics whose every partition's new start is committed (see above)."""
+        """Record the ids of re-created topics whose every partition's new start is committed."""
         done = {
             t: i
             for t, i in self._unconfirmed.items()
@@ -508,13 +376,9 @@ class Positions:
     def _record_recreated(
         self, topic: str, known: str, tid: str, now: int, *, partitions: int, skip: Iterable[int] = ()
     ) -> bool:
-        """Record a gap for every partition of a re-created topic but ``skip``; tell whether the flow goes on.
+        """Record a gap for every partition of a re-created topic but ``skip``; whether the flow goes on.
 
-        Besides the partitions the flow replicated or has stored offsets of, each partition of the
-        new topic the flow never saw gets a gap from offset 0: the old topic may have had it (added
-        while the flow could not look, then deleted with its records). Partitions past both counts
-        cannot be known. ``skip``: partitions whose new start an earlier run committed (their
-        stored offsets are the new topic's; their gap was recorded by that run).
+        A partition of the new topic the flow never saw gets a gap from offset 0 (the old topic may have had it).
         """
         go_on = True
         skipped = set(skip)
@@ -533,10 +397,7 @@ class Positions:
     def _old_from(self, k: PartitionKey) -> int:
         """Where a re-created topic's uncopied records began on a partition the flow had not started yet.
 
-        The newest stored offset + 1, unless the flow's own progress reports reached less: the old
-        topic's end offset is gone with it, so a foreign or corrupt stored offset cannot be told by
-        it (:func:`~mirrorspark.mm2.connect_offsets.last_valid_offset`), and a gap from it would
-        leave the records between out, unnamed. Without a report the stored offset is all there is.
+        The newest stored offset + 1, unless the flow's own reports reached less (the old end is gone).
         """
         start = self._stored[k] + 1
         reached = self._reached.get(k)
@@ -545,13 +406,7 @@ class Positions:
     # ------------------------------------------------------------------ gaps
 
     def check_ranges(self, keys: Iterable[PartitionKey]) -> None:
-        """Check the positions of ``keys`` against their source partitions' log start and end; act on any gap.
-
-        Raises
-        ------
-        ClusterError
-            The source cannot be listed, or the gap ledger cannot be written.
-        """
+        """Check ``keys``' positions against their log start and end; act on any gap; raises ``ClusterError``."""
         keys = [k for k in keys if k in self.by_key]
         if not keys:
             return
@@ -567,13 +422,7 @@ class Positions:
                 p.position = r.position
 
     def record_gap(self, event: GapEvent) -> bool:
-        """Log, count and record a gap; tell whether the flow goes on (``mirrorspark.on.gap=continue``).
-
-        Raises
-        ------
-        ClusterError
-            The gap ledger did not acknowledge the event (nothing moves on).
-        """
+        """Log, count and record a gap; whether the flow goes on; raises ``ClusterError`` when not acknowledged."""
         stop = self.on_gap == "stop"
         log.error("%s; %s", event.describe(), _gap_action(event, stop=stop))
         if self.ledger is not None:
@@ -592,15 +441,10 @@ class Positions:
     # ------------------------------------------------------------------ progress reports and end offsets
 
     def apply_report(self, report: PartitionReport, *, generation: int | None, segments_only: bool) -> bool:
-        """Apply one progress report of a copy task: position and totals (see :meth:`Flow.apply_report`).
+        """Apply one copy task's progress report to position and totals (see :meth:`Flow.apply_report`).
 
-        A report of another incarnation of its topic (:meth:`same_incarnation`) changes nothing.
-        Position and totals move on the running generation's reports only: ``generation`` and this
-        run (:attr:`run`; a report naming no run, written before reports named one, is taken on
-        its generation alone). Generation numbers start at 1 in every driver process, so a late
-        report of another instance or of this instance's previous process could carry the running
-        number (``engine-audit-2.md`` N6). A report written again after its write timed out (at
-        least once) adds to the totals once (:class:`ReportSequences`).
+        Only reports of this topic incarnation and of the running generation and :attr:`run` count
+        (``engine-audit-2.md`` N6); a report written twice adds once (:class:`ReportSequences`).
         """
         if not self.same_incarnation(report):
             return False
@@ -627,18 +471,9 @@ class Positions:
         return True
 
     def list_ends(self, keys: Sequence[PartitionKey] | None = None) -> list[PartitionKey]:
-        """List the source end offsets of ``keys`` (default: every replicated partition) into the positions.
+        """List the source end offsets of ``keys`` (default: all); return the partitions whose end is below position.
 
-        Returns
-        -------
-        list[tuple[str, int]]
-            Partitions whose end offset lies below their position (the source log lost records the
-            flow copied: truncated, or the topic re-created): the caller checks them for a gap.
-
-        Raises
-        ------
-        ClusterError
-            The source's end offsets cannot be listed.
+        Raises ``ClusterError`` when the source's end offsets cannot be listed.
         """
         keys = list(self.order if keys is None else keys)
         ends = self._admin.end_offsets(keys, read_committed=self.read_committed)
@@ -652,20 +487,7 @@ class Positions:
         return behind
 
     def caught_up(self, targets: Mapping[PartitionKey, int]) -> bool:
-        """Tell whether every partition in ``targets`` has reached its target position.
-
-        Parameters
-        ----------
-        targets:
-            ``{(topic, partition): offset}``, e.g. the end offsets listed at a bounded run's start;
-            partitions the flow no longer replicates are ignored.
-
-        Returns
-        -------
-        bool
-            ``True`` when every position (next offset to read) is at or past its target (or at its
-            end offset, where a truncated source lowered it).
-        """
+        """Whether every position in ``targets`` (``{(topic, partition): offset}``) is at or past its target or end."""
         return all(
             p.position >= (min(e, p.end_offset) if p.end_offset >= 0 else e)
             for k, e in targets.items()
