@@ -1,33 +1,14 @@
 """Checkpoints and consumer-group offset sync (MM2 ``MirrorCheckpointConnector`` / ``MirrorCheckpointTask``).
 
-For a flow ``S->T``, every ``emit.checkpoints.interval.seconds`` the
-:class:`CheckpointEmitter` lists the committed offsets of every source
-consumer group matching ``groups`` / ``groups.exclude``, translates each
-upstream offset into a downstream offset on T, and writes a
-:class:`~mirrorspark.mm2.records.Checkpoint` to ``<S>.checkpoints.internal`` on T
-— MM2's topic and byte layout, so MM2's ``RemoteClusterUtils`` on T reads them.
-
-Translation (the shared :class:`~mirrorspark.client.translator.OffsetTranslator`,
-also used by the consumer-migration tools) prefers what the running data path
-knows exactly (:class:`~mirrorspark.mm2.translation.CopiedRanges`: 0 re-reads)
-and falls back to MM2's conservative rule over the flow's offset syncs
-(:class:`~mirrorspark.mm2.sync_store.OffsetSyncStore`: never a skip, at most
-about ``offset.lag.max`` re-reads).
-
-**Failback** (beyond MM2): a group on S that consumes a topic which came from
-T (``T.topic1`` on S, e.g. after a failover) is checkpointed under the
-original name ``topic1`` (MM2's renaming rule) with a downstream offset
-translated *in reverse* through the syncs of the opposite flow ``T->S``
-(:func:`~mirrorspark.mm2.translation.translate_back`, or exactly from
-that flow's copied ranges when it runs in the same process).
-
-**Group offset sync** (``sync.group.offsets.enabled``, KIP-545): the latest
-checkpoints of a group are committed to the same group on T, only while it has
-no active members there and only forward of what it already committed.
-
-The consumer-migration tools (SRM's ``srm-control offsets``, MM2's
-``RemoteClusterUtils``) read these checkpoints back:
-:mod:`mirrorspark.migration.consumer_migration`.
+For a flow ``S->T``, every ``emit.checkpoints.interval.seconds`` the :class:`CheckpointEmitter`
+translates the committed offsets of the accepted source groups and writes
+:class:`~mirrorspark.mm2.records.Checkpoint` records to ``<S>.checkpoints.internal`` on T (MM2's
+layout, read by ``RemoteClusterUtils`` and :mod:`mirrorspark.migration.consumer_migration`).
+Translation (:class:`~mirrorspark.client.translator.OffsetTranslator`) prefers the data path's exact
+copied ranges and falls back to MM2's offset syncs (never a skip). Beyond MM2, a group on S
+consuming ``T.topic1`` is checkpointed as ``topic1``, translated in reverse through the ``T->S``
+flow (failback). Group offset sync (KIP-545) commits the latest checkpoints to groups idle on T,
+only forward.
 """
 
 from __future__ import annotations
@@ -68,16 +49,7 @@ LOADER_JOIN_S = 10.0
 
 @dataclass(frozen=True)
 class CheckpointCycle:
-    """What one checkpoint cycle saw, for the raw metrics (:mod:`mirrorspark.replication.worker.metrics_publisher`).
-
-    Attributes
-    ----------
-    offsets:
-        Per group, its committed offsets on the source and their translations.
-    listed_at_ms, acked_at_ms:
-        When the cycle started listing group offsets, and when its checkpoints were acknowledged
-        (epoch ms): their difference is MM2's ``checkpoint-latency-ms``.
-    """
+    """What one checkpoint cycle saw: per group its offsets and translations, listing and ack times (epoch ms)."""
 
     offsets: dict[str, list[GroupOffset]]
     listed_at_ms: int
@@ -94,19 +66,8 @@ class _EmitterState:
 class CheckpointEmitter:
     """Checkpoints and group offset sync for one flow ``S->T``.
 
-    Parameters
-    ----------
-    context:
-        The flow's context (configuration, policy, filters, client factory).
-    reverse:
-        The context of the reverse flow ``T->S`` (its offset syncs translate failback topics),
-        or ``None`` to translate no failback topics in reverse.
-    copied:
-        Exact copied ranges of this flow (from its running data path), or ``None``.
-    reverse_copied:
-        Exact copied ranges of the reverse flow ``T->S`` if it runs in this process.
-    clock_ms:
-        Epoch ms (the checkpoint record timestamp = listing time).
+    ``reverse``: the ``T->S`` context whose syncs translate failback topics (``None``: none);
+    ``copied``/``reverse_copied``: exact copied ranges when that flow runs here; ``clock_ms`` in epoch ms.
     """
 
     def __init__(
@@ -191,19 +152,10 @@ class CheckpointEmitter:
     # ------------------------------------------------------------------ start-up
 
     def start(self, *, background_syncs: bool = False) -> None:
-        """Create the checkpoints topic, load existing checkpoints, read the offset syncs, create the producer.
+        """Create the checkpoints topic, load its checkpoints, read the offset syncs, create the producer.
 
-        Mirrors MM2 3.8+ (KAFKA-15905): when the checkpoints loaded, the sync
-        store keeps its full history; otherwise only the latest sync per
-        partition is usable after start-up.
-
-        Parameters
-        ----------
-        background_syncs:
-            Read the offset syncs on a background thread (the driver does, so that a long
-            offset-syncs topic does not hold up copying; MM2 reads them in its checkpoint
-            task, apart from the source tasks). :meth:`emit` writes nothing until they are
-            read, and reads them again itself if the background read failed.
+        With checkpoints loaded the sync store keeps its full history (MM2 3.8+, KAFKA-15905).
+        ``background_syncs`` reads the syncs on a thread; :meth:`emit` writes nothing until they are read.
         """
         self._tgt_admin.ensure_topic(
             self.checkpoints_topic,
@@ -242,13 +194,7 @@ class CheckpointEmitter:
             self._syncs_loaded.set()
 
     def _ready(self) -> bool:
-        """Whether the offset syncs are read; after a failed background read, read them now.
-
-        Raises
-        ------
-        ClusterError
-            The offset syncs cannot be read now either (the next cycle tries again).
-        """
+        """Whether the offset syncs are read (after a failed background read, read now; raises ``ClusterError``)."""
         if self._loader is None:
             return True
         if not self._syncs_loaded.is_set():
@@ -259,25 +205,10 @@ class CheckpointEmitter:
         return True
 
     def load_checkpoints(self, *, timeout_s: float = 60.0) -> int:
-        """Read ``<S>.checkpoints.internal`` on T from the beginning into :attr:`store` (MM2 ``CheckpointStore``).
+        """Read ``<S>.checkpoints.internal`` into :attr:`store` (MM2 ``CheckpointStore``); return records read.
 
-        Creates nothing: a missing topic loads nothing. Corrupt records are
-        skipped with a warning; records read before a failure stay in the store.
-
-        Parameters
-        ----------
-        timeout_s:
-            Seconds to reach the topic's end offset (default 60).
-
-        Returns
-        -------
-        int
-            Records read (corrupt ones included).
-
-        Raises
-        ------
-        ClusterError
-            If the end is not reached within ``timeout_s`` or the cluster fails.
+        A missing topic loads nothing; corrupt records are skipped with a warning. Raises ``ClusterError``
+        when the end is not reached within ``timeout_s`` seconds.
         """
         return read_topic(
             self.flow_config.target_consumer,
@@ -291,23 +222,9 @@ class CheckpointEmitter:
         )
 
     def read_checkpoints(self, *, timeout_s: float = 60.0) -> list[Checkpoint]:
-        """Read every decodable checkpoint of ``<S>.checkpoints.internal`` on T, in topic order (store untouched).
+        """Read every decodable checkpoint of ``<S>.checkpoints.internal``, in topic order (``[]``: no topic).
 
-        Parameters
-        ----------
-        timeout_s:
-            Seconds to reach the topic's end offset (default 60).
-
-        Returns
-        -------
-        list[Checkpoint]
-            In topic order, the last one per (group, topic, partition) being the current one;
-            ``[]`` for a missing topic.
-
-        Raises
-        ------
-        ClusterError
-            As :meth:`load_checkpoints`.
+        The store is untouched; raises ``ClusterError`` as :meth:`load_checkpoints`.
         """
         return read_checkpoints(
             self.flow_config.target_consumer,
@@ -339,21 +256,10 @@ class CheckpointEmitter:
         return LiveFilters(self.context)
 
     def refresh_groups(self) -> list[str]:
-        """List source groups accepted by the group filter (MM2 ``findConsumerGroups``).
+        """List the source groups the group filter accepts, sorted (MM2 ``findConsumerGroups``).
 
-        The group and topic filters are rebuilt first from the config file's lists
-        and the changes in the control topic (``mirrorspark control``).
-
-        Returns
-        -------
-        list[str]
-            The accepted group ids, sorted (also kept in :attr:`state` for :meth:`emit`).
-
-        Raises
-        ------
-        ClusterError
-            If the source's groups cannot be listed within ``admin.timeout.ms`` (a control topic
-            that cannot be read only logs a warning and leaves the lists as they were).
+        The filters are rebuilt first from the config and the control topic. Raises ``ClusterError`` when
+        the groups cannot be listed within ``admin.timeout.ms``.
         """
         self._live_filters.poll()
         self.group_filter = self._live_filters.group_filter(self.group_filter)
@@ -364,25 +270,9 @@ class CheckpointEmitter:
         return groups
 
     def committed(self, group: str, cluster: str = "source") -> dict[TopicPartitionKey, tuple[int, str]]:
-        """Read the committed offsets of a group on the source or target (MM2 ``listConsumerGroupOffsets``).
+        """Return a group's ``{(topic, partition): (committed offset, metadata)}`` on the ``"source"`` or ``"target"``.
 
-        Parameters
-        ----------
-        group:
-            The consumer group id.
-        cluster:
-            ``"source"`` (the default) or ``"target"`` of the flow.
-
-        Returns
-        -------
-        dict[tuple[str, int], tuple[int, str]]
-            ``{(topic, partition): (committed offset, metadata)}`` (committed offset = next offset
-            to read); partitions with an error or without a committed offset are left out.
-
-        Raises
-        ------
-        ClusterError
-            If the offsets cannot be listed within ``admin.timeout.ms``.
+        MM2 ``listConsumerGroupOffsets``; raises ``ClusterError`` when not listed within ``admin.timeout.ms``.
         """
         # a consumer of the group, never the admin client: librdkafka's admin listConsumerGroupOffsets
         # crashes the process on a coordinator error (see ClusterAdmin.committed_group_offsets)
@@ -405,29 +295,13 @@ class CheckpointEmitter:
         metadata: str = "",
         now_ms: int | None = None,
     ) -> GroupOffset:
-        """Translate one committed source offset into a checkpoint: see :meth:`OffsetTranslator.translate`.
-
-        ``now_ms`` is unused (kept for callers that pass the cycle's epoch ms).
-        """
+        """Translate one committed source offset into a checkpoint (:meth:`OffsetTranslator.translate`)."""
         return self.translator.translate(group, topic, partition, upstream_offset, metadata)
 
     def group_offsets(self, group: str) -> list[GroupOffset]:
-        """Translate every committed offset of one source group (topics the topic filter accepts).
+        """Translate every committed offset of source ``group`` on accepted topics, sorted by (topic, partition).
 
-        Parameters
-        ----------
-        group:
-            The consumer group on S.
-
-        Returns
-        -------
-        list[GroupOffset]
-            One per committed partition of an accepted topic, sorted by (topic, partition).
-
-        Raises
-        ------
-        ClusterError
-            If the group's offsets cannot be listed, or the offset syncs are not read yet.
+        Raises ``ClusterError`` when the offsets cannot be listed or the offset syncs are not read yet.
         """
         now = self._clock_ms()
         out = []
@@ -440,12 +314,7 @@ class CheckpointEmitter:
     # ------------------------------------------------------------------ jobs
 
     def jobs(self) -> list[PeriodicJob]:
-        """Declare the checkpoint connector's enabled jobs (MM2 ``MirrorCheckpointConnector`` and its task).
-
-        ``checkpoints S->T``; ``refresh groups S->T`` with ``refresh.groups.enabled`` (MM2's
-        ``scheduleRepeatingDelayed``: the first listing is the first cycle's); ``sync group offsets S->T``
-        with ``sync.group.offsets.enabled``. Each first runs one interval after registration.
-        """
+        """Declare ``checkpoints``, ``refresh groups``, ``sync group offsets`` as enabled (MM2 checkpoint connector)."""
         f, name = self.flow_config, self.name
         declared: list[tuple[str, float, Callable[[], object]]] = [
             (f"checkpoints {name}", f.emit_checkpoints_interval_s, self.emit)
@@ -457,26 +326,11 @@ class CheckpointEmitter:
         return [PeriodicJob(job, every, fn, initial_delay_s=every) for job, every, fn in declared]
 
     def emit(self) -> list[Checkpoint]:
-        """One checkpoint cycle: read new syncs, translate every group, write what is more recent.
+        """One checkpoint cycle: read new syncs, translate every group, write and return what is more recent.
 
-        The groups are those of the last :meth:`refresh_groups`; the first cycle lists them if that
-        never ran (MM2 lists groups once at start; refreshing them is a job of its own, declared by
-        :meth:`jobs` only with ``refresh.groups.enabled``). Writes nothing (returns ``[]``) while the
-        offset syncs are still being read in the background (:meth:`start`).
-
-        Returns
-        -------
-        list[Checkpoint]
-            The checkpoints written this cycle (MM2 writes only those more recent than the last
-            one per group-partition, ``CheckpointStore``).
-
-        Raises
-        ------
-        ClusterError
-            If used before :meth:`start`, the groups cannot be listed, or the target does not
-            acknowledge the checkpoints after retries (:func:`~mirrorspark.kafka.delivery.deliver`;
-            none of them enters :attr:`store`, so the next cycle writes them again; a group whose
-            offsets cannot be read is skipped with a warning instead).
+        ``[]`` while the syncs are read in the background. Raises ``ClusterError`` when used before
+        :meth:`start`, the groups cannot be listed or the target does not acknowledge (nothing enters
+        :attr:`store`, so the next cycle writes them again).
         """
         if self._producer is not None and not self._ready():
             return []
@@ -522,26 +376,11 @@ class CheckpointEmitter:
         return written
 
     def sync_group_offsets(self) -> dict[str, int]:
-        """Commit the latest checkpoints to idle groups on the target (:meth:`GroupOffsetSync.sync`).
-
-        Nothing while the offset syncs are still being read in the background (:meth:`start`).
-        """
+        """Commit the latest checkpoints to idle groups on the target (:meth:`GroupOffsetSync.sync`)."""
         return self.group_sync.sync() if self._ready() else {}
 
     def snapshot(self) -> dict[tuple[str, str, int], int]:
-        """Read the committed offsets of every accepted group now (for ``--until-caught-up``).
-
-        Returns
-        -------
-        dict[tuple[str, str, int], int]
-            ``{(group, topic, partition): committed offset}`` on S (next offset to read), for
-            topics the topic filter accepts.
-
-        Raises
-        ------
-        ClusterError
-            As :meth:`refresh_groups` and :meth:`committed`.
-        """
+        """Return each accepted group's ``{(group, topic, partition): committed offset}`` on S now."""
         out: dict[tuple[str, str, int], int] = {}
         for group in self.refresh_groups():
             for (topic, partition), (offset, _) in self.committed(group).items():
@@ -550,24 +389,7 @@ class CheckpointEmitter:
         return out
 
     def covered(self, snapshot: Mapping[tuple[str, str, int], int]) -> bool:
-        """Tell whether a checkpoint at or past each snapshot offset exists (or it cannot be translated).
-
-        Parameters
-        ----------
-        snapshot:
-            ``{(group, topic, partition): committed offset}`` on S, from :meth:`snapshot`.
-
-        Returns
-        -------
-        bool
-            ``True`` when every offset is checkpointed (or cannot be translated, so there is
-            nothing to wait for); ``False`` while the offset syncs are still being read (:meth:`start`).
-
-        Raises
-        ------
-        ClusterError
-            If a failed background read of the offset syncs fails again.
-        """
+        """Whether every :meth:`snapshot` offset is checkpointed or untranslatable (``False`` while syncs are read)."""
         if not self._ready():
             return False
         f = self.flow_config
@@ -585,13 +407,7 @@ class CheckpointEmitter:
         return True
 
     def close(self) -> None:
-        """Flush and release clients (after a background read of the offset syncs has ended).
-
-        A background read of the offset syncs stops at its next poll (within 0.2 s) and publishes
-        nothing; it is waited for at most :data:`LOADER_JOIN_S`. One still running then (held in a
-        call to a target that does not answer) keeps the translator's clients, which are not
-        released under it.
-        """
+        """Flush and release clients once the background sync read ended (waits :data:`LOADER_JOIN_S`)."""
         loading = False
         self._closing.set()
         if self._loader is not None:
@@ -616,19 +432,7 @@ class CheckpointEmitter:
 
 
 def offsets_of(groups: Iterable[GroupOffset]) -> dict[TopicPartitionKey, int]:
-    """Collect the downstream offsets of the translatable group offsets.
-
-    Parameters
-    ----------
-    groups:
-        Translated group offsets (:meth:`CheckpointEmitter.group_offsets`).
-
-    Returns
-    -------
-    dict[tuple[str, int], int]
-        ``{(renamed topic, partition): downstream offset}`` (next offset to read on T); offsets
-        that cannot be translated are left out.
-    """
+    """Return ``{(renamed topic, partition): downstream offset}`` of the translatable group offsets."""
     return {
         (g.checkpoint.topic, g.checkpoint.partition): g.checkpoint.downstream_offset
         for g in groups
