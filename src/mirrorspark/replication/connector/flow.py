@@ -1,21 +1,11 @@
-"""One replication flow ``source->target`` on the driver: its rooms, built once and passed down.
+"""One replication flow ``source->target`` on the driver (MM2's ``MirrorSourceConnector``), cut into rooms.
 
-A :class:`Flow` is what MM2's ``MirrorSourceConnector`` is to one flow, cut into rooms that each
-do one job:
-
-* :class:`~mirrorspark.replication.connector.topic_sync.TopicSync` — internal topics, discovery, remote
-  topics, config sync;
-* :class:`~mirrorspark.replication.connector.positions.Positions` — each partition's committed position,
-  the stored source offsets, gap checks and the gap ledger;
-* :class:`~mirrorspark.replication.connector.task_configs.TaskConfigs` — the copy tasks
-  (``taskConfigs``);
-* :class:`~mirrorspark.replication.connector.progress_channel.ProgressChannelReader` — the copy tasks'
-  progress reports, read into the positions and the copied ranges
-  (:class:`~mirrorspark.mm2.translation.CopiedRanges`, for exact checkpoints).
-
-The flow coordinates them: a topic refresh drops or adds partitions and checks topic ids; a
-position found out of range, or an end offset below a position, is checked for a gap. Who runs
-the copy tasks and commits is :mod:`mirrorspark.replication.worker.supervisor` (Connect's worker).
+:class:`~mirrorspark.replication.connector.topic_sync.TopicSync` (internal topics, discovery, remote
+topics, config sync), :class:`~mirrorspark.replication.connector.positions.Positions` (positions,
+stored offsets, gaps), :class:`~mirrorspark.replication.connector.task_configs.TaskConfigs`
+(``taskConfigs``) and :class:`~mirrorspark.replication.connector.progress_channel.ProgressChannelReader`
+(the tasks' progress reports); the flow coordinates them. The copy tasks run in
+:mod:`mirrorspark.replication.worker.supervisor`.
 """
 
 from __future__ import annotations
@@ -59,18 +49,8 @@ LAG_INTERVAL_S = 5.0
 class Flow:
     """Driver-side runtime of one replication flow (see the module notes).
 
-    Parameters
-    ----------
-    context:
-        The flow's context (configuration, policy, filters, client factory), built once at start.
-    data_path:
-        mirrorspark's data-path settings (``mirrorspark.on.gap``).
-
-    Two threads use a flow: the driver loop supervises its copy tasks, and the control thread runs
-    its jobs (topic refresh, config and ACL sync, lag listings, totals, metrics, checkpoints). Each
-    holds :attr:`lock` while it reads or changes the flow (:meth:`held`); the loop never waits for
-    it (a slow job holds up this flow's supervision past the lease only, never a lease change nor
-    the other flows).
+    The driver loop and the control thread each hold :attr:`lock` while they read or change the flow
+    (:meth:`held`); the loop never waits for it, so a slow job holds up only this flow's supervision.
     """
 
     def __init__(self, context: FlowContext, data_path: DataPathConfig) -> None:
@@ -107,14 +87,7 @@ class Flow:
 
     @contextlib.contextmanager
     def held(self, *, wait_s: float | None = None) -> Iterator[bool]:
-        """Hold :attr:`lock` for a ``with`` block; yield whether it was taken.
-
-        Parameters
-        ----------
-        wait_s:
-            Seconds to wait for it (``0``: only if free now); ``None`` waits as long as it takes
-            (the block always runs with the lock then).
-        """
+        """Hold :attr:`lock` in a ``with`` block, waiting ``wait_s`` (``None``: forever); yield whether it was taken."""
         taken = self.lock.acquire() if wait_s is None else self.lock.acquire(timeout=wait_s)
         try:
             yield taken
@@ -171,30 +144,17 @@ class Flow:
 
     @property
     def exactly_once(self) -> bool:
-        """Whether the flow copies exactly once: ``<target>.exactly.once.source.support=enabled`` (KIP-618).
-
-        ``preparing`` is KIP-618's rolling-upgrade step: at least once, as in MM2.
-        """
+        """Whether the flow copies exactly once: ``<target>.exactly.once.source.support=enabled`` (KIP-618)."""
         return self.tasks.exactly_once
 
     @property
     def fence_count(self) -> int:
-        """How many task indexes to fence before a generation starts (exactly once, KIP-618's ``fenceZombies``).
-
-        The largest of ``tasks.max``, 1 + the highest task index in the flow's progress reports and the
-        previous replicator's task count (:attr:`previous_tasks`, read at :meth:`start`).
-        """
+        """Task indexes to fence before a generation starts (KIP-618 ``fenceZombies``): max of tasks now and before."""
         return max(self.config.tasks_max, self.task_count_seen, self.previous_tasks)
 
     @property
     def isolation_level(self) -> str:
-        """The data path's source isolation level: ``<source>.consumer.isolation.level``, default ``read_uncommitted``.
-
-        The copy tasks' consumers and the end-offset listings read with this one level. The
-        default is the Java consumer's, so mirrorspark copies what MM2 copies: records of aborted
-        and still-open transactions too. With ``read_committed`` an open transaction delays only
-        its own partition, at its last stable offset.
-        """
+        """The data path's ``<source>.consumer.isolation.level``, default ``read_uncommitted`` (as MM2)."""
         return (self.config.source_consumer.get("isolation.level") or "").strip() or "read_uncommitted"
 
     @property
@@ -211,21 +171,9 @@ class Flow:
     def start(self) -> None:
         """Connect, create internal topics, read stored offsets and copied runs, discover topics.
 
-        Exactly once, also how many task indexes of the replicator taken over from to fence
-        (:attr:`previous_tasks`, :mod:`~mirrorspark.client.connect_tasks`).
-
-        Raises
-        ------
-        ClusterUnreachableError
-            Either cluster does not answer.
-        ClusterError
-            An internal topic cannot be created or read.
-        SourceConnectorNameError
-            No source offset of the flow's topics is stored under its connector name, but some are
-            under another name (a renamed connector): never a silent re-copy or skip.
-        ConfigError
-            Exactly once, the offsets topic holds another replicator's source offsets and its task
-            count is unknown (:func:`~mirrorspark.client.connect_tasks.previous_tasks_to_fence`).
+        Raises ``ClusterUnreachableError``, ``ClusterError`` (an internal topic), ``SourceConnectorNameError``
+        (offsets stored only under another connector name) or ``ConfigError`` (exactly once, another
+        replicator's task count unknown: :func:`~mirrorspark.client.connect_tasks.previous_tasks_to_fence`).
         """
         self.source_admin.check_reachable()
         self.target_admin.check_reachable()
@@ -263,11 +211,7 @@ class Flow:
     def _offset_history(
         self, others: dict[str, dict[PartitionKey, int]] | None = None
     ) -> dict[PartitionKey, OffsetHistory]:
-        """Read the flow's stored source offsets from ``mm2-offsets`` (newest last per partition).
-
-        ``others``: filled with the source's offsets under other connector names (see
-        :func:`~mirrorspark.client.source_offset_reader.read_source_offset_history`).
-        """
+        """Read the flow's stored source offsets (newest last); fill ``others`` with those of other connector names."""
         cfg = self.config
         return read_source_offset_history(
             cfg.target_consumer,
@@ -282,22 +226,13 @@ class Flow:
         )
 
     def reload_positions(self) -> None:
-        """Move positions forward to the newest source offsets in ``mm2-offsets`` (another instance's commits).
-
-        Raises
-        ------
-        ClusterError
-            The offsets topic cannot be read.
-        """
+        """Move positions forward to the newest source offsets in ``mm2-offsets``; raises ``ClusterError``."""
         self.positions.reload(self._offset_history())
 
     # ------------------------------------------------------------------ control jobs
 
     def jobs(self) -> list[PeriodicJob]:
-        """Declare the source connector's enabled jobs: config sync, ACL sync, topic refresh, end-offset listing.
-
-        Each first runs one interval after registration, the ACL sync at once (as MM2's).
-        """
+        """Declare the source connector's enabled jobs: config sync, ACL sync (at once), topic refresh, end offsets."""
         cfg, name = self.config, self.name
         jobs = []
         if cfg.sync_topic_configs_enabled:
@@ -318,23 +253,10 @@ class Flow:
             self.refresh_topics()
 
     def refresh_topics(self) -> list[PartitionKey]:
-        """Find new source topics and partitions, create or grow their remote topics, check topic ids.
+        """Find new source topics and partitions, create or grow their remote topics, check ids; return those added.
 
-        Topics no longer matching (e.g. after an allow-list change) stop being replicated; their
-        remote topics are left alone and their positions are kept, so a topic allowed again
-        resumes where it stopped. A re-created topic (a new topic id) is a gap; its partitions
-        start again at its log start.
-
-        Returns
-        -------
-        list[tuple[str, int]]
-            The partitions this call added.
-
-        Raises
-        ------
-        ClusterError
-            A cluster cannot be listed, a remote topic cannot be created or grown, or a gap cannot
-            be recorded.
+        A topic no longer matching stops being copied, its positions kept for a return; a re-created topic is
+        a gap and starts over at its log start. Raises ``ClusterError``.
         """
         found = self.topics.refresh()
         for topic in found.dropped:
@@ -356,22 +278,9 @@ class Flow:
         self.topics.sync_configs()
 
     def check_positions(self, keys: Iterable[PartitionKey]) -> list[GapEvent]:
-        """Check the positions of ``keys`` against their source partitions now; act on any gap.
+        """Check ``keys``' positions against their source partitions now; return the gaps (a new topic id: refresh).
 
-        Called when a task found a position out of range and when an end offset fell below a
-        position. A changed topic id is handled as a re-created topic (a topic refresh runs);
-        otherwise a position below the log start or above the end is a gap
-        (:func:`~mirrorspark.core.gaps.check_position`).
-
-        Returns
-        -------
-        list[GapEvent]
-            The gaps found.
-
-        Raises
-        ------
-        ClusterError
-            The source cannot be described or listed, or the gap ledger cannot be written.
+        Raises ``ClusterError`` when the source or the gap ledger cannot be reached.
         """
         keys = sorted({k for k in keys if k in self.partitions})
         if not keys or self.halted is not None:
@@ -385,14 +294,9 @@ class Flow:
         return self.gaps[before:]
 
     def list_end_offsets(self) -> None:
-        """List every replicated partition's source end offset (lag, bounded runs); check ends below positions.
+        """List every partition's source end offset (at most 1/:data:`LAG_COST_FACTOR` of a core).
 
-        At most 1/:data:`LAG_COST_FACTOR` of a core: thousands of partitions are listed less often.
-
-        Raises
-        ------
-        ClusterError
-            The source's end offsets cannot be listed.
+        Raises ``ClusterError`` when the source's end offsets cannot be listed.
         """
         now = time.monotonic()
         if self.halted is not None or not self.order or now < self._next_end_listing:
@@ -403,19 +307,7 @@ class Flow:
             self.check_positions(behind)
 
     def end_snapshot(self) -> dict[PartitionKey, int]:
-        """List the current source end offsets of every replicated partition (where a bounded run ends).
-
-        Returns
-        -------
-        dict[tuple[str, int], int]
-            ``{(topic, partition): end offset}`` (the high watermark, or the last stable offset
-            with ``isolation.level=read_committed``).
-
-        Raises
-        ------
-        ClusterError
-            If the source's end offsets cannot be listed.
-        """
+        """Return ``{(topic, partition): end offset}`` now (where a bounded run ends); raises ``ClusterError``."""
         behind = self.positions.list_ends()
         if behind:
             self.check_positions(behind)
@@ -429,12 +321,7 @@ class Flow:
 
     @property
     def assignment(self) -> tuple[tuple[PartitionKey, ...], int]:
-        """What the copy tasks must run: the partitions in order, and how many topics were re-created.
-
-        A change is a new generation (:class:`~mirrorspark.replication.worker.supervisor.FlowSupervisor`):
-        a re-created topic keeps its partitions but starts again at its log start, and the running
-        generation's reports describe the old topic (``engine-audit.md`` F2).
-        """
+        """What the copy tasks run: partitions in order and re-created topics; a change is a new generation (F2)."""
         return tuple(self.order), self.positions.resets
 
     def task_specs(
@@ -445,16 +332,9 @@ class Flow:
         stop_at: Mapping[PartitionKey, int] | None = None,
         epoch: int = 0,
     ) -> list[CopyTaskSpec]:
-        """Cut the flow's partitions into its copy tasks, each from its committed positions (:class:`TaskConfigs`).
+        """Cut the partitions into copy tasks from their positions (:class:`TaskConfigs`); ``[]`` once halted.
 
-        Each partition carries its topic's id as known now, and the tasks' reports with it (a report
-        of another incarnation of the topic is dropped: :meth:`apply_report`). Records
-        ``generation`` as started: partitions added from now on move only on reports of
-        later generations
-        (:attr:`~mirrorspark.replication.connector.positions.PartitionPosition.from_generation`).
-        Returns an empty list once the flow is halted. ``epoch``: the lease epoch the generation
-        runs under (:attr:`CopyTaskSpec.epoch`). The tasks' reports name this driver run
-        (:attr:`~mirrorspark.replication.connector.positions.Positions.run`).
+        Records ``generation`` as started (for :attr:`PartitionPosition.from_generation`); ``epoch`` is the lease epoch.
         """
         if self.halted is not None:
             return []
@@ -476,32 +356,11 @@ class Flow:
     def apply_report(
         self, report: PartitionReport, *, generation: int | None = None, segments_only: bool = False
     ) -> bool:
-        """Apply one progress report of a copy task: position, totals and copied segments.
+        """Apply one copy task's progress report: position, totals and copied segments.
 
-        Parameters
-        ----------
-        report:
-            A report of this flow.
-        generation:
-            The flow's current task generation: positions and totals move only on reports of it
-            started by this driver run (another instance's, or this instance's previous process's,
-            reuse the numbers: ``engine-audit-2.md`` N6), and a partition added while an older
-            generation ran only on reports of later ones (a report of an older generation still
-            adds its copied segments). ``None`` takes any.
-        segments_only:
-            Add the copied segments and the position reached only (a report of an earlier run,
-            read at start, before the partitions' positions are set).
-
-        A report naming another topic id than the flow knows for its topic (KIP-516: a report of
-        the topic's incarnation before it was deleted and re-created, written late) is dropped
-        entirely: no position, totals, position reached or copied segments (``engine-audit.md`` F2).
-
-        Returns
-        -------
-        bool
-            Whether the report was of a partition the flow replicates; with ``segments_only``,
-            always (any partition's segments and position reached are kept); ``False`` for a
-            report of another incarnation of its topic.
+        Positions move only on reports of ``generation`` (``None``: any) of this run (``engine-audit-2.md``
+        N6); ``segments_only`` takes only segments and the position reached (reports read at start). A
+        report of another topic incarnation is dropped (F2). Returns whether the flow replicates its partition.
         """
         self._reported.add((report.topic, report.partition))  # its offsets are the flow's own (exactly once)
         if not self.positions.same_incarnation(report):
