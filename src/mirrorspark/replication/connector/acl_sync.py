@@ -1,43 +1,15 @@
 """Topic ACL sync, MM2's way (``MirrorSourceConnector.syncTopicAcls``, mm2.md §9.5).
 
-Every ``sync.topic.acls.interval.seconds`` (first run right after start, as MM2),
-for a flow ``S->T``:
+Every ``sync.topic.acls.interval.seconds`` (first right after start) the source's TOPIC ACL bindings
+are mapped by MM2's rule (:func:`target_acl_bindings`) and those the target lacks are created there;
+ACLs are only ever added, never deleted. A source or target without an authorizer is skipped (told
+once, as MM2). The principal needs DESCRIBE on S's cluster and ALTER on T's.
 
-1. describe every TOPIC ACL binding on S (any pattern type);
-2. map them with MM2's rule (:func:`target_acl_bindings`, pure):
+librdkafka (2.16.1 and earlier) ignores DescribeAcls error codes: no authorizer and no DESCRIBE both
+come back as an empty list. So an empty source listing is explained by calls that do report errors
+(the principal's authorized cluster operations, KIP-430, and ``authorizer.class.name``).
 
-   * keep only resource type TOPIC with pattern type LITERAL (prefixed ACLs are
-     not copied);
-   * drop ALLOW WRITE (a remote topic is written by the replicator only);
-   * keep only topics the flow replicates (``shouldReplicateTopic``);
-   * rename the resource to the remote topic name (still LITERAL);
-   * ALLOW ALL becomes ALLOW READ; DENY entries (DENY ALL included) and every other
-     operation are copied unchanged; principal and host are unchanged;
-
-3. create on T the mapped bindings T does not have yet. ACLs are only ever
-   added on the target, never deleted (a binding removed on S stays on T).
-
-A source without an authorizer (``SECURITY_DISABLED``) is skipped: the first time
-at info level with the hint to set ``sync.topic.acls.enabled=false``, later at
-debug level (MM2 does the same). A target without an authorizer is skipped
-likewise, with a warning the first time.
-
-The replication principal needs DESCRIBE on S's cluster resource (DescribeAcls)
-and ALTER on T's cluster resource (CreateAcls; ALTER implies DESCRIBE).
-
-**librdkafka drops DescribeAcls errors.** librdkafka (2.16.1 and earlier) ignores
-the error code of a DescribeAcls response: a cluster without an authorizer
-(``SECURITY_DISABLED``) and a principal without DESCRIBE on the cluster
-(``CLUSTER_AUTHORIZATION_FAILED``) both come back as an *empty* list, no error.
-So when S lists no topic ACLs, the job asks why, with calls that do report
-errors: the principal's authorized cluster operations (DescribeCluster, KIP-430;
-without DESCRIBE the job fails, naming the permission) and the broker's
-``authorizer.class.name`` (DescribeConfigs: empty = no authorizer; an
-authorization error proves there is one). On T, CreateAcls reports
-``SECURITY_DISABLED`` and ``CLUSTER_AUTHORIZATION_FAILED`` per binding.
-
-Quirk kept from MM2: a literal ``*`` topic ACL passes the default topic filter
-and is copied as a literal ACL on the topic ``S.*`` (not a wildcard).
+Quirk kept from MM2: a literal ``*`` topic ACL is copied as a literal ACL on the topic ``S.*``.
 """
 
 from __future__ import annotations
@@ -67,7 +39,7 @@ log = logging.getLogger(__name__)
 
 
 class AclFlow(Protocol):
-    """What an ACL sync reads of its :class:`~mirrorspark.replication.connector.flow.Flow` (which declares the job)."""
+    """What an ACL sync reads of its :class:`~mirrorspark.replication.connector.flow.Flow`."""
 
     @property
     def name(self) -> str: ...
@@ -111,27 +83,10 @@ def target_acl_bindings(
     should_replicate: Callable[[str], bool],
     remote_topic: Callable[[str], str],
 ) -> list[AclBinding]:
-    """Map source topic ACL bindings to the bindings of their remote topics (MM2's rule, pure).
+    """Map source topic ACL bindings to their remote topics' (MM2's rule, pure); sorted, without duplicates.
 
-    Parameters
-    ----------
-    bindings:
-        ACL bindings described on the source cluster (any resource and pattern type).
-    should_replicate:
-        Whether the flow replicates a source topic (MM2 ``shouldReplicateTopic``), e.g.
-        :meth:`~mirrorspark.replication.connector.flow.Flow.should_replicate`.
-    remote_topic:
-        Source topic name -> remote topic name on the target (the replication policy's
-        ``format_remote_topic`` for the flow's source alias).
-
-    Returns
-    -------
-    list[AclBinding]
-        The target bindings, sorted and without duplicates (e.g. ALLOW ALL and ALLOW READ of
-        one principal on one topic both map to one ALLOW READ): resource type TOPIC, pattern
-        type LITERAL, resource name the remote topic; principal and host unchanged; ALLOW ALL
-        becomes ALLOW READ; ALLOW WRITE is dropped; every other entry (DENY included) is
-        copied unchanged. Empty when nothing is to be copied.
+    Only LITERAL TOPIC bindings of replicated topics, renamed by ``remote_topic``; ALLOW WRITE dropped,
+    ALLOW ALL becomes ALLOW READ, everything else (DENY included) copied unchanged.
     """
     out: set[AclBinding] = set()
     for b in bindings:
@@ -158,24 +113,10 @@ def target_acl_bindings(
 
 
 class TopicAclSync:
-    """The ACL-sync job of one flow (MM2 ``syncTopicAcls``); see the module docstring.
+    """The ACL-sync job of one flow (MM2 ``syncTopicAcls``); not thread-safe.
 
-    Parameters
-    ----------
-    name:
-        The flow's name, ``"S->T"`` (for messages).
-    source, target:
-        The cluster aliases.
-    admins:
-        Returns the admin wrappers ``(source, target)`` (each call bounded by its ``admin.timeout.ms``);
-        called at every :meth:`sync`, so that this object does not keep a flow's clients alive after
-        the flow closed them.
-    should_replicate:
-        Whether the flow replicates a source topic.
-    remote_topic:
-        Source topic -> remote topic name.
-
-    Not thread-safe: one scheduler job calls :meth:`sync`.
+    ``admins`` returns the ``(source, target)`` admin wrappers at every :meth:`sync`, so this object keeps
+    no closed flow's clients alive.
     """
 
     def __init__(
@@ -200,19 +141,7 @@ class TopicAclSync:
 
     @classmethod
     def for_flow(cls, flow: AclFlow) -> TopicAclSync:
-        """Build the ACL sync of a :class:`~mirrorspark.replication.connector.flow.Flow`: its admin wrappers and rules.
-
-        Parameters
-        ----------
-        flow:
-            The flow ``S->T``: its admin wrappers (taken at every :meth:`sync`; each call bounded by
-            the flow's ``admin.timeout.ms``), topic filter and replication policy.
-
-        Returns
-        -------
-        TopicAclSync
-            A new job object; it creates nothing until :meth:`sync`.
-        """
+        """Build a flow's ACL sync (its admin wrappers, filter and policy); it creates nothing until :meth:`sync`."""
         source = flow.config.source
         return cls(
             name=flow.name,
@@ -224,22 +153,10 @@ class TopicAclSync:
         )
 
     def sync(self) -> int:
-        """Copy the source's topic ACLs to the remote topics; return how many bindings were created.
+        """Copy the source's topic ACLs to the remote topics; return how many bindings this call created.
 
-        Returns
-        -------
-        int
-            Bindings created on the target by this call (0 when the target already has every
-            mapped binding, or when the source or target has no authorizer).
-
-        Raises
-        ------
-        ClusterError
-            Describing ACLs on the source or target, or creating them on the target, failed
-            (e.g. ``CLUSTER_AUTHORIZATION_FAILED``: the message names the permission needed).
-            Bindings created before the failure stay created.
-        ClusterUnreachableError
-            An admin call timed out.
+        Raises ``ClusterError`` when describing or creating ACLs fails (naming the permission needed; bindings
+        created before stay) and ``ClusterUnreachableError`` when an admin call timed out.
         """
         source_admin, target_admin = self._admins()
         source_bindings = self._describe(source_admin, _SOURCE_TOPIC_ACLS)
@@ -282,20 +199,14 @@ class TopicAclSync:
         )
 
     def _describe(self, admin: ClusterAdmin, flt: AclBindingFilter) -> list[AclBinding]:
-        """Describe ACLs (``[]`` without an authorizer); librdkafka reports no error today (module docstring)."""
+        """Describe ACLs (``[]`` without an authorizer; librdkafka reports no error, see the module notes)."""
         try:
             return admin.describe_acls(flt)
         except ClusterError as e:
             raise self._explained(e, admin.alias) from e
 
     def _explain_empty_source(self, admin: ClusterAdmin) -> None:
-        """Explain why the source listed no topic ACLs: it has none, or no authorizer (told once), or we may not look.
-
-        Raises
-        ------
-        ClusterError
-            The principal may not describe the source's ACLs (no DESCRIBE on its cluster resource).
-        """
+        """Explain an empty source ACL listing: none, no authorizer (told once), or no DESCRIBE (``ClusterError``)."""
         try:
             cluster = admin.describe_cluster(include_authorized_operations=True)
         except ClusterError as e:
@@ -352,16 +263,7 @@ class TopicAclSync:
 
 
 def sync_topic_acls(flow: AclFlow) -> int:
-    """Run one ACL sync for a flow now; return how many bindings were created on its target.
-
-    A one-shot :meth:`TopicAclSync.sync` (the driver's scheduled job keeps one
-    :class:`TopicAclSync` per flow, so that "no authorizer" is logged only once).
-
-    Raises
-    ------
-    ClusterError
-        As :meth:`TopicAclSync.sync`.
-    """
+    """Run one ACL sync for a flow now; return how many bindings were created (raises as :meth:`TopicAclSync.sync`)."""
     return TopicAclSync.for_flow(flow).sync()
 
 

@@ -1,21 +1,13 @@
 """The failover policy at run time: each flow's source watched, consumer groups moved when it fails.
 
-Every ``mirrorspark.failover.check.interval.ms`` (job ``failover watch S->T``, on a thread of its own so
-that a source that does not answer never holds up the copy or the heartbeats) the driver reads the
-source's metadata for the flow's replicated topics (leader and ISR per partition, one Metadata request)
-and their ``min.insync.replicas`` (``describe_configs``; new topics at once, all every
-:data:`MIN_ISR_REFRESH_S`), and feeds the verdict of
-``mirrorspark.failover.policy`` to a :class:`~mirrorspark.core.failover_policy.FailoverWatch`. A source
-that does not answer at all counts as every partition offline.
-
-When the source has counted as failed for ``mirrorspark.failover.grace.ms``, a **failover event** is
-recorded: a WARNING log line, a ``failover`` record on the flow's progress channel
-(:class:`~mirrorspark.core.progress_records.FailoverEvent`: ``mirrorspark status`` and the metrics service
-show it) and, unless the policy is ``manual`` or ``mirrorspark.failover.dry.run`` is set, the consumer
-groups matching ``mirrorspark.failover.groups`` get their newest checkpoints committed on the target
-exactly as ``mirrorspark failover`` commits them (:mod:`mirrorspark.client.failover`), never a group
-with active members there. A group is moved once per event. When the source stops counting as failed,
-a ``recovered`` event is recorded; moving groups back is the operator's decision.
+Every ``mirrorspark.failover.check.interval.ms`` (on its own thread, so a dead source holds up
+nothing else) the source's leaders, ISRs and ``min.insync.replicas`` feed
+``mirrorspark.failover.policy``'s :class:`~mirrorspark.core.failover_policy.FailoverWatch`; a source
+that does not answer counts as all partitions offline. Failed for ``mirrorspark.failover.grace.ms``, a
+failover event is logged and written to the progress channel and, unless ``manual`` or dry run, the
+groups of ``mirrorspark.failover.groups`` get their newest checkpoints committed on the target as
+``mirrorspark failover`` does (never a group with active members), once per event. Recovery is only
+recorded; moving groups back is the operator's decision.
 """
 
 from __future__ import annotations
@@ -52,32 +44,15 @@ DEFAULT_MIN_ISR = 1
 """``min.insync.replicas`` assumed for a topic whose config could not be read (Kafka's default)."""
 
 MIN_ISR_REFRESH_S = 300.0
-"""Seconds between two reads of every watched topic's ``min.insync.replicas``; a topic not yet read is read
-at the next check. Reading all of them at every check (``describe_configs`` of every topic, every 5 s) was
-most of an idle driver's CPU at 1,000 topics (issue #26); a changed ``min.insync.replicas`` counts within
-this (MM2's topic config sync, ``sync.topic.configs.interval.seconds``, waits 600 s)."""
+"""Seconds between two reads of every watched topic's ``min.insync.replicas`` (new topics: at once; issue #26)."""
 
 
 class FailoverWatcher:
     """One flow's failover policy: watches the source, records failover events, moves consumer groups.
 
-    Parameters
-    ----------
-    flow:
-        The started flow (its replicated topics, context and progress channel).
-    active:
-        Whether this instance runs the flow now: a standby (another instance holds the flow's lease)
-        neither observes nor moves anything, so one failover is recorded and acted on once.
-    clock_ms:
-        Epoch ms.
-
-    Notes
-    -----
-    :meth:`check` runs on the failover scheduler's thread, one call at a time; it reads the flow's
-    topic list, which the driver loop updates (a copy is taken). The watcher's librdkafka clients
-    are used on that thread only; :meth:`request_stop` may be called from any thread, :meth:`close`
-    only once that thread has ended (a handle released under a call in flight crashes the
-    process).
+    ``active`` tells whether this instance runs the flow (a standby does nothing); ``clock_ms`` in epoch
+    ms. :meth:`check` runs on the failover thread; its clients are used only there, so :meth:`close`
+    only once it ended (:meth:`request_stop` is thread-safe).
     """
 
     def __init__(
@@ -133,13 +108,7 @@ class FailoverWatcher:
     # ------------------------------------------------------------------ observing the source
 
     def _describe(self) -> tuple[list[PartitionHealth], bool]:
-        """Describe the flow's source partitions now, and say whether the source answered at all.
-
-        Raises
-        ------
-        ClusterError
-            The source answered, but not about the topics (the job retries at the next check).
-        """
+        """Describe the source partitions now; whether the source answered (``ClusterError``: not about the topics)."""
         topics = dict(self.flow.topic_partitions)
         alias = self.flow.config.source
         assert self._src_admin is not None, "start() first"
@@ -182,13 +151,7 @@ class FailoverWatcher:
         return [PeriodicJob(f"failover watch {self.name}", every, self.check, initial_delay_s=every)]
 
     def check(self) -> FailoverEvent | None:
-        """Observe the source once; record (and act on) the event it fires, if any; return that event.
-
-        Raises
-        ------
-        ClusterError
-            The source answered, but not about the flow's topics: no observation is made.
-        """
+        """Observe the source once; record (and act on) the event it fires and return it; raises ``ClusterError``."""
         if self._closing.is_set():
             return None
         if self._unpublished is not None:
@@ -318,13 +281,7 @@ class FailoverWatcher:
         self._closing.set()
 
     def close(self) -> None:
-        """Write a pending event one last time, then release the watcher's clients.
-
-        Call it only once the failover scheduler's thread has ended (the driver joins it first,
-        :meth:`request_stop` and :attr:`stop_timeout_s`): a check still running on that thread may
-        be inside one of these clients, and destroying a librdkafka handle under a call in flight
-        crashes the process.
-        """
+        """Write a pending event one last time, then release the clients (only once the failover thread ended)."""
         self._closing.set()
         if self._unpublished is not None:
             self._publish(self._unpublished)

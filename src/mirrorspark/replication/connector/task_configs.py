@@ -1,10 +1,4 @@
-"""The copy tasks of a flow, as MM2's ``MirrorSourceConnector.taskConfigs`` cuts them.
-
-A flow's partitions are cut into ``min(tasks.max, partitions)`` copy tasks, round-robin in
-discovery order (:func:`assign_round_robin`); each task gets its partitions' committed
-positions, the librdkafka configurations of its clients (built once per flow, with the
-``client.id`` rule) and where it commits (:class:`~mirrorspark.replication.task.spec.CopyTaskSpec`).
-"""
+"""The copy tasks of a flow, as MM2's ``MirrorSourceConnector.taskConfigs`` cuts them (round-robin)."""
 
 from __future__ import annotations
 
@@ -34,11 +28,7 @@ COPY_CONSUMER_DEFAULTS: dict[str, Any] = {
 
 
 def assign_round_robin(partitions: Sequence[T], tasks_max: int) -> list[list[T]]:
-    """Split partitions over ``min(tasks_max, len(partitions))`` tasks, round-robin.
-
-    Mirrors ``MirrorSourceConnector.taskConfigs``: the k-th partition in discovery order goes to
-    task ``k mod n``. An empty input gives no tasks.
-    """
+    """Split partitions over ``min(tasks_max, len(partitions))`` tasks: the k-th to task ``k mod n`` (MM2)."""
     n = min(tasks_max, len(partitions))
     if n <= 0:
         return []
@@ -49,26 +39,9 @@ def assign_round_robin(partitions: Sequence[T], tasks_max: int) -> list[list[T]]
 
 
 def init_transactions_timeout_s(producer_properties: Mapping[str, str]) -> float:
-    """Seconds a copy task's ``init_transactions`` may take: the target producer's ``max.block.ms``.
+    """Seconds a copy task's ``init_transactions`` may take: the target producer's Java ``max.block.ms``.
 
-    Java's ``KafkaProducer.initTransactions`` (what MM2's exactly-once source tasks call through
-    Kafka Connect) blocks at most ``max.block.ms``; librdkafka has no such key, so mirrorspark
-    reads the Java one from the flow's target producer settings.
-
-    Parameters
-    ----------
-    producer_properties:
-        The flow's target producer settings as Java client properties.
-
-    Returns
-    -------
-    float
-        ``max.block.ms`` / 1000 (s); 60.0, Java's default, when unset.
-
-    Raises
-    ------
-    ConfigError
-        If ``max.block.ms`` is not a whole number of ms > 0.
+    60.0 (Java's default) when unset; raises ``ConfigError`` unless a whole number of ms > 0.
     """
     raw = producer_properties.get("max.block.ms")
     if raw is None or str(raw).strip() == "":
@@ -86,15 +59,7 @@ def init_transactions_timeout_s(producer_properties: Mapping[str, str]) -> float
 
 
 class TaskConfigs:
-    """Builds a flow's copy tasks; the clients' configurations are built once, at the first call.
-
-    Parameters
-    ----------
-    context:
-        The flow's context.
-    isolation_level:
-        The source consumer's ``isolation.level`` (the data path's: ``read_uncommitted`` unless set).
-    """
+    """Builds a flow's copy tasks; the clients' configurations are built once, at the first call."""
 
     def __init__(self, context: FlowContext, *, isolation_level: str) -> None:
         self.context = context
@@ -193,7 +158,7 @@ class TaskConfigs:
         topic_ids: Mapping[str, str],
         restarted: frozenset[PartitionKey],
     ) -> tuple[PartitionAssignment, ...]:
-        """One task's partitions, each from its committed position, with its remote topic, transforms and topic id."""
+        """One task's partitions from their committed positions, with remote topic, transforms and topic id."""
         return tuple(
             PartitionAssignment(
                 t,
@@ -222,44 +187,13 @@ class TaskConfigs:
         epoch: int = 0,
         run: str | None = None,
     ) -> list[CopyTaskSpec]:
-        """Cut ``order`` into ``min(tasks.max, partitions)`` copy tasks, each from its committed positions.
+        """Cut ``order`` into ``min(tasks.max, partitions)`` copy tasks from their positions, in task-index order.
 
-        Parameters
-        ----------
-        order:
-            The flow's partitions in discovery order.
-        positions:
-            Each partition's committed position.
-        remote_topics:
-            ``{source topic: remote topic}``.
-        offsets_partitions:
-            Partitions of the offsets topic.
-        generation:
-            The driver's generation of the flow's tasks.
-        channel:
-            ``(host, port, token)`` of the driver's task channel.
-        stop_at:
-            A bounded copy's end offsets (:attr:`CopyTaskSpec.stop_at`); ``None``: copy until stopped.
-        topic_ids:
-            ``{source topic: topic id}`` (KIP-516) as the flow knows them: the tasks' reports carry
-            them (:attr:`PartitionAssignment.topic_id`); a topic left out reports none.
-        restarted:
-            Partitions the driver started over (a re-created topic) whose new start no copy task
-            committed yet (:attr:`PartitionAssignment.restarted`).
-        epoch:
-            The flow's lease epoch the generation runs under (:attr:`CopyTaskSpec.epoch`; 0 without a lease).
-        run:
-            The driver run starting the generation (:attr:`CopyTaskSpec.run`).
-
-        Returns
-        -------
-        list[CopyTaskSpec]
-            One per non-empty assignment, in task-index order.
-
-        Raises
-        ------
-        ConfigError
-            The target producer's ``max.block.ms`` is invalid (exactly-once), or a client setting is.
+        ``channel`` is the driver's ``(host, port, token)``; ``stop_at`` a bounded copy's end offsets;
+        ``topic_ids`` (KIP-516) and ``restarted`` go into each
+        :class:`~mirrorspark.replication.task.spec.PartitionAssignment`; ``epoch`` (0: no lease) and ``run``
+        into the :class:`~mirrorspark.replication.task.spec.CopyTaskSpec`. Raises ``ConfigError`` when a
+        client setting (e.g. ``max.block.ms``) is invalid.
         """
         cfg, names = self.context.flow, self.context.internal_topics
         confs = self._client_confs()

@@ -1,19 +1,9 @@
 """The control half of MM2's ``MirrorSourceConnector`` for one flow: internal topics, discovery, remote topics, configs.
 
-* **internal topics** — the offsets topic ``mm2-offsets.<source>.internal``, the offset-syncs
-  topic and the flow's progress channel, created if missing;
-* **discovery** — which source topics to replicate (MM2's ``shouldReplicateTopic``: topic
-  filter, heartbeats always, never internal topics, never a cycle), the filter rebuilt from the
-  config file's lists and the live changes of ``mirrorspark control`` at every refresh
-  (``refresh.topics.interval.seconds``);
-* **remote topics** — created on the target with the source's partition count and topic configs
-  (MM2's filter, ``config.properties.exclude``), grown when the source gains partitions, placed
-  by ``mirrorspark.replica.placement`` when set;
-* **config sync** — remote topics' configs brought in line with their source topics
-  (``sync.topic.configs``, MM2 ``syncTopicConfigs``, KIP-894).
-
-Topic ACL sync is :mod:`mirrorspark.replication.connector.acl_sync`; positions and gaps are
-:mod:`mirrorspark.replication.connector.positions`.
+Discovery is MM2's ``shouldReplicateTopic`` with the lists of the config file and ``mirrorspark
+control``; remote topics get the source's partitions and configs (``config.properties.exclude``),
+grow with it and are placed by ``mirrorspark.replica.placement``; config sync is MM2's
+``syncTopicConfigs`` (KIP-894).
 """
 
 from __future__ import annotations
@@ -34,18 +24,7 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class TopicRefresh:
-    """What one topic refresh found.
-
-    Attributes
-    ----------
-    wanted:
-        ``{source topic: partition count}`` of every topic the flow replicates now (remote topics
-        created or grown).
-    dropped:
-        Topics replicated until now that no longer match the lists, or are gone from the source.
-    on_source:
-        Every topic on the source (a dropped topic still there was filtered out, not deleted).
-    """
+    """What one topic refresh found: topics ``wanted`` now, ``dropped`` ones, and every topic ``on_source``."""
 
     wanted: dict[str, int]
     dropped: tuple[str, ...]
@@ -53,29 +32,7 @@ class TopicRefresh:
 
 
 class TopicSync:
-    """One flow's topics (see the module notes).
-
-    Parameters
-    ----------
-    context:
-        The flow's context.
-    source_admin, target_admin:
-        The flow's admin wrappers (shared).
-
-    Attributes
-    ----------
-    topic_partitions:
-        ``{replicated source topic: partition count}``.
-    remote_topics:
-        ``{replicated source topic: remote topic}``.
-    offsets_partitions:
-        Partitions of the offsets topic on the target (Connect's key hashing), after
-        :meth:`create_internal_topics`.
-    live_filters:
-        The lists in effect: the config file's and ``mirrorspark control``'s changes.
-
-    Not thread-safe: the driver loop calls every method.
-    """
+    """One flow's topics (see the module notes); not thread-safe."""
 
     def __init__(self, context: FlowContext, source_admin: ClusterAdmin, target_admin: ClusterAdmin) -> None:
         cfg = context.flow
@@ -91,13 +48,7 @@ class TopicSync:
         self.offsets_partitions = cfg.offset_storage_partitions
 
     def create_internal_topics(self) -> None:
-        """Create the offsets topic, the offset-syncs topic (when emitted) and the progress channel if missing.
-
-        Raises
-        ------
-        ClusterError
-            A topic cannot be created (e.g. a replication factor above the broker count).
-        """
+        """Create the offsets, offset-syncs (when emitted) and progress topics if missing; raises ``ClusterError``."""
         cfg, names = self.config, self.context.internal_topics
         if self.placement is not None:
             self.placement.check()  # mirrorspark.replica.placement against the target's racks
@@ -138,15 +89,8 @@ class TopicSync:
     def refresh(self) -> TopicRefresh:
         """List the source's topics; create or grow their remote topics; drop those no longer replicated.
 
-        The topic filter is rebuilt first from the config file's lists and the changes in the
-        control topic. A dropped topic's remote topic is left alone. A replicated topic missing
-        from the listing (its metadata carried an error) is described before it counts as deleted
-        from the source: a deletion records a gap, a passing metadata error must not.
-
-        Raises
-        ------
-        ClusterError
-            A cluster cannot be listed, or a remote topic cannot be created or grown.
+        A replicated topic missing from the listing is described before it counts as deleted (a deletion is a
+        gap, a passing metadata error is not). Raises ``ClusterError``.
         """
         self.live_filters.poll()
         self.topic_filter = self.live_filters.topic_filter(self.topic_filter)
@@ -207,13 +151,7 @@ class TopicSync:
             log.info("%s: grew remote topics %s", cfg.name, grow)
 
     def add(self, wanted: dict[str, int]) -> list[PartitionKey]:
-        """Take the partitions of ``wanted`` that are new to the flow (new topics, added partitions).
-
-        Returns
-        -------
-        list[tuple[str, int]]
-            The new partitions, in discovery order (topic by topic, partition by partition).
-        """
+        """Take the partitions of ``wanted`` new to the flow; return them in discovery order."""
         added: list[PartitionKey] = []
         for topic, n in wanted.items():
             self.remote_topics[topic] = self.context.policy.format_remote_topic(self.config.source, topic)
@@ -229,20 +167,9 @@ class TopicSync:
         self.remote_topics.pop(topic, None)
 
     def sync_configs(self) -> dict[str, dict[str, str | None]]:
-        """Bring remote topics' configs in line with their source topics (MM2 ``syncTopicConfigs``, KIP-894).
+        """Bring remote topics' configs in line with their sources (MM2 ``syncTopicConfigs``, KIP-894).
 
-        For every replicated topic whose remote topic exists, the changes of
-        :func:`~mirrorspark.mm2.config_sync.topic_config_changes` are sent (only differences).
-
-        Returns
-        -------
-        dict[str, dict[str, str | None]]
-            The changes applied, ``{remote topic: {name: value or None (deleted)}}``.
-
-        Raises
-        ------
-        ClusterError
-            A cluster cannot be described or the target refuses a change.
+        Returns ``{remote topic: {name: value or None (deleted)}}`` of the changes; raises ``ClusterError``.
         """
         cfg = self.config
         topics = sorted(self.topic_partitions)
