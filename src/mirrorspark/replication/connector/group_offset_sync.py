@@ -1,9 +1,7 @@
-"""Consumer-group offset sync (MM2 ``MirrorCheckpointTask.syncGroupOffset``, KIP-545, ``sync.group.offsets.enabled``).
+"""Consumer-group offset sync (MM2 ``MirrorCheckpointTask.syncGroupOffset``, KIP-545).
 
-The newest checkpoint of each group-partition (:class:`~mirrorspark.mm2.checkpoint_rules.CheckpointStore`) is
-committed to the same group on the target, only while that group is known to be idle there, and only
-forward of what it already committed: a failed-over consumer of an idle group starts where the source
-group stood, translated, and a group in use on the target is never touched.
+The newest checkpoint of each group-partition is committed to the same group on the target, only
+while that group is idle there and only forward of what it committed.
 """
 
 from __future__ import annotations
@@ -23,32 +21,14 @@ TRANSIENT_DESCRIBE_GRACE_S = 60.0
 """Seconds a group's description may keep failing transiently (coordinator loading) before it is a WARNING."""
 
 IDLE_STATES = frozenset({"Empty", "Dead"})
-"""Group states on the target whose offsets may be written: no consumer uses the group (``Dead``: no such group)."""
+"""Group states on the target whose offsets may be written (``Dead``: no such group)."""
 
 
 class GroupOffsetSync:
-    """Writes one flow's newest checkpoints into idle consumer groups on its target.
+    """Writes one flow's newest checkpoints into idle consumer groups on its target; not thread-safe.
 
-    Parameters
-    ----------
-    name:
-        The flow's name, ``"S->T"`` (for messages).
-    store:
-        The flow's checkpoint store: the newest checkpoint per group, topic on the target and partition.
-    admin:
-        The target's admin wrapper (calls bounded by ``admin.timeout.ms``).
-    committed:
-        Reads a group's committed offsets on the target (with a consumer of the group, never Admin
-        ``listConsumerGroupOffsets``: see :meth:`~mirrorspark.kafka.admin.ClusterAdmin.committed_group_offsets`).
-
-    Attributes
-    ----------
-    synced:
-        Partitions written so far.
-    invalid:
-        Checkpoints not written because their downstream offset is past the target partition's end.
-
-    Not thread-safe: one scheduler job calls :meth:`sync`.
+    ``committed`` reads a group's offsets with a consumer of the group, never the Admin call
+    (:meth:`~mirrorspark.kafka.admin.ClusterAdmin.committed_group_offsets`).
     """
 
     def __init__(
@@ -67,24 +47,10 @@ class GroupOffsetSync:
         self._describe_failures: dict[str, float] = {}  # group -> monotonic s of its first failure in a row
 
     def sync(self) -> dict[str, int]:
-        """Commit the latest checkpoints to the same groups on the target (MM2 ``syncGroupOffset``).
+        """Commit the latest checkpoints to the idle groups on the target; return partitions written per group.
 
-        Only groups known to be idle on the target (``Empty``, or ``Dead``: no such group) are
-        written (a group whose description fails or whose state is unknown is skipped this cycle),
-        and only partitions whose target offset is missing or behind the checkpoint (never moved
-        back). A checkpoint whose downstream offset is past the end of the target partition (a
-        foreign or corrupt record: consumers would skip records after failover) is never committed:
-        skipped with a WARNING and counted in :attr:`invalid`.
-
-        Returns
-        -------
-        dict[str, int]
-            Partitions written per group.
-
-        Raises
-        ------
-        ClusterError
-            The target's end offsets or its groups cannot be read at all (the next cycle tries again).
+        Never back, never past the target partition's end (skipped with a WARNING, counted in :attr:`invalid`).
+        Raises ``ClusterError`` when the target's end offsets or groups cannot be read at all.
         """
         written: dict[str, int] = {}
         groups = self.store.groups()
@@ -154,12 +120,9 @@ class GroupOffsetSync:
         )
 
     def _idle(self, group: str, desc: GroupDescription | ClusterError, alias: str) -> bool:
-        """Tell whether ``group`` may be synced: known to be idle on the target (logged when not).
+        """Whether ``group`` is known idle on the target; a failed description is an unknown state, never dead.
 
-        A failed description means an unknown state (a group must never be treated as dead, which
-        would skip the forward-only check). A transient failure (a coordinator still loading or
-        moving, e.g. ``COORDINATOR_LOAD_IN_PROGRESS``) is logged at INFO until the same group has kept
-        failing for :data:`TRANSIENT_DESCRIBE_GRACE_S`; that, and any other failure, at WARNING.
+        Transient failures are logged at INFO until :data:`TRANSIENT_DESCRIBE_GRACE_S`, then at WARNING.
         """
         if isinstance(desc, ClusterError):
             since = self._describe_failures.setdefault(group, time.monotonic())

@@ -1,9 +1,8 @@
 """The driver's reader of a flow's progress channel: the copy tasks' progress reports.
 
-The **progress channel** is the compacted topic ``mm2-task-progress.<source>.internal`` on the
-target; its records are the copy tasks' **progress reports** (one per partition per commit:
-position, totals, copied runs; :mod:`mirrorspark.core.progress_records`) and the driver's raw metrics.
-The driver reads the reports into the flow's positions, totals and copied ranges.
+The progress channel is the compacted topic ``mm2-task-progress.<source>.internal`` on the target;
+its records are the tasks' progress reports (:mod:`mirrorspark.core.progress_records`) and raw
+metrics, read into the flow's positions, totals and copied ranges.
 """
 
 from __future__ import annotations
@@ -51,13 +50,7 @@ class ReportSink(Protocol):
 
 
 class ProgressChannelReader:
-    """Reads one flow's progress channel (:mod:`mirrorspark.core.progress_records`) on the driver.
-
-    Parameters
-    ----------
-    sink:
-        The flow (started): reports are applied to it with :meth:`Flow.apply_report`.
-    """
+    """Reads one flow's progress channel on the driver into ``sink`` (:meth:`Flow.apply_report`)."""
 
     def __init__(self, sink: ReportSink) -> None:
         self.sink = sink
@@ -74,12 +67,7 @@ class ProgressChannelReader:
         return consumer
 
     def _reopen(self) -> None:
-        """Replace the consumer: its cached metadata lost the channel's partition (after a target outage).
-
-        librdkafka then answers ``Local: Unknown partition`` until its next metadata refresh
-        (``topic.metadata.refresh.interval.ms``, 5 minutes): every take-over and final report read
-        failed that long. A new consumer asks for the metadata at once.
-        """
+        """Replace the consumer, whose cached metadata lost the channel's partition (librdkafka: for 5 minutes)."""
         old, self._consumer = self._consumer, self._open()
         try:
             old.close()
@@ -87,16 +75,7 @@ class ProgressChannelReader:
             log.debug("%s: closing the progress channel's old consumer: %s", self.sink.name, e)
 
     def load(self, timeout_s: float = 30.0) -> int:
-        """Read the channel to its end at start: the newest reports restore the copied segments, nothing else.
-
-        Positions come from ``mm2-offsets`` and totals start at 0, so that a restarted flow translates
-        offsets inside the runs copied before the restart exactly (0 re-reads).
-
-        Returns
-        -------
-        int
-            Reports read.
-        """
+        """Read the channel to its end at start, restoring the copied segments only; return reports read."""
         return self.poll(until_end=True, timeout_s=timeout_s, segments_only=True)
 
     def poll(
@@ -107,32 +86,10 @@ class ProgressChannelReader:
         generation: int | None = None,
         segments_only: bool = False,
     ) -> int:
-        """Apply the reports that arrived (or, with ``until_end``, every report up to the current end).
+        """Apply the reports that arrived (``until_end``: up to the end at the call, within ``timeout_s`` s).
 
-        Parameters
-        ----------
-        until_end:
-            Read until the end offset at the call (bounded by ``timeout_s``).
-        timeout_s:
-            Longest wait (s).
-        generation:
-            The flow's current task generation (positions move only on its reports).
-        segments_only:
-            Restore copied segments only (:meth:`load`).
-
-        Returns
-        -------
-        int
-            Reports applied. With ``until_end``, a read that did not reach the end offset within
-            ``timeout_s`` returns what it applied and logs a WARNING naming the channel, the end
-            offset and where it stopped.
-
-        Raises
-        ------
-        ClusterError
-            With ``until_end``: the channel's end offset could not be read within ``timeout_s`` (at
-            least 1 s; a just created channel, a moving leader and a dead broker are retried until
-            then), or the target refused (e.g. not authorized).
+        Returns reports applied (short of the end: a WARNING). With ``until_end``, raises ``ClusterError``
+        when the end offset cannot be read within ``timeout_s`` (at least 1 s) or the target refuses.
         """
         applied = 0
         deadline = time.monotonic() + timeout_s

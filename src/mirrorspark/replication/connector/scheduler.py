@@ -1,13 +1,7 @@
-"""One scheduler for periodic control work (MM2 ``Scheduler``).
+"""One scheduler for periodic control work (MM2 ``Scheduler``): named jobs, failures logged and retried.
 
-Topic refresh, config sync, heartbeats, checkpoints and group offset sync are
-all named jobs with an interval. A job's failure is logged and retried on its
-next tick, never fatal; a job that runs longer than its interval is warned
-about. The clock is injectable so unit tests control time.
-
-Each component declares its own jobs (:class:`DeclaresJobs`, as MM2's connectors call
-``scheduler.scheduleRepeating`` in ``start()``); the driver registers them with
-:meth:`Scheduler.add_jobs`, under the flow's lock.
+Each component declares its jobs (:class:`DeclaresJobs`, as MM2's connectors schedule theirs in
+``start()``); the driver registers them with :meth:`Scheduler.add_jobs`. The clock is injectable.
 """
 
 from __future__ import annotations
@@ -25,23 +19,7 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class Job:
-    """A named periodic job.
-
-    Attributes
-    ----------
-    name:
-        Shown in logs, e.g. ``"refresh topics A->B"``.
-    interval_s:
-        Seconds between the starts of two runs; ``<= 0`` runs it only once.
-    fn:
-        The work; exceptions are logged and the job is retried next interval.
-    next_run:
-        Clock time (seconds) of the next run.
-    runs, failures:
-        Counters.
-    last_error:
-        Text of the last failure, or ``None``.
-    """
+    """A named periodic job: ``interval_s`` seconds between starts (``<= 0``: once), ``next_run`` on the clock."""
 
     name: str
     interval_s: float
@@ -55,10 +33,7 @@ class Job:
 
 @dataclass(frozen=True)
 class PeriodicJob:
-    """A job as its component declares it: ``fn`` (result dropped) every ``interval_s`` s.
-
-    The first run is ``initial_delay_s`` s after registration (:meth:`Scheduler.add_jobs`).
-    """
+    """A job as its component declares it: ``fn`` every ``interval_s`` s, first ``initial_delay_s`` s in."""
 
     name: str
     interval_s: float
@@ -75,16 +50,7 @@ class DeclaresJobs(Protocol):
 
 
 class Scheduler:
-    """Runs named periodic jobs, either from a caller's loop or on its own thread.
-
-    Parameters
-    ----------
-    clock:
-        Returns seconds; ``time.monotonic`` by default.
-
-    Thread safety: :meth:`add` and :meth:`run_pending` may be called from
-    different threads; a job never runs concurrently with itself.
-    """
+    """Runs named periodic jobs from a caller's loop or its own thread; a job never runs concurrently with itself."""
 
     def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
@@ -114,12 +80,10 @@ class Scheduler:
         ]
 
     def run_pending(self) -> int:
-        """Run every job that is due, in registration order; return how many ran.
+        """Run every due job in registration order; return how many ran.
 
-        A job that fell more than one interval behind runs once and its next
-        run is one interval from now (missed runs are skipped, not bunched).
-        Once :meth:`stop` was called, no further job of the round starts (a round of slow jobs
-        against an unreachable cluster would hold a stopping run up for the sum of them).
+        A job more than one interval behind runs once (missed runs skipped); after :meth:`stop` no further
+        job of the round starts.
         """
         now = self._clock()
         with self._lock:
@@ -163,18 +127,7 @@ class Scheduler:
             return max(0.0, min(j.next_run for j in self._jobs) - self._clock())
 
     def start(self, *, name: str = "mirrorspark-scheduler", tick_s: float = 0.1) -> None:
-        """Run jobs on a daemon thread until :meth:`stop`.
-
-        Does nothing if the thread runs already.
-
-        Parameters
-        ----------
-        name:
-            The thread's name.
-        tick_s:
-            Seconds between checks for due jobs when none is scheduled (default 0.1); the thread
-            never sleeps longer than ten ticks, nor less than 10 ms.
-        """
+        """Run jobs on a daemon thread ``name`` until :meth:`stop` (idle ticks of ``tick_s`` s); no-op if running."""
         if self._thread is not None:
             return
         self._stop.clear()
@@ -189,14 +142,9 @@ class Scheduler:
         self._thread.start()
 
     def stop(self, *, timeout_s: float = 10.0) -> bool:
-        """Stop the thread started by :meth:`start`, waiting up to ``timeout_s`` seconds for a running job.
+        """Stop the thread, waiting up to ``timeout_s`` s for a running job; whether no thread runs any more.
 
-        Returns
-        -------
-        bool
-            Whether no thread runs any more (``True`` also when none was started); ``False`` when a
-            job was still running after ``timeout_s``: whatever that job uses must not be released
-            yet (a later call waits again).
+        ``False``: a job still runs, and whatever it uses must not be released yet.
         """
         self._stop.set()
         if self._thread is not None:

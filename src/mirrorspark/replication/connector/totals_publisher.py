@@ -1,9 +1,6 @@
 """Publishing a running flow's lifetime totals and state to ``mm2-progress.<source>.internal``.
 
-Every few seconds the driver writes, per replicated topic, the flow's cumulative records and bytes
-copied (earlier runs' published totals plus this process's copies), and the flow's state when it
-starts running or fails, so that ``mirrorspark status`` and the metrics service report them. The
-format is :mod:`mirrorspark.core.lifetime_totals`; the reader :mod:`mirrorspark.client.totals_reader`.
+Format: :mod:`mirrorspark.core.lifetime_totals`; reader: :mod:`mirrorspark.client.totals_reader`.
 """
 
 from __future__ import annotations
@@ -32,13 +29,7 @@ PUBLISH_INTERVAL_S = 5.0
 
 
 class TotalsPublisher:
-    """Publishes a flow's cumulative totals (base from earlier runs + this process's copies).
-
-    Parameters
-    ----------
-    flow:
-        The running :class:`~mirrorspark.replication.connector.flow.Flow`.
-    """
+    """Publishes a flow's cumulative totals (base from earlier runs + this process's copies)."""
 
     def __init__(self, flow: Flow) -> None:
         self.flow = flow
@@ -67,14 +58,7 @@ class TotalsPublisher:
         return [PeriodicJob(f"publish totals {self.flow.name}", every, self.publish, initial_delay_s=every)]
 
     def totals(self) -> Mapping[str, TopicTotals]:
-        """Return the current cumulative totals per replicated topic.
-
-        Returns
-        -------
-        Mapping[str, TopicTotals]
-            ``{source topic: totals}``: what earlier runs published plus what this process
-            copied, stamped now (epoch ms).
-        """
+        """Return ``{source topic: totals}`` now: earlier runs' plus this process's, stamped in epoch ms."""
         now = int(time.time() * 1000)
         out: dict[str, TopicTotals] = {}
         for topic, n in self.flow.topic_partitions.items():
@@ -90,18 +74,7 @@ class TotalsPublisher:
         return out
 
     def publish(self) -> int:
-        """Write totals that changed since the last acknowledged write; return how many records were written.
-
-        Delivery is checked (:func:`~mirrorspark.kafka.delivery.deliver`, retried within
-        :data:`PUBLISH_TIMEOUT_S`); totals count as published only once acknowledged, so
-        totals that could not be written are logged at WARNING and written at the next call
-        (the driver publishes every few seconds), never dropped silently.
-
-        Returns
-        -------
-        int
-            Records written and acknowledged (0 when the write failed).
-        """
+        """Write the totals changed since the last acknowledged write; return records acknowledged (0: next time)."""
         if self._producer is None:
             return 0
         changed: dict[str, tuple[int, int, int, int]] = {}
@@ -128,16 +101,7 @@ class TotalsPublisher:
         return len(records)
 
     def publish_state(self, state: str, error: str | None = None) -> None:
-        """Publish the flow's state for ``status``; logs failures.
-
-        Parameters
-        ----------
-        state:
-            ``"running"``, ``"failed"`` (with ``error``), ``"caught up"`` or ``"stopped"``
-            (:class:`~mirrorspark.core.lifetime_totals.FlowState`).
-        error:
-            Why the flow failed, else ``None``.
-        """
+        """Publish the flow's state (:class:`~mirrorspark.core.lifetime_totals.FlowState`) for ``status``."""
         if self._producer is None:
             return
         key, value = encode_flow_state(self.flow.name, FlowState(state, error, int(time.time() * 1000)))
@@ -153,17 +117,7 @@ class TotalsPublisher:
             log.warning("%s", e)
 
     def close(self, end_state: str | None = None) -> None:
-        """Publish the final totals, then the flow's end state if given, and release the producer.
-
-        Parameters
-        ----------
-        end_state:
-            ``"caught up"`` or ``"stopped"``: how this run of the flow ended cleanly, written after
-            the run's last heartbeat (the driver closes the heartbeats first), so that ``status``
-            reads it instead of taking the run's fresh heartbeats for a running flow
-            (:func:`~mirrorspark.client.status.flow_status`); ``None``: no state (the flow failed,
-            or this instance was a standby of it).
-        """
+        """Publish the final totals, then ``end_state`` if any (after the last heartbeat); release the producer."""
         try:
             self.publish()
             if end_state is not None:
