@@ -1,14 +1,8 @@
 """One alias, one Kafka cluster: the connectors of a flow that run clients of their own must reach the same clusters.
 
-A Kafka Connect deployment's connectors each compose their clients from their own config (issue #37 item 7:
-``S->T.mirrorspark.<checkpoint|heartbeat>.*``), so they may reach one cluster at different addresses (another
-listener, another name), which is fine. Two clusters under one alias are not one replication flow: the remote
-topics, the offset syncs, the checkpoints and the heartbeats are named by the alias, and a checkpoint connector
-reading offset syncs on another cluster than the source connector writes them to translates nothing. So at
-start each connector's admin of each side it uses is asked for its cluster id (``DescribeCluster``, only when a
-connector has clients of its own), and two ids under one alias stop the flow, naming the connectors, the
-addresses and the fix. The addresses alone cannot tell (``localhost:9092`` and ``127.0.0.1:9092`` are one
-broker), so the conversion of connector configs only warns about them.
+Connectors with their own clients (issue #37) may reach a cluster at other addresses, but two clusters
+under one alias are not one flow (offset syncs written on one, read on the other, translate nothing).
+So at start each such connector's admin is asked for its cluster id; addresses alone cannot tell.
 """
 
 from __future__ import annotations
@@ -31,18 +25,7 @@ USED_SIDES: Final[dict[str, tuple[Side, ...]]] = {
 def check_connector_clusters(ctx: FlowContext) -> None:
     """Refuse a flow whose connectors' clients reach one alias in two Kafka clusters (different cluster ids).
 
-    Parameters
-    ----------
-    ctx:
-        The flow (its clients the source connector's; :meth:`FlowContext.for_connector` the others').
-
-    Raises
-    ------
-    ConfigError
-        Two connectors' admins of one side answer with different cluster ids; the message names both
-        connectors, their bootstrap servers, both ids and the fix.
-    ClusterError, ClusterUnreachableError
-        A connector's admin cannot describe its cluster.
+    Raises ``ConfigError`` naming both connectors, servers, ids and the fix; ``ClusterError`` when not described.
     """
     own = [(kind, ctx.for_connector(kind)) for kind in CONNECTOR_CLIENT_KINDS]
     own = [(kind, c) for kind, c in own if c is not ctx]

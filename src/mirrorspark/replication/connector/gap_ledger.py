@@ -1,10 +1,8 @@
 """The gap ledger's writer: a running flow records its gap events and known topic ids on the target.
 
-A flow records every :class:`~mirrorspark.core.gaps.GapEvent` it finds in
-``mm2-gaps<isep><source><isep>internal`` on its target (an MM2-internal name, so never replicated;
-:attr:`~mirrorspark.config.internal_topics.InternalTopics.gaps`), together with the id of every source topic it
-replicates, so that a topic deleted and re-created while no flow ran is found at the next start.
-``mirrorspark status`` reads the events back (:func:`~mirrorspark.client.gap_reader.read_gap_ledger`).
+The topic is :attr:`~mirrorspark.config.internal_topics.InternalTopics.gaps` (MM2-internal, never
+replicated); the topic ids find a topic re-created while no flow ran. ``mirrorspark status`` reads the
+events back (:func:`~mirrorspark.client.gap_reader.read_gap_ledger`).
 """
 
 from __future__ import annotations
@@ -19,15 +17,7 @@ from mirrorspark.kafka.admin import ClusterAdmin
 
 
 class GapLedger:
-    """A running flow's handle on the gap ledger: creates the topic, reads it back, appends to it.
-
-    Parameters
-    ----------
-    context:
-        The flow's context (target clients, policy, client ids).
-    admin:
-        The flow's target admin wrapper (shared).
-    """
+    """A running flow's handle on the gap ledger: creates the topic, reads it back, appends to it."""
 
     def __init__(self, context: FlowContext, admin: ClusterAdmin) -> None:
         self.context = context
@@ -36,13 +26,7 @@ class GapLedger:
         self._producer: Any = None
 
     def start(self) -> LedgerContents:
-        """Create the ledger topic if needed and return what it holds for the flow.
-
-        Raises
-        ------
-        ClusterError
-            The topic cannot be created or read.
-        """
+        """Create the ledger topic if needed and return what it holds for the flow; raises ``ClusterError``."""
         cfg = self.context.flow
         timeout_s = cfg.admin_timeout_s
         self._admin.ensure_topic(
@@ -58,13 +42,7 @@ class GapLedger:
         return contents
 
     def write(self, records: list[tuple[bytes, bytes]]) -> None:
-        """Append records and wait for the target to acknowledge every one.
-
-        Raises
-        ------
-        ClusterError
-            A record was not acknowledged within 30 s (the caller's state has not advanced).
-        """
+        """Append records and wait for every acknowledgement; raises ``ClusterError`` after 30 s."""
         if not records or self._producer is None:
             return
         errors: list[str] = []

@@ -1,11 +1,8 @@
 """Heartbeats, MM2's way (``MirrorHeartbeatConnector`` / ``MirrorHeartbeatTask``).
 
-For every flow of MM2's driver rule (:meth:`MirrorConfig.heartbeat_flows`:
-enabled flows, and by default the reverse pairs too), a ``Heartbeat(S, T, now)``
-record is written every ``emit.heartbeats.interval.seconds`` to the topic
-``heartbeats`` (1 partition, compacted) on the target T. Replicated onward as
-``T.heartbeats`` by the flows out of T, they let a MirrorClient anywhere find
-its upstream clusters and replication hops.
+For every flow of :meth:`MirrorConfig.heartbeat_flows` a ``Heartbeat(S, T, now)`` is written every
+``emit.heartbeats.interval.seconds`` to ``heartbeats`` (1 partition, compacted) on T; replicated onward,
+they let a MirrorClient anywhere find its upstream clusters and replication hops.
 """
 
 from __future__ import annotations
@@ -26,16 +23,7 @@ log = logging.getLogger(__name__)
 
 
 class HeartbeatEmitter:
-    """Writes heartbeats for a set of flows.
-
-    Parameters
-    ----------
-    flows:
-        The contexts of the flows to emit for (those without ``emit_heartbeats_enabled`` are
-        left out).
-    clock_ms:
-        Returns epoch ms (injectable for tests).
-    """
+    """Writes heartbeats for the ``flows`` with ``emit_heartbeats_enabled``; ``clock_ms`` returns epoch ms."""
 
     def __init__(
         self,
@@ -50,13 +38,7 @@ class HeartbeatEmitter:
         self.failed = 0
 
     def start(self) -> None:
-        """Create each target's heartbeats topic (1 partition, compacted) and the producers.
-
-        Raises
-        ------
-        ClusterError
-            Topic creation failed (e.g. a replication factor above the broker count).
-        """
+        """Create each target's heartbeats topic (1 partition, compacted) and the producers; raises ``ClusterError``."""
         for ctx in self.flows:
             flow = ctx.flow
             ctx.cluster_admin("target", "heartbeats-target-admin").ensure_topic(
@@ -71,13 +53,9 @@ class HeartbeatEmitter:
                 )
 
     def emit(self, ctx: FlowContext) -> None:
-        """Write one heartbeat ``(source, target, now)`` of the flow ``ctx``; check the last ones' delivery.
+        """Write one heartbeat of the flow ``ctx``, asynchronously; check the last ones' delivery.
 
-        The write is asynchronous (a heartbeat never holds the driver up): its delivery is
-        checked when the producer reports it, at the latest at the next heartbeat. A heartbeat
-        that is not acknowledged is logged at WARNING and counted in :attr:`failed`; the next
-        one (every ``emit.heartbeats.interval.seconds``) supersedes it, so it is not sent again.
-        :attr:`emitted` counts acknowledged heartbeats.
+        One not acknowledged is logged at WARNING and counted in :attr:`failed`, superseded by the next, not resent.
         """
         flow = ctx.flow
         now = self._clock_ms()

@@ -1,9 +1,7 @@
 """A running flow's live allow and deny lists: the config file's, with ``mirrorspark control``'s changes on top.
 
-The operator writes control changes to the flow's control topic on its target
-(:class:`~mirrorspark.client.control_store.ControlStore`, Cloudera SRM's ``srm-control``); the running
-flow tails it at every topic refresh and group refresh (:class:`LiveFilters`) and filters with the lists
-in effect, without a restart.
+The flow tails its control topic (:class:`~mirrorspark.client.control_store.ControlStore`, SRM's
+``srm-control``) at every topic and group refresh, without a restart.
 """
 
 from __future__ import annotations
@@ -25,25 +23,9 @@ F = TypeVar("F", DefaultTopicFilter, DefaultGroupFilter)
 
 
 class LiveFilters:
-    """A running flow's topic and group filters, kept in step with its control topic.
+    """A running flow's topic and group filters, kept in step with its control topic; not thread-safe.
 
-    :meth:`poll` reads the control records written since the last call (a missing topic
-    reads as no changes); :meth:`topic_filter` and :meth:`group_filter` build the filters
-    of the lists in effect. If the control topic cannot be read, or the lists in effect do
-    not compile, the last good filter stays (with a warning) and the next refresh tries
-    again.
-
-    Parameters
-    ----------
-    context:
-        The flow's context: its config file lists are the base, its policy names the control
-        topic, its client factory makes the consumer.
-    purpose:
-        What the consumer does, the last part of its ``client.id`` (default ``"control-target-consumer"``).
-
-    Notes
-    -----
-    Not thread-safe: the flow's refresh job calls it.
+    If the control topic cannot be read or the lists do not compile, the last good filter stays (a warning).
     """
 
     def __init__(self, context: FlowContext, *, purpose: str = "control-target-consumer") -> None:
@@ -70,15 +52,11 @@ class LiveFilters:
             )
 
     def topic_filter(self, current: DefaultTopicFilter) -> DefaultTopicFilter:
-        """Return the topic filter of the lists in effect (``current`` if they do not compile or did not change).
-
-        The config file's ``topics``/``topics.exclude`` with the control topic's changes on top (SRM's
-        ``srm-control topics``); the same object again while no control record arrived.
-        """
+        """Return the topic filter of the lists in effect (``current`` if they do not compile or did not change)."""
         return self._filter("topics", current, topic_filter_of)
 
     def group_filter(self, current: DefaultGroupFilter) -> DefaultGroupFilter:
-        """Return the group filter of the lists in effect (:meth:`topic_filter`, for ``groups``/``groups.exclude``)."""
+        """Return the group filter of the lists in effect (as :meth:`topic_filter`, for ``groups``)."""
         return self._filter("groups", current, group_filter_of)
 
     def _filter(self, kind: Kind, current: F, build: Callable[[FlowConfig, ControlState], F]) -> F:

@@ -1,10 +1,7 @@
 """Replica placement of the remote topics a flow creates (``mirrorspark.replica.placement``).
 
-Apache Kafka has no placement constraints (Confluent's ``confluent.placement.constraints``), so
-the flow turns its placement into an explicit replica assignment when it creates a remote topic
-or adds partitions to one (``CreateTopics`` / ``CreatePartitions`` with assignments), over the
-target brokers' ``broker.rack`` (:func:`~mirrorspark.core.placement_rules.assign_replicas`). Topics
-created before, or by someone else, are moved by ``mirrorspark placement apply``.
+Kafka has no placement constraints, so the flow creates remote topics and partitions with explicit
+assignments over the target brokers' ``broker.rack`` (:func:`~mirrorspark.core.placement_rules.assign_replicas`).
 """
 
 from __future__ import annotations
@@ -18,17 +15,7 @@ log = logging.getLogger(__name__)
 
 
 class RemotePlacement:
-    """Assignments of a flow's new remote topics and partitions under its placement rules.
-
-    Parameters
-    ----------
-    rules:
-        The flow's ``mirrorspark.replica.placement``.
-    admin:
-        The target cluster's admin wrapper.
-
-    Not thread-safe: the flow's topic refresh uses it.
-    """
+    """Assignments of a flow's new remote topics and partitions under its placement ``rules``; not thread-safe."""
 
     def __init__(self, rules: PlacementRules, admin: ClusterAdmin) -> None:
         self.rules = rules
@@ -39,13 +26,7 @@ class RemotePlacement:
     def check(self) -> None:
         """Check at start that the target's racks fit every placement.
 
-        Raises
-        ------
-        PlacementError
-            A placement names a rack the target lacks, or wants more replicas in a rack than
-            it has brokers (a configuration error: exit 2).
-        ClusterError
-            The brokers cannot be described.
+        Raises ``PlacementError`` (a configuration error: exit 2) or ``ClusterError`` (brokers not described).
         """
         brokers = self._admin.broker_racks()
         for rule in self.rules.rules:
@@ -56,23 +37,9 @@ class RemotePlacement:
         self._brokers = None
 
     def assignment(self, remote: str, partitions: int, *, first_partition: int = 0) -> Assignment | None:
-        """Return the replicas of ``partitions`` new partitions of ``remote``, or ``None`` if no rule matches it.
+        """Return the replicas of ``partitions`` new partitions of ``remote`` from ``first_partition``, or ``None``.
 
-        Parameters
-        ----------
-        remote:
-            The remote topic.
-        partitions:
-            How many partitions to assign.
-        first_partition:
-            Id of the first new partition (the current partition count when a topic grows).
-
-        Raises
-        ------
-        PlacementError
-            The target's racks no longer fit the placement (e.g. a broker was removed).
-        ClusterError
-            The brokers cannot be described.
+        ``None`` when no rule matches; raises ``PlacementError`` when the racks no longer fit, or ``ClusterError``.
         """
         placement = self.rules.for_topic(remote)
         if placement is None:
