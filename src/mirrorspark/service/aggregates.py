@@ -195,20 +195,7 @@ def _opt(f: Any, a: float | None, b: float | None) -> float | None:
 
 
 def merge(a: Summary, b: Summary, *, total: str = "newest") -> Summary:
-    """Merge two summaries of the same window.
-
-    Parameters
-    ----------
-    a, b:
-        Summaries of the same window (of two partitions, or two halves of a stream).
-    total:
-        How ``last`` combines (:attr:`SeriesDef.total`): ``"sum"``, ``"max"`` or ``"newest"``.
-
-    Returns
-    -------
-    Summary
-        Counts and sums added, min of mins, max of maxes, histograms added.
-    """
+    """Merge two summaries of one window (sums added, min of mins, max of maxes; ``total``: :attr:`SeriesDef.total`)."""
     if total == "sum":
         last = _opt(lambda x, y: x + y, a.last, b.last)
     elif total == "max":
@@ -241,29 +228,10 @@ def elapsed_ms(w: Window, start_ms: int, now_ms: int) -> int:
 
 
 def figure(s: Summary, aggregate: str, *, w: Window, start_ms: int, now_ms: int) -> float | None:
-    """One derived figure of a window's summary.
+    """One derived figure (one of :data:`AGGREGATES`) of a window's summary; ``now_ms`` in epoch ms.
 
-    Parameters
-    ----------
-    s:
-        The summary.
-    aggregate:
-        One of :data:`AGGREGATES`.
-    w, start_ms:
-        The window.
-    now_ms:
-        Now (epoch ms): ``rate`` divides by the window's elapsed part.
-
-    Returns
-    -------
-    float or None
-        ``None`` when undefined (``avg``/``min``/``max``/percentiles without samples: MM2's windowed
-        stats are NaN then).
-
-    Raises
-    ------
-    KeyError
-        An unknown aggregate.
+    ``None`` when undefined (no samples: MM2's windowed stats are NaN then); ``rate`` divides by the
+    window's elapsed part. Raises KeyError for an unknown aggregate.
     """
     if aggregate == "count":
         return float(s.count)

@@ -132,19 +132,11 @@ class FlowView:
 
     @property
     def current_lags(self) -> dict[str, TopicLag]:
-        """The newest ``lag`` record of each topic the flow still replicates.
+        """The newest ``lag`` record of each topic the flow still replicates, as a new dict.
 
-        The driver writes a ``lag`` record for every topic it replicates in the same round as its
-        ``flow`` record (same ``at``). A topic whose newest ``lag`` record is more than two rounds
-        (``2 x mirrorspark.metrics.interval.ms``) older than the newest ``flow`` record was not
-        reported since: the flow no longer replicates it (filtered out, deleted, or an earlier run
-        of the flow replicated other topics), so its last lag is not the flow's lag any more. All
-        lags count while no ``flow`` record is known.
-
-        Returns
-        -------
-        dict[str, TopicLag]
-            ``{source topic: newest lag record}``, a new dict.
+        A topic whose newest ``lag`` record is more than two rounds (``2 x mirrorspark.metrics.interval.ms``)
+        older than the newest ``flow`` record is no longer replicated (the driver writes both in the same
+        round), so it is left out; all lags count while no ``flow`` record is known.
         """
         m = self.metrics
         if m is None:
@@ -207,22 +199,11 @@ class Store:
     # ------------------------------------------------------------------ apply one record
 
     def apply(self, kind: str, key: bytes | None, value: bytes | None) -> bool:
-        """Apply one record of a topic of kind ``kind``; tell whether it was understood.
+        """Apply one record of a topic of kind ``kind``; return ``False`` for a record not understood and skipped.
 
-        Parameters
-        ----------
-        kind:
-            ``"heartbeats"``, ``"remote-heartbeats"``, ``"channel"``, ``"progress"``, ``"gaps"``, ``"drills"``
-            or ``"aggregates"``.
-        key, value:
-            The record.
-
-        Returns
-        -------
-        bool
-            ``False`` for a record skipped: not understood (a corrupt one, a newer format's, a flow into
-            another cluster). A corrupt drill record is logged as a WARNING (a drill's result is lost from
-            the history); other corrupt records at DEBUG.
+        ``kind`` is ``"heartbeats"``, ``"remote-heartbeats"``, ``"channel"``, ``"progress"``, ``"gaps"``,
+        ``"drills"`` or ``"aggregates"``. A corrupt drill record is logged as a WARNING (its result is lost from
+        the history); other corrupt records at DEBUG.
         """
         try:
             with self.lock:
