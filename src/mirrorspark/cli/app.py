@@ -279,13 +279,7 @@ def _spark_driver_lost(e: Exception) -> MirrorsparkError | None:
 
 
 def _spark_conf(items: list[str]) -> dict[str, str]:
-    """Parse ``--conf KEY=VALUE`` options into Spark properties.
-
-    Raises
-    ------
-    ConfigError
-        An item without ``=`` or with an empty key.
-    """
+    """Parse ``--conf KEY=VALUE`` options into Spark properties; ConfigError for an item without ``=`` or key."""
     from mirrorspark.errors import ConfigError
 
     out: dict[str, str] = {}
@@ -383,21 +377,11 @@ JVM_EXIT_GRACE_S = 3.0
 
 
 class _JvmDeathDeadline:
-    """Ends ``mirrorspark run`` within :data:`JVM_EXIT_GRACE_S` of its Spark driver JVM's death (issue #23 item 3).
+    """Ends ``mirrorspark run`` within ``grace_s`` seconds of its Spark driver JVM's death (issue #23 item 3).
 
-    The driver loop notices the death at its next tick and ends; but a control job blocked on a
-    cluster it cannot reach (the driver's network to the target cut, say) holds the loop up for
-    its whole timeout, and stopping the flows afterwards takes longer still. Nothing can copy any
-    more (every copy task is told to abort, no grant is renewed): past the grace, the error line
-    is printed and the process exits with its code, the flows' clean-up left undone (the leases
-    expire with their sessions).
-
-    Parameters
-    ----------
-    grace_s:
-        Seconds after the death before the exit (s).
-    exit:
-        How the process ends (``os._exit``; a test passes its own).
+    A control job blocked on an unreachable cluster can hold the driver loop up for its whole timeout,
+    though nothing can copy any more: past the grace the error line is printed and the process exits
+    (``exit``, ``os._exit`` by default), the flows' clean-up left undone (the leases expire with their sessions).
     """
 
     def __init__(self, *, grace_s: float = JVM_EXIT_GRACE_S, exit: Callable[[int], Any] = os._exit) -> None:
@@ -429,13 +413,7 @@ class _JvmDeathDeadline:
 
 
 class _SparkStart:
-    """The SparkSession of ``mirrorspark run``, built on a thread of its own (daemon: an exit never waits for it).
-
-    Parameters
-    ----------
-    master, conf, task_slots:
-        As :func:`~mirrorspark.spark_session.build_spark_session`'s (with ``quick_start``).
-    """
+    """The SparkSession of ``mirrorspark run``, built on a daemon thread (an exit never waits for it)."""
 
     def __init__(self, master: str | None, conf: dict[str, str] | None, *, task_slots: int) -> None:
         self._args = (master, conf, task_slots)

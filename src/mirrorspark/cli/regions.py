@@ -48,13 +48,7 @@ REPLICA_STATUS_CONTEXT: Final = {"allow_extra_args": True, "ignore_unknown_optio
 
 
 def _leaders_mode(extra: list[str]) -> str:
-    """Read ``--leaders [exclude]`` from the arguments Typer left over.
-
-    Raises
-    ------
-    ConfigError
-        Anything else is left over.
-    """
+    """Read ``--leaders [exclude]`` from the arguments Typer left over; ConfigError for anything else."""
     if not extra:
         return "all"
     if extra == ["--leaders"]:

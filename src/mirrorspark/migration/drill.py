@@ -266,11 +266,12 @@ class FlowDrill:
     def execute(self, *, yes: bool = False, on_group: Callable[[str], None] | None = None) -> DrillResult:
         """Predict, then fail every selected group over to its shadow group and measure what it reads.
 
-        Per group without members: its newest checkpoints go to ``mirrorspark-drill.<group>`` on the target, a
-        consumer reads to the end offsets (recovery time: commit to first record), each record is matched to
-        its original (:func:`~mirrorspark.core.drills.match_copies`), and the final positions are failed back
-        to the source. Both shadow groups are deleted whatever happens (Ctrl-C included). Raises ControlError for
-        a missing or all-matching pattern without ``yes``.
+        Per group (one with members is ``refused``): its newest checkpoints go to ``mirrorspark-drill.<group>``
+        on the target, a consumer reads to the end offsets (recovery time: commit to first record), each record
+        is matched to its original (:func:`~mirrorspark.core.drills.match_copies`), and the final positions are
+        failed back to the source. Both shadow groups are deleted whatever happens (Ctrl-C included).
+        ``on_group`` is called with each group's id first. Raises ControlError for a missing or all-matching
+        pattern without ``yes``.
         """
         if not yes and (self.pattern is None or matches_any_group(self.pattern.pattern)):
             shown = "no --groups" if self.pattern is None else f"--groups '{self.pattern.pattern}'"

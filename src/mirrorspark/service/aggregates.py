@@ -40,16 +40,9 @@ AGGREGATE_FORMAT_VERSION: Final = 1
 
 @dataclass(frozen=True, slots=True)
 class Window:
-    """One sliding window size of the aggregation.
+    """One sliding window size of the aggregation (``"1m"``, ``"5m"`` or ``"1h"``).
 
-    Attributes
-    ----------
-    name:
-        ``"1m"``, ``"5m"`` or ``"1h"``: what the API's ``window`` parameter takes.
-    size_ms, slide_ms:
-        The window's length and how often a new one starts (ms).
-    keep_ms:
-        How long closed windows are kept (ms): the longest time series the API serves for it.
+    ``size_ms``, ``slide_ms`` and ``keep_ms`` (how long closed windows are kept) in ms.
     """
 
     name: str
@@ -85,13 +78,7 @@ RETENTION_MS: Final = max(w.keep_ms for w in WINDOWS) + 3_600_000
 
 
 def window(name: str) -> Window:
-    """Return the window called ``name``.
-
-    Raises
-    ------
-    KeyError
-        Not one of :data:`WINDOW_NAMES`.
-    """
+    """Return the window called ``name``; KeyError if not one of :data:`WINDOW_NAMES`."""
     for w in WINDOWS:
         if w.name == name:
             return w
@@ -100,22 +87,10 @@ def window(name: str) -> Window:
 
 @dataclass(frozen=True, slots=True)
 class SeriesDef:
-    """One series metric the Spark job aggregates.
+    """One series metric the Spark job aggregates (``name``: MM2's attribute stem where MM2 has one).
 
-    Attributes
-    ----------
-    name:
-        The series' name (MM2's attribute stem where MM2 has one).
-    unit:
-        Unit of a sample.
-    doc:
-        What one sample is.
-    scope:
-        ``"partition"`` (per source partition), ``"group"`` (per consumer group) or
-        ``"group-partition"``.
-    total:
-        How a topic's (or flow's) ``last`` adds up from its partitions': ``"sum"`` (lag in
-        records), ``"max"`` (lag in time) or ``"newest"``.
+    ``scope``: ``"partition"``, ``"group"`` or ``"group-partition"``; ``total``: how a topic's ``last``
+    adds up from its partitions', ``"sum"`` (lag in records), ``"max"`` (lag in time) or ``"newest"``.
     """
 
     name: str
@@ -162,19 +137,10 @@ AGGREGATES: Final = ("count", "sum", "min", "max", "avg", "rate", "p50", "p99", 
 
 @dataclass(frozen=True, slots=True)
 class Summary:
-    """What one window holds of one series (mergeable).
+    """What one window holds of one series (mergeable); values in the series' unit, ``last_at`` in epoch ms.
 
-    Attributes
-    ----------
-    count, sum:
-        Samples and their sum (in the series' unit).
-    min, max:
-        Smallest and largest sample, ``None`` without samples.
-    last, last_at:
-        The newest sample value and its time (epoch ms); ``None`` / 0 without samples.
-    hist:
-        Samples per bucket of :data:`~mirrorspark.mm2.metrics.LATENCY_BUCKETS_MS` (latency and age
-        series), else empty.
+    ``min``/``max``/``last`` are ``None`` without samples; ``hist`` counts samples per
+    :data:`~mirrorspark.mm2.metrics.LATENCY_BUCKETS_MS` bucket (latency and age series), else empty.
     """
 
     count: int = 0
@@ -272,19 +238,7 @@ class AggregateKey:
 
 @dataclass(frozen=True, slots=True)
 class Aggregate:
-    """One aggregate record: a window's :class:`Summary` of one series, and where it belongs.
-
-    Attributes
-    ----------
-    key:
-        The window and series.
-    remote_topic:
-        The remote topic of ``key.topic`` when the raw records named it, else ``None``.
-    summary:
-        The window's summary.
-    updated:
-        When Spark wrote it (epoch ms).
-    """
+    """One aggregate record: a window's :class:`Summary` of one series; ``updated`` in epoch ms."""
 
     key: AggregateKey
     remote_topic: str | None
@@ -301,13 +255,7 @@ def _num(v: Any, what: str, *, optional: bool = True) -> float | None:
 
 
 def decode_aggregate(key: bytes | None, value: bytes | None) -> Aggregate | None:
-    """Decode one aggregate record; ``None`` for a tombstone.
-
-    Raises
-    ------
-    CorruptRecordError
-        Not an aggregate record of this layout (the reader skips it).
-    """
+    """Decode one aggregate record, ``None`` for a tombstone; CorruptRecordError (skipped by the reader) otherwise."""
     if value is None:
         return None
     try:

@@ -95,14 +95,8 @@ class MetricsService:
     def start(self) -> None:
         """Start the feed, the Spark job and the HTTP server; return once the URL serves.
 
-        Raises
-        ------
-        ClusterUnreachableError
-            The served cluster does not answer.
-        ClusterError
-            The aggregates topic cannot be created.
-        ServiceError
-            The HTTP server cannot listen, or the Spark job does not start.
+        Raises ClusterUnreachableError, ClusterError (the aggregates topic cannot be created) or ServiceError
+        (the server cannot listen, or the Spark job does not start).
         """
         admin = ReplicationContext(self.config).cluster_admin(
             self.cluster, "service-admin", client_id=f"mirrorspark-service|{self.cluster}|admin"
