@@ -52,6 +52,7 @@ from mirrorspark.errors import MirrorsparkError
 
 if TYPE_CHECKING:
     from mirrorspark.client.context import ReplicationContext
+    from mirrorspark.client.status import FlowStatus
 
 EXIT_CODES = (
     "Exit codes: 0 done; 1 placement finish: still in progress; 2 bad config or usage; 3 cluster error or "
@@ -278,13 +279,7 @@ def _spark_driver_lost(e: Exception) -> MirrorsparkError | None:
 
 
 def _spark_conf(items: list[str]) -> dict[str, str]:
-    """Parse ``--conf KEY=VALUE`` options into Spark properties.
-
-    Raises
-    ------
-    ConfigError
-        An item without ``=`` or with an empty key.
-    """
+    """Parse ``--conf KEY=VALUE`` options into Spark properties; ConfigError for an item without ``=`` or key."""
     from mirrorspark.errors import ConfigError
 
     out: dict[str, str] = {}
@@ -382,21 +377,11 @@ JVM_EXIT_GRACE_S = 3.0
 
 
 class _JvmDeathDeadline:
-    """Ends ``mirrorspark run`` within :data:`JVM_EXIT_GRACE_S` of its Spark driver JVM's death (issue #23 item 3).
+    """Ends ``mirrorspark run`` within ``grace_s`` seconds of its Spark driver JVM's death (issue #23 item 3).
 
-    The driver loop notices the death at its next tick and ends; but a control job blocked on a
-    cluster it cannot reach (the driver's network to the target cut, say) holds the loop up for
-    its whole timeout, and stopping the flows afterwards takes longer still. Nothing can copy any
-    more (every copy task is told to abort, no grant is renewed): past the grace, the error line
-    is printed and the process exits with its code, the flows' clean-up left undone (the leases
-    expire with their sessions).
-
-    Parameters
-    ----------
-    grace_s:
-        Seconds after the death before the exit (s).
-    exit:
-        How the process ends (``os._exit``; a test passes its own).
+    A control job blocked on an unreachable cluster can hold the driver loop up for its whole timeout,
+    though nothing can copy any more: past the grace the error line is printed and the process exits
+    (``exit``, ``os._exit`` by default), the flows' clean-up left undone (the leases expire with their sessions).
     """
 
     def __init__(self, *, grace_s: float = JVM_EXIT_GRACE_S, exit: Callable[[int], Any] = os._exit) -> None:
@@ -428,13 +413,7 @@ class _JvmDeathDeadline:
 
 
 class _SparkStart:
-    """The SparkSession of ``mirrorspark run``, built on a thread of its own (daemon: an exit never waits for it).
-
-    Parameters
-    ----------
-    master, conf, task_slots:
-        As :func:`~mirrorspark.spark_session.build_spark_session`'s (with ``quick_start``).
-    """
+    """The SparkSession of ``mirrorspark run``, built on a daemon thread (an exit never waits for it)."""
 
     def __init__(self, master: str | None, conf: dict[str, str] | None, *, task_slots: int) -> None:
         self._args = (master, conf, task_slots)
@@ -591,7 +570,6 @@ def status(
     records lost before they were copied (deleted, truncated, or a re-created topic).
     """
     import dataclasses
-    import datetime
 
     from mirrorspark.client.status import status as compute
     from mirrorspark.config.parse import load_config
@@ -618,47 +596,8 @@ def status(
         print(json.dumps(doc, indent=2))
         return
     for f in flows:
-        hb = (
-            datetime.datetime.fromtimestamp(f.last_heartbeat_ms / 1000, tz=datetime.UTC).isoformat(timespec="seconds")
-            if f.last_heartbeat_ms
-            else "-"
-        )
-        print(
-            f"flow {f.flow}: {f.state}, {len(f.topics)} topics, {f.partitions} partitions, "
-            f"{f.records} records on the target, lag {f.lag}, last heartbeat {hb}"
-        )
-        if f.dropped_records:
-            print(f"flow {f.flow}: {f.dropped_records} records dropped by transforms (read, not copied)")
-        if f.error:
-            print(f"flow {f.flow}: failed: {f.error}")
-        if f.failover is not None:
-            from mirrorspark.core.failover_policy import event_summary
-
-            print(event_summary(f.failover))
-        if f.dropped_records:  # a column only for flows whose transforms dropped records
-            rows: list[list[object]] = [
-                [t.topic, t.remote_topic, t.partitions, t.records, t.lag, t.dropped_records] for t in f.topics
-            ]
-            print(text_table(["topic", "remote topic", "partitions", "records", "lag", "dropped"], rows))
-        else:
-            rows = [[t.topic, t.remote_topic, t.partitions, t.records, t.lag] for t in f.topics]
-            print(text_table(["topic", "remote topic", "partitions", "records", "lag"], rows))
-        if f.gaps:
-            print(f"flow {f.flow}: {len(f.gaps)} gap(s): source records lost before they were copied")
-            rows = [
-                [
-                    datetime.datetime.fromtimestamp(g.at / 1000, tz=datetime.UTC).isoformat(timespec="seconds"),
-                    f"{g.topic}-{g.partition}",
-                    g.reason,
-                    g.first_lost,
-                    g.last_lost if g.last_lost is not None or g.old_topic_id is None else "its end",
-                    g.lost if g.first_lost is not None and g.last_lost is not None else None,
-                    f"{g.old_topic_id} -> {g.new_topic_id or 'deleted'}" if g.old_topic_id is not None else None,
-                ]
-                for g in f.gaps
-            ]
-            print(text_table(["at", "partition", "reason", "first lost", "last lost", "records", "topic id"], rows))
-    rows = [
+        _print_flow_status(f)
+    rows: list[list[object]] = [
         [
             c.cluster,
             ",".join(c.upstream_clusters) or "-",
@@ -667,6 +606,52 @@ def status(
         for c in clusters
     ]
     print(text_table(["cluster", "upstream clusters", "replication hops"], rows), end="")
+
+
+def _print_flow_status(f: FlowStatus) -> None:
+    """Print one flow's line of ``status``, its notices, its topics' table and its gaps' table."""
+    import datetime
+
+    hb = (
+        datetime.datetime.fromtimestamp(f.last_heartbeat_ms / 1000, tz=datetime.UTC).isoformat(timespec="seconds")
+        if f.last_heartbeat_ms
+        else "-"
+    )
+    print(
+        f"flow {f.flow}: {f.state}, {len(f.topics)} topics, {f.partitions} partitions, "
+        f"{f.records} records on the target, lag {f.lag}, last heartbeat {hb}"
+    )
+    if f.dropped_records:
+        print(f"flow {f.flow}: {f.dropped_records} records dropped by transforms (read, not copied)")
+    if f.error:
+        print(f"flow {f.flow}: failed: {f.error}")
+    if f.failover is not None:
+        from mirrorspark.core.failover_policy import event_summary
+
+        print(event_summary(f.failover))
+    if f.dropped_records:  # a column only for flows whose transforms dropped records
+        rows: list[list[object]] = [
+            [t.topic, t.remote_topic, t.partitions, t.records, t.lag, t.dropped_records] for t in f.topics
+        ]
+        print(text_table(["topic", "remote topic", "partitions", "records", "lag", "dropped"], rows))
+    else:
+        rows = [[t.topic, t.remote_topic, t.partitions, t.records, t.lag] for t in f.topics]
+        print(text_table(["topic", "remote topic", "partitions", "records", "lag"], rows))
+    if f.gaps:
+        print(f"flow {f.flow}: {len(f.gaps)} gap(s): source records lost before they were copied")
+        rows = [
+            [
+                datetime.datetime.fromtimestamp(g.at / 1000, tz=datetime.UTC).isoformat(timespec="seconds"),
+                f"{g.topic}-{g.partition}",
+                g.reason,
+                g.first_lost,
+                g.last_lost if g.last_lost is not None or g.old_topic_id is None else "its end",
+                g.lost if g.first_lost is not None and g.last_lost is not None else None,
+                f"{g.old_topic_id} -> {g.new_topic_id or 'deleted'}" if g.old_topic_id is not None else None,
+            ]
+            for g in f.gaps
+        ]
+        print(text_table(["at", "partition", "reason", "first lost", "last lost", "records", "topic id"], rows))
 
 
 # The consumer migration command at the top level, as MM2 users know it from SRM (``srm-control``).

@@ -10,7 +10,7 @@ import json
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -29,6 +29,9 @@ from mirrorspark.cli.common import (
     text_table,
 )
 from mirrorspark.cli.conventions import ConventionGroup
+
+if TYPE_CHECKING:
+    from mirrorspark.migration.source_offset_tools import Target
 
 offsets_app = typer.Typer(
     help="Consumer-group offsets translated from a source cluster to a target (consumer migration).",
@@ -384,6 +387,43 @@ def _print_plan(plan: Any, json_out: bool) -> None:
         )
 
 
+def _alter_choice(
+    to_offset: int | None,
+    offset: int | None,
+    to_earliest: bool,
+    to_latest: bool,
+    to_datetime: str | None,
+    shift_by: int | None,
+    by_duration: str | None,
+) -> tuple[Target, int | None, str | None]:
+    """``source alter``'s one choice: ``(target, offset, ISO time)``; raises SourceOffsetsRequestError unless one."""
+    import datetime
+
+    from mirrorspark.cli.common import parse_iso_duration
+    from mirrorspark.errors import SourceOffsetsRequestError
+
+    choices: tuple[tuple[str, Target, bool], ...] = (
+        ("--to-offset", "offset", to_offset is not None or offset is not None),
+        ("--to-earliest", "earliest", to_earliest),
+        ("--to-latest", "latest", to_latest),
+        ("--to-datetime", "datetime", to_datetime is not None),
+        ("--shift-by", "shift", shift_by is not None),
+        ("--by-duration", "datetime", by_duration is not None),
+    )
+    chosen = [(n, to) for n, to, on in choices if on]
+    if len(chosen) != 1:
+        raise SourceOffsetsRequestError(
+            "give exactly one of --to-offset N, --to-earliest, --to-latest, --to-datetime ISO, --shift-by N, "
+            "--by-duration PnDTnHnMnS" + (f" (got {', '.join(n for n, _ in chosen)})" if chosen else "")
+        )
+    new_offset = one_of(to_offset, offset, "--to-offset", "--offset") if chosen[0][1] == "offset" else None
+    when = to_datetime
+    if by_duration is not None:
+        at = datetime.datetime.now(tz=datetime.UTC) - parse_iso_duration(by_duration)
+        when = at.isoformat(timespec="milliseconds")
+    return chosen[0][1], new_offset, when
+
+
 @source_app.command("alter")
 def source_alter(
     config: ConfigArgument,
@@ -433,37 +473,13 @@ def source_alter(
 
     Previews the new positions unless --execute is given. The choices are kafka-consumer-groups --reset-offsets'.
     """
-    import datetime
-
-    from mirrorspark.cli.common import parse_iso_duration
-    from mirrorspark.errors import SourceOffsetsRequestError
-    from mirrorspark.migration.source_offset_tools import Target
-
-    choices: tuple[tuple[str, Target, bool], ...] = (
-        ("--to-offset", "offset", to_offset is not None or offset is not None),
-        ("--to-earliest", "earliest", to_earliest),
-        ("--to-latest", "latest", to_latest),
-        ("--to-datetime", "datetime", to_datetime is not None),
-        ("--shift-by", "shift", shift_by is not None),
-        ("--by-duration", "datetime", by_duration is not None),
-    )
-    chosen = [(n, to) for n, to, on in choices if on]
     dry_run = preview(execute, dry_run)
-    if len(chosen) != 1:
-        raise SourceOffsetsRequestError(
-            "give exactly one of --to-offset N, --to-earliest, --to-latest, --to-datetime ISO, --shift-by N, "
-            "--by-duration PnDTnHnMnS" + (f" (got {', '.join(n for n, _ in chosen)})" if chosen else "")
-        )
-    new_offset = one_of(to_offset, offset, "--to-offset", "--offset") if chosen[0][1] == "offset" else None
-    when = to_datetime
-    if by_duration is not None:
-        at = datetime.datetime.now(tz=datetime.UTC) - parse_iso_duration(by_duration)
-        when = at.isoformat(timespec="milliseconds")
+    to, new_offset, when = _alter_choice(to_offset, offset, to_earliest, to_latest, to_datetime, shift_by, by_duration)
     with _source_offsets(config, source, target, timeout) as so:
         plan = so.alter(
             topic=topic,
             partition=partition,
-            to=chosen[0][1],
+            to=to,
             offset=new_offset,
             shift=shift_by,
             datetime_iso=when,

@@ -1,8 +1,6 @@
-"""Reading a flow's lifetime totals and published state back (``mm2-progress.<source>.internal``).
+"""Reading a flow's lifetime totals and published state back (format: :mod:`mirrorspark.core.lifetime_totals`).
 
-``mirrorspark status`` and the metrics service read what the running flows published
-(:class:`~mirrorspark.replication.connector.totals_publisher.TotalsPublisher`); the format is
-:mod:`mirrorspark.core.lifetime_totals`.
+Written by :class:`~mirrorspark.replication.connector.totals_publisher.TotalsPublisher`.
 """
 
 from __future__ import annotations
@@ -21,23 +19,8 @@ def read_totals(
 ) -> dict[str, TopicTotals]:
     """Read the last published lifetime totals per topic of a flow (empty when none were published).
 
-    Parameters
-    ----------
-    ctx:
-        The flow's context (its target's client settings, the topic's name:
-        :attr:`~mirrorspark.config.internal_topics.InternalTopics.totals`).
-    client_id:
-        The consumer's ``client.id``.
-    timeout_s:
-        Seconds to read the topic to its end (default 30).
-    states:
-        Filled with the flow's last published :class:`~mirrorspark.core.lifetime_totals.FlowState`
-        (under its name), if any.
-
-    Raises
-    ------
-    ClusterError
-        If the totals topic cannot be read to its end.
+    ``states`` is filled with the flow's last published :class:`~mirrorspark.core.lifetime_totals.FlowState`,
+    if any. Raises ClusterError when the topic cannot be read to its end within ``timeout_s`` seconds.
     """
     cfg = ctx.flow
     flow = cfg.name

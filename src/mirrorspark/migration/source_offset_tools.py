@@ -1,9 +1,7 @@
 """A flow's source offsets as an operator edits them: ``mirrorspark offsets source list|alter|reset``.
 
-Kafka Connect's KIP-875 offset operations (``GET``/``PATCH``/``DELETE /connectors/{name}/offsets``)
-over ``mm2-offsets.<source>.internal`` on the target, in Connect's layout, so MM2 reads the result
-too. The planning is pure (:mod:`mirrorspark.mm2.alter_offsets`); this module reads what it
-needs, refuses while the flow runs, and writes.
+Kafka Connect's KIP-875 offset operations over ``mm2-offsets.<source>.internal``, in Connect's layout
+(MM2 reads the result too); the planning is pure (:mod:`mirrorspark.mm2.alter_offsets`).
 """
 
 from __future__ import annotations
@@ -46,29 +44,7 @@ FIRST_RECORD_TIMEOUT_S = 10.0
 
 @dataclass(frozen=True)
 class SourceOffsetsPlan:
-    """What ``alter``/``reset`` writes (or would write, with ``dry_run``).
-
-    Attributes
-    ----------
-    flow:
-        ``"<source>-><target>"``.
-    operation:
-        ``"alter"`` or ``"reset"``.
-    offsets_topic:
-        ``mm2-offsets.<source>.internal`` on the target.
-    syncs_topic:
-        The flow's offset-syncs topic, or ``None`` when it emits none.
-    changes:
-        One record per partition.
-    applied:
-        Whether the records were written (``False`` for a dry run).
-    running:
-        Why the flow looks running (a dry run still plans), or ``None``.
-    auto_offset_reset:
-        The source consumer's ``auto.offset.reset``: where partitions without a stored offset start.
-    timestamp_ms:
-        The ``--to-datetime`` in epoch ms, or ``None``.
-    """
+    """What ``alter``/``reset`` writes (or would, with ``dry_run``); ``timestamp_ms``: ``--to-datetime`` in epoch ms."""
 
     flow: str
     operation: str
@@ -85,29 +61,8 @@ class SourceOffsetsPlan:
 class FlowSourceOffsets:
     """List, alter and reset the source offsets of one flow ``source->target``.
 
-    Parameters
-    ----------
-    config:
-        The whole configuration.
-    source, target:
-        The flow's aliases.
-    timeout_s:
-        Seconds for each cluster call and for reading the offsets topic (``--timeout``); ``None``
-        (default) = the flow's ``admin.timeout.ms``.
-    context:
-        The configuration's contexts (default: new ones).
-
-    Raises
-    ------
-    UnknownAliasError
-        An alias is not in ``clusters`` (before anything connects).
-    ConfigError
-        ``source == target``, or the flow's policy cannot be loaded.
-
-    Notes
-    -----
-    Not thread-safe. Reads need the target (offsets topic) and the source (partitions, end
-    offsets); writes go to the target (``mm2-offsets``) and to the offset-syncs topic's cluster.
+    ``timeout_s`` in seconds per call (``None`` = the flow's ``admin.timeout.ms``). Raises UnknownAliasError
+    before connecting, ConfigError for ``source == target``. Not thread-safe.
     """
 
     def __init__(
@@ -160,19 +115,10 @@ class FlowSourceOffsets:
         return (self.flow_config.source_consumer.get("auto.offset.reset") or "earliest").strip().lower()
 
     def running(self, connector_names: Sequence[str] = ()) -> str | None:
-        """Say why the flow looks running, or ``None``.
+        """Say why the flow looks running (the reason with the fix), or ``None``.
 
-        Running means: its lease group ``mirrorspark-lease-<source>-><target>`` has active members on
-        the target (a ``mirrorspark run`` on the continuous engine, holder or standby), or Connect's
-        status topic ``mm2-status.<source>.internal`` shows MirrorSourceConnector or one of its tasks
-        ``RUNNING`` (an MM2 in dedicated mode serving the flow; its worker group ``<source>-mm2``
-        uses Connect's protocol, which librdkafka cannot describe). ``connector_names``: more
-        connector names whose ``RUNNING`` status counts (``offsets source move``'s old name).
-
-        Returns
-        -------
-        str or None
-            The reason with the fix, or ``None``.
+        Running: its lease group has active members on the target, or Connect's status topic shows
+        MirrorSourceConnector (or ``connector_names``) or a task ``RUNNING``.
         """
         admin = self._admin("target")
         known = self._groups(admin)
@@ -195,11 +141,7 @@ class FlowSourceOffsets:
         return None
 
     def _mm2_running(self, names: Sequence[str]) -> str | None:
-        """Return the first ``RUNNING`` status of a source connector ``names`` in Connect's status topic, or ``None``.
-
-        Connect's worker group (``<source>-mm2``) uses Connect's protocol, which librdkafka's admin
-        client cannot describe, so the status MM2's workers write is read instead.
-        """
+        """Return the first ``RUNNING`` status of a connector in ``names`` from Connect's status topic, or ``None``."""
         topic = self.internal_topics.connect_status
         if topic not in self._admin("target").list_topics():
             return None
@@ -309,25 +251,9 @@ class FlowSourceOffsets:
         ]
 
     def list_offsets(self, topic: str | None = None, partition: int | None = None) -> list[PartitionFacts]:
-        """Return the flow's partitions with their stored position, source end offset and lag (``GET …/offsets``).
+        """Return the flow's partitions with stored position, source end offset and lag, sorted (``GET …/offsets``).
 
-        Parameters
-        ----------
-        topic, partition:
-            Only this topic / partition (``partition`` needs ``topic``).
-
-        Returns
-        -------
-        list[PartitionFacts]
-            Every partition of the replicated topics on the source, and every partition with a stored
-            offset, sorted.
-
-        Raises
-        ------
-        SourceOffsetsRequestError
-            Unknown or not replicated topic, partition out of range.
-        ClusterUnreachableError, ClusterError
-            A cluster does not answer, a read fails.
+        Raises SourceOffsetsRequestError for an unknown or unreplicated topic or partition.
         """
         stored = self._stored()
         return self._facts(self._selected(topic, partition, stored), stored)
@@ -376,36 +302,10 @@ class FlowSourceOffsets:
     ) -> SourceOffsetsPlan:
         """Set the position of partitions of the flow (``PATCH /connectors/{name}/offsets``).
 
-        Parameters
-        ----------
-        topic, partition:
-            Which partitions (default: every partition of every replicated topic).
-        to:
-            ``"offset"`` (``offset`` is the next source offset to copy), ``"earliest"`` (the source's
-            log start), ``"latest"`` (its end: copy only new records) or ``"datetime"`` (the first
-            record at or after ``datetime_iso``, else the end) or ``"shift"`` (the stored position
-            plus ``shift``, kept within the log start and end, as ``kafka-consumer-groups --shift-by``).
-        offset:
-            With ``to="offset"``.
-        shift:
-            With ``to="shift"``: records to move each stored position by (negative: back).
-        datetime_iso:
-            With ``to="datetime"``: ISO 8601, no zone = UTC.
-        dry_run:
-            Plan, write nothing (also while the flow runs: :attr:`SourceOffsetsPlan.running`).
-
-        Returns
-        -------
-        SourceOffsetsPlan
-
-        Raises
-        ------
-        FlowRunningError
-            The flow runs (mirrorspark's lease group or MM2's worker group has members); nothing written.
-        SourceOffsetsRequestError
-            Bad topic, partition, offset or date-time; the flow never ran (no offsets topic).
-        ClusterUnreachableError, ClusterError
-            A cluster does not answer; a read or write fails.
+        ``to``: ``"offset"`` (the next source offset to copy), ``"earliest"``, ``"latest"``, ``"datetime"``
+        (first record at or after ``datetime_iso``, ISO 8601, no zone = UTC) or ``"shift"`` (by ``shift``
+        records, kept within the log). Raises FlowRunningError while the flow runs (nothing written),
+        SourceOffsetsRequestError for a bad request or a flow that never ran.
         """
         timestamp_ms = parse_datetime_ms(datetime_iso) if to == "datetime" and datetime_iso is not None else None
         if to == "offset" and (offset is None or offset < 0):
@@ -467,26 +367,10 @@ class FlowSourceOffsets:
     def reset(
         self, *, topic: str | None = None, partition: int | None = None, dry_run: bool = False
     ) -> SourceOffsetsPlan:
-        """Delete the stored positions (``DELETE /connectors/{name}/offsets``): tombstones.
+        """Delete the stored positions with tombstones (``DELETE /connectors/{name}/offsets``).
 
-        The next run starts those partitions at the source consumer's ``auto.offset.reset``
-        (``earliest`` by default: the log start), in MM2 as in mirrorspark.
-
-        Parameters
-        ----------
-        topic, partition:
-            Which partitions (default: every replicated partition and every stored one).
-        dry_run:
-            Plan, write nothing.
-
-        Returns
-        -------
-        SourceOffsetsPlan
-
-        Raises
-        ------
-        FlowRunningError, SourceOffsetsRequestError, ClusterUnreachableError, ClusterError
-            As for :meth:`alter`.
+        The next run starts at the source consumer's ``auto.offset.reset``, in MM2 as in mirrorspark.
+        Raises as :meth:`alter`.
         """
         stored = self._stored()
         keys = self._selected(topic, partition, stored)
