@@ -32,31 +32,14 @@ class InternalTopics:
 
     Attributes
     ----------
-    offsets:
-        Kafka Connect's source offsets (``offset.storage.topic``, default ``mm2-offsets.S.internal``).
-    connect_configs:
-        Kafka Connect's connector and task configs (``config.storage.topic``, default ``mm2-configs.S.internal``).
-    connect_status:
-        Kafka Connect's status topic of MM2's workers, ``mm2-status.S.internal``.
-    offset_syncs:
-        MM2's offset syncs, ``mm2-offset-syncs<isep><other cluster><isep>internal``, on S or T
-        (``offset-syncs.topic.location``), named after the cluster it is not on.
-    checkpoints:
-        MM2's checkpoints, ``S<isep>checkpoints<isep>internal``.
-    heartbeats:
-        MM2's heartbeats, ``heartbeats``.
-    progress_channel:
-        The copy tasks' reports to the driver, ``mm2-task-progress<isep>S<isep>internal``.
-    totals:
-        Lifetime copy totals and flow states, ``mm2-progress<isep>S<isep>internal``.
-    control:
-        Live allow/deny list changes, ``mm2-control<isep>S<isep>internal``.
-    gaps:
-        The gap ledger, ``mm2-gaps<isep>S<isep>internal``.
-    lease:
-        Lease claims of the flows from S, ``mm2-lease<isep>S<isep>internal``.
-    drills:
-        Drill history, ``mm2-drills<isep>S<isep>internal``.
+    offsets, connect_configs, connect_status:
+        Kafka Connect's (``offset.storage.topic``, ``config.storage.topic``, ``mm2-status.S.internal``).
+    offset_syncs, checkpoints, heartbeats:
+        MM2's; the offset syncs are named after the cluster they are not on.
+    progress_channel, totals:
+        The copy tasks' reports to the driver; lifetime copy totals and flow states.
+    control, gaps, lease, drills:
+        Live allow/deny list changes, the gap ledger, the lease claims of the flows from S, drill history.
     """
 
     offsets: str

@@ -243,10 +243,7 @@ def load_config(
 def read_properties(name: str) -> tuple[dict[str, str], dict[str, int]]:
     """Read an mm2.properties file: its properties and the line of each key.
 
-    Raises
-    ------
-    ConfigError
-        The file cannot be read, or holds a malformed escape (the message names the path).
+    Raises ConfigError naming the path if the file cannot be read or holds a malformed escape.
     """
     try:
         data = Path(name).read_bytes()
@@ -268,10 +265,7 @@ def read_properties(name: str) -> tuple[dict[str, str], dict[str, int]]:
 def connect_defaults(defaults: str | None, env: Mapping[str, str]) -> ConnectDefaults:
     """Return the connector defaults: ``defaults``, else ``MIRRORSPARK_CONNECT_DEFAULTS`` in ``env``, else apache.
 
-    Raises
-    ------
-    ConfigError
-        The value is neither ``apache`` nor ``csm``.
+    Raises ConfigError (the value is neither ``apache`` nor ``csm``).
     """
     value = defaults if defaults is not None else env.get(CONNECT_DEFAULTS_ENV, "").strip().lower() or "apache"
     if value == "apache":

@@ -19,24 +19,7 @@ from mirrorspark.mm2.topology import check_identity_cycles
 def flow_policy(flow: FlowConfig) -> ReplicationPolicy:
     """Load the replication policy of ``flow`` (``replication.policy.*``, ``source.cluster.alias`` = its source).
 
-    Parameters
-    ----------
-    flow:
-        The flow ``S->T``.
-
-    Returns
-    -------
-    ReplicationPolicy
-        The flow's ``replication.policy.class``, configured with its ``replication.policy.separator``,
-        ``replication.policy.internal.topic.separator.enabled`` and ``source.cluster.alias`` = S,
-        as MM2's ``MirrorConnectorConfig.replicationPolicy()`` is; wrapped in a
-        :class:`~mirrorspark.core.transforms.RoutedReplicationPolicy` when the flow's transforms hold a
-        ``RegexRouter``.
-
-    Raises
-    ------
-    ConfigError
-        If the policy class cannot be loaded or configured.
+    Raises ConfigError if the policy class cannot be loaded or configured.
     """
     policy = load_policy(
         flow.policy.class_name,
@@ -73,14 +56,8 @@ def _has_cycle(edges: list[tuple[str, str]]) -> bool:
 def check_cycles(config: MirrorConfig) -> None:
     """Refuse enabled flows that form a cycle through an identity-style flow, unless the file allows it.
 
-    Every enabled flow of the file counts, whichever ``--clusters`` a node serves. Policies are loaded
-    only when the enabled flows form a cycle at all.
-
-    Raises
-    ------
-    ConfigError
-        As :func:`~mirrorspark.mm2.topology.check_identity_cycles`, naming :attr:`MirrorConfig.source_name`;
-        or if a policy of such a cycle's flows cannot be loaded (:func:`flow_policy`).
+    Every enabled flow of the file counts, whichever ``--clusters`` a node serves. Raises ConfigError naming
+    :attr:`MirrorConfig.source_name` (as :func:`~mirrorspark.mm2.topology.check_identity_cycles`).
     """
     enabled = [f for f in config.flows if f.enabled]
     if config.data_path.identity_allow_cycles or not _has_cycle([(f.source, f.target) for f in enabled]):
@@ -91,12 +68,8 @@ def check_cycles(config: MirrorConfig) -> None:
 def runnable_flows(config: MirrorConfig, targets: Sequence[str] | None = None) -> tuple[FlowConfig, ...]:
     """Return the flows a run replicates: :meth:`MirrorConfig.enabled_flows`, at least one.
 
-    Raises
-    ------
-    ConfigError
-        If no flow is enabled (for ``targets``); the message says how to enable one.
-    UnknownAliasError
-        If ``targets`` names an alias not in ``clusters``.
+    Raises ConfigError if no flow is enabled (for ``targets``); the message says how to enable one; UnknownAliasError if
+    ``targets`` names an alias not in ``clusters``.
     """
     flows = config.enabled_flows(targets)
     if not flows:
