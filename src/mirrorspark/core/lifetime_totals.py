@@ -29,19 +29,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class TopicTotals:
-    """Cumulative copy totals of one topic of a flow.
-
-    Attributes
-    ----------
-    records:
-        Records copied (all processes, all runs).
-    value_bytes, key_bytes:
-        Bytes of values and keys copied.
-    timestamp_ms:
-        When the totals were published (epoch ms).
-    dropped:
-        Records read and dropped by a transform (``transforms``), never copied.
-    """
+    """Cumulative copy totals of one topic of a flow."""
 
     records: int
     value_bytes: int
@@ -90,20 +78,7 @@ FLOW_STATES = ("running", "failed", "caught up", "stopped")
 
 @dataclass(frozen=True)
 class FlowState:
-    """The last state a mirrorspark run published for a flow.
-
-    Attributes
-    ----------
-    state:
-        One of :data:`FLOW_STATES`: ``"running"`` when its copy tasks started, ``"failed"`` when the
-        run gave up on it, and at the clean end of a run that ran it ``"caught up"`` (a bounded run,
-        ``--until-caught-up``, that copied up to the end offsets it listed at start) or ``"stopped"``
-        (stopped before: Ctrl-C, SIGTERM).
-    error:
-        Why the flow failed (the error's message), ``None`` otherwise.
-    timestamp_ms:
-        When it was published (epoch ms).
-    """
+    """The last state a mirrorspark run published for a flow."""
 
     state: str
     error: str | None
