@@ -67,7 +67,7 @@ class EosTask(Task):
             data=self.data,
             commit_producer=self.commits,
             syncs_producer=self.syncs,
-            channel=self.channel,
+            grants=self.grants,
             clock=lambda: self.now,
             stored_offsets=self.read if stored else None,
             topic_ids=topic_ids,
@@ -305,7 +305,7 @@ class StubReports:
         return False
 
 
-class StubChannel:
+class StubGrants:
     address = ("127.0.0.1", 0, "token")
 
     def __init__(self) -> None:
@@ -357,7 +357,7 @@ def test_a_new_generation_starts_only_after_every_id_is_fenced(monkeypatch: pyte
 
     monkeypatch.setattr(supervisor_module, "fence_flow", fence)
     flow = EosFlow(tasks_max=2, task_count_seen=4)  # an earlier run had 4 tasks: their ids are fenced too
-    sup = FlowSupervisor(flow, object(), StubChannel(), None)  # type: ignore[arg-type]
+    sup = FlowSupervisor(flow, object(), StubGrants(), None)  # type: ignore[arg-type]
     sup.generation = 3  # a later generation: a failed fencing is retried, nothing starts before
     with pytest.raises(ClusterError):
         sup.start()
@@ -383,7 +383,7 @@ def test_a_fencing_error_no_retry_can_fix_fails_the_flow(
 
     monkeypatch.setattr(supervisor_module, "fence_flow", fence)
     flow = EosFlow(tasks_max=1)
-    sup = FlowSupervisor(flow, object(), StubChannel(), None)  # type: ignore[arg-type]
+    sup = FlowSupervisor(flow, object(), StubGrants(), None)  # type: ignore[arg-type]
     sup.generation = generation
     sup.start()
     assert (sup.state, sup.failures, sup.restarts, flow.specs) == ("failed", 1, 0, [])

@@ -1,7 +1,7 @@
 """One active instance, also under a partition (``engine-audit.md`` F5): grants, take-over wait, task deadlines.
 
 The lease's grant and take-over rules on an injected clock with stub lease clients (the group
-coordinator's answers are what the test says); the task channel over a real socket on localhost.
+coordinator's answers are what the test says); the grant link over a real socket on localhost.
 """
 
 from __future__ import annotations
@@ -245,11 +245,11 @@ def test_a_delayed_grant_line_never_extends_the_permission() -> None:
     line: an answer read a second late (a loaded executor, a slow network) let it commit a second
     past the driver's grant, after a standby could have taken the flow over.
     """
-    channel = GrantServer()
+    grants = GrantServer()
     try:
-        client = GrantClient(channel.address, {"flow": "A->B", "task": 0, "generation": 1})
+        client = GrantClient(grants.address, {"flow": "A->B", "task": 0, "generation": 1})
         deadline = time.monotonic() + 1.5
-        channel.grant("A->B", 1, deadline)
+        grants.grant("A->B", 1, deadline)
         time.sleep(GRANT_ASK_S)
         client.check()  # asks; the answer waits on the socket, unread
         time.sleep(1.0)  # the task reads it late
@@ -258,7 +258,7 @@ def test_a_delayed_grant_line_never_extends_the_permission() -> None:
         assert_eventually(lambda: not client.may_commit(), timeout_s=5, interval_s=0.05)
         client.close()
     finally:
-        channel.close()
+        grants.close()
 
 
 class JoinedLease(WaitingLease):
@@ -400,9 +400,9 @@ def test_a_claim_whose_produce_timed_out_but_landed_counts_as_another_holders() 
     assert not lease.claimed_only_by_self(5, 7)
 
 
-def hello_answer(channel: GrantServer, generation: int) -> bytes:
-    """What the channel sends a task of ``generation`` of ``A->B`` saying hello now, until it closes (2 s at most)."""
-    host, port, token = channel.address
+def hello_answer(grants: GrantServer, generation: int) -> bytes:
+    """What the server sends a task of ``generation`` of ``A->B`` saying hello now, until it closes (2 s at most)."""
+    host, port, token = grants.address
     hello = {"token": token, "flow": "A->B", "task": 0, "generation": generation, "ask": 0.0}
     got = b""
     with socket.create_connection((host, port), timeout=2) as sock:
@@ -419,27 +419,27 @@ def test_an_aborted_generation_gets_no_grant_and_its_late_task_is_told_abort() -
     Before, ``abort`` marked the generation as stopped: a late task was told ``stop`` (commit and end), and a
     renewal the grant thread computed before the abort gave it a grant for one final commit.
     """
-    channel = GrantServer()
+    grants = GrantServer()
     try:
-        channel.grant("A->B", 3, time.monotonic() + 5.0)
-        channel.abort("A->B", 3)
-        channel.grant("A->B", 3, time.monotonic() + 5.0)  # a renewal computed before the abort: refused
-        assert hello_answer(channel, 3) == b"abort\n"
-        channel.grant("A->B", 4, time.monotonic() + 5.0)  # the next generation is granted as ever
-        assert hello_answer(channel, 4).startswith(b"lease ")
+        grants.grant("A->B", 3, time.monotonic() + 5.0)
+        grants.abort("A->B", 3)
+        grants.grant("A->B", 3, time.monotonic() + 5.0)  # a renewal computed before the abort: refused
+        assert hello_answer(grants, 3) == b"abort\n"
+        grants.grant("A->B", 4, time.monotonic() + 5.0)  # the next generation is granted as ever
+        assert hello_answer(grants, 4).startswith(b"lease ")
     finally:
-        channel.close()
+        grants.close()
 
 
 def test_after_the_driver_jvm_is_lost_a_late_task_is_told_abort_and_gets_no_grant() -> None:
     """L7 (engine-audit-2 N7): the same after ``FlowSupervisor.abandon`` (the Spark driver JVM is gone)."""
-    channel = GrantServer()
+    grants = GrantServer()
     try:
-        sup = FlowSupervisor(OneFlow(), object(), channel, WaitingLease(safe_at=0.0))  # type: ignore[arg-type]
+        sup = FlowSupervisor(OneFlow(), object(), grants, WaitingLease(safe_at=0.0))  # type: ignore[arg-type]
         sup.state, sup.generation = SupervisorState.RUNNING, 2
         renewal = time.monotonic() + 3.0  # computed by the grant thread just before the loss was seen
         sup.abandon(SparkDriverLostError("the Spark driver JVM (pid 4242) was killed by SIGKILL"))
-        channel.grant(sup.name, 2, renewal)
-        assert hello_answer(channel, 2) == b"abort\n"
+        grants.grant(sup.name, 2, renewal)
+        assert hello_answer(grants, 2) == b"abort\n"
     finally:
-        channel.close()
+        grants.close()

@@ -16,7 +16,7 @@ from test_copy_task_runner import Task, step
 from test_exactly_once_start import EosTask
 
 from mirrorspark.errors import ClusterError
-from mirrorspark.replication.task.grant_client import ChannelState
+from mirrorspark.replication.task.grant_client import GrantState
 from mirrorspark.replication.task.spec import TaskOutcome
 from mirrorspark.replication.task.topic_check import TOPIC_ID_CHECK_S, TOPIC_ID_STALE_S
 
@@ -61,7 +61,7 @@ def copying(ids: Ids, turns: int, then: str | None = None, at: int = 0) -> Calla
         if then is not None and turn == at:
             ids.now = then
         if turn >= turns:
-            task.channel.state = ChannelState.STOP
+            task.grants.state = GrantState.STOP
 
     return hook
 

@@ -215,7 +215,7 @@ class TaskConfigs:
         remote_topics: Mapping[str, str],
         offsets_partitions: int,
         generation: int,
-        channel: tuple[str, int, str],
+        grant_address: tuple[str, int, str],
         stop_at: Mapping[PartitionKey, int] | None = None,
         topic_ids: Mapping[str, str] | None = None,
         restarted: frozenset[PartitionKey] = frozenset(),
@@ -236,8 +236,8 @@ class TaskConfigs:
             Partitions of the offsets topic.
         generation:
             The driver's generation of the flow's tasks.
-        channel:
-            ``(host, port, token)`` of the driver's task channel.
+        grant_address:
+            ``(host, port, token)`` of the driver's grant server.
         stop_at:
             A bounded copy's end offsets (:attr:`CopyTaskSpec.stop_at`); ``None``: copy until stopped.
         topic_ids:
@@ -293,7 +293,7 @@ class TaskConfigs:
                     flush_interval_s=flush_ms / 1000.0,
                     flush_records=cfg.offset_flush_records,
                     connector_name=cfg.source_connector_name,
-                    channel=channel,
+                    grant_address=grant_address,
                     transactional_id=transactional_id(cfg, index) if eos else None,
                     boundary=cfg.transaction_boundary,
                     init_timeout_s=init_timeout_s,

@@ -7,7 +7,7 @@ failures as mirrorspark errors (``failures``), the task's end of the driver's gr
 KIP-618; the records a commit writes and their checked sending in ``commit_records``; an
 exactly-once task's checks of its source topics' ids in ``topic_check``), the copy loop
 (``runner``: :class:`~mirrorspark.replication.task.runner.CopyTaskRunner`, its Kafka clients and
-channel injected) and the Spark job's entry point that builds them (``job``).
+grant link injected) and the Spark job's entry point that builds them (``job``).
 
 Layer rule: nothing here imports the driver side (``connector``, ``worker``, ``driver``); it runs in a
 Python worker with nothing but its :class:`~mirrorspark.replication.task.spec.CopyTaskSpec`.

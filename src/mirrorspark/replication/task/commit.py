@@ -14,7 +14,7 @@ progress report per partition that moved to the flow's progress channel
   the records' transaction, and only after it committed are the offset syncs and reports sent
   (MM2: offset syncs only for committed records).
 
-A commit happens only under a valid grant of the driver (:meth:`Channel.may_commit`): a task that
+A commit happens only under a valid grant of the driver (:meth:`Grants.may_commit`): a task that
 outlived its driver or its driver's lease never writes a position. The records themselves and
 :class:`CommitWrites` are in :mod:`~mirrorspark.replication.task.commit_records`.
 """
@@ -50,7 +50,7 @@ from mirrorspark.replication.task.commit_records import (
     source_offset_record,
 )
 from mirrorspark.replication.task.failures import delivery_error, init_transactions_error, stall_error
-from mirrorspark.replication.task.grant_client import Channel, ChannelState
+from mirrorspark.replication.task.grant_client import Grants, GrantState
 from mirrorspark.replication.task.partition import PartitionCopy, TaskPartitions
 from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionKey
 from mirrorspark.replication.task.stored_offsets import adopted_starts
@@ -58,11 +58,11 @@ from mirrorspark.replication.task.topic_check import TopicIdCheck, TopicIdsReade
 
 GRANT_WAIT_S = 10.0
 """Longest wait of a commit for the driver's grant (s). Grants come only from a driver holding the
-flow's lease; one that lost it says ``abort`` and one that is gone closes the channel, and the task
+flow's lease; one that lost it says ``abort`` and one that is gone closes the grant link, and the task
 ends at once on either."""
 
 GRANT_POLL_S = 0.05
-"""Seconds between two looks at the channel while a commit waits for a grant."""
+"""Seconds between two looks at the grants while a commit waits for a grant."""
 
 
 class Committer(Protocol):
@@ -107,7 +107,7 @@ class _Committer:
         data: TransactionalProducerLike,
         writes: CommitWrites,
         syncs: CommitWrites | None,
-        channel: Channel,
+        grants: Grants,
         sources: Mapping[PartitionKey, FetchSource],
         clock: Callable[[], float] = time.monotonic,
         stored_offsets: StoredOffsetsReader | None = None,
@@ -131,7 +131,7 @@ class _Committer:
         self.data = data
         self.writes = writes
         self.syncs = syncs
-        self.channel = channel
+        self.grants = grants
         self.sources = sources
         self.clock = clock
         self.announce: set[PartitionKey] = {k for k, pc in partitions.by_key.items() if pc.assignment.restarted}
@@ -156,8 +156,8 @@ class _Committer:
         driver is gone or aborted it never waits; one whose driver froze gives up at the deadline.
         """
         deadline = self.clock() + GRANT_WAIT_S
-        while not self.channel.may_commit():
-            if self.channel.check() in (ChannelState.CLOSED, ChannelState.ABORT) or self.clock() >= deadline:
+        while not self.grants.may_commit():
+            if self.grants.check() in (GrantState.CLOSED, GrantState.ABORT) or self.clock() >= deadline:
                 return False
             self.data.poll(GRANT_POLL_S)  # serves delivery reports while it waits
         return True

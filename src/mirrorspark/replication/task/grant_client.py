@@ -1,4 +1,4 @@
-"""The copy task's end of the driver's task channel: one TCP connection, commands as text lines.
+"""The copy task's end of the driver's grant server: one TCP connection, commands as text lines.
 
 The driver (:class:`~mirrorspark.replication.worker.grant_server.GrantServer`) sends ``stop`` (commit and
 end) or ``abort`` (end without committing), and answers the task's grant requests. A task commits
@@ -37,7 +37,7 @@ GRANT_ASK_S = 0.25
 """Seconds between two grant requests (``ask``) of a task: how far a task's deadline trails the driver's."""
 
 
-class ChannelState(StrEnum):
+class GrantState(StrEnum):
     """What the driver last said.
 
     ``open`` (copy), ``stop`` (commit and end), ``abort`` (end, commit nothing: the driver lost the
@@ -50,15 +50,15 @@ class ChannelState(StrEnum):
     CLOSED = "closed"
 
 
-class Channel(Protocol):
-    """What a :class:`~mirrorspark.replication.task.runner.CopyTaskRunner` asks of its channel to the driver."""
+class Grants(Protocol):
+    """What a :class:`~mirrorspark.replication.task.runner.CopyTaskRunner` asks of its grant link to the driver."""
 
-    def check(self) -> ChannelState:
+    def check(self) -> GrantState:
         """Read what the driver sent, never blocking; return the state."""
         ...
 
     def may_commit(self) -> bool:
-        """Whether the driver's last grant is still valid (and the channel open or stopping)."""
+        """Whether the driver's last grant is still valid (and the link open or stopping)."""
         ...
 
     def close(self) -> None:
@@ -67,12 +67,12 @@ class Channel(Protocol):
 
 
 class GrantClient:
-    """The task's end of the driver's task channel (a :class:`Channel`; see the module notes).
+    """The task's end of the driver's grant server (a :class:`Grants`; see the module notes).
 
     Parameters
     ----------
     address:
-        ``(host, port, token)`` of the driver's channel (:attr:`CopyTaskSpec.channel`).
+        ``(host, port, token)`` of the driver's grant server (:attr:`CopyTaskSpec.grant_address`).
     hello:
         Sent first with the token (``flow``, ``task``, ``generation``), so the driver knows which
         task this is; it carries the first grant request (``ask``) too.
@@ -111,12 +111,12 @@ class GrantClient:
         self._sock.setblocking(False)
         self._buf = b""
         self._out = b""  # what a full socket buffer left of the requests
-        self.state = ChannelState.OPEN
+        self.state = GrantState.OPEN
         self.lease_until = 0.0
 
-    def check(self) -> ChannelState:
-        """Read what the driver sent and ask for a grant when due; never blocks (see :class:`ChannelState`)."""
-        if self.state not in (ChannelState.OPEN, ChannelState.STOP):
+    def check(self) -> GrantState:
+        """Read what the driver sent and ask for a grant when due; never blocks (see :class:`GrantState`)."""
+        if self.state not in (GrantState.OPEN, GrantState.STOP):
             return self.state
         while True:
             try:
@@ -124,10 +124,10 @@ class GrantClient:
             except (BlockingIOError, InterruptedError):
                 break
             except OSError:
-                self.state = ChannelState.CLOSED
+                self.state = GrantState.CLOSED
                 return self.state
             if not data:
-                self.state = ChannelState.CLOSED
+                self.state = GrantState.CLOSED
                 return self.state
             self._buf += data
         *lines, self._buf = self._buf.split(b"\n")
@@ -136,9 +136,9 @@ class GrantClient:
             if cmd == "lease":
                 self.lease_until = max(self.lease_until, float(arg))  # an earlier answer's deadline still holds
             elif cmd == "abort":
-                self.state = ChannelState.ABORT
-            elif cmd == "stop" and self.state == ChannelState.OPEN:
-                self.state = ChannelState.STOP
+                self.state = GrantState.ABORT
+            elif cmd == "stop" and self.state == GrantState.OPEN:
+                self.state = GrantState.STOP
         self._ask()
         return self.state
 
@@ -154,19 +154,15 @@ class GrantClient:
         except (BlockingIOError, InterruptedError):
             return  # the driver reads nothing (frozen): no answer, no grant; the rest goes next time
         except OSError:
-            self.state = ChannelState.CLOSED
+            self.state = GrantState.CLOSED
 
     def may_commit(self) -> bool:
         """Whether the driver's grant is still valid: a task commits only under a live lease."""
-        return (
-            self.check() in (ChannelState.OPEN, ChannelState.STOP)
-            and self._clock() < self.lease_until
-            and self._alive()
-        )
+        return self.check() in (GrantState.OPEN, GrantState.STOP) and self._clock() < self.lease_until and self._alive()
 
     def close(self) -> None:
         """Close the connection."""
         self._sock.close()
 
 
-__all__ = ["GRANT_ASK_S", "Channel", "ChannelState", "GrantClient"]
+__all__ = ["GRANT_ASK_S", "GrantClient", "GrantState", "Grants"]

@@ -174,7 +174,7 @@ def topic_ids_reader(spec: CopyTaskSpec) -> TopicIdsReader | None:
 
 
 def run_copy_task(spec: CopyTaskSpec) -> TaskResult:
-    """Build the task's clients and channel, run it (:class:`CopyTaskRunner`), release the clients.
+    """Build the task's clients and grant link, run it (:class:`CopyTaskRunner`), release the clients.
 
     Parameters
     ----------
@@ -191,7 +191,7 @@ def run_copy_task(spec: CopyTaskSpec) -> TaskResult:
     MirrorsparkError
         As :meth:`CopyTaskRunner.run`.
     OSError
-        The driver's task channel cannot be reached.
+        The driver's grant server cannot be reached.
     """
     sources: dict[PartitionKey, FetchSource] = {}
     data = _producer(spec.producer_conf, **({"transactional.id": spec.transactional_id} if spec.exactly_once else {}))
@@ -199,8 +199,8 @@ def run_copy_task(spec: CopyTaskSpec) -> TaskResult:
     syncs = _producer(spec.syncs_conf) if spec.syncs_conf is not None else None
     outcome: TaskOutcome | None = None
     try:
-        channel = GrantClient(
-            spec.channel,
+        grants = GrantClient(
+            spec.grant_address,
             {"flow": spec.flow, "task": spec.task_index, "generation": spec.generation},
             alive=executor_jvm_alive(),
         )
@@ -214,7 +214,7 @@ def run_copy_task(spec: CopyTaskSpec) -> TaskResult:
             data=data,
             commit_producer=commits,
             syncs_producer=syncs,
-            channel=channel,
+            grants=grants,
             sources=sources,
             stored_offsets=stored_offsets_reader(spec),
             topic_ids=topic_ids_reader(spec),

@@ -1,4 +1,4 @@
-"""The copy loop of one long-running copy task, with its Kafka clients and channel injected (MM2 ``MirrorSourceTask``).
+"""The copy loop of one long-running copy task, with its Kafka clients and grants injected (MM2 ``MirrorSourceTask``).
 
 :class:`CopyTaskRunner` polls the task's source partitions, produces every record to the same
 partition of its remote topic (:func:`~mirrorspark.replication.task.produce.forward`) and commits
@@ -47,13 +47,13 @@ from mirrorspark.replication.task.commit import (
     TransactionalCommitter,
 )
 from mirrorspark.replication.task.failures import consumer_error
-from mirrorspark.replication.task.grant_client import Channel, ChannelState
+from mirrorspark.replication.task.grant_client import Grants, GrantState
 from mirrorspark.replication.task.partition import TaskPartitions
 from mirrorspark.replication.task.produce import forward_run
 from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionKey, TaskOutcome, TaskResult
 
 POLL_TIMEOUT_S = 0.25
-"""Longest wait for the first record of a poll (s): also how often the task checks its channel."""
+"""Longest wait for the first record of a poll (s): also how often the task checks its grants."""
 
 PRE_GRANT_RECORDS = 500
 """At least once: records a task copies after a lease take-over before the new holder's first grant, at most.
@@ -84,7 +84,7 @@ HOLD_S = 60.0
 """At least once: seconds a task whose commit found no grant (the driver's lease lost, e.g. the target
 stopped) keeps waiting for one, copying nothing, before it ends ``orphaned``: the driver that takes the
 lease back under the next epoch grants the same generation again (``supervisor.RECLAIM_S``), and what
-the target acknowledged is committed rather than copied again. An abort or a closed channel ends it at once."""
+the target acknowledged is committed rather than copied again. An abort or a closed grant link ends it at once."""
 
 FILL_WAIT_S = 0.05
 """Longest wait of a poll for more records while the task works through a backlog (s): fewer, fuller
@@ -110,8 +110,8 @@ class CopyTaskRunner:
         The target producer of source offsets and progress reports.
     syncs_producer:
         The producer of offset syncs, ``None`` when the flow emits none.
-    channel:
-        The task's channel to the driver.
+    grants:
+        The task's grant link to the driver.
     sources:
         Where the consumer fetches each partition from, kept current by its statistics callback.
     clock:
@@ -126,7 +126,7 @@ class CopyTaskRunner:
 
     Notes
     -----
-    The runner closes the consumer and the channel when :meth:`run` returns; the producers are
+    The runner closes the consumer and the grant link when :meth:`run` returns; the producers are
     the caller's (it flushes or purges them by the outcome).
     """
 
@@ -138,7 +138,7 @@ class CopyTaskRunner:
         data: TransactionalProducerLike,
         commit_producer: ProducerLike,
         syncs_producer: ProducerLike | None,
-        channel: Channel,
+        grants: Grants,
         sources: Mapping[PartitionKey, FetchSource] | None = None,
         clock: Callable[[], float] = time.monotonic,
         stored_offsets: StoredOffsetsReader | None = None,
@@ -147,7 +147,7 @@ class CopyTaskRunner:
         self.spec = spec
         self.consumer = consumer
         self.data = data
-        self.channel = channel
+        self.grants = grants
         self.clock = clock
         self.parts = TaskPartitions(spec.partitions)
         self._backlog = False  # the last poll was a full one: the next may wait to fill
@@ -170,7 +170,7 @@ class CopyTaskRunner:
             data=data,
             writes=self.writes,
             syncs=self.sync_writes,
-            channel=channel,
+            grants=grants,
             sources=sources if sources is not None else {},
             clock=clock,
             stored_offsets=stored_offsets,
@@ -205,8 +205,8 @@ class CopyTaskRunner:
                 msgs = self._poll()
                 self._produced += self._copy(msgs)
                 self._check_writes()
-                state = self.channel.check()
-                if state in (ChannelState.CLOSED, ChannelState.ABORT):
+                state = self.grants.check()
+                if state in (GrantState.CLOSED, GrantState.ABORT):
                     return self._result(TaskOutcome.ORPHANED)
                 outcome = self._ending(state, idle=not msgs)
                 if outcome is not None:
@@ -224,19 +224,19 @@ class CopyTaskRunner:
         finally:
             self.committer.end(clean=clean)
             self.consumer.close()
-            self.channel.close()
+            self.grants.close()
 
     def _admitted(self) -> bool:
         """Wait for the driver's first grant: before ``init_transactions``, or before reading (``after_other_holder``).
 
         A late task of an older generation is refused by the driver (``abort``, then a closed
-        channel, :class:`~mirrorspark.replication.worker.grant_server.GrantServer`): it ends here, before
+        grant link, :class:`~mirrorspark.replication.worker.grant_server.GrantServer`): it ends here, before
         its transactional id fences the current task with the same index (``engine-audit.md`` F8).
         ``False`` also when no grant comes within :data:`~mirrorspark.replication.task.commit.GRANT_WAIT_S`.
         """
         deadline = self.clock() + GRANT_WAIT_S
-        while not self.channel.may_commit():
-            if self.channel.check() in (ChannelState.CLOSED, ChannelState.ABORT) or self.clock() >= deadline:
+        while not self.grants.may_commit():
+            if self.grants.check() in (GrantState.CLOSED, GrantState.ABORT) or self.clock() >= deadline:
                 return False
             time.sleep(GRANT_POLL_S)
         return True
@@ -251,7 +251,7 @@ class CopyTaskRunner:
         if self.spec.exactly_once or not self._committed_once or self.clock() < self._grant_check_at:
             return False
         self._grant_check_at = self.clock() + GRANT_POLL_S
-        return not self.channel.may_commit()
+        return not self.grants.may_commit()
 
     def _poll(self) -> list[MessageLike]:
         """Wait up to :data:`POLL_TIMEOUT_S` for a record, then take what else is there, :data:`BATCH_RECORDS` at most.
@@ -281,13 +281,13 @@ class CopyTaskRunner:
         -------
         bool
             Whether the commit was made; ``False`` (the task ends ``orphaned``) in exactly-once mode
-            (the open transaction was aborted), on an abort or a closed channel, or after :data:`HOLD_S`.
+            (the open transaction was aborted), on an abort or a closed grant link, or after :data:`HOLD_S`.
         """
         if self.spec.exactly_once:
             return False
         deadline = self.clock() + HOLD_S
         while self.clock() < deadline:
-            if self.channel.check() in (ChannelState.CLOSED, ChannelState.ABORT):
+            if self.grants.check() in (GrantState.CLOSED, GrantState.ABORT):
                 return False
             self.parts.dirty.update(self.parts.by_key)  # the commit without a grant emptied the dirty set
             if self.committer.commit(final=False):  # waits for a grant (commit.GRANT_WAIT_S)
@@ -305,7 +305,7 @@ class CopyTaskRunner:
         if self.spec.exactly_once:
             return BATCH_RECORDS  # a kill -9 aborts the open transaction: nothing of it is seen twice
         limit = min(BATCH_RECORDS, IN_FLIGHT_RECORDS - in_flight)
-        if not (self._committed_once or self.channel.may_commit()):
+        if not (self._committed_once or self.grants.may_commit()):
             limit = min(limit, self._pre_grant_records() - self._produced)
         return max(1, limit)
 
@@ -329,7 +329,7 @@ class CopyTaskRunner:
             and not self._committed_once
             and self._produced < self._pre_grant_records()
             and self.clock() < self._began + GRANT_WAIT_S
-            and not self.channel.may_commit()
+            and not self.grants.may_commit()
         )
 
     def _volume_due(self) -> bool:
@@ -418,9 +418,9 @@ class CopyTaskRunner:
         if self.sync_writes is not None:
             self.sync_writes.check()
 
-    def _ending(self, state: ChannelState, *, idle: bool) -> TaskOutcome | None:
+    def _ending(self, state: GrantState, *, idle: bool) -> TaskOutcome | None:
         """Whether the task ends after a last commit now, and how."""
-        if state == ChannelState.STOP:
+        if state == GrantState.STOP:
             return TaskOutcome.STOPPED
         if self.parts.out_of_range:
             return TaskOutcome.OUT_OF_RANGE

@@ -95,8 +95,8 @@ class CopyTaskSpec:
         first commit is due as soon as any record is acknowledged
         (:mod:`~mirrorspark.replication.task.runner`). Not with ``transaction.boundary=poll``, which
         commits after every batch read.
-    channel:
-        ``(host, port, token)`` of the driver's task channel.
+    grant_address:
+        ``(host, port, token)`` of the driver's grant server.
     connector_name:
         The connector name its source offsets are keyed by (``mirrorspark.source.connector.name``).
     stall_timeout_s:
@@ -156,7 +156,7 @@ class CopyTaskSpec:
     partitions: tuple[PartitionAssignment, ...]
     offset_lag_max: int
     flush_interval_s: float
-    channel: tuple[str, int, str]
+    grant_address: tuple[str, int, str]
     flush_records: int = FLUSH_RECORDS
     connector_name: str = MIRROR_SOURCE_CONNECTOR
     stall_timeout_s: float = 120.0
@@ -177,7 +177,7 @@ class CopyTaskSpec:
         return self.transactional_id is not None
 
     def __repr__(self) -> str:
-        """Show the task without any client secret (configurations masked, the channel token hidden)."""
+        """Show the task without any client secret (configurations masked, the grant server's token hidden)."""
         return (
             f"CopyTaskSpec(flow={self.flow!r}, task_index={self.task_index}, generation={self.generation}, "
             f"partitions={[(p.source_topic, p.partition, p.start, p.target_topic) for p in self.partitions]!r}, "
@@ -191,7 +191,7 @@ class TaskOutcome(StrEnum):
     ``stopped``: the driver asked; everything acknowledged was committed. ``caught_up``: a bounded
     copy read every partition to its ``stop_at`` and committed. ``out_of_range``: positions out of
     range (records gone before they were copied); committed, then ended so the driver records the
-    gap. ``orphaned``: the channel closed, the driver aborted or its grant expired: nothing more
+    gap. ``orphaned``: the grant link closed, the driver aborted or its grant expired: nothing more
     committed. ``failed``: the task raised (its :class:`~mirrorspark.errors.ErrorInfo` says what).
     ``lost``: Spark ran the task again after an earlier attempt was lost with its executor or
     Python worker; it ended at once, copying nothing.

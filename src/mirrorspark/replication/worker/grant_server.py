@@ -1,4 +1,4 @@
-"""The driver's end of the task channel: commands from the driver to its copy tasks over TCP.
+"""The driver's end of the grant link: commands from the driver to its copy tasks over TCP.
 
 The driver keeps each running generation's lease grant here (:meth:`GrantServer.grant`: an
 absolute deadline on the driver's monotonic clock, renewed while it holds the flow's
@@ -24,7 +24,7 @@ from collections.abc import Callable
 log = logging.getLogger(__name__)
 
 ACCEPT_POLL_S = 0.5
-"""Seconds the task channel's accept loop waits before checking whether it was closed."""
+"""Seconds the grant server's accept loop waits before checking whether it was closed."""
 
 
 class GrantServer:
@@ -61,7 +61,7 @@ class GrantServer:
         self._grants: dict[tuple[str, int], float] = {}  # (flow, generation) -> deadline (driver monotonic s)
         self._newest: dict[str, int] = {}  # flow -> newest generation granted, stopped or aborted
         self._closed = False
-        self._thread = threading.Thread(target=self._accept, name="mirrorspark-task-channel", daemon=True)
+        self._thread = threading.Thread(target=self._accept, name="mirrorspark-grant-server", daemon=True)
         self._thread.start()
 
     def _accept(self) -> None:

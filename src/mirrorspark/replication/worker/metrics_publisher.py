@@ -87,7 +87,7 @@ class MetricsPublisher:
         self._cycle_written: object = None
 
     def start(self) -> None:
-        """Create the producer (the channel exists: :meth:`Flow.start` creates it)."""
+        """Create the producer (the progress channel exists: :meth:`Flow.start` creates it)."""
         self._producer = self.flow.context.producer("target", "metrics-producer", overrides={"linger.ms": 5})
 
     def jobs(self) -> list[PeriodicJob]:

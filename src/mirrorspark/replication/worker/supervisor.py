@@ -117,8 +117,8 @@ class FlowSupervisor:
         The started flow.
     spark:
         The SparkSession.
-    channel:
-        The driver's task channel.
+    grants:
+        The driver's grant server.
     lease:
         The flow's lease (one active instance per flow): tasks run only while it is held, and
         commit only under the grants the worker renews while it holds. ``None`` runs the tasks at
@@ -136,7 +136,7 @@ class FlowSupervisor:
         self,
         flow: Flow,
         spark: SparkSession,
-        channel: GrantServer,
+        grants: GrantServer,
         lease: FlowLease | None = None,
         *,
         stop_at: Mapping[PartitionKey, int] | None = None,
@@ -150,7 +150,7 @@ class FlowSupervisor:
         self.epoch = 0  # the lease epoch the running generation was started under
         self._grants_from = 0.0  # no grant before (monotonic s): the predecessor's last commit may still land
         self.spark = spark
-        self.channel = channel
+        self.grants = grants
         self.stop_at = stop_at
         self.reports = flow.reports
         self.generation = 0
@@ -242,7 +242,7 @@ class FlowSupervisor:
             self._launch(spec)
 
     def _specs(self) -> list[CopyTaskSpec]:
-        specs = self.flow.task_specs(self.generation, self.channel.address, stop_at=self.stop_at, epoch=self.epoch)
+        specs = self.flow.task_specs(self.generation, self.grants.address, stop_at=self.stop_at, epoch=self.epoch)
         if not self._after_other:
             return specs
         return [dataclasses.replace(s, after_other_holder=True) for s in specs]
@@ -256,11 +256,11 @@ class FlowSupervisor:
         nor before a take-over's :attr:`~mirrorspark.replication.worker.lease.FlowLease.safe_at`.
         """
         if self.lease is None:
-            self.channel.grant(self.name, self.generation, time.monotonic() + UNBOUNDED_GRANT_S)
+            self.grants.grant(self.name, self.generation, time.monotonic() + UNBOUNDED_GRANT_S)
         elif self.state == SupervisorState.RUNNING and time.monotonic() >= self._grants_from:
             deadline = self.lease.grant(self.epoch, LEASE_GRANT_S)
             if deadline is not None:
-                self.channel.grant(self.name, self.generation, deadline)
+                self.grants.grant(self.name, self.generation, deadline)
 
     def _begin_take_over(self) -> None:
         """Start taking the flow over under the lease's new holding, on the flow's thread (:meth:`_take_over`)."""
@@ -300,7 +300,7 @@ class FlowSupervisor:
         """End the running generation without committing (joined on the flow's thread); standby at once."""
         self._lost_at = None
         log.warning("%s: the flow's lease was lost: its copy tasks end without committing; standby", self.name)
-        self.channel.abort(self.name, self.generation)
+        self.grants.abort(self.name, self.generation)
         self.next_start.clear()
         self.state = SupervisorState.STANDBY
         self.background.submit("loss", self._end_lost)
@@ -313,7 +313,7 @@ class FlowSupervisor:
 
     def _abort_tasks(self) -> None:
         """End the running generation without committing (bounded: all cancelled after :data:`STOP_TIMEOUT_S`)."""
-        self.channel.abort(self.name, self.generation)
+        self.grants.abort(self.name, self.generation)
         self._end_runs(self.clock() + STOP_TIMEOUT_S)
 
     def _end_runs(self, deadline: float) -> None:
@@ -321,7 +321,7 @@ class FlowSupervisor:
         runs = list(self.runs.values())  # abandon() may clear them meanwhile (the JVM watch's thread)
         end_runs(self.name, runs, deadline, self.clock)
         for run in runs:
-            self.channel.forget(self.name, run.spec.task_index, run.spec.generation)
+            self.grants.forget(self.name, run.spec.task_index, run.spec.generation)
             if self.runs.get(run.spec.task_index) is run:
                 del self.runs[run.spec.task_index]
 
@@ -354,7 +354,7 @@ class FlowSupervisor:
         ClusterError
             The progress channel cannot be read (tried again after a backoff).
         """
-        self.channel.stop(self.name, self.generation)
+        self.grants.stop(self.name, self.generation)
         end = deadline if deadline is not None else self.clock() + timeout_s
         if any(run.is_alive() for run in self.runs.values()):
             log.info("%s: stopping its copy tasks (each commits what the target acknowledged)", self.name)
@@ -453,7 +453,7 @@ class FlowSupervisor:
             return
         now = self.clock()
         ended = [(index, run) for index, run in self.runs.items() if not run.is_alive()]
-        # their last reports first, one read for all of them (a ClusterError while the channel cannot be
+        # their last reports first, one read for all of them (a ClusterError while the progress channel cannot be
         # read leaves them for a later tick, after a backoff)
         if ended and self._read_reports():
             for index, run in ended:
@@ -543,7 +543,7 @@ class FlowSupervisor:
 
         Returns ``True`` when the flow failed. Its last reports were read (:meth:`_read_reports`).
         """
-        self.channel.forget(self.name, index, run.spec.generation)
+        self.grants.forget(self.name, index, run.spec.generation)
         self.runs.pop(index, None)
         result = run.result
         if run.error is not None or result is None:
@@ -556,7 +556,7 @@ class FlowSupervisor:
         elif result.outcome == TaskOutcome.ORPHANED:  # not told to abort
             log.warning(
                 "%s: copy task %d ended without its last commit (no valid grant from the driver within %.0f s, "
-                "or its channel to the driver closed); restarting it from its committed offsets: what it copied "
+                "or its grant link to the driver closed); restarting it from its committed offsets: what it copied "
                 "since is copied again",
                 self.name,
                 index,
@@ -637,9 +637,9 @@ class FlowSupervisor:
             self.state = SupervisorState.FAILED
             self.error = error
         self.background.cancel.set()  # a pending take-over starts nothing
-        self.channel.abort(self.name, self.generation)
+        self.grants.abort(self.name, self.generation)
         for run in self.runs.values():
-            self.channel.forget(self.name, run.spec.task_index, run.spec.generation)
+            self.grants.forget(self.name, run.spec.task_index, run.spec.generation)
         self.runs.clear()
         self.next_start.clear()
 

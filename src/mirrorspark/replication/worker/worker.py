@@ -1,10 +1,10 @@
-"""Every flow's copy tasks on Spark: task slots, the task channel, the flows' supervisors and their lease grants.
+"""Every flow's copy tasks on Spark: task slots, the grant server, the flows' supervisors and their lease grants.
 
 The counterpart of a Kafka Connect worker for mirrorspark's one Spark application: it checks
 that Spark offers a task slot per copy task (each keeps one slot busy for its whole life), runs
 one :class:`~mirrorspark.replication.worker.supervisor.FlowSupervisor` per flow, renews the running
 generations' lease grants from a thread of its own (so a long control job never stalls them),
-and stops every task through the task channel (each commits what was acknowledged; tasks still
+and stops every task through the grant server (each commits what was acknowledged; tasks still
 running after :data:`~mirrorspark.replication.worker.supervisor.STOP_TIMEOUT_S` have their Spark job
 cancelled): every flow at once, under one deadline.
 
@@ -79,13 +79,13 @@ class Worker:
     ) -> None:
         self.spark = spark
         host = spark.sparkContext.getConf().get("spark.driver.host") or "127.0.0.1"
-        self.channel = GrantServer(host)
+        self.grants = GrantServer(host)
         self.jvm = jvm if jvm is not None else DriverJvmWatch.of(spark)
         self.supervisors = [
             FlowSupervisor(
                 f,
                 spark,
-                self.channel,
+                self.grants,
                 ((joined or {}).get(f.name) or FlowLease(f.context)) if leases else None,
                 stop_at=None if stop_at is None else stop_at.get(f.name, {}),
                 jvm=self.jvm,
@@ -114,7 +114,7 @@ class Worker:
         self._lost = error
         log.debug("the Spark driver JVM is gone: every copy task is told to abort")
         for s in list(self.supervisors):
-            self.channel.abort(s.name, s.generation)
+            self.grants.abort(s.name, s.generation)
 
     def _grant_loop(self) -> None:
         """Renew the grants every :data:`LEASE_RENEW_S`, off the driver loop (long control jobs never stall them)."""
@@ -206,7 +206,7 @@ class Worker:
         else:
             for s in self.supervisors:
                 if s.runs:
-                    self.channel.stop(s.name, s.generation)
+                    self.grants.stop(s.name, s.generation)
         deadline = time.monotonic() + STOP_TIMEOUT_S
         closers = [
             threading.Thread(target=_close, args=(s, deadline), name=f"mirrorspark-stop-{s.name}", daemon=True)
@@ -224,7 +224,7 @@ class Worker:
         self._closing.set()
         if self.jvm is not None:
             self.jvm.close()
-        self.channel.close()
+        self.grants.close()
 
 
 def _close(supervisor: FlowSupervisor, deadline: float) -> None:
