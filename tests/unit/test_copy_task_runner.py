@@ -168,7 +168,7 @@ def test_reports_name_the_topic_incarnation_the_task_copied() -> None:
     assert t.reports() and {r.topic_id for r in t.reports()} == {"Zm9vYmFyMTIzNDU2Nzg5MA"}
 
 
-def test_only_the_acknowledged_prefix_is_committed() -> None:
+def test_c3_only_the_acknowledged_prefix_is_committed() -> None:
     t = Task(records=10)
     t.data.ack_budget = 0
 
@@ -189,8 +189,8 @@ def test_only_the_acknowledged_prefix_is_committed() -> None:
     assert [r.next_offset for r in t.reports()] == [6, 10]
 
 
-def test_unacknowledged_records_keep_their_partition_for_the_next_commit() -> None:
-    """A commit that finds every record of a partition still in flight keeps it dirty (no full-scan wait)."""
+def test_c3_unacknowledged_records_keep_their_partition_for_the_next_commit() -> None:
+    """C3. A commit that finds every record of a partition still in flight keeps it dirty (no full-scan wait)."""
     t = Task(records=4)
     t.data.ack_budget = 0
     seen: list[dict[int, int]] = []
@@ -278,7 +278,7 @@ def test_flush_records_zero_commits_by_time_after_the_first_commit() -> None:
     assert seen == [None, 59, 59, 59, 59, 299, 299]  # the interval's commit at turn 4
 
 
-def test_a_failed_delivery_fails_the_task_and_commits_nothing_past_it() -> None:
+def test_c3_a_failed_delivery_fails_the_task_and_commits_nothing_past_it() -> None:
     t = Task(records=10)
     t.data.fail_at = {4: KafkaError.TOPIC_AUTHORIZATION_FAILED}
     with pytest.raises(DataPathError, match=r"t-0@4 to A\.t failed.*WRITE on topic 'A\.t'") as e:
@@ -298,7 +298,7 @@ def test_a_record_too_large_is_fatal_and_survives_the_trip_as_data() -> None:
     assert isinstance(back, RecordTooLargeError) and back.fatal and back.partition == "t-0"
 
 
-def test_without_a_valid_grant_nothing_is_committed() -> None:
+def test_c1_without_a_valid_grant_nothing_is_committed() -> None:
     t = Task(records=5)
     t.grants.granted = False  # the driver lost the flow's lease, or froze
 
@@ -311,8 +311,8 @@ def test_without_a_valid_grant_nothing_is_committed() -> None:
 
 @pytest.mark.parametrize("eos", [False, True], ids=["at-least-once", "exactly-once"])
 @pytest.mark.parametrize("records", [0, 5], ids=["nothing-to-copy", "all-copied"])
-def test_an_idle_task_ends_when_its_grant_lapses(eos: bool, records: int) -> None:
-    """engine-audit F8: a zombie with nothing to copy (its driver froze, or lost the flow's lease) gives its slot up.
+def test_c2_an_idle_task_ends_when_its_grant_lapses(eos: bool, records: int) -> None:
+    """C2. engine-audit F8: a zombie with nothing to copy (driver frozen, or lease lost) gives its slot up.
 
     Before, a commit with nothing to write never looked at the grant: at least once, the task kept
     polling forever; exactly once, until the next full scan (:data:`FULL_SCAN_EVERY` commits).
@@ -331,8 +331,8 @@ def test_an_idle_task_ends_when_its_grant_lapses(eos: bool, records: int) -> Non
 
 
 @pytest.mark.parametrize("eos", [False, True], ids=["at-least-once", "exactly-once"])
-def test_a_commit_waits_for_a_grant_that_comes_late(eos: bool) -> None:
-    """A bounded copy read to its end before the driver's first grant arrived: it waits, then commits.
+def test_c1_a_commit_waits_for_a_grant_that_comes_late(eos: bool) -> None:
+    """C1. A bounded copy read to its end before the driver's first grant arrived: it waits, then commits.
 
     Ending ``orphaned`` instead made the supervisor copy every record again (a remote topic of 100
     records held them twice).
@@ -349,8 +349,8 @@ def test_a_commit_waits_for_a_grant_that_comes_late(eos: bool) -> None:
     assert t.committed() == {0: 4} and [r.value for r in t.b.records("A.t")] == [r.value for r in t.a.records("t")]
 
 
-def test_at_least_once_a_commit_without_a_grant_holds_until_the_grant_comes_back() -> None:
-    """The driver's lease was lost (the target stopped) longer than a commit waits for a grant: the task
+def test_c1_at_least_once_a_commit_without_a_grant_holds_until_the_grant_comes_back() -> None:
+    """C1. The driver's lease was lost (the target stopped) longer than a commit waits for a grant: the task
     copies nothing more and keeps its acknowledged records until the driver, holding the lease again,
     grants it; then it commits them instead of ending ``orphaned`` (and a new generation copying them again)."""
     t = Task(records=10)
@@ -368,7 +368,7 @@ def test_at_least_once_a_commit_without_a_grant_holds_until_the_grant_comes_back
     assert len(t.b.records("A.t")) == 10  # nothing copied twice
 
 
-def test_an_abort_while_holding_ends_the_task_without_a_commit() -> None:
+def test_c1_an_abort_while_holding_ends_the_task_without_a_commit() -> None:
     t = Task(records=10)
     t.grants.granted = False
 
@@ -436,8 +436,8 @@ def test_a_bounded_copy_ends_caught_up_at_its_end_offsets() -> None:
     assert result.records >= 10
 
 
-def test_a_timed_out_commit_write_is_written_again_by_the_next_commit() -> None:
-    """At least once, a commit write that timed out (a stopped target) does not fail the task.
+def test_c9_a_timed_out_commit_write_is_written_again_by_the_next_commit() -> None:
+    """C9. At least once, a commit write that timed out (a stopped target) does not fail the task.
 
     Before, the task failed and its restart copied again everything produced since its last
     landed commit. Now the next commit writes every partition's position again, and the lost
@@ -461,8 +461,8 @@ def test_a_timed_out_commit_write_is_written_again_by_the_next_commit() -> None:
         assert [r.value for r in t.b.records("A.t", p)] == [f"v{p}-{i}".encode() for i in range(5)]
 
 
-def test_a_commit_write_lost_at_the_final_commit_fails_the_task() -> None:
-    """The last commit of a task is never put off: a lost write there fails the task (copied again, never lost)."""
+def test_c9_a_commit_write_lost_at_the_final_commit_fails_the_task() -> None:
+    """C9. The last commit of a task is never put off: a lost write there fails the task (copied again, never lost)."""
     t = Task(records=5)
     t.commits.fail_at = {0: KafkaError._MSG_TIMED_OUT}
     with pytest.raises(DataPathError, match=f"writing to '{OFFSETS}' on cluster 'B' failed") as e:
@@ -488,7 +488,7 @@ def test_a_commit_write_refused_for_good_fails_the_task(eos: bool) -> None:
 # ------------------------------------------------------------------------------ exactly once
 
 
-def test_exactly_once_commits_records_and_offsets_in_one_transaction() -> None:
+def test_c4_exactly_once_commits_records_and_offsets_in_one_transaction() -> None:
     t = Task(records=5, eos=True)
     assert step(t, stop_after(2)) == TaskOutcome.STOPPED
     assert t.data.initialised and t.data.commits >= 1
@@ -498,7 +498,7 @@ def test_exactly_once_commits_records_and_offsets_in_one_transaction() -> None:
     assert next(s for s in syncs if s.partition == 0) == OffsetSync("t", 0, 0, 0)  # a commit's order is the dirty set's
 
 
-def test_an_abortable_commit_rewinds_to_the_committed_positions() -> None:
+def test_c5_an_abortable_commit_rewinds_to_the_committed_positions() -> None:
     t = Task(records=5, eos=True)
     t.data.commit_errors = [KafkaError(KafkaError._OUTDATED, "abortable", txn_requires_abort=True)]
 
@@ -516,8 +516,8 @@ def test_an_abortable_commit_rewinds_to_the_committed_positions() -> None:
     assert t.committed() == {0: 4}
 
 
-def test_after_a_rewind_a_failed_delivery_names_its_own_record() -> None:
-    """engine-audit F8: records purged by an abort are not failures of the records produced after the rewind.
+def test_c5_after_a_rewind_a_failed_delivery_names_its_own_record() -> None:
+    """C5. engine-audit F8: records purged by an abort are not failures of the records produced after the rewind.
 
     librdkafka serves the purged records' delivery reports (``_PURGE_QUEUE``) during
     ``abort_transaction``. Counted as failures and never reset, they shifted the index of the next
@@ -562,7 +562,7 @@ def test_a_fenced_producer_fails_the_task() -> None:
     assert t.committed() == {}
 
 
-def test_exactly_once_without_a_grant_aborts_the_transaction() -> None:
+def test_c1_exactly_once_without_a_grant_aborts_the_transaction() -> None:
     t = Task(records=5, eos=True)
     t.grants.granted = False
 
@@ -601,8 +601,8 @@ def test_releasing_a_producer_in_a_fatal_state_never_hides_how_the_task_ended(cl
     assert producer.calls == (["flush"] if clean else ["purge"])
 
 
-def test_a_restarted_partition_commits_its_new_start_even_with_nothing_to_copy() -> None:
-    """At least once too: a re-created topic's first commit supersedes the old topic's stored offset.
+def test_c8_a_restarted_partition_commits_its_new_start_even_with_nothing_to_copy() -> None:
+    """C8. At least once too: a re-created topic's first commit supersedes the old topic's stored offset.
 
     Before, a partition that copied nothing committed nothing: ``mm2-offsets`` kept the old topic's
     offset, and a restart resumed the new topic there (its first records never copied).
@@ -761,8 +761,8 @@ def test_a_task_reads_nothing_more_while_too_many_records_are_unacknowledged(mon
     assert t.committed() == {0: 19} and len(t.b.records("A.t")) == 20
 
 
-def test_exactly_once_commits_a_restarted_partitions_topic_id_with_its_new_start() -> None:
-    """The first transaction of a partition the driver started over (a re-created topic) holds a topic-id
+def test_c4_exactly_once_commits_a_restarted_partitions_topic_id_with_its_new_start() -> None:
+    """C4. The first transaction of a partition the driver started over (a re-created topic) holds a topic-id
     marker beside its source offset: a kill after the commit and before the progress report no longer leaves
     the new topic's offsets unnamed (the next run started the partition over: faults-random seed 4)."""
     t = Task(records=5, eos=True, restarted=True, topic_id="new-id")

@@ -101,7 +101,7 @@ def holding(clock: Clock, *, claim_offset: int, landing_ms: int = 5000) -> tuple
     return lease, member
 
 
-def test_grants_never_reach_past_the_last_confirmed_contact() -> None:
+def test_l2_grants_never_reach_past_the_last_confirmed_contact() -> None:
     """L2. Before, the holder renewed 3-second grants while a cached flag said "held": a driver cut off from
     the target granted on for seconds after the coordinator gave the lease to a standby."""
     clock = Clock(100.0)
@@ -125,7 +125,7 @@ def test_grants_never_reach_past_the_last_confirmed_contact() -> None:
     assert lease.grant(4, 3.0) is None  # another holding's tasks get nothing
 
 
-def test_a_new_holder_waits_out_the_previous_holders_last_commit() -> None:
+def test_l5_a_new_holder_waits_out_the_previous_holders_last_commit() -> None:
     """L5. The first holding of a flow's lease starts at once; a later one ``landing_ms`` after its assignment."""
     clock = Clock(50.0)
     first, _ = holding(clock, claim_offset=0)
@@ -135,7 +135,7 @@ def test_a_new_holder_waits_out_the_previous_holders_last_commit() -> None:
     assert later.safe_at == 65.0  # the commit producers' message.timeout.ms (5 s) after the assignment
 
 
-def test_a_holder_gives_the_partition_back_only_once_its_grants_are_spent() -> None:
+def test_l6_a_holder_gives_the_partition_back_only_once_its_grants_are_spent() -> None:
     """L6. Revoked while its tasks may still commit under a grant: the callback (and so the hand-over) waits
     until that grant ended and its writes could land; with the tasks ended it returns at once."""
     lease, _ = holding(Clock(time.monotonic()), claim_offset=2, landing_ms=200)
@@ -316,7 +316,7 @@ def test_a_claim_whose_commit_is_never_answered_is_tried_again_later(monkeypatch
     assert lease._retry_at > time.monotonic()  # tried again after CLAIM_RETRY_S
 
 
-def test_a_stale_contact_checks_late_answer_is_never_credited_to_a_newer_check() -> None:
+def test_l3_a_stale_contact_checks_late_answer_is_never_credited_to_a_newer_check() -> None:
     """L3 (engine-audit-2 N1): check C1 goes unanswered, is given up after ``CONTACT_CHECK_STALE_S``, C2 goes out;
     then C1's answer comes (a half-open link: the coordinator saw C1 at about its send time, the answer was held).
 
@@ -340,7 +340,7 @@ def test_a_stale_contact_checks_late_answer_is_never_credited_to_a_newer_check()
     assert lease.grant(5, 3.0) == clock.now + 3.0
 
 
-def test_a_claim_acknowledged_whose_commit_failed_still_counts_as_this_instances_own() -> None:
+def test_l4_a_claim_acknowledged_whose_commit_failed_still_counts_as_this_instances_own() -> None:
     """L4 (engine-audit-2 N11): the claim is on the lease topic, so no other instance held that epoch.
 
     A holding at epoch 5 is lost; the next claim lands at offset 5 but its commit is refused (the
@@ -382,7 +382,7 @@ class LostAcknowledgement:
         return 1
 
 
-def test_a_claim_whose_produce_timed_out_but_landed_counts_as_another_holders() -> None:
+def test_l4_a_claim_whose_produce_timed_out_but_landed_counts_as_another_holders() -> None:
     """L4 (engine-audit-2 N11): conservative for an ambiguous claim: its offset is unknown, so an epoch this
     instance may have written counts as another's, and the supervisor aborts and reloads instead of taking the
     running tasks back."""
@@ -413,7 +413,7 @@ def hello_answer(grants: GrantServer, generation: int) -> bytes:
     return got
 
 
-def test_an_aborted_generation_gets_no_grant_and_its_late_task_is_told_abort() -> None:
+def test_l7_an_aborted_generation_gets_no_grant_and_its_late_task_is_told_abort() -> None:
     """L7 (engine-audit-2 N7): abort means commit nothing, also for a task that says hello after the abort.
 
     Before, ``abort`` marked the generation as stopped: a late task was told ``stop`` (commit and end), and a
@@ -431,7 +431,7 @@ def test_an_aborted_generation_gets_no_grant_and_its_late_task_is_told_abort() -
         grants.close()
 
 
-def test_after_the_driver_jvm_is_lost_a_late_task_is_told_abort_and_gets_no_grant() -> None:
+def test_l7_after_the_driver_jvm_is_lost_a_late_task_is_told_abort_and_gets_no_grant() -> None:
     """L7 (engine-audit-2 N7): the same after ``FlowSupervisor.abandon`` (the Spark driver JVM is gone)."""
     grants = GrantServer()
     try:

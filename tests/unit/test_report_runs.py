@@ -103,8 +103,8 @@ def test_a_copy_tasks_reports_name_the_run_of_its_spec() -> None:
 # ------------------------------------------------------------------ a report written twice counts once
 
 
-def test_a_timed_out_report_that_landed_is_counted_once() -> None:
-    """engine-audit-2 §4: at least once, the first commit's report timed out on the client but landed; the next
+def test_c9_a_timed_out_report_that_landed_is_counted_once() -> None:
+    """C9. engine-audit-2 §4: at least once, the first commit's report timed out on the client but landed; the next
     commit wrote its figures again. Before, the driver's totals counted its 5 records twice (10)."""
     t = Task(records=5)
     t.commits.fail_at = {1: KafkaError._MSG_TIMED_OUT}  # the first commit: its offset (0), its report (1)

@@ -14,9 +14,36 @@ progress report per partition that moved to the flow's progress channel
   the records' transaction, and only after it committed are the offset syncs and reports sent
   (MM2: offset syncs only for committed records).
 
-A commit happens only under a valid grant of the driver (:meth:`Grants.may_commit`): a task that
-outlived its driver or its driver's lease never writes a position. The records themselves and
-:class:`CommitWrites` are in :mod:`~mirrorspark.replication.task.commit_records`.
+The records themselves and :class:`CommitWrites` are in
+:mod:`~mirrorspark.replication.task.commit_records`.
+
+Invariants (the tests that guard them cite them)
+------------------------------------------------
+* **C1** No position is written without a valid grant of the driver (:meth:`Grants.may_commit`, checked
+  before every commit): a commit waits up to :data:`GRANT_WAIT_S` for one and ends at once on
+  ``abort`` or a closed grant link; without it nothing is written (exactly once: the open
+  transaction is aborted), so a task that outlived its driver or its driver's lease never commits.
+* **C2** A commit with nothing to write checks the grant all the same: an idle task whose grant
+  lapsed ends ``orphaned`` instead of keeping its slot.
+* **C3** At least once, a position never passes an unacknowledged record: it moves to just after
+  the partition's acknowledged prefix (the consumer's position only once every record read is
+  acknowledged) and never backwards; offset syncs, source offsets and reports cover acknowledged
+  records only, and what is still in flight keeps its partition for the next commit.
+* **C4** Exactly once, a partition's records and its source offset commit in one transaction
+  (with a restarted partition's topic-id marker); offset syncs and reports are sent only after it
+  committed and its delivery reports arrived.
+* **C5** Exactly once, an aborted transaction rewinds the consumer to the committed positions and
+  keeps nothing of it; a record that failed for another reason than the abort's purge fails the task.
+* **C6** Exactly once, a transaction that read from a topic re-created since the task started is
+  aborted, never committed (:class:`TopicIdCheck`; a final commit reads the ids again).
+* **C7** Exactly once, after ``init_transactions`` (which fences every older producer of the id) a
+  partition starts after the newest stored source offset the source can hold when that is past the
+  driver's position; a partition the driver started over adopts nothing.
+* **C8** The first commit announces every partition whose start is news to the driver (started
+  over, or moved by C7): its source offset and a progress report, even with nothing copied.
+* **C9** A commit write lost to a retriable failure is written again by the next commit (a
+  progress report as it was, counted once by its ``(attempt, seq)``); lost at the final commit, it
+  fails the task (copied again, never lost).
 """
 
 from __future__ import annotations
