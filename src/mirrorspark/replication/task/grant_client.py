@@ -1,27 +1,13 @@
 """The copy task's end of the driver's grant server: one TCP connection, commands as text lines.
 
-The driver (:class:`~mirrorspark.replication.worker.grant_server.GrantServer`) sends ``stop`` (commit and
-end) or ``abort`` (end without committing), and answers the task's grant requests. A task commits
-only under a valid grant, so a task whose driver died, froze or lost the flow's lease stops
-committing when its last grant expires.
-
-Grants: absolute deadlines on the task's own clock
----------------------------------------------------
-Every :data:`GRANT_ASK_S` the task sends ``ask <t>``, ``t`` being its own ``time.monotonic()``
-when it asked; the driver answers ``lease <t + r>``, ``r`` being what is left of its grant
-(:meth:`~mirrorspark.replication.worker.lease.FlowLease.grant`: an absolute deadline on the driver's
-monotonic clock, capped by its last confirmed contact with the lease group's coordinator) *when it
-answers*. The answer is an absolute deadline on the task's clock, and never later than the driver's
-own: the driver computed ``r`` after the task asked, so ``t + r`` falls, in real time, at or before
-the driver's deadline, however long the request and the answer were delayed. A late ``lease`` line
-therefore never extends a permission, and a relative ``lease <seconds>`` (the earlier protocol,
-counted from when the line was *read*) did.
-
-Why not wall-clock deadlines: an executor is usually another host, whose wall clock may be off the
-driver's by any amount (NTP steps, a VM resumed); a deadline in the driver's wall clock would be
-early or late by that offset. Monotonic clocks of two hosts are not comparable at all, and the
-round trip above needs neither to be: only that both tick at about the same rate (their drift, a
-few ppm, is covered by the lease's margin, :data:`~mirrorspark.replication.worker.lease_window.CONTACT_MARGIN_MS`).
+The driver (:class:`~mirrorspark.replication.worker.grant_server.GrantServer`) sends ``stop`` (commit
+and end) or ``abort`` (end without committing) and answers grant requests. Every :data:`GRANT_ASK_S` the
+task sends ``ask <t>`` (``t``: its own ``time.monotonic()``); the driver answers ``lease <t + r>``
+(``r``: what is left of its grant when it answers). That is an absolute deadline on the task's clock, at
+or before the driver's in real time however late it is read, so a delayed line never extends a
+permission. Wall-clock deadlines would be off by the hosts' clock offset; monotonic clocks only need to
+tick at the same rate (their drift is covered by
+:data:`~mirrorspark.replication.worker.lease_window.CONTACT_MARGIN_MS`).
 """
 
 from __future__ import annotations
@@ -38,11 +24,7 @@ GRANT_ASK_S = 0.25
 
 
 class GrantState(StrEnum):
-    """What the driver last said.
-
-    ``open`` (copy), ``stop`` (commit and end), ``abort`` (end, commit nothing: the driver lost the
-    flow's lease) or ``closed`` (the driver is gone).
-    """
+    """What the driver last said: ``open`` (copy), ``stop`` (commit, end), ``abort`` (commit nothing) or ``closed``."""
 
     OPEN = "open"
     STOP = "stop"
@@ -67,31 +49,12 @@ class Grants(Protocol):
 
 
 class GrantClient:
-    """The task's end of the driver's grant server (a :class:`Grants`; see the module notes).
+    """The task's end of the driver's grant server (a :class:`Grants`); OSError when the driver is unreachable.
 
-    Parameters
-    ----------
-    address:
-        ``(host, port, token)`` of the driver's grant server (:attr:`CopyTaskSpec.grant_address`).
-    hello:
-        Sent first with the token (``flow``, ``task``, ``generation``), so the driver knows which
-        task this is; it carries the first grant request (``ask``) too.
-    clock:
-        Monotonic seconds of this process (the deadlines are on it).
-    alive:
-        Whether the executor JVM this task runs under is still alive (default: always). A task
-        whose JVM died never commits again: in local mode that JVM is the driver's, and its Python
-        workers outlive it by up to a second (issue #23: nothing committed after the driver's death).
-
-    Attributes
-    ----------
-    lease_until:
-        The driver's newest grant, an absolute deadline on ``clock`` (s); 0 before the first one.
-
-    Raises
-    ------
-    OSError
-        The driver cannot be reached.
+    ``address`` is :attr:`CopyTaskSpec.grant_address`; ``hello`` (``flow``, ``task``, ``generation``)
+    goes first with the token and the first ``ask``. ``clock`` is monotonic seconds; :attr:`lease_until`
+    is the newest grant on it (0 before the first). ``alive`` says whether the executor JVM still lives:
+    a task whose JVM died never commits again (issue #23).
     """
 
     def __init__(
