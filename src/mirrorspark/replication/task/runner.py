@@ -43,7 +43,8 @@ POLL_TIMEOUT_S = 0.25
 """Longest wait for the first record of a poll (s): also how often the task checks its grants."""
 
 PRE_GRANT_RECORDS = 500
-"""At least once: most records a task copies after a take-over before the new holder's first grant."""
+"""At least once: records a task copies after a lease take-over before the new holder's first grant, at
+most (see ``_before_first_grant``)."""
 
 IN_FLIGHT_RECORDS = 10000
 """Records a task may have produced and not seen acknowledged before it reads more: bounds what a
@@ -183,7 +184,10 @@ class CopyTaskRunner:
         return True
 
     def _grant_lapsed(self) -> bool:
-        """At least once, after the first commit: whether the grant lapsed, so copying stops at once (audit-2 N5)."""
+        """At least once, after the first commit: whether the driver's grant lapsed (looked at every ``GRANT_POLL_S``).
+
+        Copying then stops at once, not at the next commit (``engine-audit-2.md`` N5).
+        """
         if self.spec.exactly_once or not self._committed_once or self.clock() < self._grant_check_at:
             return False
         self._grant_check_at = self.clock() + GRANT_POLL_S

@@ -51,10 +51,10 @@ class CopyTaskSpec:
     ``init_timeout_s`` in seconds; ``flush_records`` 0 commits by time only; ``syncs_conf`` ``None``
     emits no offset syncs; ``transactional_id`` ``None`` is at least once (else KIP-618, ``boundary``
     ``"poll"`` or ``"interval"``); the exactly-once ``offsets_*_conf`` and ``source_admin_conf``
-    ``None`` skip reading stored offsets and checking topic ids; ``stop_at`` (``{partition: end
-    offset}``) makes a bounded copy; ``epoch`` is the lease epoch (0 without a lease) and ``run`` the
-    driver run, both written in the reports (``engine-audit.md`` F5, ``engine-audit-2.md`` N6);
-    ``after_other_holder``: produce nothing before the first grant (N5).
+    ``None`` skip reading stored offsets and checking topic ids; ``stop_at`` (end offsets) makes a
+    bounded copy; ``epoch`` is the lease epoch (0 without a lease) and ``run`` the driver run, both
+    written in the reports (``engine-audit.md`` F5, ``engine-audit-2.md`` N6); ``after_other_holder``:
+    produce nothing before the first grant (N5).
     """
 
     flow: str

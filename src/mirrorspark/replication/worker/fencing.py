@@ -2,8 +2,8 @@
 
 A task's ``init_transactions`` fences only older producers of its own id (per task index); when the
 mapping of partitions to indexes changes, a previous owner under another index could still commit
-(``engine-audit.md`` F4). So, as Connect's herder does, :func:`fence_zombies` initialises every id ``0
-.. max(previous, new task count) - 1`` in parallel, within one timeout.
+(``engine-audit.md`` F4). So, as Connect's herder does, :func:`fence_zombies` initialises every id below
+the larger of the previous and the new task count, in parallel, within one timeout.
 """
 
 from __future__ import annotations
