@@ -12,7 +12,7 @@ every client to the :class:`FakeCluster` named by its ``bootstrap.servers``::
 
 Not a broker: no compaction, no retention; the control classes' producer acknowledges records at
 once. A copy task's clients (:class:`FakeTaskConsumer`, :class:`FakeTaskProducer`: records in
-flight until acknowledged, delivery failures, transactions; :class:`FakeChannel`) drive
+flight until acknowledged, delivery failures, transactions; :class:`FakeGrants`) drive
 :class:`~mirrorspark.replication.task.runner.CopyTaskRunner` in unit tests.
 """
 
@@ -92,10 +92,10 @@ __all__ = [
     "CLUSTER_OPS",
     "FakeAclAdmin",
     "FakeAdmin",
-    "FakeChannel",
     "FakeClients",
     "FakeCluster",
     "FakeConsumer",
+    "FakeGrants",
     "FakeGroup",
     "FakeProducer",
     "FakeTaskConsumer",
@@ -1084,7 +1084,7 @@ class FakeTaskConsumer(FakeConsumer):
 
 
 class RecordingGrantServer:
-    """The driver's task channel as a supervisor uses it: records ``(verb, flow, generation)`` of each call."""
+    """The driver's grant server as a supervisor uses it: records ``(verb, flow, generation)`` of each call."""
 
     address = ("127.0.0.1", 1, "token")
 
@@ -1103,13 +1103,13 @@ class RecordingGrantServer:
     def forget(self, *_: Any) -> None: ...
 
 
-class FakeChannel:
-    """A copy task's channel to the driver: ``state`` and whether a grant is valid are set by the test."""
+class FakeGrants:
+    """A copy task's grant link to the driver: ``state`` and whether a grant is valid are set by the test."""
 
     def __init__(self) -> None:
-        from mirrorspark.replication.task.grant_client import ChannelState
+        from mirrorspark.replication.task.grant_client import GrantState
 
-        self.state = ChannelState.OPEN
+        self.state = GrantState.OPEN
         self.granted = True
         self.closed = False
 
@@ -1117,9 +1117,9 @@ class FakeChannel:
         return self.state
 
     def may_commit(self) -> bool:
-        from mirrorspark.replication.task.grant_client import ChannelState
+        from mirrorspark.replication.task.grant_client import GrantState
 
-        return self.granted and self.state in (ChannelState.OPEN, ChannelState.STOP)
+        return self.granted and self.state in (GrantState.OPEN, GrantState.STOP)
 
     def close(self) -> None:
         self.closed = True

@@ -94,7 +94,7 @@ def copy_task() -> CopyTaskSpec:
         partitions=(PartitionAssignment("t", 0, "A.t", 0),),
         offset_lag_max=100,
         flush_interval_s=1.0,
-        channel=("127.0.0.1", 1, "token"),
+        grant_address=("127.0.0.1", 1, "token"),
     )
 
 

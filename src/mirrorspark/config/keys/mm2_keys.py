@@ -321,7 +321,7 @@ MM2_KEYS: Final[tuple[ConfigKey, ...]] = (
         "1000",
         "MM2's timeout of one poll of a source task's consumer. mirrorspark's copy tasks wait at most 250 ms "
         "for the first record of a poll (then take what else is there at once), which is also how often they "
-        "check the driver's task channel.",
+        "ask the driver's grant server for grants.",
         "ms",
         minimum=0,
         field="consumer_poll_timeout_ms",

@@ -327,7 +327,7 @@ class Flow:
     def task_specs(
         self,
         generation: int,
-        channel: tuple[str, int, str],
+        grant_address: tuple[str, int, str],
         *,
         stop_at: Mapping[PartitionKey, int] | None = None,
         epoch: int = 0,
@@ -345,7 +345,7 @@ class Flow:
             remote_topics=self.remote_topics,
             offsets_partitions=self.topics.offsets_partitions,
             generation=generation,
-            channel=channel,
+            grant_address=grant_address,
             stop_at=stop_at,
             topic_ids=self.positions.topic_ids,
             restarted=frozenset(k for k, p in self.partitions.items() if p.restarted),

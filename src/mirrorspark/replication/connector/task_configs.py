@@ -180,7 +180,7 @@ class TaskConfigs:
         remote_topics: Mapping[str, str],
         offsets_partitions: int,
         generation: int,
-        channel: tuple[str, int, str],
+        grant_address: tuple[str, int, str],
         stop_at: Mapping[PartitionKey, int] | None = None,
         topic_ids: Mapping[str, str] | None = None,
         restarted: frozenset[PartitionKey] = frozenset(),
@@ -189,8 +189,8 @@ class TaskConfigs:
     ) -> list[CopyTaskSpec]:
         """Cut ``order`` into ``min(tasks.max, partitions)`` copy tasks from their positions, in task-index order.
 
-        ``channel`` is the driver's ``(host, port, token)``; ``stop_at`` a bounded copy's end offsets;
-        ``topic_ids`` (KIP-516) and ``restarted`` go into each
+        ``grant_address`` is the driver's grant server ``(host, port, token)``; ``stop_at`` a bounded copy's end
+        offsets; ``topic_ids`` (KIP-516) and ``restarted`` go into each
         :class:`~mirrorspark.replication.task.spec.PartitionAssignment`; ``epoch`` (0: no lease) and ``run``
         into the :class:`~mirrorspark.replication.task.spec.CopyTaskSpec`. Raises ``ConfigError`` when a
         client setting (e.g. ``max.block.ms``) is invalid.
@@ -227,7 +227,7 @@ class TaskConfigs:
                     flush_interval_s=flush_ms / 1000.0,
                     flush_records=cfg.offset_flush_records,
                     connector_name=cfg.source_connector_name,
-                    channel=channel,
+                    grant_address=grant_address,
                     transactional_id=transactional_id(cfg, index) if eos else None,
                     boundary=cfg.transaction_boundary,
                     init_timeout_s=init_timeout_s,

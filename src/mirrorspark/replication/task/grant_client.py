@@ -1,27 +1,13 @@
-"""The copy task's end of the driver's task channel: one TCP connection, commands as text lines.
+"""The copy task's end of the driver's grant server: one TCP connection, commands as text lines.
 
-The driver (:class:`~mirrorspark.replication.worker.grant_server.GrantServer`) sends ``stop`` (commit and
-end) or ``abort`` (end without committing), and answers the task's grant requests. A task commits
-only under a valid grant, so a task whose driver died, froze or lost the flow's lease stops
-committing when its last grant expires.
-
-Grants: absolute deadlines on the task's own clock
----------------------------------------------------
-Every :data:`GRANT_ASK_S` the task sends ``ask <t>``, ``t`` being its own ``time.monotonic()``
-when it asked; the driver answers ``lease <t + r>``, ``r`` being what is left of its grant
-(:meth:`~mirrorspark.replication.worker.lease.FlowLease.grant`: an absolute deadline on the driver's
-monotonic clock, capped by its last confirmed contact with the lease group's coordinator) *when it
-answers*. The answer is an absolute deadline on the task's clock, and never later than the driver's
-own: the driver computed ``r`` after the task asked, so ``t + r`` falls, in real time, at or before
-the driver's deadline, however long the request and the answer were delayed. A late ``lease`` line
-therefore never extends a permission, and a relative ``lease <seconds>`` (the earlier protocol,
-counted from when the line was *read*) did.
-
-Why not wall-clock deadlines: an executor is usually another host, whose wall clock may be off the
-driver's by any amount (NTP steps, a VM resumed); a deadline in the driver's wall clock would be
-early or late by that offset. Monotonic clocks of two hosts are not comparable at all, and the
-round trip above needs neither to be: only that both tick at about the same rate (their drift, a
-few ppm, is covered by the lease's margin, :data:`~mirrorspark.replication.worker.lease_window.CONTACT_MARGIN_MS`).
+The driver (:class:`~mirrorspark.replication.worker.grant_server.GrantServer`) sends ``stop`` (commit
+and end) or ``abort`` (end without committing) and answers grant requests. Every :data:`GRANT_ASK_S` the
+task sends ``ask <t>`` (``t``: its own ``time.monotonic()``); the driver answers ``lease <t + r>``
+(``r``: what is left of its grant when it answers). That is an absolute deadline on the task's clock, at
+or before the driver's in real time however late it is read, so a delayed line never extends a
+permission. Wall-clock deadlines would be off by the hosts' clock offset; monotonic clocks only need to
+tick at the same rate (their drift is covered by
+:data:`~mirrorspark.replication.worker.lease_window.CONTACT_MARGIN_MS`).
 """
 
 from __future__ import annotations
@@ -37,12 +23,8 @@ GRANT_ASK_S = 0.25
 """Seconds between two grant requests (``ask``) of a task: how far a task's deadline trails the driver's."""
 
 
-class ChannelState(StrEnum):
-    """What the driver last said.
-
-    ``open`` (copy), ``stop`` (commit and end), ``abort`` (end, commit nothing: the driver lost the
-    flow's lease) or ``closed`` (the driver is gone).
-    """
+class GrantState(StrEnum):
+    """What the driver last said: ``open`` (copy), ``stop`` (commit, end), ``abort`` (commit nothing) or ``closed``."""
 
     OPEN = "open"
     STOP = "stop"
@@ -50,15 +32,15 @@ class ChannelState(StrEnum):
     CLOSED = "closed"
 
 
-class Channel(Protocol):
-    """What a :class:`~mirrorspark.replication.task.runner.CopyTaskRunner` asks of its channel to the driver."""
+class Grants(Protocol):
+    """What a :class:`~mirrorspark.replication.task.runner.CopyTaskRunner` asks of its grant link to the driver."""
 
-    def check(self) -> ChannelState:
+    def check(self) -> GrantState:
         """Read what the driver sent, never blocking; return the state."""
         ...
 
     def may_commit(self) -> bool:
-        """Whether the driver's last grant is still valid (and the channel open or stopping)."""
+        """Whether the driver's last grant is still valid (and the link open or stopping)."""
         ...
 
     def close(self) -> None:
@@ -67,31 +49,12 @@ class Channel(Protocol):
 
 
 class GrantClient:
-    """The task's end of the driver's task channel (a :class:`Channel`; see the module notes).
+    """The task's end of the driver's grant server (a :class:`Grants`); OSError when the driver is unreachable.
 
-    Parameters
-    ----------
-    address:
-        ``(host, port, token)`` of the driver's channel (:attr:`CopyTaskSpec.channel`).
-    hello:
-        Sent first with the token (``flow``, ``task``, ``generation``), so the driver knows which
-        task this is; it carries the first grant request (``ask``) too.
-    clock:
-        Monotonic seconds of this process (the deadlines are on it).
-    alive:
-        Whether the executor JVM this task runs under is still alive (default: always). A task
-        whose JVM died never commits again: in local mode that JVM is the driver's, and its Python
-        workers outlive it by up to a second (issue #23: nothing committed after the driver's death).
-
-    Attributes
-    ----------
-    lease_until:
-        The driver's newest grant, an absolute deadline on ``clock`` (s); 0 before the first one.
-
-    Raises
-    ------
-    OSError
-        The driver cannot be reached.
+    ``address`` is :attr:`CopyTaskSpec.grant_address`; ``hello`` (``flow``, ``task``, ``generation``)
+    goes first with the token and the first ``ask``. ``clock`` is monotonic seconds; :attr:`lease_until`
+    is the newest grant on it (0 before the first). ``alive`` says whether the executor JVM still lives:
+    a task whose JVM died never commits again (issue #23).
     """
 
     def __init__(
@@ -111,12 +74,12 @@ class GrantClient:
         self._sock.setblocking(False)
         self._buf = b""
         self._out = b""  # what a full socket buffer left of the requests
-        self.state = ChannelState.OPEN
+        self.state = GrantState.OPEN
         self.lease_until = 0.0
 
-    def check(self) -> ChannelState:
-        """Read what the driver sent and ask for a grant when due; never blocks (see :class:`ChannelState`)."""
-        if self.state not in (ChannelState.OPEN, ChannelState.STOP):
+    def check(self) -> GrantState:
+        """Read what the driver sent and ask for a grant when due; never blocks (see :class:`GrantState`)."""
+        if self.state not in (GrantState.OPEN, GrantState.STOP):
             return self.state
         while True:
             try:
@@ -124,10 +87,10 @@ class GrantClient:
             except (BlockingIOError, InterruptedError):
                 break
             except OSError:
-                self.state = ChannelState.CLOSED
+                self.state = GrantState.CLOSED
                 return self.state
             if not data:
-                self.state = ChannelState.CLOSED
+                self.state = GrantState.CLOSED
                 return self.state
             self._buf += data
         *lines, self._buf = self._buf.split(b"\n")
@@ -136,9 +99,9 @@ class GrantClient:
             if cmd == "lease":
                 self.lease_until = max(self.lease_until, float(arg))  # an earlier answer's deadline still holds
             elif cmd == "abort":
-                self.state = ChannelState.ABORT
-            elif cmd == "stop" and self.state == ChannelState.OPEN:
-                self.state = ChannelState.STOP
+                self.state = GrantState.ABORT
+            elif cmd == "stop" and self.state == GrantState.OPEN:
+                self.state = GrantState.STOP
         self._ask()
         return self.state
 
@@ -154,19 +117,15 @@ class GrantClient:
         except (BlockingIOError, InterruptedError):
             return  # the driver reads nothing (frozen): no answer, no grant; the rest goes next time
         except OSError:
-            self.state = ChannelState.CLOSED
+            self.state = GrantState.CLOSED
 
     def may_commit(self) -> bool:
         """Whether the driver's grant is still valid: a task commits only under a live lease."""
-        return (
-            self.check() in (ChannelState.OPEN, ChannelState.STOP)
-            and self._clock() < self.lease_until
-            and self._alive()
-        )
+        return self.check() in (GrantState.OPEN, GrantState.STOP) and self._clock() < self.lease_until and self._alive()
 
     def close(self) -> None:
         """Close the connection."""
         self._sock.close()
 
 
-__all__ = ["GRANT_ASK_S", "Channel", "ChannelState", "GrantClient"]
+__all__ = ["GRANT_ASK_S", "GrantClient", "GrantState", "Grants"]

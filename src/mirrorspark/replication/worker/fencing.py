@@ -1,23 +1,9 @@
 """Fencing the copy tasks of a flow's previous generation before a new one starts (KIP-618 ``fenceZombies``).
 
-An exactly-once copy task's transactional id is per task index (Connect's ``<group.id>-<connector>-<i>``:
-``<source>-mm2-MirrorSourceConnector-<i>`` in MM2's dedicated mode,
-:func:`~mirrorspark.client.connect_tasks.transactional_id`), and its own
-``init_transactions`` fences only the older producers of *that* id. When the task count or the
-partition-to-index mapping changes (a topic added, dropped or re-created, another ``tasks.max``,
-MM2 or a second instance handing over), a partition's previous owner may have had another
-index: it would never be fenced, and a transaction it still commits lands behind the new
-owner's start (a ``read_committed`` consumer sees records twice, ``engine-audit.md`` F4).
-
-Kafka Connect's herder fences every task id of the connector's previous generation before
-starting new tasks (``fenceZombies``: ``Admin.fenceProducers`` on ids ``0 ..
-max(previous task count, new task count) - 1``, the previous count read from the config topic);
-:attr:`Flow.fence_count <mirrorspark.replication.connector.flow.Flow.fence_count>` is how many mirrorspark fences,
-the previous replicator's count read from that same topic
-(:func:`~mirrorspark.client.connect_tasks.read_previous_task_count`).
-:func:`fence_zombies` does the same with librdkafka: one transactional producer per id, whose
-``init_transactions`` bumps the id's epoch (every older producer of it is fenced) and completes
-or aborts its pending transaction, all ids in parallel, within one timeout.
+A task's ``init_transactions`` fences only older producers of its own id (per task index); when the
+mapping of partitions to indexes changes, a previous owner under another index could still commit
+(``engine-audit.md`` F4). So, as Connect's herder does, :func:`fence_zombies` initialises every id below
+the larger of the previous and the new task count, in parallel, within one timeout.
 """
 
 from __future__ import annotations
@@ -53,11 +39,7 @@ and ``close`` if it has one)."""
 
 
 def _close(p: Any, tid: str) -> None:
-    """Close a fencing producer after its ``init_transactions`` (its epoch is bumped: nothing is left to do).
-
-    Only after a success: confluent-kafka's ``close`` of a producer whose ``init_transactions``
-    failed raises a ``SystemError`` that would hide the error naming the id and the fix.
-    """
+    """Close a fencing producer after a successful ``init_transactions`` (after a failure, ``close`` raises)."""
     close = getattr(p, "close", None)
     if close is None:
         return
@@ -73,28 +55,10 @@ def fence_ids(cfg: FlowConfig, count: int) -> list[str]:
 
 
 def fence_flow(flow: Flow, count: int) -> float:
-    """Fence the transactional ids of copy tasks ``0 .. count - 1`` of an exactly-once flow (:func:`fence_zombies`).
+    """Fence the transactional ids of copy tasks ``0 .. count - 1`` of an exactly-once flow; return the seconds it took.
 
-    The producers are created by the flow's client factory from its target producer settings
-    (``client.id`` ``<S>-><T>|mirrorspark|fencing-producer``), each ``init_transactions`` bounded
-    by the target producer's ``max.block.ms`` (as a copy task's).
-
-    Parameters
-    ----------
-    flow:
-        The started flow.
-    count:
-        How many task indexes to fence.
-
-    Returns
-    -------
-    float
-        Seconds it took.
-
-    Raises
-    ------
-    ClusterError, ConfigError
-        As :func:`fence_zombies`; ``max.block.ms`` or a client setting is invalid.
+    Each ``init_transactions`` is bounded by the target producer's ``max.block.ms``. Raises as
+    :func:`fence_zombies`, and ConfigError for an invalid client setting.
     """
     ctx = flow.context
     cfg = flow.config
@@ -111,31 +75,10 @@ def fence_flow(flow: Flow, count: int) -> float:
 def fence_zombies(
     flow: str, source: str, target: str, ids: Sequence[str], producer: ProducerFactory, *, timeout_s: float
 ) -> float:
-    """Fence every producer that may hold one of ``ids``: ``init_transactions`` on each, in parallel.
+    """Fence every producer that may hold one of ``ids``, ``init_transactions`` on each in parallel; return the seconds.
 
-    Parameters
-    ----------
-    flow, source, target:
-        The flow ``"S->T"`` and its cluster aliases (for messages).
-    ids:
-        The transactional ids to fence (:func:`fence_ids`).
-    producer:
-        Creates a producer with a given ``transactional.id`` on the flow's target.
-    timeout_s:
-        Seconds for all of them (each ``init_transactions`` is given what is left).
-
-    Returns
-    -------
-    float
-        Seconds it took.
-
-    Raises
-    ------
-    ClusterError
-        An id could not be initialised: the message names it and the fix (an ACL on the
-        ``TransactionalId`` prefix, a target without a transaction coordinator
-        (:class:`~mirrorspark.errors.TransactionCoordinatorError`), or the broker's error). No
-        task may start then: a zombie of that id could still commit.
+    ``timeout_s`` bounds them all. Raises ClusterError naming the id and the fix (a ``TransactionalId``
+    ACL, no transaction coordinator, the broker's error) when one fails: then no task may start.
     """
     started = time.monotonic()
     deadline = started + timeout_s

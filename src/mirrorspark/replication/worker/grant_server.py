@@ -1,12 +1,8 @@
-"""The driver's end of the task channel: commands from the driver to its copy tasks over TCP.
+"""The driver's end of the grant link: grants, ``stop`` and ``abort`` from the driver to its copy tasks over TCP.
 
-The driver keeps each running generation's lease grant here (:meth:`GrantServer.grant`: an
-absolute deadline on the driver's monotonic clock, renewed while it holds the flow's
-:class:`~mirrorspark.replication.worker.lease.FlowLease` and capped by its last confirmed contact with the
-lease group's coordinator), answers each task's grant requests with it, and sends ``stop`` (commit
-and end) or ``abort`` (end without committing). A task commits only under a valid grant, so a task
-that outlived its driver or its driver's lease (a zombie) never writes a position. The task's end,
-and why an answer is a deadline on the task's own clock, is
+Each running generation's grant is an absolute deadline on the driver's monotonic clock, renewed while
+it holds the flow's :class:`~mirrorspark.replication.worker.lease.FlowLease`; the task's end, and why an
+answer is a deadline on the task's own clock, is
 :class:`~mirrorspark.replication.task.grant_client.GrantClient`.
 """
 
@@ -24,29 +20,15 @@ from collections.abc import Callable
 log = logging.getLogger(__name__)
 
 ACCEPT_POLL_S = 0.5
-"""Seconds the task channel's accept loop waits before checking whether it was closed."""
+"""Seconds the grant server's accept loop waits before checking whether it was closed."""
 
 
 class GrantServer:
     """Commands from the driver to its copy tasks over TCP: grants, ``stop``, ``abort``; closed: the driver is gone.
 
-    The server listens on ``host`` (the driver's address, reachable from every executor) on a
-    free port; a task connects, sends ``{"token":..,"flow":..,"task":..,"generation":..,"ask":..}``
-    and then, every so often, ``ask <t>`` (``t``: the task's monotonic clock when it asked); each
-    is answered ``lease <t + r>`` while its generation holds a grant with ``r`` seconds left, and not
-    at all otherwise. The token (random, per driver) keeps foreign connections out; it carries no
-    Kafka secret.
-
-    Parameters
-    ----------
-    host:
-        Address to listen on and to give the tasks (``spark.driver.host``).
-    clock:
-        The driver's monotonic seconds (the grants' deadlines are on it).
-
-    Notes
-    -----
-    Thread-safe. One thread per connected task reads its requests.
+    Listens on ``host`` (``spark.driver.host``) on a free port; a task sends its hello with the token
+    (random per driver, no Kafka secret) and then ``ask <t>``, answered ``lease <t + r>`` while its
+    generation has ``r`` seconds of grant left. Thread-safe; one thread per connected task.
     """
 
     def __init__(self, host: str = "127.0.0.1", *, clock: Callable[[], float] = time.monotonic) -> None:
@@ -61,7 +43,7 @@ class GrantServer:
         self._grants: dict[tuple[str, int], float] = {}  # (flow, generation) -> deadline (driver monotonic s)
         self._newest: dict[str, int] = {}  # flow -> newest generation granted, stopped or aborted
         self._closed = False
-        self._thread = threading.Thread(target=self._accept, name="mirrorspark-task-channel", daemon=True)
+        self._thread = threading.Thread(target=self._accept, name="mirrorspark-grant-server", daemon=True)
         self._thread.start()
 
     def _accept(self) -> None:
@@ -88,10 +70,8 @@ class GrantServer:
     def _serve(self, conn: socket.socket) -> None:
         """Take a task's hello, then answer its grant requests until the connection closes.
 
-        A task of a generation older than the flow's newest (a copy task whose Spark job started
-        only after the supervisor had moved on), or of an aborted one, is refused: ``abort``, then
-        the connection closes. A grant would let it commit stale positions, and in exactly-once
-        mode its ``init_transactions`` would fence the current task with the same index.
+        A task of an older or aborted generation is told ``abort`` and closed (lease.py's L7): a grant
+        would let it commit stale positions, or fence the current task's transactional id.
         """
         try:
             conn.settimeout(10)
@@ -163,12 +143,8 @@ class GrantServer:
     def grant(self, flow: str, generation: int, deadline: float) -> None:
         """Let the tasks of ``flow``'s ``generation`` commit until ``deadline`` (the driver's monotonic clock, s).
 
-        An absolute deadline: renewing with an earlier one shortens what later answers give (a
-        task keeps a deadline it was already given). Tasks learn it at their next request
-        (:data:`~mirrorspark.replication.task.grant_client.GRANT_ASK_S`). A grant of an older generation
-        than the flow's newest, or of an aborted one, is ignored: grants are keyed by generation,
-        and a late task of an older one never gets one; a renewal computed before an abort gives
-        nothing after it.
+        An earlier deadline shortens later answers; a grant of an older or aborted generation is ignored
+        (L7).
         """
         with self._lock:
             if generation < self._newest.get(flow, 0) or (flow, generation) in self._aborted:
@@ -177,10 +153,7 @@ class GrantServer:
             self._grants[(flow, generation)] = deadline
 
     def abort(self, flow: str, generation: int) -> None:
-        """Tell the tasks of ``flow``'s ``generation`` to end without committing (the flow's lease was lost).
-
-        For good: the generation gets no grant any more, and its late tasks are told ``abort``.
-        """
+        """Tell the tasks of ``flow``'s ``generation`` to end without committing; for good, late tasks included (L7)."""
         with self._lock:
             self._newer(flow, generation)
             self._grants.pop((flow, generation), None)

@@ -1,33 +1,18 @@
 """One active instance per flow: a lease held through a Kafka consumer group on the flow's target.
 
-Two ``mirrorspark run`` processes on the same configuration must not both copy a flow. Each keeps one
-:class:`FlowLease` per flow ``S->T``: a consumer of the flow's **lease group** subscribed to its **lease
-topic** on T. The group coordinator assigns the topic's one partition to one live member, which *holds*
-the lease and copies; the others are *standbys*. A dead holder (even ``kill -9``) is dropped after
-``session.timeout.ms`` (:data:`SESSION_TIMEOUT_MS`, 6 s) and a standby takes over; on a clean stop
-(:meth:`FlowLease.close`) the holder leaves the group and a standby takes over at once.
+Each ``mirrorspark run`` keeps one :class:`FlowLease` per flow ``S->T``: a consumer of the flow's
+**lease group** (:func:`lease_group`) subscribed to its one-partition compacted **lease topic** on T
+(``internal_topics.lease``). The coordinator assigns the partition to one live member, which *holds* the
+lease and copies; the others are *standbys*. A dead holder is dropped after :data:`SESSION_TIMEOUT_MS`;
+a clean stop (:meth:`FlowLease.close`) leaves the group at once. The consumer settings
+(:func:`lease_consumer_overrides`) say why each is chosen. A daemon thread (``lease-<flow>``) polls the
+consumer and runs the callbacks.
 
-* Lease topic ``mm2-lease<isep><source><isep>internal`` on the target (``internal_topics.lease``): an MM2
-  internal topic to the flow's policy (never replicated), 1 partition, ``cleanup.policy=compact``,
-  created with the flow's ``checkpoints.topic.replication.factor``. Lease group
-  ``mirrorspark-lease-<source>-><target>`` (:func:`lease_group`), replacing any ``group.id``.
-* Consumer settings (:func:`lease_consumer_overrides`): ``session.timeout.ms=6000`` (the take-over
-  delay after a crash; the broker's minimum), ``heartbeat.interval.ms=1000``; ``cooperative-sticky``
-  (a holder keeps the partition when a standby joins: eager assignors reassign by member id, so a
-  standby starting took a working holder's lease half of the time); ``group.protocol=classic``
-  (KIP-848 ignores the client's session timeout and assignor); ``group.instance.id`` emptied (a
-  static member sends no ``LeaveGroup``, so a clean stop would wait for the session timeout).
-* A daemon thread (``lease-<flow>``) polls the consumer every :data:`POLL_INTERVAL_S`; the rebalance
-  callbacks, ``on_acquired`` and ``on_lost`` run on it. The driver asks :attr:`FlowLease.held` and
-  :meth:`FlowLease.holds`, or waits with :meth:`FlowLease.wait_acquired`.
-
-Taking the lease writes a **claim** (:class:`LeaseClaim`) to the lease topic and, once acknowledged
-(``acks=all``, idempotent), commits ``offset + 1`` with the member's generation: the holding's
-**epoch** (:func:`claim_epoch`; the lease group's committed offset, as ``kafka-consumer-groups
---describe`` shows it). While holding, the lease thread sends a **contact check** every
-:data:`CONTACT_CHECK_S`: an asynchronous commit of the epoch, tagged in its metadata; its success
-moves the holding's confirmed contact, which caps every grant
-(:class:`~mirrorspark.replication.worker.lease_window.GrantWindow`; ``docs/design.md``, continuous engine item 8).
+Taking the lease writes a **claim** (:class:`LeaseClaim`) and, once acknowledged, commits the claim's
+offset plus one: the holding's **epoch** (:func:`claim_epoch`). While holding, a **contact check** (a
+tagged asynchronous commit) every :data:`CONTACT_CHECK_S` moves the confirmed contact, which caps every
+grant (:class:`~mirrorspark.replication.worker.lease_window.GrantWindow`). MM2 gets one active instance
+from Connect's distributed herder instead.
 
 Invariants (the tests that guard them cite them)
 ------------------------------------------------
@@ -49,9 +34,6 @@ Invariants (the tests that guard them cite them)
   land, unless :meth:`FlowLease.void_grants` said no task is left.
 * **L7** A generation told to abort never gets a grant again, and its late tasks are told ``abort``
   (:class:`~mirrorspark.replication.worker.grant_server.GrantServer`; engine-audit-2 N7).
-
-MM2 gets one active instance from Kafka Connect's distributed herder (the workers' group assigns
-each connector and task to one worker; KIP-618 fences exactly-once producers by ``transactional.id``).
 """
 
 from __future__ import annotations
@@ -116,11 +98,11 @@ def lease_consumer_overrides(
 ) -> dict[str, Any]:
     """Return (a new dict) the lease consumer's librdkafka settings that win over the flow's target consumer ones.
 
-    ``group_id`` is the lease group (:func:`lease_group`); ``session_timeout_ms`` (the take-over delay
-    after a holder's crash; the broker accepts ``group.min.session.timeout.ms``, 6000, to
-    ``group.max.session.timeout.ms``) and ``heartbeat_interval_ms`` are in ms. The module notes say
-    why each setting. Raises ``ValueError`` if a duration is not positive or the heartbeat interval
-    is not below the session timeout.
+    Durations in ms (``ValueError`` unless positive and the heartbeat below the session timeout).
+    ``cooperative-sticky``: a holder keeps the partition when a standby joins;
+    ``group.protocol=classic``: KIP-848 ignores the client's session timeout and assignor;
+    ``group.instance.id`` emptied: a static member sends no ``LeaveGroup``, so a clean stop would wait
+    for the session timeout.
     """
     if session_timeout_ms <= 0 or heartbeat_interval_ms <= 0 or heartbeat_interval_ms >= session_timeout_ms:
         raise ValueError(
@@ -162,61 +144,12 @@ def _kafka_code(err: object) -> str | None:
 class FlowLease:
     """The lease of one flow: at most one instance (process) holds it; the others wait as standbys (module notes).
 
-    Parameters
-    ----------
-    context:
-        The flow's context; the lease uses the target's admin, producer and consumer settings
-        (client ids ``A->B|mirrorspark|lease-admin``, ``lease-producer``, ``lease-consumer``).
-    group_id:
-        The lease group (default :func:`lease_group` of the flow; tests give a unique one).
-    session_timeout_ms, heartbeat_interval_ms:
-        The lease consumer's ``session.timeout.ms`` and ``heartbeat.interval.ms``, in ms
-        (:func:`lease_consumer_overrides`).
-    on_acquired:
-        Called with the new epoch when this instance takes the lease (on the lease thread).
-    on_lost:
-        Called with the epoch that ended when this instance loses the lease it held (partition
-        revoked, membership lost, lease thread failed); not by :meth:`close`. On the lease thread.
-    holder:
-        Name of this instance in its claims (default ``"<hostname>:<pid>"``).
-    landing_ms:
-        How late a copy task's commit write may land after its grant check, in ms: the commit
-        producers' ``message.timeout.ms`` (default
-        :data:`~mirrorspark.replication.connector.task_configs.COMMIT_TIMEOUT_MS`). A new holder waits this
-        long after its assignment (:attr:`safe_at`); a holder giving the lease up waits this long
-        past its last grant, unless its tasks ended (:meth:`void_grants`).
-    clock:
-        Monotonic seconds (tests inject one); every deadline of the lease is on it.
-
-    Attributes
-    ----------
-    context, holder:
-        As given.
-    flow_name:
-        The flow's name, ``"A->B"``.
-    group_id:
-        The lease group.
-    topic:
-        The lease topic on the flow's target (:attr:`~mirrorspark.config.internal_topics.InternalTopics.lease`).
-
-    Raises
-    ------
-    ValueError
-        As :func:`lease_consumer_overrides`.
-
-    Notes
-    -----
-    Typical use by a driver::
-
-        lease = FlowLease(ctx, on_lost=lambda epoch: stop_copying())
-        lease.start()
-        while not lease.wait_acquired(5.0):
-            pass  # standby
-        epoch = lease.epoch  # tag this holding's work; check lease.holds(epoch) before committing
-        ...
-        lease.close()  # a standby takes over at once
-
-    Thread-safe: the properties may be read from any thread.
+    ``on_acquired(epoch)`` and ``on_lost(epoch)`` run on the lease thread (``on_lost`` not on
+    :meth:`close`); ``holder`` names this instance in its claims (default ``"<hostname>:<pid>"``);
+    ``landing_ms`` is how late a task's commit write may land (ms; the commit producers'
+    ``message.timeout.ms``): a new holder waits it out (L5), a holder giving up waits it past its last
+    grant (L6). Durations in ms, ``clock`` in monotonic seconds; ``ValueError`` as
+    :func:`lease_consumer_overrides`. Thread-safe: the properties may be read from any thread.
     """
 
     def __init__(
@@ -291,11 +224,7 @@ class FlowLease:
         return self._epoch
 
     def claimed_only_by_self(self, after: int, upto: int) -> bool:
-        """Whether every epoch in ``(after, upto)`` is a claim this instance wrote and saw acknowledged (L4).
-
-        ``after`` and ``upto`` are two epochs of this instance's holdings, an older one and the current
-        one: ``True`` means no other instance held the lease in between.
-        """
+        """Whether every epoch between this instance's holdings ``after`` and ``upto`` is its own, acknowledged (L4)."""
         with self._lock:
             return all(e in self._own_epochs for e in range(after + 1, upto))
 
@@ -315,22 +244,13 @@ class FlowLease:
         return self._window.contact_at
 
     def grant(self, epoch: int, seconds: float) -> float | None:
-        """Return a grant deadline for the tasks of the holding ``epoch``, or ``None`` when none may be given (L2).
-
-        ``now + seconds`` (s), capped at :attr:`contact_at` + the window
-        (:meth:`~mirrorspark.replication.worker.lease_window.GrantWindow.grant`): an absolute deadline on
-        this lease's clock; ``None`` once the holding is over or its contact is too old. Thread-safe.
-        """
+        """Return a grant deadline (s, on this lease's clock) for the holding ``epoch``; ``None``: none allowed (L2)."""
         if not self.holds(epoch):
             return None
         return self._window.grant(seconds)
 
     def may_grant(self, epoch: int) -> bool:
-        """Whether the holding ``epoch`` can grant now: held, its last confirmed contact recent enough.
-
-        ``False`` while the coordinator has not answered for ``session.timeout.ms -
-        CONTACT_MARGIN_MS``: the lease may be lost without this instance having noticed yet.
-        """
+        """Whether the holding ``epoch`` can grant now: held, and its last confirmed contact within the window (L2)."""
         return self.holds(epoch) and self._window.fresh()
 
     def void_grants(self) -> None:
@@ -349,10 +269,7 @@ class FlowLease:
             self._window.wait_spent()
 
     def holds(self, epoch: int) -> bool:
-        """Whether this instance still holds the lease it took at ``epoch`` (:attr:`epoch` while :attr:`held`).
-
-        ``False`` once that holding was lost, even if the lease was taken again since (a new epoch).
-        """
+        """Whether this instance still holds the lease it took at ``epoch`` (``False`` once that holding was lost)."""
         with self._lock:
             return self._held and self._epoch == epoch
 
@@ -389,10 +306,9 @@ class FlowLease:
     def start(self, *, timeout_s: float | None = None) -> None:
         """Create the lease topic if missing, join the lease group and start the lease thread; return at once.
 
-        ``timeout_s``: seconds the topic creation may take (default: the flow's ``admin.timeout.ms``).
-        Raises :class:`~mirrorspark.errors.ClusterError` if the lease topic could not be created (e.g. a
-        replication factor above the broker count), ``ConfigError`` on invalid target client settings,
-        ``RuntimeError`` if called twice.
+        ``timeout_s``: seconds the topic creation may take (default ``admin.timeout.ms``). Raises
+        ClusterError if the topic cannot be created, ConfigError on invalid client settings,
+        RuntimeError if called twice.
         """
         if self._thread is not None:
             raise RuntimeError(f"flow {self.flow_name}: lease already started")

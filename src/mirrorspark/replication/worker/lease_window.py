@@ -1,23 +1,16 @@
 """What one holding of a flow's lease may grant, and when a take-over is safe: pure rules, the clock injected.
 
-A :class:`GrantWindow` is the bookkeeping of one holding of a
-:class:`~mirrorspark.replication.worker.lease.FlowLease` (``docs/design.md``, continuous engine item 8):
+A :class:`GrantWindow` keeps, for one holding of a
+:class:`~mirrorspark.replication.worker.lease.FlowLease`:
 
-* **contact**: when the holder *sent* its newest round trip to the lease group's coordinator that
-  succeeded (the claim's commit, then the contact checks). A successful offset commit reschedules a
-  classic-protocol member's session from its arrival (Kafka's ``OffsetMetadataManager.commitOffset``:
-  "offset commits maintain the session"), so the coordinator cannot give the lease to another
-  member before ``contact + session.timeout.ms``;
-* **grants**: absolute deadlines on the clock, each capped at ``contact + session.timeout.ms -``
-  :data:`CONTACT_MARGIN_MS`, so every grant has ended before the coordinator can move the lease,
-  whatever the network does to the holder (its heartbeats lost while its executors still reach the
-  target); the latest deadline granted is kept;
-* **safe_at**: when the holding may read the committed offsets and start its tasks: ``landing_ms``
-  (how late a commit write sent under a grant can land: the commit producers'
-  ``message.timeout.ms``) after the lease partition was assigned, at once for the first holding
-  of the flow's lease (epoch 1). The previous holder's grants ended before that assignment: the
-  coordinator expired its session (the cap above), or it gave the partition back itself, which it
-  does only once its grants are spent (:meth:`GrantWindow.wait_spent`).
+* **contact**: when the holder *sent* its newest round trip the coordinator answered (the claim's
+  commit, then the contact checks); an offset commit maintains the session, so the lease cannot move
+  before ``contact + session.timeout.ms``;
+* **grants**: absolute deadlines, each capped at ``contact + session.timeout.ms -``
+  :data:`CONTACT_MARGIN_MS` (lease.py's L2), so every grant ends before the coordinator can move the
+  lease;
+* **safe_at**: when the holding may read committed offsets and start its tasks: ``landing_ms`` (the
+  commit producers' ``message.timeout.ms``) after the assignment, at once for epoch 1 (L5).
 
 Thread-safe: the lease thread records contacts, the worker's grant thread asks for grants.
 """
@@ -30,25 +23,12 @@ from collections.abc import Callable
 from typing import Final
 
 CONTACT_MARGIN_MS: Final = 1000
-"""How long before the coordinator could first expire the holder's session its grants end (ms).
-
-Covers what the round trip cannot: the broker times sessions by its wall clock (a step of it
-expires a session early), and the hosts' clocks tick at slightly different rates."""
+"""How long before the coordinator could first expire the holder's session its grants end (ms): covers
+broker wall-clock steps and clock drift."""
 
 
 class GrantWindow:
-    """The grants and the take-over wait of one holding of a flow's lease (see the module notes).
-
-    Parameters
-    ----------
-    session_timeout_ms:
-        The lease group's ``session.timeout.ms``, in ms.
-    landing_ms:
-        How late a commit write sent under a grant can land, in ms (the commit producers'
-        ``message.timeout.ms``).
-    clock:
-        Monotonic seconds; every time and deadline here is on it.
-    """
+    """The grants and the take-over wait of one holding of a flow's lease (``*_ms`` in ms)."""
 
     def __init__(
         self, *, session_timeout_ms: int, landing_ms: int, clock: Callable[[], float] = time.monotonic
@@ -78,10 +58,7 @@ class GrantWindow:
         return self._granted_until
 
     def begin(self, *, assigned_at: float, contact_at: float, first: bool) -> None:
-        """Start a new holding: assigned at ``assigned_at``, its claim's commit sent at ``contact_at``.
-
-        ``first``: the first holding of the flow's lease (epoch 1): nothing to wait out.
-        """
+        """Start a holding: assigned at ``assigned_at``, claim committed at ``contact_at``, ``first`` for epoch 1."""
         with self._lock:
             self._contact_at = contact_at
             self._granted_until = 0.0
@@ -94,18 +71,7 @@ class GrantWindow:
             self._contact_at = max(self._contact_at, sent)
 
     def grant(self, seconds: float) -> float | None:
-        """Return a deadline ``seconds`` from now capped by the last contact, or ``None`` if it is already past.
-
-        Parameters
-        ----------
-        seconds:
-            The grant's length at most (s).
-
-        Returns
-        -------
-        float or None
-            An absolute deadline on :attr:`clock` (s).
-        """
+        """Return a deadline ``seconds`` from now capped by the last contact (on :attr:`clock`), or ``None`` if past."""
         now = self.clock()
         with self._lock:
             deadline = min(now + seconds, self._contact_at + self.window_s)

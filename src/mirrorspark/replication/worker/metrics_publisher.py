@@ -1,14 +1,8 @@
-"""The driver's raw metrics: flow state, lag and checkpoints, written to the flow's progress channel.
+"""The driver's raw metrics (flow state, lag, checkpoints), written to the flow's progress channel.
 
-The copy tasks report what they copied (:class:`~mirrorspark.core.progress_records.PartitionReport`);
-only the driver knows the rest: the source end offsets (lag), the tasks' state and restarts,
-and each consumer group's checkpoints. :class:`MetricsPublisher` writes them every
-``mirrorspark.metrics.interval.ms`` as ``flow``, ``lag`` and ``group`` records (format version 2
-of :mod:`mirrorspark.core.progress_records`) to ``mm2-task-progress.<source>.internal`` on the
-target, where the metrics service (``mirrorspark service``) reads them with the task reports.
-
-Best effort: a write that fails is logged at WARNING and the next round writes newer figures;
-replication never waits on it.
+``flow``, ``lag`` and ``group`` records (version 2 of :mod:`mirrorspark.core.progress_records`) every
+``mirrorspark.metrics.interval.ms``; best effort: a failed write is logged and the next round writes
+newer figures.
 """
 
 from __future__ import annotations
@@ -52,21 +46,7 @@ FIRST_PUBLISH_S = 0.5
 
 
 class MetricsPublisher:
-    """Writes one flow's ``flow``, ``lag`` and ``group`` records to its progress channel.
-
-    Parameters
-    ----------
-    flow:
-        The started flow.
-    interval_ms:
-        How often :meth:`publish` is called (ms), written into the ``flow`` record.
-    supervisor:
-        Returns the flow's supervisor, ``None`` before the copy tasks start.
-    checkpoints:
-        The flow's checkpoint emitter, or ``None`` when it emits no checkpoints.
-    clock_ms:
-        Epoch ms.
-    """
+    """Writes one flow's ``flow``, ``lag`` and ``group`` records to its progress channel (``*_ms`` in ms)."""
 
     def __init__(
         self,
@@ -87,7 +67,7 @@ class MetricsPublisher:
         self._cycle_written: object = None
 
     def start(self) -> None:
-        """Create the producer (the channel exists: :meth:`Flow.start` creates it)."""
+        """Create the producer (the progress channel exists: :meth:`Flow.start` creates it)."""
         self._producer = self.flow.context.producer("target", "metrics-producer", overrides={"linger.ms": 5})
 
     def jobs(self) -> list[PeriodicJob]:

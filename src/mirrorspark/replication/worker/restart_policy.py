@@ -1,11 +1,4 @@
-"""When a flow's supervisor tries again: a failed copy task's restart, a failed read, a new generation.
-
-Failures are counted per task, as Kafka Connect counts them (:class:`TaskFailures`); a task whose
-error no retry can fix fails its flow at once (:func:`fatal_task_error`); a read of the progress
-channel or ``mm2-offsets`` (or a take-over) that failed is tried again after a backoff
-(:class:`ReadBackoff`); a new generation's log line says how the assignment changed
-(:func:`assignment_change`).
-"""
+"""When a flow's supervisor tries again: a failed copy task's restart, a failed read, a new generation."""
 
 from __future__ import annotations
 
@@ -31,19 +24,9 @@ further failure up to :data:`BACKOFF_MAX_S` (each read may take seconds: never a
 def fatal_task_error(error: MirrorsparkError, *, first_start: bool) -> bool:
     """Tell whether a copy task's error fails its flow at once, a retry being unable to fix it.
 
-    A record too large or an authorization failure (a topic, group or ``TransactionalId`` ACL:
-    :attr:`~mirrorspark.errors.MirrorsparkError.fatal`), or, at the flow's first start, a target
-    without a transaction coordinator (exactly-once: the first ``init_transactions`` already
-    waited its full timeout; later, a coordinator moving between brokers is retried like any
-    failure). MM2's exactly-once task fails for good on any error (``ExactlyOnceWorkerSourceTask``);
-    mirrorspark retries the rest with backoff.
-
-    Parameters
-    ----------
-    error:
-        The task's error, rebuilt on the driver from its :class:`~mirrorspark.errors.ErrorInfo`.
-    first_start:
-        Whether the task belonged to the flow's first generation, never restarted.
+    A record too large or an authorization failure (:attr:`~mirrorspark.errors.MirrorsparkError.fatal`),
+    or a target without a transaction coordinator at the flow's first start (``first_start``). MM2's
+    exactly-once task fails for good on any error; mirrorspark retries the rest with backoff.
     """
     return error.fatal or (first_start and isinstance(error, TransactionCoordinatorError))
 
@@ -51,10 +34,8 @@ def fatal_task_error(error: MirrorsparkError, *, first_start: bool) -> bool:
 class TaskFailures:
     """Failures in a row of each copy task of a flow, and the backoff before each restart.
 
-    Counted per task (Kafka Connect restarts and counts each task on its own): a broker lost
-    under the target fails every task of the flow once, which must not add up to a failed flow.
-    Any progress of the flow clears every count (:meth:`clear`); a task that ends having copied
-    records clears its own (:meth:`succeeded`).
+    Counted per task, as Connect does: a broker lost under the target fails every task once, which must
+    not add up to a failed flow. Any progress of the flow clears every count.
     """
 
     def __init__(self) -> None:
@@ -80,10 +61,7 @@ class TaskFailures:
 
     @staticmethod
     def backoff_s(failures: int) -> float:
-        """Seconds before restarting a task after its ``failures``-th failure in a row.
-
-        :data:`BACKOFF_INITIAL_S` doubling up to :data:`BACKOFF_MAX_S`.
-        """
+        """Seconds before restarting a task after its ``failures``-th failure in a row (doubling, capped)."""
         return float(min(BACKOFF_MAX_S, BACKOFF_INITIAL_S * 2 ** (max(1, failures) - 1)))
 
     @staticmethod
@@ -93,11 +71,7 @@ class TaskFailures:
 
 
 class ReadBackoff:
-    """Reads that failed (the progress channel, ``mm2-offsets``, a take-over), each tried again only after a backoff.
-
-    :data:`READ_RETRY_INITIAL_S` doubling up to :data:`BACKOFF_MAX_S` (a read may take seconds: never at
-    every tick). ``clock``: monotonic seconds.
-    """
+    """Reads that failed (the progress channel, ``mm2-offsets``, a take-over), each tried again only after a backoff."""
 
     def __init__(self, clock: Callable[[], float]) -> None:
         self.clock = clock

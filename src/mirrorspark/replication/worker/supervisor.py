@@ -1,34 +1,19 @@
 """Running and restarting one flow's copy tasks (what Kafka Connect's worker and herder do for a connector).
 
-Each copy task (:class:`~mirrorspark.replication.task.spec.CopyTaskSpec`) runs as the one Spark task
-of its own Spark job (:class:`TaskJob`), submitted from a driver thread, until the driver stops
-it. Tasks commit their own offsets; a flow's :class:`FlowSupervisor`, ticked by the driver loop:
+Each copy task runs as the one Spark task of its own Spark job (:class:`TaskJob`) and commits its own
+offsets. A flow's :class:`FlowSupervisor`, ticked by the driver loop:
 
 * reads the flow's progress channel to follow positions, totals and copied segments;
-* restarts a failed task with exponential backoff (:data:`BACKOFF_INITIAL_S` doubling up to
-  :data:`BACKOFF_MAX_S`) from its committed positions, also one lost with its executor or Python
-  worker (Spark's own re-run ends at once: :func:`~mirrorspark.replication.task.job.run_copy_job`);
-  a flow whose error no retry can fix (:func:`fatal_task_error`) or one of whose tasks failed
-  :data:`MAX_FAILURES` times in a row without copying anything is marked failed, and the other
-  flows keep running (failures are counted per task: one broker lost fails every task of the flow
-  once, which is no reason to give up);
-* starts a new **generation** of the flow's tasks when its assignment changes (new topics or
-  partitions, a control-list change), like a Connect rebalance, and restarts a task after a gap;
-* follows the flow's lease (one active instance per flow): takes over when it is held, ends the
-  running generation without committing when it is lost; a lease change is acted on at the next
-  tick whatever the flow's control jobs do (they run on the driver's control thread, holding the
-  flow's lock: the rest of a tick waits for the next one while a job of the flow runs);
-* never waits on a take-over's reads and fencing, nor on the joins of a loss, stop or restart: they
-  run on the flow's own thread (:mod:`~mirrorspark.replication.worker.takeover`: one job at a time, the
-  hand-over's invariants), never under the flow's lock across joins or fencing. The tasks of a stop
-  or an abort are joined, then cancelled, all together under one deadline (:data:`STOP_TIMEOUT_S`,
-  then :data:`CANCEL_WAIT_S`); a progress channel or ``mm2-offsets`` that cannot be read is tried again after a backoff
-  (:data:`READ_RETRY_INITIAL_S` doubling up to :data:`BACKOFF_MAX_S`), not at every tick;
-* ends every task without committing, and restarts none, once the Spark driver JVM is gone
-  (:class:`~mirrorspark.errors.SparkDriverLostError`: :meth:`FlowSupervisor.abandon`).
-
-A bounded copy (``run --until-caught-up``) gives the tasks the end offsets listed at start: a
-task that read its partitions to them commits and ends ``caught_up`` and is not restarted.
+* restarts a failed or lost task from its committed positions with backoff, failing the flow on an error
+  no retry can fix (:func:`fatal_task_error`) or after :data:`MAX_FAILURES` failures in a row of one
+  task;
+* starts a new **generation** when the assignment changes (a Connect rebalance), and restarts a task
+  after a gap;
+* follows the flow's lease: takes over when it is held, ends the generation without committing when it
+  is lost; take-overs and joins run on the flow's own thread
+  (:mod:`~mirrorspark.replication.worker.takeover`), and a stop joins then cancels every task under one
+  deadline;
+* ends every task without committing once the Spark driver JVM is gone (:meth:`FlowSupervisor.abandon`).
 """
 
 from __future__ import annotations
@@ -75,31 +60,22 @@ REPORTS_POLL_S = 10.0
 """Seconds a read of the progress channel to its end (a task's last reports) may take."""
 
 LEASE_GRANT_S = 3.0
-"""Seconds a grant reaches ahead at most (renewed every second): a driver that froze has its tasks stop
-committing within that. Every grant is also capped by the lease's last confirmed contact with its
-coordinator (:meth:`~mirrorspark.replication.worker.lease.FlowLease.grant`), so that it ends before a standby
-can take the flow over even when only this driver is cut off from the target."""
+"""Seconds a grant reaches ahead at most (renewed every second), also capped by the lease's last contact
+(lease.py's L2)."""
 
 UNBOUNDED_GRANT_S = 1e9
 """Seconds a grant reaches ahead when a flow runs without a lease (``run`` with leases off: tests, one-offs)."""
 
 RECLAIM_S = 60.0
-"""Seconds an at-least-once flow's running copy tasks wait, committing nothing, for a lost lease to come back
-under the very next epoch (no other holder in between: the target, where the lease group lives, was
-stopped or cut off); they then commit what the target acknowledged instead of a new generation copying
-it again. Past it, or with another holder in between, they are aborted as at any loss
-(:data:`~mirrorspark.replication.task.runner.HOLD_S` on the task's side)."""
+"""Seconds an at-least-once flow's tasks wait, committing nothing, for a lost lease to come back under
+the very next epoch, then commit instead of being copied again (the task's side: ``runner.HOLD_S``)."""
 
 CLUSTER_WARNING_S = 10.0
 """Seconds between two warnings of one flow's supervisor that cannot reach the target (the ticks go on)."""
 
 
 class SupervisorState(StrEnum):
-    """Where a flow's supervisor is.
-
-    ``created``, ``standby`` (another instance holds the lease), ``running``, ``failed`` (given up:
-    the error is kept) or ``stopped``.
-    """
+    """Where a flow's supervisor is: ``created``, ``standby``, ``running``, ``failed`` or ``stopped``."""
 
     CREATED = "created"
     STANDBY = "standby"
@@ -111,32 +87,15 @@ class SupervisorState(StrEnum):
 class FlowSupervisor:
     """Runs and restarts the copy tasks of one flow (see the module notes).
 
-    Parameters
-    ----------
-    flow:
-        The started flow.
-    spark:
-        The SparkSession.
-    channel:
-        The driver's task channel.
-    lease:
-        The flow's lease (one active instance per flow): tasks run only while it is held, and
-        commit only under the grants the worker renews while it holds. ``None`` runs the tasks at
-        once, with a grant that never expires.
-    stop_at:
-        A bounded copy's end offsets (``run --until-caught-up``): tasks end once they read their
-        partitions to them. ``None``: the tasks copy until stopped.
-    jvm:
-        The watch on the Spark driver JVM (its tasks name its death), if any.
-    clock:
-        Monotonic seconds: restart backoffs, read retries and stop deadlines (injectable for tests).
+    ``lease`` ``None`` runs the tasks at once under a grant that never expires; ``stop_at`` (a bounded
+    copy's end offsets) ``None`` copies until stopped; ``clock`` is monotonic seconds.
     """
 
     def __init__(
         self,
         flow: Flow,
         spark: SparkSession,
-        channel: GrantServer,
+        grants: GrantServer,
         lease: FlowLease | None = None,
         *,
         stop_at: Mapping[PartitionKey, int] | None = None,
@@ -150,7 +109,7 @@ class FlowSupervisor:
         self.epoch = 0  # the lease epoch the running generation was started under
         self._grants_from = 0.0  # no grant before (monotonic s): the predecessor's last commit may still land
         self.spark = spark
-        self.channel = channel
+        self.grants = grants
         self.stop_at = stop_at
         self.reports = flow.reports
         self.generation = 0
@@ -187,13 +146,7 @@ class FlowSupervisor:
     # ------------------------------------------------------------------ generations and the lease
 
     def begin(self) -> None:
-        """Start the tasks; with a lease, join the lease group and wait as a standby until :meth:`tick` sees it held.
-
-        Raises
-        ------
-        ClusterError
-            The lease topic cannot be created.
-        """
+        """Start the tasks, or with a lease wait as a standby until :meth:`tick` sees it held."""
         if self.lease is None:
             self.start()
             return
@@ -204,20 +157,10 @@ class FlowSupervisor:
     def start(self) -> None:
         """Start a new generation of the flow's tasks from their committed positions.
 
-        Exactly-once: every transactional id the flow's tasks may have used is fenced first
-        (:func:`~mirrorspark.replication.worker.fencing.fence_flow`, Connect's ``fenceZombies``, KIP-618):
-        ids ``0 .. n - 1``, ``n`` the larger of the most tasks this supervisor ran and
-        :attr:`Flow.fence_count <mirrorspark.replication.connector.flow.Flow.fence_count>` (``tasks.max``, the
-        flow's progress reports, the previous replicator's task count from Connect's config topic).
-        A previous owner of a partition under another task index can commit nothing after the new
-        tasks read their start offsets.
-
-        Raises
-        ------
-        ClusterError
-            The fencing failed (the tasks do not start; the next tick tries again). An error no
-            retry can fix (:func:`fatal_task_error`: an authorization failure, or at the flow's
-            first start a target without a transaction coordinator) fails the flow instead.
+        Exactly once, the ids ``0 .. n - 1`` are fenced first (Connect's ``fenceZombies``; ``n`` the
+        larger of the most tasks run and :attr:`Flow.fence_count
+        <mirrorspark.replication.connector.flow.Flow.fence_count>`). Raises ClusterError when the
+        fencing fails (retried at the next tick, unless :func:`fatal_task_error`).
         """
         if self.flow.exactly_once:
             count = max(self._fenced, self.flow.fence_count)
@@ -242,25 +185,19 @@ class FlowSupervisor:
             self._launch(spec)
 
     def _specs(self) -> list[CopyTaskSpec]:
-        specs = self.flow.task_specs(self.generation, self.channel.address, stop_at=self.stop_at, epoch=self.epoch)
+        specs = self.flow.task_specs(self.generation, self.grants.address, stop_at=self.stop_at, epoch=self.epoch)
         if not self._after_other:
             return specs
         return [dataclasses.replace(s, after_other_holder=True) for s in specs]
 
     def grant(self) -> None:
-        """Renew the running generation's permission to commit (while the lease is held).
-
-        An absolute deadline on the driver's monotonic clock: :data:`LEASE_GRANT_S` from now,
-        capped by the lease's last confirmed contact with its coordinator
-        (:meth:`~mirrorspark.replication.worker.lease.FlowLease.grant`); none once the holding is over,
-        nor before a take-over's :attr:`~mirrorspark.replication.worker.lease.FlowLease.safe_at`.
-        """
+        """Renew the running generation's grant: ``LEASE_GRANT_S`` ahead, capped by the lease (L2, L5)."""
         if self.lease is None:
-            self.channel.grant(self.name, self.generation, time.monotonic() + UNBOUNDED_GRANT_S)
+            self.grants.grant(self.name, self.generation, time.monotonic() + UNBOUNDED_GRANT_S)
         elif self.state == SupervisorState.RUNNING and time.monotonic() >= self._grants_from:
             deadline = self.lease.grant(self.epoch, LEASE_GRANT_S)
             if deadline is not None:
-                self.channel.grant(self.name, self.generation, deadline)
+                self.grants.grant(self.name, self.generation, deadline)
 
     def _begin_take_over(self) -> None:
         """Start taking the flow over under the lease's new holding, on the flow's thread (:meth:`_take_over`)."""
@@ -274,12 +211,10 @@ class FlowSupervisor:
         self.background.submit("take-over", lambda: self._take_over(epoch, safe_at, other=other), epoch=epoch)
 
     def _take_over(self, epoch: int, safe_at: float, *, other: bool) -> None:
-        """Take the flow over under the holding ``epoch`` (on the flow's thread): read the positions, start the tasks.
+        """Take the flow over under ``epoch`` (on the flow's thread): read the positions, start the tasks.
 
-        After another instance's holding, ``mm2-offsets`` and the previous holder's reports are read
-        once ``safe_at`` plus :data:`TAKEOVER_MARGIN_S` passed, and the tasks produce nothing before
-        their first grant (:mod:`~mirrorspark.replication.worker.takeover`); after this instance's own, at
-        once, the first grant waiting until ``safe_at``. The lock is held for the reads only.
+        After another instance's holding the reads wait for ``safe_at`` plus :data:`TAKEOVER_MARGIN_S`
+        (:mod:`~mirrorspark.replication.worker.takeover`). The lock is held for the reads only.
         """
         assert self.lease is not None
         if other and not self.background.wait_until(safe_at + TAKEOVER_MARGIN_S):
@@ -300,7 +235,7 @@ class FlowSupervisor:
         """End the running generation without committing (joined on the flow's thread); standby at once."""
         self._lost_at = None
         log.warning("%s: the flow's lease was lost: its copy tasks end without committing; standby", self.name)
-        self.channel.abort(self.name, self.generation)
+        self.grants.abort(self.name, self.generation)
         self.next_start.clear()
         self.state = SupervisorState.STANDBY
         self.background.submit("loss", self._end_lost)
@@ -313,7 +248,7 @@ class FlowSupervisor:
 
     def _abort_tasks(self) -> None:
         """End the running generation without committing (bounded: all cancelled after :data:`STOP_TIMEOUT_S`)."""
-        self.channel.abort(self.name, self.generation)
+        self.grants.abort(self.name, self.generation)
         self._end_runs(self.clock() + STOP_TIMEOUT_S)
 
     def _end_runs(self, deadline: float) -> None:
@@ -321,7 +256,7 @@ class FlowSupervisor:
         runs = list(self.runs.values())  # abandon() may clear them meanwhile (the JVM watch's thread)
         end_runs(self.name, runs, deadline, self.clock)
         for run in runs:
-            self.channel.forget(self.name, run.spec.task_index, run.spec.generation)
+            self.grants.forget(self.name, run.spec.task_index, run.spec.generation)
             if self.runs.get(run.spec.task_index) is run:
                 del self.runs[run.spec.task_index]
 
@@ -331,30 +266,13 @@ class FlowSupervisor:
         run.start()
 
     def stop_tasks(self, *, timeout_s: float = STOP_TIMEOUT_S, deadline: float | None = None) -> bool:
-        """Stop the current generation: each task commits what was acknowledged and ends (bounded).
+        """Stop the generation (each task commits and ends), then read its last reports (``False``: backing off).
 
-        Every task is told at once and joined under one deadline; those still running then are
-        cancelled together (:func:`end_jobs`). Then the progress channel is read to its end (the
-        tasks' last reports: the positions a next generation starts from).
-
-        Parameters
-        ----------
-        timeout_s:
-            Seconds from now the tasks may take to commit and end (default :data:`STOP_TIMEOUT_S`).
-        deadline:
-            Instead of ``timeout_s``: the ``clock`` time (s) to end by, shared with other flows stopping.
-
-        Returns
-        -------
-        bool
-            Whether the last reports were read: ``False`` while a failed read backs off.
-
-        Raises
-        ------
-        ClusterError
-            The progress channel cannot be read (tried again after a backoff).
+        ``timeout_s`` from now (default :data:`STOP_TIMEOUT_S`) or a shared ``deadline`` (``clock`` s)
+        bounds the joins; the rest is cancelled (:func:`end_jobs`). Raises ClusterError when the
+        progress channel cannot be read.
         """
-        self.channel.stop(self.name, self.generation)
+        self.grants.stop(self.name, self.generation)
         end = deadline if deadline is not None else self.clock() + timeout_s
         if any(run.is_alive() for run in self.runs.values()):
             log.info("%s: stopping its copy tasks (each commits what the target acknowledged)", self.name)
@@ -363,13 +281,7 @@ class FlowSupervisor:
             return self._read_reports()
 
     def _read_reports(self) -> bool:
-        """Read the progress channel to its end (tasks' last reports); ``False`` while a failed read backs off.
-
-        Raises
-        ------
-        ClusterError
-            The read failed (it is tried again after a backoff, not at every tick).
-        """
+        """Read the progress channel to its end; ``False`` while a failed read backs off (ClusterError if it fails)."""
         if not self._reads.may("reports"):
             return False
         try:
@@ -397,10 +309,8 @@ class FlowSupervisor:
     def tick(self) -> None:
         """Apply new reports; handle ended tasks; restart on an assignment change. Called by the driver loop.
 
-        A :class:`~mirrorspark.errors.ClusterError` on the way (the target's broker that led the
-        progress channel or ``mm2-offsets`` just died, the lease group's coordinator moves) is logged,
-        at most every :data:`CLUSTER_WARNING_S`, and the same step is tried again at the next tick:
-        the driver loop, which supervises every flow, never ends on it.
+        A ClusterError is logged (at most every :data:`CLUSTER_WARNING_S`) and the step tried again next
+        tick.
         """
         try:
             self._tick()
@@ -420,13 +330,7 @@ class FlowSupervisor:
                 self._supervise()
 
     def _background_ended(self) -> bool:
-        """Whether the flow's thread is idle; a job's end is acted on, a take-over whose holding was lost cancelled.
-
-        Raises
-        ------
-        MirrorsparkError
-            The job's error (a failed take-over is tried again after a backoff).
-        """
+        """Whether the flow's thread is idle; act on a job's end (raise its error), cancel a lost take-over."""
         job = self.background
         if job.idle:
             return True
@@ -453,7 +357,7 @@ class FlowSupervisor:
             return
         now = self.clock()
         ended = [(index, run) for index, run in self.runs.items() if not run.is_alive()]
-        # their last reports first, one read for all of them (a ClusterError while the channel cannot be
+        # their last reports first, one read for all of them (a ClusterError while the progress channel cannot be
         # read leaves them for a later tick, after a backoff)
         if ended and self._read_reports():
             for index, run in ended:
@@ -496,13 +400,10 @@ class FlowSupervisor:
         return self.lease.may_grant(self.epoch)
 
     def _reclaimed(self) -> bool:
-        """Whether the lease came back under the very next epoch: the running generation goes on under it.
+        """Whether the lease came back under the very next epoch, so the running generation goes on under it.
 
-        Epochs are claim offsets + 1: the next one, or one past claims of this instance only (a claim
-        whose commit failed, e.g. ``NOT_COORDINATOR`` while the target came back), means no other
-        instance claimed the lease in between, so no other copy task committed; the running tasks (at
-        least once, waiting for a grant) then commit what the target acknowledged during the loss
-        instead of a new generation copying it again.
+        The next epoch, or one past this instance's own claims only (L4), means no other instance
+        committed meanwhile.
         """
         assert self.lease is not None
         lease = self.lease
@@ -539,11 +440,8 @@ class FlowSupervisor:
         return now - self._lost_at < RECLAIM_S
 
     def _ended(self, index: int, run: TaskJob, now: float) -> bool:
-        """Handle a task whose job ended: read its last reports, then restart it or record a gap; or fail the flow.
-
-        Returns ``True`` when the flow failed. Its last reports were read (:meth:`_read_reports`).
-        """
-        self.channel.forget(self.name, index, run.spec.generation)
+        """Handle a task whose job ended: restart it or record a gap, or fail the flow (returns ``True`` then)."""
+        self.grants.forget(self.name, index, run.spec.generation)
         self.runs.pop(index, None)
         result = run.result
         if run.error is not None or result is None:
@@ -556,7 +454,7 @@ class FlowSupervisor:
         elif result.outcome == TaskOutcome.ORPHANED:  # not told to abort
             log.warning(
                 "%s: copy task %d ended without its last commit (no valid grant from the driver within %.0f s, "
-                "or its channel to the driver closed); restarting it from its committed offsets: what it copied "
+                "or its grant link to the driver closed); restarting it from its committed offsets: what it copied "
                 "since is copied again",
                 self.name,
                 index,
@@ -627,19 +525,14 @@ class FlowSupervisor:
             log.warning("%s: stopping its copy tasks failed: %s", self.name, e)
 
     def abandon(self, error: SparkDriverLostError) -> None:
-        """End every task without committing, restart none, wait for none: the Spark driver JVM is gone.
-
-        The tasks are told to abort (their Python workers, if still running, commit nothing more:
-        no grant comes any more either); their driver threads end by themselves on Py4J's error.
-        Nothing here calls Spark. Idempotent.
-        """
+        """End every task without committing, restart none, wait for none: the Spark driver JVM is gone (idempotent)."""
         if self.state != SupervisorState.FAILED:
             self.state = SupervisorState.FAILED
             self.error = error
         self.background.cancel.set()  # a pending take-over starts nothing
-        self.channel.abort(self.name, self.generation)
+        self.grants.abort(self.name, self.generation)
         for run in self.runs.values():
-            self.channel.forget(self.name, run.spec.task_index, run.spec.generation)
+            self.grants.forget(self.name, run.spec.task_index, run.spec.generation)
         self.runs.clear()
         self.next_start.clear()
 
@@ -648,17 +541,10 @@ class FlowSupervisor:
         return self.state == SupervisorState.RUNNING and not self.runs and not self.next_start
 
     def close(self, *, deadline: float | None = None) -> None:
-        """Stop the tasks (if running) and give the lease up (a standby takes over at once).
+        """Stop the tasks (if running) and give the lease up once their grants ran out (L6).
 
-        Once every task ended, the lease is given up at once; otherwise once the grants given to
-        the tasks left running have run out (:meth:`~mirrorspark.replication.worker.lease.FlowLease.close`).
-
-        Parameters
-        ----------
-        deadline:
-            The ``clock`` time (s) by which the tasks must have ended (shared by every flow
-            stopping); ``None``: :data:`STOP_TIMEOUT_S` from now. Their last reports that cannot
-            be read are only logged.
+        ``deadline`` (``clock`` s, shared by every flow stopping; ``None``: :data:`STOP_TIMEOUT_S` from
+        now) bounds the tasks' end; last reports that cannot be read are only logged.
         """
         self.background.cancel.set()  # a pending take-over starts nothing; a pending join ends first
         end = deadline if deadline is not None else self.clock() + STOP_TIMEOUT_S

@@ -1,36 +1,23 @@
 """A flow's slow lease work off the driver loop, one job at a time per flow (``engine-audit-2.md`` N4, N5, N10).
 
-A take-over reads ``mm2-offsets`` (up to ``max.block.ms``, 60 s), fences transactional ids (as
-long) and reads the progress channel (10 s); a loss, a stop or a restart joins copy tasks for up
-to :data:`~mirrorspark.replication.worker.supervisor.STOP_TIMEOUT_S` plus the cancels' wait. Done on the
-driver loop, they held up every other flow's supervision. A :class:`FlowThread` runs them on a
-thread of the flow's own, one at a time; the flow's supervisor sees it pending at each tick,
-supervises nothing else of that flow meanwhile, and acts on its end (or its error) at the first
-tick after it. The other flows' ticks never wait for it.
+A take-over (reading ``mm2-offsets``, fencing, reading the progress channel) or the joins of a loss,
+stop or restart run on the flow's own :class:`FlowThread`; its supervisor supervises nothing else of
+that flow meanwhile, and other flows never wait.
 
 **Invariants of a hand-over** (at least once; exactly once is fenced besides):
 
-* a take-over of a holding that followed **another instance's** (not this instance's own
-  previous holding) waits until the lease's ``safe_at`` plus :data:`TAKEOVER_MARGIN_S`, then
-  reads ``mm2-offsets`` and starts its tasks from what it read: a commit of the previous holder
-  that landed during the wait is seen, not copied again;
-* those tasks produce nothing before their first grant
+* a take-over after **another instance's** holding waits until ``safe_at`` plus
+  :data:`TAKEOVER_MARGIN_S`, then reads ``mm2-offsets``: a commit of the previous holder that landed
+  meanwhile is seen, not copied again;
+* its tasks produce nothing before their first grant
   (:attr:`~mirrorspark.replication.task.spec.CopyTaskSpec.after_other_holder`);
-* a task whose grant lapsed produces nothing more
-  (:meth:`~mirrorspark.replication.task.runner.CopyTaskRunner.run`): the old holder's last records
-  were produced before its last grant's end, which precedes the new holder's assignment.
+* a task whose grant lapsed produces nothing more, so the old holder's last records precede the new
+  holder's assignment.
 
-**Residual risk (N10).** ``safe_at`` counts ``landing_ms``, the commit producers' *client-side*
-``message.timeout.ms``: a write the broker already received may still be appended after the
-client gave up (a broker's request queue, a TCP retransmission once a cut link heals), and so may
-an old holder's data records still in flight when its grant lapsed. Its data producer keeps
-librdkafka's ``message.timeout.ms``: records it queued before its grant lapsed, while its
-executors could not reach the target either, stay queued while the task waits for the lease to
-come back (at least once: ``HOLD_S``, so that a lease taken back commits them instead of copying
-them again) and are purged when the task ends (which recalls nothing already sent): if the link
-heals within that wait they land then. :data:`TAKEOVER_MARGIN_S` covers the usual broker delay; a
-straggler landing later moves ``mm2-offsets`` (duplicates, never a loss) or puts an old copy after
-a new one (order).
+**Residual risk (N10).** ``safe_at`` counts the client-side ``message.timeout.ms``: a broker may still
+append a write the client gave up on, or records queued while a cut link held (``HOLD_S``), once it
+heals. :data:`TAKEOVER_MARGIN_S` covers the usual delay; a later straggler means duplicates or an old
+copy after a new one, never a loss.
 """
 
 from __future__ import annotations
@@ -45,19 +32,12 @@ from mirrorspark.replication.worker.task_launcher import TaskJob, end_jobs
 log = logging.getLogger(__name__)
 
 TAKEOVER_MARGIN_S = 2.0
-"""Seconds past the lease's ``safe_at`` a take-over from another instance's holding waits before it reads
-``mm2-offsets``: a commit write the previous holder's client gave up on may still be appended by a
-broker that had received it (see the module notes)."""
+"""Seconds past the lease's ``safe_at`` a take-over from another instance's holding waits before reading
+``mm2-offsets`` (N10)."""
 
 
 class FlowThread:
-    """One flow's background job: a take-over, or the joins of a loss, stop or restart (see the module notes).
-
-    Parameters
-    ----------
-    name:
-        The flow's name (the threads are named after it).
-    """
+    """One flow's background job (threads named after it): a take-over, or the joins of a loss, stop or restart."""
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -78,13 +58,7 @@ class FlowThread:
         return self._thread is None
 
     def submit(self, what: str, job: Callable[[], object], *, epoch: int = 0) -> None:
-        """Run ``job`` on a new thread; ``what`` names it (``take-over``, ``loss``, ...), ``epoch`` a take-over's.
-
-        Raises
-        ------
-        RuntimeError
-            A job is still pending or uncollected (one at a time per flow).
-        """
+        """Run ``job`` (``what``: ``take-over``, ``loss``, ...) on a new thread; RuntimeError while one is pending."""
         if self._thread is not None:
             raise RuntimeError(f"{self.name}: a {self.what} is still under way")
         self.what, self.epoch, self._error = what, epoch, None

@@ -1,10 +1,7 @@
 """A copy task as the one Spark task of its own Spark job, run from a driver thread, and how such jobs end.
 
-:class:`TaskJob` submits the job (:func:`~mirrorspark.replication.task.job.run_copy_job`) and
-keeps how it ended: the task's result, its own error rebuilt as its class, or the job's failure
-translated (a Spark driver JVM that died or cannot be reached is a
-:class:`~mirrorspark.errors.SparkDriverLostError`, never retried). :func:`end_jobs` waits for
-several jobs under one deadline and cancels the rest together (engine-audit F7: never N x 30 s).
+:func:`end_jobs` waits for several jobs under one deadline and cancels the rest together (engine-audit
+F7: never N x 30 s).
 """
 
 from __future__ import annotations
@@ -37,19 +34,10 @@ WARM_UP_GROUP = "mirrorspark-warm-up"
 
 
 def warm_up(spark: SparkSession, count: int) -> threading.Thread:
-    """Start ``count`` Spark Python workers with the copy task's modules loaded, on a daemon thread.
+    """Start ``count`` Spark Python workers with the copy task's modules loaded, on a daemon thread (returned, started).
 
-    One short Spark job of ``count`` tasks (:func:`~mirrorspark.replication.task.job.warm_worker`):
-    Spark keeps their Python workers for the next tasks (``spark.python.worker.reuse``), so the
-    first copy tasks skip the PySpark daemon's start and their imports: on the 2-core machine a
-    session's first job took 1.2-1.9 s, the next ones 0.2 s. Run while a relaunched instance
-    waits for the flow's lease (the dead holder's session to expire). A failure is logged at
-    DEBUG only: the copy tasks start their workers themselves.
-
-    Returns
-    -------
-    threading.Thread
-        The thread, started.
+    Spark reuses them for the first copy tasks (1.2-1.9 s saved on 2 cores); run while a relaunched
+    instance waits for the flow's lease. A failure is logged at DEBUG only.
     """
 
     def run() -> None:
@@ -73,24 +61,10 @@ def warm_up(spark: SparkSession, count: int) -> threading.Thread:
 class TaskJob(threading.Thread):
     """One copy task as the only Spark task of its own Spark job, on a driver thread.
 
-    Parameters
-    ----------
-    spark:
-        The SparkSession.
-    spec:
-        The task.
-    jvm:
-        The watch on the Spark driver JVM, if any: a job that failed because the JVM died fails
-        with the watch's :class:`~mirrorspark.errors.SparkDriverLostError` (naming its pid).
-
-    Attributes
-    ----------
-    result:
-        How the task ended, unless it failed.
-    error:
-        Why it failed: the task's own error rebuilt as its class, a :class:`SparkDriverLostError`
-        when the Spark driver JVM died or cannot be reached (Py4J's connection closed or refused:
-        never retried), or a :class:`DataPathError` naming a lost task or a failed Spark job.
+    Ends with :attr:`result`, or :attr:`error`: the task's own error rebuilt as its class, a
+    :class:`~mirrorspark.errors.SparkDriverLostError` when the Spark driver JVM died or cannot be
+    reached (never retried; ``jvm`` names its pid), or a DataPathError naming a lost task or a failed
+    job.
     """
 
     def __init__(self, spark: SparkSession, spec: CopyTaskSpec, jvm: DriverJvmWatch | None = None) -> None:
@@ -140,10 +114,7 @@ class TaskJob(threading.Thread):
         return DataPathError(f"flow {self.spec.flow}: the Spark job of copy task {self.spec.task_index} failed: {text}")
 
     def cancel(self) -> None:
-        """Cancel the task's Spark job (the Python worker is killed; nothing more is committed).
-
-        Nothing to do once the Spark driver JVM is gone; a failing cancel (the JVM dying) is only logged.
-        """
+        """Cancel the task's Spark job (its Python worker killed, nothing more committed); a failure is only logged."""
         if self.jvm is not None and self.jvm.lost is not None:
             return
         try:
@@ -157,25 +128,10 @@ class TaskJob(threading.Thread):
 def end_jobs(
     runs: Iterable[TaskJob], deadline: float, clock: Callable[[], float] = time.monotonic
 ) -> tuple[list[TaskJob], list[TaskJob]]:
-    """Wait for copy task jobs to end until ``deadline``, then cancel those still running, all together.
+    """Wait for jobs to end until ``deadline`` (``clock()`` s), cancel the rest together; return (cancelled, alive).
 
-    Every job is joined under the one ``deadline`` (so N stuck tasks cost one wait, not N), then
-    every job still alive is cancelled at once from threads of its own (a cancel is a Py4J call),
-    and all are joined again for at most :data:`CANCEL_WAIT_S`.
-
-    Parameters
-    ----------
-    runs:
-        The jobs.
-    deadline:
-        ``clock()`` time (s) until which the jobs may end by themselves.
-    clock:
-        Monotonic seconds (injectable for tests).
-
-    Returns
-    -------
-    tuple[list[TaskJob], list[TaskJob]]
-        The jobs that had to be cancelled, and those still running after their cancel (for the caller to log).
+    The cancels run in parallel and are joined for at most :data:`CANCEL_WAIT_S`: N stuck tasks cost one
+    wait, not N.
     """
     runs = list(runs)
     for run in runs:

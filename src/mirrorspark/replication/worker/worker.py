@@ -1,16 +1,9 @@
-"""Every flow's copy tasks on Spark: task slots, the task channel, the flows' supervisors and their lease grants.
+"""Every flow's copy tasks on Spark: task slots, the grant server, the flows' supervisors and their lease grants.
 
-The counterpart of a Kafka Connect worker for mirrorspark's one Spark application: it checks
-that Spark offers a task slot per copy task (each keeps one slot busy for its whole life), runs
-one :class:`~mirrorspark.replication.worker.supervisor.FlowSupervisor` per flow, renews the running
-generations' lease grants from a thread of its own (so a long control job never stalls them),
-and stops every task through the task channel (each commits what was acknowledged; tasks still
-running after :data:`~mirrorspark.replication.worker.supervisor.STOP_TIMEOUT_S` have their Spark job
-cancelled): every flow at once, under one deadline.
-
-It watches the Spark driver JVM (:class:`~mirrorspark.spark_session.DriverJvmWatch`): once the JVM
-is gone (:attr:`Worker.driver_lost`) no grant is renewed, every task is told to abort (none
-commits again), no task is restarted and no Spark call is made; the driver loop ends on it.
+The counterpart of a Kafka Connect worker: one task slot per copy task, one
+:class:`~mirrorspark.replication.worker.supervisor.FlowSupervisor` per flow, grants renewed from a
+thread of its own, every flow stopped at once under one deadline. Once the Spark driver JVM is gone
+(:attr:`Worker.driver_lost`) no grant is renewed, every task is told to abort and no Spark call is made.
 """
 
 from __future__ import annotations
@@ -46,23 +39,10 @@ SLOT_WAIT_S = 60.0
 class Worker:
     """Runs every flow's copy tasks as long-running Spark tasks and supervises them.
 
-    Parameters
-    ----------
-    spark:
-        The SparkSession (its task slots are checked at :meth:`start`).
-    flows:
-        The started flows.
-    leases:
-        Whether each flow runs only while this instance holds its lease (one active instance per flow).
-    stop_at:
-        A bounded copy: ``{flow name: {(topic, partition): end offset}}`` listed at start; each
-        flow's tasks end once they read their partitions to them. ``None``: copy until stopped.
-    jvm:
-        The watch on the Spark driver JVM (started and closed here); ``None``: the watch of
-        ``spark`` (:meth:`DriverJvmWatch.of`), when its JVM can be watched.
-    joined:
-        Leases already started, by flow name (:meth:`~mirrorspark.replication.driver.Replicator.join_leases`:
-        joined while Spark started); the other flows get a new one (with ``leases``).
+    ``leases``: each flow runs only while this instance holds its lease; ``stop_at``: a bounded copy's
+    ``{flow: {(topic, partition): end offset}}`` (``None``: until stopped); ``jvm``: the driver JVM
+    watch (``None``: the session's, when it can be watched); ``joined``: leases already started, by flow
+    name.
     """
 
     _lost: SparkDriverLostError | None = None  # set once, when the Spark driver JVM is found gone
@@ -79,13 +59,13 @@ class Worker:
     ) -> None:
         self.spark = spark
         host = spark.sparkContext.getConf().get("spark.driver.host") or "127.0.0.1"
-        self.channel = GrantServer(host)
+        self.grants = GrantServer(host)
         self.jvm = jvm if jvm is not None else DriverJvmWatch.of(spark)
         self.supervisors = [
             FlowSupervisor(
                 f,
                 spark,
-                self.channel,
+                self.grants,
                 ((joined or {}).get(f.name) or FlowLease(f.context)) if leases else None,
                 stop_at=None if stop_at is None else stop_at.get(f.name, {}),
                 jvm=self.jvm,
@@ -114,7 +94,7 @@ class Worker:
         self._lost = error
         log.debug("the Spark driver JVM is gone: every copy task is told to abort")
         for s in list(self.supervisors):
-            self.channel.abort(s.name, s.generation)
+            self.grants.abort(s.name, s.generation)
 
     def _grant_loop(self) -> None:
         """Renew the grants every :data:`LEASE_RENEW_S`, off the driver loop (long control jobs never stall them)."""
@@ -134,11 +114,8 @@ class Worker:
     def start(self) -> None:
         """Check the task slots and start every flow's supervisor (as a standby of its lease first).
 
-        Raises
-        ------
-        ConfigError
-            Fewer slots than copy tasks (on a cluster: still, after :data:`SLOT_WAIT_S` of waiting for
-            executors), or Spark speculation is on (:func:`check_speculation`).
+        Raises ConfigError with fewer slots than copy tasks (on a cluster, after :data:`SLOT_WAIT_S`) or
+        with Spark speculation on.
         """
         check_speculation(self.spark.sparkContext.getConf().get("spark.speculation"))
         needed = sum(s.task_count() for s in self.supervisors)
@@ -166,11 +143,8 @@ class Worker:
     def tick(self) -> None:
         """Supervise every flow once (reports, ended tasks, assignment changes, the lease).
 
-        A flow whose supervision raises anything but a :class:`~mirrorspark.errors.ClusterError`
-        (which its supervisor retries) is marked failed with that error and its tasks stopped: the
-        other flows go on, and the driver loop never ends on one flow's error. Once the Spark
-        driver JVM is gone (:attr:`driver_lost`) nothing is supervised any more: every flow is
-        abandoned (:meth:`FlowSupervisor.abandon`), and the driver loop ends on it.
+        A flow whose supervision raises anything but a ClusterError (retried) fails alone, its tasks
+        stopped; once the driver JVM is gone every flow is abandoned.
         """
         lost = self.driver_lost
         if lost is not None:
@@ -191,12 +165,8 @@ class Worker:
     def stop(self) -> None:
         """Stop every flow's tasks (each commits what was acknowledged) and give the leases up: all flows at once.
 
-        Every flow is stopped from a thread of its own under one deadline for all
-        (:data:`~mirrorspark.replication.worker.supervisor.STOP_TIMEOUT_S`, then the cancels'
-        :data:`~mirrorspark.replication.worker.supervisor.CANCEL_WAIT_S`, then the leases'
-        :data:`~mirrorspark.replication.worker.lease.CLOSE_TIMEOUT_S`): N flows cost one wait, not N.
-        Once the Spark driver JVM is gone, every task is aborted instead (none commits) and only
-        the leases are given up.
+        One deadline for all (stop, cancels, leases' close): N flows cost one wait, not N. Once the
+        Spark driver JVM is gone every task is aborted instead.
         """
         lost = self.driver_lost
         if lost is not None:
@@ -206,7 +176,7 @@ class Worker:
         else:
             for s in self.supervisors:
                 if s.runs:
-                    self.channel.stop(s.name, s.generation)
+                    self.grants.stop(s.name, s.generation)
         deadline = time.monotonic() + STOP_TIMEOUT_S
         closers = [
             threading.Thread(target=_close, args=(s, deadline), name=f"mirrorspark-stop-{s.name}", daemon=True)
@@ -224,7 +194,7 @@ class Worker:
         self._closing.set()
         if self.jvm is not None:
             self.jvm.close()
-        self.channel.close()
+        self.grants.close()
 
 
 def _close(supervisor: FlowSupervisor, deadline: float) -> None:
@@ -236,24 +206,10 @@ def _close(supervisor: FlowSupervisor, deadline: float) -> None:
 
 
 def check_speculation(value: str | None) -> None:
-    """Refuse Spark speculation (``spark.speculation``): it would kill the copy tasks in a loop.
+    """Refuse Spark speculation (``spark.speculation``, ``None``: unset): it would kill the copy tasks in a loop.
 
-    A copy task is a long-running Spark task, so Spark's speculation (``spark.speculation=true``,
-    e.g. with ``spark.speculation.task.duration.threshold`` set) soon launches a second attempt of
-    it. That attempt ends at once as ``lost`` (:func:`~mirrorspark.replication.task.job.run_copy_job`
-    never runs a later attempt: its positions are stale); Spark takes its result for the task's,
-    kills the real attempt, and the supervisor restarts it: over and over (``engine-audit.md`` F8).
-    The setting is read when the SparkContext starts, so it is refused here rather than overridden.
-
-    Parameters
-    ----------
-    value:
-        The session's ``spark.speculation`` (``None``: not set, Spark's default ``false``).
-
-    Raises
-    ------
-    ConfigError
-        ``spark.speculation`` is true.
+    A speculative attempt of a long-running copy task ends at once as ``lost``, Spark takes its result
+    and kills the real one, and the supervisor restarts it (``engine-audit.md`` F8). Raises ConfigError.
     """
     if (value or "false").strip().lower() == "true":
         raise ConfigError(
@@ -264,22 +220,7 @@ def check_speculation(value: str | None) -> None:
 
 
 def wait_for_slots(slots: Callable[[], int], needed: int, timeout_s: float, interval_s: float = 0.5) -> int:
-    """Poll ``slots()`` until it reaches ``needed`` or ``timeout_s`` passed (executors still registering).
-
-    Parameters
-    ----------
-    slots:
-        Task slots offered now (:meth:`Worker.slots`).
-    needed:
-        Slots the copy tasks need.
-    timeout_s, interval_s:
-        Longest wait and pause between two polls (s).
-
-    Returns
-    -------
-    int
-        The last count seen: ``>= needed``, or less after ``timeout_s``.
-    """
+    """Poll ``slots()`` every ``interval_s`` until it reaches ``needed`` or ``timeout_s`` passed; return the count."""
     deadline = time.monotonic() + timeout_s
     available = slots()
     while available < needed and time.monotonic() < deadline:
