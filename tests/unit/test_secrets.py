@@ -117,7 +117,7 @@ def test_config_and_context_reprs_hold_no_secret() -> None:
     )
     contexts = ReplicationContext(cfg, clients)
     ctx = contexts.flow("A", "B")
-    for obj in (cfg, cfg.flow("A", "B"), cfg.cluster("A"), ctx, contexts, ctx.flow.source_consumer):
+    for obj in (cfg, cfg.flow("A", "B"), cfg.cluster("A"), ctx, contexts, ctx.flow_config.source_consumer):
         assert SECRET not in repr(obj) and SECRET not in str(obj), type(obj).__name__
     settings = ClientSettings(properties={"ssl.keystore.passphrase": SECRET})
     assert SECRET not in repr(settings)

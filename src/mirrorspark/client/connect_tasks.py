@@ -39,7 +39,7 @@ def read_previous_task_count(context: FlowContext, *, timeout_s: float = 60.0) -
     Read ``read_committed`` to its end within ``timeout_s`` seconds; ``None`` when the topic is missing,
     holds no record of the connector, or cannot be read (logged at WARNING).
     """
-    cfg = context.flow
+    cfg = context.flow_config
     counts = ConnectTaskCounts(cfg.source_connector_name)
 
     def on_message(m: MessageLike) -> None:

@@ -96,7 +96,7 @@ class FlowContext:
     """
 
     config: MirrorConfig
-    flow: FlowConfig
+    flow_config: FlowConfig
     policy: ReplicationPolicy
     internal_topics: InternalTopics
     topic_filter: DefaultTopicFilter
@@ -118,7 +118,7 @@ class FlowContext:
         policy = flow_policy(flow)
         return cls(
             config=config,
-            flow=flow,
+            flow_config=flow,
             policy=policy,
             internal_topics=InternalTopics.of(flow, policy),
             topic_filter=DefaultTopicFilter(topics=flow.topics, topics_exclude=flow.topics_exclude),
@@ -133,15 +133,15 @@ class FlowContext:
     @property
     def name(self) -> str:
         """The flow's name, ``"<source>-><target>"``."""
-        return self.flow.name
+        return self.flow_config.name
 
     def for_connector(self, kind: str) -> FlowContext:
         """Return the context whose clients are connector ``kind``'s (``"checkpoint"`` or ``"heartbeat"``).
 
         This context when the connector has no clients of its own, else one sharing its policy and filters.
         """
-        flow = self.flow.for_connector(kind)
-        return self if flow is self.flow else replace(self, flow=flow)
+        flow = self.flow_config.for_connector(kind)
+        return self if flow is self.flow_config else replace(self, flow_config=flow)
 
     def bound_transforms(self, topic: str) -> BoundChain | None:
         """Return the flow's transforms bound to the remote topic of source ``topic``, ``None`` when none applies.
@@ -151,7 +151,7 @@ class FlowContext:
         if not self.transforms:
             return None
         policy = self.policy.inner if isinstance(self.policy, RoutedReplicationPolicy) else self.policy
-        return self.transforms.bind(policy.format_remote_topic(self.flow.source, topic))
+        return self.transforms.bind(policy.format_remote_topic(self.flow_config.source, topic))
 
     def replicates_topic(self, topic: str) -> bool:
         """Whether the flow replicates source ``topic`` by the config file's lists (MM2's ``shouldReplicateTopic``)."""
@@ -159,26 +159,26 @@ class FlowContext:
             topic,
             topic_filter=self.topic_filter,
             policy=self.policy,
-            target_alias=self.flow.target,
-            heartbeats_replication_enabled=self.flow.heartbeats_replication_enabled,
+            target_alias=self.flow_config.target,
+            heartbeats_replication_enabled=self.flow_config.heartbeats_replication_enabled,
         )
 
     def cluster(self, side: Side) -> ClusterConfig:
         """Return the source or target cluster's configuration."""
-        return self.config.cluster(self.flow.source if side == "source" else self.flow.target)
+        return self.config.cluster(self.flow_config.source if side == "source" else self.flow_config.target)
 
     def alias(self, side: Side) -> str:
         """Return the source or target cluster's alias, e.g. ``"A"`` of ``A->B`` for ``"source"``."""
-        return self.flow.source if side == "source" else self.flow.target
+        return self.flow_config.source if side == "source" else self.flow_config.target
 
     def settings(self, key: SettingsKey) -> ClientSettings:
         """Return the Java client settings of the flow's field ``key``, composed as MM2's ``clusterProps`` does."""
-        value: ClientSettings = getattr(self.flow, key)
+        value: ClientSettings = getattr(self.flow_config, key)
         return value
 
     def client_id(self, purpose: str) -> str:
         """Return the ``client.id`` of a client of the flow, e.g. ``"A->B|mirrorspark|replication-producer"``."""
-        return f"{self.flow.name}|{COMPONENT}|{purpose}"
+        return f"{self.flow_config.name}|{COMPONENT}|{purpose}"
 
     def librdkafka(self, key: SettingsKey) -> Mapping[str, Any]:
         """Translate ``key``'s settings once: see :meth:`~mirrorspark.kafka.factory.ClientFactory.librdkafka`."""
@@ -203,7 +203,7 @@ class FlowContext:
 
     def _side_settings(self, side: Side, kind: ClientKind) -> ClientSettings:
         """Return the ``<side>_<kind>`` settings."""
-        value: ClientSettings = getattr(self.flow, f"{side}_{kind}")
+        value: ClientSettings = getattr(self.flow_config, f"{side}_{kind}")
         return value
 
     @contextlib.contextmanager
@@ -212,7 +212,7 @@ class FlowContext:
         try:
             yield
         except ConfigError as e:
-            alias = self.flow.source if side == "source" else self.flow.target
+            alias = self.flow_config.source if side == "source" else self.flow_config.target
             if CLUSTER_ALIAS_PLACEHOLDER not in e.message:
                 raise
             message = e.message.replace(CLUSTER_ALIAS_PLACEHOLDER, alias).replace(
@@ -250,7 +250,7 @@ class FlowContext:
         return ClusterAdmin(
             self.admin(side, purpose, overrides=overrides),
             self.alias(side),
-            timeout_s=self.flow.admin_timeout_s,
+            timeout_s=self.flow_config.admin_timeout_s,
             bootstrap_servers=self._side_settings(side, "admin").get("bootstrap.servers"),
         )
 
@@ -293,7 +293,7 @@ class ReplicationContext:
 
     def reverse(self, ctx: FlowContext) -> FlowContext:
         """Return the context of the opposite flow ``T->S`` of ``ctx``, enabled or not; raises as :meth:`flow`."""
-        return self.flow(ctx.flow.target, ctx.flow.source)
+        return self.flow(ctx.flow_config.target, ctx.flow_config.source)
 
     def cluster_admin(
         self,

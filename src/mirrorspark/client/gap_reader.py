@@ -30,7 +30,7 @@ def read_gap_ledger(ctx: FlowContext, *, client_id: str, timeout_s: float = 30.0
 
     Raises ClusterError when the ledger cannot be read to its end within ``timeout_s`` seconds.
     """
-    cfg = ctx.flow
+    cfg = ctx.flow_config
     flow = cfg.name
     out = LedgerContents()
     topic = ctx.internal_topics.gaps

@@ -222,7 +222,7 @@ def read_flow_source_offsets(ctx: FlowContext, purpose: str, *, timeout_s: float
     Returns ``{(topic, partition): offset of the last replicated upstream record}``; raises ClusterError
     when the topic cannot be read to its end within ``timeout_s`` seconds.
     """
-    flow = ctx.flow
+    flow = ctx.flow_config
     return read_source_offsets(
         flow.target_consumer,
         flow.target_admin,

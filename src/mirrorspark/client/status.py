@@ -113,7 +113,7 @@ class ClusterStatus:
 
 def _heartbeats(ctx: FlowContext) -> int | None:
     """Epoch ms of the newest ``Heartbeat(source, target)`` in the target's heartbeats topic."""
-    flow = ctx.flow
+    flow = ctx.flow_config
     target = ctx.cluster("target")
     newest: list[int] = []
 
@@ -142,7 +142,7 @@ def read_failover_event(ctx: FlowContext, *, client_id: str) -> FailoverEvent | 
 
     Undecodable records are skipped; raises ClusterError if the target cannot be read.
     """
-    flow = ctx.flow
+    flow = ctx.flow_config
     target = ctx.cluster("target")
     newest: list[FailoverEvent] = []
 

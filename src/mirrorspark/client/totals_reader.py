@@ -22,7 +22,7 @@ def read_totals(
     ``states`` is filled with the flow's last published :class:`~mirrorspark.core.lifetime_totals.FlowState`,
     if any. Raises ClusterError when the topic cannot be read to its end within ``timeout_s`` seconds.
     """
-    cfg = ctx.flow
+    cfg = ctx.flow_config
     flow = cfg.name
     out: dict[str, TopicTotals] = {}
 

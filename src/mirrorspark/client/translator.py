@@ -35,7 +35,7 @@ class OffsetTranslator:
         self.context = context
         self.reverse = reverse
         self.config = context.config
-        self.flow_config = context.flow
+        self.flow_config = context.flow_config
         self.policy = context.policy
         self.copied = copied
         self.reverse_copied = reverse_copied
@@ -74,10 +74,10 @@ class OffsetTranslator:
         try:
             done = syncs.load(cancelled=cancelled)
             reverse = self.reverse
-            if done and reverse is not None and reverse.flow.emit_offset_syncs_enabled:
+            if done and reverse is not None and reverse.flow_config.emit_offset_syncs_enabled:
                 reverse_syncs = OffsetSyncReader(
                     self.config,
-                    reverse.flow,
+                    reverse.flow_config,
                     reverse.internal_topics,
                     read_to_end_required=False,
                     client_id=self.context.client_id("reverse-offset-syncs-consumer"),

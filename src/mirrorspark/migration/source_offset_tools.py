@@ -76,7 +76,7 @@ class FlowSourceOffsets:
     ) -> None:
         contexts = context if context is not None else ReplicationContext(config)
         self.ctx: FlowContext = contexts.flow(source, target)
-        self.flow_config = self.ctx.flow
+        self.flow_config = self.ctx.flow_config
         self.source = source
         self.target = target
         self._explicit_timeout_s = timeout_s

@@ -79,7 +79,7 @@ class CheckpointEmitter:
         reverse_copied: CopiedRanges | None = None,
         clock_ms: Callable[[], int] = lambda: int(time.time() * 1000),
     ) -> None:
-        flow = context.flow
+        flow = context.flow_config
         self.context = context
         self.reverse = reverse
         self.config = context.config

@@ -35,7 +35,7 @@ def check_connector_clusters(ctx: FlowContext) -> None:
         found: dict[str, tuple[str, str]] = {}  # cluster id -> (connector, bootstrap servers)
         checked: set[str] = set()
         for kind, c in [("source", ctx), *own]:
-            servers = getattr(c.flow, f"{side}_admin").bootstrap_servers
+            servers = getattr(c.flow_config, f"{side}_admin").bootstrap_servers
             if side not in USED_SIDES[kind] or servers in checked:
                 continue
             checked.add(servers)

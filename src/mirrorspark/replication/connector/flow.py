@@ -54,7 +54,7 @@ class Flow:
     """
 
     def __init__(self, context: FlowContext, data_path: DataPathConfig) -> None:
-        cfg = context.flow
+        cfg = context.flow_config
         self.context = context
         self.config = cfg
         self.name = cfg.name

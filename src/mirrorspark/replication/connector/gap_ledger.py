@@ -27,7 +27,7 @@ class GapLedger:
 
     def start(self) -> LedgerContents:
         """Create the ledger topic if needed and return what it holds for the flow; raises ``ClusterError``."""
-        cfg = self.context.flow
+        cfg = self.context.flow_config
         timeout_s = cfg.admin_timeout_s
         self._admin.ensure_topic(
             self.topic,
@@ -55,7 +55,7 @@ class GapLedger:
             self._producer.produce(self.topic, value, key, partition=0, on_delivery=on_delivery)
         left = self._producer.flush(30)
         if left or errors:
-            cfg = self.context.flow
+            cfg = self.context.flow_config
             raise ClusterError(
                 f"{cfg.name}: writing to the gap ledger '{self.topic}' on cluster '{cfg.target}' failed "
                 f"({errors[0] if errors else f'{left} records not acknowledged'}); check the target cluster"
@@ -67,7 +67,7 @@ class GapLedger:
 
     def record_topic_ids(self, ids: dict[str, str]) -> None:
         """Append the current ids of source topics (acknowledged on return)."""
-        flow = self.context.flow.name
+        flow = self.context.flow_config.name
         self.write([encode_topic_id(flow, t, i) for t, i in sorted(ids.items())])
 
     def close(self) -> None:

@@ -31,7 +31,7 @@ class HeartbeatEmitter:
         *,
         clock_ms: Callable[[], int] = lambda: int(time.time() * 1000),
     ) -> None:
-        self.flows = tuple(f for f in flows if f.flow.emit_heartbeats_enabled)
+        self.flows = tuple(f for f in flows if f.flow_config.emit_heartbeats_enabled)
         self._clock_ms = clock_ms
         self._producers: dict[str, Any] = {}
         self.emitted = 0
@@ -40,7 +40,7 @@ class HeartbeatEmitter:
     def start(self) -> None:
         """Create each target's heartbeats topic (1 partition, compacted) and the producers; raises ``ClusterError``."""
         for ctx in self.flows:
-            flow = ctx.flow
+            flow = ctx.flow_config
             ctx.cluster_admin("target", "heartbeats-target-admin").ensure_topic(
                 ctx.internal_topics.heartbeats,
                 partitions=1,
@@ -57,7 +57,7 @@ class HeartbeatEmitter:
 
         One not acknowledged is logged at WARNING and counted in :attr:`failed`, superseded by the next, not resent.
         """
-        flow = ctx.flow
+        flow = ctx.flow_config
         now = self._clock_ms()
         hb = Heartbeat(flow.source, flow.target, now)
         topic = ctx.internal_topics.heartbeats
@@ -84,15 +84,17 @@ class HeartbeatEmitter:
             "flow %s: writing a heartbeat to topic '%s' on cluster '%s' failed (%s); the next one is sent in %s s",
             ctx.name,
             topic,
-            ctx.flow.target,
+            ctx.flow_config.target,
             why,
-            ctx.flow.emit_heartbeats_interval_s,
+            ctx.flow_config.emit_heartbeats_interval_s,
         )
 
     def jobs(self) -> list[PeriodicJob]:
         """Declare ``heartbeats S->T`` per flow, every ``emit.heartbeats.interval.seconds``, the first at once."""
         return [
-            PeriodicJob(f"heartbeats {c.name}", c.flow.emit_heartbeats_interval_s, functools.partial(self.emit, c))
+            PeriodicJob(
+                f"heartbeats {c.name}", c.flow_config.emit_heartbeats_interval_s, functools.partial(self.emit, c)
+            )
             for c in self.flows
         ]
 

@@ -29,7 +29,7 @@ class LiveFilters:
     """
 
     def __init__(self, context: FlowContext, *, purpose: str = "control-target-consumer") -> None:
-        self.flow_config = context.flow
+        self.flow_config = context.flow_config
         self.topic = context.internal_topics.control
         self.name = self.flow_config.name
         self._tail = ControlTail(

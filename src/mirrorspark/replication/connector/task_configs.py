@@ -69,14 +69,14 @@ class TaskConfigs:
     @property
     def exactly_once(self) -> bool:
         """Whether the flow copies exactly once: ``<target>.exactly.once.source.support=enabled`` (KIP-618)."""
-        return self.context.flow.exactly_once_source_support == "enabled"
+        return self.context.flow_config.exactly_once_source_support == "enabled"
 
     def _client_confs(self) -> dict[str, Any]:
         """Return the tasks' client configurations (``client.id`` by the flow context's rule), built once."""
         if self._confs is not None:
             return self._confs
         ctx = self.context
-        cfg = ctx.flow
+        cfg = ctx.flow_config
         consumer = ctx.client_conf(
             "source_consumer",
             "replication-consumer",
@@ -195,7 +195,7 @@ class TaskConfigs:
         into the :class:`~mirrorspark.replication.task.spec.CopyTaskSpec`. Raises ``ConfigError`` when a
         client setting (e.g. ``max.block.ms``) is invalid.
         """
-        cfg, names = self.context.flow, self.context.internal_topics
+        cfg, names = self.context.flow_config, self.context.internal_topics
         confs = self._client_confs()
         eos = self.exactly_once
         flush_ms = (

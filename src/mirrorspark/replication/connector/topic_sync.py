@@ -35,7 +35,7 @@ class TopicSync:
     """One flow's topics (see the module notes); not thread-safe."""
 
     def __init__(self, context: FlowContext, source_admin: ClusterAdmin, target_admin: ClusterAdmin) -> None:
-        cfg = context.flow
+        cfg = context.flow_config
         self.context = context
         self.config = cfg
         self._src_admin = source_admin

@@ -293,7 +293,7 @@ class FlowLease:
     def _raise_failure(self) -> None:
         failure = self._failure
         if failure is not None:
-            target = self.context.flow.target
+            target = self.context.flow_config.target
             code = _kafka_code(failure)
             hint = permission_hint(code, group=self.group_id, topic=self.topic, cluster=target)
             raise ClusterError(
@@ -312,7 +312,7 @@ class FlowLease:
         """
         if self._thread is not None:
             raise RuntimeError(f"flow {self.flow_name}: lease already started")
-        flow = self.context.flow
+        flow = self.context.flow_config
         admin = self.context.cluster_admin("target", "lease-admin")
         admin = admin if timeout_s is None else admin.with_timeout(timeout_s)
         admin.ensure_topic(
@@ -554,7 +554,7 @@ class FlowLease:
                 log.warning(
                     "flow %s: taking the lease failed on cluster '%s' (trying again every %.0f s): %s",
                     self.flow_name,
-                    self.context.flow.target,
+                    self.context.flow_config.target,
                     CLAIM_RETRY_S,
                     reason,
                 )
