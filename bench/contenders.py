@@ -39,7 +39,7 @@ from bench.sampler import EndOffsets, Sampler, Window
 from bench.workload import Workload, count_committed, count_records
 
 if TYPE_CHECKING:
-    from mirrorspark.replication.flow import Flow
+    from mirrorspark.replication.connector.flow import Flow
 
 __all__ = [
     "MM2_TUNED_PRODUCER",

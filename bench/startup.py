@@ -40,9 +40,12 @@ __all__ = ["MARKS", "median_marks", "read_marks", "startup_line"]
 MARKS: Mapping[str, tuple[tuple[str, re.Pattern[str]], ...]] = {
     "mirrorspark": (
         ("flows started", re.compile(r"mirrorspark\.start-up: \d+ flow\(s\) started in (?P<took>[\d.]+) s")),
-        ("lease held", re.compile(r"mirrorspark\.replication\.lease: .*: holds the lease")),
+        ("lease held", re.compile(r"mirrorspark\.replication\.worker\.lease: .*: holds the lease")),
         ("Spark session", re.compile(r"mirrorspark\.start-up: Spark session started")),
-        ("tasks launched", re.compile(r"mirrorspark\.replication\.supervisor: .*holds the flow's lease .*copying")),
+        (
+            "tasks launched",
+            re.compile(r"mirrorspark\.replication\.worker\.supervisor: .*holds the flow's lease .*copying"),
+        ),
         ("Python workers", re.compile(r"mirrorspark\.start-up: \d+ Python worker\(s\) started")),
     ),
     "mm2": (

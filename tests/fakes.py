@@ -12,7 +12,7 @@ every client to the :class:`FakeCluster` named by its ``bootstrap.servers``::
 
 Not a broker: no compaction, no retention; the control classes' producer acknowledges records at
 once. A copy task's clients (:class:`FakeTaskConsumer`, :class:`FakeTaskProducer`: records in
-flight until acknowledged, delivery failures, transactions; :class:`FakeChannel`) drive
+flight until acknowledged, delivery failures, transactions; :class:`FakeGrants`) drive
 :class:`~mirrorspark.replication.task.runner.CopyTaskRunner` in unit tests.
 """
 
@@ -25,7 +25,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 from confluent_kafka import ConsumerGroupState, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import (
@@ -46,13 +46,13 @@ Op = AclOperation
 
 
 def run_flow_jobs_inline(monkeypatch: Any) -> None:
-    """Have every :class:`~mirrorspark.replication.takeover.FlowThread` run its job at once, in the caller's thread.
+    """Have every :class:`~mirrorspark.replication.worker.takeover.FlowThread` run its job now, in the caller's thread.
 
     A supervisor's take-over, loss, stop or restart then ends within the tick that submits it (as before
     they ran on a thread of their own): unit tests of the supervisor's logic stay deterministic. Its end
     (or error) is still acted on at the next tick.
     """
-    from mirrorspark.replication.takeover import FlowThread
+    from mirrorspark.replication.worker.takeover import FlowThread
 
     def submit(self: FlowThread, what: str, job: Any, *, epoch: int = 0) -> None:
         if not self.idle:
@@ -66,7 +66,7 @@ def run_flow_jobs_inline(monkeypatch: Any) -> None:
 
 
 class FlowLockStub:
-    """Mixin of a stub flow: its lock and :meth:`~mirrorspark.replication.flow.Flow.held` over it."""
+    """Mixin of a stub flow: its lock and :meth:`~mirrorspark.replication.connector.flow.Flow.held` over it."""
 
     _lock: threading.RLock | None = None
 
@@ -79,7 +79,7 @@ class FlowLockStub:
 
     @contextlib.contextmanager
     def held(self, *, wait_s: float | None = None) -> Iterator[bool]:
-        """As :meth:`Flow.held <mirrorspark.replication.flow.Flow.held>`."""
+        """As :meth:`Flow.held <mirrorspark.replication.connector.flow.Flow.held>`."""
         taken = self.lock.acquire() if wait_s is None else self.lock.acquire(timeout=wait_s)
         try:
             yield taken
@@ -92,10 +92,10 @@ __all__ = [
     "CLUSTER_OPS",
     "FakeAclAdmin",
     "FakeAdmin",
-    "FakeChannel",
     "FakeClients",
     "FakeCluster",
     "FakeConsumer",
+    "FakeGrants",
     "FakeGroup",
     "FakeProducer",
     "FakeTaskConsumer",
@@ -208,7 +208,7 @@ class FakeRecord:
     key: bytes | None
     value: bytes | None
     timestamp_ms: int = 0
-    headers: list[tuple[str, bytes | None]] | None = None
+    headers: list[tuple[str, str | bytes | None]] | None = None
 
 
 _TOPIC_IDS = itertools.count(1)
@@ -457,7 +457,7 @@ class FakeAdmin(FakeAclAdmin):
                 if e.incremental_operation == AlterConfigOpType.DELETE:
                     config.pop(e.name, None)
                 else:
-                    config[e.name] = e.value
+                    config[e.name] = cast(str, e.value)
         return {res: done(None) for res in resources}
 
     # consumer groups
@@ -486,6 +486,20 @@ class FakeAdmin(FakeAclAdmin):
             group = self.cluster.groups.get(r.group_id, FakeGroup())
             tps = [TopicPartition(t, p, o, metadata=m) for (t, p), (o, m) in sorted(group.offsets.items())]
             out[r.group_id] = done(SimpleNamespace(group_id=r.group_id, topic_partitions=tps))
+        return out
+
+    def delete_consumer_groups(self, group_ids: Sequence[str], **_: Any) -> dict[str, Future[Any]]:
+        self.calls.append("delete_consumer_groups")
+        out: dict[str, Future[Any]] = {}
+        for g in group_ids:
+            group = self.cluster.groups.get(g)
+            if group is None:
+                out[g] = failed(KafkaError.GROUP_ID_NOT_FOUND, "no such group")
+            elif group.members:
+                out[g] = failed(KafkaError.NON_EMPTY_GROUP, "the group has active members")
+            else:
+                del self.cluster.groups[g]
+                out[g] = done(None)
         return out
 
     def alter_consumer_group_offsets(self, requests: Sequence[Any], **_: Any) -> dict[str, Future[Any]]:
@@ -554,7 +568,8 @@ class SpyAdmin:
             if isinstance(out, dict) and out and all(isinstance(f, Future) for f in out.values()):
                 return {k: self._answer(f) for k, f in out.items()}
             if self.hang or self.fail is not None:  # a call answering at once (list_topics)
-                raise KafkaException(KafkaError(KafkaError._TIMED_OUT if self.hang else self.fail, "injected"))
+                code = KafkaError._TIMED_OUT if self.hang or self.fail is None else self.fail
+                raise KafkaException(KafkaError(code, "injected"))
             return out
 
         return call
@@ -587,7 +602,7 @@ class FakeMessage:
     def timestamp(self) -> tuple[int, int]:
         return (1, self._record.timestamp_ms)
 
-    def headers(self) -> list[tuple[str, bytes | None]] | None:
+    def headers(self) -> list[tuple[str, str | bytes | None]] | None:
         return self._record.headers
 
 
@@ -609,10 +624,12 @@ class FakeProducer:
         value: bytes | None = None,
         key: bytes | None = None,
         partition: int = -1,
+        callback: Any = None,
         on_delivery: Any = None,
         timestamp: int = 0,
         headers: Any = None,
     ) -> None:
+        on_delivery = callback or on_delivery
         if topic not in self.cluster.topics:
             if on_delivery is not None:
                 on_delivery(KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART), None)
@@ -915,6 +932,9 @@ class FakeTaskProducer:
         self.purged += len(self.in_flight)
         self.in_flight.clear()
 
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
+        return FakeAdmin(self.cluster).list_topics(topic, timeout)
+
     # transactions (KIP-98)
     def init_transactions(self, timeout: float = -1) -> None:
         tid = self.transactional_id
@@ -998,6 +1018,21 @@ class FakeErrorMessage:
     def partition(self) -> int:
         return self._partition
 
+    def offset(self) -> int | None:
+        return None
+
+    def key(self) -> bytes | None:
+        return None
+
+    def value(self) -> bytes | None:
+        return None
+
+    def headers(self) -> None:
+        return None
+
+    def timestamp(self) -> tuple[int, int]:
+        return (0, 0)
+
 
 class FakeTaskConsumer(FakeConsumer):
     """A copy task's consumer: ``poll``, ``consume``, ``pause`` and ``seek`` too; a position below a
@@ -1048,8 +1083,8 @@ class FakeTaskConsumer(FakeConsumer):
         self.positions[(tp.topic, tp.partition)] = tp.offset
 
 
-class RecordingTaskChannel:
-    """The driver's task channel as a supervisor uses it: records ``(verb, flow, generation)`` of each call."""
+class RecordingGrantServer:
+    """The driver's grant server as a supervisor uses it: records ``(verb, flow, generation)`` of each call."""
 
     address = ("127.0.0.1", 1, "token")
 
@@ -1068,13 +1103,13 @@ class RecordingTaskChannel:
     def forget(self, *_: Any) -> None: ...
 
 
-class FakeChannel:
-    """A copy task's channel to the driver: ``state`` and whether a grant is valid are set by the test."""
+class FakeGrants:
+    """A copy task's grant link to the driver: ``state`` and whether a grant is valid are set by the test."""
 
     def __init__(self) -> None:
-        from mirrorspark.replication.task.channel import ChannelState
+        from mirrorspark.replication.task.grant_client import GrantState
 
-        self.state = ChannelState.OPEN
+        self.state = GrantState.OPEN
         self.granted = True
         self.closed = False
 
@@ -1082,9 +1117,9 @@ class FakeChannel:
         return self.state
 
     def may_commit(self) -> bool:
-        from mirrorspark.replication.task.channel import ChannelState
+        from mirrorspark.replication.task.grant_client import GrantState
 
-        return self.granted and self.state in (ChannelState.OPEN, ChannelState.STOP)
+        return self.granted and self.state in (GrantState.OPEN, GrantState.STOP)
 
     def close(self) -> None:
         self.closed = True

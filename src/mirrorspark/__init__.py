@@ -12,10 +12,8 @@ Examples
 
 Notes
 -----
-The package's layers are drawn in ``docs/design.md`` and enforced by the import-linter contracts
-of ``pyproject.toml``. MM2's rules (``mirrorspark.mm2``), mirrorspark's own (``mirrorspark.core``)
-and the client API (``mirrorspark.client``) import without PySpark, like MM2's ``mirror-client``
-artifact.
+Layers: ``docs/design.md``, enforced by import-linter. ``mm2``, ``core`` and ``client`` import without PySpark,
+like MM2's ``mirror-client`` artifact.
 """
 
 from __future__ import annotations
@@ -70,13 +68,7 @@ _EXPORTS: dict[str, str] = {
 
 
 def __getattr__(name: str) -> Any:
-    """Resolve a public name on first use (PEP 562), importing only the module that defines it.
-
-    Raises
-    ------
-    AttributeError
-        If ``name`` is not part of the public API.
-    """
+    """Resolve a public name on first use (PEP 562); raises AttributeError for a name outside :data:`__all__`."""
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'mirrorspark' has no attribute {name!r}")

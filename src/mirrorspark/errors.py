@@ -25,19 +25,9 @@ an exit status, and that the REST service reports::
     ├── LocalClusterError            LOCAL_CLUSTER_ERROR    exit 7
     └── ServiceError                 SERVICE_ERROR          exit 8
 
-Third-party errors (confluent-kafka, py4j, OS errors) are translated at the
-boundary with ``raise ... from e`` and the flow, topic-partition or group
-attached to the message; Kafka's error name travels along as ``kafka_code``.
-Normal outcomes are not exceptions: an offset that cannot be translated yet is
-``None``.
-
-Across Spark an error travels as data: a copy task turns its error into an
-:class:`ErrorInfo` (:meth:`MirrorsparkError.info`: class code, Kafka code,
-retriable, fatal, flow, task, partition) inside its result, and the driver
-rebuilds the same class from it (:func:`error_from_info`); no message is ever
-parsed.
-
-Messages name the problem *and* the fix, and never contain secrets.
+Third-party errors are translated at the boundary (``raise ... from e``), Kafka's error name kept as
+``kafka_code``; normal outcomes are not exceptions. Across Spark an error travels as data
+(:class:`ErrorInfo`), never as a parsed message. Messages name the problem and the fix, never a secret.
 """
 
 from __future__ import annotations
@@ -51,21 +41,7 @@ _AUTHORIZATION_SUFFIX = "_AUTHORIZATION_FAILED"
 class ErrorInfo:
     """A :class:`MirrorsparkError` as plain data: what a copy task's result carries back to the driver.
 
-    Attributes
-    ----------
-    code:
-        The error class's stable code (``MirrorsparkError.code``), e.g. ``"RECORD_TOO_LARGE"``.
-    message:
-        The error's message (names the problem and the fix; never a secret).
-    kafka_code:
-        Kafka's error name, e.g. ``"TOPIC_AUTHORIZATION_FAILED"``; ``None`` when no Kafka error is behind it.
-    retriable:
-        Whether a retry may succeed (Kafka's retriable flag, or a timeout).
-    fatal:
-        Whether no retry can fix it: a record too large, an authorization failure
-        (:attr:`MirrorsparkError.fatal`).
-    flow, task, partition:
-        Where it happened: ``"S->T"``, the copy task's index, ``"<topic>-<partition>"``; ``None`` when not known.
+    ``flow``, ``task``, ``partition``: ``"S->T"``, the copy task's index, ``"<topic>-<partition>"``, or ``None``.
     """
 
     code: str
@@ -116,18 +92,7 @@ class MirrorsparkError(Exception):
         return self.always_fatal or (self.kafka_code or "").endswith(_AUTHORIZATION_SUFFIX)
 
     def info(self, *, flow: str | None = None, task: int | None = None, partition: str | None = None) -> ErrorInfo:
-        """Return the error as data, with where it happened (what crosses the Spark boundary).
-
-        Parameters
-        ----------
-        flow, task, partition:
-            ``"S->T"``, the copy task's index and ``"<topic>-<partition>"``, when known.
-
-        Returns
-        -------
-        ErrorInfo
-            Rebuilt into the same class by :func:`error_from_info`.
-        """
+        """Return the error as data, with where it happened (what crosses the Spark boundary)."""
         where = partition if partition is not None else self.partition
         return ErrorInfo(self.code, self.message, self.kafka_code, self.retriable, self.fatal, flow, task, where)
 
@@ -144,19 +109,7 @@ def _classes(root: type[MirrorsparkError]) -> list[type[MirrorsparkError]]:
 
 
 def error_from_info(info: ErrorInfo) -> MirrorsparkError:
-    """Rebuild the error a copy task reported (:meth:`MirrorsparkError.info`) as its own class.
-
-    Parameters
-    ----------
-    info:
-        The error as data.
-
-    Returns
-    -------
-    MirrorsparkError
-        An instance of the class whose ``code`` is ``info.code`` (the root class for an unknown code),
-        with the message, ``kafka_code`` and ``retriable`` of ``info``.
-    """
+    """Rebuild the error a copy task reported (:meth:`MirrorsparkError.info`) as its own class (root if unknown)."""
     cls = next((c for c in _classes(MirrorsparkError) if c.code == info.code), MirrorsparkError)
     error = cls(info.message, kafka_code=info.kafka_code, retriable=info.retriable)
     error.partition = info.partition
@@ -164,10 +117,7 @@ def error_from_info(info: ErrorInfo) -> MirrorsparkError:
 
 
 class ConfigError(MirrorsparkError, ValueError):
-    """An mm2.properties file (or a CLI option) is malformed or inconsistent.
-
-    Raised while parsing, before anything connects to a cluster.
-    """
+    """An mm2.properties file (or a CLI option) is malformed or inconsistent; raised before anything connects."""
 
     code = "CONFIG_INVALID"
     exit_code = 2
@@ -186,20 +136,13 @@ class BadRegexError(ConfigError):
 
 
 class PlacementError(ConfigError):
-    """A replica placement (Confluent's placement JSON) is malformed, impossible or does not fit the racks.
-
-    Impossible on Apache Kafka: observers. Not fitting: a rack with fewer brokers than its ``count``.
-    """
+    """A replica placement (Confluent's JSON) is malformed, impossible (observers) or does not fit the racks."""
 
     code = "CONFIG_PLACEMENT"
 
 
 class SourceOffsetsRequestError(ConfigError):
-    """A ``mirrorspark offsets source`` request names no valid partition or position.
-
-    An unknown or not replicated topic, a partition out of range, an offset outside the source
-    partition, an unreadable ``--to-datetime``, or a flow that has never stored source offsets.
-    """
+    """A ``mirrorspark offsets source`` request names no valid partition or position."""
 
     code = "CONFIG_SOURCE_OFFSETS"
 
@@ -207,31 +150,20 @@ class SourceOffsetsRequestError(ConfigError):
 class SourceConnectorNameError(ConfigError):
     """A flow's source offsets are stored under another connector name than its configured one; it does not start.
 
-    Raised at a flow's start (after connecting) when ``mm2-offsets.<source>.internal`` holds no
-    offset of the flow's topics under ``mirrorspark.source.connector.name`` (or the Connect
-    connector's ``name``) but holds some for its source alias under other names: starting would
-    copy everything again (``auto.offset.reset=earliest``) or skip the backlog (``latest``). The fix:
-    ``mirrorspark offsets source move``, or the old name set back.
+    Starting would copy everything again or skip the backlog; the fix is ``mirrorspark offsets source move``.
     """
 
     code = "CONFIG_SOURCE_CONNECTOR_NAME"
 
 
 class TransformConfigError(ConfigError):
-    """A Single Message Transform (``transforms.*``, ``predicates.*``) cannot run on MM2's byte-array records.
-
-    Also: a required transform setting missing, an unknown predicate alias, a user transform
-    (``package.module:Class``) that cannot be loaded.
-    """
+    """A Single Message Transform (``transforms.*``, ``predicates.*``) is misconfigured or cannot run on bytes."""
 
     code = "CONFIG_TRANSFORM"
 
 
 class ClusterError(MirrorsparkError):
-    """A Kafka cluster answered with an error, or an admin call failed.
-
-    The message names the cluster alias; ``kafka_code`` and ``retriable`` say what Kafka answered.
-    """
+    """A Kafka cluster answered with an error, or an admin call failed (``kafka_code``, ``retriable``: Kafka's)."""
 
     code = "CLUSTER_ERROR"
     exit_code = 3
@@ -246,9 +178,7 @@ class ClusterUnreachableError(ClusterError):
 class TransactionCoordinatorError(ClusterError):
     """A copy task's ``init_transactions`` found no transaction coordinator on the target in time (exactly-once).
 
-    Transactions are unsupported or unavailable there (e.g. ``__transaction_state`` cannot be created
-    with its replication factor). At a flow's first start no retry can fix it; later, a coordinator
-    moving between brokers is retried like any failure.
+    Fatal at a flow's first start; later (a coordinator moving) retried like any failure.
     """
 
     code = "NO_TRANSACTION_COORDINATOR"
@@ -277,12 +207,7 @@ class DataGapError(DataPathError):
 class SparkDriverLostError(DataPathError):
     """The Spark driver JVM of this process died (or cannot be reached): no copy task can run any more.
 
-    Raised by the driver (never by a copy task) when the JVM that PySpark launched for the
-    SparkSession exits, e.g. killed by the OOM killer, or when its gateway stops answering (Py4J's
-    connection refused or closed). Never retried: every copy task of every flow ends without
-    committing (the driver stops granting and aborts them), and ``mirrorspark run`` exits with
-    this error's own status, 9, so that a service manager can tell "restart me" from a data-path
-    error no restart fixes (exit 4). MM2 has no counterpart: a Connect worker is one JVM.
+    Never retried; no task commits, and ``run`` exits 9 so that a service manager can tell "restart me" from exit 4.
     """
 
     code = "SPARK_DRIVER_LOST"
@@ -305,11 +230,7 @@ class ControlError(MirrorsparkError):
 
 
 class FlowRunningError(ControlError):
-    """A flow's source offsets cannot be changed because the flow is running (mirrorspark's or MM2's).
-
-    Raised when the flow's lease group (``mirrorspark-lease-<source>-><target>``) or MM2's Connect
-    worker group (``<source>-mm2``) has active members on the target; nothing was written.
-    """
+    """A flow's source offsets cannot be changed: its lease group or MM2's ``<source>-mm2`` group has members."""
 
     code = "FLOW_RUNNING"
 

@@ -9,7 +9,7 @@ is caught up and growing, then kills one process of the run with SIGKILL:
   traceback, no retry storm, and nothing committed to ``mm2-offsets`` after the death;
 * the Python driver (the run's own process): its JVM (PySpark's gateway watches its stdin), the
   PySpark daemon and the copy tasks' Python workers must go away, and nothing is committed after
-  the death (the tasks' channel to the driver closed: they end without committing).
+  the death (the tasks' grant link to the driver closed: they end without committing).
 
 At-least-once mode only: a commit there is a plain write to ``mm2-offsets``, which is what these
 scenarios look for (an exactly-once commit is the same write inside the task's transaction, under
@@ -43,7 +43,7 @@ QUIET_S = 5.0
 """Seconds after the death during which ``mm2-offsets`` is watched for a new record of the flow."""
 CHECK_SLACK_MS = 100
 """A commit record created (producer timestamp) this long after the death counts as written after it: a
-task checks its JVM and channel right before it produces a commit, and on a loaded machine the records of
+task checks its JVM and grants right before it produces a commit, and on a loaded machine the records of
 a commit checked just before the death are timestamped a little after it. Without the check, commits go
 on every ``offset.flush.interval.ms`` (250 ms) until the run exits."""
 OFFSETS_TOPIC = "mm2-offsets.primary.internal"

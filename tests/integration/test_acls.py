@@ -55,7 +55,7 @@ from mirrorspark.errors import ClusterError, DataPathError
 from mirrorspark.kafka.admin import ClusterAdmin
 from mirrorspark.kafka.local.clusters import start_clusters, stop_clusters
 from mirrorspark.kafka.local.model import LocalCluster, LocalClusters
-from mirrorspark.replication.acl_sync import TopicAclSync
+from mirrorspark.replication.connector.acl_sync import TopicAclSync
 from mirrorspark.replication.driver import Replicator
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -216,7 +216,7 @@ class _Problems(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         message = record.getMessage()
-        if record.name == "mirrorspark.replication.scheduler" and "longer than its" in message:
+        if record.name == "mirrorspark.replication.connector.scheduler" and "longer than its" in message:
             return
         self.messages.append(f"{record.name}: {message}")
 
@@ -557,7 +557,7 @@ def test_clusters_without_authorizer_are_told_once(
 ) -> None:
     """The session's plaintext clusters have no authorizer: one info line, then silence."""
     job = sync_job(local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup"), "topic1")
-    with caplog.at_level(logging.INFO, logger="mirrorspark.replication.acl_sync"):
+    with caplog.at_level(logging.INFO, logger="mirrorspark.replication.connector.acl_sync"):
         assert job.sync() == 0
         assert job.sync() == 0
     assert [(r.levelno, "sync.topic.acls.enabled=false" in r.getMessage()) for r in caplog.records] == [

@@ -33,7 +33,7 @@ from mirrorspark.config.parse import parse_config
 from mirrorspark.config.properties import parse_properties
 from mirrorspark.kafka.local.model import LocalClusters
 from mirrorspark.mm2.records import Checkpoint
-from mirrorspark.replication.checkpoint_emitter import CheckpointEmitter
+from mirrorspark.replication.connector.checkpoint_emitter import CheckpointEmitter
 from mirrorspark.replication.driver import Replicator
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -251,7 +251,9 @@ def test_translation_never_skips_across_markers_and_compaction(
         e.syncs = None
         from mirrorspark.client.checkpoint_reader import OffsetSyncReader
 
-        e.syncs = OffsetSyncReader(cfg, e.flow_config, e.policy, read_to_end_required=False, client_id="test")
+        e.syncs = OffsetSyncReader(
+            cfg, e.flow_config, e.context.internal_topics, read_to_end_required=False, client_id="test"
+        )
         e.syncs.load()
     for topic in (txn, compacted):
         src = consume_all(p, topic)

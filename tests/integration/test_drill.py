@@ -28,8 +28,9 @@ from pyspark.sql import SparkSession
 
 from mirrorspark.config.parse import parse_config
 from mirrorspark.config.properties import parse_properties
-from mirrorspark.core.drills import DrillResult, decode_drill, drills_topic
+from mirrorspark.core.drills import DRILLS_PREFIX, DrillResult, decode_drill
 from mirrorspark.kafka.local.model import LocalClusters
+from mirrorspark.mm2.internal_topics import mirrorspark_topic
 from mirrorspark.replication.driver import Replicator
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -276,7 +277,7 @@ def test_every_drill_is_recorded_on_the_target(scenario: Scenario) -> None:
     before = time.time() * 1000
     r = s.cli("--groups", s.group("inside"))
     assert r.returncode == 0, r.stderr
-    topic = drills_topic("primary")
+    topic = mirrorspark_topic(DRILLS_PREFIX, None, "primary")
     assert f"recorded in {topic} on 'backup'" in r.stdout
     c = Consumer(
         {"bootstrap.servers": s.backup, "group.id": unique_name("drill-reader"), "auto.offset.reset": "earliest"}

@@ -209,7 +209,7 @@ def test_a_task_reads_its_stored_offsets_to_the_high_watermark_not_the_last_stab
         partitions=(PartitionAssignment(topic, 0, f"primary.{topic}", 0),),
         offset_lag_max=100,
         flush_interval_s=1.0,
-        channel=("127.0.0.1", 0, "unused"),
+        grant_address=("127.0.0.1", 0, "unused"),
     )
     consumer = Consumer(
         {"bootstrap.servers": b, "group.id": unique_name("eos-hwm"), "isolation.level": "read_committed"}

@@ -187,7 +187,7 @@ def test_dry_run_under_min_isr_reports_and_moves_nothing(
             "mirrorspark.failover.groups": group,
         },
     )
-    caplog.set_level(logging.WARNING, logger="mirrorspark.replication.failover_watch")
+    caplog.set_level(logging.WARNING, logger="mirrorspark.replication.connector.failover_watch")
     with running(cfg, spark) as r:
         assert_eventually(lambda: group in checkpoints_of(tgt, {group}), timeout_s=300, message="no checkpoint")
         now = load_clusters(clusters.base_dir)  # the brokers' pids as they are (an earlier test restarted some)

@@ -236,7 +236,7 @@ def test_a_task_whose_position_is_out_of_range_stops_there_and_says_so(local_clu
     """The data consumer never resets silently: the task ends out of range at once, nothing is skipped."""
     from mirrorspark.replication.task.job import run_copy_task
     from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionAssignment, TaskOutcome
-    from mirrorspark.replication.task_channel import TaskChannel
+    from mirrorspark.replication.worker.grant_server import GrantServer
 
     p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
     topic = unique_name("gaptask")
@@ -244,8 +244,8 @@ def test_a_task_whose_position_is_out_of_range_stops_there_and_says_so(local_clu
     create_topic(b, f"primary.{topic}")
     produce(p, topic, [{"value": b"z"} for _ in range(60)])
     delete_records(p, topic, 0, 50)
-    channel = TaskChannel()
-    channel.grant(FLOW, 1, time.monotonic() + 60.0)
+    grants = GrantServer()
+    grants.grant(FLOW, 1, time.monotonic() + 60.0)
     spec = CopyTaskSpec(
         flow=FLOW,
         source="primary",
@@ -263,13 +263,13 @@ def test_a_task_whose_position_is_out_of_range_stops_there_and_says_so(local_clu
         partitions=(PartitionAssignment(topic, 0, f"primary.{topic}", 10),),
         offset_lag_max=100,
         flush_interval_s=1.0,
-        channel=channel.address,
+        grant_address=grants.address,
         stall_timeout_s=30,
     )
     try:
         result = run_copy_task(spec)
     finally:
-        channel.close()
+        grants.close()
     assert result.outcome == TaskOutcome.OUT_OF_RANGE
     assert result.out_of_range == ((topic, 0),) and result.records == 0
     assert consume_all(b, f"primary.{topic}") == []

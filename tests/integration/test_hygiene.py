@@ -108,7 +108,7 @@ def test_no_secret_in_reprs_logs_status_errors_spark_or_command_lines(
         replicator = Replicator(cfg, spark)
         replicator.start()
         flow = replicator.flows[0]
-        tasks = flow.task_specs(1, ("127.0.0.1", 1, "channel-token"))  # the copy tasks a run would start
+        tasks = flow.task_specs(1, ("127.0.0.1", 1, "grant-token"))  # the copy tasks a run would start
         assert tasks
         seen += [repr(cfg), str(cfg), repr(flow.context), repr(replicator.context), *map(repr, tasks)]
         seen += [repr(cfg.flow("A", "B")), repr(cfg.cluster("A")), repr(flow.config.source_consumer)]

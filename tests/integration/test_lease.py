@@ -1,4 +1,4 @@
-"""One active instance per flow: :class:`~mirrorspark.replication.lease.FlowLease` against real brokers.
+"""One active instance per flow: :class:`~mirrorspark.replication.worker.lease.FlowLease` against real brokers.
 
 Each test uses its own lease group (``group_id=unique_name(...)``) on the session clusters, so
 tests never share a lease; they share the lease topic ``mm2-lease.primary.internal`` on
@@ -30,7 +30,7 @@ from mirrorspark.core.lease_claims import decode_claim
 from mirrorspark.kafka.admin import ClusterAdmin
 from mirrorspark.kafka.local.model import LocalClusters
 from mirrorspark.mm2.internal_topics import lease_group
-from mirrorspark.replication.lease import SESSION_TIMEOUT_MS, FlowLease
+from mirrorspark.replication.worker.lease import SESSION_TIMEOUT_MS, FlowLease
 
 pytestmark = pytest.mark.integration
 
@@ -42,7 +42,7 @@ import sys, time
 from mirrorspark.client.context import FlowContext
 from mirrorspark.config.parse import parse_config
 from mirrorspark.config.properties import parse_properties
-from mirrorspark.replication.lease import FlowLease
+from mirrorspark.replication.worker.lease import FlowLease
 
 props, group = sys.argv[1], sys.argv[2]
 config = parse_config(parse_properties(open(props).read()))
@@ -173,7 +173,7 @@ def test_exactly_one_holds_and_a_clean_stop_hands_over_at_once(
 
 
 def test_epoch_strictly_increases_on_every_takeover(config: tuple[MirrorConfig, Path]) -> None:
-    """L1 (``replication/lease.py``)."""
+    """L1 (``replication/worker/lease.py``)."""
     cfg, _ = config
     ctx = context(cfg)
     group = unique_name("lease")
@@ -235,7 +235,7 @@ def test_kill_9_of_the_holder_a_standby_takes_over(
 def test_a_zombie_holder_learns_it_lost_the_lease_and_has_the_smaller_epoch(
     config: tuple[MirrorConfig, Path], children: list[Child]
 ) -> None:
-    """L1 (``replication/lease.py``)."""
+    """L1 (``replication/worker/lease.py``)."""
     cfg, props = config
     group = unique_name("lease")
     child = Child(props, group)

@@ -11,8 +11,8 @@ from mirrorspark.client.context import FlowContext
 from mirrorspark.config.parse import parse_config
 from mirrorspark.config.properties import parse_properties
 from mirrorspark.kafka.local.model import LocalClusters
-from mirrorspark.replication.lease import SESSION_TIMEOUT_MS, FlowLease
-from mirrorspark.replication.lease_window import CONTACT_MARGIN_MS
+from mirrorspark.replication.worker.lease import SESSION_TIMEOUT_MS, FlowLease
+from mirrorspark.replication.worker.lease_window import CONTACT_MARGIN_MS
 
 pytestmark = pytest.mark.integration
 
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.integration
 def test_the_coordinator_answers_the_holders_contact_checks_also_while_a_standby_joins(
     local_clusters: LocalClusters,
 ) -> None:
-    """L2 and L3 (``replication/lease.py``): real answers carry the check's tag (commit metadata), so contact moves."""
+    """L2 and L3 (``worker/lease.py``): real answers carry the check's tag (commit metadata), so contact moves."""
     cfg = parse_config(parse_properties(local_clusters.mm2_properties([("primary", "backup")])))
     ctx = FlowContext.build(cfg, cfg.flow("primary", "backup"))
     group = unique_name("lease-contact")

@@ -28,15 +28,16 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from mirrorspark.config.parse import parse_config
 from mirrorspark.core.drills import (
+    DRILLS_PREFIX,
     DrillResult,
     GroupDrill,
     GroupPartitionDrill,
     PartitionRecoveryPoint,
     RecoveryPoint,
-    drills_topic,
     encode_drill,
 )
 from mirrorspark.kafka.local.model import LocalClusters
+from mirrorspark.mm2.internal_topics import mirrorspark_topic
 from mirrorspark.service.api import create_app
 from mirrorspark.service.feed import Feed, Store
 
@@ -116,7 +117,7 @@ def served(local_clusters: LocalClusters) -> Iterator[Served]:
             "mirrorspark.service.auth.token": TOKEN,
         }
     )
-    topic = drills_topic(source)
+    topic = mirrorspark_topic(DRILLS_PREFIX, None, source)
     create_topic(b, topic, partitions=1, config={"cleanup.policy": "compact"})
     drills = [
         result(source, 0, 1200, 42.0),

@@ -23,7 +23,7 @@ from mirrorspark.errors import ClusterError
 from mirrorspark.kafka.admin import ClusterAdmin
 from mirrorspark.mm2.filters import DefaultTopicFilter, should_replicate_topic
 from mirrorspark.mm2.policy import DefaultReplicationPolicy, IdentityReplicationPolicy, ReplicationPolicy
-from mirrorspark.replication.acl_sync import TopicAclSync, target_acl_bindings
+from mirrorspark.replication.connector.acl_sync import TopicAclSync, target_acl_bindings
 
 pytestmark = pytest.mark.unit
 
@@ -235,7 +235,7 @@ def test_nothing_to_copy_does_not_touch_the_target() -> None:
 
 def test_a_source_without_topic_acls_is_quiet(caplog: pytest.LogCaptureFixture) -> None:
     source, target = FakeAclAdmin(), FakeAclAdmin()
-    with caplog.at_level(logging.DEBUG, logger="mirrorspark.replication.acl_sync"):
+    with caplog.at_level(logging.DEBUG, logger="mirrorspark.replication.connector.acl_sync"):
         assert job(source, target).sync() == 0
     assert caplog.records == []
     assert source.calls == ["describe_acls", "describe_cluster", "describe_configs"]  # why is it empty?
@@ -245,7 +245,7 @@ def test_a_source_without_topic_acls_is_quiet(caplog: pytest.LogCaptureFixture) 
 def test_source_without_authorizer_is_skipped_and_told_once(caplog: pytest.LogCaptureFixture) -> None:
     target = FakeAclAdmin()
     sync = job(FakeAclAdmin(authorizer=""), target)
-    with caplog.at_level(logging.DEBUG, logger="mirrorspark.replication.acl_sync"):
+    with caplog.at_level(logging.DEBUG, logger="mirrorspark.replication.connector.acl_sync"):
         assert sync.sync() == 0
         assert sync.sync() == 0
         assert sync.sync() == 0
@@ -260,7 +260,7 @@ def test_source_without_authorizer_is_skipped_and_told_once(caplog: pytest.LogCa
 
 def test_target_without_authorizer_is_skipped_with_one_warning(caplog: pytest.LogCaptureFixture) -> None:
     sync = job(FakeAclAdmin(SOURCE_ACLS), FakeAclAdmin(authorizer=""))
-    with caplog.at_level(logging.INFO, logger="mirrorspark.replication.acl_sync"):
+    with caplog.at_level(logging.INFO, logger="mirrorspark.replication.connector.acl_sync"):
         assert sync.sync() == 0
         assert sync.sync() == 0
     assert [r.levelno for r in caplog.records] == [logging.WARNING]

@@ -7,14 +7,13 @@ import pytest
 from mirrorspark.errors import ConfigError, SourceOffsetsRequestError
 from mirrorspark.mm2.alter_offsets import (
     PartitionFacts,
-    connect_status_topic,
     parse_datetime_ms,
     plan_alter,
     plan_reset,
     running_connect_status,
 )
 from mirrorspark.mm2.connect_offsets import decode_source_offset
-from mirrorspark.mm2.internal_topics import connect_worker_group, lease_group
+from mirrorspark.mm2.internal_topics import connect_status_topic, connect_worker_group, lease_group
 from mirrorspark.mm2.records import OffsetSync
 
 pytestmark = pytest.mark.unit

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mirrorspark.replication.task_configs import assign_round_robin
+from mirrorspark.replication.connector.task_configs import assign_round_robin
 
 pytestmark = pytest.mark.unit
 

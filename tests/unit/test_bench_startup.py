@@ -16,17 +16,19 @@ from bench import recovery, startup  # noqa: E402
 
 LAUNCH = datetime(2026, 11, 27, 10, 0, 0).timestamp()
 
-SUPERVISOR = "mirrorspark.replication.supervisor: a->b: this instance holds the flow's lease"
+SUPERVISOR = "mirrorspark.replication.worker.supervisor: a->b: this instance holds the flow's lease"
 MIRRORSPARK_LOG = "\n".join(
     [
         "2026-11-27 09:59:50,000 INFO mirrorspark.start-up: 1 flow(s) started in 0.7 s; their leases joined",
         "2026-11-27 10:00:02,000 INFO mirrorspark.start-up: 1 flow(s) started in 0.8 s; their leases joined",
         "%6|1795773734.021|BGQUEUE|rdkafka#producer-1| [thrd:background]: Purging 1 unserved events",
         "2026-11-27 10:00:05,500 INFO mirrorspark.start-up: Spark session started in 4.3 s",
-        "2026-11-27 10:00:07,900 INFO mirrorspark.replication.lease: flow a->b: holds the lease (epoch 2, group 'g')",
+        "2026-11-27 10:00:07,900 INFO mirrorspark.replication.worker.lease: "
+        "flow a->b: holds the lease (epoch 2, group 'g')",
         f"2026-11-27 10:00:08,000 INFO {SUPERVISOR} (epoch 2): copying",
         "2026-11-27 10:00:08,700 INFO mirrorspark.start-up: 2 Python worker(s) started in 2.9 s",
-        "2026-11-27 10:00:09,000 INFO mirrorspark.replication.lease: flow a->b: holds the lease (epoch 3, group 'g')",
+        "2026-11-27 10:00:09,000 INFO mirrorspark.replication.worker.lease: "
+        "flow a->b: holds the lease (epoch 3, group 'g')",
     ]
 )
 

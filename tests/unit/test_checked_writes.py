@@ -22,10 +22,10 @@ from mirrorspark.core.progress_records import PartitionReport
 from mirrorspark.errors import ClusterError
 from mirrorspark.kafka.delivery import Outgoing, deliver
 from mirrorspark.mm2.records import Checkpoint, OffsetSync
-from mirrorspark.replication.checkpoint_emitter import CheckpointEmitter
-from mirrorspark.replication.flow import Flow
-from mirrorspark.replication.heartbeats import HeartbeatEmitter
-from mirrorspark.replication.totals_publisher import TotalsPublisher
+from mirrorspark.replication.connector.checkpoint_emitter import CheckpointEmitter
+from mirrorspark.replication.connector.flow import Flow
+from mirrorspark.replication.connector.heartbeats import HeartbeatEmitter
+from mirrorspark.replication.connector.totals_publisher import TotalsPublisher
 
 pytestmark = pytest.mark.unit
 
@@ -178,7 +178,7 @@ def test_a_coordinator_still_loading_is_routine_until_it_lasts(
     caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """COORDINATOR_LOAD_IN_PROGRESS on a fresh cluster: INFO, retried next cycle; a WARNING once it persists."""
-    from mirrorspark.replication import group_offset_sync
+    from mirrorspark.replication.connector import group_offset_sync
 
     e, _, b = checkpointed("sync.group.offsets.enabled = true\n")
     e.emit()

@@ -9,7 +9,7 @@ from mirrorspark.client.context import ReplicationContext
 from mirrorspark.client.translator import OffsetTranslator
 from mirrorspark.config.model import MirrorConfig
 from mirrorspark.mm2.records import Checkpoint, OffsetSync
-from mirrorspark.replication.checkpoint_emitter import CheckpointEmitter
+from mirrorspark.replication.connector.checkpoint_emitter import CheckpointEmitter
 
 pytestmark = pytest.mark.unit
 

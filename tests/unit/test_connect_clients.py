@@ -22,7 +22,7 @@ from mirrorspark.config.model import ClientSettings, FlowConfig
 from mirrorspark.config.parse import load_config, parse_config
 from mirrorspark.config.properties import parse_properties
 from mirrorspark.errors import ConfigError
-from mirrorspark.replication.connector_clusters import check_connector_clusters
+from mirrorspark.replication.connector.connector_clusters import check_connector_clusters
 from mirrorspark.replication.driver import Replicator
 
 SRC = "org.apache.kafka.connect.mirror.MirrorSourceConnector"

@@ -19,7 +19,7 @@ from mirrorspark.client.connect_tasks import previous_tasks_to_fence, transactio
 from mirrorspark.config.parse import load_config
 from mirrorspark.errors import ConfigError
 from mirrorspark.mm2.connect_configs import ConnectTaskCounts
-from mirrorspark.replication.fencing import fence_flow
+from mirrorspark.replication.worker.fencing import fence_flow
 
 pytestmark = pytest.mark.unit
 

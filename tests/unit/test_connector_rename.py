@@ -20,7 +20,7 @@ from mirrorspark.mm2.connect_offsets import (
     source_offset_value,
     topic_id_marker_key,
 )
-from mirrorspark.replication.flow import Flow
+from mirrorspark.replication.connector.flow import Flow
 
 pytestmark = pytest.mark.unit
 

@@ -10,7 +10,7 @@ from mirrorspark.client.control_store import ControlStore
 from mirrorspark.config.model import MirrorConfig
 from mirrorspark.core.control_state import ControlChange, ControlKey
 from mirrorspark.errors import BadRegexError
-from mirrorspark.replication.live_filters import LiveFilters
+from mirrorspark.replication.connector.live_filters import LiveFilters
 
 pytestmark = pytest.mark.unit
 

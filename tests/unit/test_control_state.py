@@ -21,12 +21,12 @@ from mirrorspark.core.control_state import (
     ControlState,
     EffectiveLists,
     ListEntry,
-    control_topic,
     effective_lists,
     fold,
     validate_regex,
 )
 from mirrorspark.errors import BadRegexError, ConfigError, CorruptRecordError, UnknownAliasError
+from mirrorspark.mm2.internal_topics import CONTROL_PREFIX, mirrorspark_topic
 from mirrorspark.mm2.policy import DefaultReplicationPolicy, IdentityReplicationPolicy
 
 pytestmark = pytest.mark.unit
@@ -49,15 +49,15 @@ def lists(
 
 def test_control_topic_is_internal_on_the_target_and_follows_the_internal_separator() -> None:
     default = DefaultReplicationPolicy()
-    assert control_topic(default, "primary") == "mm2-control.primary.internal"
+    assert mirrorspark_topic(CONTROL_PREFIX, default, "primary") == "mm2-control.primary.internal"
     assert default.is_mm2_internal_topic("mm2-control.primary.internal")
     sep = DefaultReplicationPolicy(separator="__")
-    assert control_topic(sep, "primary") == "mm2-control__primary__internal"
-    assert sep.is_internal_topic(control_topic(sep, "primary"))
+    assert mirrorspark_topic(CONTROL_PREFIX, sep, "primary") == "mm2-control__primary__internal"
+    assert sep.is_internal_topic(mirrorspark_topic(CONTROL_PREFIX, sep, "primary"))
     no_isep = DefaultReplicationPolicy(separator="__", internal_topic_separator_enabled=False)
-    assert control_topic(no_isep, "primary") == "mm2-control.primary.internal"
+    assert mirrorspark_topic(CONTROL_PREFIX, no_isep, "primary") == "mm2-control.primary.internal"
     identity = IdentityReplicationPolicy(source_cluster_alias="primary")
-    assert control_topic(identity, "primary") == "mm2-control.primary.internal"
+    assert mirrorspark_topic(CONTROL_PREFIX, identity, "primary") == "mm2-control.primary.internal"
     assert identity.is_internal_topic("mm2-control.primary.internal")
 
 
@@ -292,11 +292,11 @@ def test_bad_regex_fails_before_connecting() -> None:
 
 
 def test_control_imports_without_spark() -> None:
-    """The control API is client layer: Kafka clients, no Spark (as ``mirrorspark.replication.checkpoint_emitter``)."""
+    """The control API is client layer: Kafka clients, no Spark (as ``replication.connector.checkpoint_emitter``)."""
     from test_no_spark_imports import _SCRIPT, SRC
 
     result = subprocess.run(
-        [sys.executable, "-c", _SCRIPT, str(SRC), "pyspark,py4j", "mirrorspark.replication.live_filters"],
+        [sys.executable, "-c", _SCRIPT, str(SRC), "pyspark,py4j", "mirrorspark.replication.connector.live_filters"],
         capture_output=True,
         text=True,
         timeout=60,

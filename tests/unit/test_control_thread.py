@@ -14,11 +14,11 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from test_supervisor_lease import StubChannel, StubFlow, StubLease
+from test_supervisor_lease import StubFlow, StubGrants, StubLease
 
 from fakes import two_clusters
 from mirrorspark.replication.driver import FlowStats, Replicator
-from mirrorspark.replication.supervisor import FlowSupervisor
+from mirrorspark.replication.worker.supervisor import FlowSupervisor
 
 pytestmark = pytest.mark.unit
 
@@ -91,8 +91,8 @@ def test_a_lease_loss_is_acted_on_while_a_control_job_holds_the_flow() -> None:
     """Another instance took the lease while a job of the flow holds its lock: the next tick aborts the running
     generation all the same. The take-over of a lease held again (on the flow's thread) waits for the job (it
     reads the flow's positions under its lock), and happens as soon as the job ends."""
-    lease, channel, flow = StubLease(), StubChannel(), StubFlow()
-    sup = FlowSupervisor(flow, object(), channel, lease)  # type: ignore[arg-type]
+    lease, grants, flow = StubLease(), StubGrants(), StubFlow()
+    sup = FlowSupervisor(flow, object(), grants, lease)  # type: ignore[arg-type]
     sup.state, lease.held, lease.epoch = "standby", True, 5
     sup.tick()
     assert sup.background.join(5)  # the take-over runs on the flow's thread (engine-audit-2 N4)
@@ -103,7 +103,7 @@ def test_a_lease_loss_is_acted_on_while_a_control_job_holds_the_flow() -> None:
         assert job.inside.wait(5)
         lease.held, lease.standby = False, True  # back in the group without the lease: another instance holds it
         sup.tick()
-        assert sup.state == "standby" and ("abort", 1) in channel.calls
+        assert sup.state == "standby" and ("abort", 1) in grants.calls
         lease.held, lease.standby, lease.epoch = True, False, 8
         sup.tick()
         assert (sup.state, sup.generation, flow.reloads) == ("standby", 1, 1)  # the take-over waits for the job

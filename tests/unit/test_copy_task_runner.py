@@ -1,6 +1,6 @@
 """The copy task's commit logic on the in-memory fakes: what it commits, when, and what it never commits.
 
-A :class:`CopyTaskRunner` gets its consumer, producers and channel injected (``tests/fakes.py``):
+A :class:`CopyTaskRunner` gets its consumer, producers and grant link injected (``tests/fakes.py``):
 records wait in flight until the test acknowledges them, deliveries fail where the test says,
 transactions commit or abort, the driver's grant comes and goes.
 """
@@ -13,14 +13,14 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from fakes import FakeChannel, FakeCluster, FakeErrorMessage, FakeTaskConsumer, FakeTaskProducer
+from fakes import FakeCluster, FakeErrorMessage, FakeGrants, FakeTaskConsumer, FakeTaskProducer
 from mirrorspark.core.progress_records import decode_report, record_kind
 from mirrorspark.errors import DataPathError, RecordTooLargeError, error_from_info
 from mirrorspark.mm2.connect_offsets import decode_source_offset, decode_topic_id_marker, default_partition
 from mirrorspark.mm2.records import OffsetSync
 from mirrorspark.replication.task import job
 from mirrorspark.replication.task import runner as runner_module
-from mirrorspark.replication.task.channel import ChannelState
+from mirrorspark.replication.task.grant_client import GrantState
 from mirrorspark.replication.task.partition import FULL_SCAN_EVERY
 from mirrorspark.replication.task.runner import FILL_WAIT_S, HOLD_S, IN_FLIGHT_RECORDS, CopyTaskRunner
 from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionAssignment, TaskOutcome
@@ -77,7 +77,7 @@ class Task:
             ),
             offset_lag_max=100,
             flush_interval_s=1.0,
-            channel=("127.0.0.1", 0, "token"),
+            grant_address=("127.0.0.1", 0, "token"),
             stall_timeout_s=0.5,
             flush_records=flush_records,
             connector_name=connector_name,
@@ -90,7 +90,7 @@ class Task:
         self.data = FakeTaskProducer(self.b, transactional=eos)
         self.commits = FakeTaskProducer(self.b)
         self.syncs = FakeTaskProducer(self.a)
-        self.channel = FakeChannel()
+        self.grants = FakeGrants()
         self.now = 0.0
         self.runner = CopyTaskRunner(
             self.spec,
@@ -98,7 +98,7 @@ class Task:
             data=self.data,
             commit_producer=self.commits,
             syncs_producer=self.syncs,
-            channel=self.channel,
+            grants=self.grants,
             clock=lambda: self.now,
         )
 
@@ -120,9 +120,9 @@ class Task:
 
 
 def step(task: Task, hook: Callable[[Task, int], None], turns: int = 50) -> TaskOutcome:
-    """Run the task's loop with ``hook(task, turn)`` called at each channel check; return how it ended."""
+    """Run the task's loop with ``hook(task, turn)`` called at each grants check; return how it ended."""
     turn = [0]
-    check = task.channel.check
+    check = task.grants.check
 
     def checked() -> Any:
         hook(task, turn[0])
@@ -131,14 +131,14 @@ def step(task: Task, hook: Callable[[Task, int], None], turns: int = 50) -> Task
             raise AssertionError("the task did not end")
         return check()
 
-    task.channel.check = checked  # type: ignore[method-assign]
+    task.grants.check = checked  # type: ignore[method-assign]
     return task.runner.run().outcome
 
 
 def stop_after(n: int) -> Callable[[Task, int], None]:
     def hook(task: Task, turn: int) -> None:
         if turn >= n:
-            task.channel.state = ChannelState.STOP
+            task.grants.state = GrantState.STOP
 
     return hook
 
@@ -158,7 +158,7 @@ def test_every_record_is_copied_unchanged_and_committed_on_stop() -> None:
     assert sum(r.records for r in t.reports()) == 10
     syncs = [OffsetSync.decode(r.key, r.value) for r in t.a.records(SYNCS)]
     assert next(s for s in syncs if s.partition == 0) == OffsetSync("t", 0, 0, 0)  # a commit's order is the dirty set's
-    assert t.consumer.closed and t.channel.closed
+    assert t.consumer.closed and t.grants.closed
 
 
 def test_reports_name_the_topic_incarnation_the_task_copied() -> None:
@@ -168,7 +168,7 @@ def test_reports_name_the_topic_incarnation_the_task_copied() -> None:
     assert t.reports() and {r.topic_id for r in t.reports()} == {"Zm9vYmFyMTIzNDU2Nzg5MA"}
 
 
-def test_only_the_acknowledged_prefix_is_committed() -> None:
+def test_c3_only_the_acknowledged_prefix_is_committed() -> None:
     t = Task(records=10)
     t.data.ack_budget = 0
 
@@ -183,14 +183,14 @@ def test_only_the_acknowledged_prefix_is_committed() -> None:
         if turn == 5:
             # the partition stayed dirty: the rest is committed at the next commit, not 30 commits later
             assert task.committed() == {0: 9}
-            task.channel.state = ChannelState.STOP
+            task.grants.state = GrantState.STOP
 
     assert step(t, hook) == TaskOutcome.STOPPED
     assert [r.next_offset for r in t.reports()] == [6, 10]
 
 
-def test_unacknowledged_records_keep_their_partition_for_the_next_commit() -> None:
-    """A commit that finds every record of a partition still in flight keeps it dirty (no full-scan wait)."""
+def test_c3_unacknowledged_records_keep_their_partition_for_the_next_commit() -> None:
+    """C3. A commit that finds every record of a partition still in flight keeps it dirty (no full-scan wait)."""
     t = Task(records=4)
     t.data.ack_budget = 0
     seen: list[dict[int, int]] = []
@@ -203,7 +203,7 @@ def test_unacknowledged_records_keep_their_partition_for_the_next_commit() -> No
             task.now = 10.0
         if turn == 3:
             seen.append(task.committed())
-            task.channel.state = ChannelState.STOP
+            task.grants.state = GrantState.STOP
 
     step(t, hook)
     assert FULL_SCAN_EVERY > 2 and seen == [{0: 3}]
@@ -226,7 +226,7 @@ def test_the_first_commit_comes_as_soon_as_the_first_records_are_acknowledged() 
         if turn == 2:
             task.data.ack_budget = None
         if turn == 3:
-            task.channel.state = ChannelState.STOP
+            task.grants.state = GrantState.STOP
 
     assert step(t, hook) == TaskOutcome.STOPPED
     assert seen == [{}, {}, {0: 3}, {0: 3}]  # no commit before an acknowledgement, one right after it
@@ -250,7 +250,7 @@ def test_a_backlog_commits_every_flush_records_acknowledged(eos: bool) -> None:
             for i in range(60):  # 60 more records per turn of the loop
                 task.a.append("t", b"k", f"n{turn}-{i}".encode(), partition=0, ts=2_000)
         else:
-            task.channel.state = ChannelState.STOP
+            task.grants.state = GrantState.STOP
 
     step(t, hook)
     # first commit at the first acknowledgement (60 records), then one per 100 or more acknowledged
@@ -272,13 +272,13 @@ def test_flush_records_zero_commits_by_time_after_the_first_commit() -> None:
         if turn == 4:
             task.now = 1.0  # the interval passed
         if turn == 6:
-            task.channel.state = ChannelState.STOP
+            task.grants.state = GrantState.STOP
 
     step(t, hook)
     assert seen == [None, 59, 59, 59, 59, 299, 299]  # the interval's commit at turn 4
 
 
-def test_a_failed_delivery_fails_the_task_and_commits_nothing_past_it() -> None:
+def test_c3_a_failed_delivery_fails_the_task_and_commits_nothing_past_it() -> None:
     t = Task(records=10)
     t.data.fail_at = {4: KafkaError.TOPIC_AUTHORIZATION_FAILED}
     with pytest.raises(DataPathError, match=r"t-0@4 to A\.t failed.*WRITE on topic 'A\.t'") as e:
@@ -298,9 +298,9 @@ def test_a_record_too_large_is_fatal_and_survives_the_trip_as_data() -> None:
     assert isinstance(back, RecordTooLargeError) and back.fatal and back.partition == "t-0"
 
 
-def test_without_a_valid_grant_nothing_is_committed() -> None:
+def test_c1_without_a_valid_grant_nothing_is_committed() -> None:
     t = Task(records=5)
-    t.channel.granted = False  # the driver lost the flow's lease, or froze
+    t.grants.granted = False  # the driver lost the flow's lease, or froze
 
     def hook(task: Task, turn: int) -> None:
         task.now = 5.0 * turn
@@ -311,8 +311,8 @@ def test_without_a_valid_grant_nothing_is_committed() -> None:
 
 @pytest.mark.parametrize("eos", [False, True], ids=["at-least-once", "exactly-once"])
 @pytest.mark.parametrize("records", [0, 5], ids=["nothing-to-copy", "all-copied"])
-def test_an_idle_task_ends_when_its_grant_lapses(eos: bool, records: int) -> None:
-    """engine-audit F8: a zombie with nothing to copy (its driver froze, or lost the flow's lease) gives its slot up.
+def test_c2_an_idle_task_ends_when_its_grant_lapses(eos: bool, records: int) -> None:
+    """C2. engine-audit F8: a zombie with nothing to copy (driver frozen, or lease lost) gives its slot up.
 
     Before, a commit with nothing to write never looked at the grant: at least once, the task kept
     polling forever; exactly once, until the next full scan (:data:`FULL_SCAN_EVERY` commits).
@@ -322,7 +322,7 @@ def test_an_idle_task_ends_when_its_grant_lapses(eos: bool, records: int) -> Non
     def hook(task: Task, turn: int) -> None:
         task.now = 2.0 * turn  # a commit is due at every turn
         if turn == 3:
-            task.channel.granted = False  # the last grant expired, none comes
+            task.grants.granted = False  # the last grant expired, none comes
 
     # not only at the next full scan; at least once, after holding HOLD_S for the lease to come back (2 s a check)
     turns = FULL_SCAN_EVERY - 10 + (0 if eos else int(HOLD_S / 2) + 2)
@@ -331,51 +331,51 @@ def test_an_idle_task_ends_when_its_grant_lapses(eos: bool, records: int) -> Non
 
 
 @pytest.mark.parametrize("eos", [False, True], ids=["at-least-once", "exactly-once"])
-def test_a_commit_waits_for_a_grant_that_comes_late(eos: bool) -> None:
-    """A bounded copy read to its end before the driver's first grant arrived: it waits, then commits.
+def test_c1_a_commit_waits_for_a_grant_that_comes_late(eos: bool) -> None:
+    """C1. A bounded copy read to its end before the driver's first grant arrived: it waits, then commits.
 
     Ending ``orphaned`` instead made the supervisor copy every record again (a remote topic of 100
     records held them twice).
     """
     t = Task(records=5, eos=eos, stop_at={("t", 0): 5})
-    t.channel.granted = False
+    t.grants.granted = False
 
     def hook(task: Task, turn: int) -> None:
         task.now = 0.5 * turn
         if turn == 6:
-            task.channel.granted = True  # the driver answered the task's hello
+            task.grants.granted = True  # the driver answered the task's hello
 
     assert step(t, hook) == TaskOutcome.CAUGHT_UP
     assert t.committed() == {0: 4} and [r.value for r in t.b.records("A.t")] == [r.value for r in t.a.records("t")]
 
 
-def test_at_least_once_a_commit_without_a_grant_holds_until_the_grant_comes_back() -> None:
-    """The driver's lease was lost (the target stopped) longer than a commit waits for a grant: the task
+def test_c1_at_least_once_a_commit_without_a_grant_holds_until_the_grant_comes_back() -> None:
+    """C1. The driver's lease was lost (the target stopped) longer than a commit waits for a grant: the task
     copies nothing more and keeps its acknowledged records until the driver, holding the lease again,
     grants it; then it commits them instead of ending ``orphaned`` (and a new generation copying them again)."""
     t = Task(records=10)
-    t.channel.granted = False
+    t.grants.granted = False
 
     def hook(task: Task, turn: int) -> None:
-        task.now = 1.0 * turn  # a second per look at the channel
+        task.now = 1.0 * turn  # a second per look at the grants
         if turn == 40:  # 40 s later: far past GRANT_WAIT_S
-            task.channel.granted = True
+            task.grants.granted = True
         if turn == 45:
-            task.channel.state = ChannelState.STOP
+            task.grants.state = GrantState.STOP
 
     assert step(t, hook, turns=100) == TaskOutcome.STOPPED
     assert t.committed() == {0: 9}
     assert len(t.b.records("A.t")) == 10  # nothing copied twice
 
 
-def test_an_abort_while_holding_ends_the_task_without_a_commit() -> None:
+def test_c1_an_abort_while_holding_ends_the_task_without_a_commit() -> None:
     t = Task(records=10)
-    t.channel.granted = False
+    t.grants.granted = False
 
     def hook(task: Task, turn: int) -> None:
         task.now = 1.0 * turn
         if turn == 25:
-            task.channel.state = ChannelState.ABORT  # the lease is lost for good: a new generation copies
+            task.grants.state = GrantState.ABORT  # the lease is lost for good: a new generation copies
 
     assert step(t, hook, turns=100) == TaskOutcome.ORPHANED
     assert t.committed() == {}
@@ -399,7 +399,7 @@ def test_an_abort_ends_the_task_without_a_last_commit() -> None:
 
     def hook(task: Task, turn: int) -> None:
         if turn == 0:  # before the first commit (due as soon as the records are acknowledged)
-            task.channel.state = ChannelState.ABORT
+            task.grants.state = GrantState.ABORT
 
     assert step(t, hook) == TaskOutcome.ORPHANED
     assert t.committed() == {}
@@ -436,8 +436,8 @@ def test_a_bounded_copy_ends_caught_up_at_its_end_offsets() -> None:
     assert result.records >= 10
 
 
-def test_a_timed_out_commit_write_is_written_again_by_the_next_commit() -> None:
-    """At least once, a commit write that timed out (a stopped target) does not fail the task.
+def test_c9_a_timed_out_commit_write_is_written_again_by_the_next_commit() -> None:
+    """C9. At least once, a commit write that timed out (a stopped target) does not fail the task.
 
     Before, the task failed and its restart copied again everything produced since its last
     landed commit. Now the next commit writes every partition's position again, and the lost
@@ -452,7 +452,7 @@ def test_a_timed_out_commit_write_is_written_again_by_the_next_commit() -> None:
         if turn == 1:
             assert list(task.committed().values()) == [4]  # one partition's position was lost
         if turn >= 4:
-            task.channel.state = ChannelState.STOP
+            task.grants.state = GrantState.STOP
 
     assert step(t, hook) == TaskOutcome.STOPPED
     assert t.committed() == {0: 4, 1: 4}
@@ -461,8 +461,8 @@ def test_a_timed_out_commit_write_is_written_again_by_the_next_commit() -> None:
         assert [r.value for r in t.b.records("A.t", p)] == [f"v{p}-{i}".encode() for i in range(5)]
 
 
-def test_a_commit_write_lost_at_the_final_commit_fails_the_task() -> None:
-    """The last commit of a task is never put off: a lost write there fails the task (copied again, never lost)."""
+def test_c9_a_commit_write_lost_at_the_final_commit_fails_the_task() -> None:
+    """C9. The last commit of a task is never put off: a lost write there fails the task (copied again, never lost)."""
     t = Task(records=5)
     t.commits.fail_at = {0: KafkaError._MSG_TIMED_OUT}
     with pytest.raises(DataPathError, match=f"writing to '{OFFSETS}' on cluster 'B' failed") as e:
@@ -488,7 +488,7 @@ def test_a_commit_write_refused_for_good_fails_the_task(eos: bool) -> None:
 # ------------------------------------------------------------------------------ exactly once
 
 
-def test_exactly_once_commits_records_and_offsets_in_one_transaction() -> None:
+def test_c4_exactly_once_commits_records_and_offsets_in_one_transaction() -> None:
     t = Task(records=5, eos=True)
     assert step(t, stop_after(2)) == TaskOutcome.STOPPED
     assert t.data.initialised and t.data.commits >= 1
@@ -498,7 +498,7 @@ def test_exactly_once_commits_records_and_offsets_in_one_transaction() -> None:
     assert next(s for s in syncs if s.partition == 0) == OffsetSync("t", 0, 0, 0)  # a commit's order is the dirty set's
 
 
-def test_an_abortable_commit_rewinds_to_the_committed_positions() -> None:
+def test_c5_an_abortable_commit_rewinds_to_the_committed_positions() -> None:
     t = Task(records=5, eos=True)
     t.data.commit_errors = [KafkaError(KafkaError._OUTDATED, "abortable", txn_requires_abort=True)]
 
@@ -509,15 +509,15 @@ def test_an_abortable_commit_rewinds_to_the_committed_positions() -> None:
             assert task.data.aborts == 1 and ("t", 0, 0) in task.consumer.seeks
             assert task.b.records("A.t") == [] and task.committed() == {}
         if turn == 3:
-            task.channel.state = ChannelState.STOP
+            task.grants.state = GrantState.STOP
 
     assert step(t, hook) == TaskOutcome.STOPPED
     assert [r.value for r in t.b.records("A.t")] == [f"v0-{i}".encode() for i in range(5)]  # once each
     assert t.committed() == {0: 4}
 
 
-def test_after_a_rewind_a_failed_delivery_names_its_own_record() -> None:
-    """engine-audit F8: records purged by an abort are not failures of the records produced after the rewind.
+def test_c5_after_a_rewind_a_failed_delivery_names_its_own_record() -> None:
+    """C5. engine-audit F8: records purged by an abort are not failures of the records produced after the rewind.
 
     librdkafka serves the purged records' delivery reports (``_PURGE_QUEUE``) during
     ``abort_transaction``. Counted as failures and never reset, they shifted the index of the next
@@ -548,8 +548,8 @@ def test_a_refused_task_never_initialises_its_transactional_id() -> None:
     Before, it initialised its transactional id first: that fenced the current task with the same index.
     """
     t = Task(records=5, eos=True)
-    t.channel.granted = False
-    t.channel.state = ChannelState.ABORT  # the driver's answer to a stale hello
+    t.grants.granted = False
+    t.grants.state = GrantState.ABORT  # the driver's answer to a stale hello
     assert t.runner.run().outcome == TaskOutcome.ORPHANED
     assert not t.data.initialised and t.b.records("A.t") == [] and t.committed() == {}
 
@@ -562,9 +562,9 @@ def test_a_fenced_producer_fails_the_task() -> None:
     assert t.committed() == {}
 
 
-def test_exactly_once_without_a_grant_aborts_the_transaction() -> None:
+def test_c1_exactly_once_without_a_grant_aborts_the_transaction() -> None:
     t = Task(records=5, eos=True)
-    t.channel.granted = False
+    t.grants.granted = False
 
     def hook(task: Task, turn: int) -> None:
         task.now = 5.0 * turn
@@ -601,8 +601,8 @@ def test_releasing_a_producer_in_a_fatal_state_never_hides_how_the_task_ended(cl
     assert producer.calls == (["flush"] if clean else ["purge"])
 
 
-def test_a_restarted_partition_commits_its_new_start_even_with_nothing_to_copy() -> None:
-    """At least once too: a re-created topic's first commit supersedes the old topic's stored offset.
+def test_c8_a_restarted_partition_commits_its_new_start_even_with_nothing_to_copy() -> None:
+    """C8. At least once too: a re-created topic's first commit supersedes the old topic's stored offset.
 
     Before, a partition that copied nothing committed nothing: ``mm2-offsets`` kept the old topic's
     offset, and a restart resumed the new topic there (its first records never copied).
@@ -619,7 +619,7 @@ def test_at_least_once_copying_goes_on_until_the_first_grant_comes() -> None:
     copies meanwhile and commits at the first grant. Before, its first commit stood waiting for the grant and
     copying stopped with it."""
     t = Task(records=10)
-    t.channel.granted = False
+    t.grants.granted = False
     copied: list[int] = []
 
     def hook(task: Task, turn: int) -> None:
@@ -629,9 +629,9 @@ def test_at_least_once_copying_goes_on_until_the_first_grant_comes() -> None:
             task.a.append("t", b"k", f"late-{turn}".encode(), partition=0, ts=2_000 + turn)
         if turn == 4:  # 2 s after the start: the take-over's wait is over
             assert task.committed() == {}
-            task.channel.granted = True
+            task.grants.granted = True
         if turn == 7:
-            task.channel.state = ChannelState.STOP
+            task.grants.state = GrantState.STOP
 
     assert step(t, hook) == TaskOutcome.STOPPED
     assert copied[4] == 12  # all copied before the grant
@@ -644,16 +644,16 @@ def test_after_another_instances_holding_a_task_produces_nothing_before_its_firs
     take-over's ``safe_at``), then everything. Before, it copied up to PRE_GRANT_RECORDS records at once:
     two writers of the same remote partitions, the first copies out of order."""
     t = Task(records=10, after_other_holder=True)
-    t.channel.granted = False
+    t.grants.granted = False
     copied: list[int] = []
 
     def hook(task: Task, turn: int) -> None:
         task.now = 0.5 * turn
         copied.append(len(task.b.records("A.t")))
         if turn == 6:  # 3 s after the start: safe_at passed, the driver grants
-            task.channel.granted = True
+            task.grants.granted = True
         if turn == 12:
-            task.channel.state = ChannelState.STOP
+            task.grants.state = GrantState.STOP
 
     assert step(t, hook) == TaskOutcome.STOPPED
     assert copied[:7] == [0] * 7  # nothing before the grant
@@ -662,7 +662,7 @@ def test_after_another_instances_holding_a_task_produces_nothing_before_its_firs
 
 def test_after_another_instances_holding_no_grant_ends_the_task_without_copying() -> None:
     t = Task(records=10, after_other_holder=True)
-    t.channel.granted = False
+    t.grants.granted = False
 
     def hook(task: Task, turn: int) -> None:
         task.now = 1.0 * turn  # the driver never grants (it lost the lease meanwhile)
@@ -683,13 +683,13 @@ def test_at_least_once_a_task_whose_grant_lapsed_copies_nothing_more() -> None:
         task.now = 0.05 * turn  # the next commit by time is due 20 turns after the last
         copied.append(len(task.b.records("A.t")))
         if turn == 3:
-            task.channel.granted = False  # the last grant ended
+            task.grants.granted = False  # the last grant ended
         if 3 <= turn < 15:  # the source grows meanwhile
             task.a.append("t", b"k", f"late-{turn}".encode(), partition=0, ts=2_000 + turn)
         if turn == 40:
-            task.channel.granted = True
+            task.grants.granted = True
         if turn == 45:
-            task.channel.state = ChannelState.STOP
+            task.grants.state = GrantState.STOP
 
     assert step(t, hook, turns=200) == TaskOutcome.STOPPED
     assert copied[3] >= 5 and max(copied[4:40]) <= copied[3] + 1  # at most the turn's batch, then nothing
@@ -700,7 +700,7 @@ def test_before_the_first_grant_a_task_copies_no_more_than_flush_records() -> No
     """A crash loop whose runs all die before the new holder's first grant re-copies ``flush_records`` per task
     each time, not the backlog: past them, the first commit waits for the grant and copying waits with it."""
     t = Task(records=5, flush_records=10)
-    t.channel.granted = False
+    t.grants.granted = False
     copied: list[int] = []
 
     def hook(task: Task, turn: int) -> None:
@@ -711,9 +711,9 @@ def test_before_the_first_grant_a_task_copies_no_more_than_flush_records() -> No
             for i in range(4):
                 task.a.append("t", b"k", f"more-{turn}-{i}".encode(), partition=0, ts=2_000 + turn)
         if turn == 20:
-            task.channel.granted = True
+            task.grants.granted = True
         if turn == 25:
-            task.channel.state = ChannelState.STOP
+            task.grants.state = GrantState.STOP
 
     assert step(t, hook, turns=60) == TaskOutcome.STOPPED
     assert 10 <= copied[19] < 20  # copying stopped at the volume until the grant came
@@ -725,16 +725,16 @@ def test_before_the_first_grant_a_poll_takes_no_more_than_the_allowance_left() -
     grant. Before, a poll took a whole batch (up to ``BATCH_RECORDS``) once under the allowance: a crash loop
     killing each run before its first grant re-copied up to 11,000 records per task instead of 1,000."""
     t = Task(records=50, flush_records=10)
-    t.channel.granted = False
+    t.grants.granted = False
     copied: list[int] = []
 
     def hook(task: Task, turn: int) -> None:
         task.now = 0.1 * turn
         copied.append(len(task.b.records("A.t")))
         if turn == 10:
-            task.channel.granted = True
+            task.grants.granted = True
         if turn == 15:
-            task.channel.state = ChannelState.STOP
+            task.grants.state = GrantState.STOP
 
     assert step(t, hook, turns=40) == TaskOutcome.STOPPED
     assert copied[9] == 10
@@ -754,15 +754,15 @@ def test_a_task_reads_nothing_more_while_too_many_records_are_unacknowledged(mon
         if turn == 5:
             task.data.ack_budget = None  # SIGCONT
         if turn == 20:
-            task.channel.state = ChannelState.STOP
+            task.grants.state = GrantState.STOP
 
     assert step(t, hook) == TaskOutcome.STOPPED
     assert max(produced[:5]) == 4  # the cap: a poll takes no more than keeps it (before: a whole batch, 20)
     assert t.committed() == {0: 19} and len(t.b.records("A.t")) == 20
 
 
-def test_exactly_once_commits_a_restarted_partitions_topic_id_with_its_new_start() -> None:
-    """The first transaction of a partition the driver started over (a re-created topic) holds a topic-id
+def test_c4_exactly_once_commits_a_restarted_partitions_topic_id_with_its_new_start() -> None:
+    """C4. The first transaction of a partition the driver started over (a re-created topic) holds a topic-id
     marker beside its source offset: a kill after the commit and before the progress report no longer leaves
     the new topic's offsets unnamed (the next run started the partition over: faults-random seed 4)."""
     t = Task(records=5, eos=True, restarted=True, topic_id="new-id")

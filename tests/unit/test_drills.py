@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mirrorspark.core.drills import (
+    DRILLS_PREFIX,
     DrillResult,
     GroupDrill,
     GroupPartitionDrill,
@@ -16,7 +17,6 @@ from mirrorspark.core.drills import (
     PolicyVerdict,
     RecoveryPoint,
     decode_drill,
-    drills_topic,
     encode_drill,
     match_copies,
     matches_any_group,
@@ -26,6 +26,7 @@ from mirrorspark.core.drills import (
 )
 from mirrorspark.core.failover_policy import PartitionHealth
 from mirrorspark.errors import CorruptRecordError
+from mirrorspark.mm2.internal_topics import mirrorspark_topic
 from mirrorspark.mm2.policy import DefaultReplicationPolicy
 
 
@@ -118,8 +119,8 @@ def test_match_copies_of_nothing() -> None:
 
 
 def test_names() -> None:
-    assert drills_topic("A") == "mm2-drills.A.internal"
-    assert drills_topic("A", DefaultReplicationPolicy()) == "mm2-drills.A.internal"
+    assert mirrorspark_topic(DRILLS_PREFIX, None, "A") == "mm2-drills.A.internal"
+    assert mirrorspark_topic(DRILLS_PREFIX, DefaultReplicationPolicy(), "A") == "mm2-drills.A.internal"
     assert shadow_group("orders") == "mirrorspark-drill.orders"
 
 

@@ -1,6 +1,6 @@
 """The driver loop never stalls (engine-audit F7) and a dead Spark driver JVM ends every flow at once.
 
-Stub flow, channel, reports and jobs on an injected clock: no broker, no Spark. A stuck job's
+Stub flow, grants, reports and jobs on an injected clock: no broker, no Spark. A stuck job's
 ``join(timeout)`` advances the clock by ``timeout``, as a real join of a task that does not end would.
 """
 
@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from fakes import FlowLockStub, RecordingTaskChannel, run_flow_jobs_inline
+from fakes import FlowLockStub, RecordingGrantServer, run_flow_jobs_inline
 from mirrorspark.errors import ClusterError, DataPathError, SparkDriverLostError
-from mirrorspark.replication import supervisor as supervision
-from mirrorspark.replication.supervisor import FlowSupervisor, SupervisorState, TaskJob
 from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionAssignment
-from mirrorspark.replication.worker import Worker
+from mirrorspark.replication.worker import supervisor as supervision
+from mirrorspark.replication.worker.supervisor import FlowSupervisor, SupervisorState, TaskJob
+from mirrorspark.replication.worker.worker import Worker
 from mirrorspark.spark_session import DriverJvmWatch, is_gateway_error, popen_probe
 
 pytestmark = pytest.mark.unit
@@ -56,7 +56,7 @@ def spec(index: int, generation: int = 1) -> CopyTaskSpec:
         partitions=(PartitionAssignment("t", index, "A.t", 0),),
         offset_lag_max=100,
         flush_interval_s=1.0,
-        channel=("127.0.0.1", 1, "token"),
+        grant_address=("127.0.0.1", 1, "token"),
     )
 
 
@@ -132,11 +132,11 @@ class StubFlow(FlowLockStub):
 
 
 def supervisor(
-    monkeypatch: pytest.MonkeyPatch, flow: StubFlow | None = None, channel: RecordingTaskChannel | None = None
+    monkeypatch: pytest.MonkeyPatch, flow: StubFlow | None = None, grants: RecordingGrantServer | None = None
 ) -> tuple[FlowSupervisor, Clock]:
     clock = Clock()
     monkeypatch.setattr(FlowSupervisor, "_launch", lambda self, s: None)
-    sup = FlowSupervisor(flow or StubFlow(), object(), channel or RecordingTaskChannel(), None, clock=clock)  # type: ignore[arg-type]
+    sup = FlowSupervisor(flow or StubFlow(), object(), grants or RecordingGrantServer(), None, clock=clock)  # type: ignore[arg-type]
     sup.start()
     return sup, clock
 
@@ -186,8 +186,8 @@ def test_flows_are_stopped_at_once_under_one_deadline() -> None:
     barrier = threading.Barrier(3, timeout=2)
     worker = Worker.__new__(Worker)  # no Spark: only stop() is exercised
     worker.supervisors = [ClosingSupervisor(n, barrier) for n in ("A->B", "A->C", "B->C")]  # type: ignore[list-item]
-    worker.channel, worker.jvm, worker._closing = RecordingTaskChannel(), None, threading.Event()  # type: ignore[assignment]
-    worker.channel.close = lambda: None  # type: ignore[attr-defined]
+    worker.grants, worker.jvm, worker._closing = RecordingGrantServer(), None, threading.Event()  # type: ignore[assignment]
+    worker.grants.close = lambda: None  # type: ignore[attr-defined]
     worker.stop()
     assert all(s.passed for s in worker.supervisors)  # type: ignore[attr-defined]
     assert len({d for s in worker.supervisors for d in s.deadlines}) == 1  # type: ignore[attr-defined]
@@ -264,35 +264,35 @@ def test_py4j_connection_errors_mean_the_jvm_is_gone_even_unwatched() -> None:
 
 def test_a_task_lost_with_the_jvm_aborts_the_flow_and_restarts_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     """Before, the JVM's death was a retriable data-path error: six restarts, ``Connection refused`` each, 35 s."""
-    channel = RecordingTaskChannel()
-    sup, _ = supervisor(monkeypatch, channel=channel)
+    grants = RecordingGrantServer()
+    sup, _ = supervisor(monkeypatch, grants=grants)
     sup.runs = {0: EndedJob(spec(0), SparkDriverLostError("the Spark driver JVM (pid 1) died")), 1: EndedJob(spec(1))}  # type: ignore[dict-item]
     sup.tick()
     assert sup.state == SupervisorState.FAILED and isinstance(sup.error, SparkDriverLostError)
-    assert ("abort", "A->B", 1) in channel.calls and ("stop", "A->B", 1) not in channel.calls  # nothing committed
+    assert ("abort", "A->B", 1) in grants.calls and ("stop", "A->B", 1) not in grants.calls  # nothing committed
     assert sup.runs == {} and sup.next_start == {} and sup.restarts == 0
 
 
 def test_the_worker_stops_granting_and_aborts_every_flow_once_the_jvm_is_gone(monkeypatch: pytest.MonkeyPatch) -> None:
     probe = DeadProbe()
-    channel = RecordingTaskChannel()
+    grants = RecordingGrantServer()
     watch = DriverJvmWatch(probe)
     worker = Worker.__new__(Worker)
-    sups = [supervisor(monkeypatch, channel=channel)[0] for _ in range(2)]
-    worker.supervisors, worker.channel, worker.jvm = sups, channel, watch  # type: ignore[assignment]
+    sups = [supervisor(monkeypatch, grants=grants)[0] for _ in range(2)]
+    worker.supervisors, worker.grants, worker.jvm = sups, grants, watch  # type: ignore[assignment]
     watch.on_lost(worker._on_driver_lost)
     worker.tick()
     assert worker.driver_lost is None and all(s.state == SupervisorState.RUNNING for s in sups)
     probe.dead = True
     assert watch.check() is not None  # what the watch thread does every 0.2 s
-    assert worker.driver_lost is watch.lost and ("abort", "A->B", 1) in channel.calls
+    assert worker.driver_lost is watch.lost and ("abort", "A->B", 1) in grants.calls
     worker.tick()
     assert all(s.state == SupervisorState.FAILED and s.error is watch.lost for s in sups)
-    granted = len(channel.calls)
+    granted = len(grants.calls)
     worker._closing = threading.Event()
     worker._closing.clear()
     worker._grant_loop()  # returns after its first wait: no grant after the death (a task's abort is final)
-    assert channel.calls[granted:] == []
+    assert grants.calls[granted:] == []
 
 
 def test_the_watch_names_a_killed_process_with_its_pid_and_signal() -> None:
@@ -322,8 +322,8 @@ def test_the_watch_names_a_killed_process_with_its_pid_and_signal() -> None:
 
 def test_closing_checkpoints_never_waits_for_a_stuck_offset_syncs_read(monkeypatch: pytest.MonkeyPatch) -> None:
     """Audit F7: ``CheckpointEmitter.close`` joined its background read of the offset syncs with no timeout."""
-    from mirrorspark.replication import checkpoint_emitter
-    from mirrorspark.replication.checkpoint_emitter import CheckpointEmitter
+    from mirrorspark.replication.connector import checkpoint_emitter
+    from mirrorspark.replication.connector.checkpoint_emitter import CheckpointEmitter
 
     monkeypatch.setattr(checkpoint_emitter, "LOADER_JOIN_S", 0.05, raising=False)
     release = threading.Event()

@@ -7,7 +7,7 @@ import itertools
 import pytest
 
 from mirrorspark.errors import ConfigError
-from mirrorspark.replication.worker import check_speculation, wait_for_slots
+from mirrorspark.replication.worker.worker import check_speculation, wait_for_slots
 
 pytestmark = pytest.mark.unit
 

@@ -31,14 +31,14 @@ from mirrorspark.mm2.connect_offsets import (
     source_offset_value,
     task_transactional_id,
 )
-from mirrorspark.replication import supervisor as supervisor_module
-from mirrorspark.replication.fencing import fence_flow, fence_ids, fence_zombies
-from mirrorspark.replication.flow import Flow
-from mirrorspark.replication.supervisor import FlowSupervisor
+from mirrorspark.replication.connector.flow import Flow
 from mirrorspark.replication.task.commit import TopicIdsReader
 from mirrorspark.replication.task.runner import CopyTaskRunner
 from mirrorspark.replication.task.spec import PartitionAssignment, PartitionKey, TaskOutcome
 from mirrorspark.replication.task.stored_offsets import read_stored_offsets
+from mirrorspark.replication.worker import supervisor as supervisor_module
+from mirrorspark.replication.worker.fencing import fence_flow, fence_ids, fence_zombies
+from mirrorspark.replication.worker.supervisor import FlowSupervisor
 
 pytestmark = pytest.mark.unit
 
@@ -67,7 +67,7 @@ class EosTask(Task):
             data=self.data,
             commit_producer=self.commits,
             syncs_producer=self.syncs,
-            channel=self.channel,
+            grants=self.grants,
             clock=lambda: self.now,
             stored_offsets=self.read if stored else None,
             topic_ids=topic_ids,
@@ -87,8 +87,8 @@ def values(first: int, last: int) -> list[bytes]:
     return [f"v0-{i}".encode() for i in range(first, last + 1)]
 
 
-def test_a_stale_driver_position_starts_at_the_stored_offset() -> None:
-    """F3: the driver's position (2) is stale, the report of the commit up to offset 6 was lost; the task
+def test_c7_a_stale_driver_position_starts_at_the_stored_offset() -> None:
+    """C7. F3: the driver's position (2) is stale, the report of the commit up to offset 6 was lost; the task
     starts after the stored offset and copies nothing twice (without the read: records 2..6 twice)."""
     t = EosTask(start=2)
     t.b.topics["A.t"].partitions[0].extend(t.a.records("t")[:7])  # what that commit copied: 0..6
@@ -98,8 +98,8 @@ def test_a_stale_driver_position_starts_at_the_stored_offset() -> None:
     assert t.committed() == {0: 9}
 
 
-def test_a_commit_prepared_by_the_previous_producer_of_the_id_is_completed_before_the_start_is_read() -> None:
-    """F4: the previous task of index 0 sent the commit of records 0..4 with their offset and died before the
+def test_c7_a_commit_prepared_by_the_previous_producer_of_the_id_is_completed_before_the_start_is_read() -> None:
+    """C7. F4: the previous task of index 0 sent the commit of records 0..4 with their offset and died before the
     answer (PREPARE_COMMIT): invisible when the driver read ``mm2-offsets``, completed by the new task's
     ``init_transactions``; the new task reads after it and starts at 5."""
     t = EosTask(start=0)
@@ -174,7 +174,7 @@ def test_a_read_held_by_an_open_transaction_names_each_last_stable_offset_and_th
         ((-1,), 0, 0),  # Connect's "nothing copied yet"
     ],
 )
-def test_only_a_stored_offset_the_source_can_hold_moves_the_start(
+def test_c7_only_a_stored_offset_the_source_can_hold_moves_the_start(
     stored: tuple[int, ...], start: int, first: int
 ) -> None:
     t = EosTask(start=start)
@@ -183,7 +183,7 @@ def test_only_a_stored_offset_the_source_can_hold_moves_the_start(
     assert t.copied() == values(first, 9)
 
 
-def test_a_start_moved_by_a_stored_offset_is_reported_to_the_driver_even_with_nothing_to_copy() -> None:
+def test_c8_a_start_moved_by_a_stored_offset_is_reported_to_the_driver_even_with_nothing_to_copy() -> None:
     t = EosTask(start=2)
     t.store(9)  # everything was copied; the report of it was lost
     assert step(t, stop_after(2)) == TaskOutcome.STOPPED
@@ -192,16 +192,16 @@ def test_a_start_moved_by_a_stored_offset_is_reported_to_the_driver_even_with_no
     assert (report.next_offset, report.records, report.generation) == (10, 0, 1)
 
 
-def test_a_restarted_partition_adopts_nothing() -> None:
-    """A re-created topic refilled past the old topic's stored offset (6): the task starts at the driver's 0."""
+def test_c7_a_restarted_partition_adopts_nothing() -> None:
+    """C7. A re-created topic refilled past the old topic's stored offset (6): the task starts at the driver's 0."""
     t = EosTask(start=0, restarted=True)
     t.store(6)
     assert step(t, stop_after(2)) == TaskOutcome.STOPPED
     assert t.copied() == values(0, 9)
 
 
-def test_a_restarted_partition_commits_its_start_even_with_nothing_to_copy() -> None:
-    """Its first transaction writes the new start, so that no later task adopts the old topic's offset either."""
+def test_c8_a_restarted_partition_commits_its_start_even_with_nothing_to_copy() -> None:
+    """C8. Its first transaction writes the new start, so that no later task adopts the old topic's offset either."""
     t = EosTask(start=0, records=0, restarted=True)
     t.store(6)
     assert step(t, stop_after(2)) == TaskOutcome.STOPPED
@@ -213,10 +213,10 @@ def test_a_restarted_partition_commits_its_start_even_with_nothing_to_copy() -> 
 @pytest.mark.parametrize(
     ("now_id", "outcome", "copied"), [("OLD", TaskOutcome.STOPPED, 10), ("NEW", TaskOutcome.OUT_OF_RANGE, 0)]
 )
-def test_records_read_after_the_topic_was_recreated_under_the_task_are_never_committed(
+def test_c6_records_read_after_the_topic_was_recreated_under_the_task_are_never_committed(
     now_id: str, outcome: TaskOutcome, copied: int
 ) -> None:
-    """The consumer follows the topic by name: re-created under the task, it reads the new topic's records at
+    """C6. The consumer follows the topic by name: re-created under the task, it reads the new topic's records at
     the old positions. Committed as the old topic's, they were copied twice once the driver started the new
     topic over (faults-random seed 42). The ids are read before each commit: the transaction is aborted and
     the partition reported out of range, for the driver to find the re-creation."""
@@ -305,7 +305,7 @@ class StubReports:
         return False
 
 
-class StubChannel:
+class StubGrants:
     address = ("127.0.0.1", 0, "token")
 
     def __init__(self) -> None:
@@ -357,7 +357,7 @@ def test_a_new_generation_starts_only_after_every_id_is_fenced(monkeypatch: pyte
 
     monkeypatch.setattr(supervisor_module, "fence_flow", fence)
     flow = EosFlow(tasks_max=2, task_count_seen=4)  # an earlier run had 4 tasks: their ids are fenced too
-    sup = FlowSupervisor(flow, object(), StubChannel(), None)  # type: ignore[arg-type]
+    sup = FlowSupervisor(flow, object(), StubGrants(), None)  # type: ignore[arg-type]
     sup.generation = 3  # a later generation: a failed fencing is retried, nothing starts before
     with pytest.raises(ClusterError):
         sup.start()
@@ -383,7 +383,7 @@ def test_a_fencing_error_no_retry_can_fix_fails_the_flow(
 
     monkeypatch.setattr(supervisor_module, "fence_flow", fence)
     flow = EosFlow(tasks_max=1)
-    sup = FlowSupervisor(flow, object(), StubChannel(), None)  # type: ignore[arg-type]
+    sup = FlowSupervisor(flow, object(), StubGrants(), None)  # type: ignore[arg-type]
     sup.generation = generation
     sup.start()
     assert (sup.state, sup.failures, sup.restarts, flow.specs) == ("failed", 1, 0, [])

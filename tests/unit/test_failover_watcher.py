@@ -9,9 +9,9 @@ import pytest
 
 from fakes import two_clusters
 from mirrorspark.client.context import FlowContext
-from mirrorspark.replication.failover_watch import FailoverWatcher
-from mirrorspark.replication.flow import Flow
-from mirrorspark.replication.scheduler import Scheduler
+from mirrorspark.replication.connector.failover_watch import FailoverWatcher
+from mirrorspark.replication.connector.flow import Flow
+from mirrorspark.replication.connector.scheduler import Scheduler
 
 pytestmark = pytest.mark.unit
 
@@ -62,7 +62,7 @@ def test_min_insync_replicas_is_read_for_new_topics_at_each_check_and_for_all_ev
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Reading every topic's config at every check was most of an idle driver's CPU at 1,000 topics (#26)."""
-    from mirrorspark.replication import failover_watch
+    from mirrorspark.replication.connector import failover_watch
 
     a, flow, watcher, source_admin = _watched_flow()
     described: list[list[str]] = []

@@ -11,7 +11,7 @@ from mirrorspark.errors import (
     TransactionCoordinatorError,
     error_from_info,
 )
-from mirrorspark.replication.supervisor import fatal_task_error
+from mirrorspark.replication.worker.supervisor import fatal_task_error
 
 pytestmark = pytest.mark.unit
 

@@ -7,7 +7,7 @@ import pytest
 from fakes import FakeClients, FakeCluster, two_clusters
 from mirrorspark.client.context import FlowContext
 from mirrorspark.config.model import MirrorConfig
-from mirrorspark.replication.flow import Flow
+from mirrorspark.replication.connector.flow import Flow
 
 pytestmark = pytest.mark.unit
 
@@ -87,7 +87,7 @@ def test_existing_remote_topics_are_kept_and_only_grown() -> None:
     assert flow.topic_partitions == {"orders": 2, "wide": 2}
 
 
-CHANNEL = ("127.0.0.1", 1, "token")
+GRANT_ADDRESS = ("127.0.0.1", 1, "token")
 
 
 def test_positions_start_at_the_log_start_and_tasks_cover_every_partition() -> None:
@@ -97,13 +97,13 @@ def test_positions_start_at_the_log_start_and_tasks_cover_every_partition() -> N
     a.fill("orders", 1, 3)
     flow = started_flow(cfg, clients)
     assert {k: p.position for k, p in flow.partitions.items()} == {("orders", 0): 0, ("orders", 1): 0}
-    tasks = flow.task_specs(1, CHANNEL)
+    tasks = flow.task_specs(1, GRANT_ADDRESS)
     assert [t.task_index for t in tasks] == [0, 1]  # min(tasks.max, partitions), MM2's round-robin
     starts = {(p.source_topic, p.partition): p.start for t in tasks for p in t.partitions}
     assert starts == {("orders", 0): 0, ("orders", 1): 0}
     assert [p.target_topic for t in tasks for p in t.partitions] == ["A.orders", "A.orders"]
     assert all(t.stop_at is None for t in tasks)
-    bounded = flow.task_specs(2, CHANNEL, stop_at={("orders", 0): 5})
+    bounded = flow.task_specs(2, GRANT_ADDRESS, stop_at={("orders", 0): 5})
     assert [t.stop_at for t in bounded] == [{("orders", 0): 5}, {("orders", 1): 0}]  # unlisted: ends where it is
 
 
@@ -112,14 +112,14 @@ def test_task_confs_follow_the_client_id_rule_and_are_built_once() -> None:
     a.create_topic("orders", 1)
     a.fill("orders", 0, 1)
     flow = started_flow(cfg, clients)
-    first = flow.task_specs(1, CHANNEL)[0]
+    first = flow.task_specs(1, GRANT_ADDRESS)[0]
     consumer_conf, producer_conf = first.consumer_conf, first.producer_conf
     assert consumer_conf["client.id"] == "app|A->B|mirrorspark|replication-consumer"  # the user's id is kept
     assert producer_conf["client.id"] == "A->B|mirrorspark|replication-producer"
     assert consumer_conf["enable.auto.commit"] is False
     assert producer_conf["enable.idempotence"] is True
     assert producer_conf["linger.ms"] == 5
-    assert flow.task_specs(2, CHANNEL)[0].consumer_conf is first.consumer_conf  # not rebuilt per generation
+    assert flow.task_specs(2, GRANT_ADDRESS)[0].consumer_conf is first.consumer_conf  # not rebuilt per generation
     assert len(clients.translated) == len(set(clients.translated))
 
 

@@ -20,8 +20,8 @@ from mirrorspark.mm2.connect_offsets import (
     topic_id_marker_value,
 )
 from mirrorspark.mm2.translation import CopiedSegment
+from mirrorspark.replication.connector.flow import Flow
 from mirrorspark.replication.driver import Replicator
-from mirrorspark.replication.flow import Flow
 
 pytestmark = pytest.mark.unit
 

@@ -10,17 +10,18 @@ from hypothesis import strategies as st
 
 from mirrorspark.core.gaps import (
     GAP_REASONS,
+    GAPS_PREFIX,
     GapEvent,
     KnownTopicId,
     check_position,
     decode_ledger_record,
     encode_gap,
     encode_topic_id,
-    gaps_topic,
     recreated_gap,
 )
 from mirrorspark.errors import CorruptRecordError
 from mirrorspark.mm2.connect_offsets import OFFSET_HISTORY_DEPTH, OffsetHistory, last_valid_offset
+from mirrorspark.mm2.internal_topics import mirrorspark_topic
 from mirrorspark.mm2.policy import DefaultReplicationPolicy, IdentityReplicationPolicy
 
 pytestmark = pytest.mark.unit
@@ -153,11 +154,11 @@ def test_gap_records_holding_impossible_values_are_refused(value: bytes) -> None
 
 
 def test_gaps_topic_is_internal_to_the_flow_policy() -> None:
-    assert gaps_topic("A") == "mm2-gaps.A.internal"
+    assert mirrorspark_topic(GAPS_PREFIX, None, "A") == "mm2-gaps.A.internal"
     sep = DefaultReplicationPolicy(separator="__")
-    assert gaps_topic("A", sep) == "mm2-gaps__A__internal"
+    assert mirrorspark_topic(GAPS_PREFIX, sep, "A") == "mm2-gaps__A__internal"
     for policy in (DefaultReplicationPolicy(), sep, IdentityReplicationPolicy(source_cluster_alias="A")):
-        assert policy.is_internal_topic(gaps_topic("A", policy))
+        assert policy.is_internal_topic(mirrorspark_topic(GAPS_PREFIX, policy, "A"))
 
 
 # --------------------------------------------------------------------------- stored source offsets

@@ -1,7 +1,7 @@
 """Hand-overs of a flow's lease off the driver loop, without overlapping writers (engine-audit-2 N4, N5, N10).
 
-Stub flows, leases, channel and jobs: no broker, no Spark. The take-overs and joins run on the
-flows' own threads here (the real :class:`~mirrorspark.replication.takeover.FlowThread`).
+Stub flows, leases, grants and jobs: no broker, no Spark. The take-overs and joins run on the
+flows' own threads here (the real :class:`~mirrorspark.replication.worker.takeover.FlowThread`).
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from fakes import FlowLockStub, RecordingTaskChannel
-from mirrorspark.replication import supervisor as supervision
-from mirrorspark.replication import takeover
-from mirrorspark.replication.supervisor import FlowSupervisor, SupervisorState
+from fakes import FlowLockStub, RecordingGrantServer
 from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionAssignment
-from mirrorspark.replication.worker import Worker
+from mirrorspark.replication.worker import supervisor as supervision
+from mirrorspark.replication.worker import takeover
+from mirrorspark.replication.worker.supervisor import FlowSupervisor, SupervisorState
+from mirrorspark.replication.worker.worker import Worker
 
 pytestmark = pytest.mark.unit
 
@@ -90,7 +90,7 @@ class StubFlow(FlowLockStub):
                 partitions=(PartitionAssignment("t", 0, "A.t", self.position),),
                 offset_lag_max=100,
                 flush_interval_s=1.0,
-                channel=address,
+                grant_address=address,
                 epoch=epoch,
             )
         ]
@@ -136,22 +136,22 @@ def test_a_lease_loss_is_acted_on_within_one_tick_while_another_flows_take_over_
     every flow of the driver waited for it."""
     release = threading.Event()
     try:
-        channel = RecordingTaskChannel()
-        a = FlowSupervisor(StubFlow("A->B", blocked=release), object(), channel, StubLease(3))  # type: ignore[arg-type]
+        grants = RecordingGrantServer()
+        a = FlowSupervisor(StubFlow("A->B", blocked=release), object(), grants, StubLease(3))  # type: ignore[arg-type]
         a.state = SupervisorState.STANDBY
         b_lease = StubLease(5)
-        b = FlowSupervisor(StubFlow("A->C"), object(), channel, b_lease)  # type: ignore[arg-type]
+        b = FlowSupervisor(StubFlow("A->C"), object(), grants, b_lease)  # type: ignore[arg-type]
         b.state, b.epoch, b.generation = SupervisorState.RUNNING, 5, 1
-        b.runs = {0: BlockedJob(b.flow.task_specs(1, channel.address)[0], release)}  # type: ignore[dict-item]
+        b.runs = {0: BlockedJob(b.flow.task_specs(1, grants.address)[0], release)}  # type: ignore[dict-item]
         b_lease.held, b_lease.standby = False, True  # another instance holds B's lease now
         worker = Worker.__new__(Worker)  # no Spark: only tick() is exercised
-        worker.supervisors, worker.channel, worker.jvm = [a, b], channel, None  # type: ignore[assignment]
+        worker.supervisors, worker.grants, worker.jvm = [a, b], grants, None  # type: ignore[assignment]
 
         ticked = threading.Thread(target=worker.tick, daemon=True)
         ticked.start()
         ticked.join(10)  # far less than BLOCKED_S: the tick waits on no read nor join
         assert not ticked.is_alive(), "the driver loop's tick waited for a flow's take-over or join"
-        assert b.state == SupervisorState.STANDBY and ("abort", "A->C", 1) in channel.calls
+        assert b.state == SupervisorState.STANDBY and ("abort", "A->C", 1) in grants.calls
         assert a.background.pending and a.state == SupervisorState.STANDBY  # A's read still blocked
         worker.tick()  # a tick while both flows' jobs are under way changes nothing
         assert a.state == SupervisorState.STANDBY and a.generation == 0
@@ -170,7 +170,7 @@ def test_the_lock_is_not_held_across_a_take_overs_wait(
     monkeypatch.setattr(takeover, "TAKEOVER_MARGIN_S", 0.0)
     monkeypatch.setattr(supervision, "TAKEOVER_MARGIN_S", 0.0, raising=False)
     flow = StubFlow("A->B")
-    sup = FlowSupervisor(flow, object(), RecordingTaskChannel(), StubLease(7, safe_at=time.monotonic() + 0.5))  # type: ignore[arg-type]
+    sup = FlowSupervisor(flow, object(), RecordingGrantServer(), StubLease(7, safe_at=time.monotonic() + 0.5))  # type: ignore[arg-type]
     sup.state = SupervisorState.STANDBY
     sup.tick()
     assert sup.background.pending
@@ -193,7 +193,7 @@ def test_a_take_over_reads_the_positions_once_the_previous_holders_last_commit_l
     flow = StubFlow("A->B")
     safe_at = time.monotonic() + 0.3
     lease = StubLease(9, safe_at=safe_at)
-    sup = FlowSupervisor(flow, object(), RecordingTaskChannel(), lease)  # type: ignore[arg-type]
+    sup = FlowSupervisor(flow, object(), RecordingGrantServer(), lease)  # type: ignore[arg-type]
     sup.state = SupervisorState.STANDBY
     if previous == "this-instance":
         sup.epoch = 8  # this instance held epoch 8, its tasks ended: nothing of another holder to wait for

@@ -229,3 +229,17 @@ def test_the_check_looks_at_enabled_flows_only() -> None:
     )
     flows_ = [(f.source, f.target, IDENTITY) for f in cfg.flows if f.enabled]
     check_identity_cycles(flows_, allow_cycles=cfg.data_path.identity_allow_cycles)
+
+
+def test_the_loop_is_refused_when_the_file_is_parsed_and_the_replicator_reuses_a_given_context() -> None:
+    """The check runs once, in config/ (parse_config), before any Replicator; a run's context is built once."""
+    from mirrorspark.client.context import ReplicationContext
+
+    with pytest.raises(ConfigError, match=r"A->B, B->A form a replication cycle"):
+        config(f"A->B.enabled = true\nB->A.enabled = true\nreplication.policy.class = {IDENTITY_JAVA}\n")
+    cfg = config("A->B.enabled = true\n")
+    context = ReplicationContext(cfg)
+    replicator = Replicator(cfg, context=context)
+    assert replicator.context is context and replicator.flows[0].context is context.of(cfg.flow("A", "B"))
+    with pytest.raises(ConfigError, match=r"no replication flow is enabled in <properties> for target\(s\) A"):
+        Replicator(cfg, targets=["A"])

@@ -8,7 +8,7 @@ from fakes import two_clusters
 from mirrorspark.client.context import FlowContext
 from mirrorspark.core.progress_records import PartitionReport, decode_report, encode_report
 from mirrorspark.mm2.translation import CopiedRanges, CopiedSegment
-from mirrorspark.replication.flow import Flow
+from mirrorspark.replication.connector.flow import Flow
 
 pytestmark = pytest.mark.unit
 

@@ -1,7 +1,7 @@
 """One active instance, also under a partition (``engine-audit.md`` F5): grants, take-over wait, task deadlines.
 
 The lease's grant and take-over rules on an injected clock with stub lease clients (the group
-coordinator's answers are what the test says); the task channel over a real socket on localhost.
+coordinator's answers are what the test says); the grant link over a real socket on localhost.
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from confluent_kafka import KafkaError, TopicPartition
 from fakes import FlowLockStub, run_flow_jobs_inline, two_clusters
 from mirrorspark.client.context import FlowContext
 from mirrorspark.errors import SparkDriverLostError
-from mirrorspark.replication import lease as lease_module
-from mirrorspark.replication import supervisor as supervisor_module
-from mirrorspark.replication.lease import CONTACT_CHECK_STALE_S, SESSION_TIMEOUT_MS, FlowLease
-from mirrorspark.replication.lease_window import CONTACT_MARGIN_MS
-from mirrorspark.replication.supervisor import FlowSupervisor, SupervisorState
-from mirrorspark.replication.task.channel import GRANT_ASK_S, ChannelClient
-from mirrorspark.replication.task_channel import TaskChannel
+from mirrorspark.replication.task.grant_client import GRANT_ASK_S, GrantClient
+from mirrorspark.replication.worker import lease as lease_module
+from mirrorspark.replication.worker import supervisor as supervisor_module
+from mirrorspark.replication.worker.grant_server import GrantServer
+from mirrorspark.replication.worker.lease import CONTACT_CHECK_STALE_S, SESSION_TIMEOUT_MS, FlowLease
+from mirrorspark.replication.worker.lease_window import CONTACT_MARGIN_MS
+from mirrorspark.replication.worker.supervisor import FlowSupervisor, SupervisorState
 from polling import assert_eventually
 
 pytestmark = pytest.mark.unit
@@ -101,7 +101,7 @@ def holding(clock: Clock, *, claim_offset: int, landing_ms: int = 5000) -> tuple
     return lease, member
 
 
-def test_grants_never_reach_past_the_last_confirmed_contact() -> None:
+def test_l2_grants_never_reach_past_the_last_confirmed_contact() -> None:
     """L2. Before, the holder renewed 3-second grants while a cached flag said "held": a driver cut off from
     the target granted on for seconds after the coordinator gave the lease to a standby."""
     clock = Clock(100.0)
@@ -125,7 +125,7 @@ def test_grants_never_reach_past_the_last_confirmed_contact() -> None:
     assert lease.grant(4, 3.0) is None  # another holding's tasks get nothing
 
 
-def test_a_new_holder_waits_out_the_previous_holders_last_commit() -> None:
+def test_l5_a_new_holder_waits_out_the_previous_holders_last_commit() -> None:
     """L5. The first holding of a flow's lease starts at once; a later one ``landing_ms`` after its assignment."""
     clock = Clock(50.0)
     first, _ = holding(clock, claim_offset=0)
@@ -135,7 +135,7 @@ def test_a_new_holder_waits_out_the_previous_holders_last_commit() -> None:
     assert later.safe_at == 65.0  # the commit producers' message.timeout.ms (5 s) after the assignment
 
 
-def test_a_holder_gives_the_partition_back_only_once_its_grants_are_spent() -> None:
+def test_l6_a_holder_gives_the_partition_back_only_once_its_grants_are_spent() -> None:
     """L6. Revoked while its tasks may still commit under a grant: the callback (and so the hand-over) waits
     until that grant ended and its writes could land; with the tasks ended it returns at once."""
     lease, _ = holding(Clock(time.monotonic()), claim_offset=2, landing_ms=200)
@@ -245,11 +245,11 @@ def test_a_delayed_grant_line_never_extends_the_permission() -> None:
     line: an answer read a second late (a loaded executor, a slow network) let it commit a second
     past the driver's grant, after a standby could have taken the flow over.
     """
-    channel = TaskChannel()
+    grants = GrantServer()
     try:
-        client = ChannelClient(channel.address, {"flow": "A->B", "task": 0, "generation": 1})
+        client = GrantClient(grants.address, {"flow": "A->B", "task": 0, "generation": 1})
         deadline = time.monotonic() + 1.5
-        channel.grant("A->B", 1, deadline)
+        grants.grant("A->B", 1, deadline)
         time.sleep(GRANT_ASK_S)
         client.check()  # asks; the answer waits on the socket, unread
         time.sleep(1.0)  # the task reads it late
@@ -258,7 +258,7 @@ def test_a_delayed_grant_line_never_extends_the_permission() -> None:
         assert_eventually(lambda: not client.may_commit(), timeout_s=5, interval_s=0.05)
         client.close()
     finally:
-        channel.close()
+        grants.close()
 
 
 class JoinedLease(WaitingLease):
@@ -316,7 +316,7 @@ def test_a_claim_whose_commit_is_never_answered_is_tried_again_later(monkeypatch
     assert lease._retry_at > time.monotonic()  # tried again after CLAIM_RETRY_S
 
 
-def test_a_stale_contact_checks_late_answer_is_never_credited_to_a_newer_check() -> None:
+def test_l3_a_stale_contact_checks_late_answer_is_never_credited_to_a_newer_check() -> None:
     """L3 (engine-audit-2 N1): check C1 goes unanswered, is given up after ``CONTACT_CHECK_STALE_S``, C2 goes out;
     then C1's answer comes (a half-open link: the coordinator saw C1 at about its send time, the answer was held).
 
@@ -340,7 +340,7 @@ def test_a_stale_contact_checks_late_answer_is_never_credited_to_a_newer_check()
     assert lease.grant(5, 3.0) == clock.now + 3.0
 
 
-def test_a_claim_acknowledged_whose_commit_failed_still_counts_as_this_instances_own() -> None:
+def test_l4_a_claim_acknowledged_whose_commit_failed_still_counts_as_this_instances_own() -> None:
     """L4 (engine-audit-2 N11): the claim is on the lease topic, so no other instance held that epoch.
 
     A holding at epoch 5 is lost; the next claim lands at offset 5 but its commit is refused (the
@@ -382,7 +382,7 @@ class LostAcknowledgement:
         return 1
 
 
-def test_a_claim_whose_produce_timed_out_but_landed_counts_as_another_holders() -> None:
+def test_l4_a_claim_whose_produce_timed_out_but_landed_counts_as_another_holders() -> None:
     """L4 (engine-audit-2 N11): conservative for an ambiguous claim: its offset is unknown, so an epoch this
     instance may have written counts as another's, and the supervisor aborts and reloads instead of taking the
     running tasks back."""
@@ -400,9 +400,9 @@ def test_a_claim_whose_produce_timed_out_but_landed_counts_as_another_holders() 
     assert not lease.claimed_only_by_self(5, 7)
 
 
-def hello_answer(channel: TaskChannel, generation: int) -> bytes:
-    """What the channel sends a task of ``generation`` of ``A->B`` saying hello now, until it closes (2 s at most)."""
-    host, port, token = channel.address
+def hello_answer(grants: GrantServer, generation: int) -> bytes:
+    """What the server sends a task of ``generation`` of ``A->B`` saying hello now, until it closes (2 s at most)."""
+    host, port, token = grants.address
     hello = {"token": token, "flow": "A->B", "task": 0, "generation": generation, "ask": 0.0}
     got = b""
     with socket.create_connection((host, port), timeout=2) as sock:
@@ -413,33 +413,33 @@ def hello_answer(channel: TaskChannel, generation: int) -> bytes:
     return got
 
 
-def test_an_aborted_generation_gets_no_grant_and_its_late_task_is_told_abort() -> None:
+def test_l7_an_aborted_generation_gets_no_grant_and_its_late_task_is_told_abort() -> None:
     """L7 (engine-audit-2 N7): abort means commit nothing, also for a task that says hello after the abort.
 
     Before, ``abort`` marked the generation as stopped: a late task was told ``stop`` (commit and end), and a
     renewal the grant thread computed before the abort gave it a grant for one final commit.
     """
-    channel = TaskChannel()
+    grants = GrantServer()
     try:
-        channel.grant("A->B", 3, time.monotonic() + 5.0)
-        channel.abort("A->B", 3)
-        channel.grant("A->B", 3, time.monotonic() + 5.0)  # a renewal computed before the abort: refused
-        assert hello_answer(channel, 3) == b"abort\n"
-        channel.grant("A->B", 4, time.monotonic() + 5.0)  # the next generation is granted as ever
-        assert hello_answer(channel, 4).startswith(b"lease ")
+        grants.grant("A->B", 3, time.monotonic() + 5.0)
+        grants.abort("A->B", 3)
+        grants.grant("A->B", 3, time.monotonic() + 5.0)  # a renewal computed before the abort: refused
+        assert hello_answer(grants, 3) == b"abort\n"
+        grants.grant("A->B", 4, time.monotonic() + 5.0)  # the next generation is granted as ever
+        assert hello_answer(grants, 4).startswith(b"lease ")
     finally:
-        channel.close()
+        grants.close()
 
 
-def test_after_the_driver_jvm_is_lost_a_late_task_is_told_abort_and_gets_no_grant() -> None:
+def test_l7_after_the_driver_jvm_is_lost_a_late_task_is_told_abort_and_gets_no_grant() -> None:
     """L7 (engine-audit-2 N7): the same after ``FlowSupervisor.abandon`` (the Spark driver JVM is gone)."""
-    channel = TaskChannel()
+    grants = GrantServer()
     try:
-        sup = FlowSupervisor(OneFlow(), object(), channel, WaitingLease(safe_at=0.0))  # type: ignore[arg-type]
+        sup = FlowSupervisor(OneFlow(), object(), grants, WaitingLease(safe_at=0.0))  # type: ignore[arg-type]
         sup.state, sup.generation = SupervisorState.RUNNING, 2
         renewal = time.monotonic() + 3.0  # computed by the grant thread just before the loss was seen
         sup.abandon(SparkDriverLostError("the Spark driver JVM (pid 4242) was killed by SIGKILL"))
-        channel.grant(sup.name, 2, renewal)
-        assert hello_answer(channel, 2) == b"abort\n"
+        grants.grant(sup.name, 2, renewal)
+        assert hello_answer(grants, 2) == b"abort\n"
     finally:
-        channel.close()
+        grants.close()

@@ -7,31 +7,31 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mirrorspark.core.lease_claims import (
+    LEASE_PREFIX,
     LeaseClaim,
     claim_epoch,
     decode_claim,
     encode_claim,
-    lease_topic,
     permission_hint,
 )
-from mirrorspark.mm2.internal_topics import lease_group
+from mirrorspark.mm2.internal_topics import lease_group, mirrorspark_topic
 from mirrorspark.mm2.policy import DefaultReplicationPolicy, load_policy
-from mirrorspark.replication.lease import SESSION_TIMEOUT_MS, lease_consumer_overrides
+from mirrorspark.replication.worker.lease import SESSION_TIMEOUT_MS, lease_consumer_overrides
 
 pytestmark = pytest.mark.unit
 
 
 def test_topic_is_internal_and_never_replicated() -> None:
     policy = DefaultReplicationPolicy()
-    assert lease_topic("A") == "mm2-lease.A.internal"
-    assert lease_topic("A", policy) == "mm2-lease.A.internal"
-    assert policy.is_internal_topic(lease_topic("A"))
+    assert mirrorspark_topic(LEASE_PREFIX, None, "A") == "mm2-lease.A.internal"
+    assert mirrorspark_topic(LEASE_PREFIX, policy, "A") == "mm2-lease.A.internal"
+    assert policy.is_internal_topic(mirrorspark_topic(LEASE_PREFIX, None, "A"))
 
 
 def test_topic_uses_the_policy_internal_separator() -> None:
     policy = load_policy("DefaultReplicationPolicy", separator="__", source_cluster_alias="A")
-    assert lease_topic("A", policy) == "mm2-lease__A__internal"
-    assert policy.is_internal_topic(lease_topic("A", policy))
+    assert mirrorspark_topic(LEASE_PREFIX, policy, "A") == "mm2-lease__A__internal"
+    assert policy.is_internal_topic(mirrorspark_topic(LEASE_PREFIX, policy, "A"))
 
 
 def test_group_is_named_by_the_flow() -> None:

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from mirrorspark.replication.lease_window import CONTACT_MARGIN_MS, GrantWindow
+from mirrorspark.replication.worker.lease_window import CONTACT_MARGIN_MS, GrantWindow
 
 pytestmark = pytest.mark.unit
 

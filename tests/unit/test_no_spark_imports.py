@@ -32,9 +32,9 @@ KAFKA_CLIENT_MODULES = (
     *_modules("mirrorspark.kafka"),
     *_modules("mirrorspark.client"),
     *_modules("mirrorspark.migration"),
-    "mirrorspark.replication.acl_sync",
-    "mirrorspark.replication.checkpoint_emitter",
-    "mirrorspark.replication.live_filters",
+    "mirrorspark.replication.connector.acl_sync",
+    "mirrorspark.replication.connector.checkpoint_emitter",
+    "mirrorspark.replication.connector.live_filters",
 )
 """The MirrorClient API (RemoteClusterUtils), its config and Kafka adapters, the migration tools and the
 control jobs: Kafka clients, but no Spark (like MM2's ``mirror-client``)."""

@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mirrorspark.core.lifetime_totals import TopicTotals, decode_totals, encode_totals, totals_topic
+from mirrorspark.core.lifetime_totals import TopicTotals, decode_totals, encode_totals
+from mirrorspark.mm2.internal_topics import TOTALS_PREFIX, mirrorspark_topic
 from mirrorspark.mm2.policy import DefaultReplicationPolicy
 
 pytestmark = pytest.mark.unit
@@ -20,8 +21,8 @@ def test_layout() -> None:
 
 def test_topic_is_internal_and_never_replicated() -> None:
     policy = DefaultReplicationPolicy()
-    assert totals_topic("A") == "mm2-progress.A.internal"
-    assert policy.is_internal_topic(totals_topic("A"))
+    assert mirrorspark_topic(TOTALS_PREFIX, None, "A") == "mm2-progress.A.internal"
+    assert policy.is_internal_topic(mirrorspark_topic(TOTALS_PREFIX, None, "A"))
 
 
 @given(st.text(min_size=1), st.text(min_size=1), st.integers(0, 2**62), st.integers(0, 2**62))

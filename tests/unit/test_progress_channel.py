@@ -12,7 +12,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from mirrorspark.errors import ClusterError
-from mirrorspark.replication.progress_channel import ProgressChannelReader
+from mirrorspark.replication.connector.progress_channel import ProgressChannelReader
 
 pytestmark = pytest.mark.unit
 
@@ -55,7 +55,7 @@ def channel(consumer: StubConsumer, *fresh: StubConsumer) -> ProgressChannelRead
     ch = ProgressChannelReader.__new__(ProgressChannelReader)  # no consumer of its own: the stub's
     flow = StubFlow()
     flow.fresh = list(fresh)
-    ch.flow, ch.skipped, ch._consumer, ch._next = flow, 0, consumer, 42  # type: ignore[assignment]
+    ch.sink, ch.skipped, ch._consumer, ch._next = flow, 0, consumer, 42  # type: ignore[assignment]
     return ch
 
 
@@ -111,7 +111,7 @@ def test_a_read_to_the_end_that_runs_out_of_time_says_so(segments_only: bool, ca
     """engine-audit-2 §4: a take-over's or a final read stopped quietly at its deadline (a partial load lowers
     the positions reached and misses other topic ids); now a WARNING names the channel and the unread range."""
     ch = channel(SlowConsumer([], end=50))
-    with caplog.at_level(logging.WARNING, logger="mirrorspark.replication.progress_channel"):
+    with caplog.at_level(logging.WARNING, logger="mirrorspark.replication.connector.progress_channel"):
         assert ch.poll(until_end=True, timeout_s=0.0, segments_only=segments_only, generation=None) == 0
     [warning] = [r for r in caplog.records if r.levelno == logging.WARNING]
     text = warning.getMessage()
@@ -121,6 +121,6 @@ def test_a_read_to_the_end_that_runs_out_of_time_says_so(segments_only: bool, ca
 
 def test_a_read_that_reaches_the_end_says_nothing(caplog: pytest.LogCaptureFixture) -> None:
     ch = channel(SlowConsumer([], end=42))
-    with caplog.at_level(logging.WARNING, logger="mirrorspark.replication.progress_channel"):
+    with caplog.at_level(logging.WARNING, logger="mirrorspark.replication.connector.progress_channel"):
         assert ch.poll(until_end=True, timeout_s=0.0) == 0
     assert not caplog.records

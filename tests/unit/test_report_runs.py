@@ -19,14 +19,14 @@ from fakes import two_clusters
 from mirrorspark.client.context import FlowContext
 from mirrorspark.core.progress_records import PartitionReport, ReportSequences, decode_report, encode_report
 from mirrorspark.errors import CorruptRecordError
-from mirrorspark.replication.flow import Flow
-from mirrorspark.replication.task.channel import ChannelState
+from mirrorspark.replication.connector.flow import Flow
+from mirrorspark.replication.task.grant_client import GrantState
 from mirrorspark.replication.task.runner import CopyTaskRunner
 from mirrorspark.replication.task.spec import TaskOutcome
 
 pytestmark = pytest.mark.unit
 
-CHANNEL = ("127.0.0.1", 1, "token")
+GRANT_ADDRESS = ("127.0.0.1", 1, "token")
 
 
 def report(next_offset: int, records: int, *, generation: int = 1, epoch: int = 0) -> PartitionReport:
@@ -50,8 +50,8 @@ def two_processes() -> tuple[Flow, Flow]:
 def test_a_report_of_another_process_with_the_running_generation_moves_nothing(epochs: tuple[int, int]) -> None:
     """Both processes run generation 1: the other's late report (600 records up to 600) is not this run's."""
     old, new = two_processes()
-    [old_spec] = old.task_specs(1, CHANNEL, epoch=epochs[0])
-    [new_spec] = new.task_specs(1, CHANNEL, epoch=epochs[1])
+    [old_spec] = old.task_specs(1, GRANT_ADDRESS, epoch=epochs[0])
+    [new_spec] = new.task_specs(1, GRANT_ADDRESS, epoch=epochs[1])
     assert old_spec.run and new_spec.run and old_spec.run != new_spec.run
     ours = replace(report(100, 100, epoch=new_spec.epoch), run=new_spec.run)
     assert new.apply_report(ours, generation=1)
@@ -65,7 +65,7 @@ def test_a_report_of_another_process_with_the_running_generation_moves_nothing(e
 def test_a_report_naming_no_run_is_read_as_before() -> None:
     """Records written before reports named their run still move positions on their generation."""
     _, flow = two_processes()
-    flow.task_specs(1, CHANNEL)
+    flow.task_specs(1, GRANT_ADDRESS)
     flow.apply_report(report(40, 40), generation=1)
     flow.apply_report(report(90, 50, generation=2), generation=1)  # another generation: not counted
     p = flow.partitions[("orders", 0)]
@@ -93,7 +93,7 @@ def test_a_copy_tasks_reports_name_the_run_of_its_spec() -> None:
         data=t.data,
         commit_producer=t.commits,
         syncs_producer=t.syncs,
-        channel=t.channel,
+        grants=t.grants,
         clock=lambda: t.now,
     )
     assert step(t, stop_after(2)) == TaskOutcome.STOPPED
@@ -103,8 +103,8 @@ def test_a_copy_tasks_reports_name_the_run_of_its_spec() -> None:
 # ------------------------------------------------------------------ a report written twice counts once
 
 
-def test_a_timed_out_report_that_landed_is_counted_once() -> None:
-    """engine-audit-2 §4: at least once, the first commit's report timed out on the client but landed; the next
+def test_c9_a_timed_out_report_that_landed_is_counted_once() -> None:
+    """C9. engine-audit-2 §4: at least once, the first commit's report timed out on the client but landed; the next
     commit wrote its figures again. Before, the driver's totals counted its 5 records twice (10)."""
     t = Task(records=5)
     t.commits.fail_at = {1: KafkaError._MSG_TIMED_OUT}  # the first commit: its offset (0), its report (1)
@@ -113,7 +113,7 @@ def test_a_timed_out_report_that_landed_is_counted_once() -> None:
     def hook(task: Task, turn: int) -> None:
         task.now = 5.0 * turn
         if turn >= 3:
-            task.channel.state = ChannelState.STOP
+            task.grants.state = GrantState.STOP
 
     assert step(t, hook) == TaskOutcome.STOPPED
     reports = t.reports()
@@ -123,7 +123,7 @@ def test_a_timed_out_report_that_landed_is_counted_once() -> None:
     a.fill("t", 0, 5)
     flow = Flow(FlowContext.build(cfg, cfg.flow("A", "B"), clients=clients), cfg.data_path)
     flow.start()
-    flow.task_specs(1, CHANNEL)
+    flow.task_specs(1, GRANT_ADDRESS)
     for r in reports:
         flow.apply_report(r, generation=1)
     p = flow.partitions[("t", 0)]

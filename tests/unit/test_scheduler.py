@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import pytest
 
-from mirrorspark.replication.scheduler import Job, Scheduler
+from mirrorspark.replication.connector.scheduler import Job, Scheduler
 
 pytestmark = pytest.mark.unit
 
@@ -154,7 +154,7 @@ def test_missed_runs_are_not_caught_up(sched: Scheduler, clock: FakeClock) -> No
 
 def test_overrunning_job_is_warned_about(sched: Scheduler, clock: FakeClock, caplog: pytest.LogCaptureFixture) -> None:
     job = sched.add("sync configs", 10, lambda: clock.advance(15))
-    with caplog.at_level(logging.WARNING, logger="mirrorspark.replication.scheduler"):
+    with caplog.at_level(logging.WARNING, logger="mirrorspark.replication.connector.scheduler"):
         sched.run_pending()
     assert any("sync configs" in r.getMessage() and "longer than" in r.getMessage() for r in caplog.records)
     assert job.failures == 0
@@ -166,7 +166,7 @@ def test_job_within_its_interval_is_not_warned_about(
     sched: Scheduler, clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:
     sched.add("quick", 10, lambda: clock.advance(9))
-    with caplog.at_level(logging.WARNING, logger="mirrorspark.replication.scheduler"):
+    with caplog.at_level(logging.WARNING, logger="mirrorspark.replication.connector.scheduler"):
         sched.run_pending()
     assert caplog.records == []
 
@@ -183,7 +183,7 @@ def test_failure_is_counted_logged_and_not_raised(
         raise RuntimeError("broker went away")
 
     job = sched.add("heartbeats", 1, boom)
-    with caplog.at_level(logging.WARNING, logger="mirrorspark.replication.scheduler"):
+    with caplog.at_level(logging.WARNING, logger="mirrorspark.replication.connector.scheduler"):
         assert sched.run_pending() == 1
     assert (job.runs, job.failures, job.last_error) == (1, 1, "broker went away")
     assert any("heartbeats" in r.getMessage() and "broker went away" in r.getMessage() for r in caplog.records)
@@ -374,7 +374,7 @@ def test_failing_job_does_not_kill_the_thread() -> None:
         raise RuntimeError("always")
 
     failing = sched.add("failing", 0.01, boom)
-    logging.getLogger("mirrorspark.replication.scheduler").disabled = True
+    logging.getLogger("mirrorspark.replication.connector.scheduler").disabled = True
     try:
         sched.start(name=thread_name, tick_s=0.01)
         try:
@@ -383,7 +383,7 @@ def test_failing_job_does_not_kill_the_thread() -> None:
         finally:
             sched.stop(timeout_s=5)
     finally:
-        logging.getLogger("mirrorspark.replication.scheduler").disabled = False
+        logging.getLogger("mirrorspark.replication.connector.scheduler").disabled = False
     assert not any(t.name == thread_name for t in threading.enumerate())
 
 

@@ -94,7 +94,7 @@ def copy_task() -> CopyTaskSpec:
         partitions=(PartitionAssignment("t", 0, "A.t", 0),),
         offset_lag_max=100,
         flush_interval_s=1.0,
-        channel=("127.0.0.1", 1, "token"),
+        grant_address=("127.0.0.1", 1, "token"),
     )
 
 
@@ -117,7 +117,7 @@ def test_config_and_context_reprs_hold_no_secret() -> None:
     )
     contexts = ReplicationContext(cfg, clients)
     ctx = contexts.flow("A", "B")
-    for obj in (cfg, cfg.flow("A", "B"), cfg.cluster("A"), ctx, contexts, ctx.flow.source_consumer):
+    for obj in (cfg, cfg.flow("A", "B"), cfg.cluster("A"), ctx, contexts, ctx.flow_config.source_consumer):
         assert SECRET not in repr(obj) and SECRET not in str(obj), type(obj).__name__
     settings = ClientSettings(properties={"ssl.keystore.passphrase": SECRET})
     assert SECRET not in repr(settings)

@@ -19,16 +19,17 @@ from prometheus_client.parser import text_string_to_metric_families
 from fakes import FakeCluster, FakeConsumer
 from mirrorspark.config.parse import parse_config
 from mirrorspark.core.drills import (
+    DRILLS_PREFIX,
     DrillResult,
     GroupDrill,
     GroupPartitionDrill,
     PartitionRecoveryPoint,
     PolicyVerdict,
     RecoveryPoint,
-    drills_topic,
     encode_drill,
 )
-from mirrorspark.core.gaps import gaps_topic
+from mirrorspark.core.gaps import GAPS_PREFIX
+from mirrorspark.mm2.internal_topics import mirrorspark_topic
 from mirrorspark.service import feed as feed_module
 from mirrorspark.service.api import create_app
 from mirrorspark.service.feed import DRILLS_KEPT, Feed, Store, add_drill, classify
@@ -139,9 +140,9 @@ def test_drill_history_topics_are_classified_like_gap_ledgers() -> None:
     def kind(topic: str) -> str | None:
         return classify(topic, heartbeats=lambda t: t.endswith("heartbeats"), local_heartbeats="hb", metrics_topic="m")
 
-    assert kind(drills_topic("A")) == kind("mm2-drills.A.internal") == "drills"
+    assert kind(mirrorspark_topic(DRILLS_PREFIX, None, "A")) == kind("mm2-drills.A.internal") == "drills"
     assert kind("mm2-drills__A__internal") == "drills"  # a policy with another internal separator
-    assert kind(gaps_topic("A")) == "gaps"
+    assert kind(mirrorspark_topic(GAPS_PREFIX, None, "A")) == "gaps"
 
 
 def test_the_store_keeps_each_flows_drills_in_time_order() -> None:
@@ -214,13 +215,13 @@ class _Admin:
 
 def test_the_feed_finds_and_reads_drill_topics_and_counts_corrupt_records(monkeypatch: pytest.MonkeyPatch) -> None:
     b = FakeCluster("B")
-    topic = drills_topic("A")
+    topic = mirrorspark_topic(DRILLS_PREFIX, None, "A")
     b.create_topic(topic, 1, {"cleanup.policy": "compact"})
     b.create_topic("orders", 1)
     b.append(topic, *encode_drill(drill(NOW - 1000)))
     b.append(topic, b'{"flow":"A->B","at":5}', b"{broken")
     b.append("orders", None, b"not the service's")
-    later = drills_topic("C")  # created after the feed started: found by the periodic listing
+    later = mirrorspark_topic(DRILLS_PREFIX, None, "C")  # created after the feed started: found by the periodic listing
     monkeypatch.setattr(feed_module, "REFRESH_TOPICS_S", 0.05)
     monkeypatch.setattr(feed_module, "ReplicationContext", lambda _config: SimpleNamespace(cluster_admin=admin))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mirrorspark.errors import ConfigError
-from mirrorspark.replication.task_configs import init_transactions_timeout_s
+from mirrorspark.replication.connector.task_configs import init_transactions_timeout_s
 
 pytestmark = pytest.mark.unit
 

@@ -1,4 +1,4 @@
-"""A flow's supervisor follows its lease epoch by epoch (stub flow, channel and lease: no broker, no Spark)."""
+"""A flow's supervisor follows its lease epoch by epoch (stub flow, grants and lease: no broker, no Spark)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pytest
 
 from fakes import FlowLockStub, run_flow_jobs_inline
 from mirrorspark.errors import ClusterError, DataPathError
-from mirrorspark.replication import supervisor as supervisor_module
-from mirrorspark.replication.supervisor import RECLAIM_S, FlowSupervisor
-from mirrorspark.replication.worker import Worker
+from mirrorspark.replication.worker import supervisor as supervisor_module
+from mirrorspark.replication.worker.supervisor import RECLAIM_S, FlowSupervisor
+from mirrorspark.replication.worker.worker import Worker
 
 pytestmark = pytest.mark.unit
 
@@ -45,7 +45,7 @@ class StubLease:
         return all(e in self.own for e in range(after + 1, upto))
 
 
-class StubChannel:
+class StubGrants:
     address = ("127.0.0.1", 0)
 
     def __init__(self) -> None:
@@ -89,22 +89,22 @@ def test_a_lease_lost_and_taken_again_between_two_ticks_restarts_under_the_new_e
     """The running generation was granted under epoch 5; the lease is lost and taken again (epoch 9)
     before the next tick: the old generation is aborted, then a new one starts from the committed
     positions under epoch 9 (granted again), instead of running on with no grant (a stalled flow)."""
-    lease, channel, flow = StubLease(), StubChannel(), StubFlow()
-    sup = FlowSupervisor(flow, object(), channel, lease)  # type: ignore[arg-type]
+    lease, grants, flow = StubLease(), StubGrants(), StubFlow()
+    sup = FlowSupervisor(flow, object(), grants, lease)  # type: ignore[arg-type]
     sup.state = "standby"  # what begin() leaves after starting the lease
     lease.held, lease.epoch = True, 5
     sup.tick()
     assert (sup.state, sup.epoch, sup.generation) == ("running", 5, 1) and flow.reloads == 1
     lease.epoch = 9  # lost and re-acquired since the last tick: still held, under another epoch
     sup.tick()
-    assert sup.state == "standby" and ("abort", 1) in channel.calls
+    assert sup.state == "standby" and ("abort", 1) in grants.calls
     sup.tick()
     assert (sup.state, sup.epoch, sup.generation) == ("running", 9, 2) and flow.reloads == 2
-    assert channel.calls[-1] == ("grant", 2)
+    assert grants.calls[-1] == ("grant", 2)
 
 
-def running(lease: StubLease, channel: StubChannel, flow: StubFlow, epoch: int) -> FlowSupervisor:
-    sup = FlowSupervisor(flow, object(), channel, lease)  # type: ignore[arg-type]
+def running(lease: StubLease, grants: StubGrants, flow: StubFlow, epoch: int) -> FlowSupervisor:
+    sup = FlowSupervisor(flow, object(), grants, lease)  # type: ignore[arg-type]
     sup.state, lease.held, lease.epoch = "standby", True, epoch
     sup.tick()
     assert (sup.state, sup.epoch, sup.generation) == ("running", epoch, 1)
@@ -116,21 +116,21 @@ def test_a_lease_taken_back_under_the_next_epoch_lets_the_running_generation_com
     next epoch (no other holder in between). At least once, the running tasks waited without committing;
     they are granted again and commit what the target acknowledged, not aborted and copied again by a new
     generation (issue #23: "the target stop lost the lease and ended the tasks without committing")."""
-    lease, channel, flow = StubLease(), StubChannel(), StubFlow()
-    sup = running(lease, channel, flow, 5)
+    lease, grants, flow = StubLease(), StubGrants(), StubFlow()
+    sup = running(lease, grants, flow, 5)
     lease.held = False  # the lease thread found the membership lost
     sup.tick()
     sup.tick()
-    assert sup.state == "running" and ("abort", 1) not in channel.calls
+    assert sup.state == "running" and ("abort", 1) not in grants.calls
     lease.held, lease.epoch = True, 6  # taken back: the next claim is ours
     sup.tick()
     assert (sup.state, sup.epoch, sup.generation, flow.reloads) == ("running", 6, 1, 1)
-    assert channel.calls[-1] == ("grant", 1) and ("abort", 1) not in channel.calls
+    assert grants.calls[-1] == ("grant", 1) and ("abort", 1) not in grants.calls
     lease.held = False  # lost again; our claim 7 is written but its commit fails (NOT_COORDINATOR), claim 8 holds
     sup.tick()
     lease.held, lease.epoch, lease.own = True, 8, frozenset({7, 8})
     sup.tick()
-    assert (sup.state, sup.epoch, sup.generation) == ("running", 8, 1) and ("abort", 1) not in channel.calls
+    assert (sup.state, sup.epoch, sup.generation) == ("running", 8, 1) and ("abort", 1) not in grants.calls
 
 
 @pytest.mark.parametrize("case", ["another-holder-between", "standby", "exactly-once", "too-long"])
@@ -138,10 +138,10 @@ def test_a_lease_lost_for_good_aborts_the_running_generation(case: str, monkeypa
     """Another claim in between (epoch 7, not 6), back in the group as a standby (another instance holds the
     lease), exactly-once (the open transactions were aborted), or no lease back within RECLAIM_S: the running
     generation is aborted and a new one starts at the take-over."""
-    lease, channel, flow = StubLease(), StubChannel(), StubFlow()
+    lease, grants, flow = StubLease(), StubGrants(), StubFlow()
     flow.exactly_once = case == "exactly-once"
     monkeypatch.setattr(supervisor_module, "fence_flow", lambda _flow, _count: 0.0)  # no producer in a stub
-    sup = running(lease, channel, flow, 5)
+    sup = running(lease, grants, flow, 5)
     lease.held = False
     lease.standby = case == "standby"
     sup.tick()
@@ -152,7 +152,7 @@ def test_a_lease_lost_for_good_aborts_the_running_generation(case: str, monkeypa
     if case == "another-holder-between":
         lease.held, lease.epoch = True, 7
         sup.tick()
-    assert sup.state == "standby" and ("abort", 1) in channel.calls
+    assert sup.state == "standby" and ("abort", 1) in grants.calls
     lease.held, lease.epoch = True, 8
     sup.tick()
     assert (sup.state, sup.epoch, sup.generation) == ("running", 8, 2)
@@ -179,7 +179,7 @@ def test_a_cluster_error_while_taking_over_is_retried_after_a_backoff() -> None:
     loop, which supervises every flow: nothing was copied any more."""
     lease, flow = StubLease(), FailingReloadFlow(failures=2)
     now = [1000.0]
-    sup = FlowSupervisor(flow, object(), StubChannel(), lease, clock=lambda: now[0])  # type: ignore[arg-type]
+    sup = FlowSupervisor(flow, object(), StubGrants(), lease, clock=lambda: now[0])  # type: ignore[arg-type]
     sup.state, lease.held, lease.epoch = "standby", True, 3
     for _ in range(4):  # the failure seen, then backed off: no retry at every tick
         sup.tick()
@@ -213,7 +213,7 @@ def test_one_flows_unexpected_error_fails_that_flow_and_the_others_go_on() -> No
     engine = Worker.__new__(Worker)  # no Spark: only tick() is exercised
     lease = StubLease()
     lease.held, lease.epoch = True, 1
-    healthy = FlowSupervisor(StubFlow(), object(), StubChannel(), lease)  # type: ignore[arg-type]
+    healthy = FlowSupervisor(StubFlow(), object(), StubGrants(), lease)  # type: ignore[arg-type]
     healthy.state = "standby"
     broken = ExplodingSupervisor()
     engine.supervisors = [broken, healthy]  # type: ignore[list-item]
@@ -224,11 +224,11 @@ def test_one_flows_unexpected_error_fails_that_flow_and_the_others_go_on() -> No
 
 
 def test_failing_a_flow_aborts_its_running_generation() -> None:
-    lease, channel, flow = StubLease(), StubChannel(), StubFlow()
-    sup = FlowSupervisor(flow, object(), channel, lease)  # type: ignore[arg-type]
+    lease, grants, flow = StubLease(), StubGrants(), StubFlow()
+    sup = FlowSupervisor(flow, object(), grants, lease)  # type: ignore[arg-type]
     sup.state, lease.held, lease.epoch = "standby", True, 2
     sup.tick()
     sup.fail(DataPathError("A->B: supervising failed: KeyError('positions')"))
-    assert sup.state == "failed" and ("abort", 1) in channel.calls
+    assert sup.state == "failed" and ("abort", 1) in grants.calls
     sup.tick()  # a failed flow is left alone
     assert sup.state == "failed" and sup.generation == 1

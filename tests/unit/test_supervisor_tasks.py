@@ -1,4 +1,4 @@
-"""What a flow's supervisor does when a copy task's job ends (stub flow, channel and jobs: no broker, no Spark)."""
+"""What a flow's supervisor does when a copy task's job ends (stub flow, grants and jobs: no broker, no Spark)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import pytest
 
 from fakes import FlowLockStub, run_flow_jobs_inline
 from mirrorspark.errors import DataPathError, RecordTooLargeError
-from mirrorspark.replication import supervisor as supervision
-from mirrorspark.replication.supervisor import FlowSupervisor, SupervisorState
 from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionAssignment, TaskOutcome, TaskResult
+from mirrorspark.replication.worker import supervisor as supervision
+from mirrorspark.replication.worker.supervisor import FlowSupervisor, SupervisorState
 
 pytestmark = pytest.mark.unit
 
@@ -38,7 +38,7 @@ def spec(index: int, generation: int = 1) -> CopyTaskSpec:
         partitions=(PartitionAssignment("t", index, "A.t", 0),),
         offset_lag_max=100,
         flush_interval_s=1.0,
-        channel=("127.0.0.1", 1, "token"),
+        grant_address=("127.0.0.1", 1, "token"),
     )
 
 
@@ -55,7 +55,7 @@ class StubJob:
         return None
 
 
-class StubChannel:
+class StubGrants:
     address = ("127.0.0.1", 1, "token")
 
     def grant(self, *_: Any) -> None: ...
@@ -100,7 +100,7 @@ class StubFlow(FlowLockStub):
 def started(monkeypatch: pytest.MonkeyPatch) -> FlowSupervisor:
     launched: list[CopyTaskSpec] = []
     monkeypatch.setattr(FlowSupervisor, "_launch", lambda self, s: launched.append(s))
-    sup = FlowSupervisor(StubFlow(), object(), StubChannel(), None, stop_at={("t", 0): 10, ("t", 1): 10})  # type: ignore[arg-type]
+    sup = FlowSupervisor(StubFlow(), object(), StubGrants(), None, stop_at={("t", 0): 10, ("t", 1): 10})  # type: ignore[arg-type]
     sup.start()
     sup.launched = launched  # type: ignore[attr-defined]
     return sup
@@ -168,7 +168,7 @@ def test_a_recreated_topic_starts_a_new_generation(started: FlowSupervisor) -> N
 
 def test_a_restart_says_how_the_assignment_changed() -> None:
     """The log line of a restart names what changed, so an operator sees why the copy tasks restarted."""
-    from mirrorspark.replication.restart_policy import assignment_change as change
+    from mirrorspark.replication.worker.restart_policy import assignment_change as change
 
     old = ((("t", 0), ("t", 1)), 0)
     assert change(old, ((("heartbeats", 0), ("t", 0), ("t", 1)), 0)) == (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mirrorspark.replication.supervisor import BACKOFF_MAX_S, MAX_FAILURES, TaskFailures
+from mirrorspark.replication.worker.supervisor import BACKOFF_MAX_S, MAX_FAILURES, TaskFailures
 
 pytestmark = pytest.mark.unit
 

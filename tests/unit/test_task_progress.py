@@ -16,8 +16,8 @@ from mirrorspark.core.progress_records import (
 )
 from mirrorspark.errors import CorruptRecordError
 from mirrorspark.mm2.offset_syncs import CopiedSegment
-from mirrorspark.replication.task.channel import ChannelClient
-from mirrorspark.replication.task_channel import TaskChannel
+from mirrorspark.replication.task.grant_client import GrantClient
+from mirrorspark.replication.worker.grant_server import GrantServer
 from polling import assert_eventually
 
 pytestmark = pytest.mark.unit
@@ -84,23 +84,23 @@ def test_newest_segments_merge_a_continuing_run_and_keep_the_newest() -> None:
     assert len(out) == SEGMENTS_KEPT and out[-1] == many[-1]
 
 
-def test_the_task_channel_carries_grants_stop_and_abort() -> None:
-    channel = TaskChannel()
+def test_the_grant_link_carries_grants_stop_and_abort() -> None:
+    grants = GrantServer()
     try:
-        client = ChannelClient(channel.address, {"flow": "A->B", "task": 0, "generation": 1})
+        client = GrantClient(grants.address, {"flow": "A->B", "task": 0, "generation": 1})
         assert client.check() == "open" and not client.may_commit()  # no grant yet
-        channel.grant("A->B", 1, time.monotonic() + 5.0)
+        grants.grant("A->B", 1, time.monotonic() + 5.0)
         assert_eventually(client.may_commit, timeout_s=5, message="no grant arrived")
-        channel.grant("A->B", 2, time.monotonic() + 5.0)  # another generation's grant is not this task's
-        channel.stop("A->B", 1)
+        grants.grant("A->B", 2, time.monotonic() + 5.0)  # another generation's grant is not this task's
+        grants.stop("A->B", 1)
         assert_eventually(lambda: client.check() == "stop", timeout_s=5)
         assert client.may_commit()  # a stopping task still commits what was acknowledged
-        channel.abort("A->B", 1)
+        grants.abort("A->B", 1)
         assert_eventually(lambda: client.check() == "abort", timeout_s=5)
         assert not client.may_commit()
         client.close()
     finally:
-        channel.close()
+        grants.close()
 
 
 def test_a_late_task_of_an_older_generation_never_gets_a_grant() -> None:
@@ -109,34 +109,34 @@ def test_a_late_task_of_an_older_generation_never_gets_a_grant() -> None:
     Before, it got its generation's last grant (kept until an abort): it could commit stale positions, and
     in exactly-once mode its ``init_transactions`` fenced the current task with the same index.
     """
-    channel = TaskChannel()
+    grants = GrantServer()
     try:
-        channel.grant("A->B", 1, time.monotonic() + 5.0)
-        channel.stop("A->B", 1)  # generation 1 stopped (its tasks commit and end) ...
-        channel.grant("A->B", 2, time.monotonic() + 5.0)  # ... and generation 2 started
-        late = ChannelClient(channel.address, {"flow": "A->B", "task": 0, "generation": 1})
+        grants.grant("A->B", 1, time.monotonic() + 5.0)
+        grants.stop("A->B", 1)  # generation 1 stopped (its tasks commit and end) ...
+        grants.grant("A->B", 2, time.monotonic() + 5.0)  # ... and generation 2 started
+        late = GrantClient(grants.address, {"flow": "A->B", "task": 0, "generation": 1})
         assert_eventually(lambda: late.check() in ("abort", "closed"), timeout_s=5, message="the late task stays open")
         assert not late.may_commit()
-        current = ChannelClient(channel.address, {"flow": "A->B", "task": 0, "generation": 2})
+        current = GrantClient(grants.address, {"flow": "A->B", "task": 0, "generation": 2})
         assert_eventually(current.may_commit, timeout_s=5, message="the current generation got no grant")
-        channel.grant(
+        grants.grant(
             "A->B", 1, time.monotonic() + 5.0
         )  # a renewal of the old generation (a race with the grant thread): ignored
         assert late.check() in ("abort", "closed") and current.check() == "open"
         late.close()
         current.close()
     finally:
-        channel.close()
+        grants.close()
 
 
-def test_a_connection_with_a_wrong_token_gets_nothing_and_a_closed_channel_ends_the_task() -> None:
-    channel = TaskChannel()
-    host, port, _ = channel.address
+def test_a_connection_with_a_wrong_token_gets_nothing_and_a_closed_grant_link_ends_the_task() -> None:
+    grants = GrantServer()
+    host, port, _ = grants.address
     try:
-        intruder = ChannelClient((host, port, "wrong"), {"flow": "A->B", "task": 0, "generation": 1})
+        intruder = GrantClient((host, port, "wrong"), {"flow": "A->B", "task": 0, "generation": 1})
         assert_eventually(lambda: intruder.check() == "closed", timeout_s=5, message="a wrong token was accepted")
-        client = ChannelClient(channel.address, {"flow": "A->B", "task": 0, "generation": 1})
-        channel.close()
+        client = GrantClient(grants.address, {"flow": "A->B", "task": 0, "generation": 1})
+        grants.close()
         assert_eventually(lambda: client.check() == "closed", timeout_s=5)
     finally:
-        channel.close()
+        grants.close()

@@ -16,7 +16,7 @@ from test_copy_task_runner import Task, step
 from test_exactly_once_start import EosTask
 
 from mirrorspark.errors import ClusterError
-from mirrorspark.replication.task.channel import ChannelState
+from mirrorspark.replication.task.grant_client import GrantState
 from mirrorspark.replication.task.spec import TaskOutcome
 from mirrorspark.replication.task.topic_check import TOPIC_ID_CHECK_S, TOPIC_ID_STALE_S
 
@@ -61,7 +61,7 @@ def copying(ids: Ids, turns: int, then: str | None = None, at: int = 0) -> Calla
         if then is not None and turn == at:
             ids.now = then
         if turn >= turns:
-            task.channel.state = ChannelState.STOP
+            task.grants.state = GrantState.STOP
 
     return hook
 
@@ -97,8 +97,8 @@ def test_a_source_admin_failing_for_longer_than_a_check_holds_fails_the_task() -
 
 
 @pytest.mark.parametrize("turns", [3, 40])
-def test_a_topic_recreated_under_the_task_is_still_caught(turns: int) -> None:
-    """Re-created at turn 2 (the records from offset 5 on are the new topic's): found by the final commit
+def test_c6_a_topic_recreated_under_the_task_is_still_caught(turns: int) -> None:
+    """C6. Re-created at turn 2 (the records from offset 5 on are the new topic's): found by the final commit
     (stopped at turn 3: the task ends ``stopped``, as it was told) or by the next due check (copying on: it
     ends ``out_of_range``); either way within a check interval, with the partition reported out of range for
     the driver, and a final commit never holds the new topic's records."""
@@ -112,8 +112,8 @@ def test_a_topic_recreated_under_the_task_is_still_caught(turns: int) -> None:
         assert t.committed().get(0, -1) < 5  # nothing read after the re-creation was committed
 
 
-def test_a_final_commit_never_goes_on_the_ids_read_before() -> None:
-    """The final commit's read is tried twice and must succeed: failing, the task fails (its transaction is
+def test_c6_a_final_commit_never_goes_on_the_ids_read_before() -> None:
+    """C6. The final commit's read is tried twice and must succeed: failing, the task fails (its transaction is
     aborted, the next generation copies it again) rather than commit records no read came after."""
     ids = Ids()
     t = eos_task(ids)

@@ -1,8 +1,8 @@
 """The ``mirrorspark`` command line.
 
-Every command turns a :class:`~mirrorspark.errors.MirrorsparkError` into one
-line on stderr (``error [CODE]: message``) and the error's exit code; the
-domain never prints.
+A :class:`~mirrorspark.errors.MirrorsparkError` out of any command becomes one line on
+stderr (``error [CODE]: message``) and the error's exit code, in one place
+(:class:`~mirrorspark.cli.conventions.CommandLineGroup`); the domain never prints.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 from types import FrameType
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -42,13 +42,17 @@ from mirrorspark.cli.common import (
 )
 from mirrorspark.cli.config_commands import config_app, config_reference
 from mirrorspark.cli.control import control_app
-from mirrorspark.cli.conventions import ConventionGroup
+from mirrorspark.cli.conventions import CommandLineGroup, ConventionGroup
 from mirrorspark.cli.drill import drill
 from mirrorspark.cli.migration import checkpoints_app, failover, offsets_app
 from mirrorspark.cli.placement import placement_app
 from mirrorspark.cli.regions import REPLICA_STATUS_CONTEXT, elect, replica_status
 from mirrorspark.cli.service import service
 from mirrorspark.errors import MirrorsparkError
+
+if TYPE_CHECKING:
+    from mirrorspark.client.context import ReplicationContext
+    from mirrorspark.client.status import FlowStatus
 
 EXIT_CODES = (
     "Exit codes: 0 done; 1 placement finish: still in progress; 2 bad config or usage; 3 cluster error or "
@@ -67,7 +71,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
-    cls=ConventionGroup,
+    cls=CommandLineGroup,
 )
 local_app = typer.Typer(
     help="Start and stop local Apache Kafka clusters (KRaft) for trying mirrorspark out.",
@@ -122,7 +126,11 @@ def _setup_logging(verbose: bool) -> None:
     logging.getLogger("mirrorspark.librdkafka").setLevel(logging.DEBUG if verbose else logging.CRITICAL)
     # standby, takeover and task restarts are what an operator of several instances must see; the
     # start-up steps with their seconds (flows, Spark, workers) say where a slow start goes
-    for name in ("mirrorspark.replication.lease", "mirrorspark.replication.supervisor", "mirrorspark.start-up"):
+    for name in (
+        "mirrorspark.replication.worker.lease",
+        "mirrorspark.replication.worker.supervisor",
+        "mirrorspark.start-up",
+    ):
         logging.getLogger(name).setLevel(logging.INFO)
 
 
@@ -169,8 +177,8 @@ def _bytes(n: float) -> str:
     return f"{n:.1f} GiB"
 
 
-def progress_table(stats: list[Any], *, elapsed_s: float) -> Table:
-    """Render flows' progress (records, bytes, lag, rate) as a Rich table."""
+def stats_table(stats: list[Any], *, elapsed_s: float) -> Table:
+    """Render flows' stats (records, bytes, lag, rate) as a Rich table."""
     t = Table(title=f"mirrorspark — {elapsed_s:.0f} s", expand=False)
     for col in ("flow", "topic → remote topic", "records", "bytes", "lag", "records/s", "latency avg ms"):
         t.add_column(col, justify="right" if col not in ("flow", "topic → remote topic") else "left")
@@ -223,9 +231,9 @@ def run(
     ] = False,
     json_out: Annotated[
         bool,
-        typer.Option("--json", help="Print the final stats as JSON on stdout; the progress view goes to stderr."),
+        typer.Option("--json", help="Print the final stats as JSON on stdout; the live view goes to stderr."),
     ] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No live progress view.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No live view of the stats.")] = False,
     timeout: StartTimeoutOption = None,
     spark_conf: Annotated[
         list[str] | None,
@@ -241,22 +249,20 @@ def run(
     Exits 9 (SPARK_DRIVER_LOST) within seconds if the Spark driver JVM dies: every copy task ends
     without committing; start the run again.
     """
+    from mirrorspark.client.context import ReplicationContext
     from mirrorspark.config.parse import load_config
 
-    try:
-        extra_conf = _spark_conf(spark_conf or [])
-        cfg = load_config(config, clusters=clusters)
-        if clusters:
-            for alias in clusters:
-                cfg.cluster(alias)
-        flows = cfg.enabled_flows(clusters or None)
-        # an unreachable cluster: one error line within --timeout, before Spark prints anything
-        check_reachable(cfg, (), timeout, flows=flows)
-        stats = _run(
-            cfg, clusters, master, until_caught_up, quiet, extra_conf, progress=err_console if json_out else None
-        )
-    except MirrorsparkError as e:
-        raise fail(e) from None
+    extra_conf = _spark_conf(spark_conf or [])
+    cfg = load_config(config, clusters=clusters)
+    if clusters:
+        for alias in clusters:
+            cfg.cluster(alias)
+    flows = cfg.enabled_flows(clusters or None)
+    context = ReplicationContext(cfg)  # the run's one: built here, handed to the Replicator
+    # an unreachable cluster: one error line within --timeout, before Spark prints anything
+    check_reachable(cfg, (), timeout, flows=flows, context=context)
+    console = err_console if json_out else None
+    stats = _run(context, clusters, master, until_caught_up, quiet, extra_conf, console=console)
     if json_out:
         print(json.dumps([as_dict(s) for s in stats], indent=2))
 
@@ -273,13 +279,7 @@ def _spark_driver_lost(e: Exception) -> MirrorsparkError | None:
 
 
 def _spark_conf(items: list[str]) -> dict[str, str]:
-    """Parse ``--conf KEY=VALUE`` options into Spark properties.
-
-    Raises
-    ------
-    ConfigError
-        An item without ``=`` or with an empty key.
-    """
+    """Parse ``--conf KEY=VALUE`` options into Spark properties; ConfigError for an item without ``=`` or key."""
     from mirrorspark.errors import ConfigError
 
     out: dict[str, str] = {}
@@ -294,18 +294,18 @@ def _spark_conf(items: list[str]) -> dict[str, str]:
 
 
 def _run(
-    cfg: Any,
+    context: ReplicationContext,
     clusters: list[str] | None,
     master: str | None,
     until_caught_up: bool,
     quiet: bool,
     spark_conf: dict[str, str] | None = None,
     *,
-    progress: Console | None = None,
+    console: Console | None = None,
 ) -> list[Any]:
     from mirrorspark.replication.driver import Replicator
 
-    view = out_console if progress is None else progress  # --json: stdout holds the JSON alone
+    view = out_console if console is None else console  # --json: stdout holds the JSON alone
 
     started = time.monotonic()
     live: Live | None = None
@@ -314,7 +314,7 @@ def _run(
     def on_stats(stats: list[Any]) -> None:
         elapsed = time.monotonic() - started
         if live is not None:
-            live.update(progress_table(stats, elapsed_s=elapsed))
+            live.update(stats_table(stats, elapsed_s=elapsed))
         elif not quiet and time.monotonic() - last_print[0] >= 5.0:
             last_print[0] = time.monotonic()
             for f in stats:
@@ -325,7 +325,7 @@ def _run(
 
     # not at INFO: a run that cannot connect prints its one error line alone; "flows started in N s" says when
     logging.getLogger("mirrorspark.start-up").debug("starting (config loaded)")
-    replicator = Replicator(cfg, targets=clusters, on_stats=on_stats)
+    replicator = Replicator(context.config, targets=clusters, on_stats=on_stats, context=context)
 
     def on_sigint(_sig: int, _frame: FrameType | None) -> None:
         if replicator.stopping:
@@ -368,7 +368,7 @@ def _run(
         for s, handler in previous.items():
             signal.signal(s, handler)
     if not quiet:
-        view.print(progress_table(stats, elapsed_s=time.monotonic() - started))
+        view.print(stats_table(stats, elapsed_s=time.monotonic() - started))
     return stats
 
 
@@ -377,21 +377,11 @@ JVM_EXIT_GRACE_S = 3.0
 
 
 class _JvmDeathDeadline:
-    """Ends ``mirrorspark run`` within :data:`JVM_EXIT_GRACE_S` of its Spark driver JVM's death (issue #23 item 3).
+    """Ends ``mirrorspark run`` within ``grace_s`` seconds of its Spark driver JVM's death (issue #23 item 3).
 
-    The driver loop notices the death at its next tick and ends; but a control job blocked on a
-    cluster it cannot reach (the driver's network to the target cut, say) holds the loop up for
-    its whole timeout, and stopping the flows afterwards takes longer still. Nothing can copy any
-    more (every copy task is told to abort, no grant is renewed): past the grace, the error line
-    is printed and the process exits with its code, the flows' clean-up left undone (the leases
-    expire with their sessions).
-
-    Parameters
-    ----------
-    grace_s:
-        Seconds after the death before the exit (s).
-    exit:
-        How the process ends (``os._exit``; a test passes its own).
+    A control job blocked on an unreachable cluster can hold the driver loop up for its whole timeout,
+    though nothing can copy any more: past the grace the error line is printed and the process exits
+    (``exit``, ``os._exit`` by default), the flows' clean-up left undone (the leases expire with their sessions).
     """
 
     def __init__(self, *, grace_s: float = JVM_EXIT_GRACE_S, exit: Callable[[int], Any] = os._exit) -> None:
@@ -423,13 +413,7 @@ class _JvmDeathDeadline:
 
 
 class _SparkStart:
-    """The SparkSession of ``mirrorspark run``, built on a thread of its own (daemon: an exit never waits for it).
-
-    Parameters
-    ----------
-    master, conf, task_slots:
-        As :func:`~mirrorspark.spark_session.build_spark_session`'s (with ``quick_start``).
-    """
+    """The SparkSession of ``mirrorspark run``, built on a daemon thread (an exit never waits for it)."""
 
     def __init__(self, master: str | None, conf: dict[str, str] | None, *, task_slots: int) -> None:
         self._args = (master, conf, task_slots)
@@ -531,24 +515,21 @@ def local_up(
         if security in (LocalSecurity.SASL_PLAIN, LocalSecurity.SASL_SSL)
         else None
     )
-    try:
-        if timeout < 10:
-            from mirrorspark.errors import ConfigError
+    if timeout < 10:
+        from mirrorspark.errors import ConfigError
 
-            raise ConfigError(f"--timeout {timeout:g}s is too short: local clusters need at least 10s to start")
-        started = start_clusters(
-            aliases,
-            base_dir=dir,
-            brokers=brokers,
-            racks=rack_list,
-            # racks without the rack-aware selector would leave every read on the leader
-            extra_broker_props={"replica.selector.class": RACK_AWARE_SELECTOR} if rack_list else None,
-            security=security.value,
-            sasl_users=users,
-            timeout_s=timeout,
-        )
-    except MirrorsparkError as e:
-        raise fail(e) from None
+        raise ConfigError(f"--timeout {timeout:g}s is too short: local clusters need at least 10s to start")
+    started = start_clusters(
+        aliases,
+        base_dir=dir,
+        brokers=brokers,
+        racks=rack_list,
+        # racks without the rack-aware selector would leave every read on the leader
+        extra_broker_props={"replica.selector.class": RACK_AWARE_SELECTOR} if rack_list else None,
+        security=security.value,
+        sasl_users=users,
+        timeout_s=timeout,
+    )
     if json_out:
         print(json.dumps(started.to_json()))
         return
@@ -569,10 +550,7 @@ def local_down(
     """Stop the local clusters started with `mirrorspark local up`."""
     from mirrorspark.kafka.local.clusters import stop_clusters
 
-    try:
-        stopped = stop_clusters(dir)
-    except MirrorsparkError as e:
-        raise fail(e) from None
+    stopped = stop_clusters(dir)
     out_console.print(f"stopped: {', '.join(stopped) if stopped else 'nothing was running'}", highlight=False)
 
 
@@ -592,18 +570,14 @@ def status(
     records lost before they were copied (deleted, truncated, or a re-created topic).
     """
     import dataclasses
-    import datetime
 
     from mirrorspark.client.status import status as compute
     from mirrorspark.config.parse import load_config
 
-    try:
-        cfg = load_config(config)
-        # a dead cluster: its address and the fix, within --timeout
-        check_reachable(cfg, cfg.clusters, timeout, flows=cfg.enabled_flows())
-        flows, clusters = compute(cfg)
-    except MirrorsparkError as e:
-        raise fail(e) from None
+    cfg = load_config(config)
+    # a dead cluster: its address and the fix, within --timeout
+    check_reachable(cfg, cfg.clusters, timeout, flows=cfg.enabled_flows())
+    flows, clusters = compute(cfg)
     if json_out:
         doc = {
             "flows": [
@@ -622,47 +596,8 @@ def status(
         print(json.dumps(doc, indent=2))
         return
     for f in flows:
-        hb = (
-            datetime.datetime.fromtimestamp(f.last_heartbeat_ms / 1000, tz=datetime.UTC).isoformat(timespec="seconds")
-            if f.last_heartbeat_ms
-            else "-"
-        )
-        print(
-            f"flow {f.flow}: {f.state}, {len(f.topics)} topics, {f.partitions} partitions, "
-            f"{f.records} records on the target, lag {f.lag}, last heartbeat {hb}"
-        )
-        if f.dropped_records:
-            print(f"flow {f.flow}: {f.dropped_records} records dropped by transforms (read, not copied)")
-        if f.error:
-            print(f"flow {f.flow}: failed: {f.error}")
-        if f.failover is not None:
-            from mirrorspark.core.failover_policy import event_summary
-
-            print(event_summary(f.failover))
-        if f.dropped_records:  # a column only for flows whose transforms dropped records
-            rows: list[list[object]] = [
-                [t.topic, t.remote_topic, t.partitions, t.records, t.lag, t.dropped_records] for t in f.topics
-            ]
-            print(text_table(["topic", "remote topic", "partitions", "records", "lag", "dropped"], rows))
-        else:
-            rows = [[t.topic, t.remote_topic, t.partitions, t.records, t.lag] for t in f.topics]
-            print(text_table(["topic", "remote topic", "partitions", "records", "lag"], rows))
-        if f.gaps:
-            print(f"flow {f.flow}: {len(f.gaps)} gap(s): source records lost before they were copied")
-            rows = [
-                [
-                    datetime.datetime.fromtimestamp(g.at / 1000, tz=datetime.UTC).isoformat(timespec="seconds"),
-                    f"{g.topic}-{g.partition}",
-                    g.reason,
-                    g.first_lost,
-                    g.last_lost if g.last_lost is not None or g.old_topic_id is None else "its end",
-                    g.lost if g.first_lost is not None and g.last_lost is not None else None,
-                    f"{g.old_topic_id} -> {g.new_topic_id or 'deleted'}" if g.old_topic_id is not None else None,
-                ]
-                for g in f.gaps
-            ]
-            print(text_table(["at", "partition", "reason", "first lost", "last lost", "records", "topic id"], rows))
-    rows = [
+        _print_flow_status(f)
+    rows: list[list[object]] = [
         [
             c.cluster,
             ",".join(c.upstream_clusters) or "-",
@@ -671,6 +606,52 @@ def status(
         for c in clusters
     ]
     print(text_table(["cluster", "upstream clusters", "replication hops"], rows), end="")
+
+
+def _print_flow_status(f: FlowStatus) -> None:
+    """Print one flow's line of ``status``, its notices, its topics' table and its gaps' table."""
+    import datetime
+
+    hb = (
+        datetime.datetime.fromtimestamp(f.last_heartbeat_ms / 1000, tz=datetime.UTC).isoformat(timespec="seconds")
+        if f.last_heartbeat_ms
+        else "-"
+    )
+    print(
+        f"flow {f.flow}: {f.state}, {len(f.topics)} topics, {f.partitions} partitions, "
+        f"{f.records} records on the target, lag {f.lag}, last heartbeat {hb}"
+    )
+    if f.dropped_records:
+        print(f"flow {f.flow}: {f.dropped_records} records dropped by transforms (read, not copied)")
+    if f.error:
+        print(f"flow {f.flow}: failed: {f.error}")
+    if f.failover is not None:
+        from mirrorspark.core.failover_policy import event_summary
+
+        print(event_summary(f.failover))
+    if f.dropped_records:  # a column only for flows whose transforms dropped records
+        rows: list[list[object]] = [
+            [t.topic, t.remote_topic, t.partitions, t.records, t.lag, t.dropped_records] for t in f.topics
+        ]
+        print(text_table(["topic", "remote topic", "partitions", "records", "lag", "dropped"], rows))
+    else:
+        rows = [[t.topic, t.remote_topic, t.partitions, t.records, t.lag] for t in f.topics]
+        print(text_table(["topic", "remote topic", "partitions", "records", "lag"], rows))
+    if f.gaps:
+        print(f"flow {f.flow}: {len(f.gaps)} gap(s): source records lost before they were copied")
+        rows = [
+            [
+                datetime.datetime.fromtimestamp(g.at / 1000, tz=datetime.UTC).isoformat(timespec="seconds"),
+                f"{g.topic}-{g.partition}",
+                g.reason,
+                g.first_lost,
+                g.last_lost if g.last_lost is not None or g.old_topic_id is None else "its end",
+                g.lost if g.first_lost is not None and g.last_lost is not None else None,
+                f"{g.old_topic_id} -> {g.new_topic_id or 'deleted'}" if g.old_topic_id is not None else None,
+            ]
+            for g in f.gaps
+        ]
+        print(text_table(["at", "partition", "reason", "first lost", "last lost", "records", "topic id"], rows))
 
 
 # The consumer migration command at the top level, as MM2 users know it from SRM (``srm-control``).
@@ -685,24 +666,8 @@ app.command()(elect)
 
 
 def main() -> None:
-    """Console-script entry point.
-
-    A Kafka error that no command translated (a bug: every call site should raise a
-    :class:`~mirrorspark.errors.ClusterError` naming its flow, topic or group) still ends
-    in one line and exit status 3, never a traceback.
-    """
-    from confluent_kafka import KafkaException
-
-    from mirrorspark.errors import ClusterError, ClusterUnreachableError
-
-    try:
-        app()
-    except KafkaException as e:
-        err = e.args[0] if e.args else e
-        raise SystemExit(fail(ClusterError(f"a Kafka call failed: {err}")).exit_code) from None
-    except TimeoutError:
-        e2 = ClusterUnreachableError("a Kafka call timed out: check that the clusters are up (run with -v for more)")
-        raise SystemExit(fail(e2).exit_code) from None
+    """Console-script entry point (errors become one line and an exit code in :class:`CommandLineGroup`)."""
+    app()
 
 
 __all__ = ["app", "main"]

@@ -29,6 +29,7 @@ from rich.console import Console
 from mirrorspark.errors import ConfigError, MirrorsparkError, ServiceError
 
 if TYPE_CHECKING:
+    from mirrorspark.client.context import ReplicationContext
     from mirrorspark.config.model import MirrorConfig
 
 T = TypeVar("T")
@@ -264,7 +265,12 @@ def parse_iso_duration(value: str) -> datetime.timedelta:
 
 
 def check_reachable(
-    config: MirrorConfig, aliases: Iterable[str], timeout_s: float | None, *, flows: Iterable[Any] = ()
+    config: MirrorConfig,
+    aliases: Iterable[str],
+    timeout_s: float | None,
+    *,
+    flows: Iterable[Any] = (),
+    context: ReplicationContext | None = None,
 ) -> None:
     """Ask each cluster for its metadata once, before a command does anything else.
 
@@ -283,6 +289,8 @@ def check_reachable(
         at most :data:`~mirrorspark.kafka.admin.REACHABLE_TIMEOUT_S`.
     flows:
         Flows (:class:`~mirrorspark.config.model.FlowConfig`) whose source and target the command uses.
+    context:
+        The command's context of ``config`` (``run`` hands the same one to the ``Replicator``); ``None``: built here.
 
     Raises
     ------
@@ -297,7 +305,8 @@ def check_reachable(
     """
     from mirrorspark.client.context import ReplicationContext, Side
 
-    context = ReplicationContext(config)
+    if context is None:
+        context = ReplicationContext(config)
     checked: set[str] = set()
     for flow in flows:
         ctx = context.flow(flow.source, flow.target)
@@ -358,7 +367,7 @@ def fail(e: MirrorsparkError) -> typer.Exit:
     Returns
     -------
     typer.Exit
-        To be raised by the command (``raise fail(e) from None``).
+        To be raised (``raise fail(e) from None``); a command lets its error out to ``CommandLineGroup``.
     """
     err_console.print(f"[bold red]error[/] [{e.code}]: {e.message}", markup=True, highlight=False, soft_wrap=True)
     return typer.Exit(e.exit_code)

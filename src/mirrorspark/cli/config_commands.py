@@ -8,9 +8,8 @@ from typing import Annotated
 
 import typer
 
-from mirrorspark.cli.common import ConfigArgument, fail
+from mirrorspark.cli.common import ConfigArgument
 from mirrorspark.cli.conventions import ConventionGroup
-from mirrorspark.errors import MirrorsparkError
 
 config_app = typer.Typer(
     help="The configuration: its reference, and connector configs converted to and from mm2.properties.",
@@ -92,10 +91,7 @@ def convert(
     """
     from mirrorspark.config.convert import convert_config
 
-    try:
-        text = convert_config(config, to=None if to is None else to.value, connect_cluster=connect_cluster)
-    except MirrorsparkError as e:
-        raise fail(e) from None
+    text = convert_config(config, to=None if to is None else to.value, connect_cluster=connect_cluster)
     if output is None:
         print(text, end="")
     else:

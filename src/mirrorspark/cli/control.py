@@ -12,13 +12,11 @@ from mirrorspark.cli.common import (
     ConfigArgument,
     JsonOption,
     err_console,
-    fail,
     list_option,
     text_table,
     timeout_option,
 )
 from mirrorspark.cli.conventions import ConventionGroup
-from mirrorspark.errors import MirrorsparkError
 
 control_app = typer.Typer(
     help="Change a flow's topic and group allow/deny lists while it runs (SRM's srm-control topics|groups).",
@@ -63,32 +61,28 @@ def _control(
     from mirrorspark.core.control_state import validate_regex
 
     changed = bool(add or remove or add_deny or remove_deny)
-    try:
-        options = (("--add", add), ("--remove", remove), ("--add-deny", add_deny), ("--remove-deny", remove_deny))
-        for option, regexes in options:
-            for regex in regexes or ():
-                validate_regex(regex, option=option)  # before anything connects
-        cfg = load_config(config)
-        with ControlStore(cfg, source, target, timeout_s=30.0 if timeout_s is None else timeout_s) as store:
-            if not store.flow_config.enabled:
-                err_console.print(
-                    f"note: flow {store.flow_config.name} is not enabled in {config}: "
-                    "the lists take effect once it runs",
-                    highlight=False,
-                    markup=False,
-                )
-            if changed:
-                store.apply(
-                    kind, add=add or (), remove=remove or (), add_deny=add_deny or (), remove_deny=remove_deny or ()
-                )
-            lists = store.lists(kind)
-            matching: list[str] | None = None
-            if list_:
-                matching = store.matching_topics() if kind == "topics" else store.matching_groups()
-            remotes = {t: store.remote_topic(t) for t in matching or ()} if kind == "topics" else {}
-            topic, flow_name = store.topic, store.flow_config.name
-    except MirrorsparkError as e:
-        raise fail(e) from None
+    options = (("--add", add), ("--remove", remove), ("--add-deny", add_deny), ("--remove-deny", remove_deny))
+    for option, regexes in options:
+        for regex in regexes or ():
+            validate_regex(regex, option=option)  # before anything connects
+    cfg = load_config(config)
+    with ControlStore(cfg, source, target, timeout_s=30.0 if timeout_s is None else timeout_s) as store:
+        if not store.flow_config.enabled:
+            err_console.print(
+                f"note: flow {store.flow_config.name} is not enabled in {config}: the lists take effect once it runs",
+                highlight=False,
+                markup=False,
+            )
+        if changed:
+            store.apply(
+                kind, add=add or (), remove=remove or (), add_deny=add_deny or (), remove_deny=remove_deny or ()
+            )
+        lists = store.lists(kind)
+        matching: list[str] | None = None
+        if list_:
+            matching = store.matching_topics() if kind == "topics" else store.matching_groups()
+        remotes = {t: store.remote_topic(t) for t in matching or ()} if kind == "topics" else {}
+        topic, flow_name = store.topic, store.flow_config.name
     if json_out:
         doc: dict[str, Any] = {
             "flow": flow_name,

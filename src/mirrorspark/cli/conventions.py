@@ -10,20 +10,22 @@ a command parses its arguments, :func:`normalize_args` rewrites them into that o
   file or folder ends the list, so ``run --clusters B C mm2.properties`` still finds its CONFIG.
 
 Every Typer app of the command line uses :class:`ConventionGroup`, which applies it to the
-arguments of the command it resolves.
+arguments of the command it resolves. The root app's :class:`CommandLineGroup` is also the one place
+where an error out of a command becomes its line on stderr and its exit code.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from typer.core import TyperArgument, TyperGroup, TyperOption
 
 if TYPE_CHECKING:  # Typer 0.29 parses with its own copy of Click; older Typers with Click itself
     from typer import _click as click
 
-from mirrorspark.cli.common import LIST_OPTIONS
+from mirrorspark.cli.common import LIST_OPTIONS, fail
+from mirrorspark.errors import ClusterError, ClusterUnreachableError, MirrorsparkError
 
 
 def _config_argument(cmd: click.Command) -> bool:
@@ -123,4 +125,31 @@ class ConventionGroup(TyperGroup):
         return name, cmd, rest
 
 
-__all__ = ["ConventionGroup", "normalize_args"]
+class CommandLineGroup(ConventionGroup):
+    """The ``mirrorspark`` group: runs a command and turns its error into one line and an exit code, once for all.
+
+    A :class:`~mirrorspark.errors.MirrorsparkError` prints ``error [CODE]: message`` on stderr and exits
+    with its code (:func:`~mirrorspark.cli.common.fail`). A Kafka error or timeout that no command translated
+    (a bug: every call site should raise a :class:`~mirrorspark.errors.ClusterError` naming its flow, topic
+    or group) still ends in one line and exit status 3, never a traceback.
+    """
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Invoke the command as Click does, translating its error (see the class docstring)."""
+        from confluent_kafka import KafkaException
+
+        try:
+            return super().invoke(ctx)
+        except MirrorsparkError as e:
+            raise fail(e) from None
+        except KafkaException as e:
+            err = e.args[0] if e.args else e
+            raise fail(ClusterError(f"a Kafka call failed: {err}")) from None
+        except TimeoutError:
+            e2 = ClusterUnreachableError(
+                "a Kafka call timed out: check that the clusters are up (run with -v for more)"
+            )
+            raise fail(e2) from None
+
+
+__all__ = ["CommandLineGroup", "ConventionGroup", "normalize_args"]

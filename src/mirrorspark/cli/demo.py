@@ -265,6 +265,78 @@ def consume_from_committed(bootstrap: str, topic: str, group: str) -> int:
     return sum(ends[(topic, p)] - committed[p] for p in parts if committed.get(p, -1) >= 0)
 
 
+def _copy(props: Path) -> int:
+    """Run step 3 (mirrorspark until caught up); return its exit status."""
+    console.print(f"[bold]3/6[/] mirrorspark run {props} --until-caught-up")
+    t0 = time.monotonic()
+    rc = subprocess.call([sys.executable, "-m", "mirrorspark", "run", str(props), "--until-caught-up", "--quiet"])
+    took = time.monotonic() - t0
+    if rc != 0:
+        console.print(f"[red]mirrorspark run exited with {rc}[/]")
+        return rc
+    console.print(f"     done in {took:.1f} s (including Spark start-up)")
+    return 0
+
+
+def _compare(clusters: LocalClusters, produced: dict[str, int]) -> bool:
+    """Run step 4 (print the source/target table); return whether every record arrived."""
+    console.print("[bold]4/6[/] comparing source and target")
+    table = Table(title="nycflights13: primary → backup")
+    for col in ("topic", "remote topic", "produced", "source records", "target records", "bytes", "lag"):
+        table.add_column(col, justify="left" if "topic" in col else "right")
+    ok = True
+    for topic in TOPICS:
+        remote = f"primary.{topic}"
+        src, _ = _count(clusters.bootstrap("primary"), "primary", topic)
+        dst, size = _count(clusters.bootstrap("backup"), "backup", remote)
+        ok &= src == dst == produced[topic]
+        table.add_row(topic, remote, f"{produced[topic]:,}", f"{src:,}", f"{dst:,}", f"{size:,}", f"{src - dst:,}")
+    console.print(table)
+    console.print("[green]every record arrived[/]" if ok else "[red]records are missing[/]")
+    return ok
+
+
+def _drill_and_failover(props: Path) -> int:
+    """Run steps 5 and 6 (drill, then fail the demo group over to backup); return the first non-zero exit status."""
+    console.print(f"[bold]5/6[/] mirrorspark drill --source primary --target backup --groups {DEMO_GROUP} --execute")
+    rc = subprocess.call(
+        [
+            sys.executable,
+            "-m",
+            "mirrorspark",
+            "drill",
+            str(props),
+            "--source",
+            "primary",
+            "--target",
+            "backup",
+            "--groups",
+            DEMO_GROUP,
+            "--execute",
+        ]
+    )
+    if rc != 0:
+        return rc
+    console.print(f"[bold]6/6[/] mirrorspark failover --source primary --target backup --group {DEMO_GROUP} --execute")
+    return subprocess.call(
+        [
+            sys.executable,
+            "-m",
+            "mirrorspark",
+            "failover",
+            "--config",
+            str(props),
+            "--source",
+            "primary",
+            "--target",
+            "backup",
+            "--group",
+            DEMO_GROUP,
+            "--execute",
+        ]
+    )
+
+
 def main() -> int:
     """Run the demo; return the process exit status (0 when every record arrived)."""
     # librdkafka's notices (e.g. "coordinator load in progress") are no news to a demo: only errors, once per client
@@ -292,75 +364,17 @@ def main() -> int:
                 extra={"tasks.max": "4", "emit.heartbeats.interval.seconds": "1"},
             )
         )
-        console.print(f"[bold]3/6[/] mirrorspark run {props} --until-caught-up")
-        t0 = time.monotonic()
-        rc = subprocess.call([sys.executable, "-m", "mirrorspark", "run", str(props), "--until-caught-up", "--quiet"])
-        took = time.monotonic() - t0
+        rc = _copy(props)
         if rc != 0:
-            console.print(f"[red]mirrorspark run exited with {rc}[/]")
             return rc
-        console.print(f"     done in {took:.1f} s (including Spark start-up)")
-        console.print("[bold]4/6[/] comparing source and target")
-        table = Table(title="nycflights13: primary → backup")
-        for col in ("topic", "remote topic", "produced", "source records", "target records", "bytes", "lag"):
-            table.add_column(col, justify="left" if "topic" in col else "right")
-        ok = True
-        for topic in TOPICS:
-            remote = f"primary.{topic}"
-            src, _ = _count(clusters.bootstrap("primary"), "primary", topic)
-            dst, size = _count(clusters.bootstrap("backup"), "backup", remote)
-            ok &= src == dst == produced[topic]
-            table.add_row(topic, remote, f"{produced[topic]:,}", f"{src:,}", f"{dst:,}", f"{size:,}", f"{src - dst:,}")
-        console.print(table)
-        console.print("[green]every record arrived[/]" if ok else "[red]records are missing[/]")
-        if not ok:
+        if not _compare(clusters, produced):
             return 1
         # the group reads on after the copy: its newest checkpoints are now behind it (a failover re-reads)
         read = read_share(clusters.bootstrap("primary"), "flights", DEMO_GROUP, share=0.52)
         console.print(
             f"     '{DEMO_GROUP}' read on to {sum(read.values()):,} flights on primary since its last checkpoint"
         )
-        console.print(
-            f"[bold]5/6[/] mirrorspark drill --source primary --target backup --groups {DEMO_GROUP} --execute"
-        )
-        rc = subprocess.call(
-            [
-                sys.executable,
-                "-m",
-                "mirrorspark",
-                "drill",
-                str(props),
-                "--source",
-                "primary",
-                "--target",
-                "backup",
-                "--groups",
-                DEMO_GROUP,
-                "--execute",
-            ]
-        )
-        if rc != 0:
-            return rc
-        console.print(
-            f"[bold]6/6[/] mirrorspark failover --source primary --target backup --group {DEMO_GROUP} --execute"
-        )
-        rc = subprocess.call(
-            [
-                sys.executable,
-                "-m",
-                "mirrorspark",
-                "failover",
-                "--config",
-                str(props),
-                "--source",
-                "primary",
-                "--target",
-                "backup",
-                "--group",
-                DEMO_GROUP,
-                "--execute",
-            ]
-        )
+        rc = _drill_and_failover(props)
         if rc != 0:
             return rc
         remaining = produced["flights"] - sum(read.values())

@@ -13,7 +13,7 @@ import typer
 
 from mirrorspark.cli.common import ConfigArgument, JsonOption, TimeoutOption, err_console, fail, text_table
 from mirrorspark.core.drills import DrillResult, GroupDrill
-from mirrorspark.errors import ControlError, DataGapError, MirrorsparkError
+from mirrorspark.errors import ControlError, DataGapError
 
 PARTITIONS_SHOWN = 20
 """Most partitions of the recovery point the table lists (the ones furthest behind; the rest are counted)."""
@@ -199,8 +199,6 @@ def drill(
             else:
                 result = d.predict()
             topic = None if no_record else record_drill(d.migration, result)
-    except MirrorsparkError as e:
-        raise fail(e) from None
     except KeyboardInterrupt:
         err_console.print("interrupted: the drill's shadow groups were deleted", highlight=False, markup=False)
         raise typer.Exit(130) from None

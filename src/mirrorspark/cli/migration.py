@@ -10,7 +10,7 @@ import json
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -22,7 +22,6 @@ from mirrorspark.cli.common import (
     TimeoutOption,
     as_dict,
     err_console,
-    fail,
     list_option,
     one_of,
     preview,
@@ -30,7 +29,9 @@ from mirrorspark.cli.common import (
     text_table,
 )
 from mirrorspark.cli.conventions import ConventionGroup
-from mirrorspark.errors import MirrorsparkError
+
+if TYPE_CHECKING:
+    from mirrorspark.migration.source_offset_tools import Target
 
 offsets_app = typer.Typer(
     help="Consumer-group offsets translated from a source cluster to a target (consumer migration).",
@@ -88,11 +89,8 @@ def offsets_export(
     """
     from mirrorspark.migration.plans import reset_plan_csv
 
-    try:
-        with _migration(config, source, target, timeout) as m:
-            latest = m.latest_checkpoints(group or None)
-    except MirrorsparkError as e:
-        raise fail(e) from None
+    with _migration(config, source, target, timeout) as m:
+        latest = m.latest_checkpoints(group or None)
     for g, cps in latest.items():
         if not cps:
             err_console.print(f"warning: group '{g}' has no checkpoints yet", highlight=False, markup=False)
@@ -130,11 +128,8 @@ def offsets_translate(
     Live through the flow's offset syncs (MM2's rule); the latest checkpoint wins when it is for exactly the
     committed offset. Failback topics translate in reverse.
     """
-    try:
-        with _migration(config, source, target, timeout) as m:
-            rows = m.translate_group(group)
-    except MirrorsparkError as e:
-        raise fail(e) from None
+    with _migration(config, source, target, timeout) as m:
+        rows = m.translate_group(group)
     if json_out:
         print(json.dumps([as_dict(r) for r in rows], indent=2))
         return
@@ -179,12 +174,9 @@ def failover(
     Previews the offsets unless --execute is given. Needs only TARGET; with SOURCE reachable the re-reads are
     computed too.
     """
-    try:
-        dry_run = preview(execute, dry_run)
-        with _migration(config, source, target, timeout) as m:
-            plan = m.failover(group, dry_run=dry_run)
-    except MirrorsparkError as e:
-        raise fail(e) from None
+    dry_run = preview(execute, dry_run)
+    with _migration(config, source, target, timeout) as m:
+        plan = m.failover(group, dry_run=dry_run)
     if json_out:
         out = as_dict(plan)
         out["total_rereads"] = plan.total_rereads
@@ -242,12 +234,9 @@ def checkpoints_read(
     timeout: TimeoutOption = None,
 ) -> None:
     """Print the checkpoints of SOURCE's groups on TARGET, one line per record as MM2's CheckpointFormatter does."""
-    try:
-        held_by = one_of(target, cluster, "--target", "--cluster")
-        with _migration(config, source, held_by, timeout) as m:
-            records = m.checkpoints(group)
-    except MirrorsparkError as e:
-        raise fail(e) from None
+    held_by = one_of(target, cluster, "--target", "--cluster")
+    with _migration(config, source, held_by, timeout) as m:
+        records = m.checkpoints(group)
     if json_out:
         print(json.dumps([as_dict(cp) for cp in records], indent=2))
         return
@@ -291,12 +280,9 @@ def source_list(
     timeout: TimeoutOption = None,
 ) -> None:
     """Show each partition's committed position (next source offset to copy), source end offset and lag."""
-    try:
-        with _source_offsets(config, source, target, timeout) as so:
-            rows = so.list_offsets(topic, partition)
-            reset = so.auto_offset_reset
-    except MirrorsparkError as e:
-        raise fail(e) from None
+    with _source_offsets(config, source, target, timeout) as so:
+        rows = so.list_offsets(topic, partition)
+        reset = so.auto_offset_reset
     if json_out:
         print(
             json.dumps(
@@ -401,6 +387,43 @@ def _print_plan(plan: Any, json_out: bool) -> None:
         )
 
 
+def _alter_choice(
+    to_offset: int | None,
+    offset: int | None,
+    to_earliest: bool,
+    to_latest: bool,
+    to_datetime: str | None,
+    shift_by: int | None,
+    by_duration: str | None,
+) -> tuple[Target, int | None, str | None]:
+    """``source alter``'s one choice: ``(target, offset, ISO time)``; raises SourceOffsetsRequestError unless one."""
+    import datetime
+
+    from mirrorspark.cli.common import parse_iso_duration
+    from mirrorspark.errors import SourceOffsetsRequestError
+
+    choices: tuple[tuple[str, Target, bool], ...] = (
+        ("--to-offset", "offset", to_offset is not None or offset is not None),
+        ("--to-earliest", "earliest", to_earliest),
+        ("--to-latest", "latest", to_latest),
+        ("--to-datetime", "datetime", to_datetime is not None),
+        ("--shift-by", "shift", shift_by is not None),
+        ("--by-duration", "datetime", by_duration is not None),
+    )
+    chosen = [(n, to) for n, to, on in choices if on]
+    if len(chosen) != 1:
+        raise SourceOffsetsRequestError(
+            "give exactly one of --to-offset N, --to-earliest, --to-latest, --to-datetime ISO, --shift-by N, "
+            "--by-duration PnDTnHnMnS" + (f" (got {', '.join(n for n, _ in chosen)})" if chosen else "")
+        )
+    new_offset = one_of(to_offset, offset, "--to-offset", "--offset") if chosen[0][1] == "offset" else None
+    when = to_datetime
+    if by_duration is not None:
+        at = datetime.datetime.now(tz=datetime.UTC) - parse_iso_duration(by_duration)
+        when = at.isoformat(timespec="milliseconds")
+    return chosen[0][1], new_offset, when
+
+
 @source_app.command("alter")
 def source_alter(
     config: ConfigArgument,
@@ -450,45 +473,18 @@ def source_alter(
 
     Previews the new positions unless --execute is given. The choices are kafka-consumer-groups --reset-offsets'.
     """
-    import datetime
-
-    from mirrorspark.cli.common import parse_iso_duration
-    from mirrorspark.errors import SourceOffsetsRequestError
-    from mirrorspark.migration.source_offset_tools import Target
-
-    choices: tuple[tuple[str, Target, bool], ...] = (
-        ("--to-offset", "offset", to_offset is not None or offset is not None),
-        ("--to-earliest", "earliest", to_earliest),
-        ("--to-latest", "latest", to_latest),
-        ("--to-datetime", "datetime", to_datetime is not None),
-        ("--shift-by", "shift", shift_by is not None),
-        ("--by-duration", "datetime", by_duration is not None),
-    )
-    chosen = [(n, to) for n, to, on in choices if on]
-    try:
-        dry_run = preview(execute, dry_run)
-        if len(chosen) != 1:
-            raise SourceOffsetsRequestError(
-                "give exactly one of --to-offset N, --to-earliest, --to-latest, --to-datetime ISO, --shift-by N, "
-                "--by-duration PnDTnHnMnS" + (f" (got {', '.join(n for n, _ in chosen)})" if chosen else "")
-            )
-        new_offset = one_of(to_offset, offset, "--to-offset", "--offset") if chosen[0][1] == "offset" else None
-        when = to_datetime
-        if by_duration is not None:
-            at = datetime.datetime.now(tz=datetime.UTC) - parse_iso_duration(by_duration)
-            when = at.isoformat(timespec="milliseconds")
-        with _source_offsets(config, source, target, timeout) as so:
-            plan = so.alter(
-                topic=topic,
-                partition=partition,
-                to=chosen[0][1],
-                offset=new_offset,
-                shift=shift_by,
-                datetime_iso=when,
-                dry_run=dry_run,
-            )
-    except MirrorsparkError as e:
-        raise fail(e) from None
+    dry_run = preview(execute, dry_run)
+    to, new_offset, when = _alter_choice(to_offset, offset, to_earliest, to_latest, to_datetime, shift_by, by_duration)
+    with _source_offsets(config, source, target, timeout) as so:
+        plan = so.alter(
+            topic=topic,
+            partition=partition,
+            to=to,
+            offset=new_offset,
+            shift=shift_by,
+            datetime_iso=when,
+            dry_run=dry_run,
+        )
     _print_plan(plan, json_out)
 
 
@@ -508,12 +504,9 @@ def source_reset(
 
     Previews the tombstones unless --execute is given.
     """
-    try:
-        dry_run = preview(execute, dry_run)
-        with _source_offsets(config, source, target, timeout) as so:
-            plan = so.reset(topic=topic, partition=partition, dry_run=dry_run)
-    except MirrorsparkError as e:
-        raise fail(e) from None
+    dry_run = preview(execute, dry_run)
+    with _source_offsets(config, source, target, timeout) as so:
+        plan = so.reset(topic=topic, partition=partition, dry_run=dry_run)
     _print_plan(plan, json_out)
 
 
@@ -559,19 +552,16 @@ def source_move(
     """
     from mirrorspark.migration.source_offset_move import move_source_offsets
 
-    try:
-        dry_run = preview(execute, dry_run)
-        with _source_offsets(config, source, target, timeout) as so:
-            plan = move_source_offsets(
-                so,
-                from_connector=from_connector,
-                to_connector=to_connector,
-                topic=topic,
-                overwrite=overwrite,
-                dry_run=dry_run,
-            )
-    except MirrorsparkError as e:
-        raise fail(e) from None
+    dry_run = preview(execute, dry_run)
+    with _source_offsets(config, source, target, timeout) as so:
+        plan = move_source_offsets(
+            so,
+            from_connector=from_connector,
+            to_connector=to_connector,
+            topic=topic,
+            overwrite=overwrite,
+            dry_run=dry_run,
+        )
     _print_move(plan, json_out)
 
 

@@ -19,12 +19,10 @@ from mirrorspark.cli.common import (
     TimeoutOption,
     check_reachable,
     err_console,
-    fail,
     parse_duration,
     text_table,
 )
 from mirrorspark.cli.conventions import ConventionGroup
-from mirrorspark.errors import MirrorsparkError
 
 T = TypeVar("T")
 
@@ -65,16 +63,13 @@ def _with_tool(
     from mirrorspark.config.parse import load_config
     from mirrorspark.regions.placement_tool import PlacementTool, load_placement_file
 
-    try:
-        rules = load_placement_file(placement)  # before anything connects
-        for note in rules.notes:
-            err_console.print(f"[yellow]warning[/]: {placement}: {note}", highlight=False)
-        cfg = load_config(config)
-        check_reachable(cfg, [cluster], timeout)  # its address and the fix, within --timeout
-        with PlacementTool(cfg, cluster, rules, topics=topics, timeout_s=timeout) as tool:
-            return action(tool)
-    except MirrorsparkError as e:
-        raise fail(e) from None
+    rules = load_placement_file(placement)  # before anything connects
+    for note in rules.notes:
+        err_console.print(f"[yellow]warning[/]: {placement}: {note}", highlight=False)
+    cfg = load_config(config)
+    check_reachable(cfg, [cluster], timeout)  # its address and the fix, within --timeout
+    with PlacementTool(cfg, cluster, rules, topics=topics, timeout_s=timeout) as tool:
+        return action(tool)
 
 
 def _print_plan(plan: Any) -> None:

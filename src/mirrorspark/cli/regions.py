@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from enum import StrEnum
-from typing import Annotated, Final
+from typing import TYPE_CHECKING, Annotated, Final
 
 import typer
 
@@ -17,7 +17,11 @@ from mirrorspark.cli.common import (
     list_option,
     text_table,
 )
-from mirrorspark.errors import ConfigError, MirrorsparkError
+from mirrorspark.errors import ConfigError
+
+if TYPE_CHECKING:
+    from mirrorspark.core.replica_rows import ElectionOutcome
+    from mirrorspark.regions.replica_status import ReplicaStatus
 
 ClusterOption = Annotated[str, typer.Option("--cluster", help="The cluster alias (from 'clusters' in CONFIG).")]
 
@@ -44,13 +48,7 @@ REPLICA_STATUS_CONTEXT: Final = {"allow_extra_args": True, "ignore_unknown_optio
 
 
 def _leaders_mode(extra: list[str]) -> str:
-    """Read ``--leaders [exclude]`` from the arguments Typer left over.
-
-    Raises
-    ------
-    ConfigError
-        Anything else is left over.
-    """
+    """Read ``--leaders [exclude]`` from the arguments Typer left over; ConfigError for anything else."""
     if not extra:
         return "all"
     if extra == ["--leaders"]:
@@ -97,37 +95,46 @@ def replica_status(
     observers: --remote shows mirrorspark's asynchronous copies in other clusters instead.
     """
     from mirrorspark.config.parse import load_config
-    from mirrorspark.core.replica_rows import LEGEND, LeadersMode, parse_partitions
+    from mirrorspark.core.replica_rows import LeadersMode, parse_partitions
     from mirrorspark.regions.replica_status import replica_status as compute
 
     modes: dict[str, LeadersMode] = {"all": "all", "only": "only", "exclude": "exclude"}
-    try:
-        leaders = _leaders_mode(list(ctx.args))
-        wanted = parse_partitions(partitions) if partitions is not None else None
-        names = list(dict.fromkeys(topics)) if topics else None
-        cfg = load_config(config)
-        check_reachable(cfg, [cluster], timeout)  # its address and the fix, within --timeout
-        status = compute(
-            cfg,
-            cluster,
-            topics=names,
-            partitions=wanted,
-            leaders=modes[leaders],
-            exclude_internal=exclude_internal,
-            remote=remote,
-            timeout_s=timeout,
-        )
-    except MirrorsparkError as e:
-        raise fail(e) from None
+    leaders = _leaders_mode(list(ctx.args))
+    wanted = parse_partitions(partitions) if partitions is not None else None
+    names = list(dict.fromkeys(topics)) if topics else None
+    cfg = load_config(config)
+    check_reachable(cfg, [cluster], timeout)  # its address and the fix, within --timeout
+    status = compute(
+        cfg,
+        cluster,
+        topics=names,
+        partitions=wanted,
+        leaders=modes[leaders],
+        exclude_internal=exclude_internal,
+        remote=remote,
+        timeout_s=timeout,
+    )
     if json_out:
-        doc = []
-        for r in status.rows:
-            obj = r.to_json()
-            if remote:
-                obj["remote"] = [c.to_json() for c in status.remote.get((r.topic, r.partition), [])]
-            doc.append(obj)
-        print(json.dumps(doc, indent=2))
+        _print_replica_json(status, remote)
         return
+    _print_replica_table(status, cluster, verbose=verbose, remote=remote)
+
+
+def _print_replica_json(status: ReplicaStatus, remote: bool) -> None:
+    """Print ``replica-status --json``: one object per replica, with its remote copies under ``--remote``."""
+    doc = []
+    for r in status.rows:
+        obj = r.to_json()
+        if remote:
+            obj["remote"] = [c.to_json() for c in status.remote.get((r.topic, r.partition), [])]
+        doc.append(obj)
+    print(json.dumps(doc, indent=2))
+
+
+def _print_replica_table(status: ReplicaStatus, cluster: str, *, verbose: bool, remote: bool) -> None:
+    """Print ``replica-status``'s table, the remote copies under ``--remote``, then the legend."""
+    from mirrorspark.core.replica_rows import LEGEND
+
     headers = _TABLE + (_VERBOSE if verbose else [])
     rows: list[list[object]] = []
     for r in status.rows:
@@ -211,57 +218,32 @@ def elect(
     from mirrorspark.errors import ClusterError
     from mirrorspark.regions.replica_status import elect as run_election
 
-    try:
-        if all_ == (topic is not None):
-            raise ConfigError("elect needs either --topic T [--partition P] or --all")
-        if partition is not None and topic is None:
-            raise ConfigError("--partition needs --topic")
-        if type_ is ElectionTypeChoice.UNCLEAN and not yes_lose_data:
-            raise ConfigError(
-                "an unclean election elects a replica that may lack records the old leader had (they are lost, "
-                "and flows reading the partition record a gap): add --yes-i-may-lose-data to go ahead"
-            )
-        cfg = load_config(config)
-        check_reachable(cfg, [cluster], timeout)  # its address and the fix, within --timeout
-        targets = None
-        if topic is not None:
-            if partition is not None:
-                targets = [(topic, partition)]
-            else:
-                from mirrorspark.regions.replica_status import replica_status as compute
+    if all_ == (topic is not None):
+        raise ConfigError("elect needs either --topic T [--partition P] or --all")
+    if partition is not None and topic is None:
+        raise ConfigError("--partition needs --topic")
+    if type_ is ElectionTypeChoice.UNCLEAN and not yes_lose_data:
+        raise ConfigError(
+            "an unclean election elects a replica that may lack records the old leader had (they are lost, "
+            "and flows reading the partition record a gap): add --yes-i-may-lose-data to go ahead"
+        )
+    cfg = load_config(config)
+    check_reachable(cfg, [cluster], timeout)  # its address and the fix, within --timeout
+    targets = None
+    if topic is not None:
+        if partition is not None:
+            targets = [(topic, partition)]
+        else:
+            from mirrorspark.regions.replica_status import replica_status as compute
 
-                states = compute(cfg, cluster, topics=[topic], timeout_s=timeout).partitions
-                targets = [(s.topic, s.partition) for s in states]
-        outcomes = run_election(cfg, cluster, type_.value, targets, timeout_s=timeout)
-        failed = election_failures(outcomes)
-    except MirrorsparkError as e:
-        raise fail(e) from None
+            states = compute(cfg, cluster, topics=[topic], timeout_s=timeout).partitions
+            targets = [(s.topic, s.partition) for s in states]
+    outcomes = run_election(cfg, cluster, type_.value, targets, timeout_s=timeout)
+    failed = election_failures(outcomes)
     if json_out:
         print(json.dumps([{**dataclasses.asdict(o), "truncated": o.truncated} for o in outcomes], indent=2))
     else:
-        rows: list[list[object]] = [
-            [
-                o.topic,
-                o.partition,
-                o.leader_before,
-                o.leader_after,
-                o.end_before,
-                o.end_after,
-                o.truncated,
-                o.error or "ok",
-            ]
-            for o in outcomes
-        ]
-        print(
-            text_table(
-                ["Topic", "Partition", "LeaderBefore", "LeaderAfter", "EndBefore", "EndAfter", "Truncated", "Result"],
-                rows,
-            ),
-            end="",
-        )
-        print("(-1: no leader, so no end offset; end offsets are high watermarks)")
-        if any(o.truncated for o in outcomes):
-            print("records were truncated: flows reading these partitions record a 'truncated' gap")
+        _print_election_table(outcomes)
     if failed:
         o = failed[0]
         raise fail(
@@ -270,6 +252,33 @@ def elect(
                 f"e.g. {o.topic}-{o.partition}: {o.error}"
             )
         )
+
+
+def _print_election_table(outcomes: list[ElectionOutcome]) -> None:
+    """Print ``elect``'s table of leaders and end offsets before and after, and a truncation notice."""
+    rows: list[list[object]] = [
+        [
+            o.topic,
+            o.partition,
+            o.leader_before,
+            o.leader_after,
+            o.end_before,
+            o.end_after,
+            o.truncated,
+            o.error or "ok",
+        ]
+        for o in outcomes
+    ]
+    print(
+        text_table(
+            ["Topic", "Partition", "LeaderBefore", "LeaderAfter", "EndBefore", "EndAfter", "Truncated", "Result"],
+            rows,
+        ),
+        end="",
+    )
+    print("(-1: no leader, so no end offset; end offsets are high watermarks)")
+    if any(o.truncated for o in outcomes):
+        print("records were truncated: flows reading these partitions record a 'truncated' gap")
 
 
 __all__ = ["REPLICA_STATUS_CONTEXT", "elect", "replica_status"]

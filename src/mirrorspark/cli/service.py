@@ -15,9 +15,7 @@ from mirrorspark.cli.common import (
     check_port_free,
     check_reachable,
     err_console,
-    fail,
 )
-from mirrorspark.errors import MirrorsparkError
 
 
 def service(
@@ -69,8 +67,6 @@ def service(
 
                 raise ServiceError(f"{why}; stopping")
         err_console.print("stopping…", highlight=False)
-    except MirrorsparkError as e:
-        raise fail(e) from None
     finally:
         if svc is not None:
             svc.stop()

@@ -5,11 +5,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from mirrorspark.config.internal_topics import InternalTopics
 from mirrorspark.config.model import ClientSettings, FlowConfig, MirrorConfig
 from mirrorspark.errors import CorruptRecordError
 from mirrorspark.kafka.factory import ClientFactory
 from mirrorspark.kafka.reader import TopicReader, read_topic
-from mirrorspark.mm2.policy import ReplicationPolicy
 from mirrorspark.mm2.records import Checkpoint, OffsetSync
 from mirrorspark.mm2.sync_store import OffsetSyncStore
 
@@ -28,23 +28,7 @@ def read_checkpoints(
 ) -> list[Checkpoint]:
     """Read a checkpoints topic from the beginning to its current end (MM2 ``MirrorClient.remoteConsumerOffsets``).
 
-    Reads partition 0 only, as MM2 does. Records that do not decode are skipped
-    with a warning; a missing topic reads as empty.
-
-    Parameters
-    ----------
-    consumer_settings, admin_settings:
-        Client settings of the cluster holding the topic.
-    alias:
-        That cluster's alias (for messages).
-    topic:
-        The checkpoints topic, e.g. ``primary.checkpoints.internal``.
-    client_id:
-        The consumer's ``client.id``.
-    timeout_s:
-        Seconds to reach the end offset (default 30).
-    clients:
-        Where clients come from (default: real confluent-kafka clients).
+    Partition 0 only, as MM2; undecodable records are skipped with a warning; a missing topic reads as empty.
 
     Returns
     -------
@@ -54,9 +38,8 @@ def read_checkpoints(
     Raises
     ------
     ClusterError
-        If the end is not reached within ``timeout_s`` (MM2 returns what it read
-        by then; a partial answer could move a group backwards, so this raises);
-        :class:`~mirrorspark.errors.ClusterUnreachableError` if the cluster does not answer.
+        The end is not reached within ``timeout_s`` (seconds, default 30): MM2 returns what it read, but a
+        partial answer could move a group backwards; ClusterUnreachableError if the cluster does not answer.
     """
     out: list[Checkpoint] = []
 
@@ -79,44 +62,24 @@ def read_checkpoints(
     return out
 
 
-def offset_syncs_location(flow: FlowConfig, policy: ReplicationPolicy) -> tuple[str, str]:
-    """``(cluster alias, topic)`` of a flow's offset-syncs topic (``offset-syncs.topic.location``)."""
-    if flow.offset_syncs_topic_location == "source":
-        return flow.source, policy.offset_syncs_topic(flow.target)
-    return flow.target, policy.offset_syncs_topic(flow.source)
-
-
 class OffsetSyncReader:
-    """Keeps an :class:`OffsetSyncStore` up to date from a flow's offset-syncs topic.
+    """Keeps an :class:`OffsetSyncStore` up to date from a flow's offset-syncs topic (corrupt records skipped, as MM2).
 
-    Corrupt records are skipped with a warning (MM2's reader logs and skips them).
-
-    Parameters
-    ----------
-    config:
-        The configuration (unused: the topic is read with the flow's clients of the side holding it).
-    flow, policy:
-        The flow whose offset syncs to read, and its replication policy (names the topic).
-    read_to_end_required:
-        MM2's ``initializationMustReadToEnd`` (see :class:`~mirrorspark.mm2.sync_store.OffsetSyncStore`).
-    client_id:
-        The consumer's ``client.id``.
-    clients:
-        Where clients come from (default: real confluent-kafka clients).
+    ``read_to_end_required`` is MM2's ``initializationMustReadToEnd``.
     """
 
     def __init__(
         self,
         config: MirrorConfig,
         flow: FlowConfig,
-        policy: ReplicationPolicy,
+        topics: InternalTopics,
         *,
         read_to_end_required: bool,
         client_id: str,
         clients: ClientFactory | None = None,
     ) -> None:
-        alias, topic = offset_syncs_location(flow, policy)
-        side = "source" if alias == flow.source else "target"
+        side = "source" if flow.offset_syncs_topic_location == "source" else "target"
+        alias, topic = (flow.source if side == "source" else flow.target), topics.offset_syncs
         # MM2's offsetSyncsTopicConsumerConfig / offsetSyncsTopicAdminConfig: the flow's clients of that side
         consumer, admin = getattr(flow, f"{side}_consumer"), getattr(flow, f"{side}_admin")
         self.store = OffsetSyncStore(read_to_end_required=read_to_end_required)
@@ -129,17 +92,9 @@ class OffsetSyncReader:
             log.warning("skipping a corrupt offset sync in %s: %s", self._reader.topic, e)
 
     def load(self, *, cancelled: Callable[[], bool] | None = None) -> bool:
-        """Read to the end, then allow translation (MM2: no translation before the initial read-to-end).
+        """Read to the end, then allow translation (MM2: none before the initial read-to-end).
 
-        Parameters
-        ----------
-        cancelled:
-            Checked between two polls; once true the read stops (:meth:`TopicReader.read`).
-
-        Returns
-        -------
-        bool
-            ``False`` when cancelled before the end: the store stays uninitialized (no translation).
+        Return ``False`` when ``cancelled`` (checked between polls) before the end: the store stays uninitialized.
         """
         self._reader.read(self._on_record, timeout_s=60, cancelled=cancelled)
         if cancelled is not None and cancelled():
@@ -156,4 +111,4 @@ class OffsetSyncReader:
         self._reader.close()
 
 
-__all__ = ["OffsetSyncReader", "offset_syncs_location", "read_checkpoints"]
+__all__ = ["OffsetSyncReader", "read_checkpoints"]

@@ -1,33 +1,26 @@
 """An exactly-once flow's copy tasks as Kafka Connect identifies them: transactional ids, and how many to fence.
 
 A copy task's ``transactional.id`` is Connect's (``Worker.taskTransactionalId``, KIP-618),
-``<group.id>-<connector>-<task>`` (:func:`transactional_id`): ``<source>-mm2-MirrorSourceConnector-<i>``
-in MM2's dedicated mode, ``<worker group.id>-<connector name>-<i>`` for connector configs run on a Connect
-cluster (the worker's ``group.id`` and the connector's ``name`` come with them).
+``<group.id>-<connector>-<task>``: ``<source>-mm2-MirrorSourceConnector-<i>`` in MM2's dedicated mode.
+Before an exactly-once flow's first tasks start, every id of the replicator it takes over from is fenced
+(Connect's ``fenceZombies``) for ``i`` below that replicator's task count, which is, in order:
 
-Before an exactly-once flow's first copy tasks start, every transactional id the replicator it takes over
-from may still hold is fenced (:mod:`mirrorspark.replication.fencing`), Connect's ``fenceZombies``:
-``<group.id>-<connector>-<i>`` for ``i`` below that replicator's task count. The count is, in order:
-
-1. read from Kafka Connect's config topic (``config.storage.topic`` on the target: the worker's, given with
-   the connector configs, or MM2's dedicated ``mm2-configs.<source>.internal``), as Connect's leader reads it
-   (:func:`read_previous_task_count`);
+1. read from Connect's config topic on the target (the worker's ``config.storage.topic`` or
+   ``mm2-configs.<source>.internal``), as Connect's leader reads it (:func:`read_previous_task_count`);
 2. else ``mirrorspark.exactly.once.fence.tasks.max`` when set;
-3. else nothing beyond ``tasks.max`` and the flow's own reports, **unless** the offsets topic holds source
-   offsets of the connector that the flow's own progress reports do not account for ("foreign" offsets:
-   another replicator ran the flow, with a task count nobody knows): the flow then refuses to start
-   (:func:`previous_tasks_to_fence`), since a zombie of a task index above ``tasks.max`` could still commit
-   records the new tasks copy again.
+3. else nothing beyond ``tasks.max``, **unless** the offsets topic holds source offsets the flow's own
+   reports do not account for: the flow then refuses to start (:func:`previous_tasks_to_fence`), since
+   a zombie above ``tasks.max`` could still commit records the new tasks copy again.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from mirrorspark.client.context import FlowContext
 from mirrorspark.config.model import FlowConfig
 from mirrorspark.errors import ClusterError, ConfigError
+from mirrorspark.kafka.protocols import MessageLike
 from mirrorspark.kafka.reader import ALL_PARTITIONS, TopicReader
 from mirrorspark.mm2.connect_configs import ConnectTaskCounts
 from mirrorspark.mm2.connect_offsets import task_transactional_id
@@ -36,40 +29,20 @@ log = logging.getLogger(__name__)
 
 
 def transactional_id(cfg: FlowConfig, task_index: int) -> str:
-    """Return the ``transactional.id`` of the flow's copy task ``task_index``: ``<group.id>-<connector>-<i>``.
-
-    :func:`~mirrorspark.mm2.connect_offsets.task_transactional_id` of ``<T>.group.id`` (default
-    ``<source>-mm2``) and ``mirrorspark.source.connector.name``: the id the replicator taken over from
-    (MM2, or MM2's connectors on Kafka Connect) gave its task of that index.
-    """
+    """Return ``<group.id>-<connector>-<i>``: the id the taken-over replicator gave its task ``task_index``."""
     return task_transactional_id(cfg.connect_group_id, cfg.source_connector_name, task_index)
 
 
 def read_previous_task_count(context: FlowContext, *, timeout_s: float = 60.0) -> int | None:
     """Read the task count Connect recorded for the flow's source connector in its config topic.
 
-    The topic is the flow's ``config.storage.topic`` (the Connect worker's; MM2's dedicated mode:
-    ``mm2-configs.<source>.internal``) on the target, read ``read_committed`` to its end; the count is
-    :attr:`~mirrorspark.mm2.connect_configs.ConnectTaskCounts.task_count` of the connector named
-    ``mirrorspark.source.connector.name``.
-
-    Parameters
-    ----------
-    context:
-        The flow's context (its configuration and client factory).
-    timeout_s:
-        Seconds for the read (s).
-
-    Returns
-    -------
-    int or None
-        How many task indexes the connector may have run; ``None`` when the topic is missing, holds
-        no record of the connector, or cannot be read (logged at WARNING with the error).
+    Read ``read_committed`` to its end within ``timeout_s`` seconds; ``None`` when the topic is missing,
+    holds no record of the connector, or cannot be read (logged at WARNING).
     """
-    cfg = context.flow
+    cfg = context.flow_config
     counts = ConnectTaskCounts(cfg.source_connector_name)
 
-    def on_message(m: Any) -> None:
+    def on_message(m: MessageLike) -> None:
         counts.add(m.key(), m.value())
 
     client_id = context.client_id("connect-configs-consumer")
@@ -77,7 +50,7 @@ def read_previous_task_count(context: FlowContext, *, timeout_s: float = 60.0) -
         cfg.target_consumer,
         cfg.target_admin,
         cfg.target,
-        cfg.config_storage_topic,
+        context.internal_topics.connect_configs,
         client_id=client_id,
         partition=ALL_PARTITIONS,
         clients=context.clients,
@@ -91,7 +64,7 @@ def read_previous_task_count(context: FlowContext, *, timeout_s: float = 60.0) -
             "flow %s: cannot read Kafka Connect's config topic %s on cluster '%s' (%s): the previous task count "
             "of connector '%s' is unknown",
             cfg.name,
-            cfg.config_storage_topic,
+            context.internal_topics.connect_configs,
             cfg.target,
             e,
             cfg.source_connector_name,
@@ -105,25 +78,8 @@ def read_previous_task_count(context: FlowContext, *, timeout_s: float = 60.0) -
 def previous_tasks_to_fence(cfg: FlowConfig, read: int | None, *, foreign: bool) -> int:
     """Return how many task indexes of the previous replicator to fence (the rules in the module docstring).
 
-    Parameters
-    ----------
-    cfg:
-        The flow's configuration (``mirrorspark.exactly.once.fence.tasks.max``, names for the message).
-    read:
-        The count read from Connect's config topic (:func:`read_previous_task_count`), or ``None``.
-    foreign:
-        Whether the offsets topic holds source offsets of the flow's connector that no progress report
-        of the flow accounts for.
-
-    Returns
-    -------
-    int
-        ``read``, else the configured maximum, else 0 (the flow's own ``tasks.max`` and reports cover it).
-
-    Raises
-    ------
-    ConfigError
-        Neither is known and ``foreign`` holds: the message names the keys that fix it.
+    ``read``, else the configured maximum, else 0. Raises ConfigError (naming the keys that fix it) when
+    neither is known and the offsets topic holds ``foreign`` offsets.
     """
     if read is not None:
         return read

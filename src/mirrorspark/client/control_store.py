@@ -1,37 +1,24 @@
 r"""Live allow and deny lists of a flow (Cloudera SRM's ``srm-control topics|groups``).
 
-The config file gives a flow ``S->T`` its topic and group lists (``topics`` /
-``topics.exclude``, ``groups`` / ``groups.exclude``). Operators change them while
-the flow runs, without a restart, by writing **control changes** to a compacted
-internal topic on the flow's *target* cluster::
+Operators change a flow's topic and group lists while it runs by writing **control changes** to a
+compacted internal topic on the flow's target, ``mm2-control<isep><S><isep>internal`` (1 partition,
+created by the first change, replication factor ``checkpoints.topic.replication.factor``; missing =
+no changes). One record per change of one list entry:
 
-    mm2-control<isep><S><isep>internal      (1 partition, cleanup.policy=compact)
+* key: compact sorted JSON, ``{"flow":"A->B","kind":"topics","list":"allow","regex":"orders\..*"}``
+  (``kind``: ``topics``/``groups``; ``list``: ``allow``/``deny``);
+* value: ``{"op":"add","ts":1700000000000}`` (``op``: ``add``/``remove``, ``ts`` in epoch ms); a
+  tombstone forgets the entry.
 
-named like the offset-syncs topic (``isep`` = the policy's internal separator), so it
-is one of MM2's internal topics (``mm2*.internal``) and never replicated. Its replication
-factor is the flow's ``checkpoints.topic.replication.factor``. It is created when the
-first change is written; a missing topic means "no changes".
-
-Record layout, one record per change of one list entry:
-
-* key: compact JSON with sorted keys, UTF-8:
-  ``{"flow":"A->B","kind":"topics","list":"allow","regex":"orders\..*"}``
-  (``kind`` is ``topics`` or ``groups``, ``list`` is ``allow`` or ``deny``);
-* value: compact JSON ``{"op":"add","ts":1700000000000}`` (``op`` is ``add`` or
-  ``remove``, ``ts`` the epoch ms of the change); a tombstone (null value) forgets the
-  entry, as if it had never been changed.
-
-Records are folded in offset order, the last per key wins (:func:`fold`). The lists in
-effect are the config file's with the changes on top (:func:`effective_lists`)::
+Folded in offset order, the last per key wins; the lists in effect are the config file's with the
+changes on top (:mod:`mirrorspark.core.control_state`, no I/O)::
 
     allow = (config topics          | added allow) - removed allow
     deny  = (config topics.exclude  | added deny)  - removed deny      (groups alike)
 
-Running flows tail the topic (:class:`~mirrorspark.replication.live_filters.LiveFilters`) on
-every topic refresh (``refresh.topics.interval.seconds``) and group refresh
-(``refresh.groups.interval.seconds``). :class:`ControlStore` is the operator side
-(``mirrorspark control``). The folding and the list arithmetic
-(:mod:`mirrorspark.core.control_state`) do no I/O.
+Running flows tail the topic on every topic and group refresh
+(:class:`~mirrorspark.replication.connector.live_filters.LiveFilters`); :class:`ControlStore` is the
+operator side (``mirrorspark control``).
 """
 
 from __future__ import annotations
@@ -39,7 +26,9 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, cast
+from typing import cast
+
+from confluent_kafka import KafkaError, Producer
 
 from mirrorspark.client.context import FlowContext, Side
 from mirrorspark.config.model import FlowConfig, MirrorConfig
@@ -52,7 +41,6 @@ from mirrorspark.core.control_state import (
     Kind,
     ListName,
     Op,
-    control_topic,
     effective_lists,
     fold,
     validate_regex,
@@ -77,25 +65,13 @@ def lists_of(flow: FlowConfig, state: ControlState, kind: Kind) -> EffectiveList
 
 
 def topic_filter_of(flow: FlowConfig, state: ControlState) -> DefaultTopicFilter:
-    """Return the topic filter of the lists in effect (MM2's ``DefaultTopicFilter`` over them).
-
-    Raises
-    ------
-    BadRegexError
-        A regex of the lists in effect does not compile.
-    """
+    """Return the topic filter (MM2's ``DefaultTopicFilter``) of the lists in effect; BadRegexError if one fails."""
     allow, deny = lists_of(flow, state, "topics").patterns()
     return DefaultTopicFilter(topics=allow, topics_exclude=deny, key_prefix=f"{flow.name}.")
 
 
 def group_filter_of(flow: FlowConfig, state: ControlState) -> DefaultGroupFilter:
-    """Return the group filter of the lists in effect (MM2's ``DefaultGroupFilter`` over them).
-
-    Raises
-    ------
-    BadRegexError
-        A regex of the lists in effect does not compile.
-    """
+    """Return the group filter (MM2's ``DefaultGroupFilter``) of the lists in effect; BadRegexError if one fails."""
     allow, deny = lists_of(flow, state, "groups").patterns()
     return DefaultGroupFilter(groups=allow, groups_exclude=deny, key_prefix=f"{flow.name}.")
 
@@ -104,19 +80,7 @@ def group_filter_of(flow: FlowConfig, state: ControlState) -> DefaultGroupFilter
 
 
 class ControlTail:
-    """Tails a flow's control topic on its target and keeps the folded state (a missing topic: no changes).
-
-    Parameters
-    ----------
-    flow:
-        The flow's configuration (its target's client settings).
-    topic:
-        The control topic.
-    client_id:
-        The consumer's ``client.id``.
-    clients:
-        Where the consumer comes from.
-    """
+    """Tails a flow's control topic on its target and keeps the folded state (a missing topic: no changes)."""
 
     def __init__(self, flow: FlowConfig, topic: str, *, client_id: str, clients: ClientFactory) -> None:
         self.state = ControlState(flow=flow.name)
@@ -166,33 +130,16 @@ class ControlTail:
 class ControlStore:
     """Read and change the live allow/deny lists of the flow ``source->target`` (``mirrorspark control``).
 
-    Changes are written to :func:`control_topic` on ``target`` (created by the first
-    change). Every regex is validated before anything connects or is written.
-
-    Parameters
-    ----------
-    config:
-        The whole configuration (the config file's lists are the base).
-    source, target:
-        Aliases of the flow.
-    timeout_s:
-        Seconds for each cluster call and for reading the control topic (default 30);
-        reachability is checked within ``min(10, timeout_s)``.
-    clock_ms:
-        Epoch ms, the ``ts`` of written changes.
-    context:
-        The flow's context (policy, client factory); default: one built for the flow.
+    Every regex is validated before anything connects or is written. ``timeout_s``: seconds for each
+    cluster call and for reading the control topic (default 30); ``clock_ms``: epoch ms, the ``ts`` of
+    written changes. A context manager; not thread-safe.
 
     Raises
     ------
     UnknownAliasError
-        If an alias is not in ``clusters`` (before anything connects).
+        An alias is not in ``clusters`` (before anything connects).
     ConfigError
-        If ``source == target``.
-
-    Notes
-    -----
-    Not thread-safe. Use as a context manager or call :meth:`close`.
+        ``source == target``.
     """
 
     def __init__(
@@ -211,11 +158,11 @@ class ControlStore:
         self.timeout_s = timeout_s
         self.context = context if context is not None else FlowContext.build(config, self.flow_config)
         self.policy = self.context.policy
-        self.topic = control_topic(self.policy, source)
+        self.topic = self.context.internal_topics.control
         self._clock_ms = clock_ms
         self._admins: dict[str, ClusterAdmin] = {}
         self._tail: ControlTail | None = None
-        self._producer: Any = None
+        self._producer: Producer | None = None
 
     def __enter__(self) -> ControlStore:
         return self
@@ -240,9 +187,9 @@ class ControlStore:
         Raises
         ------
         ClusterUnreachableError
-            If the target does not answer.
+            The target does not answer.
         ClusterError
-            If the topic cannot be read to its end within ``timeout_s``.
+            The topic cannot be read to its end within ``timeout_s``.
         """
         self._admin(self.target)
         if self._tail is None:
@@ -263,16 +210,7 @@ class ControlStore:
         add_deny: Sequence[str] = (),
         remove_deny: Sequence[str] = (),
     ) -> ControlState:
-        """Write changes to ``kind``'s lists (all or nothing) and return the state after them.
-
-        Parameters
-        ----------
-        kind:
-            ``"topics"`` or ``"groups"``.
-        add, remove:
-            Regexes to add to / remove from the allow list (``topics`` / ``groups``).
-        add_deny, remove_deny:
-            Regexes to add to / remove from the deny list (``topics.exclude`` / ``groups.exclude``).
+        """Write changes to ``kind``'s allow (``add``/``remove``) and deny lists, all or nothing.
 
         Returns
         -------
@@ -282,10 +220,9 @@ class ControlStore:
         Raises
         ------
         BadRegexError
-            If a regex is empty or does not compile, or the resulting lists do not compile
-            together; nothing is written.
+            A regex is empty or does not compile, alone or with the resulting lists; nothing is written.
         ClusterUnreachableError, ClusterError
-            If the target does not answer or does not acknowledge the changes.
+            The target does not answer or does not acknowledge the changes.
         """
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
@@ -334,7 +271,7 @@ class ControlStore:
             )
         errors: list[str] = []
 
-        def on_delivery(err: Any, _msg: Any) -> None:
+        def on_delivery(err: KafkaError | None, _msg: object) -> None:
             if err is not None:
                 errors.append(err.str())
 
@@ -349,23 +286,7 @@ class ControlStore:
             )
 
     def lists(self, kind: Kind) -> EffectiveLists:
-        """Return the lists of ``kind`` in effect now, with the origin of every entry (reads the topic).
-
-        Parameters
-        ----------
-        kind:
-            ``"topics"`` or ``"groups"``.
-
-        Returns
-        -------
-        EffectiveLists
-            The allow and deny lists: the config file's, with the control topic's changes on top.
-
-        Raises
-        ------
-        ClusterUnreachableError, ClusterError
-            As :meth:`read`.
-        """
+        """Return the lists of ``kind`` in effect now, with the origin of every entry; raises as :meth:`read`."""
         return lists_of(self.flow_config, self.read(), kind)
 
     def effective(self, kind: Kind) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -375,13 +296,8 @@ class ControlStore:
     def matching_topics(self) -> list[str]:
         """Source topics the flow replicates under the lists in effect now (MM2's ``shouldReplicateTopic``).
 
-        Includes heartbeat topics (replicated whatever the lists say, unless
-        ``heartbeats.replication.enabled=false``); never internal topics or cycles.
-
-        Raises
-        ------
-        ClusterUnreachableError
-            If the source or target does not answer.
+        Heartbeat topics included (unless ``heartbeats.replication.enabled=false``); never internal topics or
+        cycles. Raises ClusterUnreachableError if the source or target does not answer.
         """
         topic_filter = topic_filter_of(self.flow_config, self.read())
         topics = self._admin(self.source).list_topics()
@@ -399,28 +315,11 @@ class ControlStore:
         )
 
     def remote_topic(self, topic: str) -> str:
-        """Return the name of ``topic``'s remote topic on the target (the policy's ``formatRemoteTopic``).
-
-        Parameters
-        ----------
-        topic:
-            A source topic name.
-
-        Returns
-        -------
-        str
-            E.g. ``"A.orders"`` for ``"orders"`` under MM2's ``DefaultReplicationPolicy``.
-        """
+        """Return ``topic``'s remote topic on the target, e.g. ``"A.orders"`` (the policy's ``formatRemoteTopic``)."""
         return self.policy.format_remote_topic(self.source, topic)
 
     def matching_groups(self) -> list[str]:
-        """Source consumer groups the flow checkpoints under the lists in effect now.
-
-        Raises
-        ------
-        ClusterUnreachableError, ClusterError
-            If the source or target does not answer, or listing groups fails.
-        """
+        """Source consumer groups the flow checkpoints under the lists in effect now; ClusterError if listing fails."""
         group_filter = group_filter_of(self.flow_config, self.read())
         return sorted(g for g in self._admin(self.source).list_groups() if group_filter.should_replicate_group(g))
 

@@ -1,8 +1,6 @@
 """Committing a consumer group's newest checkpoints on the target: the failover both the tools and the driver do.
 
-``mirrorspark failover`` (:meth:`~mirrorspark.migration.consumer_migration.ConsumerMigration.failover`)
-and the driver's failover policy (:mod:`mirrorspark.replication.failover_watch`) move a group the same way:
-the newest checkpoint per partition (MM2 ``RemoteClusterUtils.translateOffsets``) is committed to the
+The newest checkpoint per partition (MM2 ``RemoteClusterUtils.translateOffsets``) is committed to the
 same group on the target with Admin ``alterConsumerGroupOffsets``, never for a group with active
 members there (the broker would refuse the commit, or the members would overwrite it).
 """
@@ -25,27 +23,11 @@ ACTIVE_GROUP_ERRORS = frozenset(
 
 @dataclass(frozen=True)
 class FailoverOffset:
-    """One offset a failover commits for a group on the target.
+    """One offset a failover commits for a group on the target (offsets: next offset to read).
 
-    Attributes
-    ----------
-    topic, partition:
-        The **downstream** topic-partition on the target.
-    offset:
-        The committed offset written (the checkpoint's downstream offset; next offset to read).
-    upstream_offset:
-        The group's committed offset on the source the checkpoint was made for.
-    metadata:
-        The source commit's metadata, committed with the offset.
-    previous_offset:
-        The group's committed offset on the target before, ``None`` if none.
-    rereads:
-        Records re-read relative to ``upstream_offset`` (see :func:`~mirrorspark.mm2.checkpoint_rules.rereads_at`);
-        ``None`` when unknown (the offset syncs could not be read).
-    source_offset:
-        The group's committed offset on the source now, ``None`` when not read (source unreachable, or
-        not asked): past ``upstream_offset``, the group consumed records there since the checkpoint, which a
-        consumer on the target reads again too (``mirrorspark drill`` counts them).
+    ``topic``/``partition`` are the **downstream** partition; ``rereads`` (see
+    :func:`~mirrorspark.mm2.checkpoint_rules.rereads_at`) and ``source_offset`` (the group's offset on the
+    source now; past ``upstream_offset``, records a target consumer reads again too) are ``None`` when unknown.
     """
 
     topic: str
@@ -64,11 +46,7 @@ class FailoverOffset:
 
 
 def group_in_use_error(group: str, target: str, members: int, state: str) -> ControlError:
-    """Build the error for a group that has active members on the cluster ``target`` (names the fix).
-
-    It is the only :class:`~mirrorspark.errors.ControlError` :func:`failover_offsets` and
-    :func:`commit_failover` raise, so a caller tells "group in use" from other failures by the class.
-    """
+    """Build the ControlError for a group with active members on ``target``: the only ControlError of this module."""
     return ControlError(
         f"consumer group '{group}' has {members} active member{'s' if members != 1 else ''} on cluster "
         f"'{target}' (state {state}): stop its consumers there, then fail over again "
@@ -77,18 +55,7 @@ def group_in_use_error(group: str, target: str, members: int, state: str) -> Con
 
 
 def latest_by_group(records: list[Checkpoint]) -> dict[str, dict[TopicPartitionKey, Checkpoint]]:
-    """Keep the newest checkpoint per group and downstream partition of a checkpoints topic's records.
-
-    Parameters
-    ----------
-    records:
-        Checkpoints in topic order (:func:`~mirrorspark.client.checkpoint_reader.read_checkpoints`).
-
-    Returns
-    -------
-    dict[str, dict[tuple[str, int], Checkpoint]]
-        By group (sorted), then ``(topic on the target, partition)`` (sorted).
-    """
+    """Keep the newest checkpoint per group, then ``(topic on the target, partition)``, both sorted."""
     store = CheckpointStore()
     for cp in records:
         store.update(cp)
@@ -103,37 +70,18 @@ def failover_offsets(
     rereads: Callable[[str, int, Checkpoint], int | None] | None = None,
     committed: Callable[[str], Mapping[TopicPartitionKey, tuple[int, str]]] | None = None,
 ) -> list[FailoverOffset]:
-    """Plan a group's failover: its newest checkpoints, refused while the group is in use on the target.
+    """Plan a group's failover: its newest checkpoints, one :class:`FailoverOffset` per entry of ``latest``.
 
-    Parameters
-    ----------
-    admin:
-        The target's :class:`~mirrorspark.kafka.admin.ClusterAdmin` (its alias named in messages).
-    group:
-        The consumer group.
-    latest:
-        Its newest checkpoint per ``(topic on the target, partition)``.
-    rereads:
-        Returns the records a consumer starting at a checkpoint reads again, given the downstream
-        topic, partition and checkpoint (``None`` = unknown); ``None`` leaves every count unknown.
-    committed:
-        Reads the group's committed offsets on the target, given the group (as
-        :meth:`~mirrorspark.kafka.admin.ClusterAdmin.group_offsets` returns them); ``None`` = Admin
-        ``listConsumerGroupOffsets`` with ``admin``. A long-running process passes a reader
-        that uses a consumer (:meth:`~mirrorspark.kafka.admin.ClusterAdmin.committed_group_offsets`):
-        the admin call can crash the process while a group coordinator moves.
-
-    Returns
-    -------
-    list[FailoverOffset]
-        One per entry of ``latest``, in its order.
+    ``rereads(topic, partition, checkpoint)`` counts re-reads (``None`` = unknown). ``committed(group)``
+    reads the group's offsets on the target; default Admin ``listConsumerGroupOffsets``, which can crash a
+    long-running process while a coordinator moves (pass a consumer-based reader there).
 
     Raises
     ------
     ControlError
-        The group has active members on the target (the message names the group, cluster and count).
+        The group has active members on the target (names the group, cluster and count).
     ClusterError
-        If the target cannot be asked.
+        The target cannot be asked.
     """
     desc = admin.describe_group(group)
     if desc.active:
@@ -159,21 +107,12 @@ def failover_offsets(
 def commit_failover(admin: ClusterAdmin, group: str, offsets: list[FailoverOffset]) -> None:
     """Commit a planned failover's offsets (with the source commits' metadata) to the group on the target.
 
-    Parameters
-    ----------
-    admin:
-        The target's :class:`~mirrorspark.kafka.admin.ClusterAdmin` (its alias named in messages).
-    group:
-        The consumer group.
-    offsets:
-        From :func:`failover_offsets`.
-
     Raises
     ------
     ControlError
         Consumers joined the group on the target since it was planned (the broker refused the commit).
     ClusterError
-        If the commit fails otherwise.
+        The commit fails otherwise.
     """
     try:
         admin.alter_group_offsets(group, {(o.topic, o.partition): (o.offset, o.metadata) for o in offsets})

@@ -1,8 +1,6 @@
-"""Reading the gap ledger: the gap events and known topic ids a flow recorded on its target.
+"""Reading the gap ledger (``FlowContext.internal_topics.gaps``): a flow's gap events and known topic ids.
 
-``mirrorspark status`` and a starting flow read the compacted ledger topic
-``mm2-gaps<isep><source><isep>internal`` (:func:`~mirrorspark.core.gaps.gaps_topic`) back; the running
-flow writes it (:class:`~mirrorspark.replication.gap_ledger.GapLedger`).
+The running flow writes it (:class:`~mirrorspark.replication.connector.gap_ledger.GapLedger`).
 """
 
 from __future__ import annotations
@@ -11,7 +9,7 @@ import logging
 from dataclasses import dataclass, field
 
 from mirrorspark.client.context import FlowContext
-from mirrorspark.core.gaps import GapEvent, KnownTopicId, decode_ledger_record, gaps_topic
+from mirrorspark.core.gaps import GapEvent, KnownTopicId, decode_ledger_record
 from mirrorspark.errors import CorruptRecordError
 from mirrorspark.kafka.reader import read_topic
 
@@ -20,17 +18,7 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class LedgerContents:
-    """What the gap ledger holds for one flow.
-
-    Attributes
-    ----------
-    gaps:
-        The flow's gap events, oldest first.
-    topic_ids:
-        ``{source topic: topic id}`` last recorded.
-    corrupt:
-        Records that did not decode (skipped with a WARNING).
-    """
+    """What the gap ledger holds for one flow: gaps oldest first, ``{source topic: topic id}``, corrupt count."""
 
     gaps: list[GapEvent] = field(default_factory=list)
     topic_ids: dict[str, str] = field(default_factory=dict)
@@ -38,31 +26,14 @@ class LedgerContents:
 
 
 def read_gap_ledger(ctx: FlowContext, *, client_id: str, timeout_s: float = 30.0) -> LedgerContents:
-    """Read one flow's gap events and known topic ids from the gap ledger (empty if the topic does not exist).
+    """Read one flow's gap events (sorted by time) and topic ids; empty if the topic does not exist.
 
-    Parameters
-    ----------
-    ctx:
-        The flow's context (its target's client settings, its policy naming the topic).
-    client_id:
-        The consumer's ``client.id``.
-    timeout_s:
-        Seconds to read the topic to its end.
-
-    Returns
-    -------
-    LedgerContents
-        The flow's events (sorted by time) and topic ids; corrupt records are skipped with a WARNING.
-
-    Raises
-    ------
-    ClusterError
-        The ledger cannot be read to its end.
+    Raises ClusterError when the ledger cannot be read to its end within ``timeout_s`` seconds.
     """
-    cfg = ctx.flow
+    cfg = ctx.flow_config
     flow = cfg.name
     out = LedgerContents()
-    topic = gaps_topic(cfg.source, ctx.policy)
+    topic = ctx.internal_topics.gaps
     seen: dict[tuple[str, int, str, int], GapEvent] = {}
 
     def on_record(key: bytes | None, value: bytes | None) -> None:

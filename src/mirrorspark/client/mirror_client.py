@@ -1,11 +1,7 @@
 """A small client API over what replication leaves in a cluster (MM2 ``MirrorClient`` / ``RemoteClusterUtils``).
 
-Like MM2's ``connect-mirror-client`` artifact, everything here reads only what
-is in the clusters — topic names and the checkpoints topic — with no Spark and
-no running flow. Every method works on **one** (local) cluster, normally a
-target: which clusters replicate into it, how many hops away they are, which
-remote topics it holds, and where a consumer group of a remote cluster should
-resume on it::
+Like MM2's ``connect-mirror-client``, it reads only topic names and the checkpoints topic, with no Spark
+and no running flow. Every method works on **one** (local) cluster, normally a target::
 
     from mirrorspark.client import translate_offsets
     from mirrorspark.config import load_config
@@ -14,13 +10,8 @@ resume on it::
     offsets = translate_offsets(config, cluster="backup", remote_alias="primary", group="orders")
     # {("primary.orders", 0): 1234, ...}: seek a consumer of primary.orders there
 
-The functions create a :class:`MirrorClient`, call it and close it, as MM2's
-``RemoteClusterUtils`` does; keep a :class:`MirrorClient` for several calls.
-
-The replication policy is that of the flows into the cluster
-(``replication.policy.class`` / ``.separator`` of the first enabled flow
-``X->cluster``, else of any flow into it, else MM2's default), configured
-without ``source.cluster.alias`` as MM2's ``MirrorClient`` is
+The functions open a :class:`MirrorClient` per call, as ``RemoteClusterUtils``; keep one for several
+calls. The policy is that of the flows into the cluster, without ``source.cluster.alias``
 (:func:`~mirrorspark.client.context.cluster_policy`).
 """
 
@@ -38,28 +29,18 @@ class MirrorClient:
 
     Parameters
     ----------
-    config:
-        The configuration (``<cluster>.bootstrap.servers``, security settings and
-        ``<cluster>.admin.*`` / ``<cluster>.consumer.*`` apply).
-    cluster:
-        The alias of the cluster to read.
     timeout_s:
-        Seconds for each cluster call and for reading a checkpoints topic to its end; default (``None``)
-        the configuration's top-level ``admin.timeout.ms``, 60 s unless set
-        (:attr:`~mirrorspark.config.MirrorConfig.admin_timeout_ms`).
-    context:
-        The configuration's contexts (its policy of ``cluster`` and its client factory);
-        default: new ones for ``config``.
+        Seconds for each cluster call and for reading a checkpoints topic to its end; ``None`` = the
+        top-level ``admin.timeout.ms`` (60 s unless set).
 
     Raises
     ------
     UnknownAliasError
-        If ``cluster`` is not in ``clusters``.
+        ``cluster`` is not in ``clusters``.
 
     Notes
     -----
-    Every method lists the cluster's topics afresh; none caches. Not
-    thread-safe. Use as a context manager or call :meth:`close`.
+    Every method lists the topics afresh. Not thread-safe; a context manager (or call :meth:`close`).
     """
 
     def __init__(
@@ -93,9 +74,9 @@ class MirrorClient:
         Raises
         ------
         ClusterUnreachableError
-            If the cluster does not answer within ``timeout_s``.
+            The cluster does not answer within ``timeout_s``.
         ClusterError
-            If it answers with an error.
+            It answers with an error.
         """
         return set(self._admin.list_topics())
 
@@ -124,32 +105,22 @@ class MirrorClient:
     ) -> dict[TopicPartitionKey, int]:
         """Where ``group`` of cluster ``remote_alias`` resumes on this cluster (MM2 ``remoteConsumerOffsets``).
 
-        Reads partition 0 of ``<remote_alias>.checkpoints.internal`` from the
-        beginning to its end offset; the last checkpoint per (group, topic,
-        partition) wins; records that do not decode are skipped.
-
-        Parameters
-        ----------
-        group:
-            The consumer group on ``remote_alias``.
-        remote_alias:
-            The cluster the group consumed on (the flow's source).
-        timeout_s:
-            Seconds to read to the end; default the client's ``timeout_s``.
+        Reads partition 0 of ``<remote_alias>.checkpoints.internal`` to its end offset (within ``timeout_s``
+        seconds, default the client's); the last checkpoint per partition wins; undecodable records are skipped.
 
         Returns
         -------
         dict[tuple[str, int], int]
-            ``{(topic on this cluster, partition): committed offset}`` (next offset
-            to read); ``{}`` if the group has no checkpoints or the topic does not exist.
+            ``{(topic on this cluster, partition): committed offset}`` (next offset to read); ``{}`` without
+            checkpoints or topic.
 
         Raises
         ------
         UnknownAliasError
-            If ``remote_alias`` is not in ``clusters``.
+            ``remote_alias`` is not in ``clusters``.
         ClusterError
-            If the end is not reached in time (MM2 returns what it read by then) or
-            the cluster fails; ``ClusterUnreachableError`` if it does not answer.
+            The end is not reached in time (MM2 returns what it read) or the cluster fails
+            (ClusterUnreachableError if it does not answer).
         """
         self.config.cluster(remote_alias)
         records = read_checkpoints(
@@ -177,36 +148,21 @@ def translate_offsets(
 ) -> dict[TopicPartitionKey, int]:
     """Return where ``group`` of ``remote_alias`` resumes on ``cluster`` (MM2 ``RemoteClusterUtils.translateOffsets``).
 
-    Opens a :class:`MirrorClient` on ``cluster`` for the call; see
-    :meth:`MirrorClient.remote_consumer_offsets`.
-
-    Parameters
-    ----------
-    config:
-        The configuration.
-    cluster:
-        The cluster the group moves to (the flow's target).
-    remote_alias:
-        The cluster the group consumed on (the flow's source).
-    group:
-        The consumer group on ``remote_alias``.
-    timeout_s:
-        Seconds for each cluster call and to read the checkpoints topic to its end (default: the
-        configuration's top-level ``admin.timeout.ms``, as :class:`MirrorClient`).
+    A :class:`MirrorClient` on ``cluster`` for the call (:meth:`MirrorClient.remote_consumer_offsets`);
+    ``timeout_s`` in seconds, default the top-level ``admin.timeout.ms``.
 
     Returns
     -------
     dict[tuple[str, int], int]
-        ``{(topic on cluster, partition): committed offset}`` (next offset to read); ``{}`` if
-        the group has no checkpoints or the checkpoints topic does not exist.
+        ``{(topic on cluster, partition): committed offset}`` (next offset to read); ``{}`` without
+        checkpoints or topic.
 
     Raises
     ------
     UnknownAliasError
-        If ``cluster`` or ``remote_alias`` is not in ``clusters``.
+        ``cluster`` or ``remote_alias`` is not in ``clusters``.
     ClusterError
-        If the end is not reached in time or the cluster fails; ``ClusterUnreachableError`` if
-        it does not answer.
+        The end is not reached in time or the cluster fails (ClusterUnreachableError if it does not answer).
     """
     with MirrorClient(config, cluster, timeout_s=timeout_s) as client:
         return client.remote_consumer_offsets(group, remote_alias)

@@ -1,10 +1,8 @@
 """Partition states and remote copies of a cluster (the client side of ``mirrorspark replica-status``).
 
-What Confluent's ``kafka-replica-status`` shows, read with Apache Kafka's APIs (``describe_topics``
-and ``list_offsets``), and the copies that enabled replication flows keep of each partition in
-other clusters (mirrorspark's "observers", from the flows' committed source offsets in
-``mm2-offsets.<source>.internal`` on each target, as ``mirrorspark status`` reads them). Used by
-:mod:`mirrorspark.regions.replica_status` (the commands) and the service's replica series.
+Confluent's ``kafka-replica-status`` from Apache Kafka's ``describe_topics`` and ``list_offsets``, and
+the copies enabled flows keep in other clusters (mirrorspark's "observers", from their committed source
+offsets, as ``mirrorspark status`` reads them).
 """
 
 from __future__ import annotations
@@ -25,19 +23,10 @@ from mirrorspark.kafka.admin import ClusterAdmin, PartitionKey
 def partition_states(config: MirrorConfig, admin: ClusterAdmin, topics: Sequence[str] | None) -> list[PartitionState]:
     """Describe a cluster's partitions: leader, replicas, ISR, racks, log start and end offsets.
 
-    Parameters
-    ----------
-    config:
-        The configuration (the cluster's replication policy tells its internal topics).
-    admin:
-        The cluster's admin wrapper (its alias names the cluster; its timeout bounds each call).
-    topics:
-        The topics to describe; ``None`` or empty: all of the cluster's.
-
     Returns
     -------
     list[PartitionState]
-        One per partition, offsets ``-1`` (``UNKNOWN``) for a partition without a leader.
+        One per partition of ``topics`` (``None``/empty: all), offsets ``-1`` (``UNKNOWN``) without a leader.
 
     Raises
     ------
@@ -88,29 +77,16 @@ def remote_copies(
 ) -> dict[PartitionKey, list[RemoteCopy]]:
     """Per partition of ``cluster``, the copies each enabled flow ``cluster->X`` keeps on ``X``.
 
-    Parameters
-    ----------
-    config:
-        The configuration (its enabled flows whose source is ``cluster``).
-    cluster:
-        The source cluster alias.
-    states:
-        The partitions (their high watermarks give the lag).
-    now_ms:
-        Now in epoch ms (default: the clock), for the lag in seconds.
-    timeout_s:
-        Seconds per cluster call.
-
     Returns
     -------
     dict[PartitionKey, list[RemoteCopy]]
-        Partitions of topics no flow replicates are left out; the lag in seconds is the age of the
-        record at the committed position (read from ``cluster``), ``-1`` if it could not be read.
+        Only partitions a flow replicates; the lag in seconds is the age (vs ``now_ms``, epoch ms) of the
+        record at the committed position, ``-1`` if unreadable.
 
     Raises
     ------
     ClusterError, ClusterUnreachableError
-        A target's offsets topic cannot be read.
+        A target's offsets topic cannot be read within ``timeout_s`` seconds per call.
     """
     now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
     context = ReplicationContext(config)
@@ -158,23 +134,9 @@ def timestamps_at(
     timeout_s: float,
     purpose: str = "replica-status-source-consumer",
 ) -> dict[PartitionKey, int]:
-    """Read the timestamps (epoch ms) of the records at ``positions`` on the flow's source.
+    """Read the timestamps (epoch ms) of the records at ``positions`` on the flow's source, within ``timeout_s`` s.
 
-    Parameters
-    ----------
-    ctx:
-        The flow.
-    positions:
-        ``{(topic, partition): offset}`` on the source.
-    timeout_s:
-        Seconds to wait for them all.
-    purpose:
-        The consumer's role in its ``client.id``.
-
-    Returns
-    -------
-    dict[PartitionKey, int]
-        Missing where no record came back in time (none there, or the wait ended).
+    Missing where no record came back in time.
     """
     if not positions:
         return {}

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from mirrorspark.client.context import FlowContext
 from mirrorspark.config.model import ClientSettings
 from mirrorspark.errors import CorruptRecordError, SourceConnectorNameError
 from mirrorspark.kafka.admin import PartitionKey
 from mirrorspark.kafka.factory import ClientFactory
+from mirrorspark.kafka.protocols import MessageLike
 from mirrorspark.kafka.reader import ALL_PARTITIONS, TopicReader
 from mirrorspark.mm2.connect_offsets import (
     TOPIC_ID_MARKER,
@@ -39,31 +39,17 @@ def read_source_offset_history(
 ) -> dict[PartitionKey, OffsetHistory]:
     """Read MirrorSourceConnector offsets for one source cluster, keeping fall-backs for invalid ones.
 
-    Like :func:`read_source_offsets`, but per partition the stored offsets a later check against
-    the source's end offsets may fall back to
-    (:class:`~mirrorspark.mm2.connect_offsets.OffsetHistory`). Records with an offset below
-    ``-1`` are skipped with a WARNING. The topic is always read ``read_committed``, to its last
-    stable offset, whatever ``isolation.level`` ``settings`` hold: Kafka Connect forces it on its
-    offsets consumer (KIP-618), so that source offsets of an aborted or still-open transaction
-    (an exactly-once task killed mid-commit) are never adopted. A partition's topic-id marker
-    (:data:`~mirrorspark.mm2.connect_offsets.TOPIC_ID_MARKER`) goes to its history's ``topic_id``.
-
-    Parameters
-    ----------
-    settings, admin_settings, alias, topic, source_alias, client_id, timeout_s, clients:
-        As for :func:`read_source_offsets`.
-    connector_name:
-        The source connector whose offsets are read (``mirrorspark.source.connector.name``; MM2's
-        dedicated mode: ``MirrorSourceConnector``).
-    others:
-        When given, filled with the offsets of ``source_alias`` stored under every *other* connector
-        name: ``{name: {(topic, partition): newest offset}}`` (a tombstone deletes; names left with
-        none are left out), for :func:`check_connector_name`.
+    As :func:`read_source_offsets`, but per partition the stored offsets a later check against the
+    source's end offsets may fall back to (:class:`~mirrorspark.mm2.connect_offsets.OffsetHistory`; the
+    topic-id marker goes to its ``topic_id``). Always read ``read_committed``, as Connect forces on its
+    offsets consumer (KIP-618), so an aborted or open transaction's offsets are never adopted. ``others``,
+    when given, is filled with ``{other connector name: {(topic, partition): newest offset}}`` of
+    ``source_alias`` (for :func:`check_connector_name`).
 
     Returns
     -------
     dict[PartitionKey, OffsetHistory]
-        ``{(topic, partition): history}``; partitions whose newest record is a tombstone are left out.
+        Partitions whose newest record is a tombstone are left out.
 
     Raises
     ------
@@ -72,7 +58,7 @@ def read_source_offset_history(
     """
     out: dict[PartitionKey, OffsetHistory] = {}
 
-    def on_message(m: Any) -> None:
+    def on_message(m: MessageLike) -> None:
         try:
             decoded = decode_source_offset(m.key() or b"", m.value(), connector_name=connector_name)
         except CorruptRecordError as e:
@@ -155,29 +141,14 @@ def check_connector_name(
 ) -> None:
     """Refuse a flow whose connector name has no stored offsets while others hold its source's (engine-audit-2 N3).
 
-    Parameters
-    ----------
-    own:
-        The offsets stored under ``connector_name`` (:func:`read_source_offset_history`).
-    others:
-        Those of the same source alias under other connector names (its ``others``).
-    flow:
-        ``"<source>-><target>"``.
-    connector_name:
-        The flow's ``mirrorspark.source.connector.name`` (or its Connect connector's ``name``).
-    offsets_topic, target:
-        ``mm2-offsets.<source>.internal`` and the cluster holding it.
-    auto_offset_reset:
-        The source consumer's ``auto.offset.reset``, where the partitions would start.
-    replicates:
-        Whether a topic counts: one the flow replicates (the flow leaves out heartbeats topics, which
-        every connector of the source copies). Only offsets of counted topics matter, on either side.
+    Only topics ``replicates`` counts matter (the flow leaves out heartbeats topics, which every connector
+    of the source copies).
 
     Raises
     ------
     SourceConnectorNameError
-        ``own`` holds no offset of a replicated topic while ``others`` does; the message names every
-        other name, the offsets topic and both fixes. Nothing when ``own`` holds one (or no name does).
+        ``own`` holds no offset of a replicated topic while ``others`` does; the message names every other
+        name, the offsets topic and both fixes.
     """
     if any(replicates(t) for t, _ in own):
         return
@@ -217,28 +188,9 @@ def read_source_offsets(
 ) -> dict[PartitionKey, int]:
     """Read MirrorSourceConnector offsets for one source cluster from a Connect offsets topic.
 
-    Reads every partition of ``topic`` from the beginning to its end offset
-    (captured first, :class:`~mirrorspark.kafka.reader.TopicReader`); the last record per
-    key wins and a tombstone deletes.
-
-    Parameters
-    ----------
-    settings, admin_settings:
-        Consumer and admin client settings of the cluster holding the topic.
-    alias:
-        That cluster's alias (for messages).
-    topic:
-        The offsets topic, e.g. ``mm2-offsets.A.internal``.
-    source_alias:
-        Keep only keys whose ``cluster`` is this alias.
-    client_id:
-        The consumer's ``client.id``.
-    timeout_s:
-        Seconds to reach the end offsets (default 60).
-    clients:
-        Where clients come from (default: real confluent-kafka clients).
-    connector_name:
-        The source connector whose offsets are read (default ``MirrorSourceConnector``, MM2's dedicated mode).
+    Every partition to its end offset (captured first); the last record per key wins, a tombstone deletes;
+    only keys of ``source_alias``, under ``connector_name``. Corrupt records and offsets below ``-1`` are
+    skipped with a warning, as Connect's reader does.
 
     Returns
     -------
@@ -247,11 +199,8 @@ def read_source_offsets(
 
     Raises
     ------
-    CorruptRecordError
-        Never: corrupt records are skipped with a warning (as Connect's reader logs and skips), and
-        so are offsets below ``-1``.
     ClusterError
-        The topic could not be read to its end within ``timeout_s``.
+        The topic could not be read to its end within ``timeout_s`` (seconds, default 60).
     """
     history = read_source_offset_history(
         settings,
@@ -270,31 +219,15 @@ def read_source_offsets(
 def read_flow_source_offsets(ctx: FlowContext, purpose: str, *, timeout_s: float = 60.0) -> dict[PartitionKey, int]:
     """Read the source offsets a flow committed (:func:`read_source_offsets` on its target's offsets topic).
 
-    Parameters
-    ----------
-    ctx:
-        The flow's context.
-    purpose:
-        What the consumer does, the last part of its ``client.id``, e.g. ``"status-offsets-consumer"``.
-    timeout_s:
-        Seconds to reach the end offsets (default 60).
-
-    Returns
-    -------
-    dict[PartitionKey, int]
-        ``{(topic, partition): offset of the last replicated upstream record}``.
-
-    Raises
-    ------
-    ClusterError
-        The topic could not be read to its end within ``timeout_s``.
+    Returns ``{(topic, partition): offset of the last replicated upstream record}``; raises ClusterError
+    when the topic cannot be read to its end within ``timeout_s`` seconds.
     """
-    flow = ctx.flow
+    flow = ctx.flow_config
     return read_source_offsets(
         flow.target_consumer,
         flow.target_admin,
         flow.target,
-        flow.offset_storage_topic,
+        ctx.internal_topics.offsets,
         flow.source,
         client_id=ctx.client_id(purpose),
         timeout_s=timeout_s,

@@ -1,28 +1,19 @@
 """The state of every replication flow, read from the clusters alone (``mirrorspark status``).
 
-Nothing here talks to a running mirrorspark process: like SRM's and MM2's
-tooling, it reads what replication leaves in Kafka — the committed source
-offsets in ``mm2-offsets.<source>.internal``, the remote topics, and the
-heartbeats — so it reports MM2's flows just as well.
+Like SRM's and MM2's tooling it reads what replication leaves in Kafka (committed source offsets,
+remote topics, heartbeats), so it reports MM2's flows as well:
 
-* **state** — ``failed`` when the running mirrorspark gave up on the flow (its last
-  published flow state, with the error; the other flows run on); ``caught up`` or ``stopped``
-  when a mirrorspark run of the flow ended cleanly and published so after its last heartbeat
-  (a bounded ``run --until-caught-up`` that copied everything it listed at start, or a run
-  stopped by Ctrl-C/SIGTERM: said at once, not after the heartbeats aged); else ``running``
-  when the flow's newest heartbeat on the target is younger than
-  ``max(10 s, 5 x emit.heartbeats.interval.seconds)``, ``stopped`` when older,
-  ``never started`` without committed offsets.
-* **lag** — per topic, source end offsets minus committed positions; a flow's lag leaves out
-  its heartbeats topics (MM2's ``heartbeats`` and remote ``S.heartbeats``), which every run keeps
-  writing to until it ends, so their last records are never data waiting to be copied.
-* **records copied** — per topic, records in the remote topic (end - start offsets).
-* **upstream clusters / replication hops** — per cluster, MirrorClient's view
-  of its heartbeat topics.
-* **gaps** — per flow, the gap events in ``mm2-gaps.<source>.internal``: source
-  records lost before they were copied (:mod:`mirrorspark.core.gaps`).
-* **failover** — per flow, the newest failover event of the driver's failover policy
-  (``failover`` records of the progress channel, :mod:`mirrorspark.replication.failover_watch`).
+* **state**: ``failed`` when the running mirrorspark gave up on the flow (its published state);
+  ``caught up`` or ``stopped`` when a run ended cleanly and published so after its last heartbeat; else
+  ``running`` when the newest heartbeat on the target is younger than
+  ``max(10 s, 5 x emit.heartbeats.interval.seconds)``, ``stopped`` when older, ``never started``
+  without committed offsets.
+* **lag**: per topic, source end offsets minus committed positions; a flow's lag leaves out its
+  heartbeats topics (written to until a run ends).
+* **records copied**: records in the remote topic (end - start offsets).
+* **upstream clusters / replication hops**: MirrorClient's view of a cluster's heartbeat topics.
+* **gaps**: source records lost before they were copied (:mod:`mirrorspark.core.gaps`).
+* **failover**: the newest event of the driver's failover policy.
 """
 
 from __future__ import annotations
@@ -41,7 +32,6 @@ from mirrorspark.core.lifetime_totals import FlowState
 from mirrorspark.core.progress_records import FailoverEvent, decode_failover_event, record_kind
 from mirrorspark.errors import CorruptRecordError
 from mirrorspark.kafka.reader import read_topic
-from mirrorspark.mm2.internal_topics import TASK_PROGRESS_PREFIX, mirrorspark_topic
 from mirrorspark.mm2.records import Heartbeat
 
 ENDED_STATES = ("caught up", "stopped")
@@ -50,27 +40,11 @@ ENDED_STATES = ("caught up", "stopped")
 
 @dataclass(frozen=True)
 class TopicStatus:
-    """One replicated topic of a flow.
+    """One replicated topic of a flow; counts in records, ``copied_bytes`` in bytes (keys + values).
 
-    Attributes
-    ----------
-    topic, remote_topic:
-        Source topic and its remote topic name.
-    partitions:
-        Source partitions.
-    records:
-        Records in the remote topic (end - start offsets summed), ``0`` if it does not exist.
-    copied_records, copied_bytes:
-        Records and bytes (keys + values) copied over the flow's lifetime, as published by
-        running mirrorspark flows to ``mm2-progress.<source>.internal``; ``None`` if none were.
-    lag:
-        Source records not yet committed as copied (records), summed over partitions.
-    dropped_records:
-        Records a transform (``transforms``) dropped over the flow's lifetime: read and committed as
-        done, never copied; ``None`` if no totals were published.
-    heartbeats:
-        Whether it is a heartbeats topic (MM2's ``heartbeats``, local or remote): its lag is left
-        out of the flow's (:attr:`FlowStatus.lag`).
+    ``copied_*`` and ``dropped_records`` (by transforms: read, committed, never copied) are lifetime totals
+    published by running mirrorspark flows, ``None`` if none were; a ``heartbeats`` topic's lag is left out
+    of the flow's.
     """
 
     topic: str
@@ -86,25 +60,10 @@ class TopicStatus:
 
 @dataclass(frozen=True)
 class FlowStatus:
-    """One flow's state.
+    """One flow's state (``running``, ``failed``, ``caught up``, ``stopped`` or ``never started``).
 
-    Attributes
-    ----------
-    flow:
-        ``"A->B"``.
-    state:
-        ``running``, ``failed``, ``caught up``, ``stopped`` or ``never started``.
-    last_heartbeat_ms:
-        Epoch ms of the newest heartbeat of the flow on the target, ``None`` if none.
-    topics:
-        Replicated topics.
-    gaps:
-        Gap events of the flow, oldest first, from its gap ledger on the target.
-    error:
-        Why the flow failed (state ``failed``), else ``None``.
-    failover:
-        The newest failover event of the flow's failover policy (``failover`` = failed over now,
-        ``recovered``), ``None`` if it never recorded one.
+    ``last_heartbeat_ms`` in epoch ms, ``None`` if none; ``error`` only for ``failed``; ``failover`` is the
+    newest failover-policy event, ``None`` if never recorded.
     """
 
     flow: str
@@ -154,7 +113,7 @@ class ClusterStatus:
 
 def _heartbeats(ctx: FlowContext) -> int | None:
     """Epoch ms of the newest ``Heartbeat(source, target)`` in the target's heartbeats topic."""
-    flow = ctx.flow
+    flow = ctx.flow_config
     target = ctx.cluster("target")
     newest: list[int] = []
 
@@ -170,7 +129,7 @@ def _heartbeats(ctx: FlowContext) -> int | None:
         target.consumer,
         target.admin,
         flow.target,
-        ctx.policy.heartbeats_topic(),
+        ctx.internal_topics.heartbeats,
         on_record,
         client_id=ctx.client_id("status-heartbeats-consumer"),
         clients=ctx.clients,
@@ -179,16 +138,11 @@ def _heartbeats(ctx: FlowContext) -> int | None:
 
 
 def read_failover_event(ctx: FlowContext, *, client_id: str) -> FailoverEvent | None:
-    """Read the newest ``failover`` record of a flow in its progress channel on the target, ``None`` if none.
+    """Read the newest ``failover`` record of a flow's progress channel on the target, ``None`` if none.
 
-    Undecodable records are skipped (the channel's other kinds are not read).
-
-    Raises
-    ------
-    ClusterError
-        If the target cannot be read.
+    Undecodable records are skipped; raises ClusterError if the target cannot be read.
     """
-    flow = ctx.flow
+    flow = ctx.flow_config
     target = ctx.cluster("target")
     newest: list[FailoverEvent] = []
 
@@ -206,7 +160,7 @@ def read_failover_event(ctx: FlowContext, *, client_id: str) -> FailoverEvent | 
         target.consumer,
         target.admin,
         flow.target,
-        mirrorspark_topic(TASK_PROGRESS_PREFIX, ctx.policy, flow.source),
+        ctx.internal_topics.progress_channel,
         on_record,
         client_id=client_id,
         clients=ctx.clients,
@@ -217,28 +171,10 @@ def read_failover_event(ctx: FlowContext, *, client_id: str) -> FailoverEvent | 
 def flow_state(
     published: FlowState | None, *, started: bool, last_heartbeat_ms: int | None, now_ms: int, fresh_ms: int
 ) -> str:
-    """Tell a flow's state from what the clusters hold (the rule of this module's docstring, **state**).
+    """Tell a flow's state from what the clusters hold (the **state** rule of the module docstring).
 
-    Parameters
-    ----------
-    published:
-        The flow's last published state (``mm2-progress.<source>.internal``), ``None`` if none.
-    started:
-        Whether the flow has committed source offsets.
-    last_heartbeat_ms:
-        Epoch ms of the flow's newest heartbeat on the target, ``None`` if none.
-    now_ms:
-        The current epoch ms.
-    fresh_ms:
-        How young a heartbeat of a running flow is (ms).
-
-    Returns
-    -------
-    str
-        ``failed``; ``caught up`` or ``stopped`` when a run's clean end (:data:`ENDED_STATES`) is at
-        least as new as the newest heartbeat (a later run's or MM2's heartbeats say ``running``
-        again); else ``never started`` without offsets, ``running`` with a fresh heartbeat,
-        ``stopped``.
+    Times in epoch ms, ``fresh_ms`` in ms. A run's clean end (:data:`ENDED_STATES`) counts when at least as
+    new as the newest heartbeat (a later run's or MM2's heartbeats say ``running`` again).
     """
     if published is not None and published.state == "failed":
         return "failed"
@@ -258,24 +194,7 @@ def flow_status(
     now_ms: int | None = None,
     context: ReplicationContext | None = None,
 ) -> FlowStatus:
-    """Compute one flow's status from its source and target clusters.
-
-    Parameters
-    ----------
-    config:
-        The configuration.
-    flow:
-        One of its flows.
-    now_ms:
-        The current epoch ms (default: the clock).
-    context:
-        The configuration's contexts (default: new ones).
-
-    Raises
-    ------
-    ClusterUnreachableError
-        Either cluster does not answer.
-    """
+    """Compute one flow's status from its source and target clusters; raises ClusterUnreachableError if one is down."""
     now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
     ctx = (context if context is not None else ReplicationContext(config)).of(flow)
     policy = ctx.policy

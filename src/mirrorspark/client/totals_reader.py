@@ -1,14 +1,12 @@
-"""Reading a flow's lifetime totals and published state back (``mm2-progress.<source>.internal``).
+"""Reading a flow's lifetime totals and published state back (format: :mod:`mirrorspark.core.lifetime_totals`).
 
-``mirrorspark status`` and the metrics service read what the running flows published
-(:class:`~mirrorspark.replication.totals_publisher.TotalsPublisher`); the format is
-:mod:`mirrorspark.core.lifetime_totals`.
+Written by :class:`~mirrorspark.replication.connector.totals_publisher.TotalsPublisher`.
 """
 
 from __future__ import annotations
 
 from mirrorspark.client.context import FlowContext
-from mirrorspark.core.lifetime_totals import FlowState, TopicTotals, decode_flow_state, decode_totals, totals_topic
+from mirrorspark.core.lifetime_totals import FlowState, TopicTotals, decode_flow_state, decode_totals
 from mirrorspark.kafka.reader import read_topic
 
 
@@ -21,25 +19,10 @@ def read_totals(
 ) -> dict[str, TopicTotals]:
     """Read the last published lifetime totals per topic of a flow (empty when none were published).
 
-    Parameters
-    ----------
-    ctx:
-        The flow's context (its target's client settings, its policy naming the topic:
-        :func:`~mirrorspark.core.lifetime_totals.totals_topic`).
-    client_id:
-        The consumer's ``client.id``.
-    timeout_s:
-        Seconds to read the topic to its end (default 30).
-    states:
-        Filled with the flow's last published :class:`~mirrorspark.core.lifetime_totals.FlowState`
-        (under its name), if any.
-
-    Raises
-    ------
-    ClusterError
-        If the progress topic cannot be read to its end.
+    ``states`` is filled with the flow's last published :class:`~mirrorspark.core.lifetime_totals.FlowState`,
+    if any. Raises ClusterError when the topic cannot be read to its end within ``timeout_s`` seconds.
     """
-    cfg = ctx.flow
+    cfg = ctx.flow_config
     flow = cfg.name
     out: dict[str, TopicTotals] = {}
 
@@ -56,7 +39,7 @@ def read_totals(
         cfg.target_consumer,
         cfg.target_admin,
         cfg.target,
-        totals_topic(cfg.source, ctx.policy),
+        ctx.internal_topics.totals,
         on_record,
         client_id=client_id,
         timeout_s=timeout_s,

@@ -36,22 +36,7 @@ from mirrorspark.errors import ConfigError
 def cluster_config(raw: RawConfig, alias: str) -> ClusterConfig:
     """Compose the configuration of cluster ``alias``: its bootstrap servers, its clients' settings (``clusterProps``).
 
-    Parameters
-    ----------
-    raw:
-        The file's properties, sorted.
-    alias:
-        One of ``clusters``.
-
-    Returns
-    -------
-    ClusterConfig
-        The cluster's admin, consumer and producer settings: its client keys overridden by ``<alias>.<role>.*``.
-
-    Raises
-    ------
-    ConfigError
-        The cluster has no bootstrap servers (``<alias>.bootstrap.servers`` nor top-level ``bootstrap.servers``).
+    Raises ConfigError when the cluster has no ``<alias>.bootstrap.servers`` nor top-level ``bootstrap.servers``.
     """
     own = raw.cluster_raw[alias]
     servers = join_servers(own.get("bootstrap.servers") or raw.top_all.get("bootstrap.servers") or "")
@@ -73,23 +58,8 @@ def cluster_config(raw: RawConfig, alias: str) -> ClusterConfig:
 def flow_clients(raw: RawConfig, s: str, t: str, *, connector: str | None = None) -> dict[str, dict[str, str]]:
     """Compose the six client settings of flow ``S->T``, by :class:`~mirrorspark.config.FlowConfig` field.
 
-    Parameters
-    ----------
-    raw:
-        The file's properties, sorted (a forced ``enable.auto.commit`` is warned about there).
-    s, t:
-        The flow's source and target aliases.
-    connector:
-        ``None`` for the flow's clients; ``"checkpoint"`` or ``"heartbeat"`` for that connector's own, composed
-        from ``S->T.mirrorspark.<connector>.*`` instead of the flow's client keys (module docstring).
-
-    Returns
-    -------
-    dict[str, dict[str, str]]
-        ``{"source_admin": {...}, ..., "target_producer": {...}}``: Java client properties along the chain
-        of the module docstring; the data producer (``target_producer``) with ``S->T.producer.override.*``
-        on top; both consumers with ``enable.auto.commit = false`` (forced, as MM2 does) and
-        ``auto.offset.reset = earliest`` unless set.
+    Both consumers get ``enable.auto.commit = false`` (forced, as MM2) and ``auto.offset.reset = earliest`` unless set;
+    ``connector`` composes a checkpoint or heartbeat connector's own, from ``S->T.mirrorspark.<connector>.*``.
     """
     flow = raw.flow_raw.get((s, t), {})
     if connector is not None:
@@ -113,8 +83,7 @@ def flow_clients(raw: RawConfig, s: str, t: str, *, connector: str | None = None
 def _base_client(raw: RawConfig, alias: str, role: str) -> dict[str, str]:
     """MM2's ``clusterProps`` client keys: top-level ones, overridden by ``<alias>.<client key>``.
 
-    Consumers also get ``client.rack`` (top level, overridden by ``<alias>.client.rack``): where the
-    replicator runs, for follower fetching (KIP-392); MM2 itself passes on only ``<alias>.consumer.client.rack``.
+    Consumers also get ``client.rack`` (KIP-392 follower fetching); MM2 passes on only ``<alias>.consumer.client.rack``.
     """
     rack = ("client.rack",) if role == "consumer" else ()
     base = {k: v for k, v in raw.top_all.items() if is_client_key(k) or k in rack}
@@ -123,24 +92,7 @@ def _base_client(raw: RawConfig, alias: str, role: str) -> dict[str, str]:
 
 
 def _flow_client(raw: RawConfig, alias: str, side: str, role: str, flow: Mapping[str, str]) -> dict[str, str]:
-    """Compose the client settings of one side and role of a flow (the chain in the module docstring).
-
-    Parameters
-    ----------
-    alias:
-        The cluster of ``side`` (the flow's source or target).
-    side:
-        ``"source"`` or ``"target"``.
-    role:
-        ``"admin"``, ``"consumer"`` or ``"producer"``.
-    flow:
-        The flow's own ``S->T.*`` properties, prefix removed.
-
-    Returns
-    -------
-    dict[str, str]
-        Java client properties, the later links of the chain winning.
-    """
+    """Compose the client settings of one side and role of a flow (the chain in the module docstring)."""
     props = _base_client(raw, alias, role)
     props.update({k: v for k, v in strip_prefix(flow, f"{side}.cluster.").items() if is_client_key(k)})
     props.update(_role_props(raw.top, role))

@@ -33,30 +33,7 @@ def convert_config(
 ) -> str:
     """Convert connector configs into mm2.properties text, or an mm2.properties file into connectors.
 
-    Parameters
-    ----------
-    path:
-        Connector configs (a file or folder, any shape :func:`~mirrorspark.config.parse.load_config` reads)
-        or an mm2.properties file.
-    to:
-        ``"properties"``, ``"kafka-connector"`` or ``"rest"``; ``None`` = the other format: mm2.properties
-        for connector configs, ``KafkaConnector`` YAML for an mm2.properties file.
-    defaults:
-        ``"apache"`` or ``"csm"`` (see :func:`~mirrorspark.config.parse.load_config`); ``None`` = the environment's.
-    connect_cluster:
-        The ``strimzi.io/cluster`` label of ``KafkaConnector`` documents; ``None`` = each connector's target alias.
-    env:
-        Environment for placeholders (validation only: the text keeps them as written); ``None`` = ``os.environ``.
-
-    Returns
-    -------
-    str
-        The text.
-
-    Raises
-    ------
-    ConfigError
-        Anything :func:`~mirrorspark.config.parse.load_config` refuses, or an unknown ``to``.
+    Raises ConfigError (anything :func:`~mirrorspark.config.parse.load_config` refuses, or an unknown ``to``).
     """
     if to is not None and to not in CONVERT_TARGETS:
         raise ConfigError(f"cannot convert to {to!r}: use one of {', '.join(CONVERT_TARGETS)}")

@@ -54,27 +54,8 @@ _TYPED_FLOW_KEYS: Final = frozenset({k.name for k in _FLOW_FILL_KEYS}) | frozens
 def flow_config(raw: RawConfig, s: str, t: str) -> FlowConfig:
     """Build the configuration of flow ``S->T``.
 
-    Parameters
-    ----------
-    raw:
-        The file's properties, sorted (warnings are recorded there).
-    s, t:
-        The flow's source and target aliases.
-
-    Returns
-    -------
-    FlowConfig
-        The typed keys, the client settings (:func:`~mirrorspark.config.client_chain.flow_clients`; a connector's
-        own in ``connector_clients``), the
-        transforms, the replica placement, ``enabled`` by MM2's herder rule and the rest of the merge as ``extra``.
-
-    Raises
-    ------
-    ConfigError
-        A value does not convert; an empty ``replication.policy.separator``; offset-sync keys with
-        ``emit.offset-syncs.enabled = false``; exactly-once settings that cannot hold.
-    TransformConfigError, PlacementError
-        The flow's transforms or replica placement are refused.
+    Raises ConfigError (a value that does not convert, an empty separator, offset-sync keys without offset syncs,
+    exactly-once settings that cannot hold), TransformConfigError or PlacementError.
     """
     flow_raw = raw.flow_raw.get((s, t), {})
     merged, written = _merge(raw, s, t)
@@ -126,10 +107,7 @@ def flow_config(raw: RawConfig, s: str, t: str) -> FlowConfig:
 
 
 def _merge(raw: RawConfig, s: str, t: str) -> tuple[dict[str, str], dict[str, str]]:
-    """Merge the flow's keys: top-level connector keys, overridden by ``S->T.*``.
-
-    Returns the merged values and, for each key, how it is written in the file (for messages).
-    """
+    """Merge the flow's keys: top-level connector keys, overridden by ``S->T.*``."""
     merged: dict[str, str] = {}
     written: dict[str, str] = {}
     for key, value in raw.top_all.items():
@@ -144,8 +122,8 @@ def _merge(raw: RawConfig, s: str, t: str) -> tuple[dict[str, str], dict[str, st
 def _typed_values(raw: RawConfig, merged: Mapping[str, str], written: Mapping[str, str]) -> dict[str, dict[str, Any]]:
     """Fill the typed fields of ``FlowConfig`` (``"flow"``) and ``PolicyConfig`` (``"policy"``) from the merge.
 
-    A deprecated alias fills its replacement's field when the replacement is not set; a job whose
-    ``<job>.interval.seconds`` is negative is disabled (as MM2's scheduler skips it), with a warning.
+    A deprecated alias fills its replacement's field when that is unset; a negative ``<job>.interval.seconds``
+    disables the job (as MM2's scheduler skips it), with a warning.
     """
     r = _FlowReader(merged, written, raw.src)
     values: dict[str, dict[str, Any]] = {"flow": {}, "policy": {}}
@@ -179,12 +157,7 @@ def _transforms(
 ) -> TransformsConfig:
     """Read the flow's ``transforms*`` and ``predicates*`` keys, warning where MM2 would differ.
 
-    See :func:`~mirrorspark.core.transforms.parse_transforms`.
-
-    Raises
-    ------
-    TransformConfigError
-        As :func:`~mirrorspark.core.transforms.parse_transforms`, the message opening with the file.
+    Raises TransformConfigError as :func:`~mirrorspark.core.transforms.parse_transforms`, naming the file.
     """
     keys = {k: v for k, v in merged.items() if k.startswith(("transforms", "predicates"))}
     try:
@@ -212,13 +185,7 @@ def _transforms(
 def _placement(raw: RawConfig, value: str, written: str) -> PlacementRules | None:
     """Read ``mirrorspark.replica.placement``: inline JSON (``{...}`` or ``[...]``) or a JSON file's path.
 
-    Raises
-    ------
-    ConfigError
-        The file cannot be read.
-    PlacementError
-        Anything :func:`~mirrorspark.core.placement_rules.parse_placement_rules` refuses (bad JSON,
-        observers, a rack twice, ...), the message naming the key as written.
+    Raises ConfigError if the file cannot be read; PlacementError (naming the key) for rules that do not parse.
     """
     value = value.strip()
     if not value:
@@ -322,21 +289,7 @@ class _FlowReader:
     def value(self, key: str) -> Any:
         """Return the typed value of ``key`` (see :func:`~mirrorspark.config.values.to_value`).
 
-        Parameters
-        ----------
-        key:
-            A registered key (:data:`CONFIG_KEYS`), e.g. ``"offset.lag.max"``.
-
-        Returns
-        -------
-        Any
-            The flow's value, else the key's default, converted to the key's type (units as
-            the key's name says: ``.ms``, ``.seconds``).
-
-        Raises
-        ------
-        ConfigError
-            If the value does not convert; the message names the key as written and the source.
+        Raises ConfigError if the value does not convert; the message names the key as written and the source.
         """
         return to_value(*self._raw(key), self._src)
 

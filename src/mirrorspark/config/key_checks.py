@@ -17,21 +17,8 @@ from mirrorspark.config.values import split_list, validate
 def check_keys(raw: RawConfig, *, lenient: bool = False) -> None:
     """Refuse unknown keys, validate known ones, warn about misplaced ones (warnings: :meth:`RawConfig.warn`).
 
-    Parameters
-    ----------
-    raw:
-        The file's properties, sorted.
-    lenient:
-        Whether unknown keys are only warned about (once each) instead of refused.
-
-    Raises
-    ------
-    ConfigError
-        Keys nobody knows, unless ``lenient`` (one error naming each with its line and a suggestion),
-        or a known key's value is invalid (the message names the key as written, the value and the
-        expected type).
-    BadRegexError
-        A regex list key holds an invalid regex.
+    Raises ConfigError for unknown keys (unless ``lenient``: one error, each with its line and a suggestion) or an
+    invalid value (naming the key as written); BadRegexError for an invalid regex.
     """
     report_unknown_keys(raw, unknown_keys(raw), lenient=lenient)
     check_client_values(raw)

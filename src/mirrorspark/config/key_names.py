@@ -113,19 +113,7 @@ def _hint(written: str, prefix: str, name: str, client_prefixes: tuple[str, ...]
 
 
 def unknown_keys(raw: RawConfig) -> list[tuple[int | None, str]]:
-    """Describe each key of the file nobody knows at its place, in file order.
-
-    Parameters
-    ----------
-    raw:
-        The file's properties, sorted by place.
-
-    Returns
-    -------
-    list[tuple[int | None, str]]
-        Per unknown key, its line (``None`` if unknown) and ``"unknown key '<key>'; did you mean '<key>'?"``
-        (the suggestion when a valid key at that place is close enough).
-    """
+    """Describe each key of the file nobody knows at its place, in file order."""
     found = [
         (raw.lines.get(written), f"unknown key '{written}'{_hint(written, prefix, name, client_prefixes)}")
         for written, prefix, name, client_prefixes in _keys_by_place(raw)
@@ -137,19 +125,7 @@ def unknown_keys(raw: RawConfig) -> list[tuple[int | None, str]]:
 def report_unknown_keys(raw: RawConfig, found: Iterable[tuple[int | None, str]], *, lenient: bool) -> None:
     """Refuse the unknown keys in one error, or (``lenient``) warn about each once.
 
-    Parameters
-    ----------
-    raw:
-        The file's properties (warnings go to :meth:`RawConfig.warn`, which names the file).
-    found:
-        The lines and descriptions of :func:`unknown_keys`.
-    lenient:
-        Whether unknown keys are only warned about (``mirrorspark.config.lenient``).
-
-    Raises
-    ------
-    ConfigError
-        ``found`` is not empty and ``lenient`` is false: one line per key, ``<file>:<line>: unknown key ...``.
+    Raises ConfigError with one ``<file>:<line>: unknown key ...`` line per key unless ``lenient``.
     """
     found = list(found)
     if lenient:
@@ -167,16 +143,8 @@ def report_unknown_keys(raw: RawConfig, found: Iterable[tuple[int | None, str]],
 def check_client_values(raw: RawConfig) -> None:
     """Validate the enumerated client properties (``security.protocol``) wherever a client property goes.
 
-    Parameters
-    ----------
-    raw:
-        The file's properties, sorted by place.
-
-    Raises
-    ------
-    ConfigError
-        A value is not one of the property's choices (case-insensitive, as Kafka's ``SecurityProtocol.forName``
-        and librdkafka read it); the message names the key that holds it and its ``file:line``.
+    Raises ConfigError naming the key and its ``file:line`` for a value not among the choices (case-insensitive, as
+    Kafka's ``SecurityProtocol.forName``).
     """
     for written, _, name, client_prefixes in _keys_by_place(raw):
         prefix = _client_prefix(name, client_prefixes) or ""

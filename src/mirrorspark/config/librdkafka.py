@@ -221,12 +221,7 @@ def _pkcs12_ca_pem(location: str, password: str | None) -> str | None:
 
 
 def _translate_truststore(props: Mapping[str, str], out: dict[str, str]) -> None:
-    """Java ``ssl.truststore.location`` -> librdkafka ``ssl.ca.location`` (PEM) or ``ssl.ca.pem`` (PKCS#12).
-
-    A PEM trust store is used as it is; the certificates of a PKCS#12 trust store are read with
-    ``ssl.truststore.password`` and passed in-line; a JKS/JCEKS store (or a PKCS#12 one that cannot be
-    opened) is refused with the commands that convert it to PEM.
-    """
+    """Java ``ssl.truststore.location`` -> librdkafka ``ssl.ca.location`` (PEM) or ``ssl.ca.pem`` (PKCS#12)."""
     location = props.get("ssl.truststore.location", "").strip()
     if not location or "ssl.ca.location" in out or "ssl.ca.pem" in out:
         return

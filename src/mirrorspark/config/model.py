@@ -57,18 +57,8 @@ class _Frozen:
 class ClientSettings(_Frozen):
     """Java-style Kafka client properties of one client role (admin, consumer or producer).
 
-    Parameters
-    ----------
-    properties:
-        Java client property names and values (e.g. ``{"bootstrap.servers": "b1:9092"}``);
-        copied into a read-only mapping.
-
-    Notes
-    -----
-    The Python counterpart of the maps MM2's ``MirrorConnectorConfig.sourceConsumerConfig``
-    and friends build. ``repr`` and ``str`` mask secret values (keys containing
-    ``password``, ``secret``, ``sasl.jaas.config``, ``ssl.key``) as ``******``. Instances
-    are immutable, hashable, picklable and safe to share between threads.
+    MM2's ``MirrorConnectorConfig.sourceConsumerConfig`` and friends; immutable, hashable, picklable, secrets masked in
+    ``repr``.
     """
 
     properties: Mapping[str, str]
@@ -88,10 +78,7 @@ class ClientSettings(_Frozen):
     def bootstrap_servers(self) -> str:
         """The ``bootstrap.servers`` value (comma-separated ``host:port`` pairs).
 
-        Raises
-        ------
-        ConfigError
-            If no ``bootstrap.servers`` is set.
+        Raises ConfigError if no ``bootstrap.servers`` is set.
         """
         value = self.properties.get("bootstrap.servers")
         if not value:
@@ -99,118 +86,33 @@ class ClientSettings(_Frozen):
         return value
 
     def get(self, key: str, default: str | None = None) -> str | None:
-        """Return the value of Java client property ``key``, or ``default`` if it is not set.
-
-        Parameters
-        ----------
-        key:
-            Java client property name, e.g. ``"isolation.level"``.
-        default:
-            Returned when ``key`` is not set.
-
-        Returns
-        -------
-        str or None
-            The value as written in the config file (after ``${...}`` resolution).
-        """
+        """Return the value of Java client property ``key``, or ``default`` if it is not set."""
         return self.properties.get(key, default)
 
     def with_overrides(self, overrides: Mapping[str, str]) -> ClientSettings:
-        """Return a copy with ``overrides`` applied on top (an override wins).
-
-        Parameters
-        ----------
-        overrides:
-            Java client properties to set.
-
-        Returns
-        -------
-        ClientSettings
-            New settings; these are unchanged.
-        """
+        """Return a copy with ``overrides`` applied on top (an override wins)."""
         return ClientSettings(properties={**self.properties, **overrides})
 
     def to_librdkafka(self) -> dict[str, str]:
-        """Translate these settings to a confluent-kafka (librdkafka) configuration.
+        """Translate these settings to a confluent-kafka (librdkafka) configuration (the one place).
 
-        The one place Java client properties become librdkafka properties. Keys both
-        clients share are kept (``bootstrap.servers``, ``security.protocol``,
-        ``sasl.mechanism``, ``client.id``, ``client.rack``, ``isolation.level``, ``acks``,
-        ``linger.ms``, ``batch.size``, ``compression.type``, ``enable.idempotence``,
-        ``fetch.*``, ``request.timeout.ms``, ``retries``, ``retry.backoff.ms``,
-        ``reconnect.backoff.*``, ``connections.max.idle.ms``, ``client.dns.lookup``, ...);
-        Java-only keys (serializers, interceptors, ``metrics.*``, ``sasl.login.*``,
-        ``max.block.ms``, ``ssl.protocol``, ...) are dropped; keys nobody knows are kept, so
-        librdkafka rejects true typos with its own message. Translations:
-
-        * ``sasl.jaas.config``: ``PlainLoginModule``/``ScramLoginModule`` ->
-          ``sasl.username``/``sasl.password``; ``OAuthBearerLoginModule`` -> OIDC client
-          credentials (with ``sasl.oauthbearer.token.endpoint.url``) or an unsecured JWT;
-          ``Krb5LoginModule`` -> ``sasl.kerberos.keytab``/``sasl.kerberos.principal``;
-        * ``ssl.truststore.location`` -> ``ssl.ca.location`` if the file is PEM;
-          ``ssl.keystore.location`` -> ``ssl.keystore.location`` (PKCS#12) or
-          ``ssl.certificate.location``/``ssl.key.location`` (``ssl.keystore.type=PEM``);
-          inline ``ssl.keystore.key``/``ssl.keystore.certificate.chain``/
-          ``ssl.truststore.certificates`` -> ``ssl.key.pem``/``ssl.certificate.pem``/``ssl.ca.pem``;
-          librdkafka-native ``ssl.ca.location``/``ssl.certificate.location`` win over Java stores;
-        * ``ssl.endpoint.identification.algorithm`` ``""`` -> ``none``;
-        * ``receive.buffer.bytes``/``send.buffer.bytes`` -> ``socket.*.buffer.bytes`` (-1 -> 0, OS default);
-        * ``buffer.memory`` (bytes) -> ``queue.buffering.max.kbytes`` (KiB);
-          ``delivery.timeout.ms`` -> ``message.timeout.ms``; ``fetch.max.wait.ms`` ->
-          ``fetch.wait.max.ms``; ``max.request.size`` -> ``message.max.bytes``;
-          ``compression.<type>.level`` -> ``compression.level``;
-          ``auto.offset.reset=none`` -> ``error``.
-
-        Returns
-        -------
-        dict[str, str]
-            A new dict; reads PEM/keystore files only to sniff their format.
-
-        Raises
-        ------
-        ConfigError
-            If a JAAS config cannot be parsed or translated, or a Java trust/key store is not
-            in a format librdkafka reads (JKS, PKCS#12 truststore); the message says what to
-            set instead and never contains a secret.
+        Shared keys are kept, Java-only ones dropped, unknown ones kept (librdkafka names typos). Translated:
+        ``sasl.jaas.config`` (PLAIN/SCRAM, OAUTHBEARER, Kerberos), Java trust and key stores (PEM, PKCS#12, in-line
+        PEM), ``ssl.endpoint.identification.algorithm=""`` -> ``none``, socket buffers (-1 -> 0), ``buffer.memory``
+        (bytes -> KiB), ``delivery.timeout.ms``, ``fetch.max.wait.ms``, ``max.request.size``,
+        ``compression.<type>.level``, ``auto.offset.reset=none`` -> ``error``. Raises ConfigError when a JAAS config
+        or a store (JKS) cannot be translated; the message says what to set and never holds a secret.
         """
         return to_librdkafka(self.properties)
 
     def to_spark_options(self) -> dict[str, str]:
-        """Translate these settings to Spark Kafka source options.
-
-        The one place Java client properties become Spark options: every property is
-        prefixed with ``kafka.``, except those Spark's Kafka source rejects
-        (``auto.offset.reset``, ``key.deserializer``, ``value.deserializer``,
-        ``enable.auto.commit``, ``interceptor.classes``), which are dropped.
-
-        Returns
-        -------
-        dict[str, str]
-            e.g. ``{"kafka.bootstrap.servers": "b1:9092", "kafka.isolation.level": "read_committed"}``.
-        """
+        """Translate these settings to Spark Kafka source options: ``kafka.``-prefixed, minus those Spark rejects."""
         return {f"kafka.{k}": v for k, v in self.properties.items() if k not in SPARK_REJECTED}
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)
 class ClusterConfig(_Frozen):
-    """One Kafka cluster named in ``clusters``.
-
-    Parameters
-    ----------
-    alias:
-        The cluster alias, e.g. ``"primary"``.
-    bootstrap_servers:
-        ``<alias>.bootstrap.servers`` (or the top-level ``bootstrap.servers``).
-    admin, consumer, producer:
-        Cluster-level client settings per role: MM2's ``clusterProps(alias)`` with the role
-        prefix, i.e. the top-level client keys (``bootstrap.servers``,
-        ``security.protocol``, ``ssl.*``, ``sasl.*``), overridden by ``<alias>.<client key>``,
-        overridden by ``<alias>.<role>.*``. Flow-specific clients are in :class:`FlowConfig`.
-
-    Notes
-    -----
-    Mirrors ``MirrorMakerConfig.clusterProps`` / ``clientConfig`` of MM2.
-    """
+    """One Kafka cluster named in ``clusters``."""
 
     alias: str
     bootstrap_servers: str
@@ -221,24 +123,7 @@ class ClusterConfig(_Frozen):
 
 @dataclass(frozen=True, kw_only=True)
 class PolicyConfig:
-    """The replication policy of a flow (``replication.policy.*`` keys).
-
-    Parameters
-    ----------
-    class_name:
-        ``replication.policy.class``: Java class name of MM2's policy
-        (``...DefaultReplicationPolicy`` or ``...IdentityReplicationPolicy``).
-    separator:
-        ``replication.policy.separator``: between source alias and topic; never empty.
-    internal_topic_separator_enabled:
-        ``replication.policy.internal.topic.separator.enabled`` (KIP-949): whether
-        MM2's internal topic names use ``separator`` (True) or ``"."``.
-
-    Notes
-    -----
-    The ``replication.policy.*`` configuration MM2 passes to ``ReplicationPolicy.configure``
-    (``DefaultReplicationPolicy``, ``IdentityReplicationPolicy``).
-    """
+    """The replication policy of a flow (``replication.policy.*`` keys)."""
 
     class_name: str = DEFAULT_POLICY_CLASS
     separator: str = "."
@@ -247,132 +132,10 @@ class PolicyConfig:
 
 @dataclass(frozen=True, kw_only=True, repr=False)
 class FlowConfig(_Frozen):
-    """Everything one replication flow S->T needs, merged and typed.
+    """Everything one replication flow S->T needs, merged and typed (MM2's ``connectorBaseConfig`` + ``workerConfig``).
 
-    One per ordered pair of aliases; MM2 runs one "herder" (Connect worker with the three
-    connectors ``MirrorSourceConnector``, ``MirrorCheckpointConnector``,
-    ``MirrorHeartbeatConnector``) per flow. Each field comes from ``S->T.<key>``, else the
-    top-level ``<key>``, else MM2's default; worker fields come from the target cluster
-    (``<T>.<key>``). The key filling each field is declared once, in :data:`CONFIG_KEYS`
-    (``ConfigKey.field``); the parser fills the fields by walking that registry. Durations are in seconds (``_s``) or
-    milliseconds (``_ms``).
-
-    Parameters
-    ----------
-    source, target:
-        Cluster aliases; ``source != target``.
-    enabled:
-        Whether the flow replicates data and checkpoints: ``S->T.enabled``, else the
-        top-level ``enabled`` when the flow has a herder (heartbeats enabled), else False.
-    topics, topics_exclude, groups, groups_exclude, config_properties_exclude:
-        Regex lists (``topics``, ``topics.exclude``, ...), validated; empty = matches nothing.
-    use_defaults_from:
-        ``"target"`` or ``"source"`` (``S->T.use.defaults.from`` only, as in MM2).
-    tasks_max:
-        ``tasks.max`` (>= 1).
-    refresh_topics_enabled, refresh_topics_interval_s:
-        ``refresh.topics.enabled`` / ``.interval.seconds``: topic discovery (default on, 600 s).
-    refresh_groups_enabled, refresh_groups_interval_s:
-        ``refresh.groups.*``: consumer group discovery (default on, 600 s).
-    sync_topic_configs_enabled, sync_topic_configs_interval_s:
-        ``sync.topic.configs.*``: topic config sync (default on, 600 s).
-    sync_topic_acls_enabled, sync_topic_acls_interval_s:
-        ``sync.topic.acls.*``: topic ACL sync (default on, 600 s).
-    emit_heartbeats_enabled, emit_heartbeats_interval_s:
-        ``emit.heartbeats.*``: heartbeats (default on, 1 s).
-    emit_checkpoints_enabled, emit_checkpoints_interval_s:
-        ``emit.checkpoints.*``: checkpoints (default on, 60 s).
-    sync_group_offsets_enabled, sync_group_offsets_interval_s:
-        ``sync.group.offsets.*``: writing translated offsets to idle target groups (default off, 60 s).
-        For all these ``x.enabled`` + ``x.interval.seconds`` pairs a job is off when its flag
-        is False; a negative interval turns the flag off (as MM2's scheduler does).
-    emit_offset_syncs_enabled:
-        ``emit.offset-syncs.enabled``.
-    heartbeats_replication_enabled:
-        ``heartbeats.replication.enabled`` (Kafka 4.0).
-    offset_lag_max:
-        ``offset.lag.max``, in records.
-    replication_factor, offset_syncs_topic_replication_factor, heartbeats_topic_replication_factor,
-    checkpoints_topic_replication_factor, offset_storage_replication_factor:
-        Replication factors of created topics; -1 = the broker's default.
-    offset_storage_topic:
-        Worker key ``<T>.offset.storage.topic``; default ``mm2-offsets.<source>.internal``.
-    offset_storage_partitions:
-        Worker key ``offset.storage.partitions``; default 25.
-    config_storage_topic:
-        Worker key ``<T>.config.storage.topic``; default ``mm2-configs.<source>.internal``: where the
-        previous replicator's task count is read (:mod:`mirrorspark.mm2.connect_configs`).
-    connect_group_id:
-        Worker key ``<T>.group.id``; default ``<source>-mm2`` (MM2's dedicated mode): the first part of
-        the copy tasks' transactional ids (:func:`~mirrorspark.client.connect_tasks.transactional_id`).
-    offset_syncs_topic_location:
-        ``"source"`` or ``"target"``.
-    consumer_poll_timeout_ms:
-        ``consumer.poll.timeout.ms``, in milliseconds; accepted for MM2 compatibility, no effect.
-    admin_timeout_ms:
-        ``admin.timeout.ms``, in milliseconds: bounds each admin call of the flow's control jobs.
-    exactly_once_source_support:
-        Worker key ``<T>.exactly.once.source.support``: ``"disabled"``, ``"preparing"`` or ``"enabled"``;
-        accepted for MM2 compatibility, no effect yet.
-    offset_flush_interval_ms:
-        Worker key ``<T>.offset.flush.interval.ms``: how often, in milliseconds, each copy task of
-        the continuous engine commits the source offsets of acknowledged records.
-    exactly_once_support:
-        ``exactly.once.support`` (KIP-618): ``"requested"`` or ``"required"`` (refused at start
-        unless the flow runs exactly-once with a ``read_committed`` source consumer).
-    transaction_boundary, transaction_boundary_interval_ms:
-        ``transaction.boundary`` (``"poll"`` or ``"interval"``; ``"connector"`` is refused at
-        start) and ``transaction.boundary.interval.ms`` (ms; 0: ``offset.flush.interval.ms``).
-    failover_policy, failover_groups, failover_grace_ms, failover_check_interval_ms, failover_dry_run:
-        ``mirrorspark.failover.*``: the failover policy (``"manual"``, ``"under-min-isr"`` or ``"offline"``),
-        the regexes of the groups it moves, the grace period (ms), how often the source is described (ms)
-        and whether it only reports (:mod:`mirrorspark.replication.failover_watch`).
-    offset_flush_records:
-        ``mirrorspark.offset.flush.records``: records each copy task copies (acknowledged) before it
-        commits, if ``offset.flush.interval.ms`` has not passed first (0: by time only); see
-        :mod:`mirrorspark.replication.task.runner`.
-    fence_tasks_max:
-        ``mirrorspark.exactly.once.fence.tasks.max``: task indexes of the previous replicator fenced when
-        its task count cannot be read from :attr:`config_storage_topic`; 0 = not set.
-    source_connector_name:
-        ``mirrorspark.source.connector.name``: the connector name the flow's source offsets are keyed
-        by in its offsets topic (``MirrorSourceConnector`` in MM2's dedicated mode; a Connect-based
-        deployment's own name for its ``MirrorSourceConnector``).
-    policy:
-        The replication policy.
-    source_consumer:
-        Data consumer on S (``enable.auto.commit=false`` forced, ``auto.offset.reset=earliest``
-        unless overridden).
-    source_admin, source_producer:
-        Admin and (offset-syncs, when the location is ``source``) producer on S.
-    target_producer:
-        Data producer on T (also the offset-syncs producer when the location is ``target``);
-        includes ``<T>.producer.*`` and ``S->T.producer.override.*``.
-    target_admin, target_consumer:
-        Admin and consumer on T (the consumer gets the same forced settings as ``source_consumer``).
-    extra:
-        Every other flow-level property after the merge (e.g. ``exactly.once.support``), read-only.
-    replica_placement:
-        ``mirrorspark.replica.placement``: placements of the remote topics the flow creates, by remote
-        topic regex (:class:`~mirrorspark.core.placement_rules.PlacementRules`), validated at load; ``None`` =
-        the target broker's own placement (``replication.factor``).
-    transforms:
-        ``transforms`` / ``predicates`` and their sub-keys (``S->T.`` ones over top-level ones, key by
-        key), validated at load (:func:`~mirrorspark.core.transforms.parse_transforms`); empty = records
-        copied unchanged.
-    executor_source_bootstrap_servers, executor_target_bootstrap_servers:
-        ``mirrorspark.executor.source.bootstrap.servers`` / ``...target...``: the ``bootstrap.servers`` the
-        copy tasks use for the source / target instead of the cluster's own (a driver on another network
-        than its executors); empty = the cluster's.
-    connector_clients:
-        The client settings of a checkpoint or heartbeat connector that runs clients of its own
-        (``S->T.mirrorspark.<kind>.*``, as a Kafka Connect deployment's connectors do), keyed
-        ``"<kind>.<field>"`` (``"checkpoint.source_admin"``); see :meth:`for_connector`.
-
-    Notes
-    -----
-    Mirrors ``MirrorMakerConfig.connectorBaseConfig`` + ``workerConfig`` and the typed
-    getters of ``MirrorSourceConfig``, ``MirrorCheckpointConfig`` and ``MirrorHeartbeatConfig``.
+    Each field comes from ``S->T.<key>``, else the top-level ``<key>``, else MM2's default (worker fields from
+    ``<T>.<key>``); the key filling it is declared once in :data:`CONFIG_KEYS`. Durations in ``_s`` or ``_ms``.
     """
 
     source: str
@@ -454,39 +217,25 @@ class FlowConfig(_Frozen):
         """The flow's name as MM2 writes it, ``"<source>-><target>"``."""
         return f"{self.source}->{self.target}"
 
-    def for_connector(self, kind: str) -> FlowConfig:
-        """Return the flow as connector ``kind`` (``"checkpoint"``, ``"heartbeat"``) runs it: with its own clients.
+    @property
+    def admin_timeout_s(self) -> float:
+        """:attr:`admin_timeout_ms` in seconds."""
+        return self.admin_timeout_ms / 1000
 
-        The same flow when the connector has none (MM2's dedicated mode: one client config per flow).
-        """
+    @property
+    def failover_check_interval_s(self) -> float:
+        """:attr:`failover_check_interval_ms` in seconds."""
+        return self.failover_check_interval_ms / 1000
+
+    def for_connector(self, kind: str) -> FlowConfig:
+        """Return the flow as connector ``kind`` (``"checkpoint"``, ``"heartbeat"``) runs it: with its own clients."""
         own: dict[str, Any] = {k[len(kind) + 1 :]: v for k, v in self.connector_clients.items() if k.startswith(kind)}
         return replace(self, **own, connector_clients={}) if own else self
 
 
 @dataclass(frozen=True, kw_only=True)
 class DataPathConfig:
-    """mirrorspark's own settings (top-level ``mirrorspark.*`` keys): the data path, and the identity-cycle check.
-
-    Parameters
-    ----------
-    read_mode:
-        ``mirrorspark.read.mode``: always ``"consumer"`` (confluent-kafka consumers inside Spark
-        tasks); the key is kept so that files setting it still load. ``"spark-kafka"`` was
-        removed (a :class:`~mirrorspark.errors.ConfigError`).
-    identity_allow_cycles:
-        ``mirrorspark.identity.allow.cycles``: start even if enabled flows form a cycle through
-        an identity-style flow (:func:`mirrorspark.mm2.topology.check_identity_cycles`).
-    on_gap:
-        ``mirrorspark.on.gap``: ``"continue"`` (resume at the log start after a gap) or ``"stop"``
-        (halt the flow), see :mod:`mirrorspark.core.gaps`.
-    metrics_interval_ms:
-        ``mirrorspark.metrics.interval.ms``: how often the driver writes each flow's raw metrics
-        (:mod:`mirrorspark.replication.metrics_publisher`), in ms.
-
-    Notes
-    -----
-    mirrorspark's own; MM2 has no counterpart (Connect's worker polls one task at a time).
-    """
+    """mirrorspark's own settings (top-level ``mirrorspark.*`` keys): the data path, and the identity-cycle check."""
 
     read_mode: str = "consumer"
     identity_allow_cycles: bool = False
@@ -496,21 +245,7 @@ class DataPathConfig:
 
 @dataclass(frozen=True, kw_only=True, repr=False)
 class ServiceConfig:
-    """The metrics service's settings (``mirrorspark.service.*``; ``mirrorspark service``).
-
-    Parameters
-    ----------
-    auth_token:
-        ``mirrorspark.service.auth.token``: the bearer token the API requires; ``""`` = none.
-        Never shown: the ``repr`` masks it.
-    checkpoint_location:
-        ``mirrorspark.service.checkpoint.location``: the Spark job's checkpoint location; ``""`` =
-        the default under the local state directory.
-    metrics_topic:
-        ``mirrorspark.service.metrics.topic``: the compacted topic of the window aggregates.
-    trigger_interval_ms:
-        ``mirrorspark.service.trigger.interval.ms``: the Spark job's micro-batch interval (ms).
-    """
+    """The metrics service's settings (``mirrorspark.service.*``; ``mirrorspark service``)."""
 
     auth_token: str = ""
     checkpoint_location: str = ""
@@ -594,6 +329,11 @@ class MirrorConfig(_Frozen):
             if alias not in self.clusters:
                 raise self._unknown(alias, what)
         return checked
+
+    @property
+    def admin_timeout_s(self) -> float:
+        """:attr:`admin_timeout_ms` in seconds."""
+        return self.admin_timeout_ms / 1000
 
     def cluster(self, alias: str) -> ClusterConfig:
         """Return the cluster called ``alias``.

@@ -48,6 +48,7 @@ from mirrorspark.config.keys import CONFIG_KEYS, KEYS, ConfigKey
 from mirrorspark.config.model import DataPathConfig, MirrorConfig, ServiceConfig
 from mirrorspark.config.properties import parse_properties_with_lines
 from mirrorspark.config.raw import KeyOrigins, RawConfig
+from mirrorspark.config.runnable import check_cycles
 from mirrorspark.config.values import to_value
 from mirrorspark.errors import ConfigError
 
@@ -105,7 +106,8 @@ def parse_config(
         On keys nobody knows (unless lenient: one error listing each as ``<file>:<line>: unknown key
         '<key>'; did you mean '<key>'?``), a missing or malformed ``clusters``, a cluster without
         bootstrap servers, an invalid value (the message names key, value and expected type), an unresolvable
-        placeholder, ``emit.offset-syncs.enabled=false`` with ``offset-syncs.*`` keys, ...
+        placeholder, ``emit.offset-syncs.enabled=false`` with ``offset-syncs.*`` keys, enabled flows that form a
+        cycle through an identity-style policy (:func:`~mirrorspark.config.runnable.check_cycles`), ...
     UnknownAliasError
         If a flow key ``X->Y.*`` or ``clusters`` names an alias not in ``clusters``.
     BadRegexError
@@ -134,11 +136,13 @@ def _parse(
 ) -> MirrorConfig:
     """:func:`parse_config`, keys converted from connector configs named by ``origins`` in every message."""
     try:
-        return _build(props, env, source_name, clusters, lenient, lines, origins, notes)
+        config = _build(props, env, source_name, clusters, lenient, lines, origins, notes)
     except ConfigError as e:
         if origins is None:
             raise
         raise type(e)(origins.describe(e.message)) from e
+    check_cycles(config)  # a loaded MirrorConfig is one that may run
+    return config
 
 
 def _build(
@@ -239,10 +243,7 @@ def load_config(
 def read_properties(name: str) -> tuple[dict[str, str], dict[str, int]]:
     """Read an mm2.properties file: its properties and the line of each key.
 
-    Raises
-    ------
-    ConfigError
-        The file cannot be read, or holds a malformed escape (the message names the path).
+    Raises ConfigError naming the path if the file cannot be read or holds a malformed escape.
     """
     try:
         data = Path(name).read_bytes()
@@ -264,10 +265,7 @@ def read_properties(name: str) -> tuple[dict[str, str], dict[str, int]]:
 def connect_defaults(defaults: str | None, env: Mapping[str, str]) -> ConnectDefaults:
     """Return the connector defaults: ``defaults``, else ``MIRRORSPARK_CONNECT_DEFAULTS`` in ``env``, else apache.
 
-    Raises
-    ------
-    ConfigError
-        The value is neither ``apache`` nor ``csm``.
+    Raises ConfigError (the value is neither ``apache`` nor ``csm``).
     """
     value = defaults if defaults is not None else env.get(CONNECT_DEFAULTS_ENV, "").strip().lower() or "apache"
     if value == "apache":

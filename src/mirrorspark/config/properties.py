@@ -21,31 +21,7 @@ _HEX4 = re.compile(r"[0-9a-fA-F]{4}")
 def parse_properties(text: str) -> dict[str, str]:
     r"""Parse Java ``.properties`` text, as ``java.util.Properties.load`` does.
 
-    Parameters
-    ----------
-    text:
-        The file's text. Lines end with ``\n``, ``\r\n`` or ``\r``.
-
-    Returns
-    -------
-    dict[str, str]
-        Keys and values in file order; a key given twice keeps its last value.
-
-    Raises
-    ------
-    ConfigError
-        On a malformed ``\uXXXX`` escape; the message gives the line number, never the line.
-
-    Notes
-    -----
-    Mirrors ``java.util.Properties.load(Reader)``: blank lines and lines whose first
-    non-blank character is ``#`` or ``!`` are comments (a backslash does not continue a
-    comment); a line ending in an odd number of backslashes continues on the next line,
-    whose leading whitespace is dropped; the key ends at the first unescaped ``=``, ``:``
-    or whitespace, and whitespace plus at most one ``=``/``:`` separate it from the value;
-    leading whitespace is trimmed, trailing whitespace of a value is kept; escapes
-    ``\t \n \r \f \uXXXX`` are decoded and a backslash before any other character
-    stands for that character (``\=``, ``\:``, ``\ ``, ``\\``).
+    Raises ConfigError on a malformed ``\uXXXX`` escape; the message gives the line number, never the line.
     """
     return parse_properties_with_lines(text)[0]
 
@@ -53,21 +29,7 @@ def parse_properties(text: str) -> dict[str, str]:
 def parse_properties_with_lines(text: str) -> tuple[dict[str, str], dict[str, int]]:
     r"""Parse Java ``.properties`` text as :func:`parse_properties`, keeping the line of each key.
 
-    Parameters
-    ----------
-    text:
-        The file's text.
-
-    Returns
-    -------
-    tuple[dict[str, str], dict[str, int]]
-        The properties (as :func:`parse_properties`), and per key the 1-based number of the line its
-        logical line starts on (the last one for a key given twice), for messages naming ``file:line``.
-
-    Raises
-    ------
-    ConfigError
-        As :func:`parse_properties`.
+    Raises ConfigError (as :func:`parse_properties`).
     """
     lines = _NATURAL_LINE.split(text)
     if lines and lines[0].startswith("\ufeff"):
@@ -159,11 +121,7 @@ def _unescape(s: str, lineno: int) -> str:
 
 
 def escape_properties(text: str, *, key: bool) -> str:
-    """``text`` escaped for Java's ``Properties.load``.
-
-    Backslashes and control characters always; ``=``, ``:`` and spaces in keys; a leading
-    space, ``#`` or ``!``.
-    """
+    """``text`` escaped for Java's ``Properties.load``."""
     out = []
     for i, ch in enumerate(text):
         if ch in PROPERTIES_ESCAPES:
@@ -179,22 +137,7 @@ PROPERTIES_ESCAPES: Final = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"
 
 
 def format_properties(props: Mapping[str, str], *, header: str = "", separator: str = "=") -> str:
-    """Properties as Java ``.properties`` text, in the given order (the inverse of :func:`parse_properties`).
-
-    Parameters
-    ----------
-    props:
-        Keys and values, written one per line.
-    header:
-        A first line (e.g. a ``#`` comment), or ``""`` for none.
-    separator:
-        Between key and value, e.g. ``"="`` or ``" = "``.
-
-    Returns
-    -------
-    str
-        The text, ending with a newline.
-    """
+    """Properties as Java ``.properties`` text, in the given order (the inverse of :func:`parse_properties`)."""
     lines = [header] if header else []
     lines.extend(
         f"{escape_properties(k, key=True)}{separator}{escape_properties(v, key=False)}" for k, v in props.items()

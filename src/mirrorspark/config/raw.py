@@ -26,16 +26,7 @@ _QUOTED = re.compile(r"'([^'\n]*)'")
 
 @dataclass(frozen=True)
 class KeyOrigins:
-    """How the keys of a file converted from connector configs are named in messages.
-
-    Parameters
-    ----------
-    names:
-        Per mm2.properties key, its description, e.g. ``"'topics' of connector 'a-b' (mirror.yaml:12)"``.
-    flows:
-        The flow prefixes (``"S->T."``) stripped from any other quoted key: a suggestion such as
-        ``'S->T.topics'`` is read as the connector key ``'topics'``.
-    """
+    """How the keys of a file converted from connector configs are named in messages."""
 
     names: Mapping[str, str] = field(default_factory=dict)
     flows: frozenset[str] = frozenset()
@@ -57,43 +48,8 @@ class KeyOrigins:
 class RawConfig:
     """The properties of one config file, placeholders resolved, sorted by where they apply.
 
-    Parameters
-    ----------
-    props:
-        The file's properties (:func:`~mirrorspark.config.properties.parse_properties`).
-    env:
-        Environment for ``${env:NAME}`` placeholders.
-    src:
-        Where ``props`` came from; prefixes every message.
-    lines:
-        Per key, the line of the file it is on (:func:`~mirrorspark.config.properties.parse_properties_with_lines`);
-        ``None`` or a missing key = unknown (messages then name the file only).
-    origins:
-        Per key converted from elsewhere (a connector config), how to name it in messages instead of
-        ``'<key>'`` (:class:`KeyOrigins`); ``None`` = every key is named as written.
-    notes:
-        Warnings of an earlier step (reading connector configs), recorded first.
-
-    Attributes
-    ----------
-    aliases:
-        The aliases of ``clusters``, in order.
-    top_all:
-        Every key that is not a flow key (MM2 filters top-level keys by name), ``<alias>.*`` included.
-    top:
-        The keys of ``top_all`` not starting with ``<alias>.``.
-    cluster_raw:
-        Per alias, its ``<alias>.*`` keys, prefix removed.
-    flow_raw:
-        Per flow ``(S, T)``, its ``S->T.*`` keys, prefix removed.
-
-    Raises
-    ------
-    ConfigError
-        ``clusters`` is missing, empty or holds a bad or repeated alias; a flow key names ``S->S``;
-        a placeholder cannot be resolved.
-    UnknownAliasError
-        A flow key names an alias not in ``clusters``.
+    Raises ConfigError (``clusters`` is missing, empty or holds a bad or repeated alias; a flow key names ``S->S``; a
+    placeholder cannot be resolved); UnknownAliasError (a flow key names an alias not in ``clusters``).
     """
 
     def __init__(

@@ -126,12 +126,9 @@ def validate(ck: ConfigKey, raw: str, written: str, src: str) -> None:
 
 
 def to_value(ck: ConfigKey, raw: str, written: str, src: str) -> bool | int | float | str | tuple[str, ...]:
-    """``raw`` converted to the Python type of ``ck`` (what fills :attr:`ConfigKey.field`).
+    """``raw`` converted to the Python type of ``ck`` (what fills :attr:`ConfigKey.field`; seconds as ``float``).
 
-    ``boolean`` -> ``bool``; ``short``/``int``/``long`` -> ``int``, or ``float`` for a value in
-    seconds (``unit="s"``, the ``*_interval_s`` fields); ``list`` -> ``tuple[str, ...]``;
-    ``string``/``class`` -> ``str``. Raises :class:`ConfigError` (or :class:`BadRegexError`) on an
-    invalid value.
+    Raises ConfigError (BadRegexError for a regex list) on an invalid value.
     """
     if ck.type == "boolean":
         return _to_bool(ck, raw, written, src)

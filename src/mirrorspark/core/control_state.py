@@ -9,8 +9,6 @@ from typing import Any, Literal, cast
 
 from mirrorspark.errors import BadRegexError, CorruptRecordError
 from mirrorspark.mm2.filters import compile_list
-from mirrorspark.mm2.internal_topics import CONTROL_PREFIX, mirrorspark_topic
-from mirrorspark.mm2.policy import ReplicationPolicy
 
 Kind = Literal["topics", "groups"]
 """What a list filters: source topics or consumer groups."""
@@ -26,49 +24,10 @@ _LISTS: tuple[ListName, ...] = ("allow", "deny")
 _OPS: tuple[Op, ...] = ("add", "remove")
 
 
-def control_topic(policy: ReplicationPolicy, source_alias: str) -> str:
-    """Name of the control topic of flows from ``source_alias`` (it lives on the flow's target).
-
-    Built like :meth:`~mirrorspark.mm2.policy.ReplicationPolicy.offset_syncs_topic`, with the
-    policy's internal separator, so the policy sees it as an MM2 internal topic
-    (:func:`mirrorspark.mm2.internal_topics.mirrorspark_topic`).
-
-    Parameters
-    ----------
-    policy:
-        The flow's replication policy.
-    source_alias:
-        The flow's source cluster alias.
-
-    Returns
-    -------
-    str
-        ``mm2-control<isep><source_alias><isep>internal``, e.g. ``mm2-control.primary.internal``;
-        ``mm2-control.<source_alias>.internal`` for a policy whose offset-syncs topic does not
-        start with ``mm2-offset-syncs``.
-    """
-    return mirrorspark_topic(CONTROL_PREFIX, policy, source_alias)
-
-
 def validate_regex(regex: str, *, option: str) -> str:
     """Check one list entry before anything is written; return it trimmed.
 
-    Parameters
-    ----------
-    regex:
-        A Java-style regex matched against whole names (as the config file's list items).
-    option:
-        Where it came from, for the message (e.g. ``"--add"``).
-
-    Returns
-    -------
-    str
-        ``regex`` without surrounding whitespace (config list items are trimmed too).
-
-    Raises
-    ------
-    BadRegexError
-        If it is empty or does not compile; the message names the regex.
+    Raises BadRegexError, naming the regex, if it is empty or does not compile.
     """
     item = regex.strip()
     if not item:
@@ -89,19 +48,7 @@ def _json(obj: Mapping[str, object]) -> bytes:
 
 @dataclass(frozen=True, order=True)
 class ControlKey:
-    """The list entry a control record is about (the record key).
-
-    Attributes
-    ----------
-    flow:
-        The flow's name, ``"<source>-><target>"``.
-    kind:
-        ``"topics"`` or ``"groups"``.
-    list:
-        ``"allow"`` or ``"deny"``.
-    regex:
-        The entry, a regex matched against whole names.
-    """
+    """The list entry a control record is about (the record key)."""
 
     flow: str
     kind: Kind
@@ -114,13 +61,7 @@ class ControlKey:
 
     @classmethod
     def decode(cls, key: bytes | None) -> ControlKey:
-        """Parse a record key.
-
-        Raises
-        ------
-        CorruptRecordError
-            If it is not such a JSON object or names an unknown kind or list.
-        """
+        """Parse a record key; raises CorruptRecordError if not such a JSON object or of an unknown kind or list."""
         doc = _load(key, "key")
         flow, kind, lst, regex = (doc.get(k) for k in ("flow", "kind", "list", "regex"))
         if not isinstance(flow, str) or not isinstance(regex, str):
@@ -132,17 +73,7 @@ class ControlKey:
 
 @dataclass(frozen=True)
 class ControlChange:
-    """One control record: add or remove one list entry (``op`` ``None`` = a tombstone).
-
-    Attributes
-    ----------
-    key:
-        The list entry.
-    op:
-        ``"add"``, ``"remove"``, or ``None`` for a tombstone (forget the entry).
-    ts_ms:
-        When the change was made, epoch ms (``-1`` for a tombstone).
-    """
+    """One control record: add or remove one list entry (``op`` ``None`` = a tombstone)."""
 
     key: ControlKey
     op: Op | None
@@ -156,13 +87,7 @@ class ControlChange:
 
     @classmethod
     def decode(cls, key: bytes | None, value: bytes | None) -> ControlChange:
-        """Parse a record.
-
-        Raises
-        ------
-        CorruptRecordError
-            If the key or value is malformed.
-        """
+        """Parse a record; raises CorruptRecordError if the key or value is malformed."""
         k = ControlKey.decode(key)
         if value is None:
             return cls(key=k, op=None)
@@ -190,17 +115,7 @@ def _load(raw: bytes | None, what: str) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class ControlState:
-    """The folded control changes of one flow: the last change per list entry.
-
-    Attributes
-    ----------
-    flow:
-        The flow's name.
-    changes:
-        ``{(kind, list, regex): last change}`` in the order of each entry's last record.
-    records:
-        Records folded so far (including other flows' and tombstones).
-    """
+    """The folded control changes of one flow: the last change per list entry."""
 
     flow: str
     changes: Mapping[tuple[Kind, ListName, str], ControlChange] = field(default_factory=dict)
@@ -216,18 +131,6 @@ def fold(changes: Iterable[ControlChange], state: ControlState) -> ControlState:
 
     Pure: ``state`` is not modified. Records of other flows are counted and ignored; a
     tombstone forgets its entry.
-
-    Parameters
-    ----------
-    changes:
-        Records in offset order.
-    state:
-        The state before them (``ControlState(flow=...)`` for an empty topic).
-
-    Returns
-    -------
-    ControlState
-        The state after them.
     """
     out = dict(state.changes)
     n = state.records
@@ -244,15 +147,7 @@ def fold(changes: Iterable[ControlChange], state: ControlState) -> ControlState:
 
 @dataclass(frozen=True)
 class ListEntry:
-    """One regex of an effective list and where it comes from.
-
-    Attributes
-    ----------
-    regex:
-        The regex.
-    origin:
-        ``"config"`` (the config file's list) or ``"control"`` (added by a control change).
-    """
+    """One regex of an effective list and where it comes from."""
 
     regex: str
     origin: Literal["config", "control"]
@@ -260,17 +155,7 @@ class ListEntry:
 
 @dataclass(frozen=True)
 class EffectiveLists:
-    """The allow and deny lists of one kind in effect for a flow.
-
-    Attributes
-    ----------
-    kind:
-        ``"topics"`` or ``"groups"``.
-    allow, deny:
-        The lists in effect: config entries first (config order), then control-added ones.
-    removed_allow, removed_deny:
-        Config entries taken out by control changes (not in effect).
-    """
+    """The allow and deny lists of one kind in effect for a flow."""
 
     kind: Kind
     allow: tuple[ListEntry, ...]
@@ -305,21 +190,6 @@ def effective_lists(
 
     ``allow = (config_allow | added allow) - removed allow`` and
     ``deny = (config_deny | added deny) - removed deny``.
-
-    Parameters
-    ----------
-    state:
-        The folded control changes.
-    kind:
-        ``"topics"`` or ``"groups"``.
-    config_allow, config_deny:
-        The config file's lists (``topics`` / ``topics.exclude`` or ``groups`` / ``groups.exclude``).
-
-    Returns
-    -------
-    EffectiveLists
-        Config entries first, in config order, then added ones in the order of their last change;
-        no duplicates.
     """
     allow, removed_allow = _combine(
         config_allow, state.entries(kind, "allow", "add"), state.entries(kind, "allow", "remove")
@@ -337,7 +207,6 @@ __all__ = [
     "ControlState",
     "EffectiveLists",
     "ListEntry",
-    "control_topic",
     "effective_lists",
     "fold",
     "validate_regex",

@@ -12,7 +12,7 @@
   (:func:`match_copies`).
 
 Every drill's result is a record of the compacted topic ``mm2-drills<isep><source><isep>internal`` on the
-target (:func:`drills_topic`), keyed by flow and time, its value the JSON of :class:`DrillResult`
+target (``InternalTopics.drills``), keyed by flow and time, its value the JSON of :class:`DrillResult`
 (:func:`encode_drill`, :func:`decode_drill`; layout in ``docs/drills.md``). MM2 has no counterpart: it
 offers lag metrics and ``RemoteClusterUtils.translateOffsets``, never a measured failover.
 
@@ -30,7 +30,6 @@ from typing import Any, Final, Literal
 
 from mirrorspark.core.failover_policy import PartitionHealth, breach_reason
 from mirrorspark.errors import CorruptRecordError
-from mirrorspark.mm2.internal_topics import mirrorspark_topic
 
 DRILLS_PREFIX: Final = "mm2-drills"
 """Prefix of the drill history topic (drills of flows from one source, on their target)."""
@@ -47,24 +46,6 @@ Basis = Literal["exact", "offset-syncs", "unknown"]
 _ANY_GROUP: Final = "\x00any consumer group \u2603\x00"
 
 
-def drills_topic(source_alias: str, policy: Any = None) -> str:
-    """Name of the drill history topic of flows from ``source_alias`` (on their target).
-
-    Parameters
-    ----------
-    source_alias:
-        The flows' source cluster alias.
-    policy:
-        The flow's replication policy (its internal separator names the topic); ``None`` = default naming.
-
-    Returns
-    -------
-    str
-        ``mm2-drills<isep><source_alias><isep>internal``, e.g. ``mm2-drills.A.internal``.
-    """
-    return mirrorspark_topic(DRILLS_PREFIX, policy, source_alias)
-
-
 def shadow_group(group: str) -> str:
     """Return the shadow group a drill of ``group`` commits to: ``mirrorspark-drill.<group>``."""
     return f"{SHADOW_PREFIX}{group}"
@@ -74,11 +55,6 @@ def matches_any_group(pattern: str) -> bool:
     """Tell whether a ``--groups`` regular expression matches any group id at all (``.*``, ``.+``, ``(?s).*``).
 
     ``drill --execute`` refuses such a pattern without ``--yes``.
-
-    Raises
-    ------
-    re.error
-        If ``pattern`` is not a regular expression.
     """
     return re.fullmatch(pattern, _ANY_GROUP, re.DOTALL) is not None
 
@@ -90,18 +66,8 @@ def matches_any_group(pattern: str) -> bool:
 class PartitionRecoveryPoint:
     """One source partition's data a failover would lose now.
 
-    Attributes
-    ----------
-    topic, partition:
-        The source partition.
-    end_offset:
-        Its end offset on the source.
-    position:
-        The flow's copied position (next offset to copy), ``-1`` if it never copied the partition.
-    records:
-        Records not yet on the target: ``end_offset - position`` (the whole partition when never copied).
-    seconds:
-        Age (s) of the oldest record not yet on the target; ``0.0`` when none waits, ``-1.0`` when unknown.
+    ``position`` is the next offset to copy (-1: never copied); ``seconds`` the age of the oldest record
+    not on the target (0.0: none waits, -1.0: unknown).
     """
 
     topic: str
@@ -114,15 +80,7 @@ class PartitionRecoveryPoint:
 
 @dataclass(frozen=True)
 class RecoveryPoint:
-    """A flow's recovery point: what is on the source and not (yet) on the target.
-
-    Attributes
-    ----------
-    partitions:
-        Per source partition, sorted by topic and partition.
-    gap_events, gap_records:
-        Gap events in the flow's gap ledger, and the records they name (:mod:`mirrorspark.core.gaps`).
-    """
+    """A flow's recovery point: what is on the source and not (yet) on the target."""
 
     partitions: tuple[PartitionRecoveryPoint, ...]
     gap_events: int = 0
@@ -151,31 +109,8 @@ class RecoveryPoint:
 class GroupPartitionDrill:
     """One partition of a consumer group's failover: predicted, and measured by ``--execute``.
 
-    Attributes
-    ----------
-    topic, partition:
-        The **downstream** topic-partition on the target.
-    source_topic:
-        The topic the group consumed on the source.
-    committed:
-        The group's committed offset on the source, ``None`` when unknown (source unreachable, nothing committed).
-    checkpoint_upstream:
-        The newest checkpoint's upstream offset (the source position it was made for).
-    target_offset:
-        The offset a failover commits on the target (the checkpoint's downstream offset).
-    rereads, skips:
-        Predicted records read again and skipped by a consumer starting at ``target_offset``, relative to
-        ``committed`` (or to ``checkpoint_upstream`` when that is unknown); ``None`` when not known.
-    basis:
-        Where ``rereads`` comes from (:data:`Basis`).
-    source_lag:
-        The group's own lag on the source (end offset minus ``committed``), ``None`` when unknown.
-    measured_rereads, measured_skips:
-        What the drill's consumer read again and skipped (``--execute``), else ``None``.
-    failback_offset:
-        The source offset a failback of the shadow group committed (``--execute``), else ``None``.
-    failback_rereads:
-        Records a consumer starting at ``failback_offset`` reads again on the source, else ``None``.
+    ``None`` means unknown or not measured; ``rereads``/``skips`` count from ``committed`` (or from
+    ``checkpoint_upstream`` when that is unknown).
     """
 
     topic: str
@@ -203,27 +138,7 @@ def _total(values: Iterable[int | None]) -> int | None:
 
 @dataclass(frozen=True)
 class GroupDrill:
-    """A consumer group's drilled failover.
-
-    Attributes
-    ----------
-    group:
-        The consumer group.
-    partitions:
-        One per downstream partition with a checkpoint, sorted.
-    target_members, source_members:
-        Active members on the target (a failover would be refused) and on the source (``None`` if unreachable).
-    refused:
-        Why ``--execute`` left the group alone (members), ``None`` when it was drilled or not executed.
-    recovery_ms:
-        Measured (``--execute``): milliseconds from the shadow group's commit to its consumer's first
-        record (or to its reaching the end when nothing was there to read); ``None`` when not measured.
-    records_read:
-        Records the drill's consumer read on the target (``--execute``), else ``None``.
-    without_checkpoint:
-        ``topic-partition`` names the group committed on the source with no checkpoint on the target: a
-        failover commits nothing there, and a consumer starts by its ``auto.offset.reset``.
-    """
+    """A consumer group's drilled failover; ``recovery_ms`` runs from the shadow group's commit to its first record."""
 
     group: str
     partitions: tuple[GroupPartitionDrill, ...]
@@ -267,24 +182,7 @@ class GroupDrill:
 
 @dataclass(frozen=True)
 class PolicyVerdict:
-    """What the flow's failover policy (``mirrorspark.failover.policy``) would do now, and why.
-
-    Attributes
-    ----------
-    policy:
-        ``manual``, ``under-min-isr`` or ``offline``; ``none`` when the flow has no policy.
-    breached:
-        Whether the source counts as failed under the policy now.
-    action:
-        ``"fail over"`` (groups would be moved after the grace period), ``"record only"`` (``manual`` or
-        ``mirrorspark.failover.dry.run``), ``"nothing"``.
-    reason:
-        Why, in words (the failed partitions, or that the source is healthy).
-    groups:
-        Groups with checkpoints that ``mirrorspark.failover.groups`` selects.
-    grace_ms:
-        ``mirrorspark.failover.grace.ms``.
-    """
+    """What the flow's failover policy (``mirrorspark.failover.policy``) would do now, and why."""
 
     policy: str
     breached: bool
@@ -296,25 +194,7 @@ class PolicyVerdict:
 
 @dataclass(frozen=True)
 class DrillResult:
-    """One drill of a flow: the history topic's record value (``v`` 1).
-
-    Attributes
-    ----------
-    flow, source, target:
-        ``"S->T"`` and its aliases.
-    at:
-        When the drill started (epoch ms).
-    executed:
-        ``--execute``: the groups' failovers were measured by real consumers on shadow groups.
-    recovery_point:
-        The flow's recovery point.
-    groups:
-        One per consumer group drilled, sorted.
-    policy:
-        The failover policy's verdict, ``None`` when the flow has none.
-    duration_ms:
-        How long the drill took.
-    """
+    """One drill of a flow: the history topic's record value (``v`` 1)."""
 
     flow: str
     source: str
@@ -364,26 +244,9 @@ def policy_verdict(
     group_patterns: Sequence[str],
     groups: Iterable[str],
 ) -> PolicyVerdict:
-    """Say what the failover policy would do now (a dry run of :mod:`mirrorspark.replication.failover_watch`).
+    """Say what the failover policy would do now.
 
-    Parameters
-    ----------
-    policy:
-        ``mirrorspark.failover.policy``.
-    health:
-        The flow's source partitions as the source describes them now.
-    source:
-        The source alias (for the reason).
-    dry_run, grace_ms, group_patterns:
-        ``mirrorspark.failover.dry.run``, ``.grace.ms`` and ``.groups``.
-    groups:
-        The groups with checkpoints on the target.
-
-    Returns
-    -------
-    PolicyVerdict
-        ``"fail over"`` when the source counts as failed and the policy moves groups, ``"record only"``
-        when it only records (``manual`` or a dry run), ``"nothing"`` when the source is healthy.
+    A dry run of :mod:`mirrorspark.replication.connector.failover_watch`.
     """
     selected = tuple(g for g in groups if any(re.fullmatch(p, g) for p in group_patterns))
     reason = breach_reason(policy, health, source=source)
@@ -413,26 +276,6 @@ def predict_partition(
     on the source, it reads again the copies of ``[s0, min(g, copied_position))`` and skips
     ``[g, s0)`` (a checkpoint ahead of the group: it was reset back since). Records the group consumed
     that were never copied are neither: they are not on the target (the recovery point).
-
-    Parameters
-    ----------
-    committed:
-        ``g``; ``None`` = unknown: counted against ``checkpoint_upstream``.
-    copied_position:
-        The flow's copied position on the partition (next offset to copy); ``None`` = unknown (not capped).
-    checkpoint_upstream:
-        The checkpoint's upstream offset.
-    checkpoint_rereads:
-        Records before ``checkpoint_upstream`` a consumer at its downstream offset reads (0 when exact;
-        MM2's ``+1`` rule bound otherwise; :func:`~mirrorspark.mm2.checkpoint_rules.rereads_at`).
-    source_start:
-        The partition's log start offset on the source: records before it exist nowhere any more (the group
-        would lose them on the source too), so they are not counted as skipped.
-
-    Returns
-    -------
-    tuple[int, int]
-        ``(rereads, skips)``, both >= 0 and never both > 0.
     """
     g = checkpoint_upstream if committed is None else max(committed, source_start)
     s0 = checkpoint_upstream - checkpoint_rereads
@@ -444,16 +287,7 @@ def predict_partition(
 class CopyMatch:
     """Target records read by a drill's consumer, matched to their source originals (:func:`match_copies`).
 
-    Attributes
-    ----------
-    rereads:
-        Records read whose original is before the committed offset, or that were read before (duplicates).
-    skips:
-        Source records in ``[committed, frontier)`` of which no copy was read.
-    unmatched:
-        Records read with no original among the source records given (e.g. deleted from the source since).
-    frontier:
-        One past the newest source offset whose copy was read (``None`` when none matched).
+    ``frontier`` is one past the newest source offset whose copy was read (``None``: none matched).
     """
 
     rereads: int
@@ -463,24 +297,7 @@ class CopyMatch:
 
 
 def match_copies(target: Sequence[bytes], source: Sequence[tuple[int, bytes]], committed: int) -> CopyMatch:
-    """Match the fingerprints of records read on the target to the source records they copy.
-
-    Parameters
-    ----------
-    target:
-        Fingerprints of the records read on the target, in offset order (key, value, timestamp, headers).
-    source:
-        ``(offset, fingerprint)`` of the source records from some offset at or before the first
-        original to the end, in offset order.
-    committed:
-        The group's committed offset on the source.
-
-    Returns
-    -------
-    CopyMatch
-        Each target record is matched to the first source offset with its fingerprint after the previous
-        match (a copy made again after a rewind: the newest one at or before it).
-    """
+    """Match the fingerprints of records read on the target to the source records they copy."""
     where: dict[bytes, list[int]] = {}
     for off, fp in source:
         where.setdefault(fp, []).append(off)
@@ -509,14 +326,7 @@ def match_copies(target: Sequence[bytes], source: Sequence[tuple[int, bytes]], c
 
 
 def encode_drill(result: DrillResult) -> tuple[bytes, bytes]:
-    """Key and value of a drill history record.
-
-    Returns
-    -------
-    tuple[bytes, bytes]
-        Key ``{"flow": "S->T", "at": <ms>}`` (one per drill: compaction keeps them all), value
-        :meth:`DrillResult.to_json`, both compact UTF-8 JSON.
-    """
+    """Key ``{"flow", "at"}`` (one per drill: compaction keeps them all) and value of a drill history record."""
     key = {"flow": result.flow, "at": result.at}
     return _dumps(key), _dumps(result.to_json())
 
@@ -616,12 +426,8 @@ def _policy(x: dict[str, Any] | None) -> PolicyVerdict | None:
 def decode_drill_key(key: bytes | None) -> tuple[str, int]:
     """Decode a drill history record's key (:func:`encode_drill`): ``(flow, at)``, ``at`` in epoch ms.
 
-    A tombstone (no value) names by its key the drill it deletes.
-
-    Raises
-    ------
-    CorruptRecordError
-        Not a JSON object with a string ``flow`` and an integer ``at``.
+    A tombstone (no value) names by its key the drill it deletes; raises CorruptRecordError if the key is
+    not a JSON object with a string ``flow`` and an integer ``at``.
     """
     try:
         k = json.loads(key or b"")
@@ -633,13 +439,7 @@ def decode_drill_key(key: bytes | None) -> tuple[str, int]:
 
 
 def decode_drill(key: bytes | None, value: bytes | None) -> DrillResult:
-    """Decode a drill history record (:func:`encode_drill`).
-
-    Raises
-    ------
-    CorruptRecordError
-        Not JSON, not version 1, or a field missing or of the wrong type (the message names it).
-    """
+    """Decode a drill history record (:func:`encode_drill`); raises CorruptRecordError naming the bad field."""
     try:
         k = json.loads(key or b"")
         v = json.loads(value or b"")
@@ -683,7 +483,6 @@ __all__ = [
     "RecoveryPoint",
     "decode_drill",
     "decode_drill_key",
-    "drills_topic",
     "encode_drill",
     "match_copies",
     "matches_any_group",

@@ -42,40 +42,13 @@ PARTITIONS_SHOWN: Final = 10
 
 
 def effective_min_isr(min_insync_replicas: int, replication_factor: int) -> int:
-    """Return the min ISR the broker enforces: ``min(min.insync.replicas, replication factor)``, at least 1.
-
-    Parameters
-    ----------
-    min_insync_replicas:
-        The topic's ``min.insync.replicas`` (replicas).
-    replication_factor:
-        The partition's assigned replicas.
-
-    Returns
-    -------
-    int
-        Replicas (>= 1).
-    """
+    """Return the min ISR the broker enforces: ``min(min.insync.replicas, replication factor)``, at least 1."""
     return max(1, min(min_insync_replicas, replication_factor))
 
 
 @dataclass(frozen=True, slots=True)
 class PartitionHealth:
-    """One source partition as the source's metadata describes it (``describe_topics``).
-
-    Attributes
-    ----------
-    topic, partition:
-        The source partition.
-    leader:
-        The leader's broker id, ``None`` when the partition has no leader (offline).
-    isr:
-        Replicas in the ISR.
-    replicas:
-        Assigned replicas (the replication factor).
-    min_isr:
-        The topic's ``min.insync.replicas`` as configured.
-    """
+    """One source partition as ``describe_topics`` describes it; ``leader`` is ``None`` when offline."""
 
     topic: str
     partition: int
@@ -86,16 +59,7 @@ class PartitionHealth:
 
     @classmethod
     def of(cls, layout: Any, min_isr: int) -> PartitionHealth:
-        """Build it from a partition's metadata.
-
-        Parameters
-        ----------
-        layout:
-            Anything with ``topic``, ``partition``, ``leader`` (``-1`` = none), ``isr`` and ``replicas``
-            (broker id sequences), e.g. :class:`~mirrorspark.kafka.admin.PartitionLayout`.
-        min_isr:
-            The topic's ``min.insync.replicas``.
-        """
+        """Build it from a partition's metadata, whose ``leader`` is -1 when none."""
         leader = layout.leader if layout.leader >= 0 else None
         return cls(layout.topic, layout.partition, leader, len(layout.isr), len(layout.replicas), min_isr)
 
@@ -119,20 +83,7 @@ class PartitionHealth:
 
 
 def failed_partitions(policy: str, partitions: Sequence[PartitionHealth]) -> list[PartitionHealth]:
-    """Return the partitions that count as failed under ``policy``, in the given order.
-
-    Parameters
-    ----------
-    policy:
-        One of :data:`POLICIES`.
-    partitions:
-        The flow's source partitions.
-
-    Raises
-    ------
-    ValueError
-        For an unknown policy.
-    """
+    """Return the partitions that count as failed under ``policy``, in order; ValueError for an unknown policy."""
     if policy == "offline":
         return [p for p in partitions if p.offline]
     if policy in ("under-min-isr", "manual"):
@@ -143,25 +94,7 @@ def failed_partitions(policy: str, partitions: Sequence[PartitionHealth]) -> lis
 def breach_reason(
     policy: str, partitions: Sequence[PartitionHealth], *, source: str, reachable: bool = True
 ) -> str | None:
-    """Say why the source counts as failed under ``policy``, or ``None`` when it does not.
-
-    Parameters
-    ----------
-    policy:
-        One of :data:`POLICIES`.
-    partitions:
-        The flow's source partitions (ignored when ``reachable`` is false).
-    source:
-        The source alias (for the text).
-    reachable:
-        Whether any broker of the source answered; an unreachable source counts as all partitions offline.
-
-    Returns
-    -------
-    str | None
-        E.g. ``"source cluster 'A' unreachable"``, or ``"2 of 6 source partitions offline: t-0 (no leader),
-        t-1 (no leader)"``; at most :data:`PARTITIONS_SHOWN` partitions are named.
-    """
+    """Say why the source counts as failed under ``policy``, or ``None`` when it does not."""
     if not reachable:
         return f"source cluster '{source}' unreachable"
     bad = failed_partitions(policy, partitions)
@@ -175,19 +108,7 @@ def breach_reason(
 
 @dataclass(frozen=True, slots=True)
 class Transition:
-    """What :meth:`FailoverWatch.observe` fires.
-
-    Attributes
-    ----------
-    event:
-        ``"failover"`` (the condition held for the grace period) or ``"recovered"``.
-    since_ms:
-        When the condition began (epoch ms).
-    at_ms:
-        The observation that fired it (epoch ms).
-    reason:
-        For ``failover``: why (:func:`breach_reason`); for ``recovered``: the reason of the failover.
-    """
+    """What :meth:`FailoverWatch.observe` fires."""
 
     event: Literal["failover", "recovered"]
     since_ms: int
@@ -198,16 +119,9 @@ class Transition:
 class FailoverWatch:
     """The state machine of one flow's failover policy: ``healthy`` -> ``pending`` -> ``failed-over`` -> ``healthy``.
 
-    Parameters
-    ----------
-    grace_ms:
-        How long (ms) the condition must hold, observation to observation, before ``failover`` fires; 0 =
-        at the first observation.
-
-    Notes
-    -----
-    Not thread-safe; one driver job feeds it. A failed observation (the watch could not ask the
-    source) is not fed: an unreachable source is an observation (``reason`` set), a crash is not.
+    ``grace_ms``: how long (ms) the condition must hold before ``failover`` fires; 0 = at the first
+    observation. Not thread-safe; one driver job feeds it. An unreachable source is an observation
+    (``reason`` set); a failed observation (a crash) is not fed.
     """
 
     def __init__(self, *, grace_ms: int) -> None:
@@ -217,15 +131,7 @@ class FailoverWatch:
         self.reason: str | None = None
 
     def observe(self, now_ms: int, reason: str | None) -> Transition | None:
-        """Feed one observation; return the transition it fires, if any.
-
-        Parameters
-        ----------
-        now_ms:
-            When the source was described (epoch ms).
-        reason:
-            Why the source counts as failed now (:func:`breach_reason`), ``None`` when it does not.
-        """
+        """Feed one observation; return the transition it fires, if any."""
         if reason is None:
             fired = self.state == "failed-over"
             since, why = self.since_ms, self.reason
@@ -246,20 +152,7 @@ def _utc(ms: int) -> str:
 
 
 def event_summary(e: FailoverEvent) -> str:
-    """One line saying what a failover event is and did (the WARNING log line, ``mirrorspark status``).
-
-    Parameters
-    ----------
-    e:
-        The event.
-
-    Returns
-    -------
-    str
-        E.g. ``"flow A->B: failover (policy offline; failed since 2026-11-25T12:00:00+00:00: 1 of 1 source
-        partitions offline: t-0 (no leader)); groups: g1 moved (3 offsets), g2 refused: consumer group 'g2'
-        has 1 active member on cluster 'B' ..."``.
-    """
+    """One line saying what a failover event is and did (the WARNING log line, ``mirrorspark status``)."""
     mode = f"policy {e.policy}{', dry run' if e.dry_run else ''}"
     if e.event == "recovered":
         return (

@@ -25,7 +25,7 @@ partition's log start and end offsets and its topic id, and records each loss as
   created and deleted again unseen, is lost too, and named by the same gap.
 
 Gap events are kept in a compacted topic on the target, ``mm2-gaps<isep><source><isep>internal``
-(:func:`gaps_topic`), with the topic ids last seen per replicated topic, so that both survive
+(``InternalTopics.gaps``), with the topic ids last seen per replicated topic, so that both survive
 restarts (:func:`encode_gap`, :func:`encode_topic_id`, :func:`decode_ledger_record`).
 """
 
@@ -33,10 +33,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Final, Literal, Protocol
+from typing import Final, Literal
 
 from mirrorspark.errors import CorruptRecordError
-from mirrorspark.mm2.internal_topics import mirrorspark_topic
 
 GapReason = Literal["deleted", "truncated", "recreated"]
 """Why records were lost: deleted before copied, source log truncated, topic re-created."""
@@ -50,54 +49,12 @@ ON_GAP_CHOICES: Final = ("continue", "stop")
 """Values of ``mirrorspark.on.gap``."""
 
 
-class _NamingPolicy(Protocol):
-    def offset_syncs_topic(self, cluster_alias: str) -> str: ...
-
-    def is_internal_topic(self, topic: str) -> bool: ...
-
-
-def gaps_topic(source_alias: str, policy: _NamingPolicy | None = None) -> str:
-    """Name of the gap ledger topic of flows from ``source_alias`` (on their target).
-
-    Parameters
-    ----------
-    source_alias:
-        The flows' source cluster alias.
-    policy:
-        The flow's replication policy (its internal separator names the topic, so the policy
-        sees it as internal and never replicates it); ``None`` = the default naming.
-
-    Returns
-    -------
-    str
-        ``mm2-gaps<isep><source_alias><isep>internal``, e.g. ``mm2-gaps.A.internal``.
-    """
-    return mirrorspark_topic(GAPS_PREFIX, policy, source_alias)
-
-
 @dataclass(frozen=True)
 class GapEvent:
-    """Source records of one partition a flow lost.
+    """Source records of one partition a flow lost (``at`` in epoch ms).
 
-    Attributes
-    ----------
-    flow:
-        ``"S->T"``.
-    topic, partition:
-        The source partition.
-    reason:
-        ``"deleted"``, ``"truncated"`` or ``"recreated"`` (see the module docstring).
-    first_lost, last_lost:
-        The lost upstream offsets, inclusive. With ``old_topic_id`` set (a topic deleted, or
-        deleted and re-created): the old topic's offsets from ``first_lost`` on were never copied,
-        ``last_lost`` being the last one known (its end offset when the flow last listed it;
-        ``None``: no record past ``first_lost`` known); ``first_lost`` is ``None`` when the
-        position was unknown.
-    at:
-        When the gap was found (epoch ms).
-    old_topic_id, new_topic_id:
-        For ``"recreated"``: the topic ids before and after (base64, as Kafka prints them); for a
-        topic deleted from the source (``"deleted"``), its id and ``None``.
+    ``first_lost``..``last_lost`` are inclusive upstream offsets; ``None`` where not known (a deleted
+    topic's position or its end). Topic ids are base64, as Kafka prints them.
     """
 
     flow: str
@@ -166,36 +123,12 @@ def check_position(
     topic_id: str | None = None,
     old_end: int | None = None,
 ) -> Resume:
-    """Decide where to resume a partition whose next offset to copy is ``position``.
+    """Decide where to resume a partition whose next offset to copy is ``position`` (``at`` in epoch ms).
 
-    Parameters
-    ----------
-    flow, topic, partition:
-        The flow and source partition (for the event).
-    position:
-        The next upstream offset to copy.
-    log_start, log_end:
-        The partition's log start offset and end offset now (``log_start <= log_end``).
-    at:
-        Now, in epoch ms (the event's time).
-    known_topic_id, topic_id:
-        The topic's id when ``position`` was reached and now; ``None`` = unknown (not compared).
-    old_end:
-        The old topic's end offset last seen (for the lost range of a re-created topic).
-
-    Returns
-    -------
-    Resume
-        ``position`` unchanged when ``log_start <= position <= log_end`` and the topic id is the
-        same; else the offset to resume at (the new topic's ``log_start`` when re-created, the
-        ``log_start`` when records were deleted, the ``log_end`` when truncated) and the gap.
-        Never resumes past a record still on the source: the result is within
-        ``[log_start, log_end]`` whenever a gap is reported.
-
-    Raises
-    ------
-    ValueError
-        ``log_start > log_end`` or a negative offset.
+    Returns ``position`` unchanged while ``log_start <= position <= log_end`` and the topic id (``None`` =
+    unknown, not compared) is the same; else the new topic's ``log_start`` (re-created), the ``log_start``
+    (records deleted) or the ``log_end`` (truncated), with the gap. Never resumes past a record still on
+    the source. Raises ValueError for ``log_start > log_end`` or a negative offset.
     """
     if log_start < 0 or log_end < log_start:
         raise ValueError(f"invalid log range [{log_start}, {log_end}) of {topic}-{partition}")
@@ -218,27 +151,7 @@ def recreated_gap(
     new_topic_id: str,
     at: int,
 ) -> GapEvent:
-    """Build the gap of a partition whose topic was deleted and re-created.
-
-    Parameters
-    ----------
-    flow, topic, partition:
-        The flow and source partition.
-    position:
-        The next offset of the old topic that was to be copied (``None`` = unknown).
-    old_end:
-        The old topic's end offset last seen (``None`` = unknown).
-    old_topic_id, new_topic_id:
-        The topic ids before and after.
-    at:
-        Now (epoch ms).
-
-    Returns
-    -------
-    GapEvent
-        Reason ``"recreated"``; ``first_lost`` = ``position``, ``last_lost`` = ``old_end - 1`` when
-        that is not before it, else ``None`` (the old topic's records from ``position`` on are lost).
-    """
+    """Build the gap of a partition whose topic was deleted and re-created (``None`` arguments = unknown)."""
     known = position is not None and old_end is not None and old_end > position
     return GapEvent(
         flow,
@@ -333,23 +246,10 @@ def _opt_str(v: object) -> bool:
 
 
 def decode_ledger_record(key: bytes | None, value: bytes | None) -> GapEvent | KnownTopicId | None:
-    """Decode a record of the gap ledger topic.
+    """Decode a record of the gap ledger topic; ``None`` for a tombstone or a kind this version does not know.
 
-    Parameters
-    ----------
-    key, value:
-        The record's key and value bytes.
-
-    Returns
-    -------
-    GapEvent or KnownTopicId or None
-        The record, or ``None`` for a tombstone or a record of a kind this version does not know.
-
-    Raises
-    ------
-    CorruptRecordError
-        The key or value is not the JSON this module writes, or holds values no cluster can hold
-        (a negative partition or offset, ``last_lost < first_lost``, an unknown reason).
+    Raises CorruptRecordError if the key or value is not the JSON this module writes or holds values no
+    cluster can hold.
     """
     if key is None:
         raise _corrupt("key", key)
@@ -402,6 +302,5 @@ __all__ = [
     "decode_ledger_record",
     "encode_gap",
     "encode_topic_id",
-    "gaps_topic",
     "recreated_gap",
 ]

@@ -1,6 +1,6 @@
 """The lease topic's records: who took a flow's lease, and the epoch a claim grants (no I/O).
 
-One active instance per flow (:class:`~mirrorspark.replication.lease.FlowLease`): every time an
+One active instance per flow (:class:`~mirrorspark.replication.worker.lease.FlowLease`): every time an
 instance takes a flow's lease it writes a **claim** to the lease topic ``mm2-lease.<source>.internal``
 on the target; the claim's offset + 1 is the **epoch** of that holding (strictly increasing across
 take-overs). mirrorspark's own format, compact JSON.
@@ -12,48 +12,13 @@ import json
 from dataclasses import dataclass
 from typing import Final
 
-from mirrorspark.mm2.internal_topics import mirrorspark_topic
-from mirrorspark.mm2.policy import ReplicationPolicy
-
 LEASE_PREFIX: Final = "mm2-lease"
-"""Prefix of the lease topic (:func:`lease_topic`)."""
-
-
-def lease_topic(source_alias: str, policy: ReplicationPolicy | None = None) -> str:
-    """Name of the lease topic of flows from ``source_alias`` (on their target).
-
-    Parameters
-    ----------
-    source_alias:
-        The flow's source cluster alias.
-    policy:
-        The flow's replication policy: the name uses its internal separator, as the control and
-        progress topics do; ``None`` = the default policy's naming.
-
-    Returns
-    -------
-    str
-        ``mm2-lease<isep><source_alias><isep>internal``, e.g. ``mm2-lease.A.internal``; an MM2
-        internal topic name, so no flow ever replicates it.
-    """
-    return mirrorspark_topic(LEASE_PREFIX, policy, source_alias)
+"""Prefix of the lease topic (:attr:`~mirrorspark.config.internal_topics.InternalTopics.lease`)."""
 
 
 @dataclass(frozen=True)
 class LeaseClaim:
-    """What a new holder writes to the lease topic when it takes the lease.
-
-    Attributes
-    ----------
-    flow:
-        The flow's name, ``"A->B"`` (the record key).
-    holder:
-        Who took it: ``"<hostname>:<pid>"`` unless the :class:`FlowLease` was given another name.
-    member_id:
-        The holder's member id in the lease group.
-    timestamp_ms:
-        When it was written (epoch ms).
-    """
+    """What a new holder writes to the lease topic when it takes the lease."""
 
     flow: str
     holder: str
@@ -62,19 +27,7 @@ class LeaseClaim:
 
 
 def encode_claim(claim: LeaseClaim) -> tuple[bytes, bytes]:
-    """Key and value bytes of a claim record (compact JSON, UTF-8).
-
-    Parameters
-    ----------
-    claim:
-        The claim.
-
-    Returns
-    -------
-    tuple[bytes, bytes]
-        Key ``{"flow":"A->B"}`` (so compaction keeps the last claim of each flow) and value
-        ``{"holder":...,"member_id":...,"timestamp":<epoch ms>}``.
-    """
+    """Key and value bytes of a claim record (compact JSON, UTF-8)."""
     key = json.dumps({"flow": claim.flow}, separators=(",", ":"), ensure_ascii=False).encode()
     value = json.dumps(
         {"holder": claim.holder, "member_id": claim.member_id, "timestamp": claim.timestamp_ms},
@@ -85,17 +38,7 @@ def encode_claim(claim: LeaseClaim) -> tuple[bytes, bytes]:
 
 
 def decode_claim(key: bytes | None, value: bytes | None) -> LeaseClaim | None:
-    """Decode a claim record: the claim it holds, or ``None`` if it is not one (or a tombstone).
-
-    Parameters
-    ----------
-    key, value:
-        A lease topic record's bytes.
-
-    Returns
-    -------
-    LeaseClaim | None
-    """
+    """Decode a claim record: the claim it holds, or ``None`` if it is not one (or a tombstone)."""
     if key is None or value is None:
         return None
     try:
@@ -113,40 +56,12 @@ def decode_claim(key: bytes | None, value: bytes | None) -> LeaseClaim | None:
 
 
 def claim_epoch(offset: int) -> int:
-    """Epoch of the holding whose claim record was written at ``offset`` of the lease partition.
-
-    Parameters
-    ----------
-    offset:
-        The claim record's offset (>= 0).
-
-    Returns
-    -------
-    int
-        ``offset + 1`` (>= 1; 0 means "never held"). Also the offset the holder commits.
-    """
+    """Epoch of the holding whose claim record was written at ``offset``: ``offset + 1`` (0 means "never held")."""
     return offset + 1
 
 
 def permission_hint(kafka_code: str | None, *, group: str, topic: str, cluster: str) -> str:
-    """Return what to grant when the lease consumer stopped on an authorization error (docs/security.md's ACL table).
-
-    Parameters
-    ----------
-    kafka_code:
-        Kafka's error name of the failure (e.g. ``"GROUP_AUTHORIZATION_FAILED"``), ``None`` if none.
-    group, topic:
-        The lease group (:func:`lease_group`) and lease topic (:func:`lease_topic`).
-    cluster:
-        The flow's target alias (where both live).
-
-    Returns
-    -------
-    str
-        ``": grant the replication principal READ on group '<group>' on cluster '<cluster>' ..."``
-        for ``GROUP_AUTHORIZATION_FAILED``, the same for READ on the topic for
-        ``TOPIC_AUTHORIZATION_FAILED``, else ``""``.
-    """
+    """Return what to grant when the lease consumer stopped on an authorization error (docs/security.md's ACL table)."""
     if kafka_code == "GROUP_AUTHORIZATION_FAILED":
         what = f"READ on group '{group}'"
     elif kafka_code == "TOPIC_AUTHORIZATION_FAILED":
@@ -165,6 +80,5 @@ __all__ = [
     "claim_epoch",
     "decode_claim",
     "encode_claim",
-    "lease_topic",
     "permission_hint",
 ]

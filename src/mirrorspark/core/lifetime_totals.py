@@ -26,50 +26,16 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from mirrorspark.mm2.internal_topics import PROGRESS_PREFIX, mirrorspark_topic
-from mirrorspark.mm2.policy import ReplicationPolicy
-
 
 @dataclass(frozen=True)
 class TopicTotals:
-    """Cumulative copy totals of one topic of a flow.
-
-    Attributes
-    ----------
-    records:
-        Records copied (all processes, all runs).
-    value_bytes, key_bytes:
-        Bytes of values and keys copied.
-    timestamp_ms:
-        When the totals were published (epoch ms).
-    dropped:
-        Records read and dropped by a transform (``transforms``), never copied.
-    """
+    """Cumulative copy totals of one topic of a flow."""
 
     records: int
     value_bytes: int
     key_bytes: int
     timestamp_ms: int
     dropped: int = 0
-
-
-def totals_topic(source_alias: str, policy: ReplicationPolicy | None = None) -> str:
-    """Name of the lifetime-totals topic of flows from ``source_alias`` (on their target).
-
-    Parameters
-    ----------
-    source_alias:
-        The flows' source cluster alias.
-    policy:
-        The flow's replication policy: the name uses its internal separator, as the control
-        topic's does; ``None`` = the default policy's naming.
-
-    Returns
-    -------
-    str
-        ``mm2-progress<isep><source_alias><isep>internal``, e.g. ``mm2-progress.A.internal``.
-    """
-    return mirrorspark_topic(PROGRESS_PREFIX, policy, source_alias)
 
 
 def encode_totals(flow: str, topic: str, p: TopicTotals) -> tuple[bytes, bytes]:
@@ -112,20 +78,7 @@ FLOW_STATES = ("running", "failed", "caught up", "stopped")
 
 @dataclass(frozen=True)
 class FlowState:
-    """The last state a mirrorspark run published for a flow.
-
-    Attributes
-    ----------
-    state:
-        One of :data:`FLOW_STATES`: ``"running"`` when its copy tasks started, ``"failed"`` when the
-        run gave up on it, and at the clean end of a run that ran it ``"caught up"`` (a bounded run,
-        ``--until-caught-up``, that copied up to the end offsets it listed at start) or ``"stopped"``
-        (stopped before: Ctrl-C, SIGTERM).
-    error:
-        Why the flow failed (the error's message), ``None`` otherwise.
-    timestamp_ms:
-        When it was published (epoch ms).
-    """
+    """The last state a mirrorspark run published for a flow."""
 
     state: str
     error: str | None
@@ -167,5 +120,4 @@ __all__ = [
     "decode_totals",
     "encode_flow_state",
     "encode_totals",
-    "totals_topic",
 ]

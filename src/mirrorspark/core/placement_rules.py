@@ -64,15 +64,7 @@ Assignment = tuple[tuple[int, ...], ...]
 
 @dataclass(frozen=True)
 class RackReplicas:
-    """One entry of a placement's ``replicas``: ``count`` replicas in ``rack``.
-
-    Attributes
-    ----------
-    rack:
-        The ``broker.rack`` the replicas must be on.
-    count:
-        How many replicas of each partition (>= 1).
-    """
+    """One entry of a placement's ``replicas``: ``count`` replicas in ``rack``."""
 
     rack: str
     count: int
@@ -80,18 +72,7 @@ class RackReplicas:
 
 @dataclass(frozen=True)
 class Placement:
-    """A validated replica placement (Confluent's placement JSON without observers).
-
-    Attributes
-    ----------
-    version:
-        1 or 2.
-    replicas:
-        The constraints in the order written; the preferred leader goes to the first rack.
-    observer_promotion_policy:
-        ``observerPromotionPolicy`` as written (version 2 only), else ``None``. Without
-        observers it has no effect, on Confluent Server too; see :attr:`notes`.
-    """
+    """A validated replica placement (Confluent's placement JSON without observers)."""
 
     version: int
     replicas: tuple[RackReplicas, ...]
@@ -131,15 +112,7 @@ class Placement:
 
 @dataclass(frozen=True)
 class PlacementRule:
-    """A placement for the topics whose whole name matches ``topics``.
-
-    Attributes
-    ----------
-    topics:
-        A regular expression matched against whole (remote) topic names.
-    placement:
-        The placement those topics get.
-    """
+    """A placement for the topics whose whole name matches ``topics``."""
 
     topics: str
     placement: Placement
@@ -160,13 +133,7 @@ class PlacementRule:
 
 @dataclass(frozen=True)
 class PlacementRules:
-    """Placements by topic regex; the first rule whose regex matches a topic's whole name wins.
-
-    Attributes
-    ----------
-    rules:
-        The rules in order; a single placement is one rule for ``.*``.
-    """
+    """Placements by topic regex; the first rule whose regex matches a topic's whole name wins."""
 
     rules: tuple[PlacementRule, ...]
 
@@ -230,29 +197,10 @@ def _rack_entries(value: object, what: str) -> tuple[RackReplicas, ...]:
 
 
 def parse_placement(doc: object) -> Placement:
-    """Validate one placement, Confluent's JSON already decoded (``json.loads``).
+    """Validate one decoded placement as Confluent Server's ``TopicPlacement`` does.
 
-    Parameters
-    ----------
-    doc:
-        ``{"version": 1|2, "replicas": [{"count": N, "constraints": {"rack": R}}, ...],
-        "observers": [...]?, "observerPromotionPolicy": P?}``.
-
-    Returns
-    -------
-    Placement
-
-    Raises
-    ------
-    PlacementError
-        Not an object, an unknown key, a version other than 1 or 2, empty or malformed
-        ``replicas``, a ``count`` below 1, a rack listed twice, ``observerPromotionPolicy`` in
-        version 1 or not one of :data:`PROMOTION_POLICIES`, and any non-empty ``observers``
-        (:data:`OBSERVERS_ALTERNATIVE` says what to do instead).
-
-    Notes
-    -----
-    Mirrors the validation of Confluent Server's ``TopicPlacement`` (Multi-Region Clusters).
+    Raises PlacementError for anything Confluent refuses and for any non-empty ``observers``
+    (:data:`OBSERVERS_ALTERNATIVE` says what to do instead).
     """
     if not isinstance(doc, dict):
         raise PlacementError(
@@ -284,22 +232,9 @@ def parse_placement(doc: object) -> Placement:
 def parse_placement_rules(text: str) -> PlacementRules:
     """Parse a placement document: one placement, or a list of placements by topic regex.
 
-    Parameters
-    ----------
-    text:
-        JSON text: a placement object (every topic gets it, i.e. one rule for ``.*``), or
-        ``[{"topics": REGEX, "placement": {...}}, ...]`` (the first rule whose regex matches a
-        topic's whole name wins; topics no rule matches keep the cluster's default).
-
-    Returns
-    -------
-    PlacementRules
-
-    Raises
-    ------
-    PlacementError
-        Invalid JSON (with line and column), a malformed rule or regex, or any placement
-        :func:`parse_placement` refuses.
+    In a list ``[{"topics": REGEX, "placement": {...}}, ...]`` the first rule whose regex matches a topic's
+    whole name wins; topics no rule matches keep the cluster's default. Raises PlacementError (invalid JSON
+    with line and column, a malformed rule or regex, or a placement :func:`parse_placement` refuses).
     """
     try:
         doc = json.loads(text)
@@ -340,23 +275,7 @@ def rack_brokers(brokers: Mapping[int, str | None]) -> dict[str, tuple[int, ...]
 
 
 def check_racks(placement: Placement, brokers: Mapping[int, str | None], *, cluster: str) -> None:
-    """Check that every constrained rack has at least ``count`` brokers.
-
-    Parameters
-    ----------
-    placement:
-        The placement.
-    brokers:
-        ``{broker id: broker.rack or None}`` of the cluster.
-    cluster:
-        The cluster alias, for the message.
-
-    Raises
-    ------
-    PlacementError
-        A rack with no broker, or fewer brokers than its ``count`` (Confluent refuses such a
-        topic creation too); the message lists the cluster's racks and their broker counts.
-    """
+    """Check that every constrained rack has at least ``count`` brokers; PlacementError lists the cluster's racks."""
     by_rack = rack_brokers(brokers)
     for want in placement.replicas:
         have = len(by_rack.get(want.rack, ()))
@@ -389,31 +308,7 @@ def assign_replicas(
     For partition ``p`` and each rack in order, ``count`` consecutive brokers of that rack's
     sorted broker list, starting at ``(rotation(topic) + p) mod n``: the preferred leader is in
     the first rack and moves round-robin over its brokers from partition to partition.
-
-    Parameters
-    ----------
-    placement:
-        The placement.
-    partitions:
-        Number of partitions to assign (>= 0).
-    brokers:
-        ``{broker id: broker.rack or None}`` of the cluster.
-    topic:
-        The topic's name: it only shifts where the round-robin starts (stable across calls).
-    cluster:
-        The cluster alias, for error messages.
-    first_partition:
-        Id of the first partition assigned (when a topic grows: its current partition count).
-
-    Returns
-    -------
-    Assignment
-        ``partitions`` replica lists, each of :attr:`Placement.replication_factor` distinct brokers.
-
-    Raises
-    ------
-    PlacementError
-        A rack has fewer brokers than its ``count`` (:func:`check_racks`).
+    Raises PlacementError as :func:`check_racks`.
     """
     check_racks(placement, brokers, cluster=cluster)
     by_rack = rack_brokers(brokers)
@@ -429,24 +324,7 @@ def assign_replicas(
 
 
 def violations(placement: Placement, replicas: Sequence[int], brokers: Mapping[int, str | None]) -> tuple[str, ...]:
-    """Tell why a partition's replicas do not satisfy a placement.
-
-    Parameters
-    ----------
-    placement:
-        The placement.
-    replicas:
-        The partition's replicas, preferred leader first.
-    brokers:
-        ``{broker id: broker.rack or None}``; a replica on a broker not in it has no known rack.
-
-    Returns
-    -------
-    tuple[str, ...]
-        One reason per violation, empty when the replicas satisfy the placement: exactly
-        ``count`` replicas in each constrained rack, none elsewhere, and the preferred leader in
-        the first rack.
-    """
+    """Tell why a partition's replicas do not satisfy a placement."""
     reasons: list[str] = []
     in_rack = Counter(brokers.get(b) for b in replicas)
     for want in placement.replicas:
@@ -473,23 +351,6 @@ def repair(
     current order, so a preferred leader already in the first rack stays first), then add the
     least-loaded other brokers of the rack (ties: lowest id). Replicas outside every
     constrained rack, and surplus ones, are dropped.
-
-    Parameters
-    ----------
-    placement:
-        The placement.
-    replicas:
-        The partition's current replicas, preferred leader first.
-    brokers:
-        ``{broker id: broker.rack or None}``; every rack must have ``count`` brokers
-        (:func:`check_racks`).
-    load:
-        Replicas per broker, to choose where to add (missing = 0).
-
-    Returns
-    -------
-    tuple[int, ...]
-        The target replicas, preferred leader first; ``tuple(replicas)`` when they already satisfy it.
     """
     by_rack = rack_brokers(brokers)
     target: list[int] = []
@@ -502,19 +363,7 @@ def repair(
 
 @dataclass(frozen=True)
 class Move:
-    """One partition's reassignment.
-
-    Attributes
-    ----------
-    topic, partition:
-        The partition.
-    current:
-        Its replicas now, preferred leader first.
-    target:
-        Its replicas after the move, preferred leader first.
-    reasons:
-        Why it moves (:func:`violations` of ``current``).
-    """
+    """One partition's reassignment."""
 
     topic: str
     partition: int
@@ -542,33 +391,9 @@ def plan_moves(
 ) -> list[Move]:
     """Plan the reassignments of the partitions that do not satisfy their placement, and only those.
 
-    Parameters
-    ----------
-    topics:
-        ``{topic: replicas per partition (index = partition id)}``, every topic the cluster
-        holds or at least those whose load should count.
-    placements:
-        ``{topic: placement}`` of the topics to check; topics not in ``topics`` are skipped.
-    brokers:
-        ``{broker id: broker.rack or None}`` of the cluster.
-    cluster:
-        The cluster alias, for error messages.
-
-    Returns
-    -------
-    list[Move]
-        By topic then partition. Each target is :func:`repair` of the current replicas, with
-        the load (replicas per broker, over ``topics``) updated as moves are planned.
-
-    Raises
-    ------
-    PlacementError
-        A placement needs more brokers in a rack than the cluster has (:func:`check_racks`).
-
-    Notes
-    -----
-    Confluent's ``confluent-rebalancer execute --replica-placement-only``: only partitions out
-    of their placement move; Kafka's ``ReassignPartitionsCommand --generate`` would move all.
+    Confluent's ``confluent-rebalancer execute --replica-placement-only`` (Kafka's ``--generate`` would
+    move all); moves by topic then partition, the load updated as they are planned. Raises PlacementError
+    as :func:`check_racks`.
     """
     load: Counter[int] = Counter(b for parts in topics.values() for replicas in parts for b in replicas)
     moves: list[Move] = []
@@ -590,13 +415,7 @@ def plan_moves(
 
 
 def reassignment_json(moves: Sequence[Move]) -> dict[str, Any]:
-    """Return the plan as Kafka's reassignment JSON (``kafka-reassign-partitions --reassignment-json-file``).
-
-    Returns
-    -------
-    dict[str, Any]
-        ``{"version": 1, "partitions": [{"topic": T, "partition": P, "replicas": [...]}, ...]}``.
-    """
+    """Return the plan as Kafka's reassignment JSON (``kafka-reassign-partitions --reassignment-json-file``)."""
     return {
         "version": 1,
         "partitions": [{"topic": m.topic, "partition": m.partition, "replicas": list(m.target)} for m in moves],
@@ -610,17 +429,7 @@ def reassignment_json(moves: Sequence[Move]) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Ongoing:
-    """A reassignment in progress, as Kafka's ``ListPartitionReassignments`` reports it.
-
-    Attributes
-    ----------
-    replicas:
-        The full replica set during the move (current and new).
-    adding:
-        Replicas being added (catching up).
-    removing:
-        Replicas removed once the added ones are in sync.
-    """
+    """A reassignment in progress, as Kafka's ``ListPartitionReassignments`` reports it."""
 
     replicas: tuple[int, ...]
     adding: tuple[int, ...]
@@ -643,25 +452,7 @@ def _ids(text: str) -> tuple[int, ...]:
 
 
 def parse_reassignment_list(text: str) -> dict[tuple[str, int], Ongoing]:
-    """Read the output of ``kafka-reassign-partitions --list``.
-
-    Parameters
-    ----------
-    text:
-        The tool's standard output: ``Current partition reassignments:`` followed by lines
-        ``<topic>-<partition>: replicas: 1,2,3. adding: 3. removing: 1.``, or
-        ``No partition reassignments found.``
-
-    Returns
-    -------
-    dict[tuple[str, int], Ongoing]
-        The reassignments in progress by ``(topic, partition)``; empty when there are none.
-
-    Notes
-    -----
-    The format of ``ReassignPartitionsCommand.currentPartitionReassignmentsToString``
-    (Apache Kafka's ``org.apache.kafka.tools.reassign``).
-    """
+    """Read ``kafka-reassign-partitions --list``'s output (``ReassignPartitionsCommand``): ongoing moves."""
     out: dict[tuple[str, int], Ongoing] = {}
     for line in text.splitlines():
         m = _LIST_LINE.match(line.strip())

@@ -70,24 +70,7 @@ JSON_KEYS: Final = (
 
 
 def parse_partitions(spec: str) -> frozenset[int]:
-    """Parse a partition list as ``kafka-replica-status --partitions`` takes it: ``0,5-7``.
-
-    Parameters
-    ----------
-    spec:
-        Comma-separated partition ids and inclusive ranges ``a-b``; blanks around items are allowed.
-
-    Returns
-    -------
-    frozenset[int]
-        The partition ids, e.g. ``{0, 5, 6, 7}``.
-
-    Raises
-    ------
-    ConfigError
-        An empty list, an item that is not a non-negative integer or range, or a range whose end is
-        below its start; the message names the item and shows the syntax.
-    """
+    """Parse a ``--partitions`` list such as ``0,5-7``; raises ConfigError naming the bad item."""
     out: set[int] = set()
     items = [i.strip() for i in spec.split(",")]
     if not any(items):
@@ -111,25 +94,7 @@ def parse_partitions(spec: str) -> frozenset[int]:
 
 @dataclass(frozen=True)
 class PartitionState:
-    """One partition as Apache Kafka's admin API describes it.
-
-    Attributes
-    ----------
-    topic, partition:
-        The partition.
-    leader:
-        The leader's broker id, ``-1`` when the partition has no leader (offline).
-    replicas:
-        The assigned replicas' broker ids, preferred leader first.
-    isr:
-        The in-sync replicas' broker ids.
-    racks:
-        ``{broker id: broker.rack}`` of the replicas (``None``: no rack, or the broker is unknown).
-    log_start_offset, log_end_offset:
-        The leader's log start offset and high watermark, ``-1`` when not known (no leader).
-    internal:
-        Whether the topic is internal to Kafka (``__consumer_offsets``...) or to MM2/mirrorspark.
-    """
+    """One partition as Apache Kafka's admin API describes it; ``leader`` and the log offsets are -1 when unknown."""
 
     topic: str
     partition: int
@@ -146,16 +111,7 @@ class PartitionState:
 class ReplicaRow:
     """One row of ``replica-status``: one replica of one partition (``kafka-replica-status``'s columns).
 
-    Attributes
-    ----------
-    topic, partition, replica, rack:
-        The partition, the replica's broker id and its ``broker.rack`` (``None``: none).
-    is_leader, is_observer, is_isr_eligible, is_in_isr, is_caught_up:
-        See the module docstring: observer always false, ISR-eligible always true, caught up = in ISR.
-    last_caught_up_lag_ms, last_fetch_lag_ms:
-        0 for the leader, ``-1`` for followers (ms; not exposed by Apache Kafka).
-    log_start_offset, log_end_offset:
-        The leader's offsets (the same on every row of a partition), ``-1`` when unknown.
+    The observer and lag columns are what Apache Kafka allows (see the module docstring); -1 = unknown.
     """
 
     topic: str
@@ -199,25 +155,7 @@ def replica_rows(
     leaders: LeadersMode = "all",
     exclude_internal: bool = False,
 ) -> list[ReplicaRow]:
-    """Build ``replica-status`` rows, one per replica, sorted by topic, partition and replica order.
-
-    Parameters
-    ----------
-    states:
-        The partitions.
-    partitions:
-        Keep only these partition ids (``--partitions``); ``None`` = all.
-    leaders:
-        ``"all"``; ``"only"`` (``--leaders``): leader rows only; ``"exclude"`` (``--leaders exclude``):
-        follower rows only.
-    exclude_internal:
-        Leave out internal topics (``--exclude-internal``).
-
-    Returns
-    -------
-    list[ReplicaRow]
-        Replicas in each partition's assignment order (preferred leader first).
-    """
+    """Build ``replica-status`` rows, one per replica, sorted by topic, partition and replica order."""
     rows: list[ReplicaRow] = []
     for s in sorted(states, key=lambda s: (s.topic, s.partition)):
         if (partitions is not None and s.partition not in partitions) or (exclude_internal and s.internal):
@@ -249,19 +187,7 @@ def replica_rows(
 
 @dataclass(frozen=True)
 class PartitionCounts:
-    """MRC's partition metrics (``kafka.cluster:type=Partition``) computed from a :class:`PartitionState`.
-
-    Attributes
-    ----------
-    replicas:
-        ``ReplicasCount``: assigned replicas (no observers on Apache Kafka).
-    in_sync:
-        ``InSyncReplicasCount``: replicas in the ISR (0 without a leader).
-    caught_up:
-        ``CaughtUpReplicasCount``: replicas caught up, i.e. in the ISR on Apache Kafka.
-    not_caught_up:
-        ``IsNotCaughtUp``: 1 when some replica is not caught up, else 0.
-    """
+    """MRC's partition metrics (``kafka.cluster:type=Partition``) computed from a :class:`PartitionState`."""
 
     replicas: int
     in_sync: int
@@ -280,24 +206,8 @@ class RemoteCopy:
     """A copy of a partition in another cluster, kept by a replication flow (``replica-status --remote``).
 
     mirrorspark's observers: asynchronous, outside the source's ISR, never slowing ``acks=all``.
-
-    Attributes
-    ----------
-    topic, partition:
-        The source partition.
-    flow:
-        ``"S->T"``.
-    cluster:
-        The target cluster alias.
-    remote_topic:
-        The remote topic on ``cluster``.
-    position:
-        The committed position: the next source offset to copy; ``-1`` when the flow committed none.
-    lag_records:
-        Source end offset minus ``position`` (records), ``-1`` when either is unknown.
-    lag_s:
-        Age of the oldest record not copied yet (seconds, now minus its timestamp), 0 when none is
-        waiting, ``-1`` when unknown.
+    ``position`` is the next source offset to copy (-1: none committed); ``lag_records`` and ``lag_s``
+    are -1 when unknown.
     """
 
     topic: str
@@ -329,23 +239,7 @@ def copy_lag(position: int, end_offset: int) -> int:
 
 
 def lag_seconds(lag_records: int, oldest_uncopied_ms: int | None, now_ms: int) -> float:
-    """Seconds a remote copy is behind: the age of the oldest record it has not copied yet.
-
-    Parameters
-    ----------
-    lag_records:
-        :func:`copy_lag`'s result.
-    oldest_uncopied_ms:
-        Timestamp (epoch ms) of the record at the committed position, ``None`` when not read.
-    now_ms:
-        Now (epoch ms).
-
-    Returns
-    -------
-    float
-        0.0 when nothing waits; ``-1.0`` when the lag or the timestamp is unknown; else
-        ``max(0, now - timestamp) / 1000``.
-    """
+    """Seconds a remote copy is behind: the age of the oldest record it has not copied yet; -1.0 when unknown."""
     if lag_records == 0:
         return 0.0
     if lag_records < 0 or oldest_uncopied_ms is None or oldest_uncopied_ms < 0:
@@ -358,19 +252,7 @@ def lag_seconds(lag_records: int, oldest_uncopied_ms: int | None, now_ms: int) -
 
 @dataclass(frozen=True)
 class ElectionOutcome:
-    """What a leader election did to one partition (``mirrorspark elect``).
-
-    Attributes
-    ----------
-    topic, partition:
-        The partition.
-    leader_before, leader_after:
-        Leader broker ids before and after (``-1``: none).
-    end_before, end_after:
-        The high watermark before and after (``-1``: unknown, e.g. no leader before an unclean election).
-    error:
-        Kafka's error for this partition (e.g. ``ELECTION_NOT_NEEDED``), ``None`` on success.
-    """
+    """What a leader election did to one partition (``mirrorspark elect``)."""
 
     topic: str
     partition: int
@@ -402,15 +284,7 @@ def election_failures(outcomes: Sequence[ElectionOutcome]) -> list[ElectionOutco
 
 @dataclass(frozen=True)
 class FetchSource:
-    """Where a consumer fetched one partition from, by librdkafka's statistics (KIP-392).
-
-    Attributes
-    ----------
-    broker:
-        The broker id the partition is fetched from (``topics.T.partitions.P.broker``), ``-1`` none.
-    leader:
-        The partition's leader as the consumer knows it (``...leader``), ``-1`` unknown.
-    """
+    """Where a consumer fetched one partition from, by librdkafka's statistics (KIP-392)."""
 
     broker: int
     leader: int
@@ -422,20 +296,7 @@ class FetchSource:
 
 
 def fetch_sources(stats: Mapping[str, Any]) -> dict[tuple[str, int], FetchSource]:
-    """Read each partition's fetch broker and leader from one librdkafka statistics document.
-
-    Parameters
-    ----------
-    stats:
-        The parsed JSON a consumer's ``stats_cb`` receives (``statistics.interval.ms`` > 0); see
-        librdkafka's STATISTICS.md.
-
-    Returns
-    -------
-    dict[tuple[str, int], FetchSource]
-        ``{(topic, partition): source}``; librdkafka's internal partition ``-1`` is left out, and so
-        is anything not shaped as documented.
-    """
+    """Read each partition's fetch broker and leader from one librdkafka statistics document."""
     out: dict[tuple[str, int], FetchSource] = {}
     topics = stats.get("topics")
     if not isinstance(topics, Mapping):
@@ -454,19 +315,7 @@ def fetch_sources(stats: Mapping[str, Any]) -> dict[tuple[str, int], FetchSource
 
 
 def broker_rx_bytes(stats: Mapping[str, Any]) -> dict[int, int]:
-    """Bytes a client received from each broker, by librdkafka's statistics (``brokers.*.rxbytes``).
-
-    Parameters
-    ----------
-    stats:
-        As for :func:`fetch_sources`.
-
-    Returns
-    -------
-    dict[int, int]
-        ``{broker id: bytes received}`` (cumulative since the client started); bootstrap and
-        internal entries (node id < 0) are left out.
-    """
+    """Bytes a client received from each broker, by librdkafka's statistics (``brokers.*.rxbytes``)."""
     out: dict[int, int] = {}
     brokers = stats.get("brokers")
     if not isinstance(brokers, Mapping):

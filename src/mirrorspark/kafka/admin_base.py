@@ -19,13 +19,14 @@ import contextlib
 import time
 from collections.abc import Container, Iterator, Mapping
 from concurrent.futures import Future
-from typing import Any, Final, TypeVar
+from typing import Final, TypeVar
 
 from confluent_kafka import KafkaError, KafkaException
 
 from mirrorspark.config.keys import KEYS
 from mirrorspark.errors import ClusterError, ClusterUnreachableError
 from mirrorspark.kafka.factory import serve_logs
+from mirrorspark.kafka.protocols import AdminLike
 
 PartitionKey = tuple[str, int]
 """``(topic, partition)``."""
@@ -55,35 +56,12 @@ _NO_ANSWER = frozenset({KafkaError._TIMED_OUT, KafkaError._TRANSPORT})
 
 
 def is_transient(err: object) -> bool:
-    """Whether a Kafka error is worth retrying: flagged retriable, or one librdkafka does not flag.
-
-    Parameters
-    ----------
-    err:
-        A ``KafkaError`` (anything else is not transient).
-
-    Returns
-    -------
-    bool
-        True for retriable errors and for e.g. ``NOT_LEADER_FOR_PARTITION``,
-        ``LEADER_NOT_AVAILABLE``, ``UNKNOWN_LEADER_EPOCH``, ``REQUEST_TIMED_OUT``.
-    """
+    """Whether a Kafka error is worth retrying: flagged retriable, or one librdkafka does not flag."""
     return isinstance(err, KafkaError) and (err.retriable() or err.code() in _TRANSIENT)
 
 
 def kafka_error(e: object) -> KafkaError | None:
-    """Return the ``KafkaError`` a ``KafkaException`` carries (or ``e`` itself if it is one), else ``None``.
-
-    Parameters
-    ----------
-    e:
-        An exception, or a ``KafkaError`` (as confluent-kafka hands per-item outcomes).
-
-    Returns
-    -------
-    KafkaError or None
-        The error, ``None`` for anything else.
-    """
+    """Return the ``KafkaError`` a ``KafkaException`` carries (or ``e`` itself if it is one), else ``None``."""
     if isinstance(e, KafkaError):
         return e
     err = e.args[0] if isinstance(e, KafkaException) and e.args else None
@@ -102,27 +80,11 @@ ANY_ANSWER: Final[Container[int]] = _AnyAnswer()
 
 
 class AdminBase:
-    """A cluster's admin client with its alias and timeout, and the one error rule (base of ``ClusterAdmin``).
-
-    Parameters
-    ----------
-    admin:
-        The confluent-kafka ``AdminClient`` (or an object offering the methods called).
-    alias:
-        The cluster alias, for messages.
-    timeout_s:
-        Seconds each call waits for its answer (``request_timeout`` and ``future.result(timeout=...)``);
-        normally ``admin.timeout.ms`` / 1000. Default: ``admin.timeout.ms``'s default, 60 s.
-    bootstrap_servers:
-        The cluster's ``bootstrap.servers``, named when it does not answer; ``None`` if unknown.
-    timeout_setting:
-        The setting the fix of a timeout tells to raise (default ``admin.timeout.ms``; a command with
-        its own bound says ``--timeout``).
-    """
+    """A cluster's admin client with its alias and timeout, and the one error rule (base of ``ClusterAdmin``)."""
 
     def __init__(
         self,
-        admin: Any,
+        admin: AdminLike,
         alias: str,
         *,
         timeout_s: float = DEFAULT_TIMEOUT_S,
@@ -150,11 +112,7 @@ class AdminBase:
         )
 
     def _error(self, e: object, what: str, hints: Mapping[int, str] | None = None) -> ClusterError:
-        """Translate the failure ``e`` of a call ``what`` (the one rule: see the module docstring).
-
-        ``e`` is a ``KafkaException``, a ``KafkaError`` (a per-item outcome) or a ``TimeoutError``;
-        ``hints`` add a fix to the message of an error code.
-        """
+        """Translate the failure ``e`` of a call ``what`` (the one rule: see the module docstring)."""
         if isinstance(e, TimeoutError):  # concurrent.futures.TimeoutError is TimeoutError (Python 3.11+)
             return self._unreachable(what, f"timed out after {self.timeout_s:g} s", None)
         err = kafka_error(e)

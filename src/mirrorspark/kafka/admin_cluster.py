@@ -27,27 +27,12 @@ _DYNAMIC = frozenset(
 )
 
 ELECTION_GRACE_S: Final = 5.0
-"""Seconds an election is waited for beyond the timeout (it carries no ``request_timeout``: see
-:meth:`ClusterCalls.elect_leaders`)."""
+"""Seconds an election is waited for beyond the timeout (the request carries no ``request_timeout``)."""
 
 
 @dataclass(frozen=True)
 class PartitionLayout:
-    """Leader, replicas, ISR and racks of one partition (``describe_topics``).
-
-    Attributes
-    ----------
-    topic, partition:
-        The partition.
-    leader:
-        The leader's broker id, ``-1`` when the partition has none.
-    replicas, isr:
-        Broker ids of the assigned replicas (preferred leader first) and of the in-sync replicas.
-    racks:
-        ``{broker id: broker.rack or None}`` of the replicas.
-    internal:
-        Kafka's ``is_internal`` flag of the topic (``__consumer_offsets``, ``__transaction_state``).
-    """
+    """Leader (``-1``: none), replicas (preferred leader first), ISR and racks of one partition."""
 
     topic: str
     partition: int
@@ -81,25 +66,7 @@ class ClusterCalls(AdminBase):
     # ------------------------------------------------------------------ brokers
 
     def describe_cluster(self, *, include_authorized_operations: bool = False) -> Any:
-        """Describe the cluster (Admin ``describeCluster``, ``DescribeCluster``).
-
-        Parameters
-        ----------
-        include_authorized_operations:
-            Also return the principal's operations on the cluster resource (KIP-430).
-
-        Returns
-        -------
-        Any
-            confluent-kafka's ``DescribeClusterResult``: ``cluster_id``, ``controller``, ``nodes``
-            (``id``, ``host``, ``port``, ``rack``), ``authorized_operations`` (``None`` if not asked,
-            every cluster operation without an authorizer).
-
-        Raises
-        ------
-        ClusterError, ClusterUnreachableError
-            The one rule (:mod:`~mirrorspark.kafka.admin_base`).
-        """
+        """Describe the cluster (Admin ``describeCluster``, ``DescribeCluster``)."""
         what = "describing the brokers"
         with self._call(what):
             fut = self.admin.describe_cluster(
@@ -108,40 +75,11 @@ class ClusterCalls(AdminBase):
         return self._wait(fut, what)
 
     def broker_racks(self) -> dict[int, str | None]:
-        """Return every broker of the cluster with its ``broker.rack`` (``DescribeCluster``).
-
-        Returns
-        -------
-        dict[int, str | None]
-            ``{broker id: rack}``, ``None`` for a broker without ``broker.rack``.
-
-        Raises
-        ------
-        ClusterError, ClusterUnreachableError
-            The one rule.
-        """
+        """Return every broker of the cluster with its ``broker.rack`` (``DescribeCluster``)."""
         return {n.id: getattr(n, "rack", None) or None for n in self.describe_cluster().nodes}
 
     def broker_config(self, broker: int | str) -> dict[str, str | None]:
-        """Return every config entry of one broker, with its value (``DescribeConfigs`` of a ``BROKER``).
-
-        Parameters
-        ----------
-        broker:
-            The broker id.
-
-        Returns
-        -------
-        dict[str, str | None]
-            ``{name: value}`` (``None`` for a sensitive or unset value).
-
-        Raises
-        ------
-        ClusterError
-            E.g. ``CLUSTER_AUTHORIZATION_FAILED``: the principal lacks ``DESCRIBE_CONFIGS`` on the cluster.
-        ClusterUnreachableError
-            No answer within :attr:`timeout_s`.
-        """
+        """Return one broker's config entries (``DescribeConfigs``); a value is ``None`` if sensitive or unset."""
         res = ConfigResource(ConfigResource.Type.BROKER, str(broker))
         what = f"describing the configs of broker {broker}"
         with self._call(what):
@@ -152,27 +90,10 @@ class ClusterCalls(AdminBase):
     # ------------------------------------------------------------------ ACLs
 
     def describe_acls(self, acl_filter: Any) -> list[Any]:
-        """Return the ACL bindings matching a filter (Admin ``describeAcls``, KIP-140).
+        """Return the ACL bindings matching a filter (Admin ``describeAcls``, KIP-140); ``[]`` without an authorizer.
 
-        Parameters
-        ----------
-        acl_filter:
-            A confluent-kafka ``AclBindingFilter``.
-
-        Returns
-        -------
-        list[AclBinding]
-            The bindings; ``[]`` when the cluster has no authorizer (``SECURITY_DISABLED``).
-
-        Raises
-        ------
-        ClusterError, ClusterUnreachableError
-            The one rule (e.g. ``CLUSTER_AUTHORIZATION_FAILED``: no DESCRIBE on the cluster).
-
-        Notes
-        -----
-        librdkafka 2.16 reports no error, but an empty list, without an authorizer or without DESCRIBE on
-        the cluster; :meth:`describe_cluster` with ``include_authorized_operations`` tells the cases apart.
+        librdkafka 2.16 also answers ``[]`` without DESCRIBE on the cluster: :meth:`describe_cluster` with
+        ``include_authorized_operations`` tells the cases apart.
         """
         what = "describing ACLs"
         with self._call(what):
@@ -181,27 +102,7 @@ class ClusterCalls(AdminBase):
         return [] if isinstance(got, KafkaError) else list(got)
 
     def create_acls(self, bindings: Sequence[Any]) -> dict[Any, KafkaError | None]:
-        """Create ACL bindings (Admin ``createAcls``); each binding's outcome is reported, not raised.
-
-        Parameters
-        ----------
-        bindings:
-            confluent-kafka ``AclBinding`` objects.
-
-        Returns
-        -------
-        dict[AclBinding, KafkaError | None]
-            Per binding, ``None`` when created, else the broker's error (``SECURITY_DISABLED`` without an
-            authorizer, ``CLUSTER_AUTHORIZATION_FAILED`` without ALTER on the cluster...): bindings created
-            before a failure stay created, and the caller decides what a failure means.
-
-        Raises
-        ------
-        ClusterUnreachableError
-            No answer within :attr:`timeout_s`.
-        ClusterError
-            The request itself could not be made.
-        """
+        """Create ACL bindings (Admin ``createAcls``); per binding ``None`` or the broker's error (not raised)."""
         if not bindings:
             return {}
         what = "creating ACLs"
@@ -219,26 +120,7 @@ class ClusterCalls(AdminBase):
     def dynamic_configs(
         self, resources: Iterable[ConfigTarget], names: Iterable[str]
     ) -> dict[ConfigTarget, dict[str, str]]:
-        """Return the configs among ``names`` set dynamically on brokers or topics (``DescribeConfigs``).
-
-        Parameters
-        ----------
-        resources:
-            ``("broker", id)`` / ``("topic", name)`` pairs.
-        names:
-            The config names of interest, e.g. ``leader.replication.throttled.rate``.
-
-        Returns
-        -------
-        dict[ConfigTarget, dict[str, str]]
-            Per resource, the names set on that broker or topic (not defaults, not static
-            ``server.properties`` values) with their values; topics that do not exist are left out.
-
-        Raises
-        ------
-        ClusterError, ClusterUnreachableError
-            The one rule.
-        """
+        """Return the configs among ``names`` set dynamically on brokers or topics (``DescribeConfigs``)."""
         wanted = set(names)
         keys = list(dict.fromkeys(resources))
         if not keys:
@@ -263,18 +145,7 @@ class ClusterCalls(AdminBase):
         return out
 
     def delete_dynamic_configs(self, changes: Mapping[ConfigTarget, Iterable[str]]) -> None:
-        """Delete dynamic configs of brokers or topics (``IncrementalAlterConfigs`` DELETE, KIP-339).
-
-        Parameters
-        ----------
-        changes:
-            ``{("broker", id) or ("topic", name): config names to delete}``; empty name lists are skipped.
-
-        Raises
-        ------
-        ClusterError, ClusterUnreachableError
-            The one rule, naming the first resource that failed.
-        """
+        """Delete dynamic configs of brokers or topics (``IncrementalAlterConfigs`` DELETE, KIP-339)."""
         resources = [
             ConfigResource(
                 _RESOURCE_TYPES[kind],
@@ -300,23 +171,7 @@ class ClusterCalls(AdminBase):
     # ------------------------------------------------------------------ replicas and leaders
 
     def describe_partitions(self, topics: Iterable[str]) -> list[PartitionLayout]:
-        """Describe every partition of ``topics``: leader, replicas, ISR and the replicas' racks (``DescribeTopics``).
-
-        Parameters
-        ----------
-        topics:
-            Topic names; topics that do not exist are left out.
-
-        Returns
-        -------
-        list[PartitionLayout]
-            Sorted by topic and partition.
-
-        Raises
-        ------
-        ClusterError, ClusterUnreachableError
-            The one rule (a topic that does not exist is no error).
-        """
+        """Describe every partition of ``topics``: leader, replicas, ISR and their racks (``DescribeTopics``)."""
         names = sorted(set(topics))
         if not names:
             return []
@@ -345,25 +200,8 @@ class ClusterCalls(AdminBase):
     def partition_metadata(self, topics: Iterable[str]) -> list[PartitionLayout]:
         """Leader, replicas and ISR of every partition of ``topics``, from a ``Metadata`` request (no racks).
 
-        Any live broker answers a ``Metadata`` request, so this still answers while a broker is
-        down, which :meth:`describe_partitions` (``DescribeTopics``) may not: librdkafka can keep
-        sending that one to a stopped broker until the call times out. The failover watch
-        observes the source with it.
-
-        Parameters
-        ----------
-        topics:
-            Topic names; topics that do not exist (or whose metadata carries an error) are left out.
-
-        Returns
-        -------
-        list[PartitionLayout]
-            Sorted by topic and partition; ``racks`` empty, ``internal`` false.
-
-        Raises
-        ------
-        ClusterError, ClusterUnreachableError
-            The one rule.
+        Any live broker answers it, so it answers while a broker is down, unlike :meth:`describe_partitions`
+        (librdkafka may keep sending ``DescribeTopics`` to a stopped broker); the failover watch uses it.
         """
         names = set(topics)
         if not names:
@@ -381,29 +219,7 @@ class ClusterCalls(AdminBase):
         return out
 
     def partition_offsets(self, partitions: Iterable[PartitionKey], *, earliest: bool) -> dict[PartitionKey, int]:
-        """Return each partition's log start offset or high watermark; ``-1`` where no leader answers.
-
-        Unlike :meth:`~mirrorspark.kafka.admin.ClusterAdmin.end_offsets` nothing is retried and no
-        partition's failure is an error: a partition without a leader (offline, or mid-election) is
-        reported, not waited for (``replica-status``).
-
-        Parameters
-        ----------
-        partitions:
-            ``(topic, partition)`` pairs.
-        earliest:
-            True for the log start offset, False for the high watermark (``read_uncommitted``).
-
-        Returns
-        -------
-        dict[PartitionKey, int]
-            Every asked partition, ``-1`` where no offset came back within :attr:`timeout_s`.
-
-        Raises
-        ------
-        ClusterError
-            The request itself could not be made.
-        """
+        """Return each partition's log start offset or high watermark; ``-1`` where no leader answers (no retry)."""
         keys = list(dict.fromkeys(partitions))
         if not keys:
             return {}
@@ -422,35 +238,10 @@ class ClusterCalls(AdminBase):
         return out
 
     def elect_leaders(self, kind: str, partitions: Iterable[PartitionKey] | None) -> dict[PartitionKey, str | None]:
-        """Run a leader election (``Admin.electLeaders``, KIP-460; the ``kafka-leader-election`` tool's call).
+        """Run a ``"preferred"`` or ``"unclean"`` leader election (``Admin.electLeaders``, KIP-460).
 
-        Parameters
-        ----------
-        kind:
-            ``"preferred"`` (make each partition's first replica the leader, if in the ISR) or
-            ``"unclean"`` (elect any live replica of a partition without a leader: records it
-            did not have are lost).
-        partitions:
-            The partitions, or ``None`` for every partition of the cluster.
-
-        Returns
-        -------
-        dict[PartitionKey, str | None]
-            Per partition the broker's outcome: ``None`` on success, else Kafka's error name
-            (``ELECTION_NOT_NEEDED`` when the wanted leader already leads, ``ELIGIBLE_LEADERS_NOT_AVAILABLE``,
-            ``PREFERRED_LEADER_NOT_AVAILABLE``, ``UNKNOWN_TOPIC_OR_PART``...).
-
-        Raises
-        ------
-        ClusterError
-            The request itself failed (e.g. ``CLUSTER_AUTHORIZATION_FAILED``: ALTER on the cluster is needed).
-        ClusterUnreachableError
-            No answer within :attr:`timeout_s` (+ :data:`ELECTION_GRACE_S`).
-
-        Notes
-        -----
-        The request carries no ``request_timeout``/``operation_timeout``: confluent-kafka 2.16.1 fails to
-        parse them (``SystemError``); the wait bounds it.
+        Returns per partition ``None`` on success, else Kafka's error name (``ELECTION_NOT_NEEDED``...); the request
+        carries no ``request_timeout`` (confluent-kafka 2.16.1 fails to parse it): the wait bounds it.
         """
         election = ElectionType.UNCLEAN if kind == "unclean" else ElectionType.PREFERRED
         tps = None if partitions is None else [TopicPartition(t, p) for t, p in partitions]

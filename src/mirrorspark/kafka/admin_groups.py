@@ -8,28 +8,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, KafkaError, TopicPartition
 
 from mirrorspark.errors import ClusterError
 from mirrorspark.kafka.admin_base import AdminBase, PartitionKey
+from mirrorspark.kafka.protocols import GroupConsumerLike
 
 
 @dataclass(frozen=True)
 class GroupDescription:
-    """State and membership of one consumer group.
-
-    Attributes
-    ----------
-    group:
-        The group id.
-    state:
-        Kafka's state name: ``"Stable"``, ``"PreparingRebalance"``,
-        ``"CompletingRebalance"``, ``"Empty"``, ``"Dead"`` (no such group) or ``"Unknown"``.
-    members:
-        Number of active members (0 for an empty or unknown group).
-    """
+    """State (Kafka's name; ``"Dead"``: no such group) and member count of one consumer group."""
 
     group: str
     state: str
@@ -60,20 +49,7 @@ class GroupCalls(AdminBase):
     """The consumer-group methods of :class:`~mirrorspark.kafka.admin.ClusterAdmin` (see there)."""
 
     def list_groups(self) -> list[str]:
-        """Return the ids of the cluster's consumer groups (Admin ``listConsumerGroups``, ``ListGroups``).
-
-        ``ListGroups`` needs no group coordinator, unlike a describe: it answers while one moves.
-
-        Returns
-        -------
-        list[str]
-            Sorted group ids (groups a broker could not list are left out, as Kafka's tools do).
-
-        Raises
-        ------
-        ClusterError, ClusterUnreachableError
-            The one rule (:mod:`~mirrorspark.kafka.admin_base`).
-        """
+        """Return the ids of the cluster's consumer groups (Admin ``listConsumerGroups``, ``ListGroups``)."""
         what = "listing consumer groups"
         with self._call(what):
             fut = self.admin.list_consumer_groups(request_timeout=self.timeout_s)
@@ -81,27 +57,9 @@ class GroupCalls(AdminBase):
         return sorted({g.group_id for g in result.valid})
 
     def describe_groups(self, groups: Iterable[str]) -> dict[str, GroupDescription | ClusterError]:
-        """Describe consumer groups in one request; each group's failure is its own (``DescribeGroups``).
+        """Describe consumer groups in one request (``DescribeGroups``); a group's failure is its value, not raised.
 
-        A group the coordinator does not know is ``Dead`` with 0 members (also when the broker
-        answers ``GROUP_ID_NOT_FOUND``, as KIP-848 coordinators do).
-
-        Parameters
-        ----------
-        groups:
-            Group ids.
-
-        Returns
-        -------
-        dict[str, GroupDescription | ClusterError]
-            Per group, its description, or the error of its failure under the one rule (not raised:
-            one group's coordinator loading must not hide the others; e.g. ``COORDINATOR_LOAD_IN_PROGRESS``
-            is a retriable ``ClusterError``, no answer a ``ClusterUnreachableError``).
-
-        Raises
-        ------
-        ClusterError
-            The request itself could not be made.
+        An unknown group is ``Dead`` with 0 members (also on ``GROUP_ID_NOT_FOUND``, as KIP-848 coordinators answer).
         """
         names = list(dict.fromkeys(groups))
         if not names:
@@ -125,53 +83,17 @@ class GroupCalls(AdminBase):
         return out
 
     def describe_group(self, group: str) -> GroupDescription:
-        """Describe one consumer group (state and member count); see :meth:`describe_groups`.
-
-        Parameters
-        ----------
-        group:
-            The group id.
-
-        Returns
-        -------
-        GroupDescription
-            ``Dead`` with 0 members for a group the coordinator does not know.
-
-        Raises
-        ------
-        ClusterError, ClusterUnreachableError
-            The one rule, naming the group and the cluster.
-        """
+        """Describe one consumer group (state and member count); see :meth:`describe_groups`."""
         got = self.describe_groups([group])[group]
         if isinstance(got, ClusterError):
             raise got
         return got
 
     def group_offsets(self, group: str) -> dict[PartitionKey, tuple[int, str]]:
-        """Return a consumer group's committed offsets with Admin ``listConsumerGroupOffsets`` (``OffsetFetch``).
+        """Return ``{(topic, partition): (committed offset, metadata)}`` of a group (``listConsumerGroupOffsets``).
 
-        Parameters
-        ----------
-        group:
-            The group id.
-
-        Returns
-        -------
-        dict[PartitionKey, tuple[int, str]]
-            ``{(topic, partition): (committed offset, metadata)}``; the committed offset is the next
-            offset the group reads. Partitions without a committed offset are left out; a group that
-            does not exist has none (``{}``).
-
-        Raises
-        ------
-        ClusterError, ClusterUnreachableError
-            The one rule, naming the group and the cluster.
-
-        Notes
-        -----
-        Admin ``listConsumerGroupOffsets`` crashes the process (SIGSEGV, librdkafka issue #5040) when
-        the broker answers with a coordinator error, as while a group coordinator moves: a
-        long-running process reads group offsets with :meth:`committed_group_offsets`.
+        The committed offset is the next offset to read. This call can crash the process (SIGSEGV, librdkafka #5040)
+        while a group coordinator moves: long-running processes use :meth:`committed_group_offsets`.
         """
         what = f"listing offsets of consumer group '{group}'"
         with self._call(what):
@@ -186,38 +108,11 @@ class GroupCalls(AdminBase):
         return out
 
     def committed_group_offsets(
-        self, consumer: Any, group: str, *, topics: Iterable[str] | None = None
+        self, consumer: GroupConsumerLike, group: str, *, topics: Iterable[str] | None = None
     ) -> dict[PartitionKey, tuple[int, str]]:
-        """Return a consumer group's committed offsets, read by a consumer of the group (``OffsetFetch``).
+        """Return what :meth:`group_offsets` does, read by ``consumer`` (never subscribed, of group ``group``).
 
-        What :meth:`group_offsets` returns, without Admin ``listConsumerGroupOffsets``: librdkafka's
-        admin client dereferences a consumer-group handle it does not have when the broker answers
-        that request with a coordinator error (``NOT_COORDINATOR``, ``COORDINATOR_NOT_AVAILABLE``: a
-        group coordinator moving, e.g. while a broker stops or comes back), and the process dies of
-        SIGSEGV (librdkafka issue #5040, open in 2.16). A consumer's own OffsetFetch goes through its
-        group handle, which re-queries the coordinator and retries.
-
-        Parameters
-        ----------
-        consumer:
-            A consumer of this cluster whose ``group.id`` is ``group``, never subscribed (it never joins
-            the group); the caller closes it.
-        group:
-            The consumer group (for messages).
-        topics:
-            The topics to read the group's offsets of; ``None`` = every topic of the cluster.
-
-        Returns
-        -------
-        dict[PartitionKey, tuple[int, str]]
-            ``{(topic, partition): (committed offset, metadata)}`` (committed offset = next offset
-            to read); partitions without a committed offset are left out.
-
-        Raises
-        ------
-        ClusterError, ClusterUnreachableError
-            The one rule (the metadata request and the offset fetch each wait :attr:`timeout_s`),
-            naming the group and the cluster.
+        A consumer's own OffsetFetch re-queries a moving coordinator, where the admin call crashes (librdkafka #5040).
         """
         with self._call(f"listing offsets of consumer group '{group}'"):
             md = consumer.list_topics(timeout=self.timeout_s)
@@ -233,22 +128,7 @@ class GroupCalls(AdminBase):
     def alter_group_offsets(self, group: str, offsets: Mapping[PartitionKey, tuple[int, str]]) -> None:
         """Commit offsets for a consumer group that has no active members (Admin ``alterConsumerGroupOffsets``).
 
-        Parameters
-        ----------
-        group:
-            The group id.
-        offsets:
-            ``{(topic, partition): (committed offset, metadata)}``; the offset is the next offset the
-            group will read. Nothing is sent when empty.
-
-        Raises
-        ------
-        ClusterError
-            The broker refused the request or a partition (e.g. ``UNKNOWN_MEMBER_ID`` while consumers
-            use the group, or an unknown topic), naming the group, the cluster and the first failing
-            partition (``kafka_code`` tells which).
-        ClusterUnreachableError
-            No answer within :attr:`timeout_s`.
+        Raises ClusterError naming the first failing partition (``UNKNOWN_MEMBER_ID`` while consumers use the group).
         """
         if not offsets:
             return
@@ -266,25 +146,9 @@ class GroupCalls(AdminBase):
                 )
 
     def delete_group(self, group: str) -> bool:
-        """Delete a consumer group without active members, with its committed offsets (Admin ``deleteConsumerGroups``).
+        """Delete a group without active members and its offsets (``deleteConsumerGroups``); ``False`` if unknown.
 
-        Parameters
-        ----------
-        group:
-            The group id.
-
-        Returns
-        -------
-        bool
-            ``True`` if it was deleted, ``False`` if the cluster had no such group (``GROUP_ID_NOT_FOUND``).
-
-        Raises
-        ------
-        ClusterError
-            The broker refused (``NON_EMPTY_GROUP`` while consumers use it: ``kafka_code`` tells), naming the
-            group and the cluster.
-        ClusterUnreachableError
-            No answer within :attr:`timeout_s`.
+        Raises ClusterError with ``kafka_code`` ``NON_EMPTY_GROUP`` while consumers use the group.
         """
         what = f"deleting consumer group '{group}'"
         with self._call(what):

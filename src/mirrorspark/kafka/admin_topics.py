@@ -38,18 +38,7 @@ _REPLICATION_FACTOR_HINT = (
 
 @dataclass(frozen=True)
 class TopicDescription:
-    """Partition layout of one topic.
-
-    Attributes
-    ----------
-    name:
-        Topic name.
-    replicas:
-        Per partition (index = partition id), the broker ids holding a replica.
-    topic_id:
-        The topic's id (KIP-516, base64 as Kafka's tools print it); a topic deleted and created
-        again under the same name gets a new one. ``None`` if the cluster did not say.
-    """
+    """Partition layout of one topic."""
 
     name: str
     replicas: tuple[tuple[int, ...], ...]
@@ -58,15 +47,7 @@ class TopicDescription:
 
 @dataclass(frozen=True)
 class ConfigValue:
-    """One topic config entry as a remote topic's sync sees it.
-
-    Attributes
-    ----------
-    value:
-        The value (``None`` if unset).
-    is_default:
-        Whether it comes from the broker's default (``DEFAULT_CONFIG``), i.e. not set on the topic.
-    """
+    """One topic config entry as a remote topic's sync sees it."""
 
     value: str | None
     is_default: bool
@@ -74,11 +55,7 @@ class ConfigValue:
 
 @dataclass(frozen=True)
 class TopicSpec:
-    """A topic to create: name, partition count, replication factor (``-1`` = broker default), configs.
-
-    ``assignment``, when set, is the explicit replica assignment (broker ids per partition, preferred
-    leader first; ``partitions`` of them) and replaces ``replication_factor``.
-    """
+    """A topic to create: name, partition count, replication factor (``-1`` = broker default), configs."""
 
     name: str
     partitions: int
@@ -108,40 +85,13 @@ class TopicCalls(AdminBase):
     """The topic, topic-config and offset methods of :class:`~mirrorspark.kafka.admin.ClusterAdmin` (see there)."""
 
     def list_topics(self) -> dict[str, int]:
-        """Return ``{topic: partition count}`` for every topic of the cluster, internal ones included (``Metadata``).
-
-        Returns
-        -------
-        dict[str, int]
-            Topics whose metadata carries an error are left out.
-
-        Raises
-        ------
-        ClusterError, ClusterUnreachableError
-            The one rule.
-        """
+        """Return ``{topic: partition count}`` for every topic of the cluster, internal ones included (``Metadata``)."""
         with self._call("listing topics"):
             md = self.admin.list_topics(timeout=self.timeout_s)
         return {name: len(t.partitions) for name, t in md.topics.items() if t.error is None}
 
     def describe_topics(self, topics: Iterable[str]) -> dict[str, TopicDescription]:
-        """Describe topics: replicas per partition and topic id (``DescribeTopics``, KIP-516 ids).
-
-        Parameters
-        ----------
-        topics:
-            Topic names.
-
-        Returns
-        -------
-        dict[str, TopicDescription]
-            Topics that do not exist are left out.
-
-        Raises
-        ------
-        ClusterError, ClusterUnreachableError
-            The one rule.
-        """
+        """Describe topics: replicas per partition and topic id (``DescribeTopics``, KIP-516 ids)."""
         names = list(dict.fromkeys(topics))
         if not names:
             return {}
@@ -163,34 +113,9 @@ class TopicCalls(AdminBase):
     def create_topics(self, topics: Sequence[TopicSpec], *, wait_for_leaders: bool = True) -> list[str]:
         """Create the topics that do not exist yet, in batched requests (MM2 ``TopicAdmin.createOrFindTopics``).
 
-        One ``CreateTopics`` request per :data:`CREATE_TOPICS_CHUNK` topics, then, with
-        ``wait_for_leaders``, one metadata poll (every 50 ms, at most :attr:`timeout_s`) until every
-        created partition has a leader, so that a client reading them right away finds them.
-        Creating 1 000 topics costs a handful of requests instead of 1 000 round trips. Producers
-        need no wait (they hold records until a leader is known), so remote topics skip it: a
-        broker takes seconds to bring up thousands of new partitions, and copying overlaps that.
-
-        Parameters
-        ----------
-        topics:
-            The topics; one that exists already (``TOPIC_ALREADY_EXISTS``) is skipped.
-        wait_for_leaders:
-            Wait until the created partitions have leaders.
-
-        Returns
-        -------
-        list[str]
-            The names this call created, in input order (existing ones are skipped).
-
-        Raises
-        ------
-        ClusterError
-            Any failure but "already exists" (e.g. ``INVALID_REPLICATION_FACTOR``: the message says
-            to set the ``*.replication.factor`` key to -1 or the broker count), naming the first failed
-            topic; topics of the same call that succeeded stay. Also when created partitions have no
-            leader within :attr:`timeout_s`.
-        ClusterUnreachableError
-            No answer within :attr:`timeout_s`.
+        Returns the names created; with ``wait_for_leaders``, waits (≤ :attr:`timeout_s`) until their partitions have
+        leaders. Raises ClusterError on any failure but "already exists", naming the first failed topic (the
+        others stay created).
         """
         created: list[str] = []
         failure: ClusterError | None = None
@@ -222,29 +147,7 @@ class TopicCalls(AdminBase):
     def ensure_topic(
         self, name: str, *, partitions: int, replication_factor: int, config: Mapping[str, str] | None = None
     ) -> bool:
-        """Create one topic unless it exists (:meth:`create_topics` of one :class:`TopicSpec`).
-
-        Parameters
-        ----------
-        name:
-            The topic.
-        partitions:
-            Its partition count.
-        replication_factor:
-            Its replication factor (``-1`` = the broker's default).
-        config:
-            Its topic configs.
-
-        Returns
-        -------
-        bool
-            ``True`` if this call created it, ``False`` if it already existed.
-
-        Raises
-        ------
-        ClusterError, ClusterUnreachableError
-            As :meth:`create_topics`.
-        """
+        """Create one topic unless it exists (:meth:`create_topics` of one :class:`TopicSpec`)."""
         return bool(self.create_topics([TopicSpec(name, partitions, replication_factor, dict(config or {}))]))
 
     def _wait_for_leaders(self, names: Sequence[str]) -> None:
@@ -279,22 +182,7 @@ class TopicCalls(AdminBase):
     def create_partitions(
         self, increases: Mapping[str, int], *, assignments: Mapping[str, Sequence[Sequence[int]]] | None = None
     ) -> None:
-        """Grow topics to the given partition counts (``CreatePartitions``; MM2 never shrinks).
-
-        Parameters
-        ----------
-        increases:
-            ``{topic: new total partition count}``; a topic that has that many already
-            (``INVALID_PARTITIONS``) is left as it is.
-        assignments:
-            Per topic, the replicas of each *new* partition (preferred leader first); topics without
-            one get the broker's placement.
-
-        Raises
-        ------
-        ClusterError, ClusterUnreachableError
-            The one rule, naming the first topic that failed.
-        """
+        """Grow topics to the given partition counts (``CreatePartitions``; MM2 never shrinks)."""
         if not increases:
             return
         placed = assignments or {}
@@ -311,23 +199,7 @@ class TopicCalls(AdminBase):
     # ------------------------------------------------------------------ topic configs
 
     def describe_topic_configs(self, topics: Iterable[str]) -> dict[str, dict[str, ConfigValue]]:
-        """Every syncable config entry of topics: not read-only, not sensitive, not static broker config.
-
-        Parameters
-        ----------
-        topics:
-            Topic names.
-
-        Returns
-        -------
-        dict[str, dict[str, ConfigValue]]
-            ``{topic: {name: ConfigValue}}``; topics that do not exist are left out.
-
-        Raises
-        ------
-        ClusterError, ClusterUnreachableError
-            The one rule.
-        """
+        """Every syncable config entry of topics: not read-only, not sensitive, not static broker config."""
         out: dict[str, dict[str, ConfigValue]] = {}
         for topic, entries in self._topic_config_entries(topics).items():
             kept: dict[str, ConfigValue] = {}
@@ -342,24 +214,7 @@ class TopicCalls(AdminBase):
         return out
 
     def topic_config_values(self, topics: Iterable[str]) -> dict[str, dict[str, str | None]]:
-        """Return every config value topics run with, whatever sets it (topic, broker, default).
-
-        Parameters
-        ----------
-        topics:
-            Topic names.
-
-        Returns
-        -------
-        dict[str, dict[str, str | None]]
-            ``{topic: {name: value}}`` (``None`` for a sensitive or unset value); topics that do not
-            exist are left out.
-
-        Raises
-        ------
-        ClusterError, ClusterUnreachableError
-            The one rule.
-        """
+        """Return every config value topics run with, whatever sets it (topic, broker, default)."""
         return {
             topic: {name: entry.value for name, entry in entries.items()}
             for topic, entries in self._topic_config_entries(topics).items()
@@ -382,29 +237,10 @@ class TopicCalls(AdminBase):
         return out
 
     def topic_configs(self, topics: Iterable[str], *, include_defaults: bool) -> dict[str, dict[str, str]]:
-        """Return the configs of topics that a remote topic should carry.
+        """Return the configs a remote topic should carry: MM2's non-incremental filter (``targetConfig``).
 
-        Applies MM2's non-incremental filter (``MirrorSourceConnector.targetConfig``, mm2.md §9.3):
-        read-only, sensitive and static-broker entries are dropped; entries at their default
-        (``DEFAULT_CONFIG``) are dropped unless ``include_defaults`` (``use.defaults.from=source``).
-        The caller applies the ``config.properties.exclude`` filter.
-
-        Parameters
-        ----------
-        topics:
-            Topic names.
-        include_defaults:
-            Keep entries at the broker's default.
-
-        Returns
-        -------
-        dict[str, dict[str, str]]
-            ``{topic: {config name: value}}``; topics that vanished are left out.
-
-        Raises
-        ------
-        ClusterError, ClusterUnreachableError
-            The one rule.
+        Defaults are dropped unless ``include_defaults`` (``use.defaults.from=source``); the caller applies
+        ``config.properties.exclude``.
         """
         return {
             topic: {
@@ -416,19 +252,7 @@ class TopicCalls(AdminBase):
         }
 
     def alter_topic_configs(self, changes: Mapping[str, Mapping[str, str | None]]) -> None:
-        """Apply incremental config changes to topics (``IncrementalAlterConfigs``, KIP-339).
-
-        Parameters
-        ----------
-        changes:
-            ``{topic: {name: value}}``; a value of ``None`` deletes the topic-level setting (the
-            topic falls back to the broker default). Topics without changes are skipped.
-
-        Raises
-        ------
-        ClusterError, ClusterUnreachableError
-            The one rule, naming the first topic that failed.
-        """
+        """Apply incremental config changes to topics (``IncrementalAlterConfigs``, KIP-339); ``None`` deletes one."""
         resources = [
             ConfigResource(
                 ConfigResource.Type.TOPIC,
@@ -458,70 +282,15 @@ class TopicCalls(AdminBase):
     def end_offsets(
         self, partitions: Iterable[PartitionKey], *, read_committed: bool = False
     ) -> dict[PartitionKey, int]:
-        """Return each partition's end offset (``ListOffsets`` latest: the Java consumer's ``endOffsets``).
-
-        Parameters
-        ----------
-        partitions:
-            ``(topic, partition)`` pairs.
-        read_committed:
-            The last stable offset (``read_committed``) instead of the high watermark.
-
-        Returns
-        -------
-        dict[PartitionKey, int]
-            Partitions of topics deleted meanwhile are left out.
-
-        Raises
-        ------
-        ClusterError, ClusterUnreachableError
-            The one rule, once retriable errors (e.g. ``NOT_LEADER_FOR_PARTITION`` right after a topic
-            is created) kept coming for :attr:`timeout_s`.
-        """
+        """Return each partition's end offset (``ListOffsets`` latest: the Java consumer's ``endOffsets``)."""
         return self._list_offsets(partitions, OffsetSpec.latest(), read_committed)
 
     def start_offsets(self, partitions: Iterable[PartitionKey]) -> dict[PartitionKey, int]:
-        """Return each partition's log start offset, the earliest offset still stored (``ListOffsets`` earliest).
-
-        Parameters
-        ----------
-        partitions:
-            ``(topic, partition)`` pairs.
-
-        Returns
-        -------
-        dict[PartitionKey, int]
-            Partitions of topics deleted meanwhile are left out.
-
-        Raises
-        ------
-        ClusterError, ClusterUnreachableError
-            As :meth:`end_offsets`.
-        """
+        """Return each partition's log start offset, the earliest offset still stored (``ListOffsets`` earliest)."""
         return self._list_offsets(partitions, OffsetSpec.earliest(), False)
 
     def offsets_for_timestamp(self, partitions: Iterable[PartitionKey], timestamp_ms: int) -> dict[PartitionKey, int]:
-        """Return each partition's first offset whose record timestamp is at or after ``timestamp_ms``.
-
-        Kafka's ``ListOffsets`` with a timestamp (the Java consumer's ``offsetsForTimes``).
-
-        Parameters
-        ----------
-        partitions:
-            ``(topic, partition)`` pairs.
-        timestamp_ms:
-            Epoch milliseconds.
-
-        Returns
-        -------
-        dict[PartitionKey, int]
-            The offset, or ``-1`` where no record is that recent (the caller takes the end offset).
-
-        Raises
-        ------
-        ClusterError, ClusterUnreachableError
-            As :meth:`end_offsets`.
-        """
+        """Return each partition's first offset whose timestamp is at or after ``timestamp_ms``; ``-1`` if none is."""
         return self._list_offsets(partitions, OffsetSpec.for_timestamp(timestamp_ms), False)
 
     def _list_offsets(

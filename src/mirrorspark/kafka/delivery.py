@@ -27,6 +27,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 
 from mirrorspark.errors import ClusterError
+from mirrorspark.kafka.protocols import DeliveryCallback, ProducerLike
 
 log = logging.getLogger(__name__)
 
@@ -39,19 +40,7 @@ DELIVERY_TIMEOUT_S = 30.0
 
 @dataclass(frozen=True)
 class Outgoing:
-    """One record to write.
-
-    Attributes
-    ----------
-    topic:
-        The topic.
-    key, value:
-        The record's bytes.
-    partition:
-        The partition (``-1`` = the producer's partitioner).
-    timestamp:
-        The record timestamp in epoch ms (``0`` = the producer's clock).
-    """
+    """One record to write (``partition`` -1: the partitioner's; ``timestamp`` in epoch ms, 0: the producer's)."""
 
     topic: str
     key: bytes | None
@@ -68,8 +57,8 @@ def _reason(err: object) -> str:
     return str(err)
 
 
-def _callback(i: int, acked: set[int], failures: dict[int, object]) -> Callable[[Any, Any], None]:
-    def on_delivery(err: Any, _msg: Any) -> None:
+def _callback(i: int, acked: set[int], failures: dict[int, object]) -> DeliveryCallback:
+    def on_delivery(err: KafkaError | None, _msg: object) -> None:
         if err is None:
             acked.add(i)
         else:
@@ -79,7 +68,7 @@ def _callback(i: int, acked: set[int], failures: dict[int, object]) -> Callable[
 
 
 def deliver(
-    producer: Any,
+    producer: ProducerLike,
     records: Sequence[Outgoing],
     *,
     what: str,
@@ -91,31 +80,8 @@ def deliver(
 ) -> None:
     """Write records and wait until the cluster acknowledged every one; retry failures (bounded).
 
-    Parameters
-    ----------
-    producer:
-        A confluent-kafka ``Producer`` (or an object offering ``produce``/``poll``/``flush``).
-    records:
-        The records, in the order they must be written.
-    what:
-        What is written, for the error message, e.g. ``"A->B: offset syncs"``.
-    alias:
-        The cluster alias written to, for the error message.
-    attempts:
-        Sends of each record at most (≥ 1).
-    timeout_s:
-        Seconds to wait in all, for every attempt together.
-    hint:
-        What follows from a failure, appended to the error message (e.g. "the batch is copied again").
-    sleep:
-        Waits between attempts (injectable for tests).
-
-    Raises
-    ------
-    ClusterError
-        A record is still not acknowledged after ``attempts`` sends or ``timeout_s`` seconds:
-        names ``what``, the topic, the cluster and the last reason (``retriable`` set when Kafka
-        said the error is retriable or the time ran out).
+    Raises ClusterError when a record is still not acknowledged after ``attempts`` sends or ``timeout_s`` seconds in
+    all, naming ``what``, the topic, the cluster and the last reason.
     """
     pending = list(records)
     if not pending:

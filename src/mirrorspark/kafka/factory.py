@@ -33,34 +33,14 @@ from mirrorspark.config.model import ClientSettings
 from mirrorspark.errors import ConfigError
 
 LIBRDKAFKA_LOGGER = "mirrorspark.librdkafka"
-"""Python logger for librdkafka's own log lines: every client mirrorspark creates (driver and Spark
-tasks) logs there through a :class:`LibrdkafkaLog`, never to stderr; the CLI shows it only with
-``--verbose`` (its own one-line errors report what failed)."""
+"""Python logger of librdkafka's lines from every client mirrorspark creates, never stderr (CLI: ``--verbose``)."""
 
 
 class LibrdkafkaLog:
     """librdkafka's log of one client, summarised into the :data:`LIBRDKAFKA_LOGGER` Python logger.
 
-    Given as confluent-kafka's ``logger`` setting, so that librdkafka's lines (``%3|...|FAIL|...``
-    on stderr otherwise) become Python log records. The first occurrence of each distinct line
-    (digits ignored: the same failure with another duration or port is the same line) is logged
-    at librdkafka's level, at most WARNING; repeats are logged at DEBUG with their count. With one
-    unreachable cluster librdkafka repeats its connection failure several times a second: a
-    Python application at WARNING sees it once per client.
-
-    Parameters
-    ----------
-    client_id:
-        The client's ``client.id`` (who it is: flow and purpose); librdkafka's lines name the client
-        by it already.
-    logger:
-        Where to log (default: :data:`LIBRDKAFKA_LOGGER`).
-
-    Notes
-    -----
-    librdkafka queues its lines until the client is polled (``poll``/``consume``/``flush``; the
-    admin helpers of this module poll their client). Not picklable (it holds a lock): Spark tasks
-    create their own (``logger`` is set where the client is created, never in a task's configuration).
+    Each distinct line (digits ignored) is logged once at librdkafka's level (at most WARNING), repeats at DEBUG.
+    Not picklable (a lock): Spark tasks create their own.
     """
 
     MAX_DISTINCT = 1000
@@ -73,15 +53,7 @@ class LibrdkafkaLog:
         self._lock = threading.Lock()
 
     def log(self, level: int, msg: str, *args: Any) -> None:
-        """Log one librdkafka line (the method confluent-kafka calls: ``log(level, fmt, *args)``).
-
-        Parameters
-        ----------
-        level:
-            Python level confluent-kafka mapped librdkafka's syslog level to.
-        msg, args:
-            ``%``-format and arguments (facility, client instance name, text).
-        """
+        """Log one librdkafka line (the method confluent-kafka calls: ``log(level, fmt, *args)``)."""
         text = msg % args if args else msg
         key = _DIGITS.sub("#", text)
         with self._lock:
@@ -99,32 +71,13 @@ _DIGITS = re.compile(r"\d+")
 
 
 def with_logger(conf: dict[str, Any], client_id: str) -> dict[str, Any]:
-    """Give a client configuration a :class:`LibrdkafkaLog` as ``logger``, unless it has a logger already.
-
-    Parameters
-    ----------
-    conf:
-        A librdkafka configuration (changed in place).
-    client_id:
-        Who the client is.
-
-    Returns
-    -------
-    dict[str, Any]
-        ``conf``.
-    """
+    """Give a client configuration a :class:`LibrdkafkaLog` as ``logger``, unless it has a logger already."""
     conf.setdefault("logger", LibrdkafkaLog(client_id))
     return conf
 
 
-def serve_logs(client: Any) -> None:
-    """Hand the log lines librdkafka queued for ``client`` to Python logging (``poll(0)``; no-op without it).
-
-    Parameters
-    ----------
-    client:
-        An admin client, producer or anything with ``poll``.
-    """
+def serve_logs(client: object) -> None:
+    """Hand the log lines librdkafka queued for ``client`` to Python logging (``poll(0)``; no-op without it)."""
     poll = getattr(client, "poll", None)
     if poll is not None:
         poll(0)
@@ -139,28 +92,7 @@ def client_conf(
 ) -> dict[str, Any]:
     """Build the librdkafka configuration of one client: the one place the ``client.id`` rule is applied.
 
-    The rule (MM2's, ``<source>-><target>|<component>|<purpose>``): ``client_id`` says who the
-    client is, e.g. ``"A->B|mirrorspark|replication-producer"``; a ``client.id`` the user set
-    in the settings is kept as a prefix, ``"<user id>|A->B|mirrorspark|..."``, so that
-    broker quotas and logs keyed on it still match. Every client mirrorspark creates, on the
-    driver and in the Spark tasks, gets its ``client.id`` from here.
-
-    Parameters
-    ----------
-    translated:
-        The client settings already translated to librdkafka
-        (:meth:`~mirrorspark.config.ClientSettings.to_librdkafka`).
-    client_id:
-        Who the client is (see above).
-    defaults:
-        librdkafka settings the user's settings may override (e.g. ``linger.ms``).
-    overrides:
-        librdkafka settings that win over the user's settings (e.g. ``enable.idempotence``).
-
-    Returns
-    -------
-    dict[str, Any]
-        A new dict; librdkafka logs errors only (``log_level=3``) unless the settings say otherwise.
+    MM2's rule, ``<source>-><target>|<component>|<purpose>``; a ``client.id`` the user set stays as a prefix.
     """
     conf: dict[str, Any] = {"log_level": 3}  # librdkafka: errors only unless the user asks for more
     if defaults:
@@ -191,8 +123,7 @@ _LIBRDKAFKA_ALIASES = {
 }
 
 CLUSTER_ALIAS_PLACEHOLDER = "<alias>"
-"""Stands for the cluster alias in a :func:`create` error message until a caller that knows it
-(:class:`~mirrorspark.client.context.FlowContext`) fills it in."""
+"""Stands for the cluster alias in a :func:`create` error message until a caller that knows it fills it in."""
 
 ClientKind = Literal["admin", "producer", "consumer"]
 """Which confluent-kafka client: ``AdminClient``, ``Producer`` or ``Consumer``."""
@@ -239,43 +170,8 @@ def create(
 ) -> AdminClient | Producer | Consumer:
     """Create a confluent-kafka client from client settings: the one place mirrorspark builds one.
 
-    The configuration is ``settings`` translated to librdkafka with the ``client.id`` rule of
-    :func:`client_conf`, then ``overrides``, and librdkafka's log routed to Python logging
-    (:class:`LibrdkafkaLog`, unless ``overrides`` hold a ``logger``). A consumer only ever uses
-    ``assign()``: ``enable.auto.commit`` is off, and when the settings have no ``group.id`` one
-    derived from ``client_id`` (``mirrorspark-<first part>``) is set, which is never joined nor
-    committed to (librdkafka requires one).
-
-    librdkafka checks every property when the client is created (``KafkaException``
-    ``_INVALID_ARG``: unknown property, invalid value; ``ValueError``/``TypeError`` from
-    confluent-kafka); such a rejection becomes a :class:`ConfigError` naming the property as the
-    config file has it (value masked when secret), the client and where to fix it.
-
-    Parameters
-    ----------
-    kind:
-        ``"admin"``, ``"producer"`` or ``"consumer"`` (named in a rejected property's message).
-    settings:
-        The Java client settings (e.g. ``FlowConfig.source_admin``).
-    client_id:
-        Who the client is, e.g. ``"A->B|mirrorspark|replication-source-admin"`` (:func:`client_conf`).
-    overrides:
-        librdkafka settings that win over the settings (e.g. ``{"enable.idempotence": True}``).
-    translated:
-        ``settings`` already translated to librdkafka (:meth:`KafkaClients.librdkafka`, translated once);
-        ``None`` translates them here.
-
-    Returns
-    -------
-    AdminClient or Producer or Consumer
-        A new client of ``kind``.
-
-    Raises
-    ------
-    ConfigError
-        As :meth:`~mirrorspark.config.ClientSettings.to_librdkafka`, or librdkafka rejected a property, e.g.
-        ``invalid admin client property 'linger.ms' = 'x' ...: fix or remove '<alias>.admin.linger.ms' or
-        '<alias>.linger.ms'`` (:data:`CLUSTER_ALIAS_PLACEHOLDER` stands for the cluster alias).
+    A consumer only ever uses ``assign()``: auto-commit is off and a derived ``group.id`` is never joined. Raises
+    ConfigError when librdkafka rejects a property, naming it as the config file has it (secrets masked).
     """
     conf = client_conf(settings.to_librdkafka() if translated is None else translated, client_id, overrides=overrides)
     if kind == "consumer":
@@ -313,131 +209,36 @@ def _client_config_message(kind: str, reason: str, settings: ClientSettings, cli
 
 
 class ClientFactory(Protocol):
-    """Creates the Kafka clients of mirrorspark's control classes (the seam unit tests replace).
-
-    Every control class (``Flow``, ``CheckpointEmitter``, ``HeartbeatEmitter``, ``LiveFilters``,
-    ``ControlStore``, ``TopicAclSync``, ``TotalsPublisher``, ``ConsumerMigration``, the topic
-    readers) gets its clients from one of these instead of constructing confluent-kafka clients
-    itself. :class:`KafkaClients` is the real one (through :func:`create`); ``tests/fakes.py`` has
-    an in-memory one. The returned objects need only offer the confluent-kafka methods mirrorspark calls.
-    """
+    """Creates the Kafka clients of mirrorspark's control classes (the seam unit tests replace)."""
 
     def librdkafka(self, settings: ClientSettings) -> Mapping[str, Any]:
         """Return ``settings`` translated to librdkafka (read-only; translated once per distinct settings).
 
-        Parameters
-        ----------
-        settings:
-            Java client settings, e.g. ``FlowConfig.source_admin``.
-
-        Returns
-        -------
-        Mapping[str, Any]
-            The librdkafka configuration, without the ``client.id`` rule; callers must not change it.
-
-        Raises
-        ------
-        ConfigError
-            As :meth:`~mirrorspark.config.ClientSettings.to_librdkafka`.
+        Raises ConfigError (as :meth:`~mirrorspark.config.ClientSettings.to_librdkafka`).
         """
         ...
 
     def admin(
         self, settings: ClientSettings, *, client_id: str, overrides: Mapping[str, Any] | None = None
     ) -> AdminClient:
-        """Create an admin client for ``settings``.
-
-        Parameters
-        ----------
-        settings:
-            The Java client settings (e.g. ``FlowConfig.source_admin``).
-        client_id:
-            Who the client is, e.g. ``"A->B|mirrorspark|replication-source-admin"``
-            (:func:`client_conf` applies the ``client.id`` rule).
-        overrides:
-            librdkafka settings that win over the settings (e.g. ``{"logger": ...}``).
-
-        Returns
-        -------
-        AdminClient
-            A new client, or an object offering the ``AdminClient`` methods mirrorspark calls.
-
-        Raises
-        ------
-        ConfigError
-            As :func:`create`.
-        """
+        """Create an admin client for ``settings``. Raises ConfigError (as :func:`create`)."""
         ...
 
     def producer(
         self, settings: ClientSettings, *, client_id: str, overrides: Mapping[str, Any] | None = None
     ) -> Producer:
-        """Create a producer for ``settings``.
-
-        Parameters
-        ----------
-        settings:
-            The Java client settings (e.g. ``FlowConfig.target_producer``).
-        client_id:
-            Who the client is, e.g. ``"A->B|mirrorspark|heartbeats-target-producer"``
-            (:func:`client_conf` applies the ``client.id`` rule).
-        overrides:
-            librdkafka settings that win over the settings (e.g. ``{"enable.idempotence": True}``).
-
-        Returns
-        -------
-        Producer
-            A new client, or an object offering the ``Producer`` methods mirrorspark calls.
-
-        Raises
-        ------
-        ConfigError
-            As :func:`create`.
-        """
+        """Create a producer for ``settings``. Raises ConfigError (as :func:`create`)."""
         ...
 
     def consumer(
         self, settings: ClientSettings, *, client_id: str, overrides: Mapping[str, Any] | None = None
     ) -> Consumer:
-        """Create an assign-only consumer for ``settings``.
-
-        Parameters
-        ----------
-        settings:
-            The Java client settings (e.g. ``FlowConfig.target_consumer``).
-        client_id:
-            Who the client is, e.g. ``"A->B|mirrorspark|checkpoints-target-consumer"``
-            (:func:`client_conf` applies the ``client.id`` rule).
-        overrides:
-            librdkafka settings that win over the settings.
-
-        Returns
-        -------
-        Consumer
-            A new client that never joins nor commits to its ``group.id`` (see :func:`create`), or an
-            object offering the ``Consumer`` methods mirrorspark calls.
-
-        Raises
-        ------
-        ConfigError
-            As :func:`create`.
-        """
+        """Create an assign-only consumer for ``settings``. Raises ConfigError (as :func:`create`)."""
         ...
 
 
 class KafkaClients:
-    """The real :class:`ClientFactory`: confluent-kafka clients (:func:`create`), settings translated once.
-
-    :meth:`~mirrorspark.config.ClientSettings.to_librdkafka` can open trust and key stores
-    to sniff their format, so its result is kept per distinct :class:`ClientSettings` for the
-    factory's lifetime: a process creating clients (and Spark task configurations) again and
-    again translates each settings object once. Thread-safe.
-
-    Notes
-    -----
-    The counterpart of the client construction in MM2's ``MirrorUtils``/``MirrorConnectorConfig``
-    (one ``Map`` of client properties per role, built when the connector starts).
-    """
+    """The real :class:`ClientFactory`: confluent-kafka clients, each settings translated once; thread-safe."""
 
     def __init__(self) -> None:
         self._translated: dict[ClientSettings, Mapping[str, Any]] = {}

@@ -42,14 +42,7 @@ def _default_jars_base() -> Path:
 
 
 def jars_base_dir() -> Path:
-    """Return the directory that holds one sub-directory per jar set.
-
-    Returns
-    -------
-    Path
-        ``$MIRRORSPARK_JARS_DIR`` if set and non-empty, else ``<repo>/build/jars``.
-        The directory is not checked for existence; :func:`jar_dir` does that.
-    """
+    """Return the directory that holds one sub-directory per jar set."""
     override = os.environ.get(JARS_DIR_ENV, "").strip()
     if override:
         return Path(override).expanduser().resolve()
@@ -59,21 +52,8 @@ def jars_base_dir() -> Path:
 def jar_dir(name: str) -> Path:
     """Return the directory of one resolved jar set.
 
-    Parameters
-    ----------
-    name:
-        The jar set: ``"kafka"``, ``"spark"`` or ``"mm2"``.
-
-    Returns
-    -------
-    Path
-        ``<jars base>/<name>``, an existing directory holding at least one ``*.jar``.
-
-    Raises
-    ------
-    LocalClusterError
-        If ``name`` is not a known jar set, or the directory is missing or holds no jar
-        (the message says to run ``make install``).
+    Raises LocalClusterError if ``name`` is not a known jar set, or the directory is missing or holds no jar (the
+    message says to run ``make install``).
     """
     if name not in JAR_SETS:
         raise LocalClusterError(f"unknown jar set {name!r}: expected one of {', '.join(JAR_SETS)}")
@@ -89,21 +69,7 @@ def jar_dir(name: str) -> Path:
 def classpath(name: str) -> str:
     """Return a JVM class path holding every jar of one jar set.
 
-    Parameters
-    ----------
-    name:
-        The jar set: ``"kafka"``, ``"spark"`` or ``"mm2"``.
-
-    Returns
-    -------
-    str
-        ``<jar dir>/*``, the wildcard form ``java -cp`` expands itself (pass it as
-        one argument, without a shell).
-
-    Raises
-    ------
-    LocalClusterError
-        If the jar set is unknown or not resolved (see :func:`jar_dir`).
+    Raises LocalClusterError if the jar set is unknown or not resolved (see :func:`jar_dir`).
     """
     return f"{jar_dir(name)}{os.sep}*"
 
@@ -111,17 +77,8 @@ def classpath(name: str) -> str:
 def java_executable() -> str:
     """Return the ``java`` launcher to run the jars with.
 
-    Returns
-    -------
-    str
-        ``$JAVA_HOME/bin/java`` if ``JAVA_HOME`` is set, else the ``java`` found on ``PATH``
-        (as an absolute path).
-
-    Raises
-    ------
-    LocalClusterError
-        If ``JAVA_HOME`` is set but holds no executable ``bin/java``, or it is unset and no
-        ``java`` is on ``PATH``.
+    Raises LocalClusterError if ``JAVA_HOME`` is set but holds no executable ``bin/java``, or it is unset and no
+    ``java`` is on ``PATH``.
     """
     java_home = os.environ.get("JAVA_HOME", "").strip()
     if java_home:

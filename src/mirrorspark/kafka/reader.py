@@ -6,12 +6,13 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from confluent_kafka import KafkaError, TopicPartition
+from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from mirrorspark.config.model import ClientSettings
 from mirrorspark.errors import ClusterError
 from mirrorspark.kafka.admin import ClusterAdmin
 from mirrorspark.kafka.factory import ClientFactory, KafkaClients
+from mirrorspark.kafka.protocols import MessageLike
 
 ALL_PARTITIONS = None
 """``partition=ALL_PARTITIONS``: :class:`TopicReader` reads every partition of the topic."""
@@ -20,39 +21,7 @@ ALL_PARTITIONS = None
 class TopicReader:
     """Reads a topic to its current end offsets, then on each call what was written since (I/O).
 
-    The one read-to-end loop of mirrorspark: internal topics (checkpoints, offset syncs,
-    heartbeats, the control and progress topics: partition 0) and Kafka Connect's offsets
-    topic (``mm2-offsets.<source>.internal``: every partition). Each :meth:`read` captures the
-    end offsets first, then consumes until every partition's position reaches them (control
-    records of transactions advance the position without being returned). The consumer is
-    created at the first read with records to read and kept, so later reads continue where the
-    previous one stopped, until :meth:`close`.
-
-    Parameters
-    ----------
-    settings:
-        Consumer ``ClientSettings`` of the cluster holding the topic.
-    admin_settings:
-        Admin ``ClientSettings`` of that cluster (for the topic's partitions and end offsets).
-    alias, topic:
-        Where to read.
-    client_id:
-        The consumer's ``client.id`` (the admin client's is ``client_id + "-admin"``, or
-        ``admin_client_id``).
-    partition:
-        The partition to read (default 0, as MM2 reads its single-partition internal topics),
-        or :data:`ALL_PARTITIONS`.
-    clients:
-        Where clients come from (default: real confluent-kafka clients).
-    admin_client_id:
-        The admin client's ``client.id`` if not ``client_id + "-admin"``.
-    consumer_overrides:
-        librdkafka settings of the consumer that win over ``settings``.
-
-    Notes
-    -----
-    Plays the part of Kafka Connect's ``KafkaBasedLog.readToEnd`` (what MM2's ``OffsetSyncStore``,
-    ``CheckpointStore`` and Connect's offset store use). Not thread-safe.
+    Kafka Connect's ``KafkaBasedLog.readToEnd``: end offsets captured first, then consumed up to them. Not thread-safe.
     """
 
     def __init__(
@@ -79,7 +48,7 @@ class TopicReader:
             alias,
             bootstrap_servers=admin_settings.bootstrap_servers,
         )
-        self._consumer: Any = None
+        self._consumer: Consumer | None = None
         self._assigned: frozenset[int] = frozenset()
         self._settings = settings
         self._client_id = client_id
@@ -118,65 +87,21 @@ class TopicReader:
         timeout_s: float = 30.0,
         cancelled: Callable[[], bool] | None = None,
     ) -> int:
-        """Read every record up to the topic's current end offsets; return how many were read.
+        """Read every record up to the topic's current end offsets; return how many were read (0: missing topic).
 
-        A missing topic reads as empty.
-
-        Parameters
-        ----------
-        on_record:
-            Called with the key and value of every record, in offset order per partition.
-        timeout_s:
-            Seconds to reach the end offsets (default 30); also bounds each admin call.
-        cancelled:
-            Checked between two polls (every 0.2 s at most): once it returns true the read stops
-            where it is (:attr:`positions` kept, a later read goes on from there).
-
-        Returns
-        -------
-        int
-            How many records were read (0 for a missing topic or one read to its end already).
-
-        Raises
-        ------
-        ClusterError
-            If the end is not reached within ``timeout_s``, or the consumer reports an error.
-        ClusterUnreachableError
-            If the cluster does not answer.
+        ``timeout_s`` also bounds each admin call; ``cancelled`` is checked between polls (positions kept). Raises
+        ClusterError if the end is not reached within ``timeout_s`` or the consumer reports an error.
         """
         return self.read_messages(lambda m: on_record(m.key(), m.value()), timeout_s=timeout_s, cancelled=cancelled)
 
     def read_messages(
         self,
-        on_message: Callable[[Any], None],
+        on_message: Callable[[MessageLike], None],
         *,
         timeout_s: float = 30.0,
         cancelled: Callable[[], bool] | None = None,
     ) -> int:
-        """Read as :meth:`read` does, handing over each confluent-kafka ``Message`` (``key()``, ``partition()``, ...).
-
-        Parameters
-        ----------
-        on_message:
-            Called with every record's ``Message``, in offset order per partition (never an
-            error message: a ``_PARTITION_EOF`` is skipped, any other error raises).
-        timeout_s:
-            Seconds to reach the end offsets (default 30); also bounds each admin call.
-        cancelled:
-            As :meth:`read`.
-
-        Returns
-        -------
-        int
-            How many records were read (0 for a missing topic or one read to its end already).
-
-        Raises
-        ------
-        ClusterError
-            If the end is not reached within ``timeout_s``, or the consumer reports an error.
-        ClusterUnreachableError
-            If the cluster does not answer.
-        """
+        """Read as :meth:`read` does, handing over each confluent-kafka ``Message`` (never an error message)."""
         todo = {p: e for p, e in self._ends(timeout_s).items() if e > self.positions.get(p, 0)}
         if not todo:
             return 0
@@ -234,33 +159,7 @@ def read_topic(
 ) -> int:
     """Read partition 0 of ``topic`` once, from its beginning to its current end, then close the reader.
 
-    The one-shot use of :class:`TopicReader` (a compacted internal topic read whole: checkpoints,
-    heartbeats, progress, the gap ledger).
-
-    Parameters
-    ----------
-    settings, admin_settings:
-        Consumer and admin settings of the cluster holding the topic.
-    alias, topic:
-        Where to read.
-    on_record:
-        Called with the key and value of every record, in offset order.
-    client_id:
-        The consumer's ``client.id``.
-    timeout_s:
-        Seconds to reach the end offset (default 30); also bounds each admin call.
-    clients:
-        Where clients come from (default: real confluent-kafka clients).
-
-    Returns
-    -------
-    int
-        Records read; 0 for a missing topic.
-
-    Raises
-    ------
-    ClusterError
-        If the end is not reached within ``timeout_s``, or the consumer reports an error.
+    Raises ClusterError if the end is not reached within ``timeout_s``, or the consumer reports an error.
     """
     reader = TopicReader(settings, admin_settings, alias, topic, client_id=client_id, clients=clients)
     try:

@@ -24,33 +24,11 @@ from mirrorspark.mm2.records import Checkpoint
 class ConsumerMigration:
     """Operator tools for moving consumer groups from S to T (SRM's ``srm-control offsets``, MM2's RemoteClusterUtils).
 
-    Reads the checkpoints the flow ``S->T`` wrote to ``<S>.checkpoints.internal``
-    on T and, where needed, the group on S and the flow's offset syncs. Creates
-    nothing on any cluster; only :meth:`failover` writes (the group's offsets on T).
-
-    Parameters
-    ----------
-    config:
-        The whole configuration.
-    source, target:
-        Aliases of the flow ``source->target``.
-    timeout_s:
-        Seconds for each cluster call and for reading the checkpoints topic to its end (``--timeout``);
-        ``None`` (default) = the flow's ``admin.timeout.ms``. Reachability is checked within
-        ``min(10, timeout_s)``.
-    context:
-        The configuration's contexts (policies, filters, client factory); default: new ones.
-
-    Raises
-    ------
-    UnknownAliasError
-        If an alias is not in ``clusters`` (before anything connects).
-
-    Notes
-    -----
-    Not thread-safe. Every command that names a group raises
-    :class:`~mirrorspark.errors.ControlError` for an *unknown group*: one with
-    no checkpoints on T and no committed offsets or membership on S.
+    Reads the flow's checkpoints on T (and, where needed, the group on S and the offset syncs); only
+    :meth:`failover` writes. ``timeout_s`` in seconds per cluster call and checkpoints read (``None`` = the
+    flow's ``admin.timeout.ms``). Raises UnknownAliasError before connecting; every command naming an
+    *unknown group* (no checkpoints on T, nothing committed or no members on S) raises ControlError. Not
+    thread-safe.
     """
 
     def __init__(
@@ -62,16 +40,16 @@ class ConsumerMigration:
         timeout_s: float | None = None,
         context: ReplicationContext | None = None,
     ) -> None:
-        self.flow = config.flow(source, target)
+        self.flow_config = config.flow(source, target)
         contexts = context if context is not None else ReplicationContext(config)
         self.context = contexts.flow(source, target)
         self.source = source
         self.target = target
         self._explicit_timeout_s = timeout_s
-        self.timeout_s = timeout_s if timeout_s is not None else self.flow.admin_timeout_ms / 1000
+        self.timeout_s = timeout_s if timeout_s is not None else self.flow_config.admin_timeout_s
         self.policy = self.context.policy
         self.topic_filter = self.context.topic_filter
-        self.checkpoints_topic = self.policy.checkpoints_topic(source)
+        self.checkpoints_topic = self.context.internal_topics.checkpoints
         self.translator = OffsetTranslator(self.context, reverse=contexts.reverse(self.context))
         self._sides: dict[str, Side] = {source: "source", target: "target"}
         self._admins: dict[str, ClusterAdmin] = {}
@@ -87,11 +65,7 @@ class ConsumerMigration:
     # ------------------------------------------------------------------ clusters
 
     def admin(self, alias: str) -> ClusterAdmin:
-        """Return the admin wrapper of ``alias`` (the source or target), created at first use.
-
-        Each call waits :attr:`timeout_s`. Its librdkafka log lines go to Python logging
-        (:data:`~mirrorspark.kafka.factory.LIBRDKAFKA_LOGGER`).
-        """
+        """Return the admin wrapper of ``alias`` (the source or target), created at first use."""
         if alias not in self._admins:
             side = self._sides[alias]
             admin = self.context.cluster_admin(
@@ -105,9 +79,8 @@ class ConsumerMigration:
     def group_offsets(self, alias: str, group: str) -> dict[TopicPartitionKey, tuple[int, str]]:
         """Read a group's committed offsets on ``alias`` with a consumer of the group.
 
-        Never Admin ``listConsumerGroupOffsets``: librdkafka's admin client crashes the process when a
-        group coordinator moves (:meth:`~mirrorspark.kafka.admin.ClusterAdmin.committed_group_offsets`), which is
-        likely while a source fails, when failovers are run.
+        Never Admin ``listConsumerGroupOffsets``: librdkafka's admin client crashes when a group coordinator
+        moves, which is likely while a source fails.
         """
         side = self._sides[alias]
         reader = self.context.consumer(side, f"migration-{side}-group-reader", overrides={"group.id": group})
@@ -117,13 +90,7 @@ class ConsumerMigration:
             reader.close()
 
     def require_reachable(self, alias: str) -> None:
-        """Fail fast unless a broker of ``alias`` (the source or the target) answers.
-
-        Raises
-        ------
-        ClusterUnreachableError
-            Naming the alias, its bootstrap servers and the fix.
-        """
+        """Fail fast with ClusterUnreachableError unless a broker of ``alias`` answers."""
         if self._reachable.get(alias):
             return
         try:
@@ -168,8 +135,8 @@ class ConsumerMigration:
     def _read_checkpoints(self) -> list[Checkpoint]:
         """Every decodable checkpoint of ``<S>.checkpoints.internal`` on T, in topic order."""
         return read_checkpoints(
-            self.flow.target_consumer,
-            self.flow.target_admin,
+            self.flow_config.target_consumer,
+            self.flow_config.target_admin,
             self.target,
             self.checkpoints_topic,
             client_id=self.context.client_id("checkpoints-target-consumer"),
@@ -178,20 +145,7 @@ class ConsumerMigration:
         )
 
     def checkpoints(self, group: str | None = None) -> list[Checkpoint]:
-        """Checkpoint records on the target, in topic order (``mirrorspark checkpoints read``).
-
-        Parameters
-        ----------
-        group:
-            Only this group's records; ``None`` for all.
-
-        Raises
-        ------
-        ControlError
-            If ``group`` is unknown.
-        ClusterError
-            If the target cannot be read (unreachable: ``ClusterUnreachableError``).
-        """
+        """Return the checkpoints on the target in topic order (``group``'s only if given); ControlError if unknown."""
         self.require_reachable(self.target)
         records = self._read_checkpoints()
         if group is None:
@@ -202,25 +156,10 @@ class ConsumerMigration:
         return mine
 
     def latest_checkpoints(self, groups: Sequence[str] | None = None) -> dict[str, dict[TopicPartitionKey, Checkpoint]]:
-        """Read the current checkpoint per (group, downstream topic, partition) (MM2 ``translateOffsets``).
+        """Read the current checkpoint per group and downstream partition, sorted (MM2 ``translateOffsets``).
 
-        Parameters
-        ----------
-        groups:
-            The groups; ``None`` for every group with checkpoints. A known group
-            without checkpoints (yet) maps to ``{}``.
-
-        Returns
-        -------
-        dict[str, dict[tuple[str, int], Checkpoint]]
-            By group, then ``(topic on the target, partition)``, both sorted.
-
-        Raises
-        ------
-        ControlError
-            If a group in ``groups`` is unknown.
-        ClusterError
-            If the target cannot be read.
+        ``groups`` ``None`` = every group with checkpoints; a known group without any maps to ``{}``; an
+        unknown one raises ControlError.
         """
         self.require_reachable(self.target)
         by_group = latest_by_group(self._read_checkpoints())
@@ -236,29 +175,11 @@ class ConsumerMigration:
     # ------------------------------------------------------------------ live translation
 
     def translate_group(self, group: str) -> list[OffsetTranslation]:
-        """Translate a source group's committed offsets to the target now (``mirrorspark offsets translate``).
+        """Translate a source group's committed offsets to the target now, sorted (``mirrorspark offsets translate``).
 
-        Each committed offset (of a topic the flow replicates) is translated live
-        through the flow's offset syncs with MM2's rule (no exact copied ranges
-        exist outside the running flow), or in reverse through the opposite
-        flow's syncs for a failback topic (:meth:`OffsetTranslator.translate`).
-        When the latest checkpoint is for exactly the committed offset, its
-        downstream offset is preferred: the running flow may have translated it
-        exactly; its re-reads are then :func:`rereads_at` the live translation.
-
-        Returns
-        -------
-        list[OffsetTranslation]
-            Sorted by topic and partition; empty when the group committed nothing.
-
-        Raises
-        ------
-        ControlError
-            If the group is unknown.
-        ClusterUnreachableError
-            If the source or the target does not answer.
-        ClusterError
-            If a cluster call fails.
+        Live through the flow's offset syncs with MM2's rule, or in reverse through the opposite flow's for a
+        failback topic; a latest checkpoint for exactly the committed offset is preferred (the running flow may
+        have translated it exactly). Raises ControlError for an unknown group, ClusterError when a call fails.
         """
         self.require_reachable(self.source)
         self.require_reachable(self.target)
@@ -312,39 +233,16 @@ class ConsumerMigration:
     def failover(self, group: str, *, dry_run: bool = False) -> FailoverPlan:
         """Commit a group's latest checkpoints to the same group on the target (``mirrorspark failover``).
 
-        The offsets are those of :meth:`latest_checkpoints` (RemoteClusterUtils's
-        answer), written with the source commit's metadata whether they move the
-        target group forward or back. Needs only the target; when the source is
-        reachable too, the re-reads are computed from the offset syncs
-        (:func:`rereads_at`) and the group's members there are counted.
-
-        Parameters
-        ----------
-        group:
-            The consumer group.
-        dry_run:
-            Compute and return the plan, change nothing.
-
-        Returns
-        -------
-        FailoverPlan
-
-        Raises
-        ------
-        ControlError
-            If the group is unknown, has no checkpoints yet, or has active members
-            on the target (the message names the group, the cluster and how many).
-        ClusterUnreachableError
-            If the target does not answer.
-        ClusterError
-            If reading or committing fails.
+        Written with the source commit's metadata, forward or back; needs only the target (with the source
+        reachable, re-reads and source members are counted too). ``dry_run`` changes nothing. Raises
+        ControlError when the group is unknown, has no checkpoints or has active members on the target.
         """
         self.require_reachable(self.target)
         latest = self.latest_checkpoints([group])[group]
         if not latest:
             raise ControlError(
                 f"group '{group}' has no checkpoints in '{self.checkpoints_topic}' on '{self.target}' yet: "
-                f"nothing to fail over; let the flow {self.flow.name} run until it emits them "
+                f"nothing to fail over; let the flow {self.flow_config.name} run until it emits them "
                 "(emit.checkpoints.interval.seconds)"
             )
         source_members: int | None = None

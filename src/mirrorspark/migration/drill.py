@@ -1,10 +1,8 @@
 """Disaster-recovery drills of a flow: what a failover would lose, re-read and skip, measured beforehand.
 
-``mirrorspark drill`` (:class:`FlowDrill`): read-only by default (:meth:`FlowDrill.predict`); with
-``--execute`` (:meth:`FlowDrill.execute`) every selected group is failed over to a shadow group on the
-target, read by a real consumer to the end, failed back to a shadow group on the source, and the shadow
-groups are deleted, also when the drill is interrupted. The result and its record format are
-:mod:`mirrorspark.core.drills`; :func:`record_drill` appends it to the drill history on the target.
+Read-only by default (:meth:`FlowDrill.predict`); ``--execute`` fails each group over to a shadow group,
+reads it to the end, fails it back and deletes the shadow groups, also when interrupted. The result's
+format is :mod:`mirrorspark.core.drills`.
 """
 
 from __future__ import annotations
@@ -28,7 +26,6 @@ from mirrorspark.core.drills import (
     PartitionRecoveryPoint,
     PolicyVerdict,
     RecoveryPoint,
-    drills_topic,
     encode_drill,
     match_copies,
     matches_any_group,
@@ -53,25 +50,8 @@ log = logging.getLogger(__name__)
 class FlowDrill:
     """A disaster-recovery drill of the flow ``source->target`` (``mirrorspark drill``).
 
-    Parameters
-    ----------
-    config:
-        The whole configuration.
-    source, target:
-        Aliases of the flow.
-    groups:
-        A regular expression the drilled groups' ids match in full; ``None`` = every group with checkpoints.
-    timeout_s:
-        Seconds for each cluster call and each read (``--timeout``); ``None`` = the flow's ``admin.timeout.ms``.
-    clock_ms:
-        Epoch ms (for the record and the ages).
-
-    Raises
-    ------
-    UnknownAliasError
-        An alias is not in ``clusters``.
-    BadRegexError
-        ``groups`` is not a regular expression.
+    ``groups``: a regex drilled group ids match in full (``None`` = every group with checkpoints);
+    ``timeout_s`` in seconds per call and read; ``clock_ms`` epoch ms. Raises UnknownAliasError or BadRegexError.
     """
 
     def __init__(
@@ -93,7 +73,7 @@ class FlowDrill:
             ) from None
         self.migration = ConsumerMigration(config, source=source, target=target, timeout_s=timeout_s)
         self.ctx = self.migration.context
-        self.flow = self.migration.flow
+        self.flow_config = self.migration.flow_config
         self.source, self.target = source, target
         self._clock_ms = clock_ms
         self._positions: dict[PartitionKey, int] = {}
@@ -113,21 +93,7 @@ class FlowDrill:
     # ------------------------------------------------------------------ prediction
 
     def predict(self) -> DrillResult:
-        """Measure the recovery point and predict every selected group's failover, changing nothing.
-
-        Returns
-        -------
-        DrillResult
-            ``executed`` false.
-
-        Raises
-        ------
-        ClusterUnreachableError
-            The source or the target does not answer (a drill needs both; ``mirrorspark failover``
-            works with the target alone).
-        ClusterError
-            A read failed.
-        """
+        """Measure the recovery point and predict each group's failover, changing nothing; needs both clusters."""
         at = self._clock_ms()
         started = time.monotonic()
         m = self.migration
@@ -139,7 +105,7 @@ class FlowDrill:
         m.translator.load_syncs(read_to_end_required=False)
         groups = tuple(self._group(g, latest[g]) for g in names)
         return DrillResult(
-            flow=self.flow.name,
+            flow=self.flow_config.name,
             source=self.source,
             target=self.target,
             at=at,
@@ -238,12 +204,7 @@ class FlowDrill:
     def _verified(
         self, targets: dict[PartitionKey, tuple[int, int]], upstream: dict[PartitionKey, str | None]
     ) -> set[PartitionKey]:
-        """Return the checkpoints whose downstream offset is exactly the copy of their upstream offset.
-
-        The record before each side's offset is compared (or, at offset 0 on the target, the records
-        at them): equal fingerprints mean a consumer at the downstream offset reads nothing before the
-        upstream offset again.
-        """
+        """Return the checkpoints whose downstream offset is exactly the copy of their upstream offset."""
         t_ranges: dict[PartitionKey, tuple[int, int]] = {}
         s_ranges: dict[PartitionKey, tuple[int, int]] = {}
         for k, (down, up_off) in targets.items():
@@ -281,7 +242,7 @@ class FlowDrill:
 
     def _policy(self, groups: list[str]) -> PolicyVerdict:
         """Say what ``mirrorspark.failover.policy`` would do now, from the source's metadata."""
-        cfg, src = self.flow, self.migration.admin(self.source)
+        cfg, src = self.flow_config, self.migration.admin(self.source)
         topics = sorted({t for t, _ in self._ends})
         layouts = src.partition_metadata(topics) if topics else []
         min_isr: dict[str, int] = {}
@@ -305,37 +266,17 @@ class FlowDrill:
     def execute(self, *, yes: bool = False, on_group: Callable[[str], None] | None = None) -> DrillResult:
         """Predict, then fail every selected group over to its shadow group and measure what it reads.
 
-        Per group without members on either cluster: its newest checkpoints are committed to
-        ``mirrorspark-drill.<group>`` on the target; a consumer of that group reads from there to the end
-        offsets of that moment (recovery time: the commit to its first record); each record read is
-        matched to its source original (:func:`~mirrorspark.core.drills.match_copies`); the shadow
-        group's final positions are translated back to the source (MM2's offset syncs in reverse) and
-        committed to ``mirrorspark-drill.<group>`` there. Both shadow groups are deleted at the end of
-        each group's drill, whatever happens (Ctrl-C included).
-
-        Parameters
-        ----------
-        yes:
-            Allow a ``--groups`` pattern that matches any group, or no pattern.
-        on_group:
-            Called with each group's id before its drill (progress for the command).
-
-        Returns
-        -------
-        DrillResult
-            ``executed`` true; a group with members is ``refused``, not drilled.
-
-        Raises
-        ------
-        ControlError
-            No pattern or an all-matching one without ``yes``.
-        ClusterError, ClusterUnreachableError
-            As :meth:`predict`, or a shadow group's commit or read failed (its shadow groups deleted).
+        Per group (one with members is ``refused``): its newest checkpoints go to ``mirrorspark-drill.<group>``
+        on the target, a consumer reads to the end offsets (recovery time: commit to first record), each record
+        is matched to its original (:func:`~mirrorspark.core.drills.match_copies`), and the final positions are
+        failed back to the source. Both shadow groups are deleted whatever happens (Ctrl-C included).
+        ``on_group`` is called with each group's id first. Raises ControlError for a missing or all-matching
+        pattern without ``yes``.
         """
         if not yes and (self.pattern is None or matches_any_group(self.pattern.pattern)):
             shown = "no --groups" if self.pattern is None else f"--groups '{self.pattern.pattern}'"
             raise ControlError(
-                f"drill --execute with {shown} drills every consumer group of the flow {self.flow.name}: "
+                f"drill --execute with {shown} drills every consumer group of the flow {self.flow_config.name}: "
                 "name the groups with --groups REGEX, or add --yes to drill them all"
             )
         predicted = self.predict()
@@ -432,11 +373,7 @@ class FlowDrill:
         matched: list[tuple[GroupPartitionDrill, int | None]],
         positions: dict[PartitionKey, int],
     ) -> list[GroupPartitionDrill]:
-        """Translate the shadow group's target positions back to the source and commit them there.
-
-        The failback's re-reads are exact when the drill's consumer read records: the source position
-        its last record stands for is one past that record's original (the copy frontier).
-        """
+        """Translate the shadow group's target positions back to the source and commit them there."""
         syncs = self.migration.translator.syncs
         store = syncs.store if syncs is not None else None
         out, offsets = [], {}
@@ -454,27 +391,9 @@ class FlowDrill:
 
 
 def record_drill(migration: ConsumerMigration, result: DrillResult) -> str:
-    """Append a drill's result to the flow's drill history on the target (created compacted if missing).
-
-    Parameters
-    ----------
-    migration:
-        The flow's migration tools (its context and target admin).
-    result:
-        The drill.
-
-    Returns
-    -------
-    str
-        The history topic's name.
-
-    Raises
-    ------
-    ClusterError
-        The topic could not be created or the record was not acknowledged.
-    """
-    ctx, cfg = migration.context, migration.flow
-    topic = drills_topic(cfg.source, ctx.policy)
+    """Append a drill's result to the flow's drill history on the target (created if missing); return the topic."""
+    ctx, cfg = migration.context, migration.flow_config
+    topic = ctx.internal_topics.drills
     migration.admin(cfg.target).ensure_topic(
         topic,
         partitions=1,

@@ -1,8 +1,7 @@
 """The records a drill reads: fingerprints of copies and originals, and the shadow group's consumer.
 
-A copy is byte-exact (key, value, headers, timestamp), so a record on the target is matched to its
-original on the source by a fingerprint of those four (:func:`fingerprint`), never by offset: offsets
-differ between the two clusters (transaction markers, compaction, a re-created topic).
+A copy is byte-exact, so a record is matched to its original by a fingerprint of key, value, headers and
+timestamp (:func:`fingerprint`), never by offset (offsets differ between the two clusters).
 """
 
 from __future__ import annotations
@@ -22,13 +21,7 @@ _POLL_S = 0.2
 
 
 def fingerprint(message: Any) -> bytes:
-    """Return a 16-byte digest of a consumed record's key, value, timestamp and headers (its copy's too).
-
-    Parameters
-    ----------
-    message:
-        A ``confluent_kafka.Message`` without error.
-    """
+    """Return a 16-byte digest of a consumed record's key, value, timestamp and headers (its copy's too)."""
     h = hashlib.blake2b(digest_size=16)
     for part in (message.key(), message.value()):
         h.update(b"\x00" if part is None else b"\x01" + len(part).to_bytes(8, "big") + part)
@@ -52,31 +45,11 @@ def read_fingerprints(
     alias: str,
     on_first_record: Callable[[], None] | None = None,
 ) -> dict[PartitionKey, list[tuple[int, bytes]]]:
-    """Read the records of ``[start, end)`` per partition and return their offsets and fingerprints.
+    """Read offset ranges ``{(topic, partition): (start, end)}``; return ``(offset, fingerprint)`` lists by offset.
 
-    Parameters
-    ----------
-    consumer:
-        A consumer of the cluster (``enable.partition.eof`` on, never subscribed); closed by the caller.
-    ranges:
-        ``{(topic, partition): (start, end)}`` offsets; an empty range reads nothing.
-    timeout_s:
-        Seconds for the whole read.
-    alias:
-        The cluster's alias (for the error).
-    on_first_record:
-        Called once, when the first record of the ranges arrives.
-
-    Returns
-    -------
-    dict[PartitionKey, list[tuple[int, bytes]]]
-        Per partition, ``(offset, fingerprint)`` in offset order (fewer than ``end - start`` where offsets
-        hold no record: transaction markers, compaction).
-
-    Raises
-    ------
-    ClusterError
-        The records were not all read within ``timeout_s`` (names the first partition left).
+    ``consumer`` has ``enable.partition.eof`` on (closed by the caller); offsets holding no record
+    (transaction markers, compaction) are absent. Raises ClusterError naming the first partition left when
+    ``timeout_s`` (seconds, the whole read) runs out.
     """
     out: dict[PartitionKey, list[tuple[int, bytes]]] = {k: [] for k in ranges}
     todo = {k for k, (start, end) in ranges.items() if end > start}
@@ -113,17 +86,7 @@ def read_fingerprints(
 
 @dataclass
 class ShadowRead:
-    """What the shadow group's consumer read on the target (:func:`read_from_committed`).
-
-    Attributes
-    ----------
-    first_record_s, ready_s:
-        Monotonic seconds of the first record read, and of every partition reaching its end offset.
-    records:
-        Per partition, the fingerprints in offset order.
-    positions:
-        Per partition, the consumer's position at the end (next offset to read).
-    """
+    """What the shadow group's consumer read on the target; times in monotonic s, positions = next offsets to read."""
 
     first_record_s: float | None = None
     ready_s: float | None = None
@@ -134,27 +97,8 @@ class ShadowRead:
 def read_from_committed(consumer: Any, ends: Mapping[PartitionKey, int], *, timeout_s: float, alias: str) -> ShadowRead:
     """Read every partition from the group's committed offset to ``ends``, as a failed-over consumer would.
 
-    Parameters
-    ----------
-    consumer:
-        A consumer of the shadow group (``enable.partition.eof`` on, ``auto.offset.reset=error``,
-        no auto commit); it is assigned the partitions at their committed offsets
-        (:func:`read_fingerprints`) and commits its positions at the end. Closed by the caller.
-    ends:
-        ``{(topic, partition): end offset}`` on the target when the drill committed.
-    timeout_s:
-        Seconds for the whole read.
-    alias:
-        The target's alias (for the error).
-
-    Returns
-    -------
-    ShadowRead
-
-    Raises
-    ------
-    ClusterError
-        A partition has no committed offset, or the read did not end within ``timeout_s``.
+    The consumer commits its positions at the end (closed by the caller). Raises ClusterError when a
+    partition has no committed offset or the read misses ``timeout_s`` (seconds, the whole read).
     """
     committed = consumer.committed([TopicPartition(t, p) for t, p in sorted(ends)], timeout=timeout_s)
     start: dict[PartitionKey, int] = {}

@@ -14,26 +14,8 @@ from mirrorspark.mm2.checkpoint_rules import TopicPartitionKey
 def reset_plan_csv(offsets: Mapping[str, Mapping[TopicPartitionKey, int]], *, with_group: bool) -> str:
     r"""Write offsets as a reset plan for ``kafka-consumer-groups --reset-offsets --from-file`` (ConsumerGroupCommand).
 
-    Parameters
-    ----------
-    offsets:
-        ``{group: {(topic, partition): committed offset}}`` (next offset to read).
-    with_group:
-        ``False``: ``topic,partition,offset`` lines, the format for exactly one
-        group given with ``--group G``; ``True``: ``group,topic,partition,offset``
-        lines, for any number of groups (``--group G1 --group G2`` or ``--all-groups``).
-
-    Returns
-    -------
-    str
-        No header, ``\n`` line ends, fields quoted only when needed (a group id
-        with a comma or quote), sorted by group, topic and partition; ``""`` when
-        there is nothing to reset.
-
-    Raises
-    ------
-    ValueError
-        If ``with_group`` is false and ``offsets`` holds more than one group.
+    ``with_group`` adds the group column (any number of groups); without it ``offsets`` must hold one group
+    (else ValueError). No header, ``\n`` line ends, sorted; ``""`` when there is nothing to reset.
     """
     if not with_group and len(offsets) > 1:
         raise ValueError(f"the 3-column reset plan holds one group, got {len(offsets)}: use with_group=True")
@@ -49,28 +31,9 @@ def reset_plan_csv(offsets: Mapping[str, Mapping[TopicPartitionKey, int]], *, wi
 class OffsetTranslation:
     """One committed offset of a source group, translated to the target now (``mirrorspark offsets translate``).
 
-    Attributes
-    ----------
-    group, topic, partition:
-        The group and the **upstream** topic-partition it committed on the source.
-    source_offset:
-        The group's committed offset on the source (next offset to read there).
-    target_topic:
-        The topic the group reads on the target (:func:`rename_topic`).
-    target_offset:
-        Where the group resumes on the target (next offset to read), ``None``
-        when the offset cannot be translated (yet).
-    target_end_offset:
-        The target partition's end offset, ``None`` if it does not exist.
-    rereads:
-        Records a consumer starting at ``target_offset`` reads again (copies of
-        records the group consumed on the source), ``None`` when unknown. Exact when
-        the partition has no compaction gaps or transaction markers; an upper
-        bound otherwise.
-    basis:
-        ``"checkpoint"`` (the latest checkpoint is for exactly this committed
-        offset: the running flow may have translated it exactly), ``"offset-syncs"``
-        (translated live by MM2's rule) or ``"none"``.
+    Offsets are next offsets to read; ``target_offset`` ``None`` = not translatable (yet); ``rereads`` is
+    exact without compaction gaps or transaction markers, else an upper bound; ``basis`` is
+    ``"checkpoint"``, ``"offset-syncs"`` or ``"none"``.
     """
 
     group: str
@@ -86,19 +49,7 @@ class OffsetTranslation:
 
 @dataclass(frozen=True)
 class FailoverPlan:
-    """What :meth:`ConsumerMigration.failover` did, or would do with ``dry_run``.
-
-    Attributes
-    ----------
-    group, source, target:
-        The group and the flow ``source->target``.
-    offsets:
-        One entry per partition, sorted by topic and partition.
-    applied:
-        Whether the offsets were committed (``False`` for a dry run).
-    source_members:
-        Active members of the group on the source, ``None`` if it was not reachable.
-    """
+    """What :meth:`ConsumerMigration.failover` did (or would, with ``dry_run``); ``source_members`` None: unknown."""
 
     group: str
     source: str

@@ -1,11 +1,8 @@
 """A flow's source offsets moved to another connector name: ``mirrorspark offsets source move``.
 
-Kafka Connect keys a source connector's offsets by its name (``["<name>",{"cluster":…,"partition":…,
-"topic":…}]`` in ``mm2-offsets.<source>.internal``), and KIP-875 has no rename: a renamed connector,
-or a changed ``mirrorspark.source.connector.name``, finds none and a flow then refuses to start
-(:class:`~mirrorspark.errors.SourceConnectorNameError`). This writes the newest offset of each
-partition stored under the old name again under the new one, same value, same topic, so mirrorspark
-and MM2 (or Connect) resume there under the new name. The old name's records are left as they are.
+Connect keys source offsets by connector name and KIP-875 has no rename: this writes the newest offset
+of each partition under the old name again under the new one, so mirrorspark and MM2 resume there. The
+old name's records are left as they are.
 """
 
 from __future__ import annotations
@@ -25,19 +22,7 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class MovedOffset:
-    """One partition's offset as ``move`` writes it under the new connector name.
-
-    Attributes
-    ----------
-    topic, partition:
-        The source partition.
-    offset:
-        The offset stored under the old name: the last copied record (the flow resumes at ``offset + 1``).
-    existing:
-        The offset stored under the new name now (overwritten), or ``None``.
-    key, value:
-        The record written to the offsets topic.
-    """
+    """One partition's offset as ``move`` writes it; ``offset`` is the last copied record (resume at ``offset + 1``)."""
 
     topic: str
     partition: int
@@ -54,25 +39,7 @@ class MovedOffset:
 
 @dataclass(frozen=True)
 class SourceOffsetsMove:
-    """What ``move`` writes (or would write, in a preview).
-
-    Attributes
-    ----------
-    flow:
-        ``"<source>-><target>"``.
-    offsets_topic:
-        ``mm2-offsets.<source>.internal`` on the target.
-    from_connector, to_connector:
-        The old and the new connector name.
-    moves:
-        One record per partition, sorted.
-    applied:
-        Whether the records were written (``False`` for a preview).
-    running:
-        Why the flow looks running (a preview still plans), or ``None``.
-    configured:
-        The flow's configured connector name (the one a run reads under).
-    """
+    """What ``move`` writes (or would write, in a preview); ``running`` says why the flow looks running, or ``None``."""
 
     flow: str
     offsets_topic: str
@@ -100,39 +67,11 @@ def move_source_offsets(
 ) -> SourceOffsetsMove:
     """Write the source offsets stored under ``from_connector`` again under ``to_connector`` (engine-audit-2 N3).
 
-    Parameters
-    ----------
-    so:
-        The flow's source-offset tools (its clusters, offsets topic, running check).
-    from_connector:
-        The old connector name.
-    to_connector:
-        The new one; default the flow's ``mirrorspark.source.connector.name`` (or its Connect connector's name).
-    topic:
-        Only this source topic's partitions (default: those of every topic the flow replicates,
-        heartbeats included; another connector's topics sharing the offsets topic stay where they are).
-    overwrite:
-        Replace other offsets already stored under the new name (else refused when writing; the same
-        offset, as a repeated move finds it, is no conflict).
-    dry_run:
-        Plan, write nothing (also while the flow runs: :attr:`SourceOffsetsMove.running`).
-
-    Returns
-    -------
-    SourceOffsetsMove
-
-    Raises
-    ------
-    SourceOffsetsRequestError
-        Same or empty names; no offsets topic; no offset of the source under the old name (the
-        names that have some are listed); when writing, offsets under the new name without ``overwrite``.
-    FlowRunningError
-        When writing while the flow runs: mirrorspark's lease group, or a Connect status ``RUNNING``
-        under either name; nothing written.
-    ClusterUnreachableError, ClusterError
-        A cluster does not answer; a read or write fails.
+    ``to_connector`` defaults to the flow's connector name; ``topic`` narrows to one source topic;
+    ``overwrite`` replaces other offsets under the new name. Raises SourceOffsetsRequestError for bad names,
+    no offsets or a conflict; FlowRunningError when writing while the flow runs (nothing written).
     """
-    flow = so.flow
+    flow = so.flow_config
     new = to_connector if to_connector is not None else flow.source_connector_name
     _check_names(from_connector, new)
     so.require_offsets_topic()
@@ -141,7 +80,7 @@ def move_source_offsets(
         flow.target_consumer,
         flow.target_admin,
         flow.target,
-        so.offsets_topic,
+        so.internal_topics.offsets,
         flow.source,
         client_id=so.ctx.client_id("offsets-target-consumer"),
         timeout_s=so.timeout_s,
@@ -169,7 +108,14 @@ def move_source_offsets(
     )
     running = so.running([from_connector, new]) if dry_run else None
     plan = SourceOffsetsMove(
-        flow.name, so.offsets_topic, from_connector, new, moves, not dry_run, running, flow.source_connector_name
+        flow.name,
+        so.internal_topics.offsets,
+        from_connector,
+        new,
+        moves,
+        not dry_run,
+        running,
+        flow.source_connector_name,
     )
     if not dry_run:
         _write(so, plan, overwrite=overwrite)
@@ -207,7 +153,8 @@ def _nothing_stored(
     which = f" for topic '{topic}'" if topic is not None else ""
     return SourceOffsetsRequestError(
         f"no source offsets of cluster '{so.source}'{which} are stored under connector name '{old}' in "
-        f"'{so.offsets_topic}' on cluster '{so.target}' ({found}): check --from-connector, --source and --topic"
+        f"'{so.internal_topics.offsets}' on cluster '{so.target}' ({found}): check --from-connector, --source and "
+        "--topic"
     )
 
 
@@ -222,7 +169,7 @@ def _write(so: FlowSourceOffsets, plan: SourceOffsetsMove, *, overwrite: bool) -
             "them with the old name's, or move only other partitions (--topic)"
         )
     so.require_stopped([plan.from_connector, plan.to_connector])
-    partitions = so.offsets_partitions() or so.flow.offset_storage_partitions
+    partitions = so.offsets_partitions() or so.flow_config.offset_storage_partitions
     producer = so.ctx.producer(
         "target", "offsets-target-producer", overrides={"enable.idempotence": True, "linger.ms": 0}
     )

@@ -1,9 +1,7 @@
 """A flow's source offsets as an operator edits them: ``mirrorspark offsets source list|alter|reset``.
 
-Kafka Connect's KIP-875 offset operations (``GET``/``PATCH``/``DELETE /connectors/{name}/offsets``)
-over ``mm2-offsets.<source>.internal`` on the target, in Connect's layout, so MM2 reads the result
-too. The planning is pure (:mod:`mirrorspark.mm2.alter_offsets`); this module reads what it
-needs, refuses while the flow runs, and writes.
+Kafka Connect's KIP-875 offset operations over ``mm2-offsets.<source>.internal``, in Connect's layout
+(MM2 reads the result too); the planning is pure (:mod:`mirrorspark.mm2.alter_offsets`).
 """
 
 from __future__ import annotations
@@ -27,7 +25,6 @@ from mirrorspark.kafka.reader import ALL_PARTITIONS, TopicReader
 from mirrorspark.mm2.alter_offsets import (
     OffsetChange,
     PartitionFacts,
-    connect_status_topic,
     parse_datetime_ms,
     plan_alter,
     plan_reset,
@@ -47,29 +44,7 @@ FIRST_RECORD_TIMEOUT_S = 10.0
 
 @dataclass(frozen=True)
 class SourceOffsetsPlan:
-    """What ``alter``/``reset`` writes (or would write, with ``dry_run``).
-
-    Attributes
-    ----------
-    flow:
-        ``"<source>-><target>"``.
-    operation:
-        ``"alter"`` or ``"reset"``.
-    offsets_topic:
-        ``mm2-offsets.<source>.internal`` on the target.
-    syncs_topic:
-        The flow's offset-syncs topic, or ``None`` when it emits none.
-    changes:
-        One record per partition.
-    applied:
-        Whether the records were written (``False`` for a dry run).
-    running:
-        Why the flow looks running (a dry run still plans), or ``None``.
-    auto_offset_reset:
-        The source consumer's ``auto.offset.reset``: where partitions without a stored offset start.
-    timestamp_ms:
-        The ``--to-datetime`` in epoch ms, or ``None``.
-    """
+    """What ``alter``/``reset`` writes (or would, with ``dry_run``); ``timestamp_ms``: ``--to-datetime`` in epoch ms."""
 
     flow: str
     operation: str
@@ -86,29 +61,8 @@ class SourceOffsetsPlan:
 class FlowSourceOffsets:
     """List, alter and reset the source offsets of one flow ``source->target``.
 
-    Parameters
-    ----------
-    config:
-        The whole configuration.
-    source, target:
-        The flow's aliases.
-    timeout_s:
-        Seconds for each cluster call and for reading the offsets topic (``--timeout``); ``None``
-        (default) = the flow's ``admin.timeout.ms``.
-    context:
-        The configuration's contexts (default: new ones).
-
-    Raises
-    ------
-    UnknownAliasError
-        An alias is not in ``clusters`` (before anything connects).
-    ConfigError
-        ``source == target``, or the flow's policy cannot be loaded.
-
-    Notes
-    -----
-    Not thread-safe. Reads need the target (offsets topic) and the source (partitions, end
-    offsets); writes go to the target (``mm2-offsets``) and to the offset-syncs topic's cluster.
+    ``timeout_s`` in seconds per call (``None`` = the flow's ``admin.timeout.ms``). Raises UnknownAliasError
+    before connecting, ConfigError for ``source == target``. Not thread-safe.
     """
 
     def __init__(
@@ -122,17 +76,18 @@ class FlowSourceOffsets:
     ) -> None:
         contexts = context if context is not None else ReplicationContext(config)
         self.ctx: FlowContext = contexts.flow(source, target)
-        self.flow = self.ctx.flow
+        self.flow_config = self.ctx.flow_config
         self.source = source
         self.target = target
         self._explicit_timeout_s = timeout_s
-        self.timeout_s = timeout_s if timeout_s is not None else self.flow.admin_timeout_ms / 1000
+        self.timeout_s = timeout_s if timeout_s is not None else self.flow_config.admin_timeout_s
+        self.internal_topics = self.ctx.internal_topics
         self._admins: dict[Side, ClusterAdmin] = {}
         self._src_topics: dict[str, int] | None = None
-        if not self.flow.enabled:
+        if not self.flow_config.enabled:
             raise SourceOffsetsRequestError(
-                f"flow {self.flow.name} is not configured: set {self.flow.name}.enabled = true in the config, "
-                "or check --source and --target"
+                f"flow {self.flow_config.name} is not configured: set {self.flow_config.name}.enabled = true in the "
+                "config, or check --source and --target"
             )
 
     # ------------------------------------------------------------------ clusters
@@ -150,68 +105,44 @@ class FlowSourceOffsets:
         return self._admins[side]
 
     @property
-    def offsets_topic(self) -> str:
-        """``mm2-offsets.<source>.internal`` (``offset.storage.topic``) on the target."""
-        return self.flow.offset_storage_topic
-
-    @property
     def syncs_side(self) -> Side:
         """Where the offset-syncs topic lives (``offset-syncs.topic.location``)."""
-        return "source" if self.flow.offset_syncs_topic_location == "source" else "target"
-
-    @property
-    def syncs_topic(self) -> str:
-        """The flow's offset-syncs topic (the alias in it is the *other* cluster's)."""
-        other = self.target if self.syncs_side == "source" else self.source
-        return self.ctx.policy.offset_syncs_topic(other)
+        return "source" if self.flow_config.offset_syncs_topic_location == "source" else "target"
 
     @property
     def auto_offset_reset(self) -> str:
         """The source consumer's ``auto.offset.reset`` (default ``earliest``)."""
-        return (self.flow.source_consumer.get("auto.offset.reset") or "earliest").strip().lower()
+        return (self.flow_config.source_consumer.get("auto.offset.reset") or "earliest").strip().lower()
 
     def running(self, connector_names: Sequence[str] = ()) -> str | None:
-        """Say why the flow looks running, or ``None``.
+        """Say why the flow looks running (the reason with the fix), or ``None``.
 
-        Running means: its lease group ``mirrorspark-lease-<source>-><target>`` has active members on
-        the target (a ``mirrorspark run`` on the continuous engine, holder or standby), or Connect's
-        status topic ``mm2-status.<source>.internal`` shows MirrorSourceConnector or one of its tasks
-        ``RUNNING`` (an MM2 in dedicated mode serving the flow; its worker group ``<source>-mm2``
-        uses Connect's protocol, which librdkafka cannot describe). ``connector_names``: more
-        connector names whose ``RUNNING`` status counts (``offsets source move``'s old name).
-
-        Returns
-        -------
-        str or None
-            The reason with the fix, or ``None``.
+        Running: its lease group has active members on the target, or Connect's status topic shows
+        MirrorSourceConnector (or ``connector_names``) or a task ``RUNNING``.
         """
         admin = self._admin("target")
         known = self._groups(admin)
-        lease_id, worker_id = lease_group(self.flow.name), connect_worker_group(self.source)
+        lease_id, worker_id = lease_group(self.flow_config.name), connect_worker_group(self.source)
         lease = admin.describe_group(lease_id) if lease_id in known else GroupDescription(lease_id, "Dead", 0)
         if lease.active:
             return (
-                f"flow {self.flow.name} is running: its lease group '{lease.group}' has {lease.members} active "
+                f"flow {self.flow_config.name} is running: its lease group '{lease.group}' has {lease.members} active "
                 f"member(s) on cluster '{self.target}' (a mirrorspark run, holder or standby); stop every "
                 "'mirrorspark run' serving it (Ctrl-C or SIGTERM; it stops cleanly) and try again"
             )
-        mm2 = self._mm2_running([self.flow.source_connector_name, *connector_names])
+        mm2 = self._mm2_running([self.flow_config.source_connector_name, *connector_names])
         if mm2 is not None:
             return (
-                f"flow {self.flow.name} may be running in MM2: Connect's status topic "
-                f"'{connect_status_topic(self.source)}' on cluster '{self.target}' shows {mm2} (MM2's Connect worker "
-                f"group is '{worker_id}'); stop MM2 gracefully (SIGTERM: its worker then marks the connector "
+                f"flow {self.flow_config.name} may be running in MM2: Connect's status topic "
+                f"'{self.internal_topics.connect_status}' on cluster '{self.target}' shows {mm2} (MM2's Connect "
+                f"worker group is '{worker_id}'); stop MM2 gracefully (SIGTERM: its worker then marks the connector "
                 "UNASSIGNED) and try again"
             )
         return None
 
     def _mm2_running(self, names: Sequence[str]) -> str | None:
-        """Return the first ``RUNNING`` status of a source connector ``names`` in Connect's status topic, or ``None``.
-
-        Connect's worker group (``<source>-mm2``) uses Connect's protocol, which librdkafka's admin
-        client cannot describe, so the status MM2's workers write is read instead.
-        """
-        topic = connect_status_topic(self.source)
+        """Return the first ``RUNNING`` status of a connector in ``names`` from Connect's status topic, or ``None``."""
+        topic = self.internal_topics.connect_status
         if topic not in self._admin("target").list_topics():
             return None
         latest: dict[bytes, bytes | None] = {}
@@ -221,8 +152,8 @@ class FlowSourceOffsets:
                 latest[m.key()] = m.value()
 
         reader = TopicReader(
-            self.flow.target_consumer,
-            self.flow.target_admin,
+            self.flow_config.target_consumer,
+            self.flow_config.target_admin,
             self.target,
             topic,
             client_id=self.ctx.client_id("offsets-status-consumer"),
@@ -261,7 +192,7 @@ class FlowSourceOffsets:
 
     def _stored(self) -> dict[PartitionKey, int]:
         topics = self._admin("target").list_topics()
-        if self.offsets_topic not in topics:
+        if self.internal_topics.offsets not in topics:
             return {}
         return read_flow_source_offsets(self.ctx, "offsets-target-consumer", timeout_s=self.timeout_s)
 
@@ -278,8 +209,8 @@ class FlowSourceOffsets:
                 )
             if not self.ctx.replicates_topic(topic):
                 raise SourceOffsetsRequestError(
-                    f"topic '{topic}' is not replicated by flow {self.flow.name} (topics / topics.exclude, or an "
-                    "internal topic): check --topic, or the flow's topics list"
+                    f"topic '{topic}' is not replicated by flow {self.flow_config.name} (topics / topics.exclude, or "
+                    "an internal topic): check --topic, or the flow's topics list"
                 )
             count = source_topics[topic]
             if partition is not None:
@@ -320,25 +251,9 @@ class FlowSourceOffsets:
         ]
 
     def list_offsets(self, topic: str | None = None, partition: int | None = None) -> list[PartitionFacts]:
-        """Return the flow's partitions with their stored position, source end offset and lag (``GET …/offsets``).
+        """Return the flow's partitions with stored position, source end offset and lag, sorted (``GET …/offsets``).
 
-        Parameters
-        ----------
-        topic, partition:
-            Only this topic / partition (``partition`` needs ``topic``).
-
-        Returns
-        -------
-        list[PartitionFacts]
-            Every partition of the replicated topics on the source, and every partition with a stored
-            offset, sorted.
-
-        Raises
-        ------
-        SourceOffsetsRequestError
-            Unknown or not replicated topic, partition out of range.
-        ClusterUnreachableError, ClusterError
-            A cluster does not answer, a read fails.
+        Raises SourceOffsetsRequestError for an unknown or unreplicated topic or partition.
         """
         stored = self._stored()
         return self._facts(self._selected(topic, partition, stored), stored)
@@ -387,36 +302,10 @@ class FlowSourceOffsets:
     ) -> SourceOffsetsPlan:
         """Set the position of partitions of the flow (``PATCH /connectors/{name}/offsets``).
 
-        Parameters
-        ----------
-        topic, partition:
-            Which partitions (default: every partition of every replicated topic).
-        to:
-            ``"offset"`` (``offset`` is the next source offset to copy), ``"earliest"`` (the source's
-            log start), ``"latest"`` (its end: copy only new records) or ``"datetime"`` (the first
-            record at or after ``datetime_iso``, else the end) or ``"shift"`` (the stored position
-            plus ``shift``, kept within the log start and end, as ``kafka-consumer-groups --shift-by``).
-        offset:
-            With ``to="offset"``.
-        shift:
-            With ``to="shift"``: records to move each stored position by (negative: back).
-        datetime_iso:
-            With ``to="datetime"``: ISO 8601, no zone = UTC.
-        dry_run:
-            Plan, write nothing (also while the flow runs: :attr:`SourceOffsetsPlan.running`).
-
-        Returns
-        -------
-        SourceOffsetsPlan
-
-        Raises
-        ------
-        FlowRunningError
-            The flow runs (mirrorspark's lease group or MM2's worker group has members); nothing written.
-        SourceOffsetsRequestError
-            Bad topic, partition, offset or date-time; the flow never ran (no offsets topic).
-        ClusterUnreachableError, ClusterError
-            A cluster does not answer; a read or write fails.
+        ``to``: ``"offset"`` (the next source offset to copy), ``"earliest"``, ``"latest"``, ``"datetime"``
+        (first record at or after ``datetime_iso``, ISO 8601, no zone = UTC) or ``"shift"`` (by ``shift``
+        records, kept within the log). Raises FlowRunningError while the flow runs (nothing written),
+        SourceOffsetsRequestError for a bad request or a flow that never ran.
         """
         timestamp_ms = parse_datetime_ms(datetime_iso) if to == "datetime" and datetime_iso is not None else None
         if to == "offset" and (offset is None or offset < 0):
@@ -450,7 +339,10 @@ class FlowSourceOffsets:
             else:
                 o = found.get(k, -1)
                 positions[k] = f.end if o < 0 else max(o, f.start)
-        syncs = self.flow.emit_offset_syncs_enabled and self.syncs_topic in self._admin(self.syncs_side).list_topics()
+        syncs = (
+            self.flow_config.emit_offset_syncs_enabled
+            and self.internal_topics.offset_syncs in self._admin(self.syncs_side).list_topics()
+        )
         # validate before reading the source further
         plan_alter(
             self.source,
@@ -458,7 +350,7 @@ class FlowSourceOffsets:
             positions,
             auto_offset_reset=self.auto_offset_reset,
             emit_offset_syncs=False,
-            connector_name=self.flow.source_connector_name,
+            connector_name=self.flow_config.source_connector_name,
         )
         firsts = self._first_records(facts, positions) if syncs else {}
         changes = plan_alter(
@@ -468,33 +360,17 @@ class FlowSourceOffsets:
             auto_offset_reset=self.auto_offset_reset,
             first_records=firsts,
             emit_offset_syncs=syncs,
-            connector_name=self.flow.source_connector_name,
+            connector_name=self.flow_config.source_connector_name,
         )
         return self._apply("alter", changes, facts, dry_run=dry_run, running=running, timestamp_ms=timestamp_ms)
 
     def reset(
         self, *, topic: str | None = None, partition: int | None = None, dry_run: bool = False
     ) -> SourceOffsetsPlan:
-        """Delete the stored positions (``DELETE /connectors/{name}/offsets``): tombstones.
+        """Delete the stored positions with tombstones (``DELETE /connectors/{name}/offsets``).
 
-        The next run starts those partitions at the source consumer's ``auto.offset.reset``
-        (``earliest`` by default: the log start), in MM2 as in mirrorspark.
-
-        Parameters
-        ----------
-        topic, partition:
-            Which partitions (default: every replicated partition and every stored one).
-        dry_run:
-            Plan, write nothing.
-
-        Returns
-        -------
-        SourceOffsetsPlan
-
-        Raises
-        ------
-        FlowRunningError, SourceOffsetsRequestError, ClusterUnreachableError, ClusterError
-            As for :meth:`alter`.
+        The next run starts at the source consumer's ``auto.offset.reset``, in MM2 as in mirrorspark.
+        Raises as :meth:`alter`.
         """
         stored = self._stored()
         keys = self._selected(topic, partition, stored)
@@ -503,7 +379,7 @@ class FlowSourceOffsets:
         facts = self._facts(keys, stored)
         return self._apply(
             "reset",
-            plan_reset(self.source, facts, connector_name=self.flow.source_connector_name),
+            plan_reset(self.source, facts, connector_name=self.flow_config.source_connector_name),
             facts,
             dry_run=dry_run,
             running=running,
@@ -517,14 +393,14 @@ class FlowSourceOffsets:
 
     def offsets_partitions(self) -> int | None:
         """Partitions of the offsets topic on the target, ``None`` while it does not exist."""
-        return self._admin("target").list_topics().get(self.offsets_topic)
+        return self._admin("target").list_topics().get(self.internal_topics.offsets)
 
     def require_offsets_topic(self) -> None:
         """Raise :class:`SourceOffsetsRequestError` if the flow never stored source offsets (no offsets topic)."""
         if self.offsets_partitions() is None:
             raise SourceOffsetsRequestError(
-                f"flow {self.flow.name} has never stored source offsets: '{self.offsets_topic}' does not exist on "
-                f"cluster '{self.target}'; run the flow once (partitions without an offset start at "
+                f"flow {self.flow_config.name} has never stored source offsets: '{self.internal_topics.offsets}' "
+                f"does not exist on cluster '{self.target}'; run the flow once (partitions without an offset start at "
                 f"auto.offset.reset={self.auto_offset_reset})"
             )
 
@@ -540,17 +416,19 @@ class FlowSourceOffsets:
     ) -> SourceOffsetsPlan:
         if not dry_run and changes:
             self.require_stopped()  # again, right before writing
-            partitions = self.offsets_partitions() or self.flow.offset_storage_partitions
+            partitions = self.offsets_partitions() or self.flow_config.offset_storage_partitions
             producer = self.ctx.producer(
                 "target", "offsets-target-producer", overrides={"enable.idempotence": True, "linger.ms": 0}
             )
             deliver(
                 producer,
                 [
-                    Outgoing(self.offsets_topic, c.key, c.value, partition=default_partition(c.key, partitions))
+                    Outgoing(
+                        self.internal_topics.offsets, c.key, c.value, partition=default_partition(c.key, partitions)
+                    )
                     for c in changes
                 ],
-                what=f"flow {self.flow.name}: source offsets ({operation})",
+                what=f"flow {self.flow_config.name}: source offsets ({operation})",
                 alias=self.target,
                 hint="some partitions may be changed, others not: run the command again",
             )
@@ -562,17 +440,17 @@ class FlowSourceOffsets:
                 )
                 deliver(
                     sync_producer,
-                    [Outgoing(self.syncs_topic, s.key(), s.value(), partition=0) for s in syncs],
-                    what=f"flow {self.flow.name}: offset syncs of the new positions",
+                    [Outgoing(self.internal_topics.offset_syncs, s.key(), s.value(), partition=0) for s in syncs],
+                    what=f"flow {self.flow_config.name}: offset syncs of the new positions",
                     alias=self.ctx.alias(side),
                     hint="the source offsets are written; the next run writes these syncs with its first records",
                 )
-            log.info("flow %s: %s of %d source offset(s) written", self.flow.name, operation, len(changes))
+            log.info("flow %s: %s of %d source offset(s) written", self.flow_config.name, operation, len(changes))
         return SourceOffsetsPlan(
-            flow=self.flow.name,
+            flow=self.flow_config.name,
             operation=operation,
-            offsets_topic=self.offsets_topic,
-            syncs_topic=self.syncs_topic if self.flow.emit_offset_syncs_enabled else None,
+            offsets_topic=self.internal_topics.offsets,
+            syncs_topic=self.internal_topics.offset_syncs if self.flow_config.emit_offset_syncs_enabled else None,
             changes=tuple(changes),
             applied=not dry_run,
             running=running,

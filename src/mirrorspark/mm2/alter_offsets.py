@@ -1,35 +1,18 @@
 """Altering and resetting a flow's source offsets (Kafka Connect's KIP-875 ``alterOffsets``/``resetOffsets``).
 
-The pure half of ``mirrorspark offsets source list|alter|reset``: from what was read (the stored
-offsets, the source partitions' start and end offsets, the remote partitions' end offsets) it
-decides which records go to ``mm2-offsets.<source>.internal`` and which offset syncs go with
-them. Nothing here does I/O (:mod:`mirrorspark.migration.source_offset_tools` reads and writes).
+The pure half of ``mirrorspark offsets source list|alter|reset``: which records go to ``mm2-offsets.<source>.internal``
+and which offset syncs go with them (:mod:`mirrorspark.migration.source_offset_tools` does the I/O).
 
-Positions
----------
-A **position** is the next source offset the flow copies (as a consumer group's committed
-offset is the next offset it reads). Connect stores ``position - 1``, the offset of the **last
-copied** record (``{"offset":N}``, mm2.md §5), and MM2 seeks to ``stored + 1``. MM2 (3.7+,
-KAFKA-13988) reads a negative stored offset as *no offset* and follows ``auto.offset.reset``;
-so position 0 cannot be stored as ``{"offset":-1}`` (KIP-875 refuses negative offsets too): it is
-written as a tombstone, which both engines read as "start at ``auto.offset.reset``", and is
-allowed only when that is ``earliest`` (the log start, 0 here).
+Positions: a **position** is the next source offset the flow copies; Connect stores ``position - 1`` (the **last
+copied** record, ``{"offset":N}``, mm2.md §5) and MM2 seeks to ``stored + 1``. MM2 3.7+ (KAFKA-13988) reads a
+negative stored offset as *no offset*, so position 0 is written as a tombstone ("start at ``auto.offset.reset``"),
+allowed only when that is ``earliest``.
 
-Offset syncs after an alter
----------------------------
-An alter starts a new *segment* of copies: the next run copies source offset ``p`` (the new
-position) to the remote partition's end ``E``. Syncs of the earlier copies stay in
-``mm2-offset-syncs`` and still map older upstream offsets to their old copies, which exist. So
-that translation follows the new segment at once, the alter writes ``OffsetSync(u, E)`` where
-``u`` is the first source record at or after ``p`` (a compacted-away offset or a transaction
-marker has none): exactly the sync the next run writes for its first copied record (MM2 syncs a
-partition's first record after every task start). A *rewind* (``u`` below the newest sync's
-upstream offset) makes MM2's ``OffsetSyncStore`` (and mirrorspark's) drop every older sync of
-the partition, so groups behind ``u`` get no checkpoint until they pass it; a *skip* appends it,
-and groups inside the skipped range translate to ``E`` (the records between were never copied).
-No sync is written when it could be untrue: the flow transforms the topic (a transform may drop
-record ``u``), no record at or after ``p`` exists yet, the remote topic does not exist, or the
-flow emits no offset syncs. The next run's first copied record writes it then.
+Offset syncs after an alter: the next run copies the new position ``p`` to the remote partition's end ``E``, so the
+alter writes ``OffsetSync(u, E)``, ``u`` the first source record at or after ``p``: the sync the next run's first
+record would write. A *rewind* (``u`` below the newest sync) makes the ``OffsetSyncStore`` drop older syncs; a
+*skip* appends it. No sync is written when it could be untrue (the topic is transformed, no record at or after
+``p`` yet, no remote topic, or no offset syncs): the next run writes it then.
 """
 
 from __future__ import annotations
@@ -61,23 +44,7 @@ ALTER_NOTE: Final = (
 
 @dataclass(frozen=True, slots=True)
 class PartitionFacts:
-    """What is known of one source partition of a flow when planning.
-
-    Attributes
-    ----------
-    topic, partition:
-        The source partition.
-    stored:
-        The stored Connect offset (offset of the last copied record), or ``None`` if none is stored.
-    start, end:
-        The source partition's log start and end offsets (end = next offset to be written).
-    remote_topic:
-        The remote topic on the target (by the flow's policy and any ``RegexRouter``).
-    remote_end:
-        The remote partition's end offset, or ``None`` if it does not exist.
-    transformed:
-        Whether the flow's transforms apply to the topic (a record may be dropped).
-    """
+    """What is known of one source partition of a flow when planning; ``stored``/``remote_end`` ``None`` if absent."""
 
     topic: str
     partition: int
@@ -102,21 +69,7 @@ class PartitionFacts:
 
 @dataclass(frozen=True, slots=True)
 class OffsetChange:
-    """One planned record of ``mm2-offsets.<source>.internal`` (and its offset sync, if any).
-
-    Attributes
-    ----------
-    topic, partition:
-        The source partition.
-    old_position, new_position:
-        Next source offset to copy before and after (``None``: none stored, the next run starts at
-        ``auto.offset.reset``).
-    key, value:
-        The Connect record: ``["MirrorSourceConnector",{"cluster":…,"partition":…,"topic":…}]`` and
-        ``{"offset":<new_position - 1>}``, or ``None`` (a tombstone).
-    sync:
-        The offset sync written with it (module notes), or ``None``.
-    """
+    """One planned record of ``mm2-offsets.<source>.internal`` and its offset sync, if any (``None`` = tombstone)."""
 
     topic: str
     partition: int
@@ -133,11 +86,7 @@ class OffsetChange:
 
     @property
     def change(self) -> Change:
-        """What the record does to the position.
-
-        ``rewind``/``skip`` (moved back/forward), ``set`` (none was stored), ``unchanged``, ``reset``
-        (a tombstone over a stored offset) or ``none`` (a tombstone where none was stored).
-        """
+        """What the record does to the position: ``rewind``, ``skip``, ``set``, ``unchanged``, ``reset`` or ``none``."""
         old, new = self.old_position, self.new_position
         if self.value is None and new is None:
             return "none" if old is None else "reset"
@@ -148,39 +97,12 @@ class OffsetChange:
         return "rewind" if new < old else "skip"
 
 
-def connect_status_topic(source_alias: str) -> str:
-    """Kafka Connect's status topic of MM2's flows from ``source_alias`` (``status.storage.topic``).
-
-    Returns
-    -------
-    str
-        ``mm2-status.<source_alias>.internal``, on the target, as MM2's ``MirrorMakerConfig.workerConfig`` names it.
-    """
-    return f"mm2-status.{source_alias}.internal"
-
-
 def running_connect_status(
     key: bytes | None, value: bytes | None, connector_name: str = MIRROR_SOURCE_CONNECTOR
 ) -> str | None:
-    """Decode one record of Connect's status topic; say whether it shows the connector running.
+    """Decode a record of Connect's status topic (``KafkaStatusBackingStore``): who runs the connector, or ``None``.
 
-    Connect's ``KafkaStatusBackingStore`` writes ``status-connector-<name>`` and
-    ``status-task-<name>-<n>`` keys with values ``{"state":"RUNNING","trace":null,
-    "worker_id":"host:port","generation":N}``; a worker that stops a connector or task gracefully
-    writes ``UNASSIGNED`` for it.
-
-    Parameters
-    ----------
-    key, value:
-        The record (the newest one of its key).
-    connector_name:
-        ``MirrorSourceConnector``.
-
-    Returns
-    -------
-    str or None
-        ``"<key> on worker <worker_id>"`` if the record is the connector's or one of its tasks' and
-        its state is ``RUNNING``, else ``None`` (also for an undecodable record).
+    ``"<key> on worker <worker_id>"`` for a ``RUNNING`` connector or task; graceful stops write ``UNASSIGNED``.
     """
     if key is None or value is None:
         return None
@@ -197,23 +119,7 @@ def running_connect_status(
 
 
 def parse_datetime_ms(text: str) -> int:
-    """Parse ``--to-datetime``: ISO 8601, e.g. ``2026-11-25T10:00:00Z``; no zone = UTC.
-
-    Parameters
-    ----------
-    text:
-        The option's value.
-
-    Returns
-    -------
-    int
-        Epoch milliseconds.
-
-    Raises
-    ------
-    SourceOffsetsRequestError
-        If ``text`` is not an ISO 8601 date-time.
-    """
+    """Parse ``--to-datetime`` (ISO 8601, no zone = UTC) to epoch ms; raises SourceOffsetsRequestError otherwise."""
     try:
         when = datetime.fromisoformat(text.strip())
     except ValueError as e:
@@ -227,22 +133,10 @@ def parse_datetime_ms(text: str) -> int:
 
 
 def check_position(facts: PartitionFacts, position: int, *, auto_offset_reset: str) -> None:
-    """Check a requested position against the source partition.
+    """Check a requested position against the source partition; raises SourceOffsetsRequestError.
 
-    Parameters
-    ----------
-    facts:
-        The partition.
-    position:
-        The requested next source offset to copy.
-    auto_offset_reset:
-        The flow's source consumer ``auto.offset.reset`` (``earliest``, ``latest`` or ``none``).
-
-    Raises
-    ------
-    SourceOffsetsRequestError
-        If the position is outside ``[start, end]`` of the source partition, or is 0 while
-        ``auto.offset.reset`` is not ``earliest`` (MM2 cannot store it, module notes).
+    Refused: a position outside ``[start, end]``, or 0 while ``auto.offset.reset`` is not ``earliest`` (MM2 cannot
+    store it, module notes).
     """
     where = f"{facts.topic}-{facts.partition}"
     if not facts.start <= position <= facts.end:
@@ -270,33 +164,8 @@ def plan_alter(
 ) -> list[OffsetChange]:
     """Plan an alter (KIP-875 ``PATCH /connectors/{name}/offsets``): one record per partition.
 
-    Parameters
-    ----------
-    source_alias:
-        The flow's source cluster alias (the key's ``cluster``).
-    facts:
-        The partitions to alter, in output order.
-    positions:
-        The new position (next source offset to copy) of each of them.
-    auto_offset_reset:
-        The source consumer's ``auto.offset.reset`` (default ``earliest``).
-    first_records:
-        The offset of the first source record at or after the new position, per partition, where
-        one was found (module notes); partitions missing get no sync.
-    emit_offset_syncs:
-        ``emit.offset-syncs.enabled`` of the flow (and the syncs topic exists).
-    connector_name:
-        Connect's connector name (``MirrorSourceConnector``).
-
-    Returns
-    -------
-    list[OffsetChange]
-        One per partition, ``{"offset":position-1}``, or a tombstone for position 0.
-
-    Raises
-    ------
-    SourceOffsetsRequestError
-        A position fails :func:`check_position`, or a partition has none.
+    Each is ``{"offset": position-1}``, or a tombstone for position 0; raises SourceOffsetsRequestError if a
+    position fails :func:`check_position` or a partition has none.
     """
     firsts = first_records or {}
     out: list[OffsetChange] = []
@@ -326,25 +195,9 @@ def plan_alter(
 def plan_reset(
     source_alias: str, facts: Sequence[PartitionFacts], *, connector_name: str = MIRROR_SOURCE_CONNECTOR
 ) -> list[OffsetChange]:
-    """Plan a reset (KIP-875 ``DELETE /connectors/{name}/offsets``): a tombstone per partition.
+    """Plan a reset (KIP-875 ``DELETE /connectors/{name}/offsets``): a tombstone per partition, stored offset or not.
 
-    Tombstones are written for partitions with and without a stored offset (Connect's reset writes
-    one for every partition it knows; a tombstone over nothing is harmless and covers an offset a
-    concurrent reader has not seen yet). No offset sync: where the next run starts depends on
-    ``auto.offset.reset`` then, and its first copied record writes the sync.
-
-    Parameters
-    ----------
-    source_alias:
-        The flow's source cluster alias.
-    facts:
-        The partitions to reset.
-    connector_name:
-        Connect's connector name.
-
-    Returns
-    -------
-    list[OffsetChange]
+    No offset sync: the next run starts at ``auto.offset.reset`` and its first copied record writes it.
     """
     return [
         OffsetChange(
@@ -366,7 +219,6 @@ __all__ = [
     "PartitionFacts",
     "PartitionKey",
     "check_position",
-    "connect_status_topic",
     "parse_datetime_ms",
     "plan_alter",
     "plan_reset",

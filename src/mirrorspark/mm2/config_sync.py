@@ -35,30 +35,10 @@ class ConfigPropertyRule(Protocol):
 def topic_config_changes(
     source: Mapping[str, ConfigEntry], target: Mapping[str, ConfigEntry], rule: ConfigPropertyRule
 ) -> dict[str, str | None]:
-    """Return the changes that bring a remote topic's configs in line with its source topic's (KIP-894).
+    """Return ``{name: new value, or None to delete the override}`` aligning a remote topic's configs (KIP-894).
 
-    A source entry that is set (not at its default) and differs on the target is SET; a source
-    entry at its default, with ``use.defaults.from=target``, DELETEs a topic-level override on the
-    target (it falls back to *its* default); with ``use.defaults.from=source`` the source's
-    default value is SET. Properties the rule excludes (``config.properties.exclude``) are never
-    touched, so target-side overrides of them survive. Only differences are returned.
-
-    Parameters
-    ----------
-    source, target:
-        The source topic's and the remote topic's config entries, by name.
-    rule:
-        The flow's config property filter.
-
-    Returns
-    -------
-    dict[str, str | None]
-        ``{name: new value, or None to delete the override}``; empty when nothing differs.
-
-    Notes
-    -----
-    Mirrors MM2's ``MirrorSourceConnector.targetConfig`` + ``syncTopicConfigs`` with
-    ``ConfigPropertyFilter`` and ``use.defaults.from`` (KIP-894).
+    As MM2's ``MirrorSourceConnector.targetConfig``: a set source entry that differs is SET; one at its default
+    DELETEs the target's override (``use.defaults.from=target``) or SETs the source's default (``source``).
     """
     delta: dict[str, str | None] = {}
     for name, entry in source.items():

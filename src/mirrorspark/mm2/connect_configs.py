@@ -1,17 +1,9 @@
 """Kafka Connect's config topic as a previous owner of a flow left it: how many tasks its source connector ran.
 
-Connect's ``KafkaConfigBackingStore`` keeps, in the worker's ``config.storage.topic`` (MM2's dedicated mode:
-``mm2-configs.<source>.internal`` on the target), per connector ``<c>``: its task configs
-``task-<c>-<i>``, then ``commit-<c>`` with the task count ``{"tasks":n}`` of that generation, and, on a
-worker with ``exactly.once.source.support=enabled``, ``task-count-record-<c>`` with ``{"task-count":n}``
-once the leader fenced the previous generation (KIP-618). Keys are UTF-8 strings, values JSON written by
-Connect's internal ``JsonConverter`` (``schemas.enable=false``; an envelope ``{"schema":…,"payload":…}`` is
-accepted too).
-
-A task of index ``i`` may have run under transactional id ``<group id>-<c>-<i>`` (:func:`task_transactional_id`
-of :mod:`~mirrorspark.mm2.connect_offsets`): :class:`ConnectTaskCounts` gives the most task indexes any of
-those records names, which is how many ids a successor must fence (Connect's own ``fenceZombies`` fences
-``0 .. task-count-record - 1``; counting every record is never fewer).
+Connect's ``KafkaConfigBackingStore`` writes, per connector ``<c>``, ``task-<c>-<i>``, ``commit-<c>``
+(``{"tasks":n}``) and, with exactly-once support, ``task-count-record-<c>`` (``{"task-count":n}``, KIP-618), as
+JSON (a schema envelope is accepted). :class:`ConnectTaskCounts` gives the most task indexes any record names: how
+many transactional ids (:func:`~mirrorspark.mm2.connect_offsets.task_transactional_id`) a successor must fence.
 """
 
 from __future__ import annotations
@@ -43,17 +35,7 @@ def _count(body: dict[str, Any] | None, field: str) -> int | None:
 
 
 class ConnectTaskCounts:
-    """The task counts one Connect config topic records for one connector, fed record by record.
-
-    Parameters
-    ----------
-    connector:
-        The connector's name (``mirrorspark.source.connector.name``; MM2's dedicated mode:
-        ``MirrorSourceConnector``).
-
-    Records of other connectors (including ``task-<c>-…`` of a connector whose name merely starts
-    with ``<c>-``, whose suffix is no task index) and malformed values are ignored.
-    """
+    """The task counts one Connect config topic records for one connector, fed record by record."""
 
     def __init__(self, connector: str) -> None:
         self.connector = connector

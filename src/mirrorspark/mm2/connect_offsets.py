@@ -15,12 +15,7 @@ _SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n
 
 
 def _json_string(value: str) -> str:
-    r"""Write ``value`` as a JSON string literal, as Jackson writes it.
-
-    Non-ASCII characters are written raw, ``"`` and ``\`` and the usual control
-    characters get their short escapes, other control characters ``\u00XX`` with
-    upper-case hex (Python's :mod:`json` would write lower-case hex).
-    """
+    r"""Write ``value`` as a JSON string literal as Jackson does (raw non-ASCII, upper-case ``\u00XX`` hex)."""
     parts = ['"']
     for ch in value:
         escaped = _SHORT_ESCAPES.get(ch)
@@ -51,26 +46,8 @@ def source_offset_key(
 ) -> bytes:
     """Key under which Connect stores MirrorSourceConnector's offset for one source partition.
 
-    Parameters
-    ----------
-    cluster_alias:
-        Alias of the source cluster, e.g. ``"primary"``.
-    topic:
-        Source topic name.
-    partition:
-        Source partition number (≥ 0).
-    connector_name:
-        Connector name; ``"MirrorSourceConnector"`` in MM2's dedicated driver.
-
-    Returns
-    -------
-    bytes
-        E.g. ``["MirrorSourceConnector",{"cluster":"primary","partition":0,"topic":"test-topic-1"}]``.
-
-    Raises
-    ------
-    TypeError
-        If ``partition`` is not an int.
+    E.g. ``["MirrorSourceConnector",{"cluster":"primary","partition":0,"topic":"t"}]``; TypeError if ``partition``
+    is not an int.
     """
     return _connect_key(
         connector_name,
@@ -83,22 +60,9 @@ def source_offset_key(
 
 
 def source_offset_value(offset: int) -> bytes:
-    """Value Connect stores as MirrorSourceConnector's offset for one source partition.
+    """Value ``{"offset": offset}`` Connect stores for one source partition.
 
-    Parameters
-    ----------
-    offset:
-        Offset of the **last replicated** upstream record (MM2 resumes at ``offset + 1``).
-
-    Returns
-    -------
-    bytes
-        E.g. ``{"offset":99}``.
-
-    Raises
-    ------
-    TypeError
-        If ``offset`` is not an int.
+    ``offset`` is the **last replicated** upstream offset (MM2 resumes at ``offset + 1``).
     """
     return f'{{"offset":{_json_int(offset, "offset")}}}'.encode()
 
@@ -141,28 +105,10 @@ def decode_topic_id_marker(key: bytes, value: bytes | None) -> tuple[str, str, i
 
 
 def task_transactional_id(group_id: str, connector_name: str, task_index: int) -> str:
-    """Return the ``transactional.id`` of a copy task in exactly-once mode, as Kafka Connect derives it.
+    """Return the ``transactional.id`` of a copy task in exactly-once mode: ``<group id>-<connector>-<task>`` (KIP-618).
 
-    Connect's ``Worker.taskTransactionalId`` (KIP-618): ``<group id>-<connector>-<task>``. MM2's
-    dedicated mode runs ``MirrorSourceConnector`` in group ``<source>-mm2``
-    (``"A-mm2-MirrorSourceConnector-0"``); a Connect cluster runs it under its worker's ``group.id``
-    and the connector's ``name``. The same id as the task of that index of the replicator mirrorspark
-    takes over from, on purpose: either side's ``init_transactions`` fences the other's task, so a
-    zombie of the old replicator can commit nothing.
-
-    Parameters
-    ----------
-    group_id:
-        The Connect worker group (``FlowConfig.connect_group_id``: ``<T>.group.id``, default
-        ``<source>-mm2``).
-    connector_name:
-        The source connector's name (``mirrorspark.source.connector.name``).
-    task_index:
-        The copy task's index (``0 .. min(tasks.max, partitions) - 1``).
-
-    Returns
-    -------
-    str
+    Connect's ``Worker.taskTransactionalId``; MM2's dedicated mode gives ``"A-mm2-MirrorSourceConnector-0"``. The
+    same id as the replicator taken over from, on purpose: either side's ``init_transactions`` fences the other.
     """
     return f"{group_id}-{connector_name}-{task_index}"
 
@@ -170,32 +116,7 @@ def task_transactional_id(group_id: str, connector_name: str, task_index: int) -
 def checkpoint_connector_offset_key(
     group: str, topic: str, partition: int, connector_name: str = MIRROR_CHECKPOINT_CONNECTOR
 ) -> bytes:
-    """Key under which Connect stores MirrorCheckpointConnector's (constant) offset.
-
-    The stored value is :data:`CONSTANT_OFFSET_VALUE`.
-
-    Parameters
-    ----------
-    group:
-        Consumer group id.
-    topic:
-        The **downstream** (renamed) topic, e.g. ``"primary.test-topic-1"``.
-    partition:
-        Partition number.
-    connector_name:
-        Connector name; ``"MirrorCheckpointConnector"`` in MM2's dedicated driver.
-
-    Returns
-    -------
-    bytes
-        E.g. ``["MirrorCheckpointConnector",{"partition":3,"topic":"primary.test-topic-1",
-        "group":"consumer-group-1"}]``.
-
-    Raises
-    ------
-    TypeError
-        If ``partition`` is not an int.
-    """
+    """Key of MirrorCheckpointConnector's (constant, :data:`CONSTANT_OFFSET_VALUE`) offset, for the downstream topic."""
     return _connect_key(
         connector_name,
         [
@@ -209,22 +130,7 @@ def checkpoint_connector_offset_key(
 def heartbeat_connector_offset_key(
     source_alias: str, target_alias: str, connector_name: str = MIRROR_HEARTBEAT_CONNECTOR
 ) -> bytes:
-    """Key under which Connect stores MirrorHeartbeatConnector's (constant) offset.
-
-    The stored value is :data:`CONSTANT_OFFSET_VALUE`.
-
-    Parameters
-    ----------
-    source_alias, target_alias:
-        The flow's cluster aliases.
-    connector_name:
-        Connector name; ``"MirrorHeartbeatConnector"`` in MM2's dedicated driver.
-
-    Returns
-    -------
-    bytes
-        E.g. ``["MirrorHeartbeatConnector",{"sourceClusterAlias":"primary","targetClusterAlias":"backup"}]``.
-    """
+    """Key of MirrorHeartbeatConnector's (constant, :data:`CONSTANT_OFFSET_VALUE`) offset."""
     return _connect_key(
         connector_name,
         [
@@ -235,20 +141,7 @@ def heartbeat_connector_offset_key(
 
 
 class SourceOffset(NamedTuple):
-    """MirrorSourceConnector's stored position for one source partition.
-
-    Attributes
-    ----------
-    cluster:
-        Source cluster alias.
-    topic:
-        Source topic name.
-    partition:
-        Source partition number.
-    offset:
-        Offset of the last replicated upstream record, or ``None`` for a tombstone
-        (offset deleted).
-    """
+    """MirrorSourceConnector's stored position for one source partition (``offset`` ``None``: deleted)."""
 
     cluster: str
     topic: str
@@ -296,29 +189,8 @@ def decode_source_offset(
 ) -> SourceOffset | None:
     """Decode a record of Connect's offsets topic written for MirrorSourceConnector.
 
-    Parameters
-    ----------
-    key:
-        Record key, ``[<connector name>,{...partition map...}]`` as JSON.
-    value:
-        Record value, ``{"offset":<int>}`` as JSON, or ``None`` (tombstone).
-    connector_name:
-        Name of the source connector whose offsets are wanted; default
-        ``"MirrorSourceConnector"``.
-
-    Returns
-    -------
-    SourceOffset or None
-        ``(cluster, topic, partition, offset)`` (``offset`` ``None`` for a tombstone), or
-        ``None`` if the key belongs to another connector (e.g. the checkpoint or heartbeat
-        connector).
-
-    Raises
-    ------
-    CorruptRecordError
-        If the key is not a JSON array ``[string, object]``, or for ``connector_name`` the
-        object lacks string ``cluster``/``topic`` or integer ``partition``, or the value is
-        not a JSON object with an integer ``offset``.
+    ``None`` if the key belongs to another connector; the offset is ``None`` for a tombstone. Raises
+    CorruptRecordError if the key or value is not the layout Connect writes.
     """
     parsed_key = _parse_json(key, "key")
     if not (
@@ -353,12 +225,7 @@ def decode_source_offset(
 
 
 def source_offset_connector(key: bytes) -> str | None:
-    """Return the connector name of a key in MirrorSourceConnector's layout, whatever the name; else ``None``.
-
-    ``["<name>",{"cluster":<string>,"partition":<int>,"topic":<string>}]`` gives ``<name>`` (a topic-id
-    marker's :data:`TOPIC_ID_MARKER` too); another connector's key (checkpoint, heartbeat) or an
-    undecodable one gives ``None``.
-    """
+    """Return the connector name of a key in MirrorSourceConnector's layout (a topic-id marker's too); else ``None``."""
     parsed = _source_partition_key(key)
     return None if parsed is None else parsed[0]
 
@@ -372,12 +239,9 @@ OFFSET_HISTORY_DEPTH = 32
 class OffsetHistory:
     """The stored source offsets of one partition that could still be its last *valid* one, oldest first.
 
-    Connect's reader keeps only the newest record per key; a foreign or corrupt record pointing past
-    the source partition's end would then make mirrorspark skip records. This keeps, in record
-    order, the offsets a later end-offset check may fall back to: an offset followed by a lower or
-    equal one can never be the answer (the later one is valid whenever it is), so the kept offsets
-    increase strictly; at most :data:`OFFSET_HISTORY_DEPTH` of them (the newest). A tombstone
-    clears the history.
+    Connect keeps only the newest record per key, so a foreign or corrupt offset past the end would skip records.
+    Kept offsets increase strictly (a later lower one is valid whenever the earlier is), at most
+    :data:`OFFSET_HISTORY_DEPTH`; a tombstone clears them.
     """
 
     __slots__ = ("offsets", "topic_id")
@@ -388,14 +252,7 @@ class OffsetHistory:
         """The topic id a topic-id marker (:data:`TOPIC_ID_MARKER`) gave the stored offsets; ``None``: unknown."""
 
     def add(self, offset: int | None) -> bool:
-        """Add the offset of the next record (``None`` = tombstone).
-
-        Returns
-        -------
-        bool
-            ``False`` if the offset is below ``-1``, which no source partition can hold (the record
-            is ignored), else ``True``.
-        """
+        """Add the offset of the next record (``None`` = tombstone); ``False`` (ignored) for an offset below -1."""
         if offset is None:
             self.offsets.clear()
             return True
@@ -418,31 +275,11 @@ class OffsetHistory:
 def last_valid_offset(
     offsets: list[int], end: int, *, reached: int | None = None
 ) -> tuple[int | None, tuple[int, ...]]:
-    """Pick the newest stored offset a source partition with end offset ``end`` can hold, or once held.
+    """Pick the newest stored offset a partition with end offset ``end`` can hold, or once held; and those skipped.
 
-    A stored offset at or past the end is either foreign or corrupt (never acted on: skipped), or
-    the flow's own from before the source log was truncated (an unclean leader election): then
-    the flow's own progress reports reached past it, ``offset < reached``, and it is kept, so that
-    the resumed position lies beyond the end and the truncation is found as a gap
-    (:func:`~mirrorspark.core.gaps.check_position`), never silently copied over.
-
-    Parameters
-    ----------
-    offsets:
-        The partition's stored offsets (offset of the last replicated record), oldest first, as
-        :attr:`OffsetHistory.offsets` keeps them.
-    end:
-        The source partition's end offset now.
-    reached:
-        The furthest position (next offset to copy) the flow's own progress reports say it
-        reached on this partition; ``None`` = no report (every offset past the end is skipped).
-
-    Returns
-    -------
-    tuple[int | None, tuple[int, ...]]
-        ``(offset, skipped)``: the newest offset ``o`` with ``-1 <= o < end`` or
-        ``-1 <= o < reached`` (resume at ``o + 1``), or ``None`` if there is none; and the newer
-        offsets skipped because they point past the end, and past what the flow reached.
+    An offset at or past the end is skipped as foreign or corrupt unless below ``reached`` (the flow's own before an
+    unclean election truncated the log): it is kept, so the truncation is found as a gap
+    (:func:`~mirrorspark.core.gaps.check_position`), never copied over. ``None`` if none is valid.
     """
     bound = end if reached is None else max(end, reached)
     for i in range(len(offsets) - 1, -1, -1):
@@ -460,19 +297,7 @@ _WORDS_LE = struct.Struct("<I")
 
 
 def murmur2(data: bytes) -> int:
-    """32-bit MurmurHash2 as Kafka computes it (``org.apache.kafka.common.utils.Utils.murmur2``).
-
-    Parameters
-    ----------
-    data:
-        The bytes to hash (for partitioning: the serialized record key).
-
-    Returns
-    -------
-    int
-        The hash as a **signed** 32-bit integer, like Java's ``int``
-        (e.g. ``murmur2(b"21") == -973932308``).
-    """
+    """32-bit MurmurHash2 as Kafka computes it (``org.apache.kafka.common.utils.Utils.murmur2``)."""
     length = len(data)
     h = (_MURMUR2_SEED ^ length) & _MASK32
     whole = length - length % 4
@@ -496,25 +321,7 @@ def murmur2(data: bytes) -> int:
 
 
 def default_partition(key: bytes, num_partitions: int) -> int:
-    """Partition Kafka's Java producer picks for a keyed record (``BuiltInPartitioner``).
-
-    Parameters
-    ----------
-    key:
-        The serialized record key.
-    num_partitions:
-        Partition count of the topic (25 for Connect's offsets topic by default).
-
-    Returns
-    -------
-    int
-        ``(murmur2(key) & 0x7fffffff) % num_partitions``, in ``0..num_partitions-1``.
-
-    Raises
-    ------
-    ValueError
-        If ``num_partitions`` is less than 1.
-    """
+    """Partition the Java producer picks for a keyed record: ``(murmur2(key) & 0x7fffffff) % n``."""
     if num_partitions < 1:
         raise ValueError(f"num_partitions must be at least 1, got {num_partitions}")
     return (murmur2(key) & 0x7FFFFFFF) % num_partitions

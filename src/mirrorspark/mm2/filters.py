@@ -1,23 +1,11 @@
 r"""Topic, group and config-property filters, and the source connector's topic rule.
 
-Mirrors MM2's ``TopicFilter``/``DefaultTopicFilter``, ``GroupFilter``/``DefaultGroupFilter``
-and ``ConfigPropertyFilter``/``DefaultConfigPropertyFilter`` (package
-``org.apache.kafka.connect.mirror``), and ``MirrorSourceConnector.shouldReplicateTopic``.
+MM2's ``DefaultTopicFilter``, ``DefaultGroupFilter``, ``DefaultConfigPropertyFilter`` and
+``MirrorSourceConnector.shouldReplicateTopic``. As in MM2, a list property's items are joined with ``|`` into one
+regex that must match the **whole** name; an **empty list matches nothing**; an exclude list replaces the default.
 
-List semantics, as in MM2: the items of a list property (``topics``, ``topics.exclude``,
-``groups``, ``groups.exclude``, ``config.properties.exclude``) are joined with ``|`` into one
-regular expression that must match the **whole** name; an **empty list matches nothing**
-(``topics=`` replicates no topic). Setting an exclude list replaces the default, it does
-not add to it.
-
-Patterns are written in Java regex syntax and compiled with Python's :mod:`re`, which
-agrees on everything users commonly write (Python 3.11+ also has possessive quantifiers
-and atomic groups). They are compiled with :data:`re.ASCII` so that ``\w``, ``\d``,
-``\s`` and case-insensitive matching are ASCII-only, as Java's are by default.
-Not supported: Java's ``\Q...\E`` quoting and inline flags in the middle of a pattern
-(use a scoped group such as ``(?i:abc)`` instead).
-
-This module does no I/O and imports neither pyspark nor confluent-kafka.
+Java regex syntax compiled by :mod:`re` with :data:`re.ASCII` (``\w``, ``\d``, ``\s`` and case folding ASCII-only,
+as in Java); not supported: ``\Q...\E`` and inline flags mid-pattern (use ``(?i:abc)``).
 """
 
 from __future__ import annotations
@@ -85,28 +73,9 @@ class ConfigPropertyFilter(Protocol):
 
 
 def compile_list(patterns: Sequence[str], *, key: str) -> re.Pattern[str] | None:
-    """Compile a list property of regexes the way MM2 does.
+    """Compile a list property of regexes the way MM2 does: one pattern for ``fullmatch``, or ``None`` if empty.
 
-    Parameters
-    ----------
-    patterns:
-        The list items (already split at commas and trimmed), e.g. ``["topic1", "app-.*"]``.
-    key:
-        Name of the config key the list came from, e.g. ``"topics.exclude"``; used in
-        error messages only.
-
-    Returns
-    -------
-    re.Pattern or None
-        One pattern, the items joined with ``|``, to be applied with ``fullmatch``;
-        ``None`` for an empty list, which matches nothing.
-
-    Raises
-    ------
-    BadRegexError
-        If the joined pattern does not compile; the message names ``key`` and the bad item.
-    TypeError
-        If ``patterns`` is a single string instead of a sequence of strings.
+    Raises BadRegexError naming ``key`` and the bad item; TypeError if given a single string.
     """
     if isinstance(patterns, str):
         raise TypeError(f"{key}: expected a sequence of regex strings, got the string {patterns!r}")
@@ -142,27 +111,7 @@ def _matches(pattern: re.Pattern[str] | None, name: str) -> bool:
 
 
 class DefaultTopicFilter:
-    r"""Topics matching ``topics`` and not ``topics.exclude`` (MM2 ``DefaultTopicFilter``).
-
-    Parameters
-    ----------
-    topics:
-        ``topics`` regexes; default ``(".*",)``. Empty matches no topic.
-    topics_exclude:
-        ``topics.exclude`` regexes; default :data:`DEFAULT_TOPICS_EXCLUDE`
-        (``.*[\-\.]internal``, ``.*\.replica``, ``__.*``). Empty excludes nothing.
-    key_prefix:
-        Prefix of the key names in error messages, e.g. ``"A->B."``; default ``""``.
-
-    Raises
-    ------
-    BadRegexError
-        If a list does not compile.
-
-    Notes
-    -----
-    Immutable after construction and thread-safe.
-    """
+    r"""Topics matching ``topics`` and not ``topics.exclude`` (MM2 ``DefaultTopicFilter``); immutable, thread-safe."""
 
     def __init__(
         self,
@@ -180,43 +129,12 @@ class DefaultTopicFilter:
         return f"DefaultTopicFilter(topics={self._topics!r}, topics_exclude={self._topics_exclude!r})"
 
     def should_replicate_topic(self, topic: str) -> bool:
-        """Whether a source topic passes the filter.
-
-        Parameters
-        ----------
-        topic:
-            Topic name on the source cluster.
-
-        Returns
-        -------
-        bool
-            ``topics`` matches the whole name and ``topics.exclude`` does not.
-        """
+        """Whether a source topic passes the filter."""
         return _matches(self._include, topic) and not _matches(self._exclude, topic)
 
 
 class DefaultGroupFilter:
-    """Groups matching ``groups`` and not ``groups.exclude`` (MM2 ``DefaultGroupFilter``).
-
-    Parameters
-    ----------
-    groups:
-        ``groups`` regexes; default ``(".*",)``. Empty matches no group.
-    groups_exclude:
-        ``groups.exclude`` regexes; default :data:`DEFAULT_GROUPS_EXCLUDE`
-        (``console-consumer-.*``, ``connect-.*``, ``__.*``). Empty excludes nothing.
-    key_prefix:
-        Prefix of the key names in error messages, e.g. ``"A->B."``; default ``""``.
-
-    Raises
-    ------
-    BadRegexError
-        If a list does not compile.
-
-    Notes
-    -----
-    Immutable after construction and thread-safe.
-    """
+    """Groups matching ``groups`` and not ``groups.exclude`` (MM2 ``DefaultGroupFilter``); immutable, thread-safe."""
 
     def __init__(
         self,
@@ -234,47 +152,14 @@ class DefaultGroupFilter:
         return f"DefaultGroupFilter(groups={self._groups!r}, groups_exclude={self._groups_exclude!r})"
 
     def should_replicate_group(self, group: str) -> bool:
-        """Whether a consumer group passes the filter.
-
-        Parameters
-        ----------
-        group:
-            Consumer group id on the source cluster.
-
-        Returns
-        -------
-        bool
-            ``groups`` matches the whole id and ``groups.exclude`` does not.
-        """
+        """Whether a consumer group passes the filter."""
         return _matches(self._include, group) and not _matches(self._exclude, group)
 
 
 class DefaultConfigPropertyFilter:
     """Topic configs not matching ``config.properties.exclude`` (MM2 ``DefaultConfigPropertyFilter``).
 
-    Parameters
-    ----------
-    exclude:
-        ``config.properties.exclude`` regexes; default
-        :data:`DEFAULT_CONFIG_PROPERTIES_EXCLUDE`. Setting it replaces the default list.
-        Empty excludes nothing.
-    use_defaults_from:
-        ``use.defaults.from`` (KIP-894): ``"target"`` (default) lets a topic config that
-        is at its default on the source fall back to the *target's* default; ``"source"``
-        copies the source's default value.
-    key_prefix:
-        Prefix of the key names in error messages, e.g. ``"A->B."``; default ``""``.
-
-    Raises
-    ------
-    BadRegexError
-        If the list does not compile.
-    ConfigError
-        If ``use_defaults_from`` is neither ``"source"`` nor ``"target"``.
-
-    Notes
-    -----
-    Immutable after construction and thread-safe.
+    Immutable and thread-safe; ``use_defaults_from`` (KIP-894) is ``"target"`` or ``"source"``, else ConfigError.
     """
 
     def __init__(
@@ -300,33 +185,11 @@ class DefaultConfigPropertyFilter:
         )
 
     def should_replicate_config_property(self, name: str) -> bool:
-        """Whether a topic config is copied to remote topics.
-
-        Parameters
-        ----------
-        name:
-            Topic config name, e.g. ``"retention.ms"``.
-
-        Returns
-        -------
-        bool
-            ``config.properties.exclude`` does not match the whole name.
-        """
+        """Whether a topic config is copied to remote topics."""
         return not _matches(self._exclude, name)
 
     def should_replicate_source_default(self, name: str) -> bool:
-        """Whether a config that is at its default on the source is copied with that value.
-
-        Parameters
-        ----------
-        name:
-            Topic config name (unused: the answer is the same for every config, as in MM2).
-
-        Returns
-        -------
-        bool
-            ``use.defaults.from == "source"``.
-        """
+        """Whether a config that is at its default on the source is copied with that value."""
         return self._use_defaults_from == "source"
 
 
@@ -340,28 +203,7 @@ def should_replicate_topic(
 ) -> bool:
     """Whether a flow replicates a source topic (MM2 ``MirrorSourceConnector.shouldReplicateTopic``).
 
-    Heartbeat topics (``heartbeats``, ``X.heartbeats``, ... as judged by
-    :meth:`ReplicationPolicy.is_heartbeats_topic`) are replicated even when the topic
-    filter rejects them, unless ``heartbeats_replication_enabled`` is false.
-
-    Parameters
-    ----------
-    topic:
-        Topic name on the flow's source cluster.
-    topic_filter:
-        The flow's topic filter.
-    policy:
-        The flow's replication policy.
-    target_alias:
-        Alias of the flow's target cluster (for the cycle check).
-    heartbeats_replication_enabled:
-        ``heartbeats.replication.enabled`` (Kafka 4.0+); default ``True``.
-
-    Returns
-    -------
-    bool
-        (filter accepts OR (heartbeats enabled AND heartbeats topic)) AND NOT internal
-        topic AND NOT a cycle back to ``target_alias``.
+    Heartbeat topics pass even when the filter rejects them, unless ``heartbeats_replication_enabled`` is false.
     """
     wanted = topic_filter.should_replicate_topic(topic) or (
         heartbeats_replication_enabled and policy.is_heartbeats_topic(topic)

@@ -1,22 +1,11 @@
 """MM2's replication metrics as pure definitions, and the measurement maths mirrorspark adds (no I/O).
 
-MM2 registers, per task, the metric groups ``MirrorSourceConnector`` (tags ``source``, ``target``,
-``topic`` = the **remote** topic, ``partition``) and ``MirrorCheckpointConnector`` (tags ``source``,
-``target``, ``group``, ``topic`` = the renamed downstream topic, ``partition``) in the JMX domain
-``kafka.connect.mirror`` (``MirrorSourceMetrics``, ``MirrorCheckpointMetrics``). Strimzi's JMX
-exporter rules and its Metrics Reporter turn an attribute ``record-age-ms-avg`` of group
-``MirrorSourceConnector`` into the Prometheus gauge
-``kafka_connect_mirror_mirrorsourceconnector_record_age_ms_avg`` with the tags as labels
-(:func:`prometheus_name`). :data:`MM2_METRICS` lists every attribute with its unit and meaning.
-
-What MM2 lacks, mirrorspark measures too (:data:`MIRRORSPARK_METRICS`, exported under the
-``mirrorspark_`` prefix): lag in records and in seconds, task state and restarts, heartbeat age,
-checkpoint lag and the re-reads a failover would cost, gap events, failover events.
-
-Latency and record age are sampled into a fixed histogram (:data:`LATENCY_BUCKETS_MS`) whose
-counts add up across partitions, tasks and time, so percentiles of any window are computed from the
-sum (:func:`quantile`). Lag in seconds is the age of the oldest record not copied yet, known from
-when the source's end offset first passed it (:class:`LagClock`).
+:data:`MM2_METRICS` lists MM2's attributes (groups ``MirrorSourceConnector`` and ``MirrorCheckpointConnector``, JMX
+domain ``kafka.connect.mirror``) with unit and meaning, named in Prometheus as Strimzi does
+(:func:`prometheus_name`); :data:`MIRRORSPARK_METRICS` adds what MM2 lacks (lag, task state, heartbeat age,
+checkpoint lag, re-reads, gaps, failovers) under ``mirrorspark_``. Latency and record age go into a fixed histogram
+(:data:`LATENCY_BUCKETS_MS`) that adds up across partitions, tasks and time (:func:`quantile`); lag in seconds is
+the age of the oldest record not copied (:class:`LagClock`).
 """
 
 from __future__ import annotations
@@ -49,21 +38,7 @@ sample), or windowed ``Min``/``Max``/``Avg`` (NaN without a sample in the window
 
 @dataclass(frozen=True, slots=True)
 class MetricDef:
-    """One metric: its MM2 (or mirrorspark) attribute name, group, stat, unit and meaning.
-
-    Attributes
-    ----------
-    name:
-        Attribute name as MM2 registers it, e.g. ``"record-age-ms-avg"``.
-    group:
-        ``MirrorSourceConnector``, ``MirrorCheckpointConnector``, or ``"mirrorspark"``.
-    stat:
-        See :data:`Stat`.
-    unit:
-        ``"records"``, ``"bytes"``, ``"records/s"``, ``"bytes/s"``, ``"ms"``, ``"s"`` or ``"count"``.
-    doc:
-        What it measures.
-    """
+    """One metric: its MM2 (or mirrorspark) attribute name, group, stat, unit and meaning."""
 
     name: str
     group: str
@@ -231,22 +206,7 @@ MIRRORSPARK_METRICS: Final[tuple[MetricDef, ...]] = (
 
 
 def prometheus_name(group: str, attribute: str) -> str:
-    """Return the Prometheus name Strimzi gives an MM2 attribute (JMX exporter rules and Metrics Reporter alike).
-
-    Parameters
-    ----------
-    group:
-        The metric group, e.g. ``"MirrorSourceConnector"``; ``"mirrorspark"`` for mirrorspark's own.
-    attribute:
-        The attribute, e.g. ``"record-age-ms-avg"``.
-
-    Returns
-    -------
-    str
-        ``kafka_connect_mirror_<group lower-cased>_<attribute with - as _>`` (e.g.
-        ``kafka_connect_mirror_mirrorsourceconnector_record_age_ms_avg``), or
-        ``mirrorspark_<attribute>`` for mirrorspark's own.
-    """
+    """Return the Prometheus name Strimzi gives an MM2 attribute (JMX exporter rules and Metrics Reporter alike)."""
     attr = attribute.replace("-", "_").replace(".", "_").lower()
     if group == "mirrorspark":
         return f"mirrorspark_{attr}"
@@ -301,31 +261,9 @@ def add_histograms(a: Sequence[int], b: Sequence[int]) -> list[int]:
 
 
 def quantile(hist: Sequence[int], q: float, lo: float | None = None, hi: float | None = None) -> float | None:
-    """Estimate the ``q`` quantile of the samples counted in ``hist``.
+    """Estimate the ``q`` quantile (in ``[0, 1]``) of the samples counted in ``hist``, in ms; ``None`` without samples.
 
-    The rank ``q * total`` falls in one bucket; the value is interpolated linearly between the
-    bucket's bounds (0 below the first, the largest sample ``hi`` above the last), then clamped
-    to ``[lo, hi]``, the smallest and largest samples when known: with one sample, or all in one
-    bucket, the estimate stays within what was seen.
-
-    Parameters
-    ----------
-    hist:
-        Counts per bucket of :data:`LATENCY_BUCKETS_MS` (:data:`HISTOGRAM_SIZE` of them).
-    q:
-        The quantile, in ``[0, 1]`` (0.5 = median, 0.99 = 99th percentile).
-    lo, hi:
-        Smallest and largest sample (ms), or ``None`` when unknown.
-
-    Returns
-    -------
-    float or None
-        The estimate (ms); ``None`` without samples.
-
-    Notes
-    -----
-    The service's Spark job computes the same estimate in SQL
-    (:func:`mirrorspark.service.aggregates.quantile_sql`).
+    Linear within the rank's bucket, clamped to ``[lo, hi]`` when known; the service does the same in SQL.
     """
     total = sum(hist)
     if total <= 0:
@@ -360,16 +298,7 @@ def quantile(hist: Sequence[int], q: float, lo: float | None = None, hi: float |
 class LagClock:
     """Age of the oldest record a partition has not copied yet, from the end offsets seen over time.
 
-    The record at offset ``position`` exists from the first listing whose end offset is past it;
-    its age is ``now`` - that listing's time: exact to within the listing interval, never more (a
-    record found at the first listing of a run counts from that listing). Kept per partition:
-    one entry per end-offset change, dropped once copied.
-
-    Parameters
-    ----------
-    max_entries:
-        Most end-offset changes kept per partition (oldest dropped: the age is then
-        underestimated, never overestimated).
+    Counted from the first listing whose end offset passed the record: exact to within the listing interval.
     """
 
     def __init__(self, max_entries: int = 4096) -> None:
@@ -386,23 +315,7 @@ class LagClock:
             seen.append((now_ms, end_offset))
 
     def lag_ms(self, key: tuple[str, int], position: int, now_ms: int) -> int | None:
-        """Age (ms) of the oldest record of ``key`` not copied yet.
-
-        Parameters
-        ----------
-        key:
-            ``(topic, partition)``.
-        position:
-            The committed position: the next offset to copy.
-        now_ms:
-            Epoch ms.
-
-        Returns
-        -------
-        int or None
-            0 when caught up (``position`` >= the newest end offset seen); ``None`` when no end
-            offset was seen yet.
-        """
+        """Age (ms) of the oldest record of ``key`` not copied yet: 0 when caught up, ``None`` before any end offset."""
         seen = self._seen.get(key)
         if not seen:
             return None

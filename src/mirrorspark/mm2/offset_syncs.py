@@ -8,20 +8,9 @@ from dataclasses import dataclass, replace
 
 @dataclass(frozen=True, slots=True)
 class SyncState:
-    """Offset-sync emission state of one source partition (MM2 ``PartitionState``).
+    """Offset-sync emission state of one source partition (MM2 ``PartitionState``); offsets -1 before the first record.
 
-    Attributes
-    ----------
-    previous_upstream:
-        Upstream offset of the last acknowledged record, ``-1`` before the first.
-    previous_downstream:
-        Downstream offset of the last acknowledged record, ``-1`` before the first.
-    last_sync_downstream:
-        Downstream offset of the last record that produced a sync, ``-1`` before
-        the first (so the first record of a flow's lifetime always syncs).
-    delayed:
-        ``(upstream, downstream)`` of the newest record that did *not* sync, to be
-        emitted at the next commit (KAFKA-15906), or ``None``.
+    ``delayed`` holds the newest record that did not sync, emitted at the next commit (KAFKA-15906).
     """
 
     previous_upstream: int = -1
@@ -31,28 +20,10 @@ class SyncState:
 
 
 def advance(state: SyncState, upstream: int, downstream: int, offset_lag_max: int) -> tuple[SyncState, bool]:
-    """Feed one acknowledged record into the emission rule.
+    """Feed one acknowledged record into the emission rule (MM2 3.7+ ``OffsetSyncWriter.maybeQueueOffsetSyncs``).
 
-    Mirrors ``OffsetSyncWriter.maybeQueueOffsetSyncs`` (MM2 3.7+): a sync is due
-    when this is the partition's first record, when the downstream offset ran
-    ``offset.lag.max`` or more past the last sync, when the upstream offsets are
-    not consecutive (compaction, transaction markers, a seek) or when the
-    downstream offset went backwards (target truncated or recreated).
-
-    Parameters
-    ----------
-    state:
-        The partition's state before the record.
-    upstream, downstream:
-        The record's source offset and the offset the target assigned its copy.
-    offset_lag_max:
-        ``offset.lag.max`` in records (MM2 default 100); 0 syncs every record.
-
-    Returns
-    -------
-    tuple[SyncState, bool]
-        The new state, and whether ``OffsetSync(upstream, downstream)`` must be
-        emitted now. When it need not, the pair is kept as ``delayed``.
+    A sync is due for the partition's first record, when the downstream offset ran ``offset_lag_max`` (0: every
+    record) past the last sync, when upstream offsets are not consecutive, or when downstream went backwards.
     """
     should_sync = (
         state.last_sync_downstream == -1
@@ -66,17 +37,10 @@ def advance(state: SyncState, upstream: int, downstream: int, offset_lag_max: in
 
 
 def flush_delayed(state: SyncState) -> tuple[SyncState, tuple[int, int] | None]:
-    """Promote the delayed sync at a commit (MM2 ``OffsetSyncWriter.promoteDelayedOffsetSyncs``).
+    """Promote the delayed sync at a commit (MM2 ``OffsetSyncWriter.promoteDelayedOffsetSyncs``), or ``None`` if none.
 
-    MM2 does this after each offset flush; mirrorspark after each committed
-    batch, so the last record of a partition that goes idle always gets a sync
-    and a caught-up consumer group translates to the exact end offset.
-
-    Returns
-    -------
-    tuple[SyncState, tuple[int, int] | None]
-        The state without its delayed slot, and the ``(upstream, downstream)``
-        pair to emit, or ``None`` if nothing was delayed.
+    Done after each committed batch, so an idle partition's last record gets a sync and a caught-up group translates
+    to the exact end offset.
     """
     if state.delayed is None:
         return state, None
@@ -85,18 +49,7 @@ def flush_delayed(state: SyncState) -> tuple[SyncState, tuple[int, int] | None]:
 
 @dataclass(frozen=True, slots=True)
 class CopiedSegment:
-    """A run of records copied with consecutive offsets on both sides.
-
-    Upstream offsets ``upstream_start .. upstream_start + count - 1`` landed at
-    downstream offsets ``downstream_start .. downstream_start + count - 1``.
-
-    Attributes
-    ----------
-    upstream_start, downstream_start:
-        Offsets of the run's first record in the source and target partition.
-    count:
-        Number of records in the run (≥ 1).
-    """
+    """A run of ``count`` records copied with consecutive offsets on both sides (Kafka record offsets)."""
 
     upstream_start: int
     downstream_start: int
@@ -122,32 +75,8 @@ def fold_acknowledged(
 ) -> tuple[SyncState, list[tuple[int, int]], list[CopiedSegment]]:
     """Feed a batch of acknowledged records into the emission rule and the copied runs at once.
 
-    Equivalent to calling :func:`advance` for every ``(upstream[i], downstream[i])`` in
-    order and growing :class:`CopiedSegment` runs with :meth:`CopiedSegment.extend`, but
-    with plain integers in one loop: the data path collects delivery reports as two lists
-    and folds them when a batch ends, instead of allocating a state and a segment per
-    record in the delivery callback.
-
-    Parameters
-    ----------
-    state:
-        The partition's state before the batch.
-    upstream, downstream:
-        Source offsets of the acknowledged records in production order, and the offsets
-        the target assigned their copies (same length).
-    offset_lag_max:
-        ``offset.lag.max`` in records.
-
-    Returns
-    -------
-    tuple[SyncState, list[tuple[int, int]], list[CopiedSegment]]
-        The state after the batch (its ``delayed`` slot holds the newest record that did
-        not sync, as :func:`advance` leaves it), the syncs due in order, and the copied runs.
-
-    Raises
-    ------
-    ValueError
-        If the two sequences differ in length.
+    Equivalent to :func:`advance` per record plus :meth:`CopiedSegment.extend`, in one loop over plain integers;
+    returns the new state, the syncs due and the copied runs.
     """
     if len(upstream) != len(downstream):
         raise ValueError(f"{len(upstream)} upstream offsets but {len(downstream)} downstream offsets")

@@ -118,19 +118,10 @@ class _Reader:
 
 @dataclass(frozen=True, slots=True)
 class Heartbeat:
-    """One heartbeat, written every second to ``heartbeats`` on a target (MM2 ``Heartbeat``).
+    """One heartbeat, written every second to ``heartbeats`` on a target (MM2 ``Heartbeat``); timestamp in epoch ms.
 
-    Key: ``sourceClusterAlias`` STRING, ``targetClusterAlias`` STRING.
-    Value: ``version`` INT16 (0), ``timestamp`` INT64.
-
-    Parameters
-    ----------
-    source_cluster_alias:
-        Alias of the flow's source cluster.
-    target_cluster_alias:
-        Alias of the flow's target cluster.
-    timestamp_ms:
-        Time of the heartbeat, milliseconds since the Unix epoch (also the record timestamp).
+    Key: ``sourceClusterAlias`` STRING, ``targetClusterAlias`` STRING. Value: ``version`` INT16 (0), ``timestamp``
+    INT64.
     """
 
     source_cluster_alias: str
@@ -138,55 +129,18 @@ class Heartbeat:
     timestamp_ms: int
 
     def key(self) -> bytes:
-        """Encode the record key.
-
-        Returns
-        -------
-        bytes
-            ``STRING sourceClusterAlias, STRING targetClusterAlias``.
-
-        Raises
-        ------
-        ValueError
-            If an alias is longer than 32767 bytes in UTF-8.
-        """
+        """Encode the record key."""
         return _string(self.source_cluster_alias, "source_cluster_alias") + _string(
             self.target_cluster_alias, "target_cluster_alias"
         )
 
     def value(self) -> bytes:
-        """Encode the record value.
-
-        Returns
-        -------
-        bytes
-            10 bytes: ``INT16 version=0, INT64 timestamp``.
-
-        Raises
-        ------
-        ValueError
-            If the timestamp does not fit in INT64.
-        """
+        """Encode the record value."""
         return _VERSION_0 + _int64(self.timestamp_ms, "timestamp_ms")
 
     @classmethod
     def decode(cls, key: bytes | None, value: bytes | None) -> Self:
-        """Decode a record of the ``heartbeats`` topic.
-
-        Parameters
-        ----------
-        key, value:
-            The record's key and value bytes.
-
-        Returns
-        -------
-        Heartbeat
-
-        Raises
-        ------
-        CorruptRecordError
-            If the key or value is null or too short.
-        """
+        """Decode a record of the ``heartbeats`` topic; raises CorruptRecordError if it is null or too short."""
         k = _Reader("Heartbeat", "key", key)
         source = k.string("sourceClusterAlias")
         target = k.string("targetClusterAlias")
@@ -195,13 +149,7 @@ class Heartbeat:
         return cls(source, target, v.int64("timestamp"))
 
     def format(self) -> str:
-        """Format this record as MM2's ``HeartbeatFormatter`` prints it.
-
-        Returns
-        -------
-        str
-            E.g. ``Heartbeat{sourceClusterAlias=A, targetClusterAlias=B, timestamp=1700000000000}``.
-        """
+        """Format this record as MM2's ``HeartbeatFormatter`` prints it."""
         return (
             f"Heartbeat{{sourceClusterAlias={self.source_cluster_alias}, "
             f"targetClusterAlias={self.target_cluster_alias}, timestamp={self.timestamp_ms}}}"
@@ -210,26 +158,10 @@ class Heartbeat:
 
 @dataclass(frozen=True, slots=True)
 class Checkpoint:
-    """A consumer group's offset translated to the target (MM2 ``Checkpoint``).
+    """A consumer group's offset translated to the target (MM2 ``Checkpoint``), on ``<source>.checkpoints.internal``.
 
-    Written to ``<source>.checkpoints.internal`` on the target, partition 0.
-    Key: ``group`` STRING, ``topic`` STRING, ``partition`` INT32.
-    Value: ``version`` INT16 (0), ``upstreamOffset`` INT64, ``offset`` INT64, ``metadata`` STRING.
-
-    Parameters
-    ----------
-    consumer_group_id:
-        The consumer group on the source cluster.
-    topic:
-        The **downstream** (renamed) topic on the target, e.g. ``source1.topic1``.
-    partition:
-        Partition number (same on both clusters).
-    upstream_offset:
-        The group's committed offset on the source (the next offset to read there).
-    downstream_offset:
-        The translated committed offset on the target (the next offset to read there).
-    metadata:
-        The commit metadata of the source group; ``""`` if none.
+    Key: ``group`` STRING, ``topic`` STRING, ``partition`` INT32. Value: ``version`` INT16 (0), ``upstreamOffset``
+    INT64, ``offset`` INT64, ``metadata`` STRING.
     """
 
     consumer_group_id: str
@@ -245,18 +177,7 @@ class Checkpoint:
         return f"{self.topic}-{self.partition}"
 
     def key(self) -> bytes:
-        """Encode the record key.
-
-        Returns
-        -------
-        bytes
-            ``STRING group, STRING topic, INT32 partition``.
-
-        Raises
-        ------
-        ValueError
-            If a string is longer than 32767 bytes in UTF-8 or the partition does not fit INT32.
-        """
+        """Encode the record key."""
         return (
             _string(self.consumer_group_id, "consumer_group_id")
             + _string(self.topic, "topic")
@@ -264,18 +185,7 @@ class Checkpoint:
         )
 
     def value(self) -> bytes:
-        """Encode the record value.
-
-        Returns
-        -------
-        bytes
-            ``INT16 version=0, INT64 upstreamOffset, INT64 offset, STRING metadata``.
-
-        Raises
-        ------
-        ValueError
-            If an offset does not fit INT64 or the metadata is longer than 32767 bytes.
-        """
+        """Encode the record value."""
         return (
             _VERSION_0
             + _int64(self.upstream_offset, "upstream_offset")
@@ -285,22 +195,7 @@ class Checkpoint:
 
     @classmethod
     def decode(cls, key: bytes | None, value: bytes | None) -> Self:
-        """Decode a record of a checkpoints topic.
-
-        Parameters
-        ----------
-        key, value:
-            The record's key and value bytes.
-
-        Returns
-        -------
-        Checkpoint
-
-        Raises
-        ------
-        CorruptRecordError
-            If the key or value is null or too short.
-        """
+        """Decode a record of a checkpoints topic; raises CorruptRecordError if it is null or too short."""
         k = _Reader("Checkpoint", "key", key)
         group = k.string("group")
         topic = k.string("topic")
@@ -313,14 +208,7 @@ class Checkpoint:
         return cls(group, topic, partition, upstream, downstream, metadata)
 
     def format(self) -> str:
-        """Format this record as MM2's ``CheckpointFormatter`` prints it.
-
-        Returns
-        -------
-        str
-            E.g. ``Checkpoint{consumerGroupId=g, topicPartition=A.t-0, upstreamOffset=10,
-            downstreamOffset=11, metadata=}``.
-        """
+        """Format this record as MM2's ``CheckpointFormatter`` prints it."""
         return (
             f"Checkpoint{{consumerGroupId={self.consumer_group_id}, topicPartition={self.topic_partition}, "
             f"upstreamOffset={self.upstream_offset}, downstreamOffset={self.downstream_offset}, "
@@ -330,22 +218,9 @@ class Checkpoint:
 
 @dataclass(frozen=True, slots=True)
 class OffsetSync:
-    """Where an upstream record landed downstream (MM2 ``OffsetSync``).
+    """Where an upstream record landed downstream (MM2 ``OffsetSync``), on ``mm2-offset-syncs.<other alias>.internal``.
 
-    Written to ``mm2-offset-syncs.<other alias>.internal``, partition 0.
-    Key: ``topic`` STRING, ``partition`` INT32. Value (no version): ``upstreamOffset``
-    INT64, ``offset`` INT64.
-
-    Parameters
-    ----------
-    topic:
-        The **upstream** (source) topic name, e.g. ``topic1``.
-    partition:
-        Partition number.
-    upstream_offset:
-        Offset of a record on the source.
-    downstream_offset:
-        Offset the same record got on the target.
+    Key: ``topic`` STRING, ``partition`` INT32. Value (no version): ``upstreamOffset`` INT64, ``offset`` INT64.
     """
 
     topic: str
@@ -359,53 +234,16 @@ class OffsetSync:
         return f"{self.topic}-{self.partition}"
 
     def key(self) -> bytes:
-        """Encode the record key.
-
-        Returns
-        -------
-        bytes
-            ``STRING topic, INT32 partition``.
-
-        Raises
-        ------
-        ValueError
-            If the topic is longer than 32767 bytes in UTF-8 or the partition does not fit INT32.
-        """
+        """Encode the record key."""
         return _string(self.topic, "topic") + _int32(self.partition, "partition")
 
     def value(self) -> bytes:
-        """Encode the record value.
-
-        Returns
-        -------
-        bytes
-            16 bytes: ``INT64 upstreamOffset, INT64 offset``.
-
-        Raises
-        ------
-        ValueError
-            If an offset does not fit INT64.
-        """
+        """Encode the record value."""
         return _int64(self.upstream_offset, "upstream_offset") + _int64(self.downstream_offset, "downstream_offset")
 
     @classmethod
     def decode(cls, key: bytes | None, value: bytes | None) -> Self:
-        """Decode a record of an offset-syncs topic.
-
-        Parameters
-        ----------
-        key, value:
-            The record's key and value bytes.
-
-        Returns
-        -------
-        OffsetSync
-
-        Raises
-        ------
-        CorruptRecordError
-            If the key or value is null or too short.
-        """
+        """Decode a record of an offset-syncs topic; raises CorruptRecordError if it is null or too short."""
         k = _Reader("OffsetSync", "key", key)
         topic = k.string("topic")
         partition = k.int32("partition")
@@ -414,13 +252,7 @@ class OffsetSync:
         return cls(topic, partition, upstream, v.int64("offset"))
 
     def format(self) -> str:
-        """Format this record as MM2's ``OffsetSyncFormatter`` prints it.
-
-        Returns
-        -------
-        str
-            E.g. ``OffsetSync{topicPartition=t-0, upstreamOffset=3, downstreamOffset=4}``.
-        """
+        """Format this record as MM2's ``OffsetSyncFormatter`` prints it."""
         return (
             f"OffsetSync{{topicPartition={self.topic_partition}, upstreamOffset={self.upstream_offset}, "
             f"downstreamOffset={self.downstream_offset}}}"

@@ -10,28 +10,10 @@ from mirrorspark.mm2.policy import ALLOW_IDENTITY_CYCLES_KEY, IDENTITY_PROBE_TOP
 
 
 def is_cycle(policy: ReplicationPolicy, topic: str, target_alias: str) -> bool:
-    """Whether replicating ``topic`` to ``target_alias`` would bring it back where it came from.
+    """Whether replicating ``topic`` to ``target_alias`` would bring it back where it came from (MM2 ``isCycle``).
 
-    MM2 ``MirrorSourceConnector.isCycle``: follow :meth:`ReplicationPolicy.topic_source`
-    and :meth:`ReplicationPolicy.upstream_topic` hop by hop; a cycle is found if any hop's
-    source is the flow's target alias. Stops (no cycle) when a topic is not remote or is
-    its own upstream topic (identity-style policies).
-
-    Parameters
-    ----------
-    policy:
-        The flow's replication policy.
-    topic:
-        Topic name on the flow's source cluster.
-    target_alias:
-        Alias of the flow's target cluster.
-
-    Returns
-    -------
-    bool
-        E.g. for flow ``source->target``: ``target.topic1`` and ``source.target.topic1``
-        are cycles, ``topic1`` and ``source.topic1`` are not. A custom policy whose
-        upstream topics loop without reaching the target gives ``False``.
+    Follows ``topic_source``/``upstream_topic`` hop by hop; stops (no cycle) at a topic that is not remote or is its
+    own upstream topic (identity-style policies).
     """
     seen: set[str] = set()
     current = topic
@@ -54,13 +36,10 @@ Edge = tuple[str, str]
 
 
 def is_identity_style(policy: ReplicationPolicy, source_alias: str) -> bool:
-    """Whether ``policy`` keeps topic names on the target (like ``IdentityReplicationPolicy``).
+    """Whether ``policy`` keeps topic names on the target, probed with :data:`IDENTITY_PROBE_TOPIC`.
 
-    Probed with one ordinary topic name, :data:`IDENTITY_PROBE_TOPIC`: a policy whose
-    ``format_remote_topic(source_alias, "probe-topic")`` is ``"probe-topic"`` leaves no trace of
-    the source in remote topic names, so MM2's cycle check (:func:`is_cycle`) cannot see that a
-    topic came from the target. Heartbeat topics are not probed: every built-in policy names them
-    the default way, so their cycles are always detected.
+    Such a policy leaves no trace of the source in names, so :func:`is_cycle` cannot see a topic came from the
+    target.
     """
     return policy.format_remote_topic(source_alias, IDENTITY_PROBE_TOPIC) == IDENTITY_PROBE_TOPIC
 
@@ -91,26 +70,9 @@ def _shortest_path(adjacency: Mapping[str, list[str]], start: str, goal: str) ->
 def identity_cycle(flows: Iterable[tuple[str, str, ReplicationPolicy]]) -> tuple[Edge, ...]:
     """Find a shortest directed cycle of flows that contains a flow with an identity-style policy.
 
-    An identity-style flow ``Y->Z`` (:func:`is_identity_style`) copies ``t`` of ``Y`` to ``t`` on
-    ``Z`` without recording ``Y`` in the name. Along any cycle through it, no later flow's cycle
-    check can see ``Y`` (a default-policy flow ``X->Y`` only stops topics whose names carry ``Y``,
-    which only the flow leaving ``Y`` could have added), so a record written to ``Y`` comes back to
-    ``Y`` after one lap. Unless two consecutive flows of the cycle prefix names, it then goes round
-    forever: with identity names all round in the very topic it came from, otherwise under an ever
-    longer name (``B.t``, ``B.B.t``, ... for ``A->B`` identity and ``B->A`` default).
-    (MM2's ``IdentityReplicationPolicy`` has the same caveat.)
-
-    Parameters
-    ----------
-    flows:
-        The enabled flows as ``(source alias, target alias, the flow's policy)``.
-
-    Returns
-    -------
-    tuple[tuple[str, str], ...]
-        The cycle's flows in order, starting with an identity-style flow, e.g.
-        ``(("A", "B"), ("B", "A"))``; ``()`` when there is none. Among several cycles the
-        shortest is returned, ties broken by the order of ``flows``.
+    No flow's cycle check along it can see the identity flow's source in the names, so a record comes back after one
+    lap and, unless two consecutive flows prefix names, goes round forever (MM2's ``IdentityReplicationPolicy`` has
+    the same caveat).
     """
     adjacency: dict[str, list[str]] = {}
     identity: list[Edge] = []
@@ -136,21 +98,7 @@ def check_identity_cycles(
 ) -> None:
     """Refuse enabled flows that form a cycle through an identity-style flow (see :func:`identity_cycle`).
 
-    Parameters
-    ----------
-    flows:
-        Every enabled flow of the configuration as ``(source alias, target alias, policy)``.
-    allow_cycles:
-        ``mirrorspark.identity.allow.cycles``: the user vouches that the flows' topic filters
-        never pick a replicated topic up again; nothing is checked.
-    where:
-        Where the configuration came from, for the message.
-
-    Raises
-    ------
-    ConfigError
-        If there is such a cycle and ``allow_cycles`` is false; the message names the cycle's
-        flows and the two fixes.
+    Raises ConfigError naming the cycle's flows and the two fixes, unless ``allow_cycles``.
     """
     if allow_cycles:
         return
@@ -192,63 +140,19 @@ def _count_hops(policy: ReplicationPolicy, topic: str, upstream_alias: str) -> i
 
 
 def heartbeat_topics(policy: ReplicationPolicy, topics: Iterable[str]) -> set[str]:
-    """Heartbeat topics among a cluster's topic names (MM2 ``MirrorClient.heartbeatTopics``).
-
-    Parameters
-    ----------
-    policy:
-        The replication policy.
-    topics:
-        All topic names of the local cluster.
-
-    Returns
-    -------
-    set of str
-        Names for which :meth:`ReplicationPolicy.is_heartbeats_topic` holds, e.g.
-        ``heartbeats``, ``source1.heartbeats``, ``source2.source1.heartbeats``.
-    """
+    """Heartbeat topics among a cluster's topic names (MM2 ``MirrorClient.heartbeatTopics``)."""
     return {t for t in topics if policy.is_heartbeats_topic(t)}
 
 
 def checkpoint_topics(policy: ReplicationPolicy, topics: Iterable[str]) -> set[str]:
-    """Checkpoint topics among a cluster's topic names (MM2 ``MirrorClient.checkpointTopics``).
-
-    Parameters
-    ----------
-    policy:
-        The replication policy.
-    topics:
-        All topic names of the local cluster.
-
-    Returns
-    -------
-    set of str
-        Names for which :meth:`ReplicationPolicy.is_checkpoints_topic` holds, e.g.
-        ``source1.checkpoints.internal``.
-    """
+    """Checkpoint topics among a cluster's topic names (MM2 ``MirrorClient.checkpointTopics``)."""
     return {t for t in topics if policy.is_checkpoints_topic(t)}
 
 
 def replication_hops(policy: ReplicationPolicy, topics: Iterable[str], upstream_alias: str) -> int:
-    """Fewest replication hops from a cluster to the local one (MM2 ``MirrorClient.replicationHops``).
+    """Fewest replication hops from a cluster to the local one (MM2 ``MirrorClient.replicationHops``); -1 if none.
 
-    Counted along the heartbeat topics: ``source1.heartbeats`` is 1 hop from ``source1``,
-    ``source1.source2.heartbeats`` is 2 hops from ``source2``.
-
-    Parameters
-    ----------
-    policy:
-        The replication policy.
-    topics:
-        All topic names of the local cluster.
-    upstream_alias:
-        Alias of the upstream cluster.
-
-    Returns
-    -------
-    int
-        The minimum hop count (≥ 1), or -1 if no heartbeat topic leads from
-        ``upstream_alias``.
+    Counted along heartbeat topics: ``source1.source2.heartbeats`` is 2 hops from ``source2``.
     """
     counts = [_count_hops(policy, t, upstream_alias) for t in heartbeat_topics(policy, topics)]
     reachable = [c for c in counts if c != -1]
@@ -269,21 +173,7 @@ def _all_sources(policy: ReplicationPolicy, topic: str) -> set[str]:
 
 
 def upstream_clusters(policy: ReplicationPolicy, topics: Iterable[str]) -> set[str]:
-    """Aliases of all clusters upstream of the local one (MM2 ``MirrorClient.upstreamClusters``).
-
-    Parameters
-    ----------
-    policy:
-        The replication policy.
-    topics:
-        All topic names of the local cluster.
-
-    Returns
-    -------
-    set of str
-        Every alias along the chains of the heartbeat topics, e.g.
-        ``source3.source4.source5.heartbeats`` → ``{"source3", "source4", "source5"}``.
-    """
+    """Aliases of all clusters upstream of the local one (MM2 ``MirrorClient.upstreamClusters``)."""
     result: set[str] = set()
     for t in heartbeat_topics(policy, topics):
         result |= _all_sources(policy, t)
@@ -291,23 +181,7 @@ def upstream_clusters(policy: ReplicationPolicy, topics: Iterable[str]) -> set[s
 
 
 def remote_topics(policy: ReplicationPolicy, topics: Iterable[str], source: str | None = None) -> set[str]:
-    """Remote topics among a cluster's topic names (MM2 ``MirrorClient.remoteTopics``).
-
-    Parameters
-    ----------
-    policy:
-        The replication policy.
-    topics:
-        All topic names of the local cluster.
-    source:
-        If given, keep only topics replicated directly from this cluster alias.
-
-    Returns
-    -------
-    set of str
-        Non-internal topics whose :meth:`ReplicationPolicy.topic_source` is not ``None``
-        (and equals ``source`` when given).
-    """
+    """Remote topics among a cluster's topic names (MM2 ``MirrorClient.remoteTopics``)."""
     result: set[str] = set()
     for t in topics:
         if policy.is_internal_topic(t):

@@ -30,53 +30,20 @@ def _downstream_start_of(segment: CopiedSegment) -> int:
 class CopiedRanges:
     """What the data path copied, segment by segment: exact translation where MM2's is conservative.
 
-    Per **source** topic-partition an ordered list of
-    :class:`CopiedSegment` (copy order), strictly increasing and
-    non-overlapping on both sides: each segment starts at or after the previous
-    one's end upstream *and* downstream. A segment that continues the last one on
-    both sides is merged into it. At most ``max_segments`` segments are kept per
-    partition; the oldest are dropped, and positions before the first kept
-    segment become unknown (``None``; fall back to :class:`OffsetSyncStore`).
+    Not part of MM2 (MM2 only has the sampled syncs). Per **source** topic-partition, segments in copy order:
 
-    When a new segment breaks the order:
+    1. Strictly increasing and non-overlapping upstream *and* downstream; a segment continuing the last one on both
+       sides is merged into it.
+    2. At most ``max_segments`` (≥ 1, default 10 000, else ValueError) per partition; the oldest are dropped and
+       positions before the first kept one translate to ``None`` (fall back to :class:`OffsetSyncStore`).
+    3. Downstream going backwards (target truncated or re-created) drops every segment.
+    4. Upstream going backwards with downstream forward (a retried batch, a seek) cuts the segments at the new
+       upstream start, so each upstream offset maps to its newest copy (MM2 drops all history).
+    5. Rules 3 and 4 assume one writer, so segments carry the copier's lease epoch and those of an epoch older than
+       the newest seen are ignored (a zombie's late report, ``engine-audit.md`` F5). Ignoring a copy may re-read
+       duplicates, never skip a record.
 
-    * **downstream** goes backwards (target partition truncated or recreated) →
-      the old segments point at records that no longer exist: all are dropped.
-    * **upstream** goes backwards with downstream still forward (records copied
-      again, e.g. a retried batch or a seek) → segments are cut at the new
-      segment's upstream start and the rest dropped, so each upstream offset maps
-      to its newest copy. (MM2's store drops all history in this case.)
-
-    Both rules assume **one writer**: after a rewind, copying goes on from the
-    new segment's end. Two writers break that assumption: a copy task of an
-    instance that lost the flow's lease (a zombie) whose report arrives after
-    the new holder's (``engine-audit.md`` F5). Its segment, upstream back and
-    downstream forward, would cut the new holder's newer segments, and a
-    position past its end would translate to after it, past records whose only
-    copy lies before it (the audit's case: (100→1000, 100 records) then
-    (100→1100, 50 records) translated 150 to 1150, while 150..199 sit at
-    1050..1099). So every segment comes with the **lease epoch** of the
-    instance that copied it (:class:`~mirrorspark.replication.lease.FlowLease`,
-    growing at every take-over): segments of an epoch older than the newest
-    epoch seen for the partition are ignored. Ignoring a copy never makes a
-    translation skip a record (it may only re-read duplicates). Epochs start
-    over only if the lease topic is deleted: segments of the new, smaller epochs
-    are then ignored until the process restarts, and translation falls back to
-    the newest kept segment (re-reads, never skips).
-
-    Not part of MM2: MM2 only has the sampled syncs. Offsets are Kafka's: an
-    upstream/downstream offset is a record's offset; a position is the next
-    offset to read.
-
-    Parameters
-    ----------
-    max_segments:
-        Segments kept per partition (≥ 1), default 10 000.
-
-    Raises
-    ------
-    ValueError
-        If ``max_segments`` is less than 1.
+    Offsets are Kafka's: an upstream/downstream offset is a record's; a position is the next to read.
     """
 
     __slots__ = ("_epochs", "_lock", "_max_segments", "_segments")
@@ -95,28 +62,10 @@ class CopiedRanges:
         return self._max_segments
 
     def add(self, topic: str, partition: int, segments: Iterable[CopiedSegment], *, epoch: int = 0) -> bool:
-        """Record segments copied for one source partition, in copy order.
+        """Record segments copied for one source partition, in copy order, by lease ``epoch`` (0 = none).
 
-        Parameters
-        ----------
-        topic, partition:
-            The **upstream** (source) topic-partition.
-        segments:
-            The segments, oldest first, each with ``count >= 1``.
-        epoch:
-            The lease epoch of the instance that copied them (0: no lease, or a report written
-            before reports carried it). Segments of an epoch older than the newest one seen for
-            the partition are ignored (see the class notes).
-
-        Returns
-        -------
-        bool
-            Whether the segments were taken (``False``: a superseded epoch's, ignored).
-
-        Raises
-        ------
-        ValueError
-            If a segment has ``count < 1`` (nothing is recorded from that segment on).
+        Returns ``False`` if they were ignored (a superseded epoch's); raises ValueError for a segment with ``count
+        < 1``.
         """
         key = (topic, partition)
         with self._lock:
@@ -157,18 +106,7 @@ class CopiedRanges:
         kept.append(segment)
 
     def segments(self, topic: str, partition: int) -> tuple[CopiedSegment, ...]:
-        """Return the kept segments of a partition, oldest first.
-
-        Parameters
-        ----------
-        topic, partition:
-            The **upstream** (source) topic-partition.
-
-        Returns
-        -------
-        tuple[CopiedSegment, ...]
-            The segments in increasing upstream offset; ``()`` if none is kept.
-        """
+        """Return the kept segments of a partition, oldest first."""
         with self._lock:
             return tuple(self._segments.get((topic, partition), ()))
 
@@ -184,30 +122,10 @@ class CopiedRanges:
             return {key for key, kept in self._segments.items() if kept}
 
     def translate_downstream(self, topic: str, partition: int, upstream_offset: int) -> int | None:
-        """Translate a source position to the exact target position.
+        """Translate a source position to the exact target position; ``None`` if unknown (use :class:`OffsetSyncStore`).
 
-        * Inside a segment: ``downstream_start + (upstream_offset - upstream_start)``.
-        * At a segment's end, in the gap after it (upstream records that were not
-          copied) or after the last segment (records not copied yet): one past the
-          segment's last downstream record.
-
-        Every copied record at or after ``upstream_offset`` lies at or after the
-        result, and every copied record before it lies before the result: nothing
-        is skipped and nothing read again.
-
-        Parameters
-        ----------
-        topic, partition:
-            The **upstream** (source) topic-partition.
-        upstream_offset:
-            A position on the source (committed offset = next offset to read).
-
-        Returns
-        -------
-        int or None
-            The position on the target (next offset to read), or ``None`` if
-            ``upstream_offset`` lies before the first kept segment or nothing was
-            recorded for the partition (unknown: use :class:`OffsetSyncStore`).
+        Inside a segment, ``downstream_start + (upstream_offset - upstream_start)``; at its end or in a gap after
+        it, one past its last copy. Nothing is skipped and nothing read again.
         """
         with self._lock:
             kept = self._segments.get((topic, partition))
@@ -220,30 +138,10 @@ class CopiedRanges:
         return _downstream_end(segment)
 
     def translate_upstream(self, topic: str, partition: int, downstream_offset: int) -> int | None:
-        """Translate a target position back to a source position (failback), exactly.
+        """Translate a target position back to a source position (failback), exactly; ``None`` if unknown.
 
-        * Inside a segment: ``upstream_start + (downstream_offset - downstream_start)``.
-        * In the gap after a segment (target records that are not copies from
-          this partition) or after the last segment: the segment's upstream end.
-
-        Every copied record whose copy is at or after ``downstream_offset`` lies
-        at or after the result upstream (nothing skipped; later copies have later
-        upstream offsets because copying preserves order), and every record whose
-        copy is before ``downstream_offset`` lies before it (nothing read again).
-
-        Parameters
-        ----------
-        topic, partition:
-            The **upstream** (source) topic-partition whose copy is being read.
-        downstream_offset:
-            A position on the target (committed offset = next offset to read).
-
-        Returns
-        -------
-        int or None
-            The position on the source (next offset to read), or ``None`` if
-            ``downstream_offset`` lies before the first kept segment or nothing was
-            recorded for the partition.
+        Inside a segment, ``upstream_start + (downstream_offset - downstream_start)``; in a gap after it, its
+        upstream end. Exact because copying preserves order: nothing skipped, nothing read again.
         """
         with self._lock:
             kept = self._segments.get((topic, partition))
@@ -262,38 +160,12 @@ class CopiedRanges:
 def translate_upstream_with_syncs(
     store: OffsetSyncStore, topic: str, partition: int, downstream_offset: int
 ) -> int | None:
-    """Translate a target position back to a source position through the forward flow's syncs.
+    """Translate a target position back to a source position through the forward flow's syncs (failback).
 
-    The reverse of MM2's "+1 rule", for failback when no :class:`CopiedRanges`
-    history is available: take the newest retained sync ``s`` with
-    ``s.downstream_offset <= downstream_offset``; return ``s.upstream_offset`` if
-    equal, else ``s.upstream_offset + 1``.
-
-    Why it never skips: copying preserves order, so downstream offsets grow with
-    upstream offsets between the store's resets (an upstream rewind clears the
-    store; a downstream reset makes newer syncs, which are preferred, point into
-    the new target log). A record whose copy is at or after ``downstream_offset``
-    was therefore copied no earlier than the record of ``s``: it is that record
-    itself (only if ``s.downstream_offset == downstream_offset``, hence the
-    equal case) or a later one, with an upstream offset of at least
-    ``s.upstream_offset + 1``. Records between ``s.upstream_offset + 1`` and the
-    true position are read again on the source.
-
-    Parameters
-    ----------
-    store:
-        The offset-sync store of the flow that copied source → target.
-    topic, partition:
-        The **upstream** (source) topic-partition.
-    downstream_offset:
-        A position on the target (committed offset = next offset to read).
-
-    Returns
-    -------
-    int or None
-        The position on the source (next offset to read), or ``None`` if the
-        store is not initialized or every retained sync lies after
-        ``downstream_offset``.
+    The reverse of MM2's "+1 rule": with ``s`` the newest sync at or before ``downstream_offset``,
+    ``s.upstream_offset`` if it is exactly there, else ``s.upstream_offset + 1``. Never skips, because downstream
+    offsets grow with upstream ones between the store's resets; it re-reads the records between. ``None`` if the
+    store is not initialized or every retained sync lies after ``downstream_offset``.
     """
     if not store.initialized:
         return None
@@ -307,22 +179,10 @@ def translate_upstream_with_syncs(
 
 @dataclass(frozen=True, slots=True)
 class Translation:
-    """A source position translated to the target.
+    """A source position translated to the target, with the records a consumer starting there reads again.
 
-    Attributes
-    ----------
-    upstream_offset:
-        The position on the source (committed offset = next offset to read).
-    downstream_offset:
-        The position on the target (next offset to read there).
-    rereads:
-        Number of records a consumer starting at ``downstream_offset`` reads
-        again (copies of records before ``upstream_offset``): 0 when exact; for
-        MM2's "+1 rule" ``upstream_offset - sync.upstream_offset - 1``, exact when
-        the source has no gaps there, an upper bound otherwise.
-    exact:
-        Whether the translation came from :class:`CopiedRanges` (no re-reads)
-        rather than from MM2's :class:`OffsetSyncStore` rule.
+    ``rereads`` is 0 when exact; for MM2's "+1 rule" ``upstream_offset - sync.upstream_offset - 1`` (an upper bound
+    when the source has gaps there).
     """
 
     upstream_offset: int
@@ -336,25 +196,8 @@ def translate(
 ) -> Translation | None:
     """Translate a source position, exactly if the copied segments know it, else by MM2's rule.
 
-    Parameters
-    ----------
-    store:
-        The flow's offset-sync store (MM2's rule, mm2.md §7.1).
-    copied:
-        The flow's copied segments, or ``None`` when there are none (e.g. MM2
-        copied the data, or after a restart).
-    topic, partition:
-        The **upstream** (source) topic-partition.
-    upstream_offset:
-        A position on the source (committed offset = next offset to read).
-
-    Returns
-    -------
-    Translation or None
-        The target position with its re-read count, or ``None`` when neither
-        can translate: the segments do not reach back to ``upstream_offset`` and
-        the store is not initialized, has no sync for the partition, or says
-        ``-1`` (too old to translate).
+    ``None`` when neither can: no segment reaches back to it and the store is not initialized, has no sync for the
+    partition, or says -1 (too old to translate).
     """
     if copied is not None:
         exact = copied.translate_downstream(topic, partition, upstream_offset)
@@ -380,33 +223,10 @@ def _newest_sync_at_or_before_downstream(
 def translate_back(
     store: OffsetSyncStore | None, copied: CopiedRanges | None, topic: str, partition: int, offset: int
 ) -> Translation | None:
-    """Translate a position on a flow's target back to its source (failback), exactly if the copied segments know it.
+    """Translate a position on a flow's target back to its source (failback); beyond MM2, which cannot.
 
-    For a flow ``T->S``: a group on S consuming the copy of ``topic`` (e.g.
-    ``T.topic1`` on S) resumes on T at the result. The reverse of
-    :func:`translate`: :meth:`CopiedRanges.translate_upstream` first (exact, 0
-    re-reads), else :func:`translate_upstream_with_syncs` over the flow's
-    offset syncs. Not part of MM2, which cannot translate failback offsets.
-
-    Parameters
-    ----------
-    store:
-        The offset-sync store of the flow ``T->S``, or ``None`` when it emits none.
-    copied:
-        That flow's copied segments, or ``None`` (it does not run in this process).
-    topic, partition:
-        The flow's **upstream** topic-partition (``topic1`` on T).
-    offset:
-        The group's position on S (committed offset = next offset to read).
-
-    Returns
-    -------
-    Translation or None
-        In a checkpoint's terms (the group's cluster is upstream):
-        ``upstream_offset`` is ``offset`` and ``downstream_offset`` the position on
-        T. ``rereads`` counts the copies on S between the newest sync at or before
-        ``offset`` and ``offset`` that a consumer on T reads again (0 when exact or
-        when that sync is at ``offset``). ``None`` when neither can translate.
+    For a flow ``T->S``, a group on S consuming ``T.topic1`` resumes on T at the result: exact copied segments
+    first, else :func:`translate_upstream_with_syncs`; ``None`` when neither can.
     """
     if copied is not None:
         back = copied.translate_upstream(topic, partition, offset)

@@ -1,26 +1,13 @@
 """Replica placement of a cluster's existing topics: plan, apply with a throttle, status, finish.
 
 Confluent's ``confluent-rebalancer execute --replica-placement-only --throttle N``, ``status`` and
-``finish``, on Apache Kafka's own reassignment:
-
-* **plan** reads the brokers' racks (``DescribeCluster``), the topics' replicas
-  (``DescribeTopics``) and the reassignments in progress, and computes moves for the partitions
-  that do not satisfy their placement, and only those
-  (:func:`~mirrorspark.core.placement_rules.plan_moves`);
-* **apply** runs Kafka's ``org.apache.kafka.tools.reassign.ReassignPartitionsCommand --execute
-  --throttle N`` from the ``kafka`` jars (confluent-kafka has no ``AlterPartitionReassignments``):
-  the tool sets the broker configs ``leader/follower.replication.throttled.rate`` and the topic
-  configs ``leader/follower.replication.throttled.replicas``;
-* **status** lists every partition of the placed topics: its replicas, the target, what is being
-  added and removed (the tool's ``--list``, i.e. ``ListPartitionReassignments``), and the
-  throttle configs in force (``DescribeConfigs``);
-* **finish**, once no reassignment of those topics is in progress, deletes the throttle configs
-  (``IncrementalAlterConfigs``, as the tool's ``--verify`` does: the broker rates only when no
-  reassignment at all is in progress) and runs a preferred leader election so that leaders sit
-  in the first rack of the placement.
-
-Credentials reach the JVM through a ``--command-config`` file of mode 0600 in a private temporary
-directory, deleted after the call; never on a command line.
+``finish``, on Apache Kafka's reassignment: **plan** computes moves for the partitions out of their
+placement only (:func:`~mirrorspark.core.placement_rules.plan_moves`); **apply** runs Kafka's
+``ReassignPartitionsCommand --execute --throttle N`` from the ``kafka`` jars (confluent-kafka has no
+``AlterPartitionReassignments``); **status** lists the moves and throttles in force; **finish** deletes
+the throttle configs (the broker rates only when no reassignment at all is in progress, as ``--verify``)
+and elects preferred leaders. Credentials reach the JVM through a 0600 ``--command-config`` file in a
+private temporary directory, never on a command line.
 """
 
 from __future__ import annotations
@@ -83,12 +70,7 @@ PartitionState = Literal["done", "in progress", "pending"]
 def load_placement_file(path: str | os.PathLike[str]) -> PlacementRules:
     """Read a placement file (one placement, or a list of ``{"topics": REGEX, "placement": {...}}``).
 
-    Raises
-    ------
-    ConfigError
-        The file cannot be read.
-    PlacementError
-        Anything :func:`~mirrorspark.core.placement_rules.parse_placement_rules` refuses, naming the file.
+    Raises ConfigError when the file cannot be read, PlacementError (naming the file) when its content is refused.
     """
     name = os.fspath(path)
     try:
@@ -105,22 +87,9 @@ def load_placement_file(path: str | os.PathLike[str]) -> PlacementRules:
 
 @dataclass(frozen=True)
 class PlacementPlan:
-    """What ``placement plan`` found.
+    """What ``placement plan`` found: ``brokers`` ``{id: rack or None}``, the ``moves`` needed.
 
-    Attributes
-    ----------
-    cluster:
-        The cluster alias.
-    brokers:
-        ``{broker id: rack or None}``.
-    topics:
-        The placed topics checked, sorted.
-    partitions:
-        How many partitions they have.
-    moves:
-        The reassignments needed (partitions out of their placement and not moving already).
-    in_progress:
-        Partitions of those topics being reassigned now (left out of ``moves``).
+    ``in_progress``: partitions already being reassigned (left out of ``moves``).
     """
 
     cluster: str
@@ -156,21 +125,7 @@ class PlacementPlan:
 
 @dataclass(frozen=True)
 class PartitionPlacement:
-    """One partition in ``placement status``.
-
-    Attributes
-    ----------
-    topic, partition:
-        The partition.
-    replicas:
-        Its replicas now (during a move: the old and the new ones).
-    target:
-        Its replicas once placed (the move's target, or :func:`~mirrorspark.core.placement_rules.repair`).
-    adding, removing:
-        Replicas being added and removed by a move in progress (empty otherwise).
-    state:
-        See :data:`PartitionState`.
-    """
+    """One partition in ``placement status``: its ``replicas`` now (old and new in a move), ``target`` once placed."""
 
     topic: str
     partition: int
@@ -183,17 +138,7 @@ class PartitionPlacement:
 
 @dataclass(frozen=True)
 class PlacementStatus:
-    """What ``placement status`` reports.
-
-    Attributes
-    ----------
-    cluster:
-        The cluster alias.
-    partitions:
-        Every partition of the placed topics, by topic and partition.
-    throttles:
-        The throttle configs in force, ``{"broker 0": {name: value}, "topic t": {...}}``.
-    """
+    """What ``placement status`` reports; ``throttles`` is ``{"broker 0": {name: value}, "topic t": {...}}``."""
 
     cluster: str
     partitions: tuple[PartitionPlacement, ...]
@@ -206,20 +151,10 @@ class PlacementStatus:
 
 @dataclass(frozen=True)
 class FinishResult:
-    """What ``placement finish`` did.
+    """What ``placement finish`` did; ``done`` is False (nothing changed) while a placed topic's partition still moves.
 
-    Attributes
-    ----------
-    done:
-        Whether no reassignment of the placed topics is in progress (else nothing was changed).
-    in_progress:
-        The placed topics' partitions still moving.
-    removed:
-        The throttle configs deleted, ``{"broker 0": [names], "topic t": [names]}``.
-    kept_broker_throttles:
-        Whether the broker rates were kept because other reassignments are in progress.
-    elected:
-        Partitions whose leader moved back to the preferred (first) replica.
+    ``removed`` is ``{"broker 0": [names], "topic t": [names]}``; ``kept_broker_throttles`` says the broker
+    rates were kept for other reassignments in progress.
     """
 
     done: bool
@@ -236,31 +171,10 @@ def _label(target: ConfigTarget) -> str:
 class PlacementTool:
     """Replica placement of one cluster's existing topics (``mirrorspark placement``).
 
-    Parameters
-    ----------
-    config:
-        The parsed ``mm2.properties``; ``cluster`` must be one of its aliases.
-    cluster:
-        The cluster whose topics are placed.
-    rules:
-        The placements by topic regex (:func:`load_placement_file`).
-    topics:
-        Only topics whose whole name matches this regex (``--topics``); ``None`` = every topic a
-        rule matches. Kafka's own internal topics (``__*``) are never moved.
-    timeout_s:
-        Bound of each admin call and of each run of Kafka's tool, in seconds (``--timeout``); ``None`` =
-        the configuration's top-level ``admin.timeout.ms``.
-
-    Raises
-    ------
-    UnknownAliasError
-        ``cluster`` is not in ``clusters``.
-    BadRegexError
-        ``topics`` does not compile.
-
-    Notes
-    -----
-    Use as a context manager, or call :meth:`close`. Not thread-safe.
+    ``topics`` narrows to whole-name regex matches (Kafka's ``__*`` topics are never moved); ``timeout_s``
+    bounds each admin call and each run of Kafka's tool, in seconds (``None`` = ``admin.timeout.ms``).
+    Raises UnknownAliasError for an unknown ``cluster``, BadRegexError for a bad ``topics``. A context
+    manager; not thread-safe.
     """
 
     def __init__(
@@ -320,19 +234,7 @@ class PlacementTool:
         return parse_reassignment_list(self._tool(["--list"]))
 
     def plan(self) -> PlacementPlan:
-        """Compute the moves of the partitions that do not satisfy their placement.
-
-        Returns
-        -------
-        PlacementPlan
-
-        Raises
-        ------
-        PlacementError
-            A placement wants more replicas in a rack than the cluster has brokers there.
-        ClusterError
-            A call to the cluster, or Kafka's tool, failed.
-        """
+        """Compute the moves of the partitions out of placement; raises PlacementError when a rack lacks brokers."""
         placements = self.placements()
         brokers = self.brokers()
         # reassignments first: one that ends before the describe is then seen done, never half-way
@@ -358,28 +260,10 @@ class PlacementTool:
     # ------------------------------------------------------------------ acting
 
     def apply(self, plan: PlacementPlan, *, throttle: int | None) -> str:
-        """Start the plan's reassignments with Kafka's tool (``--execute [--throttle N]``).
+        """Start the plan's reassignments with Kafka's tool; return the rollback JSON (``""`` when nothing moved).
 
-        Parameters
-        ----------
-        plan:
-            From :meth:`plan`; nothing happens when it has no moves.
-        throttle:
-            Replication throttle in bytes/s (>= :data:`MIN_THROTTLE`), applied to the moving
-            replicas only; ``None`` = unthrottled.
-
-        Returns
-        -------
-        str
-            Kafka's reassignment JSON of the replicas before the move (the tool's rollback), or
-            ``""`` when nothing moved.
-
-        Raises
-        ------
-        ConfigError
-            A throttle below :data:`MIN_THROTTLE`.
-        ClusterError
-            The tool failed (e.g. a reassignment of the same partitions started meanwhile).
+        ``throttle`` in bytes/s (>= :data:`MIN_THROTTLE`, else ConfigError) on the moving replicas only; ``None``
+        = unthrottled. Raises ClusterError when the tool fails.
         """
         if throttle is not None and throttle < MIN_THROTTLE:
             raise ConfigError(f"--throttle {throttle}: the replication throttle must be at least {MIN_THROTTLE} B/s")
@@ -397,13 +281,7 @@ class PlacementTool:
         return rollback
 
     def status(self) -> PlacementStatus:
-        """Report every partition of the placed topics and the throttles in force.
-
-        Raises
-        ------
-        ClusterError
-            A call to the cluster, or Kafka's tool, failed.
-        """
+        """Report every partition of the placed topics and the throttles in force."""
         placements = self.placements()
         brokers = self.brokers()
         # reassignments first (as in plan): a move that ends before the describe shows as ended
@@ -433,13 +311,7 @@ class PlacementTool:
         return PlacementStatus(self.alias, tuple(rows), self.throttles(described))
 
     def throttles(self, topics: Sequence[str] | Mapping[str, Any]) -> dict[str, dict[str, str]]:
-        """Return the throttle configs set on the cluster's brokers and on ``topics``.
-
-        Returns
-        -------
-        dict[str, dict[str, str]]
-            ``{"broker <id>" or "topic <name>": {config: value}}``, only where something is set.
-        """
+        """Return the throttle configs set, ``{"broker <id>" or "topic <name>": {config: value}}``, only where set."""
         resources: list[ConfigTarget] = [("broker", str(b)) for b in sorted(self.brokers())]
         resources += [("topic", t) for t in sorted(topics)]
         found = self._admin.dynamic_configs(resources, BROKER_THROTTLES + TOPIC_THROTTLES)
@@ -448,22 +320,8 @@ class PlacementTool:
     def finish(self, *, wait_s: float = 0.0, poll_s: float = 2.0) -> FinishResult:
         """Remove the throttles and elect preferred leaders once the placed topics' moves are done.
 
-        Parameters
-        ----------
-        wait_s:
-            Seconds to wait for moves still in progress (0 = do not wait).
-        poll_s:
-            Seconds between two checks while waiting.
-
-        Returns
-        -------
-        FinishResult
-            ``done=False`` (nothing changed) while a partition of the placed topics is still moving.
-
-        Raises
-        ------
-        ClusterError
-            A call to the cluster, or Kafka's tool, failed.
+        Waits up to ``wait_s`` seconds, polling every ``poll_s``; ``done=False`` (nothing changed) while a
+        partition still moves.
         """
         placements = self.placements()
         deadline = time.monotonic() + wait_s
@@ -517,17 +375,10 @@ class PlacementTool:
             yield Path(tmp)
 
     def _tool(self, args: list[str], *, tmp: Path | None = None) -> str:
-        """Run Kafka's reassignment tool against the cluster; return its standard output.
+        """Run Kafka's reassignment tool (settings in a 0600 ``--command-config``); return its stdout.
 
-        The cluster's admin client settings (credentials included) go to a ``--command-config``
-        file of mode 0600, never to the command line.
-
-        Raises
-        ------
-        ClusterError
-            The tool exits non-zero or does not finish within ``timeout_s`` (its ``Error:`` line quoted).
-        LocalClusterError
-            ``java`` or the ``kafka`` jars are missing (``make install``).
+        Raises ClusterError (its ``Error:`` line quoted) on failure or timeout, LocalClusterError when ``java``
+        or the jars are missing.
         """
         if tmp is None:
             with self._private_dir() as own:

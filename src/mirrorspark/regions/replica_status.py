@@ -1,11 +1,7 @@
 """Replica status and leader elections of one cluster (``mirrorspark replica-status``, ``mirrorspark elect``).
 
-The Apache Kafka counterparts of Confluent's ``kafka-replica-status`` and of
-``kafka-leader-election``: rows are built by :mod:`mirrorspark.core.replica_rows` from
-``describe_topics`` and ``list_offsets``; the remote copies that enabled replication flows keep
-of each partition in other clusters (mirrorspark's "observers") come from the flows' committed
-source offsets (``mm2-offsets.<source>.internal`` on each target), as ``mirrorspark status``
-reads them.
+Confluent's ``kafka-replica-status`` and ``kafka-leader-election`` on Apache Kafka; remote copies
+("observers") come from the flows' committed source offsets, as ``mirrorspark status`` reads them.
 """
 
 from __future__ import annotations
@@ -33,19 +29,7 @@ from mirrorspark.kafka.admin import ClusterAdmin, PartitionKey
 
 @dataclass
 class ReplicaStatus:
-    """What ``replica-status`` shows of one cluster.
-
-    Attributes
-    ----------
-    cluster:
-        The cluster alias.
-    partitions:
-        Every selected partition's state (before the ``--leaders`` filter).
-    rows:
-        One row per replica (:func:`~mirrorspark.core.replica_rows.replica_rows`).
-    remote:
-        With ``--remote``: ``{(topic, partition): copies in other clusters}``; empty otherwise.
-    """
+    """What ``replica-status`` shows of one cluster; ``remote`` is filled only with ``--remote``."""
 
     cluster: str
     partitions: list[PartitionState]
@@ -54,31 +38,10 @@ class ReplicaStatus:
 
 
 def cluster_admin(config: MirrorConfig, cluster: str, purpose: str, *, timeout_s: float | None = None) -> ClusterAdmin:
-    """Create the admin wrapper of ``cluster`` (its admin settings; ``client.id`` ``<alias>|mirrorspark|<purpose>``).
+    """Create the admin wrapper of ``cluster`` (``client.id`` ``<alias>|mirrorspark|<purpose>``).
 
-    Parameters
-    ----------
-    config:
-        The configuration naming the cluster.
-    cluster:
-        The cluster alias.
-    purpose:
-        What the client does, the last part of its ``client.id``.
-    timeout_s:
-        Seconds per call (the commands' ``--timeout``); ``None`` = the configuration's top-level
-        ``admin.timeout.ms`` (:meth:`~mirrorspark.client.context.ReplicationContext.cluster_admin`).
-
-    Returns
-    -------
-    ClusterAdmin
-        A new client's wrapper.
-
-    Raises
-    ------
-    UnknownAliasError
-        ``cluster`` is not in ``clusters``.
-    ConfigError
-        The settings cannot be translated for librdkafka.
+    ``timeout_s`` in seconds per call (``None`` = ``admin.timeout.ms``). Raises UnknownAliasError, or
+    ConfigError when the settings cannot be translated for librdkafka.
     """
     admin = ReplicationContext(config).cluster_admin(cluster, purpose)
     return admin if timeout_s is None else admin.with_timeout(timeout_s, setting="--timeout")
@@ -97,38 +60,8 @@ def replica_status(
 ) -> ReplicaStatus:
     """Describe every replica of the selected partitions of ``cluster``, and with ``remote`` their remote copies.
 
-    Parameters
-    ----------
-    config:
-        The configuration naming the cluster (and the flows, for ``remote``).
-    cluster:
-        The cluster alias.
-    topics:
-        Topic names (``--topics``); ``None`` or empty = every topic, internal ones included.
-    partitions:
-        Partition ids (``--partitions``); ``None`` = all.
-    leaders:
-        ``--leaders``: ``"all"``, ``"only"`` or ``"exclude"``.
-    exclude_internal:
-        Leave out Kafka's internal topics and MM2/mirrorspark internal topics.
-    remote:
-        Also read, per partition, the copies enabled flows from ``cluster`` keep in other clusters.
-    timeout_s:
-        Seconds per cluster call; ``None`` = the configuration's top-level ``admin.timeout.ms``.
-
-    Returns
-    -------
-    ReplicaStatus
-        The partitions, rows and remote copies.
-
-    Raises
-    ------
-    UnknownAliasError
-        ``cluster`` is not in ``clusters``.
-    ConfigError
-        A topic of ``topics`` does not exist.
-    ClusterError, ClusterUnreachableError
-        A cluster call failed or timed out.
+    ``timeout_s`` in seconds per call (``None`` = ``admin.timeout.ms``). Raises ConfigError for a missing
+    topic, ClusterError/ClusterUnreachableError when a call fails.
     """
     admin = cluster_admin(config, cluster, "replica-status-admin", timeout_s=timeout_s)
     states = partition_states(config, admin, topics)
@@ -150,34 +83,11 @@ def elect(
     *,
     timeout_s: float | None = None,
 ) -> list[ElectionOutcome]:
-    """Run a preferred or unclean leader election and report leaders and end offsets before and after.
+    """Run a preferred or unclean leader election; return leaders and end offsets before and after, sorted.
 
-    Parameters
-    ----------
-    config:
-        The configuration naming the cluster.
-    cluster:
-        The cluster alias.
-    kind:
-        ``"preferred"`` or ``"unclean"`` (``kafka-leader-election --election-type``).
-    partitions:
-        The partitions, or ``None`` for every partition of the cluster (``--all``).
-    timeout_s:
-        Seconds for the election and for each describe call, and most seconds to wait for the elected
-        leaders to answer; ``None`` = the configuration's top-level ``admin.timeout.ms``.
-
-    Returns
-    -------
-    list[ElectionOutcome]
-        One per partition the cluster answered for, sorted; ``end_after < end_before`` after an
-        unclean election means the log was truncated (flows reading it record a ``truncated`` gap).
-
-    Raises
-    ------
-    ConfigError
-        A named topic or partition does not exist.
-    ClusterError, ClusterUnreachableError
-        The election request failed or timed out.
+    ``partitions`` ``None`` = every partition (``--all``); ``timeout_s`` in seconds bounds each call and
+    the wait for the elected leaders. ``end_after < end_before`` means truncation (flows record a gap).
+    Raises ConfigError for a missing partition, ClusterError/ClusterUnreachableError when the election fails.
     """
     admin = cluster_admin(config, cluster, "elect-admin", timeout_s=timeout_s)
     topics = sorted({t for t, _ in partitions}) if partitions is not None else None

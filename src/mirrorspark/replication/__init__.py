@@ -1,19 +1,23 @@
 """The replication runtime: MM2's connectors and tasks, with the copy tasks on PySpark.
 
-Driver side, cut as MM2 cuts it: the driver (``driver``: MM2 ``MirrorMaker``) holds one
-``flow.Flow`` per replication flow, composed of its topic sync (``topic_sync``: the control half
-of ``MirrorSourceConnector``), its positions and gap checks (``positions``, the ledger writer
-``gap_ledger``), its copy tasks' configurations (``task_configs``: ``taskConfigs``) and the reader
-of its progress channel (``progress_channel``). Connect's worker: ``worker`` (task slots, lease
-grants), ``supervisor`` (a flow's copy tasks run, restarted and stopped; one generation per
-assignment), ``task_channel`` (commands to the tasks), ``lease`` (one active instance per flow).
-Control jobs on the driver's ``scheduler``: ``acl_sync``, ``checkpoint_emitter``
-(``MirrorCheckpointConnector``/``Task``) and ``group_offset_sync`` (KIP-545), ``heartbeats``,
-``live_filters`` (``srm-control``'s lists), ``failover_watch``, ``metrics_publisher``,
-``totals_publisher``, ``remote_placement``.
+Three rooms and a driver, cut as Connect cuts them (each imports only the rooms below it):
 
-Executor side: ``task`` (MM2 ``MirrorSourceTask``): the copy task's runner with injected clients
-and its two committers; it imports nothing of the driver side.
+* ``driver`` (MM2 ``MirrorMaker``): composes the other three, one ``connector.flow.Flow`` per
+  enabled replication flow.
+* ``worker/`` (Connect's worker and herder; Spark plumbing and leases): ``worker`` (task slots,
+  lease grants), ``supervisor`` (a flow's copy tasks run, restarted and stopped; one generation
+  per assignment), ``takeover``, ``restart_policy``, ``lease`` and ``lease_window`` (one active
+  instance per flow), ``fencing``, ``task_launcher`` (a task as its own Spark job),
+  ``grant_server`` (the grants and commands the tasks read) and ``metrics_publisher`` (it reads
+  the supervisors).
+* ``connector/`` (``MirrorSourceConnector``, ``MirrorCheckpointConnector``,
+  ``MirrorHeartbeatConnector``; control logic, no Spark): ``flow`` with its ``topic_sync``,
+  ``positions``, ``gap_ledger``, ``task_configs`` (``taskConfigs``) and ``progress_channel``;
+  ``live_filters``, ``remote_placement``, ``acl_sync``, ``checkpoint_emitter`` and
+  ``group_offset_sync`` (KIP-545), ``heartbeats``, ``failover_watch``, ``totals_publisher``,
+  ``connector_clusters`` and the ``scheduler`` of the control jobs.
+* ``task/`` (MM2 ``MirrorSourceTask``; executor side): the copy task's runner with injected
+  clients, its two committers and its ``grant_client``; it imports nothing of the rooms above.
 
 Its place in the layers: ``pyproject.toml``'s import-linter contracts (``docs/design.md``).
 """

@@ -1,28 +1,15 @@
 """The driver: every enabled flow in one Spark application (MM2's ``MirrorMaker``).
 
-:meth:`Replicator.start` starts every flow (internal topics, stored offsets, discovery) and
-schedules the control jobs: topic refresh, config and ACL sync, checkpoints and group offset
-sync, lag listings, metrics and lifetime totals, on the control
-:class:`~mirrorspark.replication.scheduler.Scheduler`; heartbeats and the failover watch run on
-schedulers of their own threads. :meth:`Replicator.run` starts the copy tasks
-(:class:`~mirrorspark.replication.worker.Worker`), runs the control jobs on a thread of their
-own (``mirrorspark-control``: each holds its flow's lock, :meth:`Flow.held
-<mirrorspark.replication.flow.Flow.held>`) and loops, until stopped:
-
-1. supervise every flow every :data:`TICK_S` (a lease change is acted on at the next tick, never
-   held up by a control job: a slow refresh against an unreachable target holds up nothing
-   but the rest of its own flow's supervision);
-2. report the flows' stats (``on_stats``) about once a second;
-3. with ``until_caught_up``, end once every partition reached the end offset listed at start
-   (the copy tasks end by themselves there) and the checkpoints cover the groups' offsets.
-
-:meth:`Replicator.request_stop` (Ctrl-C, SIGTERM in the CLI) ends the loop: every copy task
-commits what the target acknowledged and ends.
+:meth:`Replicator.start` starts the flows and registers the jobs each component declares (``jobs()``)
+on the control :class:`~mirrorspark.replication.connector.scheduler.Scheduler`, each under its flow's
+lock. :meth:`Replicator.run` starts the copy tasks, runs the control jobs on their own thread and,
+until stopped, supervises every flow each :data:`TICK_S` (never held up by a control job), reports
+stats about once a second and, with ``until_caught_up``, ends once the end offsets listed at start
+and the groups' checkpoints are reached.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import logging
@@ -31,27 +18,26 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from mirrorspark.client.connect_tasks import transactional_id
 from mirrorspark.client.context import ReplicationContext
-from mirrorspark.config.model import FlowConfig, MirrorConfig
+from mirrorspark.config.model import MirrorConfig
+from mirrorspark.config.runnable import runnable_flows
 from mirrorspark.errors import ConfigError, DataGapError
 from mirrorspark.kafka.admin import PartitionKey
 from mirrorspark.kafka.factory import ClientFactory
-from mirrorspark.mm2.topology import check_identity_cycles
-from mirrorspark.replication.acl_sync import TopicAclSync
-from mirrorspark.replication.checkpoint_emitter import CheckpointEmitter
-from mirrorspark.replication.connector_clusters import check_connector_clusters
-from mirrorspark.replication.failover_watch import FailoverWatcher
-from mirrorspark.replication.flow import Flow
-from mirrorspark.replication.heartbeats import HeartbeatEmitter
-from mirrorspark.replication.lease import FlowLease
-from mirrorspark.replication.metrics_publisher import MetricsPublisher
-from mirrorspark.replication.scheduler import Job, Scheduler
-from mirrorspark.replication.supervisor import FlowSupervisor, SupervisorState
-from mirrorspark.replication.totals_publisher import TotalsPublisher
-from mirrorspark.replication.worker import Worker, first_error
+from mirrorspark.replication.connector.checkpoint_emitter import CheckpointEmitter
+from mirrorspark.replication.connector.connector_clusters import check_connector_clusters
+from mirrorspark.replication.connector.failover_watch import FailoverWatcher
+from mirrorspark.replication.connector.flow import Flow
+from mirrorspark.replication.connector.heartbeats import HeartbeatEmitter
+from mirrorspark.replication.connector.scheduler import Scheduler
+from mirrorspark.replication.connector.totals_publisher import TotalsPublisher
+from mirrorspark.replication.worker.lease import FlowLease
+from mirrorspark.replication.worker.metrics_publisher import MetricsPublisher
+from mirrorspark.replication.worker.supervisor import FlowSupervisor, SupervisorState
+from mirrorspark.replication.worker.worker import Worker, first_error
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -60,7 +46,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 startup_log = logging.getLogger("mirrorspark.start-up")
-"""Where the seconds of a start go (flows, Spark, lease, first tasks): INFO, shown by ``mirrorspark run``."""
+"""Where the seconds of a start go: INFO, shown by ``mirrorspark run``."""
 
 
 TICK_S = 0.1
@@ -69,12 +55,8 @@ TICK_S = 0.1
 REPORT_INTERVAL_S = 1.0
 """Seconds between two stats callbacks (``on_stats``: the stats walk every partition)."""
 
-LAG_INTERVAL_S = 5.0
-"""Seconds between two listings of the source end offsets (lag)."""
-
 CONTROL_STOP_S = 60.0
-"""Longest wait at the end of a run for a control job still running (each is bounded by its clients'
-timeouts); past it the flows' clients are left to the job, not released under it."""
+"""Longest wait for a running control job at the end of a run; past it its flow's clients are not released."""
 
 
 class DriverState(StrEnum):
@@ -87,27 +69,9 @@ class DriverState(StrEnum):
     STOPPED = "stopped"
 
 
-PROGRESS_INTERVAL_S = 5.0
-"""Seconds between two publications of a flow's totals to ``mm2-progress.<source>.internal``."""
-
-
 @dataclass(frozen=True)
 class TopicStats:
-    """Progress of one replicated topic of a flow.
-
-    Attributes
-    ----------
-    topic, remote_topic:
-        Source topic and its remote topic on the target.
-    partitions:
-        Replicated partitions.
-    records, value_bytes:
-        Copied by this process (records; bytes of values).
-    lag:
-        Records on the source not yet copied (sum over partitions).
-    latency_ms_avg, latency_ms_max:
-        Replication latency of the copied records (ms), 0 when none.
-    """
+    """Stats of one replicated topic of a flow (this run): bytes of values, lag in records, latency in ms (0: none)."""
 
     topic: str
     remote_topic: str
@@ -121,23 +85,12 @@ class TopicStats:
 
 @dataclass(frozen=True)
 class FlowStats:
-    """Progress of one flow: totals and per topic.
+    """Stats of one flow (this run), with its topics'.
 
-    Attributes
-    ----------
-    flow, state:
-        ``"S->T"``; the driver's state (:class:`DriverState`; once stopped, ``"caught up"`` for a flow a
-        bounded run copied up to its end offsets at start), ``"halted"`` once ``mirrorspark.on.gap=stop``
-        halted the flow, or ``"failed"`` once its supervisor gave up on it (its error in the log; the other
-        flows run on).
-    records, value_bytes, lag:
-        Records and value bytes copied by this process, records not yet copied.
-    topics:
-        Per replicated topic.
-    gaps:
-        Gap events found by this process (source records lost before they were copied).
-    invalid_offsets:
-        Stored source offsets skipped because the source partition cannot hold them.
+    ``state`` is the driver's (:class:`DriverState`; once stopped ``"caught up"`` for a bounded run that
+    reached its end offsets), ``"halted"`` (``mirrorspark.on.gap=stop``) or ``"failed"`` (its supervisor
+    gave up; the other flows run on). ``gaps``: source records lost before being copied;
+    ``invalid_offsets``: stored source offsets the source partition cannot hold.
     """
 
     flow: str
@@ -150,130 +103,15 @@ class FlowStats:
     invalid_offsets: int = 0
 
 
-class CheckpointJobs(Protocol):
-    """What :func:`schedule_checkpoint_jobs` schedules: a flow's checkpoint jobs (a :class:`CheckpointEmitter`)."""
-
-    @property
-    def name(self) -> str:
-        """The flow's name, ``"S->T"``."""
-        ...
-
-    @property
-    def flow_config(self) -> FlowConfig:
-        """The flow's configuration."""
-        ...
-
-    def emit(self) -> object:
-        """One checkpoint cycle."""
-        ...
-
-    def refresh_groups(self) -> object:
-        """List the source's consumer groups again."""
-        ...
-
-    def sync_group_offsets(self) -> object:
-        """Write translated offsets into idle target groups."""
-        ...
-
-
-def schedule_checkpoint_jobs(
-    scheduler: Scheduler, cp: CheckpointJobs, *, lock: threading.RLock | None = None
-) -> list[Job]:
-    """Register the periodic jobs of one flow's checkpoint connector (MM2 ``MirrorCheckpointConnector`` + task).
-
-    * ``checkpoints S->T`` every ``emit.checkpoints.interval.seconds``;
-    * ``refresh groups S->T`` every ``refresh.groups.interval.seconds``, only with
-      ``refresh.groups.enabled`` (MM2's ``scheduleRepeatingDelayed``: the first listing is done
-      by the first checkpoint cycle, as MM2 loads the initial groups at start);
-    * ``sync group offsets S->T`` every ``sync.group.offsets.interval.seconds``, only with
-      ``sync.group.offsets.enabled``.
-
-    Each job first runs one interval from now.
-
-    Parameters
-    ----------
-    scheduler:
-        The driver's control scheduler (jobs run on its thread, one at a time).
-    cp:
-        The flow's checkpoint emitter.
-    lock:
-        Held by each job while it runs (the flow's :attr:`~mirrorspark.replication.flow.Flow.lock`).
-
-    Returns
-    -------
-    list[Job]
-        The registered jobs, in registration order.
-    """
-    f = cp.flow_config
-    jobs = [
-        scheduler.add(
-            f"checkpoints {cp.name}",
-            f.emit_checkpoints_interval_s,
-            _discard(cp.emit, lock),
-            initial_delay_s=f.emit_checkpoints_interval_s,
-        )
-    ]
-    if f.refresh_groups_enabled:
-        jobs.append(
-            scheduler.add(
-                f"refresh groups {cp.name}",
-                f.refresh_groups_interval_s,
-                _discard(cp.refresh_groups, lock),
-                initial_delay_s=f.refresh_groups_interval_s,
-            )
-        )
-    if f.sync_group_offsets_enabled:
-        jobs.append(
-            scheduler.add(
-                f"sync group offsets {cp.name}",
-                f.sync_group_offsets_interval_s,
-                _discard(cp.sync_group_offsets, lock),
-                initial_delay_s=f.sync_group_offsets_interval_s,
-            )
-        )
-    return jobs
-
-
-def _discard(fn: Callable[[], object], lock: threading.RLock | None = None) -> Callable[[], None]:
-    """``fn`` as a scheduler job (its result dropped), holding ``lock`` while it runs."""
-
-    def run() -> None:
-        with lock if lock is not None else contextlib.nullcontext():
-            fn()
-
-    return run
-
-
 class Replicator:
     """Runs the enabled flows of a configuration on Spark.
 
-    Parameters
-    ----------
-    config:
-        The parsed mm2.properties.
-    spark:
-        The SparkSession the copy tasks run on; may be set later (:attr:`spark`), before
-        :meth:`run`, so that :meth:`start` can fail fast on unreachable clusters before Spark starts.
-    targets:
-        MM2's ``--clusters``: run only flows whose target is listed (``None`` = all).
-    on_stats:
-        Called about once a second while running, and at the end, with the flows' stats.
-    clients:
-        Where every Kafka client comes from (default: real confluent-kafka clients).
-
-    Attributes
-    ----------
-    jvm:
-        The watch of the Spark driver JVM the copy tasks run under; set it before :meth:`run` to
-        act on the JVM's death yourself as well (``mirrorspark run`` ends the process within
-        seconds); ``None``: the worker builds its own (:meth:`DriverJvmWatch.of`).
-
-    Raises
-    ------
-    ConfigError
-        No flow is enabled (for the given targets), or the enabled flows form a cycle through a
-        flow with an identity-style policy (:func:`~mirrorspark.mm2.topology.check_identity_cycles`)
-        and ``mirrorspark.identity.allow.cycles`` is not set.
+    ``spark`` may be set later, before :meth:`run`, so :meth:`start` fails fast on unreachable clusters
+    before Spark starts. ``targets`` is MM2's ``--clusters`` (``None``: all); ``on_stats`` is called
+    about once a second and at the end; ``context`` (built by the caller, else here from ``config`` and
+    ``clients``) holds the flows' policies, filters and clients. Set :attr:`jvm` before :meth:`run` to
+    watch the Spark driver JVM yourself. Raises :class:`~mirrorspark.errors.ConfigError` when no flow is
+    enabled for ``targets``.
     """
 
     def __init__(
@@ -284,24 +122,16 @@ class Replicator:
         targets: Sequence[str] | None = None,
         on_stats: Callable[[list[FlowStats]], None] | None = None,
         clients: ClientFactory | None = None,
+        context: ReplicationContext | None = None,
     ) -> None:
         self.config = config
         self.spark = spark
         self.jvm: DriverJvmWatch | None = None
-        # policies, filters and client settings of every flow, built once here and passed down
-        self.context = ReplicationContext(config) if clients is None else ReplicationContext(config, clients)
-        flows = config.enabled_flows(targets)
-        if not flows:
-            raise ConfigError(
-                f"no replication flow is enabled in {config.source_name}"
-                + (f" for target(s) {', '.join(targets)}" if targets else "")
-                + ": set e.g. 'A->B.enabled=true'"
-            )
-        check_identity_cycles(  # every enabled flow of the file, whichever --clusters this node serves
-            [(f.source, f.target, self.context.of(f).policy) for f in config.flows if f.enabled],
-            allow_cycles=config.data_path.identity_allow_cycles,
-            where=config.source_name,
-        )
+        # policies, filters and client settings of every flow, built once (by the caller, or here) and passed down
+        if context is None:
+            context = ReplicationContext(config) if clients is None else ReplicationContext(config, clients)
+        self.context = context
+        flows = runnable_flows(config, targets)
         self.flows = [Flow(self.context.of(f), config.data_path) for f in flows]
         # a Connect deployment's checkpoint and heartbeat connectors may run clients of their own (issue #37)
         self.heartbeats = HeartbeatEmitter(
@@ -342,11 +172,7 @@ class Replicator:
         return list(self.worker.supervisors) if self.worker is not None else []
 
     def assignment_applied(self) -> bool:
-        """Whether every running flow's copy tasks run the flow's current assignment.
-
-        A topic dropped by a topic refresh (e.g. a control-list change) stops being copied once its
-        flow's tasks restarted with the new assignment, within one supervision round.
-        """
+        """Whether every running flow's copy tasks run the flow's current assignment."""
         return all(s.state != SupervisorState.RUNNING or s.assignment == s.flow.assignment for s in self.supervisors)
 
     def _supervisor_of(self, flow: Flow) -> FlowSupervisor | None:
@@ -371,14 +197,10 @@ class Replicator:
         return self._stop.is_set()
 
     def start(self) -> None:
-        """Connect: start every flow and the heartbeats, schedule the control jobs, join the flows' leases.
+        """Start every flow and the heartbeats, register their control jobs, join the flows' leases; needs no Spark.
 
-        Needs no Spark. Raises :class:`~mirrorspark.errors.ClusterUnreachableError` when a cluster
-        does not answer and :class:`~mirrorspark.errors.ClusterError` when an internal or remote
-        topic (the lease topic included) cannot be created.
-
-        Each flow's lease group is joined last (:meth:`join_leases`): the coordinator's wait for a
-        killed predecessor's session to expire then runs while Spark starts, not after it.
+        Raises :class:`~mirrorspark.errors.ClusterUnreachableError` when a cluster does not answer and
+        :class:`~mirrorspark.errors.ClusterError` when an internal, remote or lease topic cannot be created.
         """
         began = time.monotonic()
         self.state = DriverState.STARTING
@@ -387,9 +209,13 @@ class Replicator:
         # the heartbeats topics first: a flow's start then finds its source's (a disabled flow's heartbeats
         # create it, as MM2's do), instead of its first refresh restarting the tasks just started
         self.heartbeats.start()
-        for flow in self.flows:
+        for flow in self.flows:  # each component declares its jobs; each runs under its flow's lock
             flow.start()
-            self._schedule_flow_jobs(flow)
+            totals = TotalsPublisher(flow)
+            totals.start()
+            self.totals.append(totals)
+            self.control.add_jobs(totals, lock=flow.lock)
+            self.control.add_jobs(flow, lock=flow.lock)
         emitters = {cp.name: cp for cp in self.checkpoints}
         interval_ms = self.config.data_path.metrics_interval_ms
         for flow in self.flows:
@@ -401,17 +227,12 @@ class Replicator:
             )
             metrics.start()
             self.metrics.append(metrics)
-            self.control.add(
-                f"publish metrics {flow.name}",
-                interval_ms / 1000,
-                _discard(metrics.publish, flow.lock),
-                initial_delay_s=0.5,
-            )
+            self.control.add_jobs(metrics, lock=flow.lock)
         by_name = {flow.name: flow for flow in self.flows}
         for cp in self.checkpoints:
             cp.start(background_syncs=True)
-            schedule_checkpoint_jobs(self.control, cp, lock=by_name[cp.name].lock)
-        self.heartbeats.schedule(self.background)
+            self.control.add_jobs(cp, lock=by_name[cp.name].lock)
+        self.background.add_jobs(self.heartbeats)
         self.background.start(name="mirrorspark-heartbeats")
         self._start_failover_watch()
         self.join_leases()
@@ -419,17 +240,9 @@ class Replicator:
         startup_log.info("%d flow(s) started in %.1f s; their leases joined", len(self.flows), time.monotonic() - began)
 
     def join_leases(self) -> None:
-        """Join every flow's lease group now (idempotent; :meth:`start` ends with it; needs no Spark).
+        """Join every flow's lease group (idempotent; needs no Spark), so the take-over wait overlaps Spark's start-up.
 
-        The flow's lease is then taken while Spark starts: a previous holder's session expiry and
-        the take-over wait (:attr:`~mirrorspark.replication.lease.FlowLease.safe_at`) overlap
-        Spark's start-up instead of following it. :meth:`run` hands the leases to the copy tasks'
-        supervisors; :meth:`close` gives them up if it never ran.
-
-        Raises
-        ------
-        ClusterError
-            A lease topic cannot be created.
+        Raises :class:`~mirrorspark.errors.ClusterError` when a lease topic cannot be created.
         """
         for flow in self.flows:
             if flow.name not in self.leases:
@@ -437,79 +250,21 @@ class Replicator:
                 lease.start()
                 self.leases[flow.name] = lease
 
-    def _schedule_flow_jobs(self, flow: Flow) -> None:
-        """Schedule one flow's control jobs: totals, config and ACL sync, topic refresh, lag listings."""
-        cfg = flow.config
-        publisher = TotalsPublisher(flow)
-        publisher.start()
-        self.totals.append(publisher)
-        lock = flow.lock
-        self.control.add(
-            f"publish progress {flow.name}",
-            PROGRESS_INTERVAL_S,
-            _discard(publisher.publish, lock),
-            initial_delay_s=PROGRESS_INTERVAL_S,
-        )
-        if cfg.sync_topic_configs_enabled:
-            self.control.add(
-                f"sync topic configs {flow.name}",
-                cfg.sync_topic_configs_interval_s,
-                _discard(flow.sync_configs, lock),
-                initial_delay_s=cfg.sync_topic_configs_interval_s,
-            )
-        if cfg.sync_topic_acls_enabled:  # MM2: immediately, then every interval
-            self.control.add(
-                f"sync topic ACLs {flow.name}",
-                cfg.sync_topic_acls_interval_s,
-                _discard(TopicAclSync.for_flow(flow).sync, lock),
-            )
-        if cfg.refresh_topics_enabled:
-            self.control.add(
-                f"refresh topics {flow.name}",
-                cfg.refresh_topics_interval_s,
-                _discard(flow.refresh, lock),
-                initial_delay_s=cfg.refresh_topics_interval_s,
-            )
-        self.control.add(
-            f"list end offsets {flow.name}",
-            LAG_INTERVAL_S,
-            _discard(flow.list_end_offsets, lock),
-            initial_delay_s=LAG_INTERVAL_S,
-        )
-
     def _start_failover_watch(self) -> None:
-        """Schedule each flow's ``failover watch S->T`` job (:mod:`~mirrorspark.replication.failover_watch`)."""
+        """Schedule each flow's ``failover watch S->T`` (:mod:`~mirrorspark.replication.connector.failover_watch`)."""
         for flow in self.flows:
             watcher = FailoverWatcher(flow, active=functools.partial(self._runs_flow, flow))
             watcher.start()
             self.failover_watchers.append(watcher)
-            interval_s = flow.config.failover_check_interval_ms / 1000
-            self.failover.add(
-                f"failover watch {flow.name}", interval_s, _discard(watcher.check), initial_delay_s=interval_s
-            )
+            self.failover.add_jobs(watcher)
         self.failover.start(name="mirrorspark-failover")
 
     def run(self, *, until_caught_up: bool = False) -> list[FlowStats]:
-        """Replicate until stopped (or caught up); every copy task commits at the end; return final stats.
+        """Replicate until stopped (or caught up: ``until_caught_up``); every copy task commits; return final stats.
 
-        Parameters
-        ----------
-        until_caught_up:
-            A bounded copy: the copy tasks end once every replicated partition is copied up to the
-            source end offsets listed at start, and the run ends once their commits and the
-            checkpoints covering the groups' offsets at start are written.
-
-        Raises
-        ------
-        ConfigError
-            No SparkSession was given, or Spark offers fewer task slots than the flows have copy tasks.
-        SparkDriverLostError
-            The Spark driver JVM died under the run: every copy task ended without committing.
-        DataGapError
-            ``mirrorspark.on.gap=stop`` halted a flow (the other flows ran on until the loop
-            ended; the message names each halted flow's partition, lost range and the key).
-        MirrorsparkError
-            Every flow failed: the first failed flow's error.
+        Raises :class:`~mirrorspark.errors.ConfigError` (no SparkSession, or fewer task slots than copy
+        tasks), ``SparkDriverLostError`` (the driver JVM died; nothing committed), ``DataGapError``
+        (``mirrorspark.on.gap=stop`` halted a flow) or, when every flow failed, the first flow's error.
         """
         if self.spark is None:
             raise ConfigError("Replicator.run needs a SparkSession: pass spark= or set .spark first")
@@ -545,11 +300,7 @@ class Replicator:
         return self._finish(failed)
 
     def _loop(self, worker: Worker, *, until_caught_up: bool) -> list[FlowSupervisor]:
-        """Supervise until stopped, every flow halted or failed, or caught up; the control jobs run on their thread.
-
-        The control thread is asked to stop when the loop ends: no job starts any more, and one
-        still running ends by itself (:meth:`close` waits for it).
-        """
+        """Supervise until stopped, every flow halted or failed, or caught up; the control jobs run on their thread."""
         reported: set[str] = set()
         self.control.start(name="mirrorspark-control", tick_s=TICK_S)
         try:
@@ -579,11 +330,7 @@ class Replicator:
         return failed
 
     def _publish_failed(self, failed: Sequence[FlowSupervisor], reported: set[str], *, wait_s: float | None) -> None:
-        """Publish the ``failed`` state of each failed flow not yet ``reported``, under its flow's lock.
-
-        ``wait_s``: how long to wait for the lock (a flow whose control job runs is published at a
-        later call); ``None`` waits.
-        """
+        """Publish ``failed`` for each failed flow not yet ``reported``; ``wait_s`` for its lock (``None``: waits)."""
         publishers = {pub.flow.name: pub for pub in self.totals}
         for s in failed:
             if s.name in reported or s.name not in publishers:
@@ -594,13 +341,7 @@ class Replicator:
                     publishers[s.name].publish_state("failed", str(s.error))
 
     def _end_states(self, worker: Worker, failed: Sequence[FlowSupervisor], *, until_caught_up: bool) -> dict[str, str]:
-        """How each flow this instance ran ended, once the loop ended: ``caught up`` or ``stopped``.
-
-        ``caught up``: a bounded run (``until_caught_up``) copied the flow up to the end offsets it
-        listed at start. ``stopped``: it ended before (a requested stop). Left out: a failed or
-        halted flow (its ``failed`` state is published already), a flow this instance was a
-        standby of (its active instance runs on), and every flow when the Spark driver JVM died.
-        """
+        """How each flow this instance ran ended, ``caught up`` or ``stopped`` (failed, halted, standby: left out)."""
         if worker.driver_lost is not None:
             return {}
         failed_names = {s.name for s in failed}
@@ -659,10 +400,7 @@ class Replicator:
         return True
 
     def _checkpoints_done(self) -> bool:
-        """Emit checkpoints (and sync group offsets) after catching up; tell whether all are covered.
-
-        Returns ``True`` once every group offset committed before the run started is covered.
-        """
+        """Emit checkpoints (and sync group offsets) once caught up; whether every group offset at start is covered."""
         done = True
         by_name = {f.name: f for f in self.flows}
         for cp, targets in zip(self.checkpoints, self._checkpoint_targets, strict=True):
@@ -680,20 +418,10 @@ class Replicator:
             self.on_stats(stats if stats is not None else self.stats())
 
     def stats(self, *, wait_s: float | None = None) -> list[FlowStats]:
-        """Return the current progress of every flow.
+        """Return every flow's stats, in the driver's order.
 
-        Parameters
-        ----------
-        wait_s:
-            Seconds to wait for a flow's lock (one of its control jobs runs); past it the flow's
-            previous stats are returned again (the driver loop's reports wait for nothing: ``0``).
-            ``None`` waits.
-
-        Returns
-        -------
-        list[FlowStats]
-            One per flow, in the driver's order: its state, records, value bytes and lag (records),
-            and per topic the same with replication latency (ms).
+        ``wait_s``: seconds to wait for a flow's lock (one of its control jobs runs), past which its previous
+        stats are returned again; ``None`` waits.
         """
         failed = {s.name for s in self.supervisors if s.state == SupervisorState.FAILED}
         out = []
@@ -715,10 +443,9 @@ class Replicator:
         return out
 
     def close(self) -> None:
-        """Stop the control jobs, heartbeats and the failover watch, publish final totals and metrics, release clients.
+        """Stop the control jobs, heartbeats and failover watch, publish final totals and metrics, release clients.
 
-        The flows' clients are not released while a control job still runs in them (a librdkafka
-        handle destroyed under a call in flight crashes the process).
+        A flow's clients are not released while a control job runs in them (librdkafka crashes the process).
         """
         if not self.control.stop(timeout_s=CONTROL_STOP_S):
             log.warning(
@@ -794,4 +521,4 @@ def _topic_stats(f: Flow, topic: str, n: int) -> TopicStats:
     )
 
 
-__all__ = ["CheckpointJobs", "DriverState", "FlowStats", "Replicator", "TopicStats", "schedule_checkpoint_jobs"]
+__all__ = ["DriverState", "FlowStats", "Replicator", "TopicStats"]

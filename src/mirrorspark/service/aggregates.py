@@ -40,16 +40,9 @@ AGGREGATE_FORMAT_VERSION: Final = 1
 
 @dataclass(frozen=True, slots=True)
 class Window:
-    """One sliding window size of the aggregation.
+    """One sliding window size of the aggregation (``"1m"``, ``"5m"`` or ``"1h"``).
 
-    Attributes
-    ----------
-    name:
-        ``"1m"``, ``"5m"`` or ``"1h"``: what the API's ``window`` parameter takes.
-    size_ms, slide_ms:
-        The window's length and how often a new one starts (ms).
-    keep_ms:
-        How long closed windows are kept (ms): the longest time series the API serves for it.
+    ``size_ms``, ``slide_ms`` and ``keep_ms`` (how long closed windows are kept) in ms.
     """
 
     name: str
@@ -85,13 +78,7 @@ RETENTION_MS: Final = max(w.keep_ms for w in WINDOWS) + 3_600_000
 
 
 def window(name: str) -> Window:
-    """Return the window called ``name``.
-
-    Raises
-    ------
-    KeyError
-        Not one of :data:`WINDOW_NAMES`.
-    """
+    """Return the window called ``name``; KeyError if not one of :data:`WINDOW_NAMES`."""
     for w in WINDOWS:
         if w.name == name:
             return w
@@ -100,22 +87,10 @@ def window(name: str) -> Window:
 
 @dataclass(frozen=True, slots=True)
 class SeriesDef:
-    """One series metric the Spark job aggregates.
+    """One series metric the Spark job aggregates (``name``: MM2's attribute stem where MM2 has one).
 
-    Attributes
-    ----------
-    name:
-        The series' name (MM2's attribute stem where MM2 has one).
-    unit:
-        Unit of a sample.
-    doc:
-        What one sample is.
-    scope:
-        ``"partition"`` (per source partition), ``"group"`` (per consumer group) or
-        ``"group-partition"``.
-    total:
-        How a topic's (or flow's) ``last`` adds up from its partitions': ``"sum"`` (lag in
-        records), ``"max"`` (lag in time) or ``"newest"``.
+    ``scope``: ``"partition"``, ``"group"`` or ``"group-partition"``; ``total``: how a topic's ``last``
+    adds up from its partitions', ``"sum"`` (lag in records), ``"max"`` (lag in time) or ``"newest"``.
     """
 
     name: str
@@ -162,19 +137,10 @@ AGGREGATES: Final = ("count", "sum", "min", "max", "avg", "rate", "p50", "p99", 
 
 @dataclass(frozen=True, slots=True)
 class Summary:
-    """What one window holds of one series (mergeable).
+    """What one window holds of one series (mergeable); values in the series' unit, ``last_at`` in epoch ms.
 
-    Attributes
-    ----------
-    count, sum:
-        Samples and their sum (in the series' unit).
-    min, max:
-        Smallest and largest sample, ``None`` without samples.
-    last, last_at:
-        The newest sample value and its time (epoch ms); ``None`` / 0 without samples.
-    hist:
-        Samples per bucket of :data:`~mirrorspark.mm2.metrics.LATENCY_BUCKETS_MS` (latency and age
-        series), else empty.
+    ``min``/``max``/``last`` are ``None`` without samples; ``hist`` counts samples per
+    :data:`~mirrorspark.mm2.metrics.LATENCY_BUCKETS_MS` bucket (latency and age series), else empty.
     """
 
     count: int = 0
@@ -195,20 +161,7 @@ def _opt(f: Any, a: float | None, b: float | None) -> float | None:
 
 
 def merge(a: Summary, b: Summary, *, total: str = "newest") -> Summary:
-    """Merge two summaries of the same window.
-
-    Parameters
-    ----------
-    a, b:
-        Summaries of the same window (of two partitions, or two halves of a stream).
-    total:
-        How ``last`` combines (:attr:`SeriesDef.total`): ``"sum"``, ``"max"`` or ``"newest"``.
-
-    Returns
-    -------
-    Summary
-        Counts and sums added, min of mins, max of maxes, histograms added.
-    """
+    """Merge two summaries of one window (sums added, min of mins, max of maxes; ``total``: :attr:`SeriesDef.total`)."""
     if total == "sum":
         last = _opt(lambda x, y: x + y, a.last, b.last)
     elif total == "max":
@@ -241,29 +194,10 @@ def elapsed_ms(w: Window, start_ms: int, now_ms: int) -> int:
 
 
 def figure(s: Summary, aggregate: str, *, w: Window, start_ms: int, now_ms: int) -> float | None:
-    """One derived figure of a window's summary.
+    """One derived figure (one of :data:`AGGREGATES`) of a window's summary; ``now_ms`` in epoch ms.
 
-    Parameters
-    ----------
-    s:
-        The summary.
-    aggregate:
-        One of :data:`AGGREGATES`.
-    w, start_ms:
-        The window.
-    now_ms:
-        Now (epoch ms): ``rate`` divides by the window's elapsed part.
-
-    Returns
-    -------
-    float or None
-        ``None`` when undefined (``avg``/``min``/``max``/percentiles without samples: MM2's windowed
-        stats are NaN then).
-
-    Raises
-    ------
-    KeyError
-        An unknown aggregate.
+    ``None`` when undefined (no samples: MM2's windowed stats are NaN then); ``rate`` divides by the
+    window's elapsed part. Raises KeyError for an unknown aggregate.
     """
     if aggregate == "count":
         return float(s.count)
@@ -304,19 +238,7 @@ class AggregateKey:
 
 @dataclass(frozen=True, slots=True)
 class Aggregate:
-    """One aggregate record: a window's :class:`Summary` of one series, and where it belongs.
-
-    Attributes
-    ----------
-    key:
-        The window and series.
-    remote_topic:
-        The remote topic of ``key.topic`` when the raw records named it, else ``None``.
-    summary:
-        The window's summary.
-    updated:
-        When Spark wrote it (epoch ms).
-    """
+    """One aggregate record: a window's :class:`Summary` of one series; ``updated`` in epoch ms."""
 
     key: AggregateKey
     remote_topic: str | None
@@ -333,13 +255,7 @@ def _num(v: Any, what: str, *, optional: bool = True) -> float | None:
 
 
 def decode_aggregate(key: bytes | None, value: bytes | None) -> Aggregate | None:
-    """Decode one aggregate record; ``None`` for a tombstone.
-
-    Raises
-    ------
-    CorruptRecordError
-        Not an aggregate record of this layout (the reader skips it).
-    """
+    """Decode one aggregate record, ``None`` for a tombstone; CorruptRecordError (skipped by the reader) otherwise."""
     if value is None:
         return None
     try:

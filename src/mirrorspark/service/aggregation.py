@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mirrorspark.kafka.jars import jar_dir
+from mirrorspark.mm2.internal_topics import TASK_PROGRESS_PREFIX
 from mirrorspark.mm2.metrics import HISTOGRAM_SIZE, LATENCY_BUCKETS_MS
 from mirrorspark.service.aggregates import AGGREGATE_FORMAT_VERSION, WATERMARK_MS, WINDOWS
 
@@ -197,26 +198,15 @@ def _schemas() -> tuple[Any, Any]:
 
 def progress_pattern() -> str:
     """Return the Kafka source's ``subscribePattern``: every progress channel, whatever the policy's separator."""
-    return r"mm2-task-progress.+internal"
+    return TASK_PROGRESS_PREFIX + r".+internal"
 
 
 def aggregate_stream(raw: DataFrame) -> DataFrame:
-    """Build the job's plan, from Kafka rows (``key``, ``value`` as binary) to ``key``/``value`` JSON strings.
+    """Build the job's plan, from Kafka rows (binary ``key``, ``value``) to ``key``/``value`` JSON strings.
 
-    The stages: the channel records' samples (:func:`_samples`), each repeated per window
-    (:func:`_windowed`), folded per window, flow, series, topic, partition and group
-    (:func:`_folded`), written as aggregate records (:func:`_aggregate_records`).
-
-    Parameters
-    ----------
-    raw:
-        A (streaming or static) DataFrame with Kafka's ``key`` and ``value`` columns.
-
-    Returns
-    -------
-    DataFrame
-        One row per updated window of a series: the aggregate record's key and value (the layout
-        of :mod:`mirrorspark.service.aggregates`).
+    Stages: samples (:func:`_samples`), repeated per window (:func:`_windowed`), folded per window, flow,
+    series, topic, partition and group (:func:`_folded`), written as aggregate records (one row per updated
+    window, layout of :mod:`mirrorspark.service.aggregates`).
     """
     return _aggregate_records(_folded(_windowed(_samples(raw))))
 
@@ -379,28 +369,11 @@ def start_aggregation(
     trigger_ms: int,
     query_name: str = "mirrorspark-metrics",
 ) -> StreamingQuery:
-    """Start the aggregation query.
+    """Start the aggregation query and return it (stop it with ``stop()``).
 
-    Parameters
-    ----------
-    spark:
-        The service's SparkSession (with :func:`service_spark_conf`).
-    read_options, write_options:
-        Spark Kafka options (``kafka.bootstrap.servers`` and the client's security settings) of the
-        served cluster's consumer and producer.
-    metrics_topic:
-        The aggregates topic (created by the caller, compacted).
-    checkpoint:
-        The checkpoint location.
-    trigger_ms:
-        The micro-batch interval (ms).
-    query_name:
-        The query's name (Spark UI, logs).
-
-    Returns
-    -------
-    StreamingQuery
-        The running query; stop it with ``stop()``.
+    ``read_options``/``write_options`` are Spark Kafka options of the served cluster's consumer and
+    producer; ``metrics_topic`` is the compacted aggregates topic (created by the caller); ``trigger_ms`` is
+    the micro-batch interval in ms.
     """
     raw = (
         spark.readStream.format("kafka")

@@ -467,25 +467,9 @@ def create_app(
     aggregation: AggregationStatus = lambda: ("stopped", None, None),
     collectors: Sequence[Collector] = (),
 ) -> FastAPI:
-    """Build the API application.
+    """Build the API application (serve it with uvicorn); ``token`` ``""`` = no bearer token required.
 
-    Parameters
-    ----------
-    store:
-        What the service knows (filled by :class:`~mirrorspark.service.feed.Feed`).
-    config:
-        The configuration (cluster aliases, heartbeat intervals). Never shown.
-    token:
-        The bearer token required by the API and ``/metrics``; ``""`` = none.
-    aggregation:
-        The Spark job's state for the health check.
-    collectors:
-        More ``/metrics`` collectors (e.g. :class:`~mirrorspark.service.replica_metrics.ReplicaCollector`).
-
-    Returns
-    -------
-    FastAPI
-        The application (serve it with uvicorn).
+    ``collectors``: more ``/metrics`` collectors (e.g. :class:`~mirrorspark.service.replica_metrics.ReplicaCollector`).
     """
     app = FastAPI(
         title="mirrorspark metrics service",

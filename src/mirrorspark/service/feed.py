@@ -51,7 +51,7 @@ from mirrorspark.core.progress_records import (
 from mirrorspark.errors import CorruptRecordError, MirrorsparkError
 from mirrorspark.kafka.admin import ClusterAdmin
 from mirrorspark.kafka.factory import create
-from mirrorspark.mm2.internal_topics import PROGRESS_PREFIX, TASK_PROGRESS_PREFIX
+from mirrorspark.mm2.internal_topics import TASK_PROGRESS_PREFIX, TOTALS_PREFIX
 from mirrorspark.mm2.records import Heartbeat
 from mirrorspark.service.aggregates import WINDOWS, Aggregate, AggregateKey, decode_aggregate, window
 
@@ -82,33 +82,9 @@ itself keeps every drill (compacted, one key per drill); a restarted service rea
 class FlowView:
     """Everything the service knows of one flow ``source->target`` (target = the served cluster).
 
-    Attributes
-    ----------
-    source, target:
-        The aliases.
-    heartbeat_ms:
-        Newest heartbeat of the flow on the target (epoch ms), ``None`` if none.
-    metrics:
-        The driver's newest ``flow`` record (mirrorspark flows only).
-    state:
-        The flow state mirrorspark published to ``mm2-progress`` (``running``/``failed``).
-    totals:
-        Lifetime totals per source topic (``mm2-progress``).
-    lags:
-        The driver's newest ``lag`` record per source topic.
-    reports:
-        The newest task report per source partition.
-    groups:
-        The driver's newest ``group`` record per consumer group.
-    gaps:
-        Gap events, oldest first.
-    status:
-        For flows without a progress channel: the last :func:`flow_status` read.
-    failover:
-        The driver's newest ``failover`` record (the flow's failover policy), ``None`` if none.
-    drills:
-        The flow's disaster-recovery drills (``mm2-drills.<source>.internal``), oldest first (by
-        :attr:`~mirrorspark.core.drills.DrillResult.at`), at most :data:`DRILLS_KEPT`: its recovery point over time.
+    ``heartbeat_ms`` in epoch ms (``None`` if none); ``metrics``, ``lags``, ``groups`` and ``failover``
+    are the driver's newest records (mirrorspark flows only); ``status`` is the last :func:`flow_status`
+    read of a flow without a progress channel; ``drills`` is oldest first, at most :data:`DRILLS_KEPT`.
     """
 
     source: str
@@ -132,19 +108,11 @@ class FlowView:
 
     @property
     def current_lags(self) -> dict[str, TopicLag]:
-        """The newest ``lag`` record of each topic the flow still replicates.
+        """The newest ``lag`` record of each topic the flow still replicates, as a new dict.
 
-        The driver writes a ``lag`` record for every topic it replicates in the same round as its
-        ``flow`` record (same ``at``). A topic whose newest ``lag`` record is more than two rounds
-        (``2 x mirrorspark.metrics.interval.ms``) older than the newest ``flow`` record was not
-        reported since: the flow no longer replicates it (filtered out, deleted, or an earlier run
-        of the flow replicated other topics), so its last lag is not the flow's lag any more. All
-        lags count while no ``flow`` record is known.
-
-        Returns
-        -------
-        dict[str, TopicLag]
-            ``{source topic: newest lag record}``, a new dict.
+        A topic whose newest ``lag`` record is more than two rounds (``2 x mirrorspark.metrics.interval.ms``)
+        older than the newest ``flow`` record is no longer replicated (the driver writes both in the same
+        round), so it is left out; all lags count while no ``flow`` record is known.
         """
         m = self.metrics
         if m is None:
@@ -165,15 +133,7 @@ def split_flow(flow: str) -> tuple[str, str] | None:
 
 
 class Store:
-    """The service's in-memory view, written by :class:`Feed`, read by the API and ``/metrics`` (thread-safe).
-
-    Parameters
-    ----------
-    cluster:
-        The served cluster's alias.
-    clock_ms:
-        Epoch ms.
-    """
+    """The service's in-memory view, written by :class:`Feed`, read by the API and ``/metrics`` (thread-safe)."""
 
     def __init__(self, cluster: str, clock_ms: Callable[[], int] = lambda: int(time.time() * 1000)) -> None:
         self.cluster = cluster
@@ -207,22 +167,11 @@ class Store:
     # ------------------------------------------------------------------ apply one record
 
     def apply(self, kind: str, key: bytes | None, value: bytes | None) -> bool:
-        """Apply one record of a topic of kind ``kind``; tell whether it was understood.
+        """Apply one record of a topic of kind ``kind``; return ``False`` for a record not understood and skipped.
 
-        Parameters
-        ----------
-        kind:
-            ``"heartbeats"``, ``"remote-heartbeats"``, ``"channel"``, ``"progress"``, ``"gaps"``, ``"drills"``
-            or ``"aggregates"``.
-        key, value:
-            The record.
-
-        Returns
-        -------
-        bool
-            ``False`` for a record skipped: not understood (a corrupt one, a newer format's, a flow into
-            another cluster). A corrupt drill record is logged as a WARNING (a drill's result is lost from
-            the history); other corrupt records at DEBUG.
+        ``kind`` is ``"heartbeats"``, ``"remote-heartbeats"``, ``"channel"``, ``"progress"``, ``"gaps"``,
+        ``"drills"`` or ``"aggregates"``. A corrupt drill record is logged as a WARNING (its result is lost from
+        the history); other corrupt records at DEBUG.
         """
         try:
             with self.lock:
@@ -377,17 +326,9 @@ class Store:
 
 
 def add_drill(drills: list[DrillResult], drill: DrillResult, keep: int = DRILLS_KEPT) -> None:
-    """Insert ``drill`` into a flow's time-ordered drills, replacing one of the same time, dropping the oldest.
+    """Insert ``drill`` into a flow's drills (oldest first, by ``at``), in place, keeping at most ``keep``.
 
-    Parameters
-    ----------
-    drills:
-        Oldest first (by ``at``, epoch ms); changed in place.
-    drill:
-        The drill read; one with the same ``at`` is replaced (the history topic's key is flow and time:
-        the newer record of a key wins, as compaction keeps it).
-    keep:
-        Most drills kept (:data:`DRILLS_KEPT`); the oldest beyond it are dropped.
+    One of the same ``at`` is replaced (the history topic's key is flow and time, the newer record wins).
     """
     i = bisect.bisect_left(drills, drill.at, key=lambda d: d.at)
     if i < len(drills) and drills[i].at == drill.at:
@@ -399,19 +340,7 @@ def add_drill(drills: list[DrillResult], drill: DrillResult, keep: int = DRILLS_
 
 
 def classify(topic: str, *, heartbeats: Callable[[str], bool], local_heartbeats: str, metrics_topic: str) -> str | None:
-    """Tell what a topic of the served cluster holds for the service (``None``: nothing).
-
-    Parameters
-    ----------
-    topic:
-        The topic name.
-    heartbeats:
-        The served cluster's policy's ``is_heartbeats_topic``.
-    local_heartbeats:
-        The heartbeats topic of the served cluster itself.
-    metrics_topic:
-        The aggregates topic.
-    """
+    """Tell what a topic of the served cluster holds for the service (``None``: nothing)."""
     if topic == metrics_topic:
         return "aggregates"
     if topic == local_heartbeats:
@@ -420,7 +349,7 @@ def classify(topic: str, *, heartbeats: Callable[[str], bool], local_heartbeats:
         return "remote-heartbeats"
     if topic.startswith(TASK_PROGRESS_PREFIX):
         return "channel"
-    if topic.startswith(PROGRESS_PREFIX):
+    if topic.startswith(TOTALS_PREFIX):
         return "progress"
     if topic.startswith(GAPS_PREFIX):
         return "gaps"
@@ -430,19 +359,7 @@ def classify(topic: str, *, heartbeats: Callable[[str], bool], local_heartbeats:
 
 
 class Feed:
-    """Reads the served cluster into a :class:`Store` from a background thread.
-
-    Parameters
-    ----------
-    config:
-        The configuration (the served cluster's client settings; the flows' source clusters for MM2 flows).
-    cluster:
-        The served cluster's alias.
-    store:
-        Where to apply what is read.
-    metrics_topic:
-        The aggregates topic.
-    """
+    """Reads the served cluster into a :class:`Store` from a background thread."""
 
     def __init__(self, config: MirrorConfig, cluster: str, store: Store, *, metrics_topic: str) -> None:
         self.config = config

@@ -64,15 +64,7 @@ class _Families:
 
 
 class ServiceCollector(Collector):
-    """Builds every series from the :class:`~mirrorspark.service.feed.Store` at scrape time.
-
-    Parameters
-    ----------
-    store:
-        The service's view.
-    config:
-        The configuration (heartbeat intervals, for flow states).
-    """
+    """Builds every series from the :class:`~mirrorspark.service.feed.Store` at scrape time."""
 
     def __init__(self, store: Store, config: MirrorConfig | None = None) -> None:
         self.store = store

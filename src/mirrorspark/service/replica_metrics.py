@@ -69,20 +69,7 @@ REFRESH_S: Final = 30.0
 
 
 def replica_families(cluster: str, states: Iterable[PartitionState]) -> list[GaugeMetricFamily]:
-    """Build the replica-count series of a cluster's partitions.
-
-    Parameters
-    ----------
-    cluster:
-        The cluster alias (label ``cluster``).
-    states:
-        The partitions.
-
-    Returns
-    -------
-    list[GaugeMetricFamily]
-        One family per :data:`REPLICA_METRICS` entry, one sample per partition.
-    """
+    """Build the replica-count series of a cluster's partitions: one family per :data:`REPLICA_METRICS` entry."""
     families = [
         GaugeMetricFamily(name, doc, labels=["cluster", "topic", "partition"]) for name, _, doc in REPLICA_METRICS
     ]
@@ -98,20 +85,8 @@ def remote_copy_families(
 ) -> list[GaugeMetricFamily]:
     """Build the remote-copy series of a cluster's partitions (mirrorspark's observers).
 
-    Parameters
-    ----------
-    cluster:
-        The cluster alias (label ``cluster``).
-    states:
-        The partitions: each gets a ``mirrorspark_remote_copies_count`` sample (0 when no flow copies it).
-    copies:
-        ``{(topic, partition): copies}`` as :func:`~mirrorspark.client.partition_states.remote_copies` returns.
-
-    Returns
-    -------
-    list[GaugeMetricFamily]
-        ``mirrorspark_remote_copies_count``, then one family per :data:`REMOTE_COPY_METRICS` entry
-        (labels also ``remote_cluster``, ``remote_topic``; unknown lags, ``-1``, are left out).
+    ``mirrorspark_remote_copies_count`` (0 when no flow copies a partition), then one family per
+    :data:`REMOTE_COPY_METRICS` entry; unknown lags (``-1``) are left out.
     """
     count = GaugeMetricFamily(
         "mirrorspark_remote_copies_count",
@@ -133,23 +108,8 @@ def remote_copy_families(
 
 
 class ReplicaCollector(Collector):
-    """Describes the served cluster's partitions and their remote copies at scrape time.
+    """Describes the served cluster's partitions and their remote copies at scrape time, at most every ``refresh_s`` s.
 
-    At most every :data:`REFRESH_S` s.
-
-    Parameters
-    ----------
-    config:
-        The configuration (the cluster's admin settings).
-    cluster:
-        The served cluster's alias.
-    refresh_s:
-        Seconds a description is reused (default :data:`REFRESH_S`).
-    clock:
-        Monotonic seconds (injectable for tests).
-
-    Notes
-    -----
     A failed description is logged (WARNING) and the previous one is served; thread-safe.
     """
 

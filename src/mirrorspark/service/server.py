@@ -34,26 +34,10 @@ START_TIMEOUT_S = 120.0
 
 
 class MetricsService:
-    """One metrics service instance.
+    """One metrics service instance for the served ``cluster``; raises UnknownAliasError if it is not configured.
 
-    Parameters
-    ----------
-    config:
-        The configuration: the served cluster's client settings, the ``mirrorspark.service.*`` keys.
-    cluster:
-        The served cluster's alias (the target of the flows reported).
-    host, port:
-        Where the HTTP server listens (port 0 = a free port).
-    checkpoint:
-        The Spark job's checkpoint location (default: ``mirrorspark.service.checkpoint.location``,
-        else ``.mirrorspark/service/<cluster>/checkpoint``).
-    master:
-        Spark master URL (default ``local[2]``: the job is small).
-
-    Raises
-    ------
-    UnknownAliasError
-        ``cluster`` is not in the configuration.
+    ``port`` 0 = a free port; ``checkpoint`` defaults to ``mirrorspark.service.checkpoint.location``, else
+    ``.mirrorspark/service/<cluster>/checkpoint``; ``master`` defaults to ``local[2]``.
     """
 
     def __init__(
@@ -111,14 +95,8 @@ class MetricsService:
     def start(self) -> None:
         """Start the feed, the Spark job and the HTTP server; return once the URL serves.
 
-        Raises
-        ------
-        ClusterUnreachableError
-            The served cluster does not answer.
-        ClusterError
-            The aggregates topic cannot be created.
-        ServiceError
-            The HTTP server cannot listen, or the Spark job does not start.
+        Raises ClusterUnreachableError, ClusterError (the aggregates topic cannot be created) or ServiceError
+        (the server cannot listen, or the Spark job does not start).
         """
         admin = ReplicationContext(self.config).cluster_admin(
             self.cluster, "service-admin", client_id=f"mirrorspark-service|{self.cluster}|admin"

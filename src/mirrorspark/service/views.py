@@ -351,15 +351,7 @@ def _known_s(seconds: float) -> float | None:
 
 
 def drill(d: DrillResult, *, partitions: bool = True) -> Drill:
-    """Return the document of one drill (``-1`` sentinels of the record become ``null``).
-
-    Parameters
-    ----------
-    d:
-        The drill read from the history topic.
-    partitions:
-        Include the recovery point of each source partition (else ``recovery_point.partitions`` is ``None``).
-    """
+    """Return one drill's document (``-1`` sentinels become ``null``); per-partition points if ``partitions``."""
     rp = d.recovery_point
     return Drill(
         flow=d.flow,
@@ -422,17 +414,7 @@ def drill(d: DrillResult, *, partitions: bool = True) -> Drill:
 
 
 def drills(views: Iterable[FlowView], limit: int, *, partitions: bool = True) -> list[Drill]:
-    """Return the drills of flows, newest first (ties by flow), at most ``limit``.
-
-    Parameters
-    ----------
-    views:
-        The flows (hold the store's lock).
-    limit:
-        Most drills returned (>= 1).
-    partitions:
-        Include each drill's per-partition recovery point.
-    """
+    """Return the drills of flows (hold the store's lock), newest first (ties by flow), at most ``limit`` (>= 1)."""
     newest = sorted((d for v in views for d in v.drills), key=lambda d: (-d.at, d.flow))
     return [drill(d, partitions=partitions) for d in newest[:limit]]
 
@@ -449,13 +431,7 @@ def series(
     group: str | None = None,
     since_ms: int | None = None,
 ) -> Series:
-    """One series' time series: a point per window, merged over what the filters leave.
-
-    Raises
-    ------
-    KeyError
-        An unknown metric, window or aggregate.
-    """
+    """One series' time series: a point per window, merged over what the filters leave; KeyError for an unknown name."""
     sdef = SERIES_BY_NAME[metric]
     w = window(window_name)
     if aggregate not in AGGREGATES:

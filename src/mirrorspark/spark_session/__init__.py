@@ -44,21 +44,15 @@ LOG4J_CONFIG = PACKAGE_DIR / "resources" / "log4j2-spark.properties"
 REDACTION_REGEX = (
     "(?i)secret|password|passphrase|token|access[.]?key|jaas|credential|private|ssl[.]key|keystore[.]key|api[.]?key"
 )
-"""``spark.redaction.regex`` and ``spark.sql.redaction.options.regex`` of mirrorspark's session: Spark's default
-(``secret|password|token|access[.]?key``) plus the other names of Kafka client secrets
-(:func:`~mirrorspark.config.keys.is_secret`), e.g. ``kafka.sasl.jaas.config``, whose values Spark then shows as
-``*********(redacted)`` in its UI, event log and plans."""
+"""Spark's redaction regexes for the session: Spark's default plus the Kafka client secrets' names (``is_secret``)."""
 
 
 QUICK_START_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 """JVM flags of a replicator's Spark driver JVM (and of Spark's launcher JVM) for a quicker start.
 
-The JIT's first tier only and the serial collector: the driver JVM of ``mirrorspark run`` schedules
-long-running copy tasks and answers py4j calls (the records never pass through it: the tasks copy in
-Python workers), so it has no hot Java code worth the optimising compiler's start-up work. Measured on
-the 2-core machine under load (issue #23): the session started in 16.0-17.5 s instead of 27.1-32.6 s,
-the first Spark job after it alike; restarts after a crash wait for it. Not for the metrics
-service, whose aggregation runs in the JVM."""
+C1 only and the serial collector: records never pass through the driver JVM; issue #23 measured 16-17.5 s instead
+of 27-33 s to a session. Not for the metrics service, whose aggregation runs in the JVM.
+"""
 
 
 def build_spark_session(
@@ -72,34 +66,8 @@ def build_spark_session(
 ) -> SparkSession:
     """Create (or get) the one SparkSession of a mirrorspark process.
 
-    Kafka credentials never enter the Spark configuration: they travel inside the pickled
-    tasks (see docs/security.md: with a non-local master, turn on Spark's RPC
-    authentication and encryption, ``spark.authenticate`` and ``spark.network.crypto.enabled``,
-    e.g. through ``conf``). Option values whose names look secret are redacted in Spark's
-    UI, event log and plans (:data:`REDACTION_REGEX`).
-
-    The driver JVM PySpark launches prints nothing to this process's terminal: its stdout and
-    stderr (the JVM's warnings, Spark's banner and log, the Python workers' stderr) go to a log
-    file with ``-v`` or ``MIRRORSPARK_SPARK_LOG``, else nowhere
-    (:func:`~mirrorspark.spark_session.jvm_output.launch_gateway_quietly`).
-
-    Parameters
-    ----------
-    master:
-        Spark master URL; ``None`` keeps what ``spark-submit`` set, else ``local[*]``.
-    ui:
-        Whether to start the Spark UI.
-    conf:
-        More Spark properties (``mirrorspark run --conf KEY=VALUE``), set last: they win.
-    task_slots:
-        Copy tasks the flows run at once (continuous engine: each keeps one slot busy). With no
-        master given, the local master gets ``max(cores, 2 * task_slots, 8)`` slots: the tasks wait
-        on I/O, not CPU, and the headroom covers topics and partitions found later.
-    quick_start:
-        Start the driver JVM (and Spark's launcher) with :data:`QUICK_START_JVM_OPTIONS` and the
-        driver's class archive if made (:mod:`~mirrorspark.spark_session.class_archive`): for a
-        replicator, whose restart after a crash waits for Spark (``mirrorspark run``). A
-        ``spark.driver.extraJavaOptions`` in ``conf`` replaces them.
+    Kafka credentials never enter the Spark configuration (they travel in the pickled tasks); with no master, the local
+    one gets ``max(cores, 2 * task_slots, 8)`` slots (the copy tasks wait on I/O).
     """
     from pyspark.sql import SparkSession
 
@@ -141,12 +109,7 @@ def build_spark_session(
 
 
 def _quiet_accumulator_server(spark: SparkSession) -> None:
-    """Log the accumulator server's connection errors at DEBUG instead of printing a traceback to stderr.
-
-    PySpark's accumulator server (a ``socketserver`` in this process) reads the JVM's updates; when
-    the JVM dies, or a run is stopped, its handler ends with ``EOFError`` and ``socketserver``
-    prints the traceback. The JVM's death is named by :class:`DriverJvmWatch` in one line instead.
-    """
+    """Log the accumulator server's connection errors at DEBUG instead of printing a traceback to stderr."""
     server = getattr(spark.sparkContext, "_accumulatorServer", None)
     if server is None:
         return
@@ -158,11 +121,7 @@ def _quiet_accumulator_server(spark: SparkSession) -> None:
 
 
 def _package_zip() -> Path:
-    """Zip the installed ``mirrorspark`` package (Python files and resources) for ``addPyFile``.
-
-    The zip lives in a temporary directory removed when the process exits (the driver serves
-    the file to executors from there for the application's lifetime).
-    """
+    """Zip the installed ``mirrorspark`` package (Python files and resources) for ``addPyFile``."""
     import atexit
     import shutil
     import tempfile
@@ -180,13 +139,7 @@ def _package_zip() -> Path:
 
 
 def is_gateway_error(error: BaseException) -> bool:
-    """Tell whether ``error`` (raised by a PySpark call) says the Spark driver JVM cannot be reached.
-
-    Py4J's network errors (``Py4JNetworkError``: the gateway's connection closed, "Answer from
-    Java side is empty") and the OS's (``ConnectionError``: ``[Errno 111] Connection refused``
-    when Py4J opens a new connection to a gateway that is gone), also as the cause or context of
-    another error. A Spark job that failed for any other reason (cancelled, a task error) is not.
-    """
+    """Tell whether ``error`` (raised by a PySpark call) says the Spark driver JVM cannot be reached."""
     from py4j.protocol import Py4JNetworkError  # type: ignore[import-untyped]
 
     seen: set[int] = set()
@@ -211,23 +164,7 @@ def describe_exit(code: int) -> str:
 
 
 class DriverJvmWatch:
-    """Watches the Spark driver JVM of this process from a thread; names its death at once.
-
-    The JVM PySpark launched (``SparkContext._gateway.proc``, the ``spark-submit`` process,
-    which execs into ``java``) is polled every ``interval_s``; with no such process
-    (launched by ``spark-submit``, which starts this Python process as its child) the parent
-    process is watched instead: a new parent means the JVM is gone. Once dead, :attr:`lost` holds a
-    :class:`~mirrorspark.errors.SparkDriverLostError` naming the JVM (its pid and how it ended) and
-    every ``on_lost`` callback runs once, on the watch thread. Thread-safe.
-
-    Parameters
-    ----------
-    probe:
-        Called every ``interval_s``: ``None`` while the JVM runs, else what happened to it
-        (e.g. ``"the Spark driver JVM (pid 4242) was killed by SIGKILL"``).
-    interval_s:
-        Seconds between two probes (default :data:`JVM_WATCH_INTERVAL_S`).
-    """
+    """Watches the Spark driver JVM of this process from a thread; names its death at once."""
 
     def __init__(self, probe: Callable[[], str | None], *, interval_s: float = JVM_WATCH_INTERVAL_S) -> None:
         self._probe = probe
@@ -240,11 +177,7 @@ class DriverJvmWatch:
 
     @classmethod
     def of(cls, spark: SparkSession, *, interval_s: float = JVM_WATCH_INTERVAL_S) -> DriverJvmWatch | None:
-        """Build the watch of ``spark``'s driver JVM (not started); ``None`` when nothing can be watched.
-
-        Nothing can be watched when the gateway was neither launched by PySpark nor by a parent
-        ``spark-submit`` (e.g. ``PYSPARK_GATEWAY_PORT`` set by a notebook server).
-        """
+        """Build the watch of ``spark``'s driver JVM (not started); ``None`` when nothing can be watched."""
         from pyspark import SparkContext
 
         gateway: Any = getattr(SparkContext, "_gateway", None)
@@ -306,17 +239,7 @@ class DriverJvmWatch:
 
 
 def popen_probe(proc: Any, output: jvm_output.JvmOutput | None = None) -> Callable[[], str | None]:
-    """Return a :class:`DriverJvmWatch` probe of a JVM launched as ``proc`` (a ``subprocess.Popen``).
-
-    Parameters
-    ----------
-    proc:
-        The JVM's process.
-    output:
-        Where its output went (:func:`~mirrorspark.spark_session.jvm_output.launch_gateway_quietly`):
-        its last line is named with the death (no longer on the terminal), e.g. an
-        ``OutOfMemoryError``; ``None``: not named.
-    """
+    """Return a :class:`DriverJvmWatch` probe of a JVM launched as ``proc`` (a ``subprocess.Popen``)."""
 
     def probe() -> str | None:
         code = proc.poll()

@@ -48,13 +48,7 @@ def _java() -> Path | None:
 
 
 def archive_path() -> Path | None:
-    """Where the archive of this JDK and PySpark is (or would be) kept; ``None`` when turned off or no Java.
-
-    Returns
-    -------
-    Path or None
-        :data:`ARCHIVE_ENV`'s path if set, else ``<cache>/mirrorspark/spark-driver-<pyspark>-<hash>.jsa``.
-    """
+    """Where the archive of this JDK and PySpark is (or would be) kept; ``None`` when turned off or no Java."""
     env = os.environ.get(ARCHIVE_ENV, "").strip()
     if env.lower() == "off":
         return None
@@ -73,11 +67,7 @@ def archive_path() -> Path | None:
 
 
 def jvm_options() -> str:
-    """JVM flags that map the archive, if it exists; ``""`` otherwise.
-
-    The JVM checks the archive against its own build and class path and ignores one it cannot
-    use; its CDS log is turned off, so that nothing is printed either way.
-    """
+    """JVM flags that map the archive, if it exists; ``""`` otherwise."""
     path = archive_path()
     if path is None or not path.is_file():
         return ""
@@ -87,25 +77,8 @@ def jvm_options() -> str:
 def create(path: Path | None = None, *, timeout_s: float = CREATE_TIMEOUT_S) -> Path:
     """Make the archive: a Spark session started with ``-XX:ArchiveClassesAtExit`` runs one job and stops.
 
-    Written to a temporary name beside ``path`` and renamed once the JVM exited (a reader never
-    maps half an archive; two creators at once each rename a whole one).
-
-    Parameters
-    ----------
-    path:
-        Where to keep it (default :func:`archive_path`).
-    timeout_s:
-        Seconds to wait for the session, its job and its JVM's exit.
-
-    Returns
-    -------
-    Path
-        The archive.
-
-    Raises
-    ------
-    RuntimeError
-        No Java, the archive turned off, or the archiving session failed (its output's end in the message).
+    Written under a temporary name and renamed once the JVM exited. Raises RuntimeError without Java, with the archive
+    turned off, or when the archiving session failed.
     """
     from mirrorspark.kafka.local.brokers import pid_alive
 
@@ -153,10 +126,7 @@ def _dump(tmp: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m mirrorspark.spark_session``: make the archive unless it exists; print its path.
-
-    Returns 0 with the path printed (``--force`` makes it again), 1 with the reason on stderr.
-    """
+    """``python -m mirrorspark.spark_session``: make the archive unless it exists; print its path."""
     p = argparse.ArgumentParser(
         prog="python -m mirrorspark.spark_session", description="Make the Spark driver JVM's class archive."
     )

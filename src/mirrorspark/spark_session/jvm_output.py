@@ -40,8 +40,7 @@ from mirrorspark.errors import SparkDriverLostError
 log = logging.getLogger(__name__)
 
 SPARK_LOG_ENV: Final = "MIRRORSPARK_SPARK_LOG"
-"""Environment variable naming the file the Spark driver JVM's output is appended to (``off``: none, not even
-with ``-v``)."""
+"""Environment variable: the file the Spark driver JVM's output is appended to (``off``: none, even with ``-v``)."""
 
 TAIL_LINES: Final = 40
 """Lines of the JVM's output kept in memory (:attr:`JvmOutput.tail`), for the error of a JVM that did not start."""
@@ -58,20 +57,7 @@ DRAIN_WAIT_S: Final = 2.0
 
 
 def spark_log_path(*, now: float | None = None) -> Path | None:
-    """Where this process's Spark driver JVM output goes, or ``None``: nowhere (kept in memory only).
-
-    Parameters
-    ----------
-    now:
-        Epoch seconds stamped into the default file name (default: the clock).
-
-    Returns
-    -------
-    Path or None
-        :data:`SPARK_LOG_ENV`'s path if set (``off``: ``None``); else, when mirrorspark logs at INFO
-        (the CLI's ``-v``/``--verbose``), ``$XDG_STATE_HOME/mirrorspark/spark-<time>-<pid>.log``
-        (default ``~/.local/state/mirrorspark``); else ``None``.
-    """
+    """Where this process's Spark driver JVM output goes, or ``None``: nowhere (kept in memory only)."""
     env = os.environ.get(SPARK_LOG_ENV, "").strip()
     if env.lower() == "off":
         return None
@@ -85,21 +71,7 @@ def spark_log_path(*, now: float | None = None) -> Path | None:
 
 
 class JvmOutput:
-    """A pipe for a JVM's stdout and stderr, drained on a daemon thread into a log file and a tail.
-
-    Parameters
-    ----------
-    path:
-        The log file (appended to; its directory is created), or ``None``: the output is only
-        kept in :attr:`tail`. A file that cannot be opened is logged at WARNING and left out.
-    tail_lines:
-        Lines kept in :attr:`tail` (default :data:`TAIL_LINES`).
-
-    Attributes
-    ----------
-    write_fd:
-        The pipe's write end, for the JVM's ``stdout`` and ``stderr`` (closed by :meth:`start`).
-    """
+    """A pipe for a JVM's stdout and stderr, drained on a daemon thread into a log file and a tail."""
 
     def __init__(self, path: Path | None, *, tail_lines: int = TAIL_LINES) -> None:
         self.path = path
@@ -146,22 +118,7 @@ class JvmOutput:
         return list(self._tail)
 
     def last_words(self, *, wait_s: float = 0.5, lines: int = 1) -> str:
-        """Say what the output of a JVM that died last held, for the error naming its death.
-
-        Parameters
-        ----------
-        wait_s:
-            Seconds to wait for the rest of the output (the pipe's end) first.
-        lines:
-            How many of its last lines to name (joined by `` | ``).
-
-        Returns
-        -------
-        str
-            ``"its last output: '<line>'"`` (its last non-blank line but :data:`START_UP_LINES`, e.g.
-            ``java.lang.OutOfMemoryError: Java heap space``), followed by ``"; all of it in <log file>"``
-            when there is one; ``""`` when it printed nothing.
-        """
+        """Say what the output of a JVM that died last held, for the error naming its death."""
         self.wait(wait_s)
         said = [line.strip() for line in self._tail]
         kept = [line for line in said if line and not line.startswith(START_UP_LINES)][-lines:]
@@ -182,29 +139,8 @@ def current() -> JvmOutput | None:
 def launch_gateway_quietly(options: Mapping[str, str]) -> Any:
     """Start the Spark driver JVM as PySpark does, in a session of its own, its output going to a :class:`JvmOutput`.
 
-    Nothing is launched when this process already has a gateway (a SparkContext ran before) or is
-    given one (``PYSPARK_GATEWAY_PORT``: started by ``spark-submit`` or a notebook server): the
-    JVM's output is then not this process's to redirect. The gateway is handed to
-    ``SparkContext._ensure_initialized``, which the session builder's ``getOrCreate`` then uses.
-
-    Parameters
-    ----------
-    options:
-        The Spark properties the session builder is given (``spark.master``, ``spark.app.name``,
-        ``spark.driver.extraJavaOptions``, …): passed to ``spark-submit`` as ``--conf``, as
-        ``getOrCreate`` would pass them.
-
-    Returns
-    -------
-    JvmOutput or None
-        Where the JVM's output goes, or ``None`` when nothing was launched.
-
-    Raises
-    ------
-    SparkDriverLostError
-        The JVM exited before it answered (PySpark's ``JAVA_GATEWAY_EXITED``, e.g. no Java at
-        ``JAVA_HOME``): the message names its last line of output, which no longer reaches the
-        terminal (all of it is logged at INFO, ``-v``).
+    Returns ``None`` when the process has or is given a gateway already. Raises SparkDriverLostError naming the JVM's
+    last output line if it exits before answering (``JAVA_GATEWAY_EXITED``).
     """
     from pyspark import SparkConf, SparkContext
     from pyspark.java_gateway import launch_gateway

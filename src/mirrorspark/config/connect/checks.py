@@ -37,10 +37,7 @@ SHARED_TOPIC_KEYS: Final = (
 def check_connector(connector: Connector) -> None:
     """Refuse a connector whose converters change bytes, or whose placeholders mirrorspark cannot resolve.
 
-    Raises
-    ------
-    ConfigError
-        The message names the connector, its file and line, the key and the fix (never a value of a placeholder).
+    Raises ConfigError naming the connector, its file and line, the key and the fix (never a placeholder's value).
     """
     if not connector.source:
         raise ConfigError(
@@ -74,10 +71,7 @@ def check_connector(connector: Connector) -> None:
 def check_one_per_kind(connectors: Iterable[Connector]) -> dict[ConnectorKind, Connector]:
     """Sort the connectors of one replication flow by kind.
 
-    Raises
-    ------
-    ConfigError
-        Two connectors of one kind serve the flow; the message names both.
+    Raises ConfigError (two connectors of one kind serve the flow; the message names both).
     """
     by_kind: dict[ConnectorKind, Connector] = {}
     for c in connectors:
@@ -94,10 +88,7 @@ def check_one_per_kind(connectors: Iterable[Connector]) -> dict[ConnectorKind, C
 def check_topics_agree(source: Connector, checkpoint: Connector) -> None:
     """Refuse a flow whose source and checkpoint connectors disagree on its topics or replication policy.
 
-    Raises
-    ------
-    ConfigError
-        Naming both connectors and every key that differs, with both values (none of these keys is a secret).
+    Raises ConfigError naming both connectors and every key that differs, with both values (none is a secret).
     """
     keys = sorted(
         {

@@ -41,10 +41,7 @@ _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _con
 def read_text(path: Path) -> str:
     """Read the file's text (UTF-8).
 
-    Raises
-    ------
-    ConfigError
-        The file cannot be read or is not UTF-8; the message names the path.
+    Raises ConfigError (the file cannot be read or is not UTF-8; the message names the path).
     """
     try:
         return path.read_text(encoding="utf-8")
@@ -54,21 +51,7 @@ def read_text(path: Path) -> str:
 
 
 def load_documents(text: str, name: str) -> list[Any] | None:
-    """Read the documents of a YAML file (``---`` separated) or a JSON file, mappings as :class:`LineDict`.
-
-    Parameters
-    ----------
-    text:
-        The file's text.
-    name:
-        The file's name, for messages.
-
-    Returns
-    -------
-    list[Any] | None
-        The non-empty documents, or ``None`` when the text is neither valid YAML nor valid JSON (it may be a
-        ``.properties`` file).
-    """
+    """Read the documents of a YAML file (``---`` separated) or a JSON file, mappings as :class:`LineDict`."""
     try:
         docs = [d for d in yaml.load_all(text, Loader=_LineLoader) if d is not None]
     except yaml.YAMLError:

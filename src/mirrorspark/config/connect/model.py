@@ -6,8 +6,7 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 
 ConnectorKind = Literal["source", "checkpoint", "heartbeat"]
-"""Which of MM2's three connectors: ``MirrorSourceConnector``, ``MirrorCheckpointConnector`` or
-``MirrorHeartbeatConnector``."""
+"""Which of MM2's three connectors: ``Mirror{Source,Checkpoint,Heartbeat}Connector``."""
 
 MIRROR_PACKAGE: Final = "org.apache.kafka.connect.mirror"
 CONNECTOR_CLASSES: Final[dict[ConnectorKind, str]] = {
@@ -19,19 +18,7 @@ KINDS: Final[tuple[ConnectorKind, ...]] = ("source", "checkpoint", "heartbeat")
 
 
 def kind_of_class(name: str) -> ConnectorKind | None:
-    """Return the connector kind of a ``connector.class`` value, or ``None`` for a class that is not one of MM2's.
-
-    Parameters
-    ----------
-    name:
-        The class as Connect accepts it: fully qualified (``org.apache.kafka.connect.mirror.MirrorSourceConnector``),
-        the simple name (``MirrorSourceConnector``) or the alias without ``Connector`` (``MirrorSource``),
-        as Connect's plugin aliases allow.
-
-    Returns
-    -------
-    ConnectorKind | None
-    """
+    """Return the connector kind of a ``connector.class`` value, or ``None`` for a class that is not one of MM2's."""
     simple = name.strip().rsplit(".", 1)[-1]
     for kind, cls in CONNECTOR_CLASSES.items():
         full_simple = cls.rsplit(".", 1)[-1]
@@ -42,27 +29,7 @@ def kind_of_class(name: str) -> ConnectorKind | None:
 
 @dataclass(frozen=True, kw_only=True)
 class Connector:
-    """One MM2 connector of a Kafka Connect deployment (a ``KafkaConnector``, a REST body, a ``KafkaMirrorMaker2``).
-
-    Parameters
-    ----------
-    name:
-        The connector's name (``metadata.name``, REST ``name``).
-    kind:
-        Which MM2 connector it is (from ``connector.class`` / ``spec.class``).
-    config:
-        Its configuration, every value a string as Connect holds it (``true``, ``60``), ``tasks.max``
-        included (from ``spec.tasksMax`` where given); ``name`` and ``connector.class`` left out.
-    file:
-        The file it was read from.
-    lines:
-        Per config key, the 1-based line it is written on; a key missing = line unknown (JSON, generated keys).
-    shape:
-        The shape it was read from, for messages: ``"KafkaConnector"``, ``"KafkaMirrorMaker2"``,
-        ``"Connect REST"``.
-    line:
-        The line of its name (YAML), named when a message is about the whole connector; ``None`` = unknown.
-    """
+    """One MM2 connector of a Kafka Connect deployment (a ``KafkaConnector``, a REST body, a ``KafkaMirrorMaker2``)."""
 
     name: str
     kind: ConnectorKind
@@ -90,17 +57,7 @@ class Connector:
 
 @dataclass(frozen=True)
 class WorkerConfig:
-    """A Kafka Connect worker's config (``connect-distributed.properties`` or a Strimzi ``KafkaConnect``).
-
-    Parameters
-    ----------
-    file:
-        Where it was read, for messages.
-    config:
-        Its keys and values (strings), ``bootstrap.servers`` included.
-    lines:
-        Per key, its 1-based line where known.
-    """
+    """A Kafka Connect worker's config (``connect-distributed.properties`` or a Strimzi ``KafkaConnect``)."""
 
     file: str
     config: dict[str, str]

@@ -74,19 +74,7 @@ MERGE_ORDER: Final[tuple[ConnectorKind, ...]] = ("source", "checkpoint", "heartb
 
 
 def readers(key: str) -> tuple[ConnectorKind, ...]:
-    """Return the connector kinds that read ``key``, the one whose value a flow takes first.
-
-    Parameters
-    ----------
-    key:
-        A connector config key, e.g. ``"groups"`` or ``"source.consumer.max.poll.records"``.
-
-    Returns
-    -------
-    tuple[ConnectorKind, ...]
-        E.g. ``("checkpoint",)`` for ``groups``, ``("source", "checkpoint")`` for ``topics``,
-        ``("source", "checkpoint", "heartbeat")`` for a client setting.
-    """
+    """Return the connector kinds that read ``key``, the one whose value a flow takes first."""
     if key in CHECKPOINT_KEYS:
         return ("checkpoint",)
     if key in HEARTBEAT_KEYS:

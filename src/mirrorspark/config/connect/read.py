@@ -40,22 +40,8 @@ DOCUMENT_SUFFIXES: Final = (".yaml", ".yml", ".json")
 def read_connect(path: Path) -> ConnectInput | None:
     """Read the connector configs of a file or folder, or say it is an mm2.properties file.
 
-    Parameters
-    ----------
-    path:
-        A file or a folder (rules in the module docstring).
-
-    Returns
-    -------
-    ConnectInput | None
-        The connectors found, or ``None`` when ``path`` is an mm2.properties file.
-
-    Raises
-    ------
-    ConfigError
-        The path cannot be read; a folder holds no YAML/JSON file; a YAML/JSON file holds no connector config
-        or a document of no accepted shape (the message names the file, the document and the accepted shapes);
-        a connector lacks a name or class, or has a value that is not a scalar.
+    Raises ConfigError when nothing readable holds a connector config, a document has no accepted shape, or a
+    connector lacks a name or class or has a non-scalar value.
     """
     if path.is_dir():
         files = sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() in DOCUMENT_SUFFIXES)

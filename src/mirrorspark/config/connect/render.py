@@ -17,20 +17,7 @@ _K8S_NAME_BAD = re.compile(r"[^a-z0-9.-]+")
 
 
 def render_properties(converted: ConvertedProperties, *, source: str) -> str:
-    """Write converted connector configs as mm2.properties text, each flow under a comment naming its connectors.
-
-    Parameters
-    ----------
-    converted:
-        From :func:`~mirrorspark.config.connect.to_properties.connectors_to_properties`.
-    source:
-        The file or folder converted, named in the first comment.
-
-    Returns
-    -------
-    str
-        Text :func:`~mirrorspark.config.parse.load_config` reads into the same configuration as ``source``.
-    """
+    """Write converted connector configs as mm2.properties text, each flow under a comment naming its connectors."""
     lines = [f"# mm2.properties converted by 'mirrorspark config convert' from {source}"]
     seen: set[str] = set()
     for key, value in converted.props.items():
@@ -52,23 +39,7 @@ def kubernetes_name(name: str) -> str:
 def render_kafka_connectors(
     connectors: Sequence[Connector], *, connect_cluster: str | None, dropped: Sequence[str]
 ) -> str:
-    """Write connectors as Strimzi ``KafkaConnector`` documents (``kafka.strimzi.io/v1beta2``), ``---`` separated.
-
-    Parameters
-    ----------
-    connectors:
-        The connectors.
-    connect_cluster:
-        The ``strimzi.io/cluster`` label (the ``KafkaConnect`` resource running them); ``None`` = each
-        connector's target alias.
-    dropped:
-        Keys no connector carries, listed in a leading comment.
-
-    Returns
-    -------
-    str
-        YAML text; ``tasks.max`` becomes ``spec.tasksMax``.
-    """
+    """Write connectors as Strimzi ``KafkaConnector`` documents (``kafka.strimzi.io/v1beta2``), ``---`` separated."""
     docs = []
     for c in connectors:
         config = dict(c.config)
@@ -91,13 +62,7 @@ def render_kafka_connectors(
 
 
 def render_rest(connectors: Sequence[Connector]) -> str:
-    """Write connectors as Kafka Connect REST JSON: a list of ``{"name": ..., "config": {...}}`` bodies.
-
-    Returns
-    -------
-    str
-        JSON text; each body can be posted to ``POST /connectors`` (every value a string, as Connect returns them).
-    """
+    """Write connectors as Kafka Connect REST JSON: a list of ``{"name": ..., "config": {...}}`` bodies."""
     bodies = [
         {"name": c.name, "config": {"connector.class": CONNECTOR_CLASSES[c.kind], "name": c.name, **c.config}}
         for c in connectors

@@ -33,22 +33,7 @@ ACCEPTED_SHAPES: Final = (
 
 @dataclass
 class ConnectInput:
-    """What a file or folder of connector configs holds.
-
-    Attributes
-    ----------
-    connectors:
-        MM2's connectors, in file order.
-    cluster_props:
-        Cluster-level mm2.properties keys (``<alias>.<key>``) that connector configs cannot carry: a
-        ``KafkaMirrorMaker2``'s Connect worker settings.
-    cluster_origins:
-        Per key of ``cluster_props``, where it was written (``"<file>:<line>"``).
-    workers:
-        The Kafka Connect workers' configs found beside the connectors (:mod:`~mirrorspark.config.connect.worker`).
-    warnings:
-        What was skipped, one line each.
-    """
+    """What a file or folder of connector configs holds."""
 
     connectors: list[Connector] = field(default_factory=list)
     cluster_props: dict[str, str] = field(default_factory=dict)
@@ -60,10 +45,7 @@ class ConnectInput:
 def config_value(value: Any, what: str) -> str:
     """Return a YAML/JSON config value as the string Connect holds: ``true``/``false``, numbers as written.
 
-    Raises
-    ------
-    ConfigError
-        The value is a list, a mapping or null; ``what`` names the connector and key.
+    Raises ConfigError (the value is a list, a mapping or null; ``what`` names the connector and key).
     """
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -85,10 +67,7 @@ def make_connector(
 ) -> Connector | None:
     """Return a :class:`Connector` of MM2's, or ``None`` (warned) for another class.
 
-    Raises
-    ------
-    ConfigError
-        The name or class is missing, or a value is not a scalar.
+    Raises ConfigError (the name or class is missing, or a value is not a scalar).
     """
     if not isinstance(name, str) or not name.strip():
         raise ConfigError(f"{file}: a {shape} connector has no name; give each connector a name")

@@ -37,22 +37,8 @@ _PATTERNS: Final = {
 def expand_mirror_maker2(doc: dict[str, Any], file: str, found: ConnectInput, warn: Callable[[str], None]) -> None:
     """Add the connectors (and cluster-level keys) of one ``KafkaMirrorMaker2`` document to ``found``.
 
-    Parameters
-    ----------
-    doc:
-        The document (``kind: KafkaMirrorMaker2``).
-    file:
-        Its file, for messages.
-    found:
-        Where the connectors and the clusters' other keys go.
-    warn:
-        Called with a one-line warning.
-
-    Raises
-    ------
-    ConfigError
-        ``spec.clusters`` or ``spec.mirrors`` is missing or malformed, a mirror names an alias not in
-        ``spec.clusters``, or a cluster uses ``tls``/``authentication`` (Kubernetes secrets mirrorspark cannot read).
+    Raises ConfigError (``spec.clusters`` or ``spec.mirrors`` is missing or malformed, a mirror names an alias not in
+    ``spec.clusters``, or a cluster uses ``tls``/``authentication`` (Kubernetes secrets mirrorspark cannot read)).
     """
     spec = doc.get("spec")
     if (

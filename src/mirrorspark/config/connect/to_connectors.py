@@ -43,39 +43,14 @@ _CONNECTOR_PREFIXES: Final = ("transforms.", "predicates.", "replication.policy.
 
 @dataclass
 class Connectors:
-    """The connectors of an mm2.properties file.
-
-    Attributes
-    ----------
-    connectors:
-        Flow by flow, source, checkpoint, heartbeat.
-    dropped:
-        Keys of the file no connector carries (worker settings, mirrorspark's top-level keys), in file order.
-    """
+    """The connectors of an mm2.properties file."""
 
     connectors: list[Connector] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
 
 
 def properties_to_connectors(props: Mapping[str, str], config: MirrorConfig, *, file: str) -> Connectors:
-    """Convert mm2.properties keys into MM2's connectors (rules in the module docstring).
-
-    Parameters
-    ----------
-    props:
-        The file's properties as written (placeholders unresolved).
-    config:
-        The same file parsed (:func:`~mirrorspark.config.parse.parse_config`): which flows are enabled and
-        emit checkpoints and heartbeats.
-    file:
-        The file's name, recorded in each connector.
-
-    Returns
-    -------
-    Connectors
-        Named ``<source>-to-<target>-<kind>`` (lowercased, as Kubernetes names must be); a flow's source
-        connector by its ``mirrorspark.source.connector.name`` when set (the name its offsets are stored under).
-    """
+    """Convert mm2.properties keys into MM2's connectors (rules in the module docstring)."""
     aliases = split_list(props.get("clusters", ""))
     top, cluster, flows = _classify(props, aliases)
     out = Connectors(dropped=[k for k in props if _dropped(k, aliases)])

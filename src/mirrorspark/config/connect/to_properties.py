@@ -55,19 +55,7 @@ _CONSUMED: Final = frozenset({"name", "connector.class", "source.cluster.alias",
 
 @dataclass
 class ConvertedProperties:
-    """mm2.properties keys converted from connector configs.
-
-    Attributes
-    ----------
-    props:
-        The keys and values, in the order they are written (``clusters``, cluster keys, flow by flow).
-    origins:
-        Per key taken from a connector, ``"'<key>' of connector '<name>' (<file>:<line>)"`` for messages.
-    flows:
-        Per replication flow ``(S, T)``, its connectors by kind.
-    warnings:
-        One line each, in order.
-    """
+    """mm2.properties keys converted from connector configs."""
 
     props: dict[str, str] = field(default_factory=dict)
     origins: dict[str, str] = field(default_factory=dict)
@@ -85,27 +73,8 @@ def connectors_to_properties(
 ) -> ConvertedProperties:
     """Convert MM2 connector configs into mm2.properties keys (rules in the module docstring).
 
-    Parameters
-    ----------
-    connectors:
-        The connectors, in file order.
-    defaults:
-        ``"apache"`` (Apache Kafka's defaults) or ``"csm"`` (``sync.group.offsets.enabled`` defaults to true).
-    cluster_props, cluster_origins:
-        Cluster-level keys read besides the connectors (a ``KafkaMirrorMaker2``'s worker settings) and where
-        each was written.
-
-    Returns
-    -------
-    ConvertedProperties
-
-    Raises
-    ------
-    ConfigError
-        No connector; a connector without ``source.cluster.alias``, with a converter other than
-        ``ByteArrayConverter`` or a placeholder of a provider mirrorspark cannot resolve; two connectors of one
-        kind in a flow; a flow's source and checkpoint connectors differing in topics or replication policy;
-        an alias without bootstrap servers.
+    Raises ConfigError for no connector, one without ``source.cluster.alias``, a converter other than
+    ``ByteArrayConverter``, an unresolvable placeholder, a flow's connectors that clash, or an alias without servers.
     """
     if defaults not in DEFAULTS:
         raise ConfigError(f"unknown connector defaults {defaults!r}: use 'apache' or 'csm'")
@@ -156,10 +125,7 @@ def input_to_properties(found: ConnectInput, *, defaults: ConnectDefaults = "apa
 def _worker_keys(
     workers: list[WorkerConfig], aliases: list[str], connectors: Iterable[Connector], out: ConvertedProperties
 ) -> None:
-    """Write the Connect workers' keys as their clusters' keys (:func:`.worker.worker_properties`).
-
-    A client key (``security.protocol``, ``ssl.*``, ``sasl.*``) the connectors set for the alias is kept.
-    """
+    """Write the Connect workers' keys as their clusters' keys (:func:`.worker.worker_properties`)."""
     if not workers:
         return
     servers = {a: out.props[f"{a}.bootstrap.servers"] for a in aliases}
@@ -187,16 +153,7 @@ def _naming(
 def _cluster_keys(aliases: list[str], out: ConvertedProperties) -> dict[tuple[str, str], str]:
     """Write ``<alias>.bootstrap.servers`` and the client keys all connectors agree on; return the values lifted.
 
-    Returns
-    -------
-    dict[tuple[str, str], str]
-        Per ``(alias, client key)`` written, its value (bootstrap servers normalised): a connector's
-        ``<side>.cluster.<key>`` of that value is the cluster's, any other value its own (:func:`_own_clients`).
-
-    Raises
-    ------
-    ConfigError
-        No connector gives an alias bootstrap servers.
+    Raises ConfigError (no connector gives an alias bootstrap servers).
     """
     lifted: dict[tuple[str, str], str] = {}
     for alias in aliases:
@@ -222,14 +179,7 @@ def _cluster_keys(aliases: list[str], out: ConvertedProperties) -> dict[tuple[st
 def _cluster_servers(alias: str, naming: list[tuple[str, Connector]], out: ConvertedProperties) -> tuple[str, str]:
     """Return the bootstrap servers of cluster ``alias`` and where they are written.
 
-    Those most connectors' clients of the alias reach (each connector's three clients of that side composed as
-    Connect composes them, :func:`_reached`), ties to the first connector; connectors reaching it at different
-    servers are warned about (each runs its own clients, as under Connect; they must be one Kafka cluster).
-
-    Raises
-    ------
-    ConfigError
-        No connector gives the alias bootstrap servers.
+    Raises ConfigError (no connector gives the alias bootstrap servers).
     """
     votes: dict[str, list[tuple[Connector, str]]] = {}
     for side, c in naming:
@@ -254,7 +204,7 @@ def _cluster_servers(alias: str, naming: list[tuple[str, Connector]], out: Conve
 
 
 def _reached(c: Connector, side: str) -> dict[str, str]:
-    """Return the bootstrap servers ``c``'s admin, consumer and producer of ``side`` reach, with the keys giving them.
+    """Return the bootstrap servers ``c``'s clients of ``side`` reach, with the keys giving them.
 
     ``MirrorConnectorConfig`` composes each from ``<side>.cluster.*``, then ``<role>.*``, then ``<side>.<role>.*``.
     """
@@ -350,12 +300,7 @@ def _clients(
     lifted: Mapping[tuple[str, str], str],
     out: ConvertedProperties,
 ) -> None:
-    """Write the flow's client keys (its first connector's: the source connector's) and each other connector's own.
-
-    Connect composes each connector's clients from its own config: a checkpoint or heartbeat connector whose client
-    keys differ from the flow's gets all of them as ``S->T.mirrorspark.<kind>.<key>``
-    (:mod:`~mirrorspark.config.client_chain`), at least its bootstrap servers.
-    """
+    """Write the flow's client keys (its first connector's: the source connector's) and each other connector's own."""
     kinds = [k for k in KINDS if k in active]
     if not kinds:
         return

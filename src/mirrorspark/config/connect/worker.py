@@ -38,19 +38,15 @@ IGNORED_WORKER_KEYS: Final = frozenset(
 """Worker keys that tell mirrorspark nothing (REST, plugins); ``bootstrap.servers`` picks the alias.
 
 ``group.id`` and ``config.storage.topic`` are kept: exactly once, the copy tasks' transactional ids are
-``<group.id>-<connector>-<task>`` and the previous task count is read from the config topic (KIP-618)."""
+``<group.id>-<connector>-<task>`` and the previous task count is read from the config topic (KIP-618).
+"""
 _WORKER_MARKERS: Final = ("bootstrap.servers", "offset.storage.topic")
 
 
 def read_worker_properties(path: Path) -> WorkerConfig | None:
     """Read a ``*.properties`` file of a folder of connector configs; ``None`` if it is no Connect worker config.
 
-    A worker config holds ``bootstrap.servers`` and ``offset.storage.topic`` (a distributed worker's).
-
-    Raises
-    ------
-    ConfigError
-        The file cannot be read or parsed (the message names it).
+    Raises ConfigError naming the file when it cannot be read or parsed.
     """
     try:
         props, lines = parse_properties_with_lines(read_text(path))
@@ -64,10 +60,7 @@ def read_worker_properties(path: Path) -> WorkerConfig | None:
 def kafka_connect_worker(doc: Mapping[str, Any], where: str) -> WorkerConfig:
     """Read a Strimzi ``KafkaConnect`` document's worker config (``spec.bootstrapServers`` and ``spec.config``).
 
-    Raises
-    ------
-    ConfigError
-        ``spec.bootstrapServers`` is missing, or a config value is not a scalar.
+    Raises ConfigError (``spec.bootstrapServers`` is missing, or a config value is not a scalar).
     """
     spec = doc.get("spec") or {}
     servers = spec.get("bootstrapServers")
@@ -86,27 +79,8 @@ def worker_properties(
 ) -> tuple[dict[str, str], dict[str, str]]:
     """Return the mm2.properties keys of the workers' configs and where each was written.
 
-    Parameters
-    ----------
-    workers:
-        The Connect workers' configs found beside the connectors (one per Connect cluster).
-    cluster_servers:
-        ``{alias: bootstrap servers}`` as the connectors give them.
-    connectors:
-        The connectors (a worker's converter applies to those that set none).
-
-    Returns
-    -------
-    tuple[dict[str, str], dict[str, str]]
-        ``({"<alias>.<key>": value}, {"<alias>.<key>": origin})``: every worker key but
-        :data:`IGNORED_WORKER_KEYS` and the converters; client keys (``security.protocol``, ``ssl.*``,
-        ``sasl.*``) only where the connectors left them unset (the caller keeps theirs).
-
-    Raises
-    ------
-    ConfigError
-        A worker's ``bootstrap.servers`` are no alias's; two workers run on one alias; a worker's converter
-        is not ``ByteArrayConverter`` and some connector does not set its own.
+    Raises ConfigError (a worker's ``bootstrap.servers`` are no alias's; two workers run on one alias; a worker's
+    converter is not ``ByteArrayConverter`` and some connector does not set its own).
     """
     by_servers = {_servers(v): a for a, v in cluster_servers.items()}
     props: dict[str, str] = {}

@@ -46,19 +46,7 @@ CLIENT_PROPERTY_NAMES: Final[frozenset[str]] = JAVA_CLIENT_NAMES | LIBRDKAFKA_NA
 
 
 def is_client_property(name: str) -> bool:
-    """Whether ``name`` is a Kafka Java client property or a librdkafka property.
-
-    Parameters
-    ----------
-    name:
-        A property name without any prefix, e.g. ``"max.poll.records"`` or ``"queue.buffering.max.ms"``.
-
-    Returns
-    -------
-    bool
-        ``True`` if Kafka's ``ProducerConfig``, ``ConsumerConfig`` or ``AdminClientConfig`` or librdkafka's
-        CONFIGURATION.md knows the name.
-    """
+    """Whether ``name`` is a Kafka Java client property or a librdkafka property."""
     return name in CLIENT_PROPERTY_NAMES
 
 

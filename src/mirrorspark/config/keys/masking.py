@@ -26,21 +26,7 @@ MASK: Final = _MASK
 
 
 def is_secret(key: str) -> bool:
-    """Tell whether values of ``key`` must never be shown (passwords, JAAS configs, private keys, tokens).
-
-    Parameters
-    ----------
-    key:
-        A Java or librdkafka client property name, with or without prefix (``A.consumer.sasl.password``,
-        ``kafka.sasl.jaas.config``); case does not matter.
-
-    Returns
-    -------
-    bool
-        ``True`` when the name contains one of the secret markers (``password``, ``passphrase``,
-        ``secret``, ``sasl.jaas.config``, ``sasl.oauthbearer.config``, ``ssl.key``, ``keystore.key``,
-        ``private``, ``token``, ``basic.auth.user.info``, ``credential``, ``apikey``/``api.key``).
-    """
+    """Tell whether values of ``key`` must never be shown (passwords, JAAS configs, private keys, tokens)."""
     low = key.lower()
     return any(marker in low for marker in _SECRET_MARKERS)
 
@@ -51,18 +37,7 @@ def show(key: str, value: str) -> str:
 
 
 def masked(conf: Mapping[str, Any]) -> dict[str, Any]:
-    """Return a copy of a client configuration with every secret value replaced by :data:`MASK`.
-
-    Parameters
-    ----------
-    conf:
-        Java or librdkafka client properties (values of any type).
-
-    Returns
-    -------
-    dict[str, Any]
-        Same keys; values of secret keys (:func:`is_secret`) masked, the others as they were.
-    """
+    """Return a copy of a client configuration with every secret value replaced by :data:`MASK`."""
     return {k: MASK if isinstance(k, str) and is_secret(k) else v for k, v in conf.items()}
 
 

@@ -27,42 +27,12 @@ SOURCE_PLACEHOLDER: Final = "<source>"
 
 
 def _list_default(items: tuple[str, ...]) -> str:
-    """Write a default list in its textual form, as a user would write it (``a, b, c``).
-
-    Parameters
-    ----------
-    items:
-        The list's items, e.g. MM2's default ``groups.exclude`` patterns.
-
-    Returns
-    -------
-    str
-        The items joined with ``", "``.
-    """
+    """Write a default list in its textual form, as a user would write it (``a, b, c``)."""
     return ", ".join(items)
 
 
 def _job_keys(job: str, what: str, enabled: str, interval: str) -> tuple[ConfigKey, ConfigKey]:
-    """Declare the ``<job>.enabled`` + ``<job>.interval.seconds`` pair MM2 uses for periodic jobs.
-
-    They fill ``FlowConfig.<job>_enabled`` and ``FlowConfig.<job>_interval_s`` (``.`` -> ``_``).
-
-    Parameters
-    ----------
-    job:
-        The keys' common prefix, e.g. ``"sync.topic.configs"``.
-    what:
-        What the job does, completing "Whether to ..." in the keys' docs.
-    enabled:
-        The default of ``<job>.enabled`` (``"true"`` or ``"false"``).
-    interval:
-        The default of ``<job>.interval.seconds``, in seconds (a negative value disables the job).
-
-    Returns
-    -------
-    tuple[ConfigKey, ConfigKey]
-        The ``enabled`` key and the ``interval.seconds`` key, in that order.
-    """
+    """Declare the ``<job>.enabled`` + ``<job>.interval.seconds`` pair MM2 uses for periodic jobs."""
     prefix = job.replace(".", "_")
     return (
         ConfigKey(f"{job}.enabled", "boolean", enabled, f"Whether to {what}.", field=f"{prefix}_enabled"),
@@ -351,7 +321,7 @@ MM2_KEYS: Final[tuple[ConfigKey, ...]] = (
         "1000",
         "MM2's timeout of one poll of a source task's consumer. mirrorspark's copy tasks wait at most 250 ms "
         "for the first record of a poll (then take what else is there at once), which is also how often they "
-        "check the driver's task channel.",
+        "ask the driver's grant server for grants.",
         "ms",
         minimum=0,
         field="consumer_poll_timeout_ms",

@@ -63,8 +63,7 @@ REST_PREFIXES: Final = (
 )
 MIRRORSPARK_PREFIX: Final = "mirrorspark."
 CONNECTOR_CLIENT_KINDS: Final = ("checkpoint", "heartbeat")
-"""The connectors that may run clients of their own in a flow (a Kafka Connect deployment's; the source connector's
-are the flow's): ``S->T.mirrorspark.<kind>.<flow client key>``."""
+"""Connectors that may run clients of their own in a flow: ``S->T.mirrorspark.<kind>.<flow client key>``."""
 CONNECTOR_CLIENT_PREFIXES: Final = tuple(f"{MIRRORSPARK_PREFIX}{kind}." for kind in CONNECTOR_CLIENT_KINDS)
 
 

@@ -16,23 +16,7 @@ from mirrorspark.errors import CorruptRecordError
 class FlowMetrics:
     """The driver's view of one flow: state, tasks and their restarts (kind ``flow``).
 
-    Attributes
-    ----------
-    flow:
-        ``"S->T"``.
-    at:
-        When it was written (epoch ms).
-    state:
-        ``"running"``, ``"standby"`` (another instance holds the flow's lease), ``"failed"`` or ``"stopped"``.
-    engine:
-        ``"continuous"`` or ``"batch"``.
-    tasks, task_restarts, generation:
-        Copy tasks running, restarts since the driver started, the tasks' generation.
-    error:
-        Why the flow failed, else ``None``.
-    interval_ms:
-        How often the driver writes these records (ms): a reader treats one older than a few
-        intervals as stale.
+    A reader treats a record older than a few ``interval_ms`` as stale.
     """
 
     flow: str
@@ -48,21 +32,7 @@ class FlowMetrics:
 
 @dataclass(frozen=True, slots=True)
 class PartitionLag:
-    """One source partition in a :class:`TopicLag` record.
-
-    Attributes
-    ----------
-    partition:
-        The partition.
-    position, end:
-        Committed position (next offset to copy) and the source end offset last listed.
-    lag:
-        ``max(0, end - position)`` (records).
-    lag_ms:
-        Age of the oldest record not copied (ms; 0 when caught up), ``None`` before the first listing.
-    records, value_bytes:
-        Copied since the driver started (MM2's ``record-count``/``byte-count``).
-    """
+    """One source partition in a :class:`TopicLag` record; ``lag_ms`` is ``None`` before the first listing."""
 
     partition: int
     position: int
@@ -75,17 +45,7 @@ class PartitionLag:
 
 @dataclass(frozen=True, slots=True)
 class TopicLag:
-    """Lag and counts of one topic's partitions, from the driver (kind ``lag``).
-
-    Attributes
-    ----------
-    flow, topic, remote_topic:
-        ``"S->T"``, the source topic and its remote topic on T.
-    at:
-        When it was written (epoch ms).
-    partitions:
-        One per replicated partition.
-    """
+    """Lag and counts of one topic's partitions, from the driver (kind ``lag``)."""
 
     flow: str
     topic: str
@@ -96,22 +56,7 @@ class TopicLag:
 
 @dataclass(frozen=True, slots=True)
 class GroupPartition:
-    """One partition of a group in a :class:`GroupMetrics` record.
-
-    Attributes
-    ----------
-    topic, remote_topic, partition:
-        The topic as the group commits it on S, its name in the checkpoints (renamed for T), the partition.
-    upstream:
-        The group's committed offset on S.
-    checkpoint_upstream, checkpoint_downstream:
-        The newest checkpoint written (``None`` before the first).
-    lag:
-        ``upstream - checkpoint_upstream`` (records committed since the checkpoint), ``None`` without one.
-    rereads:
-        Records a consumer failing over now (from that checkpoint) reads again: the checkpoint lag plus
-        the checkpoint's own translation re-reads; ``None`` when unknown.
-    """
+    """One partition of a group in a :class:`GroupMetrics` record; checkpoint fields are ``None`` before the first."""
 
     topic: str
     remote_topic: str
@@ -125,19 +70,7 @@ class GroupPartition:
 
 @dataclass(frozen=True, slots=True)
 class GroupMetrics:
-    """A consumer group's checkpoints, from the driver's checkpoint cycle (kind ``group``).
-
-    Attributes
-    ----------
-    flow, group:
-        ``"S->T"`` and the group id.
-    at:
-        When it was written (epoch ms).
-    latency_ms:
-        The last cycle's checkpoint latency (ms): its checkpoints acknowledged - the group's offsets listed.
-    partitions:
-        The group's committed partitions of replicated topics.
-    """
+    """A consumer group's checkpoints, from the driver's checkpoint cycle (kind ``group``)."""
 
     flow: str
     group: str
@@ -200,13 +133,7 @@ def encode_group_metrics(m: GroupMetrics) -> tuple[bytes, bytes]:
 
 
 def decode_flow_metrics(key: bytes | None, value: bytes | None) -> FlowMetrics:
-    """Decode a ``flow`` record.
-
-    Raises
-    ------
-    CorruptRecordError
-        Not a ``flow`` record of this layout.
-    """
+    """Decode a ``flow`` record."""
     k, v = load(key, value)
     return FlowMetrics(
         flow=str_field(k.get("flow"), "flow"),
@@ -222,13 +149,7 @@ def decode_flow_metrics(key: bytes | None, value: bytes | None) -> FlowMetrics:
 
 
 def decode_topic_lag(key: bytes | None, value: bytes | None) -> TopicLag:
-    """Decode a ``lag`` record.
-
-    Raises
-    ------
-    CorruptRecordError
-        Not a ``lag`` record of this layout.
-    """
+    """Decode a ``lag`` record."""
     k, v = load(key, value)
     raw = objects(v, "partitions")
     parts = tuple(
@@ -253,13 +174,7 @@ def decode_topic_lag(key: bytes | None, value: bytes | None) -> TopicLag:
 
 
 def decode_group_metrics(key: bytes | None, value: bytes | None) -> GroupMetrics:
-    """Decode a ``group`` record.
-
-    Raises
-    ------
-    CorruptRecordError
-        Not a ``group`` record of this layout.
-    """
+    """Decode a ``group`` record."""
     k, v = load(key, value)
     raw = objects(v, "partitions")
     parts = tuple(
@@ -286,21 +201,7 @@ def decode_group_metrics(key: bytes | None, value: bytes | None) -> GroupMetrics
 
 @dataclass(frozen=True, slots=True)
 class GroupFailover:
-    """What a failover did with one consumer group (in a :class:`FailoverEvent`).
-
-    Attributes
-    ----------
-    group:
-        The group id.
-    outcome:
-        ``"moved"`` (its newest checkpoints committed on T, as ``mirrorspark failover`` does),
-        ``"would-move"`` (dry run), ``"refused"`` (active members on T), ``"manual"`` (policy
-        ``manual``: nothing done) or ``"failed"``.
-    offsets:
-        Partitions committed (or that would be).
-    detail:
-        Why it was refused or failed, else ``None``.
-    """
+    """What a failover did with one consumer group (in a :class:`FailoverEvent`)."""
 
     group: str
     outcome: str
@@ -310,29 +211,7 @@ class GroupFailover:
 
 @dataclass(frozen=True, slots=True)
 class FailoverEvent:
-    """A failover event of a flow's failover watch (kind ``failover``).
-
-    Attributes
-    ----------
-    flow:
-        ``"S->T"``.
-    at:
-        When it was recorded (epoch ms).
-    event:
-        ``"failover"`` or ``"recovered"``.
-    policy:
-        The flow's ``mirrorspark.failover.policy``.
-    dry_run:
-        ``mirrorspark.failover.dry.run``: nothing was committed.
-    since:
-        When the source started to count as failed (epoch ms).
-    reason:
-        Why (:func:`~mirrorspark.core.failover_policy.breach_reason`).
-    events:
-        Failover events the driver recorded for the flow since it started.
-    groups:
-        Per listed group, what was done (empty for ``recovered``).
-    """
+    """A failover event of a flow's failover watch (kind ``failover``)."""
 
     flow: str
     at: int
@@ -369,13 +248,7 @@ def encode_failover_event(e: FailoverEvent) -> tuple[bytes, bytes]:
 
 
 def decode_failover_event(key: bytes | None, value: bytes | None) -> FailoverEvent:
-    """Decode a ``failover`` record.
-
-    Raises
-    ------
-    CorruptRecordError
-        Not a ``failover`` record of this layout.
-    """
+    """Decode a ``failover`` record."""
     k, v = load(key, value)
     raw = objects(v, "groups")
     if not isinstance(v.get("dry_run"), bool):

@@ -23,62 +23,13 @@ FORMAT_VERSION: Final = 2
 
 @dataclass(frozen=True, slots=True)
 class PartitionReport:
-    """One partition's progress after one commit of a copy task.
+    """One partition's progress after one commit of a copy task (latencies and ages in ms, ``at`` in epoch ms).
 
-    Attributes
-    ----------
-    flow:
-        ``"S->T"``.
-    topic, partition:
-        The source partition.
-    task, generation:
-        The reporting task's index and the driver's generation of the flow's tasks.
-    next_offset:
-        The committed position: next upstream offset to copy.
-    records, value_bytes, key_bytes:
-        Copied and acknowledged since the task's previous report (records; bytes).
-    latency_ms_sum, latency_ms_max, latency_samples:
-        Replication latency samples of that interval (ms; count).
-    segments:
-        The partition's newest copied runs, oldest first.
-    at:
-        When the report was written (epoch ms).
-    latency_ms_min:
-        Smallest latency sample of the interval (ms); ``None`` without samples or in a version-1 record.
-    latency_hist:
-        The interval's latency samples per bucket of :data:`~mirrorspark.mm2.metrics.LATENCY_BUCKETS_MS`
-        (empty in a version-1 record).
-    age_ms_sum, age_ms_min, age_ms_max, age_samples:
-        Record age at poll (``now - record timestamp``, ms) of the interval's sampled records (MM2's
-        ``record-age-ms``); ``age_ms_min`` is ``None`` without samples.
-    fetched_from, leader:
-        The source broker the task's consumer fetched the partition from and the partition's leader, by
-        librdkafka's statistics (KIP-392 follower fetching: ``fetched_from != leader`` when a follower in
-        the consumer's ``client.rack`` serves it); ``-1`` when unknown (no statistics yet, the batch
-        engine, or a record written before these fields existed).
-    dropped:
-        Records of the interval a transform dropped (``transforms``): read, never copied, their offsets
-        before ``next_offset`` (0 in a record written before this field existed).
-    topic_id:
-        The id (KIP-516) of the source topic the task copied: the incarnation of ``topic`` the report
-        describes (a topic deleted and re-created gets a new id). ``None`` when unknown (a record
-        written before this field existed, or a topic id the driver did not know).
-    epoch:
-        The lease epoch the reporting task was started under (the flow's
-        :class:`~mirrorspark.replication.lease.FlowLease` holding; 0 without a lease or in a record
-        written before this field existed): copied segments of a superseded epoch never cut newer
-        ones (:class:`~mirrorspark.mm2.translation.CopiedRanges`, ``engine-audit.md`` F5).
-    run:
-        The driver run that started the task (:attr:`~mirrorspark.replication.positions.Positions.run`):
-        generation numbers start at 1 in every driver process, so ``(run, generation)`` names a
-        generation, and a driver moves positions and totals only on its own runs' reports
-        (``engine-audit-2.md`` N6). ``None`` in a record written before this field existed.
-    attempt, seq:
-        The writing task attempt (a random id per run of a copy task) and the report's number among
-        that attempt's reports of the partition (1, 2, ...). At least once, a report whose write
-        timed out is written again unchanged (copied segments left out), and a reader counts an
-        ``(attempt, seq)`` once (:class:`ReportSequences`). ``None`` and 0 in a record written
-        before these fields existed (always counted).
+    Fields added after version 1 read as "unknown" in older records: ``None`` (``latency_ms_min``,
+    ``topic_id``, ``run``, ``attempt``), -1 (``fetched_from``, ``leader``) or 0 (``dropped``, ``epoch``,
+    ``seq``). ``epoch`` is the lease epoch the task started under (superseded epochs never cut newer
+    copied segments, ``engine-audit.md`` F5); a driver acts only on its own ``run``'s reports
+    (``engine-audit-2.md`` N6); a reader counts an ``(attempt, seq)`` once (:class:`ReportSequences`).
     """
 
     flow: str
@@ -164,14 +115,9 @@ _INT_FIELDS: Final = (
 
 
 def decode_report(key: bytes | None, value: bytes | None) -> PartitionReport:
-    """Decode one progress-channel record.
+    """Decode one progress-channel record; raises CorruptRecordError if it is not a report of this layout.
 
-    Raises
-    ------
-    CorruptRecordError
-        The record is not a report of this layout (not JSON, a field missing, negative or
-        not an integer, a segment that is not three integers with a count >= 1): the reader
-        skips it with a WARNING, never acts on it.
+    The reader skips such a record with a WARNING and never acts on it.
     """
     try:
         k = json.loads(key or b"")
@@ -264,18 +210,7 @@ class ReportSequences:
 
 
 def newest_segments(kept: Sequence[CopiedSegment], new: Sequence[CopiedSegment]) -> tuple[CopiedSegment, ...]:
-    """Append ``new`` runs to ``kept`` (merging a run that continues the last); keep the newest :data:`SEGMENTS_KEPT`.
-
-    Parameters
-    ----------
-    kept, new:
-        Copied runs, oldest first.
-
-    Returns
-    -------
-    tuple[CopiedSegment, ...]
-        At most :data:`SEGMENTS_KEPT` runs, oldest first.
-    """
+    """Append ``new`` runs to ``kept`` (merging one that continues the last); keep the newest :data:`SEGMENTS_KEPT`."""
     out = list(kept)
     for s in new:
         if out:

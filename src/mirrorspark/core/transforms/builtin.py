@@ -19,15 +19,7 @@ class Filter:
 
 @dataclass(frozen=True, slots=True)
 class InsertHeader:
-    """``org.apache.kafka.connect.transforms.InsertHeader``: appends one header with a literal value.
-
-    Attributes
-    ----------
-    header:
-        The header name (``header``).
-    value:
-        ``value.literal`` encoded as UTF-8.
-    """
+    """``org.apache.kafka.connect.transforms.InsertHeader``: appends one header with a literal value."""
 
     header: str
     value: bytes
@@ -56,15 +48,7 @@ class DropHeaders:
 
 @dataclass(frozen=True, slots=True)
 class RegexRouter:
-    """``org.apache.kafka.connect.transforms.RegexRouter``: renames the topic when ``regex`` matches it whole.
-
-    Attributes
-    ----------
-    regex:
-        The compiled ``regex``.
-    replacement:
-        ``replacement`` in Python's ``Match.expand`` syntax (Java's ``$1`` / ``${name}`` converted).
-    """
+    """``org.apache.kafka.connect.transforms.RegexRouter``: renames the topic when ``regex`` matches it whole."""
 
     regex: re.Pattern[str]
     replacement: str

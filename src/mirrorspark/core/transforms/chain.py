@@ -40,19 +40,7 @@ from mirrorspark.errors import TransformConfigError
 
 @dataclass(frozen=True, slots=True)
 class Step:
-    """One transform of a chain with its condition.
-
-    Attributes
-    ----------
-    alias:
-        ``transforms`` alias.
-    transform:
-        What it does.
-    predicate:
-        Its predicate, or ``None`` (always applied).
-    negate:
-        Apply where the predicate does not match.
-    """
+    """One transform of a chain with its condition."""
 
     alias: str
     transform: Transformation
@@ -67,13 +55,6 @@ class Step:
 class TransformChain:
     """A flow's transformation chain (Connect's ``TransformationChain``), built once at start.
 
-    Parameters
-    ----------
-    steps:
-        In order.
-
-    Notes
-    -----
     Immutable and picklable when its user transforms are; shared by every copy task of the flow.
     """
 
@@ -89,18 +70,7 @@ class TransformChain:
         return (TransformChain, (self.steps,))
 
     def apply(self, record: ConnectRecord) -> ConnectRecord | None:
-        """Run the record through every step; ``None`` when one drops it.
-
-        Parameters
-        ----------
-        record:
-            The record with the policy's remote topic name.
-
-        Returns
-        -------
-        ConnectRecord or None
-            The transformed record (a ``RegexRouter`` renames its topic), or ``None`` (dropped).
-        """
+        """Run the record through every step; ``None`` when one drops it."""
         out: ConnectRecord | None = record
         for step in self.steps:
             if out is None:
@@ -122,19 +92,7 @@ class TransformChain:
         return topic
 
     def bind(self, topic: str) -> BoundChain | None:
-        """Fix the chain for one remote topic: evaluate topic predicates and routers once.
-
-        Parameters
-        ----------
-        topic:
-            The remote topic as the policy names it (before any ``RegexRouter``).
-
-        Returns
-        -------
-        BoundChain or None
-            The per-record steps left, or ``None`` when none applies to this topic (records are
-            copied unchanged at no cost).
-        """
+        """Fix the chain for one remote topic: evaluate topic predicates and routers once."""
         steps: list[Step] = []
         for step in self.steps:
             probe = ConnectRecord(topic, 0, None, None)
@@ -153,15 +111,7 @@ class TransformChain:
 
 @dataclass(frozen=True, slots=True)
 class BoundChain:
-    """The per-record part of a :class:`TransformChain` for one remote topic (:meth:`TransformChain.bind`).
-
-    Attributes
-    ----------
-    topic:
-        The remote topic after routing, the topic every record has.
-    steps:
-        Steps whose transform is not a router and whose predicate depends on the record.
-    """
+    """The per-record part of a :class:`TransformChain` for one remote topic (:meth:`TransformChain.bind`)."""
 
     topic: str
     steps: tuple[Step, ...]
@@ -243,24 +193,10 @@ def routers(config: TransformsConfig) -> TransformsConfig:
 
 
 def build_chain(config: TransformsConfig, written: Callable[[str], str] | None = None) -> TransformChain:
-    """Build a flow's :class:`TransformChain` from its validated configuration (once, at start).
+    """Build a flow's :class:`TransformChain` (empty, falsy, when none is configured) once, at start.
 
-    Parameters
-    ----------
-    config:
-        From :func:`parse_transforms`.
-    written:
-        Maps a key to how the user wrote it, for messages; default: the key itself.
-
-    Returns
-    -------
-    TransformChain
-        Empty (falsy) when no transform is configured.
-
-    Raises
-    ------
-    TransformConfigError
-        A user transform cannot be imported, instantiated or configured, or is not a :class:`Transformation`.
+    Raises TransformConfigError if a user transform cannot be imported, instantiated or configured, or is
+    not a :class:`Transformation`.
     """
     w = written or (lambda k: k)
     predicates = {alias: _build_predicate(p) for alias, p in config.predicates.items()}

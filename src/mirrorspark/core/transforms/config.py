@@ -24,17 +24,7 @@ from mirrorspark.errors import TransformConfigError
 
 @dataclass(frozen=True, slots=True)
 class PredicateSpec:
-    """One ``predicates.<alias>.*`` entry, validated.
-
-    Attributes
-    ----------
-    alias:
-        The name listed in ``predicates``.
-    type:
-        The Connect class name, normalised to the full name.
-    props:
-        Its other ``predicates.<alias>.*`` keys, prefix removed.
-    """
+    """One ``predicates.<alias>.*`` entry, validated."""
 
     alias: str
     type: str
@@ -43,21 +33,7 @@ class PredicateSpec:
 
 @dataclass(frozen=True, slots=True)
 class TransformSpec:
-    """One ``transforms.<alias>.*`` entry, validated.
-
-    Attributes
-    ----------
-    alias:
-        The name listed in ``transforms``.
-    type:
-        The Connect class name normalised to the full name, or ``package.module:Class``.
-    props:
-        Its other ``transforms.<alias>.*`` keys, prefix removed (no ``type``, ``predicate``, ``negate``).
-    predicate:
-        The alias of its predicate (``transforms.<alias>.predicate``), or ``None``.
-    negate:
-        ``transforms.<alias>.negate``: apply where the predicate does *not* match.
-    """
+    """One ``transforms.<alias>.*`` entry, validated."""
 
     alias: str
     type: str
@@ -73,15 +49,7 @@ class TransformSpec:
 
 @dataclass(frozen=True, slots=True)
 class TransformsConfig:
-    """A flow's transforms and predicates as configured (``transforms``, ``predicates`` and their keys).
-
-    Attributes
-    ----------
-    transforms:
-        In chain order.
-    predicates:
-        By alias.
-    """
+    """A flow's transforms and predicates as configured (``transforms``, ``predicates`` and their keys)."""
 
     transforms: tuple[TransformSpec, ...] = ()
     predicates: Mapping[str, PredicateSpec] = field(default_factory=dict)
@@ -116,20 +84,7 @@ def _full_name(raw: str, package: str, known: Sequence[str]) -> str | None:
 def java_replacement(replacement: str) -> str:
     r"""Convert a Java ``Matcher`` replacement (``$1``, ``${name}``, ``\$``) to Python's ``Match.expand`` syntax.
 
-    Parameters
-    ----------
-    replacement:
-        ``RegexRouter``'s ``replacement`` as written.
-
-    Returns
-    -------
-    str
-        The same replacement for :meth:`re.Match.expand`.
-
-    Raises
-    ------
-    ValueError
-        A ``$`` not followed by a group number or ``{name}``, or a trailing ``\``.
+    Raises ValueError for a ``$`` not followed by a group number or ``{name}``, or a trailing ``\``.
     """
     out: list[str] = []
     i = 0
@@ -163,31 +118,8 @@ def _compile(pattern: str, written: str, fix: str) -> re.Pattern[str]:
 def parse_transforms(props: Mapping[str, str], written: Callable[[str], str] | None = None) -> TransformsConfig:
     """Read and validate the ``transforms*`` and ``predicates*`` keys of one flow.
 
-    Mirrors Connect's ``ConnectorConfig`` validation (every listed alias has a ``type``, a
-    predicate named by a transform is listed in ``predicates``, no alias twice) and refuses what
-    cannot run on MM2's byte-array records.
-
-    Parameters
-    ----------
-    props:
-        The flow's connector keys (``transforms``, ``transforms.<t>.*``, ``predicates``,
-        ``predicates.<p>.*``; other keys are ignored), top-level ones already overridden by the
-        flow's ``S->T.`` ones.
-    written:
-        Maps a key to how the user wrote it (e.g. ``"A->B.transforms.f.type"``), for messages;
-        default: the key itself.
-
-    Returns
-    -------
-    TransformsConfig
-        Empty when ``transforms`` is absent or empty.
-
-    Raises
-    ------
-    TransformConfigError
-        A missing ``type`` or required setting, an unknown or refused class, a bad regex, an
-        unknown predicate alias, a ``RegexRouter`` with a per-record predicate; the message names
-        the key and the fix.
+    Mirrors Connect's ``ConnectorConfig`` validation and refuses what cannot run on MM2's byte-array
+    records; raises TransformConfigError naming the key and the fix.
     """
     w = written or (lambda k: k)
     aliases = split_list(props.get("transforms", ""))

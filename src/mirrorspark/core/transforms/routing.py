@@ -16,13 +16,6 @@ class RoutedReplicationPolicy:
     (``topic_source``, internal topics, heartbeats topic) is the wrapped policy's, so a routed name
     that drops the source alias reads as a local topic on the target: the identity cycle check
     (:func:`~mirrorspark.mm2.topology.check_identity_cycles`) then treats the flow as name-keeping.
-
-    Parameters
-    ----------
-    inner:
-        The flow's ``replication.policy.class``.
-    chain:
-        The flow's transforms (only their routers matter here).
     """
 
     def __init__(self, inner: ReplicationPolicy, chain: TransformChain) -> None:

@@ -72,20 +72,8 @@ def start_once(
 ) -> LocalClusters:
     """Plan, format and launch every broker of ``aliases`` once, and wait until all are ready.
 
-    Ports are chosen free just before launch; another process may take one in between, which
-    raises :class:`PortInUseError` so that the caller retries with new ports.
-
-    Returns
-    -------
-    LocalClusters
-        The running clusters (not yet written to the state file).
-
-    Raises
-    ------
-    PortInUseError
-        If a broker could not bind its port.
-    LocalClusterError
-        If a broker fails to start or is not ready by ``deadline`` (``time.monotonic()``).
+    Raises PortInUseError if a broker could not bind its port; LocalClusterError if a broker fails to start or is not
+    ready by ``deadline`` (``time.monotonic()``).
     """
     n = len(racks)
     tls = generate_tls(base_dir) if security in TLS_SECURITY else None
@@ -277,12 +265,7 @@ def _node_properties(
 def _format_storage(
     plans: Sequence[_Plan], *, java: str, cp: str, base_dir: Path, cds: Cds | None, deadline: float
 ) -> None:
-    """Run ``kafka.tools.StorageTool format`` for every node, all concurrently.
-
-    SCRAM credentials (``"sasl_ssl"``) are added with ``--add-scram`` (KIP-900). So that no password
-    reaches a process command line, the main class and its arguments are passed in a Java
-    ``@argfile`` (mode 0600, deleted once the tool has exited).
-    """
+    """Run ``kafka.tools.StorageTool format`` for every node, all concurrently."""
     jobs: list[tuple[LocalCluster, LocalBroker, subprocess.Popen[bytes]]] = []
     argfiles: list[Path] = []
     try:
@@ -557,10 +540,7 @@ def is_our_broker(broker: LocalBroker) -> bool:
 def refuse_if_running(base_dir: Path) -> None:
     """Refuse to start clusters in ``base_dir`` while clusters started there still run.
 
-    Raises
-    ------
-    LocalClusterError
-        Naming the running clusters and ``mirrorspark local down``.
+    Raises LocalClusterError (naming the running clusters and ``mirrorspark local down``).
     """
     try:
         state = read_state(base_dir)

@@ -47,23 +47,13 @@ class Cds:
         return cls(cache / f"kafka-{digest.hexdigest()[:16]}.jsa")
 
     def use_flags(self) -> tuple[str, ...]:
-        """Return the JVM flags that map the archive, or ``()`` if it does not exist yet.
-
-        Returns
-        -------
-        tuple[str, ...]
-            ``-XX:SharedArchiveFile=<archive>`` and the flags silencing CDS warnings.
-        """
+        """Return the JVM flags that map the archive, or ``()`` if it does not exist yet."""
         if self.archive.is_file() and self.archive.stat().st_size > 0:
             return (f"-XX:SharedArchiveFile={self.archive}", *CDS_QUIET)
         return ()
 
     def dump_flags(self, node_dir: Path) -> tuple[str, ...]:
-        """Return the JVM flags making one JVM (the first asked) dump an archive into ``node_dir`` at exit.
-
-        The archive's cache path is noted beside the dump, so that whichever process
-        stops the JVM can promote it (:meth:`collect_dump`).
-        """
+        """Return the JVM flags making one JVM (the first asked) dump an archive into ``node_dir`` at exit."""
         if self._dumper_chosen:
             return ()
         self._dumper_chosen = True
@@ -75,11 +65,7 @@ class Cds:
 
     @staticmethod
     def collect_dump(node_dir: Path, *, keep: bool) -> None:
-        """Promote the archive a stopped JVM dumped into the cache (if it exited cleanly).
-
-        The dump and its note are deleted in any case; failures are ignored (the archive
-        is an optimisation only).
-        """
+        """Promote the archive a stopped JVM dumped into the cache (if it exited cleanly)."""
         dump, target_note = node_dir / CDS_DUMP_FILE, node_dir / CDS_TARGET_FILE
         try:
             if keep and dump.is_file() and dump.stat().st_size > 0 and target_note.is_file():

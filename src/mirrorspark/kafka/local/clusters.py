@@ -58,50 +58,9 @@ def start_clusters(
 ) -> LocalClusters:
     """Start one independent local Kafka cluster per alias and wait until all are ready.
 
-    The JVMs run detached (own session) and survive the calling process; stop them with
-    :func:`stop_clusters` (``mirrorspark local down --dir DIR``). A cluster is ready when
-    every one of its brokers is registered and answers metadata requests. Data left in
-    ``<base_dir>/<alias>`` by an earlier, stopped ``up`` is deleted first.
-
-    Parameters
-    ----------
-    aliases:
-        Cluster aliases, non-empty, unique, each matching ``[A-Za-z0-9_-]+``.
-    base_dir:
-        Directory for the state file and the clusters' data; created if missing.
-    brokers:
-        Brokers per cluster, 1 to 3 (default 1).
-    racks:
-        ``broker.rack`` of each broker (same racks in every cluster), length ``brokers``;
-        default ``None``: no rack. Rack-aware follower fetching also needs
-        ``replica.selector.class`` in ``extra_broker_props``.
-    extra_broker_props:
-        Properties merged into every broker's ``server.properties`` after the defaults
-        (ports, roles, directories and racks are the launcher's and cannot be set).
-    security:
-        ``"plaintext"`` (default) or ``"sasl_plain"``: a ``SASL_PLAINTEXT`` client and
-        inter-broker listener with the PLAIN mechanism, ``StandardAuthorizer`` and
-        ``super.users=User:admin;User:ANONYMOUS`` (the controller listener stays plaintext).
-    sasl_users:
-        For ``"sasl_plain"``: ``user -> password`` accepted by the brokers; ``admin`` (the
-        brokers' own identity) is added with password ``admin-secret`` if missing.
-        Must be ``None`` for ``"plaintext"``.
-    timeout_s:
-        Deadline in seconds for formatting, starting and readiness of all clusters
-        (default 90).
-
-    Returns
-    -------
-    LocalClusters
-        The running clusters, also written to ``<base_dir>/clusters.json``.
-
-    Raises
-    ------
-    LocalClusterError
-        If an argument is invalid, ``base_dir`` already has running clusters, the jars or
-        ``java`` are missing, formatting fails, or a cluster is not ready in time (the
-        message then holds the last 30 lines of the broker log). Every process started
-        by the failed call has been stopped.
+    Raises LocalClusterError if an argument is invalid, ``base_dir`` already has running clusters, the jars or ``java``
+    are missing, formatting fails, or a cluster is not ready in time (the message then holds the last 30 lines of the
+    broker log). Every process started by the failed call has been stopped.
     """
     aliases = validate_aliases(aliases)
     if not 1 <= brokers <= MAX_BROKERS:
@@ -154,20 +113,7 @@ def start_clusters(
 def load_clusters(base_dir: Path) -> LocalClusters:
     """Read the state of an ``up`` from ``<base_dir>/clusters.json``.
 
-    Parameters
-    ----------
-    base_dir:
-        The base directory given to :func:`start_clusters`.
-
-    Returns
-    -------
-    LocalClusters
-        The clusters as recorded (processes are not checked).
-
-    Raises
-    ------
-    LocalClusterError
-        If there is no state file (no clusters were started there) or it is unreadable.
+    Raises LocalClusterError if there is no state file (no clusters were started there) or it is unreadable.
     """
     base_dir = Path(base_dir).expanduser().resolve()
     state = read_state(base_dir)
@@ -181,28 +127,7 @@ def load_clusters(base_dir: Path) -> LocalClusters:
 def stop_clusters(base_dir: Path, *, timeout_s: float = 30.0) -> list[str]:
     """Stop every broker of an ``up`` and remove its state file.
 
-    Broker-only nodes are stopped first (their controlled shutdown needs the controller),
-    then the controller nodes: ``SIGTERM`` to each process group, then ``SIGKILL`` to
-    those still running after ``timeout_s``. Data directories and logs are kept.
-    Idempotent: without a state file nothing happens.
-
-    Parameters
-    ----------
-    base_dir:
-        The base directory given to :func:`start_clusters`.
-    timeout_s:
-        Seconds to wait for a graceful exit of each phase (broker-only nodes, then
-        controllers) before ``SIGKILL`` (default 30).
-
-    Returns
-    -------
-    list[str]
-        Aliases of the clusters that were recorded (in order), empty if there were none.
-
-    Raises
-    ------
-    LocalClusterError
-        If the state file exists but cannot be read.
+    Raises LocalClusterError if the state file exists but cannot be read.
     """
     base_dir = Path(base_dir).expanduser().resolve()
     if not (base_dir / STATE_FILE).exists():
@@ -220,25 +145,7 @@ def stop_clusters(base_dir: Path, *, timeout_s: float = 30.0) -> list[str]:
 def stop_cluster(clusters: LocalClusters, alias: str, *, timeout_s: float = 30.0) -> LocalClusters:
     """Stop every broker of one cluster, keeping its data and ports (an outage).
 
-    Parameters
-    ----------
-    clusters:
-        The state of the ``up`` holding the cluster.
-    alias:
-        The cluster to stop.
-    timeout_s:
-        Seconds to wait for a graceful exit of each phase before ``SIGKILL`` (default 30).
-
-    Returns
-    -------
-    LocalClusters
-        The state with the cluster's broker pids set to 0, also written to the state file;
-        :func:`restart_cluster` starts the brokers again.
-
-    Raises
-    ------
-    UnknownAliasError
-        If there is no such cluster.
+    Raises UnknownAliasError if there is no such cluster.
     """
     cluster = clusters.cluster(alias)
     return _stop_nodes(clusters, cluster, cluster.brokers, timeout_s=timeout_s)
@@ -247,32 +154,7 @@ def stop_cluster(clusters: LocalClusters, alias: str, *, timeout_s: float = 30.0
 def stop_broker(clusters: LocalClusters, alias: str, node_id: int, *, timeout_s: float = 30.0) -> LocalClusters:
     """Stop one broker of a cluster, keeping its data and port.
 
-    Stopping node 0 also stops the cluster's only KRaft controller: the other brokers
-    then keep running but cannot change metadata (no leader elections, no new topics).
-
-    Parameters
-    ----------
-    clusters:
-        The state of the ``up`` holding the cluster.
-    alias:
-        The cluster.
-    node_id:
-        The broker's ``node.id``.
-    timeout_s:
-        Seconds to wait for a graceful exit before ``SIGKILL`` (default 30).
-
-    Returns
-    -------
-    LocalClusters
-        The state with the broker's pid set to 0, also written to the state file;
-        :func:`restart_cluster` starts it again.
-
-    Raises
-    ------
-    UnknownAliasError
-        If there is no such cluster.
-    LocalClusterError
-        If the cluster has no broker ``node_id``.
+    Raises UnknownAliasError if there is no such cluster; LocalClusterError if the cluster has no broker ``node_id``.
     """
     cluster = clusters.cluster(alias)
     brokers = [b for b in cluster.brokers if b.node_id == node_id]
@@ -301,33 +183,8 @@ def restart_cluster(
 ) -> LocalClusters:
     """Start again the brokers of a cluster stopped by :func:`stop_cluster` or :func:`stop_broker`.
 
-    The brokers reuse their data directories, ports and cluster id; brokers of the
-    cluster that are still running are left alone.
-
-    Parameters
-    ----------
-    clusters:
-        The state of the ``up`` holding the cluster.
-    alias:
-        The cluster to restart.
-    node_ids:
-        Start only these stopped brokers (e.g. a replica that is out of the ISR while the
-        in-sync one stays down, for an unclean election); default ``None``: every stopped broker.
-    timeout_s:
-        Deadline in seconds until the cluster is ready (default 90).
-
-    Returns
-    -------
-    LocalClusters
-        The state with the new pids, also written to the state file.
-
-    Raises
-    ------
-    UnknownAliasError
-        If there is no such cluster.
-    LocalClusterError
-        If the cluster does not become ready in time (with the broker log's tail); the
-        brokers started by this call are stopped again.
+    Raises UnknownAliasError if there is no such cluster; LocalClusterError if the cluster does not become ready in time
+    (with the broker log's tail); the brokers started by this call are stopped again.
     """
     cluster = clusters.cluster(alias)
     deadline = time.monotonic() + timeout_s

@@ -54,33 +54,7 @@ logger.mirrorscheduler.level = WARN
 
 @dataclass(kw_only=True)
 class ConnectWorkerProcess(JvmProcess):
-    """A running (or stopped) Kafka Connect distributed worker started by :func:`start_connect_worker`.
-
-    Attributes
-    ----------
-    pid:
-        Process id of the JVM, which is also its process group id (own session).
-    properties:
-        The worker properties it was started with: the caller's file plus ``listeners`` (and
-        ``plugin.discovery``) if it set none, written into the base directory.
-    worker_properties:
-        The caller's worker properties file (``connect-distributed.properties``).
-    rest_url:
-        Base URL of the worker's REST API, e.g. ``http://127.0.0.1:40123``.
-    log_path:
-        File receiving the JVM's stdout and stderr (log4j2: WARN; INFO for the worker's start-up,
-        the herder and ``org.apache.kafka.connect.mirror``).
-    command:
-        The full ``java`` command line.
-    started_at:
-        ``time.monotonic()`` when the JVM was launched.
-    returncode:
-        Exit status once the process has exited and been reaped by this process, else ``None``
-        (143 = exited on ``SIGTERM``, -9 = killed).
-
-    Not thread-safe; :meth:`~JvmProcess.stop` (``SIGTERM``: the worker stops its tasks and commits
-    their source offsets to its ``offset.storage.topic``; then ``SIGKILL``) is idempotent.
-    """
+    """A running (or stopped) Kafka Connect distributed worker started by :func:`start_connect_worker`."""
 
     MAIN: ClassVar[str] = _CONNECT_MAIN
     WHAT: ClassVar[str] = "Connect worker"
@@ -89,25 +63,9 @@ class ConnectWorkerProcess(JvmProcess):
     rest_url: str
 
     def wait_started(self, timeout_s: float = 120.0) -> float:
-        """Wait until the worker's REST API answers ``GET /`` (its version and Kafka cluster id).
+        """Wait until the worker's REST API answers ``GET /``; return the seconds since launch.
 
-        The worker then still has to join its group and read its config topic; requests that
-        need the herder (:meth:`post_connector`, :meth:`put_config`) are retried until it has.
-
-        Parameters
-        ----------
-        timeout_s:
-            Deadline in seconds (default 120).
-
-        Returns
-        -------
-        float
-            Seconds from launch until the REST API answered (to within the 250 ms poll interval).
-
-        Raises
-        ------
-        LocalClusterError
-            If the process exits first or the REST API does not answer in time (with the log tail).
+        Raises LocalClusterError if the process exits first or the REST API does not answer in time (with the log tail).
         """
         deadline = time.monotonic() + timeout_s
         while True:
@@ -123,48 +81,15 @@ class ConnectWorkerProcess(JvmProcess):
     def post_connector(self, body: Mapping[str, Any], *, timeout_s: float = 60.0) -> dict[str, Any]:
         """Create a connector: ``POST /connectors`` with ``{"name": …, "config": {…}}``.
 
-        Parameters
-        ----------
-        body:
-            The connector's REST body.
-        timeout_s:
-            Deadline in seconds for the worker to accept it (default 60): 409 (rebalance,
-            stale configuration) and 503 (starting) are retried until then.
-
-        Returns
-        -------
-        dict
-            Connect's answer: the connector's name, config and tasks.
-
-        Raises
-        ------
-        LocalClusterError
-            If the worker refuses the connector (e.g. it exists: use :meth:`put_config`) or does
-            not accept it in time, with Connect's message and the log tail.
+        Raises LocalClusterError if the worker refuses the connector (e.g. it exists: use :meth:`put_config`) or does
+        not accept it in time, with Connect's message and the log tail.
         """
         return self._call("POST", "/connectors", dict(body), ok=(201,), timeout_s=timeout_s)
 
     def put_config(self, name: str, config: Mapping[str, str], *, timeout_s: float = 60.0) -> dict[str, Any]:
         """Create or update a connector: ``PUT /connectors/<name>/config``.
 
-        Parameters
-        ----------
-        name:
-            The connector's name.
-        config:
-            Its config (``connector.class``, …).
-        timeout_s:
-            Deadline in seconds, as for :meth:`post_connector` (default 60).
-
-        Returns
-        -------
-        dict
-            Connect's answer: the connector's name, config and tasks.
-
-        Raises
-        ------
-        LocalClusterError
-            If the worker refuses the config or does not accept it in time (with the log tail).
+        Raises LocalClusterError if the worker refuses the config or does not accept it in time (with the log tail).
         """
         path = f"/connectors/{urllib.parse.quote(name, safe='')}/config"
         return self._call("PUT", path, dict(config), ok=(200, 201), timeout_s=timeout_s)
@@ -172,48 +97,15 @@ class ConnectWorkerProcess(JvmProcess):
     def connector_status(self, name: str) -> dict[str, Any]:
         """Return ``GET /connectors/<name>/status``: the connector's and its tasks' states.
 
-        Parameters
-        ----------
-        name:
-            The connector's name.
-
-        Returns
-        -------
-        dict
-            ``{"name": …, "connector": {"state": …, "worker_id": …}, "tasks": [{"id": …, "state": …}, …],
-            "type": "source"}``; states are ``UNASSIGNED``, ``RUNNING``, ``PAUSED``, ``STOPPED``,
-            ``FAILED`` (with a ``trace``) or ``RESTARTING``.
-
-        Raises
-        ------
-        LocalClusterError
-            If the connector is unknown (404) or the worker does not answer (with the log tail).
+        Raises LocalClusterError if the connector is unknown (404) or the worker does not answer (with the log tail).
         """
         return self._call("GET", f"/connectors/{urllib.parse.quote(name, safe='')}/status", ok=(200,), timeout_s=0)
 
     def wait_running(self, name: str, *, min_tasks: int = 1, timeout_s: float = 120.0) -> dict[str, Any]:
         """Wait until a connector and at least ``min_tasks`` tasks, all of its tasks, are ``RUNNING``.
 
-        Parameters
-        ----------
-        name:
-            The connector's name.
-        min_tasks:
-            Tasks it must have (default 1; 0 for a connector that may have none, such as MM2's
-            checkpoint connector before there is a consumer group to checkpoint).
-        timeout_s:
-            Deadline in seconds (default 120).
-
-        Returns
-        -------
-        dict
-            The last :meth:`connector_status`.
-
-        Raises
-        ------
-        LocalClusterError
-            If the connector or a task is ``FAILED`` (with its trace), the worker exits, or the
-            deadline passes (with the last status), each with the log tail.
+        Raises LocalClusterError if the connector or a task is ``FAILED`` (with its trace), the worker exits, or the
+        deadline passes (with the last status), each with the log tail.
         """
         deadline = time.monotonic() + timeout_s
         status: dict[str, Any] = {}
@@ -267,10 +159,7 @@ class ConnectWorkerProcess(JvmProcess):
     def _request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
         """Send one request; return the HTTP status and the decoded JSON answer (``None`` if empty).
 
-        Raises
-        ------
-        OSError
-            If the worker cannot be reached (``urllib.error.URLError``, a timeout).
+        Raises OSError if the worker cannot be reached (``urllib.error.URLError``, a timeout).
         """
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(
@@ -298,42 +187,8 @@ def start_connect_worker(
 ) -> ConnectWorkerProcess:
     """Start a Kafka Connect distributed worker, detached, and return at once.
 
-    Runs ``java -cp build/jars/mm2/* org.apache.kafka.connect.cli.ConnectDistributed <properties>``
-    (what ``bin/connect-distributed.sh`` runs) in its own session, with stdout and stderr in
-    ``<base_dir>/connect-worker-<n>.log`` and logging configured by
-    ``<base_dir>/connect-worker-log4j2.properties``. Unless ``worker_properties`` sets them, the
-    worker listens on a free loopback port (``listeners = http://127.0.0.1:<port>``, a new port
-    per start) and skips Connect's class-path plugin scan (``plugin.discovery = service_load``:
-    MM2's connectors and Kafka's converters have ServiceLoader manifests); the properties it
-    runs with are then written to ``<base_dir>/connect-worker-<n>.properties``. The JVM outlives
-    the calling process: stop it with :meth:`~JvmProcess.stop` (in a ``finally``, or use the
-    process as a context manager).
-
-    Hints for the worker properties in tests: ``offset.flush.interval.ms`` low (e.g. 1000; Connect's
-    default is 60 s), ``config``/``offset``/``status.storage.replication.factor = 1`` on a one-broker
-    cluster, and a ``group.id`` and storage topics of the test's own.
-
-    Parameters
-    ----------
-    worker_properties:
-        The worker's ``connect-distributed.properties`` (must exist and set ``bootstrap.servers``,
-        ``group.id`` and the three storage topics, as Connect requires).
-    base_dir:
-        Directory for the log, the log4j2 configuration and the properties run; created if missing.
-    heap:
-        JVM heap flag(s), whitespace-separated (default ``-Xmx512m``; Kafka's script uses
-        ``-Xms256M -Xmx2G``).
-
-    Returns
-    -------
-    ConnectWorkerProcess
-        The running process; :meth:`ConnectWorkerProcess.wait_started` waits for its REST API.
-
-    Raises
-    ------
-    LocalClusterError
-        If ``worker_properties`` is missing or unreadable, sets ``listeners`` without an
-        ``http://`` listener, ``java`` or the ``mm2`` jars are missing, or the JVM cannot be launched.
+    Raises LocalClusterError if ``worker_properties`` is missing or unreadable, sets ``listeners`` without an
+    ``http://`` listener, ``java`` or the ``mm2`` jars are missing, or the JVM cannot be launched.
     """
     worker_properties = Path(worker_properties).expanduser().resolve()
     try:

@@ -32,26 +32,7 @@ CONNECT_JVM_FLAGS: Final = tuple(f for f in BROKER_JVM_FLAGS if not f.startswith
 
 @dataclass(kw_only=True)
 class JvmProcess:
-    """A running (or stopped) Kafka Connect runtime JVM started by :func:`launch_jvm`.
-
-    Attributes
-    ----------
-    pid:
-        Process id of the JVM, which is also its process group id (own session).
-    properties:
-        The properties file it was started with (``mm2.properties``, ``connect-distributed.properties``).
-    log_path:
-        File receiving the JVM's stdout and stderr.
-    command:
-        The full ``java`` command line.
-    started_at:
-        ``time.monotonic()`` when the JVM was launched.
-    returncode:
-        Exit status once the process has exited and been reaped by this process, else ``None``
-        (143 = exited on ``SIGTERM``, -9 = killed).
-
-    Not thread-safe; :meth:`stop` is idempotent.
-    """
+    """A running (or stopped) Kafka Connect runtime JVM started by :func:`launch_jvm`."""
 
     #: The Java main class, which with :attr:`properties` identifies the process on its command line.
     MAIN: ClassVar[str] = ""
@@ -80,28 +61,7 @@ class JvmProcess:
     def stop(self, timeout_s: float = 30.0) -> int | None:
         """Stop the JVM: ``SIGTERM`` (graceful), then ``SIGKILL`` after ``timeout_s``.
 
-        On ``SIGTERM`` Connect's shutdown hook stops every herder: the connectors' tasks stop and
-        Connect commits their source offsets (``offset.storage.topic`` of the target), and MM2
-        flushes its pending offset syncs, so a successor resumes exactly where this process
-        stopped. After ``SIGKILL`` the stored offsets are those of the last periodic flush
-        (``offset.flush.interval.ms``) and a successor repeats the records since. Idempotent: a
-        process that has already exited is not signalled again.
-
-        Parameters
-        ----------
-        timeout_s:
-            Seconds to wait for the graceful exit before ``SIGKILL`` (default 30).
-
-        Returns
-        -------
-        int or None
-            The exit status (143 after a graceful ``SIGTERM`` exit, -9 if it had to be
-            killed), or ``None`` if the process was not started by this Python process.
-
-        Raises
-        ------
-        LocalClusterError
-            If the process survives ``SIGKILL``.
+        Raises LocalClusterError if the process survives ``SIGKILL``.
         """
         if self.running:
             signal_group(self.pid, signal.SIGTERM)
@@ -127,10 +87,7 @@ class JvmProcess:
     def _check_starting(self, *, deadline: float, timeout_s: float, waiting_for: str) -> None:
         """Raise if the JVM exited during start-up or ``deadline`` (``time.monotonic()``) has passed.
 
-        Raises
-        ------
-        LocalClusterError
-            Naming what was waited for, with the log tail.
+        Raises LocalClusterError (naming what was waited for, with the log tail).
         """
         if not self.running:
             status = "" if self.returncode is None else f" with status {self.returncode}"
@@ -184,36 +141,7 @@ def launch_jvm(
 ) -> Launched:
     """Launch ``java -cp build/jars/mm2/* <main> <args>`` detached, in its own session, and return at once.
 
-    stdout and stderr go to ``<base_dir>/<log_name>-<n>.log`` (``n`` = the first free index, so
-    several processes can share a base directory), logging is configured by
-    ``<base_dir>/<log4j_file>`` (written with ``log4j_properties``). The process is registered
-    for reaping (:func:`~mirrorspark.kafka.local.brokers.reap`).
-
-    Parameters
-    ----------
-    what:
-        What is launched, for messages.
-    main:
-        The Java main class.
-    args:
-        Its arguments.
-    heap:
-        JVM heap flag(s), whitespace-separated.
-    base_dir:
-        Directory for the log and log4j2 configuration; created if missing.
-    log_name:
-        Stem of the log file's name.
-    log4j_file, log4j_properties:
-        Name and content of the log4j2 configuration file.
-
-    Returns
-    -------
-    Launched
-
-    Raises
-    ------
-    LocalClusterError
-        If ``java`` or the ``mm2`` jars are missing, or the JVM cannot be launched.
+    Raises LocalClusterError if ``java`` or the ``mm2`` jars are missing, or the JVM cannot be launched.
     """
     java = java_executable()
     cp = classpath("mm2")

@@ -41,30 +41,7 @@ logger.mirrorscheduler.level = WARN
 
 @dataclass(kw_only=True)
 class MirrorMakerProcess(JvmProcess):
-    """A running (or stopped) Apache Kafka MirrorMaker 2 JVM started by :func:`start_mirror_maker`.
-
-    Attributes
-    ----------
-    pid:
-        Process id of the JVM, which is also its process group id (own session).
-    properties:
-        The ``mm2.properties`` it was started with.
-    clusters:
-        The ``--clusters`` target aliases it serves, empty for all.
-    log_path:
-        File receiving the JVM's stdout and stderr (log4j2: WARN, ``org.apache.kafka.connect.mirror``
-        at INFO).
-    command:
-        The full ``java`` command line.
-    started_at:
-        ``time.monotonic()`` when the JVM was launched.
-    returncode:
-        Exit status once the process has exited and been reaped by this process, else ``None``
-        (143 = exited on ``SIGTERM``, -9 = killed; see mm2.md §15 for MM2's own codes).
-
-    Not thread-safe; :meth:`~JvmProcess.stop` (``SIGTERM``: Connect commits the source offsets to
-    ``mm2-offsets.<source>.internal``; then ``SIGKILL``) is idempotent.
-    """
+    """A running (or stopped) Apache Kafka MirrorMaker 2 JVM started by :func:`start_mirror_maker`."""
 
     MAIN: ClassVar[str] = _MM2_MAIN
     WHAT: ClassVar[str] = "MirrorMaker"
@@ -74,25 +51,7 @@ class MirrorMakerProcess(JvmProcess):
     def wait_started(self, timeout_s: float = 60.0) -> float:
         """Wait until the driver has started its herders (log line ``Kafka MirrorMaker started``).
 
-        The herders then still have to join their Connect groups and start the connectors
-        and tasks (about a second on a local cluster), so replication proper begins a little
-        later; wait for the data itself where it matters.
-
-        Parameters
-        ----------
-        timeout_s:
-            Deadline in seconds (default 60).
-
-        Returns
-        -------
-        float
-            Seconds from launch until the line was seen (a start-up time measurement, to
-            within the 50 ms poll interval).
-
-        Raises
-        ------
-        LocalClusterError
-            If the process exits first, or the line does not appear in time (with the log tail).
+        Raises LocalClusterError if the process exits first, or the line does not appear in time (with the log tail).
         """
         deadline = time.monotonic() + timeout_s
         offset = 0
@@ -122,55 +81,8 @@ def start_mirror_maker(
 ) -> MirrorMakerProcess:
     """Start Apache Kafka's MirrorMaker 2 in dedicated mode, detached, and return at once.
 
-    Runs ``java -cp build/jars/mm2/* org.apache.kafka.connect.mirror.MirrorMaker <properties>
-    [--clusters ...]`` (what ``bin/connect-mirror-maker.sh`` runs) in its own session, with
-    stdout and stderr in ``<base_dir>/mirror-maker-<n>.log`` (``n`` = the first free index,
-    so several MirrorMakers can share a base directory) and logging configured by
-    ``<base_dir>/mirror-maker-log4j2.properties`` (WARN; INFO for
-    ``org.apache.kafka.connect.mirror``). The JVM outlives the calling process: stop it
-    with :meth:`MirrorMakerProcess.stop` (in a ``finally``, or use the process as a context
-    manager).
-
-    Hints for ``mm2.properties`` in tests (see :meth:`LocalClusters.mm2_properties` for the
-    replication factors of single-broker clusters):
-
-    * Connect commits source offsets every ``offset.flush.interval.ms`` (default 60 s) and
-      on a graceful stop; set ``<target alias>.offset.flush.interval.ms`` low (e.g. 1000) to
-      see them sooner.
-    * ``plugin.discovery = service_load`` and ``<target alias>.plugin.discovery =
-      service_load`` skip Connect's class-path plugin scan (once for the driver, once per
-      herder); all MM2 plugins have ServiceLoader manifests. On a 2-core machine the driver
-      then starts in about 5 s instead of 14 s, and the first records are copied about 12 s
-      after launch instead of 20 s.
-    * By default a herder runs for every pair of clusters with heartbeats enabled (both
-      directions with two clusters); ``clusters=[target]`` starts only the flows into
-      ``target``.
-
-    Parameters
-    ----------
-    properties:
-        The ``mm2.properties`` file (must exist).
-    base_dir:
-        Directory for the log and log4j2 configuration; created if missing. May be the base
-        directory of :func:`start_clusters` (the file names do not clash).
-    clusters:
-        Target cluster aliases for ``--clusters`` (herders only for flows into them);
-        default ``None``: all clusters.
-    heap:
-        JVM heap flag(s), whitespace-separated (default ``-Xmx512m``; Kafka's script uses
-        ``-Xms256M -Xmx2G``).
-
-    Returns
-    -------
-    MirrorMakerProcess
-        The running process; :meth:`MirrorMakerProcess.wait_started` waits for the driver
-        to start.
-
-    Raises
-    ------
-    LocalClusterError
-        If ``properties`` is missing, ``clusters`` is empty or not a sequence of names,
-        ``java`` or the ``mm2`` jars are missing, or the JVM cannot be launched.
+    Raises LocalClusterError if ``properties`` is missing, ``clusters`` is empty or not a sequence of names, ``java`` or
+    the ``mm2`` jars are missing, or the JVM cannot be launched.
     """
     properties = Path(properties).expanduser().resolve()
     if not properties.is_file():

@@ -24,27 +24,7 @@ from mirrorspark.kafka.local.settings import (
 
 @dataclass(frozen=True)
 class LocalBroker:
-    """One broker (JVM process) of a local cluster.
-
-    Attributes
-    ----------
-    node_id:
-        Kafka ``node.id``, 0-based within the cluster.
-    port:
-        Client listener port on 127.0.0.1 (``PLAINTEXT``, ``SASL_PLAINTEXT``, ``SSL`` or ``SASL_SSL``).
-    controller_port:
-        Port of the KRaft ``CONTROLLER`` listener this node uses: its own for node 0
-        (the combined broker+controller), node 0's for broker-only nodes.
-    rack:
-        ``broker.rack``, or ``None`` if not set.
-    pid:
-        Process id of the JVM, which is also its process group id (own session);
-        ``0`` while the broker is stopped (see :func:`stop_cluster`).
-    log_path:
-        File receiving the JVM's stdout and stderr (log4j2 at WARN).
-    controller:
-        Whether the node also runs the KRaft controller (node 0 only).
-    """
+    """One broker (JVM process) of a local cluster."""
 
     node_id: int
     port: int
@@ -72,31 +52,7 @@ class LocalBroker:
 
 @dataclass(frozen=True)
 class LocalCluster:
-    """One local Kafka cluster: its alias, brokers and how to connect.
-
-    Attributes
-    ----------
-    alias:
-        The cluster alias (as in ``mm2.properties``).
-    bootstrap_servers:
-        Comma-separated ``127.0.0.1:<port>`` of every broker.
-    data_dir:
-        ``<base_dir>/<alias>``, holding one ``node-<id>`` directory per broker.
-    brokers:
-        The brokers, by ``node_id``.
-    cluster_id:
-        The KRaft cluster id (base64url of 16 random bytes).
-    security:
-        ``"plaintext"``, ``"sasl_plain"``, ``"ssl"`` or ``"sasl_ssl"`` (see
-        :data:`~mirrorspark.kafka.local.settings.SecurityProtocol`).
-    sasl_users:
-        SASL ``user -> password`` accepted by the brokers (PLAIN for ``"sasl_plain"``,
-        SCRAM-SHA-512 for ``"sasl_ssl"``; always contains ``admin``, the brokers' own, super
-        user identity); empty without SASL. Hidden from ``repr``.
-    ca_location:
-        PEM file of the CA that signed the brokers' certificates (``"ssl"`` and
-        ``"sasl_ssl"``), ``None`` without TLS.
-    """
+    """One local Kafka cluster: its alias, brokers and how to connect."""
 
     alias: str
     bootstrap_servers: str
@@ -110,23 +66,7 @@ class LocalCluster:
     def client_config(self, user: str | None = None) -> dict[str, str]:
         """Return a librdkafka (confluent-kafka) client configuration for this cluster.
 
-        Parameters
-        ----------
-        user:
-            SASL user to authenticate as, default ``admin`` (a super user); ignored
-            without SASL (``"plaintext"``, ``"ssl"``).
-
-        Returns
-        -------
-        dict[str, str]
-            ``bootstrap.servers``; ``security.protocol`` unless ``"plaintext"``;
-            ``sasl.mechanism``, ``sasl.username`` and ``sasl.password`` with SASL;
-            ``ssl.ca.location`` (the generated CA) with TLS.
-
-        Raises
-        ------
-        LocalClusterError
-            If ``user`` is not one of the cluster's SASL users.
+        Raises LocalClusterError if ``user`` is not one of the cluster's SASL users.
         """
         config = self._transport()
         if self.ca_location is not None:
@@ -139,23 +79,7 @@ class LocalCluster:
     def java_client_properties(self, user: str | None = None) -> dict[str, str]:
         """Return a Java Kafka client configuration (MM2, Spark's ``kafka.*`` options).
 
-        Parameters
-        ----------
-        user:
-            SASL user to authenticate as, default ``admin``; ignored without SASL.
-
-        Returns
-        -------
-        dict[str, str]
-            ``bootstrap.servers``; ``security.protocol`` unless ``"plaintext"``;
-            ``sasl.mechanism`` and a ``PlainLoginModule`` (``"sasl_plain"``) or ``ScramLoginModule``
-            (``"sasl_ssl"``) ``sasl.jaas.config`` with SASL; ``ssl.truststore.type=PEM`` and
-            ``ssl.truststore.location`` (the generated CA) with TLS.
-
-        Raises
-        ------
-        LocalClusterError
-            If ``user`` is not one of the cluster's SASL users.
+        Raises LocalClusterError if ``user`` is not one of the cluster's SASL users.
         """
         config = self._transport()
         if self.ca_location is not None:
@@ -191,37 +115,13 @@ class LocalCluster:
 
 @dataclass(frozen=True)
 class LocalClusters:
-    """The state of one ``up``: every cluster started together under one base directory.
-
-    Attributes
-    ----------
-    base_dir:
-        The base directory holding ``clusters.json`` and one directory per cluster.
-    clusters:
-        The clusters by alias, in the order they were given.
-    """
+    """The state of one ``up``: every cluster started together under one base directory."""
 
     base_dir: Path
     clusters: Mapping[str, LocalCluster]
 
     def cluster(self, alias: str) -> LocalCluster:
-        """Return the cluster called ``alias``.
-
-        Parameters
-        ----------
-        alias:
-            The cluster alias.
-
-        Returns
-        -------
-        LocalCluster
-            The cluster.
-
-        Raises
-        ------
-        UnknownAliasError
-            If there is no such cluster.
-        """
+        """Return the cluster called ``alias``. Raises UnknownAliasError if there is no such cluster."""
         try:
             return self.clusters[alias]
         except KeyError:
@@ -231,23 +131,7 @@ class LocalClusters:
             ) from None
 
     def bootstrap(self, alias: str) -> str:
-        """Return ``bootstrap.servers`` of one cluster.
-
-        Parameters
-        ----------
-        alias:
-            The cluster alias.
-
-        Returns
-        -------
-        str
-            Comma-separated ``127.0.0.1:<port>`` of the cluster's brokers.
-
-        Raises
-        ------
-        UnknownAliasError
-            If there is no such cluster.
-        """
+        """Return ``bootstrap.servers`` of one cluster. Raises UnknownAliasError if there is no such cluster."""
         return self.cluster(alias).bootstrap_servers
 
     def mm2_properties(
@@ -257,31 +141,8 @@ class LocalClusters:
     ) -> str:
         """Return a ready-to-use ``mm2.properties`` for these clusters.
 
-        Every internal topic replication factor (``replication.factor``,
-        ``offset-syncs.``/``heartbeats.``/``checkpoints.topic.replication.factor`` and the
-        Connect ``offset.``/``config.``/``status.storage.replication.factor``) is set to
-        the smallest broker count of the clusters, so the file works on 1-broker clusters.
-
-        Parameters
-        ----------
-        flows:
-            ``(source, target)`` alias pairs written as ``source->target.enabled = true``.
-            Default ``None``: the first alias to the second if there are at least two
-            clusters, else no flow; ``[]`` for no flow.
-        extra:
-            Further properties, written last (they override the generated ones).
-
-        Returns
-        -------
-        str
-            The file's text in Java properties syntax, ending with a newline.
-
-        Raises
-        ------
-        UnknownAliasError
-            If a flow names an alias that is not one of the clusters.
-        LocalClusterError
-            If a flow's source and target are the same alias.
+        Raises UnknownAliasError if a flow names an alias that is not one of the clusters; LocalClusterError if a flow's
+        source and target are the same alias.
         """
         aliases = list(self.clusters)
         if flows is None:
@@ -313,14 +174,7 @@ class LocalClusters:
         return format_properties(props, header=header, separator=" = ")
 
     def to_json(self) -> dict[str, dict[str, str]]:
-        """Return the librdkafka client configuration of every cluster, by alias.
-
-        Returns
-        -------
-        dict[str, dict[str, str]]
-            ``{"primary": {"bootstrap.servers": "127.0.0.1:PORT"}, ...}``; SASL clusters
-            also carry the ``admin`` credentials (see :meth:`LocalCluster.client_config`).
-        """
+        """Return the librdkafka client configuration of every cluster, by alias."""
         return {alias: cluster.client_config() for alias, cluster in self.clusters.items()}
 
 

@@ -8,23 +8,7 @@ import threading
 from typing import Final, Literal
 
 SecurityProtocol = Literal["plaintext", "sasl_plain", "ssl", "sasl_ssl"]
-"""How clients reach the brokers.
-
-``"plaintext"``
-    No encryption, no authentication (Kafka ``PLAINTEXT``).
-``"sasl_plain"``
-    SASL/PLAIN without TLS (Kafka ``SASL_PLAINTEXT``), ``StandardAuthorizer`` ACLs, super users
-    ``admin`` and ``ANONYMOUS``.
-``"ssl"``
-    TLS without client authentication (Kafka ``SSL``): the brokers' certificates are signed by a CA
-    generated at start (``<base_dir>/tls/ca.pem``).
-``"sasl_ssl"``
-    SASL/SCRAM-SHA-512 over TLS (Kafka ``SASL_SSL``) with the same CA, ``StandardAuthorizer`` ACLs and
-    the super users of ``"sasl_plain"``.
-
-The TLS names are Kafka's ``security.protocol`` values in lower case; ``"sasl_plain"`` (SASL_PLAINTEXT
-with the PLAIN mechanism) keeps its earlier name.
-"""
+"""How clients reach the brokers: Kafka's ``security.protocol`` in lower case (``"sasl_plain"``: SASL_PLAINTEXT)."""
 
 SECURITY_PROTOCOLS: Final[tuple[str, ...]] = ("plaintext", "sasl_plain", "ssl", "sasl_ssl")
 """Every :data:`SecurityProtocol`, in the order the CLI lists them."""
@@ -85,8 +69,7 @@ RESERVED_PROPS: Final = frozenset(
 )
 
 RACK_AWARE_SELECTOR: Final = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
-"""``replica.selector.class`` of follower fetching (KIP-392): a consumer with ``client.rack`` reads from an
-in-sync replica in its rack."""
+"""``replica.selector.class`` of follower fetching (KIP-392): a consumer reads from a replica in its ``client.rack``."""
 
 # Topic-creation defaults that KRaft reads on the controller only.
 CONTROLLER_ONLY_PROPS: Final = ("default.replication.factor", "num.partitions")

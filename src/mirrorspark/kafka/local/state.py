@@ -77,15 +77,7 @@ def write_state(state: LocalClusters) -> None:
 def read_state(base_dir: Path) -> LocalClusters | None:
     """Read the clusters' state file of ``base_dir``.
 
-    Returns
-    -------
-    LocalClusters or None
-        ``None`` when there is no state file.
-
-    Raises
-    ------
-    LocalClusterError
-        If the file is corrupt or of another version.
+    Raises LocalClusterError if the file is corrupt or of another version.
     """
     path = base_dir / STATE_FILE
     try:
@@ -154,15 +146,7 @@ def write_text(path: Path, text: str, *, mode: int = 0o600) -> None:
 def validate_aliases(aliases: Sequence[str]) -> list[str]:
     """Check cluster aliases for local clusters.
 
-    Returns
-    -------
-    list[str]
-        The aliases, in order.
-
-    Raises
-    ------
-    LocalClusterError
-        On a string instead of a sequence, an empty list, a bad or duplicate alias.
+    Raises LocalClusterError on a string instead of a sequence, an empty list, a bad or duplicate alias.
     """
     if isinstance(aliases, str):
         raise LocalClusterError(f"aliases must be a sequence of names, not the string {aliases!r}")
@@ -181,15 +165,7 @@ def validate_aliases(aliases: Sequence[str]) -> list[str]:
 def validate_security(security: str, users: Mapping[str, str] | None) -> dict[str, str]:
     """Check the security protocol and SASL users of local clusters.
 
-    Returns
-    -------
-    dict[str, str]
-        SASL users and passwords to create (``{}`` without SASL).
-
-    Raises
-    ------
-    LocalClusterError
-        On an unknown protocol, users without SASL, or a bad user name or password.
+    Raises LocalClusterError on an unknown protocol, users without SASL, or a bad user name or password.
     """
     if security not in SECURITY_PROTOCOLS:
         raise LocalClusterError(f"unknown security {security!r}: use one of {', '.join(map(repr, SECURITY_PROTOCOLS))}")

@@ -12,36 +12,14 @@ from mirrorspark.kafka.local.state import write_text
 
 @dataclass(frozen=True)
 class BrokerTls:
-    """The TLS material of one ``up``: shared by every broker of every cluster started together.
-
-    Attributes
-    ----------
-    ca_location:
-        ``<base_dir>/tls/ca.pem``: the CA certificate (public) that clients trust.
-    certificate_chain:
-        PEM certificate chain of the brokers (leaf first), with SANs ``127.0.0.1`` and ``localhost``.
-    private_key:
-        The brokers' PKCS#8 PEM private key (unencrypted); only ever written into the brokers'
-        ``server.properties`` (mode 0600), never to a log or command line. Hidden from ``repr``.
-    """
+    """The TLS material of one ``up``: shared by every broker of every cluster started together."""
 
     ca_location: Path
     certificate_chain: str
     private_key: str = field(repr=False)
 
     def broker_properties(self) -> dict[str, str]:
-        """Return the broker's ``ssl.*`` properties: an in-line PEM key store and the CA file as trust store.
-
-        Kafka reads PEM directly (KIP-651): ``ssl.keystore.type=PEM`` with the key and chain as
-        values needs no ``keytool`` step and no key password (a PEM key store *file* would need an
-        encrypted key).
-
-        Returns
-        -------
-        dict[str, str]
-            ``ssl.keystore.*`` and ``ssl.truststore.*`` properties (the key store values are
-            multi-line PEM).
-        """
+        """Return the broker's ``ssl.*`` properties: an in-line PEM key store and the CA file as trust store."""
         return {
             "ssl.keystore.type": "PEM",
             "ssl.keystore.certificate.chain": self.certificate_chain,
@@ -55,23 +33,7 @@ class BrokerTls:
 def generate_tls(base_dir: Path) -> BrokerTls:
     """Generate a fresh CA and a broker certificate for ``127.0.0.1``/``localhost``; write the CA's certificate.
 
-    The CA's private key is never written anywhere: it lives only in this call, so no certificate
-    can be issued later (a new ``up`` makes a new CA).
-
-    Parameters
-    ----------
-    base_dir:
-        The clusters' base directory; ``<base_dir>/tls/ca.pem`` is (over)written.
-
-    Returns
-    -------
-    BrokerTls
-        The CA file and the brokers' certificate chain and key.
-
-    Raises
-    ------
-    LocalClusterError
-        If ``trustme`` (a dependency of mirrorspark) is not installed.
+    Raises LocalClusterError if ``trustme`` (a dependency of mirrorspark) is not installed.
     """
     try:
         import trustme

@@ -3,8 +3,8 @@
 As MM2 ships them, one room each: the interface and its defaults (``replication_policy``:
 :class:`ReplicationPolicy`, :class:`BaseReplicationPolicy`, the policy keys), ``DefaultReplicationPolicy``
 (``default_policy``), ``IdentityReplicationPolicy`` (``identity_policy``), and loading the class
-``replication.policy.class`` names (``loading``: :func:`load_policy`). Import from here: this package is
-the policies' public surface.
+``replication.policy.class`` names (``loading``: :func:`load_policy`). Import from here: this package is the
+policies' public surface.
 """
 
 from mirrorspark.mm2.policy.default_policy import DefaultReplicationPolicy

@@ -25,27 +25,16 @@ class DefaultReplicationPolicy(BaseReplicationPolicy):
     Parameters
     ----------
     separator:
-        ``replication.policy.separator``; default ``"."``. Must not be empty.
+        ``replication.policy.separator``; default ``"."``; ConfigError if empty.
     internal_topic_separator_enabled:
-        ``replication.policy.internal.topic.separator.enabled`` (KIP-949); default ``True``.
-        When true the separator is also used in the names of the offset-syncs and
-        checkpoints topics; when false those use ``"."``. The heartbeats topic is always
-        ``heartbeats``.
-
-    Raises
-    ------
-    ConfigError
-        If ``separator`` is empty.
+        ``replication.policy.internal.topic.separator.enabled`` (KIP-949); default ``True``: the offset-syncs and
+        checkpoints topics use the separator too, else ``"."``. The heartbeats topic is always ``heartbeats``.
 
     Notes
     -----
-    Any topic containing the separator is taken for a remote topic: ``my.topic`` has
-    source ``my``. The separator splits names like Java's ``Pattern.split``: a leading
-    empty piece is kept (``.b`` has source ``""``) and trailing empty pieces are dropped
-    (``us-west.`` is not remote).
-
-    :meth:`configure` re-configures the policy in place; configure once, before sharing
-    the policy between threads.
+    Any topic containing the separator is remote (``my.topic`` has source ``my``). Names split like Java's
+    ``Pattern.split``: ``.b`` has source ``""``; ``us-west.`` is not remote. Configure once, before sharing the policy
+    between threads.
     """
 
     def __init__(self, *, separator: str = DEFAULT_SEPARATOR, internal_topic_separator_enabled: bool = True) -> None:
@@ -63,21 +52,9 @@ class DefaultReplicationPolicy(BaseReplicationPolicy):
         self._internal_separator_enabled = internal_topic_separator_enabled
 
     def configure(self, props: Mapping[str, str]) -> None:
-        """Apply MM2 properties, as MM2's ``Configurable.configure`` does.
+        """Apply MM2 properties (``Configurable.configure``): the separator, if present, and then its KIP-949 flag.
 
-        The separator is changed only if ``replication.policy.separator`` is present, and
-        ``replication.policy.internal.topic.separator.enabled`` is consulted only in that
-        case (parsed like Java's ``Boolean.parseBoolean``: ``true`` in any case, else false).
-
-        Parameters
-        ----------
-        props:
-            Property name to string value.
-
-        Raises
-        ------
-        ConfigError
-            If the separator is empty.
+        The flag is parsed like Java's ``Boolean.parseBoolean``; raises ConfigError if the separator is empty.
         """
         if SEPARATOR_CONFIG in props:
             enabled = self._internal_separator_enabled
@@ -109,11 +86,7 @@ class DefaultReplicationPolicy(BaseReplicationPolicy):
         return f"{source_alias}{self._separator}{topic}"
 
     def topic_source(self, topic: str) -> str | None:
-        """Return the first piece of the name split at the separator (Java ``Pattern.split``), if there are two.
-
-        Examples (separator ``.``): ``us-west.topic1`` → ``us-west``; ``.b`` → ``""``; ``us-west.``
-        and ``heartbeats`` → ``None``.
-        """
+        """First piece of the name split at the separator, if two: ``us-west.topic1`` → ``us-west``, ``.b`` → ``""``."""
         pieces = topic.split(self._separator)
         while pieces and not pieces[-1]:
             pieces.pop()

@@ -11,26 +11,16 @@ from mirrorspark.mm2.policy.replication_policy import DEFAULT_SEPARATOR, SOURCE_
 class IdentityReplicationPolicy(DefaultReplicationPolicy):
     """Remote topics keep their names (MM2 ``IdentityReplicationPolicy``).
 
-    Topics whose names end with ``heartbeats`` (a plain suffix, so ``myheartbeats`` too)
-    are treated exactly as by :class:`DefaultReplicationPolicy`, so heartbeats still get
-    renamed (``heartbeats`` from ``backup`` → ``backup.heartbeats``) and heartbeat cycles
-    are detected. Every other topic is its own remote name; its source is the configured
-    ``source_cluster_alias``. Replication cycles of ordinary topics cannot be detected.
+    Names ending with ``heartbeats`` (a plain suffix) follow :class:`DefaultReplicationPolicy`, so heartbeat cycles
+    are still detected; every other topic is its own remote name, its source ``source_cluster_alias``, and cycles of
+    ordinary topics cannot be detected.
 
     Parameters
     ----------
     source_cluster_alias:
-        ``source.cluster.alias``: the alias reported by :meth:`topic_source` for
-        non-heartbeat topics; ``None`` (default) makes them non-remote.
-    separator:
-        ``replication.policy.separator``; default ``"."``.
-    internal_topic_separator_enabled:
-        ``replication.policy.internal.topic.separator.enabled``; default ``True``.
-
-    Raises
-    ------
-    ConfigError
-        If ``separator`` is empty.
+        ``source.cluster.alias``, what :meth:`topic_source` reports; ``None`` (default): not remote.
+    separator, internal_topic_separator_enabled:
+        As :class:`DefaultReplicationPolicy` (ConfigError if ``separator`` is empty).
     """
 
     def __init__(
@@ -44,18 +34,7 @@ class IdentityReplicationPolicy(DefaultReplicationPolicy):
         self._source_cluster_alias = source_cluster_alias
 
     def configure(self, props: Mapping[str, str]) -> None:
-        """Apply MM2 properties: those of the default policy plus ``source.cluster.alias``.
-
-        Parameters
-        ----------
-        props:
-            Property name to string value.
-
-        Raises
-        ------
-        ConfigError
-            If the separator is empty.
-        """
+        """Apply MM2 properties: those of the default policy plus ``source.cluster.alias``; ConfigError as there."""
         super().configure(props)
         if SOURCE_CLUSTER_ALIAS_CONFIG in props:
             self._source_cluster_alias = props[SOURCE_CLUSTER_ALIAS_CONFIG]

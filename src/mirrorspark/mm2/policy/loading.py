@@ -30,34 +30,11 @@ def load_policy(
 ) -> ReplicationPolicy:
     """Create the replication policy named by ``replication.policy.class``.
 
-    Parameters
-    ----------
-    class_name:
-        MM2's Java class name (``org.apache.kafka.connect.mirror.DefaultReplicationPolicy``
-        or ``...IdentityReplicationPolicy``), the short name (``DefaultReplicationPolicy``,
-        ``IdentityReplicationPolicy``), or a Python class as ``package.module:ClassName``.
-        A Python class is instantiated with no arguments; if it has a
-        ``configure(props)`` method it is called with ``replication.policy.separator``,
-        ``replication.policy.internal.topic.separator.enabled`` (``"true"``/``"false"``)
-        and, when given, ``source.cluster.alias`` — like MM2's ``Configurable``.
-    separator:
-        ``replication.policy.separator``; default ``"."``.
-    internal_topic_separator_enabled:
-        ``replication.policy.internal.topic.separator.enabled``; default ``True``.
-    source_cluster_alias:
-        ``source.cluster.alias`` (used by the identity policy); default ``None``.
-
-    Returns
-    -------
-    ReplicationPolicy
-        The configured policy.
-
-    Raises
-    ------
-    ConfigError
-        If the name is neither a built-in policy nor ``package.module:ClassName``, the
-        module or class cannot be imported, the class cannot be instantiated or
-        configured, or the object does not implement :class:`ReplicationPolicy`.
+    ``class_name`` is MM2's Java class name or short name of its two policies, or a Python class as
+    ``package.module:ClassName``, instantiated with no arguments and, if it has ``configure(props)``, configured
+    with the ``replication.policy.*`` keys and ``source.cluster.alias`` (MM2's ``Configurable``). Raises ConfigError
+    naming the fix if the class cannot be found, imported, instantiated or configured, or is not a
+    :class:`ReplicationPolicy`.
     """
     name = class_name.strip()
     if name in _DEFAULT_POLICY_NAMES:

@@ -43,8 +43,8 @@ DEFAULT_POLICY_CLASS = f"{JAVA_PACKAGE}DefaultReplicationPolicy"
 class ReplicationPolicy(Protocol):
     """How remote topics and MM2's internal topics are named (MM2 ``ReplicationPolicy``).
 
-    Every method is pure and thread-safe once the policy is configured. ``None`` plays
-    the role of Java's ``null`` ("not a remote topic").
+    Every method is pure and thread-safe once the policy is configured. ``None`` plays the role of Java's ``null``
+    ("not a remote topic").
     """
 
     def format_remote_topic(self, source_alias: str, topic: str) -> str:
@@ -95,85 +95,32 @@ class ReplicationPolicy(Protocol):
 class BaseReplicationPolicy(ABC):
     """Base class giving the interface defaults of MM2's ``ReplicationPolicy``.
 
-    Subclasses implement :meth:`format_remote_topic`, :meth:`topic_source` and
-    :meth:`upstream_topic`; everything else follows from them exactly as in MM2's
-    Java interface (Kafka 4.x): ``.`` is the separator of internal topic names,
-    the heartbeats topic is ``heartbeats``, and internal topics are MM2's own
-    (``mm2*.internal`` and checkpoints topics), ``__*`` and ``.*``.
+    Subclasses implement :meth:`format_remote_topic`, :meth:`topic_source` and :meth:`upstream_topic`; everything
+    else follows from them exactly as in MM2's Java interface (Kafka 4.x): ``.`` is the separator of internal topic
+    names, the heartbeats topic is ``heartbeats``, and internal topics are MM2's own (``mm2*.internal`` and
+    checkpoints topics), ``__*`` and ``.*``.
 
-    A subclass may also define ``configure(props)``; :func:`load_policy` calls it with
-    the policy's configuration, as MM2 does for a ``Configurable`` policy.
+    A subclass may also define ``configure(props)``; :func:`load_policy` calls it with the policy's configuration,
+    as MM2 does for a ``Configurable`` policy.
     """
 
     @abstractmethod
     def format_remote_topic(self, source_alias: str, topic: str) -> str:
-        """Name on the target of a topic replicated from another cluster.
-
-        Parameters
-        ----------
-        source_alias:
-            Alias of the source cluster, e.g. ``"us-west"``.
-        topic:
-            Topic name on the source cluster, e.g. ``"topic1"``.
-
-        Returns
-        -------
-        str
-            The remote topic name, e.g. ``"us-west.topic1"``.
-        """
+        """Name on the target of ``topic`` replicated from cluster ``source_alias`` (``"us-west.topic1"``)."""
 
     @abstractmethod
     def topic_source(self, topic: str) -> str | None:
-        """Alias of the cluster a remote topic was replicated from.
-
-        Parameters
-        ----------
-        topic:
-            A topic name, e.g. ``"us-west.topic1"``.
-
-        Returns
-        -------
-        str or None
-            The source alias (``"us-west"``), or ``None`` if ``topic`` is not remote.
-        """
+        """Alias of the cluster ``topic`` was replicated from (``"us-west"``), or ``None`` if it is not remote."""
 
     @abstractmethod
     def upstream_topic(self, topic: str) -> str | None:
-        """Name of a remote topic one replication hop upstream.
-
-        Parameters
-        ----------
-        topic:
-            A topic name, e.g. ``"us-west.topic1"``.
-
-        Returns
-        -------
-        str or None
-            The upstream name (``"topic1"``; itself remote after several hops), or
-            ``None`` if ``topic`` is not remote.
-        """
+        """Name of ``topic`` one hop upstream (``"topic1"``; maybe still remote), or ``None`` if not remote."""
 
     def original_topic(self, topic: str) -> str:
-        """Name of a topic on the cluster where it was first written.
+        """Name of ``topic`` where it was first written (MM2 ``originalTopic``): :meth:`upstream_topic` to the end.
 
-        Applies :meth:`upstream_topic` until it returns ``None`` or the name it was
-        given (MM2 ``ReplicationPolicy.originalTopic``).
-
-        Parameters
-        ----------
-        topic:
-            A topic name, e.g. ``"a.b.c"``.
-
-        Returns
-        -------
-        str
-            The original name (``"c"``); ``topic`` itself if it is not remote.
-
-        Raises
-        ------
-        ConfigError
-            If the policy's ``upstream_topic`` leads around a loop of names (a bug in a
-            custom policy; MM2 would overflow its stack).
+        Raises ConfigError if ``upstream_topic`` leads around a loop of names (a custom policy's bug; MM2 would
+        overflow its stack).
         """
         seen = {topic}
         current = topic
@@ -191,107 +138,34 @@ class BaseReplicationPolicy(ABC):
             current = upstream
 
     def heartbeats_topic(self) -> str:
-        """Name of the heartbeats topic.
-
-        Returns
-        -------
-        str
-            ``"heartbeats"``; the separator never affects it.
-        """
+        """Name of the heartbeats topic: ``"heartbeats"``, whatever the separator."""
         return HEARTBEATS_TOPIC
 
     def offset_syncs_topic(self, cluster_alias: str) -> str:
-        """Name of the offset-syncs topic.
-
-        Parameters
-        ----------
-        cluster_alias:
-            The alias of the cluster the topic is **not** hosted on (the target alias
-            when the topic lives on the source, the default).
-
-        Returns
-        -------
-        str
-            ``mm2-offset-syncs.<cluster_alias>.internal``.
-        """
+        """``mm2-offset-syncs.<cluster_alias>.internal``; ``cluster_alias`` names the cluster it is not on."""
         return names.offset_syncs_topic(cluster_alias)
 
     def checkpoints_topic(self, cluster_alias: str) -> str:
-        """Name of the checkpoints topic on a target cluster.
-
-        Parameters
-        ----------
-        cluster_alias:
-            Alias of the source cluster whose consumer groups are checkpointed.
-
-        Returns
-        -------
-        str
-            ``<cluster_alias>.checkpoints.internal``.
-        """
+        """``<cluster_alias>.checkpoints.internal``: checkpoints of source ``cluster_alias``'s groups, on a target."""
         return names.checkpoints_topic(cluster_alias)
 
     def is_heartbeats_topic(self, topic: str) -> bool:
-        """Whether a topic is a heartbeats topic, local or replicated any number of hops.
-
-        Parameters
-        ----------
-        topic:
-            A topic name, e.g. ``"source1.heartbeats"``.
-
-        Returns
-        -------
-        bool
-            ``original_topic(topic) == heartbeats_topic()``.
-        """
+        """Whether ``topic`` is a heartbeats topic, local or replicated any number of hops."""
         return self.original_topic(topic) == self.heartbeats_topic()
 
     def is_checkpoints_topic(self, topic: str) -> bool:
-        """Whether a topic is a checkpoints topic.
-
-        Parameters
-        ----------
-        topic:
-            A topic name.
-
-        Returns
-        -------
-        bool
-            Whether ``topic`` ends with ``.checkpoints.internal`` (a bare
-            ``checkpoints.internal`` does not count).
-        """
+        """Whether ``topic`` ends with ``.checkpoints.internal`` (a bare ``checkpoints.internal`` does not count)."""
         return names.is_checkpoints_topic(topic)
 
     def is_mm2_internal_topic(self, topic: str) -> bool:
-        """Whether a topic is one of MM2's internal topics (Kafka 4.x rule, KAFKA-17200).
-
-        Parameters
-        ----------
-        topic:
-            A topic name.
-
-        Returns
-        -------
-        bool
-            Whether ``topic`` starts with ``mm2`` and ends with ``.internal``, or is a
-            checkpoints topic.
-        """
+        """Whether ``topic`` is ``mm2*.internal`` or a checkpoints topic (MM2's Kafka 4.x rule, KAFKA-17200)."""
         return names.is_mm2_internal_topic(topic) or self.is_checkpoints_topic(topic)
 
     def is_internal_topic(self, topic: str) -> bool:
-        """Whether a topic is internal and therefore never replicated (Kafka 4.x rule).
+        """Whether ``topic`` is never replicated: MM2-internal, or starting with ``__`` or ``.`` (Kafka 4.x rule).
 
-        Parameters
-        ----------
-        topic:
-            A topic name.
-
-        Returns
-        -------
-        bool
-            Whether ``topic`` is an MM2 internal topic or starts with ``__`` or ``.``.
-            User topics such as ``foo.internal`` are not internal (KAFKA-17200); the
-            default ``topics.exclude`` still keeps them from being replicated.
+        User topics such as ``foo.internal`` are not internal (KAFKA-17200); the default ``topics.exclude`` still
+        keeps them from being replicated.
         """
         return self.is_mm2_internal_topic(topic) or topic.startswith("__") or topic.startswith(".")
 

@@ -1,14 +1,8 @@
 """The executor side of the data path: one long-running copy task inside a Spark task (MM2 ``MirrorSourceTask``).
 
-What the driver hands a task and what it hands back (``spec``: plain, picklable values), a
-partition's copy state (``partition``), producing one record's copy (``produce``), the task's
-failures as mirrorspark errors (``failures``), the task's end of the driver's task channel
-(``channel``), the two ways a task commits (``commit``: at least once, or in transactions,
-KIP-618; the records a commit writes and their checked sending in ``commit_records``; an
-exactly-once task's checks of its source topics' ids in ``topic_check``), the copy loop
-(``runner``: :class:`~mirrorspark.replication.task.runner.CopyTaskRunner`, its Kafka clients and
-channel injected) and the Spark job's entry point that builds them (``job``).
+``spec`` (what a task gets and returns), ``partition``, ``produce``, ``failures``, ``grant_client``,
+``commit`` and ``commit_records`` (at least once or KIP-618 transactions), ``stored_offsets``,
+``topic_check``, the copy loop ``runner`` and the Spark entry point ``job``.
 
-Layer rule: nothing here imports the driver side of :mod:`mirrorspark.replication`; it runs in a
-Python worker with nothing but its :class:`~mirrorspark.replication.task.spec.CopyTaskSpec`.
+Layer rule: nothing here imports the driver side (``connector``, ``worker``, ``driver``).
 """

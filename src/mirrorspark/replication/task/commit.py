@@ -1,22 +1,36 @@
 """How a copy task commits: at least once, or in transactions (KIP-618).
 
-Both committers write, for acknowledged records only, the same three things in Connect's and
-MM2's formats: offset syncs (MM2's rule, :mod:`mirrorspark.mm2.offset_syncs`) to the offset-syncs
-topic, source offsets to ``mm2-offsets.<source>.internal`` (Kafka Connect's layout), and one
-progress report per partition that moved to the flow's progress channel
-(:mod:`mirrorspark.core.progress_records`). They differ in what holds the records and the offsets:
-
-* :class:`AtLeastOnceCommitter`: the records are acknowledged first (delivery reports of one
-  partition arrive in production order, so the acknowledged records are a prefix of those
-  produced); then syncs, offsets and reports are sent by their own producers. A crash between
-  the two copies the last interval again: duplicates, never a loss.
-* :class:`TransactionalCommitter`: the data producer is transactional; the source offsets go into
-  the records' transaction, and only after it committed are the offset syncs and reports sent
-  (MM2: offset syncs only for committed records).
-
-A commit happens only under a valid grant of the driver (:meth:`Channel.may_commit`): a task that
-outlived its driver or its driver's lease never writes a position. The records themselves and
+Both committers write offset syncs (MM2's rule), source offsets to ``mm2-offsets`` (Connect's layout)
+and a progress report per partition that moved; :class:`AtLeastOnceCommitter` after the records were
+acknowledged (a crash in between copies an interval again, never loses it),
+:class:`TransactionalCommitter` with the source offsets inside the records' transaction. The records and
 :class:`CommitWrites` are in :mod:`~mirrorspark.replication.task.commit_records`.
+
+Invariants (the tests that guard them cite them)
+------------------------------------------------
+* **C1** No position is written without a valid grant (:meth:`Grants.may_commit`, checked before every
+  commit): a commit waits up to :data:`GRANT_WAIT_S` for one and ends at once on ``abort`` or a closed
+  grant link; without it nothing is written (exactly once: the transaction is aborted).
+* **C2** A commit with nothing to write checks the grant all the same: an idle task whose grant lapsed
+  ends ``orphaned`` instead of keeping its slot.
+* **C3** At least once, a position never passes an unacknowledged record: it moves to just after the
+  partition's acknowledged prefix (the consumer's position once every record read is acknowledged),
+  never backwards; syncs, offsets and reports cover acknowledged records only, and a partition with
+  records in flight stays for the next commit.
+* **C4** Exactly once, a partition's records and its source offset (and a restarted partition's topic-id
+  marker) commit in one transaction; offset syncs and reports are sent only after it committed and its
+  delivery reports arrived.
+* **C5** Exactly once, an aborted transaction rewinds the consumer to the committed positions and keeps
+  nothing of it; a record that failed for another reason than the abort's purge fails the task.
+* **C6** Exactly once, a transaction that read from a topic re-created since the task started is
+  aborted, never committed (:class:`TopicIdCheck`; a final commit reads the ids again).
+* **C7** Exactly once, after ``init_transactions`` (fencing every older producer of the id) a partition
+  starts after the newest stored source offset the source can hold when that is past the driver's
+  position; a partition the driver started over adopts nothing.
+* **C8** The first commit announces every partition whose start is news to the driver (started over, or
+  moved by C7): its source offset and a progress report, even with nothing copied.
+* **C9** A commit write lost to a retriable failure is written again by the next commit (a report as it
+  was, counted once by its ``(attempt, seq)``); lost at the final commit, it fails the task.
 """
 
 from __future__ import annotations
@@ -26,7 +40,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Protocol
+from typing import Protocol
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
@@ -34,14 +48,14 @@ from mirrorspark.core.progress_records import decode_report, encode_report, newe
 from mirrorspark.core.replica_rows import FetchSource
 from mirrorspark.errors import ClusterError, DataPathError
 from mirrorspark.kafka.delivery import Outgoing
+from mirrorspark.kafka.protocols import ProducerLike, SourceConsumerLike, TransactionalProducerLike
 from mirrorspark.mm2.connect_offsets import (
     OffsetHistory,
     default_partition,
     topic_id_marker_key,
     topic_id_marker_value,
 )
-from mirrorspark.mm2.offset_syncs import CopiedSegment, flush_delayed, fold_acknowledged
-from mirrorspark.replication.task.channel import Channel, ChannelState
+from mirrorspark.mm2.offset_syncs import CopiedSegment, SyncState, flush_delayed, fold_acknowledged
 from mirrorspark.replication.task.commit_records import (
     UNKNOWN_SOURCE,
     CommitWrites,
@@ -50,18 +64,17 @@ from mirrorspark.replication.task.commit_records import (
     source_offset_record,
 )
 from mirrorspark.replication.task.failures import delivery_error, init_transactions_error, stall_error
+from mirrorspark.replication.task.grant_client import Grants, GrantState
 from mirrorspark.replication.task.partition import PartitionCopy, TaskPartitions
 from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionKey
 from mirrorspark.replication.task.stored_offsets import adopted_starts
 from mirrorspark.replication.task.topic_check import TopicIdCheck, TopicIdsReader
 
 GRANT_WAIT_S = 10.0
-"""Longest wait of a commit for the driver's grant (s). Grants come only from a driver holding the
-flow's lease; one that lost it says ``abort`` and one that is gone closes the channel, and the task
-ends at once on either."""
+"""Longest wait of a commit for the driver's grant (s); an ``abort`` or a closed grant link ends it at once (C1)."""
 
 GRANT_POLL_S = 0.05
-"""Seconds between two looks at the channel while a commit waits for a grant."""
+"""Seconds between two looks at the grants while a commit waits for a grant."""
 
 
 class Committer(Protocol):
@@ -81,8 +94,8 @@ class Committer(Protocol):
 
 
 StoredOffsetsReader = Callable[[Sequence[PartitionKey]], Mapping[PartitionKey, OffsetHistory]]
-"""Reads the stored source offsets of the given partitions from ``mm2-offsets`` (exactly-once, after
-``init_transactions``: :func:`~mirrorspark.replication.task.stored_offsets.read_stored_offsets`)."""
+"""Reads the stored source offsets of the given partitions from ``mm2-offsets`` (exactly once, after
+``init_transactions``)."""
 
 SOURCE_END_TIMEOUT_S = 30.0
 """Seconds a copy task waits for a source partition's end offset when it checks a stored offset (s)."""
@@ -91,10 +104,8 @@ SOURCE_END_TIMEOUT_S = 30.0
 class _Committer:
     """What both committers share: the task, its partitions, its clients and where they write.
 
-    ``stored_offsets``: exactly-once only, how the task reads its own source offsets after
-    ``init_transactions`` (``None``: it starts at the driver's positions). ``topic_ids``:
-    exactly-once only, how it reads its source topics' ids for the checks before its commits
-    (:class:`~mirrorspark.replication.task.topic_check.TopicIdCheck`; ``None``: no check).
+    ``stored_offsets`` and ``topic_ids`` are exactly-once readers (``None``: the driver's positions, no
+    topic-id check).
     """
 
     def __init__(
@@ -102,11 +113,11 @@ class _Committer:
         spec: CopyTaskSpec,
         partitions: TaskPartitions,
         *,
-        consumer: Any,
-        data: Any,
+        consumer: SourceConsumerLike,
+        data: TransactionalProducerLike,
         writes: CommitWrites,
         syncs: CommitWrites | None,
-        channel: Channel,
+        grants: Grants,
         sources: Mapping[PartitionKey, FetchSource],
         clock: Callable[[], float] = time.monotonic,
         stored_offsets: StoredOffsetsReader | None = None,
@@ -130,7 +141,7 @@ class _Committer:
         self.data = data
         self.writes = writes
         self.syncs = syncs
-        self.channel = channel
+        self.grants = grants
         self.sources = sources
         self.clock = clock
         self.announce: set[PartitionKey] = {k for k, pc in partitions.by_key.items() if pc.assignment.restarted}
@@ -147,16 +158,14 @@ class _Committer:
         """Nothing to release."""
 
     def _granted(self) -> bool:
-        """Wait up to :data:`GRANT_WAIT_S` for a valid grant of the driver; ``False`` if none comes.
+        """Wait up to :data:`GRANT_WAIT_S` for a valid grant of the driver; ``False`` if none comes (C1).
 
-        A task that reached its first commit before the driver's first grant arrived (the driver
-        answers its hello on another thread), or whose renewal is late on a loaded driver, waits
-        rather than ending without a commit: what it copied would be copied again. A task whose
-        driver is gone or aborted it never waits; one whose driver froze gives up at the deadline.
+        A first commit before the driver answered the hello, or a renewal late on a loaded driver, waits
+        rather than ending the task and having its copy made again.
         """
         deadline = self.clock() + GRANT_WAIT_S
-        while not self.channel.may_commit():
-            if self.channel.check() in (ChannelState.CLOSED, ChannelState.ABORT) or self.clock() >= deadline:
+        while not self.grants.may_commit():
+            if self.grants.check() in (GrantState.CLOSED, GrantState.ABORT) or self.clock() >= deadline:
                 return False
             self.data.poll(GRANT_POLL_S)  # serves delivery reports while it waits
         return True
@@ -184,31 +193,18 @@ class _Committer:
 
 
 class AtLeastOnceCommitter(_Committer):
-    """Commit the acknowledged prefix of each partition: offset syncs, then source offsets and reports.
-
-    A partition's position moves to just after its last acknowledged record, or to the consumer's
-    position when every record read was acknowledged (past transaction markers and compacted
-    gaps). Records produced but not acknowledged yet stay for the next commit, and their partition
-    stays dirty. The first commit writes the source offset and a progress report of every partition
-    the driver started over (:attr:`~mirrorspark.replication.task.spec.PartitionAssignment.restarted`:
-    a re-created topic), even if it copied nothing: the old topic's stored offset is superseded.
-    """
+    """Commit the acknowledged prefix of each partition: offset syncs, then source offsets and reports (C3, C8)."""
 
     def begin(self) -> None:
         """Mark the partitions to announce for the first commit."""
         self.parts.dirty.update(self.announce)
 
     def _write_lost_again(self) -> None:
-        """Have this commit write again what earlier commits lost to a retriable failure (:class:`CommitWrites`).
+        """Have this commit write again what earlier commits lost to a retriable failure (C9).
 
-        Every partition of the task is announced (its position is written even if it did not
-        move), and a lost progress report is written again as it was, before the new ones, without
-        its copied segments (the new report carries them): a write that timed out may still have
-        landed, and the driver counts a report's ``(attempt, seq)`` once
-        (:class:`~mirrorspark.core.progress_records.ReportSequences`); before, its figures were
-        added to the next report and counted twice when it had landed. A lost offset sync is not
-        written again: translation uses the partition's previous sync until the next one, as when
-        MM2's ``OffsetSyncWriter`` skips a sync.
+        Every partition is announced, and a lost report is written again as it was without its segments
+        (a timed-out write may have landed; the driver counts ``(attempt, seq)`` once). A lost offset
+        sync is not written again, as when MM2's ``OffsetSyncWriter`` skips one.
         """
         if self.syncs is not None:
             self.syncs.take_lost()
@@ -223,16 +219,10 @@ class AtLeastOnceCommitter(_Committer):
         self.parts.dirty.update(self.parts.by_key)
 
     def commit(self, *, final: bool) -> bool:
-        """Commit what the target acknowledged (see the class); ``False`` without a valid grant.
+        """Commit what the target acknowledged; ``False`` without a valid grant, also with nothing to commit (C1, C2).
 
-        With nothing to commit the grant is checked all the same: an idle task whose driver froze,
-        or lost the flow's lease, ends (``orphaned``) instead of keeping its slot (``engine-audit.md`` F8).
-
-        Raises
-        ------
-        RecordTooLargeError, DataPathError
-            A delivery failed (nothing of its partition past it is committed), the final flush
-            timed out, or a commit write failed (for a retriable reason: only at the final commit).
+        Raises RecordTooLargeError or DataPathError when a delivery failed, the final flush timed out,
+        or a commit write failed (retriable ones only at the final commit).
         """
         if final:
             left = self.data.flush(self.spec.stall_timeout_s)
@@ -248,7 +238,7 @@ class AtLeastOnceCommitter(_Committer):
         positions = self._positions(keys)
         syncs: list[Outgoing] = []
         commits: list[Outgoing] = []
-        updates: list[tuple[PartitionCopy, int, Any, tuple[CopiedSegment, ...], int]] = []
+        updates: list[tuple[PartitionCopy, int, SyncState, tuple[CopiedSegment, ...], int]] = []
         now = int(time.time() * 1000)
         for key in keys:
             pc = self.parts.by_key[key]
@@ -305,35 +295,19 @@ class AtLeastOnceCommitter(_Committer):
 
 
 class TransactionalCommitter(_Committer):
-    """Exactly-once (KIP-618): records and source offsets in one transaction; offset syncs and reports after it.
+    """Exactly-once (KIP-618): records and source offsets in one transaction; offset syncs and reports after it (C4-C8).
 
-    :meth:`begin` initialises the data producer's transactional id, fencing every older producer
-    with the same id (a restarted task, a later Spark attempt, another instance's task of this
-    index) and completing or aborting what it left open; then it reads the task's own source
-    offsets (``read_committed``, to the high watermark captured after the init) and starts each
-    partition after the newest one the source can hold when that is past the driver's position
-    (:mod:`~mirrorspark.replication.task.stored_offsets`; ``engine-audit.md`` F3, F4). The first
-    commit writes the source offset and a progress report of every partition whose start moved
-    so (the driver's position catches up) and of every partition the driver started over
-    (:attr:`~mirrorspark.replication.task.spec.PartitionAssignment.restarted`: the old topic's
-    stored offset is superseded), even if it copied nothing. A retriable commit error is retried;
-    an abortable one aborts the transaction and rewinds the consumer to the committed positions;
-    anything else (fenced, fatal) fails the task.
+    A retriable commit error is retried, an abortable one aborts and rewinds (:meth:`rewind`), anything
+    else (fenced, fatal) fails the task.
     """
 
     def begin(self) -> None:
-        """Initialise the transactional id, take the task's start from its stored source offsets, open a transaction.
+        """Initialise the transactional id, take the task's start from its stored offsets (C7), open a transaction.
 
-        Raises
-        ------
-        ClusterError
-            The principal may not use the id (``TRANSACTIONAL_ID_AUTHORIZATION_FAILED``: grant
-            ``WRITE`` on the ``TransactionalId`` prefix ``<source>-mm2-``), any other failure of
-            the init, or the task's source offsets could not be read to the high watermark
-            (:func:`~mirrorspark.replication.task.stored_offsets.read_stored_offsets`) or checked
-            against the source's end offsets.
-        TransactionCoordinatorError
-            The target's transaction coordinator did not answer within ``init_timeout_s``.
+        Raises ClusterError when the principal may not use the id (grant ``WRITE`` on the
+        ``TransactionalId`` prefix ``<source>-mm2-``), the init fails or the stored offsets cannot be
+        read or checked, and TransactionCoordinatorError when the coordinator does not answer within
+        ``init_timeout_s``.
         """
         spec = self.spec
         try:
@@ -352,11 +326,7 @@ class TransactionalCommitter(_Committer):
         self.data.begin_transaction()
 
     def _adopt_stored_offsets(self) -> None:
-        """Start partitions after the newest stored source offset read now, where that is past the driver's position.
-
-        Partitions the driver started over (``restarted``) adopt nothing: their stored offsets are the
-        old topic's. A moved partition is announced by the first commit.
-        """
+        """Start partitions after their newest stored source offset where past the driver's position (C7)."""
         if self.stored_offsets is None:
             return
         keys = [k for k, pc in self.parts.by_key.items() if not pc.assignment.restarted]
@@ -379,20 +349,12 @@ class TransactionalCommitter(_Committer):
                 self.data.abort_transaction(5.0)
 
     def commit(self, *, final: bool) -> bool:
-        """Commit the open transaction with the source offsets of what it holds; then syncs and reports.
+        """Commit the open transaction with the source offsets of what it holds; then syncs and reports (C4).
 
-        Returns
-        -------
-        bool
-            ``False`` without a valid grant, also with nothing to commit (the transaction is aborted:
-            a zombie's records stay invisible to read_committed consumers, and an idle zombie ends);
-            ``True`` otherwise, also when an abortable error aborted the transaction and rewound the task.
-
-        Raises
-        ------
-        RecordTooLargeError, DataPathError
-            A delivery failed, the producer was fenced or broke, delivery reports of the committed
-            transaction did not arrive within ``stall_timeout_s``, or a sync or report write failed.
+        ``False`` without a valid grant (the transaction aborted; C1, C2); ``True`` otherwise, also
+        after an abortable error rewound the task. Raises RecordTooLargeError or DataPathError when a
+        delivery failed, the producer was fenced or broke, delivery reports did not arrive within
+        ``stall_timeout_s``, or a sync or report write failed.
         """
         keys = self.parts.due(final=final)
         if not self._granted():  # also with nothing to commit: an idle task ends when its grant lapses
@@ -424,11 +386,8 @@ class TransactionalCommitter(_Committer):
     def _new_start_marker(self, key: PartitionKey) -> Outgoing | None:
         """Return the topic-id marker of a partition the driver started over, for its first commit's transaction.
 
-        Its progress report follows the commit: a kill in between left ``mm2-offsets`` holding the new
-        topic's offsets with nothing naming the new topic, and the next run started the partition over
-        again (a read_committed consumer saw its records twice: faults-random seed 4). The marker,
-        committed with the offset, says whose offsets they are
-        (:data:`~mirrorspark.mm2.connect_offsets.TOPIC_ID_MARKER`).
+        Committed with the offset, it says whose offsets they are if a kill comes before the progress
+        report (faults-random seed 4).
         """
         pc = self.parts.by_key[key]
         tid = pc.assignment.topic_id
@@ -456,15 +415,10 @@ class TransactionalCommitter(_Committer):
         return moves
 
     def _recreated_under_the_task(self, keys: Sequence[PartitionKey], *, final: bool) -> bool:
-        """Abort the transaction if a topic it copied from was deleted and re-created since the task started.
+        """Abort the transaction if a topic it copied from was deleted and re-created since the task started (C6).
 
-        The consumer follows a topic by name: after a re-creation it may read the new topic's records
-        at the old topic's positions, and committing them as the old topic's would copy them twice
-        once the driver starts the new topic over. The ids are read by :class:`TopicIdCheck` (at
-        most every :data:`~mirrorspark.replication.task.topic_check.TOPIC_ID_CHECK_S`, and before a
-        final commit; its notes say what that guarantees). The partitions of such a topic are
-        paused and reported out of range: the driver finds the re-creation and its gap, and starts
-        the next generation.
+        The topic's partitions are paused and reported out of range, so the driver records the gap and
+        starts the next generation.
         """
         if self.topic_check is None:
             return False
@@ -526,17 +480,11 @@ class TransactionalCommitter(_Committer):
         return syncs, reports
 
     def rewind(self) -> None:
-        """After an aborted transaction: back to the committed positions, nothing of it kept; a new transaction.
+        """After an aborted transaction: back to the committed positions, nothing of it kept; a new transaction (C5).
 
-        The records the abort purged are forgotten with their delivery reports (``_PURGE_QUEUE``,
-        ``_PURGE_INFLIGHT``: not failures of the records copied again after the rewind). A record that
-        really failed in the aborted transaction fails the task, naming it: rewinding would copy it
-        again and again (an authorization failure, say) without a word (``engine-audit.md`` F8).
-
-        Raises
-        ------
-        RecordTooLargeError, DataPathError
-            A record of the aborted transaction failed for another reason than the abort's purge.
+        The abort's purged deliveries (``_PURGE_QUEUE``, ``_PURGE_INFLIGHT``) are forgotten; a record
+        that failed otherwise raises RecordTooLargeError or DataPathError naming it (``engine-audit.md``
+        F8).
         """
         self.data.poll(0)  # the purged records' delivery reports
         for pc in self.parts.by_key.values():
@@ -550,7 +498,7 @@ class TransactionalCommitter(_Committer):
         self.data.begin_transaction()
 
 
-def _purged(err: Any) -> bool:
+def _purged(err: object) -> bool:
     """Whether a delivery error only says the record was purged (an aborted transaction, a released producer)."""
     return isinstance(err, KafkaError) and err.code() in _PURGE_CODES
 
@@ -558,7 +506,7 @@ def _purged(err: Any) -> bool:
 _PURGE_CODES = frozenset({KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT})  # noqa: SLF001 (librdkafka codes)
 
 
-def _produce(producer: Any, o: Outgoing) -> None:
+def _produce(producer: ProducerLike, o: Outgoing) -> None:
     while True:
         try:
             producer.produce(o.topic, o.value, o.key, o.partition)
@@ -567,15 +515,12 @@ def _produce(producer: Any, o: Outgoing) -> None:
             producer.poll(0.05)
 
 
-def commit_transaction(data: Any, spec: CopyTaskSpec) -> bool:
+def commit_transaction(data: TransactionalProducerLike, spec: CopyTaskSpec) -> bool:
     """Commit the open transaction (retrying retriable errors); ``False`` when it was aborted instead.
 
-    Raises
-    ------
-    DataPathError
-        A fatal error: the producer was fenced (a newer run of this task, or another instance, took
-        its transactional id) or is unusable; the supervisor restarts the task, whose
-        ``init_transactions`` aborts whatever this one left.
+    Raises DataPathError when the producer was fenced (a newer run of this task, or another instance,
+    took its transactional id) or is unusable; the restarted task's ``init_transactions`` aborts what
+    this one left.
     """
     deadline = time.monotonic() + spec.stall_timeout_s
     while True:

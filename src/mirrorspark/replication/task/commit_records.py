@@ -1,15 +1,9 @@
-"""What a copy task's commit writes (:mod:`~mirrorspark.replication.task.commit`), and how.
-
-The records (``mm2-offsets`` source offsets in Connect's layout, MM2's offset syncs, progress
-reports) and :class:`CommitWrites`, which sends them without waiting and checks their
-acknowledgements later.
-"""
+"""What a copy task's commit writes (Connect's source offsets, MM2's offset syncs, progress reports), and how."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import partial
-from typing import Any
 
 from confluent_kafka import KafkaError
 
@@ -17,6 +11,7 @@ from mirrorspark.core.progress_records import PartitionReport
 from mirrorspark.core.replica_rows import FetchSource
 from mirrorspark.errors import DataPathError
 from mirrorspark.kafka.delivery import Outgoing
+from mirrorspark.kafka.protocols import ProducerLike
 from mirrorspark.mm2.connect_offsets import default_partition, source_offset_key, source_offset_value
 from mirrorspark.mm2.offset_syncs import CopiedSegment
 from mirrorspark.mm2.records import OffsetSync
@@ -28,41 +23,25 @@ UNKNOWN_SOURCE = FetchSource(-1, -1)
 
 
 class CommitWrites:
-    """Commit records sent without waiting: the copy loop never stalls on a commit (latency).
+    """Commit records sent without waiting; :meth:`check` serves their acknowledgements, :meth:`wait` awaits them.
 
-    Each record's acknowledgement is checked on a later :meth:`check` (every loop turn) and
-    awaited by :meth:`wait` (the final commit). A failed write fails the task (but see ``resend``): the supervisor
-    restarts it from the last acknowledged commit (the idempotent producer already retried). The
-    producer's ``message.timeout.ms`` bounds how late a record can land.
-
-    With ``resend`` (at least once), a write that failed for a retriable reason (a target that
-    stopped answering: ``_MSG_TIMED_OUT``) does not fail the task: :meth:`check` keeps it in
-    :attr:`lost` and the committer writes the position again at its next commit, under a fresh
-    grant (the next source offset of a partition supersedes the lost one, as in Connect's
-    ``OffsetStorageWriter``, whose failed flush is retried at the next flush). The task keeps
-    what it copied instead of copying it again after a restart.
-
-    Parameters
-    ----------
-    producer:
-        A confluent-kafka ``Producer`` (idempotent).
-    what, alias:
-        What is written and the cluster written to, for the error message.
-    resend:
-        Keep retriable failures in :attr:`lost` instead of raising them.
+    A failed write fails the task, which restarts from its last acknowledged commit. With ``resend`` (at
+    least once), a retriable failure (``_MSG_TIMED_OUT``) is kept in :attr:`lost` and the position
+    written again at the next commit, as Connect's ``OffsetStorageWriter`` retries a failed flush.
+    ``what`` and ``alias`` name the write and the cluster in errors.
     """
 
-    def __init__(self, producer: Any, what: str, alias: str, *, resend: bool = False) -> None:
+    def __init__(self, producer: ProducerLike, what: str, alias: str, *, resend: bool = False) -> None:
         self.producer = producer
         self.what = what
         self.alias = alias
         self.resend = resend
-        self.failure: tuple[str, Any] | None = None
+        self.failure: tuple[str, KafkaError | None] | None = None
         self.lost: list[Outgoing] = []
         """Records whose write failed for a retriable reason (``resend`` only), oldest first."""
-        self._lost_error: Any = None
+        self._lost_error: KafkaError | None = None
 
-    def _delivered(self, record: Outgoing, err: Any, msg: Any) -> None:
+    def _delivered(self, record: Outgoing, err: KafkaError | None, msg: object) -> None:
         if err is None:
             return
         if self.resend and _retriable_write(err):
@@ -88,13 +67,7 @@ class CommitWrites:
         return lost
 
     def check(self) -> None:
-        """Serve acknowledgements; raise if a write failed (see ``resend``).
-
-        Raises
-        ------
-        DataPathError
-            A commit record was not acknowledged (names the topic, the cluster and the reason).
-        """
+        """Serve acknowledgements; raise DataPathError if a write failed (see ``resend``)."""
         self.producer.poll(0)
         if self.failure is not None:
             topic, err = self.failure
@@ -108,14 +81,7 @@ class CommitWrites:
             )
 
     def wait(self, timeout_s: float) -> None:
-        """Wait until every queued record is acknowledged, then :meth:`check`.
-
-        Raises
-        ------
-        DataPathError
-            A write failed (a retriable failure kept in :attr:`lost` included) or was not
-            acknowledged within ``timeout_s``.
-        """
+        """Wait until every queued record is acknowledged, then :meth:`check`; DataPathError after ``timeout_s``."""
         left = self.producer.flush(timeout_s)
         self.check()
         if self.lost and self.failure is None:
@@ -132,7 +98,7 @@ _TIMED_OUT = frozenset({KafkaError._MSG_TIMED_OUT, KafkaError._TIMED_OUT})
 """librdkafka's local errors of a write the target did not acknowledge in time."""
 
 
-def _retriable_write(err: Any) -> bool:
+def _retriable_write(err: object) -> bool:
     """Whether a failed commit write may be written again later (retriable and not fatal)."""
     if not isinstance(err, KafkaError):
         return False
@@ -140,17 +106,7 @@ def _retriable_write(err: Any) -> bool:
 
 
 def source_offset_record(spec: CopyTaskSpec, topic: str, partition: int, next_offset: int) -> Outgoing:
-    """Return the ``mm2-offsets`` record of position ``next_offset`` (Connect's layout: the last copied offset).
-
-    Parameters
-    ----------
-    spec:
-        The task (source alias, offsets topic and its partition count).
-    topic, partition:
-        The source partition.
-    next_offset:
-        The committed position (next upstream offset to copy).
-    """
+    """Return the ``mm2-offsets`` record of position ``next_offset`` (Connect's layout: the last copied offset)."""
     key = source_offset_key(spec.source, topic, partition, spec.connector_name)
     return Outgoing(
         spec.offsets_topic,
@@ -184,24 +140,8 @@ def partition_report(
 ) -> PartitionReport:
     """Return one partition's progress report of a commit: position, the interval's figures, newest copied runs.
 
-    Parameters
-    ----------
-    spec:
-        The task.
-    pc:
-        The partition (its interval's bytes, latency, record age and drops).
-    next_offset:
-        The committed position.
-    records:
-        Records committed by this commit.
-    segments:
-        The partition's newest copied runs after it.
-    now_ms:
-        When (epoch ms).
-    source:
-        Where the consumer fetched the partition from (KIP-392).
-    attempt:
-        The task attempt's id; the report's ``seq`` is the partition's next (``pc.reports + 1``).
+    ``now_ms`` is epoch ms; ``source`` is where the partition was fetched from (KIP-392); the report's
+    ``seq`` is ``pc.reports + 1``.
     """
     a = pc.assignment
     return PartitionReport(

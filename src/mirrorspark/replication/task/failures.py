@@ -1,9 +1,4 @@
-"""A copy task's failures as mirrorspark errors, with Kafka's error code and the partition attached.
-
-Each builder names what failed and the fix; the partition (``"<topic>-<partition>"``) is kept on
-the error (:attr:`~mirrorspark.errors.MirrorsparkError.partition`) so that the task's
-:class:`~mirrorspark.errors.ErrorInfo` carries it to the driver.
-"""
+"""A copy task's failures as mirrorspark errors, with Kafka's error code and the partition attached."""
 
 from __future__ import annotations
 
@@ -19,6 +14,7 @@ from mirrorspark.errors import (
     RecordTooLargeError,
     TransactionCoordinatorError,
 )
+from mirrorspark.kafka.protocols import MessageLike
 
 E = TypeVar("E", bound=MirrorsparkError)
 
@@ -29,29 +25,19 @@ def at(error: E, partition: str | None) -> E:
     return error
 
 
-def _kafka(err: Any) -> tuple[str | None, bool]:
+def _kafka(err: object) -> tuple[str | None, bool]:
     if isinstance(err, KafkaError):
         return err.name(), bool(err.retriable())
     return None, False
 
 
-def delivery_error(err: Any, source_topic: str, partition: int, target_topic: str, upstream: int) -> MirrorsparkError:
-    """Build the error of a failed delivery of record ``upstream`` (too large, or a missing WRITE, named).
+def delivery_error(
+    err: object, source_topic: str, partition: int, target_topic: str, upstream: int
+) -> MirrorsparkError:
+    """Build the error of a failed delivery of record ``upstream`` (-1: unknown): a record too large, a missing WRITE.
 
-    Parameters
-    ----------
-    err:
-        The delivery report's ``KafkaError``.
-    source_topic, partition, target_topic:
-        The source partition and its remote topic.
-    upstream:
-        The record's upstream offset (``-1`` when unknown).
-
-    Returns
-    -------
-    MirrorsparkError
-        :class:`~mirrorspark.errors.RecordTooLargeError` for ``MSG_SIZE_TOO_LARGE``, else a
-        :class:`~mirrorspark.errors.DataPathError`; ``kafka_code`` and ``retriable`` from ``err``.
+    Returns :class:`~mirrorspark.errors.RecordTooLargeError` for ``MSG_SIZE_TOO_LARGE``, else a
+    :class:`~mirrorspark.errors.DataPathError`.
     """
     code, retriable = _kafka(err)
     where = f"{source_topic}-{partition}"
@@ -75,7 +61,7 @@ def delivery_error(err: Any, source_topic: str, partition: int, target_topic: st
     )
 
 
-def _reason(err: Any, target_topic: str) -> str:
+def _reason(err: object, target_topic: str) -> str:
     """Kafka's error text and name, with the fix for a missing WRITE on the remote topic."""
     if not isinstance(err, KafkaError):
         return str(err)
@@ -112,7 +98,7 @@ def produce_error(
     )
 
 
-def consumer_error(flow: str, consumer_conf: Mapping[str, Any], m: Any, err: Any) -> DataPathError:
+def consumer_error(flow: str, consumer_conf: Mapping[str, Any], m: MessageLike, err: KafkaError) -> DataPathError:
     """Build the error of a failed read: a partition's, or the consumer's own (``m.topic()`` is ``None``)."""
     code, retriable = _kafka(err)
     if m.topic() is not None:
@@ -144,23 +130,9 @@ def init_transactions_error(
 ) -> ClusterError:
     """Translate a failed ``init_transactions`` of transactional id ``tid`` on the flow's target (KIP-618).
 
-    Parameters
-    ----------
-    flow, source, target:
-        The flow ``"S->T"`` and its cluster aliases.
-    tid:
-        The transactional id that failed.
-    timeout_s:
-        Seconds ``init_transactions`` was given (the target producer's ``max.block.ms``).
-    e:
-        librdkafka's error.
-
-    Returns
-    -------
-    ClusterError
-        ``TRANSACTIONAL_ID_AUTHORIZATION_FAILED`` (the ACL to grant), a
-        :class:`~mirrorspark.errors.TransactionCoordinatorError` when the coordinator did not answer
-        within ``init_timeout_s`` (the cluster settings to fix), else the error as it is.
+    Returns a ClusterError naming the ACL to grant for ``TRANSACTIONAL_ID_AUTHORIZATION_FAILED``, a
+    :class:`~mirrorspark.errors.TransactionCoordinatorError` when the coordinator did not answer within
+    ``timeout_s`` (seconds), else the error as it is.
     """
     err = e.args[0]
     code = err.name() if isinstance(err, KafkaError) else None

@@ -18,8 +18,8 @@ from mirrorspark.errors import DataPathError, MirrorsparkError
 from mirrorspark.kafka.admin import ClusterAdmin
 from mirrorspark.kafka.factory import with_logger
 from mirrorspark.mm2.connect_offsets import OffsetHistory
-from mirrorspark.replication.task.channel import ChannelClient
 from mirrorspark.replication.task.commit import SOURCE_END_TIMEOUT_S, StoredOffsetsReader, TopicIdsReader
+from mirrorspark.replication.task.grant_client import GrantClient
 from mirrorspark.replication.task.runner import CopyTaskRunner
 from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionKey, TaskOutcome, TaskResult
 from mirrorspark.replication.task.stored_offsets import read_stored_offsets
@@ -35,26 +35,11 @@ CLEAN_OUTCOMES: Final = frozenset({TaskOutcome.STOPPED, TaskOutcome.CAUGHT_UP, T
 
 
 def with_fetch_stats(conf: dict[str, Any], sources: dict[PartitionKey, FetchSource]) -> dict[str, Any]:
-    """Return ``conf`` with a ``stats_cb`` that keeps ``sources`` up to date (librdkafka statistics, KIP-392).
+    """Return ``conf`` (changed in place) with a ``stats_cb`` filling ``sources`` from librdkafka statistics (KIP-392).
 
-    Only a consumer that may fetch from a follower gets statistics by default: one with ``client.rack``
-    (KIP-392), or one whose settings choose ``statistics.interval.ms``. Without a rack librdkafka always
-    fetches from the leader, and a statistics document names every partition of the task: parsing it
-    was most of an idle copy task's CPU at 1,000 topics (issue #26); the reports then say the fetch
-    broker is unknown (``-1``).
-
-    Parameters
-    ----------
-    conf:
-        A consumer's librdkafka configuration (changed in place and returned).
-    sources:
-        Filled with ``{(topic, partition): FetchSource}`` at every statistics callback (during polls).
-
-    Returns
-    -------
-    dict[str, Any]
-        ``conf`` with ``statistics.interval.ms`` (default :data:`FETCH_STATS_INTERVAL_MS` ms with
-        ``client.rack``) and ``stats_cb``; unchanged without either.
+    Only a consumer that may fetch from a follower (``client.rack``, or its own
+    ``statistics.interval.ms``) gets statistics: parsing them was most of an idle task's CPU at 1,000
+    topics (issue #26); without them the reports say the fetch broker is unknown (-1).
     """
 
     def on_stats(doc: str) -> None:
@@ -70,19 +55,13 @@ def with_fetch_stats(conf: dict[str, Any], sources: dict[PartitionKey, FetchSour
     return conf
 
 
-def _producer(conf: Mapping[str, Any], **extra: Any) -> Any:
+def _producer(conf: Mapping[str, Any], **extra: Any) -> Producer:
     c = {**conf, **extra}
     return Producer(with_logger(c, str(c.get("client.id", "replication-producer"))))
 
 
-def _release(producer: Any, *, clean: bool) -> None:
-    """Drop what a producer still holds unless the task ended cleanly: a lost run's buffer is never delivered late.
-
-    After a clean end the producer is closed here, in the task's thread, rather than whenever the
-    garbage collector gets to it; after any other end closing could wait on a broker that does not
-    answer (``close()`` aborts an open transaction, which the task's next generation fences anyway).
-    A producer that fails to release (one in a fatal state raises) never hides how the task ended.
-    """
+def _release(producer: Producer | None, *, clean: bool) -> None:
+    """Drop what a producer holds unless the task ended cleanly (a lost run's buffer never lands late); never raise."""
     if producer is None:
         return
     try:
@@ -97,12 +76,10 @@ def _release(producer: Any, *, clean: bool) -> None:
 
 
 def executor_jvm_alive() -> Callable[[], bool]:
-    """Return whether the JVM that started this Python worker still runs (always ``True`` where it cannot be found).
+    """Return whether the executor JVM that started this Python worker still runs (``True`` where it cannot be found).
 
-    PySpark forks a worker from its daemon, whose parent is the executor JVM (Linux ``/proc``). The
-    check reads the JVM's ``/proc/<pid>/stat``: gone or a zombie is dead (a JVM killed under the
-    driver stays a zombie until the driver reaps it). A task asks it before each commit
-    (:meth:`ChannelClient.may_commit`).
+    Reads the JVM's ``/proc/<pid>/stat`` (Linux): gone or a zombie is dead. A task asks before each
+    commit.
     """
     pid = os.getppid()
     for _ in range(2):  # the worker's parent, else the daemon's parent
@@ -128,13 +105,7 @@ def _running(pid: int) -> bool:
 
 
 def stored_offsets_reader(spec: CopyTaskSpec) -> StoredOffsetsReader | None:
-    """Return how an exactly-once task reads its stored source offsets with real clients (``None`` otherwise).
-
-    The reader creates a ``read_committed`` consumer and an admin client of the target
-    (:attr:`~mirrorspark.replication.task.spec.CopyTaskSpec.offsets_consumer_conf`), reads
-    (:func:`~mirrorspark.replication.task.stored_offsets.read_stored_offsets`) within the longer of
-    ``init_timeout_s`` and two transaction intervals, and closes the consumer.
-    """
+    """Return how an exactly-once task reads its stored source offsets with real clients (``None`` otherwise)."""
     if not spec.exactly_once or spec.offsets_consumer_conf is None or spec.offsets_admin_conf is None:
         return None
     consumer_conf = dict(spec.offsets_consumer_conf)
@@ -154,11 +125,7 @@ def stored_offsets_reader(spec: CopyTaskSpec) -> StoredOffsetsReader | None:
 
 
 def topic_ids_reader(spec: CopyTaskSpec) -> TopicIdsReader | None:
-    """Return how an exactly-once task reads its source topics' ids with a real admin client (``None`` otherwise).
-
-    The admin client (:attr:`~mirrorspark.replication.task.spec.CopyTaskSpec.source_admin_conf`) is
-    created at the first read and kept for the task's life.
-    """
+    """Return how an exactly-once task reads its source topics' ids with a real admin client (``None`` otherwise)."""
     if not spec.exactly_once or spec.source_admin_conf is None:
         return None
     conf = dict(spec.source_admin_conf)
@@ -174,33 +141,15 @@ def topic_ids_reader(spec: CopyTaskSpec) -> TopicIdsReader | None:
 
 
 def run_copy_task(spec: CopyTaskSpec) -> TaskResult:
-    """Build the task's clients and channel, run it (:class:`CopyTaskRunner`), release the clients.
-
-    Parameters
-    ----------
-    spec:
-        The task.
-
-    Returns
-    -------
-    TaskResult
-        How it ended.
-
-    Raises
-    ------
-    MirrorsparkError
-        As :meth:`CopyTaskRunner.run`.
-    OSError
-        The driver's task channel cannot be reached.
-    """
+    """Build the task's clients and grant link, run it (:class:`CopyTaskRunner`), release them; OSError: no driver."""
     sources: dict[PartitionKey, FetchSource] = {}
     data = _producer(spec.producer_conf, **({"transactional.id": spec.transactional_id} if spec.exactly_once else {}))
     commits = _producer(spec.commit_conf)
     syncs = _producer(spec.syncs_conf) if spec.syncs_conf is not None else None
     outcome: TaskOutcome | None = None
     try:
-        channel = ChannelClient(
-            spec.channel,
+        grants = GrantClient(
+            spec.grant_address,
             {"flow": spec.flow, "task": spec.task_index, "generation": spec.generation},
             alive=executor_jvm_alive(),
         )
@@ -214,7 +163,7 @@ def run_copy_task(spec: CopyTaskSpec) -> TaskResult:
             data=data,
             commit_producer=commits,
             syncs_producer=syncs,
-            channel=channel,
+            grants=grants,
             sources=sources,
             stored_offsets=stored_offsets_reader(spec),
             topic_ids=topic_ids_reader(spec),
@@ -236,23 +185,9 @@ def warm_worker(index: int) -> int:
 def run_copy_job(spec: CopyTaskSpec) -> TaskResult:
     """Run :func:`run_copy_task` as the one Spark task of its job, with no retry by Spark.
 
-    Spark re-runs a failed task (``spark.task.maxFailures``, 4 on a cluster) and always re-runs
-    one lost with its executor, with the arguments of the first attempt: a copy task's positions
-    of its generation's start, stale by everything the lost attempt committed since. So a later
-    attempt (``TaskContext.attemptNumber() > 0``) ends at once as ``lost``, and the driver
-    restarts the task from its committed offsets; and an error is returned as ``failed`` with the
-    error as data (:meth:`~mirrorspark.errors.MirrorsparkError.info`), never raised, so that Spark
-    never re-runs it and the driver sees its class, Kafka code and partition, not a traceback.
-
-    Parameters
-    ----------
-    spec:
-        The task.
-
-    Returns
-    -------
-    TaskResult
-        How it ended, errors included.
+    Spark re-runs a failed or lost task with its first attempt's arguments, whose positions are stale:
+    so a later attempt ends at once as ``lost`` (the driver restarts it from its committed offsets), and
+    an error is returned as ``failed`` with its :class:`~mirrorspark.errors.ErrorInfo`, never raised.
     """
     from pyspark import TaskContext
 

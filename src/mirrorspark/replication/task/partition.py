@@ -5,6 +5,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from confluent_kafka import KafkaError
+
+from mirrorspark.kafka.protocols import DeliveredLike
 from mirrorspark.mm2.metrics import HISTOGRAM_SIZE, bucket_of
 from mirrorspark.mm2.offset_syncs import CopiedSegment, SyncState
 from mirrorspark.replication.task.spec import PartitionAssignment, PartitionKey
@@ -20,34 +23,11 @@ FULL_SCAN_EVERY = 30
 class PartitionCopy:
     """One source partition inside a copy task (hot path; owned by the task's thread).
 
-    Delivery reports of one partition arrive in production order (the data producer is
-    idempotent), so the ``i``-th report belongs to ``upstream[i]``: the callback
-    (:meth:`delivered`) only appends the downstream offset, and a commit folds both lists into
-    offset syncs and copied runs (:func:`~mirrorspark.mm2.offset_syncs.fold_acknowledged`).
-
-    Parameters
-    ----------
-    assignment:
-        The partition and where its copy goes.
-
-    Attributes
-    ----------
-    committed:
-        The committed position (next upstream offset to copy after a restart).
-    state:
-        Offset-sync emission state at ``committed`` (MM2 ``PartitionState``).
-    segments:
-        The partition's newest copied runs, as last reported.
-    upstream, downstream:
-        Upstream offsets produced since the last commit, in order, and the downstream offsets
-        acknowledged for a prefix of them.
-    error:
-        ``(KafkaError, upstream offset)`` of the first failed delivery since the last commit.
-    read_to:
-        The next offset to read as far as the task has read (records dropped by a transform and
-        transaction markers included); ``-1`` before the first record.
-    reports:
-        Progress reports of the partition this task attempt wrote (the last one's ``seq``).
+    Delivery reports of one partition arrive in production order (idempotent producer), so the ``i``-th
+    report belongs to ``upstream[i]``: :meth:`delivered` only appends to ``downstream``, and a commit
+    folds both (:func:`~mirrorspark.mm2.offset_syncs.fold_acknowledged`). ``committed`` is the committed
+    position (next offset to copy); ``read_to`` the next offset to read (-1 before the first record);
+    ``error`` the first failed delivery since the last commit; ``reports`` the last report's ``seq``.
     """
 
     __slots__ = (
@@ -95,7 +75,7 @@ class PartitionCopy:
         self.produced_n = 0
         self.acked_n = 0
         self.failures = 0
-        self.error: Any = None
+        self.error: tuple[KafkaError, int] | None = None  # the first failed delivery: (error, upstream offset)
         self.reports = 0
         self.reset_interval()
 
@@ -126,14 +106,7 @@ class PartitionCopy:
         self.reset_interval()
 
     def interval_metrics(self) -> dict[str, Any]:
-        """Return the interval's latency minimum and histogram and its record-age figures, as report fields.
-
-        Returns
-        -------
-        dict[str, Any]
-            ``latency_ms_min``, ``latency_hist``, ``age_ms_sum``, ``age_ms_min``, ``age_ms_max`` and
-            ``age_samples`` of :class:`~mirrorspark.core.progress_records.PartitionReport` (version 2).
-        """
+        """Return the interval's latency and record-age figures as fields of a ``PartitionReport``."""
         return {
             "latency_ms_min": self.lat_min if self.lat_min >= 0 else None,
             "latency_hist": tuple(self.lat_hist),
@@ -153,19 +126,10 @@ class PartitionCopy:
         if self.age_min < 0 or age < self.age_min:
             self.age_min = age
 
-    def delivered(self, err: Any, msg: Any) -> None:
-        """Record one delivery report of this partition's records (the producer's callback, in production order).
-
-        Parameters
-        ----------
-        err:
-            The ``KafkaError`` of a failed delivery, or ``None``.
-        msg:
-            The delivered ``Message`` (its ``offset()`` is the downstream offset, its ``timestamp()``
-            the record's, in epoch ms, for replication latency).
-        """
+    def delivered(self, err: KafkaError | None, msg: DeliveredLike) -> None:
+        """Record one delivery report (the producer's callback, in production order; timestamps in epoch ms)."""
         if err is None:
-            self.downstream.append(msg.offset())
+            self.downstream.append(msg.offset())  # type: ignore[arg-type]  # set when delivered; no cast() per record
             self.acked_n += 1
             if not (self.acked_n - 1) & LATENCY_SAMPLE_MASK:  # the 1st, 17th, ... since the task began
                 lat = int(time.time() * 1000) - msg.timestamp()[1]
@@ -186,26 +150,9 @@ class PartitionCopy:
 class TaskPartitions:
     """A copy task's partitions, and which of them a commit must look at.
 
-    A commit looks at the partitions that read records since the last commit or still wait for
-    acknowledgements (:attr:`dirty`), and every :data:`FULL_SCAN_EVERY` commits (and at the last
-    one) at all of them, for positions moved by transaction markers or compaction alone: an idle
-    task with thousands of partitions then costs next to nothing.
-
-    Parameters
-    ----------
-    assignments:
-        The task's partitions.
-
-    Attributes
-    ----------
-    by_key:
-        ``{(topic, partition): PartitionCopy}``.
-    dirty:
-        Partitions a commit looks at next.
-    out_of_range:
-        Partitions whose position was found out of range (paused; the task ends after its commit).
-    copied:
-        Records committed by this run of the task.
+    A commit looks at the :attr:`dirty` partitions (read or awaiting acknowledgements since the last
+    commit), and every :data:`FULL_SCAN_EVERY` commits (and at the last) at all of them, for positions
+    moved by transaction markers or compaction alone. ``copied``: records committed by this run.
     """
 
     def __init__(self, assignments: tuple[PartitionAssignment, ...]) -> None:
@@ -216,13 +163,7 @@ class TaskPartitions:
         self._commits = 0
 
     def due(self, *, final: bool) -> list[PartitionKey]:
-        """Count one more commit and return the partitions it looks at (the dirty set is emptied).
-
-        Parameters
-        ----------
-        final:
-            The task's last commit: every partition.
-        """
+        """Count one more commit and return the partitions it looks at (all when ``final``); empties the dirty set."""
         self._commits += 1
         full = final or self._commits % FULL_SCAN_EVERY == 0
         keys = list(self.by_key) if full else [k for k in self.dirty if k in self.by_key]

@@ -4,44 +4,26 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from confluent_kafka import KafkaError, KafkaException
 
-from mirrorspark.core.transforms import ConnectRecord
+from mirrorspark.core.transforms import ConnectRecord, Header
 from mirrorspark.errors import DataPathError
+from mirrorspark.kafka.protocols import Headers, MessageLike, TransactionalProducerLike
 from mirrorspark.replication.task.failures import at, produce_error
 from mirrorspark.replication.task.partition import LATENCY_SAMPLE_MASK, PartitionCopy
 
 
-def forward(producer: Any, pc: PartitionCopy, m: Any, offset: int, stall_timeout_s: float) -> None:
+def forward(
+    producer: TransactionalProducerLike, pc: PartitionCopy, m: MessageLike, offset: int, stall_timeout_s: float
+) -> None:
     """Produce source record ``m`` (at upstream ``offset``) to the same partition of ``pc``'s remote topic.
 
-    Key, value, headers and timestamp unchanged, unless the flow has transforms
-    (:attr:`PartitionCopy.transforms`): then the record is what they make of it, or nothing when one
-    drops it (counted in :attr:`PartitionCopy.dropped`; its offset is never in ``pc.upstream``, so
-    no offset sync or copied segment ever claims a copy of it). The delivery report goes to
-    :meth:`PartitionCopy.delivered`. The common case is one ``produce`` call; a full queue, a
-    just-added remote partition or a record too large take :func:`produce_careful`.
-
-    Parameters
-    ----------
-    producer:
-        The task's data producer.
-    pc:
-        The record's partition in the task.
-    m:
-        The consumed ``Message``.
-    offset:
-        Its upstream offset.
-    stall_timeout_s:
-        Seconds a just-grown remote partition may stay unknown to the producer.
-
-    Raises
-    ------
-    RecordTooLargeError, DataPathError
-        As :func:`produce_careful`; :class:`~mirrorspark.errors.DataPathError` also when a transform
-        fails or changes the record's topic or partition.
+    Unchanged unless the flow has transforms; a record one drops is counted in
+    :attr:`PartitionCopy.dropped` and never in ``pc.upstream``, so no sync or segment claims it. A full
+    queue, a just-added remote partition or a record too large take :func:`produce_careful`. Raises as
+    it does, and DataPathError when a transform fails or changes the record's topic or partition.
     """
     ts_type, ts = m.timestamp()
     timestamp_ms = ts if ts_type else 0
@@ -77,32 +59,17 @@ def forward(producer: Any, pc: PartitionCopy, m: Any, offset: int, stall_timeout
         pc.key_bytes += len(key)
 
 
-def forward_run(producer: Any, pc: PartitionCopy, msgs: Sequence[Any], start: int, stall_timeout_s: float) -> int:
-    """Produce the run of records of ``pc``'s partition that begins at ``msgs[start]``, as :func:`forward` does each.
+def forward_run(
+    producer: TransactionalProducerLike,
+    pc: PartitionCopy,
+    msgs: Sequence[MessageLike],
+    start: int,
+    stall_timeout_s: float,
+) -> int:
+    """Produce the run of ``pc``'s records from ``msgs[start]`` as :func:`forward` does; return the index after it.
 
-    The copy loop's hot path: one fetch response hands a poll its records in runs per partition,
-    so the partition's state is looked up once per run and counted once per run, and a record
-    copied unchanged is produced here directly, without a call per record. The run ends at the
-    first error record or record of another partition.
-
-    Parameters
-    ----------
-    producer, pc, stall_timeout_s:
-        As :func:`forward`.
-    msgs:
-        The poll's messages.
-    start:
-        Index of the run's first message: a record (no error) of ``pc``'s partition.
-
-    Returns
-    -------
-    int
-        The index after the run's last record (``> start``); ``pc.read_to`` is one past its offset.
-
-    Raises
-    ------
-    RecordTooLargeError, DataPathError
-        As :func:`forward`.
+    The hot path: a partition's state is looked up and counted once per run, not per record. The run
+    ends at the first error record or record of another partition.
     """
     topic, part = msgs[start].topic(), pc.partition
     end = len(msgs)
@@ -112,9 +79,9 @@ def forward_run(producer: Any, pc: PartitionCopy, msgs: Sequence[Any], start: in
             m = msgs[i]
             if m.error() is not None or m.partition() != part or m.topic() != topic:
                 break
-            forward(producer, pc, m, m.offset(), stall_timeout_s)
+            forward(producer, pc, m, cast(int, m.offset()), stall_timeout_s)
             i += 1
-        pc.read_to = msgs[i - 1].offset() + 1
+        pc.read_to = cast(int, msgs[i - 1].offset()) + 1
         return i
     produce, target, delivered = producer.produce, pc.target_topic, pc.delivered
     upstream = pc.upstream
@@ -126,7 +93,7 @@ def forward_run(producer: Any, pc: PartitionCopy, msgs: Sequence[Any], start: in
         m = msgs[i]
         if m.error() is not None or m.partition() != part or m.topic() != topic:
             break
-        offset = m.offset()
+        offset = m.offset()  # type: ignore[assignment]  # a record's offset is set; no cast() call per record
         ts_type, ts = m.timestamp()
         timestamp_ms = ts if ts_type else 0
         value, key, headers = m.value(), m.key(), m.headers()
@@ -157,17 +124,18 @@ def forward_run(producer: Any, pc: PartitionCopy, msgs: Sequence[Any], start: in
 
 def _transform(
     pc: PartitionCopy,
-    m: Any,
+    m: MessageLike,
     offset: int,
     key: bytes | None,
     value: bytes | None,
-    headers: list[tuple[str, bytes | None]] | None,
+    headers: Headers | None,
     timestamp_ms: int,
 ) -> ConnectRecord | None:
     """Run one record through the partition's bound transforms (the record as MM2's transforms see it)."""
     chain = pc.transforms
     assert chain is not None
-    record = ConnectRecord(pc.target_topic, pc.partition, key, value, tuple(headers) if headers else (), timestamp_ms)
+    listed = tuple(cast(list[Header], headers)) if headers else ()  # a consumed record's headers: the list form
+    record = ConnectRecord(pc.target_topic, pc.partition, key, value, listed, timestamp_ms)
     where = f"{m.topic()}-{m.partition()}"
     try:
         out = chain.apply(record)
@@ -193,27 +161,20 @@ def _transform(
 
 
 def produce_careful(
-    producer: Any,
+    producer: TransactionalProducerLike,
     pc: PartitionCopy,
     offset: int,
     key: bytes | None,
     value: bytes | None,
-    headers: list[tuple[str, bytes | None]] | None,
+    headers: Headers | None,
     timestamp_ms: int,
     stall_timeout_s: float,
 ) -> None:
     """Produce one record's copy to the same partition of the remote topic, the careful way.
 
-    Retries while the producer queue is full and while a just-grown remote topic's new
-    partition is unknown to the producer (for up to ``stall_timeout_s`` seconds);
-    :func:`forward` tries the common case first and falls back here.
-
-    Raises
-    ------
-    RecordTooLargeError
-        The record exceeds the producer's ``message.max.bytes``.
-    DataPathError
-        Any other produce failure.
+    Retries while the queue is full and while a just-grown remote partition is unknown (up to
+    ``stall_timeout_s`` seconds); raises RecordTooLargeError over ``message.max.bytes``, else
+    DataPathError.
     """
     a = pc.assignment
     pc.upstream.append(offset)

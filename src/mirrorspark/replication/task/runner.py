@@ -1,41 +1,28 @@
-"""The copy loop of one long-running copy task, with its Kafka clients and channel injected (MM2 ``MirrorSourceTask``).
+"""The copy loop of one long-running copy task, with its Kafka clients and grants injected (MM2 ``MirrorSourceTask``).
 
-:class:`CopyTaskRunner` polls the task's source partitions, produces every record to the same
-partition of its remote topic (:func:`~mirrorspark.replication.task.produce.forward`) and commits
-through its :class:`~mirrorspark.replication.task.commit.Committer` (in exactly-once mode with
-``transaction.boundary=poll``, after every batch read; otherwise by the commit rule below), until the driver
-says ``stop`` (a last commit, then ``stopped``), a bounded copy has read every partition to its
-end (``caught_up``), positions are found out of range (a last commit, then ``out_of_range``), or
-the driver is gone, aborts or stops granting (``orphaned``: nothing more committed). A task with
-nothing to copy checks its grant too: an idle zombie (its driver lost the flow's lease, froze or
-was cut off from the target) ends at its next commit interval once no grant came within
-:data:`~mirrorspark.replication.task.commit.GRANT_WAIT_S`, instead of keeping its partitions read
-and its Spark slot busy.
+:class:`CopyTaskRunner` polls the task's partitions, produces every record to the same partition of its
+remote topic and commits through its :class:`~mirrorspark.replication.task.commit.Committer` until the
+driver says ``stop`` (``stopped``), a bounded copy reaches its ends (``caught_up``), a position is out
+of range (``out_of_range``), or the driver is gone, aborts or stops granting (``orphaned``, nothing more
+committed; an idle task too, commit.py's C2).
 
-**The commit rule** (at least once, and exactly once with ``transaction.boundary=interval``): a
-task commits as soon as the first records it produced are acknowledged, then whichever comes
-first of ``flush_interval_s`` seconds (``offset.flush.interval.ms``, Connect's time rule) and
-``flush_records`` records (``mirrorspark.offset.flush.records``, default 1,000 per task)
-acknowledged since its last commit. A run killed soon after it started has committed what it
-copied, and what a kill -9 makes the next run copy again is bounded per task by about
-``flush_records`` plus what was in flight (:data:`IN_FLIGHT_RECORDS`, which also cuts the batch a
-poll takes), not by what one second of copying a backlog moves, nor by the producer's
-queue filling while the target is slow or stopped. Connect has only the time rule (``offset.flush.interval.ms``).
-
-Built by :func:`~mirrorspark.replication.task.job.run_copy_job` inside a Spark task with real
-confluent-kafka clients; unit tests build it on ``tests/fakes.py``.
+**The commit rule** (at least once, and exactly once with ``transaction.boundary=interval``; ``poll``
+commits after every batch): commit as soon as the first records are acknowledged, then at whichever
+comes first of ``flush_interval_s`` (Connect's ``offset.flush.interval.ms``) and ``flush_records``
+acknowledged records. A kill -9 thus re-copies about ``flush_records`` plus :data:`IN_FLIGHT_RECORDS`
+per task, not a backlog's second or a full producer queue.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import cast
 
 from confluent_kafka import KafkaError, TopicPartition
 
 from mirrorspark.core.replica_rows import FetchSource
-from mirrorspark.replication.task.channel import Channel, ChannelState
+from mirrorspark.kafka.protocols import MessageLike, ProducerLike, SourceConsumerLike, TransactionalProducerLike
 from mirrorspark.replication.task.commit import (
     GRANT_POLL_S,
     GRANT_WAIT_S,
@@ -47,30 +34,22 @@ from mirrorspark.replication.task.commit import (
     TransactionalCommitter,
 )
 from mirrorspark.replication.task.failures import consumer_error
+from mirrorspark.replication.task.grant_client import Grants, GrantState
 from mirrorspark.replication.task.partition import TaskPartitions
 from mirrorspark.replication.task.produce import forward_run
 from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionKey, TaskOutcome, TaskResult
 
 POLL_TIMEOUT_S = 0.25
-"""Longest wait for the first record of a poll (s): also how often the task checks its channel."""
+"""Longest wait for the first record of a poll (s): also how often the task checks its grants."""
 
 PRE_GRANT_RECORDS = 500
-"""At least once: records a task copies after a lease take-over before the new holder's first grant, at most.
-
-Enough for copying to be seen resuming at once after a relaunch (the first batches), few enough that a
-crash loop killing every run before its first grant re-copies little (see ``_before_first_grant``)."""
+"""At least once: records a task copies after a lease take-over before the new holder's first grant, at
+most (see ``_before_first_grant``)."""
 
 IN_FLIGHT_RECORDS = 10000
-"""Records a task may have produced and not yet seen acknowledged before it reads more (per task).
-
-A slow or stopped target fills the producer's queue (500,000 records) in seconds while the source
-is read at full speed: what was produced but not committed when the task fails is copied again.
-Past this, the task only serves acknowledgements until fewer are in flight, and at least once a poll
-takes no more than keeps it under this: a restart re-copies about ``flush_records`` plus this, not the
-queue (the crash loop's 30 s target stop). It is also the copy's pipeline: a task waits for
-acknowledgements (``linger.ms`` plus a produce round trip) once this many are out, so it bounds
-throughput at one partition. Measured on 2 cores (issue #26, ``bench/results/2026-11-27-vm-issue26.md``):
-2,000 gave 153,000 records/s of 100 B at one partition, 5,000 gave 190,000, 10,000 gave 232,000."""
+"""Records a task may have produced and not seen acknowledged before it reads more: bounds what a
+restart re-copies, and the pipeline at one partition (issue #26: 10,000 gave 232,000 records/s of 100
+B)."""
 
 BATCH_RECORDS = 10000
 """Most records one poll hands the loop (MM2's ``max.poll.records`` is 500; librdkafka batches cheaply);
@@ -80,10 +59,8 @@ BACKLOG_RECORDS = 1000
 """A poll of at least this many records means a backlog: the next poll waits up to :data:`FILL_WAIT_S` to fill."""
 
 HOLD_S = 60.0
-"""At least once: seconds a task whose commit found no grant (the driver's lease lost, e.g. the target
-stopped) keeps waiting for one, copying nothing, before it ends ``orphaned``: the driver that takes the
-lease back under the next epoch grants the same generation again (``supervisor.RECLAIM_S``), and what
-the target acknowledged is committed rather than copied again. An abort or a closed channel ends it at once."""
+"""At least once: seconds a commit without a grant keeps waiting for one, copying nothing, before the
+task ends ``orphaned`` (the driver may take the lease back, ``supervisor.RECLAIM_S``)."""
 
 FILL_WAIT_S = 0.05
 """Longest wait of a poll for more records while the task works through a backlog (s): fewer, fuller
@@ -97,48 +74,22 @@ _OUT_OF_RANGE = frozenset({KafkaError._AUTO_OFFSET_RESET, KafkaError._LOG_TRUNCA
 class CopyTaskRunner:
     """Runs one copy task until it ends: poll, produce, commit.
 
-    Parameters
-    ----------
-    spec:
-        The task.
-    consumer:
-        The source consumer (librdkafka ``Consumer`` shape: ``assign``, ``poll``, ``consume``,
-        ``position``, ``pause``, ``seek``, ``close``); not yet assigned.
-    data:
-        The target data producer (idempotent; transactional in exactly-once mode, not yet initialised).
-    commit_producer:
-        The target producer of source offsets and progress reports.
-    syncs_producer:
-        The producer of offset syncs, ``None`` when the flow emits none.
-    channel:
-        The task's channel to the driver.
-    sources:
-        Where the consumer fetches each partition from, kept current by its statistics callback.
-    clock:
-        Monotonic seconds (tests inject one).
-    stored_offsets:
-        Exactly-once: how the task reads its own stored source offsets after ``init_transactions``
-        (:class:`~mirrorspark.replication.task.commit.TransactionalCommitter`); ``None``: it starts
-        at the driver's positions.
-    topic_ids:
-        Exactly-once: how the task reads its source topics' ids for the checks before its commits
-        (:class:`~mirrorspark.replication.task.topic_check.TopicIdCheck`); ``None``: no check.
-
-    Notes
-    -----
-    The runner closes the consumer and the channel when :meth:`run` returns; the producers are
-    the caller's (it flushes or purges them by the outcome).
+    ``data`` is the idempotent (exactly once: transactional, not yet initialised) target producer;
+    ``syncs_producer`` is ``None`` when the flow emits no offset syncs; ``sources`` is kept current by
+    the consumer's statistics; ``stored_offsets`` and ``topic_ids`` are exactly-once readers (``None``:
+    the driver's positions, no topic-id check). The runner closes the consumer and the grants when
+    :meth:`run` returns; the producers are the caller's.
     """
 
     def __init__(
         self,
         spec: CopyTaskSpec,
         *,
-        consumer: Any,
-        data: Any,
-        commit_producer: Any,
-        syncs_producer: Any | None,
-        channel: Channel,
+        consumer: SourceConsumerLike,
+        data: TransactionalProducerLike,
+        commit_producer: ProducerLike,
+        syncs_producer: ProducerLike | None,
+        grants: Grants,
         sources: Mapping[PartitionKey, FetchSource] | None = None,
         clock: Callable[[], float] = time.monotonic,
         stored_offsets: StoredOffsetsReader | None = None,
@@ -147,7 +98,7 @@ class CopyTaskRunner:
         self.spec = spec
         self.consumer = consumer
         self.data = data
-        self.channel = channel
+        self.grants = grants
         self.clock = clock
         self.parts = TaskPartitions(spec.partitions)
         self._backlog = False  # the last poll was a full one: the next may wait to fill
@@ -170,7 +121,7 @@ class CopyTaskRunner:
             data=data,
             writes=self.writes,
             syncs=self.sync_writes,
-            channel=channel,
+            grants=grants,
             sources=sources if sources is not None else {},
             clock=clock,
             stored_offsets=stored_offsets,
@@ -180,16 +131,9 @@ class CopyTaskRunner:
     def run(self) -> TaskResult:
         """Copy until the task ends (see the module notes); return how it ended.
 
-        Raises
-        ------
-        RecordTooLargeError
-            A record exceeds what the producer or the remote topic accepts (nothing after it is committed).
-        ClusterError
-            Exactly-once: the transactional id could not be initialised (see
-            :meth:`~mirrorspark.replication.task.commit.TransactionalCommitter.begin`).
-        DataPathError
-            Any other produce, delivery or read failure, or a commit that could not be written (what
-            was not committed is copied again by the restarted task: duplicates, never a loss).
+        Raises RecordTooLargeError, ClusterError (exactly once: the transactional id could not be
+        initialised) or DataPathError (a produce, delivery, read or commit failure: what was not
+        committed is copied again, never lost).
         """
         clean = False
         try:
@@ -205,8 +149,8 @@ class CopyTaskRunner:
                 msgs = self._poll()
                 self._produced += self._copy(msgs)
                 self._check_writes()
-                state = self.channel.check()
-                if state in (ChannelState.CLOSED, ChannelState.ABORT):
+                state = self.grants.check()
+                if state in (GrantState.CLOSED, GrantState.ABORT):
                     return self._result(TaskOutcome.ORPHANED)
                 outcome = self._ending(state, idle=not msgs)
                 if outcome is not None:
@@ -224,19 +168,17 @@ class CopyTaskRunner:
         finally:
             self.committer.end(clean=clean)
             self.consumer.close()
-            self.channel.close()
+            self.grants.close()
 
     def _admitted(self) -> bool:
         """Wait for the driver's first grant: before ``init_transactions``, or before reading (``after_other_holder``).
 
-        A late task of an older generation is refused by the driver (``abort``, then a closed
-        channel, :class:`~mirrorspark.replication.task_channel.TaskChannel`): it ends here, before
-        its transactional id fences the current task with the same index (``engine-audit.md`` F8).
-        ``False`` also when no grant comes within :data:`~mirrorspark.replication.task.commit.GRANT_WAIT_S`.
+        A refused late task ends here, before its transactional id fences the current task
+        (``engine-audit.md`` F8).
         """
         deadline = self.clock() + GRANT_WAIT_S
-        while not self.channel.may_commit():
-            if self.channel.check() in (ChannelState.CLOSED, ChannelState.ABORT) or self.clock() >= deadline:
+        while not self.grants.may_commit():
+            if self.grants.check() in (GrantState.CLOSED, GrantState.ABORT) or self.clock() >= deadline:
                 return False
             time.sleep(GRANT_POLL_S)
         return True
@@ -244,21 +186,18 @@ class CopyTaskRunner:
     def _grant_lapsed(self) -> bool:
         """At least once, after the first commit: whether the driver's grant lapsed (looked at every ``GRANT_POLL_S``).
 
-        The commit then made at once waits for a grant, copying nothing (:meth:`_hold`): a driver that
-        lost the flow's lease stops its tasks' copying when its last grant ends, before another
-        instance can take the flow over (``engine-audit-2.md`` N5), not at their next commit.
+        Copying then stops at once, not at the next commit (``engine-audit-2.md`` N5).
         """
         if self.spec.exactly_once or not self._committed_once or self.clock() < self._grant_check_at:
             return False
         self._grant_check_at = self.clock() + GRANT_POLL_S
-        return not self.channel.may_commit()
+        return not self.grants.may_commit()
 
-    def _poll(self) -> list[Any]:
+    def _poll(self) -> list[MessageLike]:
         """Wait up to :data:`POLL_TIMEOUT_S` for a record, then take what else is there, :data:`BATCH_RECORDS` at most.
 
-        After a poll of :data:`BACKLOG_RECORDS` or more, the next one waits up to :data:`FILL_WAIT_S` to fill.
-        With :data:`IN_FLIGHT_RECORDS` or more not yet acknowledged, it reads nothing and serves
-        acknowledgements for up to :data:`POLL_TIMEOUT_S` instead.
+        After a backlog-sized poll the next waits up to :data:`FILL_WAIT_S` to fill; with
+        :data:`IN_FLIGHT_RECORDS` unacknowledged it reads nothing and serves acknowledgements instead.
         """
         in_flight = self._in_flight()
         if in_flight >= IN_FLIGHT_RECORDS:
@@ -275,19 +214,12 @@ class CopyTaskRunner:
         return msgs
 
     def _hold(self) -> bool:
-        """At least once, after a commit found no grant: wait for one, copying nothing, up to :data:`HOLD_S`.
-
-        Returns
-        -------
-        bool
-            Whether the commit was made; ``False`` (the task ends ``orphaned``) in exactly-once mode
-            (the open transaction was aborted), on an abort or a closed channel, or after :data:`HOLD_S`.
-        """
+        """At least once, after a commit found no grant: wait up to :data:`HOLD_S` for one; whether it committed."""
         if self.spec.exactly_once:
             return False
         deadline = self.clock() + HOLD_S
         while self.clock() < deadline:
-            if self.channel.check() in (ChannelState.CLOSED, ChannelState.ABORT):
+            if self.grants.check() in (GrantState.CLOSED, GrantState.ABORT):
                 return False
             self.parts.dirty.update(self.parts.by_key)  # the commit without a grant emptied the dirty set
             if self.committer.commit(final=False):  # waits for a grant (commit.GRANT_WAIT_S)
@@ -295,17 +227,11 @@ class CopyTaskRunner:
         return False
 
     def _batch_limit(self, in_flight: int) -> int:
-        """Return how many records the next poll may hand the loop (1 at least).
-
-        :data:`BATCH_RECORDS`; at least once, cut to what keeps the records in flight under
-        :data:`IN_FLIGHT_RECORDS` (a whole batch produced at once was what a kill -9 re-copied per
-        task) and, before the first grant, to what is left of the pre-grant allowance
-        (:meth:`_before_first_grant`).
-        """
+        """Return how many records the next poll may take: at least once, cut to the in-flight and pre-grant limits."""
         if self.spec.exactly_once:
             return BATCH_RECORDS  # a kill -9 aborts the open transaction: nothing of it is seen twice
         limit = min(BATCH_RECORDS, IN_FLIGHT_RECORDS - in_flight)
-        if not (self._committed_once or self.channel.may_commit()):
+        if not (self._committed_once or self.grants.may_commit()):
             limit = min(limit, self._pre_grant_records() - self._produced)
         return max(1, limit)
 
@@ -315,30 +241,20 @@ class CopyTaskRunner:
     def _before_first_grant(self) -> bool:
         """At least once: whether the first commit is put off, copying on, until the driver's first grant.
 
-        A holder of the flow's lease after its own holding starts its tasks at once and grants from its
-        ``safe_at`` on (the previous holder's last commit landed): the task copies meanwhile,
-        rather than stand in its first commit's wait for a grant, but no more than
-        :data:`PRE_GRANT_RECORDS` records (or ``flush_records``, if fewer): a crash loop that kills
-        every run before its first grant re-copies that much per task, not a backlog. Past it, or
-        :data:`~mirrorspark.replication.task.commit.GRANT_WAIT_S`
-        after the loop began, the commit waits for the grant as any other (a zombie of a driver
-        that never grants ends ``orphaned``). Exactly once, the first grant came before the loop began.
+        A holder after its own holding starts its tasks at once and grants from ``safe_at``: the task
+        copies meanwhile, up to :data:`PRE_GRANT_RECORDS` (or ``flush_records``) records or
+        :data:`~mirrorspark.replication.task.commit.GRANT_WAIT_S`, then waits as any commit.
         """
         return (
             not self.spec.exactly_once
             and not self._committed_once
             and self._produced < self._pre_grant_records()
             and self.clock() < self._began + GRANT_WAIT_S
-            and not self.channel.may_commit()
+            and not self.grants.may_commit()
         )
 
     def _volume_due(self) -> bool:
-        """Tell whether the commit rule's volume part says commit now (see the module notes).
-
-        Before the first commit: once any record produced is acknowledged. After it: once
-        ``flush_records`` records are acknowledged since the last commit (0: never by volume).
-        Cheap on the hot path: acknowledgements are counted only when enough records were produced.
-        """
+        """Tell whether the commit rule's volume part says commit now (see the module notes)."""
         if not self._committed_once:
             return self._produced > 0 and self._acknowledged() > 0
         limit = self.spec.flush_records
@@ -360,17 +276,8 @@ class CopyTaskRunner:
         by_key = self.parts.by_key
         self._produced = sum(len(by_key[k].upstream) for k in self.parts.dirty if k in by_key)
 
-    def _copy(self, msgs: list[Any]) -> int:
-        """Produce every record read; note out-of-range partitions (paused) and the dirty set.
-
-        Records come in runs per partition (one fetch response each): each run is looked up once
-        and copied by :func:`~mirrorspark.replication.task.produce.forward_run`.
-
-        Returns
-        -------
-        int
-            Records produced.
-        """
+    def _copy(self, msgs: list[MessageLike]) -> int:
+        """Produce every record read, a partition's run at a time; note out-of-range and dirty ones; count them."""
         parts = self.parts
         data, stall_s = self.data, self.spec.stall_timeout_s
         produced = 0
@@ -382,7 +289,7 @@ class CopyTaskRunner:
                 self._read_error(m, err)
                 i += 1
                 continue
-            k = (m.topic(), m.partition())
+            k = cast(PartitionKey, (m.topic(), m.partition()))  # a record (no error) has both
             parts.dirty.add(k)
             pc = None if k in parts.out_of_range else parts.by_key.get(k)
             if pc is None:
@@ -393,13 +300,11 @@ class CopyTaskRunner:
             i = j
         return produced
 
-    def _read_error(self, m: Any, err: Any) -> None:
+    def _read_error(self, m: MessageLike, err: KafkaError) -> None:
         """Handle an error record: a partition's end (ignored), a position out of range (paused), else a failure.
 
-        A log truncation found by librdkafka's leader-epoch validation (KIP-320, ``_LOG_TRUNCATION``:
-        an unclean leader election cut the source log below the position) is handled as a position
-        out of range: the task commits and ends, and the driver checks the position against the log
-        and records the gap (``engine-audit.md`` F8), instead of the task failing over and over.
+        KIP-320's ``_LOG_TRUNCATION`` (an unclean election cut the source log) counts as out of range,
+        so the driver records the gap instead of the task failing over and over.
         """
         if err.code() == KafkaError._PARTITION_EOF:
             return
@@ -418,9 +323,9 @@ class CopyTaskRunner:
         if self.sync_writes is not None:
             self.sync_writes.check()
 
-    def _ending(self, state: ChannelState, *, idle: bool) -> TaskOutcome | None:
+    def _ending(self, state: GrantState, *, idle: bool) -> TaskOutcome | None:
         """Whether the task ends after a last commit now, and how."""
-        if state == ChannelState.STOP:
+        if state == GrantState.STOP:
             return TaskOutcome.STOPPED
         if self.parts.out_of_range:
             return TaskOutcome.OUT_OF_RANGE
@@ -429,11 +334,7 @@ class CopyTaskRunner:
         return None
 
     def _caught_up(self, *, idle: bool) -> bool:
-        """Tell whether a bounded copy read every partition to its end offset (a partition left out: at once).
-
-        Cheap on the hot path: the offsets read tell it; a poll that returned nothing asks the consumer
-        for its positions too (transaction markers and compacted records move them without a record).
-        """
+        """Tell whether a bounded copy read every partition to its end offset (a partition left out: at once)."""
         stop_at = self.spec.stop_at or {}
         by_key = self.parts.by_key
         left = [k for k, pc in by_key.items() if max(pc.read_to, pc.committed) < stop_at.get(k, 0)]

@@ -1,36 +1,23 @@
-"""An exactly-once copy task's own start offsets, read after ``init_transactions`` (KIP-618).
+"""An exactly-once copy task's own start offsets, read after ``init_transactions`` (KIP-618; commit.py's C7).
 
-The driver hands each task the positions it knows, from the progress reports of earlier tasks.
-A report is written after its transaction committed, so one lost (a task killed between the
-two, a report that timed out, a job cancelled at a generation change) leaves the driver's
-position behind the source offsets committed with the records (``engine-audit.md`` F3). And the
-driver reads ``mm2-offsets`` before the task's ``init_transactions`` has fenced the previous
-producer of its transactional id, and only to the last stable offset: a transaction the old
-producer had already asked to commit (``PREPARE_COMMIT``) is invisible then and committed
-right after (F4). Either way a ``read_committed`` consumer of the target would see those
-records twice.
-
-So in exactly-once mode the task itself, once ``init_transactions`` returned (every older
-producer of its id fenced, its transaction completed or aborted), reads the source offsets of
-its own partitions from Kafka Connect's offsets topic, ``read_committed``, up to the high
-watermark captured after the init (not the last stable offset: an open transaction of another
-task in the same offsets partition delays the read until it ends, it never hides a commit), and
-starts each partition at the later of the driver's position and the newest stored offset the
-source partition can hold, plus one (:func:`adopted_starts`; the driver's start-up rule,
-:func:`~mirrorspark.mm2.connect_offsets.last_valid_offset`). This is what Kafka Connect's
-``ExactlyOnceWorkerSourceTask`` does: it reads the offsets topic to its end after fencing.
+The driver's positions come from progress reports, written after their transaction: a lost report leaves
+them behind ``mm2-offsets`` (``engine-audit.md`` F3), and the driver reads ``mm2-offsets`` before the
+task's ``init_transactions`` completed a prepared commit (F4). So the task, once fenced, reads its own
+partitions' source offsets ``read_committed`` to the high watermark captured after the init, and starts
+each after the newest one the source can hold (:func:`adopted_starts`), as Connect's
+``ExactlyOnceWorkerSourceTask`` reads the offsets topic to its end after fencing.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
 
 from mirrorspark.errors import ClusterError, CorruptRecordError
 from mirrorspark.kafka.admin import ClusterAdmin
+from mirrorspark.kafka.protocols import ConsumerLike, MessageLike
 from mirrorspark.mm2.connect_offsets import (
     OffsetHistory,
     decode_source_offset,
@@ -45,20 +32,7 @@ READ_BATCH = 5000
 
 
 def offsets_partitions(spec: CopyTaskSpec, keys: Iterable[PartitionKey]) -> dict[int, list[PartitionKey]]:
-    """Return which partitions of the offsets topic hold the source offsets of ``keys`` (Connect's key hashing).
-
-    Parameters
-    ----------
-    spec:
-        The task (source alias, offsets topic partition count).
-    keys:
-        Source partitions ``(topic, partition)``.
-
-    Returns
-    -------
-    dict[int, list[PartitionKey]]
-        ``{offsets-topic partition: the source partitions whose offsets it holds}``.
-    """
+    """Return ``{offsets-topic partition: source partitions}`` holding the offsets of ``keys`` (Connect's hashing)."""
     out: dict[int, list[PartitionKey]] = {}
     for t, p in keys:
         out.setdefault(
@@ -71,40 +45,15 @@ def read_stored_offsets(
     spec: CopyTaskSpec,
     keys: Sequence[PartitionKey],
     *,
-    consumer: Any,
+    consumer: ConsumerLike,
     admin: ClusterAdmin,
     timeout_s: float,
 ) -> dict[PartitionKey, OffsetHistory]:
-    """Read the stored source offsets of ``keys``: ``read_committed``, to the high watermarks listed now.
+    """Read the stored source offsets of ``keys`` (newest last): ``read_committed``, to the high watermarks listed now.
 
-    Call it after ``init_transactions``: the high watermark captured then covers every
-    transaction of an older producer of the task's id, completed or aborted by the init.
-
-    Parameters
-    ----------
-    spec:
-        The task (offsets topic, source alias).
-    keys:
-        The task's source partitions.
-    consumer:
-        A consumer of the target with ``isolation.level=read_committed`` (``assign``, ``consume``,
-        ``position``), not yet assigned; the caller closes it.
-    admin:
-        The target's admin wrapper (the high watermarks, ``read_uncommitted``).
-    timeout_s:
-        Seconds for the whole read (s).
-
-    Returns
-    -------
-    dict[PartitionKey, OffsetHistory]
-        The stored offsets of each of ``keys`` that has any (newest last).
-
-    Raises
-    ------
-    ClusterError
-        The high watermarks could not be listed, or the read did not reach them within
-        ``timeout_s`` (an open transaction of another producer lasting longer), or the consumer
-        reported an error.
+    Call it after ``init_transactions``. ``timeout_s`` bounds the whole read (s); the caller closes the
+    consumer. Raises ClusterError when the high watermarks cannot be listed, the read does not reach
+    them in time (another producer's long open transaction), or the consumer reports an error.
     """
     wanted = set(keys)
     parts = offsets_partitions(spec, wanted)
@@ -127,12 +76,7 @@ def read_stored_offsets(
 
 
 def _stuck(spec: CopyTaskSpec, admin: ClusterAdmin, todo: Mapping[int, int], timeout_s: float) -> ClusterError:
-    """Return the error of a read that did not reach the high watermarks: each last stable offset, and the fix.
-
-    A transaction open at a partition's last stable offset for longer than the producers'
-    ``transaction.timeout.ms`` is one its coordinator no longer ends (a hanging transaction,
-    KIP-664): only an operator's ``kafka-transactions.sh abort`` ends it.
-    """
+    """Return the error of a read short of the high watermarks: each last stable offset and the fix (KIP-664)."""
     try:
         stable = admin.end_offsets([(spec.offsets_topic, p) for p in todo], read_committed=True)
         where = ", ".join(
@@ -154,7 +98,9 @@ def _stuck(spec: CopyTaskSpec, admin: ClusterAdmin, todo: Mapping[int, int], tim
     )
 
 
-def _take(spec: CopyTaskSpec, m: Any, wanted: set[PartitionKey], out: dict[PartitionKey, OffsetHistory]) -> None:
+def _take(
+    spec: CopyTaskSpec, m: MessageLike, wanted: set[PartitionKey], out: dict[PartitionKey, OffsetHistory]
+) -> None:
     """Add one offsets-topic record to ``out`` if it is a source offset of ``wanted`` (corrupt ones skipped)."""
     err = m.error()
     if err is not None:
@@ -177,27 +123,11 @@ def adopted_starts(
     stored: Mapping[PartitionKey, OffsetHistory],
     ends: Mapping[PartitionKey, int],
 ) -> dict[PartitionKey, int]:
-    """Return the partitions whose start moves forward to a stored source offset, with their new start.
+    """Return ``{(topic, partition): new start}`` of the partitions whose start moves forward to a stored source offset.
 
-    A partition moves to the newest stored offset ``o`` the source partition can hold
-    (``-1 <= o < end``: :func:`~mirrorspark.mm2.connect_offsets.last_valid_offset`, the driver's
-    start-up rule), plus one, when that is past the driver's start. An offset past the source's
-    end is foreign or corrupt, or the flow's own before the source log was truncated: either way
-    the driver decides (a skipped record, or a gap), never the task. Starts never move backwards.
-
-    Parameters
-    ----------
-    starts:
-        The driver's start of each partition (next offset to copy).
-    stored:
-        The stored offsets read after ``init_transactions`` (:func:`read_stored_offsets`).
-    ends:
-        Each source partition's end offset now; a partition left out moves nowhere.
-
-    Returns
-    -------
-    dict[PartitionKey, int]
-        ``{(topic, partition): new start}``, only partitions that move.
+    A partition moves to the newest stored offset ``o`` the source can hold (``-1 <= o < end``, the
+    driver's :func:`~mirrorspark.mm2.connect_offsets.last_valid_offset`) plus one, when past its start;
+    an offset past the end is the driver's to judge, and a partition without an end moves nowhere.
     """
     out = {}
     for k, start in starts.items():

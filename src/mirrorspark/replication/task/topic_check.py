@@ -1,13 +1,8 @@
 """How an exactly-once copy task checks that its source topics were not re-created under it (KIP-516 topic ids).
 
-The consumer follows a topic by name: after the topic is deleted and created again it may read the
-new topic's records at the old topic's positions, and a transaction committing them as the old
-topic's makes them copied twice once the driver starts the new topic over (faults-random seed 42).
-Each commit therefore compares the ids the task was started with to the source's, read with a
-``DescribeTopics`` call (:class:`TopicIdCheck`). Before ``engine-audit-2.md`` N8 that call was made
-before every transaction: a source round trip per commit (every 250 ms, or every poll with
-``transaction.boundary=poll``), and one failed call failed the task (restart: abort, fence, read
-``mm2-offsets`` again). Now the ids read are kept for :data:`TOPIC_ID_CHECK_S`.
+The consumer follows a topic by name, so after a re-creation a transaction could commit the new topic's
+records as the old topic's (faults-random seed 42; commit.py's C6). The ids are read with
+``DescribeTopics`` at most every :data:`TOPIC_ID_CHECK_S` (``engine-audit-2.md`` N8), not per commit.
 """
 
 from __future__ import annotations
@@ -34,30 +29,13 @@ TopicIdsReader = Callable[[Sequence[str]], Mapping[str, str]]
 
 
 class TopicIdCheck:
-    """The ids of a task's source topics, read from the source at most every :data:`TOPIC_ID_CHECK_S`.
+    """The ids of a task's source topics (``started``; unknown ids unchecked), read at most every ``TOPIC_ID_CHECK_S``.
 
-    **Guarantee.** A check runs before a commit when the last successful one began
-    :data:`TOPIC_ID_CHECK_S` or more before, and before every ``final`` commit (the task's last,
-    also the one after a partition was found out of range; it must succeed); the ids are read
-    after the records the commit holds were read (an id never comes back). So a re-created topic
-    is found at the first successful check after its re-creation, before that commit, and
-    nothing of it is committed from then on; a final commit never holds a record of a re-created
-    topic. What is not guaranteed any more (it was with a check before every transaction):
-    records the consumer read from the new topic *before* that first check, at most
-    :data:`TOPIC_ID_CHECK_S` of copying (up to :data:`TOPIC_ID_STALE_S` while checks fail), may
-    have been committed as the old topic's by the commits in between: copied twice once the
-    driver starts the new topic over, never lost.
-
-    Parameters
-    ----------
-    reader:
-        Reads the source topics' ids (a ``DescribeTopics`` call on the source).
-    started:
-        ``{source topic: topic id}`` the task was started with (topics without a known id are not checked).
-    clock:
-        Monotonic seconds (injectable).
-    what:
-        The task, for the log (``"flow A->B: task 0"``).
+    **Guarantee.** A check runs before a commit once the last successful one is that old, and before
+    every ``final`` commit (it must succeed), reading the ids after the commit's records. A re-created
+    topic is found at the first successful check after it, and nothing of it is committed from then on;
+    records read from it before that check (at most :data:`TOPIC_ID_CHECK_S` of copying, up to
+    :data:`TOPIC_ID_STALE_S` while checks fail) may be copied twice, never lost.
     """
 
     def __init__(
@@ -73,17 +51,9 @@ class TopicIdCheck:
     def recreated(self, topics: Sequence[str], *, final: bool) -> set[str]:
         """Return those of ``topics`` whose id is not the one the task started with (re-created, or deleted).
 
-        Reads the ids when a check is due (see the class); a failed read within
-        :data:`TOPIC_ID_STALE_S` of the last successful check is logged and answered with the ids
-        read then (the next commit tries again). A ``final`` commit's read is tried twice, and
-        never answered from the ids read before.
-
-        Raises
-        ------
-        MirrorsparkError, KafkaException
-            The ids could not be read and no check succeeded within :data:`TOPIC_ID_STALE_S`, or
-            a ``final`` commit's read failed twice (the task fails; its open transaction is aborted
-            and the next generation copies it again, never twice).
+        A failed read within :data:`TOPIC_ID_STALE_S` of the last success is answered with the ids read
+        then; a ``final`` commit's read is tried twice and never answered so. Raises MirrorsparkError or
+        KafkaException otherwise (the task fails, its transaction aborted).
         """
         wanted = [t for t in topics if t in self.started]
         if not wanted:

@@ -1,0 +1,84 @@
+"""What makes a loaded configuration one that may run: its flows' policies, no identity cycle, a flow to run.
+
+:func:`flow_policy` is the one place a flow's policy is loaded (:class:`~mirrorspark.client.context.FlowContext`
+holds its result); :func:`check_cycles` refuses, when the file is parsed, enabled flows that loop through an
+identity-style policy; :func:`runnable_flows` refuses a run with no flow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from mirrorspark.config.model import FlowConfig, MirrorConfig
+from mirrorspark.core.transforms import RoutedReplicationPolicy, build_chain, routers
+from mirrorspark.errors import ConfigError
+from mirrorspark.mm2.policy import ReplicationPolicy, load_policy
+from mirrorspark.mm2.topology import check_identity_cycles
+
+
+def flow_policy(flow: FlowConfig) -> ReplicationPolicy:
+    """Load the replication policy of ``flow`` (``replication.policy.*``, ``source.cluster.alias`` = its source).
+
+    Raises ConfigError if the policy class cannot be loaded or configured.
+    """
+    policy = load_policy(
+        flow.policy.class_name,
+        separator=flow.policy.separator,
+        internal_topic_separator_enabled=flow.policy.internal_topic_separator_enabled,
+        source_cluster_alias=flow.source,
+    )
+    if flow.transforms.routes:  # RegexRouter renames the flow's remote topics (docs/transforms.md)
+        return RoutedReplicationPolicy(policy, build_chain(routers(flow.transforms)))
+    return policy
+
+
+def _has_cycle(edges: list[tuple[str, str]]) -> bool:
+    """Whether the directed graph of ``edges`` has a cycle (depth first, three colours)."""
+    adjacency: dict[str, list[str]] = {}
+    for source, target in edges:
+        adjacency.setdefault(source, []).append(target)
+    done: set[str] = set()
+
+    def visit(node: str, path: set[str]) -> bool:
+        if node in path:
+            return True
+        if node in done:
+            return False
+        path.add(node)
+        found = any(visit(nxt, path) for nxt in adjacency.get(node, []))
+        path.discard(node)
+        done.add(node)
+        return found
+
+    return any(visit(node, set()) for node in list(adjacency))
+
+
+def check_cycles(config: MirrorConfig) -> None:
+    """Refuse enabled flows that form a cycle through an identity-style flow, unless the file allows it.
+
+    Every enabled flow of the file counts, whichever ``--clusters`` a node serves. Raises ConfigError naming
+    :attr:`MirrorConfig.source_name` (as :func:`~mirrorspark.mm2.topology.check_identity_cycles`).
+    """
+    enabled = [f for f in config.flows if f.enabled]
+    if config.data_path.identity_allow_cycles or not _has_cycle([(f.source, f.target) for f in enabled]):
+        return
+    check_identity_cycles([(f.source, f.target, flow_policy(f)) for f in enabled], where=config.source_name)
+
+
+def runnable_flows(config: MirrorConfig, targets: Sequence[str] | None = None) -> tuple[FlowConfig, ...]:
+    """Return the flows a run replicates: :meth:`MirrorConfig.enabled_flows`, at least one.
+
+    Raises ConfigError if no flow is enabled (for ``targets``); the message says how to enable one; UnknownAliasError if
+    ``targets`` names an alias not in ``clusters``.
+    """
+    flows = config.enabled_flows(targets)
+    if not flows:
+        raise ConfigError(
+            f"no replication flow is enabled in {config.source_name}"
+            + (f" for target(s) {', '.join(targets)}" if targets else "")
+            + ": set e.g. 'A->B.enabled=true'"
+        )
+    return flows
+
+
+__all__ = ["check_cycles", "flow_policy", "runnable_flows"]

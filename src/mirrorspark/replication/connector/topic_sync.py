@@ -1,0 +1,199 @@
+"""The control half of MM2's ``MirrorSourceConnector`` for one flow: internal topics, discovery, remote topics, configs.
+
+Discovery is MM2's ``shouldReplicateTopic`` with the lists of the config file and ``mirrorspark
+control``; remote topics get the source's partitions and configs (``config.properties.exclude``),
+grow with it and are placed by ``mirrorspark.replica.placement``; config sync is MM2's
+``syncTopicConfigs`` (KIP-894).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from mirrorspark.client.context import FlowContext
+from mirrorspark.kafka.admin import ClusterAdmin, PartitionKey, TopicSpec
+from mirrorspark.mm2.config_sync import topic_config_changes
+from mirrorspark.mm2.filters import should_replicate_topic
+from mirrorspark.replication.connector.live_filters import LiveFilters
+from mirrorspark.replication.connector.remote_placement import RemotePlacement
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TopicRefresh:
+    """What one topic refresh found: topics ``wanted`` now, ``dropped`` ones, and every topic ``on_source``."""
+
+    wanted: dict[str, int]
+    dropped: tuple[str, ...]
+    on_source: frozenset[str]
+
+
+class TopicSync:
+    """One flow's topics (see the module notes); not thread-safe."""
+
+    def __init__(self, context: FlowContext, source_admin: ClusterAdmin, target_admin: ClusterAdmin) -> None:
+        cfg = context.flow_config
+        self.context = context
+        self.config = cfg
+        self._src_admin = source_admin
+        self._tgt_admin = target_admin
+        self.topic_filter = context.topic_filter
+        self.live_filters = LiveFilters(context)
+        self.placement = None if cfg.replica_placement is None else RemotePlacement(cfg.replica_placement, target_admin)
+        self.topic_partitions: dict[str, int] = {}
+        self.remote_topics: dict[str, str] = {}
+        self.offsets_partitions = cfg.offset_storage_partitions
+
+    def create_internal_topics(self) -> None:
+        """Create the offsets, offset-syncs (when emitted) and progress topics if missing; raises ``ClusterError``."""
+        cfg, names = self.config, self.context.internal_topics
+        if self.placement is not None:
+            self.placement.check()  # mirrorspark.replica.placement against the target's racks
+        compact = {"cleanup.policy": "compact"}
+        self._tgt_admin.ensure_topic(
+            names.offsets,
+            partitions=cfg.offset_storage_partitions,
+            replication_factor=cfg.offset_storage_replication_factor,
+            config=compact,
+        )
+        self.offsets_partitions = self._tgt_admin.list_topics().get(names.offsets, cfg.offset_storage_partitions)
+        if cfg.emit_offset_syncs_enabled:
+            admin = self._src_admin if cfg.offset_syncs_topic_location == "source" else self._tgt_admin
+            admin.ensure_topic(
+                names.offset_syncs,
+                partitions=1,
+                replication_factor=cfg.offset_syncs_topic_replication_factor,
+                config=compact,
+            )
+        self._tgt_admin.ensure_topic(
+            names.progress_channel,
+            partitions=1,
+            replication_factor=cfg.offset_storage_replication_factor,
+            # the last hour of reports stays a readable stream; the newest per partition is kept for good
+            config={**compact, "min.compaction.lag.ms": "3600000"},
+        )
+
+    def should_replicate(self, topic: str) -> bool:
+        """MM2's ``MirrorSourceConnector.shouldReplicateTopic`` for this flow, with the lists in effect."""
+        return should_replicate_topic(
+            topic,
+            topic_filter=self.topic_filter,
+            policy=self.context.policy,
+            target_alias=self.config.target,
+            heartbeats_replication_enabled=self.config.heartbeats_replication_enabled,
+        )
+
+    def refresh(self) -> TopicRefresh:
+        """List the source's topics; create or grow their remote topics; drop those no longer replicated.
+
+        A replicated topic missing from the listing is described before it counts as deleted (a deletion is a
+        gap, a passing metadata error is not). Raises ``ClusterError``.
+        """
+        self.live_filters.poll()
+        self.topic_filter = self.live_filters.topic_filter(self.topic_filter)
+        source_topics = self._src_admin.list_topics()
+        missing = [t for t in self.topic_partitions if t not in source_topics]
+        if missing:  # listed with an error, or deleted: only a topic that cannot be described is gone
+            source_topics.update({t: len(d.replicas) for t, d in self._src_admin.describe_topics(missing).items()})
+        wanted = {t: n for t, n in sorted(source_topics.items()) if n > 0 and self.should_replicate(t)}
+        self._create_remote_topics(wanted)
+        dropped = tuple(t for t in self.topic_partitions if t not in wanted)
+        for topic in dropped:
+            self.forget(topic)
+        return TopicRefresh(wanted, dropped, frozenset(source_topics))
+
+    def _create_remote_topics(self, wanted: dict[str, int]) -> None:
+        cfg = self.config
+        policy = self.context.policy
+        target_topics = self._tgt_admin.list_topics()
+        new_topics = [t for t in wanted if policy.format_remote_topic(cfg.source, t) not in target_topics]
+        configs = (
+            self._src_admin.topic_configs(new_topics, include_defaults=cfg.use_defaults_from == "source")
+            if new_topics
+            else {}
+        )
+        grow: dict[str, int] = {}
+        grow_assignments: dict[str, Sequence[Sequence[int]]] = {}
+        create: list[TopicSpec] = []
+        placement = self.placement
+        if placement is not None:
+            placement.begin_refresh()
+        for topic, n in wanted.items():
+            remote = policy.format_remote_topic(cfg.source, topic)
+            if remote not in target_topics:
+                conf = {
+                    k: v
+                    for k, v in configs.get(topic, {}).items()
+                    if self.context.config_filter.should_replicate_config_property(k)
+                }
+                placed = placement.assignment(remote, n) if placement is not None else None
+                create.append(TopicSpec(remote, n, cfg.replication_factor, conf, placed))
+            elif target_topics[remote] < n:
+                grow[remote] = n
+                have = target_topics[remote]
+                placed = placement.assignment(remote, n - have, first_partition=have) if placement is not None else None
+                if placed is not None:
+                    grow_assignments[remote] = placed
+        if create:
+            created = self._tgt_admin.create_topics(create, wait_for_leaders=False)
+            if created:
+                log.info(
+                    "%s: created %d remote topic(s): %s",
+                    cfg.name,
+                    len(created),
+                    ", ".join(created[:10]) + (" …" if len(created) > 10 else ""),
+                )
+        if grow:
+            self._tgt_admin.create_partitions(grow, assignments=grow_assignments)
+            log.info("%s: grew remote topics %s", cfg.name, grow)
+
+    def add(self, wanted: dict[str, int]) -> list[PartitionKey]:
+        """Take the partitions of ``wanted`` new to the flow; return them in discovery order."""
+        added: list[PartitionKey] = []
+        for topic, n in wanted.items():
+            self.remote_topics[topic] = self.context.policy.format_remote_topic(self.config.source, topic)
+            have = self.topic_partitions.get(topic, 0)
+            if n > have:
+                added.extend((topic, p) for p in range(have, n))
+                self.topic_partitions[topic] = n
+        return added
+
+    def forget(self, topic: str) -> None:
+        """Stop knowing ``topic`` (dropped from the lists, or re-created: added again as new)."""
+        self.topic_partitions.pop(topic, None)
+        self.remote_topics.pop(topic, None)
+
+    def sync_configs(self) -> dict[str, dict[str, str | None]]:
+        """Bring remote topics' configs in line with their sources (MM2 ``syncTopicConfigs``, KIP-894).
+
+        Returns ``{remote topic: {name: value or None (deleted)}}`` of the changes; raises ``ClusterError``.
+        """
+        cfg = self.config
+        topics = sorted(self.topic_partitions)
+        if not topics:
+            return {}
+        source = self._src_admin.describe_topic_configs(topics)
+        remote_of = {t: self.remote_topics[t] for t in topics if t in source}
+        target = self._tgt_admin.describe_topic_configs(remote_of.values())
+        changes: dict[str, dict[str, str | None]] = {}
+        for topic, remote in remote_of.items():
+            have = target.get(remote)
+            if have is None:
+                continue
+            delta = topic_config_changes(source[topic], have, self.context.config_filter)
+            if delta:
+                changes[remote] = delta
+        if changes:
+            self._tgt_admin.alter_topic_configs(changes)
+            log.info("%s: synced topic configs %s", cfg.name, changes)
+        return changes
+
+    def close(self) -> None:
+        """Release the live filters' consumer."""
+        self.live_filters.close()
+
+
+__all__ = ["TopicRefresh", "TopicSync"]
