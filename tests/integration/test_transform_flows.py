@@ -21,7 +21,6 @@ from mirrorspark.client.status import status
 from mirrorspark.errors import ConfigError
 from mirrorspark.kafka.local.model import LocalClusters
 from mirrorspark.mm2.connect_offsets import decode_source_offset
-from mirrorspark.replication.driver import Replicator
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -185,7 +184,8 @@ def test_regex_router_renames_remote_topics_and_checkpoints_follow(
     assert all(t.startswith("mirrored-") for t in remote_topics), remote_topics
 
     # Cycle detection: a router that strips the source alias makes the flow keep names, so with the
-    # reverse flow the records would come back: refused at start, as for IdentityReplicationPolicy.
+    # reverse flow the records would come back: refused when the configuration is loaded, before
+    # anything runs (config/runnable.py), as for IdentityReplicationPolicy.
     strip = flow_keys(
         "primary->backup",
         transforms="route",
@@ -193,9 +193,8 @@ def test_regex_router_renames_remote_topics_and_checkpoints_follow(
         transforms__route__regex="primary\\.(.*)",
         transforms__route__replacement="$1",
     )
-    both = config(local_clusters, [("primary", "backup"), ("backup", "primary")], topics=topic, **strip)
     with pytest.raises(ConfigError, match="cycle"):
-        Replicator(both, spark)
+        config(local_clusters, [("primary", "backup"), ("backup", "primary")], topics=topic, **strip)
 
 
 def test_a_refused_transform_exits_2_naming_why(local_clusters: LocalClusters, tmp_path: Path) -> None:
