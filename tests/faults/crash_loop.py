@@ -43,11 +43,11 @@ from mirrorspark.kafka.local.mirror_maker import MirrorMakerProcess, start_mirro
 logger = logging.getLogger("faults")
 
 STOP_RESUME_TIMEOUT_S = 240.0
+"""Longest wait for copying to resume after the target's SIGCONT, seconds (a bound: a flow that has not resumed
+by then is stuck, see the exactly-once note of ``test_a_crash_loop_over_a_backlog_still_makes_progress``)."""
 HANGING_CHECK_S = 75.0
 """Seconds after SIGCONT before the schedule looks for a hanging transaction (``find-hanging`` lists those
 open for more than a minute)."""
-"""Longest wait for copying to resume after the target's SIGCONT, seconds (a bound: a flow that has not resumed
-by then is stuck, see the exactly-once note of ``test_a_crash_loop_over_a_backlog_still_makes_progress``)."""
 
 SEED = 23
 """The seed of the kill delays: every contender and every run gets the same schedule."""

@@ -329,8 +329,13 @@ def transactions_report(bootstrap: str, *, timeout_s: float = 60.0) -> str:
         brokers = sorted(admin(bootstrap).list_topics(timeout=10).brokers)
     except Exception as e:
         return "\n".join([*out, f"brokers: {type(e).__name__}: {e}"])
-    out += [tool("find-hanging", "--broker-id", str(b), "--max-transaction-timeout", "1") for b in brokers]
+    out += [tool(*_find_hanging(b)) for b in brokers]
     return "\n".join(out)
+
+
+def _find_hanging(broker: int) -> tuple[str, ...]:
+    """``kafka-transactions.sh find-hanging`` arguments for ``broker``: transactions open for over a minute."""
+    return ("find-hanging", "--broker-id", str(broker), "--max-transaction-timeout", "1")
 
 
 def abort_hanging_transactions(bootstrap: str, *, timeout_s: float = 60.0) -> list[str]:
@@ -346,16 +351,7 @@ def abort_hanging_transactions(bootstrap: str, *, timeout_s: float = 60.0) -> li
     tool = "org.apache.kafka.tools.TransactionsCommand"
     aborted: list[str] = []
     for broker in sorted(admin(bootstrap).list_topics(timeout=10).brokers):
-        found = kafka_tool(
-            bootstrap,
-            tool,
-            "find-hanging",
-            "--broker-id",
-            str(broker),
-            "--max-transaction-timeout",
-            "1",
-            timeout_s=timeout_s,
-        )
+        found = kafka_tool(bootstrap, tool, *_find_hanging(broker), timeout_s=timeout_s)
         for line in found.stdout.splitlines():
             cols = line.split()
             if len(cols) < 6 or not (cols[1].isdigit() and cols[5].isdigit()):
