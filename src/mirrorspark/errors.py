@@ -18,6 +18,10 @@ an exit status, and that the REST service reports::
     ├── DataPathError                DATA_PATH_ERROR        exit 4
     │   ├── RecordTooLargeError      RECORD_TOO_LARGE
     │   ├── DataGapError             DATA_GAP
+    │   ├── SchemaRegistryError      SCHEMA_REGISTRY_ERROR
+    │   │   ├── SchemaIdUnknownError SCHEMA_ID_UNKNOWN
+    │   │   ├── SchemaSubjectConflictError SCHEMA_SUBJECT_CONFLICT
+    │   │   └── SchemaReferenceCycleError SCHEMA_REFERENCE_CYCLE
     │   └── SparkDriverLostError     SPARK_DRIVER_LOST      exit 9
     ├── CorruptRecordError           RECORD_CORRUPT         exit 5
     ├── ControlError                 CONTROL_ERROR          exit 6
@@ -204,6 +208,37 @@ class DataGapError(DataPathError):
     code = "DATA_GAP"
 
 
+class SchemaRegistryError(DataPathError):
+    """A flow's schema replication failed: a Schema Registry call, or what the registries hold, stops its records."""
+
+    code = "SCHEMA_REGISTRY_ERROR"
+
+
+class SchemaIdUnknownError(SchemaRegistryError):
+    """A record's key or value in Confluent's wire format carries a schema id the source registry does not know.
+
+    No retry can fix it; the message names topic, partition, offset and id, and the key that copies such records
+    unchanged instead.
+    """
+
+    code = "SCHEMA_ID_UNKNOWN"
+    always_fatal = True
+
+
+class SchemaSubjectConflictError(SchemaRegistryError):
+    """A subject on the target registry holds versions incompatible with the source's; never skipped silently."""
+
+    code = "SCHEMA_SUBJECT_CONFLICT"
+    always_fatal = True
+
+
+class SchemaReferenceCycleError(SchemaRegistryError):
+    """Schemas of the source registry reference each other in a cycle, so no registration order exists."""
+
+    code = "SCHEMA_REFERENCE_CYCLE"
+    always_fatal = True
+
+
 class SparkDriverLostError(DataPathError):
     """The Spark driver JVM of this process died (or cannot be reached): no copy task can run any more.
 
@@ -264,6 +299,10 @@ __all__ = [
     "MirrorsparkError",
     "PlacementError",
     "RecordTooLargeError",
+    "SchemaIdUnknownError",
+    "SchemaReferenceCycleError",
+    "SchemaRegistryError",
+    "SchemaSubjectConflictError",
     "ServiceError",
     "SourceConnectorNameError",
     "SourceOffsetsRequestError",
