@@ -113,7 +113,7 @@ class ClientSettings(_Frozen):
 
 @dataclass(frozen=True, kw_only=True, repr=False)
 class ClusterConfig(_Frozen):
-    """One Kafka cluster named in ``clusters``; ``schema_registry`` is ``None`` without ``<alias>.schema.registry.url``."""
+    """One Kafka cluster named in ``clusters``; ``schema_registry``: ``None`` without ``<alias>.schema.registry.*``."""
 
     alias: str
     bootstrap_servers: str

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Final
-from urllib.parse import urlsplit, urlunsplit
 
 from mirrorspark.config.keys import MASK, show
 
@@ -17,12 +17,12 @@ NUMERIC_NAMES: Final = frozenset(
 _NOT_CLIENT: Final = frozenset({"basic.auth.credentials.source"})  # Java's name, checked at parse, not the client's
 
 
+_USER_INFO: Final = re.compile(r"^((?:[A-Za-z][A-Za-z0-9+.-]*://)?)[^?#]*@")  # over-masks a path with @, never leaks
+
+
 def redact_url(url: str) -> str:
-    """``url`` with its ``user:password@`` (if any) replaced by :data:`MASK`."""
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    return urlunsplit(parts._replace(netloc=f"{MASK}@{parts.netloc.rsplit('@', 1)[1]}"))
+    """``url`` with its ``user:password@`` (if any, even without a scheme) replaced by :data:`MASK`."""
+    return _USER_INFO.sub(lambda m: f"{m.group(1)}{MASK}@", url, count=1)
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)
@@ -63,7 +63,7 @@ class SchemaRegistrySettings:
         return repr(self)
 
     def to_client_config(self) -> dict[str, Any]:
-        """The configuration of confluent-kafka's ``SchemaRegistryClient`` (the one place it is made).
+        """Return the configuration of confluent-kafka's ``SchemaRegistryClient`` (the one place it is made).
 
         ``url`` is the URLs joined by commas; numbers (:data:`NUMERIC_NAMES`) become ``int``; Java's
         ``basic.auth.credentials.source`` (already checked) is left out. Holds secrets: never log it.

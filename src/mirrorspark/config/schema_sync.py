@@ -76,7 +76,7 @@ def cluster_registry(raw: RawConfig, alias: str) -> SchemaRegistrySettings | Non
 
 
 def _check_basic_auth(raw: RawConfig, key: str, urls: tuple[str, ...], props: Mapping[str, str]) -> None:
-    in_url = any("@" in u.split("://", 1)[1].split("/", 1)[0] for u in urls)
+    in_url = any(redact_url(u) != u for u in urls)
     info = props.get("basic.auth.user.info")
     source = props.get("basic.auth.credentials.source")
     if info is not None and ":" not in info:
@@ -116,18 +116,19 @@ def _check_bearer(raw: RawConfig, key: str, props: Mapping[str, str]) -> None:
         return
     needed = ("bearer.auth.logical.cluster", *_BEARER_NEEDS[source])
     missing = [f"'{key}{n}'" for n in needed if n not in props]
-    if source == "OAUTHBEARER_AZURE_IMDS" and not {"bearer.auth.issuer.endpoint.query", "bearer.auth.issuer.endpoint.url"} & set(props):
+    if source == "OAUTHBEARER_AZURE_IMDS" and not {
+        "bearer.auth.issuer.endpoint.query",
+        "bearer.auth.issuer.endpoint.url",
+    } & set(props):
         missing.append(f"'{key}bearer.auth.issuer.endpoint.query' (or '.url')")
     if missing:
-        raise ConfigError(
-            f"{raw.src}: '{key}bearer.auth.credentials.source' = {source} needs {', '.join(missing)}"
-        )
+        raise ConfigError(f"{raw.src}: '{key}bearer.auth.credentials.source' = {source} needs {', '.join(missing)}")
 
 
 def flow_schema_sync(
     raw: RawConfig, s: str, t: str, merged: Mapping[str, str], written: Mapping[str, str], *, enabled: bool
 ) -> dict[str, Any]:
-    """The schema replication fields of flow ``S->T``: ``sync_schemas_enabled``, ``sync_schemas_unknown_ids``.
+    """Read flow ``S->T``'s schema replication fields: ``sync_schemas_enabled``, ``sync_schemas_unknown_ids``.
 
     Unset, replication is on iff both clusters name a registry. Raises ConfigError if ``sync.schemas.enabled`` is
     true for the flow (``S->T.``, or top level for an enabled flow) and a cluster names no registry (the message

@@ -9,11 +9,6 @@ from mirrorspark.config.keys.config_key import ACCEPTED_NOTE, ConfigKey, KeyEffe
 from mirrorspark.config.keys.masking import MASK, is_secret, masked, show
 from mirrorspark.config.keys.mirrorspark_keys import RETIRED_BATCH_ENGINE
 from mirrorspark.config.keys.mm2_keys import SOURCE_PLACEHOLDER
-from mirrorspark.config.keys.schema_registry_keys import (
-    SCHEMA_REGISTRY_PREFIX,
-    SYNC_SCHEMAS_ENABLED,
-    SYNC_SCHEMAS_UNKNOWN_IDS,
-)
 from mirrorspark.config.keys.registry import (
     CONFIG_KEYS,
     CONNECT_PREFIXES,
@@ -31,6 +26,11 @@ from mirrorspark.config.keys.registry import (
     SIDES,
     WORKER_PREFIXES,
     is_client_key,
+)
+from mirrorspark.config.keys.schema_registry_keys import (
+    SCHEMA_REGISTRY_PREFIX,
+    SYNC_SCHEMAS_ENABLED,
+    SYNC_SCHEMAS_UNKNOWN_IDS,
 )
 
 __all__ = [
