@@ -73,8 +73,9 @@ def test_registry_keys_are_confluent_kafkas_client_names_under_the_prefix() -> N
 
 
 def test_a_cluster_without_registry_keys_has_none() -> None:
-    config = parse()
+    config = parse(**{"B.schema.registry.url": " "})  # an empty URL names no registry, as an unset one
     assert config.cluster("A").schema_registry is None and config.cluster("B").schema_registry is None
+    assert not config.flow("A", "B").sync_schemas_enabled
 
 
 def test_registry_urls_and_settings_are_parsed() -> None:
@@ -167,7 +168,10 @@ def test_a_java_only_registry_key_is_unknown() -> None:
         ({"A.schema.registry.url": "http://a", "A.schema.registry.timeout": "0"}, "'A.schema.registry.timeout'"),
         ({"A.schema.registry.url": "http://a", "A.schema.registry.max.retries": "x"}, "a 32-bit integer >= 0"),
         ({"A.schema.registry.url": "http://a", "A.schema.registry.basic.auth.user.info": "nocolon"}, "user:password"),
-        ({"A.schema.registry.url": "http://u:p@a", "A.schema.registry.basic.auth.user.info": "u:p"}, "give them once"),
+        (
+            {"A.schema.registry.url": "http://u:p@a", "A.schema.registry.basic.auth.user.info": "u:p"},
+            "give the credentials once",
+        ),
         ({"A.schema.registry.url": "http://a", "A.schema.registry.ssl.key.location": "k"}, "ssl.certificate.location"),
         (
             {"A.schema.registry.url": "http://a", "A.schema.registry.basic.auth.credentials.source": "USER_INFO"},

@@ -58,9 +58,11 @@ def cluster_registry(raw: RawConfig, alias: str) -> SchemaRegistrySettings | Non
     key = f"{alias}.{SCHEMA_REGISTRY_PREFIX}"
     for name, value in props.items():
         validate(KEYS[SCHEMA_REGISTRY_PREFIX + name], value, key + name, raw.where(key + name))
-    urls = split_list(props.pop("url", ""))
-    if not any(urls):
-        others = ", ".join(f"'{key}{n}'" for n in props)
+    urls = tuple(u for u in split_list(props.pop("url", "")) if u)
+    others = ", ".join(f"'{key}{n}'" for n, v in props.items() if v)
+    if not urls and not others:
+        return None  # an empty URL names no registry, as an unset one
+    if not urls:
         raise ConfigError(f"{raw.src}: {others} set but not '{key}url': set the cluster's registry URL or remove them")
     for url in urls:
         if not url.lower().startswith(("http://", "https://")):
@@ -82,11 +84,8 @@ def _check_basic_auth(raw: RawConfig, key: str, urls: tuple[str, ...], props: Ma
     if info is not None and ":" not in info:
         raise ConfigError(f"{raw.src}: '{key}basic.auth.user.info' must be user:password (the value is not shown)")
     if info is not None and (in_url or source == "URL"):
-        raise ConfigError(
-            f"{raw.src}: '{key}basic.auth.user.info' is set and the credentials are taken from the URL "
-            f"('{key}url'{' or ' + repr(key + 'basic.auth.credentials.source') + ' = URL' if source else ''}): "
-            "give them once"
-        )
+        where = f"'{key}url' holds user:password@" if in_url else f"'{key}basic.auth.credentials.source' = URL"
+        raise ConfigError(f"{raw.src}: '{key}basic.auth.user.info' is set and {where}: give the credentials once")
     if source == "USER_INFO" and info is None:
         raise ConfigError(
             f"{raw.src}: '{key}basic.auth.credentials.source' = USER_INFO needs '{key}basic.auth.user.info' "
