@@ -41,6 +41,9 @@ STRUCTURAL_FLOW_FIELDS = {
     "target_consumer",
     "extra",
     "connector_clients",
+    # schema replication: from sync.schemas.* and both clusters' <alias>.schema.registry.url (config/schema_sync.py)
+    "sync_schemas_enabled",
+    "sync_schemas_unknown_ids",
 }
 HOLDERS: dict[str, type[Any]] = {
     "flow": FlowConfig,
@@ -111,14 +114,22 @@ def _attribute_reads(root: Path) -> set[str]:
 
 
 # Keys without a field whose value the parser itself consumes: the cluster list, the declared config
-# providers (placeholders are resolved with them), the client keys (they go into ClientSettings) and
-# the switch of the unknown-key check.
-PARSER_CONSUMED = {"clusters", "config.providers", "predicates", "mirrorspark.config.lenient"}
+# providers (placeholders are resolved with them), the client keys (they go into ClientSettings), the
+# cluster keys (a cluster's Schema Registry: they go into SchemaRegistrySettings), the switch of the
+# unknown-key check and the schema replication keys (resolved with both clusters' registries).
+PARSER_CONSUMED = {
+    "clusters",
+    "config.providers",
+    "predicates",
+    "mirrorspark.config.lenient",
+    "sync.schemas.enabled",
+    "sync.schemas.unknown.ids",
+}
 
 
 def _used_without_field(k: ConfigKey) -> bool:
     """Whether the parser uses ``k`` itself; deprecated aliases fill their replacement's field."""
-    return k.name in PARSER_CONSUMED or k.scope == "client" or k.replaced_by is not None
+    return k.name in PARSER_CONSUMED or k.scope in ("client", "cluster") or k.replaced_by is not None
 
 
 def test_every_key_is_used_or_deliberately_accepted() -> None:

@@ -12,6 +12,7 @@ from mirrorspark.cli.app import app
 from mirrorspark.client.context import ReplicationContext
 from mirrorspark.config.keys import MASK, is_secret, masked
 from mirrorspark.config.model import ClientSettings
+from mirrorspark.errors import ConfigError
 from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionAssignment
 
 pytestmark = pytest.mark.unit
@@ -34,6 +35,11 @@ SECRET_NAMES = [
     "A.consumer.sasl.password",
     "basic.auth.user.info",
     "SASL.PASSWORD",
+    "schema.registry.basic.auth.user.info",
+    "A.schema.registry.basic.auth.user.info",
+    "schema.registry.ssl.key.password",
+    "schema.registry.bearer.auth.token",
+    "schema.registry.bearer.auth.client.secret",
 ]
 
 PLAIN_NAMES = [
@@ -45,6 +51,10 @@ PLAIN_NAMES = [
     "ssl.endpoint.identification.algorithm",
     "client.id",
     "group.id",
+    "schema.registry.url",
+    "schema.registry.ssl.ca.location",
+    "schema.registry.bearer.auth.client.id",
+    "schema.registry.bearer.auth.logical.cluster",
 ]
 
 
@@ -121,6 +131,50 @@ def test_config_and_context_reprs_hold_no_secret() -> None:
         assert SECRET not in repr(obj) and SECRET not in str(obj), type(obj).__name__
     settings = ClientSettings(properties={"ssl.keystore.passphrase": SECRET})
     assert SECRET not in repr(settings)
+
+
+REGISTRY_SECRETS = (
+    f"A.schema.registry.url = https://u:{SECRET}@registry-a:8081\n"
+    "A.schema.registry.ssl.certificate.location = /client.pem\n"
+    f"A.schema.registry.ssl.key.password = {SECRET}\n"
+    "B.schema.registry.url = https://registry-b:8081\n"
+    f"B.schema.registry.basic.auth.user.info = u:{SECRET}\n"
+)
+
+
+def test_schema_registry_secrets_are_masked_in_every_repr() -> None:
+    cfg, _, _, clients = two_clusters(
+        REGISTRY_SECRETS
+        + "B->A.enabled = true\nB->A.sync.schemas.enabled = true\n"
+        + "A.schema.registry.bearer.auth.credentials.source = STATIC_TOKEN\n"
+        + f"A.schema.registry.bearer.auth.token = {SECRET}\nA.schema.registry.bearer.auth.logical.cluster = lsrc-1\n"
+    )
+    ctx = ReplicationContext(cfg, clients).flow("A", "B")
+    registry = cfg.cluster("A").schema_registry
+    assert registry is not None and cfg.flow("A", "B").sync_schemas_enabled
+    for obj in (cfg, cfg.cluster("A"), cfg.cluster("B"), registry, cfg.cluster("B").schema_registry, ctx):
+        assert SECRET not in repr(obj) and SECRET not in str(obj), type(obj).__name__
+    assert "https://******@registry-a:8081" in repr(registry) and "lsrc-1" in repr(registry)
+    # the settings themselves still carry them (the registry client needs them), also after pickling
+    assert pickle.loads(pickle.dumps(registry)).to_client_config()["bearer.auth.token"] == SECRET
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        f"A.schema.registry.url = https://u:{SECRET}@a\nA.schema.registry.basic.auth.user.info = u:{SECRET}\n",
+        f"A.schema.registry.url = u:{SECRET}@a:8081\n",
+        f"A.schema.registry.url = https://a\nA.schema.registry.basic.auth.user.info = {SECRET}\n",
+        f"A.schema.registry.url = https://a\nA.schema.registry.bearer.auth.token = {SECRET}\n",
+        f"A.schema.registry.url = https://a\nA.schema.registry.ssl.key.password = {SECRET}\n",
+        f"A.schema.registry.basic.auth.user.info = u:{SECRET}\n",
+    ],
+)
+def test_schema_registry_errors_and_logs_hold_no_secret(extra: str, caplog: pytest.LogCaptureFixture) -> None:
+    with pytest.raises(ConfigError) as e:
+        two_clusters(extra)
+    assert SECRET not in str(e.value)
+    assert SECRET not in caplog.text
 
 
 def test_spark_conf_option_needs_key_value() -> None:

@@ -29,6 +29,7 @@ from mirrorspark.config.keys import (
 )
 from mirrorspark.config.model import ClientSettings, ClusterConfig
 from mirrorspark.config.raw import RawConfig, strip_prefix
+from mirrorspark.config.schema_sync import cluster_registry
 from mirrorspark.config.values import split_list
 from mirrorspark.errors import ConfigError
 
@@ -36,7 +37,8 @@ from mirrorspark.errors import ConfigError
 def cluster_config(raw: RawConfig, alias: str) -> ClusterConfig:
     """Compose the configuration of cluster ``alias``: its bootstrap servers, its clients' settings (``clusterProps``).
 
-    Raises ConfigError when the cluster has no ``<alias>.bootstrap.servers`` nor top-level ``bootstrap.servers``.
+    Raises ConfigError when the cluster has no ``<alias>.bootstrap.servers`` nor top-level ``bootstrap.servers``, or
+    its Schema Registry keys do not hold (:func:`~mirrorspark.config.schema_sync.cluster_registry`).
     """
     own = raw.cluster_raw[alias]
     servers = join_servers(own.get("bootstrap.servers") or raw.top_all.get("bootstrap.servers") or "")
@@ -52,6 +54,7 @@ def cluster_config(raw: RawConfig, alias: str) -> ClusterConfig:
         admin=roles["admin"],
         consumer=roles["consumer"],
         producer=roles["producer"],
+        schema_registry=cluster_registry(raw, alias),
     )
 
 

@@ -27,6 +27,8 @@ from mirrorspark.config.keys import (
 )
 from mirrorspark.config.model import FlowConfig, PolicyConfig
 from mirrorspark.config.raw import RawConfig
+from mirrorspark.config.schema_sync import FLOW_KEYS as SCHEMA_SYNC_KEYS
+from mirrorspark.config.schema_sync import flow_schema_sync
 from mirrorspark.config.values import to_value
 from mirrorspark.core.placement_rules import PlacementRules, parse_placement_rules
 from mirrorspark.core.transforms import INSERT_HEADER, TransformsConfig, parse_transforms
@@ -78,6 +80,7 @@ def flow_config(raw: RawConfig, s: str, t: str) -> FlowConfig:
     flow_enabled = flow_values.pop("enabled")
     has_herder = ("enabled" in flow_raw and flow_enabled) or flow_values["emit_heartbeats_enabled"]
     enabled = flow_enabled and has_herder
+    flow_values.update(flow_schema_sync(raw, s, t, merged, written, enabled=enabled))
 
     for ck in _WORKER_FILL_KEYS:
         found = _worker(raw, ck.name, t)
@@ -99,6 +102,7 @@ def flow_config(raw: RawConfig, s: str, t: str) -> FlowConfig:
         k: v.strip()
         for k, v in merged.items()
         if k not in _TYPED_FLOW_KEYS
+        and k not in SCHEMA_SYNC_KEYS
         and not consumed_by_clients(k)
         and not k.startswith(("config.providers", "transforms", "predicates"))  # transforms: typed
     }

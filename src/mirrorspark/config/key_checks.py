@@ -12,13 +12,15 @@ from mirrorspark.config.key_names import check_client_values, report_unknown_key
 from mirrorspark.config.keys import KEYS, WORKER_PREFIXES, ConfigKey, is_client_key
 from mirrorspark.config.raw import RawConfig
 from mirrorspark.config.values import split_list, validate
+from mirrorspark.errors import ConfigError
 
 
 def check_keys(raw: RawConfig, *, lenient: bool = False) -> None:
     """Refuse unknown keys, validate known ones, warn about misplaced ones (warnings: :meth:`RawConfig.warn`).
 
-    Raises ConfigError for unknown keys (unless ``lenient``: one error, each with its line and a suggestion) or an
-    invalid value (naming the key as written); BadRegexError for an invalid regex.
+    Raises ConfigError for unknown keys (unless ``lenient``: one error, each with its line and a suggestion), an
+    invalid value (naming the key as written) or a cluster key (``schema.registry.*``) without its ``<alias>.``;
+    BadRegexError for an invalid regex.
     """
     report_unknown_keys(raw, unknown_keys(raw), lenient=lenient)
     check_client_values(raw)
@@ -39,6 +41,11 @@ def _check_top_level(raw: RawConfig) -> None:
 
 
 def _check_known(raw: RawConfig, ck: ConfigKey, key: str, value: str, written: str, *, flow_level: bool) -> None:
+    if ck.scope == "cluster":
+        raise ConfigError(
+            f"{raw.where(written)}: '{written}' names no cluster: each cluster names its own Schema Registry, "
+            f"set it as '<alias>.{key}'"
+        )
     if not flow_level and ck.scope == "flow":
         raw.warn(f"'{key}' is ignored at top level: MM2 reads it per flow only; set it as '<source>-><target>.{key}'")
         return

@@ -29,6 +29,7 @@ from mirrorspark.config.keys import (
     MIRRORSPARK_PREFIX,
     ROLE_PREFIXES,
     ROLES,
+    SCHEMA_REGISTRY_PREFIX,
     SIDE_ROLE_PREFIXES,
     SIDES,
     is_client_key,
@@ -60,6 +61,7 @@ _CONNECTOR_CLIENT_PREFIXES: Final = tuple(c + p for c in CONNECTOR_CLIENT_PREFIX
 _FLOW_PREFIXES: Final = FLOW_CLIENT_PREFIXES + _OVERRIDE_PREFIXES + _CONNECTOR_CLIENT_PREFIXES
 _PLAIN_NAMES: Final = frozenset(KEYS) | CONNECT_NAMES | CLIENT_PROPERTY_NAMES
 _MIRRORSPARK_NAMES: Final = tuple(k.name for k in CONFIG_KEYS if k.name.startswith(MIRRORSPARK_PREFIX))
+_REGISTRY_NAMES: Final = tuple(k.name for k in CONFIG_KEYS if k.name.startswith(SCHEMA_REGISTRY_PREFIX))
 _CUTOFF: Final = 0.8  # difflib ratio: 'topcs' ~ 'topics' 0.91, 'max.poll.recordz' ~ 'max.poll.records' 0.94
 
 
@@ -81,6 +83,8 @@ def _suggest(name: str, client_prefixes: tuple[str, ...]) -> str | None:
     """Return the valid name closest to ``name`` at its place, by :func:`difflib.get_close_matches`, or ``None``."""
     if name.startswith(MIRRORSPARK_PREFIX):
         return next(iter(difflib.get_close_matches(name, _MIRRORSPARK_NAMES, 1, _CUTOFF)), None)
+    if name.startswith(SCHEMA_REGISTRY_PREFIX):  # confluent-kafka's SchemaRegistryClient names, under the prefix
+        return next(iter(difflib.get_close_matches(name, _REGISTRY_NAMES, 1, 0.6)), None)
     prefix = _client_prefix(name, client_prefixes)
     if prefix is not None:
         best = difflib.get_close_matches(name[len(prefix) :], CLIENT_PROPERTY_NAMES, 1, _CUTOFF)

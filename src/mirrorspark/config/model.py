@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 
 from mirrorspark.config.keys import MASK, show
 from mirrorspark.config.librdkafka import SPARK_REJECTED, to_librdkafka
+from mirrorspark.config.schema_registry import SchemaRegistrySettings
 from mirrorspark.core.placement_rules import PlacementRules
 from mirrorspark.core.transforms import NO_TRANSFORMS, TransformsConfig
 from mirrorspark.errors import ConfigError, UnknownAliasError
@@ -112,13 +113,14 @@ class ClientSettings(_Frozen):
 
 @dataclass(frozen=True, kw_only=True, repr=False)
 class ClusterConfig(_Frozen):
-    """One Kafka cluster named in ``clusters``."""
+    """One Kafka cluster named in ``clusters``; ``schema_registry``: ``None`` without ``<alias>.schema.registry.*``."""
 
     alias: str
     bootstrap_servers: str
     admin: ClientSettings
     consumer: ClientSettings
     producer: ClientSettings
+    schema_registry: SchemaRegistrySettings | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -136,6 +138,8 @@ class FlowConfig(_Frozen):
 
     Each field comes from ``S->T.<key>``, else the top-level ``<key>``, else MM2's default (worker fields from
     ``<T>.<key>``); the key filling it is declared once in :data:`CONFIG_KEYS`. Durations in ``_s`` or ``_ms``.
+    ``sync_schemas_enabled``: whether the flow replicates schemas and translates schema ids (``sync.schemas.enabled``,
+    by default iff both clusters name a Schema Registry); ``sync_schemas_unknown_ids``: ``"fail"`` or ``"copy"``.
     """
 
     source: str
@@ -190,6 +194,8 @@ class FlowConfig(_Frozen):
     offset_flush_records: int = 1000
     source_connector_name: str = "MirrorSourceConnector"
     fence_tasks_max: int = 0
+    sync_schemas_enabled: bool = False
+    sync_schemas_unknown_ids: str = "fail"
     policy: PolicyConfig
     source_consumer: ClientSettings
     source_admin: ClientSettings
@@ -446,5 +452,6 @@ __all__ = [
     "FlowConfig",
     "MirrorConfig",
     "PolicyConfig",
+    "SchemaRegistrySettings",
     "ServiceConfig",
 ]

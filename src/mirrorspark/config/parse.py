@@ -21,8 +21,9 @@ settings of a role are composed along MM2's chain (:mod:`~mirrorspark.config.cli
 
 The steps, each a module: the file's keys resolved and sorted by where they apply
 (:mod:`~mirrorspark.config.raw`), checked as written (:mod:`~mirrorspark.config.key_checks`), each
-cluster's client settings (:mod:`~mirrorspark.config.client_chain`), each flow merged and typed
-(:mod:`~mirrorspark.config.flow_merge`), the top-level keys of mirrorspark's data path and service (here).
+cluster's client settings (:mod:`~mirrorspark.config.client_chain`) and Schema Registry
+(:mod:`~mirrorspark.config.schema_sync`), each flow merged and typed (:mod:`~mirrorspark.config.flow_merge`),
+the top-level keys of mirrorspark's data path and service (here).
 
 Every key is declared once in :data:`~mirrorspark.config.keys.CONFIG_KEYS`; a key nobody knows (not mirrorspark's,
 MM2's, Kafka Connect's, nor a Kafka or librdkafka client property where one goes) is an error naming its line and

@@ -62,11 +62,21 @@ SOURCE_KEYS: Final = frozenset(
         "add.source.alias.to.metrics",
         "transforms",
         "predicates",
+        "sync.schemas.enabled",
+        "sync.schemas.unknown.ids",
     }
 )
 """Read by ``MirrorSourceConnector`` (or its data path) only; ``tasks.max`` is the copy tasks' count."""
 
-SOURCE_PREFIXES: Final = ("transforms.", "predicates.", "consumer.override.", "producer.override.", "admin.override.")
+SOURCE_PREFIXES: Final = (
+    "transforms.",
+    "predicates.",
+    "consumer.override.",
+    "producer.override.",
+    "admin.override.",
+    "source.cluster.schema.registry.",  # the clusters' Schema Registries: the source connector copies the schemas
+    "target.cluster.schema.registry.",
+)
 TOPIC_KEYS: Final = frozenset({"topics", "topics.exclude", "topics.blacklist", "topic.filter.class"})
 """Read by the source and checkpoint connectors, not the heartbeat connector."""
 

@@ -11,6 +11,10 @@ top-level ``<side>.<role>.*``, ``S->T.<side>.<role>.*``); a checkpoint or heartb
 own (``S->T.mirrorspark.<kind>.*``) gets those in place of the flow's ``S->T.`` client keys. Placeholders are kept
 as written.
 
+Each cluster's Schema Registry (``<alias>.schema.registry.*``) goes to the source connector as
+``source.cluster.schema.registry.*`` and ``target.cluster.schema.registry.*``, the spelling connector configs are read
+with (:mod:`~mirrorspark.config.connect.to_properties`).
+
 Not carried over (listed in :attr:`Connectors.dropped`): Connect worker settings (``<alias>.offset.storage.topic``,
 ``<alias>.exactly.once.source.support`` ...: set them on the Connect worker) and mirrorspark's top-level keys.
 """
@@ -30,6 +34,7 @@ from mirrorspark.config.keys import (
     KEYS,
     MIRRORSPARK_PREFIX,
     ROLES,
+    SCHEMA_REGISTRY_PREFIX,
     SIDES,
     is_client_key,
 )
@@ -119,7 +124,8 @@ def _dropped(key: str, aliases: tuple[str, ...]) -> bool:
         return False
     head, _, rest = key.partition(".")
     if head in aliases:
-        return not is_client_key(rest) and not rest.startswith(tuple(f"{r}." for r in ROLES))
+        kept = (SCHEMA_REGISTRY_PREFIX, *(f"{r}." for r in ROLES))
+        return not is_client_key(rest) and not rest.startswith(kept)
     if key.startswith(MIRRORSPARK_PREFIX):
         return True
     ck = KEYS.get(key)
@@ -140,7 +146,7 @@ def _flow_config(
     out = {k: v for k, v in top.items() if _is_connector_key(k)}
     for side, alias in zip(SIDES, (s, t), strict=True):
         for k, v in {**top, **cluster[alias]}.items():
-            if is_client_key(k):
+            if is_client_key(k) or (k.startswith(SCHEMA_REGISTRY_PREFIX) and k in cluster[alias]):
                 out[f"{side}.cluster.{k}"] = v
         for role in ROLES:
             for k, v in {**_prefixed(cluster[alias], f"{role}."), **_prefixed(top, f"{side}.{role}.")}.items():

@@ -24,6 +24,10 @@ Per replication flow ``S->T`` (the connectors sharing ``source.cluster.alias`` =
 * the source connector's ``name`` becomes ``S->T.mirrorspark.source.connector.name`` (unless it is MM2's
   ``MirrorSourceConnector``): Connect keys the flow's source offsets by it, so mirrorspark resumes from
   what Connect committed and Connect from what mirrorspark committed;
+* a connector's ``source.cluster.schema.registry.*`` and ``target.cluster.schema.registry.*`` keys (its clusters'
+  Schema Registries, ``<side>.cluster.`` as for every other cluster key) become ``<alias>.schema.registry.*``: a
+  cluster has one registry, so connectors naming the alias that set one key differently are refused;
+  ``sync.schemas.enabled`` and ``sync.schemas.unknown.ids`` are the source connector's, ``S->T.`` as its other keys;
 * ``name``, ``connector.class``, the aliases, ``enabled`` and the converters (checked to be
   ``ByteArrayConverter``) are consumed.
 """
@@ -40,7 +44,7 @@ from mirrorspark.config.connect.model import KINDS, Connector, ConnectorKind, Wo
 from mirrorspark.config.connect.ownership import readers
 from mirrorspark.config.connect.shapes import ConnectInput
 from mirrorspark.config.connect.worker import worker_properties
-from mirrorspark.config.keys import MIRRORSPARK_PREFIX, ROLES, SIDES, is_client_key
+from mirrorspark.config.keys import MIRRORSPARK_PREFIX, ROLES, SCHEMA_REGISTRY_PREFIX, SIDES, is_client_key
 from mirrorspark.errors import ConfigError
 from mirrorspark.mm2.records import MIRROR_SOURCE_CONNECTOR
 
@@ -167,6 +171,7 @@ def _cluster_keys(aliases: list[str], out: ConvertedProperties) -> dict[tuple[st
         servers, origin = _cluster_servers(alias, naming, out)
         out.props[f"{alias}.{SERVERS}"], out.origins[f"{alias}.{SERVERS}"] = servers, origin
         lifted[(alias, SERVERS)] = servers
+        _registry_keys(alias, naming, out)
         for key, by_connector in values.items():
             if len(by_connector) == len(naming) and len({v.strip() for v, _, _ in by_connector.values()}) == 1:
                 value, first, side = next(iter(by_connector.values()))
@@ -174,6 +179,32 @@ def _cluster_keys(aliases: list[str], out: ConvertedProperties) -> dict[tuple[st
                 out.origins[f"{alias}.{key}"] = _origin(first, f"{side}.cluster.{key}")
                 lifted[(alias, key)] = value.strip()
     return lifted
+
+
+def _registry_keys(alias: str, naming: list[tuple[str, Connector]], out: ConvertedProperties) -> None:
+    """Write the ``<side>.cluster.schema.registry.*`` keys of the connectors naming ``alias`` as its own.
+
+    Raises ConfigError (two connectors set one key differently; the message names both, never the values).
+    """
+    taken: dict[str, tuple[Connector, str]] = {}
+    for side, c in naming:
+        prefix = f"{side}.cluster."
+        for key, value in c.config.items():
+            if not _is_registry(key) or not key.startswith(prefix):
+                continue
+            name = key[len(prefix) :]
+            first = taken.setdefault(name, (c, key))
+            if first[0].config[first[1]].strip() != value.strip():
+                raise ConfigError(
+                    f"{first[0].where(first[1])} and {c.where(key)} give cluster '{alias}' different values of "
+                    f"'{name}': a cluster has one Schema Registry, so give every connector naming it the same"
+                )
+            out.props[f"{alias}.{name}"], out.origins[f"{alias}.{name}"] = value, _origin(*first)
+
+
+def _is_registry(key: str) -> bool:
+    """Whether ``key`` is a connector's cluster registry key, ``<side>.cluster.schema.registry.*``."""
+    return key.startswith(tuple(f"{side}.cluster.{SCHEMA_REGISTRY_PREFIX}" for side in SIDES))
 
 
 def _cluster_servers(alias: str, naming: list[tuple[str, Connector]], out: ConvertedProperties) -> tuple[str, str]:
@@ -278,7 +309,7 @@ def _merged(
         if c is None:
             continue
         for key in c.config:
-            if key in _CONSUMED or key.startswith(CONVERTER_KEYS) or _is_client(key):
+            if key in _CONSUMED or key.startswith(CONVERTER_KEYS) or _is_client(key) or _is_registry(key):
                 continue
             if kind not in readers(key):
                 continue

@@ -1,8 +1,8 @@
 """The key registry: every configuration key mirrorspark knows, declared once.
 
 :class:`ConfigKey` and its vocabulary (``config_key``), MM2's keys (``mm2_keys``), mirrorspark's own
-(``mirrorspark_keys``), the registry that joins them and the shapes of unregistered keys (``registry``),
-and secret values (``masking``). Import from here: this package is the registry's public surface.
+(``mirrorspark_keys``, ``schema_registry_keys``), the registry that joins them and the shapes of unregistered keys
+(``registry``), and secret values (``masking``). Import from here: this package is the registry's public surface.
 """
 
 from mirrorspark.config.keys.config_key import ACCEPTED_NOTE, ConfigKey, KeyEffect, KeyHolder, KeyScope, KeyType
@@ -27,6 +27,11 @@ from mirrorspark.config.keys.registry import (
     WORKER_PREFIXES,
     is_client_key,
 )
+from mirrorspark.config.keys.schema_registry_keys import (
+    SCHEMA_REGISTRY_PREFIX,
+    SYNC_SCHEMAS_ENABLED,
+    SYNC_SCHEMAS_UNKNOWN_IDS,
+)
 
 __all__ = [
     "ACCEPTED_NOTE",
@@ -43,10 +48,13 @@ __all__ = [
     "RETIRED_BATCH_ENGINE",
     "ROLES",
     "ROLE_PREFIXES",
+    "SCHEMA_REGISTRY_PREFIX",
     "SIDES",
     "SIDE_CLUSTER_PREFIXES",
     "SIDE_ROLE_PREFIXES",
     "SOURCE_PLACEHOLDER",
+    "SYNC_SCHEMAS_ENABLED",
+    "SYNC_SCHEMAS_UNKNOWN_IDS",
     "WORKER_PREFIXES",
     "ConfigKey",
     "KeyEffect",

@@ -17,11 +17,12 @@ KeyEffect = Literal["used", "accepted"]
 ACCEPTED_NOTE: Final = "accepted for MM2 compatibility, no effect"
 """How ``config-reference`` marks keys whose :attr:`ConfigKey.effect` is ``accepted``."""
 
-KeyScope = Literal["driver", "client", "connector", "flow", "worker", "mirrorspark"]
+KeyScope = Literal["driver", "client", "cluster", "connector", "flow", "worker", "mirrorspark"]
 """Where a key is read.
 
 ``driver``: top level only (``clusters``); ``client``: top level, ``<alias>.``, ``<role>.``, ``<side>.<role>.``;
-``connector``: top level or ``S->T.``; ``flow``: ``S->T.`` only; ``worker``: ``<T>.<key>`` (``offset.storage*`` also
+``cluster``: ``<alias>.<key>`` only (a cluster's Schema Registry); ``connector``: top level or ``S->T.``; ``flow``:
+``S->T.`` only; ``worker``: ``<T>.<key>`` (``offset.storage*`` also
 top level, MM2's ``workerConfig``); ``mirrorspark``: mirrorspark's own, top level only.
 """
 

@@ -14,9 +14,10 @@ from typing import Final
 from mirrorspark.config.keys.config_key import ConfigKey
 from mirrorspark.config.keys.mirrorspark_keys import MIRRORSPARK_KEYS
 from mirrorspark.config.keys.mm2_keys import MM2_KEYS
+from mirrorspark.config.keys.schema_registry_keys import SCHEMA_REGISTRY_KEYS
 
-CONFIG_KEYS: Final[tuple[ConfigKey, ...]] = MM2_KEYS + MIRRORSPARK_KEYS
-"""Every key mirrorspark knows, in MM2's order: driver, client, connector, worker, mirrorspark keys."""
+CONFIG_KEYS: Final[tuple[ConfigKey, ...]] = MM2_KEYS + MIRRORSPARK_KEYS + SCHEMA_REGISTRY_KEYS
+"""Every key mirrorspark knows, in MM2's order: driver, client, connector, worker, mirrorspark, Schema Registry keys."""
 
 KEYS: Final[Mapping[str, ConfigKey]] = MappingProxyType({k.name: k for k in CONFIG_KEYS})
 if len(KEYS) != len(CONFIG_KEYS):  # pragma: no cover - guards the registry itself
