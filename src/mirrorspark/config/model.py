@@ -139,7 +139,8 @@ class FlowConfig(_Frozen):
     Each field comes from ``S->T.<key>``, else the top-level ``<key>``, else MM2's default (worker fields from
     ``<T>.<key>``); the key filling it is declared once in :data:`CONFIG_KEYS`. Durations in ``_s`` or ``_ms``.
     ``sync_schemas_enabled``: whether the flow replicates schemas and translates schema ids (``sync.schemas.enabled``,
-    by default iff both clusters name a Schema Registry); ``sync_schemas_unknown_ids``: ``"fail"`` or ``"copy"``.
+    by default iff both clusters name a Schema Registry); ``sync_schemas_unknown_ids``: ``"fail"`` or ``"copy"``;
+    ``sync_schemas_interval_s``: seconds between the driver's schema syncs.
     """
 
     source: str
@@ -196,6 +197,7 @@ class FlowConfig(_Frozen):
     fence_tasks_max: int = 0
     sync_schemas_enabled: bool = False
     sync_schemas_unknown_ids: str = "fail"
+    sync_schemas_interval_s: float = 10.0
     policy: PolicyConfig
     source_consumer: ClientSettings
     source_admin: ClientSettings

@@ -15,6 +15,7 @@ from mirrorspark.config.keys import (
     KEYS,
     SCHEMA_REGISTRY_PREFIX,
     SYNC_SCHEMAS_ENABLED,
+    SYNC_SCHEMAS_INTERVAL,
     SYNC_SCHEMAS_UNKNOWN_IDS,
 )
 from mirrorspark.config.raw import RawConfig, strip_prefix
@@ -127,7 +128,7 @@ def _check_bearer(raw: RawConfig, key: str, props: Mapping[str, str]) -> None:
 def flow_schema_sync(
     raw: RawConfig, s: str, t: str, merged: Mapping[str, str], written: Mapping[str, str], *, enabled: bool
 ) -> dict[str, Any]:
-    """Read flow ``S->T``'s schema replication fields: ``sync_schemas_enabled``, ``sync_schemas_unknown_ids``.
+    """Read flow ``S->T``'s schema replication fields: ``sync_schemas_enabled``, ``_unknown_ids``, ``_interval_s``.
 
     Unset, replication is on iff both clusters name a registry. Raises ConfigError if ``sync.schemas.enabled`` is
     true for the flow (``S->T.``, or top level for an enabled flow) and a cluster names no registry (the message
@@ -145,13 +146,18 @@ def flow_schema_sync(
                 f"{missing}, or set '{s}->{t}.{SYNC_SCHEMAS_ENABLED} = false'"
             )
         on = on and both
-    ck = KEYS[SYNC_SCHEMAS_UNKNOWN_IDS]
-    name = ck.name
-    value, where = (merged[name], written[name]) if name in merged else (ck.default or "", f"{name} (default)")
-    return {"sync_schemas_enabled": on, "sync_schemas_unknown_ids": to_value(ck, value, where, raw.src)}
+    out: dict[str, Any] = {"sync_schemas_enabled": on}
+    for field, name in (
+        ("sync_schemas_unknown_ids", SYNC_SCHEMAS_UNKNOWN_IDS),
+        ("sync_schemas_interval_s", SYNC_SCHEMAS_INTERVAL),
+    ):
+        ck = KEYS[name]
+        value, where = (merged[name], written[name]) if name in merged else (ck.default or "", f"{name} (default)")
+        out[field] = to_value(ck, value, where, raw.src)
+    return out
 
 
-FLOW_KEYS: Final = frozenset({SYNC_SCHEMAS_ENABLED, SYNC_SCHEMAS_UNKNOWN_IDS})
+FLOW_KEYS: Final = frozenset({SYNC_SCHEMAS_ENABLED, SYNC_SCHEMAS_UNKNOWN_IDS, SYNC_SCHEMAS_INTERVAL})
 """The merged flow keys :func:`flow_schema_sync` reads (not :attr:`FlowConfig.extra`)."""
 
 

@@ -216,6 +216,8 @@ class Replicator:
             self.totals.append(totals)
             self.control.add_jobs(totals, lock=flow.lock)
             self.control.add_jobs(flow, lock=flow.lock)
+            if flow.schemas is not None:  # registry calls only, never the flow's state: not under its lock
+                self.control.add_jobs(flow.schemas)
         emitters = {cp.name: cp for cp in self.checkpoints}
         interval_ms = self.config.data_path.metrics_interval_ms
         for flow in self.flows:

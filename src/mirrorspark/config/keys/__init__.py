@@ -30,6 +30,7 @@ from mirrorspark.config.keys.registry import (
 from mirrorspark.config.keys.schema_registry_keys import (
     SCHEMA_REGISTRY_PREFIX,
     SYNC_SCHEMAS_ENABLED,
+    SYNC_SCHEMAS_INTERVAL,
     SYNC_SCHEMAS_UNKNOWN_IDS,
 )
 
@@ -54,6 +55,7 @@ __all__ = [
     "SIDE_ROLE_PREFIXES",
     "SOURCE_PLACEHOLDER",
     "SYNC_SCHEMAS_ENABLED",
+    "SYNC_SCHEMAS_INTERVAL",
     "SYNC_SCHEMAS_UNKNOWN_IDS",
     "WORKER_PREFIXES",
     "ConfigKey",

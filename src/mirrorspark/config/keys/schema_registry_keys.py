@@ -15,6 +15,7 @@ SCHEMA_REGISTRY_PREFIX: Final = "schema.registry."
 """The prefix of a cluster's registry keys (``<alias>.schema.registry.<client name>``)."""
 SYNC_SCHEMAS_ENABLED: Final = "sync.schemas.enabled"
 SYNC_SCHEMAS_UNKNOWN_IDS: Final = "sync.schemas.unknown.ids"
+SYNC_SCHEMAS_INTERVAL: Final = "sync.schemas.interval.seconds"
 _SECRET: Final = " A secret: masked in every message; write it as ${file:...} or ${env:...}."
 
 
@@ -171,8 +172,26 @@ SCHEMA_REGISTRY_KEYS: Final[tuple[ConfigKey, ...]] = (
         "and id; copy copies the record unchanged and counts it. mirrorspark's own key, per flow or at top level.",
         choices=("fail", "copy"),
     ),
+    ConfigKey(
+        SYNC_SCHEMAS_INTERVAL,
+        "int",
+        "10",
+        "With schema replication on: how often the driver copies every subject of the flow's topics (and every "
+        "RecordNameStrategy subject) that gained versions or changed its compatibility level. A record's schema "
+        "is registered on the target before the record in any case (the copy task copies what it meets first). "
+        "Redpanda's shadow links poll the source registry every 10 s too. mirrorspark's own key, per flow or at "
+        "top level.",
+        unit="s",
+        minimum=1,
+    ),
 )
 """The registry keys of a cluster (scope ``cluster``), then the schema replication keys of a flow."""
 
 
-__all__ = ["SCHEMA_REGISTRY_KEYS", "SCHEMA_REGISTRY_PREFIX", "SYNC_SCHEMAS_ENABLED", "SYNC_SCHEMAS_UNKNOWN_IDS"]
+__all__ = [
+    "SCHEMA_REGISTRY_KEYS",
+    "SCHEMA_REGISTRY_PREFIX",
+    "SYNC_SCHEMAS_ENABLED",
+    "SYNC_SCHEMAS_INTERVAL",
+    "SYNC_SCHEMAS_UNKNOWN_IDS",
+]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from mirrorspark.errors import SchemaIdUnknownError, SchemaSubjectConflictError
+from mirrorspark.core.schemas.references import SubjectVersion, cycle_error
+from mirrorspark.errors import SchemaIdUnknownError, SchemaReferenceCycleError, SchemaSubjectConflictError
 
 UNKNOWN_IDS_KEY: Final = "sync.schemas.unknown.ids"
 """The key whose value ``copy`` copies records with an unknown schema id unchanged (named by the error's message)."""
@@ -43,4 +44,9 @@ def subject_conflict(
     )
 
 
-__all__ = ["UNKNOWN_IDS_COPY", "UNKNOWN_IDS_KEY", "subject_conflict", "unknown_schema_id"]
+def reference_cycle(cycle: list[SubjectVersion]) -> SchemaReferenceCycleError:
+    """Build the error of versions that reference each other in ``cycle`` (each referencing the next)."""
+    return cycle_error(cycle, len(cycle))
+
+
+__all__ = ["UNKNOWN_IDS_COPY", "UNKNOWN_IDS_KEY", "reference_cycle", "subject_conflict", "unknown_schema_id"]

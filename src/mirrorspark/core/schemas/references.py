@@ -71,7 +71,7 @@ def registration_order(references: Mapping[SubjectVersion, Collection[SubjectVer
                 heapq.heappush(ready, user)
     if len(order) < len(needs):
         stuck = {v for v, n in waiting.items() if n > 0}
-        raise _cycle_error(_a_cycle(stuck, needs), len(stuck))
+        raise cycle_error(_a_cycle(stuck, needs), len(stuck))
     return order
 
 
@@ -87,7 +87,8 @@ def _a_cycle(stuck: set[SubjectVersion], needs: Mapping[SubjectVersion, set[Subj
     return path[seen[version] :]
 
 
-def _cycle_error(cycle: list[SubjectVersion], stuck: int) -> SchemaReferenceCycleError:
+def cycle_error(cycle: list[SubjectVersion], stuck: int) -> SchemaReferenceCycleError:
+    """Build the error of ``stuck`` versions that cannot be registered, ``cycle`` among them (each needing the next)."""
     names = " -> ".join(f"{v.subject} version {v.version}" for v in [*cycle, cycle[0]])
     return SchemaReferenceCycleError(
         f"schemas of the source registry need each other in a cycle ({names}; a version needs what it references "
@@ -97,4 +98,4 @@ def _cycle_error(cycle: list[SubjectVersion], stuck: int) -> SchemaReferenceCycl
     )
 
 
-__all__ = ["SubjectVersion", "registration_order"]
+__all__ = ["SubjectVersion", "cycle_error", "registration_order"]

@@ -31,6 +31,7 @@ from mirrorspark.replication.connector.gap_ledger import GapLedger
 from mirrorspark.replication.connector.positions import PartitionPosition, Positions
 from mirrorspark.replication.connector.progress_channel import ProgressChannelReader
 from mirrorspark.replication.connector.scheduler import PeriodicJob
+from mirrorspark.replication.connector.schema_sync import SchemaSync
 from mirrorspark.replication.connector.task_configs import TaskConfigs
 from mirrorspark.replication.connector.topic_sync import TopicSync
 
@@ -75,6 +76,7 @@ class Flow:
             ledger=self.ledger,
         )
         self.tasks = TaskConfigs(context, isolation_level=self.isolation_level)
+        self.schemas = SchemaSync.for_flow(context, lambda: self.topics.topic_filter)  # None: bytes as they are
         self.copied = CopiedRanges()  # exact upstream->downstream knowledge, for checkpoints
         self.task_count_seen = 0  # 1 + the highest task index in the flow's progress reports (ids to fence)
         self.previous_tasks = 0  # task indexes of the replicator taken over from, to fence (exactly once)
@@ -172,8 +174,9 @@ class Flow:
         """Connect, create internal topics, read stored offsets and copied runs, discover topics.
 
         Raises ``ClusterUnreachableError``, ``ClusterError`` (an internal topic), ``SourceConnectorNameError``
-        (offsets stored only under another connector name) or ``ConfigError`` (exactly once, another
-        replicator's task count unknown: :func:`~mirrorspark.client.connect_tasks.previous_tasks_to_fence`).
+        (offsets stored only under another connector name), ``ConfigError`` (exactly once, another
+        replicator's task count unknown: :func:`~mirrorspark.client.connect_tasks.previous_tasks_to_fence`) or
+        ``SchemaRegistryError`` (schema replication: :meth:`SchemaSync.start`).
         """
         self.source_admin.check_reachable()
         self.target_admin.check_reachable()
@@ -207,6 +210,8 @@ class Flow:
                 self.config, read_previous_task_count(self.context), foreign=foreign
             )
         self.refresh_topics()
+        if self.schemas is not None:
+            self.schemas.start()
 
     def _offset_history(
         self, others: dict[str, dict[PartitionKey, int]] | None = None
@@ -351,6 +356,7 @@ class Flow:
             restarted=frozenset(k for k, p in self.partitions.items() if p.restarted),
             epoch=epoch,
             run=self.positions.run,
+            schemas=self.schemas.task_spec() if self.schemas is not None else None,
         )
 
     def apply_report(
@@ -379,6 +385,8 @@ class Flow:
             self.reports.close()
             self.reports = None
         self.ledger.close()
+        if self.schemas is not None:
+            self.schemas.close()
         self.source_admin = self.target_admin = None  # type: ignore[assignment]
 
 

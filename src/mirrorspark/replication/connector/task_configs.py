@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 from mirrorspark.client.connect_tasks import transactional_id
 from mirrorspark.client.context import FlowContext
 from mirrorspark.errors import ConfigError
-from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionAssignment, PartitionKey
+from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionAssignment, PartitionKey, SchemaIdsSpec
 
 T = TypeVar("T")
 
@@ -186,13 +186,15 @@ class TaskConfigs:
         restarted: frozenset[PartitionKey] = frozenset(),
         epoch: int = 0,
         run: str | None = None,
+        schemas: SchemaIdsSpec | None = None,
     ) -> list[CopyTaskSpec]:
         """Cut ``order`` into ``min(tasks.max, partitions)`` copy tasks from their positions, in task-index order.
 
         ``grant_address`` is the driver's grant server ``(host, port, token)``; ``stop_at`` a bounded copy's end
         offsets; ``topic_ids`` (KIP-516) and ``restarted`` go into each
         :class:`~mirrorspark.replication.task.spec.PartitionAssignment`; ``epoch`` (0: no lease) and ``run``
-        into the :class:`~mirrorspark.replication.task.spec.CopyTaskSpec`. Raises ``ConfigError`` when a
+        into the :class:`~mirrorspark.replication.task.spec.CopyTaskSpec`, as does ``schemas`` (schema-id
+        translation; ``None``: bytes as they are). Raises ``ConfigError`` when a
         client setting (e.g. ``max.block.ms``) is invalid.
         """
         cfg, names = self.context.flow_config, self.context.internal_topics
@@ -237,6 +239,7 @@ class TaskConfigs:
                     stop_at=None if stop_at is None else {k: stop_at.get(k, positions[k]) for k in keys},
                     epoch=epoch,
                     run=run,
+                    schemas=schemas,
                 )
             )
         return out

@@ -21,6 +21,7 @@ from mirrorspark.mm2.connect_offsets import OffsetHistory
 from mirrorspark.replication.task.commit import SOURCE_END_TIMEOUT_S, StoredOffsetsReader, TopicIdsReader
 from mirrorspark.replication.task.grant_client import GrantClient
 from mirrorspark.replication.task.runner import CopyTaskRunner
+from mirrorspark.replication.task.schema_ids import SchemaIdTranslator
 from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionKey, TaskOutcome, TaskResult
 from mirrorspark.replication.task.stored_offsets import read_stored_offsets
 
@@ -146,6 +147,7 @@ def run_copy_task(spec: CopyTaskSpec) -> TaskResult:
     data = _producer(spec.producer_conf, **({"transactional.id": spec.transactional_id} if spec.exactly_once else {}))
     commits = _producer(spec.commit_conf)
     syncs = _producer(spec.syncs_conf) if spec.syncs_conf is not None else None
+    schema_ids = SchemaIdTranslator.for_task(spec.schemas, spec.flow) if spec.schemas is not None else None
     outcome: TaskOutcome | None = None
     try:
         grants = GrantClient(
@@ -167,6 +169,7 @@ def run_copy_task(spec: CopyTaskSpec) -> TaskResult:
             sources=sources,
             stored_offsets=stored_offsets_reader(spec),
             topic_ids=topic_ids_reader(spec),
+            schema_ids=schema_ids,
         )
         result = runner.run()
         outcome = result.outcome
@@ -175,6 +178,8 @@ def run_copy_task(spec: CopyTaskSpec) -> TaskResult:
         clean = outcome in CLEAN_OUTCOMES
         for p in (data, commits, syncs):
             _release(p, clean=clean)
+        if schema_ids is not None:
+            schema_ids.close()
 
 
 def warm_worker(index: int) -> int:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import KafkaError
 
@@ -11,6 +11,9 @@ from mirrorspark.kafka.protocols import DeliveredLike
 from mirrorspark.mm2.metrics import HISTOGRAM_SIZE, bucket_of
 from mirrorspark.mm2.offset_syncs import CopiedSegment, SyncState
 from mirrorspark.replication.task.spec import PartitionAssignment, PartitionKey
+
+if TYPE_CHECKING:
+    from mirrorspark.replication.task.schema_ids import SchemaIdTranslator
 
 LATENCY_SAMPLE_MASK = 15
 """Replication latency and record age are sampled on every 16th record of a partition (the 1st, 17th, ... a task
@@ -52,6 +55,10 @@ class PartitionCopy:
         "produced_n",
         "read_to",
         "reports",
+        "schema_hits",
+        "schema_ids",
+        "schema_misses",
+        "schema_unknown",
         "segments",
         "state",
         "target_topic",
@@ -65,6 +72,7 @@ class PartitionCopy:
         self.partition = assignment.partition
         self.target_topic = assignment.target_topic
         self.transforms = assignment.transforms
+        self.schema_ids: SchemaIdTranslator | None = None  # the task's, unless the flow copies bytes as they are
         self.committed = assignment.start
         self.read_to = -1  # next offset to read, as far as this task has read (-1: nothing yet)
         self.state = SyncState()
@@ -92,6 +100,7 @@ class PartitionCopy:
     def reset_interval(self) -> None:
         """Start a new reporting interval: bytes, drops, latency and record-age figures back to zero."""
         self.value_bytes = self.key_bytes = self.dropped = 0
+        self.schema_hits = self.schema_misses = self.schema_unknown = 0
         self.lat_sum = self.lat_max = self.lat_n = 0
         self.lat_min = self.age_min = -1  # -1: no sample yet
         self.lat_hist = [0] * HISTOGRAM_SIZE

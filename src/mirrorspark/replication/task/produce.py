@@ -20,7 +20,7 @@ def forward(
 ) -> None:
     """Produce source record ``m`` (at upstream ``offset``) to the same partition of ``pc``'s remote topic.
 
-    Unchanged unless the flow has transforms; a record one drops is counted in
+    Unchanged unless the flow has transforms or translates schema ids; a record a transform drops is counted in
     :attr:`PartitionCopy.dropped` and never in ``pc.upstream``, so no sync or segment claims it. A full
     queue, a just-added remote partition or a record too large take :func:`produce_careful`. Raises as
     it does, and DataPathError when a transform fails or changes the record's topic or partition.
@@ -37,6 +37,8 @@ def forward(
             return
         key, value, timestamp_ms = out.key, out.value, out.timestamp_ms
         headers = list(out.headers) or None
+    if pc.schema_ids is not None:  # after the transforms, where Connect's converter would run
+        key, value = pc.schema_ids.translated(pc, key, value, offset)
     pc.upstream.append(offset)
     pc.produced_n += 1
     if not (pc.produced_n - 1) & LATENCY_SAMPLE_MASK and ts_type:
@@ -84,6 +86,7 @@ def forward_run(
         pc.read_to = cast(int, msgs[i - 1].offset()) + 1
         return i
     produce, target, delivered = producer.produce, pc.target_topic, pc.delivered
+    translator = pc.schema_ids
     upstream = pc.upstream
     append = upstream.append
     sampled = pc.produced_n  # records produced before the run: the 1st, 17th, ... of the task are sampled
@@ -97,6 +100,8 @@ def forward_run(
         ts_type, ts = m.timestamp()
         timestamp_ms = ts if ts_type else 0
         value, key, headers = m.value(), m.key(), m.headers()
+        if translator is not None:
+            key, value = translator.translated(pc, key, value, offset)
         append(offset)
         try:
             # Positional: topic, value, key, partition, callback, on_delivery (alias, unused), timestamp.

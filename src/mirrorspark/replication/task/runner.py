@@ -37,6 +37,7 @@ from mirrorspark.replication.task.failures import consumer_error
 from mirrorspark.replication.task.grant_client import Grants, GrantState
 from mirrorspark.replication.task.partition import TaskPartitions
 from mirrorspark.replication.task.produce import forward_run
+from mirrorspark.replication.task.schema_ids import SchemaIdTranslator
 from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionKey, TaskOutcome, TaskResult
 
 POLL_TIMEOUT_S = 0.25
@@ -77,8 +78,9 @@ class CopyTaskRunner:
     ``data`` is the idempotent (exactly once: transactional, not yet initialised) target producer;
     ``syncs_producer`` is ``None`` when the flow emits no offset syncs; ``sources`` is kept current by
     the consumer's statistics; ``stored_offsets`` and ``topic_ids`` are exactly-once readers (``None``:
-    the driver's positions, no topic-id check). The runner closes the consumer and the grants when
-    :meth:`run` returns; the producers are the caller's.
+    the driver's positions, no topic-id check); ``schema_ids`` translates the schema ids of every
+    partition's records but heartbeats' (``None``: bytes as they are). The runner closes the consumer and
+    the grants when :meth:`run` returns; the producers are the caller's.
     """
 
     def __init__(
@@ -94,6 +96,7 @@ class CopyTaskRunner:
         clock: Callable[[], float] = time.monotonic,
         stored_offsets: StoredOffsetsReader | None = None,
         topic_ids: TopicIdsReader | None = None,
+        schema_ids: SchemaIdTranslator | None = None,
     ) -> None:
         self.spec = spec
         self.consumer = consumer
@@ -101,6 +104,10 @@ class CopyTaskRunner:
         self.grants = grants
         self.clock = clock
         self.parts = TaskPartitions(spec.partitions)
+        if schema_ids is not None and spec.schemas is not None:
+            heartbeats = spec.schemas.naming.policy.is_heartbeats_topic
+            for pc in self.parts.by_key.values():
+                pc.schema_ids = None if heartbeats(pc.assignment.source_topic) else schema_ids
         self._backlog = False  # the last poll was a full one: the next may wait to fill
         self._produced = 0  # records produced since the last commit (in flight ones included)
         self._committed_once = False  # the first commit (as soon as records are acknowledged) was made

@@ -8,6 +8,8 @@ from enum import StrEnum
 from typing import Any
 
 from mirrorspark.config.keys import masked
+from mirrorspark.config.schema_registry import SchemaRegistrySettings
+from mirrorspark.core.schemas.copier import SubjectNaming
 from mirrorspark.core.transforms import BoundChain
 from mirrorspark.errors import ErrorInfo
 from mirrorspark.mm2.records import MIRROR_SOURCE_CONNECTOR
@@ -44,6 +46,19 @@ class PartitionAssignment:
 
 
 @dataclass(frozen=True, slots=True, repr=False)
+class SchemaIdsSpec:
+    """A flow's schema-id translation as its copy tasks receive it (picklable; the settings mask their secrets)."""
+
+    source: SchemaRegistrySettings
+    target: SchemaRegistrySettings
+    naming: SubjectNaming
+    copy_unknown: bool = False
+
+    def __repr__(self) -> str:
+        return f"SchemaIdsSpec(source={self.source!r}, target={self.target!r}, copy_unknown={self.copy_unknown})"
+
+
+@dataclass(frozen=True, slots=True, repr=False)
 class CopyTaskSpec:
     """Everything one long-running copy task needs: its partitions, client configurations and where it commits.
 
@@ -54,7 +69,7 @@ class CopyTaskSpec:
     ``None`` skip reading stored offsets and checking topic ids; ``stop_at`` (end offsets) makes a
     bounded copy; ``epoch`` is the lease epoch (0 without a lease) and ``run`` the driver run, both
     written in the reports (``engine-audit.md`` F5, ``engine-audit-2.md`` N6); ``after_other_holder``:
-    produce nothing before the first grant (N5).
+    produce nothing before the first grant (N5); ``schemas`` ``None`` copies keys and values byte for byte.
     """
 
     flow: str
@@ -87,6 +102,7 @@ class CopyTaskSpec:
     epoch: int = 0
     run: str | None = None
     after_other_holder: bool = False
+    schemas: SchemaIdsSpec | None = None
 
     @property
     def exactly_once(self) -> bool:
@@ -130,4 +146,12 @@ class TaskResult:
     error: ErrorInfo | None = None
 
 
-__all__ = ["FLUSH_RECORDS", "CopyTaskSpec", "PartitionAssignment", "PartitionKey", "TaskOutcome", "TaskResult"]
+__all__ = [
+    "FLUSH_RECORDS",
+    "CopyTaskSpec",
+    "PartitionAssignment",
+    "PartitionKey",
+    "SchemaIdsSpec",
+    "TaskOutcome",
+    "TaskResult",
+]
