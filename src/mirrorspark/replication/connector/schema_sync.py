@@ -46,7 +46,7 @@ class SchemaSync:
 
     @classmethod
     def for_flow(cls, context: FlowContext, topic_filter: Callable[[], TopicFilter]) -> SchemaSync | None:
-        """Return the flow's schema sync, ``None`` when it copies keys and values as they are (``sync.schemas.enabled``)."""
+        """Return the flow's schema sync, ``None`` when it copies records as they are (``sync.schemas.enabled``)."""
         return cls(context, topic_filter) if context.flow_config.sync_schemas_enabled else None
 
     def naming(self) -> SubjectNaming:
