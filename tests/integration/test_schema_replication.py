@@ -1,0 +1,229 @@
+"""Schema Registry replication on real brokers, real Apicurio registries and real Spark (#39).
+
+Records are produced with confluent-kafka's stock serializers against the source registry and read back on the
+target with the stock deserializers against the target registry, which was loaded with unrelated schemas first
+so that no id matches by chance.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import Any
+
+import pytest
+from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
+from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
+from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
+from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
+from confluent_kafka.serialization import MessageField, SerializationContext
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from helpers import consume_all, create_topic, produce, unique_name
+from pyspark.sql import SparkSession
+from test_checkpoints import config, replicate
+
+from mirrorspark.config.model import MirrorConfig
+from mirrorspark.kafka.local.model import LocalClusters
+from mirrorspark.replication.driver import Replicator
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+
+ADDRESS = {"type": "record", "name": "Address", "namespace": "com.acme", "fields": [{"name": "city", "type": "string"}]}
+ORDER = {
+    "type": "record",
+    "name": "Order",
+    "namespace": "com.acme",
+    "fields": [{"name": "id", "type": "long"}, {"name": "ship_to", "type": "com.acme.Address"}],
+}
+READING_JSON = {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "title": "Reading",
+    "type": "object",
+    "properties": {"sensor": {"type": "string"}, "value": {"type": "number"}},
+    "required": ["sensor", "value"],
+}
+
+
+def reading_class(package: str) -> Any:
+    """A Protobuf message class ``<package>.Reading`` (sensor, value), built without protoc."""
+    fdp = descriptor_pb2.FileDescriptorProto(name=f"{package}/reading.proto", package=package, syntax="proto3")
+    m = fdp.message_type.add(name="Reading")
+    m.field.add(name="sensor", number=1, type=descriptor_pb2.FieldDescriptorProto.TYPE_STRING)
+    m.field.add(name="value", number=2, type=descriptor_pb2.FieldDescriptorProto.TYPE_DOUBLE)
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(fdp)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{package}.Reading"))
+
+
+def preload_unrelated(client: SchemaRegistryClient, prefix: str, n: int = 7) -> None:
+    """Register ``n`` unrelated schemas, so the target's ids differ from the source's."""
+    for i in range(n):
+        schema = {"type": "record", "name": f"Unrelated{i}", "fields": [{"name": f"f{i}", "type": "int"}]}
+        client.register_schema(f"{prefix}-unrelated-{i}-value", Schema(json.dumps(schema), "AVRO"))
+
+
+def registry_config(
+    local_clusters: LocalClusters, registries: tuple[str, str], topics: str, **extra: str
+) -> MirrorConfig:
+    source_url, target_url = registries
+    return config(
+        local_clusters,
+        [("primary", "backup")],
+        topics=topics,
+        **{"primary.schema.registry.url": source_url, "backup.schema.registry.url": target_url, **extra},
+    )
+
+
+def ids_of(records: list[dict[str, Any]], field: str) -> set[int]:
+    return {int.from_bytes(r[field][1:5], "big") for r in records if r[field] is not None}
+
+
+def test_avro_protobuf_and_json_schema_records_deserialize_on_the_target(
+    local_clusters: LocalClusters, spark: SparkSession, schema_registries: tuple[str, str]
+) -> None:
+    p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
+    source = SchemaRegistryClient({"url": schema_registries[0]})
+    target = SchemaRegistryClient({"url": schema_registries[1]})
+    name = unique_name("sr")
+    preload_unrelated(target, name)
+    avro_t, proto_t, json_t = f"{name}-orders", f"{name}-readings", f"{name}-events"
+    for t in (avro_t, proto_t, json_t):
+        create_topic(p, t, partitions=2)
+
+    # Avro: a value referencing another subject's record (RecordNameStrategy subject), an Avro string key
+    address_id = source.register_schema("com.acme.Address", Schema(json.dumps(ADDRESS), "AVRO"))
+    assert address_id > 0
+    source.set_compatibility(f"{avro_t}-value", "BACKWARD")
+    order_schema = Schema(json.dumps(ORDER), "AVRO", [SchemaReference("com.acme.Address", "com.acme.Address", 1)])
+    avro_value = AvroSerializer(source, order_schema)
+    avro_key = AvroSerializer(source, '"string"')
+    orders = [{"id": i, "ship_to": {"city": f"city-{i}"}} for i in range(40)]
+    produce(
+        p,
+        avro_t,
+        [
+            {
+                "key": avro_key(f"k{i}", SerializationContext(avro_t, MessageField.KEY)),
+                "value": avro_value(o, SerializationContext(avro_t, MessageField.VALUE)),
+            }
+            for i, o in enumerate(orders)
+        ],
+    )
+    # Protobuf: message indexes after the id stay as they are
+    reading = reading_class(name.replace("-", "_"))
+    proto_value = ProtobufSerializer(reading, source, {"use.deprecated.format": False})
+    readings = [reading(sensor=f"s{i}", value=i / 4) for i in range(40)]
+    produce(
+        p, proto_t, [{"value": proto_value(r, SerializationContext(proto_t, MessageField.VALUE))} for r in readings]
+    )
+    # JSON Schema
+    json_value = JSONSerializer(json.dumps(READING_JSON), source)
+    events = [{"sensor": f"e{i}", "value": i * 1.5} for i in range(40)]
+    produce(p, json_t, [{"value": json_value(e, SerializationContext(json_t, MessageField.VALUE))} for e in events])
+    # a value that only looks like wire format would be copied unchanged if not in wire format: a plain one
+    produce(p, json_t, [{"value": b"not in wire format"}])
+
+    cfg = registry_config(local_clusters, schema_registries, f"{avro_t}|{proto_t}|{json_t}")
+    replicate(cfg, spark)
+
+    def remote(t: str) -> list[dict[str, Any]]:
+        return sorted(consume_all(b, f"primary.{t}"), key=lambda r: (r["partition"], r["offset"]))
+
+    def local(t: str) -> list[dict[str, Any]]:
+        return sorted(consume_all(p, t), key=lambda r: (r["partition"], r["offset"]))
+
+    # Every byte but the ids is the source's; every id is the target's, never the source's
+    for t in (avro_t, proto_t, json_t):
+        src, dst = local(t), remote(t)
+        assert len(src) == len(dst)
+        for s, d in zip(src, dst, strict=True):
+            for field in ("key", "value"):
+                if s[field] is None or s[field][:1] != b"\0":
+                    assert d[field] == s[field]
+                else:
+                    assert d[field][:1] + d[field][5:] == s[field][:1] + s[field][5:]
+                    sid, tid = (int.from_bytes(x[field][1:5], "big") for x in (s, d))
+                    assert target.get_schema(tid).schema_str == source.get_schema(sid).schema_str
+        assert not ids_of(dst, "value") & ids_of(src, "value"), "an id was copied untranslated"
+
+    # 100 % deserialize with the stock deserializers against the target registry, equal to the source's objects
+    avro_read = AvroDeserializer(target)
+    got = [avro_read(r["value"], SerializationContext(f"primary.{avro_t}", MessageField.VALUE)) for r in remote(avro_t)]
+    assert sorted(got, key=lambda o: o["id"]) == orders
+    keys = [avro_read(r["key"], SerializationContext(f"primary.{avro_t}", MessageField.KEY)) for r in remote(avro_t)]
+    assert sorted(keys) == sorted(f"k{i}" for i in range(40))
+    proto_read = ProtobufDeserializer(reading, {"use.deprecated.format": False}, target)
+    got_p = [
+        proto_read(r["value"], SerializationContext(f"primary.{proto_t}", MessageField.VALUE)) for r in remote(proto_t)
+    ]
+    assert sorted((r.sensor, r.value) for r in got_p) == sorted((r.sensor, r.value) for r in readings)
+    json_read = JSONDeserializer(None, schema_registry_client=target)
+    got_j = [
+        json_read(r["value"], SerializationContext(f"primary.{json_t}", MessageField.VALUE))
+        for r in remote(json_t)
+        if r["value"][:1] == b"\0"
+    ]
+    assert sorted(got_j, key=lambda e: e["sensor"]) == sorted(events, key=lambda e: e["sensor"])
+
+    # Subjects renamed as the policy renames topics (RecordNameStrategy's kept), versions and levels carried
+    subjects = set(target.get_subjects())
+    for s in (f"{avro_t}-value", f"{avro_t}-key", f"{proto_t}-value", f"{json_t}-value"):
+        assert f"primary.{s}" in subjects
+        assert len(target.get_versions(f"primary.{s}")) == len(source.get_versions(s))
+    assert "com.acme.Address" in subjects
+    assert target.get_compatibility(f"primary.{avro_t}-value") == "BACKWARD"
+    assert not any(s.startswith(name) and not s.startswith(f"{name}-unrelated") for s in subjects)
+
+
+def test_a_thousand_evolutions_while_the_flow_runs(
+    local_clusters: LocalClusters, spark: SparkSession, schema_registries: tuple[str, str]
+) -> None:
+    """Each record is produced right after its schema's new version is registered on the source."""
+    p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
+    source = SchemaRegistryClient({"url": schema_registries[0]})
+    target = SchemaRegistryClient({"url": schema_registries[1]})
+    topic = unique_name("sr-evolve")
+    preload_unrelated(target, topic, n=3)
+    create_topic(p, topic, partitions=1)
+    source.set_compatibility(f"{topic}-value", "BACKWARD")
+    cfg = registry_config(local_clusters, schema_registries, topic, **{"sync.schemas.interval.seconds": "2"})
+    r = Replicator(cfg, spark)
+    runner = threading.Thread(target=r.run, daemon=True)
+    runner.start()
+    try:
+        evolutions = 1000
+        for i in range(evolutions):
+            schema = {
+                "type": "record",
+                "name": "Event",
+                "fields": [{"name": "id", "type": "int"}, {"name": f"note{i}", "type": "string", "default": ""}],
+            }
+            ser = AvroSerializer(source, json.dumps(schema))  # registers version i+1 on its first record
+            produce(
+                p,
+                topic,
+                [{"value": ser({"id": i, f"note{i}": str(i)}, SerializationContext(topic, MessageField.VALUE))}],
+            )
+        deadline = time.monotonic() + 240
+        copied: list[dict[str, Any]] = []
+        while time.monotonic() < deadline:
+            copied = consume_all(b, f"primary.{topic}")
+            if len(copied) >= evolutions:
+                break
+            time.sleep(1)
+        assert len(copied) == evolutions
+    finally:
+        r.request_stop()
+        runner.join(60)
+    read = AvroDeserializer(target)
+    failures = 0
+    got = []
+    for rec in copied:
+        try:
+            got.append(read(rec["value"], SerializationContext(f"primary.{topic}", MessageField.VALUE)))
+        except Exception:  # counted: the issue's figure is the number of deserialization failures
+            failures += 1
+    assert failures == 0
+    assert [o["id"] for o in sorted(got, key=lambda o: o["id"])] == list(range(evolutions))
+    assert len(target.get_versions(f"primary.{topic}-value")) == evolutions
