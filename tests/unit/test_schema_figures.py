@@ -53,8 +53,26 @@ NOW = 1_800_000_000_000
 FIGURES = SchemaSyncFigures(subjects=12, versions=30, registered=4, synced_at_ms=NOW - 2000)
 
 
-def report(**kw: int) -> PartitionReport:
-    return dataclasses.replace(PartitionReport("A->B", "orders", 0, 0, 1, 10, 10, 100, 0, 0, 0, 0, (), NOW), **kw)
+def report(*, schema_hits: int = 0, schema_misses: int = 0, schema_unknown: int = 0) -> PartitionReport:
+    return PartitionReport(
+        "A->B",
+        "orders",
+        0,
+        0,
+        1,
+        10,
+        10,
+        100,
+        0,
+        0,
+        0,
+        0,
+        (),
+        NOW,
+        schema_hits=schema_hits,
+        schema_misses=schema_misses,
+        schema_unknown=schema_unknown,
+    )
 
 
 # ------------------------------------------------------------------ the copy task's counts
