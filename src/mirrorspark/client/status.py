@@ -334,7 +334,7 @@ def flow_status(
     failover, published_schemas = read_driver_records(ctx, client_id=ctx.client_id(f"{cid}-failover-consumer"))
     counts = SchemaStatus.of(published_schemas, list(copied.values()))
     replicates = (
-        flow.sync_schemas_enabled or published_schemas is not None or counts.ids_translated + counts.unknown_ids
+        flow.sync_schemas_enabled or published_schemas is not None or counts.ids_translated + counts.unknown_ids > 0
     )
     schemas = counts if replicates else None
     return FlowStatus(flow.name, state, last, tuple(topics), tuple(gaps), error, failover, schemas)
