@@ -6,6 +6,7 @@ that need inputs that flow does not produce, such as the drops of a transform.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import pytest
@@ -17,14 +18,15 @@ from mirrorspark.service.aggregation import aggregate_stream
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
 
-def report(partition: int, records: int, dropped: int, at_ms: int) -> tuple[bytes, bytes]:
+def report(
+    partition: int, records: int, dropped: int, at_ms: int, hits: int = 0, misses: int = 0, unknown: int = 0
+) -> tuple[bytes, bytes]:
     r = PartitionReport("A->B", "t", partition, 0, 1, records, records, records, 0, 0, 0, 0, (), at_ms, dropped=dropped)
-    return encode_report(r)
+    return encode_report(dataclasses.replace(r, schema_hits=hits, schema_misses=misses, schema_unknown=unknown))
 
 
-def test_a_transforms_drops_become_the_dropped_record_count_series(spark: object) -> None:
-    now = int(time.time() * 1000)
-    raw = [report(0, 10, 7, now - 2000), report(0, 5, 3, now - 1000), report(1, 20, 0, now - 1000)]
+def minute_series(spark: object, raw: list[tuple[bytes, bytes]]) -> dict[tuple[str, int | None], Summary]:
+    """The 1-minute summaries of the aggregation of ``raw``, per series and partition."""
     df = spark.createDataFrame(raw, "key binary, value binary")  # type: ignore[attr-defined]
     aggregates = [
         decode_aggregate(bytes(r.key, "utf-8"), bytes(r.value, "utf-8")) for r in aggregate_stream(df).collect()
@@ -36,8 +38,31 @@ def test_a_transforms_drops_become_the_dropped_record_count_series(spark: object
             best = minute.get((a.key.metric, a.key.partition))
             if best is None or a.summary.count > best.count:
                 minute[(a.key.metric, a.key.partition)] = a.summary
+    return minute
+
+
+def test_a_transforms_drops_become_the_dropped_record_count_series(spark: object) -> None:
+    now = int(time.time() * 1000)
+    minute = minute_series(
+        spark, [report(0, 10, 7, now - 2000), report(0, 5, 3, now - 1000), report(1, 20, 0, now - 1000)]
+    )
     drops = minute[("dropped-record-count", 0)]
     assert (drops.count, drops.sum, drops.min, drops.max) == (2, 10.0, 3.0, 7.0)
     assert minute[("record-count", 0)].sum == 15.0
     assert ("dropped-record-count", 1) not in minute  # no drops in the interval: no sample
     assert minute[("record-count", 1)].sum == 20.0
+
+
+def test_schema_id_counts_become_their_series(spark: object) -> None:
+    now = int(time.time() * 1000)
+    raw = [
+        report(0, 10, 0, now - 2000, hits=8, misses=2),
+        report(0, 5, 0, now - 1000, hits=5, unknown=1),
+        report(1, 20, 0, now - 1000),  # a partition without schema ids: no sample
+    ]
+    minute = minute_series(spark, raw)
+    hits = minute[("schema-id-cache-hit-count", 0)]
+    assert (hits.count, hits.sum) == (2, 13.0)
+    assert minute[("schema-id-cache-miss-count", 0)].sum == 2.0
+    assert minute[("schema-id-unknown-count", 0)].sum == 1.0
+    assert not [k for k in minute if k[0].startswith("schema-") and k[1] == 1]

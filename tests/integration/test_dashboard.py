@@ -31,16 +31,20 @@ from playwright.sync_api import Browser, Page, sync_playwright
 from pyspark.sql import SparkSession
 
 from mirrorspark.config.parse import parse_config
+from mirrorspark.core.lifetime_totals import TopicTotals, encode_totals
 from mirrorspark.core.progress_records import (
     FlowMetrics,
+    FlowSchemas,
     GroupMetrics,
     GroupPartition,
     PartitionLag,
     TopicLag,
     encode_flow_metrics,
+    encode_flow_schemas,
     encode_group_metrics,
     encode_topic_lag,
 )
+from mirrorspark.core.schemas.figures import SchemaSyncFigures
 from mirrorspark.kafka.local.model import LocalClusters
 from mirrorspark.mm2.records import Heartbeat
 from mirrorspark.service.api import create_app
@@ -218,6 +222,9 @@ def _graph_store() -> Store:
     assert store.apply("channel", *encode_topic_lag(lag))
     g = GroupMetrics("A->B", "g1", now, 7, (GroupPartition("t", "A.t", 0, 80, 70, 70, 10, 12),))
     assert store.apply("channel", *encode_group_metrics(g))
+    assert store.apply("channel", *encode_flow_schemas(FlowSchemas("A->B", now, SchemaSyncFigures(12, 30, 4, now))))
+    t = TopicTotals(90, 900, 0, now, schema_hits=90, schema_misses=10, schema_unknown=2)
+    assert store.apply("progress", *encode_totals("A->B", "t", t))
     return store
 
 
@@ -279,5 +286,11 @@ def test_the_graph_draws_active_active_and_multi_hop(graph_api: str, browser: Br
     assert "remote" in (page.locator("#graph g.edge[data-flow='C->A']").get_attribute("class") or "")
     assert dash.cell("tr[data-topic='t']", "lag") == "10"
     assert dash.cell("tr[data-group='g1']", "failover-rereads") == "12"
+    schemas = "section.flow[data-flow='A->B'] .schemas"  # the flow replicates schemas: its strip is shown
+    assert dash.visible(schemas)
+    assert number(dash.cell(schemas, "subjects-synced")) == 12
+    assert number(dash.cell(schemas, "ids-translated")) == 100
+    assert dash.cell(schemas, "id-cache-hit-ratio").startswith("90.0 %")
+    assert number(dash.cell(schemas, "unknown-ids")) == 2
     page.screenshot(path=str(tmp_path / "graph.png"), full_page=True)
     assert dash.errors == [], dash.errors

@@ -14,6 +14,8 @@ remote topics, heartbeats), so it reports MM2's flows as well:
 * **upstream clusters / replication hops**: MirrorClient's view of a cluster's heartbeat topics.
 * **gaps**: source records lost before they were copied (:mod:`mirrorspark.core.gaps`).
 * **failover**: the newest event of the driver's failover policy.
+* **schemas** (a flow that replicates schemas): the driver's newest schema sync figures and the copy
+  tasks' lifetime schema-id counts (translated from the id cache or after asking the registries, unknown).
 """
 
 from __future__ import annotations
@@ -28,8 +30,14 @@ from mirrorspark.client.source_offset_reader import read_flow_source_offsets
 from mirrorspark.client.totals_reader import read_totals
 from mirrorspark.config.model import FlowConfig, MirrorConfig
 from mirrorspark.core.gaps import GapEvent
-from mirrorspark.core.lifetime_totals import FlowState
-from mirrorspark.core.progress_records import FailoverEvent, decode_failover_event, record_kind
+from mirrorspark.core.lifetime_totals import FlowState, TopicTotals
+from mirrorspark.core.progress_records import (
+    FailoverEvent,
+    FlowSchemas,
+    decode_failover_event,
+    decode_flow_schemas,
+    record_kind,
+)
 from mirrorspark.errors import CorruptRecordError
 from mirrorspark.kafka.reader import read_topic
 from mirrorspark.mm2.records import Heartbeat
@@ -58,12 +66,75 @@ class TopicStatus:
     heartbeats: bool = False
 
 
+def hit_ratio(hits: int, misses: int) -> float | None:
+    """Return the schema id cache's hit ratio ``hits / (hits + misses)`` in [0, 1], ``None`` before any lookup."""
+    return hits / (hits + misses) if hits + misses else None
+
+
+@dataclass(frozen=True)
+class SchemaStatus:
+    """A flow's schema replication: the driver's newest sync figures and the copy tasks' id counts.
+
+    ``subjects``/``versions``: source subjects (and their versions) the target holds under the policy's names;
+    ``registered``: versions the driver registered since it started; ``synced_at_ms``: when the last sync pass
+    ended (epoch ms); ``error``: that pass's error; all ``None`` when no figures were published. Id counts are
+    records over the flow's lifetime (keys and values): ``ids_translated`` = ``id_cache_hits`` (from a task's
+    id cache) + ``id_cache_misses`` (after asking the registries); ``unknown_ids``: ids the source registry
+    does not know, copied unchanged; ``id_cache_hit_ratio`` in [0, 1], ``None`` before any translation.
+    """
+
+    subjects: int | None = None
+    versions: int | None = None
+    registered: int | None = None
+    synced_at_ms: int | None = None
+    error: str | None = None
+    ids_translated: int = 0
+    id_cache_hits: int = 0
+    id_cache_misses: int = 0
+    id_cache_hit_ratio: float | None = None
+    unknown_ids: int = 0
+
+    @classmethod
+    def of(cls, published: FlowSchemas | None, totals: list[TopicTotals]) -> SchemaStatus:
+        """Combine the driver's newest ``schemas`` record (``None``: none) with the topics' lifetime totals."""
+        hits = sum(t.schema_hits for t in totals)
+        misses = sum(t.schema_misses for t in totals)
+        f = published.figures if published is not None else None
+        return cls(
+            subjects=f.subjects if f else None,
+            versions=f.versions if f else None,
+            registered=f.registered if f else None,
+            synced_at_ms=f.synced_at_ms if f else None,
+            error=f.error if f else None,
+            ids_translated=hits + misses,
+            id_cache_hits=hits,
+            id_cache_misses=misses,
+            id_cache_hit_ratio=hit_ratio(hits, misses),
+            unknown_ids=sum(t.schema_unknown for t in totals),
+        )
+
+    def summary(self, flow: str) -> str:
+        """One line for ``status``: subjects, versions synced, ids translated, hit ratio, misses, unknown ids, error."""
+        synced = (
+            f"{self.subjects} subjects, {self.versions} versions synced"
+            if self.subjects is not None
+            else "no sync figures published yet"
+        )
+        ratio = f"{self.id_cache_hit_ratio:.1%}" if self.id_cache_hit_ratio is not None else "-"
+        return (
+            f"flow {flow}: schemas: {synced}; {self.ids_translated} ids translated "
+            f"(cache hit ratio {ratio}, {self.id_cache_misses} misses), {self.unknown_ids} unknown ids"
+            + (f"; last sync failed: {self.error}" if self.error else "")
+        )
+
+
 @dataclass(frozen=True)
 class FlowStatus:
     """One flow's state (``running``, ``failed``, ``caught up``, ``stopped`` or ``never started``).
 
     ``last_heartbeat_ms`` in epoch ms, ``None`` if none; ``error`` only for ``failed``; ``failover`` is the
-    newest failover-policy event, ``None`` if never recorded.
+    newest failover-policy event, ``None`` if never recorded; ``schemas`` only for a flow that replicates schemas
+    (``sync.schemas.enabled``, or one whose driver published schema figures or counts).
     """
 
     flow: str
@@ -73,6 +144,7 @@ class FlowStatus:
     gaps: tuple[GapEvent, ...] = field(default_factory=tuple)
     error: str | None = None
     failover: FailoverEvent | None = None
+    schemas: SchemaStatus | None = None
 
     @property
     def partitions(self) -> int:
@@ -137,24 +209,29 @@ def _heartbeats(ctx: FlowContext) -> int | None:
     return max(newest) if newest else None
 
 
-def read_failover_event(ctx: FlowContext, *, client_id: str) -> FailoverEvent | None:
-    """Read the newest ``failover`` record of a flow's progress channel on the target, ``None`` if none.
+def read_driver_records(ctx: FlowContext, *, client_id: str) -> tuple[FailoverEvent | None, FlowSchemas | None]:
+    """Read the newest ``failover`` and ``schemas`` records of a flow's progress channel on the target (``None``: none).
 
     Undecodable records are skipped; raises ClusterError if the target cannot be read.
     """
     flow = ctx.flow_config
     target = ctx.cluster("target")
-    newest: list[FailoverEvent] = []
+    failover: list[FailoverEvent] = []
+    schemas: list[FlowSchemas] = []
 
     def on_record(key: bytes | None, value: bytes | None) -> None:
-        if record_kind(key) != "failover":
-            return
+        kind = record_kind(key)
         try:
-            e = decode_failover_event(key, value)
+            if kind == "failover":
+                e = decode_failover_event(key, value)
+                if e.flow == flow.name and (not failover or e.at >= failover[0].at):
+                    failover[:] = [e]
+            elif kind == "schemas":
+                m = decode_flow_schemas(key, value)
+                if m.flow == flow.name and (not schemas or m.at >= schemas[0].at):
+                    schemas[:] = [m]
         except CorruptRecordError:
             return
-        if e.flow == flow.name and (not newest or e.at >= newest[0].at):
-            newest[:] = [e]
 
     read_topic(
         target.consumer,
@@ -165,7 +242,15 @@ def read_failover_event(ctx: FlowContext, *, client_id: str) -> FailoverEvent | 
         client_id=client_id,
         clients=ctx.clients,
     )
-    return newest[0] if newest else None
+    return (failover[0] if failover else None), (schemas[0] if schemas else None)
+
+
+def read_failover_event(ctx: FlowContext, *, client_id: str) -> FailoverEvent | None:
+    """Read the newest ``failover`` record of a flow's progress channel on the target, ``None`` if none.
+
+    Undecodable records are skipped; raises ClusterError if the target cannot be read.
+    """
+    return read_driver_records(ctx, client_id=client_id)[0]
 
 
 def flow_state(
@@ -246,8 +331,13 @@ def flow_status(
     published = states.get(flow.name)
     state = flow_state(published, started=bool(stored), last_heartbeat_ms=last, now_ms=now_ms, fresh_ms=fresh_ms)
     error = published.error if state == "failed" and published is not None else None
-    failover = read_failover_event(ctx, client_id=ctx.client_id(f"{cid}-failover-consumer"))
-    return FlowStatus(flow.name, state, last, tuple(topics), tuple(gaps), error, failover)
+    failover, published_schemas = read_driver_records(ctx, client_id=ctx.client_id(f"{cid}-failover-consumer"))
+    counts = SchemaStatus.of(published_schemas, list(copied.values()))
+    replicates = (
+        flow.sync_schemas_enabled or published_schemas is not None or counts.ids_translated + counts.unknown_ids > 0
+    )
+    schemas = counts if replicates else None
+    return FlowStatus(flow.name, state, last, tuple(topics), tuple(gaps), error, failover, schemas)
 
 
 def cluster_status(config: MirrorConfig, cluster: str, *, context: ReplicationContext | None = None) -> ClusterStatus:
@@ -270,10 +360,13 @@ __all__ = [
     "ENDED_STATES",
     "ClusterStatus",
     "FlowStatus",
+    "SchemaStatus",
     "TopicStatus",
     "cluster_status",
     "flow_state",
     "flow_status",
+    "hit_ratio",
+    "read_driver_records",
     "read_failover_event",
     "status",
 ]

@@ -12,7 +12,10 @@ Record layout (compact JSON, UTF-8):
 
 * key ``{"flow":"A->B","topic":"t1"}``
 * value ``{"records":<n>,"value_bytes":<n>,"key_bytes":<n>,"timestamp":<epoch ms>,"dropped":<n>}``
-  (``dropped``: records read and dropped by a transform, written only when not 0; absent = 0)
+  (``dropped``: records read and dropped by a transform, written only when not 0; absent = 0), and for a flow
+  that replicates schemas ``"schema_hits"``, ``"schema_misses"``, ``"schema_unknown"``: records whose schema id
+  was translated from a task's id cache, translated after asking the registries, or unknown to the source
+  registry and copied unchanged (each written only when not 0; absent = 0)
 
 and one flow-state record per flow, written by the driver when a flow starts running and when it
 gives up on it (``status`` shows ``failed`` and the error until the flow runs again):
@@ -29,13 +32,20 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class TopicTotals:
-    """Cumulative copy totals of one topic of a flow."""
+    """Cumulative copy totals of one topic of a flow (counts in records, bytes, ``timestamp_ms`` in epoch ms)."""
 
     records: int
     value_bytes: int
     key_bytes: int
     timestamp_ms: int
     dropped: int = 0
+    schema_hits: int = 0
+    schema_misses: int = 0
+    schema_unknown: int = 0
+
+
+_OPTIONAL = ("dropped", "schema_hits", "schema_misses", "schema_unknown")
+"""Totals written only when not 0 (absent = 0): the layout of older versions for flows without them."""
 
 
 def encode_totals(flow: str, topic: str, p: TopicTotals) -> tuple[bytes, bytes]:
@@ -47,8 +57,9 @@ def encode_totals(flow: str, topic: str, p: TopicTotals) -> tuple[bytes, bytes]:
         "key_bytes": p.key_bytes,
         "timestamp": p.timestamp_ms,
     }
-    if p.dropped:  # only flows whose transforms dropped records: the layout of older versions otherwise
-        fields["dropped"] = p.dropped
+    for f in _OPTIONAL:  # only flows whose transforms dropped records, or that translate schema ids
+        if n := getattr(p, f):
+            fields[f] = n
     value = json.dumps(fields, separators=(",", ":")).encode()
     return key, value
 
@@ -64,7 +75,7 @@ def decode_totals(key: bytes | None, value: bytes | None) -> tuple[str, str, Top
         k, v = json.loads(key), json.loads(value)
         if not isinstance(k, dict) or not isinstance(v, dict):
             return None
-        totals = [v["records"], v["value_bytes"], v["key_bytes"], v["timestamp"], v.get("dropped", 0)]
+        totals = [v["records"], v["value_bytes"], v["key_bytes"], v["timestamp"], *(v.get(f, 0) for f in _OPTIONAL)]
         if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in totals):
             return None
         return str(k["flow"]), str(k["topic"]), TopicTotals(*totals)

@@ -201,6 +201,70 @@ MIRRORSPARK_METRICS: Final[tuple[MetricDef, ...]] = (
         "s",
         "When the flow's newest drill started (Unix epoch seconds).",
     ),
+    MetricDef(
+        "schema-id-translated-count",
+        "mirrorspark",
+        "cumulative",
+        "records",
+        "Schema ids of records (keys and values, Confluent wire format) translated to the target registry's ids "
+        "over the flow's lifetime: cache hits + misses.",
+    ),
+    MetricDef(
+        "schema-id-cache-hit-count",
+        "mirrorspark",
+        "cumulative",
+        "records",
+        "Schema ids translated from a copy task's id cache over the flow's lifetime.",
+    ),
+    MetricDef(
+        "schema-id-cache-miss-count",
+        "mirrorspark",
+        "cumulative",
+        "records",
+        "Schema ids translated after asking the registries (not in a copy task's id cache) over the flow's lifetime.",
+    ),
+    MetricDef(
+        "schema-id-unknown-count",
+        "mirrorspark",
+        "cumulative",
+        "records",
+        "Records whose schema id the source registry does not know, copied unchanged, over the flow's lifetime.",
+    ),
+    MetricDef(
+        "schema-subjects-synced",
+        "mirrorspark",
+        "value",
+        "count",
+        "Source subjects the target registry holds under the replication policy's names (the last sync pass).",
+    ),
+    MetricDef(
+        "schema-versions-synced",
+        "mirrorspark",
+        "value",
+        "count",
+        "Versions of those subjects the target registry holds (the last sync pass).",
+    ),
+    MetricDef(
+        "schema-versions-registered-count",
+        "mirrorspark",
+        "cumulative",
+        "count",
+        "Schema versions the flow's driver registered on the target registry since it started.",
+    ),
+    MetricDef(
+        "schema-sync-timestamp-seconds",
+        "mirrorspark",
+        "value",
+        "s",
+        "When the flow's last schema sync pass ended (Unix epoch seconds).",
+    ),
+    MetricDef(
+        "schema-sync-failed",
+        "mirrorspark",
+        "value",
+        "count",
+        "1 when the flow's last schema sync pass failed, else 0.",
+    ),
 )
 """What MM2 does not measure and mirrorspark does."""
 

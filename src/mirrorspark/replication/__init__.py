@@ -15,7 +15,7 @@ Three rooms and a driver, cut as Connect cuts them (each imports only the rooms 
   ``positions``, ``gap_ledger``, ``task_configs`` (``taskConfigs``) and ``progress_channel``;
   ``live_filters``, ``remote_placement``, ``acl_sync``, ``checkpoint_emitter`` and
   ``group_offset_sync`` (KIP-545), ``heartbeats``, ``failover_watch``, ``totals_publisher``,
-  ``connector_clusters`` and the ``scheduler`` of the control jobs.
+  ``schema_figures_publisher``, ``connector_clusters`` and the ``scheduler`` of the control jobs.
 * ``task/`` (MM2 ``MirrorSourceTask``; executor side): the copy task's runner with injected
   clients, its two committers and its ``grant_client``; it imports nothing of the rooms above.
 

@@ -33,6 +33,7 @@ from mirrorspark.replication.connector.failover_watch import FailoverWatcher
 from mirrorspark.replication.connector.flow import Flow
 from mirrorspark.replication.connector.heartbeats import HeartbeatEmitter
 from mirrorspark.replication.connector.scheduler import Scheduler
+from mirrorspark.replication.connector.schema_figures_publisher import SchemaFiguresPublisher
 from mirrorspark.replication.connector.totals_publisher import TotalsPublisher
 from mirrorspark.replication.worker.lease import FlowLease
 from mirrorspark.replication.worker.metrics_publisher import MetricsPublisher
@@ -152,6 +153,8 @@ class Replicator:
         ]
         self._checkpoint_targets: list[dict[tuple[str, str, int], int]] = []
         self.totals: list[TotalsPublisher] = []
+        # one per flow, in flow order: set .figures to the flow's schema sync figures (default: none published)
+        self.schema_figures: list[SchemaFiguresPublisher] = []
         self.metrics: list[MetricsPublisher] = []
         self.control = Scheduler()
         self.background = Scheduler()
@@ -215,6 +218,10 @@ class Replicator:
             totals.start()
             self.totals.append(totals)
             self.control.add_jobs(totals, lock=flow.lock)
+            sync = flow.schemas
+            schemas = SchemaFiguresPublisher(flow, figures=sync.figures) if sync else SchemaFiguresPublisher(flow)
+            self.schema_figures.append(schemas)
+            self.control.add_jobs(schemas, lock=flow.lock)
             self.control.add_jobs(flow, lock=flow.lock)
             if flow.schemas is not None:  # registry calls only, never the flow's state: not under its lock
                 self.control.add_jobs(flow.schemas)
@@ -479,10 +486,14 @@ class Replicator:
         self.heartbeats.close()
         for cp in self.checkpoints:
             cp.close()
-        for closer, what in [
-            (functools.partial(p.close, self.end_states.get(p.flow.name)), f"final totals of {p.flow.name}")
-            for p in self.totals
-        ] + [(m.close, f"final metrics of {m.flow.name}") for m in self.metrics]:
+        for closer, what in (
+            [
+                (functools.partial(p.close, self.end_states.get(p.flow.name)), f"final totals of {p.flow.name}")
+                for p in self.totals
+            ]
+            + [(m.close, f"final metrics of {m.flow.name}") for m in self.metrics]
+            + [(s.close, f"final schema figures of {s.flow.name}") for s in self.schema_figures]
+        ):
             try:
                 closer()
             except Exception as e:  # totals and raw metrics are informational: never fail a clean stop on them

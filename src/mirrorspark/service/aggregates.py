@@ -109,6 +109,22 @@ SERIES: Final[tuple[SeriesDef, ...]] = (
         "Records a transform (transforms) dropped in one commit interval of a copy task: read, never copied.",
     ),
     SeriesDef(
+        "schema-id-cache-hit-count",
+        "records",
+        "Records whose schema id a copy task translated from its id cache, in one commit interval (schema "
+        "replication).",
+    ),
+    SeriesDef(
+        "schema-id-cache-miss-count",
+        "records",
+        "Records whose schema id a copy task translated after asking the registries, in one commit interval.",
+    ),
+    SeriesDef(
+        "schema-id-unknown-count",
+        "records",
+        "Records whose schema id the source registry does not know (copied unchanged), in one commit interval.",
+    ),
+    SeriesDef(
         "replication-latency-ms",
         "ms",
         "Sampled replication latency (ack time - record timestamp), every 16th record.",

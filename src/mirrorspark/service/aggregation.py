@@ -18,7 +18,7 @@ import functools
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from mirrorspark.kafka.jars import jar_dir
 from mirrorspark.mm2.internal_topics import TASK_PROGRESS_PREFIX
@@ -69,11 +69,20 @@ def _sample(
     )
 
 
+SCHEMA_SERIES: Final = (
+    ("schema-id-cache-hit-count", "schema_hits"),
+    ("schema-id-cache-miss-count", "schema_misses"),
+    ("schema-id-unknown-count", "schema_unknown"),
+)
+"""The schema-id series of a partition report: ``(series, report field)``."""
+
+
 def samples_sql() -> str:
     """Return the SQL expression turning one parsed record (``kind``, ``k``, ``v``) into an array of samples.
 
     * a partition report: ``record-count`` and ``byte-count`` (one sample each), ``dropped-record-count``
-      when a transform dropped records in the interval, and when sampled
+      when a transform dropped records in the interval, the ``schema-id-*`` counts (:data:`SCHEMA_SERIES`)
+      when not 0, and when sampled
       ``replication-latency-ms`` and ``record-age-ms`` (count, sum, min, max, histogram);
     * a ``lag`` record: per partition ``replication-lag-records`` and ``replication-lag-ms``;
     * a ``group`` record: ``checkpoint-latency-ms`` per group and ``checkpoint-lag-records`` per
@@ -86,6 +95,12 @@ def samples_sql() -> str:
             "IF(coalesce(v.dropped, 0) > 0, "
             + _sample("dropped-record-count", topic="k.topic", partition="k.partition", total="v.dropped")
             + ", NULL)",
+            *(
+                f"IF(coalesce(v.{field}, 0) > 0, "
+                + _sample(series, topic="k.topic", partition="k.partition", total=f"v.{field}")
+                + ", NULL)"
+                for series, field in SCHEMA_SERIES
+            ),
             "IF(v.latency_samples > 0, "
             + _sample(
                 "replication-latency-ms",
@@ -185,7 +200,8 @@ def _schemas() -> tuple[Any, Any]:
         [
             *fields(
                 "at records value_bytes latency_ms_sum latency_ms_max latency_samples latency_ms_min "
-                "age_ms_sum age_ms_min age_ms_max age_samples latency_ms dropped",
+                "age_ms_sum age_ms_min age_ms_max age_samples latency_ms dropped "
+                "schema_hits schema_misses schema_unknown",
                 LongType(),
             ),
             StructField("latency_hist", ArrayType(LongType())),
@@ -399,6 +415,7 @@ def start_aggregation(
 
 __all__ = [
     "MAX_OFFSETS_PER_TRIGGER",
+    "SCHEMA_SERIES",
     "aggregate_stream",
     "default_checkpoint",
     "progress_pattern",

@@ -38,11 +38,13 @@ from mirrorspark.core.lifetime_totals import FlowState, TopicTotals, decode_flow
 from mirrorspark.core.progress_records import (
     FailoverEvent,
     FlowMetrics,
+    FlowSchemas,
     GroupMetrics,
     PartitionReport,
     TopicLag,
     decode_failover_event,
     decode_flow_metrics,
+    decode_flow_schemas,
     decode_group_metrics,
     decode_report,
     decode_topic_lag,
@@ -82,8 +84,8 @@ itself keeps every drill (compacted, one key per drill); a restarted service rea
 class FlowView:
     """Everything the service knows of one flow ``source->target`` (target = the served cluster).
 
-    ``heartbeat_ms`` in epoch ms (``None`` if none); ``metrics``, ``lags``, ``groups`` and ``failover``
-    are the driver's newest records (mirrorspark flows only); ``status`` is the last :func:`flow_status`
+    ``heartbeat_ms`` in epoch ms (``None`` if none); ``metrics``, ``lags``, ``groups``, ``failover`` and
+    ``schemas`` are the driver's newest records (mirrorspark flows only); ``status`` is the last :func:`flow_status`
     read of a flow without a progress channel; ``drills`` is oldest first, at most :data:`DRILLS_KEPT`.
     """
 
@@ -99,6 +101,7 @@ class FlowView:
     gaps: list[GapEvent] = field(default_factory=list)
     status: FlowStatus | None = None
     failover: FailoverEvent | None = None
+    schemas: FlowSchemas | None = None
     drills: list[DrillResult] = field(default_factory=list)
 
     @property
@@ -263,6 +266,12 @@ class Store:
             view = self._local(e.flow)
             if view is not None and (view.failover is None or e.at >= view.failover.at):
                 view.failover = e
+            return view is not None
+        if kind == "schemas":
+            sc = decode_flow_schemas(key, value)
+            view = self._local(sc.flow)
+            if view is not None and (view.schemas is None or sc.at >= view.schemas.at):
+                view.schemas = sc
             return view is not None
         return False  # a kind of a newer format version: skipped
 

@@ -24,6 +24,9 @@ mirrorspark's own series use the ``mirrorspark_`` prefix (:data:`~mirrorspark.mm
 The newest disaster-recovery drill of each flow (``mirrorspark drill``, :mod:`mirrorspark.core.drills`) gives
 ``mirrorspark_recovery_point_*`` and ``mirrorspark_drill_*`` (also in ``MIRRORSPARK_METRICS``); a value the
 drill did not know (an unknown age, a group's unknown or unmeasured count) is left out, never exported as ``-1``.
+A flow that replicates schemas gives ``mirrorspark_schema_*`` per flow: its records' schema ids translated (id
+cache hits and misses) and unknown over its lifetime, and its driver's last schema sync (subjects and versions the
+target holds, versions registered, when it ended, whether it failed).
 """
 
 from __future__ import annotations
@@ -39,7 +42,8 @@ from mirrorspark.core.drills import DrillResult
 from mirrorspark.core.progress_records import PartitionLag
 from mirrorspark.mm2.metrics import CHECKPOINT_GROUP, MIRRORSPARK_METRICS, MM2_METRICS, SOURCE_GROUP, prometheus_name
 from mirrorspark.service.feed import FlowView, Store
-from mirrorspark.service.views import DEFAULT_WINDOW, Index, flow_state, topic_names
+from mirrorspark.service.schemas import SchemaReplication
+from mirrorspark.service.views import DEFAULT_WINDOW, Index, flow_state, schema_replication, topic_names
 
 NAN = math.nan
 _DOCS = {m.name: m.doc for m in (*MM2_METRICS, *MIRRORSPARK_METRICS)}
@@ -100,6 +104,9 @@ class ServiceCollector(Collector):
         f.add("mirrorspark", "gap-lost-records", base, float(sum(g.lost for g in gaps)))
         if v.drills:
             _drill(f, base, v.drills[-1])
+        schemas = schema_replication(v, self.config)
+        if schemas is not None:
+            _schemas(f, base, schemas)
         idx = Index(self.store, v.name, DEFAULT_WINDOW)
         current = v.current_lags
         for topic, (remote, n) in topic_names(v).items():
@@ -179,6 +186,21 @@ class ServiceCollector(Collector):
             f.add("mirrorspark", "replication-lag-records", labels, float(pl.lag))
             if pl.lag_ms is not None:
                 f.add("mirrorspark", "replication-lag-seconds", labels, pl.lag_ms / 1000)
+
+
+def _schemas(f: _Families, base: dict[str, str], s: SchemaReplication) -> None:
+    """Add a flow's schema replication series (the sync's figures only once its driver published them)."""
+    f.add("mirrorspark", "schema-id-translated-count", base, float(s.ids_translated))
+    f.add("mirrorspark", "schema-id-cache-hit-count", base, float(s.id_cache_hits))
+    f.add("mirrorspark", "schema-id-cache-miss-count", base, float(s.id_cache_misses))
+    f.add("mirrorspark", "schema-id-unknown-count", base, float(s.unknown_ids))
+    if s.subjects_synced is not None:
+        f.add("mirrorspark", "schema-subjects-synced", base, float(s.subjects_synced))
+        f.add("mirrorspark", "schema-versions-synced", base, float(s.versions_synced or 0))
+        f.add("mirrorspark", "schema-versions-registered-count", base, float(s.versions_registered or 0))
+        f.add("mirrorspark", "schema-sync-failed", base, 1.0 if s.sync_error is not None else 0.0)
+    if s.last_sync_ms is not None:
+        f.add("mirrorspark", "schema-sync-timestamp-seconds", base, s.last_sync_ms / 1000)
 
 
 def _drill(f: _Families, base: dict[str, str], d: DrillResult) -> None:

@@ -53,6 +53,37 @@ class Figures(BaseModel):
     record_age_avg_ms: float | None = Field(default=None, description="Average record age at poll in the window (ms).")
 
 
+class SchemaReplication(BaseModel):
+    """A flow's schema replication (Schema Registry): its driver's newest sync figures and its id translation."""
+
+    subjects_synced: int | None = Field(
+        default=None,
+        description="Source subjects the target registry holds under the replication policy's names (null: no "
+        "sync figures published yet).",
+    )
+    versions_synced: int | None = Field(default=None, description="Their versions the target registry holds.")
+    versions_registered: int | None = Field(
+        default=None, description="Schema versions the driver registered on the target since it started."
+    )
+    last_sync_ms: int | None = Field(
+        default=None, description="When the last sync pass ended (epoch ms; null before the first)."
+    )
+    sync_error: str | None = Field(default=None, description="The last sync pass's error (null: it succeeded).")
+    ids_translated: int = Field(
+        default=0,
+        description="Schema ids of records (keys and values) translated to the target's ids over the flow's "
+        "lifetime: id cache hits + misses.",
+    )
+    id_cache_hits: int = Field(default=0, description="Ids translated from a copy task's id cache.")
+    id_cache_misses: int = Field(default=0, description="Ids translated after asking the registries.")
+    id_cache_hit_ratio: float | None = Field(
+        default=None, description="id_cache_hits / ids_translated, in [0, 1] (null before any translation)."
+    )
+    unknown_ids: int = Field(
+        default=0, description="Records whose schema id the source registry does not know, copied unchanged."
+    )
+
+
 class Replication(BaseModel):
     """One replication flow ``source->target`` into the served cluster (or seen upstream of it)."""
 
@@ -73,6 +104,9 @@ class Replication(BaseModel):
     topics: int = Field(default=0, description="Replicated topics.")
     partitions: int = Field(default=0, description="Replicated partitions.")
     gaps: int = Field(default=0, description="Gap events (source records lost before they were copied).")
+    schemas: SchemaReplication | None = Field(
+        default=None, description="Schema replication (null: the flow replicates no schemas, or MM2's)."
+    )
     figures: Figures
 
 
@@ -343,6 +377,7 @@ __all__ = [
     "Point",
     "Problem",
     "Replication",
+    "SchemaReplication",
     "Series",
     "Topic",
 ]

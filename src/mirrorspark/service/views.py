@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from mirrorspark.client.status import SchemaStatus
 from mirrorspark.config.model import MirrorConfig
 from mirrorspark.core.drills import DrillResult
 from mirrorspark.service.aggregates import (
@@ -42,6 +43,7 @@ from mirrorspark.service.schemas import (
     PartitionRow,
     Point,
     Replication,
+    SchemaReplication,
     Series,
     Topic,
 )
@@ -179,6 +181,35 @@ def topic_names(view: FlowView) -> dict[str, tuple[str | None, int]]:
     return dict(sorted(out.items()))
 
 
+def schema_replication(view: FlowView, config: MirrorConfig | None = None) -> SchemaReplication | None:
+    """Return a flow's schema replication: its driver's ``schemas`` record and its topics' lifetime id counts.
+
+    ``None`` unless the flow replicates schemas: ``sync.schemas.enabled`` in ``config`` (when it names the flow),
+    or a ``schemas`` record or schema-id counts published.
+    """
+    s = SchemaStatus.of(view.schemas, list(view.totals.values()))
+    enabled = (
+        config is not None
+        and view.source in config.clusters
+        and view.target in config.clusters
+        and config.flow(view.source, view.target).sync_schemas_enabled
+    )
+    if not (enabled or view.schemas is not None or s.ids_translated or s.unknown_ids):
+        return None
+    return SchemaReplication(
+        subjects_synced=s.subjects,
+        versions_synced=s.versions,
+        versions_registered=s.registered,
+        last_sync_ms=s.synced_at_ms or None,
+        sync_error=s.error,
+        ids_translated=s.ids_translated,
+        id_cache_hits=s.id_cache_hits,
+        id_cache_misses=s.id_cache_misses,
+        id_cache_hit_ratio=s.id_cache_hit_ratio,
+        unknown_ids=s.unknown_ids,
+    )
+
+
 def replication(
     view: FlowView, store: Store, config: MirrorConfig | None, window_name: str = DEFAULT_WINDOW
 ) -> Replication:
@@ -203,6 +234,7 @@ def replication(
         topics=len(topics),
         partitions=sum(n for _, n in topics.values()),
         gaps=len(gaps),
+        schemas=schema_replication(view, config),
         figures=figures(view, Index(store, view.name, window_name)),
     )
 
@@ -503,6 +535,7 @@ __all__ = [
     "groups",
     "remote_replications",
     "replication",
+    "schema_replication",
     "series",
     "topic_names",
     "topics",

@@ -42,7 +42,10 @@ empty.
   and totals only on reports of its own generations (generation numbers start at 1 in every process);
   and (additive, absent = null and 0) ``"attempt"`` and ``"seq"``: the writing task attempt (a random id)
   and the report's number among its reports of the partition, so that a report written again after its
-  write timed out (at least once) is counted once (:class:`ReportSequences`).
+  write timed out (at least once) is counted once (:class:`ReportSequences`); and (additive, absent = 0,
+  written only when not 0) ``"schema_hits"``, ``"schema_misses"`` and ``"schema_unknown"``: records of the
+  interval whose key or value schema id (Confluent wire format) was translated from the task's id cache, was
+  translated after asking the registries, or is unknown to the source registry and was copied unchanged.
 * The driver writes three more kinds of records, told apart by ``"kind"`` in the key (a key
   without ``"kind"`` is a partition report; readers skip kinds they do not know):
 
@@ -73,8 +76,17 @@ empty.
     ``refused`` (active members on T), ``manual`` (policy ``manual``: only recorded) or ``failed``.
     A ``recovered`` record has no groups (failback stays the operator's decision).
 
+* A flow that replicates schemas (``sync.schemas.enabled``) gets a fifth kind from the driver, the newest
+  figures of its schema sync (:class:`~mirrorspark.core.schemas.figures.SchemaSyncFigures`), written when
+  they change; compaction keeps the newest per flow:
+
+  - ``{"kind":"schemas","flow":F}`` -> ``{"v":1,"at":ms,"subjects":n,"versions":n,"registered":n,
+    "synced_at":ms,"error":text|null}`` (:class:`FlowSchemas`): source subjects (and their versions) the
+    target holds under the policy's names, versions the driver registered on the target since it started,
+    when the last sync pass ended (0 before the first) and that pass's error (null when it succeeded).
+
 The records, one room each: the copy tasks' partition reports (``partition_reports``), the driver's
-``flow``/``lag``/``group``/``failover`` records (``driver_records``), the JSON they share and a record's
+``flow``/``lag``/``group``/``failover``/``schemas`` records (``driver_records``), the JSON they share and a record's
 kind (``channel_json``). Import from here: this package is the channel format's public surface.
 """
 
@@ -82,6 +94,7 @@ from mirrorspark.core.progress_records.channel_json import record_kind
 from mirrorspark.core.progress_records.driver_records import (
     FailoverEvent,
     FlowMetrics,
+    FlowSchemas,
     GroupFailover,
     GroupMetrics,
     GroupPartition,
@@ -89,15 +102,18 @@ from mirrorspark.core.progress_records.driver_records import (
     TopicLag,
     decode_failover_event,
     decode_flow_metrics,
+    decode_flow_schemas,
     decode_group_metrics,
     decode_topic_lag,
     encode_failover_event,
     encode_flow_metrics,
+    encode_flow_schemas,
     encode_group_metrics,
     encode_topic_lag,
 )
 from mirrorspark.core.progress_records.partition_reports import (
     FORMAT_VERSION,
+    SCHEMA_FIELDS,
     SEGMENTS_KEPT,
     PartitionReport,
     ReportSequences,
@@ -109,9 +125,11 @@ from mirrorspark.core.progress_records.partition_reports import (
 
 __all__ = [
     "FORMAT_VERSION",
+    "SCHEMA_FIELDS",
     "SEGMENTS_KEPT",
     "FailoverEvent",
     "FlowMetrics",
+    "FlowSchemas",
     "GroupFailover",
     "GroupMetrics",
     "GroupPartition",
@@ -121,11 +139,13 @@ __all__ = [
     "TopicLag",
     "decode_failover_event",
     "decode_flow_metrics",
+    "decode_flow_schemas",
     "decode_group_metrics",
     "decode_report",
     "decode_topic_lag",
     "encode_failover_event",
     "encode_flow_metrics",
+    "encode_flow_schemas",
     "encode_group_metrics",
     "encode_report",
     "encode_topic_lag",

@@ -1,4 +1,4 @@
-"""The driver's records on the progress channel: ``flow``, ``lag``, ``group``, ``failover`` (``"kind"`` in the key).
+"""The driver's records on the progress channel: ``flow``, ``lag``, ``group``, ``failover``, ``schemas`` (key's kind).
 
 The layout is in :mod:`mirrorspark.core.progress_records`; the copy tasks' reports are in
 :mod:`~mirrorspark.core.progress_records.partition_reports`.
@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mirrorspark.core.progress_records.channel_json import dumps, int_field, load, objects, str_field
+from mirrorspark.core.schemas.figures import SchemaSyncFigures
 from mirrorspark.errors import CorruptRecordError
 
 
@@ -275,9 +276,47 @@ def decode_failover_event(key: bytes | None, value: bytes | None) -> FailoverEve
     )
 
 
+@dataclass(frozen=True, slots=True)
+class FlowSchemas:
+    """A flow's schema sync figures as the driver published them at ``at`` (epoch ms; kind ``schemas``)."""
+
+    flow: str
+    at: int
+    figures: SchemaSyncFigures
+
+
+def encode_flow_schemas(m: FlowSchemas) -> tuple[bytes, bytes]:
+    """Key and value of a ``schemas`` record (layout in :mod:`mirrorspark.core.progress_records`)."""
+    f = m.figures
+    value = {
+        "v": 1,
+        "at": m.at,
+        "subjects": f.subjects,
+        "versions": f.versions,
+        "registered": f.registered,
+        "synced_at": f.synced_at_ms,
+        "error": f.error,
+    }
+    return dumps({"kind": "schemas", "flow": m.flow}), dumps(value)
+
+
+def decode_flow_schemas(key: bytes | None, value: bytes | None) -> FlowSchemas:
+    """Decode a ``schemas`` record."""
+    k, v = load(key, value)
+    figures = SchemaSyncFigures(
+        subjects=int_field(v.get("subjects"), "subjects"),
+        versions=int_field(v.get("versions"), "versions"),
+        registered=int_field(v.get("registered"), "registered"),
+        synced_at_ms=int_field(v.get("synced_at"), "synced_at"),
+        error=str_field(v.get("error"), "error", optional=True),
+    )
+    return FlowSchemas(flow=str_field(k.get("flow"), "flow"), at=int_field(v.get("at"), "at"), figures=figures)
+
+
 __all__ = [
     "FailoverEvent",
     "FlowMetrics",
+    "FlowSchemas",
     "GroupFailover",
     "GroupMetrics",
     "GroupPartition",
@@ -285,10 +324,12 @@ __all__ = [
     "TopicLag",
     "decode_failover_event",
     "decode_flow_metrics",
+    "decode_flow_schemas",
     "decode_group_metrics",
     "decode_topic_lag",
     "encode_failover_event",
     "encode_flow_metrics",
+    "encode_flow_schemas",
     "encode_group_metrics",
     "encode_topic_lag",
 ]

@@ -25,11 +25,14 @@ FORMAT_VERSION: Final = 2
 class PartitionReport:
     """One partition's progress after one commit of a copy task (latencies and ages in ms, ``at`` in epoch ms).
 
-    Fields added after version 1 read as "unknown" in older records: ``None`` (``latency_ms_min``,
-    ``topic_id``, ``run``, ``attempt``), -1 (``fetched_from``, ``leader``) or 0 (``dropped``, ``epoch``,
-    ``seq``). ``epoch`` is the lease epoch the task started under (superseded epochs never cut newer
-    copied segments, ``engine-audit.md`` F5); a driver acts only on its own ``run``'s reports
-    (``engine-audit-2.md`` N6); a reader counts an ``(attempt, seq)`` once (:class:`ReportSequences`).
+    Fields added after version 1 read as "unknown" in older records: ``None`` (``latency_ms_min``, ``topic_id``,
+    ``run``, ``attempt``), -1 (``fetched_from``, ``leader``) or 0 (``dropped``, ``epoch``, ``seq``, ``schema_hits``,
+    ``schema_misses``, ``schema_unknown``). The ``schema_*`` counts are the interval's records whose key or value
+    schema id was translated from the task's id cache (hits), translated after asking the registries (misses), or
+    unknown to the source registry and copied unchanged (unknown). ``epoch`` is the lease epoch the task started
+    under (superseded epochs never cut newer copied segments, ``engine-audit.md`` F5); a driver acts only on its own
+    ``run``'s reports (``engine-audit-2.md`` N6); a reader counts an ``(attempt, seq)`` once
+    (:class:`ReportSequences`).
     """
 
     flow: str
@@ -60,6 +63,13 @@ class PartitionReport:
     run: str | None = None
     attempt: str | None = None
     seq: int = 0
+    schema_hits: int = 0
+    schema_misses: int = 0
+    schema_unknown: int = 0
+
+
+SCHEMA_FIELDS: Final = ("schema_hits", "schema_misses", "schema_unknown")
+"""A report's schema-id counts, written only when not 0 (a flow without schema replication writes the old layout)."""
 
 
 def report_key(flow: str, topic: str, partition: int) -> bytes:
@@ -97,6 +107,9 @@ def encode_report(r: PartitionReport) -> tuple[bytes, bytes]:
         "attempt": r.attempt,
         "seq": r.seq,
     }
+    for f in SCHEMA_FIELDS:
+        if n := getattr(r, f):
+            value[f] = n
     return report_key(r.flow, r.topic, r.partition), json.dumps(value, separators=(",", ":")).encode()
 
 
@@ -145,7 +158,7 @@ def decode_report(key: bytes | None, value: bytes | None) -> PartitionReport:
         raise CorruptRecordError("task progress record: latency_hist must be a list of integers >= 0")
     optional: dict[str, Any] = {f: v.get(f) for f in ("latency_ms_min", "age_ms_min")}
     counts: dict[str, Any] = {
-        f: v.get(f, 0) for f in ("age_ms_sum", "age_ms_max", "age_samples", "dropped", "epoch", "seq")
+        f: v.get(f, 0) for f in ("age_ms_sum", "age_ms_max", "age_samples", "dropped", "epoch", "seq", *SCHEMA_FIELDS)
     }
     if not all(x is None or nonneg_int(x) for x in optional.values()) or not all(
         nonneg_int(x) for x in counts.values()
@@ -225,6 +238,7 @@ def newest_segments(kept: Sequence[CopiedSegment], new: Sequence[CopiedSegment])
 __all__ = [
     "FORMAT_VERSION",
     "MAX_GAPS",
+    "SCHEMA_FIELDS",
     "SEGMENTS_KEPT",
     "PartitionReport",
     "ReportSequences",

@@ -32,11 +32,12 @@ log = logging.getLogger(__name__)
 class PartitionPosition:
     """Driver-side state of one replicated source partition.
 
-    ``position`` is the next upstream offset to copy; ``end_offset`` the source end at the last listing
-    (``-1`` before); latencies in ms over ``latency_samples`` (every 16th record); ``dropped`` counts
-    records a transform dropped. ``from_generation``: the first task generation whose reports may move
-    ``position`` (the topic was re-created under an earlier one, ``engine-audit.md`` F2). ``restarted``:
-    the topic was re-created and no task reported since, so its stored offset is the old topic's.
+    ``position`` is the next upstream offset to copy; ``end_offset`` the source end at the last listing (``-1``
+    before); latencies in ms over ``latency_samples`` (every 16th record); ``dropped`` counts records a transform
+    dropped; ``schema_*`` the records whose schema id was translated from the id cache, translated after asking the
+    registries, or unknown to the source registry. ``from_generation``: the first task generation whose reports may
+    move ``position`` (the topic was re-created under an earlier one, ``engine-audit.md`` F2). ``restarted``: the
+    topic was re-created and no task reported since, so its stored offset is the old topic's.
     """
 
     position: int
@@ -49,6 +50,9 @@ class PartitionPosition:
     latency_samples: int = 0
     last_segment: CopiedSegment | None = None
     dropped: int = 0
+    schema_hits: int = 0
+    schema_misses: int = 0
+    schema_unknown: int = 0
     from_generation: int = 0
     restarted: bool = False
 
@@ -61,6 +65,9 @@ class PartitionPosition:
         """Add one progress report's interval to the totals."""
         self.records += report.records
         self.dropped += report.dropped
+        self.schema_hits += report.schema_hits
+        self.schema_misses += report.schema_misses
+        self.schema_unknown += report.schema_unknown
         self.value_bytes += report.value_bytes
         self.key_bytes += report.key_bytes
         self.latency_ms_sum += report.latency_ms_sum

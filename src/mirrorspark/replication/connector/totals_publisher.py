@@ -35,7 +35,7 @@ class TotalsPublisher:
         self.flow = flow
         self._base: dict[str, TopicTotals] = {}
         self._producer: Any = None
-        self._last: dict[str, tuple[int, int, int, int]] = {}
+        self._last: dict[str, tuple[int, ...]] = {}
         self._topic = ""
 
     def start(self) -> None:
@@ -70,6 +70,9 @@ class TotalsPublisher:
                 base.key_bytes + sum(p.key_bytes for p in ps),
                 now,
                 base.dropped + sum(p.dropped for p in ps),
+                base.schema_hits + sum(p.schema_hits for p in ps),
+                base.schema_misses + sum(p.schema_misses for p in ps),
+                base.schema_unknown + sum(p.schema_unknown for p in ps),
             )
         return out
 
@@ -77,10 +80,10 @@ class TotalsPublisher:
         """Write the totals changed since the last acknowledged write; return records acknowledged (0: next time)."""
         if self._producer is None:
             return 0
-        changed: dict[str, tuple[int, int, int, int]] = {}
+        changed: dict[str, tuple[int, ...]] = {}
         records: list[Outgoing] = []
         for topic, p in self.totals().items():
-            sig = (p.records, p.value_bytes, p.key_bytes, p.dropped)
+            sig = (p.records, p.value_bytes, p.key_bytes, p.dropped, p.schema_hits, p.schema_misses, p.schema_unknown)
             if self._last.get(topic) == sig:
                 continue
             key, value = encode_totals(self.flow.name, topic, p)

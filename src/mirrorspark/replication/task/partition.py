@@ -31,6 +31,9 @@ class PartitionCopy:
     folds both (:func:`~mirrorspark.mm2.offset_syncs.fold_acknowledged`). ``committed`` is the committed
     position (next offset to copy); ``read_to`` the next offset to read (-1 before the first record);
     ``error`` the first failed delivery since the last commit; ``reports`` the last report's ``seq``.
+    ``schema_hits``/``schema_misses``/``schema_unknown`` count the interval's records whose schema id was
+    translated from the task's id cache, translated after asking the registries, or unknown to the source
+    registry and copied unchanged.
     """
 
     __slots__ = (
@@ -98,7 +101,7 @@ class PartitionCopy:
         return f"{self.assignment.source_topic}-{self.partition}"
 
     def reset_interval(self) -> None:
-        """Start a new reporting interval: bytes, drops, latency and record-age figures back to zero."""
+        """Start a new reporting interval: bytes, drops, schema-id counts, latency and record ages back to zero."""
         self.value_bytes = self.key_bytes = self.dropped = 0
         self.schema_hits = self.schema_misses = self.schema_unknown = 0
         self.lat_sum = self.lat_max = self.lat_n = 0

@@ -826,20 +826,43 @@
     }
     const topics = el("div");
     const groups = el("div");
+    const schemas = el("div", { class: "schemas", hidden: true });
     const root = el(
       "section",
       { class: "card flow", "data-flow": f.name },
       head,
       el("h3", { text: "Over the window" }),
       charts,
+      schemas,
       el("h3", { text: "Topics" }),
       topics,
       el("h3", { text: "Consumer groups" }),
       groups
     );
-    s = { root, head, boxes, topics, groups };
+    s = { root, head, boxes, topics, groups, schemas };
     ui.sections[f.name] = s;
     return s;
+  }
+
+  function renderSchemas(box, sc) {
+    // a flow's schema replication (Schema Registry): shown only for a flow that replicates schemas
+    box.hidden = !sc;
+    if (!sc) return;
+    const ratio = sc.id_cache_hit_ratio === null ? "—" : `${(sc.id_cache_hit_ratio * 100).toFixed(1)} %`;
+    const figures = el(
+      "div",
+      { class: "drill-figures" },
+      figureBox("subjects-synced", fmtCount(sc.subjects_synced), "subjects synced"),
+      figureBox("versions-synced", fmtCount(sc.versions_synced), "versions synced"),
+      figureBox("ids-translated", fmtCount(sc.ids_translated), "schema ids translated"),
+      figureBox("id-cache-hit-ratio", ratio, "id cache hit ratio"),
+      figureBox("id-cache-misses", fmtCount(sc.id_cache_misses), "id cache misses"),
+      figureBox("unknown-ids", fmtCount(sc.unknown_ids), "unknown ids (copied unchanged)", !!sc.unknown_ids),
+      figureBox("last-sync", fmtTime(sc.last_sync_ms), "last sync")
+    );
+    const parts = [el("h3", { text: "Schemas" }), figures];
+    if (sc.sync_error) parts.push(el("div", { class: "meta bad", "data-col": "sync-error", text: `last sync failed: ${sc.sync_error}` }));
+    box.replaceChildren(...parts);
   }
 
   function renderDetails(local, details) {
@@ -881,6 +904,7 @@
         if (b.chart) b.chart.setData(data);
         else b.chart = makeChart(spec, b.plot, data);
       }
+      renderSchemas(s.schemas, f.schemas);
       s.topics.replaceChildren(topicsTable(f, d.topics, d.topic));
       s.groups.replaceChildren(groupsTable(d.groups));
     });
