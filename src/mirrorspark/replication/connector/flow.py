@@ -211,6 +211,12 @@ class Flow:
             )
         self.refresh_topics()
         if self.schemas is not None:
+            if any(k not in self._reported for k in history):
+                log.warning(
+                    "%s: records another replicator (MirrorMaker 2?) copied before this run keep the source "
+                    "registry's schema ids; those copied from now on carry the target's (docs/schemas.md)",
+                    self.name,
+                )
             self.schemas.start()
 
     def _offset_history(
