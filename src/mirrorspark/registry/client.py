@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any, Final, NoReturn, TypeVar
 from urllib.parse import quote, urlsplit
 
@@ -44,20 +45,20 @@ from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry import SchemaReference as ConfluentReference
 from confluent_kafka.schema_registry.error import SchemaRegistryError as ConfluentRegistryError
 
-from mirrorspark.config.keys import MASK, is_secret
+from mirrorspark.config.keys import KEYS, MASK, SCHEMA_REGISTRY_PREFIX, is_secret
 from mirrorspark.config.schema_registry import SchemaRegistrySettings, redact_url
 from mirrorspark.core.schemas.registry import SchemaReference, SchemaText, SubjectVersion
 from mirrorspark.errors import SchemaRegistryError, SchemaSubjectConflictError
 
-CLIENT_DEFAULTS: Final[Mapping[str, int]] = {
-    "timeout": 10,
-    "max.retries": 3,
-    "retries.wait.ms": 100,
-    "retries.max.wait.ms": 1000,
-}
-"""What the adapter sets when ``<alias>.schema.registry.*`` leaves it unset: a 10 s timeout per request (s;
-confluent-kafka's is none) and 3 retries after 0-100, 0-200, 0-400 ms (ms, full jitter; confluent-kafka's
-waits up to 1 s, 2 s, 4 s), so that a registry that is down fails a call in well under a second."""
+CLIENT_DEFAULTS: Final[Mapping[str, int]] = MappingProxyType(
+    {
+        name: int(KEYS[SCHEMA_REGISTRY_PREFIX + name].default or 0)
+        for name in ("timeout", "max.retries", "retries.wait.ms", "retries.max.wait.ms")
+    }
+)
+"""What the adapter sets when ``<alias>.schema.registry.*`` leaves it unset: the keys' declared defaults, a 10 s
+timeout per request (confluent-kafka's is none) and 3 retries after 0-100, 0-200, 0-400 ms (full jitter;
+confluent-kafka's own wait up to 1, 2, 4 s), so that a registry that is down fails a call within a second."""
 
 SUBJECT_NOT_FOUND: Final = 40401
 VERSION_NOT_FOUND: Final = 40402
@@ -251,7 +252,7 @@ class RegistryClient:
         if status in (401, 403):
             return f"check the registry's credentials ('{key}basic.auth.user.info' or '{key}bearer.auth.*')"
         if status == 404 and code is not None and code >= 40400:
-            return "the registry does not hold it: check that the source registry still has it"
+            return "the registry does not hold it (never registered there, or deleted)"
         if status == 404:
             return f"check that '{self._url_key}' is the registry's API base (Apicurio's: <base>/apis/ccompat/v7)"
         if status >= 500 or status in _RETRIABLE_STATUS:
