@@ -24,9 +24,14 @@ Apicurio Registry 3.3.3 (``/apis/ccompat/v7``) against Confluent's semantics, as
 (d) References work for the three types: an Avro schema naming another subject's record, a Protobuf schema
     importing another subject's file and a JSON Schema with a ``$ref`` to another subject register, and
     ``GET /schemas/ids/{id}`` and ``GET /subjects/{s}/versions/{v}`` give them back with their references
-    (name, subject, version) and the text as registered. Apicurio leaves ``schemaType`` out for Avro.
-(e) The same schema (type, text, references) under two subjects gets the same id (ids are content ids), and
-    ``GET /schemas/ids/{id}/versions`` lists both. Ids are not dense: Apicurio skips some.
+    (name, subject, version); a schema whose references are left out is refused (422). The text comes back as
+    registered, except an Avro schema without references: compacted (no whitespace), as Confluent's canonical
+    form is. Apicurio leaves ``schemaType`` out for Avro.
+(e) The same schema (type, text, references) under two subjects gets the same id, and
+    ``GET /schemas/ids/{id}/versions`` lists both, as on Confluent. But Apicurio's ids are content ids of the
+    text as written: the same Avro schema with other whitespace gets a new id under another subject (Confluent
+    parses it: the same id), while under a subject that holds it, it is found (its id, no new version). Ids
+    are not dense: Apicurio skips some.
 
 Also: an incompatible schema is 409 with ``error_code`` 409 (as Confluent); an invalid one 422 42201; a
 missing version 404 40402; a schema not in a subject 404 40403 on lookup; a soft-deleted subject is left out of
@@ -84,7 +89,7 @@ class RegistryClient:
     Cheap to build: confluent-kafka's client (an HTTP session, about 20 ms) is built at the first call, so a
     copy task builds its own from the settings it receives; pickling carries only ``settings`` and ``alias``.
     Thread-safe as confluent-kafka's client is. confluent-kafka caches schemas by id and registrations by
-    (subject, schema) for the client's life. :meth:`close` ends the HTTP session.
+    (subject, schema) for the client's life. :meth:`close` (or leaving ``with``) ends the HTTP session.
     """
 
     def __init__(
@@ -110,6 +115,12 @@ class RegistryClient:
 
     def __repr__(self) -> str:
         return f"RegistryClient({self._name!r})"
+
+    def __enter__(self) -> RegistryClient:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
 
     @property
     def name(self) -> str:
