@@ -178,6 +178,11 @@ def test_avro_protobuf_and_json_schema_references(registry: LocalSchemaRegistry)
             copy = subject.replace("-value", "-copy-value")
             assert reader.register(copy, schema) == ids[subject], subject  # (e) with references
             assert reader.versions_of(ids[subject]) == [SubjectVersion(copy, 1), SubjectVersion(subject, 1)]
-        without = SchemaText(schemas[f"{tag}-people-value"].schema)  # the same text, no references
+        people = schemas[f"{tag}-people-value"]
+        reader.register(f"{tag}.Address", record("Address", "city", "zip", namespace=tag))
+        newer = SchemaText(people.schema, "AVRO", (SchemaReference(f"{tag}.Address", f"{tag}.Address", 2),))
+        assert reader.register(f"{tag}-people-value", newer) != ids[f"{tag}-people-value"]  # other references
+        assert reader.versions(f"{tag}-people-value") == [1, 2]
+        without = SchemaText(people.schema)  # the same text, no references
         with pytest.raises(SchemaRegistryError):
             reader.register(f"{tag}-loose-value", without)  # Apicurio cannot resolve the named type
