@@ -121,7 +121,7 @@ def test_a_closed_port_fails_fast_retriable_and_masks_the_urls_credentials() -> 
     message = str(e.value)
     assert SECRET not in message and "alice" not in message
     assert "http://******@127.0.0.1" in message
-    assert "is it running" in message and "'east.schema.registry.url'" in message
+    assert "is the registry running" in message and "'east.schema.registry.url'" in message
     assert e.value.retriable
     assert SECRET not in client.name and SECRET not in repr(client)
     client.close()

@@ -66,7 +66,6 @@ timeout per request (confluent-kafka's is none) and 3 retries after 0-100, 0-200
 confluent-kafka's own wait up to 1, 2, 4 s), so that a registry that is down fails a call within a second."""
 
 SUBJECT_NOT_FOUND: Final = 40401
-VERSION_NOT_FOUND: Final = 40402
 SCHEMA_NOT_FOUND: Final = 40403
 SUBJECT_LEVEL_NOT_CONFIGURED: Final = 40408
 _RETRIABLE_STATUS: Final = frozenset({408, 429})
@@ -135,12 +134,12 @@ class RegistryClient:
 
     def schema(self, schema_id: int) -> SchemaText | None:
         """``GET /schemas/ids/{id}``: the schema with this id, ``None`` if the registry has no such id."""
-        what = f"schema id {schema_id}"
+        what = f"reading schema id {schema_id}"
         return self._ask(what, lambda: _text(self._sr().get_schema(schema_id)), missing=(SCHEMA_NOT_FOUND,))
 
     def versions_of(self, schema_id: int) -> list[SubjectVersion]:
         """``GET /schemas/ids/{id}/versions``: every (subject, version) registered with this id (``[]``: none)."""
-        what = f"the subjects and versions of schema id {schema_id}"
+        what = f"reading the subjects and versions of schema id {schema_id}"
         found = self._ask(
             what,
             lambda: [
@@ -152,11 +151,11 @@ class RegistryClient:
 
     def subjects(self) -> list[str]:
         """``GET /subjects``: the registry's subjects (soft-deleted ones left out)."""
-        return [str(s) for s in self._must("its subjects", lambda: self._sr().get_subjects())]
+        return [str(s) for s in self._must("listing its subjects", lambda: self._sr().get_subjects())]
 
     def versions(self, subject: str) -> list[int]:
         """``GET /subjects/{s}/versions``: the subject's versions in ascending order (``[]``: no such subject)."""
-        what = f"the versions of subject '{subject}'"
+        what = f"reading the versions of subject '{subject}'"
         found = self._ask(what, lambda: self._sr().get_versions(subject), missing=(SUBJECT_NOT_FOUND,))
         return sorted(int(v) for v in found or ())
 
@@ -170,11 +169,11 @@ class RegistryClient:
             registered = self._sr().get_version(subject, version)
             return _num(registered.schema_id), _text(registered.schema)
 
-        return self._must(f"version {version} of subject '{subject}'", ask)
+        return self._must(f"reading version {version} of subject '{subject}'", ask)
 
     def lookup(self, subject: str, schema: SchemaText) -> tuple[int, int] | None:
         """``POST /subjects/{s}``: ``(id, version)`` if ``subject`` holds ``schema``, else ``None``."""
-        what = f"whether subject '{subject}' holds a schema ({schema.schema_type})"
+        what = f"looking up a schema ({schema.schema_type}) in subject '{subject}'"
 
         def ask() -> tuple[int, int]:
             registered = self._sr().lookup_schema(subject, _schema(schema))
@@ -198,7 +197,7 @@ class RegistryClient:
         On Apicurio, whose answer for a subject without a level is ``NONE``, a ``NONE`` is checked against
         ``?defaultToGlobal=true`` (see the module's notes): ``None`` when they differ.
         """
-        what = f"the compatibility level of subject '{subject}'"
+        what = f"reading the compatibility level of subject '{subject}'"
         missing = (SUBJECT_NOT_FOUND, SUBJECT_LEVEL_NOT_CONFIGURED)
         level = self._ask(what, lambda: str(self._sr().get_compatibility(subject)), missing=missing)
         if level != "NONE":
@@ -240,7 +239,7 @@ class RegistryClient:
         if not isinstance(e, ConfluentRegistryError):
             reason = f"{type(e).__name__}: {self._scrub(str(e)) or 'no detail'}"
             raise SchemaRegistryError(
-                f"Schema Registry {self._name} could not be asked for {what} ({reason}); is it running and "
+                f"Schema Registry {self._name}: {what} got no answer ({reason}); is the registry running and "
                 f"reachable, and is '{self._url_key}' right (Apicurio's Confluent API is <base>/apis/ccompat/v7)?",
                 retriable=isinstance(e, _transport_errors()),
             ) from None
@@ -254,7 +253,7 @@ class RegistryClient:
             ) from None
         retriable = status >= 500 or status in _RETRIABLE_STATUS
         raise SchemaRegistryError(
-            f"Schema Registry {self._name} failed {what} ({answer}); {self._fix(status, code)}", retriable=retriable
+            f"Schema Registry {self._name}: {what} failed ({answer}); {self._fix(status, code)}", retriable=retriable
         ) from None
 
     def _fix(self, status: int, code: int | None) -> str:
