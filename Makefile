@@ -5,14 +5,15 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 JARS := build/jars
+REGISTRY := build/apicurio-registry
 PYTEST_ARGS ?=
 # make test runs the tests on this many pytest-xdist workers (each with its own brokers and SparkSession);
 # tests of one xdist group (the fault suite, the secured clusters) run on one worker. 0 = in this process.
 TEST_WORKERS ?= 3
 
-.PHONY: install chromium spark-archive demo test test-unit lint bench bench-quick faults faults-report faults-random jars clean
+.PHONY: install chromium spark-archive registry demo test test-unit lint bench bench-quick faults faults-report faults-random jars clean
 
-install: $(STAMP) jars spark-archive
+install: $(STAMP) jars registry spark-archive
 
 # The Spark driver JVM's class archive (src/mirrorspark/spark_session/class_archive.py): mirrorspark run's Spark
 # starts in about half the time, a relaunch after a crash copies again sooner. Made once per JDK and PySpark, in
@@ -44,6 +45,17 @@ jars: $(JARS)/kafka/.done $(JARS)/spark/.done $(JARS)/mm2/.done
 
 $(JARS)/%/.done: pom.xml
 	mvn -q -B -P $* dependency:copy-dependencies -DoutputDirectory=$(JARS)/$* -DincludeScope=runtime
+	touch $@
+
+# Apicurio Registry (pom.xml's registry profile), the Schema Registry of `mirrorspark local up --schema-registry`
+# and of the schema tests: fetched and unpacked here with Maven (Java 17 will do), run on Java 21+ only by what
+# starts a registry (src/mirrorspark/kafka/local/registry.py), so make demo never needs Java 21.
+registry: $(REGISTRY)/.done
+
+$(REGISTRY)/.done: pom.xml
+	rm -rf $(REGISTRY)
+	mvn -q -B -P registry dependency:unpack -DoutputDirectory=$(REGISTRY) -Dmdep.overWriteReleases=true
+	test -f $(REGISTRY)/quarkus-run.jar
 	touch $@
 
 demo: install

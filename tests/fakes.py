@@ -13,7 +13,8 @@ every client to the :class:`FakeCluster` named by its ``bootstrap.servers``::
 Not a broker: no compaction, no retention; the control classes' producer acknowledges records at
 once. A copy task's clients (:class:`FakeTaskConsumer`, :class:`FakeTaskProducer`: records in
 flight until acknowledged, delivery failures, transactions; :class:`FakeGrants`) drive
-:class:`~mirrorspark.replication.task.runner.CopyTaskRunner` in unit tests.
+:class:`~mirrorspark.replication.task.runner.CopyTaskRunner` in unit tests. :class:`FakeRegistry` is an in-memory
+Schema Registry.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from __future__ import annotations
 import contextlib
 import itertools
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -41,6 +43,8 @@ from confluent_kafka.admin import (
 from mirrorspark.config.model import ClientSettings, MirrorConfig
 from mirrorspark.config.parse import parse_config
 from mirrorspark.config.properties import parse_properties
+from mirrorspark.core.schemas.registry import SchemaText, SubjectVersion
+from mirrorspark.errors import SchemaRegistryError, SchemaSubjectConflictError
 
 Op = AclOperation
 
@@ -1123,3 +1127,109 @@ class FakeGrants:
 
     def close(self) -> None:
         self.closed = True
+
+
+class FakeRegistry:
+    """An in-memory Schema Registry with Confluent's semantics, a :class:`SchemaRegistryLike`.
+
+    Ids are content ids shared by every subject: the same (type, text, references) gets the same id, new ones
+    count up from ``first_id``. :meth:`register` is idempotent (a schema the subject already holds gives its id,
+    no new version), refuses references to versions it does not hold, and numbers a subject's versions from 1.
+    A subject's compatibility level is ``None`` until set. ``refuse(subject, schema)``, when it answers true,
+    makes :meth:`register` raise SchemaSubjectConflictError (as HTTP 409 would); ``down = True`` makes every
+    call raise a retriable SchemaRegistryError. ``calls`` counts the calls of each method.
+    """
+
+    def __init__(
+        self,
+        name: str = "fake-registry",
+        *,
+        first_id: int = 1,
+        refuse: Callable[[str, SchemaText], bool] | None = None,
+    ) -> None:
+        self._name = f"http://{name}"
+        self.refuse = refuse
+        self.down = False
+        self.calls: Counter[str] = Counter()
+        self.ids: dict[SchemaText, int] = {}
+        self.by_id: dict[int, SchemaText] = {}
+        self.subject_ids: dict[str, list[int]] = {}  # the ids of a subject's versions 1, 2, ...
+        self.levels: dict[str, str] = {}
+        self._next_id = first_id
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def _enter(self, method: str) -> None:
+        self.calls[method] += 1
+        if self.down:
+            raise SchemaRegistryError(f"Schema Registry {self._name} cannot be reached (down)", retriable=True)
+
+    def schema(self, schema_id: int) -> SchemaText | None:
+        self._enter("schema")
+        return self.by_id.get(schema_id)
+
+    def versions_of(self, schema_id: int) -> list[SubjectVersion]:
+        self._enter("versions_of")
+        with self._lock:
+            return sorted(
+                SubjectVersion(subject, i + 1)
+                for subject, ids in self.subject_ids.items()
+                for i, known in enumerate(ids)
+                if known == schema_id
+            )
+
+    def subjects(self) -> list[str]:
+        self._enter("subjects")
+        with self._lock:
+            return sorted(self.subject_ids)
+
+    def versions(self, subject: str) -> list[int]:
+        self._enter("versions")
+        return list(range(1, len(self.subject_ids.get(subject, ())) + 1))
+
+    def version(self, subject: str, version: int) -> tuple[int, SchemaText]:
+        self._enter("version")
+        ids = self.subject_ids.get(subject, [])
+        if not 1 <= version <= len(ids):
+            raise SchemaRegistryError(f"Schema Registry {self._name} has no version {version} of subject '{subject}'")
+        return ids[version - 1], self.by_id[ids[version - 1]]
+
+    def lookup(self, subject: str, schema: SchemaText) -> tuple[int, int] | None:
+        self._enter("lookup")
+        schema_id = self.ids.get(schema)
+        ids = self.subject_ids.get(subject, [])
+        return None if schema_id is None or schema_id not in ids else (schema_id, ids.index(schema_id) + 1)
+
+    def register(self, subject: str, schema: SchemaText) -> int:
+        self._enter("register")
+        with self._lock:
+            ids = self.subject_ids.get(subject, [])
+            known = self.ids.get(schema)
+            if known is not None and known in ids:
+                return known
+            for ref in schema.references:
+                if not 1 <= ref.version <= len(self.subject_ids.get(ref.subject, ())):
+                    raise SchemaRegistryError(
+                        f"Schema Registry {self._name} refused a schema under '{subject}': its reference "
+                        f"{ref.name!r} names version {ref.version} of subject '{ref.subject}', which it does not hold"
+                    )
+            if self.refuse is not None and self.refuse(subject, schema):
+                raise SchemaSubjectConflictError(
+                    f"Schema Registry {self._name} refused a schema under subject '{subject}' as incompatible"
+                )
+            if known is None:
+                known, self._next_id = self._next_id, self._next_id + 1
+                self.ids[schema], self.by_id[known] = known, schema
+            self.subject_ids.setdefault(subject, []).append(known)
+            return known
+
+    def compatibility(self, subject: str) -> str | None:
+        self._enter("compatibility")
+        return self.levels.get(subject)
+
+    def set_compatibility(self, subject: str, level: str) -> None:
+        self._enter("set_compatibility")
+        self.levels[subject] = level

@@ -2,7 +2,8 @@
 
 mypy checks this module (``[tool.mypy] files``): each assignment below is a structural check of a fake,
 or of a confluent-kafka class, against :mod:`mirrorspark.kafka.protocols`; the tests check at run time
-that every method of each Protocol is there.
+that every method of each Protocol is there. The same for the Schema Registry: :class:`FakeRegistry` and
+:class:`~mirrorspark.registry.RegistryClient` against :class:`SchemaRegistryLike`.
 """
 
 from __future__ import annotations
@@ -20,9 +21,12 @@ from fakes import (
     FakeMessage,
     FakeProducer,
     FakeRecord,
+    FakeRegistry,
     FakeTaskConsumer,
     FakeTaskProducer,
 )
+from mirrorspark.config.schema_registry import SchemaRegistrySettings
+from mirrorspark.core.schemas.registry import SchemaRegistryLike
 from mirrorspark.kafka.protocols import (
     AdminLike,
     ConsumerLike,
@@ -33,6 +37,7 @@ from mirrorspark.kafka.protocols import (
     SourceConsumerLike,
     TransactionalProducerLike,
 )
+from mirrorspark.registry import RegistryClient
 
 pytestmark = pytest.mark.unit
 
@@ -83,3 +88,17 @@ def test_confluent_kafka_clients_offer_every_method_of_their_protocols() -> None
         (Message, DeliveredLike),
     ]:
         assert issubclass(cls, protocol), (cls.__name__, protocol.__name__)
+
+
+def registries_as_protocol() -> list[SchemaRegistryLike]:
+    """The fake registry and the real adapter as the Protocol schema replication takes (mypy checks them)."""
+    fake: SchemaRegistryLike = FakeRegistry()
+    real: SchemaRegistryLike = RegistryClient(SchemaRegistrySettings(urls=("http://127.0.0.1:1",), properties={}))
+    return [fake, real]
+
+
+def test_the_fake_registry_and_the_adapter_offer_every_member_of_the_protocol() -> None:
+    members = {n for n in vars(SchemaRegistryLike) if not n.startswith("_")}
+    assert members >= {"name", "schema", "register", "compatibility"}
+    for registry in registries_as_protocol():
+        assert members <= set(dir(registry)), (type(registry).__name__, members - set(dir(registry)))

@@ -483,8 +483,19 @@ def local_up(
             ),
         ),
     ] = LocalSecurity.PLAINTEXT,
+    schema_registry: Annotated[
+        bool,
+        typer.Option(
+            "--schema-registry",
+            help="Also start one Schema Registry per cluster (Apicurio Registry, Confluent's API; needs Java 21+).",
+        ),
+    ] = False,
     json_out: Annotated[
-        bool, typer.Option("--json", help="Print {alias: {bootstrap.servers: ...}} (librdkafka configs) as JSON.")
+        bool,
+        typer.Option(
+            "--json",
+            help="Print {alias: {bootstrap.servers: ...}} (librdkafka configs, plus schema.registry.url) as JSON.",
+        ),
     ] = False,
     timeout: Annotated[
         float,
@@ -500,6 +511,7 @@ def local_up(
 
     The mm2.properties (also written to DIR/mm2.properties, mode 0600) has the client settings the chosen
     --security needs: security.protocol, the CA as a PEM trust store, and a SCRAM or PLAIN sasl.jaas.config.
+    With --schema-registry, each cluster gets its own registry and <alias>.schema.registry.url.
     """
     import secrets
 
@@ -529,12 +541,14 @@ def local_up(
         security=security.value,
         sasl_users=users,
         timeout_s=timeout,
+        schema_registry=schema_registry,
     )
     if json_out:
         print(json.dumps(started.to_json()))
         return
     for alias, c in started.clusters.items():
-        print(f"{alias}: bootstrap.servers={c.bootstrap_servers}")
+        registry = "" if c.schema_registry is None else f" schema.registry.url={c.schema_registry.url}"
+        print(f"{alias}: bootstrap.servers={c.bootstrap_servers}{registry}")
     props = dir / "mm2.properties"
     text = started.mm2_properties()
     write_text(props.resolve(), text, mode=0o600)  # it may hold the admin password

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
+from types import MappingProxyType
 
 from mirrorspark.errors import LocalClusterError
 from mirrorspark.kafka.jars import classpath, java_executable
@@ -20,12 +22,14 @@ from mirrorspark.kafka.local.brokers import (
     wait_ready,
 )
 from mirrorspark.kafka.local.cds import Cds
-from mirrorspark.kafka.local.model import LocalBroker, LocalCluster, LocalClusters
+from mirrorspark.kafka.local.model import LocalBroker, LocalCluster, LocalClusters, LocalSchemaRegistry
+from mirrorspark.kafka.local.registry import READY_TIMEOUT_S, launch_registries, stop_registries, wait_registries
 from mirrorspark.kafka.local.settings import (
     LOG4J2_PROPERTIES,
     LOG4J_FILE,
     MAX_BROKERS,
     PORT_ATTEMPTS,
+    REGISTRY_DIR,
     RESERVED_PROPS,
     STATE_FILE,
     SecurityProtocol,
@@ -55,14 +59,58 @@ def start_clusters(
     security: SecurityProtocol = "plaintext",
     sasl_users: Mapping[str, str] | None = None,
     timeout_s: float = 90.0,
+    schema_registry: bool = False,
 ) -> LocalClusters:
     """Start one independent local Kafka cluster per alias and wait until all are ready.
 
+    ``schema_registry``: also start one Schema Registry per cluster (:mod:`~mirrorspark.kafka.local.registry`,
+    Java 21+), started alongside the brokers and waited for up to 120 s (or ``timeout_s`` if longer).
+
     Raises LocalClusterError if an argument is invalid, ``base_dir`` already has running clusters, the jars or ``java``
-    are missing, formatting fails, or a cluster is not ready in time (the message then holds the last 30 lines of the
-    broker log). Every process started by the failed call has been stopped.
+    (Java 21+ for the registries) are missing, formatting fails, or a cluster or registry is not ready in time (the
+    message then holds the last 30 lines of its log). Every process started by the failed call has been stopped.
     """
     aliases = validate_aliases(aliases)
+    rack_list, extra = _checked_layout(brokers, racks, extra_broker_props)
+    users = validate_security(security, sasl_users)
+    deadline = time.monotonic() + timeout_s
+    base_dir = Path(base_dir).expanduser().resolve()
+    base_dir.mkdir(parents=True, exist_ok=True)
+    java = java_executable()
+    cp = classpath("kafka")
+    start = functools.partial(
+        start_once,
+        aliases,
+        base_dir=base_dir,
+        racks=rack_list,
+        extra=extra,
+        security=security,
+        users=users,
+        java=java,
+        cp=cp,
+        deadline=deadline,
+    )
+    with locked(base_dir):
+        refuse_if_running(base_dir)
+        registries = launch_registries(aliases, base_dir=base_dir / REGISTRY_DIR) if schema_registry else {}
+        try:
+            write_text(base_dir / LOG4J_FILE, LOG4J2_PROPERTIES)
+            started = _retry_ports(start, base_dir)
+            if not registries:
+                return started
+            return _with_registries(started, registries, timeout_s=max(timeout_s, READY_TIMEOUT_S))
+        except BaseException:
+            stop_registries(registries.values(), timeout_s=5.0)
+            raise
+
+
+def _checked_layout(
+    brokers: int, racks: Sequence[str] | None, extra_broker_props: Mapping[str, str] | None
+) -> tuple[list[str | None], dict[str, str]]:
+    """Check the broker count, racks and extra broker properties; return the rack per broker and the properties.
+
+    Raises LocalClusterError on a broker count out of range, racks not one per broker, or a reserved property.
+    """
     if not 1 <= brokers <= MAX_BROKERS:
         raise LocalClusterError(f"brokers must be between 1 and {MAX_BROKERS}, got {brokers}")
     rack_list: list[str | None] = [None] * brokers
@@ -79,35 +127,37 @@ def start_clusters(
             f"extra_broker_props cannot set {', '.join(reserved)}: the launcher owns ports, roles,"
             " directories and racks (use the racks argument for broker.rack)"
         )
-    users = validate_security(security, sasl_users)
-    deadline = time.monotonic() + timeout_s
-    base_dir = Path(base_dir).expanduser().resolve()
-    base_dir.mkdir(parents=True, exist_ok=True)
-    java = java_executable()
-    cp = classpath("kafka")
-    with locked(base_dir):
-        refuse_if_running(base_dir)
-        write_text(base_dir / LOG4J_FILE, LOG4J2_PROPERTIES)
-        for attempt in range(1, PORT_ATTEMPTS + 1):
-            try:
-                return start_once(
-                    aliases,
-                    base_dir=base_dir,
-                    racks=rack_list,
-                    extra=extra,
-                    security=security,
-                    users=users,
-                    java=java,
-                    cp=cp,
-                    deadline=deadline,
-                )
-            except PortInUseError:
-                if attempt == PORT_ATTEMPTS:
-                    raise LocalClusterError(
-                        f"could not start the local clusters in {base_dir}: a loopback port was taken"
-                        f" by another process {PORT_ATTEMPTS} times; retry"
-                    ) from None
+    return rack_list, extra
+
+
+def _retry_ports(start: Callable[[], LocalClusters], base_dir: Path) -> LocalClusters:
+    """Run ``start`` again, up to ``PORT_ATTEMPTS`` times in all, while a broker loses its port to another process."""
+    for attempt in range(1, PORT_ATTEMPTS + 1):
+        try:
+            return start()
+        except PortInUseError:
+            if attempt == PORT_ATTEMPTS:
+                raise LocalClusterError(
+                    f"could not start the local clusters in {base_dir}: a loopback port was taken"
+                    f" by another process {PORT_ATTEMPTS} times; retry"
+                ) from None
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _with_registries(
+    started: LocalClusters, registries: Mapping[str, LocalSchemaRegistry], *, timeout_s: float
+) -> LocalClusters:
+    """Wait for the clusters' registries and record them in the state; on failure stop the clusters' brokers too."""
+    try:
+        ready = wait_registries(registries, timeout_s=timeout_s)
+    except BaseException:
+        stop_brokers([b for c in started.clusters.values() for b in c.brokers], timeout_s=5.0, graceful=False)
+        (started.base_dir / STATE_FILE).unlink(missing_ok=True)
+        raise
+    clusters = {alias: replace(c, schema_registry=ready[alias]) for alias, c in started.clusters.items()}
+    state = LocalClusters(base_dir=started.base_dir, clusters=MappingProxyType(clusters))
+    write_state(state)
+    return state
 
 
 def load_clusters(base_dir: Path) -> LocalClusters:
@@ -125,7 +175,7 @@ def load_clusters(base_dir: Path) -> LocalClusters:
 
 
 def stop_clusters(base_dir: Path, *, timeout_s: float = 30.0) -> list[str]:
-    """Stop every broker of an ``up`` and remove its state file.
+    """Stop every broker (and Schema Registry) of an ``up`` and remove its state file.
 
     Raises LocalClusterError if the state file exists but cannot be read.
     """
@@ -137,6 +187,7 @@ def stop_clusters(base_dir: Path, *, timeout_s: float = 30.0) -> list[str]:
         if state is None:
             return []
         all_brokers = [b for c in state.clusters.values() for b in c.brokers]
+        stop_registries([c.schema_registry for c in state.clusters.values() if c.schema_registry is not None])
         stop_brokers(all_brokers, timeout_s=timeout_s)
         (base_dir / STATE_FILE).unlink(missing_ok=True)
         return list(state.clusters)

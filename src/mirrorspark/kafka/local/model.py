@@ -10,6 +10,7 @@ from mirrorspark.config.properties import format_properties
 from mirrorspark.errors import LocalClusterError, UnknownAliasError
 from mirrorspark.kafka.local.settings import (
     ADMIN_USER,
+    CCOMPAT_PATH,
     HOST,
     KAFKA_PROTOCOL,
     SASL_MECHANISM,
@@ -50,6 +51,21 @@ class LocalBroker:
         return f"{HOST}:{self.port}"
 
 
+@dataclass(frozen=True, kw_only=True)
+class LocalSchemaRegistry:
+    """One Schema Registry (an Apicurio Registry JVM, in-memory storage) of a local cluster."""
+
+    port: int
+    management_port: int
+    pid: int
+    log_path: Path
+
+    @property
+    def url(self) -> str:
+        """The Confluent-compatible API, ``http://127.0.0.1:<port>/apis/ccompat/v7``: a ``schema.registry.url``."""
+        return f"http://{HOST}:{self.port}{CCOMPAT_PATH}"
+
+
 @dataclass(frozen=True)
 class LocalCluster:
     """One local Kafka cluster: its alias, brokers and how to connect."""
@@ -62,6 +78,7 @@ class LocalCluster:
     security: SecurityProtocol = field(default="plaintext", kw_only=True)
     sasl_users: Mapping[str, str] = field(default_factory=dict, kw_only=True, repr=False)
     ca_location: Path | None = field(default=None, kw_only=True)
+    schema_registry: LocalSchemaRegistry | None = field(default=None, kw_only=True)
 
     def client_config(self, user: str | None = None) -> dict[str, str]:
         """Return a librdkafka (confluent-kafka) client configuration for this cluster.
@@ -157,6 +174,8 @@ class LocalClusters:
         for alias, cluster in self.clusters.items():
             for key, value in cluster.java_client_properties().items():
                 props[f"{alias}.{key}"] = value
+            if cluster.schema_registry is not None:
+                props[f"{alias}.schema.registry.url"] = cluster.schema_registry.url
         for source, target in flows:
             props[f"{source}->{target}.enabled"] = "true"
         for key in (
@@ -174,8 +193,18 @@ class LocalClusters:
         return format_properties(props, header=header, separator=" = ")
 
     def to_json(self) -> dict[str, dict[str, str]]:
-        """Return the librdkafka client configuration of every cluster, by alias."""
-        return {alias: cluster.client_config() for alias, cluster in self.clusters.items()}
+        """Return the librdkafka client configuration of every cluster, by alias, and its ``schema.registry.url``.
+
+        ``schema.registry.url`` (not a librdkafka key: take it out before making a client) only for a cluster
+        started with a Schema Registry.
+        """
+        doc = {}
+        for alias, cluster in self.clusters.items():
+            config = cluster.client_config()
+            if cluster.schema_registry is not None:
+                config["schema.registry.url"] = cluster.schema_registry.url
+            doc[alias] = config
+        return doc
 
 
-__all__ = ["LocalBroker", "LocalCluster", "LocalClusters"]
+__all__ = ["LocalBroker", "LocalCluster", "LocalClusters", "LocalSchemaRegistry"]

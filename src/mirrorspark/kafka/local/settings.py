@@ -39,9 +39,13 @@ STATE_FILE: Final = "clusters.json"
 """Name of the state file written into the base directory of one ``up``."""
 
 STATE_VERSION: Final = 1
+REGISTRY_DIR: Final = "schema-registry"
+"""Directory under the base directory holding the Schema Registries' logs."""
 LOCK_FILE: Final = ".lock"
 LOG4J_FILE: Final = "log4j2.properties"
 HOST: Final = "127.0.0.1"
+CCOMPAT_PATH: Final = "/apis/ccompat/v7"
+"""Where Apicurio Registry serves Confluent's Schema Registry API (the local registries' ``schema.registry.url``)."""
 ALIAS_RE: Final = re.compile(r"[A-Za-z0-9_-]+")
 SASL_NAME_RE: Final = re.compile(r"[A-Za-z0-9_.-]+")
 MAX_BROKERS: Final = 3

@@ -10,9 +10,10 @@ import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 from mirrorspark.errors import LocalClusterError
-from mirrorspark.kafka.local.model import LocalBroker, LocalCluster, LocalClusters
+from mirrorspark.kafka.local.model import LocalBroker, LocalCluster, LocalClusters, LocalSchemaRegistry
 from mirrorspark.kafka.local.settings import (
     ADMIN_USER,
     ALIAS_RE,
@@ -55,6 +56,7 @@ def write_state(state: LocalClusters) -> None:
                 "security": c.security,
                 "sasl_users": dict(c.sasl_users),
                 "ca_location": None if c.ca_location is None else str(c.ca_location),
+                **_registry_doc(c.schema_registry),
                 "brokers": [
                     {
                         "node_id": b.node_id,
@@ -113,6 +115,7 @@ def read_state(base_dir: Path) -> LocalClusters | None:
                 security=c["security"],
                 sasl_users=MappingProxyType(dict(c["sasl_users"])),
                 ca_location=None if c.get("ca_location") is None else Path(c["ca_location"]),
+                schema_registry=_registry_of(c.get("schema_registry")),
             )
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise LocalClusterError(
@@ -120,6 +123,32 @@ def read_state(base_dir: Path) -> LocalClusters | None:
             " and delete the file"
         ) from e
     return LocalClusters(base_dir=Path(doc.get("base_dir", base_dir)), clusters=MappingProxyType(clusters))
+
+
+def _registry_doc(registry: LocalSchemaRegistry | None) -> dict[str, dict[str, object]]:
+    """Return a cluster's ``schema_registry`` entry of the state file (none without a registry, as older files)."""
+    if registry is None:
+        return {}
+    doc = {
+        "url": registry.url,
+        "port": registry.port,
+        "management_port": registry.management_port,
+        "pid": registry.pid,
+        "log_path": str(registry.log_path),
+    }
+    return {"schema_registry": doc}
+
+
+def _registry_of(doc: Mapping[str, Any] | None) -> LocalSchemaRegistry | None:
+    """Read a ``schema_registry`` entry written by :func:`_registry_doc`. Raises KeyError, TypeError or ValueError."""
+    if doc is None:
+        return None
+    return LocalSchemaRegistry(
+        port=int(doc["port"]),
+        management_port=int(doc["management_port"]),
+        pid=int(doc["pid"]),
+        log_path=Path(doc["log_path"]),
+    )
 
 
 def with_cluster(state: LocalClusters, cluster: LocalCluster) -> LocalClusters:
