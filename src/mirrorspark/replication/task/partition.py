@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from confluent_kafka import KafkaError
 
 from mirrorspark.kafka.protocols import DeliveredLike
 from mirrorspark.mm2.metrics import HISTOGRAM_SIZE, bucket_of
 from mirrorspark.mm2.offset_syncs import CopiedSegment, SyncState
+from mirrorspark.replication.task.schema_ids import SchemaIdTranslator
 from mirrorspark.replication.task.spec import PartitionAssignment, PartitionKey
-
-if TYPE_CHECKING:
-    from mirrorspark.replication.task.schema_ids import SchemaIdTranslator
 
 LATENCY_SAMPLE_MASK = 15
 """Replication latency and record age are sampled on every 16th record of a partition (the 1st, 17th, ... a task

@@ -9,19 +9,32 @@ topics are never translated (their keys are MM2's structs, which may start with 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import Final, Protocol
 
 from mirrorspark.core.schemas import HEADER_SIZE, KEY_SUFFIX, MAGIC_BYTE, VALUE_SUFFIX, unknown_schema_id
 from mirrorspark.core.schemas.copier import SchemaCopier
 from mirrorspark.errors import SchemaRegistryError
 from mirrorspark.registry.client import RegistryClient
 from mirrorspark.replication.task.failures import at
-from mirrorspark.replication.task.spec import SchemaIdsSpec
-
-if TYPE_CHECKING:
-    from mirrorspark.replication.task.partition import PartitionCopy
+from mirrorspark.replication.task.spec import PartitionAssignment, SchemaIdsSpec
 
 _MAGIC: Final = bytes([MAGIC_BYTE])
+
+
+class PartitionCopy(Protocol):
+    """What translation reads and counts of a copy task's partition (``partition.PartitionCopy``)."""
+
+    assignment: PartitionAssignment
+    partition: int
+    target_topic: str
+    schema_hits: int
+    schema_misses: int
+    schema_unknown: int
+
+    @property
+    def name(self) -> str:
+        """``"<source topic>-<partition>"``."""
+        ...
 
 
 class SchemaIdTranslator:
