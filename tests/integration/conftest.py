@@ -6,7 +6,9 @@ Tests keep out of each other's way with unique topic and group names
 (:func:`helpers.unique_name`); a test that needs to break a cluster starts its own. Under
 pytest-xdist (``make test``) every worker is a session of its own, with its own pair of clusters,
 its own SparkSession and its own temporary directories; a test kills only processes of its own tree.
-A test that needs a real Spark cluster gets a fresh standalone one (``spark_standalone``).
+A test that needs a real Spark cluster gets a fresh standalone one (``spark_standalone``), one that needs
+Schema Registries (Java 21+) gets them from :mod:`registry_support`: ``schema_registries`` (a pair for the session),
+``start_registry`` (fresh ones for a test), ``registry_factory``.
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ from standalone import StandaloneCluster
 
 from mirrorspark.kafka.local.clusters import start_clusters, stop_clusters
 from mirrorspark.kafka.local.model import LocalClusters
+from registry_support import registry_factory, schema_registries, start_registry
+
+__all__ = ["registry_factory", "schema_registries", "start_registry"]  # fixtures of registry_support
 
 
 @pytest.fixture(scope="session")

@@ -91,7 +91,9 @@ def start_clusters(
         deadline=deadline,
     )
     with locked(base_dir):
+        leftover = _registries_of(base_dir)
         refuse_if_running(base_dir)
+        stop_registries(leftover)  # of an earlier up whose brokers are gone: its state is replaced now
         registries = launch_registries(aliases, base_dir=base_dir / REGISTRY_DIR) if schema_registry else {}
         try:
             write_text(base_dir / LOG4J_FILE, LOG4J2_PROPERTIES)
@@ -142,6 +144,16 @@ def _retry_ports(start: Callable[[], LocalClusters], base_dir: Path) -> LocalClu
                     f" by another process {PORT_ATTEMPTS} times; retry"
                 ) from None
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _registries_of(base_dir: Path) -> list[LocalSchemaRegistry]:
+    """Return the Schema Registries the state of ``base_dir`` records (none if it has no readable state)."""
+    try:
+        state = read_state(base_dir)
+    except LocalClusterError:
+        return []
+    clusters = state.clusters.values() if state is not None else ()
+    return [c.schema_registry for c in clusters if c.schema_registry is not None]
 
 
 def _with_registries(

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from mirrorspark.config.parse import parse_config
+from mirrorspark.config.properties import parse_properties
 from mirrorspark.errors import LocalClusterError
 from mirrorspark.kafka.local import registry
 from mirrorspark.kafka.local.model import LocalBroker, LocalCluster, LocalClusters, LocalSchemaRegistry
@@ -214,7 +216,13 @@ def lookalike(port: int) -> subprocess.Popen[bytes]:
     """A process whose command line looks like a registry's on ``port`` (a sleeping Python, no JVM)."""
     code = "import time; time.sleep(60)"
     args = [sys.executable, "-c", code, f"-Dquarkus.http.port={port}", "-jar", "quarkus-run.jar"]
-    return subprocess.Popen(args, start_new_session=True)
+    proc = subprocess.Popen(args, start_new_session=True)
+    deadline = time.monotonic() + 10.0
+    cmdline = Path(f"/proc/{proc.pid}/cmdline")
+    while b"-jar" not in cmdline.read_bytes().split(b"\0"):  # until exec replaced the forked copy of pytest
+        assert time.monotonic() < deadline, "the lookalike process did not start"
+        time.sleep(0.01)
+    return proc
 
 
 def test_stop_registries_terminates_its_own_processes_quickly(tmp_path: Path) -> None:
@@ -267,3 +275,11 @@ def test_a_registry_that_lost_its_port_is_launched_again(tmp_path: Path, monkeyp
     monkeypatch.setattr(registry, "_relaunch", lambda r, name: again)
     monkeypatch.setattr(registry, "_answers", lambda r: r.port == 18099)
     assert wait_registries({"primary": clashed}, timeout_s=5.0) == {"primary": again}
+
+
+def test_the_written_mm2_properties_turn_schema_replication_on(tmp_path: Path) -> None:
+    config = parse_config(parse_properties(two_clusters(tmp_path, with_registry=True).mm2_properties()), env={})
+    registry_of = config.clusters["backup"].schema_registry
+    assert registry_of is not None and registry_of.urls == ("http://127.0.0.1:18082/apis/ccompat/v7",)
+    flow = next(f for f in config.flows if (f.source, f.target) == ("primary", "backup"))
+    assert flow.sync_schemas_enabled
