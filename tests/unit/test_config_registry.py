@@ -44,6 +44,7 @@ STRUCTURAL_FLOW_FIELDS = {
     # schema replication: from sync.schemas.* and both clusters' <alias>.schema.registry.url (config/schema_sync.py)
     "sync_schemas_enabled",
     "sync_schemas_unknown_ids",
+    "sync_schemas_interval_s",
 }
 HOLDERS: dict[str, type[Any]] = {
     "flow": FlowConfig,
@@ -124,6 +125,7 @@ PARSER_CONSUMED = {
     "mirrorspark.config.lenient",
     "sync.schemas.enabled",
     "sync.schemas.unknown.ids",
+    "sync.schemas.interval.seconds",
 }
 
 

@@ -134,12 +134,12 @@ def _imported_mirrorspark_modules(folder: str) -> dict[str, set[str]]:
 @pytest.mark.parametrize(
     ("folder", "allowed"),
     [
-        ("client", ("errors", "mm2", "core", "config", "kafka", "client")),
-        ("migration", ("errors", "mm2", "core", "config", "kafka", "client", "migration")),
+        ("client", ("errors", "mm2", "core", "config", "kafka", "registry", "client")),
+        ("migration", ("errors", "mm2", "core", "config", "kafka", "registry", "client", "migration")),
     ],
 )
 def test_translator_users_import_no_runtime(folder: str, allowed: tuple[str, ...]) -> None:
-    """MirrorClient depends on mm2, core, config and kafka only; the migration tools never on the runtime."""
+    """MirrorClient depends on mm2, core, config and the adapters only; the migration tools never on the runtime."""
     bad = {
         path: sorted(m for m in modules if m.partition(".")[2].partition(".")[0] not in allowed)
         for path, modules in _imported_mirrorspark_modules(folder).items()

@@ -14,7 +14,7 @@ import pytest
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
-from fakes import FakeClients, FakeCluster, two_clusters
+from fakes import FakeClients, FakeCluster, FakeRegistry, two_clusters
 from mirrorspark.cli.app import _print_flow_status
 from mirrorspark.client.context import FlowContext, ReplicationContext
 from mirrorspark.client.status import FlowStatus, SchemaStatus, flow_status, hit_ratio
@@ -156,7 +156,9 @@ def test_totals_carry_the_schema_counts_only_when_not_zero() -> None:
 
 
 def started_flow(cfg: MirrorConfig, clients: FakeClients) -> Flow:
-    flow = Flow(FlowContext.build(cfg, cfg.flow("A", "B"), clients=clients), cfg.data_path)
+    registries = {"http://a:8081": FakeRegistry("a"), "http://b:8081": FakeRegistry("b", first_id=100)}
+    ctx = FlowContext.build(cfg, cfg.flow("A", "B"), clients=clients, registries=lambda s: registries[s.urls[0]])
+    flow = Flow(ctx, cfg.data_path)
     flow.start()
     return flow
 

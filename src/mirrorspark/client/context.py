@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -24,6 +24,8 @@ from confluent_kafka.admin import AdminClient
 from mirrorspark.config.internal_topics import InternalTopics
 from mirrorspark.config.model import ClientSettings, ClusterConfig, FlowConfig, MirrorConfig
 from mirrorspark.config.runnable import flow_policy
+from mirrorspark.config.schema_registry import SchemaRegistrySettings
+from mirrorspark.core.schemas.registry import SchemaRegistryLike
 from mirrorspark.core.transforms import BoundChain, RoutedReplicationPolicy, TransformChain, build_chain
 from mirrorspark.errors import ConfigError, TransformConfigError
 from mirrorspark.kafka.admin import ClusterAdmin
@@ -35,6 +37,7 @@ from mirrorspark.mm2.filters import (
     should_replicate_topic,
 )
 from mirrorspark.mm2.policy import ReplicationPolicy, load_policy
+from mirrorspark.registry.client import RegistryClient
 
 SettingsKey = Literal[
     "source_admin", "source_consumer", "source_producer", "target_admin", "target_consumer", "target_producer"
@@ -42,6 +45,9 @@ SettingsKey = Literal[
 """Which :class:`~mirrorspark.config.FlowConfig` field holds a client's settings (``<side>_<kind>``)."""
 
 Side = Literal["source", "target"]
+
+RegistryFactory = Callable[[SchemaRegistrySettings], SchemaRegistryLike]
+"""Makes a client of a cluster's Schema Registry from its settings (the seam unit tests replace)."""
 """Which cluster of a flow."""
 
 COMPONENT = "mirrorspark"
@@ -104,10 +110,20 @@ class FlowContext:
     config_filter: DefaultConfigPropertyFilter
     clients: ClientFactory
     transforms: TransformChain = field(default_factory=lambda: TransformChain(()))
+    registries: RegistryFactory = RegistryClient.from_settings
 
     @classmethod
-    def build(cls, config: MirrorConfig, flow: FlowConfig, *, clients: ClientFactory | None = None) -> FlowContext:
+    def build(
+        cls,
+        config: MirrorConfig,
+        flow: FlowConfig,
+        *,
+        clients: ClientFactory | None = None,
+        registries: RegistryFactory | None = None,
+    ) -> FlowContext:
         """Load the flow's policy, filters and transforms; ``clients`` defaults to a new ``KafkaClients``.
+
+        ``registries`` makes the Schema Registry clients (default: :class:`~mirrorspark.registry.RegistryClient`).
 
         Raises
         ------
@@ -128,7 +144,15 @@ class FlowContext:
             ),
             clients=clients if clients is not None else KafkaClients(),
             transforms=_chain(flow),
+            registries=registries if registries is not None else RegistryClient.from_settings,
         )
+
+    def schema_registry(self, side: Side) -> SchemaRegistryLike:
+        """Return a new client of the ``side`` cluster's Schema Registry; ValueError if it names none."""
+        settings = self.cluster(side).schema_registry
+        if settings is None:
+            raise ValueError(f"cluster {self.alias(side)} names no Schema Registry ('schema.registry.url')")
+        return self.registries(settings)
 
     @property
     def name(self) -> str:
@@ -265,6 +289,7 @@ class ReplicationContext:
 
     config: MirrorConfig
     clients: ClientFactory = field(default_factory=KafkaClients)
+    registries: RegistryFactory = RegistryClient.from_settings
     _flows: dict[tuple[str, str], FlowContext] = field(default_factory=dict, init=False, repr=False)
     _policies: dict[str, ReplicationPolicy] = field(default_factory=dict, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
@@ -282,7 +307,8 @@ class ReplicationContext:
         with self._lock:
             ctx = self._flows.get((source, target))
         if ctx is None:
-            ctx = FlowContext.build(self.config, self.config.flow(source, target), clients=self.clients)
+            flow = self.config.flow(source, target)
+            ctx = FlowContext.build(self.config, flow, clients=self.clients, registries=self.registries)
             with self._lock:
                 ctx = self._flows.setdefault((source, target), ctx)
         return ctx

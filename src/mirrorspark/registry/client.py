@@ -55,6 +55,10 @@ from mirrorspark.config.schema_registry import SchemaRegistrySettings, redact_ur
 from mirrorspark.core.schemas.registry import SchemaReference, SchemaText, SubjectVersion
 from mirrorspark.errors import SchemaRegistryError, SchemaSubjectConflictError
 
+VERSIONS_PAGE: Final = 500
+"""Most versions Apicurio's ``GET /subjects/{s}/versions`` lists (Confluent's lists all): a list this long is
+completed up to ``/versions/latest``."""
+
 CLIENT_DEFAULTS: Final[Mapping[str, int]] = MappingProxyType(
     {
         name: int(KEYS[SCHEMA_REGISTRY_PREFIX + name].default or 0)
@@ -157,7 +161,11 @@ class RegistryClient:
         """``GET /subjects/{s}/versions``: the subject's versions in ascending order (``[]``: no such subject)."""
         what = f"reading the versions of subject '{subject}'"
         found = self._ask(what, lambda: self._sr().get_versions(subject), missing=(SUBJECT_NOT_FOUND,))
-        return sorted(int(v) for v in found or ())
+        versions = sorted(int(v) for v in found or ())
+        if len(versions) >= VERSIONS_PAGE:  # Apicurio lists 500 at most: the rest up to the latest
+            latest = self._must(what, lambda: self._sr().get_version(subject, "latest"))
+            versions.extend(range(versions[-1] + 1, _num(latest.version) + 1))
+        return versions
 
     def version(self, subject: str, version: int) -> tuple[int, SchemaText]:
         """``GET /subjects/{s}/versions/{v}``: the version's schema id and schema.

@@ -159,6 +159,7 @@ class Replicator:
         self.control = Scheduler()
         self.background = Scheduler()
         self.failover = Scheduler()  # the failover policy's source checks: a dead source must not stall the rest
+        self.schema_syncs = Scheduler()  # Schema Registry calls: a slow registry must not stall the rest either
         self.failover_watchers: list[FailoverWatcher] = []
         self.on_stats = on_stats
         self._stop = threading.Event()
@@ -224,7 +225,7 @@ class Replicator:
             self.control.add_jobs(schemas, lock=flow.lock)
             self.control.add_jobs(flow, lock=flow.lock)
             if flow.schemas is not None:  # registry calls only, never the flow's state: not under its lock
-                self.control.add_jobs(flow.schemas)
+                self.schema_syncs.add_jobs(flow.schemas)
         emitters = {cp.name: cp for cp in self.checkpoints}
         interval_ms = self.config.data_path.metrics_interval_ms
         for flow in self.flows:
@@ -243,6 +244,8 @@ class Replicator:
             self.control.add_jobs(cp, lock=by_name[cp.name].lock)
         self.background.add_jobs(self.heartbeats)
         self.background.start(name="mirrorspark-heartbeats")
+        if self.schema_syncs.jobs:
+            self.schema_syncs.start(name="mirrorspark-schema-syncs")
         self._start_failover_watch()
         self.join_leases()
         self.state = DriverState.RUNNING
@@ -456,6 +459,7 @@ class Replicator:
 
         A flow's clients are not released while a control job runs in them (librdkafka crashes the process).
         """
+        self.schema_syncs.stop(timeout_s=0)  # a pass under way ends at its registry call's timeout at worst
         if not self.control.stop(timeout_s=CONTROL_STOP_S):
             log.warning(
                 "a control job is still running after %.0f s: the flows' clients are left to it, not released",

@@ -149,7 +149,7 @@ class SchemaCopier:
         if done is not None:
             return done
         pending: list[tuple[SubjectVersion, int, SchemaText]] = []
-        earlier = [v for v in self._source_versions(subject, needed=version) if v <= version] or [version]
+        earlier = sorted({v for v in self._source_versions(subject, needed=version) if v < version} | {version})
         for v in reversed(earlier):  # newest first, down to the newest version the target already holds
             key = SubjectVersion(subject, v)
             if key in self._copied:

@@ -19,7 +19,6 @@ from mirrorspark.core.schemas.copier import ReplicatedTopics, SchemaCopier, Subj
 from mirrorspark.core.schemas.figures import SchemaSyncFigures
 from mirrorspark.errors import MirrorsparkError
 from mirrorspark.mm2.filters import TopicFilter
-from mirrorspark.registry.client import RegistryClient
 from mirrorspark.replication.connector.scheduler import PeriodicJob
 from mirrorspark.replication.task.spec import SchemaIdsSpec
 
@@ -40,6 +39,7 @@ class SchemaSync:
         self.interval_s = float(cfg.sync_schemas_interval_s)
         self.copy_unknown = cfg.sync_schemas_unknown_ids == "copy"
         self._settings = (source, target)
+        self._context = context
         self._topic_filter = topic_filter
         self._copier: SchemaCopier | None = None
         self._figures = SchemaSyncFigures()
@@ -63,9 +63,8 @@ class SchemaSync:
         Raises SchemaRegistryError (a registry unreachable), SchemaSubjectConflictError (a target subject
         holding versions of its own) or SchemaReferenceCycleError, each naming the registry or subject.
         """
-        source, target = self._settings
         self._copier = SchemaCopier(
-            RegistryClient.from_settings(source), RegistryClient.from_settings(target), self.naming()
+            self._context.schema_registry("source"), self._context.schema_registry("target"), self.naming()
         )
         self.sync()
 
