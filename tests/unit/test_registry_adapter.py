@@ -68,6 +68,15 @@ def test_an_unknown_subject_has_no_versions_and_holds_nothing() -> None:
     assert no_schema.lookup("x", SchemaText('"string"')) is None
 
 
+def test_a_list_of_versions_cut_at_apicurios_page_is_completed_up_to_the_latest() -> None:
+    client = stubbed(
+        get_versions=lambda subject: list(range(1, 501)),
+        get_version=lambda subject, version: SimpleNamespace(version=503 if version == "latest" else version),
+    )
+    assert client.versions("s") == list(range(1, 504))
+    assert stubbed(get_versions=lambda subject: [1, 3]).versions("s") == [1, 3]  # a short list is complete
+
+
 def test_a_404_without_a_registry_error_code_is_an_error_naming_the_url_key() -> None:
     client = stubbed(get_schema=raising(ConfluentError(404, -1, "Unknown Schema Registry Error: b'<html>'")))
     with pytest.raises(SchemaRegistryError) as e:
