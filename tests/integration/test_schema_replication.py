@@ -23,6 +23,7 @@ from helpers import consume_all, create_topic, produce, unique_name
 from pyspark.sql import SparkSession
 from test_checkpoints import config, replicate
 
+from mirrorspark.client.status import status
 from mirrorspark.config.model import MirrorConfig
 from mirrorspark.kafka.local.model import LocalClusters
 from mirrorspark.replication.driver import Replicator
@@ -135,7 +136,14 @@ def test_avro_protobuf_and_json_schema_records_deserialize_on_the_target(
     # a value that only looks like wire format would be copied unchanged if not in wire format: a plain one
     produce(p, json_t, [{"value": b"not in wire format"}])
 
-    cfg = registry_config(local_clusters, schema_registries, f"{avro_t}|{proto_t}|{json_t}")
+    # a transform runs before translation (where Connect's converter would run): both apply
+    smt = {
+        "primary->backup.transforms": "tag",
+        "primary->backup.transforms.tag.type": "org.apache.kafka.connect.transforms.InsertHeader",
+        "primary->backup.transforms.tag.header": "via",
+        "primary->backup.transforms.tag.value.literal": "mirrorspark",
+    }
+    cfg = registry_config(local_clusters, schema_registries, f"{avro_t}|{proto_t}|{json_t}", **smt)
     replicate(cfg, spark)
 
     def remote(t: str) -> list[dict[str, Any]]:
@@ -157,6 +165,7 @@ def test_avro_protobuf_and_json_schema_records_deserialize_on_the_target(
                     sid, tid = (int.from_bytes(x[field][1:5], "big") for x in (s, d))
                     assert target.get_schema(tid).schema_str == source.get_schema(sid).schema_str
         assert not ids_of(dst, "value") & ids_of(src, "value"), "an id was copied untranslated"
+        assert all(("via", b"mirrorspark") in d["headers"] for d in dst)
 
     # 100 % deserialize with the stock deserializers against the target registry, equal to the source's objects
     avro_read = AvroDeserializer(target)
@@ -187,6 +196,13 @@ def test_avro_protobuf_and_json_schema_records_deserialize_on_the_target(
         assert len(target.get_versions(f"primary.{s}")) == len(source.get_versions(s))
     assert "com.acme.Address" in subjects
     assert target.get_compatibility(f"primary.{avro_t}-value") == "BACKWARD"
+
+    # status: the flow's subjects synced, ids translated (every key and value in wire format), none unknown
+    [fs] = status(cfg)[0]
+    assert fs.schemas is not None and fs.schemas.error is None
+    assert fs.schemas.ids_translated == 40 + 40 + 40 + 40 and fs.schemas.unknown_ids == 0
+    assert fs.schemas.id_cache_hit_ratio is not None and fs.schemas.id_cache_hit_ratio > 0.9
+    assert fs.schemas.subjects is not None and fs.schemas.subjects >= 5
     assert not any(s.startswith(name) and not s.startswith(f"{name}-unrelated") for s in subjects)
 
 
