@@ -45,6 +45,9 @@ class SchemaIdTranslator:
         self.flow = flow
         self.copy_unknown = copy_unknown
         self._ids: dict[bytes, bytes] = {}  # 4 source id bytes -> 4 target id bytes
+        self.heads: dict[bytes, bytes] = {}
+        """The cache as 5-byte wire-format headers (magic byte + id), source to target: the hot loop's fast path
+        (``produce.forward_run``) looks a value's first 5 bytes up here and counts its hits itself."""
         self._unknown: set[bytes] = set()  # source ids the source registry does not know (copy_unknown only)
 
     @classmethod
@@ -110,6 +113,7 @@ class SchemaIdTranslator:
         pc.schema_misses += 1
         target = found.to_bytes(4, "big")
         self._ids[source] = target
+        self.heads[_MAGIC + source] = _MAGIC + target
         return target
 
     def close(self) -> None:
