@@ -1,5 +1,5 @@
 """The copy loop's fast path for cached schema ids (``produce.forward_run``): the same bytes and counts as
-``SchemaIdTranslator.translated`` record by record."""
+``SchemaIdTranslator.translated`` record by record; and a task's cache started with the driver's translations."""
 
 from __future__ import annotations
 
@@ -81,3 +81,22 @@ def test_the_fast_path_keeps_every_byte_but_the_id_and_counts_as_the_translator_
         slow.schema_misses,
         slow.schema_unknown,
     )
+
+
+def test_a_task_starts_with_the_translations_the_drivers_sync_found_and_asks_no_registry_for_them() -> None:
+    driver, ids = copier()
+    driver.copy_subject("orders-value")  # the sync at flow start
+    known = driver.known_ids()
+    assert sorted(known) == sorted(ids) and all(known[i] != i for i in ids)
+    fresh, _ = copier()  # the same schemas on other registries: the same ids
+    assert {i: fresh.target_id(i, "east.orders-value") for i in ids} == known
+    task, _ = copier()
+    task.source.down = task.target.down = True  # type: ignore[attr-defined]
+    translator = SchemaIdTranslator(task, flow="f", copy_unknown=False, known=tuple(known.items()))
+    pc = pc_with(translator)
+    value = b"\0" + ids[1].to_bytes(4, "big") + b"payload"
+    producer = Recorder()
+    forward_run(producer, pc, [FakeMessage("orders", 3, 0, FakeRecord(None, value, 1))], 0, 1.0)  # type: ignore[arg-type]
+    assert producer.records == [(None, b"\0" + known[ids[1]].to_bytes(4, "big") + b"payload")]
+    assert translator.translated(pc, None, value, 1)[1] == producer.records[0][1]
+    assert (pc.schema_hits, pc.schema_misses, pc.schema_unknown) == (2, 0, 0)
