@@ -28,6 +28,10 @@ Cases (``--cases``, default all):
     ``kill -9`` mid-copy of a whole mirrorspark run (``python -m mirrorspark run``) and of MM2's
     JVM, then a restart; and of mirrorspark's Spark Python workers: records copied twice and
     seconds until copying resumes.
+``schemas``
+    1 KiB x 12 and 100 B x 1, values in Confluent's wire format over 20 schema ids: mirrorspark without
+    and with schema replication (both clusters' registries, two local Apicurio registries, ids
+    translated), alternately; the throughput ratio and the id cache's hit ratio.
 ``service``
     ``mirrorspark service`` beside a ``mirrorspark run`` flow: the service's CPU and memory at idle
     (60 s; quick 20 s), under 5 000 records/s (60 s; quick 15 s) and under an API load test of 20
@@ -35,7 +39,9 @@ Cases (``--cases``, default all):
 
 Before them, one line per compare workload (``workload 100 B x 1: throughput ratio mirrorspark/mm2-tuned <t>,
 mirrorspark/mm2 <d>; CPU s/GB ratio mirrorspark/mm2-tuned <c>``) and, with the scale case, one per contender
-(``scale marginal idle cost per added topic <contender>: <m> millicores (100 -> 1,000 topics)``).
+(``scale marginal idle cost per added topic <contender>: <m> millicores (100 -> 1,000 topics)``) and, with the
+schemas case, one per workload (``schemas workload 1024 B x 12: throughput ratio mirrorspark-schemas/mirrorspark
+<r>; id cache hit ratio <h>``).
 The last lines printed are the headline ratios of the 1 KiB / 12-partition workload:
 ``throughput ratio mirrorspark/mm2: <x>``, ``throughput ratio mirrorspark/ceiling: <y>``,
 ``throughput ratio mirrorspark/mm2-tuned: <z>``, then those of exactly-once:
@@ -78,6 +84,8 @@ BENCH_DIR = Path(__file__).resolve().parent
 FULL_RECORDS = {1024: 1_000_000, 100: 2_000_000}
 """Records per workload of the full run by value size: ~1 GB of 1 KiB records, ~224 MB of 100 B ones."""
 QUICK_RECORDS = {1024: 200_000, 100: 1_000_000}
+SCHEMAS_QUICK_RECORDS = {1024: 200_000, 100: 400_000}
+"""Records per workload of the quick schemas case (the full one sizes them as :data:`FULL_RECORDS`)."""
 FULL_WORKLOADS = "1024x12,1024x1,1024x96,100x12,100x1,100x96"
 QUICK_WORKLOADS = "1024x12"
 HEADLINE = (1024, 12)
@@ -86,9 +94,13 @@ _DEPRECATED_NOTE = "".join(
     f"; {old} is a deprecated name of {new} (one engine since issue #22)" for old, new in DEPRECATED_CONTENDERS.items()
 )
 """What ``--help`` says of the old contender names still accepted."""
-CASES = ("compare", "transforms", "latency", "scale", "recovery", "service")
+CASES = ("compare", "transforms", "schemas", "latency", "scale", "recovery", "service")
 SERVICE_HEADING = "Metrics service cost"
 """Heading of the service case in the results file (it has a section of its own in bench/README.md)."""
+SCHEMAS_HEADING = "Schema replication"
+"""Heading of the schemas case in the results file (it has a section of its own in bench/README.md)."""
+OWN_SECTIONS = {"service", "schemas"}
+"""Cases whose README figures have a section of their own: a run of only these leaves the quick/full section."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -99,7 +111,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--quick",
         action="store_true",
-        help="1 KiB x 12 partitions (200k records, 3 runs), 15 s latency, 100- and 1000-topic scale, one recovery "
+        help="1 KiB x 12 partitions (200k records, 3 runs; schemas: 200k and 400k of 100 B x 1), 15 s latency, "
+        "100- and 1000-topic scale, one recovery "
         "run per scenario",
     )
     p.add_argument(
@@ -250,23 +263,27 @@ def _workloads(args: argparse.Namespace) -> list[Workload]:
 
 
 def _run_case(env: BenchEnv, case: Case, results: list[CaseResult]) -> bool:
-    """Run one comparison-style case, print its table, keep its result, then delete its source topics.
-
-    Returns whether every contender succeeded.
-    """
-    result = run_case(env, case)
+    """Run one comparison-style case (:func:`_run_one_case`) and keep its result; return whether every contender
+    succeeded."""
+    result = _run_one_case(env, case)
     results.append(result)
+    return not any(s.error for s in result.summaries)
+
+
+def _run_one_case(env: BenchEnv, case: Case) -> CaseResult:
+    """Run one comparison-style case, print its table, then delete its source topics."""
+    result = run_case(env, case)
     print(report.table(result), flush=True)
     topics = [case.workload.topic, case.warmup.topic] if case.warmup else [case.workload.topic]
     env.delete_topics("source", topics)
-    return not any(s.error for s in result.summaries)
+    return result
 
 
 def _run_all(args: argparse.Namespace, command: str, label: str) -> int:
     """The comparison, latency and scale cases in one environment; one results file."""
     from datetime import UTC, datetime
 
-    from bench import latency, recovery, scale, service
+    from bench import latency, recovery, scale, schemas, service
     from bench.suite import comparison_case, environment, transforms_case
 
     cases = {c.strip() for c in args.cases.split(",") if c.strip()}
@@ -288,6 +305,8 @@ def _run_all(args: argparse.Namespace, command: str, label: str) -> int:
     service_body = ""
     service_lines: list[str] = []
     scale_lines: list[str] = []
+    schema_results: list[CaseResult] = []
+    schemas_body = ""
     with BenchEnv(args.work_dir / ("quick" if args.quick else "full"), master=master) as env:
         if "compare" in cases:
             for w in _workloads(args):
@@ -318,6 +337,27 @@ def _run_all(args: argparse.Namespace, command: str, label: str) -> int:
                 contenders=transforms_contenders,
             )
             if not _run_case(env, case, results):
+                status = 1
+        if "schemas" in cases:
+            defaults = SCHEMAS_QUICK_RECORDS if args.quick else FULL_RECORDS
+            sizes = {s: defaults[s] if args.records is None else args.records for s, _ in schemas.SCHEMAS_WORKLOADS}
+            print(f"== schemas: {sizes} records, {runs} run(s) each", flush=True)
+            schema_results = schemas.run_schemas_cases(
+                env,
+                records=sizes,
+                runs=runs,
+                tasks_max=args.tasks,
+                warmup_records=args.warmup_records,
+                run=lambda case: _run_one_case(env, case),
+                pause_s=args.pause,
+                wait_idle_s=args.wait_idle,
+                size="quick" if args.quick else "full",
+            )
+            schemas_body = schemas.schemas_markdown(schema_results)
+            print(schemas_body, flush=True)
+            sections.append((SCHEMAS_HEADING, schemas_body))
+            extra_json["schemas"] = schemas.schemas_json(schema_results)
+            if any(s.error for r in schema_results for s in r.summaries):
                 status = 1
         if "latency" in cases:
             seconds = args.latency_seconds or (15.0 if args.quick else 60.0)
@@ -409,7 +449,7 @@ def _run_all(args: argparse.Namespace, command: str, label: str) -> int:
     safe = "".join(ch if ch.isalnum() or ch in "._-" else "-" for ch in label).strip("-") or "polyglot"
     out = args.out or BENCH_DIR / "results" / f"{started[:10]}-{safe}{suffix}.md"
     out.parent.mkdir(parents=True, exist_ok=True)
-    text = report.bench_markdown(results, sections, command, env_info, started)
+    text = report.bench_markdown([*results, *schema_results], sections, command, env_info, started)
     out.write_text(text)
     data = {
         "command": command,
@@ -442,20 +482,28 @@ def _run_all(args: argparse.Namespace, command: str, label: str) -> int:
             f"`{env_info.get('host')}` ({env_info.get('cpus')} cores, {env_info.get('mem_gib')} GiB); "
             f"details in [{link}]({link})."
         )
-        if cases - {"service"}:  # the service case has a section of its own
+        if cases - OWN_SECTIONS:
             body = "\n\n".join(
                 [
                     latest,
                     report.headline_table(results) if results else "_no comparison run_",
-                    *(f"**{h}**\n\n{b}" for h, b in sections if h != SERVICE_HEADING),
+                    *(f"**{h}**\n\n{b}" for h, b in sections if h not in (SERVICE_HEADING, SCHEMAS_HEADING)),
                 ]
             )
             report.update_readme_section(BENCH_DIR / "README.md", "quick" if args.quick else "full", body)
         if service_body:
             report.update_readme_section(BENCH_DIR / "README.md", "service", f"{latest}\n\n{service_body}")
+        if schemas_body:
+            report.update_readme_section(BENCH_DIR / "README.md", "schemas", f"{latest}\n\n{schemas_body}")
     print()
     print(f"results: {out}")
-    for line in [*recovery_lines, *service_lines, *scale_lines, *(r.workload_line() for r in results)]:
+    for line in [
+        *recovery_lines,
+        *service_lines,
+        *scale_lines,
+        *(r.workload_line() for r in results),
+        *(schemas.result_line(r) for r in schema_results),
+    ]:
         print(line)
     headline = next(
         (r for r in results if (r.case.workload.record_size, r.case.workload.partitions) == HEADLINE),

@@ -39,7 +39,9 @@ from bench.sampler import EndOffsets, Sampler, Window
 from bench.workload import Workload, count_committed, count_records
 
 if TYPE_CHECKING:
+    from mirrorspark.config.model import MirrorConfig
     from mirrorspark.replication.connector.flow import Flow
+    from mirrorspark.replication.driver import Replicator
 
 __all__ = [
     "MM2_TUNED_PRODUCER",
@@ -323,6 +325,8 @@ class MirrorsparkContender(Contender):
         copied = _Copied.of(replicator.flows[0], workload.topic)
         if not error:
             error = self._check(env, remote, workload, expected, copied, window)
+        if not error:
+            error = self.inspect(cfg, replicator, workload, run)
         if not error and self.drops_tagged:  # throughput counts what was read: every source record
             copied = _Copied(workload.records, 0, workload.payload_bytes)
         env.delete_flow_topics(alias)
@@ -343,6 +347,10 @@ class MirrorsparkContender(Contender):
             verified=not error,
             error=error,
         )
+
+    def inspect(self, cfg: MirrorConfig, replicator: Replicator, workload: Workload, run: int) -> str:
+        """Read what else a verified run is to report, before its flow's topics go; return why it fails (``""``: ok)."""
+        return ""
 
     def _check(
         self, env: BenchEnv, remote: str, workload: Workload, expected: int, copied: _Copied, window: Window | None

@@ -14,13 +14,20 @@ from typing import Any
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-__all__ = ["TAG_HEADER", "LoadResult", "Workload", "load_topic"]
+__all__ = ["TAG_HEADER", "WIRE_HEADER_SIZE", "LoadResult", "Workload", "load_topic", "wire_value"]
 
 _KEY_FORMAT = b"k%011d"  # 12-byte keys
 _POOL_SLACK = 8191  # distinct value offsets into the random pool
 TAG_HEADER = "bench-drop"
 """Name of the header a tagged workload's every other record carries (:attr:`Workload.tagged`)."""
 _TAG: list[tuple[str, str | bytes | None]] = [(TAG_HEADER, b"1")]
+WIRE_HEADER_SIZE = 5
+"""Bytes of Confluent's wire-format header: the magic byte 0, then the schema id (4 bytes, big-endian)."""
+
+
+def wire_value(schema_id: int, payload: bytes) -> bytes:
+    """``payload`` in Confluent's wire format: ``b"\\0"``, ``schema_id`` as 4 big-endian bytes, then ``payload``."""
+    return b"\0" + schema_id.to_bytes(4, "big") + payload
 
 
 @dataclass(frozen=True)
@@ -42,6 +49,11 @@ class Workload:
         Whether every other record of each partition (record ``i`` with ``(i // partitions)``
         odd) carries the header :data:`TAG_HEADER` (value ``b"1"``): what the transforms case's
         ``Filter`` with a ``HasHeaderKey`` predicate drops, half of the records.
+    schema_ids:
+        When not empty, every value is in Confluent's wire format (:func:`wire_value`, ``record_size``
+        bytes in all): record ``i`` names ``schema_ids[(i // partitions) % len(schema_ids)]``, so each
+        partition cycles over every id. The rest of the value stays random bytes (no schema's encoding:
+        id translation never reads past the id).
     """
 
     name: str
@@ -49,6 +61,12 @@ class Workload:
     record_size: int
     partitions: int
     tagged: bool = False
+    schema_ids: tuple[int, ...] = ()
+
+    def schema_id(self, i: int) -> int | None:
+        """The schema id record ``i`` (0-based, in load order) names, ``None`` when values are not in wire format."""
+        ids = self.schema_ids
+        return ids[(i // self.partitions) % len(ids)] if ids else None
 
     def is_tagged(self, i: int) -> bool:
         """Whether record ``i`` (0-based, in load order) carries :data:`TAG_HEADER`."""
@@ -80,13 +98,17 @@ class Workload:
     @property
     def topic(self) -> str:
         """Name of the source topic holding this workload."""
-        return f"bench-{self.name}-{self.records}x{self.record_size}b-p{self.partitions}" + (
-            "-tagged" if self.tagged else ""
+        return (
+            f"bench-{self.name}-{self.records}x{self.record_size}b-p{self.partitions}"
+            + ("-tagged" if self.tagged else "")
+            + ("-wire" if self.schema_ids else "")
         )
 
     def describe(self) -> str:
         """One line: records, sizes, partitions, total size (decimal MB)."""
         tag = f", {self.records - self.untagged_records:,} of them with header {TAG_HEADER!r}" if self.tagged else ""
+        if self.schema_ids:
+            tag += f", values in wire format over {len(self.schema_ids)} schema ids"
         return (
             f"{self.records:,} records x {self.record_size} B values (+{self.key_size} B keys), "
             f"{self.partitions} partitions, {self.payload_bytes / 1e6:,.0f} MB{tag}"
@@ -118,7 +140,8 @@ def load_topic(bootstrap: str, workload: Workload, *, timeout_s: float = 600.0) 
     Values are slices of one random buffer (incompressible, every record different
     from its neighbours), keys are ``k<11-digit index>``; record ``i`` goes to partition
     ``i mod partitions``; a ``tagged`` workload's every other record of a partition carries
-    :data:`TAG_HEADER`. The producer batches hard (``linger.ms=20``, 1 MiB batches, no
+    :data:`TAG_HEADER`; a workload with ``schema_ids`` frames each value in wire format
+    (:attr:`Workload.schema_ids`). The producer batches hard (``linger.ms=20``, 1 MiB batches, no
     compression, ``acks=1``): loading is not what is measured.
 
     Parameters
@@ -170,7 +193,9 @@ def load_topic(bootstrap: str, workload: Workload, *, timeout_s: float = 600.0) 
         if err is not None and len(errors) < 5:
             errors.append(str(err))
 
-    size = workload.record_size
+    ids = workload.schema_ids
+    wire = [wire_value(x, b"") for x in ids]
+    size = workload.record_size - (WIRE_HEADER_SIZE if ids else 0)
     pool = os.urandom(size + _POOL_SLACK + 1)
     parts = workload.partitions
     produce = p.produce
@@ -178,11 +203,12 @@ def load_topic(bootstrap: str, workload: Workload, *, timeout_s: float = 600.0) 
     for i in range(workload.records):
         o = (i * 7919) % _POOL_SLACK
         headers = _TAG if tagged(i) else None
+        value = wire[(i // parts) % len(ids)] + pool[o : o + size] if ids else pool[o : o + size]
         while True:
             try:
                 produce(
                     workload.topic,
-                    pool[o : o + size],
+                    value,
                     _KEY_FORMAT % i,
                     partition=i % parts,
                     on_delivery=on_delivery,

@@ -121,6 +121,10 @@ class SchemaCopier:
         self._ids[source_id] = target_id
         return target_id
 
+    def known_ids(self) -> dict[int, int]:
+        """Return the translations found so far, source id to target id (each one held by the target: S2)."""
+        return dict(self._ids)
+
     def copy_subject(self, subject: str, unmatched: UnmatchedSubjects = UnmatchedSubjects.SKIP) -> SubjectCopy | None:
         """Copy every version of source ``subject`` the target lacks, in order, and its compatibility level.
 

@@ -54,8 +54,9 @@ class SchemaSync:
         return SubjectNaming(self.source_alias, self.policy, ReplicatedTopics(self._topic_filter()))
 
     def task_spec(self) -> SchemaIdsSpec:
-        """Return what the flow's copy tasks need to translate schema ids."""
-        return SchemaIdsSpec(*self._settings, self.naming(), self.copy_unknown)
+        """Return what the flow's copy tasks need to translate schema ids, with the translations synced so far."""
+        known = tuple(sorted(self._copier.known_ids().items())) if self._copier is not None else ()
+        return SchemaIdsSpec(*self._settings, self.naming(), self.copy_unknown, known)
 
     def start(self) -> None:
         """Connect to both registries and copy every subject once, before any copy task starts.

@@ -8,6 +8,7 @@ from typing import Any, cast
 
 from confluent_kafka import KafkaError, KafkaException
 
+from mirrorspark.core.schemas import HEADER_SIZE
 from mirrorspark.core.transforms import ConnectRecord, Header
 from mirrorspark.errors import DataPathError
 from mirrorspark.kafka.protocols import Headers, MessageLike, TransactionalProducerLike
@@ -71,7 +72,9 @@ def forward_run(
     """Produce the run of ``pc``'s records from ``msgs[start]`` as :func:`forward` does; return the index after it.
 
     The hot path: a partition's state is looked up and counted once per run, not per record. The run
-    ends at the first error record or record of another partition.
+    ends at the first error record or record of another partition. A value whose wire-format header is in
+    the translator's cache (and a key not in wire format) gets the target's header here, counted as a hit;
+    any other record takes ``SchemaIdTranslator.translated``.
     """
     topic, part = msgs[start].topic(), pc.partition
     end = len(msgs)
@@ -87,10 +90,11 @@ def forward_run(
         return i
     produce, target, delivered = producer.produce, pc.target_topic, pc.delivered
     translator = pc.schema_ids
+    head_of = (translator.heads if translator is not None else {}).get
     upstream = pc.upstream
     append = upstream.append
     sampled = pc.produced_n  # records produced before the run: the 1st, 17th, ... of the task are sampled
-    value_bytes = key_bytes = 0
+    value_bytes = key_bytes = hits = 0
     offset = -1
     while i < end:
         m = msgs[i]
@@ -101,7 +105,12 @@ def forward_run(
         timestamp_ms = ts if ts_type else 0
         value, key, headers = m.value(), m.key(), m.headers()
         if translator is not None:
-            key, value = translator.translated(pc, key, value, offset)
+            head = head_of(value[:HEADER_SIZE]) if value is not None else None
+            if head is not None and not (key and key[0] == 0):  # a cached id, a key not in wire format
+                hits += 1
+                value = head + value[HEADER_SIZE:]  # type: ignore[index]  # head is not None: value is not None
+            else:
+                key, value = translator.translated(pc, key, value, offset)
         append(offset)
         try:
             # Positional: topic, value, key, partition, callback, on_delivery (alias, unused), timestamp.
@@ -121,6 +130,7 @@ def forward_run(
             pc.sample_age(timestamp_ms)
         i += 1
     pc.produced_n = sampled + i - start
+    pc.schema_hits += hits
     pc.value_bytes += value_bytes
     pc.key_bytes += key_bytes
     pc.read_to = offset + 1

@@ -40,20 +40,29 @@ class PartitionCopy(Protocol):
 class SchemaIdTranslator:
     """Translates the schema ids of one copy task's records (not thread-safe: the task's thread only)."""
 
-    def __init__(self, copier: SchemaCopier, *, flow: str, copy_unknown: bool) -> None:
+    def __init__(
+        self, copier: SchemaCopier, *, flow: str, copy_unknown: bool, known: tuple[tuple[int, int], ...] = ()
+    ) -> None:
         self.copier = copier
         self.flow = flow
         self.copy_unknown = copy_unknown
         self._ids: dict[bytes, bytes] = {}  # 4 source id bytes -> 4 target id bytes
+        self.heads: dict[bytes, bytes] = {}
+        """The cache as 5-byte wire-format headers (magic byte + id), source to target: the hot loop's fast path
+        (``produce.forward_run``) looks a value's first 5 bytes up here and counts its hits itself."""
+        for source_id, target_id in known:  # the driver's sync found them: the target holds each (S2)
+            source, target = source_id.to_bytes(4, "big"), target_id.to_bytes(4, "big")
+            self._ids[source] = target
+            self.heads[_MAGIC + source] = _MAGIC + target
         self._unknown: set[bytes] = set()  # source ids the source registry does not know (copy_unknown only)
 
     @classmethod
     def for_task(cls, spec: SchemaIdsSpec, flow: str) -> SchemaIdTranslator:
-        """Build a task's translator with its own registry clients."""
+        """Build a task's translator with its own registry clients, its cache started with the driver's ``known``."""
         copier = SchemaCopier(
             RegistryClient.from_settings(spec.source), RegistryClient.from_settings(spec.target), spec.naming
         )
-        return cls(copier, flow=flow, copy_unknown=spec.copy_unknown)
+        return cls(copier, flow=flow, copy_unknown=spec.copy_unknown, known=spec.known)
 
     def translated(
         self, pc: PartitionCopy, key: bytes | None, value: bytes | None, offset: int
@@ -110,6 +119,7 @@ class SchemaIdTranslator:
         pc.schema_misses += 1
         target = found.to_bytes(4, "big")
         self._ids[source] = target
+        self.heads[_MAGIC + source] = _MAGIC + target
         return target
 
     def close(self) -> None:

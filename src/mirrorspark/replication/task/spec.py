@@ -47,12 +47,17 @@ class PartitionAssignment:
 
 @dataclass(frozen=True, slots=True, repr=False)
 class SchemaIdsSpec:
-    """A flow's schema-id translation as its copy tasks receive it (picklable; the settings mask their secrets)."""
+    """A flow's schema-id translation as its copy tasks receive it (picklable; the settings mask their secrets).
+
+    ``known``: the ``(source id, target id)`` pairs the driver's sync already copied, which start each task's cache
+    (no registry round trip for them).
+    """
 
     source: SchemaRegistrySettings
     target: SchemaRegistrySettings
     naming: SubjectNaming
     copy_unknown: bool = False
+    known: tuple[tuple[int, int], ...] = ()
 
     def __repr__(self) -> str:
         return f"SchemaIdsSpec(source={self.source!r}, target={self.target!r}, copy_unknown={self.copy_unknown})"
