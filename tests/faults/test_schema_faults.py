@@ -31,7 +31,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError, Message, Producer
-from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+from confluent_kafka.schema_registry import Schema, SchemaRegistryClient, topic_subject_name_strategy
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 from figures import full_size
@@ -138,7 +138,7 @@ class AvroFeed(Feed):
             self.failure = repr(e)
 
     def _produce(self) -> None:
-        registry = SchemaRegistryClient({"url": self.registry_url})
+        registry = SchemaRegistryClient({"url": self.registry_url, "timeout": 30})
         producer = Producer(
             client_config(
                 self.bootstrap,
@@ -146,14 +146,17 @@ class AvroFeed(Feed):
             )
         )
         context = SerializationContext(self.topic, MessageField.VALUE)
-        serialize = AvroSerializer(registry, value_schema(0))
+        # the topic's subject, named without asking the registry for associations: Apicurio left one such request
+        # unanswered (the stock client waits for ever without a timeout)
+        conf = {"subject.name.strategy": topic_subject_name_strategy}
+        serialize = AvroSerializer(registry, value_schema(0), conf=conf)
         t0 = time.monotonic()
         while not self._stop.is_set():
             due = int((time.monotonic() - t0) * self.rate) + 1
             while self.sent < due:
                 n, version = self.sent, self.sent // self.evolve_every
                 if version >= self.versions:
-                    serialize = AvroSerializer(registry, value_schema(version))
+                    serialize = AvroSerializer(registry, value_schema(version), conf=conf)
                     self.versions = version + 1
                 obj = {"seq": n, f"note{version}": f"v{version}", "pad": "." * 32}
                 try:
@@ -176,10 +179,15 @@ class AvroFeed(Feed):
         if err is None:
             self.objects[obj["seq"]] = obj
 
+    def check(self) -> None:
+        """Raise ``RuntimeError`` if the feed failed: a wait fails at once instead of waiting for records."""
+        if self.failure is not None:
+            raise RuntimeError(f"the feed failed after {self.sent} records: {self.failure}")
+
     def finish(self) -> set[bytes]:
         """Stop, wait for the acknowledgements; return the acknowledged values (AssertionError if any failed)."""
         produced = super().finish()
-        assert self.failure is None, f"the feed failed: {self.failure}"
+        self.check()
         return produced
 
 
@@ -357,22 +365,26 @@ def test_whole_run_killed_while_schemas_evolve(
     registered on the target (S2), so no record on the target, committed or aborted, has an id the target lacks.
     """
     registries = start_registry("primary", "backup")
-    began = time.monotonic()
     with schema_flow(fault_clusters, registries, tmp_path, mode) as flow:
         run = RunProcess(flow.props, tmp_path)
         flow.runs.append(run)
         run.launch()
+
+        def alive() -> None:
+            run.check()
+            flow.feed.check()
+
         resumes = []
         for _ in range(SIZE.kills):
-            flow.tail.wait_copying(flow.feed, copy_s=SIZE.copy_s, alive=run.check)
+            flow.tail.wait_copying(flow.feed, copy_s=SIZE.copy_s, alive=alive)
             killed_at = time.monotonic()
             run.kill()
             marks = high_watermarks(flow.target, flow.remote)
             run.launch()
-            resumes.append(flow.tail.wait_resumed(marks, killed_at, alive=run.check))
-        flow.tail.wait_copying(flow.feed, copy_s=SIZE.tail_s, alive=run.check)
+            resumes.append(flow.tail.wait_resumed(marks, killed_at, alive=alive))
+        flow.tail.wait_copying(flow.feed, copy_s=SIZE.tail_s, alive=alive)
         produced = flow.feed.finish()
-        flow.tail.wait_all(produced, alive=run.check)
+        flow.tail.wait_all(produced, alive=alive)
         code = run.stop()
         assert code == 0, f"mirrorspark run did not stop cleanly ({code}):\n{run.tail()}"
         target_url = registries["backup"].url
@@ -388,7 +400,7 @@ def test_whole_run_killed_while_schemas_evolve(
         notes=(
             f"Avro values, a new schema version every {SIZE.evolve_every} records ({flow.feed.versions} on the source, "
             f"{target_versions} copied); {len(found.ids)} distinct value ids on the target, "
-            f"{len(found.unknown)} unknown to its registry; {time.monotonic() - began:.0f} s"
+            f"{len(found.unknown)} unknown to its registry"
         ),
     )
     assert not found.unknown, f"{len(found.unknown)} records with an id the target does not know: {found.unknown[:5]}"
