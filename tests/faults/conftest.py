@@ -3,7 +3,8 @@
 Every test here is marked ``faults`` and ``integration``; each starts the clusters it breaks
 (never the session's shared ones). The integration tier's helpers (``helpers``, ``test_replication``'s
 config builders, ``standalone``) are importable from here, and so are this folder's ``figures``
-(what a scenario survived) and ``scenario`` (feed, tail, exact counts, ``mirrorspark run`` as a process).
+(what a scenario survived) and ``scenario`` (feed, tail, exact counts, ``mirrorspark run`` as a process);
+Schema Registries come from :mod:`registry_support` (``start_registry``: fresh ones for a test).
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 
 from mirrorspark.kafka.local.clusters import start_clusters, stop_clusters
 from mirrorspark.kafka.local.model import LocalClusters
+from registry_support import registry_factory, schema_registries, start_registry
+
+__all__ = ["registry_factory", "schema_registries", "start_registry"]  # fixtures of registry_support
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
