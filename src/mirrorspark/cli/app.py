@@ -53,6 +53,7 @@ from mirrorspark.errors import MirrorsparkError
 if TYPE_CHECKING:
     from mirrorspark.client.context import ReplicationContext
     from mirrorspark.client.status import FlowStatus
+    from mirrorspark.kafka.local.model import LocalClusters
 
 EXIT_CODES = (
     "Exit codes: 0 done; 1 placement finish: still in progress; 2 bad config or usage; 3 cluster error or "
@@ -517,7 +518,6 @@ def local_up(
 
     from mirrorspark.kafka.local.clusters import start_clusters
     from mirrorspark.kafka.local.settings import ADMIN_USER, RACK_AWARE_SELECTOR
-    from mirrorspark.kafka.local.state import write_text
 
     aliases = clusters or ["primary", "backup"]
     rack_list = [r.strip() for r in racks.split(",")] if racks else None
@@ -543,6 +543,13 @@ def local_up(
         timeout_s=timeout,
         schema_registry=schema_registry,
     )
+    _print_started(started, dir, json_out=json_out)
+
+
+def _print_started(started: LocalClusters, dir: Path, *, json_out: bool) -> None:
+    """Print the started clusters (and registries) and their mm2.properties, also written to DIR (mode 0600)."""
+    from mirrorspark.kafka.local.state import write_text
+
     if json_out:
         print(json.dumps(started.to_json()))
         return
