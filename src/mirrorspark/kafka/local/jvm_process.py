@@ -10,6 +10,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, Final, Self
@@ -160,27 +161,38 @@ def launch_jvm(
     )
     with locked(base_dir):
         write_text(log4j, log4j_properties, mode=0o644)
-        n = 0
-        while (base_dir / f"{log_name}-{n}.log").exists():
-            n += 1
-        log_path = base_dir / f"{log_name}-{n}.log"
-        try:
-            with open(log_path, "xb") as log:
-                proc = subprocess.Popen(
-                    command,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    cwd=base_dir,
-                    start_new_session=True,
-                    close_fds=True,
-                )
-        except OSError as e:
-            raise LocalClusterError(f"could not launch {what} ({java}): {e}") from e
+        proc, log_path = spawn_detached(command, base_dir, log_name, f"{what} ({java})")
         started_at = time.monotonic()
-    with CHILDREN_LOCK:
-        CHILDREN[proc.pid] = proc
     return Launched(pid=proc.pid, log_path=log_path, command=command, started_at=started_at, proc=proc)
 
 
-__all__ = ["CONNECT_JVM_FLAGS", "JvmProcess", "Launched", "launch_jvm"]
+def spawn_detached(
+    command: Sequence[str], base_dir: Path, log_stem: str, what: str
+) -> tuple[subprocess.Popen[bytes], Path]:
+    """Start ``command`` in its own session, output to a new ``base_dir/<log_stem>-<n>.log``; a child to reap.
+
+    Raises LocalClusterError naming ``what`` when it cannot be started.
+    """
+    n = 0
+    while (base_dir / f"{log_stem}-{n}.log").exists():
+        n += 1
+    log_path = base_dir / f"{log_stem}-{n}.log"
+    try:
+        with open(log_path, "xb") as log:
+            proc = subprocess.Popen(
+                list(command),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=base_dir,
+                start_new_session=True,
+                close_fds=True,
+            )
+    except OSError as e:
+        raise LocalClusterError(f"could not launch {what}: {e}") from e
+    with CHILDREN_LOCK:
+        CHILDREN[proc.pid] = proc
+    return proc, log_path
+
+
+__all__ = ["CONNECT_JVM_FLAGS", "JvmProcess", "Launched", "launch_jvm", "spawn_detached"]

@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import subprocess
 import time
 import urllib.error
 import urllib.request
@@ -25,8 +24,9 @@ from typing import Final
 from mirrorspark.errors import LocalClusterError
 from mirrorspark.kafka.jars import jars_base_dir
 from mirrorspark.kafka.local.brokers import free_ports, log_tail, pid_alive, reap, signal_group
+from mirrorspark.kafka.local.jvm_process import spawn_detached
 from mirrorspark.kafka.local.model import LocalSchemaRegistry
-from mirrorspark.kafka.local.settings import CHILDREN, CHILDREN_LOCK, HOST, POLL_INTERVAL_S, PORT_ATTEMPTS
+from mirrorspark.kafka.local.settings import HOST, POLL_INTERVAL_S, PORT_ATTEMPTS
 
 REGISTRY_JAVA_ENV: Final = "MIRRORSPARK_REGISTRY_JAVA"
 """Environment variable naming the ``java`` binary (Java 21+) that runs the registries."""
@@ -311,25 +311,7 @@ def _launch(java: str, app_dir: Path, base_dir: Path, name: str) -> LocalSchemaR
     """Launch one registry JVM in its own session on two free ports; return at once."""
     port, management_port = free_ports(2)
     command = registry_command(java, app_dir, port=port, management_port=management_port)
-    n = 0
-    while (base_dir / f"{_LOG_NAME}-{name}-{n}.log").exists():
-        n += 1
-    log_path = base_dir / f"{_LOG_NAME}-{name}-{n}.log"
-    try:
-        with open(log_path, "xb") as log:
-            proc = subprocess.Popen(
-                command,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                cwd=base_dir,
-                start_new_session=True,
-                close_fds=True,
-            )
-    except OSError as e:
-        raise LocalClusterError(f"could not launch Schema Registry {name!r} ({java}): {e}") from e
-    with CHILDREN_LOCK:
-        CHILDREN[proc.pid] = proc
+    proc, log_path = spawn_detached(command, base_dir, f"{_LOG_NAME}-{name}", f"Schema Registry {name!r} ({java})")
     return LocalSchemaRegistry(port=port, management_port=management_port, pid=proc.pid, log_path=log_path)
 
 
