@@ -77,7 +77,7 @@ class Size:
 SIZE = (
     Size(rate=1000, partitions=8, tasks_max=4, kills=4, evolve_every=250, copy_s=10.0, tail_s=10.0)
     if full_size()
-    else Size(rate=200, partitions=4, tasks_max=2, kills=2, evolve_every=50, copy_s=2.0, tail_s=2.0)
+    else Size(rate=200, partitions=4, tasks_max=2, kills=2, evolve_every=200, copy_s=2.0, tail_s=2.0)
 )
 TIMEOUT_S = 3600 if full_size() else 1200
 """pytest-timeout per mode, seconds: a bound, not an expectation."""

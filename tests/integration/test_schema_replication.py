@@ -13,13 +13,14 @@ import time
 from typing import Any
 
 import pytest
+from confluent_kafka import Producer
 from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient, topic_subject_name_strategy
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-from helpers import consume_all, create_topic, produce, unique_name
+from helpers import client_config, consume_all, create_topic, produce, unique_name
 from pyspark.sql import SparkSession
 from test_checkpoints import config, replicate
 
@@ -223,6 +224,7 @@ def test_a_thousand_evolutions_while_the_flow_runs(
     runner.start()
     try:
         evolutions = 1000
+        producer = Producer(client_config(p, acks="all", **{"linger.ms": 0}))
         for i in range(evolutions):
             schema = {
                 "type": "record",
@@ -230,11 +232,8 @@ def test_a_thousand_evolutions_while_the_flow_runs(
                 "fields": [{"name": "id", "type": "int"}, {"name": f"note{i}", "type": "string", "default": ""}],
             }
             ser = AvroSerializer(source, json.dumps(schema), conf=SERDE)  # registers version i+1 on its first record
-            produce(
-                p,
-                topic,
-                [{"value": ser({"id": i, f"note{i}": str(i)}, SerializationContext(topic, MessageField.VALUE))}],
-            )
+            producer.produce(topic, ser({"id": i, f"note{i}": str(i)}, SerializationContext(topic, MessageField.VALUE)))
+            assert producer.flush(30) == 0  # produced at once, before the next version
         deadline = time.monotonic() + 240
         copied: list[dict[str, Any]] = []
         while time.monotonic() < deadline:

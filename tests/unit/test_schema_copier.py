@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 import pytest
 
@@ -151,3 +152,14 @@ def test_references_in_a_cycle_are_an_error_naming_them() -> None:
     source.ids[b] = 91
     with pytest.raises(SchemaReferenceCycleError, match=r"com\.A version 1"):
         copier.copy_subject("com.A")
+
+
+def test_s1_the_next_version_of_a_held_subject_is_one_registration() -> None:
+    source, target, copier = pair()
+    first = source.register("orders-value", avro("Order", "a"))
+    copier.target_id(first, "east.orders-value")
+    second = source.register("orders-value", avro("Order", "a", "b"))
+    before = Counter(target.calls)
+    tid = copier.target_id(second, "east.orders-value")
+    assert Counter(target.calls) - before == Counter({"register": 1})  # no lookup, no walk of the subject
+    assert target.versions("east.orders-value") == [1, 2] and target.version("east.orders-value", 2)[0] == tid

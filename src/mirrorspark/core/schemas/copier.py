@@ -9,8 +9,9 @@ S2. A target id is returned (and cached) only once the target registry holds the
     a record carrying it is produced after its schema is registered, never before.
 S3. A target subject that holds a version the source subject does not hold is never written to: the copy
     stops with SchemaSubjectConflictError naming both subjects, as it does when the target refuses a version.
-S4. Registration is idempotent: a version the target already holds (found by lookup) is never registered
-    again, so a copier restarted, or running beside another (the driver's sync beside the tasks'), adds none.
+S4. Registration is idempotent: a version the target already holds is never added again (found by lookup,
+    or registered again, which gives its id and adds no version), so a copier restarted, or running beside
+    another (the driver's sync beside the tasks'), adds none.
 S5. An id the source registry does not know translates to ``None`` (the caller fails the record or copies it
     unchanged); it is never registered anywhere.
 """
@@ -113,12 +114,31 @@ class SchemaCopier:
         target_id = None
         for sv in placed:
             subject = self.naming.target(sv.subject, UnmatchedSubjects.KEEP)
-            if subject is not None:
+            if subject is None:
+                continue
+            if SubjectVersion(sv.subject, sv.version - 1) in self._copied:  # the next version of a subject held
+                target_id = self._register_next(sv, subject, source_id, schema)
+            else:
                 target_id = self._copy_through(sv.subject, sv.version, subject, ()).schema_id
         if target_id is None:
             target_id = self.target.register(fallback_subject, self._on_target(schema, ()))
             self.registered += 1
         self._ids[source_id] = target_id
+        return target_id
+
+    def _register_next(self, sv: SubjectVersion, name: str, source_id: int, schema: SchemaText) -> int:
+        """Register version ``sv``, the one after a version the target holds (S1), with no lookup first (S4).
+
+        A schema evolving while records flow takes this path: one registration, not a walk of the subject.
+        """
+        on_target = self._on_target(schema, (sv,))
+        try:
+            target_id = self.target.register(name, on_target)
+        except SchemaSubjectConflictError as e:
+            raise subject_conflict(
+                source_subject=sv.subject, target_subject=name, version=sv.version, detail=str(e)
+            ) from e
+        self._remember(sv, name, target_id, on_target, source_id)
         return target_id
 
     def known_ids(self) -> dict[int, int]:
