@@ -131,15 +131,25 @@ class SchemaCopier:
 
         A schema evolving while records flow takes this path: one registration, not a walk of the subject.
         """
-        on_target = self._on_target(schema, (sv,))
+        return self._register(sv, name, self._on_target(schema, (sv,)), source_id)
+
+    def _register(self, key: SubjectVersion, name: str, on_target: SchemaText, source_id: int) -> int:
+        """Register source version ``key`` as ``name`` on the target; a refusal is a conflict naming both (S3)."""
         try:
             target_id = self.target.register(name, on_target)
         except SchemaSubjectConflictError as e:
             raise subject_conflict(
-                source_subject=sv.subject, target_subject=name, version=sv.version, detail=str(e)
+                source_subject=key.subject, target_subject=name, version=key.version, detail=str(e)
             ) from e
-        self._remember(sv, name, target_id, on_target, source_id)
+        self._remember(key, name, target_id, on_target, source_id)
         return target_id
+
+    def close(self) -> None:
+        """Release both registry clients (those that hold anything to release)."""
+        for client in (self.source, self.target):
+            close = getattr(client, "close", None)
+            if close is not None:
+                close()
 
     def known_ids(self) -> dict[int, int]:
         """Return the translations found so far, source id to target id (each one held by the target: S2)."""
@@ -188,14 +198,8 @@ class SchemaCopier:
         if pending:
             self._check_own_versions(subject, name)
         for key, source_id, on_target in reversed(pending):
-            try:
-                target_id = self.target.register(name, on_target)
-            except SchemaSubjectConflictError as e:
-                raise subject_conflict(
-                    source_subject=subject, target_subject=name, version=key.version, detail=str(e)
-                ) from e
-            self.registered += 1
-            self._remember(key, name, target_id, on_target, source_id)
+            self._register(key, name, on_target, source_id)
+            self.registered += 1  # found missing by lookup: a version added (the next-version path may re-register)
         return self._copied[SubjectVersion(subject, version)]
 
     def _remember(self, key: SubjectVersion, name: str, target_id: int, schema: SchemaText, source_id: int) -> None:

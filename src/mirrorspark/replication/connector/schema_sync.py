@@ -115,10 +115,7 @@ class SchemaSync:
     def close(self) -> None:
         """Release the registry clients."""
         if self._copier is not None:
-            for client in (self._copier.source, self._copier.target):
-                close = getattr(client, "close", None)
-                if close is not None:
-                    close()
+            self._copier.close()
             self._copier = None
 
 

@@ -52,7 +52,6 @@ class SchemaIdTranslator:
         (``produce.forward_run``) looks a value's first 5 bytes up here and counts its hits itself."""
         for source_id, target_id in known:  # the driver's sync found them: the target holds each (S2)
             source, target = source_id.to_bytes(4, "big"), target_id.to_bytes(4, "big")
-            self._ids[source] = target
             self.heads[_MAGIC + source] = _MAGIC + target
         self._unknown: set[bytes] = set()  # source ids the source registry does not know (copy_unknown only)
 
@@ -79,20 +78,19 @@ class SchemaIdTranslator:
         return key, value
 
     def _one(self, pc: PartitionCopy, data: bytes, offset: int, *, is_key: bool) -> bytes:
-        source = data[1:HEADER_SIZE]
-        target = self._ids.get(source)
-        if target is None:
-            target = self._resolve(pc, source, offset, is_key=is_key)
-            if target is None:
+        head = self.heads.get(data[:HEADER_SIZE])
+        if head is None:
+            head = self._resolve(pc, data[1:HEADER_SIZE], offset, is_key=is_key)
+            if head is None:
                 return data
         else:
             pc.schema_hits += 1
-        if target == source:
+        if head == data[:HEADER_SIZE]:
             return data
-        return b"".join((_MAGIC, target, memoryview(data)[HEADER_SIZE:]))
+        return b"".join((head, memoryview(data)[HEADER_SIZE:]))
 
     def _resolve(self, pc: PartitionCopy, source: bytes, offset: int, *, is_key: bool) -> bytes | None:
-        """Ask the registries for a source id's target id (a miss); ``None``: unknown and copied unchanged."""
+        """Ask the registries for a source id's target header (a miss); ``None``: unknown and copied unchanged."""
         if source in self._unknown:
             pc.schema_unknown += 1
             return None
@@ -117,17 +115,12 @@ class SchemaIdTranslator:
             pc.schema_unknown += 1
             return None
         pc.schema_misses += 1
-        target = found.to_bytes(4, "big")
-        self._ids[source] = target
-        self.heads[_MAGIC + source] = _MAGIC + target
-        return target
+        head = self.heads[_MAGIC + source] = _MAGIC + found.to_bytes(4, "big")
+        return head
 
     def close(self) -> None:
         """Release the registry clients."""
-        for client in (self.copier.source, self.copier.target):
-            close = getattr(client, "close", None)
-            if close is not None:
-                close()
+        self.copier.close()
 
 
 __all__ = ["SchemaIdTranslator"]
