@@ -388,3 +388,19 @@ def target_offsets(bootstrap: str, group: str, topic: str, partitions: int) -> d
     got = c.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=10)
     c.close()
     return {tp.partition: tp.offset for tp in got}
+
+
+def consumer_offsets_of(bootstrap: Bootstrap, group: str, timeout_s: float = 60.0) -> list[tuple[int, Any]]:
+    """The decoded ``__consumer_offsets`` records of one group, in log order: ``(offset, record)``.
+
+    ``record`` is an :class:`~mirrorspark.mm2.consumer_offsets.OffsetCommit` or
+    :class:`~mirrorspark.mm2.consumer_offsets.GroupMetadata` (a group lives in one partition).
+    """
+    from mirrorspark.mm2.consumer_offsets import CONSUMER_OFFSETS_TOPIC, decode_consumer_offsets_record
+
+    out = []
+    for r in consume_all(bootstrap, CONSUMER_OFFSETS_TOPIC, timeout_s):
+        rec = decode_consumer_offsets_record(r["key"], r["value"])
+        if rec is not None and rec.group == group:
+            out.append((r["offset"], rec))
+    return out

@@ -198,6 +198,7 @@ class FlowConfig(_Frozen):
     sync_schemas_enabled: bool = False
     sync_schemas_unknown_ids: str = "fail"
     sync_schemas_interval_s: float = 10.0
+    emit_checkpoints_on_commit: bool = False
     policy: PolicyConfig
     source_consumer: ClientSettings
     source_admin: ClientSettings

@@ -28,6 +28,7 @@ from mirrorspark.errors import ConfigError, DataGapError
 from mirrorspark.kafka.admin import PartitionKey
 from mirrorspark.kafka.factory import ClientFactory
 from mirrorspark.replication.connector.checkpoint_emitter import CheckpointEmitter
+from mirrorspark.replication.connector.commit_follower import FOLLOW_TICK_S, CommitFollower
 from mirrorspark.replication.connector.connector_clusters import check_connector_clusters
 from mirrorspark.replication.connector.failover_watch import FailoverWatcher
 from mirrorspark.replication.connector.flow import Flow
@@ -160,6 +161,8 @@ class Replicator:
         self.background = Scheduler()
         self.failover = Scheduler()  # the failover policy's source checks: a dead source must not stall the rest
         self.schema_syncs = Scheduler()  # Schema Registry calls: a slow registry must not stall the rest either
+        self.commit_followers = Scheduler()  # emit.checkpoints.on.commit: never behind a slower control job's turn
+        self.followers: list[CommitFollower] = []
         self.failover_watchers: list[FailoverWatcher] = []
         self.on_stats = on_stats
         self._stop = threading.Event()
@@ -241,7 +244,14 @@ class Replicator:
         by_name = {flow.name: flow for flow in self.flows}
         for cp in self.checkpoints:
             cp.start(background_syncs=True)
-            self.control.add_jobs(cp, lock=by_name[cp.name].lock)
+            flow = by_name[cp.name]
+            self.control.add_jobs(cp, lock=flow.lock)
+            if cp.flow_config.emit_checkpoints_on_commit:
+                follower = CommitFollower(cp, copied_to=functools.partial(_copied_to, flow))
+                self.followers.append(follower)
+                self.commit_followers.add_jobs(follower, lock=flow.lock)
+        if self.followers:
+            self.commit_followers.start(name="mirrorspark-commit-followers", tick_s=FOLLOW_TICK_S)
         self.background.add_jobs(self.heartbeats)
         self.background.start(name="mirrorspark-heartbeats")
         if self.schema_syncs.jobs:
@@ -460,7 +470,7 @@ class Replicator:
         A flow's clients are not released while a control job runs in them (librdkafka crashes the process).
         """
         self.schema_syncs.stop(timeout_s=0)  # a pass under way ends at its registry call's timeout at worst
-        if not self.control.stop(timeout_s=CONTROL_STOP_S):
+        if not self.control.stop(timeout_s=CONTROL_STOP_S) or not self.commit_followers.stop(timeout_s=CONTROL_STOP_S):
             log.warning(
                 "a control job is still running after %.0f s: the flows' clients are left to it, not released",
                 CONTROL_STOP_S,
@@ -488,6 +498,8 @@ class Replicator:
                 wait_s,
             )
         self.heartbeats.close()
+        for follower in self.followers:
+            follower.close()
         for cp in self.checkpoints:
             cp.close()
         for closer, what in (
@@ -506,6 +518,12 @@ class Replicator:
             lease.close()
         for f in self.flows:
             f.close()
+
+
+def _copied_to(f: Flow, topic: str, partition: int) -> int | None:
+    """The copy's position in a source partition of ``f`` (the next offset to copy), ``None`` if not replicated."""
+    p = f.partitions.get((topic, partition))
+    return p.position if p is not None else None
 
 
 def _flow_stats(f: Flow, state: str) -> FlowStats:

@@ -25,6 +25,7 @@ CHECKPOINT_KEYS: Final = frozenset(
         "refresh.groups.interval.seconds",
         "emit.checkpoints.enabled",
         "emit.checkpoints.interval.seconds",
+        "emit.checkpoints.on.commit",
         "sync.group.offsets.enabled",
         "sync.group.offsets.interval.seconds",
         "checkpoints.topic.replication.factor",

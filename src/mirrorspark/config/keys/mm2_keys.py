@@ -446,6 +446,18 @@ MM2_KEYS: Final[tuple[ConfigKey, ...]] = (
     ),
     *_job_keys("refresh.groups", "discover consumer groups on the source", "true", "600"),
     *_job_keys("emit.checkpoints", "write checkpoints of consumer group offsets", "true", "60"),
+    ConfigKey(
+        "emit.checkpoints.on.commit",
+        "boolean",
+        "false",
+        "Beyond MM2 (KIP-1292's aim): follow each source group's commits as they happen (the source's "
+        "__consumer_offsets, read from its start) and write each commit's exact checkpoint as soon as the copy "
+        "has passed it, then, with sync.group.offsets.enabled, commit it to the group on the target at once if "
+        "the group has no members there. The emit.checkpoints and sync.group.offsets jobs keep running every "
+        "interval as a backstop. Needs READ and DESCRIBE on the source's __consumer_offsets topic. false (the "
+        "default): MM2's timing.",
+        field="emit_checkpoints_on_commit",
+    ),
     *_job_keys("sync.group.offsets", "write translated offsets into idle target groups", "false", "60"),
     ConfigKey(
         "checkpoints.topic.replication.factor",

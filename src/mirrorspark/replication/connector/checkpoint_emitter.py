@@ -105,6 +105,9 @@ class CheckpointEmitter:
         self.group_sync = GroupOffsetSync(
             self.name, self.store, lambda: self._tgt_admin, lambda group: self.committed(group, cluster="target")
         )
+        # the source groups' commits as followed (emit.checkpoints.on.commit), once read to their end: the
+        # checkpoint cycles take them instead of asking each group (CommitFollower)
+        self.followed: Callable[[str], dict[TopicPartitionKey, tuple[int, str]]] | None = None
 
     @property
     def syncs(self) -> OffsetSyncReader | None:
@@ -305,7 +308,8 @@ class CheckpointEmitter:
         """
         now = self._clock_ms()
         out = []
-        for (topic, partition), (offset, metadata) in sorted(self.committed(group).items()):
+        committed = self.followed(group) if self.followed is not None else self.committed(group)
+        for (topic, partition), (offset, metadata) in sorted(committed.items()):
             if not self.topic_filter.should_replicate_topic(topic):
                 continue
             out.append(self.translate(group, topic, partition, offset, metadata, now))
@@ -360,20 +364,34 @@ class CheckpointEmitter:
                     continue
                 written.append(cp)
                 rereads[(cp.consumer_group_id, cp.topic, cp.partition)] = go.rereads
-        # into the store (which decides what is "more recent" next cycle) only once acknowledged
+        self.deliver_checkpoints(written, now)
+        self.checkpoint_rereads.update(rereads)
+        self.last_cycle = CheckpointCycle(seen, now, self._clock_ms())
+        return written
+
+    def ready_to_translate(self) -> bool:
+        """Whether :meth:`start` ran and the offset syncs are read (after a failed background read, read now)."""
+        return self._producer is not None and self._ready() and self.syncs is not None
+
+    def deliver_checkpoints(self, checkpoints: list[Checkpoint], now_ms: int) -> None:
+        """Write checkpoints (timestamp ``now_ms``) and, once acknowledged, take them into :attr:`store`.
+
+        Raises ``ClusterError`` when the target does not acknowledge them (nothing enters the store).
+        """
+        if not checkpoints:
+            return
+        if self._producer is None:
+            raise ClusterError(f"{self.name}: checkpoint emitter used before start()")
         deliver(
             self._producer,
-            [Outgoing(self.checkpoints_topic, cp.key(), cp.value(), partition=0, timestamp=now) for cp in written],
+            [Outgoing(self.checkpoints_topic, cp.key(), cp.value(), partition=0, timestamp=now_ms) for cp in checkpoints],
             what=f"flow {self.name}: checkpoints",
             alias=self.flow_config.target,
             hint="they are written again next cycle",
         )
-        for cp in written:
+        for cp in checkpoints:
             self.store.update(cp)
-        self.checkpoint_rereads.update(rereads)
-        self.last_cycle = CheckpointCycle(seen, now, self._clock_ms())
-        self.state.emitted += len(written)
-        return written
+        self.state.emitted += len(checkpoints)
 
     def sync_group_offsets(self) -> dict[str, int]:
         """Commit the latest checkpoints to idle groups on the target (:meth:`GroupOffsetSync.sync`)."""

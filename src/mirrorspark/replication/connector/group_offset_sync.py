@@ -1,15 +1,32 @@
-"""Consumer-group offset sync (MM2 ``MirrorCheckpointTask.syncGroupOffset``, KIP-545).
+"""Consumer-group offset sync (MM2 ``MirrorCheckpointTask.syncGroupOffset``, KIP-545), never into an active group.
 
-The newest checkpoint of each group-partition is committed to the same group on the target, only
-while that group is idle there and only forward of what it committed.
+The newest checkpoint of each group-partition is committed to the same group on the target.
+
+Invariants (the tests that guard them cite them)
+------------------------------------------------
+* **G1** A group is written only if its description, taken before its committed offsets are read, shows
+  no members (``Empty`` or ``Dead``); the write itself is an admin commit, which the broker refuses while
+  the group has members. A refusal is counted (``skipped_active``) and never retried: the next attempt
+  starts again from G1 with fresh state, so a stale value never lands later.
+* **G2** Only forward: an offset is written only above what the group committed on the target, read after
+  the description of G1 (every commit made before the group was seen empty is read). A consumer could
+  slip in only by joining, committing and leaving between that description and the write (a classic
+  group's first join waits ``group.initial.rebalance.delay.ms``, 3 s by default), or by committing without
+  joining (``assign()``), which no one can guard against.
+* **G3** A group whose state or committed offsets cannot be read is skipped and counted
+  (``skipped_unknown``), never taken for dead.
+* **G4** Never past the end of the target partition (a foreign or corrupt checkpoint, counted in
+  :attr:`GroupOffsetSync.invalid`).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Protocol
 
+from mirrorspark.core.group_sync_counts import GroupSyncCounts
 from mirrorspark.errors import ClusterError
 from mirrorspark.kafka.admin import ClusterAdmin, GroupDescription, PartitionKey
 from mirrorspark.mm2.checkpoint_rules import CheckpointStore
@@ -23,12 +40,36 @@ TRANSIENT_DESCRIBE_GRACE_S = 60.0
 IDLE_STATES = frozenset({"Empty", "Dead"})
 """Group states on the target whose offsets may be written (``Dead``: no such group)."""
 
+REFUSED_ACTIVE = frozenset({"UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION", "REBALANCE_IN_PROGRESS", "NON_EMPTY_GROUP"})
+"""Kafka's answers to an admin commit into a group with members: a refusal counted as ``skipped_active``."""
+
+
+class CommittedReader(Protocol):
+    """Reads a target group's committed offsets, after its description (G2)."""
+
+    def __call__(self, group: str) -> Mapping[PartitionKey, tuple[int, str]]:
+        """Return ``{(topic, partition): (committed offset, metadata)}``; raises ``ClusterError``."""
+        ...
+
+
+class FollowedView(Protocol):
+    """The target's ``__consumer_offsets`` as followed: read to its end on demand, then each group's offsets."""
+
+    def read(self) -> int:
+        """Read up to the current end offsets; raises ``ClusterError``."""
+        ...
+
+    def committed(self, group: str) -> dict[PartitionKey, tuple[int, str]]:
+        """Return the group's committed offsets as read so far."""
+        ...
+
 
 class GroupOffsetSync:
     """Writes one flow's newest checkpoints into idle consumer groups on its target; not thread-safe.
 
     ``committed`` reads a group's offsets with a consumer of the group, never the Admin call
-    (:meth:`~mirrorspark.kafka.admin.ClusterAdmin.committed_group_offsets`).
+    (:meth:`~mirrorspark.kafka.admin.ClusterAdmin.committed_group_offsets`); :attr:`counts` holds each
+    group's outcomes.
     """
 
     def __init__(
@@ -36,54 +77,101 @@ class GroupOffsetSync:
         name: str,
         store: CheckpointStore,
         admin: Callable[[], ClusterAdmin],
-        committed: Callable[[str], Mapping[PartitionKey, tuple[int, str]]],
+        committed: CommittedReader,
     ) -> None:
         self.name = name
         self.store = store
         self._admin = admin
-        self._committed = committed
+        self.committed = committed
         self.synced = 0
         self.invalid = 0
+        self.counts: dict[str, GroupSyncCounts] = {}
+        self.view: FollowedView | None = None  # set: committed offsets read from it, caught up after describing
         self._describe_failures: dict[str, float] = {}  # group -> monotonic s of its first failure in a row
 
-    def sync(self) -> dict[str, int]:
+    def sync(self, groups: Iterable[str] | None = None) -> dict[str, int]:
         """Commit the latest checkpoints to the idle groups on the target; return partitions written per group.
 
-        Never back, never past the target partition's end (skipped with a WARNING, counted in :attr:`invalid`).
-        Raises ``ClusterError`` when the target's end offsets or groups cannot be read at all.
+        ``groups``: those with checkpoints among them (``None``: every one). With a :attr:`view`, it is read
+        to its end after the descriptions (G2) and gives the committed offsets. Raises ``ClusterError`` when
+        the target's end offsets or groups cannot be read at all.
         """
         written: dict[str, int] = {}
-        groups = self.store.groups()
-        if not groups:
+        known = self.store.groups()
+        wanted = known if groups is None else sorted(set(groups) & set(known))
+        if not wanted:
             return written
         admin = self._admin()
-        described = admin.describe_groups(groups)
-        ends = admin.end_offsets(sorted({k for g in groups for k in self.store.group(g)}))
-        for group in groups:
-            if not self._idle(group, described[group], admin.alias):
-                continue
+        described = admin.describe_groups(wanted)
+        view = self.view
+        if view is not None:
             try:
-                # a Dead group has no offsets, but read them anyway: only ever move a group forward
-                current = self._committed(group)
+                view.read()
             except ClusterError as e:
-                log.warning("%s: not syncing offsets of group %s this cycle: %s", self.name, group, e)
-                continue
-            offsets = self._forward(group, current, ends, admin.alias)
-            if not offsets:
-                continue
-            try:
-                admin.alter_group_offsets(group, offsets)
-                written[group] = len(offsets)
-            except ClusterError as e:
-                log.warning(
-                    "%s: syncing offsets of group %s on %s failed (likely consumers are using it): %s",
-                    self.name,
-                    group,
-                    admin.alias,
-                    e,
-                )
+                log.warning("%s: not syncing group offsets this time: %s", self.name, e)
+                for group in wanted:
+                    self._count(group).skipped_unknown += 1
+                return written
+        ends = admin.end_offsets(sorted({k for g in wanted for k in self.store.group(g)}))
+        for group in wanted:
+            n = self._sync_group(admin, group, described[group], ends, view)
+            if n:
+                written[group] = n
         self.synced += sum(written.values())
         return written
+
+    def _count(self, group: str) -> GroupSyncCounts:
+        return self.counts.setdefault(group, GroupSyncCounts())
+
+    def _sync_group(
+        self,
+        admin: ClusterAdmin,
+        group: str,
+        desc: GroupDescription | ClusterError,
+        ends: Mapping[PartitionKey, int],
+        view: FollowedView | None,
+    ) -> int:
+        """Write one group (G1–G4); return the partitions written (0: nothing to write, or skipped and counted)."""
+        counts = self._count(group)
+        if isinstance(desc, ClusterError) or desc.state == "Unknown":
+            self._unknown(group, desc)
+            counts.skipped_unknown += 1
+            return 0
+        self._describe_failures.pop(group, None)
+        if desc.members or desc.state not in IDLE_STATES:
+            log.info("%s: group %s is %s on %s; not syncing its offsets", self.name, group, desc.state, admin.alias)
+            counts.skipped_active += 1
+            return 0
+        try:
+            # a Dead group has no offsets, but read them anyway: only ever move a group forward
+            current = view.committed(group) if view is not None else self.committed(group)
+        except ClusterError as e:
+            log.warning("%s: not syncing offsets of group %s this time: %s", self.name, group, e)
+            counts.skipped_unknown += 1
+            return 0
+        offsets = self._forward(group, current, ends, admin.alias)
+        if not offsets:
+            return 0
+        try:
+            admin.alter_group_offsets(group, offsets)
+        except ClusterError as e:
+            refused = e.kafka_code in REFUSED_ACTIVE
+            log.log(
+                logging.INFO if refused else logging.WARNING,
+                "%s: syncing offsets of group %s on %s %s: %s",
+                self.name,
+                group,
+                admin.alias,
+                "refused (consumers joined it)" if refused else "failed",
+                e,
+            )
+            if refused:
+                counts.skipped_active += 1
+            else:
+                counts.skipped_unknown += 1
+            return 0
+        counts.synced += 1
+        return len(offsets)
 
     def _forward(
         self,
@@ -119,28 +207,20 @@ class GroupOffsetSync:
             "does not exist" if end is None else f"ends at {end}",
         )
 
-    def _idle(self, group: str, desc: GroupDescription | ClusterError, alias: str) -> bool:
-        """Whether ``group`` is known idle on the target; a failed description is an unknown state, never dead.
-
-        Transient failures are logged at INFO until :data:`TRANSIENT_DESCRIBE_GRACE_S`, then at WARNING.
-        """
-        if isinstance(desc, ClusterError):
-            since = self._describe_failures.setdefault(group, time.monotonic())
-            routine = desc.retriable and time.monotonic() - since < TRANSIENT_DESCRIBE_GRACE_S
-            log.log(
-                logging.INFO if routine else logging.WARNING,
-                "%s: not syncing offsets of group %s this cycle: %s",
-                self.name,
-                group,
-                desc,
-            )
-            return False
-        self._describe_failures.pop(group, None)
-        if desc.members or desc.state not in IDLE_STATES:
-            how = logging.WARNING if desc.state == "Unknown" else logging.INFO
-            log.log(how, "%s: group %s is %s on %s; not syncing its offsets", self.name, group, desc.state, alias)
-            return False
-        return True
+    def _unknown(self, group: str, desc: GroupDescription | ClusterError) -> None:
+        """Log a group whose state is unknown: INFO while a transient failure is young, else WARNING (G3)."""
+        if not isinstance(desc, ClusterError):
+            log.warning("%s: group %s is in an unknown state; not syncing its offsets", self.name, group)
+            return
+        since = self._describe_failures.setdefault(group, time.monotonic())
+        routine = desc.retriable and time.monotonic() - since < TRANSIENT_DESCRIBE_GRACE_S
+        log.log(
+            logging.INFO if routine else logging.WARNING,
+            "%s: not syncing offsets of group %s this time: %s",
+            self.name,
+            group,
+            desc,
+        )
 
 
-__all__ = ["IDLE_STATES", "TRANSIENT_DESCRIBE_GRACE_S", "GroupOffsetSync"]
+__all__ = ["IDLE_STATES", "REFUSED_ACTIVE", "TRANSIENT_DESCRIBE_GRACE_S", "CommittedReader", "FollowedView", "GroupOffsetSync"]
