@@ -79,13 +79,16 @@ class _Reader:
         self._data = bytes(data)
         self._pos = 0
 
+    def _not_this(self) -> str:
+        return f"not an MM2 {self._record} (MM2 skips such records)"
+
     def _take(self, size: int, field: str) -> bytes:
         end = self._pos + size
         if end > len(self._data):
             raise CorruptRecordError(
                 f"cannot decode {self._record} {self._part}: field {field!r} needs {size} bytes at byte "
                 f"{self._pos} but the {self._part} is only {len(self._data)} bytes long; "
-                f"the record is truncated or not an MM2 {self._record} (MM2 skips such records)"
+                f"the record is truncated or {self._not_this()}"
             )
         chunk = self._data[self._pos : end]
         self._pos = end
@@ -108,7 +111,7 @@ class _Reader:
         if length < 0:
             raise CorruptRecordError(
                 f"cannot decode {self._record} {self._part}: field {field!r} has negative length {length}; "
-                f"the record is not an MM2 {self._record} (MM2 skips such records)"
+                f"the record is {self._not_this()}"
             )
         return self._take(length, field).decode("utf-8", errors="replace")
 
