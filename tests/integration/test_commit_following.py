@@ -83,7 +83,7 @@ def _percentile(values: list[int], q: float) -> int:
 def test_a_followed_group_reaches_the_idle_target_group_within_a_second(
     local_clusters: LocalClusters, spark: SparkSession
 ) -> None:
-    """O1–O3 with MM2's intervals left at 60 s: each commit's exact offset is on the idle target group in 1 s (p99)."""
+    """O1-O3 with MM2's intervals left at 60 s: each commit's exact offset is on the idle target group in 1 s (p99)."""
     p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
     topic, group = unique_name("follow"), unique_name("follow-group")
     create_topic(p, topic, partitions=1)
@@ -126,7 +126,11 @@ def test_a_followed_group_reaches_the_idle_target_group_within_a_second(
     target = [rec for _, rec in consumer_offsets_of(b, group) if isinstance(rec, OffsetCommit) and rec.offset]
     latencies = []
     for commit in source:  # a fresh topic copied 1:1: the translation of offset o is o
-        reached = next(rec for rec in target if rec.offset is not None and commit.offset is not None and rec.offset >= commit.offset)
+        reached = next(
+            rec
+            for rec in target
+            if rec.offset is not None and commit.offset is not None and rec.offset >= commit.offset
+        )
         latencies.append(reached.commit_timestamp_ms - commit.commit_timestamp_ms)
     p50, p99 = _percentile(latencies, 0.5), _percentile(latencies, 0.99)
     print(f"source commit -> target commit: p50 {p50} ms, p99 {p99} ms over {len(latencies)} commits")

@@ -1,13 +1,13 @@
-"""Group offset sync never writes an active group (G1–G4 of ``group_offset_sync``), against in-memory clusters."""
+"""Group offset sync never writes an active group (G1-G4 of ``group_offset_sync``), against in-memory clusters."""
 
 from __future__ import annotations
 
 import pytest
 from confluent_kafka import KafkaError
+from test_checkpoint_emission import with_checkpoints
 
 from fakes import FakeGroup, two_clusters
 from mirrorspark.core.group_sync_counts import GroupSyncCounts
-from test_checkpoint_emission import with_checkpoints
 
 pytestmark = pytest.mark.unit
 

@@ -521,7 +521,7 @@ class Replicator:
 
 
 def _copied_to(f: Flow, topic: str, partition: int) -> int | None:
-    """The copy's position in a source partition of ``f`` (the next offset to copy), ``None`` if not replicated."""
+    """Return the copy's position in a source partition of ``f`` (next offset to copy); ``None``: not replicated."""
     p = f.partitions.get((topic, partition))
     return p.position if p is not None else None
 

@@ -384,7 +384,10 @@ class CheckpointEmitter:
             raise ClusterError(f"{self.name}: checkpoint emitter used before start()")
         deliver(
             self._producer,
-            [Outgoing(self.checkpoints_topic, cp.key(), cp.value(), partition=0, timestamp=now_ms) for cp in checkpoints],
+            [
+                Outgoing(self.checkpoints_topic, cp.key(), cp.value(), partition=0, timestamp=now_ms)
+                for cp in checkpoints
+            ],
             what=f"flow {self.name}: checkpoints",
             alias=self.flow_config.target,
             hint="they are written again next cycle",

@@ -15,7 +15,7 @@ Invariants (the tests that guard them cite them)
 * **O2** Batching: each tick writes at most one checkpoint per group-partition, the newest commit's, in one
   delivery; the store takes them only once acknowledged. The checkpoints written per second are at most
   the group-partitions whose commits moved in that second, and at most ``1 / FOLLOW_TICK_S`` each.
-* **O3** A group is written on T only under G1–G4, its offsets on T read from T's ``__consumer_offsets``
+* **O3** A group is written on T only under G1-G4, its offsets on T read from T's ``__consumer_offsets``
   caught up to its end after the group's description.
 """
 
@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from mirrorspark.client.context import Side
 from mirrorspark.core.followed_groups import Committed, FollowedGroups, PartitionKey
 from mirrorspark.errors import ClusterError, CorruptRecordError
-from mirrorspark.kafka.delivery import Outgoing, deliver
 from mirrorspark.kafka.reader import ALL_PARTITIONS, TopicReader
 from mirrorspark.mm2.checkpoint_rules import is_failback, is_more_recent
 from mirrorspark.mm2.consumer_offsets import CONSUMER_OFFSETS_TOPIC, decode_consumer_offsets_record
@@ -94,7 +93,9 @@ class ConsumerOffsetsTail:
                 record = decode_consumer_offsets_record(key, value)
             except CorruptRecordError as e:
                 self.corrupt += 1
-                log.warning("%s: skipping a record of the %s's %s: %s", self._name, self.side, CONSUMER_OFFSETS_TOPIC, e)
+                log.warning(
+                    "%s: skipping a record of the %s's %s: %s", self._name, self.side, CONSUMER_OFFSETS_TOPIC, e
+                )
                 return
             if record is None:
                 return
@@ -119,8 +120,11 @@ class ConsumerOffsetsTail:
 
 
 class CommitFollower:
-    """Follows one flow's source groups as they commit (O1–O3); ``copied_to(topic, partition)`` is the copy's
-    position on S (the next offset to copy; ``None``: unknown), read under the flow's lock like every job."""
+    """Follows one flow's source groups as they commit (O1-O3).
+
+    ``copied_to(topic, partition)``: the copy's position on S (the next offset to copy; ``None``: unknown),
+    read under the flow's lock like every job.
+    """
 
     def __init__(
         self,

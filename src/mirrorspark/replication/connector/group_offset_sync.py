@@ -131,7 +131,7 @@ class GroupOffsetSync:
         ends: Mapping[PartitionKey, int],
         view: FollowedView | None,
     ) -> int:
-        """Write one group (G1–G4); return the partitions written (0: nothing to write, or skipped and counted)."""
+        """Write one group (G1-G4); return the partitions written (0: nothing to write, or skipped and counted)."""
         counts = self._count(group)
         if isinstance(desc, ClusterError) or desc.state == "Unknown":
             self._unknown(group, desc)
@@ -223,4 +223,11 @@ class GroupOffsetSync:
         )
 
 
-__all__ = ["IDLE_STATES", "REFUSED_ACTIVE", "TRANSIENT_DESCRIBE_GRACE_S", "CommittedReader", "FollowedView", "GroupOffsetSync"]
+__all__ = [
+    "IDLE_STATES",
+    "REFUSED_ACTIVE",
+    "TRANSIENT_DESCRIBE_GRACE_S",
+    "CommittedReader",
+    "FollowedView",
+    "GroupOffsetSync",
+]
