@@ -17,6 +17,7 @@ from pyspark.sql import SparkSession
 from mirrorspark.config.parse import parse_config
 from mirrorspark.config.properties import parse_properties
 from mirrorspark.kafka.local.model import LocalClusters
+from mirrorspark.migration.drill import FlowDrill
 from mirrorspark.mm2.consumer_offsets import OffsetCommit
 from mirrorspark.mm2.records import Checkpoint
 from mirrorspark.replication.driver import Replicator
@@ -63,10 +64,12 @@ def _consume_and_commit(bootstrap: str, topic: str, group: str, seconds: float) 
     )
     c.subscribe([topic])
     commits, end, next_commit = 0, time.monotonic() + seconds, time.monotonic() + COMMIT_EVERY_S
+    consumed = False
     try:
         while time.monotonic() < end:
-            c.poll(0.05)
-            if time.monotonic() >= next_commit and c.assignment():
+            msg = c.poll(0.05)
+            consumed = consumed or (msg is not None and msg.error() is None)
+            if time.monotonic() >= next_commit and consumed:
                 c.commit(asynchronous=False)
                 commits += 1
                 next_commit += COMMIT_EVERY_S
@@ -97,7 +100,8 @@ def test_a_followed_group_reaches_the_idle_target_group_within_a_second(
             "emit.heartbeats.interval.seconds": "1",
         },
     )
-    r = Replicator(parse_config(parse_properties(text)), spark)
+    cfg = parse_config(parse_properties(text))
+    r = Replicator(cfg, spark)
     r.start()
     errors: list[BaseException] = []
     t = _run(r, errors)
@@ -118,6 +122,10 @@ def test_a_followed_group_reaches_the_idle_target_group_within_a_second(
             ),
             timeout_s=30,
         )
+        # item 3: the drill predicts no re-read for a group whose last commit is translated
+        with FlowDrill(cfg, source="primary", target="backup", groups=group) as drill:
+            [predicted] = drill.predict().groups
+        assert (predicted.group, predicted.rereads, predicted.skips) == (group, 0, 0)
     finally:
         stop.set()
         r.request_stop()

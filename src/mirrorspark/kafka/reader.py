@@ -124,7 +124,7 @@ class TopicReader:
                     + (f"offset {todo[self.partition]}" if self.partition is not None else "its end offsets")
                     + f" in {timeout_s:.0f} s"
                 )
-            for m in self._consumer.consume(num_messages=5000, timeout=0.2):
+            for m in self._batch(self._consumer):
                 err = m.error()
                 if err is not None:
                     if err.code() == KafkaError._PARTITION_EOF:
@@ -137,6 +137,15 @@ class TopicReader:
                     self.positions[tp.partition] = max(self.positions.get(tp.partition, 0), tp.offset)
             todo = {p: e for p, e in todo.items() if self.positions.get(p, 0) < e}
         return n
+
+    @staticmethod
+    def _batch(consumer: Consumer) -> list[Any]:
+        """Return the messages fetched already, else the first to arrive within 0.2 s (a batch waits its timeout)."""
+        got: list[Any] = consumer.consume(num_messages=5000, timeout=0)
+        if got:
+            return got
+        first = consumer.poll(0.2)
+        return [first] if first is not None else []
 
     def close(self) -> None:
         """Close the consumer (a later :meth:`read` creates a new one and continues from :attr:`positions`)."""
