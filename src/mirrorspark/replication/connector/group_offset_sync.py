@@ -10,6 +10,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 
+from mirrorspark.core.group_sync_counts import GroupSyncCounts
 from mirrorspark.errors import ClusterError
 from mirrorspark.kafka.admin import ClusterAdmin, GroupDescription, PartitionKey
 from mirrorspark.mm2.checkpoint_rules import CheckpointStore
@@ -44,6 +45,7 @@ class GroupOffsetSync:
         self._committed = committed
         self.synced = 0
         self.invalid = 0
+        self.counts: dict[str, GroupSyncCounts] = {}  # placeholder for the lead's #40 counts (drop on merge)
         self._describe_failures: dict[str, float] = {}  # group -> monotonic s of its first failure in a row
 
     def sync(self) -> dict[str, int]:
