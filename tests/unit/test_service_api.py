@@ -9,16 +9,19 @@ from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from mirrorspark.config.parse import parse_config
+from mirrorspark.core.group_sync_counts import GroupSyncCounts
 from mirrorspark.core.lifetime_totals import TopicTotals, encode_totals
 from mirrorspark.core.progress_records import (
     FlowMetrics,
     GroupMetrics,
     GroupPartition,
+    GroupSync,
     PartitionLag,
     PartitionReport,
     TopicLag,
     encode_flow_metrics,
     encode_group_metrics,
+    encode_group_sync,
     encode_report,
     encode_topic_lag,
 )
@@ -134,6 +137,39 @@ def test_topic_detail_groups_series_and_clusters(client: TestClient) -> None:
     clusters = {c["alias"]: c for c in client.get("/api/v1/clusters").json()}
     assert clusters["B"]["served"] and clusters["B"]["upstream_clusters"] == ["A"]
     assert clusters["A"]["upstream_clusters"] == ["C"]
+
+
+def test_each_groups_offset_sync_counts_are_served_and_exported_as_a_counter() -> None:
+    store = filled_store()
+    with TestClient(create_app(store, config(), token=TOKEN)) as c:  # type: ignore[arg-type]
+        c.headers["Authorization"] = f"Bearer {TOKEN}"
+        [g1] = c.get("/api/v1/replications/A/B/groups").json()
+        assert g1["offset_sync"] is None  # a driver before the counts: none reported
+        assert "mirrorspark_group_offset_sync" not in c.get("/metrics").text
+        for m in (
+            GroupSync("A->B", "g1", NOW - 50, GroupSyncCounts(5, 2, 1)),
+            GroupSync("A->B", "g1", NOW - 900, GroupSyncCounts(1, 0, 0)),  # older, read later: ignored
+            GroupSync("A->B", "g2", NOW - 60, GroupSyncCounts(0, 4, 0)),  # synced, never in a checkpoint cycle yet
+        ):
+            assert store.apply("channel", *encode_group_sync(m))
+        groups = {g["group"]: g for g in c.get("/api/v1/replications/A/B/groups").json()}
+        text = c.get("/metrics").text
+    expected = {"synced": 5, "skipped_active": 2, "skipped_unknown": 1, "updated_ms": NOW - 50}
+    assert groups["g1"]["offset_sync"] == expected
+    assert groups["g1"]["checkpoint_lag_records"] == 10 and groups["g1"]["updated_ms"] == NOW - 100
+    assert groups["g2"]["partitions"] == [] and groups["g2"]["updated_ms"] == NOW - 60
+    assert groups["g2"]["offset_sync"]["skipped_active"] == 4
+    [family] = [f for f in text_string_to_metric_families(text) if f.name == "mirrorspark_group_offset_sync"]
+    assert family.type == "counter"
+    got = {(s.name, s.labels["group"], s.labels["outcome"]): s.value for s in family.samples}
+    assert got == {
+        ("mirrorspark_group_offset_sync_total", g, outcome): n
+        for g, counts in (("g1", (5, 2, 1)), ("g2", (0, 4, 0)))
+        for outcome, n in zip(("synced", "skipped_active", "skipped_unknown"), counts, strict=True)
+    }
+    assert all(s.labels.keys() == {"source", "target", "group", "outcome"} for s in family.samples)
+    documented = {prometheus_name(m.group, m.name) for m in MIRRORSPARK_METRICS}
+    assert family.name in documented
 
 
 def test_errors_are_problem_details(client: TestClient) -> None:

@@ -7,19 +7,23 @@ import math
 
 import pytest
 
+from mirrorspark.core.group_sync_counts import GroupSyncCounts
 from mirrorspark.core.progress_records import (
     FlowMetrics,
     GroupMetrics,
     GroupPartition,
+    GroupSync,
     PartitionLag,
     PartitionReport,
     TopicLag,
     decode_flow_metrics,
     decode_group_metrics,
+    decode_group_sync,
     decode_report,
     decode_topic_lag,
     encode_flow_metrics,
     encode_group_metrics,
+    encode_group_sync,
     encode_report,
     encode_topic_lag,
     record_kind,
@@ -179,6 +183,22 @@ def test_driver_records_round_trip_and_are_told_apart_by_kind() -> None:
     assert record_kind(encode_group_metrics(g)[0]) == "group"
     assert record_kind(encode_report(_report())[0]) == "report"
     assert record_kind(b"[1]") == "unknown" and record_kind(b"nope") == "unknown"
+
+
+def test_a_group_sync_record_round_trips_in_the_documented_layout_beside_the_group_record() -> None:
+    m = GroupSync("A->B", "g1", 5, GroupSyncCounts(synced=3, skipped_active=2, skipped_unknown=1))
+    key, value = encode_group_sync(m)
+    assert json.loads(key) == {"kind": "group-sync", "flow": "A->B", "group": "g1"} and record_kind(key) == "group-sync"
+    assert json.loads(value) == {"v": 1, "at": 5, "synced": 3, "skipped_active": 2, "skipped_unknown": 1}
+    assert decode_group_sync(key, value) == m
+    for bad in (b'"synced":-3', b'"synced":"3"', b'"synced":true'):
+        with pytest.raises(CorruptRecordError):
+            decode_group_sync(key, value.replace(b'"synced":3', bad))
+    with pytest.raises(CorruptRecordError):
+        decode_group_sync(key, b'{"v":1,"at":5,"synced":3}')  # a count missing: not "no counts" but corrupt
+    # the group record keeps its version-1 layout: a reader before the counts reads it as it always did
+    g = GroupMetrics("A->B", "g1", 5, 12, (GroupPartition("t", "A.t", 0, 9, 7, 7, 2, 2),))
+    assert set(json.loads(encode_group_metrics(g)[1])) == {"v", "at", "latency_ms", "partitions"}
 
 
 @pytest.mark.parametrize(

@@ -660,6 +660,9 @@ def _print_flow_status(f: FlowStatus) -> None:
     else:
         rows = [[t.topic, t.remote_topic, t.partitions, t.records, t.lag] for t in f.topics]
         print(text_table(["topic", "remote topic", "partitions", "records", "lag"], rows))
+    if f.group_offset_sync:
+        rows = [[g, c.synced, c.skipped_active, c.skipped_unknown] for g, c in f.group_offset_sync.items()]
+        print(text_table(["group (offset sync)", "synced", "skipped: active", "skipped: unknown"], rows))
     if f.gaps:
         print(f"flow {f.flow}: {len(f.gaps)} gap(s): source records lost before they were copied")
         rows = [

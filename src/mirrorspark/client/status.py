@@ -14,6 +14,8 @@ remote topics, heartbeats), so it reports MM2's flows as well:
 * **upstream clusters / replication hops**: MirrorClient's view of a cluster's heartbeat topics.
 * **gaps**: source records lost before they were copied (:mod:`mirrorspark.core.gaps`).
 * **failover**: the newest event of the driver's failover policy.
+* **group offset sync**: per target group, what the driver's group offset sync did since it started (synced,
+  skipped: active, skipped: unknown), from its newest ``group-sync`` records.
 * **schemas** (a flow that replicates schemas): the driver's newest schema sync figures and the copy
   tasks' lifetime schema-id counts (translated from the id cache or after asking the registries, unknown).
 """
@@ -30,12 +32,15 @@ from mirrorspark.client.source_offset_reader import read_flow_source_offsets
 from mirrorspark.client.totals_reader import read_totals
 from mirrorspark.config.model import FlowConfig, MirrorConfig
 from mirrorspark.core.gaps import GapEvent
+from mirrorspark.core.group_sync_counts import GroupSyncCounts
 from mirrorspark.core.lifetime_totals import FlowState, TopicTotals
 from mirrorspark.core.progress_records import (
     FailoverEvent,
     FlowSchemas,
+    GroupSync,
     decode_failover_event,
     decode_flow_schemas,
+    decode_group_sync,
     record_kind,
 )
 from mirrorspark.errors import CorruptRecordError
@@ -134,7 +139,8 @@ class FlowStatus:
 
     ``last_heartbeat_ms`` in epoch ms, ``None`` if none; ``error`` only for ``failed``; ``failover`` is the
     newest failover-policy event, ``None`` if never recorded; ``schemas`` only for a flow that replicates schemas
-    (``sync.schemas.enabled``, or one whose driver published schema figures or counts).
+    (``sync.schemas.enabled``, or one whose driver published schema figures or counts); ``group_offset_sync``:
+    per target group its offset-sync counts (empty when its driver published none).
     """
 
     flow: str
@@ -145,6 +151,7 @@ class FlowStatus:
     error: str | None = None
     failover: FailoverEvent | None = None
     schemas: SchemaStatus | None = None
+    group_offset_sync: dict[str, GroupSyncCounts] = field(default_factory=dict)
 
     @property
     def partitions(self) -> int:
@@ -209,15 +216,19 @@ def _heartbeats(ctx: FlowContext) -> int | None:
     return max(newest) if newest else None
 
 
-def read_driver_records(ctx: FlowContext, *, client_id: str) -> tuple[FailoverEvent | None, FlowSchemas | None]:
-    """Read the newest ``failover`` and ``schemas`` records of a flow's progress channel on the target (``None``: none).
+def read_driver_records(
+    ctx: FlowContext, *, client_id: str
+) -> tuple[FailoverEvent | None, FlowSchemas | None, dict[str, GroupSyncCounts]]:
+    """Read the newest ``failover``, ``schemas`` (``None``: none) and per group ``group-sync`` records of a flow.
 
-    Undecodable records are skipped; raises ClusterError if the target cannot be read.
+    From its progress channel on the target; undecodable records are skipped; raises ClusterError if the target
+    cannot be read.
     """
     flow = ctx.flow_config
     target = ctx.cluster("target")
     failover: list[FailoverEvent] = []
     schemas: list[FlowSchemas] = []
+    sync: dict[str, GroupSync] = {}
 
     def on_record(key: bytes | None, value: bytes | None) -> None:
         kind = record_kind(key)
@@ -230,6 +241,10 @@ def read_driver_records(ctx: FlowContext, *, client_id: str) -> tuple[FailoverEv
                 m = decode_flow_schemas(key, value)
                 if m.flow == flow.name and (not schemas or m.at >= schemas[0].at):
                     schemas[:] = [m]
+            elif kind == "group-sync":
+                g = decode_group_sync(key, value)
+                if g.flow == flow.name and (g.group not in sync or g.at >= sync[g.group].at):
+                    sync[g.group] = g
         except CorruptRecordError:
             return
 
@@ -242,7 +257,8 @@ def read_driver_records(ctx: FlowContext, *, client_id: str) -> tuple[FailoverEv
         client_id=client_id,
         clients=ctx.clients,
     )
-    return (failover[0] if failover else None), (schemas[0] if schemas else None)
+    counts = {group: g.counts for group, g in sorted(sync.items())}
+    return (failover[0] if failover else None), (schemas[0] if schemas else None), counts
 
 
 def read_failover_event(ctx: FlowContext, *, client_id: str) -> FailoverEvent | None:
@@ -331,13 +347,15 @@ def flow_status(
     published = states.get(flow.name)
     state = flow_state(published, started=bool(stored), last_heartbeat_ms=last, now_ms=now_ms, fresh_ms=fresh_ms)
     error = published.error if state == "failed" and published is not None else None
-    failover, published_schemas = read_driver_records(ctx, client_id=ctx.client_id(f"{cid}-failover-consumer"))
+    failover, published_schemas, group_sync = read_driver_records(
+        ctx, client_id=ctx.client_id(f"{cid}-failover-consumer")
+    )
     counts = SchemaStatus.of(published_schemas, list(copied.values()))
     replicates = (
         flow.sync_schemas_enabled or published_schemas is not None or counts.ids_translated + counts.unknown_ids > 0
     )
     schemas = counts if replicates else None
-    return FlowStatus(flow.name, state, last, tuple(topics), tuple(gaps), error, failover, schemas)
+    return FlowStatus(flow.name, state, last, tuple(topics), tuple(gaps), error, failover, schemas, group_sync)
 
 
 def cluster_status(config: MirrorConfig, cluster: str, *, context: ReplicationContext | None = None) -> ClusterStatus:

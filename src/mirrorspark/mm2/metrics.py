@@ -123,6 +123,14 @@ MIRRORSPARK_METRICS: Final[tuple[MetricDef, ...]] = (
         "records",
         "Records a consumer failing over now (starting at the newest checkpoint) would read again.",
     ),
+    MetricDef(
+        "group-offset-sync",
+        "mirrorspark",
+        "cumulative",
+        "count",
+        "Offset-sync writes of a target group since the flow's driver started, by outcome: synced, skipped_active "
+        "(the group had members), skipped_unknown (its state or offsets could not be read). A counter (_total).",
+    ),
     MetricDef("gaps", "mirrorspark", "cumulative", "count", "Gap events: source records lost before they were copied."),
     MetricDef("gap-lost-records", "mirrorspark", "cumulative", "records", "Source records lost in gap events."),
     MetricDef(

@@ -40,12 +40,14 @@ from mirrorspark.core.progress_records import (
     FlowMetrics,
     FlowSchemas,
     GroupMetrics,
+    GroupSync,
     PartitionReport,
     TopicLag,
     decode_failover_event,
     decode_flow_metrics,
     decode_flow_schemas,
     decode_group_metrics,
+    decode_group_sync,
     decode_report,
     decode_topic_lag,
     record_kind,
@@ -84,8 +86,8 @@ itself keeps every drill (compacted, one key per drill); a restarted service rea
 class FlowView:
     """Everything the service knows of one flow ``source->target`` (target = the served cluster).
 
-    ``heartbeat_ms`` in epoch ms (``None`` if none); ``metrics``, ``lags``, ``groups``, ``failover`` and
-    ``schemas`` are the driver's newest records (mirrorspark flows only); ``status`` is the last :func:`flow_status`
+    ``heartbeat_ms`` in epoch ms (``None`` if none); ``metrics``, ``lags``, ``groups``, ``group_sync``, ``failover``
+    and ``schemas`` are the driver's newest records (mirrorspark flows only); ``status`` is the last :func:`flow_status`
     read of a flow without a progress channel; ``drills`` is oldest first, at most :data:`DRILLS_KEPT`.
     """
 
@@ -98,6 +100,7 @@ class FlowView:
     lags: dict[str, TopicLag] = field(default_factory=dict)
     reports: dict[tuple[str, int], PartitionReport] = field(default_factory=dict)
     groups: dict[str, GroupMetrics] = field(default_factory=dict)
+    group_sync: dict[str, GroupSync] = field(default_factory=dict)
     gaps: list[GapEvent] = field(default_factory=list)
     status: FlowStatus | None = None
     failover: FailoverEvent | None = None
@@ -260,6 +263,12 @@ class Store:
             view = self._local(g.flow)
             if view is not None and (g.group not in view.groups or g.at >= view.groups[g.group].at):
                 view.groups[g.group] = g
+            return view is not None
+        if kind == "group-sync":
+            gs = decode_group_sync(key, value)
+            view = self._local(gs.flow)
+            if view is not None and (gs.group not in view.group_sync or gs.at >= view.group_sync[gs.group].at):
+                view.group_sync[gs.group] = gs
             return view is not None
         if kind == "failover":
             e = decode_failover_event(key, value)

@@ -20,6 +20,10 @@ scraping outside Kubernetes). MM2's semantics are kept:
 * ``checkpoint_latency_ms`` is per group (MM2 shares one sensor across a task's groups) and repeated
   on each of the group's partitions, as MM2's MBeans show it.
 
+``mirrorspark_group_offset_sync_total`` (labels ``source``, ``target``, ``group``, ``outcome`` = ``synced``,
+``skipped_active`` or ``skipped_unknown``) is a counter: group offset sync's writes of each target group since the
+flow's driver started (it restarts at 0 with the driver).
+
 mirrorspark's own series use the ``mirrorspark_`` prefix (:data:`~mirrorspark.mm2.metrics.MIRRORSPARK_METRICS`).
 The newest disaster-recovery drill of each flow (``mirrorspark drill``, :mod:`mirrorspark.core.drills`) gives
 ``mirrorspark_recovery_point_*`` and ``mirrorspark_drill_*`` (also in ``MIRRORSPARK_METRICS``); a value the
@@ -34,7 +38,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from mirrorspark.config.model import MirrorConfig
@@ -56,14 +60,24 @@ def _n(x: float | None) -> float:
 
 class _Families:
     def __init__(self) -> None:
-        self.families: dict[str, GaugeMetricFamily] = {}
+        self.families: dict[str, GaugeMetricFamily | CounterMetricFamily] = {}
 
-    def add(self, group: str, attribute: str, labels: dict[str, str], value: float, doc: str | None = None) -> None:
+    def add(
+        self,
+        group: str,
+        attribute: str,
+        labels: dict[str, str],
+        value: float,
+        doc: str | None = None,
+        *,
+        counter: bool = False,
+    ) -> None:
         name = prometheus_name(group, attribute)
         fam = self.families.get(name)
         if fam is None:
             text = doc or _DOCS.get(attribute) or _DOCS.get(attribute.removesuffix("-min")) or attribute
-            fam = self.families[name] = GaugeMetricFamily(name, text, labels=list(labels))
+            kind = CounterMetricFamily if counter else GaugeMetricFamily
+            fam = self.families[name] = kind(name, text, labels=list(labels))
         fam.add_metric(list(labels.values()), value)
 
 
@@ -144,6 +158,7 @@ class ServiceCollector(Collector):
                     f.add("mirrorspark", "checkpoint-lag-records", labels, float(gp.lag))
                 if gp.rereads is not None:
                     f.add("mirrorspark", "checkpoint-failover-rereads", labels, float(gp.rereads))
+        _group_sync(f, base, v)
 
     def _partition(
         self,
@@ -186,6 +201,16 @@ class ServiceCollector(Collector):
             f.add("mirrorspark", "replication-lag-records", labels, float(pl.lag))
             if pl.lag_ms is not None:
                 f.add("mirrorspark", "replication-lag-seconds", labels, pl.lag_ms / 1000)
+
+
+def _group_sync(f: _Families, base: dict[str, str], v: FlowView) -> None:
+    """Add ``mirrorspark_group_offset_sync_total`` per target group and outcome (groups with counts only)."""
+    for group, gs in sorted(v.group_sync.items()):
+        c = gs.counts
+        outcomes = {"synced": c.synced, "skipped_active": c.skipped_active, "skipped_unknown": c.skipped_unknown}
+        for outcome, n in outcomes.items():
+            labels = {**base, "group": group, "outcome": outcome}
+            f.add("mirrorspark", "group-offset-sync", labels, float(n), counter=True)
 
 
 def _schemas(f: _Families, base: dict[str, str], s: SchemaReplication) -> None:

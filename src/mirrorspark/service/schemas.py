@@ -146,6 +146,15 @@ class GroupPartition(BaseModel):
     failover_rereads: int | None = Field(default=None, description="Records a failover now would read again.")
 
 
+class GroupOffsetSync(BaseModel):
+    """What group offset sync did to a target group since the flow's driver started (writes of the group)."""
+
+    synced: int = Field(description="Offsets committed to the group on the target.")
+    skipped_active: int = Field(description="Not written: the group had members (or the broker refused the write).")
+    skipped_unknown: int = Field(description="Not written: the group's state or committed offsets could not be read.")
+    updated_ms: int = Field(description="When the driver last reported these counts (epoch ms).")
+
+
 class Group(BaseModel):
     """A consumer group checkpointed by a flow."""
 
@@ -155,6 +164,7 @@ class Group(BaseModel):
     checkpoint_lag_records: int | None = Field(default=None, description="Summed over the group's partitions.")
     failover_rereads: int | None = Field(default=None, description="Summed over the group's partitions.")
     partitions: list[GroupPartition]
+    offset_sync: GroupOffsetSync | None = Field(default=None, description="Null: the driver reported no counts.")
 
 
 class Gap(BaseModel):
@@ -369,6 +379,7 @@ __all__ = [
     "Figures",
     "Gap",
     "Group",
+    "GroupOffsetSync",
     "GroupPartition",
     "Health",
     "MetricCatalog",

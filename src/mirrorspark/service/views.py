@@ -37,6 +37,7 @@ from mirrorspark.service.schemas import (
     Figures,
     Gap,
     Group,
+    GroupOffsetSync,
     GroupPartition,
     MetricCatalog,
     MetricInfo,
@@ -299,9 +300,10 @@ def topics(
 
 
 def groups(view: FlowView) -> list[Group]:
-    """Return the consumer groups a flow checkpoints, with their checkpoints, lag and failover re-reads."""
+    """Return the consumer groups a flow checkpoints or syncs: checkpoints, lag, re-reads, offset-sync counts."""
     out = []
-    for name, g in sorted(view.groups.items()):
+    for name in sorted(set(view.groups) | set(view.group_sync)):
+        g = view.groups.get(name)
         parts = [
             GroupPartition(
                 topic=p.topic,
@@ -313,18 +315,26 @@ def groups(view: FlowView) -> list[Group]:
                 checkpoint_lag_records=p.lag,
                 failover_rereads=p.rereads,
             )
-            for p in g.partitions
+            for p in (g.partitions if g is not None else ())
         ]
-        lags = [p.lag for p in g.partitions if p.lag is not None]
-        rereads = [p.rereads for p in g.partitions if p.rereads is not None]
+        lags = [p.checkpoint_lag_records for p in parts if p.checkpoint_lag_records is not None]
+        rereads = [p.failover_rereads for p in parts if p.failover_rereads is not None]
+        gs = view.group_sync.get(name)
+        sync = None
+        if gs is not None:
+            c = gs.counts
+            sync = GroupOffsetSync(
+                synced=c.synced, skipped_active=c.skipped_active, skipped_unknown=c.skipped_unknown, updated_ms=gs.at
+            )
         out.append(
             Group(
                 group=name,
-                updated_ms=g.at,
-                checkpoint_latency_ms=g.latency_ms,
+                updated_ms=g.at if g is not None else gs.at if gs is not None else 0,
+                checkpoint_latency_ms=g.latency_ms if g is not None else None,
                 checkpoint_lag_records=sum(lags) if lags else None,
                 failover_rereads=sum(rereads) if rereads else None,
                 partitions=parts,
+                offset_sync=sync,
             )
         )
     return out

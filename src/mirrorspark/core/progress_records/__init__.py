@@ -46,7 +46,7 @@ empty.
   written only when not 0) ``"schema_hits"``, ``"schema_misses"`` and ``"schema_unknown"``: records of the
   interval whose key or value schema id (Confluent wire format) was translated from the task's id cache, was
   translated after asking the registries, or is unknown to the source registry and was copied unchanged.
-* The driver writes three more kinds of records, told apart by ``"kind"`` in the key (a key
+* The driver writes four more kinds of records, told apart by ``"kind"`` in the key (a key
   without ``"kind"`` is a partition report; readers skip kinds they do not know):
 
   - ``{"kind":"flow","flow":F}`` -> ``{"v":1,"at":ms,"state":"running"|"standby"|"failed"|"stopped",
@@ -62,10 +62,15 @@ empty.
     "lag":n|null,"rereads":n|null}]}`` (:class:`GroupMetrics`): the checkpoint cycle's latency (MM2's
     ``checkpoint-latency-ms``), and per partition the group's committed offset on the source, its newest
     checkpoint, the records committed since (checkpoint lag) and the records a failover to that
-    checkpoint would read again.
+    checkpoint would read again;
+  - ``{"kind":"group-sync","flow":F,"group":g}`` -> ``{"v":1,"at":ms,"synced":n,"skipped_active":n,
+    "skipped_unknown":n}`` (:class:`GroupSync`, additive: a reader without it knows no counts): what group
+    offset sync (``sync.group.offsets.enabled``) did to the target group since the driver started
+    (:class:`~mirrorspark.core.group_sync_counts.GroupSyncCounts`), written whenever the counts changed, cycle
+    or not (its own kind, so the ``group`` record's samples are not repeated); compaction keeps the newest.
 
 * The driver's failover watch (``mirrorspark.failover.policy``, :mod:`mirrorspark.core.failover_policy`)
-  writes a fourth kind, only when something happens; compaction keeps the newest per flow, so it reads
+  writes a fifth kind, only when something happens; compaction keeps the newest per flow, so it reads
   as the flow's failover state:
 
   - ``{"kind":"failover","flow":F}`` -> ``{"v":1,"at":ms,"event":"failover"|"recovered","policy":p,
@@ -76,7 +81,7 @@ empty.
     ``refused`` (active members on T), ``manual`` (policy ``manual``: only recorded) or ``failed``.
     A ``recovered`` record has no groups (failback stays the operator's decision).
 
-* A flow that replicates schemas (``sync.schemas.enabled``) gets a fifth kind from the driver, the newest
+* A flow that replicates schemas (``sync.schemas.enabled``) gets a sixth kind from the driver, the newest
   figures of its schema sync (:class:`~mirrorspark.core.schemas.figures.SchemaSyncFigures`), written when
   they change; compaction keeps the newest per flow:
 
@@ -86,8 +91,8 @@ empty.
     when the last sync pass ended (0 before the first) and that pass's error (null when it succeeded).
 
 The records, one room each: the copy tasks' partition reports (``partition_reports``), the driver's
-``flow``/``lag``/``group``/``failover``/``schemas`` records (``driver_records``), the JSON they share and a record's
-kind (``channel_json``). Import from here: this package is the channel format's public surface.
+``flow``/``lag``/``group``/``group-sync``/``failover``/``schemas`` records (``driver_records``), the JSON they
+share and a record's kind (``channel_json``). Import from here: this package is the channel format's public surface.
 """
 
 from mirrorspark.core.progress_records.channel_json import record_kind
@@ -98,17 +103,20 @@ from mirrorspark.core.progress_records.driver_records import (
     GroupFailover,
     GroupMetrics,
     GroupPartition,
+    GroupSync,
     PartitionLag,
     TopicLag,
     decode_failover_event,
     decode_flow_metrics,
     decode_flow_schemas,
     decode_group_metrics,
+    decode_group_sync,
     decode_topic_lag,
     encode_failover_event,
     encode_flow_metrics,
     encode_flow_schemas,
     encode_group_metrics,
+    encode_group_sync,
     encode_topic_lag,
 )
 from mirrorspark.core.progress_records.partition_reports import (
@@ -133,6 +141,7 @@ __all__ = [
     "GroupFailover",
     "GroupMetrics",
     "GroupPartition",
+    "GroupSync",
     "PartitionLag",
     "PartitionReport",
     "ReportSequences",
@@ -141,12 +150,14 @@ __all__ = [
     "decode_flow_metrics",
     "decode_flow_schemas",
     "decode_group_metrics",
+    "decode_group_sync",
     "decode_report",
     "decode_topic_lag",
     "encode_failover_event",
     "encode_flow_metrics",
     "encode_flow_schemas",
     "encode_group_metrics",
+    "encode_group_sync",
     "encode_report",
     "encode_topic_lag",
     "newest_segments",

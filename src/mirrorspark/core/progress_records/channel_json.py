@@ -11,7 +11,7 @@ from mirrorspark.errors import CorruptRecordError
 def record_kind(key: bytes | None) -> str:
     """Tell a progress-channel record's kind from its key: ``"report"``, ``"flow"``, ``"lag"``, ``"group"``, other.
 
-    The driver's kinds are ``"flow"``, ``"lag"``, ``"group"``, ``"failover"`` and ``"schemas"``.
+    The driver's kinds are ``"flow"``, ``"lag"``, ``"group"``, ``"group-sync"``, ``"failover"`` and ``"schemas"``.
 
     A key without ``"kind"`` (every version-1 record) is a partition report; a key that is not a
     JSON object is ``"unknown"``. Readers skip kinds they do not know.

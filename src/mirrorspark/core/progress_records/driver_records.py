@@ -1,4 +1,6 @@
-"""The driver's records on the progress channel: ``flow``, ``lag``, ``group``, ``failover``, ``schemas`` (key's kind).
+"""The driver's records on the progress channel (the key's kind).
+
+``flow``, ``lag``, ``group``, ``group-sync``, ``failover`` and ``schemas``.
 
 The layout is in :mod:`mirrorspark.core.progress_records`; the copy tasks' reports are in
 :mod:`~mirrorspark.core.progress_records.partition_reports`.
@@ -8,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mirrorspark.core.group_sync_counts import GroupSyncCounts
 from mirrorspark.core.progress_records.channel_json import dumps, int_field, load, objects, str_field
 from mirrorspark.core.schemas.figures import SchemaSyncFigures
 from mirrorspark.errors import CorruptRecordError
@@ -201,6 +204,45 @@ def decode_group_metrics(key: bytes | None, value: bytes | None) -> GroupMetrics
 
 
 @dataclass(frozen=True, slots=True)
+class GroupSync:
+    """What group offset sync did to one target group since the flow's driver started (kind ``group-sync``)."""
+
+    flow: str
+    group: str
+    at: int
+    counts: GroupSyncCounts
+
+
+def encode_group_sync(m: GroupSync) -> tuple[bytes, bytes]:
+    """Key and value of a ``group-sync`` record (layout in :mod:`mirrorspark.core.progress_records`)."""
+    c = m.counts
+    value = {
+        "v": 1,
+        "at": m.at,
+        "synced": c.synced,
+        "skipped_active": c.skipped_active,
+        "skipped_unknown": c.skipped_unknown,
+    }
+    return dumps({"kind": "group-sync", "flow": m.flow, "group": m.group}), dumps(value)
+
+
+def decode_group_sync(key: bytes | None, value: bytes | None) -> GroupSync:
+    """Decode a ``group-sync`` record."""
+    k, v = load(key, value)
+    counts = GroupSyncCounts(
+        synced=int_field(v.get("synced"), "synced"),
+        skipped_active=int_field(v.get("skipped_active"), "skipped_active"),
+        skipped_unknown=int_field(v.get("skipped_unknown"), "skipped_unknown"),
+    )
+    return GroupSync(
+        flow=str_field(k.get("flow"), "flow"),
+        group=str_field(k.get("group"), "group"),
+        at=int_field(v.get("at"), "at"),
+        counts=counts,
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class GroupFailover:
     """What a failover did with one consumer group (in a :class:`FailoverEvent`)."""
 
@@ -320,16 +362,19 @@ __all__ = [
     "GroupFailover",
     "GroupMetrics",
     "GroupPartition",
+    "GroupSync",
     "PartitionLag",
     "TopicLag",
     "decode_failover_event",
     "decode_flow_metrics",
     "decode_flow_schemas",
     "decode_group_metrics",
+    "decode_group_sync",
     "decode_topic_lag",
     "encode_failover_event",
     "encode_flow_metrics",
     "encode_flow_schemas",
     "encode_group_metrics",
+    "encode_group_sync",
     "encode_topic_lag",
 ]

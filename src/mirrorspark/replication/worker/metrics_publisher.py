@@ -1,25 +1,29 @@
-"""The driver's raw metrics (flow state, lag, checkpoints), written to the flow's progress channel.
+"""The driver's raw metrics (flow state, lag, checkpoints, group offset sync), written to the flow's progress channel.
 
-``flow``, ``lag`` and ``group`` records (version 2 of :mod:`mirrorspark.core.progress_records`) every
-``mirrorspark.metrics.interval.ms``; best effort: a failed write is logged and the next round writes
+``flow``, ``lag``, ``group`` and ``group-sync`` records (version 2 of :mod:`mirrorspark.core.progress_records`)
+every ``mirrorspark.metrics.interval.ms``; best effort: a failed write is logged and the next round writes
 newer figures.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from mirrorspark.core.group_sync_counts import GroupSyncCounts
 from mirrorspark.core.progress_records import (
     FlowMetrics,
     GroupMetrics,
     GroupPartition,
+    GroupSync,
     PartitionLag,
     TopicLag,
     encode_flow_metrics,
     encode_group_metrics,
+    encode_group_sync,
     encode_topic_lag,
 )
 from mirrorspark.errors import ClusterError
@@ -46,7 +50,7 @@ FIRST_PUBLISH_S = 0.5
 
 
 class MetricsPublisher:
-    """Writes one flow's ``flow``, ``lag`` and ``group`` records to its progress channel (``*_ms`` in ms)."""
+    """Writes one flow's ``flow``, ``lag``, ``group`` and ``group-sync`` records to its progress channel (ms)."""
 
     def __init__(
         self,
@@ -65,6 +69,7 @@ class MetricsPublisher:
         self.lag = LagClock()
         self._producer: Any = None
         self._cycle_written: object = None
+        self._sync_written: dict[str, GroupSyncCounts] = {}
 
     def start(self) -> None:
         """Create the producer (the progress channel exists: :meth:`Flow.start` creates it)."""
@@ -145,6 +150,16 @@ class MetricsPublisher:
         self._cycle_written = cycle
         return out
 
+    def group_sync(self, now_ms: int) -> list[GroupSync]:
+        """Per target group whose offset-sync counts changed since they were last written: its counts now."""
+        cp = self._checkpoints
+        if cp is None:
+            return []
+        counts = {g: dataclasses.replace(c) for g, c in dict(cp.group_sync.counts).items()}
+        return [
+            GroupSync(self.flow.name, g, now_ms, c) for g, c in sorted(counts.items()) if self._sync_written.get(g) != c
+        ]
+
     def publish(self) -> int:
         """Write the flow's records of this round; return how many were acknowledged (0 when the write failed)."""
         if self._producer is None:
@@ -154,6 +169,8 @@ class MetricsPublisher:
         records = [Outgoing(topic, *encode_flow_metrics(self.flow_metrics(now)), partition=0)]
         records += [Outgoing(topic, *encode_topic_lag(t), partition=0) for t in self.topic_lags(now)]
         records += [Outgoing(topic, *encode_group_metrics(g), partition=0) for g in self.group_metrics(now)]
+        sync = self.group_sync(now)
+        records += [Outgoing(topic, *encode_group_sync(g), partition=0) for g in sync]
         try:
             deliver(
                 self._producer,
@@ -165,6 +182,7 @@ class MetricsPublisher:
         except ClusterError as e:
             log.warning("%s; newer figures are written at the next round", e)
             return 0
+        self._sync_written.update((g.group, g.counts) for g in sync)
         return len(records)
 
     def close(self) -> None:
