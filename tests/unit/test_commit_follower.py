@@ -113,7 +113,7 @@ def test_groups_and_topics_outside_the_lists_are_not_followed() -> None:
 
 def test_the_cycles_take_the_followed_commits_once_read() -> None:
     cfg, _, _, clients = two_clusters()
-    f, tail = follower(cfg, clients, {("orders", 0): 200})
+    f, _tail = follower(cfg, clients, {("orders", 0): 200})
     assert f.emitter.followed is None
     f.step()
     assert f.emitter.followed is not None
