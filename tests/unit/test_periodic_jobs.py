@@ -81,7 +81,10 @@ def registered(r: Replicator) -> list[tuple[str, str, float, float]]:
 def test_the_driver_registers_every_components_declared_jobs_as_it_wired_them(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Names, intervals, first runs and order as the hand wiring had them; control jobs hold their flow's lock."""
+    """Names, intervals, first runs and order as the hand wiring had them; control jobs hold their flow's lock.
+
+    A checkpoint emitter's jobs hold the emitter's own lock (its commit follower's too).
+    """
     r, locks = started(
         monkeypatch,
         "B->A.enabled = true\nsync.topic.acls.enabled = true\nsync.group.offsets.enabled = true\n"
@@ -90,8 +93,12 @@ def test_the_driver_registers_every_components_declared_jobs_as_it_wired_them(
     try:
         assert registered(r) == EVERY_JOB
         by_flow = {f.name: f.lock for f in r.flows}
+        by_emitter = {cp.name: cp.lock for cp in r.checkpoints}
+        emitter_jobs = ("checkpoints ", "refresh groups ", "sync group offsets ")
         for label, name, _, _ in EVERY_JOB:
-            expected = by_flow[name.rsplit(" ", 1)[1]] if label == "control" else None
+            flow = name.rsplit(" ", 1)[1]
+            own = by_emitter[flow] if name.startswith(emitter_jobs) else by_flow[flow]
+            expected = own if label == "control" else None
             assert locks[name] is expected, name
     finally:
         r.close()

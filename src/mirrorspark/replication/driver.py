@@ -2,10 +2,10 @@
 
 :meth:`Replicator.start` starts the flows and registers the jobs each component declares (``jobs()``)
 on the control :class:`~mirrorspark.replication.connector.scheduler.Scheduler`, each under its flow's
-lock. :meth:`Replicator.run` starts the copy tasks, runs the control jobs on their own thread and,
-until stopped, supervises every flow each :data:`TICK_S` (never held up by a control job), reports
-stats about once a second and, with ``until_caught_up``, ends once the end offsets listed at start
-and the groups' checkpoints are reached.
+lock (a checkpoint emitter's and its commit follower's: the emitter's own). :meth:`Replicator.run`
+starts the copy tasks, runs the control jobs on their own thread and, until stopped, supervises every
+flow each :data:`TICK_S` (never held up by a control job), reports stats about once a second and, with
+``until_caught_up``, ends once the end offsets listed at start and the groups' checkpoints are reached.
 """
 
 from __future__ import annotations
@@ -244,12 +244,11 @@ class Replicator:
         by_name = {flow.name: flow for flow in self.flows}
         for cp in self.checkpoints:
             cp.start(background_syncs=True)
-            flow = by_name[cp.name]
-            self.control.add_jobs(cp, lock=flow.lock)
+            self.control.add_jobs(cp, lock=cp.lock)
             if cp.flow_config.emit_checkpoints_on_commit:
-                follower = CommitFollower(cp, copied_to=functools.partial(_copied_to, flow))
+                follower = CommitFollower(cp, copied_to=functools.partial(_copied_to, by_name[cp.name]))
                 self.followers.append(follower)
-                self.commit_followers.add_jobs(follower, lock=flow.lock)
+                self.commit_followers.add_jobs(follower, lock=cp.lock)
         if self.followers:
             self.commit_followers.start(name="mirrorspark-commit-followers", tick_s=FOLLOW_TICK_S)
         self.background.add_jobs(self.heartbeats)
@@ -424,11 +423,10 @@ class Replicator:
     def _checkpoints_done(self) -> bool:
         """Emit checkpoints (and sync group offsets) once caught up; whether every group offset at start is covered."""
         done = True
-        by_name = {f.name: f for f in self.flows}
         for cp, targets in zip(self.checkpoints, self._checkpoint_targets, strict=True):
             if not targets:
                 continue
-            with by_name[cp.name].held():  # the flow's checkpoint jobs use the same emitter
+            with cp.lock:  # the emitter's jobs (and its follower) use it too
                 cp.emit()
                 if cp.flow_config.sync_group_offsets_enabled:
                     cp.sync_group_offsets()
@@ -521,7 +519,10 @@ class Replicator:
 
 
 def _copied_to(f: Flow, topic: str, partition: int) -> int | None:
-    """Return the copy's position in a source partition of ``f`` (next offset to copy); ``None``: not replicated."""
+    """Return the copy's position in a source partition of ``f`` (next offset to copy); ``None``: not replicated.
+
+    Read without the flow's lock: one dict lookup and an int, each a consistent value of its own.
+    """
     p = f.partitions.get((topic, partition))
     return p.position if p is not None else None
 

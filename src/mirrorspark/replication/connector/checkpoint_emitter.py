@@ -91,6 +91,9 @@ class CheckpointEmitter:
         self._clock_ms = clock_ms
         self.checkpoints_topic = context.internal_topics.checkpoints
         self.store = CheckpointStore()
+        # held by each of the emitter's jobs and its follower's (CommitFollower), never the flow's lock: a 50 ms
+        # follower must not keep the driver from supervising the flow's copy tasks
+        self.lock = threading.RLock()
         self.state = _EmitterState()
         self._producer: Any = None
         self.translator = OffsetTranslator(context, reverse=reverse, copied=copied, reverse_copied=reverse_copied)

@@ -123,7 +123,7 @@ class CommitFollower:
     """Follows one flow's source groups as they commit (O1-O3).
 
     ``copied_to(topic, partition)``: the copy's position on S (the next offset to copy; ``None``: unknown),
-    read under the flow's lock like every job.
+    read without the flow's lock; the follower's jobs hold the emitter's (:attr:`CheckpointEmitter.lock`).
     """
 
     def __init__(
