@@ -2,7 +2,7 @@
 
 The encoder below is the test's own, written from Kafka's message definitions (``OffsetCommitKey``,
 ``OffsetCommitValue``, ``GroupMetadataKey``, ``GroupMetadataValue``); the real broker's bytes are checked in
-``tests/integration/test_consumer_offsets_format.py``.
+``tests/integration/test_consumer_offsets_broker.py``.
 """
 
 from __future__ import annotations
