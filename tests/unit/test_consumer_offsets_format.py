@@ -2,7 +2,7 @@
 
 The encoder below is the test's own, written from Kafka's message definitions (``OffsetCommitKey``,
 ``OffsetCommitValue``, ``GroupMetadataKey``, ``GroupMetadataValue``); the real broker's bytes are checked in
-``tests/integration/test_consumer_offsets_format.py``.
+``tests/integration/test_consumer_offsets_broker.py``.
 """
 
 from __future__ import annotations
@@ -188,6 +188,30 @@ def test_unknown_tagged_fields_are_skipped() -> None:
     decoded = decode_consumer_offsets_record(group_metadata_key("g"), gvalue)
     assert isinstance(decoded, GroupMetadata)
     assert decoded.members == ("a",)
+
+
+def test_kafka_4_3_bytes() -> None:
+    """Values a Kafka 4.3.1 broker wrote (the integration test's groups): OffsetCommitValue 4, GroupMetadataValue 3."""
+    commit = bytes.fromhex(
+        "00040000000000000005ffffffff0a6d6574612d73756200000001a2286de4c2010010ba212b6bde7345f5a0eb7be66946e143"
+    )
+    assert decode_consumer_offsets_record(offset_commit_key("g", "t", 0), commit) == OffsetCommit(
+        "g", "t", 0, 5, "meta-sub\x00", 1_795_974_620_354, -1
+    )
+    created = bytes.fromhex("0003000000000000ffffffff000001a2286d170700000000")
+    assert decode_consumer_offsets_record(group_metadata_key("g"), created) == GroupMetadata(
+        "g", "", 0, (), None, None, 1_795_974_567_687
+    )
+    member = "72646b61666b612d61653235303835362d643137372d343365302d383066312d363634633830633635303037"  # rdkafka-…
+    joined = bytes.fromhex(
+        f"00030008636f6e73756d657200000001000572616e6765002c{member}000001a2286d17ea00000001002c{member}ffff"
+        "000772646b61666b61000a2f3132372e302e302e31000493e0000027100000002c0003000000010016636f666d742d746f7069632d"
+        "633736636137333066320000000000000000ffffffff00000000002e0000000000010016636f666d742d746f7069632d6337366361"
+        "373330663200000002000000000000000100000000"
+    )
+    decoded = decode_consumer_offsets_record(group_metadata_key("g"), joined)
+    member_id = bytes.fromhex(member).decode()
+    assert decoded == GroupMetadata("g", "consumer", 1, (member_id,), "range", member_id, 1_795_974_567_914)
 
 
 # --------------------------------------------------------------------------- tombstones and other kinds

@@ -4,7 +4,8 @@ Source: Apache Kafka's message definitions ``OffsetCommitKey``/``OffsetCommitVal
 versions 0-4) and ``GroupMetadataKey``/``GroupMetadataValue`` (key version 2, value versions 0-4); value version 4 of
 each is flexible (compact strings, arrays and bytes, tagged fields). A record's key and value each start with their
 INT16 version; a null value is a tombstone. Key versions 3 and up (KIP-848 consumer groups, share groups,
-transactions, ...) are records of other kinds, which this module does not decode.
+transactions, ...) are records of other kinds, which this module does not decode. Kafka 4.3 writes OffsetCommitKey 1
+with OffsetCommitValue 4 (one tagged field, skipped) and GroupMetadataKey 2 with GroupMetadataValue 3.
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ class OffsetCommit:
 class GroupMetadata:
     """A classic group's state after a rebalance or a membership change (``GroupMetadataKey`` + ``GroupMetadataValue``).
 
-    ``protocol_type`` is ``"consumer"`` for consumer groups, ``None`` for a tombstone (the group was deleted);
+    ``protocol_type`` is ``"consumer"`` for consumer groups (``""`` in the record a coordinator writes when it creates
+    the group, generation 0), ``None`` for a tombstone (the group was deleted);
     ``generation`` is -1 for a tombstone; ``members`` holds the member ids, ``()`` when the group is Empty or deleted;
     ``protocol`` (the assignor) and ``leader`` (a member id) are ``None`` when the group has none;
     ``current_state_timestamp_ms`` is in epoch ms, -1 when absent (value versions below 2, tombstones).
