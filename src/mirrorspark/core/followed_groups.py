@@ -46,9 +46,10 @@ class FollowedGroups:
                 if not group:
                     del self._offsets[record.group]
             return None
-        self._offsets.setdefault(record.group, {})[key] = Committed(
-            record.offset, record.metadata, record.commit_timestamp_ms
-        )
+        # librdkafka stores its C string's NUL with the metadata; its consumers' committed() cuts it, and so
+        # do checkpoints, so a followed commit carries what MM2's cycles read
+        metadata = record.metadata.removesuffix("\x00")
+        self._offsets.setdefault(record.group, {})[key] = Committed(record.offset, metadata, record.commit_timestamp_ms)
         return record
 
     def committed(self, group: str) -> dict[PartitionKey, Committed]:
