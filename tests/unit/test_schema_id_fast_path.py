@@ -51,7 +51,8 @@ def pc_with(translator: SchemaIdTranslator) -> PartitionCopy:
 
 data = st.one_of(
     st.none(),
-    st.binary(max_size=8),
+    # not in wire format (an unknown id in wire format stops the task: test_schema_id_translation's business)
+    st.binary(max_size=8).filter(lambda b: len(b) < 5 or b[0] != 0),
     st.tuples(st.integers(0, 2), st.binary(max_size=12)).map(lambda t: ("id", t[0], t[1])),  # type: ignore[arg-type]
 )
 
