@@ -21,6 +21,7 @@ from fakes import FakeAdmin, FakeCluster, FakeConsumer, SpyAdmin, two_clusters
 from mirrorspark.client.context import FlowContext, ReplicationContext
 from mirrorspark.errors import ClusterError, ClusterUnreachableError
 from mirrorspark.kafka.admin import ClusterAdmin, GroupDescription, TopicSpec, is_transient
+from mirrorspark.kafka.admin_groups import commit_metadata
 
 pytestmark = pytest.mark.unit
 
@@ -265,6 +266,19 @@ def test_committed_group_offsets_come_from_a_consumer_of_the_group() -> None:
     admin = ClusterAdmin(None, "A", timeout_s=1.0)
     assert admin.committed_group_offsets(FakeConsumer(c, "g"), "g") == {("t", 0): (2, "")}
     assert admin.committed_group_offsets(FakeConsumer(c, "g"), "g", topics=["other"]) == {}
+
+
+def test_synced_metadata_with_a_nul_is_committed_not_refused_by_the_binding() -> None:
+    """A confluent-kafka client's commit metadata ends in NUL (its binding sends ``strlen + 1`` bytes): syncing it
+    must not raise ``ValueError: embedded null character`` (#40's flip test), and it lands as the source's."""
+    assert commit_metadata("") is None
+    assert commit_metadata("src:1\0") == "src:1"  # sent as "src:1" and its NUL: "src:1\0" again
+    assert commit_metadata("a\0b") == "a"
+    assert commit_metadata("plain") == "plain"
+    c = cluster()
+    admin, _ = admin_of(c)
+    admin.alter_group_offsets("idle", {("t", 0): (1, "src:1\0"), ("t", 1): (2, "")})
+    assert c.groups["idle"].offsets == {("t", 0): (1, "src:1"), ("t", 1): (2, "")}
 
 
 def test_offsets_for_timestamp_find_the_first_record_at_or_after_it() -> None:

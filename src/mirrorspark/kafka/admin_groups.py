@@ -16,6 +16,23 @@ from mirrorspark.kafka.admin_base import AdminBase, PartitionKey
 from mirrorspark.kafka.protocols import GroupConsumerLike
 
 
+def commit_metadata(metadata: str) -> str | None:
+    """Return a commit's metadata as confluent-kafka can send it: ``None`` for ``""``, else the text before a NUL.
+
+    The binding sends a C string and its NUL (``strlen + 1`` bytes), so ``"x"`` followed by NUL (what a
+    confluent-kafka client committing ``"x"`` stored) lands as itself; it refuses a NUL inside (``ValueError``):
+    what follows one is dropped.
+    """
+    return metadata.split("\0", 1)[0] if metadata else None
+
+
+def _commit_partition(topic: str, partition: int, offset: int, metadata: str | None) -> TopicPartition:
+    """Return the ``TopicPartition`` of one commit (without metadata when ``None``: the broker stores ``""``)."""
+    if metadata is None:
+        return TopicPartition(topic, partition, offset)
+    return TopicPartition(topic, partition, offset, metadata=metadata)
+
+
 @dataclass(frozen=True)
 class GroupDescription:
     """State (Kafka's name; ``"Dead"``: no such group) and member count of one consumer group."""
@@ -133,7 +150,7 @@ class GroupCalls(AdminBase):
         if not offsets:
             return
         what = f"committing offsets of consumer group '{group}'"
-        tps = [TopicPartition(t, p, o, metadata=m) for (t, p), (o, m) in sorted(offsets.items())]
+        tps = [_commit_partition(t, p, o, commit_metadata(m)) for (t, p), (o, m) in sorted(offsets.items())]
         with self._call(what):
             futures = self.admin.alter_consumer_group_offsets(
                 [ConsumerGroupTopicPartitions(group, tps)], request_timeout=self.timeout_s
@@ -157,4 +174,4 @@ class GroupCalls(AdminBase):
         return not isinstance(got, KafkaError)
 
 
-__all__ = ["GroupCalls", "GroupDescription"]
+__all__ = ["GroupCalls", "GroupDescription", "commit_metadata"]
