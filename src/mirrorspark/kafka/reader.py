@@ -14,6 +14,9 @@ from mirrorspark.kafka.admin import ClusterAdmin
 from mirrorspark.kafka.factory import ClientFactory, KafkaClients
 from mirrorspark.kafka.protocols import MessageLike
 
+PARTITIONS_REFRESH_S = 30.0
+"""Seconds a :class:`TopicReader` trusts the partition count it listed (a topic missing at a read: listed again)."""
+
 ALL_PARTITIONS = None
 """``partition=ALL_PARTITIONS``: :class:`TopicReader` reads every partition of the topic."""
 
@@ -58,6 +61,8 @@ class TopicReader:
         # stable offset), so its end is that, not the high watermark (an exactly-once task killed mid-
         # transaction leaves one open in mm2-offsets until its restart aborts it)
         self._read_committed = str(isolation).strip() in ("", "read_committed")
+        self._count: int | None = None  # the topic's partitions when last listed (None: missing or not listed)
+        self._counted_at = 0.0
         self.positions: dict[int, int] = {}
         """Next offset to read, per partition (0 before the first read)."""
 
@@ -71,10 +76,19 @@ class TopicReader:
         self.positions[self.partition if self.partition is not None else 0] = offset
 
     def _ends(self, timeout_s: float) -> dict[int, int]:
-        """End offsets of the partitions to read (``{}`` for a missing topic); the read's budget bounds each call."""
+        """End offsets of the partitions to read (``{}`` for a missing topic); the read's budget bounds each call.
+
+        The topic's partition count is listed again at most every :data:`PARTITIONS_REFRESH_S` (a reader
+        called every few milliseconds sends one ``ListOffsets``, not a ``Metadata`` request too).
+        """
         admin = self._admin.with_timeout(timeout_s)
-        count = admin.list_topics().get(self.topic)
+        now = time.monotonic()
+        if self._count is None or now - self._counted_at > PARTITIONS_REFRESH_S:
+            self._count = admin.list_topics().get(self.topic)
+            self._counted_at = now
+        count = self._count
         if count is None:
+            self._counted_at = 0.0  # a topic not created yet: listed again at the next read
             return {}
         wanted = range(count) if self.partition is None else [self.partition]
         ends = admin.end_offsets([(self.topic, p) for p in wanted], read_committed=self._read_committed)

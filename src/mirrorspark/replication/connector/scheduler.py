@@ -17,6 +17,10 @@ from typing import Protocol
 log = logging.getLogger(__name__)
 
 
+SLOW_JOB_S = 1.0
+"""A job taking longer than its interval and than this many seconds is logged (a 50 ms job's 60 ms is not news)."""
+
+
 @dataclass
 class Job:
     """A named periodic job: ``interval_s`` seconds between starts (``<= 0``: once), ``next_run`` on the clock."""
@@ -107,7 +111,7 @@ class Scheduler:
                 log.warning("job '%s' failed (will retry): %s", job.name, e)
             job.runs += 1
             took = self._clock() - started
-            if job.interval_s > 0 and took > job.interval_s:
+            if job.interval_s > 0 and took > max(job.interval_s, SLOW_JOB_S):
                 log.warning("job '%s' took %.1f s, longer than its %.1f s interval", job.name, took, job.interval_s)
             with self._lock:
                 job.running = False
@@ -165,4 +169,4 @@ def _held(fn: Callable[[], object], lock: threading.RLock | None) -> Callable[[]
     return run
 
 
-__all__ = ["DeclaresJobs", "Job", "PeriodicJob", "Scheduler"]
+__all__ = ["SLOW_JOB_S", "DeclaresJobs", "Job", "PeriodicJob", "Scheduler"]
