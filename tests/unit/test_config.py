@@ -1273,3 +1273,10 @@ def test_offset_flush_records_is_read_per_flow_with_a_top_level_default() -> Non
     assert (c.flow("A", "B").offset_flush_records, c.flow("B", "A").offset_flush_records) == (2000, 0)
     with pytest.raises(ConfigError, match=r"mirrorspark\.offset\.flush\.records"):
         parse_config({**base, **flows, "mirrorspark.offset.flush.records": "-1"})
+
+
+def test_commits_followed_without_checkpoints_is_an_error_naming_both_keys() -> None:
+    with pytest.raises(ConfigError, match=r"'A->B.emit.checkpoints.on.commit' = true.*'emit.checkpoints.enabled'"):
+        two("A->B.emit.checkpoints.on.commit = true\nemit.checkpoints.enabled = false\n")
+    assert two("emit.checkpoints.on.commit = true\n").flow("A", "B").emit_checkpoints_on_commit
+    assert not two("").flow("A", "B").emit_checkpoints_on_commit  # MM2's timing by default

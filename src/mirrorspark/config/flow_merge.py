@@ -57,7 +57,7 @@ def flow_config(raw: RawConfig, s: str, t: str) -> FlowConfig:
     """Build the configuration of flow ``S->T``.
 
     Raises ConfigError (a value that does not convert, an empty separator, offset-sync keys without offset syncs,
-    exactly-once settings that cannot hold), TransformConfigError or PlacementError.
+    commits followed without checkpoints, exactly-once settings that cannot hold), TransformConfigError or PlacementError.
     """
     flow_raw = raw.flow_raw.get((s, t), {})
     merged, written = _merge(raw, s, t)
@@ -98,6 +98,13 @@ def flow_config(raw: RawConfig, s: str, t: str) -> FlowConfig:
     }
 
     _check_offset_syncs(raw, flow_values["emit_offset_syncs_enabled"], merged, written, s, t)
+    if flow_values["emit_checkpoints_on_commit"] and not flow_values["emit_checkpoints_enabled"]:
+        raise ConfigError(
+            f"{raw.src}: flow {s}->{t} has '{written['emit.checkpoints.on.commit']}' = true but checkpoints are "
+            f"off ('{written.get('emit.checkpoints.enabled', 'emit.checkpoints.interval.seconds')}'): following "
+            "the source's commits writes checkpoints, so set emit.checkpoints.enabled=true (and a positive "
+            "emit.checkpoints.interval.seconds) or remove emit.checkpoints.on.commit"
+        )
     extra = {
         k: v.strip()
         for k, v in merged.items()
