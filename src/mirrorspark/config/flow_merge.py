@@ -57,7 +57,8 @@ def flow_config(raw: RawConfig, s: str, t: str) -> FlowConfig:
     """Build the configuration of flow ``S->T``.
 
     Raises ConfigError (a value that does not convert, an empty separator, offset-sync keys without offset syncs,
-    commits followed without checkpoints, exactly-once settings that cannot hold), TransformConfigError or PlacementError.
+    commits followed without checkpoints, exactly-once settings that cannot hold), TransformConfigError or
+    PlacementError.
     """
     flow_raw = raw.flow_raw.get((s, t), {})
     merged, written = _merge(raw, s, t)
