@@ -246,7 +246,12 @@ class Replicator:
             cp.start(background_syncs=True)
             self.control.add_jobs(cp, lock=cp.lock)
             if cp.flow_config.emit_checkpoints_on_commit:
-                follower = CommitFollower(cp, copied_to=functools.partial(_copied_to, by_name[cp.name]))
+                flow = by_name[cp.name]
+                follower = CommitFollower(
+                    cp,
+                    copied_to=functools.partial(_copied_to, flow),
+                    active=functools.partial(self._runs_flow, flow),
+                )
                 self.followers.append(follower)
                 self.commit_followers.add_jobs(follower, lock=cp.lock)
         if self.followers:

@@ -123,7 +123,8 @@ class CommitFollower:
     """Follows one flow's source groups as they commit (O1-O3).
 
     ``copied_to(topic, partition)``: the copy's position on S (the next offset to copy; ``None``: unknown),
-    read without the flow's lock; the follower's jobs hold the emitter's (:attr:`CheckpointEmitter.lock`).
+    read without the flow's lock; the follower's jobs hold the emitter's (:attr:`CheckpointEmitter.lock`);
+    ``active()``: whether this instance copies the flow (not a standby of its lease).
     """
 
     def __init__(
@@ -131,9 +132,11 @@ class CommitFollower:
         emitter: CheckpointEmitter,
         *,
         copied_to: Callable[[str, int], int | None],
+        active: Callable[[], bool] = lambda: True,
         clock_ms: Callable[[], int] = lambda: int(time.time() * 1000),
     ) -> None:
         self.emitter = emitter
+        self._active = active
         self.name = emitter.name
         self._copied_to = copied_to
         self._clock_ms = clock_ms
@@ -153,8 +156,8 @@ class CommitFollower:
         Raises ``ClusterError`` when ``__consumer_offsets`` cannot be read or the target does not acknowledge
         (the commits stay waiting: the next tick writes them).
         """
-        if not self.emitter.ready_to_translate():
-            return []
+        if not self._active() or not self.emitter.ready_to_translate():
+            return []  # a standby of the flow's lease follows nothing: the instance that copies does
         self.source.read(self._commit)
         if not self._started:  # read to its end once: the cycles and the sync may take the followed views now
             self._started = True
