@@ -36,12 +36,17 @@ Cases (``--cases``, default all):
     ``mirrorspark service`` beside a ``mirrorspark run`` flow: the service's CPU and memory at idle
     (60 s; quick 20 s), under 5 000 records/s (60 s; quick 15 s) and under an API load test of 20
     concurrent clients (30 s; quick 15 s), next to the replicator's; the API's p50/p99/max.
+``commits``
+    1 000 groups (quick 100) x 12 partitions committing every second on the source while a ``mirrorspark run`` flow
+    follows them (``emit.checkpoints.on.commit``, ``sync.group.offsets.enabled``) for 60 s (quick 20 s):
+    source-commit -> target-commit latency p50/p99, checkpoints written per second, the driver's CPU.
 
 Before them, one line per compare workload (``workload 100 B x 1: throughput ratio mirrorspark/mm2-tuned <t>,
 mirrorspark/mm2 <d>; CPU s/GB ratio mirrorspark/mm2-tuned <c>``) and, with the scale case, one per contender
 (``scale marginal idle cost per added topic <contender>: <m> millicores (100 -> 1,000 topics)``) and, with the
 schemas case, one per workload (``schemas workload 1024 B x 12: throughput ratio mirrorspark-schemas/mirrorspark
-<r>; id cache hit ratio <h>``).
+<r>; id cache hit ratio <h>``) and, with the commits case, ``commits <G> groups x 12: source->target commit p50 <a>
+ms, p99 <b> ms ...``.
 The last lines printed are the headline ratios of the 1 KiB / 12-partition workload:
 ``throughput ratio mirrorspark/mm2: <x>``, ``throughput ratio mirrorspark/ceiling: <y>``,
 ``throughput ratio mirrorspark/mm2-tuned: <z>``, then those of exactly-once:
@@ -94,12 +99,14 @@ _DEPRECATED_NOTE = "".join(
     f"; {old} is a deprecated name of {new} (one engine since issue #22)" for old, new in DEPRECATED_CONTENDERS.items()
 )
 """What ``--help`` says of the old contender names still accepted."""
-CASES = ("compare", "transforms", "schemas", "latency", "scale", "recovery", "service")
+CASES = ("compare", "transforms", "schemas", "latency", "scale", "recovery", "service", "commits")
 SERVICE_HEADING = "Metrics service cost"
 """Heading of the service case in the results file (it has a section of its own in bench/README.md)."""
 SCHEMAS_HEADING = "Schema replication"
 """Heading of the schemas case in the results file (it has a section of its own in bench/README.md)."""
-OWN_SECTIONS = {"service", "schemas"}
+COMMITS_HEADING = "Following commits"
+"""Heading of the commits case in the results file (it has a section of its own in bench/README.md)."""
+OWN_SECTIONS = {"service", "schemas", "commits"}
 """Cases whose README figures have a section of their own: a run of only these leaves the quick/full section."""
 
 
@@ -180,6 +187,16 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help="concurrent clients of the service case's API load test (default %(default)s)",
     )
+    p.add_argument(
+        "--commits-groups",
+        type=int,
+        metavar="N",
+        help="groups committing every second in the commits case (1000; quick 100)",
+    )
+    p.add_argument(
+        "--commits-seconds", type=float, metavar="S", help="measured seconds of the commits case (60; quick 20)"
+    )
+    p.add_argument("--commits-runs", type=int, metavar="R", help="runs of the commits case (default 3; quick 1)")
     p.add_argument(
         "--out",
         type=Path,
@@ -283,7 +300,7 @@ def _run_all(args: argparse.Namespace, command: str, label: str) -> int:
     """The comparison, latency and scale cases in one environment; one results file."""
     from datetime import UTC, datetime
 
-    from bench import latency, recovery, scale, schemas, service
+    from bench import commits, latency, recovery, scale, schemas, service
     from bench.suite import comparison_case, environment, transforms_case
 
     cases = {c.strip() for c in args.cases.split(",") if c.strip()}
@@ -307,6 +324,8 @@ def _run_all(args: argparse.Namespace, command: str, label: str) -> int:
     scale_lines: list[str] = []
     schema_results: list[CaseResult] = []
     schemas_body = ""
+    commits_body = ""
+    commits_lines: list[str] = []
     with BenchEnv(args.work_dir / ("quick" if args.quick else "full"), master=master) as env:
         if "compare" in cases:
             for w in _workloads(args):
@@ -444,6 +463,29 @@ def _run_all(args: argparse.Namespace, command: str, label: str) -> int:
             service_lines = service.service_lines(svc)
             if any(not r.ok for r in svc):
                 status = 1
+        if "commits" in cases:
+            com_kwargs = {
+                "groups": args.commits_groups or (commits.QUICK_GROUPS if args.quick else commits.FULL_GROUPS),
+                "seconds": args.commits_seconds or (20.0 if args.quick else 60.0),
+                "warmup_s": 5.0 if args.quick else 10.0,
+                "baseline_s": 5.0 if args.quick else 10.0,
+            }
+            com_runs = args.commits_runs or (1 if args.quick else 3)
+            print(
+                f"== commits: {com_kwargs['groups']:,} groups x {commits.PARTITIONS} partitions committing every "
+                f"second, followed for {com_kwargs['seconds']:g} s, {com_runs} run(s)",
+                flush=True,
+            )
+            com = commits.run_commits_case(
+                env, tasks_max=args.tasks, runs=com_runs, wait_idle_s=args.wait_idle, **com_kwargs
+            )
+            commits_body = commits.commits_markdown(com)
+            print(commits_body, flush=True)
+            sections.append((COMMITS_HEADING, commits_body))
+            extra_json["commits"] = commits.commits_json(com)
+            commits_lines = commits.commits_lines(com)
+            if any(not r.ok for r in com):
+                status = 1
         env_info = environment(env)
     suffix = "-quick" if args.quick else ""
     safe = "".join(ch if ch.isalnum() or ch in "._-" else "-" for ch in label).strip("-") or "polyglot"
@@ -487,7 +529,11 @@ def _run_all(args: argparse.Namespace, command: str, label: str) -> int:
                 [
                     latest,
                     report.headline_table(results) if results else "_no comparison run_",
-                    *(f"**{h}**\n\n{b}" for h, b in sections if h not in (SERVICE_HEADING, SCHEMAS_HEADING)),
+                    *(
+                        f"**{h}**\n\n{b}"
+                        for h, b in sections
+                        if h not in (SERVICE_HEADING, SCHEMAS_HEADING, COMMITS_HEADING)
+                    ),
                 ]
             )
             report.update_readme_section(BENCH_DIR / "README.md", "quick" if args.quick else "full", body)
@@ -495,6 +541,8 @@ def _run_all(args: argparse.Namespace, command: str, label: str) -> int:
             report.update_readme_section(BENCH_DIR / "README.md", "service", f"{latest}\n\n{service_body}")
         if schemas_body:
             report.update_readme_section(BENCH_DIR / "README.md", "schemas", f"{latest}\n\n{schemas_body}")
+        if commits_body:
+            report.update_readme_section(BENCH_DIR / "README.md", "commits", f"{latest}\n\n{commits_body}")
     print()
     print(f"results: {out}")
     for line in [
@@ -503,6 +551,7 @@ def _run_all(args: argparse.Namespace, command: str, label: str) -> int:
         *scale_lines,
         *(r.workload_line() for r in results),
         *(schemas.result_line(r) for r in schema_results),
+        *commits_lines,
     ]:
         print(line)
     headline = next(
