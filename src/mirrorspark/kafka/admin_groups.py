@@ -7,13 +7,18 @@ The methods are :class:`GroupCalls`'s, which ``ClusterAdmin`` inherits: use them
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass
+from typing import Any
 
 from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, KafkaError, TopicPartition
 
 from mirrorspark.errors import ClusterError
 from mirrorspark.kafka.admin_base import AdminBase, PartitionKey
 from mirrorspark.kafka.protocols import GroupConsumerLike
+
+ALTER_IN_FLIGHT = 100
+"""Group commits :meth:`GroupCalls.alter_groups_offsets` keeps in flight at once (bounded: far more crashed it)."""
 
 
 def commit_metadata(metadata: str) -> str | None:
@@ -161,6 +166,47 @@ class GroupCalls(AdminBase):
                 raise self._error(
                     tp.error, f"committing the offset of consumer group '{group}' for {tp.topic}-{tp.partition}"
                 )
+
+    def alter_groups_offsets(
+        self, requests: Mapping[str, Mapping[PartitionKey, tuple[int, str]]], *, in_flight: int = ALTER_IN_FLIGHT
+    ) -> dict[str, ClusterError | None]:
+        """Commit offsets for many groups without members, at most ``in_flight`` requests at a time (one per group).
+
+        Returns each group's failure (``None``: committed), never raises one: see :meth:`alter_group_offsets`.
+        """
+        out: dict[str, ClusterError | None] = {}
+        groups = sorted(g for g, offsets in requests.items() if offsets)
+        for start in range(0, len(groups), max(1, in_flight)):
+            wave = groups[start : start + max(1, in_flight)]
+            futures = {}
+            for group in wave:
+                tps = [
+                    _commit_partition(t, p, o, commit_metadata(m)) for (t, p), (o, m) in sorted(requests[group].items())
+                ]
+                try:
+                    with self._call(f"committing offsets of consumer group '{group}'"):
+                        futures[group] = self.admin.alter_consumer_group_offsets(
+                            [ConsumerGroupTopicPartitions(group, tps)], request_timeout=self.timeout_s
+                        )[group]
+                except ClusterError as e:
+                    out[group] = e
+            deadline = self._deadline()
+            for group, fut in futures.items():
+                out[group] = self._altered(group, fut, deadline)
+        return out
+
+    def _altered(self, group: str, fut: Future[Any], deadline: float) -> ClusterError | None:
+        """Settle one group's commit: ``None`` when every partition was committed, else the first failure."""
+        try:
+            res = self._wait(fut, f"committing offsets of consumer group '{group}'", deadline=deadline)
+        except ClusterError as e:
+            return e
+        for tp in res.topic_partitions or []:
+            if tp.error is not None:
+                return self._error(
+                    tp.error, f"committing the offset of consumer group '{group}' for {tp.topic}-{tp.partition}"
+                )
+        return None
 
     def delete_group(self, group: str) -> bool:
         """Delete a group without active members and its offsets (``deleteConsumerGroups``); ``False`` if unknown.

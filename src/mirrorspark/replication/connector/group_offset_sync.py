@@ -113,65 +113,69 @@ class GroupOffsetSync:
                     self._count(group).skipped_unknown += 1
                 return written
         ends = admin.end_offsets(sorted({k for g in wanted for k in self.store.group(g)}))
-        for group in wanted:
-            n = self._sync_group(admin, group, described[group], ends, view)
-            if n:
-                written[group] = n
+        # each group's read of its committed offsets just before its write (G2): with a followed view they are
+        # all in memory, so every write goes at once; else one group after the other
+        waves = [wanted] if view is not None else [[g] for g in wanted]
+        for wave in waves:
+            plans = {group: self._plan(admin, group, described[group], ends, view) for group in wave}
+            results = admin.alter_groups_offsets({g: offsets for g, offsets in plans.items() if offsets})
+            for group, failure in sorted(results.items()):
+                if failure is None:
+                    self._count(group).synced += 1
+                    written[group] = len(plans[group])
+                else:
+                    self._refused(admin, group, failure)
         self.synced += sum(written.values())
         return written
 
     def _count(self, group: str) -> GroupSyncCounts:
         return self.counts.setdefault(group, GroupSyncCounts())
 
-    def _sync_group(
+    def _plan(
         self,
         admin: ClusterAdmin,
         group: str,
         desc: GroupDescription | ClusterError,
         ends: Mapping[PartitionKey, int],
         view: FollowedView | None,
-    ) -> int:
-        """Write one group (G1-G4); return the partitions written (0: nothing to write, or skipped and counted)."""
+    ) -> dict[PartitionKey, tuple[int, str]]:
+        """Return what to write into one group (G1-G4), ``{}`` when nothing or when skipped (then counted)."""
         counts = self._count(group)
         if isinstance(desc, ClusterError) or desc.state == "Unknown":
             self._unknown(group, desc)
             counts.skipped_unknown += 1
-            return 0
+            return {}
         self._describe_failures.pop(group, None)
         if desc.members or desc.state not in IDLE_STATES:
             log.info("%s: group %s is %s on %s; not syncing its offsets", self.name, group, desc.state, admin.alias)
             counts.skipped_active += 1
-            return 0
+            return {}
         try:
             # a Dead group has no offsets, but read them anyway: only ever move a group forward
             current = view.committed(group) if view is not None else self.committed(group)
         except ClusterError as e:
             log.warning("%s: not syncing offsets of group %s this time: %s", self.name, group, e)
             counts.skipped_unknown += 1
-            return 0
-        offsets = self._forward(group, current, ends, admin.alias)
-        if not offsets:
-            return 0
-        try:
-            admin.alter_group_offsets(group, offsets)
-        except ClusterError as e:
-            refused = e.kafka_code in REFUSED_ACTIVE
-            log.log(
-                logging.INFO if refused else logging.WARNING,
-                "%s: syncing offsets of group %s on %s %s: %s",
-                self.name,
-                group,
-                admin.alias,
-                "refused (consumers joined it)" if refused else "failed",
-                e,
-            )
-            if refused:
-                counts.skipped_active += 1
-            else:
-                counts.skipped_unknown += 1
-            return 0
-        counts.synced += 1
-        return len(offsets)
+            return {}
+        return self._forward(group, current, ends, admin.alias)
+
+    def _refused(self, admin: ClusterAdmin, group: str, e: ClusterError) -> None:
+        """Count and log a write the broker refused (consumers joined: G1) or that failed otherwise (G3)."""
+        refused = e.kafka_code in REFUSED_ACTIVE
+        log.log(
+            logging.INFO if refused else logging.WARNING,
+            "%s: syncing offsets of group %s on %s %s: %s",
+            self.name,
+            group,
+            admin.alias,
+            "refused (consumers joined it)" if refused else "failed",
+            e,
+        )
+        counts = self._count(group)
+        if refused:
+            counts.skipped_active += 1
+        else:
+            counts.skipped_unknown += 1
 
     def _forward(
         self,
