@@ -91,3 +91,26 @@ def test_a_subset_of_groups_is_synced_alone() -> None:
     e = with_checkpoints(cfg, clients, a, {"one": 10, "two": 10})
     assert e.group_sync.sync(["two", "unknown"]) == {"two": 1}
     assert "one" not in b.groups and set(e.group_sync.counts) == {"two"}
+
+
+def test_with_a_view_every_write_goes_at_once_and_each_refusal_counts_alone() -> None:
+    cfg, a, b, clients = two_clusters(SYNC)
+    e = with_checkpoints(cfg, clients, a, {"one": 10, "two": 10, "three": 10})
+
+    class View:
+        def read(self) -> int:
+            return 0
+
+        def committed(self, group: str) -> dict[tuple[str, int], tuple[int, str]]:
+            if group == "two":  # a consumer joins "two" after its description
+                b.groups["two"] = FakeGroup(members=1)
+            return {}
+
+    e.group_sync.view = View()
+    assert e.sync_group_offsets() == {"one": 1, "three": 1}
+    assert e.group_sync.counts == {
+        "one": GroupSyncCounts(synced=1),
+        "two": GroupSyncCounts(skipped_active=1),
+        "three": GroupSyncCounts(synced=1),
+    }
+    assert b.groups["two"].offsets == {}
