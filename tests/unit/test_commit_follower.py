@@ -133,3 +133,24 @@ def test_followed_groups_keep_the_newest_commit_and_members_and_honour_tombstone
     assert groups.members("g") is None
     groups.apply(OffsetCommit("g", "t", 1, None, "", -1, -1))
     assert groups.groups() == [] and groups.committed("g") == {}
+
+
+def test_o2_a_long_step_is_followed_by_as_long_a_rest() -> None:
+    cfg, _, _, clients = two_clusters()
+    f, tail = follower(cfg, clients, {("orders", 0): 200})
+    now = [100.0]
+    f._monotonic = lambda: now[0]  # type: ignore[method-assign]
+    read = tail.read
+
+    def slow_read(on_commit: Callable[[str, str, int, Committed], None] | None = None) -> int:
+        now[0] += 2.0  # this step takes 2 s
+        return read(on_commit)
+
+    tail.read = slow_read  # type: ignore[method-assign]
+    tail.commit("app", "orders", 0, 10)
+    assert len(f.step()) == 1  # ends at 102 s: rests until about 104 s
+    tail.commit("app", "orders", 0, 20)
+    now[0] = 103.0
+    assert f.step() == [] and tail.pending  # resting: the commit is not even read yet
+    now[0] = 104.0
+    assert [cp.upstream_offset for cp in f.step()] == [20]

@@ -12,9 +12,12 @@ Invariants (the tests that guard them cite them)
 * **O1** A commit's checkpoint is written only once the flow's copy position has reached the committed
   offset (its translation is then exact, never past a copied record); until then it waits, and MM2's
   interval checkpoints stand.
-* **O2** Batching: each tick writes at most one checkpoint per group-partition, the newest commit's, in one
-  delivery; the store takes them only once acknowledged. The checkpoints written per second are at most
-  the group-partitions whose commits moved in that second, and at most ``1 / FOLLOW_TICK_S`` each.
+* **O2** Batching: a step writes at most one checkpoint per group-partition, the newest commit's, in one
+  delivery; the store takes them only once acknowledged. A step that took ``d`` seconds is followed by at
+  least ``d`` of rest (and the scheduler's :data:`FOLLOW_TICK_S`), so the follower is busy at most half the
+  time whatever the commit rate: under load the steps space out and each covers more commits. The
+  checkpoints written per second are at most the group-partitions whose commits moved, and at most
+  ``1 / FOLLOW_TICK_S`` each.
 * **O3** A group is written on T only under G1-G4, its offsets on T read from T's ``__consumer_offsets``
   caught up to its end after the group's description.
 """
@@ -134,9 +137,12 @@ class CommitFollower:
         copied_to: Callable[[str, int], int | None],
         active: Callable[[], bool] = lambda: True,
         clock_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.emitter = emitter
         self._active = active
+        self._monotonic = monotonic
+        self._rest_until = 0.0
         self.name = emitter.name
         self._copied_to = copied_to
         self._clock_ms = clock_ms
@@ -156,17 +162,22 @@ class CommitFollower:
         Raises ``ClusterError`` when ``__consumer_offsets`` cannot be read or the target does not acknowledge
         (the commits stay waiting: the next tick writes them).
         """
-        if not self._active() or not self.emitter.ready_to_translate():
-            return []  # a standby of the flow's lease follows nothing: the instance that copies does
-        self.source.read(self._commit)
-        if not self._started:  # read to its end once: the cycles and the sync may take the followed views now
-            self._started = True
-            self.emitter.followed = self.source.committed
-            self.emitter.group_sync.view = self.target
-        written = self._write(self._translatable())
-        if written and self.target is not None:
-            self.emitter.group_sync.sync({cp.consumer_group_id for cp in written})
-        return written
+        began = self._monotonic()
+        if began < self._rest_until or not self._active() or not self.emitter.ready_to_translate():
+            return []  # resting (O2), or a standby of the flow's lease: the instance that copies follows
+        try:
+            self.source.read(self._commit)
+            if not self._started:  # read to its end once: the cycles and the sync may take the followed views now
+                self._started = True
+                self.emitter.followed = self.source.committed
+                self.emitter.group_sync.view = self.target
+            written = self._write(self._translatable())
+            if written and self.target is not None:
+                self.emitter.group_sync.sync({cp.consumer_group_id for cp in written})
+            return written
+        finally:
+            ended = self._monotonic()
+            self._rest_until = ended + max(0.0, ended - began - FOLLOW_TICK_S)  # O2: busy at most half the time
 
     def _commit(self, group: str, topic: str, partition: int, committed: Committed) -> None:
         self.figures.commits += 1
