@@ -404,3 +404,29 @@ def consumer_offsets_of(bootstrap: Bootstrap, group: str, timeout_s: float = 60.
         if rec is not None and rec.group == group:
             out.append((r["offset"], rec))
     return out
+
+
+def run_in_thread(replicator: Any, errors: list[BaseException]) -> threading.Thread:
+    """Run a started ``Replicator`` until stopped on a daemon thread; what it raises lands in ``errors``."""
+
+    def run() -> None:
+        try:
+            replicator.run()
+        except BaseException as e:
+            errors.append(e)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t
+
+
+def produce_until(bootstrap: str, topic: str, stop: threading.Event, *, partitions: int = 1) -> None:
+    """Produce ``v<n>`` every 20 ms, round robin over ``partitions``, until ``stop`` is set; then flush."""
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+    i = 0
+    while not stop.is_set():
+        p.produce(topic, f"v{i}".encode(), partition=i % partitions)
+        p.poll(0)
+        i += 1
+        time.sleep(0.02)
+    p.flush(10)

@@ -10,8 +10,8 @@ import threading
 import time
 
 import pytest
-from confluent_kafka import Consumer, Producer
-from helpers import consume_all, consumer_offsets_of, create_topic, unique_name
+from confluent_kafka import Consumer
+from helpers import consume_all, consumer_offsets_of, create_topic, produce_until, run_in_thread, unique_name
 from pyspark.sql import SparkSession
 
 from mirrorspark.config.parse import parse_config
@@ -27,29 +27,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
 COMMIT_EVERY_S = 1.0
 FOLLOW_FOR_S = 30.0
-
-
-def _run(r: Replicator, errors: list[BaseException]) -> threading.Thread:
-    def run() -> None:
-        try:
-            r.run()
-        except BaseException as e:
-            errors.append(e)
-
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    return t
-
-
-def _produce_until(bootstrap: str, topic: str, stop: threading.Event) -> None:
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
-    i = 0
-    while not stop.is_set():
-        p.produce(topic, f"v{i}".encode())
-        p.poll(0)
-        i += 1
-        time.sleep(0.02)
-    p.flush(10)
 
 
 def _consume_and_commit(bootstrap: str, topic: str, group: str, seconds: float) -> int:
@@ -104,9 +81,9 @@ def test_a_followed_group_reaches_the_idle_target_group_within_a_second(
     r = Replicator(cfg, spark)
     r.start()
     errors: list[BaseException] = []
-    t = _run(r, errors)
+    t = run_in_thread(r, errors)
     stop = threading.Event()
-    producer = threading.Thread(target=_produce_until, args=(p, topic, stop), daemon=True)
+    producer = threading.Thread(target=produce_until, args=(p, topic, stop), daemon=True)
     try:
         producer.start()
         assert_eventually(lambda: r.flows[0].partitions[(topic, 0)].position > 0, timeout_s=120)

@@ -14,6 +14,7 @@ than MM2's 60 s), so that the backstop jobs race the flips too.
 
 from __future__ import annotations
 
+import functools
 import random
 import threading
 import time
@@ -22,8 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
-from helpers import consumer_offsets_of, create_topic, unique_name
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+from helpers import consumer_offsets_of, create_topic, produce_until, run_in_thread, unique_name
 from pyspark.sql import SparkSession
 
 from mirrorspark.config.parse import parse_config
@@ -58,29 +59,6 @@ class Flips:
     sessions: int = 0
     commits: int = 0
     errors: list[str] = field(default_factory=list)
-
-
-def _run(r: Replicator, errors: list[BaseException]) -> threading.Thread:
-    def run() -> None:
-        try:
-            r.run()
-        except BaseException as e:
-            errors.append(e)
-
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    return t
-
-
-def _produce_until(bootstrap: str, topic: str, stop: threading.Event) -> None:
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
-    i = 0
-    while not stop.is_set():
-        p.produce(topic, f"v{i}".encode(), partition=i % PARTITIONS)
-        p.poll(0)
-        i += 1
-        time.sleep(0.02)
-    p.flush(10)
 
 
 def _consumer(bootstrap: str, group: str) -> Consumer:
@@ -225,12 +203,12 @@ def test_followed_commits_never_land_in_a_group_with_members_nor_go_back(
     r = Replicator(parse_config(parse_properties(text)), spark)
     r.start()
     errors: list[BaseException] = []
-    t = _run(r, errors)
+    t = run_in_thread(r, errors)
     stop, stop_flips = threading.Event(), threading.Event()
     flips = [Flips() for _ in groups]
     workers: list[threading.Thread] = []
     try:
-        workers += _threads([(_produce_until, (p, topic, stop))])
+        workers += _threads([(functools.partial(produce_until, partitions=PARTITIONS), (p, topic, stop))])
         assert_eventually(
             lambda: all(r.flows[0].partitions[(topic, i)].position > 0 for i in range(PARTITIONS)), timeout_s=120
         )
