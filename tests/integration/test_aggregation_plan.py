@@ -18,34 +18,64 @@ from mirrorspark.service.aggregation import aggregate_stream
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
 
+DROPS_FLOW, SCHEMA_IDS_FLOW = "A->B", "C->D"
+"""Each test's flow: both tests' records go through one aggregation (one query for the module), kept apart by flow."""
+
+
 def report(
-    partition: int, records: int, dropped: int, at_ms: int, hits: int = 0, misses: int = 0, unknown: int = 0
+    flow: str,
+    partition: int,
+    records: int,
+    dropped: int,
+    at_ms: int,
+    hits: int = 0,
+    misses: int = 0,
+    unknown: int = 0,
 ) -> tuple[bytes, bytes]:
-    r = PartitionReport("A->B", "t", partition, 0, 1, records, records, records, 0, 0, 0, 0, (), at_ms, dropped=dropped)
+    r = PartitionReport(flow, "t", partition, 0, 1, records, records, records, 0, 0, 0, 0, (), at_ms, dropped=dropped)
     return encode_report(dataclasses.replace(r, schema_hits=hits, schema_misses=misses, schema_unknown=unknown))
 
 
-def minute_series(spark: object, raw: list[tuple[bytes, bytes]]) -> dict[tuple[str, int | None], Summary]:
-    """The 1-minute summaries of the aggregation of ``raw``, per series and partition."""
+def raw_reports(now: int) -> list[tuple[bytes, bytes]]:
+    """Both tests' raw records: a transform's drops (flow A->B), schema id counts (flow C->D)."""
+    drops = [report(DROPS_FLOW, 0, 10, 7, now - 2000), report(DROPS_FLOW, 0, 5, 3, now - 1000)]
+    drops.append(report(DROPS_FLOW, 1, 20, 0, now - 1000))
+    return [
+        *drops,
+        report(SCHEMA_IDS_FLOW, 0, 10, 0, now - 2000, hits=8, misses=2),
+        report(SCHEMA_IDS_FLOW, 0, 5, 0, now - 1000, hits=5, unknown=1),
+        report(SCHEMA_IDS_FLOW, 1, 20, 0, now - 1000),  # a partition without schema ids: no sample
+    ]
+
+
+Minutes = dict[str, dict[tuple[str, int | None], Summary]]
+
+
+def minute_series(spark: object, raw: list[tuple[bytes, bytes]]) -> Minutes:
+    """The 1-minute summaries of the aggregation of ``raw``, per flow, then per series and partition."""
     df = spark.createDataFrame(raw, "key binary, value binary")  # type: ignore[attr-defined]
     aggregates = [
         decode_aggregate(bytes(r.key, "utf-8"), bytes(r.value, "utf-8")) for r in aggregate_stream(df).collect()
     ]
-    minute: dict[tuple[str, int | None], Summary] = {}
+    minutes: Minutes = {}
     for a in aggregates:
         if a is not None and a.key.window == "1m":
             # windows slide: keep, per series, the window holding the most samples (all of them)
+            minute = minutes.setdefault(a.key.flow, {})
             best = minute.get((a.key.metric, a.key.partition))
             if best is None or a.summary.count > best.count:
                 minute[(a.key.metric, a.key.partition)] = a.summary
-    return minute
+    return minutes
 
 
-def test_a_transforms_drops_become_the_dropped_record_count_series(spark: object) -> None:
-    now = int(time.time() * 1000)
-    minute = minute_series(
-        spark, [report(0, 10, 7, now - 2000), report(0, 5, 3, now - 1000), report(1, 20, 0, now - 1000)]
-    )
+@pytest.fixture(scope="module")
+def minutes(spark: object) -> Minutes:
+    """The module's one aggregation (its plan takes Spark tens of seconds to build and run on a loaded machine)."""
+    return minute_series(spark, raw_reports(int(time.time() * 1000)))
+
+
+def test_a_transforms_drops_become_the_dropped_record_count_series(minutes: Minutes) -> None:
+    minute = minutes[DROPS_FLOW]
     drops = minute[("dropped-record-count", 0)]
     assert (drops.count, drops.sum, drops.min, drops.max) == (2, 10.0, 3.0, 7.0)
     assert minute[("record-count", 0)].sum == 15.0
@@ -53,14 +83,8 @@ def test_a_transforms_drops_become_the_dropped_record_count_series(spark: object
     assert minute[("record-count", 1)].sum == 20.0
 
 
-def test_schema_id_counts_become_their_series(spark: object) -> None:
-    now = int(time.time() * 1000)
-    raw = [
-        report(0, 10, 0, now - 2000, hits=8, misses=2),
-        report(0, 5, 0, now - 1000, hits=5, unknown=1),
-        report(1, 20, 0, now - 1000),  # a partition without schema ids: no sample
-    ]
-    minute = minute_series(spark, raw)
+def test_schema_id_counts_become_their_series(minutes: Minutes) -> None:
+    minute = minutes[SCHEMA_IDS_FLOW]
     hits = minute[("schema-id-cache-hit-count", 0)]
     assert (hits.count, hits.sum) == (2, 13.0)
     assert minute[("schema-id-cache-miss-count", 0)].sum == 2.0

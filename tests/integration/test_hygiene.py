@@ -126,10 +126,10 @@ def test_no_secret_in_reprs_logs_status_errors_spark_or_command_lines(
         assert f"A.{topic}" in r.output
         seen.append(r.output)
 
-    # 3. exceptions: an unreachable alias and a rejected secret property
+    # 3. exceptions: an unreachable alias (its admin calls give up after 2 s, not 60) and a rejected secret property
     bad = tmp_path / "bad.properties"
     for text in (
-        sasl_properties(sasl_cluster, topic, b_servers="127.0.0.1:1"),
+        sasl_properties(sasl_cluster, topic, b_servers="127.0.0.1:1") + "admin.timeout.ms = 2000\n",
         sasl_properties(sasl_cluster, topic) + f"A.admin.bogus.password = {PASSWORD}\n",
     ):
         bad.write_text(text)
