@@ -24,6 +24,9 @@ XDIST_GROUPS = {
 }
 #: Folders whose modules all run together on one xdist worker.
 XDIST_GROUP_FOLDERS = {"faults": "tests/faults/"}
+#: Fault modules that may run beside the integration tier: they kill only a process of their own and bound
+#: nothing by time, so sharing the cores cannot fail them (the fault worker is the suite's critical path).
+XDIST_LOOSE_FAULTS = frozenset({"tests/faults/test_follow_kill.py"})
 
 # Property tests judge correctness, not speed: on a loaded 2-core machine generating inputs can
 # be slow, which is no failure of the code under test (no per-example deadline either).
@@ -50,6 +53,8 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
 def xdist_scope(nodeid: str) -> str:
     """The work unit a test belongs to under pytest-xdist: its group's name, else its module's path."""
     module = nodeid.split("::", 1)[0]
+    if module in XDIST_LOOSE_FAULTS:
+        return module
     for group, folder in XDIST_GROUP_FOLDERS.items():
         if module.startswith(folder):
             return group
