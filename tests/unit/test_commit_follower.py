@@ -121,7 +121,7 @@ def test_the_cycles_take_the_followed_commits_once_read() -> None:
 
 def test_followed_groups_keep_the_newest_commit_and_members_and_honour_tombstones() -> None:
     groups = FollowedGroups()
-    assert groups.apply(OffsetCommit("g", "t", 0, 5, "m\x00", 100, -1)) is not None  # librdkafka's NUL: cut
+    assert groups.apply(OffsetCommit("g", "t", 0, 5, "m\x00", 100, -1)) == Committed(5, "m", 100)  # NUL cut
     assert groups.apply(OffsetCommit("g", "t", 1, 7, "", 101, -1)) is not None
     assert groups.committed("g") == {("t", 0): Committed(5, "m", 100), ("t", 1): Committed(7, "", 101)}
     assert groups.apply(OffsetCommit("g", "t", 0, None, "", -1, -1)) is None  # deleted

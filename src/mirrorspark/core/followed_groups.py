@@ -30,8 +30,8 @@ class FollowedGroups:
         self._offsets: dict[str, dict[PartitionKey, Committed]] = {}
         self._members: dict[str, tuple[str, ...]] = {}
 
-    def apply(self, record: OffsetCommit | GroupMetadata) -> OffsetCommit | None:
-        """Apply one decoded record; return it when it is a commit (not a tombstone), else ``None``."""
+    def apply(self, record: OffsetCommit | GroupMetadata) -> Committed | None:
+        """Apply one decoded record; return the commit as kept when it is one (not a tombstone), else ``None``."""
         if isinstance(record, GroupMetadata):
             if record.protocol_type is None:
                 self._members.pop(record.group, None)
@@ -48,9 +48,9 @@ class FollowedGroups:
             return None
         # librdkafka stores its C string's NUL with the metadata; its consumers' committed() cuts it, and so
         # do checkpoints, so a followed commit carries what MM2's cycles read
-        metadata = record.metadata.removesuffix("\x00")
-        self._offsets.setdefault(record.group, {})[key] = Committed(record.offset, metadata, record.commit_timestamp_ms)
-        return record
+        kept = Committed(record.offset, record.metadata.removesuffix("\x00"), record.commit_timestamp_ms)
+        self._offsets.setdefault(record.group, {})[key] = kept
+        return kept
 
     def committed(self, group: str) -> dict[PartitionKey, Committed]:
         """Return the group's committed offsets by ``(topic, partition)`` (a copy; ``{}``: none)."""

@@ -35,7 +35,7 @@ from mirrorspark.core.followed_groups import Committed, FollowedGroups, Partitio
 from mirrorspark.errors import ClusterError, CorruptRecordError
 from mirrorspark.kafka.reader import ALL_PARTITIONS, TopicReader
 from mirrorspark.mm2.checkpoint_rules import is_failback, is_more_recent
-from mirrorspark.mm2.consumer_offsets import CONSUMER_OFFSETS_TOPIC, decode_consumer_offsets_record
+from mirrorspark.mm2.consumer_offsets import CONSUMER_OFFSETS_TOPIC, OffsetCommit, decode_consumer_offsets_record
 from mirrorspark.mm2.records import Checkpoint
 from mirrorspark.replication.connector.checkpoint_emitter import CheckpointEmitter
 from mirrorspark.replication.connector.scheduler import PeriodicJob
@@ -102,14 +102,9 @@ class ConsumerOffsetsTail:
                 return
             if record is None:
                 return
-            commit = self.groups.apply(record)
-            if commit is not None and on_commit is not None and commit.offset is not None:
-                on_commit(
-                    commit.group,
-                    commit.topic,
-                    commit.partition,
-                    Committed(commit.offset, commit.metadata, commit.commit_timestamp_ms),
-                )
+            kept = self.groups.apply(record)
+            if kept is not None and on_commit is not None and isinstance(record, OffsetCommit):
+                on_commit(record.group, record.topic, record.partition, kept)
 
         return self._reader.read(apply, timeout_s=READ_TIMEOUT_S)
 
