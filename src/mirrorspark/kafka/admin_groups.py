@@ -152,20 +152,9 @@ class GroupCalls(AdminBase):
 
         Raises ClusterError naming the first failing partition (``UNKNOWN_MEMBER_ID`` while consumers use the group).
         """
-        if not offsets:
-            return
-        what = f"committing offsets of consumer group '{group}'"
-        tps = [_commit_partition(t, p, o, commit_metadata(m)) for (t, p), (o, m) in sorted(offsets.items())]
-        with self._call(what):
-            futures = self.admin.alter_consumer_group_offsets(
-                [ConsumerGroupTopicPartitions(group, tps)], request_timeout=self.timeout_s
-            )
-        res = self._wait(futures[group], what)
-        for tp in res.topic_partitions or []:
-            if tp.error is not None:
-                raise self._error(
-                    tp.error, f"committing the offset of consumer group '{group}' for {tp.topic}-{tp.partition}"
-                )
+        failure = self.alter_groups_offsets({group: offsets}).get(group)
+        if failure is not None:
+            raise failure
 
     def alter_groups_offsets(
         self, requests: Mapping[str, Mapping[PartitionKey, tuple[int, str]]], *, in_flight: int = ALTER_IN_FLIGHT

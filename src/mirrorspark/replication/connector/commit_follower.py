@@ -56,11 +56,10 @@ GroupPartitionKey = tuple[str, str, int]
 
 @dataclass
 class FollowFigures:
-    """What the follower did: commits read, checkpoints written, corrupt records skipped, latencies (ms)."""
+    """What the follower did: commits read, checkpoints written, commits waiting for the copy, latencies (ms)."""
 
     commits: int = 0
     checkpoints: int = 0
-    corrupt: int = 0
     waiting: int = 0
     latencies_ms: deque[int] = field(default_factory=lambda: deque(maxlen=LATENCY_SAMPLES))
 
