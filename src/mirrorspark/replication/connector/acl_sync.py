@@ -158,20 +158,10 @@ class TopicAclSync:
         Raises ``ClusterError`` when describing or creating ACLs fails (naming the permission needed; bindings
         created before stay) and ``ClusterUnreachableError`` when an admin call timed out.
         """
-        source_admin, target_admin = self._admins()
-        source_bindings = self._describe(source_admin, _SOURCE_TOPIC_ACLS)
-        if not source_bindings:
-            self._explain_empty_source(source_admin)
-            return 0
-        wanted = target_acl_bindings(
-            source_bindings, should_replicate=self._should_replicate, remote_topic=self._remote_topic
-        )
-        if not wanted:
-            return 0
-        have = set(self._describe(target_admin, _TARGET_TOPIC_ACLS))
-        missing = [b for b in wanted if b not in have]
+        missing = self.missing()
         if not missing:
             return 0
+        _, target_admin = self._admins()
         try:
             outcomes = target_admin.create_acls(missing)
         except ClusterError as e:
@@ -197,6 +187,25 @@ class TopicAclSync:
             kafka_code=err.name(),
             retriable=bool(err.retriable()),
         )
+
+    def missing(self) -> list[AclBinding]:
+        """Return the target bindings the source's topic ACLs map to that the target lacks, writing nothing.
+
+        Raises ``ClusterError`` when ACLs cannot be described (naming the permission needed) and
+        ``ClusterUnreachableError`` when an admin call timed out.
+        """
+        source_admin, target_admin = self._admins()
+        source_bindings = self._describe(source_admin, _SOURCE_TOPIC_ACLS)
+        if not source_bindings:
+            self._explain_empty_source(source_admin)
+            return []
+        wanted = target_acl_bindings(
+            source_bindings, should_replicate=self._should_replicate, remote_topic=self._remote_topic
+        )
+        if not wanted:
+            return []
+        have = set(self._describe(target_admin, _TARGET_TOPIC_ACLS))
+        return [b for b in wanted if b not in have]
 
     def _describe(self, admin: ClusterAdmin, flt: AclBindingFilter) -> list[AclBinding]:
         """Describe ACLs (``[]`` without an authorizer; librdkafka reports no error, see the module notes)."""

@@ -38,6 +38,7 @@ from mirrorspark.mm2.checkpoint_rules import (
 from mirrorspark.mm2.records import Checkpoint
 from mirrorspark.mm2.translation import CopiedRanges
 from mirrorspark.replication.connector.group_offset_sync import GroupOffsetSync
+from mirrorspark.replication.connector.internal_topic_specs import internal_topic
 from mirrorspark.replication.connector.live_filters import LiveFilters
 from mirrorspark.replication.connector.scheduler import PeriodicJob
 
@@ -163,12 +164,7 @@ class CheckpointEmitter:
         With checkpoints loaded the sync store keeps its full history (MM2 3.8+, KAFKA-15905).
         ``background_syncs`` reads the syncs on a thread; :meth:`emit` writes nothing until they are read.
         """
-        self._tgt_admin.ensure_topic(
-            self.checkpoints_topic,
-            partitions=1,
-            replication_factor=self.flow_config.checkpoints_topic_replication_factor,
-            config={"cleanup.policy": "compact"},
-        )
+        internal_topic(self.context, "checkpoints").ensure(self._tgt_admin)
         loaded_ok = True
         try:
             self.load_checkpoints(timeout_s=60)

@@ -14,6 +14,7 @@ from mirrorspark.client.gap_reader import LedgerContents, read_gap_ledger
 from mirrorspark.core.gaps import GapEvent, encode_gap, encode_topic_id
 from mirrorspark.errors import ClusterError
 from mirrorspark.kafka.admin import ClusterAdmin
+from mirrorspark.replication.connector.internal_topic_specs import internal_topic
 
 
 class GapLedger:
@@ -29,12 +30,7 @@ class GapLedger:
         """Create the ledger topic if needed and return what it holds for the flow; raises ``ClusterError``."""
         cfg = self.context.flow_config
         timeout_s = cfg.admin_timeout_s
-        self._admin.ensure_topic(
-            self.topic,
-            partitions=1,
-            replication_factor=cfg.checkpoints_topic_replication_factor,
-            config={"cleanup.policy": "compact"},
-        )
+        internal_topic(self.context, "gaps").ensure(self._admin)
         contents = read_gap_ledger(self.context, client_id=self.context.client_id("gaps-consumer"), timeout_s=timeout_s)
         self._producer = self.context.producer(
             "target", "gaps-producer", overrides={"enable.idempotence": True, "linger.ms": 0}

@@ -24,7 +24,8 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Protocol
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
 
 from mirrorspark.core.group_sync_counts import GroupSyncCounts
 from mirrorspark.errors import ClusterError
@@ -64,6 +65,33 @@ class FollowedView(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class GroupPlan:
+    """What group offset sync would write into one target group now.
+
+    Attributes
+    ----------
+    state:
+        The group's state on the target (``None``: its description failed).
+    skipped:
+        ``"active"`` (members, G1), ``"unknown"`` (state or offsets unreadable, G3) or ``None``.
+    error:
+        Why ``"unknown"``: the failure, or the description in state ``Unknown``.
+    offsets, before:
+        ``{(topic, partition): (offset, metadata)}`` to commit, and the committed offset there now (``None``: none).
+    invalid:
+        Checkpoints past the end of their target partition (G4), each with that end (``None``: no partition).
+    """
+
+    group: str
+    state: str | None
+    skipped: Literal["active", "unknown"] | None
+    error: ClusterError | GroupDescription | None = None
+    offsets: dict[PartitionKey, tuple[int, str]] = field(default_factory=dict)
+    before: dict[PartitionKey, int | None] = field(default_factory=dict)
+    invalid: tuple[tuple[Checkpoint, int | None], ...] = ()
+
+
 class GroupOffsetSync:
     """Writes one flow's newest checkpoints into idle consumer groups on its target; not thread-safe.
 
@@ -97,8 +125,7 @@ class GroupOffsetSync:
         the target's end offsets or groups cannot be read at all.
         """
         written: dict[str, int] = {}
-        known = self.store.groups()
-        wanted = known if groups is None else sorted(set(groups) & set(known))
+        wanted = self._wanted(groups)
         if not wanted:
             return written
         admin = self._admin()
@@ -118,15 +145,36 @@ class GroupOffsetSync:
         waves = [wanted] if view is not None else [[g] for g in wanted]
         for wave in waves:
             plans = {group: self._plan(admin, group, described[group], ends, view) for group in wave}
-            results = admin.alter_groups_offsets({g: offsets for g, offsets in plans.items() if offsets})
+            for plan in plans.values():
+                self._account(plan, admin.alias)
+            results = admin.alter_groups_offsets({g: p.offsets for g, p in plans.items() if p.offsets})
             for group, failure in sorted(results.items()):
                 if failure is None:
                     self._count(group).synced += 1
-                    written[group] = len(plans[group])
+                    written[group] = len(plans[group].offsets)
                 else:
                     self._refused(admin, group, failure)
         self.synced += sum(written.values())
         return written
+
+    def plan(self, groups: Iterable[str] | None = None) -> dict[str, GroupPlan]:
+        """Return what :meth:`sync` would write into each group now (G1-G4), writing and counting nothing.
+
+        Raises ``ClusterError`` when the target's end offsets, groups or :attr:`view` cannot be read.
+        """
+        wanted = self._wanted(groups)
+        if not wanted:
+            return {}
+        admin = self._admin()
+        described = admin.describe_groups(wanted)
+        if self.view is not None:
+            self.view.read()
+        ends = admin.end_offsets(sorted({k for g in wanted for k in self.store.group(g)}))
+        return {group: self._plan(admin, group, described[group], ends, self.view) for group in wanted}
+
+    def _wanted(self, groups: Iterable[str] | None) -> list[str]:
+        known = self.store.groups()
+        return known if groups is None else sorted(set(groups) & set(known))
 
     def _count(self, group: str) -> GroupSyncCounts:
         return self.counts.setdefault(group, GroupSyncCounts())
@@ -138,26 +186,38 @@ class GroupOffsetSync:
         desc: GroupDescription | ClusterError,
         ends: Mapping[PartitionKey, int],
         view: FollowedView | None,
-    ) -> dict[PartitionKey, tuple[int, str]]:
-        """Return what to write into one group (G1-G4), ``{}`` when nothing or when skipped (then counted)."""
-        counts = self._count(group)
+    ) -> GroupPlan:
+        """Return what to write into one group (G1-G4); nothing when skipped (:attr:`GroupPlan.skipped` says why)."""
         if isinstance(desc, ClusterError) or desc.state == "Unknown":
-            self._unknown(group, desc)
-            counts.skipped_unknown += 1
-            return {}
-        self._describe_failures.pop(group, None)
+            return GroupPlan(group, None if isinstance(desc, ClusterError) else desc.state, "unknown", error=desc)
         if desc.members or desc.state not in IDLE_STATES:
-            log.info("%s: group %s is %s on %s; not syncing its offsets", self.name, group, desc.state, admin.alias)
-            counts.skipped_active += 1
-            return {}
+            return GroupPlan(group, desc.state, "active")
         try:
             # a Dead group has no offsets, but read them anyway: only ever move a group forward
             current = view.committed(group) if view is not None else self.committed(group)
         except ClusterError as e:
-            log.warning("%s: not syncing offsets of group %s this time: %s", self.name, group, e)
+            return GroupPlan(group, desc.state, "unknown", error=e)
+        offsets, invalid = self._forward(group, current, ends)
+        before = {k: current[k][0] if k in current else None for k in offsets}
+        return GroupPlan(group, desc.state, None, offsets=offsets, before=before, invalid=invalid)
+
+    def _account(self, plan: GroupPlan, alias: str) -> None:
+        """Count and log what :meth:`_plan` found for one group before its write (G1, G3, G4)."""
+        counts = self._count(plan.group)
+        if plan.state is None or plan.state == "Unknown":
+            assert plan.error is not None
+            self._unknown(plan.group, plan.error)
             counts.skipped_unknown += 1
-            return {}
-        return self._forward(group, current, ends, admin.alias)
+            return
+        self._describe_failures.pop(plan.group, None)
+        if plan.skipped == "active":
+            log.info("%s: group %s is %s on %s; not syncing its offsets", self.name, plan.group, plan.state, alias)
+            counts.skipped_active += 1
+        elif plan.error is not None:
+            log.warning("%s: not syncing offsets of group %s this time: %s", self.name, plan.group, plan.error)
+            counts.skipped_unknown += 1
+        for cp, end in plan.invalid:
+            self._invalid(plan.group, cp, end, alias)
 
     def _refused(self, admin: ClusterAdmin, group: str, e: ClusterError) -> None:
         """Count and log a write the broker refused (consumers joined: G1) or that failed otherwise (G3)."""
@@ -178,24 +238,24 @@ class GroupOffsetSync:
             counts.skipped_unknown += 1
 
     def _forward(
-        self,
-        group: str,
-        current: Mapping[PartitionKey, tuple[int, str]],
-        ends: Mapping[PartitionKey, int],
-        alias: str,
-    ) -> dict[PartitionKey, tuple[int, str]]:
-        """Return the group's checkpoints ahead of what it committed on the target, inside the target partitions."""
+        self, group: str, current: Mapping[PartitionKey, tuple[int, str]], ends: Mapping[PartitionKey, int]
+    ) -> tuple[dict[PartitionKey, tuple[int, str]], tuple[tuple[Checkpoint, int | None], ...]]:
+        """Return the group's checkpoints ahead of what it committed on the target, inside the target partitions.
+
+        Also the checkpoints past their partition's end (G4), each with that end (``None``: no partition).
+        """
         out: dict[PartitionKey, tuple[int, str]] = {}
+        invalid: list[tuple[Checkpoint, int | None]] = []
         for (topic, partition), cp in sorted(self.store.group(group).items()):
             have = current.get((topic, partition))
             if have is not None and have[0] >= cp.downstream_offset:
                 continue
             end = ends.get((topic, partition))
             if end is None or cp.downstream_offset > end:
-                self._invalid(group, cp, end, alias)
+                invalid.append((cp, end))
                 continue
             out[(topic, partition)] = (cp.downstream_offset, cp.metadata)
-        return out
+        return out, tuple(invalid)
 
     def _invalid(self, group: str, cp: Checkpoint, end: int | None, alias: str) -> None:
         self.invalid += 1
@@ -234,4 +294,5 @@ __all__ = [
     "CommittedReader",
     "FollowedView",
     "GroupOffsetSync",
+    "GroupPlan",
 ]

@@ -17,6 +17,7 @@ from confluent_kafka import KafkaError, KafkaException
 
 from mirrorspark.client.context import FlowContext
 from mirrorspark.mm2.records import Heartbeat
+from mirrorspark.replication.connector.internal_topic_specs import internal_topic
 from mirrorspark.replication.connector.scheduler import PeriodicJob
 
 log = logging.getLogger(__name__)
@@ -41,12 +42,7 @@ class HeartbeatEmitter:
         """Create each target's heartbeats topic (1 partition, compacted) and the producers; raises ``ClusterError``."""
         for ctx in self.flows:
             flow = ctx.flow_config
-            ctx.cluster_admin("target", "heartbeats-target-admin").ensure_topic(
-                ctx.internal_topics.heartbeats,
-                partitions=1,
-                replication_factor=flow.heartbeats_topic_replication_factor,
-                config={"cleanup.policy": "compact"},
-            )
+            internal_topic(ctx, "heartbeats").ensure(ctx.cluster_admin("target", "heartbeats-target-admin"))
             if flow.target not in self._producers:
                 self._producers[flow.target] = ctx.producer(
                     "target", "heartbeats-target-producer", overrides={"linger.ms": 0}

@@ -9,13 +9,14 @@ grow with it and are placed by ``mirrorspark.replica.placement``; config sync is
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from mirrorspark.client.context import FlowContext
 from mirrorspark.kafka.admin import ClusterAdmin, PartitionKey, TopicSpec
 from mirrorspark.mm2.config_sync import topic_config_changes
 from mirrorspark.mm2.filters import should_replicate_topic
+from mirrorspark.replication.connector.internal_topic_specs import run_internal_topics
 from mirrorspark.replication.connector.live_filters import LiveFilters
 from mirrorspark.replication.connector.remote_placement import RemotePlacement
 
@@ -29,6 +30,16 @@ class TopicRefresh:
     wanted: dict[str, int]
     dropped: tuple[str, ...]
     on_source: frozenset[str]
+
+
+@dataclass
+class RemoteTopicsPlan:
+    """Remote topics a topic refresh creates and grows (``{remote: (partitions now, then)}``), and their sources."""
+
+    create: list[TopicSpec] = field(default_factory=list)
+    grow: dict[str, tuple[int, int]] = field(default_factory=dict)
+    grow_assignments: dict[str, Sequence[Sequence[int]]] = field(default_factory=dict)
+    source_of: dict[str, str] = field(default_factory=dict)
 
 
 class TopicSync:
@@ -52,29 +63,12 @@ class TopicSync:
         cfg, names = self.config, self.context.internal_topics
         if self.placement is not None:
             self.placement.check()  # mirrorspark.replica.placement against the target's racks
-        compact = {"cleanup.policy": "compact"}
-        self._tgt_admin.ensure_topic(
-            names.offsets,
-            partitions=cfg.offset_storage_partitions,
-            replication_factor=cfg.offset_storage_replication_factor,
-            config=compact,
-        )
-        self.offsets_partitions = self._tgt_admin.list_topics().get(names.offsets, cfg.offset_storage_partitions)
-        if cfg.emit_offset_syncs_enabled:
-            admin = self._src_admin if cfg.offset_syncs_topic_location == "source" else self._tgt_admin
-            admin.ensure_topic(
-                names.offset_syncs,
-                partitions=1,
-                replication_factor=cfg.offset_syncs_topic_replication_factor,
-                config=compact,
-            )
-        self._tgt_admin.ensure_topic(
-            names.progress_channel,
-            partitions=1,
-            replication_factor=cfg.offset_storage_replication_factor,
-            # the last hour of reports stays a readable stream; the newest per partition is kept for good
-            config={**compact, "min.compaction.lag.ms": "3600000"},
-        )
+        for topic in run_internal_topics(self.context):
+            if topic.role in ("offsets", "offset_syncs", "progress_channel"):
+                topic.ensure(self._src_admin if topic.side == "source" else self._tgt_admin)
+            if topic.role == "offsets":
+                listed = self._tgt_admin.list_topics()
+                self.offsets_partitions = listed.get(names.offsets, cfg.offset_storage_partitions)
 
     def should_replicate(self, topic: str) -> bool:
         """MM2's ``MirrorSourceConnector.shouldReplicateTopic`` for this flow, with the lists in effect."""
@@ -92,6 +86,18 @@ class TopicSync:
         A replicated topic missing from the listing is described before it counts as deleted (a deletion is a
         gap, a passing metadata error is not). Raises ``ClusterError``.
         """
+        wanted, source_topics = self.discover()
+        self.apply_remote_topics(self.plan_remote_topics(wanted))
+        dropped = tuple(t for t in self.topic_partitions if t not in wanted)
+        for topic in dropped:
+            self.forget(topic)
+        return TopicRefresh(wanted, dropped, frozenset(source_topics))
+
+    def discover(self) -> tuple[dict[str, int], dict[str, int]]:
+        """Return ``({replicated source topic: partitions}, {every source topic: partitions})``, writing nothing.
+
+        The lists in effect are read first (config file and control topic). Raises ``ClusterError``.
+        """
         self.live_filters.poll()
         self.topic_filter = self.live_filters.topic_filter(self.topic_filter)
         source_topics = self._src_admin.list_topics()
@@ -99,13 +105,14 @@ class TopicSync:
         if missing:  # listed with an error, or deleted: only a topic that cannot be described is gone
             source_topics.update({t: len(d.replicas) for t, d in self._src_admin.describe_topics(missing).items()})
         wanted = {t: n for t, n in sorted(source_topics.items()) if n > 0 and self.should_replicate(t)}
-        self._create_remote_topics(wanted)
-        dropped = tuple(t for t in self.topic_partitions if t not in wanted)
-        for topic in dropped:
-            self.forget(topic)
-        return TopicRefresh(wanted, dropped, frozenset(source_topics))
+        return wanted, source_topics
 
-    def _create_remote_topics(self, wanted: dict[str, int]) -> None:
+    def plan_remote_topics(self, wanted: Mapping[str, int]) -> RemoteTopicsPlan:
+        """Return the remote topics of ``wanted`` to create and to grow on the target, writing nothing.
+
+        New topics get the source's configs that config sync copies (``config.properties.exclude``,
+        ``use.defaults.from``) and, with ``mirrorspark.replica.placement``, their replicas. Raises ``ClusterError``.
+        """
         cfg = self.config
         policy = self.context.policy
         target_topics = self._tgt_admin.list_topics()
@@ -115,9 +122,7 @@ class TopicSync:
             if new_topics
             else {}
         )
-        grow: dict[str, int] = {}
-        grow_assignments: dict[str, Sequence[Sequence[int]]] = {}
-        create: list[TopicSpec] = []
+        plan = RemoteTopicsPlan()
         placement = self.placement
         if placement is not None:
             placement.begin_refresh()
@@ -130,15 +135,22 @@ class TopicSync:
                     if self.context.config_filter.should_replicate_config_property(k)
                 }
                 placed = placement.assignment(remote, n) if placement is not None else None
-                create.append(TopicSpec(remote, n, cfg.replication_factor, conf, placed))
+                plan.create.append(TopicSpec(remote, n, cfg.replication_factor, conf, placed))
+                plan.source_of[remote] = topic
             elif target_topics[remote] < n:
-                grow[remote] = n
                 have = target_topics[remote]
+                plan.grow[remote] = (have, n)
+                plan.source_of[remote] = topic
                 placed = placement.assignment(remote, n - have, first_partition=have) if placement is not None else None
                 if placed is not None:
-                    grow_assignments[remote] = placed
-        if create:
-            created = self._tgt_admin.create_topics(create, wait_for_leaders=False)
+                    plan.grow_assignments[remote] = placed
+        return plan
+
+    def apply_remote_topics(self, plan: RemoteTopicsPlan) -> None:
+        """Create and grow the remote topics of ``plan`` (:meth:`plan_remote_topics`); raises ``ClusterError``."""
+        cfg = self.config
+        if plan.create:
+            created = self._tgt_admin.create_topics(plan.create, wait_for_leaders=False)
             if created:
                 log.info(
                     "%s: created %d remote topic(s): %s",
@@ -146,8 +158,9 @@ class TopicSync:
                     len(created),
                     ", ".join(created[:10]) + (" …" if len(created) > 10 else ""),
                 )
-        if grow:
-            self._tgt_admin.create_partitions(grow, assignments=grow_assignments)
+        if plan.grow:
+            grow = {remote: n for remote, (_, n) in plan.grow.items()}
+            self._tgt_admin.create_partitions(grow, assignments=plan.grow_assignments)
             log.info("%s: grew remote topics %s", cfg.name, grow)
 
     def add(self, wanted: dict[str, int]) -> list[PartitionKey]:
@@ -171,24 +184,35 @@ class TopicSync:
 
         Returns ``{remote topic: {name: value or None (deleted)}}`` of the changes; raises ``ClusterError``.
         """
-        cfg = self.config
         topics = sorted(self.topic_partitions)
-        if not topics:
+        changes = {
+            remote: {name: to for name, (_, to) in delta.items()}
+            for remote, delta in self.config_changes({t: self.remote_topics[t] for t in topics}).items()
+        }
+        if changes:
+            self._tgt_admin.alter_topic_configs(changes)
+            log.info("%s: synced topic configs %s", self.config.name, changes)
+        return changes
+
+    def config_changes(self, remote_of: Mapping[str, str]) -> dict[str, dict[str, tuple[str | None, str | None]]]:
+        """Return what config sync changes on existing remote topics, writing nothing.
+
+        ``remote_of``: ``{source topic: remote topic}``. Returns ``{remote topic: {name: (now, then)}}``, a
+        value ``None`` when unset (then: the override deleted); raises ``ClusterError``.
+        """
+        if not remote_of:
             return {}
-        source = self._src_admin.describe_topic_configs(topics)
-        remote_of = {t: self.remote_topics[t] for t in topics if t in source}
+        source = self._src_admin.describe_topic_configs(sorted(remote_of))
+        remote_of = {t: r for t, r in remote_of.items() if t in source}
         target = self._tgt_admin.describe_topic_configs(remote_of.values())
-        changes: dict[str, dict[str, str | None]] = {}
-        for topic, remote in remote_of.items():
+        changes: dict[str, dict[str, tuple[str | None, str | None]]] = {}
+        for topic, remote in sorted(remote_of.items()):
             have = target.get(remote)
             if have is None:
                 continue
             delta = topic_config_changes(source[topic], have, self.context.config_filter)
             if delta:
-                changes[remote] = delta
-        if changes:
-            self._tgt_admin.alter_topic_configs(changes)
-            log.info("%s: synced topic configs %s", cfg.name, changes)
+                changes[remote] = {k: (have[k].value if k in have else None, v) for k, v in delta.items()}
         return changes
 
     def close(self) -> None:
@@ -196,4 +220,4 @@ class TopicSync:
         self.live_filters.close()
 
 
-__all__ = ["TopicRefresh", "TopicSync"]
+__all__ = ["RemoteTopicsPlan", "TopicRefresh", "TopicSync"]

@@ -14,6 +14,7 @@ from mirrorspark.client.totals_reader import read_totals
 from mirrorspark.core.lifetime_totals import FlowState, TopicTotals, encode_flow_state, encode_totals
 from mirrorspark.errors import ClusterError
 from mirrorspark.kafka.delivery import Outgoing, deliver
+from mirrorspark.replication.connector.internal_topic_specs import internal_topic
 from mirrorspark.replication.connector.scheduler import PeriodicJob
 
 if TYPE_CHECKING:
@@ -43,12 +44,7 @@ class TotalsPublisher:
         cfg = self.flow.config
         ctx = self.flow.context
         self._topic = ctx.internal_topics.totals
-        self.flow.target_admin.ensure_topic(
-            self._topic,
-            partitions=1,
-            replication_factor=cfg.checkpoints_topic_replication_factor,
-            config={"cleanup.policy": "compact"},
-        )
+        internal_topic(ctx, "totals").ensure(self.flow.target_admin)
         self._base = read_totals(ctx, client_id=ctx.client_id("progress-consumer"), timeout_s=cfg.admin_timeout_s)
         self._producer = ctx.producer("target", "progress-producer", overrides={"linger.ms": 0})
 

@@ -52,6 +52,7 @@ from mirrorspark.client.context import FlowContext
 from mirrorspark.core.lease_claims import LeaseClaim, claim_epoch, encode_claim, permission_hint
 from mirrorspark.errors import ClusterError
 from mirrorspark.mm2.internal_topics import lease_group
+from mirrorspark.replication.connector.internal_topic_specs import internal_topic
 from mirrorspark.replication.connector.task_configs import COMMIT_TIMEOUT_MS
 from mirrorspark.replication.worker.lease_window import GrantWindow
 
@@ -312,15 +313,9 @@ class FlowLease:
         """
         if self._thread is not None:
             raise RuntimeError(f"flow {self.flow_name}: lease already started")
-        flow = self.context.flow_config
         admin = self.context.cluster_admin("target", "lease-admin")
         admin = admin if timeout_s is None else admin.with_timeout(timeout_s)
-        admin.ensure_topic(
-            self.topic,
-            partitions=1,
-            replication_factor=flow.checkpoints_topic_replication_factor,
-            config={"cleanup.policy": "compact"},
-        )
+        internal_topic(self.context, "lease").ensure(admin)
         self._producer = self.context.producer(
             "target",
             "lease-producer",
