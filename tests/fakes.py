@@ -264,6 +264,7 @@ class FakeCluster:
         self.failing_writes: dict[str, int] = {}
         self.describe_errors: dict[str, int] = {}
         self.metadata_errors: set[str] = set()  # topics a full Metadata listing returns with an error
+        self.can_create = True  # False: the principal lacks CREATE (TOPIC_AUTHORIZATION_FAILED on every new topic)
         # transactions (KIP-98): the newest producer of each transactional id (its epoch's owner), every
         # init_transactions in order, and init_transactions failures to inject (id -> error code)
         self.transactional: dict[str, FakeTaskProducer] = {}
@@ -355,12 +356,18 @@ class FakeAdmin(FakeAclAdmin):
             out[topic] = SimpleNamespace(topic=topic, error=KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART), partitions={})
         return SimpleNamespace(topics=out)
 
-    def create_topics(self, new_topics: Sequence[Any], **_: Any) -> dict[str, Future[Any]]:
-        self.calls.append("create_topics")
+    def create_topics(
+        self, new_topics: Sequence[Any], *, validate_only: bool = False, **_: Any
+    ) -> dict[str, Future[Any]]:
+        self.calls.append("validate_topics" if validate_only else "create_topics")
         out: dict[str, Future[Any]] = {}
         for n in new_topics:
             if n.topic in self.cluster.topics:
                 out[n.topic] = failed(KafkaError.TOPIC_ALREADY_EXISTS, f"Topic '{n.topic}' already exists.")
+            elif not self.cluster.can_create:
+                out[n.topic] = failed(KafkaError.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
+            elif validate_only:
+                out[n.topic] = done(None)
             else:
                 self.cluster.create_topic(n.topic, n.num_partitions, n.config)
                 out[n.topic] = done(None)

@@ -45,6 +45,7 @@ from mirrorspark.cli.drill import drill
 from mirrorspark.cli.local import local_app
 from mirrorspark.cli.migration import checkpoints_app, failover, offsets_app
 from mirrorspark.cli.placement import placement_app
+from mirrorspark.cli.plan import plan
 from mirrorspark.cli.regions import REPLICA_STATUS_CONTEXT, elect, replica_status
 from mirrorspark.cli.service import service
 from mirrorspark.errors import MirrorsparkError
@@ -56,7 +57,7 @@ if TYPE_CHECKING:
 EXIT_CODES = (
     "Exit codes: 0 done; 1 placement finish: still in progress; 2 bad config or usage; 3 cluster error or "
     "unreachable; 4 data path; 5 corrupt record; 6 control (unknown group, flow running); 7 local clusters; "
-    "8 service; 9 Spark driver lost; 130 second Ctrl-C."
+    "8 service; 9 Spark driver lost; 10 plan: a run would change something; 130 second Ctrl-C."
 )
 CONVENTIONS = (
     "Every command takes CONFIG as an argument or as --config FILE; list options take --x A --x B, --x A B "
@@ -543,6 +544,8 @@ def _print_flow_status(f: FlowStatus) -> None:
         print(text_table(["at", "partition", "reason", "first lost", "last lost", "records", "topic id"], rows))
 
 
+# What a run would do now, written nowhere (Terraform's plan, kcp's --dry-run).
+app.command()(plan)
 # The consumer migration command at the top level, as MM2 users know it from SRM (``srm-control``).
 app.command()(failover)
 # Disaster-recovery drills: what a failover would lose, re-read and skip, measured before it is needed.

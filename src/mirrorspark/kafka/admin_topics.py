@@ -77,6 +77,22 @@ def _new_topic(t: TopicSpec) -> NewTopic:
     )
 
 
+_REFUSALS: Final = frozenset(
+    {
+        KafkaError.TOPIC_ALREADY_EXISTS,
+        KafkaError.TOPIC_AUTHORIZATION_FAILED,
+        KafkaError.CLUSTER_AUTHORIZATION_FAILED,
+        KafkaError.POLICY_VIOLATION,
+        KafkaError.INVALID_CONFIG,
+        KafkaError.INVALID_REPLICATION_FACTOR,
+        KafkaError.INVALID_PARTITIONS,
+        KafkaError.INVALID_REPLICA_ASSIGNMENT,
+        KafkaError.TOPIC_EXCEPTION,
+    }
+)
+"""A validate-only ``CreateTopics``'s answers about a topic (not failures of the call)."""
+
+
 def _retriable(e: BaseException) -> bool:
     return isinstance(e, ClusterError) and e.retriable
 
@@ -143,6 +159,26 @@ class TopicCalls(AdminBase):
         if failure is not None:
             raise failure
         return created
+
+    def validate_topics(self, topics: Sequence[TopicSpec]) -> dict[str, KafkaError]:
+        """Ask the brokers whether they would create ``topics`` (``CreateTopics``, ``validate_only``), creating none.
+
+        Returns ``{topic: Kafka error}`` of those refused, e.g. ``TOPIC_AUTHORIZATION_FAILED`` (no CREATE) or
+        ``POLICY_VIOLATION``; "already exists" is no refusal. Raises ClusterError when the call itself fails.
+        """
+        refused: dict[str, KafkaError] = {}
+        for i in range(0, len(topics), CREATE_TOPICS_CHUNK):
+            chunk = topics[i : i + CREATE_TOPICS_CHUNK]
+            with self._call("validating topics"):
+                futures = self.admin.create_topics(
+                    [_new_topic(t) for t in chunk], request_timeout=self.timeout_s, validate_only=True
+                )
+            deadline = self._deadline()
+            for t in chunk:
+                got = self._settle(futures[t.name], f"validating topic '{t.name}'", _REFUSALS, deadline=deadline)
+                if isinstance(got, KafkaError) and got.code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                    refused[t.name] = got
+        return refused
 
     def ensure_topic(
         self, name: str, *, partitions: int, replication_factor: int, config: Mapping[str, str] | None = None

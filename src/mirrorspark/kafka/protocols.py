@@ -184,8 +184,10 @@ class AdminLike(Protocol):
     def describe_topics(self, topics: TopicCollection, /, *, request_timeout: float = -1) -> dict[str, Future[Any]]:
         """``DescribeTopics`` (KIP-516 ids)."""
 
-    def create_topics(self, new_topics: list[NewTopic], /, *, request_timeout: float = -1) -> dict[str, Future[Any]]:
-        """``CreateTopics``."""
+    def create_topics(
+        self, new_topics: list[NewTopic], /, *, request_timeout: float = -1, validate_only: bool = False
+    ) -> dict[str, Future[Any]]:
+        """``CreateTopics`` (``validate_only``: the brokers answer as if, creating nothing)."""
 
     def create_partitions(
         self, new_partitions: list[NewPartitions], /, *, request_timeout: float = -1
