@@ -93,7 +93,8 @@ def _print_flow(f: FlowPlan) -> None:
             [
                 t.topic,
                 "-" if t.partitions is None else f"{t.partitions[0]} -> {t.partitions[1]}",
-                ", ".join(f"{k}: {_v(a)} -> {_v(b)}" for k, (a, b) in sorted(t.configs.items())) or "-",
+                ", ".join(f"{k}: {_v(x, DEFAULT)} -> {_v(y, DEFAULT)}" for k, (x, y) in sorted(t.configs.items()))
+                or "-",
             ]
             for t in f.topics_to_change
         ]
@@ -111,12 +112,15 @@ def _print_flow(f: FlowPlan) -> None:
         out_console.print(f"note: {problem}", highlight=False, markup=False)
 
 
+DEFAULT = "(default)"
+
+
 def _rf(n: int) -> str:
     return "broker default" if n < 0 else str(n)
 
 
-def _v(value: object) -> str:
-    return "(none)" if value is None else str(value)
+def _v(value: object, unset: str = "(none)") -> str:
+    return unset if value is None else str(value)
 
 
 def _configs(config: dict[str, str]) -> str:

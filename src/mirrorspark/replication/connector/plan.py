@@ -176,13 +176,19 @@ class _Planner:
             self.listed[alias] = self.admins[alias].list_topics()
         return self.listed[alias]
 
-    def flow(self, ctx: FlowContext) -> FlowPlan:
+    def flow(self, ctx: FlowContext, internal: Sequence[InternalTopicCreation]) -> FlowPlan:
         cfg = ctx.flow_config
         src, tgt = self.admin(ctx, "source"), self.admin(ctx, "target")
+        # created on the source before the flow starts (its heartbeats, by the reverse heartbeat connector)
+        pending = {
+            t.topic: TopicSpec(t.topic, t.partitions, t.replication_factor, t.config)
+            for t in internal
+            if t.cluster == cfg.source
+        }
         topics = TopicSync(ctx, src, tgt)
         with _closing(topics):
-            wanted, _ = topics.discover()
-            remote = topics.plan_remote_topics(wanted)
+            wanted, _ = topics.discover(pending)
+            remote = topics.plan_remote_topics(wanted, pending)
             created = {s.name for s in remote.create}
             existing = {t: ctx.policy.format_remote_topic(cfg.source, t) for t in wanted}
             existing = {t: r for t, r in existing.items() if r not in created}
@@ -260,6 +266,7 @@ class _Planner:
     def internal(self) -> list[InternalTopicCreation]:
         specs: dict[tuple[str, str], tuple[InternalTopicSpec, str]] = {}
         for ctx in self.flows:
+            self.admin(ctx, "source"), self.admin(ctx, "target")
             for s in run_internal_topics(ctx):
                 specs.setdefault((ctx.alias(s.side), s.spec.name), (s, ctx.alias(s.side)))
         for ctx in self.heartbeat_flows():
@@ -308,8 +315,8 @@ def plan_run(context: ReplicationContext, targets: Sequence[str] | None = None) 
     flows = [context.of(f) for f in runnable_flows(context.config, targets)]
     planner = _Planner(context, flows, targets)
     try:
-        flow_plans = tuple(planner.flow(ctx) for ctx in flows)
         internal = planner.internal()
+        flow_plans = tuple(planner.flow(ctx, internal) for ctx in flows)
         planner.creation_lacks()
         return RunPlan(flow_plans, tuple(internal), tuple(dict.fromkeys(planner.lacks)))
     finally:

@@ -93,35 +93,40 @@ class TopicSync:
             self.forget(topic)
         return TopicRefresh(wanted, dropped, frozenset(source_topics))
 
-    def discover(self) -> tuple[dict[str, int], dict[str, int]]:
+    def discover(self, pending: Mapping[str, TopicSpec] | None = None) -> tuple[dict[str, int], dict[str, int]]:
         """Return ``({replicated source topic: partitions}, {every source topic: partitions})``, writing nothing.
 
-        The lists in effect are read first (config file and control topic). Raises ``ClusterError``.
+        The lists in effect are read first (config file and control topic); ``pending``: source topics taken as
+        existing (a plan's, created by the run before). Raises ``ClusterError``.
         """
         self.live_filters.poll()
         self.topic_filter = self.live_filters.topic_filter(self.topic_filter)
-        source_topics = self._src_admin.list_topics()
+        source_topics = {**{t: s.partitions for t, s in (pending or {}).items()}, **self._src_admin.list_topics()}
         missing = [t for t in self.topic_partitions if t not in source_topics]
         if missing:  # listed with an error, or deleted: only a topic that cannot be described is gone
             source_topics.update({t: len(d.replicas) for t, d in self._src_admin.describe_topics(missing).items()})
         wanted = {t: n for t, n in sorted(source_topics.items()) if n > 0 and self.should_replicate(t)}
         return wanted, source_topics
 
-    def plan_remote_topics(self, wanted: Mapping[str, int]) -> RemoteTopicsPlan:
+    def plan_remote_topics(
+        self, wanted: Mapping[str, int], pending: Mapping[str, TopicSpec] | None = None
+    ) -> RemoteTopicsPlan:
         """Return the remote topics of ``wanted`` to create and to grow on the target, writing nothing.
 
         New topics get the source's configs that config sync copies (``config.properties.exclude``,
-        ``use.defaults.from``) and, with ``mirrorspark.replica.placement``, their replicas. Raises ``ClusterError``.
+        ``use.defaults.from``; those of ``pending`` source topics, as :meth:`discover`) and, with
+        ``mirrorspark.replica.placement``, their replicas. Raises ``ClusterError``.
         """
         cfg = self.config
         policy = self.context.policy
+        pending = pending or {}
         target_topics = self._tgt_admin.list_topics()
         new_topics = [t for t in wanted if policy.format_remote_topic(cfg.source, t) not in target_topics]
+        listed = [t for t in new_topics if t not in pending]
         configs = (
-            self._src_admin.topic_configs(new_topics, include_defaults=cfg.use_defaults_from == "source")
-            if new_topics
-            else {}
+            self._src_admin.topic_configs(listed, include_defaults=cfg.use_defaults_from == "source") if listed else {}
         )
+        configs.update({t: dict(pending[t].config) for t in new_topics if t in pending})
         plan = RemoteTopicsPlan()
         placement = self.placement
         if placement is not None:
