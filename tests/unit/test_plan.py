@@ -105,7 +105,7 @@ def test_a_plan_before_the_first_run_lists_what_the_run_then_creates_and_writes_
 
     after = plan_run(ReplicationContext(cfg, clients))
     assert not after.changes
-    assert after == RunPlan((type(flow)("A->B", "A", "B"),), (), ())
+    assert after == RunPlan((type(flow)("A->B", "A", "B"),), (), (), ())
 
 
 def test_remote_topics_to_grow_and_configs_to_sync_show_from_and_to() -> None:

@@ -75,6 +75,8 @@ def print_plan(p: RunPlan) -> None:
         out_console.print("[bold red]what the principals lack[/]")
         rows = [[x.cluster, x.operation, x.resource, x.needed_for] for x in p.lacks]
         print(text_table(["cluster", "operation", "on", "needed for"], rows))
+    for problem in p.problems:
+        out_console.print(f"note: {problem}", highlight=False, markup=False)
     verdict = "changes: a run would write the above" if p.changes else "nothing to do"
     out_console.print(f"[bold]{verdict}[/]", highlight=False)
 

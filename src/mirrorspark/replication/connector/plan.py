@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from confluent_kafka import KafkaError
 from confluent_kafka.admin import AclBinding, AclOperation
 
-from mirrorspark.client.context import FlowContext, ReplicationContext
+from mirrorspark.client.context import FlowContext, ReplicationContext, Side
 from mirrorspark.config.runnable import runnable_flows
 from mirrorspark.errors import ClusterError
 from mirrorspark.kafka.admin import ClusterAdmin, TopicSpec
@@ -131,11 +131,15 @@ class FlowPlan:
 
 @dataclass(frozen=True)
 class RunPlan:
-    """What a run of the enabled flows would do now: per flow, the internal topics to create, what principals lack."""
+    """What a run of the enabled flows would do now: per flow, the internal topics to create, what principals lack.
+
+    ``problems``: topics the brokers would refuse to create for another reason than a permission (text).
+    """
 
     flows: tuple[FlowPlan, ...]
     internal_topics: tuple[InternalTopicCreation, ...]
     lacks: tuple[Lack, ...]
+    problems: tuple[str, ...] = ()
 
     @property
     def changes(self) -> bool:
@@ -164,11 +168,12 @@ class _Planner:
         self.listed: dict[str, dict[str, int]] = {}
         self.creations: dict[str, list[TopicSpec]] = {}  # cluster -> topics to create (validated for CREATE)
         self.lacks: list[Lack] = []
+        self.problems: list[str] = []
 
-    def admin(self, ctx: FlowContext, side: str) -> ClusterAdmin:
-        alias = ctx.alias("source" if side == "source" else "target")
+    def admin(self, ctx: FlowContext, side: Side) -> ClusterAdmin:
+        alias = ctx.alias(side)
         if alias not in self.admins:
-            self.admins[alias] = ctx.cluster_admin("source" if side == "source" else "target", f"plan-{side}-admin")
+            self.admins[alias] = ctx.cluster_admin(side, f"plan-{side}-admin")
         return self.admins[alias]
 
     def topics_of(self, alias: str) -> dict[str, int]:
@@ -298,7 +303,8 @@ class _Planner:
                 if err.code() in _DENIED:
                     self.lacks.append(Lack(alias, "CREATE", f"topic {topic}", "topic creation"))
                 else:
-                    self.lacks.append(Lack(alias, "CREATE", f"topic {topic}", f"refused: {err.str()} ({err.name()})"))
+                    why = f"{err.str()} ({err.name()})"
+                    self.problems.append(f"cluster '{alias}' would refuse to create topic '{topic}': {why}")
 
     def close(self) -> None:
         for admin in self.admins.values():
@@ -318,7 +324,7 @@ def plan_run(context: ReplicationContext, targets: Sequence[str] | None = None) 
         internal = planner.internal()
         flow_plans = tuple(planner.flow(ctx, internal) for ctx in flows)
         planner.creation_lacks()
-        return RunPlan(flow_plans, tuple(internal), tuple(dict.fromkeys(planner.lacks)))
+        return RunPlan(flow_plans, tuple(internal), tuple(dict.fromkeys(planner.lacks)), tuple(planner.problems))
     finally:
         planner.close()
 
