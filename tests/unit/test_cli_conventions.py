@@ -122,6 +122,7 @@ def config_commands() -> list[tuple[str, ...]]:
 REQUIRED: dict[tuple[str, ...], list[str]] = {
     ("run",): [],
     ("status",): [],
+    ("plan",): [],
     ("failover",): ["--source", "A", "--target", "B", "--group", "g"],
     ("drill",): ["--source", "A", "--target", "B"],
     ("service",): ["--cluster", "B"],

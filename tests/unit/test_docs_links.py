@@ -125,6 +125,7 @@ def test_the_readme_links_every_page_of_docs() -> None:
 EXITS_OUTSIDE_THE_TREE = {
     1: "placement finish",  # typer.Exit(1) while partitions still move (cli/placement.py)
     2: "usage error",  # click's UsageError (a bad option), besides ConfigError
+    10: "plan: changes",  # typer.Exit(CHANGES_EXIT_CODE) when a run would write something (cli/plan.py)
     130: "Ctrl-C",  # typer: KeyboardInterrupt; mirrorspark run: the second Ctrl-C (cli/app.py)
 }
 
