@@ -13,7 +13,7 @@ operations (KIP-430) and a validate-only ``CreateTopics`` of every topic to crea
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from confluent_kafka import KafkaError
@@ -147,14 +147,6 @@ class RunPlan:
         return bool(self.internal_topics or self.lacks or any(f.changes for f in self.flows))
 
 
-@contextlib.contextmanager
-def _closing(obj: TopicSync | CheckpointEmitter) -> Iterator[None]:
-    try:
-        yield
-    finally:
-        obj.close()
-
-
 class _Planner:
     """Builds a :class:`RunPlan`: one admin wrapper per cluster and side, the flows' own components."""
 
@@ -191,12 +183,12 @@ class _Planner:
             if t.cluster == cfg.source
         }
         topics = TopicSync(ctx, src, tgt)
-        with _closing(topics):
+        with contextlib.closing(topics):
             wanted, _ = topics.discover(pending)
             remote = topics.plan_remote_topics(wanted, pending)
             created = {s.name for s in remote.create}
             existing = {t: ctx.policy.format_remote_topic(cfg.source, t) for t in wanted}
-            existing = {t: r for t, r in existing.items() if r not in created}
+            existing = {t: r for t, r in existing.items() if r not in created and t not in pending}
             configs = topics.config_changes(existing) if cfg.sync_topic_configs_enabled else {}
             problems: list[str] = []
             acls = self._acls(ctx, topics, src, tgt, problems) if cfg.sync_topic_acls_enabled else []
@@ -248,7 +240,7 @@ class _Planner:
         if not (cfg.emit_checkpoints_enabled and cfg.sync_group_offsets_enabled):
             return (), ()
         emitter = CheckpointEmitter(ctx.for_connector("checkpoint"), reverse=None)
-        with _closing(emitter):
+        with contextlib.closing(emitter):
             emitter.load_checkpoints(timeout_s=cfg.admin_timeout_s)
             plans = emitter.group_sync.plan()
         writes: list[GroupOffsetWrite] = []
