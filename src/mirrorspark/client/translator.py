@@ -21,9 +21,9 @@ class OffsetTranslator:
 
     Forward: exact ``copied`` ranges when given, else MM2's rule over the offset syncs (at most about
     ``offset.lag.max`` re-reads); a topic both flows keep the name of is then clamped to what ``T->S``
-    copied of T's own records (:mod:`mirrorspark.core.identical_names`). Failback (a topic that came from T): in reverse through the flow ``T->S``
-    (``reverse``, ``reverse_copied``; beyond MM2). Creates nothing. :meth:`load_syncs` publishes both
-    readers at once (no thread sees a half-read store); otherwise not thread-safe.
+    copied of T's own records (:mod:`mirrorspark.core.identical_names`). Failback (a topic that came from
+    T): in reverse through the flow ``T->S`` (``reverse``, ``reverse_copied``; beyond MM2). Creates nothing.
+    :meth:`load_syncs` publishes both readers at once (no thread sees a half-read store); otherwise not thread-safe.
     """
 
     def __init__(
