@@ -126,7 +126,9 @@ class Pair:
         log.append((origin, self.next_id))
         self.next_id += 1
 
-    def copy(self, src: list[tuple[str, int]], dst: list[tuple[str, int]], origin: str, done: list[tuple[int, int]]):
+    def copy(
+        self, src: list[tuple[str, int]], dst: list[tuple[str, int]], origin: str, done: list[tuple[int, int]]
+    ) -> None:
         start = done[-1][0] + 1 if done else 0
         for off in range(start, len(src)):
             if src[off][0] == origin:
