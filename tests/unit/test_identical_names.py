@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pytest
 
 from fakes import FakeCluster, two_clusters
 from mirrorspark.client.context import ReplicationContext
+from mirrorspark.core.followed_groups import Committed
 from mirrorspark.core.identical_names import (
     ReverseFrontier,
     clamp_group_offset,
@@ -24,6 +26,7 @@ from mirrorspark.mm2.records import Checkpoint, OffsetSync
 from mirrorspark.mm2.sync_store import OffsetSyncStore
 from mirrorspark.mm2.translation import CopiedRanges
 from mirrorspark.replication.connector.checkpoint_emitter import CheckpointEmitter
+from mirrorspark.replication.connector.commit_follower import CommitFollower
 
 pytestmark = pytest.mark.unit
 
@@ -259,3 +262,49 @@ def test_a_drill_matches_a_copy_to_its_original_whatever_the_provenance_header()
     copy = Message([("trace", b"1"), (PROVENANCE_HEADER, b"\x01" * 38)])
     assert fingerprint(original) == fingerprint(copy)
     assert fingerprint(original) != fingerprint(Message([("trace", b"2")]))
+
+
+class OneCommitTail:
+    """The source's ``__consumer_offsets`` as the commit follower reads it: commits handed on at the next read."""
+
+    def __init__(self, *commits: tuple[str, str, int, Committed]) -> None:
+        self.pending = list(commits)
+
+    def read(self, on_commit: Callable[[str, str, int, Committed], None] | None = None) -> int:
+        got, self.pending = self.pending, []
+        for c in got:
+            if on_commit is not None:
+                on_commit(*c)
+        return len(got)
+
+    def committed(self, group: str) -> dict[tuple[str, int], tuple[int, str]]:
+        return {}
+
+    def close(self) -> None:
+        pass
+
+
+def test_the_commit_follower_clamps_with_the_reverse_flows_exact_copies() -> None:
+    """B's own 0..9 reached A at 50..59; A's 0..49 reached B at 10..59: a group at A's 50 resumes at B's 0."""
+    cfg, a, b, clients = two_clusters(ACTIVE_ACTIVE)
+    a.create_topic("orders", 1)
+    b.create_topic("orders", 1)
+    put_sync(a, "mm2-offset-syncs.B.internal", OffsetSync("orders", 0, 0, 10))
+    b.create_topic("mm2-offset-syncs.A.internal", 1)
+    copied, reverse_copied = CopiedRanges(), CopiedRanges()
+    copied.add("orders", 0, [CopiedSegment(0, 10, 50)])
+    reverse_copied.add("orders", 0, [CopiedSegment(0, 50, 10)])
+    contexts = ReplicationContext(cfg, clients)
+    ctx = contexts.flow("A", "B")
+    e = CheckpointEmitter(
+        ctx, reverse=contexts.reverse(ctx), copied=copied, reverse_copied=reverse_copied, clock_ms=lambda: 2_000
+    )
+    e.start()
+    f = CommitFollower(e, copied_to=lambda t, p: 60, clock_ms=lambda: 2_000)
+    f.source = OneCommitTail(("app", "orders", 0, Committed(50, "m", 1_000)))  # type: ignore[assignment]
+    [cp] = f.step()
+    assert cp == Checkpoint("app", "orders", 0, 50, 0, "m")  # MM2's rule alone: 60, past B's own 0..9
+    # N2's bound counts the positions 0..59: A's 50 copies are read again, B's own 0..9 for the first time
+    assert e.checkpoint_rereads[("app", "orders", 0)] == 60
+    f.close()
+    e.close()
