@@ -10,9 +10,9 @@ would skip them. The clamp lowers ``D`` with what the reverse flow ``T->S`` tell
 Invariants (the tests that guard them cite them); ``P`` is the reverse frontier: every T record below ``P``
 that ``T->S`` copies reached S below ``X``:
 
-* **N1** Never past MM2's answer: the result is ``min(D, P)``; every S record at ``X`` or later stays at or
-  past it on T (MM2's guarantee), and every T record below it that the group had to see reached it on S below
-  ``X`` (so it was consumed): no skip. Copies keep each partition's order, so ``P`` is exact from copied ranges
+* **N1** No skip, never past MM2's answer: the result is ``min(D, P)``. Every S record at ``X`` or later is at
+  or past it on T (MM2's guarantee for ``D``), and every T record of T's own below it reached S below ``X``
+  (so the group consumed it). Copies keep each partition's order, so ``P`` is exact from copied ranges
   and ``u + 1`` from the newest sync with ``d < X``.
 * **N2** Bounded re-reads: at most MM2's (``t.rereads``) plus ``|D - P|`` positions (``D - P`` under N3),
   plus from syncs the T records copied between ``d`` and ``X`` (at most ``X - d - 1``; 0 from exact ranges).
