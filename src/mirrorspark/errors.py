@@ -18,6 +18,7 @@ an exit status, and that the REST service reports::
     ├── DataPathError                DATA_PATH_ERROR        exit 4
     │   ├── RecordTooLargeError      RECORD_TOO_LARGE
     │   ├── DataGapError             DATA_GAP
+    │   ├── ProvenanceError          PROVENANCE_HEADER
     │   ├── SchemaRegistryError      SCHEMA_REGISTRY_ERROR
     │   │   ├── SchemaIdUnknownError SCHEMA_ID_UNKNOWN
     │   │   ├── SchemaSubjectConflictError SCHEMA_SUBJECT_CONFLICT
@@ -208,6 +209,16 @@ class DataGapError(DataPathError):
     code = "DATA_GAP"
 
 
+class ProvenanceError(DataPathError):
+    """A record's provenance header (``__mirrorspark.provenance``) does not decode, or a copy would exceed its hops.
+
+    Never a silent drop or copy: no retry can fix it; the message names the record, the header and the fix.
+    """
+
+    code = "PROVENANCE_HEADER"
+    always_fatal = True
+
+
 class SchemaRegistryError(DataPathError):
     """A flow's schema replication failed: a Schema Registry call, or what the registries hold, stops its records."""
 
@@ -298,6 +309,7 @@ __all__ = [
     "LocalClusterError",
     "MirrorsparkError",
     "PlacementError",
+    "ProvenanceError",
     "RecordTooLargeError",
     "SchemaIdUnknownError",
     "SchemaReferenceCycleError",

@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from mirrorspark.client.checkpoint_reader import OffsetSyncReader
 from mirrorspark.client.context import FlowContext
+from mirrorspark.core.identical_names import clamp_group_offset, keeps_name_both_ways
 from mirrorspark.errors import ClusterError
 from mirrorspark.mm2.checkpoint_rules import GroupOffset, is_failback, translate_group_offset
 from mirrorspark.mm2.translation import CopiedRanges
@@ -19,9 +20,10 @@ class OffsetTranslator:
     """A flow's offset syncs (and its reverse flow's), and the translation of group offsets through them.
 
     Forward: exact ``copied`` ranges when given, else MM2's rule over the offset syncs (at most about
-    ``offset.lag.max`` re-reads). Failback (a topic that came from T): in reverse through the flow ``T->S``
-    (``reverse``, ``reverse_copied``; beyond MM2). Creates nothing. :meth:`load_syncs` publishes both
-    readers at once (no thread sees a half-read store); otherwise not thread-safe.
+    ``offset.lag.max`` re-reads); a topic both flows keep the name of is then clamped to what ``T->S``
+    copied of T's own records (:mod:`mirrorspark.core.identical_names`). Failback (a topic that came from
+    T): in reverse through the flow ``T->S`` (``reverse``, ``reverse_copied``; beyond MM2). Creates nothing.
+    :meth:`load_syncs` publishes both readers at once (no thread sees a half-read store); otherwise not thread-safe.
     """
 
     def __init__(
@@ -122,7 +124,7 @@ class OffsetTranslator:
         syncs, reverse_syncs = self.syncs, self.reverse_syncs
         if syncs is None and not is_failback(self.policy, f.target, topic):
             raise ClusterError(f"{f.name}: offsets translated before the offset syncs were read (load_syncs())")
-        return translate_group_offset(
+        go = translate_group_offset(
             self.policy,
             f.source,
             f.target,
@@ -135,6 +137,18 @@ class OffsetTranslator:
             copied=self.copied,
             reverse_syncs=reverse_syncs.store if reverse_syncs is not None else None,
             reverse_copied=self.reverse_copied,
+        )
+        if self.shares_name(topic):
+            go, _ = clamp_group_offset(
+                go, reverse_syncs.store if reverse_syncs is not None else None, self.reverse_copied
+            )
+        return go
+
+    def shares_name(self, topic: str) -> bool:
+        """Whether ``topic`` keeps its name both ways, so its checkpoints are clamped by the reverse flow's copies."""
+        f = self.flow_config
+        return self.reverse is not None and keeps_name_both_ways(
+            self.policy, self.reverse.policy, f.source, f.target, topic
         )
 
     def close(self) -> None:

@@ -140,7 +140,8 @@ class FlowConfig(_Frozen):
     ``<T>.<key>``); the key filling it is declared once in :data:`CONFIG_KEYS`. Durations in ``_s`` or ``_ms``.
     ``sync_schemas_enabled``: whether the flow replicates schemas and translates schema ids (``sync.schemas.enabled``,
     by default iff both clusters name a Schema Registry); ``sync_schemas_unknown_ids``: ``"fail"`` or ``"copy"``;
-    ``sync_schemas_interval_s``: seconds between the driver's schema syncs.
+    ``sync_schemas_interval_s``: seconds between the driver's schema syncs; ``provenance_header_enable``: whether the
+    flow stamps and checks the provenance header (``provenance.header.enable``, :mod:`mirrorspark.core.provenance`).
     """
 
     source: str
@@ -199,6 +200,7 @@ class FlowConfig(_Frozen):
     sync_schemas_unknown_ids: str = "fail"
     sync_schemas_interval_s: float = 10.0
     emit_checkpoints_on_commit: bool = False
+    provenance_header_enable: bool = False
     policy: PolicyConfig
     source_consumer: ClientSettings
     source_admin: ClientSettings

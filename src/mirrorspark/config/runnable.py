@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from mirrorspark.config.model import FlowConfig, MirrorConfig
+from mirrorspark.core.provenance import check_hop_bound
 from mirrorspark.core.transforms import RoutedReplicationPolicy, build_chain, routers
 from mirrorspark.errors import ConfigError
 from mirrorspark.mm2.policy import ReplicationPolicy, load_policy
@@ -56,13 +57,19 @@ def _has_cycle(edges: list[tuple[str, str]]) -> bool:
 def check_cycles(config: MirrorConfig) -> None:
     """Refuse enabled flows that form a cycle through an identity-style flow, unless the file allows it.
 
+    A cycle whose every flow has ``provenance.header.enable`` is allowed; header-on flows along which a record
+    could travel more than 3 hops are refused (:func:`~mirrorspark.core.provenance.check_hop_bound`).
+
     Every enabled flow of the file counts, whichever ``--clusters`` a node serves. Raises ConfigError naming
     :attr:`MirrorConfig.source_name` (as :func:`~mirrorspark.mm2.topology.check_identity_cycles`).
     """
     enabled = [f for f in config.flows if f.enabled]
+    headed = {(f.source, f.target) for f in enabled if f.provenance_header_enable}
+    check_hop_bound(sorted(headed), where=config.source_name)
     if config.data_path.identity_allow_cycles or not _has_cycle([(f.source, f.target) for f in enabled]):
         return
-    check_identity_cycles([(f.source, f.target, flow_policy(f)) for f in enabled], where=config.source_name)
+    flows = [(f.source, f.target, flow_policy(f)) for f in enabled]
+    check_identity_cycles(flows, where=config.source_name, headed=headed)
 
 
 def runnable_flows(config: MirrorConfig, targets: Sequence[str] | None = None) -> tuple[FlowConfig, ...]:

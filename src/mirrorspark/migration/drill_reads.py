@@ -1,7 +1,8 @@
 """The records a drill reads: fingerprints of copies and originals, and the shadow group's consumer.
 
 A copy is byte-exact, so a record is matched to its original by a fingerprint of key, value, headers and
-timestamp (:func:`fingerprint`), never by offset (offsets differ between the two clusters).
+timestamp (:func:`fingerprint`), never by offset (offsets differ between the two clusters); the provenance
+header a flow appends (``provenance.header.enable``) is left out.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, TopicPartition
 
+from mirrorspark.core.provenance import HEADER_NAME as PROVENANCE_HEADER
 from mirrorspark.errors import ClusterError
 from mirrorspark.kafka.admin import PartitionKey
 
@@ -21,12 +23,14 @@ _POLL_S = 0.2
 
 
 def fingerprint(message: Any) -> bytes:
-    """Return a 16-byte digest of a consumed record's key, value, timestamp and headers (its copy's too)."""
+    """Return a 16-byte digest of a record's key, value, timestamp and headers save provenance (its copy's too)."""
     h = hashlib.blake2b(digest_size=16)
     for part in (message.key(), message.value()):
         h.update(b"\x00" if part is None else b"\x01" + len(part).to_bytes(8, "big") + part)
     h.update(message.timestamp()[1].to_bytes(8, "big", signed=True))
     for name, value in message.headers() or []:
+        if name == PROVENANCE_HEADER:
+            continue
         raw = name.encode()
         h.update(b"\x02" + len(raw).to_bytes(4, "big") + raw)
         h.update(b"\x00" if value is None else b"\x01" + len(value).to_bytes(8, "big") + value)

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 
 from mirrorspark.errors import ConfigError
 from mirrorspark.mm2.policy import ALLOW_IDENTITY_CYCLES_KEY, IDENTITY_PROBE_TOPIC, ReplicationPolicy
+
+PROVENANCE_HEADER_KEY = "provenance.header.enable"
+"""The key that allows an identity cycle whose every flow sets it (declared in ``config.CONFIG_KEYS``)."""
 
 
 def is_cycle(policy: ReplicationPolicy, topic: str, target_alias: str) -> bool:
@@ -44,35 +47,47 @@ def is_identity_style(policy: ReplicationPolicy, source_alias: str) -> bool:
     return policy.format_remote_topic(source_alias, IDENTITY_PROBE_TOPIC) == IDENTITY_PROBE_TOPIC
 
 
-def _shortest_path(adjacency: Mapping[str, list[str]], start: str, goal: str) -> list[str] | None:
-    """Clusters of a shortest directed path ``start -> ... -> goal`` (breadth first), or ``None``."""
-    previous: dict[str, str | None] = {start: None}
-    frontier = [start]
+def _shortest_path(
+    adjacency: Mapping[str, list[str]], start: str, goal: str, headed: Collection[Edge], bare: bool
+) -> list[str] | None:
+    """Clusters of a shortest directed path ``start -> ... -> goal`` (breadth first), or ``None``.
+
+    Unless ``bare`` (the cycle has a flow without the provenance header already), the path must take a flow not in
+    ``headed``.
+    """
+    first = (start, bare)
+    previous: dict[tuple[str, bool], tuple[str, bool] | None] = {first: None}
+    frontier = [first]
     while frontier:
-        following: list[str] = []
-        for node in frontier:
+        following: list[tuple[str, bool]] = []
+        for state in frontier:
+            node, seen_bare = state
             for nxt in adjacency.get(node, []):
-                if nxt in previous:
+                step = (nxt, seen_bare or (node, nxt) not in headed)
+                if step in previous:
                     continue
-                previous[nxt] = node
-                if nxt == goal:
-                    path = [goal]
-                    back = previous[goal]
+                previous[step] = state
+                if step == (goal, True):
+                    path: list[str] = []
+                    back: tuple[str, bool] | None = step
                     while back is not None:
-                        path.append(back)
+                        path.append(back[0])
                         back = previous[back]
                     return path[::-1]
-                following.append(nxt)
+                following.append(step)
         frontier = following
     return None
 
 
-def identity_cycle(flows: Iterable[tuple[str, str, ReplicationPolicy]]) -> tuple[Edge, ...]:
+def identity_cycle(
+    flows: Iterable[tuple[str, str, ReplicationPolicy]], headed: Collection[Edge] = frozenset()
+) -> tuple[Edge, ...]:
     """Find a shortest directed cycle of flows that contains a flow with an identity-style policy.
 
     No flow's cycle check along it can see the identity flow's source in the names, so a record comes back after one
     lap and, unless two consecutive flows prefix names, goes round forever (MM2's ``IdentityReplicationPolicy`` has
-    the same caveat).
+    the same caveat). A cycle whose every flow is in ``headed`` (``provenance.header.enable``: records are never
+    copied back to a cluster they were on) is no such cycle.
     """
     adjacency: dict[str, list[str]] = {}
     identity: list[Edge] = []
@@ -83,7 +98,7 @@ def identity_cycle(flows: Iterable[tuple[str, str, ReplicationPolicy]]) -> tuple
             identity.append((source, target))
     best: tuple[Edge, ...] = ()
     for source, target in identity:
-        path = _shortest_path(adjacency, target, source)
+        path = _shortest_path(adjacency, target, source, headed, (source, target) not in headed)
         if path is None:
             continue
         nodes = [source, *path]
@@ -94,16 +109,21 @@ def identity_cycle(flows: Iterable[tuple[str, str, ReplicationPolicy]]) -> tuple
 
 
 def check_identity_cycles(
-    flows: Iterable[tuple[str, str, ReplicationPolicy]], *, allow_cycles: bool = False, where: str = "the configuration"
+    flows: Iterable[tuple[str, str, ReplicationPolicy]],
+    *,
+    allow_cycles: bool = False,
+    where: str = "the configuration",
+    headed: Collection[Edge] = frozenset(),
 ) -> None:
     """Refuse enabled flows that form a cycle through an identity-style flow (see :func:`identity_cycle`).
 
-    Raises ConfigError naming the cycle's flows and the two fixes, unless ``allow_cycles``.
+    ``headed``: the flows with the provenance header on. Raises ConfigError naming the cycle's flows and the three
+    fixes, unless ``allow_cycles``.
     """
     if allow_cycles:
         return
     flows = list(flows)
-    cycle = identity_cycle(flows)
+    cycle = identity_cycle(flows, headed)
     if not cycle:
         return
     keeping = {(s, t) for s, t, policy in flows if is_identity_style(policy, s)}
@@ -114,7 +134,8 @@ def check_identity_cycles(
         f"{where}: the enabled flows {names} form a replication cycle and {kept} {verb} topic names "
         "(like IdentityReplicationPolicy), so the cycle check cannot see where a topic came from: records would "
         "come back to the cluster they were written to and can be copied round the cycle forever. "
-        "Fix: use DefaultReplicationPolicy for these flows, or give them topic filters "
+        f"Fix: set '{PROVENANCE_HEADER_KEY} = true' on every flow of the cycle (records never go back to a cluster "
+        "they were on), use DefaultReplicationPolicy for these flows, or give them topic filters "
         "('<source>-><target>.topics') that never match a topic replicated along the cycle and set "
         f"'{ALLOW_IDENTITY_CYCLES_KEY} = true'"
     )

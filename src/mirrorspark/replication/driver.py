@@ -33,6 +33,7 @@ from mirrorspark.replication.connector.connector_clusters import check_connector
 from mirrorspark.replication.connector.failover_watch import FailoverWatcher
 from mirrorspark.replication.connector.flow import Flow
 from mirrorspark.replication.connector.heartbeats import HeartbeatEmitter
+from mirrorspark.replication.connector.provenance_ids import learn_cluster_ids
 from mirrorspark.replication.connector.scheduler import Scheduler
 from mirrorspark.replication.connector.schema_figures_publisher import SchemaFiguresPublisher
 from mirrorspark.replication.connector.totals_publisher import TotalsPublisher
@@ -213,6 +214,7 @@ class Replicator:
         self.state = DriverState.STARTING
         for flow in self.flows:  # a Connect deployment's connectors with clients of their own: one alias, one cluster
             check_connector_clusters(flow.context)
+        learn_cluster_ids(self.flows)  # provenance.header.enable: both clusters' ids, before any task starts
         # the heartbeats topics first: a flow's start then finds its source's (a disabled flow's heartbeats
         # create it, as MM2's do), instead of its first refresh restarting the tasks just started
         self.heartbeats.start()

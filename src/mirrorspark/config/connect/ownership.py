@@ -58,6 +58,7 @@ SOURCE_KEYS: Final = frozenset(
         "replication.factor",
         "offset-syncs.topic.replication.factor",
         "offset.lag.max",
+        "provenance.header.enable",
         "emit.offset-syncs.enabled",
         "heartbeats.replication.enabled",
         "add.source.alias.to.metrics",

@@ -159,6 +159,19 @@ MIRRORSPARK_KEYS: Final[tuple[ConfigKey, ...]] = (
         holder="data_path",
     ),
     ConfigKey(
+        "provenance.header.enable",
+        "boolean",
+        "false",
+        "Whether flow S->T stamps every record it copies with the provenance header __mirrorspark.provenance "
+        "(origin cluster id and alias, source topic, partition and offset, hop count; at most 46 bytes, after the "
+        "user's own headers, which stay byte for byte; layout in docs/flows.md) and skips a record whose header "
+        "shows it originated on, or already passed through, T. With it on every flow of a cycle, flows that keep "
+        "topic names (IdentityReplicationPolicy) may run active/active; a record travels at most 3 hops. Confluent "
+        "Replicator's key, per flow (S->T.provenance.header.enable) or at top level for every flow; false copies "
+        "records as they are, headers unread.",
+        field="provenance_header_enable",
+    ),
+    ConfigKey(
         "mirrorspark.on.gap",
         "string",
         "continue",

@@ -5,7 +5,9 @@ translates the committed offsets of the accepted source groups and writes
 :class:`~mirrorspark.mm2.records.Checkpoint` records to ``<S>.checkpoints.internal`` on T (MM2's
 layout, read by ``RemoteClusterUtils`` and :mod:`mirrorspark.migration.consumer_migration`).
 Translation (:class:`~mirrorspark.client.translator.OffsetTranslator`) prefers the data path's exact
-copied ranges and falls back to MM2's offset syncs (never a skip). Beyond MM2, a group on S
+copied ranges and falls back to MM2's offset syncs (never a skip); on a topic both flows of a pair keep
+the name of, it is clamped to what ``T->S`` copied of T's own records (:mod:`mirrorspark.core.identical_names`).
+Beyond MM2, a group on S
 consuming ``T.topic1`` is checkpointed as ``topic1``, translated in reverse through the ``T->S``
 flow (failback). Group offset sync (KIP-545) commits the latest checkpoints to groups idle on T,
 only forward.

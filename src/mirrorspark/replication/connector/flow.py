@@ -36,7 +36,7 @@ from mirrorspark.replication.connector.task_configs import TaskConfigs
 from mirrorspark.replication.connector.topic_sync import TopicSync
 
 if TYPE_CHECKING:
-    from mirrorspark.replication.task.spec import CopyTaskSpec
+    from mirrorspark.replication.task.spec import CopyTaskSpec, ProvenanceSpec
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +77,7 @@ class Flow:
         )
         self.tasks = TaskConfigs(context, isolation_level=self.isolation_level)
         self.schemas = SchemaSync.for_flow(context, lambda: self.topics.topic_filter)  # None: bytes as they are
+        self.provenance: ProvenanceSpec | None = None  # the header's cluster ids, from learn_cluster_ids at start
         self.copied = CopiedRanges()  # exact upstream->downstream knowledge, for checkpoints
         self.task_count_seen = 0  # 1 + the highest task index in the flow's progress reports (ids to fence)
         self.previous_tasks = 0  # task indexes of the replicator taken over from, to fence (exactly once)
@@ -363,6 +364,7 @@ class Flow:
             epoch=epoch,
             run=self.positions.run,
             schemas=self.schemas.task_spec() if self.schemas is not None else None,
+            provenance=self.provenance,
         )
 
     def apply_report(

@@ -8,7 +8,13 @@ from typing import Any, TypeVar
 from mirrorspark.client.connect_tasks import transactional_id
 from mirrorspark.client.context import FlowContext
 from mirrorspark.errors import ConfigError
-from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionAssignment, PartitionKey, SchemaIdsSpec
+from mirrorspark.replication.task.spec import (
+    CopyTaskSpec,
+    PartitionAssignment,
+    PartitionKey,
+    ProvenanceSpec,
+    SchemaIdsSpec,
+)
 
 T = TypeVar("T")
 
@@ -187,15 +193,16 @@ class TaskConfigs:
         epoch: int = 0,
         run: str | None = None,
         schemas: SchemaIdsSpec | None = None,
+        provenance: ProvenanceSpec | None = None,
     ) -> list[CopyTaskSpec]:
         """Cut ``order`` into ``min(tasks.max, partitions)`` copy tasks from their positions, in task-index order.
 
         ``grant_address`` is the driver's grant server ``(host, port, token)``; ``stop_at`` a bounded copy's end
         offsets; ``topic_ids`` (KIP-516) and ``restarted`` go into each
         :class:`~mirrorspark.replication.task.spec.PartitionAssignment`; ``epoch`` (0: no lease) and ``run``
-        into the :class:`~mirrorspark.replication.task.spec.CopyTaskSpec`, as does ``schemas`` (schema-id
-        translation; ``None``: bytes as they are). Raises ``ConfigError`` when a
-        client setting (e.g. ``max.block.ms``) is invalid.
+        into the :class:`~mirrorspark.replication.task.spec.CopyTaskSpec`, as do ``schemas`` (schema-id
+        translation; ``None``: bytes as they are) and ``provenance`` (the header's cluster ids; ``None``: off).
+        Raises ``ConfigError`` when a client setting (e.g. ``max.block.ms``) is invalid.
         """
         cfg, names = self.context.flow_config, self.context.internal_topics
         confs = self._client_confs()
@@ -240,6 +247,7 @@ class TaskConfigs:
                     epoch=epoch,
                     run=run,
                     schemas=schemas,
+                    provenance=provenance,
                 )
             )
         return out

@@ -7,6 +7,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError
 
+from mirrorspark.core.provenance import Hop, fresh_prefix
 from mirrorspark.kafka.protocols import DeliveredLike
 from mirrorspark.mm2.metrics import HISTOGRAM_SIZE, bucket_of
 from mirrorspark.mm2.offset_syncs import CopiedSegment, SyncState
@@ -31,7 +32,7 @@ class PartitionCopy:
     ``error`` the first failed delivery since the last commit; ``reports`` the last report's ``seq``.
     ``schema_hits``/``schema_misses``/``schema_unknown`` count the interval's records whose schema id was
     translated from the task's id cache, translated after asking the registries, or unknown to the source
-    registry and copied unchanged.
+    registry and copied unchanged. ``provenance``: see :meth:`stamp_provenance`.
     """
 
     __slots__ = (
@@ -54,6 +55,7 @@ class PartitionCopy:
         "lat_sum",
         "partition",
         "produced_n",
+        "provenance",
         "read_to",
         "reports",
         "schema_hits",
@@ -74,6 +76,8 @@ class PartitionCopy:
         self.target_topic = assignment.target_topic
         self.transforms = assignment.transforms
         self.schema_ids: SchemaIdTranslator | None = None  # the task's, unless the flow copies bytes as they are
+        # provenance.header.enable: (the first 30 bytes of a fresh header, the flow's hop); None: headers unread
+        self.provenance: tuple[bytes, Hop] | None = None
         self.committed = assignment.start
         self.read_to = -1  # next offset to read, as far as this task has read (-1: nothing yet)
         self.state = SyncState()
@@ -92,6 +96,11 @@ class PartitionCopy:
     def key(self) -> PartitionKey:
         """``(source topic, partition)``."""
         return self.assignment.key
+
+    def stamp_provenance(self, source_alias: str, hop: Hop) -> None:
+        """Stamp this partition's copies with the provenance header of flow ``hop`` (from ``source_alias``)."""
+        a = self.assignment
+        self.provenance = (fresh_prefix(hop.source, source_alias, a.source_topic, a.partition), hop)
 
     @property
     def name(self) -> str:

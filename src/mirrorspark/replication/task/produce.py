@@ -8,9 +8,10 @@ from typing import Any, cast
 
 from confluent_kafka import KafkaError, KafkaException
 
+from mirrorspark.core.provenance import HEADER_NAME, Hop, restamped
 from mirrorspark.core.schemas import HEADER_SIZE
 from mirrorspark.core.transforms import ConnectRecord, Header
-from mirrorspark.errors import DataPathError
+from mirrorspark.errors import DataPathError, ProvenanceError
 from mirrorspark.kafka.protocols import Headers, MessageLike, TransactionalProducerLike
 from mirrorspark.replication.task.failures import at, produce_error
 from mirrorspark.replication.task.partition import LATENCY_SAMPLE_MASK, PartitionCopy
@@ -21,16 +22,26 @@ def forward(
 ) -> None:
     """Produce source record ``m`` (at upstream ``offset``) to the same partition of ``pc``'s remote topic.
 
-    Unchanged unless the flow has transforms or translates schema ids; a record a transform drops is counted in
-    :attr:`PartitionCopy.dropped` and never in ``pc.upstream``, so no sync or segment claims it. A full
-    queue, a just-added remote partition or a record too large take :func:`produce_careful`. Raises as
-    it does, and DataPathError when a transform fails or changes the record's topic or partition.
+    Unchanged unless the flow has transforms, translates schema ids or stamps the provenance header; a record a
+    transform drops, or the header skips, is counted in :attr:`PartitionCopy.dropped` and never in
+    ``pc.upstream``, so no sync or segment claims it. A full queue, a just-added remote partition or a record
+    too large take :func:`produce_careful`. Raises as it does, DataPathError when a transform fails or changes
+    the record's topic or partition, and ProvenanceError for a record whose provenance header is corrupt or shows
+    too many hops.
     """
     ts_type, ts = m.timestamp()
     timestamp_ms = ts if ts_type else 0
     value = m.value()
     key = m.key()
     headers = m.headers()
+    ours: Header | None = None
+    if pc.provenance is not None:
+        stamped = cast(list[Header] | None, _stamped(pc, offset, headers))
+        if stamped is None:  # provenance: the record was on the target's cluster already
+            pc.dropped += 1
+            return
+        ours = stamped.pop()
+        headers = cast(Headers, stamped)
     if pc.transforms is not None:
         out = _transform(pc, m, offset, key, value, headers, timestamp_ms)
         if out is None:
@@ -38,6 +49,9 @@ def forward(
             return
         key, value, timestamp_ms = out.key, out.value, out.timestamp_ms
         headers = list(out.headers) or None
+    if ours is not None:  # last, after whatever headers the transforms wrote
+        kept = [h for h in cast(list[Header], headers or []) if h[0] != HEADER_NAME]
+        headers = cast(Headers, [*kept, ours])
     if pc.schema_ids is not None:  # after the transforms, where Connect's converter would run
         key, value = pc.schema_ids.translated(pc, key, value, offset)
     pc.upstream.append(offset)
@@ -74,7 +88,8 @@ def forward_run(
     The hot path: a partition's state is looked up and counted once per run, not per record. The run
     ends at the first error record or record of another partition. A value whose wire-format header is in
     the translator's cache (and a key not in wire format) gets the target's header here, counted as a hit;
-    any other record takes ``SchemaIdTranslator.translated``.
+    any other record takes ``SchemaIdTranslator.translated``. With the provenance header on, a record without
+    headers gets the partition's fresh prefix and its offset; one with headers takes :func:`_stamped`.
     """
     topic, part = msgs[start].topic(), pc.partition
     end = len(msgs)
@@ -93,8 +108,10 @@ def forward_run(
     head_of = (translator.heads if translator is not None else {}).get
     upstream = pc.upstream
     append = upstream.append
+    provenance = pc.provenance
+    prefix = provenance[0] if provenance is not None else b""
     sampled = pc.produced_n  # records produced before the run: the 1st, 17th, ... of the task are sampled
-    value_bytes = key_bytes = hits = 0
+    value_bytes = key_bytes = hits = skipped = 0
     offset = -1
     while i < end:
         m = msgs[i]
@@ -104,6 +121,15 @@ def forward_run(
         ts_type, ts = m.timestamp()
         timestamp_ms = ts if ts_type else 0
         value, key, headers = m.value(), m.key(), m.headers()
+        if provenance is not None:
+            if not headers:  # most records: the fresh header, its prefix computed once per partition
+                headers = [(HEADER_NAME, prefix + offset.to_bytes(8, "big"))]
+            else:
+                headers = _stamped(pc, offset, headers)
+                if headers is None:  # was on the target's cluster already: dropped, as a transform drops
+                    skipped += 1
+                    i += 1
+                    continue
         if translator is not None:
             head = head_of(value[:HEADER_SIZE]) if value is not None else None
             if head is not None and not (key and key[0] == 0):  # a cached id, a key not in wire format
@@ -126,15 +152,38 @@ def forward_run(
                 value_bytes += len(value)
             if key is not None:
                 key_bytes += len(key)
-        if not (sampled + i - start) & LATENCY_SAMPLE_MASK and ts_type:
+        if not (sampled + i - start - skipped) & LATENCY_SAMPLE_MASK and ts_type:
             pc.sample_age(timestamp_ms)
         i += 1
-    pc.produced_n = sampled + i - start
+    pc.produced_n = sampled + i - start - skipped
+    pc.dropped += skipped
     pc.schema_hits += hits
     pc.value_bytes += value_bytes
     pc.key_bytes += key_bytes
     pc.read_to = offset + 1
     return i
+
+
+def _stamped(pc: PartitionCopy, offset: int, headers: Headers | None) -> Headers | None:
+    """Return the copy's headers with the provenance header last (:func:`restamped`), or ``None``: skip the record.
+
+    Raises ProvenanceError naming the record, the header and the fix.
+    """
+    prefix, hop = cast(tuple[bytes, Hop], pc.provenance)
+    fresh = prefix + offset.to_bytes(8, "big")
+    if not headers:
+        return [(HEADER_NAME, fresh)]
+    try:
+        return cast(Headers | None, restamped(cast(list[Header], headers), fresh, hop))
+    except ProvenanceError as e:
+        raise at(
+            ProvenanceError(
+                f"record {pc.name}@{offset} (remote topic {pc.target_topic}): {e}; only mirrorspark writes "
+                f"{HEADER_NAME}: stop the producer that writes it, or set provenance.header.enable = false "
+                "on this flow and the flows of its cycle (nothing after this record is committed)"
+            ),
+            pc.name,
+        ) from e
 
 
 def _transform(

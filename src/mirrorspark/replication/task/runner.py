@@ -108,6 +108,10 @@ class CopyTaskRunner:
             heartbeats = spec.schemas.naming.policy.is_heartbeats_topic
             for pc in self.parts.by_key.values():
                 pc.schema_ids = None if heartbeats(pc.assignment.source_topic) else schema_ids
+        if spec.provenance is not None:
+            hop = spec.provenance.hop
+            for pc in self.parts.by_key.values():
+                pc.stamp_provenance(spec.source, hop)
         self._backlog = False  # the last poll was a full one: the next may wait to fill
         self._produced = 0  # records produced since the last commit (in flight ones included)
         self._committed_once = False  # the first commit (as soon as records are acknowledged) was made

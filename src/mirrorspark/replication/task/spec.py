@@ -9,6 +9,7 @@ from typing import Any
 
 from mirrorspark.config.keys import masked
 from mirrorspark.config.schema_registry import SchemaRegistrySettings
+from mirrorspark.core.provenance import Hop, cluster_id_bytes
 from mirrorspark.core.schemas.copier import SubjectNaming
 from mirrorspark.core.transforms import BoundChain
 from mirrorspark.errors import ErrorInfo
@@ -63,6 +64,19 @@ class SchemaIdsSpec:
         return f"SchemaIdsSpec(source={self.source!r}, target={self.target!r}, copy_unknown={self.copy_unknown})"
 
 
+@dataclass(frozen=True, slots=True)
+class ProvenanceSpec:
+    """A flow's provenance header (``provenance.header.enable``) as its tasks receive it: both Kafka cluster ids."""
+
+    source_cluster_id: str
+    target_cluster_id: str
+
+    @property
+    def hop(self) -> Hop:
+        """The flow's copy step in the header's 16-byte ids."""
+        return Hop(cluster_id_bytes(self.source_cluster_id), cluster_id_bytes(self.target_cluster_id))
+
+
 @dataclass(frozen=True, slots=True, repr=False)
 class CopyTaskSpec:
     """Everything one long-running copy task needs: its partitions, client configurations and where it commits.
@@ -74,7 +88,8 @@ class CopyTaskSpec:
     ``None`` skip reading stored offsets and checking topic ids; ``stop_at`` (end offsets) makes a
     bounded copy; ``epoch`` is the lease epoch (0 without a lease) and ``run`` the driver run, both
     written in the reports (``engine-audit.md`` F5, ``engine-audit-2.md`` N6); ``after_other_holder``:
-    produce nothing before the first grant (N5); ``schemas`` ``None`` copies keys and values byte for byte.
+    produce nothing before the first grant (N5); ``schemas`` ``None`` copies keys and values byte for byte;
+    ``provenance`` ``None`` copies headers as they are, unread (``provenance.header.enable`` off).
     """
 
     flow: str
@@ -108,6 +123,7 @@ class CopyTaskSpec:
     run: str | None = None
     after_other_holder: bool = False
     schemas: SchemaIdsSpec | None = None
+    provenance: ProvenanceSpec | None = None
 
     @property
     def exactly_once(self) -> bool:
@@ -156,6 +172,7 @@ __all__ = [
     "CopyTaskSpec",
     "PartitionAssignment",
     "PartitionKey",
+    "ProvenanceSpec",
     "SchemaIdsSpec",
     "TaskOutcome",
     "TaskResult",
