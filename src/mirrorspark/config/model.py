@@ -11,6 +11,7 @@ from mirrorspark.config.keys import MASK, show
 from mirrorspark.config.librdkafka import SPARK_REJECTED, to_librdkafka
 from mirrorspark.config.schema_registry import SchemaRegistrySettings
 from mirrorspark.core.placement_rules import PlacementRules
+from mirrorspark.core.rename_rules import NO_RENAMING, RenamingConfig
 from mirrorspark.core.transforms import NO_TRANSFORMS, TransformsConfig
 from mirrorspark.errors import ConfigError, UnknownAliasError
 from mirrorspark.mm2.policy import DEFAULT_POLICY_CLASS
@@ -140,7 +141,8 @@ class FlowConfig(_Frozen):
     ``<T>.<key>``); the key filling it is declared once in :data:`CONFIG_KEYS`. Durations in ``_s`` or ``_ms``.
     ``sync_schemas_enabled``: whether the flow replicates schemas and translates schema ids (``sync.schemas.enabled``,
     by default iff both clusters name a Schema Registry); ``sync_schemas_unknown_ids``: ``"fail"`` or ``"copy"``;
-    ``sync_schemas_interval_s``: seconds between the driver's schema syncs.
+    ``sync_schemas_interval_s``: seconds between the driver's schema syncs. ``renaming``: the ``topic.rename.*``
+    keys (falsy when none).
     """
 
     source: str
@@ -209,6 +211,7 @@ class FlowConfig(_Frozen):
     extra: Mapping[str, str]
     replica_placement: PlacementRules | None = None
     transforms: TransformsConfig = NO_TRANSFORMS
+    renaming: RenamingConfig = NO_RENAMING
     executor_source_bootstrap_servers: str = ""
     executor_target_bootstrap_servers: str = ""
     connector_clients: Mapping[str, ClientSettings] = field(default_factory=dict)
