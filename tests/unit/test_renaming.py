@@ -229,3 +229,27 @@ def test_two_source_topics_on_one_remote_topic_are_refused_naming_both(caplog: p
     sync.topic_partitions = {"a": 1}  # one the flow already copies keeps its remote topic
     assert sync._without_collisions({"a": 1, "b": 1}) == {"a": 1}
     assert sync.collisions == {"merged": ("a", "b")}
+
+
+def test_topic_acls_are_copied_to_the_renamed_topics() -> None:
+    from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, ResourcePatternType, ResourceType
+
+    from mirrorspark.replication.connector.acl_sync import target_acl_bindings
+
+    def read(name: str) -> AclBinding:
+        return AclBinding(
+            ResourceType.TOPIC,
+            name,
+            ResourcePatternType.LITERAL,
+            "User:alice",
+            "*",
+            AclOperation.READ,
+            AclPermissionType.ALLOW,
+        )
+
+    out = target_acl_bindings(
+        [read("orders.eu"), read("payments")],
+        should_replicate=lambda _t: True,
+        remote_topic=lambda t: DR.format_remote_topic("A", t),
+    )
+    assert [b.name for b in out] == ["dr-orders-eu.replica", "payments.dr"]
