@@ -3,7 +3,7 @@
 One run of ``primary->backup`` with ``topic.rename.format = ${topic}.dr`` and a regex rule for the orders
 topics, plus a ``RegexRouter`` that would put two source topics on one remote topic: the collision is refused
 naming both, before anything of them is written, and the rest of the flow runs. (ACL sync names the renamed
-topic through the same policy; the local clusters have no authorizer, so tests/unit/test_renaming.py checks it.)
+topic through the same policy; the local clusters have no authorizer, so tests/unit/test_rename_rules.py checks it.)
 """
 
 from __future__ import annotations
@@ -125,7 +125,8 @@ def test_records_and_configs_land_on_the_renamed_topics(run: Run) -> None:
         assert [r["value"] for r in consume_all(run.backup, run.orders_remote) if r["partition"] == part] == src
     assert [r["value"] for r in consume_all(run.backup, run.pay_remote)] == [f"p{i}".encode() for i in range(RECORDS)]
     resource = ConfigResource(ResourceType.TOPIC, run.pay_remote)
-    configs = admin(run.backup).describe_configs([resource])[resource].result(30)
+    a = admin(run.backup)  # kept until the future completes
+    configs = a.describe_configs([resource])[resource].result(30)
     assert configs["retention.ms"].value == "86400123"
 
 

@@ -11,6 +11,7 @@ heartbeats or internal topic's name, are refused when the policy is built (:func
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Mapping
 from typing import Final
@@ -46,7 +47,6 @@ RENAMING_POLICY_NAMES: Final = frozenset(
     {
         "RenamingReplicationPolicy",
         "mirrorspark.core.renaming:RenamingReplicationPolicy",
-        "mirrorspark:RenamingReplicationPolicy",
     }
 )
 """The ``replication.policy.class`` values naming this policy."""
@@ -89,6 +89,7 @@ def _fall_through(rules: tuple[CompiledRule, ...], before: str, after: str, rese
     return Concat(Seq(literal(before)), Concat(unmatched, Seq(literal(after))))
 
 
+@functools.lru_cache(maxsize=64)
 def check_renaming(
     config: RenamingConfig, heartbeats_prefix: str | None = None, isep: str = DEFAULT_SEPARATOR
 ) -> tuple[tuple[CompiledRule, ...], str, str]:
@@ -98,7 +99,7 @@ def check_renaming(
     :func:`~mirrorspark.core.rename_rules.compile_rule`; two rules, or a rule and the fall-through, that can produce
     one name; a name a heartbeats topic gets (``heartbeats_prefix``: ``<source alias><separator>``, ``None``
     unknown) or an internal topic's name (``isep``: the internal separator). Topics ending with ``heartbeats``,
-    internal ones and the empty name are never renamed by the rules or the format.
+    internal ones and the empty name are never renamed by the rules or the format. Cached: a file's flows share it.
     """
     rules = tuple(compile_rule(r) for r in config.rules)
     before, after = _split_format(config.format)
