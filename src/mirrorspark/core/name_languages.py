@@ -45,7 +45,18 @@ def anything() -> Linear:
 
 
 class Lang:
-    """A set of names as a deterministic automaton over subset states (subclasses give the three methods)."""
+    """A set of names as a deterministic automaton over subset states (subclasses give the four methods)."""
+
+    _memo: dict[tuple[Hashable, str], Hashable]
+
+    def next(self, state: Hashable, char: str) -> Hashable:
+        """:meth:`step`, remembered (a set's states recur across the products it is part of)."""
+        memo = self.__dict__.setdefault("_memo", {})
+        key = (state, char)
+        found = memo.get(key)
+        if found is None:
+            found = memo[key] = self.step(state, char)
+        return found
 
     def start(self) -> Hashable:
         """Return the state before any character."""
@@ -117,7 +128,7 @@ class Union(Lang):
     def step(self, state: Hashable, char: str) -> tuple[Hashable, ...]:
         """Every part steps."""
         assert isinstance(state, tuple)
-        return tuple(p.step(s, char) for p, s in zip(self.parts, state, strict=True))
+        return tuple(p.next(s, char) for p, s in zip(self.parts, state, strict=True))
 
     def accepts(self, state: Hashable) -> bool:
         """Whether any part accepts."""
@@ -150,7 +161,7 @@ class Not(Lang):
 
     def step(self, state: Hashable, char: str) -> Hashable:
         """Return the inner step."""
-        return self.inner.step(state, char)
+        return self.inner.next(state, char)
 
     def accepts(self, state: Hashable) -> bool:
         """Whether the inner set does not accept."""
@@ -182,7 +193,7 @@ class Concat(Lang):
         """Both step; the second starts again wherever the first accepts."""
         assert isinstance(state, tuple)
         first, seconds = state
-        return self._with_second(self.first.step(first, char), (self.second.step(s, char) for s in seconds))
+        return self._with_second(self.first.next(first, char), (self.second.next(s, char) for s in seconds))
 
     def accepts(self, state: Hashable) -> bool:
         """Whether a started second set accepts."""
@@ -223,7 +234,7 @@ def witness(lang: Lang) -> str | None:
                 link = back[state]
             return "".join(reversed(out))
         for char in chars:
-            nxt = lang.step(state, char)
+            nxt = lang.next(state, char)
             if nxt not in back:
                 if len(back) > _MAX_STATES:
                     raise RuntimeError("name set too large to decide")
