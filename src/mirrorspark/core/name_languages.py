@@ -47,11 +47,9 @@ def anything() -> Linear:
 class Lang:
     """A set of names as a deterministic automaton over subset states (subclasses give the four methods)."""
 
-    _memo: dict[tuple[Hashable, str], Hashable]
-
     def next(self, state: Hashable, char: str) -> Hashable:
         """:meth:`step`, remembered (a set's states recur across the products it is part of)."""
-        memo = self.__dict__.setdefault("_memo", {})
+        memo: dict[tuple[Hashable, str], Hashable] = self.__dict__.setdefault("_memo", {})
         key = (state, char)
         found = memo.get(key)
         if found is None:
