@@ -117,8 +117,10 @@ def _attribute_reads(root: Path) -> set[str]:
 # Keys without a field whose value the parser itself consumes: the cluster list, the declared config
 # providers (placeholders are resolved with them), the client keys (they go into ClientSettings), the
 # cluster keys (a cluster's Schema Registry: they go into SchemaRegistrySettings), the switch of the
-# unknown-key check and the schema replication keys (resolved with both clusters' registries).
+# unknown-key check, the schema replication keys (resolved with both clusters' registries) and the renaming
+# format (read with topic.rename.rules into FlowConfig.renaming).
 PARSER_CONSUMED = {
+    "topic.rename.format",
     "clusters",
     "config.providers",
     "predicates",

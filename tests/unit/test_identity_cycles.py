@@ -48,9 +48,16 @@ class Suffix(BaseReplicationPolicy):
         return f"{topic}_{source_alias}"
 
     def topic_source(self, topic: str) -> str | None:
-        return None
+        return topic.rpartition("_")[2] if "_" in topic else None
 
     def upstream_topic(self, topic: str) -> str | None:
+        return topic.rpartition("_")[0] if "_" in topic else None
+
+
+class BlindSuffix(Suffix):
+    """A suffixing policy that cannot read its own names back: its names carry no source for the cycle check."""
+
+    def topic_source(self, topic: str) -> str | None:
         return None
 
 
@@ -72,6 +79,7 @@ def test_identity_style_is_probed_by_name() -> None:
     assert not is_identity_style(DEFAULT, "A")
     assert not is_identity_style(DefaultReplicationPolicy(separator="__"), "A")
     assert not is_identity_style(Suffix(), "A")
+    assert is_identity_style(BlindSuffix(), "A")
 
 
 # -------------------------------------------------------------------------- identity_cycle

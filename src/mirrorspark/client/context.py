@@ -23,7 +23,7 @@ from confluent_kafka.admin import AdminClient
 
 from mirrorspark.config.internal_topics import InternalTopics
 from mirrorspark.config.model import ClientSettings, ClusterConfig, FlowConfig, MirrorConfig
-from mirrorspark.config.runnable import flow_policy
+from mirrorspark.config.runnable import base_policy, flow_policy
 from mirrorspark.config.schema_registry import SchemaRegistrySettings
 from mirrorspark.core.schemas.registry import SchemaRegistryLike
 from mirrorspark.core.transforms import BoundChain, RoutedReplicationPolicy, TransformChain, build_chain
@@ -83,11 +83,7 @@ def cluster_policy(config: MirrorConfig, cluster: str) -> ReplicationPolicy:
     chosen = next((f for f in into if f.enabled), into[0] if into else None)
     if chosen is None:
         return load_policy("DefaultReplicationPolicy")
-    return load_policy(
-        chosen.policy.class_name,
-        separator=chosen.policy.separator,
-        internal_topic_separator_enabled=chosen.policy.internal_topic_separator_enabled,
-    )
+    return base_policy(chosen, None)
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)

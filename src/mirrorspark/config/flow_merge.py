@@ -31,6 +31,8 @@ from mirrorspark.config.schema_sync import FLOW_KEYS as SCHEMA_SYNC_KEYS
 from mirrorspark.config.schema_sync import flow_schema_sync
 from mirrorspark.config.values import to_value
 from mirrorspark.core.placement_rules import PlacementRules, parse_placement_rules
+from mirrorspark.core.rename_rules import FORMAT_KEY, RULES_KEY, RenamingConfig, parse_renaming
+from mirrorspark.core.renaming import RENAMING_POLICY_NAMES, check_renaming
 from mirrorspark.core.transforms import INSERT_HEADER, TransformsConfig, parse_transforms
 from mirrorspark.errors import ConfigError, PlacementError, TransformConfigError
 
@@ -65,6 +67,7 @@ def flow_config(raw: RawConfig, s: str, t: str) -> FlowConfig:
     values = _typed_values(raw, merged, written)
     flow_values = values["flow"]
     flow_values["transforms"] = _transforms(raw, merged, written, s, t)
+    flow_values["renaming"] = _renaming(raw, merged, written, values["policy"], s)
     flow_values["replica_placement"] = _placement(
         raw, flow_values["replica_placement"], written.get(PLACEMENT_KEY, PLACEMENT_KEY)
     )
@@ -112,7 +115,7 @@ def flow_config(raw: RawConfig, s: str, t: str) -> FlowConfig:
         if k not in _TYPED_FLOW_KEYS
         and k not in SCHEMA_SYNC_KEYS
         and not consumed_by_clients(k)
-        and not k.startswith(("config.providers", "transforms", "predicates"))  # transforms: typed
+        and not k.startswith(("config.providers", "transforms", "predicates", "topic.rename"))  # typed
     }
     _check_exactly_once(raw, clients["source_consumer"], clients["target_producer"], flow_values, s, t, written)
     return FlowConfig(source=s, target=t, enabled=enabled, policy=policy, extra=extra, **flow_values)
@@ -192,6 +195,33 @@ def _transforms(
             "topic (docs/transforms.md)"
         )
     return config
+
+
+def _renaming(
+    raw: RawConfig, merged: Mapping[str, str], written: Mapping[str, str], policy: Mapping[str, Any], s: str
+) -> RenamingConfig:
+    """Read and check the flow's ``topic.rename.*`` keys (the rules proven reversible, here, at load).
+
+    Raises ConfigError naming the file: a rule or format refused by :func:`~mirrorspark.core.renaming.check_renaming`,
+    or renaming beside an explicit ``replication.policy.class`` of another policy.
+    """
+    keys = {k: v for k, v in merged.items() if k == FORMAT_KEY or k.startswith(RULES_KEY)}
+    try:
+        renaming = parse_renaming(keys, lambda k: written.get(k, k))
+        class_key = "replication.policy.class"
+        if renaming and class_key in merged and merged[class_key].strip() not in RENAMING_POLICY_NAMES:
+            shown = written.get(FORMAT_KEY) or written.get(RULES_KEY) or "topic.rename.*"
+            raise ConfigError(
+                f"'{shown}' renames topics with RenamingReplicationPolicy, but '{written[class_key]}' = "
+                f"{merged[class_key].strip()!r} names another policy: remove one of the two (or set "
+                f"'{class_key} = RenamingReplicationPolicy')"
+            )
+        if renaming or str(policy["class_name"]).strip() in RENAMING_POLICY_NAMES:
+            isep = policy["separator"] if policy["internal_topic_separator_enabled"] else "."
+            check_renaming(renaming, f"{s}{policy['separator']}", isep)
+    except ConfigError as e:
+        raise ConfigError(f"{raw.src}: {e.message}") from e
+    return renaming
 
 
 def _placement(raw: RawConfig, value: str, written: str) -> PlacementRules | None:

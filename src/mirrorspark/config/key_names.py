@@ -54,6 +54,7 @@ OPEN_NAMESPACES: Final = (
     "listeners.",
     "admin.listeners.",
     "plugin.",
+    "topic.rename.rules.",  # checked by name when the flow's renaming is read (core.rename_rules)
 )
 _OVERRIDE_PREFIXES: Final = tuple(f"{role}.override." for role in ROLES)
 # S->T.mirrorspark.<checkpoint|heartbeat>.<flow client key>: a connector's own clients (client_chain.flow_clients)

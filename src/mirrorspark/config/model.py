@@ -11,6 +11,7 @@ from mirrorspark.config.keys import MASK, show
 from mirrorspark.config.librdkafka import SPARK_REJECTED, to_librdkafka
 from mirrorspark.config.schema_registry import SchemaRegistrySettings
 from mirrorspark.core.placement_rules import PlacementRules
+from mirrorspark.core.rename_rules import NO_RENAMING, RenamingConfig
 from mirrorspark.core.transforms import NO_TRANSFORMS, TransformsConfig
 from mirrorspark.errors import ConfigError, UnknownAliasError
 from mirrorspark.mm2.policy import DEFAULT_POLICY_CLASS
@@ -141,7 +142,8 @@ class FlowConfig(_Frozen):
     ``sync_schemas_enabled``: whether the flow replicates schemas and translates schema ids (``sync.schemas.enabled``,
     by default iff both clusters name a Schema Registry); ``sync_schemas_unknown_ids``: ``"fail"`` or ``"copy"``;
     ``sync_schemas_interval_s``: seconds between the driver's schema syncs; ``provenance_header_enable``: whether the
-    flow stamps and checks the provenance header (``provenance.header.enable``, :mod:`mirrorspark.core.provenance`).
+    flow stamps and checks the provenance header (``provenance.header.enable``, :mod:`mirrorspark.core.provenance`);
+    ``renaming``: the ``topic.rename.*`` keys (falsy when none).
     """
 
     source: str
@@ -211,6 +213,7 @@ class FlowConfig(_Frozen):
     extra: Mapping[str, str]
     replica_placement: PlacementRules | None = None
     transforms: TransformsConfig = NO_TRANSFORMS
+    renaming: RenamingConfig = NO_RENAMING
     executor_source_bootstrap_servers: str = ""
     executor_target_bootstrap_servers: str = ""
     connector_clients: Mapping[str, ClientSettings] = field(default_factory=dict)

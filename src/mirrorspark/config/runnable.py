@@ -11,23 +11,40 @@ from collections.abc import Sequence
 
 from mirrorspark.config.model import FlowConfig, MirrorConfig
 from mirrorspark.core.provenance import check_hop_bound
+from mirrorspark.core.renaming import RENAMING_POLICY_NAMES, RenamingReplicationPolicy
 from mirrorspark.core.transforms import RoutedReplicationPolicy, build_chain, routers
 from mirrorspark.errors import ConfigError
 from mirrorspark.mm2.policy import ReplicationPolicy, load_policy
 from mirrorspark.mm2.topology import check_identity_cycles
 
 
-def flow_policy(flow: FlowConfig) -> ReplicationPolicy:
-    """Load the replication policy of ``flow`` (``replication.policy.*``, ``source.cluster.alias`` = its source).
+def base_policy(flow: FlowConfig, source_cluster_alias: str | None) -> ReplicationPolicy:
+    """Load the policy ``flow``'s ``replication.policy.*`` and ``topic.rename.*`` keys name, without its routers.
 
-    Raises ConfigError if the policy class cannot be loaded or configured.
+    ``RenamingReplicationPolicy`` when the flow renames topics or names it; raises ConfigError if the policy class
+    cannot be loaded or configured.
     """
-    policy = load_policy(
+    if flow.renaming or flow.policy.class_name.strip() in RENAMING_POLICY_NAMES:
+        return RenamingReplicationPolicy(
+            renaming=flow.renaming,
+            source_cluster_alias=source_cluster_alias,
+            separator=flow.policy.separator,
+            internal_topic_separator_enabled=flow.policy.internal_topic_separator_enabled,
+        )
+    return load_policy(
         flow.policy.class_name,
         separator=flow.policy.separator,
         internal_topic_separator_enabled=flow.policy.internal_topic_separator_enabled,
-        source_cluster_alias=flow.source,
+        source_cluster_alias=source_cluster_alias,
     )
+
+
+def flow_policy(flow: FlowConfig) -> ReplicationPolicy:
+    """Load the replication policy of ``flow`` (:func:`base_policy`, ``source.cluster.alias`` = its source).
+
+    Raises ConfigError if the policy class cannot be loaded or configured.
+    """
+    policy = base_policy(flow, flow.source)
     if flow.transforms.routes:  # RegexRouter renames the flow's remote topics (docs/transforms.md)
         return RoutedReplicationPolicy(policy, build_chain(routers(flow.transforms)))
     return policy
@@ -88,4 +105,4 @@ def runnable_flows(config: MirrorConfig, targets: Sequence[str] | None = None) -
     return flows
 
 
-__all__ = ["check_cycles", "flow_policy", "runnable_flows"]
+__all__ = ["base_policy", "check_cycles", "flow_policy", "runnable_flows"]

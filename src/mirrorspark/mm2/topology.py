@@ -11,6 +11,9 @@ from mirrorspark.mm2.policy import ALLOW_IDENTITY_CYCLES_KEY, IDENTITY_PROBE_TOP
 PROVENANCE_HEADER_KEY = "provenance.header.enable"
 """The key that allows an identity cycle whose every flow sets it (declared in ``config.CONFIG_KEYS``)."""
 
+IDENTITY_PROBE_ALIAS = "mirrorspark-probe-alias"
+"""A source alias no flow has, to probe whether a policy's names carry the source alias."""
+
 
 def is_cycle(policy: ReplicationPolicy, topic: str, target_alias: str) -> bool:
     """Whether replicating ``topic`` to ``target_alias`` would bring it back where it came from (MM2 ``isCycle``).
@@ -39,12 +42,16 @@ Edge = tuple[str, str]
 
 
 def is_identity_style(policy: ReplicationPolicy, source_alias: str) -> bool:
-    """Whether ``policy`` keeps topic names on the target, probed with :data:`IDENTITY_PROBE_TOPIC`.
+    """Whether ``policy``'s remote names do not carry the source alias: kept names, or renamed without the alias.
 
-    Such a policy leaves no trace of the source in names, so :func:`is_cycle` cannot see a topic came from the
-    target.
+    Probed with :data:`IDENTITY_PROBE_TOPIC`: the name is kept, or the source of the name it gets from another alias
+    is not that alias (``IdentityReplicationPolicy``, ``RenamingReplicationPolicy``, a ``RegexRouter`` dropping
+    the prefix). Such a policy leaves no trace of the source in names, so :func:`is_cycle` cannot see a topic came
+    from the target.
     """
-    return policy.format_remote_topic(source_alias, IDENTITY_PROBE_TOPIC) == IDENTITY_PROBE_TOPIC
+    remote = policy.format_remote_topic(source_alias, IDENTITY_PROBE_TOPIC)
+    probe = policy.format_remote_topic(IDENTITY_PROBE_ALIAS, IDENTITY_PROBE_TOPIC)
+    return remote == IDENTITY_PROBE_TOPIC or policy.topic_source(probe) != IDENTITY_PROBE_ALIAS
 
 
 def _shortest_path(

@@ -340,6 +340,24 @@ MIRRORSPARK_KEYS: Final[tuple[ConfigKey, ...]] = (
         "Whether a failover only reports what it would commit (log, failover record, status) and commits nothing.",
         field="failover_dry_run",
     ),
+    ConfigKey(
+        "topic.rename.format",
+        "string",
+        None,
+        "Name of a remote topic that no topic.rename.rules rule matches, '${topic}' standing for the source topic "
+        "(Confluent Replicator's key, e.g. '${topic}.dr' or 'dr-${topic}'); unset with rules set = '${topic}', the "
+        "name is kept. Setting it or topic.rename.rules makes the flow's policy RenamingReplicationPolicy (a "
+        "different explicit replication.policy.class is refused); per flow or at top level. See docs/flows.md.",
+    ),
+    ConfigKey(
+        "topic.rename.rules",
+        "list",
+        "",
+        "Names of the renaming rules, tried in order, the first whose topic.rename.rules.<name>.regex matches the "
+        "whole topic name renaming it to topic.rename.rules.<name>.replacement ($1, $2... = the regex's groups); "
+        "rules that could give two topics one name are refused at load. Per flow or at top level; see docs/flows.md.",
+        field="renaming",
+    ),
 )
 """mirrorspark's keys: the per-flow replica placement, the top-level data-path and service keys, the failover policy."""
 

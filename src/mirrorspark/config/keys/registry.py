@@ -48,6 +48,7 @@ CONNECTOR_PREFIXES: Final = (
     "header.converter",
     "metrics.",
     "config.action.reload",
+    "topic.rename.rules.",
 )
 # Connect worker keys MM2's driver reads at top level that mean nothing to mirrorspark (no plugins).
 CONNECT_PREFIXES: Final = ("plugin.",)

@@ -57,6 +57,7 @@ class TopicSync:
         self.topic_partitions: dict[str, int] = {}
         self.remote_topics: dict[str, str] = {}
         self.offsets_partitions = cfg.offset_storage_partitions
+        self.collisions: dict[str, tuple[str, ...]] = {}
 
     def create_internal_topics(self) -> None:
         """Create the offsets, offset-syncs (when emitted) and progress topics if missing; raises ``ClusterError``."""
@@ -106,7 +107,35 @@ class TopicSync:
         if missing:  # listed with an error, or deleted: only a topic that cannot be described is gone
             source_topics.update({t: len(d.replicas) for t, d in self._src_admin.describe_topics(missing).items()})
         wanted = {t: n for t, n in sorted(source_topics.items()) if n > 0 and self.should_replicate(t)}
-        return wanted, source_topics
+        return self._without_collisions(wanted), source_topics
+
+    def _without_collisions(self, wanted: dict[str, int]) -> dict[str, int]:
+        """Refuse source topics that would land on one remote topic, naming them; one the flow already copies stays.
+
+        Checked on every refresh, before anything is created or copied: only the colliding topics are refused, the
+        rest of the flow runs (:attr:`collisions`: remote topic -> its source topics; logged once per collision).
+        """
+        by_remote: dict[str, list[str]] = {}
+        for topic in wanted:
+            by_remote.setdefault(self.context.policy.format_remote_topic(self.config.source, topic), []).append(topic)
+        refused: set[str] = set()
+        for remote, topics in by_remote.items():
+            if len(topics) < 2:
+                self.collisions.pop(remote, None)
+                continue
+            kept = [t for t in topics if t in self.topic_partitions][:1]
+            refused.update(t for t in topics if t not in kept)
+            if self.collisions.get(remote) != tuple(topics):
+                self.collisions[remote] = tuple(topics)
+                log.error(
+                    "%s: source topics %s would all be replicated to remote topic %r: refused %s (nothing of them "
+                    "is written); rename one of them, exclude it from the flow or change the flow's renaming",
+                    self.config.name,
+                    " and ".join(repr(t) for t in topics),
+                    remote,
+                    ", ".join(repr(t) for t in topics if t not in kept),
+                )
+        return {t: n for t, n in wanted.items() if t not in refused}
 
     def plan_remote_topics(
         self, wanted: Mapping[str, int], pending: Mapping[str, TopicSpec] | None = None
