@@ -296,3 +296,15 @@ def _subclasses(cls: type) -> set[type]:
     for sub in list(out):
         out |= _subclasses(sub)
     return out | {cls}
+
+
+def test_two_source_topics_on_one_remote_topic_are_a_problem_of_the_plan_and_neither_is_created() -> None:
+    cfg, a, b, clients = two_clusters(
+        "A->B.transforms = r\nA->B.transforms.r.type = RegexRouter\n"
+        "A->B.transforms.r.regex = A\\\\.(orders|payments)\nA->B.transforms.r.replacement = merged\n"
+    )
+    a.create_topic("orders", 1)
+    a.create_topic("payments", 1)
+    (flow,) = plan_run(ReplicationContext(cfg, clients)).flows
+    assert [p for p in flow.problems if "'orders' and 'payments'" in p and "'merged'" in p]
+    assert "merged" not in {t.topic for t in flow.topics_to_create}

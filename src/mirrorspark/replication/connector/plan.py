@@ -190,7 +190,11 @@ class _Planner:
             existing = {t: ctx.policy.format_remote_topic(cfg.source, t) for t in wanted}
             existing = {t: r for t, r in existing.items() if r not in created and t not in pending}
             configs = topics.config_changes(existing) if cfg.sync_topic_configs_enabled else {}
-            problems: list[str] = []
+            problems = [
+                f"source topics {' and '.join(repr(t) for t in both)} would land on one remote topic {remote!r}: "
+                "the run refuses them (rename one, exclude it, or change the flow's renaming)"
+                for remote, both in topics.collisions.items()
+            ]
             acls = self._acls(ctx, topics, src, tgt, problems) if cfg.sync_topic_acls_enabled else []
         self.creations.setdefault(cfg.target, []).extend(remote.create)
         writes, skipped = self._groups(ctx, problems)
