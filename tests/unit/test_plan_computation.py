@@ -299,7 +299,7 @@ def _subclasses(cls: type) -> set[type]:
 
 
 def test_two_source_topics_on_one_remote_topic_are_a_problem_of_the_plan_and_neither_is_created() -> None:
-    cfg, a, b, clients = two_clusters(
+    cfg, a, _b, clients = two_clusters(
         "A->B.transforms = r\nA->B.transforms.r.type = RegexRouter\n"
         "A->B.transforms.r.regex = A\\\\.(orders|payments)\nA->B.transforms.r.replacement = merged\n"
     )
