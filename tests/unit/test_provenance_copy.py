@@ -33,7 +33,8 @@ class Recorder:
         self.records: list[tuple[bytes | None, bytes | None, Any]] = []
 
     def produce(self, topic: str, value: bytes | None, key: bytes | None, *args: Any, **kwargs: Any) -> None:
-        self.records.append((key, value, kwargs.get("headers")))
+        headers = args[4] if len(args) > 4 else kwargs.get("headers")  # forward_run: positional; forward: keyword
+        self.records.append((key, value, headers))
 
 
 def partition(header_on: bool = True, transforms: dict[str, str] | None = None) -> PartitionCopy:
