@@ -8,7 +8,7 @@ Layout of the header ``__mirrorspark.provenance`` (version 1, big-endian, 38 to 
     30-37  origin offset (int64)       38-    0 to 2 path entries: fingerprints of the clusters passed through
 
 A fingerprint of a name is the first 4 bytes of its UTF-8's SHA-256; a cluster's fingerprint is the first 4 bytes
-of its 16-byte id (:func:`cluster_id_bytes`). Invariants (named by ``tests/unit/test_provenance.py``):
+of its 16-byte id (:func:`cluster_id_bytes`). Invariants (named by ``tests/unit/test_provenance_codec.py``):
 
 - P1 an encoded value is version 1 and ``38 + 4 * len(path)`` bytes, at most :data:`MAX_SIZE` (46 <= 48).
 - P2 :func:`decode` inverts :func:`encode`; any other length or version raises :class:`ProvenanceError`.
