@@ -36,6 +36,9 @@ Cases (``--cases``, default all):
     ``mirrorspark service`` beside a ``mirrorspark run`` flow: the service's CPU and memory at idle
     (60 s; quick 20 s), under 5 000 records/s (60 s; quick 15 s) and under an API load test of 20
     concurrent clients (30 s; quick 15 s), next to the replicator's; the API's p50/p99/max.
+``provenance``
+    1 KiB x 12 partitions (records as ``compare``'s): mirrorspark with ``provenance.header.enable`` off and on,
+    alternately, ``--runs`` rounds, medians; the throughput ratio on/off (the issue's bound: at least 0.97).
 ``commits``
     1 000 groups (quick 100) x 12 partitions committing every second on the source while a ``mirrorspark run`` flow
     follows them (``emit.checkpoints.on.commit``, ``sync.group.offsets.enabled``) for 60 s (quick 20 s):
@@ -45,8 +48,9 @@ Before them, one line per compare workload (``workload 100 B x 1: throughput rat
 mirrorspark/mm2 <d>; CPU s/GB ratio mirrorspark/mm2-tuned <c>``) and, with the scale case, one per contender
 (``scale marginal idle cost per added topic <contender>: <m> millicores (100 -> 1,000 topics)``) and, with the
 schemas case, one per workload (``schemas workload 1024 B x 12: throughput ratio mirrorspark-schemas/mirrorspark
-<r>; id cache hit ratio <h>``) and, with the commits case, ``commits <G> groups x 12: source->target commit p50 <a>
-ms, p99 <b> ms ...``.
+<r>; id cache hit ratio <h>``), with the provenance case ``provenance 1024 B x 12: throughput ratio
+mirrorspark-provenance/mirrorspark <r> (bound 0.97)`` and, with the commits case, ``commits <G> groups x 12:
+source->target commit p50 <a> ms, p99 <b> ms ...``.
 The last lines printed are the headline ratios of the 1 KiB / 12-partition workload:
 ``throughput ratio mirrorspark/mm2: <x>``, ``throughput ratio mirrorspark/ceiling: <y>``,
 ``throughput ratio mirrorspark/mm2-tuned: <z>``, then those of exactly-once:
@@ -99,14 +103,16 @@ _DEPRECATED_NOTE = "".join(
     f"; {old} is a deprecated name of {new} (one engine since issue #22)" for old, new in DEPRECATED_CONTENDERS.items()
 )
 """What ``--help`` says of the old contender names still accepted."""
-CASES = ("compare", "transforms", "schemas", "latency", "scale", "recovery", "service", "commits")
+CASES = ("compare", "transforms", "schemas", "provenance", "latency", "scale", "recovery", "service", "commits")
 SERVICE_HEADING = "Metrics service cost"
 """Heading of the service case in the results file (it has a section of its own in bench/README.md)."""
 SCHEMAS_HEADING = "Schema replication"
 """Heading of the schemas case in the results file (it has a section of its own in bench/README.md)."""
 COMMITS_HEADING = "Following commits"
 """Heading of the commits case in the results file (it has a section of its own in bench/README.md)."""
-OWN_SECTIONS = {"service", "schemas", "commits"}
+PROVENANCE_HEADING = "Provenance header cost"
+"""Heading of the provenance case in the results file (it has a section of its own in bench/README.md)."""
+OWN_SECTIONS = {"service", "schemas", "commits", "provenance"}
 """Cases whose README figures have a section of their own: a run of only these leaves the quick/full section."""
 
 
@@ -300,7 +306,7 @@ def _run_all(args: argparse.Namespace, command: str, label: str) -> int:
     """The comparison, latency and scale cases in one environment; one results file."""
     from datetime import UTC, datetime
 
-    from bench import commits, latency, recovery, scale, schemas, service
+    from bench import commits, latency, provenance, recovery, scale, schemas, service
     from bench.suite import comparison_case, environment, transforms_case
 
     cases = {c.strip() for c in args.cases.split(",") if c.strip()}
@@ -324,6 +330,8 @@ def _run_all(args: argparse.Namespace, command: str, label: str) -> int:
     scale_lines: list[str] = []
     schema_results: list[CaseResult] = []
     schemas_body = ""
+    provenance_results: list[CaseResult] = []
+    provenance_body = ""
     commits_body = ""
     commits_lines: list[str] = []
     with BenchEnv(args.work_dir / ("quick" if args.quick else "full"), master=master) as env:
@@ -378,6 +386,26 @@ def _run_all(args: argparse.Namespace, command: str, label: str) -> int:
             extra_json["schemas"] = schemas.schemas_json(schema_results)
             if any(s.error for r in schema_results for s in r.summaries):
                 status = 1
+        if "provenance" in cases:
+            records = (
+                args.records if args.records is not None else (QUICK_RECORDS if args.quick else FULL_RECORDS)[1024]
+            )
+            print(f"== provenance: {records:,} records of 1 KiB x 12, header off and on, {runs} run(s)", flush=True)
+            case = provenance.provenance_case(
+                records=records,
+                runs=runs,
+                tasks_max=args.tasks,
+                warmup_records=args.warmup_records,
+                pause_s=args.pause,
+                wait_idle_s=args.wait_idle,
+                size="quick" if args.quick else "full",
+            )
+            if not _run_case(env, case, provenance_results):
+                status = 1
+            provenance_body = provenance.provenance_markdown(provenance_results)
+            print(provenance_body, flush=True)
+            sections.append((PROVENANCE_HEADING, provenance_body))
+            extra_json["provenance"] = provenance.provenance_json(provenance_results)
         if "latency" in cases:
             seconds = args.latency_seconds or (15.0 if args.quick else 60.0)
             lat_runs = args.latency_runs or (1 if args.quick else 3)
@@ -491,7 +519,7 @@ def _run_all(args: argparse.Namespace, command: str, label: str) -> int:
     safe = "".join(ch if ch.isalnum() or ch in "._-" else "-" for ch in label).strip("-") or "polyglot"
     out = args.out or BENCH_DIR / "results" / f"{started[:10]}-{safe}{suffix}.md"
     out.parent.mkdir(parents=True, exist_ok=True)
-    text = report.bench_markdown([*results, *schema_results], sections, command, env_info, started)
+    text = report.bench_markdown([*results, *schema_results, *provenance_results], sections, command, env_info, started)
     out.write_text(text)
     data = {
         "command": command,
@@ -532,7 +560,7 @@ def _run_all(args: argparse.Namespace, command: str, label: str) -> int:
                     *(
                         f"**{h}**\n\n{b}"
                         for h, b in sections
-                        if h not in (SERVICE_HEADING, SCHEMAS_HEADING, COMMITS_HEADING)
+                        if h not in (SERVICE_HEADING, SCHEMAS_HEADING, COMMITS_HEADING, PROVENANCE_HEADING)
                     ),
                 ]
             )
@@ -541,6 +569,8 @@ def _run_all(args: argparse.Namespace, command: str, label: str) -> int:
             report.update_readme_section(BENCH_DIR / "README.md", "service", f"{latest}\n\n{service_body}")
         if schemas_body:
             report.update_readme_section(BENCH_DIR / "README.md", "schemas", f"{latest}\n\n{schemas_body}")
+        if provenance_body:
+            report.update_readme_section(BENCH_DIR / "README.md", "provenance", f"{latest}\n\n{provenance_body}")
         if commits_body:
             report.update_readme_section(BENCH_DIR / "README.md", "commits", f"{latest}\n\n{commits_body}")
     print()
@@ -551,6 +581,7 @@ def _run_all(args: argparse.Namespace, command: str, label: str) -> int:
         *scale_lines,
         *(r.workload_line() for r in results),
         *(schemas.result_line(r) for r in schema_results),
+        *(provenance.result_line(r) for r in provenance_results),
         *commits_lines,
     ]:
         print(line)

@@ -29,6 +29,7 @@ from pyspark.sql import SparkSession
 from copy_check import assert_copy
 from mirrorspark.config.parse import parse_config
 from mirrorspark.config.properties import parse_properties
+from mirrorspark.core import provenance as P
 from mirrorspark.errors import LocalClusterError
 from mirrorspark.kafka.local.mirror_maker import MirrorMakerProcess, start_mirror_maker
 from mirrorspark.kafka.local.model import LocalClusters
@@ -65,14 +66,14 @@ def write_properties(clusters: LocalClusters, prefix: str, directory: Path) -> P
     return path
 
 
-def run_mirrorspark(properties: Path, spark: SparkSession) -> None:
+def run_mirrorspark(properties: Path, spark: SparkSession, **extra: str) -> None:
     """mirrorspark on the same file, until caught up with the end offsets seen at start.
 
     On the continuous engine (``mirrorspark run``'s): its copy tasks commit the source
-    offsets and offset syncs MM2 then resumes from. The key is added here, not to the
+    offsets and offset syncs MM2 then resumes from. The keys ``extra`` are added here, not to the
     file, so that MM2 reads exactly what an MM2 user has.
     """
-    props = parse_properties(properties.read_text())
+    props = {**parse_properties(properties.read_text()), **extra}
     cfg = parse_config(props)
     r = Replicator(cfg, spark)
     r.run(until_caught_up=True)
@@ -251,6 +252,50 @@ def test_mm2_takes_over_from_mirrorspark(
             f" launch, {N + M} records present {copied_s:.1f} s and committed {committed_s:.1f} s after launch,"
             f" graceful stop {stop_s:.1f} s"
         )
+
+
+def test_mm2_takes_over_a_flow_that_carries_the_provenance_header(
+    local_clusters: LocalClusters, spark: SparkSession, tmp_path: Path
+) -> None:
+    """mirrorspark with provenance.header.enable copies N records (stamped); MM2 takes over at the committed offsets
+    and copies the M since, every header byte for byte, ours included (MM2 never reads record headers)."""
+    p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
+    prefix = unique_name("prov-to-mm2")
+    topic, remote = f"{prefix}.events", f"primary.{prefix}.events"
+    create_topic(p, topic, partitions=2)
+    elsewhere = P.encode(P.Provenance(1, P.cluster_id_bytes("elsewhere"), bytes(4), bytes(4), 0, 7))
+
+    def batch(tag: str, count: int) -> list[dict[str, Any]]:
+        """Records with a user header; every third also carries a header of ours (from a cluster "elsewhere")."""
+        return [
+            {
+                "value": f"{topic}/{tag}{i}".encode(),
+                "partition": i % 2,
+                "headers": [("u", bytes([i % 256, 0]))] + ([(P.HEADER_NAME, elsewhere)] if i % 3 == 0 else []),
+            }
+            for i in range(count)
+        ]
+
+    produce(p, topic, batch("a", N))
+    properties = write_properties(local_clusters, prefix, tmp_path)
+    run_mirrorspark(properties, spark, **{"primary->backup.provenance.header.enable": "true"})
+    assert stored_offsets(b, topic) == {0: N // 2 - 1, 1: N // 2 - 1}
+    copies = consume_all(b, remote)
+    assert len(copies) == N
+    for r in copies:  # the user's header first, then ours: fresh (hop 1) or the one from elsewhere (hop 2)
+        assert r["headers"][0][0] == "u" and [h[0] for h in r["headers"][1:]] == [P.HEADER_NAME]
+        assert P.decode(r["headers"][1][1]).hops in (1, 2)
+    produce(p, topic, batch("b", M))
+    final = {0: (N + M) // 2 - 1, 1: (N + M) // 2 - 1}
+    with mirror_maker(properties, tmp_path) as mm2:
+        mm2.wait_started(timeout_s=MM2_DEADLINE_S)
+        wait_for(mm2, f"{N + M} records in {remote}", lambda: record_count(b, remote) >= N + M)
+        wait_for(mm2, "committing the end offsets", lambda: stored_offsets(b, topic) == final)
+        assert mm2.stop() == 143, f"MM2 did not exit on SIGTERM; log tail:\n{mm2.log_tail(40)}"
+    source = consume_all(p, topic)
+    # MM2 resumed exactly where mirrorspark committed, and copied the rest as it is, headers included
+    assert_copy([r for r in source if b"/b" in r["value"]], [r for r in consume_all(b, remote) if b"/b" in r["value"]])
+    assert record_count(b, remote) == N + M
 
 
 def test_launcher_reports_a_failed_start(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@ nothing at all with the header off."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -12,7 +13,8 @@ from hypothesis import strategies as st
 from fakes import FakeMessage, FakeRecord
 from mirrorspark.core import provenance as P
 from mirrorspark.core.transforms import build_chain, parse_transforms
-from mirrorspark.errors import ProvenanceError
+from mirrorspark.errors import ConfigError, ProvenanceError
+from mirrorspark.replication.connector.provenance_ids import learn_cluster_ids
 from mirrorspark.replication.task.partition import PartitionCopy
 from mirrorspark.replication.task.produce import forward, forward_run
 from mirrorspark.replication.task.spec import PartitionAssignment, ProvenanceSpec
@@ -31,7 +33,8 @@ class Recorder:
         self.records: list[tuple[bytes | None, bytes | None, Any]] = []
 
     def produce(self, topic: str, value: bytes | None, key: bytes | None, *args: Any, **kwargs: Any) -> None:
-        self.records.append((key, value, kwargs.get("headers")))
+        headers = args[4] if len(args) > 4 else kwargs.get("headers")  # forward_run: positional; forward: keyword
+        self.records.append((key, value, headers))
 
 
 def partition(header_on: bool = True, transforms: dict[str, str] | None = None) -> PartitionCopy:
@@ -122,3 +125,45 @@ def test_with_transforms_the_header_is_last_and_a_skip_never_reaches_them() -> N
     producer = Recorder()
     forward(producer, pc, m, 20, 1.0)  # type: ignore[arg-type]
     assert [n for n, _ in producer.records[0][2]] == ["added", P.HEADER_NAME]
+
+
+# -------------------------------------------------------------------------- the driver learns the clusters' ids
+
+
+class Admin:
+    """A cluster admin answering DescribeCluster with ``cluster_id`` (counting the calls)."""
+
+    def __init__(self, cluster_id: str | None) -> None:
+        self.cluster_id, self.calls, self.timeout_s = cluster_id, 0, 30.0
+
+    def with_timeout(self, timeout_s: float) -> Admin:
+        return self
+
+    def describe_cluster(self) -> Any:
+        self.calls += 1
+        return SimpleNamespace(cluster_id=self.cluster_id, nodes=[])
+
+
+def flow(source: str, target: str, admins: dict[str, Admin], on: bool = True) -> Any:
+    cfg = SimpleNamespace(source=source, target=target, provenance_header_enable=on)
+    sides = {"source_admin": admins[source], "target_admin": admins[target]}
+    return SimpleNamespace(config=cfg, name=f"{source}->{target}", provenance=None, **sides)
+
+
+def test_the_driver_learns_each_cluster_id_once() -> None:
+    admins = {"A": Admin("MkU3OEVBNTcwNTJENDM2Qg"), "B": Admin("cluster-b"), "C": Admin("cluster-c")}
+    flows = [flow("A", "B", admins), flow("B", "A", admins), flow("B", "C", admins, on=False)]
+    learn_cluster_ids(flows)
+    assert flows[0].provenance == SPEC and flows[1].provenance == ProvenanceSpec("cluster-b", SPEC.source_cluster_id)
+    assert flows[2].provenance is None and admins["C"].calls == 0
+    assert admins["A"].calls == admins["B"].calls == 1
+
+
+def test_no_cluster_id_or_equal_fingerprints_refused() -> None:
+    admins = {"A": Admin(None), "B": Admin("cluster-b")}
+    with pytest.raises(ConfigError, match=r"flow A->B has provenance.header.enable.*cluster 'A'.*tells no id"):
+        learn_cluster_ids([flow("A", "B", admins)])
+    twin = "cluster-b"
+    admins = {"A": Admin(twin), "B": Admin(twin)}
+    with pytest.raises(ConfigError, match="same provenance fingerprint"):
+        learn_cluster_ids([flow("A", "B", admins)])

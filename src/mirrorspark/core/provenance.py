@@ -8,7 +8,7 @@ Layout of the header ``__mirrorspark.provenance`` (version 1, big-endian, 38 to 
     30-37  origin offset (int64)       38-    0 to 2 path entries: fingerprints of the clusters passed through
 
 A fingerprint of a name is the first 4 bytes of its UTF-8's SHA-256; a cluster's fingerprint is the first 4 bytes
-of its 16-byte id (:func:`cluster_id_bytes`). Invariants (named by ``tests/unit/test_provenance.py``):
+of its 16-byte id (:func:`cluster_id_bytes`). Invariants (named by ``tests/unit/test_provenance_codec.py``):
 
 - P1 an encoded value is version 1 and ``38 + 4 * len(path)`` bytes, at most :data:`MAX_SIZE` (46 <= 48).
 - P2 :func:`decode` inverts :func:`encode`; any other length or version raises :class:`ProvenanceError`.
@@ -48,6 +48,8 @@ MAX_SIZE: Final = FIXED_SIZE + 4 * MAX_PATH
 MAX_HOPS: Final = MAX_PATH + 1
 
 _FIXED = struct.Struct(">BB16s4s4siq")
+FRESH: Final = struct.Struct(">30sq")
+"""A fresh header's value: ``FRESH.pack(fresh_prefix(...), offset)`` (the hot path's one call per record)."""
 
 Header = tuple[str, bytes | None]
 """One record header as confluent-kafka lists it."""
@@ -114,7 +116,7 @@ class Hop:
 
 
 def fresh_prefix(origin: bytes, alias: str, topic: str, partition: int) -> bytes:
-    """Return the first 30 bytes of a fresh header (P3): append the source offset as 8 big-endian bytes."""
+    """Return the first 30 bytes of a fresh header (P3): then the source offset, 8 big-endian bytes (:data:`FRESH`)."""
     return _FIXED.pack(VERSION, 1, origin, fingerprint(alias), fingerprint(topic), partition, 0)[:30]
 
 
@@ -203,6 +205,7 @@ def check_fingerprints(ids: dict[str, str]) -> None:
 
 __all__ = [
     "FIXED_SIZE",
+    "FRESH",
     "HEADER_NAME",
     "MAX_HOPS",
     "MAX_PATH",

@@ -8,7 +8,7 @@ from typing import Any, cast
 
 from confluent_kafka import KafkaError, KafkaException
 
-from mirrorspark.core.provenance import HEADER_NAME, Hop, restamped
+from mirrorspark.core.provenance import FRESH, HEADER_NAME, Hop, restamped
 from mirrorspark.core.schemas import HEADER_SIZE
 from mirrorspark.core.transforms import ConnectRecord, Header
 from mirrorspark.errors import DataPathError, ProvenanceError
@@ -110,6 +110,7 @@ def forward_run(
     append = upstream.append
     provenance = pc.provenance
     prefix = provenance[0] if provenance is not None else b""
+    fresh = FRESH.pack  # the fresh header: the partition's 30-byte prefix and the offset, one call
     sampled = pc.produced_n  # records produced before the run: the 1st, 17th, ... of the task are sampled
     value_bytes = key_bytes = hits = skipped = 0
     offset = -1
@@ -123,7 +124,7 @@ def forward_run(
         value, key, headers = m.value(), m.key(), m.headers()
         if provenance is not None:
             if not headers:  # most records: the fresh header, its prefix computed once per partition
-                headers = [(HEADER_NAME, prefix + offset.to_bytes(8, "big"))]
+                headers = [(HEADER_NAME, fresh(prefix, offset))]
             else:
                 headers = _stamped(pc, offset, headers)
                 if headers is None:  # was on the target's cluster already: dropped, as a transform drops
@@ -139,9 +140,10 @@ def forward_run(
                 key, value = translator.translated(pc, key, value, offset)
         append(offset)
         try:
-            # Positional: topic, value, key, partition, callback, on_delivery (alias, unused), timestamp.
+            # Positional: topic, value, key, partition, callback, on_delivery (alias, unused), timestamp, headers
+            # (headers= as a keyword costs confluent-kafka ~0.25 us a record more).
             if headers:
-                produce(target, value, key, part, delivered, None, timestamp_ms, headers=headers)
+                produce(target, value, key, part, delivered, None, timestamp_ms, headers)
             else:
                 produce(target, value, key, part, delivered, None, timestamp_ms)
         except Exception:
@@ -170,11 +172,11 @@ def _stamped(pc: PartitionCopy, offset: int, headers: Headers | None) -> Headers
     Raises ProvenanceError naming the record, the header and the fix.
     """
     prefix, hop = cast(tuple[bytes, Hop], pc.provenance)
-    fresh = prefix + offset.to_bytes(8, "big")
+    value = FRESH.pack(prefix, offset)
     if not headers:
-        return [(HEADER_NAME, fresh)]
+        return [(HEADER_NAME, value)]
     try:
-        return cast(Headers | None, restamped(cast(list[Header], headers), fresh, hop))
+        return cast(Headers | None, restamped(cast(list[Header], headers), value, hop))
     except ProvenanceError as e:
         raise at(
             ProvenanceError(
