@@ -1,10 +1,10 @@
 """What every test tier shares: the one SparkSession of a test session, and how xdist splits the suite.
 
 Under ``make test`` (pytest-xdist) each worker is a test session of its own. The suite is handed out
-a test module at a time, so a module's fixtures start once, except two groups that each run whole
+a test module at a time, so a module's fixtures start once, except groups that each run whole
 on one worker: the fault scenarios (they stop brokers, cut networks and kill processes, and would
-disturb each other's timings) and the tests of the secured cluster pairs (those clusters are slow to
-start and shared by both modules).
+disturb each other's timings), the tests of the secured cluster pairs (those clusters are slow to
+start and shared by both modules) and those of the session's Schema Registries.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 #: Test modules that run together on one xdist worker, by group name.
 XDIST_GROUPS = {
     "secure": ("tests/integration/test_security.py", "tests/integration/test_acls.py"),
+    # the session's two Schema Registries (two JVMs) start once, not on two workers
+    "registry": ("tests/integration/test_local_registry.py", "tests/integration/test_schema_replication.py"),
 }
 #: Folders whose modules all run together on one xdist worker.
 XDIST_GROUP_FOLDERS = {"faults": "tests/faults/"}
