@@ -66,6 +66,31 @@ def xdist_scope(nodeid: str) -> str:
     return module
 
 
+#: Under xdist, in the controller: ``[first start, last stop, seconds in tests]`` per worker and per group.
+_SPANS: dict[str, list[float]] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Note when each xdist worker, and each group of :data:`XDIST_GROUPS` and folder, ran tests."""
+    node = getattr(report, "node", None)  # the worker that ran it (a report seen by the controller)
+    if node is None:
+        return
+    scope = xdist_scope(report.nodeid)
+    for key in (str(node.gateway.id), *([scope] if scope in XDIST_GROUPS or scope in XDIST_GROUP_FOLDERS else [])):
+        span = _SPANS.setdefault(key, [report.start, report.stop, 0.0])
+        span[0], span[1], span[2] = min(span[0], report.start), max(span[1], report.stop), span[2] + report.duration
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Say when each xdist worker and group ran tests (the critical path of ``make test``'s budget)."""
+    if not _SPANS:
+        return
+    t0 = min(span[0] for span in _SPANS.values())
+    terminalreporter.write_sep("=", "xdist workers and groups (seconds from the first test)")
+    for key, (start, stop, busy) in sorted(_SPANS.items(), key=lambda kv: kv[1][0]):
+        terminalreporter.write_line(f"{key}: {start - t0:.0f} to {stop - t0:.0f}, {busy:.0f} s in tests")
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     """Hand the suite out by :func:`xdist_scope`, in collection order (the fault scenarios first).
