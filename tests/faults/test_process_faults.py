@@ -1,6 +1,6 @@
 """Process faults: ``kill -9`` of the whole run, of one Spark Python worker, and of a Spark standalone worker.
 
-Each scenario replicates a topic of its own (``primary`` -> ``backup``, the module's own clusters)
+Each scenario replicates a topic of its own (``primary`` -> ``backup``, the fault suite's own clusters)
 with ``mirrorspark run`` as a subprocess (continuous engine) while a feed keeps producing unique
 values (:mod:`scenario`), breaks the run while the copy is caught up and growing, and counts
 exactly what reached the target: lost (must be 0), duplicated (0 in exactly-once mode as a
