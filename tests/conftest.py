@@ -1,10 +1,10 @@
 """What every test tier shares: the one SparkSession of a test session, and how xdist splits the suite.
 
 Under ``make test`` (pytest-xdist) each worker is a test session of its own. The suite is handed out
-a test module at a time, so a module's fixtures start once, except two groups that each run whole
+a test module at a time, so a module's fixtures start once, except groups that each run whole
 on one worker: the fault scenarios (they stop brokers, cut networks and kill processes, and would
-disturb each other's timings) and the tests of the secured cluster pairs (those clusters are slow to
-start and shared by both modules).
+disturb each other's timings), the tests of the secured cluster pairs (those clusters are slow to
+start and shared by both modules) and those of the session's Schema Registries.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 #: Test modules that run together on one xdist worker, by group name.
 XDIST_GROUPS = {
     "secure": ("tests/integration/test_security.py", "tests/integration/test_acls.py"),
+    # the session's two Schema Registries (two JVMs) start once, not on two workers
+    "registry": ("tests/integration/test_local_registry.py", "tests/integration/test_schema_replication.py"),
 }
 #: Folders whose modules all run together on one xdist worker.
 XDIST_GROUP_FOLDERS = {"faults": "tests/faults/"}
@@ -62,6 +64,31 @@ def xdist_scope(nodeid: str) -> str:
         if module in modules:
             return group
     return module
+
+
+#: Under xdist, in the controller: ``[first start, last stop, seconds in tests]`` per worker and per group.
+_SPANS: dict[str, list[float]] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Note when each xdist worker, and each group of :data:`XDIST_GROUPS` and folder, ran tests."""
+    node = getattr(report, "node", None)  # the worker that ran it (a report seen by the controller)
+    if node is None:
+        return
+    scope = xdist_scope(report.nodeid)
+    for key in (str(node.gateway.id), *([scope] if scope in XDIST_GROUPS or scope in XDIST_GROUP_FOLDERS else [])):
+        span = _SPANS.setdefault(key, [report.start, report.stop, 0.0])
+        span[0], span[1], span[2] = min(span[0], report.start), max(span[1], report.stop), span[2] + report.duration
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Say when each xdist worker and group ran tests (the critical path of ``make test``'s budget)."""
+    if not _SPANS:
+        return
+    t0 = min(span[0] for span in _SPANS.values())
+    terminalreporter.write_sep("=", "xdist workers and groups (seconds from the first test)")
+    for key, (start, stop, busy) in sorted(_SPANS.items(), key=lambda kv: kv[1][0]):
+        terminalreporter.write_line(f"{key}: {start - t0:.0f} to {stop - t0:.0f}, {busy:.0f} s in tests")
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -40,13 +40,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.integration)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def fault_clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClusters]:
-    """``primary`` and ``backup`` (1 broker each) for one test module of the fault suite, stopped at its end.
+    """``primary`` and ``backup`` (1 broker each) for the fault suite's modules that kill processes, not brokers.
 
-    Not the integration tier's session pair: a fault module may break its clusters. Tests of one
-    module keep out of each other's way with unique topic names; a scenario that breaks a broker
-    starts clusters of its own instead.
+    Not the integration tier's session pair: a fault scenario stops these brokers for a while (SIGSTOP, then
+    SIGCONT). Started once for the fault worker (the suite's critical path), not once per module; tests keep out
+    of each other's way with unique topic names; a scenario that breaks or restarts a broker starts clusters of
+    its own instead.
     """
     base_dir = tmp_path_factory.mktemp("fault-clusters")
 

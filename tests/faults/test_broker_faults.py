@@ -1,11 +1,11 @@
 """Broker faults (issue #12): the target's partition leader killed, the target or the source paused.
 
-A 1-broker source and a 3-broker target (``min.insync.replicas=2``; the copy tasks' producers are
-idempotent, hence ``acks=all``; remote and internal topics on the target have 3 replicas), started
-once for the module. Each scenario runs both modes at once (:mod:`faultkit`): a workload with unique
-values keeps producing through the fault; afterwards nothing may be lost, a ``read_committed``
-consumer sees no duplicate of the exactly-once flow, and the at-least-once flow's duplicates stay
-within one flush interval's worth per task restart.
+A 1-broker source (the fault suite's ``primary``) and a 3-broker target (``min.insync.replicas=2``; the
+copy tasks' producers are idempotent, hence ``acks=all``; remote and internal topics on the target have
+3 replicas), the target started once for the module. Each scenario runs both modes at once
+(:mod:`faultkit`): a workload with unique values keeps producing through the fault; afterwards nothing
+may be lost, a ``read_committed`` consumer sees no duplicate of the exactly-once flow, and the
+at-least-once flow's duplicates stay within one flush interval's worth per task restart.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from mirrorspark.kafka.local.clusters import (
     stop_broker,
     stop_clusters,
 )
-from mirrorspark.kafka.local.model import LocalClusters
+from mirrorspark.kafka.local.model import LocalCluster, LocalClusters
 
 # A scenario at full size runs for minutes, and a loaded machine starts brokers and Spark slowly.
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.timeout(1800)]
@@ -56,13 +56,9 @@ def _start(base_dir: Path, alias: str, brokers: int, extra: dict[str, str]) -> L
 
 
 @pytest.fixture(scope="module")
-def source_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClusters]:
-    """The source: one broker."""
-    base_dir = tmp_path_factory.mktemp("faults-source")
-    try:
-        yield _start(base_dir, "src", 1, {})
-    finally:
-        stop_clusters(base_dir)
+def source(fault_clusters: LocalClusters) -> LocalCluster:
+    """The source: one broker, the fault suite's ``primary`` (started once for the suite's worker)."""
+    return fault_clusters.cluster("primary")
 
 
 @pytest.fixture(scope="module")
@@ -82,9 +78,9 @@ def leaders(bootstrap: str, topic: str) -> dict[int, int]:
 
 
 def test_the_targets_partition_leader_is_killed(
-    source_cluster: LocalClusters, target_cluster: LocalClusters, spark: SparkSession
+    source: LocalCluster, target_cluster: LocalClusters, spark: SparkSession
 ) -> None:
-    src, tgt = source_cluster.cluster("src"), target_cluster.cluster("tgt")
+    src, tgt = source, target_cluster.cluster("tgt")
     tgt_dir = target_cluster.base_dir
     sz = size()
     with scenario(src, tgt, spark, prefix="faults-leader", max_s=600) as (topic, work, r):
@@ -124,10 +120,8 @@ def test_the_targets_partition_leader_is_killed(
     )
 
 
-def test_the_target_is_unreachable(
-    source_cluster: LocalClusters, target_cluster: LocalClusters, spark: SparkSession
-) -> None:
-    src, tgt = source_cluster.cluster("src"), load_clusters(target_cluster.base_dir).cluster("tgt")
+def test_the_target_is_unreachable(source: LocalCluster, target_cluster: LocalClusters, spark: SparkSession) -> None:
+    src, tgt = source, load_clusters(target_cluster.base_dir).cluster("tgt")
     sz = size()
     with scenario(src, tgt, spark, prefix="faults-tgt-pause", max_s=600) as (topic, work, r):
         pause([b.pid for b in tgt.brokers], sz.outage_s)
@@ -148,10 +142,8 @@ def test_the_target_is_unreachable(
     )
 
 
-def test_the_source_is_unreachable(
-    source_cluster: LocalClusters, target_cluster: LocalClusters, spark: SparkSession
-) -> None:
-    src, tgt = source_cluster.cluster("src"), load_clusters(target_cluster.base_dir).cluster("tgt")
+def test_the_source_is_unreachable(source: LocalCluster, target_cluster: LocalClusters, spark: SparkSession) -> None:
+    src, tgt = source, load_clusters(target_cluster.base_dir).cluster("tgt")
     sz = size()
     with scenario(src, tgt, spark, prefix="faults-src-pause", max_s=600) as (topic, work, r):
         pause([b.pid for b in src.brokers], sz.outage_s)

@@ -1,13 +1,14 @@
 """Process faults: ``kill -9`` of the whole run, of one Spark Python worker, and of a Spark standalone worker.
 
-Each scenario replicates a topic of its own (``primary`` -> ``backup``, the module's own clusters)
+Each scenario replicates a topic of its own (``primary`` -> ``backup``, the fault suite's own clusters)
 with ``mirrorspark run`` as a subprocess (continuous engine) while a feed keeps producing unique
 values (:mod:`scenario`), breaks the run while the copy is caught up and growing, and counts
 exactly what reached the target: lost (must be 0), duplicated (0 in exactly-once mode as a
 ``read_committed`` consumer sees it; in at-least-once mode at most what the feed produced in one
 ``offset.flush.interval.ms`` plus slack, per fault: :func:`scenario.duplicate_bound`), and the
-seconds until every partition was copied again. Each runs in both modes and records its figures
-(:mod:`figures`) for ``docs/faults.md``.
+seconds until every partition was copied again. Each runs in both modes (the whole-run kills in one
+run holding a flow of each, :data:`BOTH_MODES`) and records its figures (:mod:`figures`) for
+``docs/faults.md``.
 
 Sizes (``MIRRORSPARK_FAULTS_SIZE``): ``small`` (``make test``) feeds 200 records/s into 4
 partitions (2 copy tasks) with 2 s of copying before each fault; ``full`` (``make faults``)
@@ -185,44 +186,106 @@ def fault_flow(clusters: LocalClusters, tmp_path: Path, mode: str, prefix: str) 
         tail.stop()
 
 
+BOTH_MODES = {AT_LEAST_ONCE: ("alo", "alo_t"), EXACTLY_ONCE: ("eos", "eos_t")}
+"""Source and target aliases of each mode's flow when one run holds both (``primary`` and ``backup`` under two names
+each): the remote topics are ``alo.<topic>`` and ``eos.<topic>``."""
+
+
+@dataclass
+class BothModes:
+    """One source topic, fed once and copied by one flow per mode in one ``mirrorspark run``: a tail per mode."""
+
+    target: str
+    feed: Feed
+    tails: dict[str, Tail]
+    run: RunProcess
+
+    def wait_copying(self, copy_s: float) -> None:
+        """:meth:`Tail.wait_copying` for every mode's flow."""
+        for tail in self.tails.values():
+            tail.wait_copying(self.feed, copy_s=copy_s, alive=self.run.check)
+
+    def finish(self) -> dict[str, Counted]:
+        """Stop the feed, wait until both flows copied everything, stop the run (exit 0), count each mode's copies."""
+        produced = self.feed.finish()
+        for tail in self.tails.values():
+            tail.wait_all(produced, alive=self.run.check)
+        code = self.run.stop()
+        assert code == 0, f"mirrorspark run did not stop cleanly ({code}):\n{self.run.tail()}"
+        tag = self.feed.topic.encode()
+        return {m: count_copies(self.target, t.topic, produced, m, tag=tag) for m, t in self.tails.items()}
+
+
+@contextlib.contextmanager
+def both_modes(clusters: LocalClusters, tmp_path: Path, prefix: str) -> Iterator[BothModes]:
+    """A fresh source topic, its feed, a tail per mode and the run of both flows (launched); all stopped on leaving."""
+    source, target = clusters.bootstrap("primary"), clusters.bootstrap("backup")
+    topic = unique_name(prefix)
+    create_topic(source, topic, partitions=SIZE.partitions)
+    named = {s: clusters.cluster("primary") for s, _ in BOTH_MODES.values()}
+    named.update({t: clusters.cluster("backup") for _, t in BOTH_MODES.values()})
+    extra = {"topics": topic, "tasks.max": str(SIZE.tasks_max), "refresh.topics.interval.seconds": "5"}
+    extra.update(mode_properties(EXACTLY_ONCE, *BOTH_MODES[EXACTLY_ONCE]))
+    props = tmp_path / "mm2.properties"
+    props.write_text(LocalClusters(clusters.base_dir, named).mm2_properties(list(BOTH_MODES.values()), extra=extra))
+    feed = Feed(source, topic, SIZE.partitions, SIZE.rate)
+    tails = {m: Tail(target, f"{BOTH_MODES[m][0]}.{topic}", SIZE.partitions, m) for m in MODES}
+    for tail in tails.values():
+        tail.start()
+    feed.start()
+    flows = BothModes(target, feed, tails, RunProcess(props, tmp_path))
+    try:
+        flows.run.launch()
+        yield flows
+    finally:
+        flows.run.stop(timeout_s=30)
+        with contextlib.suppress(AssertionError):
+            feed.finish()
+        for tail in tails.values():
+            tail.stop()
+
+
 @pytest.mark.timeout(TIMEOUT_S)
-@pytest.mark.parametrize("mode", MODES)
-def test_whole_run_killed_four_times_in_a_row(fault_clusters: LocalClusters, tmp_path: Path, mode: str) -> None:
+def test_whole_run_killed_four_times_in_a_row(fault_clusters: LocalClusters, tmp_path: Path) -> None:
     """``kill -9`` of every process of ``mirrorspark run`` (driver, Spark JVM, PySpark daemon, Python workers)
     while it copies, relaunched at once, :attr:`Size.kills` times in a row; the last launch copies everything.
+    Both modes at once: one flow each in the same run (:data:`BOTH_MODES`), each kill strikes both.
 
-    Each new launch takes the flow's lease once the dead holder's session expires (6 s) and resumes
+    Each new launch takes the flows' leases once the dead holder's session expires (6 s) and resumes
     from the committed offsets: the records copied since the last commit are copied again
     (at least once) or were in a transaction that its restarted task aborts (exactly once). Across each
     hand-over (``engine-audit-2.md`` N5) the first copies stay in upstream order, and at least once no more
     than one ``offset.flush.interval.ms`` (mirrorspark's 250 ms) of the feed per kill is copied twice.
     """
-    with fault_flow(fault_clusters, tmp_path, mode, "fault-run") as flow:
-        run = flow.run(tmp_path)
-        resumes = []
+    with both_modes(fault_clusters, tmp_path, "fault-run") as flows:
+        resumes: dict[str, list[float]] = {m: [] for m in MODES}
         for _ in range(SIZE.kills):
-            flow.tail.wait_copying(flow.feed, copy_s=SIZE.copy_s, alive=run.check)
+            flows.wait_copying(SIZE.copy_s)
             killed_at = time.monotonic()
-            run.kill()
-            marks = high_watermarks(flow.target, flow.remote)
-            run.launch()
-            resumes.append(flow.tail.wait_resumed(marks, killed_at, alive=run.check))
-        flow.tail.wait_copying(flow.feed, copy_s=SIZE.tail_s, alive=run.check)
-        counted = flow.finish(run)
-    conclude(
-        f"kill -9 of the whole run, {SIZE.kills} times in a row",
-        mode,
-        counted,
-        faults=SIZE.kills,
-        rate=SIZE.rate,
-        resumes=resumes,
-        notes="relaunched at once; resume includes the lease's 6 s session timeout and Spark's start",
-    )
-    breaks = order_breaks(flow.target, flow.remote, mode, partitions=SIZE.partitions)
-    assert not breaks, f"first copies out of upstream order across a hand-over: {breaks[:5]}"
-    if mode == AT_LEAST_ONCE:
-        within = one_flush_bound(SIZE.rate, SIZE.kills, DEFAULT_FLUSH_MS)
-        assert counted.duplicated <= within, f"{counted.duplicated} copied twice, over one flush per kill ({within})"
+            flows.run.kill()
+            marks = {m: high_watermarks(flows.target, tail.topic) for m, tail in flows.tails.items()}
+            flows.run.launch()
+            for m, tail in flows.tails.items():
+                resumes[m].append(tail.wait_resumed(marks[m], killed_at, alive=flows.run.check))
+        flows.wait_copying(SIZE.tail_s)
+        counted = flows.finish()
+    for mode, tail in flows.tails.items():
+        conclude(
+            f"kill -9 of the whole run, {SIZE.kills} times in a row",
+            mode,
+            counted[mode],
+            faults=SIZE.kills,
+            rate=SIZE.rate,
+            resumes=resumes[mode],
+            notes="both modes in one run, relaunched at once; resume includes the lease's 6 s session timeout and "
+            "Spark's start",
+        )
+        breaks = order_breaks(flows.target, tail.topic, mode, partitions=SIZE.partitions)
+        assert not breaks, f"{mode}: first copies out of upstream order across a hand-over: {breaks[:5]}"
+        if mode == AT_LEAST_ONCE:
+            within = one_flush_bound(SIZE.rate, SIZE.kills, DEFAULT_FLUSH_MS)
+            duplicated = counted[mode].duplicated
+            assert duplicated <= within, f"{duplicated} copied twice, over one flush per kill ({within})"
 
 
 @pytest.mark.timeout(TIMEOUT_S)
