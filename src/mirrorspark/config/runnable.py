@@ -14,8 +14,8 @@ from mirrorspark.core.provenance import check_hop_bound
 from mirrorspark.core.renaming import RENAMING_POLICY_NAMES, RenamingReplicationPolicy
 from mirrorspark.core.transforms import RoutedReplicationPolicy, build_chain, routers
 from mirrorspark.errors import ConfigError
-from mirrorspark.mm2.policy import ReplicationPolicy, load_policy
-from mirrorspark.mm2.topology import check_identity_cycles
+from mirrorspark.mm2.policy import IDENTITY_PROBE_TOPIC, ReplicationPolicy, load_policy
+from mirrorspark.mm2.topology import PROVENANCE_HEADER_KEY, Edge, check_identity_cycles, is_identity_style
 
 
 def base_policy(flow: FlowConfig, source_cluster_alias: str | None) -> ReplicationPolicy:
@@ -86,7 +86,35 @@ def check_cycles(config: MirrorConfig) -> None:
     if config.data_path.identity_allow_cycles or not _has_cycle([(f.source, f.target) for f in enabled]):
         return
     flows = [(f.source, f.target, flow_policy(f)) for f in enabled]
-    check_identity_cycles(flows, where=config.source_name, headed=headed)
+    _check_cycles_of(flows, headed, where=config.source_name)
+
+
+def _check_cycles_of(flows: list[tuple[str, str, ReplicationPolicy]], headed: set[Edge], *, where: str) -> None:
+    """Refuse identity cycles as :func:`check_identity_cycles`; a header-on flow that renames does not make one safe.
+
+    Such a flow's records would stop going round, but each lap would create a topic renamed once more
+    (``orders.dr.dr``), so only header-on flows that keep topic names count.
+    """
+    renaming = {
+        (s, t)
+        for s, t, p in flows
+        if (s, t) in headed
+        and is_identity_style(p, s)
+        and p.format_remote_topic(s, IDENTITY_PROBE_TOPIC) != IDENTITY_PROBE_TOPIC
+    }
+    try:
+        check_identity_cycles(flows, where=where, headed=headed - renaming)
+    except ConfigError as e:
+        if not renaming:
+            raise
+        check_identity_cycles(flows, where=where, headed=headed)  # refused anyway: the general message
+        names = ", ".join(f"{s}->{t}" for s, t in sorted(renaming))
+        raise ConfigError(
+            f"{where}: {names} rename topics without their source alias and are on a replication cycle; "
+            f"'{PROVENANCE_HEADER_KEY}' cannot make that cycle safe: records would stop, but each lap would create a "
+            "topic renamed once more (e.g. orders.dr.dr). Fix: keep topic names (IdentityReplicationPolicy) on the "
+            "flows of the cycle, or break the cycle"
+        ) from e
 
 
 def runnable_flows(config: MirrorConfig, targets: Sequence[str] | None = None) -> tuple[FlowConfig, ...]:
