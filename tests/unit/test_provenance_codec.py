@@ -145,7 +145,6 @@ def test_an_identity_cycle_runs_with_the_header_on_every_flow() -> None:
         config(IDENTITY_KEY + both + "A->B.provenance.header.enable = true\n")
 
 
-
 def test_the_header_does_not_make_a_cycle_of_renaming_flows_safe() -> None:
     both = "A->B.enabled = true\nB->A.enabled = true\nprovenance.header.enable = true\n"
     with pytest.raises(ConfigError, match=r"A->B, B->A rename topics without their source alias.*orders\.dr\.dr"):
@@ -153,6 +152,7 @@ def test_the_header_does_not_make_a_cycle_of_renaming_flows_safe() -> None:
     with pytest.raises(ConfigError, match=r"B->A rename topics.*IdentityReplicationPolicy"):
         config(both + "B->A.topic.rename.format = ${topic}.dr\n")  # A->B keeps names (DefaultReplicationPolicy)
     config(both + "A->B.topic.rename.format = ${topic}.dr\nB->A.enabled = false\n")  # no cycle
+
 
 def test_identity_cycle_rule_needs_every_flow_of_the_cycle() -> None:
     flows = [(s, t, IDENTITY) for s, t in (("A", "B"), ("B", "A"), ("B", "C"), ("C", "B"))]
