@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     )
     from mirrorspark.config.model import MirrorConfig
     from mirrorspark.config.parse import load_config, parse_config
+    from mirrorspark.core.renaming import RenamingReplicationPolicy
     from mirrorspark.core.transforms import ConnectRecord, Transformation
     from mirrorspark.errors import MirrorsparkError
     from mirrorspark.mm2.policy import (
@@ -54,6 +55,7 @@ _EXPORTS: dict[str, str] = {
     "MirrorClient": "mirrorspark.client.mirror_client",
     "MirrorConfig": "mirrorspark.config.model",
     "MirrorsparkError": "mirrorspark.errors",
+    "RenamingReplicationPolicy": "mirrorspark.core.renaming",
     "ReplicationPolicy": "mirrorspark.mm2.policy",
     "Transformation": "mirrorspark.core.transforms",
     "checkpoint_topics": "mirrorspark.client.mirror_client",
@@ -91,6 +93,7 @@ __all__ = [
     "MirrorClient",
     "MirrorConfig",
     "MirrorsparkError",
+    "RenamingReplicationPolicy",
     "ReplicationPolicy",
     "Transformation",
     "__version__",

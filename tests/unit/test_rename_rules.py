@@ -16,7 +16,7 @@ from mirrorspark.config.parse import parse_config
 from mirrorspark.config.properties import parse_properties
 from mirrorspark.config.runnable import flow_policy
 from mirrorspark.core.rename_rules import RenameRule, RenamingConfig
-from mirrorspark.core.renaming import RenamingReplicationPolicy
+from mirrorspark.core.renaming import RENAMING_POLICY_NAMES, RenamingReplicationPolicy
 from mirrorspark.errors import ConfigError
 from mirrorspark.mm2.checkpoint_rules import rename_topic, upstream_topic_of
 from mirrorspark.mm2.policy import ReplicationPolicy, load_policy
@@ -188,10 +188,10 @@ def test_flow_level_and_global_keys() -> None:
 
 
 def test_the_policy_is_loaded_by_class_name() -> None:
-    for name in ("RenamingReplicationPolicy", "mirrorspark.core.renaming:RenamingReplicationPolicy"):
+    for name in sorted(RENAMING_POLICY_NAMES):
         c = config(f"replication.policy.class = {name}\ntopic.rename.format = dr-${{topic}}\n")
         assert flow_policy(c.flow("A", "B")).format_remote_topic("A", "x") == "dr-x"
-    generic: ReplicationPolicy = load_policy("mirrorspark.core.renaming:RenamingReplicationPolicy")
+    generic: ReplicationPolicy = load_policy("mirrorspark:RenamingReplicationPolicy")  # the public API's
     assert isinstance(generic, RenamingReplicationPolicy)
     generic.configure({"topic.rename.format": "${topic}-copy"})  # MM2's Configurable
     assert generic.format_remote_topic("A", "x") == "x-copy"

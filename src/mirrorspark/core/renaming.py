@@ -47,6 +47,8 @@ RENAMING_POLICY_NAMES: Final = frozenset(
     {
         "RenamingReplicationPolicy",
         "mirrorspark.core.renaming:RenamingReplicationPolicy",
+        "mirrorspark:RenamingReplicationPolicy",
+        "mirrorspark.RenamingReplicationPolicy",
     }
 )
 """The ``replication.policy.class`` values naming this policy."""
