@@ -100,6 +100,11 @@ class CrashLoopSize:
     mm2: bool
 
 
+def failed_tasks(run: RunProcess) -> Counter[str]:
+    """Copy tasks the current launch of ``run`` saw fail, by flow name (:data:`FAILED_TASK` lines of its log)."""
+    return Counter(FAILED_TASK.findall(run.tail(10**9)))
+
+
 class Contender(Protocol):
     """A replicator the schedule can launch, kill and stop."""
 
@@ -161,7 +166,7 @@ class MirrorsparkContender:
         return assert_eventually(found, timeout_s=120, message=f"not {count} Python workers connected to the source")
 
     def failed_tasks(self) -> Counter[str]:
-        return Counter(FAILED_TASK.findall(self.run.tail(10**9)))
+        return failed_tasks(self.run)
 
     def check(self) -> None:
         self.run.check()

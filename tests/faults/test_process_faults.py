@@ -39,6 +39,7 @@ from crash_loop import (
     MirrorsparkContender,
     copied_twice_by_phase,
     crash_loop,
+    failed_tasks,
 )
 from figures import FaultFigures, full_size, record
 from helpers import assert_eventually, create_topic, unique_name
@@ -294,41 +295,69 @@ def test_whole_run_killed_four_times_in_a_row(fault_clusters: LocalClusters, tmp
 
 
 @pytest.mark.timeout(TIMEOUT_S)
-@pytest.mark.parametrize("mode", MODES)
-def test_one_python_worker_killed_mid_copy(fault_clusters: LocalClusters, tmp_path: Path, mode: str) -> None:
+def test_one_python_worker_killed_mid_copy(fault_clusters: LocalClusters, tmp_path: Path) -> None:
     """``kill -9`` of one Spark Python worker running a copy task, :attr:`Size.worker_kills` times; the driver lives on.
 
     The driver's supervisor sees the copy task fail and restarts it from its committed offsets
-    (after its 1 s backoff); the other copy tasks keep copying.
+    (after its 1 s backoff); the other copy tasks keep copying. Both modes at once: one flow each in
+    the same run (:data:`BOTH_MODES`); each time one Python worker of each flow is killed
+    (:func:`kill_a_worker_of_each`).
     """
-    with fault_flow(fault_clusters, tmp_path, mode, "fault-worker") as flow:
-        run = flow.run(tmp_path)
-        source_port = port_of(flow.source)
-        resumes = []
+    with both_modes(fault_clusters, tmp_path, "fault-worker") as flows:
+        source_port = port_of(fault_clusters.bootstrap("primary"))
+        resumes: dict[str, list[float]] = {m: [] for m in MODES}
         for _ in range(SIZE.worker_kills):
-            flow.tail.wait_copying(flow.feed, copy_s=SIZE.copy_s, alive=run.check)
-            workers = assert_eventually(
-                lambda: run.check() or run.copy_task_workers(source_port),
-                timeout_s=60,
-                message="no Python worker of the run is connected to the source",
-            )
-            victim = workers[0]
-            killed_at = time.monotonic()
-            victim.kill()  # SIGKILL
-            victim.wait(30)
-            marks = high_watermarks(flow.target, flow.remote)
-            resumes.append(flow.tail.wait_resumed(marks, killed_at, alive=run.check))
-        flow.tail.wait_copying(flow.feed, copy_s=SIZE.tail_s, alive=run.check)
-        counted = flow.finish(run)
-    conclude(
-        f"kill -9 of one Spark Python worker, {SIZE.worker_kills} times",
-        mode,
-        counted,
-        faults=SIZE.worker_kills,
-        rate=SIZE.rate,
-        resumes=resumes,
-        notes=f"{SIZE.tasks_max} copy tasks, one killed each time; the driver restarts it (1 s backoff)",
-    )
+            flows.wait_copying(SIZE.copy_s)
+            for mode, resumed in kill_a_worker_of_each(flows, source_port):
+                resumes[mode].append(resumed)
+        flows.wait_copying(SIZE.tail_s)
+        counted = flows.finish()
+    for mode in MODES:
+        conclude(
+            f"kill -9 of one Spark Python worker, {SIZE.worker_kills} times",
+            mode,
+            counted[mode],
+            faults=len(resumes[mode]),
+            rate=SIZE.rate,
+            resumes=resumes[mode],
+            notes=f"{SIZE.tasks_max} copy tasks, one killed each time; the driver restarts it (1 s backoff); "
+            "both modes in one run",
+        )
+
+
+def kill_a_worker_of_each(flows: BothModes, source_port: int) -> list[tuple[str, float]]:
+    """``kill -9`` of the run's Python workers running a copy task, one at a time, until each mode's flow lost one.
+
+    Which flow a worker served shows in the run's log once it is dead (:data:`crash_loop.FAILED_TASK`), so a
+    flow may lose two. Returns each kill's mode and the seconds until its flow copied again.
+    """
+    modes = {"->".join(aliases): mode for mode, aliases in BOTH_MODES.items()}
+    workers = assert_eventually(
+        lambda: (
+            flows.run.check()
+            or (w if len(w := flows.run.copy_task_workers(source_port)) >= 2 * SIZE.tasks_max else None)
+        ),
+        timeout_s=60,
+        message="not every copy task's Python worker is connected to the source",
+    )  # each runs its copy task until killed
+    out: list[tuple[str, float]] = []
+    for victim in workers:
+        if {m for m, _ in out} == set(MODES):
+            break
+        failed = failed_tasks(flows.run)
+        killed_at = time.monotonic()
+        victim.kill()  # SIGKILL
+        victim.wait(30)
+        marks = {m: high_watermarks(flows.target, tail.topic) for m, tail in flows.tails.items()}
+        flow = assert_eventually(
+            lambda failed=failed: flows.run.check() or next(iter(failed_tasks(flows.run) - failed), None),
+            timeout_s=60,
+            message="no copy task failed after its Python worker's kill",
+        )
+        mode = modes[flow]
+        out.append((mode, flows.tails[mode].wait_resumed(marks[mode], killed_at, alive=flows.run.check)))
+    assert {m for m, _ in out} == set(MODES), f"killed every copy task's Python worker, struck {out}"
+    return out
 
 
 @pytest.mark.timeout(TIMEOUT_S)
