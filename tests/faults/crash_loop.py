@@ -230,9 +230,11 @@ class CrashLoopResult:
     kill_resumes:
         Seconds from each kill of the whole run until every partition received a new record (a kill
         after the feed's last record was copied has none).
+    worker_kills:
+        Kills of one of the flow's Python workers: 1, or 2 when a kill meant for another flow struck
+        this one again (0 when the contender has no Python worker).
     worker_resumes:
-        The same for each kill of one of the flow's Python workers (one, or two when the first kill of
-        another flow's worker struck this one's; none when the contender has no Python worker).
+        The same as ``kill_resumes`` for each of them.
     stop_resume:
         Seconds from SIGCONT of the target until every partition received a new record.
     relaunched_after_stop:
@@ -253,6 +255,7 @@ class CrashLoopResult:
     """
 
     kill_resumes: list[float] = field(default_factory=list)
+    worker_kills: int = 0
     worker_resumes: list[float] = field(default_factory=list)
     stop_resume: float | None = None
     relaunched_after_stop: bool = False
@@ -482,6 +485,7 @@ def _kill_workers(
         assert flow in tails, f"a copy task of {flow!r} failed, not of a flow of {sorted(tails)}"
         logger.info("%s: killed a Python worker of %s", contender.name, flow)
         struck.add(flow)
+        out[flow].worker_kills += 1
         out[flow].phases.append(("worker kill", marks[flow]))
         base[flow] = sum(marks[flow].values())
         resumed = _wait_resumed(tails[flow], feed, marks[flow], killed_at, contender.check)
