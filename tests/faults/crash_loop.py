@@ -9,14 +9,18 @@ run`` or Apache Kafka's MirrorMaker 2, :class:`Contender`), while a :class:`~sce
    draw, the same for every contender), kill every process of the run and launch it again at once.
    Every new run starts over a backlog (what the feed produced while the last one restarted):
    a run that commits only every second copies its first second again at every restart.
-2. **kill -9 of one Python worker** running a copy task (mirrorspark only: MM2 has none), once the
-   target has grown by ``grow`` more records; the driver restarts the task.
+2. **kill -9 of one Python worker** running a copy task of each flow (mirrorspark only: MM2 has none),
+   once the target has grown by ``grow`` more records; the driver restarts the task. The workers
+   running copy tasks are killed one at a time until every flow lost one; which flow a worker served
+   shows in the run's log afterwards (``<flow>: copy task <n> failed``), so a flow may lose two.
 3. **the target stopped**: every broker of the target SIGSTOPped for ``stop_s`` seconds once it has
    grown by ``grow`` more records (the flow's lease group lives there), then SIGCONT.
 4. The feed produces its last record; every value must reach the target.
 
-Resume figures: seconds from each kill to every partition receiving a record written after it
-(:meth:`~scenario.Tail.resumed_at`), the restart included; for the target stop, from SIGCONT.
+One run may hold several flows (a tail each, e.g. one per mode): every fault strikes them all and
+each flow gets figures of its own (:class:`CrashLoopResult`). Resume figures: seconds from each kill
+to every partition receiving a record written after it (:meth:`~scenario.Tail.resumed_at`), the
+restart included; for the target stop, from SIGCONT.
 Units: seconds, records, records per second.
 """
 
@@ -26,17 +30,20 @@ import contextlib
 import logging
 import os
 import random
+import re
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+import psutil
 from confluent_kafka import KafkaException
 from faultkit import abort_hanging_transactions, pause, transactions_report
 from helpers import assert_eventually, consume_all
-from scenario import Feed, RunProcess, Tail, high_watermarks, port_of
+from scenario import Feed, RunProcess, Tail, copy_task_workers, high_watermarks, port_of
 
 from mirrorspark.kafka.local.mirror_maker import MirrorMakerProcess, start_mirror_maker
 
@@ -51,6 +58,8 @@ open for more than a minute)."""
 
 SEED = 23
 """The seed of the kill delays: every contender and every run gets the same schedule."""
+FAILED_TASK = re.compile(r" WARNING mirrorspark\.replication\.worker\.supervisor: (\S+): copy task \d+ failed")
+"""The supervisor's line for a failed copy task in ``mirrorspark run``'s log; group 1: the flow's name."""
 
 
 @dataclass(frozen=True)
@@ -91,6 +100,11 @@ class CrashLoopSize:
     mm2: bool
 
 
+def failed_tasks(run: RunProcess) -> Counter[str]:
+    """Copy tasks the current launch of ``run`` saw fail, by flow name (:data:`FAILED_TASK` lines of its log)."""
+    return Counter(FAILED_TASK.findall(run.tail(10**9)))
+
+
 class Contender(Protocol):
     """A replicator the schedule can launch, kill and stop."""
 
@@ -106,8 +120,12 @@ class Contender(Protocol):
         """``kill -9`` of every process of it; returns once they are gone."""
         ...
 
-    def kill_worker(self, source: str) -> bool:
-        """``kill -9`` of one process running a copy task; ``False`` if it has none."""
+    def copy_task_workers(self, source: str, count: int) -> list[psutil.Process]:
+        """The processes running a copy task, once there are ``count`` (``[]`` at once if it has none)."""
+        ...
+
+    def failed_tasks(self) -> Counter[str]:
+        """Copy tasks its current launch saw fail, by flow name (from its log)."""
         ...
 
     def check(self) -> None:
@@ -138,15 +156,17 @@ class MirrorsparkContender:
     def kill(self) -> None:
         self.run.kill()
 
-    def kill_worker(self, source: str) -> bool:
-        workers = assert_eventually(
-            lambda: self.run.check() or self.run.copy_task_workers(port_of(source)) or None,
-            timeout_s=120,
-            message="no Python worker of the run is connected to the source",
-        )
-        workers[0].kill()  # SIGKILL
-        workers[0].wait(30)
-        return True
+    def copy_task_workers(self, source: str, count: int) -> list[psutil.Process]:
+        def found() -> list[psutil.Process] | None:
+            self.run.check()
+            assert self.run.proc is not None, "not running"
+            workers = copy_task_workers(self.run.proc.pid, port_of(source))
+            return workers if len(workers) >= count else None
+
+        return assert_eventually(found, timeout_s=120, message=f"not {count} Python workers connected to the source")
+
+    def failed_tasks(self) -> Counter[str]:
+        return failed_tasks(self.run)
 
     def check(self) -> None:
         self.run.check()
@@ -180,8 +200,11 @@ class MirrorMakerContender:
         self.mm.stop()  # reaps it
         self.mm = None
 
-    def kill_worker(self, source: str) -> bool:
-        return False
+    def copy_task_workers(self, source: str, count: int) -> list[psutil.Process]:
+        return []
+
+    def failed_tasks(self) -> Counter[str]:
+        return Counter()
 
     def check(self) -> None:
         if self.mm is not None and not self.mm.running:
@@ -207,8 +230,11 @@ class CrashLoopResult:
     kill_resumes:
         Seconds from each kill of the whole run until every partition received a new record (a kill
         after the feed's last record was copied has none).
-    worker_resume:
-        The same for the Python worker's kill; ``None`` when the contender has none.
+    worker_kills:
+        Kills of one of the flow's Python workers: 1, or 2 when a kill meant for another flow struck
+        this one again (0 when the contender has no Python worker).
+    worker_resumes:
+        The same as ``kill_resumes`` for each of them.
     stop_resume:
         Seconds from SIGCONT of the target until every partition received a new record.
     relaunched_after_stop:
@@ -229,7 +255,8 @@ class CrashLoopResult:
     """
 
     kill_resumes: list[float] = field(default_factory=list)
-    worker_resume: float | None = None
+    worker_kills: int = 0
+    worker_resumes: list[float] = field(default_factory=list)
     stop_resume: float | None = None
     relaunched_after_stop: bool = False
     aborted_hanging: list[str] = field(default_factory=list)
@@ -243,8 +270,8 @@ class CrashLoopResult:
             "resumed after " + (", ".join(f"{s:.1f}" for s in self.kill_resumes) or "-") + " s",
             "kills " + ", ".join(f"{d:.2f}" for d in self.delays) + " s after the growth",
         ]
-        if self.worker_resume is not None:
-            parts.append(f"worker kill: resumed after {self.worker_resume:.1f} s")
+        if self.worker_resumes:
+            parts.append("worker kill: resumed after " + ", ".join(f"{s:.1f}" for s in self.worker_resumes) + " s")
         if self.relaunched_after_stop:
             parts.append(
                 f"target stop: had not resumed {STOP_RESUME_TIMEOUT_S:.0f} s after SIGCONT (its tasks failed), "
@@ -364,62 +391,24 @@ def crash_loop(
     *,
     size: CrashLoopSize,
     feed: Feed,
-    tail: Tail,
+    tails: Mapping[str, Tail],
     source: str,
     target: str,
-    remote: str,
     target_pids: list[int],
-) -> CrashLoopResult:
-    """Run the schedule of the module notes against ``contender``; the feed and the tail already run.
+) -> dict[str, CrashLoopResult]:
+    """Run the schedule of the module notes against ``contender``; the feed and the tails already run.
 
-    Returns once every fault is over and the feed produced its last record (a feed without a limit
-    still runs); the contender still runs. A wait that times out fails with the end of the
+    ``tails``: a tail on each flow's remote topic, by the flow's name (``source->target``). Returns
+    each flow's result once every fault is over and the feed produced its last record (a feed without
+    a limit still runs); the contender still runs. A wait that times out fails with the end of the
     contender's log in its message (a CI run keeps nothing else).
     """
     with _log_on_failure(contender, target):
-        rng = random.Random(SEED)
-        out = CrashLoopResult()
+        out = {flow: CrashLoopResult() for flow in tails}
         contender.launch()
-        base = _grown(tail)
-        for n in range(size.kills):
-            _wait_grown(tail, feed, base, size.grow, contender.check)
-            delay = rng.uniform(0.0, size.max_delay_s)
-            out.delays.append(delay)
-            _pause_alive(delay, contender.check)
-            killed_at = time.monotonic()
-            contender.kill()
-            marks = high_watermarks(target, remote)
-            out.phases.append((f"kill {n + 1}", marks))
-            base = sum(marks.values())
-            contender.launch()
-            logger.info(
-                "%s: kill %d of %d, %.2f s after the growth; launched again", contender.name, n + 1, size.kills, delay
-            )
-            resumed = _wait_resumed(tail, feed, marks, killed_at, contender.check)
-            if resumed is not None:
-                out.kill_resumes.append(resumed)
-        _wait_grown(tail, feed, base, size.grow, contender.check)
-        killed_at = time.monotonic()
-        if contender.kill_worker(source):
-            marks = high_watermarks(target, remote)
-            out.phases.append(("worker kill", marks))
-            out.worker_resume = _wait_resumed(tail, feed, marks, killed_at, contender.check)
-            base = sum(marks.values())
-            _wait_grown(tail, feed, base, size.grow, contender.check)
-        out.phases.append(("target stop", high_watermarks(target, remote)))
-        pause(target_pids, size.stop_s)
-        resumed_at = time.monotonic()
-        marks = _marks(target, remote)
-        try:
-            out.stop_resume = _wait_resumed_after_stop(tail, feed, marks, resumed_at, contender.check, target, out)
-        except AssertionError:
-            if not contender.relaunch_when_stuck:
-                raise
-            logger.warning("%s: stuck %.0f s after the target stop: relaunched", contender.name, STOP_RESUME_TIMEOUT_S)
-            out.relaunched_after_stop = True
-            contender.kill()
-            contender.launch()
-            out.stop_resume = _wait_resumed(tail, feed, marks, resumed_at, contender.check)
+        base = _kill_runs(contender, size, feed, tails, target, out)
+        base = _kill_workers(contender, size, feed, tails, source, target, base, out)
+        _stop_target(contender, size, feed, tails, target, target_pids, base, out)
         if size.records is not None:
             assert_eventually(
                 lambda: contender.check() or feed.sent >= (size.records or 0),
@@ -427,6 +416,118 @@ def crash_loop(
                 message="the feed did not produce its records",
             )
         return out
+
+
+def _kill_runs(
+    contender: Contender,
+    size: CrashLoopSize,
+    feed: Feed,
+    tails: Mapping[str, Tail],
+    target: str,
+    out: dict[str, CrashLoopResult],
+) -> dict[str, int]:
+    """Step 1: the kills of the whole run (launched), each relaunched at once; each remote topic's size after them."""
+    rng = random.Random(SEED)
+    base = {flow: _grown(tail) for flow, tail in tails.items()}
+    for n in range(size.kills):
+        for flow, tail in tails.items():
+            _wait_grown(tail, feed, base[flow], size.grow, contender.check)
+        delay = rng.uniform(0.0, size.max_delay_s)
+        _pause_alive(delay, contender.check)
+        killed_at = time.monotonic()
+        contender.kill()
+        marks = {flow: high_watermarks(target, tail.topic) for flow, tail in tails.items()}
+        contender.launch()
+        logger.info(
+            "%s: kill %d of %d, %.2f s after the growth; launched again", contender.name, n + 1, size.kills, delay
+        )
+        for flow, tail in tails.items():
+            out[flow].delays.append(delay)
+            out[flow].phases.append((f"kill {n + 1}", marks[flow]))
+            base[flow] = sum(marks[flow].values())
+            resumed = _wait_resumed(tail, feed, marks[flow], killed_at, contender.check)
+            if resumed is not None:
+                out[flow].kill_resumes.append(resumed)
+    return base
+
+
+def _kill_workers(
+    contender: Contender,
+    size: CrashLoopSize,
+    feed: Feed,
+    tails: Mapping[str, Tail],
+    source: str,
+    target: str,
+    base: dict[str, int],
+    out: dict[str, CrashLoopResult],
+) -> dict[str, int]:
+    """Step 2: the Python workers running copy tasks killed one at a time until every flow lost one (module notes).
+
+    Each flow's remote topic grew by ``grow`` records first; returns their sizes after the last kill.
+    """
+    for flow, tail in tails.items():
+        _wait_grown(tail, feed, base[flow], size.grow, contender.check)
+    workers = contender.copy_task_workers(source, size.tasks_max * len(tails))  # each runs its task until killed
+    struck: set[str] = set()
+    for victim in workers:
+        if struck == set(tails):
+            break
+        failed = contender.failed_tasks()
+        killed_at = time.monotonic()
+        victim.kill()  # SIGKILL
+        victim.wait(30)
+        marks = {flow: high_watermarks(target, tail.topic) for flow, tail in tails.items()}
+        flow = assert_eventually(
+            lambda failed=failed: contender.check() or next(iter(contender.failed_tasks() - failed), None),
+            timeout_s=120,
+            message="no copy task failed after its Python worker's kill",
+        )
+        assert flow in tails, f"a copy task of {flow!r} failed, not of a flow of {sorted(tails)}"
+        logger.info("%s: killed a Python worker of %s", contender.name, flow)
+        struck.add(flow)
+        out[flow].worker_kills += 1
+        out[flow].phases.append(("worker kill", marks[flow]))
+        base[flow] = sum(marks[flow].values())
+        resumed = _wait_resumed(tails[flow], feed, marks[flow], killed_at, contender.check)
+        if resumed is not None:
+            out[flow].worker_resumes.append(resumed)
+    if workers:
+        assert struck == set(tails), f"killed every copy task's Python worker, struck only {sorted(struck)}"
+        for flow, tail in tails.items():
+            _wait_grown(tail, feed, base[flow], size.grow, contender.check)
+    return base
+
+
+def _stop_target(
+    contender: Contender,
+    size: CrashLoopSize,
+    feed: Feed,
+    tails: Mapping[str, Tail],
+    target: str,
+    target_pids: list[int],
+    base: dict[str, int],
+    out: dict[str, CrashLoopResult],
+) -> None:
+    """Step 3: the target's brokers stopped for ``stop_s`` seconds; returns once every flow resumed after SIGCONT."""
+    for flow, tail in tails.items():
+        out[flow].phases.append(("target stop", high_watermarks(target, tail.topic)))
+    pause(target_pids, size.stop_s)
+    resumed_at = time.monotonic()
+    marks = {flow: _marks(target, tail.topic) for flow, tail in tails.items()}
+    try:
+        for flow, tail in tails.items():
+            out[flow].stop_resume = _wait_resumed_after_stop(
+                tail, feed, marks[flow], resumed_at, contender.check, target, out[flow]
+            )
+    except AssertionError:
+        if not contender.relaunch_when_stuck:
+            raise
+        logger.warning("%s: stuck %.0f s after the target stop: relaunched", contender.name, STOP_RESUME_TIMEOUT_S)
+        contender.kill()
+        contender.launch()
+        for flow, tail in tails.items():
+            out[flow].relaunched_after_stop = True
+            out[flow].stop_resume = _wait_resumed(tail, feed, marks[flow], resumed_at, contender.check)
 
 
 def copied_twice_by_phase(

@@ -6,9 +6,9 @@ values (:mod:`scenario`), breaks the run while the copy is caught up and growing
 exactly what reached the target: lost (must be 0), duplicated (0 in exactly-once mode as a
 ``read_committed`` consumer sees it; in at-least-once mode at most what the feed produced in one
 ``offset.flush.interval.ms`` plus slack, per fault: :func:`scenario.duplicate_bound`), and the
-seconds until every partition was copied again. Each runs in both modes (the whole-run kills in one
-run holding a flow of each, :data:`BOTH_MODES`) and records its figures (:mod:`figures`) for
-``docs/faults.md``.
+seconds until every partition was copied again. Each runs in both modes (the whole-run kills and the
+crash loop in one run holding a flow of each, :data:`BOTH_MODES`) and records its figures (:mod:`figures`)
+for ``docs/faults.md``.
 
 Sizes (``MIRRORSPARK_FAULTS_SIZE``): ``small`` (``make test``) feeds 200 records/s into 4
 partitions (2 copy tasks) with 2 s of copying before each fault; ``full`` (``make faults``)
@@ -39,6 +39,7 @@ from crash_loop import (
     MirrorsparkContender,
     copied_twice_by_phase,
     crash_loop,
+    failed_tasks,
 )
 from figures import FaultFigures, full_size, record
 from helpers import assert_eventually, create_topic, unique_name
@@ -216,18 +217,23 @@ class BothModes:
         return {m: count_copies(self.target, t.topic, produced, m, tag=tag) for m, t in self.tails.items()}
 
 
+def both_modes_properties(clusters: LocalClusters, extra: dict[str, str]) -> str:
+    """``mm2.properties`` of the flows of :data:`BOTH_MODES` (``primary`` and ``backup`` under two names each)."""
+    named = {s: clusters.cluster("primary") for s, _ in BOTH_MODES.values()}
+    named.update({t: clusters.cluster("backup") for _, t in BOTH_MODES.values()})
+    return LocalClusters(clusters.base_dir, named).mm2_properties(list(BOTH_MODES.values()), extra=extra)
+
+
 @contextlib.contextmanager
 def both_modes(clusters: LocalClusters, tmp_path: Path, prefix: str) -> Iterator[BothModes]:
     """A fresh source topic, its feed, a tail per mode and the run of both flows (launched); all stopped on leaving."""
     source, target = clusters.bootstrap("primary"), clusters.bootstrap("backup")
     topic = unique_name(prefix)
     create_topic(source, topic, partitions=SIZE.partitions)
-    named = {s: clusters.cluster("primary") for s, _ in BOTH_MODES.values()}
-    named.update({t: clusters.cluster("backup") for _, t in BOTH_MODES.values()})
     extra = {"topics": topic, "tasks.max": str(SIZE.tasks_max), "refresh.topics.interval.seconds": "5"}
     extra.update(mode_properties(EXACTLY_ONCE, *BOTH_MODES[EXACTLY_ONCE]))
     props = tmp_path / "mm2.properties"
-    props.write_text(LocalClusters(clusters.base_dir, named).mm2_properties(list(BOTH_MODES.values()), extra=extra))
+    props.write_text(both_modes_properties(clusters, extra))
     feed = Feed(source, topic, SIZE.partitions, SIZE.rate)
     tails = {m: Tail(target, f"{BOTH_MODES[m][0]}.{topic}", SIZE.partitions, m) for m in MODES}
     for tail in tails.values():
@@ -289,41 +295,69 @@ def test_whole_run_killed_four_times_in_a_row(fault_clusters: LocalClusters, tmp
 
 
 @pytest.mark.timeout(TIMEOUT_S)
-@pytest.mark.parametrize("mode", MODES)
-def test_one_python_worker_killed_mid_copy(fault_clusters: LocalClusters, tmp_path: Path, mode: str) -> None:
+def test_one_python_worker_killed_mid_copy(fault_clusters: LocalClusters, tmp_path: Path) -> None:
     """``kill -9`` of one Spark Python worker running a copy task, :attr:`Size.worker_kills` times; the driver lives on.
 
     The driver's supervisor sees the copy task fail and restarts it from its committed offsets
-    (after its 1 s backoff); the other copy tasks keep copying.
+    (after its 1 s backoff); the other copy tasks keep copying. Both modes at once: one flow each in
+    the same run (:data:`BOTH_MODES`); each time one Python worker of each flow is killed
+    (:func:`kill_a_worker_of_each`).
     """
-    with fault_flow(fault_clusters, tmp_path, mode, "fault-worker") as flow:
-        run = flow.run(tmp_path)
-        source_port = port_of(flow.source)
-        resumes = []
+    with both_modes(fault_clusters, tmp_path, "fault-worker") as flows:
+        source_port = port_of(fault_clusters.bootstrap("primary"))
+        resumes: dict[str, list[float]] = {m: [] for m in MODES}
         for _ in range(SIZE.worker_kills):
-            flow.tail.wait_copying(flow.feed, copy_s=SIZE.copy_s, alive=run.check)
-            workers = assert_eventually(
-                lambda: run.check() or run.copy_task_workers(source_port),
-                timeout_s=60,
-                message="no Python worker of the run is connected to the source",
-            )
-            victim = workers[0]
-            killed_at = time.monotonic()
-            victim.kill()  # SIGKILL
-            victim.wait(30)
-            marks = high_watermarks(flow.target, flow.remote)
-            resumes.append(flow.tail.wait_resumed(marks, killed_at, alive=run.check))
-        flow.tail.wait_copying(flow.feed, copy_s=SIZE.tail_s, alive=run.check)
-        counted = flow.finish(run)
-    conclude(
-        f"kill -9 of one Spark Python worker, {SIZE.worker_kills} times",
-        mode,
-        counted,
-        faults=SIZE.worker_kills,
-        rate=SIZE.rate,
-        resumes=resumes,
-        notes=f"{SIZE.tasks_max} copy tasks, one killed each time; the driver restarts it (1 s backoff)",
-    )
+            flows.wait_copying(SIZE.copy_s)
+            for mode, resumed in kill_a_worker_of_each(flows, source_port):
+                resumes[mode].append(resumed)
+        flows.wait_copying(SIZE.tail_s)
+        counted = flows.finish()
+    for mode in MODES:
+        conclude(
+            f"kill -9 of one Spark Python worker, {SIZE.worker_kills} times",
+            mode,
+            counted[mode],
+            faults=len(resumes[mode]),
+            rate=SIZE.rate,
+            resumes=resumes[mode],
+            notes=f"{SIZE.tasks_max} copy tasks, one killed each time; the driver restarts it (1 s backoff); "
+            "both modes in one run",
+        )
+
+
+def kill_a_worker_of_each(flows: BothModes, source_port: int) -> list[tuple[str, float]]:
+    """``kill -9`` of the run's Python workers running a copy task, one at a time, until each mode's flow lost one.
+
+    Which flow a worker served shows in the run's log once it is dead (:data:`crash_loop.FAILED_TASK`), so a
+    flow may lose two. Returns each kill's mode and the seconds until its flow copied again.
+    """
+    modes = {"->".join(aliases): mode for mode, aliases in BOTH_MODES.items()}
+    workers = assert_eventually(
+        lambda: (
+            flows.run.check()
+            or (w if len(w := flows.run.copy_task_workers(source_port)) >= 2 * SIZE.tasks_max else None)
+        ),
+        timeout_s=60,
+        message="not every copy task's Python worker is connected to the source",
+    )  # each runs its copy task until killed
+    out: list[tuple[str, float]] = []
+    for victim in workers:
+        if {m for m, _ in out} == set(MODES):
+            break
+        failed = failed_tasks(flows.run)
+        killed_at = time.monotonic()
+        victim.kill()  # SIGKILL
+        victim.wait(30)
+        marks = {m: high_watermarks(flows.target, tail.topic) for m, tail in flows.tails.items()}
+        flow = assert_eventually(
+            lambda failed=failed: flows.run.check() or next(iter(failed_tasks(flows.run) - failed), None),
+            timeout_s=60,
+            message="no copy task failed after its Python worker's kill",
+        )
+        mode = modes[flow]
+        out.append((mode, flows.tails[mode].wait_resumed(marks[mode], killed_at, alive=flows.run.check)))
+    assert {m for m, _ in out} == set(MODES), f"killed every copy task's Python worker, struck {out}"
+    return out
 
 
 @pytest.mark.timeout(TIMEOUT_S)
@@ -426,13 +460,12 @@ def crash_bound(size: CrashLoopSize, *, flush_records: int, restarts: int) -> tu
 
 
 @pytest.mark.timeout(TIMEOUT_S)
-@pytest.mark.parametrize("mode", [AT_LEAST_ONCE, EXACTLY_ONCE])
-def test_a_crash_loop_over_a_backlog_still_makes_progress(
-    fault_clusters: LocalClusters, tmp_path: Path, mode: str
-) -> None:
+def test_a_crash_loop_over_a_backlog_still_makes_progress(fault_clusters: LocalClusters, tmp_path: Path) -> None:
     """Issue #23's crash loop: ``kill -9`` of the whole run 0-1.5 s after the target grew by 2,000 records
     (scaled when small), 4 times in a row over a backlog, then one Python worker killed, then the target
     stopped (SIGSTOP of its brokers; the lease group lives there) for 30 s (small: 10 s).
+    Both modes at once: one flow each in the same run (:data:`BOTH_MODES`); every fault strikes both (a
+    Python worker of each flow: :func:`crash_loop.crash_loop`).
 
     Every short run commits as soon as its first records are acknowledged and then every
     ``mirrorspark.offset.flush.records`` per task: 0 lost; at least once, copied twice within
@@ -441,16 +474,28 @@ def test_a_crash_loop_over_a_backlog_still_makes_progress(
     MirrorMaker 2's tasks fail for good in a 30 s target stop (Connect restarts no failed task): not
     copying 240 s after SIGCONT, it is relaunched, as its operator would (said in its notes).
     """
+    mirrorspark = _crash_loop_run(fault_clusters, tmp_path / "mirrorspark", "mirrorspark")
+    mm2 = _crash_loop_run(fault_clusters, tmp_path / "mm2", "MM2")[AT_LEAST_ONCE] if CRASH.mm2 else None
+    for mode in MODES:
+        _crash_loop_figures(mode, *mirrorspark[mode], mm2 if mode == AT_LEAST_ONCE else None)
+    for mode in MODES:
+        _crash_loop_asserts(mode, *mirrorspark[mode], mm2 if mode == AT_LEAST_ONCE else None)
+
+
+def _crash_restarts(result: CrashLoopResult) -> int:
+    """Restarts of the flow's copy tasks in the crash loop: every task at each kill of the run, one per worker kill."""
+    return CRASH.kills * CRASH.tasks_max + result.worker_kills
+
+
+def _crash_loop_figures(
+    mode: str, counted: Counted, result: CrashLoopResult, mm2: tuple[Counted, CrashLoopResult] | None
+) -> None:
+    """Record the crash loop's row of one mode (MirrorMaker 2's counts in its MM2 column, at least once)."""
     size = CRASH
-    mirrorspark = _crash_loop_run(fault_clusters, tmp_path / "mirrorspark", mode, "mirrorspark")
-    mm2 = None
-    if size.mm2 and mode == AT_LEAST_ONCE:
-        mm2 = _crash_loop_run(fault_clusters, tmp_path / "mm2", mode, "MM2")
-    counted, result = mirrorspark
-    restarts = size.kills * size.tasks_max + 1
-    bound, words = crash_bound(size, flush_records=CRASH_FLUSH_RECORDS, restarts=restarts)
+    _, words = crash_bound(size, flush_records=CRASH_FLUSH_RECORDS, restarts=_crash_restarts(result))
     notes = [
         f"{size.rate:,} records/s into {size.partitions} partitions, tasks.max {size.tasks_max}",
+        "both modes in one run",
         result.notes(),
         f"mirrorspark.offset.flush.records {CRASH_FLUSH_RECORDS:,}",
     ]
@@ -480,14 +525,21 @@ def test_a_crash_loop_over_a_backlog_still_makes_progress(
             mm2=mm2_cell,
         )
     )
-    assert counted.lost == 0, f"{counted.lost} of {counted.produced} records lost"
-    assert counted.foreign == 0, f"{counted.foreign} values on the target the source never acknowledged"
+
+
+def _crash_loop_asserts(
+    mode: str, counted: Counted, result: CrashLoopResult, mm2: tuple[Counted, CrashLoopResult] | None
+) -> None:
+    """What must hold after the crash loop in one mode (module notes, the test's docstring)."""
+    assert counted.lost == 0, f"{mode}: {counted.lost} of {counted.produced} records lost"
+    assert counted.foreign == 0, f"{mode}: {counted.foreign} values on the target the source never acknowledged"
     # issue #28: a target stop past the lease's session timeout is not a take-over (no backlog copied again)
-    stop_twice, stop_bound = result.twice.get("target stop", 0), size.rate * FLUSH_MS // 1000
-    assert stop_twice <= stop_bound, f"{stop_twice:,} copied twice after the target stop, bound {stop_bound:,}"
+    stop_twice, stop_bound = result.twice.get("target stop", 0), CRASH.rate * FLUSH_MS // 1000
+    assert stop_twice <= stop_bound, f"{mode}: {stop_twice:,} copied twice after the target stop, bound {stop_bound:,}"
     if mode == EXACTLY_ONCE:
         assert counted.duplicated == 0, f"{counted.duplicated} duplicates a read_committed consumer sees"
         return
+    bound, words = crash_bound(CRASH, flush_records=CRASH_FLUSH_RECORDS, restarts=_crash_restarts(result))
     assert counted.duplicated <= bound, f"{counted.duplicated} copied twice, bound {words}"
     if mm2 is not None:
         assert mm2[0].lost == 0, f"MM2 lost {mm2[0].lost} records"
@@ -496,57 +548,64 @@ def test_a_crash_loop_over_a_backlog_still_makes_progress(
         )
 
 
-def _crash_loop_run(clusters: LocalClusters, work: Path, mode: str, who: str) -> tuple[Counted, CrashLoopResult]:
-    """One contender through :func:`crash_loop.crash_loop` on a topic of its own; its exact counts."""
+def _crash_loop_run(clusters: LocalClusters, work: Path, who: str) -> dict[str, tuple[Counted, CrashLoopResult]]:
+    """One contender through :func:`crash_loop.crash_loop` on a topic of its own; its exact counts by mode.
+
+    mirrorspark: one run holding a flow of each mode (:data:`BOTH_MODES`); MirrorMaker 2: at least once only.
+    """
     size = CRASH
     work.mkdir(parents=True)
     topic = unique_name(f"crash-loop-{who.lower()}")
-    remote = f"primary.{topic}"
     source, target = clusters.bootstrap("primary"), clusters.bootstrap("backup")
     create_topic(source, topic, partitions=size.partitions)
-    extra = {
-        "topics": topic,
-        "tasks.max": str(size.tasks_max),
-        "refresh.topics.interval.seconds": "5",
-        **mode_properties(mode, "primary", "backup"),
-    }
+    extra = {"topics": topic, "tasks.max": str(size.tasks_max), "refresh.topics.interval.seconds": "5"}
+    props = work / "mm2.properties"
     if who == "MM2":
+        aliases = {AT_LEAST_ONCE: ("primary", "backup")}
         extra |= {
             "backup.offset.flush.interval.ms": str(FLUSH_MS),
             "plugin.discovery": "service_load",
             "backup.plugin.discovery": "service_load",
         }
+        props.write_text(clusters.mm2_properties([("primary", "backup")], extra=extra))
     else:
+        aliases = BOTH_MODES
         extra["mirrorspark.offset.flush.records"] = str(CRASH_FLUSH_RECORDS)
-    props = work / "mm2.properties"
-    props.write_text(clusters.mm2_properties([("primary", "backup")], extra=extra))
+        extra.update(mode_properties(EXACTLY_ONCE, *BOTH_MODES[EXACTLY_ONCE]))
+        props.write_text(both_modes_properties(clusters, extra))
     contender: MirrorsparkContender | MirrorMakerContender = (
         MirrorMakerContender(props, work, "backup") if who == "MM2" else MirrorsparkContender(props, work)
     )
     feed = Feed(source, topic, size.partitions, size.rate, limit=size.records)
-    tail = Tail(target, remote, size.partitions, mode)
-    tail.start()
+    tails = {m: Tail(target, f"{s}.{topic}", size.partitions, m) for m, (s, _) in aliases.items()}
+    for tail in tails.values():
+        tail.start()
     feed.start()
     try:
-        result = crash_loop(
+        results = crash_loop(
             contender,
             size=size,
             feed=feed,
-            tail=tail,
+            tails={"->".join(aliases[m]): tail for m, tail in tails.items()},
             source=source,
             target=target,
-            remote=remote,
             target_pids=[b.pid for b in clusters.cluster("backup").brokers],
         )
         produced = feed.finish()
-        tail.wait_all(produced, alive=contender.check)
+        for tail in tails.values():
+            tail.wait_all(produced, alive=contender.check)
         code = contender.stop()
         assert code == 0, f"{who} did not stop cleanly ({code})"
-        result.twice = copied_twice_by_phase(target, remote, produced, result.phases)
-        return count_copies(target, remote, produced, mode, tag=topic.encode()), result
+        out = {}
+        for m, tail in tails.items():
+            result = results["->".join(aliases[m])]
+            result.twice = copied_twice_by_phase(target, tail.topic, produced, result.phases)
+            out[m] = (count_copies(target, tail.topic, produced, m, tag=topic.encode()), result)
+        return out
     finally:
         with contextlib.suppress(Exception):
             contender.stop()
         with contextlib.suppress(AssertionError):
             feed.finish()
-        tail.stop()
+        for tail in tails.values():
+            tail.stop()
