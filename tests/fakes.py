@@ -43,6 +43,7 @@ from confluent_kafka.admin import (
 from mirrorspark.config.model import ClientSettings, MirrorConfig
 from mirrorspark.config.parse import parse_config
 from mirrorspark.config.properties import parse_properties
+from mirrorspark.core.followed_groups import Committed
 from mirrorspark.core.schemas.registry import SchemaText, SubjectVersion
 from mirrorspark.errors import SchemaRegistryError, SchemaSubjectConflictError
 
@@ -1240,3 +1241,31 @@ class FakeRegistry:
     def set_compatibility(self, subject: str, level: str) -> None:
         self._enter("set_compatibility")
         self.levels[subject] = level
+
+
+# --------------------------------------------------------------------------- the source's __consumer_offsets
+
+
+class FakeTail:
+    """The source's ``__consumer_offsets`` as the commit follower reads it: commits handed on at the next read."""
+
+    def __init__(self, *commits: tuple[str, str, int, Committed]) -> None:
+        self.pending: list[tuple[str, str, int, Committed]] = list(commits)
+        self.reads = 0
+
+    def commit(self, group: str, topic: str, partition: int, offset: int, metadata: str = "") -> None:
+        self.pending.append((group, topic, partition, Committed(offset, metadata, 1_000)))
+
+    def read(self, on_commit: Callable[[str, str, int, Committed], None] | None = None) -> int:
+        self.reads += 1
+        got, self.pending = self.pending, []
+        for c in got:
+            if on_commit is not None:
+                on_commit(*c)
+        return len(got)
+
+    def committed(self, group: str) -> dict[tuple[str, int], tuple[int, str]]:
+        return {}
+
+    def close(self) -> None:
+        pass

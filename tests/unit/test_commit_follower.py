@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from fakes import FakeClients, two_clusters
+from fakes import FakeClients, FakeTail, two_clusters
 from mirrorspark.client.context import ReplicationContext
 from mirrorspark.config.model import MirrorConfig
 from mirrorspark.core.followed_groups import Committed, FollowedGroups
@@ -20,31 +20,6 @@ from mirrorspark.replication.connector.commit_follower import CommitFollower
 pytestmark = pytest.mark.unit
 
 CHECKPOINTS = "A.checkpoints.internal"
-
-
-class FakeTail:
-    """Commits handed to the follower at its next read, as ``__consumer_offsets`` would."""
-
-    def __init__(self) -> None:
-        self.pending: list[tuple[str, str, int, Committed]] = []
-        self.reads = 0
-
-    def commit(self, group: str, topic: str, partition: int, offset: int, metadata: str = "") -> None:
-        self.pending.append((group, topic, partition, Committed(offset, metadata, 1_000)))
-
-    def read(self, on_commit: Callable[[str, str, int, Committed], None] | None = None) -> int:
-        self.reads += 1
-        got, self.pending = self.pending, []
-        for c in got:
-            if on_commit is not None:
-                on_commit(*c)
-        return len(got)
-
-    def committed(self, group: str) -> dict[tuple[str, int], tuple[int, str]]:
-        return {}
-
-    def close(self) -> None:
-        pass
 
 
 def follower(

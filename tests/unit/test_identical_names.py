@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pytest
 
-from fakes import FakeCluster, two_clusters
+from fakes import FakeCluster, FakeTail, two_clusters
 from mirrorspark.client.context import ReplicationContext
 from mirrorspark.core.followed_groups import Committed
 from mirrorspark.core.identical_names import (
@@ -264,26 +263,6 @@ def test_a_drill_matches_a_copy_to_its_original_whatever_the_provenance_header()
     assert fingerprint(original) != fingerprint(Message([("trace", b"2")]))
 
 
-class OneCommitTail:
-    """The source's ``__consumer_offsets`` as the commit follower reads it: commits handed on at the next read."""
-
-    def __init__(self, *commits: tuple[str, str, int, Committed]) -> None:
-        self.pending = list(commits)
-
-    def read(self, on_commit: Callable[[str, str, int, Committed], None] | None = None) -> int:
-        got, self.pending = self.pending, []
-        for c in got:
-            if on_commit is not None:
-                on_commit(*c)
-        return len(got)
-
-    def committed(self, group: str) -> dict[tuple[str, int], tuple[int, str]]:
-        return {}
-
-    def close(self) -> None:
-        pass
-
-
 def test_the_commit_follower_clamps_with_the_reverse_flows_exact_copies() -> None:
     """B's own 0..9 reached A at 50..59; A's 0..49 reached B at 10..59: a group at A's 50 resumes at B's 0."""
     cfg, a, b, clients = two_clusters(ACTIVE_ACTIVE)
@@ -301,7 +280,7 @@ def test_the_commit_follower_clamps_with_the_reverse_flows_exact_copies() -> Non
     )
     e.start()
     f = CommitFollower(e, copied_to=lambda t, p: 60, clock_ms=lambda: 2_000)
-    f.source = OneCommitTail(("app", "orders", 0, Committed(50, "m", 1_000)))  # type: ignore[assignment]
+    f.source = FakeTail(("app", "orders", 0, Committed(50, "m", 1_000)))  # type: ignore[assignment]
     [cp] = f.step()
     assert cp == Checkpoint("app", "orders", 0, 50, 0, "m")  # MM2's rule alone: 60, past B's own 0..9
     # N2's bound counts the positions 0..59: A's 50 copies are read again, B's own 0..9 for the first time
