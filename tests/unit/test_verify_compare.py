@@ -40,17 +40,17 @@ def _records(n: int, keys: list[bytes | None]) -> dict[int, Record]:
 
 def _copy(src: dict[int, Record], r: Record, d: int) -> Record:
     """The target's copy: its own offset, the provenance header appended (ignored by verify: R2)."""
-    return replace(r, offset=d, headers=(*r.headers, (HEADER_NAME, b"\x01" * 38)), _digest=[])
+    return replace(r, offset=d, headers=(*r.headers, (HEADER_NAME, b"\x01" * 38)))
 
 
 def _altered(r: Record, how: str) -> tuple[Record, str]:
     if how == "alter-key":
-        return replace(r, key=b"altered", _digest=[]), "key"
+        return replace(r, key=b"altered"), "key"
     if how == "alter-value":
-        return replace(r, value=b"altered", _digest=[]), "value"
+        return replace(r, value=b"altered"), "value"
     if how == "alter-headers":
-        return replace(r, headers=(*r.headers, ("x", None)), _digest=[]), "headers"
-    return replace(r, timestamp_ms=r.timestamp_ms + 1, _digest=[]), "timestamp"
+        return replace(r, headers=(*r.headers, ("x", None))), "headers"
+    return replace(r, timestamp_ms=r.timestamp_ms + 1), "timestamp"
 
 
 def simulate(n: int, codes: list[str], gap: tuple[int, int] | None, base: int, in_flight: int) -> Copy:
@@ -75,7 +75,7 @@ def simulate(n: int, codes: list[str], gap: tuple[int, int] | None, base: int, i
         d += 1
         if code in ("dup", "foreign"):
             r = c.source[u] if code == "dup" else Record(0, b"stranger", b"foreign %d" % u)
-            c.target[d] = replace(r, offset=d, _digest=[])
+            c.target[d] = replace(r, offset=d)
             extra.append((d, code, u))
             d += 1
     acked = c.acked[: len(c.acked) - in_flight] if in_flight else c.acked

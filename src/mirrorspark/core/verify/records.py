@@ -70,7 +70,7 @@ class Record:
     headers: tuple[Header, ...] = ()
     timestamp_type: TimestampType = "create"
     timestamp_ms: int = -1
-    _digest: list[bytes] = field(default_factory=list, repr=False, compare=False)  # memo: [] or [digest]
+    _digest: list[bytes] = field(default_factory=list, init=False, repr=False, compare=False)  # memo: [] or [digest]
 
     @property
     def compared_headers(self) -> tuple[Header, ...]:
