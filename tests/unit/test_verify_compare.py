@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from mirrorspark.core.gaps import GapEvent
 from mirrorspark.core.provenance import HEADER_NAME
-from mirrorspark.core.verify import Finding, MappedSpan, Record, align, chunks, narrow, verify_partition
+from mirrorspark.core.verify import Finding, MappedSpan, Record, align, chunk_digest, chunks, narrow, verify_partition
 from mirrorspark.mm2.offset_syncs import SyncState, fold_acknowledged
 
 pytestmark = pytest.mark.unit
@@ -222,3 +222,14 @@ def test_the_issue_scenario_names_each_fault_with_offsets() -> None:
     assert Finding("duplicated", 5, d[5] + 1, related_offset=d[5]) in findings
     assert Finding("out_of_order", 7, d[7], related_offset=8) in findings
     assert (counts.gap_offsets, counts.skipped) == (3, 2)  # the codes repeat: drops at 9 and 21
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 80), st.lists(st.sampled_from(["ok", "drop", "dup"]), min_size=1, max_size=6), st.integers(1, 9))
+def test_executor_chunk_digests_match_on_a_clean_copy(n: int, codes: list[str], size: int) -> None:
+    """C1 as the Spark job uses it: each side digests its own chunk, and a clean copy's digests are equal."""
+    c = simulate(n, codes, None, 3, 0)
+    for k in chunks(align(_segments(c.acked), [], start=0, end=n), size):
+        assert chunk_digest(c.source, k.start, k.count, c.dropped) == chunk_digest(
+            c.target, k.downstream_start, k.count
+        )

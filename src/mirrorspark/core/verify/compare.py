@@ -22,6 +22,11 @@ records held in memory (a partition's window, or the unit tests). Invariants (na
 
 The provenance header is never compared (:mod:`.records` R2); compare the source record *after* the flow's
 transforms (and schema-ID mapping): the caller applies them and lists the offsets they drop in ``dropped``.
+
+Limits: a swap of two equal records is no divergence; a record replaced by a copy of another whose own copy is
+in place is *different*, not a duplicate; after a ``"truncated"`` gap the target's copies of the truncated
+records sit in target holes and are reported *unexpected* (their source offsets are gone; the gap names them);
+target records past the last segment's end are in flight and not judged.
 """
 
 from __future__ import annotations
@@ -29,8 +34,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from mirrorspark.core.verify.alignment import Alignment, HoleSpan, MappedSpan
-from mirrorspark.core.verify.records import ABSENT, Record, combine_digests, first_difference, range_digest
+from mirrorspark.core.verify.alignment import Alignment, HoleSpan
+from mirrorspark.core.verify.records import Record, combine_digests, digests, first_difference, range_digest
 from mirrorspark.core.verify.report import Finding, PartitionCounts
 
 Records = Mapping[int, Record]
@@ -60,9 +65,12 @@ def chunks(alignment: Alignment, size: int = DEFAULT_CHUNK_SIZE) -> list[Chunk]:
     return out
 
 
-def chunk_digest(records: Records, first: int, count: int) -> bytes:
-    """Return the :func:`range_digest` of offsets ``first … first + count - 1`` of one side (absent: ``ABSENT``)."""
-    return range_digest(records.get(o) for o in range(first, first + count))
+def chunk_digest(records: Records, first: int, count: int, dropped: Collection[int] = frozenset()) -> bytes:
+    """Return the :func:`range_digest` of offsets ``first … first + count - 1`` of one side.
+
+    An offset with no record, or one in ``dropped`` (source side: the flow drops it), hashes as ``ABSENT``.
+    """
+    return range_digest(None if o in dropped else records.get(o) for o in range(first, first + count))
 
 
 def narrow(source: Sequence[bytes], target: Sequence[bytes], *, leaf: int = 8) -> tuple[list[int], int]:
@@ -95,14 +103,19 @@ def _range(digests: Sequence[bytes], lo: int, hi: int) -> bytes:
 
 
 @dataclass(frozen=True, slots=True)
-class _Index:
-    """Where each record digest sits: source offsets of mapped records, target offsets of all target records."""
+class DigestIndex:
+    """Where record digests sit: ``source`` the offsets of mapped source records, ``target`` of target records.
 
-    source: dict[bytes, list[int]]
-    target: dict[bytes, list[int]]
+    :func:`verify_partition` indexes every record; a Spark job need only index the digests of the mismatching and
+    target-hole records (a join), as nothing else is looked up.
+    """
+
+    source: Mapping[bytes, Sequence[int]]
+    target: Mapping[bytes, Sequence[int]]
 
 
-def _index(alignment: Alignment, source: Records, target: Records, dropped: Collection[int]) -> _Index:
+def index_records(alignment: Alignment, source: Records, target: Records, dropped: Collection[int]) -> DigestIndex:
+    """Index the mapped source records the flow keeps and every target record by digest."""
     src: dict[bytes, list[int]] = {}
     for span in alignment.mapped:
         for o in range(span.start, span.end):
@@ -112,17 +125,19 @@ def _index(alignment: Alignment, source: Records, target: Records, dropped: Coll
     tgt: dict[bytes, list[int]] = {}
     for o, r in target.items():
         tgt.setdefault(r.digest, []).append(o)
-    return _Index(src, tgt)
+    return DigestIndex(src, tgt)
 
 
-def _classify(
-    u: int, d: int, source: Records, target: Records, dropped: Collection[int], index: _Index
+def classify(
+    u: int, d: int, s: Record | None, t: Record | None, *, dropped: bool, index: DigestIndex
 ) -> Finding | None:
-    """Classify one mismatching mapped position (source ``u`` → target ``d``) per C4; ``None``: unverified."""
-    t = target.get(d)
-    if u in dropped:
+    """Classify one mismatching mapped position, source offset ``u`` → target offset ``d`` (C4).
+
+    ``s`` and ``t`` are the records there (``None``: none); ``dropped`` whether the flow drops ``s``. Returns
+    ``None`` for an unverified position (the source record can no longer be read, or nothing to say).
+    """
+    if dropped:
         return None if t is None else Finding("unexpected", None, d)
-    s = source.get(u)
     if s is None:
         return None
     if t is None:
@@ -132,6 +147,48 @@ def _classify(
     if elsewhere and holds:
         return Finding("out_of_order", u, d, related_offset=holds[0])
     return Finding("different", u, d, field=first_difference(s, t))
+
+
+def classify_target_hole(d: int, t: Record, alignment: Alignment, index: DigestIndex) -> Finding:
+    """Classify a target record at offset ``d`` in one of ``alignment.target_holes`` (C6)."""
+    origin = index.source.get(t.digest)
+    if not origin:
+        return Finding("unexpected", None, d)
+    u = origin[0]
+    span = next(s for s in alignment.mapped if s.start <= u < s.end)
+    return Finding("duplicated", u, d, related_offset=span.downstream_start + (u - span.start))
+
+
+@dataclass(slots=True)
+class _Tally:
+    verified: int = 0
+    unverified: int = 0
+    digests: int = 0
+    skipped: int = 0
+
+
+def _compare_chunk(
+    c: Chunk, source: Records, target: Records, dropped: Collection[int], index: DigestIndex, tally: _Tally
+) -> list[Finding]:
+    """Compare one chunk's range digests and, if they differ, narrow and classify its positions."""
+    src = [None if o in dropped else source.get(o) for o in range(c.start, c.start + c.count)]
+    tgt = [target.get(o) for o in range(c.downstream_start, c.downstream_start + c.count)]
+    tally.digests += 1
+    tally.unverified += sum(r is None and c.start + i not in dropped for i, r in enumerate(src))
+    if range_digest(src) == range_digest(tgt):
+        tally.verified += sum(r is not None for r in src)
+        return []
+    bad, compared = narrow(digests(src), digests(tgt))
+    tally.digests += compared
+    wrong = set(bad)
+    tally.verified += sum(src[i] is not None for i in range(c.count) if i not in wrong)
+    found = []
+    for i in bad:
+        u = c.start + i
+        f = classify(u, c.downstream_start + i, source.get(u), tgt[i], dropped=u in dropped, index=index)
+        if f is not None:
+            found.append(f)
+    return found
 
 
 def verify_partition(
@@ -147,69 +204,44 @@ def verify_partition(
     ``source`` and ``target`` map Kafka offsets to records (after the flow's transforms on the source side);
     ``dropped`` holds the source offsets the flow's transforms or provenance header drop.
     """
-    index = _index(alignment, source, target, dropped)
+    index = index_records(alignment, source, target, dropped)
+    tally = _Tally()
     findings: list[Finding] = []
-    verified = unverified = digests = 0
     for c in chunks(alignment, chunk_size):
-        src = [None if o in dropped else source.get(o) for o in range(c.start, c.start + c.count)]
-        tgt = [target.get(o) for o in range(c.downstream_start, c.downstream_start + c.count)]
-        digests += 1
-        unverified += sum(r is None and c.start + i not in dropped for i, r in enumerate(src))
-        if range_digest(src) == range_digest(tgt):
-            verified += sum(r is not None for r in src)
-            continue
-        bad, compared = narrow(
-            [ABSENT if r is None else r.digest for r in src], [ABSENT if r is None else r.digest for r in tgt]
-        )
-        digests += compared
-        wrong = set(bad)
-        verified += sum(src[i] is not None for i in range(c.count) if i not in wrong)
-        for i in bad:
-            f = _classify(c.start + i, c.downstream_start + i, source, target, dropped, index)
-            if f is not None:
-                findings.append(f)
-    skipped = 0
+        findings += _compare_chunk(c, source, target, dropped, index, tally)
     for span in alignment.spans:
         if isinstance(span, HoleSpan):
             for o in range(span.start, span.end):
                 if o in dropped:
-                    skipped += 1
+                    tally.skipped += 1
                 elif o in source:
                     findings.append(Finding("missing", o, None))
-    findings.extend(_target_only(alignment, source, target, index))
+    for lo, hi in alignment.target_holes:
+        for d in range(lo, hi):
+            t = target.get(d)
+            if t is not None:
+                findings.append(classify_target_hole(d, t, alignment, index))
     findings.sort(key=Finding.sort_key)
     counts = PartitionCounts(
-        verified=verified,
-        skipped=skipped,
+        verified=tally.verified,
+        skipped=tally.skipped,
         gap_offsets=alignment.gap_offsets,
-        unverified_offsets=alignment.unverified_offsets + unverified,
-        digests=digests,
+        unverified_offsets=alignment.unverified_offsets + tally.unverified,
+        digests=tally.digests,
     )
     return counts, findings
 
 
-def _target_only(alignment: Alignment, source: Records, target: Records, index: _Index) -> list[Finding]:
-    """Classify the target records in target holes (C6)."""
-    out = []
-    mapped = {s.start: s for s in alignment.mapped}
-    for lo, hi in alignment.target_holes:
-        for d in range(lo, hi):
-            t = target.get(d)
-            if t is None:
-                continue
-            origin = index.source.get(t.digest)
-            if origin:
-                out.append(Finding("duplicated", origin[0], d, related_offset=_copy_of(origin[0], mapped)))
-            else:
-                out.append(Finding("unexpected", None, d))
-    return out
-
-
-def _copy_of(u: int, mapped: Mapping[int, MappedSpan]) -> int:
-    for span in mapped.values():
-        if span.start <= u < span.end:
-            return span.downstream_start + (u - span.start)
-    raise AssertionError(f"source offset {u} is in no mapped span")
-
-
-__all__ = ["DEFAULT_CHUNK_SIZE", "Chunk", "chunk_digest", "chunks", "narrow", "verify_partition"]
+__all__ = [
+    "DEFAULT_CHUNK_SIZE",
+    "Chunk",
+    "DigestIndex",
+    "Records",
+    "chunk_digest",
+    "chunks",
+    "classify",
+    "classify_target_hole",
+    "index_records",
+    "narrow",
+    "verify_partition",
+]
