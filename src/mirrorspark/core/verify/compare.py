@@ -15,8 +15,8 @@ records held in memory (a partition's window, or the unit tests). Invariants (na
   can no longer be read; *missing* when its target offset holds no record; *unexpected* when the flow drops the
   source record but a copy is there; *out of order* when its copy sits at another target offset and its target
   offset holds another source record's copy; *different* otherwise, naming the first differing field.
-- C5 a source record in a hole the flow does not drop is *missing* (``target_offset`` ``None``); one it drops is
-  *skipped* (counted, never a finding).
+- C5 a source record in a hole the flow does not drop is *missing* (``target_offset`` ``None``); one it drops, in
+  a hole or an unverified span, is *skipped* (counted, never a finding, not unverified).
 - C6 a target record in a target hole is *duplicated* when it equals a source record of a mapped span (its
   ``related_offset`` the target offset of that record's copy), else *unexpected*.
 
@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from mirrorspark.core.verify.alignment import Alignment, HoleSpan
+from mirrorspark.core.verify.alignment import Alignment, HoleSpan, UnverifiedSpan
 from mirrorspark.core.verify.records import Record, combine_digests, digests, first_difference, range_digest
 from mirrorspark.core.verify.report import Finding, PartitionCounts
 
@@ -216,6 +216,10 @@ def verify_partition(
                     tally.skipped += 1
                 elif o in source:
                     findings.append(Finding("missing", o, None))
+        elif isinstance(span, UnverifiedSpan):  # a record the flow drops needs no copy, acknowledged or not
+            n = sum(1 for o in dropped if span.start <= o < span.end)
+            tally.skipped += n
+            tally.unverified -= n
     for lo, hi in alignment.target_holes:
         for d in range(lo, hi):
             t = target.get(d)
