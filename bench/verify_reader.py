@@ -19,6 +19,11 @@ Readers
     confluent-kafka ``Consumer``, one per partition (a Spark task's view), ``assign()`` at the start
     offset and ``consume(num_messages=min(batch, left))`` until the end offset (never waiting a timeout
     at the tail), librdkafka's default fetch sizes.
+``ck-fetch``
+    The same with large fetches (``fetch.max.bytes`` 64 MiB, ``max.partition.fetch.bytes`` 16 MiB).
+``ck-backoff``
+    ``ck-fetch`` with ``fetch.queue.backoff.ms`` 10 (librdkafka's default 1,000: a fetcher whose queue is
+    full, 64 MiB or 100,000 messages by default, waits up to a second before fetching again).
 ``ck-tuned``
     The same with large fetches (``fetch.max.bytes`` 64 MiB, ``max.partition.fetch.bytes`` 16 MiB,
     ``queued.min.messages`` 1,000,000) and ``check.crcs`` off (the digest reads every byte anyway).
@@ -47,7 +52,7 @@ from typing import Any, cast
 
 from bench.workload import Workload, load_topic
 
-READERS = ("ck", "ck-tuned", "spark-py", "spark-jvm")
+READERS = ("ck", "ck-fetch", "ck-backoff", "ck-tuned", "spark-py", "spark-jvm")
 """Every reader, in report order."""
 
 CASES = ((1024, 1_000_000, 1), (1024, 1_000_000, 12), (100, 2_000_000, 1), (100, 2_000_000, 12))
@@ -56,9 +61,13 @@ CASES = ((1024, 1_000_000, 1), (1024, 1_000_000, 12), (100, 2_000_000, 1), (100,
 BATCH = 10_000
 """Messages per ``consume()`` call of the confluent-kafka readers."""
 
-TUNED = {
-    "fetch.max.bytes": 64 << 20,
-    "max.partition.fetch.bytes": 16 << 20,
+FETCH = {"fetch.max.bytes": 64 << 20, "max.partition.fetch.bytes": 16 << 20}
+"""The ``ck-fetch`` reader's consumer settings on top of the defaults: large fetches."""
+
+BACKOFF = FETCH | {"fetch.queue.backoff.ms": 10}
+"""The ``ck-backoff`` reader's: large fetches, and a fetcher that waits 10 ms, not 1 s, when its queue is full."""
+
+TUNED = FETCH | {
     "queued.min.messages": 1_000_000,
     "queued.max.messages.kbytes": 1 << 20,
     "check.crcs": False,
@@ -91,7 +100,7 @@ def record_digest(
 # ------------------------------------------------------------------------------------------------
 
 
-def read_ck(bootstrap: str, topic: str, ends: dict[int, int], *, tuned: bool) -> dict[int, tuple[int, str]]:
+def read_ck(bootstrap: str, topic: str, ends: dict[int, int], *, tuned: dict[str, Any]) -> dict[int, tuple[int, str]]:
     """Read ``[0, end)`` of each partition, one confluent-kafka consumer per partition; per partition (n, digest)."""
     from confluent_kafka import Consumer, TopicPartition
 
@@ -103,8 +112,7 @@ def read_ck(bootstrap: str, topic: str, ends: dict[int, int], *, tuned: bool) ->
         "enable.partition.eof": False,
         "log_level": 3,
     }
-    if tuned:
-        conf |= TUNED
+    conf |= tuned
     out: dict[int, tuple[int, str]] = {}
     for p, end in sorted(ends.items()):
         c = Consumer(conf)
@@ -204,7 +212,12 @@ def child(reader: str, bootstrap: str, topic: str, ends: dict[int, int], jars: s
     if spark is not None:
         got = read_spark(spark, bootstrap, topic, ends, python=reader == "spark-py")
     else:
-        got = read_ck(bootstrap, topic, ends, tuned=reader == "ck-tuned")
+        got = read_ck(
+            bootstrap,
+            topic,
+            ends,
+            tuned={"ck": {}, "ck-fetch": FETCH, "ck-backoff": BACKOFF, "ck-tuned": TUNED}[reader],
+        )
     wall, cpu = time.perf_counter() - t0, delta(before, snapshot()).total_s
     if spark is not None:
         spark.stop()
