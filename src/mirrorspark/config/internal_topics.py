@@ -16,6 +16,7 @@ from mirrorspark.config.model import FlowConfig
 from mirrorspark.core.drills import DRILLS_PREFIX
 from mirrorspark.core.gaps import GAPS_PREFIX
 from mirrorspark.core.lease_claims import LEASE_PREFIX
+from mirrorspark.core.verify.history import VERIFY_PREFIX
 from mirrorspark.mm2.internal_topics import (
     CONTROL_PREFIX,
     TASK_PROGRESS_PREFIX,
@@ -38,8 +39,9 @@ class InternalTopics:
         MM2's; the offset syncs are named after the cluster they are not on.
     progress_channel, totals:
         The copy tasks' reports to the driver; lifetime copy totals and flow states.
-    control, gaps, lease, drills:
-        Live allow/deny list changes, the gap ledger, the lease claims of the flows from S, drill history.
+    control, gaps, lease, drills, verifications:
+        Live allow/deny list changes, the gap ledger, the lease claims of the flows from S, drill history, verify
+        history.
     """
 
     offsets: str
@@ -54,6 +56,7 @@ class InternalTopics:
     gaps: str
     lease: str
     drills: str
+    verifications: str
 
     @classmethod
     def of(cls, flow: FlowConfig, policy: NamingPolicy) -> InternalTopics:
@@ -76,6 +79,7 @@ class InternalTopics:
             gaps=own(GAPS_PREFIX),
             lease=own(LEASE_PREFIX),
             drills=own(DRILLS_PREFIX),
+            verifications=own(VERIFY_PREFIX),
         )
 
 

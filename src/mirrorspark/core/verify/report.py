@@ -11,6 +11,9 @@ Invariants (named by ``tests/unit/test_verify_report.py``):
 - V3 :func:`exit_status` is 0 when no partition has a finding and :data:`DIVERGENCE_EXIT_CODE` (11) otherwise:
   1 to 9 are :class:`~mirrorspark.errors.MirrorsparkError` codes, 2 usage errors, 10 ``plan``'s changes.
 - V4 :meth:`VerifyReport.to_json` is one JSON-ready document, and :func:`report_from_json` inverts it.
+- V5 :func:`capped` keeps a partition's first ``n`` findings and counts the rest in ``omitted`` by kind:
+  :meth:`PartitionReport.divergent` and :meth:`PartitionReport.by_kind` stay what they were (a history record
+  stays small however large the divergence).
 """
 
 from __future__ import annotations
@@ -70,16 +73,33 @@ class PartitionReport:
     target_topic: str
     counts: PartitionCounts
     findings: tuple[Finding, ...] = ()
+    omitted: tuple[tuple[FindingKind, int], ...] = ()
+    """Findings not listed, per kind (:func:`capped`, V5)."""
 
     @property
     def divergent(self) -> int:
-        """Findings, all kinds (V2)."""
-        return len(self.findings)
+        """Findings, all kinds, the omitted ones too (V2, V5)."""
+        return len(self.findings) + sum(n for _, n in self.omitted)
 
     def by_kind(self) -> dict[str, int]:
-        """Return the findings per kind, every kind present (0 for none)."""
+        """Return the findings per kind, every kind present (0 for none), the omitted ones too."""
         seen = Counter(f.kind for f in self.findings)
+        for kind, n in self.omitted:
+            seen[kind] += n
         return {k: seen[k] for k in FINDING_KINDS}
+
+
+def capped(report: PartitionReport, n: int) -> PartitionReport:
+    """Return ``report`` with its first ``n`` (≥ 0) findings listed and the others counted by kind (V5)."""
+    if len(report.findings) <= n:
+        return report
+    rest = Counter(f.kind for f in report.findings[n:])
+    for kind, k in report.omitted:
+        rest[kind] += k
+    omitted = tuple((k, rest[k]) for k in FINDING_KINDS if rest[k])
+    return PartitionReport(
+        report.flow, report.topic, report.partition, report.target_topic, report.counts, report.findings[:n], omitted
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +125,7 @@ class VerifyReport:
                 **asdict(p.counts),
                 **p.by_kind(),
                 "findings": [asdict(f) for f in p.findings],
+                "omitted": dict(p.omitted),
             }
             flows.setdefault(p.flow, []).append(row)
         return {
@@ -141,8 +162,17 @@ def report_from_json(doc: dict[str, Any]) -> VerifyReport:
                 )
                 for f in row["findings"]
             )
+            omitted = tuple((k, int(row.get("omitted", {}).get(k, 0))) for k in FINDING_KINDS)
             parts.append(
-                PartitionReport(flow["flow"], row["topic"], row["partition"], row["target_topic"], counts, findings)
+                PartitionReport(
+                    flow["flow"],
+                    row["topic"],
+                    row["partition"],
+                    row["target_topic"],
+                    counts,
+                    findings,
+                    tuple((k, n) for k, n in omitted if n),
+                )
             )
     return VerifyReport(int(doc["at_ms"]), tuple(parts))
 
@@ -155,6 +185,7 @@ __all__ = [
     "PartitionCounts",
     "PartitionReport",
     "VerifyReport",
+    "capped",
     "exit_status",
     "report_from_json",
 ]
