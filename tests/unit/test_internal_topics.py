@@ -13,6 +13,7 @@ from mirrorspark.config.parse import parse_config
 from mirrorspark.core.drills import DRILLS_PREFIX
 from mirrorspark.core.gaps import GAPS_PREFIX
 from mirrorspark.core.lease_claims import LEASE_PREFIX
+from mirrorspark.core.verify.history import VERIFY_PREFIX
 from mirrorspark.mm2.internal_topics import (
     CONTROL_PREFIX,
     TASK_PROGRESS_PREFIX,
@@ -48,6 +49,7 @@ DEFAULT = InternalTopics(
     gaps="mm2-gaps.A.internal",
     lease="mm2-lease.A.internal",
     drills="mm2-drills.A.internal",
+    verifications="mm2-verify.A.internal",
 )
 
 UNDERSCORES = dataclasses.replace(
@@ -60,6 +62,7 @@ UNDERSCORES = dataclasses.replace(
     gaps="mm2-gaps__A__internal",
     lease="mm2-lease__A__internal",
     drills="mm2-drills__A__internal",
+    verifications="mm2-verify__A__internal",
 )
 
 
@@ -118,6 +121,7 @@ def test_the_names_are_the_naming_rules_applied_to_the_flow(props: dict[str, str
         "gaps": GAPS_PREFIX,
         "lease": LEASE_PREFIX,
         "drills": DRILLS_PREFIX,
+        "verifications": VERIFY_PREFIX,
     }
     syncs_alias = "B" if flow.offset_syncs_topic_location == "source" else "A"
     assert topics_of(**props) == InternalTopics(
