@@ -3,9 +3,9 @@
 :data:`MM2_METRICS` lists MM2's attributes (groups ``MirrorSourceConnector`` and ``MirrorCheckpointConnector``, JMX
 domain ``kafka.connect.mirror``) with unit and meaning, named in Prometheus as Strimzi does
 (:func:`prometheus_name`); :data:`MIRRORSPARK_METRICS` adds what MM2 lacks (lag, task state, heartbeat age,
-checkpoint lag, re-reads, gaps, failovers) under ``mirrorspark_``. Latency and record age go into a fixed histogram
-(:data:`LATENCY_BUCKETS_MS`) that adds up across partitions, tasks and time (:func:`quantile`); lag in seconds is
-the age of the oldest record not copied (:class:`LagClock`).
+checkpoint lag, re-reads, gaps, failovers, drills, verify runs) under ``mirrorspark_``. Latency and record age go
+into a fixed histogram (:data:`LATENCY_BUCKETS_MS`) that adds up across partitions, tasks and time
+(:func:`quantile`); lag in seconds is the age of the oldest record not copied (:class:`LagClock`).
 """
 
 from __future__ import annotations
@@ -208,6 +208,53 @@ MIRRORSPARK_METRICS: Final[tuple[MetricDef, ...]] = (
         "value",
         "s",
         "When the flow's newest drill started (Unix epoch seconds).",
+    ),
+    MetricDef(
+        "verify-verified-records",
+        "mirrorspark",
+        "value",
+        "records",
+        "Records the flow's newest verify run found equal on source and target (records; mirrorspark verify or "
+        "run's sampling, over the range that run covered).",
+    ),
+    MetricDef(
+        "verify-divergent-records",
+        "mirrorspark",
+        "value",
+        "records",
+        "Records the flow's newest verify run found divergent: missing, unexpected, different, duplicated or out of "
+        "order (records; 0 when clean).",
+    ),
+    MetricDef(
+        "verify-finding-records",
+        "mirrorspark",
+        "value",
+        "records",
+        "The flow's newest verify run's divergent records per kind (label kind: missing, unexpected, different, "
+        "duplicated, out_of_order; records).",
+    ),
+    MetricDef(
+        "verify-unverified-offsets",
+        "mirrorspark",
+        "value",
+        "offsets",
+        "Offsets the flow's newest verify run could not map to the target yet (e.g. records still in flight): not "
+        "compared, never divergent (offsets).",
+    ),
+    MetricDef(
+        "verify-gap-offsets",
+        "mirrorspark",
+        "value",
+        "offsets",
+        "Offsets of the flow's gap ledger in the range its newest verify run covered: lost before they were copied, "
+        "never divergent (offsets).",
+    ),
+    MetricDef(
+        "verify-timestamp-seconds",
+        "mirrorspark",
+        "value",
+        "s",
+        "When the flow's newest verify run started (Unix epoch seconds).",
     ),
     MetricDef(
         "schema-id-translated-count",

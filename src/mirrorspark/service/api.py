@@ -13,9 +13,11 @@ served cluster is the target of every local replication):
 ``GET …/groups``                                          consumer groups: checkpoints, lag, failover re-reads
 ``GET …/gaps``                                            the flow's gap events
 ``GET …/drills?limit=&partitions=``                       the flow's disaster-recovery drills, newest first
+``GET …/verifications?limit=&partitions=``                the flow's verify runs, newest first
 ``GET …/metrics/{metric}?window=&aggregate=``             a metric's time series
 ``GET /api/v1/gaps``                                      every gap event
 ``GET /api/v1/drills?limit=&partitions=``                 every flow's drills (``mirrorspark drill``), newest first
+``GET /api/v1/verifications?limit=&partitions=``          every flow's verify runs (``mirrorspark verify``)
 ``GET /api/v1/metrics``                                   the series, windows and aggregates served
 ``GET /metrics``                                          Prometheus exposition (MM2's names)
 ``GET /``, ``/static/…``                                  the replications dashboard (static files)
@@ -53,7 +55,7 @@ from mirrorspark import __version__
 from mirrorspark.config.model import MirrorConfig
 from mirrorspark.service import views
 from mirrorspark.service.aggregates import SERIES_BY_NAME
-from mirrorspark.service.feed import DRILLS_KEPT, FlowView, Store
+from mirrorspark.service.feed import DRILLS_KEPT, VERIFY_KEPT, FlowView, Store
 from mirrorspark.service.prometheus import ServiceCollector
 from mirrorspark.service.schemas import (
     Cluster,
@@ -67,6 +69,7 @@ from mirrorspark.service.schemas import (
     Replication,
     Series,
     Topic,
+    Verification,
 )
 
 log = logging.getLogger(__name__)
@@ -97,6 +100,12 @@ Remote = Annotated[bool, Query(description="Include flows into other clusters.")
 DrillLimit = Annotated[int, Query(ge=1, le=DRILLS_KEPT * 1000, description="Most drills returned (the newest first).")]
 DrillPartitions = Annotated[
     bool, Query(description="Include each drill's recovery point per source partition (false: null, a smaller answer).")
+]
+VerifyLimit = Annotated[
+    int, Query(ge=1, le=VERIFY_KEPT * 1000, description="Most verify runs returned (the newest first).")
+]
+VerifyPartitions = Annotated[
+    bool, Query(description="Include each run's partitions and their findings (false: null, a smaller answer).")
 ]
 
 _BEARER = HTTPBearer(auto_error=False, description="mirrorspark.service.auth.token")
@@ -311,6 +320,32 @@ def flow_drills(
         return views.drills([_local_flow(served.store, source, target)], limit, partitions=partitions)
 
 
+_VERIFY_DOC = (
+    "Each item is one verify run of the flow, by `mirrorspark verify` (trigger command) or by `run`'s continuous "
+    "sampling of recently copied ranges (trigger sampling), read from the flow's verify history topic on the served "
+    "cluster (`mm2-verify.<source>.internal`): records verified equal on both clusters, and the divergent ones "
+    "(missing, unexpected, different, duplicated, out of order), each finding with its offsets on the source and "
+    "the target (the first ones per partition; the rest counted by kind). Gaps (source records lost before they were "
+    "copied) and offsets not yet mappable (records in flight) are counted, never divergent. The service keeps the "
+    f"newest {VERIFY_KEPT} runs of each flow."
+)
+
+
+@replication_routes.get(
+    f"{_FLOW}/verifications",
+    response_model=list[Verification],
+    responses=_FLOW_ERRORS,
+    tags=["replications", "verifications"],
+    summary="Verify runs of a replication (the target checked against the source), newest first",
+    description=_VERIFY_DOC,
+)
+def flow_verifications(
+    source: Source, target: Target, served: Served, limit: VerifyLimit = 100, partitions: VerifyPartitions = True
+) -> list[Verification]:
+    with served.store.lock:
+        return views.verifications([_local_flow(served.store, source, target)], limit, partitions=partitions)
+
+
 @replication_routes.get(
     f"{_FLOW}/metrics/{{metric}}",
     response_model=Series,
@@ -351,7 +386,7 @@ def metric_series(
 # --------------------------------------------------------------------------- events of every flow into the cluster
 
 event_routes = APIRouter(prefix=API, tags=["replications"])
-"""The gap and failover events and the drills of every replication into the served cluster."""
+"""The gap and failover events, the drills and the verify runs of every replication into the served cluster."""
 
 
 @event_routes.get("/gaps", response_model=list[Gap], summary="Gap events of every replication into the served cluster")
@@ -384,6 +419,24 @@ def all_drills(served: Served, limit: DrillLimit = 100, partitions: DrillPartiti
     store = served.store
     with store.lock:
         return views.drills(
+            (v for v in store.flows.values() if v.target == store.cluster), limit, partitions=partitions
+        )
+
+
+@event_routes.get(
+    "/verifications",
+    response_model=list[Verification],
+    responses=_errors(422),
+    tags=["verifications"],
+    summary="Verify runs of every replication into the served cluster, newest first",
+    description=_VERIFY_DOC,
+)
+def all_verifications(
+    served: Served, limit: VerifyLimit = 100, partitions: VerifyPartitions = True
+) -> list[Verification]:
+    store = served.store
+    with store.lock:
+        return views.verifications(
             (v for v in store.flows.values() if v.target == store.cluster), limit, partitions=partitions
         )
 
@@ -477,8 +530,8 @@ def create_app(
         description=(
             "Read-only API over the replication flows into one Kafka cluster: states, lag, throughput, "
             "latency, consumer-group checkpoints and gap events, aggregated by a Spark Structured Streaming "
-            "job over 1 min, 5 min and 1 h sliding windows, and the history of disaster-recovery drills "
-            "(mirrorspark drill). Times are epoch milliseconds."
+            "job over 1 min, 5 min and 1 h sliding windows, the history of disaster-recovery drills "
+            "(mirrorspark drill) and of verify runs (mirrorspark verify). Times are epoch milliseconds."
         ),
     )
     registry = CollectorRegistry(auto_describe=False)

@@ -9,7 +9,9 @@ grow, the topics on T that describe the replication into it:
   lag and group records: :mod:`mirrorspark.core.progress_records`);
 * ``mm2-progress.<source>.internal`` (lifetime totals and published flow states),
   ``mm2-gaps.<source>.internal`` (gap events) and ``mm2-drills.<source>.internal`` (the drill history
-  ``mirrorspark drill`` writes: :mod:`mirrorspark.core.drills`; the newest :data:`DRILLS_KEPT` per flow);
+  ``mirrorspark drill`` writes: :mod:`mirrorspark.core.drills`; the newest :data:`DRILLS_KEPT` per flow) and
+  ``mm2-verify.<source>.internal`` (the verify history ``mirrorspark verify`` and ``run``'s sampling write:
+  :mod:`mirrorspark.core.verify.history`; the newest :data:`VERIFY_KEPT` per flow);
 * the window aggregates the Spark job writes (:mod:`mirrorspark.service.aggregates`).
 
 New topics are found by listing T every :data:`REFRESH_TOPICS_S`. Flows that write no progress
@@ -25,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from confluent_kafka import TopicPartition
 
@@ -52,6 +54,7 @@ from mirrorspark.core.progress_records import (
     decode_topic_lag,
     record_kind,
 )
+from mirrorspark.core.verify.history import VERIFY_PREFIX, VerifyRun, decode_verify_key, decode_verify_run
 from mirrorspark.errors import CorruptRecordError, MirrorsparkError
 from mirrorspark.kafka.admin import ClusterAdmin
 from mirrorspark.kafka.factory import create
@@ -81,6 +84,11 @@ DRILLS_KEPT = 1000
 """Most drills kept per flow (:attr:`FlowView.drills`): the oldest are dropped beyond it. The history topic
 itself keeps every drill (compacted, one key per drill); a restarted service reads it again from its beginning."""
 
+VERIFY_KEPT = 500
+"""Most verify runs kept per flow (:attr:`FlowView.verifications`), the oldest dropped beyond it: fewer than drills,
+as a run lists up to :data:`~mirrorspark.core.verify.history.FINDINGS_KEPT` findings per partition. The history
+topic keeps every run (compacted, one key per run)."""
+
 
 @dataclass
 class FlowView:
@@ -88,7 +96,8 @@ class FlowView:
 
     ``heartbeat_ms`` in epoch ms (``None`` if none); ``metrics``, ``lags``, ``groups``, ``group_sync``, ``failover``
     and ``schemas`` are the driver's newest records (mirrorspark flows only); ``status`` is the last :func:`flow_status`
-    read of a flow without a progress channel; ``drills`` is oldest first, at most :data:`DRILLS_KEPT`.
+    read of a flow without a progress channel; ``drills`` is oldest first, at most :data:`DRILLS_KEPT`, and
+    ``verifications`` (its verify runs) oldest first, at most :data:`VERIFY_KEPT`.
     """
 
     source: str
@@ -106,6 +115,7 @@ class FlowView:
     failover: FailoverEvent | None = None
     schemas: FlowSchemas | None = None
     drills: list[DrillResult] = field(default_factory=list)
+    verifications: list[VerifyRun] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -176,8 +186,8 @@ class Store:
         """Apply one record of a topic of kind ``kind``; return ``False`` for a record not understood and skipped.
 
         ``kind`` is ``"heartbeats"``, ``"remote-heartbeats"``, ``"channel"``, ``"progress"``, ``"gaps"``,
-        ``"drills"`` or ``"aggregates"``. A corrupt drill record is logged as a WARNING (its result is lost from
-        the history); other corrupt records at DEBUG.
+        ``"drills"``, ``"verifications"`` or ``"aggregates"``. A corrupt drill or verify record is logged as a
+        WARNING (its result is lost from the history); other corrupt records at DEBUG.
         """
         try:
             with self.lock:
@@ -223,6 +233,8 @@ class Store:
             return rec is not None
         if kind == "drills":
             return self._apply_drill(key, value)
+        if kind == "verifications":
+            return self._apply_verify_run(key, value)
         if kind == "aggregates":
             agg = decode_aggregate(key, value)
             if agg is None:
@@ -306,6 +318,28 @@ class Store:
         add_drill(view.drills, drill)
         return True
 
+    def _apply_verify_run(self, key: bytes | None, value: bytes | None) -> bool:
+        if value is None:  # a tombstone: that run was deleted from the history
+            try:
+                flow, at = decode_verify_key(key)
+            except CorruptRecordError:
+                return False
+            view = self.flows.get(flow)
+            if view is None:
+                return False
+            view.verifications = [r for r in view.verifications if r.at != at]
+            return True
+        try:
+            run = decode_verify_run(key, value)
+        except CorruptRecordError as e:
+            log.warning("skipped a corrupt verify history record (key %r): %s", (key or b"")[:200], e)
+            return False
+        view = self._local(run.flow)
+        if view is None:
+            return False
+        add_by_time(view.verifications, run, VERIFY_KEPT)
+        return True
+
     def prune(self, now_ms: int | None = None) -> int:
         """Drop aggregates older than their window's retention; return how many."""
         now = now_ms if now_ms is not None else self.clock_ms()
@@ -343,18 +377,31 @@ class Store:
         return out
 
 
-def add_drill(drills: list[DrillResult], drill: DrillResult, keep: int = DRILLS_KEPT) -> None:
-    """Insert ``drill`` into a flow's drills (oldest first, by ``at``), in place, keeping at most ``keep``.
+class _Timed(Protocol):
+    @property
+    def at(self) -> int: ...
 
-    One of the same ``at`` is replaced (the history topic's key is flow and time, the newer record wins).
+
+_T = TypeVar("_T", bound=_Timed)
+
+
+def add_by_time(items: list[_T], item: _T, keep: int) -> None:
+    """Insert ``item`` into a flow's history (oldest first, by ``at`` epoch ms), in place, keeping at most ``keep``.
+
+    One of the same ``at`` is replaced (a history topic's key is flow and time, the newer record wins).
     """
-    i = bisect.bisect_left(drills, drill.at, key=lambda d: d.at)
-    if i < len(drills) and drills[i].at == drill.at:
-        drills[i] = drill
+    i = bisect.bisect_left(items, item.at, key=lambda d: d.at)
+    if i < len(items) and items[i].at == item.at:
+        items[i] = item
     else:
-        drills.insert(i, drill)
-    if len(drills) > keep:
-        del drills[: len(drills) - keep]
+        items.insert(i, item)
+    if len(items) > keep:
+        del items[: len(items) - keep]
+
+
+def add_drill(drills: list[DrillResult], drill: DrillResult, keep: int = DRILLS_KEPT) -> None:
+    """Insert ``drill`` into a flow's drills (:func:`add_by_time`)."""
+    add_by_time(drills, drill, keep)
 
 
 def classify(topic: str, *, heartbeats: Callable[[str], bool], local_heartbeats: str, metrics_topic: str) -> str | None:
@@ -373,6 +420,8 @@ def classify(topic: str, *, heartbeats: Callable[[str], bool], local_heartbeats:
         return "gaps"
     if topic.startswith(DRILLS_PREFIX):
         return "drills"
+    if topic.startswith(VERIFY_PREFIX):
+        return "verifications"
     return None
 
 
@@ -512,9 +561,11 @@ __all__ = [
     "DRILLS_KEPT",
     "MM2_POLL_S",
     "REFRESH_TOPICS_S",
+    "VERIFY_KEPT",
     "Feed",
     "FlowView",
     "Store",
+    "add_by_time",
     "add_drill",
     "classify",
     "split_flow",

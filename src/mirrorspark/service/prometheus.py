@@ -28,6 +28,9 @@ mirrorspark's own series use the ``mirrorspark_`` prefix (:data:`~mirrorspark.mm
 The newest disaster-recovery drill of each flow (``mirrorspark drill``, :mod:`mirrorspark.core.drills`) gives
 ``mirrorspark_recovery_point_*`` and ``mirrorspark_drill_*`` (also in ``MIRRORSPARK_METRICS``); a value the
 drill did not know (an unknown age, a group's unknown or unmeasured count) is left out, never exported as ``-1``.
+The newest verify run of each flow (``mirrorspark verify`` or ``run``'s sampling,
+:mod:`mirrorspark.core.verify.history`) gives ``mirrorspark_verify_*``: records verified and divergent, divergent
+per ``kind``, offsets not verified and in gaps, and when it ran; nothing before a flow's first run.
 A flow that replicates schemas gives ``mirrorspark_schema_*`` per flow: its records' schema ids translated (id
 cache hits and misses) and unknown over its lifetime, and its driver's last schema sync (subjects and versions the
 target holds, versions registered, when it ended, whether it failed).
@@ -44,10 +47,18 @@ from prometheus_client.registry import Collector
 from mirrorspark.config.model import MirrorConfig
 from mirrorspark.core.drills import DrillResult
 from mirrorspark.core.progress_records import PartitionLag
+from mirrorspark.core.verify.history import VerifyRun
 from mirrorspark.mm2.metrics import CHECKPOINT_GROUP, MIRRORSPARK_METRICS, MM2_METRICS, SOURCE_GROUP, prometheus_name
 from mirrorspark.service.feed import FlowView, Store
 from mirrorspark.service.schemas import SchemaReplication
-from mirrorspark.service.views import DEFAULT_WINDOW, Index, flow_state, schema_replication, topic_names
+from mirrorspark.service.views import (
+    DEFAULT_WINDOW,
+    Index,
+    findings_by_kind,
+    flow_state,
+    schema_replication,
+    topic_names,
+)
 
 NAN = math.nan
 _DOCS = {m.name: m.doc for m in (*MM2_METRICS, *MIRRORSPARK_METRICS)}
@@ -118,6 +129,8 @@ class ServiceCollector(Collector):
         f.add("mirrorspark", "gap-lost-records", base, float(sum(g.lost for g in gaps)))
         if v.drills:
             _drill(f, base, v.drills[-1])
+        if v.verifications:
+            _verify_run(f, base, v.verifications[-1])
         schemas = schema_replication(v, self.config)
         if schemas is not None:
             _schemas(f, base, schemas)
@@ -247,6 +260,22 @@ def _drill(f: _Families, base: dict[str, str], d: DrillResult) -> None:
             add("drill-skips", labels, float(g.skips))
         if d.executed and g.measured_rereads is not None:
             add("drill-measured-rereads", labels, float(g.measured_rereads))
+
+
+def _verify_run(f: _Families, base: dict[str, str], run: VerifyRun) -> None:
+    """Add the series of a flow's newest verify run."""
+
+    def add(attribute: str, labels: dict[str, str], value: float) -> None:
+        f.add("mirrorspark", attribute, labels, value, _DOCS[attribute])
+
+    parts = run.report.partitions
+    add("verify-timestamp-seconds", base, run.at / 1000)
+    add("verify-verified-records", base, float(run.verified))
+    add("verify-divergent-records", base, float(run.divergent))
+    for kind, n in findings_by_kind(parts).items():
+        add("verify-finding-records", {**base, "kind": kind}, float(n))
+    add("verify-unverified-offsets", base, float(sum(p.counts.unverified_offsets for p in parts)))
+    add("verify-gap-offsets", base, float(sum(p.counts.gap_offsets for p in parts)))
 
 
 __all__ = ["ServiceCollector"]

@@ -11,6 +11,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from mirrorspark.core.verify.history import FINDINGS_KEPT
+
 FlowStateName = Literal["running", "standby", "failed", "stopped", "never started", "unknown"]
 
 
@@ -301,6 +303,89 @@ class Drill(BaseModel):
     policy: DrillPolicy | None = Field(default=None, description="The failover policy's verdict; null without one.")
 
 
+class VerificationFinding(BaseModel):
+    """One divergent record a verify run found, with the Kafka offsets it concerns on both sides (null: none)."""
+
+    kind: Literal["missing", "unexpected", "different", "duplicated", "out_of_order"] = Field(
+        description="missing (a source record on neither the target nor in a gap), unexpected (a target record from "
+        "no source record), different (its first differing field in field), duplicated (copied twice: "
+        "related_offset is the first copy's target offset) or out_of_order (related_offset: the source offset of "
+        "the record whose copy sits at target_offset)."
+    )
+    source_offset: int | None = Field(default=None, description="The source record's offset.")
+    target_offset: int | None = Field(
+        default=None, description="The target offset concerned (for missing: where the copy should be; null in a hole)."
+    )
+    field: str | None = Field(
+        default=None,
+        description="The first differing field (different only): key, value, headers, timestamp_type or timestamp.",
+    )
+    related_offset: int | None = Field(default=None, description="See kind (duplicated and out_of_order only).")
+
+
+class VerificationKinds(BaseModel):
+    """Findings per kind (records), the ones the history record does not list included."""
+
+    missing: int
+    unexpected: int
+    different: int
+    duplicated: int
+    out_of_order: int
+
+
+class VerificationPartition(BaseModel):
+    """One source partition of a verify run: what was compared, and what diverged."""
+
+    topic: str = Field(description="The source topic.")
+    partition: int
+    target_topic: str = Field(description="Its copy on the target.")
+    verified: int = Field(description="Records verified equal on both sides.")
+    skipped: int = Field(description="Records the flow drops on purpose (transforms, provenance): not compared.")
+    gap_offsets: int = Field(description="Offsets in the flow's gap ledger (lost before copied): no divergence.")
+    unverified_offsets: int = Field(
+        description="Offsets translation cannot map yet (e.g. records still in flight): not compared."
+    )
+    digests: int = Field(description="Range digests compared (the run's cost).")
+    divergent: int = Field(description="Findings, every kind.")
+    findings_by_kind: VerificationKinds
+    findings: list[VerificationFinding] = Field(
+        description=f"The first findings, by source offset (at most {FINDINGS_KEPT} per partition in a history record)."
+    )
+    findings_omitted: int = Field(description="Findings not listed (counted in findings_by_kind).")
+
+
+class VerificationWindow(BaseModel):
+    """What a verify run covered: both bounds null = everything the flow's copied segments know."""
+
+    since_ms: int | None = Field(default=None, description="Records written since (epoch ms; --since).")
+    last: int | None = Field(default=None, description="The newest records per partition (--last).")
+    topics: str | None = Field(default=None, description="The --topics regular expression (null: every topic).")
+
+
+class Verification(BaseModel):
+    """One verify run of a flow (``mirrorspark verify`` or ``run``'s sampling), read from its history topic."""
+
+    flow: str = Field(description='"source->target".')
+    source: str
+    target: str
+    trigger: Literal["command", "sampling"] = Field(
+        description="command (mirrorspark verify) or sampling (run's continuous sampling of recently copied ranges)."
+    )
+    at_ms: int = Field(description="When the run started (epoch ms).")
+    duration_ms: int = Field(description="How long it took (ms).")
+    window: VerificationWindow
+    clean: bool = Field(description="No finding in any partition (mirrorspark verify's exit status 0).")
+    verified: int = Field(description="Records verified equal, every partition.")
+    divergent: int = Field(description="Findings, every partition and kind.")
+    skipped: int = Field(description="Records not compared as the flow drops them on purpose, every partition.")
+    gap_offsets: int = Field(description="Offsets in gaps (lost before copied), every partition.")
+    unverified_offsets: int = Field(description="Offsets translation cannot map yet, every partition.")
+    findings_by_kind: VerificationKinds
+    partitions: list[VerificationPartition] | None = Field(
+        default=None, description="Per source partition, by topic and partition; null when not asked for."
+    )
+
+
 class Point(BaseModel):
     """One window of a time series."""
 
@@ -391,4 +476,9 @@ __all__ = [
     "SchemaReplication",
     "Series",
     "Topic",
+    "Verification",
+    "VerificationFinding",
+    "VerificationKinds",
+    "VerificationPartition",
+    "VerificationWindow",
 ]

@@ -13,6 +13,8 @@ from collections.abc import Iterable
 from mirrorspark.client.status import SchemaStatus
 from mirrorspark.config.model import MirrorConfig
 from mirrorspark.core.drills import DrillResult
+from mirrorspark.core.verify.history import VerifyRun
+from mirrorspark.core.verify.report import FINDING_KINDS, PartitionReport
 from mirrorspark.service.aggregates import (
     AGGREGATES,
     SERIES,
@@ -47,6 +49,11 @@ from mirrorspark.service.schemas import (
     SchemaReplication,
     Series,
     Topic,
+    Verification,
+    VerificationFinding,
+    VerificationKinds,
+    VerificationPartition,
+    VerificationWindow,
 )
 
 DEFAULT_WINDOW = "1m"
@@ -461,6 +468,70 @@ def drills(views: Iterable[FlowView], limit: int, *, partitions: bool = True) ->
     return [drill(d, partitions=partitions) for d in newest[:limit]]
 
 
+def findings_by_kind(parts: Iterable[PartitionReport]) -> dict[str, int]:
+    """Return the findings of verify report partitions per kind, every kind present (0 for none)."""
+    totals: dict[str, int] = dict.fromkeys(FINDING_KINDS, 0)
+    for p in parts:
+        for kind, n in p.by_kind().items():
+            totals[kind] += n
+    return totals
+
+
+def _verification_partition(p: PartitionReport) -> VerificationPartition:
+    c = p.counts
+    return VerificationPartition(
+        topic=p.topic,
+        partition=p.partition,
+        target_topic=p.target_topic,
+        verified=c.verified,
+        skipped=c.skipped,
+        gap_offsets=c.gap_offsets,
+        unverified_offsets=c.unverified_offsets,
+        digests=c.digests,
+        divergent=p.divergent,
+        findings_by_kind=VerificationKinds(**p.by_kind()),
+        findings=[
+            VerificationFinding(
+                kind=f.kind,
+                source_offset=f.source_offset,
+                target_offset=f.target_offset,
+                field=f.field,
+                related_offset=f.related_offset,
+            )
+            for f in p.findings
+        ],
+        findings_omitted=sum(n for _, n in p.omitted),
+    )
+
+
+def verification(run: VerifyRun, *, partitions: bool = True) -> Verification:
+    """Return one verify run's document: totals and per-kind findings; per-partition rows if ``partitions``."""
+    parts = run.report.partitions
+    return Verification(
+        flow=run.flow,
+        source=run.source,
+        target=run.target,
+        trigger=run.trigger,
+        at_ms=run.at,
+        duration_ms=run.duration_ms,
+        window=VerificationWindow(since_ms=run.since_ms, last=run.last, topics=run.topics),
+        clean=run.report.clean,
+        verified=run.verified,
+        divergent=run.divergent,
+        skipped=sum(p.counts.skipped for p in parts),
+        gap_offsets=sum(p.counts.gap_offsets for p in parts),
+        unverified_offsets=sum(p.counts.unverified_offsets for p in parts),
+        findings_by_kind=VerificationKinds(**findings_by_kind(parts)),
+        partitions=[_verification_partition(p) for p in parts] if partitions else None,
+    )
+
+
+def verifications(views: Iterable[FlowView], limit: int, *, partitions: bool = True) -> list[Verification]:
+    """Return the verify runs of flows (hold the store's lock), newest first (ties by flow), at most ``limit``."""
+    newest = sorted((r for v in views for r in v.verifications), key=lambda r: (-r.at, r.flow))
+    return [verification(r, partitions=partitions) for r in newest[:limit]]
+
+
 def series(
     store: Store,
     flow: str,
@@ -540,6 +611,7 @@ __all__ = [
     "drills",
     "failovers",
     "figures",
+    "findings_by_kind",
     "flow_state",
     "gaps",
     "groups",
@@ -549,4 +621,6 @@ __all__ = [
     "series",
     "topic_names",
     "topics",
+    "verification",
+    "verifications",
 ]
