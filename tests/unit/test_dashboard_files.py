@@ -70,6 +70,7 @@ def test_the_page_reads_only_the_documented_api() -> None:
         "replications",
         "gaps",
         "drills",
+        "verifications",
         "topics",
         "groups",
         "metrics/record-count",

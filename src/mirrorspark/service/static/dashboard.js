@@ -6,7 +6,9 @@
  * coloured by state; A->B and B->A as two curved edges, A->B->C as a chain), the flows, per local
  * flow its charts (throughput, lag, latency over the chosen window), topics and consumer groups,
  * the disaster-recovery drills (per flow: the newest drill's recovery point and groups, and the
- * recovery point over the drills' history as sparklines and a table), and the gap events. With mirrorspark.service.auth.token set (the health check says so) the page
+ * recovery point over the drills' history as sparklines and a table), the verification (per flow: the newest
+ * verify run's verified and divergent records, its newest findings with their offsets, and the runs' history),
+ * and the gap events. With mirrorspark.service.auth.token set (the health check says so) the page
  * asks for the token, keeps it in this tab's sessionStorage and sends it as a bearer token.
  * Charts: uPlot (static/vendor/, see README.md there). No build step, no CDN.
  */
@@ -34,6 +36,9 @@
   const MARGIN = 40;
   const DRILLS = 500; // drills read per refresh (every flow's, newest first)
   const DRILL_ROWS = 10; // a flow's newest drills listed in its history table
+  const VERIFY_RUNS = 500; // verify runs read per refresh (every flow's, newest first, without partitions)
+  const VERIFY_ROWS = 10; // a flow's newest runs listed in its history table
+  const FINDING_ROWS = 10; // the newest run's findings listed
 
   const ui = {
     window: "1m",
@@ -210,19 +215,24 @@
         return;
       }
       const w = ui.window;
-      const [clusters, flows, gaps, drills] = await Promise.all([
+      const [clusters, flows, gaps, drills, runs] = await Promise.all([
         api("clusters"),
         api("replications", { window: w }),
         api("gaps"),
         api("drills", { limit: DRILLS, partitions: false }),
+        api("verifications", { limit: VERIFY_RUNS, partitions: false }),
       ]);
       const local = flows.filter((f) => f.local);
-      const details = await Promise.all(local.map((f) => flowDetail(f, w)));
+      const [details, newestRuns] = await Promise.all([
+        Promise.all(local.map((f) => flowDetail(f, w))),
+        newestVerifications(runs),
+      ]);
       hideTokenForm();
       renderGraph(clusters, flows);
       renderFlows(flows);
       renderDetails(local, details);
       renderDrills(drills);
+      renderVerifications(runs, newestRuns);
       renderGaps(gaps);
       $("error").hidden = true;
       $("updated").textContent = `updated ${fmtTime(Date.now())} · every ${REFRESH_MS / 1000} s`;
@@ -739,6 +749,148 @@
         drillGroups(d),
         el("h3", { text: "Drills" }),
         drillHistory(list)
+      );
+    });
+    box.replaceChildren(...sections);
+  }
+
+  // ---------------------------------------------------------------- verification (mirrorspark verify)
+
+  async function newestVerifications(runs) {
+    // the newest run of each flow, with its partitions and findings: {flow name: run}
+    const flows = new Map();
+    for (const r of runs) if (!flows.has(r.flow)) flows.set(r.flow, r);
+    const newest = await Promise.all(
+      [...flows.values()].map((r) => {
+        const base = flowPath(r);
+        return api(base + "verifications", { limit: 1 });
+      })
+    );
+    return Object.fromEntries(newest.filter((list) => list.length).map((list) => [list[0].flow, list[0]]));
+  }
+
+  const TRIGGERS = { command: "mirrorspark verify", sampling: "run's sampling" };
+
+  function fmtWindow(w) {
+    const parts = [];
+    if (w.since_ms !== null) parts.push(`since ${fmtDateTime(w.since_ms)}`);
+    if (w.last !== null) parts.push(`last ${plural(w.last, "record")} per partition`);
+    if (w.topics !== null) parts.push(`topics ${w.topics}`);
+    return parts.length ? parts.join(", ") : "every copied range";
+  }
+
+  function findingsTable(run) {
+    const rows = [];
+    for (const p of run.partitions || []) {
+      for (const f of p.findings) rows.push({ p, f });
+    }
+    const listed = rows.slice(0, FINDING_ROWS).map(({ p, f }) => {
+      const related = f.related_offset !== null ? `related offset ${fmtCount(f.related_offset)}` : "";
+      const detail = f.field ? `field ${f.field}` : related;
+      return el(
+        "tr",
+        { "data-kind": f.kind },
+        td(f.kind.replace(/_/g, " "), "bad", "kind"),
+        td(`${p.topic}-${p.partition}`, null, "partition"),
+        td(p.target_topic, null, "target-topic"),
+        td(detail, null, "detail"),
+        td(fmtCount(f.source_offset), "num", "source-offset"),
+        td(fmtCount(f.target_offset), "num", "target-offset")
+      );
+    });
+    const total = run.divergent;
+    const more = total > listed.length ? ` (${fmtCount(listed.length)} of ${fmtCount(total)} listed)` : "";
+    return [
+      el("h3", { text: `Newest run's findings${more}` }),
+      grid(
+        "grid verify-findings",
+        ["Kind", "Partition", "Target topic", "Detail"],
+        ["Source offset", "Target offset"],
+        listed,
+        "No finding: every compared record is on the target, equal and in order."
+      ),
+    ];
+  }
+
+  function verifyHistory(list) {
+    const rows = list.slice(0, VERIFY_ROWS).map((r) =>
+      el(
+        "tr",
+        { "data-at": r.at_ms },
+        td(fmtDateTime(r.at_ms), null, "at"),
+        td(TRIGGERS[r.trigger] || r.trigger, null, "trigger"),
+        td(fmtCount(r.verified), "num", "verified"),
+        td(fmtCount(r.divergent), "num" + (r.divergent ? " bad" : ""), "divergent"),
+        td(fmtCount(r.unverified_offsets), "num", "unverified"),
+        td(fmtCount(r.gap_offsets), "num", "gap-offsets"),
+        td(fmtMs(r.duration_ms), "num", "duration")
+      )
+    );
+    return grid(
+      "grid verify-history",
+      ["Run", "By"],
+      ["Verified", "Divergent", "Not verified yet", "In gaps", "Took"],
+      rows,
+      "No verify run."
+    );
+  }
+
+  function renderVerifications(runs, newest) {
+    const box = $("verifications");
+    const byFlow = new Map();
+    for (const r of runs) {
+      if (!byFlow.has(r.flow)) byFlow.set(r.flow, []);
+      byFlow.get(r.flow).push(r); // newest first
+    }
+    if (!byFlow.size) {
+      box.replaceChildren(
+        el("p", {
+          class: "empty",
+          id: "verifications-empty",
+          text:
+            "No verify run recorded yet: each run of `mirrorspark verify` (and of run's continuous sampling) writes " +
+            "its report to mm2-verify.<source>.internal on the target, and it shows up here.",
+        })
+      );
+      return;
+    }
+    const sections = [...byFlow.keys()].sort().map((name) => {
+      const list = byFlow.get(name);
+      const r = newest[name] && newest[name].at_ms >= list[0].at_ms ? newest[name] : list[0];
+      const k = r.findings_by_kind;
+      const kinds = Object.entries(k)
+        .filter(([, n]) => n)
+        .map(([kind, n]) => `${kind.replace(/_/g, " ")} ${fmtCount(n)}`)
+        .join(", ");
+      const meta = [
+        `newest run ${fmtDateTime(r.at_ms)}`,
+        `by ${TRIGGERS[r.trigger] || r.trigger}`,
+        fmtWindow(r.window),
+        `took ${fmtMs(r.duration_ms)}`,
+      ];
+      return el(
+        "div",
+        { class: "verify-flow", "data-flow": name, "data-at": r.at_ms, "data-clean": String(r.clean) },
+        el(
+          "div",
+          { class: "flow-head" },
+          el("h3", { text: arrow(name) }),
+          el("span", { class: "meta", text: meta.join(" · ") })
+        ),
+        el(
+          "div",
+          { class: "drill-figures" },
+          figureBox("last-run", fmtDateTime(r.at_ms), "last run"),
+          figureBox("trigger", r.trigger, TRIGGERS[r.trigger] ? `by ${TRIGGERS[r.trigger]}` : "trigger"),
+          figureBox("verified", fmtCount(r.verified), "records verified equal"),
+          figureBox("divergent", fmtCount(r.divergent), kinds ? `divergent records: ${kinds}` : "divergent records", r.divergent > 0),
+          figureBox("unverified", fmtCount(r.unverified_offsets), "offsets not verified yet (in flight)"),
+          figureBox("gap-offsets", fmtCount(r.gap_offsets), "offsets in gaps (lost before copied)")
+        ),
+        r.partitions ? findingsTable(r) : null,
+        el("h3", { text: "Verify runs" }),
+        verifyHistory(list),
+        el("span", { class: "muted", text: `${plural(list.length, "run")} since ${fmtDateTime(list[list.length - 1].at_ms)}` })
       );
     });
     box.replaceChildren(...sections);
