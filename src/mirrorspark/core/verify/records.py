@@ -95,15 +95,29 @@ def _put(h: hashlib.blake2b, data: bytes | None) -> None:
 
 def record_digest(record: Record) -> bytes:
     """Return the 16-byte BLAKE2b digest of a record's key, value, compared headers and timestamp (R1-R3)."""
+    return fields_digest(record.key, record.value, record.headers, record.timestamp_type, record.timestamp_ms)
+
+
+def fields_digest(
+    key: bytes | None,
+    value: bytes | None,
+    headers: Sequence[Header],
+    timestamp_type: TimestampType,
+    timestamp_ms: int,
+) -> bytes:
+    """Return :func:`record_digest` of a record given by its fields (no :class:`Record` made: an executor's loop).
+
+    ``headers`` as consumed, the provenance header among them or not (R2: left out here).
+    """
     h = hashlib.blake2b(digest_size=DIGEST_SIZE, person=_RECORD_PERSON)
-    _put(h, record.key)
-    _put(h, record.value)
-    headers = record.compared_headers
-    h.update(_LEN.pack(len(headers)))
-    for name, value in headers:
+    _put(h, key)
+    _put(h, value)
+    compared = [x for x in headers if x[0] != HEADER_NAME]
+    h.update(_LEN.pack(len(compared)))
+    for name, v in compared:
         _put(h, name.encode())
-        _put(h, value)
-    h.update(_TS.pack(_TYPE_CODE[record.timestamp_type], record.timestamp_ms))
+        _put(h, v)
+    h.update(_TS.pack(_TYPE_CODE[timestamp_type], timestamp_ms))
     return h.digest()
 
 
@@ -150,6 +164,7 @@ __all__ = [
     "TimestampType",
     "combine_digests",
     "digests",
+    "fields_digest",
     "first_difference",
     "range_digest",
     "record_digest",
