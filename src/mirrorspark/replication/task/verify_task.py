@@ -85,7 +85,7 @@ class _Cost:
             k, v, h = m.key(), m.value(), m.headers()
             self.bytes += (len(k) if k else 0) + (len(v) if v else 0)
             if h:
-                self.bytes += sum(len(n) + len(x or b"") for n, x in cast(list[Header], h))
+                self.bytes += _header_bytes(cast(list[Header], h))
 
 
 @dataclass(slots=True)
@@ -154,44 +154,63 @@ def verify_unit(
     )
 
 
+_MAPPED, _HOLE, _UNVERIFIED = 0, 1, 2
+
+
+def _header_bytes(headers: Sequence[Header]) -> int:
+    return sum(len(n) + len(v or b"") for n, v in headers)
+
+
 def _read_source(
     spec: VerifyTaskSpec, unit: _Unit, consumer: RangeConsumerLike, expected: Expected, cost: _Cost
 ) -> None:
     """Digest every source record of the mapped spans, and judge those of holes and unverified spans (C5)."""
-    spans = [
-        s
-        for s in unit.alignment.spans
-        if isinstance(s, MappedSpan | HoleSpan) or (isinstance(s, UnverifiedSpan) and not expected.identity)
-    ]
-    if not spans:
-        return
     bases = {id(s): b for s, b in zip(unit.mapped, unit.base, strict=True)}
-    src, state, findings = unit.src, unit.state, unit.findings
-    k, span = 0, spans[0]
-    for msgs in read_range(consumer, spec.source_topic, spec.partition, spans[0].start, spans[-1].end, flow=spec.flow):
-        cost.add(msgs)
+    identity = expected.identity
+    plan = [
+        (s.start, s.end, _MAPPED, bases[id(s)])
+        if isinstance(s, MappedSpan)
+        else (s.start, s.end, _HOLE if isinstance(s, HoleSpan) else _UNVERIFIED, -1)
+        for s in unit.alignment.spans
+        if isinstance(s, MappedSpan | HoleSpan) or (isinstance(s, UnverifiedSpan) and not identity)
+    ]
+    if not plan:
+        return
+    src, state, findings, copy_of = unit.src, unit.state, unit.findings, expected.copy
+    k, (lo, hi, kind, base) = 0, plan[0]
+    for msgs in read_range(consumer, spec.source_topic, spec.partition, plan[0][0], plan[-1][1], flow=spec.flow):
+        cost.records += len(msgs)
         for m in msgs:
-            o = cast(int, m.offset())
-            while o >= span.end:
+            o: int = m.offset()  # type: ignore[assignment]  # a record's offset is set
+            key, value, headers = m.key(), m.value(), cast(list[Header] | None, m.headers())
+            cost.bytes += (len(key) if key else 0) + (len(value) if value else 0)
+            if headers:
+                cost.bytes += _header_bytes(headers)
+            while o >= hi:
                 k += 1
-                if k == len(spans):
+                if k == len(plan):
                     return
-                span = spans[k]
-            if o < span.start:
-                continue  # a gap span's record (or an unverified one's on the fast path)
-            copy = expected.copy(m)
-            if isinstance(span, MappedSpan):
-                p = bases[id(span)] + o - span.start
-                if copy is None:
+                lo, hi, kind, base = plan[k]
+            if o < lo:
+                continue  # a gap span's record (or an unverified one's when nothing can be dropped)
+            if identity:  # Expected.copy's result without a transform, header or id to apply
+                ts_type, ts = m.timestamp()
+                dg: bytes | None = fields_digest(key, value, headers or (), "create", ts if ts_type else 0)
+            else:
+                copy = copy_of(m)
+                dg = None if copy is None else fields_digest(copy[0], copy[1], copy[2], "create", copy[3])
+            if kind == _MAPPED:
+                p = base + o - lo
+                if dg is None:
                     state[p] = _DROPPED
                 else:
                     state[p] = _KEPT
-                    src[p * _D : p * _D + _D] = fields_digest(copy[0], copy[1], copy[2], "create", copy[3])
-            elif copy is None:
+                    src[p * _D : p * _D + _D] = dg
+            elif dg is None:
                 unit.skipped += 1
-                if isinstance(span, UnverifiedSpan):
+                if kind == _UNVERIFIED:
                     unit.unverified -= 1  # dropped: needs no copy, acknowledged or not
-            elif isinstance(span, HoleSpan):
+            elif kind == _HOLE:
                 findings.append(Finding("missing", o, None))
 
 
@@ -210,16 +229,18 @@ def _read_target(spec: VerifyTaskSpec, unit: _Unit, consumer: RangeConsumerLike,
     tgt, holes = unit.tgt, unit.holes
     k, (lo, hi, b) = 0, pieces[0]
     for msgs in read_range(consumer, spec.target_topic, spec.partition, pieces[0][0], pieces[-1][1], flow=spec.flow):
-        cost.add(msgs)
+        cost.records += len(msgs)
         for m in msgs:
-            d = cast(int, m.offset())
+            d: int = m.offset()  # type: ignore[assignment]  # a record's offset is set
+            key, value, headers = m.key(), m.value(), cast(list[Header] | None, m.headers())
+            cost.bytes += (len(key) if key else 0) + (len(value) if value else 0)
+            if headers:
+                cost.bytes += _header_bytes(headers)
             while d >= hi:
                 k += 1
                 lo, hi, b = pieces[k]  # pieces cover the range read without a break
             ts_type, ts = m.timestamp()
-            dg = fields_digest(
-                m.key(), m.value(), cast(list[Header], m.headers() or []), _TYPES[ts_type], ts if ts_type else -1
-            )
+            dg = fields_digest(key, value, headers or (), _TYPES[ts_type], ts if ts_type else -1)
             if b < 0:
                 holes.append((d, dg))
             else:
