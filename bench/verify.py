@@ -96,7 +96,7 @@ def load_pair(source: str, target: str, size: int, records: int) -> dict[int, in
     for bootstrap in (source, target):
         _create(bootstrap, topic)
     pool = random.Random(size).randbytes(size + 8192)
-    conf = {"linger.ms": 20, "batch.size": 1 << 20, "compression.type": "none", "acks": 1, "log_level": 3}
+    conf = {"linger.ms": 20, "batch.size": 1 << 20, "compression.type": "none", "acks": "all", "log_level": 3}
     conf |= {"enable.idempotence": True, "queue.buffering.max.kbytes": 1 << 20}  # in order: offsets equal
     producers = [Producer({"bootstrap.servers": b, **conf}) for b in (source, target)]
     for i in range(records):
