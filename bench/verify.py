@@ -61,7 +61,6 @@ SAMPLING_KEYS: Final = {
 }
 """The keys of continuous sampling (the driver side's, issue #42), as the ``sampling`` part sets them."""
 SAMPLING_RATIO: Final = "throughput ratio mirrorspark-sampling/mirrorspark"
-_TS0: Final = 1_700_000_000_000
 BENCH_DIR: Final = Path(__file__).resolve().parent
 
 
@@ -96,6 +95,7 @@ def load_pair(source: str, target: str, size: int, records: int) -> dict[int, in
     for bootstrap in (source, target):
         _create(bootstrap, topic)
     pool = random.Random(size).randbytes(size + 8192)
+    ts0 = int(time.time() * 1000) - records  # recent: never past the topics' retention (7 days)
     conf = {"linger.ms": 20, "batch.size": 1 << 20, "compression.type": "none", "acks": "all", "log_level": 3}
     conf |= {"enable.idempotence": True, "queue.buffering.max.kbytes": 1 << 20}  # in order: offsets equal
     producers = [Producer({"bootstrap.servers": b, **conf}) for b in (source, target)]
@@ -104,7 +104,7 @@ def load_pair(source: str, target: str, size: int, records: int) -> dict[int, in
         for p in producers:
             while True:
                 try:
-                    p.produce(topic, pool[o : o + size], b"k%011d" % i, partition=i % PARTITIONS, timestamp=_TS0 + i)
+                    p.produce(topic, pool[o : o + size], b"k%011d" % i, partition=i % PARTITIONS, timestamp=ts0 + i)
                     break
                 except BufferError:
                     p.poll(0.05)
@@ -180,8 +180,10 @@ def child(master: str, source: str, target: str, topic: str, units: list[tuple[i
     wall, cpu = time.perf_counter() - t0, delta(before, snapshot()).total_s
     spark.stop()
     bad = [r.error.message if r.error else f"{len(r.findings)} findings" for r in results if r.error or r.findings]
-    if bad:
-        raise RuntimeError(f"the clean copy did not verify clean: {bad[:3]}")
+    expected = sum(hi - lo for _, lo, hi in units)
+    verified = sum(r.counts.verified for r in results)
+    if bad or verified != expected:
+        raise RuntimeError(f"the clean copy did not verify clean ({verified} of {expected} verified): {bad[:3]}")
     return {
         "records": sum(r.counts.verified for r in results),
         "records_read": sum(r.records_read for r in results),

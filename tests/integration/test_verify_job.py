@@ -8,6 +8,7 @@ acknowledged. Topics are named ``vexec-...``.
 from __future__ import annotations
 
 import itertools
+import time
 from dataclasses import replace
 from typing import Any
 
@@ -26,6 +27,7 @@ from mirrorspark.replication.worker.verify_job import run_verify_job
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
 N = 3000
+TS0 = int(time.time() * 1000) - N  # recent: never past the topics' retention
 FOREIGN = 5  # records on the divergent target before the copy's first: its segment starts at offset 5
 
 
@@ -35,7 +37,7 @@ def _records() -> list[dict[str, Any]]:
             "key": b"k%d" % (u % 7),
             "value": b"value-%05d" % u + b"x" * (u % 50),
             "headers": [("h", b"%d" % (u % 3))] if u % 2 else None,
-            "timestamp_ms": 1_700_000_000_000 + u,
+            "timestamp_ms": TS0 + u,
             "partition": 0,
         }
         for u in range(N)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, cast
@@ -161,6 +162,7 @@ unit_case = st.tuples(
     st.tuples(st.integers(0, 30), st.integers(0, 30)),  # the unit's window: [a, n - b)
     st.integers(1, 7),  # the fake consumer's batch
     st.sets(st.integers(0, 89), max_size=3),  # records the flow drops now though they were copied (a filter added)
+    st.one_of(st.none(), st.integers(0, 4)),  # max_findings
 )
 
 
@@ -168,7 +170,7 @@ unit_case = st.tuples(
 @given(unit_case)
 def test_the_streaming_path_equals_verify_partition(case: tuple) -> None:  # type: ignore[type-arg]
     """VT1, VT3: on holes, target holes, drops, duplicates, swaps, deletions, compaction and windows, one answer."""
-    n, codes, gap, in_flight, size, compacted, cut, (a, b), batch, late = case
+    n, codes, gap, in_flight, size, compacted, cut, (a, b), batch, late, cap = case
     gap = (min(gap[0], n), min(gap[0] + gap[1], n)) if gap else None
     c = simulate(n, codes, gap, 5, in_flight)
     src_log = {u: msg("src", r) for u, r in c.source.items() if u not in compacted}
@@ -180,7 +182,7 @@ def test_the_streaming_path_equals_verify_partition(case: tuple) -> None:  # typ
     expected = Expected(target_topic="tgt", partition=0, transforms=transforms)
     start, end = min(a, n), max(min(a, n), n - b)
     segments = _segments(c.acked)
-    spec = spec_for(segments, c.gaps, start, end, transforms=transforms, chunk_size=size)
+    spec = spec_for(segments, c.gaps, start, end, transforms=transforms, chunk_size=size, max_findings=cap)
     consumers = (
         LogConsumer({"src": src_log}, {"src": n}, batch),
         LogConsumer({"tgt": tgt_log}, {"tgt": high_t}, batch),
@@ -193,7 +195,9 @@ def test_the_streaming_path_equals_verify_partition(case: tuple) -> None:  # typ
     lo, hi = (mapped[0].downstream_start, mapped[-1].downstream_end) if mapped else (0, 0)
     target = {d: target_record(m) for d, m in tgt_log.items() if lo <= d < hi}
     counts, findings = verify_partition(alignment, source, target, dropped=dropped, chunk_size=size)
-    assert (got.counts, list(got.findings)) == (counts, findings)
+    listed = findings if cap is None else findings[:cap]
+    rest = Counter(f.kind for f in findings[len(listed) :])
+    assert (got.counts, list(got.findings), dict(got.omitted)) == (counts, listed, dict(rest))
     for kind in sorted({f.kind for f in findings}):
         event(kind)
     assert got.error is None
@@ -319,3 +323,14 @@ def test_a_failure_comes_back_as_data_without_secrets() -> None:
     assert info is not None and info.kafka_code == "_TRANSPORT" and "broker down" in info.message
     assert failed(spec, ValueError("boom")).error == failed(spec, ValueError("boom")).error
     assert "ValueError: boom" in cast(Any, failed(spec, ValueError("boom")).error).message
+
+
+def test_a_unit_whose_target_is_gone_lists_its_first_findings_and_counts_the_rest() -> None:
+    """VT2: ``max_findings`` bounds what a result holds; every finding is still counted."""
+    src = {u: Msg("src", 0, u, None, b"v%d" % u) for u in range(3000)}
+    s, t = LogConsumer({"src": src}, {"src": 3000}), LogConsumer({"tgt": {}}, {"tgt": 0})
+    spec = spec_for([CopiedSegment(0, 0, 3000)], [], 0, 3000, max_findings=10)
+    got = verify_unit(spec, source=s, target=t, expected=Expected(target_topic="tgt", partition=0))
+    assert got.findings == tuple(Finding("missing", u, u) for u in range(10))
+    assert got.omitted == (("missing", 2990),)
+    assert got.counts.verified == 0 and got.counts.unverified_offsets == 0

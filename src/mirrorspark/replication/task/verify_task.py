@@ -10,10 +10,11 @@ position and side, never the records; compares the chunks' range digests; and re
 
 - VT1 :func:`verify_unit` returns exactly what :func:`~mirrorspark.core.verify.verify_partition` returns on the
   records read (source ones as :class:`~mirrorspark.replication.task.verify_read.Expected` copies them, the
-  offsets it drops as ``dropped``, target ones in the range above): the same counts and the same findings.
-- VT2 memory is O(mapped offsets) in 17-byte cells per side (a digest and a state), plus the findings, the
-  target-hole records' digests and one chunk's records while it is classified: a million 1 KiB records hold
-  ~33 MB, not a GB.
+  offsets it drops as ``dropped``, target ones in the range above): the same counts and the same findings
+  (with ``max_findings``, the first ones of them, the others counted by kind in ``omitted``).
+- VT2 memory is 33 bytes per mapped offset (a 16-byte digest per side, a state byte), plus the findings (with
+  ``max_findings``, at most about twice that many while collecting), the target-hole records' digests and one
+  chunk's records while it is classified: a unit of a million 1 KiB records holds ~33 MB, not 2 GB.
 - VT3 a record unreadable on the source (below the log start, compacted away, past the log end) counts as
   unverified (C4); on the target it is missing. Gap spans are never read; with no transform, provenance header
   or id translation, unverified spans are not read either (nothing there can be dropped).
@@ -29,6 +30,7 @@ differ.
 from __future__ import annotations
 
 import bisect
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final, cast
@@ -47,7 +49,7 @@ from mirrorspark.core.verify.records import (
     combine_digests,
     fields_digest,
 )
-from mirrorspark.core.verify.report import Finding, PartitionCounts
+from mirrorspark.core.verify.report import FINDING_KINDS, Finding, FindingKind, PartitionCounts
 from mirrorspark.errors import ClusterError, DataPathError, ErrorInfo, MirrorsparkError
 from mirrorspark.kafka.factory import with_logger
 from mirrorspark.kafka.protocols import MessageLike, RangeConsumerLike
@@ -88,6 +90,31 @@ class _Cost:
                 self.bytes += _header_bytes(cast(list[Header], h))
 
 
+class _Findings:
+    """The findings of a unit, at most ``cap`` kept (the first by sort key), every one counted by kind (VT2)."""
+
+    def __init__(self, cap: int | None) -> None:
+        self.cap = cap
+        self.kept: list[Finding] = []
+        self.counts: Counter[FindingKind] = Counter()
+
+    def append(self, f: Finding) -> None:
+        self.counts[f.kind] += 1
+        self.kept.append(f)
+        if self.cap is not None and len(self.kept) > 2 * self.cap + 1024:
+            self._trim(self.cap)
+
+    def _trim(self, n: int) -> None:
+        self.kept.sort(key=Finding.sort_key)
+        del self.kept[n:]
+
+    def result(self) -> tuple[tuple[Finding, ...], tuple[tuple[FindingKind, int], ...]]:
+        """Return the findings listed, sorted, and those left out per kind."""
+        self._trim(len(self.kept) if self.cap is None else self.cap)
+        rest = self.counts - Counter(f.kind for f in self.kept)
+        return tuple(self.kept), tuple((k, rest[k]) for k in FINDING_KINDS if rest[k])
+
+
 @dataclass(slots=True)
 class _Unit:
     """A unit's mapped positions: position ``p`` is source offset ``span.start + i`` of the ``k``-th mapped span."""
@@ -98,21 +125,22 @@ class _Unit:
     src: bytearray  # 16 bytes per position: the copy's digest, ABSENT when dropped or unread
     state: bytearray  # per position: 0 unread, _KEPT, _DROPPED
     tgt: bytearray  # 16 bytes per position: the target record's digest, ABSENT when none
+    findings: _Findings
     holes: list[tuple[int, bytes]] = field(default_factory=list)  # target-hole records: (offset, digest)
-    findings: list[Finding] = field(default_factory=list)
     skipped: int = 0
     unverified: int = 0
     verified: int = 0
     digests: int = 0
 
     @classmethod
-    def of(cls, alignment: Alignment) -> _Unit:
+    def of(cls, alignment: Alignment, max_findings: int | None = None) -> _Unit:
         mapped = alignment.mapped
         base, n = [], 0
         for s in mapped:
             base.append(n)
             n += s.count
-        return cls(alignment, mapped, base, bytearray(ABSENT) * n, bytearray(n), bytearray(ABSENT) * n)
+        src, tgt = bytearray(ABSENT) * n, bytearray(ABSENT) * n
+        return cls(alignment, mapped, base, src, bytearray(n), tgt, _Findings(max_findings))
 
     def span_at(self, p: int) -> int:
         """Return the index of the mapped span holding position ``p``."""
@@ -124,7 +152,7 @@ def verify_unit(
 ) -> VerifyTaskResult:
     """Verify one unit with these consumers (VT1-VT3); raises ClusterError or DataPathError as the reads do."""
     alignment = align(spec.segments, spec.gaps, start=spec.start, end=spec.end)
-    unit = _Unit.of(alignment)
+    unit = _Unit.of(alignment, spec.max_findings)
     cost = _Cost()
     _read_source(spec, unit, source, expected, cost)
     _read_target(spec, unit, target, cost)
@@ -133,7 +161,7 @@ def verify_unit(
     _classify(spec, unit, bad, index, source, target, expected, cost)
     for d, dg in unit.holes:
         unit.findings.append(classify_target_digest(d, dg, alignment, index))
-    unit.findings.sort(key=Finding.sort_key)
+    findings, omitted = unit.findings.result()
     counts = PartitionCounts(
         verified=unit.verified,
         skipped=unit.skipped,
@@ -148,9 +176,10 @@ def verify_unit(
         spec.target_topic,
         spec.unit,
         counts,
-        tuple(unit.findings),
+        findings,
         records_read=cost.records,
         bytes_read=cost.bytes,
+        omitted=omitted,
     )
 
 

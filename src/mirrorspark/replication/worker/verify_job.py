@@ -1,6 +1,6 @@
 """The verify job on Spark: one Spark task per verify unit, its results collected (``mirrorspark verify``).
 
-Invariants (named by ``tests/unit/test_verify_job.py`` and ``tests/integration/test_verify_job.py``):
+Invariants (named by ``tests/unit/test_verify_job_unit.py`` and ``tests/integration/test_verify_job.py``):
 
 - VJ1 one Spark task per unit (``parallelize(specs, len(specs))``: unit ``i`` is partition ``i``), all in one
   Spark job of its own job group (:data:`GROUP_PREFIX` and a counter), described by ``description`` only: no
