@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import random
 import re
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -68,10 +69,20 @@ class FakeJob:
             a = align(s.segments, s.gaps, start=s.start, end=s.end)
             src, tgt = records(self.a, s.source_topic, s.partition), records(self.b, s.target_topic, s.partition)
             counts, findings = verify_partition(a, src, tgt, chunk_size=s.chunk_size)
+            listed = findings[: s.max_findings] if s.max_findings is not None else findings
+            omitted = tuple(Counter(f.kind for f in findings[len(listed) :]).items())
             n = len(src) + len(tgt)
             out.append(
                 VerifyTaskResult(
-                    s.flow, s.source_topic, s.partition, s.target_topic, s.unit, counts, tuple(findings), records_read=n
+                    s.flow,
+                    s.source_topic,
+                    s.partition,
+                    s.target_topic,
+                    s.unit,
+                    counts,
+                    tuple(listed),
+                    n,
+                    omitted=omitted,
                 )
             )
         return out
@@ -217,7 +228,9 @@ def test_a_sample_is_drawn_from_the_flows_segments_and_recorded(caplog: pytest.L
     ]
     with caplog.at_level(logging.ERROR):
         run = sampler.sample()
-    assert run is not None and run.divergent == 1500
+    assert run is not None and run.divergent == 1500  # 100 listed per unit (max_findings), the rest counted
+    assert all(s.max_findings == 100 for s in job.specs)
+    assert sum(len(p.findings) for p in run.report.partitions) < 1500
     assert "found 1500 divergent record(s): different (orders-0 offset" in caplog.text
     flow.close()
 

@@ -162,7 +162,7 @@ def test_merged_units_equal_the_whole_window(segments: list[CopiedSegment], size
     counts, findings = verify_partition(whole, source, target, chunk_size=4)
     units = cut_units(whole, size)
     parts = [verify_partition(align(segments, [], start=lo, end=hi), source, target, chunk_size=4) for lo, hi in units]
-    merged = merge_partition("a->b", "t", 0, "a.t", parts)
+    merged = merge_partition("a->b", "t", 0, "a.t", [(c, f, ()) for c, f in parts])
     assert add_counts([merged.counts]) == add_counts([c for c, _ in parts])
     assert (merged.counts.verified, merged.counts.unverified_offsets, merged.counts.gap_offsets) == (
         counts.verified,
@@ -175,6 +175,15 @@ def test_merged_units_equal_the_whole_window(segments: list[CopiedSegment], size
 
     assert sorted(map(where, merged.findings)) == sorted(map(where, findings))
     assert list(merged.findings) == sorted(merged.findings, key=Finding.sort_key)
+
+
+def test_omitted_findings_are_summed_per_kind() -> None:
+    one = (PartitionCounts(1), (Finding("missing", 3, 3),), (("missing", 5),))
+    two = (PartitionCounts(2), (Finding("different", 1, 1, "value"),), (("missing", 1), ("different", 2)))
+    merged = merge_partition("a->b", "t", 0, "a.t", [one, two])
+    assert merged.omitted == (("missing", 6), ("different", 2))
+    assert [f.source_offset for f in merged.findings] == [1, 3]
+    assert merged.divergent == 10 and merged.counts.verified == 3
 
 
 def test_add_counts_sums_every_field() -> None:

@@ -19,9 +19,11 @@ continuous sample. Invariants (named by ``tests/unit/test_verify_units.py``):
   counts (gap spans as gap offsets, every other offset as unverified); offsets below the source's log start are
   never in a unit (they cannot be read), and neither are gap or unverified spans before the first or after the
   last mapped or hole span.
-- U5 :func:`merge_partition` sums the counts field by field and sorts the findings (``Finding.sort_key``), so the
-  merge of a partition's units equals :func:`~mirrorspark.core.verify.compare.verify_partition` over the whole
-  window (for a window with no record the flow drops in an unverified span).
+- U5 :func:`merge_partition` sums the counts and the omitted findings field by field and sorts the findings
+  (``Finding.sort_key``): the merge of a partition's units has the counts of
+  :func:`~mirrorspark.core.verify.compare.verify_partition` over the whole window, and its findings at the same
+  offsets (for a window with no record the flow drops in an unverified span). Limit: a finding relating records of
+  two units is classified by its own unit's records (a duplicate of another unit's record is *unexpected*).
 - U6 :func:`partition_window` never starts before the flow's knowledge or after the end: ``--last N`` ends at the
   last copied segment's end and starts where N copied offsets precede it (or at the first segment), ``--since``
   starts at its offset and ends at the log end, the default starts at the first segment or gap the flow knows
@@ -38,13 +40,14 @@ import bisect
 import itertools
 import math
 import random
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 
 from mirrorspark.core.gaps import GapEvent
 from mirrorspark.core.verify.alignment import Alignment, GapSpan, HoleSpan, MappedSpan, Span, align
 from mirrorspark.core.verify.compare import DEFAULT_CHUNK_SIZE
-from mirrorspark.core.verify.report import Finding, PartitionCounts, PartitionReport
+from mirrorspark.core.verify.report import FINDING_KINDS, Finding, FindingKind, PartitionCounts, PartitionReport
 from mirrorspark.mm2.offset_syncs import CopiedSegment
 
 DEFAULT_UNIT_RECORDS = 1_000_000
@@ -188,16 +191,20 @@ def merge_partition(
     topic: str,
     partition: int,
     target_topic: str,
-    parts: Iterable[tuple[PartitionCounts, Sequence[Finding]]],
+    parts: Iterable[tuple[PartitionCounts, Sequence[Finding], Sequence[tuple[FindingKind, int]]]],
 ) -> PartitionReport:
-    """Merge the counts and findings of a partition's units and unread offsets into one report (U5)."""
+    """Merge the counts, findings and omitted findings (per kind) of a partition's units into one report (U5)."""
     counts: list[PartitionCounts] = []
     findings: list[Finding] = []
-    for c, f in parts:
+    omitted: Counter[FindingKind] = Counter()
+    for c, f, o in parts:
         counts.append(c)
         findings.extend(f)
+        for kind, n in o:
+            omitted[kind] += n
     findings.sort(key=Finding.sort_key)
-    return PartitionReport(flow, topic, partition, target_topic, add_counts(counts), tuple(findings))
+    left = tuple((k, omitted[k]) for k in FINDING_KINDS if omitted[k])
+    return PartitionReport(flow, topic, partition, target_topic, add_counts(counts), tuple(findings), left)
 
 
 def sample_ranges(

@@ -50,6 +50,10 @@ VERIFY_READER_DEFAULTS: Final[Mapping[str, Any]] = {
 }
 """librdkafka settings of verify's readers (both sides) that the user's consumer settings may override."""
 
+FINDINGS_PER_UNIT: Final = 10_000
+"""Most findings a verify task of ``mirrorspark verify`` lists (the rest counted by kind): a unit whose copies are
+all gone stays a small result."""
+
 _READER_OVERRIDES: Final[Mapping[str, Any]] = {
     "isolation.level": "read_committed",  # what a consumer of either side sees: aborted records are no copies
     "enable.auto.commit": False,
@@ -107,7 +111,10 @@ def reader_confs(ctx: FlowContext) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 class SpecBuilder:
-    """Builds one flow's verify tasks: the readers' settings and the flow's transforms, provenance and schemas."""
+    """Builds one flow's verify tasks: the readers' settings and the flow's transforms, provenance and schemas.
+
+    ``max_findings`` caps the findings each task lists (the rest counted by kind; ``None``: no cap).
+    """
 
     def __init__(
         self,
@@ -117,8 +124,10 @@ class SpecBuilder:
         schemas: SchemaIdsSpec | None,
         chunk_size: int = DEFAULT_CHUNK_SIZE,
         unit_records: int = DEFAULT_UNIT_RECORDS,
+        max_findings: int | None = FINDINGS_PER_UNIT,
     ) -> None:
         self.ctx = ctx
+        self.max_findings = max_findings
         self.confs = reader_confs(ctx)
         self.provenance = provenance
         self.schemas = schemas
@@ -179,6 +188,7 @@ class SpecBuilder:
             schemas=self.schemas,
             chunk_size=self.chunk_size,
             unit=unit,
+            max_findings=self.max_findings,
         )
 
 
@@ -270,6 +280,7 @@ def sample_plan(
 
 
 __all__ = [
+    "FINDINGS_PER_UNIT",
     "VERIFY_READER_DEFAULTS",
     "FlowPlan",
     "PartitionPlan",

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Protocol
 
 from mirrorspark.client.context import FlowContext
 from mirrorspark.client.verify_history import record_verify_run
-from mirrorspark.core.verify.history import Trigger, VerifyRun
-from mirrorspark.core.verify.report import Finding, PartitionCounts, PartitionReport, VerifyReport
+from mirrorspark.core.verify.history import FINDINGS_KEPT, Trigger, VerifyRun
+from mirrorspark.core.verify.report import Finding, FindingKind, PartitionCounts, PartitionReport, VerifyReport
 from mirrorspark.core.verify.units import DEFAULT_UNIT_RECORDS, merge_partition
 from mirrorspark.errors import ErrorInfo
 from mirrorspark.replication.connector.scheduler import PeriodicJob
@@ -71,15 +71,17 @@ def merge_results(
     out = []
     at = 0
     for part in plan.partitions:
-        parts: list[tuple[PartitionCounts, Sequence[Finding]]] = [(part.unread, ())]
+        parts: list[tuple[PartitionCounts, Sequence[Finding], Sequence[tuple[FindingKind, int]]]] = [
+            (part.unread, (), ())
+        ]
         for spec in part.specs:
             r = results[at]
             at += 1
             if r.error is not None:
                 failures.append(r.error)
-                parts.append((PartitionCounts(unverified_offsets=spec.end - spec.start), ()))
+                parts.append((PartitionCounts(unverified_offsets=spec.end - spec.start), (), ()))
             else:
-                parts.append((r.counts, r.findings))
+                parts.append((r.counts, r.findings, r.omitted))
         out.append(merge_partition(plan.flow, part.topic, part.partition, part.target_topic, parts))
     return tuple(out)
 
@@ -228,7 +230,9 @@ class VerifySampler:
                 return FlowPlan(flow.name, flow.config.source, flow.config.target, ())
             if self._builder is None:
                 schemas = flow.schemas.task_spec() if flow.schemas is not None else None
-                self._builder = SpecBuilder(flow.context, provenance=flow.provenance, schemas=schemas)
+                self._builder = SpecBuilder(
+                    flow.context, provenance=flow.provenance, schemas=schemas, max_findings=FINDINGS_KEPT
+                )
             replicated = set(flow.partitions)
             segments = {k: flow.copied.segments(*k) for k in sorted(flow.copied.partitions()) if k in replicated}
             gaps = list(flow.gaps)
