@@ -21,6 +21,7 @@ from mirrorspark.errors import ErrorInfo
 from mirrorspark.mm2.offset_syncs import CopiedSegment
 from mirrorspark.replication.connector.flow import Flow
 from mirrorspark.replication.connector.verify_plan import VERIFY_READER_DEFAULTS, WindowRequest, reader_confs
+from mirrorspark.replication.driver import spare_slots
 from mirrorspark.replication.task.verify_spec import VerifyTaskResult, VerifyTaskSpec
 from mirrorspark.replication.worker.verifier import VerifySampler, describe_findings, verify_flows
 
@@ -241,3 +242,10 @@ def test_sampling_is_off_by_default_and_waits_for_spark() -> None:
     assert VerifySampler(flow, lambda: None, runner=job).jobs() == []
     assert VerifySampler(flow, lambda: None, runner=job).sample() is None
     flow.close()
+
+
+def test_a_spare_task_slot_is_kept_for_sampling() -> None:
+    off, *_ = setup(1)
+    on, *_ = setup(1, **{"A->B.verify.sampling.enable": "true"})
+    assert spare_slots([off.flow_config]) == 0
+    assert spare_slots([off.flow_config, on.flow_config]) == 1

@@ -135,7 +135,7 @@ def verify(
 
     Every run is appended to mm2-verify.<source>.internal on TARGET unless --no-record.
 
-    Exits 0 when clean, 11 when a record diverges.
+    Exits 0 when clean, 11 when a record diverges; a unit that could not be read exits with its error's code.
     """
     from mirrorspark.cli.common import check_reachable
     from mirrorspark.client.context import ReplicationContext
