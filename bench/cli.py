@@ -43,6 +43,10 @@ Cases (``--cases``, default all):
     1 000 groups (quick 100) x 12 partitions committing every second on the source while a ``mirrorspark run`` flow
     follows them (``emit.checkpoints.on.commit``, ``sync.group.offsets.enabled``) for 60 s (quick 20 s):
     source-commit -> target-commit latency p50/p99, checkpoints written per second, the driver's CPU.
+``verify``
+    ``mirrorspark verify``'s Spark job on a clean byte-identical copy (1 KiB and 100 B, 4 partitions x 2 units):
+    records/s per core on ``local[1]`` and CPU s/GB read, the speed-up of 2 standalone workers over 1, and
+    ``mirrorspark run``'s throughput with continuous sampling on / off (``bench/verify.py``).
 
 Before them, one line per compare workload (``workload 100 B x 1: throughput ratio mirrorspark/mm2-tuned <t>,
 mirrorspark/mm2 <d>; CPU s/GB ratio mirrorspark/mm2-tuned <c>``) and, with the scale case, one per contender
@@ -103,7 +107,18 @@ _DEPRECATED_NOTE = "".join(
     f"; {old} is a deprecated name of {new} (one engine since issue #22)" for old, new in DEPRECATED_CONTENDERS.items()
 )
 """What ``--help`` says of the old contender names still accepted."""
-CASES = ("compare", "transforms", "schemas", "provenance", "latency", "scale", "recovery", "service", "commits")
+CASES = (
+    "compare",
+    "transforms",
+    "schemas",
+    "provenance",
+    "latency",
+    "scale",
+    "recovery",
+    "service",
+    "commits",
+    "verify",
+)
 SERVICE_HEADING = "Metrics service cost"
 """Heading of the service case in the results file (it has a section of its own in bench/README.md)."""
 SCHEMAS_HEADING = "Schema replication"
@@ -112,7 +127,9 @@ COMMITS_HEADING = "Following commits"
 """Heading of the commits case in the results file (it has a section of its own in bench/README.md)."""
 PROVENANCE_HEADING = "Provenance header cost"
 """Heading of the provenance case in the results file (it has a section of its own in bench/README.md)."""
-OWN_SECTIONS = {"service", "schemas", "commits", "provenance"}
+VERIFY_HEADING = "Verify"
+"""Heading of the verify case in the results file (it has a section of its own in bench/README.md)."""
+OWN_SECTIONS = {"service", "schemas", "commits", "provenance", "verify"}
 """Cases whose README figures have a section of their own: a run of only these leaves the quick/full section."""
 
 
@@ -302,6 +319,40 @@ def _run_one_case(env: BenchEnv, case: Case) -> CaseResult:
     return result
 
 
+def _verify(
+    env: BenchEnv, args: argparse.Namespace, runs: int, extra_json: dict[str, object]
+) -> tuple[str, list[str], bool]:
+    """Run the verify case (``bench/verify.py``); its section, result lines and whether it ran clean."""
+    from bench import verify
+
+    records = verify.QUICK_RECORDS if args.quick else verify.FULL_RECORDS
+    if args.records is not None:
+        records = {size: args.records for size in records}
+    print(f"== verify: {records} records x {verify.PARTITIONS} partitions, then sampling off and on", flush=True)
+    sampling_records = args.records or (QUICK_RECORDS if args.quick else FULL_RECORDS)[1024]
+    case = verify.sampling_case(
+        records=sampling_records,
+        runs=runs,
+        tasks_max=args.tasks,
+        warmup_records=args.warmup_records,
+        pause_s=args.pause,
+        size="quick" if args.quick else "full",
+    )
+    v = verify.run_verify_case(
+        env.bootstrap("source"),
+        env.bootstrap("target"),
+        records=records,
+        repeats=1 if args.quick else 3,
+        work_dir=env.work_dir / "verify",
+        sampling=lambda: _run_one_case(env, case),
+    )
+    body = verify.verify_markdown(v)
+    print(body, flush=True)
+    extra_json["verify"] = verify.verify_json(v)
+    failed = bool(v.errors) or (v.sampling is not None and any(s.error for s in v.sampling.summaries))
+    return body, verify.result_lines(v), not failed
+
+
 def _run_all(args: argparse.Namespace, command: str, label: str) -> int:
     """The comparison, latency and scale cases in one environment; one results file."""
     from datetime import UTC, datetime
@@ -334,6 +385,8 @@ def _run_all(args: argparse.Namespace, command: str, label: str) -> int:
     provenance_body = ""
     commits_body = ""
     commits_lines: list[str] = []
+    verify_body = ""
+    verify_lines: list[str] = []
     with BenchEnv(args.work_dir / ("quick" if args.quick else "full"), master=master) as env:
         if "compare" in cases:
             for w in _workloads(args):
@@ -514,6 +567,10 @@ def _run_all(args: argparse.Namespace, command: str, label: str) -> int:
             commits_lines = commits.commits_lines(com)
             if any(not r.ok for r in com):
                 status = 1
+        if "verify" in cases:
+            verify_body, verify_lines, ok = _verify(env, args, runs, extra_json)
+            sections.append((VERIFY_HEADING, verify_body))
+            status = status if ok else 1
         env_info = environment(env)
     suffix = "-quick" if args.quick else ""
     safe = "".join(ch if ch.isalnum() or ch in "._-" else "-" for ch in label).strip("-") or "polyglot"
@@ -560,7 +617,8 @@ def _run_all(args: argparse.Namespace, command: str, label: str) -> int:
                     *(
                         f"**{h}**\n\n{b}"
                         for h, b in sections
-                        if h not in (SERVICE_HEADING, SCHEMAS_HEADING, COMMITS_HEADING, PROVENANCE_HEADING)
+                        if h
+                        not in (SERVICE_HEADING, SCHEMAS_HEADING, COMMITS_HEADING, PROVENANCE_HEADING, VERIFY_HEADING)
                     ),
                 ]
             )
@@ -573,6 +631,8 @@ def _run_all(args: argparse.Namespace, command: str, label: str) -> int:
             report.update_readme_section(BENCH_DIR / "README.md", "provenance", f"{latest}\n\n{provenance_body}")
         if commits_body:
             report.update_readme_section(BENCH_DIR / "README.md", "commits", f"{latest}\n\n{commits_body}")
+        if verify_body:
+            report.update_readme_section(BENCH_DIR / "README.md", "verify", f"{latest}\n\n{verify_body}")
     print()
     print(f"results: {out}")
     for line in [
@@ -583,6 +643,7 @@ def _run_all(args: argparse.Namespace, command: str, label: str) -> int:
         *(schemas.result_line(r) for r in schema_results),
         *(provenance.result_line(r) for r in provenance_results),
         *commits_lines,
+        *verify_lines,
     ]:
         print(line)
     headline = next(

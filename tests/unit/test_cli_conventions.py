@@ -125,6 +125,7 @@ REQUIRED: dict[tuple[str, ...], list[str]] = {
     ("plan",): [],
     ("failover",): ["--source", "A", "--target", "B", "--group", "g"],
     ("drill",): ["--source", "A", "--target", "B"],
+    ("verify",): ["--source", "A", "--target", "B"],
     ("service",): ["--cluster", "B"],
     ("replica-status",): ["--cluster", "A"],
     ("elect",): ["--cluster", "A", "--type", "preferred", "--all"],

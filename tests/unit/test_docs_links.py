@@ -126,6 +126,7 @@ EXITS_OUTSIDE_THE_TREE = {
     1: "placement finish",  # typer.Exit(1) while partitions still move (cli/placement.py)
     2: "usage error",  # click's UsageError (a bad option), besides ConfigError
     10: "plan: changes",  # typer.Exit(CHANGES_EXIT_CODE) when a run would write something (cli/plan.py)
+    11: "verify: divergence",  # typer.Exit(DIVERGENCE_EXIT_CODE) when a record diverges (cli/verify.py)
     130: "Ctrl-C",  # typer: KeyboardInterrupt; mirrorspark run: the second Ctrl-C (cli/app.py)
 }
 

@@ -34,6 +34,7 @@ from mirrorspark.kafka.protocols import (
     GroupConsumerLike,
     MessageLike,
     ProducerLike,
+    RangeConsumerLike,
     SourceConsumerLike,
     TransactionalProducerLike,
 )
@@ -48,6 +49,7 @@ def fakes_as_protocols(cluster: FakeCluster) -> list[tuple[object, type]]:
     consumer: ConsumerLike = FakeConsumer(cluster)
     group_reader: GroupConsumerLike = FakeConsumer(cluster, group_id="g")
     task_consumer: SourceConsumerLike = FakeTaskConsumer(cluster)
+    range_consumer: RangeConsumerLike = FakeConsumer(cluster)
     producer: ProducerLike = FakeProducer(cluster)
     data: TransactionalProducerLike = FakeTaskProducer(cluster, transactional_id="t-0")
     message: MessageLike = FakeMessage("t", 0, 0, FakeRecord(b"k", b"v"))
@@ -58,6 +60,7 @@ def fakes_as_protocols(cluster: FakeCluster) -> list[tuple[object, type]]:
         (consumer, ConsumerLike),
         (group_reader, GroupConsumerLike),
         (task_consumer, SourceConsumerLike),
+        (range_consumer, RangeConsumerLike),
         (producer, ProducerLike),
         (data, TransactionalProducerLike),
         (message, MessageLike),
@@ -82,6 +85,7 @@ def test_confluent_kafka_clients_offer_every_method_of_their_protocols() -> None
     for cls, protocol in [
         (AdminClient, AdminLike),
         (Consumer, SourceConsumerLike),
+        (Consumer, RangeConsumerLike),
         (Consumer, GroupConsumerLike),
         (Producer, TransactionalProducerLike),
         (Message, MessageLike),

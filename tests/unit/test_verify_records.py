@@ -87,3 +87,13 @@ def test_a_replaced_or_pickled_record_never_keeps_a_stale_digest() -> None:
     assert changed.digest == record_digest(changed) != r.digest
     back = pickle.loads(pickle.dumps(r))
     assert back == r and back.digest == r.digest
+
+
+@given(records, st.binary(max_size=40))
+def test_the_one_call_digest_equals_the_field_by_field_frame(r: Record, ours: bytes) -> None:
+    """R1-R3: ``fields_digest`` (one blake2b call, what executors use) frames the fields as ``_put`` does."""
+    from mirrorspark.core.verify.records import _slow_digest, fields_digest
+
+    with_ours = replace(r, headers=(*r.headers, (HEADER_NAME, ours)))
+    fast = fields_digest(r.key, r.value, list(with_ours.headers), r.timestamp_type, r.timestamp_ms)
+    assert fast == _slow_digest(r) == _slow_digest(with_ours) == record_digest(r)

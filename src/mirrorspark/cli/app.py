@@ -48,6 +48,7 @@ from mirrorspark.cli.placement import placement_app
 from mirrorspark.cli.plan import plan
 from mirrorspark.cli.regions import REPLICA_STATUS_CONTEXT, elect, replica_status
 from mirrorspark.cli.service import service
+from mirrorspark.cli.verify import verify
 from mirrorspark.errors import MirrorsparkError
 
 if TYPE_CHECKING:
@@ -332,7 +333,8 @@ def _run(
     try:
         # Spark starts while the flows start (offsets read, topics synced, leases joined): a restart after a
         # crash waits for the longer of the two, not for both. Sized for the most copy tasks the flows may run.
-        spark_start = _SparkStart(master, spark_conf, task_slots=sum(f.config.tasks_max for f in replicator.flows))
+        slots = sum(f.config.tasks_max for f in replicator.flows) + replicator.spare_slots
+        spark_start = _SparkStart(master, spark_conf, task_slots=slots)
         replicator.start()  # connects, creates topics and joins the leases: fails fast on an unreachable cluster
         spark = spark_start.result()
         replicator.spark = spark
@@ -550,6 +552,8 @@ app.command()(plan)
 app.command()(failover)
 # Disaster-recovery drills: what a failover would lose, re-read and skip, measured before it is needed.
 app.command()(drill)
+# Record-by-record proof that a flow's target holds what its source holds (issue #42).
+app.command()(verify)
 # The metrics service (SRM Service's role).
 app.command()(service)
 # Multi-region: replicas of one cluster (Confluent's kafka-replica-status) and leader elections.

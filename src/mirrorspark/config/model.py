@@ -143,6 +143,7 @@ class FlowConfig(_Frozen):
     by default iff both clusters name a Schema Registry); ``sync_schemas_unknown_ids``: ``"fail"`` or ``"copy"``;
     ``sync_schemas_interval_s``: seconds between the driver's schema syncs; ``provenance_header_enable``: whether the
     flow stamps and checks the provenance header (``provenance.header.enable``, :mod:`mirrorspark.core.provenance`);
+    ``verify_sampling_*``: ``run``'s continuous verification (``verify.sampling.*``, ms and records);
     ``renaming``: the ``topic.rename.*`` keys (falsy when none).
     """
 
@@ -203,6 +204,9 @@ class FlowConfig(_Frozen):
     sync_schemas_interval_s: float = 10.0
     emit_checkpoints_on_commit: bool = False
     provenance_header_enable: bool = False
+    verify_sampling_enable: bool = False
+    verify_sampling_interval_ms: int = 600_000
+    verify_sampling_records: int = 10_000
     policy: PolicyConfig
     source_consumer: ClientSettings
     source_admin: ClientSettings

@@ -117,6 +117,17 @@ class SourceConsumerLike(ConsumerLike, Protocol):
 
 
 @runtime_checkable
+class RangeConsumerLike(ConsumerLike, Protocol):
+    """A verify task's consumer: reads one partition's offset range, knows its watermarks, is closed at the end."""
+
+    def get_watermark_offsets(self, partition: TopicPartition, /, timeout: float = -1) -> tuple[int, int]:
+        """Return the partition's ``(low, high)`` watermarks, asking the leader."""
+
+    def close(self) -> None:
+        """Release the consumer."""
+
+
+@runtime_checkable
 class GroupConsumerLike(Protocol):
     """A consumer of a group, never subscribed, that reads the group's committed offsets (``OffsetFetch``)."""
 
@@ -259,6 +270,7 @@ __all__ = [
     "Headers",
     "MessageLike",
     "ProducerLike",
+    "RangeConsumerLike",
     "SourceConsumerLike",
     "TransactionalProducerLike",
 ]

@@ -15,14 +15,14 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from mirrorspark.client.connect_tasks import transactional_id
 from mirrorspark.client.context import ReplicationContext
-from mirrorspark.config.model import MirrorConfig
+from mirrorspark.config.model import FlowConfig, MirrorConfig
 from mirrorspark.config.runnable import runnable_flows
 from mirrorspark.errors import ConfigError, DataGapError
 from mirrorspark.kafka.admin import PartitionKey
@@ -40,6 +40,7 @@ from mirrorspark.replication.connector.totals_publisher import TotalsPublisher
 from mirrorspark.replication.worker.lease import FlowLease
 from mirrorspark.replication.worker.metrics_publisher import MetricsPublisher
 from mirrorspark.replication.worker.supervisor import FlowSupervisor, SupervisorState
+from mirrorspark.replication.worker.verifier import VerifySampler
 from mirrorspark.replication.worker.worker import Worker, first_error
 
 if TYPE_CHECKING:
@@ -163,6 +164,8 @@ class Replicator:
         self.failover = Scheduler()  # the failover policy's source checks: a dead source must not stall the rest
         self.schema_syncs = Scheduler()  # Schema Registry calls: a slow registry must not stall the rest either
         self.commit_followers = Scheduler()  # emit.checkpoints.on.commit: never behind a slower control job's turn
+        self.verify_samples = Scheduler()  # verify.sampling.enable: a Spark job each, never on the loop's thread
+        self.samplers: list[VerifySampler] = []
         self.followers: list[CommitFollower] = []
         self.failover_watchers: list[FailoverWatcher] = []
         self.on_stats = on_stats
@@ -194,6 +197,11 @@ class Replicator:
     def task_slots(self) -> int:
         """Copy tasks the flows run now, ``min(tasks.max, partitions)`` per flow (after :meth:`start`)."""
         return sum(min(f.config.tasks_max, len(f.order)) for f in self.flows)
+
+    @property
+    def spare_slots(self) -> int:
+        """Task slots kept free besides the copy tasks': one for continuous sampling (``verify.sampling.enable``)."""
+        return spare_slots(f.config for f in self.flows)
 
     def request_stop(self) -> None:
         """Ask the loop to end: every copy task commits what the target acknowledged and ends (thread-safe)."""
@@ -258,6 +266,10 @@ class Replicator:
                 self.commit_followers.add_jobs(follower, lock=cp.lock)
         if self.followers:
             self.commit_followers.start(name="mirrorspark-commit-followers", tick_s=FOLLOW_TICK_S)
+        for flow in self.flows:  # under the flow's lock only while a sample is drawn, never while it is verified
+            sampler = VerifySampler(flow, lambda: self.spark, active=functools.partial(self._runs_flow, flow))
+            self.samplers.append(sampler)
+            self.verify_samples.add_jobs(sampler)
         self.background.add_jobs(self.heartbeats)
         self.background.start(name="mirrorspark-heartbeats")
         if self.schema_syncs.jobs:
@@ -306,7 +318,9 @@ class Replicator:
             self.close()
             return self._finish()
         stop_at = self._targets if until_caught_up else None
-        worker = Worker(self.spark, self.flows, stop_at=stop_at, joined=self.leases, jvm=self.jvm)
+        worker = Worker(
+            self.spark, self.flows, stop_at=stop_at, joined=self.leases, jvm=self.jvm, spare_slots=self.spare_slots
+        )
         self.worker = worker
         for f in self.flows:
             if f.exactly_once:
@@ -314,6 +328,8 @@ class Replicator:
         failed: list[FlowSupervisor] = []
         try:
             worker.start()
+            if self.verify_samples.jobs:
+                self.verify_samples.start(name="mirrorspark-verify-samples")
             for pub in self.totals:
                 pub.publish_state("running")
             failed = self._loop(worker, until_caught_up=until_caught_up)
@@ -321,6 +337,7 @@ class Replicator:
         finally:
             self.state = DriverState.STOPPING
             self.control.stop(timeout_s=0)
+            self.verify_samples.stop(timeout_s=0)  # a sample's Spark job under way ends by itself
             try:
                 worker.stop()
             finally:
@@ -475,6 +492,7 @@ class Replicator:
         A flow's clients are not released while a control job runs in them (librdkafka crashes the process).
         """
         self.schema_syncs.stop(timeout_s=0)  # a pass under way ends at its registry call's timeout at worst
+        self.verify_samples.stop(timeout_s=0)  # a sample under way uses clients of its own
         if not self.control.stop(timeout_s=CONTROL_STOP_S) or not self.commit_followers.stop(timeout_s=CONTROL_STOP_S):
             log.warning(
                 "a control job is still running after %.0f s: the flows' clients are left to it, not released",
@@ -523,6 +541,11 @@ class Replicator:
             lease.close()
         for f in self.flows:
             f.close()
+
+
+def spare_slots(flows: Iterable[FlowConfig]) -> int:
+    """Return the task slots ``flows`` need besides their copy tasks': 1 when one samples continuously, else 0."""
+    return 1 if any(f.verify_sampling_enable for f in flows) else 0
 
 
 def _copied_to(f: Flow, topic: str, partition: int) -> int | None:

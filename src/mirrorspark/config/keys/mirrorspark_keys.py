@@ -172,6 +172,39 @@ MIRRORSPARK_KEYS: Final[tuple[ConfigKey, ...]] = (
         field="provenance_header_enable",
     ),
     ConfigKey(
+        "verify.sampling.enable",
+        "boolean",
+        "false",
+        "Whether mirrorspark run verifies flow S->T continuously: every verify.sampling.interval.ms it compares a "
+        "random sample of the records the flow copied recently (verify.sampling.records of them, from the copied "
+        "segments the driver knows) with their copies on T, as mirrorspark verify does, in a Spark job of its own "
+        "on one spare task slot; each sample is appended to mm2-verify.<S>.internal on T (trigger sampling) and a "
+        "divergence is logged at ERROR with its findings. The copy goes on whatever a sample finds. mirrorspark's "
+        "own key, per flow (S->T.verify.sampling.enable) or at top level for every flow.",
+        field="verify_sampling_enable",
+    ),
+    ConfigKey(
+        "verify.sampling.interval.ms",
+        "long",
+        "600000",
+        "How often mirrorspark run verifies a sample of flow S->T's copied records (verify.sampling.enable); the "
+        "first sample one interval after the start. Per flow (S->T.verify.sampling.interval.ms) or at top level.",
+        "ms",
+        minimum=100,
+        field="verify_sampling_interval_ms",
+    ),
+    ConfigKey(
+        "verify.sampling.records",
+        "long",
+        "10000",
+        "How many copied records of flow S->T each continuous sample compares (verify.sampling.enable), drawn at "
+        "random in runs of 1024 consecutive records over the flow's partitions; fewer when the flow copied fewer. "
+        "Per flow (S->T.verify.sampling.records) or at top level.",
+        "records",
+        minimum=1,
+        field="verify_sampling_records",
+    ),
+    ConfigKey(
         "mirrorspark.on.gap",
         "string",
         "continue",

@@ -151,7 +151,12 @@ def classify(
 
 def classify_target_hole(d: int, t: Record, alignment: Alignment, index: DigestIndex) -> Finding:
     """Classify a target record at offset ``d`` in one of ``alignment.target_holes`` (C6)."""
-    origin = index.source.get(t.digest)
+    return classify_target_digest(d, t.digest, alignment, index)
+
+
+def classify_target_digest(d: int, digest: bytes, alignment: Alignment, index: DigestIndex) -> Finding:
+    """Classify a target-hole record at offset ``d`` by its digest alone (C6; what a streaming executor keeps)."""
+    origin = index.source.get(digest)
     if not origin:
         return Finding("unexpected", None, d)
     u = origin[0]
@@ -244,6 +249,7 @@ __all__ = [
     "chunk_digest",
     "chunks",
     "classify",
+    "classify_target_digest",
     "classify_target_hole",
     "index_records",
     "narrow",

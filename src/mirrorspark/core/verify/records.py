@@ -95,6 +95,34 @@ def _put(h: hashlib.blake2b, data: bytes | None) -> None:
 
 def record_digest(record: Record) -> bytes:
     """Return the 16-byte BLAKE2b digest of a record's key, value, compared headers and timestamp (R1-R3)."""
+    return fields_digest(record.key, record.value, record.headers, record.timestamp_type, record.timestamp_ms)
+
+
+def fields_digest(
+    key: bytes | None,
+    value: bytes | None,
+    headers: Sequence[Header],
+    timestamp_type: TimestampType,
+    timestamp_ms: int,
+) -> bytes:
+    """Return :func:`record_digest` of a record given by its fields (no :class:`Record` made: an executor's loop).
+
+    ``headers`` as consumed, the provenance header among them or not (R2: left out here). One ``blake2b`` call over
+    the fields framed as :func:`_put` frames them (an executor digests ~250,000 records a second per core).
+    """
+    parts = [_LEN.pack(-1) if key is None else _LEN.pack(len(key)), key or b""]
+    parts += (_LEN.pack(-1) if value is None else _LEN.pack(len(value)), value or b"")
+    compared = [x for x in headers if x[0] != HEADER_NAME] if headers else ()
+    parts.append(_LEN.pack(len(compared)))
+    for name, v in compared:
+        n = name.encode()
+        parts += (_LEN.pack(len(n)), n, _LEN.pack(-1) if v is None else _LEN.pack(len(v)), v or b"")
+    parts.append(_TS.pack(_TYPE_CODE[timestamp_type], timestamp_ms))
+    return hashlib.blake2b(b"".join(parts), digest_size=DIGEST_SIZE, person=_RECORD_PERSON).digest()
+
+
+def _slow_digest(record: Record) -> bytes:
+    """Return :func:`record_digest` computed field by field (what :func:`fields_digest` must equal; the tests')."""
     h = hashlib.blake2b(digest_size=DIGEST_SIZE, person=_RECORD_PERSON)
     _put(h, record.key)
     _put(h, record.value)
@@ -150,6 +178,7 @@ __all__ = [
     "TimestampType",
     "combine_digests",
     "digests",
+    "fields_digest",
     "first_difference",
     "range_digest",
     "record_digest",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from mirrorspark.config.model import FlowConfig
 from mirrorspark.core.provenance import check_fingerprints
 from mirrorspark.errors import ClusterError, ConfigError
 from mirrorspark.kafka.admin import REACHABLE_TIMEOUT_S, ClusterAdmin
@@ -33,6 +34,18 @@ def learn_cluster_ids(flows: Sequence[Flow]) -> None:
     check_fingerprints(ids)
 
 
+def flow_provenance(cfg: FlowConfig, source_admin: ClusterAdmin, target_admin: ClusterAdmin) -> ProvenanceSpec | None:
+    """Return one flow's :class:`ProvenanceSpec` (both clusters described), ``None`` with the header off.
+
+    Raises ConfigError when a cluster tells no id, ClusterError when a cluster cannot be described.
+    """
+    if not cfg.provenance_header_enable:
+        return None
+    return ProvenanceSpec(
+        _cluster_id(source_admin, cfg.source, cfg.name), _cluster_id(target_admin, cfg.target, cfg.name)
+    )
+
+
 def _cluster_id(admin: ClusterAdmin, alias: str, flow: str) -> str:
     """Return the Kafka cluster id of ``alias`` (``DescribeCluster``)."""
     need = f"flow {flow} has provenance.header.enable, which stamps records with cluster '{alias}''s Kafka cluster id"
@@ -49,4 +62,4 @@ def _cluster_id(admin: ClusterAdmin, alias: str, flow: str) -> str:
     return str(cluster_id)
 
 
-__all__ = ["learn_cluster_ids"]
+__all__ = ["flow_provenance", "learn_cluster_ids"]

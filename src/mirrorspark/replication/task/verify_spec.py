@@ -16,7 +16,7 @@ from mirrorspark.config.keys import masked
 from mirrorspark.core.gaps import GapEvent
 from mirrorspark.core.transforms import BoundChain
 from mirrorspark.core.verify.compare import DEFAULT_CHUNK_SIZE
-from mirrorspark.core.verify.report import Finding, PartitionCounts
+from mirrorspark.core.verify.report import Finding, FindingKind, PartitionCounts
 from mirrorspark.errors import ErrorInfo
 from mirrorspark.mm2.offset_syncs import CopiedSegment
 from mirrorspark.replication.task.spec import ProvenanceSpec, SchemaIdsSpec
@@ -30,7 +30,9 @@ class VerifyTaskSpec:
     events; ``source_conf`` and ``target_conf`` are the consumers' librdkafka configurations (secrets
     included: pickled to the executor, never shown by :meth:`__repr__`). ``transforms``, ``provenance`` and
     ``schemas`` are the flow's, as its copy tasks get them: the source records are compared after them.
-    ``unit`` numbers the units of one partition from 0.
+    ``unit`` numbers the units of one partition from 0. ``max_findings`` (``None``: all) caps the findings a
+    result lists, the first ones by :meth:`~mirrorspark.core.verify.Finding.sort_key`, the rest counted by kind
+    in :attr:`VerifyTaskResult.omitted` (a unit whose target is gone stays small).
     """
 
     flow: str
@@ -50,6 +52,7 @@ class VerifyTaskSpec:
     schemas: SchemaIdsSpec | None = None
     chunk_size: int = DEFAULT_CHUNK_SIZE
     unit: int = 0
+    max_findings: int | None = None
 
     def __repr__(self) -> str:
         """Show the unit without any client secret."""
@@ -64,7 +67,8 @@ class VerifyTaskSpec:
 class VerifyTaskResult:
     """What one verify task found in its unit (``error`` set, counts empty, when it failed).
 
-    ``records_read`` and ``bytes_read`` (key + value + headers) count both sides, the cost of the unit.
+    ``records_read`` and ``bytes_read`` (key + value + headers) count both sides, the cost of the unit;
+    ``omitted`` the findings not listed, per kind (``VerifyTaskSpec.max_findings``), as ``PartitionReport.omitted``.
     """
 
     flow: str
@@ -77,6 +81,7 @@ class VerifyTaskResult:
     records_read: int = 0
     bytes_read: int = 0
     error: ErrorInfo | None = None
+    omitted: tuple[tuple[FindingKind, int], ...] = ()
 
 
 __all__ = ["VerifyTaskResult", "VerifyTaskSpec"]

@@ -42,7 +42,7 @@ class Worker:
     ``leases``: each flow runs only while this instance holds its lease; ``stop_at``: a bounded copy's
     ``{flow: {(topic, partition): end offset}}`` (``None``: until stopped); ``jvm``: the driver JVM
     watch (``None``: the session's, when it can be watched); ``joined``: leases already started, by flow
-    name.
+    name; ``spare_slots``: task slots kept free besides the copy tasks' (continuous sampling's Spark job).
     """
 
     _lost: SparkDriverLostError | None = None  # set once, when the Spark driver JVM is found gone
@@ -56,8 +56,10 @@ class Worker:
         stop_at: Mapping[str, Mapping[PartitionKey, int]] | None = None,
         jvm: DriverJvmWatch | None = None,
         joined: Mapping[str, FlowLease] | None = None,
+        spare_slots: int = 0,
     ) -> None:
         self.spark = spark
+        self.spare_slots = spare_slots
         host = spark.sparkContext.getConf().get("spark.driver.host") or "127.0.0.1"
         self.grants = GrantServer(host)
         self.jvm = jvm if jvm is not None else DriverJvmWatch.of(spark)
@@ -114,21 +116,23 @@ class Worker:
     def start(self) -> None:
         """Check the task slots and start every flow's supervisor (as a standby of its lease first).
 
-        Raises ConfigError with fewer slots than copy tasks (on a cluster, after :data:`SLOT_WAIT_S`) or
+        Raises ConfigError with fewer slots than copy tasks and spare slots (on a cluster, after :data:`SLOT_WAIT_S`) or
         with Spark speculation on.
         """
         check_speculation(self.spark.sparkContext.getConf().get("spark.speculation"))
         needed = sum(s.task_count() for s in self.supervisors)
+        wanted = needed + self.spare_slots
         available = self.slots()
-        if needed > available and not (self.spark.sparkContext.master or "").startswith("local"):
+        if wanted > available and not (self.spark.sparkContext.master or "").startswith("local"):
             # A cluster's executors register after the SparkContext started (Spark waits for them
             # only with spark.scheduler.minRegisteredResourcesRatio and spark.cores.max)
-            available = wait_for_slots(self.slots, needed, SLOT_WAIT_S)
-        if needed > available:
+            available = wait_for_slots(self.slots, wanted, SLOT_WAIT_S)
+        if wanted > available:
+            spare = f" and {self.spare_slots} for verify.sampling.enable's Spark job" if self.spare_slots else ""
             raise ConfigError(
-                f"the flows need {needed} Spark task slots (one per copy task: min(tasks.max, partitions) per flow) "
-                f"but Spark offers {available}: lower tasks.max, or give Spark more cores "
-                f"(--master local[{needed}], or more executors or executor cores on a cluster)"
+                f"the flows need {wanted} Spark task slots (one per copy task: min(tasks.max, partitions) per flow"
+                f"{spare}) but Spark offers {available}: lower tasks.max, or give Spark more cores "
+                f"(--master local[{wanted}], or more executors or executor cores on a cluster)"
             )
         if needed:
             warm_up(self.spark, needed)  # while the leases are waited for: the first copy tasks start sooner
