@@ -6,27 +6,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mirrorspark.core.gaps import GapEvent
 from mirrorspark.core.verify.alignment import GapSpan, HoleSpan, MappedSpan, UnverifiedSpan, align
 from mirrorspark.mm2.offset_syncs import CopiedSegment
+from verify_support import gap, segment_lists
 
 pytestmark = pytest.mark.unit
-
-
-def gap(first: int | None, last: int | None) -> GapEvent:
-    return GapEvent("a->b", "t", 0, "deleted", first, last, at=0)
-
-
-@st.composite
-def segment_lists(draw: st.DrawFn) -> list[CopiedSegment]:
-    out, u, d = [], draw(st.integers(0, 20)), draw(st.integers(0, 20))
-    for _ in range(draw(st.integers(0, 6))):
-        u += draw(st.integers(0, 5))
-        d += draw(st.integers(0, 5))
-        n = draw(st.integers(1, 10))
-        out.append(CopiedSegment(u, d, n))
-        u, d = u + n, d + n
-    return out
 
 
 @given(

@@ -9,7 +9,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mirrorspark.core.gaps import GapEvent
 from mirrorspark.core.verify import Record, align, verify_partition
 from mirrorspark.core.verify.alignment import HoleSpan, MappedSpan
 from mirrorspark.core.verify.report import Finding, PartitionCounts
@@ -23,26 +22,11 @@ from mirrorspark.core.verify.units import (
     sample_ranges,
 )
 from mirrorspark.mm2.offset_syncs import CopiedSegment
+from verify_support import gap, segment_lists
 
 pytestmark = pytest.mark.unit
 
 S = CopiedSegment
-
-
-def gap(first: int | None, last: int | None) -> GapEvent:
-    return GapEvent("a->b", "t", 0, "deleted", first, last, at=0)
-
-
-@st.composite
-def segment_lists(draw: st.DrawFn) -> list[CopiedSegment]:
-    out, u, d = [], draw(st.integers(0, 20)), draw(st.integers(0, 20))
-    for _ in range(draw(st.integers(0, 6))):
-        u += draw(st.integers(0, 5))
-        d += draw(st.integers(0, 5))
-        n = draw(st.integers(1, 12))
-        out.append(CopiedSegment(u, d, n))
-        u, d = u + n, d + n
-    return out
 
 
 # --------------------------------------------------------------------------- cut_units (U1-U3)

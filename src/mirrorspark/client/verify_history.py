@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 
 from mirrorspark.client.context import FlowContext
+from mirrorspark.client.history_topic import append_history_record
 from mirrorspark.core.verify.history import VerifyRun, decode_verify_key, decode_verify_run, encode_verify_run
 from mirrorspark.errors import CorruptRecordError
-from mirrorspark.kafka.delivery import Outgoing, deliver
 from mirrorspark.kafka.reader import read_topic
 
 log = logging.getLogger(__name__)
@@ -18,25 +18,16 @@ def record_verify_run(ctx: FlowContext, run: VerifyRun, *, timeout_s: float = 30
 
     Raises ClusterError (or a subclass) if the topic cannot be created or the record is not acknowledged.
     """
-    cfg = ctx.flow_config
     topic = ctx.internal_topics.verifications
-    ctx.cluster_admin("target", "verify-admin").ensure_topic(
+    append_history_record(
+        ctx,
+        ctx.cluster_admin("target", "verify-admin"),
         topic,
-        partitions=1,
-        replication_factor=cfg.checkpoints_topic_replication_factor,
-        config={"cleanup.policy": "compact"},
+        encode_verify_run(run),
+        what=f"flow {ctx.flow_config.name}: verify history record",
+        purpose="verify-producer",
+        timeout_s=timeout_s,
     )
-    producer = ctx.producer("target", "verify-producer", overrides={"enable.idempotence": True, "linger.ms": 0})
-    try:
-        deliver(
-            producer,
-            [Outgoing(topic, *encode_verify_run(run), partition=0)],
-            what=f"flow {cfg.name}: verify history record",
-            alias=cfg.target,
-            timeout_s=timeout_s,
-        )
-    finally:
-        producer.flush(0)
     return topic
 
 

@@ -16,6 +16,7 @@ from dataclasses import replace
 
 from mirrorspark.client.context import Side
 from mirrorspark.client.gap_reader import read_gap_ledger
+from mirrorspark.client.history_topic import append_history_record
 from mirrorspark.client.partition_states import timestamps_at
 from mirrorspark.client.source_offset_reader import read_flow_source_offsets
 from mirrorspark.config.model import MirrorConfig
@@ -37,7 +38,6 @@ from mirrorspark.core.failover_policy import PartitionHealth
 from mirrorspark.core.replica_rows import lag_seconds
 from mirrorspark.errors import BadRegexError, ControlError, MirrorsparkError
 from mirrorspark.kafka.admin import PartitionKey
-from mirrorspark.kafka.delivery import Outgoing, deliver
 from mirrorspark.migration.consumer_migration import ConsumerMigration
 from mirrorspark.migration.drill_reads import read_fingerprints, read_from_committed
 from mirrorspark.mm2.checkpoint_rules import rereads_at, upstream_topic_of
@@ -399,25 +399,17 @@ class FlowDrill:
 
 def record_drill(migration: ConsumerMigration, result: DrillResult) -> str:
     """Append a drill's result to the flow's drill history on the target (created if missing); return the topic."""
-    ctx, cfg = migration.context, migration.flow_config
+    ctx = migration.context
     topic = ctx.internal_topics.drills
-    migration.admin(cfg.target).ensure_topic(
+    append_history_record(
+        ctx,
+        migration.admin(migration.flow_config.target),
         topic,
-        partitions=1,
-        replication_factor=cfg.checkpoints_topic_replication_factor,
-        config={"cleanup.policy": "compact"},
+        encode_drill(result),
+        what=f"flow {migration.flow_config.name}: drill record",
+        purpose="drill-producer",
+        timeout_s=migration.timeout_s,
     )
-    producer = ctx.producer("target", "drill-producer", overrides={"enable.idempotence": True, "linger.ms": 0})
-    try:
-        deliver(
-            producer,
-            [Outgoing(topic, *encode_drill(result), partition=0)],
-            what=f"flow {cfg.name}: drill record",
-            alias=cfg.target,
-            timeout_s=migration.timeout_s,
-        )
-    finally:
-        producer.flush(0)
     return topic
 
 
