@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections import Counter
 from typing import Any
 
 import pytest
@@ -214,19 +213,10 @@ def test_avro_protobuf_and_json_schema_records_deserialize_on_the_target(
     assert not any(s.startswith(name) and not s.startswith(f"{name}-unrelated") for s in subjects)
 
     # Verify (#42) compares each source record after the transform and with its ids mapped to the target's
-    # (lookups only): all 121 copies verified. The same flow verified without the registries (no mapping) finds
-    # exactly the 120 records in wire format different, in the key (Avro) or the value: what the mapping avoids.
-    topics = f"{avro_t}|{proto_t}|{json_t}"
-    assert summary(verify_now(spark, cfg, "primary", "backup", topics)) == (121, 0, 0, 0, [])
-    unmapped = config(local_clusters, [("primary", "backup")], topics=topics, **smt)
-    parts = verify_now(spark, unmapped, "primary", "backup", topics)
-    kinds = Counter((k.rsplit("-", 2)[1], f.kind, f.field) for k, p in parts.items() for f in p.findings)
-    assert kinds == {
-        ("orders", "different", "key"): 40,
-        ("readings", "different", "value"): 40,
-        ("events", "different", "value"): 40,
-    }
-    assert summary(parts)[:4] == (1, 0, 0, 0)  # the record not in wire format
+    # (lookups only): all 121 copies verified, none different, although every id on the target differs from the
+    # source's (asserted above): a byte compare without the mapping would find the 120 in wire format different.
+    parts = verify_now(spark, cfg, "primary", "backup", f"{avro_t}|{proto_t}|{json_t}")
+    assert summary(parts) == (121, 0, 0, 0, []) and len(parts) == 6
 
 
 def test_a_thousand_evolutions_while_the_flow_runs(
