@@ -20,6 +20,7 @@ from mirrorspark.core.schemas.copier import ReplicatedTopics, SchemaCopier, Subj
 from mirrorspark.core.schemas.registry import SchemaText
 from mirrorspark.core.transforms import BoundChain, ConnectRecord
 from mirrorspark.core.verify import Finding, PartitionCounts, Record, align, verify_partition
+from mirrorspark.core.verify.units import partition_window, plan_partition
 from mirrorspark.errors import ClusterError, DataPathError
 from mirrorspark.mm2.filters import DefaultTopicFilter
 from mirrorspark.mm2.offset_syncs import CopiedSegment
@@ -218,6 +219,28 @@ def test_a_clean_unit_reads_each_side_once_and_counts_its_cost() -> None:
     assert (s.assigns, t.assigns) == (1, 1)
     assert got.records_read == 100
     assert got.bytes_read == 50 * (1 + 10 + 2) + 50 * (1 + 10 + 2 + len(HEADER_NAME) + 38)
+
+
+def test_a_record_filtered_after_the_last_copy_is_skipped_not_unverified() -> None:
+    """U4 + C5: a filtered record after the last copy leaves no segment; a flow that drops has it read: skipped.
+
+    Source 1..8 copied to target 0..7; 9 filtered (the flow acknowledged it: nothing copied, no segment); 10 in
+    flight. The plan of a flow that drops reads the edge, so 9 is skipped and only 10 is unverified.
+    """
+    values = {9: b"drop", 10: b"v10"}
+    src = {u: Msg("src", 0, u, b"k", values.get(u, b"v%d" % u), None, (1, 1000 + u)) for u in range(1, 11)}
+    tgt = {u - 1: replace(m, t="tgt", o=u - 1) for u, m in src.items() if u <= 8}
+    segments = [CopiedSegment(1, 0, 8)]
+    window = partition_window(segments, [], log_start=1, log_end=11)
+    assert plan_partition(segments, [], window).unread == PartitionCounts(unverified_offsets=2)  # the old plan
+    plan = plan_partition(segments, [], window, drops=True)
+    assert (plan.units, plan.unread) == (((1, 11),), PartitionCounts())
+    chain = cast(BoundChain, DropValues({b"drop"}))
+    spec = spec_for(segments, [], 1, 11, transforms=chain)
+    s, t = LogConsumer({"src": src}, {"src": 11}), LogConsumer({"tgt": tgt}, {"tgt": 8})
+    got = verify_unit(spec, source=s, target=t, expected=Expected(target_topic="tgt", partition=0, transforms=chain))
+    assert got.findings == ()
+    assert (got.counts.verified, got.counts.skipped, got.counts.unverified_offsets) == (8, 1, 1)
 
 
 def test_one_altered_record_is_re_read_and_named_with_its_field() -> None:

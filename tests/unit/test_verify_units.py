@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mirrorspark.core.verify import Record, align, verify_partition
-from mirrorspark.core.verify.alignment import HoleSpan, MappedSpan
+from mirrorspark.core.verify.alignment import HoleSpan, MappedSpan, UnverifiedSpan
 from mirrorspark.core.verify.report import Finding, PartitionCounts
 from mirrorspark.core.verify.units import (
     Window,
@@ -95,6 +95,7 @@ def test_last_takes_the_last_copied_offsets_and_since_an_offset() -> None:
     st.integers(0, 30),
     st.integers(0, 60),
     st.integers(1, 15),
+    st.booleans(),
 )
 def test_a_plan_accounts_for_every_offset_once(
     segments: list[CopiedSegment],
@@ -103,15 +104,17 @@ def test_a_plan_accounts_for_every_offset_once(
     gone: int,
     length: int,
     size: int,
+    drops: bool,
 ) -> None:
     events = [gap(lo, lo + n) for lo, n in gaps]
     w = Window(start, start + min(gone, length), start + length)
-    plan = plan_partition(segments, events, w, unit_records=size)
+    plan = plan_partition(segments, events, w, unit_records=size, drops=drops)
     read = sum(hi - lo for lo, hi in plan.units)
     assert read + plan.unread.gap_offsets + plan.unread.unverified_offsets == length
     assert all(lo >= w.readable for lo, _ in plan.units)
     whole = align(segments, events, start=w.readable, end=w.end)
-    inner = [s for s in whole.spans if isinstance(s, MappedSpan | HoleSpan)]
+    kinds = (MappedSpan, HoleSpan, UnverifiedSpan) if drops else (MappedSpan, HoleSpan)
+    inner = [s for s in whole.spans if isinstance(s, kinds)]
     if inner:
         assert plan.units[0][0] == inner[0].start and plan.units[-1][1] == inner[-1].end
     else:

@@ -18,7 +18,9 @@ continuous sample. Invariants (named by ``tests/unit/test_verify_units.py``):
 - U4 :func:`plan_partition` accounts for every offset of the window exactly once: in a unit, or in its ``unread``
   counts (gap spans as gap offsets, every other offset as unverified); offsets below the source's log start are
   never in a unit (they cannot be read), and neither are gap or unverified spans before the first or after the
-  last mapped or hole span.
+  last mapped or hole span, except, for a flow that ``drops`` records (transforms, the provenance header), the
+  unverified ones: they are read, so that a record the flow dropped there is *skipped*, not unverified (C5; e.g.
+  a filtered record after the last copy, which leaves no segment behind).
 - U5 :func:`merge_partition` sums the counts and the omitted findings field by field and sorts the findings
   (``Finding.sort_key``): the merge of a partition's units has the counts of
   :func:`~mirrorspark.core.verify.compare.verify_partition` over the whole window, and its findings at the same
@@ -45,7 +47,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 
 from mirrorspark.core.gaps import GapEvent
-from mirrorspark.core.verify.alignment import Alignment, GapSpan, HoleSpan, MappedSpan, Span, align
+from mirrorspark.core.verify.alignment import Alignment, GapSpan, HoleSpan, MappedSpan, Span, UnverifiedSpan, align
 from mirrorspark.core.verify.compare import DEFAULT_CHUNK_SIZE
 from mirrorspark.core.verify.report import FINDING_KINDS, Finding, FindingKind, PartitionCounts, PartitionReport
 from mirrorspark.mm2.offset_syncs import CopiedSegment
@@ -163,11 +165,16 @@ def plan_partition(
     window: Window,
     *,
     unit_records: int = DEFAULT_UNIT_RECORDS,
+    drops: bool = False,
 ) -> PartitionPlan:
-    """Cut a partition's window into units to read and counts of what needs no read (U4)."""
+    """Cut a partition's window into units to read and counts of what needs no read (U4).
+
+    ``drops``: the flow may drop records (transforms or the provenance header), so its unverified spans are read.
+    """
     gone = align(segments, gaps, start=window.start, end=window.readable).spans
     rest = align(segments, gaps, start=window.readable, end=window.end)
-    read = [i for i, s in enumerate(rest.spans) if isinstance(s, MappedSpan | HoleSpan)]
+    kinds = (MappedSpan, HoleSpan, UnverifiedSpan) if drops else (MappedSpan, HoleSpan)
+    read = [i for i, s in enumerate(rest.spans) if isinstance(s, kinds)]
     if not read:
         return PartitionPlan(window, (), add_counts([_unread(gone), _unread(rest.spans)]))
     first, last = read[0], read[-1]

@@ -146,13 +146,17 @@ class SpecBuilder:
         gaps: Sequence[GapEvent],
         windows: Iterable[Window],
     ) -> PartitionPlan:
-        """Cut a partition's windows into units and each unit into a verify task (numbered from 0 in order)."""
+        """Cut a partition's windows into units and each unit into a verify task (numbered from 0 in order).
+
+        A flow that may drop records (transforms, provenance header) has its unverified edges read too (core U4).
+        """
         mine = tuple(g for g in gaps if g.topic == topic and g.partition == partition)
         target_topic = self.target_topic(topic)
+        drops = self.provenance is not None or self.ctx.bound_transforms(topic) is not None
         specs: list[VerifyTaskSpec] = []
         unread = []
         for w in windows:
-            plan = plan_partition(segments, mine, w, unit_records=self.unit_records)
+            plan = plan_partition(segments, mine, w, unit_records=self.unit_records, drops=drops)
             unread.append(plan.unread)
             for lo, hi in plan.units:
                 specs.append(self._spec(topic, partition, target_topic, lo, hi, segments, mine, len(specs)))
