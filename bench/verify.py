@@ -53,7 +53,7 @@ FULL_RECORDS: Final = {1024: 1_000_000, 100: 3_000_000}
 QUICK_RECORDS: Final = {1024: 200_000, 100: 600_000}
 SPEEDUP_BOUND: Final = 1.7
 SAMPLING_BOUND: Final = 0.95
-SAMPLING_INTERVAL_MS: Final = 10_000
+SAMPLING_INTERVAL_MS: Final = 2_000
 SAMPLING_KEYS: Final = {
     "verify.sampling.enable": "true",
     "verify.sampling.interval.ms": str(SAMPLING_INTERVAL_MS),

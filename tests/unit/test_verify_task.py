@@ -357,3 +357,25 @@ def test_a_unit_whose_target_is_gone_lists_its_first_findings_and_counts_the_res
     assert got.findings == tuple(Finding("missing", u, u) for u in range(10))
     assert got.omitted == (("missing", 2990),)
     assert got.counts.verified == 0 and got.counts.unverified_offsets == 0
+
+
+def test_a_new_consumer_that_does_not_know_the_partition_yet_waits_for_its_metadata() -> None:
+    """VR1: 'Unknown partition' from a consumer created a moment ago is waited out, up to METADATA_WAIT_S."""
+    c = LogConsumer({"t": {3: Msg("t", 0, 3, None, b"x")}}, {"t": 4})
+    real = c.get_watermark_offsets
+    answers = iter([KafkaError._UNKNOWN_PARTITION, KafkaError.UNKNOWN_TOPIC_OR_PART])
+
+    def new_consumer(tp: TopicPartition, timeout: float = -1) -> tuple[int, int]:
+        code = next(answers, None)
+        if code is not None:
+            raise KafkaException(KafkaError(code))
+        return real(tp, timeout)
+
+    c.get_watermark_offsets = new_consumer  # type: ignore[method-assign]
+    assert [m.offset() for batch in read_range(c, "t", 0, 0, 4, flow="f") for m in batch] == [3]
+    c.get_watermark_offsets = lambda tp, timeout=-1: (_ for _ in ()).throw(  # type: ignore[method-assign]
+        KafkaException(KafkaError(KafkaError._UNKNOWN_PARTITION))
+    )
+    ticks = iter(range(0, 1000, 5))
+    with pytest.raises(KafkaException):
+        list(read_range(c, "t", 0, 0, 4, flow="f", clock=lambda: float(next(ticks))))

@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Final, cast
 
-from confluent_kafka import KafkaError, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from mirrorspark.core.provenance import HEADER_NAME, restamped
 from mirrorspark.core.schemas import HEADER_SIZE, KEY_SUFFIX, MAGIC_BYTE, VALUE_SUFFIX
@@ -49,6 +49,11 @@ STALL_S: Final = 60.0
 """Seconds a read may go without moving before it fails (VR1)."""
 
 CONSUME_TIMEOUT_S: Final = 0.5
+
+METADATA_WAIT_S: Final = 15.0
+"""Seconds a new consumer may not know a partition yet (its first metadata on the way) before the read fails."""
+
+_NOT_KNOWN_YET: Final = frozenset({KafkaError._UNKNOWN_PARTITION, KafkaError.UNKNOWN_TOPIC_OR_PART})
 """Seconds one ``consume()`` call waits for records."""
 
 READER_DEFAULTS: Final[Mapping[str, Any]] = {
@@ -92,7 +97,7 @@ def read_range(
 
     Raises ClusterError when the read stalls, DataPathError on a consumer's error event.
     """
-    low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=30)
+    low, high = _watermarks(consumer, TopicPartition(topic, partition), clock=clock)
     lo, hi = max(lo, low), min(hi, high)
     if lo >= hi:
         return
@@ -132,6 +137,26 @@ def read_range(
                     ),
                     where,
                 )
+
+
+def _watermarks(
+    consumer: RangeConsumerLike, tp: TopicPartition, *, clock: Callable[[], float], sleep_s: float = 0.2
+) -> tuple[int, int]:
+    """Return the partition's low and high watermarks, waiting out a new consumer's missing metadata (VR1).
+
+    A consumer created a moment ago answers ``Unknown partition`` until its first metadata arrives (seen on
+    remote topics a flow had just created); after :data:`METADATA_WAIT_S` the error is raised.
+    """
+    deadline = clock() + METADATA_WAIT_S
+    while True:
+        try:
+            low, high = consumer.get_watermark_offsets(tp, timeout=30)
+            return int(low), int(high)
+        except KafkaException as e:
+            err = e.args[0] if e.args else None
+            if not isinstance(err, KafkaError) or err.code() not in _NOT_KNOWN_YET or clock() > deadline:
+                raise
+            time.sleep(sleep_s)
 
 
 class LookupOnlyRegistry:
