@@ -40,9 +40,6 @@ settings.load_profile("mirrorspark")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     """One local SparkSession for the whole session, without the UI: 12 slots, one per copy task.
 
-    Its driver JVM starts as ``mirrorspark run``'s does (``quick_start``: C1 only, the serial collector, the class
-    archive): the suite's records pass through Python workers and its aggregations are a handful of rows, so the
-    JVM's warm-up is most of its CPU (the aggregation plan test's setup: 35-44 CPU s before, 19-22 after).
     Spark's own output (never on the terminal) goes to ``spark.log`` in the session's temporary directory.
     """
     from mirrorspark.spark_session import build_spark_session
@@ -50,7 +47,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
 
     with pytest.MonkeyPatch.context() as env:
         env.setenv(SPARK_LOG_ENV, str(tmp_path_factory.mktemp("spark") / "spark.log"))
-        session = build_spark_session(master="local[12]", app_name="mirrorspark-tests", ui=False, quick_start=True)
+        session = build_spark_session(master="local[12]", app_name="mirrorspark-tests", ui=False)
     yield session
     session.stop()
 
