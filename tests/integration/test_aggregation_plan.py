@@ -10,10 +10,11 @@ import dataclasses
 import time
 
 import pytest
+from pyspark.sql import SparkSession
 
 from mirrorspark.core.progress_records import PartitionReport, encode_report
 from mirrorspark.service.aggregates import Summary, decode_aggregate
-from mirrorspark.service.aggregation import aggregate_stream
+from mirrorspark.service.aggregation import aggregate_stream, service_spark_conf
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -68,10 +69,27 @@ def minute_series(spark: object, raw: list[tuple[bytes, bytes]]) -> Minutes:
     return minutes
 
 
+#: The service session's SQL settings (:func:`service_spark_conf`) that a running session can take: without them
+#: the plan was generated and compiled into code, 129 s of a CI run.
+SERVICE_SQL_CONF = {
+    k: v for k, v in service_spark_conf().items() if k.startswith("spark.sql.") and "streaming" not in k
+}
+
+
 @pytest.fixture(scope="module")
-def minutes(spark: object) -> Minutes:
-    """The module's one aggregation (its plan takes Spark tens of seconds to build and run on a loaded machine)."""
-    return minute_series(spark, raw_reports(int(time.time() * 1000)))
+def minutes(spark: SparkSession) -> Minutes:
+    """The module's one aggregation, on the session's Spark set as the service's is (interpreted, 2 partitions)."""
+    before = {k: spark.conf.get(k, None) for k in SERVICE_SQL_CONF}
+    for k, v in SERVICE_SQL_CONF.items():
+        spark.conf.set(k, v)
+    try:
+        return minute_series(spark, raw_reports(int(time.time() * 1000)))
+    finally:
+        for k, old in before.items():
+            if old is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, old)
 
 
 def test_a_transforms_drops_become_the_dropped_record_count_series(minutes: Minutes) -> None:

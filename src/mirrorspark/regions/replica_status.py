@@ -100,10 +100,10 @@ def elect(
     results = admin.elect_leaders(kind, partitions)
     elected_topics = sorted({t for t, _ in results})
     deadline = time.monotonic() + admin.timeout_s
-    while True:  # a new leader answers ListOffsets once its election has propagated: wait for it
+    while True:  # the metadata names the elected leader, which answers ListOffsets, once the election propagated
         now_states = partition_states(config, admin, elected_topics)
         after = {(s.topic, s.partition): s for s in now_states}
-        pending = [k for k, err in results.items() if err is None and (k not in after or after[k].log_end_offset < 0)]
+        pending = [k for k, err in results.items() if err is None and not _propagated(kind, after.get(k))]
         if not pending or time.monotonic() >= deadline:
             break
         time.sleep(0.5)
@@ -122,6 +122,13 @@ def elect(
             )
         )
     return outcomes
+
+
+def _propagated(kind: ElectionKind, state: PartitionState | None) -> bool:
+    """Whether ``state`` shows an election's outcome: a preferred one's leader is the first replica (KIP-460)."""
+    if state is None or state.log_end_offset < 0:
+        return False
+    return kind != "preferred" or (bool(state.replicas) and state.leader == state.replicas[0])
 
 
 __all__ = ["ReplicaStatus", "cluster_admin", "elect", "replica_status"]

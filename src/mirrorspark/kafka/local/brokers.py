@@ -25,7 +25,6 @@ from mirrorspark.kafka.local.cds import Cds
 from mirrorspark.kafka.local.model import LocalBroker, LocalCluster, LocalClusters
 from mirrorspark.kafka.local.settings import (
     ADMIN_USER,
-    BROKER_JVM_FLAGS,
     CHILDREN,
     CHILDREN_LOCK,
     CONTROLLER_ONLY_PROPS,
@@ -39,6 +38,7 @@ from mirrorspark.kafka.local.settings import (
     TLS_SECURITY,
     TOOL_JVM_FLAGS,
     SecurityProtocol,
+    jvm_flags,
 )
 from mirrorspark.kafka.local.state import read_state, write_state, write_text
 from mirrorspark.kafka.local.tls import BrokerTls, generate_tls
@@ -332,7 +332,7 @@ def launch_broker(java: str, cp: str, base_dir: Path, properties: Path, log_path
         cds_flags = cds.use_flags() or cds.dump_flags(log_path.parent)
     args = [
         java,
-        *BROKER_JVM_FLAGS,
+        *jvm_flags(os.environ),
         *cds_flags,
         f"-Dlog4j2.configurationFile={base_dir / LOG4J_FILE}",
         f"-Dkafka.logs.dir={log_path.parent}",

@@ -7,28 +7,26 @@ tail for error messages and the stop (``SIGTERM``, then ``SIGKILL`` after a boun
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar, Final, Self
+from typing import ClassVar, Self
 
 from mirrorspark.errors import LocalClusterError
 from mirrorspark.kafka.jars import classpath, java_executable
 from mirrorspark.kafka.local.brokers import log_tail, pid_alive, reap, signal_group
 from mirrorspark.kafka.local.settings import (
-    BROKER_JVM_FLAGS,
     CHILDREN,
     CHILDREN_LOCK,
     LOG_TAIL_LINES,
     POLL_INTERVAL_S,
+    jvm_flags,
 )
 from mirrorspark.kafka.local.state import locked, write_text
-
-CONNECT_JVM_FLAGS: Final = tuple(f for f in BROKER_JVM_FLAGS if not f.startswith(("-Xms", "-Xmx")))
-"""As the broker JVMs (and Kafka's ``KAFKA_JVM_PERFORMANCE_OPTS``) minus the heap, which is an argument."""
 
 
 @dataclass(kw_only=True)
@@ -152,7 +150,7 @@ def launch_jvm(
     command = (
         java,
         *heap.split(),
-        *CONNECT_JVM_FLAGS,
+        *jvm_flags(os.environ, heap=None),
         f"-Dlog4j2.configurationFile={log4j}",
         "-cp",
         cp,
@@ -195,4 +193,4 @@ def spawn_detached(
     return proc, log_path
 
 
-__all__ = ["CONNECT_JVM_FLAGS", "JvmProcess", "Launched", "launch_jvm", "spawn_detached"]
+__all__ = ["JvmProcess", "Launched", "launch_jvm", "spawn_detached"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import subprocess
 import threading
+from collections.abc import Mapping
 from typing import Final, Literal
 
 SecurityProtocol = Literal["plaintext", "sasl_plain", "ssl", "sasl_ssl"]
@@ -78,18 +79,33 @@ RACK_AWARE_SELECTOR: Final = "org.apache.kafka.common.replica.RackAwareReplicaSe
 # Topic-creation defaults that KRaft reads on the controller only.
 CONTROLLER_ONLY_PROPS: Final = ("default.replication.factor", "num.partitions")
 
-# Heap and GC as Kafka's start script (KAFKA_JVM_PERFORMANCE_OPTS) with a small heap.
-BROKER_JVM_FLAGS: Final = (
-    "-Xms128m",
-    "-Xmx512m",
+BROKER_HEAP_FLAGS: Final = ("-Xms128m", "-Xmx512m")
+"""The brokers' heap (Kafka's start script gives 1 GiB); ``KAFKA_HEAP_OPTS`` replaces it, as in kafka-run-class.sh."""
+JVM_PERFORMANCE_FLAGS: Final = (
     "-XX:+UseG1GC",
     "-XX:MaxGCPauseMillis=20",
     "-XX:InitiatingHeapOccupancyPercent=35",
     "-XX:+ExplicitGCInvokesConcurrent",
     "-XX:MaxInlineLevel=15",
-    "-XX:+ExitOnOutOfMemoryError",
-    "-Djava.awt.headless=true",
 )
+"""Kafka's start script's ``KAFKA_JVM_PERFORMANCE_OPTS``; the variable replaces them, as in kafka-run-class.sh."""
+HEAP_OPTS_ENV: Final = "KAFKA_HEAP_OPTS"
+PERFORMANCE_OPTS_ENV: Final = "KAFKA_JVM_PERFORMANCE_OPTS"
+ALWAYS_JVM_FLAGS: Final = ("-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true")
+
+
+def jvm_flags(environ: Mapping[str, str], *, heap: tuple[str, ...] | None = BROKER_HEAP_FLAGS) -> tuple[str, ...]:
+    """Return a local Kafka JVM's flags: heap (``None``: the caller's own), performance flags, then the fixed ones.
+
+    ``KAFKA_HEAP_OPTS`` and ``KAFKA_JVM_PERFORMANCE_OPTS`` replace the defaults when set and not blank, split on
+    whitespace, as Kafka's own start scripts read them (the tests set C1 and the serial collector there).
+    """
+    performance = tuple(environ.get(PERFORMANCE_OPTS_ENV, "").split()) or JVM_PERFORMANCE_FLAGS
+    if heap is not None:
+        heap = tuple(environ.get(HEAP_OPTS_ENV, "").split()) or heap
+    return (*(heap or ()), *performance, *ALWAYS_JVM_FLAGS)
+
+
 # StorageTool lives for under a second: C1 only and a small heap start it fastest.
 TOOL_JVM_FLAGS: Final = ("-Xmx256m", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true")
 # Silence CDS warnings (e.g. "shared class paths mismatch" after the jars changed).
