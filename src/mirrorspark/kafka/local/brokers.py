@@ -37,6 +37,7 @@ from mirrorspark.kafka.local.settings import (
     STATE_FILE,
     TLS_SECURITY,
     TOOL_JVM_FLAGS,
+    WAN_LISTENER,
     SecurityProtocol,
     jvm_flags,
 )
@@ -69,6 +70,7 @@ def start_once(
     java: str,
     cp: str,
     deadline: float,
+    wan: bool = False,
 ) -> LocalClusters:
     """Plan, format and launch every broker of ``aliases`` once, and wait until all are ready.
 
@@ -77,16 +79,18 @@ def start_once(
     """
     n = len(racks)
     tls = generate_tls(base_dir) if security in TLS_SECURITY else None
-    ports = free_ports(len(aliases) * (n + 1))
+    per_cluster = n + 1 + (2 * n if wan else 0)
+    ports = free_ports(len(aliases) * per_cluster)
     plans: list[_Plan] = []
     for i, alias in enumerate(aliases):
-        cluster_ports = ports[i * (n + 1) : (i + 1) * (n + 1)]
+        cluster_ports = ports[i * per_cluster : (i + 1) * per_cluster]
         plans.append(
             _plan_cluster(
                 alias,
                 base_dir=base_dir,
                 ports=cluster_ports[:n],
                 controller_port=cluster_ports[n],
+                wan_ports=cluster_ports[n + 1 :],
                 racks=racks,
                 extra=extra,
                 security=security,
@@ -148,6 +152,7 @@ def _plan_cluster(
     base_dir: Path,
     ports: Sequence[int],
     controller_port: int,
+    wan_ports: Sequence[int],
     racks: Sequence[str | None],
     extra: Mapping[str, str],
     security: SecurityProtocol,
@@ -166,6 +171,11 @@ def _plan_cluster(
     for node_id, (port, rack) in enumerate(zip(ports, racks, strict=True)):
         node_dir = data_dir / f"node-{node_id}"
         props = _node_properties(common, node_id, listener, port, controller_port, node_dir)
+        wan_listen_port, wan_port = wan_ports[2 * node_id : 2 * node_id + 2] if wan_ports else (0, 0)
+        if wan_port:
+            props["listeners"] += f",{WAN_LISTENER}://{HOST}:{wan_listen_port}"
+            props["advertised.listeners"] += f",{WAN_LISTENER}://{HOST}:{wan_port}"
+            props["listener.security.protocol.map"] += f",{WAN_LISTENER}:{listener}"
         if rack is not None:
             props["broker.rack"] = rack
         props.update(extra)
@@ -179,6 +189,8 @@ def _plan_cluster(
                 pid=0,
                 log_path=node_dir / "kafka.log",
                 controller=node_id == 0,
+                wan_listen_port=wan_listen_port,
+                wan_port=wan_port,
             )
         )
     cluster = LocalCluster(

@@ -60,8 +60,12 @@ def start_clusters(
     sasl_users: Mapping[str, str] | None = None,
     timeout_s: float = 90.0,
     schema_registry: bool = False,
+    wan: bool = False,
 ) -> LocalClusters:
     """Start one independent local Kafka cluster per alias and wait until all are ready.
+
+    ``wan``: each broker also gets a WAN listener (plaintext only) that advertises a port of its own, for
+    :func:`wan_link` to put a long link in front of (:attr:`LocalCluster.wan_bootstrap_servers`).
 
     ``schema_registry``: also start one Schema Registry per cluster (:mod:`~mirrorspark.kafka.local.registry`,
     Java 21+), started alongside the brokers and waited for up to 120 s (or ``timeout_s`` if longer).
@@ -73,6 +77,8 @@ def start_clusters(
     aliases = validate_aliases(aliases)
     rack_list, extra = _checked_layout(brokers, racks, extra_broker_props)
     users = validate_security(security, sasl_users)
+    if wan and security != "plaintext":
+        raise LocalClusterError(f"a WAN listener is plaintext only, not {security}: start the clusters without wan")
     deadline = time.monotonic() + timeout_s
     base_dir = Path(base_dir).expanduser().resolve()
     base_dir.mkdir(parents=True, exist_ok=True)
@@ -89,6 +95,7 @@ def start_clusters(
         java=java,
         cp=cp,
         deadline=deadline,
+        wan=wan,
     )
     with locked(base_dir):
         leftover = _registries_of(base_dir)

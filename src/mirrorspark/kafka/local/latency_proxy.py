@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mirrorspark.errors import LocalClusterError
+from mirrorspark.kafka.local.model import LocalCluster
 
 HOST = "127.0.0.1"
 CHUNK_BYTES = 256 * 1024
@@ -200,7 +201,9 @@ class LatencyProxy:
         return self._link.counted[0], self._link.counted[1]
 
     def start(self) -> LatencyProxy:
-        """Listen and serve; return at once. Raises LocalClusterError if the port cannot be bound."""
+        """Listen and serve; return at once (started already: nothing). Raises LocalClusterError if a port is taken."""
+        if self._loop is not None:
+            return self
         ready = threading.Event()
         failure: list[BaseException] = []
         loop = asyncio.new_event_loop()
@@ -261,6 +264,20 @@ class LatencyProxy:
 
     def __exit__(self, *_: object) -> None:
         self.stop()
+
+
+def wan_link(cluster: LocalCluster, shape: LinkShape | None = None) -> LatencyProxy:
+    """Start the link to ``cluster``'s WAN listeners: each broker's advertised WAN port to its WAN listener.
+
+    Clients given :attr:`LocalCluster.wan_bootstrap_servers` then cross it for every request. Raises
+    LocalClusterError if the cluster has no WAN listener or a port is taken.
+    """
+    cluster.wan_bootstrap_servers  # noqa: B018 (raises without a WAN listener)
+    first, *rest = cluster.brokers
+    proxy = LatencyProxy((HOST, first.wan_listen_port), shape, port=first.wan_port)
+    for broker in rest:
+        proxy.route(broker.wan_port, (HOST, broker.wan_listen_port))
+    return proxy.start()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -34,6 +34,10 @@ class LocalBroker:
     pid: int
     log_path: Path
     controller: bool = field(default=False, kw_only=True)
+    #: With a WAN listener (``start_clusters(wan=True)``): the port it listens on, and the port it advertises, where a
+    #: :class:`~mirrorspark.kafka.local.latency_proxy.LatencyProxy` forwards to it; 0 without one.
+    wan_listen_port: int = field(default=0, kw_only=True)
+    wan_port: int = field(default=0, kw_only=True)
 
     @property
     def node_dir(self) -> Path:
@@ -79,6 +83,16 @@ class LocalCluster:
     sasl_users: Mapping[str, str] = field(default_factory=dict, kw_only=True, repr=False)
     ca_location: Path | None = field(default=None, kw_only=True)
     schema_registry: LocalSchemaRegistry | None = field(default=None, kw_only=True)
+
+    @property
+    def wan_bootstrap_servers(self) -> str:
+        """The brokers' advertised WAN addresses, reached through a latency proxy (:func:`wan_link`).
+
+        Raises LocalClusterError if the cluster was started without a WAN listener.
+        """
+        if not all(b.wan_port for b in self.brokers):
+            raise LocalClusterError(f"cluster '{self.alias}' has no WAN listener: start it with wan=True")
+        return ",".join(f"{HOST}:{b.wan_port}" for b in self.brokers)
 
     def client_config(self, user: str | None = None) -> dict[str, str]:
         """Return a librdkafka (confluent-kafka) client configuration for this cluster.

@@ -73,6 +73,9 @@ RESERVED_PROPS: Final = frozenset(
     }
 )
 
+WAN_LISTENER: Final = "WAN"
+"""The name of the brokers' second listener, advertised at a latency proxy's port (``start_clusters(wan=True)``)."""
+
 RACK_AWARE_SELECTOR: Final = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
 """``replica.selector.class`` of follower fetching (KIP-392): a consumer reads from a replica in its ``client.rack``."""
 

@@ -66,6 +66,8 @@ def write_state(state: LocalClusters) -> None:
                         "pid": b.pid,
                         "log_path": str(b.log_path),
                         "controller": b.controller,
+                        "wan_listen_port": b.wan_listen_port,
+                        "wan_port": b.wan_port,
                     }
                     for b in c.brokers
                 ],
@@ -108,6 +110,8 @@ def read_state(base_dir: Path) -> LocalClusters | None:
                         pid=int(b["pid"]),
                         log_path=Path(b["log_path"]),
                         controller=bool(b["controller"]),
+                        wan_listen_port=int(b.get("wan_listen_port", 0)),
+                        wan_port=int(b.get("wan_port", 0)),
                     )
                     for b in c["brokers"]
                 ),
