@@ -49,12 +49,12 @@ STALL_S: Final = 60.0
 """Seconds a read may go without moving before it fails (VR1)."""
 
 CONSUME_TIMEOUT_S: Final = 0.5
+"""Seconds one ``consume()`` call waits for records."""
 
 METADATA_WAIT_S: Final = 15.0
 """Seconds a new consumer may not know a partition yet (its first metadata on the way) before the read fails."""
 
 _NOT_KNOWN_YET: Final = frozenset({KafkaError._UNKNOWN_PARTITION, KafkaError.UNKNOWN_TOPIC_OR_PART})
-"""Seconds one ``consume()`` call waits for records."""
 
 READER_DEFAULTS: Final[Mapping[str, Any]] = {
     "fetch.max.bytes": 64 << 20,
