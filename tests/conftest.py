@@ -33,7 +33,7 @@ XDIST_LOOSE_FAULTS = frozenset({"tests/faults/test_follow_kill.py"})
 
 #: The local Kafka JVMs of the tests (brokers, MirrorMaker, Connect workers) compile with C1 alone and collect with the
 #: serial collector, as ``mirrorspark run``'s Spark driver does: their C2 compiler threads took about 30 % of the
-#: brokers' CPU in a CI run, and the brokers 45 % of the machine's. Set the variable (blank: Kafka's flags) to
+#: brokers' CPU in a CI run, and the brokers 42 % of the machine's. Set the variable (blank: Kafka's flags) to
 #: override; the bench never sets it.
 os.environ.setdefault("KAFKA_JVM_PERFORMANCE_OPTS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
 
