@@ -32,8 +32,8 @@ from dataclasses import dataclass
 
 from mirrorspark.errors import LocalClusterError
 from mirrorspark.kafka.local.model import LocalCluster
+from mirrorspark.kafka.local.settings import HOST
 
-HOST = "127.0.0.1"
 CHUNK_BYTES = 256 * 1024
 DEFAULT_WINDOW_BYTES = 16 * 1024 * 1024
 BUCKET_S = 0.05
@@ -79,8 +79,8 @@ class TokenBucket:
 class _Pipe:
     """One direction of one connection: read, wait the delay, write (invariants 1, 3, 5)."""
 
-    def __init__(self, proxy: _Link, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, bucket: int) -> None:
-        self.proxy, self.reader, self.writer, self.bucket = proxy, reader, writer, bucket
+    def __init__(self, link: _Link, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, bucket: int) -> None:
+        self.link, self.reader, self.writer, self.bucket = link, reader, writer, bucket
         self.queue: collections.deque[tuple[float, bytes]] = collections.deque()
         self.in_flight = 0
         self.changed = asyncio.Event()
@@ -90,16 +90,16 @@ class _Pipe:
     async def pump_in(self) -> None:
         try:
             while not self.closed:
-                while self.in_flight >= self.proxy.shape.window_bytes and not self.closed:
+                while self.in_flight >= self.link.shape.window_bytes and not self.closed:
                     self.changed.clear()
                     await self.changed.wait()
                 data = await self.reader.read(CHUNK_BYTES)
                 if not data or self.closed:
                     break
-                await self.proxy.buckets[self.bucket].take(len(data))
-                self.queue.append((time.monotonic() + self.proxy.shape.delay_ms / 1000, data))
+                await self.link.buckets[self.bucket].take(len(data))
+                self.queue.append((time.monotonic() + self.link.shape.delay_ms / 1000, data))
                 self.in_flight += len(data)
-                self.proxy.counted[self.bucket] += len(data)
+                self.link.counted[self.bucket] += len(data)
                 self.changed.set()
         except (ConnectionError, OSError):
             pass
@@ -124,7 +124,7 @@ class _Pipe:
                 self.writer.write(data)
                 await self.writer.drain()
                 # the window opens when the acknowledgement is back, one delay later (invariant 3)
-                asyncio.get_running_loop().call_later(self.proxy.shape.delay_ms / 1000, self._acknowledged, len(data))
+                asyncio.get_running_loop().call_later(self.link.shape.delay_ms / 1000, self._acknowledged, len(data))
         except (ConnectionError, OSError):
             pass
         finally:
@@ -162,7 +162,9 @@ class _Link:
             return
         to_server = _Pipe(self, client_reader, up_writer, 0)
         to_client = _Pipe(self, up_reader, client_writer, 1)
-        await asyncio.gather(to_server.pump_in(), to_server.pump_out(), to_client.pump_in(), to_client.pump_out())
+        pumps = (to_server.pump_in(), to_server.pump_out(), to_client.pump_in(), to_client.pump_out())
+        with contextlib.suppress(asyncio.CancelledError):  # the proxy stops: a handler that ends cancelled is logged
+            await asyncio.gather(*pumps)
 
 
 class LatencyProxy:
@@ -250,9 +252,10 @@ class LatencyProxy:
         async def close() -> None:
             for server in self._servers:
                 server.close()
-            for task in asyncio.all_tasks():
-                if task is not asyncio.current_task():
-                    task.cancel()
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)  # ended here, not destroyed pending at loop stop
 
         asyncio.run_coroutine_threadsafe(close(), loop).result(10)
         loop.call_soon_threadsafe(loop.stop)
