@@ -306,4 +306,7 @@ def test_run_with_sampling_records_sampling_runs(local_clusters: LocalClusters, 
         replicator.request_stop()
         thread.join(120)
     assert not errors, errors
-    assert run.flow == FLOW and run.divergent == 0 and 0 < run.verified <= 300
+    # the sample may also draw from the flow's heartbeats, which the session's other tests write to: only this
+    # test's own topic is judged (a CI run found 8 "different" records in primary.heartbeats, a compacted topic)
+    ours = [part for part in run.report.partitions if part.topic == topic]
+    assert run.flow == FLOW and ours and sum(part.divergent for part in ours) == 0 and 0 < run.verified <= 300
