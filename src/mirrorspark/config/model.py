@@ -144,6 +144,9 @@ class FlowConfig(_Frozen):
     ``sync_schemas_interval_s``: seconds between the driver's schema syncs; ``provenance_header_enable``: whether the
     flow stamps and checks the provenance header (``provenance.header.enable``, :mod:`mirrorspark.core.provenance`);
     ``verify_sampling_*``: ``run``'s continuous verification (``verify.sampling.*``, ms and records);
+    ``link_rtt_ms``, ``link_rate``: the source link's RTT (ms) and bandwidth (bytes/s) fetches are sized for;
+    ``catch_up_*``: parallel catch-up of one partition (readers, backlog records); ``throttled_rate``: the flow's
+    byte rate limit (bytes/s, 0 = none);
     ``renaming``: the ``topic.rename.*`` keys (falsy when none).
     """
 
@@ -207,6 +210,11 @@ class FlowConfig(_Frozen):
     verify_sampling_enable: bool = False
     verify_sampling_interval_ms: int = 600_000
     verify_sampling_records: int = 10_000
+    link_rtt_ms: int = 0
+    link_rate: int = 125_000_000
+    catch_up_readers: int = 1
+    catch_up_backlog_records: int = 100_000
+    throttled_rate: int = 0
     policy: PolicyConfig
     source_consumer: ClientSettings
     source_admin: ClientSettings

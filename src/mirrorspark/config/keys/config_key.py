@@ -45,7 +45,7 @@ class ConfigKey:
     doc:
         One sentence, with the meaning of sentinels (e.g. ``-1``).
     unit:
-        ``"ms"``, ``"s"``, ``"records"``, ``"tasks"``, ``"partitions"``, ``"replicas"`` or ``None``.
+        ``"ms"``, ``"s"``, ``"bytes/s"``, ``"records"``, ``"tasks"``, ``"partitions"``, ``"replicas"`` or ``None``.
     removed_choices:
         ``(value, reason)`` pairs: such a value is a ``ConfigError`` giving the reason.
     nonzero:

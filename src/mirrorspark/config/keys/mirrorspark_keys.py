@@ -205,6 +205,62 @@ MIRRORSPARK_KEYS: Final[tuple[ConfigKey, ...]] = (
         field="verify_sampling_records",
     ),
     ConfigKey(
+        "replication.link.rtt.ms",
+        "long",
+        "0",
+        "The round-trip time of the link from flow S->T's tasks to S (ms): above 0 the source consumer's fetches "
+        "are sized to the link's bandwidth-delay product (replication.link.rate times the RTT; see docs/running.md, "
+        "'Long links'), so that one connection keeps the link full; 0 = a local link, librdkafka's fetch sizes. "
+        "consumer.* keys set explicitly win. mirrorspark's own key, per flow (S->T.replication.link.rtt.ms) or at "
+        "top level.",
+        "ms",
+        minimum=0,
+        field="link_rtt_ms",
+    ),
+    ConfigKey(
+        "replication.link.rate",
+        "long",
+        "125000000",
+        "The bandwidth of the link from flow S->T's tasks to S (bytes/s; default 1 Gb/s), which "
+        "replication.link.rtt.ms sizes fetches for. Per flow or at top level.",
+        "bytes/s",
+        minimum=1,
+        field="link_rate",
+    ),
+    ConfigKey(
+        "replication.catch.up.readers",
+        "int",
+        "1",
+        "How many readers catch up one source partition of flow S->T in parallel when its backlog is at least "
+        "replication.catch.up.backlog.records: each fetches disjoint offset ranges over a connection of its own, "
+        "and the task produces the records in source order, so the copy, the offset syncs and exactly-once are as "
+        "without it; it switches itself off when the partition has caught up (see docs/running.md, 'Parallel "
+        "catch-up'). 1 = off, one consumer per task as MM2. Per flow or at top level.",
+        minimum=1,
+        field="catch_up_readers",
+    ),
+    ConfigKey(
+        "replication.catch.up.backlog.records",
+        "long",
+        "100000",
+        "The backlog of a source partition (records between the task's position and the partition's end) from "
+        "which replication.catch.up.readers > 1 catches it up in parallel. Per flow or at top level.",
+        "records",
+        minimum=1,
+        field="catch_up_backlog_records",
+    ),
+    ConfigKey(
+        "replication.throttled.rate",
+        "long",
+        "0",
+        "Most bytes of record data (keys, values and headers) per second that flow S->T copies, over all its "
+        "tasks (the name of KIP-1279's mirror.replication.throttled.rate); 0 = no limit. Changed while running by "
+        "'mirrorspark control throttle' or the service's REST API, without a restart. Per flow or at top level.",
+        "bytes/s",
+        minimum=0,
+        field="throttled_rate",
+    ),
+    ConfigKey(
         "mirrorspark.on.gap",
         "string",
         "continue",
