@@ -7,6 +7,7 @@ from typing import Any, TypeVar
 
 from mirrorspark.client.connect_tasks import transactional_id
 from mirrorspark.client.context import FlowContext
+from mirrorspark.core.link_sizing import RECEIVE_MARGIN_BYTES, long_link_fetch_settings
 from mirrorspark.errors import ConfigError
 from mirrorspark.replication.task.spec import (
     CopyTaskSpec,
@@ -64,6 +65,13 @@ def init_transactions_timeout_s(producer_properties: Mapping[str, str]) -> float
     return ms / 1000.0
 
 
+def _receive_above_fetch(conf: dict[str, Any]) -> None:
+    """Raise a link-sized ``receive.message.max.bytes`` above a larger ``fetch.max.bytes`` the user set (librdkafka's rule)."""
+    fetch, receive = str(conf.get("fetch.max.bytes", "")), str(conf.get("receive.message.max.bytes", ""))
+    if fetch.isdigit() and receive.isdigit() and int(receive) < int(fetch) + 512:
+        conf["receive.message.max.bytes"] = int(fetch) + RECEIVE_MARGIN_BYTES
+
+
 class TaskConfigs:
     """Builds a flow's copy tasks; the clients' configurations are built once, at the first call."""
 
@@ -86,7 +94,8 @@ class TaskConfigs:
         consumer = ctx.client_conf(
             "source_consumer",
             "replication-consumer",
-            defaults=COPY_CONSUMER_DEFAULTS,
+            # a long link (replication.link.rtt.ms): fetches carry its bandwidth-delay product per round trip
+            defaults={**COPY_CONSUMER_DEFAULTS, **long_link_fetch_settings(cfg.link_rtt_ms, cfg.link_rate)},
             # "error": an offset out of range is reported to the task, never silently reset (a gap)
             overrides={
                 "enable.auto.commit": False,
@@ -96,6 +105,7 @@ class TaskConfigs:
             },
         )
         consumer.setdefault("group.id", f"mirrorspark-{cfg.name}")
+        _receive_above_fetch(consumer)
         producer = ctx.client_conf(
             "target_producer",
             "replication-producer",
