@@ -45,7 +45,7 @@ def _power_of_two_at_least(n: int) -> int:
 
 
 def long_link_fetch_settings(rtt_ms: int, rate: int) -> dict[str, int]:
-    """librdkafka consumer settings for a link of ``rtt_ms`` ms RTT and ``rate`` bytes/s (invariants 1-4).
+    """Return librdkafka consumer settings for a link of ``rtt_ms`` ms RTT and ``rate`` bytes/s (invariants 1-4).
 
     Empty for ``rtt_ms`` 0; the caller lets settings the user gave win.
     """

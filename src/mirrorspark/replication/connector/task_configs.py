@@ -66,7 +66,7 @@ def init_transactions_timeout_s(producer_properties: Mapping[str, str]) -> float
 
 
 def _receive_above_fetch(conf: dict[str, Any]) -> None:
-    """Raise a link-sized ``receive.message.max.bytes`` above a larger ``fetch.max.bytes`` the user set (librdkafka's rule)."""
+    """Raise ``receive.message.max.bytes`` above a larger ``fetch.max.bytes`` the user set (librdkafka's rule)."""
     fetch, receive = str(conf.get("fetch.max.bytes", "")), str(conf.get("receive.message.max.bytes", ""))
     if fetch.isdigit() and receive.isdigit() and int(receive) < int(fetch) + 512:
         conf["receive.message.max.bytes"] = int(fetch) + RECEIVE_MARGIN_BYTES
