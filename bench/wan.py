@@ -428,8 +428,13 @@ def _change_limit(config: Path, alias: str, rate: int) -> str:
         return "mirrorspark control throttle did not return within 60 s"
     if done.returncode == 0:
         return ""
-    last = (done.stderr.strip() or done.stdout.strip() or f"exit {done.returncode}").splitlines()[-1]
-    return f"mirrorspark control throttle: {last[:200]}"
+    return f"mirrorspark control throttle: {_last_words(done.stderr + done.stdout) or f'exit {done.returncode}'}"
+
+
+def _last_words(output: str) -> str:
+    """The last line of a command's output that says something, without the frame a rich error box draws."""
+    lines = [line.strip(" │╭╮╰╯─") for line in output.splitlines()]
+    return next((line[:200] for line in reversed(lines) if any(ch.isalnum() for ch in line)), "")
 
 
 class _Running:

@@ -112,3 +112,11 @@ def test_the_cli_knows_the_case_and_its_options() -> None:
     assert cli._parser().parse_args([]).rtt_ms == 100
     with pytest.raises(SystemExit, match="unknown case"):
         cli.main(["--cases", "wan,nope"])
+
+
+def test_a_failed_control_command_is_named_by_its_message_not_its_frame() -> None:
+    from bench.wan import _last_words
+
+    boxed = "Usage: x\n╭─ Error ───╮\n│ No such command 'throttle'.   │\n╰───────────╯\n"
+    assert _last_words(boxed) == "No such command 'throttle'."
+    assert _last_words("") == ""
