@@ -17,7 +17,7 @@ the source, not through the link.
 4. Throttle: a mirrorspark flow with ``replication.throttled.rate`` over a 12-partition backlog across the largest
    RTT, the target's end offsets sampled every :data:`SAMPLE_S`; its accuracy is the highest 10 s average rate over
    the limit (:func:`throttle_accuracy`). Then ``mirrorspark control throttle`` lowers the limit live and
-   :func:`took_effect_s` says when the 1 s rate followed it.
+   :func:`took_effect_s` says when the 1 s rate followed it, counted from the command's return.
 """
 
 from __future__ import annotations
@@ -503,7 +503,8 @@ def wan_markdown(result: WanResult) -> str:
 def _throttle_describe(t: ThrottleResult) -> str:
     return (
         f"a mirrorspark flow with replication.throttled.rate={t.limit:,} over a {t.backlog_bytes / 1e6:,.0f} MB "
-        f"backlog of 12 partitions, lowered to {t.new_limit:,} after {t.changed_at or 0:.0f} s"
+        f"backlog of 12 partitions, lowered to {t.new_limit:,} by mirrorspark control throttle, which returned after "
+        f"{t.changed_at or 0:.0f} s"
     )
 
 
