@@ -32,7 +32,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -203,7 +203,7 @@ class WanEnv(BenchEnv):
         """The brokers' and the link's processes: neither is a replicator's."""
         return [*super().broker_pids(), *(self._link.pids if self._link else [])]
 
-    def mm2_properties(self, source_alias: str, extra: dict[str, str] | Any) -> str:
+    def mm2_properties(self, source_alias: str, extra: Mapping[str, str]) -> str:
         """As :meth:`BenchEnv.mm2_properties`, the source at its WAN address (through the link)."""
         wan = {f"{source_alias}.bootstrap.servers": self._clusters().cluster(SOURCE).wan_bootstrap_servers}
         return super().mm2_properties(source_alias, {**wan, **extra})
@@ -253,7 +253,9 @@ class ThrottleResult:
         """``throttle accuracy: Y`` and ``throttle change took effect in S s`` (or why not)."""
         acc = self.accuracy
         out = [f"throttle accuracy: {acc:.2f}" if acc is not None else f"throttle accuracy: n/a ({self.error})"]
-        if self.change_error:
+        if self.error:
+            out.append("throttle change took effect in: n/a (the throttled flow failed)")
+        elif self.change_error:
             out.append(f"throttle change took effect in: not available ({self.change_error})")
         elif self.copied_before_change:
             out.append("throttle change took effect in: not measured (the backlog was copied before the change)")
@@ -394,9 +396,14 @@ def run_throttle(
     per_record = RECORD_SIZE + workload.key_size
     progress = EndOffsets(env.bootstrap(TARGET), f"{alias}.{workload.topic}", workload.partitions)
     samples: list[tuple[float, int]] = []
-    runner = _Running(env, path.read_text(), alias)
-    t0 = time.perf_counter()
     changed_at, change_error, error = None, "", ""
+    try:
+        runner = _Running(env, path.read_text(), alias)
+    except Exception as e:  # the flow did not start: the case goes on, its lines say why
+        log.exception("the throttled flow did not start")
+        env.delete_topics(SOURCE, [workload.topic])
+        return ThrottleResult(THROTTLE_RATE, THROTTLE_CHANGED_RATE, error=f"{type(e).__name__}: {e}"[:300])
+    t0 = time.perf_counter()
     try:
         while (now := time.perf_counter() - t0) < sum(seconds) and runner.alive():
             if changed_at is None and now >= seconds[0]:

@@ -94,6 +94,11 @@ def test_the_throttle_lines_say_why_a_figure_is_missing() -> None:
     assert gone.lines()[1] == "throttle change took effect in: not available (no such command)"
     early = ThrottleResult(8_000_000, 4_000_000, steady(50_000_000, 20), 20.0, backlog_bytes=100_000_000)
     assert early.copied_before_change and "not measured" in early.lines()[1]
+    failed = ThrottleResult(8_000_000, 4_000_000, error="ConfigError: bad")
+    assert failed.lines() == [
+        "throttle accuracy: n/a (ConfigError: bad)",
+        "throttle change took effect in: n/a (the throttled flow failed)",
+    ]
 
 
 def test_without_scenarios_every_ratio_is_not_available() -> None:
