@@ -43,6 +43,9 @@ Cases (``--cases``, default all):
     1 000 groups (quick 100) x 12 partitions committing every second on the source while a ``mirrorspark run`` flow
     follows them (``emit.checkpoints.on.commit``, ``sync.group.offsets.enabled``) for 60 s (quick 20 s):
     source-commit -> target-commit latency p50/p99, checkpoints written per second, the driver's CPU.
+``wan``
+    RTT 0 and ``--rtt-ms`` (100) through a latency proxy: MM2 tuned and mirrorspark catching up 1 and 12 partitions,
+    and a throttled flow (``bench/wan.py``); its own results file, ``bench/results/<date>-<host>-wan.md``.
 ``verify``
     ``mirrorspark verify``'s Spark job on a clean byte-identical copy (1 KiB and 100 B, 4 partitions x 2 units):
     records/s per core on ``local[1]`` and CPU s/GB read, the speed-up of 2 standalone workers over 1, and
@@ -76,7 +79,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench import cpu, report
+from bench import cpu, report, wan
 from bench.env import BenchEnv
 from bench.suite import (
     COMPARE_CONTENDERS,
@@ -118,6 +121,7 @@ CASES = (
     "service",
     "commits",
     "verify",
+    "wan",
 )
 SERVICE_HEADING = "Metrics service cost"
 """Heading of the service case in the results file (it has a section of its own in bench/README.md)."""
@@ -129,7 +133,7 @@ PROVENANCE_HEADING = "Provenance header cost"
 """Heading of the provenance case in the results file (it has a section of its own in bench/README.md)."""
 VERIFY_HEADING = "Verify"
 """Heading of the verify case in the results file (it has a section of its own in bench/README.md)."""
-OWN_SECTIONS = {"service", "schemas", "commits", "provenance", "verify"}
+OWN_SECTIONS = {"service", "schemas", "commits", "provenance", "verify", "wan"}
 """Cases whose README figures have a section of their own: a run of only these leaves the quick/full section."""
 
 
@@ -272,6 +276,7 @@ def _parser() -> argparse.ArgumentParser:
         help="where the local clusters live (default bench/.work; wiped per case)",
     )
     p.add_argument("-v", "--verbose", action="store_true", help="log at INFO (DEBUG for bench)")
+    wan.add_arguments(p)
     return p
 
 
@@ -361,9 +366,6 @@ def _run_all(args: argparse.Namespace, command: str, label: str) -> int:
     from bench.suite import comparison_case, environment, transforms_case
 
     cases = {c.strip() for c in args.cases.split(",") if c.strip()}
-    unknown = cases - set(CASES)
-    if unknown:
-        raise SystemExit(f"--cases: unknown case(s) {sorted(unknown)}; choose from {', '.join(CASES)}")
     started = datetime.now(UTC).isoformat(timespec="seconds")
     runs = args.runs if args.runs is not None else 3
     contenders = _contenders(args.contenders, "--contenders")
@@ -682,4 +684,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not cpu.have_psutil():
         print("warning: psutil is not installed: CPU figures cover the Python driver only", file=sys.stderr)
 
-    return _run_all(args, command, label)
+    cases = {c.strip() for c in args.cases.split(",") if c.strip()}
+    if cases - set(CASES):
+        raise SystemExit(f"--cases: unknown case(s) {sorted(cases - set(CASES))}; choose from {', '.join(CASES)}")
+    status = wan.run_from_args(args, command, label, BENCH_DIR) if "wan" in cases else 0  # its own env and file
+    return max(status, _run_all(args, command, label)) if cases - {"wan"} else status

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import socketserver
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from mirrorspark.errors import LocalClusterError
-from mirrorspark.kafka.local.latency_proxy import LatencyProxy, LinkShape
+from mirrorspark.kafka.local.latency_proxy import LatencyProxy, LinkShape, wan_link_processes
+from mirrorspark.kafka.local.model import LocalBroker, LocalCluster
 
 pytestmark = pytest.mark.integration
 
@@ -131,3 +134,31 @@ def test_a_busy_port_and_a_bad_shape_are_refused(echo: tuple[str, int]) -> None:
             LatencyProxy(echo, port=busy.getsockname()[1]).start()
     with pytest.raises(LocalClusterError, match="invalid"):
         LinkShape(delay_ms=-1)
+
+
+def _far(upstream_port: int, port: int) -> LocalCluster:
+    """A cluster of one broker whose WAN listener is ``upstream_port``, advertised at ``port``."""
+    broker = LocalBroker(0, 0, 0, None, 0, Path("unused/kafka.log"), wan_listen_port=upstream_port, wan_port=port)
+    return LocalCluster("far", "127.0.0.1:0", Path("unused"), (broker,))
+
+
+def test_the_link_runs_as_a_process_per_broker(echo: tuple[str, int], tmp_path: Path) -> None:
+    """wan_link_processes: each broker's advertised WAN port is a proxy process of the shape; stop ends them."""
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    with wan_link_processes(_far(echo[1], port), LinkShape(delay_ms=100), log_path=tmp_path / "proxy.log") as link:
+        assert len(link.pids) == 1 and os.getpid() not in link.pids
+        assert _round_trip_s(port) >= 0.2
+    assert link.pids == []
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+
+
+def test_a_proxy_process_that_cannot_listen_says_so(echo: tuple[str, int], tmp_path: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        with pytest.raises(LocalClusterError, match="did not start"):
+            wan_link_processes(_far(echo[1], busy.getsockname()[1]), log_path=tmp_path / "proxy.log", timeout_s=60)
+    assert "cannot listen" in (tmp_path / "proxy.log").read_text()

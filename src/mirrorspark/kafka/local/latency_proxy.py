@@ -13,8 +13,8 @@ that MirrorMaker 2 and mirrorspark cross the same link. The link is modelled as 
 5. A side that closes (or fails) closes the other side once what it sent before has been delivered.
 
 It runs its own event loop in a daemon thread (:class:`LatencyProxy`) or as a process of its own
-(``python -m mirrorspark.kafka.local.latency_proxy``), where a bench's many megabytes per second are not slowed
-by the bench's own threads.
+(``python -m mirrorspark.kafka.local.latency_proxy``; one per broker of a cluster: :func:`wan_link_processes`),
+where a bench's many megabytes per second are not slowed by the bench's own threads.
 """
 
 from __future__ import annotations
@@ -24,16 +24,23 @@ import asyncio
 import collections
 import contextlib
 import functools
+import os
+import select
 import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from mirrorspark.errors import LocalClusterError
 from mirrorspark.kafka.local.model import LocalCluster
 from mirrorspark.kafka.local.settings import HOST
 
+MODULE = "mirrorspark.kafka.local.latency_proxy"
+"""What ``python -m`` runs a proxy process as."""
 CHUNK_BYTES = 256 * 1024
 DEFAULT_WINDOW_BYTES = 16 * 1024 * 1024
 BUCKET_S = 0.05
@@ -281,6 +288,80 @@ def wan_link(cluster: LocalCluster, shape: LinkShape | None = None) -> LatencyPr
     for broker in rest:
         proxy.route(broker.wan_port, (HOST, broker.wan_listen_port))
     return proxy.start()
+
+
+class LinkProcesses:
+    """A :func:`wan_link` made of processes, one ``python -m mirrorspark.kafka.local.latency_proxy`` per broker.
+
+    Each broker's link is a process of its own, so a bandwidth cap applies per broker rather than over the cluster
+    (invariant 2 holds within each); a shape is changed by starting the processes again (:func:`wan_link_processes`).
+    """
+
+    def __init__(self, processes: Sequence[subprocess.Popen[str]]) -> None:
+        self.processes = list(processes)
+
+    @property
+    def pids(self) -> list[int]:
+        """The proxies' process ids."""
+        return [p.pid for p in self.processes]
+
+    def stop(self) -> None:
+        """Terminate every proxy (SIGTERM, then SIGKILL after 10 s) and wait for it (idempotent)."""
+        for p in self.processes:
+            if p.poll() is None:
+                p.terminate()
+        for p in self.processes:
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(10)
+        self.processes = []
+
+    def __enter__(self) -> LinkProcesses:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
+
+
+def wan_link_processes(
+    cluster: LocalCluster, shape: LinkShape | None = None, *, log_path: Path | None = None, timeout_s: float = 30.0
+) -> LinkProcesses:
+    """Start :func:`wan_link`'s routes as processes (:class:`LinkProcesses`); return once each listens.
+
+    The proxies' standard error goes to ``log_path`` (appended; ``None``: discarded). Raises LocalClusterError if the
+    cluster has no WAN listener, or a proxy exits or stays silent for ``timeout_s`` (e.g. its port is taken).
+    """
+    cluster.wan_bootstrap_servers  # noqa: B018 (raises without a WAN listener)
+    shape = shape or LinkShape()
+    link = LinkProcesses([])
+    try:
+        for broker in cluster.brokers:
+            command = [sys.executable, "-m", MODULE]
+            command += ["--upstream", f"{HOST}:{broker.wan_listen_port}", "--port", str(broker.wan_port)]
+            command += ["--delay-ms", str(shape.delay_ms), "--bandwidth", str(shape.bandwidth_bytes_per_s)]
+            command += ["--window", str(shape.window_bytes)]
+            with open(log_path or os.devnull, "a") as err:
+                proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=err, text=True)
+            link.processes.append(proc)
+            _await_port(proc, timeout_s, log_path)
+    except BaseException:
+        link.stop()
+        raise
+    return link
+
+
+def _await_port(proc: subprocess.Popen[str], timeout_s: float, log_path: Path | None) -> None:
+    """Wait for a proxy process's first line, its port (:func:`main`)."""
+    assert proc.stdout is not None
+    ready, _, _ = select.select([proc.stdout], [], [], timeout_s)
+    line = proc.stdout.readline() if ready else ""
+    if not line.strip().isdigit():
+        proc.kill()
+        proc.wait(10)
+        where = f" (its log: {log_path})" if log_path else ""
+        raise LocalClusterError(f"the latency proxy process did not start within {timeout_s:g} s{where}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
