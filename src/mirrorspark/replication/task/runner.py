@@ -39,6 +39,7 @@ from mirrorspark.replication.task.partition import TaskPartitions
 from mirrorspark.replication.task.produce import forward_run
 from mirrorspark.replication.task.schema_ids import SchemaIdTranslator
 from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionKey, TaskOutcome, TaskResult
+from mirrorspark.replication.task.throttle_gate import ThrottleGate
 
 POLL_TIMEOUT_S = 0.25
 """Longest wait for the first record of a poll (s): also how often the task checks its grants."""
@@ -117,6 +118,7 @@ class CopyTaskRunner:
         self._committed_once = False  # the first commit (as soon as records are acknowledged) was made
         self._began = 0.0  # when the loop began (clock s)
         self._grant_check_at = 0.0  # at least once: when to look at the grant again (clock s; see _grant_lapsed)
+        self.gate = ThrottleGate(lambda: grants.rate, self._serve, clock=clock)  # replication.throttled.rate
         resend = not spec.exactly_once  # at least once, a timed-out commit write is written again
         self.writes = CommitWrites(commit_producer, f"flow {spec.flow}: source offsets", spec.target, resend=resend)
         self.sync_writes = (
@@ -157,13 +159,13 @@ class CopyTaskRunner:
             self._began = self.clock()
             next_commit = self._began + self.spec.flush_interval_s
             while True:
-                msgs = self._poll()
+                msgs = self._next()
                 self._produced += self._copy(msgs)
                 self._check_writes()
                 state = self.grants.check()
                 if state in (GrantState.CLOSED, GrantState.ABORT):
                     return self._result(TaskOutcome.ORPHANED)
-                outcome = self._ending(state, idle=not msgs)
+                outcome = self._ending(state, idle=not msgs and not self.gate.held)
                 if outcome is not None:
                     if not self.committer.commit(final=True):
                         return self._result(TaskOutcome.ORPHANED)
@@ -203,6 +205,21 @@ class CopyTaskRunner:
             return False
         self._grant_check_at = self.clock() + GRANT_POLL_S
         return not self.grants.may_commit()
+
+    def _next(self) -> list[MessageLike]:
+        """Return the next records to copy: a poll's, or under a throttle share a run the gate let through."""
+        if self.gate.pass_through():
+            return self._poll()
+        if not self.gate.held:
+            self.gate.hold(self._poll())
+        run = self.gate.release()
+        self.grants.throttled(self.gate.sent_bytes, self.gate.throttled_s)
+        return run
+
+    def _serve(self, wait_s: float) -> bool:
+        """Serve acknowledgements for up to ``wait_s`` in a throttled wait; whether the grant state is still open."""
+        self.data.poll(wait_s)
+        return self.grants.check() == GrantState.OPEN
 
     def _poll(self) -> list[MessageLike]:
         """Wait up to :data:`POLL_TIMEOUT_S` for a record, then take what else is there, :data:`BATCH_RECORDS` at most.
