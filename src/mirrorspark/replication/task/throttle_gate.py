@@ -24,6 +24,10 @@ WAIT_STEP_S = 0.05
 """Longest step of a throttled wait (s): how often the task serves acknowledgements and its grant link meanwhile."""
 
 
+MIN_WAIT_S = 1e-6
+"""A wait shorter than this (s) is none: a debt paid up to rounding."""
+
+
 def record_bytes(m: MessageLike) -> int:
     """Bytes of record data of one record: key, value, header names and header values (invariant 3)."""
     key, value = m.key(), m.value()
@@ -103,7 +107,7 @@ class ThrottleGate:
         """Wait until the bucket's debt is paid, in steps serving the task (invariant 2); whether to go on."""
         began = self._clock()
         try:
-            while (left := self.bucket.wait_s()) > 0:
+            while (left := self.bucket.wait_s()) > MIN_WAIT_S:
                 if not self._serve(min(left, WAIT_STEP_S)):
                     return False
             return True
@@ -111,4 +115,4 @@ class ThrottleGate:
             self.throttled_s += self._clock() - began
 
 
-__all__ = ["WAIT_STEP_S", "ThrottleGate", "record_bytes"]
+__all__ = ["MIN_WAIT_S", "WAIT_STEP_S", "ThrottleGate", "record_bytes"]
