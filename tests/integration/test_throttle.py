@@ -115,9 +115,9 @@ def test_the_throttle_holds_and_follows_live_changes(
             assert 0 < under_config <= SLACK * LIMIT + burst / WINDOW_S, under_config
 
             # a lower limit, live, by the command operators run
+            command = ["control", "throttle", str(props), "--source", "primary", "--target", "backup"]
             out = subprocess.run(
-                [sys.executable, "-m", "mirrorspark", "control", "throttle", str(props), "--source", "primary"]
-                + ["--target", "backup", "--rate", str(LOWER)],
+                [sys.executable, "-m", "mirrorspark", *command, "--rate", str(LOWER)],
                 capture_output=True,
                 text=True,
                 timeout=60,
