@@ -1,4 +1,4 @@
-"""A copy task's throttle gate (replication/task/throttle_gate.py): runs of a burst, waits that serve the task."""
+"""A copy task's throttle gate (replication/task/throttle_gate.py): polls of a burst, waits that serve the task."""
 
 from __future__ import annotations
 
@@ -52,38 +52,89 @@ def test_record_bytes_are_key_value_header_names_and_values() -> None:
 def test_without_a_share_the_gate_is_not_in_the_way() -> None:
     task = Task(0)
     g = gate(task)
-    assert g.pass_through()
-    g.hold([Msg(b"", b"x" * 100)] * 3)
-    assert len(g.release()) == 3 and not task.served
+    assert g.pass_through() and not task.served
 
 
-def test_with_a_share_records_go_a_burst_at_a_time_at_the_rate() -> None:
+def test_with_a_share_polls_wait_for_the_bucket_and_take_a_burst_of_records() -> None:
     task = Task(10_000)  # a burst of 1000 bytes
     g = gate(task)
     assert not g.pass_through()
-    g.hold([Msg(None, b"x" * 100) for _ in range(50)])  # 5000 bytes
-    runs = []
-    while g.held:
-        runs.append(len(g.release()))
-    assert runs == [10, 10, 10, 10, 10]
-    assert task.now == pytest.approx(0.4)  # the first burst at once, then 1000 bytes per 0.1 s
+    assert g.admit() == 1  # no record size measured yet
+    g.spend([Msg(None, b"x" * 100)])
+    polls = []
+    while g.sent_bytes < 5100:
+        most = g.admit()
+        polls.append(most)
+        g.spend([Msg(None, b"x" * 100) for _ in range(most)])
+    assert polls == [10] * 5
+    assert task.now == pytest.approx(0.31)  # the full bucket's burst at once, then 1000 bytes per 0.1 s
     assert max(task.served) <= WAIT_STEP_S
-    assert g.throttled_s == pytest.approx(0.4) and g.sent_bytes == 5000
+    assert g.throttled_s == pytest.approx(0.31) and g.sent_bytes == 5100
 
 
-def test_a_grant_state_other_than_open_ends_the_wait_and_keeps_the_records() -> None:
+def test_a_grant_state_other_than_open_ends_the_wait_without_a_poll() -> None:
     task = Task(1000)
     g = gate(task)
-    g.hold([Msg(None, b"x" * 1000) for _ in range(2)])
-    assert len(g.release()) == 1  # the full bucket's 100 bytes, then 0.9 s of debt
+    g.pass_through()
+    g.spend([Msg(None, b"x" * 1000)])  # 0.9 s of debt
     task.go_on = False
-    assert g.release() == [] and len(g.held) == 1 and g.sent_bytes == 1000
+    assert g.admit() == 0 and len(task.served) == 1
 
 
-def test_a_lifted_share_lets_everything_held_through() -> None:
+def test_a_lifted_share_lets_the_task_poll_as_before() -> None:
     task = Task(1000)
     g = gate(task)
-    g.hold([Msg(None, b"x" * 500) for _ in range(10)])
-    assert len(g.release()) == 1
+    g.pass_through()
+    g.spend([Msg(None, b"x" * 5000)])
     task.rate = 0
-    assert len(g.release()) == 9 and g.pass_through()
+    assert g.pass_through() and g.bucket.wait_s() == 0.0
+
+
+# --------------------------------------------------------------------------- in the copy task's loop
+
+
+def test_a_throttled_task_copies_everything_at_its_share_and_a_stop_ends_its_wait() -> None:
+    from test_copy_task_runner import Task as CopyTask
+    from test_copy_task_runner import step
+
+    from mirrorspark.replication.task.grant_client import GrantState
+    from mirrorspark.replication.task.spec import TaskOutcome
+
+    t = CopyTask(partitions=2, records=20)  # records of 2 + 4 or 5 bytes ("k0", "v0-0")
+    t.grants.rate = 40  # bytes/s: a burst of 4 bytes, one record a run
+    serve = t.data.poll
+
+    def poll(timeout: float = 0) -> int:
+        t.now += timeout  # a throttled wait's step passes on the task's clock
+        return serve(timeout)
+
+    t.data.poll = poll  # type: ignore[method-assign]
+
+    def hook(task: CopyTask, turn: int) -> None:
+        if len(task.b.records("A.t", 0)) + len(task.b.records("A.t", 1)) == 40:
+            task.grants.state = GrantState.STOP
+
+    assert step(t, hook, turns=2000) == TaskOutcome.STOPPED
+    assert [r.value for r in t.b.records("A.t", 0)] == [r.value for r in t.a.records("t", 0)]
+    sent, held = t.grants.spent
+    assert sent == sum(len(r.key or b"") + len(r.value or b"") for p in (0, 1) for r in t.a.records("t", p))
+    assert held == pytest.approx((sent - 4) / 40, rel=0.05)  # the first burst at once, then at the share
+    assert t.committed() == {0: 19, 1: 19}
+
+    stopped = CopyTask(partitions=1, records=20)
+    stopped.grants.rate = 2  # a record takes 3 s: the stop comes while the task waits for the second
+    acks = stopped.data.poll
+
+    def waits(timeout: float = 0) -> int:
+        stopped.now += timeout
+        return acks(timeout)
+
+    stopped.data.poll = waits  # type: ignore[method-assign]
+
+    def stop_soon(task: CopyTask, turn: int) -> None:
+        if task.now > 3:
+            task.grants.state = GrantState.STOP
+
+    assert step(stopped, stop_soon, turns=2000) == TaskOutcome.STOPPED
+    copied = len(stopped.b.records("A.t", 0))
+    assert 0 < copied < 20 and stopped.committed() == {0: copied - 1}  # only what was produced is committed

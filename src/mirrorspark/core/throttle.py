@@ -4,13 +4,14 @@
 a flow's limit; the driver gives each of the flow's running copy tasks an equal share
 (:func:`task_share`) and each task holds its records back in a :class:`TokenBucket`.
 
-Invariants of :class:`TokenBucket` (a caller that takes, waits :meth:`~TokenBucket.wait_s`, then
-sends, one run at a time):
+Invariants of :class:`TokenBucket` (a caller that, one run at a time, waits :meth:`~TokenBucket.wait_s`,
+sends, then takes what it sent):
 
 1. The level is at most :attr:`~TokenBucket.burst` bytes (``BURST_S`` of the rate); a run may take it
    below zero (a debt, paid by waiting at the rate in effect, so a lowered rate slows a debt at once).
 2. Over any window of ``w`` seconds at a constant rate ``r`` the bytes sent are at most
-   ``r * w + burst``: a 10 s average exceeds the limit by ``BURST_S / 10`` at most (1 %).
+   ``r * w + burst + the largest run``: with runs of about a burst, a 10 s average exceeds the limit by
+   ``2 * BURST_S / 10`` at most (2 %).
 3. A rate of ``None`` or ``0`` is no limit: :meth:`~TokenBucket.take` returns ``0.0`` and keeps no
    account; a bucket limited again starts full.
 """

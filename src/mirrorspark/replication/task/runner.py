@@ -165,7 +165,7 @@ class CopyTaskRunner:
                 state = self.grants.check()
                 if state in (GrantState.CLOSED, GrantState.ABORT):
                     return self._result(TaskOutcome.ORPHANED)
-                outcome = self._ending(state, idle=not msgs and not self.gate.held)
+                outcome = self._ending(state, idle=not msgs)
                 if outcome is not None:
                     if not self.committer.commit(final=True):
                         return self._result(TaskOutcome.ORPHANED)
@@ -207,22 +207,22 @@ class CopyTaskRunner:
         return not self.grants.may_commit()
 
     def _next(self) -> list[MessageLike]:
-        """Return the next records to copy: a poll's, or under a throttle share a run the gate let through."""
+        """Poll the next records to copy; under a throttle share, once the gate lets a burst of them go."""
         if self.gate.pass_through():
             return self._poll()
-        if not self.gate.held:
-            self.gate.hold(self._poll())
-        run = self.gate.release()
+        most = self.gate.admit()  # waits, serving acknowledgements and grants
+        msgs = self._poll(most) if most else []
+        self.gate.spend(msgs)
         self.grants.throttled(self.gate.sent_bytes, self.gate.throttled_s)
-        return run
+        return msgs
 
     def _serve(self, wait_s: float) -> bool:
         """Serve acknowledgements for up to ``wait_s`` in a throttled wait; whether the grant state is still open."""
         self.data.poll(wait_s)
         return self.grants.check() == GrantState.OPEN
 
-    def _poll(self) -> list[MessageLike]:
-        """Wait up to :data:`POLL_TIMEOUT_S` for a record, then take what else is there, :data:`BATCH_RECORDS` at most.
+    def _poll(self, most: int = BATCH_RECORDS) -> list[MessageLike]:
+        """Wait up to :data:`POLL_TIMEOUT_S` for a record, then take what else is there, ``most`` at most.
 
         After a backlog-sized poll the next waits up to :data:`FILL_WAIT_S` to fill; with
         :data:`IN_FLIGHT_RECORDS` unacknowledged it reads nothing and serves acknowledgements instead.
@@ -236,7 +236,7 @@ class CopyTaskRunner:
             self._backlog = False
             return []
         wait = FILL_WAIT_S if self._backlog else 0
-        more = self._batch_limit(in_flight) - 1
+        more = min(self._batch_limit(in_flight), most) - 1
         msgs = [first, *self.consumer.consume(num_messages=more, timeout=wait)] if more > 0 else [first]
         self._backlog = len(msgs) >= BACKLOG_RECORDS
         return msgs
