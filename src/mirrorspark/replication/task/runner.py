@@ -11,6 +11,9 @@ commits after every batch): commit as soon as the first records are acknowledged
 comes first of ``flush_interval_s`` (Connect's ``offset.flush.interval.ms``) and ``flush_records``
 acknowledged records. A kill -9 thus re-copies about ``flush_records`` plus :data:`IN_FLIGHT_RECORDS`
 per task, not a backlog's second or a full producer queue.
+
+**The throttle** (``replication.throttled.rate``): under a share from the driver, each poll first waits in
+the task's :class:`~mirrorspark.replication.task.throttle_gate.ThrottleGate` and takes about a burst.
 """
 
 from __future__ import annotations
