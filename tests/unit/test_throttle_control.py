@@ -144,3 +144,44 @@ def test_a_task_ignores_what_it_does_not_know_and_an_old_driver_leaves_it_unlimi
     client.close()
     conn.close()
     listener.close()
+
+
+# --------------------------------------------------------------------------- the driver's side
+
+
+class FakeTail:
+    """A control tail whose state the test sets; ``fail`` makes a read raise as an unreachable target would."""
+
+    def __init__(self) -> None:
+        self.state = ControlState(flow=FLOW)
+        self.topic = "mm2-control.A.internal"
+        self.fail = False
+
+    def poll(self, *, timeout_s: float) -> int:
+        if self.fail:
+            from mirrorspark.errors import ClusterError
+
+            raise ClusterError("down")
+        return 0
+
+    def close(self) -> None: ...
+
+
+def test_the_live_throttle_follows_the_control_topic_over_the_config(caplog: pytest.LogCaptureFixture) -> None:
+    from mirrorspark.client.context import FlowContext
+    from mirrorspark.replication.connector.live_throttle import THROTTLE_POLL_S, LiveThrottle
+
+    cfg = parse_config(parse_properties(CONFIG + "A->B.replication.throttled.rate = 500\n"))
+    live = LiveThrottle(FlowContext.build(cfg, cfg.flow("A", "B")))
+    assert live.limit == 500  # the config's before the first read: the first tasks start under it
+    assert [(j.name, j.interval_s) for j in live.jobs()] == [("follow throttle A->B", THROTTLE_POLL_S)]
+    tail = FakeTail()
+    live._tail = tail  # type: ignore[assignment]
+    assert live.poll() == 500
+    tail.state = fold([ThrottleChange(FLOW, 0)], tail.state)
+    assert live.poll() == 0 and live.limit == 0
+    tail.fail = True
+    assert live.poll() == 0 and "throttle unchanged" in caplog.text
+    tail.fail = False
+    tail.state = fold([ThrottleChange(FLOW, None)], tail.state)
+    assert live.poll() == 500

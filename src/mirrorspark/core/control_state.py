@@ -76,6 +76,10 @@ class ControlKey:
         return cls(flow=flow, kind=cast(Kind, kind), list=cast(ListName, lst), regex=regex)
 
 
+THROTTLE = "throttle"
+"""The key kind of a throttle record."""
+
+
 @dataclass(frozen=True)
 class ThrottleChange:
     """One throttle record of a flow: ``rate`` bytes/s (0: no limit) in effect, or ``None``: the config's again.
@@ -117,10 +121,6 @@ class ThrottleChange:
                 f"control record value {value!r}: expected {{'op': 'set', 'rate': <bytes/s, >= 0>, 'ts': <ms>}}"
             )
         return cls(flow=flow, rate=rate, ts_ms=ts)
-
-
-THROTTLE = "throttle"
-"""The key kind of a throttle record."""
 
 
 def decode_control(key: bytes | None, value: bytes | None) -> ControlChange | ThrottleChange:
