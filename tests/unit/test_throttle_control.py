@@ -185,3 +185,19 @@ def test_the_live_throttle_follows_the_control_topic_over_the_config(caplog: pyt
     tail.fail = False
     tail.state = fold([ThrottleChange(FLOW, None)], tail.state)
     assert live.poll() == 500
+
+
+def test_the_driver_publishes_the_limit_the_rate_over_its_interval_and_the_time_held_back() -> None:
+    from types import SimpleNamespace
+
+    from mirrorspark.replication.worker.metrics_publisher import MetricsPublisher
+
+    totals = [(0, 0.0)]
+    flow = SimpleNamespace(name=FLOW, throttle=SimpleNamespace(limit=1000))
+    sup = SimpleNamespace(grants=SimpleNamespace(throttle_totals=lambda name: totals[0]))
+    pub = MetricsPublisher(flow, interval_ms=1000)  # type: ignore[arg-type]
+    assert pub.throttle_figures(sup, 10_000) == (1000, None, 0)  # type: ignore[arg-type]  # no interval yet
+    totals[0] = (2000, 1.5)
+    assert pub.throttle_figures(sup, 12_000) == (1000, 1000, 1500)  # type: ignore[arg-type]
+    flow.throttle.limit = 0
+    assert pub.throttle_figures(sup, 13_000) == (0, None, 1500)  # type: ignore[arg-type]  # no limit: no rate
