@@ -70,10 +70,17 @@ def run_flow_jobs_inline(monkeypatch: Any) -> None:
     monkeypatch.setattr(FlowThread, "submit", submit)
 
 
+class NoThrottle:
+    """A flow's live throttle (:class:`~mirrorspark.replication.connector.live_throttle.LiveThrottle`) set to none."""
+
+    limit = 0
+
+
 class FlowLockStub:
-    """Mixin of a stub flow: its lock and :meth:`~mirrorspark.replication.connector.flow.Flow.held` over it."""
+    """Mixin of a stub flow: its lock, :meth:`~mirrorspark.replication.connector.flow.Flow.held` and no throttle."""
 
     _lock: threading.RLock | None = None
+    throttle = NoThrottle()
 
     @property
     def lock(self) -> threading.RLock:
@@ -1114,6 +1121,8 @@ class RecordingGrantServer:
 
     def forget(self, *_: Any) -> None: ...
 
+    def throttle(self, *_: Any) -> None: ...
+
 
 class FakeGrants:
     """A copy task's grant link to the driver: ``state`` and whether a grant is valid are set by the test."""
@@ -1124,6 +1133,11 @@ class FakeGrants:
         self.state = GrantState.OPEN
         self.granted = True
         self.closed = False
+        self.rate = 0  # the throttle share, bytes/s (0: no limit)
+        self.spent: tuple[int, float] = (0, 0.0)
+
+    def throttled(self, sent_bytes: int, throttled_s: float) -> None:
+        self.spent = (sent_bytes, throttled_s)
 
     def check(self) -> Any:
         return self.state

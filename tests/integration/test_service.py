@@ -198,7 +198,8 @@ def test_the_api_holds_to_its_openapi_document(live: Live) -> None:
     """schemathesis generates valid and invalid requests from the live document (bounded per operation)."""
     doc = httpx.get(live.url + "openapi.json", timeout=10).json()
     schema = schemathesis.openapi.from_url(live.url + "openapi.json")
-    operations = [op.ok() for op in schema.get_all_operations()]
+    # every read; the one write (PUT …/throttle) would throttle flows of other tests: its own tests cover it
+    operations = [op for op in (o.ok() for o in schema.get_all_operations()) if op.method.lower() == "get"]
     assert len(operations) >= 12
     calls = []
     for operation in operations:

@@ -138,6 +138,7 @@ REQUIRED: dict[tuple[str, ...], list[str]] = {
     ("checkpoints", "read"): ["--source", "A", "--target", "B"],
     ("control", "topics"): ["--source", "A", "--target", "B"],
     ("control", "groups"): ["--source", "A", "--target", "B"],
+    ("control", "throttle"): ["--source", "A", "--target", "B"],
     ("config", "convert"): [],
     ("placement", "plan"): ["--cluster", "A", "--placement", "{placement}"],
     ("placement", "apply"): ["--cluster", "A", "--placement", "{placement}"],

@@ -320,6 +320,8 @@ class StubGrants:
     def forget(self, *_: Any) -> None:
         pass
 
+    def throttle(self, *_: Any) -> None: ...
+
 
 class EosFlow(FlowLockStub):
     """An exactly-once flow whose task specs are recorded, not run (the supervisor's start alone)."""

@@ -200,6 +200,8 @@ class Grants:
     def grant(self, flow: str, generation: int, deadline: float) -> None:
         pass
 
+    def throttle(self, *_: Any) -> None: ...
+
 
 class RecordedGrants(Grants):
     def __init__(self) -> None:

@@ -39,6 +39,8 @@ EVERY_JOB = [
     ("control", "sync group offsets B->A", 60.0, 60.0),
     ("heartbeats", "heartbeats A->B", 1.0, 0.0),
     ("heartbeats", "heartbeats B->A", 1.0, 0.0),
+    ("heartbeats", "follow throttle A->B", 1.0, 0.0),
+    ("heartbeats", "follow throttle B->A", 1.0, 0.0),
     ("failover", "failover watch A->B", 5.0, 5.0),
     ("failover", "failover watch B->A", 5.0, 5.0),
 ]
@@ -105,7 +107,7 @@ def test_the_driver_registers_every_components_declared_jobs_as_it_wired_them(
 
 
 def test_disabled_features_declare_no_jobs(monkeypatch: pytest.MonkeyPatch) -> None:
-    """With its syncs, refreshes, checkpoints and heartbeats off, a flow keeps its totals, lag, metrics and watch."""
+    """With syncs, refreshes, checkpoints and heartbeats off, a flow keeps its totals, lag, metrics, throttle, watch."""
     r, _ = started(
         monkeypatch,
         "sync.topic.configs.enabled = false\nsync.topic.acls.enabled = false\nrefresh.topics.enabled = false\n"
@@ -116,6 +118,7 @@ def test_disabled_features_declare_no_jobs(monkeypatch: pytest.MonkeyPatch) -> N
             "publish totals A->B",
             "list end offsets A->B",
             "publish metrics A->B",
+            "follow throttle A->B",
             "failover watch A->B",
         ]
     finally:

@@ -57,6 +57,8 @@ class StubGrants:
     def abort(self, flow: str, generation: int) -> None:
         self.calls.append(("abort", generation))
 
+    def throttle(self, *_: Any) -> None: ...
+
 
 class StubProgress:
     def poll(self, **_kw: Any) -> bool:

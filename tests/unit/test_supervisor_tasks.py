@@ -66,6 +66,8 @@ class StubGrants:
 
     def forget(self, *_: Any) -> None: ...
 
+    def throttle(self, *_: Any) -> None: ...
+
 
 class StubReports:
     def poll(self, **_: Any) -> int:

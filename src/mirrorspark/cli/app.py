@@ -518,6 +518,8 @@ def _print_flow_status(f: FlowStatus) -> None:
         print(event_summary(f.failover))
     if f.schemas is not None:
         print(f.schemas.summary(f.flow))
+    if f.throttle is not None:
+        print(f.throttle.summary(f.flow))
     if f.dropped_records:  # a column only for flows whose transforms dropped records
         rows: list[list[object]] = [
             [t.topic, t.remote_topic, t.partitions, t.records, t.lag, t.dropped_records] for t in f.topics

@@ -10,6 +10,10 @@ no changes). One record per change of one list entry:
 * value: ``{"op":"add","ts":1700000000000}`` (``op``: ``add``/``remove``, ``ts`` in epoch ms); a
   tombstone forgets the entry.
 
+A flow's throttle (``replication.throttled.rate``, bytes/s) is set the same way, by one record per flow
+with key ``{"flow":"A->B","kind":"throttle"}`` and value ``{"op":"set","rate":1000000,"ts":…}``
+(0: no limit; a tombstone: the config file's limit again).
+
 Folded in offset order, the last per key wins; the lists in effect are the config file's with the
 changes on top (:mod:`mirrorspark.core.control_state`, no I/O)::
 
@@ -17,7 +21,8 @@ changes on top (:mod:`mirrorspark.core.control_state`, no I/O)::
     deny  = (config topics.exclude  | added deny)  - removed deny      (groups alike)
 
 Running flows tail the topic on every topic and group refresh
-(:class:`~mirrorspark.replication.connector.live_filters.LiveFilters`); :class:`ControlStore` is the
+(:class:`~mirrorspark.replication.connector.live_filters.LiveFilters`) and every second for the throttle
+(:class:`~mirrorspark.replication.connector.live_throttle.LiveThrottle`); :class:`ControlStore` is the
 operator side (``mirrorspark control``).
 """
 
@@ -41,11 +46,13 @@ from mirrorspark.core.control_state import (
     Kind,
     ListName,
     Op,
+    ThrottleChange,
+    decode_control,
     effective_lists,
     fold,
     validate_regex,
 )
-from mirrorspark.errors import BadRegexError, ClusterError, CorruptRecordError
+from mirrorspark.errors import BadRegexError, ClusterError, ConfigError, CorruptRecordError
 from mirrorspark.kafka.admin import ClusterAdmin
 from mirrorspark.kafka.factory import LIBRDKAFKA_LOGGER, ClientFactory
 from mirrorspark.kafka.reader import TopicReader
@@ -104,11 +111,11 @@ class ControlTail:
                 clients=self._clients,
             )
             self._reader.position = self._position
-        batch: list[ControlChange] = []
+        batch: list[ControlChange | ThrottleChange] = []
 
         def on_record(key: bytes | None, value: bytes | None) -> None:
             try:
-                batch.append(ControlChange.decode(key, value))
+                batch.append(decode_control(key, value))
             except CorruptRecordError as e:
                 log.warning("skipping a corrupt control record in %s: %s", self.topic, e)
 
@@ -128,7 +135,7 @@ class ControlTail:
 
 
 class ControlStore:
-    """Read and change the live allow/deny lists of the flow ``source->target`` (``mirrorspark control``).
+    """Read and change the live lists and throttle of the flow ``source->target`` (``mirrorspark control``).
 
     Every regex is validated before anything connects or is written. ``timeout_s``: seconds for each
     cluster call and for reading the control topic (default 30); ``clock_ms``: epoch ms, the ``ts`` of
@@ -252,7 +259,25 @@ class ControlStore:
         self._write(changes)
         return self.read()
 
-    def _write(self, changes: Sequence[ControlChange]) -> None:
+    def throttle(self) -> tuple[int, str]:
+        """Return the flow's throttle in effect, bytes/s (0: no limit), and its origin (``control``/``config``)."""
+        state = self.read()
+        origin = "config" if state.throttle is None or state.throttle.rate is None else "control"
+        return state.throttle_limit(self.flow_config.throttled_rate), origin
+
+    def set_throttle(self, rate: int | None) -> tuple[int, str]:
+        """Set the flow's throttle to ``rate`` bytes/s (0: no limit; ``None``: the config file's again).
+
+        Returns the throttle in effect read back (as :meth:`throttle`). Raises ConfigError for a negative
+        rate (nothing written), ClusterUnreachableError or ClusterError as :meth:`apply`.
+        """
+        if rate is not None and (isinstance(rate, bool) or not isinstance(rate, int) or rate < 0):
+            raise ConfigError(f"a throttle rate is a whole number of bytes/s >= 0 (0: no limit), got {rate!r}")
+        self.read()
+        self._write([ThrottleChange(self.flow_config.name, rate, self._clock_ms())])
+        return self.throttle()
+
+    def _write(self, changes: Sequence[ControlChange | ThrottleChange]) -> None:
         self._admin(self.target).ensure_topic(
             self.topic,
             partitions=1,
@@ -276,7 +301,8 @@ class ControlStore:
                 errors.append(err.str())
 
         for c in changes:
-            self._producer.produce(self.topic, c.encode_value(), c.key.encode(), partition=0, on_delivery=on_delivery)
+            key = c.encode_key() if isinstance(c, ThrottleChange) else c.key.encode()
+            self._producer.produce(self.topic, c.encode_value(), key, partition=0, on_delivery=on_delivery)
         left = self._producer.flush(self.timeout_s)
         if left or errors:
             raise ClusterError(

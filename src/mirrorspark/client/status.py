@@ -18,6 +18,9 @@ remote topics, heartbeats), so it reports MM2's flows as well:
   skipped: active, skipped: unknown), from its newest ``group-sync`` records.
 * **schemas** (a flow that replicates schemas): the driver's newest schema sync figures and the copy
   tasks' lifetime schema-id counts (translated from the id cache or after asking the registries, unknown).
+* **throttle** (a flow with ``replication.throttled.rate`` or a ``control throttle`` in effect, or once held
+  back): the limit in effect (the flow's control topic over its config), and from the driver's newest
+  ``flow`` record the record bytes per second copied under it and the seconds its tasks were held back.
 """
 
 from __future__ import annotations
@@ -31,14 +34,17 @@ from mirrorspark.client.mirror_client import MirrorClient
 from mirrorspark.client.source_offset_reader import read_flow_source_offsets
 from mirrorspark.client.totals_reader import read_totals
 from mirrorspark.config.model import FlowConfig, MirrorConfig
+from mirrorspark.core.control_state import ControlChange, ControlState, ThrottleChange, decode_control, fold
 from mirrorspark.core.gaps import GapEvent
 from mirrorspark.core.group_sync_counts import GroupSyncCounts
 from mirrorspark.core.lifetime_totals import FlowState, TopicTotals
 from mirrorspark.core.progress_records import (
     FailoverEvent,
+    FlowMetrics,
     FlowSchemas,
     GroupSync,
     decode_failover_event,
+    decode_flow_metrics,
     decode_flow_schemas,
     decode_group_sync,
     record_kind,
@@ -134,13 +140,35 @@ class SchemaStatus:
 
 
 @dataclass(frozen=True)
+class ThrottleStatus:
+    """A flow's throttle: the limit in effect (bytes/s, 0: none) and where it is set, its rate and time held back.
+
+    ``rate_bytes_per_s``: record bytes per second copied under the limit over the driver's last metrics interval;
+    ``throttled_s``: seconds its tasks were held back since the driver started (``None``: no driver figures).
+    """
+
+    limit_bytes_per_s: int
+    origin: str
+    rate_bytes_per_s: int | None = None
+    throttled_s: float | None = None
+
+    def summary(self, flow: str) -> str:
+        """Return the status line: ``flow A->B: throttle 1000000 bytes/s (control), copying 990000 bytes/s, …``."""
+        limit = f"{self.limit_bytes_per_s} bytes/s" if self.limit_bytes_per_s else "none"
+        rate = f", copying {self.rate_bytes_per_s} bytes/s" if self.rate_bytes_per_s is not None else ""
+        held = f", held back {self.throttled_s:.1f} s in all" if self.throttled_s else ""
+        return f"flow {flow}: throttle {limit} (from {self.origin}){rate}{held}"
+
+
+@dataclass(frozen=True)
 class FlowStatus:
     """One flow's state (``running``, ``failed``, ``caught up``, ``stopped`` or ``never started``).
 
     ``last_heartbeat_ms`` in epoch ms, ``None`` if none; ``error`` only for ``failed``; ``failover`` is the
     newest failover-policy event, ``None`` if never recorded; ``schemas`` only for a flow that replicates schemas
     (``sync.schemas.enabled``, or one whose driver published schema figures or counts); ``group_offset_sync``:
-    per target group its offset-sync counts (empty when its driver published none).
+    per target group its offset-sync counts (empty when its driver published none); ``throttle`` only for a flow
+    with a limit in effect or whose tasks were held back.
     """
 
     flow: str
@@ -152,6 +180,7 @@ class FlowStatus:
     failover: FailoverEvent | None = None
     schemas: SchemaStatus | None = None
     group_offset_sync: dict[str, GroupSyncCounts] = field(default_factory=dict)
+    throttle: ThrottleStatus | None = None
 
     @property
     def partitions(self) -> int:
@@ -218,8 +247,8 @@ def _heartbeats(ctx: FlowContext) -> int | None:
 
 def read_driver_records(
     ctx: FlowContext, *, client_id: str
-) -> tuple[FailoverEvent | None, FlowSchemas | None, dict[str, GroupSyncCounts]]:
-    """Read the newest ``failover``, ``schemas`` (``None``: none) and per group ``group-sync`` records of a flow.
+) -> tuple[FailoverEvent | None, FlowSchemas | None, dict[str, GroupSyncCounts], FlowMetrics | None]:
+    """Read the newest ``failover``, ``schemas``, per group ``group-sync`` and ``flow`` records of a flow (or ``None``).
 
     From its progress channel on the target; undecodable records are skipped; raises ClusterError if the target
     cannot be read.
@@ -229,11 +258,16 @@ def read_driver_records(
     failover: list[FailoverEvent] = []
     schemas: list[FlowSchemas] = []
     sync: dict[str, GroupSync] = {}
+    metrics: list[FlowMetrics] = []
 
     def on_record(key: bytes | None, value: bytes | None) -> None:
         kind = record_kind(key)
         try:
-            if kind == "failover":
+            if kind == "flow":
+                fm = decode_flow_metrics(key, value)
+                if fm.flow == flow.name and (not metrics or fm.at >= metrics[0].at):
+                    metrics[:] = [fm]
+            elif kind == "failover":
                 e = decode_failover_event(key, value)
                 if e.flow == flow.name and (not failover or e.at >= failover[0].at):
                     failover[:] = [e]
@@ -258,7 +292,45 @@ def read_driver_records(
         clients=ctx.clients,
     )
     counts = {group: g.counts for group, g in sorted(sync.items())}
-    return (failover[0] if failover else None), (schemas[0] if schemas else None), counts
+    newest = metrics[0] if metrics else None
+    return (failover[0] if failover else None), (schemas[0] if schemas else None), counts, newest
+
+
+def read_throttle(ctx: FlowContext, published: FlowMetrics | None, *, client_id: str) -> ThrottleStatus | None:
+    """Read the flow's throttle in effect from its control topic (over the config's); ``None``: none, never held back.
+
+    Undecodable control records are skipped; raises ClusterError if the target cannot be read.
+    """
+    flow = ctx.flow_config
+    target = ctx.cluster("target")
+    changes: list[ControlChange | ThrottleChange] = []
+
+    def on_record(key: bytes | None, value: bytes | None) -> None:
+        try:
+            changes.append(decode_control(key, value))
+        except CorruptRecordError:
+            return
+
+    read_topic(
+        target.consumer,
+        target.admin,
+        flow.target,
+        ctx.internal_topics.control,
+        on_record,
+        client_id=client_id,
+        clients=ctx.clients,
+    )
+    state = fold(changes, ControlState(flow=flow.name))
+    limit = state.throttle_limit(flow.throttled_rate)
+    if not limit and (published is None or not published.throttled_ms):
+        return None
+    origin = "config" if state.throttle is None or state.throttle.rate is None else "control"
+    return ThrottleStatus(
+        limit,
+        origin,
+        published.throttle_rate if published is not None and limit else None,
+        published.throttled_ms / 1000 if published is not None else None,
+    )
 
 
 def read_failover_event(ctx: FlowContext, *, client_id: str) -> FailoverEvent | None:
@@ -347,15 +419,18 @@ def flow_status(
     published = states.get(flow.name)
     state = flow_state(published, started=bool(stored), last_heartbeat_ms=last, now_ms=now_ms, fresh_ms=fresh_ms)
     error = published.error if state == "failed" and published is not None else None
-    failover, published_schemas, group_sync = read_driver_records(
+    failover, published_schemas, group_sync, flow_metrics = read_driver_records(
         ctx, client_id=ctx.client_id(f"{cid}-failover-consumer")
     )
+    throttle = read_throttle(ctx, flow_metrics, client_id=ctx.client_id(f"{cid}-control-consumer"))
     counts = SchemaStatus.of(published_schemas, list(copied.values()))
     replicates = (
         flow.sync_schemas_enabled or published_schemas is not None or counts.ids_translated + counts.unknown_ids > 0
     )
     schemas = counts if replicates else None
-    return FlowStatus(flow.name, state, last, tuple(topics), tuple(gaps), error, failover, schemas, group_sync)
+    return FlowStatus(
+        flow.name, state, last, tuple(topics), tuple(gaps), error, failover, schemas, group_sync, throttle
+    )
 
 
 def cluster_status(config: MirrorConfig, cluster: str, *, context: ReplicationContext | None = None) -> ClusterStatus:
@@ -379,6 +454,7 @@ __all__ = [
     "ClusterStatus",
     "FlowStatus",
     "SchemaStatus",
+    "ThrottleStatus",
     "TopicStatus",
     "cluster_status",
     "flow_state",
@@ -386,5 +462,6 @@ __all__ = [
     "hit_ratio",
     "read_driver_records",
     "read_failover_event",
+    "read_throttle",
     "status",
 ]

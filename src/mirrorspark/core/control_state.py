@@ -1,4 +1,9 @@
-"""Live control of allow/deny lists as pure data: control records, their fold, the lists in effect."""
+"""Live control of a flow as pure data: control records, their fold, the lists and the throttle in effect.
+
+Two kinds of record share the control topic: list changes (:class:`ControlChange`, key kinds
+``topics``/``groups``) and throttle changes (:class:`ThrottleChange`, key kind ``throttle``);
+:func:`decode_control` reads either, and :func:`fold` applies both, the last record per key winning.
+"""
 
 from __future__ import annotations
 
@@ -71,6 +76,64 @@ class ControlKey:
         return cls(flow=flow, kind=cast(Kind, kind), list=cast(ListName, lst), regex=regex)
 
 
+THROTTLE = "throttle"
+"""The key kind of a throttle record."""
+
+
+@dataclass(frozen=True)
+class ThrottleChange:
+    """One throttle record of a flow: ``rate`` bytes/s (0: no limit) in effect, or ``None``: the config's again.
+
+    Key ``{"flow":…,"kind":"throttle"}``; value ``{"op":"set","rate":<bytes/s>,"ts":<ms>}``, or a tombstone
+    (the config file's ``replication.throttled.rate`` again).
+    """
+
+    flow: str
+    rate: int | None
+    ts_ms: int = -1
+
+    def encode_key(self) -> bytes:
+        """``{"flow":…,"kind":"throttle"}``: compact JSON, sorted keys, UTF-8."""
+        return _json({"flow": self.flow, "kind": THROTTLE})
+
+    def encode_value(self) -> bytes | None:
+        """``{"op":"set","rate":…,"ts":…}`` as compact JSON, or ``None`` (a tombstone) to go back to the config's."""
+        if self.rate is None:
+            return None
+        return _json({"op": "set", "rate": self.rate, "ts": self.ts_ms})
+
+    @classmethod
+    def decode(cls, flow: str, value: bytes | None) -> ThrottleChange:
+        """Parse a throttle record's value; raises CorruptRecordError if it is not ``{"op":"set","rate":n,"ts":ms}``."""
+        if value is None:
+            return cls(flow=flow, rate=None)
+        doc = _load(value, "value")
+        op, rate, ts = doc.get("op"), doc.get("rate"), doc.get("ts")
+        if (
+            op != "set"
+            or not isinstance(rate, int)
+            or isinstance(rate, bool)
+            or rate < 0
+            or not isinstance(ts, int)
+            or isinstance(ts, bool)
+        ):
+            raise CorruptRecordError(
+                f"control record value {value!r}: expected {{'op': 'set', 'rate': <bytes/s, >= 0>, 'ts': <ms>}}"
+            )
+        return cls(flow=flow, rate=rate, ts_ms=ts)
+
+
+def decode_control(key: bytes | None, value: bytes | None) -> ControlChange | ThrottleChange:
+    """Parse any control record (a list or a throttle change); raises CorruptRecordError if malformed."""
+    doc = _load(key, "key")
+    if doc.get("kind") == THROTTLE:
+        flow = doc.get("flow")
+        if not isinstance(flow, str):
+            raise CorruptRecordError(f"control record key {key!r}: 'flow' must be a string")
+        return ThrottleChange.decode(flow, value)
+    return ControlChange.decode(key, value)
+
+
 @dataclass(frozen=True)
 class ControlChange:
     """One control record: add or remove one list entry (``op`` ``None`` = a tombstone)."""
@@ -115,34 +178,49 @@ def _load(raw: bytes | None, what: str) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class ControlState:
-    """The folded control changes of one flow: the last change per list entry."""
+    """The folded control changes of one flow: the last change per list entry, and the last throttle change.
+
+    ``throttle``: the flow's limit set by control, bytes/s (0: no limit; ``None``: the config file's).
+    """
 
     flow: str
     changes: Mapping[tuple[Kind, ListName, str], ControlChange] = field(default_factory=dict)
     records: int = 0
+    throttle: ThrottleChange | None = None
+
+    def throttle_limit(self, config_rate: int) -> int:
+        """Return the throttle in effect, bytes/s (0: no limit): the last control change's, else ``config_rate``."""
+        if self.throttle is None or self.throttle.rate is None:
+            return config_rate
+        return self.throttle.rate
 
     def entries(self, kind: Kind, lst: ListName, op: Op) -> tuple[str, ...]:
         """Regexes whose last change on ``kind``'s ``lst`` list is ``op``, in record order."""
         return tuple(r for (k, li, r), c in self.changes.items() if k == kind and li == lst and c.op == op)
 
 
-def fold(changes: Iterable[ControlChange], state: ControlState) -> ControlState:
-    """Apply control records, in order, to a state; the last record per entry wins.
+def fold(changes: Iterable[ControlChange | ThrottleChange], state: ControlState) -> ControlState:
+    """Apply control records, in order, to a state; the last record per entry (and per flow's throttle) wins.
 
     Pure: ``state`` is not modified. Records of other flows are counted and ignored; a
-    tombstone forgets its entry.
+    tombstone forgets its entry (a throttle tombstone: the config file's limit again).
     """
     out = dict(state.changes)
     n = state.records
+    throttle = state.throttle
     for c in changes:
         n += 1
+        if isinstance(c, ThrottleChange):
+            if c.flow == state.flow:
+                throttle = c
+            continue
         if c.key.flow != state.flow:
             continue
         slot = (c.key.kind, c.key.list, c.key.regex)
         out.pop(slot, None)  # re-insert: order = each entry's last change
         if c.op is not None:
             out[slot] = c
-    return ControlState(flow=state.flow, changes=out, records=n)
+    return ControlState(flow=state.flow, changes=out, records=n, throttle=throttle)
 
 
 @dataclass(frozen=True)
@@ -202,11 +280,14 @@ def effective_lists(
 
 __all__ = [
     "KINDS",
+    "THROTTLE",
     "ControlChange",
     "ControlKey",
     "ControlState",
     "EffectiveLists",
     "ListEntry",
+    "ThrottleChange",
+    "decode_control",
     "effective_lists",
     "fold",
     "validate_regex",

@@ -131,6 +131,29 @@ MIRRORSPARK_METRICS: Final[tuple[MetricDef, ...]] = (
         "Offset-sync writes of a target group since the flow's driver started, by outcome: synced, skipped_active "
         "(the group had members), skipped_unknown (its state or offsets could not be read). A counter (_total).",
     ),
+    MetricDef(
+        "throttle-limit-bytes-per-second",
+        "mirrorspark",
+        "value",
+        "bytes/s",
+        "The flow's throttle in effect (replication.throttled.rate or mirrorspark control throttle); 0: no limit.",
+    ),
+    MetricDef(
+        "throttle-rate-bytes-per-second",
+        "mirrorspark",
+        "value",
+        "bytes/s",
+        "Record bytes (keys, values, headers) the flow's throttled tasks copied per second over the driver's last "
+        "metrics interval; absent without a throttle.",
+    ),
+    MetricDef(
+        "throttle-seconds",
+        "mirrorspark",
+        "cumulative",
+        "s",
+        "Seconds the flow's copy tasks were held back by its throttle since its driver started, summed over its "
+        "tasks. A counter (_total).",
+    ),
     MetricDef("gaps", "mirrorspark", "cumulative", "count", "Gap events: source records lost before they were copied."),
     MetricDef("gap-lost-records", "mirrorspark", "cumulative", "records", "Source records lost in gap events."),
     MetricDef(

@@ -13,11 +13,12 @@ Three rooms and a driver, cut as Connect cuts them (each imports only the rooms 
 * ``connector/`` (``MirrorSourceConnector``, ``MirrorCheckpointConnector``,
   ``MirrorHeartbeatConnector``; control logic, no Spark): ``flow`` with its ``topic_sync``,
   ``positions``, ``gap_ledger``, ``task_configs`` (``taskConfigs``) and ``progress_channel``;
-  ``live_filters``, ``remote_placement``, ``acl_sync``, ``checkpoint_emitter`` and
+  ``live_filters``, ``live_throttle``, ``remote_placement``, ``acl_sync``, ``checkpoint_emitter`` and
   ``group_offset_sync`` (KIP-545), ``heartbeats``, ``failover_watch``, ``totals_publisher``,
   ``schema_figures_publisher``, ``connector_clusters`` and the ``scheduler`` of the control jobs.
 * ``task/`` (MM2 ``MirrorSourceTask``; executor side): the copy task's runner with injected
-  clients, its two committers and its ``grant_client``; it imports nothing of the rooms above.
+  clients, its two committers, its ``grant_client`` and its ``throttle_gate``; it imports nothing of the
+  rooms above.
 
 Its place in the layers: ``pyproject.toml``'s import-linter contracts (``docs/design.md``).
 """

@@ -271,6 +271,8 @@ class Replicator:
             self.samplers.append(sampler)
             self.verify_samples.add_jobs(sampler)
         self.background.add_jobs(self.heartbeats)
+        for flow in self.flows:  # the throttle's control-topic reads: every second, never behind a long control job
+            self.background.add_jobs(flow.throttle)
         self.background.start(name="mirrorspark-heartbeats")
         if self.schema_syncs.jobs:
             self.schema_syncs.start(name="mirrorspark-schema-syncs")

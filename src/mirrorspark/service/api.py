@@ -15,6 +15,7 @@ served cluster is the target of every local replication):
 ``GET …/drills?limit=&partitions=``                       the flow's disaster-recovery drills, newest first
 ``GET …/verifications?limit=&partitions=``                the flow's verify runs, newest first
 ``GET …/metrics/{metric}?window=&aggregate=``             a metric's time series
+``GET …/throttle``, ``PUT …/throttle`` ``{"rate": n}``      the flow's throttle (bytes/s), read or changed live
 ``GET /api/v1/gaps``                                      every gap event
 ``GET /api/v1/drills?limit=&partitions=``                 every flow's drills (``mirrorspark drill``), newest first
 ``GET /api/v1/verifications?limit=&partitions=``          every flow's verify runs (``mirrorspark verify``)
@@ -23,6 +24,8 @@ served cluster is the target of every local replication):
 ``GET /``, ``/static/…``                                  the replications dashboard (static files)
 ========================================================  =============================================
 
+Every route reads but ``PUT …/throttle``, which writes the same control record as ``mirrorspark control
+throttle`` to the flow's control topic on the served cluster (running flows follow it within seconds).
 Errors are RFC 9457 problem details (``application/problem+json``). With
 ``mirrorspark.service.auth.token`` set, every route but ``/``, the health check and the API
 documents requires ``Authorization: Bearer <token>`` (compared in constant time). No response
@@ -68,6 +71,8 @@ from mirrorspark.service.schemas import (
     Problem,
     Replication,
     Series,
+    Throttle,
+    ThrottleChange,
     Topic,
     Verification,
 )
@@ -121,6 +126,7 @@ _TITLES = {
     405: "Method not allowed",
     422: "Invalid request",
     500: "Internal error",
+    503: "Service unavailable",
 }
 
 
@@ -137,6 +143,7 @@ def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
         401: "The bearer token is missing or wrong.",
         404: "No such replication, topic or metric.",
         422: "A parameter is not valid.",
+        503: "The served cluster did not answer.",
     }
     return {c: {"model": Problem, "description": texts[c]} for c in codes}
 
@@ -383,6 +390,70 @@ def metric_series(
         )
 
 
+THROTTLE_TIMEOUT_S = 10.0
+"""Seconds a throttle request may spend on the served cluster (reading, or writing then reading, the control topic)."""
+
+_THROTTLE_DOC = (
+    "The flow's throttle, replication.throttled.rate: bytes of record data (keys, values, headers) per second over "
+    "its copy tasks, each task an equal share. The limit in effect is read from the flow's control topic on the "
+    "served cluster (mm2-control.<source>.internal; a change there, by mirrorspark control throttle or PUT, "
+    "overrides the config file's); the rate and the time held back come from the flow's driver."
+)
+
+
+def _throttle(served: _Served, source: str, target: str, rate: int | None, *, change: bool) -> Throttle:
+    """Read (or set, then read back) the flow's throttle on its control topic; 404 for an unknown flow, 503 offline."""
+    from mirrorspark.client.control_store import ControlStore
+    from mirrorspark.errors import ClusterError, ConfigError
+
+    store = served.store
+    if target != store.cluster:
+        raise HTTPException(404, f"no replication {source}->{target} into cluster '{store.cluster}' is known")
+    try:
+        with ControlStore(served.config, source, target, timeout_s=THROTTLE_TIMEOUT_S) as control:
+            limit, origin = control.set_throttle(rate) if change else control.throttle()
+            configured = control.flow_config.throttled_rate
+    except ConfigError as e:
+        raise HTTPException(404, f"no replication {source}->{target} is configured: {e}") from e
+    except ClusterError as e:
+        raise HTTPException(503, f"the control topic could not be read or written: {e}") from e
+    with store.lock:
+        view = store.flows.get(f"{source}->{target}")
+        m = view.metrics if view is not None else None
+    return Throttle(
+        name=f"{source}->{target}",
+        limit_bytes_per_s=limit,
+        origin=origin,  # type: ignore[arg-type]
+        config_bytes_per_s=configured,
+        rate_bytes_per_s=m.throttle_rate if m is not None and limit else None,
+        throttled_s=m.throttled_ms / 1000 if m is not None else None,
+    )
+
+
+@replication_routes.get(
+    f"{_FLOW}/throttle",
+    response_model=Throttle,
+    responses=_errors(404, 422, 503),
+    tags=["replications"],
+    summary="The throttle of a replication: the limit in effect and the rate under it",
+    description=_THROTTLE_DOC,
+)
+def get_throttle(source: Source, target: Target, served: Served) -> Throttle:
+    return _throttle(served, source, target, None, change=False)
+
+
+@replication_routes.put(
+    f"{_FLOW}/throttle",
+    response_model=Throttle,
+    responses=_errors(404, 422, 503),
+    tags=["replications"],
+    summary="Change the throttle of a replication while it runs (as mirrorspark control throttle)",
+    description=_THROTTLE_DOC,
+)
+def put_throttle(source: Source, target: Target, change: ThrottleChange, served: Served) -> Throttle:
+    return _throttle(served, source, target, change.rate, change=True)
+
+
 # --------------------------------------------------------------------------- events of every flow into the cluster
 
 event_routes = APIRouter(prefix=API, tags=["replications"])
@@ -528,7 +599,8 @@ def create_app(
         title="mirrorspark metrics service",
         version=__version__,
         description=(
-            "Read-only API over the replication flows into one Kafka cluster: states, lag, throughput, "
+            "API over the replication flows into one Kafka cluster (read-only but a flow's throttle): states, lag, "
+            "throughput, "
             "latency, consumer-group checkpoints and gap events, aggregated by a Spark Structured Streaming "
             "job over 1 min, 5 min and 1 h sliding windows, the history of disaster-recovery drills "
             "(mirrorspark drill) and of verify runs (mirrorspark verify). Times are epoch milliseconds."
@@ -551,4 +623,13 @@ def create_app(
     return app
 
 
-__all__ = ["API", "DASHBOARD", "PROBLEM_JSON", "STATIC", "AggregationStatus", "create_app", "problem"]
+__all__ = [
+    "API",
+    "DASHBOARD",
+    "PROBLEM_JSON",
+    "STATIC",
+    "THROTTLE_TIMEOUT_S",
+    "AggregationStatus",
+    "create_app",
+    "problem",
+]

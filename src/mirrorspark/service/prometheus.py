@@ -20,6 +20,11 @@ scraping outside Kubernetes). MM2's semantics are kept:
 * ``checkpoint_latency_ms`` is per group (MM2 shares one sensor across a task's groups) and repeated
   on each of the group's partitions, as MM2's MBeans show it.
 
+The throttle of each flow (``replication.throttled.rate``, from the driver's ``flow`` record):
+``mirrorspark_throttle_limit_bytes_per_second`` (0: no limit), ``mirrorspark_throttle_rate_bytes_per_second``
+(record bytes its throttled tasks copied per second over the driver's last metrics interval; absent without a
+limit) and the counter ``mirrorspark_throttle_seconds_total`` (time its tasks were held back, summed over tasks).
+
 ``mirrorspark_group_offset_sync_total`` (labels ``source``, ``target``, ``group``, ``outcome`` = ``synced``,
 ``skipped_active`` or ``skipped_unknown``) is a counter: group offset sync's writes of each target group since the
 flow's driver started (it restarts at 0 with the driver).
@@ -119,8 +124,13 @@ class ServiceCollector(Collector):
         if v.heartbeat_ms is not None:
             f.add("mirrorspark", "heartbeat-age-seconds", base, max(0.0, (now - v.heartbeat_ms) / 1000))
         if v.metrics is not None:
-            f.add("mirrorspark", "tasks", base, float(v.metrics.tasks))
-            f.add("mirrorspark", "task-restarts", base, float(v.metrics.task_restarts))
+            m = v.metrics
+            f.add("mirrorspark", "tasks", base, float(m.tasks))
+            f.add("mirrorspark", "task-restarts", base, float(m.task_restarts))
+            f.add("mirrorspark", "throttle-limit-bytes-per-second", base, float(m.throttle_limit))
+            if m.throttle_rate is not None:
+                f.add("mirrorspark", "throttle-rate-bytes-per-second", base, float(m.throttle_rate))
+            f.add("mirrorspark", "throttle-seconds", base, m.throttled_ms / 1000, counter=True)
         if v.failover is not None:
             f.add("mirrorspark", "failover-active", base, 1.0 if v.failover.active else 0.0)
             f.add("mirrorspark", "failover-events", base, float(v.failover.events))

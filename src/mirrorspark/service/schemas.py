@@ -112,6 +112,41 @@ class Replication(BaseModel):
     figures: Figures
 
 
+class ThrottleChange(BaseModel):
+    """A new throttle for a flow (``PUT …/throttle``), written to its control topic as ``control throttle`` does."""
+
+    model_config = {"extra": "forbid"}
+
+    rate: int | None = Field(
+        ge=0,
+        le=2**63 - 1,
+        description="Bytes of record data (keys, values, headers) per second over the flow's copy tasks; 0: no "
+        "limit; null: the config file's replication.throttled.rate again.",
+    )
+
+
+class Throttle(BaseModel):
+    """A flow's throttle: the limit in effect (read from its control topic) and, while limited, its rate."""
+
+    name: str = Field(description='"source->target".')
+    limit_bytes_per_s: int = Field(description="The limit in effect (bytes/s); 0: no limit.")
+    origin: Literal["config", "control"] = Field(
+        description="config: the config file's replication.throttled.rate; control: set while running (mirrorspark "
+        "control throttle or this API)."
+    )
+    config_bytes_per_s: int = Field(description="The config file's replication.throttled.rate (bytes/s; 0: none).")
+    rate_bytes_per_s: int | None = Field(
+        default=None,
+        description="Record bytes per second the flow's tasks copied under the limit over the driver's last metrics "
+        "interval (null: no limit, or no figure published yet).",
+    )
+    throttled_s: float | None = Field(
+        default=None,
+        description="Seconds the flow's tasks were held back since its driver started, summed over tasks (null: "
+        "no driver figures yet).",
+    )
+
+
 class PartitionRow(BaseModel):
     """One source partition of a replicated topic."""
 
@@ -475,6 +510,8 @@ __all__ = [
     "Replication",
     "SchemaReplication",
     "Series",
+    "Throttle",
+    "ThrottleChange",
     "Topic",
     "Verification",
     "VerificationFinding",

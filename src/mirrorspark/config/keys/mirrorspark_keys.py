@@ -254,8 +254,9 @@ MIRRORSPARK_KEYS: Final[tuple[ConfigKey, ...]] = (
         "long",
         "0",
         "Most bytes of record data (keys, values and headers) per second that flow S->T copies, over all its "
-        "tasks (the name of KIP-1279's mirror.replication.throttled.rate); 0 = no limit. Changed while running by "
-        "'mirrorspark control throttle' or the service's REST API, without a restart. Per flow or at top level.",
+        "tasks, each an equal share (the name of KIP-1279's mirror.replication.throttled.rate); 0 = no limit. "
+        "Changed while running by 'mirrorspark control throttle' or the service's REST API, without a restart "
+        "(within about 2 s). Per flow or at top level.",
         "bytes/s",
         minimum=0,
         field="throttled_rate",

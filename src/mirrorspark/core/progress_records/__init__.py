@@ -51,7 +51,8 @@ empty.
 
   - ``{"kind":"flow","flow":F}`` -> ``{"v":1,"at":ms,"state":"running"|"standby"|"failed"|"stopped",
     "engine":"continuous"|"batch","tasks":n,"task_restarts":n,"generation":n,"error":text|null,
-    "interval_ms":n}`` (:class:`FlowMetrics`);
+    "interval_ms":n,"throttle_limit":n,"throttle_rate":n|null,"throttled_ms":n}`` (:class:`FlowMetrics`;
+    the last three since #43, absent in older records);
   - ``{"kind":"lag","flow":F,"topic":t}`` -> ``{"v":1,"at":ms,"remote_topic":rt,"partitions":[{"p":n,
     "position":n,"end":n,"lag":n,"lag_ms":n|null,"records":n,"value_bytes":n}]}`` (:class:`TopicLag`):
     per partition the committed position, the source end offset, lag in records and in ms

@@ -20,7 +20,11 @@ from mirrorspark.errors import CorruptRecordError
 class FlowMetrics:
     """The driver's view of one flow: state, tasks and their restarts (kind ``flow``).
 
-    A reader treats a record older than a few ``interval_ms`` as stale.
+    A reader treats a record older than a few ``interval_ms`` as stale. The throttle
+    (``replication.throttled.rate``): ``throttle_limit`` in effect (bytes/s, 0: none), ``throttle_rate``
+    the record bytes per second its throttled tasks let through over the last interval (``None``: no
+    limit, or no figure yet), ``throttled_ms`` the time its tasks were held back since the driver started
+    (summed over tasks). Records without them (older drivers) read as 0, ``None``, 0.
     """
 
     flow: str
@@ -32,6 +36,9 @@ class FlowMetrics:
     generation: int
     error: str | None
     interval_ms: int
+    throttle_limit: int = 0
+    throttle_rate: int | None = None
+    throttled_ms: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +102,9 @@ def encode_flow_metrics(m: FlowMetrics) -> tuple[bytes, bytes]:
         "generation": m.generation,
         "error": m.error,
         "interval_ms": m.interval_ms,
+        "throttle_limit": m.throttle_limit,
+        "throttle_rate": m.throttle_rate,
+        "throttled_ms": m.throttled_ms,
     }
     return dumps({"kind": "flow", "flow": m.flow}), dumps(value)
 
@@ -149,6 +159,9 @@ def decode_flow_metrics(key: bytes | None, value: bytes | None) -> FlowMetrics:
         generation=int_field(v.get("generation"), "generation"),
         error=str_field(v.get("error"), "error", optional=True),
         interval_ms=int_field(v.get("interval_ms"), "interval_ms"),
+        throttle_limit=int_field(v.get("throttle_limit", 0), "throttle_limit"),
+        throttle_rate=int_field(v.get("throttle_rate"), "throttle_rate", optional=True),
+        throttled_ms=int_field(v.get("throttled_ms", 0), "throttled_ms"),
     )
 
 

@@ -28,6 +28,7 @@ from mirrorspark.mm2.connect_offsets import OffsetHistory
 from mirrorspark.mm2.translation import CopiedRanges
 from mirrorspark.replication.connector.acl_sync import TopicAclSync
 from mirrorspark.replication.connector.gap_ledger import GapLedger
+from mirrorspark.replication.connector.live_throttle import LiveThrottle
 from mirrorspark.replication.connector.positions import PartitionPosition, Positions
 from mirrorspark.replication.connector.progress_channel import ProgressChannelReader
 from mirrorspark.replication.connector.scheduler import PeriodicJob
@@ -77,6 +78,7 @@ class Flow:
         )
         self.tasks = TaskConfigs(context, isolation_level=self.isolation_level)
         self.schemas = SchemaSync.for_flow(context, lambda: self.topics.topic_filter)  # None: bytes as they are
+        self.throttle = LiveThrottle(context)  # its job runs apart from the flow's (Replicator.start), off its lock
         self.provenance: ProvenanceSpec | None = None  # the header's cluster ids, from learn_cluster_ids at start
         self.copied = CopiedRanges()  # exact upstream->downstream knowledge, for checkpoints
         self.task_count_seen = 0  # 1 + the highest task index in the flow's progress reports (ids to fence)
@@ -389,6 +391,7 @@ class Flow:
     def close(self) -> None:
         """Release every client of the flow."""
         self.topics.close()
+        self.throttle.close()
         if self.reports is not None:
             self.reports.close()
             self.reports = None

@@ -1,12 +1,16 @@
 """The copy task's end of the driver's grant server: one TCP connection, commands as text lines.
 
 The driver (:class:`~mirrorspark.replication.worker.grant_server.GrantServer`) sends ``stop`` (commit
-and end) or ``abort`` (end without committing) and answers grant requests. Every :data:`GRANT_ASK_S` the
-task sends ``ask <t>`` (``t``: its own ``time.monotonic()``); the driver answers ``lease <t + r>``
-(``r``: what is left of its grant when it answers). That is an absolute deadline on the task's clock, at
-or before the driver's in real time however late it is read, so a delayed line never extends a
-permission. Wall-clock deadlines would be off by the hosts' clock offset; monotonic clocks only need to
-tick at the same rate (their drift is covered by
+and end), ``abort`` (end without committing) and ``rate <bytes/s>`` (the task's share of the flow's
+``replication.throttled.rate``, 0: no limit; a driver that never sends it leaves the task unlimited),
+and answers grant requests. A throttled task adds ``spent <bytes> <seconds>`` to its requests (record
+bytes let through and seconds held back, running totals; a driver that does not know it ignores it).
+
+Every :data:`GRANT_ASK_S` the task sends ``ask <t>`` (``t``: its own ``time.monotonic()``); the driver
+answers ``lease <t + r>`` (``r``: what is left of its grant when it answers). That is an absolute
+deadline on the task's clock, at or before the driver's in real time however late it is read, so a
+delayed line never extends a permission. Wall-clock deadlines would be off by the hosts' clock offset;
+monotonic clocks only need to tick at the same rate (their drift is covered by
 :data:`~mirrorspark.replication.worker.lease_window.CONTACT_MARGIN_MS`).
 """
 
@@ -33,7 +37,12 @@ class GrantState(StrEnum):
 
 
 class Grants(Protocol):
-    """What a :class:`~mirrorspark.replication.task.runner.CopyTaskRunner` asks of its grant link to the driver."""
+    """What a :class:`~mirrorspark.replication.task.runner.CopyTaskRunner` asks of its grant link to the driver.
+
+    ``rate``: the task's throttle share, bytes/s (0: no limit).
+    """
+
+    rate: int
 
     def check(self) -> GrantState:
         """Read what the driver sent, never blocking; return the state."""
@@ -41,6 +50,10 @@ class Grants(Protocol):
 
     def may_commit(self) -> bool:
         """Whether the driver's last grant is still valid (and the link open or stopping)."""
+        ...
+
+    def throttled(self, sent_bytes: int, throttled_s: float) -> None:
+        """Note the task's throttle totals (record bytes let through, seconds held back) for the driver."""
         ...
 
     def close(self) -> None:
@@ -53,8 +66,8 @@ class GrantClient:
 
     ``address`` is :attr:`CopyTaskSpec.grant_address`; ``hello`` (``flow``, ``task``, ``generation``)
     goes first with the token and the first ``ask``. ``clock`` is monotonic seconds; :attr:`lease_until`
-    is the newest grant on it (0 before the first). ``alive`` says whether the executor JVM still lives:
-    a task whose JVM died never commits again (issue #23).
+    is the newest grant on it (0 before the first); :attr:`rate` the driver's last throttle share (bytes/s).
+    ``alive`` says whether the executor JVM still lives: a task whose JVM died never commits again (issue #23).
     """
 
     def __init__(
@@ -76,6 +89,8 @@ class GrantClient:
         self._out = b""  # what a full socket buffer left of the requests
         self.state = GrantState.OPEN
         self.lease_until = 0.0
+        self.rate = 0  # bytes/s, 0: no limit
+        self._spent = ""  # the throttle totals not sent yet ("": none new)
 
     def check(self) -> GrantState:
         """Read what the driver sent and ask for a grant when due; never blocks (see :class:`GrantState`)."""
@@ -98,6 +113,8 @@ class GrantClient:
             cmd, _, arg = line.decode("ascii", "replace").partition(" ")
             if cmd == "lease":
                 self.lease_until = max(self.lease_until, float(arg))  # an earlier answer's deadline still holds
+            elif cmd == "rate":
+                self.rate = max(0, int(float(arg or 0)))
             elif cmd == "abort":
                 self.state = GrantState.ABORT
             elif cmd == "stop" and self.state == GrantState.OPEN:
@@ -110,14 +127,18 @@ class GrantClient:
         if now - self._asked < GRANT_ASK_S and not self._out:
             return
         if not self._out:
-            self._out = f"ask {now!r}\n".encode()
-            self._asked = now
+            self._out = f"{self._spent}ask {now!r}\n".encode()
+            self._asked, self._spent = now, ""
         try:
             self._out = self._out[self._sock.send(self._out) :]
         except (BlockingIOError, InterruptedError):
             return  # the driver reads nothing (frozen): no answer, no grant; the rest goes next time
         except OSError:
             self.state = GrantState.CLOSED
+
+    def throttled(self, sent_bytes: int, throttled_s: float) -> None:
+        """Send the throttle totals with the next grant request (``spent <bytes> <seconds>``)."""
+        self._spent = f"spent {sent_bytes} {throttled_s:.3f}\n"
 
     def may_commit(self) -> bool:
         """Whether the driver's grant is still valid: a task commits only under a live lease."""

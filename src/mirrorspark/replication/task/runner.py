@@ -11,6 +11,9 @@ commits after every batch): commit as soon as the first records are acknowledged
 comes first of ``flush_interval_s`` (Connect's ``offset.flush.interval.ms``) and ``flush_records``
 acknowledged records. A kill -9 thus re-copies about ``flush_records`` plus :data:`IN_FLIGHT_RECORDS`
 per task, not a backlog's second or a full producer queue.
+
+**The throttle** (``replication.throttled.rate``): under a share from the driver, each poll first waits in
+the task's :class:`~mirrorspark.replication.task.throttle_gate.ThrottleGate` and takes about a burst.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from mirrorspark.replication.task.partition import TaskPartitions
 from mirrorspark.replication.task.produce import forward_run
 from mirrorspark.replication.task.schema_ids import SchemaIdTranslator
 from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionKey, TaskOutcome, TaskResult
+from mirrorspark.replication.task.throttle_gate import ThrottleGate
 
 POLL_TIMEOUT_S = 0.25
 """Longest wait for the first record of a poll (s): also how often the task checks its grants."""
@@ -117,6 +121,7 @@ class CopyTaskRunner:
         self._committed_once = False  # the first commit (as soon as records are acknowledged) was made
         self._began = 0.0  # when the loop began (clock s)
         self._grant_check_at = 0.0  # at least once: when to look at the grant again (clock s; see _grant_lapsed)
+        self.gate = ThrottleGate(lambda: grants.rate, self._serve, clock=clock)  # replication.throttled.rate
         resend = not spec.exactly_once  # at least once, a timed-out commit write is written again
         self.writes = CommitWrites(commit_producer, f"flow {spec.flow}: source offsets", spec.target, resend=resend)
         self.sync_writes = (
@@ -157,7 +162,7 @@ class CopyTaskRunner:
             self._began = self.clock()
             next_commit = self._began + self.spec.flush_interval_s
             while True:
-                msgs = self._poll()
+                msgs = self._next()
                 self._produced += self._copy(msgs)
                 self._check_writes()
                 state = self.grants.check()
@@ -204,8 +209,23 @@ class CopyTaskRunner:
         self._grant_check_at = self.clock() + GRANT_POLL_S
         return not self.grants.may_commit()
 
-    def _poll(self) -> list[MessageLike]:
-        """Wait up to :data:`POLL_TIMEOUT_S` for a record, then take what else is there, :data:`BATCH_RECORDS` at most.
+    def _next(self) -> list[MessageLike]:
+        """Poll the next records to copy; under a throttle share, once the gate lets a burst of them go."""
+        if self.gate.pass_through():
+            return self._poll()
+        most = self.gate.admit()  # waits, serving acknowledgements and grants
+        msgs = self._poll(most) if most else []
+        self.gate.spend(msgs)
+        self.grants.throttled(self.gate.sent_bytes, self.gate.throttled_s)
+        return msgs
+
+    def _serve(self, wait_s: float) -> bool:
+        """Serve acknowledgements for up to ``wait_s`` in a throttled wait; whether the grant state is still open."""
+        self.data.poll(wait_s)
+        return self.grants.check() == GrantState.OPEN
+
+    def _poll(self, most: int = BATCH_RECORDS) -> list[MessageLike]:
+        """Wait up to :data:`POLL_TIMEOUT_S` for a record, then take what else is there, ``most`` at most.
 
         After a backlog-sized poll the next waits up to :data:`FILL_WAIT_S` to fill; with
         :data:`IN_FLIGHT_RECORDS` unacknowledged it reads nothing and serves acknowledgements instead.
@@ -219,7 +239,7 @@ class CopyTaskRunner:
             self._backlog = False
             return []
         wait = FILL_WAIT_S if self._backlog else 0
-        more = self._batch_limit(in_flight) - 1
+        more = min(self._batch_limit(in_flight), most) - 1
         msgs = [first, *self.consumer.consume(num_messages=more, timeout=wait)] if more > 0 else [first]
         self._backlog = len(msgs) >= BACKLOG_RECORDS
         return msgs

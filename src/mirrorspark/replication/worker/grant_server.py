@@ -4,6 +4,11 @@ Each running generation's grant is an absolute deadline on the driver's monotoni
 it holds the flow's :class:`~mirrorspark.replication.worker.lease.FlowLease`; the task's end, and why an
 answer is a deadline on the task's own clock, is
 :class:`~mirrorspark.replication.task.grant_client.GrantClient`.
+
+The same link carries the flow's throttle (``replication.throttled.rate``): :meth:`GrantServer.throttle`
+sends every task of the flow its share, ``rate <bytes/s>`` (0: no limit), again whenever the share
+changes and to every task that connects; throttled tasks report ``spent <bytes> <seconds>`` (running
+totals per task), summed per flow over its tasks and generations by :meth:`GrantServer.throttle_totals`.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+
+from mirrorspark.core.throttle import task_share
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +49,9 @@ class GrantServer:
         self._aborted: set[tuple[str, int]] = set()  # (flow, generation) told to abort: never a grant again
         self._grants: dict[tuple[str, int], float] = {}  # (flow, generation) -> deadline (driver monotonic s)
         self._newest: dict[str, int] = {}  # flow -> newest generation granted, stopped or aborted
+        self._shares: dict[str, int] = {}  # flow -> each task's throttle share (bytes/s, 0: no limit)
+        self._spent: dict[tuple[str, int, int], tuple[int, float]] = {}  # task -> its last throttle totals
+        self._totals: dict[str, tuple[int, float]] = {}  # flow -> bytes let through, seconds held back
         self._closed = False
         self._thread = threading.Thread(target=self._accept, name="mirrorspark-grant-server", daemon=True)
         self._thread.start()
@@ -105,6 +115,10 @@ class GrantServer:
             return
         if old is not None:
             _drop(old)
+        with self._lock:
+            share = self._shares.get(key[0], 0)
+        if share:
+            self._send(conn, f"rate {share}\n".encode())
         self._answer(conn, key, asked)
         if stop:
             self._send(conn, b"stop\n")
@@ -114,6 +128,17 @@ class GrantServer:
                 cmd, _, arg = line.decode("ascii", "replace").strip().partition(" ")
                 if cmd == "ask":
                     self._answer(conn, key, float(arg))
+                elif cmd == "spent":
+                    sent, _, secs = arg.partition(" ")
+                    self._spend(key, int(sent), float(secs))
+
+    def _spend(self, key: tuple[str, int, int], sent: int, secs: float) -> None:
+        """Add what a task let through and held back since its last report to its flow's totals."""
+        with self._lock:
+            last_sent, last_s = self._spent.get(key, (0, 0.0))
+            self._spent[key] = (sent, secs)
+            total_sent, total_s = self._totals.get(key[0], (0, 0.0))
+            self._totals[key[0]] = (total_sent + max(0, sent - last_sent), total_s + max(0.0, secs - last_s))
 
     def _answer(self, conn: socket.socket, key: tuple[str, int, int], asked: float) -> None:
         """Send the task's grant as a deadline on its own clock: ``asked`` + what is left of the generation's."""
@@ -140,6 +165,31 @@ class GrantServer:
         for c in conns:
             self._send(c, data)
 
+    def throttle(self, flow: str, limit: int, tasks: int) -> None:
+        """Give each of ``flow``'s ``tasks`` running tasks an equal share of ``limit`` (bytes/s, 0: no limit).
+
+        Sent to every connected task of the flow when the share changes, and to each task that connects.
+        """
+        share = task_share(limit, tasks)
+        with self._lock:
+            if self._shares.get(flow, 0) == share:
+                return
+            self._shares[flow] = share
+            conns = [c for (f, _, _), c in self._conns.items() if f == flow]
+        log.info(
+            "%s: throttle share of each of its %d copy task(s): %s",
+            flow,
+            tasks,
+            f"{share} bytes/s" if share else "none",
+        )
+        for c in conns:
+            self._send(c, f"rate {share}\n".encode())
+
+    def throttle_totals(self, flow: str) -> tuple[int, float]:
+        """Return ``flow``'s throttle totals: record bytes its throttled tasks let through, seconds they held back."""
+        with self._lock:
+            return self._totals.get(flow, (0, 0.0))
+
     def grant(self, flow: str, generation: int, deadline: float) -> None:
         """Let the tasks of ``flow``'s ``generation`` commit until ``deadline`` (the driver's monotonic clock, s).
 
@@ -164,6 +214,7 @@ class GrantServer:
         """Drop a finished task's connection."""
         with self._lock:
             conn = self._conns.pop((flow, task, generation), None)
+            self._spent.pop((flow, task, generation), None)
         if conn is not None:
             _drop(conn)
 

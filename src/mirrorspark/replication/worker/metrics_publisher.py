@@ -70,6 +70,7 @@ class MetricsPublisher:
         self._producer: Any = None
         self._cycle_written: object = None
         self._sync_written: dict[str, GroupSyncCounts] = {}
+        self._spent: tuple[int, int, float] | None = None  # (now ms, throttled tasks' bytes, seconds) last round
 
     def start(self) -> None:
         """Create the producer (the progress channel exists: :meth:`Flow.start` creates it)."""
@@ -88,9 +89,31 @@ class MetricsPublisher:
             return FlowMetrics(self.flow.name, now_ms, state, ENGINE, 0, 0, 0, self.flow.halted, self.interval_ms)
         state = s.state.value if s.state != "created" else "running"
         error = str(s.error) if s.error is not None else self.flow.halted
+        limit, rate, throttled_ms = self.throttle_figures(s, now_ms)
         return FlowMetrics(
-            self.flow.name, now_ms, state, ENGINE, len(s.runs), s.restarts, s.generation, error, self.interval_ms
+            self.flow.name,
+            now_ms,
+            state,
+            ENGINE,
+            len(s.runs),
+            s.restarts,
+            s.generation,
+            error,
+            self.interval_ms,
+            throttle_limit=limit,
+            throttle_rate=rate,
+            throttled_ms=throttled_ms,
         )
+
+    def throttle_figures(self, s: FlowSupervisor, now_ms: int) -> tuple[int, int | None, int]:
+        """Return the throttle in effect (bytes/s), the bytes/s let through since the last round, the ms held back."""
+        limit = self.flow.throttle.limit
+        sent, secs = s.grants.throttle_totals(self.flow.name)
+        last, self._spent = self._spent, (now_ms, sent, secs)
+        rate = None
+        if limit and last is not None and now_ms > last[0]:
+            rate = max(0, round((sent - last[1]) * 1000 / (now_ms - last[0])))
+        return limit, rate, int(secs * 1000)
 
     def topic_lags(self, now_ms: int) -> list[TopicLag]:
         """Per replicated topic: positions, end offsets, lag (records and ms) and counts of its partitions."""

@@ -181,6 +181,7 @@ class FlowSupervisor:
         self.grant()
         specs = self._specs()
         self._fenced = max(self._fenced, len(specs))
+        self.grants.throttle(self.name, self.flow.throttle.limit, len(specs))  # before the first record is read
         for spec in specs:
             self._launch(spec)
 
@@ -198,6 +199,11 @@ class FlowSupervisor:
             deadline = self.lease.grant(self.epoch, LEASE_GRANT_S)
             if deadline is not None:
                 self.grants.grant(self.name, self.generation, deadline)
+
+    def throttle(self) -> None:
+        """Send the running tasks an equal share each of the flow's throttle in effect (a changed share only)."""
+        if self.state == SupervisorState.RUNNING and self.runs:
+            self.grants.throttle(self.name, self.flow.throttle.limit, len(self.runs))
 
     def _begin_take_over(self) -> None:
         """Start taking the flow over under the lease's new holding, on the flow's thread (:meth:`_take_over`)."""

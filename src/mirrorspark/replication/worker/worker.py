@@ -99,15 +99,16 @@ class Worker:
             self.grants.abort(s.name, s.generation)
 
     def _grant_loop(self) -> None:
-        """Renew the grants every :data:`LEASE_RENEW_S`, off the driver loop (long control jobs never stall them)."""
+        """Renew the grants and throttle shares every :data:`LEASE_RENEW_S`, off the driver loop (no job stalls it)."""
         while not self._closing.wait(LEASE_RENEW_S):
             if self._lost is not None:
                 return  # the Spark driver JVM is gone: its tasks must commit nothing more
             for s in self.supervisors:
                 try:
                     s.grant()
+                    s.throttle()  # the flow's throttle changed live (LiveThrottle), or its task count
                 except Exception as e:  # never let the grant thread die
-                    log.debug("%s: lease grant failed: %s", s.name, e)
+                    log.debug("%s: lease grant or throttle share failed: %s", s.name, e)
 
     def slots(self) -> int:
         """Task slots Spark offers now (``defaultParallelism``: local[N] → N, a cluster → its executors' cores)."""
