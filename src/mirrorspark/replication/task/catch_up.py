@@ -80,6 +80,9 @@ reader has work and the round's tail is cut finer."""
 EVALUATE_S: Final = 0.5
 """Seconds between two looks at the partitions' backlogs (cached high watermarks: no request) while no round runs."""
 
+UNKNOWN_S: Final = 0.05
+"""Seconds until the next look while a partition's high watermark is not known yet (no fetch response so far)."""
+
 READ_RECORDS: Final = 2000
 READ_TIMEOUT_S: Final = 0.1
 """A reader's ``consume``: most records, longest wait (s); also how soon it notices a cancelled round."""
@@ -286,14 +289,16 @@ class CatchUpConsumer:
             self._end_round(resume=True)
         if self._round is not None or self._disabled or self._closed or self._clock() < self._evaluate_at:
             return
-        self._evaluate_at = self._clock() + EVALUATE_S
+        unknown = False
         best: tuple[int, PartitionKey, int, int] | None = None
         for key, start in self._next.items():
             if key in self._paused or start < 0:
                 continue
             high = self._main.get_watermark_offsets(TopicPartition(*key), 0, cached=True)[1]
+            unknown = unknown or high < 0
             if high - start >= self._threshold and (best is None or high - start > best[0]):
                 best = (high - start, key, start, high)
+        self._evaluate_at = self._clock() + (UNKNOWN_S if unknown and best is None else EVALUATE_S)
         if best is not None:
             self._start_round(best[1], best[2], best[3])
 
