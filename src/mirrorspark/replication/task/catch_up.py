@@ -55,7 +55,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Protocol, cast
 
-from confluent_kafka import KafkaError, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from mirrorspark.kafka.protocols import MessageLike, SourceConsumerLike
 from mirrorspark.replication.task.spec import PartitionKey
@@ -294,13 +294,20 @@ class CatchUpConsumer:
         for key, start in self._next.items():
             if key in self._paused or start < 0:
                 continue
-            high = self._main.get_watermark_offsets(TopicPartition(*key), 0, cached=True)[1]
+            high = self._cached_high(key)
             unknown = unknown or high < 0
             if high - start >= self._threshold and (best is None or high - start > best[0]):
                 best = (high - start, key, start, high)
         self._evaluate_at = self._clock() + (UNKNOWN_S if unknown and best is None else EVALUATE_S)
         if best is not None:
             self._start_round(best[1], best[2], best[3])
+
+    def _cached_high(self, key: PartitionKey) -> int:
+        """Return the main consumer's high watermark of ``key`` from its last fetch (-1: not known)."""
+        try:
+            return self._main.get_watermark_offsets(TopicPartition(*key), 0, cached=True)[1]
+        except KafkaException:  # librdkafka does not know the partition (yet)
+            return -1
 
     def _start_round(self, key: PartitionKey, start: int, high: int) -> None:
         self._main.pause([TopicPartition(*key)])
