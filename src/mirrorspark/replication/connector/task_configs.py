@@ -258,6 +258,8 @@ class TaskConfigs:
                     run=run,
                     schemas=schemas,
                     provenance=provenance,
+                    catch_up_readers=cfg.catch_up_readers,
+                    catch_up_backlog_records=cfg.catch_up_backlog_records,
                 )
             )
         return out

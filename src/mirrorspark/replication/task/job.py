@@ -17,7 +17,9 @@ from mirrorspark.core.replica_rows import FetchSource, fetch_sources
 from mirrorspark.errors import DataPathError, MirrorsparkError
 from mirrorspark.kafka.admin import ClusterAdmin
 from mirrorspark.kafka.factory import with_logger
+from mirrorspark.kafka.protocols import SourceConsumerLike
 from mirrorspark.mm2.connect_offsets import OffsetHistory
+from mirrorspark.replication.task.catch_up import CatchUpConsumer
 from mirrorspark.replication.task.commit import SOURCE_END_TIMEOUT_S, StoredOffsetsReader, TopicIdsReader
 from mirrorspark.replication.task.grant_client import GrantClient
 from mirrorspark.replication.task.runner import CopyTaskRunner
@@ -141,6 +143,21 @@ def topic_ids_reader(spec: CopyTaskSpec) -> TopicIdsReader | None:
     return read
 
 
+def catch_up_reader(spec: CopyTaskSpec) -> Callable[[int], Consumer]:
+    """Return how a parallel catch-up's reader ``i`` builds its consumer: the task's settings, its own client id.
+
+    The reader only assigns and reads (no group, no commit): ``enable.auto.commit`` is off as the task's own.
+    """
+
+    def build(index: int) -> Consumer:
+        conf = dict(spec.consumer_conf)
+        client_id = f"{conf.get('client.id', 'replication-consumer')}|catch-up-{index}"
+        conf.update({"client.id": client_id, "enable.auto.commit": False})
+        return Consumer(with_logger(conf, client_id))
+
+    return build
+
+
 def run_copy_task(spec: CopyTaskSpec) -> TaskResult:
     """Build the task's clients and grant link, run it (:class:`CopyTaskRunner`), release them; OSError: no driver."""
     sources: dict[PartitionKey, FetchSource] = {}
@@ -156,9 +173,17 @@ def run_copy_task(spec: CopyTaskSpec) -> TaskResult:
             alive=executor_jvm_alive(),
         )
         conf = dict(spec.consumer_conf)
-        consumer = Consumer(
+        main = Consumer(
             with_fetch_stats(with_logger(conf, str(conf.get("client.id", "replication-consumer"))), sources)
         )
+        consumer: SourceConsumerLike = main
+        if spec.catch_up_readers > 1:  # else no wrapper at all (catch_up.py's U6)
+            consumer = CatchUpConsumer(
+                main,
+                catch_up_reader(spec),
+                count=spec.catch_up_readers,
+                backlog_records=spec.catch_up_backlog_records,
+            )
         runner = CopyTaskRunner(
             spec,
             consumer=consumer,
@@ -214,6 +239,7 @@ def run_copy_job(spec: CopyTaskSpec) -> TaskResult:
 __all__ = [
     "CLEAN_OUTCOMES",
     "FETCH_STATS_INTERVAL_MS",
+    "catch_up_reader",
     "run_copy_job",
     "run_copy_task",
     "stored_offsets_reader",

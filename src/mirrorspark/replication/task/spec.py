@@ -89,7 +89,9 @@ class CopyTaskSpec:
     bounded copy; ``epoch`` is the lease epoch (0 without a lease) and ``run`` the driver run, both
     written in the reports (``engine-audit.md`` F5, ``engine-audit-2.md`` N6); ``after_other_holder``:
     produce nothing before the first grant (N5); ``schemas`` ``None`` copies keys and values byte for byte;
-    ``provenance`` ``None`` copies headers as they are, unread (``provenance.header.enable`` off).
+    ``provenance`` ``None`` copies headers as they are, unread (``provenance.header.enable`` off);
+    ``catch_up_readers`` > 1 catches up a partition with a backlog of at least ``catch_up_backlog_records``
+    records in parallel (:mod:`~mirrorspark.replication.task.catch_up`; 1: off).
     """
 
     flow: str
@@ -124,6 +126,8 @@ class CopyTaskSpec:
     after_other_holder: bool = False
     schemas: SchemaIdsSpec | None = None
     provenance: ProvenanceSpec | None = None
+    catch_up_readers: int = 1
+    catch_up_backlog_records: int = 100_000
 
     @property
     def exactly_once(self) -> bool:

@@ -1,0 +1,484 @@
+"""Parallel catch-up of one source partition (#43): several readers fetch disjoint offset ranges, handed out in order.
+
+:class:`CatchUpConsumer` wraps a copy task's source consumer (the *main* consumer) and is what the
+:class:`~mirrorspark.replication.task.runner.CopyTaskRunner` and its committer see: one consumer that hands
+out each partition's records in source order. When a partition's backlog (its cached high watermark minus the
+next offset the task will receive) is at least ``backlog_records``, a **round** starts for it: the main consumer
+pauses the partition, the range from the task's position to the high watermark is cut into **chunks** (offset
+ranges), and ``readers`` threads, each with a consumer and a connection of its own (assign-only, never
+committing), take the next chunk in turn and fetch it; :meth:`CatchUpConsumer.consume` hands out the head
+chunk's records as they arrive, chunk after chunk, between the main consumer's records of the other partitions.
+While the remaining backlog stays at least ``backlog_records`` the round reaches further (up to the newest high
+watermark a reader saw); then its last chunks drain and the main consumer resumes the partition where the round
+ended. One round runs at a time per task, on the partition with the largest backlog (re-evaluated every
+:data:`EVALUATE_S`): on a window-limited link one connection is the bottleneck of one hot partition, while the
+main consumer already fetches many partitions at once.
+
+Readers run as threads of the task's own Python worker: librdkafka fetches outside the GIL, and a connection of
+its own per reader is what multiplies a window-limited link. Readers on other executors were chosen against:
+their records would need a transport of their own into the one task that produces them in order, and an
+executor's slots are the flows' tasks.
+
+Invariants (the tests in ``tests/unit/test_catch_up.py`` that guard them name them)
+--------------------------------------------------------------------------------------
+* **U1 order**: per partition, records are handed out in offset order, each once, as by one consumer: a round's
+  chunks are contiguous, disjoint offset ranges cut in order, handed out head first; the main consumer's records
+  of a partition are handed out only at or past the next offset the task will receive, and never during a round.
+* **U2 completeness across holes**: a reader's chunk is done when its position (or a record's offset) reaches the
+  chunk's end, never by counting offsets: transaction markers, aborted records (``read_committed``) and compacted
+  offsets leave holes that lose nothing and stall nothing.
+* **U3 errors are never silent**: a reader's error event (out of range, log truncation, anything but a
+  partition's end) is handed out in its place in the order, and the round ends there: the main consumer resumes
+  at the offset after the last record handed out, so the runner handles the error as the main consumer's (an
+  out-of-range partition is paused and its gap recorded by the driver). A failing reader thread ends the round
+  the same way and turns catch-up off for the task.
+* **U4 memory bound**: at most ``readers + 1`` chunks are cut and not yet handed out (fetching, fetched or being
+  handed out), each about :data:`CHUNK_BYTES` of record data (at most :data:`CHUNK_RECORDS_MAX` records;
+  :data:`FIRST_CHUNK_RECORDS` until the record size is known); each reader's librdkafka queue comes on top.
+* **U5 seek and pause**: :meth:`~CatchUpConsumer.seek` of a partition in a round ends the round and reads on
+  from the sought offset (a new round may start there); :meth:`~CatchUpConsumer.pause` ends it and nothing more
+  of the partition is handed out; :meth:`~CatchUpConsumer.position` answers the next offset the runner will
+  receive for a partition in a round.
+* **U6 switch-off**: a round ends once the backlog past it is below ``backlog_records``; a partition keeping up
+  stays with the main consumer. With ``readers`` 1 the task has no wrapper at all (``job.run_copy_task``).
+* **U7 release**: :meth:`~CatchUpConsumer.close` stops the readers, joins their threads, closes their consumers
+  and the main consumer.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Final, Protocol, cast
+
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
+from mirrorspark.kafka.protocols import MessageLike, SourceConsumerLike
+from mirrorspark.replication.task.spec import PartitionKey
+
+log = logging.getLogger(__name__)
+
+CHUNK_BYTES: Final = 8 * 1024 * 1024
+"""Record data (keys and values) a chunk aims at, once the partition's bytes per offset are known (U4).
+
+A chunk costs its reader one fetch restart (about one round trip) and wastes at most the fetch in flight past
+its end (``max.partition.fetch.bytes``, 1 MiB by default); 8 MiB keeps both small beside the chunk's transfer
+(seconds on a window-limited link), and ``readers + 1`` of them bound a task's memory."""
+
+FIRST_CHUNK_RECORDS: Final = 4096
+"""Records per chunk until a finished chunk told the partition's bytes per offset (4 MiB of 1 KiB records)."""
+
+CHUNK_RECORDS_MIN: Final = 1000
+CHUNK_RECORDS_MAX: Final = 50_000
+"""Bounds of a chunk's offsets; within them a chunk is also at most the uncut backlog over the readers, so every
+reader has work and the round's tail is cut finer."""
+
+EVALUATE_S: Final = 0.5
+"""Seconds between two looks at the partitions' backlogs (cached high watermarks: no request) while no round runs."""
+
+UNKNOWN_S: Final = 0.05
+"""Seconds until the next look while a partition's high watermark is not known yet (no fetch response so far)."""
+
+READ_RECORDS: Final = 2000
+READ_TIMEOUT_S: Final = 0.1
+"""A reader's ``consume``: most records, longest wait (s); also how soon it notices a cancelled round."""
+
+WAIT_SLICE_S: Final = 0.01
+"""While a round runs, the longest the main consumer waits in one go before the round's chunks are looked at (s)."""
+
+JOIN_S: Final = 10.0
+"""Seconds :meth:`CatchUpConsumer.close` waits for each reader thread."""
+
+_PARTITION_EOF = KafkaError._PARTITION_EOF
+
+
+class MainConsumerLike(SourceConsumerLike, Protocol):
+    """The wrapped consumer (confluent-kafka ``Consumer``): resumed after a round, asked its cached watermarks."""
+
+    def resume(self, partitions: list[TopicPartition], /) -> None:
+        """Fetch these paused partitions again."""
+
+    def get_watermark_offsets(
+        self, partition: TopicPartition, /, timeout: float = -1, cached: bool = False
+    ) -> tuple[int, int]:
+        """Return ``(low, high)``; ``cached``: as the last fetch response said (-1001: not known yet), no request."""
+
+
+class ReaderConsumerLike(Protocol):
+    """A reader's own consumer (confluent-kafka ``Consumer``): assign-only, never committing."""
+
+    def assign(self, partitions: list[TopicPartition], /) -> None:
+        """Read these partitions from their offsets."""
+
+    def consume(self, num_messages: int = 1, timeout: float = -1) -> Sequence[MessageLike]:
+        """Return up to ``num_messages`` records and error events, waiting up to ``timeout`` s."""
+
+    def position(self, partitions: list[TopicPartition], /) -> list[TopicPartition]:
+        """Return the next offset to read of each partition."""
+
+    def get_watermark_offsets(
+        self, partition: TopicPartition, /, timeout: float = -1, cached: bool = False
+    ) -> tuple[int, int]:
+        """Return ``(low, high)`` (``cached``: no request)."""
+
+    def close(self) -> None:
+        """Release the consumer."""
+
+
+ReaderFactory = Callable[[int], ReaderConsumerLike]
+"""Builds reader ``i``'s consumer (0-based), in the reader's own thread."""
+
+
+@dataclass(eq=False)
+class _Chunk:
+    """An offset range ``[start, end)`` of the round's partition, filled by one reader."""
+
+    start: int
+    end: int
+    records: deque[MessageLike] = field(default_factory=deque)
+    done: bool = False
+    bytes: int = 0
+
+
+@dataclass(eq=False)
+class _Round:
+    """One partition's catch-up: ``[start, end)`` cut into chunks at ``cursor``, handed out up to ``next``."""
+
+    key: PartitionKey
+    cursor: int
+    end: int
+    next: int
+    high: int
+    chunks: deque[_Chunk] = field(default_factory=deque)
+    cancelled: bool = False
+
+
+class CatchUpConsumer:
+    """A :class:`~mirrorspark.kafka.protocols.SourceConsumerLike` that catches up one hot partition in parallel.
+
+    Parameters
+    ----------
+    main:
+        The task's consumer; owned from now on (closed by :meth:`close`).
+    readers:
+        Builds reader ``i``'s consumer (its own ``client.id``, same settings otherwise, no commits).
+    count:
+        Number of readers (> 1).
+    backlog_records:
+        Backlog (records) from which a partition is caught up in parallel, and below which a round ends.
+    chunk_records:
+        Fixed chunk size (records) instead of sizing by :data:`CHUNK_BYTES` (tests).
+
+    Thread-safety: the runner's thread calls the methods; the readers' threads share only the round, under a lock.
+    """
+
+    def __init__(
+        self,
+        main: MainConsumerLike,
+        readers: ReaderFactory,
+        *,
+        count: int,
+        backlog_records: int,
+        chunk_records: int | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._main = main
+        self._factory = readers
+        self._count = count
+        self._threshold = max(1, backlog_records)
+        self._fixed = chunk_records
+        self._clock = clock
+        self._cond = threading.Condition()
+        self._round: _Round | None = None
+        self._threads: list[threading.Thread] = []
+        self._closed = False
+        self._disabled = False  # a reader failed: no more rounds
+        self._failed: BaseException | None = None
+        self._next: dict[PartitionKey, int] = {}  # next offset the runner receives (assigned partitions)
+        self._paused: set[PartitionKey] = set()
+        self._evaluate_at = 0.0
+        self._bytes = 0  # record bytes and offsets of finished chunks: the partition's bytes per offset
+        self._span = 0
+        self.rounds = 0
+        """Rounds started so far."""
+
+    # -- the consumer's surface ------------------------------------------------------------------------------
+    def assign(self, partitions: list[TopicPartition], /) -> None:
+        """Read these partitions from their offsets (a round running is ended)."""
+        self._end_round(resume=False)
+        self._next = {(tp.topic, tp.partition): tp.offset for tp in partitions}
+        self._paused.clear()
+        self._main.assign(partitions)
+
+    def poll(self, timeout: float = -1) -> MessageLike | None:
+        """Return the next record or error event, waiting up to ``timeout`` s (``None``: none came)."""
+        got = self.consume(1, timeout)
+        return got[0] if got else None
+
+    def consume(self, num_messages: int = 1, timeout: float = -1) -> list[MessageLike]:
+        """Return up to ``num_messages`` records and error events of the round and the main consumer (U1, U3)."""
+        deadline = None if timeout < 0 else self._clock() + timeout
+        while True:
+            self._tend()
+            out = self._from_main(max(1, num_messages // 2), 0.0)  # half for the other partitions first
+            out += self._from_round(num_messages - len(out))
+            left = 1.0 if deadline is None else deadline - self._clock()
+            if len(out) < num_messages:
+                wait = 0.0 if out else max(0.0, left if self._round is None else min(WAIT_SLICE_S, left))
+                out += self._from_main(num_messages - len(out), wait)
+            if out or left <= 0:
+                return out
+
+    def position(self, partitions: list[TopicPartition], /) -> list[TopicPartition]:
+        """Return the next offset the runner will receive of each partition (U5)."""
+        rnd = self._round
+        asked = [tp for tp in partitions if rnd is None or (tp.topic, tp.partition) != rnd.key]
+        main = iter(self._main.position(asked) if asked else [])
+        out = []
+        for tp in partitions:
+            if rnd is not None and (tp.topic, tp.partition) == rnd.key:
+                out.append(TopicPartition(tp.topic, tp.partition, rnd.next))
+            else:
+                out.append(next(main))
+        return out
+
+    def pause(self, partitions: list[TopicPartition], /) -> None:
+        """Stop handing out these partitions; a round of one of them ends (U5)."""
+        keys = {(tp.topic, tp.partition) for tp in partitions}
+        self._paused |= keys
+        if self._round is not None and self._round.key in keys:
+            self._end_round(resume=False)
+        self._main.pause(partitions)
+
+    def seek(self, partition: TopicPartition, /) -> None:
+        """Read the partition from its offset next; a round of it ends there (U5)."""
+        key = (partition.topic, partition.partition)
+        if self._round is not None and self._round.key == key:
+            self._end_round(resume=False)
+            if key not in self._paused:
+                self._main.resume([TopicPartition(*key)])
+        self._next[key] = partition.offset
+        self._main.seek(partition)
+
+    def get_watermark_offsets(self, partition: TopicPartition, /, timeout: float = -1) -> tuple[int, int]:
+        """Return the partition's ``(low, high)`` watermarks, asking the leader (the main consumer's)."""
+        return self._main.get_watermark_offsets(partition, timeout)
+
+    def close(self) -> None:
+        """Stop and join the readers (their consumers closed), then close the main consumer (U7)."""
+        with self._cond:
+            self._closed = True
+            if self._round is not None:
+                self._round.cancelled = True
+            self._cond.notify_all()
+        for t in self._threads:
+            t.join(JOIN_S)
+            if t.is_alive():
+                log.warning("catch-up reader %s did not stop within %.0f s", t.name, JOIN_S)
+        self._main.close()
+
+    # -- rounds, on the runner's thread ------------------------------------------------------------------------
+    def _tend(self) -> None:
+        """End a round whose reader failed; start one when no round runs and a partition's backlog is large (U6)."""
+        if self._failed is not None and self._round is not None:
+            log.warning("catch-up turned off: a reader failed: %s", self._failed)
+            self._end_round(resume=True)
+        if self._round is not None or self._disabled or self._closed or self._clock() < self._evaluate_at:
+            return
+        unknown = False
+        best: tuple[int, PartitionKey, int, int] | None = None
+        for key, start in self._next.items():
+            if key in self._paused or start < 0:
+                continue
+            high = self._cached_high(key)
+            unknown = unknown or high < 0
+            if high - start >= self._threshold and (best is None or high - start > best[0]):
+                best = (high - start, key, start, high)
+        self._evaluate_at = self._clock() + (UNKNOWN_S if unknown and best is None else EVALUATE_S)
+        if best is not None:
+            self._start_round(best[1], best[2], best[3])
+
+    def _cached_high(self, key: PartitionKey) -> int:
+        """Return the main consumer's high watermark of ``key`` from its last fetch (-1: not known)."""
+        try:
+            return self._main.get_watermark_offsets(TopicPartition(*key), 0, cached=True)[1]
+        except KafkaException:  # librdkafka does not know the partition (yet)
+            return -1
+
+    def _start_round(self, key: PartitionKey, start: int, high: int) -> None:
+        self._main.pause([TopicPartition(*key)])
+        with self._cond:
+            self._round = _Round(key, cursor=start, end=high, next=start, high=high)
+            self._cond.notify_all()
+        self.rounds += 1
+        log.info("catch-up of %s-%d: %d readers from offset %d (backlog %d)", *key, self._count, start, high - start)
+        if not self._threads:
+            for i in range(self._count):
+                t = threading.Thread(target=self._read, args=(i,), name=f"catch-up-{i}", daemon=True)
+                self._threads.append(t)
+                t.start()
+
+    def _end_round(self, *, resume: bool) -> None:
+        """Cancel the round (its readers drop their chunks); ``resume``: the main consumer reads on from ``next``."""
+        with self._cond:
+            rnd, self._round = self._round, None
+            if rnd is None:
+                return
+            rnd.cancelled = True
+            self._cond.notify_all()
+        self._next[rnd.key] = rnd.next
+        if resume and rnd.key not in self._paused:
+            self._main.resume([TopicPartition(*rnd.key)])
+            self._main.seek(TopicPartition(*rnd.key, rnd.next))
+        self._evaluate_at = self._clock()  # look again at once (the new backlog decides)
+
+    def _from_main(self, n: int, timeout: float) -> list[MessageLike]:
+        """Take up to ``n`` of the main consumer's records: none of a round's partition, none before ``next`` (U1)."""
+        if n <= 0:
+            return []
+        got = self._main.consume(n, timeout)
+        rnd_key = self._round.key if self._round is not None else None
+        out = []
+        nxt = self._next
+        for m in got:
+            if m.error() is not None:
+                out.append(m)
+                continue
+            key = cast(PartitionKey, (m.topic(), m.partition()))  # a record has both
+            offset = m.offset()
+            if key == rnd_key or offset is None or key in self._paused or offset < nxt.get(key, -1):
+                continue
+            nxt[key] = offset + 1
+            out.append(m)
+        return out
+
+    def _from_round(self, n: int) -> list[MessageLike]:
+        """Take up to ``n`` records of the round's head chunks, in order; end the round after an error or its end."""
+        out: list[MessageLike] = []
+        ended = error = False
+        with self._cond:
+            rnd = self._round
+            if rnd is None or n <= 0:
+                return out
+            while len(out) < n and rnd.chunks and not error:
+                head = rnd.chunks[0]
+                while head.records and len(out) < n:
+                    m = head.records.popleft()
+                    out.append(m)
+                    if m.error() is not None:
+                        error = True
+                        break
+                    rnd.next = m.offset() + 1  # type: ignore[operator]  # a record has its offset
+                if head.records or not head.done or error:
+                    break
+                rnd.chunks.popleft()
+                rnd.next = max(rnd.next, head.end)
+                self._cond.notify_all()  # a reader may cut the next chunk (U4)
+            ended = error or (not rnd.chunks and rnd.cursor >= rnd.end and not self._extends(rnd))
+        if ended:
+            self._end_round(resume=True)
+        return out
+
+    # -- readers, on their own threads -------------------------------------------------------------------------
+    def _extends(self, rnd: _Round) -> bool:
+        """Under the lock: whether the round reaches further, the backlog past it being still large (U6)."""
+        if rnd.high - rnd.cursor < self._threshold:
+            return False
+        rnd.end = rnd.high
+        return True
+
+    def _cut(self) -> tuple[_Round, _Chunk] | None:
+        """Under the lock: cut the round's next chunk for a reader (``None``: none to cut now; U4)."""
+        rnd = self._round
+        if rnd is None or rnd.cancelled or len(rnd.chunks) > self._count:
+            return None
+        if rnd.cursor >= rnd.end and not self._extends(rnd):
+            return None
+        if self._fixed is not None:
+            size = self._fixed
+        else:
+            by_bytes = FIRST_CHUNK_RECORDS if self._span == 0 else int(CHUNK_BYTES * self._span / max(1, self._bytes))
+            size = max(CHUNK_RECORDS_MIN, min(CHUNK_RECORDS_MAX, by_bytes, (rnd.end - rnd.cursor) // self._count))
+        chunk = _Chunk(rnd.cursor, min(rnd.end, rnd.cursor + size))
+        rnd.cursor = chunk.end
+        rnd.chunks.append(chunk)
+        return rnd, chunk
+
+    def _read(self, index: int) -> None:
+        """Reader ``index``'s thread: fetch chunks until closed; a failure ends the round and catch-up (U3, U7)."""
+        consumer: ReaderConsumerLike | None = None
+        try:
+            while True:
+                with self._cond:
+                    while not self._closed and (cut := self._cut()) is None:
+                        self._cond.wait(1.0)
+                    if self._closed or cut is None:
+                        return
+                if consumer is None:
+                    consumer = self._factory(index)
+                self._fetch(consumer, *cut)
+        except Exception as e:  # librdkafka, the factory: the round ends where it was, nothing lost
+            with self._cond:
+                self._disabled = True
+                self._failed = e
+        finally:
+            if consumer is not None:
+                consumer.close()
+
+    def _fetch(self, consumer: ReaderConsumerLike, rnd: _Round, chunk: _Chunk) -> None:
+        """Fill ``chunk`` until the reader's position or a record reaches its end, or an error event (U2, U3)."""
+        topic, partition = rnd.key
+        consumer.assign([TopicPartition(topic, partition, chunk.start)])
+        while True:
+            got = consumer.consume(READ_RECORDS, READ_TIMEOUT_S)
+            keep: list[MessageLike] = []
+            done = False
+            for m in got:
+                err = m.error()
+                if err is not None:
+                    if err.code() == _PARTITION_EOF:
+                        continue
+                    keep.append(m)
+                    done = True
+                    break
+                offset = m.offset()
+                if offset is None or offset >= chunk.end:
+                    done = True
+                    break
+                if offset >= chunk.start:
+                    keep.append(m)
+            if not done:
+                done = consumer.position([TopicPartition(topic, partition)])[0].offset >= chunk.end
+            high = consumer.get_watermark_offsets(TopicPartition(topic, partition), 0, cached=True)[1]
+            size = sum(len(m.key() or b"") + len(m.value() or b"") for m in keep)
+            with self._cond:
+                if rnd.cancelled or self._closed:
+                    return
+                chunk.records.extend(keep)
+                chunk.bytes += size
+                rnd.high = max(rnd.high, high)
+                if done:
+                    chunk.done = True
+                    self._bytes += chunk.bytes
+                    self._span += chunk.end - chunk.start
+                if keep or done:
+                    self._cond.notify_all()
+            if done:
+                return
+
+
+__all__ = [
+    "CHUNK_BYTES",
+    "CHUNK_RECORDS_MAX",
+    "CHUNK_RECORDS_MIN",
+    "EVALUATE_S",
+    "FIRST_CHUNK_RECORDS",
+    "CatchUpConsumer",
+    "MainConsumerLike",
+    "ReaderConsumerLike",
+    "ReaderFactory",
+]
