@@ -71,6 +71,10 @@ RECORD_SIZE = 1024
 QUICK_RECORDS, FULL_RECORDS = 200_000, 1_000_000
 CATCH_UP_READERS = 4
 """``replication.catch.up.readers`` of the mirrorspark contender: one per core of a 4-core executor."""
+
+CATCH_UP_BACKLOG_RECORDS = 10_000
+"""``replication.catch.up.backlog.records`` of the mirrorspark contender: 10 MB of 1 KiB records, a fraction of a
+second at the link's rate, so the 12 partitions' backlogs (1/12 of the records each) are caught up in parallel too."""
 SAMPLE_S = 0.5
 """Seconds between samples of the throttled flow's target."""
 AVERAGE_S = 10.0
@@ -214,7 +218,11 @@ def contenders(rtt_ms: float, tasks_max: int, readers: int = CATCH_UP_READERS) -
     mm2 = MirrorMakerContender(
         tasks_max=tasks_max, extra=MM2_TUNED_PRODUCER, flow_extra=bdp_fetch_keys(rtt_ms), name="mm2-tuned"
     )
-    keys = {"replication.link.rtt.ms": str(int(rtt_ms)), "replication.catch.up.readers": str(readers)}
+    keys = {
+        "replication.link.rtt.ms": str(int(rtt_ms)),
+        "replication.catch.up.readers": str(readers),
+        "replication.catch.up.backlog.records": str(CATCH_UP_BACKLOG_RECORDS),
+    }
     return [mm2, MirrorsparkContender(tasks_max=tasks_max, flow_extra=keys)]
 
 

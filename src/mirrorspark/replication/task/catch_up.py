@@ -62,18 +62,25 @@ from mirrorspark.replication.task.spec import PartitionKey
 
 log = logging.getLogger(__name__)
 
-CHUNK_BYTES: Final = 8 * 1024 * 1024
+CHUNK_BYTES: Final = 32 * 1024 * 1024
 """Record data (keys and values) a chunk aims at, once the partition's bytes per offset are known (U4).
 
-A chunk costs its reader one fetch restart (about one round trip) and wastes at most the fetch in flight past
-its end (``max.partition.fetch.bytes``, 1 MiB by default); 8 MiB keeps both small beside the chunk's transfer
-(seconds on a window-limited link), and ``readers + 1`` of them bound a task's memory."""
+A chunk costs its reader one fetch restart (about one round trip) and wastes what the reader fetched past its end
+(its fetch in flight and its queue, :data:`READER_FETCH_BYTES` each at most); 32 MiB keeps both under a quarter
+of the chunk, and ``readers + 1`` of them bound a task's memory."""
+
+READER_FETCH_BYTES: Final = 4 * 1024 * 1024
+"""A reader's ``max.partition.fetch.bytes`` and local queue (``queued.max.messages.kbytes``), whatever the task's.
+
+librdkafka prefetches up to ``queued.min.messages`` (100,000) records past a reader's position: a reader with the
+task's settings fetched up to 100 MB for an 8 MiB chunk, most of it thrown away at the chunk's end. One 4 MiB
+fetch per round trip is a TCP window's worth on a long link (40 MB/s per reader at 100 ms)."""
 
 FIRST_CHUNK_RECORDS: Final = 4096
 """Records per chunk until a finished chunk told the partition's bytes per offset (4 MiB of 1 KiB records)."""
 
 CHUNK_RECORDS_MIN: Final = 1000
-CHUNK_RECORDS_MAX: Final = 50_000
+CHUNK_RECORDS_MAX: Final = 100_000
 """Bounds of a chunk's offsets; within them a chunk is also at most the uncut backlog over the readers, so every
 reader has work and the round's tail is cut finer."""
 
@@ -477,6 +484,7 @@ __all__ = [
     "CHUNK_RECORDS_MIN",
     "EVALUATE_S",
     "FIRST_CHUNK_RECORDS",
+    "READER_FETCH_BYTES",
     "CatchUpConsumer",
     "MainConsumerLike",
     "ReaderConsumerLike",

@@ -19,7 +19,7 @@ from mirrorspark.kafka.admin import ClusterAdmin
 from mirrorspark.kafka.factory import with_logger
 from mirrorspark.kafka.protocols import SourceConsumerLike
 from mirrorspark.mm2.connect_offsets import OffsetHistory
-from mirrorspark.replication.task.catch_up import CatchUpConsumer
+from mirrorspark.replication.task.catch_up import READER_FETCH_BYTES, CatchUpConsumer
 from mirrorspark.replication.task.commit import SOURCE_END_TIMEOUT_S, StoredOffsetsReader, TopicIdsReader
 from mirrorspark.replication.task.grant_client import GrantClient
 from mirrorspark.replication.task.runner import CopyTaskRunner
@@ -152,7 +152,14 @@ def catch_up_reader(spec: CopyTaskSpec) -> Callable[[int], Consumer]:
     def build(index: int) -> Consumer:
         conf = dict(spec.consumer_conf)
         client_id = f"{conf.get('client.id', 'replication-consumer')}|catch-up-{index}"
-        conf.update({"client.id": client_id, "enable.auto.commit": False})
+        conf.update(
+            {
+                "client.id": client_id,
+                "enable.auto.commit": False,
+                "max.partition.fetch.bytes": READER_FETCH_BYTES,
+                "queued.max.messages.kbytes": READER_FETCH_BYTES // 1024,
+            }
+        )
         return Consumer(with_logger(conf, client_id))
 
     return build
