@@ -437,22 +437,25 @@ class CatchUpConsumer:
         rnd.end = rnd.high
         return True
 
-    def _cut(self) -> tuple[_Round, _Chunk] | None:
-        """Under the lock: cut the next chunk of the round holding fewest, oldest first (``None``: none now; U4)."""
+    def _cut(self, after: tuple[PartitionKey, int] | None) -> tuple[_Round, _Chunk] | None:
+        """Under the lock: cut the next chunk for a reader (``None``: none now; U4).
+
+        ``after``: the partition and end of the reader's last chunk; when its round's next chunk starts there, the
+        reader reads on (no restart, no data thrown away); else the round holding fewest chunks, oldest first.
+        """
         if self._held >= self._slots:
             return None
-        rnd = min(
-            (r for r in self._rounds.values() if not r.cancelled and (r.cursor < r.end or self._extends(r))),
-            key=lambda r: len(r.chunks),
-            default=None,
-        )
+        open_ = [r for r in self._rounds.values() if not r.cancelled and (r.cursor < r.end or self._extends(r))]
+        rnd = next((r for r in open_ if after == (r.key, r.cursor)), None)
+        rnd = rnd or min(open_, key=lambda r: len(r.chunks), default=None)
         if rnd is None:
             return None
         if self._fixed is not None:
             size = self._fixed
         else:
             by_bytes = FIRST_CHUNK_RECORDS if self._span == 0 else int(CHUNK_BYTES * self._span / max(1, self._bytes))
-            size = max(CHUNK_RECORDS_MIN, min(CHUNK_RECORDS_MAX, by_bytes, (rnd.end - rnd.cursor) // self._count))
+            share = (rnd.end - rnd.cursor) // max(1, self._count // len(self._rounds))  # every reader has work
+            size = max(CHUNK_RECORDS_MIN, min(CHUNK_RECORDS_MAX, by_bytes, share))
         chunk = _Chunk(rnd.cursor, min(rnd.end, rnd.cursor + size))
         rnd.cursor = chunk.end
         rnd.chunks.append(chunk)
@@ -462,16 +465,23 @@ class CatchUpConsumer:
     def _read(self, index: int) -> None:
         """Reader ``index``'s thread: fetch chunks until closed; a failure ends the rounds and catch-up (U3, U7)."""
         consumer: ReaderConsumerLike | None = None
+        after: tuple[PartitionKey, int] | None = None  # where the consumer stands, ``rest`` read past it
+        rest: list[MessageLike] = []
         try:
             while True:
                 with self._cond:
-                    while not self._closed and (cut := self._cut()) is None:
+                    while not self._closed and (cut := self._cut(after)) is None:
                         self._cond.wait(1.0)
                     if self._closed or cut is None:
                         return
+                rnd, chunk = cut
                 if consumer is None:
                     consumer = self._factory(index)
-                self._fetch(consumer, *cut)
+                if after != (rnd.key, chunk.start):
+                    consumer.assign([TopicPartition(*rnd.key, chunk.start)])
+                    rest = []
+                rest = self._fetch(consumer, rnd, chunk, rest)
+                after = (rnd.key, chunk.end) if chunk.done and chunk.error is None else None
         except Exception as e:  # librdkafka, the factory: the rounds end where they were, nothing lost
             with self._cond:
                 self._disabled = True
@@ -480,16 +490,20 @@ class CatchUpConsumer:
             if consumer is not None:
                 consumer.close()
 
-    def _fetch(self, consumer: ReaderConsumerLike, rnd: _Round, chunk: _Chunk) -> None:
-        """Fill ``chunk`` until the reader's position or a record reaches its end, or an error event (U2, U3)."""
+    def _fetch(
+        self, consumer: ReaderConsumerLike, rnd: _Round, chunk: _Chunk, rest: list[MessageLike]
+    ) -> list[MessageLike]:
+        """Fill ``chunk`` until the reader's position or a record reaches its end, or an error event (U2, U3).
+
+        ``rest``: records the reader consumed past its last chunk's end (this chunk's first); returns this chunk's.
+        """
         tp = TopicPartition(*rnd.key)
-        consumer.assign([TopicPartition(*rnd.key, chunk.start)])
         while True:
-            got = consumer.consume(READ_RECORDS, READ_TIMEOUT_S)
+            got, rest = rest or consumer.consume(READ_RECORDS, READ_TIMEOUT_S), []
             keep: list[MessageLike] = []
             error: MessageLike | None = None
             done = False
-            for m in got:
+            for i, m in enumerate(got):
                 err = m.error()
                 if err is not None:
                     if err.code() == _PARTITION_EOF:
@@ -498,7 +512,7 @@ class CatchUpConsumer:
                     break
                 offset = m.offset()
                 if offset is None or offset >= chunk.end:
-                    done = True
+                    done, rest = True, list(got[i:])
                     break
                 if offset >= chunk.start:
                     keep.append(m)
@@ -508,7 +522,7 @@ class CatchUpConsumer:
             size = sum(len(m.key() or b"") + len(m.value() or b"") for m in keep)
             with self._cond:
                 if rnd.cancelled or self._closed:
-                    return
+                    return []
                 chunk.records += keep
                 chunk.bytes += size
                 chunk.error = error
@@ -521,7 +535,7 @@ class CatchUpConsumer:
                     self._filled += 1
                     self._cond.notify_all()
             if done:
-                return
+                return rest
 
 
 __all__ = [
