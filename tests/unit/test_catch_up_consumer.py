@@ -189,12 +189,12 @@ def test_u1_u2_records_come_once_in_order_across_chunks_and_holes() -> None:
     log = FakeLog()
     log.put(HOT, holed(3000), high=3005)  # trailing markers past the last record
     log.put(COLD, range(500))
-    c, _, readers = wrapped(log)
+    c, _, readers = wrapped(log, count=4)
     got = drain(c, len(log.offsets[HOT]) + 500)
     try:
         assert offsets_of(got, HOT) == log.offsets[HOT]
         assert offsets_of(got, COLD) == list(range(500))
-        assert c.rounds == 2 and 1 <= len(readers.built) <= 3  # both backlogs are large: a round each, one pool
+        assert c.rounds == 2 and 1 <= len(readers.built) <= 4  # both backlogs are large: a round each, one pool
         assert drain(c, 1, until=lambda _: not c._rounds) == []
         assert c.position([TopicPartition(*HOT)])[0].offset == 3005  # past the trailing holes (U2)
     finally:
@@ -240,7 +240,7 @@ def test_u5_a_seek_or_pause_ends_only_its_own_partitions_round() -> None:
     log = FakeLog()
     log.put(HOT, range(4000))
     log.put(COLD, range(4000))
-    c, _, _ = wrapped(log)
+    c, _, _ = wrapped(log, count=4)
     try:
         first = drain(c, 1500)
         assert c.rounds == 2
@@ -252,6 +252,22 @@ def test_u5_a_seek_or_pause_ends_only_its_own_partitions_round() -> None:
         assert offsets_of(rest, HOT) == list(range(100, 4000))
         cold = offsets_of(first + rest, COLD)
         assert cold == list(range(len(cold))) and c.position([TopicPartition(*COLD)])[0].offset == len(cold)
+    finally:
+        c.close()
+
+
+def test_at_most_half_the_readers_rounds_run_at_once_on_the_largest_backlogs() -> None:
+    log = FakeLog()
+    sizes = {("t", 0): 3000, ("t", 1): 9000, ("t", 2): 6000}
+    for key, n in sizes.items():
+        log.put(key, range(n))
+    c, _, _ = wrapped(log, count=5)
+    try:
+        first = drain(c, 1)
+        assert set(c._rounds) == {("t", 1), ("t", 2)}  # 5 readers: 2 rounds; ("t", 0) stays with the main consumer
+        got = first + drain(c, sum(sizes.values()) - len(first))
+        for key, n in sizes.items():
+            assert offsets_of(got, key) == list(range(n))
     finally:
         c.close()
 
@@ -310,17 +326,30 @@ def test_u4_at_most_two_chunks_per_reader_are_held_across_the_rounds() -> None:
     log = FakeLog()
     log.put(HOT, range(20_000))
     log.put(COLD, range(20_000))
-    c, _, _ = wrapped(log, count=3, chunk=500)
+    c, _, _ = wrapped(log, count=4, chunk=500)
     try:
         first = drain(c, 1)
         time.sleep(0.3)  # the readers fetch what they may; nothing more is handed out
         assert c.rounds == 2 and set(c._rounds) == {HOT, COLD}
         held = [len(rnd.chunks) for rnd in c._rounds.values()]
-        assert sum(held) == c._held == 6 and min(held) >= 2  # the round holding fewest is cut next
-        assert sum(len(ch.records) for rnd in c._rounds.values() for ch in rnd.chunks) <= 6 * 500
+        assert sum(held) == c._held == 8 and min(held) >= 2  # the round holding fewest is cut next
+        assert sum(len(ch.records) for rnd in c._rounds.values() for ch in rnd.chunks) <= 8 * 500
         rest = drain(c, 40_000 - len(first))
         for key in (HOT, COLD):
             assert offsets_of(first + rest, key) == list(range(20_000))
+    finally:
+        c.close()
+
+
+def test_u1_a_reader_reads_on_into_its_rounds_next_chunk_without_a_restart() -> None:
+    log = FakeLog()
+    log.put(HOT, holed(4000))
+    log.put(COLD, range(4000))
+    c, _, readers = wrapped(log, count=2, chunk=200, batch=60)
+    try:
+        got = drain(c, len(log.offsets[HOT]) + 4000)
+        assert offsets_of(got, HOT) == log.offsets[HOT] and offsets_of(got, COLD) == list(range(4000))
+        assert sum(r.assigned for r in readers.built) < 20  # of 40 chunks: each reader mostly on one partition
     finally:
         c.close()
 
