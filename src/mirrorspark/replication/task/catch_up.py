@@ -69,9 +69,9 @@ log = logging.getLogger(__name__)
 CHUNK_BYTES: Final = 16 * 1024 * 1024
 """Record data (keys and values) a chunk aims at, once the partitions' bytes per offset are known (U4).
 
-A chunk costs its reader one fetch restart (about one round trip) and wastes what the reader fetched past its end
-(its fetch in flight and its queue, :data:`READER_FETCH_BYTES` each at most); 16 MiB keeps the restart near a fifth of
-the chunk at a 4 MiB window, and :data:`CHUNKS_PER_READER` ``x readers`` of them bound a task's memory."""
+A chunk a reader does not read on into costs it one fetch restart (about one round trip) and what it fetched past
+its last chunk's end (its fetch in flight and its queue, :data:`READER_FETCH_BYTES` each at most); 16 MiB keeps
+that near a fifth of a chunk at a 4 MiB window, and :data:`CHUNKS_PER_READER` ``x readers`` bound a task's memory."""
 
 READERS_PER_ROUND: Final = 2
 """A task runs at most ``readers // 2`` rounds at once (at least one), on its largest backlogs: its main consumer
@@ -94,8 +94,8 @@ FIRST_CHUNK_RECORDS: Final = 4096
 
 CHUNK_RECORDS_MIN: Final = 1000
 CHUNK_RECORDS_MAX: Final = 100_000
-"""Bounds of a chunk's offsets; within them a chunk is also at most the uncut backlog over the readers, so every
-reader has work and the round's tail is cut finer."""
+"""Bounds of a chunk's offsets; within them a chunk is also at most the round's uncut backlog over its share of the
+readers, so every reader has work and the round's tail is cut finer."""
 
 EVALUATE_S: Final = 0.5
 """Seconds between two looks at the backlogs of the partitions not in a round (cached high watermarks: no request)."""
@@ -108,7 +108,7 @@ READ_TIMEOUT_S: Final = 0.1
 """A reader's ``consume``: most records, longest wait (s); also how soon it notices a cancelled round."""
 
 WAIT_SLICE_S: Final = 0.01
-"""While a round runs, the longest the main consumer waits in one go before the round's chunks are looked at (s)."""
+"""While a round runs, the longest the runner waits for a reader's records before the main consumer is asked (s)."""
 
 JOIN_S: Final = 10.0
 """Seconds :meth:`CatchUpConsumer.close` waits for each reader thread."""
