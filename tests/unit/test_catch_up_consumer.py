@@ -189,13 +189,13 @@ def test_u1_u2_records_come_once_in_order_across_chunks_and_holes() -> None:
     log = FakeLog()
     log.put(HOT, holed(3000), high=3005)  # trailing markers past the last record
     log.put(COLD, range(500))
-    c, _, readers = wrapped(log)
+    c, _, readers = wrapped(log, count=4)
     got = drain(c, len(log.offsets[HOT]) + 500)
     try:
         assert offsets_of(got, HOT) == log.offsets[HOT]
         assert offsets_of(got, COLD) == list(range(500))
-        assert c.rounds == 1 and 1 <= len(readers.built) <= 3
-        assert drain(c, 1, until=lambda _: c._round is None) == []
+        assert c.rounds == 2 and 1 <= len(readers.built) <= 4  # both backlogs are large: a round each, one pool
+        assert drain(c, 1, until=lambda _: not c._rounds) == []
         assert c.position([TopicPartition(*HOT)])[0].offset == 3005  # past the trailing holes (U2)
     finally:
         c.close()
@@ -232,6 +232,42 @@ def test_u5_a_seek_in_a_round_reads_on_from_the_sought_offset() -> None:
         c.seek(TopicPartition(*HOT, 250))  # as the exactly-once committer's rewind
         rest = offsets_of(drain(c, 4000 - 250), HOT)
         assert rest == list(range(250, 4000))
+    finally:
+        c.close()
+
+
+def test_u5_a_seek_or_pause_ends_only_its_own_partitions_round() -> None:
+    log = FakeLog()
+    log.put(HOT, range(4000))
+    log.put(COLD, range(4000))
+    c, _, _ = wrapped(log, count=4)
+    try:
+        first = drain(c, 1500)
+        assert c.rounds == 2
+        c.seek(TopicPartition(*HOT, 100))
+        assert COLD in c._rounds and HOT not in c._rounds
+        c.pause([TopicPartition(*COLD)])
+        assert not c._rounds
+        rest = drain(c, 3900)
+        assert offsets_of(rest, HOT) == list(range(100, 4000))
+        cold = offsets_of(first + rest, COLD)
+        assert cold == list(range(len(cold))) and c.position([TopicPartition(*COLD)])[0].offset == len(cold)
+    finally:
+        c.close()
+
+
+def test_at_most_half_the_readers_rounds_run_at_once_on_the_largest_backlogs() -> None:
+    log = FakeLog()
+    sizes = {("t", 0): 3000, ("t", 1): 9000, ("t", 2): 6000}
+    for key, n in sizes.items():
+        log.put(key, range(n))
+    c, _, _ = wrapped(log, count=5)
+    try:
+        first = drain(c, 1)
+        assert set(c._rounds) == {("t", 1), ("t", 2)}  # 5 readers: 2 rounds; ("t", 0) stays with the main consumer
+        got = first + drain(c, sum(sizes.values()) - len(first))
+        for key, n in sizes.items():
+            assert offsets_of(got, key) == list(range(n))
     finally:
         c.close()
 
@@ -286,18 +322,34 @@ def test_u3_a_failing_reader_ends_the_round_where_it_was_and_catch_up_is_off() -
         c.close()
 
 
-def test_u4_at_most_readers_plus_one_chunks_are_held() -> None:
+def test_u4_at_most_two_chunks_per_reader_are_held_across_the_rounds() -> None:
     log = FakeLog()
     log.put(HOT, range(20_000))
-    c, _, _ = wrapped(log, count=3, chunk=500)
+    log.put(COLD, range(20_000))
+    c, _, _ = wrapped(log, count=4, chunk=500)
     try:
-        first = offsets_of(drain(c, 1), HOT)
+        first = drain(c, 1)
         time.sleep(0.3)  # the readers fetch what they may; nothing more is handed out
-        rnd = c._round
-        assert rnd is not None
-        assert len(rnd.chunks) == 4
-        assert sum(len(ch.records) for ch in rnd.chunks) <= 4 * 500
-        assert first + offsets_of(drain(c, 20_000 - len(first)), HOT) == list(range(20_000))
+        assert c.rounds == 2 and set(c._rounds) == {HOT, COLD}
+        held = [len(rnd.chunks) for rnd in c._rounds.values()]
+        assert sum(held) == c._held == 8 and min(held) >= 2  # the round holding fewest is cut next
+        assert sum(len(ch.records) for rnd in c._rounds.values() for ch in rnd.chunks) <= 8 * 500
+        rest = drain(c, 40_000 - len(first))
+        for key in (HOT, COLD):
+            assert offsets_of(first + rest, key) == list(range(20_000))
+    finally:
+        c.close()
+
+
+def test_u1_a_reader_reads_on_into_its_rounds_next_chunk_without_a_restart() -> None:
+    log = FakeLog()
+    log.put(HOT, holed(4000))
+    log.put(COLD, range(4000))
+    c, _, readers = wrapped(log, count=2, chunk=200, batch=60)
+    try:
+        got = drain(c, len(log.offsets[HOT]) + 4000)
+        assert offsets_of(got, HOT) == log.offsets[HOT] and offsets_of(got, COLD) == list(range(4000))
+        assert sum(r.assigned for r in readers.built) < 20  # of 40 chunks: each reader mostly on one partition
     finally:
         c.close()
 
@@ -312,7 +364,7 @@ def test_u6_a_small_backlog_stays_with_the_main_consumer_and_a_round_switches_it
         log.put(HOT, range(1000))  # a backlog comes: a round; then the new records stay with the main consumer
         c._evaluate_at = 0
         assert offsets_of(drain(c, 950), HOT) == list(range(50, 1000))
-        assert c.rounds == 1 and c._round is None
+        assert c.rounds == 1 and not c._rounds
         log.put(HOT, range(1050))
         assert offsets_of(drain(c, 50), HOT) == list(range(1000, 1050))
         assert c.rounds == 1 and HOT not in main.paused
@@ -348,8 +400,35 @@ def test_u1_u2_any_holes_any_chunks_any_readers_give_the_source_order(
     try:
         assert offsets_of(drain(c, len(offsets)), HOT) == offsets
         assert (offsets[-1] + 1 if offsets else 0) <= c.position([TopicPartition(*HOT)])[0].offset
-        assert drain(c, 1, until=lambda _: c._round is None) == []  # the round's trailing holes are passed
+        assert drain(c, 1, until=lambda _: not c._rounds) == []  # the round's trailing holes are passed
         assert c.position([TopicPartition(*HOT)])[0].offset == len(present) + trailing
+    finally:
+        c.close()
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    logs=st.lists(st.lists(st.booleans(), max_size=800), min_size=2, max_size=4),
+    chunk=st.integers(min_value=1, max_value=300),
+    count=st.integers(min_value=2, max_value=4),
+    batch=st.integers(min_value=1, max_value=60),
+    backlog=st.integers(min_value=1, max_value=400),
+)
+def test_u1_u2_several_rounds_share_the_readers_and_each_partition_keeps_its_order(
+    logs: list[list[bool]], chunk: int, count: int, batch: int, backlog: int
+) -> None:
+    log = FakeLog()
+    keys: list[PartitionKey] = [("t", i) for i in range(len(logs))]
+    for key, present in zip(keys, logs, strict=True):
+        log.put(key, [o for o, p in enumerate(present) if p], high=len(present))
+    c, _, readers = wrapped(log, count=count, backlog=backlog, chunk=chunk, batch=batch)
+    try:
+        got = drain(c, sum(len(log.offsets[k]) for k in keys))
+        for key in keys:
+            assert offsets_of(got, key) == log.offsets[key]
+        assert drain(c, 1, until=lambda _: not c._rounds) == []
+        assert [tp.offset for tp in c.position([TopicPartition(*k) for k in keys])] == [len(p) for p in logs]
+        assert len(readers.built) <= count and c._held == 0
     finally:
         c.close()
 
