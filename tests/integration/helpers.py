@@ -8,16 +8,23 @@ cluster). Nothing here sleeps for a fixed time: waits poll against a deadline
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import functools
 import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
+from mirrorspark.kafka.local.clusters import start_clusters, stop_clusters
+from mirrorspark.kafka.local.latency_proxy import LatencyProxy, LinkShape, wan_link
+from mirrorspark.kafka.local.model import LocalClusters
 from polling import assert_eventually
 
 __all__ = [
@@ -27,6 +34,7 @@ __all__ = [
     "admin",
     "assert_eventually",
     "client_config",
+    "clusters_behind_a_link",
     "commit_offsets",
     "consume_all",
     "create_topic",
@@ -430,3 +438,20 @@ def produce_until(bootstrap: str, topic: str, stop: threading.Event, *, partitio
         i += 1
         time.sleep(0.02)
     p.flush(10)
+
+
+@contextlib.contextmanager
+def clusters_behind_a_link(base_dir: Path, shape: LinkShape) -> Iterator[tuple[LocalClusters, LatencyProxy]]:
+    """Start ``primary`` (its WAN listener behind a latency proxy of ``shape``) and ``backup``; stop them after.
+
+    A module's clusters: an ``atexit`` safety net of their own stops them if the session dies first.
+    """
+    stop = functools.partial(stop_clusters, base_dir)
+    atexit.register(stop)
+    clusters = start_clusters(["primary", "backup"], base_dir=base_dir, brokers=1, wan=True)
+    try:
+        with wan_link(clusters.cluster("primary"), shape) as link:
+            yield clusters, link
+    finally:
+        stop()
+        atexit.unregister(stop)

@@ -8,21 +8,19 @@ the fetching.
 
 from __future__ import annotations
 
-import atexit
 import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
 
 import pytest
-from helpers import consume_all, create_topic, produce, unique_name
+from helpers import clusters_behind_a_link, consume_all, create_topic, produce, unique_name
 from pyspark.sql import SparkSession
 
 from copy_check import assert_copy
 from mirrorspark.config.parse import parse_config
 from mirrorspark.config.properties import parse_properties
-from mirrorspark.kafka.local.clusters import start_clusters, stop_clusters
-from mirrorspark.kafka.local.latency_proxy import CHUNK_BYTES, LatencyProxy, LinkShape, wan_link
+from mirrorspark.kafka.local.latency_proxy import CHUNK_BYTES, LatencyProxy, LinkShape
 from mirrorspark.kafka.local.model import LocalClusters
 from mirrorspark.mm2.records import OffsetSync
 from mirrorspark.replication.driver import Replicator
@@ -46,15 +44,8 @@ def one_connection_bytes_per_s(shape: LinkShape, seconds: float) -> float:
 @pytest.fixture(scope="module")
 def far(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalClusters, LatencyProxy]]:
     """``primary`` behind the link, and ``backup``, for this module."""
-    base_dir = tmp_path_factory.mktemp("catch-up-clusters")
-    atexit.register(stop_clusters, base_dir)
-    clusters = start_clusters(["primary", "backup"], base_dir=base_dir, brokers=1, wan=True)
-    try:
-        with wan_link(clusters.cluster("primary"), LINK) as link:
-            yield clusters, link
-    finally:
-        stop_clusters(base_dir)
-        atexit.unregister(stop_clusters)
+    with clusters_behind_a_link(tmp_path_factory.mktemp("catch-up-clusters"), LINK) as far:
+        yield far
 
 
 class RateProbe:

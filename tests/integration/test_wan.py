@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-import atexit
 import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import consume_all, create_topic, produce, unique_name
+from helpers import clusters_behind_a_link, consume_all, create_topic, produce, unique_name
 from pyspark.sql import SparkSession
 
 from copy_check import assert_copy
 from mirrorspark.config.parse import parse_config
 from mirrorspark.config.properties import parse_properties
 from mirrorspark.errors import LocalClusterError
-from mirrorspark.kafka.local.clusters import start_clusters, stop_clusters
+from mirrorspark.kafka.local.clusters import start_clusters
 from mirrorspark.kafka.local.latency_proxy import LatencyProxy, LinkShape, wan_link
 from mirrorspark.kafka.local.model import LocalClusters
 from mirrorspark.replication.driver import Replicator
@@ -28,15 +27,8 @@ ONE_WAY_MS = 50.0
 @pytest.fixture(scope="module")
 def far(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalClusters, LatencyProxy]]:
     """``primary`` (with a WAN listener behind a 100 ms RTT link) and ``backup``, for this module."""
-    base_dir = tmp_path_factory.mktemp("wan-clusters")
-    atexit.register(stop_clusters, base_dir)
-    clusters = start_clusters(["primary", "backup"], base_dir=base_dir, brokers=1, wan=True)
-    try:
-        with wan_link(clusters.cluster("primary"), LinkShape(delay_ms=ONE_WAY_MS)) as link:
-            yield clusters, link
-    finally:
-        stop_clusters(base_dir)
-        atexit.unregister(stop_clusters)
+    with clusters_behind_a_link(tmp_path_factory.mktemp("wan-clusters"), LinkShape(delay_ms=ONE_WAY_MS)) as far:
+        yield far
 
 
 def test_a_flow_copies_byte_exact_across_the_link(far: tuple[LocalClusters, LatencyProxy], spark: SparkSession) -> None:
