@@ -82,3 +82,13 @@ def test_a_quick_start_driver_jvm_maps_the_class_archive(monkeypatch: pytest.Mon
     with pytest.raises(RuntimeError, match="stop here"):
         spark_session.build_spark_session(quick_start=True)
     assert f"-XX:SharedArchiveFile={archive}" in seen["spark.driver.extraJavaOptions"]
+
+
+def test_the_preloading_daemon_is_set_for_a_local_master_only() -> None:
+    """``mirrorspark run``'s workers fork from a daemon that loaded the copy task; an executor's stays PySpark's."""
+    module = "mirrorspark.replication.task.daemon"
+    assert spark_session.local_daemon_conf("local[8]", module) == {"spark.python.daemon.module": module}
+    assert spark_session.local_daemon_conf("local", module) == {"spark.python.daemon.module": module}
+    for cluster in ("local-cluster[2,1,1024]", "spark://host:7077", "yarn", None):
+        assert spark_session.local_daemon_conf(cluster, module) == {}
+    assert spark_session.local_daemon_conf("local[8]", None) == {}

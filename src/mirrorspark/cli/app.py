@@ -418,11 +418,14 @@ class _SparkStart:
         self._thread.start()
 
     def _build(self) -> None:
+        from mirrorspark.replication.task.daemon import DAEMON_MODULE
         from mirrorspark.spark_session import build_spark_session
 
         master, conf, task_slots = self._args
         try:
-            self._spark = build_spark_session(master=master, conf=conf, task_slots=task_slots, quick_start=True)
+            self._spark = build_spark_session(
+                master=master, conf=conf, task_slots=task_slots, quick_start=True, daemon_module=DAEMON_MODULE
+            )
         except BaseException as e:  # raised again on the caller's thread
             self._error = e
         logging.getLogger("mirrorspark.start-up").info(

@@ -63,11 +63,13 @@ def build_spark_session(
     conf: Mapping[str, str] | None = None,
     task_slots: int = 0,
     quick_start: bool = False,
+    daemon_module: str | None = None,
 ) -> SparkSession:
     """Create (or get) the one SparkSession of a mirrorspark process.
 
     Kafka credentials never enter the Spark configuration (they travel in the pickled tasks); with no master, the local
-    one gets ``max(cores, 2 * task_slots, 8)`` slots (the copy tasks wait on I/O).
+    one gets ``max(cores, 2 * task_slots, 8)`` slots (the copy tasks wait on I/O). ``daemon_module``: the PySpark
+    daemon's module (``spark.python.daemon.module``) with a local master only (:func:`local_daemon_conf`).
     """
     from pyspark.sql import SparkSession
 
@@ -94,6 +96,7 @@ def build_spark_session(
         "spark.redaction.regex": REDACTION_REGEX,
         "spark.sql.redaction.options.regex": f"(?i)url|{REDACTION_REGEX[4:]}",
     }
+    options |= local_daemon_conf(options.get("spark.master"), daemon_module)
     options |= dict(conf or {})
     b = SparkSession.builder
     for key, value in options.items():
@@ -106,6 +109,16 @@ def build_spark_session(
         # Executors of a real cluster (or local-cluster) need this package: ship it as a zip.
         spark.sparkContext.addPyFile(str(_package_zip()))
     return spark
+
+
+def local_daemon_conf(master: str | None, daemon_module: str | None) -> dict[str, str]:
+    """Return ``spark.python.daemon.module`` set to ``daemon_module`` for a local ``master``, else nothing.
+
+    A cluster's executors start their daemon with their own Python, where mirrorspark may not be importable.
+    """
+    if daemon_module is None or master is None or not (master == "local" or master.startswith("local[")):
+        return {}
+    return {"spark.python.daemon.module": daemon_module}
 
 
 def _quiet_accumulator_server(spark: SparkSession) -> None:
@@ -273,6 +286,7 @@ __all__ = [
     "build_spark_session",
     "describe_exit",
     "is_gateway_error",
+    "local_daemon_conf",
     "parent_probe",
     "popen_probe",
 ]

@@ -1,0 +1,32 @@
+"""The PySpark daemon module that loads the copy task before it forks (``replication.task.daemon``)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from mirrorspark.replication.task import daemon
+
+pytestmark = pytest.mark.unit
+
+
+def test_the_daemon_is_named_as_spark_runs_it() -> None:
+    assert daemon.__name__ == daemon.DAEMON_MODULE
+
+
+def test_preloading_imports_the_copy_task_and_its_kafka_client_in_a_fresh_python() -> None:
+    """What every forked worker starts with: the copy task's module and confluent-kafka, and no thread yet."""
+    code = (
+        "import sys, threading; from mirrorspark.replication.task import daemon; "
+        "assert daemon.preload() == []; "
+        "assert {'mirrorspark.replication.task.job', 'confluent_kafka'} <= set(sys.modules); "
+        "assert threading.active_count() == 1, threading.enumerate()"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_a_module_that_cannot_be_preloaded_is_said_and_skipped(capsys: pytest.CaptureFixture[str]) -> None:
+    assert daemon.preload(("mirrorspark.no_such_module", "json")) == ["mirrorspark.no_such_module"]
+    assert "could not preload mirrorspark.no_such_module" in capsys.readouterr().err
