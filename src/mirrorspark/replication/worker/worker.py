@@ -138,8 +138,8 @@ class Worker:
         if needed:
             warm_up(self.spark, needed)  # while the leases are waited for: the first copy tasks start sooner
         for s in self.supervisors:
-            # copied runs reported since the flow started (positions are read again at the take-over)
-            s.reports.poll(until_end=True, timeout_s=10, segments_only=True)
+            if s.lease is None:  # copied runs reported since the flow started (a take-over reads them itself)
+                s.reports.poll(until_end=True, timeout_s=10, segments_only=True)
             s.begin()
         self._granter.start()
         if self.jvm is not None:
