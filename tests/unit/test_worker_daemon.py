@@ -17,11 +17,13 @@ def test_the_daemon_is_named_as_spark_runs_it() -> None:
 
 
 def test_preloading_imports_the_copy_task_and_its_kafka_client_in_a_fresh_python() -> None:
-    """What every forked worker starts with: the copy task's module and confluent-kafka, and no thread yet."""
+    """What every forked worker starts with: the copy task and confluent-kafka, no registry client, no thread."""
     code = (
         "import sys, threading; from mirrorspark.replication.task import daemon; "
         "assert daemon.preload() == []; "
         "assert {'mirrorspark.replication.task.job', 'confluent_kafka'} <= set(sys.modules); "
+        # the registry client (httpx, authlib: a third of the imports) only once a task translates schema ids
+        "assert 'confluent_kafka.schema_registry' not in sys.modules; "
         "assert threading.active_count() == 1, threading.enumerate()"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

@@ -14,7 +14,6 @@ from typing import Final, Protocol
 from mirrorspark.core.schemas import HEADER_SIZE, KEY_SUFFIX, MAGIC_BYTE, VALUE_SUFFIX, unknown_schema_id
 from mirrorspark.core.schemas.copier import SchemaCopier
 from mirrorspark.errors import SchemaRegistryError
-from mirrorspark.registry.client import RegistryClient
 from mirrorspark.replication.task.failures import at
 from mirrorspark.replication.task.spec import PartitionAssignment, SchemaIdsSpec
 
@@ -58,6 +57,10 @@ class SchemaIdTranslator:
     @classmethod
     def for_task(cls, spec: SchemaIdsSpec, flow: str) -> SchemaIdTranslator:
         """Build a task's translator with its own registry clients, its cache started with the driver's ``known``."""
+        # here, not at the top: confluent-kafka's registry client (httpx, authlib) is a third of the copy task's
+        # imports, which every Python worker's daemon loads before forking (replication.task.daemon)
+        from mirrorspark.registry.client import RegistryClient
+
         copier = SchemaCopier(
             RegistryClient.from_settings(spec.source), RegistryClient.from_settings(spec.target), spec.naming
         )
