@@ -7,7 +7,7 @@ identity-style policy; :func:`runnable_flows` refuses a run with no flow.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from mirrorspark.config.model import FlowConfig, MirrorConfig
 from mirrorspark.core.provenance import check_hop_bound
@@ -133,4 +133,14 @@ def runnable_flows(config: MirrorConfig, targets: Sequence[str] | None = None) -
     return flows
 
 
-__all__ = ["base_policy", "check_cycles", "flow_policy", "runnable_flows"]
+def spare_slots(flows: Iterable[FlowConfig]) -> int:
+    """Return the task slots ``flows`` need besides their copy tasks': 1 when one samples continuously, else 0."""
+    return 1 if any(f.verify_sampling_enable for f in flows) else 0
+
+
+def most_task_slots(flows: Sequence[FlowConfig]) -> int:
+    """Return the most Spark task slots ``flows`` may use: ``tasks.max`` each, plus :func:`spare_slots`."""
+    return sum(f.tasks_max for f in flows) + spare_slots(flows)
+
+
+__all__ = ["base_policy", "check_cycles", "flow_policy", "most_task_slots", "runnable_flows", "spare_slots"]

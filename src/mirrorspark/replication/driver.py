@@ -15,15 +15,15 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from mirrorspark.client.connect_tasks import transactional_id
 from mirrorspark.client.context import ReplicationContext
-from mirrorspark.config.model import FlowConfig, MirrorConfig
-from mirrorspark.config.runnable import runnable_flows
+from mirrorspark.config.model import MirrorConfig
+from mirrorspark.config.runnable import runnable_flows, spare_slots
 from mirrorspark.errors import ConfigError, DataGapError
 from mirrorspark.kafka.admin import PartitionKey
 from mirrorspark.kafka.factory import ClientFactory
@@ -545,11 +545,6 @@ class Replicator:
             f.close()
 
 
-def spare_slots(flows: Iterable[FlowConfig]) -> int:
-    """Return the task slots ``flows`` need besides their copy tasks': 1 when one samples continuously, else 0."""
-    return 1 if any(f.verify_sampling_enable for f in flows) else 0
-
-
 def _copied_to(f: Flow, topic: str, partition: int) -> int | None:
     """Return the copy's position in a source partition of ``f`` (next offset to copy); ``None``: not replicated.
 
@@ -589,4 +584,4 @@ def _topic_stats(f: Flow, topic: str, n: int) -> TopicStats:
     )
 
 
-__all__ = ["DriverState", "FlowStats", "Replicator", "TopicStats"]
+__all__ = ["DriverState", "FlowStats", "Replicator", "TopicStats", "spare_slots"]
