@@ -7,6 +7,9 @@ notes the wall clock at launch (:func:`time.time`) and its own first copied reco
 mirrorspark (``python -m mirrorspark run``; the ``mirrorspark.start-up``, lease and supervisor
 loggers log at INFO without ``-v``):
 
+* ``Spark began``: Spark's start began, on a thread of its own, once the configuration was read
+  and the clusters answered (the ``Spark session`` line's time less the seconds it names; since
+  issue #44 before the replication runtime is imported, so before ``config loaded``);
 * ``config loaded``: Python and mirrorspark imported, the configuration read (the flows' start
   began then: the ``flows started`` line's time less the seconds it names);
 * ``flows started``: the flows' clients built, topics listed, positions read, the lease groups
@@ -41,7 +44,7 @@ MARKS: Mapping[str, tuple[tuple[str, re.Pattern[str]], ...]] = {
     "mirrorspark": (
         ("flows started", re.compile(r"mirrorspark\.start-up: \d+ flow\(s\) started in (?P<took>[\d.]+) s")),
         ("lease held", re.compile(r"mirrorspark\.replication\.worker\.lease: .*: holds the lease")),
-        ("Spark session", re.compile(r"mirrorspark\.start-up: Spark session started")),
+        ("Spark session", re.compile(r"mirrorspark\.start-up: Spark session started in (?P<took>[\d.]+) s")),
         (
             "tasks launched",
             re.compile(r"mirrorspark\.replication\.worker\.supervisor: .*holds the flow's lease .*copying"),
@@ -56,7 +59,7 @@ MARKS: Mapping[str, tuple[tuple[str, re.Pattern[str]], ...]] = {
 }
 """Per contender, ``(mark, the pattern of the log line that sets it)``; each mark takes its first matching line."""
 
-BEGAN = {"flows started": "config loaded"}
+BEGAN = {"flows started": "config loaded", "Spark session": "Spark began"}
 """The mark set by a pattern's ``took`` group: when the step that the line ends began (its line time less those s)."""
 
 _STAMP = re.compile(r"^\[?(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})")

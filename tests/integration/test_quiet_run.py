@@ -3,7 +3,8 @@
 Spark's own lines (the JVM's incubator warning, Spark's log-level banner, a clean stop's executor
 errors and Python worker tracebacks) go to a log file with ``-v``, never to the terminal (issue #24
 item 3). A bounded run that ended says so at once: ``status`` reads ``caught up``, lag 0, not
-``running`` with the heartbeats written during the run as lag (finding 9, issue #24 item 4).
+``running`` with the heartbeats written during the run as lag (finding 9, issue #24 item 4). Its Python
+workers fork from the daemon that loaded the copy task before (``replication.task.daemon``, issue #44).
 """
 
 from __future__ import annotations
@@ -56,6 +57,20 @@ def flow_properties(local_clusters: LocalClusters, tmp_path: Path, prefix: str, 
     return props, topic
 
 
+def workers_of_the_preloading_daemon(pid: int) -> int:
+    """Count the Python workers forked by a ``mirrorspark.replication.task.daemon`` process under ``pid``."""
+    import psutil
+
+    count = 0
+    for p in psutil.Process(pid).children(recursive=True):
+        try:
+            if "mirrorspark.replication.task.daemon" in p.cmdline() and p.parent().cmdline() != p.cmdline():
+                count += len(p.children())
+        except psutil.Error:  # a worker that ended meanwhile
+            continue
+    return count
+
+
 def status_of(props: Path) -> dict[str, Any]:
     r = subprocess.run([*CLI, "status", str(props), "--json"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
@@ -101,6 +116,8 @@ def test_a_stopped_continuous_run_prints_no_spark_line_and_logs_them_with_v(
             lambda: remote in admin(b).list_topics(timeout=10).topics and len(consume_all(b, remote)) == 200,
             timeout_s=180,
         )
+        # the copy tasks' Python workers forked from the daemon that loaded the copy task (replication.task.daemon)
+        assert_eventually(lambda: workers_of_the_preloading_daemon(proc.pid) >= 1, timeout_s=30)
         os.killpg(proc.pid, signal.SIGTERM)  # the whole group, as a service manager or `kill -- -PGID` does
         out, err = proc.communicate(timeout=120)
     finally:

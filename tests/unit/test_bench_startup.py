@@ -22,7 +22,7 @@ MIRRORSPARK_LOG = "\n".join(
         "2026-11-27 09:59:50,000 INFO mirrorspark.start-up: 1 flow(s) started in 0.7 s; their leases joined",
         "2026-11-27 10:00:02,000 INFO mirrorspark.start-up: 1 flow(s) started in 0.8 s; their leases joined",
         "%6|1795773734.021|BGQUEUE|rdkafka#producer-1| [thrd:background]: Purging 1 unserved events",
-        "2026-11-27 10:00:05,500 INFO mirrorspark.start-up: Spark session started in 4.3 s",
+        "2026-11-27 10:00:05,500 INFO mirrorspark.start-up: Spark session started in 4.5 s",
         "2026-11-27 10:00:07,900 INFO mirrorspark.replication.worker.lease: "
         "flow a->b: holds the lease (epoch 2, group 'g')",
         f"2026-11-27 10:00:08,000 INFO {SUPERVISOR} (epoch 2): copying",
@@ -51,6 +51,7 @@ def test_mirrorsparks_marks_are_its_start_up_steps_in_seconds_after_the_launch_i
     marks = startup.read_marks("mirrorspark", log, LAUNCH)
     assert marks == pytest.approx(
         {
+            "Spark began": 1.0,  # when Spark's start began: the session's line less its seconds
             "config loaded": 1.2,  # when the flows' start began; an earlier launch's line is not this launch's
             "flows started": 2.0,
             "Spark session": 5.5,
@@ -59,8 +60,8 @@ def test_mirrorsparks_marks_are_its_start_up_steps_in_seconds_after_the_launch_i
             "Python workers": 8.7,
         }
     )
-    assert list(marks) == ["config loaded", "flows started", "Spark session", "lease held", "tasks launched",
-                           "Python workers"]  # fmt: skip
+    assert list(marks) == ["Spark began", "config loaded", "flows started", "Spark session", "lease held",
+                           "tasks launched", "Python workers"]  # fmt: skip
 
 
 def test_mm2s_marks_are_its_jvm_herders_and_first_task(tmp_path: Path) -> None:
