@@ -17,6 +17,9 @@ loggers log at INFO without ``-v``):
 * ``lease held``: the flow's lease assigned (after a ``kill -9``: once the dead holder's
   session expired);
 * ``Spark session``: the Spark JVM and context up;
+* ``Python daemon``: Spark's Python daemon up with its first worker, started at once after the
+  session (issue #44: with a local master it loads the copy task before it forks a worker, so the
+  copy tasks' workers fork from it ready);
 * ``tasks launched``: the copy tasks' Spark jobs submitted (the take-over read the previous
   holder's reports);
 * ``Python workers``: the copy tasks' Python workers forked and warm.
@@ -49,6 +52,7 @@ MARKS: Mapping[str, tuple[tuple[str, re.Pattern[str]], ...]] = {
             "tasks launched",
             re.compile(r"mirrorspark\.replication\.worker\.supervisor: .*holds the flow's lease .*copying"),
         ),
+        ("Python daemon", re.compile(r"mirrorspark\.start-up: the Python workers' daemon started")),
         ("Python workers", re.compile(r"mirrorspark\.start-up: \d+ Python worker\(s\) started")),
     ),
     "mm2": (

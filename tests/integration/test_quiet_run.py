@@ -126,6 +126,10 @@ def test_a_stopped_continuous_run_prints_no_spark_line_and_logs_them_with_v(
     assert proc.returncode == 0, err
     assert spark_lines(out + err) == [], err
     assert "stopping: committing what was copied" in err
+    # the start-up steps a launch logs (bench/startup.py reads them): the daemon right after the session
+    steps = [s for s in ("Spark session started", "the Python workers' daemon started") if s in err]
+    assert steps == ["Spark session started", "the Python workers' daemon started"], err
+    assert err.index("Spark session started") < err.index("the Python workers' daemon started"), err
     logged = log_file.read_text()
     assert "Using incubator modules" in logged and 'Setting default log level to "WARN"' in logged
     assert status_of(props)["flows"][0]["state"] == "stopped"

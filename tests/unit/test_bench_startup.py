@@ -25,6 +25,7 @@ MIRRORSPARK_LOG = "\n".join(
         "2026-11-27 10:00:05,500 INFO mirrorspark.start-up: Spark session started in 4.5 s",
         "2026-11-27 10:00:07,900 INFO mirrorspark.replication.worker.lease: "
         "flow a->b: holds the lease (epoch 2, group 'g')",
+        "2026-11-27 10:00:06,900 INFO mirrorspark.start-up: the Python workers' daemon started with 1 worker in 1.4 s",
         f"2026-11-27 10:00:08,000 INFO {SUPERVISOR} (epoch 2): copying",
         "2026-11-27 10:00:08,700 INFO mirrorspark.start-up: 2 Python worker(s) started in 2.9 s",
         "2026-11-27 10:00:09,000 INFO mirrorspark.replication.worker.lease: "
@@ -55,13 +56,14 @@ def test_mirrorsparks_marks_are_its_start_up_steps_in_seconds_after_the_launch_i
             "config loaded": 1.2,  # when the flows' start began; an earlier launch's line is not this launch's
             "flows started": 2.0,
             "Spark session": 5.5,
+            "Python daemon": 6.9,
             "lease held": 7.9,  # the first holding, not a later epoch
             "tasks launched": 8.0,
             "Python workers": 8.7,
         }
     )
-    assert list(marks) == ["Spark began", "config loaded", "flows started", "Spark session", "lease held",
-                           "tasks launched", "Python workers"]  # fmt: skip
+    assert list(marks) == ["Spark began", "config loaded", "flows started", "Spark session", "Python daemon",
+                           "lease held", "tasks launched", "Python workers"]  # fmt: skip
 
 
 def test_mm2s_marks_are_its_jvm_herders_and_first_task(tmp_path: Path) -> None:

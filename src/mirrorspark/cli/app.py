@@ -428,9 +428,13 @@ class _SparkStart:
             )
         except BaseException as e:  # raised again on the caller's thread
             self._error = e
+            return
         logging.getLogger("mirrorspark.start-up").info(
             "Spark session started in %.1f s", time.monotonic() - self._began
         )
+        from mirrorspark.replication.worker.task_launcher import start_daemon
+
+        start_daemon(self._spark)  # its daemon loads the copy task while the flows may still be starting
 
     def result(self) -> Any:
         """Wait for the session and return it; raise what building it raised."""

@@ -32,12 +32,27 @@ JVM_EXIT_WAIT_S = 1.0
 WARM_UP_GROUP = "mirrorspark-warm-up"
 """Spark job group of :func:`warm_up`'s job."""
 
+WORKERS_LINE = "%d Python worker(s) started in %.1f s"
+"""The ``mirrorspark.start-up`` line of :func:`warm_up` (``bench/startup.py``'s ``Python workers``)."""
 
-def warm_up(spark: SparkSession, count: int) -> threading.Thread:
+DAEMON_LINE = "the Python workers' daemon started with %d worker in %.1f s"
+"""The ``mirrorspark.start-up`` line of :func:`start_daemon` (``bench/startup.py``'s ``Python daemon``)."""
+
+
+def start_daemon(spark: SparkSession) -> threading.Thread:
+    """Start Spark's Python daemon with one worker as soon as the session is up (:func:`warm_up` of one).
+
+    Run while the flows may still start: the daemon loads the copy task once (a local master's
+    :mod:`~mirrorspark.replication.task.daemon`), so the copy tasks' workers fork from it ready.
+    """
+    return warm_up(spark, 1, line=DAEMON_LINE)
+
+
+def warm_up(spark: SparkSession, count: int, *, line: str = WORKERS_LINE) -> threading.Thread:
     """Start ``count`` Spark Python workers with the copy task's modules loaded, on a daemon thread (returned, started).
 
     Spark reuses them for the first copy tasks (1.2-1.9 s saved on 2 cores); run while a relaunched
-    instance waits for the flow's lease. A failure is logged at DEBUG only.
+    instance waits for the flow's lease. A failure is logged at DEBUG only; ``line`` is logged at the end.
     """
 
     def run() -> None:
@@ -49,9 +64,7 @@ def warm_up(spark: SparkSession, count: int) -> threading.Thread:
         except Exception as e:  # only an optimisation: the copy tasks start their own workers
             log.debug("warming up %d Python worker(s) failed: %s", count, e)
             return
-        logging.getLogger("mirrorspark.start-up").info(
-            "%d Python worker(s) started in %.1f s", count, time.monotonic() - began
-        )
+        logging.getLogger("mirrorspark.start-up").info(line, count, time.monotonic() - began)
 
     thread = threading.Thread(target=run, name="mirrorspark-warm-up", daemon=True)
     thread.start()
@@ -150,4 +163,14 @@ def end_jobs(
     return alive, [run for run in alive if run.is_alive()]
 
 
-__all__ = ["CANCEL_WAIT_S", "JVM_EXIT_WAIT_S", "WARM_UP_GROUP", "TaskJob", "end_jobs", "warm_up"]
+__all__ = [
+    "CANCEL_WAIT_S",
+    "DAEMON_LINE",
+    "JVM_EXIT_WAIT_S",
+    "WARM_UP_GROUP",
+    "WORKERS_LINE",
+    "TaskJob",
+    "end_jobs",
+    "start_daemon",
+    "warm_up",
+]
