@@ -476,13 +476,16 @@ class _Replicator:
         return n
 
     def kill_workers(self) -> int:
-        """``kill -9`` of the Spark Python workers: every child of the ``pyspark.daemon`` process."""
+        """``kill -9`` of the Spark Python workers: every child of the PySpark daemon (``pyspark.daemon``, or
+        ``mirrorspark.replication.task.daemon`` with a local master)."""
         import psutil
+
+        from mirrorspark.replication.task.daemon import is_daemon_command
 
         workers = []
         for p in _tree(self.pid):
             with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
-                if "pyspark.daemon" in " ".join(p.cmdline()):
+                if is_daemon_command(p.cmdline()):
                     workers += p.children()
         return _kill(workers)
 

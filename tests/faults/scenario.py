@@ -66,6 +66,8 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, Pro
 from helpers import Bootstrap, assert_eventually, client_config, consume_all, end_offsets
 from standalone import _kill_groups, _tree_groups
 
+from mirrorspark.replication.task.daemon import is_daemon_command
+
 __all__ = [
     "AT_LEAST_ONCE",
     "EXACTLY_ONCE",
@@ -749,7 +751,7 @@ def copy_task_workers(root: int, source_port: int) -> list[psutil.Process]:
             parent = proc.parent()
             if (
                 parent is not None
-                and "pyspark.daemon" in " ".join(parent.cmdline())
+                and is_daemon_command(parent.cmdline())
                 and any(c.raddr and c.raddr.port == source_port for c in proc.net_connections(kind="tcp"))
             ):
                 out.append(proc)

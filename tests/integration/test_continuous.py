@@ -27,6 +27,7 @@ from mirrorspark.config.properties import parse_properties
 from mirrorspark.errors import RecordTooLargeError
 from mirrorspark.kafka.local.model import LocalClusters
 from mirrorspark.replication.driver import Replicator
+from mirrorspark.replication.task.daemon import is_daemon_command
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -86,7 +87,7 @@ def python_workers() -> list[psutil.Process]:
     for proc in psutil.Process(os.getpid()).children(recursive=True):
         with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
             parent = proc.parent()
-            if parent is not None and "pyspark.daemon" in " ".join(parent.cmdline()):
+            if parent is not None and is_daemon_command(parent.cmdline()):
                 out.append(proc)
     return out
 

@@ -21,6 +21,7 @@ import pytest
 from helpers import admin, assert_eventually, consume_all, create_topic, produce, unique_name
 
 from mirrorspark.kafka.local.model import LocalClusters
+from mirrorspark.replication.task.daemon import DAEMON_MODULE
 
 pytestmark = pytest.mark.integration
 
@@ -64,7 +65,7 @@ def workers_of_the_preloading_daemon(pid: int) -> int:
     count = 0
     for p in psutil.Process(pid).children(recursive=True):
         try:
-            if "mirrorspark.replication.task.daemon" in p.cmdline() and p.parent().cmdline() != p.cmdline():
+            if DAEMON_MODULE in p.cmdline() and p.parent().cmdline() != p.cmdline():
                 count += len(p.children())
         except psutil.Error:  # a worker that ended meanwhile
             continue

@@ -32,3 +32,11 @@ def test_preloading_imports_the_copy_task_and_its_kafka_client_in_a_fresh_python
 def test_a_module_that_cannot_be_preloaded_is_said_and_skipped(capsys: pytest.CaptureFixture[str]) -> None:
     assert daemon.preload(("mirrorspark.no_such_module", "json")) == ["mirrorspark.no_such_module"]
     assert "could not preload mirrorspark.no_such_module" in capsys.readouterr().err
+
+
+def test_a_worker_of_either_daemon_is_recognised_by_its_command_line() -> None:
+    """Tests and the bench kill the copy tasks' workers by their daemon's command line: PySpark's or this one."""
+    python = "/venv/bin/python"
+    assert daemon.is_daemon_command([python, "-m", "pyspark.daemon", "pyspark.worker"])
+    assert daemon.is_daemon_command([python, "-m", daemon.DAEMON_MODULE, "pyspark.worker"])
+    assert not daemon.is_daemon_command([python, "-m", "mirrorspark", "run", "mm2.properties"])

@@ -20,6 +20,9 @@ from typing import Final
 DAEMON_MODULE: Final = "mirrorspark.replication.task.daemon"
 """This module's name, as ``spark.python.daemon.module`` names it."""
 
+DAEMON_MODULES: Final = ("pyspark.daemon", DAEMON_MODULE)
+"""The modules a PySpark daemon runs as (in its command line, and its forked workers'): PySpark's own, this one."""
+
 PRELOADED: Final = ("mirrorspark.replication.task.job",)
 """Modules the daemon imports before it forks: the copy task's (and so confluent-kafka and the task's code)."""
 
@@ -50,4 +53,9 @@ if __name__ == "__main__":
     main()
 
 
-__all__ = ["DAEMON_MODULE", "PRELOADED", "main", "preload"]
+def is_daemon_command(cmdline: list[str]) -> bool:
+    """Whether ``cmdline`` (a process's) is a PySpark daemon's, or a Python worker's forked from one."""
+    return any(module in cmdline for module in DAEMON_MODULES)
+
+
+__all__ = ["DAEMON_MODULE", "DAEMON_MODULES", "PRELOADED", "is_daemon_command", "main", "preload"]
