@@ -49,13 +49,13 @@ def main() -> None:
     manager()  # type: ignore[no-untyped-call]
 
 
-if __name__ == "__main__":
-    main()
-
-
 def is_daemon_command(cmdline: list[str]) -> bool:
     """Whether ``cmdline`` (a process's) is a PySpark daemon's, or a Python worker's forked from one."""
     return any(module in cmdline for module in DAEMON_MODULES)
 
 
 __all__ = ["DAEMON_MODULE", "DAEMON_MODULES", "PRELOADED", "is_daemon_command", "main", "preload"]
+
+
+if __name__ == "__main__":
+    main()
