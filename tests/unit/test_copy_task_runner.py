@@ -262,7 +262,7 @@ def _backlog_turns(task: Task, turn: int, seen: list[int | None], *, stop: int, 
     if turn == interval_at:
         task.now += task.spec.flush_interval_s
     if turn < stop:
-        for i in range(60):
+        for _ in range(60):
             task.a.append("t", b"k", b"v%03d" % (turn % 1000), partition=0, ts=2_000)
     else:
         task.grants.state = GrantState.STOP
@@ -276,7 +276,7 @@ def test_r1_exactly_once_transactions_are_sized_by_bytes_not_flush_records(monke
     """
     monkeypatch.setattr(runner_module, "TRANSACTION_BYTES", 600)
     t = Task(records=60, eos=True, flush_records=10, boundary="interval")
-    for i in range(60):
+    for _ in range(60):
         t.a.append("t", b"k", b"v000", partition=0, ts=2_000)  # the first batch: 120 records
     seen: list[int | None] = []
     step(t, lambda task, turn: _backlog_turns(task, turn, seen, stop=8))
