@@ -62,7 +62,8 @@ The last lines printed are the headline ratios of the 1 KiB / 12-partition workl
 ``throughput ratio mirrorspark/mm2: <x>``, ``throughput ratio mirrorspark/ceiling: <y>``,
 ``throughput ratio mirrorspark/mm2-tuned: <z>``, then those of exactly-once:
 ``throughput ratio mirrorspark-eos/mirrorspark``, ``mirrorspark-eos/mm2-eos`` and ``mm2-eos/mm2``
-(each only when both of its contenders ran).
+(each only when both of its contenders ran), and ``exactly-once cost: <n> %`` (1 - the first, in %; also
+in the table of each compare workload that ran mirrorspark-eos and mirrorspark).
 Results: ``bench/results/<date>-<host>[-quick].md`` (+ ``.json``); the latest figures go into
 ``bench/README.md``.
 """
@@ -653,7 +654,7 @@ def _run_all(args: argparse.Namespace, command: str, label: str) -> int:
         results[0] if results else None,
     )
     if headline is not None:
-        for line in headline.ratio_lines():
+        for line in [*headline.ratio_lines(), *headline.eos_cost_lines()]:
             print(line)
     return status
 

@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.contenders import MirrorsparkContender
+from bench.contenders import EXACTLY_ONCE, MirrorsparkContender
 from bench.env import SOURCE, BenchEnv
 from bench.workload import Workload, load_topic
 
@@ -94,9 +94,12 @@ def copy_task_stacks(lines: Iterable[str]) -> Counter[str]:
     return stacks
 
 
-def profile_run(env: BenchEnv, workload: Workload, out: Path) -> Profile:
-    """Run one bounded copy of ``workload`` under py-spy; return the copy tasks' samples (raw stacks in ``out``)."""
-    contender = MirrorsparkContender(tasks_max=2)
+def profile_run(env: BenchEnv, workload: Workload, out: Path, *, exactly_once: bool = False) -> Profile:
+    """Run one bounded copy of ``workload`` under py-spy; return the copy tasks' samples (raw stacks in ``out``).
+
+    ``exactly_once``: the copy writes in transactions (:data:`~bench.contenders.EXACTLY_ONCE`).
+    """
+    contender = _contender(exactly_once=exactly_once)
     py_spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or shutil.which("py-spy")
     if py_spy is None:
         raise SystemExit("error: py-spy is missing: make install (it is in the dev extra)")
@@ -116,6 +119,12 @@ def profile_run(env: BenchEnv, workload: Workload, out: Path) -> Profile:
         raise SystemExit(f"error: py-spy wrote no profile: {err.decode(errors='replace')[-2000:]}")
     rate = m.records / m.copy_s if m.copy_s else 0.0
     return Profile(workload, copy_task_stacks(out.read_text().splitlines()), rate)
+
+
+def _contender(*, exactly_once: bool) -> MirrorsparkContender:
+    if exactly_once:
+        return MirrorsparkContender(tasks_max=2, extra=EXACTLY_ONCE, name="mirrorspark-eos")
+    return MirrorsparkContender(tasks_max=2)
 
 
 def markdown(profiles: list[Profile], command: str) -> str:
@@ -150,6 +159,9 @@ def main(argv: list[str] | None = None) -> int:
         "--out", type=Path, default=None, help="Markdown file (default bench/results/<date>-<host>-profile.md)"
     )
     ap.add_argument("--work-dir", type=Path, default=Path("bench/.work/profile"))
+    ap.add_argument(
+        "--exactly-once", action="store_true", help="profile mirrorspark-eos (records in transactions, KIP-618)"
+    )
     args = ap.parse_args(argv)
     out = args.out or Path("bench/results") / f"{dt.date.today().isoformat()}-{socket.gethostname()}-profile.md"
     workloads = []
@@ -162,9 +174,9 @@ def main(argv: list[str] | None = None) -> int:
             load_topic(env.bootstrap(SOURCE), w)
             warm = Workload(f"{w.name}-warm", 20_000, w.record_size, w.partitions)
             load_topic(env.bootstrap(SOURCE), warm)
-            MirrorsparkContender(tasks_max=2).run(env, warm, 0)
+            _contender(exactly_once=args.exactly_once).run(env, warm, 0)
             raw = args.work_dir / f"{out.stem}-{w.record_size}x{w.partitions}.txt"
-            profiles.append(profile_run(env, w, raw))
+            profiles.append(profile_run(env, w, raw, exactly_once=args.exactly_once))
             print(f"profiled {w.record_size} B x {w.partitions}: {profiles[-1].samples:,} samples -> {raw}", flush=True)
     out.write_text(markdown(profiles, "python -m bench.profile " + " ".join(argv or sys.argv[1:])))
     print(f"profile: {out}")

@@ -112,6 +112,7 @@ def table(result: CaseResult) -> str:
             lines.append(f"{s.contender}: ERROR: {s.error}")
     lines.extend(result.cpu_ratio_lines())
     lines.extend(result.ratio_lines())
+    lines.extend(result.eos_cost_lines())
     return "\n".join(lines)
 
 
@@ -142,6 +143,8 @@ def summary_markdown(result: CaseResult) -> str:
             f"\n\n`{line}` (median records/s of the first over the second; > 1: the first is faster)"
             f"\n\n`{cpu_line}` (median CPU s/GB, first over second; < 1: the first needs less CPU per GB)"
         )
+    for line in result.eos_cost_lines():
+        text += f"\n\n`{line}` (1 - throughput ratio mirrorspark-eos/mirrorspark, in %: what exactly-once costs)"
     return text
 
 

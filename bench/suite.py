@@ -29,6 +29,7 @@ from bench.workload import TAG_HEADER, LoadResult, Workload, load_topic
 __all__ = [
     "COMPARE_CONTENDERS",
     "DEPRECATED_CONTENDERS",
+    "EOS_RATIO",
     "TRANSFORMS_CONTENDERS",
     "Case",
     "CaseResult",
@@ -43,6 +44,9 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 Echo = Callable[[str], None]
+
+EOS_RATIO = "throughput ratio mirrorspark-eos/mirrorspark"
+"""The compare case's ratio of exactly-once over at-least-once throughput (its ``exactly-once cost`` line)."""
 
 
 @dataclass(frozen=True)
@@ -226,6 +230,19 @@ class CaseResult:
             value = self.ratios.get(label)
             out.append(f"{label}: {value:.2f}" if value is not None else f"{label}: n/a (a contender failed)")
         return out
+
+    def eos_cost_lines(self) -> list[str]:
+        """``exactly-once cost: <n> %`` when the case ran mirrorspark-eos and mirrorspark, else nothing.
+
+        ``n`` = (1 - ``throughput ratio mirrorspark-eos/mirrorspark``) x 100, rounded: the share of
+        mirrorspark's at-least-once throughput that exactly-once on the target costs (< 0: it was faster).
+        """
+        if EOS_RATIO not in (label for label, _, _ in self.case.ratios):
+            return []
+        value = self.ratios.get(EOS_RATIO)
+        if value is None:
+            return ["exactly-once cost: n/a (a contender failed)"]
+        return [f"exactly-once cost: {round((1 - value) * 100)} %"]
 
     def workload_line(self) -> str:
         """The workload's throughput ratios of mirrorspark over MM2 tuned and at defaults, on one line.
@@ -494,7 +511,7 @@ def comparison_case(
     if {"mirrorspark", "mm2-tuned"} <= chosen:
         ratios.append(("throughput ratio mirrorspark/mm2-tuned", "mirrorspark", "mm2-tuned"))
     if {"mirrorspark-eos", "mirrorspark"} <= chosen:
-        ratios.append(("throughput ratio mirrorspark-eos/mirrorspark", "mirrorspark-eos", "mirrorspark"))
+        ratios.append((EOS_RATIO, "mirrorspark-eos", "mirrorspark"))
     if {"mirrorspark-eos", "mm2-eos"} <= chosen:
         ratios.append(("throughput ratio mirrorspark-eos/mm2-eos", "mirrorspark-eos", "mm2-eos"))
     if {"mm2-eos", "mm2"} <= chosen:

@@ -233,15 +233,13 @@ def test_the_first_commit_comes_as_soon_as_the_first_records_are_acknowledged() 
     assert t.committed() == {0: 9}
 
 
-@pytest.mark.parametrize("eos", [False, True], ids=["at-least-once", "exactly-once-interval"])
-def test_a_backlog_commits_every_flush_records_acknowledged(eos: bool) -> None:
+def test_a_backlog_commits_every_flush_records_acknowledged() -> None:
     """Copying a backlog, a task commits every ``flush_records`` acknowledged records, before the interval.
 
     The clock never moves: every commit comes from the volume rule (the first one from the first
-    acknowledgements). In exactly-once mode with ``transaction.boundary=interval`` the rule bounds
-    the transactions too.
+    acknowledgements).
     """
-    t = Task(records=60, eos=eos, flush_records=100)
+    t = Task(records=60, flush_records=100)
     seen: list[int | None] = []
 
     def hook(task: Task, turn: int) -> None:
@@ -256,8 +254,65 @@ def test_a_backlog_commits_every_flush_records_acknowledged(eos: bool) -> None:
     # first commit at the first acknowledgement (60 records), then one per 100 or more acknowledged
     assert seen[:7] == [None, 59, 59, 179, 179, 299, 299]
     assert t.committed() == {0: 60 * 9 - 1}
-    if eos:
-        assert t.data.commits == 5  # 4 by volume, the last one at the stop
+
+
+def _backlog_turns(task: Task, turn: int, seen: list[int | None], *, stop: int, interval_at: int = -1) -> None:
+    """A hook: note what is committed, add a backlog batch of 60 records (4 B values), move the clock at a turn."""
+    seen.append(task.committed().get(0))
+    if turn == interval_at:
+        task.now += task.spec.flush_interval_s
+    if turn < stop:
+        for _ in range(60):
+            task.a.append("t", b"k", b"v%03d" % (turn % 1000), partition=0, ts=2_000)
+    else:
+        task.grants.state = GrantState.STOP
+
+
+def test_r1_exactly_once_transactions_are_sized_by_bytes_not_flush_records(monkeypatch: pytest.MonkeyPatch) -> None:
+    """R1. With ``transaction.boundary=interval`` a backlog's transaction ends at TRANSACTION_BYTES, never at
+    ``flush_records`` (a kill aborts the open transaction: nothing of it is copied twice).
+
+    The clock never moves; 5 B a record (1 B key, 4 B value), 60 a turn: 300 B a turn.
+    """
+    monkeypatch.setattr(runner_module, "TRANSACTION_BYTES", 600)
+    t = Task(records=60, eos=True, flush_records=10, boundary="interval")
+    for _ in range(60):
+        t.a.append("t", b"k", b"v000", partition=0, ts=2_000)  # the first batch: 120 records
+    seen: list[int | None] = []
+    step(t, lambda task, turn: _backlog_turns(task, turn, seen, stop=8))
+    # the first commit at the first acknowledgements (120 records), then one every 600 B (two turns), never
+    # every 10 records
+    assert seen[:7] == [None, 119, 119, 239, 239, 359, 359]
+    assert t.committed() == {0: 120 + 60 * 8 - 1} and t.data.commits == 5  # 4 by bytes or first, 1 at the stop
+
+
+def test_r1_exactly_once_transactions_commit_at_the_interval(monkeypatch: pytest.MonkeyPatch) -> None:
+    """R1. Under TRANSACTION_BYTES, a backlog's transaction spanning full batches commits when the interval passed."""
+    monkeypatch.setattr(runner_module, "BACKLOG_RECORDS", 50)  # a batch of 60 is a backlog's
+    t = Task(records=60, eos=True, boundary="poll")
+    seen: list[int | None] = []
+    step(t, lambda task, turn: _backlog_turns(task, turn, seen, stop=8, interval_at=4))
+    # the first commit at the first acknowledgements; then nothing until the interval passed at turn 4
+    assert seen[:7] == [None, 59, 59, 59, 59, 299, 299]
+    assert t.data.commits == 3 and t.committed() == {0: 60 * 9 - 1}
+
+
+def test_r1_exactly_once_poll_boundary_commits_a_keeping_up_batch_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """R1. With ``transaction.boundary=poll``, a batch smaller than a backlog's is a transaction of its own (latency);
+    full batches share one until the interval or TRANSACTION_BYTES."""
+    monkeypatch.setattr(runner_module, "BACKLOG_RECORDS", 100)
+    monkeypatch.setattr(runner_module, "TRANSACTION_BYTES", 900)
+    t = Task(records=60, eos=True, boundary="poll")
+    seen: list[int | None] = []
+    step(t, lambda task, turn: _backlog_turns(task, turn, seen, stop=8))
+    # 60-record batches (not a backlog's): every batch read commits, the clock standing still
+    assert seen[:5] == [None, 59, 119, 179, 239]
+    monkeypatch.setattr(runner_module, "BACKLOG_RECORDS", 50)
+    t = Task(records=60, eos=True, boundary="poll")
+    seen = []
+    step(t, lambda task, turn: _backlog_turns(task, turn, seen, stop=8))
+    # 60-record batches of a backlog: one transaction per 900 B (three batches) after the first
+    assert seen[:8] == [None, 59, 59, 59, 239, 239, 239, 419]
 
 
 def test_flush_records_zero_commits_by_time_after_the_first_commit() -> None:

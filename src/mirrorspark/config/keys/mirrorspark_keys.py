@@ -283,8 +283,9 @@ MIRRORSPARK_KEYS: Final[tuple[ConfigKey, ...]] = (
         "offset.flush.interval.ms has not passed first; a task also commits as soon as the first records it "
         "copied are acknowledged. A kill -9 then re-copies at most about this many records per task (plus a "
         "batch in flight) even while a backlog is copied at full speed, and a run killed within its first "
-        "second has committed what it copied. Bounds transactions too with transaction.boundary=interval "
-        "(transaction.boundary=poll commits after every batch read). 0 = by time only (Connect's rule, after "
+        "second has committed what it copied. At least once only: an exactly-once transaction is not "
+        "bounded by records (a kill aborts it, nothing of it is copied twice) but by the interval and 32 MiB. "
+        "0 = by time only (Connect's rule, after "
         "the first commit). mirrorspark's own key, read per flow (S->T.mirrorspark.offset.flush.records) or "
         "at top level for every flow.",
         "records",

@@ -400,8 +400,9 @@ MM2_KEYS: Final[tuple[ConfigKey, ...]] = (
         "string",
         "poll",
         "Connect's exactly-once transaction boundary (KIP-618), with <T>.exactly.once.source.support=enabled: "
-        "poll (one transaction per batch a copy task reads, up to 10,000 records) or interval (one per "
-        "transaction.boundary.interval.ms). connector is rejected at start, as MM2 rejects it "
+        "poll (one transaction per batch a copy task reads; through a backlog, full batches join one "
+        "transaction of up to offset.flush.interval.ms or 32 MiB) or interval (one per "
+        "transaction.boundary.interval.ms, or 32 MiB). connector is rejected at start, as MM2 rejects it "
         "(MirrorSourceConnector defines no boundaries). Read per flow only, as in MM2.",
         scope="flow",
         choices=("poll", "interval", "connector"),

@@ -6,11 +6,21 @@ driver says ``stop`` (``stopped``), a bounded copy reaches its ends (``caught_up
 of range (``out_of_range``), or the driver is gone, aborts or stops granting (``orphaned``, nothing more
 committed; an idle task too, commit.py's C2).
 
-**The commit rule** (at least once, and exactly once with ``transaction.boundary=interval``; ``poll``
-commits after every batch): commit as soon as the first records are acknowledged, then at whichever
-comes first of ``flush_interval_s`` (Connect's ``offset.flush.interval.ms``) and ``flush_records``
+**The commit rule**: commit as soon as the first records are acknowledged, then, at least once, at
+whichever comes first of ``flush_interval_s`` (Connect's ``offset.flush.interval.ms``) and ``flush_records``
 acknowledged records. A kill -9 thus re-copies about ``flush_records`` plus :data:`IN_FLIGHT_RECORDS`
-per task, not a backlog's second or a full producer queue.
+per task, not a backlog's second or a full producer queue. Exactly once, a kill aborts the open
+transaction (nothing of it is seen, nothing copied twice), so transactions are sized by time and bytes,
+not records (R1).
+
+Invariants (the tests that guard them cite them)
+------------------------------------------------
+* **R1** Exactly once, a transaction commits at whichever comes first of ``flush_interval_s`` after the
+  last commit and :data:`TRANSACTION_BYTES` of keys and values produced in it (what it holds stays
+  bounded); ``flush_records`` does not bound it. With ``transaction.boundary=poll`` it also commits after
+  every batch read that is not a backlog's (fewer than :data:`BACKLOG_RECORDS` records): a task keeping up
+  with its source commits each batch at once; through a backlog, consecutive full batches make one
+  transaction.
 
 **The throttle** (``replication.throttled.rate``): under a share from the driver, each poll first waits in
 the task's :class:`~mirrorspark.replication.task.throttle_gate.ThrottleGate` and takes about a burst.
@@ -66,6 +76,12 @@ BACKLOG_RECORDS = 1000
 HOLD_S = 60.0
 """At least once: seconds a commit without a grant keeps waiting for one, copying nothing, before the
 task ends ``orphaned`` (the driver may take the lease back, ``supervisor.RECLAIM_S``)."""
+
+TRANSACTION_BYTES = 32 * 1024 * 1024
+"""Exactly once: bytes of keys and values produced in a transaction that make its commit due (R1): at 1
+KiB a task's copy of about a quarter of a second (``offset.flush.interval.ms``), so the interval usually
+ends it first; each commit waits for its records' acknowledgements and the coordinator, so fewer,
+larger transactions copy faster."""
 
 FILL_WAIT_S = 0.05
 """Longest wait of a poll for more records while the task works through a backlog (s): fewer, fuller
@@ -174,8 +190,8 @@ class CopyTaskRunner:
                         return self._result(TaskOutcome.ORPHANED)
                     clean = True
                     return self._result(outcome)
-                per_poll = self.spec.exactly_once and self.spec.boundary == "poll" and bool(msgs)
-                due = per_poll or self.clock() >= next_commit or self._volume_due() or self._grant_lapsed()
+                due = self._batch_due(msgs) or self.clock() >= next_commit or self._volume_due()
+                due = due or self._grant_lapsed()
                 if due and not self._before_first_grant():
                     if not self.committer.commit(final=False) and not self._hold():
                         return self._result(TaskOutcome.ORPHANED)
@@ -284,12 +300,23 @@ class CopyTaskRunner:
             and not self.grants.may_commit()
         )
 
+    def _batch_due(self, msgs: list[MessageLike]) -> bool:
+        """Exactly once with ``transaction.boundary=poll``: whether the batch just read ends the transaction (R1)."""
+        return self.spec.exactly_once and self.spec.boundary == "poll" and bool(msgs) and not self._backlog
+
     def _volume_due(self) -> bool:
-        """Tell whether the commit rule's volume part says commit now (see the module notes)."""
+        """Tell whether the commit rule's volume part says commit now (see the module notes; R1)."""
         if not self._committed_once:
             return self._produced > 0 and self._acknowledged() > 0
+        if self.spec.exactly_once:
+            return self._transaction_bytes() >= TRANSACTION_BYTES
         limit = self.spec.flush_records
         return 0 < limit <= self._produced and self._acknowledged() >= limit
+
+    def _transaction_bytes(self) -> int:
+        """Count the bytes of keys and values produced since the last commit (all in partitions of the dirty set)."""
+        by_key = self.parts.by_key
+        return sum(by_key[k].value_bytes + by_key[k].key_bytes for k in self.parts.dirty if k in by_key)
 
     def _in_flight(self) -> int:
         """Count the records produced and not yet acknowledged (all in partitions of the dirty set)."""
@@ -391,5 +418,6 @@ __all__ = [
     "IN_FLIGHT_RECORDS",
     "POLL_TIMEOUT_S",
     "PRE_GRANT_RECORDS",
+    "TRANSACTION_BYTES",
     "CopyTaskRunner",
 ]
