@@ -810,6 +810,36 @@ class CeilingConsumeContender(_CeilingContender):
         ]  # fmt: skip
 
 
+class CeilingCopyContender(CeilingProduceContender):
+    """The floor of a copy on the copy tasks' client: one bare Python copy loop per copy task a replicator would run.
+
+    ``n = min(tasks.max, partitions)`` processes of ``python -m bench.share copy`` at once, each reading its
+    share of the source partitions (:func:`client_shares`) and producing every record to the same
+    partition of one fresh target topic with a per-record delivery callback that keeps the target offset
+    (what exact offset syncs need), in one thread, with the copy tasks' consumer and producer settings;
+    no commits, no offset syncs, no progress. Timed as the replicators are, by the target's end offsets:
+    a replicator on this client pays at least this per record, so ``mirrorspark/ceiling-copy`` is how
+    close the copy tasks are to the Python client's floor.
+    """
+
+    name = "ceiling-copy"
+    mode = "copy"
+
+    def __init__(self, *, tasks_max: int, timeout_s: float = 900.0) -> None:
+        super().__init__(tasks_max=tasks_max, timeout_s=timeout_s)
+        self.description = (
+            "bare Python copy loops (bench/share.py copy: confluent-kafka consume, produce with a delivery callback "
+            f"per record, the copy tasks' settings), min(tasks.max={tasks_max}, partitions) processes in parallel, "
+            "each on its share of the partitions"
+        )
+
+    def client_args(self, env: BenchEnv, workload: Workload, topic: str, share: list[int]) -> list[str]:
+        return [
+            env.bootstrap(SOURCE), workload.topic, ",".join(map(str, share)), env.bootstrap(TARGET), topic,
+            str(records_in(workload, share)), str(int(self.timeout_s * 1000)),
+        ]  # fmt: skip
+
+
 def _share_stats(output: str) -> dict[str, int] | None:
     """Parse a :mod:`bench.share` client's result line (``records=.. bytes=.. start.ms=.. end.ms=..``).
 

@@ -208,7 +208,8 @@ def markdown(result: CaseResult, command: str) -> str:
         "  the consume clients their own clocks). `start s` is the time from launch (mirrorspark: flow start",
         "  on a warm SparkSession; MM2 and the perf tools: JVM launch) until the window opened. MB = 10^6",
         "  bytes of keys + values. `ceiling` is the slower of the consume-only and produce-only passes",
-        "  (each with min(tasks.max, partitions) parallel client processes).",
+        "  (each with min(tasks.max, partitions) parallel client processes); `ceiling-copy` (the copy floor)",
+        "  as many bare Python copy loops (bench/share.py copy).",
         "* CPU s/GB: CPU seconds of the contender's process tree over the copy window (`psutil`) per 10^9",
         "  bytes; split into JVM (Spark driver JVM, or MM2's / the tool's JVM) / py workers / driver.",
         "  `cores busy` = CPU seconds per second of the window. `peak RSS MB`: largest resident memory of",
@@ -347,6 +348,7 @@ def headline_table(results: Sequence[CaseResult]) -> str:
         if ms is None or r.case.name.startswith("schemas-"):  # the schemas case has a table of its own
             continue
         mm2, tuned, ceil = r.summary("mm2"), r.summary("mm2-tuned"), r.summary("ceiling")
+        floor = r.summary("ceiling-copy")
         w = r.case.workload
 
         def rate(x: Summary | None) -> str:
@@ -377,9 +379,11 @@ def headline_table(results: Sequence[CaseResult]) -> str:
                 rate(tuned),
                 rate(ceil),
                 pass_,
+                rate(floor),
                 ratio("throughput ratio mirrorspark/mm2"),
                 ratio("throughput ratio mirrorspark/mm2-tuned"),
                 ratio("throughput ratio mirrorspark/ceiling"),
+                ratio("throughput ratio mirrorspark/ceiling-copy"),
                 f"{cpu(ms)} / {cpu(mm2)} / {cpu(tuned)} / {cpu(ceil)}",
                 f"{rss(ms)} / {rss(mm2)} / {rss(tuned)}",
             ]
@@ -392,9 +396,11 @@ def headline_table(results: Sequence[CaseResult]) -> str:
         "MM2-tuned rec/s",
         "ceiling rec/s",
         "ceiling: slower pass, clients",
+        "copy floor rec/s",
         "mirrorspark/MM2",
         "mirrorspark/MM2-tuned",
         "mirrorspark/ceiling",
+        "mirrorspark/copy floor",
         "CPU s/GB mirrorspark / MM2 / MM2-tuned / ceiling",
         "peak RSS MB mirrorspark / MM2 / MM2-tuned",
     ]
@@ -439,7 +445,10 @@ def bench_markdown(
         "filter, heartbeats and checkpoints on. ceiling = the slower of two passes with min(tasks.max,",
         "partitions) parallel client processes each, one per share of the partitions, librdkafka's clients",
         "with the copy tasks' settings (bench/share.py): consumers over the source topic, and idempotent",
-        "producers of as many records of the same size into the target. Rates are over the copy window",
+        "producers of as many records of the same size into the target. copy floor = `ceiling-copy`: as many",
+        "bare one-thread Python copy loops (read a batch, produce each record with a delivery callback that keeps",
+        "its target offset), the least a copy with exact offset syncs does per record on this client.",
+        "Rates are over the copy window",
         "(start-up apart, see each case). CPU s/GB: CPU seconds of the contender's processes per 10^9 bytes",
         "of keys + values.",
         "",

@@ -389,6 +389,7 @@ COMPARE_CONTENDERS = (
     "mm2-tuned",
     "ceiling-consume",
     "ceiling-produce",
+    "ceiling-copy",
     "mirrorspark-eos",
     "mm2-eos",
 )
@@ -476,6 +477,7 @@ def comparison_case(
         EXACTLY_ONCE,
         MM2_TUNED_PRODUCER,
         CeilingConsumeContender,
+        CeilingCopyContender,
         CeilingProduceContender,
         MirrorMakerContender,
     )
@@ -486,6 +488,7 @@ def comparison_case(
         "mm2-tuned": lambda: MirrorMakerContender(tasks_max=tasks_max, extra=MM2_TUNED_PRODUCER, name="mm2-tuned"),
         "ceiling-consume": lambda: CeilingConsumeContender(tasks_max=tasks_max),
         "ceiling-produce": lambda: CeilingProduceContender(tasks_max=tasks_max),
+        "ceiling-copy": lambda: CeilingCopyContender(tasks_max=tasks_max),
         "mirrorspark-eos": lambda: MirrorsparkContender(
             tasks_max=tasks_max, extra=EXACTLY_ONCE, name="mirrorspark-eos"
         ),
@@ -510,6 +513,8 @@ def comparison_case(
         ratios.append(("throughput ratio mirrorspark/ceiling", "mirrorspark", "ceiling"))
     if {"mirrorspark", "mm2-tuned"} <= chosen:
         ratios.append(("throughput ratio mirrorspark/mm2-tuned", "mirrorspark", "mm2-tuned"))
+    if {"mirrorspark", "ceiling-copy"} <= chosen:
+        ratios.append(("throughput ratio mirrorspark/ceiling-copy", "mirrorspark", "ceiling-copy"))
     if {"mirrorspark-eos", "mirrorspark"} <= chosen:
         ratios.append((EOS_RATIO, "mirrorspark-eos", "mirrorspark"))
     if {"mirrorspark-eos", "mm2-eos"} <= chosen:
