@@ -80,6 +80,7 @@ __all__ = [
     "run_latency",
     "run_latency_case",
     "start_replicator",
+    "start_replicator_text",
 ]
 
 log = logging.getLogger(__name__)
@@ -363,10 +364,17 @@ def start_replicator(env: BenchEnv, contender: str, alias: str, properties: Mapp
     child JVM (``--clusters target``, heap :data:`bench.contenders.MM2_HEAP`), returned at
     once. ``properties`` are the keys on top of the clusters' own (:func:`contender_properties`).
     """
-    text = env.mm2_properties(alias, properties)
+    return start_replicator_text(env, contender, alias, env.mm2_properties(alias, properties))
+
+
+def start_replicator_text(env: BenchEnv, contender: str, name: str, text: str) -> RunningReplicator:
+    """Start a contender on a whole ``mm2.properties`` text (one flow or more) until stopped: :func:`start_replicator`.
+
+    ``name`` names the run (MM2: its properties file, ``mm2-<name>.properties``).
+    """
     if contender == "mirrorspark":
-        return _MirrorsparkReplicator(env, text, f"bench run {alias} (mirrorspark)")
-    return _MirrorMakerReplicator(env, text, alias)
+        return _MirrorsparkReplicator(env, text, f"bench run {name} (mirrorspark)")
+    return _MirrorMakerReplicator(env, text, name)
 
 
 # --------------------------------------------------------------------------- one run
