@@ -241,9 +241,12 @@ class RunningReplicator:
     ----------
     pid:
         Root of its process tree: this process for mirrorspark, the JVM for MM2.
+    log_path:
+        MM2: the JVM's log; ``None`` for mirrorspark (its log is this process's).
     """
 
     pid: int
+    log_path: Path | None = None
 
     def restarts(self) -> int:
         """Copy tasks restarted so far (mirrorspark; 0 for MM2)."""
@@ -311,6 +314,7 @@ class _MirrorMakerReplicator(RunningReplicator):
         path.write_text(properties)
         self.mm = start_mirror_maker(path, base_dir=env.work_dir, clusters=[TARGET], heap=MM2_HEAP)
         self.pid = self.mm.pid
+        self.log_path = self.mm.log_path
 
     def alive(self) -> bool:
         return self.mm.running

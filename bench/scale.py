@@ -53,6 +53,7 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bench.env import SOURCE, TARGET
@@ -68,6 +69,7 @@ from bench.scale_report import (
     scale_markdown,
     workloads_from_args,
 )
+from mirrorspark.kafka.admin_topics import CREATE_PARTITIONS_CHUNK
 
 if TYPE_CHECKING:
     from bench.env import BenchEnv
@@ -81,6 +83,7 @@ __all__ = [
     "marginal_idle_lines",
     "parse_workloads",
     "prepare_scale_topics",
+    "refusal_in",
     "run_from_args",
     "run_scale",
     "run_scale_case",
@@ -148,7 +151,9 @@ def prepare_scale_topics(
     records_per_partition:
         Records every partition must hold (12-byte keys, 100-byte values).
     chunk:
-        Topics per ``CreateTopics`` request.
+        Most topics per ``CreateTopics`` request (fewer when they would hold more than
+        :data:`~mirrorspark.kafka.admin_topics.CREATE_PARTITIONS_CHUNK` partitions: a KRaft controller
+        refuses bigger requests).
     timeout_s:
         Deadline of each admin request and of the produce, seconds.
 
@@ -169,8 +174,9 @@ def prepare_scale_topics(
         raise RuntimeError(f"{len(wrong)} scale topics exist with another partition count, e.g. {wrong[0]}")
     missing = [n for n in names if n not in existing]
     t = time.perf_counter()
-    for i in range(0, len(missing), chunk):
-        new = [NewTopic(n, num_partitions=partitions, replication_factor=1) for n in missing[i : i + chunk]]
+    step = max(1, min(chunk, CREATE_PARTITIONS_CHUNK // partitions))
+    for i in range(0, len(missing), step):
+        new = [NewTopic(n, num_partitions=partitions, replication_factor=1) for n in missing[i : i + step]]
         for name, f in admin.create_topics(new, operation_timeout=timeout_s, request_timeout=timeout_s).items():
             try:
                 f.result(timeout=timeout_s)
@@ -271,6 +277,41 @@ class _RemoteProgress:
         return len(self._done)
 
 
+class _LogRefusals:
+    """Reads a replicator's log as it grows for a refusal it never recovers from before its next topic refresh.
+
+    MM2 asks for every new remote topic in one ``CreateTopics`` request; a KRaft controller refuses one of more
+    than 10,000 records (``PolicyViolationException``), and MM2 logs ``Could not create topic ...`` and copies
+    nothing until its next refresh (``refresh.topics.interval.seconds``, 600), which asks the same. ``None``:
+    no log to read (mirrorspark raises such errors itself).
+    """
+
+    def __init__(self, path: Path | None) -> None:
+        self._path = path
+        self._offset = 0
+
+    def __call__(self) -> str:
+        """The refusal (its log line and the cause) if one was logged since the last call, else ``""``."""
+        if self._path is None or not self._path.exists():
+            return ""
+        with self._path.open("rb") as f:
+            f.seek(self._offset)
+            data = f.read()
+        end = data.rfind(b"\n") + 1  # a line still being written is read next time
+        self._offset += end
+        return refusal_in(data[:end].decode("utf-8", "replace"))
+
+
+def refusal_in(log: str) -> str:
+    """The first ``Could not create topic`` refusal in an MM2 log text, with its exception's message, else ``""``."""
+    lines = log.splitlines()
+    for i, line in enumerate(lines):
+        if "Could not create topic" in line:
+            cause = next((x.strip() for x in lines[i + 1 : i + 4] if "Exception" in x), "")
+            return f"{line.strip()} {cause}".strip()
+    return ""
+
+
 def flow_properties(
     contender: str, workload: ScaleWorkload, aliases: Sequence[str], tasks_max: int, extra: dict[str, str]
 ) -> dict[str, str]:
@@ -361,6 +402,7 @@ def run_scale(
         sampler = Sampler(replicator.pid, exclude=brokers, progress=None, interval_s=_SAMPLE_INTERVAL_S)
         sampler.start()
         deadline = time.monotonic() + timeout_s
+        refusals = _LogRefusals(replicator.log_path)
         while True:
             done = progress()
             now = time.perf_counter() - t0
@@ -371,6 +413,8 @@ def run_scale(
                 break
             if not replicator.alive():
                 raise RuntimeError(replicator.describe_failure())
+            if refused := refusals():
+                raise RuntimeError(f"{contender} cannot run it: {refused}")
             if time.monotonic() > deadline:
                 raise RuntimeError(
                     f"{contender}: only {done} of {progress.total} remote partitions held their records "

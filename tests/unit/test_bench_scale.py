@@ -171,3 +171,20 @@ def test_results_from_before_workloads_had_names_read_as_topics_workloads() -> N
     old = ScaleResult("mm2", 1, 1000, 4, 4000, 2, discovery_s=3.0, idle_s=20.0, idle_cores=0.01)
     assert (old.spec, old.kind) == ("topics:1000x4", "topics")
     assert old.to_json()["workload"] == "topics:1000x4"
+
+
+def test_mm2s_refused_topic_creation_is_named_as_why_it_cannot_run_the_workload() -> None:
+    from bench.scale import refusal_in
+
+    log = (
+        "[2026-11-30 09:54:52,001] INFO Started MirrorSourceConnector with 100 topic-partitions.\n"
+        "[2026-11-30 09:54:53,182] WARN Could not create topic s2.bench-scale-100x100-46. "
+        "(org.apache.kafka.connect.mirror.MirrorSourceConnector)\n"
+        "java.util.concurrent.CompletionException: org.apache.kafka.common.errors.PolicyViolationException: "
+        "Excessively large number of partitions per request.\n"
+        "[2026-11-30 09:54:53,184] WARN Could not create topic s2.bench-scale-100x100-47.\n"
+    )
+    why = refusal_in(log)
+    assert "Could not create topic s2.bench-scale-100x100-46" in why
+    assert why.endswith("PolicyViolationException: Excessively large number of partitions per request.")
+    assert refusal_in(log.splitlines()[0]) == ""
