@@ -392,7 +392,8 @@ def _run_all(args: argparse.Namespace, command: str, label: str) -> int:
     commits_lines: list[str] = []
     verify_body = ""
     verify_lines: list[str] = []
-    with BenchEnv(args.work_dir / ("quick" if args.quick else "full"), master=master) as env:
+    heap = scale_report.broker_heap(scale_report.workloads_from_args(args)) if "scale" in cases else None
+    with BenchEnv(args.work_dir / ("quick" if args.quick else "full"), master=master, broker_heap=heap) as env:
         if "compare" in cases:
             for w in _workloads(args):
                 case = comparison_case(

@@ -34,6 +34,7 @@ from confluent_kafka.admin import AdminClient
 
 from mirrorspark.kafka.local.clusters import start_clusters, stop_clusters
 from mirrorspark.kafka.local.model import LocalClusters
+from mirrorspark.kafka.local.settings import HEAP_OPTS_ENV
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -61,13 +62,17 @@ class BenchEnv:
         deleted on start.
     master:
         Spark master URL, e.g. ``local[*]``.
+    broker_heap:
+        The brokers' heap flags (``KAFKA_HEAP_OPTS``), e.g. Kafka's own ``-Xms1G -Xmx1G``; ``None``: the
+        launcher's 512 MiB (or ``KAFKA_HEAP_OPTS`` if set).
 
     Use as a context manager: clusters start on enter and stop on exit, as does Spark.
     """
 
-    def __init__(self, work_dir: Path, *, master: str = "local[*]") -> None:
+    def __init__(self, work_dir: Path, *, master: str = "local[*]", broker_heap: str | None = None) -> None:
         self.work_dir = work_dir
         self.master = master
+        self.broker_heap = broker_heap
         self.clusters: LocalClusters | None = None
         self.cluster_start_s = 0.0
         self.spark_start_s = 0.0
@@ -89,7 +94,16 @@ class BenchEnv:
         stop_clusters(self.work_dir)  # a crashed earlier run may have left brokers behind
         # Kafka's default broker settings (as the launcher writes them): nothing tuned for the bench.
         # 240 s: on a machine shared with other work, brokers took more than the launcher's default 90 s
-        self.clusters = start_clusters([SOURCE, TARGET], base_dir=self.work_dir, brokers=1, timeout_s=240.0)
+        saved = os.environ.get(HEAP_OPTS_ENV)
+        if self.broker_heap is not None:
+            os.environ[HEAP_OPTS_ENV] = self.broker_heap
+        try:
+            self.clusters = start_clusters([SOURCE, TARGET], base_dir=self.work_dir, brokers=1, timeout_s=240.0)
+        finally:
+            if saved is None:
+                os.environ.pop(HEAP_OPTS_ENV, None)
+            else:
+                os.environ[HEAP_OPTS_ENV] = saved
         self.cluster_start_s = time.perf_counter() - t
 
     def close(self) -> None:

@@ -35,6 +35,7 @@ __all__ = [
     "ScaleResult",
     "ScaleWorkload",
     "add_arguments",
+    "broker_heap",
     "marginal_idle_lines",
     "parse_workloads",
     "scale_lines",
@@ -54,6 +55,11 @@ FULL_IDLE_S = 60.0
 """The idle window of a full run, seconds (MM2's idle bursts: a 20 s window catches or misses them)."""
 QUICK_IDLE_S = 20.0
 """The idle window of a quick run, seconds."""
+SMALL_HEAP_PARTITIONS = 5000
+"""Most partitions of one workload the brokers hold on the launcher's 512 MiB heap: at 10,000 (100 x 100) the source
+broker died of ``OutOfMemoryError: Java heap space`` while mirrorspark copied them (2026-11-30)."""
+KAFKA_HEAP = "-Xms1G -Xmx1G"
+"""Kafka's own broker heap (``kafka-server-start.sh``), which the brokers get when a workload is larger."""
 
 
 @dataclass(frozen=True)
@@ -190,6 +196,11 @@ def workloads_from_args(args: argparse.Namespace) -> list[ScaleWorkload]:
                 raise SystemExit("--scale-topics: topic counts only (e.g. 100,1000); see --scale-workloads")
             out += items
     return out or parse_workloads(QUICK_WORKLOADS if args.quick else FULL_WORKLOADS)
+
+
+def broker_heap(workloads: Sequence[ScaleWorkload]) -> str | None:
+    """The brokers' heap the workloads need: :data:`KAFKA_HEAP` above :data:`SMALL_HEAP_PARTITIONS`, else ``None``."""
+    return KAFKA_HEAP if any(w.total_partitions > SMALL_HEAP_PARTITIONS for w in workloads) else None
 
 
 @dataclass(frozen=True)

@@ -188,3 +188,10 @@ def test_mm2s_refused_topic_creation_is_named_as_why_it_cannot_run_the_workload(
     assert "Could not create topic s2.bench-scale-100x100-46" in why
     assert why.endswith("PolicyViolationException: Excessively large number of partitions per request.")
     assert refusal_in(log.splitlines()[0]) == ""
+
+
+def test_the_brokers_get_kafkas_own_heap_only_for_a_workload_the_small_heap_cannot_hold() -> None:
+    from bench.scale_report import KAFKA_HEAP, broker_heap
+
+    assert broker_heap(parse_workloads(FULL_WORKLOADS)) == KAFKA_HEAP  # 10,000 partitions killed a 512 MiB broker
+    assert broker_heap(parse_workloads(QUICK_WORKLOADS)) is None
