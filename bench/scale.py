@@ -277,6 +277,10 @@ class _RemoteProgress:
         return len(self._done)
 
 
+class _CannotRunError(RuntimeError):
+    """The contender refused the workload for good (its log says why): no figures, no failure of the benchmark."""
+
+
 class _LogRefusals:
     """Reads a replicator's log as it grows for a refusal it never recovers from before its next topic refresh.
 
@@ -386,7 +390,7 @@ def run_scale(
     remotes = [f"{a}.{n}" for f, a in enumerate(aliases) for n in w.topic_names(f)]
     progress = _RemoteProgress(env.bootstrap(TARGET), remotes, w.partitions, prepared.records_per_partition)
     brokers = env.broker_pids()
-    error = ""
+    error = cannot_run = ""
     first_s = discovery_s = start_call_s = 0.0
     idle_window = 0.0
     idle_cpu: cpu.CpuDelta = cpu.CpuDelta()
@@ -414,7 +418,7 @@ def run_scale(
             if not replicator.alive():
                 raise RuntimeError(replicator.describe_failure())
             if refused := refusals():
-                raise RuntimeError(f"{contender} cannot run it: {refused}")
+                raise _CannotRunError(refused)
             if time.monotonic() > deadline:
                 raise RuntimeError(
                     f"{contender}: only {done} of {progress.total} remote partitions held their records "
@@ -439,6 +443,9 @@ def run_scale(
         idle_cpu = cpu.delta(a.cpu, b.cpu)
         broker_cores = cpu.delta(b0, b1).total_s / idle_window if idle_window > 0 else 0.0
         machine_cores = (m1 - m0).busy_s / (w1 - w0) if w1 > w0 else 0.0
+    except _CannotRunError as e:
+        log.warning("%s cannot run %s: %s", contender, w.spec, e)
+        cannot_run = str(e)
     except Exception as e:
         log.exception("%s scale run %d failed", contender, run)
         error = f"{type(e).__name__}: {e}"
@@ -474,6 +481,7 @@ def run_scale(
         driver_peak_rss_bytes=sampler.peak_root_rss_bytes if sampler is not None else 0,
         machine_cores=machine_cores,
         error=error,
+        cannot_run=cannot_run,
     )
 
 
@@ -549,4 +557,4 @@ def run_from_args(
     body = scale_markdown(results)
     print(body, flush=True)
     lines = [*marginal_idle_lines(results), *scale_lines(results)]
-    return body, lines, [r.to_json() for r in results], all(r.ok for r in results)
+    return body, lines, [r.to_json() for r in results], not any(r.failed for r in results)

@@ -249,6 +249,9 @@ class ScaleResult:
         Busy cores of the whole machine (every process, anyone else's included) over the idle window.
     error:
         Why the run failed, else ``""``.
+    cannot_run:
+        Why the contender cannot run the workload at all (e.g. MM2's refused topic creation), else ``""``: no
+        figures, and no failure of the benchmark.
     """
 
     contender: str
@@ -272,11 +275,17 @@ class ScaleResult:
     driver_peak_rss_bytes: int = 0
     machine_cores: float = 0.0
     error: str = ""
+    cannot_run: str = ""
 
     @property
     def ok(self) -> bool:
         """Whether every remote topic got its records and the idle window was measured."""
-        return not self.error and self.discovery_s > 0 and self.idle_s > 0
+        return not self.error and not self.cannot_run and self.discovery_s > 0 and self.idle_s > 0
+
+    @property
+    def failed(self) -> bool:
+        """Whether the run failed (a contender that cannot run the workload has not failed)."""
+        return not self.ok and not self.cannot_run
 
     @property
     def spec(self) -> str:
@@ -330,6 +339,7 @@ class ScaleResult:
             "machine_cores": round(self.machine_cores, 3),
             "ok": self.ok,
             "error": self.error,
+            "cannot_run": self.cannot_run,
         }
 
 
@@ -389,12 +399,16 @@ def _by_run(cores: Sequence[float]) -> str:
     return " / ".join(f"{c:.3f}" for c in cores)
 
 
+def _why(r: ScaleResult) -> str:
+    """``cannot run it: <why>`` or ``failed: <the error's first line>`` of a run that has no figures."""
+    if r.cannot_run:
+        return f"cannot run it: {r.cannot_run}"
+    return f"failed: {r.error.splitlines()[0] if r.error else 'no idle window'}"
+
+
 def _first_error(group: Sequence[ScaleResult]) -> str:
     failed = [r for r in group if not r.ok]
-    if not failed:
-        return ""
-    r = failed[0]
-    return r.error.splitlines()[0] if r.error else "no idle window"
+    return _why(failed[0]) if failed else ""
 
 
 def marginal_idle_lines(results: Sequence[ScaleResult]) -> list[str]:
@@ -427,7 +441,8 @@ def scale_lines(results: Sequence[ScaleResult]) -> list[str]:
 
     E.g. ``scale flows:50x20x4 (50 flows x 20 topics x 4 partitions (4,000 partitions)) mm2: start 4.1 s, all copied
     30.2 s, peak RSS 900 MB (JVM 900 MB), idle 0.016 cores (median of 0.071 / 0.016 / 0.016, 60 s windows),
-    brokers 0.300 cores``; a contender whose every run failed gets ``failed: <the first run's error>``.
+    brokers 0.300 cores``; a contender without a successful run gets ``cannot run it: <why>`` or ``failed: <the
+    first run's error>``.
     """
     out = []
     for spec, name, group in _groups(results):
@@ -436,7 +451,7 @@ def scale_lines(results: Sequence[ScaleResult]) -> list[str]:
         head = f"scale {spec} ({_describe(group[0])}) {name}"
         f = _figures(group)
         if f is None:
-            out.append(f"{head}: failed: {_first_error(group)}")
+            out.append(f"{head}: {_first_error(group)}")
             continue
         root = "driver" if name == "mirrorspark" else "JVM"
         out.append(
@@ -491,10 +506,7 @@ def scale_markdown(results: Sequence[ScaleResult]) -> str:
     if failed:
         lines.append("")
         for r in failed:
-            lines.append(
-                f"- {r.contender} run {r.run} ({r.spec}) failed: "
-                f"{r.error.splitlines()[0] if r.error else 'no idle window'}"
-            )
+            lines.append(f"- {r.contender} run {r.run} ({r.spec}) {_why(r)}")
     return "\n".join(lines) + "\n"
 
 

@@ -143,6 +143,7 @@ def test_workloads_sit_side_by_side_and_a_contender_that_failed_says_why() -> No
     assert "| flows:50x20x4 | mirrorspark | 50 x 20 x 4 | 1 |" in table
     assert "| flows:50x20x4 | mm2 | 50 x 20 x 4 | 0 | - |" in table
     assert "- mm2 run 1 (flows:50x20x4) failed: RuntimeError: boom" in table
+    assert failed.failed and not ok.failed
     lines = scale_lines([ok, failed])
     assert lines[0].startswith(
         "scale flows:50x20x4 (50 flows x 20 topics x 4 partitions (4,000 partitions)) mirrorspark:"
@@ -195,3 +196,12 @@ def test_the_brokers_get_kafkas_own_heap_only_for_a_workload_the_small_heap_cann
 
     assert broker_heap(parse_workloads(FULL_WORKLOADS)) == KAFKA_HEAP  # 10,000 partitions killed a 512 MiB broker
     assert broker_heap(parse_workloads(QUICK_WORKLOADS)) is None
+
+
+def test_a_contender_that_cannot_run_a_workload_says_why_and_has_not_failed() -> None:
+    why = "WARN Could not create topic s2.t. PolicyViolationException: Excessively large number of partitions"
+    refused = ScaleResult("mm2", 1, 100, 100, 10_000, 2, workload="partitions:100x100", cannot_run=why)
+    assert not refused.ok and not refused.failed
+    assert f"- mm2 run 1 (partitions:100x100) cannot run it: {why}" in scale_markdown([refused])
+    assert scale_lines([refused])[0].endswith(f"mm2: cannot run it: {why}")
+    assert refused.to_json()["cannot_run"] == why
