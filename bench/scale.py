@@ -69,7 +69,7 @@ from bench.scale_report import (
     scale_markdown,
     workloads_from_args,
 )
-from mirrorspark.kafka.admin_topics import CREATE_PARTITIONS_CHUNK
+from mirrorspark.kafka.admin_topics import TopicSpec, create_chunks
 
 if TYPE_CHECKING:
     from bench.env import BenchEnv
@@ -133,12 +133,12 @@ def prepare_scale_topics(
     workload: ScaleWorkload,
     *,
     records_per_partition: int = 1,
-    chunk: int = 200,
     timeout_s: float = 600.0,
 ) -> ScaleTopics:
     """Create a scale workload's source topics (if missing) and fill every partition.
 
-    Topics are created ``chunk`` at a time with one ``CreateTopics`` request each. Idempotent:
+    Topics are created in the requests mirrorspark makes (:func:`~mirrorspark.kafka.admin_topics.create_chunks`:
+    a KRaft controller refuses a request of more than 10,000 records). Idempotent:
     topics that already exist are reused, and only partitions holding fewer than
     ``records_per_partition`` records get more.
 
@@ -150,10 +150,6 @@ def prepare_scale_topics(
         Its flows, topics per flow and partitions per topic.
     records_per_partition:
         Records every partition must hold (12-byte keys, 100-byte values).
-    chunk:
-        Most topics per ``CreateTopics`` request (fewer when they would hold more than
-        :data:`~mirrorspark.kafka.admin_topics.CREATE_PARTITIONS_CHUNK` partitions: a KRaft controller
-        refuses bigger requests).
     timeout_s:
         Deadline of each admin request and of the produce, seconds.
 
@@ -174,9 +170,8 @@ def prepare_scale_topics(
         raise RuntimeError(f"{len(wrong)} scale topics exist with another partition count, e.g. {wrong[0]}")
     missing = [n for n in names if n not in existing]
     t = time.perf_counter()
-    step = max(1, min(chunk, CREATE_PARTITIONS_CHUNK // partitions))
-    for i in range(0, len(missing), step):
-        new = [NewTopic(n, num_partitions=partitions, replication_factor=1) for n in missing[i : i + step]]
+    for chunk in create_chunks([TopicSpec(n, partitions, 1) for n in missing]):
+        new = [NewTopic(t.name, num_partitions=partitions, replication_factor=1) for t in chunk]
         for name, f in admin.create_topics(new, operation_timeout=timeout_s, request_timeout=timeout_s).items():
             try:
                 f.result(timeout=timeout_s)
