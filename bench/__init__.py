@@ -24,10 +24,10 @@ Layout
 :mod:`bench.suite`
     Runs one case: loads the workload, warms every contender up, then runs the contenders
     alternately (A B A B ...) and summarises medians.
-:mod:`bench.latency`, :mod:`bench.scale`, :mod:`bench.recovery`
-    The latency case (steady produce, end-to-end latency), the scale case (many topics: discovery
-    time, idle CPU) and the recovery case (``kill -9`` mid-copy: records copied twice, seconds
-    until copying resumes).
+:mod:`bench.latency`, :mod:`bench.scale` (figures in :mod:`bench.scale_report`), :mod:`bench.recovery`
+    The latency case (steady produce, end-to-end latency), the scale case (many topics, partitions
+    and flows: start, copy time, memory, idle CPU) and the recovery case (``kill -9`` mid-copy:
+    records copied twice, seconds until copying resumes).
 :mod:`bench.report`
     The text table, the results file ``bench/results/<date>-<host>-<case>.md`` (+ ``.json``)
     and the "latest figures" section of ``bench/README.md``.

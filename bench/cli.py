@@ -22,8 +22,10 @@ Cases (``--cases``, default all):
     5 000 records/s for 60 s (quick: 15 s) while mirrorspark (``mirrorspark run``), then MM2,
     replicates; p50/p99/max.
 ``scale``
-    100 and 1 000 topics x 4 partitions: time to discover and replicate them all, idle CPU per
-    topic (mirrorspark, MM2).
+    Workloads (``--scale-workloads``): one flow of 100 and 1 000 topics x 4 partitions, one flow of 100
+    topics x 100 partitions (10 000 partitions), 50 flows of 20 topics x 4 in one process (quick: 100 and
+    1 000 x 4, 10 x 100, 5 flows of 20): start time, time until all copied, peak RSS, idle CPU over 60 s
+    (quick 20 s), medians and each run's (mirrorspark, MM2; ``bench/scale.py``).
 ``recovery``
     ``kill -9`` mid-copy of a whole mirrorspark run (``python -m mirrorspark run``) and of MM2's
     JVM, then a restart; and of mirrorspark's Spark Python workers: records copied twice and
@@ -53,7 +55,9 @@ Cases (``--cases``, default all):
 
 Before them, one line per compare workload (``workload 100 B x 1: throughput ratio mirrorspark/mm2-tuned <t>,
 mirrorspark/mm2 <d>; CPU s/GB ratio mirrorspark/mm2-tuned <c>``) and, with the scale case, one per contender
-(``scale marginal idle cost per added topic <contender>: <m> millicores (100 -> 1,000 topics)``) and, with the
+(``scale marginal idle cost per added topic <contender>: <m> millicores (100 -> 1,000 topics)``, then one per
+partitions and flows workload: ``scale <workload> (<shape>) <contender>: start <s> s, all copied <a> s, peak RSS
+<m> MB (driver <d> MB), idle <c> cores (median of <c1> / <c2> / <c3>, 60 s windows), brokers <b> cores``) and, with the
 schemas case, one per workload (``schemas workload 1024 B x 12: throughput ratio mirrorspark-schemas/mirrorspark
 <r>; id cache hit ratio <h>``), with the provenance case ``provenance 1024 B x 12: throughput ratio
 mirrorspark-provenance/mirrorspark <r> (bound 0.97)`` and, with the commits case, ``commits <G> groups x 12:
@@ -80,7 +84,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench import cpu, report, wan
+from bench import cpu, report, scale_report, wan
 from bench.env import BenchEnv
 from bench.suite import (
     COMPARE_CONTENDERS,
@@ -147,7 +151,7 @@ def _parser() -> argparse.ArgumentParser:
         "--quick",
         action="store_true",
         help="1 KiB x 12 partitions (200k records, 3 runs; schemas: 200k and 400k of 100 B x 1), 15 s latency, "
-        "100- and 1000-topic scale, one recovery "
+        "small scale workloads (20 s idle windows), one recovery "
         "run per scenario",
     )
     p.add_argument(
@@ -172,11 +176,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--latency-seconds", type=float, help="measured produce window of the latency case (60; quick 15)")
     p.add_argument("--latency-rate", type=int, default=5000, help="records/s of the latency case (default 5000)")
-    p.add_argument("--scale-topics", help="topic counts of the scale case (default 100,1000)")
     p.add_argument("--records", type=int, metavar="N", help="records in the workload")
     p.add_argument("--runs", type=int, metavar="R", help="measured runs per contender (default 3; medians)")
     p.add_argument("--latency-runs", type=int, help="runs per contender of the latency case (default 3; quick 1)")
-    p.add_argument("--scale-runs", type=int, help="runs per contender of the scale case (default 3; quick 1)")
     p.add_argument("--recovery-runs", type=int, help="runs per scenario of the recovery case (default 3; quick 1)")
     p.add_argument(
         "--recovery-rate", type=int, default=5000, help="records/s fed during the recovery case (default 5000)"
@@ -278,6 +280,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("-v", "--verbose", action="store_true", help="log at INFO (DEBUG for bench)")
     wan.add_arguments(p)
+    scale_report.add_arguments(p)
     return p
 
 
@@ -390,7 +393,8 @@ def _run_all(args: argparse.Namespace, command: str, label: str) -> int:
     commits_lines: list[str] = []
     verify_body = ""
     verify_lines: list[str] = []
-    with BenchEnv(args.work_dir / ("quick" if args.quick else "full"), master=master) as env:
+    heap = scale_report.broker_heap(scale_report.workloads_from_args(args)) if "scale" in cases else None
+    with BenchEnv(args.work_dir / ("quick" if args.quick else "full"), master=master, broker_heap=heap) as env:
         if "compare" in cases:
             for w in _workloads(args):
                 case = comparison_case(
@@ -481,23 +485,9 @@ def _run_all(args: argparse.Namespace, command: str, label: str) -> int:
             if any(not r.ok for r in lat):
                 status = 1
         if "scale" in cases:
-            counts = [int(x) for x in (args.scale_topics or "100,1000").split(",")]
-            sc_runs = args.scale_runs or (1 if args.quick else 3)
-            print(f"== scale: {counts} topics x 4 partitions, {sc_runs} run(s) each", flush=True)
-            sc = scale.run_scale_case(
-                env,
-                tasks_max=args.tasks,
-                topic_counts=counts,
-                runs=sc_runs,
-                contenders=[c for c in scale.CONTENDERS if c in contenders],
-            )
-            body = scale.scale_markdown(sc)
-            scale_lines = scale.marginal_idle_lines(sc)
-            print(body, flush=True)
+            body, scale_lines, extra_json["scale"], ok = scale.run_from_args(env, args, contenders)
             sections.append(("Scale", body))
-            extra_json["scale"] = [r.to_json() for r in sc]
-            if any(not r.ok for r in sc):
-                status = 1
+            status = status if ok else 1
         if "recovery" in cases:
             rec_runs = args.recovery_runs or (1 if args.quick else 3)
             scenarios = recovery.scenario_filter(contenders)

@@ -25,7 +25,7 @@ import gc
 import logging
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,6 +34,7 @@ from confluent_kafka.admin import AdminClient
 
 from mirrorspark.kafka.local.clusters import start_clusters, stop_clusters
 from mirrorspark.kafka.local.model import LocalClusters
+from mirrorspark.kafka.local.settings import HEAP_OPTS_ENV
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -61,13 +62,17 @@ class BenchEnv:
         deleted on start.
     master:
         Spark master URL, e.g. ``local[*]``.
+    broker_heap:
+        The brokers' heap flags (``KAFKA_HEAP_OPTS``), e.g. Kafka's own ``-Xms1G -Xmx1G``; ``None``: the
+        launcher's 512 MiB (or ``KAFKA_HEAP_OPTS`` if set).
 
     Use as a context manager: clusters start on enter and stop on exit, as does Spark.
     """
 
-    def __init__(self, work_dir: Path, *, master: str = "local[*]") -> None:
+    def __init__(self, work_dir: Path, *, master: str = "local[*]", broker_heap: str | None = None) -> None:
         self.work_dir = work_dir
         self.master = master
+        self.broker_heap = broker_heap
         self.clusters: LocalClusters | None = None
         self.cluster_start_s = 0.0
         self.spark_start_s = 0.0
@@ -89,16 +94,21 @@ class BenchEnv:
         stop_clusters(self.work_dir)  # a crashed earlier run may have left brokers behind
         # Kafka's default broker settings (as the launcher writes them): nothing tuned for the bench.
         # 240 s: on a machine shared with other work, brokers took more than the launcher's default 90 s
-        self.clusters = start_clusters([SOURCE, TARGET], base_dir=self.work_dir, brokers=1, timeout_s=240.0)
+        saved = os.environ.get(HEAP_OPTS_ENV)
+        if self.broker_heap is not None:
+            os.environ[HEAP_OPTS_ENV] = self.broker_heap
+        try:
+            self.clusters = start_clusters([SOURCE, TARGET], base_dir=self.work_dir, brokers=1, timeout_s=240.0)
+        finally:
+            if saved is None:
+                os.environ.pop(HEAP_OPTS_ENV, None)
+            else:
+                os.environ[HEAP_OPTS_ENV] = saved
         self.cluster_start_s = time.perf_counter() - t
 
     def close(self) -> None:
         """Stop Spark, then the clusters. Idempotent."""
-        if self._spark is not None:
-            try:
-                self._spark.stop()
-            finally:
-                self._spark = None
+        self._stop_spark()
         gc.collect()  # release librdkafka clients of finished runs before their brokers go away
         if self.clusters is not None:
             stop_clusters(self.work_dir)
@@ -146,6 +156,34 @@ class BenchEnv:
             self._spark = spark
         return self._spark
 
+    def _stop_spark(self) -> None:
+        if self._spark is not None:
+            try:
+                self._spark.stop()
+            finally:
+                self._spark = None
+
+    def use_master(self, master: str) -> None:
+        """Run Spark on ``master`` from the next :meth:`spark` call on (a session on another master is stopped)."""
+        if master != self.master:
+            self._stop_spark()
+            self.master = master
+
+    def spark_with_slots(self, slots: int) -> SparkSession:
+        """The SparkSession with at least ``slots`` task slots: on ``local[slots]`` if the current master has fewer.
+
+        As ``mirrorspark run`` sizes its local master by the copy tasks (``max(cores, 2 x slots, 8)``), a
+        run of many flows needs a session of more slots than the benchmark's ``local[N]``; its start-up is
+        not measured (:attr:`spark_start_s`). Restore the master with :meth:`use_master`.
+        """
+        spark = self.spark()
+        if int(spark.sparkContext.defaultParallelism) >= slots:
+            return spark
+        if not self.master.startswith("local"):
+            raise RuntimeError(f"Spark master {self.master} offers fewer than the {slots} task slots needed")
+        self.use_master(f"local[{slots}]")
+        return self.spark()
+
     # ------------------------------------------------------------------ fresh flows
 
     def fresh_alias(self) -> str:
@@ -153,23 +191,25 @@ class BenchEnv:
         self._runs += 1
         return f"s{self._runs}"
 
-    def mm2_properties(self, source_alias: str, extra: Mapping[str, str]) -> str:
-        """``mm2.properties`` text for the flow ``<source_alias>->target``.
+    def mm2_properties(self, source_alias: str | Sequence[str], extra: Mapping[str, str]) -> str:
+        """``mm2.properties`` text for the flow ``<source_alias>->target``, or one such flow per alias.
 
         Parameters
         ----------
         source_alias:
-            The alias the source cluster goes by in this run (:meth:`fresh_alias`).
+            The alias the source cluster goes by in this run (:meth:`fresh_alias`); several aliases
+            name the one source cluster several times, each alias a flow of its own into the target.
         extra:
             Further properties (topics, tasks.max, ...), written last.
         """
+        aliases = [source_alias] if isinstance(source_alias, str) else list(source_alias)
         clusters = self._clusters()
         src = clusters.cluster(SOURCE)
         renamed = replace(
             clusters,
-            clusters={source_alias: replace(src, alias=source_alias), TARGET: clusters.cluster(TARGET)},
+            clusters={**{a: replace(src, alias=a) for a in aliases}, TARGET: clusters.cluster(TARGET)},
         )
-        return renamed.mm2_properties([(source_alias, TARGET)], extra={**OFFSET_SYNCS, **extra})
+        return renamed.mm2_properties([(a, TARGET) for a in aliases], extra={**OFFSET_SYNCS, **extra})
 
     def delete_flow_topics(self, source_alias: str, *, timeout_s: float = 60.0) -> list[str]:
         """Delete every topic a run's flow left on the target; return their names.

@@ -80,6 +80,7 @@ __all__ = [
     "run_latency",
     "run_latency_case",
     "start_replicator",
+    "start_replicator_text",
 ]
 
 log = logging.getLogger(__name__)
@@ -240,9 +241,12 @@ class RunningReplicator:
     ----------
     pid:
         Root of its process tree: this process for mirrorspark, the JVM for MM2.
+    log_path:
+        MM2: the JVM's log; ``None`` for mirrorspark (its log is this process's).
     """
 
     pid: int
+    log_path: Path | None = None
 
     def restarts(self) -> int:
         """Copy tasks restarted so far (mirrorspark; 0 for MM2)."""
@@ -310,6 +314,7 @@ class _MirrorMakerReplicator(RunningReplicator):
         path.write_text(properties)
         self.mm = start_mirror_maker(path, base_dir=env.work_dir, clusters=[TARGET], heap=MM2_HEAP)
         self.pid = self.mm.pid
+        self.log_path = self.mm.log_path
 
     def alive(self) -> bool:
         return self.mm.running
@@ -363,10 +368,17 @@ def start_replicator(env: BenchEnv, contender: str, alias: str, properties: Mapp
     child JVM (``--clusters target``, heap :data:`bench.contenders.MM2_HEAP`), returned at
     once. ``properties`` are the keys on top of the clusters' own (:func:`contender_properties`).
     """
-    text = env.mm2_properties(alias, properties)
+    return start_replicator_text(env, contender, alias, env.mm2_properties(alias, properties))
+
+
+def start_replicator_text(env: BenchEnv, contender: str, name: str, text: str) -> RunningReplicator:
+    """Start a contender on a whole ``mm2.properties`` text (one flow or more) until stopped: :func:`start_replicator`.
+
+    ``name`` names the run (MM2: its properties file, ``mm2-<name>.properties``).
+    """
     if contender == "mirrorspark":
-        return _MirrorsparkReplicator(env, text, f"bench run {alias} (mirrorspark)")
-    return _MirrorMakerReplicator(env, text, alias)
+        return _MirrorsparkReplicator(env, text, f"bench run {name} (mirrorspark)")
+    return _MirrorMakerReplicator(env, text, name)
 
 
 # --------------------------------------------------------------------------- one run

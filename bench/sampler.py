@@ -50,6 +50,8 @@ class Sample:
         CPU snapshot of the tree (per pid, with roles).
     rss_bytes:
         Resident set size of the tree, bytes.
+    root_rss_bytes:
+        Resident set size of the tree's root alone, bytes.
     """
 
     t: float
@@ -57,6 +59,7 @@ class Sample:
     progress: int
     cpu: cpu.CpuSnapshot
     rss_bytes: int
+    root_rss_bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -199,7 +202,14 @@ class Sampler:
         """Take one sample now (also usable from the measuring thread)."""
         progress = self.progress() if self.progress is not None else -1
         snap = cpu.snapshot(self.root, exclude=self.exclude, root_role=self._root_role)
-        s = Sample(t=time.perf_counter(), wall=time.time(), progress=progress, cpu=snap, rss_bytes=_rss(snap.by_pid))
+        s = Sample(
+            t=time.perf_counter(),
+            wall=time.time(),
+            progress=progress,
+            cpu=snap,
+            rss_bytes=_rss(snap.by_pid),
+            root_rss_bytes=_rss([self.root]),
+        )
         self.samples.append(s)
         return s
 
@@ -226,6 +236,11 @@ class Sampler:
     def peak_rss_bytes(self) -> int:
         """Largest resident size of the tree seen, bytes."""
         return max((s.rss_bytes for s in self.samples), default=0)
+
+    @property
+    def peak_root_rss_bytes(self) -> int:
+        """Largest resident size of the tree's root alone seen, bytes."""
+        return max((s.root_rss_bytes for s in self.samples), default=0)
 
     def window(self, records: int) -> Window | None:
         """The copy window: last sample with an empty output topic to the first with ``records``.

@@ -1,48 +1,75 @@
-"""The scale case: many topics with light traffic — discovery time and idle overhead per topic.
+"""The scale case: many topics, partitions and flows with light traffic — start, copy and idle cost at scale.
 
-A case creates ``topics`` source topics of ``partitions`` partitions each, named
-``bench-scale-<topics>-<index>`` (so each topic count has its own set, matched by the regex
-``bench-scale-<topics>-.*`` and by no other case's), and writes ``records_per_partition``
-records (default 1: light traffic) into every partition — once; every run of every contender
-replicates the same topics into a fresh flow (:meth:`bench.env.BenchEnv.fresh_alias`).
+A workload (:class:`bench.scale_report.ScaleWorkload`; ``--scale-workloads``) is ``flows`` flows of
+``topics`` source topics x ``partitions`` partitions each: one flow of 100 or 1 000 topics x 4, one flow
+of 100 topics x 100 partitions (10 000 partitions), 50 flows of 20 topics x 4. Each flow's topics are
+named ``<prefix><index>`` (:meth:`~bench.scale_report.ScaleWorkload.prefix`: each workload and flow has
+its own prefix, matched by the flow's regex and by no other's), created and filled once with
+``records_per_partition`` records (default 1: light traffic) per partition; every run of every contender
+replicates them into fresh flows (:meth:`bench.env.BenchEnv.fresh_alias`), and the source topics are
+deleted after the workload's last run (the brokers then never hold more than one workload's partitions).
+
+Many flows in one process: each flow is a source alias of its own (``s<n>``, all naming the one source
+cluster) into ``target``, with its own ``s<n>->target.topics`` — what 50 source clusters replicated into
+one hub look like to a replicator: MM2's dedicated mode runs a herder (a Connect worker, its connectors
+and internal topics) per flow, mirrorspark a flow (lease, copy tasks, control jobs) per flow, in one
+process each. Every flow of a many-flow workload runs ``tasks.max=1``; mirrorspark's copy tasks keep a
+Spark task slot each, so its SparkSession is rebuilt with a slot per copy task for the workload
+(:meth:`bench.env.BenchEnv.spark_with_slots`; not measured, as ``mirrorspark run`` sizes its local master
+by its copy tasks) and restored afterwards.
 
 One run (:func:`run_scale`)
 --------------------------
-1. The replicator starts with the flow's ``topics`` = that regex and its default topic
+1. The replicator starts with each flow's ``topics`` = its regex and its default topic
    refresh (the topics exist before it starts, so its start-up discovery finds them):
    mirrorspark as an in-process :class:`mirrorspark.replication.driver.Replicator` running in a background
-   thread (a ``mirrorspark run``: ``min(tasks.max, partitions)`` long-running copy tasks on the warm
+   thread (a ``mirrorspark run``: ``min(tasks.max, partitions)`` long-running copy tasks per flow on the warm
    SparkSession), MirrorMaker 2 as a child JVM (dedicated mode).
-2. **Discovery**: the end offsets of every remote topic's partitions on the target are listed
-   every ``poll_s`` seconds (topic metadata, then one ``ListOffsets`` request for all existing
-   remote partitions). ``discovery_s`` is the time from launch (mirrorspark:
-   ``Replicator.start()``; MM2: JVM launch) until every remote partition holds its records;
-   ``first_s`` until the first one does.
+2. **Start and copy**: the end offsets of every remote topic's partitions on the target are listed
+   every ``poll_s`` seconds (topic metadata, then one ``ListOffsets`` request for the remote
+   partitions not yet complete). ``first_s`` (the start time) is the time from launch (mirrorspark:
+   ``Replicator.start()``; MM2: JVM launch) until the first remote partition holds its records,
+   ``discovery_s`` until every one does.
 3. **Idle overhead**: after ``settle_s`` seconds, the CPU of the replicator's process tree
-   (brokers excluded; :class:`bench.sampler.Sampler`) over ``idle_s`` seconds with no traffic:
+   (brokers excluded; :class:`bench.sampler.Sampler`) over ``idle_s`` seconds with no traffic
+   (60 s in a full run: MM2's idle cost comes in bursts a 20 s window catches or misses):
    ``idle_cores`` = CPU seconds per wall second. The brokers' CPU over the same window is
    reported apart (``idle_broker_cores``): polling thousands of idle partitions costs them too.
-4. The replicator stops; the flow's topics on the target are deleted
+   Peak RSS of the tree and of its root (mirrorspark's driver, MM2's JVM) from launch to the end.
+4. The replicator stops; the flows' topics on the target are deleted
    (:meth:`bench.env.BenchEnv.delete_flow_topics`).
 
-Running two topic counts (default 100 and 1 000) shows how the cost grows:
-:func:`scale_markdown` prints the growth factors and the marginal idle cost per added topic.
+The figures (:mod:`bench.scale_report`) are medians over the runs, the idle cores also run by run;
+two or more one-flow ``topics`` workloads give the marginal idle cost per added topic.
 
 Units: seconds, cores (CPU seconds per wall second), millicores (10^-3 cores), bytes.
 """
 
 from __future__ import annotations
 
+import argparse
 import gc
 import logging
-import statistics
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bench.env import SOURCE, TARGET
-from bench.latency import CONTENDERS, contender_properties, start_replicator
+from bench.latency import CONTENDERS, contender_properties, start_replicator_text
+from bench.scale_report import (
+    FULL_IDLE_S,
+    QUICK_IDLE_S,
+    ScaleResult,
+    ScaleWorkload,
+    marginal_idle_lines,
+    parse_workloads,
+    scale_lines,
+    scale_markdown,
+    workloads_from_args,
+)
+from mirrorspark.kafka.admin_topics import TopicSpec, create_chunks
 
 if TYPE_CHECKING:
     from bench.env import BenchEnv
@@ -51,10 +78,16 @@ __all__ = [
     "CONTENDERS",
     "ScaleResult",
     "ScaleTopics",
+    "ScaleWorkload",
+    "flow_properties",
     "marginal_idle_lines",
+    "parse_workloads",
     "prepare_scale_topics",
+    "refusal_in",
+    "run_from_args",
     "run_scale",
     "run_scale_case",
+    "scale_lines",
     "scale_markdown",
 ]
 
@@ -66,14 +99,12 @@ _SAMPLE_INTERVAL_S = 1.0
 
 @dataclass(frozen=True)
 class ScaleTopics:
-    """The source topics of one scale case.
+    """The source topics of one scale workload.
 
     Attributes
     ----------
-    prefix:
-        Common name prefix, ``bench-scale-<topics>-``.
-    topics, partitions:
-        Topic count and partitions per topic.
+    workload:
+        Flows, topics per flow and partitions per topic (names and regexes per flow).
     records_per_partition:
         Records in every partition.
     create_s, load_s:
@@ -81,42 +112,33 @@ class ScaleTopics:
         existed); informational, not part of any figure.
     """
 
-    prefix: str
-    topics: int
-    partitions: int
+    workload: ScaleWorkload
     records_per_partition: int
     create_s: float = 0.0
     load_s: float = 0.0
 
     @property
     def names(self) -> list[str]:
-        """The topic names, in index order."""
-        width = len(str(self.topics - 1))
-        return [f"{self.prefix}{i:0{width}d}" for i in range(self.topics)]
-
-    @property
-    def regex(self) -> str:
-        """The flow's ``topics`` regex: exactly this case's topics (the prefix is ``[a-z0-9-]``)."""
-        return f"{self.prefix}.*"
+        """Every flow's topic names, flow by flow."""
+        return [n for f in range(self.workload.flows) for n in self.workload.topic_names(f)]
 
     @property
     def records(self) -> int:
         """Records over all topics."""
-        return self.topics * self.partitions * self.records_per_partition
+        return self.workload.total_partitions * self.records_per_partition
 
 
 def prepare_scale_topics(
     env: BenchEnv,
+    workload: ScaleWorkload,
     *,
-    topics: int = 1000,
-    partitions: int = 4,
     records_per_partition: int = 1,
-    chunk: int = 200,
     timeout_s: float = 600.0,
 ) -> ScaleTopics:
-    """Create a scale case's source topics (if missing) and fill every partition.
+    """Create a scale workload's source topics (if missing) and fill every partition.
 
-    Topics are created ``chunk`` at a time with one ``CreateTopics`` request each. Idempotent:
+    Topics are created in the requests mirrorspark makes (:func:`~mirrorspark.kafka.admin_topics.create_chunks`:
+    a KRaft controller refuses a request of more than 10,000 records). Idempotent:
     topics that already exist are reused, and only partitions holding fewer than
     ``records_per_partition`` records get more.
 
@@ -124,12 +146,10 @@ def prepare_scale_topics(
     ----------
     env:
         Started clusters.
-    topics, partitions:
-        How many topics, with how many partitions each.
+    workload:
+        Its flows, topics per flow and partitions per topic.
     records_per_partition:
         Records every partition must hold (12-byte keys, 100-byte values).
-    chunk:
-        Topics per ``CreateTopics`` request.
     timeout_s:
         Deadline of each admin request and of the produce, seconds.
 
@@ -141,8 +161,8 @@ def prepare_scale_topics(
     from confluent_kafka import KafkaError, KafkaException, Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    spec = ScaleTopics(f"bench-scale-{topics}-", topics, partitions, records_per_partition)
-    names = spec.names
+    spec = ScaleTopics(workload, records_per_partition)
+    names, partitions = spec.names, workload.partitions
     admin = AdminClient({"bootstrap.servers": env.bootstrap(SOURCE), "log_level": 3})
     existing = {n: len(t.partitions) for n, t in admin.list_topics(timeout=timeout_s).topics.items()}
     wrong = [n for n in names if n in existing and existing[n] != partitions]
@@ -150,8 +170,8 @@ def prepare_scale_topics(
         raise RuntimeError(f"{len(wrong)} scale topics exist with another partition count, e.g. {wrong[0]}")
     missing = [n for n in names if n not in existing]
     t = time.perf_counter()
-    for i in range(0, len(missing), chunk):
-        new = [NewTopic(n, num_partitions=partitions, replication_factor=1) for n in missing[i : i + chunk]]
+    for chunk in create_chunks([TopicSpec(n, partitions, 1) for n in missing]):
+        new = [NewTopic(t.name, num_partitions=partitions, replication_factor=1) for t in chunk]
         for name, f in admin.create_topics(new, operation_timeout=timeout_s, request_timeout=timeout_s).items():
             try:
                 f.result(timeout=timeout_s)
@@ -188,7 +208,7 @@ def prepare_scale_topics(
         if left:
             raise RuntimeError(f"{left} records to the scale topics were not acknowledged")
     load_s = time.perf_counter() - t if short else 0.0
-    return ScaleTopics(spec.prefix, topics, partitions, records_per_partition, create_s=create_s, load_s=load_s)
+    return ScaleTopics(workload, records_per_partition, create_s=create_s, load_s=load_s)
 
 
 def _end_offsets(admin: Any, partitions: Sequence[tuple[str, int]], timeout_s: float) -> dict[tuple[str, int], int]:
@@ -252,112 +272,60 @@ class _RemoteProgress:
         return len(self._done)
 
 
-@dataclass(frozen=True)
-class ScaleResult:
-    """One scale run of one contender.
+class _CannotRunError(RuntimeError):
+    """The contender refused the workload for good (its log says why): no figures, no failure of the benchmark."""
 
-    Attributes
-    ----------
-    contender:
-        ``"mirrorspark"`` or ``"mm2"``.
-    run:
-        1-based run index.
-    topics, partitions:
-        Replicated topics and partitions per topic (``heartbeats`` not counted).
-    records:
-        Records over all topics.
-    tasks_max:
-        ``tasks.max`` of the flow.
-    create_s, load_s:
-        Seconds the case spent creating and filling the source topics (0 if reused); not measured.
-    start_call_s:
-        mirrorspark only: seconds inside ``Replicator.start()`` (connect, internal topics,
-        committed offsets, discovery, creation of every remote topic); 0 for MM2.
-    first_s:
-        Seconds from launch until the first remote partition held its records.
-    discovery_s:
-        Seconds from launch until every remote partition held its records (0 if never).
-    idle_s:
-        Length of the idle window, seconds.
-    idle_cores:
-        CPU cores used by the replicator's process tree over the idle window.
-    idle_cpu_s:
-        CPU seconds of that window per role (see :data:`bench.cpu.ROLES`).
-    idle_broker_cores:
-        CPU cores used by both brokers together over the idle window.
-    peak_rss_bytes:
-        Largest resident memory of the replicator's tree, bytes, sampled every second from launch
-        (mirrorspark: from the end of ``Replicator.start()``) to the end of the idle window.
-    machine_cores:
-        Busy cores of the whole machine (every process, anyone else's included) over the idle window.
-    error:
-        Why the run failed, else ``""``.
+
+class _LogRefusals:
+    """Reads a replicator's log as it grows for a refusal it never recovers from before its next topic refresh.
+
+    MM2 asks for every new remote topic in one ``CreateTopics`` request; a KRaft controller refuses one of more
+    than 10,000 records (``PolicyViolationException``), and MM2 logs ``Could not create topic ...`` and copies
+    nothing until its next refresh (``refresh.topics.interval.seconds``, 600), which asks the same. ``None``:
+    no log to read (mirrorspark raises such errors itself).
     """
 
-    contender: str
-    run: int
-    topics: int
-    partitions: int
-    records: int
-    tasks_max: int
-    create_s: float = 0.0
-    load_s: float = 0.0
-    start_call_s: float = 0.0
-    first_s: float = 0.0
-    discovery_s: float = 0.0
-    idle_s: float = 0.0
-    idle_cores: float = 0.0
-    idle_cpu_s: Mapping[str, float] = field(default_factory=dict)
-    idle_broker_cores: float = 0.0
-    peak_rss_bytes: int = 0
-    machine_cores: float = 0.0
-    error: str = ""
+    def __init__(self, path: Path | None) -> None:
+        self._path = path
+        self._offset = 0
 
-    @property
-    def ok(self) -> bool:
-        """Whether every remote topic got its records and the idle window was measured."""
-        return not self.error and self.discovery_s > 0 and self.idle_s > 0
+    def __call__(self) -> str:
+        """The refusal (its log line and the cause) if one was logged since the last call, else ``""``."""
+        if self._path is None or not self._path.exists():
+            return ""
+        with self._path.open("rb") as f:
+            f.seek(self._offset)
+            data = f.read()
+        end = data.rfind(b"\n") + 1  # a line still being written is read next time
+        self._offset += end
+        return refusal_in(data[:end].decode("utf-8", "replace"))
 
-    @property
-    def total_partitions(self) -> int:
-        """Replicated partitions (``topics * partitions``)."""
-        return self.topics * self.partitions
 
-    @property
-    def millicores_per_topic(self) -> float:
-        """Idle CPU per replicated topic, millicores (``idle_cores * 1000 / topics``; fixed costs included)."""
-        return self.idle_cores * 1000.0 / self.topics if self.topics else 0.0
+def refusal_in(log: str) -> str:
+    """The first ``Could not create topic`` refusal in an MM2 log text, with its exception's message, else ``""``."""
+    lines = log.splitlines()
+    for i, line in enumerate(lines):
+        if "Could not create topic" in line:
+            cause = next((x.strip() for x in lines[i + 1 : i + 4] if "Exception" in x), "")
+            return f"{line.strip()} {cause}".strip()
+    return ""
 
-    @property
-    def cores_per_1000_partitions(self) -> float:
-        """Idle CPU per 1 000 replicated partitions, cores (fixed costs included)."""
-        return self.idle_cores * 1000.0 / self.total_partitions if self.total_partitions else 0.0
 
-    def to_json(self) -> dict[str, Any]:
-        """Plain-JSON form."""
-        return {
-            "contender": self.contender,
-            "run": self.run,
-            "topics": self.topics,
-            "partitions": self.partitions,
-            "records": self.records,
-            "tasks_max": self.tasks_max,
-            "create_s": round(self.create_s, 3),
-            "load_s": round(self.load_s, 3),
-            "start_call_s": round(self.start_call_s, 3),
-            "first_s": round(self.first_s, 3),
-            "discovery_s": round(self.discovery_s, 3),
-            "idle_s": round(self.idle_s, 3),
-            "idle_cores": round(self.idle_cores, 4),
-            "idle_cpu_s": {k: round(v, 3) for k, v in self.idle_cpu_s.items()},
-            "idle_broker_cores": round(self.idle_broker_cores, 4),
-            "millicores_per_topic": round(self.millicores_per_topic, 4),
-            "cores_per_1000_partitions": round(self.cores_per_1000_partitions, 4),
-            "peak_rss_bytes": self.peak_rss_bytes,
-            "machine_cores": round(self.machine_cores, 3),
-            "ok": self.ok,
-            "error": self.error,
-        }
+def flow_properties(
+    contender: str, workload: ScaleWorkload, aliases: Sequence[str], tasks_max: int, extra: dict[str, str]
+) -> dict[str, str]:
+    """The ``mm2.properties`` keys of a run over ``aliases`` (one per flow): each flow's ``topics`` its own regex.
+
+    One flow: the flow's ``topics`` and ``tasks.max`` at top level (:func:`bench.latency.contender_properties`).
+    Several: ``<alias>->target.topics`` per flow too (the top-level ``topics`` is the first flow's, so a
+    contender that read only that would leave the other flows' topics uncopied and the run would fail).
+    """
+    if len(aliases) != workload.flows:
+        raise ValueError(f"{workload.spec} needs {workload.flows} source aliases, got {len(aliases)}")
+    props = contender_properties(contender, workload.regex(0), tasks_max, extra)
+    if workload.flows > 1:
+        props.update({f"{a}->{TARGET}.topics": workload.regex(f) for f, a in enumerate(aliases)})
+    return props
 
 
 def run_scale(
@@ -365,45 +333,39 @@ def run_scale(
     *,
     contender: str,
     tasks_max: int,
-    topics: int = 1000,
-    partitions: int = 4,
-    records_per_partition: int = 1,
-    prepared: ScaleTopics | None = None,
-    idle_s: float = 20.0,
+    prepared: ScaleTopics,
+    idle_s: float = FULL_IDLE_S,
     settle_s: float = 5.0,
     poll_s: float = 0.5,
-    extra: Mapping[str, str] | None = None,
+    extra: dict[str, str] | None = None,
     run: int = 1,
     timeout_s: float = 900.0,
 ) -> ScaleResult:
-    """Measure one contender's discovery time and idle overhead over many topics (one run, fresh flow).
+    """Measure one contender's start, copy time, memory and idle overhead over a workload (one run, fresh flows).
 
     Parameters
     ----------
     env:
-        Started clusters (and, for mirrorspark, the SparkSession, built here if needed; not measured).
+        Started clusters (and, for mirrorspark, the SparkSession, built here if needed with a slot
+        per copy task; not measured).
     contender:
         ``"mirrorspark"`` or ``"mm2"``.
     tasks_max:
-        ``tasks.max`` of the flow.
-    topics, partitions, records_per_partition:
-        The case's source topics (created and filled by :func:`prepare_scale_topics` unless
-        ``prepared`` is given).
+        ``tasks.max`` of every flow.
     prepared:
-        Topics from an earlier :func:`prepare_scale_topics` call (then ``topics``,
-        ``partitions`` and ``records_per_partition`` are taken from it).
+        The workload's topics (:func:`prepare_scale_topics`).
     idle_s:
-        Length of the idle window, seconds (default 20).
+        Length of the idle window, seconds (default 60).
     settle_s:
         Seconds between catching up and the idle window (default 5).
     poll_s:
-        Seconds between two progress polls during discovery (default 0.5).
+        Seconds between two progress polls until every partition is copied (default 0.5).
     extra:
         Further ``mm2.properties`` keys (e.g. ``refresh.topics.interval.seconds``).
     run:
         Run index to record.
     timeout_s:
-        Give up on discovery after this many seconds.
+        Give up on the copy after this many seconds.
 
     Returns
     -------
@@ -415,18 +377,15 @@ def run_scale(
 
     if contender not in CONTENDERS:
         raise ValueError(f"unknown contender {contender!r}: use one of {', '.join(CONTENDERS)}")
-    spec = prepared or prepare_scale_topics(
-        env, topics=topics, partitions=partitions, records_per_partition=records_per_partition
-    )
-    if contender == "mirrorspark":
-        env.spark()
-    alias = env.fresh_alias()
-    props = contender_properties(contender, spec.regex, tasks_max, dict(extra or {}))
-    progress = _RemoteProgress(
-        env.bootstrap(TARGET), [f"{alias}.{n}" for n in spec.names], spec.partitions, spec.records_per_partition
-    )
+    w = prepared.workload
+    aliases = [env.fresh_alias() for _ in range(w.flows)]
+    if contender == "mirrorspark":  # a slot per copy task: min(tasks.max, partitions) per flow
+        env.spark_with_slots(w.flows * min(tasks_max, w.topics * w.partitions))
+    props = flow_properties(contender, w, aliases, tasks_max, dict(extra or {}))
+    remotes = [f"{a}.{n}" for f, a in enumerate(aliases) for n in w.topic_names(f)]
+    progress = _RemoteProgress(env.bootstrap(TARGET), remotes, w.partitions, prepared.records_per_partition)
     brokers = env.broker_pids()
-    error = ""
+    error = cannot_run = ""
     first_s = discovery_s = start_call_s = 0.0
     idle_window = 0.0
     idle_cpu: cpu.CpuDelta = cpu.CpuDelta()
@@ -436,12 +395,13 @@ def run_scale(
     t0 = time.perf_counter()
     replicator = None
     try:
-        replicator = start_replicator(env, contender, alias, props)
+        replicator = start_replicator_text(env, contender, aliases[0], env.mm2_properties(aliases, props))
         if contender == "mirrorspark":
             start_call_s = time.perf_counter() - t0
         sampler = Sampler(replicator.pid, exclude=brokers, progress=None, interval_s=_SAMPLE_INTERVAL_S)
         sampler.start()
         deadline = time.monotonic() + timeout_s
+        refusals = _LogRefusals(replicator.log_path)
         while True:
             done = progress()
             now = time.perf_counter() - t0
@@ -452,6 +412,8 @@ def run_scale(
                 break
             if not replicator.alive():
                 raise RuntimeError(replicator.describe_failure())
+            if refused := refusals():
+                raise _CannotRunError(refused)
             if time.monotonic() > deadline:
                 raise RuntimeError(
                     f"{contender}: only {done} of {progress.total} remote partitions held their records "
@@ -476,6 +438,9 @@ def run_scale(
         idle_cpu = cpu.delta(a.cpu, b.cpu)
         broker_cores = cpu.delta(b0, b1).total_s / idle_window if idle_window > 0 else 0.0
         machine_cores = (m1 - m0).busy_s / (w1 - w0) if w1 > w0 else 0.0
+    except _CannotRunError as e:
+        log.warning("%s cannot run %s: %s", contender, w.spec, e)
+        cannot_run = str(e)
     except Exception as e:
         log.exception("%s scale run %d failed", contender, run)
         error = f"{type(e).__name__}: {e}"
@@ -484,19 +449,22 @@ def run_scale(
             sampler.stop()
         if replicator is not None:
             replicator.stop()
-    try:
-        env.delete_flow_topics(alias, timeout_s=300.0)
-    except Exception:
-        log.warning("deleting the topics of scale run %s failed", alias, exc_info=True)
+    for alias in aliases:
+        try:
+            env.delete_flow_topics(alias, timeout_s=300.0)
+        except Exception:
+            log.warning("deleting the topics of scale run %s failed", alias, exc_info=True)
     return ScaleResult(
         contender=contender,
         run=run,
-        topics=spec.topics,
-        partitions=spec.partitions,
-        records=spec.records,
+        topics=w.total_topics,
+        partitions=w.partitions,
+        records=prepared.records,
         tasks_max=tasks_max,
-        create_s=spec.create_s,
-        load_s=spec.load_s,
+        workload=w.spec,
+        flows=w.flows,
+        create_s=prepared.create_s,
+        load_s=prepared.load_s,
         start_call_s=start_call_s,
         first_s=first_s,
         discovery_s=discovery_s,
@@ -505,8 +473,10 @@ def run_scale(
         idle_cpu_s=dict(idle_cpu.by_role),
         idle_broker_cores=broker_cores,
         peak_rss_bytes=sampler.peak_rss_bytes if sampler is not None else 0,
+        driver_peak_rss_bytes=sampler.peak_root_rss_bytes if sampler is not None else 0,
         machine_cores=machine_cores,
         error=error,
+        cannot_run=cannot_run,
     )
 
 
@@ -514,138 +484,72 @@ def run_scale_case(
     env: BenchEnv,
     *,
     tasks_max: int,
+    workloads: Sequence[ScaleWorkload],
     contenders: Sequence[str] = CONTENDERS,
-    topic_counts: Sequence[int] = (100, 1000),
-    partitions: int = 4,
     records_per_partition: int = 1,
     runs: int = 1,
     pause_s: float = 5.0,
     **kwargs: Any,
 ) -> list[ScaleResult]:
-    """For every topic count: prepare the topics once, then ``runs`` rounds over ``contenders``.
+    """For every workload: prepare its topics, ``runs`` rounds over ``contenders``, then delete its source topics.
 
     Parameters
     ----------
     env:
         Started clusters.
     tasks_max:
-        ``tasks.max`` of every flow.
+        ``tasks.max`` of a one-flow workload (``--tasks``; :meth:`ScaleWorkload.tasks_max`).
+    workloads:
+        In run order.
     contenders:
         Names from :data:`CONTENDERS`, in run order within a round.
-    topic_counts:
-        Topic counts to measure (default 100 and 1 000: the growth is in the report).
-    partitions, records_per_partition:
-        Per topic / per partition.
+    records_per_partition:
+        Records per source partition.
     runs:
-        Rounds per topic count.
+        Rounds per workload.
     pause_s:
         Seconds of quiet between two runs.
     kwargs:
         Passed to :func:`run_scale` (``idle_s``, ``settle_s``, ``extra``, ...).
     """
     results = []
-    for n in topic_counts:
-        spec = prepare_scale_topics(env, topics=n, partitions=partitions, records_per_partition=records_per_partition)
-        for r in range(1, runs + 1):
-            for c in contenders:
-                results.append(run_scale(env, contender=c, tasks_max=tasks_max, prepared=spec, run=r, **kwargs))
-                time.sleep(pause_s)
+    master = env.master
+    for w in workloads:
+        spec = prepare_scale_topics(env, w, records_per_partition=records_per_partition)
+        try:
+            for r in range(1, runs + 1):
+                for c in contenders:
+                    tasks = w.tasks_max(tasks_max)
+                    results.append(run_scale(env, contender=c, tasks_max=tasks, prepared=spec, run=r, **kwargs))
+                    time.sleep(pause_s)
+        finally:
+            env.use_master(master)  # a many-flow workload's session of more slots ends with it
+            try:
+                env.delete_topics(SOURCE, spec.names, timeout_s=300.0)
+            except Exception:
+                log.warning("deleting the source topics of %s failed", w.spec, exc_info=True)
     return results
 
 
-def marginal_idle_lines(results: Sequence[ScaleResult]) -> list[str]:
-    """One line per contender: its marginal idle cost per added topic, between the smallest and largest topic count.
-
-    E.g. ``scale marginal idle cost per added topic mirrorspark: 0.020 millicores (100 -> 1,000 topics)``;
-    medians over successful runs; a contender with fewer than two topic counts measured is left out.
-    """
-    out = []
-    for name in dict.fromkeys(r.contender for r in results):
-        cores: dict[int, float] = {}
-        for topics in sorted({r.topics for r in results if r.contender == name}):
-            ok = [r.idle_cores for r in results if r.contender == name and r.topics == topics and r.ok]
-            if ok:
-                cores[topics] = statistics.median(ok)
-        if len(cores) < 2:
-            continue
-        (t1, c1), (t2, c2) = min(cores.items()), max(cores.items())
-        marginal = (c2 - c1) * 1000.0 / (t2 - t1)
-        out.append(
-            f"scale marginal idle cost per added topic {name}: {marginal:.3f} millicores ({t1:,} -> {t2:,} topics)"
-        )
-    return out
-
-
-def scale_markdown(results: Sequence[ScaleResult]) -> str:
-    """A markdown table of a scale case (medians over successful runs) and how the cost grows.
-
-    Columns: seconds until every remote topic held its records, idle CPU in cores and per
-    topic (millicores) / per 1 000 partitions, brokers' idle CPU, peak RSS in MB (10^6 bytes).
-    Below the table, per contender, the growth from the smallest to the largest topic count
-    and the marginal idle cost per added topic. Failed runs are listed last.
-    """
-    if not results:
-        return "_no scale runs_\n"
-    lines = [
-        "| contender | topics x partitions | runs | first copied s | all copied s | idle cores "
-        "| millicores/topic | cores/1000 partitions | brokers idle cores | peak RSS MB | machine busy cores |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    names = list(dict.fromkeys(r.contender for r in results))
-    counts = sorted({(r.topics, r.partitions) for r in results})
-    medians: dict[tuple[str, int, int], dict[str, float]] = {}
-    for name in names:
-        for topics, parts in counts:
-            group = [r for r in results if r.contender == name and (r.topics, r.partitions) == (topics, parts)]
-            if not group:
-                continue
-            ok = [r for r in group if r.ok]
-            if not ok:
-                lines.append(f"| {name} | {topics:,} x {parts} | 0 | - | - | - | - | - | - | - | - |")
-                continue
-            m = {
-                "first": statistics.median(r.first_s for r in ok),
-                "all": statistics.median(r.discovery_s for r in ok),
-                "cores": statistics.median(r.idle_cores for r in ok),
-                "mc": statistics.median(r.millicores_per_topic for r in ok),
-                "c1k": statistics.median(r.cores_per_1000_partitions for r in ok),
-                "brokers": statistics.median(r.idle_broker_cores for r in ok),
-                "rss": statistics.median(r.peak_rss_bytes / 1e6 for r in ok),
-                "machine": statistics.median(r.machine_cores for r in ok),
-            }
-            medians[(name, topics, parts)] = m
-            lines.append(
-                f"| {name} | {topics:,} x {parts} | {len(ok)} | {m['first']:.1f} "
-                f"| {m['all']:.1f} | {m['cores']:.3f} "
-                f"| {m['mc']:.2f} | {m['c1k']:.3f} | {m['brokers']:.3f} | {m['rss']:,.0f} | {m['machine']:.2f} |"
-            )
-    growth = []
-    for name in names:
-        have = sorted((t, p) for (n, t, p) in medians if n == name)
-        if len(have) < 2:
-            continue
-        (t1, p1), (t2, p2) = have[0], have[-1]
-        a, b = medians[(name, t1, p1)], medians[(name, t2, p2)]
-        added = t2 - t1
-        marginal = (b["cores"] - a["cores"]) * 1000.0 / added if added else 0.0
-
-        def ratio(x: float, y: float) -> str:
-            return f"x{y / x:.1f}" if x > 0 else "n/a"
-
-        growth.append(
-            f"- {name}: {t1:,} -> {t2:,} topics (x{t2 / t1:g}): all copied {a['all']:.1f} s -> {b['all']:.1f} s "
-            f"({ratio(a['all'], b['all'])}), idle {a['cores']:.3f} -> {b['cores']:.3f} cores "
-            f"({ratio(a['cores'], b['cores'])}); marginal idle cost {marginal:.3f} millicores per added topic, "
-            f"peak RSS {a['rss']:,.0f} -> {b['rss']:,.0f} MB"
-        )
-    if growth:
-        lines += ["", "How the cost grows with the topic count:", "", *growth]
-    failed = [r for r in results if not r.ok]
-    if failed:
-        lines.append("")
-        for r in failed:
-            lines.append(
-                f"- {r.contender} run {r.run} ({r.topics:,} topics) failed: "
-                f"{r.error.splitlines()[0] if r.error else 'no idle window'}"
-            )
-    return "\n".join(lines) + "\n"
+def run_from_args(
+    env: BenchEnv, args: argparse.Namespace, contenders: Sequence[str]
+) -> tuple[str, list[str], list[dict[str, Any]], bool]:
+    """Run the case as ``python -m bench --cases scale`` asks: its section, result lines, JSON and whether all ran."""
+    workloads = workloads_from_args(args)
+    runs = args.scale_runs or (1 if args.quick else 3)
+    idle_s = args.scale_idle_seconds or (QUICK_IDLE_S if args.quick else FULL_IDLE_S)
+    print(
+        f"== scale: {', '.join(w.spec for w in workloads)}; {runs} run(s) each, {idle_s:g} s idle windows", flush=True
+    )
+    results = run_scale_case(
+        env,
+        tasks_max=args.tasks,
+        workloads=workloads,
+        runs=runs,
+        idle_s=idle_s,
+        contenders=[c for c in CONTENDERS if c in contenders],
+    )
+    body = scale_markdown(results)
+    print(body, flush=True)
+    lines = [*marginal_idle_lines(results), *scale_lines(results)]
+    return body, lines, [r.to_json() for r in results], not any(r.failed for r in results)

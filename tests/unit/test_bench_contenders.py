@@ -91,7 +91,7 @@ def test_the_scale_table_has_no_engine_column() -> None:
     ]
     lines = scale_markdown(runs).splitlines()
     assert "engine" not in lines[0] and lines[0].count("|") == lines[2].count("|") == lines[3].count("|")
-    assert lines[2].startswith("| mirrorspark | 10 x 4 | 1 | 1.0 | 2.0 | 0.100 |")
+    assert lines[2].startswith("| topics:10x4 | mirrorspark | 1 x 10 x 4 | 1 | 1.0 | 2.0 | 0.100 |")
     assert "batches" not in runs[0].to_json() and "engine" not in runs[0].to_json()
 
 

@@ -22,6 +22,7 @@ from mirrorspark.client.context import FlowContext, ReplicationContext
 from mirrorspark.errors import ClusterError, ClusterUnreachableError
 from mirrorspark.kafka.admin import ClusterAdmin, GroupDescription, TopicSpec, is_transient
 from mirrorspark.kafka.admin_groups import commit_metadata
+from mirrorspark.kafka.admin_topics import CREATE_PARTITIONS_CHUNK, create_chunks
 
 pytestmark = pytest.mark.unit
 
@@ -321,3 +322,17 @@ def test_cluster_tools_use_the_top_level_admin_timeout() -> None:
     assert ReplicationContext(one_flow_overrides, clients).cluster_admin("B", "x").timeout_s == 2.5
     both, *_ = two_clusters("A->B.admin.timeout.ms = 9000\nB->A.admin.timeout.ms = 9000\n")
     assert ReplicationContext(both, clients).cluster_admin("A", "x").timeout_s == 60.0  # admin.timeout.ms's default
+
+
+def test_topics_are_created_in_requests_a_kraft_controller_accepts() -> None:
+    # one request of 100 topics x 100 partitions was refused (POLICY_VIOLATION: more than 10,000 records)
+    many = [TopicSpec(f"t{i}", 100, 1) for i in range(120)]
+    chunks = create_chunks(many)
+    assert [t for c in chunks for t in c] == many
+    assert all(sum(t.partitions for t in c) <= CREATE_PARTITIONS_CHUNK for c in chunks)
+    assert [len(c) for c in create_chunks([TopicSpec(f"s{i}", 1, 1) for i in range(1001)])] == [500, 500, 1]
+    huge = [TopicSpec("a", 1, 1), TopicSpec("b", 9000, 1), TopicSpec("c", 1, 1)]
+    assert [[t.name for t in c] for c in create_chunks(huge)] == [["a"], ["b"], ["c"]]
+    admin, spy = admin_of(cluster())
+    assert len(admin.create_topics(many, wait_for_leaders=False)) == 120
+    assert [name for name, _ in spy.requests].count("create_topics") == len(chunks) > 1

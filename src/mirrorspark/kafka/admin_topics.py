@@ -29,6 +29,10 @@ from mirrorspark.kafka.admin_base import AdminBase, PartitionKey
 
 CREATE_TOPICS_CHUNK: Final = 500
 """Most topics one ``CreateTopics`` request carries (:meth:`~mirrorspark.kafka.admin.ClusterAdmin.create_topics`)."""
+CREATE_PARTITIONS_CHUNK: Final = 5000
+"""Most partitions one ``CreateTopics`` request carries (a bigger topic goes alone): a KRaft controller refuses a
+request of more than 10,000 records, one per topic and per partition, with ``POLICY_VIOLATION`` ("Excessively large
+number of partitions per request"; 100 topics x 100 partitions were refused)."""
 
 _REPLICATION_FACTOR_HINT = (
     " — the cluster has fewer brokers than the replication factor: set the matching "
@@ -62,6 +66,21 @@ class TopicSpec:
     replication_factor: int
     config: Mapping[str, str] = field(default_factory=dict)
     assignment: Sequence[Sequence[int]] | None = None
+
+
+def create_chunks(topics: Sequence[TopicSpec]) -> list[Sequence[TopicSpec]]:
+    """Split ``topics`` into ``CreateTopics`` requests of ≤ 500 topics and ≤ 5,000 partitions (a bigger topic alone)."""
+    chunks: list[Sequence[TopicSpec]] = []
+    start = partitions = 0
+    for i, t in enumerate(topics):
+        n = max(t.partitions, len(t.assignment or ()), 1)
+        if i > start and (i - start >= CREATE_TOPICS_CHUNK or partitions + n > CREATE_PARTITIONS_CHUNK):
+            chunks.append(topics[start:i])
+            start, partitions = i, 0
+        partitions += n
+    if start < len(topics):
+        chunks.append(topics[start:])
+    return chunks
 
 
 def _new_topic(t: TopicSpec) -> NewTopic:
@@ -136,8 +155,7 @@ class TopicCalls(AdminBase):
         created: list[str] = []
         failure: ClusterError | None = None
         hints = {KafkaError.INVALID_REPLICATION_FACTOR: _REPLICATION_FACTOR_HINT}
-        for i in range(0, len(topics), CREATE_TOPICS_CHUNK):
-            chunk = topics[i : i + CREATE_TOPICS_CHUNK]
+        for chunk in create_chunks(topics):
             with self._call("creating topics"):
                 futures = self.admin.create_topics([_new_topic(t) for t in chunk], request_timeout=self.timeout_s)
             deadline = self._deadline()
@@ -167,8 +185,7 @@ class TopicCalls(AdminBase):
         ``POLICY_VIOLATION``; "already exists" is no refusal. Raises ClusterError when the call itself fails.
         """
         refused: dict[str, KafkaError] = {}
-        for i in range(0, len(topics), CREATE_TOPICS_CHUNK):
-            chunk = topics[i : i + CREATE_TOPICS_CHUNK]
+        for chunk in create_chunks(topics):
             with self._call("validating topics"):
                 futures = self.admin.create_topics(
                     [_new_topic(t) for t in chunk], request_timeout=self.timeout_s, validate_only=True
@@ -360,4 +377,12 @@ class TopicCalls(AdminBase):
         return out
 
 
-__all__ = ["CREATE_TOPICS_CHUNK", "ConfigValue", "TopicCalls", "TopicDescription", "TopicSpec"]
+__all__ = [
+    "CREATE_PARTITIONS_CHUNK",
+    "CREATE_TOPICS_CHUNK",
+    "ConfigValue",
+    "TopicCalls",
+    "TopicDescription",
+    "TopicSpec",
+    "create_chunks",
+]
