@@ -22,6 +22,7 @@ from mirrorspark.mm2.connect_offsets import OffsetHistory
 from mirrorspark.replication.task.catch_up import READER_FETCH_BYTES, CatchUpConsumer
 from mirrorspark.replication.task.commit import SOURCE_END_TIMEOUT_S, StoredOffsetsReader, TopicIdsReader
 from mirrorspark.replication.task.grant_client import GrantClient
+from mirrorspark.replication.task.idle import IdleConsumer, PausingConsumer
 from mirrorspark.replication.task.runner import CopyTaskRunner
 from mirrorspark.replication.task.schema_ids import SchemaIdTranslator
 from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionKey, TaskOutcome, TaskResult
@@ -183,14 +184,15 @@ def run_copy_task(spec: CopyTaskSpec) -> TaskResult:
         main = Consumer(
             with_fetch_stats(with_logger(conf, str(conf.get("client.id", "replication-consumer"))), sources)
         )
-        consumer: SourceConsumerLike = main
+        inner: PausingConsumer = main
         if spec.catch_up_readers > 1:  # else no wrapper at all (catch_up.py's U6)
-            consumer = CatchUpConsumer(
+            inner = CatchUpConsumer(
                 main,
                 catch_up_reader(spec),
                 count=spec.catch_up_readers,
                 backlog_records=spec.catch_up_backlog_records,
             )
+        consumer: SourceConsumerLike = IdleConsumer(inner)  # idle partitions paused, woken by end offsets (#44)
         runner = CopyTaskRunner(
             spec,
             consumer=consumer,
