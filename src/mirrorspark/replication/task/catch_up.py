@@ -41,9 +41,9 @@ Invariants (the tests in ``tests/unit/test_catch_up_consumer.py`` that guard the
   reader's librdkafka queue comes on top.
 * **U5 seek and pause**: :meth:`~CatchUpConsumer.seek` of a partition in a round ends the round and reads on
   from the sought offset (a new round may start there); :meth:`~CatchUpConsumer.pause` ends it and nothing more
-  of the partition is handed out until :meth:`~CatchUpConsumer.resume` (from the next offset the runner receives,
-  as the idle partitions of ``idle.py`` are woken); :meth:`~CatchUpConsumer.position` answers the next offset the runner will
-  receive for a partition in a round or paused in one. Neither touches another partition's round.
+  of the partition is handed out until :meth:`~CatchUpConsumer.resume` (from the next offset the runner
+  receives, as ``idle.py`` wakes an idle partition); :meth:`~CatchUpConsumer.position` answers the next offset
+  the runner will receive for a partition in a round or paused in one. Neither touches another partition's round.
 * **U6 switch-off**: a round ends once the backlog past it is below ``backlog_records``; a partition keeping up
   stays with the main consumer. With ``readers`` 1 the task has no wrapper at all (``job.run_copy_task``).
 * **U7 release**: :meth:`~CatchUpConsumer.close` stops the readers, joins their threads, closes their consumers

@@ -106,7 +106,7 @@ class IdleConsumer:
         self._scan_at = now + SCAN_S
 
     def poll(self, timeout: float = -1) -> MessageLike | None:
-        """The wrapped consumer's next record or event (I1); idle partitions tended first."""
+        """Return the wrapped consumer's next record or event (I1), idle partitions tended first."""
         self._tend()
         m = self._inner.poll(timeout)
         if m is not None:
@@ -114,7 +114,7 @@ class IdleConsumer:
         return m
 
     def consume(self, num_messages: int = 1, timeout: float = -1) -> Sequence[MessageLike]:
-        """The wrapped consumer's next records (I1); idle partitions tended first."""
+        """Return the wrapped consumer's next records (I1), idle partitions tended first."""
         self._tend()
         msgs = self._inner.consume(num_messages=num_messages, timeout=timeout)
         if msgs:
@@ -122,11 +122,11 @@ class IdleConsumer:
         return msgs
 
     def position(self, partitions: list[TopicPartition], /) -> list[TopicPartition]:
-        """The wrapped consumer's positions (a paused partition keeps its own)."""
+        """Return the wrapped consumer's positions (a paused partition keeps its own)."""
         return self._inner.position(partitions)
 
     def pause(self, partitions: list[TopicPartition], /) -> None:
-        """The task pauses these partitions: never resumed here (I4)."""
+        """Pause these partitions for the task: never resumed here (I4)."""
         for tp in partitions:
             key = (tp.topic, tp.partition)
             self._held.add(key)
@@ -145,7 +145,7 @@ class IdleConsumer:
         self._inner.seek(partition)
 
     def get_watermark_offsets(self, partition: TopicPartition, /, timeout: float = -1) -> tuple[int, int]:
-        """The wrapped consumer's watermarks of the partition."""
+        """Return the wrapped consumer's watermarks of the partition."""
         return self._inner.get_watermark_offsets(partition, timeout)
 
     def close(self) -> None:
