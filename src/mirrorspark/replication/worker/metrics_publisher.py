@@ -221,7 +221,7 @@ class MetricsPublisher:
 
     def _changed_lags(self, lags: list[TopicLag]) -> list[tuple[TopicLag, tuple[object, ...]]]:
         """Return the lags to write this round with their figures: changed ones, and unchanged ones due again."""
-        out = []
+        out: list[tuple[TopicLag, tuple[object, ...]]] = []
         written, now = self._lags_written, self._round
         for t in lags:
             figures = (t.remote_topic, t.partitions)
