@@ -18,8 +18,9 @@ Invariants (the tests in ``tests/unit/test_idle_partitions.py`` that guard them 
   prefetched past the application's position and fetches again from there on resume; records are handed out as
   the wrapped consumer hands them out.
 * **I2 woken when it moves**: a paused partition whose end offset differs from its next offset (new records, a
-  transaction marker, a truncated or re-created log) is resumed at the next check; the next offset is the
-  consumer's position, else the last record handed out plus one, else the assigned offset.
+  transaction marker, a truncated or re-created log) is resumed at the next check; the next offset is taken when
+  it is paused (a paused partition's position does not move; a seek resumes it first): the consumer's position,
+  else the last record handed out plus one, else the assigned offset.
 * **I3 unknown never sleeps**: a partition whose next offset is not known yet (a logical start offset and no
   record and no position) is never paused; neither is one paused by the task itself.
 * **I4 the task's own pause wins**: a partition the task pauses (out of range) is never resumed here; a seek of
@@ -50,7 +51,7 @@ IDLE_AFTER_S: Final = 10.0
 WAKE_MIN_S: Final = 1.0
 """Seconds from pausing partitions to the first end-offset check, and after a check that woke one."""
 
-WAKE_MAX_S: Final = 4.0
+WAKE_MAX_S: Final = 2.0
 """Longest interval between two end-offset checks (the first record after idleness waits up to this)."""
 
 SCAN_S: Final = 1.0
@@ -81,7 +82,7 @@ class IdleConsumer:
         self._inner = inner
         self._clock = clock
         self._active: dict[PartitionKey, float] = {}  # not paused here: when it last handed out a record
-        self._idle: set[PartitionKey] = set()  # paused here (I4: never one the task paused)
+        self._idle: dict[PartitionKey, int] = {}  # paused here (never the task's, I4): its next offset then (I2)
         self._held: set[PartitionKey] = set()  # paused by the task
         self._next: dict[PartitionKey, int] = {}  # next offset as far as known (assigned, or last record + 1)
         self._scan_at = 0.0
@@ -93,7 +94,7 @@ class IdleConsumer:
     @property
     def idle(self) -> frozenset[PartitionKey]:
         """The partitions paused here now."""
-        return frozenset(self._idle)
+        return frozenset(self._idle.keys())
 
     def assign(self, partitions: list[TopicPartition], /) -> None:
         """Assign ``partitions`` (all active from now; nothing paused)."""
@@ -101,7 +102,7 @@ class IdleConsumer:
         self._inner.assign(partitions)
         self._active = {(tp.topic, tp.partition): now for tp in partitions}
         self._next = {(tp.topic, tp.partition): tp.offset for tp in partitions}
-        self._idle.clear()
+        self._idle = {}
         self._held.clear()
         self._scan_at = now + SCAN_S
 
@@ -130,7 +131,7 @@ class IdleConsumer:
         for tp in partitions:
             key = (tp.topic, tp.partition)
             self._held.add(key)
-            self._idle.discard(key)
+            self._idle.pop(key, None)
             self._active.pop(key, None)
         self._inner.pause(partitions)
 
@@ -138,7 +139,7 @@ class IdleConsumer:
         """Read the partition from its offset next; an idle-paused one is resumed first (I4)."""
         key = (partition.topic, partition.partition)
         if key in self._idle:
-            self._idle.discard(key)
+            del self._idle[key]
             self._inner.resume([TopicPartition(*key)])
             self._active[key] = self._clock()
         self._next[key] = partition.offset
@@ -191,7 +192,7 @@ class IdleConsumer:
         if not self._idle:
             self._interval = WAKE_MIN_S
             self._check_at = now + WAKE_MIN_S
-        self._idle.update(keys)
+        self._idle.update((k, nexts[k]) for k in keys)  # a paused partition's position stays (a seek resumes it)
 
     def _next_offsets(self, keys: Sequence[PartitionKey]) -> dict[PartitionKey, int]:
         """Next offset of each partition: its position, else what this wrapper knows (I2); -1: unknown."""
@@ -204,7 +205,7 @@ class IdleConsumer:
 
     def _wake_moved(self) -> None:
         """One end-offset check of every idle-paused partition; resume those that moved (I2), all on failure (I6)."""
-        keys = sorted(self._idle)
+        keys = list(self._idle)
         self.checks += 1
         try:
             ends = self._inner.offsets_for_times(
@@ -214,13 +215,13 @@ class IdleConsumer:
         except KafkaException as e:
             log.debug("checking the end offsets of %d idle partitions failed: %s", len(keys), e)
             moved_ends = {}
-        nexts = self._next_offsets(keys)
-        woken = [k for k in keys if moved_ends.get(k, -1) < 0 or moved_ends[k] != nexts[k]]
+        idle = self._idle
+        woken = [k for k in keys if moved_ends.get(k, -1) < 0 or moved_ends[k] != idle[k]]
         now = self._clock()
         if woken:
             self._inner.resume([TopicPartition(*k) for k in woken])
             for k in woken:
-                self._idle.discard(k)
+                del idle[k]
                 self._active[k] = now
         self._interval = WAKE_MIN_S if woken else min(self._interval * 2, WAKE_MAX_S)
         self._check_at = now + self._interval
