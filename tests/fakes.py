@@ -1064,6 +1064,7 @@ class FakeTaskConsumer(FakeConsumer):
         self.errors: list[FakeErrorMessage] = []  # handed out by the next poll, first
         self.consume_timeouts: list[float] = []  # the timeout of every consume call, in order
         self.list_offsets_calls = 0
+        self.list_offsets_most = 0  # most partitions in one offsets_for_times call
         self.list_offsets_error: int | None = None  # a KafkaError code offsets_for_times raises
         self.fetched: list[tuple[str, int]] = []  # every partition a take looked at, unpaused (a fetch)
 
@@ -1111,6 +1112,7 @@ class FakeTaskConsumer(FakeConsumer):
     def offsets_for_times(self, partitions: Sequence[TopicPartition], timeout: float = -1) -> list[TopicPartition]:
         """``ListOffsets``: -1 is each partition's end offset (``list_offsets_calls`` counts the requests)."""
         self.list_offsets_calls += 1
+        self.list_offsets_most = max(self.list_offsets_most, len(partitions))
         if self.list_offsets_error is not None:
             raise KafkaException(KafkaError(self.list_offsets_error))
         assert all(tp.offset == -1 for tp in partitions), "only the end offset is faked"

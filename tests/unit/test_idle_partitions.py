@@ -6,7 +6,7 @@ import pytest
 from confluent_kafka import KafkaError, TopicPartition
 
 from fakes import FakeCluster, FakeTaskConsumer
-from mirrorspark.replication.task.idle import IDLE_AFTER_S, WAKE_MAX_S, WAKE_MIN_S, IdleConsumer
+from mirrorspark.replication.task.idle import CHECK_BATCH, IDLE_AFTER_S, WAKE_MAX_S, WAKE_MIN_S, IdleConsumer
 
 pytestmark = pytest.mark.unit
 
@@ -77,9 +77,19 @@ def test_i5_paused_partitions_are_not_fetched_and_checks_back_off() -> None:
     assert inner.fetched == []  # librdkafka fetches nothing of a paused partition
     # one ListOffsets request per check, for all 50 together; backed off 1, 2, 4, 4, ... s
     made = consumer.checks - checks
-    assert inner.list_offsets_calls == consumer.checks
+    assert inner.list_offsets_calls == consumer.checks  # 50 partitions: one call
     assert made <= 60.0 / WAKE_MAX_S + 3
     assert made >= 60.0 / WAKE_MAX_S - 1
+
+
+def test_i5_a_check_asks_in_batches_and_wakes_the_one_that_moved() -> None:
+    cluster, inner, consumer, clock = setup(partitions=2 * CHECK_BATCH + 10)
+    run(consumer, clock, IDLE_AFTER_S + 0.5)
+    assert len(consumer.idle) == 2 * CHECK_BATCH + 10
+    cluster.append(TOPIC, None, b"x", partition=2 * CHECK_BATCH + 5)  # in the last batch
+    assert first(consumer, clock, WAKE_MAX_S + 1) == [(2 * CHECK_BATCH + 5, 0, b"x")]
+    assert inner.list_offsets_calls == 3 * consumer.checks  # three calls a check, none larger than a batch
+    assert inner.list_offsets_most == CHECK_BATCH
 
 
 def test_i2_a_check_that_wakes_one_checks_again_soon() -> None:

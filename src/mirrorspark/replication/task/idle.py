@@ -2,9 +2,10 @@
 
 :class:`IdleConsumer` wraps a copy task's source consumer (the outermost wrapper: the runner and its committer see
 it). A partition that handed out no record for :data:`IDLE_AFTER_S` is paused in the consumer, so librdkafka no
-longer fetches it (a fetch of a few thousand empty partitions every ``fetch.wait.max.ms`` was most of an idle
-task's CPU, and the brokers'). While partitions are paused, one ``ListOffsets`` request per leader asks all their
-end offsets at once (``offsets_for_times`` at the latest offset, the consumer's own isolation level), first
+longer fetches it (each fetch, every ``fetch.wait.max.ms`` while nothing arrives, carries every partition: work
+for the task and the brokers in proportion to the partitions). While partitions are paused, ``ListOffsets``
+requests ask their end offsets (``offsets_for_times`` at the latest offset, the consumer's own isolation level;
+:data:`CHECK_BATCH` partitions a call, one request per leader), first
 :data:`WAKE_MIN_S` after a pause, then at an interval doubling up to :data:`WAKE_MAX_S` while none woke; a
 partition whose end offset is not its next offset is resumed and reads on where it stopped.
 
@@ -25,8 +26,9 @@ Invariants (the tests in ``tests/unit/test_idle_partitions.py`` that guard them 
   record and no position) is never paused; neither is one paused by the task itself.
 * **I4 the task's own pause wins**: a partition the task pauses (out of range) is never resumed here; a seek of
   an idle-paused partition resumes it first, so it reads from the sought offset (an aborted transaction's rewind).
-* **I5 cost independent of idle partitions**: at most one pass over the task's partitions every :data:`SCAN_S`
-  and one ``ListOffsets`` round per check; a poll between them only notes the partitions of its records.
+* **I5 cost independent of idle partitions**: at most one pass over the task's active partitions every
+  :data:`SCAN_S`, and per check ``ListOffsets`` of the paused ones, :data:`CHECK_BATCH` a request (nothing
+  quadratic); a poll between them only notes the partitions of its records.
 * **I6 failures wake**: a check that fails (timeout, broker unreachable) resumes every paused partition: the
   consumer's own fetch then sees what happens, as without pausing.
 """
@@ -59,6 +61,11 @@ SCAN_S: Final = 1.0
 
 CHECK_TIMEOUT_S: Final = 10.0
 """Longest wait for one end-offset check; past it every paused partition is resumed (I6)."""
+
+CHECK_BATCH: Final = 250
+"""Partitions per ``offsets_for_times`` call of a check: librdkafka matches its answers to the request's list one by
+one (quadratic: 2,000 partitions in one call were 0.02 cores of a task checking every 2 s, #44); ``n / 250`` calls
+are linear, each one round trip per leader."""
 
 OFFSET_LATEST: Final = -1
 """``ListOffsets``'s timestamp meaning the end offset (the high watermark, or the last stable offset with
@@ -207,11 +214,13 @@ class IdleConsumer:
         """One end-offset check of every idle-paused partition; resume those that moved (I2), all on failure (I6)."""
         keys = list(self._idle)
         self.checks += 1
+        moved_ends: dict[PartitionKey, int] = {}
         try:
-            ends = self._inner.offsets_for_times(
-                [TopicPartition(t, p, OFFSET_LATEST) for t, p in keys], timeout=CHECK_TIMEOUT_S
-            )
-            moved_ends = {(tp.topic, tp.partition): tp.offset for tp in ends if tp.error is None}
+            for i in range(0, len(keys), CHECK_BATCH):
+                asked = [TopicPartition(t, p, OFFSET_LATEST) for t, p in keys[i : i + CHECK_BATCH]]
+                for tp in self._inner.offsets_for_times(asked, timeout=CHECK_TIMEOUT_S):
+                    if tp.error is None:
+                        moved_ends[(tp.topic, tp.partition)] = tp.offset
         except KafkaException as e:
             log.debug("checking the end offsets of %d idle partitions failed: %s", len(keys), e)
             moved_ends = {}
@@ -228,6 +237,7 @@ class IdleConsumer:
 
 
 __all__ = [
+    "CHECK_BATCH",
     "CHECK_TIMEOUT_S",
     "IDLE_AFTER_S",
     "OFFSET_LATEST",
