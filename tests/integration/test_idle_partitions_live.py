@@ -16,7 +16,7 @@ from test_replication import make_config, running
 
 from copy_check import assert_copy
 from mirrorspark.kafka.local.model import LocalClusters
-from mirrorspark.replication.task.idle import IDLE_AFTER_S, WAKE_MAX_S, IdleConsumer
+from mirrorspark.replication.task.idle import IDLE_AFTER_S, PAUSE_MIN_PARTITIONS, WAKE_MAX_S, IdleConsumer
 
 pytestmark = pytest.mark.integration
 
@@ -57,7 +57,8 @@ def test_i1_i2_i5_a_paused_partition_is_not_fetched_and_copies_a_later_record(lo
         },
         logger=log,
     )
-    consumer = IdleConsumer(inner, clock=lambda: time.monotonic() + skew[0])  # skew: idle sooner than in real time
+    # skew: idle sooner than in real time; two partitions: no threshold
+    consumer = IdleConsumer(inner, min_partitions=1, clock=lambda: time.monotonic() + skew[0])
     consumer.assign([TopicPartition(topic, 0, 0), TopicPartition(topic, 1, 0)])
     try:
         got = []
@@ -88,9 +89,9 @@ def test_a_run_copies_a_record_written_after_its_partitions_went_idle(
 ) -> None:
     p, b = local_clusters.bootstrap("primary"), local_clusters.bootstrap("backup")
     topic = unique_name("idle-run")
-    create_topic(p, topic, partitions=2)
+    create_topic(p, topic, partitions=PAUSE_MIN_PARTITIONS)  # one task with enough partitions to pause idle ones
     produce(p, topic, [{"value": f"a{i}".encode(), "partition": i % 2} for i in range(10)])
-    cfg = make_config(local_clusters, [("primary", "backup")], topics=topic)
+    cfg = make_config(local_clusters, [("primary", "backup")], topics=topic, **{"tasks.max": "1"})
     remote = f"primary.{topic}"
     with running(cfg, spark):
         assert_eventually(lambda: len(consume_all(b, remote)) >= 10, timeout_s=90)

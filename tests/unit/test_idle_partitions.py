@@ -6,7 +6,14 @@ import pytest
 from confluent_kafka import KafkaError, TopicPartition
 
 from fakes import FakeCluster, FakeTaskConsumer
-from mirrorspark.replication.task.idle import CHECK_BATCH, IDLE_AFTER_S, WAKE_MAX_S, WAKE_MIN_S, IdleConsumer
+from mirrorspark.replication.task.idle import (
+    CHECK_BATCH,
+    IDLE_AFTER_S,
+    PAUSE_MIN_PARTITIONS,
+    WAKE_MAX_S,
+    WAKE_MIN_S,
+    IdleConsumer,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -26,7 +33,7 @@ def setup(partitions: int = 2, start: int = 0) -> tuple[FakeCluster, FakeTaskCon
     cluster.create_topic(TOPIC, partitions)
     inner = FakeTaskConsumer(cluster)
     clock = Clock()
-    consumer = IdleConsumer(inner, clock=clock)
+    consumer = IdleConsumer(inner, min_partitions=1, clock=clock)
     consumer.assign([TopicPartition(TOPIC, p, start) for p in range(partitions)])
     return cluster, inner, consumer, clock
 
@@ -125,6 +132,18 @@ def test_i3_unknown_next_offset_and_task_paused_partitions_never_sleep_or_wake()
     consumer.pause([TopicPartition(TOPIC, 0)])  # the task's own (out of range)
     run(consumer, clock, IDLE_AFTER_S + 5)
     assert (TOPIC, 0) in inner.paused and (TOPIC, 0) not in consumer.idle
+
+
+def test_i3_a_task_with_fewer_partitions_than_the_threshold_pauses_none() -> None:
+    cluster = FakeCluster("s")
+    cluster.create_topic(TOPIC, 3)
+    inner = FakeTaskConsumer(cluster)
+    clock = Clock()
+    consumer = IdleConsumer(inner, min_partitions=4, clock=clock)
+    consumer.assign([TopicPartition(TOPIC, p, 0) for p in range(3)])
+    run(consumer, clock, IDLE_AFTER_S + 5)
+    assert consumer.idle == set() and inner.paused == set() and consumer.checks == 0
+    assert PAUSE_MIN_PARTITIONS > 200  # 100 topics x 4 on two tasks: not paused
 
 
 def test_i4_the_tasks_pause_is_never_undone_and_a_seek_resumes() -> None:
