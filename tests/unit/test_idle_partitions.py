@@ -166,3 +166,20 @@ def test_i6_a_failed_check_resumes_every_paused_partition() -> None:
     inner.list_offsets_error = KafkaError._TIMED_OUT
     run(consumer, clock, WAKE_MIN_S + 0.5)
     assert consumer.idle == set() and inner.paused == set()
+
+
+def test_i5_a_checker_of_its_own_asks_the_end_offsets_and_is_closed_with_the_consumer() -> None:
+    cluster = FakeCluster("s")
+    cluster.create_topic(TOPIC, 2)
+    inner, checker = FakeTaskConsumer(cluster), FakeTaskConsumer(cluster)
+    clock = Clock()
+    built: list[FakeTaskConsumer] = []
+    consumer = IdleConsumer(inner, checker=lambda: built.append(checker) or checker, min_partitions=1, clock=clock)
+    consumer.assign([TopicPartition(TOPIC, p, 0) for p in range(2)])
+    run(consumer, clock, IDLE_AFTER_S - 1)
+    assert built == []  # built at the first check only
+    cluster.append(TOPIC, None, b"x", partition=1)
+    run(consumer, clock, WAKE_MIN_S + 3)  # partition 0 idle after IDLE_AFTER_S: paused, then checked
+    assert built == [checker] and checker.list_offsets_calls >= 1 and inner.list_offsets_calls == 0
+    consumer.close()
+    assert inner.closed and checker.closed

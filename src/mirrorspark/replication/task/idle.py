@@ -78,6 +78,16 @@ OFFSET_LATEST: Final = -1
 ``read_committed``)."""
 
 
+class EndsReader(Protocol):
+    """What asks end offsets: the wrapped consumer, or a consumer of its own that is never assigned."""
+
+    def offsets_for_times(self, partitions: list[TopicPartition], /, timeout: float = -1) -> list[TopicPartition]:
+        """``ListOffsets`` of these partitions at each one's timestamp (:data:`OFFSET_LATEST`: its end offset)."""
+
+    def close(self) -> None:
+        """Release it."""
+
+
 class PausingConsumer(SourceConsumerLike, Protocol):
     """The wrapped consumer: resumes partitions and lists their end offsets too."""
 
@@ -95,10 +105,15 @@ class IdleConsumer:
         self,
         inner: PausingConsumer,
         *,
+        checker: Callable[[], EndsReader] | None = None,
         min_partitions: int = PAUSE_MIN_PARTITIONS,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._inner = inner
+        # built at the first check, a connection of its own: on the task's, a ListOffsets waits behind a
+        # long-polling fetch of the partitions still active (up to fetch.wait.max.ms a call)
+        self._build_checker = checker
+        self._checker: EndsReader | None = None if checker is not None else inner
         self._min_partitions = min_partitions
         self._enabled = False  # the task has at least min_partitions (I3)
         self._clock = clock
@@ -172,8 +187,12 @@ class IdleConsumer:
         return self._inner.get_watermark_offsets(partition, timeout)
 
     def close(self) -> None:
-        """Close the wrapped consumer."""
-        self._inner.close()
+        """Close the wrapped consumer (and the checker, when one of its own)."""
+        try:
+            self._inner.close()
+        finally:
+            if self._checker is not None and self._checker is not self._inner:
+                self._checker.close()
 
     # ------------------------------------------------------------------ tending
 
@@ -232,10 +251,13 @@ class IdleConsumer:
         keys = list(self._idle)
         self.checks += 1
         moved_ends: dict[PartitionKey, int] = {}
+        if self._checker is None and self._build_checker is not None:
+            self._checker = self._build_checker()
+        checker = self._checker or self._inner
         try:
             for i in range(0, len(keys), CHECK_BATCH):
                 asked = [TopicPartition(t, p, OFFSET_LATEST) for t, p in keys[i : i + CHECK_BATCH]]
-                for tp in self._inner.offsets_for_times(asked, timeout=CHECK_TIMEOUT_S):
+                for tp in checker.offsets_for_times(asked, timeout=CHECK_TIMEOUT_S):
                     if tp.error is None:
                         moved_ends[(tp.topic, tp.partition)] = tp.offset
         except KafkaException as e:
@@ -262,6 +284,7 @@ __all__ = [
     "SCAN_S",
     "WAKE_MAX_S",
     "WAKE_MIN_S",
+    "EndsReader",
     "IdleConsumer",
     "PausingConsumer",
 ]

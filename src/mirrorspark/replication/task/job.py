@@ -166,6 +166,14 @@ def catch_up_reader(spec: CopyTaskSpec) -> Callable[[int], Consumer]:
     return build
 
 
+def idle_checker(spec: CopyTaskSpec) -> Consumer:
+    """Return the consumer that asks the end offsets of a task's idle partitions: never assigned, its own client id."""
+    conf = dict(spec.consumer_conf)
+    client_id = f"{conf.get('client.id', 'replication-consumer')}|idle-check"
+    conf.update({"client.id": client_id, "enable.auto.commit": False})
+    return Consumer(with_logger(conf, client_id))
+
+
 def run_copy_task(spec: CopyTaskSpec) -> TaskResult:
     """Build the task's clients and grant link, run it (:class:`CopyTaskRunner`), release them; OSError: no driver."""
     sources: dict[PartitionKey, FetchSource] = {}
@@ -192,7 +200,8 @@ def run_copy_task(spec: CopyTaskSpec) -> TaskResult:
                 count=spec.catch_up_readers,
                 backlog_records=spec.catch_up_backlog_records,
             )
-        consumer: SourceConsumerLike = IdleConsumer(inner)  # idle partitions paused, woken by end offsets (#44)
+        # idle partitions paused, woken by end offsets asked on a connection of their own (#44)
+        consumer: SourceConsumerLike = IdleConsumer(inner, checker=lambda: idle_checker(spec))
         runner = CopyTaskRunner(
             spec,
             consumer=consumer,
@@ -249,6 +258,7 @@ __all__ = [
     "CLEAN_OUTCOMES",
     "FETCH_STATS_INTERVAL_MS",
     "catch_up_reader",
+    "idle_checker",
     "run_copy_job",
     "run_copy_task",
     "stored_offsets_reader",
