@@ -4,8 +4,8 @@
 it). A partition that handed out no record for :data:`IDLE_AFTER_S` is paused in the consumer, so librdkafka no
 longer fetches it (each fetch, every ``fetch.wait.max.ms`` while nothing arrives, carries every partition: work
 for the task and the brokers in proportion to the partitions). While partitions are paused, ``ListOffsets``
-requests ask their end offsets (``offsets_for_times`` at the latest offset, the consumer's own isolation level;
-:data:`CHECK_BATCH` partitions a call, one request per leader), first
+requests ask their end offsets (``offsets_for_times`` at the latest offset, on a consumer of their own with the
+task's settings, ``job.idle_checker``; :data:`CHECK_BATCH` partitions a call, one request per leader), first
 :data:`WAKE_MIN_S` after a pause, then at an interval doubling up to :data:`WAKE_MAX_S` while none woke; a
 partition whose end offset is not its next offset is resumed and reads on where it stopped.
 
