@@ -1063,6 +1063,10 @@ class FakeTaskConsumer(FakeConsumer):
         self.seeks: list[tuple[str, int, int]] = []
         self.errors: list[FakeErrorMessage] = []  # handed out by the next poll, first
         self.consume_timeouts: list[float] = []  # the timeout of every consume call, in order
+        self.list_offsets_calls = 0
+        self.list_offsets_most = 0  # most partitions in one offsets_for_times call
+        self.list_offsets_error: int | None = None  # a KafkaError code offsets_for_times raises
+        self.fetched: list[tuple[str, int]] = []  # every partition a take looked at, unpaused (a fetch)
 
     def _take(self, n: int) -> list[Any]:
         out: list[Any] = []
@@ -1071,6 +1075,7 @@ class FakeTaskConsumer(FakeConsumer):
                 break
             if (topic, partition) in self.paused:
                 continue
+            self.fetched.append((topic, partition))
             if pos < self.cluster.log_start(topic, partition):
                 self.paused.add((topic, partition))  # reported once, as librdkafka does with "error"
                 out.append(FakeErrorMessage(topic, partition, KafkaError._AUTO_OFFSET_RESET))
@@ -1097,9 +1102,24 @@ class FakeTaskConsumer(FakeConsumer):
     def pause(self, partitions: Sequence[TopicPartition]) -> None:
         self.paused.update((tp.topic, tp.partition) for tp in partitions)
 
+    def resume(self, partitions: Sequence[TopicPartition]) -> None:
+        self.paused.difference_update((tp.topic, tp.partition) for tp in partitions)
+
     def seek(self, tp: TopicPartition) -> None:
         self.seeks.append((tp.topic, tp.partition, tp.offset))
         self.positions[(tp.topic, tp.partition)] = tp.offset
+
+    def offsets_for_times(self, partitions: Sequence[TopicPartition], timeout: float = -1) -> list[TopicPartition]:
+        """``ListOffsets``: -1 is each partition's end offset (``list_offsets_calls`` counts the requests)."""
+        self.list_offsets_calls += 1
+        self.list_offsets_most = max(self.list_offsets_most, len(partitions))
+        if self.list_offsets_error is not None:
+            raise KafkaException(KafkaError(self.list_offsets_error))
+        assert all(tp.offset == -1 for tp in partitions), "only the end offset is faked"
+        return [
+            TopicPartition(tp.topic, tp.partition, len(self.cluster.records(tp.topic, tp.partition)))
+            for tp in partitions
+        ]
 
 
 class RecordingGrantServer:

@@ -16,6 +16,7 @@ from mirrorspark.kafka.protocols import MessageLike
 from mirrorspark.replication.task import catch_up as catch_up_module
 from mirrorspark.replication.task import job
 from mirrorspark.replication.task.catch_up import CatchUpConsumer
+from mirrorspark.replication.task.idle import IdleConsumer
 from mirrorspark.replication.task.spec import PartitionKey
 
 pytestmark = pytest.mark.unit
@@ -435,7 +436,10 @@ def test_u1_u2_several_rounds_share_the_readers_and_each_partition_keeps_its_ord
 
 @pytest.mark.parametrize(("readers", "wrapped_type"), [(1, LogConsumer), (4, CatchUpConsumer)])
 def test_u6_one_reader_means_no_wrapper(monkeypatch: pytest.MonkeyPatch, readers: int, wrapped_type: type) -> None:
-    """``run_copy_task`` hands the runner its consumer as it is with one reader, the catch-up wrapper with more."""
+    """``run_copy_task`` hands the runner its consumer as it is with one reader, the catch-up wrapper with more.
+
+    Either way inside the idle-partitions wrapper (``idle.py``), which is what the runner sees.
+    """
     seen: list[Any] = []
 
     class Runner:
@@ -452,7 +456,8 @@ def test_u6_one_reader_means_no_wrapper(monkeypatch: pytest.MonkeyPatch, readers
     spec = _Spec(catch_up_readers=readers)
     with pytest.raises(RuntimeError, match="stop here"):
         job.run_copy_task(spec)  # type: ignore[arg-type]
-    assert type(seen[0]) is wrapped_type
+    assert type(seen[0]) is IdleConsumer
+    assert type(seen[0]._inner) is wrapped_type
 
 
 class _Spec:
@@ -483,3 +488,20 @@ def test_the_readers_client_ids_say_who_they_are(monkeypatch: pytest.MonkeyPatch
 
 def test_chunks_are_sized_by_bytes_within_their_bounds() -> None:
     assert catch_up_module.CHUNK_RECORDS_MIN <= catch_up_module.FIRST_CHUNK_RECORDS <= catch_up_module.CHUNK_RECORDS_MAX
+
+
+def test_u5_a_partition_paused_in_a_round_resumes_where_it_stopped_once_in_order() -> None:
+    log = FakeLog()
+    log.put(HOT, range(4000))
+    c, main, _ = wrapped(log)
+    try:
+        first = offsets_of(drain(c, 700), HOT)
+        assert c.rounds == 1
+        c.pause([TopicPartition(*HOT)])  # as idle.py pauses a partition (a stalled round's)
+        assert offsets_of(drain(c, 1, seconds=0.3), HOT) == []
+        c.resume([TopicPartition(*HOT)])  # and wakes it: the main consumer was behind the round
+        assert HOT not in main.paused
+        rest = offsets_of(drain(c, 4000 - len(first)), HOT)
+        assert first + rest == list(range(4000))
+    finally:
+        c.close()

@@ -41,8 +41,9 @@ Invariants (the tests in ``tests/unit/test_catch_up_consumer.py`` that guard the
   reader's librdkafka queue comes on top.
 * **U5 seek and pause**: :meth:`~CatchUpConsumer.seek` of a partition in a round ends the round and reads on
   from the sought offset (a new round may start there); :meth:`~CatchUpConsumer.pause` ends it and nothing more
-  of the partition is handed out; :meth:`~CatchUpConsumer.position` answers the next offset the runner will
-  receive for a partition in a round or paused in one. Neither touches another partition's round.
+  of the partition is handed out until :meth:`~CatchUpConsumer.resume` (from the next offset the runner
+  receives, as ``idle.py`` wakes an idle partition); :meth:`~CatchUpConsumer.position` answers the next offset
+  the runner will receive for a partition in a round or paused in one. Neither touches another partition's round.
 * **U6 switch-off**: a round ends once the backlog past it is below ``backlog_records``; a partition keeping up
   stays with the main consumer. With ``readers`` 1 the task has no wrapper at all (``job.run_copy_task``).
 * **U7 release**: :meth:`~CatchUpConsumer.close` stops the readers, joins their threads, closes their consumers
@@ -126,6 +127,9 @@ class MainConsumerLike(SourceConsumerLike, Protocol):
         self, partition: TopicPartition, /, timeout: float = -1, cached: bool = False
     ) -> tuple[int, int]:
         """Return ``(low, high)``; ``cached``: as the last fetch response said (-1001: not known yet), no request."""
+
+    def offsets_for_times(self, partitions: list[TopicPartition], /, timeout: float = -1) -> list[TopicPartition]:
+        """``ListOffsets`` of these partitions at each one's timestamp (-1: its end offset)."""
 
 
 class ReaderConsumerLike(Protocol):
@@ -290,6 +294,22 @@ class CatchUpConsumer:
             self._end_round(key, resume=False)
             self._stopped[key] = self._next[key]
         self._main.pause(partitions)
+
+    def resume(self, partitions: list[TopicPartition], /) -> None:
+        """Hand out these paused partitions again, from the next offset the runner receives (U5)."""
+        keys = [(tp.topic, tp.partition) for tp in partitions if (tp.topic, tp.partition) in self._paused]
+        if not keys:
+            return
+        self._paused.difference_update(keys)
+        self._main.resume([TopicPartition(*k) for k in keys])
+        for key in keys:
+            stopped = self._stopped.pop(key, None)
+            if stopped is not None:  # paused in a round: the main consumer is behind where it stopped
+                self._main.seek(TopicPartition(*key, stopped))
+
+    def offsets_for_times(self, partitions: list[TopicPartition], /, timeout: float = -1) -> list[TopicPartition]:
+        """``ListOffsets`` of these partitions (the main consumer's)."""
+        return self._main.offsets_for_times(partitions, timeout)
 
     def seek(self, partition: TopicPartition, /) -> None:
         """Read the partition from its offset next; its round ends there (U5)."""

@@ -22,6 +22,7 @@ from mirrorspark.mm2.connect_offsets import OffsetHistory
 from mirrorspark.replication.task.catch_up import READER_FETCH_BYTES, CatchUpConsumer
 from mirrorspark.replication.task.commit import SOURCE_END_TIMEOUT_S, StoredOffsetsReader, TopicIdsReader
 from mirrorspark.replication.task.grant_client import GrantClient
+from mirrorspark.replication.task.idle import IdleConsumer, PausingConsumer
 from mirrorspark.replication.task.runner import CopyTaskRunner
 from mirrorspark.replication.task.schema_ids import SchemaIdTranslator
 from mirrorspark.replication.task.spec import CopyTaskSpec, PartitionKey, TaskOutcome, TaskResult
@@ -165,6 +166,14 @@ def catch_up_reader(spec: CopyTaskSpec) -> Callable[[int], Consumer]:
     return build
 
 
+def idle_checker(spec: CopyTaskSpec) -> Consumer:
+    """Return the consumer that asks the end offsets of a task's idle partitions: never assigned, its own client id."""
+    conf = dict(spec.consumer_conf)
+    client_id = f"{conf.get('client.id', 'replication-consumer')}|idle-check"
+    conf.update({"client.id": client_id, "enable.auto.commit": False})
+    return Consumer(with_logger(conf, client_id))
+
+
 def run_copy_task(spec: CopyTaskSpec) -> TaskResult:
     """Build the task's clients and grant link, run it (:class:`CopyTaskRunner`), release them; OSError: no driver."""
     sources: dict[PartitionKey, FetchSource] = {}
@@ -183,14 +192,16 @@ def run_copy_task(spec: CopyTaskSpec) -> TaskResult:
         main = Consumer(
             with_fetch_stats(with_logger(conf, str(conf.get("client.id", "replication-consumer"))), sources)
         )
-        consumer: SourceConsumerLike = main
+        inner: PausingConsumer = main
         if spec.catch_up_readers > 1:  # else no wrapper at all (catch_up.py's U6)
-            consumer = CatchUpConsumer(
+            inner = CatchUpConsumer(
                 main,
                 catch_up_reader(spec),
                 count=spec.catch_up_readers,
                 backlog_records=spec.catch_up_backlog_records,
             )
+        # idle partitions paused, woken by end offsets asked on a connection of their own (#44)
+        consumer: SourceConsumerLike = IdleConsumer(inner, checker=lambda: idle_checker(spec))
         runner = CopyTaskRunner(
             spec,
             consumer=consumer,
@@ -247,6 +258,7 @@ __all__ = [
     "CLEAN_OUTCOMES",
     "FETCH_STATS_INTERVAL_MS",
     "catch_up_reader",
+    "idle_checker",
     "run_copy_job",
     "run_copy_task",
     "stored_offsets_reader",

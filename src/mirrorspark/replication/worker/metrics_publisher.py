@@ -2,7 +2,8 @@
 
 ``flow``, ``lag``, ``group`` and ``group-sync`` records (version 2 of :mod:`mirrorspark.core.progress_records`)
 every ``mirrorspark.metrics.interval.ms``; best effort: a failed write is logged and the next round writes
-newer figures.
+newer figures. A topic's ``lag`` record whose figures did not change since it was last written is written
+every :data:`UNCHANGED_LAG_ROUNDS` rounds only (a reader keeps a topic's newest record for two rounds).
 """
 
 from __future__ import annotations
@@ -45,6 +46,11 @@ ENGINE = "continuous"
 PUBLISH_TIMEOUT_S = 5.0
 """Seconds one round of :meth:`MetricsPublisher.publish` waits for its writes to be acknowledged."""
 
+UNCHANGED_LAG_ROUNDS = 2
+"""Rounds between two writes of a topic's unchanged ``lag`` record (idle topics cost half the writes, #44): a
+reader (``service.feed``) counts a topic replicated while its newest record is at most two rounds older than the
+flow's."""
+
 FIRST_PUBLISH_S = 0.5
 """Seconds from registration to the first round (the ``flow`` record soon after the flow started)."""
 
@@ -71,6 +77,8 @@ class MetricsPublisher:
         self._cycle_written: object = None
         self._sync_written: dict[str, GroupSyncCounts] = {}
         self._spent: tuple[int, int, float] | None = None  # (now ms, throttled tasks' bytes, seconds) last round
+        self._round = 0  # rounds published
+        self._lags_written: dict[str, tuple[int, tuple[object, ...]]] = {}  # topic: (round, figures) last written
 
     def start(self) -> None:
         """Create the producer (the progress channel exists: :meth:`Flow.start` creates it)."""
@@ -190,7 +198,8 @@ class MetricsPublisher:
         now = self._clock_ms()
         topic = self.flow.progress_topic
         records = [Outgoing(topic, *encode_flow_metrics(self.flow_metrics(now)), partition=0)]
-        records += [Outgoing(topic, *encode_topic_lag(t), partition=0) for t in self.topic_lags(now)]
+        lags = self._changed_lags(self.topic_lags(now))
+        records += [Outgoing(topic, *encode_topic_lag(t), partition=0) for t, _ in lags]
         records += [Outgoing(topic, *encode_group_metrics(g), partition=0) for g in self.group_metrics(now)]
         sync = self.group_sync(now)
         records += [Outgoing(topic, *encode_group_sync(g), partition=0) for g in sync]
@@ -206,7 +215,20 @@ class MetricsPublisher:
             log.warning("%s; newer figures are written at the next round", e)
             return 0
         self._sync_written.update((g.group, g.counts) for g in sync)
+        self._lags_written.update((t.topic, (self._round, figures)) for t, figures in lags)
+        self._round += 1
         return len(records)
+
+    def _changed_lags(self, lags: list[TopicLag]) -> list[tuple[TopicLag, tuple[object, ...]]]:
+        """Return the lags to write this round with their figures: changed ones, and unchanged ones due again."""
+        out: list[tuple[TopicLag, tuple[object, ...]]] = []
+        written, now = self._lags_written, self._round
+        for t in lags:
+            figures = (t.remote_topic, t.partitions)
+            last = written.get(t.topic)
+            if last is None or last[1] != figures or now - last[0] >= UNCHANGED_LAG_ROUNDS:
+                out.append((t, figures))
+        return out
 
     def close(self) -> None:
         """Write a last round (the flow's final state) and release the producer."""
@@ -216,4 +238,4 @@ class MetricsPublisher:
             self._producer = None
 
 
-__all__ = ["MetricsPublisher"]
+__all__ = ["UNCHANGED_LAG_ROUNDS", "MetricsPublisher"]
