@@ -272,6 +272,7 @@ class FakeCluster:
         self.failing_writes: dict[str, int] = {}
         self.describe_errors: dict[str, int] = {}
         self.metadata_errors: set[str] = set()  # topics a full Metadata listing returns with an error
+        self.undescribable: set[str] = set()  # topics the principal may not describe (TOPIC_AUTHORIZATION_FAILED)
         self.can_create = True  # False: the principal lacks CREATE (TOPIC_AUTHORIZATION_FAILED on every new topic)
         # transactions (KIP-98): the newest producer of each transactional id (its epoch's owner), every
         # init_transactions in order, and init_transactions failures to inject (id -> error code)
@@ -420,6 +421,9 @@ class FakeAdmin(FakeAclAdmin):
         out: dict[str, Future[Any]] = {}
         for name in topics.topic_names:
             t = self.cluster.topics.get(name)
+            if name in self.cluster.undescribable:
+                out[name] = failed(KafkaError.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
+                continue
             if t is None:
                 out[name] = failed(KafkaError.UNKNOWN_TOPIC_OR_PART)
                 continue

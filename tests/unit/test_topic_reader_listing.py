@@ -34,3 +34,14 @@ def test_a_missing_topic_is_described_alone_at_each_read_and_read_once_created()
     assert reader.read(lambda _k, v: got.append(v), timeout_s=1.0) == 1
     assert got == [b"v"]
     assert "list_topics" not in admin.calls
+
+
+def test_a_topic_the_principal_may_not_describe_reads_as_missing_as_in_a_listing() -> None:
+    cluster = FakeCluster("A")
+    cluster.create_topic("control", 1)
+    cluster.append("control", b"k", b"v")
+    cluster.undescribable.add("control")
+    clients = FakeClients({"a:9092": cluster})
+    settings = ClientSettings(properties={"bootstrap.servers": "a:9092"})
+    reader = TopicReader(settings, settings, "A", "control", client_id="tail", clients=clients)
+    assert reader.read(lambda _k, _v: None, timeout_s=1.0) == 0  # no error: a Metadata listing hid it too

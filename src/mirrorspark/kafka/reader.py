@@ -21,6 +21,20 @@ ALL_PARTITIONS = None
 """``partition=ALL_PARTITIONS``: :class:`TopicReader` reads every partition of the topic."""
 
 
+def _partition_count(admin: ClusterAdmin, topic: str) -> int | None:
+    """Count the topic's partitions by describing it alone; ``None`` when missing or hidden from the principal.
+
+    As a ``Metadata`` listing hides a topic the principal may not describe, so does this: that reader reads nothing.
+    """
+    try:
+        described = admin.describe_topics([topic]).get(topic)
+    except ClusterError as e:
+        if e.kafka_code == "TOPIC_AUTHORIZATION_FAILED":
+            return None
+        raise
+    return len(described.replicas) if described is not None else None
+
+
 class TopicReader:
     """Reads a topic to its current end offsets, then on each call what was written since (I/O).
 
@@ -86,8 +100,7 @@ class TopicReader:
         admin = self._admin.with_timeout(timeout_s)
         now = time.monotonic()
         if self._count is None or now - self._counted_at > PARTITIONS_REFRESH_S:
-            described = admin.describe_topics([self.topic]).get(self.topic)
-            self._count = len(described.replicas) if described is not None else None
+            self._count = _partition_count(admin, self.topic)
             self._counted_at = now
         count = self._count
         if count is None:
