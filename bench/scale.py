@@ -30,8 +30,9 @@ One run (:func:`run_scale`)
    partitions not yet complete). ``first_s`` (the start time) is the time from launch (mirrorspark:
    ``Replicator.start()``; MM2: JVM launch) until the first remote partition holds its records,
    ``discovery_s`` until every one does.
-3. **Idle overhead**: after ``settle_s`` seconds, the CPU of the replicator's process tree
-   (brokers excluded; :class:`bench.sampler.Sampler`) over ``idle_s`` seconds with no traffic
+3. **Idle overhead**: after ``settle_s`` seconds (15: past the copy tasks' pausing of idle partitions),
+   the CPU of the replicator's process tree (brokers excluded; :class:`bench.sampler.Sampler`) over
+   ``idle_s`` seconds with no traffic
    (60 s in a full run: MM2's idle cost comes in bursts a 20 s window catches or misses):
    ``idle_cores`` = CPU seconds per wall second. The brokers' CPU over the same window is
    reported apart (``idle_broker_cores``): polling thousands of idle partitions costs them too.
@@ -328,6 +329,11 @@ def flow_properties(
     return props
 
 
+SETTLE_S = 15.0
+"""Seconds between catching up and the idle window: mirrorspark's copy tasks pause partitions idle for 10 s
+(``replication.task.idle.IDLE_AFTER_S``), so the window measures the steady idle state of both contenders."""
+
+
 def run_scale(
     env: BenchEnv,
     *,
@@ -335,7 +341,7 @@ def run_scale(
     tasks_max: int,
     prepared: ScaleTopics,
     idle_s: float = FULL_IDLE_S,
-    settle_s: float = 5.0,
+    settle_s: float = SETTLE_S,
     poll_s: float = 0.5,
     extra: dict[str, str] | None = None,
     run: int = 1,
@@ -357,7 +363,7 @@ def run_scale(
     idle_s:
         Length of the idle window, seconds (default 60).
     settle_s:
-        Seconds between catching up and the idle window (default 5).
+        Seconds between catching up and the idle window (default :data:`SETTLE_S`).
     poll_s:
         Seconds between two progress polls until every partition is copied (default 0.5).
     extra:
