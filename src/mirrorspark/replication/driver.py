@@ -33,6 +33,7 @@ from mirrorspark.replication.connector.connector_clusters import check_connector
 from mirrorspark.replication.connector.failover_watch import FailoverWatcher
 from mirrorspark.replication.connector.flow import Flow
 from mirrorspark.replication.connector.heartbeats import HeartbeatEmitter
+from mirrorspark.replication.connector.live_throttle import ThrottleFollowers
 from mirrorspark.replication.connector.provenance_ids import learn_cluster_ids
 from mirrorspark.replication.connector.scheduler import Scheduler
 from mirrorspark.replication.connector.schema_figures_publisher import SchemaFiguresPublisher
@@ -168,6 +169,7 @@ class Replicator:
         self.samplers: list[VerifySampler] = []
         self.followers: list[CommitFollower] = []
         self.failover_watchers: list[FailoverWatcher] = []
+        self.throttle_followers: list[ThrottleFollowers] = []  # one per target cluster (start)
         self.on_stats = on_stats
         self._stop = threading.Event()
         self._targets: dict[str, dict[PartitionKey, int]] = {}
@@ -271,8 +273,10 @@ class Replicator:
             self.samplers.append(sampler)
             self.verify_samples.add_jobs(sampler)
         self.background.add_jobs(self.heartbeats)
-        for flow in self.flows:  # the throttle's control-topic reads: every second, never behind a long control job
-            self.background.add_jobs(flow.throttle)
+        # the throttles' control-topic reads: every second, never behind a long control job; one job per target
+        self.throttle_followers = ThrottleFollowers.of(flow.throttle for flow in self.flows)
+        for followers in self.throttle_followers:
+            self.background.add_jobs(followers)
         self.background.start(name="mirrorspark-heartbeats")
         if self.schema_syncs.jobs:
             self.schema_syncs.start(name="mirrorspark-schema-syncs")
@@ -523,6 +527,8 @@ class Replicator:
                 wait_s,
             )
         self.heartbeats.close()
+        for followers in self.throttle_followers:
+            followers.close()
         for follower in self.followers:
             follower.close()
         for cp in self.checkpoints:
