@@ -30,7 +30,7 @@ from mirrorspark.kafka.factory import ClientFactory
 from mirrorspark.replication.connector.checkpoint_emitter import CheckpointEmitter
 from mirrorspark.replication.connector.commit_follower import FOLLOW_TICK_S, CommitFollower
 from mirrorspark.replication.connector.connector_clusters import check_connector_clusters
-from mirrorspark.replication.connector.failover_watch import FailoverWatcher
+from mirrorspark.replication.connector.failover_watch import FailoverWatcher, SourceMetadata
 from mirrorspark.replication.connector.flow import Flow
 from mirrorspark.replication.connector.heartbeats import HeartbeatEmitter
 from mirrorspark.replication.connector.live_throttle import ThrottleFollowers
@@ -298,8 +298,9 @@ class Replicator:
 
     def _start_failover_watch(self) -> None:
         """Schedule each flow's ``failover watch S->T`` (:mod:`~mirrorspark.replication.connector.failover_watch`)."""
+        metadata = SourceMetadata()  # one Metadata request per source cluster and check, not one per flow
         for flow in self.flows:
-            watcher = FailoverWatcher(flow, active=functools.partial(self._runs_flow, flow))
+            watcher = FailoverWatcher(flow, active=functools.partial(self._runs_flow, flow), metadata=metadata)
             watcher.start()
             self.failover_watchers.append(watcher)
             self.failover.add_jobs(watcher)
