@@ -16,6 +16,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
@@ -62,6 +63,9 @@ REPORT_INTERVAL_S = 1.0
 
 CONTROL_STOP_S = 60.0
 """Longest wait for a running control job at the end of a run; past it its flow's clients are not released."""
+
+START_THREADS = 4
+"""Flows :meth:`Replicator.start` starts at once: each has clients of its own and mostly waits on its clusters."""
 
 
 class DriverState(StrEnum):
@@ -228,8 +232,8 @@ class Replicator:
         # the heartbeats topics first: a flow's start then finds its source's (a disabled flow's heartbeats
         # create it, as MM2's do), instead of its first refresh restarting the tasks just started
         self.heartbeats.start()
+        self._start_flows()
         for flow in self.flows:  # each component declares its jobs; each runs under its flow's lock
-            flow.start()
             totals = TotalsPublisher(flow)
             totals.start()
             self.totals.append(totals)
@@ -284,6 +288,27 @@ class Replicator:
         self.join_leases()
         self.state = DriverState.RUNNING
         startup_log.info("%d flow(s) started in %.1f s; their leases joined", len(self.flows), time.monotonic() - began)
+
+    def _start_flows(self) -> None:
+        """Start the flows, :data:`START_THREADS` at once; once none is starting, raise the first failure in flow order.
+
+        A flow after the failed one that had not begun is never started, as in a start one flow at a time.
+        """
+        if len(self.flows) <= 1:
+            for flow in self.flows:
+                flow.start()
+            return
+        with ThreadPoolExecutor(min(START_THREADS, len(self.flows)), thread_name_prefix="mirrorspark-start") as pool:
+            futures = [pool.submit(flow.start) for flow in self.flows]
+            for future in futures:
+                if future.exception() is not None:
+                    for later in futures:
+                        later.cancel()  # not begun yet: left unstarted
+                    break
+        for future in futures:  # every start ended (the pool's exit waited for those under way)
+            error = None if future.cancelled() else future.exception()
+            if error is not None:
+                raise error
 
     def join_leases(self) -> None:
         """Join every flow's lease group (idempotent; needs no Spark), so the take-over wait overlaps Spark's start-up.
