@@ -88,3 +88,50 @@ def test_min_insync_replicas_is_read_for_new_topics_at_each_check_and_for_all_ev
         watcher.request_stop()
         watcher.close()
         flow.close()
+
+
+def test_the_watchers_of_one_source_cluster_share_its_metadata_within_a_second() -> None:
+    """Fifty source aliases of one cluster made fifty full ``Metadata`` requests every check (issue #44)."""
+    from fakes import FakeClients, FakeCluster
+    from mirrorspark.config.parse import parse_config
+    from mirrorspark.config.properties import parse_properties
+    from mirrorspark.replication.connector.failover_watch import METADATA_SHARE_S, SourceMetadata
+
+    cfg = parse_config(
+        parse_properties(
+            "clusters = A, B, T\nA.bootstrap.servers = s:9092\nB.bootstrap.servers = s:9092\n"
+            "T.bootstrap.servers = t:9092\nA->T.enabled = true\nB->T.enabled = true\n"
+            "mirrorspark.failover.policy = offline\n"
+        )
+    )
+    s = FakeCluster("S")
+    s.create_topic("orders", 1)
+    clients = FakeClients({"s:9092": s, "t:9092": FakeCluster("T")})
+    now = [0.0]
+    shared = SourceMetadata(clock=lambda: now[0])
+    flows, watchers, admins = [], [], []
+    for alias in ("A", "B"):
+        flow = Flow(FlowContext.build(cfg, cfg.flow(alias, "T"), clients=clients), cfg.data_path)
+        flow.start()
+        watcher = FailoverWatcher(flow, metadata=shared)
+        watcher.start()
+        flows.append(flow)
+        watchers.append(watcher)
+        admins.append(clients.admins[-1])
+    try:
+
+        def listed() -> int:
+            return sum(a.calls.count("list_topics") for a in admins)
+
+        for w in watchers:
+            w.check()
+        assert listed() == 1 and all(w.watch.state == "healthy" for w in watchers)
+        now[0] += METADATA_SHARE_S
+        for w in watchers:
+            w.check()
+        assert listed() == 2  # an answer serves one round of checks, not the next
+    finally:
+        for w, f in zip(watchers, flows, strict=True):
+            w.request_stop()
+            w.close()
+            f.close()

@@ -98,6 +98,11 @@ class ControlTail:
         self._reader: TopicReader | None = None
         self._position = 0  # next offset to read
 
+    @property
+    def position(self) -> int:
+        """Next offset to read: a topic whose end offset is not past it has nothing new."""
+        return self._position
+
     def poll(self, *, timeout_s: float = 30.0) -> int:
         """Fold the records written since the last call; return how many were read."""
         if self._reader is None:  # created at first use, released by close()

@@ -197,17 +197,22 @@ class ClusterCalls(AdminBase):
                 )
         return out
 
-    def partition_metadata(self, topics: Iterable[str]) -> list[PartitionLayout]:
+    def cluster_metadata(self) -> Any:
+        """Return the whole ``Metadata`` answer (confluent-kafka ``ClusterMetadata``) for :meth:`partition_metadata`."""
+        with self._call("listing topic metadata"):
+            return self.admin.list_topics(timeout=self.timeout_s)
+
+    def partition_metadata(self, topics: Iterable[str], *, metadata: Any = None) -> list[PartitionLayout]:
         """Leader, replicas and ISR of every partition of ``topics``, from a ``Metadata`` request (no racks).
 
         Any live broker answers it, so it answers while a broker is down, unlike :meth:`describe_partitions`
         (librdkafka may keep sending ``DescribeTopics`` to a stopped broker); the failover watch uses it.
+        ``metadata``: a :meth:`cluster_metadata` answer to read instead of asking the cluster.
         """
         names = set(topics)
         if not names:
             return []
-        with self._call("listing topic metadata"):
-            md = self.admin.list_topics(timeout=self.timeout_s)
+        md = self.cluster_metadata() if metadata is None else metadata
         out: list[PartitionLayout] = []
         for name in sorted(names & set(md.topics)):
             meta = md.topics[name]

@@ -16,6 +16,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
@@ -30,9 +31,10 @@ from mirrorspark.kafka.factory import ClientFactory
 from mirrorspark.replication.connector.checkpoint_emitter import CheckpointEmitter
 from mirrorspark.replication.connector.commit_follower import FOLLOW_TICK_S, CommitFollower
 from mirrorspark.replication.connector.connector_clusters import check_connector_clusters
-from mirrorspark.replication.connector.failover_watch import FailoverWatcher
+from mirrorspark.replication.connector.failover_watch import FailoverWatcher, SourceMetadata
 from mirrorspark.replication.connector.flow import Flow
 from mirrorspark.replication.connector.heartbeats import HeartbeatEmitter
+from mirrorspark.replication.connector.live_throttle import ThrottleFollowers
 from mirrorspark.replication.connector.provenance_ids import learn_cluster_ids
 from mirrorspark.replication.connector.scheduler import Scheduler
 from mirrorspark.replication.connector.schema_figures_publisher import SchemaFiguresPublisher
@@ -61,6 +63,9 @@ REPORT_INTERVAL_S = 1.0
 
 CONTROL_STOP_S = 60.0
 """Longest wait for a running control job at the end of a run; past it its flow's clients are not released."""
+
+START_THREADS = 4
+"""Flows :meth:`Replicator.start` starts at once: each has clients of its own and mostly waits on its clusters."""
 
 
 class DriverState(StrEnum):
@@ -168,6 +173,7 @@ class Replicator:
         self.samplers: list[VerifySampler] = []
         self.followers: list[CommitFollower] = []
         self.failover_watchers: list[FailoverWatcher] = []
+        self.throttle_followers: list[ThrottleFollowers] = []  # one per target cluster (start)
         self.on_stats = on_stats
         self._stop = threading.Event()
         self._targets: dict[str, dict[PartitionKey, int]] = {}
@@ -226,8 +232,8 @@ class Replicator:
         # the heartbeats topics first: a flow's start then finds its source's (a disabled flow's heartbeats
         # create it, as MM2's do), instead of its first refresh restarting the tasks just started
         self.heartbeats.start()
+        self._start_flows()
         for flow in self.flows:  # each component declares its jobs; each runs under its flow's lock
-            flow.start()
             totals = TotalsPublisher(flow)
             totals.start()
             self.totals.append(totals)
@@ -271,8 +277,10 @@ class Replicator:
             self.samplers.append(sampler)
             self.verify_samples.add_jobs(sampler)
         self.background.add_jobs(self.heartbeats)
-        for flow in self.flows:  # the throttle's control-topic reads: every second, never behind a long control job
-            self.background.add_jobs(flow.throttle)
+        # the throttles' control-topic reads: every second, never behind a long control job; one job per target
+        self.throttle_followers = ThrottleFollowers.of(flow.throttle for flow in self.flows)
+        for followers in self.throttle_followers:
+            self.background.add_jobs(followers)
         self.background.start(name="mirrorspark-heartbeats")
         if self.schema_syncs.jobs:
             self.schema_syncs.start(name="mirrorspark-schema-syncs")
@@ -280,6 +288,27 @@ class Replicator:
         self.join_leases()
         self.state = DriverState.RUNNING
         startup_log.info("%d flow(s) started in %.1f s; their leases joined", len(self.flows), time.monotonic() - began)
+
+    def _start_flows(self) -> None:
+        """Start the flows, :data:`START_THREADS` at once; once none is starting, raise the first failure in flow order.
+
+        A flow after the failed one that had not begun is never started, as in a start one flow at a time.
+        """
+        if len(self.flows) <= 1:
+            for flow in self.flows:
+                flow.start()
+            return
+        with ThreadPoolExecutor(min(START_THREADS, len(self.flows)), thread_name_prefix="mirrorspark-start") as pool:
+            futures = [pool.submit(flow.start) for flow in self.flows]
+            for future in futures:
+                if future.exception() is not None:
+                    for later in futures:
+                        later.cancel()  # not begun yet: left unstarted
+                    break
+        for future in futures:  # every start ended (the pool's exit waited for those under way)
+            error = None if future.cancelled() else future.exception()
+            if error is not None:
+                raise error
 
     def join_leases(self) -> None:
         """Join every flow's lease group (idempotent; needs no Spark), so the take-over wait overlaps Spark's start-up.
@@ -294,8 +323,9 @@ class Replicator:
 
     def _start_failover_watch(self) -> None:
         """Schedule each flow's ``failover watch S->T`` (:mod:`~mirrorspark.replication.connector.failover_watch`)."""
+        metadata = SourceMetadata()  # one Metadata request per source cluster and check, not one per flow
         for flow in self.flows:
-            watcher = FailoverWatcher(flow, active=functools.partial(self._runs_flow, flow))
+            watcher = FailoverWatcher(flow, active=functools.partial(self._runs_flow, flow), metadata=metadata)
             watcher.start()
             self.failover_watchers.append(watcher)
             self.failover.add_jobs(watcher)
@@ -523,6 +553,8 @@ class Replicator:
                 wait_s,
             )
         self.heartbeats.close()
+        for followers in self.throttle_followers:
+            followers.close()
         for follower in self.followers:
             follower.close()
         for cp in self.checkpoints:

@@ -46,12 +46,44 @@ DEFAULT_MIN_ISR = 1
 MIN_ISR_REFRESH_S = 300.0
 """Seconds between two reads of every watched topic's ``min.insync.replicas`` (new topics: at once; issue #26)."""
 
+METADATA_SHARE_S = 1.0
+"""Seconds a source's ``Metadata`` answer serves the other watchers of the same cluster (:class:`SourceMetadata`)."""
+
+
+class SourceMetadata:
+    """The sources' last ``Metadata`` answers (or failures), shared by the watchers of one cluster (issue #44).
+
+    The flows' checks run one after another on the failover thread, each every check interval: the
+    first to ask a cluster sends the request, the next ones within :data:`METADATA_SHARE_S` read its
+    answer, so many flows from one source cluster cost one request per interval, and a dead source one
+    timeout instead of one per flow. Keyed by the source admin client's settings.
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._last: dict[object, tuple[float, Any]] = {}  # key -> (when answered, answer or ClusterError)
+
+    def fetch(self, key: object, admin: ClusterAdmin) -> Any:
+        """Return the cluster's ``Metadata`` answer of at most :data:`METADATA_SHARE_S` ago, else ``admin``'s now."""
+        last = self._last.get(key)
+        if last is None or self._clock() - last[0] >= METADATA_SHARE_S:
+            try:
+                got: Any = admin.cluster_metadata()
+            except ClusterError as e:
+                got = e
+            last = (self._clock(), got)
+            self._last[key] = last
+        if isinstance(last[1], ClusterError):  # a dead source: the same failure for each of its flows
+            raise last[1]
+        return last[1]
+
 
 class FailoverWatcher:
     """One flow's failover policy: watches the source, records failover events, moves consumer groups.
 
     ``active`` tells whether this instance runs the flow (a standby does nothing); ``clock_ms`` in epoch
-    ms. :meth:`check` runs on the failover thread; its clients are used only there, so :meth:`close`
+    ms; ``metadata`` shares the source's ``Metadata`` answers with the other flows' watchers. :meth:`check`
+    runs on the failover thread; its clients are used only there, so :meth:`close`
     only once it ended (:meth:`request_stop` is thread-safe).
     """
 
@@ -61,8 +93,10 @@ class FailoverWatcher:
         *,
         active: Callable[[], bool] = lambda: True,
         clock_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+        metadata: SourceMetadata | None = None,
     ) -> None:
         cfg = flow.config
+        self._metadata = metadata  # shared with the other watchers (None: a request of its own at each check)
         self.flow = flow
         self._active = active
         self.policy = cfg.failover_policy
@@ -113,7 +147,10 @@ class FailoverWatcher:
         alias = self.flow.config.source
         assert self._src_admin is not None, "start() first"
         try:
-            layouts = self._src_admin.partition_metadata(topics)  # topics deleted since the last refresh: left out
+            md = (
+                None if self._metadata is None else self._metadata.fetch(self.flow.config.source_admin, self._src_admin)
+            )
+            layouts = self._src_admin.partition_metadata(topics, metadata=md)  # topics deleted since: left out
         except ClusterUnreachableError:
             return [], False
         if self._closing.is_set():
