@@ -22,7 +22,7 @@ def replicator() -> Replicator:
 
 def test_flows_start_at_once() -> None:
     r = replicator()
-    both = threading.Barrier(2, timeout=5)  # one flow at a time: the first waits for the second in vain
+    both = threading.Barrier(2, timeout=30)  # one flow at a time: the first waits for the second in vain
     started: list[str] = []
     for f in r.flows:
         f.start = lambda f=f: (both.wait(), started.append(f.name))  # type: ignore[method-assign]
@@ -35,7 +35,7 @@ def test_the_first_failure_in_flow_order_surfaces_once_every_start_ended() -> No
     second_failed, ended = threading.Event(), []
 
     def first() -> None:  # slower than the second, which fails meanwhile
-        assert second_failed.wait(5)
+        assert second_failed.wait(30)
         ended.append("A->B")
         raise ClusterError("A->B: the first failure")
 
