@@ -190,6 +190,17 @@ def test_unknown_topics_are_left_out_not_errors() -> None:
     assert admin.end_offsets([("t", 0), ("gone", 0)]) == {("t", 0): 3}
 
 
+def test_a_topic_hidden_from_the_principal_raises_unless_asked_to_read_as_missing() -> None:
+    c = cluster()
+    c.create_topic("hidden", 1)
+    c.undescribable.add("hidden")
+    admin, _ = admin_of(c)
+    with pytest.raises(ClusterError) as e:
+        admin.describe_topics(["t", "hidden"])
+    assert e.value.kafka_code == "TOPIC_AUTHORIZATION_FAILED"
+    assert set(admin.describe_topics(["t", "hidden", "gone"], hidden_as_missing=True)) == {"t"}
+
+
 def test_an_existing_topic_is_not_created_again_and_a_grown_one_not_grown() -> None:
     c = cluster()
     admin, _ = admin_of(c)

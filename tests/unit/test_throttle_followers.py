@@ -77,6 +77,15 @@ def test_a_failed_read_keeps_every_throttle(monkeypatch: pytest.MonkeyPatch, cap
     assert groups[0].poll() == 1 and throttles[2].limit == 7  # the next poll lists the topics again
 
 
+def test_a_control_topic_the_principal_may_not_describe_is_missing_and_the_others_are_still_followed() -> None:
+    groups, throttles, t, _ = followed()
+    set_throttle(t, "A", 9)
+    t.undescribable.add("mm2-control.A.internal")  # as a Metadata listing would hide it
+    set_throttle(t, "B", 1000)
+    assert groups[0].poll() == 1
+    assert [x.limit for x in throttles] == [500, 1000, 0, 0]  # A keeps its configured rate
+
+
 def test_flows_to_different_targets_are_followed_apart() -> None:
     cfg = parse_config(
         parse_properties(

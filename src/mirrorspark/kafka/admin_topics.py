@@ -112,6 +112,10 @@ _REFUSALS: Final = frozenset(
 """A validate-only ``CreateTopics``'s answers about a topic (not failures of the call)."""
 
 
+_MISSING: Final = frozenset({KafkaError.UNKNOWN_TOPIC_OR_PART})
+_HIDDEN_OR_MISSING: Final = _MISSING | {KafkaError.TOPIC_AUTHORIZATION_FAILED}
+
+
 def _retriable(e: BaseException) -> bool:
     return isinstance(e, ClusterError) and e.retriable
 
@@ -125,17 +129,22 @@ class TopicCalls(AdminBase):
             md = self.admin.list_topics(timeout=self.timeout_s)
         return {name: len(t.partitions) for name, t in md.topics.items() if t.error is None}
 
-    def describe_topics(self, topics: Iterable[str]) -> dict[str, TopicDescription]:
-        """Describe topics: replicas per partition and topic id (``DescribeTopics``, KIP-516 ids)."""
+    def describe_topics(self, topics: Iterable[str], *, hidden_as_missing: bool = False) -> dict[str, TopicDescription]:
+        """Describe topics (``DescribeTopics``): replicas per partition and KIP-516 topic id; a missing one left out.
+
+        ``hidden_as_missing`` leaves out a topic the principal may not describe too, as a ``Metadata`` listing hides
+        it, instead of raising ClusterError ``TOPIC_AUTHORIZATION_FAILED``.
+        """
         names = list(dict.fromkeys(topics))
         if not names:
             return {}
         with self._call("describing topics"):
             futures = self.admin.describe_topics(TopicCollection(names), request_timeout=self.timeout_s)
         deadline = self._deadline()
+        absent = _HIDDEN_OR_MISSING if hidden_as_missing else _MISSING
         out: dict[str, TopicDescription] = {}
         for name, fut in futures.items():
-            d = self._settle(fut, f"describing topic '{name}'", {KafkaError.UNKNOWN_TOPIC_OR_PART}, deadline=deadline)
+            d = self._settle(fut, f"describing topic '{name}'", absent, deadline=deadline)
             if isinstance(d, KafkaError):
                 continue
             parts = sorted(d.partitions, key=lambda p: p.id)

@@ -82,16 +82,6 @@ class LiveThrottle:
         self._tail.close()
 
 
-def _existing(admin: ClusterAdmin, topics: set[str]) -> set[str]:
-    """Return those of ``topics`` that exist, by describing them; one the principal may not describe is missing."""
-    try:
-        return set(admin.describe_topics(sorted(topics)))
-    except ClusterError as e:
-        if e.kafka_code == "TOPIC_AUTHORIZATION_FAILED":
-            return set()
-        raise
-
-
 class ThrottleFollowers:
     """The throttles of the flows to one target cluster, followed by one job (``follow throttle S->T`` for one flow).
 
@@ -136,7 +126,9 @@ class ThrottleFollowers:
         admin = self._admin.with_timeout(self.timeout_s)
         topics = {t.topic for t in self.throttles}
         if not topics <= self._present:
-            self._present = (self._present & topics) | _existing(admin, topics - self._present)
+            self._present = (self._present & topics) | set(
+                admin.describe_topics(sorted(topics - self._present), hidden_as_missing=True)
+            )
         ends = admin.end_offsets([(t, 0) for t in sorted(self._present)])
         self._present = {t for t, _ in ends}  # one deleted meanwhile is left out: listed again next poll
         return {t: e for (t, _), e in ends.items()}
