@@ -124,11 +124,9 @@ class ThrottleFollowers:
             client = self._clients.admin(settings, client_id=self._client_id)
             self._admin = ClusterAdmin(client, self.target, bootstrap_servers=settings.bootstrap_servers)
         admin = self._admin.with_timeout(self.timeout_s)
-        topics = {t.topic for t in self.throttles}
-        if not topics <= self._present:
-            self._present = (self._present & topics) | set(
-                admin.describe_topics(sorted(topics - self._present), hidden_as_missing=True)
-            )
+        missing = sorted({t.topic for t in self.throttles} - self._present)
+        if missing:
+            self._present |= set(admin.describe_topics(missing, hidden_as_missing=True))
         ends = admin.end_offsets([(t, 0) for t in sorted(self._present)])
         self._present = {t for t, _ in ends}  # one deleted meanwhile is left out: listed again next poll
         return {t: e for (t, _), e in ends.items()}
